@@ -1,0 +1,208 @@
+import { ensureCheckpoints, readCheckpoint, writeCheckpoint } from '@svc/projectors/runtime/checkpoints';
+import { randomUUID } from 'node:crypto';
+import { EVENT_SCHEMA_VERSION, type DomainEvent, type EventData, type EventMetadata } from '@svc/contracts/events/catalogue';
+import type { BlobStore } from '@svc/domain/ports/blob-store';
+import { WrongExpectedRevisionError, type EventStore, type StoredEvent } from '@svc/domain/ports/event-store';
+import type { Sql } from '@svc/domain/ports/sql';
+import { documentAggregate, type DocumentState, type LiveDocument } from '@svc/domain/documents/document';
+import { documentBlobKeys } from '@svc/domain/documents/grants';
+import { streams } from '@svc/domain/shared/streams';
+import { catchUp } from '@svc/projectors/runtime/catch-up';
+import { loadAggregate, toNewEvents } from '../handle-command';
+import { canExtract, extractText, MAX_EXTRACT_BYTES } from './extract';
+
+/** Documents processed at once within a batch. */
+const CONCURRENCY = 8;
+const REACTS_TO = new Set(['DocumentFileUploaded', 'DocumentTextReady', 'DocumentIndexed', 'DocumentIndexSkipped']);
+
+export interface DocumentWorkerStats {
+  name: string;
+  position: number;
+  reactions: number;
+  errors: number;
+  lastError: string | null;
+}
+
+/**
+ * The document processing reactor: a catch-up subscription on the log with its
+ * own checkpoint, off the request path. It turns an upload into text
+ * (UPLOADED -> EXTRACTING -> PENDING_INDEX, or FAILED), settles store-only
+ * documents (indexMode NONE -> STORED) and discards the text of storeText:
+ * false documents once the search projector (projectors/src/search/indexer.ts)
+ * has settled their outcome (DocumentIndexed / DocumentIndexSkipped); every
+ * other index outcome (INDEXED, SKIPPED, FAILED) is the search projector's. Every transition is appended to the document's
+ * stream at the revision it read; a reaction whose premise no longer holds
+ * (deleted, re-uploaded, newer text) does nothing, so replays are harmless.
+ * The document title is never logged.
+ */
+export class DocumentWorker {
+  private position = 0;
+  private abort = new AbortController();
+  private loop: Promise<void> | undefined;
+  readonly stats: DocumentWorkerStats;
+
+  constructor(
+    private readonly o: { store: EventStore; sql: Sql; blobs: BlobStore; log?: (msg: string) => void; name?: string; now?: () => Date },
+  ) {
+    this.stats = { name: o.name ?? 'document-worker', position: 0, reactions: 0, errors: 0, lastError: null };
+  }
+
+  get name() {
+    return this.stats.name;
+  }
+
+  async init(): Promise<void> {
+    await ensureCheckpoints(this.o.sql);
+    this.position = await readCheckpoint(this.o.sql, this.name);
+    this.stats.position = this.position;
+  }
+
+  start(): void {
+    if (this.loop) return;
+    this.abort = new AbortController();
+    this.loop = catchUp(this.o.store, {
+      from: this.position,
+      batchSize: 200,
+      signal: this.abort.signal,
+      handle: (events) => this.handle(events),
+      onError: (e, attempt) => {
+        this.stats.errors += 1;
+        this.stats.lastError = e instanceof Error ? e.message : String(e);
+        this.o.log?.(`document worker: batch failed (attempt ${attempt}), retrying: ${this.stats.lastError}`);
+      },
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.loop;
+    this.loop = undefined;
+  }
+
+  /**
+   * Reactions of one batch run per document in log order, up to CONCURRENCY
+   * documents at a time; the checkpoint moves past the batch once all are done
+   * (a failure retries the whole batch, which the reactions tolerate).
+   */
+  private async handle(events: StoredEvent[]): Promise<number> {
+    const byDocument = new Map<string, StoredEvent[]>();
+    for (const e of events) {
+      if (!REACTS_TO.has(e.type)) continue;
+      const id = (e.data as { documentId: string }).documentId;
+      const list = byDocument.get(id);
+      if (list) list.push(e);
+      else byDocument.set(id, [e]);
+    }
+    const queue = [...byDocument.values()];
+    const run = async () => {
+      for (let next = queue.shift(); next; next = queue.shift()) {
+        for (const e of next) {
+          if (this.abort.signal.aborted) return;
+          await this.react(e);
+          this.stats.reactions += 1;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(CONCURRENCY, queue.length) }, run));
+    if (this.abort.signal.aborted) return this.position;
+    this.position = events[events.length - 1].position;
+    await writeCheckpoint(this.o.sql, this.name, this.position);
+    this.stats.position = this.position;
+    return this.position;
+  }
+
+  private async react(e: StoredEvent): Promise<void> {
+    switch (e.type) {
+      case 'DocumentFileUploaded':
+        return this.extract(e.data as EventData<'DocumentFileUploaded'>, e);
+      case 'DocumentTextReady': {
+        // Store-only documents are never indexed: STORED here, once. Everything else is settled by the search projector.
+        const { documentId, textRevision } = e.data as EventData<'DocumentTextReady'>;
+        await this.appendIf(documentId, e, (s) =>
+          s.exists && s.indexMode === 'NONE' && s.status === 'PENDING_INDEX' && s.textRevision === textRevision
+            ? [{ type: 'DocumentIndexSkipped', data: { documentId, status: 'STORED', textRevision } }]
+            : null,
+        );
+        return;
+      }
+      case 'DocumentIndexed':
+      case 'DocumentIndexSkipped':
+        return this.discardText(e.data as EventData<'DocumentIndexed'>, e);
+    }
+  }
+
+  private metadata(cause: StoredEvent, state: LiveDocument): EventMetadata {
+    return {
+      tenantId: state.tenantId, contextId: state.contextId, accountId: cause.metadata.accountId, actorKeyId: null, userId: null,
+      requestId: cause.metadata.requestId, occurredAt: (this.o.now?.() ?? new Date()).toISOString(), schemaVersion: EVENT_SCHEMA_VERSION,
+    };
+  }
+
+  /** Loads the document, decides, appends at the revision read; re-decides after a concurrent write. True when appended. */
+  private async appendIf(documentId: string, cause: StoredEvent, decide: (s: DocumentState) => Promise<DomainEvent[] | null> | DomainEvent[] | null): Promise<boolean> {
+    const streamId = streams.document(documentId);
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const { state, revision } = await loadAggregate(this.o.store, streamId, documentAggregate);
+      if (!state.exists) return false;
+      const events = await decide(state);
+      if (!events?.length) return false;
+      try {
+        await this.o.store.appendMulti([{ streamId, events: toNewEvents({ newId: randomUUID }, events, this.metadata(cause, state)), expectedRevision: revision }]);
+        return true;
+      } catch (err) {
+        if (err instanceof WrongExpectedRevisionError) continue;
+        throw err;
+      }
+    }
+    return false;
+  }
+
+  private async extract(up: EventData<'DocumentFileUploaded'>, cause: StoredEvent): Promise<void> {
+    const id = up.documentId;
+    const mine = (s: DocumentState): s is LiveDocument => s.exists && s.uploadId === up.uploadId && s.fileRef === up.fileRef;
+    // UPLOADED -> EXTRACTING; a worker that stopped mid-extraction resumes from EXTRACTING.
+    await this.appendIf(id, cause, (s) => (mine(s) && s.status === 'UPLOADED' ? [{ type: 'DocumentExtractionStarted', data: { documentId: id, uploadId: up.uploadId } }] : null));
+    const { state } = await loadAggregate(this.o.store, streams.document(id), documentAggregate);
+    if (!mine(state) || state.status !== 'EXTRACTING') return;
+    const settle = (events: DomainEvent[]) => this.appendIf(id, cause, (s) => (mine(s) && s.status === 'EXTRACTING' ? events : null));
+    // No text to be had: a store-only document is simply STORED; otherwise it failed.
+    const noText = (code: string, message: string) =>
+      settle(
+        state.indexMode === 'NONE'
+          ? [{ type: 'DocumentIndexSkipped', data: { documentId: id, status: 'STORED', textRevision: state.textRevision } }]
+          : [{ type: 'DocumentFailed', data: { documentId: id, code, message } }],
+      );
+    if (!canExtract(up.fileType)) return void (await noText('INDEXING_FAILED', `No text extractor for ${up.fileType}`));
+    if (up.fileSize > MAX_EXTRACT_BYTES) return void (await noText('INDEXING_FAILED', `The file is larger than the ${MAX_EXTRACT_BYTES / 1024 / 1024} MB text extraction limit`));
+    const data = await this.o.blobs.get(up.fileRef);
+    if (!data) return void (await settle([{ type: 'DocumentFailed', data: { documentId: id, code: 'SOURCE_UNAVAILABLE', message: 'The uploaded file could not be loaded' } }]));
+    let text: string;
+    try {
+      const out = await extractText(up.fileType, data);
+      if (out.kind !== 'text') return void (await noText('INDEXING_FAILED', out.reason));
+      text = out.text;
+    } catch (err) {
+      const why = err instanceof Error ? err.message.slice(0, 200) : 'unknown error';
+      await settle([{ type: 'DocumentFailed', data: { documentId: id, code: 'INDEXING_FAILED', message: `Text could not be extracted from the ${up.fileType} file: ${why}` } }]);
+      return;
+    }
+    const revision = state.textRevision + 1;
+    const textRef = documentBlobKeys.text(state.tenantId!, state.contextId!, id, revision, randomUUID().slice(0, 8));
+    const { bytes } = await this.o.blobs.put(textRef, text, { contentType: 'text/plain; charset=utf-8' });
+    const previous = state.textRetained ? state.textRef : null;
+    const done = await settle([{ type: 'DocumentTextReady', data: { documentId: id, textRef, textBytes: bytes, indexMode: state.indexMode, textRevision: revision } }]);
+    if (!done) await this.o.blobs.delete(textRef).catch(() => {});
+    else if (previous) await this.o.blobs.delete(previous).catch(() => {});
+  }
+
+  /** storeText: false — once indexing settled, the text goes (event first, then the blob). */
+  private async discardText(d: { documentId: string; textRevision: number }, cause: StoredEvent): Promise<void> {
+    let ref: string | null = null;
+    const done = await this.appendIf(d.documentId, cause, (s) => {
+      if (!s.exists || s.storeText || !s.textRetained || s.textRevision !== d.textRevision || !s.textRef) return null;
+      ref = s.textRef;
+      return [{ type: 'DocumentTextDiscarded', data: { documentId: d.documentId, textRevision: d.textRevision } }];
+    });
+    if (done && ref) await this.o.blobs.delete(ref).catch(() => {});
+  }
+}

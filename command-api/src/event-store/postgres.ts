@@ -1,0 +1,287 @@
+import type { Sql } from '@svc/domain/ports/sql';
+import {
+  expectationHolds,
+  WrongExpectedRevisionError,
+  type AppendRequest,
+  type AppendResult,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type ReadStreamOptions,
+  type StoredEvent,
+} from '@svc/domain/ports/event-store';
+
+/**
+ * PostgreSQL event store; the same SQL serves PGlite (embedded default) and a
+ * PostgreSQL server. Appends are group-committed: concurrent callers are queued
+ * and written in one transaction of two statements (read the streams' current
+ * revisions, insert), each request decided on its own (a failed expectation
+ * fails only that request). On a server, a transaction-scoped advisory lock
+ * makes positions commit in order, so a reader of the global log never sees a
+ * gap that fills in later; PGlite is one connection, where this holds already.
+ */
+const APPEND_LOCK = 7_348_001;
+const MAX_EVENTS_PER_FLUSH = 1000;
+export const APPENDED_CHANNEL = 'es_appended';
+const MAX_CACHED_STREAMS = 50_000;
+const MAX_CACHED_STREAM = 500;
+
+/** readStream's options applied to a whole stream held in memory. */
+function sliceStream(all: StoredEvent[], o: ReadStreamOptions): StoredEvent[] {
+  const max = o.maxCount ?? Number.MAX_SAFE_INTEGER;
+  if (o.direction === 'backwards') {
+    const from = o.fromRevision ?? Number.MAX_SAFE_INTEGER;
+    return all.filter((e) => e.revision <= from).reverse().slice(0, max);
+  }
+  const from = o.fromRevision ?? 0;
+  return all.filter((e) => e.revision >= from).slice(0, max);
+}
+
+export const EVENT_STORE_DDL = `
+CREATE TABLE IF NOT EXISTS es_events (
+  position   bigint PRIMARY KEY,
+  stream_id  text   NOT NULL,
+  revision   bigint NOT NULL,
+  event_id   uuid   NOT NULL,
+  event_type text   NOT NULL,
+  data       jsonb  NOT NULL,
+  metadata   jsonb  NOT NULL,
+  UNIQUE (stream_id, revision)
+);
+`;
+
+type Pending = {
+  requests: AppendRequest[];
+  resolve: (r: AppendResult[]) => void;
+  reject: (e: unknown) => void;
+};
+
+type Row = {
+  position: number;
+  stream_id: string;
+  revision: number;
+  event_id: string;
+  event_type: string;
+  data: Record<string, unknown>;
+  metadata: StoredEvent['metadata'];
+};
+
+const toStored = (r: Row): StoredEvent => ({
+  position: Number(r.position),
+  streamId: r.stream_id,
+  revision: Number(r.revision),
+  id: r.event_id,
+  type: r.event_type,
+  data: r.data,
+  metadata: r.metadata,
+});
+
+export class PostgresEventStore implements EventStore {
+  private queue: Pending[] = [];
+  private flushing = false;
+  private listeners = new Set<() => void>();
+  private unlisten: (() => Promise<void>) | undefined;
+  /** PGlite has one writer (this process): the head position is known without asking. */
+  private head: number | undefined;
+  /**
+   * PGlite only: whole streams (or their absence) cached, exact because every
+   * append passes through this instance and updates the cache after it commits.
+   */
+  private streams: Map<string, StoredEvent[]> | undefined;
+
+  private constructor(private readonly sql: Sql) {}
+
+  static async open(sql: Sql): Promise<PostgresEventStore> {
+    await sql.exec(EVENT_STORE_DDL);
+    const store = new PostgresEventStore(sql);
+    // Another process's appends wake our subscribers too (a server only: PGlite is one process).
+    if (sql.kind === 'postgres') store.unlisten = await sql.listen(APPENDED_CHANNEL, () => store.notify());
+    else {
+      store.head = await store.headPosition();
+      store.streams = new Map();
+    }
+    return store;
+  }
+
+  append(streamId: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
+    return this.appendMulti([{ streamId, events, expectedRevision }]).then((r) => r[0]);
+  }
+
+  appendMulti(requests: AppendRequest[]): Promise<AppendResult[]> {
+    const names = new Set(requests.map((r) => r.streamId));
+    if (names.size !== requests.length) return Promise.reject(new Error('appendMulti: a stream may appear once'));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ requests, resolve, reject });
+      if (!this.flushing) {
+        // Defer to the next turn: PGlite answers without real I/O, so flushing now would commit each
+        // request alone; every append whose request arrived in this turn joins one transaction instead.
+        this.flushing = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    try {
+      while (this.queue.length > 0) {
+        const batch: Pending[] = [];
+        let count = 0;
+        while (this.queue.length > 0 && (batch.length === 0 || count < MAX_EVENTS_PER_FLUSH)) {
+          const p = this.queue.shift()!;
+          batch.push(p);
+          count += p.requests.reduce((n, r) => n + r.events.length, 0);
+        }
+        await this.writeBatch(batch);
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  private async writeBatch(batch: Pending[]): Promise<void> {
+    const outcomes: Array<AppendResult[] | Error> = [];
+    let wrote = false;
+    let written = 0;
+    try {
+      await this.sql.tx(async (q) => {
+        outcomes.length = 0;
+        const server = this.sql.kind === 'postgres';
+        if (server) await q.query('SELECT pg_advisory_xact_lock($1)', [APPEND_LOCK]);
+        const streamIds = [...new Set(batch.flatMap((p) => p.requests.map((r) => r.streamId)))];
+        const current = new Map<string, number>();
+        // One statement: each stream's last revision (index on stream_id, revision) and, on a server, the head.
+        const { rows } = await q.query<{ stream_id: string | null; revision: number }>(
+          `SELECT stream_id, max(revision)::bigint AS revision FROM es_events WHERE stream_id = ANY($1::text[]) GROUP BY stream_id
+           ${server ? 'UNION ALL SELECT NULL, coalesce(max(position), 0)::bigint FROM es_events' : ''}`,
+          [streamIds],
+        );
+        let position = this.head ?? 0;
+        for (const r of rows) {
+          if (r.stream_id === null) position = Number(r.revision);
+          else current.set(r.stream_id, Number(r.revision));
+        }
+
+        const cols = { pos: [] as number[], sid: [] as string[], rev: [] as number[], eid: [] as string[], type: [] as string[], data: [] as string[], meta: [] as string[] };
+        for (const p of batch) {
+          const failed = p.requests.find((r) => !expectationHolds(r.expectedRevision, current.get(r.streamId) ?? -1));
+          if (failed) {
+            const actual = current.get(failed.streamId);
+            outcomes.push(new WrongExpectedRevisionError(failed.streamId, failed.expectedRevision, actual ?? 'no_stream'));
+            continue;
+          }
+          const results: AppendResult[] = [];
+          for (const r of p.requests) {
+            let rev = current.get(r.streamId) ?? -1;
+            for (const e of r.events) {
+              rev += 1;
+              position += 1;
+              cols.pos.push(position);
+              cols.sid.push(r.streamId);
+              cols.rev.push(rev);
+              cols.eid.push(e.id);
+              cols.type.push(e.type);
+              cols.data.push(JSON.stringify(e.data));
+              cols.meta.push(JSON.stringify(e.metadata));
+            }
+            current.set(r.streamId, rev);
+            results.push({ nextExpectedRevision: rev, position });
+          }
+          outcomes.push(results);
+        }
+        if (cols.pos.length === 0) return;
+        await q.query(
+          `INSERT INTO es_events (position, stream_id, revision, event_id, event_type, data, metadata)
+           SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::uuid[], $5::text[], $6::jsonb[], $7::jsonb[])`,
+          [cols.pos, cols.sid, cols.rev, cols.eid, cols.type, cols.data, cols.meta],
+        );
+        if (server) await q.query('SELECT pg_notify($1, $2)', [APPENDED_CHANNEL, String(position)]);
+        wrote = true;
+        written = position;
+      });
+    } catch (e) {
+      for (const p of batch) p.reject(e);
+      return;
+    }
+    if (wrote && this.head !== undefined) this.head = written;
+    if (wrote && this.streams) this.cacheAppended(batch, outcomes);
+    batch.forEach((p, i) => {
+      const o = outcomes[i];
+      if (o instanceof Error) p.reject(o);
+      else p.resolve(o);
+    });
+    if (wrote) this.notify();
+  }
+
+  private cacheAppended(batch: Pending[], outcomes: Array<AppendResult[] | Error>) {
+    batch.forEach((p, i) => {
+      const o = outcomes[i];
+      if (o instanceof Error) return;
+      p.requests.forEach((r, j) => {
+        const cached = this.streams!.get(r.streamId);
+        if (!cached) return; // not cached: the next read loads it whole
+        let position = o[j].position - r.events.length;
+        let revision = o[j].nextExpectedRevision - r.events.length;
+        for (const e of r.events) cached.push({ ...e, streamId: r.streamId, revision: ++revision, position: ++position });
+        if (cached.length > MAX_CACHED_STREAM) this.streams!.delete(r.streamId);
+      });
+    });
+  }
+
+  async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<StoredEvent[]> {
+    if (this.streams) {
+      let all = this.streams.get(streamId);
+      if (all) {
+        this.streams.delete(streamId); // LRU: most recent last
+        this.streams.set(streamId, all);
+      } else {
+        all = await this.queryStream(streamId, {});
+        if (all.length <= MAX_CACHED_STREAM) {
+          this.streams.set(streamId, all);
+          if (this.streams.size > MAX_CACHED_STREAMS) this.streams.delete(this.streams.keys().next().value!);
+        }
+      }
+      return sliceStream(all, options);
+    }
+    return this.queryStream(streamId, options);
+  }
+
+  private async queryStream(streamId: string, options: ReadStreamOptions): Promise<StoredEvent[]> {
+    const backwards = options.direction === 'backwards';
+    const from = options.fromRevision ?? (backwards ? Number.MAX_SAFE_INTEGER : 0);
+    const { rows } = await this.sql.query<Row>(
+      `SELECT position, stream_id, revision, event_id, event_type, data, metadata FROM es_events
+       WHERE stream_id = $1 AND revision ${backwards ? '<=' : '>='} $2
+       ORDER BY revision ${backwards ? 'DESC' : 'ASC'} LIMIT $3`,
+      [streamId, from, options.maxCount ?? 1_000_000],
+    );
+    return rows.map(toStored);
+  }
+
+  async readAll(after: number, maxCount: number): Promise<StoredEvent[]> {
+    const { rows } = await this.sql.query<Row>(
+      `SELECT position, stream_id, revision, event_id, event_type, data, metadata FROM es_events
+       WHERE position > $1 ORDER BY position LIMIT $2`,
+      [after, maxCount],
+    );
+    return rows.map(toStored);
+  }
+
+  async headPosition(): Promise<number> {
+    const { rows } = await this.sql.query<{ p: number }>('SELECT coalesce(max(position), 0)::bigint AS p FROM es_events');
+    return Number(rows[0].p);
+  }
+
+  onAppended(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private notify() {
+    for (const l of this.listeners) l();
+  }
+
+  async close(): Promise<void> {
+    await this.unlisten?.();
+    this.listeners.clear();
+  }
+}

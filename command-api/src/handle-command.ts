@@ -1,0 +1,101 @@
+import type { DomainEvent, EventMetadata } from '@svc/contracts/events/catalogue';
+import { EVENT_SCHEMA_VERSION, parseEventData } from '@svc/contracts/events/catalogue';
+import type { RequestMeta } from '@svc/contracts/http/principal';
+import type { AppendRequest, EventStore, ExpectedRevision, NewEvent, StoredEvent } from '@svc/domain/ports/event-store';
+import { WrongExpectedRevisionError } from '@svc/domain/ports/event-store';
+import type { IdGenerator } from '@svc/domain/ports/runtime';
+import type { PayloadSealer } from './records/sealing';
+import type { ReadModelBarrier } from '@svc/projectors/runtime/runner';
+
+export interface CommandDeps {
+  store: EventStore;
+  barrier: ReadModelBarrier;
+  ids: IdGenerator;
+  /** Seals sensitive payload values before they enter an event; blind-indexes them. */
+  sealer: PayloadSealer;
+  log?: (message: string) => void;
+}
+
+export function metadataFor(meta: RequestMeta, tenantId = meta.principal.tenantId, contextId = meta.principal.contextId): EventMetadata {
+  const p = meta.principal;
+  return {
+    tenantId,
+    contextId,
+    accountId: p.accountId || null,
+    actorKeyId: p.kind === 'operator' ? null : p.credentialId,
+    userId: p.userId,
+    requestId: meta.requestId,
+    occurredAt: meta.now.toISOString(),
+    schemaVersion: EVENT_SCHEMA_VERSION,
+  };
+}
+
+/** Validates each event against the catalogue and stamps id and metadata. */
+export function toNewEvents(ids: IdGenerator, events: DomainEvent[], metadata: EventMetadata): NewEvent[] {
+  return events.map((e) => ({ id: ids.newId(), type: e.type, data: parseEventData(e.type, e.data) as Record<string, unknown>, metadata }));
+}
+
+/** Domain events bound for one stream; `metadata` overrides the command's (e.g. another tenant id). */
+export interface DomainAppend {
+  streamId: string;
+  events: DomainEvent[];
+  expectedRevision: ExpectedRevision;
+  metadata?: EventMetadata;
+}
+
+/** Appends atomically to every stream, then waits until the read models have applied it (read-your-writes). */
+export async function commit(deps: CommandDeps, metadata: EventMetadata, appends: DomainAppend[]): Promise<number> {
+  const requests: AppendRequest[] = appends
+    .filter((a) => a.events.length > 0)
+    .map((a) => ({ streamId: a.streamId, events: toNewEvents(deps.ids, a.events, a.metadata ?? metadata), expectedRevision: a.expectedRevision }));
+  const results = await deps.store.appendMulti(requests);
+  const position = Math.max(0, ...results.map((r) => r.position));
+  // The write is durable once appended. If the projector is stalled past the barrier's timeout we still answer
+  // (a retried create would duplicate) and say so in the log; reads catch up when the projector does.
+  if (position > 0 && !(await deps.barrier.waitFor(position))) deps.log?.(`read models did not reach position ${position} in time; answering anyway`);
+  return position;
+}
+
+export interface Aggregate<S> {
+  initialState(): S;
+  /** `metadata` gives time and actor to states that show them (createdAt, createdBy). */
+  evolve(state: S, event: DomainEvent, metadata?: EventMetadata): S;
+}
+
+export async function loadAggregate<S>(store: EventStore, streamId: string, agg: Aggregate<S>): Promise<{ state: S; revision: number }> {
+  const events = await store.readStream(streamId);
+  const state = events.reduce((s, e: StoredEvent) => agg.evolve(s, { type: e.type, data: e.data } as DomainEvent, e.metadata), agg.initialState());
+  return { state, revision: events.length ? events[events.length - 1].revision : -1 };
+}
+
+export interface Decision {
+  events: DomainEvent[];
+  /** Other streams written in the same atomic append (uniqueness reservations). */
+  also?: DomainAppend[];
+}
+
+/**
+ * load -> decide -> append with the expected revision, retried (a bounded
+ * number of times) only when another writer got in between; then waits for the
+ * read models. Returns the state after the new events.
+ */
+export async function handleCommand<S>(
+  deps: CommandDeps,
+  streamId: string,
+  agg: Aggregate<S>,
+  decide: (state: S) => Decision,
+  metadata: EventMetadata,
+  retries = 5,
+): Promise<{ state: S; events: DomainEvent[]; position: number }> {
+  for (let attempt = 0; ; attempt++) {
+    const { state, revision } = await loadAggregate(deps.store, streamId, agg);
+    const decision = decide(state);
+    try {
+      const position = await commit(deps, metadata, [{ streamId, events: decision.events, expectedRevision: revision < 0 ? 'no_stream' : revision }, ...(decision.also ?? [])]);
+      return { state: decision.events.reduce((s, e) => agg.evolve(s, e, metadata), state), events: decision.events, position };
+    } catch (e) {
+      if (e instanceof WrongExpectedRevisionError && e.streamId === streamId && attempt < retries) continue;
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,15 @@
+import type { RouteSpec } from '@svc/contracts/http/route';
+import type { NamespaceUsage } from '@svc/domain/ports/read-model-counts';
+import type { CommandDeps } from '../handle-command';
+import { entityCommandRoutes } from './entities';
+import { namespaceCommandRoutes } from './namespaces';
+import { userCommandRoutes } from './users';
+
+export { registeredNamespaces } from './namespaces';
+
+/** Identity writes: namespaces (per tenant), users and entities (per tenant and context). */
+export const identityCommandRoutes = (deps: CommandDeps, usage: NamespaceUsage): RouteSpec[] => [
+  ...namespaceCommandRoutes(deps, usage),
+  ...userCommandRoutes(deps),
+  ...entityCommandRoutes(deps),
+];

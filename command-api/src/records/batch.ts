@@ -1,0 +1,67 @@
+import { z } from 'zod';
+import { ServiceError, isServiceError } from '@svc/contracts/errors';
+import { createRecordBody } from '@svc/contracts/api/records';
+import { route, type RouteSpec } from '@svc/contracts/http/route';
+import { recordView } from '@svc/domain/records/view';
+import type { CommandDeps } from '../handle-command';
+import { secondsToWindowEnd, type WindowCounter } from '../limits/window-counter';
+import { changeRecord, createRecord, ValueHeldError } from './routes';
+
+export const BATCH_WRITE_MAX = 50;
+/** Items per account per minute that may collide with values held outside the caller's reach. */
+export const COLLISION_BUDGET_PER_MINUTE = 20;
+
+export const batchWriteBody = z.object({ records: z.array(createRecordBody).min(1).max(BATCH_WRITE_MAX) }).strict();
+
+type ItemResult =
+  | { index: number; status: 'created' | 'updated'; id: string; record: ReturnType<typeof recordView> }
+  | { index: number; status: 'conflict'; error: { code: 'already_exists'; message: string } }
+  | { index: number; status: 'error'; error: { code: string; message: string } };
+
+/**
+ * POST /v1/records/batch: up to 50 creates, each with its own outcome (HTTP 200
+ * even when items fail). Re-sending an externalId the caller owns updates that
+ * record (`updated`). A value held by a record the caller cannot read, or a
+ * violated unique field, is `conflict` / `already_exists`; the former spends the
+ * account's collision budget, and a batch that finds it spent is a 429.
+ */
+export function batchWriteRoute(deps: CommandDeps, collisions: WindowCounter): RouteSpec {
+  return route({
+    method: 'POST',
+    url: '/v1/records/batch',
+    auth: 'data',
+    permission: 'records:c',
+    summary: 'Create (or update by owned externalId) up to 50 records; per-item results',
+    body: batchWriteBody,
+    write: true,
+    handler: async ({ body, meta }) => {
+      const key = `collisions:${meta.principal.accountId}`;
+      if ((await collisions.get(key, meta.now)) >= COLLISION_BUDGET_PER_MINUTE)
+        throw new ServiceError(
+          'RATE_LIMITED',
+          'Batch-write collision budget exhausted: remove the items whose result was conflict (already_exists) and resubmit; waiting alone does not help',
+          { headers: { 'retry-after': String(secondsToWindowEnd(meta.now)) } },
+        );
+      const results: ItemResult[] = [];
+      for (const [index, item] of body.records.entries()) {
+        try {
+          const out = await createRecord(deps, item, meta);
+          if (out.status === 'created') {
+            results.push({ index, status: 'created', id: out.record.id, record: recordView(out.record, out.schema.definition, { full: true }) });
+          } else {
+            const record = await changeRecord(deps, out.record.id, 'put', { ...item, externalId: undefined, indexMode: undefined }, meta);
+            results.push({ index, status: 'updated', id: record.id, record });
+          }
+        } catch (e) {
+          if (e instanceof ValueHeldError) {
+            if (!e.reachable) await collisions.add(key, 1, meta.now);
+            results.push({ index, status: 'conflict', error: { code: 'already_exists', message: e.message } });
+          } else if (isServiceError(e)) {
+            results.push({ index, status: 'error', error: { code: e.code, message: e.message } });
+          } else throw e;
+        }
+      }
+      return { results };
+    },
+  });
+}

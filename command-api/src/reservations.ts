@@ -1,0 +1,46 @@
+import type { DomainEvent } from '@svc/contracts/events/catalogue';
+import type { EventStore, ExpectedRevision } from '@svc/domain/ports/event-store';
+import { streams } from '@svc/domain/shared/streams';
+
+/**
+ * Uniqueness reservations: the documented port through which the write path
+ * enforces "one X per value". Each reserved value has its own stream; claiming
+ * it is appended atomically with the entity's own events, at the stream's
+ * current revision, so two writers can never both hold it.
+ */
+export interface Reservation {
+  streamId: string;
+  key: string;
+  holder: string | null;
+  revision: number;
+}
+
+export const readReservation = (store: EventStore, ...parts: string[]): Promise<Reservation> => readAt(store, streams.reservation(...parts), parts.join('/'));
+
+/** The reservation as it stands now (after a lost race). */
+export const refreshReservation = (store: EventStore, r: Reservation) => readAt(store, r.streamId, r.key);
+
+async function readAt(store: EventStore, streamId: string, key: string): Promise<Reservation> {
+  const last = await store.readStream(streamId, { direction: 'backwards', maxCount: 1 });
+  const e = last[0];
+  return {
+    streamId,
+    key,
+    holder: e && e.type === 'ReservationClaimed' ? (e.data.ownerId as string) : null,
+    revision: e ? e.revision : -1,
+  };
+}
+
+const expected = (r: Reservation): ExpectedRevision => (r.revision < 0 ? 'no_stream' : r.revision);
+
+export const claim = (r: Reservation, ownerId: string) => ({
+  streamId: r.streamId,
+  events: [{ type: 'ReservationClaimed', data: { key: r.key, ownerId } } as DomainEvent],
+  expectedRevision: expected(r),
+});
+
+export const release = (r: Reservation) => ({
+  streamId: r.streamId,
+  events: [{ type: 'ReservationReleased', data: { key: r.key, ownerId: r.holder ?? '' } } as DomainEvent],
+  expectedRevision: expected(r),
+});

@@ -1,0 +1,263 @@
+import { CURRENT_WIRE_VERSION } from '@svc/contracts/common';
+import { forbidden, invalid, notFound } from '@svc/contracts/errors';
+import type { DomainEvent, EventData } from '@svc/contracts/events/catalogue';
+import {
+  accountCreatedResponse,
+  contextResponse,
+  createAccountBody,
+  createContextBody,
+  createScopedKeyBody,
+  idParam,
+  mintTokenBody,
+  mintTokenResponse,
+  patchAccountBody,
+} from '@svc/contracts/api/tenancy';
+import type { Principal, RequestMeta } from '@svc/contracts/http/principal';
+import { route, type RouteSpec } from '@svc/contracts/http/route';
+import { PREFIX, hashSecret, newSecret } from '@svc/contracts/secrets';
+import { accountDecider, type AccountState, type Plan } from '@svc/domain/tenancy/accounts';
+import { isSubset } from '@svc/domain/tenancy/permissions';
+import { streams } from '@svc/domain/shared/streams';
+import { commit, handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
+
+type Issued = EventData<'CredentialIssued'>;
+const DEFAULT_TOKEN_TTL_SECONDS = 3600;
+
+type ContextState = { exists: boolean; tenantId?: string; accountId?: string; isDefault?: boolean };
+const contextAggregate = {
+  initialState: (): ContextState => ({ exists: false }),
+  evolve: (s: ContextState, e: DomainEvent): ContextState =>
+    e.type === 'ContextCreated' ? { exists: true, tenantId: e.data.tenantId, accountId: e.data.accountId, isDefault: e.data.isDefault } : e.type === 'ContextDeleted' ? { ...s, exists: false } : s,
+};
+const accountAggregate = { initialState: accountDecider.initialState, evolve: accountDecider.evolve as (s: AccountState, e: DomainEvent) => AccountState };
+
+export interface OpenAccountInput {
+  plan?: Plan;
+  name?: string;
+  inferenceBalanceCents?: number;
+  creditLimit?: number;
+  rateLimitPerMinute?: number;
+  entitlements?: { allowGlobalRegion: boolean };
+}
+
+/** Creates an account with a live and a test tenant, a default context in each, root keys and a developer token. */
+export async function openAccount(deps: CommandDeps, input: OpenAccountInput, meta: RequestMeta) {
+  const accountId = deps.ids.newId();
+  const env = (e: 'live' | 'test') => ({ tenantId: deps.ids.newId(), contextId: deps.ids.newId(), rootKey: newSecret(e === 'live' ? PREFIX.rootLive : PREFIX.rootTest) });
+  const live = env('live');
+  const test = env('test');
+  const developerToken = newSecret(PREFIX.developer);
+  const plan = input.plan ?? 'free';
+  const md = metadataFor(meta, null, null);
+  const cred = (kind: Issued['kind'], secret: string, tenantId: string | null, environment: Issued['environment']): Issued => ({
+    credentialId: deps.ids.newId(),
+    accountId,
+    kind,
+    tenantId,
+    environment,
+    contextId: null,
+    crossContext: kind === 'root',
+    secretHash: hashSecret(secret),
+    prefix: secret.slice(0, secret.indexOf('_', 3) + 1),
+    allowedActions: ['*'],
+    dataScope: null,
+    userId: null,
+    expiresAt: null,
+    wireVersionPin: kind === 'developer' ? null : CURRENT_WIRE_VERSION,
+  });
+  const creds = [cred('root', live.rootKey, live.tenantId, 'live'), cred('root', test.rootKey, test.tenantId, 'test'), cred('developer', developerToken, null, null)];
+  const opened: DomainEvent = {
+    type: 'AccountOpened',
+    data: {
+      accountId,
+      name: input.name ?? null,
+      plan,
+      inferenceBalanceCents: input.inferenceBalanceCents ?? 0,
+      creditLimit: input.creditLimit ?? null,
+      rateLimitPerMinute: input.rateLimitPerMinute ?? null,
+      entitlements: input.entitlements ?? { allowGlobalRegion: false },
+      tenants: { live: { tenantId: live.tenantId, contextId: live.contextId }, test: { tenantId: test.tenantId, contextId: test.contextId } },
+    },
+  };
+  const ctx = (t: typeof live): DomainEvent => ({ type: 'ContextCreated', data: { contextId: t.contextId, tenantId: t.tenantId, accountId, name: 'default', isDefault: true } });
+  await commit(deps, md, [
+    { streamId: streams.account(accountId), events: [opened], expectedRevision: 'no_stream' },
+    { streamId: streams.context(live.contextId), events: [ctx(live)], expectedRevision: 'no_stream', metadata: { ...md, tenantId: live.tenantId } },
+    { streamId: streams.context(test.contextId), events: [ctx(test)], expectedRevision: 'no_stream', metadata: { ...md, tenantId: test.tenantId } },
+    ...creds.map((c) => ({ streamId: streams.credential(c.credentialId), events: [{ type: 'CredentialIssued', data: c } as DomainEvent], expectedRevision: 'no_stream' as const, metadata: { ...md, tenantId: c.tenantId } })),
+  ]);
+  return { accountId, plan, developerToken, tenants: { live, test } };
+}
+
+/** A live context of the principal's tenant, read from its own stream (never from a projection). */
+async function requireContext(deps: CommandDeps, tenantId: string, contextId: string): Promise<ContextState> {
+  const { state } = await loadAggregate(deps.store, streams.context(contextId), contextAggregate);
+  if (!state.exists || state.tenantId !== tenantId) throw notFound();
+  return state;
+}
+
+/** A child's data scope: each dimension the parent limits stays limited (inherited when the child omits it, narrowed or 403 when named). */
+function childScope(child: Principal['dataScope'] | undefined, parent: Principal['dataScope']): Principal['dataScope'] {
+  if (!parent) return child ?? null;
+  if (parent.userId && child?.userId !== undefined && child.userId !== parent.userId) throw forbidden();
+  if (parent.scopes && child?.scopes && !child.scopes.every((s) => parent.scopes!.includes(s))) throw forbidden();
+  const userId = child?.userId ?? parent.userId;
+  const scopes = child?.scopes ?? parent.scopes;
+  return { ...(userId ? { userId } : {}), ...(scopes ? { scopes } : {}) };
+}
+
+async function issue(deps: CommandDeps, meta: RequestMeta, c: Omit<Issued, 'credentialId' | 'secretHash' | 'prefix'>, prefix: string) {
+  const secret = newSecret(prefix);
+  const data: Issued = { ...c, credentialId: deps.ids.newId(), secretHash: hashSecret(secret), prefix };
+  await commit(deps, metadataFor(meta, c.tenantId, c.contextId), [{ streamId: streams.credential(data.credentialId), events: [{ type: 'CredentialIssued', data }], expectedRevision: 'no_stream' }]);
+  return { data, secret };
+}
+
+export function tenancyCommandRoutes(deps: CommandDeps): RouteSpec[] {
+  return [
+    route({
+      method: 'POST',
+      url: '/operator/accounts',
+      auth: 'operator',
+      summary: 'Create an account with live and test tenants, root keys and a developer token',
+      body: createAccountBody,
+      response: accountCreatedResponse,
+      status: 201,
+      write: true,
+      handler: ({ body, meta }) => openAccount(deps, body, meta),
+    }),
+    route({
+      method: 'PATCH',
+      url: '/operator/accounts/:id',
+      auth: 'operator',
+      summary: 'Change plan, limits, entitlements, or top up the inference balance',
+      params: idParam,
+      body: patchAccountBody,
+      write: true,
+      handler: async ({ params, body, meta }) => {
+        const { state } = await handleCommand(deps, streams.account(params.id), accountAggregate, (s) => ({ events: accountDecider.decideChange(body, s) }), metadataFor(meta, null, null));
+        if (!state.exists) throw notFound();
+        const { exists: _, ...account } = state;
+        return account;
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/v1/tokens',
+      auth: 'data',
+      summary: 'Mint a token confined to one app context',
+      body: mintTokenBody,
+      response: mintTokenResponse,
+      status: 201,
+      write: true,
+      handler: async ({ body, principal: p, meta }) => {
+        const contextId = body.contextId ?? p.contextId!;
+        if (contextId !== p.contextId && !p.crossContext) throw notFound();
+        await requireContext(deps, p.tenantId!, contextId);
+        if (!isSubset(body.scope.allowedActions, p.allowedActions)) throw forbidden();
+        const dataScope = childScope(body.scope.dataScope, p.dataScope);
+        if (p.userId && body.userId && body.userId !== p.userId) throw forbidden();
+        // A child never outlives the credential that minted it.
+        const parentExpiry = p.expiresAt;
+        const wanted = meta.now.getTime() + (body.expiresInSeconds ?? DEFAULT_TOKEN_TTL_SECONDS) * 1000;
+        const expiresAt = new Date(parentExpiry !== undefined ? Math.min(wanted, parentExpiry) : wanted).toISOString();
+        const { data, secret } = await issue(
+          deps,
+          meta,
+          {
+            accountId: p.accountId,
+            kind: 'token',
+            tenantId: p.tenantId,
+            environment: p.environment,
+            contextId,
+            crossContext: false,
+            allowedActions: body.scope.allowedActions,
+            dataScope,
+            userId: body.userId ?? dataScope?.userId ?? p.userId ?? null,
+            expiresAt,
+            wireVersionPin: CURRENT_WIRE_VERSION,
+          },
+          PREFIX.token,
+        );
+        return { id: data.credentialId, token: secret, contextId, expiresAt };
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/v1/contexts',
+      auth: 'data',
+      summary: 'Create an app context in the caller tenant',
+      body: createContextBody,
+      response: contextResponse,
+      status: 201,
+      write: true,
+      handler: async ({ body, principal: p, meta }) => {
+        if (!p.crossContext) throw forbidden();
+        const contextId = deps.ids.newId();
+        const data = { contextId, tenantId: p.tenantId!, accountId: p.accountId, name: body.name, isDefault: false };
+        await commit(deps, metadataFor(meta, p.tenantId, contextId), [{ streamId: streams.context(contextId), events: [{ type: 'ContextCreated', data }], expectedRevision: 'no_stream' }]);
+        return { id: contextId, tenantId: data.tenantId, name: data.name, isDefault: false, createdAt: meta.now.toISOString() };
+      },
+    }),
+    route({
+      method: 'DELETE',
+      url: '/v1/contexts/:id',
+      auth: 'data',
+      summary: 'Tear down an app context and everything in it (irreversible)',
+      params: idParam,
+      rootOnly: true,
+      status: 204,
+      write: true,
+      handler: async ({ params, principal: p, meta }) => {
+        await handleCommand(
+          deps,
+          streams.context(params.id),
+          contextAggregate,
+          (s) => {
+            if (!s.exists || s.tenantId !== p.tenantId) throw notFound();
+            if (s.isDefault) throw invalid('The default context cannot be deleted');
+            return { events: [{ type: 'ContextDeleted', data: { contextId: params.id, tenantId: p.tenantId! } }] };
+          },
+          metadataFor(meta, p.tenantId, params.id),
+        );
+        return null;
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/developer/keys',
+      auth: 'developer',
+      summary: 'Create a scoped API key (ssk_) for one of the account tenants',
+      body: createScopedKeyBody,
+      status: 201,
+      write: true,
+      handler: async ({ body, principal: p, meta }) => {
+        const { state } = await loadAggregate(deps.store, streams.account(p.accountId), accountAggregate);
+        if (!state.exists) throw forbidden();
+        const environment = state.tenants.live.tenantId === body.tenantId ? 'live' : state.tenants.test.tenantId === body.tenantId ? 'test' : null;
+        if (!environment) throw forbidden();
+        const contextId = body.contextId ?? state.tenants[environment].contextId;
+        await requireContext(deps, body.tenantId, contextId);
+        const { data, secret } = await issue(
+          deps,
+          meta,
+          {
+            accountId: p.accountId,
+            kind: 'scoped',
+            tenantId: body.tenantId,
+            environment,
+            contextId,
+            crossContext: body.crossContext ?? false,
+            allowedActions: body.allowedActions,
+            dataScope: body.dataScope ?? null,
+            userId: body.userId ?? body.dataScope?.userId ?? null,
+            expiresAt: null,
+            wireVersionPin: CURRENT_WIRE_VERSION,
+          },
+          PREFIX.scoped,
+        );
+        return { id: data.credentialId, key: secret, tenantId: body.tenantId, contextId, allowedActions: data.allowedActions, crossContext: data.crossContext };
+      },
+    }),
+  ];
+}

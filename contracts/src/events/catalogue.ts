@@ -1,0 +1,252 @@
+import { z } from 'zod';
+
+/**
+ * The event catalogue: every event type, its payload schema and the metadata
+ * every event carries. An event's schema never changes incompatibly once
+ * released: add an optional field, or a new type plus an upcaster.
+ * Free-form values (record payloads, schema definitions) are `json` fields:
+ * objects here, JSON strings in Avro.
+ */
+export const EVENT_SCHEMA_VERSION = 1;
+
+export const eventMetadata = z.object({
+  tenantId: z.string().nullable(),
+  contextId: z.string().nullable(),
+  accountId: z.string().nullable(),
+  actorKeyId: z.string().nullable(),
+  userId: z.string().nullable(),
+  requestId: z.string().nullable(),
+  occurredAt: z.string(),
+  schemaVersion: z.number().int(),
+});
+export type EventMetadata = z.infer<typeof eventMetadata>;
+
+const json = z.record(z.string(), z.unknown());
+const plan = z.enum(['free', 'starter', 'pro', 'scale', 'enterprise']);
+const tenantRef = z.object({ tenantId: z.string(), contextId: z.string() });
+const dataScope = z.object({ userId: z.string().optional(), scopes: z.array(z.string()).optional() });
+
+export const EVENT_TYPES = {
+  // accounts and tenancy
+  AccountOpened: z.object({
+    accountId: z.string(),
+    name: z.string().nullable(),
+    plan,
+    inferenceBalanceCents: z.number(),
+    creditLimit: z.number().nullable(),
+    rateLimitPerMinute: z.number().int().nullable(),
+    entitlements: z.object({ allowGlobalRegion: z.boolean() }),
+    tenants: z.object({ live: tenantRef, test: tenantRef }),
+  }),
+  /** Absent means unchanged; `{ value: null }` clears a limit (optional and nullable never combine: Avro could not tell them apart). */
+  AccountChanged: z.object({
+    accountId: z.string(),
+    plan: plan.optional(),
+    creditLimit: z.object({ value: z.number().nullable() }).optional(),
+    rateLimitPerMinute: z.object({ value: z.number().int().nullable() }).optional(),
+    inferenceBalanceCentsDelta: z.number().optional(),
+    entitlements: z.object({ allowGlobalRegion: z.boolean() }).optional(),
+  }),
+  ContextCreated: z.object({
+    contextId: z.string(),
+    tenantId: z.string(),
+    accountId: z.string(),
+    name: z.string(),
+    isDefault: z.boolean(),
+  }),
+  ContextDeleted: z.object({ contextId: z.string(), tenantId: z.string() }),
+  CredentialIssued: z.object({
+    credentialId: z.string(),
+    accountId: z.string(),
+    kind: z.enum(['root', 'scoped', 'token', 'developer']),
+    tenantId: z.string().nullable(),
+    environment: z.enum(['live', 'test']).nullable(),
+    contextId: z.string().nullable(),
+    crossContext: z.boolean(),
+    secretHash: z.string(),
+    prefix: z.string(),
+    allowedActions: z.array(z.string()),
+    dataScope: dataScope.nullable(),
+    userId: z.string().nullable(),
+    expiresAt: z.string().nullable(),
+    wireVersionPin: z.string().nullable(),
+  }),
+  CredentialRevoked: z.object({ credentialId: z.string() }),
+
+  // uniqueness reservations (one stream per reserved value)
+  ReservationClaimed: z.object({ key: z.string(), ownerId: z.string() }),
+  ReservationReleased: z.object({ key: z.string(), ownerId: z.string() }),
+
+  // schemas
+  SchemaCreated: z.object({ schemaId: z.string(), typeName: z.string(), definition: json }),
+  SchemaUpdated: z.object({ schemaId: z.string(), schemaVersion: z.number().int(), definition: json }),
+  SchemaDeleted: z.object({ schemaId: z.string(), typeName: z.string() }),
+
+  // records
+  RecordCreated: z.object({
+    recordId: z.string(),
+    schemaId: z.string(),
+    schemaVersion: z.number().int(),
+    typeName: z.string(),
+    payload: json,
+    status: z.string(),
+    folderId: z.string().nullable(),
+    userId: z.string().nullable(),
+    scopes: z.array(z.string()),
+    externalId: z.string().nullable(),
+    indexMode: z.string().nullable(),
+    /** Keyed HMACs of sensitive values (the values themselves are sealed in `payload`). */
+    blindIndex: z.record(z.string(), z.string()).optional(),
+  }),
+  RecordUpdated: z.object({
+    recordId: z.string(),
+    schemaVersion: z.number().int(),
+    payload: json,
+    status: z.string(),
+    folderId: z.string().nullable(),
+    userId: z.string().nullable(),
+    scopes: z.array(z.string()),
+    /** `put` or `patch`, for history readers. */
+    change: z.enum(['put', 'patch']),
+    blindIndex: z.record(z.string(), z.string()).optional(),
+  }),
+  RecordDeleted: z.object({
+    recordId: z.string(),
+    typeName: z.string(),
+    externalId: z.string().nullable(),
+  }),
+  /**
+   * Index outcomes, appended by the search projector to the record's stream with
+   * expected revision 'any'. They never change the record's version; `forRevision`
+   * is the stream revision of the content event that was indexed, so a stale
+   * outcome is recognisable once the record changed again.
+   */
+  RecordIndexed: z.object({
+    recordId: z.string(),
+    status: z.enum(['INDEXED', 'SKIPPED']),
+    forRevision: z.number().int(),
+  }),
+  RecordIndexFailed: z.object({
+    recordId: z.string(),
+    code: z.enum(['SOURCE_UNAVAILABLE', 'TEXT_INDEX_FAILED', 'EMBEDDING_FAILED', 'INDEXING_FAILED', 'VECTOR_LIMIT_EXCEEDED', 'INTERNAL']),
+    message: z.string(),
+    forRevision: z.number().int(),
+  }),
+
+  // folders (the context root has a derived id, no parent and isProtected: true)
+  FolderCreated: z.object({
+    folderId: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    parentFolderId: z.string().nullable(),
+    slug: z.string(),
+    depth: z.number().int(),
+    isProtected: z.boolean(),
+    userId: z.string().nullable(),
+    scopes: z.array(z.string()),
+  }),
+  /** The mutable fields after the change, in full. */
+  FolderUpdated: z.object({
+    folderId: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    userId: z.string().nullable(),
+    scopes: z.array(z.string()),
+    change: z.enum(['put', 'patch']),
+  }),
+  FolderDeleted: z.object({ folderId: z.string(), parentFolderId: z.string().nullable(), slug: z.string() }),
+
+  // identity: namespaces (one registry stream per tenant), users and entities (per tenant and context)
+  NamespaceCreated: z.object({ name: z.string(), description: z.string().nullable() }),
+  NamespaceDeleted: z.object({ name: z.string() }),
+  UserCreated: z.object({
+    userId: z.string(),
+    email: z.string().nullable(),
+    displayName: z.string().nullable(),
+    payload: json,
+    schemaId: z.string().nullable(),
+    scopes: z.array(z.string()),
+  }),
+  /** The mutable fields after the change, in full. */
+  UserUpdated: z.object({
+    userId: z.string(),
+    email: z.string().nullable(),
+    displayName: z.string().nullable(),
+    payload: json,
+    scopes: z.array(z.string()),
+    change: z.enum(['put', 'patch']),
+  }),
+  UserDeleted: z.object({ userId: z.string(), email: z.string().nullable() }),
+  EntityCreated: z.object({
+    entityId: z.string(),
+    namespace: z.string(),
+    key: z.string(),
+    payload: json,
+    schemaId: z.string().nullable(),
+  }),
+  EntityUpdated: z.object({ entityId: z.string(), payload: json, change: z.enum(['put', 'patch']) }),
+  EntityDeleted: z.object({ entityId: z.string(), namespace: z.string(), key: z.string() }),
+
+  // documents. The title is kept in the log and the read models only: outbound event data (webhooks) and logs never carry it.
+  DocumentCreated: z.object({
+    documentId: z.string(),
+    title: z.string(),
+    /** `text`: inline ingest (the body is always retained); `file`: presigned upload. */
+    source: z.enum(['text', 'file']),
+    indexMode: z.string(),
+    storeText: z.boolean(),
+    folderId: z.string(),
+    payload: json,
+    schemaId: z.string().nullable(),
+    schemaVersion: z.number().int().nullable(),
+    typeName: z.string().nullable(),
+    userId: z.string().nullable(),
+    scopes: z.array(z.string()),
+    externalId: z.string().nullable(),
+    fileName: z.string().nullable(),
+    fileType: z.string().nullable(),
+    /** The pending upload grant of a file document (null for text). */
+    uploadId: z.string().nullable(),
+    blindIndex: z.record(z.string(), z.string()).optional(),
+  }),
+  /** The mutable fields after the change, in full (text changes follow as DocumentTextReady). */
+  DocumentUpdated: z.object({
+    documentId: z.string(),
+    title: z.string(),
+    folderId: z.string(),
+    payload: json,
+    schemaId: z.string().nullable(),
+    schemaVersion: z.number().int().nullable(),
+    typeName: z.string().nullable(),
+    userId: z.string().nullable(),
+    scopes: z.array(z.string()),
+    change: z.enum(['put', 'patch']),
+    blindIndex: z.record(z.string(), z.string()).optional(),
+  }),
+  /** A new upload grant for an existing file document (re-upload). */
+  DocumentUploadRequested: z.object({ documentId: z.string(), uploadId: z.string(), fileName: z.string(), fileType: z.string() }),
+  DocumentFileUploaded: z.object({ documentId: z.string(), uploadId: z.string(), fileRef: z.string(), fileSize: z.number().int(), fileType: z.string() }),
+  DocumentExtractionStarted: z.object({ documentId: z.string(), uploadId: z.string() }),
+  /** Text is available at `textRef` (BlobStore key); the search projector indexes from here. */
+  DocumentTextReady: z.object({ documentId: z.string(), textRef: z.string(), textBytes: z.number().int(), indexMode: z.string(), textRevision: z.number().int() }),
+  DocumentIndexed: z.object({ documentId: z.string(), status: z.enum(['INDEXED']), textRevision: z.number().int() }),
+  /** No index work: STORED (indexMode NONE) or SKIPPED (no indexable text). */
+  DocumentIndexSkipped: z.object({ documentId: z.string(), status: z.enum(['STORED', 'SKIPPED']), textRevision: z.number().int() }),
+  DocumentFailed: z.object({ documentId: z.string(), code: z.string(), message: z.string() }),
+  /** storeText: false — the text blob was deleted after indexing. */
+  DocumentTextDiscarded: z.object({ documentId: z.string(), textRevision: z.number().int() }),
+  DocumentDeleted: z.object({ documentId: z.string(), externalId: z.string().nullable() }),
+} as const;
+
+export type EventType = keyof typeof EVENT_TYPES;
+export type EventData<T extends EventType> = z.infer<(typeof EVENT_TYPES)[T]>;
+
+/** A typed event before it is stored. */
+export type DomainEvent = { [T in EventType]: { type: T; data: EventData<T> } }[EventType];
+
+export const isEventType = (t: string): t is EventType => Object.prototype.hasOwnProperty.call(EVENT_TYPES, t);
+
+/** Validates one event's data against its schema; throws on a mismatch (a programming error). */
+export function parseEventData<T extends EventType>(type: T, data: unknown): EventData<T> {
+  return EVENT_TYPES[type].parse(data) as EventData<T>;
+}

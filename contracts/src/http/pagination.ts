@@ -1,0 +1,50 @@
+import { z } from 'zod';
+import { invalid } from '../errors';
+import { LIST_LIMIT } from '../common';
+import type { CursorCodec } from './cursor';
+
+/**
+ * The one pagination helper: `limit` 1-100 (default 20; larger is a 400, never
+ * reduced) and an encrypted `startFrom` bound to the other query parameters.
+ */
+export const limitParam = z
+  .union([z.string(), z.number()])
+  .optional()
+  .transform((v, ctx) => {
+    if (v === undefined || v === '') return LIST_LIMIT.default;
+    const n = typeof v === 'number' ? v : /^-?\d+$/.test(v) ? Number(v) : NaN;
+    if (!Number.isInteger(n) || n < LIST_LIMIT.min || n > LIST_LIMIT.max) {
+      ctx.addIssue({ code: 'custom', message: `limit must be an integer from ${LIST_LIMIT.min} to ${LIST_LIMIT.max}` });
+      return z.NEVER;
+    }
+    return n;
+  });
+
+export interface Page<T> {
+  data: T[];
+  nextCursor: string | null;
+}
+
+export class Paginator {
+  constructor(private readonly codec: CursorCodec) {}
+
+  /** Decodes `startFrom` (if any) for a list whose parameters are `params` in `scope`. */
+  start<K>(scope: string, params: Record<string, unknown>, startFrom: string | undefined): K | undefined {
+    if (startFrom === undefined) return undefined;
+    if (startFrom === '') throw invalid('startFrom must be a cursor returned by this list');
+    return this.codec.decode<K>(scope, params, startFrom);
+  }
+
+  /**
+   * Builds a page from `limit + 1` fetched rows: the extra row only tells that
+   * more remain; the cursor holds the key of the last row returned.
+   */
+  page<R, T, K>(scope: string, params: Record<string, unknown>, rows: R[], limit: number, keyOf: (r: R) => K, map: (r: R) => T): Page<T> {
+    const more = rows.length > limit;
+    const shown = more ? rows.slice(0, limit) : rows;
+    return {
+      data: shown.map(map),
+      nextCursor: more ? this.codec.encode(scope, params, keyOf(shown[shown.length - 1])) : null,
+    };
+  }
+}

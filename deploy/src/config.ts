@@ -1,0 +1,61 @@
+import { resolve } from 'node:path';
+
+export type Role = 'all' | 'command' | 'query' | 'projector' | 'relay';
+
+/** Start-up contract (decisions §3): every engine is switched on by its own variable. */
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  role: Role;
+  databaseUrl?: string;
+  eventStoreUrl?: string;
+  kafkaBrokers?: string;
+  elasticsearchUrl?: string;
+  lancedbUri?: string;
+  redisUrl?: string;
+  objectStoreUrl?: string;
+  operatorToken?: string;
+  defaultPlan: string;
+  /** Secret for cursors, blind indexes and payload encryption; generated into DATA_DIR when unset. */
+  serviceSecret?: string;
+  logRequests: boolean;
+  /** Search: OpenAI-compatible embeddings (else the built-in model), the per-tenant vector capacity, the Elasticsearch index prefix. */
+  embeddingsUrl?: string;
+  embeddingsApiKey?: string;
+  embeddingsModel?: string;
+  embeddingsDims?: number;
+  vectorCapacity: number;
+  elasticsearchIndexPrefix: string;
+  /** Lifetime of presigned upload and download URLs (UPLOAD_URL_TTL_SECONDS, default 900 = 15 minutes). */
+  uploadUrlTtlSeconds: number;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const role = (env.SERVICE_ROLE ?? 'all') as Role;
+  if (!['all', 'command', 'query', 'projector', 'relay'].includes(role)) throw new Error(`SERVICE_ROLE must be all|command|query|projector|relay, not ${role}`);
+  return {
+    port: Number(env.PORT ?? 8080),
+    host: env.HOST ?? '127.0.0.1',
+    dataDir: resolve(env.DATA_DIR ?? './data'),
+    role,
+    databaseUrl: env.DATABASE_URL || undefined,
+    eventStoreUrl: env.EVENTSTORE_URL || undefined,
+    kafkaBrokers: env.KAFKA_BROKERS || undefined,
+    elasticsearchUrl: env.ELASTICSEARCH_URL || undefined,
+    lancedbUri: env.LANCEDB_URI || undefined,
+    redisUrl: env.REDIS_URL || undefined,
+    objectStoreUrl: env.OBJECT_STORE_URL || undefined,
+    operatorToken: env.OPERATOR_TOKEN || undefined,
+    defaultPlan: env.DEFAULT_PLAN ?? 'free',
+    serviceSecret: env.SERVICE_SECRET || undefined,
+    logRequests: env.LOG_REQUESTS === '1',
+    embeddingsUrl: env.EMBEDDINGS_URL || undefined,
+    embeddingsApiKey: env.EMBEDDINGS_API_KEY || undefined,
+    embeddingsModel: env.EMBEDDINGS_MODEL || undefined,
+    embeddingsDims: env.EMBEDDINGS_DIMENSIONS ? Number(env.EMBEDDINGS_DIMENSIONS) : undefined,
+    vectorCapacity: env.VECTOR_CAPACITY_PER_TENANT ? Number(env.VECTOR_CAPACITY_PER_TENANT) : 5_000_000,
+    elasticsearchIndexPrefix: env.ELASTICSEARCH_INDEX_PREFIX ?? 'svc-',
+    uploadUrlTtlSeconds: env.UPLOAD_URL_TTL_SECONDS ? Number(env.UPLOAD_URL_TTL_SECONDS) : 900,
+  };
+}

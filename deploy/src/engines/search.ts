@@ -1,0 +1,25 @@
+import { join } from 'node:path';
+import type { Sql } from '@svc/domain/ports/sql';
+import { SearchCatalogue } from '@svc/projectors/search/catalogue';
+import { BuiltinEmbedder, OpenAiEmbedder, type Embedder } from '@svc/projectors/search/embeddings';
+import type { SearchEngines } from '@svc/projectors/search/indexer';
+import { PgTextIndex } from '@svc/projectors/search/pg-fts';
+import type { TextIndex } from '@svc/projectors/search/text-index';
+import { LanceVectorIndex } from '@svc/projectors/search/vector-index';
+import type { Config } from '../config';
+
+/** The search engines chosen by configuration (decisions §3): PostgreSQL FTS or Elasticsearch; LanceDB; built-in or OpenAI-compatible embeddings. */
+export async function openSearchEngines(config: Config, sql: Sql): Promise<SearchEngines> {
+  let text: TextIndex;
+  if (config.elasticsearchUrl) {
+    const { ElasticsearchTextIndex } = await import('@svc/projectors/search/es');
+    text = new ElasticsearchTextIndex({ url: config.elasticsearchUrl, index: `${config.elasticsearchIndexPrefix}passages` });
+  } else text = new PgTextIndex(sql);
+  let embedder: Embedder;
+  if (config.embeddingsUrl) {
+    if (!config.embeddingsModel) throw new Error('EMBEDDINGS_MODEL is required with EMBEDDINGS_URL');
+    embedder = new OpenAiEmbedder({ url: config.embeddingsUrl, apiKey: config.embeddingsApiKey, model: config.embeddingsModel, dims: config.embeddingsDims ?? 1536 });
+  } else embedder = new BuiltinEmbedder();
+  const vectors = new LanceVectorIndex(config.lancedbUri ?? join(config.dataDir, 'lancedb'), embedder.model, embedder.dims);
+  return { text, vectors, embedder, catalogue: new SearchCatalogue(sql) };
+}

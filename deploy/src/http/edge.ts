@@ -1,0 +1,184 @@
+import { randomUUID, timingSafeEqual } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { ERROR_CATALOGUE, ServiceError, forbidden, invalid, isServiceError, notFound } from '@svc/contracts/errors';
+import { CURRENT_WIRE_VERSION, WIRE_VERSIONS } from '@svc/contracts/common';
+import { findNumberViolation } from '@svc/contracts/json-numbers';
+import type { Principal } from '@svc/contracts/http/principal';
+import type { RouteSpec } from '@svc/contracts/http/route';
+import { grants } from '@svc/domain/tenancy/permissions';
+
+/**
+ * The HTTP edge every endpoint shares: request ids, the error body, the
+ * Service-Version contract, the JSON number rules, authentication and
+ * permission checks. Routes are plain `RouteSpec`s registered through it.
+ */
+export interface EdgeOptions {
+  /** Resolves a data-plane or developer bearer credential (null when unknown, expired or revoked). */
+  resolveCredential(token: string): Promise<Principal | null>;
+  /** Whether `contextId` is a live context of `tenantId`. */
+  contextExists(tenantId: string, contextId: string): Promise<boolean>;
+  operatorToken?: string;
+  logger?: boolean;
+  /** Called after every response (activity log, metrics). */
+  onResponse?(req: FastifyRequest, reply: FastifyReply, durationMs: number): void;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal?: Principal;
+    errorCode?: string;
+  }
+  interface FastifyContextConfig {
+    auth?: string;
+  }
+}
+
+const STREAMING = /^\/v1\/(rag|chat|documents\/[^/]+\/ask)$/;
+const CONTEXT_HEADER = 'x-context-id';
+
+export function errorBody(err: ServiceError, requestId: string | undefined) {
+  return { message: err.message, errorCode: err.code, ...(requestId ? { requestId } : {}), ...(err.details ?? {}) };
+}
+
+function send(reply: FastifyReply, err: ServiceError) {
+  reply.request.errorCode = err.code;
+  if (err.headers) reply.headers(err.headers);
+  return reply.status(err.status).type('application/json').send(errorBody(err, reply.request.id));
+}
+
+const zodMessage = (e: z.ZodError) =>
+  e.issues
+    .slice(0, 5)
+    .map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message))
+    .join('; ');
+
+export function parseWith<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
+  if (!schema) return value as T;
+  const r = schema.safeParse(value ?? (where === 'body' ? {} : value));
+  if (!r.success) throw invalid(`Invalid ${where}: ${zodMessage(r.error)}`);
+  return r.data;
+}
+
+const bearer = (req: FastifyRequest): string | null => {
+  const h = req.headers.authorization;
+  if (!h || !h.startsWith('Bearer ')) return null;
+  return h.slice(7).trim() || null;
+};
+
+const safeEqual = (a: string, b: string) => {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+};
+
+export function createEdge(opts: EdgeOptions): FastifyInstance {
+  const app = Fastify({
+    logger: opts.logger ? { level: 'info' } : false,
+    genReqId: () => randomUUID(),
+    bodyLimit: 32 * 1024 * 1024,
+    return503OnClosing: true,
+  });
+
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') return done(null, undefined);
+    const violation = findNumberViolation(text);
+    if (violation) return done(invalid(violation), undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(invalid('The body is not valid JSON'), undefined);
+    }
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+    if (req.url.startsWith('/v1/') && !STREAMING.test(req.url.split('?')[0])) {
+      const v = req.headers['service-version'];
+      if (v !== undefined && !WIRE_VERSIONS.includes(v as never)) {
+        throw new ServiceError('UNSUPPORTED_WIRE_VERSION', `Service-Version '${String(v)}' is not supported. Supported versions: ${WIRE_VERSIONS.join(', ')}`);
+      }
+    }
+  });
+
+  app.addHook('onSend', async (req, reply, payload) => {
+    if (req.url.startsWith('/v1/')) {
+      const v = req.headers['service-version'];
+      const pinned = typeof v === 'string' && WIRE_VERSIONS.includes(v as never) ? v : (req.principal?.wireVersionPin ?? CURRENT_WIRE_VERSION);
+      reply.header('service-version', pinned);
+    }
+    return payload;
+  });
+
+  app.addHook('onResponse', async (req, reply) => {
+    opts.onResponse?.(req, reply, reply.elapsedTime);
+  });
+
+  app.setErrorHandler((err: unknown, req, reply) => {
+    if (isServiceError(err)) return send(reply, err);
+    const e = err as { statusCode?: number; code?: string; message?: string };
+    if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return send(reply, new ServiceError('PAYLOAD_TOO_LARGE'));
+    if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return send(reply, new ServiceError('UNSUPPORTED_MEDIA_TYPE'));
+    if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) return send(reply, invalid(e.message ?? 'Invalid request'));
+    req.log.error({ err }, 'unhandled error');
+    reply.request.errorCode = 'INTERNAL';
+    return reply.status(500).send({ message: ERROR_CATALOGUE.INTERNAL.message, errorCode: 'INTERNAL', requestId: req.id, correlationId: req.id });
+  });
+
+  app.setNotFoundHandler((req, reply) => send(reply, notFound()));
+  return app;
+}
+
+async function authenticate(req: FastifyRequest, spec: RouteSpec, opts: EdgeOptions): Promise<Principal> {
+  const token = bearer(req);
+  if (spec.auth === 'operator') {
+    // Without OPERATOR_TOKEN the operator API does not exist.
+    if (!opts.operatorToken) throw notFound();
+    if (!token || !safeEqual(token, opts.operatorToken)) throw new ServiceError('UNAUTHORIZED');
+    return { credentialId: 'operator', kind: 'operator', accountId: '', tenantId: null, environment: null, contextId: null, crossContext: true, allowedActions: ['*'], dataScope: null, userId: null, wireVersionPin: null };
+  }
+  if (!token) throw new ServiceError('UNAUTHORIZED');
+  const p = await opts.resolveCredential(token);
+  if (!p) throw new ServiceError('UNAUTHORIZED');
+  if (spec.auth === 'developer') {
+    if (p.kind !== 'developer') throw forbidden();
+    return p;
+  }
+  if (p.kind === 'developer') throw forbidden();
+  const wanted = req.headers[CONTEXT_HEADER];
+  if (typeof wanted === 'string' && wanted !== p.contextId) {
+    // Only cross-context credentials may choose; every other miss reads as not found.
+    if (!p.crossContext || !(await opts.contextExists(p.tenantId!, wanted))) throw notFound();
+    return { ...p, contextId: wanted };
+  }
+  return p;
+}
+
+/** Registers routes on the edge: validation, auth and permission first, then the handler. */
+export function registerRoutes(app: FastifyInstance, routes: RouteSpec[], opts: EdgeOptions, now: () => Date) {
+  for (const spec of routes) {
+    app.route({
+      method: spec.method,
+      url: spec.url,
+      config: { auth: spec.auth },
+      handler: async (req, reply) => {
+        const principal = spec.auth === 'none' ? (undefined as unknown as Principal) : await authenticate(req, spec, opts);
+        req.principal = principal;
+        if (spec.auth === 'data') {
+          if (spec.rootOnly && principal.kind !== 'root') throw forbidden();
+          if (spec.permission && !grants(principal.allowedActions, spec.permission)) throw forbidden();
+        }
+        const params = parseWith(spec.params, req.params, 'path');
+        const query = parseWith(spec.query, req.query, 'query');
+        const body = spec.body ? parseWith(spec.body, req.body, 'body') : (req.body as unknown);
+        // The declared status is the default; a handler may answer otherwise (e.g. 200 for an idempotent re-create).
+        reply.status(spec.status ?? 200);
+        const out = await spec.handler({ body, query, params, principal, meta: { requestId: req.id, principal, now: now() }, req, reply });
+        if (reply.sent) return reply;
+        if (reply.statusCode === 204) return reply.send();
+        return out;
+      },
+    });
+  }
+}

@@ -1,0 +1,203 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { CursorCodec } from '@svc/contracts/http/cursor';
+import { Paginator } from '@svc/contracts/http/pagination';
+import type { RouteSpec } from '@svc/contracts/http/route';
+import { route } from '@svc/contracts/http/route';
+import { ServiceError } from '@svc/contracts/errors';
+import type { EventStore } from '@svc/domain/ports/event-store';
+import type { Sql } from '@svc/domain/ports/sql';
+import { PostgresEventStore } from '@svc/command-api/event-store/postgres';
+import { openAccount } from '@svc/command-api/tenancy/routes';
+import { PayloadSealer } from '@svc/command-api/records/sealing';
+import { deriveKey } from '@svc/contracts/secrets';
+import { InProcessWindowCounter } from '@svc/command-api/limits/window-counter';
+import { RedisWindowCounter } from '@svc/command-api/limits/redis-window-counter';
+import type { CommandDeps } from '@svc/command-api/handle-command';
+import { ProjectionRunner, inProcessBarrier, remoteBarrier, type ReadModelBarrier } from '@svc/projectors/runtime/runner';
+import { CredentialResolver } from '@svc/query-api/tenancy/credentials';
+import { TenancyReads } from '@svc/query-api/tenancy/contexts';
+import { ReadCache } from '@svc/query-api/read-cache';
+import type { RecordRow } from '@svc/query-api/records/reads';
+import type { Config } from './config';
+import { openSql } from './engines/sql';
+import { createEdge, registerRoutes } from './http/edge';
+import { buildOpenApi } from './http/openapi';
+import { commandRoutes, documentWorker, queryRoutes, readModelProjections, storageRouteSpecs } from './features';
+import { FileBlobStore } from './engines/blobs';
+import { S3BlobStore } from './engines/s3-blobs';
+import type { BlobStore } from '@svc/domain/ports/blob-store';
+import { UploadPoller } from '@svc/command-api/documents/upload-poller';
+import { openSearchEngines } from './engines/search';
+import { SearchIndexer } from '@svc/projectors/search/indexer';
+
+export const READ_MODELS = 'read-models';
+
+export interface Service {
+  config: Config;
+  sql: Sql;
+  store: EventStore;
+  runner: ProjectionRunner;
+  /** The search projector ('search-index'), when this process runs projectors. */
+  searchIndexer?: SearchIndexer;
+  app: FastifyInstance;
+  /** Set when this start created the first account. */
+  bootstrapFile?: string;
+  close(): Promise<void>;
+}
+
+function loadSecret(config: Config): Buffer {
+  if (config.serviceSecret) return Buffer.from(config.serviceSecret, 'utf8');
+  const file = join(config.dataDir, 'service-secret.key');
+  if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600 });
+  return Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
+}
+
+async function openEventStore(config: Config, sql: Sql): Promise<EventStore> {
+  if (config.eventStoreUrl) {
+    const { KurrentDbEventStore } = await import('@svc/command-api/event-store/kurrentdb');
+    return KurrentDbEventStore.open(config.eventStoreUrl);
+  }
+  return PostgresEventStore.open(sql);
+}
+
+export async function buildService(config: Config, log: (msg: string) => void = (m) => console.log(m)): Promise<Service> {
+  mkdirSync(config.dataDir, { recursive: true });
+  const secret = loadSecret(config);
+  const sql = await openSql({ databaseUrl: config.databaseUrl, dataDir: join(config.dataDir, 'pg') });
+  const store = await openEventStore(config, sql);
+
+  const ids = { newId: () => randomUUID() };
+  const now = () => new Date();
+  const credentials = new CredentialResolver(sql);
+  const tenancy = new TenancyReads(sql);
+  const pages = new Paginator(new CursorCodec(secret));
+
+  const runsProjector = config.role === 'all' || config.role === 'projector';
+  // By-id caches are exact only beside an in-process projector that invalidates them.
+  const recordCache = config.role === 'all' ? new ReadCache<RecordRow>() : undefined;
+  const onRecordsChanged = (ids: string[] | null) => (ids ? recordCache?.invalidate(ids) : recordCache?.clear());
+  const runner = new ProjectionRunner(READ_MODELS, sql, store, readModelProjections({ onCredentialChange: () => credentials.invalidate(), onRecordsChanged }), (m, e) =>
+    log(`${m}: ${e instanceof Error ? e.message : String(e)}`),
+  );
+  await runner.init();
+  // Lookup and list pages are cached only beside the in-process projector, and dropped whenever records or schemas change.
+  const pageCache = config.role === 'all' ? new ReadCache<unknown>(5_000) : undefined;
+  runner.onCommitted = (events) => {
+    if (events.some((e) => /^(Record|Schema|Context)/.test(e.type) && !/^Record(Indexed|IndexFailed)$/.test(e.type))) pageCache?.clear();
+  };
+  let barrier: ReadModelBarrier & { close?: () => Promise<void> };
+  if (runsProjector) {
+    runner.start();
+    barrier = inProcessBarrier(runner);
+  } else {
+    barrier = await remoteBarrier(sql, READ_MODELS);
+  }
+  const sealer = new PayloadSealer(deriveKey(secret, 'payload-seal'), deriveKey(secret, 'blind-index'));
+  const deps: CommandDeps = { store, barrier, ids, sealer, log };
+  // Blobs: files under DATA_DIR, or an S3-compatible store when OBJECT_STORE_URL is set (which then serves the presigned URLs itself).
+  const storageUrlTtlMs = config.uploadUrlTtlSeconds * 1000;
+  const s3 = config.objectStoreUrl ? S3BlobStore.fromUrl(config.objectStoreUrl, config.uploadUrlTtlSeconds) : undefined;
+  await s3?.check();
+  const blobs: BlobStore = s3 ?? new FileBlobStore(join(config.dataDir, 'blobs'));
+  const worker = runsProjector ? documentWorker({ store, sql, blobs, log }) : undefined;
+  if (worker) {
+    await worker.init();
+    worker.start();
+  }
+  // With an object store the client's PUT never reaches this service: pending uploads are polled beside the worker.
+  const uploadPoller = s3 && runsProjector ? new UploadPoller({ store, sql, objects: s3, urlTtlMs: storageUrlTtlMs, log }) : undefined;
+  uploadPoller?.start();
+
+  // Search: its own projector and checkpoint ('search-index'), outside the read-your-writes barrier.
+  const search = config.role === 'command' || config.role === 'relay' ? undefined : await openSearchEngines(config, sql);
+  const searchIndexer = search && runsProjector ? new SearchIndexer(sql, store, search, { vectorCapacity: config.vectorCapacity, blobs, log: (m, e) => log(`${m}: ${e instanceof Error ? e.message : String(e)}`) }) : undefined;
+  if (searchIndexer) {
+    await searchIndexer.init();
+    searchIndexer.start();
+  }
+
+  const edgeOpts = {
+    resolveCredential: (t: string) => credentials.resolve(t),
+    contextExists: (tenantId: string, contextId: string) => tenancy.contextExists(tenantId, contextId),
+    operatorToken: config.operatorToken,
+    logger: config.logRequests,
+  };
+  // Per-minute counters: in process by default; Redis (shared by every process) when REDIS_URL is set, failing open.
+  const redisCounters = config.redisUrl ? new RedisWindowCounter(config.redisUrl, log) : undefined;
+  if (redisCounters && !(await redisCounters.ready())) log(`Redis at REDIS_URL did not answer at start; counters fail open until it does`);
+  const counters = redisCounters ?? new InProcessWindowCounter();
+  const app = createEdge(edgeOpts);
+  const routes: RouteSpec[] = [];
+  if (config.role === 'all' || config.role === 'command') routes.push(...commandRoutes({ deps, secret, pages, counters, sql, blobs, storageUrlTtlMs, presigned: s3 }));
+  if (config.role === 'all' || config.role === 'query') routes.push(...queryRoutes({ sql, secret, pages, tenancy, store, deps, recordCache, pageCache, blobs, storageUrlTtlMs, presigned: s3, search }));
+  const system: RouteSpec[] = [
+    route({ method: 'GET', url: '/healthz', auth: 'none', summary: 'Liveness', handler: async () => ({ status: 'ok', role: config.role }) }),
+    route({
+      method: 'GET',
+      url: '/readyz',
+      auth: 'none',
+      summary: 'Readiness: the database answers and the read models are caught up within 10,000 events',
+      handler: async () => {
+        try {
+          await sql.query('SELECT 1');
+        } catch {
+          throw new ServiceError('UNAVAILABLE', 'The database is not reachable');
+        }
+        const head = await store.headPosition();
+        const lag = runsProjector ? head - runner.current : 0;
+        if (lag > 10_000) throw new ServiceError('UNAVAILABLE', `Read models are ${lag} events behind`);
+        return { status: 'ready', role: config.role, headPosition: head, projections: runsProjector ? [runner.stats] : [] };
+      },
+    }),
+  ];
+  const all = [...routes, ...system];
+  const openapi = buildOpenApi(all);
+  all.push(route({ method: 'GET', url: '/openapi.json', auth: 'none', summary: 'This API description', handler: async () => openapi }));
+  registerRoutes(app, all, edgeOpts, now);
+  if ((config.role === 'all' || config.role === 'command') && !s3) {
+    const storage = storageRouteSpecs({ deps, secret, blobs, storageUrlTtlMs });
+    // The storage endpoint streams request bodies itself: no body parser runs in its scope.
+    app.register(async (scope) => {
+      scope.removeAllContentTypeParsers();
+      scope.addContentTypeParser('*', (_req, _payload, done) => done(null, undefined));
+      registerRoutes(scope, storage, edgeOpts, now);
+    });
+  }
+
+  let bootstrapFile: string | undefined;
+  if ((config.role === 'all' || config.role === 'command') && (await store.headPosition()) === 0) {
+    const plan = (['free', 'starter', 'pro', 'scale', 'enterprise'].includes(config.defaultPlan) ? config.defaultPlan : 'free') as 'free';
+    const system = { credentialId: 'bootstrap', kind: 'operator' as const, accountId: '', tenantId: null, environment: null, contextId: null, crossContext: true, allowedActions: ['*'], dataScope: null, userId: null, wireVersionPin: null };
+    const account = await openAccount(deps, { plan, name: 'bootstrap' }, { requestId: randomUUID(), principal: system, now: now() });
+    bootstrapFile = join(config.dataDir, 'bootstrap.json');
+    writeFileSync(bootstrapFile, JSON.stringify(account, null, 2) + '\n', { mode: 0o600 });
+    chmodSync(bootstrapFile, 0o600);
+  }
+
+  return {
+    config,
+    sql,
+    store,
+    runner,
+    searchIndexer,
+    app,
+    bootstrapFile,
+    async close() {
+      await app.close();
+      await redisCounters?.close();
+      await uploadPoller?.stop();
+      await worker?.stop();
+      await searchIndexer?.stop();
+      await search?.text.close();
+      await search?.vectors.close();
+      await runner.stop();
+      await barrier.close?.();
+      await store.close();
+      await sql.close();
+      s3?.close();
+    },
+  };
+}

@@ -1,0 +1,26 @@
+import { loadConfig } from './config';
+import { buildService } from './service';
+
+/** The launcher: the only place that listens. SIGTERM/SIGINT close cleanly. */
+const config = loadConfig();
+const started = Date.now();
+const service = await buildService(config);
+await service.app.listen({ port: config.port, host: config.host });
+console.log(`service (role ${config.role}) listening on http://${config.host}:${config.port} in ${Date.now() - started} ms; data in ${config.dataDir}`);
+if (service.bootstrapFile) console.log(`first start: account keys written to ${service.bootstrapFile} (mode 0600)`);
+
+let closing = false;
+for (const sig of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(sig, async () => {
+    if (closing) return;
+    closing = true;
+    console.log(`${sig}: shutting down`);
+    const t = setTimeout(() => process.exit(1), 15_000);
+    try {
+      await service.close();
+    } finally {
+      clearTimeout(t);
+      process.exit(0);
+    }
+  });
+}

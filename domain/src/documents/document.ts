@@ -1,0 +1,218 @@
+import { invalid, notFound, versionConflict } from '@svc/contracts/errors';
+import type { SchemaDefinition } from '@svc/contracts/api/schemas';
+import type { DomainEvent, EventMetadata } from '@svc/contracts/events/catalogue';
+import { IMMUTABLE_DOCUMENT_KEYS, PATCHABLE_DOCUMENT_KEYS, type DocumentStatus } from '@svc/contracts/api/documents';
+import { checkInlineLimit, mergePatch, validatePayload } from '../records/payload';
+
+/**
+ * A document: a title, optional schema-bound payload, and a body of text that
+ * arrives inline or is extracted from an uploaded file. Its `status` moves with
+ * processing events (upload, extraction, indexing) that never change `version`;
+ * only DocumentCreated / DocumentUpdated count as revisions of the entity.
+ */
+export interface LiveDocument {
+  exists: true;
+  id: string;
+  tenantId: string | null;
+  contextId: string | null;
+  title: string;
+  source: 'text' | 'file';
+  status: DocumentStatus;
+  indexFailure: { code: string; message: string } | null;
+  indexMode: string;
+  storeText: boolean;
+  folderId: string;
+  payload: Record<string, unknown>;
+  schemaId: string | null;
+  schemaVersion: number | null;
+  typeName: string | null;
+  userId: string | null;
+  scopes: string[];
+  externalId: string | null;
+  fileName: string | null;
+  fileType: string | null;
+  fileSize: number | null;
+  fileRef: string | null;
+  uploadId: string | null;
+  textRef: string | null;
+  textBytes: number | null;
+  textRevision: number;
+  textRetained: boolean;
+  createdAt: string;
+  lastModified: string;
+  version: number;
+}
+export type DocumentState = { exists: false; deleted?: boolean } | LiveDocument;
+
+/** Statuses after which the text (if retained) can be read. */
+export const TEXT_READY_STATUSES: readonly DocumentStatus[] = ['PENDING_INDEX', 'INDEXED', 'SKIPPED', 'STORED'];
+
+export const documentAggregate = {
+  initialState: (): DocumentState => ({ exists: false }),
+  evolve(state: DocumentState, e: DomainEvent, m?: EventMetadata): DocumentState {
+    const at = m?.occurredAt ?? '';
+    if (e.type === 'DocumentCreated') {
+      const { documentId, blindIndex: _, ...d } = e.data;
+      return {
+        exists: true, id: documentId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, ...d,
+        status: d.source === 'file' ? 'PENDING_UPLOAD' : 'PENDING_INDEX', indexFailure: null, fileSize: null, fileRef: null,
+        textRef: null, textBytes: null, textRevision: 0, textRetained: false, createdAt: at, lastModified: at, version: 1,
+      };
+    }
+    if (!state.exists) return state;
+    switch (e.type) {
+      case 'DocumentUpdated': {
+        const { documentId: _, change: __, blindIndex: ___, ...d } = e.data;
+        return { ...state, ...d, lastModified: at, version: state.version + 1 };
+      }
+      case 'DocumentUploadRequested':
+        return { ...state, uploadId: e.data.uploadId, fileName: e.data.fileName, fileType: e.data.fileType, status: 'PENDING_UPLOAD', indexFailure: null };
+      case 'DocumentFileUploaded':
+        if (e.data.uploadId !== state.uploadId) return state;
+        return { ...state, status: 'UPLOADED', fileRef: e.data.fileRef, fileSize: e.data.fileSize, fileType: e.data.fileType, lastModified: at };
+      case 'DocumentExtractionStarted':
+        return e.data.uploadId === state.uploadId ? { ...state, status: 'EXTRACTING' } : state;
+      case 'DocumentTextReady':
+        return { ...state, status: 'PENDING_INDEX', indexFailure: null, textRef: e.data.textRef, textBytes: e.data.textBytes, textRevision: e.data.textRevision, textRetained: true };
+      case 'DocumentIndexed':
+      case 'DocumentIndexSkipped':
+        return e.data.textRevision === state.textRevision ? { ...state, status: e.data.status } : state;
+      case 'DocumentFailed':
+        return { ...state, status: 'FAILED', indexFailure: { code: e.data.code, message: e.data.message } };
+      case 'DocumentTextDiscarded':
+        return e.data.textRevision === state.textRevision ? { ...state, textRetained: false } : state;
+      case 'DocumentDeleted':
+        return { exists: false, deleted: true };
+      default:
+        return state;
+    }
+  },
+};
+
+/** Effective index mode: the request's, else the bound schema's default, else a 400. */
+export function documentIndexMode(requested: string | undefined, def: SchemaDefinition | undefined): string {
+  const mode = requested ?? def?.indexMode;
+  if (!mode) throw invalid('indexMode is required (the document has no schema with a default indexMode)');
+  return mode;
+}
+
+const NO_SCHEMA: SchemaDefinition = { typeName: 'document', allowedSurfaces: ['document'] } as unknown as SchemaDefinition;
+
+/** Payload rules: validated against the bound schema (undeclared keys pass through); without one, only the generic rules. */
+export function checkDocumentPayload(def: SchemaDefinition | undefined, payload: Record<string, unknown>): void {
+  validatePayload(def ?? NO_SCHEMA, payload, { enforceRequired: true });
+  checkInlineLimit(def ?? NO_SCHEMA, payload);
+}
+
+export interface BoundSchema {
+  schemaId: string;
+  schemaVersion: number;
+  definition: SchemaDefinition;
+}
+
+export interface CreateDocumentCommand {
+  documentId: string;
+  title: string;
+  source: 'text' | 'file';
+  indexMode?: string;
+  storeText: boolean;
+  folderId: string;
+  payload: Record<string, unknown>;
+  schema?: BoundSchema;
+  userId: string | null;
+  scopes: string[];
+  externalId?: string;
+  file?: { fileName: string; fileType: string; uploadId: string };
+  /** Inline text already stored as a blob. */
+  text?: { textRef: string; textBytes: number };
+}
+
+export function decideCreateDocument(cmd: CreateDocumentCommand, state: DocumentState): DomainEvent[] {
+  if (state.exists || state.deleted) throw new Error('document id reused');
+  const def = cmd.schema?.definition;
+  const indexMode = documentIndexMode(cmd.indexMode, def);
+  checkDocumentPayload(def, cmd.payload);
+  const events: DomainEvent[] = [
+    {
+      type: 'DocumentCreated',
+      data: {
+        documentId: cmd.documentId, title: cmd.title, source: cmd.source, indexMode, storeText: cmd.source === 'text' ? true : cmd.storeText,
+        folderId: cmd.folderId, payload: cmd.payload, schemaId: cmd.schema?.schemaId ?? null, schemaVersion: cmd.schema?.schemaVersion ?? null,
+        typeName: def?.typeName ?? null, userId: cmd.userId, scopes: cmd.scopes, externalId: cmd.externalId ?? null,
+        fileName: cmd.file?.fileName ?? null, fileType: cmd.file?.fileType ?? null, uploadId: cmd.file?.uploadId ?? null,
+      },
+    },
+  ];
+  if (cmd.text) events.push({ type: 'DocumentTextReady', data: { documentId: cmd.documentId, textRef: cmd.text.textRef, textBytes: cmd.text.textBytes, indexMode, textRevision: 1 } });
+  return events;
+}
+
+export interface ChangeDocumentCommand {
+  kind: 'put' | 'patch';
+  body: Record<string, unknown>;
+  /** The schema bound after the change (undefined: none). */
+  schema?: BoundSchema;
+  /** Ownership after identity auto-assign (undefined: unchanged). */
+  userId?: string | null;
+  scopes?: string[];
+  /** New text already stored as a blob (re-ingest). */
+  text?: { textRef: string; textBytes: number };
+}
+
+/** Checks a PUT / PATCH body before anything (text blob, schema) is touched. Rejections change nothing. */
+export function checkChangeBody(kind: 'put' | 'patch', body: Record<string, unknown>, state: LiveDocument): void {
+  if (kind === 'patch') {
+    for (const k of IMMUTABLE_DOCUMENT_KEYS) if (k in body) throw invalid(`${k} cannot be changed`);
+    for (const k of Object.keys(body)) {
+      if (!(PATCHABLE_DOCUMENT_KEYS as readonly string[]).includes(k)) throw invalid(`${k} is not a patchable field`);
+      if (body[k] === null) throw invalid(`${k} cannot be null in a PATCH`);
+    }
+    if (body.payload !== undefined && (typeof body.payload !== 'object' || Array.isArray(body.payload))) throw invalid('payload must be an object');
+  } else {
+    if (body.externalId !== undefined && body.externalId !== state.externalId) throw invalid('externalId is immutable');
+    if (body.indexMode !== undefined && body.indexMode !== state.indexMode) throw invalid('indexMode is fixed at creation');
+    if (body.storeText !== undefined && body.storeText !== state.storeText) throw invalid('storeText is fixed at ingest');
+  }
+  if ('folderId' in body && (body.folderId === null || body.folderId === '')) throw invalid('folderId cannot be cleared');
+  if (body.expectedVersion !== undefined && body.expectedVersion !== state.version) throw versionConflict();
+}
+
+/** PUT replaces the mutable fields (payload in full, title required); PATCH merges per RFC 7386. */
+export function decideChangeDocument(cmd: ChangeDocumentCommand, state: DocumentState): DomainEvent[] {
+  if (!state.exists) throw notFound();
+  const b = cmd.body;
+  checkChangeBody(cmd.kind, b, state);
+  const payload =
+    cmd.kind === 'put'
+      ? ((b.payload as Record<string, unknown> | undefined) ?? {})
+      : b.payload !== undefined
+        ? (mergePatch(state.payload, b.payload) as Record<string, unknown>)
+        : state.payload;
+  checkDocumentPayload(cmd.schema?.definition, payload);
+  const events: DomainEvent[] = [
+    {
+      type: 'DocumentUpdated',
+      data: {
+        documentId: state.id,
+        title: (b.title as string | undefined) ?? state.title,
+        folderId: (b.folderId as string | undefined) ?? state.folderId,
+        payload,
+        schemaId: cmd.schema?.schemaId ?? null,
+        schemaVersion: cmd.schema?.schemaVersion ?? null,
+        typeName: cmd.schema?.definition.typeName ?? null,
+        userId: cmd.userId !== undefined ? cmd.userId : state.userId,
+        scopes: cmd.scopes ?? state.scopes,
+        change: cmd.kind,
+      },
+    },
+  ];
+  if (cmd.text)
+    events.push({ type: 'DocumentTextReady', data: { documentId: state.id, textRef: cmd.text.textRef, textBytes: cmd.text.textBytes, indexMode: state.indexMode, textRevision: state.textRevision + 1 } });
+  return events;
+}
+
+export function decideDeleteDocument(state: DocumentState, expectedVersion?: number): DomainEvent[] {
+  if (!state.exists) throw notFound();
+  if (expectedVersion !== undefined && expectedVersion !== state.version) throw versionConflict();
+  return [{ type: 'DocumentDeleted', data: { documentId: state.id, externalId: state.externalId } }];
+}

@@ -1,0 +1,124 @@
+import { invalid, notFound, versionConflict } from '@svc/contracts/errors';
+import { IMMUTABLE_ENTITY_KEYS, PATCHABLE_ENTITY_KEYS, patchEntityFields, type EntityResponse } from '@svc/contracts/api/identity';
+import type { SchemaDefinition } from '@svc/contracts/api/schemas';
+import type { DomainEvent, EventMetadata } from '@svc/contracts/events/catalogue';
+import type { Principal } from '@svc/contracts/http/principal';
+import { mergePatch } from '../records/payload';
+import { maskPayload } from '../records/view';
+import { checkIdentityPayload } from './user';
+
+export interface LiveEntity {
+  exists: true;
+  id: string;
+  tenantId: string | null;
+  contextId: string | null;
+  namespace: string;
+  key: string;
+  payload: Record<string, unknown>;
+  schemaId: string | null;
+  createdAt: string;
+  updatedAt: string;
+  version: number;
+}
+export type EntityState = { exists: false; deleted?: boolean } | LiveEntity;
+
+export const entityAggregate = {
+  initialState: (): EntityState => ({ exists: false }),
+  evolve(state: EntityState, e: DomainEvent, m?: EventMetadata): EntityState {
+    const at = m?.occurredAt ?? '';
+    switch (e.type) {
+      case 'EntityCreated': {
+        const { entityId, ...d } = e.data;
+        return { exists: true, id: entityId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, ...d, createdAt: at, updatedAt: at, version: 1 };
+      }
+      case 'EntityUpdated':
+        return state.exists ? { ...state, payload: e.data.payload, updatedAt: at, version: state.version + 1 } : state;
+      case 'EntityDeleted':
+        return { exists: false, deleted: true };
+      default:
+        return state;
+    }
+  },
+};
+
+/** The scope string an entity stands for: `<namespace>:<key>`. */
+export const entityScope = (e: Pick<LiveEntity, 'namespace' | 'key'>) => `${e.namespace}:${e.key}`;
+
+/**
+ * Whether a principal may see an entity: same tenant and context, and, for a
+ * credential limited to scopes, the entity's own scope is one of them.
+ * Entities belong to no user, so a credential's bound user does not hide them.
+ */
+export function canSeeEntity(p: Principal, e: Pick<LiveEntity, 'tenantId' | 'contextId' | 'namespace' | 'key'>): boolean {
+  if (e.tenantId !== p.tenantId || e.contextId !== p.contextId) return false;
+  const scopes = p.dataScope?.scopes;
+  return !scopes?.length || scopes.includes(entityScope(e));
+}
+
+export interface CreateEntityCommand {
+  entityId: string;
+  namespace: string;
+  key: string;
+  payload?: Record<string, unknown>;
+  schemaId?: string;
+  definition?: SchemaDefinition;
+  /** Every namespace of the tenant (built-in and registered). */
+  namespaces: readonly string[];
+}
+
+export function decideCreateEntity(cmd: CreateEntityCommand, state: EntityState): DomainEvent[] {
+  if (state.exists || state.deleted) throw new Error('entity id reused');
+  if (!cmd.namespaces.includes(cmd.namespace)) throw invalid(`namespace '${cmd.namespace}' is not org, client or a registered namespace`);
+  const payload = cmd.payload ?? {};
+  checkIdentityPayload(cmd.definition, payload);
+  return [{ type: 'EntityCreated', data: { entityId: cmd.entityId, namespace: cmd.namespace, key: cmd.key, payload, schemaId: cmd.schemaId ?? null } }];
+}
+
+/** Rejections of a PATCH body that do not depend on the entity. */
+export function checkEntityPatch(b: Record<string, unknown>): void {
+  for (const k of IMMUTABLE_ENTITY_KEYS) if (k in b) throw invalid(`${k} cannot be changed`);
+  for (const k of Object.keys(b)) {
+    if (!(PATCHABLE_ENTITY_KEYS as readonly string[]).includes(k)) throw invalid(`${k} is not a patchable field`);
+    if (b[k] === null) throw invalid(`${k} cannot be null in a PATCH`);
+  }
+  const r = patchEntityFields.safeParse(b);
+  if (!r.success) throw invalid(`Invalid body: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+}
+
+/** PUT replaces the payload in full; PATCH merges it (RFC 7386). Rejections change nothing. */
+export function decideChangeEntity(cmd: { kind: 'put' | 'patch'; body: Record<string, unknown>; definition?: SchemaDefinition }, state: EntityState): DomainEvent[] {
+  if (!state.exists) throw notFound();
+  const b = cmd.body;
+  if (cmd.kind === 'patch') checkEntityPatch(b);
+  else {
+    if (b.namespace !== undefined && b.namespace !== state.namespace) throw invalid('namespace is immutable');
+    if (b.key !== undefined && b.key !== state.key) throw invalid('key is immutable');
+    if (b.schemaId !== undefined && b.schemaId !== state.schemaId) throw invalid('schemaId is immutable');
+  }
+  if (b.expectedVersion !== undefined && b.expectedVersion !== state.version) throw versionConflict();
+  const payload =
+    cmd.kind === 'put'
+      ? ((b.payload as Record<string, unknown> | undefined) ?? {})
+      : b.payload !== undefined
+        ? (mergePatch(state.payload, b.payload) as Record<string, unknown>)
+        : state.payload;
+  checkIdentityPayload(cmd.definition, payload);
+  return [{ type: 'EntityUpdated', data: { entityId: state.id, payload, change: cmd.kind } }];
+}
+
+export function decideDeleteEntity(state: EntityState, expectedVersion?: number): DomainEvent[] {
+  if (!state.exists) throw notFound();
+  if (expectedVersion !== undefined && expectedVersion !== state.version) throw versionConflict();
+  return [{ type: 'EntityDeleted', data: { entityId: state.id, namespace: state.namespace, key: state.key } }];
+}
+
+export function entityView(e: Omit<LiveEntity, 'exists' | 'tenantId' | 'contextId' | 'createdAt' | 'updatedAt'>, def: Pick<SchemaDefinition, 'fields'> | undefined): EntityResponse {
+  return {
+    id: e.id,
+    namespace: e.namespace,
+    key: e.key,
+    payload: maskPayload(def, e.payload),
+    ...(e.schemaId !== null ? { schemaId: e.schemaId } : {}),
+    version: e.version,
+  };
+}

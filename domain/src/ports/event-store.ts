@@ -1,0 +1,81 @@
+import type { EventMetadata } from '@svc/contracts/events/catalogue';
+
+/**
+ * The event-store port. Streams hold one entity's events, numbered from
+ * revision 0; the global log orders every event of every stream by position.
+ */
+export type ExpectedRevision = 'any' | 'no_stream' | 'stream_exists' | number;
+
+export interface NewEvent {
+  id: string;
+  type: string;
+  data: Record<string, unknown>;
+  metadata: EventMetadata;
+}
+
+export interface StoredEvent extends NewEvent {
+  streamId: string;
+  revision: number;
+  /** Position in the global log; strictly increasing in commit order. */
+  position: number;
+}
+
+export interface AppendRequest {
+  streamId: string;
+  events: NewEvent[];
+  expectedRevision: ExpectedRevision;
+}
+
+export interface AppendResult {
+  /** Revision of the stream's last event: pass it as the next expected revision. */
+  nextExpectedRevision: number;
+  /** Global position of the last event written. */
+  position: number;
+}
+
+export interface ReadStreamOptions {
+  direction?: 'forwards' | 'backwards';
+  /** Inclusive; defaults to the start (forwards) or the end (backwards). */
+  fromRevision?: number;
+  maxCount?: number;
+}
+
+export interface EventStore {
+  append(streamId: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult>;
+  /** All or nothing across streams: one failed expectation writes nothing anywhere. */
+  appendMulti(requests: AppendRequest[]): Promise<AppendResult[]>;
+  /** Missing streams read as empty. */
+  readStream(streamId: string, options?: ReadStreamOptions): Promise<StoredEvent[]>;
+  /** Events with position > `after`, oldest first. */
+  readAll(after: number, maxCount: number): Promise<StoredEvent[]>;
+  /** Position of the newest event (0 when empty). */
+  headPosition(): Promise<number>;
+  /** Wakes `listener` after events are committed (in this process or, where the engine can tell, another). */
+  onAppended(listener: () => void): () => void;
+  close(): Promise<void>;
+}
+
+export class WrongExpectedRevisionError extends Error {
+  constructor(
+    readonly streamId: string,
+    readonly expected: ExpectedRevision,
+    readonly actual: number | 'no_stream',
+  ) {
+    super(`stream ${streamId}: expected revision ${String(expected)}, actual ${String(actual)}`);
+    this.name = 'WrongExpectedRevisionError';
+  }
+}
+
+/** Decides whether an expectation holds for a stream whose last revision is `actual` (-1 = no stream). */
+export function expectationHolds(expected: ExpectedRevision, actual: number): boolean {
+  switch (expected) {
+    case 'any':
+      return true;
+    case 'no_stream':
+      return actual === -1;
+    case 'stream_exists':
+      return actual >= 0;
+    default:
+      return actual === expected;
+  }
+}

@@ -1,0 +1,133 @@
+import { RESERVED_NAMES } from '@svc/contracts/common';
+import { invalid } from '@svc/contracts/errors';
+import { checkNumberValue } from '@svc/contracts/json-numbers';
+import type { SchemaDefinition } from '@svc/contracts/api/schemas';
+
+type FieldDef = NonNullable<SchemaDefinition['fields']>[number];
+
+export const INLINE_LIMIT_BYTES = 224 * 1024;
+/** At this size (or always on LARGE_PAYLOAD) a payload is stored out of line. */
+export const EXTERNALIZE_AT_BYTES = 4 * 1024;
+
+const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const PHONE_RE = /^\+?[0-9 ()./-]{6,32}$/;
+const DATE_RE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Numbers in payloads obey the spec's number rules wherever they sit (the JSON body was checked, this guards other paths). */
+function checkNumbers(v: unknown, path: string): void {
+  if (typeof v === 'number') {
+    const why = checkNumberValue(v);
+    if (why) throw invalid(`payload.${path}: ${why}`);
+  } else if (Array.isArray(v)) v.forEach((x, i) => checkNumbers(x, `${path}[${i}]`));
+  else if (isObject(v)) for (const [k, x] of Object.entries(v)) checkNumbers(x, path ? `${path}.${k}` : k);
+}
+
+const isMultiple = (value: number, of: number) => {
+  const q = value / of;
+  return Math.abs(q - Math.round(q)) < 1e-9;
+};
+
+function checkField(f: FieldDef, v: unknown): void {
+  const at = `payload.${f.fieldId}`;
+  const val = f.validation ?? {};
+  switch (f.fieldType) {
+    case 'string':
+      if (typeof v !== 'string') throw invalid(`${at}: must be a string`);
+      break;
+    case 'number':
+      if (typeof v !== 'number') throw invalid(`${at}: must be a number`);
+      break;
+    case 'boolean':
+      if (typeof v !== 'boolean') throw invalid(`${at}: must be a boolean`);
+      break;
+    case 'date':
+      if (typeof v === 'number') {
+        if (!Number.isInteger(v)) throw invalid(`${at}: must be an ISO-8601 date or epoch milliseconds`);
+      } else if (typeof v !== 'string' || !DATE_RE.test(v) || Number.isNaN(Date.parse(v))) throw invalid(`${at}: must be an ISO-8601 date or epoch milliseconds`);
+      break;
+    case 'enum':
+      if (!f.enumValues!.some((e) => e === v)) throw invalid(`${at}: must be one of ${f.enumValues!.map((e) => JSON.stringify(e)).join(', ')}`);
+      break;
+    case 'array':
+      if (!Array.isArray(v)) throw invalid(`${at}: must be an array`);
+      break;
+    case 'object':
+      if (!isObject(v)) throw invalid(`${at}: must be an object`);
+      break;
+    case 'reference':
+      if (f.cardinality === 'many') {
+        if (!Array.isArray(v) || v.some((x) => typeof x !== 'string' || x.length === 0)) throw invalid(`${at}: must be an array of reference strings`);
+      } else if (typeof v !== 'string' || v.length === 0) throw invalid(`${at}: must be a reference string`);
+      break;
+  }
+  if (typeof v === 'string') {
+    if (val.minLength !== undefined && [...v].length < val.minLength) throw invalid(`${at}: shorter than ${val.minLength}`);
+    if (val.maxLength !== undefined && [...v].length > val.maxLength) throw invalid(`${at}: longer than ${val.maxLength}`);
+    if (val.pattern !== undefined && !new RegExp(val.pattern, 'u').test(v)) throw invalid(`${at}: does not match the pattern`);
+    if (val.email && !EMAIL_RE.test(v)) throw invalid(`${at}: must be an email address`);
+    if (val.url) {
+      let ok = false;
+      try {
+        ok = ['http:', 'https:'].includes(new URL(v).protocol);
+      } catch {
+        ok = false;
+      }
+      if (!ok) throw invalid(`${at}: must be an http(s) URL`);
+    }
+    if (val.phone && !PHONE_RE.test(v)) throw invalid(`${at}: must be a phone number`);
+  }
+  if (typeof v === 'number') {
+    if (val.min !== undefined && v < val.min) throw invalid(`${at}: below the minimum ${val.min}`);
+    if (val.max !== undefined && v > val.max) throw invalid(`${at}: above the maximum ${val.max}`);
+    if (val.multipleOf !== undefined && !isMultiple(v, val.multipleOf)) throw invalid(`${at}: must be a multiple of ${val.multipleOf}`);
+    if (val.step !== undefined && !isMultiple(v - (val.min ?? 0), val.step)) throw invalid(`${at}: must be on a step of ${val.step}`);
+  }
+  if (Array.isArray(v)) {
+    if (val.minItems !== undefined && v.length < val.minItems) throw invalid(`${at}: fewer than ${val.minItems} items`);
+    if (val.maxItems !== undefined && v.length > val.maxItems) throw invalid(`${at}: more than ${val.maxItems} items`);
+  }
+}
+
+/**
+ * Validates a payload against a schema before anything is stored. A bare schema
+ * (no `fields`) accepts any payload; undeclared keys pass through either way.
+ * `partial` skips the required check (it is enforced on create).
+ */
+export function validatePayload(def: SchemaDefinition, payload: Record<string, unknown>, opts: { enforceRequired: boolean }): void {
+  for (const k of Object.keys(payload)) if (RESERVED_NAMES.has(k)) throw invalid(`payload: '${k}' is reserved`);
+  checkNumbers(payload, '');
+  for (const f of def.fields ?? []) {
+    const v = payload[f.fieldId];
+    const required = f.required || f.validation?.required;
+    if (v === undefined || v === null) {
+      if (required && opts.enforceRequired) throw invalid(`payload.${f.fieldId}: is required`);
+      continue;
+    }
+    checkField(f, v);
+  }
+}
+
+/** Size of the inline (non-externalised) fields, for the 224 KB limit. */
+export const payloadBytes = (payload: Record<string, unknown>) => Buffer.byteLength(JSON.stringify(payload), 'utf8');
+
+export function checkInlineLimit(def: SchemaDefinition, payload: Record<string, unknown>): number {
+  const bytes = payloadBytes(payload);
+  const inlineKeys = new Set((def.fields ?? []).filter((f) => f.inline).map((f) => f.fieldId));
+  const externalized = bytes >= EXTERNALIZE_AT_BYTES || def.storageProfile === 'LARGE_PAYLOAD';
+  const inlineBytes = externalized ? payloadBytes(Object.fromEntries(Object.entries(payload).filter(([k]) => inlineKeys.has(k)))) : bytes;
+  if (inlineBytes > INLINE_LIMIT_BYTES) throw invalid(`payload: inline fields exceed ${INLINE_LIMIT_BYTES / 1024} KB`);
+  return bytes;
+}
+
+/** RFC 7386 merge patch: null deletes a key, objects merge recursively, anything else replaces. */
+export function mergePatch(target: unknown, patch: unknown): unknown {
+  if (!isObject(patch)) return patch;
+  const out: Record<string, unknown> = isObject(target) ? { ...target } : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v);
+  }
+  return out;
+}

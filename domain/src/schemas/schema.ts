@@ -1,0 +1,162 @@
+import { RESERVED_NAMES } from '@svc/contracts/common';
+import { conflict, invalid, notFound, versionConflict } from '@svc/contracts/errors';
+import type { SchemaDefinition, SchemaUpdate } from '@svc/contracts/api/schemas';
+import type { DomainEvent } from '@svc/contracts/events/catalogue';
+
+export const MAX_LOOKUP_FIELDS = 10;
+export const BUILTIN_NAMESPACES = ['org', 'client'];
+const BUILTIN_TARGET_SURFACES = ['record', 'document', 'user'];
+
+export type SchemaState =
+  | { exists: false; deleted?: boolean }
+  | {
+      exists: true;
+      id: string;
+      tenantId: string | null;
+      contextId: string | null;
+      definition: SchemaDefinition;
+      schemaVersion: number;
+      createdAt: string;
+      updatedAt: string;
+    };
+
+/** Normalised lookup declaration. */
+export type Lookup = { kind: 'single'; fieldName: string; unique: boolean; rangeEnabled: boolean } | { kind: 'composite'; fieldNames: string[] };
+
+export function lookupsOf(def: Pick<SchemaDefinition, 'lookupFields'>): Lookup[] {
+  return (def.lookupFields ?? []).map((l) =>
+    typeof l === 'string'
+      ? { kind: 'single', fieldName: l, unique: false, rangeEnabled: false }
+      : 'fieldNames' in l
+        ? { kind: 'composite', fieldNames: l.fieldNames }
+        : { kind: 'single', fieldName: l.fieldName, unique: l.unique ?? false, rangeEnabled: l.rangeEnabled ?? false },
+  );
+}
+
+/** The owner key of a schema: '' for the shared base (no userId, no scopes). */
+export const ownerKeyOf = (def: { userId?: string; scopes?: string[] }) =>
+  def.userId || def.scopes?.length ? `${def.userId ?? ''}|${[...(def.scopes ?? [])].sort().join(',')}` : '';
+
+/** Every rule of a schema definition that the request shape alone cannot express. */
+export function validateDefinition(def: SchemaDefinition, namespaces: readonly string[] = BUILTIN_NAMESPACES): void {
+  const fields = def.fields ?? [];
+  const ids = new Set<string>();
+  for (const f of fields) {
+    if (RESERVED_NAMES.has(f.fieldId)) throw invalid(`fields: '${f.fieldId}' is reserved`);
+    if (ids.has(f.fieldId)) throw invalid(`fields: '${f.fieldId}' is declared twice`);
+    ids.add(f.fieldId);
+    if (f.sensitive && f.inline) throw invalid(`fields.${f.fieldId}: sensitive and inline cannot be combined`);
+    if (f.fieldType === 'enum' && !f.enumValues?.length) throw invalid(`fields.${f.fieldId}: an enum field needs enumValues`);
+    if (f.fieldType !== 'enum' && f.enumValues) throw invalid(`fields.${f.fieldId}: enumValues is only for enum fields`);
+    if (f.fieldType === 'reference') {
+      if (!f.targetTypeName) throw invalid(`fields.${f.fieldId}: a reference needs targetTypeName`);
+      if (!f.targetSurface) throw invalid(`fields.${f.fieldId}: a reference needs targetSurface`);
+      if (!BUILTIN_TARGET_SURFACES.includes(f.targetSurface) && !namespaces.includes(f.targetSurface))
+        throw invalid(`fields.${f.fieldId}: targetSurface '${f.targetSurface}' is not record, document, user or a registered namespace`);
+    } else if (f.targetTypeName || f.targetField || f.cardinality || f.targetSurface) {
+      throw invalid(`fields.${f.fieldId}: target settings are only for reference fields`);
+    }
+    const v = f.validation ?? {};
+    if (v.min !== undefined && v.max !== undefined && v.min > v.max) throw invalid(`fields.${f.fieldId}: validation.min exceeds max`);
+    if (v.minLength !== undefined && v.maxLength !== undefined && v.minLength > v.maxLength) throw invalid(`fields.${f.fieldId}: validation.minLength exceeds maxLength`);
+    if (v.pattern !== undefined) {
+      try {
+        new RegExp(v.pattern, 'u');
+      } catch {
+        throw invalid(`fields.${f.fieldId}: validation.pattern is not a valid regular expression`);
+      }
+    }
+  }
+  const byId = new Map(fields.map((f) => [f.fieldId, f]));
+  const lookups = lookupsOf(def);
+  if (lookups.length > MAX_LOOKUP_FIELDS) throw invalid(`lookupFields: at most ${MAX_LOOKUP_FIELDS} may be declared`);
+  const seen = new Set<string>();
+  for (const l of lookups) {
+    const names = l.kind === 'single' ? [l.fieldName] : l.fieldNames;
+    const key = names.join(',');
+    if (seen.has(key)) throw invalid(`lookupFields: '${key}' is declared twice`);
+    seen.add(key);
+    for (const n of names) {
+      if (RESERVED_NAMES.has(n)) throw invalid(`lookupFields: '${n}' is reserved (userId and scopes are looked up automatically)`);
+      if (fields.length && !byId.has(n)) throw invalid(`lookupFields: '${n}' is not a declared field`);
+    }
+    if (l.kind === 'composite') {
+      if (new Set(names).size !== names.length) throw invalid('lookupFields: a composite lookup names each field once');
+      if (def.allowedSurfaces.some((s) => s !== 'record')) throw invalid('lookupFields: composite lookups are for the record surface only');
+      if (names.some((n) => byId.get(n)?.sensitive)) throw invalid('lookupFields: a composite lookup cannot include a sensitive field');
+    } else if (l.rangeEnabled && byId.get(l.fieldName)?.sensitive) {
+      throw invalid(`lookupFields: range on sensitive field '${l.fieldName}' is not allowed`);
+    }
+  }
+  if (def.sortBy && !['createdAt', 'lastUpdated'].includes(def.sortBy)) {
+    const f = byId.get(def.sortBy);
+    if (!f) throw invalid(`sortBy: '${def.sortBy}' is not createdAt, lastUpdated or a declared field`);
+    if (f.sensitive) throw invalid('sortBy: a sensitive field cannot order results');
+  }
+  const hints = Object.entries(def.renderHints ?? {});
+  for (const [k] of hints) if (fields.length && !byId.has(k)) throw invalid(`renderHints: '${k}' is not a declared field`);
+  if (hints.filter(([, h]) => h.displayField).length > 1) throw invalid('renderHints: at most one displayField per schema');
+  for (const k of Object.keys(def.capabilities ?? {})) if (!/^[A-Za-z0-9_-]{1,64}$/.test(k)) throw invalid(`capabilities: '${k}' is not a valid name`);
+}
+
+export const capabilitiesOf = (def: SchemaDefinition) => ({ auditHistory: true, triggersEnabled: false, ...(def.capabilities ?? {}) });
+
+export const schemaAggregate = {
+  initialState: (): SchemaState => ({ exists: false }),
+  evolve(state: SchemaState, e: DomainEvent, m?: { occurredAt: string; tenantId: string | null; contextId: string | null }): SchemaState {
+    const at = m?.occurredAt ?? '';
+    switch (e.type) {
+      case 'SchemaCreated':
+        return { exists: true, id: e.data.schemaId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, definition: e.data.definition as SchemaDefinition, schemaVersion: 1, createdAt: at, updatedAt: at };
+      case 'SchemaUpdated':
+        return state.exists ? { ...state, definition: e.data.definition as SchemaDefinition, schemaVersion: e.data.schemaVersion, updatedAt: at } : state;
+      case 'SchemaDeleted':
+        return { exists: false, deleted: true };
+      default:
+        return state;
+    }
+  },
+};
+
+/** PUT semantics: collections replaced in full when given, omitted scalars preserved, capabilities replaced in full when given. */
+export function decideSchemaUpdate(state: SchemaState, body: SchemaUpdate, namespaces?: readonly string[]): DomainEvent[] {
+  if (!state.exists) throw notFound();
+  if (body.expectedVersion !== undefined && body.expectedVersion !== state.schemaVersion) throw versionConflict();
+  const cur = state.definition;
+  if (body.typeName !== undefined && body.typeName !== cur.typeName) throw invalid('typeName is immutable');
+  if (body.basedOn !== undefined && body.basedOn !== cur.basedOn) throw invalid('basedOn is immutable');
+  // Sort keys are written with each record; a later sortBy could not order the records already stored.
+  if (body.sortBy !== undefined && body.sortBy !== cur.sortBy) throw invalid('sortBy is set once, when the schema is created');
+  const { expectedVersion: _, ...rest } = body;
+  const next: SchemaDefinition = { ...cur };
+  for (const [k, v] of Object.entries(rest)) if (v !== undefined) (next as Record<string, unknown>)[k] = v;
+  // Composite lookups keep their order once live.
+  const oldComposite = new Map(lookupsOf(cur).filter((l) => l.kind === 'composite').map((l) => [[...(l as { fieldNames: string[] }).fieldNames].sort().join(','), (l as { fieldNames: string[] }).fieldNames.join(',')]));
+  for (const l of lookupsOf(next)) {
+    if (l.kind !== 'composite') continue;
+    const was = oldComposite.get([...l.fieldNames].sort().join(','));
+    if (was !== undefined && was !== l.fieldNames.join(',')) throw invalid('lookupFields: the order of a composite lookup is fixed once live');
+  }
+  validateDefinition(next, namespaces);
+  return [{ type: 'SchemaUpdated', data: { schemaId: state.id, schemaVersion: state.schemaVersion + 1, definition: next as Record<string, unknown> } }];
+}
+
+export function decideSchemaDelete(state: SchemaState): DomainEvent[] {
+  if (!state.exists) throw notFound();
+  return [{ type: 'SchemaDeleted', data: { schemaId: state.id, typeName: state.definition.typeName } }];
+}
+
+export const schemaInactive = () => conflict('The schema is inactive');
+
+/** The response shape of a schema (also stored as the read model's document). */
+export function schemaView(s: Extract<SchemaState, { exists: true }>) {
+  return {
+    id: s.id,
+    ...s.definition,
+    active: s.definition.active ?? true,
+    capabilities: capabilitiesOf(s.definition),
+    schemaVersion: s.schemaVersion,
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+  };
+}

@@ -1,0 +1,18 @@
+import { createHash } from 'node:crypto';
+
+/** Stream names: one stream per entity, `<kind>-<id>`. */
+export const streams = {
+  account: (id: string) => `account-${id}`,
+  context: (id: string) => `context-${id}`,
+  credential: (id: string) => `credential-${id}`,
+  schema: (id: string) => `schema-${id}`,
+  record: (id: string) => `record-${id}`,
+  folder: (id: string) => `folder-${id}`,
+  document: (id: string) => `document-${id}`,
+  /** The namespace registry of one tenant (namespaces are tenant-wide). */
+  namespaces: (tenantId: string) => `namespaces-${tenantId}`,
+  user: (id: string) => `user-${id}`,
+  entity: (id: string) => `entity-${id}`,
+  /** A uniqueness reservation: one stream per reserved value, claimed with expected `no_stream`. */
+  reservation: (...parts: string[]) => `reservation-${createHash('sha256').update(parts.join('\u0000')).digest('hex').slice(0, 40)}`,
+};

@@ -1,0 +1,23 @@
+/**
+ * Permission strings `<resource>:<action>[:<name>]`. `*` is the root wildcard;
+ * `<resource>:*` covers every action on a resource; `scripts:x` covers
+ * `scripts:x:<name>`.
+ */
+export const ACTIONS = ['c', 'r', 'u', 'd', 'x'] as const;
+
+export function grants(held: readonly string[], required: string): boolean {
+  const [res, act, name] = required.split(':');
+  for (const h of held) {
+    if (h === '*' || h === required) return true;
+    const [hr, ha, hn] = h.split(':');
+    if (hr !== res) continue;
+    if (ha === '*') return true;
+    if (ha === act && hn === undefined && name !== undefined) return true;
+  }
+  return false;
+}
+
+/** A permission list `child` may be minted from `parent` only when each entry is covered. */
+export const isSubset = (child: readonly string[], parent: readonly string[]) => child.every((c) => grants(parent, c));
+
+export const PERMISSION_RE = /^(\*|[a-z][a-z-]*:(\*|[a-z])(:[A-Za-z0-9_-]{1,64})?)$/;

@@ -1,0 +1,102 @@
+import type { EventData } from '@svc/contracts/events/catalogue';
+import type { StoredEvent } from '@svc/domain/ports/event-store';
+import type { NamespaceUsage } from '@svc/domain/ports/read-model-counts';
+import type { SqlQueryable } from '@svc/domain/ports/sql';
+import type { SqlProjection } from '../runtime/runner';
+
+/**
+ * Namespaces (per tenant: they outlive the context that registered them),
+ * users and entities (per tenant and context). Updates are guarded by the
+ * stream revision, so replays change nothing.
+ */
+export const identityProjection = (): SqlProjection => ({
+  name: 'identity',
+  tables: ['rm_namespaces', 'rm_users', 'rm_entities'],
+  ddl: `
+CREATE TABLE IF NOT EXISTS rm_namespaces (
+  tenant_id text NOT NULL, name text NOT NULL, description text, created_at timestamptz NOT NULL, revision bigint NOT NULL,
+  PRIMARY KEY (tenant_id, name));
+CREATE TABLE IF NOT EXISTS rm_users (
+  user_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, email text, email_key text, display_name text,
+  payload jsonb NOT NULL, schema_id text, scopes jsonb NOT NULL, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
+  version int NOT NULL, revision bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS rm_users_list ON rm_users (tenant_id, context_id, created_at, user_id);
+CREATE TABLE IF NOT EXISTS rm_entities (
+  entity_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, namespace text NOT NULL, key text NOT NULL,
+  payload jsonb NOT NULL, schema_id text, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, version int NOT NULL, revision bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS rm_entities_list ON rm_entities (tenant_id, context_id, created_at, entity_id);
+CREATE INDEX IF NOT EXISTS rm_entities_namespace ON rm_entities (tenant_id, namespace);`,
+  async apply(q: SqlQueryable, e: StoredEvent) {
+    const m = e.metadata;
+    switch (e.type) {
+      case 'NamespaceCreated': {
+        const d = e.data as EventData<'NamespaceCreated'>;
+        await q.query(
+          `INSERT INTO rm_namespaces (tenant_id, name, description, created_at, revision) VALUES ($1,$2,$3,$4,$5)
+           ON CONFLICT (tenant_id, name) DO UPDATE SET description = excluded.description, created_at = excluded.created_at, revision = excluded.revision
+           WHERE rm_namespaces.revision < excluded.revision`,
+          [m.tenantId, d.name, d.description, m.occurredAt, e.revision],
+        );
+        return;
+      }
+      case 'NamespaceDeleted':
+        await q.query('DELETE FROM rm_namespaces WHERE tenant_id = $1 AND name = $2 AND revision < $3', [m.tenantId, (e.data as EventData<'NamespaceDeleted'>).name, e.revision]);
+        return;
+      case 'UserCreated': {
+        const d = e.data as EventData<'UserCreated'>;
+        await q.query(
+          `INSERT INTO rm_users (user_id, tenant_id, context_id, email, email_key, display_name, payload, schema_id, scopes, created_at, updated_at, version, revision)
+           VALUES ($1,$2,$3,$4,lower(trim($4)),$5,$6,$7,$8,$9,$9,1,$10) ON CONFLICT (user_id) DO NOTHING`,
+          [d.userId, m.tenantId, m.contextId, d.email, d.displayName, JSON.stringify(d.payload), d.schemaId, JSON.stringify(d.scopes), m.occurredAt, e.revision],
+        );
+        return;
+      }
+      case 'UserUpdated': {
+        const d = e.data as EventData<'UserUpdated'>;
+        await q.query(
+          `UPDATE rm_users SET email = $2, email_key = lower(trim($2)), display_name = $3, payload = $4, scopes = $5, updated_at = $6, version = version + 1, revision = $7
+           WHERE user_id = $1 AND revision < $7`,
+          [d.userId, d.email, d.displayName, JSON.stringify(d.payload), JSON.stringify(d.scopes), m.occurredAt, e.revision],
+        );
+        return;
+      }
+      case 'UserDeleted':
+        await q.query('DELETE FROM rm_users WHERE user_id = $1', [(e.data as EventData<'UserDeleted'>).userId]);
+        return;
+      case 'EntityCreated': {
+        const d = e.data as EventData<'EntityCreated'>;
+        await q.query(
+          `INSERT INTO rm_entities (entity_id, tenant_id, context_id, namespace, key, payload, schema_id, created_at, updated_at, version, revision)
+           VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$8,1,$9) ON CONFLICT (entity_id) DO NOTHING`,
+          [d.entityId, m.tenantId, m.contextId, d.namespace, d.key, JSON.stringify(d.payload), d.schemaId, m.occurredAt, e.revision],
+        );
+        return;
+      }
+      case 'EntityUpdated': {
+        const d = e.data as EventData<'EntityUpdated'>;
+        await q.query('UPDATE rm_entities SET payload = $2, updated_at = $3, version = version + 1, revision = $4 WHERE entity_id = $1 AND revision < $4', [
+          d.entityId, JSON.stringify(d.payload), m.occurredAt, e.revision,
+        ]);
+        return;
+      }
+      case 'EntityDeleted':
+        await q.query('DELETE FROM rm_entities WHERE entity_id = $1', [(e.data as EventData<'EntityDeleted'>).entityId]);
+        return;
+      case 'ContextDeleted': {
+        // Namespaces are the tenant's and stay; the context's users and entities go.
+        const { contextId } = e.data as EventData<'ContextDeleted'>;
+        await q.query('DELETE FROM rm_users WHERE context_id = $1', [contextId]);
+        await q.query('DELETE FROM rm_entities WHERE context_id = $1', [contextId]);
+        return;
+      }
+    }
+  },
+});
+
+/** The NamespaceUsage port on the read models. */
+export const sqlNamespaceUsage = (q: SqlQueryable): NamespaceUsage => ({
+  async entities(tenantId, namespace) {
+    const { rows } = await q.query<{ n: string | number }>('SELECT count(*) AS n FROM rm_entities WHERE tenant_id = $1 AND namespace = $2', [tenantId, namespace]);
+    return Number(rows[0].n);
+  },
+});

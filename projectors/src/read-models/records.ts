@@ -1,0 +1,188 @@
+import type { SchemaDefinition } from '@svc/contracts/api/schemas';
+import type { EventData } from '@svc/contracts/events/catalogue';
+import type { StoredEvent } from '@svc/domain/ports/event-store';
+import type { SqlQueryable } from '@svc/domain/ports/sql';
+import { indexEntries, sortKey } from '@svc/domain/records/lookup-keys';
+import { isExternalized, projectedPayload } from '@svc/domain/records/view';
+import { payloadBytes } from '@svc/domain/records/payload';
+import type { SqlProjection } from '../runtime/runner';
+
+/**
+ * Records by tenant and context, their lookup index, and out-of-line payloads
+ * (4 KB or more, or LARGE_PAYLOAD): the row keeps the projection of inline and
+ * lookup fields, the whole payload lives in rm_record_payloads. Every change is
+ * guarded by the stream revision, so replaying an event changes nothing.
+ */
+/** Schema documents by id, one statement for a whole run. */
+export async function schemaDocs(q: SqlQueryable, ids: string[]): Promise<Map<string, SchemaDefinition>> {
+  const { rows } = await q.query<{ schema_id: string; doc: SchemaDefinition }>('SELECT schema_id, doc FROM rm_schemas WHERE schema_id = ANY($1::text[])', [[...new Set(ids)]]);
+  return new Map(rows.map((r) => [r.schema_id, r.doc]));
+}
+
+/** `onChanged` hears the ids of records each committed batch touched (null: possibly all of them). */
+export const recordsProjection = (onChanged?: (ids: string[] | null) => void): SqlProjection => ({
+  name: 'records',
+  tables: ['rm_records', 'rm_record_payloads', 'rm_record_lookups'],
+  ddl: `
+CREATE TABLE IF NOT EXISTS rm_records (
+  record_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, schema_id text NOT NULL, type_name text NOT NULL,
+  schema_version int NOT NULL, payload jsonb NOT NULL, payload_bytes int NOT NULL, externalized boolean NOT NULL,
+  status text NOT NULL, folder_id text, user_id text, scopes jsonb NOT NULL,
+  external_id text, index_mode text, index_status text, created_by text, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
+  version int NOT NULL, revision bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS rm_records_list ON rm_records (tenant_id, context_id, created_at, record_id);
+CREATE INDEX IF NOT EXISTS rm_records_type ON rm_records (tenant_id, context_id, type_name, created_at, record_id);
+CREATE INDEX IF NOT EXISTS rm_records_folder ON rm_records (folder_id);
+CREATE TABLE IF NOT EXISTS rm_record_payloads (record_id text PRIMARY KEY, payload jsonb NOT NULL);
+CREATE TABLE IF NOT EXISTS rm_record_lookups (
+  tenant_id text NOT NULL, context_id text NOT NULL, type_name text NOT NULL, field text NOT NULL,
+  k1 text COLLATE "C" NOT NULL, k2 text COLLATE "C" NOT NULL, k3 text COLLATE "C" NOT NULL, sort_key text COLLATE "C" NOT NULL,
+  record_id text NOT NULL);
+CREATE INDEX IF NOT EXISTS rm_record_lookups_key ON rm_record_lookups (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, record_id);
+CREATE INDEX IF NOT EXISTS rm_record_lookups_record ON rm_record_lookups (record_id);
+ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
+  /** A run of RecordCreated events (distinct new records): five statements whatever its length. */
+  async applyMany(q: SqlQueryable, events: StoredEvent[]) {
+    const created = events.filter((e) => e.type === 'RecordCreated');
+    if (!created.length) return;
+    const defs = await schemaDocs(q, created.map((e) => (e.data as EventData<'RecordCreated'>).schemaId));
+    const rec: unknown[][] = Array.from({ length: 20 }, () => []);
+    const pay: [string[], string[]] = [[], []];
+    const look: string[][] = Array.from({ length: 9 }, () => []);
+    for (const e of created) {
+      const d = e.data as EventData<'RecordCreated'>;
+      const m = e.metadata;
+      const def = defs.get(d.schemaId);
+      const bytes = payloadBytes(d.payload);
+      const ext = isExternalized(def, bytes);
+      if (ext) {
+        pay[0].push(d.recordId);
+        pay[1].push(JSON.stringify(d.payload));
+      }
+      [d.recordId, m.tenantId, m.contextId, d.schemaId, d.typeName, d.schemaVersion, JSON.stringify(ext ? projectedPayload(def, d.payload) : d.payload), bytes, ext, d.status,
+        d.folderId, d.userId, JSON.stringify(d.scopes), d.externalId, d.indexMode, d.indexMode === 'NONE' ? null : 'PENDING_INDEX', m.actorKeyId, m.occurredAt, e.revision, 1,
+      ].forEach((v, i) => rec[i].push(v));
+      if (!def) continue;
+      const sk = sortKey(def, { payload: d.payload, createdAt: m.occurredAt, updatedAt: m.occurredAt });
+      for (const x of indexEntries(def, d.payload, d.blindIndex))
+        [m.tenantId!, m.contextId!, d.typeName, x.field, x.k1, x.k2 ?? '', x.k3 ?? '', sk, d.recordId].forEach((v, i) => look[i].push(v));
+    }
+    // Only records inserted now get payload and lookup rows: a replayed run changes nothing.
+    const inserted = await q.query<{ record_id: string }>(
+      `INSERT INTO rm_records (record_id, tenant_id, context_id, schema_id, type_name, schema_version, payload, payload_bytes, externalized, status, folder_id,
+         user_id, scopes, external_id, index_mode, index_status, created_by, created_at, revision, version, updated_at)
+       SELECT r.*, r.created_at FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::jsonb[], $8::int[], $9::boolean[], $10::text[],
+         $11::text[], $12::text[], $13::jsonb[], $14::text[], $15::text[], $16::text[], $17::text[], $18::timestamptz[], $19::bigint[], $20::int[])
+         AS r(record_id, tenant_id, context_id, schema_id, type_name, schema_version, payload, payload_bytes, externalized, status, folder_id,
+         user_id, scopes, external_id, index_mode, index_status, created_by, created_at, revision, version)
+       ON CONFLICT (record_id) DO NOTHING RETURNING record_id`,
+      rec,
+    );
+    const fresh = new Set(inserted.rows.map((r) => r.record_id));
+    const keep = (cols: unknown[][], idCol: number) => {
+      const idx = cols[idCol].map((id, i) => (fresh.has(id as string) ? i : -1)).filter((i) => i >= 0);
+      return cols.map((c) => idx.map((i) => c[i]));
+    };
+    const payRows = keep(pay, 0);
+    if (payRows[0].length) await q.query('INSERT INTO rm_record_payloads SELECT * FROM unnest($1::text[], $2::jsonb[])', payRows);
+    const lookRows = keep(look, 8);
+    if (lookRows[0].length)
+      await q.query(
+        `INSERT INTO rm_record_lookups (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, record_id)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])`,
+        lookRows,
+      );
+  },
+  afterCommit(events) {
+    if (!onChanged) return;
+    if (events.some((e) => e.type === 'ContextDeleted')) return onChanged(null);
+    const ids = events
+      .filter((e) => ['RecordUpdated', 'RecordDeleted', 'RecordCreated', 'RecordIndexed', 'RecordIndexFailed'].includes(e.type))
+      .map((e) => e.data.recordId as string);
+    if (ids.length) onChanged(ids);
+  },
+  async apply(q: SqlQueryable, e: StoredEvent) {
+    const m = e.metadata;
+    const schemaOf = async (schemaId: string) => (await schemaDocs(q, [schemaId])).get(schemaId);
+    const store = async (recordId: string, def: SchemaDefinition | undefined, payload: Record<string, unknown>) => {
+      const bytes = payloadBytes(payload);
+      const ext = isExternalized(def, bytes);
+      if (ext) await q.query('INSERT INTO rm_record_payloads VALUES ($1, $2) ON CONFLICT (record_id) DO UPDATE SET payload = excluded.payload', [recordId, JSON.stringify(payload)]);
+      else await q.query('DELETE FROM rm_record_payloads WHERE record_id = $1', [recordId]);
+      return { rowPayload: ext ? projectedPayload(def, payload) : payload, bytes, ext };
+    };
+    const index = async (recordId: string, typeName: string, def: SchemaDefinition | undefined, payload: Record<string, unknown>, blind: Record<string, string> | undefined, createdAt: string, updatedAt: string) => {
+      await q.query('DELETE FROM rm_record_lookups WHERE record_id = $1', [recordId]);
+      if (!def) return;
+      const entries = indexEntries(def, payload, blind);
+      if (!entries.length) return;
+      const sk = sortKey(def, { payload, createdAt, updatedAt });
+      await q.query(
+        `INSERT INTO rm_record_lookups (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, record_id)
+         SELECT $1, $2, $3, f, k1, k2, k3, $4, $5 FROM unnest($6::text[], $7::text[], $8::text[], $9::text[]) AS t(f, k1, k2, k3)`,
+        [m.tenantId, m.contextId, typeName, sk, recordId, entries.map((x) => x.field), entries.map((x) => x.k1), entries.map((x) => x.k2 ?? ''), entries.map((x) => x.k3 ?? '')],
+      );
+    };
+    switch (e.type) {
+      case 'RecordCreated': {
+        const d = e.data as EventData<'RecordCreated'>;
+        const exists = await q.query('SELECT 1 FROM rm_records WHERE record_id = $1', [d.recordId]);
+        if (exists.rows.length) return;
+        const def = await schemaOf(d.schemaId);
+        const s = await store(d.recordId, def, d.payload);
+        await q.query(
+          `INSERT INTO rm_records (record_id, tenant_id, context_id, schema_id, type_name, schema_version, payload, payload_bytes, externalized, status, folder_id,
+             user_id, scopes, external_id, index_mode, index_status, created_by, created_at, updated_at, version, revision)
+           VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$18,1,$19)`,
+          [d.recordId, m.tenantId, m.contextId, d.schemaId, d.typeName, d.schemaVersion, JSON.stringify(s.rowPayload), s.bytes, s.ext, d.status, d.folderId, d.userId,
+            JSON.stringify(d.scopes), d.externalId, d.indexMode, d.indexMode === 'NONE' ? null : 'PENDING_INDEX', m.actorKeyId, m.occurredAt, e.revision],
+        );
+        await index(d.recordId, d.typeName, def, d.payload, d.blindIndex, m.occurredAt, m.occurredAt);
+        return;
+      }
+      case 'RecordUpdated': {
+        const d = e.data as EventData<'RecordUpdated'>;
+        const prev = (await q.query<{ schema_id: string; type_name: string; created_at: Date | string }>('SELECT schema_id, type_name, created_at FROM rm_records WHERE record_id = $1 AND revision < $2', [d.recordId, e.revision])).rows[0];
+        if (!prev) return;
+        const def = await schemaOf(prev.schema_id);
+        const s = await store(d.recordId, def, d.payload);
+        await q.query(
+          `UPDATE rm_records SET schema_version = $2, payload = $3, payload_bytes = $4, externalized = $5, status = $6, folder_id = $7, user_id = $8, scopes = $9,
+             updated_at = $10, version = version + 1, revision = $11, index_status = CASE WHEN index_mode = 'NONE' THEN NULL ELSE 'PENDING_INDEX' END, index_failure = NULL
+           WHERE record_id = $1`,
+          [d.recordId, d.schemaVersion, JSON.stringify(s.rowPayload), s.bytes, s.ext, d.status, d.folderId, d.userId, JSON.stringify(d.scopes), m.occurredAt, e.revision],
+        );
+        await index(d.recordId, prev.type_name, def, d.payload, d.blindIndex, new Date(prev.created_at).toISOString(), m.occurredAt);
+        return;
+      }
+      // Index outcomes from the search projector: only for the revision that was indexed, so a stale
+      // outcome never overwrites the PENDING_INDEX of a newer change. Version and revision stay.
+      case 'RecordIndexed': {
+        const d = e.data as EventData<'RecordIndexed'>;
+        await q.query(`UPDATE rm_records SET index_status = $2, index_failure = NULL WHERE record_id = $1 AND revision = $3 AND index_status IS NOT NULL`, [d.recordId, d.status, d.forRevision]);
+        return;
+      }
+      case 'RecordIndexFailed': {
+        const d = e.data as EventData<'RecordIndexFailed'>;
+        await q.query(`UPDATE rm_records SET index_status = 'FAILED', index_failure = $2 WHERE record_id = $1 AND revision = $3 AND index_status IS NOT NULL`, [
+          d.recordId, JSON.stringify({ code: d.code, message: d.message }), d.forRevision,
+        ]);
+        return;
+      }
+      case 'RecordDeleted': {
+        const id = (e.data as EventData<'RecordDeleted'>).recordId;
+        await q.query('DELETE FROM rm_records WHERE record_id = $1', [id]);
+        await q.query('DELETE FROM rm_record_payloads WHERE record_id = $1', [id]);
+        await q.query('DELETE FROM rm_record_lookups WHERE record_id = $1', [id]);
+        return;
+      }
+      case 'ContextDeleted': {
+        const ctx = (e.data as EventData<'ContextDeleted'>).contextId;
+        await q.query('DELETE FROM rm_record_payloads WHERE record_id IN (SELECT record_id FROM rm_records WHERE context_id = $1)', [ctx]);
+        await q.query('DELETE FROM rm_record_lookups WHERE context_id = $1', [ctx]);
+        await q.query('DELETE FROM rm_records WHERE context_id = $1', [ctx]);
+        return;
+      }
+    }
+  },
+});

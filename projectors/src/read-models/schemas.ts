@@ -1,0 +1,47 @@
+import type { SchemaDefinition } from '@svc/contracts/api/schemas';
+import type { EventData } from '@svc/contracts/events/catalogue';
+import type { StoredEvent } from '@svc/domain/ports/event-store';
+import type { SqlQueryable } from '@svc/domain/ports/sql';
+import { ownerKeyOf, schemaView } from '@svc/domain/schemas/schema';
+import type { SqlProjection } from '../runtime/runner';
+
+/** Schemas by tenant and context; `doc` is the response shape. Guarded by stream revision. */
+export const schemasProjection = (): SqlProjection => ({
+  name: 'schemas',
+  tables: ['rm_schemas'],
+  ddl: `
+CREATE TABLE IF NOT EXISTS rm_schemas (
+  schema_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, type_name text NOT NULL,
+  owner_key text NOT NULL, doc jsonb NOT NULL, revision bigint NOT NULL, created_at timestamptz NOT NULL, deleted boolean NOT NULL DEFAULT false);
+CREATE INDEX IF NOT EXISTS rm_schemas_list ON rm_schemas (tenant_id, context_id, created_at, schema_id);`,
+  async apply(q: SqlQueryable, e: StoredEvent) {
+    const m = e.metadata;
+    switch (e.type) {
+      case 'SchemaCreated': {
+        const d = e.data as EventData<'SchemaCreated'>;
+        const def = d.definition as SchemaDefinition;
+        const doc = schemaView({ exists: true, id: d.schemaId, tenantId: m.tenantId, contextId: m.contextId, definition: def, schemaVersion: 1, createdAt: m.occurredAt, updatedAt: m.occurredAt });
+        await q.query(
+          `INSERT INTO rm_schemas (schema_id, tenant_id, context_id, type_name, owner_key, doc, revision, created_at)
+           VALUES ($1,$2,$3,$4,$5,$6,$7,$8) ON CONFLICT (schema_id) DO NOTHING`,
+          [d.schemaId, m.tenantId, m.contextId, d.typeName, ownerKeyOf(def), JSON.stringify(doc), e.revision, m.occurredAt],
+        );
+        return;
+      }
+      case 'SchemaUpdated': {
+        const d = e.data as EventData<'SchemaUpdated'>;
+        const { rows } = await q.query<{ doc: { createdAt: string } }>('SELECT doc FROM rm_schemas WHERE schema_id = $1 AND revision < $2', [d.schemaId, e.revision]);
+        if (!rows.length) return;
+        const doc = schemaView({ exists: true, id: d.schemaId, tenantId: m.tenantId, contextId: m.contextId, definition: d.definition as SchemaDefinition, schemaVersion: d.schemaVersion, createdAt: rows[0].doc.createdAt, updatedAt: m.occurredAt });
+        await q.query('UPDATE rm_schemas SET doc = $2, revision = $3 WHERE schema_id = $1', [d.schemaId, JSON.stringify(doc), e.revision]);
+        return;
+      }
+      case 'SchemaDeleted':
+        await q.query('UPDATE rm_schemas SET deleted = true, revision = $2 WHERE schema_id = $1 AND revision < $2', [(e.data as EventData<'SchemaDeleted'>).schemaId, e.revision]);
+        return;
+      case 'ContextDeleted':
+        await q.query('DELETE FROM rm_schemas WHERE context_id = $1', [(e.data as EventData<'ContextDeleted'>).contextId]);
+        return;
+    }
+  },
+});

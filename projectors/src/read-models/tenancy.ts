@@ -1,0 +1,82 @@
+import type { SqlQueryable } from '@svc/domain/ports/sql';
+import type { StoredEvent } from '@svc/domain/ports/event-store';
+import type { EventData } from '@svc/contracts/events/catalogue';
+import type { SqlProjection } from '../runtime/runner';
+
+/** Accounts, their tenants and contexts, and credentials (by secret hash). */
+export const tenancyProjection = (onCredentialChange?: () => void): SqlProjection => ({
+  name: 'tenancy',
+  tables: ['rm_accounts', 'rm_tenants', 'rm_contexts', 'rm_credentials'],
+  ddl: `
+CREATE TABLE IF NOT EXISTS rm_accounts (
+  account_id text PRIMARY KEY, doc jsonb NOT NULL, created_at timestamptz NOT NULL);
+CREATE TABLE IF NOT EXISTS rm_tenants (
+  tenant_id text PRIMARY KEY, account_id text NOT NULL, environment text NOT NULL, default_context_id text NOT NULL);
+CREATE TABLE IF NOT EXISTS rm_contexts (
+  context_id text PRIMARY KEY, tenant_id text NOT NULL, account_id text NOT NULL, name text NOT NULL,
+  is_default boolean NOT NULL, created_at timestamptz NOT NULL, deleted_at timestamptz);
+CREATE INDEX IF NOT EXISTS rm_contexts_tenant ON rm_contexts (tenant_id, created_at, context_id);
+CREATE TABLE IF NOT EXISTS rm_credentials (
+  credential_id text PRIMARY KEY, secret_hash text NOT NULL UNIQUE, account_id text NOT NULL, kind text NOT NULL,
+  tenant_id text, environment text, context_id text, cross_context boolean NOT NULL, allowed_actions jsonb NOT NULL,
+  data_scope jsonb, user_id text, expires_at timestamptz, wire_version_pin text, revoked boolean NOT NULL DEFAULT false,
+  created_at timestamptz NOT NULL);`,
+  async apply(q: SqlQueryable, e: StoredEvent) {
+    const at = e.metadata.occurredAt;
+    switch (e.type) {
+      case 'AccountOpened': {
+        const d = e.data as EventData<'AccountOpened'>;
+        await q.query('INSERT INTO rm_accounts (account_id, doc, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [d.accountId, JSON.stringify(d), at]);
+        for (const env of ['live', 'test'] as const) {
+          await q.query('INSERT INTO rm_tenants VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING', [d.tenants[env].tenantId, d.accountId, env, d.tenants[env].contextId]);
+        }
+        return;
+      }
+      case 'AccountChanged': {
+        const d = e.data as EventData<'AccountChanged'>;
+        const { rows } = await q.query<{ doc: EventData<'AccountOpened'> }>('SELECT doc FROM rm_accounts WHERE account_id = $1', [d.accountId]);
+        if (!rows.length) return;
+        const doc = rows[0].doc;
+        const next = {
+          ...doc,
+          plan: d.plan ?? doc.plan,
+          creditLimit: d.creditLimit ? d.creditLimit.value : doc.creditLimit,
+          rateLimitPerMinute: d.rateLimitPerMinute ? d.rateLimitPerMinute.value : doc.rateLimitPerMinute,
+          inferenceBalanceCents: doc.inferenceBalanceCents + (d.inferenceBalanceCentsDelta ?? 0),
+          entitlements: d.entitlements ?? doc.entitlements,
+        };
+        await q.query('UPDATE rm_accounts SET doc = $2 WHERE account_id = $1', [d.accountId, JSON.stringify(next)]);
+        return;
+      }
+      case 'ContextCreated': {
+        const d = e.data as EventData<'ContextCreated'>;
+        await q.query('INSERT INTO rm_contexts VALUES ($1, $2, $3, $4, $5, $6, NULL) ON CONFLICT DO NOTHING', [d.contextId, d.tenantId, d.accountId, d.name, d.isDefault, at]);
+        return;
+      }
+      case 'ContextDeleted': {
+        const d = e.data as EventData<'ContextDeleted'>;
+        await q.query('UPDATE rm_contexts SET deleted_at = $2 WHERE context_id = $1', [d.contextId, at]);
+        await q.query('UPDATE rm_credentials SET revoked = true WHERE context_id = $1 AND NOT cross_context', [d.contextId]);
+        return;
+      }
+      case 'CredentialIssued': {
+        const d = e.data as EventData<'CredentialIssued'>;
+        await q.query(
+          `INSERT INTO rm_credentials (credential_id, secret_hash, account_id, kind, tenant_id, environment, context_id, cross_context,
+             allowed_actions, data_scope, user_id, expires_at, wire_version_pin, created_at)
+           VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14) ON CONFLICT DO NOTHING`,
+          [d.credentialId, d.secretHash, d.accountId, d.kind, d.tenantId, d.environment, d.contextId, d.crossContext,
+            JSON.stringify(d.allowedActions), d.dataScope ? JSON.stringify(d.dataScope) : null, d.userId, d.expiresAt, d.wireVersionPin, at],
+        );
+        return;
+      }
+      case 'CredentialRevoked': {
+        await q.query('UPDATE rm_credentials SET revoked = true WHERE credential_id = $1', [(e.data as EventData<'CredentialRevoked'>).credentialId]);
+        return;
+      }
+    }
+  },
+  afterCommit(events) {
+    if (onCredentialChange && events.some((e) => e.type === 'CredentialRevoked' || e.type === 'ContextDeleted')) onCredentialChange();
+  },
+});

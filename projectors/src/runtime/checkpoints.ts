@@ -1,0 +1,18 @@
+import type { Sql, SqlQueryable } from '@svc/domain/ports/sql';
+
+/**
+ * Checkpoints of every subscriber of the log (read models, search index,
+ * document worker): one row per name, the last position applied. Written in
+ * the same transaction as the work where the work is SQL.
+ */
+export const ensureCheckpoints = (sql: Sql) => sql.exec(`CREATE TABLE IF NOT EXISTS proj_checkpoints (name text PRIMARY KEY, position bigint NOT NULL)`);
+
+export async function readCheckpoint(q: SqlQueryable, name: string): Promise<number> {
+  const { rows } = await q.query<{ position: number }>('SELECT position FROM proj_checkpoints WHERE name = $1', [name]);
+  return rows.length ? Number(rows[0].position) : 0;
+}
+
+export const writeCheckpoint = (q: SqlQueryable, name: string, position: number) =>
+  q.query('INSERT INTO proj_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET position = excluded.position', [name, position]);
+
+export const resetCheckpoint = (q: SqlQueryable, name: string) => q.query('DELETE FROM proj_checkpoints WHERE name = $1', [name]);

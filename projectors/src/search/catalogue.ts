@@ -1,0 +1,117 @@
+import type { SchemaDefinition } from '@svc/contracts/api/schemas';
+import type { Sql, SqlQueryable } from '@svc/domain/ports/sql';
+import type { AttrValue } from '@svc/domain/search/indexable';
+import { filterSql } from './filter-sql';
+import type { ItemFilter, SourceKind } from './text-index';
+
+/**
+ * The search projector's own state in SQL, whatever the text engine: the
+ * schemas it indexes with (si_schemas), and one row per known item (si_items)
+ * with what an update needs (type, schema, creation time), the filter columns
+ * that narrow the vector leg, the metadata results show, the revision indexed
+ * and its vector count (per-tenant capacity).
+ */
+export const CATALOGUE_TABLES = ['si_items', 'si_schemas'];
+export const CATALOGUE_DDL = `
+CREATE TABLE IF NOT EXISTS si_schemas (schema_id text PRIMARY KEY, doc jsonb NOT NULL);
+CREATE TABLE IF NOT EXISTS si_items (
+  item_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, account_id text, source_type text NOT NULL,
+  type_name text, schema_id text, external_id text, index_mode text, folder_id text, user_id text, scopes jsonb NOT NULL,
+  attrs jsonb NOT NULL, created_at timestamptz NOT NULL, metadata jsonb NOT NULL, revision bigint NOT NULL, vectors int NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS si_items_ctx ON si_items (tenant_id, context_id, created_at);
+CREATE INDEX IF NOT EXISTS si_items_tenant ON si_items (tenant_id);`;
+
+export interface CatalogueItem {
+  itemId: string;
+  tenantId: string;
+  contextId: string;
+  accountId: string | null;
+  sourceType: SourceKind;
+  typeName: string | null;
+  schemaId: string | null;
+  externalId: string | null;
+  indexMode: string | null;
+  folderId: string | null;
+  userId: string | null;
+  scopes: string[];
+  attrs: Record<string, AttrValue>;
+  createdAt: string;
+  metadata: Record<string, unknown>;
+  revision: number;
+  vectors: number;
+}
+
+type Raw = {
+  item_id: string; tenant_id: string; context_id: string; account_id: string | null; source_type: SourceKind; type_name: string | null; schema_id: string | null;
+  external_id: string | null; index_mode: string | null; folder_id: string | null; user_id: string | null; scopes: string[]; attrs: Record<string, AttrValue>;
+  created_at: Date | string; metadata: Record<string, unknown>; revision: number; vectors: number;
+};
+const toItem = (r: Raw): CatalogueItem => ({
+  itemId: r.item_id, tenantId: r.tenant_id, contextId: r.context_id, accountId: r.account_id, sourceType: r.source_type, typeName: r.type_name,
+  schemaId: r.schema_id, externalId: r.external_id, indexMode: r.index_mode, folderId: r.folder_id, userId: r.user_id, scopes: r.scopes,
+  attrs: r.attrs, createdAt: new Date(r.created_at).toISOString(), metadata: r.metadata, revision: Number(r.revision), vectors: Number(r.vectors),
+});
+
+export class SearchCatalogue {
+  constructor(private readonly sql: Sql) {}
+
+  async init(q: SqlQueryable = this.sql): Promise<void> {
+    await q.exec(CATALOGUE_DDL);
+  }
+
+  async putSchema(schemaId: string, doc: SchemaDefinition): Promise<void> {
+    await this.sql.query('INSERT INTO si_schemas VALUES ($1, $2) ON CONFLICT (schema_id) DO UPDATE SET doc = excluded.doc', [schemaId, JSON.stringify(doc)]);
+  }
+
+  async schemas(ids: string[]): Promise<Map<string, SchemaDefinition>> {
+    const { rows } = await this.sql.query<{ schema_id: string; doc: SchemaDefinition }>('SELECT schema_id, doc FROM si_schemas WHERE schema_id = ANY($1::text[])', [[...new Set(ids)]]);
+    return new Map(rows.map((r) => [r.schema_id, r.doc]));
+  }
+
+  async items(ids: string[]): Promise<Map<string, CatalogueItem>> {
+    if (!ids.length) return new Map();
+    const { rows } = await this.sql.query<Raw>('SELECT * FROM si_items WHERE item_id = ANY($1::text[])', [[...new Set(ids)]]);
+    return new Map(rows.map((r) => [r.item_id, toItem(r)]));
+  }
+
+  async put(i: CatalogueItem): Promise<void> {
+    await this.sql.query(
+      `INSERT INTO si_items VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17)
+       ON CONFLICT (item_id) DO UPDATE SET type_name = excluded.type_name, schema_id = excluded.schema_id, external_id = excluded.external_id, folder_id = excluded.folder_id, user_id = excluded.user_id, scopes = excluded.scopes, attrs = excluded.attrs,
+         metadata = excluded.metadata, revision = excluded.revision, vectors = excluded.vectors`,
+      [i.itemId, i.tenantId, i.contextId, i.accountId, i.sourceType, i.typeName, i.schemaId, i.externalId, i.indexMode, i.folderId, i.userId,
+        JSON.stringify(i.scopes), JSON.stringify(i.attrs), i.createdAt, JSON.stringify(i.metadata), i.revision, i.vectors],
+    );
+  }
+
+  async remove(itemId: string): Promise<void> {
+    await this.sql.query('DELETE FROM si_items WHERE item_id = $1', [itemId]);
+  }
+
+  async removeContext(tenantId: string, contextId: string): Promise<void> {
+    await this.sql.query('DELETE FROM si_items WHERE tenant_id = $1 AND context_id = $2', [tenantId, contextId]);
+  }
+
+  async vectorCount(tenantId: string): Promise<number> {
+    const { rows } = await this.sql.query<{ n: number | string | null }>('SELECT sum(vectors) AS n FROM si_items WHERE tenant_id = $1', [tenantId]);
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  /** Ids of the items a filter admits, or null when more than `max` do (the caller then filters after the vector search). */
+  async admitted(f: ItemFilter, max: number): Promise<string[] | null> {
+    const params: unknown[] = [];
+    const where = filterSql(f, 'c', params);
+    params.push(max + 1);
+    const { rows } = await this.sql.query<{ item_id: string }>(`SELECT c.item_id FROM si_items c WHERE ${where} LIMIT $${params.length}`, params);
+    return rows.length > max ? null : rows.map((r) => r.item_id);
+  }
+
+  /** The subset of `ids` a filter admits. */
+  async admit(f: ItemFilter, ids: string[]): Promise<Set<string>> {
+    const params: unknown[] = [];
+    const where = filterSql(f, 'c', params);
+    params.push([...new Set(ids)]);
+    const { rows } = await this.sql.query<{ item_id: string }>(`SELECT c.item_id FROM si_items c WHERE ${where} AND c.item_id = ANY($${params.length}::text[])`, params);
+    return new Set(rows.map((r) => r.item_id));
+  }
+}

@@ -1,0 +1,238 @@
+import type { Sql, SqlQueryable } from '@svc/domain/ports/sql';
+import { parseComplexQuery, positiveText, type QueryNode } from '@svc/domain/search/query-syntax';
+import { filterSql } from './filter-sql';
+import { TextIndexError, type IndexedItem, type TextHit, type TextIndex, type TextSearch } from './text-index';
+
+/**
+ * Keyword search on PostgreSQL full-text search (the same SQL on PGlite and a
+ * server). Passages are stored with an `english` tsvector; ranking is Okapi
+ * BM25 computed in SQL from term statistics kept per tenant and context
+ * (ti_terms: passages containing each lexeme; ti_stats: passage count and total
+ * length), k1 = 1.2, b = 0.75, idf = ln(1 + (N − df + 0.5) / (df + 0.5)).
+ * Term frequency is the lexeme's position count in the passage's tsvector.
+ */
+export const BM25 = { k1: 1.2, b: 0.75 } as const;
+const CONFIG = 'english';
+/** Cap on the alternatives a PHRASE query with slop expands to; the slop is reduced until it fits. */
+const MAX_PHRASE_ALTERNATIVES = 256;
+const HEADLINE = `StartSel=<mark>, StopSel=</mark>, MaxWords=40, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "`;
+
+const DDL = `
+CREATE TABLE IF NOT EXISTS ti_passages (
+  item_id text NOT NULL, chunk_no int NOT NULL, tenant_id text NOT NULL, context_id text NOT NULL, source_type text NOT NULL,
+  type_name text, folder_id text, user_id text, scopes jsonb NOT NULL, attrs jsonb NOT NULL, created_at timestamptz NOT NULL,
+  chunk_text text NOT NULL, context_text text NOT NULL, tsv tsvector NOT NULL, len int NOT NULL,
+  PRIMARY KEY (item_id, chunk_no));
+CREATE INDEX IF NOT EXISTS ti_passages_tsv ON ti_passages USING gin (tsv);
+CREATE INDEX IF NOT EXISTS ti_passages_ctx ON ti_passages (tenant_id, context_id);
+CREATE TABLE IF NOT EXISTS ti_terms (tenant_id text NOT NULL, context_id text NOT NULL, lexeme text NOT NULL, df int NOT NULL,
+  PRIMARY KEY (tenant_id, context_id, lexeme));
+CREATE TABLE IF NOT EXISTS ti_stats (tenant_id text NOT NULL, context_id text NOT NULL, n bigint NOT NULL, total_len bigint NOT NULL,
+  PRIMARY KEY (tenant_id, context_id));`;
+
+/** Removes passages (by a condition) and takes them out of the term statistics, in one statement. */
+const removeSql = (where: string) => `
+WITH old AS (DELETE FROM ti_passages p WHERE ${where} RETURNING tenant_id, context_id, tsv, len),
+lex AS (SELECT o.tenant_id, o.context_id, u.lexeme, count(*) AS c FROM old o, unnest(o.tsv) u GROUP BY 1, 2, 3),
+t AS (UPDATE ti_terms t SET df = t.df - lex.c FROM lex WHERE t.tenant_id = lex.tenant_id AND t.context_id = lex.context_id AND t.lexeme = lex.lexeme RETURNING 1),
+st AS (SELECT tenant_id, context_id, count(*) AS n, sum(len) AS l FROM old GROUP BY 1, 2)
+UPDATE ti_stats s SET n = s.n - st.n, total_len = s.total_len - st.l FROM st WHERE s.tenant_id = st.tenant_id AND s.context_id = st.context_id`;
+
+/** A lexeme as a tsquery literal. */
+const lit = (lexeme: string) => `'${lexeme.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
+
+export class PgTextIndex implements TextIndex {
+  readonly engine = 'postgres' as const;
+  constructor(private readonly sql: Sql) {}
+
+  async init(): Promise<void> {
+    await this.sql.exec(DDL);
+  }
+
+  async replaceItem(item: IndexedItem): Promise<void> {
+    try {
+      await this.sql.tx(async (q) => {
+        await q.query(removeSql('p.item_id = $1'), [item.itemId]);
+        if (!item.passages.length) return;
+        const n = item.passages.length;
+        const rep = <T,>(v: T) => Array.from({ length: n }, () => v);
+        await q.query(
+          `WITH ins AS (
+             INSERT INTO ti_passages (item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, user_id, scopes, attrs, created_at,
+               chunk_text, context_text, tsv, len)
+             SELECT r.item_id, r.chunk_no, r.tenant_id, r.context_id, r.source_type, r.type_name, r.folder_id, r.user_id, r.scopes, r.attrs, r.created_at,
+               r.chunk_text, r.context_text, v.tsv, (SELECT coalesce(sum(array_length(u.positions, 1)), 0) FROM unnest(v.tsv) u)
+             FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[], $10::jsonb[],
+               $11::timestamptz[], $12::text[], $13::text[])
+               AS r(item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, user_id, scopes, attrs, created_at, chunk_text, context_text)
+             CROSS JOIN LATERAL (SELECT to_tsvector('${CONFIG}', r.chunk_text) AS tsv) v
+             RETURNING tenant_id, context_id, tsv, len),
+           lex AS (SELECT i.tenant_id, i.context_id, u.lexeme, count(*) AS c FROM ins i, unnest(i.tsv) u GROUP BY 1, 2, 3),
+           t AS (INSERT INTO ti_terms (tenant_id, context_id, lexeme, df) SELECT * FROM lex
+                 ON CONFLICT (tenant_id, context_id, lexeme) DO UPDATE SET df = ti_terms.df + excluded.df RETURNING 1)
+           INSERT INTO ti_stats (tenant_id, context_id, n, total_len) SELECT tenant_id, context_id, count(*), sum(len) FROM ins GROUP BY 1, 2
+           ON CONFLICT (tenant_id, context_id) DO UPDATE SET n = ti_stats.n + excluded.n, total_len = ti_stats.total_len + excluded.total_len`,
+          [
+            rep(item.itemId), item.passages.map((p) => p.chunkNo), rep(item.tenantId), rep(item.contextId), rep(item.sourceType), rep(item.typeName),
+            rep(item.folderId), rep(item.userId), rep(JSON.stringify(item.scopes)), rep(JSON.stringify(item.attrs)), rep(item.createdAt),
+            item.passages.map((p) => p.chunkText), item.passages.map((p) => p.contextText),
+          ],
+        );
+      });
+    } catch (e) {
+      throw new TextIndexError(`text index write failed: ${(e as Error).message}`, e);
+    }
+  }
+
+  async updateItemMeta(item: Omit<IndexedItem, 'passages' | 'metadata'>): Promise<void> {
+    try {
+      await this.sql.query(
+        'UPDATE ti_passages SET type_name = $2, folder_id = $3, user_id = $4, scopes = $5::jsonb, attrs = $6::jsonb, created_at = $7 WHERE item_id = $1',
+        [item.itemId, item.typeName, item.folderId, item.userId, JSON.stringify(item.scopes), JSON.stringify(item.attrs), item.createdAt],
+      );
+    } catch (e) {
+      throw new TextIndexError(`text index write failed: ${(e as Error).message}`, e);
+    }
+  }
+
+  async deleteItem(itemId: string): Promise<void> {
+    await this.sql.query(removeSql('p.item_id = $1'), [itemId]);
+  }
+
+  async deleteContext(tenantId: string, contextId: string): Promise<void> {
+    await this.sql.tx(async (q) => {
+      await q.query('DELETE FROM ti_passages WHERE tenant_id = $1 AND context_id = $2', [tenantId, contextId]);
+      await q.query('DELETE FROM ti_terms WHERE tenant_id = $1 AND context_id = $2', [tenantId, contextId]);
+      await q.query('DELETE FROM ti_stats WHERE tenant_id = $1 AND context_id = $2', [tenantId, contextId]);
+    });
+  }
+
+  async drop(): Promise<void> {
+    await this.sql.exec('DROP TABLE IF EXISTS ti_passages; DROP TABLE IF EXISTS ti_terms; DROP TABLE IF EXISTS ti_stats;');
+    await this.init();
+  }
+
+  async close(): Promise<void> {}
+
+  async search(s: TextSearch): Promise<{ hits: TextHit[]; total: number }> {
+    try {
+      return await this.run(this.sql, s);
+    } catch (e) {
+      throw new TextIndexError(`text search failed: ${(e as Error).message}`, e);
+    }
+  }
+
+  /** Lexemes of a text with their positions, in text order. */
+  private async lexemes(q: SqlQueryable, text: string): Promise<Array<{ lexeme: string; pos: number }>> {
+    const { rows } = await q.query<{ lexeme: string; pos: number }>(
+      `SELECT u.lexeme, p AS pos FROM unnest(to_tsvector('${CONFIG}', $1)) u, unnest(u.positions) p ORDER BY p`,
+      [text],
+    );
+    return rows.map((r) => ({ lexeme: r.lexeme, pos: Number(r.pos) }));
+  }
+
+  private async run(q: SqlQueryable, s: TextSearch): Promise<{ hits: TextHit[]; total: number }> {
+    const params: unknown[] = [];
+    const p = (v: unknown) => {
+      params.push(v);
+      return `$${params.length}`;
+    };
+    let match: string;
+    let scoring: string[];
+    if (s.textMode === 'COMPLEX') {
+      const ast = parseComplexQuery(s.query);
+      if (!ast) return { hits: [], total: 0 };
+      match = complexTsquery(ast, p);
+      scoring = (await this.lexemes(q, positiveText(ast).join(' '))).map((l) => l.lexeme);
+    } else {
+      const lx = await this.lexemes(q, s.query);
+      scoring = lx.map((l) => l.lexeme);
+      if (!lx.length) return { hits: [], total: 0 };
+      if (s.textMode === 'OR') match = `${p([...new Set(scoring)].map(lit).join(' | '))}::tsquery`;
+      else if (s.textMode === 'AND') match = `plainto_tsquery('${CONFIG}', ${p(s.query)})`;
+      else match = `${p(phraseTsquery(lx, s.slop))}::tsquery`;
+    }
+    const uniq = [...new Set(scoring)];
+    const highlight = uniq.length ? `${p(uniq.map(lit).join(' | '))}::tsquery` : `''::tsquery`;
+    const lexParam = p(uniq);
+    const where = filterSql(s.filter, 'c', params);
+    const limit = p(s.limit);
+    const t = p(s.filter.tenantId);
+    const ctx = p(s.filter.contextId);
+    const { rows } = await q.query<{ item_id: string; chunk_no: number; score: number; total: number; chunk_text: string; context_text: string; snippet: string }>(
+      // idf of the query's terms once (a handful of rows), then term frequencies of the matching passages in one pass.
+      `WITH st AS (SELECT n::float8 AS n, greatest(total_len::float8 / nullif(n, 0), 1) AS avgdl FROM ti_stats WHERE tenant_id = ${t} AND context_id = ${ctx}),
+       qt AS (SELECT tt.lexeme, ln(1 + (st.n - tt.df + 0.5) / (tt.df + 0.5)) AS idf FROM ti_terms tt, st
+              WHERE tt.tenant_id = ${t} AND tt.context_id = ${ctx} AND tt.lexeme = ANY(${lexParam}::text[])),
+       -- One aggregation over the matching passages: their query-term frequencies joined to the few query terms.
+       -- (A join between CTEs would be planned from row estimates of 1 and recomputed per passage.)
+       scored AS (
+         SELECT c.item_id, c.chunk_no,
+           coalesce(sum(qt.idf * (array_length(u.positions, 1) * ${BM25.k1 + 1}) / (array_length(u.positions, 1) + ${BM25.k1} * (1 - ${BM25.b} + ${BM25.b} * c.len / st.avgdl))), 0) AS score
+         FROM ti_passages c CROSS JOIN st
+           LEFT JOIN LATERAL unnest(c.tsv) u ON u.lexeme = ANY(${lexParam}::text[])
+           LEFT JOIN qt ON qt.lexeme = u.lexeme
+         WHERE ${where} AND c.tsv @@ (${match})
+         GROUP BY c.item_id, c.chunk_no),
+       top AS (SELECT item_id, chunk_no, score, count(*) OVER () AS total FROM scored ORDER BY score DESC, item_id, chunk_no LIMIT ${limit})
+       SELECT top.item_id, top.chunk_no, top.score, top.total, p.chunk_text, p.context_text,
+         ts_headline('${CONFIG}', p.chunk_text, ${highlight}, '${HEADLINE}') AS snippet
+       FROM top JOIN ti_passages p ON p.item_id = top.item_id AND p.chunk_no = top.chunk_no
+       ORDER BY top.score DESC, top.item_id, top.chunk_no`,
+      params,
+    );
+    return {
+      total: rows.length ? Number(rows[0].total) : 0,
+      hits: rows.map((r) => ({
+        itemId: r.item_id,
+        chunkNo: Number(r.chunk_no),
+        score: Number(r.score),
+        snippet: r.snippet,
+        chunkText: r.chunk_text,
+        contextText: r.context_text,
+      })),
+    };
+  }
+}
+
+/**
+ * A phrase with slop as a tsquery: the query's lexemes in order, each gap at
+ * its distance in the query (stop words count) plus an extra distance, the
+ * extras summing to at most `slop`; alternatives are OR-ed. Slop 0 equals
+ * phraseto_tsquery.
+ */
+export function phraseTsquery(lx: Array<{ lexeme: string; pos: number }>, slop: number): string {
+  if (lx.length === 1) return lit(lx[0].lexeme);
+  const gaps = lx.slice(1).map((l, i) => l.pos - lx[i].pos);
+  const count = (s: number) => binom(s + gaps.length, gaps.length); // extras e_i >= 0 with Σ e_i <= s
+  let s = slop;
+  while (s > 0 && count(s) > MAX_PHRASE_ALTERNATIVES) s--;
+  const alts: string[] = [];
+  const walk = (i: number, left: number, acc: string) => {
+    if (i === gaps.length) return void alts.push(acc);
+    for (let e = 0; e <= left; e++) walk(i + 1, left - e, `${acc} <${gaps[i] + e}> ${lit(lx[i + 1].lexeme)}`);
+  };
+  walk(0, s, lit(lx[0].lexeme));
+  return alts.map((a) => `(${a})`).join(' | ');
+}
+
+function binom(n: number, k: number): number {
+  let r = 1;
+  for (let i = 1; i <= k; i++) r = (r * (n - k + i)) / i;
+  return r;
+}
+
+function complexTsquery(n: QueryNode, p: (v: unknown) => string): string {
+  switch (n.kind) {
+    case 'term':
+      return `plainto_tsquery('${CONFIG}', ${p(n.text)})`;
+    case 'phrase':
+      return `phraseto_tsquery('${CONFIG}', ${p(n.text)})`;
+    case 'not':
+      return `(!! ${complexTsquery(n.item, p)})`;
+    case 'and':
+      return `(${n.items.map((i) => complexTsquery(i, p)).join(' && ')})`;
+    case 'or':
+      return `(${n.items.map((i) => complexTsquery(i, p)).join(' || ')})`;
+  }
+}

@@ -1,0 +1,51 @@
+import type { Sql } from '@svc/domain/ports/sql';
+import type { LiveFolder } from '@svc/domain/folders/folder';
+
+export type FolderRow = Omit<LiveFolder, 'exists'>;
+
+type Raw = {
+  folder_id: string; tenant_id: string; context_id: string; parent_folder_id: string | null; name: string; description: string | null; slug: string;
+  depth: number; is_protected: boolean; user_id: string | null; scopes: string[]; created_at: Date | string; updated_at: Date | string; version: number;
+};
+
+const toRow = (r: Raw): FolderRow => ({
+  id: r.folder_id, tenantId: r.tenant_id, contextId: r.context_id, parentFolderId: r.parent_folder_id, name: r.name, description: r.description, slug: r.slug,
+  depth: r.depth, isProtected: r.is_protected, userId: r.user_id, scopes: r.scopes, createdAt: new Date(r.created_at).toISOString(),
+  lastModified: new Date(r.updated_at).toISOString(), version: r.version,
+});
+
+export interface FolderFilter {
+  userId?: string;
+  scope?: string;
+  parentFolderId?: string;
+  /** Data scope of the credential: its user and any of its scopes (the context root is exempt). */
+  scopeUserId?: string;
+  scopeAnyOf?: string[];
+}
+
+export class FolderReads {
+  constructor(private readonly sql: Sql) {}
+
+  async byId(id: string): Promise<FolderRow | null> {
+    const { rows } = await this.sql.query<Raw>('SELECT * FROM rm_folders WHERE folder_id = $1', [id]);
+    return rows[0] ? toRow(rows[0]) : null;
+  }
+
+  /** Oldest first by (createdAt, id); filters (including the data scope) apply before the limit. */
+  async list(tenantId: string, contextId: string, f: FolderFilter, after: [string, string] | undefined, limit: number): Promise<FolderRow[]> {
+    const { rows } = await this.sql.query<Raw>(
+      `SELECT * FROM rm_folders
+        WHERE tenant_id = $1 AND context_id = $2
+          AND ($3::text IS NULL OR user_id = $3)
+          AND ($4::text IS NULL OR scopes ? $4::text)
+          AND ($5::text IS NULL OR parent_folder_id = $5)
+          AND (is_protected OR (
+                ($6::text IS NULL OR user_id = $6)
+            AND ($7::jsonb IS NULL OR scopes ?| ARRAY(SELECT jsonb_array_elements_text($7::jsonb)))))
+          AND ($8::timestamptz IS NULL OR (created_at, folder_id) > ($8::timestamptz, $9::text))
+        ORDER BY created_at, folder_id LIMIT $10`,
+      [tenantId, contextId, f.userId ?? null, f.scope ?? null, f.parentFolderId ?? null, f.scopeUserId ?? null, f.scopeAnyOf?.length ? JSON.stringify(f.scopeAnyOf) : null, after?.[0] ?? null, after?.[1] ?? null, limit],
+    );
+    return rows.map(toRow);
+  }
+}

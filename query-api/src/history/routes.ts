@@ -1,0 +1,55 @@
+import { z } from 'zod';
+import { notFound } from '@svc/contracts/errors';
+import { idParam } from '@svc/contracts/api/tenancy';
+import { limitParam } from '@svc/contracts/http/pagination';
+import { route, type RouteSpec } from '@svc/contracts/http/route';
+import { canReach, type Owned } from '@svc/domain/tenancy/access';
+import type { Principal } from '@svc/contracts/http/principal';
+import type { HistoryReads } from './reads';
+
+/** GET /v1/<kind>s/:id/versions and /tombstone, the same for every entity kind. */
+export function historyRoutes(
+  history: HistoryReads,
+  kind: 'record' | 'schema' | 'document' | 'folder',
+  permission: string,
+  opts: { tombstone: boolean; visible?: (p: Principal, owner: Owned) => boolean; liveOwner?: (id: string) => Promise<Owned | null> },
+): RouteSpec[] {
+  const visible = opts.visible ?? canReach;
+  // An entity whose history is off (auditHistory: false) has no rows: its live state says who may ask.
+  const ownerOf = async (id: string) => (await history.lastOwner(id)) ?? (await opts.liveOwner?.(id)) ?? null;
+  const base = `/v1/${kind}s/:id`;
+  const routes: RouteSpec[] = [
+    route({
+      method: 'GET',
+      url: `${base}/versions`,
+      auth: 'data',
+      permission,
+      summary: `Version history of a ${kind} (oldest first; startFrom is the last row id seen)`,
+      params: idParam,
+      query: z.object({ limit: limitParam, startFrom: z.string().optional() }),
+      handler: async ({ params, query, principal: p }) => {
+        const owner = await ownerOf(params.id);
+        if (!owner || !visible(p, owner)) throw notFound();
+        const page = await history.versions(p.tenantId!, p.contextId!, params.id, query.startFrom, query.limit);
+        return { data: page.rows, nextCursor: page.more ? page.rows[page.rows.length - 1].id : null };
+      },
+    }),
+  ];
+  if (opts.tombstone)
+    routes.push(
+      route({
+        method: 'GET',
+        url: `${base}/tombstone`,
+        auth: 'data',
+        permission,
+        summary: `Tombstone of a deleted ${kind} (404 while it is live)`,
+        params: idParam,
+        handler: async ({ params, principal: p }) => {
+          const t = await history.tombstone(params.id, kind);
+          if (!t || !visible(p, { tenantId: t.tenantId, contextId: t.contextId, ...t.owner })) throw notFound();
+          return t.body;
+        },
+      }),
+    );
+  return routes;
+}

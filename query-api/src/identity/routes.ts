@@ -1,0 +1,134 @@
+import { notFound } from '@svc/contracts/errors';
+import { idParam } from '@svc/contracts/api/tenancy';
+import { listEnvelope } from '@svc/contracts/common';
+import { BUILTIN_NAMESPACES, entityResponse, listEntitiesQuery, listUsersQuery, namespaceParam, namespaceResponse, userResponse } from '@svc/contracts/api/identity';
+import { limitParam, type Paginator } from '@svc/contracts/http/pagination';
+import { route, type RouteSpec } from '@svc/contracts/http/route';
+import { z } from 'zod';
+import { isBuiltinNamespace, namespaceView, type NamespaceEntry } from '@svc/domain/identity/namespace';
+import { userOwner, userView } from '@svc/domain/identity/user';
+import { canSeeEntity, entityView } from '@svc/domain/identity/entity';
+import { canReach } from '@svc/domain/tenancy/access';
+import type { SchemaReads } from '../schemas/reads';
+import type { IdentityReads } from './reads';
+
+const BUILTIN_DESCRIPTIONS: Record<string, string> = { org: 'Built-in namespace: organisations', client: 'Built-in namespace: clients' };
+
+/** Cursor key of the namespace list: the built-ins come first (`b`), then registered names (`r`) by (createdAt, name). */
+type NamespaceKey = ['b' | 'r', string, string];
+
+export function identityQueryRoutes(reads: IdentityReads, schemas: SchemaReads, pages: Paginator): RouteSpec[] {
+  const definition = async (schemaId: string | null) => (schemaId ? await schemas.definition(schemaId) : undefined);
+  const builtins = async (tenantId: string): Promise<NamespaceEntry[]> => {
+    const createdAt = await reads.tenantCreatedAt(tenantId);
+    return BUILTIN_NAMESPACES.map((name) => ({ name, description: BUILTIN_DESCRIPTIONS[name], createdAt }));
+  };
+  return [
+    route({
+      method: 'GET',
+      url: '/v1/namespaces',
+      auth: 'data',
+      permission: 'namespaces:r',
+      summary: 'List the tenant namespaces: org and client first, then registered ones oldest first',
+      query: z.object({ limit: limitParam, startFrom: z.string().optional() }),
+      response: listEnvelope(namespaceResponse),
+      handler: async ({ query, principal: p }) => {
+        const scope = `namespaces:${p.tenantId}`;
+        const params = { limit: query.limit };
+        const after = pages.start<NamespaceKey>(scope, params, query.startFrom);
+        const items: Array<{ key: NamespaceKey; entry: NamespaceEntry }> = [];
+        if (!after || after[0] === 'b') {
+          const all = await builtins(p.tenantId!);
+          const from = after ? all.findIndex((b) => b.name === after[2]) + 1 : 0;
+          items.push(...all.slice(from).map((entry) => ({ key: ['b', '', entry.name] as NamespaceKey, entry })));
+        }
+        const want = query.limit + 1 - items.length;
+        if (want > 0) {
+          const rows = await reads.namespaces(p.tenantId!, after?.[0] === 'r' ? [after[1], after[2]] : undefined, want);
+          items.push(...rows.map((entry) => ({ key: ['r', entry.createdAt, entry.name] as NamespaceKey, entry })));
+        }
+        return pages.page(scope, params, items, query.limit, (i) => i.key, (i) => namespaceView(i.entry));
+      },
+    }),
+    route({
+      method: 'GET',
+      url: '/v1/namespaces/:name',
+      auth: 'data',
+      permission: 'namespaces:r',
+      summary: 'Get a namespace (org and client are built in)',
+      params: namespaceParam,
+      response: namespaceResponse,
+      handler: async ({ params, principal: p }) => {
+        if (isBuiltinNamespace(params.name)) return namespaceView((await builtins(p.tenantId!)).find((b) => b.name === params.name)!);
+        const entry = await reads.namespace(p.tenantId!, params.name);
+        if (!entry) throw notFound();
+        return namespaceView(entry);
+      },
+    }),
+    route({
+      method: 'GET',
+      url: '/v1/users/:id',
+      auth: 'data',
+      permission: 'users:r',
+      summary: 'Get a user',
+      params: idParam,
+      response: userResponse,
+      handler: async ({ params, principal: p }) => {
+        const u = await reads.user(params.id);
+        if (!u || !canReach(p, userOwner(u))) throw notFound();
+        return userView(u, await definition(u.schemaId));
+      },
+    }),
+    route({
+      method: 'GET',
+      url: '/v1/users',
+      auth: 'data',
+      permission: 'users:r',
+      summary: 'List users of the context, oldest first (filters: email, scope)',
+      query: listUsersQuery.extend({ limit: limitParam }),
+      response: listEnvelope(userResponse),
+      handler: async ({ query, principal: p }) => {
+        const { startFrom, limit, ...filters } = query;
+        const scope = `users:${p.tenantId}:${p.contextId}`;
+        const params = { ...filters, limit };
+        const after = pages.start<[string, string]>(scope, params, startFrom);
+        const ds = p.dataScope;
+        const rows = await reads.users(p.tenantId!, p.contextId!, { ...filters, scopeUserId: ds?.userId ?? p.userId ?? undefined, scopeAnyOf: ds?.scopes }, after, limit + 1);
+        const page = pages.page(scope, params, rows, limit, (r) => [r.createdAt, r.id] as [string, string], (r) => r);
+        return { data: await Promise.all(page.data.map(async (u) => userView(u, await definition(u.schemaId)))), nextCursor: page.nextCursor };
+      },
+    }),
+    route({
+      method: 'GET',
+      url: '/v1/entities/:id',
+      auth: 'data',
+      permission: 'entities:r',
+      summary: 'Get an identity entity',
+      params: idParam,
+      response: entityResponse,
+      handler: async ({ params, principal: p }) => {
+        const e = await reads.entity(params.id);
+        if (!e || !canSeeEntity(p, e)) throw notFound();
+        return entityView(e, await definition(e.schemaId));
+      },
+    }),
+    route({
+      method: 'GET',
+      url: '/v1/entities',
+      auth: 'data',
+      permission: 'entities:r',
+      summary: 'List identity entities of the context, oldest first (filters: namespace, key)',
+      query: listEntitiesQuery.extend({ limit: limitParam }),
+      response: listEnvelope(entityResponse),
+      handler: async ({ query, principal: p }) => {
+        const { startFrom, limit, ...filters } = query;
+        const scope = `entities:${p.tenantId}:${p.contextId}`;
+        const params = { ...filters, limit };
+        const after = pages.start<[string, string]>(scope, params, startFrom);
+        const rows = await reads.entities(p.tenantId!, p.contextId!, { ...filters, scopeAnyOf: p.dataScope?.scopes }, after, limit + 1);
+        const page = pages.page(scope, params, rows, limit, (r) => [r.createdAt, r.id] as [string, string], (r) => r);
+        return { data: await Promise.all(page.data.map(async (e) => entityView(e, await definition(e.schemaId)))), nextCursor: page.nextCursor };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,162 @@
+import { z } from 'zod';
+import { invalid } from '@svc/contracts/errors';
+import { identifier } from '@svc/contracts/common';
+import type { SchemaDefinition } from '@svc/contracts/api/schemas';
+import type { Principal } from '@svc/contracts/http/principal';
+import type { Sql } from '@svc/domain/ports/sql';
+import { lookupsOf } from '@svc/domain/schemas/schema';
+import { encodeValue, sortBoundKey } from '@svc/domain/records/lookup-keys';
+
+/**
+ * Record lookups: exactly one mode per call (exact, range or prefix), over the
+ * lookup index the records projection maintains. Results page by keyset over
+ * the ordering columns, so a page is never short while matches remain.
+ */
+const scalar = z.union([z.string(), z.number(), z.boolean()]);
+export const lookupParams = z.object({
+  type: identifier,
+  field: z.string().min(1).max(200),
+  value: scalar.optional(),
+  values: z.union([scalar, z.array(scalar).min(1).max(3)]).optional(),
+  from: scalar.optional(),
+  to: scalar.optional(),
+  prefix: z.string().min(1).max(256).optional(),
+  order: z.enum(['asc', 'desc']).optional(),
+  sortFrom: z.union([z.string(), z.number()]).optional(),
+  sortTo: z.union([z.string(), z.number()]).optional(),
+  sortBy: z.string().optional(), // ignored silently, as the spec says
+  includePayload: z.union([z.boolean(), z.enum(['true', 'false'])]).optional(),
+  startFrom: z.string().optional(),
+});
+export type LookupParams = z.infer<typeof lookupParams>;
+
+type FieldDef = NonNullable<SchemaDefinition['fields']>[number];
+
+export interface LookupPlan {
+  field: string;
+  where: string[];
+  args: unknown[];
+  /** ORDER BY columns with their directions; the cursor holds their values. */
+  order: Array<{ col: string; dir: 'ASC' | 'DESC' }>;
+}
+
+/** Validates a lookup against the schema and builds its plan; every 400 of the Lookups section is raised here. */
+export function planLookup(def: SchemaDefinition, p: LookupParams, via: 'GET' | 'POST', blind: (field: string, value: unknown) => string): LookupPlan {
+  const byId = new Map((def.fields ?? []).map((f) => [f.fieldId, f]));
+  const lookups = lookupsOf(def);
+  const decl = lookups.find((l) => (l.kind === 'single' ? l.fieldName : l.fieldNames.join(',')) === p.field);
+  if (!decl) {
+    if (lookups.some((l) => l.kind === 'composite' && l.fieldNames.includes(p.field)))
+      throw invalid(`'${p.field}' is part of a composite lookup: query the composite field (${lookups.filter((l) => l.kind === 'composite').map((l) => (l as { fieldNames: string[] }).fieldNames.join(',')).join(' or ')}) with a leading run of values`);
+    throw invalid(`'${p.field}' is not a lookup field of type '${def.typeName}'`);
+  }
+  const exact = p.value !== undefined || p.values !== undefined;
+  const range = p.from !== undefined || p.to !== undefined;
+  const prefix = p.prefix !== undefined;
+  const modes = [exact, range, prefix].filter(Boolean).length;
+  if (modes !== 1) throw invalid('Give exactly one lookup mode: value/values (exact), from+to (range) or prefix');
+  if (p.value !== undefined && p.values !== undefined) throw invalid('Give value or values, not both');
+  const dir = p.order === 'desc' ? 'DESC' : 'ASC';
+  const names = decl.kind === 'single' ? [decl.fieldName] : decl.fieldNames;
+  const fields = names.map((n) => byId.get(n));
+  const sensitive = fields.some((f) => f?.sensitive);
+  const where: string[] = [];
+  const args: unknown[] = [];
+  const arg = (v: unknown) => {
+    args.push(v);
+    return `$${args.length + 4}`; // $1..$4 are tenant, context, type, field
+  };
+  const keyOf = (f: FieldDef | undefined, raw: unknown, name: string) => {
+    const v = coerce(f, raw);
+    const k = f?.sensitive ? 'h' + blind(name, v) : encodeValue(f, v);
+    if (k === null) throw invalid(`'${raw}' is not a valid value for ${name}`);
+    return k;
+  };
+  // Pin the unused key columns of a single-field lookup, so the index (k1, k2, k3, sort_key, record_id) also gives the order.
+  if (decl.kind === 'single') where.push(`l.k2 = ''`, `l.k3 = ''`);
+  let order: LookupPlan['order'];
+  if (exact) {
+    const vals = p.values !== undefined ? (Array.isArray(p.values) ? p.values : [p.values]) : [p.value!];
+    if (vals.length > names.length) throw invalid(`${p.field} takes at most ${names.length} values`);
+    if (sensitive && via === 'GET' && decl.kind === 'single') throw invalid(`'${p.field}' is sensitive: use POST /v1/records/lookup with the value in the body`);
+    vals.forEach((v, i) => where.push(`l.k${i + 1} = ${arg(keyOf(fields[i], v, names[i]))}`));
+    order = [...names.slice(vals.length).map((_, i) => ({ col: `k${vals.length + i + 1}`, dir: 'ASC' as const })), { col: 'sort_key', dir }, { col: 'record_id', dir }];
+    const windowed = p.sortFrom !== undefined || p.sortTo !== undefined;
+    if (windowed) {
+      if (decl.kind === 'composite' && vals.length !== names.length) throw invalid('sortFrom / sortTo on a composite lookup need the full tuple of values');
+      where.push(`l.sort_key <> ''`);
+      if (p.sortFrom !== undefined) where.push(`l.sort_key >= ${arg(boundKey(def, p.sortFrom))}`);
+      if (p.sortTo !== undefined) where.push(`l.sort_key <= ${arg(boundKey(def, p.sortTo))}`);
+    }
+  } else {
+    if (decl.kind === 'composite') throw invalid('Range and prefix lookups are for single-field lookups only');
+    if (sensitive) throw invalid(`Range and prefix lookups are not allowed on sensitive field '${p.field}'`);
+    if (p.sortFrom !== undefined || p.sortTo !== undefined) throw invalid('sortFrom / sortTo apply to exact lookups');
+    const f = fields[0];
+    if (range) {
+      if (p.from === undefined || p.to === undefined) throw invalid('A range lookup needs both from and to');
+      where.push(`l.k1 >= ${arg(keyOf(f, p.from, names[0]))}`, `l.k1 <= ${arg(keyOf(f, p.to, names[0]))}`);
+    } else {
+      if (f && f.fieldType !== 'string') throw invalid(`prefix lookups need a string field; '${p.field}' is ${f.fieldType}`);
+      const lo = 's' + p.prefix;
+      const a = arg(lo);
+      where.push(`l.k1 >= ${a}`, `starts_with(l.k1, ${a})`);
+    }
+    order = [{ col: 'k1', dir }, { col: 'sort_key', dir }, { col: 'record_id', dir }];
+  }
+  return { field: p.field, where, args, order };
+}
+
+/** Query-string values arrive as text: read them in the field's own type. */
+export function coerce(f: FieldDef | undefined, v: unknown): unknown {
+  if (typeof v !== 'string') return v;
+  if ((f?.fieldType === 'number' || (f?.fieldType === 'date' && /^-?\d+$/.test(v))) && v.trim() !== '' && !Number.isNaN(Number(v))) return Number(v);
+  if (f?.fieldType === 'boolean' && (v === 'true' || v === 'false')) return v === 'true';
+  return v;
+}
+
+function boundKey(def: SchemaDefinition, raw: string | number): string {
+  const k = sortBoundKey(def, raw);
+  if (k === null) throw invalid(`sort bound '${raw}' is not a value of the sort field`);
+  return k;
+}
+
+/** Lexicographic "after the cursor" over columns with mixed directions. */
+function afterClause(order: LookupPlan['order'], values: string[], arg: (v: unknown) => string): string {
+  const ors: string[] = [];
+  for (let i = 0; i < order.length; i++) {
+    const eqs = order.slice(0, i).map((o, j) => `l.${o.col} = ${arg(values[j])}`);
+    eqs.push(`l.${order[i].col} ${order[i].dir === 'ASC' ? '>' : '<'} ${arg(values[i])}`);
+    ors.push(`(${eqs.join(' AND ')})`);
+  }
+  return `(${ors.join(' OR ')})`;
+}
+
+export interface LookupRow {
+  record_id: string;
+  cursor: string[];
+}
+
+export async function runLookup(sql: Sql, p: Principal, typeName: string, plan: LookupPlan, after: string[] | undefined, limit: number): Promise<LookupRow[]> {
+  const args: unknown[] = [p.tenantId, p.contextId, typeName, plan.field, ...plan.args];
+  const arg = (v: unknown) => {
+    args.push(v);
+    return `$${args.length}`;
+  };
+  const where = ['l.tenant_id = $1', 'l.context_id = $2', 'l.type_name = $3', 'l.field = $4', ...plan.where];
+  const ds = p.dataScope;
+  const userId = ds?.userId ?? p.userId;
+  if (userId) where.push(`r.user_id = ${arg(userId)}`);
+  if (ds?.scopes?.length) where.push(`r.scopes ?| ${arg(ds.scopes)}::text[]`);
+  if (after) where.push(afterClause(plan.order, after, arg));
+  const cols = plan.order.map((o) => `l.${o.col}`);
+  // The records join is needed only to apply a credential's data scope.
+  const join = userId || ds?.scopes?.length ? 'JOIN rm_records r ON r.record_id = l.record_id' : '';
+  const { rows } = await sql.query<Record<string, string>>(
+    `SELECT ${cols.join(', ')} FROM rm_record_lookups l ${join}
+      WHERE ${where.join(' AND ')}
+      ORDER BY ${plan.order.map((o) => `l.${o.col} ${o.dir}`).join(', ')} LIMIT ${arg(limit)}`,
+    args,
+  );
+  return rows.map((r) => ({ record_id: r.record_id, cursor: plan.order.map((o) => r[o.col]) }));
+}

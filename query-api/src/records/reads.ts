@@ -1,0 +1,67 @@
+import type { Sql } from '@svc/domain/ports/sql';
+import type { ReadCache } from '../read-cache';
+import type { LiveRecord } from '@svc/domain/records/record';
+
+export type RecordRow = Omit<LiveRecord, 'exists'> & { indexStatus: string | null; indexFailure?: { code: string; message: string } | null; payloadBytes: number };
+
+type Raw = {
+  record_id: string; tenant_id: string; context_id: string; schema_id: string; type_name: string; schema_version: number; payload: Record<string, unknown>;
+  full_payload?: Record<string, unknown> | null; payload_bytes: number;
+  status: string; folder_id: string | null; user_id: string | null; scopes: string[]; external_id: string | null; index_mode: string | null;
+  index_status: string | null; index_failure?: { code: string; message: string } | null; created_by: string | null; created_at: Date | string; updated_at: Date | string; version: number;
+};
+
+const toRow = (r: Raw): RecordRow => ({
+  id: r.record_id, tenantId: r.tenant_id, contextId: r.context_id, schemaId: r.schema_id, typeName: r.type_name, schemaVersion: r.schema_version,
+  payload: r.full_payload ?? r.payload, payloadBytes: r.payload_bytes, status: r.status, folderId: r.folder_id, userId: r.user_id, scopes: r.scopes, externalId: r.external_id, indexMode: r.index_mode,
+  indexStatus: r.index_status, indexFailure: r.index_failure ?? null, createdBy: r.created_by, createdAt: new Date(r.created_at).toISOString(), updatedAt: new Date(r.updated_at).toISOString(), version: r.version,
+});
+
+export interface RecordFilter {
+  type?: string;
+  userId?: string;
+  scope?: string;
+  folderId?: string;
+  /** Data scope of the credential: its user and any of its scopes. */
+  scopeUserId?: string;
+  scopeAnyOf?: string[];
+}
+
+export class RecordReads {
+  constructor(
+    private readonly sql: Sql,
+    private readonly cache?: ReadCache<RecordRow>,
+  ) {}
+
+  async byId(id: string): Promise<RecordRow | null> {
+    return this.cache ? this.cache.get(id, () => this.load(id)) : this.load(id);
+  }
+
+  private async load(id: string): Promise<RecordRow | null> {
+    const { rows } = await this.sql.query<Raw>(`SELECT r.*, p.payload AS full_payload FROM rm_records r LEFT JOIN rm_record_payloads p ON p.record_id = r.record_id WHERE r.record_id = $1`, [id]);
+    return rows[0] ? toRow(rows[0]) : null;
+  }
+
+  async byIds(ids: string[]): Promise<RecordRow[]> {
+    const { rows } = await this.sql.query<Raw>(`SELECT r.*, p.payload AS full_payload FROM rm_records r LEFT JOIN rm_record_payloads p ON p.record_id = r.record_id WHERE r.record_id = ANY($1::text[])`, [ids]);
+    return rows.map(toRow);
+  }
+
+  /** Oldest first by (createdAt, id); filters (including the data scope) apply before the limit. */
+  async list(tenantId: string, contextId: string, f: RecordFilter, after: [string, string] | undefined, limit: number, full = false): Promise<RecordRow[]> {
+    const { rows } = await this.sql.query<Raw>(
+      `SELECT r.*${full ? ', p.payload AS full_payload' : ''} FROM rm_records r ${full ? 'LEFT JOIN rm_record_payloads p ON p.record_id = r.record_id' : ''}
+        WHERE tenant_id = $1 AND context_id = $2
+          AND ($3::text IS NULL OR type_name = $3)
+          AND ($4::text IS NULL OR user_id = $4)
+          AND ($5::text IS NULL OR scopes ? $5::text)
+          AND ($6::text IS NULL OR folder_id = $6)
+          AND ($7::text IS NULL OR user_id = $7)
+          AND ($8::jsonb IS NULL OR scopes ?| ARRAY(SELECT jsonb_array_elements_text($8::jsonb)))
+          AND ($9::timestamptz IS NULL OR (r.created_at, r.record_id) > ($9::timestamptz, $10::text))
+        ORDER BY r.created_at, r.record_id LIMIT $11`,
+      [tenantId, contextId, f.type ?? null, f.userId ?? null, f.scope ?? null, f.folderId ?? null, f.scopeUserId ?? null, f.scopeAnyOf?.length ? JSON.stringify(f.scopeAnyOf) : null, after?.[0] ?? null, after?.[1] ?? null, limit],
+    );
+    return rows.map(toRow);
+  }
+}

@@ -1,0 +1,39 @@
+import { z } from 'zod';
+import { notFound } from '@svc/contracts/errors';
+import { idParam } from '@svc/contracts/api/tenancy';
+import { listEnvelope } from '@svc/contracts/common';
+import { SURFACES, schemaResponse } from '@svc/contracts/api/schemas';
+import { limitParam, type Paginator } from '@svc/contracts/http/pagination';
+import { route, type RouteSpec } from '@svc/contracts/http/route';
+import type { SchemaReads } from './reads';
+
+export function schemaQueryRoutes(schemas: SchemaReads, pages: Paginator): RouteSpec[] {
+  return [
+    route({
+      method: 'GET',
+      url: '/v1/schemas/:id',
+      auth: 'data',
+      permission: 'schemas:r',
+      summary: 'Get a schema',
+      params: idParam,
+      response: schemaResponse,
+      handler: async ({ params, principal: p }) => (await schemas.byId(p, params.id)) ?? Promise.reject(notFound()),
+    }),
+    route({
+      method: 'GET',
+      url: '/v1/schemas',
+      auth: 'data',
+      permission: 'schemas:r',
+      summary: 'List schemas of the context, newest first (surface=entity adds the tenant-wide home after the own context)',
+      query: z.object({ limit: limitParam, startFrom: z.string().optional(), surface: z.enum(SURFACES).optional() }),
+      response: listEnvelope(schemaResponse),
+      handler: async ({ query, principal: p }) => {
+        const scope = `schemas:${p.tenantId}:${p.contextId}`;
+        const params = { limit: query.limit, surface: query.surface };
+        const after = pages.start<[number, string, string]>(scope, params, query.startFrom);
+        const rows = await schemas.list(p, query.surface, after, query.limit + 1);
+        return pages.page(scope, params, rows, query.limit, (r) => [r.group, r.createdAt, r.doc.id] as [number, string, string], (r) => r.doc);
+      },
+    }),
+  ];
+}

@@ -1,0 +1,126 @@
+import { ServiceError } from '@svc/contracts/errors';
+import { searchBody, searchResponse, type SearchBody, type SearchResponse, type SearchResult } from '@svc/contracts/api/search';
+import { route, type RouteSpec } from '@svc/contracts/http/route';
+import type { Principal } from '@svc/contracts/http/principal';
+import type { Sql } from '@svc/domain/ports/sql';
+import { aboveTextRelevance, reciprocalRankFusion, type LegHit } from '@svc/domain/search/fusion';
+import type { SearchEngines } from '@svc/projectors/search/indexer';
+import type { ItemFilter } from '@svc/projectors/search/text-index';
+import { planFilter } from './plan';
+
+/**
+ * POST /v1/search (search:r). Filters apply inside each leg before ranking and
+ * the limit; HYBRID fuses the legs with reciprocal-rank fusion (docs/search.md).
+ * When one leg fails the other answers with `degraded: true` (503 with
+ * `requireComplete`); when every leg of the mode fails the answer is 503.
+ */
+const CANDIDATES = { min: 100, max: 1000 } as const;
+/** Above this many admitted items the vector leg searches the context and filters afterwards. */
+const PREFILTER_IDS_MAX = 5000;
+
+type Passage = { itemId: string; chunkNo: number; chunkText: string; contextText: string; snippet: string | null };
+const keyOf = (itemId: string, chunkNo: number) => `${itemId}#${chunkNo}`;
+
+export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, b: SearchBody): Promise<SearchResponse> {
+  const started = performance.now();
+  const filter = await planFilter(sql, p, b);
+  const want = Math.min(CANDIDATES.max, Math.max(CANDIDATES.min, (b.offset + b.limit) * 3));
+  const useText = b.mode !== 'SEMANTIC';
+  const useVector = b.mode !== 'TEXT';
+  const passages = new Map<string, Passage>();
+
+  const textLeg = async (): Promise<LegHit[]> => {
+    const r = await engines.text.search({ filter, query: b.query, textMode: b.textMode, slop: b.textMode === 'PHRASE' ? b.slop : 0, limit: want });
+    for (const h of r.hits) passages.set(keyOf(h.itemId, h.chunkNo), h);
+    return aboveTextRelevance(r.hits.map((h) => ({ key: keyOf(h.itemId, h.chunkNo), score: h.score })), b.minTextRelevance);
+  };
+  const vectorLeg = async (): Promise<LegHit[]> => {
+    const [vector] = await engines.embedder.embed([b.query]);
+    const hits = await vectorSearch(engines, filter, vector, want);
+    const out: LegHit[] = [];
+    for (const h of hits) {
+      if (b.minSimilarity !== undefined && h.similarity < b.minSimilarity) continue;
+      const k = keyOf(h.itemId, h.chunkNo);
+      if (!passages.has(k)) passages.set(k, { ...h, snippet: null });
+      out.push({ key: k, score: h.similarity });
+    }
+    return out;
+  };
+
+  const [t, v] = await Promise.allSettled([useText ? textLeg() : Promise.resolve([]), useVector ? vectorLeg() : Promise.resolve([])]);
+  const degradedLegs: Array<'text' | 'vector'> = [];
+  if (useText && t.status === 'rejected') degradedLegs.push('text');
+  if (useVector && v.status === 'rejected') degradedLegs.push('vector');
+  const allFailed = degradedLegs.length === (useText ? 1 : 0) + (useVector ? 1 : 0);
+  if (allFailed) throw new ServiceError('UNAVAILABLE', 'Search is temporarily unavailable');
+  if (degradedLegs.length && b.requireComplete) throw new ServiceError('UNAVAILABLE', `Search is degraded (${degradedLegs.join(', ')} unavailable) and requireComplete is set`);
+  const textHits = t.status === 'fulfilled' ? t.value : [];
+  const vecHits = v.status === 'fulfilled' ? v.value : [];
+
+  let ranked: Array<{ key: string; score: number; textScore: number; semanticScore: number }>;
+  if (b.mode === 'TEXT') ranked = textHits.map((h) => ({ key: h.key, score: h.score, textScore: 0, semanticScore: 0 }));
+  else if (b.mode === 'SEMANTIC') ranked = vecHits.map((h) => ({ key: h.key, score: h.score, textScore: 0, semanticScore: h.score }));
+  else ranked = reciprocalRankFusion(textHits, vecHits);
+
+  if (b.uniqueDocuments) {
+    const seen = new Set<string>();
+    ranked = ranked.filter((r) => {
+      const id = passages.get(r.key)!.itemId;
+      return seen.has(id) ? false : (seen.add(id), true);
+    });
+  }
+  const page = ranked.slice(b.offset, b.offset + b.limit);
+  const items = await engines.catalogue.items(page.map((r) => passages.get(r.key)!.itemId));
+  const results: SearchResult[] = [];
+  for (const r of page) {
+    const ps = passages.get(r.key)!;
+    const it = items.get(ps.itemId);
+    if (!it) continue; // deleted between the leg and now
+    results.push({
+      documentId: ps.itemId,
+      sourceType: it.sourceType === 'document' ? 'PartnerDocument' : 'GenericRecord',
+      score: r.score,
+      textScore: r.textScore,
+      semanticScore: r.semanticScore,
+      chunkText: ps.chunkText,
+      contextText: ps.contextText,
+      snippet: ps.snippet,
+      metadata: { ...it.metadata, chunkNo: ps.chunkNo },
+      createdAt: it.createdAt,
+      typeName: it.typeName,
+    });
+  }
+  return {
+    results,
+    totalResults: ranked.length,
+    searchTimeMs: Math.round((performance.now() - started) * 10) / 10,
+    degraded: degradedLegs.length > 0,
+    degradedLegs,
+  };
+}
+
+/** The vector leg with every filter applied first: as an id prefilter, or (many admitted items) a wider search filtered afterwards. */
+async function vectorSearch(engines: SearchEngines, f: ItemFilter, vector: number[], limit: number) {
+  const narrowed = !!(f.sourceTypes || f.typeName || f.folderIds || f.userIds || f.scopesAll || f.scopesAny || f.createdAfter || f.createdBefore || f.clauses.length);
+  if (!narrowed) return engines.vectors.search({ tenantId: f.tenantId, contextId: f.contextId, vector, limit });
+  const ids = await engines.catalogue.admitted(f, PREFILTER_IDS_MAX);
+  if (ids) return engines.vectors.search({ tenantId: f.tenantId, contextId: f.contextId, vector, limit, itemIds: ids });
+  const wide = await engines.vectors.search({ tenantId: f.tenantId, contextId: f.contextId, vector, limit: limit * 10 });
+  const ok = await engines.catalogue.admit(f, wide.map((h) => h.itemId));
+  return wide.filter((h) => ok.has(h.itemId)).slice(0, limit);
+}
+
+export function searchRoutes(sql: Sql, engines: SearchEngines): RouteSpec[] {
+  return [
+    route({
+      method: 'POST',
+      url: '/v1/search',
+      auth: 'data',
+      permission: 'search:r',
+      summary: 'Content search over records and documents: TEXT (keyword, BM25), SEMANTIC (embeddings) or HYBRID (reciprocal-rank fusion)',
+      body: searchBody,
+      response: searchResponse,
+      handler: ({ body, principal }) => runSearch(sql, engines, principal, body),
+    }),
+  ];
+}

@@ -1,0 +1,53 @@
+import type { Sql } from '@svc/domain/ports/sql';
+
+export interface ContextRow {
+  id: string;
+  tenantId: string;
+  name: string;
+  isDefault: boolean;
+  createdAt: string;
+}
+
+type Raw = { context_id: string; tenant_id: string; name: string; is_default: boolean; created_at: Date | string };
+const toContext = (r: Raw): ContextRow => ({ id: r.context_id, tenantId: r.tenant_id, name: r.name, isDefault: r.is_default, createdAt: new Date(r.created_at).toISOString() });
+
+/** Reads of tenants and app contexts. */
+export class TenancyReads {
+  constructor(private readonly sql: Sql) {}
+
+  async contextExists(tenantId: string, contextId: string): Promise<boolean> {
+    const { rows } = await this.sql.query('SELECT 1 FROM rm_contexts WHERE context_id = $1 AND tenant_id = $2 AND deleted_at IS NULL', [contextId, tenantId]);
+    return rows.length > 0;
+  }
+
+  async context(tenantId: string, contextId: string): Promise<ContextRow | null> {
+    const { rows } = await this.sql.query<Raw>('SELECT * FROM rm_contexts WHERE context_id = $1 AND tenant_id = $2 AND deleted_at IS NULL', [contextId, tenantId]);
+    return rows[0] ? toContext(rows[0]) : null;
+  }
+
+  /** Contexts of a tenant, oldest first, keyed by (created_at, id) for cursors. */
+  async listContexts(tenantId: string, after: [string, string] | undefined, limit: number): Promise<ContextRow[]> {
+    const { rows } = await this.sql.query<Raw>(
+      `SELECT * FROM rm_contexts WHERE tenant_id = $1 AND deleted_at IS NULL
+         AND ($2::timestamptz IS NULL OR (created_at, context_id) > ($2::timestamptz, $3::text))
+       ORDER BY created_at, context_id LIMIT $4`,
+      [tenantId, after?.[0] ?? null, after?.[1] ?? null, limit],
+    );
+    return rows.map(toContext);
+  }
+
+  async tenantsOfAccount(accountId: string): Promise<Array<{ tenantId: string; environment: 'live' | 'test' }>> {
+    const { rows } = await this.sql.query<{ tenant_id: string; environment: 'live' | 'test' }>('SELECT tenant_id, environment FROM rm_tenants WHERE account_id = $1', [accountId]);
+    return rows.map((r) => ({ tenantId: r.tenant_id, environment: r.environment }));
+  }
+
+  async account(accountId: string): Promise<Record<string, unknown> | null> {
+    const { rows } = await this.sql.query<{ doc: Record<string, unknown> }>('SELECT doc FROM rm_accounts WHERE account_id = $1', [accountId]);
+    return rows[0]?.doc ?? null;
+  }
+
+  async anyAccount(): Promise<boolean> {
+    const { rows } = await this.sql.query('SELECT 1 FROM rm_accounts LIMIT 1');
+    return rows.length > 0;
+  }
+}

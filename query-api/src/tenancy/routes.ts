@@ -1,0 +1,39 @@
+import { z } from 'zod';
+import { notFound } from '@svc/contracts/errors';
+import { contextResponse, idParam } from '@svc/contracts/api/tenancy';
+import { listEnvelope } from '@svc/contracts/common';
+import { limitParam, type Paginator } from '@svc/contracts/http/pagination';
+import { route, type RouteSpec } from '@svc/contracts/http/route';
+import type { TenancyReads } from './contexts';
+
+export function tenancyQueryRoutes(reads: TenancyReads, pages: Paginator): RouteSpec[] {
+  return [
+    route({
+      method: 'GET',
+      url: '/v1/contexts',
+      auth: 'data',
+      summary: 'List the app contexts of the caller tenant (a context-confined credential sees only its own)',
+      query: z.object({ limit: limitParam, startFrom: z.string().optional() }),
+      response: listEnvelope(contextResponse),
+      handler: async ({ query, principal: p }) => {
+        const scope = `contexts:${p.tenantId}:${p.crossContext ? '*' : p.contextId}`;
+        const params = { limit: query.limit };
+        const after = pages.start<[string, string]>(scope, params, query.startFrom);
+        if (!p.crossContext) {
+          const own = await reads.context(p.tenantId!, p.contextId!);
+          return { data: own ? [own] : [], nextCursor: null };
+        }
+        const rows = await reads.listContexts(p.tenantId!, after, query.limit + 1);
+        return pages.page(scope, params, rows, query.limit, (r) => [r.createdAt, r.id] as [string, string], (r) => r);
+      },
+    }),
+    route({
+      method: 'GET',
+      url: '/operator/accounts/:id',
+      auth: 'operator',
+      summary: 'Read an account (plan, limits, balance, tenants)',
+      params: idParam,
+      handler: async ({ params }) => (await reads.account(params.id)) ?? Promise.reject(notFound()),
+    }),
+  ];
+}

@@ -1,0 +1,107 @@
+import { performance } from 'node:perf_hooks';
+
+/** One measured scenario: throughput and latency of a closed loop of `concurrency` workers. */
+export interface LoadResult {
+  ops: number;
+  seconds: number;
+  opsPerSec: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  errors: number;
+  firstError?: string;
+}
+
+export interface LoadOptions {
+  concurrency: number;
+  warmupMs: number;
+  durationMs: number;
+  /**
+   * One operation; a throw counts as an error (not as an op). `seq` is unique
+   * across warm-up and measurement. Resolving to 'stop' ends that worker (no op counted).
+   */
+  op: (worker: number, seq: number) => Promise<void | 'stop'>;
+  /**
+   * Shared macrotask yield every N ms (default 50; 0 = never). Keep it for loops
+   * over raw PGlite calls (else signals wait for the end of the phase); turn it
+   * off where the yield itself would change what is measured (in-process inject).
+   */
+  yieldEveryMs?: number;
+  /** Runs between warm-up and measurement (e.g. to snapshot server counters). */
+  onMeasureStart?: () => Promise<void>;
+}
+
+export function percentile(sorted: Float64Array, q: number): number {
+  if (sorted.length === 0) return NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[i];
+}
+
+/**
+ * Closed loop: every worker issues its next operation as soon as the previous
+ * one answers, until the deadline. Warm-up runs the same loop first and is
+ * discarded.
+ */
+export async function closedLoop(o: LoadOptions): Promise<LoadResult> {
+  let seq = 0;
+  // PGlite calls resolve without real I/O, so a loop over them can run as one
+  // endless microtask chain and starve the event loop (signals, timers). Every
+  // 50 ms all workers step out for one macrotask, together: they wait on one
+  // shared gate, so they resume in the same microtask drain and stay
+  // interleaved (a yield per worker would run them one at a time).
+  const every = o.yieldEveryMs ?? 50;
+  let yieldAt = performance.now() + every;
+  let gate: Promise<void> | undefined;
+  const breathe = async () => {
+    if (every <= 0 || performance.now() < yieldAt) return;
+    gate ??= new Promise<void>((r) =>
+      setImmediate(() => {
+        gate = undefined;
+        yieldAt = performance.now() + every;
+        r();
+      }),
+    );
+    await gate;
+  };
+  const phase = async (ms: number) => {
+    const latencies: number[] = [];
+    let errors = 0;
+    let firstError: string | undefined;
+    const start = performance.now();
+    const deadline = start + ms;
+    let last = start;
+    const worker = async (w: number) => {
+      while (performance.now() < deadline) {
+        await breathe();
+        const t0 = performance.now();
+        try {
+          if ((await o.op(w, seq++)) === 'stop') break;
+          last = performance.now();
+          latencies.push(last - t0);
+        } catch (e) {
+          errors += 1;
+          firstError ??= e instanceof Error ? e.message : String(e);
+          last = performance.now();
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: o.concurrency }, (_, w) => worker(w)));
+    const seconds = (last - start) / 1000;
+    const sorted = Float64Array.from(latencies).sort();
+    return {
+      ops: latencies.length,
+      seconds,
+      opsPerSec: latencies.length / seconds,
+      p50: percentile(sorted, 0.5),
+      p90: percentile(sorted, 0.9),
+      p99: percentile(sorted, 0.99),
+      max: sorted.length ? sorted[sorted.length - 1] : NaN,
+      errors,
+      firstError,
+    } satisfies LoadResult;
+  };
+  if (o.warmupMs > 0) await phase(o.warmupMs);
+  await o.onMeasureStart?.();
+  return phase(o.durationMs);
+}

@@ -1,0 +1,155 @@
+/**
+ * `tsx tests/bench/profile.ts [create|byid|list] [seconds]` (BENCH_WHATIF=... to try a fix,
+ * BENCH_TRACE=1 to print a slice of the statement sequence):
+ * CPU profile (node:inspector) of one scenario, measured phase only, with the
+ * service built in this process and requests through app.inject (the HTTP
+ * numbers track the in-process ones: the cost is in the service, not the
+ * socket). Prints self time by area and the hottest functions; the raw
+ * .cpuprofile goes to .cache/bench-<scenario>.cpuprofile (open in Chrome
+ * DevTools / speedscope).
+ */
+import { Session } from 'node:inspector/promises';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadConfig } from '@svc/deploy/config';
+import { buildService } from '@svc/deploy/service';
+import { OPERATOR_TOKEN, ROOT, type Bootstrap } from '../src/support/service';
+import { tempDir } from '../src/support/engines';
+import { closedLoop } from './load';
+import { BENCH_SCHEMA, createBody } from './workload';
+import './whatif'; // BENCH_WHATIF=defer-flush|yield-sql|both applies a candidate fix first
+
+type Node = { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number; children?: number[] };
+type Profile = { nodes: Node[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number };
+
+const scenario = process.argv[2] ?? 'create';
+const seconds = Number(process.argv[3] ?? 6);
+
+function area(url: string, fn: string): string {
+  if (!url) return fn.startsWith('(') ? fn : '(native/builtin)';
+  if (url.includes('wasm://') || url.startsWith('wasm')) return 'PGlite WASM (postgres)';
+  if (url.includes('@electric-sql/pglite')) return 'PGlite JS (protocol, parsing)';
+  if (url.includes('node_modules/zod')) return 'zod';
+  if (url.includes('node_modules/fastify') || url.includes('node_modules/find-my-way') || url.includes('node_modules/light-my-request') || url.includes('node_modules/avvio') || url.includes('fast-json-stringify')) return 'fastify/inject';
+  if (url.includes('node_modules/')) return 'other deps: ' + url.split('node_modules/')[1].split('/')[0];
+  const m = /\/work\/main\/([^/]+)\/src\/(.+)$/.exec(url.replace('file://', ''));
+  if (m) return `svc ${m[1]}/${m[2]}`;
+  if (url.startsWith('node:')) return 'node internals';
+  return url;
+}
+
+async function main() {
+  const d = tempDir('svc-bench-prof-');
+  const service = await buildService(loadConfig({ DATA_DIR: d.dir, PORT: '0', OPERATOR_TOKEN } as NodeJS.ProcessEnv), () => {});
+  const boot = JSON.parse(readFileSync(join(d.dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
+  const headers = { authorization: `Bearer ${boot.tenants.live.rootKey}`, 'content-type': 'application/json' };
+  const s = await service.app.inject({ method: 'POST', url: '/v1/schemas', headers, payload: JSON.stringify(BENCH_SCHEMA) });
+  if (s.statusCode !== 201) throw new Error(s.body);
+  const ids: string[] = [];
+  const create = async (seq: number) => {
+    const r = await service.app.inject({ method: 'POST', url: '/v1/records', headers, payload: createBody(seq) });
+    if (r.statusCode !== 201) throw new Error(`${r.statusCode} ${r.body}`);
+    ids.push(JSON.parse(r.body).id);
+  };
+  // Statement census: wrap the service's Sql object (every adapter calls through it).
+  const census = new Map<string, number>();
+  let counting = false;
+  const key = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 90);
+  const trace: string[] = [];
+  const count = (text: string) => {
+    if (!counting) return;
+    census.set(key(text), (census.get(key(text)) ?? 0) + 1);
+    if (process.env.BENCH_TRACE && trace.length < 400) trace.push(`${performance.now().toFixed(2)} ${key(text).slice(0, 70)}`);
+  };
+  const sql = service.sql as unknown as Record<string, any>;
+  const wrapQ = (q: Record<string, any>) => {
+    const query = q.query.bind(q);
+    const exec = q.exec.bind(q);
+    return { ...q, query: (t: string, p?: unknown[]) => (count(t), batchOf(t, p), query(t, p)), exec: (t: string) => (count(t), exec(t)) };
+  };
+  // Group-commit and projection batch sizes.
+  const appendBatches: number[] = [];
+  const projectBatches: number[] = [];
+  const batchOf = (t: string, p?: unknown[]) => counting && t.includes('INSERT INTO es_events') && appendBatches.push((p?.[0] as unknown[]).length);
+  const store = service.store as unknown as Record<string, any>;
+  const readAll0 = store.readAll.bind(store);
+  store.readAll = async (after: number, max: number) => {
+    const ev = await readAll0(after, max);
+    if (counting && ev.length) projectBatches.push(ev.length);
+    return ev;
+  };
+  const { query: q0, exec: e0, tx: tx0 } = sql;
+  sql.query = (t: string, p?: unknown[]) => (count(t), q0(t, p));
+  sql.exec = (t: string) => (count(t), e0(t));
+  sql.tx = (fn: (q: unknown) => Promise<unknown>) => (count('<tx BEGIN..COMMIT>'), tx0((q: Record<string, any>) => fn(wrapQ(q))));
+
+  if (process.env.BENCH_WHATIF) console.log(`what-if: ${process.env.BENCH_WHATIF} (tests/bench/whatif.ts)`);
+
+  if (scenario !== 'create') for (let i = 0; i < 2000; i += 32) await Promise.all(Array.from({ length: 32 }, (_, k) => create(i + k)));
+  const op =
+    scenario === 'create'
+      ? (_w: number, seq: number) => create(seq)
+      : scenario === 'byid'
+        ? async (_w: number, seq: number) => {
+            const r = await service.app.inject({ method: 'GET', url: `/v1/records/${ids[seq % ids.length]}`, headers });
+            if (r.statusCode !== 200) throw new Error(r.body);
+          }
+        : async () => {
+            const r = await service.app.inject({ method: 'GET', url: `/v1/records?type=${BENCH_SCHEMA.typeName}&limit=20`, headers });
+            if (r.statusCode !== 200) throw new Error(r.body);
+          };
+  // Warm up, then profile the measured phase only.
+  await closedLoop({ concurrency: 32, warmupMs: 0, durationMs: 1500, op, yieldEveryMs: 0 });
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 200 });
+  await session.post('Profiler.start');
+  counting = true;
+  const r = await closedLoop({ concurrency: 32, warmupMs: 0, durationMs: seconds * 1000, op, yieldEveryMs: 0 });
+  counting = false;
+  const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: Profile };
+  session.disconnect();
+  await service.close();
+  d.remove();
+
+  mkdirSync(join(ROOT, '.cache'), { recursive: true });
+  writeFileSync(join(ROOT, '.cache', `bench-${scenario}.cpuprofile`), JSON.stringify(profile));
+  console.log(`${scenario}: ${Math.round(r.opsPerSec)} ops/s, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, ${r.errors} errors${r.firstError ? ` (${r.firstError})` : ''}`);
+
+  if (process.env.BENCH_TRACE) console.log(trace.slice(200, 260).join('\n'));
+  const statements = [...census.values()].reduce((a, b) => a + b, 0);
+  console.log(`\nSQL statements per op: ${(statements / r.ops).toFixed(2)} (incl. tx wrappers; BEGIN/COMMIT are 2 more round trips each)`);
+  const avg = (a: number[]) => (a.length ? a.reduce((x, y) => x + y, 0) / a.length : 0).toFixed(2);
+  console.log(`append group-commit: ${appendBatches.length} transactions, ${avg(appendBatches)} events each (max ${Math.max(0, ...appendBatches)}); projection: ${projectBatches.length} non-empty reads, ${avg(projectBatches)} events each (max ${Math.max(0, ...projectBatches)})`);
+  for (const [k, n] of [...census].sort((x, y) => y[1] - x[1]).slice(0, 20)) console.log(`  ${(n / r.ops).toFixed(2).padStart(6)}/op  ${k}`);
+
+  // Self time per node from samples.
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const self = new Map<number, number>();
+  profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  const total = [...self.values()].reduce((a, b) => a + b, 0);
+  const areas = new Map<string, number>();
+  const fns = new Map<string, number>();
+  for (const [id, us] of self) {
+    const n = byId.get(id)!;
+    const a = area(n.callFrame.url, n.callFrame.functionName);
+    areas.set(a, (areas.get(a) ?? 0) + us);
+    const f = `${n.callFrame.functionName || '(anonymous)'}  ${a}:${n.callFrame.lineNumber + 1}`;
+    fns.set(f, (fns.get(f) ?? 0) + us);
+  }
+  const pct = (us: number) => ((100 * us) / total).toFixed(1).padStart(5) + '%';
+  const perOp = (us: number) => (us / r.ops / 1000).toFixed(3).padStart(7) + ' ms/op';
+  console.log(`\nself time by area (${(total / 1e6).toFixed(1)} s sampled, ${r.ops} ops -> ${(total / r.ops / 1000).toFixed(2)} ms CPU-wall per op):`);
+  for (const [a, us] of [...areas].sort((x, y) => y[1] - x[1]).slice(0, 22)) console.log(`  ${pct(us)} ${perOp(us)}  ${a}`);
+  console.log('\nhottest functions (self):');
+  for (const [f, us] of [...fns].sort((x, y) => y[1] - x[1]).slice(0, 25)) console.log(`  ${pct(us)}  ${f}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

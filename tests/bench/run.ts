@@ -1,0 +1,263 @@
+/**
+ * `npm run bench`: event-store append and records throughput on the embedded
+ * default (PGlite), HTTP against the raw engine measured in the same run.
+ *
+ *   R* rows: the engine without the service (adapters driven in this process)
+ *   I1:      the service built in this process, creates through app.inject (no socket)
+ *   H* rows: the service over HTTP (spawnService: a child process), 32 connections
+ *
+ * Env: BENCH_MS (measure, default 5000), BENCH_CREATE_MS (HTTP create, 8000),
+ * BENCH_WARMUP_MS (1500), BENCH_CONCURRENCY (32), BENCH_KEEP=1 keeps data dirs,
+ * BENCH_WHATIF=defer-flush|yield-sql|both measures a candidate fix (whatif.ts).
+ * BENCH_ONLY=records,documents,search (or `--only <list>`) runs only those sections (default: all).
+ * Section 3 (documents.ts): inline ingest 2 KB x 32 connections, 20-page PDF extraction (BENCH_DOC_MS, BENCH_PDFS).
+ * Section 4 (search.ts): indexing throughput through the service (BENCH_INDEX_RECORDS, default 60: the built-in
+ * model embeds ~5-10 passages/s here), then tiers loaded through the adapters (BENCH_SEARCH_TIERS, default
+ * 10000,100000; synthetic passages with reused, perturbed real embeddings), 16 clients per mode.
+ * Results: .cache/bench-results.json (what-if runs: .cache/bench-results.whatif-<name>.json)
+ * Companions: tests/bench/profile.ts (CPU profile + SQL census of one scenario),
+ * tests/bench/engine-micro.ts (per-statement PGlite costs, read shapes).
+ */
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ROOT } from '../src/support/service';
+import { children, httpRecords, killChildren, startHttpService } from './http';
+import { inProcessCreate } from './inprocess';
+import type { LoadResult } from './load';
+import { rawAppend, rawAppendAndProject, rawReads, type Timing } from './raw';
+import { formatTable, type Row } from './report';
+import { BENCH_SCHEMA } from './workload';
+import { WHATIFS } from './whatif';
+import { benchDocuments } from './documents';
+import { benchSearch, MODES } from './search';
+
+const onlyArg = process.argv.indexOf('--only');
+const only = new Set((onlyArg > 0 ? process.argv[onlyArg + 1] : process.env.BENCH_ONLY || 'records,documents,search').split(',').map((x) => x.trim()));
+
+const envInt = (k: string, d: number) => (process.env[k] ? Number(process.env[k]) : d);
+const timing: Timing = { concurrency: envInt('BENCH_CONCURRENCY', 32), warmupMs: envInt('BENCH_WARMUP_MS', 1500), durationMs: envInt('BENCH_MS', 5000) };
+const createMs = envInt('BENCH_CREATE_MS', 8000);
+const keep = process.env.BENCH_KEEP === '1';
+/** A candidate fix applied at run time to this process and the service (see whatif.ts); results go to their own file. */
+const whatIf = process.env.BENCH_WHATIF || undefined;
+if (whatIf && !(WHATIFS as readonly string[]).includes(whatIf)) throw new Error(`BENCH_WHATIF must be one of ${WHATIFS.join(', ')}`);
+const childEnv: Record<string, string> = whatIf
+  ? { BENCH_WHATIF: whatIf, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import tsx --import ${join(import.meta.dirname, 'whatif.ts')}`.trim() }
+  : {};
+
+// Every data directory of this run lives under one root named by our pid; roots
+// left by runs that were killed (their pid is gone) are removed at start.
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+for (const name of readdirSync(tmpdir())) {
+  const m = /^svc-bench-run-(\d+)$/.exec(name);
+  if (m && Number(m[1]) !== process.pid && !alive(Number(m[1]))) rmSync(join(tmpdir(), name), { recursive: true, force: true });
+}
+const runRoot = join(tmpdir(), `svc-bench-run-${process.pid}`);
+mkdirSync(runRoot, { recursive: true });
+const newDir = (prefix: string) => mkdtempSync(join(runRoot, prefix));
+const cleanup = () => {
+  killChildren('SIGKILL');
+  if (!keep) rmSync(runRoot, { recursive: true, force: true, maxRetries: 3 });
+};
+process.on('exit', cleanup);
+for (const sig of ['SIGINT', 'SIGTERM'] as const)
+  process.on(sig, async () => {
+    console.error(`\n${sig}: stopping`);
+    // The service may still be writing into the run directory: wait for it to be gone first.
+    const exits = [...children].map((c) => new Promise<void>((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', () => r()))));
+    killChildren('SIGKILL');
+    await Promise.race([Promise.all(exits), new Promise((r) => setTimeout(r, 3000))]);
+    process.exit(130);
+  });
+
+const log = (m: string) => console.log(`[bench ${((performance.now() - t0) / 1000).toFixed(1)}s] ${m}`);
+const brief = (r: LoadResult) =>
+  `${Math.round(r.opsPerSec).toLocaleString('en-US')} ops/s, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms (${r.ops} ops in ${r.seconds.toFixed(1)} s${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''})`;
+const t0 = performance.now();
+
+const load0 = loadavg();
+async function main() {
+  if (whatIf) console.log(`*** WHAT-IF RUN: BENCH_WHATIF=${whatIf} patches the event store / PGlite at run time (tests/bench/whatif.ts); not the product as committed ***`);
+  if (load0[0] > cpus().length) console.log(`! load average ${load0[0].toFixed(1)} on ${cpus().length} CPUs: other work is running, absolute figures will be low and noisy`);
+  log(`concurrency ${timing.concurrency}, warm-up ${timing.warmupMs} ms, measure ${timing.durationMs} ms (HTTP create ${createMs} ms); ${cpus().length} CPUs, Node ${process.version}`);
+
+  const rows: Row[] = [];
+  let projection = { batches: 0, events: 0 };
+  if (only.has('records')) {
+    // --- raw engine, in this process (nothing else running) ---
+    const r1 = await rawAppend(newDir('append-'), timing);
+    log(`R1 raw append: ${brief(r1)}`);
+    const r2 = await rawAppendAndProject(newDir('project-'), timing);
+    log(`R2 raw append+project: ${brief(r2)}`);
+    const i1 = await inProcessCreate(newDir('inproc-'), timing);
+    log(`I1 in-process inject create: ${brief(i1)}`);
+
+    // --- the service over HTTP, in a child process ---
+    const dataDir = newDir('http-');
+    const svc = await startHttpService(dataDir, childEnv);
+    log(`service up at ${svc.url} (pid ${svc.child.pid})`);
+    let http;
+    try {
+      http = await httpRecords(svc, { ...timing, createMs });
+    } catch (e) {
+      console.error(svc.output().slice(-4000));
+      throw e;
+    } finally {
+      await svc.stop();
+    }
+    log(`H0 floor GET /healthz: ${brief(http.floor)}`);
+    log(`H create: ${brief(http.create)}; service projection: ${http.projection.events} events in ${http.projection.batches} batches (${(http.projection.events / Math.max(1, http.projection.batches)).toFixed(1)} per batch)`);
+    log(`H by-id (${http.hotIds}-id working set): ${brief(http.byId)}`);
+    log(`H by-id cold (${http.coldIds} ids, each once): ${brief(http.byIdCold)}`);
+    log(`H list: ${brief(http.list)} (${http.listRows} rows/page)`);
+
+    // --- raw reads on a copy of the service's data (the service is stopped) ---
+    const copy = newDir('copy-');
+    cpSync(join(dataDir, 'pg'), join(copy, 'pg'), { recursive: true });
+    const live = svc.bootstrap.tenants.live;
+    const reads = await rawReads(join(copy, 'pg'), timing, { ids: http.ids, tenantId: live.tenantId, contextId: live.contextId, typeName: BENCH_SCHEMA.typeName });
+    log(`R4 raw byId: ${brief(reads.byId)}`);
+    log(`R5 raw list: ${brief(reads.list)} (${reads.listRows} rows)`);
+    log(`R6 raw lookup: ${brief(reads.lookup)}`);
+
+    const ratio = (a: LoadResult, b: LoadResult, vs: string) => ({ value: a.opsPerSec / b.opsPerSec, vs });
+    const clean = (r: LoadResult) => r.errors === 0;
+    const S1 = '1. Event store append (32 concurrent, 1 small event per new stream)';
+    const S2 = '2. Records (embedded default, 32 connections)';
+    const cR1 = ratio(http.create, r1, 'R1');
+    const cR2 = ratio(http.create, r2, 'R2');
+    rows.push(
+      { id: 'R1', section: S1, name: 'raw append: PostgresEventStore on PGlite', result: r1, verdict: 'base' },
+      { id: 'R2', section: S1, name: 'raw append + project: commit() + ProjectionRunner + barrier', result: r2, verdict: 'base' },
+      { id: 'I1', section: S1, name: 'in-process POST /v1/records via app.inject (no socket)', result: i1, ratio: ratio(i1, r2, 'R2'), verdict: 'info' },
+      { id: 'H1', section: S1, name: 'HTTP POST /v1/records vs raw append', result: http.create, target: '≥0.50× R1', ratio: cR1, verdict: cR1.value >= 0.5 && clean(http.create) ? 'PASS' : 'MISS' },
+      { id: 'H1f', section: S1, name: 'HTTP POST /v1/records vs append+project (fair)', result: http.create, target: '≥0.50× R2', ratio: cR2, verdict: cR2.value >= 0.5 && clean(http.create) ? 'PASS' : 'MISS' },
+      { id: 'H0', section: S2, name: 'HTTP floor  GET /healthz (no database)', result: http.floor, target: 'report', verdict: 'info' },
+      {
+        id: 'H2', section: S2, name: 'record create  POST /v1/records', result: http.create, target: '≥2,000/s, p99≤50', ratio: cR2,
+        verdict: http.create.opsPerSec >= 2000 && http.create.p99 <= 50 && clean(http.create) ? 'PASS' : 'MISS',
+      },
+      { id: 'H3', section: S2, name: `by-id  GET /v1/records/:id, ${http.hotIds}-id working set`, result: http.byId, target: '≥8,000/s', ratio: ratio(http.byId, reads.byId, 'R4'), verdict: http.byId.opsPerSec >= 8000 && clean(http.byId) ? 'PASS' : 'MISS' },
+      {
+        id: 'H3c', section: S2, name: `by-id cold: each id read once (${http.byIdCold.ops} of ${http.coldIds} ids)`, result: http.byIdCold, target: 'report',
+        ratio: ratio(http.byIdCold, reads.byId, 'R4'), verdict: clean(http.byIdCold) ? 'info' : 'MISS',
+      },
+      { id: 'H4', section: S2, name: `list page  GET /v1/records?type=X&limit=20`, result: http.list, target: 'report', ratio: ratio(http.list, reads.list, 'R5'), verdict: clean(http.list) ? 'info' : 'MISS' },
+      { id: 'H5', section: S2, name: 'exact lookup  GET /v1/records/lookup (16 values, 20 rows)', result: http.lookup, target: '≥5,000/s', ratio: ratio(http.lookup, reads.lookup, 'R6'), verdict: clean(http.lookup) && http.lookup.opsPerSec >= 5000 ? 'PASS' : 'MISS' },
+      { id: 'R4', section: S2, name: 'raw RecordReads.byId, SQL, no cache (copy of H data)', result: reads.byId, verdict: 'base' },
+      { id: 'R5', section: S2, name: 'raw RecordReads.list, 21 rows (copy of H data)', result: reads.list, verdict: 'base' },
+      { id: 'R6', section: S2, name: 'raw lookup: index query + rows, no cache (copy of H data)', result: reads.lookup, verdict: 'base' },
+    );
+    projection = http.projection;
+
+  }
+
+  if (only.has('documents')) {
+    const S3 = '3. Documents (embedded default, spawned service)';
+    const docs = await benchDocuments({ ingestMs: envInt('BENCH_DOC_MS', 8000), pdfCount: envInt('BENCH_PDFS', 10) });
+    docs.forEach((d, i) => {
+      log(`D${i + 1} ${d.name}: ${d.opsPerSec}/s p50 ${d.p50Ms} p99 ${d.p99Ms}`);
+      const result: LoadResult = { ops: 0, seconds: 0, opsPerSec: d.opsPerSec, p50: d.p50Ms, p90: NaN, p99: d.p99Ms, max: NaN, errors: 0 };
+      rows.push({ id: `D${i + 1}`, section: S3, name: d.name, result, target: 'report', verdict: 'info' });
+    });
+  }
+
+  if (only.has('search')) {
+    const S4 = '4. Search (embedded default: PGlite FTS + LanceDB + built-in USE-512; 16 clients, 48 rotating queries, limit 20)';
+    const st = { concurrency: 16, warmupMs: envInt('BENCH_SEARCH_WARMUP_MS', 1000), durationMs: envInt('BENCH_SEARCH_MS', 4000) };
+    const tiers = (process.env.BENCH_SEARCH_TIERS ?? '10000,100000').split(',').map(Number);
+    const sr = await benchSearch(newDir('search-'), { timing: st, indexRecords: envInt('BENCH_INDEX_RECORDS', 60), tiers, bases: envInt('BENCH_SEARCH_BASES', 128), log });
+    const ix = sr.indexing;
+    rows.push({ id: 'S0', section: S4, name: `indexing via service: ${ix.records} records x 1 chunk, write -> settled (${JSON.stringify(ix.statuses)})`, note: `${ix.chunksPerSec.toFixed(1)} ch/s`, target: 'report', verdict: 'info' });
+    const target = { TEXT: 30, SEMANTIC: undefined, HYBRID: 80 } as Record<string, number | undefined>;
+    for (const t of sr.tiers) {
+      const k = `${Math.round(t.chunks / 1000)}k`;
+      const tag = `${k} synthetic passages, reused embeddings (${sr.baseCount} real)`;
+      for (const m of MODES) {
+        const h = t.http[m];
+        const r = t.raw[m];
+        const limit = target[m];
+        const is100k = t.chunks >= 100_000;
+        const verdict = h.errors ? 'MISS' : limit !== undefined && is100k ? (h.p99 <= limit ? 'PASS' : 'MISS') : 'info';
+        rows.push({ id: `S${k}-${m[0]}`, section: S4, name: `POST /v1/search ${m}, ${tag}`, result: h, target: limit !== undefined && is100k ? `p99≤${limit} ms` : 'report', ratio: { value: h.opsPerSec / r.opsPerSec, vs: `R${k}-${m[0]}` }, verdict });
+        rows.push({ id: `R${k}-${m[0]}`, section: S4, name: `raw ${m === 'TEXT' ? 'PgTextIndex.search' : m === 'SEMANTIC' ? 'embed + LanceVectorIndex.search' : 'both legs in parallel'} (limit 100), ${k}`, result: r, verdict: 'base' });
+      }
+      rows.push({ id: `R${k}-E`, section: S4, name: `raw embed(query) only, built-in model, ${k}`, result: t.raw.EMBED, verdict: 'info' });
+      rows.push({ id: `L${k}`, section: S4, name: `direct load through adapters to ${k} (service stopped)`, note: `${Math.round(t.loadPerSec)} ch/s`, target: 'report', verdict: 'info' });
+    }
+  }
+
+  console.log('\n' + formatTable(rows));
+  const errs = rows.filter((r) => r.result?.errors);
+  for (const r of errs) console.log(`! ${r.id}: ${r.result!.errors} errors, first: ${r.result!.firstError}`);
+  if (only.has('records')) console.log(`service projection during H creates: ${(projection.events / Math.max(1, projection.batches)).toFixed(1)} events per batch (${projection.batches} batches); 1.0 means every create paid its own append and projection transaction`);
+  console.log(`load average ${load0[0].toFixed(1)} at start, ${loadavg()[0].toFixed(1)} at end (${cpus().length} CPUs; the load generator shares them with the service)`);
+
+  let commit: string | undefined;
+  let dirty: boolean | undefined;
+  try {
+    commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT, encoding: 'utf8' }).trim().length > 0;
+  } catch {
+    commit = undefined;
+  }
+  const out = {
+    at: new Date().toISOString(),
+    commit,
+    dirty,
+    node: process.version,
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model,
+    loadAverage: { start: load0.map((x) => +x.toFixed(2)), end: loadavg().map((x) => +x.toFixed(2)) },
+    whatIf: whatIf ?? null,
+    timing: { ...timing, createMs },
+    serviceProjectionDuringCreates: projection,
+    sections: [...only],
+    engine: 'pglite (embedded default)',
+    rows: rows.map((r) => ({
+      id: r.id,
+      section: r.section,
+      name: r.name,
+      target: r.target ?? null,
+      verdict: r.verdict,
+      note: r.note ?? null,
+      ratio: r.ratio ? { value: Number(r.ratio.value.toFixed(4)), vs: r.ratio.vs } : null,
+      ...(r.result
+        ? {
+            opsPerSec: Math.round(r.result.opsPerSec),
+            p50Ms: +r.result.p50.toFixed(2),
+            p90Ms: +r.result.p90.toFixed(2),
+            p99Ms: +r.result.p99.toFixed(2),
+            maxMs: +r.result.max.toFixed(2),
+            ops: r.result.ops,
+            seconds: +r.result.seconds.toFixed(3),
+            errors: r.result.errors,
+            firstError: r.result.firstError ?? null,
+          }
+        : {}),
+    })),
+    totalSeconds: +((performance.now() - t0) / 1000).toFixed(1),
+  };
+  mkdirSync(join(ROOT, '.cache'), { recursive: true });
+  const file = join(ROOT, '.cache', whatIf ? `bench-results.whatif-${whatIf}.json` : 'bench-results.json');
+  writeFileSync(file, JSON.stringify(out, null, 2) + '\n');
+  log(`wrote ${file}; total ${out.totalSeconds} s`);
+  if (children.size) killChildren('SIGKILL');
+}
+
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,350 @@
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Pool } from 'undici';
+import { openSql } from '@svc/deploy/engines/sql';
+import { SearchCatalogue, type CatalogueItem } from '@svc/projectors/search/catalogue';
+import { BuiltinEmbedder } from '@svc/projectors/search/embeddings';
+import { PgTextIndex } from '@svc/projectors/search/pg-fts';
+import type { ItemFilter } from '@svc/projectors/search/text-index';
+import { LanceVectorIndex } from '@svc/projectors/search/vector-index';
+import type { Passage } from '@svc/domain/search/chunking';
+import { ENTITIES, QUERIES } from '../src/relevance/corpus';
+import { ROOT } from '../src/support/service';
+import { closedLoop, type LoadResult } from './load';
+import { startHttpService, type HttpService } from './http';
+import type { Timing } from './raw';
+
+/**
+ * Search benchmark (section 4).
+ *
+ *  (a) indexing throughput through the service: records of a schema with one
+ *      searchable field (each record = 1 passage, HYBRID), write -> INDEXED, with
+ *      the built-in embedding model (USE 512-d, TF.js in pure JS).
+ *  (b) tiers of 10,000 and 100,000 passages loaded straight into the service's
+ *      DATA_DIR with the service stopped, through the adapters the projector
+ *      uses (PgTextIndex.replaceItem, the LanceVectorIndex table write, the
+ *      SearchCatalogue). Passages are synthetic (entity facts from
+ *      tests/src/relevance/corpus.ts plus a Zipf-distributed invented
+ *      vocabulary); vectors are real built-in-model embeddings of a few hundred
+ *      distinct base passages, reused with a small perturbation (the model runs
+ *      at ~10 passages/s on this machine, so 10,000 real embeddings would take
+ *      ~17 minutes).
+ *  (c) POST /v1/search (TEXT / SEMANTIC / HYBRID, 16 clients, 48 rotating
+ *      queries) beside the raw engine doing the same work in this process with
+ *      the service stopped: text.search (limit 100, as the route asks), and
+ *      embed(query) + vectors.search (limit 100); HYBRID raw = both in parallel.
+ */
+
+export const SEARCH_SCHEMA = {
+  typeName: 'bench_doc',
+  displayName: 'Bench doc',
+  allowedSurfaces: ['record'],
+  fields: [
+    { fieldId: 'title', fieldType: 'string', required: true },
+    { fieldId: 'body', fieldType: 'string', searchable: true },
+  ],
+};
+
+// --- a deterministic synthetic corpus -----------------------------------------------------------
+function rng(seed: number) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const SYL = ['ka', 'lo', 'mer', 'vin', 'tas', 'ro', 'bel', 'dun', 'fi', 'gar', 'hol', 'ist', 'jor', 'ken', 'lum', 'nor', 'pel', 'quin', 'ras', 'sol', 'tor', 'ul', 'var', 'wen', 'yst', 'zor'];
+/** 20,000 invented words; word i is drawn with probability ∝ 1/(i+1) (Zipf), so posting lists range from huge to singletons. */
+const VOCAB = (() => {
+  const r = rng(7);
+  const words = new Set<string>();
+  while (words.size < 20_000) words.add(Array.from({ length: 2 + Math.floor(r() * 3) }, () => SYL[Math.floor(r() * SYL.length)]).join(''));
+  return [...words];
+})();
+const ZIPF_CDF = (() => {
+  const c = new Float64Array(VOCAB.length);
+  let s = 0;
+  for (let i = 0; i < VOCAB.length; i++) c[i] = s += 1 / (i + 1);
+  for (let i = 0; i < c.length; i++) c[i] /= s;
+  return c;
+})();
+const zipfWord = (r: () => number) => {
+  const x = r();
+  let lo = 0;
+  let hi = ZIPF_CDF.length - 1;
+  while (lo < hi) {
+    const m = (lo + hi) >> 1;
+    if (ZIPF_CDF[m] < x) lo = m + 1;
+    else hi = m;
+  }
+  return VOCAB[lo];
+};
+const COMMON = 'the a of and in to is was for on with as by at from that which it its this their were has have been many most local people town place'.split(' ');
+/** Base passages (the ones that get real embeddings): entity facts in varied templates. */
+export function basePassages(n: number): string[] {
+  const t = [
+    (e: (typeof ENTITIES)[number]) => `${e.name} is a ${e.kind} in ${e.place}. It is best known for ${e.feature}, and for ${e.resource}.`,
+    (e: (typeof ENTITIES)[number]) => `The history of ${e.name} begins in ${e.year}, when ${e.founder} established the ${e.kind}. Visitors remember ${e.sense}.`,
+    (e: (typeof ENTITIES)[number]) => `For centuries ${e.name} lived from ${e.resource}. The greatest threat has always been ${e.danger}.`,
+    (e: (typeof ENTITIES)[number]) => `Travellers to ${e.place} describe ${e.feature} and ${e.sense}; guides warn about ${e.danger}.`,
+    (e: (typeof ENTITIES)[number]) => `A report on the ${e.kind} of ${e.name} lists ${e.resource}, ${e.feature} and the founder ${e.founder}.`,
+    (e: (typeof ENTITIES)[number]) => `Local families in ${e.name} still talk about ${e.danger} and the year ${e.year}.`,
+    (e: (typeof ENTITIES)[number]) => `Among the sights of ${e.place} is ${e.feature}; the ${e.kind} depends on ${e.resource}.`,
+  ];
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) out.push(t[Math.floor(i / ENTITIES.length) % t.length](ENTITIES[i % ENTITIES.length]));
+  return out;
+}
+/** Passage `i` (~500-700 characters): base passage i % bases.length, then sentences of Zipf vocabulary with common words. */
+export function syntheticPassage(i: number, bases: string[]): { text: string; base: number } {
+  const r = rng(1000 + i);
+  const base = i % bases.length;
+  let text = bases[base];
+  const target = 500 + Math.floor(r() * 200);
+  while (text.length < target) {
+    const len = 6 + Math.floor(r() * 10);
+    const words: string[] = [];
+    for (let k = 0; k < len; k++) words.push(r() < 0.35 ? COMMON[Math.floor(r() * COMMON.length)] : zipfWord(r));
+    if (r() < 0.3) words.splice(Math.floor(r() * words.length), 0, ENTITIES[Math.floor(r() * ENTITIES.length)].name);
+    text += ` ${words[0][0].toUpperCase()}${words.join(' ').slice(1)}.`;
+  }
+  return { text: text.slice(0, 700), base };
+}
+
+/** Real embeddings of the base passages, cached in .cache by text hash (they are inputs to the load, not measurements). */
+async function baseVectors(embedder: BuiltinEmbedder, bases: string[], log: (m: string) => void): Promise<number[][]> {
+  const key = createHash('sha256').update(embedder.model).update(bases.join('\n')).digest('hex').slice(0, 16);
+  const file = join(ROOT, '.cache', `bench-search-vectors-${key}.json`);
+  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as number[][];
+  const t0 = performance.now();
+  const v = await embedder.embed(bases);
+  log(`embedded ${bases.length} base passages with the built-in model in ${((performance.now() - t0) / 1000).toFixed(1)} s (${(bases.length / ((performance.now() - t0) / 1000)).toFixed(1)}/s)`);
+  mkdirSync(join(ROOT, '.cache'), { recursive: true });
+  writeFileSync(file, JSON.stringify(v));
+  return v;
+}
+const perturb = (v: number[], r: () => number, eps: number) => {
+  const w = v.map((x) => x + (r() - 0.5) * 2 * eps);
+  const n = Math.hypot(...w) || 1;
+  return w.map((x) => x / n);
+};
+
+// --- (a) indexing throughput through the service --------------------------------------------------
+export interface IndexingResult {
+  records: number;
+  chunks: number;
+  writeSeconds: number;
+  toIndexedSeconds: number;
+  chunksPerSec: number;
+  statuses: Record<string, number>;
+}
+
+async function indexingThroughput(svc: HttpService, pool: Pool, headers: Record<string, string>, n: number, bases: string[]): Promise<IndexingResult> {
+  const ids: string[] = [];
+  const t0 = performance.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < n) {
+        const i = next++;
+        const body = JSON.stringify({ typeName: SEARCH_SCHEMA.typeName, payload: { title: `doc ${i}`, body: syntheticPassage(100_000 + i, bases).text.slice(0, 650) } });
+        const res = await pool.request({ method: 'POST', path: '/v1/records', headers, body });
+        const text = await res.body.text();
+        if (res.statusCode !== 201) throw new Error(`POST /v1/records ${res.statusCode}: ${text.slice(0, 200)}`);
+        ids.push(JSON.parse(text).id);
+      }
+    }),
+  );
+  const writeSeconds = (performance.now() - t0) / 1000;
+  const statuses: Record<string, number> = {};
+  const deadline = performance.now() + 600_000;
+  // Every id until it leaves PENDING_INDEX (the projector goes in log order, so this is mostly waiting on the last ones).
+  for (const id of ids) {
+    for (;;) {
+      const res = await pool.request({ method: 'GET', path: `/v1/records/${id}`, headers: { authorization: headers.authorization } });
+      const st = ((await res.body.json()) as { indexStatus: string | null }).indexStatus ?? 'null';
+      if (st !== 'PENDING_INDEX') {
+        statuses[st] = (statuses[st] ?? 0) + 1;
+        break;
+      }
+      if (performance.now() > deadline) throw new Error('indexing did not finish in 10 minutes');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  const toIndexedSeconds = (performance.now() - t0) / 1000;
+  return { records: n, chunks: n, writeSeconds, toIndexedSeconds, chunksPerSec: n / toIndexedSeconds, statuses };
+}
+
+// --- (b) direct load through the adapters -----------------------------------------------------------
+const PASSAGES_PER_ITEM = 100;
+
+async function loadDirect(
+  dataDir: string,
+  from: number,
+  to: number,
+  w: { tenantId: string; contextId: string; accountId: string; schemaId: string; bases: string[]; vectors: number[][] },
+): Promise<number> {
+  const t0 = performance.now();
+  const sql = await openSql({ dataDir: join(dataDir, 'pg') });
+  const embedder = new BuiltinEmbedder(); // only for its model name / dims (never loaded)
+  const text = new PgTextIndex(sql);
+  const vectors = new LanceVectorIndex(join(dataDir, 'lancedb'), embedder.model, embedder.dims);
+  const catalogue = new SearchCatalogue(sql);
+  try {
+    await text.init();
+    await vectors.init();
+    await catalogue.init();
+    let pendingRows: Record<string, unknown>[] = [];
+    const flushVectors = async () => {
+      if (!pendingRows.length) return;
+      // The adapter's own table write (replaceItem minus its per-item delete, which would cost one Lance version per item).
+      await (vectors as unknown as { tableFor(rows: Record<string, unknown>[]): Promise<unknown> }).tableFor(pendingRows);
+      pendingRows = [];
+    };
+    for (let start = from; start < to; start += PASSAGES_PER_ITEM) {
+      const itemId = `bench-item-${start}`;
+      const passages: Passage[] = [];
+      const vecs: number[][] = [];
+      for (let k = 0; k < PASSAGES_PER_ITEM && start + k < to; k++) {
+        const p = syntheticPassage(start + k, w.bases);
+        passages.push({ chunkNo: k, chunkText: p.text, contextText: p.text });
+        vecs.push(perturb(w.vectors[p.base], rng(start + k), 0.01));
+      }
+      const createdAt = new Date(Date.UTC(2024, 0, 1) + start * 1000).toISOString();
+      const attrs = { typeName: SEARCH_SCHEMA.typeName, status: 'ACTIVE', schemaId: w.schemaId, indexMode: 'HYBRID' };
+      const ci: CatalogueItem = {
+        itemId, tenantId: w.tenantId, contextId: w.contextId, accountId: w.accountId, sourceType: 'record', typeName: SEARCH_SCHEMA.typeName, schemaId: w.schemaId,
+        externalId: null, indexMode: 'HYBRID', folderId: null, userId: null, scopes: [], attrs, createdAt,
+        metadata: { typeName: SEARCH_SCHEMA.typeName, schemaId: w.schemaId, externalId: null, status: 'ACTIVE', folderId: null, userId: null, scopes: [], attributes: attrs },
+        revision: 0, vectors: passages.length,
+      };
+      await text.replaceItem({ ...ci, passages });
+      await catalogue.put(ci);
+      for (let k = 0; k < passages.length; k++)
+        pendingRows.push({
+          id: `${itemId}:${k}`, item_id: itemId, chunk_no: k, tenant_id: w.tenantId, iso: `${w.tenantId}/${w.contextId}`,
+          chunk_text: passages[k].chunkText, context_text: passages[k].contextText, vector: vecs[k],
+        });
+      if (pendingRows.length >= 10_000) await flushVectors();
+    }
+    await flushVectors();
+  } finally {
+    await vectors.close();
+    await sql.close();
+  }
+  return (to - from) / ((performance.now() - t0) / 1000);
+}
+
+// --- (c) search over HTTP and raw ---------------------------------------------------------------------
+export type Mode = 'TEXT' | 'SEMANTIC' | 'HYBRID';
+export const MODES: Mode[] = ['TEXT', 'SEMANTIC', 'HYBRID'];
+const queryOf = (seq: number) => QUERIES[seq % QUERIES.length].q;
+
+async function httpSearch(pool: Pool, headers: Record<string, string>, t: Timing): Promise<Record<Mode, LoadResult & { hits: number }>> {
+  const out = {} as Record<Mode, LoadResult & { hits: number }>;
+  for (const mode of MODES) {
+    let hits = 0;
+    const r = await closedLoop({
+      ...t,
+      op: async (_w, seq) => {
+        const res = await pool.request({ method: 'POST', path: '/v1/search', headers, body: JSON.stringify({ query: queryOf(seq), mode, limit: 20 }) });
+        const text = await res.body.text();
+        if (res.statusCode !== 200) throw new Error(`POST /v1/search ${mode} ${res.statusCode}: ${text.slice(0, 200)}`);
+        hits = text.split('"documentId":').length - 1;
+      },
+    });
+    out[mode] = { ...r, hits };
+  }
+  return out;
+}
+
+async function rawSearch(dataDir: string, t: Timing, w: { tenantId: string; contextId: string }): Promise<Record<Mode | 'EMBED', LoadResult>> {
+  const sql = await openSql({ dataDir: join(dataDir, 'pg') });
+  const embedder = new BuiltinEmbedder();
+  const text = new PgTextIndex(sql);
+  const vectors = new LanceVectorIndex(join(dataDir, 'lancedb'), embedder.model, embedder.dims);
+  const filter: ItemFilter = { tenantId: w.tenantId, contextId: w.contextId, clauses: [] };
+  const limit = 100; // what the route asks each leg for with limit 20 (max(100, 3 × 20))
+  const textLeg = (seq: number) => text.search({ filter, query: queryOf(seq), textMode: 'OR', slop: 0, limit });
+  const vecLeg = async (seq: number) => vectors.search({ tenantId: w.tenantId, contextId: w.contextId, vector: (await embedder.embed([queryOf(seq)]))[0], limit });
+  try {
+    await embedder.embed(['warm up']);
+    const out = {} as Record<Mode | 'EMBED', LoadResult>;
+    out.TEXT = await closedLoop({ ...t, op: async (_w, seq) => void (await textLeg(seq)) });
+    out.SEMANTIC = await closedLoop({ ...t, op: async (_w, seq) => void (await vecLeg(seq)) });
+    out.HYBRID = await closedLoop({ ...t, op: async (_w, seq) => void (await Promise.all([textLeg(seq), vecLeg(seq)])) });
+    out.EMBED = await closedLoop({ ...t, op: async (_w, seq) => void (await embedder.embed([queryOf(seq)])) });
+    return out;
+  } finally {
+    await vectors.close();
+    await sql.close();
+  }
+}
+
+export interface SearchTier {
+  chunks: number;
+  label: string;
+  loadPerSec: number;
+  http: Record<Mode, LoadResult & { hits: number }>;
+  raw: Record<Mode | 'EMBED', LoadResult>;
+}
+export interface SearchBenchResults {
+  indexing: IndexingResult;
+  baseCount: number;
+  tiers: SearchTier[];
+}
+
+export async function benchSearch(
+  dataDir: string,
+  o: { timing: Timing; indexRecords: number; tiers: number[]; bases: number; log: (m: string) => void },
+): Promise<SearchBenchResults> {
+  const bases = basePassages(o.bases);
+  const vecs = await baseVectors(new BuiltinEmbedder(), bases, o.log);
+  let svc = await startHttpService(dataDir);
+  const live = svc.bootstrap.tenants.live;
+  const headers = { authorization: `Bearer ${live.rootKey}`, 'content-type': 'application/json' };
+  let pool = new Pool(svc.url, { connections: o.timing.concurrency, pipelining: 1 });
+  let indexing: IndexingResult;
+  let schemaId: string;
+  try {
+    const s = await pool.request({ method: 'POST', path: '/v1/schemas', headers, body: JSON.stringify(SEARCH_SCHEMA) });
+    const st = await s.body.text();
+    if (s.statusCode !== 201) throw new Error(`schema create failed: ${s.statusCode} ${st}`);
+    schemaId = JSON.parse(st).id;
+    indexing = await indexingThroughput(svc, pool, headers, o.indexRecords, bases);
+    o.log(`S0 indexing: ${indexing.records} records (1 passage each) written in ${indexing.writeSeconds.toFixed(1)} s, all settled in ${indexing.toIndexedSeconds.toFixed(1)} s: ${indexing.chunksPerSec.toFixed(1)} chunks/s ${JSON.stringify(indexing.statuses)}`);
+  } finally {
+    await pool.close();
+    await svc.stop();
+  }
+  const accountId = svc.bootstrap.accountId;
+  const tiers: SearchTier[] = [];
+  let have = 0;
+  for (const size of o.tiers) {
+    const loadPerSec = await loadDirect(dataDir, have, size - indexing.records, { tenantId: live.tenantId, contextId: live.contextId, accountId, schemaId, bases, vectors: vecs });
+    o.log(`loaded ${(size - indexing.records - have).toLocaleString('en-US')} passages through the adapters at ${Math.round(loadPerSec)}/s (service stopped)`);
+    have = size - indexing.records;
+    svc = await startHttpService(dataDir);
+    o.log(`service restarted on ${size.toLocaleString('en-US')} chunks`);
+    pool = new Pool(svc.url, { connections: o.timing.concurrency, pipelining: 1 });
+    let http;
+    try {
+      http = await httpSearch(pool, headers, o.timing);
+    } catch (e) {
+      console.error(svc.output().slice(-3000));
+      throw e;
+    } finally {
+      await pool.close();
+      await svc.stop();
+    }
+    for (const m of MODES) o.log(`${size} HTTP ${m}: p50 ${http[m].p50.toFixed(1)} p99 ${http[m].p99.toFixed(1)} ms, ${Math.round(http[m].opsPerSec)}/s, ${http[m].hits} results/page${http[m].errors ? `, ${http[m].errors} errors: ${http[m].firstError}` : ''}`);
+    const raw = await rawSearch(dataDir, o.timing, live);
+    for (const m of [...MODES, 'EMBED'] as const) o.log(`${size} raw ${m}: p50 ${raw[m].p50.toFixed(1)} p99 ${raw[m].p99.toFixed(1)} ms, ${Math.round(raw[m].opsPerSec)}/s`);
+    tiers.push({ chunks: size, label: `${size.toLocaleString('en-US')} chunks`, loadPerSec, http, raw });
+  }
+  return { indexing, baseCount: bases.length, tiers };
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env node
+// `npm test`: runs every suite with vitest. Suites for server engines run when
+// their URL variable is set; this prints which are skipped and why, and ends
+// with one plain summary line ("Tests: N passed, N failed, N skipped").
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, existsSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const engines = [
+  ['DATABASE_URL', 'PostgreSQL server', 'event-store contract, read models and the whole service on PostgreSQL'],
+  ['EVENTSTORE_URL', 'EventStoreDB / KurrentDB', 'event-store contract on KurrentDB (no server can be installed on our build machines)'],
+  ['KAFKA_BROKERS', 'Apache Kafka', 'Kafka feed suites'],
+  ['ELASTICSEARCH_URL', 'Elasticsearch', 'text-index contract on Elasticsearch'],
+  ['REDIS_URL', 'Redis', 'rate-limit counter contract on Redis'],
+];
+console.log('Server engine suites:');
+for (const [env, name, what] of engines) {
+  if (process.env[env]) console.log(`  RUN   ${name} (${env} is set): ${what}`);
+  else console.log(`  SKIP  ${name}: ${env} is not set, so the ${what} suite is skipped`);
+}
+console.log('Embedded engines (PGlite, in-process catch-up) always run.\n');
+
+mkdirSync(join(root, '.cache'), { recursive: true });
+const out = join(root, '.cache', 'vitest-results.json');
+const args = ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${out}`, ...process.argv.slice(2)];
+const r = spawnSync('npx', args, { cwd: root, stdio: 'inherit', env: process.env });
+if (existsSync(out)) {
+  const j = JSON.parse(readFileSync(out, 'utf8'));
+  const skipped = (j.numPendingTests ?? 0) + (j.numTodoTests ?? 0);
+  console.log(`\nTests: ${j.numPassedTests} passed, ${j.numFailedTests} failed, ${skipped} skipped`);
+}
+process.exit(r.status ?? 1);

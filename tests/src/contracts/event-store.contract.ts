@@ -1,0 +1,140 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EventStore, NewEvent } from '@svc/domain/ports/event-store';
+import { WrongExpectedRevisionError } from '@svc/domain/ports/event-store';
+import { catchUp } from '@svc/projectors/runtime/catch-up';
+
+/**
+ * The one contract every event-store adapter passes. Each adapter's spec file
+ * calls this with a factory; nothing here knows which engine is below.
+ */
+export function eventStoreContract(name: string, open: () => Promise<EventStore & { dispose?: () => Promise<void> }>) {
+  describe(`event store contract: ${name}`, () => {
+    let store: EventStore & { dispose?: () => Promise<void> };
+    beforeAll(async () => {
+      store = await open();
+    }, 60_000);
+    afterAll(async () => {
+      await store?.close();
+      await store?.dispose?.();
+    });
+
+    const ev = (type: string, data: Record<string, unknown> = {}): NewEvent => ({
+      id: randomUUID(),
+      type,
+      data,
+      metadata: { tenantId: 't', contextId: 'c', accountId: null, actorKeyId: null, userId: null, requestId: randomUUID(), occurredAt: new Date().toISOString(), schemaVersion: 1 },
+    });
+    const stream = () => `test-${randomUUID()}`;
+
+    it('appends to a new stream and reads it forwards and backwards', async () => {
+      const s = stream();
+      const r = await store.append(s, [ev('A', { n: 1 }), ev('B', { n: 2 }), ev('C', { n: 3 })], 'no_stream');
+      expect(r.nextExpectedRevision).toBe(2);
+      const fwd = await store.readStream(s);
+      expect(fwd.map((e) => [e.type, e.revision, e.data.n])).toEqual([['A', 0, 1], ['B', 1, 2], ['C', 2, 3]]);
+      expect(fwd[2].position).toBe(r.position);
+      expect(fwd[0].metadata.tenantId).toBe('t');
+      const back = await store.readStream(s, { direction: 'backwards', maxCount: 2 });
+      expect(back.map((e) => e.type)).toEqual(['C', 'B']);
+      const from1 = await store.readStream(s, { fromRevision: 1 });
+      expect(from1.map((e) => e.type)).toEqual(['B', 'C']);
+    });
+
+    it('reads a missing stream as empty', async () => {
+      expect(await store.readStream(stream())).toEqual([]);
+    });
+
+    it('enforces each expected-revision state', async () => {
+      const s = stream();
+      await expect(store.append(s, [ev('A')], 'stream_exists')).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+      await expect(store.append(s, [ev('A')], 0)).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+      await store.append(s, [ev('A')], 'no_stream');
+      await expect(store.append(s, [ev('B')], 'no_stream')).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+      await expect(store.append(s, [ev('B')], 5)).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+      const r = await store.append(s, [ev('B')], 0);
+      expect(r.nextExpectedRevision).toBe(1);
+      await store.append(s, [ev('C')], 'stream_exists');
+      await store.append(s, [ev('D')], 'any');
+      expect((await store.readStream(s)).map((e) => e.type)).toEqual(['A', 'B', 'C', 'D']);
+    });
+
+    it('lets exactly one of 100 concurrent appends at the same expected revision succeed', async () => {
+      const s = stream();
+      await store.append(s, [ev('Start')], 'no_stream');
+      const results = await Promise.allSettled(Array.from({ length: 100 }, (_, i) => store.append(s, [ev('Race', { i })], 0)));
+      const ok = results.filter((r) => r.status === 'fulfilled');
+      const conflicts = results.filter((r) => r.status === 'rejected' && r.reason instanceof WrongExpectedRevisionError);
+      expect(ok).toHaveLength(1);
+      expect(conflicts).toHaveLength(99);
+      expect(await store.readStream(s)).toHaveLength(2);
+    });
+
+    it('appends to several streams atomically', async () => {
+      const a = stream();
+      const b = stream();
+      const res = await store.appendMulti([
+        { streamId: a, events: [ev('A1'), ev('A2')], expectedRevision: 'no_stream' },
+        { streamId: b, events: [ev('B1')], expectedRevision: 'no_stream' },
+      ]);
+      expect(res.map((r) => r.nextExpectedRevision)).toEqual([1, 0]);
+      expect(await store.readStream(a)).toHaveLength(2);
+      expect(await store.readStream(b)).toHaveLength(1);
+    });
+
+    it('writes nothing to any stream when one expectation of a multi-stream append fails', async () => {
+      const a = stream();
+      const b = stream();
+      await store.append(b, [ev('B0')], 'no_stream');
+      const headBefore = await store.headPosition();
+      await expect(
+        store.appendMulti([
+          { streamId: a, events: [ev('A1')], expectedRevision: 'no_stream' },
+          { streamId: b, events: [ev('B1')], expectedRevision: 'no_stream' },
+        ]),
+      ).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+      expect(await store.readStream(a)).toEqual([]);
+      expect((await store.readStream(b)).map((e) => e.type)).toEqual(['B0']);
+      expect(await store.headPosition()).toBe(headBefore);
+    });
+
+    it('reads the global log in commit order from a position', async () => {
+      const before = await store.headPosition();
+      const s1 = stream();
+      const s2 = stream();
+      await store.append(s1, [ev('X1')], 'no_stream');
+      await store.append(s2, [ev('Y1')], 'no_stream');
+      await store.append(s1, [ev('X2')], 0);
+      const all = await store.readAll(before, 100);
+      const mine = all.filter((e) => e.streamId === s1 || e.streamId === s2);
+      expect(mine.map((e) => e.type)).toEqual(['X1', 'Y1', 'X2']);
+      for (let i = 1; i < all.length; i++) expect(all[i].position).toBeGreaterThan(all[i - 1].position);
+      expect(await store.headPosition()).toBe(all[all.length - 1].position);
+      const limited = await store.readAll(before, 2);
+      expect(limited).toHaveLength(2);
+    });
+
+    it('delivers every event once, in order, to a catch-up subscription that starts behind and keeps up live', async () => {
+      const s = stream();
+      await store.append(s, [ev('E', { i: 0 }), ev('E', { i: 1 })], 'no_stream');
+      const start = (await store.readStream(s))[0].position - 1;
+      const seen: number[] = [];
+      const ac = new AbortController();
+      const done = catchUp(store, {
+        from: start,
+        batchSize: 3,
+        signal: ac.signal,
+        handle: async (events) => {
+          for (const e of events) if (e.streamId === s) seen.push(e.data.i as number);
+          return events[events.length - 1].position;
+        },
+      });
+      for (let i = 2; i < 10; i++) await store.append(s, [ev('E', { i })], 'any');
+      const deadline = Date.now() + 10_000;
+      while (seen.length < 10 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      ac.abort();
+      await done;
+      expect(seen).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    });
+  });
+}

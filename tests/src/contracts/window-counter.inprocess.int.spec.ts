@@ -1,0 +1,4 @@
+import { InProcessWindowCounter } from '@svc/command-api/limits/window-counter';
+import { windowCounterContract } from './window-counter.contract';
+
+windowCounterContract('in process (embedded default)', async () => new InProcessWindowCounter());

@@ -1,0 +1,168 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { loadConfig } from '@svc/deploy/config';
+import { buildService, type Service } from '@svc/deploy/service';
+import { freshPostgresSchema, serverUrl, tempDir } from './engines';
+
+export const ROOT = resolve(import.meta.dirname, '../../..');
+export const OPERATOR_TOKEN = 'test-operator-token';
+
+export interface Bootstrap {
+  accountId: string;
+  plan: string;
+  developerToken: string;
+  tenants: { live: { tenantId: string; contextId: string; rootKey: string }; test: { tenantId: string; contextId: string; rootKey: string } };
+}
+
+/** A small HTTP client for black-box tests. */
+export class Api {
+  constructor(readonly baseUrl: string) {}
+
+  async call(method: string, path: string, opts: { token?: string; body?: unknown; headers?: Record<string, string>; raw?: string } = {}) {
+    const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+    let body: string | undefined;
+    if (opts.raw !== undefined) body = opts.raw;
+    else if (opts.body !== undefined) body = JSON.stringify(opts.body);
+    if (body !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
+    const res = await fetch(this.baseUrl + path, { method, headers, body });
+    const text = await res.text();
+    let json: any;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, headers: res.headers, text, body: json };
+  }
+
+  get = (path: string, token?: string, headers?: Record<string, string>) => this.call('GET', path, { token, headers });
+  post = (path: string, token: string | undefined, body?: unknown, headers?: Record<string, string>) => this.call('POST', path, { token, body, headers });
+  put = (path: string, token: string | undefined, body?: unknown) => this.call('PUT', path, { token, body });
+  patch = (path: string, token: string | undefined, body?: unknown) => this.call('PATCH', path, { token, body });
+  del = (path: string, token?: string) => this.call('DELETE', path, { token });
+
+  /** Creates a new account through the operator API. */
+  async newAccount(body: Record<string, unknown> = {}): Promise<Bootstrap> {
+    const r = await this.post('/operator/accounts', OPERATOR_TOKEN, body);
+    if (r.status !== 201) throw new Error(`operator account create failed: ${r.status} ${r.text}`);
+    return r.body;
+  }
+}
+
+export interface TestService {
+  api: Api;
+  url: string;
+  service: Service;
+  bootstrap: Bootstrap;
+  dataDir: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the whole service in this process on a fresh data directory (embedded
+ * engines), or on a fresh PostgreSQL schema when `engine: 'postgres'`.
+ */
+export async function startService(opts: { env?: Record<string, string>; engine?: 'embedded' | 'postgres'; dataDir?: string } = {}): Promise<TestService> {
+  const tmp = opts.dataDir ? { dir: opts.dataDir, remove: () => {} } : tempDir('svc-e2e-');
+  let dropSchema: (() => Promise<void>) | undefined;
+  const env: Record<string, string> = { DATA_DIR: tmp.dir, PORT: '0', OPERATOR_TOKEN, ...(opts.env ?? {}) };
+  if (opts.engine === 'postgres') {
+    const base = serverUrl('postgres');
+    if (!base) throw new Error('DATABASE_URL is not set');
+    const s = await freshPostgresSchema(base);
+    env.DATABASE_URL = s.url;
+    dropSchema = s.drop;
+  }
+  const config = loadConfig(env as NodeJS.ProcessEnv);
+  const service = await buildService(config, () => {});
+  await service.app.listen({ port: 0, host: '127.0.0.1' });
+  const addr = service.app.server.address();
+  const url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  const bootstrap = JSON.parse(readFileSync(join(tmp.dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
+  return {
+    api: new Api(url),
+    url,
+    service,
+    bootstrap,
+    dataDir: tmp.dir,
+    async stop() {
+      await service.close();
+      await dropSchema?.();
+      tmp.remove();
+    },
+  };
+}
+
+/** Server-engine variables blanked for a child unless the caller passes them: an embedded run never drifts onto a server. */
+const ENGINE_VARS = ['DATABASE_URL', 'EVENTSTORE_URL', 'KAFKA_BROKERS', 'ELASTICSEARCH_URL', 'LANCEDB_URI', 'REDIS_URL', 'OBJECT_STORE_URL', 'EMBEDDINGS_URL', 'LLM_URL'];
+const embeddedEnv = () => Object.fromEntries(ENGINE_VARS.map((v) => [v, '']));
+
+/** Starts `npm start` as a child process (for kill/restart tests). Resolves once /healthz answers. */
+export async function spawnService(dataDir: string, port: number, env: Record<string, string> = {}): Promise<{ child: ChildProcess; api: Api; output: () => string }> {
+  let out = '';
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'deploy/src/start.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, ...embeddedEnv(), DATA_DIR: dataDir, PORT: String(port), OPERATOR_TOKEN, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const api = new Api(`http://127.0.0.1:${port}`);
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`service exited early: ${out}`);
+    try {
+      const r = await fetch(`${api.baseUrl}/healthz`);
+      if (r.ok) break;
+    } catch {
+      /* not up yet */
+    }
+    if (Date.now() > deadline) throw new Error(`service did not start: ${out}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { child, api, output: () => out };
+}
+
+/** Polls `fn` until it returns a truthy value or the time runs out. */
+export async function eventually<T>(fn: () => Promise<T>, timeoutMs = 10_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`condition not met in ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** A port that was free a moment ago on loopback (for child services). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const addr = s.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resolves when the child has exited (rejects after `timeoutMs`). */
+export function waitForExit(child: ChildProcess, timeoutMs = 30_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`child ${child.pid} did not exit in ${timeoutMs} ms`)), timeoutMs);
+    child.once('exit', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+}

@@ -26,6 +26,8 @@ export interface Config {
   embeddingsModel?: string;
   embeddingsDims?: number;
   vectorCapacity: number;
+  /** Passages the in-memory keyword index keeps loaded (role all, PostgreSQL FTS), least recently searched contexts dropped first. */
+  textMemoryPassages: number;
   elasticsearchIndexPrefix: string;
   /** Lifetime of presigned upload and download URLs (UPLOAD_URL_TTL_SECONDS, default 900 = 15 minutes). */
   uploadUrlTtlSeconds: number;
@@ -55,6 +57,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     embeddingsModel: env.EMBEDDINGS_MODEL || undefined,
     embeddingsDims: env.EMBEDDINGS_DIMENSIONS ? Number(env.EMBEDDINGS_DIMENSIONS) : undefined,
     vectorCapacity: env.VECTOR_CAPACITY_PER_TENANT ? Number(env.VECTOR_CAPACITY_PER_TENANT) : 5_000_000,
+    textMemoryPassages: env.TEXT_INDEX_MEMORY_PASSAGES ? Number(env.TEXT_INDEX_MEMORY_PASSAGES) : 2_000_000,
     elasticsearchIndexPrefix: env.ELASTICSEARCH_INDEX_PREFIX ?? 'svc-',
     uploadUrlTtlSeconds: env.UPLOAD_URL_TTL_SECONDS ? Number(env.UPLOAD_URL_TTL_SECONDS) : 900,
   };

@@ -4,6 +4,7 @@ import { SearchCatalogue } from '@svc/projectors/search/catalogue';
 import { BuiltinEmbedder, OpenAiEmbedder, type Embedder } from '@svc/projectors/search/embeddings';
 import type { SearchEngines } from '@svc/projectors/search/indexer';
 import { PgTextIndex } from '@svc/projectors/search/pg-fts';
+import { MemoryTextIndex } from '@svc/projectors/search/memory-text';
 import type { TextIndex } from '@svc/projectors/search/text-index';
 import { LanceVectorIndex } from '@svc/projectors/search/vector-index';
 import type { Config } from '../config';
@@ -14,6 +15,9 @@ export async function openSearchEngines(config: Config, sql: Sql): Promise<Searc
   if (config.elasticsearchUrl) {
     const { ElasticsearchTextIndex } = await import('@svc/projectors/search/es');
     text = new ElasticsearchTextIndex({ url: config.elasticsearchUrl, index: `${config.elasticsearchIndexPrefix}passages` });
+  } else if (config.role === 'all') {
+    // The search projector runs in this process and writes through it: queries are answered from memory (exact, see memory-text.ts).
+    text = new MemoryTextIndex(new PgTextIndex(sql), { maxPassages: config.textMemoryPassages });
   } else text = new PgTextIndex(sql);
   let embedder: Embedder;
   if (config.embeddingsUrl) {

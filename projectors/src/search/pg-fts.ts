@@ -38,6 +38,12 @@ t AS (UPDATE ti_terms t SET df = t.df - lex.c FROM lex WHERE t.tenant_id = lex.t
 st AS (SELECT tenant_id, context_id, count(*) AS n, sum(len) AS l FROM old GROUP BY 1, 2)
 UPDATE ti_stats s SET n = s.n - st.n, total_len = s.total_len - st.l FROM st WHERE s.tenant_id = st.tenant_id AND s.context_id = st.context_id`;
 
+/** A stored passage as the in-memory index loads it (tsv: the tsvector's text form). */
+export interface PassageRow {
+  item_id: string; chunk_no: number; tenant_id: string; context_id: string; source_type: 'record' | 'document'; type_name: string | null;
+  folder_id: string | null; user_id: string | null; scopes: string[]; attrs: Record<string, unknown>; created_at: Date | string; len: number; tsv: string;
+}
+
 /** A lexeme as a tsquery literal. */
 const lit = (lexeme: string) => `'${lexeme.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
 
@@ -113,6 +119,44 @@ export class PgTextIndex implements TextIndex {
   }
 
   async close(): Promise<void> {}
+
+  // --- what the in-memory index (memory-text.ts) loads and asks of PostgreSQL ---
+
+  /** Every passage of one context (or one item) with its item columns and its tsvector as text. */
+  async passageRows(where: { tenantId: string; contextId: string } | { itemId: string }): Promise<PassageRow[]> {
+    const cond = 'itemId' in where ? 'item_id = $1' : 'tenant_id = $1 AND context_id = $2';
+    const params = 'itemId' in where ? [where.itemId] : [where.tenantId, where.contextId];
+    const { rows } = await this.sql.query<PassageRow>(
+      `SELECT item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, user_id, scopes, attrs, created_at, len, tsv::text AS tsv
+       FROM ti_passages WHERE ${cond} ORDER BY item_id, chunk_no`,
+      params,
+    );
+    return rows;
+  }
+
+  /** The lexemes of each text with their positions, as the index analyses passages. */
+  async analyse(texts: string[]): Promise<Array<Array<{ lexeme: string; pos: number }>>> {
+    const out = texts.map(() => [] as Array<{ lexeme: string; pos: number }>);
+    if (!texts.length) return out;
+    const { rows } = await this.sql.query<{ i: number; lexeme: string; pos: number }>(
+      `SELECT t.i, u.lexeme, p AS pos FROM unnest($1::text[]) WITH ORDINALITY t(txt, i), unnest(to_tsvector('${CONFIG}', t.txt)) u, unnest(u.positions) p ORDER BY t.i, p`,
+      [texts],
+    );
+    for (const r of rows) out[Number(r.i) - 1].push({ lexeme: r.lexeme, pos: Number(r.pos) });
+    return out;
+  }
+
+  /** Chunk text, context text and a highlighted snippet of the given passages (keys `itemId#chunkNo`). */
+  async passageTexts(keys: Array<{ itemId: string; chunkNo: number }>, lexemes: string[]): Promise<Map<string, { chunkText: string; contextText: string; snippet: string }>> {
+    if (!keys.length) return new Map();
+    const hl = lexemes.length ? [...new Set(lexemes)].map(lit).join(' | ') : '';
+    const { rows } = await this.sql.query<{ item_id: string; chunk_no: number; chunk_text: string; context_text: string; snippet: string }>(
+      `SELECT p.item_id, p.chunk_no, p.chunk_text, p.context_text, ts_headline('${CONFIG}', p.chunk_text, $3::tsquery, '${HEADLINE}') AS snippet
+       FROM unnest($1::text[], $2::int[]) k(item_id, chunk_no) JOIN ti_passages p ON p.item_id = k.item_id AND p.chunk_no = k.chunk_no`,
+      [keys.map((k) => k.itemId), keys.map((k) => k.chunkNo), hl],
+    );
+    return new Map(rows.map((r) => [`${r.item_id}#${r.chunk_no}`, { chunkText: r.chunk_text, contextText: r.context_text, snippet: r.snippet }]));
+  }
 
   async search(s: TextSearch): Promise<{ hits: TextHit[]; total: number }> {
     try {

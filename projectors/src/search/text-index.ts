@@ -56,15 +56,19 @@ export interface TextSearch {
   limit: number;
 }
 
-export interface TextHit {
-  itemId: string;
-  chunkNo: number;
-  /** BM25 score (higher is better). */
-  score: number;
+export interface PassageText {
   /** The chunk with matched terms wrapped in <mark>…</mark> (not HTML-escaped). */
   snippet: string | null;
   chunkText: string;
   contextText: string;
+}
+
+/** A ranked passage; its text is absent when the adapter hydrates only the page shown (`hydrate`). */
+export interface TextHit extends Partial<PassageText> {
+  itemId: string;
+  chunkNo: number;
+  /** BM25 score (higher is better). */
+  score: number;
 }
 
 export interface TextIndex {
@@ -78,6 +82,8 @@ export interface TextIndex {
   deleteContext(tenantId: string, contextId: string): Promise<void>;
   /** Ranked hits (at most `limit`) and the number of passages that matched. */
   search(q: TextSearch): Promise<{ hits: TextHit[]; total: number }>;
+  /** Fills in the text and snippet of hits returned without them (only the page shown needs them). */
+  hydrate?(hits: TextHit[], q: TextSearch): Promise<void>;
   /** Removes everything (rebuild). */
   drop(): Promise<void>;
   close(): Promise<void>;

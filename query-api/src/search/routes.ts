@@ -5,7 +5,8 @@ import type { Principal } from '@svc/contracts/http/principal';
 import type { Sql } from '@svc/domain/ports/sql';
 import { aboveTextRelevance, reciprocalRankFusion, type LegHit } from '@svc/domain/search/fusion';
 import type { SearchEngines } from '@svc/projectors/search/indexer';
-import type { ItemFilter } from '@svc/projectors/search/text-index';
+import type { ItemFilter, TextHit, TextSearch } from '@svc/projectors/search/text-index';
+import type { VectorHit } from '@svc/projectors/search/vector-index';
 import { planFilter } from './plan';
 
 /**
@@ -18,7 +19,8 @@ const CANDIDATES = { min: 100, max: 1000 } as const;
 /** Above this many admitted items the vector leg searches the context and filters afterwards. */
 const PREFILTER_IDS_MAX = 5000;
 
-type Passage = { itemId: string; chunkNo: number; chunkText: string; contextText: string; snippet: string | null };
+/** A ranked passage; text hits may arrive without their text, which is read for the page shown only (TextIndex.hydrate). */
+type Passage = TextHit | (VectorHit & { snippet: null });
 const keyOf = (itemId: string, chunkNo: number) => `${itemId}#${chunkNo}`;
 
 export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, b: SearchBody): Promise<SearchResponse> {
@@ -29,8 +31,9 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
   const useVector = b.mode !== 'TEXT';
   const passages = new Map<string, Passage>();
 
+  const textSearch: TextSearch = { filter, query: b.query, textMode: b.textMode, slop: b.textMode === 'PHRASE' ? b.slop : 0, limit: want };
   const textLeg = async (): Promise<LegHit[]> => {
-    const r = await engines.text.search({ filter, query: b.query, textMode: b.textMode, slop: b.textMode === 'PHRASE' ? b.slop : 0, limit: want });
+    const r = await engines.text.search(textSearch);
     for (const h of r.hits) passages.set(keyOf(h.itemId, h.chunkNo), h);
     return aboveTextRelevance(r.hits.map((h) => ({ key: keyOf(h.itemId, h.chunkNo), score: h.score })), b.minTextRelevance);
   };
@@ -48,29 +51,41 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
   };
 
   const [t, v] = await Promise.allSettled([useText ? textLeg() : Promise.resolve([]), useVector ? vectorLeg() : Promise.resolve([])]);
-  const degradedLegs: Array<'text' | 'vector'> = [];
-  if (useText && t.status === 'rejected') degradedLegs.push('text');
-  if (useVector && v.status === 'rejected') degradedLegs.push('vector');
-  const allFailed = degradedLegs.length === (useText ? 1 : 0) + (useVector ? 1 : 0);
-  if (allFailed) throw new ServiceError('UNAVAILABLE', 'Search is temporarily unavailable');
-  if (degradedLegs.length && b.requireComplete) throw new ServiceError('UNAVAILABLE', `Search is degraded (${degradedLegs.join(', ')} unavailable) and requireComplete is set`);
-  const textHits = t.status === 'fulfilled' ? t.value : [];
-  const vecHits = v.status === 'fulfilled' ? v.value : [];
+  // The ranked page; a text leg whose page text cannot be read (TextIndex.hydrate) counts as a failed leg too.
+  const settle = (textFailed: boolean) => {
+    const degradedLegs: Array<'text' | 'vector'> = [];
+    if (useText && textFailed) degradedLegs.push('text');
+    if (useVector && v.status === 'rejected') degradedLegs.push('vector');
+    const allFailed = degradedLegs.length === (useText ? 1 : 0) + (useVector ? 1 : 0);
+    if (allFailed) throw new ServiceError('UNAVAILABLE', 'Search is temporarily unavailable');
+    if (degradedLegs.length && b.requireComplete) throw new ServiceError('UNAVAILABLE', `Search is degraded (${degradedLegs.join(', ')} unavailable) and requireComplete is set`);
+    const textHits = t.status === 'fulfilled' && !textFailed ? t.value : [];
+    const vecHits = v.status === 'fulfilled' ? v.value : [];
 
-  let ranked: Array<{ key: string; score: number; textScore: number; semanticScore: number }>;
-  if (b.mode === 'TEXT') ranked = textHits.map((h) => ({ key: h.key, score: h.score, textScore: 0, semanticScore: 0 }));
-  else if (b.mode === 'SEMANTIC') ranked = vecHits.map((h) => ({ key: h.key, score: h.score, textScore: 0, semanticScore: h.score }));
-  else ranked = reciprocalRankFusion(textHits, vecHits);
+    let ranked: Array<{ key: string; score: number; textScore: number; semanticScore: number }>;
+    if (b.mode === 'TEXT') ranked = textHits.map((h) => ({ key: h.key, score: h.score, textScore: 0, semanticScore: 0 }));
+    else if (b.mode === 'SEMANTIC') ranked = vecHits.map((h) => ({ key: h.key, score: h.score, textScore: 0, semanticScore: h.score }));
+    else ranked = reciprocalRankFusion(textHits, vecHits);
 
-  if (b.uniqueDocuments) {
-    const seen = new Set<string>();
-    ranked = ranked.filter((r) => {
-      const id = passages.get(r.key)!.itemId;
-      return seen.has(id) ? false : (seen.add(id), true);
-    });
+    if (b.uniqueDocuments) {
+      const seen = new Set<string>();
+      ranked = ranked.filter((r) => {
+        const id = passages.get(r.key)!.itemId;
+        return seen.has(id) ? false : (seen.add(id), true);
+      });
+    }
+    return { degradedLegs, ranked, page: ranked.slice(b.offset, b.offset + b.limit) };
+  };
+  let { degradedLegs, ranked, page } = settle(t.status === 'rejected');
+  const bare = page.map((r) => passages.get(r.key)!).filter((ps): ps is TextHit => ps.chunkText === undefined);
+  let [items, hydrated] = await Promise.all([
+    engines.catalogue.items(page.map((r) => passages.get(r.key)!.itemId)),
+    bare.length && engines.text.hydrate ? engines.text.hydrate(bare, textSearch).then(() => true, () => false) : true,
+  ]);
+  if (!hydrated) {
+    ({ degradedLegs, ranked, page } = settle(true));
+    items = await engines.catalogue.items(page.map((r) => passages.get(r.key)!.itemId));
   }
-  const page = ranked.slice(b.offset, b.offset + b.limit);
-  const items = await engines.catalogue.items(page.map((r) => passages.get(r.key)!.itemId));
   const results: SearchResult[] = [];
   for (const r of page) {
     const ps = passages.get(r.key)!;
@@ -82,9 +97,9 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
       score: r.score,
       textScore: r.textScore,
       semanticScore: r.semanticScore,
-      chunkText: ps.chunkText,
-      contextText: ps.contextText,
-      snippet: ps.snippet,
+      chunkText: ps.chunkText ?? '',
+      contextText: ps.contextText ?? '',
+      snippet: ps.snippet ?? null,
       metadata: { ...it.metadata, chunkNo: ps.chunkNo },
       createdAt: it.createdAt,
       typeName: it.typeName,

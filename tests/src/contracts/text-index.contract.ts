@@ -27,7 +27,9 @@ export function textIndexContract(name: string, open: () => Promise<TextIndex & 
     };
     const base = (over: Partial<ItemFilter> = {}): ItemFilter => ({ tenantId: T, contextId: C, clauses: [], ...over });
     const search = async (query: string, o: { mode?: TextMode; slop?: number; filter?: Partial<ItemFilter>; limit?: number } = {}) => {
-      const r = await ix.search({ filter: base(o.filter), query, textMode: o.mode ?? 'OR', slop: o.slop ?? 0, limit: o.limit ?? 50 });
+      const q = { filter: base(o.filter), query, textMode: o.mode ?? 'OR', slop: o.slop ?? 0, limit: o.limit ?? 50 };
+      const r = await ix.search(q);
+      await ix.hydrate?.(r.hits, q);
       return { ...r, keys: r.hits.map((h) => Object.entries(ids).find(([, v]) => v === h.itemId)?.[0]) };
     };
 

@@ -1,0 +1,575 @@
+import { parseComplexQuery, positiveText, type QueryNode } from '@svc/domain/search/query-syntax';
+import type { AttrValue } from '@svc/domain/search/indexable';
+import { itemPredicate, type FilterableItem } from './filter-memory';
+import { BM25, type PassageRow, type PgTextIndex } from './pg-fts';
+import { TextIndexError, type IndexedItem, type TextHit, type TextIndex, type TextSearch } from './text-index';
+
+/**
+ * The embedded keyword index served from memory. PostgreSQL full-text search
+ * (PgTextIndex) stays the store: every write goes there first, with the same
+ * `english` analysis, and each context's passages are loaded from it into an
+ * inverted index on its first search. Queries are then answered here with the
+ * same matching (OR / AND / PHRASE with slop / COMPLEX) and the same BM25 as the
+ * SQL path, so results are identical, in microseconds instead of a scan of the
+ * GIN matches; only the page shown reads its text and snippet from SQL
+ * (`hydrate`). Exact only where every write of the index goes through this
+ * object: the service uses it when the search projector runs in the same
+ * process (SERVICE_ROLE=all); split roles query PostgreSQL directly.
+ */
+const MAX_CACHED_ANALYSES = 10_000;
+const DEFAULT_MAX_PASSAGES = 2_000_000;
+
+type Analysed = Array<{ lexeme: string; pos: number }>;
+
+/** A compiled match: lexeme ids of the context (-1 = not in the context). */
+type Match =
+  | { kind: 'any'; lex: number[] }
+  | { kind: 'all'; lex: number[] }
+  | { kind: 'phrase'; lex: number[]; gaps: number[]; slop: number }
+  | { kind: 'not'; item: Match }
+  | { kind: 'and' | 'or'; items: Match[] }
+  /** A term of stop words only: ignored inside AND / OR, matches nothing alone (as PostgreSQL does). */
+  | { kind: 'empty' };
+
+interface ItemEntry extends FilterableItem {
+  itemId: string;
+  pids: number[];
+}
+
+/** Growable typed arrays. */
+class I32 {
+  a = new Int32Array(16);
+  n = 0;
+  push(v: number) {
+    if (this.n === this.a.length) {
+      const b = new Int32Array(this.a.length * 2);
+      b.set(this.a);
+      this.a = b;
+    }
+    this.a[this.n++] = v;
+  }
+}
+
+/** The passages of one tenant and context, with postings (passage id, term frequency) per lexeme. */
+class Shard {
+  readonly lexIds = new Map<string, number>();
+  readonly postPid: I32[] = [];
+  readonly postTf: I32[] = [];
+  readonly df: number[] = [];
+  readonly items: ItemEntry[] = [];
+  readonly itemIndex = new Map<string, number>();
+  // per passage id
+  readonly pItem = new I32();
+  readonly pChunk = new I32();
+  readonly pLen = new I32();
+  readonly pAlive: number[] = [];
+  /** Per passage: its lexeme ids (ascending) and, for each, its positions (phrases). */
+  readonly pTerms: Array<{ lex: Int32Array; start: Int32Array; pos: Uint16Array } | null> = [];
+  alive = 0;
+  totalLen = 0;
+  dead = 0;
+  scratch = new Float64Array(0);
+
+  get passages() {
+    return this.pItem.n;
+  }
+
+  lexId(lexeme: string): number {
+    let id = this.lexIds.get(lexeme);
+    if (id === undefined) {
+      id = this.df.length;
+      this.lexIds.set(lexeme, id);
+      this.df.push(0);
+      this.postPid.push(new I32());
+      this.postTf.push(new I32());
+    }
+    return id;
+  }
+
+  /** Replaces every passage of an item (rows: its passages, possibly none). */
+  replace(itemId: string, rows: PassageRow[]) {
+    this.remove(itemId);
+    if (!rows.length) return;
+    const r0 = rows[0];
+    const entry: ItemEntry = { itemId, pids: [], ...filterable(r0) };
+    let idx = this.itemIndex.get(itemId);
+    if (idx === undefined) {
+      idx = this.items.length;
+      this.items.push(entry);
+      this.itemIndex.set(itemId, idx);
+    } else this.items[idx] = entry;
+    for (const r of rows) entry.pids.push(this.addPassage(idx, r));
+  }
+
+  private addPassage(itemIdx: number, r: PassageRow): number {
+    const pid = this.pItem.n;
+    this.pItem.push(itemIdx);
+    this.pChunk.push(Number(r.chunk_no));
+    const len = Number(r.len);
+    this.pLen.push(len);
+    this.pAlive.push(1);
+    const terms = parseTsvector(r.tsv).map(([lexeme, pos]) => [this.lexId(lexeme), pos] as const).sort((a, b) => a[0] - b[0]);
+    const lex = new Int32Array(terms.length);
+    const start = new Int32Array(terms.length + 1);
+    const pos = new Uint16Array(terms.reduce((s, t) => s + t[1].length, 0));
+    let k = 0;
+    terms.forEach(([id, ps], i) => {
+      lex[i] = id;
+      start[i] = k;
+      for (const p of ps) pos[k++] = p;
+      this.postPid[id].push(pid);
+      this.postTf[id].push(ps.length);
+      this.df[id] += 1;
+    });
+    start[terms.length] = k;
+    this.pTerms.push({ lex, start, pos });
+    this.alive += 1;
+    this.totalLen += len;
+    return pid;
+  }
+
+  remove(itemId: string) {
+    const idx = this.itemIndex.get(itemId);
+    if (idx === undefined) return;
+    const entry = this.items[idx];
+    for (const pid of entry.pids) {
+      if (!this.pAlive[pid]) continue;
+      this.pAlive[pid] = 0;
+      for (const id of this.pTerms[pid]!.lex) this.df[id] -= 1;
+      this.pTerms[pid] = null;
+      this.alive -= 1;
+      this.totalLen -= this.pLen.a[pid];
+      this.dead += 1;
+    }
+    entry.pids = [];
+  }
+
+  updateMeta(itemId: string, m: FilterableItem) {
+    const idx = this.itemIndex.get(itemId);
+    if (idx !== undefined) Object.assign(this.items[idx], m);
+  }
+
+  /** Positions of a lexeme in a passage (empty when absent). */
+  positions(pid: number, lexId: number): Uint16Array {
+    const t = this.pTerms[pid];
+    if (!t) return EMPTY_POS;
+    let lo = 0;
+    let hi = t.lex.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const v = t.lex[mid];
+      if (v === lexId) return t.pos.subarray(t.start[mid], t.start[mid + 1]);
+      if (v < lexId) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return EMPTY_POS;
+  }
+}
+const EMPTY_POS = new Uint16Array(0);
+
+const filterable = (r: Pick<PassageRow, 'source_type' | 'type_name' | 'folder_id' | 'user_id' | 'scopes' | 'attrs' | 'created_at'>): FilterableItem => ({
+  sourceType: r.source_type,
+  typeName: r.type_name,
+  folderId: r.folder_id,
+  userId: r.user_id,
+  scopes: r.scopes,
+  attrs: r.attrs as Record<string, AttrValue>,
+  createdAt: new Date(r.created_at).getTime(),
+});
+
+/** Parses PostgreSQL's text form of a tsvector: `'lexeme':1,5 'it''s':2A`. */
+export function parseTsvector(s: string): Array<[string, number[]]> {
+  const out: Array<[string, number[]]> = [];
+  let i = 0;
+  while (i < s.length) {
+    if (s[i] !== "'") {
+      i++;
+      continue;
+    }
+    i++;
+    let lex = '';
+    for (;;) {
+      const c = s[i];
+      if (c === undefined) break;
+      if (c === '\\') {
+        lex += s[i + 1] ?? '';
+        i += 2;
+      } else if (c === "'") {
+        if (s[i + 1] === "'") {
+          lex += "'";
+          i += 2;
+        } else {
+          i++;
+          break;
+        }
+      } else {
+        lex += c;
+        i++;
+      }
+    }
+    const pos: number[] = [];
+    if (s[i] === ':') {
+      i++;
+      for (;;) {
+        let n = 0;
+        while (i < s.length && s.charCodeAt(i) >= 48 && s.charCodeAt(i) <= 57) n = n * 10 + s.charCodeAt(i++) - 48;
+        while (i < s.length && /[A-D]/.test(s[i])) i++; // weight
+        pos.push(n);
+        if (s[i] === ',') i++;
+        else break;
+      }
+    }
+    out.push([lex, pos]);
+  }
+  return out;
+}
+
+/** A min-heap of the best `k` (score desc, item id asc, chunk asc) passage ids. */
+function topK(cands: number[], score: Float64Array, s: Shard, k: number): number[] {
+  const better = (a: number, b: number) => {
+    if (score[a] !== score[b]) return score[a] > score[b];
+    const ia = s.items[s.pItem.a[a]].itemId;
+    const ib = s.items[s.pItem.a[b]].itemId;
+    if (ia !== ib) return ia < ib;
+    return s.pChunk.a[a] < s.pChunk.a[b];
+  };
+  const heap: number[] = [];
+  const down = (i: number) => {
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let w = i;
+      if (l < heap.length && better(heap[w], heap[l])) w = l;
+      if (r < heap.length && better(heap[w], heap[r])) w = r;
+      if (w === i) return;
+      [heap[i], heap[w]] = [heap[w], heap[i]];
+      i = w;
+    }
+  };
+  for (const pid of cands) {
+    if (heap.length < k) {
+      heap.push(pid);
+      for (let i = heap.length - 1; i > 0; ) {
+        const p = (i - 1) >> 1;
+        if (!better(heap[p], heap[i])) break;
+        [heap[i], heap[p]] = [heap[p], heap[i]];
+        i = p;
+      }
+    } else if (k > 0 && better(pid, heap[0])) {
+      heap[0] = pid;
+      down(0);
+    }
+  }
+  return heap.sort((a, b) => (better(a, b) ? -1 : 1));
+}
+
+export class MemoryTextIndex implements TextIndex {
+  readonly engine = 'postgres' as const;
+  /** Loaded (or loading) contexts, least recently searched first. */
+  private readonly shards = new Map<string, { ready: Promise<Shard>; shard?: Shard }>();
+  private readonly analyses = new Map<string, Analysed>();
+  private writes: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly pg: PgTextIndex,
+    private readonly o: { maxPassages?: number } = {},
+  ) {}
+
+  init(): Promise<void> {
+    return this.pg.init();
+  }
+
+  /**
+   * Writes and shard loads run one at a time: a load reads every write queued
+   * before it from PostgreSQL, and every write queued after it finds the shard
+   * ready and applies itself there.
+   */
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.writes.then(fn, fn);
+    this.writes = run.catch(() => {});
+    return run;
+  }
+
+  /** Applies a change to a ready shard; a shard that could not follow is dropped and reloads on its next search. */
+  private async follow(key: string, apply: (s: Shard) => Promise<void> | void) {
+    const e = this.shards.get(key);
+    if (!e?.shard) return;
+    try {
+      await apply(e.shard);
+      // Replaced passages stay as tombstones in the postings; reload from PostgreSQL once they outnumber the live ones.
+      if (e.shard.dead > Math.max(e.shard.alive, 10_000)) this.shards.delete(key);
+    } catch {
+      this.shards.delete(key);
+    }
+  }
+
+  replaceItem(item: IndexedItem): Promise<void> {
+    return this.serial(async () => {
+      await this.pg.replaceItem(item);
+      await this.follow(`${item.tenantId}/${item.contextId}`, async (s) =>
+        s.replace(item.itemId, item.passages.length ? await this.pg.passageRows({ itemId: item.itemId }) : []),
+      );
+    });
+  }
+
+  updateItemMeta(item: Omit<IndexedItem, 'passages' | 'metadata'>): Promise<void> {
+    return this.serial(async () => {
+      await this.pg.updateItemMeta(item);
+      await this.follow(`${item.tenantId}/${item.contextId}`, (s) =>
+        s.updateMeta(item.itemId, {
+          sourceType: item.sourceType, typeName: item.typeName, folderId: item.folderId, userId: item.userId, scopes: item.scopes, attrs: item.attrs,
+          createdAt: Date.parse(item.createdAt),
+        }),
+      );
+    });
+  }
+
+  deleteItem(itemId: string): Promise<void> {
+    return this.serial(async () => {
+      await this.pg.deleteItem(itemId);
+      for (const key of [...this.shards.keys()]) await this.follow(key, (s) => s.remove(itemId));
+    });
+  }
+
+  deleteContext(tenantId: string, contextId: string): Promise<void> {
+    return this.serial(async () => {
+      await this.pg.deleteContext(tenantId, contextId);
+      this.shards.delete(`${tenantId}/${contextId}`);
+    });
+  }
+
+  drop(): Promise<void> {
+    return this.serial(async () => {
+      await this.pg.drop();
+      this.shards.clear();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.shards.clear();
+    await this.pg.close();
+  }
+
+  private shard(tenantId: string, contextId: string): Promise<Shard> {
+    const key = `${tenantId}/${contextId}`;
+    const known = this.shards.get(key);
+    if (known) {
+      this.shards.delete(key);
+      this.shards.set(key, known);
+      return known.ready;
+    }
+    const entry: { ready: Promise<Shard>; shard?: Shard } = {
+      ready: this.serial(async () => {
+        const s = new Shard();
+        const rows = await this.pg.passageRows({ tenantId, contextId });
+        for (let i = 0; i < rows.length; ) {
+          let j = i + 1;
+          while (j < rows.length && rows[j].item_id === rows[i].item_id) j++;
+          s.replace(rows[i].item_id, rows.slice(i, j));
+          i = j;
+        }
+        entry.shard = s;
+        this.evict(key);
+        return s;
+      }),
+    };
+    entry.ready.catch(() => this.shards.get(key) === entry && this.shards.delete(key));
+    this.shards.set(key, entry);
+    return entry.ready;
+  }
+
+  /** Keeps the loaded passages under the cap, dropping the least recently searched contexts (never `keep`). */
+  private evict(keep: string) {
+    let total = 0;
+    for (const e of this.shards.values()) total += e.shard?.passages ?? 0;
+    for (const [k, e] of this.shards) {
+      if (total <= (this.o.maxPassages ?? DEFAULT_MAX_PASSAGES)) break;
+      if (k === keep || !e.shard) continue;
+      this.shards.delete(k);
+      total -= e.shard.passages;
+    }
+  }
+
+  /** Lexemes of texts, analysed by PostgreSQL once and remembered. */
+  private async analyse(texts: string[]): Promise<Map<string, Analysed>> {
+    const out = new Map<string, Analysed>();
+    const missing = [...new Set(texts.filter((t) => !this.analyses.has(t)))];
+    if (missing.length) {
+      const got = await this.pg.analyse(missing);
+      missing.forEach((t, i) => {
+        if (this.analyses.size >= MAX_CACHED_ANALYSES) this.analyses.delete(this.analyses.keys().next().value!);
+        this.analyses.set(t, got[i]);
+      });
+    }
+    for (const t of texts) out.set(t, this.analyses.get(t)!);
+    return out;
+  }
+
+  async search(q: TextSearch): Promise<{ hits: TextHit[]; total: number }> {
+    try {
+      const ast = q.textMode === 'COMPLEX' ? parseComplexQuery(q.query) : null;
+      if (q.textMode === 'COMPLEX' && !ast) return { hits: [], total: 0 };
+      const positive = ast ? positiveText(ast).join(' ') : q.query;
+      const texts = [positive, ...(ast ? nodeTexts(ast) : [])];
+      const [lx, shard] = await Promise.all([this.analyse(texts), this.shard(q.filter.tenantId, q.filter.contextId)]);
+      const scoring = lx.get(positive)!;
+      if (!ast && !scoring.length) return { hits: [], total: 0 };
+      const id = (l: string) => shard.lexIds.get(l) ?? -1;
+      let match: Match;
+      if (ast) match = compile(ast, lx, id);
+      else if (q.textMode === 'OR') match = { kind: 'any', lex: scoring.map((l) => id(l.lexeme)) };
+      else if (q.textMode === 'AND') match = { kind: 'all', lex: scoring.map((l) => id(l.lexeme)) };
+      else match = phrase(scoring, id, q.slop);
+      return run(shard, q, match, [...new Set(scoring.map((l) => id(l.lexeme)))].filter((x) => x >= 0));
+    } catch (e) {
+      throw e instanceof TextIndexError ? e : new TextIndexError(`text search failed: ${(e as Error).message}`, e);
+    }
+  }
+
+  async hydrate(hits: TextHit[], q: TextSearch): Promise<void> {
+    const need = hits.filter((h) => h.chunkText === undefined);
+    if (!need.length) return;
+    try {
+      const ast = q.textMode === 'COMPLEX' ? parseComplexQuery(q.query) : null;
+      const positive = ast ? positiveText(ast).join(' ') : q.query;
+      const lexemes = (await this.analyse([positive])).get(positive)!.map((l) => l.lexeme);
+      const texts = await this.pg.passageTexts(need, lexemes);
+      for (const h of need) Object.assign(h, texts.get(`${h.itemId}#${h.chunkNo}`) ?? { chunkText: '', contextText: '', snippet: null });
+    } catch (e) {
+      throw new TextIndexError(`text search failed: ${(e as Error).message}`, e);
+    }
+  }
+}
+
+/** Texts of the COMPLEX query's terms and phrases (each analysed separately, as plainto / phraseto_tsquery do). */
+function nodeTexts(n: QueryNode): string[] {
+  switch (n.kind) {
+    case 'term':
+    case 'phrase':
+      return [n.text];
+    case 'not':
+      return nodeTexts(n.item);
+    default:
+      return n.items.flatMap(nodeTexts);
+  }
+}
+
+function phrase(lx: Analysed, id: (l: string) => number, slop: number): Match {
+  if (!lx.length) return { kind: 'empty' };
+  return { kind: 'phrase', lex: lx.map((l) => id(l.lexeme)), gaps: lx.slice(1).map((l, i) => l.pos - lx[i].pos), slop };
+}
+
+function compile(n: QueryNode, lx: Map<string, Analysed>, id: (l: string) => number): Match {
+  switch (n.kind) {
+    case 'term': {
+      const l = lx.get(n.text)!;
+      return l.length ? { kind: 'all', lex: l.map((x) => id(x.lexeme)) } : { kind: 'empty' };
+    }
+    case 'phrase':
+      return phrase(lx.get(n.text)!, id, 0);
+    case 'not': {
+      const item = compile(n.item, lx, id);
+      return item.kind === 'empty' ? item : { kind: 'not', item };
+    }
+    default: {
+      const items = n.items.map((i) => compile(i, lx, id)).filter((m) => m.kind !== 'empty');
+      return items.length === 0 ? { kind: 'empty' } : items.length === 1 ? items[0] : { kind: n.kind, items };
+    }
+  }
+}
+
+/** The passages a match admits, as a bit per passage id (alive passages only). */
+function evaluate(s: Shard, m: Match): Uint8Array {
+  const n = s.passages;
+  const out = new Uint8Array(n);
+  switch (m.kind) {
+    case 'empty':
+      return out;
+    case 'any':
+      for (const l of m.lex) {
+        if (l < 0) continue;
+        const pids = s.postPid[l];
+        for (let i = 0; i < pids.n; i++) out[pids.a[i]] = s.pAlive[pids.a[i]];
+      }
+      return out;
+    case 'all':
+    case 'phrase': {
+      const lex = [...new Set(m.lex)];
+      if (lex.some((l) => l < 0)) return out;
+      lex.sort((a, b) => s.df[a] - s.df[b]);
+      for (let k = 0; k < lex.length; k++) {
+        const pids = s.postPid[lex[k]];
+        for (let i = 0; i < pids.n; i++) {
+          const pid = pids.a[i];
+          if (out[pid] === k && s.pAlive[pid]) out[pid] = k + 1;
+        }
+      }
+      const want = lex.length;
+      for (let pid = 0; pid < n; pid++) out[pid] = out[pid] === want && (m.kind === 'all' || phraseAt(s, pid, m.lex, m.gaps, m.slop)) ? 1 : 0;
+      return out;
+    }
+    case 'not': {
+      const inner = evaluate(s, m.item);
+      for (let pid = 0; pid < n; pid++) out[pid] = s.pAlive[pid] && !inner[pid] ? 1 : 0;
+      return out;
+    }
+    case 'and':
+    case 'or': {
+      const parts = m.items.map((i) => evaluate(s, i));
+      for (let pid = 0; pid < n; pid++) out[pid] = (m.kind === 'and' ? parts.every((p) => p[pid]) : parts.some((p) => p[pid])) ? 1 : 0;
+      return out;
+    }
+  }
+}
+
+/** Whether the lexemes occur in order with the query's gaps, the extra distances summing to at most `slop`. */
+function phraseAt(s: Shard, pid: number, lex: number[], gaps: number[], slop: number): boolean {
+  const pos = lex.map((l) => s.positions(pid, l));
+  const from = (i: number, prev: number, left: number): boolean => {
+    if (i === lex.length) return true;
+    const min = prev + gaps[i - 1];
+    for (const p of pos[i]) if (p >= min && p - min <= left && from(i + 1, p, left - (p - min))) return true;
+    return false;
+  };
+  for (const p of pos[0]) if (from(1, p, slop)) return true;
+  return false;
+}
+
+/** Matching, filtering and BM25 over one shard; synchronous so it sees one state of the index. */
+function run(s: Shard, q: TextSearch, match: Match, scoring: number[]): { hits: TextHit[]; total: number } {
+  const n = s.passages;
+  if (s.scratch.length < n) s.scratch = new Float64Array(Math.max(n, s.scratch.length * 2));
+  const score = s.scratch;
+  const admit = itemPredicate(q.filter);
+  const verdict = new Int8Array(s.items.length); // 0 unknown, 1 admitted, -1 not
+  const admitted = (pid: number) => {
+    const it = s.pItem.a[pid];
+    if (verdict[it] === 0) verdict[it] = admit(s.items[it]) ? 1 : -1;
+    return verdict[it] === 1;
+  };
+  const avgdl = Math.max(s.totalLen / (s.alive || 1), 1);
+  const { k1, b } = BM25;
+  const cands: number[] = [];
+  const mask = match.kind === 'any' ? null : evaluate(s, match);
+  if (mask) for (let pid = 0; pid < n; pid++) if (mask[pid] && admitted(pid)) (score[pid] = 0), cands.push(pid);
+  for (const l of scoring) {
+    const idf = Math.log(1 + (s.alive - s.df[l] + 0.5) / (s.df[l] + 0.5));
+    const pids = s.postPid[l];
+    const tfs = s.postTf[l];
+    for (let i = 0; i < pids.n; i++) {
+      const pid = pids.a[i];
+      if (!s.pAlive[pid]) continue;
+      if (mask ? !mask[pid] || verdict[s.pItem.a[pid]] !== 1 : !admitted(pid)) continue;
+      if (!mask && !(score[pid] > 0)) {
+        score[pid] = 0;
+        cands.push(pid);
+      }
+      const tf = tfs.a[i];
+      score[pid] += (idf * (tf * (k1 + 1))) / (tf + k1 * (1 - b + (b * s.pLen.a[pid]) / avgdl));
+    }
+  }
+  const top = topK(cands, score, s, q.limit);
+  const hits = top.map((pid) => ({ itemId: s.items[s.pItem.a[pid]].itemId, chunkNo: s.pChunk.a[pid], score: score[pid] }));
+  for (const pid of cands) score[pid] = 0;
+  return { hits, total: cands.length };
+}

@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openPglite } from '@svc/deploy/engines/sql';
+import type { Sql } from '@svc/domain/ports/sql';
+import { parseFilters } from '@svc/domain/search/filters';
+import { chunkText } from '@svc/domain/search/chunking';
+import { MemoryTextIndex } from '@svc/projectors/search/memory-text';
+import { PgTextIndex } from '@svc/projectors/search/pg-fts';
+import type { IndexedItem, ItemFilter, TextMode, TextSearch } from '@svc/projectors/search/text-index';
+import { passages, QUERIES } from '../relevance/corpus';
+import { tempDir } from '../support/engines';
+
+/**
+ * The in-memory index answers exactly as the SQL path over the same store:
+ * same passages, same order, same BM25 scores, same totals, for every text mode,
+ * with filters, after writes that arrive once the context is loaded
+ * (re-index, metadata change, delete), and with the snippets SQL highlights.
+ */
+const T = 'tenant-parity';
+const C = 'ctx-parity';
+const tmp = tempDir();
+let sql: Sql;
+let pg: PgTextIndex;
+let mem: MemoryTextIndex;
+const ps = passages();
+
+const item = (i: number, over: Partial<IndexedItem> = {}): IndexedItem => ({
+  itemId: ps[i].id, tenantId: T, contextId: C, sourceType: i % 3 ? 'record' : 'document', typeName: i % 3 ? 'place' : null,
+  folderId: `f${i % 4}`, userId: i % 5 === 0 ? 'u1' : null, scopes: i % 2 ? ['org:a'] : [], attrs: { rank: i, group: `g${i % 3}` },
+  createdAt: new Date(Date.UTC(2026, 0, 1 + (i % 28))).toISOString(), metadata: {},
+  // two chunks per passage text, so items hold several passages
+  passages: chunkText(`${ps[i].text} ${ps[(i + 7) % ps.length].text}`, { maxChars: 200 }), ...over,
+});
+
+const filters: Array<Partial<ItemFilter>> = [
+  {},
+  { sourceTypes: ['record'], typeName: 'place' },
+  { folderIds: ['f1', 'f2'], scopesAll: ['org:a'] },
+  { userIds: ['u1'] },
+  { scopesAny: ['org:a', 'org:b'], createdAfter: '2026-01-05T00:00:00.000Z', createdBefore: '2026-01-20T00:00:00.000Z' },
+  { clauses: parseFilters({ rank: { $gte: 40, $lt: 150 }, group: { $in: ['g0', 'g2'] } }) },
+];
+const modes: Array<{ textMode: TextMode; slop: number; q?: (q: string) => string }> = [
+  { textMode: 'OR', slop: 0 },
+  { textMode: 'AND', slop: 0 },
+  { textMode: 'PHRASE', slop: 0 },
+  { textMode: 'PHRASE', slop: 2 },
+  { textMode: 'COMPLEX', slop: 0, q: (q) => { const w = q.split(/\s+/); return w.length > 2 ? `(${w[0]} OR ${w[1]}) -${w[2]} "${w.slice(0, 2).join(' ')}"` : `${w[0]} OR "${q}"`; } },
+  { textMode: 'COMPLEX', slop: 0, q: (q) => `-${q.split(/\s+/)[0]}` },
+];
+
+/** Passage keys grouped by score (equal within 1e-9), sorted within a group; a group cut by the limit is left out. */
+function tieGroups(hits: Array<{ itemId: string; chunkNo: number; score: number }>, limit: number): string[][] {
+  const groups: Array<{ score: number; keys: string[] }> = [];
+  for (const h of hits) {
+    const g = groups.at(-1);
+    if (g && Math.abs(g.score - h.score) <= 1e-9 * Math.max(1, h.score)) g.keys.push(`${h.itemId}#${h.chunkNo}`);
+    else groups.push({ score: h.score, keys: [`${h.itemId}#${h.chunkNo}`] });
+  }
+  if (hits.length === limit) groups.pop();
+  return groups.map((g) => g.keys.sort());
+}
+
+async function compare(label: string) {
+  let compared = 0;
+  for (const { q: query } of QUERIES)
+    for (const m of modes)
+      for (const f of filters) {
+        const s: TextSearch = { filter: { tenantId: T, contextId: C, clauses: [], ...f }, query: m.q ? m.q(query) : query, textMode: m.textMode, slop: m.slop, limit: 25 };
+        const [a, b] = [await pg.search(s), await mem.search(s)];
+        const at = `${label}: ${m.textMode}/${m.slop} ${JSON.stringify(s.query)} ${JSON.stringify(f)}`;
+        expect(b.total, at).toBe(a.total);
+        expect(b.hits.length, at).toBe(a.hits.length);
+        b.hits.forEach((h, i) => expect(h.score, at).toBeCloseTo(a.hits[i].score, 9));
+        // Equal scores may differ in the last bits (summation order), so order is compared between tie groups.
+        expect(tieGroups(b.hits, s.limit), at).toEqual(tieGroups(a.hits, s.limit));
+        compared += a.hits.length;
+      }
+  return compared;
+}
+
+beforeAll(async () => {
+  sql = await openPglite(tmp.dir);
+  pg = new PgTextIndex(sql);
+  mem = new MemoryTextIndex(pg);
+  await mem.init();
+  // Half before the context is first searched (loaded from SQL), half after (applied in memory).
+  for (let i = 0; i < ps.length / 2; i++) await mem.replaceItem(item(i));
+  await mem.search({ filter: { tenantId: T, contextId: C, clauses: [] }, query: 'warm', textMode: 'OR', slop: 0, limit: 1 });
+  for (let i = Math.floor(ps.length / 2); i < ps.length; i++) await mem.replaceItem(item(i));
+}, 120_000);
+
+afterAll(async () => {
+  await sql?.close();
+  tmp.remove();
+});
+
+describe('in-memory text index parity with the SQL path', () => {
+  it('same hits, order, scores and totals for every mode and filter', async () => {
+    expect(await compare('loaded + appended')).toBeGreaterThan(1000);
+  }, 120_000);
+
+  it('stays exact after re-indexing, metadata changes and deletes made while loaded', async () => {
+    for (let i = 0; i < ps.length; i += 5) await mem.replaceItem(item(i, { passages: chunkText(ps[(i + 3) % ps.length].text) }));
+    for (let i = 1; i < ps.length; i += 7) await mem.updateItemMeta({ ...item(i, { folderId: 'f9', attrs: { rank: 1000 } }) });
+    for (let i = 2; i < ps.length; i += 11) await mem.deleteItem(ps[i].id);
+    for (let i = 3; i < ps.length; i += 13) await mem.replaceItem(item(i, { passages: [] }));
+    expect(await compare('after writes')).toBeGreaterThan(1000);
+  }, 120_000);
+
+  it('hydrates the page with the text and the snippet SQL gives', async () => {
+    const s: TextSearch = { filter: { tenantId: T, contextId: C, clauses: [] }, query: QUERIES[0].q, textMode: 'OR', slop: 0, limit: 10 };
+    const [a, b] = [await pg.search(s), await mem.search(s)];
+    expect(b.hits[0].chunkText).toBeUndefined();
+    await mem.hydrate(b.hits, s);
+    expect(b.hits.map((h) => [h.chunkText, h.contextText, h.snippet])).toEqual(a.hits.map((h) => [h.chunkText, h.contextText, h.snippet]));
+    expect(b.hits.some((h) => h.snippet?.includes('<mark>'))).toBe(true);
+  });
+});

@@ -1,0 +1,17 @@
+import { openPglite } from '@svc/deploy/engines/sql';
+import { MemoryTextIndex } from '@svc/projectors/search/memory-text';
+import { PgTextIndex } from '@svc/projectors/search/pg-fts';
+import { tempDir } from '../support/engines';
+import { textIndexContract } from './text-index.contract';
+
+// The embedded default as the service runs it (SERVICE_ROLE=all): PostgreSQL FTS on PGlite as the store, queries from memory.
+textIndexContract('in-memory BM25 over PostgreSQL full-text search (embedded, role all)', async () => {
+  const tmp = tempDir();
+  const sql = await openPglite(tmp.dir);
+  return Object.assign(new MemoryTextIndex(new PgTextIndex(sql)), {
+    dispose: async () => {
+      await sql.close();
+      tmp.remove();
+    },
+  });
+});

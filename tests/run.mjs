@@ -11,8 +11,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const engines = [
   ['DATABASE_URL', 'PostgreSQL server', 'event-store contract, read models and the whole service on PostgreSQL'],
   ['EVENTSTORE_URL', 'EventStoreDB / KurrentDB', 'event-store contract on KurrentDB (no server can be installed on our build machines)'],
-  ['KAFKA_BROKERS', 'Apache Kafka', 'Kafka feed suites'],
-  ['ELASTICSEARCH_URL', 'Elasticsearch', 'text-index contract on Elasticsearch'],
+  ['KAFKA_BROKERS', 'Apache Kafka', 'Kafka relay, Kafka feed, split-role (4 processes) and Kafka fault'],
+  ['ELASTICSEARCH_URL', 'Elasticsearch', 'text-index contract, PostgreSQL-parity, search e2e and search-index rebuild on Elasticsearch'],
   ['REDIS_URL', 'Redis', 'rate-limit counter contract on Redis'],
 ];
 console.log('Server engine suites:');

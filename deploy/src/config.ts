@@ -11,6 +11,10 @@ export interface Config {
   databaseUrl?: string;
   eventStoreUrl?: string;
   kafkaBrokers?: string;
+  /** Kafka (KAFKA_BROKERS set): the event topic, its partitions when the relay creates it, the consumer-group prefix (docs/engines/kafka.md). */
+  kafkaTopic: string;
+  kafkaPartitions: number;
+  kafkaGroupPrefix: string;
   elasticsearchUrl?: string;
   lancedbUri?: string;
   redisUrl?: string;
@@ -44,6 +48,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: env.DATABASE_URL || undefined,
     eventStoreUrl: env.EVENTSTORE_URL || undefined,
     kafkaBrokers: env.KAFKA_BROKERS || undefined,
+    kafkaTopic: env.KAFKA_TOPIC || 'svc.events',
+    kafkaPartitions: env.KAFKA_TOPIC_PARTITIONS ? Number(env.KAFKA_TOPIC_PARTITIONS) : 3,
+    kafkaGroupPrefix: env.KAFKA_GROUP_PREFIX ?? `${env.KAFKA_TOPIC || 'svc.events'}.`,
     elasticsearchUrl: env.ELASTICSEARCH_URL || undefined,
     lancedbUri: env.LANCEDB_URI || undefined,
     redisUrl: env.REDIS_URL || undefined,

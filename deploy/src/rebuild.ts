@@ -7,7 +7,8 @@ import { buildService } from './service';
  * database is single-process) or against a shared PostgreSQL.
  */
 const target = process.argv[2] ?? 'all';
-const config = { ...loadConfig(), role: 'projector' as const };
+// The replay reads the event store itself: no Kafka consumer (it would only join the running projector's groups as a standby).
+const config = { ...loadConfig(), role: 'projector' as const, kafkaBrokers: undefined };
 const service = await buildService(config, (m) => console.log(m));
 const known = [service.runner.name, ...(service.searchIndexer ? [service.searchIndexer.name] : []), 'all'];
 if (!known.includes(target)) {

@@ -31,7 +31,10 @@ import { S3BlobStore } from './engines/s3-blobs';
 import type { BlobStore } from '@svc/domain/ports/blob-store';
 import { UploadPoller } from '@svc/command-api/documents/upload-poller';
 import { openSearchEngines } from './engines/search';
-import { SearchIndexer } from '@svc/projectors/search/indexer';
+import { SearchIndexer, type SearchEngines } from '@svc/projectors/search/indexer';
+import { KafkaFeed } from '@svc/projectors/kafka/feed';
+import { KafkaRelay } from '@svc/projectors/kafka/relay';
+import { kafkaSettings, metricsText } from './engines/kafka';
 
 export const READ_MODELS = 'read-models';
 
@@ -42,6 +45,11 @@ export interface Service {
   runner: ProjectionRunner;
   /** The search projector ('search-index'), when this process runs projectors. */
   searchIndexer?: SearchIndexer;
+  /** The search engines, when this process serves or indexes search. */
+  search?: SearchEngines;
+  /** Kafka (KAFKA_BROKERS): the relay (roles relay and all) and the feed of this process's projectors (roles projector and all). */
+  relay?: KafkaRelay;
+  feed?: KafkaFeed;
   app: FastifyInstance;
   /** Set when this start created the first account. */
   bootstrapFile?: string;
@@ -76,6 +84,15 @@ export async function buildService(config: Config, log: (msg: string) => void = 
   const pages = new Paginator(new CursorCodec(secret));
 
   const runsProjector = config.role === 'all' || config.role === 'projector';
+  // Kafka: the relay publishes the log (roles relay and all); the projectors consume the topic instead of the store's catch-up subscription.
+  const kafka = kafkaSettings(config, log);
+  if (config.role === 'relay' && !kafka) throw new Error('SERVICE_ROLE=relay publishes to Kafka: set KAFKA_BROKERS');
+  const feed = kafka && runsProjector ? new KafkaFeed({ settings: kafka, store, sql, log }) : undefined;
+  const relay = kafka && (config.role === 'all' || config.role === 'relay') ? new KafkaRelay(sql, store, kafka, { log }) : undefined;
+  if (relay) {
+    await relay.init();
+    relay.start();
+  }
   // By-id caches are exact only beside an in-process projector that invalidates them.
   const recordCache = config.role === 'all' ? new ReadCache<RecordRow>() : undefined;
   const onRecordsChanged = (ids: string[] | null) => (ids ? recordCache?.invalidate(ids) : recordCache?.clear());
@@ -90,6 +107,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
   };
   let barrier: ReadModelBarrier & { close?: () => Promise<void> };
   if (runsProjector) {
+    runner.feed = feed;
     runner.start();
     barrier = inProcessBarrier(runner);
   } else {
@@ -105,6 +123,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
   const worker = runsProjector ? documentWorker({ store, sql, blobs, log }) : undefined;
   if (worker) {
     await worker.init();
+    worker.feed = feed;
     worker.start();
   }
   // With an object store the client's PUT never reaches this service: pending uploads are polled beside the worker.
@@ -116,6 +135,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
   const searchIndexer = search && runsProjector ? new SearchIndexer(sql, store, search, { vectorCapacity: config.vectorCapacity, blobs, log: (m, e) => log(`${m}: ${e instanceof Error ? e.message : String(e)}`) }) : undefined;
   if (searchIndexer) {
     await searchIndexer.init();
+    searchIndexer.feed = feed;
     searchIndexer.start();
   }
 
@@ -149,7 +169,28 @@ export async function buildService(config: Config, log: (msg: string) => void = 
         const head = await store.headPosition();
         const lag = runsProjector ? head - runner.current : 0;
         if (lag > 10_000) throw new ServiceError('UNAVAILABLE', `Read models are ${lag} events behind`);
-        return { status: 'ready', role: config.role, headPosition: head, projections: runsProjector ? [runner.stats] : [] };
+        const relayLag = relay ? head - relay.current : 0;
+        if (relayLag > 10_000) throw new ServiceError('UNAVAILABLE', `The Kafka relay is ${relayLag} events behind`);
+        const subscriber = (s: { name: string; position: number }) => ({ ...s, lag: Math.max(0, head - s.position), ...(feed ? { feed: feed.status(s.name) } : {}) });
+        return {
+          status: 'ready',
+          role: config.role,
+          headPosition: head,
+          projections: runsProjector ? [runner.stats, ...(searchIndexer ? [searchIndexer.stats] : []), ...(worker ? [worker.stats] : [])].map(subscriber) : [],
+          ...(relay ? { relay: { ...relay.stats, lag: Math.max(0, relayLag), topic: kafka!.topic } } : {}),
+        };
+      },
+    }),
+    route({
+      method: 'GET',
+      url: '/metrics',
+      auth: 'none',
+      summary: 'Prometheus metrics: head of the log, position and lag of each log subscriber, Kafka consumer lag',
+      handler: async ({ reply }) => {
+        const head = await store.headPosition();
+        const subscribers = [...(runsProjector ? [runner.stats, ...(searchIndexer ? [searchIndexer.stats] : []), ...(worker ? [worker.stats] : [])] : []), ...(relay ? [relay.stats] : [])];
+        reply.type('text/plain; version=0.0.4; charset=utf-8');
+        return metricsText({ role: config.role, head, subscribers, kafka: feed?.statuses() ?? [] });
       },
     }),
   ];
@@ -183,6 +224,9 @@ export async function buildService(config: Config, log: (msg: string) => void = 
     store,
     runner,
     searchIndexer,
+    search,
+    relay,
+    feed,
     app,
     bootstrapFile,
     async close() {
@@ -194,6 +238,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
       await search?.text.close();
       await search?.vectors.close();
       await runner.stop();
+      await relay?.stop();
       await barrier.close?.();
       await store.close();
       await sql.close();

@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { Pool } from 'undici';
 import { openSql } from '@svc/deploy/engines/sql';
 import { SearchCatalogue, type CatalogueItem } from '@svc/projectors/search/catalogue';
-import { BuiltinEmbedder } from '@svc/projectors/search/embeddings';
+import { BuiltinEmbedder, builtinModelStats, embedQuery, queryCacheStats, type QueryCacheStats } from '@svc/projectors/search/embeddings';
 import { PgTextIndex } from '@svc/projectors/search/pg-fts';
 import type { ItemFilter } from '@svc/projectors/search/text-index';
-import { LanceVectorIndex } from '@svc/projectors/search/vector-index';
+import { LanceVectorIndex, type MaintainReport, type VectorRow } from '@svc/projectors/search/vector-index';
 import type { Passage } from '@svc/domain/search/chunking';
 import { ENTITIES, QUERIES } from '../src/relevance/corpus';
 import { ROOT } from '../src/support/service';
@@ -47,7 +47,7 @@ export const SEARCH_SCHEMA = {
 };
 
 // --- a deterministic synthetic corpus -----------------------------------------------------------
-function rng(seed: number) {
+export function rng(seed: number) {
   let s = seed >>> 0;
   return () => {
     s = (s + 0x6d2b79f5) >>> 0;
@@ -116,7 +116,7 @@ export function syntheticPassage(i: number, bases: string[]): { text: string; ba
 }
 
 /** Real embeddings of the base passages, cached in .cache by text hash (they are inputs to the load, not measurements). */
-async function baseVectors(embedder: BuiltinEmbedder, bases: string[], log: (m: string) => void): Promise<number[][]> {
+export async function baseVectors(embedder: BuiltinEmbedder, bases: string[], log: (m: string) => void): Promise<number[][]> {
   const key = createHash('sha256').update(embedder.model).update(bases.join('\n')).digest('hex').slice(0, 16);
   const file = join(ROOT, '.cache', `bench-search-vectors-${key}.json`);
   if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as number[][];
@@ -127,7 +127,7 @@ async function baseVectors(embedder: BuiltinEmbedder, bases: string[], log: (m: 
   writeFileSync(file, JSON.stringify(v));
   return v;
 }
-const perturb = (v: number[], r: () => number, eps: number) => {
+export const perturb = (v: number[], r: () => number, eps: number) => {
   const w = v.map((x) => x + (r() - 0.5) * 2 * eps);
   const n = Math.hypot(...w) || 1;
   return w.map((x) => x / n);
@@ -187,22 +187,23 @@ async function loadDirect(
   from: number,
   to: number,
   w: { tenantId: string; contextId: string; accountId: string; schemaId: string; bases: string[]; vectors: number[][] },
-): Promise<number> {
+): Promise<{ perSec: number; upkeep: MaintainReport }> {
   const t0 = performance.now();
   const sql = await openSql({ dataDir: join(dataDir, 'pg') });
   const embedder = new BuiltinEmbedder(); // only for its model name / dims (never loaded)
   const text = new PgTextIndex(sql);
-  const vectors = new LanceVectorIndex(join(dataDir, 'lancedb'), embedder.model, embedder.dims);
+  // Upkeep runs once after the load (below), as the projector's background upkeep would have by then.
+  const vectors = new LanceVectorIndex(join(dataDir, 'lancedb'), embedder.model, embedder.dims, { autoMaintain: false });
   const catalogue = new SearchCatalogue(sql);
   try {
     await text.init();
     await vectors.init();
     await catalogue.init();
-    let pendingRows: Record<string, unknown>[] = [];
+    let pendingRows: VectorRow[] = [];
     const flushVectors = async () => {
       if (!pendingRows.length) return;
       // The adapter's own table write (replaceItem minus its per-item delete, which would cost one Lance version per item).
-      await (vectors as unknown as { tableFor(rows: Record<string, unknown>[]): Promise<unknown> }).tableFor(pendingRows);
+      await vectors.add(pendingRows);
       pendingRows = [];
     };
     for (let start = from; start < to; start += PASSAGES_PER_ITEM) {
@@ -226,61 +227,101 @@ async function loadDirect(
       await catalogue.put(ci);
       for (let k = 0; k < passages.length; k++)
         pendingRows.push({
-          id: `${itemId}:${k}`, item_id: itemId, chunk_no: k, tenant_id: w.tenantId, iso: `${w.tenantId}/${w.contextId}`,
-          chunk_text: passages[k].chunkText, context_text: passages[k].contextText, vector: vecs[k],
+          itemId, chunkNo: k, tenantId: w.tenantId, contextId: w.contextId, chunkText: passages[k].chunkText, contextText: passages[k].contextText, vector: vecs[k],
         });
       if (pendingRows.length >= 10_000) await flushVectors();
     }
     await flushVectors();
+    const perSec = (to - from) / ((performance.now() - t0) / 1000);
+    // ANN index (built, or retrained as the table grew) and scalar indexes; compaction.
+    const upkeep = await vectors.maintain({ force: true });
+    return { perSec, upkeep };
   } finally {
     await vectors.close();
     await sql.close();
   }
-  return (to - from) / ((performance.now() - t0) / 1000);
 }
 
 // --- (c) search over HTTP and raw ---------------------------------------------------------------------
 export type Mode = 'TEXT' | 'SEMANTIC' | 'HYBRID';
 export const MODES: Mode[] = ['TEXT', 'SEMANTIC', 'HYBRID'];
+/** Modes measured again with cold queries: every text new, so no query-vector cache can answer (the model runs per request). */
+export const COLD_MODES = ['SEMANTIC', 'HYBRID'] as const;
+export type ColdMode = (typeof COLD_MODES)[number];
 const queryOf = (seq: number) => QUERIES[seq % QUERIES.length].q;
+/** Never-seen query texts: a rotating query plus a token unique in this run (matching no passage, so the keyword leg's work is unchanged). */
+let coldSeq = 0;
+const coldQuery = (seq: number) => `${queryOf(seq)} q${++coldSeq}x`;
 
-async function httpSearch(pool: Pool, headers: Record<string, string>, t: Timing): Promise<Record<Mode, LoadResult & { hits: number }>> {
-  const out = {} as Record<Mode, LoadResult & { hits: number }>;
-  for (const mode of MODES) {
+export type HttpResult = LoadResult & { hits: number };
+
+async function httpSearch(pool: Pool, headers: Record<string, string>, t: Timing): Promise<{ rotating: Record<Mode, HttpResult>; cold: Record<ColdMode, HttpResult>; sent: Record<Mode, number> }> {
+  const sent = { TEXT: 0, SEMANTIC: 0, HYBRID: 0 } as Record<Mode, number>;
+  const run = async (mode: Mode, text: (seq: number) => string): Promise<HttpResult> => {
     let hits = 0;
     const r = await closedLoop({
       ...t,
       op: async (_w, seq) => {
-        const res = await pool.request({ method: 'POST', path: '/v1/search', headers, body: JSON.stringify({ query: queryOf(seq), mode, limit: 20 }) });
-        const text = await res.body.text();
-        if (res.statusCode !== 200) throw new Error(`POST /v1/search ${mode} ${res.statusCode}: ${text.slice(0, 200)}`);
-        hits = text.split('"documentId":').length - 1;
+        if (text === queryOf) sent[mode]++;
+        const res = await pool.request({ method: 'POST', path: '/v1/search', headers, body: JSON.stringify({ query: text(seq), mode, limit: 20 }) });
+        const body = await res.body.text();
+        if (res.statusCode !== 200) throw new Error(`POST /v1/search ${mode} ${res.statusCode}: ${body.slice(0, 200)}`);
+        hits = body.split('"documentId":').length - 1;
       },
     });
-    out[mode] = { ...r, hits };
-  }
-  return out;
+    return { ...r, hits };
+  };
+  const rotating = {} as Record<Mode, HttpResult>;
+  for (const mode of MODES) rotating[mode] = await run(mode, queryOf);
+  const cold = {} as Record<ColdMode, HttpResult>;
+  for (const mode of COLD_MODES) cold[mode] = await run(mode, coldQuery);
+  return { rotating, cold, sent };
 }
 
-async function rawSearch(dataDir: string, t: Timing, w: { tenantId: string; contextId: string }): Promise<Record<Mode | 'EMBED', LoadResult>> {
+export type RawKey = Mode | 'SEMANTIC_COLD' | 'HYBRID_COLD' | 'VECTOR' | 'EMBED';
+export interface RawResults {
+  runs: Record<RawKey, LoadResult>;
+  /** The query-vector cache over the rotating SEMANTIC and HYBRID runs (measured, in this process). */
+  cache: QueryCacheStats;
+  /** Texts per model call over the cold and EMBED runs (the micro-batcher at work). */
+  textsPerModelCall: number;
+}
+
+/**
+ * The same work as the route, in this process with the service stopped: text.search (limit 100, as the
+ * route asks), embedQuery (the route's cached query vector) + vectors.search (limit 100); HYBRID = both
+ * legs in parallel; *_COLD: never-seen query texts; VECTOR: vectors.search alone (vectors embedded
+ * beforehand); EMBED: one uncached model call per operation (16 concurrent, batched).
+ */
+async function rawSearch(dataDir: string, t: Timing, w: { tenantId: string; contextId: string }): Promise<RawResults> {
   const sql = await openSql({ dataDir: join(dataDir, 'pg') });
   const embedder = new BuiltinEmbedder();
   const text = new PgTextIndex(sql);
-  const vectors = new LanceVectorIndex(join(dataDir, 'lancedb'), embedder.model, embedder.dims);
+  const vectors = new LanceVectorIndex(join(dataDir, 'lancedb'), embedder.model, embedder.dims, { autoMaintain: false });
   const filter: ItemFilter = { tenantId: w.tenantId, contextId: w.contextId, clauses: [] };
   const limit = 100; // what the route asks each leg for with limit 20 (max(100, 3 × 20))
-  const textLeg = (seq: number) => text.search({ filter, query: queryOf(seq), textMode: 'OR', slop: 0, limit });
-  const vecLeg = async (seq: number) => vectors.search({ tenantId: w.tenantId, contextId: w.contextId, vector: (await embedder.embed([queryOf(seq)]))[0], limit });
+  const textLeg = (q: string) => text.search({ filter, query: q, textMode: 'OR', slop: 0, limit });
+  const vecLeg = async (q: string) => vectors.search({ tenantId: w.tenantId, contextId: w.contextId, vector: await embedQuery(embedder, q), limit });
   try {
-    await embedder.embed(['warm up']);
-    const out = {} as Record<Mode | 'EMBED', LoadResult>;
-    out.TEXT = await closedLoop({ ...t, op: async (_w, seq) => void (await textLeg(seq)) });
-    out.SEMANTIC = await closedLoop({ ...t, op: async (_w, seq) => void (await vecLeg(seq)) });
-    out.HYBRID = await closedLoop({ ...t, op: async (_w, seq) => void (await Promise.all([textLeg(seq), vecLeg(seq)])) });
-    out.EMBED = await closedLoop({ ...t, op: async (_w, seq) => void (await embedder.embed([queryOf(seq)])) });
-    return out;
+    await embedder.embed(['warm up'], { purpose: 'query' });
+    const queryVecs = await embedder.embed(QUERIES.map((q) => q.q), { purpose: 'query' });
+    const runs = {} as Record<RawKey, LoadResult>;
+    runs.TEXT = await closedLoop({ ...t, op: async (_w, seq) => void (await textLeg(queryOf(seq))) });
+    const cache0 = queryCacheStats(embedder);
+    runs.SEMANTIC = await closedLoop({ ...t, op: async (_w, seq) => void (await vecLeg(queryOf(seq))) });
+    runs.HYBRID = await closedLoop({ ...t, op: async (_w, seq) => void (await Promise.all([textLeg(queryOf(seq)), vecLeg(queryOf(seq))])) });
+    const c = queryCacheStats(embedder);
+    const cache = { ...c, hits: c.hits - cache0.hits, joined: c.joined - cache0.joined, misses: c.misses - cache0.misses };
+    const m0 = { ...builtinModelStats()! };
+    runs.SEMANTIC_COLD = await closedLoop({ ...t, op: async (_w, seq) => void (await vecLeg(coldQuery(seq))) });
+    runs.HYBRID_COLD = await closedLoop({ ...t, op: async (_w, seq) => { const q = coldQuery(seq); await Promise.all([textLeg(q), vecLeg(q)]); } });
+    runs.VECTOR = await closedLoop({ ...t, op: async (_w, seq) => void (await vectors.search({ tenantId: w.tenantId, contextId: w.contextId, vector: queryVecs[seq % queryVecs.length], limit })) });
+    runs.EMBED = await closedLoop({ ...t, op: async (_w, seq) => void (await embedder.embed([coldQuery(seq)], { purpose: 'query' })) });
+    const m1 = builtinModelStats()!;
+    return { runs, cache, textsPerModelCall: (m1.texts - m0.texts) / Math.max(1, m1.calls - m0.calls) };
   } finally {
     await vectors.close();
+    await embedder.close();
     await sql.close();
   }
 }
@@ -289,8 +330,12 @@ export interface SearchTier {
   chunks: number;
   label: string;
   loadPerSec: number;
-  http: Record<Mode, LoadResult & { hits: number }>;
-  raw: Record<Mode | 'EMBED', LoadResult>;
+  upkeep: MaintainReport;
+  http: Record<Mode, HttpResult>;
+  httpCold: Record<ColdMode, HttpResult>;
+  /** Share of the rotating HTTP queries the service's query-vector cache answered: all but the first sight of each of the 48 texts (warm-up included). */
+  httpCacheHitRate: number;
+  raw: RawResults;
 }
 export interface SearchBenchResults {
   indexing: IndexingResult;
@@ -303,7 +348,9 @@ export async function benchSearch(
   o: { timing: Timing; indexRecords: number; tiers: number[]; bases: number; log: (m: string) => void },
 ): Promise<SearchBenchResults> {
   const bases = basePassages(o.bases);
-  const vecs = await baseVectors(new BuiltinEmbedder(), bases, o.log);
+  const baseEmbedder = new BuiltinEmbedder();
+  const vecs = await baseVectors(baseEmbedder, bases, o.log);
+  await baseEmbedder.close();
   let svc = await startHttpService(dataDir);
   const live = svc.bootstrap.tenants.live;
   const headers = { authorization: `Bearer ${live.rootKey}`, 'content-type': 'application/json' };
@@ -325,8 +372,9 @@ export async function benchSearch(
   const tiers: SearchTier[] = [];
   let have = 0;
   for (const size of o.tiers) {
-    const loadPerSec = await loadDirect(dataDir, have, size - indexing.records, { tenantId: live.tenantId, contextId: live.contextId, accountId, schemaId, bases, vectors: vecs });
+    const { perSec: loadPerSec, upkeep } = await loadDirect(dataDir, have, size - indexing.records, { tenantId: live.tenantId, contextId: live.contextId, accountId, schemaId, bases, vectors: vecs });
     o.log(`loaded ${(size - indexing.records - have).toLocaleString('en-US')} passages through the adapters at ${Math.round(loadPerSec)}/s (service stopped)`);
+    o.log(`vector index upkeep on ${upkeep.rows.toLocaleString('en-US')} rows: ${upkeep.action}${upkeep.partitions ? ` (${upkeep.partitions} partition(s))` : ''} in ${(upkeep.ms / 1000).toFixed(1)} s`);
     have = size - indexing.records;
     svc = await startHttpService(dataDir);
     o.log(`service restarted on ${size.toLocaleString('en-US')} chunks`);
@@ -341,10 +389,20 @@ export async function benchSearch(
       await pool.close();
       await svc.stop();
     }
-    for (const m of MODES) o.log(`${size} HTTP ${m}: p50 ${http[m].p50.toFixed(1)} p99 ${http[m].p99.toFixed(1)} ms, ${Math.round(http[m].opsPerSec)}/s, ${http[m].hits} results/page${http[m].errors ? `, ${http[m].errors} errors: ${http[m].firstError}` : ''}`);
+    const line = (r: HttpResult) => `p50 ${r.p50.toFixed(1)} p99 ${r.p99.toFixed(1)} ms, ${Math.round(r.opsPerSec)}/s, ${r.hits} results/page${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''}`;
+    for (const m of MODES) o.log(`${size} HTTP ${m} (rotating queries, cached query vectors): ${line(http.rotating[m])}`);
+    for (const m of COLD_MODES) o.log(`${size} HTTP ${m} cold (every query new: the model runs per request): ${line(http.cold[m])}`);
+    // Every rotating SEMANTIC/HYBRID request (warm-up included) after the first sight of each of the 48 texts was a cache hit (capacity ≫ 48).
+    const sent = http.sent.SEMANTIC + http.sent.HYBRID;
+    const httpCacheHitRate = Math.max(0, (sent - Math.min(sent, QUERIES.length)) / Math.max(1, sent));
     const raw = await rawSearch(dataDir, o.timing, live);
-    for (const m of [...MODES, 'EMBED'] as const) o.log(`${size} raw ${m}: p50 ${raw[m].p50.toFixed(1)} p99 ${raw[m].p99.toFixed(1)} ms, ${Math.round(raw[m].opsPerSec)}/s`);
-    tiers.push({ chunks: size, label: `${size.toLocaleString('en-US')} chunks`, loadPerSec, http, raw });
+    for (const m of ['TEXT', 'SEMANTIC', 'HYBRID', 'SEMANTIC_COLD', 'HYBRID_COLD', 'VECTOR', 'EMBED'] as const) o.log(`${size} raw ${m}: p50 ${raw.runs[m].p50.toFixed(1)} p99 ${raw.runs[m].p99.toFixed(1)} ms, ${Math.round(raw.runs[m].opsPerSec)}/s`);
+    const c = raw.cache;
+    o.log(
+      `${size} query-vector cache: raw rotating runs ${c.hits} hits, ${c.joined} joined, ${c.misses} misses (${((100 * (c.hits + c.joined)) / Math.max(1, c.hits + c.joined + c.misses)).toFixed(1)}% answered without a model call); ` +
+        `HTTP rotating ≈${(100 * httpCacheHitRate).toFixed(1)}%, HTTP cold 0% by construction; ${raw.textsPerModelCall.toFixed(1)} texts per model call (cold + EMBED runs)`,
+    );
+    tiers.push({ chunks: size, label: `${size.toLocaleString('en-US')} chunks`, loadPerSec, upkeep, http: http.rotating, httpCold: http.cold, httpCacheHitRate, raw });
   }
   return { indexing, baseCount: bases.length, tiers };
 }

@@ -7,7 +7,7 @@ import type { Sql } from '@svc/domain/ports/sql';
 import { documentAggregate, type DocumentState, type LiveDocument } from '@svc/domain/documents/document';
 import { documentBlobKeys } from '@svc/domain/documents/grants';
 import { streams } from '@svc/domain/shared/streams';
-import { catchUp } from '@svc/projectors/runtime/catch-up';
+import { catchUpFeed, type EventFeed } from '@svc/projectors/runtime/feed';
 import { loadAggregate, toNewEvents } from '../handle-command';
 import { canExtract, extractText, MAX_EXTRACT_BYTES } from './extract';
 
@@ -40,6 +40,8 @@ export class DocumentWorker {
   private abort = new AbortController();
   private loop: Promise<void> | undefined;
   readonly stats: DocumentWorkerStats;
+  /** Where events come from (set before start): the store's catch-up subscription unless Kafka is configured. */
+  feed?: EventFeed;
 
   constructor(
     private readonly o: { store: EventStore; sql: Sql; blobs: BlobStore; log?: (msg: string) => void; name?: string; now?: () => Date },
@@ -60,7 +62,7 @@ export class DocumentWorker {
   start(): void {
     if (this.loop) return;
     this.abort = new AbortController();
-    this.loop = catchUp(this.o.store, {
+    this.loop = (this.feed ?? catchUpFeed(this.o.store)).follow(this.name, {
       from: this.position,
       batchSize: 200,
       signal: this.abort.signal,

@@ -25,5 +25,6 @@ export async function openSearchEngines(config: Config, sql: Sql): Promise<Searc
     embedder = new OpenAiEmbedder({ url: config.embeddingsUrl, apiKey: config.embeddingsApiKey, model: config.embeddingsModel, dims: config.embeddingsDims ?? 1536 });
   } else embedder = new BuiltinEmbedder();
   const vectors = new LanceVectorIndex(config.lancedbUri ?? join(config.dataDir, 'lancedb'), embedder.model, embedder.dims);
-  return { text, vectors, embedder, catalogue: new SearchCatalogue(sql) };
+  // Catalogue items are cached beside the in-process projector, which writes every change through the same object.
+  return { text, vectors, embedder, catalogue: new SearchCatalogue(sql, { cacheItems: config.role === 'all' ? 100_000 : 0 }) };
 }

@@ -58,11 +58,14 @@ export function chunkText(text: string, o: ChunkOptions = {}): Passage[] {
     cur = cur ? `${cur} ${s}` : s;
   }
   if (cur) chunks.push(cur);
-  return chunks.map((c, i) => {
-    const before = i > 0 ? tail(chunks[i - 1], ctx) : '';
-    const after = i < chunks.length - 1 ? head(chunks[i + 1], ctx) : '';
-    return { chunkNo: i, chunkText: c, contextText: [before, c, after].filter(Boolean).join(' ') };
-  });
+  return chunks.map((c, i) => ({ chunkNo: i, chunkText: c, contextText: contextOf(chunks, i, ctx) }));
+}
+
+/** The `contextText` of chunk `i`: the chunk with up to `contextChars` of each neighbour. */
+export function contextOf(chunks: string[], i: number, contextChars = 350): string {
+  const before = i > 0 ? tail(chunks[i - 1], contextChars) : '';
+  const after = i < chunks.length - 1 ? head(chunks[i + 1], contextChars) : '';
+  return [before, chunks[i], after].filter(Boolean).join(' ');
 }
 
 /** The last `n` characters, starting at a word boundary. */

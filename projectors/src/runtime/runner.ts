@@ -1,7 +1,7 @@
 import { ensureCheckpoints, readCheckpoint, resetCheckpoint, writeCheckpoint } from './checkpoints';
 import type { EventStore, StoredEvent } from '@svc/domain/ports/event-store';
 import type { Sql, SqlQueryable } from '@svc/domain/ports/sql';
-import { catchUp } from './catch-up';
+import { catchUpFeed, type EventFeed } from './feed';
 
 /**
  * A read model kept in SQL. `apply` runs inside the batch transaction that also
@@ -65,6 +65,8 @@ export class ProjectionRunner {
   readonly stats: RunnerStats;
   /** Hears every committed batch before writes waiting on it are released (cache invalidation). */
   onCommitted?: (events: StoredEvent[]) => void;
+  /** Where events come from (set before start): the store's catch-up subscription unless Kafka is configured. */
+  feed?: EventFeed;
 
   constructor(
     readonly name: string,
@@ -86,7 +88,7 @@ export class ProjectionRunner {
   start(): void {
     if (this.loop) return;
     this.abort = new AbortController();
-    this.loop = catchUp(this.store, {
+    this.loop = (this.feed ?? catchUpFeed(this.store)).follow(this.name, {
       from: this.position,
       signal: this.abort.signal,
       handle: (events) => this.applyBatch(events),

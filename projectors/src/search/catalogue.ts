@@ -53,9 +53,18 @@ const toItem = (r: Raw): CatalogueItem => ({
 });
 
 export class SearchCatalogue {
-  constructor(private readonly sql: Sql) {}
+  /** Items by id, kept only where every catalogue write goes through this object (the service's role all). */
+  private readonly cache: Map<string, CatalogueItem> | undefined;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly o: { cacheItems?: number } = {},
+  ) {
+    this.cache = o.cacheItems ? new Map() : undefined;
+  }
 
   async init(q: SqlQueryable = this.sql): Promise<void> {
+    this.cache?.clear(); // a rebuild drops the tables and starts here
     await q.exec(CATALOGUE_DDL);
   }
 
@@ -69,12 +78,28 @@ export class SearchCatalogue {
   }
 
   async items(ids: string[]): Promise<Map<string, CatalogueItem>> {
-    if (!ids.length) return new Map();
-    const { rows } = await this.sql.query<Raw>('SELECT * FROM si_items WHERE item_id = ANY($1::text[])', [[...new Set(ids)]]);
-    return new Map(rows.map((r) => [r.item_id, toItem(r)]));
+    const out = new Map<string, CatalogueItem>();
+    const missing: string[] = [];
+    for (const id of new Set(ids)) {
+      const hit = this.cache?.get(id);
+      if (hit) out.set(id, hit);
+      else missing.push(id);
+    }
+    if (!missing.length) return out;
+    const { rows } = await this.sql.query<Raw>('SELECT * FROM si_items WHERE item_id = ANY($1::text[])', [missing]);
+    for (const r of rows) {
+      const it = toItem(r);
+      out.set(it.itemId, it);
+      if (this.cache) {
+        if (this.cache.size >= this.o.cacheItems!) this.cache.delete(this.cache.keys().next().value!);
+        this.cache.set(it.itemId, it);
+      }
+    }
+    return out;
   }
 
   async put(i: CatalogueItem): Promise<void> {
+    this.cache?.delete(i.itemId);
     await this.sql.query(
       `INSERT INTO si_items VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17)
        ON CONFLICT (item_id) DO UPDATE SET type_name = excluded.type_name, schema_id = excluded.schema_id, external_id = excluded.external_id, folder_id = excluded.folder_id, user_id = excluded.user_id, scopes = excluded.scopes, attrs = excluded.attrs,
@@ -85,10 +110,12 @@ export class SearchCatalogue {
   }
 
   async remove(itemId: string): Promise<void> {
+    this.cache?.delete(itemId);
     await this.sql.query('DELETE FROM si_items WHERE item_id = $1', [itemId]);
   }
 
   async removeContext(tenantId: string, contextId: string): Promise<void> {
+    this.cache?.clear();
     await this.sql.query('DELETE FROM si_items WHERE tenant_id = $1 AND context_id = $2', [tenantId, contextId]);
   }
 

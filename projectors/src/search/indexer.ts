@@ -8,7 +8,7 @@ import type { Sql } from '@svc/domain/ports/sql';
 import { chunkText, type Passage } from '@svc/domain/search/chunking';
 import { filterAttributes, recordPassages } from '@svc/domain/search/indexable';
 import { streams } from '@svc/domain/shared/streams';
-import { catchUp } from '../runtime/catch-up';
+import { catchUpFeed, type EventFeed } from '../runtime/feed';
 import { CATALOGUE_TABLES, SearchCatalogue, type CatalogueItem } from './catalogue';
 import { documentCatalogueItem, loadDocument } from './documents';
 import type { Embedder } from './embeddings';
@@ -74,6 +74,8 @@ export class SearchIndexer {
   private attempt = { position: -1, n: 0 };
   readonly stats = { name: SEARCH_INDEX, position: 0, batches: 0, events: 0, errors: 0, lastError: null as string | null };
   private waiters: Array<{ position: number; resolve: () => void }> = [];
+  /** Where events come from (set before start): the store's catch-up subscription unless Kafka is configured. */
+  feed?: EventFeed;
 
   constructor(
     private readonly sql: Sql,
@@ -101,7 +103,7 @@ export class SearchIndexer {
   start(): void {
     if (this.loop) return;
     this.abort = new AbortController();
-    this.loop = catchUp(this.store, {
+    this.loop = (this.feed ?? catchUpFeed(this.store)).follow(SEARCH_INDEX, {
       from: this.position,
       batchSize: 200,
       signal: this.abort.signal,

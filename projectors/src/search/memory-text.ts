@@ -1,3 +1,4 @@
+import { contextOf } from '@svc/domain/search/chunking';
 import { parseComplexQuery, positiveText, type QueryNode } from '@svc/domain/search/query-syntax';
 import type { AttrValue } from '@svc/domain/search/indexable';
 import { itemPredicate, type FilterableItem } from './filter-memory';
@@ -16,7 +17,6 @@ import { TextIndexError, type IndexedItem, type TextHit, type TextIndex, type Te
  * object: the service uses it when the search projector runs in the same
  * process (SERVICE_ROLE=all); split roles query PostgreSQL directly.
  */
-const MAX_CACHED_ANALYSES = 10_000;
 const DEFAULT_MAX_PASSAGES = 2_000_000;
 
 type Analysed = Array<{ lexeme: string; pos: number }>;
@@ -63,6 +63,9 @@ class Shard {
   readonly pChunk = new I32();
   readonly pLen = new I32();
   readonly pAlive: number[] = [];
+  /** Chunk texts; a context text is rebuilt from the item's chunks as chunking made it, else kept here. */
+  readonly pText: string[] = [];
+  readonly pContext = new Map<number, string>();
   /** Per passage: its lexeme ids (ascending) and, for each, its positions (phrases). */
   readonly pTerms: Array<{ lex: Int32Array; start: Int32Array; pos: Uint16Array } | null> = [];
   alive = 0;
@@ -99,6 +102,8 @@ class Shard {
       this.itemIndex.set(itemId, idx);
     } else this.items[idx] = entry;
     for (const r of rows) entry.pids.push(this.addPassage(idx, r));
+    const chunks = rows.map((r) => r.chunk_text);
+    rows.forEach((r, i) => r.context_text !== contextOf(chunks, i) && this.pContext.set(entry.pids[i], r.context_text));
   }
 
   private addPassage(itemIdx: number, r: PassageRow): number {
@@ -108,6 +113,7 @@ class Shard {
     const len = Number(r.len);
     this.pLen.push(len);
     this.pAlive.push(1);
+    this.pText.push(r.chunk_text);
     const terms = parseTsvector(r.tsv).map(([lexeme, pos]) => [this.lexId(lexeme), pos] as const).sort((a, b) => a[0] - b[0]);
     const lex = new Int32Array(terms.length);
     const start = new Int32Array(terms.length + 1);
@@ -137,6 +143,8 @@ class Shard {
       this.pAlive[pid] = 0;
       for (const id of this.pTerms[pid]!.lex) this.df[id] -= 1;
       this.pTerms[pid] = null;
+      this.pText[pid] = '';
+      this.pContext.delete(pid);
       this.alive -= 1;
       this.totalLen -= this.pLen.a[pid];
       this.dead += 1;
@@ -147,6 +155,17 @@ class Shard {
   updateMeta(itemId: string, m: FilterableItem) {
     const idx = this.itemIndex.get(itemId);
     if (idx !== undefined) Object.assign(this.items[idx], m);
+  }
+
+  /** Chunk and context text of an item's passage, or null when it is not here. */
+  text(itemId: string, chunkNo: number): { chunkText: string; contextText: string } | null {
+    const idx = this.itemIndex.get(itemId);
+    if (idx === undefined) return null;
+    const pids = this.items[idx].pids;
+    const at = pids.findIndex((pid) => this.pChunk.a[pid] === chunkNo);
+    if (at < 0) return null;
+    const chunks = pids.map((pid) => this.pText[pid]);
+    return { chunkText: chunks[at], contextText: this.pContext.get(pids[at]) ?? contextOf(chunks, at) };
   }
 
   /** Positions of a lexeme in a passage (empty when absent). */
@@ -267,7 +286,6 @@ export class MemoryTextIndex implements TextIndex {
   readonly engine = 'postgres' as const;
   /** Loaded (or loading) contexts, least recently searched first. */
   private readonly shards = new Map<string, { ready: Promise<Shard>; shard?: Shard }>();
-  private readonly analyses = new Map<string, Analysed>();
   private writes: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -345,6 +363,11 @@ export class MemoryTextIndex implements TextIndex {
     });
   }
 
+  /** Frees every loaded context; each reloads from PostgreSQL on its next search. */
+  unload(): void {
+    this.shards.clear();
+  }
+
   async close(): Promise<void> {
     this.shards.clear();
     await this.pg.close();
@@ -390,19 +413,10 @@ export class MemoryTextIndex implements TextIndex {
     }
   }
 
-  /** Lexemes of texts, analysed by PostgreSQL once and remembered. */
+  /** Lexemes of texts, analysed by PostgreSQL (remembered there). */
   private async analyse(texts: string[]): Promise<Map<string, Analysed>> {
-    const out = new Map<string, Analysed>();
-    const missing = [...new Set(texts.filter((t) => !this.analyses.has(t)))];
-    if (missing.length) {
-      const got = await this.pg.analyse(missing);
-      missing.forEach((t, i) => {
-        if (this.analyses.size >= MAX_CACHED_ANALYSES) this.analyses.delete(this.analyses.keys().next().value!);
-        this.analyses.set(t, got[i]);
-      });
-    }
-    for (const t of texts) out.set(t, this.analyses.get(t)!);
-    return out;
+    const got = await this.pg.analyse(texts);
+    return new Map(texts.map((t, i) => [t, got[i]]));
   }
 
   async search(q: TextSearch): Promise<{ hits: TextHit[]; total: number }> {
@@ -426,18 +440,22 @@ export class MemoryTextIndex implements TextIndex {
     }
   }
 
+  /** Text from memory; snippets marked against PostgreSQL's analysis (remembered per word). */
   async hydrate(hits: TextHit[], q: TextSearch): Promise<void> {
-    const need = hits.filter((h) => h.chunkText === undefined);
-    if (!need.length) return;
+    const shard = this.shards.get(`${q.filter.tenantId}/${q.filter.contextId}`)?.shard;
+    const found: Array<[TextHit, { chunkText: string; contextText: string }]> = [];
+    for (const h of hits) {
+      if (h.chunkText !== undefined) continue;
+      const t = shard?.text(h.itemId, h.chunkNo);
+      if (t) found.push([h, t]);
+    }
     try {
-      const ast = q.textMode === 'COMPLEX' ? parseComplexQuery(q.query) : null;
-      const positive = ast ? positiveText(ast).join(' ') : q.query;
-      const lexemes = (await this.analyse([positive])).get(positive)!.map((l) => l.lexeme);
-      const texts = await this.pg.passageTexts(need, lexemes);
-      for (const h of need) Object.assign(h, texts.get(`${h.itemId}#${h.chunkNo}`) ?? { chunkText: '', contextText: '', snippet: null });
+      const mark = await this.pg.snippets(found.map(([, t]) => t.chunkText), q);
+      for (const [h, t] of found) Object.assign(h, t, { snippet: mark(t.chunkText) });
     } catch (e) {
       throw new TextIndexError(`text search failed: ${(e as Error).message}`, e);
     }
+    await this.pg.hydrate(hits, q); // any not in memory (removed meanwhile)
   }
 }
 

@@ -1,7 +1,10 @@
 import type { Sql, SqlQueryable } from '@svc/domain/ports/sql';
 import { parseComplexQuery, positiveText, type QueryNode } from '@svc/domain/search/query-syntax';
 import { filterSql } from './filter-sql';
+import { snippet, words } from './snippet';
 import { TextIndexError, type IndexedItem, type TextHit, type TextIndex, type TextSearch } from './text-index';
+
+type Analysed = Array<{ lexeme: string; pos: number }>;
 
 /**
  * Keyword search on PostgreSQL full-text search (the same SQL on PGlite and a
@@ -15,7 +18,9 @@ export const BM25 = { k1: 1.2, b: 0.75 } as const;
 const CONFIG = 'english';
 /** Cap on the alternatives a PHRASE query with slop expands to; the slop is reduced until it fits. */
 const MAX_PHRASE_ALTERNATIVES = 256;
-const HEADLINE = `StartSel=<mark>, StopSel=</mark>, MaxWords=40, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "`;
+/** Words whose lexemes are remembered for snippets (cleared when full). */
+const MAX_CACHED_WORDS = 500_000;
+const MAX_CACHED_ANALYSES = 10_000;
 
 const DDL = `
 CREATE TABLE IF NOT EXISTS ti_passages (
@@ -42,6 +47,7 @@ UPDATE ti_stats s SET n = s.n - st.n, total_len = s.total_len - st.l FROM st WHE
 export interface PassageRow {
   item_id: string; chunk_no: number; tenant_id: string; context_id: string; source_type: 'record' | 'document'; type_name: string | null;
   folder_id: string | null; user_id: string | null; scopes: string[]; attrs: Record<string, unknown>; created_at: Date | string; len: number; tsv: string;
+  chunk_text: string; context_text: string;
 }
 
 /** A lexeme as a tsquery literal. */
@@ -122,40 +128,88 @@ export class PgTextIndex implements TextIndex {
 
   // --- what the in-memory index (memory-text.ts) loads and asks of PostgreSQL ---
 
-  /** Every passage of one context (or one item) with its item columns and its tsvector as text. */
+  /** Every passage of one context (or one item) with its item columns, its chunk text and its tsvector as text. */
   async passageRows(where: { tenantId: string; contextId: string } | { itemId: string }): Promise<PassageRow[]> {
     const cond = 'itemId' in where ? 'item_id = $1' : 'tenant_id = $1 AND context_id = $2';
     const params = 'itemId' in where ? [where.itemId] : [where.tenantId, where.contextId];
     const { rows } = await this.sql.query<PassageRow>(
-      `SELECT item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, user_id, scopes, attrs, created_at, len, tsv::text AS tsv
+      `SELECT item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, user_id, scopes, attrs, created_at, len, tsv::text AS tsv,
+         chunk_text, context_text
        FROM ti_passages WHERE ${cond} ORDER BY item_id, chunk_no`,
       params,
     );
     return rows;
   }
 
-  /** The lexemes of each text with their positions, as the index analyses passages. */
-  async analyse(texts: string[]): Promise<Array<Array<{ lexeme: string; pos: number }>>> {
-    const out = texts.map(() => [] as Array<{ lexeme: string; pos: number }>);
-    if (!texts.length) return out;
-    const { rows } = await this.sql.query<{ i: number; lexeme: string; pos: number }>(
-      `SELECT t.i, u.lexeme, p AS pos FROM unnest($1::text[]) WITH ORDINALITY t(txt, i), unnest(to_tsvector('${CONFIG}', t.txt)) u, unnest(u.positions) p ORDER BY t.i, p`,
-      [texts],
-    );
-    for (const r of rows) out[Number(r.i) - 1].push({ lexeme: r.lexeme, pos: Number(r.pos) });
-    return out;
+  private readonly analyses = new Map<string, Analysed>();
+  private readonly wordLexemes = new Map<string, string | null>();
+
+  /** The lexemes of each text with their positions, as the index analyses passages (remembered per text). */
+  async analyse(texts: string[]): Promise<Analysed[]> {
+    const missing = [...new Set(texts.filter((t) => !this.analyses.has(t)))];
+    if (missing.length) {
+      const got = missing.map(() => [] as Analysed);
+      const { rows } = await this.sql.query<{ i: number; lexeme: string; pos: number }>(
+        `SELECT t.i, u.lexeme, p AS pos FROM unnest($1::text[]) WITH ORDINALITY t(txt, i), unnest(to_tsvector('${CONFIG}', t.txt)) u, unnest(u.positions) p ORDER BY t.i, p`,
+        [missing],
+      );
+      for (const r of rows) got[Number(r.i) - 1].push({ lexeme: r.lexeme, pos: Number(r.pos) });
+      missing.forEach((t, i) => {
+        if (this.analyses.size >= MAX_CACHED_ANALYSES) this.analyses.delete(this.analyses.keys().next().value!);
+        this.analyses.set(t, got[i]);
+      });
+    }
+    return texts.map((t) => this.analyses.get(t)!);
   }
 
-  /** Chunk text, context text and a highlighted snippet of the given passages (keys `itemId#chunkNo`). */
-  async passageTexts(keys: Array<{ itemId: string; chunkNo: number }>, lexemes: string[]): Promise<Map<string, { chunkText: string; contextText: string; snippet: string }>> {
-    if (!keys.length) return new Map();
-    const hl = lexemes.length ? [...new Set(lexemes)].map(lit).join(' | ') : '';
-    const { rows } = await this.sql.query<{ item_id: string; chunk_no: number; chunk_text: string; context_text: string; snippet: string }>(
-      `SELECT p.item_id, p.chunk_no, p.chunk_text, p.context_text, ts_headline('${CONFIG}', p.chunk_text, $3::tsquery, '${HEADLINE}') AS snippet
-       FROM unnest($1::text[], $2::int[]) k(item_id, chunk_no) JOIN ti_passages p ON p.item_id = k.item_id AND p.chunk_no = k.chunk_no`,
-      [keys.map((k) => k.itemId), keys.map((k) => k.chunkNo), hl],
-    );
-    return new Map(rows.map((r) => [`${r.item_id}#${r.chunk_no}`, { chunkText: r.chunk_text, contextText: r.context_text, snippet: r.snippet }]));
+  /** Lexeme of each word (null for a stop word), from the same analysis, remembered. */
+  private async lexemesOf(ws: string[]): Promise<(w: string) => string | null> {
+    const missing = [...new Set(ws.map((w) => w.toLowerCase()).filter((w) => !this.wordLexemes.has(w)))];
+    if (missing.length) {
+      if (this.wordLexemes.size + missing.length > MAX_CACHED_WORDS) this.wordLexemes.clear();
+      const { rows } = await this.sql.query<{ w: string; lexeme: string | null }>(
+        `SELECT w, (SELECT min(u.lexeme) FROM unnest(to_tsvector('${CONFIG}', w)) u) AS lexeme FROM unnest($1::text[]) w`,
+        [missing],
+      );
+      for (const r of rows) this.wordLexemes.set(r.w, r.lexeme);
+    }
+    return (w) => this.wordLexemes.get(w.toLowerCase()) ?? null;
+  }
+
+  /** A snippet maker for these passage texts and this query: words are marked when their lexeme is one of the query's. */
+  async snippets(texts: string[], q: TextSearch): Promise<(text: string) => string> {
+    const ast = q.textMode === 'COMPLEX' ? parseComplexQuery(q.query) : null;
+    const [lx] = await this.analyse([ast ? positiveText(ast).join(' ') : q.query]);
+    const wanted = new Set(lx.map((l) => l.lexeme));
+    const lexeme = await this.lexemesOf(texts.flatMap(words));
+    return (text) => snippet(text, (w) => wanted.has(lexeme(w) ?? ''));
+  }
+
+  /**
+   * Text and snippet for the hits shown (search returns ranked hits only): one
+   * read by primary key, and the snippet marked here (snippet.ts) by comparing
+   * each word's lexeme with the query's.
+   */
+  async hydrate(hits: TextHit[], q: TextSearch): Promise<void> {
+    const need = hits.filter((h) => h.chunkText === undefined);
+    if (!need.length) return;
+    try {
+      const { rows } = await this.sql.query<{ item_id: string; chunk_no: number; chunk_text: string; context_text: string }>(
+        `SELECT p.item_id, p.chunk_no, p.chunk_text, p.context_text
+         FROM unnest($1::text[], $2::int[]) k(item_id, chunk_no) JOIN ti_passages p ON p.item_id = k.item_id AND p.chunk_no = k.chunk_no`,
+        [need.map((h) => h.itemId), need.map((h) => h.chunkNo)],
+      );
+      const mark = await this.snippets(rows.map((r) => r.chunk_text), q);
+      const byKey = new Map(rows.map((r) => [`${r.item_id}#${r.chunk_no}`, r]));
+      for (const h of need) {
+        const r = byKey.get(`${h.itemId}#${h.chunkNo}`);
+        h.chunkText = r?.chunk_text ?? '';
+        h.contextText = r?.context_text ?? '';
+        h.snippet = r ? mark(r.chunk_text) : null;
+      }
+    } catch (e) {
+      throw new TextIndexError(`text search failed: ${(e as Error).message}`, e);
+    }
   }
 
   async search(s: TextSearch): Promise<{ hits: TextHit[]; total: number }> {
@@ -164,15 +218,6 @@ export class PgTextIndex implements TextIndex {
     } catch (e) {
       throw new TextIndexError(`text search failed: ${(e as Error).message}`, e);
     }
-  }
-
-  /** Lexemes of a text with their positions, in text order. */
-  private async lexemes(q: SqlQueryable, text: string): Promise<Array<{ lexeme: string; pos: number }>> {
-    const { rows } = await q.query<{ lexeme: string; pos: number }>(
-      `SELECT u.lexeme, p AS pos FROM unnest(to_tsvector('${CONFIG}', $1)) u, unnest(u.positions) p ORDER BY p`,
-      [text],
-    );
-    return rows.map((r) => ({ lexeme: r.lexeme, pos: Number(r.pos) }));
   }
 
   private async run(q: SqlQueryable, s: TextSearch): Promise<{ hits: TextHit[]; total: number }> {
@@ -187,23 +232,21 @@ export class PgTextIndex implements TextIndex {
       const ast = parseComplexQuery(s.query);
       if (!ast) return { hits: [], total: 0 };
       match = complexTsquery(ast, p);
-      scoring = (await this.lexemes(q, positiveText(ast).join(' '))).map((l) => l.lexeme);
+      scoring = (await this.analyse([positiveText(ast).join(' ')]))[0].map((l) => l.lexeme);
     } else {
-      const lx = await this.lexemes(q, s.query);
+      const [lx] = await this.analyse([s.query]);
       scoring = lx.map((l) => l.lexeme);
       if (!lx.length) return { hits: [], total: 0 };
       if (s.textMode === 'OR') match = `${p([...new Set(scoring)].map(lit).join(' | '))}::tsquery`;
       else if (s.textMode === 'AND') match = `plainto_tsquery('${CONFIG}', ${p(s.query)})`;
       else match = `${p(phraseTsquery(lx, s.slop))}::tsquery`;
     }
-    const uniq = [...new Set(scoring)];
-    const highlight = uniq.length ? `${p(uniq.map(lit).join(' | '))}::tsquery` : `''::tsquery`;
-    const lexParam = p(uniq);
+    const lexParam = p([...new Set(scoring)]);
     const where = filterSql(s.filter, 'c', params);
     const limit = p(s.limit);
     const t = p(s.filter.tenantId);
     const ctx = p(s.filter.contextId);
-    const { rows } = await q.query<{ item_id: string; chunk_no: number; score: number; total: number; chunk_text: string; context_text: string; snippet: string }>(
+    const { rows } = await q.query<{ item_id: string; chunk_no: number; score: number; total: number }>(
       // idf of the query's terms once (a handful of rows), then term frequencies of the matching passages in one pass.
       `WITH st AS (SELECT n::float8 AS n, greatest(total_len::float8 / nullif(n, 0), 1) AS avgdl FROM ti_stats WHERE tenant_id = ${t} AND context_id = ${ctx}),
        qt AS (SELECT tt.lexeme, ln(1 + (st.n - tt.df + 0.5) / (tt.df + 0.5)) AS idf FROM ti_terms tt, st
@@ -219,10 +262,7 @@ export class PgTextIndex implements TextIndex {
          WHERE ${where} AND c.tsv @@ (${match})
          GROUP BY c.item_id, c.chunk_no),
        top AS (SELECT item_id, chunk_no, score, count(*) OVER () AS total FROM scored ORDER BY score DESC, item_id, chunk_no LIMIT ${limit})
-       SELECT top.item_id, top.chunk_no, top.score, top.total, p.chunk_text, p.context_text,
-         ts_headline('${CONFIG}', p.chunk_text, ${highlight}, '${HEADLINE}') AS snippet
-       FROM top JOIN ti_passages p ON p.item_id = top.item_id AND p.chunk_no = top.chunk_no
-       ORDER BY top.score DESC, top.item_id, top.chunk_no`,
+       SELECT item_id, chunk_no, score, total FROM top ORDER BY score DESC, item_id, chunk_no`,
       params,
     );
     return {
@@ -231,9 +271,6 @@ export class PgTextIndex implements TextIndex {
         itemId: r.item_id,
         chunkNo: Number(r.chunk_no),
         score: Number(r.score),
-        snippet: r.snippet,
-        chunkText: r.chunk_text,
-        contextText: r.context_text,
       })),
     };
   }

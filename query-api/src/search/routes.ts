@@ -4,6 +4,7 @@ import { route, type RouteSpec } from '@svc/contracts/http/route';
 import type { Principal } from '@svc/contracts/http/principal';
 import type { Sql } from '@svc/domain/ports/sql';
 import { aboveTextRelevance, reciprocalRankFusion, type LegHit } from '@svc/domain/search/fusion';
+import { embedQuery } from '@svc/projectors/search/embeddings';
 import type { SearchEngines } from '@svc/projectors/search/indexer';
 import type { ItemFilter, TextHit, TextSearch } from '@svc/projectors/search/text-index';
 import type { VectorHit } from '@svc/projectors/search/vector-index';
@@ -38,7 +39,7 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
     return aboveTextRelevance(r.hits.map((h) => ({ key: keyOf(h.itemId, h.chunkNo), score: h.score })), b.minTextRelevance);
   };
   const vectorLeg = async (): Promise<LegHit[]> => {
-    const [vector] = await engines.embedder.embed([b.query]);
+    const vector = await embedQuery(engines.embedder, b.query); // LRU-cached per exact query text
     const hits = await vectorSearch(engines, filter, vector, want);
     const out: LegHit[] = [];
     for (const h of hits) {

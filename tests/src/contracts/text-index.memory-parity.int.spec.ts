@@ -107,12 +107,18 @@ describe('in-memory text index parity with the SQL path', () => {
     expect(await compare('after writes')).toBeGreaterThan(1000);
   }, 120_000);
 
-  it('hydrates the page with the text and the snippet SQL gives', async () => {
+  it('hydrates the page: the stored text, and a snippet marking the query words', async () => {
     const s: TextSearch = { filter: { tenantId: T, contextId: C, clauses: [] }, query: QUERIES[0].q, textMode: 'OR', slop: 0, limit: 10 };
     const [a, b] = [await pg.search(s), await mem.search(s)];
     expect(b.hits[0].chunkText).toBeUndefined();
-    await mem.hydrate(b.hits, s);
+    await Promise.all([pg.hydrate(a.hits, s), mem.hydrate(b.hits, s)]);
     expect(b.hits.map((h) => [h.chunkText, h.contextText, h.snippet])).toEqual(a.hits.map((h) => [h.chunkText, h.contextText, h.snippet]));
-    expect(b.hits.some((h) => h.snippet?.includes('<mark>'))).toBe(true);
+    const { rows } = await sql.query<{ chunk_text: string; context_text: string }>('SELECT chunk_text, context_text FROM ti_passages WHERE item_id = $1 AND chunk_no = $2', [b.hits[0].itemId, b.hits[0].chunkNo]);
+    expect([b.hits[0].chunkText, b.hits[0].contextText]).toEqual([rows[0].chunk_text, rows[0].context_text]);
+    const marked = b.hits.flatMap((h) => [...(h.snippet ?? '').matchAll(/<mark>([^<]+)<\/mark>/g)].map((m) => m[1].toLowerCase()));
+    expect(marked.length).toBeGreaterThan(0);
+    // every marked word is a query word up to stemming (it shares its first four letters with one)
+    const qwords = QUERIES[0].q.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+    for (const m of marked) expect(qwords.some((w) => w.slice(0, 4) === m.slice(0, 4)), `${m} in ${QUERIES[0].q}`).toBe(true);
   });
 });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startService, type Api, type Bootstrap, type TestService } from '../support/service';
+import { searchE2eEngine } from './search-engine';
 
 /**
  * Content search (spec "Content search", "Record indexStatus", indexFailure
@@ -67,7 +68,7 @@ const found = async (body: Record<string, unknown>, token = root) => {
 };
 
 beforeAll(async () => {
-  svc = await startService({ env: { VECTOR_CAPACITY_PER_TENANT: '30' } });
+  svc = await startService({ env: { VECTOR_CAPACITY_PER_TENANT: '30', ...searchE2eEngine.env } });
   api = svc.api;
   acct = await enterprise();
   root = acct.tenants.live.rootKey;
@@ -296,7 +297,7 @@ describe('access', () => {
 
 describe('degradation', () => {
   it('one failed leg: the other answers with degraded: true; requireComplete gives 503', async () => {
-    await svc.service.sql.exec('ALTER TABLE ti_passages RENAME TO ti_passages_off');
+    await searchE2eEngine.breakTextLeg(svc);
     try {
       const h = await search({ query: 'glacier valley' });
       expect(h.status, h.text).toBe(200);
@@ -307,7 +308,7 @@ describe('degradation', () => {
       expect((await search({ query: 'glacier valley', mode: 'TEXT' })).status).toBe(503);
       expect((await search({ query: 'glacier valley', mode: 'SEMANTIC', requireComplete: true })).status).toBe(200);
     } finally {
-      await svc.service.sql.exec('ALTER TABLE ti_passages_off RENAME TO ti_passages');
+      await searchE2eEngine.restoreTextLeg(svc);
     }
     expect((await search({ query: 'glacier valley', requireComplete: true })).body.degraded).toBe(false);
   });

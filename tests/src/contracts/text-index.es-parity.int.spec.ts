@@ -1,0 +1,153 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openPglite } from '@svc/deploy/engines/sql';
+import type { Sql } from '@svc/domain/ports/sql';
+import { chunkText } from '@svc/domain/search/chunking';
+import { parseFilters } from '@svc/domain/search/filters';
+import { ElasticsearchTextIndex } from '@svc/projectors/search/es';
+import { PgTextIndex } from '@svc/projectors/search/pg-fts';
+import type { IndexedItem, ItemFilter, TextHit, TextMode, TextSearch } from '@svc/projectors/search/text-index';
+import { passages, QUERIES } from '../relevance/corpus';
+import { serverUrl, tempDir } from '../support/engines';
+
+const url = serverUrl('elasticsearch');
+const T = 'tenant-es-parity';
+const C = 'ctx-es-parity';
+const C_REL = 'ctx-es-relevance';
+const key = (h: Pick<TextHit, 'itemId' | 'chunkNo'>) => `${h.itemId}#${h.chunkNo}`;
+
+function ndcgAt10(ranked: string[], rel: Record<string, number>): number {
+  const dcg = ranked.slice(0, 10).reduce((s, id, i) => s + (2 ** (rel[id] ?? 0) - 1) / Math.log2(i + 2), 0);
+  const ideal = Object.values(rel).sort((a, b) => b - a).slice(0, 10).reduce((s, g, i) => s + (2 ** g - 1) / Math.log2(i + 2), 0);
+  return ideal ? dcg / ideal : 0;
+}
+const ps = passages();
+const item = (i: number): IndexedItem => ({
+  itemId: ps[i].id, tenantId: T, contextId: C, sourceType: i % 3 ? 'record' : 'document', typeName: i % 3 ? 'place' : null,
+  folderId: `f${i % 4}`, userId: i % 5 === 0 ? 'u1' : null, scopes: i % 2 ? ['org:a'] : [], attrs: { rank: i, group: `g${i % 3}`, tags: [`t${i % 2}`, `t${i % 5}`] },
+  createdAt: new Date(Date.UTC(2026, 0, 1 + (i % 28))).toISOString(), metadata: {},
+  passages: chunkText(`${ps[i].text} ${ps[(i + 7) % ps.length].text}`, { maxChars: 200 }),
+});
+const filters: Array<Partial<ItemFilter>> = [
+  {},
+  { sourceTypes: ['record'], typeName: 'place' },
+  { folderIds: ['f1', 'f2'], scopesAll: ['org:a'] },
+  { userIds: ['u1'] },
+  { scopesAny: ['org:a', 'org:b'], createdAfter: '2026-01-05T00:00:00.000Z', createdBefore: '2026-01-20T00:00:00.000Z' },
+  { clauses: parseFilters({ rank: { $gte: 40, $lt: 150 }, group: { $in: ['g0', 'g2'] } }) },
+  { clauses: parseFilters({ tags: 't3', group: { $ne: 'g1' }, rank: { $nin: [3, 8] } }) },
+];
+const modes: Array<{ textMode: TextMode; slop: number; q?: (q: string) => string }> = [
+  { textMode: 'OR', slop: 0 },
+  { textMode: 'AND', slop: 0 },
+  { textMode: 'PHRASE', slop: 0 },
+  { textMode: 'PHRASE', slop: 2 },
+  { textMode: 'COMPLEX', slop: 0, q: (q) => { const w = q.split(/\s+/); return w.length > 2 ? `(${w[0]} OR ${w[1]}) -${w[2]} "${w.slice(0, 2).join(' ')}"` : `${w[0]} OR "${q}"`; } },
+  { textMode: 'COMPLEX', slop: 0, q: (q) => `-${q.split(/\s+/)[0]}` },
+];
+
+/**
+ * Elasticsearch answers like the embedded PostgreSQL full-text search over the
+ * same passages (the project's relevance corpus, two passages per item): the
+ * same matching passages and totals for every text mode (OR, AND, PHRASE with
+ * and without slop, COMPLEX with phrases, groups and exclusions, exclusion
+ * alone), under every kind of filter; nearly the same ranking (both BM25, with
+ * Lucene's lossy length norms); <mark>s on the same words; and the same
+ * keyword relevance on the judged set. Analysis is the reason this holds: both
+ * use PostgreSQL's English stop words and the Snowball English stemmer.
+ */
+if (!url) describe.skip('text index parity Elasticsearch / PostgreSQL (ELASTICSEARCH_URL not set)', () => {});
+else
+  describe('text index parity: Elasticsearch answers like PostgreSQL full-text search', () => {
+    const tmp = tempDir();
+    let sql: Sql;
+    let pg: PgTextIndex;
+    let es: ElasticsearchTextIndex;
+    const index = `test-parity-${randomUUID()}`;
+    beforeAll(async () => {
+      sql = await openPglite(tmp.dir);
+      pg = new PgTextIndex(sql);
+      es = new ElasticsearchTextIndex({ url, index });
+      await pg.init();
+      await es.init();
+      for (let i = 0; i < ps.length; i++) {
+        await pg.replaceItem(item(i));
+        await es.replaceItem(item(i));
+        // the relevance set as the relevance test indexes it: one passage per item, in a context of its own
+        const one = { ...item(i), itemId: `rel:${ps[i].id}`, contextId: C_REL, attrs: {}, passages: [{ chunkNo: 0, chunkText: ps[i].text, contextText: ps[i].text }] };
+        await pg.replaceItem(one);
+        await es.replaceItem(one);
+      }
+    }, 120_000);
+    afterAll(async () => {
+      await es?.close();
+      await fetch(`${url.replace(/\/$/, '')}/${index}`, { method: 'DELETE' }).catch(() => {});
+      await sql?.close();
+      tmp.remove();
+    });
+
+    it('matches the same passages for every text mode, filter and query (totals too), and ranks them alike', async () => {
+      let compared = 0, nonEmpty = 0, topAgree = 0, ranked = 0;
+      const overlap: number[] = [];
+      const mismatches: string[] = [];
+      for (const m of modes) for (const f of filters) for (const q of QUERIES) {
+        const s: TextSearch = { filter: { tenantId: T, contextId: C, clauses: [], ...f }, query: m.q ? m.q(q.q) : q.q, textMode: m.textMode, slop: m.slop, limit: 1000 };
+        const [a, b] = [await pg.search(s), await es.search(s)];
+        const ka = a.hits.map(key).sort(), kb = b.hits.map(key).sort();
+        compared++;
+        if (a.total) nonEmpty++;
+        if (a.total !== b.total || JSON.stringify(ka) !== JSON.stringify(kb)) mismatches.push(`${m.textMode}/${m.slop} ${JSON.stringify(f)} ${s.query}: pg ${a.total} es ${b.total}`);
+        if (!a.hits.length || m.textMode === 'COMPLEX') continue;
+        ranked++;
+        // the top passage of PostgreSQL (or one tied with it) is Elasticsearch's top passage
+        const tied = new Set(a.hits.filter((h) => Math.abs(h.score - a.hits[0].score) <= 1e-9 * a.hits[0].score).map(key));
+        if (tied.has(key(b.hits[0]))) topAgree++;
+        const top = new Set(a.hits.slice(0, 10).map(key));
+        overlap.push(b.hits.slice(0, 10).filter((h) => top.has(key(h))).length / Math.min(10, a.hits.length));
+      }
+      const meanOverlap = overlap.reduce((x, y) => x + y, 0) / overlap.length;
+      console.log(`Elasticsearch vs PostgreSQL FTS: ${compared - mismatches.length}/${compared} searches (${nonEmpty} non-empty) match the same passages; top hit agrees in ${topAgree}/${ranked}; top-10 overlap ${meanOverlap.toFixed(3)}`);
+      expect(mismatches).toEqual([]);
+      expect(nonEmpty).toBeGreaterThan(compared / 3);
+      expect(topAgree / ranked).toBeGreaterThan(0.95);
+      expect(meanOverlap).toBeGreaterThan(0.95);
+    }, 300_000);
+
+    it('highlights the matched terms like PostgreSQL (a <mark> wherever PostgreSQL has one)', async () => {
+      let checked = 0;
+      for (const q of QUERIES.slice(0, 24)) {
+        const s: TextSearch = { filter: { tenantId: T, contextId: C, clauses: [] }, query: q.q, textMode: 'OR', slop: 0, limit: 5 };
+        const [a, b] = [await pg.search(s), await es.search(s)];
+        await pg.hydrate?.(a.hits, s);
+        await es.hydrate(b.hits, s);
+        const byKey = new Map(a.hits.map((h) => [key(h), h]));
+        for (const h of b.hits) {
+          const p = byKey.get(key(h));
+          if (!p) continue;
+          checked++;
+          expect(h.chunkText).toBe(p.chunkText);
+          expect(h.contextText).toBe(p.contextText);
+          expect(/<mark>/.test(h.snippet ?? ''), `${q.q}: ${h.snippet} vs ${p.snippet}`).toBe(/<mark>/.test(p.snippet ?? ''));
+          const marked = (x: string | null | undefined) => new Set([...(x ?? '').matchAll(/<mark>(.*?)<\/mark>/g)].map((m) => m[1].toLowerCase()));
+          for (const w of marked(h.snippet)) expect(h.chunkText!.toLowerCase()).toContain(w);
+          expect(marked(p.snippet).size === 0 || [...marked(h.snippet)].some((w) => marked(p.snippet).has(w)), `${q.q}: ${h.snippet} vs ${p.snippet}`).toBe(true);
+        }
+      }
+      expect(checked).toBeGreaterThan(50);
+    }, 120_000);
+
+    it('keyword relevance (nDCG@10, TEXT, the project relevance set) is on par with PostgreSQL', async () => {
+      const ndcg = async (ix: PgTextIndex | ElasticsearchTextIndex) => {
+        const out: number[] = [];
+        for (const q of QUERIES) {
+          const r = await ix.search({ filter: { tenantId: T, contextId: C_REL, clauses: [] }, query: q.q, textMode: 'OR', slop: 0, limit: 10 });
+          out.push(ndcgAt10(r.hits.map((h) => h.itemId.slice('rel:'.length)), q.rel));
+        }
+        return out.reduce((x, y) => x + y, 0) / out.length;
+      };
+      const [a, b] = [await ndcg(pg), await ndcg(es)];
+      console.log(`nDCG@10 TEXT over ${QUERIES.length} queries: PostgreSQL ${a.toFixed(3)}, Elasticsearch ${b.toFixed(3)}`);
+      expect(b).toBeGreaterThan(0.6);
+      expect(Math.abs(a - b)).toBeLessThan(0.03);
+    }, 120_000);
+  });

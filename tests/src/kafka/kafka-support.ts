@@ -1,0 +1,60 @@
+import { randomUUID } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { Kafka, logLevel, type KafkaMessage } from 'kafkajs';
+import type { KafkaSettings } from '@svc/projectors/kafka/client';
+import { ROOT } from '../support/service';
+import { serverUrl } from '../support/engines';
+
+/** KAFKA_BROKERS of the run (unset: the Kafka suites are skipped). */
+export const brokers = serverUrl('kafka');
+export const SKIP_REASON = 'KAFKA_BROKERS not set: start one with deploy/engines/kafka.sh start';
+
+/** A topic (and consumer-group prefix) of its own for one test. */
+export function freshTopic(prefix = 'test'): string {
+  return `${prefix}.${randomUUID().slice(0, 8)}`;
+}
+
+export function settingsFor(topic: string, partitions = 3): KafkaSettings {
+  return { brokers: brokers!.split(','), topic, partitions, groupPrefix: `${topic}.`, clientId: 'test' };
+}
+
+export interface RawMessage {
+  partition: number;
+  offset: string;
+  message: KafkaMessage;
+}
+
+/** Reads the whole topic from the beginning with a consumer group of its own until `until` holds (or the time runs out). */
+export async function readTopic(topic: string, until: (msgs: RawMessage[]) => boolean, timeoutMs = 60_000): Promise<RawMessage[]> {
+  const kafka = new Kafka({ clientId: 'test-reader', brokers: brokers!.split(','), logLevel: logLevel.NOTHING });
+  const consumer = kafka.consumer({ groupId: `reader-${randomUUID()}`, maxWaitTimeInMs: 200 });
+  const out: RawMessage[] = [];
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    let done!: () => void;
+    const finished = new Promise<void>((r) => (done = r));
+    await consumer.run({
+      eachMessage: async ({ partition, message }) => {
+        out.push({ partition, offset: message.offset, message });
+        if (until(out)) done();
+      },
+    });
+    const t = setTimeout(done, timeoutMs);
+    await finished;
+    clearTimeout(t);
+  } finally {
+    await consumer.disconnect();
+  }
+  return out;
+}
+
+/** deploy/engines/kafka.sh with the given instance variables (e.g. KAFKA_PORT for a broker of the test's own). */
+export function kafkaScript(cmd: 'start' | 'stop' | 'clean' | 'status', env: Record<string, string>): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    execFile('bash', [join(ROOT, 'deploy/engines/kafka.sh'), cmd], { env: { ...process.env, ...env }, timeout: 300_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` }),
+    );
+  });
+}

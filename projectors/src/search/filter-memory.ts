@@ -1,18 +1,8 @@
 import { matchesFilters } from '@svc/domain/search/filters';
-import type { AttrValue } from '@svc/domain/search/indexable';
-import type { ItemFilter, SourceKind } from './text-index';
+import type { IndexedItem, ItemFilter } from './text-index';
 
-/** The item columns a filter reads, as the in-memory text index keeps them. */
-export interface FilterableItem {
-  sourceType: SourceKind;
-  typeName: string | null;
-  folderId: string | null;
-  userId: string | null;
-  scopes: string[];
-  attrs: Record<string, AttrValue>;
-  /** Epoch ms. */
-  createdAt: number;
-}
+/** The item columns a filter reads, as the in-memory text index keeps them (creation time as epoch ms). */
+export type FilterableItem = Pick<IndexedItem, 'sourceType' | 'typeName' | 'folderId' | 'userId' | 'scopes' | 'attrs'> & { createdAt: number };
 
 /**
  * An ItemFilter evaluated in memory: the same semantics as filterSql (the SQL

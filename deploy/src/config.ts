@@ -32,6 +32,8 @@ export interface Config {
   vectorCapacity: number;
   /** Passages the in-memory keyword index keeps loaded (role all, PostgreSQL FTS), least recently searched contexts dropped first. */
   textMemoryPassages: number;
+  /** Memory (MiB) for vectors searched in process (role all): least recently searched contexts dropped first; 0 searches LanceDB directly. */
+  vectorMemoryMb: number;
   elasticsearchIndexPrefix: string;
   /** Lifetime of presigned upload and download URLs (UPLOAD_URL_TTL_SECONDS, default 900 = 15 minutes). */
   uploadUrlTtlSeconds: number;
@@ -65,6 +67,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     embeddingsDims: env.EMBEDDINGS_DIMENSIONS ? Number(env.EMBEDDINGS_DIMENSIONS) : undefined,
     vectorCapacity: env.VECTOR_CAPACITY_PER_TENANT ? Number(env.VECTOR_CAPACITY_PER_TENANT) : 5_000_000,
     textMemoryPassages: env.TEXT_INDEX_MEMORY_PASSAGES ? Number(env.TEXT_INDEX_MEMORY_PASSAGES) : 2_000_000,
+    vectorMemoryMb: env.VECTOR_INDEX_MEMORY_MB ? Number(env.VECTOR_INDEX_MEMORY_MB) : 2048,
     elasticsearchIndexPrefix: env.ELASTICSEARCH_INDEX_PREFIX ?? 'svc-',
     uploadUrlTtlSeconds: env.UPLOAD_URL_TTL_SECONDS ? Number(env.UPLOAD_URL_TTL_SECONDS) : 900,
   };

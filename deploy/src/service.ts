@@ -132,6 +132,10 @@ export async function buildService(config: Config, log: (msg: string) => void = 
 
   // Search: its own projector and checkpoint ('search-index'), outside the read-your-writes barrier.
   const search = config.role === 'command' || config.role === 'relay' ? undefined : await openSearchEngines(config, sql);
+  // The first semantic query would otherwise wait for the built-in model to load (about 1 s): load it now, in its thread.
+  let closing = false;
+  if (search && (config.role === 'all' || config.role === 'query'))
+    search.embedder.warm?.().catch((e) => closing || log(`embedding model warm-up failed: ${e instanceof Error ? e.message : String(e)}`));
   const searchIndexer = search && runsProjector ? new SearchIndexer(sql, store, search, { vectorCapacity: config.vectorCapacity, blobs, log: (m, e) => log(`${m}: ${e instanceof Error ? e.message : String(e)}`) }) : undefined;
   if (searchIndexer) {
     await searchIndexer.init();
@@ -230,6 +234,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
     app,
     bootstrapFile,
     async close() {
+      closing = true;
       await app.close();
       await redisCounters?.close();
       await uploadPoller?.stop();
@@ -237,6 +242,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
       await searchIndexer?.stop();
       await search?.text.close();
       await search?.vectors.close();
+      await search?.embedder.close?.();
       await runner.stop();
       await relay?.stop();
       await barrier.close?.();

@@ -15,28 +15,14 @@ import { loadConfig } from '@svc/deploy/config';
 import { buildService } from '@svc/deploy/service';
 import { OPERATOR_TOKEN, ROOT, type Bootstrap } from '../src/support/service';
 import { tempDir } from '../src/support/engines';
+import { printProfile, type Profile } from './cpu-profile';
 import { closedLoop } from './load';
 import { BENCH_SCHEMA, createBody } from './workload';
 import './whatif'; // BENCH_WHATIF=defer-flush|yield-sql|both applies a candidate fix first
 
-type Node = { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number; children?: number[] };
-type Profile = { nodes: Node[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number };
 
 const scenario = process.argv[2] ?? 'create';
 const seconds = Number(process.argv[3] ?? 6);
-
-function area(url: string, fn: string): string {
-  if (!url) return fn.startsWith('(') ? fn : '(native/builtin)';
-  if (url.includes('wasm://') || url.startsWith('wasm')) return 'PGlite WASM (postgres)';
-  if (url.includes('@electric-sql/pglite')) return 'PGlite JS (protocol, parsing)';
-  if (url.includes('node_modules/zod')) return 'zod';
-  if (url.includes('node_modules/fastify') || url.includes('node_modules/find-my-way') || url.includes('node_modules/light-my-request') || url.includes('node_modules/avvio') || url.includes('fast-json-stringify')) return 'fastify/inject';
-  if (url.includes('node_modules/')) return 'other deps: ' + url.split('node_modules/')[1].split('/')[0];
-  const m = /\/work\/main\/([^/]+)\/src\/(.+)$/.exec(url.replace('file://', ''));
-  if (m) return `svc ${m[1]}/${m[2]}`;
-  if (url.startsWith('node:')) return 'node internals';
-  return url;
-}
 
 async function main() {
   const d = tempDir('svc-bench-prof-');
@@ -124,26 +110,7 @@ async function main() {
   console.log(`append group-commit: ${appendBatches.length} transactions, ${avg(appendBatches)} events each (max ${Math.max(0, ...appendBatches)}); projection: ${projectBatches.length} non-empty reads, ${avg(projectBatches)} events each (max ${Math.max(0, ...projectBatches)})`);
   for (const [k, n] of [...census].sort((x, y) => y[1] - x[1]).slice(0, 20)) console.log(`  ${(n / r.ops).toFixed(2).padStart(6)}/op  ${k}`);
 
-  // Self time per node from samples.
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const self = new Map<number, number>();
-  profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
-  const total = [...self.values()].reduce((a, b) => a + b, 0);
-  const areas = new Map<string, number>();
-  const fns = new Map<string, number>();
-  for (const [id, us] of self) {
-    const n = byId.get(id)!;
-    const a = area(n.callFrame.url, n.callFrame.functionName);
-    areas.set(a, (areas.get(a) ?? 0) + us);
-    const f = `${n.callFrame.functionName || '(anonymous)'}  ${a}:${n.callFrame.lineNumber + 1}`;
-    fns.set(f, (fns.get(f) ?? 0) + us);
-  }
-  const pct = (us: number) => ((100 * us) / total).toFixed(1).padStart(5) + '%';
-  const perOp = (us: number) => (us / r.ops / 1000).toFixed(3).padStart(7) + ' ms/op';
-  console.log(`\nself time by area (${(total / 1e6).toFixed(1)} s sampled, ${r.ops} ops -> ${(total / r.ops / 1000).toFixed(2)} ms CPU-wall per op):`);
-  for (const [a, us] of [...areas].sort((x, y) => y[1] - x[1]).slice(0, 22)) console.log(`  ${pct(us)} ${perOp(us)}  ${a}`);
-  console.log('\nhottest functions (self):');
-  for (const [f, us] of [...fns].sort((x, y) => y[1] - x[1]).slice(0, 25)) console.log(`  ${pct(us)}  ${f}`);
+  printProfile(profile, r.ops);
 }
 
 main().then(

@@ -1,32 +1,45 @@
 /**
  * The vector leg alone: LanceVectorIndex exact (flat) search against its ANN
  * index on the same table — latency (one query at a time, and 16 concurrent
- * clients) and recall@10 / recall@100 of the ANN answer against the exact one.
+ * clients) and recall@10 / recall@100 of the ANN answer against the exact one,
+ * the largest similarity error, and the top-10 gap (how much lower, in exact
+ * similarity, the worst ANN top-10 passage is than the exact 10th).
  *
  *   npx tsx tests/bench/vector-ann.ts [rows]        (default 10000)
  *
- * Env: VEC_DIST=dup|mix (default dup) — `dup`: the bench tiers' vectors (128
- * real passage embeddings, each reused with a small perturbation: clusters of
- * near-duplicates, the hardest case for quantised indexes); `mix`: each row a
- * random blend of two real embeddings plus noise (spread out, closer to real
- * data). VEC_KIND=IVF_HNSW_SQ|IVF_PQ, VEC_RPP (rows per partition), VEC_GRID="nprobes:refine:ef,..." (the
- * settings to measure), VEC_DIR keeps/reuses the table, VEC_MS (concurrent
- * phase, default 3000). Queries: the 48 relevance-set queries embedded with the
- * built-in model (real query vectors).
+ * Env:
+ *   VEC_DIST=dup|mix   dup (default): the bench tiers' vectors (128 real passage
+ *                      embeddings, each reused with a small perturbation: clusters
+ *                      of near-duplicates); mix: each row a random blend of two
+ *                      real embeddings plus noise (spread out, closer to real data)
+ *   VEC_KIND           IVF_FLAT (default) | IVF_HNSW_SQ | IVF_PQ
+ *   VEC_GRID           "nprobes:refineFactor:efFactor,..." settings to measure
+ *   VEC_RPP            IVF_HNSW_SQ rows per partition
+ *   VEC_DIR            keep / reuse the table there
+ *   VEC_MS             concurrent phase (ms, default 3000)
+ *   VEC_FRAGMENTS=n    leave the load uncompacted, plus n one-row fragments (as
+ *                      a projector's writes would leave them)
+ *   VEC_MEM_GRID       "nprobes:minCandidates,..." settings of the in-memory index
+ *                      (MemoryVectorIndex over the same table) to measure before
+ *                      LanceDB's ANN; "" skips it (default "20:2000")
+ *   VEC_LANCE=0        skip LanceDB's ANN grid (and its index build)
+ * Queries: the 48 relevance-set queries embedded with the built-in model. Four
+ * extra 250-row tenants check the small-tenant path (exact) inside a big table.
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BuiltinEmbedder } from '@svc/projectors/search/embeddings';
 import { LanceVectorIndex, type VectorHit, type VectorRow } from '@svc/projectors/search/vector-index';
+import { MemoryVectorIndex } from '@svc/projectors/search/memory-vectors';
 import { QUERIES } from '../src/relevance/corpus';
 import { closedLoop, percentile } from './load';
 import { basePassages, baseVectors, perturb, rng, syntheticPassage } from './search';
 
 const rows = Number(process.argv[2] ?? 10_000);
 const dist = process.env.VEC_DIST ?? 'dup';
-const kind = (process.env.VEC_KIND ?? 'IVF_HNSW_SQ') as 'IVF_HNSW_SQ' | 'IVF_PQ';
-const grid = (process.env.VEC_GRID ?? '1:1:1.5,2:1:2,4:2:2,8:2:4').split(',').map((g) => g.split(':').map(Number) as [number, number, number]);
+const kind = (process.env.VEC_KIND ?? 'IVF_FLAT') as 'IVF_HNSW_SQ' | 'IVF_PQ' | 'IVF_FLAT';
+const grid = (process.env.VEC_GRID ?? '10:0:1,20:0:1,32:0:1').split(',').map((g) => g.split(':').map(Number) as [number, number, number]);
 const concurrentMs = Number(process.env.VEC_MS ?? 3000);
 const keep = process.env.VEC_DIR;
 const dir = keep ?? mkdtempSync(join(tmpdir(), 'vec-ann-'));
@@ -73,8 +86,17 @@ if (have === 0) {
     }
   await loader.add(batch.splice(0));
   log(`loaded ${rows} + ${SMALL.length}×${SMALL_ROWS} rows in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-  const m = await loader.maintain({ force: true }); // compaction only (minRows ∞)
-  log(`compacted in ${m.ms} ms`);
+  if (process.env.VEC_FRAGMENTS) {
+    // Like the service: one small fragment per projector write.
+    for (let i = 0; i < Number(process.env.VEC_FRAGMENTS); i++) {
+      const text = syntheticPassage(20_000_000 + i, bases).text;
+      await loader.add([{ itemId: `late-${i}`, chunkNo: 0, ...T, vector: vectorOf(20_000_000 + i), chunkText: text, contextText: text }]);
+    }
+    log(`added ${process.env.VEC_FRAGMENTS} one-row fragments, not compacted`);
+  } else {
+    const m = await loader.maintain({ force: true }); // compaction only (minRows ∞)
+    log(`compacted in ${m.ms} ms`);
+  }
 } else log(`reusing ${have} rows in ${dir}`);
 await loader.close();
 
@@ -141,6 +163,54 @@ const ts0 = performance.now();
 for (const q of queryVecs) smallTruth.push(await exact(q, SMALL[0]));
 const smallExactMs = (performance.now() - ts0) / queryVecs.length;
 
+// The page's texts read from LanceDB afterwards (what a `text: false` search would need): one more query per request.
+{
+  const page = (q: number[]) => idx.hydrate(flat.answers[queryVecs.indexOf(q)].slice(0, 20).map((h) => ({ itemId: h.itemId, chunkNo: h.chunkNo, similarity: h.similarity })), T);
+  const h = await serial(async (q) => (await page(q), []));
+  const hc = await concurrent(page);
+  log(`hydrate a page of 20 hits from LanceDB: one at a time p50 ${fmt(h.p50)} ms; 16 clients p50 ${fmt(hc.p50)} p99 ${fmt(hc.p99)} ms, ${Math.round(hc.opsPerSec)}/s`);
+}
+
+const memGrid = (process.env.VEC_MEM_GRID ?? '20:2000').split(',').filter(Boolean).map((g) => g.split(':').map(Number) as [number, number]);
+if (memGrid.length) {
+  const mem = new MemoryVectorIndex(idx, { log: (m) => log(m) });
+  const heap0 = process.memoryUsage();
+  const t0 = performance.now();
+  await mem.load(T);
+  await mem.load(SMALL[0]);
+  const loadMs = performance.now() - t0;
+  const st = mem.stats;
+  const heap1 = process.memoryUsage();
+  log(
+    `memory index: loaded ${st.rows} vectors in ${(loadMs / 1000).toFixed(2)} s; vectors + codes ${(st.bytes / 2 ** 20).toFixed(1)} MiB (${Math.round(st.bytes / st.rows)} B/vector incl. spare capacity), texts ${(st.textChars / 2 ** 20).toFixed(1)} M characters; ` +
+      `process heap +${((heap1.heapUsed - heap0.heapUsed) / 2 ** 20).toFixed(1)} MiB, arrayBuffers +${((heap1.arrayBuffers - heap0.arrayBuffers) / 2 ** 20).toFixed(1)} MiB`,
+  );
+  for (const [nprobes, minCandidates] of memGrid) {
+    Object.assign(mem.settings, { nprobes, minCandidates });
+    const f = (q: number[], t = T) => mem.search({ ...t, vector: q, limit: LIMIT, text: false });
+    const s = await serial((q) => f(q));
+    const c = await concurrent((q) => f(q));
+    const small: VectorHit[][] = [];
+    for (const q of queryVecs) small.push(await f(q, SMALL[0]));
+    log(
+      `memory nprobes ${nprobes}, ≥ ${minCandidates} rows: recall@10 ${recall(flat.answers, s.answers, 10).toFixed(3)} recall@100 ${recall(flat.answers, s.answers, 100).toFixed(3)}, max similarity error ${simError(flat.answers, s.answers).toFixed(6)}, top-10 gap ${top10Gap(flat.answers, s.answers).toFixed(4)}; ` +
+        `one at a time p50 ${fmt(s.p50)} p99 ${fmt(s.p99)} ms; 16 clients p50 ${fmt(c.p50)} p99 ${fmt(c.p99)} ms, ${Math.round(c.opsPerSec)}/s; small tenant recall@10 ${recall(smallTruth, small, 10).toFixed(3)}`,
+    );
+  }
+  const pageOf = (q: number[]) => mem.hydrate(flat.answers[queryVecs.indexOf(q)].slice(0, 20).map((h) => ({ itemId: h.itemId, chunkNo: h.chunkNo, similarity: h.similarity })), T);
+  const hm = await concurrent(pageOf);
+  log(`memory hydrate, a page of 20 hits: 16 clients p50 ${fmt(hm.p50)} p99 ${fmt(hm.p99)} ms, ${Math.round(hm.opsPerSec)}/s`);
+  const ex = await serial((q) => mem.search({ ...T, vector: q, limit: LIMIT, exact: true, text: false }));
+  log(`memory exact (every row scored): recall@100 ${recall(flat.answers, ex.answers, 100).toFixed(3)}, one at a time p50 ${fmt(ex.p50)} ms`);
+  mem.unload();
+}
+
+if (process.env.VEC_LANCE === '0') {
+  await idx.close();
+  await embedder.close();
+  if (!keep) rmSync(dir, { recursive: true, force: true });
+  process.exit(0);
+}
 const built = await idx.maintain({ force: true });
 log(`${kind} index: ${built.action} in ${(built.ms / 1000).toFixed(1)} s, ${built.partitions} partition(s)`);
 

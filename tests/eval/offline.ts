@@ -3,8 +3,19 @@
  * parameters, analyzers, chunk sizes, passage→document aggregation, title
  * handling and fusion give on a BEIR split, with the service's own tokenisation.
  *
- *   npx tsx tests/eval/offline.ts --dataset <dir> [--split train] [--exp bm25,analyzer,chunks,agg,title,qtf,fusion,semantic]
- *        [--data-dir <eval DATA_DIR>]   (fusion/semantic: the vectors of an eval:search ingest, read from its LanceDB)
+ *   npx tsx tests/eval/offline.ts --dataset <dir> [--split train] [--exp <list>] [--data-dir <eval DATA_DIR>]
+ *
+ *   --exp (comma-separated; default bm25,analyzer,chunks,agg,title,qtf):
+ *     baseline  the engine as it is          bm25      k1 × b grid, passages and whole documents
+ *     chunks    passage size                 agg       passage → document aggregation
+ *     title     title handling               analyzer  english / english_nostop / english_parts / simple
+ *     parts     english_parts × unit × k1/b  qtf       repeated query terms
+ *     item      document-level BM25 from the stored passages (passage vs item df)
+ *     runs      fusion formulas over the service's own TEXT and SEMANTIC rankings (an eval:search
+ *               run's .cache/eval-search-<split>-runs.json, or --runs <file>)
+ *     semantic, fusion, semdoc, extra, final   need --data-dir: the DATA_DIR of an eval:search ingest,
+ *               whose LanceDB vectors are read (cached in .cache); final = the candidate configurations
+ *   Tune on --split train; run `final` on test once to report.
  *
  * - Lexemes come from PostgreSQL's own to_tsvector (an in-memory PGlite), so the
  *   tokens, stemming and stop words are exactly the embedded text leg's
@@ -32,7 +43,7 @@ const CACHE = join(ROOT, '.cache');
 
 // --- tokenisation through PostgreSQL -------------------------------------------------------------
 type Bag = { tf: Map<string, number>; len: number };
-type Analyzer = 'english' | 'simple' | 'english_nostop';
+type Analyzer = 'english' | 'simple' | 'english_nostop' | 'english_parts';
 
 let pgPromise: Promise<PGlite> | undefined;
 const pglite = () =>
@@ -41,7 +52,9 @@ const pglite = () =>
     await db.exec(`
       CREATE TEXT SEARCH DICTIONARY english_stem_nostop (TEMPLATE = snowball, Language = english);
       CREATE TEXT SEARCH CONFIGURATION english_nostop (COPY = english);
-      ALTER TEXT SEARCH CONFIGURATION english_nostop ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part WITH english_stem_nostop;`);
+      ALTER TEXT SEARCH CONFIGURATION english_nostop ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part WITH english_stem_nostop;
+      CREATE TEXT SEARCH CONFIGURATION english_parts (COPY = english);
+      ALTER TEXT SEARCH CONFIGURATION english_parts DROP MAPPING FOR asciihword, hword, numhword;`);
     return db;
   })());
 
@@ -177,6 +190,7 @@ const { values: args } = parseArgs({
     split: { type: 'string', default: 'train' },
     exp: { type: 'string', default: 'bm25,analyzer,chunks,agg,title,qtf' },
     'data-dir': { type: 'string' },
+    runs: { type: 'string' },
   },
   strict: true,
 });
@@ -288,13 +302,23 @@ async function main() {
   }
   if (exps.has('analyzer')) {
     console.log('\n## analyzer (PostgreSQL configurations)');
-    for (const cfg of ['english', 'english_nostop', 'simple'] as const)
+    for (const cfg of ['english', 'english_nostop', 'english_parts', 'simple'] as const)
       for (const chunk of [700, 'doc'] as const)
         for (const o of [
           { k1: 1.2, b: 0.75 },
           { k1: 0.9, b: 0.4 },
         ])
           row(`${cfg} chunk ${chunk} k1 ${o.k1} b ${o.b}`, await runBm25({ chunk, title: 'lead' }, o, chunk === 'doc' ? 'max' : 'max300', cfg));
+  }
+  if (exps.has('parts')) {
+    console.log('\n## english without hyphenated compounds (english_parts) x unit x k1/b');
+    for (const chunk of [700, 1500, 2000, 'doc'] as const)
+      for (const o of [
+        { k1: 0.9, b: 0.4 },
+        { k1: 1.2, b: 0.5 },
+        { k1: 1.2, b: 0.75 },
+      ])
+        row(`english_parts chunk ${chunk} k1 ${o.k1} b ${o.b}`, await runBm25({ chunk, title: 'lead' }, o, chunk === 'doc' ? 'max' : 'max300', 'english_parts'));
   }
   if (exps.has('qtf')) {
     console.log('\n## repeated query terms counted (Lucene) vs unique (engine)');
@@ -319,7 +343,9 @@ async function main() {
     }
   }
   if (exps.has('fusion') || exps.has('semantic')) await semanticAndFusion();
+  if (exps.has('runs')) serviceRunsFusion();
   if (exps.has('final')) await finalFigures();
+  if (exps.has('extra')) await extra();
 }
 
 // --- semantic leg and fusion, from an eval:search ingest -------------------------------------------------
@@ -342,14 +368,15 @@ async function loadVectors(dataDir: string): Promise<{ doc: string[]; chunk: num
   const vecs: Vec[] = [];
   for (const n of names) {
     const t = await db.openTable(n);
-    const rows = (await t.query().toArray()) as Array<Record<string, unknown>>;
+    const rows = (await t.query().limit(100_000_000).toArray()) as Array<Record<string, unknown>>;
     for (const r of rows) {
       const itemId = (r.item_id ?? r.itemId) as string;
       const id = state.ids[itemId];
       if (!id) continue;
       doc.push(id);
       chunk.push(Number(r.chunk_no ?? r.chunkNo));
-      vecs.push(Float32Array.from(r.vector as ArrayLike<number>));
+      const vec = r.vector as { toArray?: () => ArrayLike<number> } & ArrayLike<number>;
+      vecs.push(Float32Array.from(vec.toArray ? vec.toArray() : vec));
     }
   }
   if (!vecs.length) throw new Error(`no vectors of the eval ingest found in ${join(dataDir, 'lancedb')} (tables: ${names.join(', ')})`);
@@ -397,7 +424,7 @@ function vectorRuns(v: { doc: string[]; vecs: Vec[] }, qv: Vec[], depth = 100, p
 const idsOf = (r: Map<string, Array<[string, number]>>) => new Map([...r].map(([q, l]) => [q, l.map(([d]) => d)]));
 
 /** Fusion of two document rankings. */
-function fuse(a: Array<[string, number]>, b: Array<[string, number]>, how: { kind: 'rrf'; k: number; wa: number; wb: number } | { kind: 'minmax' | 'z'; alpha: number }) {
+function fuse(a: Array<[string, number]>, b: Array<[string, number]>, how: { kind: 'rrf'; k: number; wa: number; wb: number } | { kind: 'minmax' | 'z'; alpha: number }, depth = 100) {
   const s = new Map<string, number>();
   if (how.kind === 'rrf') {
     a.forEach(([d], i) => s.set(d, (s.get(d) ?? 0) + how.wa / (how.k + i + 1)));
@@ -422,7 +449,7 @@ function fuse(a: Array<[string, number]>, b: Array<[string, number]>, how: { kin
     const floorB = how.kind === 'minmax' ? 0 : Math.min(0, ...nb.values());
     for (const d of new Set([...na.keys(), ...nb.keys()])) s.set(d, how.alpha * (na.get(d) ?? floorA) + (1 - how.alpha) * (nb.get(d) ?? floorB));
   }
-  return [...s].sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1)).slice(0, 100);
+  return [...s].sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1)).slice(0, depth);
 }
 function fuseRuns(text: Map<string, Array<[string, number]>>, vec: Map<string, Array<[string, number]>>, how: Parameters<typeof fuse>[2]) {
   return new Map(qids.map((q) => [q, fuse(text.get(q) ?? [], vec.get(q) ?? [], how).map(([d]) => d)]));
@@ -459,48 +486,79 @@ async function semanticAndFusion() {
     const both = { doc: [...v.doc, ...data.corpus.map((d) => d._id)], vecs: [...v.vecs, ...tv] };
     row('SEMANTIC best of passages and title', score(idsOf(vectorRuns(both, qv, 100, 400))));
   }
+  if (exps.has('semdoc')) {
+    // one vector per document (title + abstract, whole): what a larger chunk would give the vector leg
+    const dv = await embedCached(
+      data.corpus.map((d) => documentText(d, true)),
+      'docs',
+    );
+    row('SEMANTIC whole document (one vector)', score(idsOf(vectorRuns({ doc: data.corpus.map((d) => d._id), vecs: dv }, qv, 100, 100000))));
+    const both = { doc: [...v.doc, ...data.corpus.map((d) => d._id)], vecs: [...v.vecs, ...dv] };
+    row('SEMANTIC best of passages and whole document', score(idsOf(vectorRuns(both, qv, 100, 400))));
+  }
   if (!exps.has('fusion')) return;
   console.log('\n## fusion of document rankings (text: BM25 variants; vector: best passage)');
   const texts: Array<[string, UnitSpec, Bm25Opts, Agg]> = [
     ['engine BM25 (700, k1 1.2 b 0.75)', { chunk: 700, title: 'lead' }, { k1: 1.2, b: 0.75 }, 'max300'],
     ['doc BM25 (k1 0.9 b 0.4)', { chunk: 'doc', title: 'lead' }, { k1: 0.9, b: 0.4 }, 'max'],
+    ['doc BM25 (k1 1.2 b 0.5)', { chunk: 'doc', title: 'lead' }, { k1: 1.2, b: 0.5 }, 'max'],
   ];
   for (const [label, spec, o, agg] of texts) {
     const t = (await runBm25(spec, o, agg)).runs;
     row(`TEXT ${label}`, score(idsOf(t)));
     for (const k of [1, 5, 10, 20, 30, 60, 100]) row(`  RRF k ${k} equal weights`, score(fuseRuns(t, sem, { kind: 'rrf', k, wa: 1, wb: 1 })));
-    for (const k of [10, 60]) for (const wb of [0.25, 0.5, 0.75]) row(`  RRF k ${k} w_text 1 w_vector ${wb}`, score(fuseRuns(t, sem, { kind: 'rrf', k, wa: 1, wb })));
-    for (const alpha of [0.3, 0.5, 0.6, 0.7, 0.8, 0.9]) row(`  min-max convex alpha_text ${alpha}`, score(fuseRuns(t, sem, { kind: 'minmax', alpha })));
-    for (const alpha of [0.5, 0.6, 0.7, 0.8]) row(`  z-score convex alpha_text ${alpha}`, score(fuseRuns(t, sem, { kind: 'z', alpha })));
+    for (const k of [10, 60]) for (const wb of [0.1, 0.25, 0.5, 0.75]) row(`  RRF k ${k} w_text 1 w_vector ${wb}`, score(fuseRuns(t, sem, { kind: 'rrf', k, wa: 1, wb })));
+    for (const alpha of [0.3, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9]) row(`  min-max convex alpha_text ${alpha}`, score(fuseRuns(t, sem, { kind: 'minmax', alpha })));
+    for (const alpha of [0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85]) row(`  z-score convex alpha_text ${alpha}`, score(fuseRuns(t, sem, { kind: 'z', alpha })));
   }
-  // the service's HYBRID today: RRF k 60 over passage lists, then the best passage per document
+  // Passage-level fusion, then the best passage per document (what routes.ts does with uniqueDocuments)
+  console.log('\n## fusion of passage lists (top 300 of each leg), then the best passage per document');
   const ix = await index({ chunk: 700, title: 'lead' });
   const ql = await qlex();
-  const passRuns = new Map<string, string[]>();
-  qids.forEach((q, i) => {
-    const tl = [...bm25(ix, ql[i], { k1: 1.2, b: 0.75 })].sort((a, b) => b[1] - a[1]).slice(0, 300);
-    const vl = v.vecs.map((x, u) => [u, dot(qv[i], x)] as [number, number]).sort((a, b) => b[1] - a[1]).slice(0, 300);
-    const s = new Map<string, number>();
-    // passage keys: text units and vector rows are both (doc, chunk) in chunk order; key by doc#rank-independent id
-    tl.forEach(([u], r) => {
-      const key = `${ix.units.doc[u]}#${chunkNoOf(ix, u)}`;
-      s.set(key, (s.get(key) ?? 0) + 1 / (60 + r + 1));
-    });
-    vl.forEach(([u], r) => {
-      const key = `${v.doc[u]}#${v.chunk[u]}`;
-      s.set(key, (s.get(key) ?? 0) + 1 / (60 + r + 1));
-    });
-    const seen = new Set<string>();
-    const docs: string[] = [];
-    for (const [key] of [...s].sort((a, b) => b[1] - a[1])) {
-      const d = key.slice(0, key.indexOf('#'));
-      if (!seen.has(d)) seen.add(d), docs.push(d);
-      if (docs.length === 100) break;
-    }
-    passRuns.set(q, docs);
-  });
-  row('HYBRID as the service (passage RRF k 60, then best passage)', score(passRuns));
+  const legs = qids.map((q, i) => ({
+    q,
+    tl: [...bm25(ix, ql[i], { k1: 1.2, b: 0.75 })].sort((a, b) => b[1] - a[1]).slice(0, 300).map(([u, x]) => [`${ix.units.doc[u]}#${chunkNoOf(ix, u)}`, x] as [string, number]),
+    vl: v.vecs.map((x, u) => [u, dot(qv[i], x)] as [number, number]).sort((a, b) => b[1] - a[1]).slice(0, 300).map(([u, x]) => [`${v.doc[u]}#${v.chunk[u]}`, x] as [string, number]),
+  }));
+  const passageFusion = (how: Parameters<typeof fuse>[2]) =>
+    new Map(
+      legs.map(({ q, tl, vl }) => {
+        const fused = fuse(tl, vl, how, 600);
+        const seen = new Set<string>();
+        const docs: string[] = [];
+        for (const [key] of fused) {
+          const d = key.slice(0, key.indexOf('#'));
+          if (!seen.has(d)) seen.add(d), docs.push(d);
+          if (docs.length === 100) break;
+        }
+        return [q, docs];
+      }),
+    );
+  row('HYBRID as the service (passage RRF k 60 equal, then best passage)', score(passageFusion({ kind: 'rrf', k: 60, wa: 1, wb: 1 })));
+  for (const alpha of [0.7, 0.8]) row(`passage min-max convex alpha_text ${alpha}`, score(passageFusion({ kind: 'minmax', alpha })));
+  for (const alpha of [0.7, 0.8]) row(`passage z-score convex alpha_text ${alpha}`, score(passageFusion({ kind: 'z', alpha })));
+  row('passage RRF k 10 w_vector 0.25', score(passageFusion({ kind: 'rrf', k: 10, wa: 1, wb: 0.25 })));
 }
+/**
+ * Fusion of the service's own TEXT and SEMANTIC rankings (an eval:search run's
+ * .cache/eval-search-<split>-runs.json, or --runs <file>): what HYBRID would
+ * give with each formula, documents fused as routes.ts does with uniqueDocuments.
+ */
+function serviceRunsFusion() {
+  const file = args.runs ? resolve(args.runs) : join(CACHE, `eval-search-${args.split}-runs.json`);
+  const all = JSON.parse(readFileSync(file, 'utf8')) as Record<string, Record<string, Array<{ id: string; score: number }>>>;
+  const asRuns = (mode: string) => new Map(Object.entries(all[mode] ?? {}).map(([q, hits]) => [q, hits.map((h) => [h.id, h.score] as [string, number])]));
+  const t = asRuns('TEXT');
+  const sem = asRuns('SEMANTIC');
+  console.log(`\n## fusion of the service's runs (${file})`);
+  row('TEXT (service)', score(idsOf(t)));
+  row('SEMANTIC (service)', score(idsOf(sem)));
+  if (all.HYBRID) row('HYBRID (service, as run)', score(idsOf(asRuns('HYBRID'))));
+  for (const k of [10, 60]) row(`RRF k ${k} equal weights`, score(fuseRuns(t, sem, { kind: 'rrf', k, wa: 1, wb: 1 })));
+  for (const alpha of [0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]) row(`min-max convex alpha_text ${alpha}`, score(fuseRuns(t, sem, { kind: 'minmax', alpha })));
+  for (const alpha of [0.7, 0.75, 0.8, 0.85]) row(`z-score convex alpha_text ${alpha}`, score(fuseRuns(t, sem, { kind: 'z', alpha })));
+}
+
 /** Chunk number of unit u: units of a document are consecutive. */
 function chunkNoOf(ix: Index, u: number): number {
   let n = 0;
@@ -509,8 +567,107 @@ function chunkNoOf(ix: Index, u: number): number {
 }
 
 async function finalFigures() {
-  console.log('\n## recommended text leg (whole-document units, english, k1 0.9 b 0.4) — for comparison only');
-  row('doc k1 0.9 b 0.4', await runBm25({ chunk: 'doc', title: 'lead' }, { k1: 0.9, b: 0.4 }, 'max'));
+  console.log(`\n## candidate configurations (chosen on train), ${args.split} split`);
+  const configs: Array<[string, UnitSpec, Bm25Opts, Agg, Analyzer]> = [
+    ['TEXT engine today: english, 700-char passages, k1 1.2 b 0.75, best passage', { chunk: 700, title: 'lead' }, { k1: 1.2, b: 0.75 }, 'max300', 'english'],
+    ['TEXT english, 1500-char passages, k1 0.9 b 0.4', { chunk: 1500, title: 'lead' }, { k1: 0.9, b: 0.4 }, 'max300', 'english'],
+    ['TEXT english, document-level BM25, k1 1.2 b 0.75', { chunk: 'doc', title: 'lead' }, { k1: 1.2, b: 0.75 }, 'max', 'english'],
+    ['TEXT english_parts, 700-char passages, k1 1.2 b 0.75', { chunk: 700, title: 'lead' }, { k1: 1.2, b: 0.75 }, 'max300', 'english_parts'],
+    ['TEXT english_parts, 1500-char passages, k1 1.2 b 0.5', { chunk: 1500, title: 'lead' }, { k1: 1.2, b: 0.5 }, 'max300', 'english_parts'],
+    ['TEXT english_parts, document-level BM25, k1 1.2 b 0.75', { chunk: 'doc', title: 'lead' }, { k1: 1.2, b: 0.75 }, 'max', 'english_parts'],
+  ];
+  const textRuns = new Map<string, Map<string, Array<[string, number]>>>();
+  const per = new Map<string, Record<string, { ndcg10: number }>>();
+  for (const [label, spec, o, agg, cfg] of configs) {
+    const r = await runBm25(spec, o, agg, cfg);
+    textRuns.set(label, r.runs);
+    per.set(label, r.per);
+    row(label, r);
+  }
+  const paired = (a: string, b: string, pa: Record<string, { ndcg10: number }>, pb: Record<string, { ndcg10: number }>) => {
+    const d = Object.keys(pa).map((q) => pb[q].ndcg10 - pa[q].ndcg10);
+    const mu = d.reduce((x, y) => x + y, 0) / d.length;
+    const se = Math.sqrt(d.reduce((x, y) => x + (y - mu) ** 2, 0) / (d.length - 1) / d.length);
+    console.log(`  paired: ${b} − ${a}: ${mu >= 0 ? '+' : ''}${mu.toFixed(3)} ± ${se.toFixed(3)} (1 s.e.; ${d.filter((x) => x > 0).length} up, ${d.filter((x) => x < 0).length} down)`);
+  };
+  const base = configs[0][0];
+  for (const [label] of configs.slice(1)) paired('today', label.replace(/^TEXT /, ''), per.get(base)!, per.get(label)!);
+  if (!args['data-dir']) return;
+  const v = await loadVectors(resolve(args['data-dir']));
+  const qv = await embedCached(qtexts, `queries-${args.split}`);
+  const sem = vectorRuns(v, qv);
+  row('SEMANTIC built-in USE, 700-char passages, best passage', score(idsOf(sem)));
+  for (const label of [configs[0][0], configs[5][0], configs[4][0]]) {
+    const t = textRuns.get(label)!;
+    const short = label.replace(/^TEXT /, '').slice(0, 40);
+    row(`HYBRID doc RRF k 60 equal [${short}]`, score(fuseRuns(t, sem, { kind: 'rrf', k: 60, wa: 1, wb: 1 })));
+    const hz = score(fuseRuns(t, sem, { kind: 'z', alpha: 0.75 }));
+    row(`HYBRID doc z-score alpha 0.75 [${short}]`, hz);
+    paired('its TEXT', 'HYBRID z 0.75', per.get(label)!, hz.per);
+    row(`HYBRID doc min-max alpha 0.8 [${short}]`, score(fuseRuns(t, sem, { kind: 'minmax', alpha: 0.8 })));
+  }
+}
+
+/** More text/fusion variants on top of document-level BM25 (train only). */
+async function extra() {
+  if (!args['data-dir']) throw new Error('extra needs --data-dir');
+  const v = await loadVectors(resolve(args['data-dir']));
+  const qv = await embedCached(qtexts, `queries-${args.split}`);
+  const sem = vectorRuns(v, qv);
+  const docT = (await runBm25({ chunk: 'doc', title: 'lead' }, { k1: 1.2, b: 0.5 }, 'max')).runs;
+  const pasT = (await runBm25({ chunk: 700, title: 'lead' }, { k1: 1.2, b: 0.75 }, 'max300')).runs;
+  console.log('\n## multi-granularity text: z(doc BM25) + w * z(best-passage BM25)');
+  for (const w of [0, 0.25, 0.5, 1]) {
+    const runs = new Map(qids.map((q) => [q, fuse(docT.get(q)!, pasT.get(q)!, { kind: 'z', alpha: 1 / (1 + w) })]));
+    row(`doc + ${w} passage`, score(idsOf(runs)));
+  }
+  // Vector scores for every text candidate (exact best-passage cosine), not only the vector leg's own top 100
+  console.log('\n## text candidates re-scored with the exact cosine of their best passage (no floor for vector misses)');
+  const passagesOf = new Map<string, number[]>();
+  v.doc.forEach((d, i) => {
+    let l = passagesOf.get(d);
+    if (!l) passagesOf.set(d, (l = []));
+    l.push(i);
+  });
+  const z = (xs: number[]) => {
+    const mu = xs.reduce((a, b) => a + b, 0) / xs.length;
+    const sd = Math.sqrt(xs.reduce((a, b) => a + (b - mu) ** 2, 0) / xs.length) || 1;
+    return xs.map((x) => (x - mu) / sd);
+  };
+  for (const alpha of [0.6, 0.7, 0.75, 0.8, 0.85, 0.9]) {
+    const runs = new Map<string, string[]>();
+    qids.forEach((q, i) => {
+      const t = docT.get(q)!;
+      const cos = t.map(([d]) => Math.max(...(passagesOf.get(d) ?? []).map((u) => dot(qv[i], v.vecs[u])), -1));
+      const zt = z(t.map(([, x]) => x));
+      const zc = z(cos);
+      runs.set(
+        q,
+        t.map(([d], k) => [d, alpha * zt[k] + (1 - alpha) * zc[k]] as [string, number]).sort((a, b) => b[1] - a[1]).map(([d]) => d),
+      );
+    });
+    row(`rerank text top 100: z-score alpha_text ${alpha}`, score(runs));
+  }
+  console.log('\n## union of both legs, every candidate scored by both (exact BM25 and exact cosine)');
+  const ix = await index({ chunk: 'doc', title: 'lead' });
+  const ql = await qlex();
+  const docPos = new Map(ix.units.doc.map((d, u) => [d, u]));
+  for (const alpha of [0.7, 0.75, 0.8]) {
+    const runs = new Map<string, string[]>();
+    qids.forEach((q, i) => {
+      const bm = bm25(ix, ql[i], { k1: 1.2, b: 0.5 });
+      const cands = [...new Set([...docT.get(q)!.map(([d]) => d), ...sem.get(q)!.map(([d]) => d)])];
+      const tb = cands.map((d) => bm.get(docPos.get(d)!) ?? 0);
+      const cs = cands.map((d) => Math.max(...(passagesOf.get(d) ?? []).map((u) => dot(qv[i], v.vecs[u])), -1));
+      const zt = z(tb);
+      const zc = z(cs);
+      runs.set(
+        q,
+        cands.map((d, k) => [d, alpha * zt[k] + (1 - alpha) * zc[k]] as [string, number]).sort((a, b) => b[1] - a[1]).slice(0, 100).map(([d]) => d),
+      );
+    });
+    row(`union, exact scores, z-score alpha_text ${alpha}`, score(runs));
+  }
 }
 
 main().then(

@@ -14,7 +14,7 @@
  *     through the operator API, or EVAL_API_KEY names an existing tenant's key.
  *  2. a fresh account (POST /operator/accounts); its live tenant's root key.
  *  3. every corpus document as an inline text document (POST /v1/documents,
- *     indexMode HYBRID, externalId = the corpus _id, text = title + blank line +
+ *     indexMode HYBRID, or --index-mode TEXT: no embeddings, keyword search only, externalId = the corpus _id, text = title + blank line +
  *     abstract: the service never indexes a document's title), --concurrency
  *     requests at a time, with a progress bar on stderr; then waits until every
  *     document has left PENDING_INDEX and counts INDEXED / SKIPPED / FAILED.
@@ -58,6 +58,7 @@ const { values: args } = parseArgs({
     concurrency: { type: 'string', default: '8' },
     'no-title': { type: 'boolean', default: false },
     'index-timeout-min': { type: 'string', default: '240' },
+    'index-mode': { type: 'string', default: 'HYBRID' },
     help: { type: 'boolean', default: false },
   },
   strict: true,
@@ -65,6 +66,11 @@ const { values: args } = parseArgs({
 
 const usage = `usage: npm run eval:search -- --dataset <dir> [--mode TEXT|SEMANTIC|HYBRID|all] [--split train|test]
        [--url <base URL>] [--limit-queries N] [--data-dir <dir>] [--concurrency 8] [--no-title] [--index-timeout-min 240]
+       [--index-mode HYBRID|TEXT|SEMANTIC]
+  --index-mode  indexMode of the ingested documents (default HYBRID). TEXT: keyword leg only, no embeddings
+                computed (an ingest of minutes, e.g. to evaluate the Elasticsearch text leg); then only
+                --mode TEXT is meaningful (SEMANTIC/HYBRID are refused). Recorded with the ingest: a --data-dir
+                ingested with another index mode is refused
   --url         a running service (EVAL_OPERATOR_TOKEN or OPERATOR_TOKEN: fresh account; or EVAL_API_KEY: that tenant)
   --data-dir    DATA_DIR of the self-started service, kept; a later run with the same dir and dataset skips the ingest`;
 if (args.help) {
@@ -78,6 +84,9 @@ if (!args.dataset) {
 const modeArg = args.mode!.toUpperCase();
 const modes: Mode[] = modeArg === 'ALL' ? [...MODES] : (MODES as readonly string[]).includes(modeArg) ? [modeArg as Mode] : [];
 if (!modes.length) throw new Error(`--mode must be TEXT, SEMANTIC, HYBRID or all, not ${args.mode}`);
+const indexMode = args['index-mode']!.toUpperCase();
+if (!['HYBRID', 'TEXT', 'SEMANTIC'].includes(indexMode)) throw new Error(`--index-mode must be HYBRID, TEXT or SEMANTIC, not ${args['index-mode']}`);
+if (indexMode !== 'HYBRID' && modes.some((m) => m !== indexMode)) throw new Error(`--index-mode ${indexMode} indexes for ${indexMode} search only: use --mode ${indexMode}`);
 const split = args.split!;
 const concurrency = Math.max(1, Number(args.concurrency));
 const limitQueries = args['limit-queries'] ? Number(args['limit-queries']) : undefined;
@@ -187,6 +196,8 @@ interface Target {
 interface State {
   corpusHash: string;
   titleInText: boolean;
+  /** indexMode of the ingested documents (absent in state files written before --index-mode: HYBRID). */
+  indexMode?: string;
   apiKey: string;
   accountId: string;
   documents: number;
@@ -208,7 +219,12 @@ interface IngestFigures {
 }
 
 function enginesFromConfig(c: Service['config']) {
-  const text = c.elasticsearchUrl ? `Elasticsearch (ELASTICSEARCH_URL ${hostOf(c.elasticsearchUrl)}, BM25)` : `PostgreSQL FTS (${c.databaseUrl ? 'DATABASE_URL server' : 'embedded PGlite'}, BM25 in SQL)`;
+  const store = c.databaseUrl ? 'DATABASE_URL server' : 'embedded PGlite';
+  const text = c.elasticsearchUrl
+    ? `Elasticsearch (ELASTICSEARCH_URL ${hostOf(c.elasticsearchUrl)}, BM25)`
+    : c.role === 'all'
+      ? `in-memory BM25 over PostgreSQL FTS tsvectors (${store}; the role-all default)`
+      : `PostgreSQL FTS (${store}, BM25 in SQL)`;
   const embeddings = c.embeddingsUrl
     ? `external (EMBEDDINGS_URL ${hostOf(c.embeddingsUrl)}, model ${c.embeddingsModel}, ${c.embeddingsDims ?? 1536}-d)`
     : 'built-in Universal Sentence Encoder (512-d, TF.js)';
@@ -228,6 +244,7 @@ async function selfStarted(corpusHash: string): Promise<{ target: Target; state?
   if (existsSync(stateFile)) {
     const s = JSON.parse(readFileSync(stateFile, 'utf8')) as State;
     if (s.corpusHash !== corpusHash || s.titleInText !== titleInText) throw new Error(`${dataDir} holds an ingest of another corpus or text shape; use a fresh --data-dir`);
+    if ((s.indexMode ?? 'HYBRID') !== indexMode) throw new Error(`${dataDir} holds an ingest with indexMode ${s.indexMode ?? 'HYBRID'}, not ${indexMode}; use that --index-mode or a fresh --data-dir`);
     state = s;
   } else if (keep && readdirSync(dataDir).some((f) => f !== 'lost+found') && !existsSync(join(dataDir, 'eval-search-partial'))) {
     throw new Error(`--data-dir ${dataDir} is not empty and holds no ${STATE_FILE}: refusing to ingest into someone else's data`);
@@ -253,7 +270,7 @@ async function selfStarted(corpusHash: string): Promise<{ target: Target; state?
       if (r.status !== 201) throw new Error(`POST /operator/accounts answered ${r.status}: ${r.text.slice(0, 300)}`);
       const apiKey = r.body.tenants.live.rootKey as string;
       // The account is recorded at once so an interrupted ingest resumes into it (externalId makes re-sends idempotent).
-      state = { corpusHash, titleInText, apiKey, accountId: r.body.accountId, documents: 0, ids: {}, ingest: undefined as unknown as IngestFigures };
+      state = { corpusHash, titleInText, indexMode, apiKey, accountId: r.body.accountId, documents: 0, ids: {}, ingest: undefined as unknown as IngestFigures };
       writeState(dataDir, state);
     }
     return { target: { url, apiKey: state.apiKey, engines: enginesFromConfig(service.config), dataDir, reused: !!state.ingest, stop }, state };
@@ -314,7 +331,7 @@ async function ingest(http: Http, t: Target, docs: ReturnType<typeof loadBeir>['
     Array.from({ length: concurrency }, async () => {
       while (next < docs.length) {
         const d = docs[next++];
-        const body = { title: (d.title.trim() || d._id).slice(0, 1024), text: documentText(d, titleInText), indexMode: 'HYBRID', externalId: d._id };
+        const body = { title: (d.title.trim() || d._id).slice(0, 1024), text: documentText(d, titleInText), indexMode, externalId: d._id };
         const r = await http.call('POST', '/v1/documents', t.apiKey, body);
         if (r.status === 201) created++;
         else if (r.status === 200) existing++;
@@ -485,14 +502,14 @@ async function main() {
       if (r.degraded) console.error(`warning: ${r.degraded} ${mode} answers were degraded`);
     }
 
-    const header = ['mode', 'nDCG@10', 'Recall@100', 'p50', 'p99', published !== undefined ? `vs BM25 ${published}` : 'vs BM25'];
+    const header = ['mode', 'nDCG@10', 'Recall@100', 'p50', 'p99', published !== undefined ? `vs BM25 ${published}${split === 'test' ? '' : ' (test)'}` : 'vs BM25'];
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
     const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
     console.log(`\n${name} ${split} split, ${queries.length} queries${limitQueries ? ` (--limit-queries ${limitQueries})` : ''}, ${data.corpus.length} documents`);
     console.log(`text leg: ${target.engines.text}`);
-    console.log(`embeddings: ${target.engines.embeddings}`);
+    console.log(`embeddings: ${target.engines.embeddings}${indexMode === 'TEXT' ? ' (not used: --index-mode TEXT)' : ''}`);
     console.log(
-      `ingest: ${figures.documents} documents, written in ${figures.writeSeconds} s (${figures.writeDocsPerSec} docs/s), all settled after ${figures.toSettledSeconds} s (${figures.settledDocsPerSec} docs/s): ${JSON.stringify(figures.statuses)}${target.reused ? ' (reused from an earlier run)' : ''}`,
+      `ingest: ${figures.documents} documents (indexMode ${indexMode}), written in ${figures.writeSeconds} s (${figures.writeDocsPerSec} docs/s), all settled after ${figures.toSettledSeconds} s (${figures.settledDocsPerSec} docs/s): ${JSON.stringify(figures.statuses)}${target.reused ? ' (reused from an earlier run)' : ''}`,
     );
     console.log(line(header));
     for (const r of rows) console.log(line(r));
@@ -505,6 +522,7 @@ async function main() {
       limitQueries: limitQueries ?? null,
       documents: data.corpus.length,
       titleInText,
+      indexMode,
       publishedBm25Ndcg10: published ?? null,
       engines: target.engines,
       ingest: { ...figures, reused: target.reused },

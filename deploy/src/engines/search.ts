@@ -6,7 +6,8 @@ import type { SearchEngines } from '@svc/projectors/search/indexer';
 import { PgTextIndex } from '@svc/projectors/search/pg-fts';
 import { MemoryTextIndex } from '@svc/projectors/search/memory-text';
 import type { TextIndex } from '@svc/projectors/search/text-index';
-import { LanceVectorIndex } from '@svc/projectors/search/vector-index';
+import { LanceVectorIndex, type VectorIndex } from '@svc/projectors/search/vector-index';
+import { MemoryVectorIndex } from '@svc/projectors/search/memory-vectors';
 import type { Config } from '../config';
 
 /** The search engines chosen by configuration (decisions §3): PostgreSQL FTS or Elasticsearch; LanceDB; built-in or OpenAI-compatible embeddings. */
@@ -24,7 +25,9 @@ export async function openSearchEngines(config: Config, sql: Sql): Promise<Searc
     if (!config.embeddingsModel) throw new Error('EMBEDDINGS_MODEL is required with EMBEDDINGS_URL');
     embedder = new OpenAiEmbedder({ url: config.embeddingsUrl, apiKey: config.embeddingsApiKey, model: config.embeddingsModel, dims: config.embeddingsDims ?? 1536 });
   } else embedder = new BuiltinEmbedder();
-  const vectors = new LanceVectorIndex(config.lancedbUri ?? join(config.dataDir, 'lancedb'), embedder.model, embedder.dims);
+  const lance = new LanceVectorIndex(config.lancedbUri ?? join(config.dataDir, 'lancedb'), embedder.model, embedder.dims);
+  // Role all: the search projector writes through this object, so vector queries are answered from memory (exact re-rank, see memory-vectors.ts).
+  const vectors: VectorIndex = config.role === 'all' && config.vectorMemoryMb > 0 ? new MemoryVectorIndex(lance, { maxBytes: config.vectorMemoryMb * 2 ** 20 }) : lance;
   // Catalogue items are cached beside the in-process projector, which writes every change through the same object.
   return { text, vectors, embedder, catalogue: new SearchCatalogue(sql, { cacheItems: config.role === 'all' ? 100_000 : 0 }) };
 }

@@ -11,7 +11,7 @@ export interface Passage {
 }
 
 export interface ChunkOptions {
-  /** Target chunk size in characters (default 700). */
+  /** Target chunk size in characters (default 2000). */
   maxChars?: number;
   /** Characters of each neighbouring chunk added to `contextText` (default 350). */
   contextChars?: number;
@@ -40,7 +40,7 @@ function splitLong(sentence: string, max: number): string[] {
 }
 
 export function chunkText(text: string, o: ChunkOptions = {}): Passage[] {
-  const max = o.maxChars ?? 700;
+  const max = o.maxChars ?? 2000;
   const ctx = o.contextChars ?? 350;
   const sentences = text
     .replace(/\r\n?/g, '\n')

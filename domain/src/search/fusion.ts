@@ -1,16 +1,24 @@
 /**
- * HYBRID fusion: reciprocal-rank fusion (Cormack et al. 2009) over the two
- * legs' ranked passage lists,
+ * HYBRID fusion: a convex combination of the two legs' z-score normalised
+ * scores (Bruch et al. 2023, "An analysis of fusion functions for hybrid
+ * retrieval"), mapped to 0–1 by the logistic function:
  *
- *   score(p) = Σ_leg  w_leg / (k + rank_leg(p))      k = 60, ranks from 1
+ *   score(p) = σ(α · z_text(p) + (1 − α) · z_vector(p))          α = FUSION_TEXT_WEIGHT, σ(x) = 1 / (1 + e^−x)
+ *   z_leg(p) = max((s(p) − μ_leg) / σ_leg, floor_leg)            floor_leg = min(0, lowest z of the leg's top NORM_DEPTH)
  *
- * with w_text = w_vector = 1. A passage found by one leg only gets that leg's
- * term. `textScore` is the passage's keyword (BM25) score and `semanticScore`
- * its cosine similarity, 0 where that leg did not return it. Ties break on the
- * sum of the raw scores, then on the key, so the order is deterministic.
+ * μ and σ (population standard deviation; 1 when 0) are taken over the leg's
+ * top NORM_DEPTH hits, so a page's scores do not depend on how deep the legs
+ * were read for it. A passage the leg did not return, or returned below its
+ * top NORM_DEPTH, gets the leg's floor: being found never counts less than not
+ * being found. An empty leg adds 0. σ is monotonic, so it changes the scores
+ * shown, not the order. α was chosen on BEIR SciFact's train split
+ * (docs/search.md). `textScore` is the passage's keyword (BM25) score and
+ * `semanticScore` its cosine similarity, 0 where that leg did not return it.
+ * Ties break on the keyword score, then on the key, so the order is
+ * deterministic.
  */
 export interface LegHit {
-  /** Passage key (item id + chunk number). */
+  /** Passage key (item id + chunk number), or the item id when documents are fused. */
   key: string;
   score: number;
 }
@@ -22,29 +30,40 @@ export interface Fused {
   semanticScore: number;
 }
 
-export const RRF_K = 60;
+export const FUSION_TEXT_WEIGHT = 0.8;
+export const NORM_DEPTH = 100;
 
-export function reciprocalRankFusion(text: LegHit[], vector: LegHit[], o: { k?: number; textWeight?: number; vectorWeight?: number } = {}): Fused[] {
-  const k = o.k ?? RRF_K;
-  const wt = o.textWeight ?? 1;
-  const wv = o.vectorWeight ?? 1;
-  const out = new Map<string, Fused>();
-  const get = (key: string) => {
-    let f = out.get(key);
-    if (!f) out.set(key, (f = { key, score: 0, textScore: 0, semanticScore: 0 }));
-    return f;
+/** z-score normalisation over the top `NORM_DEPTH` of a ranked leg, and the value of a passage it did not return. */
+function normaliser(hits: LegHit[]): { z: (s: number) => number; missing: number } {
+  const top = hits.slice(0, NORM_DEPTH);
+  if (!top.length) return { z: () => 0, missing: 0 };
+  const mean = top.reduce((a, h) => a + h.score, 0) / top.length;
+  const sd = Math.sqrt(top.reduce((a, h) => a + (h.score - mean) ** 2, 0) / top.length) || 1;
+  const floor = Math.min(0, ...top.map((h) => (h.score - mean) / sd));
+  return { z: (s) => Math.max(floor, (s - mean) / sd), missing: floor };
+}
+
+export function convexFusion(text: LegHit[], vector: LegHit[], o: { textWeight?: number } = {}): Fused[] {
+  const a = o.textWeight ?? FUSION_TEXT_WEIGHT;
+  const nt = normaliser(text);
+  const nv = normaliser(vector);
+  const out = new Map<string, Fused & { t: number; v: number }>();
+  const add = (hits: LegHit[], n: typeof nt, leg: 't' | 'v') => {
+    const seen = new Set<string>();
+    for (const h of hits) {
+      if (seen.has(h.key)) continue; // a key's first (best) hit counts
+      seen.add(h.key);
+      let f = out.get(h.key);
+      if (!f) out.set(h.key, (f = { key: h.key, score: 0, textScore: 0, semanticScore: 0, t: nt.missing, v: nv.missing }));
+      if (leg === 't') (f.t = n.z(h.score)), (f.textScore = h.score);
+      else (f.v = n.z(h.score)), (f.semanticScore = h.score);
+    }
   };
-  text.forEach((h, i) => {
-    const f = get(h.key);
-    f.score += wt / (k + i + 1);
-    f.textScore = h.score;
-  });
-  vector.forEach((h, i) => {
-    const f = get(h.key);
-    f.score += wv / (k + i + 1);
-    f.semanticScore = h.score;
-  });
-  return [...out.values()].sort((a, b) => b.score - a.score || b.textScore + b.semanticScore - (a.textScore + a.semanticScore) || (a.key < b.key ? -1 : 1));
+  add(text, nt, 't');
+  add(vector, nv, 'v');
+  const fused: Fused[] = [];
+  for (const f of out.values()) fused.push({ key: f.key, score: 1 / (1 + Math.exp(-(a * f.t + (1 - a) * f.v))), textScore: f.textScore, semanticScore: f.semanticScore });
+  return fused.sort((x, y) => y.score - x.score || y.textScore - x.textScore || (x.key < y.key ? -1 : 1));
 }
 
 /** `minTextRelevance`: keeps keyword hits scoring at least `fraction` of the top hit (≤ 0 keeps all). */

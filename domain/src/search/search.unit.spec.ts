@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { chunkText } from './chunking';
 import { matchesFilters, parseFilters } from './filters';
-import { aboveTextRelevance, reciprocalRankFusion } from './fusion';
+import { aboveTextRelevance, convexFusion, FUSION_TEXT_WEIGHT as A } from './fusion';
 import { filterAttributes, recordPassages, searchableText } from './indexable';
 import { parseComplexQuery, positiveText } from './query-syntax';
 
@@ -84,11 +84,35 @@ describe('COMPLEX query syntax', () => {
 });
 
 describe('fusion', () => {
-  it('reciprocal-rank fusion with k = 60 rewards agreement', () => {
-    const f = reciprocalRankFusion([{ key: 'a', score: 9 }, { key: 'b', score: 5 }], [{ key: 'b', score: 0.9 }, { key: 'c', score: 0.8 }]);
-    expect(f.map((x) => x.key)).toEqual(['b', 'a', 'c']);
-    expect(f[0]).toEqual({ key: 'b', score: 1 / 62 + 1 / 61, textScore: 5, semanticScore: 0.9 });
-    expect(f[1]).toMatchObject({ textScore: 9, semanticScore: 0 });
+  it('convex fusion of z-scores rewards agreement, maps to 0-1 and gives missing passages the leg floor', () => {
+    // z-scores: text a +√1.5, b 0, d −√1.5; vector b +√1.5, c 0, a −√1.5
+    const text = [{ key: 'a', score: 9 }, { key: 'b', score: 7 }, { key: 'd', score: 5 }];
+    const vector = [{ key: 'b', score: 0.75 }, { key: 'c', score: 0.5 }, { key: 'a', score: 0.25 }];
+    const z = Math.sqrt(1.5);
+    const sig = (x: number) => 1 / (1 + Math.exp(-x));
+    const f = convexFusion(text, vector, { textWeight: 0.5 });
+    expect(f.map((x) => x.key)).toEqual(['b', 'a', 'c', 'd']);
+    expect(f[0]).toEqual({ key: 'b', score: sig(0.5 * 0 + 0.5 * z), textScore: 7, semanticScore: 0.75 });
+    expect(f[1].score).toBeCloseTo(sig(0.5 * z - 0.5 * z));
+    // c: not in the text leg -> the text floor (-z); d: not in the vector leg -> the vector floor (-z)
+    expect(f[2].score).toBeCloseTo(sig(-0.5 * z + 0));
+    expect(f[3]).toEqual({ key: 'd', score: sig(-0.5 * z - 0.5 * z), textScore: 5, semanticScore: 0 });
+    // the default weight favours the keyword leg: a (text best) above b
+    expect(convexFusion(text, vector).map((x) => x.key).slice(0, 2)).toEqual(['a', 'b']);
+    expect(A).toBeGreaterThan(0.5);
+  });
+  it('convex fusion: the weight decides between one leg and the other; a leg alone keeps its order', () => {
+    const text = [{ key: 'a', score: 3 }, { key: 'b', score: 1 }];
+    const vector = [{ key: 'b', score: 0.9 }, { key: 'a', score: 0.1 }];
+    expect(convexFusion(text, vector, { textWeight: 0.9 })[0].key).toBe('a');
+    expect(convexFusion(text, vector, { textWeight: 0.1 })[0].key).toBe('b');
+    const alone = convexFusion(text, [], { textWeight: 0.8 });
+    expect(alone.map((x) => x.key)).toEqual(['a', 'b']);
+    for (const x of alone) expect(x.score).toBeGreaterThan(0), expect(x.score).toBeLessThan(1);
+    // a hit below the leg's top 100 counts no less than a passage the leg did not return
+    const deep = Array.from({ length: 150 }, (_, i) => ({ key: `t${i}`, score: 1000 - i * i }));
+    const g = convexFusion(deep, [{ key: 't149', score: 0.5 }, { key: 'v', score: 0.5 }]);
+    expect(g.find((x) => x.key === 't149')!.score).toBeGreaterThanOrEqual(g.find((x) => x.key === 'v')!.score);
   });
   it('minTextRelevance keeps hits at a fraction of the top score', () => {
     const hits = [{ score: 10 }, { score: 6 }, { score: 2 }];

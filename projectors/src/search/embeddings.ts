@@ -17,6 +17,8 @@ export interface Embedder {
   embed(texts: string[], o?: { purpose?: EmbedPurpose }): Promise<number[][]>;
   /** Releases what the embedder holds (the built-in model's thread). Safe to call more than once. */
   close?(): Promise<void>;
+  /** Loads what the first call would otherwise wait for (the built-in model); services call it at start, without waiting. */
+  warm?(): Promise<void>;
 }
 
 export class EmbeddingError extends Error {
@@ -221,6 +223,11 @@ export class BuiltinEmbedder implements Embedder {
       t.users++;
     }
     return t.embed(texts, o?.purpose ?? 'passage');
+  }
+
+  /** Starts the model's thread and loads the model (about 1 s here), so the first query does not wait for it. */
+  async warm(): Promise<void> {
+    await this.embed(['warm up'], { purpose: 'query' });
   }
 
   async close(): Promise<void> {

@@ -127,6 +127,34 @@ export class ElasticsearchTextIndex implements TextIndex {
     });
   }
 
+  /** One passage-id lookup (terms on item_id) and one bulk write with one refresh for the whole batch, instead of a refresh per item. */
+  async replaceItems(items: IndexedItem[]): Promise<void> {
+    if (!items.length) return;
+    await this.call('write', async () => {
+      const keep = new Set<string>();
+      const ops: estypes.BulkOperationContainer[] = [];
+      const docs: Array<Doc | undefined> = [];
+      for (const item of items) {
+        const meta = metaFields(item);
+        for (const p of item.passages) {
+          const id = passageId(item.itemId, p.chunkNo);
+          keep.add(id);
+          ops.push({ index: { _index: this.index, _id: id } });
+          docs.push({ item_id: item.itemId, chunk_no: p.chunkNo, tenant_id: item.tenantId, context_id: item.contextId, chunk_text: p.chunkText, context_text: p.contextText, ...meta });
+        }
+      }
+      const itemIds = [...new Set(items.map((i) => i.itemId))];
+      for (let i = 0; i < itemIds.length; i += 1000) {
+        for (const id of await this.ids({ terms: { item_id: itemIds.slice(i, i + 1000) } })) {
+          if (keep.has(id)) continue;
+          ops.push({ delete: { _index: this.index, _id: id } });
+          docs.push(undefined);
+        }
+      }
+      await this.bulk(ops, docs, true);
+    });
+  }
+
   async updateItemMeta(item: Omit<IndexedItem, 'passages' | 'metadata'>): Promise<void> {
     await this.call('write', async () => {
       // Whole documents are rewritten (no scripts or partial updates: a partial update would merge attribute maps).

@@ -105,7 +105,9 @@ export class SearchIndexer {
     this.abort = new AbortController();
     this.loop = (this.feed ?? catchUpFeed(this.store)).follow(SEARCH_INDEX, {
       from: this.position,
-      batchSize: 200,
+      // Events per batch: a bulk ingest (~3 events a document) gives batches of ~170 documents: one embedding
+      // call, one vector write, one outcome round per batch. A quiet log gives small batches anyway.
+      batchSize: 500,
       signal: this.abort.signal,
       handle: (events) => this.applyBatch(events),
       onError: (e, attempt) => {
@@ -323,7 +325,7 @@ export class SearchIndexer {
     if (!ups.length) return out;
     const tenantVectors = new Map<string, number>();
 
-    // 1. the text leg, item by item
+    // 1. the text leg
     const work = ups.map((u) => {
       const mode = u.item.indexMode ?? 'NONE';
       if (u.kind === 'document') {
@@ -338,14 +340,25 @@ export class SearchIndexer {
     })
       // Store-only items (indexMode NONE) that were never indexed cost nothing here: no passages, no catalogue row, no outcome.
       .filter((w) => w.mode !== 'NONE' || before.has(w.item.itemId));
-    for (const w of work) {
-      const indexed: IndexedItem = { ...w.item, passages: w.mode === 'TEXT' || w.mode === 'HYBRID' ? w.passages : [] };
+    const indexedOf = (w: (typeof work)[number]): IndexedItem => ({ ...w.item, passages: w.mode === 'TEXT' || w.mode === 'HYBRID' ? w.passages : [] });
+    // One write for the batch where the adapter offers it (Elasticsearch: one bulk, one refresh); should it fail, item by item.
+    let textBatched = false;
+    if (text.replaceItems && work.length > 1) {
       try {
-        await text.replaceItem(indexed);
+        await text.replaceItems(work.map(indexedOf));
+        textBatched = true;
       } catch (e) {
-        w.textErr = (e as Error).message;
+        this.o.log?.(`projection ${SEARCH_INDEX}: batched text write of ${work.length} items failed, writing them one by one`, e);
       }
     }
+    if (!textBatched)
+      for (const w of work) {
+        try {
+          await text.replaceItem(indexedOf(w));
+        } catch (e) {
+          w.textErr = (e as Error).message;
+        }
+      }
 
     // 2. embeddings (one batched call) and vectors, within the per-tenant capacity
     const wantVectors = work.filter((w) => (w.mode === 'SEMANTIC' || w.mode === 'HYBRID') && w.passages.length);
@@ -372,16 +385,33 @@ export class SearchIndexer {
       } catch (e) {
         for (const w of admitted) w.vecErr = { code: 'EMBEDDING_FAILED', message: (e as Error).message };
       }
-      let k = 0;
-      for (const w of admitted) {
-        if (!embedded) break;
-        const rows = w.passages.map((p) => ({ itemId: w.item.itemId, chunkNo: p.chunkNo, tenantId: w.item.tenantId, contextId: w.item.contextId, vector: embedded![k++], chunkText: p.chunkText, contextText: p.contextText }));
-        try {
-          await vectors.replaceItem(w.item.itemId, rows);
-          w.item.vectors = rows.length;
-        } catch (e) {
-          w.vecErr = { code: 'EMBEDDING_FAILED', message: `vector index write failed: ${(e as Error).message}` };
+      if (embedded) {
+        let k = 0;
+        const writes = admitted.map((w) => ({
+          w,
+          rows: w.passages.map((p) => ({ itemId: w.item.itemId, chunkNo: p.chunkNo, tenantId: w.item.tenantId, contextId: w.item.contextId, vector: embedded![k++], chunkText: p.chunkText, contextText: p.contextText })),
+        }));
+        const writeOne = async (x: (typeof writes)[number]) => {
+          try {
+            await vectors.replaceItem(x.w.item.itemId, x.rows);
+            x.w.item.vectors = x.rows.length;
+          } catch (e) {
+            x.w.vecErr = { code: 'EMBEDDING_FAILED', message: `vector index write failed: ${(e as Error).message}` };
+          }
+        };
+        // One write for the whole batch (one delete + one add: a LanceDB version and fragment per batch, not per item).
+        // Should it fail, the items are written one by one, so only the items whose own write fails are marked.
+        let batched = false;
+        if (vectors.replaceItems && writes.length > 1) {
+          try {
+            await vectors.replaceItems(writes.map((x) => ({ itemId: x.w.item.itemId, rows: x.rows })));
+            for (const x of writes) x.w.item.vectors = x.rows.length;
+            batched = true;
+          } catch (e) {
+            this.o.log?.(`projection ${SEARCH_INDEX}: batched vector write of ${writes.length} items failed, writing them one by one`, e);
+          }
         }
+        if (!batched) for (const x of writes) await writeOne(x);
       }
     }
     const transient = work.some((w) => w.textErr || w.vecErr?.code === 'EMBEDDING_FAILED');

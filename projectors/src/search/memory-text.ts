@@ -3,7 +3,7 @@ import { parseComplexQuery, positiveText, type QueryNode } from '@svc/domain/sea
 import type { AttrValue } from '@svc/domain/search/indexable';
 import { itemPredicate, type FilterableItem } from './filter-memory';
 import { BM25, type PassageRow, type PgTextIndex } from './pg-fts';
-import { TextIndexError, type IndexedItem, type TextHit, type TextIndex, type TextSearch } from './text-index';
+import { TextIndexError, type IndexedItem, type ItemFilter, type TextHit, type TextIndex, type TextSearch } from './text-index';
 
 /**
  * The embedded keyword index served from memory. PostgreSQL full-text search
@@ -36,16 +36,35 @@ interface ItemEntry extends FilterableItem {
   pids: number[];
 }
 
-/** Growable typed arrays. */
+/** `a` copied into a typed array twice its length. */
+function doubled<T extends Int32Array | Uint8Array | Uint16Array>(a: T, make: (n: number) => T): T {
+  const b = make(a.length * 2);
+  b.set(a);
+  return b;
+}
+
+// Growable typed arrays: one class per element type, so the hot loops' property reads stay monomorphic.
 class I32 {
   a = new Int32Array(16);
   n = 0;
   push(v: number) {
-    if (this.n === this.a.length) {
-      const b = new Int32Array(this.a.length * 2);
-      b.set(this.a);
-      this.a = b;
-    }
+    if (this.n === this.a.length) this.a = doubled(this.a, (n) => new Int32Array(n));
+    this.a[this.n++] = v;
+  }
+}
+class U8 {
+  a = new Uint8Array(16);
+  n = 0;
+  push(v: number) {
+    if (this.n === this.a.length) this.a = doubled(this.a, (n) => new Uint8Array(n));
+    this.a[this.n++] = v;
+  }
+}
+class U16 {
+  a = new Uint16Array(16);
+  n = 0;
+  push(v: number) {
+    if (this.n === this.a.length) this.a = doubled(this.a, (n) => new Uint16Array(n));
     this.a[this.n++] = v;
   }
 }
@@ -58,20 +77,37 @@ class Shard {
   readonly df: number[] = [];
   readonly items: ItemEntry[] = [];
   readonly itemIndex = new Map<string, number>();
+  /**
+   * items[0..ordered) are in ascending item id order (as a load from PostgreSQL, ORDER BY item_id, leaves
+   * them when the collation agrees, and as ids that grow keep them): ranking ties between two of them
+   * compare indexes instead of id strings.
+   */
+  ordered = 0;
   // per passage id
   readonly pItem = new I32();
   readonly pChunk = new I32();
   readonly pLen = new I32();
-  readonly pAlive: number[] = [];
+  readonly pAlive = new U8();
   /** Chunk texts; a context text is rebuilt from the item's chunks as chunking made it, else kept here. */
   readonly pText: string[] = [];
   readonly pContext = new Map<number, string>();
-  /** Per passage: its lexeme ids (ascending) and, for each, its positions (phrases). */
-  readonly pTerms: Array<{ lex: Int32Array; start: Int32Array; pos: Uint16Array } | null> = [];
+  /**
+   * Per passage: its lexeme ids (ascending) and, for each, its positions (phrases), in flat arrays (no
+   * objects per passage for the collector to trace): the terms of passage p are tLex[pTermFrom[p]..pTermFrom[p+1]),
+   * the positions of term t are tPos[tPosFrom[t]..tPosFrom[t+1]) (a sentinel closes both; a removed passage's
+   * terms stay until the shard reloads).
+   */
+  readonly pTermFrom = new I32();
+  readonly tLex = new I32();
+  readonly tPosFrom = new I32();
+  readonly tPos = new U16();
   alive = 0;
   totalLen = 0;
   dead = 0;
+  /** Per-search scratch (searches are synchronous, so one set per shard): scores per passage, candidate ids, item verdicts. */
   scratch = new Float64Array(0);
+  cands = new Int32Array(0);
+  verdict = new Int8Array(0);
 
   get passages() {
     return this.pItem.n;
@@ -98,6 +134,7 @@ class Shard {
     let idx = this.itemIndex.get(itemId);
     if (idx === undefined) {
       idx = this.items.length;
+      if (this.ordered === idx && (idx === 0 || this.items[idx - 1].itemId < itemId)) this.ordered += 1;
       this.items.push(entry);
       this.itemIndex.set(itemId, idx);
     } else this.items[idx] = entry;
@@ -115,20 +152,24 @@ class Shard {
     this.pAlive.push(1);
     this.pText.push(r.chunk_text);
     const terms = parseTsvector(r.tsv).map(([lexeme, pos]) => [this.lexId(lexeme), pos] as const).sort((a, b) => a[0] - b[0]);
-    const lex = new Int32Array(terms.length);
-    const start = new Int32Array(terms.length + 1);
-    const pos = new Uint16Array(terms.reduce((s, t) => s + t[1].length, 0));
-    let k = 0;
-    terms.forEach(([id, ps], i) => {
-      lex[i] = id;
-      start[i] = k;
-      for (const p of ps) pos[k++] = p;
+    if (pid === 0) {
+      this.pTermFrom.push(0);
+      this.tPosFrom.push(0);
+    }
+    // The sentinels of the previous passage become this passage's starts.
+    this.pTermFrom.n -= 1;
+    this.tPosFrom.n -= 1;
+    this.pTermFrom.push(this.tLex.n);
+    for (const [id, ps] of terms) {
+      this.tLex.push(id);
+      this.tPosFrom.push(this.tPos.n);
+      for (const p of ps) this.tPos.push(p);
       this.postPid[id].push(pid);
       this.postTf[id].push(ps.length);
       this.df[id] += 1;
-    });
-    start[terms.length] = k;
-    this.pTerms.push({ lex, start, pos });
+    }
+    this.pTermFrom.push(this.tLex.n);
+    this.tPosFrom.push(this.tPos.n);
     this.alive += 1;
     this.totalLen += len;
     return pid;
@@ -139,10 +180,9 @@ class Shard {
     if (idx === undefined) return;
     const entry = this.items[idx];
     for (const pid of entry.pids) {
-      if (!this.pAlive[pid]) continue;
-      this.pAlive[pid] = 0;
-      for (const id of this.pTerms[pid]!.lex) this.df[id] -= 1;
-      this.pTerms[pid] = null;
+      if (!this.pAlive.a[pid]) continue;
+      this.pAlive.a[pid] = 0;
+      for (let t = this.pTermFrom.a[pid], to = this.pTermFrom.a[pid + 1]; t < to; t++) this.df[this.tLex.a[t]] -= 1;
       this.pText[pid] = '';
       this.pContext.delete(pid);
       this.alive -= 1;
@@ -162,26 +202,47 @@ class Shard {
     const idx = this.itemIndex.get(itemId);
     if (idx === undefined) return null;
     const pids = this.items[idx].pids;
-    const at = pids.findIndex((pid) => this.pChunk.a[pid] === chunkNo);
+    let at = -1;
+    for (let i = 0; i < pids.length; i++)
+      if (this.pChunk.a[pids[i]] === chunkNo) {
+        at = i;
+        break;
+      }
     if (at < 0) return null;
+    const stored = this.pContext.get(pids[at]);
+    if (stored !== undefined) return { chunkText: this.pText[pids[at]], contextText: stored };
     const chunks = pids.map((pid) => this.pText[pid]);
-    return { chunkText: chunks[at], contextText: this.pContext.get(pids[at]) ?? contextOf(chunks, at) };
+    return { chunkText: chunks[at], contextText: contextOf(chunks, at) };
+  }
+
+  /** Index (in tLex) of a lexeme among a live passage's terms, or -1 when absent. */
+  termAt(pid: number, lexId: number): number {
+    if (!this.pAlive.a[pid]) return -1;
+    const lex = this.tLex.a;
+    let lo = this.pTermFrom.a[pid];
+    let hi = this.pTermFrom.a[pid + 1] - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const v = lex[mid];
+      if (v === lexId) return mid;
+      if (v < lexId) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
   }
 
   /** Positions of a lexeme in a passage (empty when absent). */
   positions(pid: number, lexId: number): Uint16Array {
-    const t = this.pTerms[pid];
-    if (!t) return EMPTY_POS;
-    let lo = 0;
-    let hi = t.lex.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      const v = t.lex[mid];
-      if (v === lexId) return t.pos.subarray(t.start[mid], t.start[mid + 1]);
-      if (v < lexId) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return EMPTY_POS;
+    const at = this.termAt(pid, lexId);
+    if (at < 0) return EMPTY_POS;
+    return this.tPos.a.subarray(this.tPosFrom.a[at], this.tPosFrom.a[at + 1]);
+  }
+
+  /** Term frequency of a lexeme in a passage (its position count; 0 when absent). */
+  tf(pid: number, lexId: number): number {
+    const at = this.termAt(pid, lexId);
+    if (at < 0) return 0;
+    return this.tPosFrom.a[at + 1] - this.tPosFrom.a[at];
   }
 }
 const EMPTY_POS = new Uint16Array(0);
@@ -243,14 +304,19 @@ export function parseTsvector(s: string): Array<[string, number[]]> {
   return out;
 }
 
-/** A min-heap of the best `k` (score desc, item id asc, chunk asc) passage ids. */
-function topK(cands: number[], score: Float64Array, s: Shard, k: number): number[] {
+/** A min-heap of the best `k` (score desc, item id asc, chunk asc) of the first `nc` candidate passage ids. */
+function topK(cands: Int32Array, nc: number, score: Float64Array, s: Shard, k: number): number[] {
+  if (k <= 0) return [];
+  const items = s.items;
+  const pItem = s.pItem.a;
+  const pChunk = s.pChunk.a;
+  const ordered = s.ordered;
   const better = (a: number, b: number) => {
     if (score[a] !== score[b]) return score[a] > score[b];
-    const ia = s.items[s.pItem.a[a]].itemId;
-    const ib = s.items[s.pItem.a[b]].itemId;
-    if (ia !== ib) return ia < ib;
-    return s.pChunk.a[a] < s.pChunk.a[b];
+    const ia = pItem[a];
+    const ib = pItem[b];
+    if (ia !== ib) return ia < ordered && ib < ordered ? ia < ib : items[ia].itemId < items[ib].itemId;
+    return pChunk[a] < pChunk[b];
   };
   const heap: number[] = [];
   const down = (i: number) => {
@@ -261,20 +327,26 @@ function topK(cands: number[], score: Float64Array, s: Shard, k: number): number
       if (l < heap.length && better(heap[w], heap[l])) w = l;
       if (r < heap.length && better(heap[w], heap[r])) w = r;
       if (w === i) return;
-      [heap[i], heap[w]] = [heap[w], heap[i]];
+      const t = heap[i];
+      heap[i] = heap[w];
+      heap[w] = t;
       i = w;
     }
   };
-  for (const pid of cands) {
+  for (let c = 0; c < nc; c++) {
+    const pid = cands[c];
     if (heap.length < k) {
       heap.push(pid);
       for (let i = heap.length - 1; i > 0; ) {
         const p = (i - 1) >> 1;
         if (!better(heap[p], heap[i])) break;
-        [heap[i], heap[p]] = [heap[p], heap[i]];
+        const t = heap[i];
+        heap[i] = heap[p];
+        heap[p] = t;
         i = p;
       }
-    } else if (k > 0 && better(pid, heap[0])) {
+    } else if (score[pid] >= score[heap[0]] && better(pid, heap[0])) {
+      // (the score test first: most candidates lose to the k-th best on score alone)
       heap[0] = pid;
       down(0);
     }
@@ -507,7 +579,7 @@ function evaluate(s: Shard, m: Match): Uint8Array {
       for (const l of m.lex) {
         if (l < 0) continue;
         const pids = s.postPid[l];
-        for (let i = 0; i < pids.n; i++) out[pids.a[i]] = s.pAlive[pids.a[i]];
+        for (let i = 0; i < pids.n; i++) out[pids.a[i]] = s.pAlive.a[pids.a[i]];
       }
       return out;
     case 'all':
@@ -519,7 +591,7 @@ function evaluate(s: Shard, m: Match): Uint8Array {
         const pids = s.postPid[lex[k]];
         for (let i = 0; i < pids.n; i++) {
           const pid = pids.a[i];
-          if (out[pid] === k && s.pAlive[pid]) out[pid] = k + 1;
+          if (out[pid] === k && s.pAlive.a[pid]) out[pid] = k + 1;
         }
       }
       const want = lex.length;
@@ -528,7 +600,7 @@ function evaluate(s: Shard, m: Match): Uint8Array {
     }
     case 'not': {
       const inner = evaluate(s, m.item);
-      for (let pid = 0; pid < n; pid++) out[pid] = s.pAlive[pid] && !inner[pid] ? 1 : 0;
+      for (let pid = 0; pid < n; pid++) out[pid] = s.pAlive.a[pid] && !inner[pid] ? 1 : 0;
       return out;
     }
     case 'and':
@@ -553,41 +625,126 @@ function phraseAt(s: Shard, pid: number, lex: number[], gaps: number[], slop: nu
   return false;
 }
 
-/** Matching, filtering and BM25 over one shard; synchronous so it sees one state of the index. */
+/** Whether a filter admits every item of its context (nothing narrows it; the same cases as itemPredicate). */
+function admitsAll(f: ItemFilter): boolean {
+  return (
+    !f.sourceTypes?.length && f.typeName === undefined && !f.folderIds && !f.userIds?.length && !f.scopesAll?.length && !f.scopesAny?.length &&
+    !f.createdAfter && !f.createdBefore && !f.clauses.length
+  );
+}
+
+/**
+ * The passages of an AND / PHRASE match (alive and admitted), driven by the rarest lexeme's postings:
+ * each is checked for the other lexemes (and the phrase) in its own terms. Written to `out`; returns the count.
+ */
+function conjunction(s: Shard, m: Extract<Match, { kind: 'all' | 'phrase' }>, admitted: (pid: number) => boolean, out: Int32Array): number {
+  const lex = [...new Set(m.lex)];
+  if (!lex.length || lex.some((l) => l < 0)) return 0;
+  lex.sort((a, b) => s.df[a] - s.df[b]);
+  const alive = s.pAlive.a;
+  const pids = s.postPid[lex[0]];
+  let nc = 0;
+  next: for (let i = 0; i < pids.n; i++) {
+    const pid = pids.a[i];
+    if (!alive[pid]) continue;
+    for (let k = 1; k < lex.length; k++) if (s.termAt(pid, lex[k]) < 0) continue next;
+    if (m.kind === 'phrase' && !phraseAt(s, pid, m.lex, m.gaps, m.slop)) continue;
+    if (admitted(pid)) out[nc++] = pid;
+  }
+  return nc;
+}
+
+/**
+ * Matching, filtering and BM25 over one shard; synchronous so it sees one state of the index.
+ * Work is proportional to the postings of the query's lexemes (a COMPLEX query with NOT / AND / OR
+ * groups also makes a pass over the shard's passage ids); scores, candidates and item verdicts live
+ * in the shard's scratch arrays (scores are back to 0 after every search).
+ */
 function run(s: Shard, q: TextSearch, match: Match, scoring: number[]): { hits: TextHit[]; total: number } {
   const n = s.passages;
-  if (s.scratch.length < n) s.scratch = new Float64Array(Math.max(n, s.scratch.length * 2));
+  if (s.scratch.length < n) {
+    const size = Math.max(n, s.scratch.length * 2);
+    s.scratch = new Float64Array(size);
+    s.cands = new Int32Array(size);
+  }
+  if (s.verdict.length < s.items.length) s.verdict = new Int8Array(Math.max(s.items.length, s.verdict.length * 2));
   const score = s.scratch;
+  const cands = s.cands;
+  const verdict = s.verdict; // per item: 0 unknown, 1 admitted, -1 not
+  verdict.fill(0, 0, s.items.length);
   const admit = itemPredicate(q.filter);
-  const verdict = new Int8Array(s.items.length); // 0 unknown, 1 admitted, -1 not
+  const items = s.items;
+  const pItem = s.pItem.a;
+  const pLen = s.pLen.a;
+  const alive = s.pAlive.a;
   const admitted = (pid: number) => {
-    const it = s.pItem.a[pid];
-    if (verdict[it] === 0) verdict[it] = admit(s.items[it]) ? 1 : -1;
-    return verdict[it] === 1;
+    const it = pItem[pid];
+    let v = verdict[it];
+    if (v === 0) v = verdict[it] = admit(items[it]) ? 1 : -1;
+    return v === 1;
   };
   const avgdl = Math.max(s.totalLen / (s.alive || 1), 1);
   const { k1, b } = BM25;
-  const cands: number[] = [];
-  const mask = match.kind === 'any' ? null : evaluate(s, match);
-  if (mask) for (let pid = 0; pid < n; pid++) if (mask[pid] && admitted(pid)) (score[pid] = 0), cands.push(pid);
-  for (const l of scoring) {
-    const idf = Math.log(1 + (s.alive - s.df[l] + 0.5) / (s.df[l] + 0.5));
-    const pids = s.postPid[l];
-    const tfs = s.postTf[l];
-    for (let i = 0; i < pids.n; i++) {
-      const pid = pids.a[i];
-      if (!s.pAlive[pid]) continue;
-      if (mask ? !mask[pid] || verdict[s.pItem.a[pid]] !== 1 : !admitted(pid)) continue;
-      if (!mask && !(score[pid] > 0)) {
-        score[pid] = 0;
-        cands.push(pid);
+  const idf = (l: number) => Math.log(1 + (s.alive - s.df[l] + 0.5) / (s.df[l] + 0.5));
+  let nc = 0;
+  if (match.kind === 'any' && s.dead === 0 && admitsAll(q.filter)) {
+    // OR, every passage alive and admitted: the same loop without the checks.
+    for (const l of scoring) {
+      const w = idf(l);
+      const pids = s.postPid[l];
+      const pa = pids.a;
+      const tfs = s.postTf[l].a;
+      for (let i = 0, m = pids.n; i < m; i++) {
+        const pid = pa[i];
+        if (!(score[pid] > 0)) {
+          score[pid] = 0;
+          cands[nc++] = pid;
+        }
+        const tf = tfs[i];
+        score[pid] += (w * (tf * (k1 + 1))) / (tf + k1 * (1 - b + (b * pLen[pid]) / avgdl));
       }
-      const tf = tfs.a[i];
-      score[pid] += (idf * (tf * (k1 + 1))) / (tf + k1 * (1 - b + (b * s.pLen.a[pid]) / avgdl));
+    }
+  } else if (match.kind === 'any') {
+    // OR: the candidates are the admitted passages of the scoring lexemes' postings (a passage is new while its score is 0).
+    for (const l of scoring) {
+      const w = idf(l);
+      const pids = s.postPid[l];
+      const pa = pids.a;
+      const tfs = s.postTf[l].a;
+      for (let i = 0, m = pids.n; i < m; i++) {
+        const pid = pa[i];
+        if (!alive[pid]) continue;
+        const it = pItem[pid];
+        let v = verdict[it];
+        if (v === 0) v = verdict[it] = admit(items[it]) ? 1 : -1;
+        if (v !== 1) continue;
+        if (!(score[pid] > 0)) {
+          score[pid] = 0;
+          cands[nc++] = pid;
+        }
+        const tf = tfs[i];
+        score[pid] += (w * (tf * (k1 + 1))) / (tf + k1 * (1 - b + (b * pLen[pid]) / avgdl));
+      }
+    }
+  } else {
+    if (match.kind === 'all' || match.kind === 'phrase') nc = conjunction(s, match, admitted, cands);
+    else {
+      const mask = evaluate(s, match);
+      for (let pid = 0; pid < n; pid++) if (mask[pid] && admitted(pid)) cands[nc++] = pid;
+    }
+    // Each candidate's term frequencies from its own terms (the same sums, in the same order, as over the postings).
+    const ws = scoring.map(idf);
+    for (let c = 0; c < nc; c++) {
+      const pid = cands[c];
+      score[pid] = 0;
+      for (let j = 0; j < scoring.length; j++) {
+        const tf = s.tf(pid, scoring[j]);
+        if (tf) score[pid] += (ws[j] * (tf * (k1 + 1))) / (tf + k1 * (1 - b + (b * pLen[pid]) / avgdl));
+      }
     }
   }
-  const top = topK(cands, score, s, q.limit);
-  const hits = top.map((pid) => ({ itemId: s.items[s.pItem.a[pid]].itemId, chunkNo: s.pChunk.a[pid], score: score[pid] }));
-  for (const pid of cands) score[pid] = 0;
-  return { hits, total: cands.length };
+  const top = topK(cands, nc, score, s, q.limit);
+  const hits = top.map((pid) => ({ itemId: items[pItem[pid]].itemId, chunkNo: s.pChunk.a[pid], score: score[pid] }));
+  for (let c = 0; c < nc; c++) score[cands[c]] = 0;
+  return { hits, total: nc };
 }

@@ -1,7 +1,7 @@
 import type { Sql, SqlQueryable } from '@svc/domain/ports/sql';
 import { parseComplexQuery, positiveText, type QueryNode } from '@svc/domain/search/query-syntax';
 import { filterSql } from './filter-sql';
-import { snippet, words } from './snippet';
+import { markedSnippet, snippet, wordBounds } from './snippet';
 import { TextIndexError, type IndexedItem, type TextHit, type TextIndex, type TextSearch } from './text-index';
 
 type Analysed = Array<{ lexeme: string; pos: number }>;
@@ -162,27 +162,57 @@ export class PgTextIndex implements TextIndex {
     return texts.map((t) => this.analyses.get(t)!);
   }
 
-  /** Lexeme of each word (null for a stop word), from the same analysis, remembered. */
-  private async lexemesOf(ws: string[]): Promise<(w: string) => string | null> {
-    const missing = [...new Set(ws.map((w) => w.toLowerCase()).filter((w) => !this.wordLexemes.has(w)))];
-    if (missing.length) {
-      if (this.wordLexemes.size + missing.length > MAX_CACHED_WORDS) this.wordLexemes.clear();
-      const { rows } = await this.sql.query<{ w: string; lexeme: string | null }>(
-        `SELECT w, (SELECT min(u.lexeme) FROM unnest(to_tsvector('${CONFIG}', w)) u) AS lexeme FROM unnest($1::text[]) w`,
-        [missing],
-      );
-      for (const r of rows) this.wordLexemes.set(r.w, r.lexeme);
-    }
-    return (w) => this.wordLexemes.get(w.toLowerCase()) ?? null;
-  }
-
   /** A snippet maker for these passage texts and this query: words are marked when their lexeme is one of the query's. */
   async snippets(texts: string[], q: TextSearch): Promise<(text: string) => string> {
     const ast = q.textMode === 'COMPLEX' ? parseComplexQuery(q.query) : null;
     const [lx] = await this.analyse([ast ? positiveText(ast).join(' ') : q.query]);
     const wanted = new Set(lx.map((l) => l.lexeme));
-    const lexeme = await this.lexemesOf(texts.flatMap(words));
-    return (text) => snippet(text, (w) => wanted.has(lexeme(w) ?? ''));
+    // The lexeme of each word (null for a stop word) from the same analysis, remembered by the word lowercased;
+    // each text's words are looked up once here (a word found as it is needs no lowercasing), unknown ones analysed together.
+    const known = this.wordLexemes;
+    const prepared = new Map<string, { bounds: number[]; lexemes: Array<string | null | undefined> }>();
+    let missing: Set<string> | undefined;
+    for (const t of texts) {
+      if (prepared.has(t)) continue;
+      const bounds = wordBounds(t);
+      const lexemes: Array<string | null | undefined> = new Array(bounds.length >> 1);
+      for (let i = 0; i < bounds.length; i += 2) {
+        const w = t.slice(bounds[i], bounds[i + 1]);
+        let l = known.get(w);
+        if (l === undefined) {
+          const lw = w.toLowerCase();
+          l = known.get(lw);
+          if (l === undefined) (missing ??= new Set()).add(lw);
+        }
+        lexemes[i >> 1] = l;
+      }
+      prepared.set(t, { bounds, lexemes });
+    }
+    if (missing) {
+      if (known.size + missing.size > MAX_CACHED_WORDS) known.clear(); // (words resolved above keep their lexeme)
+      const { rows } = await this.sql.query<{ w: string; lexeme: string | null }>(
+        `SELECT w, (SELECT min(u.lexeme) FROM unnest(to_tsvector('${CONFIG}', w)) u) AS lexeme FROM unnest($1::text[]) w`,
+        [[...missing]],
+      );
+      for (const r of rows) known.set(r.w, r.lexeme);
+      for (const [t, p] of prepared)
+        for (let i = 0; i < p.lexemes.length; i++)
+          if (p.lexemes[i] === undefined) p.lexemes[i] = known.get(t.slice(p.bounds[2 * i], p.bounds[2 * i + 1]).toLowerCase()) ?? null;
+    }
+    const isMatch = (w: string) => {
+      const l = known.get(w) ?? known.get(w.toLowerCase());
+      return l != null && wanted.has(l);
+    };
+    return (text) => {
+      const p = prepared.get(text);
+      if (!p) return snippet(text, isMatch);
+      const hit = new Uint8Array(p.lexemes.length);
+      for (let i = 0; i < hit.length; i++) {
+        const l = p.lexemes[i];
+        hit[i] = l != null && wanted.has(l) ? 1 : 0;
+      }
+      return markedSnippet(text, p.bounds, hit);
+    };
   }
 
   /**

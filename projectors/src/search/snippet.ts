@@ -11,29 +11,83 @@ export const SNIPPET = { maxWords: 40, minWords: 15, maxFragments: 2, delimiter:
 /** Word tokens: letters and digits (what the `english` parser makes lexemes of). */
 export const WORD = /[\p{L}\p{N}]+/gu;
 
+/** [A-Za-z0-9]: the ASCII characters of \p{L} and \p{N}. */
+const ASCII_WORD = (() => {
+  const t = new Uint8Array(128);
+  for (let c = 48; c <= 57; c++) t[c] = 1;
+  for (let c = 65; c <= 90; c++) t[c] = t[c + 32] = 1;
+  return t;
+})();
+
+/**
+ * Word tokens as [start, end) pairs, flat: a scan by character code for ASCII text (the common case, no
+ * regex and no match objects), the WORD expression as soon as a character outside ASCII appears.
+ */
+export function wordBounds(text: string): number[] {
+  const out: number[] = [];
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c >= 128) return regexBounds(text);
+    if (!ASCII_WORD[c]) {
+      i++;
+      continue;
+    }
+    const start = i++;
+    for (; i < n; i++) {
+      const d = text.charCodeAt(i);
+      if (d >= 128) return regexBounds(text);
+      if (!ASCII_WORD[d]) break;
+    }
+    out.push(start, i);
+  }
+  return out;
+}
+
+function regexBounds(text: string): number[] {
+  const out: number[] = [];
+  for (const m of text.matchAll(WORD)) out.push(m.index!, m.index! + m[0].length);
+  return out;
+}
+
 export function words(text: string): string[] {
-  return text.match(WORD) ?? [];
+  const b = wordBounds(text);
+  const out: string[] = new Array(b.length >> 1);
+  for (let i = 0; i < b.length; i += 2) out[i >> 1] = text.slice(b[i], b[i + 1]);
+  return out;
 }
 
 export function snippet(text: string, isMatch: (word: string) => boolean): string {
-  const toks = [...text.matchAll(WORD)].map((m) => ({ start: m.index!, end: m.index! + m[0].length, hit: isMatch(m[0]) }));
+  const b = wordBounds(text);
+  const hit = new Uint8Array(b.length >> 1);
+  for (let i = 0; i < hit.length; i++) hit[i] = isMatch(text.slice(b[2 * i], b[2 * i + 1])) ? 1 : 0;
+  return markedSnippet(text, b, hit);
+}
+
+/** The snippet of a text whose words (`b`: wordBounds(text)) are already known to match or not (`hit`, one per word). */
+export function markedSnippet(text: string, b: number[], hit: Uint8Array): string {
+  const toks = { length: b.length >> 1 };
+  const start = (i: number) => b[2 * i];
+  const end = (i: number) => b[2 * i + 1];
   const mark = (from: number, to: number) => {
     // words from..to (inclusive), with the original text between them
     if (from > to) return '';
     let out = '';
-    let at = toks[from].start;
+    let at = start(from);
     for (let i = from; i <= to; i++) {
-      out += text.slice(at, toks[i].start);
-      const w = text.slice(toks[i].start, toks[i].end);
-      out += toks[i].hit ? `<mark>${w}</mark>` : w;
-      at = toks[i].end;
+      out += text.slice(at, start(i));
+      const w = text.slice(start(i), end(i));
+      out += hit[i] ? `<mark>${w}</mark>` : w;
+      at = end(i);
     }
     return out;
   };
   if (!toks.length) return text;
   const { maxWords, minWords, maxFragments, delimiter } = SNIPPET;
-  if (toks.length <= maxWords) return text.slice(0, toks[0].start) + mark(0, toks.length - 1) + text.slice(toks[toks.length - 1].end);
-  const hits = toks.flatMap((t, i) => (t.hit ? [i] : []));
+  if (toks.length <= maxWords) return text.slice(0, start(0)) + mark(0, toks.length - 1) + text.slice(end(toks.length - 1));
+  const hits: number[] = [];
+  for (let i = 0; i < toks.length; i++) if (hit[i]) hits.push(i);
   if (!hits.length) return mark(0, minWords - 1);
   // Greedy: the span of at most maxWords words holding the most matches not shown yet, then the next best.
   const windows: Array<[number, number]> = [];
@@ -43,10 +97,13 @@ export function snippet(text: string, isMatch: (word: string) => boolean): strin
   for (let f = 0; f < maxFragments; f++) {
     const free = hits.filter((h) => !inside(h));
     let best: { first: number; last: number; n: number } | null = null;
-    for (const h of free) {
+    for (let j = 0; j < free.length; j++) {
+      const h = free[j];
       const to = Math.min(nextStart(h) - 1, h + maxWords - 1);
-      const within = free.filter((x) => x >= h && x <= to);
-      if (!best || within.length > best.n) best = { first: h, last: within[within.length - 1], n: within.length };
+      // free is ascending: the matches in h..to are free[j..e]
+      let e = j;
+      while (e + 1 < free.length && free[e + 1] <= to) e++;
+      if (!best || e - j + 1 > best.n) best = { first: h, last: free[e], n: e - j + 1 };
     }
     if (!best) break;
     // Some words of context around the matches, at least minWords, at most maxWords, never over another fragment.

@@ -76,6 +76,11 @@ export interface TextIndex {
   init(): Promise<void>;
   /** Replaces every passage of the item (an empty list removes it). */
   replaceItem(item: IndexedItem): Promise<void>;
+  /**
+   * Batched replaceItem (the search projector's write per batch; optional). Not all or nothing:
+   * on a throw the caller treats every listed item as not written (and writes them one by one).
+   */
+  replaceItems?(items: IndexedItem[]): Promise<void>;
   /** Rewrites the item's filter columns and attributes on its existing passages (no re-chunking); a no-op for an unknown item. */
   updateItemMeta(item: Omit<IndexedItem, 'passages' | 'metadata'>): Promise<void>;
   deleteItem(itemId: string): Promise<void>;

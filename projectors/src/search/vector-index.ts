@@ -13,8 +13,9 @@ import * as lancedb from '@lancedb/lancedb';
  * the index until the next `maintain` folds them in (after
  * `ann.optimizeAfterRows` writes); the index is retrained with more partitions
  * when the table has grown `ann.retrainGrowth`×. An id-prefiltered search
- * (`itemIds`, at most a few thousand items) is always exact. ANN results are
- * re-ranked on the full vectors (`refineFactor`), so `similarity` is exact.
+ * (`itemIds`, at most a few thousand items) and a search of an isolation key
+ * with too few rows for the probed partitions are exact. The default index
+ * (IVF_FLAT) keeps the full vectors, so `similarity` is exact on every path.
  */
 export interface VectorRow {
   itemId: string;
@@ -31,8 +32,9 @@ export interface VectorHit {
   chunkNo: number;
   /** Cosine similarity, clamped to [0, 1]. */
   similarity: number;
-  chunkText: string;
-  contextText: string;
+  /** Absent when the search asked for no text (`text: false`): `hydrate` fills in the page shown. */
+  chunkText?: string;
+  contextText?: string;
 }
 
 export interface VectorSearch {
@@ -43,14 +45,34 @@ export interface VectorSearch {
   itemIds?: string[];
   /** Skip the ANN index (ground truth for recall measurements). */
   exact?: boolean;
+  /**
+   * false: the caller reads texts for the page shown only (`hydrate`), so an adapter may leave them out of
+   * the hits. The in-memory index does; LanceDB reads them with the search anyway (a second LanceDB query
+   * for the page costs more than the text columns of the hits: measured in docs/search.md).
+   */
+  text?: boolean;
+}
+
+/** The isolation key of hits to hydrate (their texts are read within it only). */
+export interface VectorScope {
+  tenantId: string;
+  contextId: string;
 }
 
 export interface VectorIndex {
   init(): Promise<void>;
   replaceItem(itemId: string, rows: VectorRow[]): Promise<void>;
+  /**
+   * Batched replaceItem (the search projector's write per batch): every listed item's rows are
+   * replaced by its new ones (an empty list removes the item). All or nothing per call is not
+   * promised (delete, then add): on a throw the caller treats every listed item as not written.
+   */
+  replaceItems?(items: Array<{ itemId: string; rows: VectorRow[] }>): Promise<void>;
   deleteItem(itemId: string): Promise<void>;
   deleteContext(tenantId: string, contextId: string): Promise<void>;
   search(q: VectorSearch): Promise<VectorHit[]>;
+  /** Fills in chunkText / contextText of hits returned without them (`text: false`); a passage deleted meanwhile gets empty texts. */
+  hydrate(hits: VectorHit[], scope: VectorScope): Promise<void>;
   /** Index upkeep (ANN build / fold-in / retrain, scalar indexes); writers run it in the background on their own. */
   maintain?(o?: { force?: boolean }): Promise<MaintainReport>;
   drop(): Promise<void>;
@@ -61,19 +83,23 @@ export interface AnnSettings {
   /** Build the ANN index once the table holds this many rows (IVF training needs enough rows). */
   minRows: number;
   /**
-   * IVF_HNSW_SQ: IVF partitions each holding an HNSW graph over 8-bit scalar-quantised vectors;
-   * IVF_PQ: IVF partitions over product-quantised vectors (dims / 16 sub-vectors, 8 bits).
+   * IVF_FLAT (default): √rows k-means partitions holding the full vectors; a query scans the `nprobes`
+   * partitions nearest to it with exact cosine distances. IVF_HNSW_SQ: HNSW graphs over 8-bit
+   * scalar-quantised vectors (faster per query, but loses neighbours among many near-duplicate vectors:
+   * recall@10 0.72 on the bench's 100k tier). IVF_PQ: product-quantised (slow to train here, lower recall).
+   * See docs/search.md for the measurements.
    */
-  kind: 'IVF_HNSW_SQ' | 'IVF_PQ';
-  /** Rows per IVF partition at training time (IVF_HNSW_SQ; IVF_PQ uses √rows partitions). */
+  kind: 'IVF_FLAT' | 'IVF_HNSW_SQ' | 'IVF_PQ';
+  /** IVF_HNSW_SQ only: rows per partition at training (IVF_FLAT and IVF_PQ train √rows partitions). */
   rowsPerPartition: number;
-  /** HNSW graph degree and build beam. */
+  /** IVF_HNSW_SQ only: graph degree and build beam. */
   m: number;
   efConstruction: number;
-  /** Partitions probed per query (at most all of them), and the HNSW search beam (× limit). */
+  /** Partitions probed per query. */
   nprobes: number;
+  /** IVF_HNSW_SQ only: search beam, × limit. */
   efFactor: number;
-  /** Candidates re-ranked on the full vectors: limit × refineFactor (0: none, distances from the quantised vectors). */
+  /** Quantised kinds: candidates re-ranked on the full vectors, limit × refineFactor (0: none; distances from the quantised vectors). */
   refineFactor: number;
   /** Upkeep (compaction, and folding new rows into the indexes) after this many written rows or write operations. */
   optimizeAfterRows: number;
@@ -84,11 +110,11 @@ export interface AnnSettings {
 
 export const ANN_DEFAULTS: AnnSettings = {
   minRows: 10_000,
-  kind: 'IVF_HNSW_SQ',
+  kind: 'IVF_FLAT',
   rowsPerPartition: 100_000,
   m: 20,
   efConstruction: 150,
-  nprobes: 2,
+  nprobes: 20,
   efFactor: 4,
   refineFactor: 0,
   optimizeAfterRows: 5_000,
@@ -125,7 +151,10 @@ export class LanceVectorIndex implements VectorIndex {
   private annReady: boolean | undefined;
   private annCheckedAt = 0;
   /** Unrefined ANN distance ÷ cosine distance (calibrate). */
-  private annDistanceScale = 2;
+  private annDistanceScale = 1;
+  /** IVF partitions of the ANN index (as trained). */
+  private annPartitions = 1;
+  private readonly isoCounts = new Map<string, { n: number; at: number }>();
   /** Rows the ANN index was trained on in this process (retrain trigger); from the index statistics after a restart. */
   private trainedRows: number | undefined;
   private written = { rows: 0, ops: 0 };
@@ -137,7 +166,7 @@ export class LanceVectorIndex implements VectorIndex {
   constructor(
     private readonly uri: string,
     model: string,
-    private readonly dims: number,
+    readonly dims: number,
     o: {
       ann?: Partial<AnnSettings>;
       /** Run upkeep in the background after writes (default true); bulk loaders turn it off and call maintain() once. */
@@ -149,6 +178,7 @@ export class LanceVectorIndex implements VectorIndex {
     this.name = `passages_${model.replace(/[^A-Za-z0-9_]/g, '_')}_${dims}`;
     this.ann = { ...ANN_DEFAULTS, ...o.ann };
     this.autoMaintain = o.autoMaintain ?? true;
+    this.annDistanceScale = this.ann.kind === 'IVF_FLAT' ? 1 : 2;
     this.readConsistencySeconds = o.readConsistencySeconds ?? 1;
     this.log = o.log ?? (() => {});
   }
@@ -198,6 +228,26 @@ export class LanceVectorIndex implements VectorIndex {
     await this.tableFor(rows.map(toRecord));
   }
 
+  /** One delete (`item_id IN (...)`, up to 1,000 ids a predicate) and one add for the whole batch: one table version, one fragment. */
+  async replaceItems(items: Array<{ itemId: string; rows: VectorRow[] }>): Promise<void> {
+    if (!items.length) return;
+    for (const it of items)
+      for (const r of it.rows) {
+        if (r.itemId !== it.itemId) throw new Error(`row of item ${r.itemId} listed under item ${it.itemId}`);
+        if (r.vector.length !== this.dims) throw new Error(`vector has ${r.vector.length} dimensions, expected ${this.dims}`);
+      }
+    await this.init();
+    const ids = [...new Set(items.map((it) => it.itemId))];
+    if (this.table)
+      for (let i = 0; i < ids.length; i += 1000) {
+        const predicate = `item_id IN (${ids.slice(i, i + 1000).map(str).join(', ')})`;
+        await this.locked(() => this.table!.delete(predicate));
+        this.wrote(0);
+      }
+    const rows = items.flatMap((it) => it.rows).map(toRecord);
+    if (rows.length) await this.tableFor(rows);
+  }
+
   async deleteItem(itemId: string): Promise<void> {
     await this.init();
     if (!this.table) return;
@@ -215,14 +265,14 @@ export class LanceVectorIndex implements VectorIndex {
   async search(q: VectorSearch): Promise<VectorHit[]> {
     await this.init();
     if (!this.table || q.itemIds?.length === 0) return [];
-    let where = `iso = ${str(isoKey(q.tenantId, q.contextId))}`;
+    let where = `iso = ${str(isoKey(q.tenantId, q.contextId))}`; // the isolation prefilter (bitmap index once built)
     if (q.itemIds) where += ` AND item_id IN (${q.itemIds.map(str).join(', ')})`;
     let query = this.table.vectorSearch(q.vector).distanceType('cosine').where(where).select(COLUMNS).limit(q.limit);
-    const viaAnn = !q.exact && !q.itemIds && (await this.hasAnn());
+    const iso = isoKey(q.tenantId, q.contextId);
+    const viaAnn = !q.exact && !q.itemIds && (await this.annServes(iso, q.limit));
     if (!viaAnn) query = query.bypassVectorIndex();
     else {
-      // `nprobes` partitions; more only when the isolation prefilter leaves fewer than `limit` rows in them.
-      query = query.maximumNprobes(0).minimumNprobes(this.ann.nprobes); // maximum 0: no limit
+      query = query.nprobes(this.ann.nprobes);
       if (this.ann.refineFactor > 0) query = query.refineFactor(this.ann.refineFactor);
       // HNSW beam: at least the candidates asked of it (limit × refineFactor).
       if (this.ann.kind === 'IVF_HNSW_SQ') query = query.ef(Math.ceil(q.limit * Math.max(this.ann.efFactor, this.ann.refineFactor, 1)));
@@ -239,17 +289,114 @@ export class LanceVectorIndex implements VectorIndex {
     }));
   }
 
+  /** The page's texts: one read of the hits' items (btree on `item_id`) within the isolation key. */
+  async hydrate(hits: VectorHit[], scope: VectorScope): Promise<void> {
+    const bare = hits.filter((h) => h.chunkText === undefined);
+    if (!bare.length) return;
+    await this.init();
+    const texts = new Map<string, { c: string; x: string }>();
+    if (this.table) {
+      const ids = [...new Set(bare.map((h) => h.itemId))];
+      const rows = (await this.table
+        .query()
+        .where(`iso = ${str(isoKey(scope.tenantId, scope.contextId))} AND item_id IN (${ids.map(str).join(', ')})`)
+        .select(['item_id', 'chunk_no', 'chunk_text', 'context_text'])
+        .toArray()) as Array<{ item_id: string; chunk_no: number; chunk_text: string; context_text: string }>;
+      for (const r of rows) texts.set(`${r.item_id}:${Number(r.chunk_no)}`, { c: r.chunk_text, x: r.context_text });
+    }
+    for (const h of bare) {
+      const t = texts.get(`${h.itemId}:${h.chunkNo}`);
+      h.chunkText = t?.c ?? '';
+      h.contextText = t?.x ?? '';
+    }
+  }
+
+  /** Rows of one isolation key. */
+  async countRows(scope: VectorScope): Promise<number> {
+    await this.init();
+    return this.table ? this.table.countRows(`iso = ${str(isoKey(scope.tenantId, scope.contextId))}`) : 0;
+  }
+
+  /**
+   * Every row of one isolation key (the in-memory index loads a context with it), in Arrow batches:
+   * `onBatch(itemIds, chunkNos, vectors, chunkTexts, contextTexts)`, vectors row-major (`dims` floats per row).
+   */
+  async scan(scope: VectorScope, onBatch: (itemIds: string[], chunkNos: number[], vectors: Float32Array, chunkTexts: string[], contextTexts: string[]) => void): Promise<void> {
+    await this.init();
+    if (!this.table) return;
+    const q = this.table
+      .query()
+      .where(`iso = ${str(isoKey(scope.tenantId, scope.contextId))}`)
+      .select(['item_id', 'chunk_no', 'vector', 'chunk_text', 'context_text']);
+    const dims = this.dims;
+    for await (const b of q) {
+      const n = b.numRows;
+      const ids = b.getChild('item_id')!;
+      const nos = b.getChild('chunk_no')!;
+      const vec = b.getChild('vector')!;
+      const ct = b.getChild('chunk_text')!;
+      const xt = b.getChild('context_text')!;
+      const itemIds: string[] = new Array(n);
+      const chunkNos: number[] = new Array(n);
+      const chunkTexts: string[] = new Array(n);
+      const contextTexts: string[] = new Array(n);
+      for (let i = 0; i < n; i++) {
+        itemIds[i] = ids.get(i) as string;
+        chunkNos[i] = Number(nos.get(i));
+        chunkTexts[i] = (ct.get(i) as string | null) ?? '';
+        contextTexts[i] = (xt.get(i) as string | null) ?? '';
+      }
+      const out = new Float32Array(n * dims);
+      // FixedSizeList<Float32>: the child's values, row i at (offset + i) × dims.
+      const d = vec.data[0];
+      const child = d.children[0];
+      const values = child.values as Float32Array | Float64Array;
+      const start = (child.offset + d.offset * dims) as number;
+      if (vec.data.length === 1 && values.length >= start + n * dims) {
+        for (let i = 0; i < n * dims; i++) out[i] = values[start + i];
+      } else {
+        for (let i = 0; i < n; i++) out.set(Float32Array.from(vec.get(i)!.toArray() as ArrayLike<number>), i * dims);
+      }
+      onBatch(itemIds, chunkNos, out, chunkTexts, contextTexts);
+    }
+  }
+
+  /**
+   * Whether the ANN index answers this search: it exists, and the isolation key has enough rows in
+   * the `nprobes` partitions probed (expected isoRows × nprobes / partitions ≥ 4 × limit). A small
+   * tenant/context inside a large table would find few of its rows there (a short, poor answer), so it
+   * is searched exactly: only its own rows, through the bitmap index on `iso`.
+   */
+  private async annServes(iso: string, limit: number): Promise<boolean> {
+    if (!(await this.hasAnn())) return false;
+    const rows = await this.isoRows(iso);
+    return (rows * Math.min(this.ann.nprobes, this.annPartitions)) / this.annPartitions >= 4 * limit;
+  }
+
   private async hasAnn(): Promise<boolean> {
     if (this.annReady || (this.annReady === false && performance.now() - this.annCheckedAt < 10_000)) return this.annReady;
     this.annCheckedAt = performance.now();
     try {
       const ready = (await this.table!.listIndices()).some((i) => i.name === VECTOR_INDEX);
-      if (ready) await this.calibrate();
+      if (ready) {
+        this.annPartitions = this.partitionsFor((await this.table!.indexStats(VECTOR_INDEX))?.numIndexedRows ?? 0);
+        await this.calibrate();
+      }
       this.annReady = ready;
     } catch {
       this.annReady = false;
     }
     return this.annReady;
+  }
+
+  /** Rows of an isolation key, re-counted at most every 30 s (through the bitmap index). */
+  private async isoRows(iso: string): Promise<number> {
+    const c = this.isoCounts.get(iso);
+    if (c && performance.now() - c.at < 30_000) return c.n;
+    const n = await this.table!.countRows(`iso = ${str(iso)}`);
+    if (this.isoCounts.size > 10_000) this.isoCounts.clear();
+    this.isoCounts.set(iso, { n, at: performance.now() });
+    return n;
   }
 
   /**
@@ -271,7 +418,7 @@ export class LanceVectorIndex implements VectorIndex {
     const q = noisy.map((x) => x / n1);
     const rows = (await t
       .vectorSearch(q).distanceType('cosine').where(`iso = ${str(probe.iso)}`).select(['vector', '_distance']).limit(20)
-      .maximumNprobes(0).minimumNprobes(this.ann.nprobes).ef(100)
+      .nprobes(this.ann.nprobes).ef(100)
       .toArray()) as Array<{ vector: ArrayLike<number>; _distance: number }>;
     const ratios = rows
       .map((row) => {
@@ -284,8 +431,9 @@ export class LanceVectorIndex implements VectorIndex {
       .map((x) => x.d / x.exact)
       .sort((a, b) => a - b);
     const ratio = ratios[ratios.length >> 1];
-    if (ratio !== undefined && Math.abs(ratio - 2) < 0.05) this.annDistanceScale = 2;
-    else if (ratio !== undefined && Math.abs(ratio - 1) < 0.05) this.annDistanceScale = 1;
+    if (ratio === undefined) return; // nothing to compare: keep the kind's known scale
+    if (Math.abs(ratio - 2) < 0.05) this.annDistanceScale = 2;
+    else if (Math.abs(ratio - 1) < 0.05) this.annDistanceScale = 1;
     else if (this.ann.refineFactor === 0) {
       this.ann.refineFactor = 1;
       this.log(`vector index: unrefined ANN distances do not match cosine distances (ratio ${ratio}); re-ranking on full vectors`);
@@ -294,7 +442,7 @@ export class LanceVectorIndex implements VectorIndex {
 
   /** IVF partitions for a table of `rows`: √rows for IVF_PQ (LanceDB's default), rows / rowsPerPartition for IVF_HNSW_SQ (few large graphs). */
   private partitionsFor(rows: number) {
-    return Math.max(1, Math.round(this.ann.kind === 'IVF_PQ' ? Math.sqrt(rows) : rows / this.ann.rowsPerPartition));
+    return Math.max(1, Math.round(this.ann.kind === 'IVF_HNSW_SQ' ? rows / this.ann.rowsPerPartition : Math.sqrt(rows)));
   }
 
   /** After a write: start upkeep in the background when a threshold is crossed (never on the request path). */
@@ -343,17 +491,22 @@ export class LanceVectorIndex implements VectorIndex {
       const trained = this.trainedRows ?? (existing ? ((await t.indexStats(VECTOR_INDEX))?.numIndexedRows ?? rows) : 0);
       this.trainedRows = trained;
       if (!existing || !sameKind || rows >= trained * this.ann.retrainGrowth) {
+        // Compact first, and bring the scalar indexes up to date (a stale `iso` bitmap leaves every newer row to a scan per query).
+        await this.locked(() => t.optimize({ cleanupOlderThan: new Date(Date.now() - 3_600_000) }));
         // Training reads a sample; writes go on meanwhile (rows added during the build are searched exactly until the next optimize).
         const partitions = this.partitionsFor(rows);
         const config =
           this.ann.kind === 'IVF_PQ'
             ? lancedb.Index.ivfPq({ distanceType: 'cosine', numPartitions: partitions, numSubVectors: this.dims / 16 })
-            : lancedb.Index.hnswSq({ distanceType: 'cosine', numPartitions: partitions, m: this.ann.m, efConstruction: this.ann.efConstruction });
+            : this.ann.kind === 'IVF_FLAT'
+              ? lancedb.Index.ivfFlat({ distanceType: 'cosine', numPartitions: partitions })
+              : lancedb.Index.hnswSq({ distanceType: 'cosine', numPartitions: partitions, m: this.ann.m, efConstruction: this.ann.efConstruction });
         await t.createIndex('vector', { config, name: VECTOR_INDEX, replace: true, waitTimeoutSeconds: 3600 });
         const have = new Set((await t.listIndices()).map((i) => i.columns.join(',')));
         if (!have.has('iso')) await t.createIndex('iso', { config: lancedb.Index.bitmap(), waitTimeoutSeconds: 600 });
         if (!have.has('item_id')) await t.createIndex('item_id', { config: lancedb.Index.btree(), waitTimeoutSeconds: 600 });
         this.trainedRows = rows;
+        this.annPartitions = partitions;
         await this.calibrate();
         this.annReady = true;
         return done(existing ? 'retrained' : 'built', partitions);
@@ -372,6 +525,7 @@ export class LanceVectorIndex implements VectorIndex {
     this.table = undefined;
     this.annReady = undefined;
     this.trainedRows = undefined;
+    this.isoCounts.clear();
   }
 
   async close(): Promise<void> {

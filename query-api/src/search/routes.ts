@@ -3,7 +3,7 @@ import { searchBody, searchResponse, type SearchBody, type SearchResponse, type 
 import { route, type RouteSpec } from '@svc/contracts/http/route';
 import type { Principal } from '@svc/contracts/http/principal';
 import type { Sql } from '@svc/domain/ports/sql';
-import { aboveTextRelevance, reciprocalRankFusion, type LegHit } from '@svc/domain/search/fusion';
+import { aboveTextRelevance, convexFusion, type LegHit } from '@svc/domain/search/fusion';
 import { embedQuery } from '@svc/projectors/search/embeddings';
 import type { SearchEngines } from '@svc/projectors/search/indexer';
 import type { ItemFilter, TextHit, TextSearch } from '@svc/projectors/search/text-index';
@@ -12,7 +12,8 @@ import { planFilter } from './plan';
 
 /**
  * POST /v1/search (search:r). Filters apply inside each leg before ranking and
- * the limit; HYBRID fuses the legs with reciprocal-rank fusion (docs/search.md).
+ * the limit; HYBRID fuses the legs' normalised scores (convex fusion, docs/search.md);
+ * with uniqueDocuments it fuses documents (each leg's best passage per document).
  * When one leg fails the other answers with `degraded: true` (503 with
  * `requireComplete`); when every leg of the mode fails the answer is 503.
  */
@@ -20,7 +21,7 @@ const CANDIDATES = { min: 100, max: 1000 } as const;
 /** Above this many admitted items the vector leg searches the context and filters afterwards. */
 const PREFILTER_IDS_MAX = 5000;
 
-/** A ranked passage; text hits may arrive without their text, which is read for the page shown only (TextIndex.hydrate). */
+/** A ranked passage; hits of either leg may arrive without their text, which is read for the page shown only (TextIndex.hydrate, VectorIndex.hydrate). */
 type Passage = TextHit | (VectorHit & { snippet: null });
 const keyOf = (itemId: string, chunkNo: number) => `${itemId}#${chunkNo}`;
 
@@ -53,20 +54,38 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
 
   const [t, v] = await Promise.allSettled([useText ? textLeg() : Promise.resolve([]), useVector ? vectorLeg() : Promise.resolve([])]);
   // The ranked page; a text leg whose page text cannot be read (TextIndex.hydrate) counts as a failed leg too.
-  const settle = (textFailed: boolean) => {
+  const settle = (textFailed: boolean, vectorFailed: boolean) => {
     const degradedLegs: Array<'text' | 'vector'> = [];
     if (useText && textFailed) degradedLegs.push('text');
-    if (useVector && v.status === 'rejected') degradedLegs.push('vector');
+    if (useVector && vectorFailed) degradedLegs.push('vector');
     const allFailed = degradedLegs.length === (useText ? 1 : 0) + (useVector ? 1 : 0);
     if (allFailed) throw new ServiceError('UNAVAILABLE', 'Search is temporarily unavailable');
     if (degradedLegs.length && b.requireComplete) throw new ServiceError('UNAVAILABLE', `Search is degraded (${degradedLegs.join(', ')} unavailable) and requireComplete is set`);
     const textHits = t.status === 'fulfilled' && !textFailed ? t.value : [];
-    const vecHits = v.status === 'fulfilled' ? v.value : [];
+    const vecHits = v.status === 'fulfilled' && !vectorFailed ? v.value : [];
 
     let ranked: Array<{ key: string; score: number; textScore: number; semanticScore: number }>;
     if (b.mode === 'TEXT') ranked = textHits.map((h) => ({ key: h.key, score: h.score, textScore: 0, semanticScore: 0 }));
     else if (b.mode === 'SEMANTIC') ranked = vecHits.map((h) => ({ key: h.key, score: h.score, textScore: 0, semanticScore: h.score }));
-    else ranked = reciprocalRankFusion(textHits, vecHits);
+    else if (!b.uniqueDocuments) ranked = convexFusion(textHits, vecHits);
+    else {
+      // Documents are fused, so a document both legs found gets both scores even when their best passages differ;
+      // it is shown with the keyword leg's passage (which has a snippet) when there is one.
+      const shown = new Map<string, string>();
+      const bestPerItem = (hits: LegHit[]) => {
+        const out: LegHit[] = [];
+        const seen = new Set<string>();
+        for (const h of hits) {
+          const id = passages.get(h.key)!.itemId;
+          if (seen.has(id)) continue;
+          seen.add(id);
+          if (!shown.has(id)) shown.set(id, h.key);
+          out.push({ key: id, score: h.score });
+        }
+        return out;
+      };
+      ranked = convexFusion(bestPerItem(textHits), bestPerItem(vecHits)).map((f) => ({ ...f, key: shown.get(f.key)! }));
+    }
 
     if (b.uniqueDocuments) {
       const seen = new Set<string>();
@@ -77,15 +96,23 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
     }
     return { degradedLegs, ranked, page: ranked.slice(b.offset, b.offset + b.limit) };
   };
-  let { degradedLegs, ranked, page } = settle(t.status === 'rejected');
-  const bare = page.map((r) => passages.get(r.key)!).filter((ps): ps is TextHit => ps.chunkText === undefined);
-  let [items, hydrated] = await Promise.all([
-    engines.catalogue.items(page.map((r) => passages.get(r.key)!.itemId)),
-    bare.length && engines.text.hydrate ? engines.text.hydrate(bare, textSearch).then(() => true, () => false) : true,
-  ]);
-  if (!hydrated) {
-    ({ degradedLegs, ranked, page } = settle(true));
-    items = await engines.catalogue.items(page.map((r) => passages.get(r.key)!.itemId));
+  // The page's texts: each leg reads those of its passages on the page (a leg that cannot counts as failed, and the page is settled again).
+  let failed = { text: t.status === 'rejected', vector: v.status === 'rejected' };
+  let { degradedLegs, ranked, page } = settle(failed.text, failed.vector);
+  let items: Awaited<ReturnType<typeof engines.catalogue.items>>;
+  for (;;) {
+    const shown = page.map((r) => passages.get(r.key)!);
+    const bare = shown.filter((ps): ps is TextHit => ps.chunkText === undefined && !('similarity' in ps));
+    const bareVec = shown.filter((ps): ps is VectorHit & { snippet: null } => ps.chunkText === undefined && 'similarity' in ps);
+    const [it, textOk, vectorOk] = await Promise.all([
+      engines.catalogue.items(shown.map((ps) => ps.itemId)),
+      bare.length && engines.text.hydrate ? engines.text.hydrate(bare, textSearch).then(() => true, () => false) : true,
+      bareVec.length ? engines.vectors.hydrate(bareVec, filter).then(() => true, () => false) : true,
+    ]);
+    items = it;
+    if (textOk && vectorOk) break;
+    failed = { text: failed.text || !textOk, vector: failed.vector || !vectorOk };
+    ({ degradedLegs, ranked, page } = settle(failed.text, failed.vector));
   }
   const results: SearchResult[] = [];
   for (const r of page) {
@@ -118,10 +145,11 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
 /** The vector leg with every filter applied first: as an id prefilter, or (many admitted items) a wider search filtered afterwards. */
 async function vectorSearch(engines: SearchEngines, f: ItemFilter, vector: number[], limit: number) {
   const narrowed = !!(f.sourceTypes || f.typeName || f.folderIds || f.userIds || f.scopesAll || f.scopesAny || f.createdAfter || f.createdBefore || f.clauses.length);
-  if (!narrowed) return engines.vectors.search({ tenantId: f.tenantId, contextId: f.contextId, vector, limit });
+  // Hits without texts: the page's are read afterwards (VectorIndex.hydrate).
+  if (!narrowed) return engines.vectors.search({ tenantId: f.tenantId, contextId: f.contextId, vector, limit, text: false });
   const ids = await engines.catalogue.admitted(f, PREFILTER_IDS_MAX);
-  if (ids) return engines.vectors.search({ tenantId: f.tenantId, contextId: f.contextId, vector, limit, itemIds: ids });
-  const wide = await engines.vectors.search({ tenantId: f.tenantId, contextId: f.contextId, vector, limit: limit * 10 });
+  if (ids) return engines.vectors.search({ tenantId: f.tenantId, contextId: f.contextId, vector, limit, itemIds: ids, text: false });
+  const wide = await engines.vectors.search({ tenantId: f.tenantId, contextId: f.contextId, vector, limit: limit * 10, text: false });
   const ok = await engines.catalogue.admit(f, wide.map((h) => h.itemId));
   return wide.filter((h) => ok.has(h.itemId)).slice(0, limit);
 }
@@ -133,7 +161,7 @@ export function searchRoutes(sql: Sql, engines: SearchEngines): RouteSpec[] {
       url: '/v1/search',
       auth: 'data',
       permission: 'search:r',
-      summary: 'Content search over records and documents: TEXT (keyword, BM25), SEMANTIC (embeddings) or HYBRID (reciprocal-rank fusion)',
+      summary: 'Content search over records and documents: TEXT (keyword, BM25), SEMANTIC (embeddings) or HYBRID (convex fusion of normalised scores)',
       body: searchBody,
       response: searchResponse,
       handler: ({ body, principal }) => runSearch(sql, engines, principal, body),

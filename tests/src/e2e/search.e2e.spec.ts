@@ -133,7 +133,7 @@ describe('indexing', () => {
     const other = await enterprise();
     const k = other.tenants.live.rootKey;
     const t = await schema(k);
-    const long = Array.from({ length: 300 }, (_, i) => `Paragraph ${i} describes the lighthouse keeper's logbook entry number ${i} in careful detail.`).join(' ');
+    const long = Array.from({ length: 800 }, (_, i) => `Paragraph ${i} describes the lighthouse keeper's logbook entry number ${i} in careful detail.`).join(' ');
     const rec = await indexed(k, { typeName: t, payload: { title: 'Lighthouse log', body: long } }, 'FAILED');
     expect(rec.indexFailure.code).toBe('VECTOR_LIMIT_EXCEEDED');
     expect(await found({ query: 'lighthouse', mode: 'TEXT' }, k)).toContain(rec.id);
@@ -349,7 +349,7 @@ describe('documents', () => {
     await ingest('reef', { text: 'Coral reef fish shelter among colourful anemones in warm shallow water.', folderId: dChild, payload: { region: 'south', priority: 1 } });
     await ingest('telescope', { text: 'Telescope mirrors must be ground precisely to focus faint starlight.', indexMode: 'TEXT' });
     await ingest('bees', { text: 'Bees pollinate flowers while collecting nectar to make honey in the hive.', indexMode: 'SEMANTIC' });
-    const long = Array.from({ length: 24 }, (_, i) => `Entry ${i}: the comet observation notes for night ${i} were written down carefully.`).join(' ');
+    const long = Array.from({ length: 80 }, (_, i) => `Entry ${i}: the comet observation notes for night ${i} were written down carefully.`).join(' ');
     await ingest('longcomet', { text: long, payload: { region: 'north' } });
     const t = await schema(dk);
     const rec = await indexed(dk, { typeName: t, payload: { title: 'Comet sighting', body: 'A comet was logged by an amateur astronomer.' } });

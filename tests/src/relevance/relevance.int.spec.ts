@@ -57,6 +57,8 @@ afterAll(async () => {
   tmp.remove();
 });
 
+const FLOORS = { TEXT: 0.686, SEMANTIC: 0.688, HYBRID: 0.703 };
+
 describe('relevance (nDCG@10 on the project relevance set)', () => {
   it('reports each mode; HYBRID beats TEXT and SEMANTIC; each clears its floor', async () => {
     const ps = passages();
@@ -77,8 +79,10 @@ describe('relevance (nDCG@10 on the project relevance set)', () => {
     console.log(`nDCG@10 over ${QUERIES.length} queries / ${ps.length} passages:`, JSON.stringify(table));
     expect(table.HYBRID.all).toBeGreaterThan(table.TEXT.all);
     expect(table.HYBRID.all).toBeGreaterThan(table.SEMANTIC.all);
-    expect(table.TEXT.all).toBeGreaterThan(0.6);
-    expect(table.SEMANTIC.all).toBeGreaterThan(0.6);
-    expect(table.HYBRID.all).toBeGreaterThan(0.65);
+    // Floors about 0.01 under the figures measured when they were set (TEXT 0.696, SEMANTIC 0.698, HYBRID 0.713):
+    // a change that lowers quality fails the build. Raise them when quality rises.
+    expect(table.TEXT.all).toBeGreaterThanOrEqual(FLOORS.TEXT);
+    expect(table.SEMANTIC.all).toBeGreaterThanOrEqual(FLOORS.SEMANTIC);
+    expect(table.HYBRID.all).toBeGreaterThanOrEqual(FLOORS.HYBRID);
   }, 120_000);
 });

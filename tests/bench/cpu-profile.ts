@@ -1,0 +1,40 @@
+/** Summaries of a node:inspector CPU profile, shared by the profiling scripts (profile.ts, profile-search.ts). */
+type Node = { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number; children?: number[] };
+export type Profile = { nodes: Node[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number };
+
+/** The part of the system a frame belongs to. */
+export function area(url: string, fn: string): string {
+  if (!url) return fn.startsWith('(') ? fn : '(native/builtin)';
+  if (url.includes('wasm://') || url.startsWith('wasm')) return 'PGlite WASM (postgres)';
+  if (url.includes('@electric-sql/pglite')) return 'PGlite JS (protocol, parsing)';
+  if (url.includes('node_modules/zod')) return 'zod';
+  if (url.includes('node_modules/fastify') || url.includes('node_modules/find-my-way') || url.includes('node_modules/light-my-request') || url.includes('node_modules/avvio') || url.includes('fast-json-stringify')) return 'fastify/inject';
+  if (url.includes('node_modules/')) return 'other deps: ' + url.split('node_modules/')[1].split('/')[0];
+  const m = /\/work\/main\/([^/]+)\/src\/(.+)$/.exec(url.replace('file://', ''));
+  if (m) return `svc ${m[1]}/${m[2]}`;
+  if (url.startsWith('node:')) return 'node internals';
+  return url;
+}
+
+/** Prints self time by area and the hottest functions, per operation. */
+export function printProfile(profile: Profile, ops: number, hottest = 25) {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const self = new Map<number, number>();
+  profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  const total = [...self.values()].reduce((a, b) => a + b, 0);
+  const areas = new Map<string, number>();
+  const fns = new Map<string, number>();
+  for (const [id, us] of self) {
+    const n = byId.get(id)!;
+    const a = area(n.callFrame.url, n.callFrame.functionName);
+    areas.set(a, (areas.get(a) ?? 0) + us);
+    const f = `${n.callFrame.functionName || '(anonymous)'}  ${a}:${n.callFrame.lineNumber + 1}`;
+    fns.set(f, (fns.get(f) ?? 0) + us);
+  }
+  const pct = (us: number) => ((100 * us) / total).toFixed(1).padStart(5) + '%';
+  const perOp = (us: number) => (us / ops / 1000).toFixed(3).padStart(7) + ' ms/op';
+  console.log(`\nself time by area (${(total / 1e6).toFixed(1)} s sampled, ${ops} ops -> ${(total / ops / 1000).toFixed(2)} ms CPU-wall per op):`);
+  for (const [a, us] of [...areas].sort((x, y) => y[1] - x[1]).slice(0, 22)) console.log(`  ${pct(us)} ${perOp(us)}  ${a}`);
+  console.log('\nhottest functions (self):');
+  for (const [f, us] of [...fns].sort((x, y) => y[1] - x[1]).slice(0, hottest)) console.log(`  ${pct(us)}  ${f}`);
+}

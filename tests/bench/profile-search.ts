@@ -1,0 +1,242 @@
+/**
+ * `tsx tests/bench/profile-search.ts [inject|http] [seconds] [chunks]` (defaults: inject 8 100000):
+ * POST /v1/search TEXT (rotating queries of the relevance corpus, limit 20, 16 clients) on the
+ * embedded default (SERVICE_ROLE=all, PGlite + the in-memory BM25 index) over `chunks` passages
+ * loaded the way tests/bench/search.ts loads them (PgTextIndex.replaceItem + SearchCatalogue.put,
+ * 100 passages per item, service stopped; text leg only, no vectors). The loaded data directory is
+ * kept in .cache/profile-search-<chunks> and reused (delete it to reload).
+ *
+ *  inject: the service built in this process, requests through app.inject; CPU profile
+ *          (node:inspector) of the measured phase: self time by area and hottest functions
+ *          (raw profile in .cache/bench-search-text.cpuprofile). SEARCH_PROFILE_SEQ=1 adds a
+ *          sequential (1 client) run.
+ *  dump:   `dump 0 <chunks> <file.json>`: results of every query in every text mode, to diff two builds.
+ *  engine: MemoryTextIndex alone on the same data: search (limit 100) and hydrate (20) per query.
+ *  http:   `npm start` in a child process (as the bench does), 16 undici clients, then 1 client.
+ */
+import { Session } from 'node:inspector/promises';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Pool } from 'undici';
+import { loadConfig } from '@svc/deploy/config';
+import { buildService } from '@svc/deploy/service';
+import { openSql } from '@svc/deploy/engines/sql';
+import { SearchCatalogue, type CatalogueItem } from '@svc/projectors/search/catalogue';
+import { PgTextIndex } from '@svc/projectors/search/pg-fts';
+import { MemoryTextIndex } from '@svc/projectors/search/memory-text';
+import type { TextSearch } from '@svc/projectors/search/text-index';
+import type { Passage } from '@svc/domain/search/chunking';
+import { QUERIES } from '../src/relevance/corpus';
+import { OPERATOR_TOKEN, ROOT, type Bootstrap } from '../src/support/service';
+import { printProfile, type Profile } from './cpu-profile';
+import { closedLoop, type LoadResult } from './load';
+import { startHttpService } from './http';
+import { basePassages, SEARCH_SCHEMA, syntheticPassage } from './search';
+
+
+const mode = process.argv[2] ?? 'inject';
+const seconds = Number(process.argv[3] ?? 8);
+const chunks = Number(process.argv[4] ?? 100_000);
+const PER_ITEM = 100;
+
+/** A data directory with `chunks` passages in the live tenant's context (built once, then reused). */
+async function dataDir(): Promise<string> {
+  const dir = join(ROOT, '.cache', `profile-search-${chunks}`);
+  if (existsSync(join(dir, 'loaded.json'))) return dir;
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const t0 = performance.now();
+  const service = await buildService(loadConfig({ DATA_DIR: dir, PORT: '0', OPERATOR_TOKEN } as NodeJS.ProcessEnv), () => {});
+  const boot = JSON.parse(readFileSync(join(dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
+  const headers = { authorization: `Bearer ${boot.tenants.live.rootKey}`, 'content-type': 'application/json' };
+  const s = await service.app.inject({ method: 'POST', url: '/v1/schemas', headers, payload: JSON.stringify(SEARCH_SCHEMA) });
+  if (s.statusCode !== 201) throw new Error(s.body);
+  const schemaId = JSON.parse(s.body).id as string;
+  await service.close();
+  const { tenantId, contextId } = boot.tenants.live;
+  const sql = await openSql({ dataDir: join(dir, 'pg') });
+  const text = new PgTextIndex(sql);
+  const catalogue = new SearchCatalogue(sql);
+  await text.init();
+  await catalogue.init();
+  const bases = basePassages(128);
+  for (let start = 0; start < chunks; start += PER_ITEM) {
+    const itemId = `bench-item-${start}`;
+    const passages: Passage[] = [];
+    for (let k = 0; k < PER_ITEM && start + k < chunks; k++) {
+      const p = syntheticPassage(start + k, bases);
+      passages.push({ chunkNo: k, chunkText: p.text, contextText: p.text });
+    }
+    const createdAt = new Date(Date.UTC(2024, 0, 1) + start * 1000).toISOString();
+    const attrs = { typeName: SEARCH_SCHEMA.typeName, status: 'ACTIVE', schemaId, indexMode: 'HYBRID' };
+    const ci: CatalogueItem = {
+      itemId, tenantId, contextId, accountId: boot.accountId, sourceType: 'record', typeName: SEARCH_SCHEMA.typeName, schemaId,
+      externalId: null, indexMode: 'HYBRID', folderId: null, userId: null, scopes: [], attrs, createdAt,
+      metadata: { typeName: SEARCH_SCHEMA.typeName, schemaId, externalId: null, status: 'ACTIVE', folderId: null, userId: null, scopes: [], attributes: attrs },
+      revision: 0, vectors: passages.length,
+    };
+    await text.replaceItem({ ...ci, passages });
+    await catalogue.put(ci);
+  }
+  await sql.close();
+  writeFileSync(join(dir, 'loaded.json'), JSON.stringify({ chunks }));
+  console.log(`loaded ${chunks} passages in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  return dir;
+}
+
+const body = (seq: number) => JSON.stringify({ query: QUERIES[seq % QUERIES.length].q, mode: 'TEXT', limit: 20 });
+const line = (name: string, r: LoadResult) =>
+  `${name}: ${Math.round(r.opsPerSec)}/s, p50 ${r.p50.toFixed(1)} p90 ${r.p90.toFixed(1)} p99 ${r.p99.toFixed(1)} max ${r.max.toFixed(1)} ms, ${r.errors} errors${r.firstError ? ` (${r.firstError})` : ''}`;
+
+async function http(src: string) {
+  // A copy: the service writes to its data directory.
+  const dir = `${src}-run`;
+  rmSync(dir, { recursive: true, force: true });
+  cpSync(src, dir, { recursive: true });
+  const svc = await startHttpService(dir);
+  const pool = new Pool(svc.url, { connections: 16, pipelining: 1 });
+  const headers = { authorization: `Bearer ${svc.bootstrap.tenants.live.rootKey}`, 'content-type': 'application/json' };
+  let size = 0;
+  /** CPU time (user + system, ms) of the service process so far, from /proc. */
+  const cpu = () => {
+    const f = readFileSync(`/proc/${svc.child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+  };
+  let cpu0 = 0;
+  const measured = async (concurrency: number, warmupMs: number, durationMs: number) => {
+    const r = await closedLoop({ concurrency, warmupMs, durationMs, op, onMeasureStart: async () => void (cpu0 = cpu()) });
+    return { r, cpuPerReq: (cpu() - cpu0) / r.ops };
+  };
+  const op = async (_w: number, seq: number) => {
+    const res = await pool.request({ method: 'POST', path: '/v1/search', headers, body: body(seq) });
+    const t = await res.body.text();
+    if (res.statusCode !== 200) throw new Error(`${res.statusCode} ${t.slice(0, 200)}`);
+    size = t.length;
+  };
+  try {
+    const w0 = performance.now();
+    await op(0, 0);
+    console.log(`first TEXT query (loads the context): ${Math.round(performance.now() - w0)} ms`);
+    const m16 = await measured(16, 1500, seconds * 1000);
+    console.log(`${line(`HTTP TEXT 16 clients, ${chunks} chunks`, m16.r)}; service CPU ${m16.cpuPerReq.toFixed(2)} ms/request`);
+    const m1 = await measured(1, 500, Math.max(2000, (seconds * 1000) / 2));
+    console.log(`${line(`HTTP TEXT 1 client, ${chunks} chunks`, m1.r)}; service CPU ${m1.cpuPerReq.toFixed(2)} ms/request`);
+    console.log(`response size ${size} bytes`);
+  } finally {
+    await pool.close();
+    await svc.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function inject(src: string) {
+  const dir = `${src}-run`;
+  rmSync(dir, { recursive: true, force: true });
+  cpSync(src, dir, { recursive: true });
+  const service = await buildService(loadConfig({ DATA_DIR: dir, PORT: '0', OPERATOR_TOKEN } as NodeJS.ProcessEnv), () => {});
+  const boot = JSON.parse(readFileSync(join(dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
+  const headers = { authorization: `Bearer ${boot.tenants.live.rootKey}`, 'content-type': 'application/json' };
+  const op = async (_w: number, seq: number) => {
+    const r = await service.app.inject({ method: 'POST', url: '/v1/search', headers, payload: body(seq) });
+    if (r.statusCode !== 200) throw new Error(`${r.statusCode} ${r.body.slice(0, 200)}`);
+  };
+  const w0 = performance.now();
+  await op(0, 0);
+  console.log(`first TEXT query (loads the context): ${Math.round(performance.now() - w0)} ms`);
+  await closedLoop({ concurrency: 16, warmupMs: 0, durationMs: 2000, op, yieldEveryMs: 0 });
+  if (process.env.SEARCH_PROFILE_SEQ) console.log(line('inject TEXT 1 client', await closedLoop({ concurrency: 1, warmupMs: 0, durationMs: 3000, op, yieldEveryMs: 0 })));
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 200 });
+  await session.post('Profiler.start');
+  const r = await closedLoop({ concurrency: 16, warmupMs: 0, durationMs: seconds * 1000, op, yieldEveryMs: 0 });
+  const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: Profile };
+  session.disconnect();
+  await service.close();
+  rmSync(dir, { recursive: true, force: true });
+  writeFileSync(join(ROOT, '.cache', 'bench-search-text.cpuprofile'), JSON.stringify(profile));
+  console.log(line(`inject TEXT 16 clients, ${chunks} chunks`, r));
+
+  printProfile(profile, r.ops, 30);
+}
+
+/** The text index alone (no HTTP): MemoryTextIndex.search (limit 100, as the route asks) and hydrate of the first 20, per query. */
+async function engine(src: string) {
+  const dir = `${src}-run`;
+  rmSync(dir, { recursive: true, force: true });
+  cpSync(src, dir, { recursive: true });
+  const boot = JSON.parse(readFileSync(join(dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
+  const sql = await openSql({ dataDir: join(dir, 'pg') });
+  const text = new MemoryTextIndex(new PgTextIndex(sql));
+  const filter = { tenantId: boot.tenants.live.tenantId, contextId: boot.tenants.live.contextId, clauses: [] };
+  const q = (seq: number): TextSearch => ({ filter, query: QUERIES[seq % QUERIES.length].q, textMode: 'OR', slop: 0, limit: 100 });
+  let t0 = performance.now();
+  await text.search(q(0));
+  console.log(`shard load: ${Math.round(performance.now() - t0)} ms`);
+  for (let rep = 0; rep < Number(process.env.SEARCH_ENGINE_REPS ?? 3); rep++) {
+    let tS = 0;
+    let tH = 0;
+    let total = 0;
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < QUERIES.length * 4; i++) {
+      t0 = performance.now();
+      const r = await text.search(q(i));
+      const t1 = performance.now();
+      await text.hydrate(r.hits.slice(0, 20), q(i));
+      tS += t1 - t0;
+      tH += performance.now() - t1;
+      total += r.total;
+    }
+    const n = QUERIES.length * 4;
+    const c = process.cpuUsage(c0);
+    console.log(
+      `engine: search ${(tS / n).toFixed(3)} ms, hydrate(20) ${(tH / n).toFixed(3)} ms per query (wall); process CPU ${((c.user + c.system) / 1000 / n).toFixed(3)} ms per query; mean matches ${Math.round(total / n)}`,
+    );
+  }
+  await sql.close();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** Every query in every text mode (and a few COMPLEX forms): hits, totals, page text and snippets, as JSON to argv[5] (to diff two builds). */
+async function dump(src: string, out: string) {
+  const dir = `${src}-run`;
+  rmSync(dir, { recursive: true, force: true });
+  cpSync(src, dir, { recursive: true });
+  const boot = JSON.parse(readFileSync(join(dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
+  const sql = await openSql({ dataDir: join(dir, 'pg') });
+  const text = new MemoryTextIndex(new PgTextIndex(sql));
+  const filter = { tenantId: boot.tenants.live.tenantId, contextId: boot.tenants.live.contextId, clauses: [] };
+  const res: unknown[] = [];
+  for (const { q: query } of QUERIES) {
+    const w = query.split(/\s+/);
+    const complex = [`${w[0]} -${w[w.length - 1]}`, `"${w.slice(0, 2).join(' ')}" OR ${w[w.length - 1]}`, `(${w[0]} OR ${w[1] ?? 'x'}) AND NOT ${w[2] ?? 'y'}`];
+    const runs: Array<[TextSearch['textMode'], string, number]> = [['OR', query, 0], ['AND', query, 0], ['PHRASE', query, 0], ['PHRASE', query, 3], ['AND', w.slice(0, 2).join(' '), 0], ['PHRASE', w.slice(0, 2).join(' '), 1], ...complex.map((c) => ['COMPLEX', c, 0] as [TextSearch['textMode'], string, number])];
+    for (const [textMode, qq, slop] of runs) {
+      const ts: TextSearch = { filter, query: qq, textMode, slop, limit: 100 };
+      const r = await text.search(ts);
+      await text.hydrate(r.hits.slice(0, 20), ts);
+      res.push({ textMode, qq, slop, total: r.total, hits: r.hits });
+    }
+  }
+  writeFileSync(out, JSON.stringify(res, null, 1));
+  console.log(`wrote ${res.length} searches to ${out}`);
+  await sql.close();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+async function main() {
+  const src = await dataDir();
+  if (mode === 'dump') return dump(src, process.argv[5]);
+  if (mode === 'http') await http(src);
+  else if (mode === 'engine') await engine(src);
+  else await inject(src);
+}
+
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,60 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryVectorIndex } from '@svc/projectors/search/memory-vectors';
+import { LanceVectorIndex, type VectorRow } from '@svc/projectors/search/vector-index';
+import { tempDir } from '../support/engines';
+import { DIMS, unit, vectorIndexContract } from './vector-index.contract';
+
+// The embedded default as the service runs it (SERVICE_ROLE=all): LanceDB as the store, queries from memory.
+vectorIndexContract('in-memory over LanceDB (role all)', async () => {
+  const tmp = tempDir('svc-vec-');
+  return Object.assign(new MemoryVectorIndex(new LanceVectorIndex(tmp.dir, 'contract', DIMS), { waitForLoad: true }), { dispose: async () => tmp.remove() });
+});
+// The same with IVF partitions from 20 rows on, every partition probed: answers must still be exact.
+vectorIndexContract('in-memory over LanceDB, partitioned, all partitions probed', async () => {
+  const tmp = tempDir('svc-vec-');
+  return Object.assign(new MemoryVectorIndex(new LanceVectorIndex(tmp.dir, 'contract', DIMS), { exactBelow: 20, nprobes: 10_000, minCandidates: 1, waitForLoad: true }), {
+    dispose: async () => tmp.remove(),
+  });
+});
+
+describe('in-memory vector index: writes after the context is loaded (partitioned)', () => {
+  const tmp = tempDir('svc-vec-');
+  const lance = new LanceVectorIndex(tmp.dir, 'parity', DIMS);
+  const mem = new MemoryVectorIndex(lance, { exactBelow: 30, nprobes: 10_000, minCandidates: 1, retrainGrowth: 2, waitForLoad: false });
+  const S = { tenantId: 't', contextId: 'c' };
+  const rows = (itemId: string, seed: number, n: number): VectorRow[] =>
+    Array.from({ length: n }, (_, k) => ({ itemId, chunkNo: k, ...S, vector: unit(seed * 100 + k), chunkText: `${itemId}/${k}`, contextText: `${itemId}/${k}` }));
+  beforeAll(async () => {
+    for (let i = 0; i < 20; i++) await mem.replaceItem(`i${i}`, rows(`i${i}`, i, 3));
+  });
+  afterAll(async () => {
+    await mem.close();
+    tmp.remove();
+  });
+
+  it('answers as LanceDB exact search does, through growth (retraining), replaces and deletes', async () => {
+    const check = async () => {
+      for (const s of [7001, 7002, 7003, 7004]) {
+        const q = { ...S, vector: unit(s), limit: 25 };
+        const a = await mem.search(q);
+        const b = await lance.search({ ...q, exact: true });
+        expect(a.map((h) => `${h.itemId}#${h.chunkNo}`)).toEqual(b.map((h) => `${h.itemId}#${h.chunkNo}`));
+        a.forEach((h, i) => expect(h.similarity).toBeCloseTo(b[i].similarity, 5));
+        expect(a.map((h) => h.chunkText)).toEqual(b.map((h) => h.chunkText));
+      }
+    };
+    await check(); // LanceDB answers while the context loads
+    expect(await mem.load(S)).toBe(true);
+    expect(mem.stats.rows).toBe(60);
+    await check(); // from memory (60 rows: partitioned)
+    for (let i = 20; i < 80; i++) await mem.replaceItem(`i${i}`, rows(`i${i}`, i, 15 + (i % 10))); // grows past 2× (retrains; over 1,000 rows: centroids shortlisted by code)
+    await check();
+    for (let i = 0; i < 80; i += 3) await mem.deleteItem(`i${i}`);
+    for (let i = 1; i < 80; i += 5) await mem.replaceItem(`i${i}`, rows(`i${i}`, 500 + i, 1 + (i % 4)));
+    await check();
+    mem.unload(); // reload from LanceDB: the same answers
+    await mem.load(S);
+    await check();
+    expect(mem.stats.rows).toBe(await lance.countRows(S));
+  });
+});

@@ -18,6 +18,8 @@ import { TextIndexError, type IndexedItem, type ItemFilter, type TextHit, type T
  * process (SERVICE_ROLE=all); split roles query PostgreSQL directly.
  */
 const DEFAULT_MAX_PASSAGES = 2_000_000;
+/** Passages read and built per step when a context loads (then the event loop gets a turn). */
+const LOAD_PAGE_ROWS = 2000;
 
 type Analysed = Array<{ lexeme: string; pos: number }>;
 
@@ -362,7 +364,7 @@ export class MemoryTextIndex implements TextIndex {
 
   constructor(
     private readonly pg: PgTextIndex,
-    private readonly o: { maxPassages?: number } = {},
+    private readonly o: { maxPassages?: number; loadPageRows?: number } = {},
   ) {}
 
   init(): Promise<void> {
@@ -456,12 +458,26 @@ export class MemoryTextIndex implements TextIndex {
     const entry: { ready: Promise<Shard>; shard?: Shard } = {
       ready: this.serial(async () => {
         const s = new Shard();
-        const rows = await this.pg.passageRows({ tenantId, contextId });
-        for (let i = 0; i < rows.length; ) {
-          let j = i + 1;
-          while (j < rows.length && rows[j].item_id === rows[i].item_id) j++;
-          s.replace(rows[i].item_id, rows.slice(i, j));
-          i = j;
+        // Read and built a page at a time, yielding between pages: a large context's load does not hold the
+        // event loop (other requests go on; searches of this context wait for it, writes queue behind it).
+        let held: PassageRow[] = []; // the last item of a page, which may continue on the next one
+        for (let after: { itemId: string; chunkNo: number } | null = null; ; ) {
+          const limit = this.o.loadPageRows ?? LOAD_PAGE_ROWS;
+          const rows = await this.pg.passageRows({ tenantId, contextId }, { after, limit });
+          const all = held.concat(rows);
+          const last = rows.length === limit ? all[all.length - 1].item_id : null;
+          let i = 0;
+          for (; i < all.length; ) {
+            if (all[i].item_id === last) break;
+            let j = i + 1;
+            while (j < all.length && all[j].item_id === all[i].item_id) j++;
+            s.replace(all[i].item_id, all.slice(i, j));
+            i = j;
+          }
+          held = all.slice(i);
+          if (rows.length < limit) break;
+          after = { itemId: rows[rows.length - 1].item_id, chunkNo: rows[rows.length - 1].chunk_no };
+          await new Promise((r) => setImmediate(r));
         }
         entry.shard = s;
         this.evict(key);

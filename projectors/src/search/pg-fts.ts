@@ -129,13 +129,24 @@ export class PgTextIndex implements TextIndex {
   // --- what the in-memory index (memory-text.ts) loads and asks of PostgreSQL ---
 
   /** Every passage of one context (or one item) with its item columns, its chunk text and its tsvector as text. */
-  async passageRows(where: { tenantId: string; contextId: string } | { itemId: string }): Promise<PassageRow[]> {
-    const cond = 'itemId' in where ? 'item_id = $1' : 'tenant_id = $1 AND context_id = $2';
-    const params = 'itemId' in where ? [where.itemId] : [where.tenantId, where.contextId];
+  /**
+   * Stored passages in (item_id, chunk_no) order: one item's, or a context's one page at a time
+   * (`after` = the last row of the previous page, `limit` rows), so a large context is read in bounded steps.
+   */
+  async passageRows(
+    where: { tenantId: string; contextId: string } | { itemId: string },
+    page?: { after: { itemId: string; chunkNo: number } | null; limit: number },
+  ): Promise<PassageRow[]> {
+    const params: unknown[] = 'itemId' in where ? [where.itemId] : [where.tenantId, where.contextId];
+    let cond = 'itemId' in where ? 'item_id = $1' : 'tenant_id = $1 AND context_id = $2';
+    if (page?.after) {
+      params.push(page.after.itemId, page.after.chunkNo);
+      cond += ` AND (item_id, chunk_no) > ($${params.length - 1}, $${params.length})`;
+    }
     const { rows } = await this.sql.query<PassageRow>(
       `SELECT item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, user_id, scopes, attrs, created_at, len, tsv::text AS tsv,
          chunk_text, context_text
-       FROM ti_passages WHERE ${cond} ORDER BY item_id, chunk_no`,
+       FROM ti_passages WHERE ${cond} ORDER BY item_id, chunk_no${page ? ` LIMIT ${Math.max(1, Math.floor(page.limit))}` : ''}`,
       params,
     );
     return rows;

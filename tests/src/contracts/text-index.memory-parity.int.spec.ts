@@ -60,13 +60,13 @@ function tieGroups(hits: Array<{ itemId: string; chunkNo: number; score: number 
   return groups.map((g) => g.keys.sort());
 }
 
-async function compare(label: string) {
+async function compare(label: string, index: MemoryTextIndex = mem) {
   let compared = 0;
   for (const { q: query } of QUERIES)
     for (const m of modes)
       for (const f of filters) {
         const s: TextSearch = { filter: { tenantId: T, contextId: C, clauses: [], ...f }, query: m.q ? m.q(query) : query, textMode: m.textMode, slop: m.slop, limit: 25 };
-        const [a, b] = [await pg.search(s), await mem.search(s)];
+        const [a, b] = [await pg.search(s), await index.search(s)];
         const at = `${label}: ${m.textMode}/${m.slop} ${JSON.stringify(s.query)} ${JSON.stringify(f)}`;
         expect(b.total, at).toBe(a.total);
         expect(b.hits.length, at).toBe(a.hits.length);
@@ -105,6 +105,11 @@ describe('in-memory text index parity with the SQL path', () => {
     for (let i = 2; i < ps.length; i += 11) await mem.deleteItem(ps[i].id);
     for (let i = 3; i < ps.length; i += 13) await mem.replaceItem(item(i, { passages: [] }));
     expect(await compare('after writes')).toBeGreaterThan(1000);
+  }, 120_000);
+
+  it('a context read from SQL in small pages (items split across pages) loads the same index', async () => {
+    const paged = new MemoryTextIndex(pg, { loadPageRows: 3 });
+    expect(await compare('loaded in pages of 3 rows', paged)).toBeGreaterThan(1000);
   }, 120_000);
 
   it('hydrates the page: the stored text, and a snippet marking the query words', async () => {

@@ -61,8 +61,15 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
     const allFailed = degradedLegs.length === (useText ? 1 : 0) + (useVector ? 1 : 0);
     if (allFailed) throw new ServiceError('UNAVAILABLE', 'Search is temporarily unavailable');
     if (degradedLegs.length && b.requireComplete) throw new ServiceError('UNAVAILABLE', `Search is degraded (${degradedLegs.join(', ')} unavailable) and requireComplete is set`);
-    const textHits = t.status === 'fulfilled' && !textFailed ? t.value : [];
-    const vecHits = v.status === 'fulfilled' && !vectorFailed ? v.value : [];
+    const itemOf = (h: LegHit) => passages.get(h.key)!.itemId;
+    // uniqueDocuments: each leg keeps its best passage per document.
+    const bestPerItem = (hits: LegHit[]) => {
+      const seen = new Set<string>();
+      return hits.filter((h) => (seen.has(itemOf(h)) ? false : (seen.add(itemOf(h)), true)));
+    };
+    const legHits = (r: PromiseSettledResult<LegHit[]>, failed: boolean) => (r.status === 'fulfilled' && !failed ? (b.uniqueDocuments ? bestPerItem(r.value) : r.value) : []);
+    const textHits = legHits(t, textFailed);
+    const vecHits = legHits(v, vectorFailed);
 
     let ranked: Array<{ key: string; score: number; textScore: number; semanticScore: number }>;
     if (b.mode === 'TEXT') ranked = textHits.map((h) => ({ key: h.key, score: h.score, textScore: 0, semanticScore: 0 }));
@@ -72,27 +79,9 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
       // Documents are fused, so a document both legs found gets both scores even when their best passages differ;
       // it is shown with the keyword leg's passage (which has a snippet) when there is one.
       const shown = new Map<string, string>();
-      const bestPerItem = (hits: LegHit[]) => {
-        const out: LegHit[] = [];
-        const seen = new Set<string>();
-        for (const h of hits) {
-          const id = passages.get(h.key)!.itemId;
-          if (seen.has(id)) continue;
-          seen.add(id);
-          if (!shown.has(id)) shown.set(id, h.key);
-          out.push({ key: id, score: h.score });
-        }
-        return out;
-      };
-      ranked = convexFusion(bestPerItem(textHits), bestPerItem(vecHits)).map((f) => ({ ...f, key: shown.get(f.key)! }));
-    }
-
-    if (b.uniqueDocuments) {
-      const seen = new Set<string>();
-      ranked = ranked.filter((r) => {
-        const id = passages.get(r.key)!.itemId;
-        return seen.has(id) ? false : (seen.add(id), true);
-      });
+      for (const h of [...textHits, ...vecHits]) if (!shown.has(itemOf(h))) shown.set(itemOf(h), h.key);
+      const byItem = (hits: LegHit[]) => hits.map((h) => ({ key: itemOf(h), score: h.score }));
+      ranked = convexFusion(byItem(textHits), byItem(vecHits)).map((f) => ({ ...f, key: shown.get(f.key)! }));
     }
     return { degradedLegs, ranked, page: ranked.slice(b.offset, b.offset + b.limit) };
   };

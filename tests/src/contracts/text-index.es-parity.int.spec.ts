@@ -2,13 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPglite } from '@svc/deploy/engines/sql';
 import type { Sql } from '@svc/domain/ports/sql';
-import { chunkText } from '@svc/domain/search/chunking';
-import { parseFilters } from '@svc/domain/search/filters';
 import { ElasticsearchTextIndex } from '@svc/projectors/search/es';
 import { PgTextIndex } from '@svc/projectors/search/pg-fts';
-import type { IndexedItem, ItemFilter, TextHit, TextMode, TextSearch } from '@svc/projectors/search/text-index';
-import { passages, QUERIES } from '../relevance/corpus';
+import type { TextHit, TextSearch } from '@svc/projectors/search/text-index';
+import { ndcgAt10, QUERIES } from '../relevance/corpus';
 import { serverUrl, tempDir } from '../support/engines';
+import { PARITY_FILTERS, PARITY_MODES, parityItem, parityPassages } from './text-index.parity-fixtures';
 
 const url = serverUrl('elasticsearch');
 const T = 'tenant-es-parity';
@@ -16,35 +15,10 @@ const C = 'ctx-es-parity';
 const C_REL = 'ctx-es-relevance';
 const key = (h: Pick<TextHit, 'itemId' | 'chunkNo'>) => `${h.itemId}#${h.chunkNo}`;
 
-function ndcgAt10(ranked: string[], rel: Record<string, number>): number {
-  const dcg = ranked.slice(0, 10).reduce((s, id, i) => s + (2 ** (rel[id] ?? 0) - 1) / Math.log2(i + 2), 0);
-  const ideal = Object.values(rel).sort((a, b) => b - a).slice(0, 10).reduce((s, g, i) => s + (2 ** g - 1) / Math.log2(i + 2), 0);
-  return ideal ? dcg / ideal : 0;
-}
-const ps = passages();
-const item = (i: number): IndexedItem => ({
-  itemId: ps[i].id, tenantId: T, contextId: C, sourceType: i % 3 ? 'record' : 'document', typeName: i % 3 ? 'place' : null,
-  folderId: `f${i % 4}`, userId: i % 5 === 0 ? 'u1' : null, scopes: i % 2 ? ['org:a'] : [], attrs: { rank: i, group: `g${i % 3}`, tags: [`t${i % 2}`, `t${i % 5}`] },
-  createdAt: new Date(Date.UTC(2026, 0, 1 + (i % 28))).toISOString(), metadata: {},
-  passages: chunkText(`${ps[i].text} ${ps[(i + 7) % ps.length].text}`, { maxChars: 200 }),
-});
-const filters: Array<Partial<ItemFilter>> = [
-  {},
-  { sourceTypes: ['record'], typeName: 'place' },
-  { folderIds: ['f1', 'f2'], scopesAll: ['org:a'] },
-  { userIds: ['u1'] },
-  { scopesAny: ['org:a', 'org:b'], createdAfter: '2026-01-05T00:00:00.000Z', createdBefore: '2026-01-20T00:00:00.000Z' },
-  { clauses: parseFilters({ rank: { $gte: 40, $lt: 150 }, group: { $in: ['g0', 'g2'] } }) },
-  { clauses: parseFilters({ tags: 't3', group: { $ne: 'g1' }, rank: { $nin: [3, 8] } }) },
-];
-const modes: Array<{ textMode: TextMode; slop: number; q?: (q: string) => string }> = [
-  { textMode: 'OR', slop: 0 },
-  { textMode: 'AND', slop: 0 },
-  { textMode: 'PHRASE', slop: 0 },
-  { textMode: 'PHRASE', slop: 2 },
-  { textMode: 'COMPLEX', slop: 0, q: (q) => { const w = q.split(/\s+/); return w.length > 2 ? `(${w[0]} OR ${w[1]}) -${w[2]} "${w.slice(0, 2).join(' ')}"` : `${w[0]} OR "${q}"`; } },
-  { textMode: 'COMPLEX', slop: 0, q: (q) => `-${q.split(/\s+/)[0]}` },
-];
+const ps = parityPassages;
+const item = (i: number) => parityItem(T, C, i);
+const filters = PARITY_FILTERS;
+const modes = PARITY_MODES;
 
 /**
  * Elasticsearch answers like the embedded PostgreSQL full-text search over the

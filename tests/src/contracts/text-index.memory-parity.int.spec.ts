@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPglite } from '@svc/deploy/engines/sql';
 import type { Sql } from '@svc/domain/ports/sql';
-import { parseFilters } from '@svc/domain/search/filters';
 import { chunkText } from '@svc/domain/search/chunking';
 import { MemoryTextIndex } from '@svc/projectors/search/memory-text';
 import { PgTextIndex } from '@svc/projectors/search/pg-fts';
-import type { IndexedItem, ItemFilter, TextMode, TextSearch } from '@svc/projectors/search/text-index';
-import { passages, QUERIES } from '../relevance/corpus';
+import type { IndexedItem, TextSearch } from '@svc/projectors/search/text-index';
+import { QUERIES } from '../relevance/corpus';
 import { tempDir } from '../support/engines';
+import { PARITY_FILTERS, PARITY_MODES, parityItem, parityPassages } from './text-index.parity-fixtures';
 
 /**
  * The in-memory index answers exactly as the SQL path over the same store:
@@ -21,32 +21,10 @@ const tmp = tempDir();
 let sql: Sql;
 let pg: PgTextIndex;
 let mem: MemoryTextIndex;
-const ps = passages();
-
-const item = (i: number, over: Partial<IndexedItem> = {}): IndexedItem => ({
-  itemId: ps[i].id, tenantId: T, contextId: C, sourceType: i % 3 ? 'record' : 'document', typeName: i % 3 ? 'place' : null,
-  folderId: `f${i % 4}`, userId: i % 5 === 0 ? 'u1' : null, scopes: i % 2 ? ['org:a'] : [], attrs: { rank: i, group: `g${i % 3}` },
-  createdAt: new Date(Date.UTC(2026, 0, 1 + (i % 28))).toISOString(), metadata: {},
-  // two chunks per passage text, so items hold several passages
-  passages: chunkText(`${ps[i].text} ${ps[(i + 7) % ps.length].text}`, { maxChars: 200 }), ...over,
-});
-
-const filters: Array<Partial<ItemFilter>> = [
-  {},
-  { sourceTypes: ['record'], typeName: 'place' },
-  { folderIds: ['f1', 'f2'], scopesAll: ['org:a'] },
-  { userIds: ['u1'] },
-  { scopesAny: ['org:a', 'org:b'], createdAfter: '2026-01-05T00:00:00.000Z', createdBefore: '2026-01-20T00:00:00.000Z' },
-  { clauses: parseFilters({ rank: { $gte: 40, $lt: 150 }, group: { $in: ['g0', 'g2'] } }) },
-];
-const modes: Array<{ textMode: TextMode; slop: number; q?: (q: string) => string }> = [
-  { textMode: 'OR', slop: 0 },
-  { textMode: 'AND', slop: 0 },
-  { textMode: 'PHRASE', slop: 0 },
-  { textMode: 'PHRASE', slop: 2 },
-  { textMode: 'COMPLEX', slop: 0, q: (q) => { const w = q.split(/\s+/); return w.length > 2 ? `(${w[0]} OR ${w[1]}) -${w[2]} "${w.slice(0, 2).join(' ')}"` : `${w[0]} OR "${q}"`; } },
-  { textMode: 'COMPLEX', slop: 0, q: (q) => `-${q.split(/\s+/)[0]}` },
-];
+const ps = parityPassages;
+const item = (i: number, over: Partial<IndexedItem> = {}) => parityItem(T, C, i, over);
+const filters = PARITY_FILTERS;
+const modes = PARITY_MODES;
 
 /** Passage keys grouped by score (equal within 1e-9), sorted within a group; a group cut by the limit is left out. */
 function tieGroups(hits: Array<{ itemId: string; chunkNo: number; score: number }>, limit: number): string[][] {

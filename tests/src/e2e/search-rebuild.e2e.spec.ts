@@ -225,6 +225,16 @@ function searchRebuildSuite(engine: Engine) {
     expect(c.exitCode).toBe(0);
   };
 
+  /** Starts the service on the rebuilt indexes and checks its answers against those captured before. */
+  const restartAndCompare = async () => {
+    await start();
+    await settle();
+    const after = await capture(api, world);
+    checkCapture(after);
+    expectSameAnswers(after, before);
+    await stop();
+  };
+
   beforeAll(async () => {
     port = await freePort();
     await start();
@@ -258,12 +268,7 @@ function searchRebuildSuite(engine: Engine) {
       expect(await esCreated()).not.toBe(created); // a new index, not the old one kept
       expect(await esCount()).toBe(count);
     }
-    await start();
-    await settle();
-    const after = await capture(api, world);
-    checkCapture(after);
-    expectSameAnswers(after, before);
-    await stop();
+    await restartAndCompare();
   }, 300_000);
 
   it('after both indexes are deleted by hand, `rebuild search-index` restores the same answers', async () => {
@@ -279,12 +284,7 @@ function searchRebuildSuite(engine: Engine) {
     rmSync(join(dir.dir, 'lancedb'), { recursive: true, force: true });
     const r = await runRebuild({ DATA_DIR: dir.dir, ...env }, 'search-index');
     expect(r.code, r.out).toBe(0);
-    await start();
-    await settle();
-    const after = await capture(api, world);
-    checkCapture(after);
-    expectSameAnswers(after, before);
-    await stop();
+    await restartAndCompare();
   }, 300_000);
 }
 

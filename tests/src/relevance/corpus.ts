@@ -151,3 +151,10 @@ export const QUERIES: Array<{ q: string; style: 'keyword' | 'meaning'; rel: Reco
   { q: 'an island made by a volcano with dark beaches', style: 'meaning', rel: { [`${s('Cinderfall')}-about`]: 2 } },
   { q: 'a workshop full of ticking timepieces', style: 'meaning', rel: { [`${s('Nethercoil')}-visit`]: 2, [`${s('Nethercoil')}-economy`]: 1 } },
 ];
+
+/** nDCG@10 with exponential gain (2^grade − 1) over this set's graded judgments (the project's own figures; the BEIR harness in tests/eval/metrics.ts uses linear gain, as trec_eval does). */
+export function ndcgAt10(ranked: string[], rel: Record<string, number>): number {
+  const dcg = ranked.slice(0, 10).reduce((s, id, i) => s + (2 ** (rel[id] ?? 0) - 1) / Math.log2(i + 2), 0);
+  const ideal = Object.values(rel).sort((a, b) => b - a).slice(0, 10).reduce((s, g, i) => s + (2 ** g - 1) / Math.log2(i + 2), 0);
+  return ideal ? dcg / ideal : 0;
+}

@@ -10,7 +10,7 @@ import { PgTextIndex } from '@svc/projectors/search/pg-fts';
 import { LanceVectorIndex } from '@svc/projectors/search/vector-index';
 import { runSearch } from '@svc/query-api/search/routes';
 import { tempDir } from '../support/engines';
-import { QUERIES, passages } from './corpus';
+import { ndcgAt10, QUERIES, passages } from './corpus';
 
 /**
  * Relevance of the real search pipeline (PostgreSQL BM25 on PGlite, LanceDB,
@@ -26,12 +26,6 @@ const principal: Principal = {
   credentialId: 'k', kind: 'root', accountId: 'a', tenantId: T, environment: 'live', contextId: C, crossContext: false, allowedActions: ['*'],
   dataScope: null, userId: null, wireVersionPin: null,
 };
-
-function ndcgAt10(ranked: string[], rel: Record<string, number>): number {
-  const dcg = ranked.slice(0, 10).reduce((s, id, i) => s + (2 ** (rel[id] ?? 0) - 1) / Math.log2(i + 2), 0);
-  const ideal = Object.values(rel).sort((a, b) => b - a).slice(0, 10).reduce((s, g, i) => s + (2 ** g - 1) / Math.log2(i + 2), 0);
-  return ideal ? dcg / ideal : 0;
-}
 
 beforeAll(async () => {
   sql = await openPglite(tmp.dir + '/pg');

@@ -77,6 +77,21 @@ export class SearchIndexer {
   /** Where events come from (set before start): the store's catch-up subscription unless Kafka is configured. */
   feed?: EventFeed;
 
+  /**
+   * One write for the whole batch where the adapter offers it; should it fail (or be absent, or the batch hold one
+   * item), each item is written on its own, so only the items whose own write fails are marked.
+   */
+  private async batchThenEach<T>(leg: string, items: T[], batch: ((xs: T[]) => Promise<void>) | undefined, each: (x: T) => Promise<void>) {
+    if (batch && items.length > 1) {
+      try {
+        return await batch(items);
+      } catch (e) {
+        this.o.log?.(`projection ${SEARCH_INDEX}: batched ${leg} write of ${items.length} items failed, writing them one by one`, e);
+      }
+    }
+    for (const x of items) await each(x);
+  }
+
   constructor(
     private readonly sql: Sql,
     private readonly store: EventStore,
@@ -341,24 +356,19 @@ export class SearchIndexer {
       // Store-only items (indexMode NONE) that were never indexed cost nothing here: no passages, no catalogue row, no outcome.
       .filter((w) => w.mode !== 'NONE' || before.has(w.item.itemId));
     const indexedOf = (w: (typeof work)[number]): IndexedItem => ({ ...w.item, passages: w.mode === 'TEXT' || w.mode === 'HYBRID' ? w.passages : [] });
-    // One write for the batch where the adapter offers it (Elasticsearch: one bulk, one refresh); should it fail, item by item.
-    let textBatched = false;
-    if (text.replaceItems && work.length > 1) {
-      try {
-        await text.replaceItems(work.map(indexedOf));
-        textBatched = true;
-      } catch (e) {
-        this.o.log?.(`projection ${SEARCH_INDEX}: batched text write of ${work.length} items failed, writing them one by one`, e);
-      }
-    }
-    if (!textBatched)
-      for (const w of work) {
+    // Elasticsearch: one bulk and one refresh for the batch.
+    await this.batchThenEach(
+      'text',
+      work,
+      text.replaceItems && ((ws) => text.replaceItems!(ws.map(indexedOf))),
+      async (w) => {
         try {
           await text.replaceItem(indexedOf(w));
         } catch (e) {
           w.textErr = (e as Error).message;
         }
-      }
+      },
+    );
 
     // 2. embeddings (one batched call) and vectors, within the per-tenant capacity
     const wantVectors = work.filter((w) => (w.mode === 'SEMANTIC' || w.mode === 'HYBRID') && w.passages.length);
@@ -399,19 +409,17 @@ export class SearchIndexer {
             x.w.vecErr = { code: 'EMBEDDING_FAILED', message: `vector index write failed: ${(e as Error).message}` };
           }
         };
-        // One write for the whole batch (one delete + one add: a LanceDB version and fragment per batch, not per item).
-        // Should it fail, the items are written one by one, so only the items whose own write fails are marked.
-        let batched = false;
-        if (vectors.replaceItems && writes.length > 1) {
-          try {
-            await vectors.replaceItems(writes.map((x) => ({ itemId: x.w.item.itemId, rows: x.rows })));
-            for (const x of writes) x.w.item.vectors = x.rows.length;
-            batched = true;
-          } catch (e) {
-            this.o.log?.(`projection ${SEARCH_INDEX}: batched vector write of ${writes.length} items failed, writing them one by one`, e);
-          }
-        }
-        if (!batched) for (const x of writes) await writeOne(x);
+        // LanceDB: one delete + one add, so one version and fragment per batch, not per item.
+        await this.batchThenEach(
+          'vector',
+          writes,
+          vectors.replaceItems &&
+            (async (xs) => {
+              await vectors.replaceItems!(xs.map((x) => ({ itemId: x.w.item.itemId, rows: x.rows })));
+              for (const x of xs) x.w.item.vectors = x.rows.length;
+            }),
+          writeOne,
+        );
       }
     }
     const transient = work.some((w) => w.textErr || w.vecErr?.code === 'EMBEDDING_FAILED');

@@ -1,6 +1,7 @@
 /**
  * `tsx tests/bench/profile-search.ts [inject|http] [seconds] [chunks]` (defaults: inject 8 100000):
- * POST /v1/search TEXT (rotating queries of the relevance corpus, limit 20, 16 clients) on the
+ * POST /v1/search (SEARCH_PROFILE_MODE, default TEXT; SEARCH_PROFILE_DIR: a kept bench data directory
+ * with vectors, BENCH_KEEP=1, instead of the text-only one built here) (rotating queries of the relevance corpus, limit 20, 16 clients) on the
  * embedded default (SERVICE_ROLE=all, PGlite + the in-memory BM25 index) over `chunks` passages
  * loaded the way tests/bench/search.ts loads them (PgTextIndex.replaceItem + SearchCatalogue.put,
  * 100 passages per item, service stopped; text leg only, no vectors). The loaded data directory is
@@ -41,6 +42,7 @@ const PER_ITEM = 100;
 
 /** A data directory with `chunks` passages in the live tenant's context (built once, then reused). */
 async function dataDir(): Promise<string> {
+  if (process.env.SEARCH_PROFILE_DIR) return process.env.SEARCH_PROFILE_DIR;
   const dir = join(ROOT, '.cache', `profile-search-${chunks}`);
   if (existsSync(join(dir, 'loaded.json'))) return dir;
   rmSync(dir, { recursive: true, force: true });
@@ -84,7 +86,8 @@ async function dataDir(): Promise<string> {
   return dir;
 }
 
-const body = (seq: number) => JSON.stringify({ query: QUERIES[seq % QUERIES.length].q, mode: 'TEXT', limit: 20 });
+const searchMode = process.env.SEARCH_PROFILE_MODE ?? 'TEXT';
+const body = (seq: number) => JSON.stringify({ query: QUERIES[seq % QUERIES.length].q, mode: searchMode, limit: 20 });
 const line = (name: string, r: LoadResult) =>
   `${name}: ${Math.round(r.opsPerSec)}/s, p50 ${r.p50.toFixed(1)} p90 ${r.p90.toFixed(1)} p99 ${r.p99.toFixed(1)} max ${r.max.toFixed(1)} ms, ${r.errors} errors${r.firstError ? ` (${r.firstError})` : ''}`;
 
@@ -116,11 +119,11 @@ async function http(src: string) {
   try {
     const w0 = performance.now();
     await op(0, 0);
-    console.log(`first TEXT query (loads the context): ${Math.round(performance.now() - w0)} ms`);
+    console.log(`first ${searchMode} query (loads the context): ${Math.round(performance.now() - w0)} ms`);
     const m16 = await measured(16, 1500, seconds * 1000);
-    console.log(`${line(`HTTP TEXT 16 clients, ${chunks} chunks`, m16.r)}; service CPU ${m16.cpuPerReq.toFixed(2)} ms/request`);
+    console.log(`${line(`HTTP ${searchMode} 16 clients, ${chunks} chunks`, m16.r)}; service CPU ${m16.cpuPerReq.toFixed(2)} ms/request`);
     const m1 = await measured(1, 500, Math.max(2000, (seconds * 1000) / 2));
-    console.log(`${line(`HTTP TEXT 1 client, ${chunks} chunks`, m1.r)}; service CPU ${m1.cpuPerReq.toFixed(2)} ms/request`);
+    console.log(`${line(`HTTP ${searchMode} 1 client, ${chunks} chunks`, m1.r)}; service CPU ${m1.cpuPerReq.toFixed(2)} ms/request`);
     console.log(`response size ${size} bytes`);
   } finally {
     await pool.close();
@@ -142,7 +145,7 @@ async function inject(src: string) {
   };
   const w0 = performance.now();
   await op(0, 0);
-  console.log(`first TEXT query (loads the context): ${Math.round(performance.now() - w0)} ms`);
+  console.log(`first ${searchMode} query (loads the context): ${Math.round(performance.now() - w0)} ms`);
   await closedLoop({ concurrency: 16, warmupMs: 0, durationMs: 2000, op, yieldEveryMs: 0 });
   if (process.env.SEARCH_PROFILE_SEQ) console.log(line('inject TEXT 1 client', await closedLoop({ concurrency: 1, warmupMs: 0, durationMs: 3000, op, yieldEveryMs: 0 })));
   const session = new Session();
@@ -156,7 +159,7 @@ async function inject(src: string) {
   await service.close();
   rmSync(dir, { recursive: true, force: true });
   writeFileSync(join(ROOT, '.cache', 'bench-search-text.cpuprofile'), JSON.stringify(profile));
-  console.log(line(`inject TEXT 16 clients, ${chunks} chunks`, r));
+  console.log(line(`inject ${searchMode} 16 clients, ${chunks} chunks`, r));
 
   printProfile(profile, r.ops, 30);
 }

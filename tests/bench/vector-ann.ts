@@ -19,7 +19,7 @@
  *   VEC_MS             concurrent phase (ms, default 3000)
  *   VEC_FRAGMENTS=n    leave the load uncompacted, plus n one-row fragments (as
  *                      a projector's writes would leave them)
- *   VEC_MEM_GRID       "nprobes:minCandidates,..." settings of the in-memory index
+ *   VEC_MEM_GRID       "nprobes:minCandidates[:refine],..." settings of the in-memory index
  *                      (MemoryVectorIndex over the same table) to measure before
  *                      LanceDB's ANN; "" skips it (default "20:2000")
  *   VEC_LANCE=0        skip LanceDB's ANN grid (and its index build)
@@ -31,7 +31,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BuiltinEmbedder } from '@svc/projectors/search/embeddings';
 import { LanceVectorIndex, type VectorHit, type VectorRow } from '@svc/projectors/search/vector-index';
-import { MemoryVectorIndex } from '@svc/projectors/search/memory-vectors';
+import { MEMORY_VECTOR_DEFAULTS, MemoryVectorIndex } from '@svc/projectors/search/memory-vectors';
 import { QUERIES } from '../src/relevance/corpus';
 import { closedLoop, percentile } from './load';
 import { basePassages, baseVectors, perturb, rng, syntheticPassage } from './search';
@@ -171,7 +171,7 @@ const smallExactMs = (performance.now() - ts0) / queryVecs.length;
   log(`hydrate a page of 20 hits from LanceDB: one at a time p50 ${fmt(h.p50)} ms; 16 clients p50 ${fmt(hc.p50)} p99 ${fmt(hc.p99)} ms, ${Math.round(hc.opsPerSec)}/s`);
 }
 
-const memGrid = (process.env.VEC_MEM_GRID ?? '20:2000').split(',').filter(Boolean).map((g) => g.split(':').map(Number) as [number, number]);
+const memGrid = (process.env.VEC_MEM_GRID ?? '20:2000').split(',').filter(Boolean).map((g) => g.split(':').map(Number));
 if (memGrid.length) {
   const mem = new MemoryVectorIndex(idx, { log: (m) => log(m) });
   const heap0 = process.memoryUsage();
@@ -185,15 +185,15 @@ if (memGrid.length) {
     `memory index: loaded ${st.rows} vectors in ${(loadMs / 1000).toFixed(2)} s; vectors + codes ${(st.bytes / 2 ** 20).toFixed(1)} MiB (${Math.round(st.bytes / st.rows)} B/vector incl. spare capacity), texts ${(st.textChars / 2 ** 20).toFixed(1)} M characters; ` +
       `process heap +${((heap1.heapUsed - heap0.heapUsed) / 2 ** 20).toFixed(1)} MiB, arrayBuffers +${((heap1.arrayBuffers - heap0.arrayBuffers) / 2 ** 20).toFixed(1)} MiB`,
   );
-  for (const [nprobes, minCandidates] of memGrid) {
-    Object.assign(mem.settings, { nprobes, minCandidates });
+  for (const [nprobes, minCandidates, refine = MEMORY_VECTOR_DEFAULTS.refine] of memGrid) {
+    Object.assign(mem.settings, { nprobes, minCandidates, refine });
     const f = (q: number[], t = T) => mem.search({ ...t, vector: q, limit: LIMIT, text: false });
     const s = await serial((q) => f(q));
     const c = await concurrent((q) => f(q));
     const small: VectorHit[][] = [];
     for (const q of queryVecs) small.push(await f(q, SMALL[0]));
     log(
-      `memory nprobes ${nprobes}, ≥ ${minCandidates} rows: recall@10 ${recall(flat.answers, s.answers, 10).toFixed(3)} recall@100 ${recall(flat.answers, s.answers, 100).toFixed(3)}, max similarity error ${simError(flat.answers, s.answers).toFixed(6)}, top-10 gap ${top10Gap(flat.answers, s.answers).toFixed(4)}; ` +
+      `memory nprobes ${nprobes}, ≥ ${minCandidates} rows, refine ${refine || 'off (float32 only)'}: recall@10 ${recall(flat.answers, s.answers, 10).toFixed(3)} recall@100 ${recall(flat.answers, s.answers, 100).toFixed(3)}, max similarity error ${simError(flat.answers, s.answers).toFixed(6)}, top-10 gap ${top10Gap(flat.answers, s.answers).toFixed(4)}; ` +
         `one at a time p50 ${fmt(s.p50)} p99 ${fmt(s.p99)} ms; 16 clients p50 ${fmt(c.p50)} p99 ${fmt(c.p99)} ms, ${Math.round(c.opsPerSec)}/s; small tenant recall@10 ${recall(smallTruth, small, 10).toFixed(3)}`,
     );
   }

@@ -42,9 +42,14 @@ export interface MemoryVectorSettings {
   retrainGrowth: number;
   /** A search of a context not in memory waits for its load (default, like the keyword index); false: LanceDB answers meanwhile. */
   waitForLoad: boolean;
+  /**
+   * Partition searches score their candidates on int8 copies of the rows first, then score exactly (float32)
+   * the best max(`refine`, 2 × limit) of them; 0 scores every candidate in float32.
+   */
+  refine: number;
 }
 
-export const MEMORY_VECTOR_DEFAULTS: MemoryVectorSettings = { maxBytes: 2048 * 2 ** 20, nprobes: 20, minCandidates: 2000, exactBelow: 5000, retrainGrowth: 4, waitForLoad: true };
+export const MEMORY_VECTOR_DEFAULTS: MemoryVectorSettings = { maxBytes: 2048 * 2 ** 20, nprobes: 20, minCandidates: 2000, exactBelow: 5000, retrainGrowth: 4, waitForLoad: true, refine: 300 };
 
 const PAGE = 65536;
 /** Centroids shortlisted by code distance before the exact comparison that assigns a row to its partition. */
@@ -57,6 +62,8 @@ class Arena {
   u8!: Uint8Array;
   i32!: Int32Array;
   u16!: Uint16Array;
+  i16!: Int16Array;
+  i8!: Int8Array;
   readonly k: Kernels;
   constructor(dims: number, words: number) {
     this.k = kernelsFor(dims, this.mem) ?? jsKernels(dims, this.mem, words);
@@ -74,6 +81,8 @@ class Arena {
     this.u8 = new Uint8Array(b);
     this.i32 = new Int32Array(b);
     this.u16 = new Uint16Array(b);
+    this.i16 = new Int16Array(b);
+    this.i8 = new Int8Array(b);
   }
 }
 
@@ -201,6 +210,20 @@ class Shard {
   private lists: Int32Array[] = [];
   private sizes = new Int32Array(0);
   private trainedAt = 0;
+  /**
+   * Int8 copies of the partitioned rows, in their own memory, each partition's rows side by side (the scan of
+   * a partition reads memory in order, a quarter of the bytes of float32 rows scattered by row id: it is bound
+   * by memory access, not arithmetic). A slot is `dims` int8 and, 16-byte aligned after them, the row's scale
+   * (max |x| / 127) as f32; partition p holds slots slotBase[p] .. + slotCap[p), row lists[p][i] in slot
+   * slotBase[p] + i. A partition that outgrows its slots moves to the end; retraining lays them out afresh.
+   * Above the slots: scratch for a search (query as i16, slot ids, scores). Absent without an int8 kernel
+   * (dims not a multiple of 16) or with `refine` 0.
+   */
+  private b: Arena | undefined;
+  private readonly slotBytes: number;
+  private slots = 0;
+  private slotBase = new Int32Array(0);
+  private slotCap = new Int32Array(0);
   lastUsed = performance.now();
 
   constructor(
@@ -211,13 +234,14 @@ class Shard {
     this.words = Math.ceil(dims / 64);
     this.rowBytes = dims * 4;
     this.codeBytes = this.words * 8;
+    this.slotBytes = dims + 16;
     this.mean = new Float32Array(dims);
     this.a = new Arena(dims, this.words);
     this.reserve(0);
   }
 
   get bytes() {
-    return this.a.mem.buffer.byteLength + (this.coarse?.bytes ?? 0);
+    return this.a.mem.buffer.byteLength + (this.b?.mem.buffer.byteLength ?? 0) + (this.coarse?.bytes ?? 0);
   }
 
   /** Room for `need` rows. */
@@ -301,6 +325,10 @@ class Shard {
     this.sizes[p] = size + 1;
     this.partOf[r] = p;
     this.posOf[r] = size;
+    if (this.b) {
+      if (size === this.slotCap[p]) this.moveSlots(p, Math.max(16, size * 2));
+      this.quantise(r, this.slotBase[p] + size);
+    }
   }
 
   private unassign(r: number) {
@@ -311,6 +339,35 @@ class Shard {
     const moved = list[last];
     list[this.posOf[r]] = moved;
     this.posOf[moved] = this.posOf[r];
+    const sb = this.slotBytes;
+    const base = this.slotBase[p];
+    if (this.b) this.b.u8.copyWithin((base + this.posOf[r]) * sb, (base + last) * sb, (base + last + 1) * sb);
+  }
+
+  /** Row r's int8 copy and scale into a slot. */
+  private quantise(r: number, slot: number) {
+    const b = this.b!;
+    const d = this.dims;
+    const at = (r * this.rowBytes) >> 2;
+    const f32 = this.a.f32;
+    let max = 0;
+    for (let k = 0; k < d; k++) max = Math.max(max, Math.abs(f32[at + k]));
+    const scale = max / 127 || 1;
+    const o = slot * this.slotBytes;
+    for (let k = 0; k < d; k++) b.i8[o + k] = Math.round(f32[at + k] / scale);
+    b.f32[(o + d) >> 2] = scale;
+  }
+
+  /** Partition p's slots to the end, with room for `cap` rows. */
+  private moveSlots(p: number, cap: number) {
+    const b = this.b!;
+    const sb = this.slotBytes;
+    const to = this.slots;
+    b.ensure((to + cap) * sb + 16);
+    b.u8.copyWithin(to * sb, this.slotBase[p] * sb, (this.slotBase[p] + this.sizes[p]) * sb);
+    this.slotBase[p] = to;
+    this.slotCap[p] = cap;
+    this.slots = to + cap;
   }
 
   /** Removes an item's rows (the last rows move into the holes). */
@@ -416,6 +473,21 @@ class Shard {
     }
     this.partOf.set(partOf.subarray(0, n));
     this.trainedAt = n;
+    if (this.s.refine > 0 && this.a.k.dots8) {
+      // Every partition's slots afresh, with room to grow by a quarter.
+      this.slotBase = new Int32Array(k);
+      this.slotCap = new Int32Array(k);
+      let slots = 0;
+      for (let p = 0; p < k; p++) {
+        this.slotBase[p] = slots;
+        this.slotCap[p] = Math.ceil(this.sizes[p] * 1.25) + 4;
+        slots += this.slotCap[p];
+      }
+      this.slots = slots;
+      this.b = new Arena(d, this.words);
+      this.b.ensure(slots * this.slotBytes + 16);
+      for (let r = 0; r < n; r++) this.quantise(r, this.slotBase[partOf[r]] + this.posOf[r]);
+    }
   }
 
   /** The texts of passage (itemId, chunkNo), or undefined when this context does not hold it. */
@@ -467,14 +539,36 @@ class Shard {
     }
     // The partitions nearest to the query: at least `nprobes`, and enough for `want` rows.
     const order = this.coarse.order(f32, q0);
-    for (let i = 0; i < order.length && (i < this.s.nprobes || m < want); i++) {
-      const p = order[i];
-      const list = this.lists[p];
-      const size = this.sizes[p];
-      i32.set(list.subarray(0, size), ids + m);
-      m += size;
+    let probed = 0;
+    for (; probed < order.length && (probed < this.s.nprobes || m < want); probed++) {
+      const p = order[probed];
+      i32.set(this.lists[p].subarray(0, this.sizes[p]), ids + m);
+      m += this.sizes[p];
     }
-    return this.rank(m, q.limit);
+    const refine = Math.max(this.s.refine, 2 * q.limit);
+    const b = this.b;
+    if (!b || this.s.refine <= 0 || m <= refine) return this.rank(m, q.limit);
+    // The int8 pass over the candidates' slots, then the best `refine` scored exactly. Scratch above the slots:
+    // the query (i16), the slot of each candidate, their scores.
+    const bq = Math.ceil((this.slots * this.slotBytes) / 16) * 16;
+    const bIds = bq + d * 2;
+    const bOut = bIds + m * 4;
+    b.ensure(bOut + m * 4 + 16);
+    let max = 0;
+    for (let k = 0; k < d; k++) max = Math.max(max, Math.abs(f32[q0 + k]));
+    const qs = max / 127 || 1;
+    for (let k = 0; k < d; k++) b.i16[(bq >> 1) + k] = Math.round(f32[q0 + k] / qs);
+    const slotIds = b.i32;
+    let j = bIds >> 2;
+    for (let i = 0; i < probed; i++) {
+      const p = order[i];
+      for (let x = this.slotBase[p], end = x + this.sizes[p]; x < end; x++) slotIds[j++] = x;
+    }
+    b.k.dots8!(0, bIds, m, bq, bOut);
+    const best = topK(b.f32.subarray(bOut >> 2, (bOut >> 2) + m), refine);
+    const rows = best.map((c) => i32[ids + c]);
+    for (let i = 0; i < rows.length; i++) i32[ids + i] = rows[i];
+    return this.rank(rows.length, q.limit);
   }
 }
 
@@ -551,6 +645,23 @@ function jsKernels(dims: number, mem: WasmMemory, words: number): Kernels {
         f32[(out >> 2) + j] = s;
       }
     },
+    // The same integer sums as the WebAssembly kernel, so both rank the candidates alike.
+    dots8:
+      dims % 16 === 0
+        ? (slots, ids, m, q, out) => {
+            const i8 = new Int8Array(mem.buffer);
+            const i16 = new Int16Array(mem.buffer);
+            const i32 = new Int32Array(mem.buffer);
+            const f32 = new Float32Array(mem.buffer);
+            const q0 = q >> 1;
+            for (let j = 0; j < m; j++) {
+              const at = slots + i32[(ids >> 2) + j] * (dims + 16);
+              let s = 0;
+              for (let k = 0; k < dims; k++) s += i8[at + k] * i16[q0 + k];
+              f32[(out >> 2) + j] = Math.fround(s) * f32[(at + dims) >> 2];
+            }
+          }
+        : undefined,
   };
 }
 

@@ -17,10 +17,15 @@ vectorIndexContract('in-memory over LanceDB, partitioned, all partitions probed'
   });
 });
 
-describe('in-memory vector index: writes after the context is loaded (partitioned)', () => {
+// refine 1: the int8 pass keeps only 2 × limit candidates for the exact scores (the default keeps 300); with
+// retrainGrowth 1,000 the partitions trained on the first 31 rows take every later row (their int8 slots grow and move).
+describe.each([
+  { refine: 300, retrainGrowth: 2 },
+  { refine: 1, retrainGrowth: 1000 },
+])('in-memory vector index: writes after the context is loaded (partitioned, refine $refine, retrainGrowth $retrainGrowth)', ({ refine, retrainGrowth }) => {
   const tmp = tempDir('svc-vec-');
   const lance = new LanceVectorIndex(tmp.dir, 'parity', DIMS);
-  const mem = new MemoryVectorIndex(lance, { exactBelow: 30, nprobes: 10_000, minCandidates: 1, retrainGrowth: 2, waitForLoad: false });
+  const mem = new MemoryVectorIndex(lance, { exactBelow: 30, nprobes: 10_000, minCandidates: 1, retrainGrowth, waitForLoad: false, refine });
   const S = { tenantId: 't', contextId: 'c' };
   const rows = (itemId: string, seed: number, n: number): VectorRow[] =>
     Array.from({ length: n }, (_, k) => ({ itemId, chunkNo: k, ...S, vector: unit(seed * 100 + k), chunkText: `${itemId}/${k}`, contextText: `${itemId}/${k}` }));

@@ -13,7 +13,8 @@
  *          sequential (1 client) run.
  *  dump:   `dump 0 <chunks> <file.json>`: results of every query in every text mode, to diff two builds.
  *  engine: MemoryTextIndex alone on the same data: search (limit 100) and hydrate (20) per query.
- *  http:   `npm start` in a child process (as the bench does), 16 undici clients, then 1 client.
+ *  http:   `npm start` in a child process (as the bench does), 16 undici clients, then 1 client;
+ *          SEARCH_PROFILE_CPU=1 prints the service's CPU profile of the 16-client phase.
  */
 import { Session } from 'node:inspector/promises';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -87,7 +88,7 @@ async function dataDir(): Promise<string> {
 }
 
 const searchMode = process.env.SEARCH_PROFILE_MODE ?? 'TEXT';
-const body = (seq: number) => JSON.stringify({ query: QUERIES[seq % QUERIES.length].q, mode: searchMode, limit: 20 });
+const body = (seq: number) => JSON.stringify({ query: process.env.SEARCH_PROFILE_QUERY ?? QUERIES[seq % QUERIES.length].q, mode: searchMode, limit: 20 });
 const line = (name: string, r: LoadResult) =>
   `${name}: ${Math.round(r.opsPerSec)}/s, p50 ${r.p50.toFixed(1)} p90 ${r.p90.toFixed(1)} p99 ${r.p99.toFixed(1)} max ${r.max.toFixed(1)} ms, ${r.errors} errors${r.firstError ? ` (${r.firstError})` : ''}`;
 
@@ -96,7 +97,15 @@ async function http(src: string) {
   const dir = `${src}-run`;
   rmSync(dir, { recursive: true, force: true });
   cpSync(src, dir, { recursive: true });
-  const svc = await startHttpService(dir);
+  // SEARCH_PROFILE_CPU=1: the service's CPU profile of the 16-client phase (cpu-profile-child.mjs).
+  const profileOut = join(ROOT, '.cache', 'bench-search-http.cpuprofile');
+  const profiling = process.env.SEARCH_PROFILE_CPU === '1';
+  const tracing = !profiling && !!process.env.SEARCH_PROFILE_TRACE_GC;
+  rmSync(profileOut, { force: true });
+  const svc = await startHttpService(
+    dir,
+    profiling || tracing ? { ...(profiling ? { SVC_PROFILE_OUT: profileOut } : { SVC_TRACE_GC: '1' }), NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${join(import.meta.dirname, 'cpu-profile-child.mjs')}`.trim() } : {},
+  );
   const pool = new Pool(svc.url, { connections: 16, pipelining: 1 });
   const headers = { authorization: `Bearer ${svc.bootstrap.tenants.live.rootKey}`, 'content-type': 'application/json' };
   let size = 0;
@@ -106,9 +115,26 @@ async function http(src: string) {
     return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
   };
   let cpu0 = 0;
+  let client0 = process.cpuUsage();
   const measured = async (concurrency: number, warmupMs: number, durationMs: number) => {
-    const r = await closedLoop({ concurrency, warmupMs, durationMs, op, onMeasureStart: async () => void (cpu0 = cpu()) });
-    return { r, cpuPerReq: (cpu() - cpu0) / r.ops };
+    const r = await closedLoop({
+      concurrency, warmupMs, durationMs, op, yieldEveryMs: Number(process.env.SEARCH_PROFILE_YIELD ?? 50),
+      onMeasureStart: async () => {
+        if ((profiling || tracing) && concurrency === 16) svc.child.kill('SIGUSR2');
+        cpu0 = cpu();
+        client0 = process.cpuUsage();
+      },
+    });
+    const cpuPerReq = (cpu() - cpu0) / r.ops;
+    const c = process.cpuUsage(client0);
+    console.log(`load generator CPU ${((c.user + c.system) / 1000 / r.ops).toFixed(2)} ms/request`);
+    if (tracing && concurrency === 16) svc.child.kill('SIGUSR2');
+    if (profiling && concurrency === 16) {
+      svc.child.kill('SIGUSR2');
+      for (let i = 0; i < 100 && !existsSync(profileOut); i++) await new Promise((res) => setTimeout(res, 100));
+      printProfile(JSON.parse(readFileSync(profileOut, 'utf8')) as Profile, r.ops, 30);
+    }
+    return { r, cpuPerReq };
   };
   const op = async (_w: number, seq: number) => {
     const res = await pool.request({ method: 'POST', path: '/v1/search', headers, body: body(seq) });
@@ -120,11 +146,24 @@ async function http(src: string) {
     const w0 = performance.now();
     await op(0, 0);
     console.log(`first ${searchMode} query (loads the context): ${Math.round(performance.now() - w0)} ms`);
+    // Every query once (the query-vector cache then holds them all, as in the bench's rotating runs).
+    for (let i = 1; i < QUERIES.length; i++) await op(0, i);
     const m16 = await measured(16, 1500, seconds * 1000);
     console.log(`${line(`HTTP ${searchMode} 16 clients, ${chunks} chunks`, m16.r)}; service CPU ${m16.cpuPerReq.toFixed(2)} ms/request`);
     const m1 = await measured(1, 500, Math.max(2000, (seconds * 1000) / 2));
     console.log(`${line(`HTTP ${searchMode} 1 client, ${chunks} chunks`, m1.r)}; service CPU ${m1.cpuPerReq.toFixed(2)} ms/request`);
     console.log(`response size ${size} bytes`);
+    if (process.env.SEARCH_PROFILE_LOG) console.log(svc.output().slice(-3000));
+    if (process.env.SEARCH_PROFILE_TRACE_GC) {
+      const out = svc.output();
+      const lines = out.slice(out.indexOf('MEASURE START'), out.indexOf('MEASURE END')).split('\n').filter((l) => /Scavenge|Mark-Compact|Mark-sweep/i.test(l));
+      const ms = (l: string) => Number(/([\d.]+) \/ [\d.]+ ms/.exec(l)?.[1] ?? 0);
+      for (const kind of ['Scavenge', 'Mark-Compact']) {
+        const xs = lines.filter((l) => l.includes(kind)).map(ms).sort((a, b) => a - b);
+        if (process.env.SEARCH_PROFILE_LOG) for (const l of lines.filter((x) => x.includes(kind)).slice(0, 6)) console.log(l.trim());
+        console.log(`${kind} (16-client phase): ${xs.length} pauses, total ${xs.reduce((a, b) => a + b, 0).toFixed(0)} ms, p50 ${xs[xs.length >> 1] ?? 0} max ${xs.at(-1) ?? 0} ms`);
+      }
+    }
   } finally {
     await pool.close();
     await svc.stop();

@@ -2,7 +2,9 @@ import { contextOf } from '@svc/domain/search/chunking';
 import { parseComplexQuery, positiveText, type QueryNode } from '@svc/domain/search/query-syntax';
 import type { AttrValue } from '@svc/domain/search/indexable';
 import { itemPredicate, type FilterableItem } from './filter-memory';
+import { markedSnippet, wordBounds } from './snippet';
 import { BM25, type PassageRow, type PgTextIndex } from './pg-fts';
+import { kthLargest } from './select';
 import { TextIndexError, type IndexedItem, type ItemFilter, type TextHit, type TextIndex, type TextSearch } from './text-index';
 
 /**
@@ -110,6 +112,10 @@ class Shard {
   scratch = new Float64Array(0);
   cands = new Int32Array(0);
   verdict = new Int8Array(0);
+  kth = new Float64Array(0);
+  norm = new Float64Array(0);
+  normAvgdl = NaN;
+  normN = 0;
 
   get passages() {
     return this.pItem.n;
@@ -200,7 +206,7 @@ class Shard {
   }
 
   /** Chunk and context text of an item's passage, or null when it is not here. */
-  text(itemId: string, chunkNo: number): { chunkText: string; contextText: string } | null {
+  text(itemId: string, chunkNo: number): { chunkText: string; contextText: string; pid: number } | null {
     const idx = this.itemIndex.get(itemId);
     if (idx === undefined) return null;
     const pids = this.items[idx].pids;
@@ -211,10 +217,34 @@ class Shard {
         break;
       }
     if (at < 0) return null;
-    const stored = this.pContext.get(pids[at]);
-    if (stored !== undefined) return { chunkText: this.pText[pids[at]], contextText: stored };
-    const chunks = pids.map((pid) => this.pText[pid]);
-    return { chunkText: chunks[at], contextText: contextOf(chunks, at) };
+    const pid = pids[at];
+    const stored = this.pContext.get(pid);
+    if (stored !== undefined) return { chunkText: this.pText[pid], contextText: stored, pid };
+    // contextOf reads the neighbours only
+    const near = [...(at > 0 ? [this.pText[pids[at - 1]]] : []), this.pText[pid], ...(at < pids.length - 1 ? [this.pText[pids[at + 1]]] : [])];
+    return { chunkText: this.pText[pid], contextText: contextOf(near, at > 0 ? 1 : 0), pid };
+  }
+
+  /**
+   * Which words of passage `pid` match lexemes `lex` (shard ids), from the positions in its tsvector:
+   * word i is at position i + 1 when the text is plain (see PLAIN_TEXT); null when that cannot be
+   * relied on (then the words are looked up one by one).
+   */
+  matchedWords(pid: number, text: string, bounds: number[], lex: number[], firsts: string[]): Uint8Array | null {
+    if (!PLAIN_TEXT.test(text) || JOINED_WORDS.test(text)) return null;
+    const words = bounds.length >> 1;
+    const hit = new Uint8Array(words);
+    for (let j = 0; j < lex.length; j++) {
+      if (lex[j] < 0) continue;
+      const pos = this.positions(pid, lex[j]);
+      if (pos.length >= 255) return null; // a tsvector keeps 256 positions per lexeme
+      for (const p of pos) {
+        // A word is marked only where it begins as its lexeme does (a check that the positions line up).
+        if (p < 1 || p > words || (text.charCodeAt(bounds[2 * (p - 1)]) | 0x20) !== firsts[j].charCodeAt(0)) return null;
+        hit[p - 1] = 1;
+      }
+    }
+    return hit;
   }
 
   /** Index (in tLex) of a lexeme among a live passage's terms, or -1 when absent. */
@@ -248,6 +278,13 @@ class Shard {
   }
 }
 const EMPTY_POS = new Uint16Array(0);
+/**
+ * Text whose words ([A-Za-z0-9] runs) are exactly the tokens of PostgreSQL's parser, one position each
+ * (stop words included): ASCII letters and digits, white space and sentence punctuation, and no
+ * punctuation joining two words (decimals, hosts, "e.g." are single tokens there).
+ */
+const PLAIN_TEXT = /^[A-Za-z0-9 \t\r\n.,;:!?()"]*$/;
+const JOINED_WORDS = /[A-Za-z0-9][.,:][A-Za-z0-9]/;
 
 const filterable = (r: Pick<PassageRow, 'source_type' | 'type_name' | 'folder_id' | 'user_id' | 'scopes' | 'attrs' | 'created_at'>): FilterableItem => ({
   sourceType: r.source_type,
@@ -306,54 +343,32 @@ export function parseTsvector(s: string): Array<[string, number[]]> {
   return out;
 }
 
-/** A min-heap of the best `k` (score desc, item id asc, chunk asc) of the first `nc` candidate passage ids. */
+/** The best `k` (score desc, item id asc, chunk asc) of the first `nc` candidate passage ids. */
 function topK(cands: Int32Array, nc: number, score: Float64Array, s: Shard, k: number): number[] {
+  k = Math.min(k, nc);
   if (k <= 0) return [];
   const items = s.items;
   const pItem = s.pItem.a;
   const pChunk = s.pChunk.a;
   const ordered = s.ordered;
-  const better = (a: number, b: number) => {
-    if (score[a] !== score[b]) return score[a] > score[b];
+  const order = (a: number, b: number) => {
+    if (score[a] !== score[b]) return score[b] - score[a];
     const ia = pItem[a];
     const ib = pItem[b];
-    if (ia !== ib) return ia < ordered && ib < ordered ? ia < ib : items[ia].itemId < items[ib].itemId;
-    return pChunk[a] < pChunk[b];
+    if (ia !== ib) return (ia < ordered && ib < ordered ? ia < ib : items[ia].itemId < items[ib].itemId) ? -1 : 1;
+    return pChunk[a] - pChunk[b];
   };
-  const heap: number[] = [];
-  const down = (i: number) => {
-    for (;;) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let w = i;
-      if (l < heap.length && better(heap[w], heap[l])) w = l;
-      if (r < heap.length && better(heap[w], heap[r])) w = r;
-      if (w === i) return;
-      const t = heap[i];
-      heap[i] = heap[w];
-      heap[w] = t;
-      i = w;
-    }
-  };
-  for (let c = 0; c < nc; c++) {
-    const pid = cands[c];
-    if (heap.length < k) {
-      heap.push(pid);
-      for (let i = heap.length - 1; i > 0; ) {
-        const p = (i - 1) >> 1;
-        if (!better(heap[p], heap[i])) break;
-        const t = heap[i];
-        heap[i] = heap[p];
-        heap[p] = t;
-        i = p;
-      }
-    } else if (score[pid] >= score[heap[0]] && better(pid, heap[0])) {
-      // (the score test first: most candidates lose to the k-th best on score alone)
-      heap[0] = pid;
-      down(0);
-    }
+  const out: number[] = [];
+  if (k === nc) for (let c = 0; c < nc; c++) out.push(cands[c]);
+  else {
+    // The k-th best score, then every candidate at or above it (ties at the k-th are ordered below).
+    if (s.kth.length < nc) s.kth = new Float64Array(Math.max(nc, s.kth.length * 2));
+    const v = s.kth;
+    for (let c = 0; c < nc; c++) v[c] = score[cands[c]];
+    const kth = kthLargest(v, nc, k);
+    for (let c = 0; c < nc; c++) if (score[cands[c]] >= kth) out.push(cands[c]);
   }
-  return heap.sort((a, b) => (better(a, b) ? -1 : 1));
+  return out.sort(order).slice(0, k);
 }
 
 export class MemoryTextIndex implements TextIndex {
@@ -531,15 +546,29 @@ export class MemoryTextIndex implements TextIndex {
   /** Text from memory; snippets marked against PostgreSQL's analysis (remembered per word). */
   async hydrate(hits: TextHit[], q: TextSearch): Promise<void> {
     const shard = this.shards.get(`${q.filter.tenantId}/${q.filter.contextId}`)?.shard;
-    const found: Array<[TextHit, { chunkText: string; contextText: string }]> = [];
+    const found: Array<[TextHit, { chunkText: string; contextText: string; pid: number }]> = [];
     for (const h of hits) {
       if (h.chunkText !== undefined) continue;
       const t = shard?.text(h.itemId, h.chunkNo);
       if (t) found.push([h, t]);
     }
     try {
-      const mark = await this.pg.snippets(found.map(([, t]) => t.chunkText), q);
-      for (const [h, t] of found) Object.assign(h, t, { snippet: mark(t.chunkText) });
+      // Snippets from the passages' own positions where the text is plain; the rest by word (pg.snippets).
+      const ast = q.textMode === 'COMPLEX' ? parseComplexQuery(q.query) : null;
+      const [lx] = await this.pg.analyse([ast ? positiveText(ast).join(' ') : q.query]);
+      const lexemes = [...new Set(lx.map((l) => l.lexeme))];
+      const ids = shard ? lexemes.map((l) => shard.lexIds.get(l) ?? -1) : [];
+      const rest: typeof found = [];
+      for (const [h, t] of found) {
+        const bounds = wordBounds(t.chunkText);
+        const hit = shard!.matchedWords(t.pid, t.chunkText, bounds, ids, lexemes);
+        if (hit) Object.assign(h, { chunkText: t.chunkText, contextText: t.contextText, snippet: markedSnippet(t.chunkText, bounds, hit) });
+        else rest.push([h, t]);
+      }
+      if (rest.length) {
+        const mark = await this.pg.snippets(rest.map(([, t]) => t.chunkText), q);
+        for (const [h, t] of rest) Object.assign(h, { chunkText: t.chunkText, contextText: t.contextText, snippet: mark(t.chunkText) });
+      }
     } catch (e) {
       throw new TextIndexError(`text search failed: ${(e as Error).message}`, e);
     }
@@ -701,6 +730,15 @@ function run(s: Shard, q: TextSearch, match: Match, scoring: number[]): { hits: 
   };
   const avgdl = Math.max(s.totalLen / (s.alive || 1), 1);
   const { k1, b } = BM25;
+  // BM25's length normalisation per passage, k1 × (1 − b + b × len / avgdl): kept until a write changes avgdl
+  // (the same expression as inline, so the same doubles).
+  if (s.normAvgdl !== avgdl || s.normN !== n) {
+    if (s.norm.length < n) s.norm = new Float64Array(s.scratch.length);
+    for (let pid = 0; pid < n; pid++) s.norm[pid] = k1 * (1 - b + (b * pLen[pid]) / avgdl);
+    s.normAvgdl = avgdl;
+    s.normN = n;
+  }
+  const norm = s.norm;
   const idf = (l: number) => Math.log(1 + (s.alive - s.df[l] + 0.5) / (s.df[l] + 0.5));
   let nc = 0;
   if (match.kind === 'any' && s.dead === 0 && admitsAll(q.filter)) {
@@ -717,7 +755,7 @@ function run(s: Shard, q: TextSearch, match: Match, scoring: number[]): { hits: 
           cands[nc++] = pid;
         }
         const tf = tfs[i];
-        score[pid] += (w * (tf * (k1 + 1))) / (tf + k1 * (1 - b + (b * pLen[pid]) / avgdl));
+        score[pid] += (w * (tf * (k1 + 1))) / (tf + norm[pid]);
       }
     }
   } else if (match.kind === 'any') {
@@ -739,7 +777,7 @@ function run(s: Shard, q: TextSearch, match: Match, scoring: number[]): { hits: 
           cands[nc++] = pid;
         }
         const tf = tfs[i];
-        score[pid] += (w * (tf * (k1 + 1))) / (tf + k1 * (1 - b + (b * pLen[pid]) / avgdl));
+        score[pid] += (w * (tf * (k1 + 1))) / (tf + norm[pid]);
       }
     }
   } else {
@@ -755,7 +793,7 @@ function run(s: Shard, q: TextSearch, match: Match, scoring: number[]): { hits: 
       score[pid] = 0;
       for (let j = 0; j < scoring.length; j++) {
         const tf = s.tf(pid, scoring[j]);
-        if (tf) score[pid] += (ws[j] * (tf * (k1 + 1))) / (tf + k1 * (1 - b + (b * pLen[pid]) / avgdl));
+        if (tf) score[pid] += (ws[j] * (tf * (k1 + 1))) / (tf + norm[pid]);
       }
     }
   }

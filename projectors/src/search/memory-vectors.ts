@@ -1,3 +1,4 @@
+import { kthLargest } from './select';
 import { kernelsFor, wasm, type Kernels, type WasmMemory } from './vector-kernels';
 import { isoKey, type LanceVectorIndex, type MaintainReport, type VectorHit, type VectorIndex, type VectorRow, type VectorScope, type VectorSearch } from './vector-index';
 
@@ -49,7 +50,7 @@ export interface MemoryVectorSettings {
   refine: number;
 }
 
-export const MEMORY_VECTOR_DEFAULTS: MemoryVectorSettings = { maxBytes: 2048 * 2 ** 20, nprobes: 20, minCandidates: 2000, exactBelow: 5000, retrainGrowth: 4, waitForLoad: true, refine: 300 };
+export const MEMORY_VECTOR_DEFAULTS: MemoryVectorSettings = { maxBytes: 2048 * 2 ** 20, nprobes: 20, minCandidates: 2000, exactBelow: 5000, retrainGrowth: 4, waitForLoad: true, refine: 200 };
 
 const PAGE = 65536;
 /** Centroids shortlisted by code distance before the exact comparison that assigns a row to its partition. */
@@ -572,45 +573,22 @@ class Shard {
   }
 }
 
-/** Indexes of the `k` largest scores, best first. */
+let topScratch = new Float32Array(0);
+/** Indexes of the `k` largest scores, best first (equal scores: lower index first). */
 function topK(sc: Float32Array, k: number): number[] {
+  const m = sc.length;
+  k = Math.min(k, m);
   if (k <= 0) return [];
-  // A min-heap of the best k so far.
-  const heap = new Int32Array(k);
-  let size = 0;
-  const less = (a: number, b: number) => sc[a] < sc[b] || (sc[a] === sc[b] && a > b);
-  const down = (i: number) => {
-    for (;;) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let m = i;
-      if (l < size && less(heap[l], heap[m])) m = l;
-      if (r < size && less(heap[r], heap[m])) m = r;
-      if (m === i) return;
-      const t = heap[i];
-      heap[i] = heap[m];
-      heap[m] = t;
-      i = m;
-    }
-  };
-  for (let j = 0; j < sc.length; j++) {
-    if (size < k) {
-      heap[size] = j;
-      let i = size++;
-      while (i > 0) {
-        const p = (i - 1) >> 1;
-        if (!less(heap[i], heap[p])) break;
-        const t = heap[i];
-        heap[i] = heap[p];
-        heap[p] = t;
-        i = p;
-      }
-    } else if (less(heap[0], j)) {
-      heap[0] = j;
-      down(0);
-    }
+  const out: number[] = [];
+  if (k === m) for (let j = 0; j < m; j++) out.push(j);
+  else {
+    if (topScratch.length < m) topScratch = new Float32Array(Math.max(m, topScratch.length * 2));
+    topScratch.set(sc);
+    const kth = kthLargest(topScratch, m, k);
+    for (let j = 0; j < m; j++) if (sc[j] > kth) out.push(j);
+    for (let j = 0; j < m && out.length < k; j++) if (sc[j] === kth) out.push(j);
   }
-  return Array.from(heap.subarray(0, size)).sort((a, b) => (less(a, b) ? 1 : less(b, a) ? -1 : 0));
+  return out.sort((a, b) => sc[b] - sc[a] || a - b);
 }
 
 /** The kernels in plain JavaScript (no WebAssembly SIMD, or dims not a multiple of 4). */
@@ -876,7 +854,8 @@ export class MemoryVectorIndex implements VectorIndex {
     const have = this.shards.get(key);
     if (have) return have;
     const rows = await this.inner.countRows(scope);
-    const perRow = this.dims * 4 + Math.ceil(this.dims / 64) * 8 + 10;
+    // float32 row, sign code, int8 slot (partitioned contexts), ids
+    const perRow = this.dims * 4 + Math.ceil(this.dims / 64) * 8 + (this.settings.refine > 0 ? this.dims + 16 : 0) + 10;
     if (rows * perRow * 1.3 > this.settings.maxBytes || rows * perRow * 1.3 > 3.5 * 2 ** 30) {
       this.tooLarge.set(key, performance.now());
       this.log(`vector index: context ${key} (${rows} vectors) does not fit in memory; searched in LanceDB`);

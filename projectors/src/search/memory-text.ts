@@ -700,6 +700,25 @@ function conjunction(s: Shard, m: Extract<Match, { kind: 'all' | 'phrase' }>, ad
 }
 
 /**
+ * One lexeme's BM25 terms (idf `w`) added to its postings' scores; a passage is a new
+ * candidate while its score is 0. A small function of its own: the hottest loop of a keyword query,
+ * compiled apart from run's many cases.
+ */
+function accumulate(pa: Int32Array, tfs: Int32Array, m: number, w: number, score: Float64Array, norm: Float64Array, cands: Int32Array, nc: number): number {
+  const k1p1 = BM25.k1 + 1;
+  for (let i = 0; i < m; i++) {
+    const pid = pa[i];
+    if (!(score[pid] > 0)) {
+      score[pid] = 0;
+      cands[nc++] = pid;
+    }
+    const tf = tfs[i];
+    score[pid] += (w * (tf * k1p1)) / (tf + norm[pid]);
+  }
+  return nc;
+}
+
+/**
  * Matching, filtering and BM25 over one shard; synchronous so it sees one state of the index.
  * Work is proportional to the postings of the query's lexemes (a COMPLEX query with NOT / AND / OR
  * groups also makes a pass over the shard's passage ids); scores, candidates and item verdicts live
@@ -743,21 +762,7 @@ function run(s: Shard, q: TextSearch, match: Match, scoring: number[]): { hits: 
   let nc = 0;
   if (match.kind === 'any' && s.dead === 0 && admitsAll(q.filter)) {
     // OR, every passage alive and admitted: the same loop without the checks.
-    for (const l of scoring) {
-      const w = idf(l);
-      const pids = s.postPid[l];
-      const pa = pids.a;
-      const tfs = s.postTf[l].a;
-      for (let i = 0, m = pids.n; i < m; i++) {
-        const pid = pa[i];
-        if (!(score[pid] > 0)) {
-          score[pid] = 0;
-          cands[nc++] = pid;
-        }
-        const tf = tfs[i];
-        score[pid] += (w * (tf * (k1 + 1))) / (tf + norm[pid]);
-      }
-    }
+    for (const l of scoring) nc = accumulate(s.postPid[l].a, s.postTf[l].a, s.postPid[l].n, idf(l), score, norm, cands, nc);
   } else if (match.kind === 'any') {
     // OR: the candidates are the admitted passages of the scoring lexemes' postings (a passage is new while its score is 0).
     for (const l of scoring) {

@@ -15,7 +15,28 @@ if (isMainThread && process.env.SVC_TRACE_GC) setFlagsFromString('--trace-gc');
 
 let session;
 let phase = false;
+// SVC_STALLS=1: event-loop turns longer than 5 ms during the measured phase (a 1 ms timer that fires late).
+let stalls = [];
+let timer;
 if (isMainThread) process.on('SIGUSR2', async () => {
+  if (process.env.SVC_STALLS) {
+    if (!timer) {
+      let last = performance.now();
+      timer = setInterval(() => {
+        const now = performance.now();
+        if (now - last > 5) stalls.push(now - last);
+        last = now;
+      }, 1);
+      return;
+    }
+    clearInterval(timer);
+    timer = undefined;
+    stalls.sort((a, b) => a - b);
+    const n = stalls.length;
+    console.log(`STALLS ${n} over 5 ms; p50 ${stalls[n >> 1]?.toFixed(1)} p90 ${stalls[Math.floor(n * 0.9)]?.toFixed(1)} max ${stalls[n - 1]?.toFixed(1)}; over 10 ms: ${stalls.filter((x) => x > 10).length}, over 20 ms: ${stalls.filter((x) => x > 20).length}`);
+    stalls = [];
+    return;
+  }
   if (process.env.SVC_TRACE_GC) {
     phase = !phase;
     console.log(phase ? 'MEASURE START' : 'MEASURE END');

@@ -100,11 +100,11 @@ async function http(src: string) {
   // SEARCH_PROFILE_CPU=1: the service's CPU profile of the 16-client phase (cpu-profile-child.mjs).
   const profileOut = join(ROOT, '.cache', 'bench-search-http.cpuprofile');
   const profiling = process.env.SEARCH_PROFILE_CPU === '1';
-  const tracing = !profiling && !!process.env.SEARCH_PROFILE_TRACE_GC;
+  const tracing = !profiling && !!(process.env.SEARCH_PROFILE_TRACE_GC || process.env.SEARCH_PROFILE_STALLS);
   rmSync(profileOut, { force: true });
   const svc = await startHttpService(
     dir,
-    profiling || tracing ? { ...(profiling ? { SVC_PROFILE_OUT: profileOut } : { SVC_TRACE_GC: '1' }), NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${join(import.meta.dirname, 'cpu-profile-child.mjs')}`.trim() } : {},
+    profiling || tracing ? { ...(profiling ? { SVC_PROFILE_OUT: profileOut } : process.env.SEARCH_PROFILE_STALLS ? { SVC_STALLS: '1' } : { SVC_TRACE_GC: '1' }), NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${join(import.meta.dirname, 'cpu-profile-child.mjs')}`.trim() } : {},
   );
   const pool = new Pool(svc.url, { connections: 16, pipelining: 1 });
   const headers = { authorization: `Bearer ${svc.bootstrap.tenants.live.rootKey}`, 'content-type': 'application/json' };
@@ -154,6 +154,7 @@ async function http(src: string) {
     console.log(`${line(`HTTP ${searchMode} 1 client, ${chunks} chunks`, m1.r)}; service CPU ${m1.cpuPerReq.toFixed(2)} ms/request`);
     console.log(`response size ${size} bytes`);
     if (process.env.SEARCH_PROFILE_LOG) console.log(svc.output().slice(-3000));
+    if (process.env.SEARCH_PROFILE_STALLS) console.log(svc.output().split('\n').filter((l) => l.startsWith('STALLS')).join('\n'));
     if (process.env.SEARCH_PROFILE_TRACE_GC) {
       const out = svc.output();
       const lines = out.slice(out.indexOf('MEASURE START'), out.indexOf('MEASURE END')).split('\n').filter((l) => /Scavenge|Mark-Compact|Mark-sweep/i.test(l));

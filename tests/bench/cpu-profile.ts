@@ -5,6 +5,7 @@ export type Profile = { nodes: Node[]; samples: number[]; timeDeltas: number[]; 
 /** The part of the system a frame belongs to. */
 export function area(url: string, fn: string): string {
   if (!url) return fn.startsWith('(') ? fn : '(native/builtin)';
+  if ((url.includes('wasm://') || url.startsWith('wasm')) && ['hamming', 'dots', 'dots8'].includes(fn)) return 'vector kernels (WebAssembly)';
   if (url.includes('wasm://') || url.startsWith('wasm')) return 'PGlite WASM (postgres)';
   if (url.includes('@electric-sql/pglite')) return 'PGlite JS (protocol, parsing)';
   if (url.includes('node_modules/zod')) return 'zod';

@@ -94,6 +94,8 @@ class Shard {
   readonly pAlive = new U8();
   /** Chunk texts; a context text is rebuilt from the item's chunks as chunking made it, else kept here. */
   readonly pText: string[] = [];
+  /** Whether the chunk text is plain (PLAIN_TEXT), worked out once: its snippet can be marked from positions. */
+  readonly pPlain = new U8();
   readonly pContext = new Map<number, string>();
   /**
    * Per passage: its lexeme ids (ascending) and, for each, its positions (phrases), in flat arrays (no
@@ -159,6 +161,7 @@ class Shard {
     this.pLen.push(len);
     this.pAlive.push(1);
     this.pText.push(r.chunk_text);
+    this.pPlain.push(PLAIN_TEXT.test(r.chunk_text) && !JOINED_WORDS.test(r.chunk_text) ? 1 : 0);
     const terms = parseTsvector(r.tsv).map(([lexeme, pos]) => [this.lexId(lexeme), pos] as const).sort((a, b) => a[0] - b[0]);
     if (pid === 0) {
       this.pTermFrom.push(0);
@@ -231,7 +234,7 @@ class Shard {
    * relied on (then the words are looked up one by one).
    */
   matchedWords(pid: number, text: string, bounds: number[], lex: number[], firsts: string[]): Uint8Array | null {
-    if (!PLAIN_TEXT.test(text) || JOINED_WORDS.test(text)) return null;
+    if (!this.pPlain.a[pid]) return null;
     const words = bounds.length >> 1;
     const hit = new Uint8Array(words);
     for (let j = 0; j < lex.length; j++) {
@@ -560,9 +563,9 @@ export class MemoryTextIndex implements TextIndex {
       const ids = shard ? lexemes.map((l) => shard.lexIds.get(l) ?? -1) : [];
       const rest: typeof found = [];
       for (const [h, t] of found) {
-        const bounds = wordBounds(t.chunkText);
-        const hit = shard!.matchedWords(t.pid, t.chunkText, bounds, ids, lexemes);
-        if (hit) Object.assign(h, { chunkText: t.chunkText, contextText: t.contextText, snippet: markedSnippet(t.chunkText, bounds, hit) });
+        const bounds = shard!.pPlain.a[t.pid] ? wordBounds(t.chunkText) : null;
+        const hit = bounds && shard!.matchedWords(t.pid, t.chunkText, bounds, ids, lexemes);
+        if (hit) Object.assign(h, { chunkText: t.chunkText, contextText: t.contextText, snippet: markedSnippet(t.chunkText, bounds!, hit) });
         else rest.push([h, t]);
       }
       if (rest.length) {

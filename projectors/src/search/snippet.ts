@@ -65,50 +65,49 @@ export function snippet(text: string, isMatch: (word: string) => boolean): strin
   return markedSnippet(text, b, hit);
 }
 
-/** The snippet of a text whose words (`b`: wordBounds(text)) are already known to match or not (`hit`, one per word). */
+/** Words from..to (inclusive) of `text` (bounds `b`), with the text between them, matches wrapped in <mark>. */
+function marked(text: string, b: number[], hit: Uint8Array, from: number, to: number): string {
+  if (from > to) return '';
+  let out = '';
+  let at = b[2 * from];
+  for (let i = from; i <= to; i++) {
+    out += text.slice(at, b[2 * i]);
+    const w = text.slice(b[2 * i], b[2 * i + 1]);
+    out += hit[i] ? `<mark>${w}</mark>` : w;
+    at = b[2 * i + 1];
+  }
+  return out;
+}
+
+/**
+ * The snippet of a text whose words (`b`: wordBounds(text)) are already known to match or not (`hit`, one per word).
+ * (No closures inside: a search makes twenty of these, and the service's TypeScript runner names every closure it creates.)
+ */
 export function markedSnippet(text: string, b: number[], hit: Uint8Array): string {
-  const toks = { length: b.length >> 1 };
-  const start = (i: number) => b[2 * i];
-  const end = (i: number) => b[2 * i + 1];
-  const mark = (from: number, to: number) => {
-    // words from..to (inclusive), with the original text between them
-    if (from > to) return '';
-    let out = '';
-    let at = start(from);
-    for (let i = from; i <= to; i++) {
-      out += text.slice(at, start(i));
-      const w = text.slice(start(i), end(i));
-      out += hit[i] ? `<mark>${w}</mark>` : w;
-      at = end(i);
-    }
-    return out;
-  };
-  if (!toks.length) return text;
+  const n = b.length >> 1;
+  if (!n) return text;
   const { maxWords, minWords, maxFragments, delimiter } = SNIPPET;
-  if (toks.length <= maxWords) return text.slice(0, start(0)) + mark(0, toks.length - 1) + text.slice(end(toks.length - 1));
+  if (n <= maxWords) return text.slice(0, b[0]) + marked(text, b, hit, 0, n - 1) + text.slice(b[2 * n - 1]);
   const hits: number[] = [];
-  for (let i = 0; i < toks.length; i++) if (hit[i]) hits.push(i);
-  if (!hits.length) return mark(0, minWords - 1);
+  for (let i = 0; i < n; i++) if (hit[i]) hits.push(i);
+  if (!hits.length) return marked(text, b, hit, 0, minWords - 1);
   // Greedy: the span of at most maxWords words holding the most matches not shown yet, then the next best.
   const windows: Array<[number, number]> = [];
-  const inside = (i: number) => windows.some(([a, b]) => i >= a && i <= b);
-  const nextStart = (i: number) => Math.min(toks.length, ...windows.filter(([a]) => a > i).map(([a]) => a));
-  const prevEnd = (i: number) => Math.max(-1, ...windows.filter(([, b]) => b < i).map(([, b]) => b));
   for (let f = 0; f < maxFragments; f++) {
-    const free = hits.filter((h) => !inside(h));
     let best: { first: number; last: number; n: number } | null = null;
-    for (let j = 0; j < free.length; j++) {
-      const h = free[j];
-      const to = Math.min(nextStart(h) - 1, h + maxWords - 1);
-      // free is ascending: the matches in h..to are free[j..e]
+    for (let j = 0; j < hits.length; j++) {
+      const h = hits[j];
+      if (inside(windows, h)) continue;
+      const to = Math.min(nextStart(windows, h, n) - 1, h + maxWords - 1);
+      // The matches in h..to: none is inside a window (the next one starts after `to`, and h is free).
       let e = j;
-      while (e + 1 < free.length && free[e + 1] <= to) e++;
-      if (!best || e - j + 1 > best.n) best = { first: h, last: free[e], n: e - j + 1 };
+      while (e + 1 < hits.length && hits[e + 1] <= to) e++;
+      if (!best || e - j + 1 > best.n) best = { first: h, last: hits[e], n: e - j + 1 };
     }
     if (!best) break;
     // Some words of context around the matches, at least minWords, at most maxWords, never over another fragment.
-    const lo = prevEnd(best.first) + 1;
-    const hi = nextStart(best.first) - 1;
+    const lo = prevEnd(windows, best.first) + 1;
+    const hi = nextStart(windows, best.first, n) - 1;
     const span = best.last - best.first + 1;
     const size = Math.min(maxWords, Math.max(minWords, span + 10));
     let from = Math.max(lo, best.first - Math.floor((size - span) / 2));
@@ -116,8 +115,25 @@ export function markedSnippet(text: string, b: number[], hit: Uint8Array): strin
     from = Math.max(lo, Math.min(from, to - size + 1));
     windows.push([from, to]);
   }
-  return windows
-    .sort((a, b) => a[0] - b[0])
-    .map(([a, b]) => mark(a, b))
-    .join(delimiter);
+  windows.sort((x, y) => x[0] - y[0]);
+  let out = '';
+  for (let w = 0; w < windows.length; w++) out += (w ? delimiter : '') + marked(text, b, hit, windows[w][0], windows[w][1]);
+  return out;
+}
+
+function inside(windows: Array<[number, number]>, i: number): boolean {
+  for (const [a, z] of windows) if (i >= a && i <= z) return true;
+  return false;
+}
+/** The first word of the first window after word i (or n). */
+function nextStart(windows: Array<[number, number]>, i: number, n: number): number {
+  let s = n;
+  for (const [a] of windows) if (a > i && a < s) s = a;
+  return s;
+}
+/** The last word of the last window before word i (or -1). */
+function prevEnd(windows: Array<[number, number]>, i: number): number {
+  let e = -1;
+  for (const [, z] of windows) if (z < i && z > e) e = z;
+  return e;
 }

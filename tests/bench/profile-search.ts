@@ -204,15 +204,26 @@ async function inject(src: string) {
   printProfile(profile, r.ops, 30);
 }
 
-/** The text index alone (no HTTP): MemoryTextIndex.search (limit 100, as the route asks) and hydrate of the first 20, per query. */
-async function engine(src: string) {
+/** The in-memory text index over a copy of the data directory (the service would write to the original), for the live context. */
+async function textIndexCopy(src: string) {
   const dir = `${src}-run`;
   rmSync(dir, { recursive: true, force: true });
   cpSync(src, dir, { recursive: true });
   const boot = JSON.parse(readFileSync(join(dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
   const sql = await openSql({ dataDir: join(dir, 'pg') });
-  const text = new MemoryTextIndex(new PgTextIndex(sql));
-  const filter = { tenantId: boot.tenants.live.tenantId, contextId: boot.tenants.live.contextId, clauses: [] };
+  return {
+    text: new MemoryTextIndex(new PgTextIndex(sql)),
+    filter: { tenantId: boot.tenants.live.tenantId, contextId: boot.tenants.live.contextId, clauses: [] },
+    async close() {
+      await sql.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The text index alone (no HTTP): MemoryTextIndex.search (limit 100, as the route asks) and hydrate of the first 20, per query. */
+async function engine(src: string) {
+  const { text, filter, close } = await textIndexCopy(src);
   const q = (seq: number): TextSearch => ({ filter, query: QUERIES[seq % QUERIES.length].q, textMode: 'OR', slop: 0, limit: 100 });
   let t0 = performance.now();
   await text.search(q(0));
@@ -237,19 +248,12 @@ async function engine(src: string) {
       `engine: search ${(tS / n).toFixed(3)} ms, hydrate(20) ${(tH / n).toFixed(3)} ms per query (wall); process CPU ${((c.user + c.system) / 1000 / n).toFixed(3)} ms per query; mean matches ${Math.round(total / n)}`,
     );
   }
-  await sql.close();
-  rmSync(dir, { recursive: true, force: true });
+  await close();
 }
 
 /** Every query in every text mode (and a few COMPLEX forms): hits, totals, page text and snippets, as JSON to argv[5] (to diff two builds). */
 async function dump(src: string, out: string) {
-  const dir = `${src}-run`;
-  rmSync(dir, { recursive: true, force: true });
-  cpSync(src, dir, { recursive: true });
-  const boot = JSON.parse(readFileSync(join(dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
-  const sql = await openSql({ dataDir: join(dir, 'pg') });
-  const text = new MemoryTextIndex(new PgTextIndex(sql));
-  const filter = { tenantId: boot.tenants.live.tenantId, contextId: boot.tenants.live.contextId, clauses: [] };
+  const { text, filter, close } = await textIndexCopy(src);
   const res: unknown[] = [];
   for (const { q: query } of QUERIES) {
     const w = query.split(/\s+/);
@@ -264,8 +268,7 @@ async function dump(src: string, out: string) {
   }
   writeFileSync(out, JSON.stringify(res, null, 1));
   console.log(`wrote ${res.length} searches to ${out}`);
-  await sql.close();
-  rmSync(dir, { recursive: true, force: true });
+  await close();
 }
 
 async function main() {

@@ -390,16 +390,16 @@ export async function benchSearch(
     pool = new Pool(svc.url, { connections: o.timing.concurrency, pipelining: 1 });
     let http;
     try {
-      // The first semantic query starts the model's thread, loads the model and the context's vectors (a start-up cost, reported here, not in the runs).
-      const w0 = performance.now();
-      const first = await pool.request({ method: 'POST', path: '/v1/search', headers, body: JSON.stringify({ query: 'first query after start', mode: 'SEMANTIC', limit: 20 }) });
-      await first.body.text();
-      o.log(`first SEMANTIC query after start (model load included): ${Math.round(performance.now() - w0)} ms`);
-      // Likewise the first keyword query loads the context's keyword index (a start-up cost, reported here).
-      const w1 = performance.now();
-      const firstText = await pool.request({ method: 'POST', path: '/v1/search', headers, body: JSON.stringify({ query: 'first query after start', mode: 'TEXT', limit: 20 }) });
-      await firstText.body.text();
-      o.log(`first TEXT query after start (loads the keyword index): ${Math.round(performance.now() - w1)} ms`);
+      // Start-up costs, reported here, not in the runs: the first semantic query starts the model's thread, loads
+      // the model and the context's vectors; the first keyword query loads the context's keyword index.
+      const firstQuery = async (mode: Mode, what: string) => {
+        const w0 = performance.now();
+        const res = await pool.request({ method: 'POST', path: '/v1/search', headers, body: JSON.stringify({ query: 'first query after start', mode, limit: 20 }) });
+        await res.body.text();
+        o.log(`first ${mode} query after start (${what}): ${Math.round(performance.now() - w0)} ms`);
+      };
+      await firstQuery('SEMANTIC', 'model load included');
+      await firstQuery('TEXT', 'loads the keyword index');
       http = await httpSearch(pool, headers, o.timing);
     } catch (e) {
       console.error(svc.output().slice(-3000));

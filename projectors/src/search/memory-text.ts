@@ -557,9 +557,7 @@ export class MemoryTextIndex implements TextIndex {
     }
     try {
       // Snippets from the passages' own positions where the text is plain; the rest by word (pg.snippets).
-      const ast = q.textMode === 'COMPLEX' ? parseComplexQuery(q.query) : null;
-      const [lx] = await this.pg.analyse([ast ? positiveText(ast).join(' ') : q.query]);
-      const lexemes = [...new Set(lx.map((l) => l.lexeme))];
+      const lexemes = await this.pg.markedLexemes(q);
       const ids = shard ? lexemes.map((l) => shard.lexIds.get(l) ?? -1) : [];
       const rest: typeof found = [];
       for (const [h, t] of found) {

@@ -178,10 +178,15 @@ export class PgTextIndex implements TextIndex {
   }
 
   /** A snippet maker for these passage texts and this query: words are marked when their lexeme is one of the query's. */
-  async snippets(texts: string[], q: TextSearch): Promise<(text: string) => string> {
+  /** The lexemes a snippet marks: those of the query's positive terms (a COMPLEX query's exclusions are not shown). */
+  async markedLexemes(q: TextSearch): Promise<string[]> {
     const ast = q.textMode === 'COMPLEX' ? parseComplexQuery(q.query) : null;
     const [lx] = await this.analyse([ast ? positiveText(ast).join(' ') : q.query]);
-    const wanted = new Set(lx.map((l) => l.lexeme));
+    return [...new Set(lx.map((l) => l.lexeme))];
+  }
+
+  async snippets(texts: string[], q: TextSearch): Promise<(text: string) => string> {
+    const wanted = new Set(await this.markedLexemes(q));
     // Whether each word matches, from its lexeme in the same analysis, remembered by the word lowercased;
     // unknown words of all the texts are analysed together. A word of ASCII letters and digits is one token
     // of the parser, and its lexeme begins with its first character lowercased (the english stemmer keeps

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { CursorCodec } from '@svc/contracts/http/cursor';
@@ -35,6 +35,7 @@ import { SearchIndexer, type SearchEngines } from '@svc/projectors/search/indexe
 import { KafkaFeed } from '@svc/projectors/kafka/feed';
 import { KafkaRelay } from '@svc/projectors/kafka/relay';
 import { kafkaSettings, metricsText } from './engines/kafka';
+import { quarantineRoutes } from './http/quarantine-routes';
 
 export const READ_MODELS = 'read-models';
 
@@ -56,11 +57,44 @@ export interface Service {
   close(): Promise<void>;
 }
 
-function loadSecret(config: Config): Buffer {
-  if (config.serviceSecret) return Buffer.from(config.serviceSecret, 'utf8');
-  const file = join(config.dataDir, 'service-secret.key');
-  if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600 });
-  return Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
+/** A start-up refusal the launcher prints as one line, without a stack trace. */
+export class StartupError extends Error {
+  override name = 'StartupError';
+}
+
+const SECRET_FILE = 'service-secret.key';
+/** SERVICE_SECRET, when set, must carry at least this much key material. */
+const MIN_SECRET_CHARS = 32;
+
+/**
+ * The service secret keys cursors, blind indexes and sealed payloads: replacing
+ * it silently would make every sealed field unreadable and every sensitive
+ * lookup miss. So a key is generated only for a log that is still empty; with
+ * data present a missing or corrupt key file stops the start, naming the file.
+ */
+function loadSecret(config: Config, hasData: boolean): Buffer {
+  if (config.serviceSecret) {
+    if (config.serviceSecret.length < MIN_SECRET_CHARS) throw new StartupError(`SERVICE_SECRET is too short: give at least ${MIN_SECRET_CHARS} characters of random key material`);
+    return Buffer.from(config.serviceSecret, 'utf8');
+  }
+  const file = join(config.dataDir, SECRET_FILE);
+  let stat;
+  try {
+    stat = statSync(file);
+  } catch {
+    stat = undefined;
+  }
+  if (!stat) {
+    if (hasData)
+      throw new StartupError(
+        `${file} is missing but ${config.dataDir} already holds data: restore the key file from backup (or set SERVICE_SECRET to the key in use). A new key would make sealed fields, sensitive lookups and cursors unreadable.`,
+      );
+    writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600 });
+  } else if (!stat.isFile()) throw new StartupError(`${file} is not a file: remove what is there (a new key is generated only for an empty data directory) or restore the key file`);
+  const text = readFileSync(file, 'utf8').trim();
+  if (!/^[0-9a-f]{64}$/i.test(text))
+    throw new StartupError(`${file} is corrupt: it must hold 64 hexadecimal characters (32 bytes); restore it from backup${hasData ? '' : ', or delete it on this empty data directory to generate a new one'}`);
+  return Buffer.from(text, 'hex');
 }
 
 async function openEventStore(config: Config, sql: Sql): Promise<EventStore> {
@@ -73,13 +107,23 @@ async function openEventStore(config: Config, sql: Sql): Promise<EventStore> {
 
 export async function buildService(config: Config, log: (msg: string) => void = (m) => console.log(m)): Promise<Service> {
   mkdirSync(config.dataDir, { recursive: true });
-  const secret = loadSecret(config);
   const sql = await openSql({ databaseUrl: config.databaseUrl, dataDir: join(config.dataDir, 'pg') });
   const store = await openEventStore(config, sql);
+  let secret: Buffer;
+  try {
+    secret = loadSecret(config, (await store.headPosition()) > 0);
+  } catch (e) {
+    await store.close();
+    await sql.close();
+    throw e;
+  }
 
   const ids = { newId: () => randomUUID() };
   const now = () => new Date();
-  const credentials = new CredentialResolver(sql);
+  // Revocations reach the credential cache from this process's projector (exactly) and, on PostgreSQL, from any
+  // other process's through NOTIFY; the TTL is the backstop, short where no projector runs beside the cache.
+  const credentials = new CredentialResolver(sql, { ttlMs: config.role === 'all' || config.role === 'projector' ? 5000 : 1000 });
+  const unwatchCredentials = sql.kind === 'postgres' ? await credentials.watch() : undefined;
   const tenancy = new TenancyReads(sql);
   const pages = new Paginator(new CursorCodec(secret));
 
@@ -163,7 +207,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
       method: 'GET',
       url: '/readyz',
       auth: 'none',
-      summary: 'Readiness: the database answers and the read models are caught up within 10,000 events',
+      summary: 'Readiness: the database answers, the read models are caught up within 10,000 events, and no projection is failing or holds quarantined events',
       handler: async () => {
         try {
           await sql.query('SELECT 1');
@@ -173,6 +217,9 @@ export async function buildService(config: Config, log: (msg: string) => void = 
         const head = await store.headPosition();
         const lag = runsProjector ? head - runner.current : 0;
         if (lag > 10_000) throw new ServiceError('UNAVAILABLE', `Read models are ${lag} events behind`);
+        if (runsProjector && runner.stats.quarantined > 0)
+          throw new ServiceError('UNAVAILABLE', `Read models hold ${runner.stats.quarantined} quarantined event(s): ${runner.stats.lastError ?? ''} (GET /operator/projections/quarantine)`);
+        if (runsProjector && runner.stats.failing >= 5) throw new ServiceError('UNAVAILABLE', `Read models are failing: ${runner.stats.lastError ?? ''}`);
         const relayLag = relay ? head - relay.current : 0;
         if (relayLag > 10_000) throw new ServiceError('UNAVAILABLE', `The Kafka relay is ${relayLag} events behind`);
         const subscriber = (s: { name: string; position: number }) => ({ ...s, lag: Math.max(0, head - s.position), ...(feed ? { feed: feed.status(s.name) } : {}) });
@@ -198,6 +245,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
       },
     }),
   ];
+  if (runsProjector) system.push(...quarantineRoutes(runner));
   const all = [...routes, ...system];
   const openapi = buildOpenApi(all);
   all.push(route({ method: 'GET', url: '/openapi.json', auth: 'none', summary: 'This API description', handler: async () => openapi }));
@@ -247,6 +295,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
       await relay?.stop();
       await barrier.close?.();
       await store.close();
+      await unwatchCredentials?.();
       await sql.close();
       s3?.close();
     },

@@ -1,10 +1,18 @@
 import { loadConfig } from './config';
-import { buildService } from './service';
+import { StartupError, buildService, type Service } from './service';
 
 /** The launcher: the only place that listens. SIGTERM/SIGINT close cleanly. */
 const config = loadConfig();
 const started = Date.now();
-const service = await buildService(config);
+let service: Service;
+try {
+  service = await buildService(config);
+} catch (e) {
+  // A refusal names its cause in one line; anything else keeps its stack.
+  if (!(e instanceof StartupError)) throw e;
+  console.error(`cannot start: ${e.message}`);
+  process.exit(1);
+}
 await service.app.listen({ port: config.port, host: config.host });
 console.log(`service (role ${config.role}) listening on http://${config.host}:${config.port} in ${Date.now() - started} ms; data in ${config.dataDir}`);
 if (service.bootstrapFile) console.log(`first start: account keys written to ${service.bootstrapFile} (mode 0600)`);

@@ -12,7 +12,7 @@ import { z } from 'zod';
 import type { BlobStore, PresignedBlobUrls } from '@svc/domain/ports/blob-store';
 import { WrongExpectedRevisionError } from '@svc/domain/ports/event-store';
 import {
-  checkChangeBody, decideChangeDocument, decideCreateDocument, decideDeleteDocument, documentAggregate, documentIndexMode,
+  checkChangeBody, checkTextSize, decideChangeDocument, decideCreateDocument, decideDeleteDocument, documentAggregate, documentIndexMode,
   type BoundSchema, type DocumentState, type LiveDocument,
 } from '@svc/domain/documents/document';
 import { documentView } from '@svc/domain/documents/view';
@@ -84,6 +84,7 @@ export async function createDocument(d: DocumentDeps, body: IngestDocument | Upl
     folderId = rootFolderId(p.tenantId!, p.contextId!);
   }
   const text = 'text' in body ? body.text : undefined;
+  if (text !== undefined) checkTextSize(text);
   const file = 'fileName' in body ? body : undefined;
   for (let attempt = 0; attempt < 5; attempt++) {
     const ext = body.externalId ? await extReservation(d, p.tenantId!, p.contextId!, body.externalId) : undefined;
@@ -150,6 +151,7 @@ export async function changeDocument(d: DocumentDeps, id: string, kind: 'put' | 
         : { userId: undefined, scopes: undefined };
     if (typeof body.folderId === 'string' && body.folderId !== cur.folderId) await requireFolder(d.deps.store, p, body.folderId);
     const text = typeof body.text === 'string' ? body.text : undefined;
+    if (text !== undefined) checkTextSize(text);
     const textBlob = text !== undefined ? { textRef: documentBlobKeys.text(cur.tenantId!, cur.contextId!, id, cur.textRevision + 1, nonce()), textBytes: Buffer.byteLength(text, 'utf8') } : undefined;
     const events = decideChangeDocument(
       { kind, body, schema, userId: 'userId' in body ? own.userId : undefined, scopes: 'scopes' in body ? ((body.scopes as string[]) ?? []) : undefined, text: textBlob },

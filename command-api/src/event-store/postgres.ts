@@ -199,6 +199,11 @@ export class PostgresEventStore implements EventStore {
         written = position;
       });
     } catch (e) {
+      // One request the engine refuses must not fail the others it was batched with: write each alone.
+      if (batch.length > 1) {
+        for (const p of batch) await this.writeBatch([p]);
+        return;
+      }
       for (const p of batch) p.reject(e);
       return;
     }

@@ -13,6 +13,8 @@ export function kafkaSettings(config: Config, log: (msg: string) => void): Kafka
 export interface SubscriberGauge {
   name: string;
   position: number;
+  /** Events held in quarantine (SQL projections). */
+  quarantined?: number;
 }
 
 /** Prometheus text exposition of the log subscribers' positions and lags (GET /metrics). */
@@ -29,6 +31,9 @@ export function metricsText(o: { role: string; head: number; subscribers: Subscr
   gauge('svc_event_store_head_position', 'Position of the newest event in the global log', [[{}, o.head]]);
   gauge('svc_subscriber_position', 'Last global position a log subscriber (projection, worker, relay) has applied or published', o.subscribers.map((s) => [{ subscriber: s.name }, s.position]));
   gauge('svc_subscriber_lag_events', 'Events between the head of the log and the subscriber', o.subscribers.map((s) => [{ subscriber: s.name }, Math.max(0, o.head - s.position)]));
+  const quarantining = o.subscribers.filter((s) => s.quarantined !== undefined);
+  if (quarantining.length)
+    gauge('svc_projection_quarantined_events', 'Events a projection could not apply, with the later events of their streams, held until an operator retries or skips them', quarantining.map((s) => [{ subscriber: s.name }, s.quarantined ?? 0]));
   if (o.kafka.length) {
     gauge('svc_kafka_consumer_lag_messages', 'Messages between the partitions\' high watermarks and the offsets applied (Kafka feed)', o.kafka.map((k) => [{ subscriber: k.name, group: String(k.groupId) }, Number(k.lagMessages ?? 0)]));
     gauge('svc_kafka_consumer_buffered_events', 'Events received from Kafka that wait for their predecessor in the global log', o.kafka.map((k) => [{ subscriber: k.name, group: String(k.groupId) }, Number(k.buffered ?? 0)]));

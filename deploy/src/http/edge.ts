@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { ERROR_CATALOGUE, ServiceError, forbidden, invalid, isServiceError, notFound } from '@svc/contracts/errors';
 import { CURRENT_WIRE_VERSION, WIRE_VERSIONS } from '@svc/contracts/common';
 import { findNumberViolation } from '@svc/contracts/json-numbers';
+import { findInputViolation } from '@svc/contracts/json-input';
 import type { Principal } from '@svc/contracts/http/principal';
 import type { RouteSpec } from '@svc/contracts/http/route';
 import { grants } from '@svc/domain/tenancy/permissions';
@@ -34,6 +35,9 @@ declare module 'fastify' {
   }
 }
 
+/** Largest request body (docs/limits.md); larger is 413 PAYLOAD_TOO_LARGE. Files go through presigned uploads, not bodies. */
+export const MAX_BODY_BYTES = 8 * 1024 * 1024;
+
 const STREAMING = /^\/v1\/(rag|chat|documents\/[^/]+\/ask)$/;
 const CONTEXT_HEADER = 'x-context-id';
 
@@ -60,6 +64,17 @@ export function parseWith<T>(schema: z.ZodType<T> | undefined, value: unknown, w
   return r.data;
 }
 
+/**
+ * The body of a route that declares one. JSON `null` is never a request body, and
+ * PUT / PATCH need one: an absent body is not `{}` there (it would replace or
+ * patch with nothing). Both are a 400 that changes nothing.
+ */
+function requestBody(req: FastifyRequest): unknown {
+  if (req.body === null) throw invalid('The body must be a JSON object, not null');
+  if (req.body === undefined && (req.method === 'PUT' || req.method === 'PATCH')) throw invalid(`A ${req.method} request needs a JSON object body`);
+  return req.body;
+}
+
 const bearer = (req: FastifyRequest): string | null => {
   const h = req.headers.authorization;
   if (!h || !h.startsWith('Bearer ')) return null;
@@ -76,20 +91,30 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
   const app = Fastify({
     logger: opts.logger ? { level: 'info' } : false,
     genReqId: () => randomUUID(),
-    bodyLimit: 32 * 1024 * 1024,
+    bodyLimit: MAX_BODY_BYTES,
     return503OnClosing: true,
+    // Fastify's own refusals (a malformed URL, say) answer in our error body too.
+    frameworkErrors: (err, req, reply) => {
+      reply.header('x-request-id', req.id);
+      return send(reply, invalid(err.message || 'Invalid request'));
+    },
   });
 
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+  // RFC 7386 bodies (the spec's PATCH) are JSON: one parser, the same rules.
+  app.addContentTypeParser(['application/json', 'application/merge-patch+json'], { parseAs: 'string' }, (req, body, done) => {
     const text = body as string;
     if (text.trim() === '') return done(null, undefined);
     const violation = findNumberViolation(text);
     if (violation) return done(invalid(violation), undefined);
+    let parsed: unknown;
     try {
-      done(null, JSON.parse(text));
+      parsed = JSON.parse(text);
     } catch {
-      done(invalid('The body is not valid JSON'), undefined);
+      return done(invalid('The body is not valid JSON'), undefined);
     }
+    const refused = findInputViolation(parsed);
+    if (refused) return done(invalid(refused), undefined);
+    done(null, parsed);
   });
 
   app.addHook('onRequest', async (req, reply) => {
@@ -169,9 +194,12 @@ export function registerRoutes(app: FastifyInstance, routes: RouteSpec[], opts: 
           if (spec.rootOnly && principal.kind !== 'root') throw forbidden();
           if (spec.permission && !grants(principal.allowedActions, spec.permission)) throw forbidden();
         }
+        // Path and query text obeys the body's text rules (no NUL, no lone surrogate).
+        const refused = findInputViolation(req.params) ?? findInputViolation(req.query);
+        if (refused) throw invalid(refused.replace('the body', 'the path or query'));
         const params = parseWith(spec.params, req.params, 'path');
         const query = parseWith(spec.query, req.query, 'query');
-        const body = spec.body ? parseWith(spec.body, req.body, 'body') : (req.body as unknown);
+        const body = spec.body ? parseWith(spec.body, requestBody(req), 'body') : (req.body as unknown);
         // The declared status is the default; a handler may answer otherwise (e.g. 200 for an idempotent re-create).
         reply.status(spec.status ?? 200);
         const out = await spec.handler({ body, query, params, principal, meta: { requestId: req.id, principal, now: now() }, req, reply });

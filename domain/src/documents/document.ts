@@ -1,4 +1,4 @@
-import { invalid, notFound, versionConflict } from '@svc/contracts/errors';
+import { ServiceError, invalid, notFound, versionConflict } from '@svc/contracts/errors';
 import type { SchemaDefinition } from '@svc/contracts/api/schemas';
 import type { DomainEvent, EventMetadata } from '@svc/contracts/events/catalogue';
 import { IMMUTABLE_DOCUMENT_KEYS, PATCHABLE_DOCUMENT_KEYS, type DocumentStatus } from '@svc/contracts/api/documents';
@@ -43,6 +43,16 @@ export interface LiveDocument {
   version: number;
 }
 export type DocumentState = { exists: false; deleted?: boolean } | LiveDocument;
+
+/** Largest inline text of one document, UTF-8 (docs/limits.md): larger is 413. Bigger texts go in as files. */
+export const MAX_TEXT_BYTES = 5 * 1024 * 1024;
+
+export function checkTextSize(text: string): number {
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > MAX_TEXT_BYTES)
+    throw new ServiceError('PAYLOAD_TOO_LARGE', `text: ${bytes} bytes, over the ${MAX_TEXT_BYTES / 1024 / 1024} MiB inline limit (upload it as a file)`, { details: { limitBytes: MAX_TEXT_BYTES } });
+  return bytes;
+}
 
 /** Statuses after which the text (if retained) can be read. */
 export const TEXT_READY_STATUSES: readonly DocumentStatus[] = ['PENDING_INDEX', 'INDEXED', 'SKIPPED', 'STORED'];

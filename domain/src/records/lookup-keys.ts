@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import type { SchemaDefinition } from '@svc/contracts/api/schemas';
 import { lookupsOf, type Lookup } from '../schemas/schema';
+import { ownValue } from './own-value';
 
 /**
  * Lookup index keys: every indexed value becomes a text key whose byte order
@@ -27,6 +29,29 @@ export function dateMillis(v: unknown): number | null {
   return null;
 }
 
+/**
+ * Longest key kept verbatim, in UTF-8 bytes. A btree row holds at most 2,704
+ * bytes and a lookup row carries up to four keys (k1..k3 and the sort key), so
+ * a longer value is keyed by its first KEY_PREFIX_CHARS characters and a hash
+ * of the whole: exact lookups still match, order among values sharing that
+ * prefix follows the hash (docs/limits.md).
+ */
+export const MAX_KEY_BYTES = 466;
+export const KEY_PREFIX_CHARS = 100;
+
+function bounded(tag: string, text: string): string {
+  const key = tag + text;
+  if (Buffer.byteLength(key, 'utf8') <= MAX_KEY_BYTES) return key;
+  // \u0001 sorts before every printable character, so the long value sorts right after its prefix.
+  let prefix = '';
+  let n = 0;
+  for (const ch of text) {
+    if (n++ === KEY_PREFIX_CHARS) break;
+    prefix += ch;
+  }
+  return tag + prefix + '\u0001' + createHash('sha256').update(text).digest('hex');
+}
+
 /** The key of one value under a field's type; null when the value cannot be indexed. */
 export function encodeValue(field: FieldDef | undefined, v: unknown): string | null {
   if (v === undefined || v === null) return null;
@@ -36,9 +61,9 @@ export function encodeValue(field: FieldDef | undefined, v: unknown): string | n
     return ms === null ? null : 'n' + encodeNumber(ms);
   }
   if (typeof v === 'number') return 'n' + encodeNumber(v);
-  if (typeof v === 'string') return 's' + v;
+  if (typeof v === 'string') return bounded('s', v);
   if (typeof v === 'boolean') return v ? 'b1' : 'b0';
-  return 'j' + JSON.stringify(v);
+  return bounded('j', JSON.stringify(v));
 }
 
 /** The sort key of a record under the schema's `sortBy` ('' when it has no value: sorts first, never in a window). */
@@ -47,7 +72,7 @@ export function sortKey(def: SchemaDefinition | undefined, r: { payload: Record<
   if (by === 'createdAt') return 'n' + encodeNumber(Date.parse(r.createdAt));
   if (by === 'lastUpdated') return 'n' + encodeNumber(Date.parse(r.updatedAt));
   const f = def?.fields?.find((x) => x.fieldId === by);
-  return encodeValue(f, r.payload[by]) ?? '';
+  return encodeValue(f, ownValue(r.payload, by)) ?? '';
 }
 
 /** The key of a sortFrom / sortTo bound, in the sorted field's own units (epoch ms for timestamps). */
@@ -78,7 +103,7 @@ export interface IndexEntry {
  */
 export function indexEntries(def: SchemaDefinition, payload: Record<string, unknown>, blind: Record<string, string> = {}): IndexEntry[] {
   const byId = new Map((def.fields ?? []).map((f) => [f.fieldId, f]));
-  const key = (name: string) => (byId.get(name)?.sensitive ? (blind[name] ? 'h' + blind[name] : null) : encodeValue(byId.get(name), payload[name]));
+  const key = (name: string) => (byId.get(name)?.sensitive ? (blind[name] ? 'h' + blind[name] : null) : encodeValue(byId.get(name), ownValue(payload, name)));
   const out: IndexEntry[] = [];
   for (const l of lookupsOf(def) as Lookup[]) {
     if (l.kind === 'single') {

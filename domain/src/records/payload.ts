@@ -1,11 +1,15 @@
 import { RESERVED_NAMES } from '@svc/contracts/common';
-import { invalid } from '@svc/contracts/errors';
+import { ServiceError, invalid } from '@svc/contracts/errors';
 import { checkNumberValue } from '@svc/contracts/json-numbers';
 import type { SchemaDefinition } from '@svc/contracts/api/schemas';
+import { compilePattern, patternTest, PATTERN_CHECK_BUDGET } from './pattern';
+import { ownValue } from './own-value';
 
 type FieldDef = NonNullable<SchemaDefinition['fields']>[number];
 
 export const INLINE_LIMIT_BYTES = 224 * 1024;
+/** Largest payload of one record, document or user, serialised (docs/limits.md): larger is 413. */
+export const MAX_PAYLOAD_BYTES = 2 * 1024 * 1024;
 /** At this size (or always on LARGE_PAYLOAD) a payload is stored out of line. */
 export const EXTERNALIZE_AT_BYTES = 4 * 1024;
 
@@ -15,13 +19,18 @@ const DATE_RE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Numbers in payloads obey the spec's number rules wherever they sit (the JSON body was checked, this guards other paths). */
+/** Numbers in payloads obey the spec's number rules wherever they sit, and no key is `__proto__` (the JSON body was checked, this guards other paths). */
 function checkNumbers(v: unknown, path: string): void {
   if (typeof v === 'number') {
     const why = checkNumberValue(v);
     if (why) throw invalid(`payload.${path}: ${why}`);
   } else if (Array.isArray(v)) v.forEach((x, i) => checkNumbers(x, `${path}[${i}]`));
-  else if (isObject(v)) for (const [k, x] of Object.entries(v)) checkNumbers(x, path ? `${path}.${k}` : k);
+  else if (isObject(v))
+    for (const [k, x] of Object.entries(v)) {
+      // An own `__proto__` key (JSON.parse makes one) would re-prototype any object it is copied into.
+      if (k === '__proto__') throw invalid(`payload${path ? `.${path}` : ''}: '__proto__' is not allowed as a key`);
+      checkNumbers(x, path ? `${path}.${k}` : k);
+    }
 }
 
 const isMultiple = (value: number, of: number) => {
@@ -29,7 +38,21 @@ const isMultiple = (value: number, of: number) => {
   return Math.abs(q - Math.round(q)) < 1e-9;
 };
 
-function checkField(f: FieldDef, v: unknown): void {
+/** Pattern matching work left for one payload (see PATTERN_CHECK_BUDGET). */
+type PatternBudget = { left: number };
+
+function checkPattern(at: string, pattern: string, v: string, budget: PatternBudget): void {
+  const c = compilePattern(pattern);
+  // Only a pattern stored before patterns were checked at schema write can fail here.
+  if (!c.ok) throw invalid(`${at}: the schema's validation.pattern ${c.reason}; update the schema`);
+  const cost = c.size * (v.length + 1);
+  if (cost > budget.left)
+    throw invalid(`${at}: too long to check against the pattern (pattern checks of one payload may cost ${PATTERN_CHECK_BUDGET.toLocaleString('en-US')} steps, value length × pattern size ${c.size})`);
+  budget.left -= cost;
+  if (!patternTest(c, v)) throw invalid(`${at}: does not match the pattern`);
+}
+
+function checkField(f: FieldDef, v: unknown, budget: PatternBudget): void {
   const at = `payload.${f.fieldId}`;
   const val = f.validation ?? {};
   switch (f.fieldType) {
@@ -65,7 +88,7 @@ function checkField(f: FieldDef, v: unknown): void {
   if (typeof v === 'string') {
     if (val.minLength !== undefined && [...v].length < val.minLength) throw invalid(`${at}: shorter than ${val.minLength}`);
     if (val.maxLength !== undefined && [...v].length > val.maxLength) throw invalid(`${at}: longer than ${val.maxLength}`);
-    if (val.pattern !== undefined && !new RegExp(val.pattern, 'u').test(v)) throw invalid(`${at}: does not match the pattern`);
+    if (val.pattern !== undefined) checkPattern(at, val.pattern, v, budget);
     if (val.email && !EMAIL_RE.test(v)) throw invalid(`${at}: must be an email address`);
     if (val.url) {
       let ok = false;
@@ -98,14 +121,15 @@ function checkField(f: FieldDef, v: unknown): void {
 export function validatePayload(def: SchemaDefinition, payload: Record<string, unknown>, opts: { enforceRequired: boolean }): void {
   for (const k of Object.keys(payload)) if (RESERVED_NAMES.has(k)) throw invalid(`payload: '${k}' is reserved`);
   checkNumbers(payload, '');
+  const budget: PatternBudget = { left: PATTERN_CHECK_BUDGET };
   for (const f of def.fields ?? []) {
-    const v = payload[f.fieldId];
+    const v = ownValue(payload, f.fieldId);
     const required = f.required || f.validation?.required;
     if (v === undefined || v === null) {
       if (required && opts.enforceRequired) throw invalid(`payload.${f.fieldId}: is required`);
       continue;
     }
-    checkField(f, v);
+    checkField(f, v, budget);
   }
 }
 
@@ -114,6 +138,7 @@ export const payloadBytes = (payload: Record<string, unknown>) => Buffer.byteLen
 
 export function checkInlineLimit(def: SchemaDefinition, payload: Record<string, unknown>): number {
   const bytes = payloadBytes(payload);
+  if (bytes > MAX_PAYLOAD_BYTES) throw new ServiceError('PAYLOAD_TOO_LARGE', `payload: ${bytes} bytes serialised, over the ${MAX_PAYLOAD_BYTES / 1024 / 1024} MiB limit`, { details: { limitBytes: MAX_PAYLOAD_BYTES } });
   const inlineKeys = new Set((def.fields ?? []).filter((f) => f.inline).map((f) => f.fieldId));
   const externalized = bytes >= EXTERNALIZE_AT_BYTES || def.storageProfile === 'LARGE_PAYLOAD';
   const inlineBytes = externalized ? payloadBytes(Object.fromEntries(Object.entries(payload).filter(([k]) => inlineKeys.has(k)))) : bytes;

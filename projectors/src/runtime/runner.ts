@@ -2,6 +2,7 @@ import { ensureCheckpoints, readCheckpoint, resetCheckpoint, writeCheckpoint } f
 import type { EventStore, StoredEvent } from '@svc/domain/ports/event-store';
 import type { Sql, SqlQueryable } from '@svc/domain/ports/sql';
 import { catchUpFeed, type EventFeed } from './feed';
+import { clearQuarantine, ensureQuarantine, errorText, listQuarantine, park, unpark, type QuarantineEntry } from './quarantine';
 
 /**
  * A read model kept in SQL. `apply` runs inside the batch transaction that also
@@ -54,7 +55,15 @@ export interface RunnerStats {
   events: number;
   errors: number;
   lastError: string | null;
+  /** Events held in quarantine (failing events and the later events of their streams). */
+  quarantined: number;
+  /** Consecutive failed attempts of the current batch (0 once a batch commits). */
+  failing: number;
 }
+
+/** Attempts of one event, each in its own transaction, before it is quarantined. */
+const EVENT_ATTEMPTS = 3;
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Runs a group of SQL projections from one checkpoint. */
 export class ProjectionRunner {
@@ -75,14 +84,32 @@ export class ProjectionRunner {
     private readonly projections: SqlProjection[],
     private readonly log: (msg: string, err?: unknown) => void = () => {},
   ) {
-    this.stats = { name, position: 0, batches: 0, events: 0, errors: 0, lastError: null };
+    this.stats = { name, position: 0, batches: 0, events: 0, errors: 0, lastError: null, quarantined: 0, failing: 0 };
+  }
+
+  /** Streams with a quarantined event: their later events are parked, not applied. */
+  private held = new Set<string>();
+  /** Applying batches, retries and skips run one at a time. */
+  private turn: Promise<unknown> = Promise.resolve();
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.turn.then(fn, fn);
+    this.turn = run.catch(() => {});
+    return run;
   }
 
   async init(): Promise<void> {
     await ensureCheckpoints(this.sql);
+    await ensureQuarantine(this.sql);
     for (const p of this.projections) await this.sql.exec(p.ddl);
     this.position = await readCheckpoint(this.sql, this.name);
     this.stats.position = this.position;
+    await this.loadQuarantine();
+  }
+
+  private async loadQuarantine() {
+    const rows = await listQuarantine(this.sql, this.name);
+    this.held = new Set(rows.map((r) => r.streamId));
+    this.stats.quarantined = rows.length;
   }
 
   start(): void {
@@ -94,6 +121,7 @@ export class ProjectionRunner {
       handle: (events) => this.applyBatch(events),
       onError: (e, attempt) => {
         this.stats.errors += 1;
+        this.stats.failing = attempt;
         this.stats.lastError = e instanceof Error ? e.message : String(e);
         this.log(`projection ${this.name}: batch failed (attempt ${attempt}), retrying`, e);
       },
@@ -110,26 +138,168 @@ export class ProjectionRunner {
     return this.position;
   }
 
-  private async applyBatch(events: StoredEvent[]): Promise<number> {
+  private applyBatch(events: StoredEvent[]): Promise<number> {
+    return this.exclusive(() => this.applyOrIsolate(events));
+  }
+
+  /**
+   * Applies a batch in one transaction. When it fails and the database is
+   * healthy, applies its events one by one so that only an event that keeps
+   * failing is quarantined (with the rest of its stream) and the log moves on
+   * for every other stream. A database that does not answer is not the event's
+   * fault: the batch is thrown back to the feed, which retries it.
+   */
+  private async applyOrIsolate(events: StoredEvent[]): Promise<number> {
     const last = events[events.length - 1].position;
-    await this.sql.tx(async (q) => {
-      for (const seg of segments(events)) {
-        for (const p of this.projections) {
-          if (seg.bulk && p.applyMany) await p.applyMany(q, seg.events);
-          else for (const e of seg.events) await p.apply(q, e);
+    try {
+      await this.commit(events, last);
+      return last;
+    } catch (e) {
+      if (!(await this.healthy())) throw e;
+      this.log(`projection ${this.name}: batch up to ${last} failed, applying its events one by one`, e);
+    }
+    for (const e of events) {
+      let failure: unknown;
+      for (let attempt = 1; attempt <= EVENT_ATTEMPTS; attempt++) {
+        try {
+          await this.commit([e], e.position);
+          failure = undefined;
+          break;
+        } catch (err) {
+          failure = err;
+          if (!(await this.healthy())) throw err;
+          if (attempt < EVENT_ATTEMPTS) await pause(50 * attempt);
         }
       }
-      await writeCheckpoint(q, this.name, last);
-      if (this.sql.kind === 'postgres') await q.query('SELECT pg_notify($1, $2)', [CHECKPOINT_CHANNEL, `${this.name}:${last}`]);
+      if (failure !== undefined) await this.quarantine(e, failure);
+    }
+    return last;
+  }
+
+  private async healthy(): Promise<boolean> {
+    try {
+      await this.sql.query('SELECT 1');
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private async quarantine(e: StoredEvent, failure: unknown) {
+    const error = errorText(failure);
+    this.stats.errors += 1;
+    this.stats.lastError = `position ${e.position} (${e.streamId}, ${e.type}) quarantined: ${error}`;
+    this.log(`projection ${this.name}: event ${e.position} of ${e.streamId} (${e.type}) quarantined`, failure);
+    await this.sql.tx(async (q) => {
+      await park(q, this.name, e, error, null);
+      await this.moveCheckpoint(q, e.position);
     });
-    for (const p of this.projections) p.afterCommit?.(events);
-    this.onCommitted?.(events);
+    this.held.add(e.streamId);
+    this.stats.quarantined += 1;
+    this.advanced([], e.position);
+  }
+
+  /** One transaction: the events of streams not held are applied, those of held streams parked, the checkpoint moved to `last`. */
+  private async commit(events: StoredEvent[], last: number) {
+    const live = this.held.size ? events.filter((e) => !this.held.has(e.streamId)) : events;
+    const parked = live.length === events.length ? [] : events.filter((e) => this.held.has(e.streamId));
+    await this.sql.tx(async (q) => {
+      await this.applyEvents(q, live);
+      for (const e of parked) {
+        const [cause] = await listQuarantine(q, this.name, e.streamId);
+        await park(q, this.name, e, `waiting behind position ${cause?.position ?? '?'}`, cause?.position ?? null);
+      }
+      await this.moveCheckpoint(q, last);
+    });
+    this.stats.quarantined += parked.length;
+    this.advanced(live, last);
+  }
+
+  private async applyEvents(q: SqlQueryable, events: StoredEvent[]) {
+    for (const seg of segments(events)) {
+      for (const p of this.projections) {
+        if (seg.bulk && p.applyMany) await p.applyMany(q, seg.events);
+        else for (const e of seg.events) await p.apply(q, e);
+      }
+    }
+  }
+
+  private async moveCheckpoint(q: SqlQueryable, last: number) {
+    if (last <= this.position) return;
+    await writeCheckpoint(q, this.name, last);
+    if (this.sql.kind === 'postgres') await q.query('SELECT pg_notify($1, $2)', [CHECKPOINT_CHANNEL, `${this.name}:${last}`]);
+  }
+
+  /** After a commit: hooks hear the applied events, waiters up to `last` are released. */
+  private advanced(applied: StoredEvent[], last: number) {
+    if (applied.length) {
+      for (const p of this.projections) p.afterCommit?.(applied);
+      this.onCommitted?.(applied);
+    }
+    this.stats.failing = 0;
+    if (last <= this.position) return;
     this.position = last;
     this.stats.position = last;
     this.stats.batches += 1;
-    this.stats.events += events.length;
+    this.stats.events += applied.length;
     this.waiters = this.waiters.filter((w) => (w.position <= last ? (w.resolve(), false) : true));
-    return last;
+  }
+
+  /** The quarantined events of this runner (oldest first). */
+  quarantined(streamId?: string): Promise<QuarantineEntry[]> {
+    return listQuarantine(this.sql, this.name, streamId);
+  }
+
+  /**
+   * Re-applies the quarantined events of one stream in log order (after a fix).
+   * Stops at the first that still fails, which becomes the stream's cause again.
+   * Returns how many events of the stream remain quarantined.
+   */
+  retry(streamId: string): Promise<number> {
+    return this.exclusive(() => this.release(streamId));
+  }
+
+  /** Drops one quarantined event for good, then retries the rest of its stream. Null when that position is not quarantined. */
+  skip(position: number): Promise<{ streamId: string; remaining: number } | null> {
+    return this.exclusive(async () => {
+      const entry = (await listQuarantine(this.sql, this.name)).find((r) => r.position === position);
+      if (!entry) return null;
+      await unpark(this.sql, this.name, position);
+      this.log(`projection ${this.name}: operator skipped event ${position} of ${entry.streamId}`);
+      return { streamId: entry.streamId, remaining: await this.release(entry.streamId) };
+    });
+  }
+
+  private async release(streamId: string): Promise<number> {
+    const rows = await listQuarantine(this.sql, this.name, streamId);
+    let done = 0;
+    for (const row of rows) {
+      const [e] = await this.store.readAll(row.position - 1, 1);
+      if (!e || e.position !== row.position) {
+        await unpark(this.sql, this.name, row.position);
+        done += 1;
+        continue;
+      }
+      try {
+        await this.sql.tx(async (q) => {
+          await this.applyEvents(q, [e]);
+          await unpark(q, this.name, row.position);
+        });
+        done += 1;
+        for (const p of this.projections) p.afterCommit?.([e]);
+        this.onCommitted?.([e]);
+      } catch (err) {
+        const error = errorText(err);
+        await this.sql.tx(async (q) => {
+          await park(q, this.name, e, error, null);
+          for (const later of rows.filter((r) => r.position > row.position)) await park(q, this.name, { ...e, position: later.position, type: later.eventType }, `waiting behind position ${row.position}`, row.position);
+        });
+        this.stats.lastError = `position ${e.position} (${streamId}, ${e.type}) still fails: ${error}`;
+        break;
+      }
+    }
+    await this.loadQuarantine();
+    return rows.length - done;
   }
 
   /** Resolves once every event up to `position` is applied (or after `timeoutMs`, returning false). */
@@ -157,6 +327,10 @@ export class ProjectionRunner {
     for (const t of this.projections.flatMap((p) => p.tables)) await this.sql.exec(`DROP TABLE IF EXISTS ${t} CASCADE`);
     await ensureCheckpoints(this.sql);
     await resetCheckpoint(this.sql, this.name);
+    await ensureQuarantine(this.sql);
+    await clearQuarantine(this.sql, this.name);
+    this.held.clear();
+    this.stats.quarantined = 0;
     for (const p of this.projections) await this.sql.exec(p.ddl);
     this.position = 0;
     const head = await this.store.headPosition();

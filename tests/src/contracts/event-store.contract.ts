@@ -27,6 +27,20 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore 
     });
     const stream = () => `test-${randomUUID()}`;
 
+    it('an append the engine refuses fails alone: appends batched with it still commit', async () => {
+      // A NUL character is valid JSON but PostgreSQL's jsonb refuses it: the group commit must not fail its neighbours.
+      const good = Array.from({ length: 30 }, () => stream());
+      const bad = stream();
+      const results = await Promise.allSettled([
+        ...good.slice(0, 15).map((s) => store.append(s, [ev('Good', { n: 1 })], 'no_stream')),
+        store.append(bad, [ev('Bad', { text: 'nul\u0000here', lone: '\ud800' })], 'no_stream'),
+        ...good.slice(15).map((s) => store.append(s, [ev('Good', { n: 2 })], 'no_stream')),
+      ]);
+      const failedGood = results.filter((r, i) => i !== 15 && r.status === 'rejected');
+      expect(failedGood).toEqual([]);
+      for (const s of good) expect((await store.readStream(s)).map((e) => e.type)).toEqual(['Good']);
+    });
+
     it('appends to a new stream and reads it forwards and backwards', async () => {
       const s = stream();
       const r = await store.append(s, [ev('A', { n: 1 }), ev('B', { n: 2 }), ev('C', { n: 3 })], 'no_stream');

@@ -3,6 +3,8 @@ import { EVENT_SCHEMA_VERSION, parseEventData } from '@svc/contracts/events/cata
 import type { RequestMeta } from '@svc/contracts/http/principal';
 import type { AppendRequest, EventStore, ExpectedRevision, NewEvent, StoredEvent } from '@svc/domain/ports/event-store';
 import { WrongExpectedRevisionError } from '@svc/domain/ports/event-store';
+import { conflict } from '@svc/contracts/errors';
+import { contended } from './contention';
 import type { IdGenerator } from '@svc/domain/ports/runtime';
 import type { PayloadSealer } from './records/sealing';
 import type { ReadModelBarrier } from '@svc/projectors/runtime/runner';
@@ -75,8 +77,8 @@ export interface Decision {
 }
 
 /**
- * load -> decide -> append with the expected revision, retried (a bounded
- * number of times) only when another writer got in between; then waits for the
+ * load -> decide -> append with the expected revision, retried (for a bounded
+ * time) only when another writer got in between; then waits for the
  * read models. Returns the state after the new events.
  */
 export async function handleCommand<S>(
@@ -85,17 +87,17 @@ export async function handleCommand<S>(
   agg: Aggregate<S>,
   decide: (state: S) => Decision,
   metadata: EventMetadata,
-  retries = 5,
 ): Promise<{ state: S; events: DomainEvent[]; position: number }> {
-  for (let attempt = 0; ; attempt++) {
+  for await (const _attempt of contended()) {
     const { state, revision } = await loadAggregate(deps.store, streamId, agg);
     const decision = decide(state);
     try {
       const position = await commit(deps, metadata, [{ streamId, events: decision.events, expectedRevision: revision < 0 ? 'no_stream' : revision }, ...(decision.also ?? [])]);
       return { state: decision.events.reduce((s, e) => agg.evolve(s, e, metadata), state), events: decision.events, position };
     } catch (e) {
-      if (e instanceof WrongExpectedRevisionError && e.streamId === streamId && attempt < retries) continue;
+      if (e instanceof WrongExpectedRevisionError && e.streamId === streamId) continue;
       throw e;
     }
   }
+  throw conflict('The entity changed concurrently; retry');
 }

@@ -1,3 +1,4 @@
+import { contended } from '../contention';
 import { randomUUID } from 'node:crypto';
 import { conflict, invalid, notFound } from '@svc/contracts/errors';
 import {
@@ -136,7 +137,7 @@ export async function createDocument(d: DocumentDeps, body: IngestDocument | Upl
 /** PUT / PATCH. A `text` re-ingests: the new text is stored under the next revision and the old text blob removed. */
 export async function changeDocument(d: DocumentDeps, id: string, kind: 'put' | 'patch', body: Record<string, unknown>, meta: RequestMeta) {
   const p = meta.principal;
-  for (let attempt = 0; attempt < 5; attempt++) {
+  for await (const _attempt of contended()) {
     const { state: stored, revision } = await loadDocument(d.deps, id);
     if (!stored.exists || !canReach(p, stored)) throw notFound();
     const cur: LiveDocument = { ...stored, payload: d.sealer.unseal(stored.payload) };
@@ -175,7 +176,7 @@ export async function changeDocument(d: DocumentDeps, id: string, kind: 'put' | 
 
 export async function deleteDocument(d: DocumentDeps, id: string, expectedVersion: number | undefined, meta: RequestMeta): Promise<void> {
   const p = meta.principal;
-  for (let attempt = 0; attempt < 5; attempt++) {
+  for await (const _attempt of contended()) {
     const { state: cur, revision } = await loadDocument(d.deps, id);
     if (!cur.exists || !canReach(p, cur)) throw notFound();
     const events = decideDeleteDocument(cur, expectedVersion);

@@ -3,19 +3,20 @@ import type { Principal, RequestMeta } from '@svc/contracts/http/principal';
 import type { RouteSpec } from '@svc/contracts/http/route';
 import type { EventStore } from '@svc/domain/ports/event-store';
 import { WrongExpectedRevisionError } from '@svc/domain/ports/event-store';
-import { decideCreateRoot, folderAggregate, rootFolderId, type FolderState, type LiveFolder } from '@svc/domain/folders/folder';
+import { canSeeFolder, decideCreateRoot, folderAggregate, rootFolderId, type FolderState, type LiveFolder } from '@svc/domain/folders/folder';
 import { streams } from '@svc/domain/shared/streams';
 import { commit, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
 
 /**
- * A live folder of the caller's tenant and context, read from its own stream
- * (never from a projection), else 404. Data scopes are not applied: placing
- * something in a folder needs the folder to exist, not to be readable.
- * Used by records (and documents) to check a `folderId` before a write.
+ * A live folder the caller can see (its tenant and context, inside its data
+ * scope; the context root is open to all), read from its own stream (never
+ * from a projection), else 404. A write into a folder the caller cannot read
+ * is a 404 like the read: anything else would reveal that the folder exists.
+ * Used by records, documents and folders to check a `folderId` before a write.
  */
 export async function requireFolder(store: EventStore, principal: Principal, folderId: string): Promise<LiveFolder> {
   const { state } = await loadAggregate(store, streams.folder(folderId), folderAggregate);
-  if (!state.exists || state.tenantId !== principal.tenantId || state.contextId !== principal.contextId) throw notFound();
+  if (!state.exists || !canSeeFolder(principal, state)) throw notFound();
   return state;
 }
 

@@ -1,3 +1,4 @@
+import { contended } from '../contention';
 import { z } from 'zod';
 import { conflict, invalid, notFound, versionConflict } from '@svc/contracts/errors';
 import { createFolderBody, folderResponse, patchFolderBody, putFolderBody, type CreateFolder } from '@svc/contracts/api/folders';
@@ -91,7 +92,7 @@ async function changeFolder(deps: CommandDeps, id: string, kind: 'put' | 'patch'
 /** Deletes an empty folder; the count covers every item in it, readable by the caller or not. */
 async function deleteFolder(deps: CommandDeps, contents: FolderContents, id: string, expectedVersion: number | undefined, meta: RequestMeta) {
   const p: Principal = meta.principal;
-  for (let attempt = 0; attempt < 5; attempt++) {
+  for await (const _attempt of contended()) {
     const { state: cur, revision } = await loadAggregate(deps.store, streams.folder(id), folderAggregate);
     if (!cur.exists || !canSeeFolder(p, cur)) throw notFound();
     if (cur.isProtected) throw invalid('The context root folder cannot be deleted');

@@ -1,3 +1,4 @@
+import { contended } from '../contention';
 import { z } from 'zod';
 import { conflict, forbidden, invalid, notFound } from '@svc/contracts/errors';
 import { createEntityBody, entityResponse, patchEntityBody, putEntityBody, type CreateEntity } from '@svc/contracts/api/identity';
@@ -52,7 +53,7 @@ async function createEntity(deps: CommandDeps, body: CreateEntity, meta: Request
 
 async function changeEntity(deps: CommandDeps, id: string, kind: 'put' | 'patch', body: Record<string, unknown>, meta: RequestMeta) {
   const p = meta.principal;
-  for (let attempt = 0; attempt < 5; attempt++) {
+  for await (const _attempt of contended()) {
     const { state: stored, revision } = await loadAggregate(deps.store, streams.entity(id), entityAggregate);
     if (!stored.exists || !canSeeEntity(p, stored)) throw notFound();
     const cur: LiveEntity = { ...stored, payload: deps.sealer.unseal(stored.payload ?? {}) };
@@ -73,7 +74,7 @@ async function changeEntity(deps: CommandDeps, id: string, kind: 'put' | 'patch'
 
 async function deleteEntity(deps: CommandDeps, id: string, expectedVersion: number | undefined, meta: RequestMeta) {
   const p = meta.principal;
-  for (let attempt = 0; attempt < 5; attempt++) {
+  for await (const _attempt of contended()) {
     const { state: cur, revision } = await loadAggregate(deps.store, streams.entity(id), entityAggregate);
     if (!cur.exists || !canSeeEntity(p, cur)) throw notFound();
     const events = decideDeleteEntity(cur, expectedVersion);

@@ -1,3 +1,4 @@
+import { contended } from '../contention';
 import { conflict, forbidden, invalid, notFound } from '@svc/contracts/errors';
 import { createUserBody, patchUserBody, putUserBody, userResponse, type CreateUser } from '@svc/contracts/api/identity';
 import { idParam } from '@svc/contracts/api/tenancy';
@@ -55,7 +56,7 @@ async function createUser(deps: CommandDeps, body: CreateUser, meta: RequestMeta
 
 async function changeUser(deps: CommandDeps, id: string, kind: 'put' | 'patch', body: Record<string, unknown>, meta: RequestMeta) {
   const p = meta.principal;
-  for (let attempt = 0; attempt < 5; attempt++) {
+  for await (const _attempt of contended()) {
     const { state: stored, revision } = await loadAggregate(deps.store, streams.user(id), userAggregate);
     if (!stored.exists || !canReach(p, userOwner(stored))) throw notFound();
     const cur: LiveUser = { ...stored, payload: deps.sealer.unseal(stored.payload) };
@@ -93,7 +94,7 @@ async function changeUser(deps: CommandDeps, id: string, kind: 'put' | 'patch', 
 
 async function deleteUser(deps: CommandDeps, id: string, meta: RequestMeta) {
   const p = meta.principal;
-  for (let attempt = 0; attempt < 5; attempt++) {
+  for await (const _attempt of contended()) {
     const { state: cur, revision } = await loadAggregate(deps.store, streams.user(id), userAggregate);
     if (!cur.exists || !canReach(p, userOwner(cur))) throw notFound();
     if (cur.schemaId) requireRootForUserSchema(p);

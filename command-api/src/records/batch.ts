@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ServiceError, isServiceError } from '@svc/contracts/errors';
+import { ERROR_CATALOGUE, ServiceError, isServiceError } from '@svc/contracts/errors';
 import { createRecordBody } from '@svc/contracts/api/records';
 import { route, type RouteSpec } from '@svc/contracts/http/route';
 import { recordView } from '@svc/domain/records/view';
@@ -58,7 +58,11 @@ export function batchWriteRoute(deps: CommandDeps, collisions: WindowCounter): R
             results.push({ index, status: 'conflict', error: { code: 'already_exists', message: e.message } });
           } else if (isServiceError(e)) {
             results.push({ index, status: 'error', error: { code: e.code, message: e.message } });
-          } else throw e;
+          } else {
+            // Items before this one are committed: the batch answers item by item, never 500 as a whole.
+            deps.log?.(`batch write: item ${index} failed (request ${meta.requestId}): ${e instanceof Error ? e.message : String(e)}`);
+            results.push({ index, status: 'error', error: { code: 'INTERNAL', message: ERROR_CATALOGUE.INTERNAL.message } });
+          }
         }
       }
       return { results };

@@ -1,3 +1,4 @@
+import { contended } from '../contention';
 import { conflict, invalid, notFound, ServiceError } from '@svc/contracts/errors';
 import { createRecordBody, patchRecordBody, putRecordBody, recordResponse, type CreateRecord } from '@svc/contracts/api/records';
 import { idParam } from '@svc/contracts/api/tenancy';
@@ -125,7 +126,7 @@ export async function changeRecord(deps: CommandDeps, id: string, kind: 'put' | 
   const p = meta.principal;
   let schema: LiveSchema | undefined;
   // The decision needs the schema (async); load state and schema, decide, then append with the revision seen.
-  for (let attempt = 0; attempt < 5; attempt++) {
+  for await (const _attempt of contended()) {
     const { state: stored, revision } = await loadAggregate(deps.store, streams.record(id), recordAggregate);
     if (!stored.exists || !canReach(p, stored)) throw notFound();
     const cur: LiveRecord = { ...stored, payload: deps.sealer.unseal(stored.payload) };
@@ -225,7 +226,7 @@ export function recordCommandRoutes(deps: CommandDeps): RouteSpec[] {
       write: true,
       handler: async ({ params, query, meta }) => {
         const p = meta.principal;
-        for (let attempt = 0; attempt < 5; attempt++) {
+        for await (const _attempt of contended()) {
           const { state: cur, revision } = await loadAggregate(deps.store, streams.record(params.id), recordAggregate);
           if (!cur.exists || !canReach(p, cur)) throw notFound();
           const events = decideDelete(cur, query.expectedVersion);

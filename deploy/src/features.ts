@@ -7,7 +7,7 @@ import type { Sql } from '@svc/domain/ports/sql';
 import type { CommandDeps } from '@svc/command-api/handle-command';
 import { tenancyCommandRoutes } from '@svc/command-api/tenancy/routes';
 import type { SqlProjection } from '@svc/projectors/runtime/runner';
-import { tenancyProjection } from '@svc/projectors/read-models/tenancy';
+import { sqlRootKeyIndex, tenancyProjection } from '@svc/projectors/read-models/tenancy';
 import type { TenancyReads } from '@svc/query-api/tenancy/contexts';
 import { schemaCommandRoutes } from '@svc/command-api/schemas/routes';
 import { recordCommandRoutes } from '@svc/command-api/records/routes';
@@ -93,7 +93,7 @@ export const documentWorker = (o: { store: EventStore; sql: Sql; blobs: BlobStor
 
 export function commandRoutes(f: CommandFeatureDeps): RouteSpec[] {
   return [
-    ...tenancyCommandRoutes(f.deps),
+    ...tenancyCommandRoutes(f.deps, sqlRootKeyIndex(f.sql)),
     ...schemaCommandRoutes(f.deps),
     ...recordCommandRoutes(f.deps),
     batchWriteRoute(f.deps, f.counters),

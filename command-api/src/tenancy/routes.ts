@@ -1,5 +1,5 @@
 import { CURRENT_WIRE_VERSION } from '@svc/contracts/common';
-import { forbidden, invalid, notFound } from '@svc/contracts/errors';
+import { conflict, forbidden, invalid, notFound } from '@svc/contracts/errors';
 import type { DomainEvent, EventData } from '@svc/contracts/events/catalogue';
 import {
   accountCreatedResponse,
@@ -11,14 +11,17 @@ import {
   mintTokenBody,
   mintTokenResponse,
   patchAccountBody,
+  rotateRootKeyParams,
+  rotateRootKeyResponse,
 } from '@svc/contracts/api/tenancy';
-import type { Principal, RequestMeta } from '@svc/contracts/http/principal';
+import type { RequestMeta } from '@svc/contracts/http/principal';
 import { route, type RouteSpec } from '@svc/contracts/http/route';
 import { PREFIX, hashSecret, newSecret } from '@svc/contracts/secrets';
 import { accountDecider, type AccountState, type Plan } from '@svc/domain/tenancy/accounts';
-import { isSubset } from '@svc/domain/tenancy/permissions';
+import { credentialAggregate, decideRevoke, narrowChild, type CredentialState, type RootKeyIndex } from '@svc/domain/tenancy/credentials';
+import { WrongExpectedRevisionError } from '@svc/domain/ports/event-store';
 import { streams } from '@svc/domain/shared/streams';
-import { commit, handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
+import { commit, handleCommand, loadAggregate, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
 
 type Issued = EventData<'CredentialIssued'>;
 const DEFAULT_TOKEN_TTL_SECONDS = 3600;
@@ -96,14 +99,30 @@ async function requireContext(deps: CommandDeps, tenantId: string, contextId: st
   return state;
 }
 
-/** A child's data scope: each dimension the parent limits stays limited (inherited when the child omits it, narrowed or 403 when named). */
-function childScope(child: Principal['dataScope'] | undefined, parent: Principal['dataScope']): Principal['dataScope'] {
-  if (!parent) return child ?? null;
-  if (parent.userId && child?.userId !== undefined && child.userId !== parent.userId) throw forbidden();
-  if (parent.scopes && child?.scopes && !child.scopes.every((s) => parent.scopes!.includes(s))) throw forbidden();
-  const userId = child?.userId ?? parent.userId;
-  const scopes = child?.scopes ?? parent.scopes;
-  return { ...(userId ? { userId } : {}), ...(scopes ? { scopes } : {}) };
+/** Longest chain of minted tokens walked when revoking (a deeper chain is refused as not found). */
+const MAX_MINT_CHAIN = 100;
+
+/**
+ * A minted token and its ancestors (parent first), read from their own
+ * streams. Null when the token is dead: revoked itself or through an ancestor.
+ */
+async function liveLineage(deps: CommandDeps, token: CredentialState & { exists: true }): Promise<string[] | null> {
+  if (token.revoked) return null;
+  const ancestors: string[] = [];
+  for (let id = token.parentCredentialId; id !== undefined; ) {
+    if (ancestors.length >= MAX_MINT_CHAIN) return null;
+    const { state } = await loadAggregate(deps.store, streams.credential(id), credentialAggregate);
+    if (!state.exists) break;
+    if (state.revoked) return null;
+    ancestors.push(id);
+    id = state.parentCredentialId;
+  }
+  return ancestors;
+}
+
+/** Revokes one credential through its own stream (a concurrent revocation makes the later one a 404). */
+async function revoke(deps: CommandDeps, meta: RequestMeta, target: CredentialState & { exists: true }) {
+  await handleCommand(deps, streams.credential(target.credentialId), credentialAggregate, (s) => ({ events: decideRevoke(s) }), metadataFor(meta, target.tenantId, target.contextId));
 }
 
 async function issue(deps: CommandDeps, meta: RequestMeta, c: Omit<Issued, 'credentialId' | 'secretHash' | 'prefix'>, prefix: string) {
@@ -113,7 +132,8 @@ async function issue(deps: CommandDeps, meta: RequestMeta, c: Omit<Issued, 'cred
   return { data, secret };
 }
 
-export function tenancyCommandRoutes(deps: CommandDeps): RouteSpec[] {
+/** `rootKeys` (the read model's list of live root keys) enables root-key rotation. */
+export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex): RouteSpec[] {
   return [
     route({
       method: 'POST',
@@ -154,9 +174,8 @@ export function tenancyCommandRoutes(deps: CommandDeps): RouteSpec[] {
         const contextId = body.contextId ?? p.contextId!;
         if (contextId !== p.contextId && !p.crossContext) throw notFound();
         await requireContext(deps, p.tenantId!, contextId);
-        if (!isSubset(body.scope.allowedActions, p.allowedActions)) throw forbidden();
-        const dataScope = childScope(body.scope.dataScope, p.dataScope);
-        if (p.userId && body.userId && body.userId !== p.userId) throw forbidden();
+        // The child's reach is the intersection of the parent's and what it asks for; asking for more is a 403.
+        const { dataScope, userId } = narrowChild(p, { allowedActions: body.scope.allowedActions, userId: body.userId, dataScope: body.scope.dataScope });
         // A child never outlives the credential that minted it.
         const parentExpiry = p.expiresAt;
         const wanted = meta.now.getTime() + (body.expiresInSeconds ?? DEFAULT_TOKEN_TTL_SECONDS) * 1000;
@@ -173,13 +192,33 @@ export function tenancyCommandRoutes(deps: CommandDeps): RouteSpec[] {
             crossContext: false,
             allowedActions: body.scope.allowedActions,
             dataScope,
-            userId: body.userId ?? dataScope?.userId ?? p.userId ?? null,
+            userId,
             expiresAt,
             wireVersionPin: CURRENT_WIRE_VERSION,
+            parentCredentialId: p.credentialId,
           },
           PREFIX.token,
         );
         return { id: data.credentialId, token: secret, contextId, expiresAt };
+      },
+    }),
+    route({
+      method: 'DELETE',
+      url: '/v1/tokens/:id',
+      auth: 'data',
+      summary: 'Revoke a minted token and every token minted from it (by the tenant root key, the token itself, or a credential it descends from)',
+      params: idParam,
+      status: 204,
+      write: true,
+      handler: async ({ params, principal: p, meta }) => {
+        const { state } = await loadAggregate(deps.store, streams.credential(params.id), credentialAggregate);
+        if (!state.exists || state.kind !== 'token' || state.tenantId !== p.tenantId) throw notFound();
+        const lineage = await liveLineage(deps, state);
+        if (!lineage) throw notFound();
+        const allowed = p.kind === 'root' || p.credentialId === state.credentialId || lineage.includes(p.credentialId);
+        if (!allowed) throw notFound();
+        await revoke(deps, meta, state);
+        return null;
       },
     }),
     route({
@@ -249,8 +288,7 @@ export function tenancyCommandRoutes(deps: CommandDeps): RouteSpec[] {
             contextId,
             crossContext: body.crossContext ?? false,
             allowedActions: body.allowedActions,
-            dataScope: body.dataScope ?? null,
-            userId: body.userId ?? body.dataScope?.userId ?? null,
+            ...narrowChild(ACCOUNT_WIDE, { allowedActions: body.allowedActions, userId: body.userId, dataScope: body.dataScope }),
             expiresAt: null,
             wireVersionPin: CURRENT_WIRE_VERSION,
           },
@@ -259,5 +297,78 @@ export function tenancyCommandRoutes(deps: CommandDeps): RouteSpec[] {
         return { id: data.credentialId, key: secret, tenantId: body.tenantId, contextId, allowedActions: data.allowedActions, crossContext: data.crossContext };
       },
     }),
+    route({
+      method: 'DELETE',
+      url: '/developer/keys/:id',
+      auth: 'developer',
+      summary: 'Revoke a scoped API key (ssk_) of the account, and every token minted from it',
+      params: idParam,
+      status: 204,
+      write: true,
+      handler: async ({ params, principal: p, meta }) => {
+        const { state } = await loadAggregate(deps.store, streams.credential(params.id), credentialAggregate);
+        if (!state.exists || state.kind !== 'scoped' || state.accountId !== p.accountId) throw notFound();
+        await revoke(deps, meta, state);
+        return null;
+      },
+    }),
+    route({
+      method: 'POST',
+      url: '/developer/tenants/:tenantId/root-key/rotate',
+      auth: 'developer',
+      summary: 'Rotate the root key of one of the account tenants: the old key (and every token minted from it) stops working, the new key is returned once',
+      params: rotateRootKeyParams,
+      response: rotateRootKeyResponse,
+      write: true,
+      handler: async ({ params, principal: p, meta }) => {
+        if (!rootKeys) throw notFound();
+        const { state: account } = await loadAggregate(deps.store, streams.account(p.accountId), accountAggregate);
+        if (!account.exists) throw notFound();
+        const tenantId = params.tenantId;
+        const environment = account.tenants.live.tenantId === tenantId ? 'live' : account.tenants.test.tenantId === tenantId ? 'test' : null;
+        if (!environment) throw notFound();
+        // The read model names the current root key(s); each one's own stream decides, so two rotations cannot both revoke it.
+        await deps.barrier.waitFor(await deps.store.headPosition());
+        const revocations: DomainAppend[] = [];
+        for (const id of await rootKeys.activeRootKeys(tenantId)) {
+          const { state, revision } = await loadAggregate(deps.store, streams.credential(id), credentialAggregate);
+          if (!state.exists || state.kind !== 'root' || state.tenantId !== tenantId) continue;
+          if (state.revoked) throw conflict(ROTATION_CONFLICT);
+          revocations.push({ streamId: streams.credential(id), events: decideRevoke(state), expectedRevision: revision });
+        }
+        const secret = newSecret(environment === 'live' ? PREFIX.rootLive : PREFIX.rootTest);
+        const data: Issued = {
+          credentialId: deps.ids.newId(),
+          accountId: p.accountId,
+          kind: 'root',
+          tenantId,
+          environment,
+          contextId: null,
+          crossContext: true,
+          secretHash: hashSecret(secret),
+          prefix: environment === 'live' ? PREFIX.rootLive : PREFIX.rootTest,
+          allowedActions: ['*'],
+          dataScope: null,
+          userId: null,
+          expiresAt: null,
+          wireVersionPin: CURRENT_WIRE_VERSION,
+        };
+        try {
+          await commit(deps, metadataFor(meta, tenantId, null), [
+            ...revocations,
+            { streamId: streams.credential(data.credentialId), events: [{ type: 'CredentialIssued', data }], expectedRevision: 'no_stream' },
+          ]);
+        } catch (e) {
+          if (e instanceof WrongExpectedRevisionError) throw conflict(ROTATION_CONFLICT);
+          throw e;
+        }
+        return { id: data.credentialId, tenantId, environment, rootKey: secret };
+      },
+    }),
   ];
 }
+
+/** The developer token's reach over its account's tenants: every permission, every user, every scope. */
+const ACCOUNT_WIDE = { allowedActions: ['*'], dataScope: null, userId: null };
+
+const ROTATION_CONFLICT = 'Another rotation of this root key happened at the same time; the key it returned is the current one';

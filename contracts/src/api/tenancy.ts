@@ -59,3 +59,5 @@ export const createScopedKeyBody = z
 export const createContextBody = z.object({ name: z.string().min(1).max(200) }).strict();
 export const contextResponse = z.object({ id: z.string(), tenantId: z.string(), name: z.string(), isDefault: z.boolean(), createdAt: z.string() });
 export const idParam = z.object({ id: z.string().min(1).max(128) });
+export const rotateRootKeyParams = z.object({ tenantId: z.string().min(1).max(128) });
+export const rotateRootKeyResponse = z.object({ id: z.string(), tenantId: z.string(), environment: z.enum(['live', 'test']), rootKey: z.string() });

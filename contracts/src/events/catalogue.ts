@@ -70,6 +70,8 @@ export const EVENT_TYPES = {
     userId: z.string().nullable(),
     expiresAt: z.string().nullable(),
     wireVersionPin: z.string().nullable(),
+    /** The credential that minted this one (minted tokens): revoking it revokes this one too. */
+    parentCredentialId: z.string().optional(),
   }),
   CredentialRevoked: z.object({ credentialId: z.string() }),
 

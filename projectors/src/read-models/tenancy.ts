@@ -1,7 +1,20 @@
 import type { SqlQueryable } from '@svc/domain/ports/sql';
 import type { StoredEvent } from '@svc/domain/ports/event-store';
 import type { EventData } from '@svc/contracts/events/catalogue';
+import { CREDENTIAL_CHANGE_CHANNEL, type RootKeyIndex } from '@svc/domain/tenancy/credentials';
 import type { SqlProjection } from '../runtime/runner';
+
+/** Revokes a credential and every credential minted from it, transitively (children never outlive their parent). */
+const REVOKE_WITH_DESCENDANTS = `
+WITH RECURSIVE doomed(id) AS (
+  SELECT $1::text
+  UNION
+  SELECT c.credential_id FROM rm_credentials c JOIN doomed d ON c.parent_id = d.id
+)
+UPDATE rm_credentials SET revoked = true WHERE credential_id IN (SELECT id FROM doomed) AND NOT revoked`;
+
+/** Tells other processes' credential caches to forget (delivered when the projection's transaction commits). */
+const announce = (q: SqlQueryable) => q.query('SELECT pg_notify($1, $2)', [CREDENTIAL_CHANGE_CHANNEL, '']);
 
 /** Accounts, their tenants and contexts, and credentials (by secret hash). */
 export const tenancyProjection = (onCredentialChange?: () => void): SqlProjection => ({
@@ -20,7 +33,10 @@ CREATE TABLE IF NOT EXISTS rm_credentials (
   credential_id text PRIMARY KEY, secret_hash text NOT NULL UNIQUE, account_id text NOT NULL, kind text NOT NULL,
   tenant_id text, environment text, context_id text, cross_context boolean NOT NULL, allowed_actions jsonb NOT NULL,
   data_scope jsonb, user_id text, expires_at timestamptz, wire_version_pin text, revoked boolean NOT NULL DEFAULT false,
-  created_at timestamptz NOT NULL);`,
+  created_at timestamptz NOT NULL, parent_id text);
+ALTER TABLE rm_credentials ADD COLUMN IF NOT EXISTS parent_id text;
+CREATE INDEX IF NOT EXISTS rm_credentials_parent ON rm_credentials (parent_id) WHERE parent_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS rm_credentials_root ON rm_credentials (tenant_id) WHERE kind = 'root' AND NOT revoked;`,
   async apply(q: SqlQueryable, e: StoredEvent) {
     const at = e.metadata.occurredAt;
     switch (e.type) {
@@ -57,26 +73,38 @@ CREATE TABLE IF NOT EXISTS rm_credentials (
         const d = e.data as EventData<'ContextDeleted'>;
         await q.query('UPDATE rm_contexts SET deleted_at = $2 WHERE context_id = $1', [d.contextId, at]);
         await q.query('UPDATE rm_credentials SET revoked = true WHERE context_id = $1 AND NOT cross_context', [d.contextId]);
+        await announce(q);
         return;
       }
       case 'CredentialIssued': {
         const d = e.data as EventData<'CredentialIssued'>;
+        // A child minted by a parent revoked in the meantime is born revoked.
         await q.query(
           `INSERT INTO rm_credentials (credential_id, secret_hash, account_id, kind, tenant_id, environment, context_id, cross_context,
-             allowed_actions, data_scope, user_id, expires_at, wire_version_pin, created_at)
-           VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14) ON CONFLICT DO NOTHING`,
+             allowed_actions, data_scope, user_id, expires_at, wire_version_pin, created_at, parent_id, revoked)
+           VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,
+             COALESCE((SELECT p.revoked FROM rm_credentials p WHERE p.credential_id = $15), false)) ON CONFLICT DO NOTHING`,
           [d.credentialId, d.secretHash, d.accountId, d.kind, d.tenantId, d.environment, d.contextId, d.crossContext,
-            JSON.stringify(d.allowedActions), d.dataScope ? JSON.stringify(d.dataScope) : null, d.userId, d.expiresAt, d.wireVersionPin, at],
+            JSON.stringify(d.allowedActions), d.dataScope ? JSON.stringify(d.dataScope) : null, d.userId, d.expiresAt, d.wireVersionPin, at, d.parentCredentialId ?? null],
         );
         return;
       }
       case 'CredentialRevoked': {
-        await q.query('UPDATE rm_credentials SET revoked = true WHERE credential_id = $1', [(e.data as EventData<'CredentialRevoked'>).credentialId]);
+        await q.query(REVOKE_WITH_DESCENDANTS, [(e.data as EventData<'CredentialRevoked'>).credentialId]);
+        await announce(q);
         return;
       }
     }
   },
   afterCommit(events) {
     if (onCredentialChange && events.some((e) => e.type === 'CredentialRevoked' || e.type === 'ContextDeleted')) onCredentialChange();
+  },
+});
+
+/** The live root keys of a tenant, from the read model (the write path waits for it to reach the head first). */
+export const sqlRootKeyIndex = (q: SqlQueryable): RootKeyIndex => ({
+  async activeRootKeys(tenantId) {
+    const { rows } = await q.query<{ credential_id: string }>(`SELECT credential_id FROM rm_credentials WHERE tenant_id = $1 AND kind = 'root' AND NOT revoked ORDER BY created_at, credential_id`, [tenantId]);
+    return rows.map((r) => r.credential_id);
   },
 });

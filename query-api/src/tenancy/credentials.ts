@@ -1,6 +1,7 @@
 import type { Sql } from '@svc/domain/ports/sql';
 import type { Principal } from '@svc/contracts/http/principal';
 import { hashSecret } from '@svc/contracts/secrets';
+import { CREDENTIAL_CHANGE_CHANNEL } from '@svc/domain/tenancy/credentials';
 
 type Row = {
   credential_id: string;
@@ -19,25 +20,87 @@ type Row = {
   context_deleted: boolean;
 };
 
+export interface CredentialCacheOptions {
+  /** How long a resolved credential is trusted without asking the database (the backstop when no invalidation arrives). */
+  ttlMs?: number;
+  /** Known credentials kept, least recently used evicted one at a time. */
+  maxEntries?: number;
+  /** Unknown secrets remembered (so a repeated bad token stays off the database), in their own small LRU. */
+  maxMisses?: number;
+}
+
+export const CREDENTIAL_CACHE_DEFAULTS = { ttlMs: 5000, maxEntries: 10_000, maxMisses: 1_000 } as const;
+
 /**
  * Resolves bearer secrets to principals from the credentials read model. A
- * short-lived cache keeps authentication off the database on hot paths; a
- * revocation seen by this process's projector clears it at once, one applied by
- * another process within `ttlMs`.
+ * short-lived cache keeps authentication off the database on hot paths:
+ * known credentials in an LRU (evicting one entry at a time), unknown secrets
+ * in a separate, much smaller LRU, so a flood of random tokens can only evict
+ * other misses, never a tenant's credentials.
+ *
+ * Revocations: `invalidate()` empties both caches. The projector of this
+ * process calls it after applying a revocation (before the revoking request is
+ * answered); `watch()` makes another process's revocations do the same through
+ * PostgreSQL NOTIFY, with `ttlMs` as the backstop if a notification is lost.
  */
 export class CredentialResolver {
-  private cache = new Map<string, { p: Principal | null; at: number }>();
+  private hits = new Map<string, { p: Principal; at: number }>();
+  private misses = new Map<string, number>();
+  /** Bumped by every invalidation: a lookup that started before one never fills the cache. */
+  private generation = 0;
+  private readonly ttlMs: number;
+  private readonly maxEntries: number;
+  private readonly maxMisses: number;
 
   constructor(
     private readonly sql: Sql,
-    private readonly ttlMs = 5000,
-  ) {}
+    opts: CredentialCacheOptions | number = {},
+  ) {
+    const o = typeof opts === 'number' ? { ttlMs: opts } : opts;
+    this.ttlMs = o.ttlMs ?? CREDENTIAL_CACHE_DEFAULTS.ttlMs;
+    this.maxEntries = Math.max(1, o.maxEntries ?? CREDENTIAL_CACHE_DEFAULTS.maxEntries);
+    this.maxMisses = Math.max(0, o.maxMisses ?? CREDENTIAL_CACHE_DEFAULTS.maxMisses);
+  }
+
+  /** Entries held now (known credentials, remembered misses). */
+  get size(): { entries: number; misses: number } {
+    return { entries: this.hits.size, misses: this.misses.size };
+  }
 
   async resolve(secret: string): Promise<Principal | null> {
     const hash = hashSecret(secret);
-    const hit = this.cache.get(hash);
     const now = Date.now();
-    if (hit && now - hit.at < this.ttlMs) return this.live(hit.p);
+    const hit = this.hits.get(hash);
+    if (hit) {
+      if (now - hit.at < this.ttlMs) {
+        // Most recently used goes to the end of the map's order.
+        this.hits.delete(hash);
+        this.hits.set(hash, hit);
+        return this.live(hit.p);
+      }
+      this.hits.delete(hash);
+    }
+    const missAt = this.misses.get(hash);
+    if (missAt !== undefined) {
+      if (now - missAt < this.ttlMs) return null;
+      this.misses.delete(hash);
+    }
+    const generation = this.generation;
+    const p = await this.load(hash);
+    if (generation === this.generation) this.remember(hash, p, now);
+    return this.live(p);
+  }
+
+  private remember(hash: string, p: Principal | null, at: number) {
+    const [map, max] = p ? [this.hits as Map<string, unknown>, this.maxEntries] : [this.misses as Map<string, unknown>, this.maxMisses];
+    if (max === 0) return;
+    map.delete(hash);
+    while (map.size >= max) map.delete(map.keys().next().value as string);
+    if (p) this.hits.set(hash, { p, at });
+    else this.misses.set(hash, at);
+  }
+
+  private async load(hash: string): Promise<Principal | null> {
     const { rows } = await this.sql.query<Row>(
       `SELECT c.credential_id, c.account_id, c.kind, c.tenant_id, c.environment, c.context_id, c.cross_context, c.allowed_actions,
               c.data_scope, c.user_id, c.expires_at, c.wire_version_pin, t.default_context_id,
@@ -50,26 +113,21 @@ export class CredentialResolver {
     );
     const r = rows[0];
     // A confined credential dies with its context; a cross-context one falls back to the default context.
-    const p: Principal | null =
-      !r || (r.context_deleted && !r.cross_context)
-        ? null
-        : {
-            credentialId: r.credential_id,
-            kind: r.kind,
-            accountId: r.account_id,
-            tenantId: r.tenant_id,
-            environment: r.environment,
-            contextId: r.context_deleted ? r.default_context_id : (r.context_id ?? r.default_context_id),
-            crossContext: r.cross_context,
-            allowedActions: r.allowed_actions,
-            dataScope: r.data_scope,
-            userId: r.user_id,
-            wireVersionPin: r.wire_version_pin,
-            ...(r.expires_at ? { expiresAt: new Date(r.expires_at).getTime() } : {}),
-          };
-    if (this.cache.size > 50_000) this.cache.clear();
-    this.cache.set(hash, { p, at: now });
-    return this.live(p);
+    if (!r || (r.context_deleted && !r.cross_context)) return null;
+    return {
+      credentialId: r.credential_id,
+      kind: r.kind,
+      accountId: r.account_id,
+      tenantId: r.tenant_id,
+      environment: r.environment,
+      contextId: r.context_deleted ? r.default_context_id : (r.context_id ?? r.default_context_id),
+      crossContext: r.cross_context,
+      allowedActions: r.allowed_actions,
+      dataScope: r.data_scope,
+      userId: r.user_id,
+      wireVersionPin: r.wire_version_pin,
+      ...(r.expires_at ? { expiresAt: new Date(r.expires_at).getTime() } : {}),
+    };
   }
 
   private live(p: Principal | null): Principal | null {
@@ -77,7 +135,15 @@ export class CredentialResolver {
     return p && exp !== undefined && exp <= Date.now() ? null : p;
   }
 
+  /** Forgets everything: the next request of every credential asks the database. */
   invalidate(): void {
-    this.cache.clear();
+    this.generation += 1;
+    this.hits.clear();
+    this.misses.clear();
+  }
+
+  /** Invalidates on every credential change another process's projector announces. Returns the unsubscribe. */
+  watch(): Promise<() => Promise<void>> {
+    return this.sql.listen(CREDENTIAL_CHANGE_CHANNEL, () => this.invalidate());
   }
 }

@@ -1,0 +1,74 @@
+import { forbidden, invalid, notFound } from '@svc/contracts/errors';
+import type { DomainEvent, EventData } from '@svc/contracts/events/catalogue';
+import type { Principal } from '@svc/contracts/http/principal';
+import { isSubset } from './permissions';
+
+type Issued = EventData<'CredentialIssued'>;
+
+/** PostgreSQL NOTIFY channel on which the tenancy projection announces revocations (credential caches of other processes listen). */
+export const CREDENTIAL_CHANGE_CHANNEL = 'credential_change';
+
+/** The read model's list of a tenant's live root keys (for rotation). */
+export interface RootKeyIndex {
+  activeRootKeys(tenantId: string): Promise<string[]>;
+}
+
+/** One credential's stream: issued once, revoked at most once. */
+export type CredentialState = { exists: false } | ({ exists: true; revoked: boolean } & Issued);
+
+export const credentialAggregate = {
+  initialState: (): CredentialState => ({ exists: false }),
+  evolve(s: CredentialState, e: DomainEvent): CredentialState {
+    if (e.type === 'CredentialIssued') return { exists: true, revoked: false, ...e.data };
+    if (e.type === 'CredentialRevoked' && s.exists) return { ...s, revoked: true };
+    return s;
+  },
+};
+
+/** Revoking a live credential; a missing or already revoked one is the usual 404. */
+export function decideRevoke(s: CredentialState): DomainEvent[] {
+  if (!s.exists || s.revoked) throw notFound();
+  return [{ type: 'CredentialRevoked', data: { credentialId: s.credentialId } }];
+}
+
+/** What a credential can reach besides its context: its bound user (null: any) and its scopes (null: no limit). */
+export interface Reach {
+  userId: string | null;
+  scopes: string[] | null;
+}
+
+/** A principal's data reach, read the way every read and write path reads it (`dataScope` first, an empty scope list is no limit). */
+export function reachOf(p: Pick<Principal, 'dataScope' | 'userId'>): Reach {
+  const scopes = p.dataScope?.scopes;
+  return { userId: p.dataScope?.userId ?? p.userId ?? null, scopes: scopes?.length ? [...scopes] : null };
+}
+
+export interface ChildRequest {
+  allowedActions: string[];
+  userId?: string;
+  dataScope?: { userId?: string; scopes?: string[] };
+}
+
+/**
+ * Minting: a child reaches the intersection of its parent's reach and what it
+ * asks for. Asking for anything the parent cannot reach is refused with 403:
+ * a permission the parent lacks, another user than the parent's bound user, a
+ * scope outside the parent's scopes, or no scope limit (`scopes: []`) from a
+ * parent that has one. What the child omits it inherits. Naming two different
+ * users (`userId` and `dataScope.userId`) is a 400.
+ */
+export function narrowChild(parent: Pick<Principal, 'allowedActions' | 'dataScope' | 'userId'>, child: ChildRequest): { dataScope: Issued['dataScope']; userId: string | null } {
+  if (!isSubset(child.allowedActions, parent.allowedActions)) throw forbidden();
+  if (child.userId !== undefined && child.dataScope?.userId !== undefined && child.userId !== child.dataScope.userId) {
+    throw invalid('userId and scope.dataScope.userId name different users');
+  }
+  const reach = reachOf(parent);
+  const wantedUser = child.userId ?? child.dataScope?.userId;
+  if (reach.userId !== null && wantedUser !== undefined && wantedUser !== reach.userId) throw forbidden();
+  const wantedScopes = child.dataScope?.scopes;
+  if (reach.scopes !== null && wantedScopes !== undefined && (wantedScopes.length === 0 || !wantedScopes.every((s) => reach.scopes!.includes(s)))) throw forbidden();
+  const userId = wantedUser ?? reach.userId;
+  const scopes = wantedScopes?.length ? [...new Set(wantedScopes)] : reach.scopes;
+  const dataScope = userId !== null || scopes !== null ? { ...(userId !== null ? { userId } : {}), ...(scopes !== null ? { scopes } : {}) } : null;
+  return { dataScope, userId };
+}

@@ -1,3 +1,5 @@
+import { scanJsonText } from './json-numbers';
+
 /**
  * What every request's JSON body, path and query must satisfy before any
  * handler sees it (docs/limits.md). Text must be storable by every engine
@@ -13,6 +15,9 @@ export const INPUT_LIMITS = {
   /** Values (objects, arrays, strings, numbers, booleans, nulls) in one body. */
   maxValues: 50_000,
 } as const;
+
+/** The checks on raw JSON text (numbers, depth, size), before it is parsed. */
+export const findJsonTextViolation = (text: string, limits = INPUT_LIMITS) => scanJsonText(text, limits);
 
 /** Keys that would reach an object's prototype in some consumer; refused everywhere. */
 const PROTOTYPE_KEYS = new Set(['__proto__']);

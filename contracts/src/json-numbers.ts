@@ -38,11 +38,32 @@ export function checkNumberLiteral(literal: string): string | null {
 }
 
 /** Scans JSON text for number literals (outside strings) and returns the first violation. */
-export function findNumberViolation(text: string): string | null {
+export const findNumberViolation = (text: string): string | null => scanJsonText(text);
+
+/**
+ * One pass over JSON text, before it is parsed: the number rules, and when
+ * `shape` is given, nesting depth and the count of values (approximated by
+ * separators and openings), so a deep or huge body is refused in linear time
+ * without building it.
+ */
+export function scanJsonText(text: string, shape?: { maxDepth: number; maxValues: number }): string | null {
   const n = text.length;
   let i = 0;
+  let depth = 0;
+  let values = 1;
   while (i < n) {
     const c = text.charCodeAt(i);
+    if (shape && (c === 91 /* [ */ || c === 123 /* { */ || c === 44 /* , */)) {
+      if (c !== 44 && ++depth > shape.maxDepth) return `nesting deeper than ${shape.maxDepth} levels`;
+      if (++values > shape.maxValues) return `The body has more than ${shape.maxValues} values`;
+      i++;
+      continue;
+    }
+    if (shape && (c === 93 /* ] */ || c === 125 /* } */)) {
+      depth--;
+      i++;
+      continue;
+    }
     if (c === 34 /* " */) {
       i++;
       while (i < n) {

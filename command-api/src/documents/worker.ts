@@ -9,7 +9,7 @@ import { documentBlobKeys } from '@svc/domain/documents/grants';
 import { streams } from '@svc/domain/shared/streams';
 import { catchUpFeed, type EventFeed } from '@svc/projectors/runtime/feed';
 import { loadAggregate, toNewEvents } from '../handle-command';
-import { canExtract, extractText, MAX_EXTRACT_BYTES } from './extract';
+import { canExtract, extractText, ExtractionAbortedError, MAX_EXTRACT_BYTES, MAX_EXTRACTION_ATTEMPTS } from './extract';
 
 /** Documents processed at once within a batch. */
 const CONCURRENCY = 8;
@@ -162,8 +162,19 @@ export class DocumentWorker {
   private async extract(up: EventData<'DocumentFileUploaded'>, cause: StoredEvent): Promise<void> {
     const id = up.documentId;
     const mine = (s: DocumentState): s is LiveDocument => s.exists && s.uploadId === up.uploadId && s.fileRef === up.fileRef;
-    // UPLOADED -> EXTRACTING; a worker that stopped mid-extraction resumes from EXTRACTING.
-    await this.appendIf(id, cause, (s) => (mine(s) && s.status === 'UPLOADED' ? [{ type: 'DocumentExtractionStarted', data: { documentId: id, uploadId: up.uploadId } }] : null));
+    const started = { type: 'DocumentExtractionStarted', data: { documentId: id, uploadId: up.uploadId } } as const;
+    // UPLOADED -> EXTRACTING. A document found EXTRACTING was cut short (the process stopped or died mid-extraction):
+    // each resume is recorded with another DocumentExtractionStarted, and after MAX_EXTRACTION_ATTEMPTS it is FAILED
+    // instead of extracted again, so a file that somehow still takes the process down cannot crash-loop it.
+    await this.appendIf(id, cause, async (s) => {
+      if (!mine(s)) return null;
+      if (s.status === 'UPLOADED') return [started];
+      if (s.status !== 'EXTRACTING') return null;
+      const interrupted = await this.extractionAttempts(id, up.uploadId);
+      if (interrupted >= MAX_EXTRACTION_ATTEMPTS)
+        return [{ type: 'DocumentFailed', data: { documentId: id, code: 'INDEXING_FAILED', message: `Text extraction was interrupted ${interrupted} times (the service stopped during it); not retried` } }];
+      return [started];
+    });
     const { state } = await loadAggregate(this.o.store, streams.document(id), documentAggregate);
     if (!mine(state) || state.status !== 'EXTRACTING') return;
     const settle = (events: DomainEvent[]) => this.appendIf(id, cause, (s) => (mine(s) && s.status === 'EXTRACTING' ? events : null));
@@ -175,15 +186,20 @@ export class DocumentWorker {
           : [{ type: 'DocumentFailed', data: { documentId: id, code, message } }],
       );
     if (!canExtract(up.fileType)) return void (await noText('INDEXING_FAILED', `No text extractor for ${up.fileType}`));
-    if (up.fileSize > MAX_EXTRACT_BYTES) return void (await noText('INDEXING_FAILED', `The file is larger than the ${MAX_EXTRACT_BYTES / 1024 / 1024} MB text extraction limit`));
+    if (up.fileSize > MAX_EXTRACT_BYTES) return void (await noText('INDEXING_FAILED', `The file is larger than the ${MAX_EXTRACT_BYTES / 1024 / 1024} MiB text extraction limit`));
     const data = await this.o.blobs.get(up.fileRef);
     if (!data) return void (await settle([{ type: 'DocumentFailed', data: { documentId: id, code: 'SOURCE_UNAVAILABLE', message: 'The uploaded file could not be loaded' } }]));
     let text: string;
     try {
-      const out = await extractText(up.fileType, data);
+      // Off the main thread, within the extraction limits (extract.ts); stopping the worker stops it.
+      const out = await extractText(up.fileType, data, { signal: this.abort.signal });
+      // Over a limit: terminal at once, like an unreadable file (a store-only document is STORED without text).
+      if (out.kind === 'limit') return void (await noText('INDEXING_FAILED', out.message));
       if (out.kind !== 'text') return void (await noText('INDEXING_FAILED', out.reason));
       text = out.text;
     } catch (err) {
+      // Stopped mid-way (shutdown): no outcome; the next start resumes it from EXTRACTING.
+      if (err instanceof ExtractionAbortedError || this.abort.signal.aborted) return;
       const why = err instanceof Error ? err.message.slice(0, 200) : 'unknown error';
       await settle([{ type: 'DocumentFailed', data: { documentId: id, code: 'INDEXING_FAILED', message: `Text could not be extracted from the ${up.fileType} file: ${why}` } }]);
       return;
@@ -195,6 +211,12 @@ export class DocumentWorker {
     const done = await settle([{ type: 'DocumentTextReady', data: { documentId: id, textRef, textBytes: bytes, indexMode: state.indexMode, textRevision: revision } }]);
     if (!done) await this.o.blobs.delete(textRef).catch(() => {});
     else if (previous) await this.o.blobs.delete(previous).catch(() => {});
+  }
+
+  /** DocumentExtractionStarted events of this upload on the document's stream (attempts begun). */
+  private async extractionAttempts(documentId: string, uploadId: string): Promise<number> {
+    const events = await this.o.store.readStream(streams.document(documentId));
+    return events.filter((e) => e.type === 'DocumentExtractionStarted' && (e.data as EventData<'DocumentExtractionStarted'>).uploadId === uploadId).length;
   }
 
   /** storeText: false — once indexing settled, the text goes (event first, then the blob). */

@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { SchemaDefinition } from '@svc/contracts/api/schemas';
 import { blindIndex } from '@svc/contracts/secrets';
+import { ownValue } from '@svc/domain/records/own-value';
 
 /**
  * Sensitive values are sealed (AES-256-GCM) before they enter an event, so the
@@ -24,7 +25,7 @@ export class PayloadSealer {
     if (!fields.length) return payload;
     const out = { ...payload };
     for (const f of fields) {
-      const v = out[f];
+      const v = ownValue(out, f);
       if (v === undefined || v === null || isSealed(v)) continue;
       const iv = randomBytes(12);
       const c = createCipheriv('aes-256-gcm', this.key, iv);
@@ -60,7 +61,7 @@ export class PayloadSealer {
   blind(scope: [string, string, string], def: Pick<SchemaDefinition, 'fields'>, payload: Record<string, unknown>): Record<string, string> {
     const out: Record<string, string> = {};
     for (const f of sensitiveFields(def)) {
-      const v = payload[f];
+      const v = ownValue(payload, f);
       if (v !== undefined && v !== null) out[f] = blindIndex(this.blindKey, [...scope, f], v);
     }
     return out;

@@ -3,8 +3,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { z } from 'zod';
 import { ERROR_CATALOGUE, ServiceError, forbidden, invalid, isServiceError, notFound } from '@svc/contracts/errors';
 import { CURRENT_WIRE_VERSION, WIRE_VERSIONS } from '@svc/contracts/common';
-import { findNumberViolation } from '@svc/contracts/json-numbers';
-import { findInputViolation } from '@svc/contracts/json-input';
+import { findInputViolation, findJsonTextViolation } from '@svc/contracts/json-input';
 import type { Principal } from '@svc/contracts/http/principal';
 import type { RouteSpec } from '@svc/contracts/http/route';
 import { grants } from '@svc/domain/tenancy/permissions';
@@ -104,7 +103,7 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
   app.addContentTypeParser(['application/json', 'application/merge-patch+json'], { parseAs: 'string' }, (req, body, done) => {
     const text = body as string;
     if (text.trim() === '') return done(null, undefined);
-    const violation = findNumberViolation(text);
+    const violation = findJsonTextViolation(text);
     if (violation) return done(invalid(violation), undefined);
     let parsed: unknown;
     try {

@@ -21,7 +21,9 @@ export function buildOpenApi(routes: RouteSpec[]) {
       ...(r.permission ? { 'x-permission': r.permission } : {}),
       security: r.auth === 'none' ? [] : [{ bearer: [] }],
       parameters,
-      ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: toJson(r.body) } } } } : {}),
+      ...(r.body
+        ? { requestBody: { required: true, content: Object.fromEntries((r.method === 'PATCH' ? ['application/json', 'application/merge-patch+json'] : ['application/json']).map((t) => [t, { schema: toJson(r.body!) }])) } }
+        : {}),
       responses: {
         [status]: status === '204' ? { description: 'No content' } : { description: 'Success', content: { 'application/json': { schema: r.response ? toJson(r.response) : {} } } },
         default: { description: 'Error', content: { 'application/json': { schema: toJson(errorBody) } } },

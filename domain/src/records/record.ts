@@ -3,6 +3,7 @@ import type { SchemaDefinition } from '@svc/contracts/api/schemas';
 import type { DomainEvent, EventMetadata } from '@svc/contracts/events/catalogue';
 import { IMMUTABLE_RECORD_KEYS, PATCHABLE_RECORD_KEYS } from '@svc/contracts/api/records';
 import { checkInlineLimit, mergePatch, validatePayload } from './payload';
+import { ownValue } from './own-value';
 import { lookupsOf } from '../schemas/schema';
 
 export interface LiveRecord {
@@ -65,7 +66,7 @@ export function uniqueValues(def: SchemaDefinition, payload: Record<string, unkn
   const out: Array<{ field: string; value: string }> = [];
   for (const l of lookupsOf(def)) {
     if (l.kind !== 'single' || !l.unique) continue;
-    const v = payload[l.fieldName];
+    const v = ownValue(payload, l.fieldName);
     if (v === undefined || v === null) continue;
     out.push({ field: l.fieldName, value: JSON.stringify(v) });
   }

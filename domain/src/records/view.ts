@@ -2,6 +2,7 @@ import type { SchemaDefinition } from '@svc/contracts/api/schemas';
 import type { RecordResponse } from '@svc/contracts/api/records';
 import type { LiveRecord } from './record';
 import { EXTERNALIZE_AT_BYTES, payloadBytes } from './payload';
+import { ownValue } from './own-value';
 
 export const MASK = '********';
 
@@ -10,7 +11,7 @@ export function maskPayload(def: Pick<SchemaDefinition, 'fields'> | undefined, p
   const sensitive = (def?.fields ?? []).filter((f) => f.sensitive).map((f) => f.fieldId);
   if (!sensitive.length) return payload;
   const out = { ...payload };
-  for (const k of sensitive) if (out[k] !== undefined && out[k] !== null) out[k] = MASK;
+  for (const k of sensitive) if (ownValue(out, k) !== undefined && out[k] !== null) out[k] = MASK;
   return out;
 }
 

@@ -2,6 +2,7 @@ import { RESERVED_NAMES } from '@svc/contracts/common';
 import { conflict, invalid, notFound, versionConflict } from '@svc/contracts/errors';
 import type { SchemaDefinition, SchemaUpdate } from '@svc/contracts/api/schemas';
 import type { DomainEvent } from '@svc/contracts/events/catalogue';
+import { patternProblem } from '../records/pattern';
 
 export const MAX_LOOKUP_FIELDS = 10;
 export const BUILTIN_NAMESPACES = ['org', 'client'];
@@ -43,6 +44,8 @@ export function validateDefinition(def: SchemaDefinition, namespaces: readonly s
   const ids = new Set<string>();
   for (const f of fields) {
     if (RESERVED_NAMES.has(f.fieldId)) throw invalid(`fields: '${f.fieldId}' is reserved`);
+    // No JSON body may carry a `__proto__` key (docs/api.md), so such a field could never be written.
+    if (f.fieldId === '__proto__') throw invalid(`fields: '__proto__' is not allowed as a field id`);
     if (ids.has(f.fieldId)) throw invalid(`fields: '${f.fieldId}' is declared twice`);
     ids.add(f.fieldId);
     if (f.sensitive && f.inline) throw invalid(`fields.${f.fieldId}: sensitive and inline cannot be combined`);
@@ -60,11 +63,8 @@ export function validateDefinition(def: SchemaDefinition, namespaces: readonly s
     if (v.min !== undefined && v.max !== undefined && v.min > v.max) throw invalid(`fields.${f.fieldId}: validation.min exceeds max`);
     if (v.minLength !== undefined && v.maxLength !== undefined && v.minLength > v.maxLength) throw invalid(`fields.${f.fieldId}: validation.minLength exceeds maxLength`);
     if (v.pattern !== undefined) {
-      try {
-        new RegExp(v.pattern, 'u');
-      } catch {
-        throw invalid(`fields.${f.fieldId}: validation.pattern is not a valid regular expression`);
-      }
+      const why = patternProblem(v.pattern);
+      if (why) throw invalid(`fields.${f.fieldId}: validation.pattern ${why}`);
     }
   }
   const byId = new Map(fields.map((f) => [f.fieldId, f]));
@@ -78,6 +78,7 @@ export function validateDefinition(def: SchemaDefinition, namespaces: readonly s
     seen.add(key);
     for (const n of names) {
       if (RESERVED_NAMES.has(n)) throw invalid(`lookupFields: '${n}' is reserved (userId and scopes are looked up automatically)`);
+      if (n === '__proto__') throw invalid(`lookupFields: '__proto__' is not allowed as a field name`);
       if (fields.length && !byId.has(n)) throw invalid(`lookupFields: '${n}' is not a declared field`);
     }
     if (l.kind === 'composite') {

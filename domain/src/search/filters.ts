@@ -86,7 +86,8 @@ export function dateOperand(v: Scalar): number | null {
  * and strings with strings; `$ne` / `$nin` also match when the attribute is absent.
  */
 export function matchesFilters(attrs: Record<string, unknown>, clauses: FilterClause[]): boolean {
-  return clauses.every((c) => matchClause(attrs[c.key], c));
+  // Own keys only: a filter on `constructor` must not read Object.prototype.constructor.
+  return clauses.every((c) => matchClause(Object.hasOwn(attrs, c.key) ? attrs[c.key] : undefined, c));
 }
 
 function eq(a: unknown, v: Scalar): boolean {

@@ -1,6 +1,7 @@
 import type { SchemaDefinition } from '@svc/contracts/api/schemas';
 import { chunkText, type Passage } from './chunking';
 import { dateMillis } from '../records/lookup-keys';
+import { ownValue } from '../records/own-value';
 
 /**
  * What of a record the search index sees. Only `searchable` fields that are not
@@ -30,7 +31,7 @@ export function searchableText(def: Pick<SchemaDefinition, 'fields'> | undefined
   const parts: string[] = [];
   for (const f of def?.fields ?? []) {
     if (!f.searchable || f.sensitive) continue;
-    const t = textOf(payload[f.fieldId]).trim();
+    const t = textOf(ownValue(payload, f.fieldId)).trim();
     if (t) parts.push(t);
   }
   return parts.join('\n\n');
@@ -60,7 +61,7 @@ export function filterAttributes(
   for (const [k, v] of Object.entries(builtins)) if (typeof v === 'string') out[k] = v;
   for (const f of def?.fields ?? []) {
     if (!f.filterable || f.sensitive) continue;
-    const a = attrOf(f, payload[f.fieldId]);
+    const a = attrOf(f, ownValue(payload, f.fieldId));
     if (a !== undefined) out[f.fieldId] = a;
   }
   return out;

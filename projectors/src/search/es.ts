@@ -344,7 +344,7 @@ function metaFields(item: Omit<IndexedItem, 'passages' | 'metadata'>): Omit<Doc,
     for (const x of Array.isArray(v) ? v : [v]) {
       const bucket = typeof x === 'string' ? attrs_s : typeof x === 'number' ? attrs_n : typeof x === 'boolean' ? attrs_b : null;
       if (!bucket) continue;
-      bucket[k] = bucket[k] === undefined ? x : ([] as unknown[]).concat(bucket[k], x);
+      bucket[k] = !Object.hasOwn(bucket, k) ? x : ([] as unknown[]).concat(bucket[k], x);
     }
   }
   return {

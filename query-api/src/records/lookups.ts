@@ -5,7 +5,8 @@ import type { SchemaDefinition } from '@svc/contracts/api/schemas';
 import type { Principal } from '@svc/contracts/http/principal';
 import type { Sql } from '@svc/domain/ports/sql';
 import { lookupsOf } from '@svc/domain/schemas/schema';
-import { encodeValue, sortBoundKey } from '@svc/domain/records/lookup-keys';
+import { checkNumberLiteral, checkNumberValue } from '@svc/contracts/json-numbers';
+import { dateMillis, encodeValue, sortBoundKey } from '@svc/domain/records/lookup-keys';
 
 /**
  * Record lookups: exactly one mode per call (exact, range or prefix), over the
@@ -95,7 +96,10 @@ export function planLookup(def: SchemaDefinition, p: LookupParams, via: 'GET' | 
     const f = fields[0];
     if (range) {
       if (p.from === undefined || p.to === undefined) throw invalid('A range lookup needs both from and to');
-      where.push(`l.k1 >= ${arg(keyOf(f, p.from, names[0]))}`, `l.k1 <= ${arg(keyOf(f, p.to, names[0]))}`);
+      const lo = rangeBound(f, p.from, names[0], 'from');
+      const hi = rangeBound(f, p.to, names[0], 'to');
+      if (lo.rank !== null && hi.rank !== null && compareRank(lo.rank, hi.rank) > 0) throw invalid(`An inverted range: from (${shown(p.from)}) is above to (${shown(p.to)})`);
+      where.push(`l.k1 >= ${arg(lo.key)}`, `l.k1 <= ${arg(hi.key)}`);
     } else {
       if (f && f.fieldType !== 'string') throw invalid(`prefix lookups need a string field; '${p.field}' is ${f.fieldType}`);
       const lo = 's' + p.prefix;
@@ -113,6 +117,61 @@ export function coerce(f: FieldDef | undefined, v: unknown): unknown {
   if ((f?.fieldType === 'number' || (f?.fieldType === 'date' && /^-?\d+$/.test(v))) && v.trim() !== '' && !Number.isNaN(Number(v))) return Number(v);
   if (f?.fieldType === 'boolean' && (v === 'true' || v === 'false')) return v === 'true';
   return v;
+}
+
+/** A bound as quoted in a message (bounded: a bound may be long text). */
+const shown = (v: unknown) => (String(v).length > 64 ? `${String(v).slice(0, 64)}…` : String(v));
+
+/** A JSON number literal (query text has no other way to spell a number). */
+const NUMBER_TEXT = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
+
+type Rank = number | Buffer;
+const compareRank = (a: Rank, b: Rank) => (typeof a === 'number' && typeof b === 'number' ? Math.sign(a - b) : typeof a !== 'number' && typeof b !== 'number' ? Buffer.compare(a, b) : 0);
+
+/**
+ * A range bound read in the field's type: a number field takes a number (the
+ * spec's number rules apply), a date an ISO-8601 date or epoch milliseconds, a
+ * boolean true / false, a string field text. `rank` orders the two bounds the
+ * way the index does (null: not comparable, e.g. an undeclared field's type).
+ */
+function rangeBound(f: FieldDef | undefined, raw: string | number | boolean, name: string, which: 'from' | 'to'): { key: string; rank: Rank | null } {
+  const bad = (what: string) => invalid(`${which}: '${shown(raw)}' is not ${what} (range lookup on ${f?.fieldType} field ${name})`);
+  switch (f?.fieldType) {
+    case 'number': {
+      let n: number;
+      if (typeof raw === 'number') n = raw;
+      else if (typeof raw === 'string' && NUMBER_TEXT.test(raw)) {
+        const why = checkNumberLiteral(raw);
+        if (why) throw invalid(`${which}: ${why}`);
+        n = Number(raw);
+      } else throw bad('a number');
+      const why = checkNumberValue(n);
+      if (why) throw invalid(`${which}: ${why}`);
+      return { key: encodeValue(f, n)!, rank: n };
+    }
+    case 'date': {
+      const v = coerce(f, raw);
+      const ms = typeof v === 'boolean' ? null : dateMillis(v);
+      if (ms === null || (typeof v === 'number' && !Number.isSafeInteger(v))) throw bad('an ISO-8601 date or epoch milliseconds');
+      return { key: encodeValue(f, ms)!, rank: ms };
+    }
+    case 'boolean': {
+      const v = coerce(f, raw);
+      if (typeof v !== 'boolean') throw bad('true or false');
+      return { key: encodeValue(f, v)!, rank: v ? 1 : 0 };
+    }
+    case 'string':
+    case 'reference':
+      if (typeof raw !== 'string') throw bad('a string');
+      return { key: encodeValue(f, raw)!, rank: Buffer.from(raw, 'utf8') };
+    default: {
+      // enum, array, object, or a bare schema's field: keyed as given; ordered only against a bound of the same kind.
+      const v = coerce(f, raw);
+      const key = encodeValue(f, v);
+      if (key === null) throw invalid(`'${shown(raw)}' is not a valid value for ${name}`);
+      return { key, rank: typeof v === 'number' ? v : typeof v === 'string' ? Buffer.from(v, 'utf8') : null };
+    }
+  }
 }
 
 function boundKey(def: SchemaDefinition, raw: string | number): string {

@@ -9,7 +9,7 @@ type FieldDef = NonNullable<SchemaDefinition['fields']>[number];
 
 export const INLINE_LIMIT_BYTES = 224 * 1024;
 /** Largest payload of one record, document or user, serialised (docs/limits.md): larger is 413. */
-export const MAX_PAYLOAD_BYTES = 2 * 1024 * 1024;
+export const MAX_PAYLOAD_BYTES = 1024 * 1024;
 /** At this size (or always on LARGE_PAYLOAD) a payload is stored out of line. */
 export const EXTERNALIZE_AT_BYTES = 4 * 1024;
 

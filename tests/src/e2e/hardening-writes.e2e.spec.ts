@@ -95,3 +95,58 @@ describe('a folder outside the credential\'s data scope', () => {
     expect((await api.del(`/v1/folders/${f.body.id}`, root)).status).toBe(204);
   });
 });
+
+describe('size and shape limits (docs/limits.md)', () => {
+  const big = (bytes: number) => 'x'.repeat(bytes);
+  it('a payload over 1 MiB is 413 on create and on PUT, and the record is unchanged', async () => {
+    const c = await api.post('/v1/records', root, { typeName, payload: { n: 1 } });
+    expect((await api.post('/v1/records', root, { typeName, payload: { n: 2, blob: big(1024 * 1024) } })).status).toBe(413);
+    const put = await api.put(`/v1/records/${c.body.id}`, root, { typeName, payload: { n: 3, blob: big(1024 * 1024) } });
+    expect(put.status).toBe(413);
+    expect(put.body).toMatchObject({ errorCode: 'PAYLOAD_TOO_LARGE', limitBytes: 1024 * 1024 });
+    const g = await api.get(`/v1/records/${c.body.id}`, root);
+    expect(g.body).toMatchObject({ version: 1, payload: { n: 1 } });
+    // Just under the limit is accepted.
+    expect((await api.post('/v1/records', root, { typeName, payload: { n: 4, blob: big(1024 * 1024 - 100) } })).status).toBe(201);
+  });
+
+  it('document inline text over 5 MiB is 413 and creates nothing', async () => {
+    const before = await api.get('/v1/documents?limit=100', root);
+    const r = await api.post('/v1/documents', root, { title: 'too big', text: big(5 * 1024 * 1024 + 1), indexMode: 'NONE' });
+    expect(r.status).toBe(413);
+    expect(r.body.errorCode).toBe('PAYLOAD_TOO_LARGE');
+    expect((await api.get('/v1/documents?limit=100', root)).body.data.length).toBe(before.body.data.length);
+  });
+
+  it('a body over 8 MiB is 413; depth over 32, over 1,000 keys in an object, over 50,000 values are 400', async () => {
+    expect((await api.post('/v1/records', root, { typeName, payload: { blob: big(8 * 1024 * 1024) } })).status).toBe(413);
+    let deep: unknown = 1;
+    for (let i = 0; i < 32; i++) deep = { d: deep };
+    // The body is level 1, the payload (the outermost of 32 nested objects) level 2: 33 levels.
+    const r = await api.post('/v1/records', root, { typeName, payload: deep });
+    expect(r.status).toBe(400);
+    expect(r.body.message).toMatch(/deeper than 32/);
+    const wide = await api.post('/v1/records', root, { typeName, payload: Object.fromEntries(Array.from({ length: 1_001 }, (_, i) => [`k${i}`, i])) });
+    expect(wide.status).toBe(400);
+    expect(wide.body.message).toMatch(/1000 keys/);
+    const many = await api.post('/v1/records', root, { typeName, payload: { list: Array.from({ length: 50_001 }, (_, i) => i) } });
+    expect(many.status).toBe(400);
+    expect(many.body.message).toMatch(/50000 values/);
+    // 1,000 keys and 32 levels are fine.
+    let ok: unknown = 1;
+    for (let i = 0; i < 31; i++) ok = { d: ok };
+    expect((await api.post('/v1/records', root, { typeName, payload: ok })).status).toBe(201);
+    expect((await api.post('/v1/records', root, { typeName, payload: Object.fromEntries(Array.from({ length: 1_000 }, (_, i) => [`k${i}`, i])) })).status).toBe(201);
+  });
+
+  it('NUL and lone surrogates are 400 in a body, a path and a query, and change nothing', async () => {
+    const c = await api.post('/v1/records', root, { typeName, payload: { n: 1 } });
+    for (const raw of ['{"payload":{"s":"a\\u0000"}}', '{"payload":{"s":"\\ud800"}}', '{"payload":{"\\udfff":1}}']) {
+      const r = await api.call('PATCH', `/v1/records/${c.body.id}`, { token: root, raw });
+      expect(r.status, raw).toBe(400);
+    }
+    expect((await api.get(`/v1/records/${c.body.id}%00`, root)).status).toBe(400);
+    expect((await api.get(`/v1/records?type=${typeName}%00`, root)).status).toBe(400);
+    expect((await api.get(`/v1/records/${c.body.id}`, root)).body.version).toBe(1);
+  });
+});

@@ -5,6 +5,7 @@
  */
 export const ERROR_CATALOGUE = {
   VALIDATION_ERROR: { status: 400, message: 'The request is invalid.' },
+  BAD_HTTP: { status: 400, message: 'The request is not valid HTTP.' },
   INVALID_CURSOR: { status: 400, message: 'startFrom is not a cursor issued for these parameters.' },
   UNSUPPORTED_WIRE_VERSION: { status: 400, message: 'Unsupported Service-Version.' },
   SCRIPT_ERROR: { status: 400, message: 'The script failed.' },
@@ -24,6 +25,7 @@ export const ERROR_CATALOGUE = {
   IDEMPOTENCY_IN_PROGRESS: { status: 409, message: 'A request with this Idempotency-Key is in flight.' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'The request is too large.' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Unsupported content type.' },
+  HEADERS_TOO_LARGE: { status: 431, message: 'The request headers are too large.' },
   IDEMPOTENCY_KEY_REUSED: { status: 422, message: 'The Idempotency-Key was used for a different request.' },
   RATE_LIMITED: { status: 429, message: 'Rate limit exceeded.' },
   INTERNAL: { status: 500, message: 'Internal error.' },

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_TOKEN, startService, type Api, type Bootstrap, type TestService } from '../support/service';
@@ -205,4 +206,26 @@ describe('fuzz every route', () => {
     expect(median(loud)).toBeLessThan(Math.max(4 * median(quiet), 250));
     expect(Math.max(...loud)).toBeLessThan(5_000);
   }, 600_000);
+});
+
+describe('below HTTP', () => {
+  const raw = (bytes: string) =>
+    new Promise<string>((resolve, reject) => {
+      const url = new URL(api.baseUrl);
+      const s = connect(Number(url.port), url.hostname, () => s.end(bytes));
+      let out = '';
+      s.on('data', (d) => (out += d));
+      s.on('end', () => resolve(out));
+      s.on('error', reject);
+    });
+  it('a request Node cannot parse, or with oversized headers, gets the catalogue error body', async () => {
+    const garbage = await raw('GARBAGE / HTTP/1.1\r\n\r\n');
+    expect(garbage).toMatch(/^HTTP\/1\.1 400/);
+    expect(JSON.parse(garbage.split('\r\n\r\n')[1])).toMatchObject({ errorCode: 'BAD_HTTP', requestId: expect.any(String) });
+    const huge = await raw(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(100_000)}\r\n\r\n`);
+    expect(huge).toMatch(/^HTTP\/1\.1 431/);
+    expect(JSON.parse(huge.split('\r\n\r\n')[1])).toMatchObject({ errorCode: 'HEADERS_TOO_LARGE' });
+    // The service is still up.
+    expect((await api.get('/healthz')).status).toBe(200);
+  });
 });

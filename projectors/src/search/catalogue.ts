@@ -3,15 +3,18 @@ import type { Sql, SqlQueryable } from '@svc/domain/ports/sql';
 import type { AttrValue } from '@svc/domain/search/indexable';
 import { filterSql } from './filter-sql';
 import type { ItemFilter, SourceKind } from './text-index';
+import { VECTOR_JOBS_DDL, VECTOR_JOBS_TABLE } from './vector-queue';
 
 /**
  * The search projector's own state in SQL, whatever the text engine: the
  * schemas it indexes with (si_schemas), and one row per known item (si_items)
  * with what an update needs (type, schema, creation time), the filter columns
  * that narrow the vector leg, the metadata results show, the revision indexed
- * and its vector count (per-tenant capacity).
+ * and its vector count (per-tenant capacity: the vectors written, or, while
+ * its vector job is queued, the vectors it will have), and the queued vector
+ * jobs (si_vector_jobs, ./vector-queue.ts).
  */
-export const CATALOGUE_TABLES = ['si_items', 'si_schemas'];
+export const CATALOGUE_TABLES = ['si_items', 'si_schemas', VECTOR_JOBS_TABLE];
 export const CATALOGUE_DDL = `
 CREATE TABLE IF NOT EXISTS si_schemas (schema_id text PRIMARY KEY, doc jsonb NOT NULL);
 CREATE TABLE IF NOT EXISTS si_items (
@@ -19,7 +22,8 @@ CREATE TABLE IF NOT EXISTS si_items (
   type_name text, schema_id text, external_id text, index_mode text, folder_id text, user_id text, scopes jsonb NOT NULL,
   attrs jsonb NOT NULL, created_at timestamptz NOT NULL, metadata jsonb NOT NULL, revision bigint NOT NULL, vectors int NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS si_items_ctx ON si_items (tenant_id, context_id, created_at);
-CREATE INDEX IF NOT EXISTS si_items_tenant ON si_items (tenant_id);`;
+CREATE INDEX IF NOT EXISTS si_items_tenant ON si_items (tenant_id);
+${VECTOR_JOBS_DDL}`;
 
 export interface CatalogueItem {
   itemId: string;
@@ -107,6 +111,12 @@ export class SearchCatalogue {
       [i.itemId, i.tenantId, i.contextId, i.accountId, i.sourceType, i.typeName, i.schemaId, i.externalId, i.indexMode, i.folderId, i.userId,
         JSON.stringify(i.scopes), JSON.stringify(i.attrs), i.createdAt, JSON.stringify(i.metadata), i.revision, i.vectors],
     );
+  }
+
+  /** Sets only the vector count of an item (its other columns may have changed since its vector job was queued). */
+  async setVectors(itemId: string, vectors: number): Promise<void> {
+    this.cache?.delete(itemId);
+    await this.sql.query('UPDATE si_items SET vectors = $2 WHERE item_id = $1', [itemId, vectors]);
   }
 
   async remove(itemId: string): Promise<void> {

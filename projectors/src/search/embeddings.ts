@@ -13,6 +13,11 @@ export interface Embedder {
   /** Identifies the vector space: vectors of different models never share a table. */
   readonly model: string;
   readonly dims: number;
+  /**
+   * Passages one call embeds best (the built-in model: one model call; an endpoint: one request). The search
+   * projector's vector queue embeds this many passages per round, shared fairly between tenants.
+   */
+  readonly passageBatch?: number;
   /** `purpose` lets an implementation serve queries before bulk work (the built-in model does); others ignore it. */
   embed(texts: string[], o?: { purpose?: EmbedPurpose }): Promise<number[][]>;
   /** Releases what the embedder holds (the built-in model's thread). Safe to call more than once. */
@@ -213,6 +218,7 @@ export const builtinModelStats = (): ModelThreadStats | undefined => thread?.sta
 export class BuiltinEmbedder implements Embedder {
   readonly model = 'builtin-use-512';
   readonly dims = 512;
+  readonly passageBatch = PASSAGE_BATCH;
   private using = false;
 
   async embed(texts: string[], o?: { purpose?: EmbedPurpose }): Promise<number[][]> {
@@ -321,6 +327,9 @@ export class OpenAiEmbedder implements Embedder {
   }
   get dims() {
     return this.o.dims;
+  }
+  get passageBatch() {
+    return this.o.batchSize ?? 64;
   }
 
   async embed(texts: string[]): Promise<number[][]> {

@@ -14,6 +14,7 @@ import { documentCatalogueItem, loadDocument } from './documents';
 import type { Embedder } from './embeddings';
 import type { IndexedItem, TextIndex } from './text-index';
 import type { VectorIndex } from './vector-index';
+import { FairQueue, ROUND_PASSAGES, VectorJobStore, newJob, type Slice, type VecErr, type VectorJob, type VectorJobSpec } from './vector-queue';
 
 /**
  * The search projector ('search-index'): follows the event log with its own
@@ -24,11 +25,18 @@ import type { VectorIndex } from './vector-index';
  * DocumentFailed for documents (STORED, indexMode NONE, stays with the
  * document worker).
  *
- * Per batch: the final state of every touched record and document is indexed once — text
- * leg first, then embeddings and vectors — and only then is the outcome
- * appended, so an INDEXED record is already findable by keyword (and by
- * meaning). A failing leg retries the batch (bounded); after the last attempt
- * the record is marked FAILED with its indexFailure code and the feed moves on.
+ * Per batch: the final state of every touched record and document is indexed once. The text
+ * leg is written in log order, in the batch; the embeddings and vectors of items that need
+ * them become vector jobs (./vector-queue.ts), stored before the batch's checkpoint and
+ * served per tenant, round-robin, with a passage budget per round, so one tenant's bulk
+ * work cannot hold up another tenant's items (docs/search.md, "Fairness"). The outcome
+ * of an item is appended only when both of its legs are written, so an INDEXED record is
+ * findable by keyword and by meaning. A failing text leg retries the batch (bounded); a
+ * failing embedding or vector write retries its job (bounded); after the last attempt the
+ * record is marked FAILED with its indexFailure code and the work moves on.
+ *
+ * `current` (and `waitFor`, `stats.position`) is the position up to which every event is
+ * fully indexed: the checkpoint, or just before the oldest queued vector job.
  */
 export const SEARCH_INDEX = 'search-index';
 
@@ -44,16 +52,18 @@ export interface IndexerOptions {
   vectorCapacity: number;
   /** Document text (DocumentTextReady.textRef). */
   blobs: BlobStore;
-  /** Attempts of a batch whose index legs fail before records are marked FAILED. */
+  /** Attempts of a batch whose text leg fails (and of a vector job whose embedding or write fails) before items are marked FAILED. */
   attempts?: number;
+  /** Passages embedded per round of the vector queue, over all tenants (default: the embedder's passageBatch, else ROUND_PASSAGES). */
+  roundPassages?: number;
   log?: (msg: string, err?: unknown) => void;
   now?: () => Date;
 }
 
 type Pending =
-  | { kind: 'upsert'; item: CatalogueItem; payload: Record<string, unknown>; status: string; meta: EventMetadata }
+  | { kind: 'upsert'; item: CatalogueItem; payload: Record<string, unknown>; status: string; meta: EventMetadata; position: number }
   /** A document whose current text (textRevision) is to be indexed. */
-  | { kind: 'document'; item: CatalogueItem; passages: Passage[]; textRevision: number; meta: EventMetadata }
+  | { kind: 'document'; item: CatalogueItem; passages: Passage[]; textRevision: number; meta: EventMetadata; position: number }
   /** A document whose filters changed (folder, payload, ownership, schema): passages stay, filter columns are rewritten. */
   | { kind: 'documentMeta'; item: CatalogueItem }
   | { kind: 'delete'; itemId: string };
@@ -62,18 +72,32 @@ type Outcome = { type: 'RecordIndexed'; data: EventData<'RecordIndexed'> } | { t
 /** A document's outcome, appended only while the document is still PENDING_INDEX at that text revision. */
 type DocOutcome = { documentId: string; textRevision: number; event: DomainEvent; meta: EventMetadata };
 /** Document events seen in a batch: the newest text revision, and whether filters changed. */
-type DocTouch = { textRevision: number | null; meta: boolean; m: EventMetadata };
+type DocTouch = { textRevision: number | null; meta: boolean; m: EventMetadata; position: number };
 type Flushed = { records: Array<{ streamId: string; outcome: Outcome; meta: EventMetadata }>; documents: DocOutcome[] };
 
 class LegFailure extends Error {}
 
+const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
+/** The retry delay of a job after `n` failures (as the feed's for batches: 50 ms doubling, at most 5 s). */
+const backoff = (n: number) => Math.min(5000, 50 * 2 ** Math.min(n, 7));
+
 export class SearchIndexer {
+  /** The checkpoint: every event up to here has been applied (text leg written, vector work queued and stored). */
   private position = 0;
   private abort = new AbortController();
   private loop: Promise<void> | undefined;
   private attempt = { position: -1, n: 0 };
-  readonly stats = { name: SEARCH_INDEX, position: 0, batches: 0, events: 0, errors: 0, lastError: null as string | null };
+  readonly stats = { name: SEARCH_INDEX, position: 0, batches: 0, events: 0, errors: 0, lastError: null as string | null, vectorJobs: 0 };
   private waiters: Array<{ position: number; resolve: () => void }> = [];
+  /** Semantic work: per-tenant queues in memory, rows in si_vector_jobs. */
+  private readonly queue = new FairQueue();
+  private readonly jobs: VectorJobStore;
+  /** Batches and vector commits take turns (the slow embedding runs outside it). */
+  private lockTail: Promise<void> = Promise.resolve();
+  private worker: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private halted = false;
+  private halt = deferred();
   /** Where events come from (set before start): the store's catch-up subscription unless Kafka is configured. */
   feed?: EventFeed;
 
@@ -97,13 +121,17 @@ export class SearchIndexer {
     private readonly store: EventStore,
     readonly engines: SearchEngines,
     private readonly o: IndexerOptions,
-  ) {}
+  ) {
+    this.jobs = new VectorJobStore(sql);
+  }
 
   get name() {
     return SEARCH_INDEX;
   }
+  /** Every event up to this position is fully indexed (both legs, outcome appended): the checkpoint, or just before the oldest queued vector job. */
   get current() {
-    return this.position;
+    const oldest = this.queue.minPosition();
+    return oldest === Infinity ? this.position : Math.min(this.position, oldest - 1);
   }
 
   async init(): Promise<void> {
@@ -112,10 +140,14 @@ export class SearchIndexer {
     await this.engines.text.init();
     await this.engines.vectors.init();
     this.position = await readCheckpoint(this.sql, SEARCH_INDEX);
-    this.stats.position = this.position;
+    // Vector jobs queued before a stop or a crash are served again (from their first passage).
+    this.queue.clear();
+    for (const spec of await this.jobs.all()) this.queue.put(newJob(spec));
+    this.settle();
   }
 
   start(): void {
+    this.resume();
     if (this.loop) return;
     this.abort = new AbortController();
     this.loop = (this.feed ?? catchUpFeed(this.store)).follow(SEARCH_INDEX, {
@@ -133,15 +165,20 @@ export class SearchIndexer {
     });
   }
 
+  /** Stops following the log and serving vector jobs (a model call under way is abandoned; its job is served again after a start). */
   async stop(): Promise<void> {
     this.abort.abort();
     await this.loop;
     this.loop = undefined;
+    this.halted = true;
+    this.halt.resolve();
+    this.wake?.();
+    await this.worker;
   }
 
-  /** Resolves once every event up to `position` is indexed (false after `timeoutMs`). */
+  /** Resolves once every event up to `position` is fully indexed (false after `timeoutMs`). */
   waitFor(position: number, timeoutMs: number): Promise<boolean> {
-    if (this.position >= position) return Promise.resolve(true);
+    if (this.current >= position) return Promise.resolve(true);
     return new Promise((resolve) => {
       const w = { position, resolve: () => (clearTimeout(t), resolve(true)) };
       const t = setTimeout(() => {
@@ -152,7 +189,13 @@ export class SearchIndexer {
     });
   }
 
-  /** Empties both indexes and the catalogue, then replays the log from position 0. */
+  /** Resolves once every event applied so far is fully indexed: no vector job left. */
+  settled(): Promise<void> {
+    if (!this.queue.size) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ position: this.position, resolve }));
+  }
+
+  /** Empties both indexes, the catalogue and the vector queue, then replays the log from position 0 (and waits for its vector jobs). */
   async rebuild(): Promise<number> {
     await this.stop();
     for (const t of CATALOGUE_TABLES) await this.sql.exec(`DROP TABLE IF EXISTS ${t} CASCADE`);
@@ -162,16 +205,43 @@ export class SearchIndexer {
     await resetCheckpoint(this.sql, SEARCH_INDEX);
     await this.init();
     this.position = 0;
+    this.resume();
     const head = await this.store.headPosition();
     while (this.position < head) {
       const events = await this.store.readAll(this.position, 500);
       if (!events.length) break;
       await this.applyBatch(events);
     }
+    await this.settled();
     return this.position;
   }
 
-  private async applyBatch(events: StoredEvent[]): Promise<number> {
+  /** Batches and vector commits take turns. */
+  private async exclusive<T>(f: () => Promise<T>): Promise<T> {
+    const before = this.lockTail;
+    let release!: () => void;
+    this.lockTail = new Promise<void>((r) => (release = r));
+    await before;
+    try {
+      return await f();
+    } finally {
+      release();
+    }
+  }
+
+  /** Publishes the fully-indexed position and resolves the waiters it has passed. */
+  private settle() {
+    const at = this.current;
+    this.stats.position = at;
+    this.stats.vectorJobs = this.queue.size;
+    this.waiters = this.waiters.filter((w) => (w.position <= at ? (w.resolve(), false) : true));
+  }
+
+  private applyBatch(events: StoredEvent[]): Promise<number> {
+    return this.exclusive(() => this.applyBatchNow(events));
+  }
+
+  private async applyBatchNow(events: StoredEvent[]): Promise<number> {
     const first = events[0].position;
     if (this.attempt.position !== first) this.attempt = { position: first, n: 0 };
     this.attempt.n += 1;
@@ -201,7 +271,7 @@ export class SearchIndexer {
         case 'RecordCreated': {
           const d = e.data as EventData<'RecordCreated'>;
           pending.set(d.recordId, {
-            kind: 'upsert', payload: d.payload, status: d.status, meta: m,
+            kind: 'upsert', payload: d.payload, status: d.status, meta: m, position: e.position,
             item: {
               itemId: d.recordId, tenantId: m.tenantId!, contextId: m.contextId!, accountId: m.accountId, sourceType: 'record', typeName: d.typeName,
               schemaId: d.schemaId, externalId: d.externalId, indexMode: d.indexMode, folderId: d.folderId, userId: d.userId, scopes: d.scopes,
@@ -216,7 +286,7 @@ export class SearchIndexer {
           const base = prev?.kind === 'upsert' ? prev.item : prev ? undefined : (await cat.items([d.recordId])).get(d.recordId);
           if (!base) break; // created before this projector existed and never seen: a rebuild covers it
           pending.set(d.recordId, {
-            kind: 'upsert', payload: d.payload, status: d.status, meta: m,
+            kind: 'upsert', payload: d.payload, status: d.status, meta: m, position: e.position,
             item: { ...base, folderId: d.folderId, userId: d.userId, scopes: d.scopes, revision: e.revision },
           });
           break;
@@ -227,6 +297,8 @@ export class SearchIndexer {
         case 'ContextDeleted': {
           const d = e.data as EventData<'ContextDeleted'>;
           await flushAll();
+          this.queue.removeContext(d.tenantId, d.contextId);
+          await this.jobs.deleteContext(d.tenantId, d.contextId);
           await this.engines.text.deleteContext(d.tenantId, d.contextId);
           await this.engines.vectors.deleteContext(d.tenantId, d.contextId);
           await cat.removeContext(d.tenantId, d.contextId);
@@ -235,10 +307,11 @@ export class SearchIndexer {
         case 'DocumentTextReady':
         case 'DocumentUpdated': {
           const id = (e.data as { documentId: string }).documentId;
-          const t = docs.get(id) ?? { textRevision: null, meta: false, m };
+          const t = docs.get(id) ?? { textRevision: null, meta: false, m, position: e.position };
           if (e.type === 'DocumentTextReady') t.textRevision = Math.max(t.textRevision ?? 0, (e.data as EventData<'DocumentTextReady'>).textRevision);
           else t.meta = true;
           t.m = m;
+          t.position = e.position;
           docs.set(id, t);
           break;
         }
@@ -259,10 +332,10 @@ export class SearchIndexer {
     const last = events[events.length - 1].position;
     await writeCheckpoint(this.sql, SEARCH_INDEX, last);
     this.position = last;
-    this.stats.position = last;
     this.stats.batches += 1;
     this.stats.events += events.length;
-    this.waiters = this.waiters.filter((w) => (w.position <= last ? (w.resolve(), false) : true));
+    this.settle();
+    this.kick();
     return last;
   }
 
@@ -300,7 +373,7 @@ export class SearchIndexer {
           failures.push({ documentId: id, textRevision: state.textRevision, event: { type: 'DocumentFailed', data: { documentId: id, code: 'SOURCE_UNAVAILABLE', message } }, meta: t.m });
           continue;
         }
-        pending.set(id, { kind: 'document', item, passages: chunkText(text.toString('utf8')), textRevision: state.textRevision, meta: t.m });
+        pending.set(id, { kind: 'document', item, passages: chunkText(text.toString('utf8')), textRevision: state.textRevision, meta: t.m, position: t.position });
       } else {
         // Filters changed, a stale text event, or a text already discarded (storeText: false; a rebuild cannot restore it).
         pending.set(id, { kind: 'documentMeta', item });
@@ -313,11 +386,14 @@ export class SearchIndexer {
   private async flush(pending: Map<string, Pending>, lastAttempt: boolean): Promise<Flushed> {
     const { text, vectors, embedder, catalogue } = this.engines;
     const out: Flushed = { records: [], documents: [] };
-    for (const p of pending.values()) {
-      if (p.kind !== 'delete') continue;
-      await text.deleteItem(p.itemId);
-      await vectors.deleteItem(p.itemId);
-      await catalogue.remove(p.itemId);
+    const deleted = [...pending.values()].filter((p) => p.kind === 'delete').map((p) => p.itemId);
+    // Queued vector work of deleted items is cancelled (the stored rows too, whatever the queue in memory holds).
+    for (const id of deleted) this.queue.remove(id);
+    await this.jobs.delete(deleted);
+    for (const id of deleted) {
+      await text.deleteItem(id);
+      await vectors.deleteItem(id);
+      await catalogue.remove(id);
     }
     const metaOnly = [...pending.values()].filter((p): p is Extract<Pending, { kind: 'documentMeta' }> => p.kind === 'documentMeta');
     const ups = [...pending.values()].filter((p): p is Extract<Pending, { kind: 'upsert' | 'document' }> => p.kind === 'upsert' || p.kind === 'document');
@@ -344,14 +420,14 @@ export class SearchIndexer {
     const work = ups.map((u) => {
       const mode = u.item.indexMode ?? 'NONE';
       if (u.kind === 'document') {
-        return { u, item: { ...u.item, vectors: 0 }, mode, passages: mode === 'NONE' ? [] : u.passages, textErr: null as string | null, vecErr: null as { code: 'EMBEDDING_FAILED' | 'VECTOR_LIMIT_EXCEEDED'; message: string } | null };
+        return { u, item: { ...u.item, vectors: 0 }, mode, passages: mode === 'NONE' ? [] : u.passages, textErr: null as string | null, vecErr: null as VecErr | null, job: null as VectorJobSpec | null };
       }
       const def = defs.get(u.item.schemaId!);
       const passages = mode === 'NONE' ? [] : recordPassages(def, u.payload);
       const attrs = filterAttributes(def, u.payload, { typeName: u.item.typeName, status: u.status, externalId: u.item.externalId, schemaId: u.item.schemaId, indexMode: u.item.indexMode });
       const metadata = { typeName: u.item.typeName, schemaId: u.item.schemaId, externalId: u.item.externalId, status: u.status, folderId: u.item.folderId, userId: u.item.userId, scopes: u.item.scopes, attributes: attrs };
       const item: CatalogueItem = { ...u.item, attrs, metadata, vectors: 0 };
-      return { u, item, mode, passages, textErr: null as string | null, vecErr: null as { code: 'EMBEDDING_FAILED' | 'VECTOR_LIMIT_EXCEEDED'; message: string } | null };
+      return { u, item, mode, passages, textErr: null as string | null, vecErr: null as VecErr | null, job: null as VectorJobSpec | null };
     })
       // Store-only items (indexMode NONE) that were never indexed cost nothing here: no passages, no catalogue row, no outcome.
       .filter((w) => w.mode !== 'NONE' || before.has(w.item.itemId));
@@ -370,10 +446,18 @@ export class SearchIndexer {
       },
     );
 
-    // 2. embeddings (one batched call) and vectors, within the per-tenant capacity
+    if (!lastAttempt && work.some((w) => w.textErr)) throw new LegFailure(`index legs failed: ${work.map((w) => w.textErr).filter(Boolean)[0]}`);
+
+    // 2. vectors, within the per-tenant capacity: queued as vector jobs, embedded and written by the vector queue (fairly
+    //    across tenants, below). An item's earlier job is replaced by its new one, or cancelled when the new state needs none.
     const wantVectors = work.filter((w) => (w.mode === 'SEMANTIC' || w.mode === 'HYBRID') && w.passages.length);
-    for (const w of work) if (!wantVectors.includes(w) && (before.get(w.item.itemId)?.vectors ?? 0) > 0) await vectors.deleteItem(w.item.itemId);
-    const admitted: typeof wantVectors = [];
+    const cancelled: string[] = [];
+    for (const w of work) {
+      if (wantVectors.includes(w)) continue;
+      this.queue.remove(w.item.itemId);
+      cancelled.push(w.item.itemId);
+      if ((before.get(w.item.itemId)?.vectors ?? 0) > 0) await vectors.deleteItem(w.item.itemId);
+    }
     for (const w of wantVectors) {
       const t = w.item.tenantId;
       if (!tenantVectors.has(t)) tenantVectors.set(t, await catalogue.vectorCount(t));
@@ -381,53 +465,35 @@ export class SearchIndexer {
       const next = tenantVectors.get(t)! - old + w.passages.length;
       if (next > this.o.vectorCapacity) {
         w.vecErr = { code: 'VECTOR_LIMIT_EXCEEDED', message: `Per-tenant vector capacity of ${this.o.vectorCapacity} reached; semantic indexing skipped` };
+        this.queue.remove(w.item.itemId);
+        cancelled.push(w.item.itemId);
         if (old) await vectors.deleteItem(w.item.itemId);
         tenantVectors.set(t, tenantVectors.get(t)! - old);
         continue;
       }
       tenantVectors.set(t, next);
-      admitted.push(w);
+      // The catalogue counts the vectors the item will have (capacity); the job's commit sets what was written.
+      w.item.vectors = w.passages.length;
+      const u = w.u;
+      w.job = {
+        itemId: w.item.itemId, tenantId: t, contextId: w.item.contextId, position: u.position, kind: u.kind === 'document' ? 'document' : 'record',
+        revision: u.kind === 'document' ? u.textRevision : w.item.revision, mode: w.mode, n: w.passages.length, textErr: w.textErr, meta: u.meta,
+      };
     }
-    if (admitted.length) {
-      let embedded: number[][] | null = null;
-      try {
-        embedded = await embedder.embed(admitted.flatMap((w) => w.passages.map((p) => p.chunkText)));
-      } catch (e) {
-        for (const w of admitted) w.vecErr = { code: 'EMBEDDING_FAILED', message: (e as Error).message };
-      }
-      if (embedded) {
-        let k = 0;
-        const writes = admitted.map((w) => ({
-          w,
-          rows: w.passages.map((p) => ({ itemId: w.item.itemId, chunkNo: p.chunkNo, tenantId: w.item.tenantId, contextId: w.item.contextId, vector: embedded![k++], chunkText: p.chunkText, contextText: p.contextText })),
-        }));
-        const writeOne = async (x: (typeof writes)[number]) => {
-          try {
-            await vectors.replaceItem(x.w.item.itemId, x.rows);
-            x.w.item.vectors = x.rows.length;
-          } catch (e) {
-            x.w.vecErr = { code: 'EMBEDDING_FAILED', message: `vector index write failed: ${(e as Error).message}` };
-          }
-        };
-        // LanceDB: one delete + one add, so one version and fragment per batch, not per item.
-        await this.batchThenEach(
-          'vector',
-          writes,
-          vectors.replaceItems &&
-            (async (xs) => {
-              await vectors.replaceItems!(xs.map((x) => ({ itemId: x.w.item.itemId, rows: x.rows })));
-              for (const x of xs) x.w.item.vectors = x.rows.length;
-            }),
-          writeOne,
-        );
-      }
-    }
-    const transient = work.some((w) => w.textErr || w.vecErr?.code === 'EMBEDDING_FAILED');
-    if (transient && !lastAttempt) throw new LegFailure(`index legs failed: ${work.map((w) => w.textErr ?? w.vecErr?.message).filter(Boolean)[0]}`);
+    // A replayed batch whose job is still queued as it was (same event, same passages) keeps that job and its progress.
+    const queued = work.filter((w) => w.job !== null);
+    const fresh = queued.filter((w) => {
+      const q = this.queue.current(w.item.itemId);
+      const j = w.job!;
+      return !(q && q.position === j.position && q.kind === j.kind && q.revision === j.revision && q.n === j.n && q.textErr === j.textErr);
+    });
+    await this.jobs.delete(cancelled);
+    await this.jobs.put(fresh.map((w) => ({ spec: w.job!, passages: w.passages })));
 
-    // 3. the catalogue, then the outcome of each record and document
+    // 3. the catalogue, then the outcome of each record and document that needs no vectors (the vector queue appends the others')
     for (const w of work) {
       await catalogue.put(w.item);
+      if (w.job) continue;
       if (w.u.kind === 'document') {
         const o = documentOutcome(w.item.itemId, w.u.textRevision, w.mode, w.passages.length, w.textErr, w.vecErr);
         if (o) out.documents.push({ documentId: w.item.itemId, textRevision: w.u.textRevision, event: o, meta: w.u.meta });
@@ -436,7 +502,206 @@ export class SearchIndexer {
       const o = outcomeOf(w.item.itemId, w.item.revision, w.mode, w.passages.length, w.textErr, w.vecErr);
       if (o) out.records.push({ streamId: streams.record(w.item.itemId), outcome: o, meta: w.u.meta });
     }
+    for (const w of fresh) this.queue.put(newJob(w.job!));
     return out;
+  }
+
+  // --- the vector queue: embeddings and vector writes, per tenant, round-robin (./vector-queue.ts) --------------------
+
+  /** Lets the vector queue be served (again). */
+  private resume() {
+    if (this.halted) {
+      this.halted = false;
+      this.halt = deferred();
+    }
+    this.kick();
+  }
+
+  /** Starts serving the vector queue when it has work, or wakes it. */
+  private kick() {
+    this.wake?.();
+    if (this.worker || this.halted || !this.queue.size) return;
+    this.worker = this.serve()
+      .catch((e) => this.o.log?.(`projection ${SEARCH_INDEX}: the vector queue stopped on an error, restarting it`, e))
+      .finally(() => {
+        this.worker = undefined;
+        if (!this.halted && this.queue.size) setTimeout(() => this.kick(), 50).unref?.();
+      });
+  }
+
+  private async serve(): Promise<void> {
+    let committing: Promise<void> = Promise.resolve();
+    let inCommit = false;
+    const budget = this.o.roundPassages ?? this.engines.embedder.passageBatch ?? ROUND_PASSAGES;
+    while (!this.halted && this.queue.size) {
+      const slices = this.queue.round(budget, Date.now());
+      if (!slices.length) {
+        // What is left is being committed, or waits for a retry.
+        if (inCommit) await committing;
+        else await this.pause(this.queue.nextRetryAt() - Date.now());
+        continue;
+      }
+      let r: { done: VectorJob[]; failed: Map<VectorJob, string> } | null;
+      try {
+        r = await this.embedRound(slices);
+      } catch (e) {
+        this.stalled(slices.map((s) => s.job), e);
+        continue;
+      }
+      if (!r) break; // stopped
+      // The previous round's commit first (one at a time, in order); this round's runs while the next round embeds.
+      await committing;
+      const { done, failed } = r;
+      if (!done.length && !failed.size) continue;
+      const mine = [...done, ...failed.keys()];
+      for (const j of mine) j.committing = true;
+      inCommit = true;
+      committing = this.exclusive(() => this.commit(done, failed))
+        .catch((e) => this.stalled(mine, e))
+        .finally(() => {
+          for (const j of mine) j.committing = false;
+          inCommit = false;
+          this.wake?.();
+        });
+    }
+    await committing;
+  }
+
+  /** Work that failed outside the model and the vector index (SQL, the event store): served again after a pause. */
+  private stalled(jobs: VectorJob[], e: unknown) {
+    this.stats.errors += 1;
+    this.stats.lastError = message(e);
+    this.o.log?.(`projection ${SEARCH_INDEX}: vector jobs could not be completed, retrying`, e);
+    for (const j of jobs) j.notBefore = Date.now() + backoff(++j.stalls);
+  }
+
+  /** Waits up to `ms` (at most 5 s) or until woken. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(t);
+        if (this.wake === done) this.wake = undefined;
+        resolve();
+      };
+      const t = setTimeout(done, Math.max(1, Math.min(5000, ms)));
+      t.unref?.();
+      this.wake = done;
+    });
+  }
+
+  /**
+   * Embeds one round's passages: one call (each job's slice on its own if that fails, so a passage the model refuses
+   * fails only its own job). Returns the jobs it completed and those that failed, or null when stopped meanwhile.
+   */
+  private async embedRound(slices: Slice[]): Promise<{ done: VectorJob[]; failed: Map<VectorJob, string> } | null> {
+    const first = [...new Set(slices.map((s) => s.job))].filter((j) => !j.passages);
+    if (first.length) {
+      const stored = await this.jobs.passages(first.map((j) => j.itemId));
+      for (const j of first) {
+        const r = stored.get(j.itemId);
+        if (r && r.position === j.position && r.passages.length === j.n) j.passages = r.passages;
+        // Its stored row is gone or newer: a batch cancelled or replaced it (and puts the new job in the queue itself).
+        else if (this.queue.current(j.itemId) === j) this.queue.remove(j.itemId);
+      }
+      this.settle();
+    }
+    const live = slices.filter((s) => s.job.passages && this.queue.current(s.job.itemId) === s.job && s.job.vectors.length === s.from);
+    const failed = new Map<VectorJob, string>();
+    const embed = async (ss: Slice[]): Promise<boolean> => {
+      const texts = ss.flatMap((s) => s.job.passages!.slice(s.from, s.to).map((p) => p.chunkText));
+      if (!texts.length) return true;
+      const call = this.engines.embedder.embed(texts, { purpose: 'passage' });
+      call.catch(() => {}); // abandoned on stop
+      const vecs = await Promise.race([call, this.halt.promise]);
+      if (!vecs) return false;
+      let k = 0;
+      for (const s of ss) {
+        const part = vecs.slice(k, k + s.to - s.from);
+        k += s.to - s.from;
+        if (s.job.vectors.length === s.from) s.job.vectors.push(...part);
+      }
+      return true;
+    };
+    try {
+      if (!(await embed(live))) return null;
+    } catch (e) {
+      const work = live.filter((s) => s.to > s.from);
+      if (work.length > 1) {
+        for (const s of work) {
+          try {
+            if (!(await embed([s]))) return null;
+          } catch (e1) {
+            failed.set(s.job, message(e1));
+          }
+        }
+      } else for (const s of work) failed.set(s.job, message(e));
+    }
+    if (this.halted) return null;
+    return { done: [...new Set(live.map((s) => s.job))].filter((j) => !failed.has(j) && j.vectors.length === j.n), failed };
+  }
+
+  /**
+   * Writes the vectors of completed jobs (one batched write; item by item if that fails), then, for each job that is
+   * over (written, or failed for good), sets its vector count, appends its outcome and removes the job. Jobs replaced or
+   * cancelled while they were embedded are dropped. Runs between batches (exclusive).
+   */
+  private async commit(done: VectorJob[], failed: Map<VectorJob, string>): Promise<void> {
+    const { vectors, catalogue } = this.engines;
+    const attempts = this.o.attempts ?? 3;
+    const final: Array<{ job: VectorJob; vecErr: VecErr | null; written: number }> = [];
+    const retryOrFail = (j: VectorJob, msg: string) => {
+      j.attempts += 1;
+      if (j.attempts >= attempts) final.push({ job: j, vecErr: { code: 'EMBEDDING_FAILED', message: msg }, written: 0 });
+      else {
+        j.notBefore = Date.now() + backoff(j.attempts);
+        this.o.log?.(`projection ${SEARCH_INDEX}: vector job of ${j.itemId} failed (attempt ${j.attempts}), retrying`, new Error(msg));
+      }
+    };
+    for (const [j, msg] of failed) if (this.queue.current(j.itemId) === j) retryOrFail(j, msg);
+    const writes = done
+      .filter((j) => this.queue.current(j.itemId) === j)
+      .map((j) => ({
+        j,
+        err: null as string | null,
+        rows: j.passages!.map((p, i) => ({ itemId: j.itemId, chunkNo: p.chunkNo, tenantId: j.tenantId, contextId: j.contextId, vector: j.vectors[i], chunkText: p.chunkText, contextText: p.contextText })),
+      }));
+    // LanceDB: one delete + one add, so one version and fragment per round, not per item.
+    await this.batchThenEach(
+      'vector',
+      writes,
+      vectors.replaceItems && ((xs) => vectors.replaceItems!(xs.map((x) => ({ itemId: x.j.itemId, rows: x.rows })))),
+      async (x) => {
+        try {
+          await vectors.replaceItem(x.j.itemId, x.rows);
+        } catch (e) {
+          x.err = `vector index write failed: ${message(e)}`;
+        }
+      },
+    );
+    for (const x of writes) {
+      if (x.err) retryOrFail(x.j, x.err);
+      else final.push({ job: x.j, vecErr: null, written: x.rows.length });
+    }
+    if (!final.length) return;
+    const records: Flushed['records'] = [];
+    const documents: DocOutcome[] = [];
+    for (const { job: j, vecErr, written } of final) {
+      // Vectors of an earlier revision must not outlive a failed one (the catalogue then counts none).
+      if (!written) await vectors.deleteItem(j.itemId).catch((e) => this.o.log?.(`projection ${SEARCH_INDEX}: stale vectors of ${j.itemId} could not be deleted`, e));
+      await catalogue.setVectors(j.itemId, written);
+      if (j.kind === 'document') {
+        const o = documentOutcome(j.itemId, j.revision, j.mode, j.n, j.textErr, vecErr);
+        if (o) documents.push({ documentId: j.itemId, textRevision: j.revision, event: o, meta: j.meta });
+      } else {
+        const o = outcomeOf(j.itemId, j.revision, j.mode, j.n, j.textErr, vecErr);
+        if (o) records.push({ streamId: streams.record(j.itemId), outcome: o, meta: j.meta });
+      }
+    }
+    await this.appendOutcomes(records);
+    await this.appendDocumentOutcomes(documents);
+    await this.jobs.delete(final.map((f) => f.job.itemId));
+    for (const f of final) if (this.queue.current(f.job.itemId) === f.job) this.queue.remove(f.job.itemId);
+    this.settle();
   }
 
   /**
@@ -498,6 +763,12 @@ export class SearchIndexer {
 
 const sameOutcome = (a: Record<string, unknown>, b: Record<string, unknown>) => a.status === b.status && a.code === b.code;
 
+function deferred(): { promise: Promise<undefined>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<undefined>((r) => (resolve = () => r(undefined)));
+  return { promise, resolve };
+}
+
 /** The index outcome of one record (null for store-only records, which have no index status). */
 export function outcomeOf(
   recordId: string,
@@ -505,7 +776,7 @@ export function outcomeOf(
   mode: string,
   passages: number,
   textErr: string | null,
-  vecErr: { code: 'EMBEDDING_FAILED' | 'VECTOR_LIMIT_EXCEEDED'; message: string } | null,
+  vecErr: VecErr | null,
 ): Outcome | null {
   if (mode === 'NONE') return null;
   if (!passages) return { type: 'RecordIndexed', data: { recordId, status: 'SKIPPED', forRevision } };
@@ -530,7 +801,7 @@ export function documentOutcome(
   mode: string,
   passages: number,
   textErr: string | null,
-  vecErr: { code: 'EMBEDDING_FAILED' | 'VECTOR_LIMIT_EXCEEDED'; message: string } | null,
+  vecErr: VecErr | null,
 ): DomainEvent | null {
   const o = outcomeOf(documentId, 0, mode, passages, textErr, vecErr);
   if (!o) return null;

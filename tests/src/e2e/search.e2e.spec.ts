@@ -104,7 +104,11 @@ describe('indexing', () => {
     expect(r.body.indexStatus).toBe('PENDING_INDEX');
     await eventually(async () => (await found({ query: word, mode: 'TEXT' })).includes(r.body.id), 20_000, 10);
     console.log(`write → findable by keyword: ${Date.now() - t0} ms`);
-    const g = await api.get(`/v1/records/${r.body.id}`, root);
+    // The keyword leg is written in log order; INDEXED follows once the vectors are written too (docs/search.md, "Fairness").
+    const g = (await eventually(async () => {
+      const x = await api.get(`/v1/records/${r.body.id}`, root);
+      return x.body.indexStatus === 'INDEXED' ? x : null;
+    }, 20_000, 10))!;
     expect(g.body.indexStatus).toBe('INDEXED');
     expect(g.body.version).toBe(1); // outcome events do not change the version
     const v = await api.get(`/v1/records/${r.body.id}/versions`, root);

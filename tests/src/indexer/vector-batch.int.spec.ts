@@ -76,8 +76,9 @@ describe('search projector: batched vector writes', () => {
     };
     const drain = async () => {
       for (;;) {
-        const events = await store.readAll(indexer.current, 500);
-        if (!events.length) return;
+        // From the checkpoint (`current` stays behind queued vector jobs); at the end, wait for the vector queue.
+        const events = await store.readAll((indexer as unknown as { position: number }).position, 500);
+        if (!events.length) return indexer.settled();
         await (indexer as unknown as { applyBatch(e: unknown[]): Promise<number> }).applyBatch(events);
         (indexer as unknown as { position: number }).position = events[events.length - 1].position;
       }

@@ -22,6 +22,21 @@ export interface EdgeOptions {
   logger?: boolean;
   /** Called after every response (activity log, metrics). */
   onResponse?(req: FastifyRequest, reply: FastifyReply, durationMs: number): void;
+  /**
+   * Gates every data-plane request passes, in this order, after authentication
+   * and the permission check and before validation and the handler (the spec's
+   * pre-flight order: credit ceiling 402, then burst limit 429, ...). A gate
+   * throws a ServiceError to refuse; it may set response headers.
+   */
+  preflight?: Array<(g: PreflightContext) => Promise<void>>;
+}
+
+export interface PreflightContext {
+  req: FastifyRequest;
+  reply: FastifyReply;
+  spec: RouteSpec;
+  principal: Principal;
+  now: Date;
 }
 
 declare module 'fastify' {
@@ -200,6 +215,7 @@ export function registerRoutes(app: FastifyInstance, routes: RouteSpec[], opts: 
         if (spec.auth === 'data') {
           if (spec.rootOnly && principal.kind !== 'root') throw forbidden();
           if (spec.permission && !grants(principal.allowedActions, spec.permission)) throw forbidden();
+          for (const gate of opts.preflight ?? []) await gate({ req, reply, spec, principal, now: now() });
         }
         // Path and query text obeys the body's text rules (no NUL, no lone surrogate).
         const refused = findInputViolation(req.params) ?? findInputViolation(req.query);

@@ -23,7 +23,7 @@ import { ReadCache } from '@svc/query-api/read-cache';
 import type { RecordRow } from '@svc/query-api/records/reads';
 import type { Config } from './config';
 import { openSql } from './engines/sql';
-import { createEdge, registerRoutes } from './http/edge';
+import { createEdge, registerRoutes, type EdgeOptions } from './http/edge';
 import { buildOpenApi } from './http/openapi';
 import { commandRoutes, documentWorker, queryRoutes, readModelProjections, storageRouteSpecs } from './features';
 import { FileBlobStore } from './engines/blobs';
@@ -187,7 +187,12 @@ export async function buildService(config: Config, log: (msg: string) => void = 
     searchIndexer.start();
   }
 
-  const edgeOpts = {
+  // Pre-flight gates of data-plane requests, in the spec's order.
+  const preflight: NonNullable<EdgeOptions['preflight']> = [];
+  // 1. monthly credit ceiling (402): metering
+  // 2. per-account burst limit (429): rate limits
+  const edgeOpts: EdgeOptions = {
+    preflight,
     resolveCredential: (t: string) => credentials.resolve(t),
     contextExists: (tenantId: string, contextId: string) => tenancy.contextExists(tenantId, contextId),
     operatorToken: config.operatorToken,

@@ -149,8 +149,11 @@ export class ProjectionRunner {
    * for every other stream. A database that does not answer is not the event's
    * fault: the batch is thrown back to the feed, which retries it.
    */
-  private async applyOrIsolate(events: StoredEvent[]): Promise<number> {
-    const last = events[events.length - 1].position;
+  private async applyOrIsolate(batch: StoredEvent[]): Promise<number> {
+    const last = batch[batch.length - 1].position;
+    // A batch delivered again (after a failure part-way through isolation, or by Kafka) skips what is already applied or quarantined.
+    const events = batch.filter((e) => e.position > this.position);
+    if (!events.length) return Math.max(last, this.position);
     try {
       await this.commit(events, last);
       return last;

@@ -61,7 +61,8 @@ describe('CredentialResolver cache', () => {
   it('a flood of 60,000 random tokens leaves a known credential cached (no new lookup) and the miss cache bounded', async () => {
     const good = 'st_good';
     const { sql, counter } = readModel([good]);
-    const resolver = new CredentialResolver(sql);
+    // A TTL longer than the flood takes on a loaded machine: this test is about eviction, not expiry.
+    const resolver = new CredentialResolver(sql, { ttlMs: 3_600_000 });
     expect((await resolver.resolve(good))?.credentialId).toBe('cred-0');
     expect(counter.lookups).toBe(1);
     for (let i = 0; i < 60_000; i++) expect(await resolver.resolve(random())).toBeNull();

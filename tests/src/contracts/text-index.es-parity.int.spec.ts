@@ -52,7 +52,7 @@ else
         await pg.replaceItem(one);
         await es.replaceItem(one);
       }
-    }, 120_000);
+    }, 300_000);
     afterAll(async () => {
       await es?.close();
       await fetch(`${url.replace(/\/$/, '')}/${index}`, { method: 'DELETE' }).catch(() => {});

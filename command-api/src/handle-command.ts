@@ -8,6 +8,7 @@ import { contended } from './contention';
 import type { IdGenerator } from '@svc/domain/ports/runtime';
 import type { PayloadSealer } from './records/sealing';
 import type { ReadModelBarrier } from '@svc/projectors/runtime/runner';
+import type { UsageMeter } from './usage/meter';
 
 export interface CommandDeps {
   store: EventStore;
@@ -16,6 +17,8 @@ export interface CommandDeps {
   /** Seals sensitive payload values before they enter an event; blind-indexes them. */
   sealer: PayloadSealer;
   log?: (message: string) => void;
+  /** Metering (docs/api.md "Usage"): writes add its UsageMetered append to their commit. Absent: nothing is metered. */
+  meter?: UsageMeter;
 }
 
 export function metadataFor(meta: RequestMeta, tenantId = meta.principal.tenantId, contextId = meta.principal.contextId): EventMetadata {

@@ -14,8 +14,34 @@ export const scopes = z.array(scopeEntry).max(2, 'at most 2 scopes');
 
 export const LIST_LIMIT = { min: 1, max: 100, default: 20 } as const;
 
-/** The only published wire version; the platform floor when nothing else pins one. */
-export const WIRE_VERSIONS = ['2026-08-01'] as const;
+/**
+ * A published `Service-Version`. When a successor is published the entry gets
+ * `deprecatedAt` (the successor's date; responses then carry `Deprecation`,
+ * RFC 9745) and `sunsetAt` 12 months later (`Sunset`, RFC 8594); from
+ * `sunsetAt` on the version is expired (400 UNSUPPORTED_WIRE_VERSION).
+ */
+export interface WireVersionEntry {
+  version: string;
+  /** ISO-8601 instant the version was (or will be) deprecated; null while current. */
+  deprecatedAt: string | null;
+  /** ISO-8601 instant after which the version is no longer served; null while current. */
+  sunsetAt: string | null;
+}
+
+/** The versions a deployment serves and the floor used when neither the header nor the credential pins one. */
+export interface WireVersionTable {
+  versions: readonly WireVersionEntry[];
+  floor: string;
+}
+
+/** The one table of published wire versions (oldest first). */
+export const WIRE_VERSION_TABLE: WireVersionTable = {
+  versions: [{ version: '2026-08-01', deprecatedAt: null, sunsetAt: null }],
+  floor: '2026-08-01',
+};
+
+/** The published wire versions; `CURRENT_WIRE_VERSION` is the newest, the platform floor when nothing else pins one. */
+export const WIRE_VERSIONS: readonly string[] = WIRE_VERSION_TABLE.versions.map((v) => v.version);
 export const CURRENT_WIRE_VERSION = '2026-08-01';
 
 export type ListEnvelope<T> = { data: T[]; nextCursor: string | null };

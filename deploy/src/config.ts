@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { loadPrices, type PriceTable } from '@svc/domain/usage/prices';
 
 export type Role = 'all' | 'command' | 'query' | 'projector' | 'relay';
 
@@ -37,6 +38,13 @@ export interface Config {
   elasticsearchIndexPrefix: string;
   /** Lifetime of presigned upload and download URLs (UPLOAD_URL_TTL_SECONDS, default 900 = 15 minutes). */
   uploadUrlTtlSeconds: number;
+  /** The price table (decisions §5 defaults; PRICES_JSON overrides any part) and how often read counts are appended (USAGE_READS_FLUSH_MS, default 1,000). */
+  prices: PriceTable;
+  usageReadsFlushMs: number;
+  /** Activity log (docs/api.md "Activity log"): recording on (ACTIVITY_LOG, `0` turns it off), flush period, retention. */
+  activityLog: { enabled: boolean; flushMs: number; retentionDays: number };
+  /** Edge per-IP flood ceiling, requests per IP per minute (EDGE_RATE_LIMIT_PER_MINUTE, default 20,000; 0 disables). */
+  edgeRateLimitPerMinute: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -70,5 +78,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     vectorMemoryMb: env.VECTOR_INDEX_MEMORY_MB ? Number(env.VECTOR_INDEX_MEMORY_MB) : 2048,
     elasticsearchIndexPrefix: env.ELASTICSEARCH_INDEX_PREFIX ?? 'svc-',
     uploadUrlTtlSeconds: env.UPLOAD_URL_TTL_SECONDS ? Number(env.UPLOAD_URL_TTL_SECONDS) : 900,
+    prices: loadPrices(env.PRICES_JSON),
+    usageReadsFlushMs: env.USAGE_READS_FLUSH_MS ? Number(env.USAGE_READS_FLUSH_MS) : 1000,
+    activityLog: {
+      enabled: env.ACTIVITY_LOG !== '0',
+      flushMs: env.ACTIVITY_LOG_FLUSH_MS ? Number(env.ACTIVITY_LOG_FLUSH_MS) : 250,
+      retentionDays: env.ACTIVITY_LOG_RETENTION_DAYS ? Number(env.ACTIVITY_LOG_RETENTION_DAYS) : 30,
+    },
+    edgeRateLimitPerMinute: edgeRateLimit(env.EDGE_RATE_LIMIT_PER_MINUTE),
   };
+}
+
+function edgeRateLimit(v: string | undefined): number {
+  if (v === undefined || v === '') return 20_000;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`EDGE_RATE_LIMIT_PER_MINUTE must be a whole number of requests per minute (0 disables), not ${v}`);
+  return n;
 }

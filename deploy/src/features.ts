@@ -7,7 +7,7 @@ import type { Sql } from '@svc/domain/ports/sql';
 import type { CommandDeps } from '@svc/command-api/handle-command';
 import { tenancyCommandRoutes } from '@svc/command-api/tenancy/routes';
 import type { SqlProjection } from '@svc/projectors/runtime/runner';
-import { sqlRootKeyIndex, tenancyProjection } from '@svc/projectors/read-models/tenancy';
+import { sqlRootKeyIndex, sqlTenantContexts, tenancyProjection } from '@svc/projectors/read-models/tenancy';
 import type { TenancyReads } from '@svc/query-api/tenancy/contexts';
 import { schemaCommandRoutes } from '@svc/command-api/schemas/routes';
 import { recordCommandRoutes } from '@svc/command-api/records/routes';
@@ -43,6 +43,15 @@ import { DocumentWorker } from '@svc/command-api/documents/worker';
 import { documentsProjection } from '@svc/projectors/read-models/documents';
 import { DocumentReads } from '@svc/query-api/documents/reads';
 import { documentQueryRoutes } from '@svc/query-api/documents/routes';
+import { usageProjection } from '@svc/projectors/read-models/usage';
+import { UsageReads } from '@svc/query-api/usage/report';
+import { usageRoutes } from '@svc/query-api/usage/routes';
+import { meteredSearch } from '@svc/query-api/usage/search-metering';
+import { DEFAULT_PRICES } from '@svc/domain/usage/prices';
+import { exportRoutes } from '@svc/query-api/export/routes';
+import { ActivityLogStore } from '@svc/query-api/activity/store';
+import { activityLogRoutes } from '@svc/query-api/activity/routes';
+import { erasureRequestRoute, erasureStatusRoute } from './http/erasure-routes';
 
 /** The one list of features: each contributes write routes, read routes and read models. */
 export interface CommandFeatureDeps {
@@ -93,13 +102,14 @@ export const documentWorker = (o: { store: EventStore; sql: Sql; blobs: BlobStor
 
 export function commandRoutes(f: CommandFeatureDeps): RouteSpec[] {
   return [
-    ...tenancyCommandRoutes(f.deps, sqlRootKeyIndex(f.sql)),
+    ...tenancyCommandRoutes(f.deps, sqlRootKeyIndex(f.sql), sqlTenantContexts(f.sql)),
     ...schemaCommandRoutes(f.deps),
     ...recordCommandRoutes(f.deps),
     batchWriteRoute(f.deps, f.counters),
     ...folderCommandRoutes(f.deps, sqlFolderContents(f.sql)),
     ...identityCommandRoutes(f.deps, sqlNamespaceUsage(f.sql)),
     ...documentCommandRoutes({ deps: f.deps, sealer: f.deps.sealer, blobs: f.blobs, grants: storageGrants(f.secret, f.storageUrlTtlMs), presigned: f.presigned, ensureRoot: rootFolderGuard(f.deps) }),
+    erasureRequestRoute(),
   ];
 }
 
@@ -120,12 +130,16 @@ export function queryRoutes(f: QueryFeatureDeps): RouteSpec[] {
     ...identityQueryRoutes(new IdentityReads(f.sql), schemas, f.pages),
     ...documentQueryRoutes({ sql: f.sql, documents, schemas, pages: f.pages, blindKey: deriveKey(f.secret, 'blind-index'), blobs: f.blobs, grants: storageGrants(f.secret, f.storageUrlTtlMs), presigned: f.presigned }),
     ...historyRoutes(history, 'document', 'documents:r', { tombstone: true, liveOwner: (id) => documents.byId(id) }),
-    ...(f.search ? searchRoutes(f.sql, f.search) : []),
+    ...(f.search ? meteredSearch(searchRoutes(f.sql, f.search), f.deps.meter) : []),
+    ...usageRoutes(new UsageReads(f.sql, f.deps.meter?.prices ?? DEFAULT_PRICES)),
+    ...exportRoutes(f.store),
+    ...activityLogRoutes(new ActivityLogStore(f.sql)),
+    erasureStatusRoute(),
   ];
 }
 
 /** Order matters inside a batch: history reads each entity as it was before the event. */
-export const readModelProjections = (o: { onCredentialChange: () => void; onRecordsChanged?: (ids: string[] | null) => void }): SqlProjection[] => [
+export const readModelProjections = (o: { onCredentialChange: () => void; onRecordsChanged?: (ids: string[] | null) => void; onUsageChange?: (accountId?: string) => void }): SqlProjection[] => [
   tenancyProjection(o.onCredentialChange),
   historyProjection(),
   schemasProjection(),
@@ -133,4 +147,5 @@ export const readModelProjections = (o: { onCredentialChange: () => void; onReco
   foldersProjection(),
   identityProjection(),
   documentsProjection(),
+  usageProjection(o.onUsageChange),
 ];

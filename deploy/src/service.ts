@@ -15,7 +15,13 @@ import { PayloadSealer } from '@svc/command-api/records/sealing';
 import { deriveKey } from '@svc/contracts/secrets';
 import { InProcessWindowCounter } from '@svc/command-api/limits/window-counter';
 import { RedisWindowCounter } from '@svc/command-api/limits/redis-window-counter';
+import { AccountRateLimits, burstLimitGate } from '@svc/command-api/limits/burst-limit';
+import type { WireVersionTable } from '@svc/contracts/common';
 import type { CommandDeps } from '@svc/command-api/handle-command';
+import { UsageMeter } from '@svc/command-api/usage/meter';
+import { CachedStanding, creditCeilingGate, inferenceBalanceGate } from '@svc/command-api/usage/gates';
+import { readMeteringListener } from '@svc/command-api/usage/read-metering';
+import { sqlAccountStanding } from '@svc/projectors/read-models/usage';
 import { ProjectionRunner, inProcessBarrier, remoteBarrier, type ReadModelBarrier } from '@svc/projectors/runtime/runner';
 import { CredentialResolver } from '@svc/query-api/tenancy/credentials';
 import { TenancyReads } from '@svc/query-api/tenancy/contexts';
@@ -36,6 +42,8 @@ import { KafkaFeed } from '@svc/projectors/kafka/feed';
 import { KafkaRelay } from '@svc/projectors/kafka/relay';
 import { kafkaSettings, metricsText } from './engines/kafka';
 import { quarantineRoutes } from './http/quarantine-routes';
+import { ActivityLogStore } from '@svc/query-api/activity/store';
+import { ActivityRecorder } from './activity/recorder';
 
 export const READ_MODELS = 'read-models';
 
@@ -54,6 +62,8 @@ export interface Service {
   app: FastifyInstance;
   /** Set when this start created the first account. */
   bootstrapFile?: string;
+  /** Metering (docs/api.md "Usage"): `flush()` appends the read counts tallied so far. */
+  meter: UsageMeter;
   close(): Promise<void>;
 }
 
@@ -105,7 +115,13 @@ async function openEventStore(config: Config, sql: Sql): Promise<EventStore> {
   return PostgresEventStore.open(sql);
 }
 
-export async function buildService(config: Config, log: (msg: string) => void = (m) => console.log(m)): Promise<Service> {
+/** Test seams: the clock (rate-limit windows, version sunsets, event times) and the Service-Version table. */
+export interface ServiceHooks {
+  now?: () => Date;
+  wireVersions?: WireVersionTable;
+}
+
+export async function buildService(config: Config, log: (msg: string) => void = (m) => console.log(m), hooks: ServiceHooks = {}): Promise<Service> {
   mkdirSync(config.dataDir, { recursive: true });
   const sql = await openSql({ databaseUrl: config.databaseUrl, dataDir: join(config.dataDir, 'pg') });
   const store = await openEventStore(config, sql);
@@ -119,12 +135,14 @@ export async function buildService(config: Config, log: (msg: string) => void = 
   }
 
   const ids = { newId: () => randomUUID() };
-  const now = () => new Date();
+  const now = hooks.now ?? (() => new Date());
   // Revocations reach the credential cache from this process's projector (exactly) and, on PostgreSQL, from any
   // other process's through NOTIFY; the TTL is the backstop, short where no projector runs beside the cache.
   const credentials = new CredentialResolver(sql, { ttlMs: config.role === 'all' || config.role === 'projector' ? 5000 : 1000 });
   const unwatchCredentials = sql.kind === 'postgres' ? await credentials.watch() : undefined;
   const tenancy = new TenancyReads(sql);
+  // Each account's burst limit (its plan), from the read model; dropped by this process's projector when an account changes.
+  const accountLimits = new AccountRateLimits((id) => tenancy.account(id), config.role === 'all' ? 5000 : 1000);
   const pages = new Paginator(new CursorCodec(secret));
 
   const runsProjector = config.role === 'all' || config.role === 'projector';
@@ -140,14 +158,17 @@ export async function buildService(config: Config, log: (msg: string) => void = 
   // By-id caches are exact only beside an in-process projector that invalidates them.
   const recordCache = config.role === 'all' ? new ReadCache<RecordRow>() : undefined;
   const onRecordsChanged = (ids: string[] | null) => (ids ? recordCache?.invalidate(ids) : recordCache?.clear());
-  const runner = new ProjectionRunner(READ_MODELS, sql, store, readModelProjections({ onCredentialChange: () => credentials.invalidate(), onRecordsChanged }), (m, e) =>
+  // The credit gate's view of each account (plan terms, usage of the period): kept briefly, dropped by this process's projector when it moves.
+  const standing = new CachedStanding(sqlAccountStanding(sql), config.role === 'all' ? 5000 : 1000);
+  const runner = new ProjectionRunner(READ_MODELS, sql, store, readModelProjections({ onCredentialChange: () => credentials.invalidate(), onRecordsChanged, onUsageChange: (accountId) => standing.invalidate(accountId) }), (m, e) =>
     log(`${m}: ${e instanceof Error ? e.message : String(e)}`),
   );
   await runner.init();
   // Lookup and list pages are cached only beside the in-process projector, and dropped whenever records or schemas change.
   const pageCache = config.role === 'all' ? new ReadCache<unknown>(5_000) : undefined;
   runner.onCommitted = (events) => {
-    if (events.some((e) => /^(Record|Schema|Context)/.test(e.type) && !/^Record(Indexed|IndexFailed)$/.test(e.type))) pageCache?.clear();
+    if (events.some((e) => /^(Record|Schema|Context|Tenant)/.test(e.type) && !/^Record(Indexed|IndexFailed)$/.test(e.type))) pageCache?.clear();
+    if (events.some((e) => e.type === 'AccountChanged')) accountLimits.invalidate();
   };
   let barrier: ReadModelBarrier & { close?: () => Promise<void> };
   if (runsProjector) {
@@ -158,7 +179,9 @@ export async function buildService(config: Config, log: (msg: string) => void = 
     barrier = await remoteBarrier(sql, READ_MODELS);
   }
   const sealer = new PayloadSealer(deriveKey(secret, 'payload-seal'), deriveKey(secret, 'blind-index'));
-  const deps: CommandDeps = { store, barrier, ids, sealer, log };
+  // Metering on the log (docs/api.md "Usage"): writes charge in their own append, searches once served, reads in batches.
+  const meter = new UsageMeter({ store, barrier, ids, prices: config.prices, now, log, flushMs: config.usageReadsFlushMs });
+  const deps: CommandDeps = { store, barrier, ids, sealer, log, meter };
   // Blobs: files under DATA_DIR, or an S3-compatible store when OBJECT_STORE_URL is set (which then serves the presigned URLs itself).
   const storageUrlTtlMs = config.uploadUrlTtlSeconds * 1000;
   const s3 = config.objectStoreUrl ? S3BlobStore.fromUrl(config.objectStoreUrl, config.uploadUrlTtlSeconds) : undefined;
@@ -171,7 +194,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
     worker.start();
   }
   // With an object store the client's PUT never reaches this service: pending uploads are polled beside the worker.
-  const uploadPoller = s3 && runsProjector ? new UploadPoller({ store, sql, objects: s3, urlTtlMs: storageUrlTtlMs, log }) : undefined;
+  const uploadPoller = s3 && runsProjector ? new UploadPoller({ store, sql, objects: s3, urlTtlMs: storageUrlTtlMs, log, meter }) : undefined;
   uploadPoller?.start();
 
   // Search: its own projector and checkpoint ('search-index'), outside the read-your-writes barrier.
@@ -187,21 +210,43 @@ export async function buildService(config: Config, log: (msg: string) => void = 
     searchIndexer.start();
   }
 
+  // Per-minute counters: in process by default; Redis (shared by every process) when REDIS_URL is set, failing open.
+  const redisCounters = config.redisUrl ? new RedisWindowCounter(config.redisUrl, log) : undefined;
+  if (redisCounters && !(await redisCounters.ready())) log(`Redis at REDIS_URL did not answer at start; counters fail open until it does`);
+  const counters = redisCounters ?? new InProcessWindowCounter();
   // Pre-flight gates of data-plane requests, in the spec's order.
   const preflight: NonNullable<EdgeOptions['preflight']> = [];
-  // 1. monthly credit ceiling (402): metering
-  // 2. per-account burst limit (429): rate limits
+  preflight.push(creditCeilingGate({ standing, prices: config.prices, enabled: () => meter.enabled })); // 1. monthly credit ceiling (402): metering
+  preflight.push(burstLimitGate({ counters, limits: accountLimits, log })); // 2. per-account burst limit (429)
+  // The inference billing gate (402 INSUFFICIENT_BALANCE) comes after the burst limit; it applies to the inference routes only.
+  preflight.push(inferenceBalanceGate({ standing }));
   const edgeOpts: EdgeOptions = {
     preflight,
     resolveCredential: (t: string) => credentials.resolve(t),
     contextExists: (tenantId: string, contextId: string) => tenancy.contextExists(tenantId, contextId),
     operatorToken: config.operatorToken,
     logger: config.logRequests,
+    now,
+    wireVersions: hooks.wireVersions,
+    ipRateLimitPerMinute: config.edgeRateLimitPerMinute,
   };
-  // Per-minute counters: in process by default; Redis (shared by every process) when REDIS_URL is set, failing open.
-  const redisCounters = config.redisUrl ? new RedisWindowCounter(config.redisUrl, log) : undefined;
-  if (redisCounters && !(await redisCounters.ready())) log(`Redis at REDIS_URL did not answer at start; counters fail open until it does`);
-  const counters = redisCounters ?? new InProcessWindowCounter();
+  // Activity log (docs/api.md "Activity log"): every process serving /v1 records its requests, in batches off the request path.
+  const servesApi = config.role === 'all' || config.role === 'command' || config.role === 'query';
+  if (servesApi) await new ActivityLogStore(sql).init();
+  const activity =
+    servesApi && config.activityLog.enabled
+      ? new ActivityRecorder({ store: new ActivityLogStore(sql), resolve: (t) => credentials.resolve(t), flushEveryMs: config.activityLog.flushMs, retentionDays: config.activityLog.retentionDays, clock: () => now().getTime(), log }).start()
+      : undefined;
+  if (activity) {
+    const before = edgeOpts.onResponse;
+    edgeOpts.onResponse = before ? (req, reply, ms) => (before(req, reply, ms), activity.onResponse(req, reply, ms)) : activity.onResponse;
+  }
+  // Read metering: successful data-plane reads are counted per context and appended in batches (docs/api.md "Usage").
+  if (config.role === 'all' || config.role === 'command' || config.role === 'query') {
+    const countReads = readMeteringListener(meter, () => all, now);
+    const before = edgeOpts.onResponse;
+    edgeOpts.onResponse = before ? (req, reply, ms) => (before(req, reply, ms), countReads(req, reply)) : countReads;
+  }
   const app = createEdge(edgeOpts);
   const routes: RouteSpec[] = [];
   if (config.role === 'all' || config.role === 'command') routes.push(...commandRoutes({ deps, secret, pages, counters, sql, blobs, storageUrlTtlMs, presigned: s3 }));
@@ -286,9 +331,18 @@ export async function buildService(config: Config, log: (msg: string) => void = 
     feed,
     app,
     bootstrapFile,
+    meter,
     async close() {
       closing = true;
       await app.close();
+      await activity?.close();
+      await meter.close();
+      // What those flushes appended is applied before the subscribers stop, so a clean stop leaves every checkpoint at the head.
+      if (runsProjector) {
+        const head = await store.headPosition();
+        const behind = () => [runner.current, worker?.stats.position ?? head, searchIndexer?.current ?? head].some((p) => p < head);
+        for (const deadline = Date.now() + 3_000; behind() && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
+      }
       await redisCounters?.close();
       await uploadPoller?.stop();
       await worker?.stop();

@@ -14,6 +14,8 @@
  * Section 4 (search.ts): indexing throughput through the service (BENCH_INDEX_RECORDS, default 60: the built-in
  * model embeds ~5-10 passages/s here), then tiers loaded through the adapters (BENCH_SEARCH_TIERS, default
  * 10000,100000; synthetic passages with reused, perturbed real embeddings), 16 clients per mode.
+ * Section 6 (activity-log.ts, BENCH_ONLY=activity-log): record create with the activity log on vs ACTIVITY_LOG=0, alternating
+ * over BENCH_ACTIVITY_ROUNDS (default 2) pairs of fresh services; target: the log costs under 10 % of throughput.
  * Results: .cache/bench-results.json (what-if runs: .cache/bench-results.whatif-<name>.json)
  * Companions: tests/bench/profile.ts (CPU profile + SQL census of one scenario),
  * tests/bench/engine-micro.ts (per-statement PGlite costs, read shapes).
@@ -33,9 +35,10 @@ import { WHATIFS } from './whatif';
 import { benchDocuments } from './documents';
 import { benchSearch, MODES } from './search';
 import { benchKafka } from './kafka';
+import { benchActivityLog } from './activity-log';
 
 const onlyArg = process.argv.indexOf('--only');
-const only = new Set((onlyArg > 0 ? process.argv[onlyArg + 1] : process.env.BENCH_ONLY || 'records,documents,search').split(',').map((x) => x.trim()));
+const only = new Set((onlyArg > 0 ? process.argv[onlyArg + 1] : process.env.BENCH_ONLY || 'records,documents,search,activity-log').split(',').map((x) => x.trim()));
 
 const envInt = (k: string, d: number) => (process.env[k] ? Number(process.env[k]) : d);
 const timing: Timing = { concurrency: envInt('BENCH_CONCURRENCY', 32), warmupMs: envInt('BENCH_WARMUP_MS', 1500), durationMs: envInt('BENCH_MS', 5000) };
@@ -206,6 +209,23 @@ async function main() {
       rows.push({ id: `U${k}`, section: S4, name: `vector index upkeep after the load: ${t.upkeep.action}${t.upkeep.partitions ? `, ${t.upkeep.partitions} partition(s)` : ''} on ${t.upkeep.rows} rows`, note: `${(t.upkeep.ms / 1000).toFixed(1)} s`, target: 'report', verdict: 'info' });
       rows.push({ id: `L${k}`, section: S4, name: `direct load through adapters to ${k} (service stopped)`, note: `${Math.round(t.loadPerSec)} ch/s`, target: 'report', verdict: 'info' });
     }
+  }
+
+  if (only.has('activity-log')) {
+    const S6 = '6. Activity log cost: record create (32 connections), log on vs ACTIVITY_LOG=0, fresh service per run';
+    const al = await benchActivityLog({ newDir, timing: { ...timing, createMs }, rounds: envInt('BENCH_ACTIVITY_ROUNDS', 2), childEnv, log });
+    const clean = al.on.errors === 0 && al.off.errors === 0 && al.logged.on > 0 && al.logged.off === 0;
+    const m = al.micro;
+    // CPU the log takes per request, as a share of one core at the H2 target of 2,000 creates/s.
+    const share = ((m.onResponseUs + m.writeUs) * 2000) / 1e6;
+    if (al.rounds.length > 0) {
+      log(`A activity log on / off: ${Math.round(al.on.opsPerSec)} / ${Math.round(al.off.opsPerSec)} ops/s = ${al.ratio.toFixed(3)} (cost ${((1 - al.ratio) * 100).toFixed(1)} %)`);
+      rows.push(
+        { id: 'A0', section: S6, name: `record create, ACTIVITY_LOG=0 (${al.rounds.length} runs summed)`, result: al.off, verdict: 'base' },
+        { id: 'A1', section: S6, name: `record create, activity log on (${al.rounds.length} runs summed; entries seen on/off: ${al.logged.on}/${al.logged.off})`, result: al.on, target: '≥0.90× A0', ratio: { value: al.ratio, vs: 'A0' }, verdict: al.ratio >= 0.9 && clean ? 'PASS' : 'MISS' },
+      );
+    }
+    rows.push({ id: 'A2', section: S6, name: `recorder alone (PGlite, in process, CPU time): onResponse ${m.onResponseUs.toFixed(2)} µs + batched write ${m.writeUs.toFixed(2)} µs per entry = ${(share * 100).toFixed(1)} % of a core at 2,000 creates/s`, note: `${(m.onResponseUs + m.writeUs).toFixed(1)} µs`, target: '<10 %', verdict: share < 0.1 ? 'PASS' : 'MISS' });
   }
 
   // --- Kafka (section 5, tests/bench/kafka.ts): in the default run and with BENCH_ONLY=kafka; needs KAFKA_BROKERS and DATABASE_URL ---

@@ -26,6 +26,7 @@ import { claim, readReservation, release } from '../reservations';
 import type { PayloadSealer } from '../records/sealing';
 import { loadSchema } from '../schemas/routes';
 import { requireFolder } from '../folders/load';
+import { documentWriteAppend } from '../usage/meter';
 
 export interface DocumentDeps {
   deps: CommandDeps;
@@ -64,6 +65,13 @@ function seal(d: DocumentDeps, p: RequestMeta['principal'], schema: BoundSchema 
   });
 }
 
+/** What a document write indexes (lookups of the bound schema, automatic lookups), for its charge. */
+function indexedWrite(d: DocumentDeps, doc: Pick<LiveDocument, 'tenantId' | 'contextId' | 'payload' | 'externalId' | 'userId' | 'scopes'>, schema: BoundSchema | undefined) {
+  const def = schema?.definition;
+  const blind = def ? d.sealer.blind([doc.tenantId!, doc.contextId!, def.typeName], def, doc.payload) : {};
+  return { definition: def, payload: doc.payload, blind, externalId: doc.externalId, userId: doc.userId, scopes: doc.scopes };
+}
+
 export type CreateDocumentOutcome = { status: 'created' | 'existing' | 'reupload'; document: LiveDocument; schema?: BoundSchema };
 
 /**
@@ -97,7 +105,10 @@ export async function createDocument(d: DocumentDeps, body: IngestDocument | Upl
         const md = metadataFor(meta);
         const events: DomainEvent[] = [{ type: 'DocumentUploadRequested', data: { documentId: existing.id, uploadId, fileName: file.fileName, fileType: file.fileType } }];
         try {
-          await commit(d.deps, md, [{ streamId: streams.document(existing.id), events, expectedRevision: revision }]);
+          await commit(d.deps, md, [
+            { streamId: streams.document(existing.id), events, expectedRevision: revision },
+            ...documentWriteAppend(d.deps.meter, md, indexedWrite(d, { ...existing, payload: d.sealer.unseal(existing.payload) }, schema)),
+          ]);
         } catch (e) {
           if (e instanceof WrongExpectedRevisionError) continue;
           throw e;
@@ -121,6 +132,9 @@ export async function createDocument(d: DocumentDeps, body: IngestDocument | Upl
     const md = metadataFor(meta);
     const appends: DomainAppend[] = [{ streamId: streams.document(documentId), events: seal(d, p, schema, events), expectedRevision: 'no_stream' }];
     if (ext) appends.push(claim(ext, documentId));
+    // Metering: the write (and its text ingest) is charged in the same append.
+    const created = { tenantId: p.tenantId, contextId: p.contextId, payload: body.payload ?? {}, externalId: body.externalId ?? null, userId: own.userId, scopes: own.scopes ?? [] };
+    appends.push(...documentWriteAppend(d.deps.meter, md, indexedWrite(d, created, schema), textBlob?.textBytes));
     try {
       await commit(d.deps, md, appends);
     } catch (e) {
@@ -160,16 +174,19 @@ export async function changeDocument(d: DocumentDeps, id: string, kind: 'put' | 
     );
     if (textBlob) await d.blobs.put(textBlob.textRef, text!, { contentType: 'text/plain; charset=utf-8' });
     const md = metadataFor(meta);
+    const next = events.reduce<DocumentState>((s, e) => documentAggregate.evolve(s, e, md), cur) as LiveDocument;
     try {
-      await commit(d.deps, md, [{ streamId: streams.document(id), events: seal(d, p, schema, events), expectedRevision: revision }]);
+      await commit(d.deps, md, [
+        { streamId: streams.document(id), events: seal(d, p, schema, events), expectedRevision: revision },
+        ...(events.length ? documentWriteAppend(d.deps.meter, md, indexedWrite(d, next, schema), textBlob?.textBytes) : []),
+      ]);
     } catch (e) {
       if (textBlob) await d.blobs.delete(textBlob.textRef).catch(() => {});
       if (e instanceof WrongExpectedRevisionError && e.streamId === streams.document(id)) continue;
       throw e;
     }
     if (textBlob && cur.textRef && cur.textRetained) await d.blobs.delete(cur.textRef).catch(() => {});
-    const updated = events.reduce<DocumentState>((s, e) => documentAggregate.evolve(s, e, md), cur) as LiveDocument;
-    return documentView(updated, schema?.definition, { full: true });
+    return documentView(next, schema?.definition, { full: true });
   }
   throw conflict('The document changed concurrently; retry');
 }

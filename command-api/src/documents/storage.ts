@@ -6,8 +6,10 @@ import type { BlobStore } from '@svc/domain/ports/blob-store';
 import { WrongExpectedRevisionError } from '@svc/domain/ports/event-store';
 import { documentBlobKeys, UPLOAD_HEADER, type StorageGrants } from '@svc/domain/documents/grants';
 import { streams } from '@svc/domain/shared/streams';
+import { isTornDown } from '@svc/domain/tenancy/teardown';
 import { commit, type CommandDeps } from '../handle-command';
 import { loadDocument } from './routes';
+import { fileIngestAppend } from '../usage/meter';
 
 /**
  * The embedded object-storage endpoint behind presigned URLs (decisions §1):
@@ -54,7 +56,8 @@ export function storageRoutes(o: { deps: CommandDeps; blobs: BlobStore; grants: 
         if (check === 'expired') return storageError(req, reply, 403, 'AccessDenied', 'Request has expired');
         if (!o.grants.checkHeader(id, uploadId, single(req.headers[UPLOAD_HEADER]))) return storageError(req, reply, 403, 'AccessDenied', `The ${UPLOAD_HEADER} header is missing or does not match the grant`);
         const { state, revision } = await loadDocument(o.deps, id);
-        if (!state.exists || state.uploadId !== uploadId || state.status !== 'PENDING_UPLOAD') return storageError(req, reply, 403, 'AccessDenied', 'The upload URL has already been used or is no longer valid');
+        if (!state.exists || state.uploadId !== uploadId || state.status !== 'PENDING_UPLOAD' || (await isTornDown(o.deps.store, state.tenantId, state.contextId)))
+          return storageError(req, reply, 403, 'AccessDenied', 'The upload URL has already been used or is no longer valid');
         if (mediaType(single(req.headers['content-type'])) !== mediaType(state.fileType)) return storageError(req, reply, 403, 'AccessDenied', 'Content-Type does not match the signed upload');
         const key = documentBlobKeys.file(state.tenantId!, state.contextId!, id, uploadId, randomUUID().slice(0, 8));
         let bytes: number;
@@ -67,7 +70,9 @@ export function storageRoutes(o: { deps: CommandDeps; blobs: BlobStore; grants: 
         }
         const events: DomainEvent[] = [{ type: 'DocumentFileUploaded', data: { documentId: id, uploadId, fileRef: key, fileSize: bytes, fileType: state.fileType! } }];
         try {
-          await commit(o.deps, workerMetadata(state, req.id, now()), [{ streamId: streams.document(id), events, expectedRevision: revision }]);
+          const md = workerMetadata(state, req.id, now());
+          // Metering: the file ingest is charged with the upload it records (docs/api.md "Usage").
+          await commit(o.deps, md, [{ streamId: streams.document(id), events, expectedRevision: revision }, ...fileIngestAppend(o.deps.meter, md, bytes, state)]);
         } catch (e) {
           await o.blobs.delete(key).catch(() => {});
           if (e instanceof WrongExpectedRevisionError) return storageError(req, reply, 403, 'AccessDenied', 'The upload URL has already been used or is no longer valid');
@@ -91,7 +96,8 @@ export function storageRoutes(o: { deps: CommandDeps; blobs: BlobStore; grants: 
         const check = o.grants.checkDownload(id, fileRef ?? '', Number(single(q.expires)), single(q.signature), now().getTime());
         if (!fileRef || check === 'bad-signature') return storageError(req, reply, 403, 'AccessDenied', 'The request signature does not match');
         if (check === 'expired') return storageError(req, reply, 403, 'AccessDenied', 'Request has expired');
-        const body = await o.blobs.stream(fileRef);
+        // A torn-down context or tenant has no files, even while its blobs are still being deleted.
+        const body = state.exists && !(await isTornDown(o.deps.store, state.tenantId, state.contextId)) ? await o.blobs.stream(fileRef) : null;
         if (!body || !state.exists) return storageError(req, reply, 404, 'NoSuchKey', 'The file does not exist');
         reply.status(200).type(state.fileType ?? 'application/octet-stream');
         if (state.fileSize !== null) reply.header('content-length', String(state.fileSize));

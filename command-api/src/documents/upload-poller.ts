@@ -7,6 +7,7 @@ import { documentBlobKeys } from '@svc/domain/documents/grants';
 import { streams } from '@svc/domain/shared/streams';
 import { loadAggregate, toNewEvents } from '../handle-command';
 import { MAX_UPLOAD_BYTES } from './storage';
+import { fileIngestAppend, type UsageMeter } from '../usage/meter';
 
 /** What the poller needs of an object store (the S3 adapter provides it). */
 export interface UploadObjectStore {
@@ -45,7 +46,17 @@ export class UploadPoller {
   readonly stats: UploadPollerStats = { polls: 0, uploads: 0, errors: 0, lastError: null };
 
   constructor(
-    private readonly o: { store: EventStore; sql: Sql; objects: UploadObjectStore; urlTtlMs: number; intervalMs?: number; log?: (msg: string) => void; now?: () => Date },
+    private readonly o: {
+      store: EventStore;
+      sql: Sql;
+      objects: UploadObjectStore;
+      urlTtlMs: number;
+      intervalMs?: number;
+      log?: (msg: string) => void;
+      now?: () => Date;
+      /** Metering: the file ingest is charged with the upload it records. */
+      meter?: UsageMeter;
+    },
   ) {}
 
   start(): void {
@@ -117,7 +128,8 @@ export class UploadPoller {
       requestId: randomUUID(), occurredAt: new Date(this.o.now?.() ?? Date.now()).toISOString(), schemaVersion: EVENT_SCHEMA_VERSION,
     };
     try {
-      await this.o.store.appendMulti([{ streamId: streams.document(id), events: toNewEvents({ newId: randomUUID }, events, metadata), expectedRevision: revision }]);
+      const charge = fileIngestAppend(this.o.meter, metadata, copied.bytes, state).map((a) => ({ streamId: a.streamId, events: toNewEvents({ newId: randomUUID }, a.events, a.metadata ?? metadata), expectedRevision: a.expectedRevision }));
+      await this.o.store.appendMulti([{ streamId: streams.document(id), events: toNewEvents({ newId: randomUUID }, events, metadata), expectedRevision: revision }, ...charge]);
     } catch (e) {
       await this.o.objects.delete(key).catch(() => {});
       if (e instanceof WrongExpectedRevisionError) return false;

@@ -7,6 +7,7 @@ import type { Sql } from '@svc/domain/ports/sql';
 import { documentAggregate, type DocumentState, type LiveDocument } from '@svc/domain/documents/document';
 import { documentBlobKeys } from '@svc/domain/documents/grants';
 import { streams } from '@svc/domain/shared/streams';
+import { blobPrefix, isTornDown } from '@svc/domain/tenancy/teardown';
 import { catchUpFeed, type EventFeed } from '@svc/projectors/runtime/feed';
 import { loadAggregate, toNewEvents } from '../handle-command';
 import { canExtract, extractText, ExtractionAbortedError, MAX_EXTRACT_BYTES, MAX_EXTRACTION_ATTEMPTS } from './extract';
@@ -14,6 +15,7 @@ import { canExtract, extractText, ExtractionAbortedError, MAX_EXTRACT_BYTES, MAX
 /** Documents processed at once within a batch. */
 const CONCURRENCY = 8;
 const REACTS_TO = new Set(['DocumentFileUploaded', 'DocumentTextReady', 'DocumentIndexed', 'DocumentIndexSkipped']);
+// ContextDeleted / TenantTornDown: the context's (`<tenant>/<context>/`) or the tenant's (`<tenant>/`) blobs are deleted after each batch's reactions.
 
 export interface DocumentWorkerStats {
   name: string;
@@ -107,6 +109,14 @@ export class DocumentWorker {
     };
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, queue.length) }, run));
     if (this.abort.signal.aborted) return this.position;
+    // Teardown: after the batch's reactions (whatever they wrote under the prefix goes too). Idempotent, so a replay is harmless.
+    for (const e of events) {
+      if (e.type !== 'ContextDeleted' && e.type !== 'TenantTornDown') continue;
+      const d = e.data as { tenantId: string; contextId?: string };
+      const n = await this.o.blobs.deletePrefix(blobPrefix(d.tenantId, e.type === 'ContextDeleted' ? d.contextId : undefined));
+      this.stats.reactions += 1;
+      if (n) this.o.log?.(`document worker: ${e.type}: deleted ${n} blob(s)`);
+    }
     this.position = events[events.length - 1].position;
     await writeCheckpoint(this.o.sql, this.name, this.position);
     this.stats.position = this.position;
@@ -160,6 +170,8 @@ export class DocumentWorker {
   }
 
   private async extract(up: EventData<'DocumentFileUploaded'>, cause: StoredEvent): Promise<void> {
+    // An upload recorded after its context or tenant was torn down is not extracted (nothing is written under a deleted prefix).
+    if (await isTornDown(this.o.store, cause.metadata.tenantId, cause.metadata.contextId)) return;
     const id = up.documentId;
     const mine = (s: DocumentState): s is LiveDocument => s.exists && s.uploadId === up.uploadId && s.fileRef === up.fileRef;
     const started = { type: 'DocumentExtractionStarted', data: { documentId: id, uploadId: up.uploadId } } as const;

@@ -16,6 +16,7 @@ import type { PayloadSealer } from './sealing';
 import type { DomainEvent } from '@svc/contracts/events/catalogue';
 import { loadSchema, resolveSchemaByType, type LiveSchema } from '../schemas/routes';
 import { requireFolder } from '../folders/load';
+import { recordWriteAppend } from '../usage/meter';
 
 const extReservation = (deps: CommandDeps, r: { tenantId: string | null; contextId: string | null; typeName: string }, externalId: string) =>
   readReservation(deps.store, r.tenantId!, r.contextId!, 'record-external-id', r.typeName, externalId);
@@ -107,6 +108,8 @@ export async function createRecord(deps: CommandDeps, body: CreateRecord, meta: 
     const sealed = sealEvents(deps.sealer, def, [p.tenantId!, p.contextId!, def.typeName], events, blind);
     const appends: DomainAppend[] = [{ streamId: streams.record(recordId), events: sealed, expectedRevision: 'no_stream' }, ...uniques.map((u) => claim(u, recordId))];
     if (ext) appends.push(claim(ext, recordId));
+    // Metering: the write's charge is appended with it (atomic: a refused write charges nothing).
+    appends.push(...recordWriteAppend(deps.meter, md, { definition: def, payload, blind, externalId: body.externalId, userId: own.userId, scopes: own.scopes }));
     try {
       await commit(deps, md, appends);
       const record = sealed.reduce((s, e) => recordAggregate.evolve(s, e, md), { exists: false } as RecordState) as LiveRecord;
@@ -160,6 +163,7 @@ export async function changeRecord(deps: CommandDeps, id: string, kind: 'put' | 
         { streamId: streams.record(id), events: sealEvents(deps.sealer, schema.definition, tcs, events, blindAfter), expectedRevision: revision },
         ...toRelease.filter((r) => r.holder === id).map(release),
         ...toClaim.filter((r) => !r.holder).map((r) => claim(r, id)),
+        ...(events.length ? recordWriteAppend(deps.meter, md, { definition: schema.definition, payload: next.payload, blind: blindAfter, externalId: next.externalId, userId: next.userId, scopes: next.scopes }) : []),
       ]);
       const updated = events.reduce<RecordState>((s, e) => recordAggregate.evolve(s, e, md), cur) as LiveRecord;
       return recordView(updated, schema.definition, { full: true });

@@ -2,15 +2,14 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { SchemaDefinition } from '@svc/contracts/api/schemas';
 import { blindIndex } from '@svc/contracts/secrets';
 import { ownValue } from '@svc/domain/records/own-value';
+import { isSealed, SEALED_KEY } from '@svc/domain/records/sealed';
 
 /**
  * Sensitive values are sealed (AES-256-GCM) before they enter an event, so the
  * log, the read models and history hold ciphertext only; equality lookups use a
  * keyed HMAC (blind index) computed here, on the write path.
  */
-const SEALED = '$sealed';
-type Sealed = { [SEALED]: string };
-const isSealed = (v: unknown): v is Sealed => typeof v === 'object' && v !== null && typeof (v as Sealed)[SEALED] === 'string';
+const SEALED = SEALED_KEY;
 
 const sensitiveFields = (def: Pick<SchemaDefinition, 'fields'>) => (def.fields ?? []).filter((f) => f.sensitive).map((f) => f.fieldId);
 

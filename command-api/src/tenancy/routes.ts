@@ -21,7 +21,9 @@ import { accountDecider, type AccountState, type Plan } from '@svc/domain/tenanc
 import { credentialAggregate, decideRevoke, narrowChild, type CredentialState, type RootKeyIndex } from '@svc/domain/tenancy/credentials';
 import { WrongExpectedRevisionError } from '@svc/domain/ports/event-store';
 import { streams } from '@svc/domain/shared/streams';
+import { isTornDown, type TenantContexts } from '@svc/domain/tenancy/teardown';
 import { commit, handleCommand, loadAggregate, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
+import { contended } from '../contention';
 
 type Issued = EventData<'CredentialIssued'>;
 const DEFAULT_TOKEN_TTL_SECONDS = 3600;
@@ -132,8 +134,11 @@ async function issue(deps: CommandDeps, meta: RequestMeta, c: Omit<Issued, 'cred
   return { data, secret };
 }
 
-/** `rootKeys` (the read model's list of live root keys) enables root-key rotation. */
-export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex): RouteSpec[] {
+/**
+ * `rootKeys` (the read model's list of live root keys) enables root-key rotation; `contexts` (the read model's
+ * live contexts of a tenant) enables tenant teardown.
+ */
+export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex, contexts?: TenantContexts): RouteSpec[] {
   return [
     route({
       method: 'POST',
@@ -326,7 +331,7 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex)
         if (!account.exists) throw notFound();
         const tenantId = params.tenantId;
         const environment = account.tenants.live.tenantId === tenantId ? 'live' : account.tenants.test.tenantId === tenantId ? 'test' : null;
-        if (!environment) throw notFound();
+        if (!environment || (await isTornDown(deps.store, tenantId))) throw notFound();
         // The read model names the current root key(s); each one's own stream decides, so two rotations cannot both revoke it.
         await deps.barrier.waitFor(await deps.store.headPosition());
         const revocations: DomainAppend[] = [];
@@ -363,6 +368,53 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex)
           throw e;
         }
         return { id: data.credentialId, tenantId, environment, rootKey: secret };
+      },
+    }),
+    route({
+      method: 'DELETE',
+      url: '/developer/tenants/:tenantId',
+      auth: 'developer',
+      summary:
+        'Tear down one of the account tenants (live or test), irreversibly: every context and everything in it (records, documents and their files, folders, schemas, users, entities, namespaces, history, search indexes) and every credential of the tenant; the other tenant is untouched',
+      params: rotateRootKeyParams,
+      status: 204,
+      write: true,
+      handler: async ({ params, principal: p, meta }) => {
+        if (!contexts) throw notFound();
+        const { state: account } = await loadAggregate(deps.store, streams.account(p.accountId), accountAggregate);
+        if (!account.exists) throw notFound();
+        const tenantId = params.tenantId;
+        const environment = account.tenants.live.tenantId === tenantId ? 'live' : account.tenants.test.tenantId === tenantId ? 'test' : null;
+        // Another account's tenant, an unknown one and one already torn down read the same.
+        if (!environment || (await isTornDown(deps.store, tenantId))) throw notFound();
+        const teardown = streams.tenant(tenantId);
+        for await (const _attempt of contended()) {
+          // The read model names the live contexts (caught up first); each one's own stream decides.
+          await deps.barrier.waitFor(await deps.store.headPosition());
+          const ids = new Set([account.tenants[environment].contextId, ...(await contexts.liveContexts(tenantId))]);
+          const appends: DomainAppend[] = [];
+          for (const contextId of ids) {
+            const { state, revision } = await loadAggregate(deps.store, streams.context(contextId), contextAggregate);
+            if (!state.exists || state.tenantId !== tenantId) continue;
+            appends.push({
+              streamId: streams.context(contextId),
+              events: [{ type: 'ContextDeleted', data: { contextId, tenantId } }],
+              expectedRevision: revision,
+              metadata: metadataFor(meta, tenantId, contextId),
+            });
+          }
+          const contextIds = appends.map((a) => (a.events[0].data as { contextId: string }).contextId);
+          appends.push({ streamId: teardown, events: [{ type: 'TenantTornDown', data: { tenantId, accountId: p.accountId, environment, contextIds } }], expectedRevision: 'no_stream' });
+          try {
+            await commit(deps, metadataFor(meta, tenantId, null), appends);
+            return null;
+          } catch (e) {
+            if (!(e instanceof WrongExpectedRevisionError)) throw e;
+            // A concurrent teardown won (404), or a context was deleted meanwhile: decide again.
+            if (e.streamId === teardown) throw notFound();
+          }
+        }
+        throw conflict('The tenant changed concurrently; retry');
       },
     }),
   ];

@@ -81,7 +81,9 @@ function avroSchemaOf(schema: z.ZodTypeAny, name: string): avro.Schema {
 
 /** Removes the nulls Avro wrote for absent optional fields, so zod accepts the value again. */
 function dropAbsent(value: unknown, js: JsonSchema): unknown {
-  if (value === null || typeof value !== 'object' || Array.isArray(value) || !js.properties) return value;
+  // Arrays of records (UsageMetered items): each element as a plain object, its absent fields dropped too.
+  if (Array.isArray(value)) return js.items ? value.map((v) => dropAbsent(v, nonNullOf(js.items!))) : value;
+  if (value === null || typeof value !== 'object' || !js.properties) return value;
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
     const sub = js.properties[k];

@@ -85,6 +85,10 @@ const SAMPLES: { [T in EventType]: EventData<T>[] } = {
     { contextId: TEST_CTX, tenantId: LIVE_TENANT, accountId: ACCOUNT, name: 'staging — eu', isDefault: false },
   ],
   ContextDeleted: [{ contextId: TEST_CTX, tenantId: LIVE_TENANT }],
+  TenantTornDown: [
+    { tenantId: TEST_TENANT, accountId: ACCOUNT, environment: 'test', contextIds: [TEST_CTX] },
+    { tenantId: LIVE_TENANT, accountId: ACCOUNT, environment: 'live', contextIds: [] },
+  ],
   CredentialIssued: [
     {
       credentialId: 'c0c0c0c0-1111-4222-8333-444444444444',
@@ -319,6 +323,28 @@ const SAMPLES: { [T in EventType]: EventData<T>[] } = {
   DocumentDeleted: [
     { documentId: 'd0c0d0c0-1111-4222-8333-444444444444', externalId: null },
     { documentId: 'd0c0d0c0-1111-4222-8333-444444444444', externalId: 'ext-1' },
+  ],
+  UsageMetered: [
+    {
+      tenantId: LIVE_TENANT,
+      contextId: LIVE_CTX,
+      period: '2026-08',
+      items: [
+        { category: 'recordWrite', count: 1, units: 0, milli: 1000 },
+        { category: 'recordIndex', count: 0, units: 5, milli: 4000 },
+      ],
+    },
+    { tenantId: TEST_TENANT, contextId: null, period: '2026-09', items: [{ category: 'scriptExecution', count: 1, units: 120, milli: 75, includedMillis: 50, billableMillis: 75 }] },
+  ],
+  ReadsMetered: [
+    {
+      tenantId: LIVE_TENANT,
+      contextId: LIVE_CTX,
+      period: '2026-08',
+      calls: 42,
+      bytes: 123_456,
+      terms: { includedCalls: 100_000, callsPerCredit: 1000, includedBytes: 1_073_741_824, bytesPerCredit: 10_485_760 },
+    },
   ],
 };
 

@@ -25,6 +25,22 @@ const json = z.record(z.string(), z.unknown());
 const plan = z.enum(['free', 'starter', 'pro', 'scale', 'enterprise']);
 const tenantRef = z.object({ tenantId: z.string(), contextId: z.string() });
 const dataScope = z.object({ userId: z.string().optional(), scopes: z.array(z.string()).optional() });
+/** What a metered item counts (docs/api.md "Usage"); each maps to report counters and one credit category. */
+export const USAGE_CATEGORIES = [
+  'recordWrite', 'recordIndex', 'documentWrite', 'documentIndex', 'textIngest', 'fileIngest',
+  'searchText', 'searchSemantic', 'searchHybrid', 'scriptExecution', 'inferenceChat', 'inferenceRag', 'inferenceAsk',
+] as const;
+const usageItem = z.object({
+  category: z.enum(USAGE_CATEGORIES),
+  /** Operations (writes, ingests, searches, executions, calls). */
+  count: z.number().int(),
+  /** The category's measure: logical index credits, bytes ingested, execution milliseconds, inference cents. */
+  units: z.number().int(),
+  /** Exact charge in milli-credits, priced when metered (a later price change never rewrites the past). */
+  milli: z.number().int(),
+  includedMillis: z.number().int().optional(),
+  billableMillis: z.number().int().optional(),
+});
 
 export const EVENT_TYPES = {
   // accounts and tenancy
@@ -55,6 +71,12 @@ export const EVENT_TYPES = {
     isDefault: z.boolean(),
   }),
   ContextDeleted: z.object({ contextId: z.string(), tenantId: z.string() }),
+  /**
+   * Tenant teardown (DELETE /developer/tenants/{tenantId}), alone on the tenant's stream `tenant-<id>`. Appended
+   * atomically with a ContextDeleted for each of `contextIds` (the contexts live at the time); projections drop
+   * everything of the tenant, its credentials stop working, the document worker deletes its blobs.
+   */
+  TenantTornDown: z.object({ tenantId: z.string(), accountId: z.string(), environment: z.enum(['live', 'test']), contextIds: z.array(z.string()) }),
   CredentialIssued: z.object({
     credentialId: z.string(),
     accountId: z.string(),
@@ -238,6 +260,22 @@ export const EVENT_TYPES = {
   /** storeText: false — the text blob was deleted after indexing. */
   DocumentTextDiscarded: z.object({ documentId: z.string(), textRevision: z.number().int() }),
   DocumentDeleted: z.object({ documentId: z.string(), externalId: z.string().nullable() }),
+
+  // metering (one stream per tenant, `usage-<tenantId>`, appended with expected revision 'any'; docs/api.md "Usage")
+  /** Priced work of one operation, appended atomically with the write it charges (or after a search is served). */
+  UsageMetered: z.object({ tenantId: z.string(), contextId: z.string().nullable(), period: z.string(), items: z.array(usageItem) }),
+  /**
+   * Read calls and response bytes of a context, tallied in process and appended in batches. Overage is priced
+   * by the usage projection in log order against the account's running monthly totals, with the terms carried here.
+   */
+  ReadsMetered: z.object({
+    tenantId: z.string(),
+    contextId: z.string().nullable(),
+    period: z.string(),
+    calls: z.number().int(),
+    bytes: z.number().int(),
+    terms: z.object({ includedCalls: z.number().int(), callsPerCredit: z.number().int(), includedBytes: z.number().int(), bytesPerCredit: z.number().int() }),
+  }),
 } as const;
 
 export type EventType = keyof typeof EVENT_TYPES;

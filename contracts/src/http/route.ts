@@ -35,6 +35,11 @@ export interface RouteSpec<B = any, Q = any, P = any> {
   response?: z.ZodTypeAny;
   /** Does this request count as a write for rate limits and read-your-writes? */
   write?: boolean;
+  /**
+   * Counts toward the per-account burst limit though it writes nothing (search,
+   * inference). Writes always count; reads (GET, POST lookups, batch-get) do not.
+   */
+  rateLimited?: boolean;
   handler(ctx: HandlerContext<B, Q, P>): Promise<unknown>;
 }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -73,6 +73,28 @@ export class FileBlobStore implements BlobStore {
 
   async delete(key: string): Promise<void> {
     await rm(this.pathOf(key), { force: true });
+  }
+
+  async deletePrefix(prefix: string): Promise<number> {
+    if (!prefix.endsWith('/')) throw new Error(`invalid blob prefix: ${prefix}`);
+    const dir = this.pathOf(prefix.slice(0, -1));
+    let n = 0;
+    const count = async (d: string): Promise<void> => {
+      let entries;
+      try {
+        entries = await readdir(d, { withFileTypes: true });
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+        throw e;
+      }
+      for (const x of entries) {
+        if (x.isDirectory()) await count(join(d, x.name));
+        else if (!x.name.startsWith('.tmp-')) n += 1;
+      }
+    };
+    await count(dir);
+    await rm(dir, { recursive: true, force: true });
+    return n;
   }
 
   async exists(key: string): Promise<boolean> {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Readable, Transform } from 'node:stream';
 import {
-  CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, PutObjectCommand, S3Client,
+  CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
@@ -138,6 +138,21 @@ export class S3BlobStore implements BlobStore, PresignedBlobUrls {
 
   async delete(key: string): Promise<void> {
     await this.client.send(new DeleteObjectCommand({ Bucket: this.location.bucket, Key: this.keyOf(key) }));
+  }
+
+  /** Lists the prefix page by page and deletes object by object (plain DeleteObject: every S3-compatible store has it). */
+  async deletePrefix(prefix: string): Promise<number> {
+    if (!prefix.endsWith('/')) throw new Error(`invalid blob prefix: ${prefix}`);
+    const Prefix = this.keyOf(prefix.slice(0, -1)) + '/';
+    let n = 0;
+    for (;;) {
+      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.location.bucket, Prefix, MaxKeys: 1000 }));
+      const keys = (page.Contents ?? []).map((o) => o.Key!).filter(Boolean);
+      if (!keys.length) return n;
+      for (let i = 0; i < keys.length; i += 16)
+        await Promise.all(keys.slice(i, i + 16).map((Key) => this.client.send(new DeleteObjectCommand({ Bucket: this.location.bucket, Key }))));
+      n += keys.length;
+    }
   }
 
   /** Size and metadata of an object, or null when there is none. */

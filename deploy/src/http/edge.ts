@@ -2,7 +2,9 @@ import { randomUUID, timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { ERROR_CATALOGUE, ServiceError, forbidden, invalid, isServiceError, notFound } from '@svc/contracts/errors';
-import { CURRENT_WIRE_VERSION, WIRE_VERSIONS } from '@svc/contracts/common';
+import { WIRE_VERSION_TABLE, type WireVersionTable } from '@svc/contracts/common';
+import { secondsToWindowEnd, windowOf } from '@svc/command-api/limits/window-counter';
+import { deprecationHeaders, fallbackVersion, servedVersion, supportedVersions } from './wire-versions';
 import { findInputViolation, findJsonTextViolation } from '@svc/contracts/json-input';
 import type { Principal } from '@svc/contracts/http/principal';
 import type { RouteSpec } from '@svc/contracts/http/route';
@@ -29,6 +31,12 @@ export interface EdgeOptions {
    * throws a ServiceError to refuse; it may set response headers.
    */
   preflight?: Array<(g: PreflightContext) => Promise<void>>;
+  /** The clock of the version table and the per-IP ceiling (default: the system clock). */
+  now?: () => Date;
+  /** Published Service-Version values with their sunset dates (default: WIRE_VERSION_TABLE). */
+  wireVersions?: WireVersionTable;
+  /** Edge per-IP flood ceiling, requests per IP per minute, in process (EDGE_RATE_LIMIT_PER_MINUTE); 0 or unset disables it. */
+  ipRateLimitPerMinute?: number;
 }
 
 export interface PreflightContext {
@@ -62,7 +70,9 @@ export function errorBody(err: ServiceError, requestId: string | undefined) {
 function send(reply: FastifyReply, err: ServiceError) {
   reply.request.errorCode = err.code;
   if (err.headers) reply.headers(err.headers);
-  return reply.status(err.status).type('application/json').send(errorBody(err, reply.request.id));
+  // The spec fixes the reserved stubs' body (erasure): exactly {error: "not_implemented"}.
+  const body = err.code === 'NOT_IMPLEMENTED' ? { error: 'not_implemented' } : errorBody(err, reply.request.id);
+  return reply.status(err.status).type('application/json').send(body);
 }
 
 const zodMessage = (e: z.ZodError) =>
@@ -139,21 +149,49 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
     done(null, parsed);
   });
 
+  const clock = opts.now ?? (() => new Date());
+  const versions = opts.wireVersions ?? WIRE_VERSION_TABLE;
+  // Edge per-IP flood ceiling: one fixed one-minute window per IP, in process; its 429 has no requestId (spec).
+  const ipCeiling = opts.ipRateLimitPerMinute ?? 0;
+  let ipWindow = -1;
+  const ipCounts = new Map<string, number>();
+
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
+    if (ipCeiling > 0) {
+      const at = clock();
+      if (windowOf(at) !== ipWindow) {
+        ipWindow = windowOf(at);
+        ipCounts.clear();
+      }
+      const n = (ipCounts.get(req.ip) ?? 0) + 1;
+      ipCounts.set(req.ip, n);
+      if (n > ipCeiling) {
+        const e = new ServiceError('RATE_LIMITED', 'Too many requests from this address', { headers: { 'retry-after': String(secondsToWindowEnd(at)) } });
+        req.errorCode = e.code;
+        return reply.status(e.status).headers(e.headers!).type('application/json').send(errorBody(e, undefined));
+      }
+    }
     if (req.url.startsWith('/v1/') && !STREAMING.test(req.url.split('?')[0])) {
       const v = req.headers['service-version'];
-      if (v !== undefined && !WIRE_VERSIONS.includes(v as never)) {
-        throw new ServiceError('UNSUPPORTED_WIRE_VERSION', `Service-Version '${String(v)}' is not supported. Supported versions: ${WIRE_VERSIONS.join(', ')}`);
+      if (v !== undefined && !(typeof v === 'string' && servedVersion(versions, v, clock()))) {
+        throw new ServiceError('UNSUPPORTED_WIRE_VERSION', `Service-Version '${String(v)}' is not supported. Supported versions: ${supportedVersions(versions, clock()).join(', ')}`);
       }
     }
   });
 
   app.addHook('onSend', async (req, reply, payload) => {
     if (req.url.startsWith('/v1/')) {
+      // Streaming operations ignore the header and serve the current shape; the rest: header, else the credential's pin, else the floor.
+      const at = clock();
       const v = req.headers['service-version'];
-      const pinned = typeof v === 'string' && WIRE_VERSIONS.includes(v as never) ? v : (req.principal?.wireVersionPin ?? CURRENT_WIRE_VERSION);
-      reply.header('service-version', pinned);
+      const streaming = STREAMING.test(req.url.split('?')[0]);
+      if (streaming) reply.header('service-version', versions.versions[versions.versions.length - 1]?.version ?? versions.floor);
+      else {
+        const entry = (typeof v === 'string' && servedVersion(versions, v, at)) || fallbackVersion(versions, req.principal?.wireVersionPin, at);
+        reply.header('service-version', entry.version);
+        reply.headers(deprecationHeaders(entry));
+      }
     }
     return payload;
   });

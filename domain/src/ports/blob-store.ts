@@ -11,6 +11,11 @@ export interface BlobStore {
   get(key: string): Promise<Buffer | null>;
   stream(key: string): Promise<Readable | null>;
   delete(key: string): Promise<void>;
+  /**
+   * Deletes every blob whose key starts with `prefix` (a tenant's `<tenant>/` or a context's
+   * `<tenant>/<context>/`, always ending in `/`): teardown. Idempotent; returns how many were deleted.
+   */
+  deletePrefix(prefix: string): Promise<number>;
   exists(key: string): Promise<boolean>;
 }
 

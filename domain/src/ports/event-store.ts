@@ -48,11 +48,52 @@ export interface EventStore {
   readStream(streamId: string, options?: ReadStreamOptions): Promise<StoredEvent[]>;
   /** Events with position > `after`, oldest first. */
   readAll(after: number, maxCount: number): Promise<StoredEvent[]>;
+  /**
+   * Optional: one tenant's events (metadata.tenantId) with position > `after`, oldest first, read
+   * by an index rather than by filtering the whole log. `readTenantEvents` falls back to readAll.
+   */
+  readTenant?(tenantId: string, after: number, maxCount: number): Promise<StoredEvent[]>;
   /** Position of the newest event (0 when empty). */
   headPosition(): Promise<number>;
   /** Wakes `listener` after events are committed (in this process or, where the engine can tell, another). */
   onAppended(listener: () => void): () => void;
   close(): Promise<void>;
+}
+
+/**
+ * One page of a tenant's events after `after` (at most `maxCount`, positions up to `until` when given):
+ * the store's own `readTenant` where it has one, else pages of `readAll` filtered here. The second
+ * value is where the next page starts (past events of other tenants skipped); `done` when `until`
+ * (or the end of the log) was reached.
+ */
+export async function readTenantEvents(
+  store: EventStore,
+  tenantId: string,
+  after: number,
+  maxCount: number,
+  until = Number.MAX_SAFE_INTEGER,
+): Promise<{ events: StoredEvent[]; next: number; done: boolean }> {
+  if (store.readTenant) {
+    const page = (await store.readTenant(tenantId, after, maxCount)).filter((e) => e.position <= until);
+    const full = page.length === maxCount;
+    return { events: page, next: page.length ? page[page.length - 1].position : after, done: !full };
+  }
+  const events: StoredEvent[] = [];
+  let next = after;
+  // Bounded work per page: at most 10 pages of the whole log are scanned before returning what was found.
+  for (let scanned = 0; scanned < 10 && events.length < maxCount; scanned++) {
+    const page = await store.readAll(next, maxCount);
+    for (const e of page) {
+      if (e.position > until) return { events, next, done: true };
+      next = e.position;
+      if (e.metadata.tenantId === tenantId) {
+        events.push(e);
+        if (events.length === maxCount) return { events, next, done: false };
+      }
+    }
+    if (page.length < maxCount) return { events, next, done: true };
+  }
+  return { events, next, done: false };
 }
 
 export class WrongExpectedRevisionError extends Error {

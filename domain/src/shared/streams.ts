@@ -4,6 +4,8 @@ import { createHash } from 'node:crypto';
 export const streams = {
   account: (id: string) => `account-${id}`,
   context: (id: string) => `context-${id}`,
+  /** A tenant's teardown (TenantTornDown): the stream exists only once the tenant is torn down. */
+  tenant: (id: string) => `tenant-${id}`,
   credential: (id: string) => `credential-${id}`,
   schema: (id: string) => `schema-${id}`,
   record: (id: string) => `record-${id}`,
@@ -13,6 +15,8 @@ export const streams = {
   namespaces: (tenantId: string) => `namespaces-${tenantId}`,
   user: (id: string) => `user-${id}`,
   entity: (id: string) => `entity-${id}`,
+  /** Metering of one tenant (UsageMetered, ReadsMetered), appended with expected revision 'any'. */
+  usage: (tenantId: string) => `usage-${tenantId}`,
   /** A uniqueness reservation: one stream per reserved value, claimed with expected `no_stream`. */
   reservation: (...parts: string[]) => `reservation-${createHash('sha256').update(parts.join('\u0000')).digest('hex').slice(0, 40)}`,
 };

@@ -123,6 +123,12 @@ CREATE INDEX IF NOT EXISTS rm_document_lookups_doc ON rm_document_lookups (docum
         await q.query('DELETE FROM rm_documents WHERE context_id = $1', [ctx]);
         return;
       }
+      case 'TenantTornDown': {
+        const t = (e.data as EventData<'TenantTornDown'>).tenantId;
+        await q.query('DELETE FROM rm_document_lookups WHERE tenant_id = $1', [t]);
+        await q.query('DELETE FROM rm_documents WHERE tenant_id = $1', [t]);
+        return;
+      }
     }
   },
 });

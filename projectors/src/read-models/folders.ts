@@ -47,6 +47,9 @@ CREATE INDEX IF NOT EXISTS rm_folders_parent ON rm_folders (parent_folder_id);`,
       case 'ContextDeleted':
         await q.query('DELETE FROM rm_folders WHERE context_id = $1', [(e.data as EventData<'ContextDeleted'>).contextId]);
         return;
+      case 'TenantTornDown':
+        await q.query('DELETE FROM rm_folders WHERE tenant_id = $1', [(e.data as EventData<'TenantTornDown'>).tenantId]);
+        return;
     }
   },
 });

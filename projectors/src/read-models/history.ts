@@ -25,7 +25,9 @@ CREATE TABLE IF NOT EXISTS rm_versions (
 CREATE INDEX IF NOT EXISTS rm_versions_entity ON rm_versions (entity_id, position);
 CREATE TABLE IF NOT EXISTS rm_tombstones (
   entity_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, entity_kind text NOT NULL, type_name text,
-  external_id text, deleted_at timestamptz NOT NULL, deleted_by text, last_version int NOT NULL, owner jsonb NOT NULL);`,
+  external_id text, deleted_at timestamptz NOT NULL, deleted_by text, last_version int NOT NULL, owner jsonb NOT NULL);
+CREATE INDEX IF NOT EXISTS rm_versions_context ON rm_versions (tenant_id, context_id);
+CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, context_id);`,
   /** A run of RecordCreated events: their first version rows in one statement. */
   async applyMany(q: SqlQueryable, events: StoredEvent[]) {
     const created = events.filter((e) => e.type === 'RecordCreated');
@@ -169,8 +171,14 @@ CREATE TABLE IF NOT EXISTS rm_tombstones (
       }
       case 'ContextDeleted': {
         const d = e.data as EventData<'ContextDeleted'>;
-        await q.query('DELETE FROM rm_versions WHERE context_id = $1', [d.contextId]);
-        await q.query('DELETE FROM rm_tombstones WHERE context_id = $1', [d.contextId]);
+        await q.query('DELETE FROM rm_versions WHERE tenant_id = $1 AND context_id = $2', [d.tenantId, d.contextId]);
+        await q.query('DELETE FROM rm_tombstones WHERE tenant_id = $1 AND context_id = $2', [d.tenantId, d.contextId]);
+        return;
+      }
+      case 'TenantTornDown': {
+        const d = e.data as EventData<'TenantTornDown'>;
+        await q.query('DELETE FROM rm_versions WHERE tenant_id = $1', [d.tenantId]);
+        await q.query('DELETE FROM rm_tombstones WHERE tenant_id = $1', [d.tenantId]);
         return;
       }
     }

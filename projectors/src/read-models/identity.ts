@@ -89,6 +89,14 @@ CREATE INDEX IF NOT EXISTS rm_entities_namespace ON rm_entities (tenant_id, name
         await q.query('DELETE FROM rm_entities WHERE context_id = $1', [contextId]);
         return;
       }
+      case 'TenantTornDown': {
+        // With the tenant go its namespaces too.
+        const { tenantId } = e.data as EventData<'TenantTornDown'>;
+        await q.query('DELETE FROM rm_namespaces WHERE tenant_id = $1', [tenantId]);
+        await q.query('DELETE FROM rm_users WHERE tenant_id = $1', [tenantId]);
+        await q.query('DELETE FROM rm_entities WHERE tenant_id = $1', [tenantId]);
+        return;
+      }
     }
   },
 });

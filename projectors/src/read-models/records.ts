@@ -95,7 +95,7 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
   },
   afterCommit(events) {
     if (!onChanged) return;
-    if (events.some((e) => e.type === 'ContextDeleted')) return onChanged(null);
+    if (events.some((e) => e.type === 'ContextDeleted' || e.type === 'TenantTornDown')) return onChanged(null);
     const ids = events
       .filter((e) => ['RecordUpdated', 'RecordDeleted', 'RecordCreated', 'RecordIndexed', 'RecordIndexFailed'].includes(e.type))
       .map((e) => e.data.recordId as string);
@@ -181,6 +181,14 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
         await q.query('DELETE FROM rm_record_payloads WHERE record_id IN (SELECT record_id FROM rm_records WHERE context_id = $1)', [ctx]);
         await q.query('DELETE FROM rm_record_lookups WHERE context_id = $1', [ctx]);
         await q.query('DELETE FROM rm_records WHERE context_id = $1', [ctx]);
+        return;
+      }
+      // Its contexts went with it (ContextDeleted each, same append); this also takes anything written in the meantime.
+      case 'TenantTornDown': {
+        const t = (e.data as EventData<'TenantTornDown'>).tenantId;
+        await q.query('DELETE FROM rm_record_payloads WHERE record_id IN (SELECT record_id FROM rm_records WHERE tenant_id = $1)', [t]);
+        await q.query('DELETE FROM rm_record_lookups WHERE tenant_id = $1', [t]);
+        await q.query('DELETE FROM rm_records WHERE tenant_id = $1', [t]);
         return;
       }
     }

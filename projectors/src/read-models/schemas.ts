@@ -42,6 +42,9 @@ CREATE INDEX IF NOT EXISTS rm_schemas_list ON rm_schemas (tenant_id, context_id,
       case 'ContextDeleted':
         await q.query('DELETE FROM rm_schemas WHERE context_id = $1', [(e.data as EventData<'ContextDeleted'>).contextId]);
         return;
+      case 'TenantTornDown':
+        await q.query('DELETE FROM rm_schemas WHERE tenant_id = $1', [(e.data as EventData<'TenantTornDown'>).tenantId]);
+        return;
     }
   },
 });

@@ -2,6 +2,7 @@ import type { SqlQueryable } from '@svc/domain/ports/sql';
 import type { StoredEvent } from '@svc/domain/ports/event-store';
 import type { EventData } from '@svc/contracts/events/catalogue';
 import { CREDENTIAL_CHANGE_CHANNEL, type RootKeyIndex } from '@svc/domain/tenancy/credentials';
+import type { TenantContexts } from '@svc/domain/tenancy/teardown';
 import type { SqlProjection } from '../runtime/runner';
 
 /** Revokes a credential and every credential minted from it, transitively (children never outlive their parent). */
@@ -35,6 +36,8 @@ CREATE TABLE IF NOT EXISTS rm_credentials (
   data_scope jsonb, user_id text, expires_at timestamptz, wire_version_pin text, revoked boolean NOT NULL DEFAULT false,
   created_at timestamptz NOT NULL, parent_id text);
 ALTER TABLE rm_credentials ADD COLUMN IF NOT EXISTS parent_id text;
+ALTER TABLE rm_tenants ADD COLUMN IF NOT EXISTS torn_down_at timestamptz;
+CREATE INDEX IF NOT EXISTS rm_credentials_tenant ON rm_credentials (tenant_id);
 CREATE INDEX IF NOT EXISTS rm_credentials_parent ON rm_credentials (parent_id) WHERE parent_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS rm_credentials_root ON rm_credentials (tenant_id) WHERE kind = 'root' AND NOT revoked;`,
   async apply(q: SqlQueryable, e: StoredEvent) {
@@ -76,6 +79,15 @@ CREATE INDEX IF NOT EXISTS rm_credentials_root ON rm_credentials (tenant_id) WHE
         await announce(q);
         return;
       }
+      case 'TenantTornDown': {
+        // Every credential of the tenant (root, scoped, minted) stops working; its contexts are gone. The developer token is the account's and stays.
+        const d = e.data as EventData<'TenantTornDown'>;
+        await q.query('UPDATE rm_tenants SET torn_down_at = $2 WHERE tenant_id = $1', [d.tenantId, at]);
+        await q.query('UPDATE rm_contexts SET deleted_at = $2 WHERE tenant_id = $1 AND deleted_at IS NULL', [d.tenantId, at]);
+        await q.query('UPDATE rm_credentials SET revoked = true WHERE tenant_id = $1 AND NOT revoked', [d.tenantId]);
+        await announce(q);
+        return;
+      }
       case 'CredentialIssued': {
         const d = e.data as EventData<'CredentialIssued'>;
         // A child minted by a parent revoked in the meantime is born revoked.
@@ -97,7 +109,15 @@ CREATE INDEX IF NOT EXISTS rm_credentials_root ON rm_credentials (tenant_id) WHE
     }
   },
   afterCommit(events) {
-    if (onCredentialChange && events.some((e) => e.type === 'CredentialRevoked' || e.type === 'ContextDeleted')) onCredentialChange();
+    if (onCredentialChange && events.some((e) => e.type === 'CredentialRevoked' || e.type === 'ContextDeleted' || e.type === 'TenantTornDown')) onCredentialChange();
+  },
+});
+
+/** The live contexts of a tenant, from the read model (tenant teardown waits for it to reach the head first). */
+export const sqlTenantContexts = (q: SqlQueryable): TenantContexts => ({
+  async liveContexts(tenantId) {
+    const { rows } = await q.query<{ context_id: string }>('SELECT context_id FROM rm_contexts WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, context_id', [tenantId]);
+    return rows.map((r) => r.context_id);
   },
 });
 

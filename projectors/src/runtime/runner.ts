@@ -23,16 +23,23 @@ export interface SqlProjection {
    * runs per event.
    */
   applyMany?(q: SqlQueryable, events: StoredEvent[]): Promise<void>;
+  /**
+   * Applies a whole batch at once, after every other projection applied it
+   * (same transaction): for read models that only fold events into counters
+   * (usage), whatever else the batch interleaves. Replaces `apply` / `applyMany`.
+   */
+  applyBatch?(q: SqlQueryable, events: StoredEvent[]): Promise<void>;
   /** Called after the batch transaction commits (cache invalidation). */
   afterCommit?(events: StoredEvent[]): void;
 }
 
 /**
  * Event types whose consecutive runs every projection may apply as one set:
- * creations of distinct new entities and reservation bookkeeping, which no
+ * creations of distinct new entities, reservation bookkeeping and metering
+ * (the usage projection folds a run into one set of counter updates), which no
  * projection reads back within the run.
  */
-export const BULK_TYPES = new Set(['RecordCreated', 'ReservationClaimed', 'ReservationReleased']);
+export const BULK_TYPES = new Set(['RecordCreated', 'ReservationClaimed', 'ReservationReleased', 'UsageMetered', 'ReadsMetered']);
 
 /** Splits a batch into maximal runs of bulk-safe events and single other events, in log order. */
 export function segments(events: StoredEvent[]): Array<{ bulk: boolean; events: StoredEvent[] }> {
@@ -221,10 +228,12 @@ export class ProjectionRunner {
   private async applyEvents(q: SqlQueryable, events: StoredEvent[]) {
     for (const seg of segments(events)) {
       for (const p of this.projections) {
+        if (p.applyBatch) continue;
         if (seg.bulk && p.applyMany) await p.applyMany(q, seg.events);
         else for (const e of seg.events) await p.apply(q, e);
       }
     }
+    for (const p of this.projections) if (p.applyBatch && events.length) await p.applyBatch(q, events);
   }
 
   private async moveCheckpoint(q: SqlQueryable, last: number) {

@@ -8,6 +8,7 @@ import type { Sql } from '@svc/domain/ports/sql';
 import { chunkText, type Passage } from '@svc/domain/search/chunking';
 import { filterAttributes, recordPassages } from '@svc/domain/search/indexable';
 import { streams } from '@svc/domain/shared/streams';
+import { tornDownCache } from '@svc/domain/tenancy/teardown';
 import { catchUpFeed, type EventFeed } from '../runtime/feed';
 import { CATALOGUE_TABLES, SearchCatalogue, type CatalogueItem } from './catalogue';
 import { documentCatalogueItem, loadDocument } from './documents';
@@ -297,11 +298,14 @@ export class SearchIndexer {
         case 'ContextDeleted': {
           const d = e.data as EventData<'ContextDeleted'>;
           await flushAll();
-          this.queue.removeContext(d.tenantId, d.contextId);
-          await this.jobs.deleteContext(d.tenantId, d.contextId);
-          await this.engines.text.deleteContext(d.tenantId, d.contextId);
-          await this.engines.vectors.deleteContext(d.tenantId, d.contextId);
-          await cat.removeContext(d.tenantId, d.contextId);
+          await this.dropContext(d.tenantId, d.contextId);
+          break;
+        }
+        case 'TenantTornDown': {
+          // Each context also has its ContextDeleted in the same append; dropping again is a no-op, and covers a replay that starts between them.
+          const d = e.data as EventData<'TenantTornDown'>;
+          await flushAll();
+          for (const contextId of d.contextIds) await this.dropContext(d.tenantId, contextId);
           break;
         }
         case 'DocumentTextReady':
@@ -339,6 +343,15 @@ export class SearchIndexer {
     return last;
   }
 
+  /** Removes a context from both indexes, the catalogue and the vector queue (its queued work is cancelled). */
+  private async dropContext(tenantId: string, contextId: string): Promise<void> {
+    this.queue.removeContext(tenantId, contextId);
+    await this.jobs.deleteContext(tenantId, contextId);
+    await this.engines.text.deleteContext(tenantId, contextId);
+    await this.engines.vectors.deleteContext(tenantId, contextId);
+    await this.engines.catalogue.removeContext(tenantId, contextId);
+  }
+
   /**
    * Turns the documents touched in a batch into pending work, from each
    * document's current state (its stream, folded): deleted -> removed;
@@ -350,6 +363,7 @@ export class SearchIndexer {
    */
   private async resolveDocuments(docs: Map<string, DocTouch>, pending: Map<string, Pending>, lastAttempt: boolean): Promise<DocOutcome[]> {
     const failures: DocOutcome[] = [];
+    const gone = docs.size ? tornDownCache(this.store) : undefined;
     for (const [id, t] of docs) {
       const { state, revision } = await loadDocument(this.store, id);
       if (!state.exists) {
@@ -357,6 +371,8 @@ export class SearchIndexer {
         continue;
       }
       if (state.indexMode === 'NONE' || !state.tenantId || !state.contextId) continue;
+      // A document of a torn-down context or tenant (its blobs are gone): nothing to index, no outcome to record.
+      if (await gone!(state.tenantId, state.contextId)) continue;
       const def = state.schemaId ? (await this.engines.catalogue.schemas([state.schemaId])).get(state.schemaId) : undefined;
       const item = documentCatalogueItem(state, def, { accountId: t.m.accountId, revision });
       const fresh = t.textRevision !== null && t.textRevision === state.textRevision;
@@ -395,8 +411,15 @@ export class SearchIndexer {
       await vectors.deleteItem(id);
       await catalogue.remove(id);
     }
-    const metaOnly = [...pending.values()].filter((p): p is Extract<Pending, { kind: 'documentMeta' }> => p.kind === 'documentMeta');
-    const ups = [...pending.values()].filter((p): p is Extract<Pending, { kind: 'upsert' | 'document' }> => p.kind === 'upsert' || p.kind === 'document');
+    // Work of a torn-down context or tenant that reaches the log after its teardown (an extraction finishing late) is not indexed.
+    const gone = tornDownCache(this.store);
+    const live = async <P extends { item: CatalogueItem }>(ps: P[]) => {
+      const keep: P[] = [];
+      for (const p of ps) if (!(await gone(p.item.tenantId, p.item.contextId))) keep.push(p);
+      return keep;
+    };
+    const metaOnly = await live([...pending.values()].filter((p): p is Extract<Pending, { kind: 'documentMeta' }> => p.kind === 'documentMeta'));
+    const ups = await live([...pending.values()].filter((p): p is Extract<Pending, { kind: 'upsert' | 'document' }> => p.kind === 'upsert' || p.kind === 'document'));
     if (!ups.length && !metaOnly.length) return out;
     const defs = await catalogue.schemas(ups.map((u) => u.item.schemaId!).filter(Boolean));
     const before = await catalogue.items([...ups, ...metaOnly].map((u) => u.item.itemId));

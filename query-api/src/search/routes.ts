@@ -157,6 +157,7 @@ export function searchRoutes(sql: Sql, engines: SearchEngines): RouteSpec[] {
       url: '/v1/search',
       auth: 'data',
       permission: 'search:r',
+      rateLimited: true,
       summary: 'Content search over records and documents: TEXT (keyword, BM25), SEMANTIC (embeddings) or HYBRID (convex fusion of normalised scores)',
       body: searchBody,
       response: searchResponse,

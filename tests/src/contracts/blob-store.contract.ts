@@ -68,6 +68,25 @@ export function blobStoreContract(name: string, open: () => Promise<BlobStore & 
       expect(await blobs.exists(`${P}/big2`)).toBe(false);
     });
 
+    it('deletePrefix deletes every blob under a tenant or context prefix, and nothing beside it', async () => {
+      const T = `t-${randomUUID()}`;
+      await blobs.put(`${T}/c1/documents/d1/file-a`, 'a');
+      await blobs.put(`${T}/c1/documents/d1/text-r1.txt`, 'b');
+      await blobs.put(`${T}/c1/documents/d2/file-b`, 'c');
+      await blobs.put(`${T}/c2/documents/d3/file-c`, 'd');
+      await blobs.put(`${T}x/c1/documents/d4/file-d`, 'e'); // a sibling whose name starts the same
+      expect(await blobs.deletePrefix(`${T}/c1/`)).toBe(3);
+      expect(await blobs.exists(`${T}/c1/documents/d1/file-a`)).toBe(false);
+      expect(await blobs.exists(`${T}/c1/documents/d2/file-b`)).toBe(false);
+      expect(await blobs.exists(`${T}/c2/documents/d3/file-c`)).toBe(true);
+      expect(await blobs.deletePrefix(`${T}/c1/`)).toBe(0);
+      expect(await blobs.deletePrefix(`${T}/`)).toBe(1);
+      expect(await blobs.exists(`${T}/c2/documents/d3/file-c`)).toBe(false);
+      expect(await blobs.exists(`${T}x/c1/documents/d4/file-d`)).toBe(true);
+      expect(await blobs.deletePrefix(`t-${randomUUID()}/`)).toBe(0);
+      for (const bad of [T, '', '/', '../', `${T}/../`]) await expect(blobs.deletePrefix(bad)).rejects.toThrow();
+    });
+
     it('refuses keys that escape their path', async () => {
       for (const k of ['', '../x', `${P}/../../x`, `${P}//x`, '/abs']) await expect(blobs.put(k, 'x')).rejects.toThrow();
     });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventStore, NewEvent } from '@svc/domain/ports/event-store';
-import { WrongExpectedRevisionError } from '@svc/domain/ports/event-store';
+import { readTenantEvents, WrongExpectedRevisionError } from '@svc/domain/ports/event-store';
 import { catchUp } from '@svc/projectors/runtime/catch-up';
 
 /**
@@ -149,6 +149,33 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore 
       ac.abort();
       await done;
       expect(seen).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    });
+
+    it('readTenantEvents (the adapter\'s readTenant, or readAll filtered) pages one tenant\'s events in log order', async () => {
+      const [t1, t2] = [`t-${randomUUID()}`, `t-${randomUUID()}`];
+      const tev = (tenantId: string, i: number): NewEvent => ({ ...ev('T', { i }), metadata: { ...ev('T').metadata, tenantId } });
+      const before = await store.headPosition();
+      for (let i = 0; i < 7; i++) await store.append(stream(), [tev(i % 3 === 0 ? t2 : t1, i), tev(t2, 100 + i)], 'no_stream');
+      const expected = (await store.readAll(before, 1000)).filter((e) => e.metadata.tenantId === t1).map((e) => e.position);
+      expect(expected).toHaveLength(4);
+      const collect = async (s: EventStore, until?: number) => {
+        const got: number[] = [];
+        for (let after = before, n = 0; n < 100; n++) {
+          const page = await readTenantEvents(s, t1, after, 2, until);
+          expect(page.events.length).toBeLessThanOrEqual(2);
+          got.push(...page.events.map((e) => e.position));
+          after = page.next;
+          if (page.done) break;
+        }
+        return got;
+      };
+      // Without readTenant (the generic fallback over readAll), then with the adapter's own where it has one.
+      const generic = Object.create(store, { readTenant: { value: undefined } }) as EventStore;
+      expect(await collect(generic)).toEqual(expected);
+      expect(await collect(store)).toEqual(expected);
+      expect(await collect(store, expected[2])).toEqual(expected.slice(0, 3));
+      expect(await collect(generic, expected[2])).toEqual(expected.slice(0, 3));
+      if (store.readTenant) expect((await store.readTenant(t1, expected[0], 10)).map((e) => e.position)).toEqual(expected.slice(1));
     });
   });
 }

@@ -32,7 +32,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startService, type Api, type Bootstrap, type TestService } from '../support/service';
+import { eventually, OPERATOR_TOKEN, startService, type Api, type Bootstrap, type TestService } from '../support/service';
 
 type CellId = 'A.live.ctx1' | 'A.live.ctx2' | 'A.test' | 'B.live' | 'B.test';
 const CELL_IDS: CellId[] = ['A.live.ctx1', 'A.live.ctx2', 'A.test', 'B.live', 'B.test'];
@@ -213,7 +213,10 @@ beforeAll(async () => {
   svc = await startService();
   api = svc.api;
   A = svc.bootstrap;
-  B = await api.newAccount();
+  // Both accounts write far more in a minute than any plan's burst limit allows: a negotiated enterprise limit.
+  const raised = await api.patch(`/operator/accounts/${A.accountId}`, OPERATOR_TOKEN, { rateLimitPerMinute: 1_000_000 });
+  expect(raised.status, raised.text).toBe(200);
+  B = await api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000 });
 
   const c2 = await api.post('/v1/contexts', A.tenants.live.rootKey, { name: 'second' });
   expect(c2.status, c2.text).toBe(201);

@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadConfig } from '@svc/deploy/config';
-import { buildService, type Service } from '@svc/deploy/service';
+import { buildService, type Service, type ServiceHooks } from '@svc/deploy/service';
 import { freshPostgresSchema, serverUrl, tempDir } from './engines';
 
 export const ROOT = resolve(import.meta.dirname, '../../..');
@@ -63,12 +63,17 @@ export interface TestService {
 
 /**
  * Starts the whole service in this process on a fresh data directory (embedded
- * engines), or on a fresh PostgreSQL schema when `engine: 'postgres'`.
+ * engines), or on a fresh PostgreSQL schema when `engine: 'postgres'`. The
+ * bootstrap account is on the enterprise plan (1,200 counted requests a minute)
+ * unless `env.DEFAULT_PLAN` says otherwise; `hooks` injects a clock or a
+ * Service-Version table, `log` hears the service's log lines.
  */
-export async function startService(opts: { env?: Record<string, string>; engine?: 'embedded' | 'postgres'; dataDir?: string } = {}): Promise<TestService> {
+export async function startService(
+  opts: { env?: Record<string, string>; engine?: 'embedded' | 'postgres'; dataDir?: string; hooks?: ServiceHooks; log?: (msg: string) => void } = {},
+): Promise<TestService> {
   const tmp = opts.dataDir ? { dir: opts.dataDir, remove: () => {} } : tempDir('svc-e2e-');
   let dropSchema: (() => Promise<void>) | undefined;
-  const env: Record<string, string> = { DATA_DIR: tmp.dir, PORT: '0', OPERATOR_TOKEN, ...(opts.env ?? {}) };
+  const env: Record<string, string> = { DATA_DIR: tmp.dir, PORT: '0', OPERATOR_TOKEN, DEFAULT_PLAN: 'enterprise', ...(opts.env ?? {}) };
   if (opts.engine === 'postgres') {
     const base = serverUrl('postgres');
     if (!base) throw new Error('DATABASE_URL is not set');
@@ -77,7 +82,7 @@ export async function startService(opts: { env?: Record<string, string>; engine?
     dropSchema = s.drop;
   }
   const config = loadConfig(env as NodeJS.ProcessEnv);
-  const service = await buildService(config, () => {});
+  const service = await buildService(config, opts.log ?? (() => {}), opts.hooks);
   await service.app.listen({ port: 0, host: '127.0.0.1' });
   const addr = service.app.server.address();
   const url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
@@ -105,7 +110,7 @@ export async function spawnService(dataDir: string, port: number, env: Record<st
   let out = '';
   const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'deploy/src/start.ts')], {
     cwd: ROOT,
-    env: { ...process.env, ...embeddedEnv(), DATA_DIR: dataDir, PORT: String(port), OPERATOR_TOKEN, ...env },
+    env: { ...process.env, ...embeddedEnv(), DATA_DIR: dataDir, PORT: String(port), OPERATOR_TOKEN, DEFAULT_PLAN: 'enterprise', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (d) => (out += d));

@@ -1,0 +1,119 @@
+import { ServiceError } from '@svc/contracts/errors';
+import type { Principal } from '@svc/contracts/http/principal';
+import type { RouteSpec } from '@svc/contracts/http/route';
+import { allowanceOf, periodOf, type PriceTable } from '@svc/domain/usage/prices';
+
+/**
+ * Billing gates of the edge's pre-flight list (spec "Pre-flight order for
+ * inference": permission 403, credit ceiling 402, burst limit 429, billing gate 402).
+ */
+export interface AccountStanding {
+  standing(accountId: string, period: string): Promise<{ account: { plan?: unknown; creditLimit?: unknown; inferenceBalanceCents?: unknown } | null; usedMilli: number }>;
+}
+
+/** Operations that draw credits: metered writes, searches, script executions and inference. Deletes, schemas, folders, identity and reads do not. */
+export const CREDIT_METERED_ROUTES = new Set([
+  'POST /v1/records',
+  'PUT /v1/records/:id',
+  'PATCH /v1/records/:id',
+  'POST /v1/records/batch',
+  'POST /v1/documents',
+  'POST /v1/documents/upload',
+  'PUT /v1/documents/:id',
+  'PATCH /v1/documents/:id',
+  'POST /v1/search',
+  'POST /v1/scripts/execute',
+  'POST /v1/rag',
+  'POST /v1/chat',
+  'POST /v1/documents/:id/ask',
+]);
+/** The inference surfaces (billing gate: the pre-paid balance). */
+export const INFERENCE_ROUTES = new Set(['POST /v1/rag', 'POST /v1/chat', 'POST /v1/documents/:id/ask']);
+
+/**
+ * The standing of each account, kept briefly and shared by concurrent requests
+ * (one read-model query per account at a time). The process's own projector
+ * calls `invalidate(accountId)` when it applies usage of that account and
+ * `invalidate()` when an account changes, before the writes waiting on that
+ * batch answer; so in one process the gate is exact. Where no projector runs
+ * beside it the TTL bounds the staleness (a split deployment may let the writes
+ * of that interval past the ceiling; docs/limits.md).
+ */
+export class CachedStanding implements AccountStanding {
+  private readonly cache = new Map<string, { until: number; value: ReturnType<AccountStanding['standing']> }>();
+
+  constructor(
+    private readonly inner: AccountStanding,
+    private readonly ttlMs = 1000,
+    private readonly maxEntries = 10_000,
+  ) {}
+
+  standing(accountId: string, period: string): ReturnType<AccountStanding['standing']> {
+    const key = `${accountId}\u0000${period}`;
+    const hit = this.cache.get(key);
+    if (hit && hit.until > Date.now()) return hit.value;
+    const value = this.inner.standing(accountId, period);
+    if (this.cache.size >= this.maxEntries) this.cache.clear();
+    const entry = { until: Date.now() + this.ttlMs, value };
+    this.cache.set(key, entry);
+    value.catch(() => this.cache.get(key) === entry && this.cache.delete(key));
+    return value;
+  }
+
+  /** Forgets one account's standing (its usage moved), or every account's (an account changed). */
+  invalidate(accountId?: string): void {
+    if (!accountId) return this.cache.clear();
+    for (const key of this.cache.keys()) if (key.startsWith(`${accountId}\u0000`)) this.cache.delete(key);
+  }
+}
+
+const routeKey = (spec: Pick<RouteSpec, 'method' | 'url'>) => `${spec.method} ${spec.url}`;
+export const drawsCredits = (spec: Pick<RouteSpec, 'method' | 'url'>) => CREDIT_METERED_ROUTES.has(routeKey(spec));
+export const isInference = (spec: Pick<RouteSpec, 'method' | 'url'>) => INFERENCE_ROUTES.has(routeKey(spec));
+
+interface GateContext {
+  spec: Pick<RouteSpec, 'method' | 'url'>;
+  principal: Principal;
+  now: Date;
+}
+
+/** Refuses with 402 PAYMENT_REQUIRED when the account's usage in the current period has reached its allowance. */
+export async function requireCredits(standing: AccountStanding, prices: PriceTable, accountId: string, now: Date): Promise<void> {
+  const period = periodOf(now);
+  const s = await standing.standing(accountId, period);
+  const allowance = allowanceOf(prices, s.account);
+  if (allowance === null || s.usedMilli < allowance * 1000) return;
+  throw new ServiceError(
+    'PAYMENT_REQUIRED',
+    `The monthly credit allowance (${allowance} credits) is used up for ${period}: upgrade the plan or wait for the next period (GET /v1/usage)`,
+    { details: { period, limit: allowance, used: Math.floor(s.usedMilli / 1000) } },
+  );
+}
+
+/**
+ * Pre-flight gate 1: the monthly credit ceiling (402) on operations that draw
+ * credits. Reads the account's running total from the usage read model, which a
+ * write's own response already waited for, so the request after the one that
+ * reached the allowance is refused, before validation, with nothing written.
+ */
+export function creditCeilingGate(o: { standing: AccountStanding; prices: PriceTable; enabled?: () => boolean }) {
+  return async ({ spec, principal, now }: GateContext): Promise<void> => {
+    if (!principal.accountId || !drawsCredits(spec) || o.enabled?.() === false) return;
+    await requireCredits(o.standing, o.prices, principal.accountId, now);
+  };
+}
+
+/** Refuses with 402 INSUFFICIENT_BALANCE when the account's pre-paid inference balance is not positive (balance mode). */
+export async function requireInferenceBalance(standing: AccountStanding, accountId: string, now: Date): Promise<void> {
+  const s = await standing.standing(accountId, periodOf(now));
+  const balance = Number(s.account?.inferenceBalanceCents ?? 0);
+  if (!(balance > 0)) throw new ServiceError('INSUFFICIENT_BALANCE', 'The inference balance is exhausted: top up the account to continue', { details: { balanceCents: Math.max(0, balance) } });
+}
+
+/** Pre-flight gate 4 (inference only): the billing gate, after the burst limit. */
+export function inferenceBalanceGate(o: { standing: AccountStanding }) {
+  return async ({ spec, principal, now }: GateContext): Promise<void> => {
+    if (!principal.accountId || !isInference(spec)) return;
+    await requireInferenceBalance(o.standing, principal.accountId, now);
+  };
+}

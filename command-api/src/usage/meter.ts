@@ -1,0 +1,201 @@
+import { EVENT_SCHEMA_VERSION, parseEventData, type EventMetadata } from '@svc/contracts/events/catalogue';
+import type { Principal, RequestMeta } from '@svc/contracts/http/principal';
+import type { EventStore, NewEvent } from '@svc/domain/ports/event-store';
+import type { IdGenerator } from '@svc/domain/ports/runtime';
+import { streams } from '@svc/domain/shared/streams';
+import {
+  documentWriteItems, fileIngestItem, inferenceItem, recordWriteItems, scriptExecutionItem, searchItem,
+  type IndexedWrite, type SearchMode, type UsageItem,
+} from '@svc/domain/usage/charges';
+import { periodOf, type PriceTable } from '@svc/domain/usage/prices';
+import type { ReadModelBarrier } from '@svc/projectors/runtime/runner';
+import { metadataFor, toNewEvents, type DomainAppend } from '../handle-command';
+
+/**
+ * Metering on the event log (docs/api.md "Usage"). Counters tick at dispatch:
+ *
+ * - a write is charged by a UsageMetered event in the same atomic append as the
+ *   write itself (`appendFor`): a refused or failed write charges nothing, an
+ *   accepted one is charged exactly once;
+ * - a search (and later an inference call or script run) is charged once it was
+ *   served (`charge`): one append to the tenant's usage stream, applied to the
+ *   read models before the response leaves, so the next request's credit gate sees it;
+ * - read calls and their response bytes are tallied in process per tenant,
+ *   context and period and appended as ReadsMetered events every `flushMs`
+ *   (and on close): a crash loses at most that interval of read counts.
+ *
+ * Every usage event goes to the tenant's stream `usage-<tenantId>` with expected
+ * revision 'any' (never a conflict); the usage projection applies each stream
+ * revision once, so replaying the log rebuilds the same report.
+ */
+export interface MeterDeps {
+  store: EventStore;
+  barrier: ReadModelBarrier;
+  ids: IdGenerator;
+  prices: PriceTable;
+  now?: () => Date;
+  log?: (message: string) => void;
+  /** How often read tallies are appended (default 1,000 ms). */
+  flushMs?: number;
+}
+
+type Tally = { tenantId: string; contextId: string | null; accountId: string | null; period: string; calls: number; bytes: number };
+
+/** Most a served charge waits for the read models before answering anyway. */
+const CHARGE_WAIT_MS = 2000;
+/** A tally this large is appended at once rather than at the next interval. */
+const FLUSH_AT_CALLS = 10_000;
+
+export class UsageMeter {
+  /** Off only in measurements of the metering cost itself (tests/bench): nothing is metered and the credit gate lets everything pass. */
+  enabled = true;
+  readonly prices: PriceTable;
+  private readonly tallies = new Map<string, Tally>();
+  private timer: NodeJS.Timeout | undefined;
+  /** Flushes run one after another. */
+  private chain: Promise<void> = Promise.resolve();
+  private closed = false;
+  private urgent = false;
+
+  constructor(private readonly o: MeterDeps) {
+    this.prices = o.prices;
+  }
+
+  /**
+   * The append that charges `items` to a tenant, for the commit of the write it
+   * charges (atomic with it). Empty when there is nothing to charge.
+   */
+  appendFor(metadata: EventMetadata, items: UsageItem[], where: { tenantId: string | null; contextId: string | null } = metadata): DomainAppend[] {
+    if (!this.enabled || !where.tenantId || items.length === 0) return [];
+    return [
+      {
+        streamId: streams.usage(where.tenantId),
+        events: [{ type: 'UsageMetered', data: { tenantId: where.tenantId, contextId: where.contextId, period: periodOf(metadata.occurredAt), items } }],
+        expectedRevision: 'any',
+        metadata: { ...metadata, tenantId: where.tenantId, contextId: where.contextId },
+      },
+    ];
+  }
+
+  /** Charges work already served (a search, an inference call, a script run): appended, then awaited on the read models. */
+  async charge(meta: RequestMeta, items: UsageItem[]): Promise<void> {
+    const md = metadataFor(meta);
+    const [append] = this.appendFor(md, items);
+    if (!append) return;
+    const events = toNewEvents(this.o.ids, append.events, append.metadata!);
+    const { position } = await this.o.store.append(append.streamId, events, 'any');
+    if (!(await this.o.barrier.waitFor(position, CHARGE_WAIT_MS))) this.o.log?.(`usage: read models did not reach position ${position} in time; answering anyway`);
+  }
+
+  /** A search served (POST /v1/search, 200). */
+  search(meta: RequestMeta, mode: SearchMode): Promise<void> {
+    return this.charge(meta, [searchItem(this.prices, mode)]);
+  }
+
+  /** Script executions that ran (for the scripts feature): call once the outcome is known; `charged: false` for service-side failures. */
+  scriptExecution(meta: RequestMeta, run: { executions?: number; totalMillis: number; charged: boolean }): Promise<void> {
+    return this.charge(meta, [scriptExecutionItem(this.prices, { executions: run.executions ?? 1, totalMillis: run.totalMillis, charged: run.charged })]);
+  }
+
+  /** An inference call, counted when the stream finalises (for the inference feature); the cents go to the balance, not to credits. */
+  inferenceCall(meta: RequestMeta, surface: 'chat' | 'rag' | 'ask', costCents = 0): Promise<void> {
+    return this.charge(meta, [inferenceItem(surface, costCents)]);
+  }
+
+  /** Counts one read call of `bytes` response bytes (appended with the next flush). */
+  countRead(p: Principal, bytes: number, at: Date = this.o.now?.() ?? new Date()): void {
+    if (!this.enabled || this.closed || !p.tenantId) return;
+    const period = periodOf(at);
+    const key = `${p.tenantId}\u0000${p.contextId ?? ''}\u0000${period}`;
+    let t = this.tallies.get(key);
+    if (!t) this.tallies.set(key, (t = { tenantId: p.tenantId, contextId: p.contextId, accountId: p.accountId || null, period, calls: 0, bytes: 0 }));
+    t.calls += 1;
+    t.bytes += Math.max(0, Math.round(bytes));
+    if (t.calls >= FLUSH_AT_CALLS) this.flushLater(0);
+    else this.flushLater();
+  }
+
+  /** Appends the read tallies now (one append per tenant stream). Failed appends keep their tallies for the next flush. */
+  flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const run = this.chain.then(() => this.flushNow());
+    this.chain = run.catch(() => {});
+    return run;
+  }
+
+  private async flushNow(): Promise<void> {
+    if (this.tallies.size === 0) return;
+    const pending = [...this.tallies.values()];
+    this.tallies.clear();
+    const terms = {
+      includedCalls: this.prices.reads.includedCalls,
+      callsPerCredit: this.prices.reads.callsPerCredit,
+      includedBytes: this.prices.reads.includedBytes,
+      bytesPerCredit: this.prices.reads.bytesPerCredit,
+    };
+    const byTenant = new Map<string, Tally[]>();
+    for (const t of pending) byTenant.set(t.tenantId, [...(byTenant.get(t.tenantId) ?? []), t]);
+    const occurredAt = (this.o.now?.() ?? new Date()).toISOString();
+    await Promise.all(
+      [...byTenant].map(async ([tenantId, list]) => {
+        const events: NewEvent[] = list.map((t) => ({
+          id: this.o.ids.newId(),
+          type: 'ReadsMetered',
+          data: parseEventData('ReadsMetered', { tenantId, contextId: t.contextId, period: t.period, calls: t.calls, bytes: t.bytes, terms }) as Record<string, unknown>,
+          metadata: { tenantId, contextId: t.contextId, accountId: t.accountId, actorKeyId: null, userId: null, requestId: null, occurredAt, schemaVersion: EVENT_SCHEMA_VERSION },
+        }));
+        try {
+          await this.o.store.append(streams.usage(tenantId), events, 'any');
+        } catch (e) {
+          // Counted again with the next flush (unless the meter is closing: then the log line is all that is left).
+          this.o.log?.(`usage: appending read counts of tenant ${tenantId} failed: ${e instanceof Error ? e.message : String(e)}`);
+          if (!this.closed) for (const t of list) this.restore(t);
+        }
+      }),
+    );
+  }
+
+  private restore(t: Tally) {
+    const key = `${t.tenantId}\u0000${t.contextId ?? ''}\u0000${t.period}`;
+    const cur = this.tallies.get(key);
+    if (cur) {
+      cur.calls += t.calls;
+      cur.bytes += t.bytes;
+    } else this.tallies.set(key, { ...t });
+    this.flushLater();
+  }
+
+  /** Schedules a flush after the interval (or at once, `0`, when a tally is large); one of each at a time. */
+  private flushLater(ms = this.o.flushMs ?? 1000) {
+    if (ms > 0) {
+      this.timer ??= setTimeout(() => void this.flush().catch(() => {}), ms).unref();
+      return;
+    }
+    if (this.urgent) return;
+    this.urgent = true;
+    void this.flush()
+      .catch(() => {})
+      .finally(() => (this.urgent = false));
+  }
+
+  /** Appends what is tallied and stops counting. */
+  async close(): Promise<void> {
+    await this.flush();
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
+
+/** The charge of a record write (1 credit plus index credits), for its commit. */
+export const recordWriteAppend = (meter: UsageMeter | undefined, md: EventMetadata, w: IndexedWrite): DomainAppend[] =>
+  meter ? meter.appendFor(md, recordWriteItems(meter.prices, w)) : [];
+
+/** The charge of a document write (1 credit plus index credits, plus the text ingest when it carries text), for its commit. */
+export const documentWriteAppend = (meter: UsageMeter | undefined, md: EventMetadata, w: IndexedWrite, textBytes?: number): DomainAppend[] =>
+  meter ? meter.appendFor(md, documentWriteItems(meter.prices, w, textBytes)) : [];
+
+/** The charge of a completed file upload (per started 100 KB), for the commit of DocumentFileUploaded. */
+export const fileIngestAppend = (meter: UsageMeter | undefined, md: EventMetadata, bytes: number, where: { tenantId: string | null; contextId: string | null }): DomainAppend[] =>
+  meter ? meter.appendFor(md, [fileIngestItem(meter.prices, bytes)], where) : [];

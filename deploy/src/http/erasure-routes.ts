@@ -1,0 +1,37 @@
+import { ServiceError } from '@svc/contracts/errors';
+import { route, type RouteSpec } from '@svc/contracts/http/route';
+
+/**
+ * Erasure (spec "Erasure (reserved)"): a frozen contract stub. Both operations
+ * need the root key (scoped keys `ssk_` and tokens `st_` get the uniform 403
+ * before the stub runs) and answer 501 with exactly `{error: "not_implemented"}`
+ * (the edge's body for NOT_IMPLEMENTED). Request and response shapes are not
+ * shown by the spec, so nothing is validated.
+ */
+const notImplemented = async (): Promise<never> => {
+  throw new ServiceError('NOT_IMPLEMENTED', 'Erasure is reserved and not implemented');
+};
+
+/** POST /v1/erasure-requests (served by the command role). */
+export const erasureRequestRoute = (): RouteSpec =>
+  route({
+    method: 'POST',
+    url: '/v1/erasure-requests',
+    auth: 'data',
+    rootOnly: true,
+    summary: 'Reserved: request erasure (501 {error: "not_implemented"}; root key only)',
+    status: 501,
+    handler: notImplemented,
+  });
+
+/** GET /v1/erasure-requests/{id} (served by the query role). */
+export const erasureStatusRoute = (): RouteSpec =>
+  route({
+    method: 'GET',
+    url: '/v1/erasure-requests/:id',
+    auth: 'data',
+    rootOnly: true,
+    summary: 'Reserved: erasure request status (501 {error: "not_implemented"}; root key only)',
+    status: 501,
+    handler: notImplemented,
+  });

@@ -1,0 +1,191 @@
+import type { EventData } from '@svc/contracts/events/catalogue';
+import type { StoredEvent } from '@svc/domain/ports/event-store';
+import type { SqlQueryable } from '@svc/domain/ports/sql';
+import { overageMilli } from '@svc/domain/usage/charges';
+import type { SqlProjection } from '../runtime/runner';
+
+/**
+ * Usage (docs/api.md "Usage"): counters per period, tenant, app context and
+ * metric, built from the UsageMetered and ReadsMetered events of the tenants'
+ * `usage-<tenantId>` streams, plus one row per account and period with the
+ * running total the credit gate reads and the read counters overage is priced
+ * against. Each usage stream's last applied revision is kept beside the
+ * counters (same transaction): an event at or below it is never counted again,
+ * so replaying any part of the log converges to the same figures.
+ */
+type Category = EventData<'UsageMetered'>['items'][number]['category'];
+
+/** Credit categories of `credits.breakdown` (each `<name>` and `<name>Milli`). */
+export const CREDIT_CATEGORIES = ['recordWrites', 'documentWrites', 'indexes', 'textIngest', 'fileIngest', 'search', 'reads', 'dataOut', 'scriptExecution'] as const;
+export type CreditCategory = (typeof CREDIT_CATEGORIES)[number];
+
+/** Where each metered category is counted: operations, measure, and the credit category its milli-credits go to. */
+export const CATEGORY_METRICS: Record<Category, { count?: string; units?: string; credit: CreditCategory | null }> = {
+  recordWrite: { count: 'records.writes', credit: 'recordWrites' },
+  recordIndex: { units: 'records.indexCount', credit: 'indexes' },
+  documentWrite: { count: 'documents.writes', credit: 'documentWrites' },
+  documentIndex: { units: 'documents.indexCount', credit: 'indexes' },
+  textIngest: { count: 'documents.ingest.text', units: 'documents.ingest.textBytes', credit: 'textIngest' },
+  fileIngest: { count: 'documents.ingest.file', units: 'documents.ingest.fileBytes', credit: 'fileIngest' },
+  searchText: { count: 'search.text', credit: 'search' },
+  searchSemantic: { count: 'search.semantic', credit: 'search' },
+  searchHybrid: { count: 'search.hybrid', credit: 'search' },
+  scriptExecution: { count: 'execution.executions', units: 'execution.totalMillis', credit: 'scriptExecution' },
+  // Inference is charged to the balance in cents (units), never to credits.
+  inferenceChat: { count: 'inference.chat', units: 'inference.costCents', credit: null },
+  inferenceRag: { count: 'inference.rag', units: 'inference.costCents', credit: null },
+  inferenceAsk: { count: 'inference.ask', units: 'inference.costCents', credit: null },
+};
+
+/** The metric holding a credit category's milli-credits. */
+export const milliMetric = (c: CreditCategory) => `milli.${c}`;
+
+const USAGE_TYPES = new Set(['UsageMetered', 'ReadsMetered']);
+
+type Owner = { accountId: string; environment: string };
+/** Tenant -> account and environment never changes once opened: kept for the life of the process. */
+const owners = new Map<string, Owner>();
+
+async function ownersOf(q: SqlQueryable, tenantIds: string[]): Promise<Map<string, Owner>> {
+  const missing = tenantIds.filter((t) => !owners.has(t));
+  if (missing.length) {
+    const { rows } = await q.query<{ tenant_id: string; account_id: string; environment: string }>('SELECT tenant_id, account_id, environment FROM rm_tenants WHERE tenant_id = ANY($1::text[])', [missing]);
+    for (const r of rows) owners.set(r.tenant_id, { accountId: r.account_id, environment: r.environment });
+  }
+  return owners;
+}
+
+/** Applies usage events in log order; other events are ignored. */
+async function applyUsage(q: SqlQueryable, all: StoredEvent[]): Promise<void> {
+  const metered = all.filter((e) => USAGE_TYPES.has(e.type));
+  if (!metered.length) return;
+  const data = (e: StoredEvent) => e.data as { tenantId: string; contextId: string | null; period: string };
+  const who = await ownersOf(q, [...new Set(metered.map((e) => data(e).tenantId))]);
+  const accountKey = (a: string, p: string) => `${a}\u0000${p}`;
+  const streamIds = [...new Set(metered.map((e) => e.streamId))];
+  const wanted = [...new Set(metered.map((e) => accountKey(who.get(data(e).tenantId)?.accountId ?? '', data(e).period)))].map((k) => k.split('\u0000'));
+  // One round trip: each stream's last applied revision and the running totals of the accounts this batch moves.
+  const { rows } = await q.query<{ marks: Array<{ s: string; r: number }> | null; accounts: Array<{ a: string; p: string; m: number; c: number; b: number }> | null }>(
+    `SELECT (SELECT json_agg(json_build_object('s', stream_id, 'r', revision)) FROM rm_usage_streams WHERE stream_id = ANY($1::text[])) AS marks,
+            (SELECT json_agg(json_build_object('a', u.account_id, 'p', u.period, 'm', u.used_milli, 'c', u.read_calls, 'b', u.read_bytes))
+               FROM rm_usage_accounts u JOIN unnest($2::text[], $3::text[]) AS w(account_id, period) ON u.account_id = w.account_id AND u.period = w.period) AS accounts`,
+    [streamIds, wanted.map((w) => w[0]), wanted.map((w) => w[1])],
+  );
+  const marks = new Map<string, number>((rows[0]?.marks ?? []).map((m) => [m.s, Number(m.r)]));
+  const fresh = metered.filter((e) => e.revision > (marks.get(e.streamId) ?? -1));
+  if (!fresh.length) return;
+  for (const e of fresh) marks.set(e.streamId, Math.max(marks.get(e.streamId) ?? -1, e.revision));
+  type Account = { accountId: string; period: string; usedMilli: number; readCalls: number; readBytes: number };
+  const accounts = new Map<string, Account>();
+  for (const r of rows[0]?.accounts ?? []) accounts.set(accountKey(r.a, r.p), { accountId: r.a, period: r.p, usedMilli: Number(r.m), readCalls: Number(r.c), readBytes: Number(r.b) });
+
+  const counters = new Map<string, { period: string; accountId: string; tenantId: string; environment: string; contextId: string; metric: string; value: number }>();
+  for (const e of fresh) {
+    const d = data(e);
+    const owner = who.get(d.tenantId) ?? { accountId: '', environment: '' };
+    const key = accountKey(owner.accountId, d.period);
+    let account = accounts.get(key);
+    if (!account) accounts.set(key, (account = { accountId: owner.accountId, period: d.period, usedMilli: 0, readCalls: 0, readBytes: 0 }));
+    const add = (metric: string | undefined, value: number) => {
+      if (!metric || !value) return;
+      const k = `${d.period}\u0000${d.tenantId}\u0000${d.contextId ?? ''}\u0000${metric}`;
+      const c = counters.get(k);
+      if (c) c.value += value;
+      else counters.set(k, { period: d.period, accountId: owner.accountId, tenantId: d.tenantId, environment: owner.environment, contextId: d.contextId ?? '', metric, value });
+    };
+    if (e.type === 'UsageMetered') {
+      for (const item of (e.data as EventData<'UsageMetered'>).items) {
+        const m = CATEGORY_METRICS[item.category];
+        if (!m) continue;
+        add(m.count, item.count);
+        add(m.units, item.units);
+        if (item.category === 'scriptExecution') {
+          add('execution.includedMillis', item.includedMillis ?? 0);
+          add('execution.billableMillis', item.billableMillis ?? 0);
+        }
+        if (m.credit) {
+          add(milliMetric(m.credit), item.milli);
+          account.usedMilli += item.milli;
+        }
+      }
+    } else {
+      const r = e.data as EventData<'ReadsMetered'>;
+      const t = r.terms;
+      const callsMilli = overageMilli(account.readCalls + r.calls, t.includedCalls, t.callsPerCredit) - overageMilli(account.readCalls, t.includedCalls, t.callsPerCredit);
+      const bytesMilli = overageMilli(account.readBytes + r.bytes, t.includedBytes, t.bytesPerCredit) - overageMilli(account.readBytes, t.includedBytes, t.bytesPerCredit);
+      account.readCalls += r.calls;
+      account.readBytes += r.bytes;
+      account.usedMilli += callsMilli + bytesMilli;
+      add('reads.calls', r.calls);
+      add('reads.bytes', r.bytes);
+      add(milliMetric('reads'), callsMilli);
+      add(milliMetric('dataOut'), bytesMilli);
+    }
+  }
+
+  // One round trip: the counters (added to), the account totals (as computed) and the streams' revisions.
+  const c = [...counters.values()];
+  const a = [...accounts.values()];
+  const s = [...new Set(fresh.map((e) => e.streamId))];
+  await q.query(
+    `WITH counters AS (
+       INSERT INTO rm_usage (period, account_id, tenant_id, environment, context_id, metric, value)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[])
+       ON CONFLICT (period, tenant_id, context_id, metric) DO UPDATE SET value = rm_usage.value + excluded.value RETURNING 1),
+     accounts AS (
+       INSERT INTO rm_usage_accounts (account_id, period, used_milli, read_calls, read_bytes)
+       SELECT * FROM unnest($8::text[], $9::text[], $10::bigint[], $11::bigint[], $12::bigint[])
+       ON CONFLICT (account_id, period) DO UPDATE SET used_milli = excluded.used_milli, read_calls = excluded.read_calls, read_bytes = excluded.read_bytes RETURNING 1),
+     marks AS (
+       INSERT INTO rm_usage_streams (stream_id, revision) SELECT * FROM unnest($13::text[], $14::bigint[])
+       ON CONFLICT (stream_id) DO UPDATE SET revision = excluded.revision RETURNING 1)
+     SELECT (SELECT count(*) FROM counters) + (SELECT count(*) FROM accounts) + (SELECT count(*) FROM marks) AS n`,
+    [
+      c.map((x) => x.period), c.map((x) => x.accountId), c.map((x) => x.tenantId), c.map((x) => x.environment), c.map((x) => x.contextId), c.map((x) => x.metric), c.map((x) => x.value),
+      a.map((x) => x.accountId), a.map((x) => x.period), a.map((x) => x.usedMilli), a.map((x) => x.readCalls), a.map((x) => x.readBytes),
+      s, s.map((id) => marks.get(id)!),
+    ],
+  );
+}
+
+/**
+ * `onChange(accountId)` hears, after each commit, the accounts whose usage moved
+ * (`undefined`: an account changed plan or limit, or the account is unknown), for
+ * the credit gate's cache.
+ */
+export const usageProjection = (onChange?: (accountId?: string) => void): SqlProjection => ({
+  name: 'usage',
+  tables: ['rm_usage', 'rm_usage_accounts', 'rm_usage_streams'],
+  ddl: `
+CREATE TABLE IF NOT EXISTS rm_usage (
+  period text NOT NULL, account_id text NOT NULL, tenant_id text NOT NULL, environment text NOT NULL, context_id text NOT NULL,
+  metric text NOT NULL, value bigint NOT NULL,
+  PRIMARY KEY (period, tenant_id, context_id, metric));
+CREATE INDEX IF NOT EXISTS rm_usage_account ON rm_usage (account_id, period);
+CREATE TABLE IF NOT EXISTS rm_usage_accounts (
+  account_id text NOT NULL, period text NOT NULL, used_milli bigint NOT NULL, read_calls bigint NOT NULL, read_bytes bigint NOT NULL,
+  PRIMARY KEY (account_id, period));
+CREATE TABLE IF NOT EXISTS rm_usage_streams (stream_id text PRIMARY KEY, revision bigint NOT NULL);`,
+  apply: (q, e) => (USAGE_TYPES.has(e.type) ? applyUsage(q, [e]) : Promise.resolve()),
+  applyMany: (q, events) => applyUsage(q, events),
+  // The runner folds a whole batch in one go (two statements), whatever other events it interleaves.
+  applyBatch: (q, events) => applyUsage(q, events),
+  afterCommit(events) {
+    if (!onChange) return;
+    if (events.some((e) => e.type === 'AccountChanged')) return onChange(undefined);
+    const moved = new Set<string | undefined>();
+    for (const e of events) if (USAGE_TYPES.has(e.type)) moved.add(owners.get((e.data as { tenantId: string }).tenantId)?.accountId);
+    for (const accountId of moved) onChange(accountId);
+  },
+});
+
+/** The standing of an account in a period, for the credit gate: its plan terms and the milli-credits used. */
+export const sqlAccountStanding = (q: SqlQueryable) => ({
+  async standing(accountId: string, period: string): Promise<{ account: { plan?: unknown; creditLimit?: unknown; inferenceBalanceCents?: unknown } | null; usedMilli: number }> {
+    const { rows } = await q.query<{ doc: Record<string, unknown>; used_milli: number | null }>(
+      `SELECT a.doc, u.used_milli FROM rm_accounts a LEFT JOIN rm_usage_accounts u ON u.account_id = a.account_id AND u.period = $2 WHERE a.account_id = $1`,
+      [accountId, period],
+    );
+    return { account: rows[0]?.doc ?? null, usedMilli: Number(rows[0]?.used_milli ?? 0) };
+  },
+});

@@ -94,8 +94,8 @@ export class ProjectionRunner {
     this.stats = { name, position: 0, batches: 0, events: 0, errors: 0, lastError: null, quarantined: 0, failing: 0 };
   }
 
-  /** Streams with a quarantined event: their later events are parked, not applied. */
-  private held = new Set<string>();
+  /** Streams with a quarantined event, by the position of that event: their later events are parked behind it, not applied. */
+  private held = new Map<string, number>();
   /** Applying batches, retries and skips run one at a time. */
   private turn: Promise<unknown> = Promise.resolve();
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
@@ -115,7 +115,7 @@ export class ProjectionRunner {
 
   private async loadQuarantine() {
     const rows = await listQuarantine(this.sql, this.name);
-    this.held = new Set(rows.map((r) => r.streamId));
+    this.held = new Map(rows.filter((r) => r.parkedBehind === null).map((r) => [r.streamId, r.position]));
     this.stats.quarantined = rows.length;
   }
 
@@ -204,7 +204,7 @@ export class ProjectionRunner {
       await park(q, this.name, e, error, null);
       await this.moveCheckpoint(q, e.position);
     });
-    this.held.add(e.streamId);
+    this.held.set(e.streamId, e.position);
     this.stats.quarantined += 1;
     this.advanced([], e.position);
   }
@@ -216,8 +216,8 @@ export class ProjectionRunner {
     await this.sql.tx(async (q) => {
       await this.applyEvents(q, live);
       for (const e of parked) {
-        const [cause] = await listQuarantine(q, this.name, e.streamId);
-        await park(q, this.name, e, `waiting behind position ${cause?.position ?? '?'}`, cause?.position ?? null);
+        const cause = this.held.get(e.streamId)!;
+        await park(q, this.name, e, `waiting behind position ${cause}`, cause);
       }
       await this.moveCheckpoint(q, last);
     });
@@ -244,10 +244,7 @@ export class ProjectionRunner {
 
   /** After a commit: hooks hear the applied events, waiters up to `last` are released. */
   private advanced(applied: StoredEvent[], last: number) {
-    if (applied.length) {
-      for (const p of this.projections) p.afterCommit?.(applied);
-      this.onCommitted?.(applied);
-    }
+    this.committed(applied);
     this.stats.failing = 0;
     if (last <= this.position) return;
     this.position = last;
@@ -255,6 +252,13 @@ export class ProjectionRunner {
     this.stats.batches += 1;
     this.stats.events += applied.length;
     this.waiters = this.waiters.filter((w) => (w.position <= last ? (w.resolve(), false) : true));
+  }
+
+  /** Committed events reach the projections' hooks and onCommitted (cache invalidation). */
+  private committed(applied: StoredEvent[]) {
+    if (!applied.length) return;
+    for (const p of this.projections) p.afterCommit?.(applied);
+    this.onCommitted?.(applied);
   }
 
   /** The quarantined events of this runner (oldest first). */
@@ -298,8 +302,7 @@ export class ProjectionRunner {
           await unpark(q, this.name, row.position);
         });
         done += 1;
-        for (const p of this.projections) p.afterCommit?.([e]);
-        this.onCommitted?.([e]);
+        this.committed([e]);
       } catch (err) {
         const error = errorText(err);
         await this.sql.tx(async (q) => {

@@ -20,6 +20,9 @@ for (const [env, name, what] of engines) {
   if (process.env[env]) console.log(`  RUN   ${name} (${env} is set): ${what}`);
   else console.log(`  SKIP  ${name}: ${env} is not set, so the ${what} suite is skipped`);
 }
+// The fail-open test stops and restarts a Redis of its own: it needs the redis-server binary, not REDIS_URL.
+if (spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).stdout.trim()) console.log('  RUN   Redis stopped mid-service (redis-server is installed): rate-limit fail-open and recovery');
+else console.log('  SKIP  Redis stopped mid-service: redis-server is not installed, so the rate-limit fail-open-and-recovery test is skipped');
 console.log('Embedded engines (PGlite, in-process catch-up) always run.\n');
 
 mkdirSync(join(root, '.cache'), { recursive: true });

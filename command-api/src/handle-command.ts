@@ -1,13 +1,7 @@
-import type { DomainEvent, EventMetadata } from '@svc/contracts/events/catalogue';
-import { EVENT_SCHEMA_VERSION, parseEventData } from '@svc/contracts/events/catalogue';
-import type { RequestMeta } from '@svc/contracts/http/principal';
-import type { AppendRequest, EventStore, ExpectedRevision, NewEvent, StoredEvent } from '@svc/domain/ports/event-store';
-import { WrongExpectedRevisionError } from '@svc/domain/ports/event-store';
-import { conflict } from '@svc/contracts/errors';
+import { conflict, type DomainEvent, EVENT_SCHEMA_VERSION, type EventMetadata, parseEventData, type RequestMeta } from '@svc/contracts';
+import { type AppendRequest, type EventStore, type ExpectedRevision, type IdGenerator, type NewEvent, type ReadModelBarrier, type StoredEvent, WrongExpectedRevisionError } from '@svc/domain';
 import { contended } from './contention';
-import type { IdGenerator } from '@svc/domain/ports/runtime';
 import type { PayloadSealer } from './records/sealing';
-import type { ReadModelBarrier } from '@svc/projectors/runtime/runner';
 import type { UsageMeter } from './usage/meter';
 
 export interface CommandDeps {
@@ -69,7 +63,7 @@ export interface Aggregate<S> {
 
 export async function loadAggregate<S>(store: EventStore, streamId: string, agg: Aggregate<S>): Promise<{ state: S; revision: number }> {
   const events = await store.readStream(streamId);
-  const state = events.reduce((s, e: StoredEvent) => agg.evolve(s, { type: e.type, data: e.data } as DomainEvent, e.metadata), agg.initialState());
+  const state = events.reduce((s, e: StoredEvent) => agg.evolve(s, e, e.metadata), agg.initialState());
   return { state, revision: events.length ? events[events.length - 1].revision : -1 };
 }
 

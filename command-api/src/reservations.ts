@@ -1,6 +1,5 @@
-import type { DomainEvent } from '@svc/contracts/events/catalogue';
-import type { EventStore, ExpectedRevision } from '@svc/domain/ports/event-store';
-import { streams } from '@svc/domain/shared/streams';
+import type { DomainEvent } from '@svc/contracts';
+import { type EventStore, type ExpectedRevision, streams } from '@svc/domain';
 
 /**
  * Uniqueness reservations: the documented port through which the write path

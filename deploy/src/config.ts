@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { loadPrices, type PriceTable } from '@svc/domain/usage/prices';
+import { loadPrices, type PriceTable } from '@svc/domain';
 
 export type Role = 'all' | 'command' | 'query' | 'projector' | 'relay';
 
@@ -30,6 +30,8 @@ export interface Config {
   embeddingsApiKey?: string;
   embeddingsModel?: string;
   embeddingsDims?: number;
+  /** The built-in model (BUILTIN_EMBEDDINGS_MODEL): auto (default: bge-small-en-v1.5 when installed, else USE), bge, or use. */
+  builtinEmbeddingsModel: 'auto' | 'bge' | 'use';
   vectorCapacity: number;
   /** Passages the in-memory keyword index keeps loaded (role all, PostgreSQL FTS), least recently searched contexts dropped first. */
   textMemoryPassages: number;
@@ -45,6 +47,14 @@ export interface Config {
   activityLog: { enabled: boolean; flushMs: number; retentionDays: number };
   /** Edge per-IP flood ceiling, requests per IP per minute (EDGE_RATE_LIMIT_PER_MINUTE, default 20,000; 0 disables). */
   edgeRateLimitPerMinute: number;
+  /**
+   * Metering and the per-account burst limits are on unless METERING=0 / RATE_LIMITS=0 (docs/operations.md):
+   * the switches exist for the benchmark that measures their cost and for trusted single-tenant installs.
+   */
+  metering: boolean;
+  rateLimits: boolean;
+  /** Inference (decisions §8; docs/inference.md): an OpenAI-compatible chat-completions endpoint and the model ids it serves; else the built-in model alone. */
+  llm?: { url: string; apiKey?: string; models: string[]; contextWindow: number; stallMs: number };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -73,6 +83,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     embeddingsApiKey: env.EMBEDDINGS_API_KEY || undefined,
     embeddingsModel: env.EMBEDDINGS_MODEL || undefined,
     embeddingsDims: env.EMBEDDINGS_DIMENSIONS ? Number(env.EMBEDDINGS_DIMENSIONS) : undefined,
+    builtinEmbeddingsModel: builtinModel(env.BUILTIN_EMBEDDINGS_MODEL),
     vectorCapacity: env.VECTOR_CAPACITY_PER_TENANT ? Number(env.VECTOR_CAPACITY_PER_TENANT) : 5_000_000,
     textMemoryPassages: env.TEXT_INDEX_MEMORY_PASSAGES ? Number(env.TEXT_INDEX_MEMORY_PASSAGES) : 2_000_000,
     vectorMemoryMb: env.VECTOR_INDEX_MEMORY_MB ? Number(env.VECTOR_INDEX_MEMORY_MB) : 2048,
@@ -86,6 +97,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retentionDays: env.ACTIVITY_LOG_RETENTION_DAYS ? Number(env.ACTIVITY_LOG_RETENTION_DAYS) : 30,
     },
     edgeRateLimitPerMinute: edgeRateLimit(env.EDGE_RATE_LIMIT_PER_MINUTE),
+    metering: env.METERING !== '0',
+    rateLimits: env.RATE_LIMITS !== '0',
+    llm: env.LLM_URL
+      ? {
+          url: env.LLM_URL,
+          apiKey: env.LLM_API_KEY || undefined,
+          models: (env.LLM_MODELS ?? '').split(',').map((m) => m.trim()).filter(Boolean),
+          contextWindow: env.LLM_CONTEXT_WINDOW ? Number(env.LLM_CONTEXT_WINDOW) : 128_000,
+          stallMs: env.LLM_STALL_MS ? Number(env.LLM_STALL_MS) : 30_000,
+        }
+      : undefined,
   };
 }
 
@@ -94,4 +116,9 @@ function edgeRateLimit(v: string | undefined): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0) throw new Error(`EDGE_RATE_LIMIT_PER_MINUTE must be a whole number of requests per minute (0 disables), not ${v}`);
   return n;
+}
+
+function builtinModel(v: string | undefined): 'auto' | 'bge' | 'use' {
+  if (!v || v === 'auto' || v === 'bge' || v === 'use') return (v || 'auto') as 'auto' | 'bge' | 'use';
+  throw new Error(`BUILTIN_EMBEDDINGS_MODEL must be auto, bge or use (got ${v})`);
 }

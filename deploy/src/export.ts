@@ -3,10 +3,10 @@ import { createWriteStream, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Writable } from 'node:stream';
-import { exportQuery } from '@svc/contracts/api/export';
-import type { EventStore } from '@svc/domain/ports/event-store';
-import { PostgresEventStore } from '@svc/command-api/event-store/postgres';
-import { exportChunks, parseKinds, selectionOf, type ExportProgress } from '@svc/query-api/export/export';
+import { exportQuery } from '@svc/contracts';
+import type { EventStore } from '@svc/domain';
+import { loadKurrentDb, PostgresEventStore } from '@svc/command-api';
+import { exportChunks, type ExportProgress, parseKinds, selectionOf } from '@svc/query-api';
 import { loadConfig } from './config';
 import { openSql } from './engines/sql';
 
@@ -99,7 +99,7 @@ const config = loadConfig();
 const sql = await openSql({ databaseUrl: config.databaseUrl, dataDir: join(config.dataDir, 'pg') });
 let store: EventStore;
 if (config.eventStoreUrl) {
-  const { KurrentDbEventStore } = await import('@svc/command-api/event-store/kurrentdb');
+  const { KurrentDbEventStore } = await loadKurrentDb();
   store = await KurrentDbEventStore.open(config.eventStoreUrl);
 } else store = await PostgresEventStore.open(sql);
 

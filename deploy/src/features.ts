@@ -1,56 +1,9 @@
-import type { Paginator } from '@svc/contracts/http/pagination';
-import { deriveKey } from '@svc/contracts/secrets';
-import { canSeeSchema } from '@svc/domain/tenancy/access';
-import type { RouteSpec } from '@svc/contracts/http/route';
-import type { EventStore } from '@svc/domain/ports/event-store';
-import type { Sql } from '@svc/domain/ports/sql';
-import type { CommandDeps } from '@svc/command-api/handle-command';
-import { tenancyCommandRoutes } from '@svc/command-api/tenancy/routes';
-import type { SqlProjection } from '@svc/projectors/runtime/runner';
-import { sqlRootKeyIndex, sqlTenantContexts, tenancyProjection } from '@svc/projectors/read-models/tenancy';
-import type { TenancyReads } from '@svc/query-api/tenancy/contexts';
-import { schemaCommandRoutes } from '@svc/command-api/schemas/routes';
-import { recordCommandRoutes } from '@svc/command-api/records/routes';
-import { batchWriteRoute } from '@svc/command-api/records/batch';
-import type { WindowCounter } from '@svc/command-api/limits/window-counter';
-import { schemasProjection } from '@svc/projectors/read-models/schemas';
-import { recordsProjection } from '@svc/projectors/read-models/records';
-import { historyProjection } from '@svc/projectors/read-models/history';
-import { SchemaReads } from '@svc/query-api/schemas/reads';
-import { schemaQueryRoutes } from '@svc/query-api/schemas/routes';
-import { RecordReads, type RecordRow } from '@svc/query-api/records/reads';
-import type { ReadCache } from '@svc/query-api/read-cache';
-import { recordQueryRoutes } from '@svc/query-api/records/routes';
-import { HistoryReads } from '@svc/query-api/history/reads';
-import { historyRoutes } from '@svc/query-api/history/routes';
-import { tenancyQueryRoutes } from '@svc/query-api/tenancy/routes';
-import { folderCommandRoutes } from '@svc/command-api/folders/routes';
-import { rootFolderGuard } from '@svc/command-api/folders/load';
-import { identityCommandRoutes } from '@svc/command-api/identity/routes';
-import { foldersProjection, sqlFolderContents } from '@svc/projectors/read-models/folders';
-import { identityProjection, sqlNamespaceUsage } from '@svc/projectors/read-models/identity';
-import { FolderReads } from '@svc/query-api/folders/reads';
-import { folderQueryRoutes, withRootFolder } from '@svc/query-api/folders/routes';
-import { IdentityReads } from '@svc/query-api/identity/reads';
-import { identityQueryRoutes } from '@svc/query-api/identity/routes';
-import type { SearchEngines } from '@svc/projectors/search/indexer';
-import { searchRoutes } from '@svc/query-api/search/routes';
-import type { BlobStore, PresignedBlobUrls } from '@svc/domain/ports/blob-store';
-import { DEFAULT_URL_TTL_MS, StorageGrants } from '@svc/domain/documents/grants';
-import { documentCommandRoutes } from '@svc/command-api/documents/routes';
-import { storageRoutes } from '@svc/command-api/documents/storage';
-import { DocumentWorker } from '@svc/command-api/documents/worker';
-import { documentsProjection } from '@svc/projectors/read-models/documents';
-import { DocumentReads } from '@svc/query-api/documents/reads';
-import { documentQueryRoutes } from '@svc/query-api/documents/routes';
-import { usageProjection } from '@svc/projectors/read-models/usage';
-import { UsageReads } from '@svc/query-api/usage/report';
-import { usageRoutes } from '@svc/query-api/usage/routes';
-import { meteredSearch } from '@svc/query-api/usage/search-metering';
-import { DEFAULT_PRICES } from '@svc/domain/usage/prices';
-import { exportRoutes } from '@svc/query-api/export/routes';
-import { ActivityLogStore } from '@svc/query-api/activity/store';
-import { activityLogRoutes } from '@svc/query-api/activity/routes';
+import { deriveKey, type Paginator, type RouteSpec } from '@svc/contracts';
+import { type BlobStore, canSeeSchema, DEFAULT_PRICES, DEFAULT_URL_TTL_MS, type EventStore, type PresignedBlobUrls, type SearchEngines, type Sql, StorageGrants } from '@svc/domain';
+import { batchWriteRoute, type CommandDeps, documentCommandRoutes, folderCommandRoutes, identityCommandRoutes, recordCommandRoutes, rootFolderGuard, schemaCommandRoutes, storageRoutes, tenancyCommandRoutes, type WindowCounter } from '@svc/command-api';
+import { documentsProjection, DocumentWorker, foldersProjection, historyProjection, identityProjection, recordsProjection, schemasProjection, sqlFolderContents, sqlNamespaceUsage, type SqlProjection, sqlRootKeyIndex, sqlTenantContexts, tenancyProjection, usageProjection } from '@svc/projectors';
+import { activityLogRoutes, ActivityLogStore, builtinModel, documentQueryRoutes, inferenceRoutes, ModelCatalog, openAiModel, DocumentReads, exportRoutes, folderHistoryRoutes, folderQueryRoutes, FolderReads, HistoryReads, historyRoutes, identityQueryRoutes, IdentityReads, meteredSearch, type ReadCache, recordQueryRoutes, RecordReads, type RecordRow, schemaQueryRoutes, SchemaReads, searchRoutes, tenancyQueryRoutes, type TenancyReads, UsageReads, usageRoutes } from '@svc/query-api';
+import type { Config } from './config';
 import { erasureRequestRoute, erasureStatusRoute } from './http/erasure-routes';
 
 /** The one list of features: each contributes write routes, read routes and read models. */
@@ -78,13 +31,26 @@ export interface QueryFeatureDeps {
   secret: Buffer;
   pages: Paginator;
   tenancy: TenancyReads;
-  /** The first folder call of a context, a read included, creates the context root folder. */
+  /** The write side's dependencies, for metering reads (`deps.meter`). */
   deps: CommandDeps;
   blobs: BlobStore;
   storageUrlTtlMs?: number;
   presigned?: PresignedBlobUrls;
   /** Content search engines (text index, vectors, embeddings, catalogue). */
   search?: SearchEngines;
+  /** The inference models (decisions §8); the built-in extractive model when not given. */
+  models?: ModelCatalog;
+  log?: (message: string) => void;
+}
+
+/**
+ * The models this deployment serves: the built-in extractive model (ranking sentences with the search's embedder)
+ * and, with LLM_URL, each of LLM_MODELS on that endpoint, the first of them the default.
+ */
+export function defaultModels(search?: SearchEngines, llm?: Config['llm']): ModelCatalog {
+  const builtin = builtinModel({ embedder: search?.embedder, embedQuery: search ? (q) => search.embedQuery(q) : undefined });
+  const remote = (llm?.models ?? []).map((id) => openAiModel({ url: llm!.url, apiKey: llm!.apiKey, id, contextWindow: llm!.contextWindow, stallMs: llm!.stallMs }));
+  return new ModelCatalog([...remote, builtin]);
 }
 
 /** Presigned storage grants: one key, derived for this purpose only. */
@@ -117,7 +83,7 @@ export function queryRoutes(f: QueryFeatureDeps): RouteSpec[] {
   const schemas = new SchemaReads(f.sql);
   const history = new HistoryReads(f.sql);
   const records = new RecordReads(f.sql, f.recordCache);
-  const ensureRoot = rootFolderGuard(f.deps);
+  const folders = new FolderReads(f.sql);
   const documents = new DocumentReads(f.sql);
   return [
     ...tenancyQueryRoutes(f.tenancy, f.pages),
@@ -125,13 +91,14 @@ export function queryRoutes(f: QueryFeatureDeps): RouteSpec[] {
     ...historyRoutes(history, 'schema', 'schemas:r', { tombstone: false, visible: canSeeSchema }),
     ...recordQueryRoutes(f.sql, records, schemas, f.pages, deriveKey(f.secret, 'blind-index'), f.pageCache),
     ...historyRoutes(history, 'record', 'records:r', { tombstone: true, liveOwner: (id) => records.byId(id) }),
-    ...folderQueryRoutes(new FolderReads(f.sql), f.pages, ensureRoot),
-    ...withRootFolder(ensureRoot, historyRoutes(history, 'folder', 'folders:r', { tombstone: true })),
+    ...folderQueryRoutes(folders, f.pages),
+    ...folderHistoryRoutes(history, folders),
     ...identityQueryRoutes(new IdentityReads(f.sql), schemas, f.pages),
     ...documentQueryRoutes({ sql: f.sql, documents, schemas, pages: f.pages, blindKey: deriveKey(f.secret, 'blind-index'), blobs: f.blobs, grants: storageGrants(f.secret, f.storageUrlTtlMs), presigned: f.presigned }),
     ...historyRoutes(history, 'document', 'documents:r', { tombstone: true, liveOwner: (id) => documents.byId(id) }),
     ...(f.search ? meteredSearch(searchRoutes(f.sql, f.search), f.deps.meter) : []),
     ...usageRoutes(new UsageReads(f.sql, f.deps.meter?.prices ?? DEFAULT_PRICES)),
+    ...inferenceRoutes({ sql: f.sql, catalog: f.models ?? defaultModels(f.search), search: f.search, documents, blobs: f.blobs, account: (id) => f.tenancy.account(id), meter: f.deps.meter, log: f.log }),
     ...exportRoutes(f.store),
     ...activityLogRoutes(new ActivityLogStore(f.sql)),
     erasureStatusRoute(),
@@ -139,7 +106,7 @@ export function queryRoutes(f: QueryFeatureDeps): RouteSpec[] {
 }
 
 /** Order matters inside a batch: history reads each entity as it was before the event. */
-export const readModelProjections = (o: { onCredentialChange: () => void; onRecordsChanged?: (ids: string[] | null) => void; onUsageChange?: (accountId?: string) => void }): SqlProjection[] => [
+export const readModelProjections = (o: { onCredentialChange: () => void; onRecordsChanged?: (ids: string[] | null) => void; onUsageChange?: (accountId?: string, totals?: ReadonlyMap<string, number>) => void }): SqlProjection[] => [
   tenancyProjection(o.onCredentialChange),
   historyProjection(),
   schemasProjection(),

@@ -2,47 +2,21 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { CursorCodec } from '@svc/contracts/http/cursor';
-import { Paginator } from '@svc/contracts/http/pagination';
-import type { RouteSpec } from '@svc/contracts/http/route';
-import { route } from '@svc/contracts/http/route';
-import { ServiceError } from '@svc/contracts/errors';
-import type { EventStore } from '@svc/domain/ports/event-store';
-import type { Sql } from '@svc/domain/ports/sql';
-import { PostgresEventStore } from '@svc/command-api/event-store/postgres';
-import { openAccount } from '@svc/command-api/tenancy/routes';
-import { PayloadSealer } from '@svc/command-api/records/sealing';
-import { deriveKey } from '@svc/contracts/secrets';
-import { InProcessWindowCounter } from '@svc/command-api/limits/window-counter';
-import { RedisWindowCounter } from '@svc/command-api/limits/redis-window-counter';
-import { AccountRateLimits, burstLimitGate } from '@svc/command-api/limits/burst-limit';
-import type { WireVersionTable } from '@svc/contracts/common';
-import type { CommandDeps } from '@svc/command-api/handle-command';
-import { UsageMeter } from '@svc/command-api/usage/meter';
-import { CachedStanding, creditCeilingGate, inferenceBalanceGate } from '@svc/command-api/usage/gates';
-import { readMeteringListener } from '@svc/command-api/usage/read-metering';
-import { sqlAccountStanding } from '@svc/projectors/read-models/usage';
-import { ProjectionRunner, inProcessBarrier, remoteBarrier, type ReadModelBarrier } from '@svc/projectors/runtime/runner';
-import { CredentialResolver } from '@svc/query-api/tenancy/credentials';
-import { TenancyReads } from '@svc/query-api/tenancy/contexts';
-import { ReadCache } from '@svc/query-api/read-cache';
-import type { RecordRow } from '@svc/query-api/records/reads';
+import { CursorCodec, deriveKey, Paginator, route, type RouteSpec, ServiceError, type WireVersionTable } from '@svc/contracts';
+import type { BlobStore, EventStore, ReadModelBarrier, SearchEngines, Sql } from '@svc/domain';
+import { AccountRateLimits, burstLimitGate, CachedStanding, type CommandDeps, creditCeilingGate, inferenceBalanceGate, InProcessWindowCounter, loadKurrentDb, openAccount, PayloadSealer, PostgresEventStore, readMeteringListener, RedisWindowCounter, UploadPoller, UsageMeter } from '@svc/command-api';
+import { describeEmbedder, type IndexerEngines, ModelSwitchVectorIndex, VectorModelRebuild, inProcessBarrier, KafkaFeed, KafkaRelay, ProjectionRunner, remoteBarrier, SearchIndexer, sqlAccountStanding } from '@svc/projectors';
+import { ActivityLogStore, CredentialResolver, ReadCache, type RecordRow, TenancyReads } from '@svc/query-api';
 import type { Config } from './config';
 import { openSql } from './engines/sql';
 import { createEdge, registerRoutes, type EdgeOptions } from './http/edge';
 import { buildOpenApi } from './http/openapi';
-import { commandRoutes, documentWorker, queryRoutes, readModelProjections, storageRouteSpecs } from './features';
+import { commandRoutes, defaultModels, documentWorker, queryRoutes, readModelProjections, storageRouteSpecs } from './features';
 import { FileBlobStore } from './engines/blobs';
 import { S3BlobStore } from './engines/s3-blobs';
-import type { BlobStore } from '@svc/domain/ports/blob-store';
-import { UploadPoller } from '@svc/command-api/documents/upload-poller';
 import { openSearchEngines } from './engines/search';
-import { SearchIndexer, type SearchEngines } from '@svc/projectors/search/indexer';
-import { KafkaFeed } from '@svc/projectors/kafka/feed';
-import { KafkaRelay } from '@svc/projectors/kafka/relay';
 import { kafkaSettings, metricsText } from './engines/kafka';
 import { quarantineRoutes } from './http/quarantine-routes';
-import { ActivityLogStore } from '@svc/query-api/activity/store';
 import { ActivityRecorder } from './activity/recorder';
 
 export const READ_MODELS = 'read-models';
@@ -55,7 +29,7 @@ export interface Service {
   /** The search projector ('search-index'), when this process runs projectors. */
   searchIndexer?: SearchIndexer;
   /** The search engines, when this process serves or indexes search. */
-  search?: SearchEngines;
+  search?: IndexerEngines & SearchEngines;
   /** Kafka (KAFKA_BROKERS): the relay (roles relay and all) and the feed of this process's projectors (roles projector and all). */
   relay?: KafkaRelay;
   feed?: KafkaFeed;
@@ -109,7 +83,7 @@ function loadSecret(config: Config, hasData: boolean): Buffer {
 
 async function openEventStore(config: Config, sql: Sql): Promise<EventStore> {
   if (config.eventStoreUrl) {
-    const { KurrentDbEventStore } = await import('@svc/command-api/event-store/kurrentdb');
+    const { KurrentDbEventStore } = await loadKurrentDb();
     return KurrentDbEventStore.open(config.eventStoreUrl);
   }
   return PostgresEventStore.open(sql);
@@ -160,7 +134,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
   const onRecordsChanged = (ids: string[] | null) => (ids ? recordCache?.invalidate(ids) : recordCache?.clear());
   // The credit gate's view of each account (plan terms, usage of the period): kept briefly, dropped by this process's projector when it moves.
   const standing = new CachedStanding(sqlAccountStanding(sql), config.role === 'all' ? 5000 : 1000);
-  const runner = new ProjectionRunner(READ_MODELS, sql, store, readModelProjections({ onCredentialChange: () => credentials.invalidate(), onRecordsChanged, onUsageChange: (accountId) => standing.invalidate(accountId) }), (m, e) =>
+  const runner = new ProjectionRunner(READ_MODELS, sql, store, readModelProjections({ onCredentialChange: () => credentials.invalidate(), onRecordsChanged, onUsageChange: (accountId, totals) => (accountId && totals ? totals.forEach((used, period) => standing.moved(accountId, period, used)) : standing.invalidate(accountId)) }), (m, e) =>
     log(`${m}: ${e instanceof Error ? e.message : String(e)}`),
   );
   await runner.init();
@@ -181,6 +155,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
   const sealer = new PayloadSealer(deriveKey(secret, 'payload-seal'), deriveKey(secret, 'blind-index'));
   // Metering on the log (docs/api.md "Usage"): writes charge in their own append, searches once served, reads in batches.
   const meter = new UsageMeter({ store, barrier, ids, prices: config.prices, now, log, flushMs: config.usageReadsFlushMs });
+  meter.enabled = config.metering;
   const deps: CommandDeps = { store, barrier, ids, sealer, log, meter };
   // Blobs: files under DATA_DIR, or an S3-compatible store when OBJECT_STORE_URL is set (which then serves the presigned URLs itself).
   const storageUrlTtlMs = config.uploadUrlTtlSeconds * 1000;
@@ -201,13 +176,22 @@ export async function buildService(config: Config, log: (msg: string) => void = 
   const search = config.role === 'command' || config.role === 'relay' ? undefined : await openSearchEngines(config, sql);
   // The first semantic query would otherwise wait for the built-in model to load (about 1 s): load it now, in its thread.
   let closing = false;
+  // The embedder in use is named at start, in /readyz and in /metrics (the built-in default falls back to USE when its model is not installed).
+  const embedderInfo = search ? describeEmbedder(search.embedder) : undefined;
+  if (embedderInfo?.fallbackReason) log(`embeddings: ${embedderInfo.fallbackReason}`);
   if (search && (config.role === 'all' || config.role === 'query'))
     search.embedder.warm?.().catch((e) => closing || log(`embedding model warm-up failed: ${e instanceof Error ? e.message : String(e)}`));
   const searchIndexer = search && runsProjector ? new SearchIndexer(sql, store, search, { vectorCapacity: config.vectorCapacity, blobs, log: (m, e) => log(`${m}: ${e instanceof Error ? e.message : String(e)}`) }) : undefined;
+  // A change of embedding model: contexts recorded with another model are rebuilt in the background, the old vectors answering meanwhile.
+  const modelRebuild =
+    searchIndexer && search!.vectors instanceof ModelSwitchVectorIndex
+      ? new VectorModelRebuild({ index: search!.vectors, indexer: searchIndexer, sql, store, blobs, catalogue: search!.catalogue, log: (m, e) => log(e ? `${m}: ${e instanceof Error ? e.message : String(e)}` : m) })
+      : undefined;
   if (searchIndexer) {
     await searchIndexer.init();
     searchIndexer.feed = feed;
     searchIndexer.start();
+    modelRebuild?.start();
   }
 
   // Per-minute counters: in process by default; Redis (shared by every process) when REDIS_URL is set, failing open.
@@ -217,7 +201,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
   // Pre-flight gates of data-plane requests, in the spec's order.
   const preflight: NonNullable<EdgeOptions['preflight']> = [];
   preflight.push(creditCeilingGate({ standing, prices: config.prices, enabled: () => meter.enabled })); // 1. monthly credit ceiling (402): metering
-  preflight.push(burstLimitGate({ counters, limits: accountLimits, log })); // 2. per-account burst limit (429)
+  if (config.rateLimits) preflight.push(burstLimitGate({ counters, limits: accountLimits, log })); // 2. per-account burst limit (429)
   // The inference billing gate (402 INSUFFICIENT_BALANCE) comes after the burst limit; it applies to the inference routes only.
   preflight.push(inferenceBalanceGate({ standing }));
   const edgeOpts: EdgeOptions = {
@@ -250,7 +234,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
   const app = createEdge(edgeOpts);
   const routes: RouteSpec[] = [];
   if (config.role === 'all' || config.role === 'command') routes.push(...commandRoutes({ deps, secret, pages, counters, sql, blobs, storageUrlTtlMs, presigned: s3 }));
-  if (config.role === 'all' || config.role === 'query') routes.push(...queryRoutes({ sql, secret, pages, tenancy, store, deps, recordCache, pageCache, blobs, storageUrlTtlMs, presigned: s3, search }));
+  if (config.role === 'all' || config.role === 'query') routes.push(...queryRoutes({ sql, secret, pages, tenancy, store, deps, recordCache, pageCache, blobs, storageUrlTtlMs, presigned: s3, search, log, models: defaultModels(search, config.llm) }));
   const system: RouteSpec[] = [
     route({ method: 'GET', url: '/healthz', auth: 'none', summary: 'Liveness', handler: async () => ({ status: 'ok', role: config.role }) }),
     route({
@@ -279,6 +263,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
           headPosition: head,
           projections: runsProjector ? [runner.stats, ...(searchIndexer ? [searchIndexer.stats] : []), ...(worker ? [worker.stats] : [])].map(subscriber) : [],
           ...(relay ? { relay: { ...relay.stats, lag: Math.max(0, relayLag), topic: kafka!.topic } } : {}),
+          ...(embedderInfo ? { embeddings: { ...embedderInfo, ...(modelRebuild ? { rebuild: modelRebuild.status() } : {}) } } : {}),
         };
       },
     }),
@@ -291,7 +276,10 @@ export async function buildService(config: Config, log: (msg: string) => void = 
         const head = await store.headPosition();
         const subscribers = [...(runsProjector ? [runner.stats, ...(searchIndexer ? [searchIndexer.stats] : []), ...(worker ? [worker.stats] : [])] : []), ...(relay ? [relay.stats] : [])];
         reply.type('text/plain; version=0.0.4; charset=utf-8');
-        return metricsText({ role: config.role, head, subscribers, kafka: feed?.statuses() ?? [] });
+        const info = embedderInfo
+          ? `# HELP svc_embeddings_model The embedding model in use (1); fallback="true" when the built-in default could not be loaded\n# TYPE svc_embeddings_model gauge\nsvc_embeddings_model{role="${config.role}",model="${embedderInfo.model.replace(/["\\]/g, '_')}",dims="${embedderInfo.dims}",kind="${embedderInfo.kind}",fallback="${embedderInfo.fallbackReason ? 'true' : 'false'}"} 1\n`
+          : '';
+        return metricsText({ role: config.role, head, subscribers, kafka: feed?.statuses() ?? [] }) + info;
       },
     }),
   ];
@@ -346,6 +334,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
       await redisCounters?.close();
       await uploadPoller?.stop();
       await worker?.stop();
+      await modelRebuild?.stop();
       await searchIndexer?.stop();
       await search?.text.close();
       await search?.vectors.close();

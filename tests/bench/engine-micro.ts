@@ -5,9 +5,9 @@
  * rm_records is created from the real projection DDL and filled with 3,000 rows.
  */
 import { randomUUID } from 'node:crypto';
-import { openSql } from '@svc/deploy/engines/sql';
-import { recordsProjection } from '@svc/projectors/read-models/records';
-import { RecordReads } from '@svc/query-api/records/reads';
+import { openSql } from '@svc/deploy';
+import { recordsProjection } from '@svc/projectors';
+import { RecordReads } from '@svc/query-api';
 import { tempDir } from '../src/support/engines';
 import { closedLoop } from './load';
 

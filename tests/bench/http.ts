@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Pool } from 'undici';
-import { spawnService, type Bootstrap } from '../src/support/service';
+import { OPERATOR_TOKEN, spawnService, type Bootstrap } from '../src/support/service';
 import { closedLoop, type LoadResult } from './load';
 import type { Timing } from './raw';
 import { BENCH_SCHEMA, createBody, lookupPath } from './workload';
@@ -44,6 +44,13 @@ export async function startHttpService(dataDir: string, env: Record<string, stri
   const { child, api, output } = await started;
   children.add(child);
   const bootstrap = JSON.parse(readFileSync(join(dataDir, 'bootstrap.json'), 'utf8')) as Bootstrap;
+  // The bootstrap account is what the bench drives: a negotiated burst limit and a credit limit far above any load
+  // (the gates still run and count every request), and an inference balance for RAG.
+  const acct = await api.call('PATCH', `/operator/accounts/${bootstrap.accountId}`, {
+    token: OPERATOR_TOKEN,
+    body: { plan: 'enterprise', rateLimitPerMinute: 100_000_000, creditLimit: 1_000_000_000_000, inferenceBalanceCents: 1_000_000 },
+  });
+  if (acct.status !== 200) throw new Error(`bench account update failed: ${acct.status} ${acct.text}`);
   return {
     url: api.baseUrl,
     dataDir,

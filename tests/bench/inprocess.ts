@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadConfig } from '@svc/deploy/config';
-import { buildService } from '@svc/deploy/service';
+import { buildService, loadConfig } from '@svc/deploy';
 import { OPERATOR_TOKEN, type Bootstrap } from '../src/support/service';
 import { closedLoop, type LoadResult } from './load';
 import type { Timing } from './raw';

@@ -2,13 +2,10 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import { Pool } from 'undici';
-import { EVENT_SCHEMA_VERSION, type EventMetadata } from '@svc/contracts/events/catalogue';
-import { PostgresEventStore } from '@svc/command-api/event-store/postgres';
-import { commit, type CommandDeps } from '@svc/command-api/handle-command';
-import { PayloadSealer } from '@svc/command-api/records/sealing';
-import { deriveKey } from '@svc/contracts/secrets';
-import { openSql } from '@svc/deploy/engines/sql';
-import { streams } from '@svc/domain/shared/streams';
+import { deriveKey, EVENT_SCHEMA_VERSION, type EventMetadata } from '@svc/contracts';
+import { type CommandDeps, commit, PayloadSealer, PostgresEventStore } from '@svc/command-api';
+import { openSql } from '@svc/deploy';
+import { streams } from '@svc/domain';
 import { freshPostgresSchema, tempDir } from '../src/support/engines';
 import { freePort, spawnService, type Bootstrap } from '../src/support/service';
 import { readFileSync } from 'node:fs';
@@ -119,7 +116,7 @@ async function appendAndWait(url: string, events: number, withRelay: boolean, lo
     };
     const schemaId = randomUUID();
     const first = await commit(deps, metadata(), [
-      { streamId: streams.schema(schemaId), events: [{ type: 'SchemaCreated', data: { schemaId, typeName: BENCH_SCHEMA.typeName, definition: BENCH_SCHEMA as Record<string, unknown> } }], expectedRevision: 'no_stream' },
+      { streamId: streams.schema(schemaId), events: [{ type: 'SchemaCreated', data: { schemaId, typeName: BENCH_SCHEMA.typeName, definition: BENCH_SCHEMA } }], expectedRevision: 'no_stream' },
     ]);
     // Warm: the subscribers have applied the schema (and, with Kafka, the group is joined and assigned).
     const warmBy = Date.now() + 120_000;

@@ -1,8 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '@svc/deploy/config';
-import { buildService } from '@svc/deploy/service';
+import { buildService, loadConfig } from '@svc/deploy';
 import { OPERATOR_TOKEN } from '../src/support/service';
 import { BENCH_SCHEMA, createBody } from './workload';
 

@@ -11,8 +11,7 @@
 import { Session } from 'node:inspector/promises';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadConfig } from '@svc/deploy/config';
-import { buildService } from '@svc/deploy/service';
+import { buildService, loadConfig } from '@svc/deploy';
 import { OPERATOR_TOKEN, ROOT, type Bootstrap } from '../src/support/service';
 import { tempDir } from '../src/support/engines';
 import { printProfile, type Profile } from './cpu-profile';
@@ -26,7 +25,7 @@ const seconds = Number(process.argv[3] ?? 6);
 
 async function main() {
   const d = tempDir('svc-bench-prof-');
-  const service = await buildService(loadConfig({ DATA_DIR: d.dir, PORT: '0', OPERATOR_TOKEN } as NodeJS.ProcessEnv), () => {});
+  const service = await buildService(loadConfig({ ...process.env, DATA_DIR: d.dir, PORT: '0', OPERATOR_TOKEN } as NodeJS.ProcessEnv), () => {});
   const boot = JSON.parse(readFileSync(join(d.dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
   const headers = { authorization: `Bearer ${boot.tenants.live.rootKey}`, 'content-type': 'application/json' };
   const s = await service.app.inject({ method: 'POST', url: '/v1/schemas', headers, payload: JSON.stringify(BENCH_SCHEMA) });

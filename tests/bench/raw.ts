@@ -1,17 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { EventMetadata } from '@svc/contracts/events/catalogue';
-import { EVENT_SCHEMA_VERSION } from '@svc/contracts/events/catalogue';
-import { PostgresEventStore } from '@svc/command-api/event-store/postgres';
-import { commit, type CommandDeps } from '@svc/command-api/handle-command';
-import { PayloadSealer } from '@svc/command-api/records/sealing';
-import { deriveKey } from '@svc/contracts/secrets';
-import { openSql } from '@svc/deploy/engines/sql';
-import { readModelProjections } from '@svc/deploy/features';
-import { streams } from '@svc/domain/shared/streams';
-import { ProjectionRunner, inProcessBarrier } from '@svc/projectors/runtime/runner';
-import { RecordReads } from '@svc/query-api/records/reads';
-import { planLookup, runLookup } from '@svc/query-api/records/lookups';
-import type { Principal } from '@svc/contracts/http/principal';
+import { deriveKey, EVENT_SCHEMA_VERSION, type EventMetadata, type Principal } from '@svc/contracts';
+import { type CommandDeps, commit, PayloadSealer, PostgresEventStore } from '@svc/command-api';
+import { openSql, readModelProjections } from '@svc/deploy';
+import { streams } from '@svc/domain';
+import { inProcessBarrier, ProjectionRunner } from '@svc/projectors';
+import { planLookup, RecordReads, runLookup } from '@svc/query-api';
 import { closedLoop, type LoadResult } from './load';
 import { BENCH_SCHEMA, benchPayload } from './workload';
 
@@ -75,7 +68,7 @@ export async function rawAppendAndProject(dataDir: string, t: Timing): Promise<L
     await commit(deps, metadata(), [
       {
         streamId: streams.schema(schemaId),
-        events: [{ type: 'SchemaCreated', data: { schemaId, typeName: BENCH_SCHEMA.typeName, definition: BENCH_SCHEMA as Record<string, unknown> } }],
+        events: [{ type: 'SchemaCreated', data: { schemaId, typeName: BENCH_SCHEMA.typeName, definition: BENCH_SCHEMA } }],
         expectedRevision: 'no_stream',
       },
     ]);

@@ -14,8 +14,10 @@
  * Section 4 (search.ts): indexing throughput through the service (BENCH_INDEX_RECORDS, default 60: the built-in
  * model embeds ~5-10 passages/s here), then tiers loaded through the adapters (BENCH_SEARCH_TIERS, default
  * 10000,100000; synthetic passages with reused, perturbed real embeddings), 16 clients per mode.
- * Section 6 (activity-log.ts, BENCH_ONLY=activity-log): record create with the activity log on vs ACTIVITY_LOG=0, alternating
- * over BENCH_ACTIVITY_ROUNDS (default 2) pairs of fresh services; target: the log costs under 10 % of throughput.
+ * Section 6 (operations.ts, BENCH_ONLY=operations): record create with metering, burst limits and the activity log on vs
+ * METERING=0 RATE_LIMITS=0 ACTIVITY_LOG=0, alternating over BENCH_OPERATIONS_ROUNDS (default 2) pairs of fresh services;
+ * target: the three together cost under 10 % of throughput. Section 7 (same file): audit export throughput, in process
+ * over BENCH_EXPORT_EVENTS (default 200,000) seeded events against raw tenant reads, and GET /v1/export over HTTP.
  * Results: .cache/bench-results.json (what-if runs: .cache/bench-results.whatif-<name>.json)
  * Companions: tests/bench/profile.ts (CPU profile + SQL census of one scenario),
  * tests/bench/engine-micro.ts (per-statement PGlite costs, read shapes).
@@ -35,10 +37,10 @@ import { WHATIFS } from './whatif';
 import { benchDocuments } from './documents';
 import { benchSearch, MODES } from './search';
 import { benchKafka } from './kafka';
-import { benchActivityLog } from './activity-log';
+import { benchOperations, exportInProcess } from './operations';
 
 const onlyArg = process.argv.indexOf('--only');
-const only = new Set((onlyArg > 0 ? process.argv[onlyArg + 1] : process.env.BENCH_ONLY || 'records,documents,search,activity-log').split(',').map((x) => x.trim()));
+const only = new Set((onlyArg > 0 ? process.argv[onlyArg + 1] : process.env.BENCH_ONLY || 'records,documents,search,operations').split(',').map((x) => x.trim()).map((x) => (x === 'activity-log' ? 'operations' : x)));
 
 const envInt = (k: string, d: number) => (process.env[k] ? Number(process.env[k]) : d);
 const timing: Timing = { concurrency: envInt('BENCH_CONCURRENCY', 32), warmupMs: envInt('BENCH_WARMUP_MS', 1500), durationMs: envInt('BENCH_MS', 5000) };
@@ -177,6 +179,7 @@ async function main() {
 
   if (only.has('search')) {
     const S4 = '4. Search (embedded default: PGlite FTS + LanceDB + built-in USE-512; 16 clients, 48 rotating queries, limit 20)';
+    const is100kTier = (n: number) => n >= 100_000;
     const st = { concurrency: 16, warmupMs: envInt('BENCH_SEARCH_WARMUP_MS', 1000), durationMs: envInt('BENCH_SEARCH_MS', 4000) };
     const tiers = (process.env.BENCH_SEARCH_TIERS ?? '10000,100000').split(',').map(Number);
     const sr = await benchSearch(newDir('search-'), { timing: st, indexRecords: envInt('BENCH_INDEX_RECORDS', 60), tiers, bases: envInt('BENCH_SEARCH_BASES', 128), log });
@@ -202,6 +205,13 @@ async function main() {
         rows.push({ id: `S${k}-${m[0]}c`, section: S4, name: `POST /v1/search ${m}, cold queries (never seen: model per request), ${k}`, result: h, target: 'report', ratio: { value: h.opsPerSec / r.opsPerSec, vs: `R${k}-${m[0]}c` }, verdict: h.errors ? 'MISS' : 'info' });
         rows.push({ id: `R${k}-${m[0]}c`, section: S4, name: `raw ${m === 'SEMANTIC' ? 'embed + LanceVectorIndex.search' : 'both legs in parallel'}, cold queries, ${k}`, result: r, verdict: 'base' });
       }
+      if (t.rag) {
+        const ragTarget = is100kTier(t.chunks) ? 150 : undefined;
+        rows.push({
+          id: `S${k}-RAG`, section: S4, name: `POST /v1/rag HYBRID limit 10, built-in model: time to first content_delta, ${k}`, result: t.rag.firstDelta,
+          target: ragTarget ? `p99≤${ragTarget} ms` : 'report', verdict: t.rag.firstDelta.errors ? 'MISS' : ragTarget ? (t.rag.firstDelta.p99 <= ragTarget ? 'PASS' : 'MISS') : 'info',
+        });
+      }
       rows.push({ id: `R${k}-V`, section: S4, name: `raw LanceVectorIndex.search only (limit 100, ${t.upkeep.action === 'none' ? 'exact' : 'ANN'}), ${k}`, result: t.raw.runs.VECTOR, verdict: 'info' });
       rows.push({ id: `R${k}-E`, section: S4, name: `raw embed(query) only, built-in model (worker, batched: ${t.raw.textsPerModelCall.toFixed(1)} texts/call), ${k}`, result: t.raw.runs.EMBED, verdict: 'info' });
       const c = t.raw.cache;
@@ -211,21 +221,43 @@ async function main() {
     }
   }
 
-  if (only.has('activity-log')) {
-    const S6 = '6. Activity log cost: record create (32 connections), log on vs ACTIVITY_LOG=0, fresh service per run';
-    const al = await benchActivityLog({ newDir, timing: { ...timing, createMs }, rounds: envInt('BENCH_ACTIVITY_ROUNDS', 2), childEnv, log });
-    const clean = al.on.errors === 0 && al.off.errors === 0 && al.logged.on > 0 && al.logged.off === 0;
-    const m = al.micro;
+  if (only.has('operations')) {
+    const S6 = '6. Operations cost: record create (32 connections), metering + burst limits + activity log on vs all three off, fresh service per run';
+    const op = await benchOperations({ newDir, timing: { ...timing, createMs }, rounds: envInt('BENCH_OPERATIONS_ROUNDS', envInt('BENCH_ACTIVITY_ROUNDS', 2)), childEnv, log });
+    // The "on" runs must show all three at work and the "off" runs none, else the ratio measures nothing.
+    const onShown = op.seen.on.logged > 0 && op.seen.on.rateLimitHeader !== null && op.seen.on.usedMilli > 0;
+    const offShown = op.seen.off.logged === 0 && op.seen.off.rateLimitHeader === null && op.seen.off.usedMilli === 0;
+    const clean = op.on.errors === 0 && op.off.errors === 0 && onShown && offShown;
+    const m = op.micro;
     // CPU the log takes per request, as a share of one core at the H2 target of 2,000 creates/s.
     const share = ((m.onResponseUs + m.writeUs) * 2000) / 1e6;
-    if (al.rounds.length > 0) {
-      log(`A activity log on / off: ${Math.round(al.on.opsPerSec)} / ${Math.round(al.off.opsPerSec)} ops/s = ${al.ratio.toFixed(3)} (cost ${((1 - al.ratio) * 100).toFixed(1)} %)`);
+    if (op.rounds.length > 0) {
+      log(`O on / off: ${Math.round(op.on.opsPerSec)} / ${Math.round(op.off.opsPerSec)} ops/s = ${op.ratio.toFixed(3)} (cost ${((1 - op.ratio) * 100).toFixed(1)} %); service CPU per create ${op.cpuMsPerOp.on.toFixed(2)} / ${op.cpuMsPerOp.off.toFixed(2)} ms = ${(op.cpuMsPerOp.on / op.cpuMsPerOp.off).toFixed(2)}×; on showed ${JSON.stringify(op.seen.on)}, off ${JSON.stringify(op.seen.off)}`);
       rows.push(
-        { id: 'A0', section: S6, name: `record create, ACTIVITY_LOG=0 (${al.rounds.length} runs summed)`, result: al.off, verdict: 'base' },
-        { id: 'A1', section: S6, name: `record create, activity log on (${al.rounds.length} runs summed; entries seen on/off: ${al.logged.on}/${al.logged.off})`, result: al.on, target: '≥0.90× A0', ratio: { value: al.ratio, vs: 'A0' }, verdict: al.ratio >= 0.9 && clean ? 'PASS' : 'MISS' },
+        { id: 'O0', section: S6, name: `record create, METERING=0 RATE_LIMITS=0 ACTIVITY_LOG=0 (${op.rounds.length} runs summed); service CPU ${op.cpuMsPerOp.off.toFixed(2)} ms/op`, result: op.off, verdict: 'base' },
+        {
+          id: 'O1', section: S6, name: `record create, all three on (${op.rounds.length} runs summed; service CPU ${op.cpuMsPerOp.on.toFixed(2)} ms/op = ${(op.cpuMsPerOp.on / op.cpuMsPerOp.off).toFixed(2)}× O0; log entries ${op.seen.on.logged}, limit header ${op.seen.on.rateLimitHeader}, ${op.seen.on.usedMilli} milli-credits)`,
+          result: op.on, target: '≥0.90× O0', ratio: { value: op.ratio, vs: 'O0' }, verdict: op.ratio >= 0.9 && clean ? 'PASS' : 'MISS',
+        },
       );
     }
-    rows.push({ id: 'A2', section: S6, name: `recorder alone (PGlite, in process, CPU time): onResponse ${m.onResponseUs.toFixed(2)} µs + batched write ${m.writeUs.toFixed(2)} µs per entry = ${(share * 100).toFixed(1)} % of a core at 2,000 creates/s`, note: `${(m.onResponseUs + m.writeUs).toFixed(1)} µs`, target: '<10 %', verdict: share < 0.1 ? 'PASS' : 'MISS' });
+    rows.push({ id: 'A2', section: S6, name: `activity recorder alone (PGlite, in process, CPU time): onResponse ${m.onResponseUs.toFixed(2)} µs + batched write ${m.writeUs.toFixed(2)} µs per entry = ${(share * 100).toFixed(1)} % of a core at 2,000 creates/s`, note: `${(m.onResponseUs + m.writeUs).toFixed(1)} µs`, target: '<10 %', verdict: share < 0.1 ? 'PASS' : 'MISS' });
+    const S7 = '7. Audit export (NDJSON, masked, commit order)';
+    const rate = (n: number, s: number): LoadResult => ({ ops: n, seconds: s, opsPerSec: n / s, p50: NaN, p90: NaN, p99: NaN, max: NaN, errors: 0 });
+    const x = await exportInProcess(newDir('export-'), envInt('BENCH_EXPORT_EVENTS', 200_000), log);
+    log(`X0 export in process: ${x.export.events} lines, ${(x.export.bytes / 2 ** 20).toFixed(1)} MiB in ${x.export.seconds.toFixed(2)} s = ${Math.round(x.export.eventsPerSec)} events/s; raw tenant reads ${Math.round(x.raw.eventsPerSec)} events/s; heap growth ${x.heapGrowthMb.toFixed(1)} MiB${x.gcSampled ? '' : ' (no --expose-gc: sampled without GC)'}`);
+    rows.push(
+      { id: 'XR', section: S7, name: `raw: the tenant's events read page by page (readTenantEvents, pages of 500), ${x.raw.events} events`, result: rate(x.raw.events, x.raw.seconds), verdict: 'base' },
+      {
+        id: 'X0', section: S7, name: `export in process (exportChunks: mask + JSON lines), ${x.export.events} events, ${(x.export.bytes / 2 ** 20).toFixed(0)} MiB; heap growth ${x.heapGrowthMb.toFixed(1)} MiB`,
+        result: rate(x.export.events, x.export.seconds), target: 'events/s; heap < 64 MiB', ratio: { value: x.export.eventsPerSec / x.raw.eventsPerSec, vs: 'XR' },
+        verdict: x.export.events === x.raw.events && x.heapGrowthMb < 64 ? 'PASS' : 'MISS',
+      },
+    );
+    if (op.httpExport) {
+      const h = op.httpExport;
+      rows.push({ id: 'X1', section: S7, name: `GET /v1/export over HTTP (the last "on" run's tenant), ${h.events} lines, ${(h.bytes / 2 ** 20).toFixed(1)} MiB`, result: rate(h.events, h.seconds), target: 'events/s', ratio: { value: h.eventsPerSec / x.raw.eventsPerSec, vs: 'XR' }, verdict: h.events > 0 ? 'info' : 'MISS' });
+    }
   }
 
   // --- Kafka (section 5, tests/bench/kafka.ts): in the default run and with BENCH_ONLY=kafka; needs KAFKA_BROKERS and DATABASE_URL ---

@@ -2,16 +2,12 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Pool } from 'undici';
-import { openSql } from '@svc/deploy/engines/sql';
-import { SearchCatalogue, type CatalogueItem } from '@svc/projectors/search/catalogue';
-import { BuiltinEmbedder, builtinModelStats, embedQuery, queryCacheStats, type QueryCacheStats } from '@svc/projectors/search/embeddings';
-import { PgTextIndex } from '@svc/projectors/search/pg-fts';
-import type { ItemFilter } from '@svc/projectors/search/text-index';
-import { LanceVectorIndex, type MaintainReport, type VectorRow } from '@svc/projectors/search/vector-index';
-import type { Passage } from '@svc/domain/search/chunking';
+import { openSql } from '@svc/deploy';
+import { BuiltinEmbedder, builtinModelStats, embedQuery, LanceVectorIndex, PgTextIndex, queryCacheStats, type QueryCacheStats, SearchCatalogue } from '@svc/projectors';
+import type { CatalogueItem, ItemFilter, MaintainReport, Passage, VectorRow } from '@svc/domain';
 import { ENTITIES, QUERIES } from '../src/relevance/corpus';
 import { ROOT } from '../src/support/service';
-import { closedLoop, type LoadResult } from './load';
+import { closedLoop, percentile, type LoadResult } from './load';
 import { startHttpService, type HttpService } from './http';
 import type { Timing } from './raw';
 
@@ -287,6 +283,39 @@ async function httpSearch(pool: Pool, headers: Record<string, string>, t: Timing
   return { rotating, cold, sent };
 }
 
+export interface RagResult {
+  /** Time from the request to the first content_delta frame (ops/s: whole calls). */
+  firstDelta: LoadResult;
+  whole: LoadResult;
+}
+
+/** RAG over HTTP: each call read to its end; the time to its first content_delta frame is recorded apart. */
+async function httpRag(pool: Pool, headers: Record<string, string>, t: Timing): Promise<RagResult> {
+  const firsts: number[] = [];
+  let measuring = false;
+  const whole = await closedLoop({
+    ...t,
+    yieldEveryMs: 0,
+    onMeasureStart: async () => void (measuring = true),
+    op: async (_w, seq) => {
+      const t0 = performance.now();
+      const res = await pool.request({ method: 'POST', path: '/v1/rag', headers, body: JSON.stringify({ query: queryOf(seq), search: { mode: 'HYBRID', limit: 10 } }) });
+      if (res.statusCode !== 200) throw new Error(`POST /v1/rag ${res.statusCode}: ${(await res.body.text()).slice(0, 200)}`);
+      let first = NaN;
+      let text = '';
+      for await (const chunk of res.body) {
+        text += chunk.toString();
+        if (Number.isNaN(first) && text.includes('event: content_delta')) first = performance.now() - t0;
+      }
+      if (!text.includes('event: done')) throw new Error(`POST /v1/rag: no done frame in ${text.slice(-200)}`);
+      if (measuring) firsts.push(first);
+    },
+  });
+  const sorted = Float64Array.from(firsts).sort();
+  const firstDelta: LoadResult = { ...whole, p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9), p99: percentile(sorted, 0.99), max: sorted[sorted.length - 1] ?? NaN };
+  return { firstDelta, whole };
+}
+
 export type RawKey = Mode | 'SEMANTIC_COLD' | 'HYBRID_COLD' | 'VECTOR' | 'EMBED';
 export interface RawResults {
   runs: Record<RawKey, LoadResult>;
@@ -345,6 +374,8 @@ export interface SearchTier {
   /** Share of the rotating HTTP queries the service's query-vector cache answered: all but the first sight of each of the 48 texts (warm-up included). */
   httpCacheHitRate: number;
   raw: RawResults;
+  /** POST /v1/rag (16 clients, rotating queries): time to the first content_delta, and the whole stream. */
+  rag?: RagResult;
 }
 export interface SearchBenchResults {
   indexing: IndexingResult;
@@ -389,6 +420,7 @@ export async function benchSearch(
     o.log(`service restarted on ${size.toLocaleString('en-US')} chunks`);
     pool = new Pool(svc.url, { connections: o.timing.concurrency, pipelining: 1 });
     let http;
+    let rag: RagResult | undefined;
     try {
       // Start-up costs, reported here, not in the runs: the first semantic query starts the model's thread, loads
       // the model and the context's vectors; the first keyword query loads the context's keyword index.
@@ -401,6 +433,7 @@ export async function benchSearch(
       await firstQuery('SEMANTIC', 'model load included');
       await firstQuery('TEXT', 'loads the keyword index');
       http = await httpSearch(pool, headers, o.timing);
+      rag = await httpRag(pool, headers, o.timing);
     } catch (e) {
       console.error(svc.output().slice(-3000));
       throw e;
@@ -421,7 +454,8 @@ export async function benchSearch(
       `${size} query-vector cache: raw rotating runs ${c.hits} hits, ${c.joined} joined, ${c.misses} misses (${((100 * (c.hits + c.joined)) / Math.max(1, c.hits + c.joined + c.misses)).toFixed(1)}% answered without a model call); ` +
         `HTTP rotating ≈${(100 * httpCacheHitRate).toFixed(1)}%, HTTP cold 0% by construction; ${raw.textsPerModelCall.toFixed(1)} texts per model call (cold + EMBED runs)`,
     );
-    tiers.push({ chunks: size, label: `${size.toLocaleString('en-US')} chunks`, loadPerSec, upkeep, http: http.rotating, httpCold: http.cold, httpCacheHitRate, raw });
+    if (rag) o.log(`${size} HTTP RAG (HYBRID, limit 10, built-in model): first content_delta p50 ${rag.firstDelta.p50.toFixed(1)} p99 ${rag.firstDelta.p99.toFixed(1)} ms; whole stream p50 ${rag.whole.p50.toFixed(1)} p99 ${rag.whole.p99.toFixed(1)} ms, ${Math.round(rag.whole.opsPerSec)}/s`);
+    tiers.push({ chunks: size, label: `${size.toLocaleString('en-US')} chunks`, loadPerSec, upkeep, http: http.rotating, httpCold: http.cold, httpCacheHitRate, raw, rag });
   }
   return { indexing, baseCount: bases.length, tiers };
 }

@@ -29,9 +29,8 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BuiltinEmbedder } from '@svc/projectors/search/embeddings';
-import { LanceVectorIndex, type VectorHit, type VectorRow } from '@svc/projectors/search/vector-index';
-import { MEMORY_VECTOR_DEFAULTS, MemoryVectorIndex } from '@svc/projectors/search/memory-vectors';
+import { BuiltinEmbedder, LanceVectorIndex, MEMORY_VECTOR_DEFAULTS, MemoryVectorIndex } from '@svc/projectors';
+import type { VectorHit, VectorRow } from '@svc/domain';
 import { QUERIES } from '../src/relevance/corpus';
 import { closedLoop, percentile } from './load';
 import { basePassages, baseVectors, perturb, rng, syntheticPassage } from './search';

@@ -12,7 +12,7 @@
  *   both         the two together.
  */
 import { PGlite } from '@electric-sql/pglite';
-import { PostgresEventStore } from '@svc/command-api/event-store/postgres';
+import { PostgresEventStore } from '@svc/command-api';
 
 export const WHATIFS = ['defer-flush', 'yield-sql', 'both'] as const;
 

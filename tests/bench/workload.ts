@@ -1,4 +1,4 @@
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
+import type { SchemaDefinition } from '@svc/contracts';
 
 /**
  * The record shape every scenario uses: a small schema (one non-unique lookup

@@ -34,7 +34,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
-import { chunkText } from '@svc/domain/search/chunking';
+import { chunkText } from '@svc/domain';
 import { documentText, loadBeir, loadQrels, type CorpusDoc } from './dataset';
 import { evaluate } from './metrics';
 
@@ -344,6 +344,7 @@ async function main() {
   }
   if (exps.has('fusion') || exps.has('semantic')) await semanticAndFusion();
   if (exps.has('runs')) serviceRunsFusion();
+  if (exps.has('vecchunks')) await vectorPassageSizes();
   if (exps.has('final')) await finalFigures();
   if (exps.has('extra')) await extra();
 }
@@ -389,17 +390,23 @@ async function loadVectors(dataDir: string): Promise<{ doc: string[]; chunk: num
   return { doc, chunk, vecs };
 }
 async function embedCached(texts: string[], tag: string): Promise<Vec[]> {
-  const file = join(CACHE, `eval-offline-emb-${tag}-${createHash('sha256').update(texts.join('\u0001')).digest('hex').slice(0, 16)}.json`);
-  if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as number[][]).map((v) => Float32Array.from(v));
-  const { BuiltinEmbedder } = await import('@svc/projectors/search/embeddings');
+  const { BuiltinEmbedder } = await import('@svc/projectors');
   const e = new BuiltinEmbedder();
+  // Query texts are embedded as queries (bge prefixes its instruction); the cache is per model.
+  const purpose = tag.startsWith('queries') ? 'query' : 'passage';
+  const file = join(CACHE, `eval-offline-emb-${e.model}-${tag}-${createHash('sha256').update(texts.join('\u0001')).digest('hex').slice(0, 16)}.json`);
+  if (existsSync(file)) {
+    await e.close();
+    return (JSON.parse(readFileSync(file, 'utf8')) as number[][]).map((v) => Float32Array.from(v));
+  }
   const t0 = performance.now();
   const out: number[][] = [];
   for (let i = 0; i < texts.length; i += 64) {
-    out.push(...(await e.embed(texts.slice(i, i + 64))));
+    out.push(...(await e.embed(texts.slice(i, i + 64), { purpose })));
     process.stderr.write(`\rembedding ${tag}: ${out.length}/${texts.length} (${(out.length / ((performance.now() - t0) / 1000)).toFixed(1)}/s)`);
   }
   process.stderr.write('\n');
+  await e.close();
   mkdirSync(CACHE, { recursive: true });
   writeFileSync(file, JSON.stringify(out));
   return out.map((v) => Float32Array.from(v));
@@ -556,7 +563,7 @@ function serviceRunsFusion() {
   if (all.HYBRID) row('HYBRID (service, as run)', score(idsOf(asRuns('HYBRID'))));
   for (const k of [10, 60]) row(`RRF k ${k} equal weights`, score(fuseRuns(t, sem, { kind: 'rrf', k, wa: 1, wb: 1 })));
   for (const alpha of [0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]) row(`min-max convex alpha_text ${alpha}`, score(fuseRuns(t, sem, { kind: 'minmax', alpha })));
-  for (const alpha of [0.7, 0.75, 0.8, 0.85]) row(`z-score convex alpha_text ${alpha}`, score(fuseRuns(t, sem, { kind: 'z', alpha })));
+  for (const alpha of [0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85]) row(`z-score convex alpha_text ${alpha}`, score(fuseRuns(t, sem, { kind: 'z', alpha })));
 }
 
 /** Chunk number of unit u: units of a document are consecutive. */
@@ -670,6 +677,31 @@ async function extra() {
   }
 }
 
+
+/**
+ * Passage size for both legs together, now that the vector leg carries weight (issue 16): SEMANTIC (the built-in
+ * model, passages embedded offline at each size; cached in .cache) and HYBRID (z-score convex fusion of the BM25
+ * run at the same size with it, documents fused as the service does), best passage per document. Train only.
+ */
+async function vectorPassageSizes() {
+  console.log('\n## passage size for both legs (built-in model), best passage per document');
+  const qv = await embedCached(qtexts, `queries-${args.split}`);
+  for (const size of (process.env.VEC_SIZES ?? '1000,2000').split(',').map(Number)) {
+    const doc: string[] = [];
+    const texts: string[] = [];
+    for (const d of data.corpus)
+      for (const p of chunkText(documentText(d, true), { maxChars: size })) {
+        doc.push(d._id);
+        texts.push(p.chunkText);
+      }
+    const vecs = await embedCached(texts, `passages-${size}`);
+    const sem = vectorRuns({ doc, vecs }, qv);
+    const t = (await runBm25({ chunk: size, title: 'lead' }, { k1: 1.2, b: 0.75 }, 'max300')).runs;
+    row(`${size} chars (${texts.length} passages): TEXT`, score(idsOf(t)));
+    row(`${size} chars: SEMANTIC`, score(idsOf(sem)));
+    for (const alpha of [0.4, 0.5, 0.6, 0.7, 0.8]) row(`${size} chars: HYBRID z-score alpha_text ${alpha}`, score(fuseRuns(t, sem, { kind: 'z', alpha })));
+  }
+}
 main().then(
   () => process.exit(0),
   (e) => {

@@ -16,8 +16,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
-import { loadConfig } from '@svc/deploy/config';
-import { buildService } from '@svc/deploy/service';
+import { buildService, loadConfig } from '@svc/deploy';
 import { documentText, loadBeir } from './dataset';
 
 const { values: args } = parseArgs({

@@ -33,10 +33,10 @@ import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
-import { loadConfig } from '@svc/deploy/config';
-import { buildService, type Service } from '@svc/deploy/service';
+import { buildService, loadConfig, type Service } from '@svc/deploy';
 import { documentText, loadBeir, loadQrels } from './dataset';
 import { evaluate, percentile } from './metrics';
+import { describeEmbedder } from '@svc/projectors';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const MODES = ['TEXT', 'SEMANTIC', 'HYBRID'] as const;
@@ -218,16 +218,19 @@ interface IngestFigures {
   failures: Record<string, number>;
 }
 
-function enginesFromConfig(c: Service['config']) {
+function enginesFromConfig(c: Service['config'], search?: Service['search']) {
   const store = c.databaseUrl ? 'DATABASE_URL server' : 'embedded PGlite';
   const text = c.elasticsearchUrl
     ? `Elasticsearch (ELASTICSEARCH_URL ${hostOf(c.elasticsearchUrl)}, BM25)`
     : c.role === 'all'
       ? `in-memory BM25 over PostgreSQL FTS tsvectors (${store}; the role-all default)`
       : `PostgreSQL FTS (${store}, BM25 in SQL)`;
+  const info = search ? describeEmbedder(search.embedder) : undefined;
   const embeddings = c.embeddingsUrl
     ? `external (EMBEDDINGS_URL ${hostOf(c.embeddingsUrl)}, model ${c.embeddingsModel}, ${c.embeddingsDims ?? 1536}-d)`
-    : 'built-in Universal Sentence Encoder (512-d, TF.js)';
+    : info
+      ? `built-in ${info.model} (${info.dims}-d, ${info.threads} thread(s))${info.fallbackReason ? ` — FALLBACK: ${info.fallbackReason}` : ''}`
+      : 'built-in (not started)';
   return { text, embeddings, source: 'the service started by this run' };
 }
 
@@ -250,7 +253,8 @@ async function selfStarted(corpusHash: string): Promise<{ target: Target; state?
     throw new Error(`--data-dir ${dataDir} is not empty and holds no ${STATE_FILE}: refusing to ingest into someone else's data`);
   }
   const operatorToken = randomBytes(18).toString('base64url');
-  const env: Record<string, string> = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', OPERATOR_TOKEN: operatorToken };
+  // The ingest sends thousands of requests a minute from one account: the per-account burst limit is off for it.
+  const env: Record<string, string> = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', OPERATOR_TOKEN: operatorToken, RATE_LIMITS: '0' };
   for (const k of PASS_THROUGH) if (process.env[k]) env[k] = process.env[k]!;
   const config = loadConfig(env as NodeJS.ProcessEnv);
   const service = await buildService(config, (m) => process.stderr.write(`[service] ${m}\n`));
@@ -273,7 +277,7 @@ async function selfStarted(corpusHash: string): Promise<{ target: Target; state?
       state = { corpusHash, titleInText, indexMode, apiKey, accountId: r.body.accountId, documents: 0, ids: {}, ingest: undefined as unknown as IngestFigures };
       writeState(dataDir, state);
     }
-    return { target: { url, apiKey: state.apiKey, engines: enginesFromConfig(service.config), dataDir, reused: !!state.ingest, stop }, state };
+    return { target: { url, apiKey: state.apiKey, engines: enginesFromConfig(service.config, service.search), dataDir, reused: !!state.ingest, stop }, state };
   } catch (e) {
     await stop();
     throw e;
@@ -302,14 +306,24 @@ async function remote(url: string): Promise<Target> {
   } else {
     source += ', the tenant of EVAL_API_KEY (not fresh: its other documents take part in the ranking)';
   }
-  // A remote service does not say which engines it runs: they are labelled from this environment's variables.
+  // The embedder is named by the service's /readyz; the text engine is labelled from this environment's variables.
+  let remoteEmbedder: string | undefined;
+  try {
+    const r = await fetch(`${base}/readyz`);
+    const e = ((await r.json()) as { embeddings?: { model: string; dims: number; fallbackReason?: string } }).embeddings;
+    if (e) remoteEmbedder = `${e.model} (${e.dims}-d)${e.fallbackReason ? ` — FALLBACK: ${e.fallbackReason}` : ''}`;
+  } catch {
+    // not named
+  }
   const declared = (k: string) => (process.env[k] ? `${k} set here` : `${k} not set here`);
   return {
     url: base,
     apiKey,
     engines: {
       text: process.env.ELASTICSEARCH_URL ? `Elasticsearch (as declared: ${declared('ELASTICSEARCH_URL')})` : `PostgreSQL FTS (as declared: ${declared('ELASTICSEARCH_URL')})`,
-      embeddings: process.env.EMBEDDINGS_URL ? `external ${process.env.EMBEDDINGS_MODEL ?? ''} (as declared: ${declared('EMBEDDINGS_URL')})` : `built-in USE 512-d (as declared: ${declared('EMBEDDINGS_URL')})`,
+      embeddings: process.env.EMBEDDINGS_URL
+        ? `external ${process.env.EMBEDDINGS_MODEL ?? ''} (as declared: ${declared('EMBEDDINGS_URL')})`
+        : `${remoteEmbedder ?? 'built-in (the service did not name it in /readyz)'} (${declared('EMBEDDINGS_URL')})`,
       source,
     },
     reused: false,

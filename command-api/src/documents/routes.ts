@@ -1,26 +1,8 @@
 import { contended } from '../contention';
 import { randomUUID } from 'node:crypto';
-import { conflict, invalid, notFound } from '@svc/contracts/errors';
-import {
-  documentResponse, ingestDocumentBody, patchDocumentBody, putDocumentBody, uploadDocumentBody, uploadDocumentResponse,
-  type IngestDocument, type UploadDocument,
-} from '@svc/contracts/api/documents';
-import { idParam } from '@svc/contracts/api/tenancy';
-import type { DomainEvent } from '@svc/contracts/events/catalogue';
-import type { RequestMeta } from '@svc/contracts/http/principal';
-import { route, type RouteSpec } from '@svc/contracts/http/route';
+import { conflict, documentResponse, type DomainEvent, idParam, type IngestDocument, ingestDocumentBody, invalid, notFound, patchDocumentBody, putDocumentBody, type RequestMeta, route, type RouteSpec, type UploadDocument, uploadDocumentBody, uploadDocumentResponse } from '@svc/contracts';
+import { baseUrlOf, type BlobStore, type BoundSchema, canReach, checkChangeBody, checkTextSize, decideChangeDocument, decideCreateDocument, decideDeleteDocument, documentAggregate, documentBlobKeys, documentIndexMode, type DocumentState, documentView, type LiveDocument, type PresignedBlobUrls, rootFolderId, stampOwnership, type StorageGrants, streams, WrongExpectedRevisionError } from '@svc/domain';
 import { z } from 'zod';
-import type { BlobStore, PresignedBlobUrls } from '@svc/domain/ports/blob-store';
-import { WrongExpectedRevisionError } from '@svc/domain/ports/event-store';
-import {
-  checkChangeBody, checkTextSize, decideChangeDocument, decideCreateDocument, decideDeleteDocument, documentAggregate, documentIndexMode,
-  type BoundSchema, type DocumentState, type LiveDocument,
-} from '@svc/domain/documents/document';
-import { documentView } from '@svc/domain/documents/view';
-import { baseUrlOf, documentBlobKeys, type StorageGrants } from '@svc/domain/documents/grants';
-import { rootFolderId } from '@svc/domain/folders/folder';
-import { canReach, stampOwnership } from '@svc/domain/tenancy/access';
-import { streams } from '@svc/domain/shared/streams';
 import { commit, loadAggregate, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
 import { claim, readReservation, release } from '../reservations';
 import type { PayloadSealer } from '../records/sealing';

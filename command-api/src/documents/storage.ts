@@ -1,12 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { EVENT_SCHEMA_VERSION, type DomainEvent, type EventMetadata } from '@svc/contracts/events/catalogue';
-import { route, type RouteSpec } from '@svc/contracts/http/route';
-import type { BlobStore } from '@svc/domain/ports/blob-store';
-import { WrongExpectedRevisionError } from '@svc/domain/ports/event-store';
-import { documentBlobKeys, UPLOAD_HEADER, type StorageGrants } from '@svc/domain/documents/grants';
-import { streams } from '@svc/domain/shared/streams';
-import { isTornDown } from '@svc/domain/tenancy/teardown';
+import { type DomainEvent, EVENT_SCHEMA_VERSION, type EventMetadata, route, type RouteSpec } from '@svc/contracts';
+import { type BlobStore, documentBlobKeys, isTornDown, type StorageGrants, streams, UPLOAD_HEADER, WrongExpectedRevisionError } from '@svc/domain';
 import { commit, type CommandDeps } from '../handle-command';
 import { loadDocument } from './routes';
 import { fileIngestAppend } from '../usage/meter';

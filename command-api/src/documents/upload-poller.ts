@@ -1,10 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { EVENT_SCHEMA_VERSION, type DomainEvent } from '@svc/contracts/events/catalogue';
-import { WrongExpectedRevisionError, type EventStore } from '@svc/domain/ports/event-store';
-import type { Sql } from '@svc/domain/ports/sql';
-import { documentAggregate } from '@svc/domain/documents/document';
-import { documentBlobKeys } from '@svc/domain/documents/grants';
-import { streams } from '@svc/domain/shared/streams';
+import { type DomainEvent, EVENT_SCHEMA_VERSION } from '@svc/contracts';
+import { documentAggregate, documentBlobKeys, type EventStore, type Sql, streams, WrongExpectedRevisionError } from '@svc/domain';
 import { loadAggregate, toNewEvents } from '../handle-command';
 import { MAX_UPLOAD_BYTES } from './storage';
 import { fileIngestAppend, type UsageMeter } from '../usage/meter';

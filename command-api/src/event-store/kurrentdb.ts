@@ -20,17 +20,9 @@ import {
   type ReadPosition,
   type RecordedEvent,
 } from '@kurrent/kurrentdb-client';
-import type { EventMetadata } from '@svc/contracts/events/catalogue';
-import {
-  WrongExpectedRevisionError,
-  type AppendRequest,
-  type AppendResult,
-  type EventStore,
-  type ExpectedRevision,
-  type NewEvent,
-  type ReadStreamOptions,
-  type StoredEvent,
-} from '@svc/domain/ports/event-store';
+import type { EventMetadata } from '@svc/contracts';
+import { InternalError } from '@svc/contracts';
+import { type AppendRequest, type AppendResult, asStoredEvent, type EventStore, type ExpectedRevision, type NewEvent, type ReadStreamOptions, type StoredEvent, WrongExpectedRevisionError } from '@svc/domain';
 
 /**
  * KurrentDB (EventStoreDB) event store. Stream revisions are the server's; the
@@ -54,7 +46,7 @@ export function toStreamState(expected: ExpectedRevision): AppendStreamState {
     case 'stream_exists':
       return STREAM_EXISTS;
     default:
-      if (!Number.isSafeInteger(expected) || expected < 0) throw new Error(`invalid expected revision ${expected}`);
+      if (!Number.isSafeInteger(expected) || expected < 0) throw new InternalError(`invalid expected revision ${expected}`);
       return BigInt(expected);
   }
 }
@@ -74,15 +66,15 @@ export function decodeMetadata(raw: unknown): EventMetadata {
     // An event written by another tool with a plain JSON object as metadata is taken as is.
     return (typeof encoded === 'string' ? JSON.parse(encoded) : raw) as EventMetadata;
   }
-  throw new Error('event metadata is not a JSON object');
+  throw new InternalError('event metadata is not a JSON object');
 }
 
 const isSystem = (e: { streamId: string; type: string }) => e.streamId.startsWith('$') || e.type.startsWith('$');
 
 function toStored(e: RecordedEvent): StoredEvent {
-  if (!e.isJson) throw new Error(`event ${e.id} in ${e.streamId} is not JSON`);
-  if (!e.position) throw new Error(`event ${e.id} in ${e.streamId} has no position (server older than 22.6?)`);
-  return {
+  if (!e.isJson) throw new InternalError(`event ${e.id} in ${e.streamId} is not JSON`);
+  if (!e.position) throw new InternalError(`event ${e.id} in ${e.streamId} has no position (server older than 22.6?)`);
+  return asStoredEvent({
     id: e.id,
     type: e.type,
     data: e.data as Record<string, unknown>,
@@ -90,7 +82,7 @@ function toStored(e: RecordedEvent): StoredEvent {
     streamId: e.streamId,
     revision: Number(e.revision),
     position: Number(e.position.commit),
-  };
+  });
 }
 
 const toEventData = (e: NewEvent): EventData =>
@@ -139,7 +131,7 @@ export class KurrentDbEventStore implements EventStore {
   async appendMulti(requests: AppendRequest[]): Promise<AppendResult[]> {
     // The server folds stream names case-insensitively within one multi-append.
     if (new Set(requests.map((r) => r.streamId.toLowerCase())).size !== requests.length)
-      throw new Error('appendMulti: a stream may appear once');
+      throw new InternalError('appendMulti: a stream may appear once');
     if (requests.length === 1) return [await this.append(requests[0].streamId, requests[0].events, requests[0].expectedRevision)];
     if (requests.length === 0) return [];
 
@@ -149,7 +141,7 @@ export class KurrentDbEventStore implements EventStore {
         requests.map((r) => ({ streamName: r.streamId, events: r.events.map(toEventData), expectedState: toStreamState(r.expectedRevision) })),
       );
     } catch (e) {
-      if (isUnsupported(e)) throw new Error('appendMulti: multi-stream append needs KurrentDB 25.1 or later', { cause: e });
+      if (isUnsupported(e)) throw new InternalError('appendMulti: multi-stream append needs KurrentDB 25.1 or later', { cause: e });
       throw translate(e, (s) => requests.find((r) => r.streamId.toLowerCase() === s.toLowerCase())?.expectedRevision ?? 'any');
     }
     this.notify();
@@ -165,7 +157,7 @@ export class KurrentDbEventStore implements EventStore {
 
   private async positionOf(streamId: string, revision: number): Promise<number> {
     const [event] = await this.readStream(streamId, { fromRevision: revision, maxCount: 1 });
-    if (!event) throw new Error(`stream ${streamId}: revision ${revision} not found after append`);
+    if (!event) throw new InternalError(`stream ${streamId}: revision ${revision} not found after append`);
     return event.position;
   }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { EventMetadata } from '@svc/contracts/events/catalogue';
+import type { EventMetadata } from '@svc/contracts';
 import { decodeMetadata, encodeMetadata, METADATA_KEY, toActualRevision, toStreamState } from './kurrentdb';
 
 const metadata: EventMetadata = {

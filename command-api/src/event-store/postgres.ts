@@ -1,15 +1,5 @@
-import type { Sql } from '@svc/domain/ports/sql';
-import {
-  expectationHolds,
-  WrongExpectedRevisionError,
-  type AppendRequest,
-  type AppendResult,
-  type EventStore,
-  type ExpectedRevision,
-  type NewEvent,
-  type ReadStreamOptions,
-  type StoredEvent,
-} from '@svc/domain/ports/event-store';
+import { InternalError } from '@svc/contracts';
+import { type AppendRequest, type AppendResult, asStoredEvent, type EventStore, expectationHolds, type ExpectedRevision, type NewEvent, type ReadStreamOptions, type Sql, type StoredEvent, WrongExpectedRevisionError } from '@svc/domain';
 
 /**
  * PostgreSQL event store; the same SQL serves PGlite (embedded default) and a
@@ -68,15 +58,16 @@ type Row = {
   metadata: StoredEvent['metadata'];
 };
 
-const toStored = (r: Row): StoredEvent => ({
-  position: Number(r.position),
-  streamId: r.stream_id,
-  revision: Number(r.revision),
-  id: r.event_id,
-  type: r.event_type,
-  data: r.data,
-  metadata: r.metadata,
-});
+const toStored = (r: Row): StoredEvent =>
+  asStoredEvent({
+    position: Number(r.position),
+    streamId: r.stream_id,
+    revision: Number(r.revision),
+    id: r.event_id,
+    type: r.event_type,
+    data: r.data,
+    metadata: r.metadata,
+  });
 
 export class PostgresEventStore implements EventStore {
   private queue: Pending[] = [];
@@ -111,7 +102,7 @@ export class PostgresEventStore implements EventStore {
 
   appendMulti(requests: AppendRequest[]): Promise<AppendResult[]> {
     const names = new Set(requests.map((r) => r.streamId));
-    if (names.size !== requests.length) return Promise.reject(new Error('appendMulti: a stream may appear once'));
+    if (names.size !== requests.length) return Promise.reject(new InternalError('appendMulti: a stream may appear once'));
     return new Promise((resolve, reject) => {
       this.queue.push({ requests, resolve, reject });
       if (!this.flushing) {
@@ -230,7 +221,7 @@ export class PostgresEventStore implements EventStore {
         if (!cached) return; // not cached: the next read loads it whole
         let position = o[j].position - r.events.length;
         let revision = o[j].nextExpectedRevision - r.events.length;
-        for (const e of r.events) cached.push({ ...e, streamId: r.streamId, revision: ++revision, position: ++position });
+        for (const e of r.events) cached.push(asStoredEvent({ ...e, streamId: r.streamId, revision: ++revision, position: ++position }));
         if (cached.length > MAX_CACHED_STREAM) this.streams!.delete(r.streamId);
       });
     });

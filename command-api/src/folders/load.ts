@@ -1,11 +1,6 @@
-import { notFound } from '@svc/contracts/errors';
-import type { Principal, RequestMeta } from '@svc/contracts/http/principal';
-import type { RouteSpec } from '@svc/contracts/http/route';
-import type { EventStore } from '@svc/domain/ports/event-store';
-import { WrongExpectedRevisionError } from '@svc/domain/ports/event-store';
-import { canSeeFolder, decideCreateRoot, folderAggregate, rootFolderId, type FolderState, type LiveFolder } from '@svc/domain/folders/folder';
-import { streams } from '@svc/domain/shared/streams';
-import { commit, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
+import { type EventMetadata, notFound, type Principal, type RequestMeta, type RouteSpec } from '@svc/contracts';
+import { canSeeFolder, decideCreateRoot, type EventStore, folderAggregate, type FolderState, implicitRootFolder, type LiveFolder, rootCreatedAt, rootFolderId, streams, WrongExpectedRevisionError } from '@svc/domain';
+import { commit, loadAggregate, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
 
 /**
  * A live folder the caller can see (its tenant and context, inside its data
@@ -13,42 +8,79 @@ import { commit, loadAggregate, metadataFor, type CommandDeps } from '../handle-
  * from a projection), else 404. A write into a folder the caller cannot read
  * is a 404 like the read: anything else would reveal that the folder exists.
  * Used by records, documents and folders to check a `folderId` before a write.
+ * The root of a context created before roots came with their contexts is
+ * there too, as it reads (`implicitRootFolder`), though not yet recorded.
  */
 export async function requireFolder(store: EventStore, principal: Principal, folderId: string): Promise<LiveFolder> {
   const { state } = await loadAggregate(store, streams.folder(folderId), folderAggregate);
-  if (!state.exists || !canSeeFolder(principal, state)) throw notFound();
-  return state;
+  if (state.exists) {
+    if (!canSeeFolder(principal, state)) throw notFound();
+    return state;
+  }
+  const p = principal;
+  if (!state.deleted && p.tenantId && p.contextId && folderId === rootFolderId(p.tenantId, p.contextId)) {
+    const createdAt = await contextCreatedAt(store, p.contextId);
+    if (createdAt) return implicitRootFolder(p.tenantId, p.contextId, createdAt);
+  }
+  throw notFound();
+}
+
+/** When a context was created (its ContextCreated), read from its own stream; null when there is none. */
+async function contextCreatedAt(store: EventStore, contextId: string): Promise<string | null> {
+  const [first] = await store.readStream(streams.context(contextId), { maxCount: 1 });
+  return first?.type === 'ContextCreated' ? first.metadata.occurredAt : null;
+}
+
+/** The metadata of a context root's creation: the context's own, in that context, a millisecond before it. */
+const rootMetadata = (contextMetadata: EventMetadata, tenantId: string, contextId: string, contextCreatedAt = contextMetadata.occurredAt): EventMetadata => ({
+  ...contextMetadata,
+  tenantId,
+  contextId,
+  occurredAt: rootCreatedAt(contextCreatedAt),
+});
+
+/**
+ * The context root comes into being with its context: this append goes into the
+ * same atomic commit as the context's ContextCreated (account opening, POST
+ * /v1/contexts). Its id is derived from tenant and context.
+ */
+export function contextRootAppend(contextMetadata: EventMetadata, tenantId: string, contextId: string): DomainAppend {
+  const id = rootFolderId(tenantId, contextId);
+  return { streamId: streams.folder(id), events: decideCreateRoot(id, { exists: false }), expectedRevision: 'no_stream', metadata: rootMetadata(contextMetadata, tenantId, contextId) };
 }
 
 /**
- * The context root: created by the first folder call of a context (read or
- * write), with an id derived from tenant and context so concurrent first calls
- * agree; the loser of the race reads the winner's. Waits until the read models
- * show it, so a list that follows includes it.
+ * The caller's context root, for a folder write that needs it recorded. Every
+ * context created since roots came with their contexts has it already (a read
+ * of its stream). A context created before gets it now, on its first folder
+ * write (never on a read), as it was shown until then (`implicitRootFolder`:
+ * as of the context's creation). Concurrent first writes agree: the id is
+ * derived, the append expects no stream, and the loser reads the winner's.
  */
 export async function ensureRootFolder(deps: CommandDeps, meta: RequestMeta): Promise<LiveFolder> {
   const p = meta.principal;
   const id = rootFolderId(p.tenantId!, p.contextId!);
   const stream = streams.folder(id);
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const { state } = await loadAggregate(deps.store, stream, folderAggregate);
-    if (state.exists) return state;
-    // Stamped a millisecond before the call that caused it, so the root always lists before the folders made in that call.
-    const md = { ...metadataFor(meta), occurredAt: new Date(meta.now.getTime() - 1).toISOString() };
-    const events = decideCreateRoot(id, state);
-    try {
-      await commit(deps, md, [{ streamId: stream, events, expectedRevision: 'no_stream' }]);
-      return events.reduce<FolderState>((s, e) => folderAggregate.evolve(s, e, md), state) as LiveFolder;
-    } catch (e) {
-      if (!(e instanceof WrongExpectedRevisionError)) throw e;
-      await deps.barrier.waitFor(await deps.store.headPosition()); // another first call won: wait for its read model
-    }
+  const { state } = await loadAggregate(deps.store, stream, folderAggregate);
+  if (state.exists) return state;
+  const created = (await contextCreatedAt(deps.store, p.contextId!)) ?? meta.now.toISOString();
+  const md = rootMetadata(metadataFor(meta), p.tenantId!, p.contextId!, created);
+  const events = decideCreateRoot(id, state);
+  try {
+    await commit(deps, md, [{ streamId: stream, events, expectedRevision: 'no_stream' }]);
+    return events.reduce<FolderState>((s, e) => folderAggregate.evolve(s, e, md), state) as LiveFolder;
+  } catch (e) {
+    if (!(e instanceof WrongExpectedRevisionError)) throw e;
+    // Another first write recorded it in between: the same root. Its response waits for the read models; so does this one.
+    await deps.barrier.waitFor(await deps.store.headPosition());
+    const { state: recorded } = await loadAggregate(deps.store, stream, folderAggregate);
+    if (!recorded.exists) throw e;
+    return recorded;
   }
-  throw new Error('root folder did not settle');
 }
 
 /**
- * `ensureRootFolder` for the folder routes, remembering the contexts whose root
+ * `ensureRootFolder` for folder writes, remembering the contexts whose root
  * this process has seen so later calls skip the stream read (a root is never
  * deleted while its context lives).
  */
@@ -63,7 +95,7 @@ export function rootFolderGuard(deps: CommandDeps): (meta: RequestMeta) => Promi
   };
 }
 
-/** Every folder call first makes sure the context root exists (after authentication and request validation). */
+/** Every folder write first makes sure the context root is recorded (after authentication and request validation). */
 export function withRootFolder(deps: CommandDeps, routes: RouteSpec[]): RouteSpec[] {
   const ensure = rootFolderGuard(deps);
   return routes.map((r) => ({

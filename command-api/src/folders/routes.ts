@@ -1,28 +1,7 @@
 import { contended } from '../contention';
 import { z } from 'zod';
-import { conflict, invalid, notFound, versionConflict } from '@svc/contracts/errors';
-import { createFolderBody, folderResponse, patchFolderBody, putFolderBody, type CreateFolder } from '@svc/contracts/api/folders';
-import { idParam } from '@svc/contracts/api/tenancy';
-import type { Principal, RequestMeta } from '@svc/contracts/http/principal';
-import { route, type RouteSpec } from '@svc/contracts/http/route';
-import type { EventStore } from '@svc/domain/ports/event-store';
-import { WrongExpectedRevisionError } from '@svc/domain/ports/event-store';
-import type { FolderContents } from '@svc/domain/ports/read-model-counts';
-import {
-  canSeeFolder,
-  checkFolderPatch,
-  decideChangeFolder,
-  decideCreateFolder,
-  decideDeleteFolder,
-  deriveSlug,
-  folderAggregate,
-  folderView,
-  slugCandidate,
-  type FolderState,
-  type LiveFolder,
-} from '@svc/domain/folders/folder';
-import { stampOwnership } from '@svc/domain/tenancy/access';
-import { streams } from '@svc/domain/shared/streams';
+import { conflict, type CreateFolder, createFolderBody, folderResponse, idParam, invalid, notFound, patchFolderBody, type Principal, putFolderBody, type RequestMeta, route, type RouteSpec, versionConflict } from '@svc/contracts';
+import { canSeeFolder, checkFolderPatch, decideChangeFolder, decideCreateFolder, decideDeleteFolder, deriveSlug, type EventStore, folderAggregate, type FolderContents, type FolderState, folderView, type LiveFolder, slugCandidate, stampOwnership, streams, WrongExpectedRevisionError } from '@svc/domain';
 import { commit, handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
 import { claim, readReservation, release } from '../reservations';
 import { ensureRootFolder, requireFolder, withRootFolder } from './load';

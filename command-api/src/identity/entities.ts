@@ -1,14 +1,7 @@
 import { contended } from '../contention';
 import { z } from 'zod';
-import { conflict, forbidden, invalid, notFound } from '@svc/contracts/errors';
-import { createEntityBody, entityResponse, patchEntityBody, putEntityBody, type CreateEntity } from '@svc/contracts/api/identity';
-import { idParam } from '@svc/contracts/api/tenancy';
-import type { Principal, RequestMeta } from '@svc/contracts/http/principal';
-import { route, type RouteSpec } from '@svc/contracts/http/route';
-import type { EventStore } from '@svc/domain/ports/event-store';
-import { WrongExpectedRevisionError } from '@svc/domain/ports/event-store';
-import { canSeeEntity, checkEntityPatch, decideChangeEntity, decideCreateEntity, decideDeleteEntity, entityAggregate, entityView, type EntityState, type LiveEntity } from '@svc/domain/identity/entity';
-import { streams } from '@svc/domain/shared/streams';
+import { conflict, type CreateEntity, createEntityBody, entityResponse, forbidden, idParam, invalid, notFound, patchEntityBody, type Principal, putEntityBody, type RequestMeta, route, type RouteSpec } from '@svc/contracts';
+import { canSeeEntity, checkEntityPatch, decideChangeEntity, decideCreateEntity, decideDeleteEntity, entityAggregate, type EntityState, entityView, type EventStore, type LiveEntity, streams, WrongExpectedRevisionError } from '@svc/domain';
 import { commit, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
 import { claim, readReservation, release } from '../reservations';
 import { loadSchema, type LiveSchema } from '../schemas/routes';

@@ -1,10 +1,5 @@
-import { invalid, notFound } from '@svc/contracts/errors';
-import { createNamespaceBody, namespaceParam, namespaceResponse } from '@svc/contracts/api/identity';
-import { route, type RouteSpec } from '@svc/contracts/http/route';
-import type { EventStore } from '@svc/domain/ports/event-store';
-import type { NamespaceUsage } from '@svc/domain/ports/read-model-counts';
-import { decideCreateNamespace, decideDeleteNamespace, isBuiltinNamespace, namespaceNames, namespaceRegistry, namespaceView, type NamespaceRegistry } from '@svc/domain/identity/namespace';
-import { streams } from '@svc/domain/shared/streams';
+import { createNamespaceBody, invalid, namespaceParam, namespaceResponse, notFound, route, type RouteSpec } from '@svc/contracts';
+import { decideCreateNamespace, decideDeleteNamespace, type EventStore, isBuiltinNamespace, namespaceNames, namespaceRegistry, type NamespaceRegistry, type NamespaceUsage, namespaceView, streams } from '@svc/domain';
 import { handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
 
 /**

@@ -1,5 +1,5 @@
-import type { RouteSpec } from '@svc/contracts/http/route';
-import type { NamespaceUsage } from '@svc/domain/ports/read-model-counts';
+import type { RouteSpec } from '@svc/contracts';
+import type { NamespaceUsage } from '@svc/domain';
 import type { CommandDeps } from '../handle-command';
 import { entityCommandRoutes } from './entities';
 import { namespaceCommandRoutes } from './namespaces';

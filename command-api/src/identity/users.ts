@@ -1,14 +1,6 @@
 import { contended } from '../contention';
-import { conflict, forbidden, invalid, notFound } from '@svc/contracts/errors';
-import { createUserBody, patchUserBody, putUserBody, userResponse, type CreateUser } from '@svc/contracts/api/identity';
-import { idParam } from '@svc/contracts/api/tenancy';
-import type { Principal, RequestMeta } from '@svc/contracts/http/principal';
-import { route, type RouteSpec } from '@svc/contracts/http/route';
-import type { EventStore } from '@svc/domain/ports/event-store';
-import { WrongExpectedRevisionError } from '@svc/domain/ports/event-store';
-import { checkUserPatch, decideChangeUser, decideCreateUser, decideDeleteUser, emailKey, userAggregate, userOwner, userView, type LiveUser, type UserState } from '@svc/domain/identity/user';
-import { canReach, stampOwnership } from '@svc/domain/tenancy/access';
-import { streams } from '@svc/domain/shared/streams';
+import { conflict, type CreateUser, createUserBody, forbidden, idParam, invalid, notFound, patchUserBody, type Principal, putUserBody, type RequestMeta, route, type RouteSpec, userResponse } from '@svc/contracts';
+import { canReach, checkUserPatch, decideChangeUser, decideCreateUser, decideDeleteUser, emailKey, type EventStore, type LiveUser, stampOwnership, streams, userAggregate, userOwner, type UserState, userView, WrongExpectedRevisionError } from '@svc/domain';
 import { commit, loadAggregate, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
 import { claim, readReservation, release, type Reservation } from '../reservations';
 import { loadSchema, type LiveSchema } from '../schemas/routes';

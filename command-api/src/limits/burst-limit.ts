@@ -1,7 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import { ServiceError } from '@svc/contracts/errors';
-import type { Principal } from '@svc/contracts/http/principal';
-import type { RouteSpec } from '@svc/contracts/http/route';
+import { type Principal, type RouteSpec, ServiceError } from '@svc/contracts';
 import { secondsToWindowEnd, type WindowCounter } from './window-counter';
 
 /**

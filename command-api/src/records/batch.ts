@@ -1,8 +1,6 @@
 import { z } from 'zod';
-import { ERROR_CATALOGUE, ServiceError, isServiceError } from '@svc/contracts/errors';
-import { createRecordBody } from '@svc/contracts/api/records';
-import { route, type RouteSpec } from '@svc/contracts/http/route';
-import { recordView } from '@svc/domain/records/view';
+import { createRecordBody, ERROR_CATALOGUE, isServiceError, route, type RouteSpec, ServiceError } from '@svc/contracts';
+import { recordView } from '@svc/domain';
 import type { CommandDeps } from '../handle-command';
 import { secondsToWindowEnd, type WindowCounter } from '../limits/window-counter';
 import { changeRecord, createRecord, ValueHeldError } from './routes';

@@ -1,8 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import { blindIndex } from '@svc/contracts/secrets';
-import { ownValue } from '@svc/domain/records/own-value';
-import { isSealed, SEALED_KEY } from '@svc/domain/records/sealed';
+import { blindIndex, type SchemaDefinition } from '@svc/contracts';
+import { isSealed, ownValue, SEALED_KEY } from '@svc/domain';
 
 /**
  * Sensitive values are sealed (AES-256-GCM) before they enter an event, so the

@@ -1,13 +1,5 @@
-import { invalid, notFound } from '@svc/contracts/errors';
-import { createSchemaBody, schemaResponse, updateSchemaBody, type SchemaDefinition } from '@svc/contracts/api/schemas';
-import { idParam } from '@svc/contracts/api/tenancy';
-import type { Principal, RequestMeta } from '@svc/contracts/http/principal';
-import { route, type RouteSpec } from '@svc/contracts/http/route';
-import { WrongExpectedRevisionError } from '@svc/domain/ports/event-store';
-import type { EventStore } from '@svc/domain/ports/event-store';
-import { decideSchemaDelete, decideSchemaUpdate, ownerKeyOf, schemaAggregate, schemaView, validateDefinition, type SchemaState } from '@svc/domain/schemas/schema';
-import { canSeeSchema, stampOwnership } from '@svc/domain/tenancy/access';
-import { streams } from '@svc/domain/shared/streams';
+import { createSchemaBody, idParam, InternalError, invalid, notFound, type Principal, type RequestMeta, route, type RouteSpec, type SchemaDefinition, schemaResponse, updateSchemaBody } from '@svc/contracts';
+import { canSeeSchema, decideSchemaDelete, decideSchemaUpdate, type EventStore, ownerKeyOf, schemaAggregate, type SchemaState, schemaView, stampOwnership, streams, validateDefinition, WrongExpectedRevisionError } from '@svc/domain';
 import { commit, handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
 import { claim, readReservation, release } from '../reservations';
 import { registeredNamespaces } from '../identity/namespaces';
@@ -55,7 +47,7 @@ async function createSchema(deps: CommandDeps, body: SchemaDefinition, meta: Req
     const md = metadataFor(meta);
     try {
       await commit(deps, md, [
-        { streamId: streams.schema(schemaId), events: [{ type: 'SchemaCreated', data: { schemaId, typeName: def.typeName, definition: def as Record<string, unknown> } }], expectedRevision: 'no_stream' },
+        { streamId: streams.schema(schemaId), events: [{ type: 'SchemaCreated', data: { schemaId, typeName: def.typeName, definition: def } }], expectedRevision: 'no_stream' },
         claim(mine, schemaId),
       ]);
       return { created: true, schema: await loadSchema(deps.store, p, schemaId) };
@@ -64,7 +56,7 @@ async function createSchema(deps: CommandDeps, body: SchemaDefinition, meta: Req
       throw e;
     }
   }
-  throw new Error('schema create did not settle');
+  throw new InternalError('schema create did not settle');
 }
 
 export function schemaCommandRoutes(deps: CommandDeps): RouteSpec[] {

@@ -1,29 +1,8 @@
-import { CURRENT_WIRE_VERSION } from '@svc/contracts/common';
-import { conflict, forbidden, invalid, notFound } from '@svc/contracts/errors';
-import type { DomainEvent, EventData } from '@svc/contracts/events/catalogue';
-import {
-  accountCreatedResponse,
-  contextResponse,
-  createAccountBody,
-  createContextBody,
-  createScopedKeyBody,
-  idParam,
-  mintTokenBody,
-  mintTokenResponse,
-  patchAccountBody,
-  rotateRootKeyParams,
-  rotateRootKeyResponse,
-} from '@svc/contracts/api/tenancy';
-import type { RequestMeta } from '@svc/contracts/http/principal';
-import { route, type RouteSpec } from '@svc/contracts/http/route';
-import { PREFIX, hashSecret, newSecret } from '@svc/contracts/secrets';
-import { accountDecider, type AccountState, type Plan } from '@svc/domain/tenancy/accounts';
-import { credentialAggregate, decideRevoke, narrowChild, type CredentialState, type RootKeyIndex } from '@svc/domain/tenancy/credentials';
-import { WrongExpectedRevisionError } from '@svc/domain/ports/event-store';
-import { streams } from '@svc/domain/shared/streams';
-import { isTornDown, type TenantContexts } from '@svc/domain/tenancy/teardown';
+import { accountCreatedResponse, conflict, contextResponse, createAccountBody, createContextBody, createScopedKeyBody, CURRENT_WIRE_VERSION, type DomainEvent, type EventData, forbidden, hashSecret, idParam, invalid, mintTokenBody, mintTokenResponse, newSecret, notFound, patchAccountBody, PREFIX, type RequestMeta, rotateRootKeyParams, rotateRootKeyResponse, route, type RouteSpec } from '@svc/contracts';
+import { accountDecider, type AccountState, credentialAggregate, type CredentialState, decideRevoke, isTornDown, narrowChild, type Plan, type RootKeyIndex, streams, type TenantContexts, WrongExpectedRevisionError } from '@svc/domain';
 import { commit, handleCommand, loadAggregate, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
 import { contended } from '../contention';
+import { contextRootAppend } from '../folders/load';
 
 type Issued = EventData<'CredentialIssued'>;
 const DEFAULT_TOKEN_TTL_SECONDS = 3600;
@@ -89,6 +68,9 @@ export async function openAccount(deps: CommandDeps, input: OpenAccountInput, me
     { streamId: streams.account(accountId), events: [opened], expectedRevision: 'no_stream' },
     { streamId: streams.context(live.contextId), events: [ctx(live)], expectedRevision: 'no_stream', metadata: { ...md, tenantId: live.tenantId } },
     { streamId: streams.context(test.contextId), events: [ctx(test)], expectedRevision: 'no_stream', metadata: { ...md, tenantId: test.tenantId } },
+    // Each context comes with its root folder (never created by a read).
+    contextRootAppend(md, live.tenantId, live.contextId),
+    contextRootAppend(md, test.tenantId, test.contextId),
     ...creds.map((c) => ({ streamId: streams.credential(c.credentialId), events: [{ type: 'CredentialIssued', data: c } as DomainEvent], expectedRevision: 'no_stream' as const, metadata: { ...md, tenantId: c.tenantId } })),
   ]);
   return { accountId, plan, developerToken, tenants: { live, test } };
@@ -239,7 +221,8 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
         if (!p.crossContext) throw forbidden();
         const contextId = deps.ids.newId();
         const data = { contextId, tenantId: p.tenantId!, accountId: p.accountId, name: body.name, isDefault: false };
-        await commit(deps, metadataFor(meta, p.tenantId, contextId), [{ streamId: streams.context(contextId), events: [{ type: 'ContextCreated', data }], expectedRevision: 'no_stream' }]);
+        const md = metadataFor(meta, p.tenantId, contextId);
+        await commit(deps, md, [{ streamId: streams.context(contextId), events: [{ type: 'ContextCreated', data }], expectedRevision: 'no_stream' }, contextRootAppend(md, p.tenantId!, contextId)]);
         return { id: contextId, tenantId: data.tenantId, name: data.name, isDefault: false, createdAt: meta.now.toISOString() };
       },
     }),

@@ -1,7 +1,5 @@
-import { ServiceError } from '@svc/contracts/errors';
-import type { Principal } from '@svc/contracts/http/principal';
-import type { RouteSpec } from '@svc/contracts/http/route';
-import { allowanceOf, periodOf, type PriceTable } from '@svc/domain/usage/prices';
+import { type Principal, type RouteSpec, ServiceError } from '@svc/contracts';
+import { allowanceOf, periodOf, type PriceTable } from '@svc/domain';
 
 /**
  * Billing gates of the edge's pre-flight list (spec "Pre-flight order for
@@ -40,7 +38,7 @@ export const INFERENCE_ROUTES = new Set(['POST /v1/rag', 'POST /v1/chat', 'POST 
  * of that interval past the ceiling; docs/limits.md).
  */
 export class CachedStanding implements AccountStanding {
-  private readonly cache = new Map<string, { until: number; value: ReturnType<AccountStanding['standing']> }>();
+  private readonly cache = new Map<string, { until: number; value: ReturnType<AccountStanding['standing']>; resolved?: Standing }>();
 
   constructor(
     private readonly inner: AccountStanding,
@@ -54,10 +52,27 @@ export class CachedStanding implements AccountStanding {
     if (hit && hit.until > Date.now()) return hit.value;
     const value = this.inner.standing(accountId, period);
     if (this.cache.size >= this.maxEntries) this.cache.clear();
-    const entry = { until: Date.now() + this.ttlMs, value };
+    const entry: { until: number; value: typeof value; resolved?: Standing } = { until: Date.now() + this.ttlMs, value };
     this.cache.set(key, entry);
-    value.catch(() => this.cache.get(key) === entry && this.cache.delete(key));
+    value.then(
+      (s) => (entry.resolved = s),
+      () => this.cache.get(key) === entry && this.cache.delete(key),
+    );
     return value;
+  }
+
+  /**
+   * The account's usage in `period` moved to `usedMilli` (its projector just committed that total): a cached
+   * standing takes the new figure in place. Dropping it instead would send the next request of a busy account
+   * to the database after every batch of writes; one still being read is dropped.
+   */
+  moved(accountId: string, period: string, usedMilli: number): void {
+    const key = `${accountId}\u0000${period}`;
+    const hit = this.cache.get(key);
+    if (!hit) return;
+    if (!hit.resolved) return void this.cache.delete(key);
+    hit.resolved = { ...hit.resolved, usedMilli };
+    hit.value = Promise.resolve(hit.resolved);
   }
 
   /** Forgets one account's standing (its usage moved), or every account's (an account changed). */
@@ -66,6 +81,8 @@ export class CachedStanding implements AccountStanding {
     for (const key of this.cache.keys()) if (key.startsWith(`${accountId}\u0000`)) this.cache.delete(key);
   }
 }
+
+type Standing = Awaited<ReturnType<AccountStanding['standing']>>;
 
 const routeKey = (spec: Pick<RouteSpec, 'method' | 'url'>) => `${spec.method} ${spec.url}`;
 export const drawsCredits = (spec: Pick<RouteSpec, 'method' | 'url'>) => CREDIT_METERED_ROUTES.has(routeKey(spec));

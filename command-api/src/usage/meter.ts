@@ -1,14 +1,5 @@
-import { EVENT_SCHEMA_VERSION, parseEventData, type EventMetadata } from '@svc/contracts/events/catalogue';
-import type { Principal, RequestMeta } from '@svc/contracts/http/principal';
-import type { EventStore, NewEvent } from '@svc/domain/ports/event-store';
-import type { IdGenerator } from '@svc/domain/ports/runtime';
-import { streams } from '@svc/domain/shared/streams';
-import {
-  documentWriteItems, fileIngestItem, inferenceItem, recordWriteItems, scriptExecutionItem, searchItem,
-  type IndexedWrite, type SearchMode, type UsageItem,
-} from '@svc/domain/usage/charges';
-import { periodOf, type PriceTable } from '@svc/domain/usage/prices';
-import type { ReadModelBarrier } from '@svc/projectors/runtime/runner';
+import { EVENT_SCHEMA_VERSION, type EventMetadata, parseEventData, type Principal, type RequestMeta } from '@svc/contracts';
+import { documentWriteItems, type EventStore, fileIngestItem, type IdGenerator, type IndexedWrite, inferenceItem, type NewEvent, periodOf, type PriceTable, type ReadModelBarrier, recordWriteItems, scriptExecutionItem, searchItem, type SearchMode, streams, type UsageCharges, type UsageItem } from '@svc/domain';
 import { metadataFor, toNewEvents, type DomainAppend } from '../handle-command';
 
 /**
@@ -46,7 +37,7 @@ const CHARGE_WAIT_MS = 2000;
 /** A tally this large is appended at once rather than at the next interval. */
 const FLUSH_AT_CALLS = 10_000;
 
-export class UsageMeter {
+export class UsageMeter implements UsageCharges {
   /** Off only in measurements of the metering cost itself (tests/bench): nothing is metered and the credit gate lets everything pass. */
   enabled = true;
   readonly prices: PriceTable;

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { RouteSpec } from '@svc/contracts/http/route';
+import type { RouteSpec } from '@svc/contracts';
 import { drawsCredits } from './gates';
 import type { UsageMeter } from './meter';
 

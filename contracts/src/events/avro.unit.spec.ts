@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { eventCodec, metadataCodec, avroCatalogue } from './avro';
 import { EVENT_TYPES, eventMetadata, type EventData, type EventMetadata, type EventType } from './catalogue';
+import type { SchemaDefinition } from '../api/schemas';
 
 const ACCOUNT = '0b5d3c2e-8a51-4a8e-9f0e-1d2c3b4a5f60';
 const LIVE_TENANT = '6f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0';
@@ -28,14 +29,17 @@ const richPayload = {
 
 const schemaDefinition = {
   typeName: 'invoice',
+  displayName: 'Invoice — Zürich',
+  allowedSurfaces: ['record', 'document'],
   fields: [
-    { id: 'title', type: 'string', required: true },
-    { id: 'amount', type: 'number', sensitive: false },
-    { id: 'lines', type: 'array', items: { type: 'object' } },
+    { fieldId: 'title', fieldType: 'string', required: true },
+    { fieldId: 'amount', fieldType: 'number', sensitive: false, validation: { min: 0 } },
+    { fieldId: 'status', fieldType: 'enum', enumValues: ['open', 1, true] },
   ],
-  lookups: [{ field: 'title', mode: 'exact' }],
+  lookupFields: ['title', { fieldName: 'amount', rangeEnabled: true }],
   renderHints: { title: { label: 'Title' } },
-};
+  capabilities: { auditHistory: false },
+} satisfies SchemaDefinition;
 
 /** Hand-written samples: for each type, optional fields absent in one and present in another. */
 const SAMPLES: { [T in EventType]: EventData<T>[] } = {
@@ -178,9 +182,9 @@ const SAMPLES: { [T in EventType]: EventData<T>[] } = {
   ReservationReleased: [{ key: `schema-type:${LIVE_TENANT}:${LIVE_CTX}:invoice`, ownerId: 'aaaaaaaa-1111-4222-8333-444444444444' }],
   SchemaCreated: [
     { schemaId: 'aaaaaaaa-1111-4222-8333-444444444444', typeName: 'invoice', definition: schemaDefinition },
-    { schemaId: 'aaaaaaaa-1111-4222-8333-444444444445', typeName: 'empty', definition: {} },
+    { schemaId: 'aaaaaaaa-1111-4222-8333-444444444445', typeName: 'empty', definition: { typeName: 'empty', displayName: 'Empty', allowedSurfaces: ['user'] } },
   ],
-  SchemaUpdated: [{ schemaId: 'aaaaaaaa-1111-4222-8333-444444444444', schemaVersion: 2, definition: { ...schemaDefinition, fields: [...schemaDefinition.fields, { id: 'due', type: 'date' }] } }],
+  SchemaUpdated: [{ schemaId: 'aaaaaaaa-1111-4222-8333-444444444444', schemaVersion: 2, definition: { ...schemaDefinition, fields: [...schemaDefinition.fields, { fieldId: 'due', fieldType: 'date' }] } }],
   SchemaDeleted: [{ schemaId: 'aaaaaaaa-1111-4222-8333-444444444444', typeName: 'invoice' }],
   RecordCreated: [
     {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { SchemaDefinition } from '../api/schemas';
 
 /**
  * The event catalogue: every event type, its payload schema and the metadata
@@ -22,6 +23,12 @@ export const eventMetadata = z.object({
 export type EventMetadata = z.infer<typeof eventMetadata>;
 
 const json = z.record(z.string(), z.unknown());
+/**
+ * A schema definition as the schema commands validated it (`createSchemaBody` and the update rules): still
+ * a free-form `json` field on the wire and in Avro (the same zod value, so the same Avro schema and
+ * fingerprint), typed so readers of SchemaCreated / SchemaUpdated get the definition without a cast.
+ */
+const schemaDefinition = json as unknown as z.ZodType<SchemaDefinition, Record<string, unknown>>;
 const plan = z.enum(['free', 'starter', 'pro', 'scale', 'enterprise']);
 const tenantRef = z.object({ tenantId: z.string(), contextId: z.string() });
 const dataScope = z.object({ userId: z.string().optional(), scopes: z.array(z.string()).optional() });
@@ -102,8 +109,8 @@ export const EVENT_TYPES = {
   ReservationReleased: z.object({ key: z.string(), ownerId: z.string() }),
 
   // schemas
-  SchemaCreated: z.object({ schemaId: z.string(), typeName: z.string(), definition: json }),
-  SchemaUpdated: z.object({ schemaId: z.string(), schemaVersion: z.number().int(), definition: json }),
+  SchemaCreated: z.object({ schemaId: z.string(), typeName: z.string(), definition: schemaDefinition }),
+  SchemaUpdated: z.object({ schemaId: z.string(), schemaVersion: z.number().int(), definition: schemaDefinition }),
   SchemaDeleted: z.object({ schemaId: z.string(), typeName: z.string() }),
 
   // records

@@ -9,6 +9,13 @@ import type { Principal, RequestMeta } from './principal';
  */
 export type AuthKind = 'none' | 'data' | 'developer' | 'operator';
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated caller, set by the edge before a handler or listener sees the request. */
+    principal?: Principal;
+  }
+}
+
 export interface HandlerContext<B, Q, P> {
   body: B;
   query: Q;

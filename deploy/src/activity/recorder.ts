@@ -1,7 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ACTIVITY_PATH_MAX, activityResource } from '@svc/contracts/api/activity';
-import type { Principal } from '@svc/contracts/http/principal';
-import type { ActivityLogStore, ActivityRow } from '@svc/query-api/activity/store';
+import { ACTIVITY_PATH_MAX, activityResource, type Principal } from '@svc/contracts';
+import type { ActivityLogStore, ActivityRow } from '@svc/query-api';
 
 /**
  * Records every `/v1` request of a tenant in the activity log (docs/api.md

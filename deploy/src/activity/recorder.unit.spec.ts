@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Principal } from '@svc/contracts/http/principal';
-import type { Sql } from '@svc/domain/ports/sql';
-import { activityResource, parseIsoInstant } from '@svc/contracts/api/activity';
-import { ActivityLogStore, type ActivityRow } from '@svc/query-api/activity/store';
+import { activityResource, parseIsoInstant, type Principal } from '@svc/contracts';
+import type { Sql } from '@svc/domain';
+import { ActivityLogStore, type ActivityRow } from '@svc/query-api';
 import { openPglite } from '../engines/sql';
 import { loadConfig } from '../config';
 import { ActivityRecorder } from './recorder';

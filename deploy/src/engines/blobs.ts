@@ -4,7 +4,7 @@ import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { BlobStore } from '@svc/domain/ports/blob-store';
+import type { BlobStore } from '@svc/domain';
 
 /** A body over `maxBytes`: the partial file is removed and nothing is stored. */
 export class BlobTooLargeError extends Error {

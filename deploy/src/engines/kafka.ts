@@ -1,4 +1,4 @@
-import { parseBrokers, type KafkaSettings } from '@svc/projectors/kafka/client';
+import { type KafkaSettings, parseBrokers } from '@svc/projectors';
 import type { Config } from '../config';
 
 /** Kafka settings from the configuration, or undefined when KAFKA_BROKERS is unset (the catch-up feed then serves the projectors). */

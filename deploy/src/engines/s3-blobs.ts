@@ -5,7 +5,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import type { BlobStore, PresignedBlobUrls } from '@svc/domain/ports/blob-store';
+import type { BlobStore, PresignedBlobUrls } from '@svc/domain';
 import { BlobTooLargeError } from './blobs';
 
 /** The header a presigned S3 upload requires (S3 user metadata, signed into the URL). */

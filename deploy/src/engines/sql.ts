@@ -1,6 +1,6 @@
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
-import type { Sql, SqlQueryable } from '@svc/domain/ports/sql';
+import type { Sql, SqlQueryable } from '@svc/domain';
 
 /** int8 as a JS number: positions and counters stay far below 2^53. */
 const pgTypes = {

@@ -1,14 +1,10 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { ERROR_CATALOGUE, ServiceError, forbidden, invalid, isServiceError, notFound } from '@svc/contracts/errors';
-import { WIRE_VERSION_TABLE, type WireVersionTable } from '@svc/contracts/common';
-import { secondsToWindowEnd, windowOf } from '@svc/command-api/limits/window-counter';
+import { ERROR_CATALOGUE, findInputViolation, findJsonTextViolation, forbidden, invalid, isServiceError, notFound, type Principal, type RouteSpec, ServiceError, WIRE_VERSION_TABLE, type WireVersionTable } from '@svc/contracts';
+import { secondsToWindowEnd, windowOf } from '@svc/command-api';
+import { grants } from '@svc/domain';
 import { deprecationHeaders, fallbackVersion, servedVersion, supportedVersions } from './wire-versions';
-import { findInputViolation, findJsonTextViolation } from '@svc/contracts/json-input';
-import type { Principal } from '@svc/contracts/http/principal';
-import type { RouteSpec } from '@svc/contracts/http/route';
-import { grants } from '@svc/domain/tenancy/permissions';
 
 /**
  * The HTTP edge every endpoint shares: request ids, the error body, the
@@ -47,9 +43,9 @@ export interface PreflightContext {
   now: Date;
 }
 
+// `principal` on the request is declared with the routes (contracts/src/http/route.ts).
 declare module 'fastify' {
   interface FastifyRequest {
-    principal?: Principal;
     errorCode?: string;
   }
   interface FastifyContextConfig {

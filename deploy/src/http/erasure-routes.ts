@@ -1,5 +1,4 @@
-import { ServiceError } from '@svc/contracts/errors';
-import { route, type RouteSpec } from '@svc/contracts/http/route';
+import { route, type RouteSpec, ServiceError } from '@svc/contracts';
 
 /**
  * Erasure (spec "Erasure (reserved)"): a frozen contract stub. Both operations

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import type { RouteSpec } from '@svc/contracts/http/route';
-import { errorBody } from '@svc/contracts/common';
+import { errorBody, type RouteSpec } from '@svc/contracts';
 
 const toJson = (s: z.ZodTypeAny) => z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' });
 

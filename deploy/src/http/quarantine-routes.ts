@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { notFound } from '@svc/contracts/errors';
-import { route, type RouteSpec } from '@svc/contracts/http/route';
-import type { ProjectionRunner } from '@svc/projectors/runtime/runner';
+import { notFound, route, type RouteSpec } from '@svc/contracts';
+import type { ProjectionRunner } from '@svc/projectors';
 
 /**
  * The operator's commands over quarantined projection events

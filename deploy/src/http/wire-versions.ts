@@ -1,4 +1,4 @@
-import type { WireVersionEntry, WireVersionTable } from '@svc/contracts/common';
+import type { WireVersionEntry, WireVersionTable } from '@svc/contracts';
 
 /**
  * `Service-Version` resolution (spec "Versioning"): the request header when

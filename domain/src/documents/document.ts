@@ -1,7 +1,4 @@
-import { ServiceError, invalid, notFound, versionConflict } from '@svc/contracts/errors';
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import type { DomainEvent, EventMetadata } from '@svc/contracts/events/catalogue';
-import { IMMUTABLE_DOCUMENT_KEYS, PATCHABLE_DOCUMENT_KEYS, type DocumentStatus } from '@svc/contracts/api/documents';
+import { type DocumentStatus, type DomainEvent, type EventMetadata, IMMUTABLE_DOCUMENT_KEYS, InternalError, invalid, notFound, PATCHABLE_DOCUMENT_KEYS, type SchemaDefinition, ServiceError, versionConflict } from '@svc/contracts';
 import { checkInlineLimit, mergePatch, validatePayload } from '../records/payload';
 
 /**
@@ -138,7 +135,7 @@ export interface CreateDocumentCommand {
 }
 
 export function decideCreateDocument(cmd: CreateDocumentCommand, state: DocumentState): DomainEvent[] {
-  if (state.exists || state.deleted) throw new Error('document id reused');
+  if (state.exists || state.deleted) throw new InternalError('document id reused');
   const def = cmd.schema?.definition;
   const indexMode = documentIndexMode(cmd.indexMode, def);
   checkDocumentPayload(def, cmd.payload);

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { DomainEvent, EventMetadata } from '@svc/contracts/events/catalogue';
-import { ServiceError } from '@svc/contracts/errors';
+import { type DomainEvent, type EventMetadata, ServiceError } from '@svc/contracts';
 import { decideChangeDocument, decideCreateDocument, decideDeleteDocument, documentAggregate, type DocumentState, type LiveDocument } from './document';
 import { documentView } from './view';
 

@@ -1,5 +1,4 @@
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import type { DocumentResponse } from '@svc/contracts/api/documents';
+import type { DocumentResponse, SchemaDefinition } from '@svc/contracts';
 import { payloadBytes } from '../records/payload';
 import { isExternalized, maskPayload, projectedPayload } from '../records/view';
 import type { LiveDocument } from './document';

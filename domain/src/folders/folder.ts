@@ -1,8 +1,5 @@
 import { createHash } from 'node:crypto';
-import { invalid, notFound, versionConflict } from '@svc/contracts/errors';
-import { IMMUTABLE_FOLDER_KEYS, PATCHABLE_FOLDER_KEYS, patchFolderFields, type FolderResponse } from '@svc/contracts/api/folders';
-import type { DomainEvent, EventMetadata } from '@svc/contracts/events/catalogue';
-import type { Principal } from '@svc/contracts/http/principal';
+import { type DomainEvent, type EventMetadata, type FolderResponse, IMMUTABLE_FOLDER_KEYS, InternalError, invalid, notFound, PATCHABLE_FOLDER_KEYS, patchFolderFields, type Principal, versionConflict } from '@svc/contracts';
 import { withinDataScope } from '../tenancy/access';
 
 export interface LiveFolder {
@@ -96,6 +93,40 @@ export function decideCreateRoot(folderId: string, state: FolderState): DomainEv
   ];
 }
 
+/**
+ * When a context's root is created: a millisecond before its context, so the
+ * root lists before every folder of the context. The root comes into being with
+ * its context (same append); a context created before that has its root read
+ * as `implicitRootFolder` until its first folder write materialises it.
+ */
+export const rootCreatedAt = (contextCreatedAt: string): string => new Date(Date.parse(contextCreatedAt) - 1).toISOString();
+
+/**
+ * The root of a context whose root was never recorded (created before roots came
+ * with their contexts), exactly as `decideCreateRoot` will record it: reads show
+ * it without writing anything.
+ */
+export function implicitRootFolder(tenantId: string, contextId: string, contextCreatedAt: string): LiveFolder {
+  const at = rootCreatedAt(contextCreatedAt);
+  return {
+    exists: true,
+    id: rootFolderId(tenantId, contextId),
+    tenantId,
+    contextId,
+    name: ROOT_FOLDER.name,
+    description: null,
+    parentFolderId: null,
+    slug: ROOT_FOLDER.slug,
+    depth: 0,
+    isProtected: true,
+    userId: null,
+    scopes: [],
+    createdAt: at,
+    lastModified: at,
+    version: 1,
+  };
+}
+
 export interface CreateFolderCommand {
   folderId: string;
   name: string;
@@ -108,7 +139,7 @@ export interface CreateFolderCommand {
 }
 
 export function decideCreateFolder(cmd: CreateFolderCommand, state: FolderState): DomainEvent[] {
-  if (state.exists || state.deleted) throw new Error('folder id reused');
+  if (state.exists || state.deleted) throw new InternalError('folder id reused');
   return [
     {
       type: 'FolderCreated',

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FOLDER_SLUG_RE } from '@svc/contracts/api/folders';
-import type { DomainEvent, EventMetadata } from '@svc/contracts/events/catalogue';
+import { type DomainEvent, type EventMetadata, FOLDER_SLUG_RE } from '@svc/contracts';
 import { decideChangeFolder, decideCreateFolder, decideCreateRoot, decideDeleteFolder, deriveSlug, folderAggregate, rootFolderId, slugCandidate, type FolderState, type LiveFolder } from './folder';
 
 const md = (at: string): EventMetadata => ({ tenantId: 't', contextId: 'c', accountId: 'a', actorKeyId: 'k', userId: null, requestId: 'r', occurredAt: at, schemaVersion: 1 });

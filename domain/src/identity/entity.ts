@@ -1,8 +1,4 @@
-import { invalid, notFound, versionConflict } from '@svc/contracts/errors';
-import { IMMUTABLE_ENTITY_KEYS, PATCHABLE_ENTITY_KEYS, patchEntityFields, type EntityResponse } from '@svc/contracts/api/identity';
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import type { DomainEvent, EventMetadata } from '@svc/contracts/events/catalogue';
-import type { Principal } from '@svc/contracts/http/principal';
+import { type DomainEvent, type EntityResponse, type EventMetadata, IMMUTABLE_ENTITY_KEYS, InternalError, invalid, notFound, PATCHABLE_ENTITY_KEYS, patchEntityFields, type Principal, type SchemaDefinition, versionConflict } from '@svc/contracts';
 import { mergePatch } from '../records/payload';
 import { maskPayload } from '../records/view';
 import { checkIdentityPayload } from './user';
@@ -67,7 +63,7 @@ export interface CreateEntityCommand {
 }
 
 export function decideCreateEntity(cmd: CreateEntityCommand, state: EntityState): DomainEvent[] {
-  if (state.exists || state.deleted) throw new Error('entity id reused');
+  if (state.exists || state.deleted) throw new InternalError('entity id reused');
   if (!cmd.namespaces.includes(cmd.namespace)) throw invalid(`namespace '${cmd.namespace}' is not org, client or a registered namespace`);
   const payload = cmd.payload ?? {};
   checkIdentityPayload(cmd.definition, payload);

@@ -1,7 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Principal } from '@svc/contracts/http/principal';
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import type { DomainEvent } from '@svc/contracts/events/catalogue';
+import type { DomainEvent, Principal, SchemaDefinition } from '@svc/contracts';
 import { decideCreateNamespace, decideDeleteNamespace, namespaceNames, namespaceRegistry, type NamespaceRegistry } from './namespace';
 import { decideChangeUser, decideCreateUser, emailKey, userAggregate, userView, type LiveUser } from './user';
 import { canSeeEntity, decideChangeEntity, decideCreateEntity, entityAggregate, type LiveEntity } from './entity';

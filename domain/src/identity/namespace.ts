@@ -1,6 +1,4 @@
-import { conflict, invalid, notFound } from '@svc/contracts/errors';
-import { BUILTIN_NAMESPACES, type NamespaceResponse } from '@svc/contracts/api/identity';
-import type { DomainEvent, EventMetadata } from '@svc/contracts/events/catalogue';
+import { BUILTIN_NAMESPACES, conflict, type DomainEvent, type EventMetadata, invalid, type NamespaceResponse, notFound } from '@svc/contracts';
 
 /**
  * The namespace registry of one tenant: one stream holds every namespace the

@@ -1,7 +1,4 @@
-import { invalid, notFound } from '@svc/contracts/errors';
-import { IMMUTABLE_USER_KEYS, PATCHABLE_USER_KEYS, patchUserFields, type UserResponse } from '@svc/contracts/api/identity';
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import type { DomainEvent, EventMetadata } from '@svc/contracts/events/catalogue';
+import { type DomainEvent, type EventMetadata, IMMUTABLE_USER_KEYS, InternalError, invalid, notFound, PATCHABLE_USER_KEYS, patchUserFields, type SchemaDefinition, type UserResponse } from '@svc/contracts';
 import type { Owned } from '../tenancy/access';
 import { checkInlineLimit, mergePatch, validatePayload } from '../records/payload';
 import { maskPayload } from '../records/view';
@@ -70,7 +67,7 @@ export interface CreateUserCommand {
 }
 
 export function decideCreateUser(cmd: CreateUserCommand, state: UserState): DomainEvent[] {
-  if (state.exists || state.deleted) throw new Error('user id reused');
+  if (state.exists || state.deleted) throw new InternalError('user id reused');
   const payload = cmd.payload ?? {};
   checkIdentityPayload(cmd.definition, payload);
   return [

@@ -1,4 +1,4 @@
-import type { EventMetadata } from '@svc/contracts/events/catalogue';
+import type { DomainEvent, EventMetadata, EventType } from '@svc/contracts';
 
 /**
  * The event-store port. Streams hold one entity's events, numbered from
@@ -6,6 +6,7 @@ import type { EventMetadata } from '@svc/contracts/events/catalogue';
  */
 export type ExpectedRevision = 'any' | 'no_stream' | 'stream_exists' | number;
 
+/** An event as it is written: the store keeps `type` and `data` as given (the catalogue was checked before). */
 export interface NewEvent {
   id: string;
   type: string;
@@ -13,12 +14,33 @@ export interface NewEvent {
   metadata: EventMetadata;
 }
 
-export interface StoredEvent extends NewEvent {
+/** Where an event sits in the log. */
+export interface EventEnvelope {
+  id: string;
+  metadata: EventMetadata;
   streamId: string;
   revision: number;
   /** Position in the global log; strictly increasing in commit order. */
   position: number;
 }
+
+/** An event as an adapter reads it back, before it is given its catalogue type. */
+export interface RecordedEvent extends NewEvent, EventEnvelope {}
+
+/**
+ * A stored event of the catalogue: `type` discriminates `data` (one member per
+ * event type), so a switch on `type` narrows `data` without a cast.
+ * `StoredEvent<'RecordCreated'>` is the member of one type (or of several).
+ */
+export type StoredEvent<T extends EventType = EventType> = Extract<DomainEvent, { type: T }> & EventEnvelope;
+
+/**
+ * The one place the log's untyped rows become catalogue events. Only events the
+ * command side validated against the catalogue are appended (`parseEventData`),
+ * so the type is a statement about what was written; nothing is checked or
+ * copied here (a read costs what it did).
+ */
+export const asStoredEvent = (e: RecordedEvent): StoredEvent => e as unknown as StoredEvent;
 
 export interface AppendRequest {
   streamId: string;

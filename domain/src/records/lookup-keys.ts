@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
+import type { SchemaDefinition } from '@svc/contracts';
 import { lookupsOf, type Lookup } from '../schemas/schema';
 import { ownValue } from './own-value';
 

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import { isServiceError } from '@svc/contracts/errors';
+import { isServiceError, type SchemaDefinition } from '@svc/contracts';
 import { compilePattern, MAX_PATTERN_LENGTH, PATTERN_CHECK_BUDGET, patternProblem, patternTest } from './pattern';
 import { validatePayload } from './payload';
 import { validateDefinition } from '../schemas/schema';

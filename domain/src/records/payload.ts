@@ -1,7 +1,4 @@
-import { RESERVED_NAMES } from '@svc/contracts/common';
-import { ServiceError, invalid } from '@svc/contracts/errors';
-import { checkNumberValue } from '@svc/contracts/json-numbers';
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
+import { checkNumberValue, invalid, RESERVED_NAMES, type SchemaDefinition, ServiceError } from '@svc/contracts';
 import { compilePattern, patternTest, PATTERN_CHECK_BUDGET } from './pattern';
 import { ownValue } from './own-value';
 

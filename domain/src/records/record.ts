@@ -1,7 +1,4 @@
-import { invalid, notFound, versionConflict } from '@svc/contracts/errors';
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import type { DomainEvent, EventMetadata } from '@svc/contracts/events/catalogue';
-import { IMMUTABLE_RECORD_KEYS, PATCHABLE_RECORD_KEYS } from '@svc/contracts/api/records';
+import { type DomainEvent, type EventMetadata, IMMUTABLE_RECORD_KEYS, InternalError, invalid, notFound, PATCHABLE_RECORD_KEYS, type SchemaDefinition, versionConflict } from '@svc/contracts';
 import { checkInlineLimit, mergePatch, validatePayload } from './payload';
 import { ownValue } from './own-value';
 import { lookupsOf } from '../schemas/schema';
@@ -88,7 +85,7 @@ export interface CreateRecordCommand {
 }
 
 export function decideCreate(cmd: CreateRecordCommand, state: RecordState): DomainEvent[] {
-  if (state.exists || state.deleted) throw new Error('record id reused');
+  if (state.exists || state.deleted) throw new InternalError('record id reused');
   validatePayload(cmd.definition, cmd.payload, { enforceRequired: true });
   checkInlineLimit(cmd.definition, cmd.payload);
   return [

@@ -1,5 +1,4 @@
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import type { RecordResponse } from '@svc/contracts/api/records';
+import type { RecordResponse, SchemaDefinition } from '@svc/contracts';
 import type { LiveRecord } from './record';
 import { EXTERNALIZE_AT_BYTES, payloadBytes } from './payload';
 import { ownValue } from './own-value';

@@ -1,7 +1,4 @@
-import { RESERVED_NAMES } from '@svc/contracts/common';
-import { conflict, invalid, notFound, versionConflict } from '@svc/contracts/errors';
-import type { SchemaDefinition, SchemaUpdate } from '@svc/contracts/api/schemas';
-import type { DomainEvent } from '@svc/contracts/events/catalogue';
+import { conflict, type DomainEvent, invalid, notFound, RESERVED_NAMES, type SchemaDefinition, type SchemaUpdate, versionConflict } from '@svc/contracts';
 import { patternProblem } from '../records/pattern';
 
 export const MAX_LOOKUP_FIELDS = 10;
@@ -108,9 +105,9 @@ export const schemaAggregate = {
     const at = m?.occurredAt ?? '';
     switch (e.type) {
       case 'SchemaCreated':
-        return { exists: true, id: e.data.schemaId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, definition: e.data.definition as SchemaDefinition, schemaVersion: 1, createdAt: at, updatedAt: at };
+        return { exists: true, id: e.data.schemaId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, definition: e.data.definition, schemaVersion: 1, createdAt: at, updatedAt: at };
       case 'SchemaUpdated':
-        return state.exists ? { ...state, definition: e.data.definition as SchemaDefinition, schemaVersion: e.data.schemaVersion, updatedAt: at } : state;
+        return state.exists ? { ...state, definition: e.data.definition, schemaVersion: e.data.schemaVersion, updatedAt: at } : state;
       case 'SchemaDeleted':
         return { exists: false, deleted: true };
       default:
@@ -139,7 +136,7 @@ export function decideSchemaUpdate(state: SchemaState, body: SchemaUpdate, names
     if (was !== undefined && was !== l.fieldNames.join(',')) throw invalid('lookupFields: the order of a composite lookup is fixed once live');
   }
   validateDefinition(next, namespaces);
-  return [{ type: 'SchemaUpdated', data: { schemaId: state.id, schemaVersion: state.schemaVersion + 1, definition: next as Record<string, unknown> } }];
+  return [{ type: 'SchemaUpdated', data: { schemaId: state.id, schemaVersion: state.schemaVersion + 1, definition: next } }];
 }
 
 export function decideSchemaDelete(state: SchemaState): DomainEvent[] {

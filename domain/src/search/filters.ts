@@ -1,4 +1,4 @@
-import { invalid } from '@svc/contracts/errors';
+import { invalid } from '@svc/contracts';
 
 /**
  * Search `filters` (spec "Content search"): top-level keys AND-combined; a

@@ -1,4 +1,4 @@
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
+import type { SchemaDefinition } from '@svc/contracts';
 import { chunkText, type Passage } from './chunking';
 import { dateMillis } from '../records/lookup-keys';
 import { ownValue } from '../records/own-value';

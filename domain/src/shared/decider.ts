@@ -1,4 +1,5 @@
-import type { DomainEvent } from '@svc/contracts/events/catalogue';
+import type { DomainEvent } from '@svc/contracts';
+import { InternalError } from '@svc/contracts';
 
 /**
  * An aggregate's decisions: `decide(command, state) -> events` and
@@ -14,5 +15,5 @@ export const fold = <S, C, E extends DomainEvent>(d: Decider<S, C, E>, events: E
 
 /** Closes an exhaustive switch: the compiler reports the case someone forgot. */
 export function assertNever(x: never): never {
-  throw new Error(`unexpected ${JSON.stringify(x)}`);
+  throw new InternalError(`unexpected ${JSON.stringify(x)}`);
 }

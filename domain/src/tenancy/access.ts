@@ -1,5 +1,4 @@
-import { forbidden } from '@svc/contracts/errors';
-import type { Principal } from '@svc/contracts/http/principal';
+import { forbidden, type Principal } from '@svc/contracts';
 
 export interface Owned {
   tenantId: string | null;

@@ -1,5 +1,4 @@
-import type { EventData } from '@svc/contracts/events/catalogue';
-import { invalid, notFound } from '@svc/contracts/errors';
+import { type EventData, invalid, notFound } from '@svc/contracts';
 
 export type Plan = EventData<'AccountOpened'>['plan'];
 export const PLANS: readonly Plan[] = ['free', 'starter', 'pro', 'scale', 'enterprise'];

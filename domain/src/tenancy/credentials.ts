@@ -1,6 +1,4 @@
-import { forbidden, invalid, notFound } from '@svc/contracts/errors';
-import type { DomainEvent, EventData } from '@svc/contracts/events/catalogue';
-import type { Principal } from '@svc/contracts/http/principal';
+import { type DomainEvent, type EventData, forbidden, invalid, notFound, type Principal } from '@svc/contracts';
 import { isSubset } from './permissions';
 
 type Issued = EventData<'CredentialIssued'>;

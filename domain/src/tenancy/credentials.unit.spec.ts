@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ServiceError } from '@svc/contracts/errors';
+import { ServiceError } from '@svc/contracts';
 import { credentialAggregate, decideRevoke, narrowChild, reachOf } from './credentials';
 
 const parent = (o: { userId?: string | null; dataScope?: { userId?: string; scopes?: string[] } | null; allowedActions?: string[] } = {}) => ({

@@ -1,5 +1,4 @@
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import type { EventData } from '@svc/contracts/events/catalogue';
+import type { EventData, SchemaDefinition } from '@svc/contracts';
 import { indexEntries } from '../records/lookup-keys';
 import { lookupsOf } from '../schemas/schema';
 import type { PriceTable } from './prices';
@@ -119,3 +118,9 @@ export const inferenceItem = (surface: 'chat' | 'rag' | 'ask', costCents = 0): U
  * reads as `overage(after) - overage(before)` makes the pieces add up exactly.
  */
 export const overageMilli = (total: number, included: number, per: number) => Math.floor((Math.max(0, total - included) * 1000) / per);
+
+/** Credit categories of `credits.breakdown` (each `<name>` and `<name>Milli`). */
+export const CREDIT_CATEGORIES = ['recordWrites', 'documentWrites', 'indexes', 'textIngest', 'fileIngest', 'search', 'reads', 'dataOut', 'scriptExecution'] as const;
+export type CreditCategory = (typeof CREDIT_CATEGORIES)[number];
+/** The metric holding a credit category's milli-credits. */
+export const milliMetric = (c: CreditCategory) => `milli.${c}`;

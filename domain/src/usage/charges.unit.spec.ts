@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
+import type { SchemaDefinition } from '@svc/contracts';
 import { documentWriteItems, fileIngestItem, indexCharge, inferenceItem, overageMilli, recordWriteItems, scriptExecutionItem, searchItem, textIngestItem } from './charges';
 import { DEFAULT_PRICES, allowanceOf, loadPrices, periodOf } from './prices';
 

@@ -1,6 +1,5 @@
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
-import type { EventStore, StoredEvent } from '@svc/domain/ports/event-store';
-import type { Sql } from '@svc/domain/ports/sql';
+import type { EventStore, Sql, StoredEvent } from '@svc/domain';
 import type { CatchUpOptions } from '../runtime/catch-up';
 import { readCheckpoint } from '../runtime/checkpoints';
 import type { EventFeed, FeedStatus } from '../runtime/feed';

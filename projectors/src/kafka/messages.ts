@@ -1,6 +1,5 @@
-import { eventCodec, metadataCodec } from '@svc/contracts/events/avro';
-import { EVENT_TYPES, type EventMetadata, type EventType } from '@svc/contracts/events/catalogue';
-import type { StoredEvent } from '@svc/domain/ports/event-store';
+import { EVENT_TYPES, eventCodec, type EventMetadata, type EventType, metadataCodec } from '@svc/contracts';
+import { asStoredEvent, type RecordedEvent, type StoredEvent } from '@svc/domain';
 
 /**
  * One event as one Kafka message (docs/engines/kafka.md):
@@ -49,7 +48,7 @@ export interface FeedEvent {
 
 const known = (type: string): type is EventType => Object.hasOwn(EVENT_TYPES, type);
 
-export function toMessage(e: StoredEvent, prev: number): OutMessage {
+export function toMessage(e: RecordedEvent, prev: number): OutMessage {
   let codec = known(e.type) ? eventCodec(e.type) : undefined;
   let value: Buffer;
   try {
@@ -112,7 +111,7 @@ export function fromMessage(m: { key?: Buffer | null; value: Buffer | null; head
   if (mfp !== metadataCodec.fingerprint) throw new SchemaMismatchError(`metadata schema fingerprint ${mfp} is not this build's ${metadataCodec.fingerprint}`);
   const metadata = metadataCodec.decode(header(h, H.metadata)!) as EventMetadata;
   return {
-    event: {
+    event: asStoredEvent({
       id: text(h, H.eventId),
       type,
       data,
@@ -120,7 +119,7 @@ export function fromMessage(m: { key?: Buffer | null; value: Buffer | null; head
       streamId: text(h, H.streamId),
       revision: Number(text(h, H.revision)),
       position: Number(text(h, H.position)),
-    },
+    }),
     prev: Number(text(h, H.prev)),
   };
 }

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { eventCodec, metadataCodec } from '@svc/contracts/events/avro';
-import type { StoredEvent } from '@svc/domain/ports/event-store';
+import { eventCodec, metadataCodec } from '@svc/contracts';
+import type { RecordedEvent } from '@svc/domain';
 import { fromMessage, H, SchemaMismatchError, toMessage } from './messages';
 
 const meta = { tenantId: 't1', contextId: 'c1', accountId: 'a1', actorKeyId: 'k1', userId: null, requestId: 'r1', occurredAt: '2026-11-21T00:00:00.000Z', schemaVersion: 1 };
-const event = (over: Partial<StoredEvent> = {}): StoredEvent => ({
+const event = (over: Partial<RecordedEvent> = {}): RecordedEvent => ({
   id: 'e1',
   type: 'FolderCreated',
   data: { folderId: 'f1', name: 'Top', description: null, parentFolderId: null, slug: 'top', depth: 1, isProtected: false, userId: null, scopes: ['a'] },

@@ -1,6 +1,5 @@
 import { Partitioners, type Kafka, type Producer } from 'kafkajs';
-import type { EventStore, StoredEvent } from '@svc/domain/ports/event-store';
-import type { Sql } from '@svc/domain/ports/sql';
+import type { EventStore, Sql, StoredEvent } from '@svc/domain';
 import { catchUp } from '../runtime/catch-up';
 import { ensureCheckpoints, readCheckpoint, writeCheckpoint } from '../runtime/checkpoints';
 import { createKafka, ensureTopic, type KafkaSettings } from './client';

@@ -1,8 +1,5 @@
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import type { EventData } from '@svc/contracts/events/catalogue';
-import type { StoredEvent } from '@svc/domain/ports/event-store';
-import type { SqlQueryable } from '@svc/domain/ports/sql';
-import { indexEntries, sortKey } from '@svc/domain/records/lookup-keys';
+import type { SchemaDefinition } from '@svc/contracts';
+import { indexEntries, sortKey, type SqlQueryable, type StoredEvent } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 import { schemaDocs } from './records';
 
@@ -52,7 +49,7 @@ CREATE INDEX IF NOT EXISTS rm_document_lookups_doc ON rm_document_lookups (docum
       q.query(`UPDATE rm_documents SET ${set}, revision = $2 WHERE document_id = $1 AND revision < $2 AND (${cond})`, [documentId, e.revision, ...args]);
     switch (e.type) {
       case 'DocumentCreated': {
-        const d = e.data as EventData<'DocumentCreated'>;
+        const d = e.data;
         const inserted = await q.query(
           `INSERT INTO rm_documents (document_id, tenant_id, context_id, title, source, status, index_failure, index_mode, store_text, folder_id, payload, schema_id,
              schema_version, type_name, user_id, scopes, external_id, file_name, file_type, file_size, file_ref, upload_id, text_ref, text_bytes, text_revision, text_retained,
@@ -66,7 +63,7 @@ CREATE INDEX IF NOT EXISTS rm_document_lookups_doc ON rm_document_lookups (docum
         return;
       }
       case 'DocumentUpdated': {
-        const d = e.data as EventData<'DocumentUpdated'>;
+        const d = e.data;
         const prev = (await q.query<{ created_at: Date | string }>('SELECT created_at FROM rm_documents WHERE document_id = $1 AND revision < $2', [d.documentId, e.revision])).rows[0];
         if (!prev) return;
         await step(d.documentId, 'title = $3, folder_id = $4, payload = $5, schema_id = $6, schema_version = $7, type_name = $8, user_id = $9, scopes = $10, updated_at = $11, version = version + 1', [
@@ -76,55 +73,55 @@ CREATE INDEX IF NOT EXISTS rm_document_lookups_doc ON rm_document_lookups (docum
         return;
       }
       case 'DocumentUploadRequested': {
-        const d = e.data as EventData<'DocumentUploadRequested'>;
+        const d = e.data;
         await step(d.documentId, `status = 'PENDING_UPLOAD', index_failure = NULL, upload_id = $3, file_name = $4, file_type = $5`, [d.uploadId, d.fileName, d.fileType]);
         return;
       }
       case 'DocumentFileUploaded': {
-        const d = e.data as EventData<'DocumentFileUploaded'>;
+        const d = e.data;
         await step(d.documentId, `status = 'UPLOADED', file_ref = $4, file_size = $5, file_type = $6, updated_at = $7`, [d.uploadId, d.fileRef, d.fileSize, d.fileType, m.occurredAt], 'upload_id = $3');
         return;
       }
       case 'DocumentExtractionStarted': {
-        const d = e.data as EventData<'DocumentExtractionStarted'>;
+        const d = e.data;
         await step(d.documentId, `status = 'EXTRACTING'`, [d.uploadId], 'upload_id = $3');
         return;
       }
       case 'DocumentTextReady': {
-        const d = e.data as EventData<'DocumentTextReady'>;
+        const d = e.data;
         await step(d.documentId, `status = 'PENDING_INDEX', index_failure = NULL, text_ref = $3, text_bytes = $4, text_revision = $5, text_retained = true`, [d.textRef, d.textBytes, d.textRevision]);
         return;
       }
       case 'DocumentIndexed':
       case 'DocumentIndexSkipped': {
-        const d = e.data as EventData<'DocumentIndexSkipped'>;
+        const d = e.data;
         await step(d.documentId, 'status = $4', [d.textRevision, d.status], 'text_revision = $3');
         return;
       }
       case 'DocumentFailed': {
-        const d = e.data as EventData<'DocumentFailed'>;
+        const d = e.data;
         await step(d.documentId, `status = 'FAILED', index_failure = $3`, [JSON.stringify({ code: d.code, message: d.message })]);
         return;
       }
       case 'DocumentTextDiscarded': {
-        const d = e.data as EventData<'DocumentTextDiscarded'>;
+        const d = e.data;
         await step(d.documentId, 'text_retained = false', [d.textRevision], 'text_revision = $3');
         return;
       }
       case 'DocumentDeleted': {
-        const id = (e.data as EventData<'DocumentDeleted'>).documentId;
+        const id = e.data.documentId;
         await q.query('DELETE FROM rm_documents WHERE document_id = $1', [id]);
         await q.query('DELETE FROM rm_document_lookups WHERE document_id = $1', [id]);
         return;
       }
       case 'ContextDeleted': {
-        const ctx = (e.data as EventData<'ContextDeleted'>).contextId;
+        const ctx = e.data.contextId;
         await q.query('DELETE FROM rm_document_lookups WHERE context_id = $1', [ctx]);
         await q.query('DELETE FROM rm_documents WHERE context_id = $1', [ctx]);
         return;
       }
       case 'TenantTornDown': {
-        const t = (e.data as EventData<'TenantTornDown'>).tenantId;
+        const t = e.data.tenantId;
         await q.query('DELETE FROM rm_document_lookups WHERE tenant_id = $1', [t]);
         await q.query('DELETE FROM rm_documents WHERE tenant_id = $1', [t]);
         return;

@@ -1,7 +1,4 @@
-import type { EventData } from '@svc/contracts/events/catalogue';
-import type { StoredEvent } from '@svc/domain/ports/event-store';
-import type { FolderContents } from '@svc/domain/ports/read-model-counts';
-import type { SqlQueryable } from '@svc/domain/ports/sql';
+import type { FolderContents, SqlQueryable, StoredEvent } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 
 /**
@@ -23,7 +20,7 @@ CREATE INDEX IF NOT EXISTS rm_folders_parent ON rm_folders (parent_folder_id);`,
     const m = e.metadata;
     switch (e.type) {
       case 'FolderCreated': {
-        const d = e.data as EventData<'FolderCreated'>;
+        const d = e.data;
         await q.query(
           `INSERT INTO rm_folders (folder_id, tenant_id, context_id, parent_folder_id, name, description, slug, depth, is_protected, user_id, scopes,
              created_at, updated_at, version, revision)
@@ -33,7 +30,7 @@ CREATE INDEX IF NOT EXISTS rm_folders_parent ON rm_folders (parent_folder_id);`,
         return;
       }
       case 'FolderUpdated': {
-        const d = e.data as EventData<'FolderUpdated'>;
+        const d = e.data;
         await q.query(
           `UPDATE rm_folders SET name = $2, description = $3, user_id = $4, scopes = $5, updated_at = $6, version = version + 1, revision = $7
            WHERE folder_id = $1 AND revision < $7`,
@@ -42,13 +39,13 @@ CREATE INDEX IF NOT EXISTS rm_folders_parent ON rm_folders (parent_folder_id);`,
         return;
       }
       case 'FolderDeleted':
-        await q.query('DELETE FROM rm_folders WHERE folder_id = $1', [(e.data as EventData<'FolderDeleted'>).folderId]);
+        await q.query('DELETE FROM rm_folders WHERE folder_id = $1', [e.data.folderId]);
         return;
       case 'ContextDeleted':
-        await q.query('DELETE FROM rm_folders WHERE context_id = $1', [(e.data as EventData<'ContextDeleted'>).contextId]);
+        await q.query('DELETE FROM rm_folders WHERE context_id = $1', [e.data.contextId]);
         return;
       case 'TenantTornDown':
-        await q.query('DELETE FROM rm_folders WHERE tenant_id = $1', [(e.data as EventData<'TenantTornDown'>).tenantId]);
+        await q.query('DELETE FROM rm_folders WHERE tenant_id = $1', [e.data.tenantId]);
         return;
     }
   },

@@ -1,11 +1,5 @@
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import type { EventData } from '@svc/contracts/events/catalogue';
-import type { StoredEvent } from '@svc/domain/ports/event-store';
-import type { SqlQueryable } from '@svc/domain/ports/sql';
-import { capabilitiesOf } from '@svc/domain/schemas/schema';
-import { recordView } from '@svc/domain/records/view';
-import { folderView } from '@svc/domain/folders/folder';
-import { documentView } from '@svc/domain/documents/view';
+import type { SchemaDefinition } from '@svc/contracts';
+import { capabilitiesOf, documentView, folderView, recordView, type schemaView, type SqlQueryable, type StoredEvent } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 import { schemaDocs } from './records';
 
@@ -32,11 +26,11 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
   async applyMany(q: SqlQueryable, events: StoredEvent[]) {
     const created = events.filter((e) => e.type === 'RecordCreated');
     if (!created.length) return;
-    const defs = await schemaDocs(q, created.map((e) => (e.data as EventData<'RecordCreated'>).schemaId));
+    const defs = await schemaDocs(q, created.map((e) => e.data.schemaId));
     const cols: unknown[][] = Array.from({ length: 12 }, () => []);
     for (const e of created) {
       const m = e.metadata;
-      const { recordId, ...rest } = e.data as EventData<'RecordCreated'>;
+      const { recordId, ...rest } = e.data;
       const def = defs.get(rest.schemaId);
       if (def && capabilitiesOf(def).auditHistory === false) continue;
       const state = recordView({ id: recordId, ...rest, createdBy: m.actorKeyId, createdAt: m.occurredAt, updatedAt: m.occurredAt, version: 1 }, def, { full: true });
@@ -56,37 +50,38 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
         `INSERT INTO rm_versions VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12) ON CONFLICT (row_id) DO NOTHING`,
         [e.id, e.position, m.tenantId, m.contextId, entityId, kind, version, e.type, m.occurredAt, JSON.stringify({ keyId: m.actorKeyId, userId: m.userId }), m.requestId, state === null ? null : JSON.stringify(state)],
       );
+    /** The schema as the schemas read model holds it (its response shape), before this event. */
     const schemaOf = async (schemaId: string) =>
-      (await q.query<{ doc: SchemaDefinition }>('SELECT doc FROM rm_schemas WHERE schema_id = $1', [schemaId])).rows[0]?.doc;
+      (await q.query<{ doc: ReturnType<typeof schemaView> }>('SELECT doc FROM rm_schemas WHERE schema_id = $1', [schemaId])).rows[0]?.doc;
     const audited = (def: SchemaDefinition | undefined) => !def || capabilitiesOf(def).auditHistory !== false;
     switch (e.type) {
       case 'SchemaCreated':
       case 'SchemaUpdated': {
-        const d = e.data as EventData<'SchemaCreated'> & { schemaVersion?: number };
-        const version = d.schemaVersion ?? 1;
+        const d = e.data;
+        const version = e.type === 'SchemaUpdated' ? e.data.schemaVersion : 1;
         const prev = await schemaOf(d.schemaId);
-        const createdAt = (prev as { createdAt?: string } | undefined)?.createdAt ?? m.occurredAt;
-        const def = d.definition as SchemaDefinition;
+        const createdAt = prev?.createdAt ?? m.occurredAt;
+        const def = d.definition;
         if (audited(def)) await row(d.schemaId, 'schema', version, { id: d.schemaId, ...def, schemaVersion: version, capabilities: capabilitiesOf(def), createdAt, updatedAt: m.occurredAt });
         return;
       }
       case 'SchemaDeleted': {
-        const d = e.data as EventData<'SchemaDeleted'>;
-        const prev = (await schemaOf(d.schemaId)) as (SchemaDefinition & { schemaVersion: number }) | undefined;
+        const d = e.data;
+        const prev = await schemaOf(d.schemaId);
         const last = prev?.schemaVersion ?? 0;
         if (audited(prev)) await row(d.schemaId, 'schema', last + 1, null);
         await q.query(`INSERT INTO rm_tombstones VALUES ($1,$2,$3,'schema',$4,NULL,$5,$6,$7,$8) ON CONFLICT DO NOTHING`, [d.schemaId, m.tenantId, m.contextId, d.typeName, m.occurredAt, m.actorKeyId, last, JSON.stringify({ userId: prev?.userId ?? null, scopes: prev?.scopes ?? [] })]);
         return;
       }
       case 'RecordCreated': {
-        const d = e.data as EventData<'RecordCreated'>;
+        const d = e.data;
         const def = await schemaOf(d.schemaId);
         const { recordId, ...rest } = d;
         if (audited(def)) await row(recordId, 'record', 1, recordView({ id: recordId, ...rest, createdBy: m.actorKeyId, createdAt: m.occurredAt, updatedAt: m.occurredAt, version: 1 }, def, { full: true }));
         return;
       }
       case 'RecordUpdated': {
-        const d = e.data as EventData<'RecordUpdated'>;
+        const d = e.data;
         const prev = (await q.query<Record<string, any>>('SELECT * FROM rm_records WHERE record_id = $1 AND revision < $2', [d.recordId, e.revision])).rows[0];
         if (!prev) return;
         const def = await schemaOf(prev.schema_id);
@@ -100,7 +95,7 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
         return;
       }
       case 'RecordDeleted': {
-        const d = e.data as EventData<'RecordDeleted'>;
+        const d = e.data;
         const prev = (await q.query<Record<string, any>>('SELECT * FROM rm_records WHERE record_id = $1', [d.recordId])).rows[0];
         if (!prev) return;
         const def = await schemaOf(prev.schema_id);
@@ -110,7 +105,7 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
       }
       // Documents: one row per revision (Created / Updated); processing events change status, not the version, and add no row.
       case 'DocumentCreated': {
-        const d = e.data as EventData<'DocumentCreated'>;
+        const d = e.data;
         const def = d.schemaId ? await schemaOf(d.schemaId) : undefined;
         if (audited(def))
           await row(d.documentId, 'document', 1, documentView({
@@ -121,7 +116,7 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
         return;
       }
       case 'DocumentUpdated': {
-        const d = e.data as EventData<'DocumentUpdated'>;
+        const d = e.data;
         const prev = (await q.query<Record<string, any>>('SELECT * FROM rm_documents WHERE document_id = $1 AND revision < $2', [d.documentId, e.revision])).rows[0];
         if (!prev) return;
         const def = d.schemaId ? await schemaOf(d.schemaId) : undefined;
@@ -136,7 +131,7 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
         return;
       }
       case 'DocumentDeleted': {
-        const d = e.data as EventData<'DocumentDeleted'>;
+        const d = e.data;
         const prev = (await q.query<Record<string, any>>('SELECT * FROM rm_documents WHERE document_id = $1', [d.documentId])).rows[0];
         if (!prev) return;
         const def = prev.schema_id ? await schemaOf(prev.schema_id) : undefined;
@@ -146,12 +141,12 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
       }
       // Folders have no schema: their history is always recorded.
       case 'FolderCreated': {
-        const { folderId, ...d } = e.data as EventData<'FolderCreated'>;
+        const { folderId, ...d } = e.data;
         await row(folderId, 'folder', 1, folderView({ id: folderId, ...d, createdAt: m.occurredAt, lastModified: m.occurredAt, version: 1 }));
         return;
       }
       case 'FolderUpdated': {
-        const d = e.data as EventData<'FolderUpdated'>;
+        const d = e.data;
         const prev = (await q.query<Record<string, any>>('SELECT * FROM rm_folders WHERE folder_id = $1 AND revision < $2', [d.folderId, e.revision])).rows[0];
         if (!prev) return;
         const version = prev.version + 1;
@@ -162,7 +157,7 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
         return;
       }
       case 'FolderDeleted': {
-        const d = e.data as EventData<'FolderDeleted'>;
+        const d = e.data;
         const prev = (await q.query<Record<string, any>>('SELECT * FROM rm_folders WHERE folder_id = $1', [d.folderId])).rows[0];
         if (!prev) return;
         await row(d.folderId, 'folder', prev.version + 1, null);
@@ -170,13 +165,13 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
         return;
       }
       case 'ContextDeleted': {
-        const d = e.data as EventData<'ContextDeleted'>;
+        const d = e.data;
         await q.query('DELETE FROM rm_versions WHERE tenant_id = $1 AND context_id = $2', [d.tenantId, d.contextId]);
         await q.query('DELETE FROM rm_tombstones WHERE tenant_id = $1 AND context_id = $2', [d.tenantId, d.contextId]);
         return;
       }
       case 'TenantTornDown': {
-        const d = e.data as EventData<'TenantTornDown'>;
+        const d = e.data;
         await q.query('DELETE FROM rm_versions WHERE tenant_id = $1', [d.tenantId]);
         await q.query('DELETE FROM rm_tombstones WHERE tenant_id = $1', [d.tenantId]);
         return;

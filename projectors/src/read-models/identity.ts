@@ -1,7 +1,4 @@
-import type { EventData } from '@svc/contracts/events/catalogue';
-import type { StoredEvent } from '@svc/domain/ports/event-store';
-import type { NamespaceUsage } from '@svc/domain/ports/read-model-counts';
-import type { SqlQueryable } from '@svc/domain/ports/sql';
+import type { NamespaceUsage, SqlQueryable, StoredEvent } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 
 /**
@@ -30,7 +27,7 @@ CREATE INDEX IF NOT EXISTS rm_entities_namespace ON rm_entities (tenant_id, name
     const m = e.metadata;
     switch (e.type) {
       case 'NamespaceCreated': {
-        const d = e.data as EventData<'NamespaceCreated'>;
+        const d = e.data;
         await q.query(
           `INSERT INTO rm_namespaces (tenant_id, name, description, created_at, revision) VALUES ($1,$2,$3,$4,$5)
            ON CONFLICT (tenant_id, name) DO UPDATE SET description = excluded.description, created_at = excluded.created_at, revision = excluded.revision
@@ -40,10 +37,10 @@ CREATE INDEX IF NOT EXISTS rm_entities_namespace ON rm_entities (tenant_id, name
         return;
       }
       case 'NamespaceDeleted':
-        await q.query('DELETE FROM rm_namespaces WHERE tenant_id = $1 AND name = $2 AND revision < $3', [m.tenantId, (e.data as EventData<'NamespaceDeleted'>).name, e.revision]);
+        await q.query('DELETE FROM rm_namespaces WHERE tenant_id = $1 AND name = $2 AND revision < $3', [m.tenantId, e.data.name, e.revision]);
         return;
       case 'UserCreated': {
-        const d = e.data as EventData<'UserCreated'>;
+        const d = e.data;
         await q.query(
           `INSERT INTO rm_users (user_id, tenant_id, context_id, email, email_key, display_name, payload, schema_id, scopes, created_at, updated_at, version, revision)
            VALUES ($1,$2,$3,$4,lower(trim($4)),$5,$6,$7,$8,$9,$9,1,$10) ON CONFLICT (user_id) DO NOTHING`,
@@ -52,7 +49,7 @@ CREATE INDEX IF NOT EXISTS rm_entities_namespace ON rm_entities (tenant_id, name
         return;
       }
       case 'UserUpdated': {
-        const d = e.data as EventData<'UserUpdated'>;
+        const d = e.data;
         await q.query(
           `UPDATE rm_users SET email = $2, email_key = lower(trim($2)), display_name = $3, payload = $4, scopes = $5, updated_at = $6, version = version + 1, revision = $7
            WHERE user_id = $1 AND revision < $7`,
@@ -61,10 +58,10 @@ CREATE INDEX IF NOT EXISTS rm_entities_namespace ON rm_entities (tenant_id, name
         return;
       }
       case 'UserDeleted':
-        await q.query('DELETE FROM rm_users WHERE user_id = $1', [(e.data as EventData<'UserDeleted'>).userId]);
+        await q.query('DELETE FROM rm_users WHERE user_id = $1', [e.data.userId]);
         return;
       case 'EntityCreated': {
-        const d = e.data as EventData<'EntityCreated'>;
+        const d = e.data;
         await q.query(
           `INSERT INTO rm_entities (entity_id, tenant_id, context_id, namespace, key, payload, schema_id, created_at, updated_at, version, revision)
            VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$8,1,$9) ON CONFLICT (entity_id) DO NOTHING`,
@@ -73,25 +70,25 @@ CREATE INDEX IF NOT EXISTS rm_entities_namespace ON rm_entities (tenant_id, name
         return;
       }
       case 'EntityUpdated': {
-        const d = e.data as EventData<'EntityUpdated'>;
+        const d = e.data;
         await q.query('UPDATE rm_entities SET payload = $2, updated_at = $3, version = version + 1, revision = $4 WHERE entity_id = $1 AND revision < $4', [
           d.entityId, JSON.stringify(d.payload), m.occurredAt, e.revision,
         ]);
         return;
       }
       case 'EntityDeleted':
-        await q.query('DELETE FROM rm_entities WHERE entity_id = $1', [(e.data as EventData<'EntityDeleted'>).entityId]);
+        await q.query('DELETE FROM rm_entities WHERE entity_id = $1', [e.data.entityId]);
         return;
       case 'ContextDeleted': {
         // Namespaces are the tenant's and stay; the context's users and entities go.
-        const { contextId } = e.data as EventData<'ContextDeleted'>;
+        const { contextId } = e.data;
         await q.query('DELETE FROM rm_users WHERE context_id = $1', [contextId]);
         await q.query('DELETE FROM rm_entities WHERE context_id = $1', [contextId]);
         return;
       }
       case 'TenantTornDown': {
         // With the tenant go its namespaces too.
-        const { tenantId } = e.data as EventData<'TenantTornDown'>;
+        const { tenantId } = e.data;
         await q.query('DELETE FROM rm_namespaces WHERE tenant_id = $1', [tenantId]);
         await q.query('DELETE FROM rm_users WHERE tenant_id = $1', [tenantId]);
         await q.query('DELETE FROM rm_entities WHERE tenant_id = $1', [tenantId]);

@@ -1,10 +1,5 @@
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import type { EventData } from '@svc/contracts/events/catalogue';
-import type { StoredEvent } from '@svc/domain/ports/event-store';
-import type { SqlQueryable } from '@svc/domain/ports/sql';
-import { indexEntries, sortKey } from '@svc/domain/records/lookup-keys';
-import { isExternalized, projectedPayload } from '@svc/domain/records/view';
-import { payloadBytes } from '@svc/domain/records/payload';
+import type { SchemaDefinition } from '@svc/contracts';
+import { indexEntries, isExternalized, payloadBytes, projectedPayload, sortKey, type SqlQueryable, type StoredEvent } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 
 /**
@@ -45,12 +40,12 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
   async applyMany(q: SqlQueryable, events: StoredEvent[]) {
     const created = events.filter((e) => e.type === 'RecordCreated');
     if (!created.length) return;
-    const defs = await schemaDocs(q, created.map((e) => (e.data as EventData<'RecordCreated'>).schemaId));
+    const defs = await schemaDocs(q, created.map((e) => e.data.schemaId));
     const rec: unknown[][] = Array.from({ length: 20 }, () => []);
     const pay: [string[], string[]] = [[], []];
     const look: string[][] = Array.from({ length: 9 }, () => []);
     for (const e of created) {
-      const d = e.data as EventData<'RecordCreated'>;
+      const d = e.data;
       const m = e.metadata;
       const def = defs.get(d.schemaId);
       const bytes = payloadBytes(d.payload);
@@ -96,9 +91,17 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
   afterCommit(events) {
     if (!onChanged) return;
     if (events.some((e) => e.type === 'ContextDeleted' || e.type === 'TenantTornDown')) return onChanged(null);
-    const ids = events
-      .filter((e) => ['RecordUpdated', 'RecordDeleted', 'RecordCreated', 'RecordIndexed', 'RecordIndexFailed'].includes(e.type))
-      .map((e) => e.data.recordId as string);
+    const ids: string[] = [];
+    for (const e of events) {
+      switch (e.type) {
+        case 'RecordCreated':
+        case 'RecordUpdated':
+        case 'RecordDeleted':
+        case 'RecordIndexed':
+        case 'RecordIndexFailed':
+          ids.push(e.data.recordId);
+      }
+    }
     if (ids.length) onChanged(ids);
   },
   async apply(q: SqlQueryable, e: StoredEvent) {
@@ -125,7 +128,7 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
     };
     switch (e.type) {
       case 'RecordCreated': {
-        const d = e.data as EventData<'RecordCreated'>;
+        const d = e.data;
         const exists = await q.query('SELECT 1 FROM rm_records WHERE record_id = $1', [d.recordId]);
         if (exists.rows.length) return;
         const def = await schemaOf(d.schemaId);
@@ -141,7 +144,7 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
         return;
       }
       case 'RecordUpdated': {
-        const d = e.data as EventData<'RecordUpdated'>;
+        const d = e.data;
         const prev = (await q.query<{ schema_id: string; type_name: string; created_at: Date | string }>('SELECT schema_id, type_name, created_at FROM rm_records WHERE record_id = $1 AND revision < $2', [d.recordId, e.revision])).rows[0];
         if (!prev) return;
         const def = await schemaOf(prev.schema_id);
@@ -158,26 +161,26 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
       // Index outcomes from the search projector: only for the revision that was indexed, so a stale
       // outcome never overwrites the PENDING_INDEX of a newer change. Version and revision stay.
       case 'RecordIndexed': {
-        const d = e.data as EventData<'RecordIndexed'>;
+        const d = e.data;
         await q.query(`UPDATE rm_records SET index_status = $2, index_failure = NULL WHERE record_id = $1 AND revision = $3 AND index_status IS NOT NULL`, [d.recordId, d.status, d.forRevision]);
         return;
       }
       case 'RecordIndexFailed': {
-        const d = e.data as EventData<'RecordIndexFailed'>;
+        const d = e.data;
         await q.query(`UPDATE rm_records SET index_status = 'FAILED', index_failure = $2 WHERE record_id = $1 AND revision = $3 AND index_status IS NOT NULL`, [
           d.recordId, JSON.stringify({ code: d.code, message: d.message }), d.forRevision,
         ]);
         return;
       }
       case 'RecordDeleted': {
-        const id = (e.data as EventData<'RecordDeleted'>).recordId;
+        const id = e.data.recordId;
         await q.query('DELETE FROM rm_records WHERE record_id = $1', [id]);
         await q.query('DELETE FROM rm_record_payloads WHERE record_id = $1', [id]);
         await q.query('DELETE FROM rm_record_lookups WHERE record_id = $1', [id]);
         return;
       }
       case 'ContextDeleted': {
-        const ctx = (e.data as EventData<'ContextDeleted'>).contextId;
+        const ctx = e.data.contextId;
         await q.query('DELETE FROM rm_record_payloads WHERE record_id IN (SELECT record_id FROM rm_records WHERE context_id = $1)', [ctx]);
         await q.query('DELETE FROM rm_record_lookups WHERE context_id = $1', [ctx]);
         await q.query('DELETE FROM rm_records WHERE context_id = $1', [ctx]);
@@ -185,7 +188,7 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
       }
       // Its contexts went with it (ContextDeleted each, same append); this also takes anything written in the meantime.
       case 'TenantTornDown': {
-        const t = (e.data as EventData<'TenantTornDown'>).tenantId;
+        const t = e.data.tenantId;
         await q.query('DELETE FROM rm_record_payloads WHERE record_id IN (SELECT record_id FROM rm_records WHERE tenant_id = $1)', [t]);
         await q.query('DELETE FROM rm_record_lookups WHERE tenant_id = $1', [t]);
         await q.query('DELETE FROM rm_records WHERE tenant_id = $1', [t]);

@@ -1,8 +1,4 @@
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import type { EventData } from '@svc/contracts/events/catalogue';
-import type { StoredEvent } from '@svc/domain/ports/event-store';
-import type { SqlQueryable } from '@svc/domain/ports/sql';
-import { ownerKeyOf, schemaView } from '@svc/domain/schemas/schema';
+import { ownerKeyOf, schemaView, type SqlQueryable, type StoredEvent } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 
 /** Schemas by tenant and context; `doc` is the response shape. Guarded by stream revision. */
@@ -18,8 +14,8 @@ CREATE INDEX IF NOT EXISTS rm_schemas_list ON rm_schemas (tenant_id, context_id,
     const m = e.metadata;
     switch (e.type) {
       case 'SchemaCreated': {
-        const d = e.data as EventData<'SchemaCreated'>;
-        const def = d.definition as SchemaDefinition;
+        const d = e.data;
+        const def = d.definition;
         const doc = schemaView({ exists: true, id: d.schemaId, tenantId: m.tenantId, contextId: m.contextId, definition: def, schemaVersion: 1, createdAt: m.occurredAt, updatedAt: m.occurredAt });
         await q.query(
           `INSERT INTO rm_schemas (schema_id, tenant_id, context_id, type_name, owner_key, doc, revision, created_at)
@@ -29,21 +25,21 @@ CREATE INDEX IF NOT EXISTS rm_schemas_list ON rm_schemas (tenant_id, context_id,
         return;
       }
       case 'SchemaUpdated': {
-        const d = e.data as EventData<'SchemaUpdated'>;
+        const d = e.data;
         const { rows } = await q.query<{ doc: { createdAt: string } }>('SELECT doc FROM rm_schemas WHERE schema_id = $1 AND revision < $2', [d.schemaId, e.revision]);
         if (!rows.length) return;
-        const doc = schemaView({ exists: true, id: d.schemaId, tenantId: m.tenantId, contextId: m.contextId, definition: d.definition as SchemaDefinition, schemaVersion: d.schemaVersion, createdAt: rows[0].doc.createdAt, updatedAt: m.occurredAt });
+        const doc = schemaView({ exists: true, id: d.schemaId, tenantId: m.tenantId, contextId: m.contextId, definition: d.definition, schemaVersion: d.schemaVersion, createdAt: rows[0].doc.createdAt, updatedAt: m.occurredAt });
         await q.query('UPDATE rm_schemas SET doc = $2, revision = $3 WHERE schema_id = $1', [d.schemaId, JSON.stringify(doc), e.revision]);
         return;
       }
       case 'SchemaDeleted':
-        await q.query('UPDATE rm_schemas SET deleted = true, revision = $2 WHERE schema_id = $1 AND revision < $2', [(e.data as EventData<'SchemaDeleted'>).schemaId, e.revision]);
+        await q.query('UPDATE rm_schemas SET deleted = true, revision = $2 WHERE schema_id = $1 AND revision < $2', [e.data.schemaId, e.revision]);
         return;
       case 'ContextDeleted':
-        await q.query('DELETE FROM rm_schemas WHERE context_id = $1', [(e.data as EventData<'ContextDeleted'>).contextId]);
+        await q.query('DELETE FROM rm_schemas WHERE context_id = $1', [e.data.contextId]);
         return;
       case 'TenantTornDown':
-        await q.query('DELETE FROM rm_schemas WHERE tenant_id = $1', [(e.data as EventData<'TenantTornDown'>).tenantId]);
+        await q.query('DELETE FROM rm_schemas WHERE tenant_id = $1', [e.data.tenantId]);
         return;
     }
   },

@@ -1,8 +1,5 @@
-import type { SqlQueryable } from '@svc/domain/ports/sql';
-import type { StoredEvent } from '@svc/domain/ports/event-store';
-import type { EventData } from '@svc/contracts/events/catalogue';
-import { CREDENTIAL_CHANGE_CHANNEL, type RootKeyIndex } from '@svc/domain/tenancy/credentials';
-import type { TenantContexts } from '@svc/domain/tenancy/teardown';
+import { CREDENTIAL_CHANGE_CHANNEL, type RootKeyIndex, type SqlQueryable, type StoredEvent, type TenantContexts } from '@svc/domain';
+import type { EventData } from '@svc/contracts';
 import type { SqlProjection } from '../runtime/runner';
 
 /** Revokes a credential and every credential minted from it, transitively (children never outlive their parent). */
@@ -44,7 +41,7 @@ CREATE INDEX IF NOT EXISTS rm_credentials_root ON rm_credentials (tenant_id) WHE
     const at = e.metadata.occurredAt;
     switch (e.type) {
       case 'AccountOpened': {
-        const d = e.data as EventData<'AccountOpened'>;
+        const d = e.data;
         await q.query('INSERT INTO rm_accounts (account_id, doc, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [d.accountId, JSON.stringify(d), at]);
         for (const env of ['live', 'test'] as const) {
           await q.query('INSERT INTO rm_tenants VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING', [d.tenants[env].tenantId, d.accountId, env, d.tenants[env].contextId]);
@@ -52,7 +49,7 @@ CREATE INDEX IF NOT EXISTS rm_credentials_root ON rm_credentials (tenant_id) WHE
         return;
       }
       case 'AccountChanged': {
-        const d = e.data as EventData<'AccountChanged'>;
+        const d = e.data;
         const { rows } = await q.query<{ doc: EventData<'AccountOpened'> }>('SELECT doc FROM rm_accounts WHERE account_id = $1', [d.accountId]);
         if (!rows.length) return;
         const doc = rows[0].doc;
@@ -68,12 +65,12 @@ CREATE INDEX IF NOT EXISTS rm_credentials_root ON rm_credentials (tenant_id) WHE
         return;
       }
       case 'ContextCreated': {
-        const d = e.data as EventData<'ContextCreated'>;
+        const d = e.data;
         await q.query('INSERT INTO rm_contexts VALUES ($1, $2, $3, $4, $5, $6, NULL) ON CONFLICT DO NOTHING', [d.contextId, d.tenantId, d.accountId, d.name, d.isDefault, at]);
         return;
       }
       case 'ContextDeleted': {
-        const d = e.data as EventData<'ContextDeleted'>;
+        const d = e.data;
         await q.query('UPDATE rm_contexts SET deleted_at = $2 WHERE context_id = $1', [d.contextId, at]);
         await q.query('UPDATE rm_credentials SET revoked = true WHERE context_id = $1 AND NOT cross_context', [d.contextId]);
         await announce(q);
@@ -81,7 +78,7 @@ CREATE INDEX IF NOT EXISTS rm_credentials_root ON rm_credentials (tenant_id) WHE
       }
       case 'TenantTornDown': {
         // Every credential of the tenant (root, scoped, minted) stops working; its contexts are gone. The developer token is the account's and stays.
-        const d = e.data as EventData<'TenantTornDown'>;
+        const d = e.data;
         await q.query('UPDATE rm_tenants SET torn_down_at = $2 WHERE tenant_id = $1', [d.tenantId, at]);
         await q.query('UPDATE rm_contexts SET deleted_at = $2 WHERE tenant_id = $1 AND deleted_at IS NULL', [d.tenantId, at]);
         await q.query('UPDATE rm_credentials SET revoked = true WHERE tenant_id = $1 AND NOT revoked', [d.tenantId]);
@@ -89,7 +86,7 @@ CREATE INDEX IF NOT EXISTS rm_credentials_root ON rm_credentials (tenant_id) WHE
         return;
       }
       case 'CredentialIssued': {
-        const d = e.data as EventData<'CredentialIssued'>;
+        const d = e.data;
         // A child minted by a parent revoked in the meantime is born revoked.
         await q.query(
           `INSERT INTO rm_credentials (credential_id, secret_hash, account_id, kind, tenant_id, environment, context_id, cross_context,
@@ -102,7 +99,7 @@ CREATE INDEX IF NOT EXISTS rm_credentials_root ON rm_credentials (tenant_id) WHE
         return;
       }
       case 'CredentialRevoked': {
-        await q.query(REVOKE_WITH_DESCENDANTS, [(e.data as EventData<'CredentialRevoked'>).credentialId]);
+        await q.query(REVOKE_WITH_DESCENDANTS, [e.data.credentialId]);
         await announce(q);
         return;
       }

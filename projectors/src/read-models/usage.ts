@@ -1,7 +1,5 @@
-import type { EventData } from '@svc/contracts/events/catalogue';
-import type { StoredEvent } from '@svc/domain/ports/event-store';
-import type { SqlQueryable } from '@svc/domain/ports/sql';
-import { overageMilli } from '@svc/domain/usage/charges';
+import type { EventData } from '@svc/contracts';
+import { type CreditCategory, milliMetric, overageMilli, type SqlQueryable, type StoredEvent } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 
 /**
@@ -14,10 +12,6 @@ import type { SqlProjection } from '../runtime/runner';
  * so replaying any part of the log converges to the same figures.
  */
 type Category = EventData<'UsageMetered'>['items'][number]['category'];
-
-/** Credit categories of `credits.breakdown` (each `<name>` and `<name>Milli`). */
-export const CREDIT_CATEGORIES = ['recordWrites', 'documentWrites', 'indexes', 'textIngest', 'fileIngest', 'search', 'reads', 'dataOut', 'scriptExecution'] as const;
-export type CreditCategory = (typeof CREDIT_CATEGORIES)[number];
 
 /** Where each metered category is counted: operations, measure, and the credit category its milli-credits go to. */
 export const CATEGORY_METRICS: Record<Category, { count?: string; units?: string; credit: CreditCategory | null }> = {
@@ -37,10 +31,16 @@ export const CATEGORY_METRICS: Record<Category, { count?: string; units?: string
   inferenceAsk: { count: 'inference.ask', units: 'inference.costCents', credit: null },
 };
 
-/** The metric holding a credit category's milli-credits. */
-export const milliMetric = (c: CreditCategory) => `milli.${c}`;
+/** UsageMetered or ReadsMetered (the two usage events: both carry tenant, context and period). */
+const isUsage = (e: StoredEvent) => e.type === 'UsageMetered' || e.type === 'ReadsMetered';
 
-const USAGE_TYPES = new Set(['UsageMetered', 'ReadsMetered']);
+/**
+ * Each account's running totals (period -> milli-credits) as the last applied batch wrote them, handed to
+ * `onChange` after the commit so the credit gate's cache takes them in place.
+ */
+const written = new Map<string, Map<string, number>>();
+/** Accounts whose inference spend moved in the last applied batch: their standing is read again (the balance changed). */
+const spentMoved = new Set<string>();
 
 type Owner = { accountId: string; environment: string };
 /** Tenant -> account and environment never changes once opened: kept for the life of the process. */
@@ -57,9 +57,9 @@ async function ownersOf(q: SqlQueryable, tenantIds: string[]): Promise<Map<strin
 
 /** Applies usage events in log order; other events are ignored. */
 async function applyUsage(q: SqlQueryable, all: StoredEvent[]): Promise<void> {
-  const metered = all.filter((e) => USAGE_TYPES.has(e.type));
+  const metered = all.filter(isUsage);
   if (!metered.length) return;
-  const data = (e: StoredEvent) => e.data as { tenantId: string; contextId: string | null; period: string };
+  const data = (e: (typeof metered)[number]) => e.data;
   const who = await ownersOf(q, [...new Set(metered.map((e) => data(e).tenantId))]);
   const accountKey = (a: string, p: string) => `${a}\u0000${p}`;
   const streamIds = [...new Set(metered.map((e) => e.streamId))];
@@ -80,6 +80,8 @@ async function applyUsage(q: SqlQueryable, all: StoredEvent[]): Promise<void> {
   for (const r of rows[0]?.accounts ?? []) accounts.set(accountKey(r.a, r.p), { accountId: r.a, period: r.p, usedMilli: Number(r.m), readCalls: Number(r.c), readBytes: Number(r.b) });
 
   const counters = new Map<string, { period: string; accountId: string; tenantId: string; environment: string; contextId: string; metric: string; value: number }>();
+  /** Cents each account's inference spent in this batch (drawn from its balance, all periods). */
+  const spent = new Map<string, number>();
   for (const e of fresh) {
     const d = data(e);
     const owner = who.get(d.tenantId) ?? { accountId: '', environment: '' };
@@ -94,7 +96,7 @@ async function applyUsage(q: SqlQueryable, all: StoredEvent[]): Promise<void> {
       else counters.set(k, { period: d.period, accountId: owner.accountId, tenantId: d.tenantId, environment: owner.environment, contextId: d.contextId ?? '', metric, value });
     };
     if (e.type === 'UsageMetered') {
-      for (const item of (e.data as EventData<'UsageMetered'>).items) {
+      for (const item of e.data.items) {
         const m = CATEGORY_METRICS[item.category];
         if (!m) continue;
         add(m.count, item.count);
@@ -107,9 +109,10 @@ async function applyUsage(q: SqlQueryable, all: StoredEvent[]): Promise<void> {
           add(milliMetric(m.credit), item.milli);
           account.usedMilli += item.milli;
         }
+        if (m.units === 'inference.costCents' && item.units > 0) spent.set(owner.accountId, (spent.get(owner.accountId) ?? 0) + item.units);
       }
     } else {
-      const r = e.data as EventData<'ReadsMetered'>;
+      const r = e.data;
       const t = r.terms;
       const callsMilli = overageMilli(account.readCalls + r.calls, t.includedCalls, t.callsPerCredit) - overageMilli(account.readCalls, t.includedCalls, t.callsPerCredit);
       const bytesMilli = overageMilli(account.readBytes + r.bytes, t.includedBytes, t.bytesPerCredit) - overageMilli(account.readBytes, t.includedBytes, t.bytesPerCredit);
@@ -146,16 +149,29 @@ async function applyUsage(q: SqlQueryable, all: StoredEvent[]): Promise<void> {
       s, s.map((id) => marks.get(id)!),
     ],
   );
+  if (spent.size) {
+    await q.query(
+      `INSERT INTO rm_inference_spend (account_id, spent_cents) SELECT * FROM unnest($1::text[], $2::bigint[])
+       ON CONFLICT (account_id) DO UPDATE SET spent_cents = rm_inference_spend.spent_cents + excluded.spent_cents`,
+      [[...spent.keys()], [...spent.values()]],
+    );
+    for (const id of spent.keys()) spentMoved.add(id);
+  }
+  for (const x of a) {
+    let periods = written.get(x.accountId);
+    if (!periods) written.set(x.accountId, (periods = new Map()));
+    periods.set(x.period, x.usedMilli);
+  }
 }
 
 /**
- * `onChange(accountId)` hears, after each commit, the accounts whose usage moved
- * (`undefined`: an account changed plan or limit, or the account is unknown), for
- * the credit gate's cache.
+ * `onChange(accountId, totals)` hears, after each commit, the accounts whose usage moved
+ * with their new totals by period (`undefined`: an account changed plan or limit, or the
+ * account is unknown), for the credit gate's cache.
  */
-export const usageProjection = (onChange?: (accountId?: string) => void): SqlProjection => ({
+export const usageProjection = (onChange?: (accountId?: string, totals?: ReadonlyMap<string, number>) => void): SqlProjection => ({
   name: 'usage',
-  tables: ['rm_usage', 'rm_usage_accounts', 'rm_usage_streams'],
+  tables: ['rm_usage', 'rm_usage_accounts', 'rm_usage_streams', 'rm_inference_spend'],
   ddl: `
 CREATE TABLE IF NOT EXISTS rm_usage (
   period text NOT NULL, account_id text NOT NULL, tenant_id text NOT NULL, environment text NOT NULL, context_id text NOT NULL,
@@ -165,8 +181,9 @@ CREATE INDEX IF NOT EXISTS rm_usage_account ON rm_usage (account_id, period);
 CREATE TABLE IF NOT EXISTS rm_usage_accounts (
   account_id text NOT NULL, period text NOT NULL, used_milli bigint NOT NULL, read_calls bigint NOT NULL, read_bytes bigint NOT NULL,
   PRIMARY KEY (account_id, period));
-CREATE TABLE IF NOT EXISTS rm_usage_streams (stream_id text PRIMARY KEY, revision bigint NOT NULL);`,
-  apply: (q, e) => (USAGE_TYPES.has(e.type) ? applyUsage(q, [e]) : Promise.resolve()),
+CREATE TABLE IF NOT EXISTS rm_usage_streams (stream_id text PRIMARY KEY, revision bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS rm_inference_spend (account_id text PRIMARY KEY, spent_cents bigint NOT NULL);`,
+  apply: (q, e) => (isUsage(e) ? applyUsage(q, [e]) : Promise.resolve()),
   applyMany: (q, events) => applyUsage(q, events),
   // The runner folds a whole batch in one go (two statements), whatever other events it interleaves.
   applyBatch: (q, events) => applyUsage(q, events),
@@ -174,18 +191,33 @@ CREATE TABLE IF NOT EXISTS rm_usage_streams (stream_id text PRIMARY KEY, revisio
     if (!onChange) return;
     if (events.some((e) => e.type === 'AccountChanged')) return onChange(undefined);
     const moved = new Set<string | undefined>();
-    for (const e of events) if (USAGE_TYPES.has(e.type)) moved.add(owners.get((e.data as { tenantId: string }).tenantId)?.accountId);
-    for (const accountId of moved) onChange(accountId);
+    for (const e of events) if (isUsage(e)) moved.add(owners.get(e.data.tenantId)?.accountId);
+    for (const accountId of moved) {
+      // An account whose balance moved is read again (totals undefined): the gate must see the new balance.
+      const totals = accountId === undefined || spentMoved.has(accountId) ? undefined : written.get(accountId);
+      if (accountId !== undefined) spentMoved.delete(accountId);
+      if (accountId !== undefined) written.delete(accountId);
+      onChange(accountId, totals);
+    }
   },
 });
 
 /** The standing of an account in a period, for the credit gate: its plan terms and the milli-credits used. */
 export const sqlAccountStanding = (q: SqlQueryable) => ({
   async standing(accountId: string, period: string): Promise<{ account: { plan?: unknown; creditLimit?: unknown; inferenceBalanceCents?: unknown } | null; usedMilli: number }> {
-    const { rows } = await q.query<{ doc: Record<string, unknown>; used_milli: number | null }>(
-      `SELECT a.doc, u.used_milli FROM rm_accounts a LEFT JOIN rm_usage_accounts u ON u.account_id = a.account_id AND u.period = $2 WHERE a.account_id = $1`,
+    const { rows } = await q.query<{ doc: Record<string, unknown>; used_milli: number | null; spent_cents: number | null }>(
+      `SELECT a.doc, u.used_milli, s.spent_cents FROM rm_accounts a
+         LEFT JOIN rm_usage_accounts u ON u.account_id = a.account_id AND u.period = $2
+         LEFT JOIN rm_inference_spend s ON s.account_id = a.account_id
+       WHERE a.account_id = $1`,
       [accountId, period],
     );
-    return { account: rows[0]?.doc ?? null, usedMilli: Number(rows[0]?.used_milli ?? 0) };
+    const doc = rows[0]?.doc;
+    return { account: doc ? withBalance(doc, Number(rows[0].spent_cents ?? 0)) : null, usedMilli: Number(rows[0]?.used_milli ?? 0) };
   },
 });
+
+/** The account as the gates and the usage report see it: its inference balance is what was opened and topped up, less what inference spent. */
+export function withBalance(doc: Record<string, unknown>, spentCents: number): Record<string, unknown> {
+  return { ...doc, inferenceBalanceCents: Number(doc.inferenceBalanceCents ?? 0) - spentCents };
+}

@@ -1,4 +1,4 @@
-import type { EventStore, StoredEvent } from '@svc/domain/ports/event-store';
+import type { EventStore, StoredEvent } from '@svc/domain';
 
 export interface CatchUpOptions {
   /** Deliver events with position > from. */

@@ -1,4 +1,4 @@
-import type { Sql, SqlQueryable } from '@svc/domain/ports/sql';
+import type { Sql, SqlQueryable } from '@svc/domain';
 
 /**
  * Checkpoints of every subscriber of the log (read models, search index,

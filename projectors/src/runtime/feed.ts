@@ -1,4 +1,4 @@
-import type { EventStore } from '@svc/domain/ports/event-store';
+import type { EventStore } from '@svc/domain';
 import { catchUp, type CatchUpOptions } from './catch-up';
 
 /**

@@ -1,5 +1,4 @@
-import type { StoredEvent } from '@svc/domain/ports/event-store';
-import type { Sql, SqlQueryable } from '@svc/domain/ports/sql';
+import type { RecordedEvent, Sql, SqlQueryable } from '@svc/domain';
 
 /**
  * Events a subscriber could not apply, per stream. The first failing event of a
@@ -40,7 +39,7 @@ const toEntry = (r: Row): QuarantineEntry => ({
 /** Errors are kept short: they are shown to operators, not parsed. */
 export const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e)).slice(0, 1000);
 
-export async function park(q: SqlQueryable, subscriber: string, e: StoredEvent, error: string, behind: number | null): Promise<void> {
+export async function park(q: SqlQueryable, subscriber: string, e: RecordedEvent, error: string, behind: number | null): Promise<void> {
   await q.query(
     `INSERT INTO proj_quarantine (subscriber, position, stream_id, event_type, error, parked_behind, failed_at) VALUES ($1, $2, $3, $4, $5, $6, now())
      ON CONFLICT (subscriber, position) DO UPDATE SET error = excluded.error, parked_behind = excluded.parked_behind, failed_at = excluded.failed_at`,

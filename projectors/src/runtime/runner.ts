@@ -1,6 +1,5 @@
 import { ensureCheckpoints, readCheckpoint, resetCheckpoint, writeCheckpoint } from './checkpoints';
-import type { EventStore, StoredEvent } from '@svc/domain/ports/event-store';
-import type { Sql, SqlQueryable } from '@svc/domain/ports/sql';
+import type { EventStore, ReadModelBarrier, Sql, SqlQueryable, StoredEvent } from '@svc/domain';
 import { catchUpFeed, type EventFeed } from './feed';
 import { clearQuarantine, ensureQuarantine, errorText, listQuarantine, park, unpark, type QuarantineEntry } from './quarantine';
 
@@ -358,19 +357,12 @@ export class ProjectionRunner {
   }
 }
 
-/**
- * The read-your-writes barrier a write's response waits on. In one process it
- * watches the runner; in a command-only process it follows the checkpoint table
- * (notifications, with polling as the fallback).
- */
-export interface ReadModelBarrier {
-  waitFor(position: number, timeoutMs?: number): Promise<boolean>;
-}
-
+/** The read-your-writes barrier (port: domain/src/ports/read-model-barrier.ts) in one process: watches the runner. */
 export const inProcessBarrier = (runner: ProjectionRunner): ReadModelBarrier => ({
   waitFor: (position, timeoutMs = 10_000) => runner.waitFor(position, timeoutMs),
 });
 
+/** The barrier in a command-only process: follows the runner's row of the checkpoint table (notifications, polling as the fallback). */
 export async function remoteBarrier(sql: Sql, runnerName: string, pollMs = 25): Promise<ReadModelBarrier & { close(): Promise<void> }> {
   let known = 0;
   const read = async () => {

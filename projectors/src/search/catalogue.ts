@@ -1,8 +1,6 @@
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import type { Sql, SqlQueryable } from '@svc/domain/ports/sql';
-import type { AttrValue } from '@svc/domain/search/indexable';
+import type { SchemaDefinition } from '@svc/contracts';
+import type { AttrValue, CatalogueItem, ItemFilter, SearchCatalogueReads, SourceKind, Sql, SqlQueryable } from '@svc/domain';
 import { filterSql } from './filter-sql';
-import type { ItemFilter, SourceKind } from './text-index';
 import { VECTOR_JOBS_DDL, VECTOR_JOBS_TABLE } from './vector-queue';
 
 /**
@@ -25,26 +23,6 @@ CREATE INDEX IF NOT EXISTS si_items_ctx ON si_items (tenant_id, context_id, crea
 CREATE INDEX IF NOT EXISTS si_items_tenant ON si_items (tenant_id);
 ${VECTOR_JOBS_DDL}`;
 
-export interface CatalogueItem {
-  itemId: string;
-  tenantId: string;
-  contextId: string;
-  accountId: string | null;
-  sourceType: SourceKind;
-  typeName: string | null;
-  schemaId: string | null;
-  externalId: string | null;
-  indexMode: string | null;
-  folderId: string | null;
-  userId: string | null;
-  scopes: string[];
-  attrs: Record<string, AttrValue>;
-  createdAt: string;
-  metadata: Record<string, unknown>;
-  revision: number;
-  vectors: number;
-}
-
 type Raw = {
   item_id: string; tenant_id: string; context_id: string; account_id: string | null; source_type: SourceKind; type_name: string | null; schema_id: string | null;
   external_id: string | null; index_mode: string | null; folder_id: string | null; user_id: string | null; scopes: string[]; attrs: Record<string, AttrValue>;
@@ -56,7 +34,7 @@ const toItem = (r: Raw): CatalogueItem => ({
   attrs: r.attrs, createdAt: new Date(r.created_at).toISOString(), metadata: r.metadata, revision: Number(r.revision), vectors: Number(r.vectors),
 });
 
-export class SearchCatalogue {
+export class SearchCatalogue implements SearchCatalogueReads {
   /** Items by id, kept only where every catalogue write goes through this object (the service's role all). */
   private readonly cache: Map<string, CatalogueItem> | undefined;
 

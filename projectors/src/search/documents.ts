@@ -1,10 +1,5 @@
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import type { DomainEvent } from '@svc/contracts/events/catalogue';
-import { documentAggregate, type DocumentState, type LiveDocument } from '@svc/domain/documents/document';
-import type { EventStore } from '@svc/domain/ports/event-store';
-import { filterAttributes, type AttrScalar, type AttrValue } from '@svc/domain/search/indexable';
-import { streams } from '@svc/domain/shared/streams';
-import type { CatalogueItem } from './catalogue';
+import type { SchemaDefinition } from '@svc/contracts';
+import { type AttrScalar, type AttrValue, type CatalogueItem, documentAggregate, type DocumentState, type EventStore, filterAttributes, type LiveDocument, streams } from '@svc/domain';
 
 /**
  * What of a document the search index sees (used by the search projector,
@@ -46,6 +41,6 @@ export function documentCatalogueItem(d: LiveDocument, def: Pick<SchemaDefinitio
 /** A document's current state, folded from its stream, and the stream revision (-1 when empty). */
 export async function loadDocument(store: EventStore, documentId: string): Promise<{ state: DocumentState; revision: number }> {
   const events = await store.readStream(streams.document(documentId));
-  const state = events.reduce((s, e) => documentAggregate.evolve(s, { type: e.type, data: e.data } as DomainEvent, e.metadata), documentAggregate.initialState());
+  const state = events.reduce((s, e) => documentAggregate.evolve(s, e, e.metadata), documentAggregate.initialState());
   return { state, revision: events.length ? events[events.length - 1].revision : -1 };
 }

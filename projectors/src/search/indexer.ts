@@ -1,20 +1,10 @@
 import { ensureCheckpoints, readCheckpoint, resetCheckpoint, writeCheckpoint } from '../runtime/checkpoints';
 import { randomUUID } from 'node:crypto';
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import { EVENT_SCHEMA_VERSION, parseEventData, type DomainEvent, type EventData, type EventMetadata } from '@svc/contracts/events/catalogue';
-import type { BlobStore } from '@svc/domain/ports/blob-store';
-import { WrongExpectedRevisionError, type AppendRequest, type EventStore, type StoredEvent } from '@svc/domain/ports/event-store';
-import type { Sql } from '@svc/domain/ports/sql';
-import { chunkText, type Passage } from '@svc/domain/search/chunking';
-import { filterAttributes, recordPassages } from '@svc/domain/search/indexable';
-import { streams } from '@svc/domain/shared/streams';
-import { tornDownCache } from '@svc/domain/tenancy/teardown';
+import { type DomainEvent, EVENT_SCHEMA_VERSION, type EventData, type EventMetadata, parseEventData, type SchemaDefinition } from '@svc/contracts';
+import { type AppendRequest, type BlobStore, type CatalogueItem, chunkText, type Embedder, type EventStore, filterAttributes, type IndexedItem, type Passage, recordPassages, type Sql, type StoredEvent, streams, type TextIndex, tornDownCache, type VectorIndex, WrongExpectedRevisionError } from '@svc/domain';
 import { catchUpFeed, type EventFeed } from '../runtime/feed';
-import { CATALOGUE_TABLES, SearchCatalogue, type CatalogueItem } from './catalogue';
+import { CATALOGUE_TABLES, SearchCatalogue } from './catalogue';
 import { documentCatalogueItem, loadDocument } from './documents';
-import type { Embedder } from './embeddings';
-import type { IndexedItem, TextIndex } from './text-index';
-import type { VectorIndex } from './vector-index';
 import { FairQueue, ROUND_PASSAGES, VectorJobStore, newJob, type Slice, type VecErr, type VectorJob, type VectorJobSpec } from './vector-queue';
 
 /**
@@ -41,7 +31,8 @@ import { FairQueue, ROUND_PASSAGES, VectorJobStore, newJob, type Slice, type Vec
  */
 export const SEARCH_INDEX = 'search-index';
 
-export interface SearchEngines {
+/** The engines the search projector writes (ports: domain/src/ports/search.ts), and its catalogue. */
+export interface IndexerEngines {
   text: TextIndex;
   vectors: VectorIndex;
   embedder: Embedder;
@@ -120,7 +111,7 @@ export class SearchIndexer {
   constructor(
     private readonly sql: Sql,
     private readonly store: EventStore,
-    readonly engines: SearchEngines,
+    readonly engines: IndexerEngines,
     private readonly o: IndexerOptions,
   ) {
     this.jobs = new VectorJobStore(sql);
@@ -215,6 +206,27 @@ export class SearchIndexer {
     }
     await this.settled();
     return this.position;
+  }
+
+  /**
+   * Queues re-embedding work that is not in the log's order (a context rebuilt for a new embedding model,
+   * vector-models.ts): in-memory jobs in their own lane, not stored (a restart plans them again) and not holding
+   * back `current`. An item with queued work keeps it (its own job writes the current model's vectors anyway).
+   * Returns the item ids queued.
+   */
+  reembed(jobs: Array<{ spec: Omit<VectorJobSpec, 'position'>; passages: Passage[]; lane: string }>): string[] {
+    const queued: string[] = [];
+    for (const { spec, passages, lane } of jobs) {
+      if (this.queue.current(spec.itemId) || !passages.length) continue;
+      const job = newJob({ ...spec, position: Number.MAX_SAFE_INTEGER, n: passages.length });
+      job.passages = passages;
+      job.lane = lane;
+      this.queue.put(job);
+      queued.push(spec.itemId);
+    }
+    this.settle();
+    this.kick();
+    return queued;
   }
 
   /** Batches and vector commits take turns. */

@@ -1,11 +1,8 @@
-import { contextOf } from '@svc/domain/search/chunking';
-import { parseComplexQuery, positiveText, type QueryNode } from '@svc/domain/search/query-syntax';
-import type { AttrValue } from '@svc/domain/search/indexable';
+import { type AttrValue, contextOf, type IndexedItem, type ItemFilter, parseComplexQuery, positiveText, type QueryNode, type TextHit, type TextIndex, TextIndexError, type TextSearch } from '@svc/domain';
 import { itemPredicate, type FilterableItem } from './filter-memory';
 import { markedSnippet, wordBounds } from './snippet';
 import { BM25, type PassageRow, type PgTextIndex } from './pg-fts';
 import { kthLargest } from './select';
-import { TextIndexError, type IndexedItem, type ItemFilter, type TextHit, type TextIndex, type TextSearch } from './text-index';
 
 /**
  * The embedded keyword index served from memory. PostgreSQL full-text search

@@ -1,6 +1,7 @@
 import { kthLargest } from './select';
 import { kernelsFor, wasm, type Kernels, type WasmMemory } from './vector-kernels';
-import { isoKey, type LanceVectorIndex, type MaintainReport, type VectorHit, type VectorIndex, type VectorRow, type VectorScope, type VectorSearch } from './vector-index';
+import type { MaintainReport, VectorHit, VectorIndex, VectorRow, VectorScope, VectorSearch } from '@svc/domain';
+import { isoKey, type LanceVectorIndex } from './vector-index';
 
 /**
  * Vector search from memory (role `all`): LanceDB stays the store, and this wraps it like

@@ -1,8 +1,6 @@
-import type { Sql, SqlQueryable } from '@svc/domain/ports/sql';
-import { parseComplexQuery, positiveText, type QueryNode } from '@svc/domain/search/query-syntax';
+import { type IndexedItem, parseComplexQuery, positiveText, type QueryNode, type Sql, type SqlQueryable, type TextHit, type TextIndex, TextIndexError, type TextSearch } from '@svc/domain';
 import { filterSql } from './filter-sql';
 import { markedSnippet, snippet, wordBounds } from './snippet';
-import { TextIndexError, type IndexedItem, type TextHit, type TextIndex, type TextSearch } from './text-index';
 
 type Analysed = Array<{ lexeme: string; pos: number }>;
 

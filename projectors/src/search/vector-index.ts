@@ -1,83 +1,5 @@
 import * as lancedb from '@lancedb/lancedb';
-
-/**
- * Vectors in LanceDB (DATA_DIR/lancedb, or LANCEDB_URI). One table per
- * embedding model; every row carries `iso` = `<tenantId>/<contextId>`, the
- * isolation key applied as a prefilter on every search, and `tenant_id` for
- * the per-tenant capacity. Cosine distance.
- *
- * Search is exact (flat) until the table holds `ann.minRows` rows; then the
- * writer (the search projector) builds an ANN index in the background, off the
- * request path (`maintain`), with scalar indexes on `iso` (bitmap) and
- * `item_id` (btree). Rows written after a build are searched exactly beside
- * the index until the next `maintain` folds them in (after
- * `ann.optimizeAfterRows` writes); the index is retrained with more partitions
- * when the table has grown `ann.retrainGrowth`×. An id-prefiltered search
- * (`itemIds`, at most a few thousand items) and a search of an isolation key
- * with too few rows for the probed partitions are exact. The default index
- * (IVF_FLAT) keeps the full vectors, so `similarity` is exact on every path.
- */
-export interface VectorRow {
-  itemId: string;
-  chunkNo: number;
-  tenantId: string;
-  contextId: string;
-  vector: number[];
-  chunkText: string;
-  contextText: string;
-}
-
-export interface VectorHit {
-  itemId: string;
-  chunkNo: number;
-  /** Cosine similarity, clamped to [0, 1]. */
-  similarity: number;
-  /** Absent when the search asked for no text (`text: false`): `hydrate` fills in the page shown. */
-  chunkText?: string;
-  contextText?: string;
-}
-
-export interface VectorSearch {
-  tenantId: string;
-  contextId: string;
-  vector: number[];
-  limit: number;
-  itemIds?: string[];
-  /** Skip the ANN index (ground truth for recall measurements). */
-  exact?: boolean;
-  /**
-   * false: the caller reads texts for the page shown only (`hydrate`), so an adapter may leave them out of
-   * the hits. The in-memory index does; LanceDB reads them with the search anyway (a second LanceDB query
-   * for the page costs more than the text columns of the hits: measured in docs/search.md).
-   */
-  text?: boolean;
-}
-
-/** The isolation key of hits to hydrate (their texts are read within it only). */
-export interface VectorScope {
-  tenantId: string;
-  contextId: string;
-}
-
-export interface VectorIndex {
-  init(): Promise<void>;
-  replaceItem(itemId: string, rows: VectorRow[]): Promise<void>;
-  /**
-   * Batched replaceItem (the search projector's write per batch): every listed item's rows are
-   * replaced by its new ones (an empty list removes the item). All or nothing per call is not
-   * promised (delete, then add): on a throw the caller treats every listed item as not written.
-   */
-  replaceItems?(items: Array<{ itemId: string; rows: VectorRow[] }>): Promise<void>;
-  deleteItem(itemId: string): Promise<void>;
-  deleteContext(tenantId: string, contextId: string): Promise<void>;
-  search(q: VectorSearch): Promise<VectorHit[]>;
-  /** Fills in chunkText / contextText of hits returned without them (`text: false`); a passage deleted meanwhile gets empty texts. */
-  hydrate(hits: VectorHit[], scope: VectorScope): Promise<void>;
-  /** Index upkeep (ANN build / fold-in / retrain, scalar indexes); writers run it in the background on their own. */
-  maintain?(o?: { force?: boolean }): Promise<MaintainReport>;
-  drop(): Promise<void>;
-  close(): Promise<void>;
-}
+import type { MaintainReport, VectorHit, VectorIndex, VectorRow, VectorScope, VectorSearch } from '@svc/domain';
 
 export interface AnnSettings {
   /** Build the ANN index once the table holds this many rows (IVF training needs enough rows). */
@@ -122,14 +44,6 @@ export const ANN_DEFAULTS: AnnSettings = {
   retrainGrowth: 4,
 };
 
-export interface MaintainReport {
-  rows: number;
-  /** What was done: 'none' (small table / nothing to do), 'built', 'retrained', 'optimized'. */
-  action: 'none' | 'built' | 'retrained' | 'optimized';
-  partitions?: number;
-  ms: number;
-}
-
 const str = (s: string) => `'${s.replace(/'/g, "''")}'`;
 export const isoKey = (tenantId: string, contextId: string) => `${tenantId}/${contextId}`;
 const VECTOR_INDEX = 'vector_idx';
@@ -139,6 +53,23 @@ const toRecord = (r: VectorRow) => ({
   chunk_text: r.chunkText, context_text: r.contextText, vector: r.vector,
 });
 
+/**
+ * Vectors in LanceDB (DATA_DIR/lancedb, or LANCEDB_URI). One table per
+ * embedding model; every row carries `iso` = `<tenantId>/<contextId>`, the
+ * isolation key applied as a prefilter on every search, and `tenant_id` for
+ * the per-tenant capacity. Cosine distance.
+ *
+ * Search is exact (flat) until the table holds `ann.minRows` rows; then the
+ * writer (the search projector) builds an ANN index in the background, off the
+ * request path (`maintain`), with scalar indexes on `iso` (bitmap) and
+ * `item_id` (btree). Rows written after a build are searched exactly beside
+ * the index until the next `maintain` folds them in (after
+ * `ann.optimizeAfterRows` writes); the index is retrained with more partitions
+ * when the table has grown `ann.retrainGrowth`×. An id-prefiltered search
+ * (`itemIds`, at most a few thousand items) and a search of an isolation key
+ * with too few rows for the probed partitions are exact. The default index
+ * (IVF_FLAT) keeps the full vectors, so `similarity` is exact on every path.
+ */
 export class LanceVectorIndex implements VectorIndex {
   private db: lancedb.Connection | undefined;
   private table: lancedb.Table | undefined;

@@ -1,6 +1,5 @@
-import type { EventMetadata } from '@svc/contracts/events/catalogue';
-import type { Passage } from '@svc/domain/search/chunking';
-import type { SqlQueryable } from '@svc/domain/ports/sql';
+import type { EventMetadata } from '@svc/contracts';
+import type { Passage, SqlQueryable } from '@svc/domain';
 
 /**
  * The search projector's semantic work, queued per tenant and served fairly
@@ -70,6 +69,12 @@ export interface VectorJob extends VectorJobSpec {
   passages?: Passage[];
   /** Vectors of passages 0..vectors.length-1. */
   vectors: number[][];
+  /**
+   * The FIFO it waits in (default: its tenant's). Re-embedding a context for a new model (vector-models.ts) queues
+   * its jobs in a lane of their own, served in turn like another tenant, so the tenant's new writes do not wait
+   * behind its rebuild.
+   */
+  lane?: string;
   /** Its vectors are being written and its outcome appended (not served meanwhile). */
   committing: boolean;
 }
@@ -82,6 +87,7 @@ export interface Slice {
 }
 
 export const newJob = (spec: VectorJobSpec): VectorJob => ({ ...spec, attempts: 0, stalls: 0, notBefore: 0, vectors: [], committing: false });
+const laneOf = (j: VectorJob) => j.lane ?? j.tenantId;
 
 /** Per-tenant FIFOs of vector jobs, served round-robin with a passage budget per round. */
 export class FairQueue {
@@ -110,10 +116,11 @@ export class FairQueue {
   /** Queues a job at the end of its tenant's FIFO, replacing the item's earlier job. */
   put(job: VectorJob): void {
     this.remove(job.itemId);
-    let fifo = this.tenants.get(job.tenantId);
+    const lane = laneOf(job);
+    let fifo = this.tenants.get(lane);
     if (!fifo) {
-      this.tenants.set(job.tenantId, (fifo = []));
-      this.order.push(job.tenantId);
+      this.tenants.set(lane, (fifo = []));
+      this.order.push(lane);
     }
     fifo.push(job);
     this.byItem.set(job.itemId, job);
@@ -123,15 +130,15 @@ export class FairQueue {
     const job = this.byItem.get(itemId);
     if (!job) return undefined;
     this.byItem.delete(itemId);
-    const fifo = this.tenants.get(job.tenantId)!;
+    const fifo = this.tenants.get(laneOf(job))!;
     fifo.splice(fifo.indexOf(job), 1);
-    if (!fifo.length) this.dropTenant(job.tenantId);
+    if (!fifo.length) this.dropTenant(laneOf(job));
     return job;
   }
 
   /** Cancels every job of a tenant's context; returns their item ids. */
   removeContext(tenantId: string, contextId: string): string[] {
-    const ids = (this.tenants.get(tenantId) ?? []).filter((j) => j.contextId === contextId).map((j) => j.itemId);
+    const ids = [...this.byItem.values()].filter((j) => j.tenantId === tenantId && j.contextId === contextId).map((j) => j.itemId);
     for (const id of ids) this.remove(id);
     return ids;
   }

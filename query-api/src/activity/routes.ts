@@ -1,6 +1,4 @@
-import { invalid } from '@svc/contracts/errors';
-import { ACTIVITY_DEFAULT_WINDOW_MS, LEGACY_ACTIVITY_RESOURCES, activityLogQuery, activityLogResponse } from '@svc/contracts/api/activity';
-import { route, type RouteSpec } from '@svc/contracts/http/route';
+import { ACTIVITY_DEFAULT_WINDOW_MS, activityLogQuery, activityLogResponse, invalid, LEGACY_ACTIVITY_RESOURCES, route, type RouteSpec } from '@svc/contracts';
 import type { ActivityLogStore } from './store';
 
 /**

@@ -1,5 +1,5 @@
-import type { Sql } from '@svc/domain/ports/sql';
-import type { ActivityEntry } from '@svc/contracts/api/activity';
+import type { Sql } from '@svc/domain';
+import type { ActivityEntry } from '@svc/contracts';
 
 /**
  * The activity log table (docs/api.md "Activity log"). Not a read model of the

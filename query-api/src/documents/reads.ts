@@ -1,5 +1,4 @@
-import type { Sql } from '@svc/domain/ports/sql';
-import type { LiveDocument } from '@svc/domain/documents/document';
+import type { LiveDocument, Sql } from '@svc/domain';
 
 export type DocumentRow = Omit<LiveDocument, 'exists'>;
 

@@ -1,9 +1,5 @@
-import { parseIsoTime, type ExportLine, type ExportQuery } from '@svc/contracts/api/export';
-import { invalid } from '@svc/contracts/errors';
-import { readTenantEvents, type EventStore, type StoredEvent } from '@svc/domain/ports/event-store';
-import { MASK } from '@svc/domain/records/view';
-import { isSealed } from '@svc/domain/records/sealed';
-import { streams } from '@svc/domain/shared/streams';
+import { type ExportLine, type ExportQuery, invalid, parseIsoTime } from '@svc/contracts';
+import { type EventStore, isSealed, MASK, readTenantEvents, type StoredEvent, streams } from '@svc/domain';
 
 /**
  * The audit export (docs/api.md "Export"): a tenant's stored events in commit

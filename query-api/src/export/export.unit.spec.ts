@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { exportQuery, parseIsoTime } from '@svc/contracts/api/export';
+import { exportQuery, parseIsoTime } from '@svc/contracts';
 import { EXPORT_STREAM_KINDS, maskEventData, parseKinds, selectionOf, streamKind } from './export';
 
 describe('export parameters', () => {

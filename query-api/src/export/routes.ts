@@ -1,8 +1,6 @@
 import { Readable } from 'node:stream';
-import { exportQuery } from '@svc/contracts/api/export';
-import { forbidden } from '@svc/contracts/errors';
-import { route, type RouteSpec } from '@svc/contracts/http/route';
-import type { EventStore } from '@svc/domain/ports/event-store';
+import { exportQuery, forbidden, route, type RouteSpec } from '@svc/contracts';
+import type { EventStore } from '@svc/domain';
 import { exportChunks, selectionOf } from './export';
 
 /** Bytes of export text buffered ahead of the socket (the stream reads the next page of the log only below it). */

@@ -1,5 +1,4 @@
-import type { Sql } from '@svc/domain/ports/sql';
-import type { LiveFolder } from '@svc/domain/folders/folder';
+import { implicitRootFolder, type LiveFolder, rootFolderId, type Sql } from '@svc/domain';
 
 export type FolderRow = Omit<LiveFolder, 'exists'>;
 
@@ -29,6 +28,22 @@ export class FolderReads {
   async byId(id: string): Promise<FolderRow | null> {
     const { rows } = await this.sql.query<Raw>('SELECT * FROM rm_folders WHERE folder_id = $1', [id]);
     return rows[0] ? toRow(rows[0]) : null;
+  }
+
+  /**
+   * The context's root while it is not recorded (a context created before roots came with their
+   * contexts, until its first folder write): as it will be recorded, from the context's creation.
+   * Null when the root is recorded, or the context is not live.
+   */
+  async implicitRoot(tenantId: string, contextId: string): Promise<FolderRow | null> {
+    const { rows } = await this.sql.query<{ created_at: Date | string }>(
+      `SELECT c.created_at FROM rm_contexts c
+        WHERE c.context_id = $1 AND c.tenant_id = $2 AND c.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM rm_folders f WHERE f.folder_id = $3)`,
+      [contextId, tenantId, rootFolderId(tenantId, contextId)],
+    );
+    if (!rows[0]) return null;
+    const { exists: _, ...root } = implicitRootFolder(tenantId, contextId, new Date(rows[0].created_at).toISOString());
+    return root;
   }
 
   /** Oldest first by (createdAt, id); filters (including the data scope) apply before the limit. */

@@ -1,32 +1,23 @@
-import { notFound } from '@svc/contracts/errors';
-import { idParam } from '@svc/contracts/api/tenancy';
-import { listEnvelope } from '@svc/contracts/common';
-import { folderResponse, listFoldersQuery } from '@svc/contracts/api/folders';
-import type { RequestMeta } from '@svc/contracts/http/principal';
-import { limitParam, type Paginator } from '@svc/contracts/http/pagination';
-import { route, type RouteSpec } from '@svc/contracts/http/route';
-import { canSeeFolder, folderView } from '@svc/domain/folders/folder';
+import { folderResponse, idParam, limitParam, listEnvelope, listFoldersQuery, notFound, type Paginator, type Principal, route, type RouteSpec } from '@svc/contracts';
+import { canSeeFolder, folderView, rootFolderId } from '@svc/domain';
+import type { HistoryReads } from '../history/reads';
+import { historyRoutes } from '../history/routes';
 import type { FolderReads } from './reads';
 
 /**
- * Makes sure the context root exists before a folder read (the first folder
- * call of a context creates it, reads included). Injected by the deployment so
- * this package never writes by itself.
+ * The caller's context root when the id names it and it is not recorded yet (a
+ * context created before roots came with their contexts): folder reads show it
+ * as it will be recorded, and never write it (its first folder write does).
  */
-export type EnsureRootFolder = (meta: RequestMeta) => Promise<unknown>;
+const implicitRootOf = (folders: FolderReads, p: Principal, id: string) =>
+  p.tenantId && p.contextId && id === rootFolderId(p.tenantId, p.contextId) ? folders.implicitRoot(p.tenantId, p.contextId) : Promise.resolve(null);
 
-/** Wraps folder routes (these and the folder history routes) so each call first ensures the root. */
-export const withRootFolder = (ensureRoot: EnsureRootFolder, routes: RouteSpec[]): RouteSpec[] =>
-  routes.map((r) => ({
-    ...r,
-    handler: async (ctx) => {
-      await ensureRoot(ctx.meta);
-      return r.handler(ctx);
-    },
-  }));
+/** Version history and tombstones of folders; an unrecorded root has no history yet (an empty list). */
+export const folderHistoryRoutes = (history: HistoryReads, folders: FolderReads): RouteSpec[] =>
+  historyRoutes(history, 'folder', 'folders:r', { tombstone: true, liveOwner: (id, p) => implicitRootOf(folders, p, id) });
 
-export function folderQueryRoutes(folders: FolderReads, pages: Paginator, ensureRoot: EnsureRootFolder): RouteSpec[] {
-  return withRootFolder(ensureRoot, [
+export function folderQueryRoutes(folders: FolderReads, pages: Paginator): RouteSpec[] {
+  return [
     route({
       method: 'GET',
       url: '/v1/folders/:id',
@@ -36,7 +27,7 @@ export function folderQueryRoutes(folders: FolderReads, pages: Paginator, ensure
       params: idParam,
       response: folderResponse,
       handler: async ({ params, principal: p }) => {
-        const f = await folders.byId(params.id);
+        const f = (await folders.byId(params.id)) ?? (await implicitRootOf(folders, p, params.id));
         if (!f || !canSeeFolder(p, f)) throw notFound();
         return folderView(f);
       },
@@ -56,8 +47,13 @@ export function folderQueryRoutes(folders: FolderReads, pages: Paginator, ensure
         const after = pages.start<[string, string]>(scope, params, startFrom);
         const ds = p.dataScope;
         const rows = await folders.list(p.tenantId!, p.contextId!, { ...filters, scopeUserId: ds?.userId ?? p.userId ?? undefined, scopeAnyOf: ds?.scopes }, after, limit + 1);
+        // The root lists first; an unrecorded one (see implicitRootOf) where a recorded one would be.
+        if (!after && !filters.userId && !filters.scope && !filters.parentFolderId && !rows[0]?.isProtected) {
+          const implicit = await folders.implicitRoot(p.tenantId!, p.contextId!);
+          if (implicit) rows.unshift(implicit);
+        }
         return pages.page(scope, params, rows, limit, (r) => [r.createdAt, r.id] as [string, string], folderView);
       },
     }),
-  ]);
+  ];
 }

@@ -1,5 +1,5 @@
-import { invalid } from '@svc/contracts/errors';
-import type { Sql } from '@svc/domain/ports/sql';
+import { invalid } from '@svc/contracts';
+import type { Sql } from '@svc/domain';
 
 export interface VersionRow {
   id: string;

@@ -1,10 +1,6 @@
 import { z } from 'zod';
-import { notFound } from '@svc/contracts/errors';
-import { idParam } from '@svc/contracts/api/tenancy';
-import { limitParam } from '@svc/contracts/http/pagination';
-import { route, type RouteSpec } from '@svc/contracts/http/route';
-import { canReach, type Owned } from '@svc/domain/tenancy/access';
-import type { Principal } from '@svc/contracts/http/principal';
+import { idParam, limitParam, notFound, type Principal, route, type RouteSpec } from '@svc/contracts';
+import { canReach, type Owned } from '@svc/domain';
 import type { HistoryReads } from './reads';
 
 /** GET /v1/<kind>s/:id/versions and /tombstone, the same for every entity kind. */
@@ -12,11 +8,11 @@ export function historyRoutes(
   history: HistoryReads,
   kind: 'record' | 'schema' | 'document' | 'folder',
   permission: string,
-  opts: { tombstone: boolean; visible?: (p: Principal, owner: Owned) => boolean; liveOwner?: (id: string) => Promise<Owned | null> },
+  opts: { tombstone: boolean; visible?: (p: Principal, owner: Owned) => boolean; liveOwner?: (id: string, p: Principal) => Promise<Owned | null> },
 ): RouteSpec[] {
   const visible = opts.visible ?? canReach;
   // An entity whose history is off (auditHistory: false) has no rows: its live state says who may ask.
-  const ownerOf = async (id: string) => (await history.lastOwner(id)) ?? (await opts.liveOwner?.(id)) ?? null;
+  const ownerOf = async (id: string, p: Principal) => (await history.lastOwner(id)) ?? (await opts.liveOwner?.(id, p)) ?? null;
   const base = `/v1/${kind}s/:id`;
   const routes: RouteSpec[] = [
     route({
@@ -28,7 +24,7 @@ export function historyRoutes(
       params: idParam,
       query: z.object({ limit: limitParam, startFrom: z.string().optional() }),
       handler: async ({ params, query, principal: p }) => {
-        const owner = await ownerOf(params.id);
+        const owner = await ownerOf(params.id, p);
         if (!owner || !visible(p, owner)) throw notFound();
         const page = await history.versions(p.tenantId!, p.contextId!, params.id, query.startFrom, query.limit);
         return { data: page.rows, nextCursor: page.more ? page.rows[page.rows.length - 1].id : null };

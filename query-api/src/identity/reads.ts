@@ -1,7 +1,4 @@
-import type { Sql } from '@svc/domain/ports/sql';
-import type { NamespaceEntry } from '@svc/domain/identity/namespace';
-import type { LiveUser } from '@svc/domain/identity/user';
-import type { LiveEntity } from '@svc/domain/identity/entity';
+import type { LiveEntity, LiveUser, NamespaceEntry, Sql } from '@svc/domain';
 
 export type UserRow = Omit<LiveUser, 'exists'>;
 export type EntityRow = Omit<LiveEntity, 'exists'>;

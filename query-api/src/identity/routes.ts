@@ -1,14 +1,6 @@
-import { notFound } from '@svc/contracts/errors';
-import { idParam } from '@svc/contracts/api/tenancy';
-import { listEnvelope } from '@svc/contracts/common';
-import { BUILTIN_NAMESPACES, entityResponse, listEntitiesQuery, listUsersQuery, namespaceParam, namespaceResponse, userResponse } from '@svc/contracts/api/identity';
-import { limitParam, type Paginator } from '@svc/contracts/http/pagination';
-import { route, type RouteSpec } from '@svc/contracts/http/route';
+import { BUILTIN_NAMESPACES, entityResponse, idParam, limitParam, listEntitiesQuery, listEnvelope, listUsersQuery, namespaceParam, namespaceResponse, notFound, type Paginator, route, type RouteSpec, userResponse } from '@svc/contracts';
+import { canReach, canSeeEntity, entityView, isBuiltinNamespace, type NamespaceEntry, namespaceView, userOwner, userView } from '@svc/domain';
 import { z } from 'zod';
-import { isBuiltinNamespace, namespaceView, type NamespaceEntry } from '@svc/domain/identity/namespace';
-import { userOwner, userView } from '@svc/domain/identity/user';
-import { canSeeEntity, entityView } from '@svc/domain/identity/entity';
-import { canReach } from '@svc/domain/tenancy/access';
 import type { SchemaReads } from '../schemas/reads';
 import type { IdentityReads } from './reads';
 

@@ -1,12 +1,6 @@
 import { z } from 'zod';
-import { invalid } from '@svc/contracts/errors';
-import { identifier } from '@svc/contracts/common';
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import type { Principal } from '@svc/contracts/http/principal';
-import type { Sql } from '@svc/domain/ports/sql';
-import { lookupsOf } from '@svc/domain/schemas/schema';
-import { checkNumberLiteral, checkNumberValue } from '@svc/contracts/json-numbers';
-import { dateMillis, encodeValue, sortBoundKey } from '@svc/domain/records/lookup-keys';
+import { checkNumberLiteral, checkNumberValue, identifier, invalid, type Principal, type SchemaDefinition } from '@svc/contracts';
+import { dateMillis, encodeValue, lookupsOf, sortBoundKey, type Sql } from '@svc/domain';
 
 /**
  * Record lookups: exactly one mode per call (exact, range or prefix), over the

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import { isServiceError } from '@svc/contracts/errors';
-import { encodeValue } from '@svc/domain/records/lookup-keys';
+import { isServiceError, type SchemaDefinition } from '@svc/contracts';
+import { encodeValue } from '@svc/domain';
 import { planLookup, type LookupParams } from './lookups';
 
 const def: SchemaDefinition = {

@@ -1,6 +1,5 @@
-import type { Sql } from '@svc/domain/ports/sql';
+import type { LiveRecord, Sql } from '@svc/domain';
 import type { ReadCache } from '../read-cache';
-import type { LiveRecord } from '@svc/domain/records/record';
 
 export type RecordRow = Omit<LiveRecord, 'exists'> & { indexStatus: string | null; indexFailure?: { code: string; message: string } | null; payloadBytes: number };
 

@@ -1,7 +1,5 @@
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import type { Sql } from '@svc/domain/ports/sql';
-import type { Principal } from '@svc/contracts/http/principal';
-import { canSeeSchema } from '@svc/domain/tenancy/access';
+import type { Principal, SchemaDefinition } from '@svc/contracts';
+import { canSeeSchema, type Sql } from '@svc/domain';
 
 export type SchemaDoc = SchemaDefinition & { id: string; schemaVersion: number; createdAt: string; updatedAt: string; active: boolean; capabilities: Record<string, boolean> };
 type Row = { doc: SchemaDoc; tenant_id: string; context_id: string; deleted: boolean; created_at: Date | string };

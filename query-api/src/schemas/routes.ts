@@ -1,10 +1,5 @@
 import { z } from 'zod';
-import { notFound } from '@svc/contracts/errors';
-import { idParam } from '@svc/contracts/api/tenancy';
-import { listEnvelope } from '@svc/contracts/common';
-import { SURFACES, schemaResponse } from '@svc/contracts/api/schemas';
-import { limitParam, type Paginator } from '@svc/contracts/http/pagination';
-import { route, type RouteSpec } from '@svc/contracts/http/route';
+import { idParam, limitParam, listEnvelope, notFound, type Paginator, route, type RouteSpec, schemaResponse, SURFACES } from '@svc/contracts';
 import type { SchemaReads } from './reads';
 
 export function schemaQueryRoutes(schemas: SchemaReads, pages: Paginator): RouteSpec[] {

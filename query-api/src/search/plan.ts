@@ -1,11 +1,5 @@
-import { invalid } from '@svc/contracts/errors';
-import type { SearchBody } from '@svc/contracts/api/search';
-import type { Principal } from '@svc/contracts/http/principal';
-import type { SchemaDefinition } from '@svc/contracts/api/schemas';
-import type { Sql } from '@svc/domain/ports/sql';
-import { parseFilters } from '@svc/domain/search/filters';
-import { BUILTIN_FILTER_KEYS } from '@svc/domain/search/indexable';
-import type { ItemFilter, SourceKind } from '@svc/projectors/search/text-index';
+import { invalid, type Principal, type SchemaDefinition, type SearchBody } from '@svc/contracts';
+import { BUILTIN_FILTER_KEYS, type ItemFilter, parseFilters, type SourceKind, type Sql } from '@svc/domain';
 
 /**
  * Turns a validated search body and the caller's credential into an

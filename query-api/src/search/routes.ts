@@ -1,14 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { ServiceError } from '@svc/contracts/errors';
-import { searchBody, searchResponse, type SearchBody, type SearchResponse, type SearchResult } from '@svc/contracts/api/search';
-import { route, type RouteSpec } from '@svc/contracts/http/route';
-import type { Principal } from '@svc/contracts/http/principal';
-import type { Sql } from '@svc/domain/ports/sql';
-import { aboveTextRelevance, convexFusion, type LegHit } from '@svc/domain/search/fusion';
-import { embedQuery } from '@svc/projectors/search/embeddings';
-import type { SearchEngines } from '@svc/projectors/search/indexer';
-import type { ItemFilter, TextHit, TextSearch } from '@svc/projectors/search/text-index';
-import type { VectorHit } from '@svc/projectors/search/vector-index';
+import { type Principal, route, type RouteSpec, type SearchBody, searchBody, searchResponse, type SearchResponse, type SearchResult, ServiceError } from '@svc/contracts';
+import { aboveTextRelevance, convexFusion, type ItemFilter, type LegHit, type SearchEngines, type Sql, type TextHit, type TextSearch, type VectorHit } from '@svc/domain';
 import { planFilter } from './plan';
 
 /**
@@ -35,6 +27,8 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
   await nextTurn();
   const filter = await planFilter(sql, p, b);
   const want = Math.min(CANDIDATES.max, Math.max(CANDIDATES.min, (b.offset + b.limit) * 3));
+  // The keyword weight tuned for the embedding model in use (else the default).
+  const fusion = { textWeight: engines.embedder.fusionTextWeight };
   const useText = b.mode !== 'SEMANTIC';
   const useVector = b.mode !== 'TEXT';
   const passages = new Map<string, Passage>();
@@ -46,8 +40,8 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
     return aboveTextRelevance(r.hits.map((h) => ({ key: keyOf(h.itemId, h.chunkNo), score: h.score })), b.minTextRelevance);
   };
   const vectorLeg = async (): Promise<LegHit[]> => {
-    const vector = await embedQuery(engines.embedder, b.query); // LRU-cached per exact query text
-    const hits = await vectorSearch(engines, filter, vector, want);
+    const vector = await engines.embedQuery(b.query); // LRU-cached per exact query text
+    const hits = await vectorSearch(engines, filter, vector, want, b.query);
     const out: LegHit[] = [];
     for (const h of hits) {
       if (b.minSimilarity !== undefined && h.similarity < b.minSimilarity) continue;
@@ -81,14 +75,14 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
     let ranked: Array<{ key: string; score: number; textScore: number; semanticScore: number }>;
     if (b.mode === 'TEXT') ranked = textHits.map((h) => ({ key: h.key, score: h.score, textScore: 0, semanticScore: 0 }));
     else if (b.mode === 'SEMANTIC') ranked = vecHits.map((h) => ({ key: h.key, score: h.score, textScore: 0, semanticScore: h.score }));
-    else if (!b.uniqueDocuments) ranked = convexFusion(textHits, vecHits);
+    else if (!b.uniqueDocuments) ranked = convexFusion(textHits, vecHits, fusion);
     else {
       // Documents are fused, so a document both legs found gets both scores even when their best passages differ;
       // it is shown with the keyword leg's passage (which has a snippet) when there is one.
       const shown = new Map<string, string>();
       for (const h of [...textHits, ...vecHits]) if (!shown.has(itemOf(h))) shown.set(itemOf(h), h.key);
       const byItem = (hits: LegHit[]) => hits.map((h) => ({ key: itemOf(h), score: h.score }));
-      ranked = convexFusion(byItem(textHits), byItem(vecHits)).map((f) => ({ ...f, key: shown.get(f.key)! }));
+      ranked = convexFusion(byItem(textHits), byItem(vecHits), fusion).map((f) => ({ ...f, key: shown.get(f.key)! }));
     }
     return { degradedLegs, ranked, page: ranked.slice(b.offset, b.offset + b.limit) };
   };
@@ -139,13 +133,13 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
 }
 
 /** The vector leg with every filter applied first: as an id prefilter, or (many admitted items) a wider search filtered afterwards. */
-async function vectorSearch(engines: SearchEngines, f: ItemFilter, vector: number[], limit: number) {
+async function vectorSearch(engines: SearchEngines, f: ItemFilter, vector: number[], limit: number, query?: string) {
   const narrowed = !!(f.sourceTypes || f.typeName || f.folderIds || f.userIds || f.scopesAll || f.scopesAny || f.createdAfter || f.createdBefore || f.clauses.length);
   // Hits without texts: the page's are read afterwards (VectorIndex.hydrate).
-  if (!narrowed) return engines.vectors.search({ tenantId: f.tenantId, contextId: f.contextId, vector, limit, text: false });
+  if (!narrowed) return engines.vectors.search({ tenantId: f.tenantId, contextId: f.contextId, vector, query, limit, text: false });
   const ids = await engines.catalogue.admitted(f, PREFILTER_IDS_MAX);
-  if (ids) return engines.vectors.search({ tenantId: f.tenantId, contextId: f.contextId, vector, limit, itemIds: ids, text: false });
-  const wide = await engines.vectors.search({ tenantId: f.tenantId, contextId: f.contextId, vector, limit: limit * 10, text: false });
+  if (ids) return engines.vectors.search({ tenantId: f.tenantId, contextId: f.contextId, vector, query, limit, itemIds: ids, text: false });
+  const wide = await engines.vectors.search({ tenantId: f.tenantId, contextId: f.contextId, vector, query, limit: limit * 10, text: false });
   const ok = await engines.catalogue.admit(f, wide.map((h) => h.itemId));
   return wide.filter((h) => ok.has(h.itemId)).slice(0, limit);
 }

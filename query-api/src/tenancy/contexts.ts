@@ -1,4 +1,4 @@
-import type { Sql } from '@svc/domain/ports/sql';
+import type { Sql } from '@svc/domain';
 
 export interface ContextRow {
   id: string;

@@ -1,7 +1,5 @@
-import type { Sql } from '@svc/domain/ports/sql';
-import type { Principal } from '@svc/contracts/http/principal';
-import { hashSecret } from '@svc/contracts/secrets';
-import { CREDENTIAL_CHANGE_CHANNEL } from '@svc/domain/tenancy/credentials';
+import { CREDENTIAL_CHANGE_CHANNEL, type Sql } from '@svc/domain';
+import { hashSecret, type Principal } from '@svc/contracts';
 
 type Row = {
   credential_id: string;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { hashSecret } from '@svc/contracts/secrets';
-import type { Sql } from '@svc/domain/ports/sql';
+import { hashSecret } from '@svc/contracts';
+import type { Sql } from '@svc/domain';
 import { CredentialResolver } from './credentials';
 
 /**

@@ -1,9 +1,5 @@
 import { z } from 'zod';
-import { notFound } from '@svc/contracts/errors';
-import { contextResponse, idParam } from '@svc/contracts/api/tenancy';
-import { listEnvelope } from '@svc/contracts/common';
-import { limitParam, type Paginator } from '@svc/contracts/http/pagination';
-import { route, type RouteSpec } from '@svc/contracts/http/route';
+import { contextResponse, idParam, limitParam, listEnvelope, notFound, type Paginator, route, type RouteSpec } from '@svc/contracts';
 import type { TenancyReads } from './contexts';
 
 export function tenancyQueryRoutes(reads: TenancyReads, pages: Paginator): RouteSpec[] {

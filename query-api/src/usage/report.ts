@@ -1,8 +1,5 @@
-import type { UsageQuery, UsageReport } from '@svc/contracts/api/usage';
-import type { Principal } from '@svc/contracts/http/principal';
-import type { Sql } from '@svc/domain/ports/sql';
-import { allowanceOf, type PriceTable } from '@svc/domain/usage/prices';
-import { CREDIT_CATEGORIES, milliMetric } from '@svc/projectors/read-models/usage';
+import type { Principal, UsageQuery, UsageReport } from '@svc/contracts';
+import { allowanceOf, CREDIT_CATEGORIES, milliMetric, type PriceTable, type Sql } from '@svc/domain';
 
 /**
  * The usage report (spec "Usage report"; docs/api.md "Usage") from the usage
@@ -72,7 +69,11 @@ export class UsageReads {
     const period = periodOfQuery(q, now);
     const accountId = p.accountId;
     const [accountRows, tenantRows, usageRows] = await Promise.all([
-      this.sql.query<{ doc: Record<string, unknown> }>('SELECT doc FROM rm_accounts WHERE account_id = $1', [accountId]),
+      this.sql.query<{ doc: Record<string, unknown> }>(
+        `SELECT a.doc || jsonb_build_object('inferenceBalanceCents', coalesce((a.doc->>'inferenceBalanceCents')::numeric, 0) - coalesce(s.spent_cents, 0)) AS doc
+           FROM rm_accounts a LEFT JOIN rm_inference_spend s ON s.account_id = a.account_id WHERE a.account_id = $1`,
+        [accountId],
+      ),
       this.sql.query<{ tenant_id: string; environment: Env }>('SELECT tenant_id, environment FROM rm_tenants WHERE account_id = $1', [accountId]),
       this.sql.query<Row>('SELECT tenant_id, environment, context_id, metric, value FROM rm_usage WHERE account_id = $1 AND period = $2', [accountId, period]),
     ]);

@@ -1,5 +1,4 @@
-import { usageQuery, usageReport } from '@svc/contracts/api/usage';
-import { route, type RouteSpec } from '@svc/contracts/http/route';
+import { route, type RouteSpec, usageQuery, usageReport } from '@svc/contracts';
 import type { UsageReads } from './report';
 
 /** GET /v1/usage (spec "Usage"): `billing:r` on scoped credentials (the root key always passes). */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BlobStore } from '@svc/domain/ports/blob-store';
+import type { BlobStore } from '@svc/domain';
 
 /**
  * The one contract every BlobStore adapter passes (files under DATA_DIR, an

@@ -1,4 +1,4 @@
-import { FileBlobStore } from '@svc/deploy/engines/blobs';
+import { FileBlobStore } from '@svc/deploy';
 import { tempDir } from '../support/engines';
 import { blobStoreContract } from './blob-store.contract';
 

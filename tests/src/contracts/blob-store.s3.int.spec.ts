@@ -1,4 +1,4 @@
-import { S3BlobStore } from '@svc/deploy/engines/s3-blobs';
+import { S3BlobStore } from '@svc/deploy';
 import { startObjectStore } from '../support/object-store';
 import { blobStoreContract } from './blob-store.contract';
 

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BuiltinEmbedder, EmbeddingError, OpenAiEmbedder } from '@svc/projectors/search/embeddings';
+import { BuiltinEmbedder, EmbeddingError, OpenAiEmbedder } from '@svc/projectors';
 import { eventually, startService, type TestService } from '../support/service';
 
 /**
@@ -50,7 +50,7 @@ describe('OpenAI-compatible embeddings adapter (EMBEDDINGS_URL)', () => {
     seen.length = 0;
     fault = 'none';
     const texts = Array.from({ length: 150 }, (_, i) => `Passage ${i} about ${i % 2 ? 'volcanoes and lava' : 'oceans and whales'}.`);
-    const e = new OpenAiEmbedder({ url, apiKey: 'sk-test', model: 'use-served', dims: 512 });
+    const e = new OpenAiEmbedder({ url, apiKey: 'sk-test', model: 'use-served', dims: model.dims });
     expect(e.model).toBe('openai:use-served');
     const got = await e.embed(texts);
     expect(seen.map((s) => s.inputs)).toEqual([64, 64, 22]);
@@ -64,13 +64,13 @@ describe('OpenAI-compatible embeddings adapter (EMBEDDINGS_URL)', () => {
   }, 60_000);
 
   it('a failing or malformed endpoint is an EmbeddingError (the indexer retries, then marks EMBEDDING_FAILED)', async () => {
-    const e = new OpenAiEmbedder({ url, model: 'use-served', dims: 512 });
+    const e = new OpenAiEmbedder({ url, model: 'use-served', dims: model.dims });
     for (const f of ['500', 'dims', 'count', 'html'] as const) {
       fault = f;
       await expect(e.embed(['one text', 'two texts']), f).rejects.toBeInstanceOf(EmbeddingError);
     }
     fault = 'none';
-    const gone = new OpenAiEmbedder({ url: 'http://127.0.0.1:1/v1/embeddings', model: 'x', dims: 512, timeoutMs: 2000 });
+    const gone = new OpenAiEmbedder({ url: 'http://127.0.0.1:1/v1/embeddings', model: 'x', dims: model.dims, timeoutMs: 2000 });
     await expect(gone.embed(['x'])).rejects.toBeInstanceOf(EmbeddingError);
   }, 60_000);
 });
@@ -79,7 +79,7 @@ describe('the service with EMBEDDINGS_URL', () => {
   let svc: TestService;
   beforeAll(async () => {
     fault = 'none';
-    svc = await startService({ env: { EMBEDDINGS_URL: url, EMBEDDINGS_MODEL: 'use-served', EMBEDDINGS_DIMENSIONS: '512', EMBEDDINGS_API_KEY: 'sk-svc' } });
+    svc = await startService({ env: { EMBEDDINGS_URL: url, EMBEDDINGS_MODEL: 'use-served', EMBEDDINGS_DIMENSIONS: String(model.dims), EMBEDDINGS_API_KEY: 'sk-svc' } });
   }, 120_000);
   afterAll(async () => svc?.stop());
 

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EventStore, NewEvent } from '@svc/domain/ports/event-store';
-import { readTenantEvents, WrongExpectedRevisionError } from '@svc/domain/ports/event-store';
-import { catchUp } from '@svc/projectors/runtime/catch-up';
+import { type EventStore, type NewEvent, readTenantEvents, type RecordedEvent, WrongExpectedRevisionError } from '@svc/domain';
+import { catchUp } from '@svc/projectors';
 
 /**
  * The one contract every event-store adapter passes. Each adapter's spec file
@@ -46,7 +45,7 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore 
       const r = await store.append(s, [ev('A', { n: 1 }), ev('B', { n: 2 }), ev('C', { n: 3 })], 'no_stream');
       expect(r.nextExpectedRevision).toBe(2);
       const fwd = await store.readStream(s);
-      expect(fwd.map((e) => [e.type, e.revision, e.data.n])).toEqual([['A', 0, 1], ['B', 1, 2], ['C', 2, 3]]);
+      expect(fwd.map((e: RecordedEvent) => [e.type, e.revision, e.data.n])).toEqual([['A', 0, 1], ['B', 1, 2], ['C', 2, 3]]);
       expect(fwd[2].position).toBe(r.position);
       expect(fwd[0].metadata.tenantId).toBe('t');
       const back = await store.readStream(s, { direction: 'backwards', maxCount: 2 });
@@ -139,7 +138,7 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore 
         batchSize: 3,
         signal: ac.signal,
         handle: async (events) => {
-          for (const e of events) if (e.streamId === s) seen.push(e.data.i as number);
+          for (const e of events as RecordedEvent[]) if (e.streamId === s) seen.push(e.data.i as number);
           return events[events.length - 1].position;
         },
       });

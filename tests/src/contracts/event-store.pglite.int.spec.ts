@@ -1,5 +1,5 @@
-import { PostgresEventStore } from '@svc/command-api/event-store/postgres';
-import { openPglite } from '@svc/deploy/engines/sql';
+import { PostgresEventStore } from '@svc/command-api';
+import { openPglite } from '@svc/deploy';
 import { tempDir } from '../support/engines';
 import { eventStoreContract } from './event-store.contract';
 

@@ -1,6 +1,6 @@
 import { describe } from 'vitest';
-import { PostgresEventStore } from '@svc/command-api/event-store/postgres';
-import { openPostgres } from '@svc/deploy/engines/sql';
+import { PostgresEventStore } from '@svc/command-api';
+import { openPostgres } from '@svc/deploy';
 import { freshPostgresSchema, serverUrl } from '../support/engines';
 import { eventStoreContract } from './event-store.contract';
 

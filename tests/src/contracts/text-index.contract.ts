@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chunkText } from '@svc/domain/search/chunking';
-import { parseFilters } from '@svc/domain/search/filters';
-import type { IndexedItem, ItemFilter, TextIndex, TextMode } from '@svc/projectors/search/text-index';
+import { chunkText, type IndexedItem, type ItemFilter, parseFilters, type TextIndex, type TextMode } from '@svc/domain';
 
 /**
  * The one contract every text-index adapter passes (PostgreSQL full-text

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPglite } from '@svc/deploy/engines/sql';
-import type { Sql } from '@svc/domain/ports/sql';
-import { ElasticsearchTextIndex } from '@svc/projectors/search/es';
-import { PgTextIndex } from '@svc/projectors/search/pg-fts';
-import type { TextHit, TextSearch } from '@svc/projectors/search/text-index';
+import { openPglite } from '@svc/deploy';
+import type { Sql, TextHit, TextSearch } from '@svc/domain';
+import { loadElasticsearch, PgTextIndex } from '@svc/projectors';
 import { ndcgAt10, QUERIES } from '../relevance/corpus';
 import { serverUrl, tempDir } from '../support/engines';
 import { PARITY_FILTERS, PARITY_MODES, parityItem, parityPassages } from './text-index.parity-fixtures';
 
+const { ElasticsearchTextIndex } = await loadElasticsearch();
+type ElasticsearchTextIndex = InstanceType<typeof ElasticsearchTextIndex>;
 const url = serverUrl('elasticsearch');
 const T = 'tenant-es-parity';
 const C = 'ctx-es-parity';

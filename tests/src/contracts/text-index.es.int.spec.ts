@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseFilters } from '@svc/domain/search/filters';
-import { ElasticsearchTextIndex } from '@svc/projectors/search/es';
-import { TextIndexError, type IndexedItem, type TextMode } from '@svc/projectors/search/text-index';
+import { type IndexedItem, parseFilters, TextIndexError, type TextMode } from '@svc/domain';
+import { loadElasticsearch } from '@svc/projectors';
 import { serverUrl } from '../support/engines';
 import { textIndexContract } from './text-index.contract';
 
+const { ElasticsearchTextIndex } = await loadElasticsearch();
 const url = serverUrl('elasticsearch');
 const base = url?.replace(/\/$/, '');
 const dropIndex = (index: string) => fetch(`${base}/${index}`, { method: 'DELETE' }).then(() => {}, () => {});

@@ -1,10 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPglite } from '@svc/deploy/engines/sql';
-import type { Sql } from '@svc/domain/ports/sql';
-import { chunkText } from '@svc/domain/search/chunking';
-import { MemoryTextIndex } from '@svc/projectors/search/memory-text';
-import { PgTextIndex } from '@svc/projectors/search/pg-fts';
-import type { IndexedItem, TextSearch } from '@svc/projectors/search/text-index';
+import { openPglite } from '@svc/deploy';
+import { chunkText, type IndexedItem, type Sql, type TextSearch } from '@svc/domain';
+import { MemoryTextIndex, PgTextIndex } from '@svc/projectors';
 import { QUERIES } from '../relevance/corpus';
 import { tempDir } from '../support/engines';
 import { PARITY_FILTERS, PARITY_MODES, parityItem, parityPassages } from './text-index.parity-fixtures';

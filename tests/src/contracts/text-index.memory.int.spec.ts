@@ -1,6 +1,5 @@
-import { openPglite } from '@svc/deploy/engines/sql';
-import { MemoryTextIndex } from '@svc/projectors/search/memory-text';
-import { PgTextIndex } from '@svc/projectors/search/pg-fts';
+import { openPglite } from '@svc/deploy';
+import { MemoryTextIndex, PgTextIndex } from '@svc/projectors';
 import { tempDir } from '../support/engines';
 import { textIndexContract } from './text-index.contract';
 

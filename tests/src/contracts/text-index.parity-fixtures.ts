@@ -1,6 +1,4 @@
-import { chunkText } from '@svc/domain/search/chunking';
-import { parseFilters } from '@svc/domain/search/filters';
-import type { IndexedItem, ItemFilter, TextMode } from '@svc/projectors/search/text-index';
+import { chunkText, type IndexedItem, type ItemFilter, parseFilters, type TextMode } from '@svc/domain';
 import { passages } from '../relevance/corpus';
 
 /**

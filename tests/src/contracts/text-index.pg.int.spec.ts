@@ -1,5 +1,5 @@
-import { openPglite, openPostgres } from '@svc/deploy/engines/sql';
-import { PgTextIndex } from '@svc/projectors/search/pg-fts';
+import { openPglite, openPostgres } from '@svc/deploy';
+import { PgTextIndex } from '@svc/projectors';
 import { describe } from 'vitest';
 import { freshPostgresSchema, serverUrl, tempDir } from '../support/engines';
 import { textIndexContract } from './text-index.contract';

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { MemoryVectorIndex } from '@svc/projectors/search/memory-vectors';
-import { LanceVectorIndex, type VectorIndex, type VectorRow } from '@svc/projectors/search/vector-index';
+import { LanceVectorIndex, MemoryVectorIndex } from '@svc/projectors';
+import type { VectorIndex, VectorRow } from '@svc/domain';
 import { tempDir } from '../support/engines';
 
 // VectorIndex.replaceItems (issue 7): the search projector's one write per batch — one delete of every

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { VectorHit, VectorIndex, VectorRow } from '@svc/projectors/search/vector-index';
+import type { VectorHit, VectorIndex, VectorRow } from '@svc/domain';
 
 /**
  * The contract every vector-index adapter passes (LanceDB; the in-memory index over it, role all).

@@ -1,4 +1,4 @@
-import { LanceVectorIndex } from '@svc/projectors/search/vector-index';
+import { LanceVectorIndex } from '@svc/projectors';
 import { tempDir } from '../support/engines';
 import { DIMS, vectorIndexContract } from './vector-index.contract';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryVectorIndex } from '@svc/projectors/search/memory-vectors';
-import { LanceVectorIndex, type VectorRow } from '@svc/projectors/search/vector-index';
+import { LanceVectorIndex, MemoryVectorIndex } from '@svc/projectors';
+import type { VectorRow } from '@svc/domain';
 import { tempDir } from '../support/engines';
 import { DIMS, unit, vectorIndexContract } from './vector-index.contract';
 

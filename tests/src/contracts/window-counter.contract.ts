@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { WindowCounter } from '@svc/command-api/limits/window-counter';
+import type { WindowCounter } from '@svc/command-api';
 
 /** The contract of the per-minute counters (rate limits, collision budget); every adapter passes it. */
 export function windowCounterContract(name: string, open: () => Promise<WindowCounter & { close?: () => Promise<void> }>) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RedisWindowCounter } from '@svc/command-api/limits/redis-window-counter';
+import { RedisWindowCounter } from '@svc/command-api';
 import { serverUrl } from '../support/engines';
 import { windowCounterContract } from './window-counter.contract';
 

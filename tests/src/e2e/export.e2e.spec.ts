@@ -5,8 +5,7 @@ import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { NewEvent, StoredEvent } from '@svc/domain/ports/event-store';
-import { streams } from '@svc/domain/shared/streams';
+import { type NewEvent, type StoredEvent, streams } from '@svc/domain';
 import { eventually, ROOT, startService, type Api, type Bootstrap, type TestService } from '../support/service';
 import { tempDir } from '../support/engines';
 

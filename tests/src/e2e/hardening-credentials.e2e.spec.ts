@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '@svc/deploy/config';
-import { buildService, type Service } from '@svc/deploy/service';
+import { buildService, loadConfig, type Service } from '@svc/deploy';
 import { freshPostgresSchema, serverUrl, tempDir } from '../support/engines';
 import { Api, OPERATOR_TOKEN, startService, type Bootstrap, type TestService } from '../support/service';
 

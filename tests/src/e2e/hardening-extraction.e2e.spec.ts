@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import JSZip from 'jszip';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import { Document, Packer, Paragraph, TextRun } from 'docx';
-import { EXTRACTION_LIMITS, extractText, MAX_EXTRACTION_ATTEMPTS } from '@svc/command-api/documents/extract';
-import { streams } from '@svc/domain/shared/streams';
+import { EXTRACTION_LIMITS, extractText, MAX_EXTRACTION_ATTEMPTS } from '@svc/projectors';
+import { streams } from '@svc/domain';
 import { eventually, startService, type Api, type TestService } from '../support/service';
 import { tempDir } from '../support/engines';
 

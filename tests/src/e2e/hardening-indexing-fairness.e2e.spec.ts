@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chunkText } from '@svc/domain/search/chunking';
+import { chunkText } from '@svc/domain';
 import { eventually, startService, type Api, type TestService } from '../support/service';
 
 /**

@@ -2,8 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '@svc/deploy/config';
-import { buildService } from '@svc/deploy/service';
+import { buildService, loadConfig } from '@svc/deploy';
 import { tempDir } from '../support/engines';
 import { ROOT, startService } from '../support/service';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AppendRequest } from '@svc/domain/ports/event-store';
+import type { AppendRequest } from '@svc/domain';
 import { startService, type Api, type Bootstrap, type TestService } from '../support/service';
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registeredNamespaces } from '@svc/command-api/identity/routes';
+import { registeredNamespaces } from '@svc/command-api';
 import { startService, type Api, type Bootstrap, type TestService } from '../support/service';
 
 /**

@@ -8,12 +8,12 @@
  * request used to fill a window is a write with an empty body (400 after the
  * gate): cheap, and counted like any write.
  */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { WireVersionTable } from '@svc/contracts/common';
-import { loadConfig } from '@svc/deploy/config';
-import { PLAN_RATE_LIMITS, rateLimitOf } from '@svc/command-api/limits/burst-limit';
-import { secondsToWindowEnd } from '@svc/command-api/limits/window-counter';
+import type { WireVersionTable } from '@svc/contracts';
+import { loadConfig } from '@svc/deploy';
+import { PLAN_RATE_LIMITS, rateLimitOf, secondsToWindowEnd } from '@svc/command-api';
 import { freePort, OPERATOR_TOKEN, startService, type Api, type Bootstrap, type TestService } from '../support/service';
 
 const DAY = 86_400_000;
@@ -374,5 +374,73 @@ describe.runIf(process.env.REDIS_URL)('per-account burst limit on Redis (REDIS_U
     expect((await svc.api.get('/v1/schemas', live.rootKey)).status).toBe(200);
     clock.nextMinute();
     expect(limitHeaders(await counted(svc.api, live.rootKey))).toEqual({ limit: '6', remaining: '5' });
+  });
+});
+
+/** A redis-server binary this test can start and stop itself (the machine's shared Redis is left alone). */
+const REDIS_SERVER = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).stdout.trim();
+
+describe.runIf(REDIS_SERVER)('a real Redis stopped and started again under a serving service (fail open)', () => {
+  const clock = testClock();
+  const lines: string[] = [];
+  let svc: TestService;
+  let port: number;
+  let redis: ChildProcess | undefined;
+
+  /** Starts redis-server on `port` (no persistence: a restart comes back empty) and waits until it answers. */
+  async function startRedis() {
+    redis = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    for (let i = 0; i < 100; i++) {
+      if (spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout.trim() === 'PONG') return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`redis-server did not answer on ${port}`);
+  }
+  async function stopRedis() {
+    const r = redis;
+    redis = undefined;
+    if (!r || r.exitCode !== null) return;
+    const gone = new Promise((res) => r.once('exit', res));
+    r.kill('SIGKILL');
+    await gone;
+  }
+
+  beforeAll(async () => {
+    port = await freePort();
+    await startRedis();
+    svc = await startService({ env: { REDIS_URL: `redis://127.0.0.1:${port}` }, hooks: { now: clock.now }, log: (m) => lines.push(m) });
+  });
+  afterAll(async () => {
+    await svc?.stop();
+    await stopRedis();
+  });
+
+  it('counts in Redis; with Redis stopped every request is allowed and the outage logged once; restarted, counting resumes', async () => {
+    clock.nextMinute();
+    const root = (await svc.api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 5 })).tenants.live.rootKey;
+    await spend(svc.api, root, 5, 5);
+    expectRateLimited(await counted(svc.api, root), 5);
+    // The count lives in Redis, not in the process.
+    expect(spawnSync('redis-cli', ['-p', String(port), '--scan', '--pattern', 'svc:window:burst:*'], { encoding: 'utf8' }).stdout).toMatch(/burst/);
+
+    await stopRedis();
+    for (let i = 0; i < 20; i++) {
+      const r = await counted(svc.api, root);
+      expect(r.status, r.text).toBe(400); // validation after the gate: the gate let it through
+      expect(limitHeaders(r)).toEqual({ limit: '5', remaining: '5' });
+    }
+    expect((await svc.api.get('/v1/schemas', root)).status).toBe(200);
+    expect(lines.filter((l) => /rate-limit counters unavailable, allowing requests/.test(l))).toHaveLength(1);
+
+    await startRedis(); // empty: the window starts again from zero
+    let back = false;
+    for (let i = 0; i < 100 && !back; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      back = limitHeaders(await counted(svc.api, root)).remaining !== '5';
+    }
+    expect(back).toBe(true);
+    clock.nextMinute();
+    await spend(svc.api, root, 5, 5);
+    expectRateLimited(await counted(svc.api, root), 5);
   });
 });

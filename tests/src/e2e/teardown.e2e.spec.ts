@@ -3,8 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Sql } from '@svc/domain/ports/sql';
-import { streams } from '@svc/domain/shared/streams';
+import { type Sql, streams } from '@svc/domain';
 import { eventually, ROOT, startService, type Api, type Bootstrap, type TestService } from '../support/service';
 import { tempDir } from '../support/engines';
 

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { StoredEvent } from '@svc/domain/ports/event-store';
-import { usageProjection } from '@svc/projectors/read-models/usage';
+import type { StoredEvent } from '@svc/domain';
+import { usageProjection } from '@svc/projectors';
 import { serverUrl, tempDir } from '../support/engines';
 import { OPERATOR_TOKEN, ROOT, startService, type Api, type Bootstrap, type TestService, eventually } from '../support/service';
 

@@ -1,16 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PostgresEventStore } from '@svc/command-api/event-store/postgres';
-import { EVENT_SCHEMA_VERSION } from '@svc/contracts/events/catalogue';
-import { openPglite } from '@svc/deploy/engines/sql';
-import type { Sql } from '@svc/domain/ports/sql';
-import { streams } from '@svc/domain/shared/streams';
-import { SearchCatalogue } from '@svc/projectors/search/catalogue';
-import type { Embedder } from '@svc/projectors/search/embeddings';
-import { SearchIndexer } from '@svc/projectors/search/indexer';
-import { PgTextIndex } from '@svc/projectors/search/pg-fts';
-import { LanceVectorIndex, type VectorRow } from '@svc/projectors/search/vector-index';
-import { FileBlobStore } from '@svc/deploy/engines/blobs';
+import { PostgresEventStore } from '@svc/command-api';
+import { EVENT_SCHEMA_VERSION } from '@svc/contracts';
+import { FileBlobStore, openPglite } from '@svc/deploy';
+import { type Sql, streams, type VectorRow } from '@svc/domain';
+import { type Embedder, LanceVectorIndex, PgTextIndex, SearchCatalogue, SearchIndexer } from '@svc/projectors';
 import { tempDir } from '../support/engines';
 
 /**

@@ -1,17 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PostgresEventStore } from '@svc/command-api/event-store/postgres';
-import { EVENT_SCHEMA_VERSION } from '@svc/contracts/events/catalogue';
-import { FileBlobStore } from '@svc/deploy/engines/blobs';
-import { openPglite } from '@svc/deploy/engines/sql';
-import type { Sql } from '@svc/domain/ports/sql';
-import { streams } from '@svc/domain/shared/streams';
-import { readCheckpoint } from '@svc/projectors/runtime/checkpoints';
-import { SearchCatalogue } from '@svc/projectors/search/catalogue';
-import type { Embedder } from '@svc/projectors/search/embeddings';
-import { SEARCH_INDEX, SearchIndexer } from '@svc/projectors/search/indexer';
-import { PgTextIndex } from '@svc/projectors/search/pg-fts';
-import { LanceVectorIndex } from '@svc/projectors/search/vector-index';
+import { PostgresEventStore } from '@svc/command-api';
+import { EVENT_SCHEMA_VERSION } from '@svc/contracts';
+import { FileBlobStore, openPglite } from '@svc/deploy';
+import { type Sql, streams } from '@svc/domain';
+import { type Embedder, LanceVectorIndex, PgTextIndex, readCheckpoint, SEARCH_INDEX, SearchCatalogue, SearchIndexer } from '@svc/projectors';
 import { tempDir } from '../support/engines';
 
 /**

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { Kafka, logLevel, type KafkaMessage } from 'kafkajs';
-import type { KafkaSettings } from '@svc/projectors/kafka/client';
+import type { KafkaSettings } from '@svc/projectors';
 import { ROOT } from '../support/service';
 import { serverUrl } from '../support/engines';
 

@@ -1,12 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventCodec, metadataCodec } from '@svc/contracts/events/avro';
-import type { EventType } from '@svc/contracts/events/catalogue';
-import type { StoredEvent } from '@svc/domain/ports/event-store';
-import { writeCheckpoint } from '@svc/projectors/runtime/checkpoints';
-import { KafkaRelay, RELAY } from '@svc/projectors/kafka/relay';
-import { KafkaFeed } from '@svc/projectors/kafka/feed';
-import { H } from '@svc/projectors/kafka/messages';
+import { eventCodec, type EventType, metadataCodec } from '@svc/contracts';
+import type { StoredEvent } from '@svc/domain';
+import { H, KafkaFeed, KafkaRelay, RELAY, writeCheckpoint } from '@svc/projectors';
 import { eventually, startService, type TestService } from '../support/service';
 import { brokers, freshTopic, readTopic, settingsFor, SKIP_REASON, type RawMessage } from './kafka-support';
 

@@ -1,26 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPglite } from '@svc/deploy/engines/sql';
-import type { Sql } from '@svc/domain/ports/sql';
-import type { Principal } from '@svc/contracts/http/principal';
-import { searchBody } from '@svc/contracts/api/search';
-import { SearchCatalogue } from '@svc/projectors/search/catalogue';
-import { BuiltinEmbedder } from '@svc/projectors/search/embeddings';
-import type { SearchEngines } from '@svc/projectors/search/indexer';
-import { PgTextIndex } from '@svc/projectors/search/pg-fts';
-import { LanceVectorIndex } from '@svc/projectors/search/vector-index';
-import { runSearch } from '@svc/query-api/search/routes';
+import { openPglite } from '@svc/deploy';
+import type { SearchEngines, Sql } from '@svc/domain';
+import { type Principal, searchBody } from '@svc/contracts';
+import { BuiltinEmbedder, embedQuery, type IndexerEngines, LanceVectorIndex, PgTextIndex, SearchCatalogue } from '@svc/projectors';
+import { runSearch } from '@svc/query-api';
 import { tempDir } from '../support/engines';
 import { ndcgAt10, QUERIES, passages } from './corpus';
 
 /**
  * Relevance of the real search pipeline (PostgreSQL BM25 on PGlite, LanceDB,
- * the built-in embedding model, reciprocal-rank fusion) on the project's own
+ * the built-in embedding model, convex fusion with the model's weight) on the project's own
  * judged set: nDCG@10 per mode, reported and held to floors.
  */
 const T = 'relevance-tenant';
 const C = 'relevance-context';
 let sql: Sql;
-let engines: SearchEngines;
+let engines: IndexerEngines & SearchEngines;
 const tmp = tempDir('svc-relevance-');
 const principal: Principal = {
   credentialId: 'k', kind: 'root', accountId: 'a', tenantId: T, environment: 'live', contextId: C, crossContext: false, allowedActions: ['*'],
@@ -30,7 +25,7 @@ const principal: Principal = {
 beforeAll(async () => {
   sql = await openPglite(tmp.dir + '/pg');
   const embedder = new BuiltinEmbedder();
-  engines = { text: new PgTextIndex(sql), vectors: new LanceVectorIndex(tmp.dir + '/lancedb', embedder.model, embedder.dims), embedder, catalogue: new SearchCatalogue(sql) };
+  engines = { text: new PgTextIndex(sql), vectors: new LanceVectorIndex(tmp.dir + '/lancedb', embedder.model, embedder.dims), embedder, catalogue: new SearchCatalogue(sql), embedQuery: (q) => embedQuery(embedder, q) };
   await engines.text.init();
   await engines.vectors.init();
   await engines.catalogue.init();
@@ -51,7 +46,15 @@ afterAll(async () => {
   tmp.remove();
 });
 
-const FLOORS = { TEXT: 0.686, SEMANTIC: 0.688, HYBRID: 0.703 };
+/**
+ * Floors about 0.01 under the figures measured when they were set, per built-in model: bge-small-en-v1.5 (the
+ * default; TEXT 0.696, SEMANTIC 0.791, HYBRID 0.809 with α 0.4) and the Universal Sentence Encoder (the fallback
+ * when the model is not installed; 0.696 / 0.698 / 0.713 with α 0.8).
+ */
+const FLOORS_BY_MODEL: Record<string, { TEXT: number; SEMANTIC: number; HYBRID: number }> = {
+  'bge-small-en-v1.5-q': { TEXT: 0.686, SEMANTIC: 0.781, HYBRID: 0.799 },
+  'builtin-use-512': { TEXT: 0.686, SEMANTIC: 0.688, HYBRID: 0.703 },
+};
 
 describe('relevance (nDCG@10 on the project relevance set)', () => {
   it('reports each mode; HYBRID beats TEXT and SEMANTIC; each clears its floor', async () => {
@@ -73,8 +76,9 @@ describe('relevance (nDCG@10 on the project relevance set)', () => {
     console.log(`nDCG@10 over ${QUERIES.length} queries / ${ps.length} passages:`, JSON.stringify(table));
     expect(table.HYBRID.all).toBeGreaterThan(table.TEXT.all);
     expect(table.HYBRID.all).toBeGreaterThan(table.SEMANTIC.all);
-    // Floors about 0.01 under the figures measured when they were set (TEXT 0.696, SEMANTIC 0.698, HYBRID 0.713):
-    // a change that lowers quality fails the build. Raise them when quality rises.
+    // A change that lowers quality fails the build. Raise the floors when quality rises.
+    const FLOORS = FLOORS_BY_MODEL[engines.embedder.model];
+    console.log(`model ${engines.embedder.model}`);
     expect(table.TEXT.all).toBeGreaterThanOrEqual(FLOORS.TEXT);
     expect(table.SEMANTIC.all).toBeGreaterThanOrEqual(FLOORS.SEMANTIC);
     expect(table.HYBRID.all).toBeGreaterThanOrEqual(FLOORS.HYBRID);

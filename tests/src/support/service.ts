@@ -2,8 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { loadConfig } from '@svc/deploy/config';
-import { buildService, type Service, type ServiceHooks } from '@svc/deploy/service';
+import { buildService, loadConfig, type Service, type ServiceHooks } from '@svc/deploy';
 import { freshPostgresSchema, serverUrl, tempDir } from './engines';
 
 export const ROOT = resolve(import.meta.dirname, '../../..');
@@ -105,10 +104,19 @@ export async function startService(
 const ENGINE_VARS = ['DATABASE_URL', 'EVENTSTORE_URL', 'KAFKA_BROKERS', 'ELASTICSEARCH_URL', 'LANCEDB_URI', 'REDIS_URL', 'OBJECT_STORE_URL', 'EMBEDDINGS_URL', 'LLM_URL'];
 const embeddedEnv = () => Object.fromEntries(ENGINE_VARS.map((v) => [v, '']));
 
+/**
+ * How a spawned service runs: the sources through tsx (default), or, with SERVICE_RUNTIME=compiled, the
+ * compiled build `npm start` runs (deploy/dist, built by `npm run build`; `npm ci` builds it).
+ */
+export const serviceCommand = (entry: 'start' | 'rebuild' | 'export'): string[] =>
+  process.env.SERVICE_RUNTIME === 'compiled'
+    ? ['--conditions=compiled', join(ROOT, `deploy/dist/${entry}.js`)]
+    : ['--import', 'tsx', join(ROOT, `deploy/src/${entry}.ts`)];
+
 /** Starts `npm start` as a child process (for kill/restart tests). Resolves once /healthz answers. */
 export async function spawnService(dataDir: string, port: number, env: Record<string, string> = {}): Promise<{ child: ChildProcess; api: Api; output: () => string }> {
   let out = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'deploy/src/start.ts')], {
+  const child = spawn(process.execPath, serviceCommand('start'), {
     cwd: ROOT,
     env: { ...process.env, ...embeddedEnv(), DATA_DIR: dataDir, PORT: String(port), OPERATOR_TOKEN, DEFAULT_PLAN: 'enterprise', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,20 +1,15 @@
-import { ensureCheckpoints, readCheckpoint, writeCheckpoint } from '@svc/projectors/runtime/checkpoints';
 import { randomUUID } from 'node:crypto';
-import { EVENT_SCHEMA_VERSION, type DomainEvent, type EventData, type EventMetadata } from '@svc/contracts/events/catalogue';
-import type { BlobStore } from '@svc/domain/ports/blob-store';
-import { WrongExpectedRevisionError, type EventStore, type StoredEvent } from '@svc/domain/ports/event-store';
-import type { Sql } from '@svc/domain/ports/sql';
-import { documentAggregate, type DocumentState, type LiveDocument } from '@svc/domain/documents/document';
-import { documentBlobKeys } from '@svc/domain/documents/grants';
-import { streams } from '@svc/domain/shared/streams';
-import { blobPrefix, isTornDown } from '@svc/domain/tenancy/teardown';
-import { catchUpFeed, type EventFeed } from '@svc/projectors/runtime/feed';
-import { loadAggregate, toNewEvents } from '../handle-command';
+import { type DomainEvent, EVENT_SCHEMA_VERSION, type EventData, type EventMetadata, parseEventData } from '@svc/contracts';
+import { blobPrefix, type BlobStore, documentBlobKeys, type DocumentState, type EventStore, isTornDown, type LiveDocument, type Sql, type StoredEvent, streams, WrongExpectedRevisionError } from '@svc/domain';
+import { ensureCheckpoints, readCheckpoint, writeCheckpoint } from '../runtime/checkpoints';
+import { catchUpFeed, type EventFeed } from '../runtime/feed';
+import { loadDocument } from '../search/documents';
 import { canExtract, extractText, ExtractionAbortedError, MAX_EXTRACT_BYTES, MAX_EXTRACTION_ATTEMPTS } from './extract';
 
 /** Documents processed at once within a batch. */
 const CONCURRENCY = 8;
-const REACTS_TO = new Set(['DocumentFileUploaded', 'DocumentTextReady', 'DocumentIndexed', 'DocumentIndexSkipped']);
+/** The events the worker reacts to, one document's each. */
+const reactsTo = (e: StoredEvent) => e.type === 'DocumentFileUploaded' || e.type === 'DocumentTextReady' || e.type === 'DocumentIndexed' || e.type === 'DocumentIndexSkipped';
 // ContextDeleted / TenantTornDown: the context's (`<tenant>/<context>/`) or the tenant's (`<tenant>/`) blobs are deleted after each batch's reactions.
 
 export interface DocumentWorkerStats {
@@ -91,8 +86,8 @@ export class DocumentWorker {
   private async handle(events: StoredEvent[]): Promise<number> {
     const byDocument = new Map<string, StoredEvent[]>();
     for (const e of events) {
-      if (!REACTS_TO.has(e.type)) continue;
-      const id = (e.data as { documentId: string }).documentId;
+      if (!reactsTo(e)) continue;
+      const id = e.data.documentId;
       const list = byDocument.get(id);
       if (list) list.push(e);
       else byDocument.set(id, [e]);
@@ -112,8 +107,7 @@ export class DocumentWorker {
     // Teardown: after the batch's reactions (whatever they wrote under the prefix goes too). Idempotent, so a replay is harmless.
     for (const e of events) {
       if (e.type !== 'ContextDeleted' && e.type !== 'TenantTornDown') continue;
-      const d = e.data as { tenantId: string; contextId?: string };
-      const n = await this.o.blobs.deletePrefix(blobPrefix(d.tenantId, e.type === 'ContextDeleted' ? d.contextId : undefined));
+      const n = await this.o.blobs.deletePrefix(blobPrefix(e.data.tenantId, e.type === 'ContextDeleted' ? e.data.contextId : undefined));
       this.stats.reactions += 1;
       if (n) this.o.log?.(`document worker: ${e.type}: deleted ${n} blob(s)`);
     }
@@ -126,10 +120,10 @@ export class DocumentWorker {
   private async react(e: StoredEvent): Promise<void> {
     switch (e.type) {
       case 'DocumentFileUploaded':
-        return this.extract(e.data as EventData<'DocumentFileUploaded'>, e);
+        return this.extract(e.data, e);
       case 'DocumentTextReady': {
         // Store-only documents are never indexed: STORED here, once. Everything else is settled by the search projector.
-        const { documentId, textRevision } = e.data as EventData<'DocumentTextReady'>;
+        const { documentId, textRevision } = e.data;
         await this.appendIf(documentId, e, (s) =>
           s.exists && s.indexMode === 'NONE' && s.status === 'PENDING_INDEX' && s.textRevision === textRevision
             ? [{ type: 'DocumentIndexSkipped', data: { documentId, status: 'STORED', textRevision } }]
@@ -139,7 +133,7 @@ export class DocumentWorker {
       }
       case 'DocumentIndexed':
       case 'DocumentIndexSkipped':
-        return this.discardText(e.data as EventData<'DocumentIndexed'>, e);
+        return this.discardText(e.data, e);
     }
   }
 
@@ -154,12 +148,12 @@ export class DocumentWorker {
   private async appendIf(documentId: string, cause: StoredEvent, decide: (s: DocumentState) => Promise<DomainEvent[] | null> | DomainEvent[] | null): Promise<boolean> {
     const streamId = streams.document(documentId);
     for (let attempt = 0; attempt < 10; attempt++) {
-      const { state, revision } = await loadAggregate(this.o.store, streamId, documentAggregate);
+      const { state, revision } = await loadDocument(this.o.store, documentId);
       if (!state.exists) return false;
       const events = await decide(state);
       if (!events?.length) return false;
       try {
-        await this.o.store.appendMulti([{ streamId, events: toNewEvents({ newId: randomUUID }, events, this.metadata(cause, state)), expectedRevision: revision }]);
+        await this.o.store.appendMulti([{ streamId, events: events.map((e) => ({ id: randomUUID(), type: e.type, data: parseEventData(e.type, e.data) as Record<string, unknown>, metadata: this.metadata(cause, state) })), expectedRevision: revision }]);
         return true;
       } catch (err) {
         if (err instanceof WrongExpectedRevisionError) continue;
@@ -187,7 +181,7 @@ export class DocumentWorker {
         return [{ type: 'DocumentFailed', data: { documentId: id, code: 'INDEXING_FAILED', message: `Text extraction was interrupted ${interrupted} times (the service stopped during it); not retried` } }];
       return [started];
     });
-    const { state } = await loadAggregate(this.o.store, streams.document(id), documentAggregate);
+    const { state } = await loadDocument(this.o.store, id);
     if (!mine(state) || state.status !== 'EXTRACTING') return;
     const settle = (events: DomainEvent[]) => this.appendIf(id, cause, (s) => (mine(s) && s.status === 'EXTRACTING' ? events : null));
     // No text to be had: a store-only document is simply STORED; otherwise it failed.
@@ -228,7 +222,7 @@ export class DocumentWorker {
   /** DocumentExtractionStarted events of this upload on the document's stream (attempts begun). */
   private async extractionAttempts(documentId: string, uploadId: string): Promise<number> {
     const events = await this.o.store.readStream(streams.document(documentId));
-    return events.filter((e) => e.type === 'DocumentExtractionStarted' && (e.data as EventData<'DocumentExtractionStarted'>).uploadId === uploadId).length;
+    return events.filter((e) => e.type === 'DocumentExtractionStarted' && e.data.uploadId === uploadId).length;
   }
 
   /** storeText: false — once indexing settled, the text goes (event first, then the blob). */

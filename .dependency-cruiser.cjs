@@ -1,0 +1,93 @@
+/**
+ * The package edges (docs/architecture.md, "Packages"): `npm run lint:deps`, run by .ci/run.
+ *
+ *   contracts <- domain <- command-api, query-api, projectors <- deploy        (tests may import anything)
+ *
+ * A workspace imports another only through its one entry point (`@svc/<name>`, its src/index.ts),
+ * and only in the direction of the arrows: the two APIs never import the projectors (nor each
+ * other); they reach engines through the ports declared in domain/src/ports, which deploy wires.
+ */
+const { readFileSync } = require('node:fs');
+
+const PKG = '(contracts|domain|command-api|query-api|projectors|deploy)';
+/** The arrows of the architecture: what each workspace may depend on. */
+const ARCH = {
+  contracts: [],
+  domain: ['contracts'],
+  'command-api': ['contracts', 'domain'],
+  'query-api': ['contracts', 'domain'],
+  projectors: ['contracts', 'domain'],
+  deploy: ['contracts', 'domain', 'command-api', 'query-api', 'projectors'],
+};
+/** What each workspace's package.json declares; a declaration against the arrows stops the check. */
+const declared = Object.fromEntries(
+  Object.keys(ARCH).map((w) => {
+    const deps = Object.keys(JSON.parse(readFileSync(`${__dirname}/${w}/package.json`, 'utf8')).dependencies ?? {});
+    const ws = deps.filter((d) => d.startsWith('@svc/')).map((d) => d.slice('@svc/'.length));
+    const against = ws.filter((d) => !ARCH[w].includes(d));
+    if (against.length) throw new Error(`${w}/package.json declares ${against.map((d) => `@svc/${d}`).join(', ')}: against the package edges (.dependency-cruiser.cjs, ARCH)`);
+    return [w, ws];
+  }),
+);
+const layer = (w) => ({
+  name: `${w}-imports-${declared[w].join('-') || 'no-workspace'}`,
+  comment: `${w} imports ${declared[w].length ? declared[w].join(', ') : 'no other workspace'} (its declared workspace dependencies) and nothing else`,
+  severity: 'error',
+  from: { path: `^${w}/src/` },
+  to: { path: `^${PKG}/src/`, pathNot: [w, ...declared[w]].map((p) => `^${p}/src/`) },
+});
+
+module.exports = {
+  forbidden: [
+    ...Object.keys(ARCH).map(layer),
+    {
+      name: 'apis-never-import-projectors',
+      comment: 'the APIs reach the barrier, checkpoints, feeds and search engines through the ports in domain/src/ports only',
+      severity: 'error',
+      from: { path: '^(command-api|query-api)/' },
+      to: { path: '^projectors/' },
+    },
+    {
+      name: 'no-import-of-tests',
+      comment: 'nothing but the tests imports the tests',
+      severity: 'error',
+      from: { path: `^${PKG}/` },
+      to: { path: '^tests/' },
+    },
+    {
+      name: 'no-runtime-import-loop',
+      comment: 'modules never import each other in a loop at run time (type-only imports aside): a service is not imported from a route file',
+      severity: 'error',
+      from: { path: `^${PKG}/src/` },
+      to: { circular: true, dependencyTypesNot: ['type-only'], viaOnly: { dependencyTypesNot: ['type-only'] } },
+    },
+    {
+      name: 'no-deep-package-import',
+      comment: 'a workspace exports one entry point: @svc/<name>/<path> does not resolve',
+      severity: 'error',
+      from: {},
+      to: { couldNotResolve: true, path: '^@svc/' },
+    },
+    {
+      name: 'entry-point-only',
+      comment: 'another workspace is imported through its entry point (@svc/<name>, src/index.ts), never a file inside it',
+      severity: 'error',
+      from: { path: `^${PKG}/src/` },
+      to: { path: `^${PKG}/src/(?!index\\.ts$)`, pathNot: '^$1/src/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '(^|/)(node_modules|dist)/' },
+    tsConfig: { fileName: 'tsconfig.json' },
+    tsPreCompilationDeps: true,
+    combinedDependencies: false,
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'default'],
+      extensions: ['.ts', '.mjs', '.js', '.d.ts'],
+      mainFields: ['module', 'main', 'types'],
+    },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};

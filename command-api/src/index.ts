@@ -1,0 +1,23 @@
+// @svc/command-api: the package's one entry point. The write side: route handlers, the command handler (load, decide, append), uniqueness reservations, sealing, limits, metering, and the event-store adapters.
+export * from './documents/routes';
+export * from './documents/storage';
+export * from './documents/upload-poller';
+export * from './event-store/postgres';
+export * from './folders/load';
+export * from './folders/routes';
+export * from './handle-command';
+export * from './identity/routes';
+export * from './limits/burst-limit';
+export * from './limits/redis-window-counter';
+export * from './limits/window-counter';
+export * from './records/batch';
+export * from './records/routes';
+export * from './records/sealing';
+export * from './schemas/routes';
+export * from './tenancy/routes';
+export * from './usage/gates';
+export * from './usage/meter';
+export * from './usage/read-metering';
+
+/** The KurrentDB adapter, loaded only when EVENTSTORE_URL is set (its gRPC client is large). */
+export const loadKurrentDb = () => import('./event-store/kurrentdb');

@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { ServiceError } from '@svc/contracts';
+import { allowanceOf, loadPrices } from '@svc/domain';
+import { CachedStanding, requireCredits, type AccountStanding } from './gates';
+
+/** A read model that counts its queries and answers what the test says the account has used. */
+function readModel(plan = 'free') {
+  const state = { usedMilli: 0, queries: 0 };
+  const inner: AccountStanding = {
+    async standing() {
+      state.queries++;
+      return { account: { plan }, usedMilli: state.usedMilli };
+    },
+  };
+  return { state, inner };
+}
+
+describe('CachedStanding', () => {
+  it('takes a moved total in place: a busy account is not read again after each batch of its writes', async () => {
+    const { state, inner } = readModel();
+    const cache = new CachedStanding(inner, 60_000);
+    expect((await cache.standing('a1', '2026-11')).usedMilli).toBe(0);
+    for (let i = 1; i <= 50; i++) {
+      state.usedMilli = i * 1000;
+      cache.moved('a1', '2026-11', i * 1000);
+      expect((await cache.standing('a1', '2026-11')).usedMilli).toBe(i * 1000);
+    }
+    expect(state.queries).toBe(1);
+  });
+
+  it('the credit gate refuses once a moved total reaches the allowance, without a query', async () => {
+    const prices = loadPrices(undefined);
+    const { state, inner } = readModel('free');
+    const cache = new CachedStanding(inner, 60_000);
+    const now = new Date('2026-11-15T00:00:00Z');
+    await requireCredits(cache, prices, 'a1', now);
+    const allowance = allowanceOf(prices, { plan: 'free' })!;
+    cache.moved('a1', '2026-11', allowance * 1000);
+    const refused = await requireCredits(cache, prices, 'a1', now).then(() => null, (e: unknown) => e);
+    expect(refused).toBeInstanceOf(ServiceError);
+    expect((refused as ServiceError).code).toBe('PAYMENT_REQUIRED');
+    expect(state.queries).toBe(1);
+  });
+
+  it('a total for a period or account not cached is ignored; invalidate() still drops everything', async () => {
+    const { state, inner } = readModel();
+    const cache = new CachedStanding(inner, 60_000);
+    cache.moved('a1', '2026-11', 5000);
+    expect((await cache.standing('a1', '2026-11')).usedMilli).toBe(0);
+    cache.moved('a2', '2026-11', 7000);
+    cache.moved('a1', '2026-10', 7000);
+    expect((await cache.standing('a1', '2026-11')).usedMilli).toBe(0);
+    state.usedMilli = 9000;
+    cache.invalidate();
+    expect((await cache.standing('a1', '2026-11')).usedMilli).toBe(9000);
+    expect(state.queries).toBe(2);
+  });
+});

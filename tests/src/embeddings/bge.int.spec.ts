@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// @ts-expect-error plain JavaScript module of the model thread (no declarations)
+import { clsPool, encode, loadBge, loadTokenizer, truncateIds } from '../../../projectors/src/search/bge.mjs';
+import { BGE_SMALL_Q, installedModel } from '../../../projectors/src/search/models.mjs';
+import { BuiltinEmbedder, describeEmbedder } from '@svc/projectors';
+
+/**
+ * The built-in model (bge-small-en-v1.5, int8 ONNX; projectors/src/search/bge.mjs): tokenizer
+ * truncation, CLS pooling and normalisation, the query instruction, checked on known sentences
+ * by cosine similarity rather than against a stored vector. Needs the model in the cache (the
+ * install step fetches it); without it the test says so and checks the fallback instead.
+ */
+const have = installedModel(BGE_SMALL_Q);
+const cos = (a: ArrayLike<number>, b: ArrayLike<number>) => {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
+  return s;
+};
+const row = (m: Float32Array, i: number, d: number) => m.subarray(i * d, (i + 1) * d);
+
+describe('truncation and pooling (no model needed)', () => {
+  it('keeps the first 511 ids and closes with [SEP]; shorter encodings stay as they are', () => {
+    const ids = [101, ...Array.from({ length: 700 }, (_, i) => 1000 + i), 102];
+    const t = truncateIds(ids, 512);
+    expect(t).toHaveLength(512);
+    expect(t[0]).toBe(101);
+    expect(t[510]).toBe(1000 + 509);
+    expect(t[511]).toBe(102);
+    expect(truncateIds([101, 5, 102], 512)).toEqual([101, 5, 102]);
+  });
+
+  it('CLS pooling takes row 0 of the hidden state and normalises it', () => {
+    const hidden = new Float32Array([3, 4, 0, 9, 9, 9]); // [CLS] = (3, 4, 0), then another token
+    const out = clsPool(hidden, 3, new Float32Array(3));
+    expect(out[0]).toBeCloseTo(0.6, 6);
+    expect(out[1]).toBeCloseTo(0.8, 6);
+    expect(out[2]).toBe(0);
+  });
+});
+
+describe.skipIf(!have.ok)('bge-small-en-v1.5 (int8 ONNX)', () => {
+  let m: { embed(texts: string[], purpose?: string): Promise<Float32Array>; close(): Promise<void>; dims: number };
+  beforeAll(async () => {
+    m = await loadBge({ dir: have.dir });
+  }, 60_000);
+  afterAll(async () => m?.close());
+
+  it('tokenizes a known sentence with [CLS] … [SEP], the query instruction on queries only, and truncates long texts to 512', async () => {
+    const tok = await loadTokenizer(have.dir);
+    const ids = encode(tok, 'Hello world, this is a test of the tokenizer.', 'passage');
+    expect(ids).toEqual([101, 7592, 2088, 1010, 2023, 2003, 1037, 3231, 1997, 1996, 19204, 17629, 1012, 102]);
+    const q = encode(tok, 'Hello world, this is a test of the tokenizer.', 'query');
+    expect(q.length).toBeGreaterThan(ids.length + 5);
+    expect(q.slice(-13)).toEqual(ids.slice(1));
+    const long = encode(tok, 'The quick brown fox jumps over the lazy dog. '.repeat(200), 'passage');
+    expect(long).toHaveLength(512);
+    expect(long[0]).toBe(101);
+    expect(long[511]).toBe(102);
+  });
+
+  it('gives unit vectors, 384 wide; related texts are closer than unrelated ones; a truncated text keeps its meaning', async () => {
+    const d = BGE_SMALL_Q.dims;
+    const [query] = [await m.embed(['what do cats eat'], 'query')];
+    const ps = await m.embed(['Cats are carnivores and eat meat such as mice and birds.', 'The stock market fell sharply on Tuesday.', 'Domestic cats are fed meat-based food.']);
+    expect(ps.length).toBe(3 * d);
+    for (let i = 0; i < 3; i++) expect(Math.hypot(...row(ps, i, d))).toBeCloseTo(1, 5);
+    const qv = row(query, 0, d);
+    expect(cos(qv, row(ps, 0, d))).toBeGreaterThan(cos(qv, row(ps, 1, d)) + 0.2);
+    expect(cos(qv, row(ps, 2, d))).toBeGreaterThan(cos(qv, row(ps, 1, d)) + 0.2);
+    // A text far past 512 tokens embeds (no error) and stays close to its opening.
+    const head = 'Whales are large marine mammals that sing complex songs during migration. ';
+    const [a, b] = [await m.embed([head.repeat(3)]), await m.embed([head.repeat(3) + 'Unrelated filler text about accounting ledgers. '.repeat(300)])];
+    expect(cos(a, b)).toBeGreaterThan(0.8);
+  }, 60_000);
+
+  it('the embedder runs it in its pool, names it, and treats queries differently from passages', async () => {
+    const e = new BuiltinEmbedder();
+    try {
+      expect(describeEmbedder(e)).toMatchObject({ model: 'bge-small-en-v1.5-q', dims: 384, kind: 'builtin' });
+      const [asQuery] = await e.embed(['what do cats eat'], { purpose: 'query' });
+      const [asPassage] = await e.embed(['what do cats eat'], { purpose: 'passage' });
+      const direct = await m.embed(['what do cats eat'], 'query');
+      expect(cos(asQuery, direct)).toBeGreaterThan(0.9999);
+      expect(cos(asQuery, asPassage)).toBeLessThan(0.999);
+    } finally {
+      await e.close();
+    }
+  }, 60_000);
+});
+
+describe('fallback', () => {
+  it('without the model in the cache, the built-in embedder is the Universal Sentence Encoder and says why', () => {
+    const e = new BuiltinEmbedder({ env: { ...process.env, MODEL_CACHE_DIR: '/nonexistent/models' } });
+    const info = describeEmbedder(e);
+    expect(info).toMatchObject({ model: 'builtin-use-512', dims: 512 });
+    expect(info.fallbackReason).toMatch(/bge-small-en-v1\.5-q unavailable/);
+    expect(() => new BuiltinEmbedder({ model: 'bge', env: { ...process.env, MODEL_CACHE_DIR: '/nonexistent/models' } })).toThrow(/not installed/);
+  });
+});

@@ -23,6 +23,14 @@ export interface InferenceRequest {
   signal: AbortSignal;
 }
 
+/** A model (or its server) failed to answer: mid-stream it becomes an `error` event; it is never an HTTP status. */
+export class ModelError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ModelError';
+  }
+}
+
 /** Token counts as the model's provider reports them (they replace the service's own cl100k counts). */
 export interface ModelUsage {
   inputTokens: number;

@@ -1,7 +1,7 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { request } from 'undici';
 import { type ModelEntry, PLAN_TIERS } from '@svc/contracts';
-import type { InferenceModel, InferenceRequest, ModelUsage } from './models';
+import { type InferenceModel, type InferenceRequest, ModelError, type ModelUsage } from './models';
 
 /**
  * An OpenAI-compatible chat-completions endpoint (decisions §8: `LLM_URL`,
@@ -69,20 +69,20 @@ export function openAiModel(o: OpenAiModelOptions): InferenceModel {
           });
           if (res.statusCode === 200) break;
           const text = (await res.body.text()).slice(0, 300);
-          if (!RETRYABLE(res.statusCode) || attempt >= attempts) throw new Error(`model endpoint answered ${res.statusCode}: ${text}`);
+          if (!RETRYABLE(res.statusCode) || attempt >= attempts) throw new ModelError(`model endpoint answered ${res.statusCode}: ${text}`);
         } catch (e) {
-          if (r.signal.aborted || attempt >= attempts || (e instanceof Error && /answered \d+/.test(e.message))) throw e;
+          if (r.signal.aborted || attempt >= attempts || e instanceof ModelError) throw e;
         }
         await new Promise((ok) => setTimeout(ok, 200 * attempt));
       }
       const queue: Array<string | ModelUsage> = [];
       let done = false;
-      let failure: Error | undefined;
+      let failure: ModelError | undefined;
       const parser = createParser({
         onEvent: (m: EventSourceMessage) => {
           if (m.data === '[DONE]') return void (done = true);
           const chunk = JSON.parse(m.data) as { choices?: Array<{ delta?: { content?: string } }>; usage?: { prompt_tokens?: number; completion_tokens?: number }; error?: { message?: string } };
-          if (chunk.error) failure = new Error(`model endpoint error: ${chunk.error.message ?? 'unknown'}`);
+          if (chunk.error) failure = new ModelError(`model endpoint error: ${chunk.error.message ?? 'unknown'}`);
           const delta = chunk.choices?.[0]?.delta?.content;
           if (delta) queue.push(delta);
           if (chunk.usage && typeof chunk.usage.prompt_tokens === 'number' && typeof chunk.usage.completion_tokens === 'number')
@@ -96,7 +96,7 @@ export function openAiModel(o: OpenAiModelOptions): InferenceModel {
         if (failure) throw failure;
         if (done) return;
       }
-      if (!done) throw new Error('model endpoint closed the stream before [DONE]');
+      if (!done) throw new ModelError('model endpoint closed the stream before [DONE]');
     },
   };
 }

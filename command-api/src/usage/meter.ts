@@ -31,6 +31,7 @@ export interface MeterDeps {
 }
 
 type Tally = { tenantId: string; contextId: string | null; accountId: string | null; period: string; calls: number; bytes: number };
+type SearchTally = { tenantId: string; contextId: string | null; accountId: string | null; period: string; items: Map<string, UsageItem> };
 
 /** Most a served charge waits for the read models before answering anyway. */
 const CHARGE_WAIT_MS = 2000;
@@ -42,6 +43,8 @@ export class UsageMeter implements UsageCharges {
   enabled = true;
   readonly prices: PriceTable;
   private readonly tallies = new Map<string, Tally>();
+  /** Searches served since the last flush, by tenant, context and period. */
+  private readonly searches = new Map<string, SearchTally>();
   private timer: NodeJS.Timeout | undefined;
   /** Flushes run one after another. */
   private chain: Promise<void> = Promise.resolve();
@@ -78,9 +81,26 @@ export class UsageMeter implements UsageCharges {
     if (!(await this.o.barrier.waitFor(position, CHARGE_WAIT_MS))) this.o.log?.(`usage: read models did not reach position ${position} in time; answering anyway`);
   }
 
-  /** A search served (POST /v1/search, 200). */
+  /**
+   * A search served (POST /v1/search, 200): tallied in process and appended with the read counts (every
+   * `flushMs`), not appended and awaited per search. A search then costs no write of its own, and the credit
+   * gate sees it within one flush period (a ceiling may be passed by the searches of that interval).
+   */
   search(meta: RequestMeta, mode: SearchMode): Promise<void> {
-    return this.charge(meta, [searchItem(this.prices, mode)]);
+    const p = meta.principal;
+    if (!this.enabled || this.closed || !p.tenantId) return Promise.resolve();
+    const item = searchItem(this.prices, mode);
+    const period = periodOf(meta.now.toISOString());
+    const key = `${p.tenantId}\u0000${p.contextId ?? ''}\u0000${period}`;
+    let t = this.searches.get(key);
+    if (!t) this.searches.set(key, (t = { tenantId: p.tenantId, contextId: p.contextId, accountId: p.accountId || null, period, items: new Map() }));
+    const cur = t.items.get(item.category);
+    if (cur) {
+      cur.count += item.count;
+      cur.milli += item.milli;
+    } else t.items.set(item.category, { ...item });
+    this.flushLater();
+    return Promise.resolve();
   }
 
   /** Script executions that ran (for the scripts feature): call once the outcome is known; `charged: false` for service-side failures. */
@@ -116,6 +136,7 @@ export class UsageMeter implements UsageCharges {
   }
 
   private async flushNow(): Promise<void> {
+    await this.flushSearches();
     if (this.tallies.size === 0) return;
     const pending = [...this.tallies.values()];
     this.tallies.clear();
@@ -142,6 +163,43 @@ export class UsageMeter implements UsageCharges {
           // Counted again with the next flush (unless the meter is closing: then the log line is all that is left).
           this.o.log?.(`usage: appending read counts of tenant ${tenantId} failed: ${e instanceof Error ? e.message : String(e)}`);
           if (!this.closed) for (const t of list) this.restore(t);
+        }
+      }),
+    );
+  }
+
+  /** Appends the tallied searches: one UsageMetered event per tenant, context and period. */
+  private async flushSearches(): Promise<void> {
+    if (this.searches.size === 0) return;
+    const pending = [...this.searches.values()];
+    this.searches.clear();
+    const occurredAt = (this.o.now?.() ?? new Date()).toISOString();
+    const byTenant = new Map<string, SearchTally[]>();
+    for (const t of pending) byTenant.set(t.tenantId, [...(byTenant.get(t.tenantId) ?? []), t]);
+    await Promise.all(
+      [...byTenant].map(async ([tenantId, list]) => {
+        const events: NewEvent[] = list.map((t) => ({
+          id: this.o.ids.newId(),
+          type: 'UsageMetered',
+          data: parseEventData('UsageMetered', { tenantId, contextId: t.contextId, period: t.period, items: [...t.items.values()] }) as Record<string, unknown>,
+          metadata: { tenantId, contextId: t.contextId, accountId: t.accountId, actorKeyId: null, userId: null, requestId: null, occurredAt, schemaVersion: EVENT_SCHEMA_VERSION },
+        }));
+        try {
+          await this.o.store.append(streams.usage(tenantId), events, 'any');
+        } catch (e) {
+          this.o.log?.(`usage: appending search charges of tenant ${tenantId} failed: ${e instanceof Error ? e.message : String(e)}`);
+          if (!this.closed)
+            for (const t of list) {
+              const key = `${t.tenantId}\u0000${t.contextId ?? ''}\u0000${t.period}`;
+              const cur = this.searches.get(key);
+              if (!cur) this.searches.set(key, t);
+              else for (const [c, it] of t.items) {
+                const had = cur.items.get(c);
+                if (had) (had.count += it.count), (had.milli += it.milli);
+                else cur.items.set(c, it);
+              }
+              this.flushLater();
+            }
         }
       }),
     );

@@ -4,10 +4,11 @@
  * (Intl.Segmenter, the ICU sentence rules), scores each against the question by
  * keyword overlap (IDF-weighted over the candidate sentences, with light
  * stemming, length-normalised like BM25), adds the source's own retrieval score
- * and, where an embedder is given, the cosine between the question and the best
+ * and, where a similarity is given, the cosine between the question and the best
  * keyword candidates, and answers with the best sentences verbatim, each with
- * its source. When no sentence shares a meaningful word with the question (or
- * is close enough in meaning), it says that nothing relevant was found.
+ * its source. When no sentence shares a meaningful word with the question (or,
+ * with a similarity, is close enough in meaning), it says that nothing relevant
+ * was found.
  */
 export interface ExtractiveSource {
   /** Shown after each sentence taken from it (`[1]`, or a document id). */
@@ -51,14 +52,24 @@ function stem(w: string): string {
 
 const segmenter = new Intl.Segmenter('en', { granularity: 'sentence' });
 
-/** The sentences of `text` (ICU sentence boundaries; lines without end punctuation count as their own sentences). */
+/** Abbreviations after which ICU's plain sentence rules break but a sentence goes on ("Dr. Smith"). */
+const ABBREVIATION = /(?:^|\s)(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|Mt|No|Fig|Vol|vs|etc|e\.g|i\.e|approx|Inc|Ltd|Co|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.$/;
+
+/** The sentences of `text` (ICU sentence boundaries, not split after common abbreviations; a line break ends a sentence). */
 export function sentencesOf(text: string): string[] {
   const out: string[] = [];
   for (const line of text.split(/\n\s*\n|\r?\n(?=[-*•#]|\s*\d+[.)]\s)/)) {
+    let carry = '';
     for (const s of segmenter.segment(line)) {
-      const t = s.segment.replace(/\s+/g, ' ').trim();
+      const t = `${carry}${carry ? ' ' : ''}${s.segment.replace(/\s+/g, ' ').trim()}`.trim();
+      if (ABBREVIATION.test(t)) {
+        carry = t;
+        continue;
+      }
+      carry = '';
       if (t.split(' ').length >= 3) out.push(t);
     }
+    if (carry.split(' ').length >= 3) out.push(carry);
   }
   return out;
 }

@@ -5,32 +5,9 @@ import { Worker } from 'node:worker_threads';
 import { request } from 'undici';
 import { BGE_SMALL_Q, installedModel } from './models.mjs';
 
-/** What a text is embedded for: a search query (latency matters, served first) or a passage being indexed. */
-export type EmbedPurpose = 'query' | 'passage';
-
-/**
- * The embeddings port: texts in, unit-length vectors out. Runs in the search
- * projector (off the request path) and once per query on the read side
- * (through `embedQuery`, which caches).
- */
-export interface Embedder {
-  /** Identifies the vector space: vectors of different models never share a table. */
-  readonly model: string;
-  readonly dims: number;
-  /**
-   * Passages one call embeds best (the built-in model: one model call; an endpoint: one request). The search
-   * projector's vector queue embeds this many passages per round, shared fairly between tenants.
-   */
-  readonly passageBatch?: number;
-  /** HYBRID's keyword weight tuned for this model (domain/src/search/fusion.ts), if any. */
-  readonly fusionTextWeight?: number;
-  /** `purpose` lets an implementation serve queries before bulk work (the built-in model does); others ignore it. */
-  embed(texts: string[], o?: { purpose?: EmbedPurpose }): Promise<number[][]>;
-  /** Releases what the embedder holds (the built-in model's pool). Safe to call more than once. */
-  close?(): Promise<void>;
-  /** Loads what the first call would otherwise wait for (the built-in model); services call it at start, without waiting. */
-  warm?(): Promise<void>;
-}
+// The port (domain/src/ports/search.ts) is the one declaration; re-exported for this package's callers.
+import type { EmbedPurpose, Embedder } from '@svc/domain';
+export type { EmbedPurpose, Embedder };
 
 export class EmbeddingError extends Error {
   constructor(message: string) {

@@ -160,7 +160,7 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
         if (!blob) throw new ServiceError('CONFLICT', 'The document\'s text is not retained: ask needs documents stored with their text');
         const text = blob.toString('utf8');
         const tokens = await tokenCounter();
-        const inputTokens = tokens.count(text) + tokens.count(body.prompt) + FRAMING_TOKENS;
+        const inputTokens = tokens.countUpTo(text, ASK_INPUT_LIMIT_TOKENS).tokens + tokens.countUpTo(body.prompt, ASK_INPUT_LIMIT_TOKENS).tokens + FRAMING_TOKENS;
         if (inputTokens > ASK_INPUT_LIMIT_TOKENS)
           throw new ServiceError('PAYLOAD_TOO_LARGE', `The document and prompt come to about ${inputTokens} tokens, over the ${ASK_INPUT_LIMIT_TOKENS}-token limit of document ask: use RAG over the document instead`, {
             details: { estimatedTokens: inputTokens, limitTokens: ASK_INPUT_LIMIT_TOKENS },
@@ -185,7 +185,7 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
         const system = body.messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n\n') || undefined;
         // What the built-in model can draw on: everything said before the question (system prompt included).
         const sources = body.messages.filter((m, i) => i !== lastUser && m.content.trim()).map((m, i) => ({ label: `${m.role} ${i + 1}`, text: m.content }));
-        const inputTokens = body.messages.reduce((a, m) => a + tokens.count(m.content) + 4, 0) + FRAMING_TOKENS;
+        const inputTokens = body.messages.reduce((a, m) => a + tokens.countUpTo(m.content, model.entry.contextWindow).tokens + 4, 0) + FRAMING_TOKENS;
         if (inputTokens > model.entry.contextWindow)
           throw new ServiceError('PAYLOAD_TOO_LARGE', `The messages come to about ${inputTokens} tokens, over the ${model.entry.contextWindow}-token window of ${model.entry.id}`, {
             details: { estimatedTokens: inputTokens, limitTokens: model.entry.contextWindow },

@@ -11,7 +11,7 @@ export interface CommandDeps {
   /** Seals sensitive payload values before they enter an event; blind-indexes them. */
   sealer: PayloadSealer;
   log?: (message: string) => void;
-  /** Metering (docs/api.md "Usage"): writes add its UsageMetered append to their commit. Absent: nothing is metered. */
+  /** Metering (docs/api.md "Usage"): writes carry their charge in their commit (DomainAppend.charge). Absent: nothing is metered. */
   meter?: UsageMeter;
 }
 
@@ -40,6 +40,11 @@ export interface DomainAppend {
   events: DomainEvent[];
   expectedRevision: ExpectedRevision;
   metadata?: EventMetadata;
+  /**
+   * The write's charge (usage/meter.ts `writeCharge`): an entry with no events of its own, carried in the
+   * metadata of the commit's first event (EventMetadata.charge), so charging a write appends nothing more.
+   */
+  charge?: NonNullable<EventMetadata['charge']>;
 }
 
 /** Appends atomically to every stream, then waits until the read models have applied it (read-your-writes). */
@@ -47,6 +52,11 @@ export async function commit(deps: CommandDeps, metadata: EventMetadata, appends
   const requests: AppendRequest[] = appends
     .filter((a) => a.events.length > 0)
     .map((a) => ({ streamId: a.streamId, events: toNewEvents(deps.ids, a.events, a.metadata ?? metadata), expectedRevision: a.expectedRevision }));
+  const charge = appends.flatMap((a) => a.charge ?? []);
+  if (charge.length && requests.length) {
+    const [first, ...rest] = requests[0].events;
+    requests[0] = { ...requests[0], events: [{ ...first, metadata: { ...first.metadata, charge } }, ...rest] };
+  }
   const results = await deps.store.appendMulti(requests);
   const position = Math.max(0, ...results.map((r) => r.position));
   // The write is durable once appended. If the projector is stalled past the barrier's timeout we still answer

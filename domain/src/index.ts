@@ -11,6 +11,7 @@ export * from './ports/event-store';
 export * from './ports/read-model-barrier';
 export * from './ports/read-model-counts';
 export * from './ports/runtime';
+export * from './ports/script-executor';
 export * from './ports/search';
 export * from './ports/sql';
 export * from './ports/usage-charges';

@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { OPERATOR_TOKEN, spawnService, type Bootstrap } from '../src/support/service';
+import { BENCH_ACCOUNT_TERMS } from './account';
 import { closedLoop, type LoadResult } from './load';
 import type { Timing } from './raw';
 import { BENCH_SCHEMA, createBody, lookupPath } from './workload';
@@ -44,11 +45,10 @@ export async function startHttpService(dataDir: string, env: Record<string, stri
   const { child, api, output } = await started;
   children.add(child);
   const bootstrap = JSON.parse(readFileSync(join(dataDir, 'bootstrap.json'), 'utf8')) as Bootstrap;
-  // The bootstrap account is what the bench drives: a negotiated burst limit and a credit limit far above any load
-  // (the gates still run and count every request), and an inference balance for RAG.
+  // The bootstrap account is what the bench drives (BENCH_ACCOUNT_TERMS).
   const acct = await api.call('PATCH', `/operator/accounts/${bootstrap.accountId}`, {
     token: OPERATOR_TOKEN,
-    body: { plan: 'enterprise', rateLimitPerMinute: 100_000_000, creditLimit: 1_000_000_000_000, inferenceBalanceCents: 1_000_000 },
+    body: BENCH_ACCOUNT_TERMS,
   });
   if (acct.status !== 200) throw new Error(`bench account update failed: ${acct.status} ${acct.text}`);
   return {

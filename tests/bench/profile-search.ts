@@ -25,6 +25,7 @@ import { MemoryTextIndex, PgTextIndex, SearchCatalogue } from '@svc/projectors';
 import type { CatalogueItem, Passage, TextSearch } from '@svc/domain';
 import { QUERIES } from '../src/relevance/corpus';
 import { OPERATOR_TOKEN, ROOT, type Bootstrap } from '../src/support/service';
+import { benchAccountInProcess } from './account';
 import { printProfile, type Profile } from './cpu-profile';
 import { closedLoop, type LoadResult } from './load';
 import { startHttpService } from './http';
@@ -171,9 +172,12 @@ async function inject(src: string) {
   const dir = `${src}-run`;
   rmSync(dir, { recursive: true, force: true });
   cpSync(src, dir, { recursive: true });
-  const service = await buildService(loadConfig({ DATA_DIR: dir, PORT: '0', OPERATOR_TOKEN } as NodeJS.ProcessEnv), () => {});
+  // The operations switches pass through (METERING=0 etc.), to compare their cost in one profile.
+  const switches = Object.fromEntries(['METERING', 'RATE_LIMITS', 'ACTIVITY_LOG'].filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]]));
+  const service = await buildService(loadConfig({ DATA_DIR: dir, PORT: '0', OPERATOR_TOKEN, ...switches } as NodeJS.ProcessEnv), () => {});
   const boot = JSON.parse(readFileSync(join(dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
   const headers = { authorization: `Bearer ${boot.tenants.live.rootKey}`, 'content-type': 'application/json' };
+  await benchAccountInProcess(service.app, boot);
   const op = async (_w: number, seq: number) => {
     const r = await service.app.inject({ method: 'POST', url: '/v1/search', headers, payload: body(seq) });
     if (r.statusCode !== 200) throw new Error(`${r.statusCode} ${r.body.slice(0, 200)}`);

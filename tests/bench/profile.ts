@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { buildService, loadConfig } from '@svc/deploy';
 import { OPERATOR_TOKEN, ROOT, type Bootstrap } from '../src/support/service';
 import { tempDir } from '../src/support/engines';
+import { benchAccountInProcess } from './account';
 import { printProfile, type Profile } from './cpu-profile';
 import { closedLoop } from './load';
 import { BENCH_SCHEMA, createBody } from './workload';
@@ -28,6 +29,7 @@ async function main() {
   const service = await buildService(loadConfig({ ...process.env, DATA_DIR: d.dir, PORT: '0', OPERATOR_TOKEN } as NodeJS.ProcessEnv), () => {});
   const boot = JSON.parse(readFileSync(join(d.dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
   const headers = { authorization: `Bearer ${boot.tenants.live.rootKey}`, 'content-type': 'application/json' };
+  await benchAccountInProcess(service.app, boot);
   const s = await service.app.inject({ method: 'POST', url: '/v1/schemas', headers, payload: JSON.stringify(BENCH_SCHEMA) });
   if (s.statusCode !== 201) throw new Error(s.body);
   const ids: string[] = [];

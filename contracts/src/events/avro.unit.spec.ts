@@ -404,7 +404,8 @@ describe('Avro metadata codec', () => {
   it.each([
     ['every field set', full],
     ['every nullable field null', empty],
-  ])('round-trips metadata with %s', (_, md) => {
+    ['a write charge', { ...full, charge: [{ category: 'recordWrite', count: 1, units: 0, milli: 1000 }, { category: 'recordIndex', count: 0, units: 2, milli: 2000 }] }],
+  ] as Array<[string, EventMetadata]>)('round-trips metadata with %s', (_, md) => {
     const decoded = metadataCodec.decode(metadataCodec.encode(md));
     expect(decoded).toStrictEqual(md);
     expect(eventMetadata.parse(decoded)).toStrictEqual(md);

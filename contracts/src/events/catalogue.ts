@@ -10,28 +10,6 @@ import type { SchemaDefinition } from '../api/schemas';
  */
 export const EVENT_SCHEMA_VERSION = 1;
 
-export const eventMetadata = z.object({
-  tenantId: z.string().nullable(),
-  contextId: z.string().nullable(),
-  accountId: z.string().nullable(),
-  actorKeyId: z.string().nullable(),
-  userId: z.string().nullable(),
-  requestId: z.string().nullable(),
-  occurredAt: z.string(),
-  schemaVersion: z.number().int(),
-});
-export type EventMetadata = z.infer<typeof eventMetadata>;
-
-const json = z.record(z.string(), z.unknown());
-/**
- * A schema definition as the schema commands validated it (`createSchemaBody` and the update rules): still
- * a free-form `json` field on the wire and in Avro (the same zod value, so the same Avro schema and
- * fingerprint), typed so readers of SchemaCreated / SchemaUpdated get the definition without a cast.
- */
-const schemaDefinition = json as unknown as z.ZodType<SchemaDefinition, Record<string, unknown>>;
-const plan = z.enum(['free', 'starter', 'pro', 'scale', 'enterprise']);
-const tenantRef = z.object({ tenantId: z.string(), contextId: z.string() });
-const dataScope = z.object({ userId: z.string().optional(), scopes: z.array(z.string()).optional() });
 /** What a metered item counts (docs/api.md "Usage"); each maps to report counters and one credit category. */
 export const USAGE_CATEGORIES = [
   'recordWrite', 'recordIndex', 'documentWrite', 'documentIndex', 'textIngest', 'fileIngest',
@@ -48,6 +26,34 @@ const usageItem = z.object({
   includedMillis: z.number().int().optional(),
   billableMillis: z.number().int().optional(),
 });
+
+export const eventMetadata = z.object({
+  tenantId: z.string().nullable(),
+  contextId: z.string().nullable(),
+  accountId: z.string().nullable(),
+  actorKeyId: z.string().nullable(),
+  userId: z.string().nullable(),
+  requestId: z.string().nullable(),
+  occurredAt: z.string(),
+  schemaVersion: z.number().int(),
+  /**
+   * The priced work of the write this event records (record and document writes): the usage projection counts
+   * it against the metadata's tenant and context, so a write's charge costs no event of its own.
+   */
+  charge: z.array(usageItem).optional(),
+});
+export type EventMetadata = z.infer<typeof eventMetadata>;
+
+const json = z.record(z.string(), z.unknown());
+/**
+ * A schema definition as the schema commands validated it (`createSchemaBody` and the update rules): still
+ * a free-form `json` field on the wire and in Avro (the same zod value, so the same Avro schema and
+ * fingerprint), typed so readers of SchemaCreated / SchemaUpdated get the definition without a cast.
+ */
+const schemaDefinition = json as unknown as z.ZodType<SchemaDefinition, Record<string, unknown>>;
+const plan = z.enum(['free', 'starter', 'pro', 'scale', 'enterprise']);
+const tenantRef = z.object({ tenantId: z.string(), contextId: z.string() });
+const dataScope = z.object({ userId: z.string().optional(), scopes: z.array(z.string()).optional() });
 
 export const EVENT_TYPES = {
   // accounts and tenancy

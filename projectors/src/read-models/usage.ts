@@ -1,15 +1,17 @@
 import type { EventData } from '@svc/contracts';
-import { type CreditCategory, milliMetric, overageMilli, type SqlQueryable, type StoredEvent } from '@svc/domain';
+import { type CreditCategory, milliMetric, overageMilli, periodOf, type SqlQueryable, type StoredEvent } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 
 /**
  * Usage (docs/api.md "Usage"): counters per period, tenant, app context and
  * metric, built from the UsageMetered and ReadsMetered events of the tenants'
- * `usage-<tenantId>` streams, plus one row per account and period with the
- * running total the credit gate reads and the read counters overage is priced
- * against. Each usage stream's last applied revision is kept beside the
- * counters (same transaction): an event at or below it is never counted again,
- * so replaying any part of the log converges to the same figures.
+ * `usage-<tenantId>` streams and from the charges record and document writes
+ * carry in their own metadata (EventMetadata.charge), plus one row per account
+ * and period with the running total the credit gate reads and the read
+ * counters overage is priced against. Each usage stream's last applied
+ * revision, and the log position of the last applied write charge, are kept
+ * beside the counters (same transaction): nothing at or below them is counted
+ * again, so replaying any part of the log converges to the same figures.
  */
 type Category = EventData<'UsageMetered'>['items'][number]['category'];
 
@@ -33,6 +35,20 @@ export const CATEGORY_METRICS: Record<Category, { count?: string; units?: string
 
 /** UsageMetered or ReadsMetered (the two usage events: both carry tenant, context and period). */
 const isUsage = (e: StoredEvent) => e.type === 'UsageMetered' || e.type === 'ReadsMetered';
+/** A write that carries its own charge (record and document writes). */
+const isCharged = (e: StoredEvent) => !!e.metadata.charge?.length && !!e.metadata.tenantId;
+const counts = (e: StoredEvent) => isUsage(e) || isCharged(e);
+/** The mark of write charges in rm_usage_streams: the log position of the last one applied (they live on every entity's stream). */
+const CHARGES_MARK = '$write-charges';
+
+type UsageItems = EventData<'UsageMetered'>['items'];
+/** One thing to count: the tenant, context and period it is counted in, and priced items or read counts. */
+type Entry = { tenantId: string; contextId: string | null; period: string } & ({ items: UsageItems } | { reads: EventData<'ReadsMetered'> });
+function entryOf(e: StoredEvent): Entry {
+  if (e.type === 'UsageMetered') return { tenantId: e.data.tenantId, contextId: e.data.contextId, period: e.data.period, items: e.data.items };
+  if (e.type === 'ReadsMetered') return { tenantId: e.data.tenantId, contextId: e.data.contextId, period: e.data.period, reads: e.data };
+  return { tenantId: e.metadata.tenantId!, contextId: e.metadata.contextId, period: periodOf(e.metadata.occurredAt), items: e.metadata.charge! };
+}
 
 /**
  * Each account's running totals (period -> milli-credits) as the last applied batch wrote them, handed to
@@ -57,12 +73,15 @@ async function ownersOf(q: SqlQueryable, tenantIds: string[]): Promise<Map<strin
 
 /** Applies usage events in log order; other events are ignored. */
 async function applyUsage(q: SqlQueryable, all: StoredEvent[]): Promise<void> {
-  const metered = all.filter(isUsage);
+  const metered = all.filter(counts);
   if (!metered.length) return;
-  const data = (e: (typeof metered)[number]) => e.data;
+  const entries = new Map(metered.map((e) => [e, entryOf(e)]));
+  const data = (e: StoredEvent) => entries.get(e)!;
   const who = await ownersOf(q, [...new Set(metered.map((e) => data(e).tenantId))]);
   const accountKey = (a: string, p: string) => `${a}\u0000${p}`;
-  const streamIds = [...new Set(metered.map((e) => e.streamId))];
+  /** A usage event is marked by its stream's revision, a write charge by its log position. */
+  const markOf = (e: StoredEvent): [string, number] => (isUsage(e) ? [e.streamId, e.revision] : [CHARGES_MARK, e.position]);
+  const streamIds = [...new Set(metered.map((e) => markOf(e)[0]))];
   const wanted = [...new Set(metered.map((e) => accountKey(who.get(data(e).tenantId)?.accountId ?? '', data(e).period)))].map((k) => k.split('\u0000'));
   // One round trip: each stream's last applied revision and the running totals of the accounts this batch moves.
   const { rows } = await q.query<{ marks: Array<{ s: string; r: number }> | null; accounts: Array<{ a: string; p: string; m: number; c: number; b: number }> | null }>(
@@ -72,9 +91,15 @@ async function applyUsage(q: SqlQueryable, all: StoredEvent[]): Promise<void> {
     [streamIds, wanted.map((w) => w[0]), wanted.map((w) => w[1])],
   );
   const marks = new Map<string, number>((rows[0]?.marks ?? []).map((m) => [m.s, Number(m.r)]));
-  const fresh = metered.filter((e) => e.revision > (marks.get(e.streamId) ?? -1));
+  const fresh = metered.filter((e) => {
+    const [id, at] = markOf(e);
+    return at > (marks.get(id) ?? -1);
+  });
   if (!fresh.length) return;
-  for (const e of fresh) marks.set(e.streamId, Math.max(marks.get(e.streamId) ?? -1, e.revision));
+  for (const e of fresh) {
+    const [id, at] = markOf(e);
+    marks.set(id, Math.max(marks.get(id) ?? -1, at));
+  }
   type Account = { accountId: string; period: string; usedMilli: number; readCalls: number; readBytes: number };
   const accounts = new Map<string, Account>();
   for (const r of rows[0]?.accounts ?? []) accounts.set(accountKey(r.a, r.p), { accountId: r.a, period: r.p, usedMilli: Number(r.m), readCalls: Number(r.c), readBytes: Number(r.b) });
@@ -95,8 +120,8 @@ async function applyUsage(q: SqlQueryable, all: StoredEvent[]): Promise<void> {
       if (c) c.value += value;
       else counters.set(k, { period: d.period, accountId: owner.accountId, tenantId: d.tenantId, environment: owner.environment, contextId: d.contextId ?? '', metric, value });
     };
-    if (e.type === 'UsageMetered') {
-      for (const item of e.data.items) {
+    if ('items' in d) {
+      for (const item of d.items) {
         const m = CATEGORY_METRICS[item.category];
         if (!m) continue;
         add(m.count, item.count);
@@ -112,7 +137,7 @@ async function applyUsage(q: SqlQueryable, all: StoredEvent[]): Promise<void> {
         if (m.units === 'inference.costCents' && item.units > 0) spent.set(owner.accountId, (spent.get(owner.accountId) ?? 0) + item.units);
       }
     } else {
-      const r = e.data;
+      const r = d.reads;
       const t = r.terms;
       const callsMilli = overageMilli(account.readCalls + r.calls, t.includedCalls, t.callsPerCredit) - overageMilli(account.readCalls, t.includedCalls, t.callsPerCredit);
       const bytesMilli = overageMilli(account.readBytes + r.bytes, t.includedBytes, t.bytesPerCredit) - overageMilli(account.readBytes, t.includedBytes, t.bytesPerCredit);
@@ -129,7 +154,7 @@ async function applyUsage(q: SqlQueryable, all: StoredEvent[]): Promise<void> {
   // One round trip: the counters (added to), the account totals (as computed) and the streams' revisions.
   const c = [...counters.values()];
   const a = [...accounts.values()];
-  const s = [...new Set(fresh.map((e) => e.streamId))];
+  const s = [...new Set(fresh.map((e) => markOf(e)[0]))];
   await q.query(
     `WITH counters AS (
        INSERT INTO rm_usage (period, account_id, tenant_id, environment, context_id, metric, value)
@@ -183,7 +208,7 @@ CREATE TABLE IF NOT EXISTS rm_usage_accounts (
   PRIMARY KEY (account_id, period));
 CREATE TABLE IF NOT EXISTS rm_usage_streams (stream_id text PRIMARY KEY, revision bigint NOT NULL);
 CREATE TABLE IF NOT EXISTS rm_inference_spend (account_id text PRIMARY KEY, spent_cents bigint NOT NULL);`,
-  apply: (q, e) => (isUsage(e) ? applyUsage(q, [e]) : Promise.resolve()),
+  apply: (q, e) => (counts(e) ? applyUsage(q, [e]) : Promise.resolve()),
   applyMany: (q, events) => applyUsage(q, events),
   // The runner folds a whole batch in one go (two statements), whatever other events it interleaves.
   applyBatch: (q, events) => applyUsage(q, events),
@@ -191,7 +216,7 @@ CREATE TABLE IF NOT EXISTS rm_inference_spend (account_id text PRIMARY KEY, spen
     if (!onChange) return;
     if (events.some((e) => e.type === 'AccountChanged')) return onChange(undefined);
     const moved = new Set<string | undefined>();
-    for (const e of events) if (isUsage(e)) moved.add(owners.get(e.data.tenantId)?.accountId);
+    for (const e of events) if (counts(e)) moved.add(owners.get(entryOf(e).tenantId)?.accountId);
     for (const accountId of moved) {
       // An account whose balance moved is read again (totals undefined): the gate must see the new balance.
       const totals = accountId === undefined || spentMoved.has(accountId) ? undefined : written.get(accountId);

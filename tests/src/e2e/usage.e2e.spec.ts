@@ -286,7 +286,10 @@ describe('usage report', () => {
       after = page[page.length - 1].position;
     }
     await svc.service.sql.tx((q) => projection.applyMany!(q, events));
-    for (const e of events.filter((x) => x.type === 'UsageMetered').slice(0, 5)) await svc.service.sql.tx((q) => projection.apply(q, e));
+    // Served charges (UsageMetered events) and the charges writes carry in their metadata, applied once more each.
+    const charged = events.filter((x) => x.type === 'UsageMetered' || x.metadata.charge?.length);
+    expect(charged.some((x) => x.type === 'RecordCreated')).toBe(true);
+    for (const e of [...charged.filter((x) => x.type === 'UsageMetered').slice(0, 5), ...charged.filter((x) => x.type !== 'UsageMetered').slice(0, 5)]) await svc.service.sql.tx((q) => projection.apply(q, e));
     expect(await usage(live)).toEqual(r0);
   });
 });

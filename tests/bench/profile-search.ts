@@ -84,7 +84,13 @@ async function dataDir(): Promise<string> {
 }
 
 const searchMode = process.env.SEARCH_PROFILE_MODE ?? 'TEXT';
-const body = (seq: number) => JSON.stringify({ query: process.env.SEARCH_PROFILE_QUERY ?? QUERIES[seq % QUERIES.length].q, mode: searchMode, limit: 20 });
+/** SEARCH_PROFILE_RAG=1: POST /v1/rag (built-in model, limit 10) instead of /v1/search, to see what an answer adds to its search. */
+const rag = !!process.env.SEARCH_PROFILE_RAG;
+const path = rag ? '/v1/rag' : '/v1/search';
+const body = (seq: number) => {
+  const query = process.env.SEARCH_PROFILE_QUERY ?? QUERIES[seq % QUERIES.length].q;
+  return JSON.stringify(rag ? { query, search: { mode: searchMode, limit: 10 } } : { query, mode: searchMode, limit: 20 });
+};
 const line = (name: string, r: LoadResult) =>
   `${name}: ${Math.round(r.opsPerSec)}/s, p50 ${r.p50.toFixed(1)} p90 ${r.p90.toFixed(1)} p99 ${r.p99.toFixed(1)} max ${r.max.toFixed(1)} ms, ${r.errors} errors${r.firstError ? ` (${r.firstError})` : ''}`;
 
@@ -179,7 +185,7 @@ async function inject(src: string) {
   const headers = { authorization: `Bearer ${boot.tenants.live.rootKey}`, 'content-type': 'application/json' };
   await benchAccountInProcess(service.app, boot);
   const op = async (_w: number, seq: number) => {
-    const r = await service.app.inject({ method: 'POST', url: '/v1/search', headers, payload: body(seq) });
+    const r = await service.app.inject({ method: 'POST', url: path, headers, payload: body(seq) });
     if (r.statusCode !== 200) throw new Error(`${r.statusCode} ${r.body.slice(0, 200)}`);
   };
   const w0 = performance.now();

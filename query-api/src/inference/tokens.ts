@@ -28,10 +28,32 @@ export interface TokenCounter {
 /** Slices counted one at a time by `countUpTo` (cut at white space, where cl100k never joins across). */
 const SLICE = 16 * 1024;
 
+/**
+ * Counts already made, by text: the passages a search returns recur across questions, and an answer's words
+ * recur within it, so most counts of a RAG call are found here instead of re-encoded (byte-pair encoding was
+ * over half the CPU of a RAG call). Bounded by the characters kept; the oldest entries go first.
+ */
+const MEMO_MAX_CHARS = 4 * 1024 * 1024;
+const MEMO_MAX_TEXT = 16 * 1024;
+const memo = new Map<string, number>();
+let memoChars = 0;
+
+function remember(text: string, tokens: number): number {
+  if (text.length > MEMO_MAX_TEXT) return tokens;
+  memo.set(text, tokens);
+  memoChars += text.length;
+  for (const [old] of memo) {
+    if (memoChars <= MEMO_MAX_CHARS) break;
+    memo.delete(old);
+    memoChars -= old.length;
+  }
+  return tokens;
+}
+
 /** The cl100k counter, once loaded. */
 export async function tokenCounter(): Promise<TokenCounter> {
   const enc = await load();
-  const count = (text: string) => (text ? enc.encode(text, [], []).length : 0);
+  const count = (text: string) => (text ? (memo.get(text) ?? remember(text, enc.encode(text, [], []).length)) : 0);
   return {
     count,
     countUpTo(text, limit) {

@@ -2,6 +2,7 @@
  * The package edges (docs/architecture.md, "Packages"): `npm run lint:deps`, run by .ci/run.
  *
  *   contracts <- domain <- command-api, query-api, projectors <- deploy        (tests may import anything)
+ *   client (generated from /openapi.json; imports no workspace)
  *
  * A workspace imports another only through its one entry point (`@svc/<name>`, its src/index.ts),
  * and only in the direction of the arrows: the two APIs never import the projectors (nor each
@@ -9,7 +10,7 @@
  */
 const { readFileSync } = require('node:fs');
 
-const PKG = '(contracts|domain|command-api|query-api|projectors|deploy)';
+const PKG = '(contracts|domain|command-api|query-api|projectors|deploy|client)';
 /** The arrows of the architecture: what each workspace may depend on. */
 const ARCH = {
   contracts: [],
@@ -18,6 +19,8 @@ const ARCH = {
   'query-api': ['contracts', 'domain'],
   projectors: ['contracts', 'domain'],
   deploy: ['contracts', 'domain', 'command-api', 'query-api', 'projectors'],
+  /** The typed client (generated from /openapi.json): a leaf for the service's users, importing no workspace. */
+  client: [],
 };
 /** What each workspace's package.json declares; a declaration against the arrows stops the check. */
 const declared = Object.fromEntries(

@@ -14,10 +14,20 @@ export * from './records/batch';
 export * from './records/routes';
 export * from './records/sealing';
 export * from './schemas/routes';
+export * from './scripts/executor';
+export * from './scripts/idempotency';
+export * from './scripts/read-routes';
+export * from './scripts/routes';
+export * from './scripts/sandbox-pool';
+export * from './scripts/versions';
 export * from './tenancy/routes';
+export * from './triggers/routes';
 export * from './usage/gates';
 export * from './usage/meter';
 export * from './usage/read-metering';
+export * from './webhooks/domains';
+export * from './webhooks/registrations';
+export * from './webhooks/retry';
 
 /** The KurrentDB adapter, loaded only when EVENTSTORE_URL is set (its gRPC client is large). */
 export const loadKurrentDb = () => import('./event-store/kurrentdb');

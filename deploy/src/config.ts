@@ -7,6 +7,8 @@ export type Role = 'all' | 'command' | 'query' | 'projector' | 'relay';
 export interface Config {
   port: number;
   host: string;
+  /** The base URL clients reach this service at (PUBLIC_URL; default http://<HOST>:<PORT>): the `servers` entry of /openapi.json. */
+  publicUrl: string;
   dataDir: string;
   role: Role;
   databaseUrl?: string;
@@ -53,8 +55,16 @@ export interface Config {
    */
   metering: boolean;
   rateLimits: boolean;
+  /** Scripts (docs/scripts.md): wall-clock budget per execution (SCRIPT_TIMEOUT_MS, default 15,000; tests lower it) and sandbox threads (SCRIPT_THREADS, default 4). */
+  scripts: { timeoutMs: number; threads: number };
   /** Inference (decisions §8; docs/inference.md): an OpenAI-compatible chat-completions endpoint and the model ids it serves; else the built-in model alone. */
   llm?: { url: string; apiKey?: string; models: string[]; contextWindow: number; stallMs: number };
+  /**
+   * Webhooks (docs/webhooks.md): WEBHOOK_ALLOW_PRIVATE_TARGETS=1 opens loopback and RFC 1918 targets (development; a warning
+   * at start), WEBHOOK_CA_FILE adds a CA to trust, WEBHOOK_RETRY_SCALE multiplies the retry schedule (default 1: 30 s ... 8 h),
+   * WEBHOOK_TEST_DNS_FILE (tests only) answers DNS from a JSON file.
+   */
+  webhooks: { allowPrivateTargets: boolean; caFile?: string; retryScale: number; testDnsFile?: string };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -63,6 +73,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port: Number(env.PORT ?? 8080),
     host: env.HOST ?? '127.0.0.1',
+    publicUrl: publicUrl(env),
     dataDir: resolve(env.DATA_DIR ?? './data'),
     role,
     databaseUrl: env.DATABASE_URL || undefined,
@@ -99,6 +110,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     edgeRateLimitPerMinute: edgeRateLimit(env.EDGE_RATE_LIMIT_PER_MINUTE),
     metering: env.METERING !== '0',
     rateLimits: env.RATE_LIMITS !== '0',
+    scripts: {
+      timeoutMs: env.SCRIPT_TIMEOUT_MS ? Math.min(15_000, Math.max(100, Number(env.SCRIPT_TIMEOUT_MS))) : 15_000,
+      threads: env.SCRIPT_THREADS ? Math.max(1, Number(env.SCRIPT_THREADS)) : 4,
+    },
+    webhooks: {
+      allowPrivateTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS === '1',
+      caFile: env.WEBHOOK_CA_FILE || undefined,
+      retryScale: retryScale(env.WEBHOOK_RETRY_SCALE),
+      testDnsFile: testDnsFile(env),
+    },
     llm: env.LLM_URL
       ? {
           url: env.LLM_URL,
@@ -109,6 +130,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         }
       : undefined,
   };
+}
+
+/** PUBLIC_URL without a trailing slash; unset, the address the service listens on (a wildcard HOST read as loopback). */
+function publicUrl(env: NodeJS.ProcessEnv): string {
+  if (env.PUBLIC_URL) return env.PUBLIC_URL.replace(/\/+$/, '');
+  const host = env.HOST && !['0.0.0.0', '::', '[::]'].includes(env.HOST) ? env.HOST : '127.0.0.1';
+  return `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${Number(env.PORT ?? 8080)}`;
+}
+
+/** The test-only resolver seam (docs/webhooks.md) is refused under NODE_ENV=production. */
+function testDnsFile(env: NodeJS.ProcessEnv): string | undefined {
+  if (!env.WEBHOOK_TEST_DNS_FILE) return undefined;
+  if (env.NODE_ENV === 'production') throw new Error('WEBHOOK_TEST_DNS_FILE is a test seam and is refused with NODE_ENV=production');
+  return env.WEBHOOK_TEST_DNS_FILE;
+}
+
+function retryScale(v: string | undefined): number {
+  if (v === undefined || v === '') return 1;
+  const n = Number(v);
+  if (!(n > 0 && n <= 1)) throw new Error(`WEBHOOK_RETRY_SCALE must be a number in (0, 1] that multiplies the retry schedule, not ${v}`);
+  return n;
 }
 
 function edgeRateLimit(v: string | undefined): number {

@@ -1,8 +1,8 @@
 import { deriveKey, type Paginator, type RouteSpec } from '@svc/contracts';
 import { type BlobStore, canSeeSchema, DEFAULT_PRICES, DEFAULT_URL_TTL_MS, type EventStore, type PresignedBlobUrls, type SearchEngines, type Sql, StorageGrants } from '@svc/domain';
-import { batchWriteRoute, type CommandDeps, documentCommandRoutes, folderCommandRoutes, identityCommandRoutes, recordCommandRoutes, rootFolderGuard, schemaCommandRoutes, storageRoutes, tenancyCommandRoutes, type WindowCounter } from '@svc/command-api';
-import { documentsProjection, DocumentWorker, foldersProjection, historyProjection, identityProjection, recordsProjection, schemasProjection, sqlFolderContents, sqlNamespaceUsage, type SqlProjection, sqlRootKeyIndex, sqlTenantContexts, tenancyProjection, usageProjection } from '@svc/projectors';
-import { activityLogRoutes, ActivityLogStore, builtinModel, documentQueryRoutes, inferenceRoutes, ModelCatalog, openAiModel, DocumentReads, exportRoutes, folderHistoryRoutes, folderQueryRoutes, FolderReads, HistoryReads, historyRoutes, identityQueryRoutes, IdentityReads, meteredSearch, type ReadCache, recordQueryRoutes, RecordReads, type RecordRow, schemaQueryRoutes, SchemaReads, searchRoutes, tenancyQueryRoutes, type TenancyReads, UsageReads, usageRoutes } from '@svc/query-api';
+import { batchWriteRoute, type CommandDeps, type ScriptRouteDeps, scriptCommandRoutes, type WebhookCommandDeps, webhookCommandRoutes, webhookDomainRoutes, webhookRetryRoute, documentCommandRoutes, folderCommandRoutes, identityCommandRoutes, recordCommandRoutes, rootFolderGuard, schemaCommandRoutes, storageRoutes, tenancyCommandRoutes, triggerCommandRoutes, type WindowCounter } from '@svc/command-api';
+import { documentsProjection, DocumentWorker, foldersProjection, historyProjection, identityProjection, recordsProjection, schemasProjection, sqlFolderContents, sqlNamespaceUsage, type SqlProjection, sqlRootKeyIndex, sqlTenantContexts, tenancyProjection, TriggerRunner, type TriggerRunnerOptions, triggersProjection, usageProjection, webhooksProjection } from '@svc/projectors';
+import { activityLogRoutes, ActivityLogStore, builtinModel, documentQueryRoutes, inferenceRoutes, scriptQueryRoutes, ModelCatalog, openAiModel, DocumentReads, exportRoutes, folderHistoryRoutes, folderQueryRoutes, FolderReads, HistoryReads, historyRoutes, identityQueryRoutes, IdentityReads, meteredSearch, type ReadCache, recordQueryRoutes, RecordReads, type RecordRow, schemaQueryRoutes, SchemaReads, searchRoutes, tenancyQueryRoutes, type TenancyReads, triggerQueryRoutes, UsageReads, usageRoutes, webhookQueryRoutes } from '@svc/query-api';
 import type { Config } from './config';
 import { erasureRequestRoute, erasureStatusRoute } from './http/erasure-routes';
 
@@ -21,6 +21,10 @@ export interface CommandFeatureDeps {
   storageUrlTtlMs?: number;
   /** The object store's own presigned URLs (OBJECT_STORE_URL); else the /storage routes serve them. */
   presigned?: PresignedBlobUrls;
+  /** Webhooks (docs/webhooks.md): the resolver, the address policy and the key that seals signing secrets. */
+  webhooks?: Omit<WebhookCommandDeps, 'deps' | 'sql'>;
+  /** Scripts (docs/scripts.md): the sandbox executor, source checks and Idempotency-Key records. */
+  scripts?: Omit<ScriptRouteDeps, 'deps'>;
 }
 export interface QueryFeatureDeps {
   /** Set only when the projector runs in this process (exact invalidation). */
@@ -66,6 +70,9 @@ export const storageRouteSpecs = (f: { deps: CommandDeps; secret: Buffer; blobs:
 /** Reactors beside the read models: document extraction, STORED for store-only documents, text discard (own checkpoint). */
 export const documentWorker = (o: { store: EventStore; sql: Sql; blobs: BlobStore; log?: (msg: string) => void }) => new DocumentWorker(o);
 
+/** The trigger runner (docs/triggers.md): fires rules on record events through the script executor (own checkpoint, 'trigger-runner'). */
+export const triggerRunner = (o: TriggerRunnerOptions) => new TriggerRunner(o);
+
 export function commandRoutes(f: CommandFeatureDeps): RouteSpec[] {
   return [
     ...tenancyCommandRoutes(f.deps, sqlRootKeyIndex(f.sql), sqlTenantContexts(f.sql)),
@@ -75,9 +82,15 @@ export function commandRoutes(f: CommandFeatureDeps): RouteSpec[] {
     ...folderCommandRoutes(f.deps, sqlFolderContents(f.sql)),
     ...identityCommandRoutes(f.deps, sqlNamespaceUsage(f.sql)),
     ...documentCommandRoutes({ deps: f.deps, sealer: f.deps.sealer, blobs: f.blobs, grants: storageGrants(f.secret, f.storageUrlTtlMs), presigned: f.presigned, ensureRoot: rootFolderGuard(f.deps) }),
+    ...(f.scripts ? scriptCommandRoutes({ deps: f.deps, ...f.scripts }) : []),
+    ...triggerCommandRoutes(f.deps),
     erasureRequestRoute(),
+    ...(f.webhooks ? webhookFeatureRoutes({ ...f.webhooks, deps: f.deps, sql: f.sql }) : []),
   ];
 }
+
+/** Webhook registrations, domains and manual retry (developer portal; the operator's domain verification). */
+const webhookFeatureRoutes = (w: WebhookCommandDeps): RouteSpec[] => [...webhookCommandRoutes(w), ...webhookDomainRoutes(w), webhookRetryRoute(w)];
 
 export function queryRoutes(f: QueryFeatureDeps): RouteSpec[] {
   const schemas = new SchemaReads(f.sql);
@@ -100,8 +113,11 @@ export function queryRoutes(f: QueryFeatureDeps): RouteSpec[] {
     ...usageRoutes(new UsageReads(f.sql, f.deps.meter?.prices ?? DEFAULT_PRICES)),
     ...inferenceRoutes({ sql: f.sql, catalog: f.models ?? defaultModels(f.search), search: f.search, documents, blobs: f.blobs, account: (id) => f.tenancy.account(id), meter: f.deps.meter, log: f.log }),
     ...exportRoutes(f.store),
+    ...scriptQueryRoutes(f.store, f.pages),
+    ...triggerQueryRoutes(f.sql, f.pages),
     ...activityLogRoutes(new ActivityLogStore(f.sql)),
     erasureStatusRoute(),
+    ...webhookQueryRoutes(f.sql, f.pages),
   ];
 }
 
@@ -115,4 +131,6 @@ export const readModelProjections = (o: { onCredentialChange: () => void; onReco
   identityProjection(),
   documentsProjection(),
   usageProjection(o.onUsageChange),
+  webhooksProjection(),
+  triggersProjection(),
 ];

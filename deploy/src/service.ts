@@ -3,21 +3,24 @@ import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { CursorCodec, deriveKey, Paginator, route, type RouteSpec, ServiceError, type WireVersionTable } from '@svc/contracts';
-import type { BlobStore, EventStore, ReadModelBarrier, SearchEngines, Sql } from '@svc/domain';
+import type { BlobStore, EventStore, ReadModelBarrier, ScriptExecutor, SearchEngines, Sql } from '@svc/domain';
+import { IdempotencyStore, readRoutesOf, SandboxPool, SandboxScriptExecutor } from '@svc/command-api';
 import { AccountRateLimits, burstLimitGate, CachedStanding, type CommandDeps, creditCeilingGate, inferenceBalanceGate, InProcessWindowCounter, loadKurrentDb, openAccount, PayloadSealer, PostgresEventStore, readMeteringListener, RedisWindowCounter, UploadPoller, UsageMeter } from '@svc/command-api';
-import { describeEmbedder, type IndexerEngines, ModelSwitchVectorIndex, VectorModelRebuild, inProcessBarrier, KafkaFeed, KafkaRelay, ProjectionRunner, remoteBarrier, SearchIndexer, sqlAccountStanding } from '@svc/projectors';
+import { sqlFolderContents } from '@svc/projectors';
+import { describeEmbedder, type IndexerEngines, ModelSwitchVectorIndex, VectorModelRebuild, inProcessBarrier, KafkaFeed, KafkaRelay, ProjectionRunner, remoteBarrier, SearchIndexer, sqlAccountStanding, WebhookDispatcher, WebhookSender } from '@svc/projectors';
 import { ActivityLogStore, CredentialResolver, ReadCache, type RecordRow, TenancyReads } from '@svc/query-api';
 import type { Config } from './config';
 import { openSql } from './engines/sql';
 import { createEdge, registerRoutes, type EdgeOptions } from './http/edge';
 import { buildOpenApi } from './http/openapi';
-import { commandRoutes, defaultModels, documentWorker, queryRoutes, readModelProjections, storageRouteSpecs } from './features';
+import { commandRoutes, defaultModels, documentWorker, queryRoutes, readModelProjections, storageGrants, storageRouteSpecs, triggerRunner } from './features';
 import { FileBlobStore } from './engines/blobs';
 import { S3BlobStore } from './engines/s3-blobs';
 import { openSearchEngines } from './engines/search';
 import { kafkaSettings, metricsText } from './engines/kafka';
 import { quarantineRoutes } from './http/quarantine-routes';
 import { ActivityRecorder } from './activity/recorder';
+import { webhookResolver } from './engines/webhook-dns';
 
 export const READ_MODELS = 'read-models';
 
@@ -38,6 +41,8 @@ export interface Service {
   bootstrapFile?: string;
   /** Metering (docs/api.md "Usage"): `flush()` appends the read counts tallied so far. */
   meter: UsageMeter;
+  /** Scripts (docs/scripts.md): the sandbox executor (roles all, command, projector), for POST /v1/scripts/execute and the trigger runner. */
+  scripts?: ScriptExecutor;
   close(): Promise<void>;
 }
 
@@ -194,6 +199,29 @@ export async function buildService(config: Config, log: (msg: string) => void = 
     modelRebuild?.start();
   }
 
+  // Webhooks (docs/webhooks.md): the dispatcher runs where the projectors run, with its own checkpoint ('webhook-dispatcher').
+  const webhookPolicy = { allowPrivate: config.webhooks.allowPrivateTargets };
+  const resolver = webhookResolver(config.webhooks.testDnsFile);
+  const webhookSealKey = deriveKey(secret, 'webhook-secret');
+  if (webhookPolicy.allowPrivate && (config.role === 'all' || config.role === 'command' || runsProjector))
+    log('WARNING: WEBHOOK_ALLOW_PRIVATE_TARGETS=1: webhooks may target loopback and RFC 1918 private addresses (development only)');
+  const dispatcher = runsProjector
+    ? new WebhookDispatcher({
+        store,
+        sql,
+        barrier,
+        sealKey: webhookSealKey,
+        retryScale: config.webhooks.retryScale,
+        sender: new WebhookSender({ resolver, policy: webhookPolicy, ca: config.webhooks.caFile ? readFileSync(config.webhooks.caFile, 'utf8') : undefined }),
+        log,
+      })
+    : undefined;
+  if (dispatcher) {
+    await dispatcher.init();
+    dispatcher.feed = feed;
+    dispatcher.start();
+  }
+
   // Per-minute counters: in process by default; Redis (shared by every process) when REDIS_URL is set, failing open.
   const redisCounters = config.redisUrl ? new RedisWindowCounter(config.redisUrl, log) : undefined;
   if (redisCounters && !(await redisCounters.ready())) log(`Redis at REDIS_URL did not answer at start; counters fail open until it does`);
@@ -233,13 +261,36 @@ export async function buildService(config: Config, log: (msg: string) => void = 
   }
   const app = createEdge(edgeOpts);
   const routes: RouteSpec[] = [];
-  if (config.role === 'all' || config.role === 'command') routes.push(...commandRoutes({ deps, secret, pages, counters, sql, blobs, storageUrlTtlMs, presigned: s3 }));
+  // Scripts (docs/scripts.md): sandbox threads started on first use, the executor (also for the trigger runner), Idempotency-Key records.
+  const scriptPool = config.role === 'all' || config.role === 'command' || config.role === 'projector' ? new SandboxPool({ threads: config.scripts.threads }) : undefined;
+  const scripts = scriptPool
+    ? new SandboxScriptExecutor({
+        deps,
+        pool: scriptPool,
+        limits: { timeoutMs: config.scripts.timeoutMs },
+        documents: { blobs, grants: storageGrants(secret, storageUrlTtlMs), presigned: s3 },
+        folderContents: sqlFolderContents(sql),
+        // KurrentDB: only written streams are expected at their revision (an empty append is no check there).
+        checkReads: !config.eventStoreUrl,
+      })
+    : undefined;
+  // Triggers (docs/triggers.md): the trigger runner runs where the projectors run, with its own checkpoint ('trigger-runner'), through the executor.
+  const triggers = runsProjector && scripts ? triggerRunner({ store, sql, executor: scripts, rulesReady: (position) => barrier.waitFor(position, 30_000), retryScale: config.webhooks.retryScale, log }) : undefined;
+  if (triggers) {
+    await triggers.init();
+    triggers.feed = feed;
+    triggers.start();
+  }
+  const scriptRoutes = scripts && scriptPool ? { executor: scripts, checker: scriptPool, idempotency: new IdempotencyStore(sql, config.scripts.timeoutMs + 60_000) } : undefined;
+  if (config.role === 'all' || config.role === 'command') routes.push(...commandRoutes({ deps, secret, pages, counters, sql, blobs, storageUrlTtlMs, presigned: s3, scripts: scriptRoutes, webhooks: { resolver, policy: webhookPolicy, sealKey: webhookSealKey } }));
   if (config.role === 'all' || config.role === 'query') routes.push(...queryRoutes({ sql, secret, pages, tenancy, store, deps, recordCache, pageCache, blobs, storageUrlTtlMs, presigned: s3, search, log, models: defaultModels(search, config.llm) }));
   const system: RouteSpec[] = [
-    route({ method: 'GET', url: '/healthz', auth: 'none', summary: 'Liveness', handler: async () => ({ status: 'ok', role: config.role }) }),
+    route({ method: 'GET', url: '/healthz', operationId: 'getLiveness', auth: 'none', summary: 'Liveness', handler: async () => ({ status: 'ok', role: config.role }) }),
     route({
       method: 'GET',
       url: '/readyz',
+      operationId: 'getReadiness',
+      errors: [503],
       auth: 'none',
       summary: 'Readiness: the database answers, the read models are caught up within 10,000 events, and no projection is failing or holds quarantined events',
       handler: async () => {
@@ -261,7 +312,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
           status: 'ready',
           role: config.role,
           headPosition: head,
-          projections: runsProjector ? [runner.stats, ...(searchIndexer ? [searchIndexer.stats] : []), ...(worker ? [worker.stats] : [])].map(subscriber) : [],
+          projections: runsProjector ? [runner.stats, ...(searchIndexer ? [searchIndexer.stats] : []), ...(worker ? [worker.stats] : []), ...(dispatcher ? [dispatcher.stats] : []), ...(triggers ? [triggers.stats] : [])].map(subscriber) : [],
           ...(relay ? { relay: { ...relay.stats, lag: Math.max(0, relayLag), topic: kafka!.topic } } : {}),
           ...(embedderInfo ? { embeddings: { ...embedderInfo, ...(modelRebuild ? { rebuild: modelRebuild.status() } : {}) } } : {}),
         };
@@ -270,11 +321,13 @@ export async function buildService(config: Config, log: (msg: string) => void = 
     route({
       method: 'GET',
       url: '/metrics',
+      operationId: 'getMetrics',
+      contentType: 'text/plain',
       auth: 'none',
       summary: 'Prometheus metrics: head of the log, position and lag of each log subscriber, Kafka consumer lag',
       handler: async ({ reply }) => {
         const head = await store.headPosition();
-        const subscribers = [...(runsProjector ? [runner.stats, ...(searchIndexer ? [searchIndexer.stats] : []), ...(worker ? [worker.stats] : [])] : []), ...(relay ? [relay.stats] : [])];
+        const subscribers = [...(runsProjector ? [runner.stats, ...(searchIndexer ? [searchIndexer.stats] : []), ...(worker ? [worker.stats] : []), ...(triggers ? [triggers.stats] : []), ...(dispatcher ? [dispatcher.stats] : [])] : []), ...(relay ? [relay.stats] : [])];
         reply.type('text/plain; version=0.0.4; charset=utf-8');
         const info = embedderInfo
           ? `# HELP svc_embeddings_model The embedding model in use (1); fallback="true" when the built-in default could not be loaded\n# TYPE svc_embeddings_model gauge\nsvc_embeddings_model{role="${config.role}",model="${embedderInfo.model.replace(/["\\]/g, '_')}",dims="${embedderInfo.dims}",kind="${embedderInfo.kind}",fallback="${embedderInfo.fallbackReason ? 'true' : 'false'}"} 1\n`
@@ -285,7 +338,9 @@ export async function buildService(config: Config, log: (msg: string) => void = 
   ];
   if (runsProjector) system.push(...quarantineRoutes(runner));
   const all = [...routes, ...system];
-  const openapi = buildOpenApi(all);
+  // Scripts' list and lookup calls run the REST read routes of this process.
+  if (scripts) scripts.reads = readRoutesOf(all);
+  const openapi = buildOpenApi(all, { publicUrl: config.publicUrl });
   all.push(route({ method: 'GET', url: '/openapi.json', auth: 'none', summary: 'This API description', handler: async () => openapi }));
   registerRoutes(app, all, edgeOpts, now);
   if ((config.role === 'all' || config.role === 'command') && !s3) {
@@ -320,19 +375,28 @@ export async function buildService(config: Config, log: (msg: string) => void = 
     app,
     bootstrapFile,
     meter,
+    scripts,
     async close() {
       closing = true;
       await app.close();
       await activity?.close();
       await meter.close();
       // What those flushes appended is applied before the subscribers stop, so a clean stop leaves every checkpoint at the head.
-      if (runsProjector) {
+      const caughtUp = async (positions: () => Array<number | undefined>) => {
         const head = await store.headPosition();
-        const behind = () => [runner.current, worker?.stats.position ?? head, searchIndexer?.current ?? head].some((p) => p < head);
+        const behind = () => positions().some((p) => p !== undefined && p < head);
         for (const deadline = Date.now() + 3_000; behind() && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
-      }
+      };
+      const others = () => [runner.current, worker?.stats.position, searchIndexer?.current, dispatcher?.stats.position];
+      if (runsProjector) await caughtUp(() => [...others(), triggers?.stats.position]);
+      // Runs in flight finish before the sandbox threads go; their charges are appended directly (not tallied), and
+      // what they wrote fires other rules at the next start (the runner's checkpoint stays before it).
+      await triggers?.stop();
+      await scriptPool?.close();
+      if (runsProjector) await caughtUp(others);
       await redisCounters?.close();
       await uploadPoller?.stop();
+      await dispatcher?.stop();
       await worker?.stop();
       await modelRebuild?.stop();
       await searchIndexer?.stop();

@@ -24,6 +24,13 @@ export * from './search/memory-vectors';
 export * from './search/pg-fts';
 export * from './search/vector-index';
 export * from './search/vector-models';
+export * from './triggers/read-model';
+export * from './triggers/retries';
+export * from './triggers/runner';
+export * from './webhooks/deliveries';
+export * from './webhooks/dispatcher';
+export * from './webhooks/read-model';
+export * from './webhooks/sender';
 
 /** The Elasticsearch adapter, loaded only when ELASTICSEARCH_URL is set (its client is large). */
 export const loadElasticsearch = () => import('./search/es');

@@ -18,6 +18,9 @@
  * METERING=0 RATE_LIMITS=0 ACTIVITY_LOG=0, alternating over BENCH_OPERATIONS_ROUNDS (default 2) pairs of fresh services;
  * target: the three together cost under 10 % of throughput. Section 7 (same file): audit export throughput, in process
  * over BENCH_EXPORT_EVENTS (default 200,000) seeded events against raw tenant reads, and GET /v1/export over HTTP.
+ * Section 8 (scripts.ts, BENCH_ONLY=scripts): script executions (read one record, patch one; 16 clients) against the same
+ * two REST calls, and an isolate's cold start. Section 9 (webhooks.ts, BENCH_ONLY=webhooks): deliveries per second to a
+ * local HTTPS receiver and event -> delivery latency p50 / p99, with 1 and with 100 registrations.
  * Results: .cache/bench-results.json (what-if runs: .cache/bench-results.whatif-<name>.json)
  * Companions: tests/bench/profile.ts (CPU profile + SQL census of one scenario),
  * tests/bench/engine-micro.ts (per-statement PGlite costs, read shapes).
@@ -38,9 +41,11 @@ import { benchDocuments } from './documents';
 import { benchSearch, MODES } from './search';
 import { benchKafka } from './kafka';
 import { benchOperations, exportInProcess } from './operations';
+import { benchScripts } from './scripts';
+import { benchWebhooks } from './webhooks';
 
 const onlyArg = process.argv.indexOf('--only');
-const only = new Set((onlyArg > 0 ? process.argv[onlyArg + 1] : process.env.BENCH_ONLY || 'records,documents,search,operations').split(',').map((x) => x.trim()).map((x) => (x === 'activity-log' ? 'operations' : x)));
+const only = new Set((onlyArg > 0 ? process.argv[onlyArg + 1] : process.env.BENCH_ONLY || 'records,documents,search,operations,scripts,webhooks').split(',').map((x) => x.trim()).map((x) => (x === 'activity-log' ? 'operations' : x)));
 
 const envInt = (k: string, d: number) => (process.env[k] ? Number(process.env[k]) : d);
 const timing: Timing = { concurrency: envInt('BENCH_CONCURRENCY', 32), warmupMs: envInt('BENCH_WARMUP_MS', 1500), durationMs: envInt('BENCH_MS', 5000) };
@@ -257,6 +262,28 @@ async function main() {
     if (op.httpExport) {
       const h = op.httpExport;
       rows.push({ id: 'X1', section: S7, name: `GET /v1/export over HTTP (the last "on" run's tenant), ${h.events} lines, ${(h.bytes / 2 ** 20).toFixed(1)} MiB`, result: rate(h.events, h.seconds), target: 'events/s', ratio: { value: h.eventsPerSec / x.raw.eventsPerSec, vs: 'XR' }, verdict: h.events > 0 ? 'info' : 'MISS' });
+    }
+  }
+
+  // --- Scripts (section 8, tests/bench/scripts.ts): a script that reads one record and writes one vs the same two REST calls ---
+  if (only.has('scripts')) {
+    const S8 = '8. Scripts: POST /v1/scripts/execute (read one record, patch one) vs GET + PATCH over REST, 16 clients; isolate cold start';
+    const b = await benchScripts();
+    const asLoad = (r: (typeof b.rows)[number]): LoadResult => ({ ops: r.ops, seconds: b.durationMs / 1000, opsPerSec: r.opsPerSec, p50: r.p50, p90: NaN, p99: r.p99, max: NaN, errors: r.errors });
+    const c = b.coldStart;
+    rows.push(
+      { id: 'P0', section: S8, name: b.rows[1].name, result: asLoad(b.rows[1]), verdict: 'base' },
+      { id: 'P1', section: S8, name: b.rows[0].name, result: asLoad(b.rows[0]), target: 'report', ratio: { value: b.ratio, vs: 'P0' }, verdict: b.rows[0].errors ? 'MISS' : 'info' },
+      { id: 'P2', section: S8, name: `isolate cold start: sandbox thread ${c.threadStartMs} ms once; fresh QuickJS runtime per execution ${c.runtimePerExecutionP50Ms} ms p50 inside, round trip ${c.roundTripP50Ms} / ${c.roundTripP99Ms} ms p50 / p99`, note: `${c.roundTripP50Ms} ms`, target: 'report', verdict: c.firstOk ? 'info' : 'MISS' },
+    );
+  }
+
+  // --- Webhooks (section 9, tests/bench/webhooks.ts): deliveries to a local HTTPS receiver, event -> delivery latency ---
+  if (only.has('webhooks')) {
+    const S9 = '9. Webhooks: deliveries to a local HTTPS receiver (document.indexed), event -> receiver latency, 1 and 100 registrations';
+    for (const w of await benchWebhooks()) {
+      const result: LoadResult = { ops: w.deliveries, seconds: w.deliveries / Math.max(1e-9, w.deliveriesPerSecond), opsPerSec: w.deliveriesPerSecond, p50: w.latencyP50Ms, p90: NaN, p99: w.latencyP99Ms, max: NaN, errors: w.deliveries < w.events * w.registrations ? w.events * w.registrations - w.deliveries : 0 };
+      rows.push({ id: `W${w.registrations}`, section: S9, name: `${w.registrations} registration(s), ${w.events} events -> ${w.deliveries} deliveries`, result, target: 'report', verdict: result.errors ? 'MISS' : 'info' });
     }
   }
 

@@ -198,6 +198,7 @@ export function documentCommandRoutes(d: DocumentDeps): RouteSpec[] {
     route({
       method: 'POST',
       url: '/v1/documents',
+      operationId: 'ingestDocument',
       auth: 'data',
       permission: 'documents:c',
       summary: 'Ingest a document from inline text (idempotent by externalId)',
@@ -214,6 +215,7 @@ export function documentCommandRoutes(d: DocumentDeps): RouteSpec[] {
     route({
       method: 'POST',
       url: '/v1/documents/upload',
+      operationId: 'uploadDocument',
       auth: 'data',
       permission: 'documents:c',
       summary: 'Create a document for a file upload: returns a presigned, single-use upload URL',
@@ -237,6 +239,7 @@ export function documentCommandRoutes(d: DocumentDeps): RouteSpec[] {
     route({
       method: 'PUT',
       url: '/v1/documents/:id',
+      operationId: 'updateDocument',
       auth: 'data',
       permission: 'documents:u',
       summary: 'Replace a document (title, payload, ownership, folder; text re-ingests)',
@@ -249,6 +252,7 @@ export function documentCommandRoutes(d: DocumentDeps): RouteSpec[] {
     route({
       method: 'PATCH',
       url: '/v1/documents/:id',
+      operationId: 'patchDocument',
       auth: 'data',
       permission: 'documents:u',
       summary: 'Patch a document (RFC 7386 merge patch; text re-ingests)',
@@ -261,6 +265,7 @@ export function documentCommandRoutes(d: DocumentDeps): RouteSpec[] {
     route({
       method: 'DELETE',
       url: '/v1/documents/:id',
+      operationId: 'deleteDocument',
       auth: 'data',
       permission: 'documents:d',
       summary: 'Delete a document (hard delete plus tombstone; its file and text are removed)',

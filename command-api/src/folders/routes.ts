@@ -50,7 +50,7 @@ export async function createFolder(deps: CommandDeps, body: CreateFolder, meta: 
   throw conflict('No free slug could be derived from this name; send an explicit slug');
 }
 
-async function changeFolder(deps: CommandDeps, id: string, kind: 'put' | 'patch', body: Record<string, unknown>, meta: RequestMeta) {
+export async function changeFolder(deps: CommandDeps, id: string, kind: 'put' | 'patch', body: Record<string, unknown>, meta: RequestMeta) {
   const p = meta.principal;
   const { state } = await handleCommand(
     deps,
@@ -69,7 +69,7 @@ async function changeFolder(deps: CommandDeps, id: string, kind: 'put' | 'patch'
 }
 
 /** Deletes an empty folder; the count covers every item in it, readable by the caller or not. */
-async function deleteFolder(deps: CommandDeps, contents: FolderContents, id: string, expectedVersion: number | undefined, meta: RequestMeta) {
+export async function deleteFolder(deps: CommandDeps, contents: FolderContents, id: string, expectedVersion: number | undefined, meta: RequestMeta) {
   const p: Principal = meta.principal;
   for await (const _attempt of contended()) {
     const { state: cur, revision } = await loadAggregate(deps.store, streams.folder(id), folderAggregate);
@@ -97,6 +97,7 @@ export function folderCommandRoutes(deps: CommandDeps, contents: FolderContents)
     route({
       method: 'POST',
       url: '/v1/folders',
+      operationId: 'createFolder',
       auth: 'data',
       permission: 'folders:c',
       summary: 'Create a folder (under the context root unless parentFolderId is given)',
@@ -109,6 +110,7 @@ export function folderCommandRoutes(deps: CommandDeps, contents: FolderContents)
     route({
       method: 'PUT',
       url: '/v1/folders/:id',
+      operationId: 'updateFolder',
       auth: 'data',
       permission: 'folders:u',
       summary: 'Replace a folder name, description and ownership (slug and parent are fixed)',
@@ -121,6 +123,7 @@ export function folderCommandRoutes(deps: CommandDeps, contents: FolderContents)
     route({
       method: 'PATCH',
       url: '/v1/folders/:id',
+      operationId: 'patchFolder',
       auth: 'data',
       permission: 'folders:u',
       summary: 'Patch a folder (RFC 7386): name, description, userId, scopes, expectedVersion',
@@ -133,6 +136,7 @@ export function folderCommandRoutes(deps: CommandDeps, contents: FolderContents)
     route({
       method: 'DELETE',
       url: '/v1/folders/:id',
+      operationId: 'deleteFolder',
       auth: 'data',
       permission: 'folders:d',
       summary: 'Delete an empty folder (400 while it holds sub-folders, records or documents; the root cannot be deleted)',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { createRecordBody, ERROR_CATALOGUE, isServiceError, route, type RouteSpec, ServiceError } from '@svc/contracts';
+import { batchWriteResponse, createRecordBody, ERROR_CATALOGUE, isServiceError, route, type RouteSpec, ServiceError } from '@svc/contracts';
 import { recordView } from '@svc/domain';
 import type { CommandDeps } from '../handle-command';
 import { secondsToWindowEnd, type WindowCounter } from '../limits/window-counter';
@@ -27,10 +27,12 @@ export function batchWriteRoute(deps: CommandDeps, collisions: WindowCounter): R
   return route({
     method: 'POST',
     url: '/v1/records/batch',
+    operationId: 'batchWriteRecords',
     auth: 'data',
     permission: 'records:c',
     summary: 'Create (or update by owned externalId) up to 50 records; per-item results',
     body: batchWriteBody,
+    response: batchWriteResponse,
     write: true,
     handler: async ({ body, meta }) => {
       const key = `collisions:${meta.principal.accountId}`;

@@ -172,6 +172,7 @@ export function recordCommandRoutes(deps: CommandDeps): RouteSpec[] {
     route({
       method: 'POST',
       url: '/v1/records',
+      operationId: 'createRecord',
       auth: 'data',
       permission: 'records:c',
       summary: 'Create a record (idempotent by externalId)',
@@ -188,6 +189,7 @@ export function recordCommandRoutes(deps: CommandDeps): RouteSpec[] {
     route({
       method: 'PUT',
       url: '/v1/records/:id',
+      operationId: 'updateRecord',
       auth: 'data',
       permission: 'records:u',
       summary: 'Replace a record payload and mutable fields',
@@ -200,6 +202,7 @@ export function recordCommandRoutes(deps: CommandDeps): RouteSpec[] {
     route({
       method: 'PATCH',
       url: '/v1/records/:id',
+      operationId: 'patchRecord',
       auth: 'data',
       permission: 'records:u',
       summary: 'Patch a record (RFC 7386 merge patch)',
@@ -212,6 +215,7 @@ export function recordCommandRoutes(deps: CommandDeps): RouteSpec[] {
     route({
       method: 'DELETE',
       url: '/v1/records/:id',
+      operationId: 'deleteRecord',
       auth: 'data',
       permission: 'records:d',
       summary: 'Delete a record (hard delete plus tombstone)',
@@ -220,29 +224,35 @@ export function recordCommandRoutes(deps: CommandDeps): RouteSpec[] {
       status: 204,
       write: true,
       handler: async ({ params, query, meta }) => {
-        const p = meta.principal;
-        for await (const _attempt of contended()) {
-          const { state: cur, revision } = await loadAggregate(deps.store, streams.record(params.id), recordAggregate);
-          if (!cur.exists || !canReach(p, cur)) throw notFound();
-          const events = decideDelete(cur, query.expectedVersion);
-          const scope = { tenantId: cur.tenantId, contextId: cur.contextId, typeName: cur.typeName };
-          const schema = await loadSchema(deps.store, p, cur.schemaId).catch(() => undefined);
-          const held = await Promise.all([
-            ...(cur.externalId ? [extReservation(deps, scope, cur.externalId)] : []),
-            ...(schema
-              ? uniqueKeys(schema.definition, deps.sealer.unseal(cur.payload), deps.sealer.blind([cur.tenantId!, cur.contextId!, cur.typeName], schema.definition, deps.sealer.unseal(cur.payload))).map((u) => uniqueReservation(deps, scope, u.field, u.value))
-              : []),
-          ]);
-          try {
-            await commit(deps, metadataFor(meta), [{ streamId: streams.record(params.id), events, expectedRevision: revision }, ...held.filter((r) => r.holder === params.id).map(release)]);
-            return null;
-          } catch (e) {
-            if (e instanceof WrongExpectedRevisionError) continue;
-            throw e;
-          }
-        }
-        throw conflict('The record changed concurrently; retry');
+        await deleteRecord(deps, params.id, query.expectedVersion, meta);
+        return null;
       },
     }),
   ];
+}
+
+/** Deletes a record (hard delete plus tombstone) and releases the values it held. */
+export async function deleteRecord(deps: CommandDeps, id: string, expectedVersion: number | undefined, meta: RequestMeta): Promise<void> {
+  const p = meta.principal;
+  for await (const _attempt of contended()) {
+    const { state: cur, revision } = await loadAggregate(deps.store, streams.record(id), recordAggregate);
+    if (!cur.exists || !canReach(p, cur)) throw notFound();
+    const events = decideDelete(cur, expectedVersion);
+    const scope = { tenantId: cur.tenantId, contextId: cur.contextId, typeName: cur.typeName };
+    const schema = await loadSchema(deps.store, p, cur.schemaId).catch(() => undefined);
+    const held = await Promise.all([
+      ...(cur.externalId ? [extReservation(deps, scope, cur.externalId)] : []),
+      ...(schema
+        ? uniqueKeys(schema.definition, deps.sealer.unseal(cur.payload), deps.sealer.blind([cur.tenantId!, cur.contextId!, cur.typeName], schema.definition, deps.sealer.unseal(cur.payload))).map((u) => uniqueReservation(deps, scope, u.field, u.value))
+        : []),
+    ]);
+    try {
+      await commit(deps, metadataFor(meta), [{ streamId: streams.record(id), events, expectedRevision: revision }, ...held.filter((r) => r.holder === id).map(release)]);
+      return;
+    } catch (e) {
+      if (e instanceof WrongExpectedRevisionError) continue;
+      throw e;
+    }
+  }
+  throw conflict('The record changed concurrently; retry');
 }

@@ -3,6 +3,7 @@ import { canSeeSchema, decideSchemaDelete, decideSchemaUpdate, type EventStore, 
 import { commit, handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
 import { claim, readReservation, release } from '../reservations';
 import { registeredNamespaces } from '../identity/namespaces';
+import { schemaTriggerGuard } from '../triggers/schema-guard';
 
 export type LiveSchema = Extract<SchemaState, { exists: true }>;
 
@@ -64,6 +65,7 @@ export function schemaCommandRoutes(deps: CommandDeps): RouteSpec[] {
     route({
       method: 'POST',
       url: '/v1/schemas',
+      operationId: 'createSchema',
       auth: 'data',
       permission: 'schemas:c',
       summary: 'Create a schema (idempotent by typeName within the caller ownership scope)',
@@ -80,6 +82,7 @@ export function schemaCommandRoutes(deps: CommandDeps): RouteSpec[] {
     route({
       method: 'PUT',
       url: '/v1/schemas/:id',
+      operationId: 'updateSchema',
       auth: 'data',
       permission: 'schemas:u',
       summary: 'Replace a schema (schemaVersion +1; typeName immutable)',
@@ -90,13 +93,17 @@ export function schemaCommandRoutes(deps: CommandDeps): RouteSpec[] {
       handler: async ({ params, body, meta }) => {
         const p = meta.principal;
         const namespaces = await registeredNamespaces(deps.store, p.tenantId!);
+        // Trigger rules (docs/triggers.md): 409 for an update that would break a rule firing off this schema.
+        const triggerGuard = await schemaTriggerGuard(deps.store, params.id);
         const { state } = await handleCommand(
           deps,
           streams.schema(params.id),
           schemaAggregate,
           (s) => {
             if (!s.exists || !canSeeSchema(p, { tenantId: s.tenantId, contextId: s.contextId, ...s.definition })) throw notFound();
-            return { events: decideSchemaUpdate(s, body, namespaces) };
+            const events = decideSchemaUpdate(s, body, namespaces);
+            for (const e of events) if (e.type === 'SchemaUpdated') triggerGuard.checkUpdate(e.data.definition);
+            return { events };
           },
           metadataFor(meta),
         );
@@ -106,15 +113,18 @@ export function schemaCommandRoutes(deps: CommandDeps): RouteSpec[] {
     route({
       method: 'DELETE',
       url: '/v1/schemas/:id',
+      operationId: 'deleteSchema',
       auth: 'data',
       permission: 'schemas:d',
       summary: 'Delete a schema; its typeName may then be created again',
       params: idParam,
       status: 204,
+      errors: [409], // while trigger rules fire off it (docs/triggers.md)
       write: true,
       handler: async ({ params, meta }) => {
         const p = meta.principal;
         const s = await loadSchema(deps.store, p, params.id);
+        (await schemaTriggerGuard(deps.store, params.id)).checkDelete(); // 409 while trigger rules fire off the schema (docs/triggers.md)
         const r = await typeNameReservation(deps.store, p, s.definition.typeName, ownerKeyOf(s.definition));
         await handleCommand(deps, streams.schema(params.id), schemaAggregate, (st) => ({ events: decideSchemaDelete(st), also: r.holder === params.id ? [release(r)] : [] }), metadataFor(meta));
         return null;

@@ -1,4 +1,4 @@
-import { accountCreatedResponse, conflict, contextResponse, createAccountBody, createContextBody, createScopedKeyBody, CURRENT_WIRE_VERSION, type DomainEvent, type EventData, forbidden, hashSecret, idParam, invalid, mintTokenBody, mintTokenResponse, newSecret, notFound, patchAccountBody, PREFIX, type RequestMeta, rotateRootKeyParams, rotateRootKeyResponse, route, type RouteSpec } from '@svc/contracts';
+import { accountCreatedResponse, conflict, contextResponse, createAccountBody, createContextBody, createScopedKeyBody, CURRENT_WIRE_VERSION, type DomainEvent, type EventData, forbidden, hashSecret, idParam, invalid, mintTokenBody, mintTokenResponse, newSecret, notFound, patchAccountBody, PREFIX, type RequestMeta, rotateRootKeyParams, rotateRootKeyResponse, route, type RouteSpec, scopedKeyResponse } from '@svc/contracts';
 import { accountDecider, type AccountState, credentialAggregate, type CredentialState, decideRevoke, isTornDown, narrowChild, type Plan, type RootKeyIndex, streams, type TenantContexts, WrongExpectedRevisionError } from '@svc/domain';
 import { commit, handleCommand, loadAggregate, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
 import { contended } from '../contention';
@@ -151,6 +151,7 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
     route({
       method: 'POST',
       url: '/v1/tokens',
+      operationId: 'mintToken',
       auth: 'data',
       summary: 'Mint a token confined to one app context',
       body: mintTokenBody,
@@ -256,6 +257,7 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
       auth: 'developer',
       summary: 'Create a scoped API key (ssk_) for one of the account tenants',
       body: createScopedKeyBody,
+      response: scopedKeyResponse,
       status: 201,
       write: true,
       handler: async ({ body, principal: p, meta }) => {

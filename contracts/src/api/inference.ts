@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { searchBody, searchResult } from './search';
+import { searchBody, searchResponse } from './search';
 
 /**
  * Inference (spec "Inference operations", "Inference stream events"; decisions §1, §8):
@@ -80,13 +80,30 @@ export const modelEntry = z.object({
 export type ModelEntry = z.infer<typeof modelEntry>;
 export const modelCatalogResponse = z.object({ models: z.array(modelEntry), defaultModel: z.string() });
 
-/** The frames of an inference stream, by event name (spec "Inference stream events"). */
-export interface InferenceEvents {
-  search_results: { results: z.infer<typeof searchResult>[]; totalResults: number; searchTimeMs: number; degraded: boolean; degradedLegs: Array<'text' | 'vector'> };
-  truncation_warning: { resultsRequested: number; resultsUsed: number; reason: string };
-  document_context: { documentId: string; title: string; textBytes: number; model: string };
-  content_delta: { delta: string };
-  done: { inputTokens: number; outputTokens: number; model: string; platformCreditsCharged: number; inferenceBalanceCentsCharged: number; cacheReadTokens?: number; cacheCreateTokens?: number };
-  error: { message: string; code: string };
-}
+/** The data of each frame of an inference stream, by event name (spec "Inference stream events"). */
+export const inferenceEventData = {
+  search_results: searchResponse,
+  truncation_warning: z.object({ resultsRequested: z.number().int(), resultsUsed: z.number().int(), reason: z.string() }),
+  document_context: z.object({ documentId: z.string(), title: z.string(), textBytes: z.number().int(), model: z.string() }),
+  content_delta: z.object({ delta: z.string() }),
+  done: z.object({
+    inputTokens: z.number().int(),
+    outputTokens: z.number().int(),
+    model: z.string(),
+    platformCreditsCharged: z.number(),
+    inferenceBalanceCentsCharged: z.number(),
+    cacheReadTokens: z.number().int().optional(),
+    cacheCreateTokens: z.number().int().optional(),
+  }),
+  error: z.object({ message: z.string(), code: z.string() }),
+} as const;
+export type InferenceEvents = { [K in keyof typeof inferenceEventData]: z.infer<(typeof inferenceEventData)[K]> };
+
+const eventsOf = <K extends keyof typeof inferenceEventData>(...names: K[]) => Object.fromEntries(names.map((n) => [n, inferenceEventData[n]])) as Pick<typeof inferenceEventData, K>;
+/** The events of each stream, in the order they may come (RouteSpec `stream`; /openapi.json; the client). RAG: search_results, optional truncation_warning, content_delta+, done (or error). */
+export const ragStreamEvents = eventsOf('search_results', 'truncation_warning', 'content_delta', 'done', 'error');
+/** Document ask: document_context, content_delta+, done (or error). */
+export const askStreamEvents = eventsOf('document_context', 'content_delta', 'done', 'error');
+/** Chat: content_delta+, done (or error). */
+export const chatStreamEvents = eventsOf('content_delta', 'done', 'error');
 export type InferenceEventName = keyof InferenceEvents;

@@ -70,3 +70,15 @@ export const listRecordsQuery = z.object({
   includePayload: z.enum(['true', 'false']).optional(),
   startFrom: z.string().optional(),
 });
+
+/** POST /v1/records/batch: one result per item, in order (HTTP 200 even when items fail). */
+export const batchWriteResponse = z.object({
+  results: z.array(
+    z.union([
+      z.object({ index: z.number().int(), status: z.enum(['created', 'updated']), id: z.string(), record: recordResponse }),
+      z.object({ index: z.number().int(), status: z.enum(['conflict', 'error']), error: z.object({ code: z.string(), message: z.string() }) }),
+    ]),
+  ),
+});
+/** POST /v1/records/batch-get: the readable records in the order asked, and the ids not found (or out of reach). */
+export const batchGetResponse = z.object({ data: z.array(recordResponse), notFound: z.array(z.string()) });

@@ -56,6 +56,8 @@ export const createScopedKeyBody = z
   })
   .strict();
 
+/** POST /developer/keys: the key is shown once. */
+export const scopedKeyResponse = z.object({ id: z.string(), key: z.string(), tenantId: z.string(), contextId: z.string(), allowedActions: z.array(z.string()), crossContext: z.boolean() });
 export const createContextBody = z.object({ name: z.string().min(1).max(200) }).strict();
 export const contextResponse = z.object({ id: z.string(), tenantId: z.string(), name: z.string(), isDefault: z.boolean(), createdAt: z.string() });
 export const idParam = z.object({ id: z.string().min(1).max(128) });

@@ -328,6 +328,57 @@ const SAMPLES: { [T in EventType]: EventData<T>[] } = {
     { documentId: 'd0c0d0c0-1111-4222-8333-444444444444', externalId: null },
     { documentId: 'd0c0d0c0-1111-4222-8333-444444444444', externalId: 'ext-1' },
   ],
+  WebhookRegistered: [
+    {
+      webhookId: 'a1b2c3d4-0000-4000-8000-000000000001',
+      accountId: ACCOUNT,
+      tenantId: LIVE_TENANT,
+      livemode: true,
+      url: 'https://hooks.example.com/in?x=1',
+      domain: 'hooks.example.com',
+      events: ['record.indexed', 'document.failed'],
+      apiVersion: '2024-01',
+      sealedSecret: 'v1.bm9uY2U.c2VhbGVk',
+      createdAt: 1764115200000,
+    },
+  ],
+  WebhookUpdated: [
+    { webhookId: 'a1b2c3d4-0000-4000-8000-000000000001', url: 'https://hooks.example.com/in', domain: 'hooks.example.com', events: ['trigger.failed'], apiVersion: '2024-01', status: 'ACTIVE', disabledReason: null, resetFailures: true },
+    { webhookId: 'a1b2c3d4-0000-4000-8000-000000000001', url: 'https://hooks.example.com/in', domain: 'hooks.example.com', events: ['record.failed'], apiVersion: '2024-01', status: 'DISABLED', disabledReason: 'manual', resetFailures: false },
+  ],
+  WebhookDisabled: [
+    { webhookId: 'a1b2c3d4-0000-4000-8000-000000000001', reason: 'consecutive_failures' },
+    { webhookId: 'a1b2c3d4-0000-4000-8000-000000000001', reason: 'ssrf_blocked' },
+  ],
+  WebhookDeleted: [{ webhookId: 'a1b2c3d4-0000-4000-8000-000000000001', tenantId: TEST_TENANT }],
+  WebhookDomainAdded: [{ accountId: ACCOUNT, domain: 'example.com', verificationToken: 'wv_0123456789abcdef' }],
+  WebhookDomainVerified: [
+    { accountId: ACCOUNT, domain: 'example.com', method: 'operator' },
+    { accountId: ACCOUNT, domain: 'example.com', method: 'dns' },
+  ],
+  ScriptVersionPushed: [
+    { scriptId: '5c5c5c5c-1111-4222-8333-444444444444', name: 'close-invoice', version: 1, source: 'export default (input) => input.params', sourceBytes: 39, declaredInputContract: null, description: null },
+    { scriptId: '5c5c5c5c-1111-4222-8333-444444444445', name: 'close-invoice', version: 2, source: 'export default async () => 1', sourceBytes: 28, declaredInputContract: { type: 'object' }, description: 'v2' },
+  ],
+  ScriptVersionDeleted: [{ scriptId: '5c5c5c5c-1111-4222-8333-444444444444', name: 'close-invoice', version: 1 }],
+  TriggerRuleCreated: [
+    {
+      ruleId: '7a7a7a7a-1111-4222-8333-444444444444', name: 'audit-invoices', schemaId: 'aaaaaaaa-1111-4222-8333-444444444444', typeName: 'invoice', events: ['CREATE', 'UPDATE'],
+      scriptRef: { name: 'audit', version: 2 }, fields: ['amount'], grant: { allowedActions: ['records:r', 'records:c'], dataScope: { userId: '${{ input.userId }}' } }, enabled: true,
+    },
+    { ruleId: '7a7a7a7a-1111-4222-8333-444444444444', name: 'on-delete', schemaId: 'aaaaaaaa-1111-4222-8333-444444444444', typeName: 'invoice', events: ['DELETE'], scriptRef: { name: 'audit', version: 1 }, fields: [], grant: { allowedActions: ['records:c'], dataScope: null }, enabled: false },
+  ],
+  TriggerRuleDeleted: [{ ruleId: '7a7a7a7a-1111-4222-8333-444444444444', schemaId: 'aaaaaaaa-1111-4222-8333-444444444444' }],
+  TriggerRuleBound: [{ ruleId: '7a7a7a7a-1111-4222-8333-444444444444', schemaId: 'aaaaaaaa-1111-4222-8333-444444444444', fields: ['amount', 'status'], enabled: true }],
+  TriggerRuleUnbound: [{ ruleId: '7a7a7a7a-1111-4222-8333-444444444444', schemaId: 'aaaaaaaa-1111-4222-8333-444444444444' }],
+  TriggerFired: [{ ruleId: '7a7a7a7a-1111-4222-8333-444444444444', eventId: 'e0e0e0e0-1111-4222-8333-444444444444', recordId: 'bbbbbbbb-1111-4222-8333-444444444444', executionId: 'x1', depth: 1 }],
+  TriggerFailed: [
+    {
+      failureId: 'f1f1f1f1-1111-4222-8333-444444444444', ruleId: '7a7a7a7a-1111-4222-8333-444444444444', eventId: 'e0e0e0e0-1111-4222-8333-444444444444', scriptRef: { name: 'audit', version: 2 },
+      recordId: 'bbbbbbbb-1111-4222-8333-444444444444', event: 'UPDATE', reason: 'INPUT_TOO_LARGE', message: 'record plus previous is 300000 bytes, over 229376', attempts: 1,
+      firstFailedAt: '2026-08-01T10:11:12.345Z', lastFailedAt: '2026-08-01T10:11:12.345Z',
+    },
+  ],
   UsageMetered: [
     {
       tenantId: LIVE_TENANT,
@@ -404,6 +455,7 @@ describe('Avro metadata codec', () => {
   it.each([
     ['every field set', full],
     ['every nullable field null', empty],
+    ['a trigger depth', { ...full, triggerDepth: 3 }],
     ['a write charge', { ...full, charge: [{ category: 'recordWrite', count: 1, units: 0, milli: 1000 }, { category: 'recordIndex', count: 0, units: 2, milli: 2000 }] }],
   ] as Array<[string, EventMetadata]>)('round-trips metadata with %s', (_, md) => {
     const decoded = metadataCodec.decode(metadataCodec.encode(md));

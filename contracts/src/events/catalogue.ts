@@ -41,6 +41,8 @@ export const eventMetadata = z.object({
    * it against the metadata's tenant and context, so a write's charge costs no event of its own.
    */
   charge: z.array(usageItem).optional(),
+  /** Events written by a triggered script: how many trigger firings led to them (docs/triggers.md "Depth limit"). */
+  triggerDepth: z.number().int().optional(),
 });
 export type EventMetadata = z.infer<typeof eventMetadata>;
 
@@ -273,6 +275,83 @@ export const EVENT_TYPES = {
   /** storeText: false — the text blob was deleted after indexing. */
   DocumentTextDiscarded: z.object({ documentId: z.string(), textRevision: z.number().int() }),
   DocumentDeleted: z.object({ documentId: z.string(), externalId: z.string().nullable() }),
+
+  // webhooks (docs/webhooks.md): one stream per registration `webhook-<id>`; verified domains one stream per account `webhook-domains-<accountId>`
+  /** `sealedSecret`: the signing secret sealed with a key derived from the service secret (never in the clear in the log). */
+  WebhookRegistered: z.object({
+    webhookId: z.string(),
+    accountId: z.string(),
+    tenantId: z.string(),
+    livemode: z.boolean(),
+    url: z.string(),
+    domain: z.string(),
+    events: z.array(z.string()),
+    apiVersion: z.string(),
+    sealedSecret: z.string(),
+    createdAt: z.number(),
+  }),
+  /** The mutable fields after the change, in full; `resetFailures` when the update set status ACTIVE (the failure count restarts). */
+  WebhookUpdated: z.object({
+    webhookId: z.string(),
+    url: z.string(),
+    domain: z.string(),
+    events: z.array(z.string()),
+    apiVersion: z.string(),
+    status: z.enum(['ACTIVE', 'DISABLED']),
+    disabledReason: z.enum(['consecutive_failures', 'manual', 'ssrf_blocked']).nullable(),
+    resetFailures: z.boolean(),
+  }),
+  /** Appended by the dispatcher (expected revision 'any'): 10 consecutive failures, or a delivery-time address refusal. */
+  WebhookDisabled: z.object({ webhookId: z.string(), reason: z.enum(['consecutive_failures', 'ssrf_blocked']) }),
+  WebhookDeleted: z.object({ webhookId: z.string(), tenantId: z.string() }),
+  WebhookDomainAdded: z.object({ accountId: z.string(), domain: z.string(), verificationToken: z.string() }),
+  WebhookDomainVerified: z.object({ accountId: z.string(), domain: z.string(), method: z.enum(['operator', 'dns']) }),
+
+  // scripts (docs/scripts.md): one stream per script name of a tenant and context (`script-<hash>`); each version id
+  // is claimed by a reservation whose owner is that stream, so a version is found by its id.
+  ScriptVersionPushed: z.object({
+    scriptId: z.string(),
+    name: z.string(),
+    version: z.number().int(),
+    source: z.string(),
+    sourceBytes: z.number().int(),
+    declaredInputContract: json.nullable(),
+    description: z.string().nullable(),
+  }),
+  ScriptVersionDeleted: z.object({ scriptId: z.string(), name: z.string(), version: z.number().int() }),
+
+  // trigger rules (docs/triggers.md): a rule's own stream `trigger-<ruleId>`; the live rules of a schema on `trigger-bindings-<schemaId>`
+  // (appended in the same commit, read by schema updates and deletes); one marker stream per firing `trigger-firing-<hash>`, claimed with
+  // `no_stream` by the firing's outcome (TriggerFired, committed with the script's writes, or TriggerFailed), so a firing happens once.
+  TriggerRuleCreated: z.object({
+    ruleId: z.string(),
+    name: z.string(),
+    schemaId: z.string(),
+    typeName: z.string(),
+    events: z.array(z.enum(['CREATE', 'UPDATE', 'DELETE'])),
+    scriptRef: z.object({ name: z.string(), version: z.number().int() }),
+    fields: z.array(z.string()),
+    grant: z.object({ allowedActions: z.array(z.string()), dataScope: dataScope.nullable() }),
+    enabled: z.boolean(),
+  }),
+  TriggerRuleDeleted: z.object({ ruleId: z.string(), schemaId: z.string() }),
+  TriggerRuleBound: z.object({ ruleId: z.string(), schemaId: z.string(), fields: z.array(z.string()), enabled: z.boolean() }),
+  TriggerRuleUnbound: z.object({ ruleId: z.string(), schemaId: z.string() }),
+  TriggerFired: z.object({ ruleId: z.string(), eventId: z.string(), recordId: z.string(), executionId: z.string(), depth: z.number().int() }),
+  /** A terminal trigger failure (decisions §4 shape plus the firing's event id); the webhook dispatcher turns it into `trigger.failed`. */
+  TriggerFailed: z.object({
+    failureId: z.string(),
+    ruleId: z.string(),
+    eventId: z.string(),
+    scriptRef: z.object({ name: z.string(), version: z.number().int() }),
+    recordId: z.string(),
+    event: z.enum(['CREATE', 'UPDATE', 'DELETE']),
+    reason: z.string(),
+    message: z.string(),
+    attempts: z.number().int(),
+    firstFailedAt: z.string(),
+    lastFailedAt: z.string(),
+  }),
 
   // metering (one stream per tenant, `usage-<tenantId>`, appended with expected revision 'any'; docs/api.md "Usage")
   /** Priced work of one operation, appended atomically with the write it charges (or after a search is served). */

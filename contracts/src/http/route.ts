@@ -40,6 +40,26 @@ export interface RouteSpec<B = any, Q = any, P = any> {
   params?: z.ZodType<P>;
   status?: number;
   response?: z.ZodTypeAny;
+  /**
+   * The operation's name in `/openapi.json` (and so in the generated client): the spec's
+   * operation name where it gives one (`createSchema`, `patchRecord`, `ingestDocument`, ...).
+   * Omitted, it is derived from the method and path (deploy/src/http/openapi.ts, `operationIdOf`).
+   */
+  operationId?: string;
+  /**
+   * Error statuses this route answers beyond those `/openapi.json` derives from the
+   * route itself (400 for input, 401/403 for credentials, 404 for ids, 409 for
+   * `expectedVersion`, 402/429 for metered and rate-limited routes): e.g. 409 for a
+   * conflict the handler raises, 413, 501.
+   */
+  errors?: number[];
+  /** The success body is not JSON: its media type (e.g. `text/plain`, `application/x-ndjson`); `response`, when set, describes it. */
+  contentType?: string;
+  /**
+   * The success body is a Server-Sent Events stream (`text/event-stream`, `event: <name>`
+   * and `data: <json>` frames): the `data` schema of each event name it may carry.
+   */
+  stream?: Record<string, z.ZodTypeAny>;
   /** Does this request count as a write for rate limits and read-your-writes? */
   write?: boolean;
   /**

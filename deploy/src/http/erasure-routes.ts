@@ -16,6 +16,7 @@ export const erasureRequestRoute = (): RouteSpec =>
   route({
     method: 'POST',
     url: '/v1/erasure-requests',
+    operationId: 'createErasureRequest',
     auth: 'data',
     rootOnly: true,
     summary: 'Reserved: request erasure (501 {error: "not_implemented"}; root key only)',
@@ -28,6 +29,7 @@ export const erasureStatusRoute = (): RouteSpec =>
   route({
     method: 'GET',
     url: '/v1/erasure-requests/:id',
+    operationId: 'getErasureRequest',
     auth: 'data',
     rootOnly: true,
     summary: 'Reserved: erasure request status (501 {error: "not_implemented"}; root key only)',

@@ -65,6 +65,7 @@ export function documentQueryRoutes(o: { sql: Sql; documents: DocumentReads; sch
     route({
       method: 'GET',
       url: '/v1/documents/lookup',
+      operationId: 'lookupDocuments',
       auth: 'data',
       permission: 'documents:r',
       summary: "Look documents up by a lookup field of their schema (type = the schema's typeName): exact, range or prefix",
@@ -75,6 +76,7 @@ export function documentQueryRoutes(o: { sql: Sql; documents: DocumentReads; sch
     route({
       method: 'POST',
       url: '/v1/documents/lookup',
+      operationId: 'lookupDocumentsByBody',
       auth: 'data',
       permission: 'documents:r',
       summary: 'Document lookup with the parameters in the body (required for sensitive fields)',
@@ -85,6 +87,7 @@ export function documentQueryRoutes(o: { sql: Sql; documents: DocumentReads; sch
     route({
       method: 'GET',
       url: '/v1/documents/:id',
+      operationId: 'getDocument',
       auth: 'data',
       permission: 'documents:r',
       summary: 'Get a document (status, payload, sizes)',
@@ -95,6 +98,7 @@ export function documentQueryRoutes(o: { sql: Sql; documents: DocumentReads; sch
     route({
       method: 'GET',
       url: '/v1/documents/:id/text',
+      operationId: 'getDocumentText',
       auth: 'data',
       permission: 'documents:r',
       summary: 'The retained text of a document as JSON {id, text, textBytes}; 404 when not retained or extraction is incomplete',
@@ -111,6 +115,7 @@ export function documentQueryRoutes(o: { sql: Sql; documents: DocumentReads; sch
     route({
       method: 'GET',
       url: '/v1/documents/:id/download-url',
+      operationId: 'getDocumentDownloadUrl',
       auth: 'data',
       permission: 'documents:r',
       summary: 'A presigned download URL of the uploaded file (404 for text-only documents and before the upload)',
@@ -126,6 +131,7 @@ export function documentQueryRoutes(o: { sql: Sql; documents: DocumentReads; sch
     route({
       method: 'GET',
       url: '/v1/documents',
+      operationId: 'listDocuments',
       auth: 'data',
       permission: 'documents:r',
       summary: 'List documents, oldest first (filters: userId, scope, folderId)',

@@ -23,6 +23,8 @@ export function exportRoutes(store: EventStore): RouteSpec[] {
     route({
       method: 'GET',
       url: '/v1/export',
+      operationId: 'exportEvents',
+      contentType: 'application/x-ndjson',
       auth: 'data',
       permission: 'logs:r',
       summary:

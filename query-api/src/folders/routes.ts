@@ -21,6 +21,7 @@ export function folderQueryRoutes(folders: FolderReads, pages: Paginator): Route
     route({
       method: 'GET',
       url: '/v1/folders/:id',
+      operationId: 'getFolder',
       auth: 'data',
       permission: 'folders:r',
       summary: 'Get a folder',
@@ -35,6 +36,7 @@ export function folderQueryRoutes(folders: FolderReads, pages: Paginator): Route
     route({
       method: 'GET',
       url: '/v1/folders',
+      operationId: 'listFolders',
       auth: 'data',
       permission: 'folders:r',
       summary: 'List folders, oldest first (filters: userId, scope, parentFolderId); the context root is always visible',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { idParam, limitParam, notFound, type Principal, route, type RouteSpec } from '@svc/contracts';
+import { idParam, limitParam, notFound, type Principal, route, type RouteSpec, tombstoneResponse, versionPage } from '@svc/contracts';
 import { canReach, type Owned } from '@svc/domain';
 import type { HistoryReads } from './reads';
 
@@ -14,15 +14,19 @@ export function historyRoutes(
   // An entity whose history is off (auditHistory: false) has no rows: its live state says who may ask.
   const ownerOf = async (id: string, p: Principal) => (await history.lastOwner(id)) ?? (await opts.liveOwner?.(id, p)) ?? null;
   const base = `/v1/${kind}s/:id`;
+  /** For the operation ids of /openapi.json: getRecordVersions, getRecordTombstone, ... */
+  const Kind = kind[0].toUpperCase() + kind.slice(1);
   const routes: RouteSpec[] = [
     route({
       method: 'GET',
       url: `${base}/versions`,
+      operationId: `get${Kind}Versions`,
       auth: 'data',
       permission,
       summary: `Version history of a ${kind} (oldest first; startFrom is the last row id seen)`,
       params: idParam,
       query: z.object({ limit: limitParam, startFrom: z.string().optional() }),
+      response: versionPage,
       handler: async ({ params, query, principal: p }) => {
         const owner = await ownerOf(params.id, p);
         if (!owner || !visible(p, owner)) throw notFound();
@@ -36,10 +40,12 @@ export function historyRoutes(
       route({
         method: 'GET',
         url: `${base}/tombstone`,
+        operationId: `get${Kind}Tombstone`,
         auth: 'data',
         permission,
         summary: `Tombstone of a deleted ${kind} (404 while it is live)`,
         params: idParam,
+        response: tombstoneResponse,
         handler: async ({ params, principal: p }) => {
           const t = await history.tombstone(params.id, kind);
           if (!t || !visible(p, { tenantId: t.tenantId, contextId: t.contextId, ...t.owner })) throw notFound();

@@ -1,6 +1,6 @@
 import {
-  ASK_INPUT_LIMIT_TOKENS, askBody, chatBody, forbidden, idParam, INFERENCE_CAPS, invalid, modelCatalogResponse, notFound, type Principal, ragBody,
-  type RequestMeta, route, type RouteSpec, searchBody, ServiceError,
+  ASK_INPUT_LIMIT_TOKENS, askBody, askStreamEvents, chatBody, chatStreamEvents, forbidden, idParam, INFERENCE_CAPS, invalid, modelCatalogResponse, notFound, type Principal, ragBody,
+  ragStreamEvents, type RequestMeta, route, type RouteSpec, searchBody, ServiceError,
 } from '@svc/contracts';
 import { type BlobStore, canReach, type ExtractiveSource, type SearchEngines, type Sql, TEXT_READY_STATUSES, type UsageCharges } from '@svc/domain';
 import type { DocumentReads } from '../documents/reads';
@@ -98,6 +98,7 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
     route({
       method: 'GET',
       url: '/v1/models',
+      operationId: 'listModels',
       auth: 'data',
       permission: 'inference:r',
       summary: 'The model catalog: {models, defaultModel}; each model with its context window, prices per 1k tokens and the plans it is available on',
@@ -107,6 +108,9 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
     route({
       method: 'POST',
       url: '/v1/rag',
+      operationId: 'rag',
+      stream: ragStreamEvents,
+      errors: [503],
       auth: 'data',
       permission: 'inference:r',
       rateLimited: true,
@@ -142,6 +146,9 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
     route({
       method: 'POST',
       url: '/v1/documents/:id/ask',
+      operationId: 'askDocument',
+      stream: askStreamEvents,
+      errors: [409, 413],
       auth: 'data',
       permission: 'inference:r',
       rateLimited: true,
@@ -173,6 +180,8 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
     route({
       method: 'POST',
       url: '/v1/chat',
+      operationId: 'chat',
+      stream: chatStreamEvents,
       auth: 'data',
       permission: 'inference:r',
       rateLimited: true,

@@ -1,4 +1,4 @@
-import { blindIndex, idParam, invalid, limitParam, listEnvelope, listRecordsQuery, notFound, type Paginator, type Principal, recordResponse, route, type RouteSpec } from '@svc/contracts';
+import { batchGetResponse, blindIndex, idParam, invalid, limitParam, listEnvelope, listRecordsQuery, notFound, type Paginator, type Principal, recordResponse, route, type RouteSpec } from '@svc/contracts';
 import { canReach, ownerKeyOf, recordView, type Sql } from '@svc/domain';
 import { z } from 'zod';
 import type { ReadCache } from '../read-cache';
@@ -48,6 +48,7 @@ export function recordQueryRoutes(sql: Sql, records: RecordReads, schemas: Schem
     route({
       method: 'GET',
       url: '/v1/records/lookup',
+      operationId: 'lookupRecords',
       auth: 'data',
       permission: 'records:r',
       summary: 'Look records up by a lookup field: exact (value / values), range (from + to) or prefix',
@@ -58,6 +59,7 @@ export function recordQueryRoutes(sql: Sql, records: RecordReads, schemas: Schem
     route({
       method: 'POST',
       url: '/v1/records/lookup',
+      operationId: 'lookupRecordsByBody',
       auth: 'data',
       permission: 'records:r',
       summary: 'Lookup with the parameters in the body (required for sensitive fields: blind-indexed exact match)',
@@ -68,6 +70,8 @@ export function recordQueryRoutes(sql: Sql, records: RecordReads, schemas: Schem
     route({
       method: 'POST',
       url: '/v1/records/lookup/batch',
+      operationId: 'lookupRecordsBatch',
+      status: 501,
       auth: 'data',
       permission: 'records:r',
       summary: 'Reserved: batch lookup is not implemented (501)',
@@ -79,10 +83,12 @@ export function recordQueryRoutes(sql: Sql, records: RecordReads, schemas: Schem
     route({
       method: 'POST',
       url: '/v1/records/batch-get',
+      operationId: 'batchGetRecords',
       auth: 'data',
       permission: 'records:r',
       summary: 'Get up to 100 records by id; ids the caller cannot read are listed in notFound',
       body: z.object({ ids: z.array(z.string().min(1).max(128)).min(1).max(BATCH_GET_MAX) }).strict(),
+      response: batchGetResponse,
       handler: async ({ body, principal: p }) => {
         const rows = new Map((await records.byIds([...new Set(body.ids)])).filter((r) => canReach(p, r)).map((r) => [r.id, r]));
         const data = await Promise.all(body.ids.filter((id) => rows.has(id)).map((id) => view(rows.get(id)!, true)));
@@ -92,6 +98,7 @@ export function recordQueryRoutes(sql: Sql, records: RecordReads, schemas: Schem
     route({
       method: 'GET',
       url: '/v1/records/:id',
+      operationId: 'getRecord',
       auth: 'data',
       permission: 'records:r',
       summary: 'Get a record with its full payload (sensitive values masked)',
@@ -106,6 +113,7 @@ export function recordQueryRoutes(sql: Sql, records: RecordReads, schemas: Schem
     route({
       method: 'GET',
       url: '/v1/records',
+      operationId: 'listRecords',
       auth: 'data',
       permission: 'records:r',
       summary: 'List records, oldest first (filters: type, userId, scope, folderId)',

@@ -7,6 +7,7 @@ export function schemaQueryRoutes(schemas: SchemaReads, pages: Paginator): Route
     route({
       method: 'GET',
       url: '/v1/schemas/:id',
+      operationId: 'getSchema',
       auth: 'data',
       permission: 'schemas:r',
       summary: 'Get a schema',
@@ -17,6 +18,7 @@ export function schemaQueryRoutes(schemas: SchemaReads, pages: Paginator): Route
     route({
       method: 'GET',
       url: '/v1/schemas',
+      operationId: 'listSchemas',
       auth: 'data',
       permission: 'schemas:r',
       summary: 'List schemas of the context, newest first (surface=entity adds the tenant-wide home after the own context)',

@@ -149,6 +149,8 @@ export function searchRoutes(sql: Sql, engines: SearchEngines): RouteSpec[] {
     route({
       method: 'POST',
       url: '/v1/search',
+      operationId: 'searchContent',
+      errors: [503],
       auth: 'data',
       permission: 'search:r',
       rateLimited: true,

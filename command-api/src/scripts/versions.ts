@@ -1,0 +1,52 @@
+import { invalid, notFound, type PushScript, type RequestMeta, ServiceError } from '@svc/contracts';
+import { decideDeleteScriptVersion, decidePushScript, type EventStore, MAX_SCRIPT_SOURCE_BYTES, scriptAggregate, scriptIdReservationParts, type ScriptVersion, streams } from '@svc/domain';
+import { handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
+import { claim, readReservation } from '../reservations';
+
+/** Script versions on the write side: push, delete, and the lookups an execution needs (docs/scripts.md). */
+export const scriptStreamOf = (meta: RequestMeta, name: string) => streams.script(meta.principal.tenantId!, meta.principal.contextId!, name);
+
+export interface SourceCheck {
+  check(source: string): Promise<{ ok: boolean; message?: string }>;
+}
+
+export async function pushScript(deps: CommandDeps, checker: SourceCheck, body: PushScript, meta: RequestMeta): Promise<ScriptVersion> {
+  if (Buffer.byteLength(body.source, 'utf8') > MAX_SCRIPT_SOURCE_BYTES) throw new ServiceError('PAYLOAD_TOO_LARGE', `The script source is over ${MAX_SCRIPT_SOURCE_BYTES / 1024} KB`);
+  if (!/\bexport\s+default\b/.test(body.source)) throw invalid('The source must be an ES module with an `export default` function');
+  const checked = await checker.check(body.source);
+  if (!checked.ok) throw invalid(`The source does not compile: ${checked.message ?? 'syntax error'}`);
+  const scriptId = deps.ids.newId();
+  const streamId = scriptStreamOf(meta, body.name);
+  const idClaim = claim(await readReservation(deps.store, ...scriptIdReservationParts(scriptId)), streamId);
+  const out = await handleCommand(
+    deps,
+    streamId,
+    scriptAggregate,
+    (state) => ({ events: decidePushScript({ scriptId, name: body.name, source: body.source, declaredInputContract: body.declaredInputContract, description: body.description }, state), also: [idClaim] }),
+    metadataFor(meta),
+  );
+  return out.state.versions[out.state.versions.length - 1];
+}
+
+/** The live version with this id in the caller's tenant and context, or null. */
+export async function scriptVersionById(store: EventStore, meta: RequestMeta, id: string): Promise<{ version: ScriptVersion; streamId: string } | null> {
+  const r = await readReservation(store, ...scriptIdReservationParts(id));
+  if (!r.holder) return null;
+  const { state } = await loadAggregate(store, r.holder, scriptAggregate);
+  const v = state.versions.find((x) => x.id === id);
+  if (!v || v.tenantId !== meta.principal.tenantId || v.contextId !== meta.principal.contextId) return null;
+  return { version: v, streamId: r.holder };
+}
+
+export async function deleteScriptVersion(deps: CommandDeps, id: string, meta: RequestMeta): Promise<void> {
+  const found = await scriptVersionById(deps.store, meta, id);
+  if (!found) throw notFound();
+  await handleCommand(deps, found.streamId, scriptAggregate, (state) => ({ events: decideDeleteScriptVersion(id, state) }), metadataFor(meta));
+}
+
+/** A version by name and number (or the latest), or null. */
+export async function scriptVersionByName(store: EventStore, meta: RequestMeta, name: string, version: number | 'latest'): Promise<ScriptVersion | null> {
+  const { state } = await loadAggregate(store, scriptStreamOf(meta, name), scriptAggregate);
+  if (version === 'latest') return state.versions[state.versions.length - 1] ?? null;
+  return state.versions.find((v) => v.version === version) ?? null;
+}

@@ -1,0 +1,112 @@
+import { type DomainEvent, type EventMetadata, notFound } from '@svc/contracts';
+
+/**
+ * The versions of one script name (decisions §4, §7): an immutable version per
+ * push, numbered from 1 per name (a deleted version's number is never reused),
+ * each with its own id. One stream per name, `streams.script(...)`.
+ */
+export interface ScriptVersion {
+  id: string;
+  name: string;
+  version: number;
+  source: string;
+  sourceBytes: number;
+  declaredInputContract: Record<string, unknown> | null;
+  description: string | null;
+  createdAt: string;
+  tenantId: string | null;
+  contextId: string | null;
+}
+
+export interface ScriptState {
+  /** Live versions, oldest first. */
+  versions: ScriptVersion[];
+  /** The highest version number ever pushed (0: none). */
+  lastVersion: number;
+}
+
+export const MAX_SCRIPT_SOURCE_BYTES = 256 * 1024;
+
+export const scriptAggregate = {
+  initialState: (): ScriptState => ({ versions: [], lastVersion: 0 }),
+  evolve(state: ScriptState, e: DomainEvent, m?: EventMetadata): ScriptState {
+    switch (e.type) {
+      case 'ScriptVersionPushed': {
+        const d = e.data;
+        const v: ScriptVersion = {
+          id: d.scriptId,
+          name: d.name,
+          version: d.version,
+          source: d.source,
+          sourceBytes: d.sourceBytes,
+          declaredInputContract: d.declaredInputContract,
+          description: d.description,
+          createdAt: m?.occurredAt ?? '',
+          tenantId: m?.tenantId ?? null,
+          contextId: m?.contextId ?? null,
+        };
+        return { versions: [...state.versions, v], lastVersion: Math.max(state.lastVersion, d.version) };
+      }
+      case 'ScriptVersionDeleted':
+        return { ...state, versions: state.versions.filter((v) => v.id !== e.data.scriptId) };
+      default:
+        return state;
+    }
+  },
+};
+
+export interface PushScriptCommand {
+  scriptId: string;
+  name: string;
+  source: string;
+  declaredInputContract?: Record<string, unknown> | null;
+  description?: string | null;
+}
+
+/** A push always adds the next version number. */
+export function decidePushScript(cmd: PushScriptCommand, state: ScriptState): DomainEvent[] {
+  return [
+    {
+      type: 'ScriptVersionPushed',
+      data: {
+        scriptId: cmd.scriptId,
+        name: cmd.name,
+        version: state.lastVersion + 1,
+        source: cmd.source,
+        sourceBytes: Buffer.byteLength(cmd.source, 'utf8'),
+        declaredInputContract: cmd.declaredInputContract ?? null,
+        description: cmd.description ?? null,
+      },
+    },
+  ];
+}
+
+/** Deleting a version that is not live (never pushed, or deleted already) is a 404. */
+export function decideDeleteScriptVersion(scriptId: string, state: ScriptState): DomainEvent[] {
+  const v = state.versions.find((x) => x.id === scriptId);
+  if (!v) throw notFound();
+  return [{ type: 'ScriptVersionDeleted', data: { scriptId, name: v.name, version: v.version } }];
+}
+
+/** `latest` or a version number, as POST /v1/scripts/execute names it; null when there is no such live version. */
+export function resolveScriptVersion(state: ScriptState, version: number | 'latest'): ScriptVersion | null {
+  if (version === 'latest') return state.versions[state.versions.length - 1] ?? null;
+  return state.versions.find((v) => v.version === version) ?? null;
+}
+
+/** The response shape of a version; `source` only for a caller holding `scripts:r`. */
+export function scriptView(v: ScriptVersion, withSource: boolean) {
+  return {
+    id: v.id,
+    name: v.name,
+    version: v.version,
+    createdAt: v.createdAt,
+    sourceBytes: v.sourceBytes,
+    declaredInputContract: v.declaredInputContract,
+    description: v.description,
+    ...(withSource ? { source: v.source } : {}),
+  };
+}
+
+/** The reservation parts that map a version id to its name's stream (ReservationClaimed.ownerId = the stream id). */
+export const scriptIdReservationParts = (scriptId: string): string[] => ['script-id', scriptId];

@@ -1,0 +1,48 @@
+import { type DomainEvent, type SchemaDefinition, ServiceError } from '@svc/contracts';
+import { projectableFields, triggersEnabled } from './rule';
+
+/**
+ * The live rules of one schema (stream `trigger-bindings-<schemaId>`), folded
+ * from TriggerRuleBound / TriggerRuleUnbound. Schema updates and deletes read
+ * it to refuse the changes the spec answers with 409.
+ */
+export type TriggerBindings = Map<string, { fields: string[]; enabled: boolean }>;
+
+export const triggerBindingsAggregate = {
+  initialState: (): TriggerBindings => new Map(),
+  evolve(state: TriggerBindings, e: DomainEvent): TriggerBindings {
+    if (e.type === 'TriggerRuleBound') return new Map(state).set(e.data.ruleId, { fields: e.data.fields, enabled: e.data.enabled });
+    if (e.type === 'TriggerRuleUnbound') {
+      const next = new Map(state);
+      next.delete(e.data.ruleId);
+      return next;
+    }
+    return state;
+  },
+};
+
+const refused = (message: string, ruleIds: string[]) => new ServiceError('CONFLICT', message, { details: { ruleIds } });
+
+/**
+ * A schema update while rules fire off the schema (spec "Rule declaration"):
+ * 409 when it turns `triggersEnabled` off while an enabled rule remains, or
+ * when a field some rule projects stops being projectable (no longer inline,
+ * filterable or a lookup field, made sensitive, or removed).
+ */
+export function checkSchemaUpdateAgainstRules(bindings: TriggerBindings, next: SchemaDefinition): void {
+  if (!bindings.size) return;
+  const enabled = [...bindings].filter(([, b]) => b.enabled).map(([id]) => id);
+  if (enabled.length && !triggersEnabled(next)) throw refused(`Trigger rules still fire off this schema (${enabled.join(', ')}); delete them before turning triggersEnabled off`, enabled);
+  const projectable = new Set(projectableFields(next));
+  const hit = [...bindings].filter(([, b]) => b.fields.some((f) => !projectable.has(f)));
+  if (hit.length) {
+    const fields = [...new Set(hit.flatMap(([, b]) => b.fields.filter((f) => !projectable.has(f))))];
+    throw refused(`Trigger rules project ${fields.join(', ')}, which this update would stop keeping inline (projectable); delete the rules first`, hit.map(([id]) => id));
+  }
+}
+
+/** Deleting a schema while enabled rules fire off it is a 409. */
+export function checkSchemaDeleteAgainstRules(bindings: TriggerBindings): void {
+  const enabled = [...bindings].filter(([, b]) => b.enabled).map(([id]) => id);
+  if (enabled.length) throw refused(`Trigger rules still fire off this schema (${enabled.join(', ')}); delete them first`, enabled);
+}

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { EVENT_SCHEMA_VERSION } from '@svc/contracts';
+import type { EventStore, StoredEvent } from '@svc/domain';
+import { webhookSource } from './events';
+
+const md = (tenantId: string | null) => ({ tenantId, contextId: 'c1', accountId: 'a1', actorKeyId: null, userId: null, requestId: null, occurredAt: '2026-01-01T00:00:00Z', schemaVersion: EVENT_SCHEMA_VERSION });
+const ev = (type: string, data: Record<string, unknown>, tenantId: string | null = 't1'): StoredEvent => ({ id: 'e1', type, data, metadata: md(tenantId), streamId: 's', revision: 0, position: 1 }) as unknown as StoredEvent;
+
+const recordStream = [
+  ev('RecordCreated', { recordId: 'r1', typeName: 'invoice', userId: 'u1', scopes: ['org:acme'] }),
+  ev('RecordUpdated', { recordId: 'r1', userId: null, scopes: [] }),
+];
+const store = { readStream: async (id: string) => (id === 'record-r1' ? recordStream : []) } as unknown as EventStore;
+
+describe('webhook event sources', () => {
+  it('record.indexed and record.failed carry the record data; failures their indexFailure', async () => {
+    const ok = webhookSource(ev('RecordIndexed', { recordId: 'r1', status: 'INDEXED', forRevision: 1 }), store)!;
+    expect(ok).toMatchObject({ type: 'record.indexed', sourceId: 'r1', sourceType: 'record', tenantId: 't1' });
+    expect(await ok.data()).toEqual({ id: 'r1', typeName: 'invoice', indexStatus: 'INDEXED' });
+    const failed = webhookSource(ev('RecordIndexFailed', { recordId: 'r1', code: 'EMBEDDING_FAILED', message: 'no model', forRevision: 1 }), store)!;
+    expect(failed.type).toBe('record.failed');
+    expect(await failed.data()).toEqual({ id: 'r1', typeName: 'invoice', indexStatus: 'FAILED', indexFailure: { code: 'EMBEDDING_FAILED', message: 'no model' } });
+  });
+
+  it('SKIPPED records, events without a tenant and other events are not webhook events', () => {
+    expect(webhookSource(ev('RecordIndexed', { recordId: 'r1', status: 'SKIPPED', forRevision: 1 }), store)).toBeNull();
+    expect(webhookSource(ev('DocumentIndexed', { documentId: 'd1', status: 'INDEXED', textRevision: 1 }, null), store)).toBeNull();
+    expect(webhookSource(ev('RecordCreated', { recordId: 'r1' }), store)).toBeNull();
+  });
+
+  it('document events never carry the title; trigger.failed mirrors the trigger-failure record', async () => {
+    const d = webhookSource(ev('DocumentFailed', { documentId: 'd1', code: 'SOURCE_UNAVAILABLE', message: 'gone' }), store)!;
+    expect(d.type).toBe('document.failed');
+    expect(await d.data()).toEqual({ id: 'd1', status: 'FAILED', indexMode: 'NONE', indexFailure: { code: 'SOURCE_UNAVAILABLE', message: 'gone' } });
+    const failure = { failureId: 'f1', ruleId: 'r', eventId: 'e', scriptRef: { name: 's', version: 1 }, recordId: 'r1', event: 'CREATE', reason: 'SCRIPT_ERROR', message: 'boom', attempts: 1, firstFailedAt: 'x', lastFailedAt: 'y' };
+    const t = webhookSource(ev('TriggerFailed', failure), store)!;
+    expect(t).toMatchObject({ type: 'trigger.failed', sourceId: 'f1', sourceType: 'trigger' });
+    const { failureId: _, eventId: __, ...rest } = failure;
+    expect(await t.data()).toEqual({ id: 'f1', ...rest });
+  });
+});

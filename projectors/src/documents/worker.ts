@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { type DomainEvent, EVENT_SCHEMA_VERSION, type EventData, type EventMetadata, parseEventData } from '@svc/contracts';
 import { blobPrefix, type BlobStore, documentBlobKeys, type DocumentState, type EventStore, isTornDown, type LiveDocument, type Sql, type StoredEvent, streams, WrongExpectedRevisionError } from '@svc/domain';
-import { ensureCheckpoints, readCheckpoint, writeCheckpoint } from '../runtime/checkpoints';
-import { catchUpFeed, type EventFeed } from '../runtime/feed';
+import { writeCheckpoint } from '../runtime/checkpoints';
+import { Reactor, type ReactorStats } from '../runtime/reactor';
 import { loadDocument } from '../search/documents';
 import { canExtract, extractText, ExtractionAbortedError, MAX_EXTRACT_BYTES, MAX_EXTRACTION_ATTEMPTS } from './extract';
 
@@ -12,12 +12,8 @@ const CONCURRENCY = 8;
 const reactsTo = (e: StoredEvent) => e.type === 'DocumentFileUploaded' || e.type === 'DocumentTextReady' || e.type === 'DocumentIndexed' || e.type === 'DocumentIndexSkipped';
 // ContextDeleted / TenantTornDown: the context's (`<tenant>/<context>/`) or the tenant's (`<tenant>/`) blobs are deleted after each batch's reactions.
 
-export interface DocumentWorkerStats {
-  name: string;
-  position: number;
+export interface DocumentWorkerStats extends ReactorStats {
   reactions: number;
-  errors: number;
-  lastError: string | null;
 }
 
 /**
@@ -32,50 +28,11 @@ export interface DocumentWorkerStats {
  * (deleted, re-uploaded, newer text) does nothing, so replays are harmless.
  * The document title is never logged.
  */
-export class DocumentWorker {
-  private position = 0;
-  private abort = new AbortController();
-  private loop: Promise<void> | undefined;
-  readonly stats: DocumentWorkerStats;
-  /** Where events come from (set before start): the store's catch-up subscription unless Kafka is configured. */
-  feed?: EventFeed;
-
+export class DocumentWorker extends Reactor<DocumentWorkerStats> {
   constructor(
     private readonly o: { store: EventStore; sql: Sql; blobs: BlobStore; log?: (msg: string) => void; name?: string; now?: () => Date },
   ) {
-    this.stats = { name: o.name ?? 'document-worker', position: 0, reactions: 0, errors: 0, lastError: null };
-  }
-
-  get name() {
-    return this.stats.name;
-  }
-
-  async init(): Promise<void> {
-    await ensureCheckpoints(this.o.sql);
-    this.position = await readCheckpoint(this.o.sql, this.name);
-    this.stats.position = this.position;
-  }
-
-  start(): void {
-    if (this.loop) return;
-    this.abort = new AbortController();
-    this.loop = (this.feed ?? catchUpFeed(this.o.store)).follow(this.name, {
-      from: this.position,
-      batchSize: 200,
-      signal: this.abort.signal,
-      handle: (events) => this.handle(events),
-      onError: (e, attempt) => {
-        this.stats.errors += 1;
-        this.stats.lastError = e instanceof Error ? e.message : String(e);
-        this.o.log?.(`document worker: batch failed (attempt ${attempt}), retrying: ${this.stats.lastError}`);
-      },
-    });
-  }
-
-  async stop(): Promise<void> {
-    this.abort.abort();
-    await this.loop;
-    this.loop = undefined;
+    super({ name: o.name ?? 'document-worker', position: 0, reactions: 0, errors: 0, lastError: null }, { store: o.store, sql: o.sql, log: o.log, batchSize: 200, label: 'document worker' });
   }
 
   /**
@@ -83,7 +40,7 @@ export class DocumentWorker {
    * documents at a time; the checkpoint moves past the batch once all are done
    * (a failure retries the whole batch, which the reactions tolerate).
    */
-  private async handle(events: StoredEvent[]): Promise<number> {
+  protected async handle(events: StoredEvent[]): Promise<number> {
     const byDocument = new Map<string, StoredEvent[]>();
     for (const e of events) {
       if (!reactsTo(e)) continue;

@@ -5,8 +5,8 @@ import {
   resolveDataScope, scopeMap, type ScriptExecutor, type ScriptRunOutcome, type ScriptRunRequest, type Sql, type StoredEvent, streams, TRIGGER_INPUT_LIMIT_BYTES, triggerEventKind,
   triggerInput, triggerPrincipal, type TriggerRule, triggerStreams, WrongExpectedRevisionError,
 } from '@svc/domain';
-import { ensureCheckpoints, readCheckpoint, writeCheckpoint } from '../runtime/checkpoints';
-import { catchUpFeed, type EventFeed } from '../runtime/feed';
+import { writeCheckpoint } from '../runtime/checkpoints';
+import { Reactor, type ReactorStats } from '../runtime/reactor';
 import { ruleById, ruleLifetimes, rulesLiveAt } from './read-model';
 import { clearRetry, dueRetries, ensureRetries, pendingRetries, retryOf, type RetryRow, scheduleRetry } from './retries';
 
@@ -16,9 +16,7 @@ const NOT_STARTED = new Set(['RATE_LIMITED', 'EXECUTION_CONTAINER_BUSY', 'EXECUT
 const NOT_STARTED_WAIT_MS = 2_000;
 const NOT_STARTED_TRIES = 30;
 
-export interface TriggerRunnerStats {
-  name: string;
-  position: number;
+export interface TriggerRunnerStats extends ReactorStats {
   /** Scripts run (every attempt), firings settled as fired, terminal failures, retries scheduled. */
   runs: number;
   fired: number;
@@ -26,8 +24,6 @@ export interface TriggerRunnerStats {
   retries: number;
   /** Firings found already settled (a replay, or a batch delivered again): skipped. */
   skipped: number;
-  errors: number;
-  lastError: string | null;
 }
 
 export interface TriggerRunnerOptions {
@@ -62,69 +58,37 @@ type Rule = TriggerRule & { accountId: string | null };
  * Service-side failures wait in `trg_retries` (durable due times) for the
  * webhook schedule; deterministic ones are terminal at once.
  */
-export class TriggerRunner {
-  private position = 0;
-  private abort = new AbortController();
-  private loop: Promise<void> | undefined;
+export class TriggerRunner extends Reactor<TriggerRunnerStats> {
   private timer: NodeJS.Timeout | undefined;
   private turn: Promise<unknown> = Promise.resolve();
-  readonly stats: TriggerRunnerStats;
-  /** Where events come from (set before start): the store's catch-up subscription unless Kafka is configured. */
-  feed?: EventFeed;
 
   constructor(private readonly o: TriggerRunnerOptions) {
-    this.stats = { name: o.name ?? TRIGGER_RUNNER, position: 0, runs: 0, fired: 0, failed: 0, retries: 0, skipped: 0, errors: 0, lastError: null };
-  }
-
-  get name() {
-    return this.stats.name;
-  }
-
-  get current() {
-    return this.position;
+    super({ name: o.name ?? TRIGGER_RUNNER, position: 0, runs: 0, fired: 0, failed: 0, retries: 0, skipped: 0, errors: 0, lastError: null }, { store: o.store, sql: o.sql, log: o.log, batchSize: 100, label: 'trigger runner' });
   }
 
   private now = () => this.o.now?.() ?? new Date();
 
-  async init(): Promise<void> {
-    await ensureCheckpoints(this.o.sql);
+  protected override async prepare(): Promise<void> {
     await ensureRetries(this.o.sql);
-    this.position = await readCheckpoint(this.o.sql, this.name);
-    this.stats.position = this.position;
   }
 
-  start(): void {
-    if (this.loop) return;
-    this.abort = new AbortController();
-    this.loop = (this.feed ?? catchUpFeed(this.o.store)).follow(this.name, {
-      from: this.position,
-      batchSize: 100,
-      signal: this.abort.signal,
-      handle: (events) => this.exclusive(() => this.handle(events)),
-      onError: (e, attempt) => this.failedWork(e, `batch failed (attempt ${attempt}), retrying`),
-    });
-    this.timer = setInterval(() => void this.exclusive(() => this.runDueRetries()).catch((e) => this.failedWork(e, 'retries failed')), this.o.retryPollMs ?? 1_000);
+  protected override started(): void {
+    this.timer = setInterval(() => void this.exclusive(() => this.runDueRetries()).catch((e) => this.failed('retries failed', e)), this.o.retryPollMs ?? 1_000);
     this.timer.unref?.();
   }
 
-  async stop(): Promise<void> {
-    this.abort.abort();
+  protected override stopping(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    await this.loop;
+  }
+
+  protected override async drained(): Promise<void> {
     await this.turn;
-    this.loop = undefined;
   }
 
   /** Firings waiting for a retry. */
   pending(): Promise<number> {
     return pendingRetries(this.o.sql);
-  }
-
-  private failedWork(e: unknown, what: string) {
-    this.stats.errors += 1;
-    this.stats.lastError = e instanceof Error ? e.message : String(e);
-    this.o.log?.(`trigger runner: ${what}: ${this.stats.lastError}`);
   }
 
   /** Batches and retries take turns. */
@@ -134,7 +98,12 @@ export class TriggerRunner {
     return run;
   }
 
-  private async handle(events: StoredEvent[]): Promise<number> {
+  /** Batches and due retries take turns. */
+  protected handle(events: StoredEvent[]): Promise<number> {
+    return this.exclusive(() => this.handleInTurn(events));
+  }
+
+  private async handleInTurn(events: StoredEvent[]): Promise<number> {
     const last = events[events.length - 1].position;
     const fresh = events.filter((e) => e.position > this.position && triggerEventKind(e.type) !== null);
     // The rules come from the read model: wait until it has applied this batch, so "live at the event's position" is decidable.

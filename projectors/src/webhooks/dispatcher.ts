@@ -3,8 +3,8 @@ import { EVENT_SCHEMA_VERSION, InternalError } from '@svc/contracts';
 import {
   afterAttempt, AUTO_DISABLE_AFTER, buildEnvelope, type EventStore, openWebhookSecret, type ReadModelBarrier, RETENTION_DELIVERED_MS, RETENTION_UNRESOLVED_MS, type Sql, type StoredEvent, webhookStreams,
 } from '@svc/domain';
-import { ensureCheckpoints, readCheckpoint, writeCheckpoint } from '../runtime/checkpoints';
-import { catchUpFeed, type EventFeed } from '../runtime/feed';
+import { writeCheckpoint } from '../runtime/checkpoints';
+import { Reactor, type ReactorStats } from '../runtime/reactor';
 import { type AttemptResult, dueDeliveries, ensureDeliveries, insertDeliveries, type NewDelivery, purgeDeliveries, settleAttempts } from './deliveries';
 import { webhookSource } from './events';
 import type { SendOutcome, WebhookSender } from './sender';
@@ -28,15 +28,11 @@ export interface DispatcherOptions {
   name?: string;
 }
 
-export interface DispatcherStats {
-  name: string;
-  position: number;
+export interface DispatcherStats extends ReactorStats {
   created: number;
   delivered: number;
   failedAttempts: number;
   inFlight: number;
-  errors: number;
-  lastError: string | null;
 }
 
 const PURGE_EVERY_MS = 10 * 60_000;
@@ -57,12 +53,7 @@ const PURGE_EVERY_MS = 10 * 60_000;
  * after it; a process killed mid-attempt leaves the row due, and the next
  * start sends it again (at-least-once; receivers deduplicate by delivery id).
  */
-export class WebhookDispatcher {
-  readonly stats: DispatcherStats;
-  feed?: EventFeed;
-  private position = 0;
-  private abort = new AbortController();
-  private loop: Promise<void> | undefined;
+export class WebhookDispatcher extends Reactor<DispatcherStats> {
   private senderLoop: Promise<void> | undefined;
   private readonly inFlight = new Map<string, { webhookId: string; tenantId: string; done: Promise<void> }>();
   private wake: (() => void) | undefined;
@@ -71,58 +62,37 @@ export class WebhookDispatcher {
   private readonly disabling = new Set<string>();
 
   constructor(private readonly o: DispatcherOptions) {
-    this.stats = { name: o.name ?? 'webhook-dispatcher', position: 0, created: 0, delivered: 0, failedAttempts: 0, inFlight: 0, errors: 0, lastError: null };
+    super({ name: o.name ?? 'webhook-dispatcher', position: 0, created: 0, delivered: 0, failedAttempts: 0, inFlight: 0, errors: 0, lastError: null }, { store: o.store, sql: o.sql, log: o.log, batchSize: 500, label: 'webhook dispatcher' });
   }
 
-  get name() {
-    return this.stats.name;
-  }
   private now = () => (this.o.now ? this.o.now() : Date.now());
   private get limits() {
     const c = this.o.concurrency ?? {};
     return { global: c.global ?? 64, perTenant: c.perTenant ?? 16, perWebhook: c.perWebhook ?? 4 };
   }
 
-  async init(): Promise<void> {
-    await ensureCheckpoints(this.o.sql);
+  protected override async prepare(): Promise<void> {
     await ensureDeliveries(this.o.sql);
-    this.position = await readCheckpoint(this.o.sql, this.name);
-    this.stats.position = this.position;
   }
 
-  start(): void {
-    if (this.loop) return;
-    this.abort = new AbortController();
-    this.loop = (this.feed ?? catchUpFeed(this.o.store)).follow(this.name, {
-      from: this.position,
-      batchSize: 500,
-      signal: this.abort.signal,
-      handle: (events) => this.handle(events),
-      onError: (e, attempt) => this.failed(`batch failed (attempt ${attempt}), retrying`, e),
-    });
+  protected override started(): void {
     this.senderLoop = this.sendLoop();
   }
 
-  async stop(): Promise<void> {
-    this.abort.abort();
+  protected override stopping(): void {
     this.wake?.();
-    await this.loop;
+  }
+
+  protected override async drained(): Promise<void> {
     await this.senderLoop;
     // Attempts in flight are aborted (not counted: they stay due); what a kill cuts short is sent again after the restart too.
     await Promise.all([...this.inFlight.values()].map((f) => f.done));
     await this.o.sender.close?.();
-    this.loop = undefined;
     this.senderLoop = undefined;
   }
 
-  private failed(what: string, e: unknown) {
-    this.stats.errors += 1;
-    this.stats.lastError = e instanceof Error ? e.message : String(e);
-    this.o.log?.(`webhook dispatcher: ${what}: ${this.stats.lastError}`);
-  }
-
   /** Fan-out of one batch, in the transaction that moves the checkpoint. */
-  private async handle(events: StoredEvent[]): Promise<number> {
+  protected async handle(events: StoredEvent[]): Promise<number> {
     const last = events[events.length - 1].position;
     const sources = events.map((e) => ({ e, s: webhookSource(e, this.o.store) })).filter((x) => x.s !== null);
     const rows: NewDelivery[] = [];

@@ -1,0 +1,99 @@
+import type { EventStore, Sql, StoredEvent } from '@svc/domain';
+import { ensureCheckpoints, readCheckpoint } from './checkpoints';
+import { catchUpFeed, type EventFeed } from './feed';
+
+/** What every reactor reports in /readyz and /metrics, beside its own counters. */
+export interface ReactorStats {
+  name: string;
+  position: number;
+  errors: number;
+  lastError: string | null;
+}
+
+export interface ReactorBase {
+  store: EventStore;
+  sql: Sql;
+  log?: (msg: string) => void;
+  /** Events handed to `handle` at most at once. */
+  batchSize: number;
+  /** How its log lines begin ("document worker", ...). */
+  label: string;
+}
+
+/**
+ * A reactor: a checkpointed subscriber of the log beside the read models (the
+ * document worker, the trigger runner, the webhook dispatcher). The loop is
+ * this class's: `init` reads the checkpoint, `start` follows the feed from it
+ * (the store's catch-up subscription unless Kafka is configured), a failed
+ * batch is logged and retried by the feed, `stop` aborts and waits. A reactor
+ * reacts to each batch in `handle`, which returns the position it checkpointed;
+ * it may prepare tables (`prepare`) and run work of its own beside the loop
+ * (`started`, `stopping`, `drained`).
+ */
+export abstract class Reactor<S extends ReactorStats> {
+  protected position = 0;
+  protected abort = new AbortController();
+  private loop: Promise<void> | undefined;
+  /** Where events come from (set before start). */
+  feed?: EventFeed;
+
+  constructor(
+    readonly stats: S,
+    private readonly base: ReactorBase,
+  ) {}
+
+  get name(): string {
+    return this.stats.name;
+  }
+
+  /** The position checkpointed so far. */
+  get current(): number {
+    return this.position;
+  }
+
+  async init(): Promise<void> {
+    await ensureCheckpoints(this.base.sql);
+    await this.prepare();
+    this.position = await readCheckpoint(this.base.sql, this.name);
+    this.stats.position = this.position;
+  }
+
+  start(): void {
+    if (this.loop) return;
+    this.abort = new AbortController();
+    this.loop = (this.feed ?? catchUpFeed(this.base.store)).follow(this.name, {
+      from: this.position,
+      batchSize: this.base.batchSize,
+      signal: this.abort.signal,
+      handle: (events) => this.handle(events),
+      onError: (e, attempt) => this.failed(`batch failed (attempt ${attempt}), retrying`, e),
+    });
+    this.started();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    this.stopping();
+    await this.loop;
+    this.loop = undefined;
+    await this.drained();
+  }
+
+  /** Reacts to one batch (in log order); returns the position now checkpointed. Throwing retries the batch. */
+  protected abstract handle(events: StoredEvent[]): Promise<number>;
+  /** Its own tables, before the checkpoint is read. */
+  protected async prepare(): Promise<void> {}
+  /** Work beside the loop (timers, a sender), once started. */
+  protected started(): void {}
+  /** Told to stop (the loop is aborting): wake or clear what runs beside it. */
+  protected stopping(): void {}
+  /** After the loop ended: wait for the work beside it. */
+  protected async drained(): Promise<void> {}
+
+  /** Counts and logs a failure of the reactor's work. */
+  protected failed(what: string, e: unknown): void {
+    this.stats.errors += 1;
+    this.stats.lastError = e instanceof Error ? e.message : String(e);
+    this.base.log?.(`${this.base.label}: ${what}: ${this.stats.lastError}`);
+  }
+}

@@ -386,14 +386,15 @@ export async function buildService(config: Config, log: (msg: string) => void = 
         const head = await store.headPosition();
         const behind = () => positions().some((p) => p !== undefined && p < head);
         for (const deadline = Date.now() + 3_000; behind() && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
+        return head;
       };
       const others = () => [runner.current, worker?.stats.position, searchIndexer?.current, dispatcher?.stats.position];
-      if (runsProjector) await caughtUp(() => [...others(), triggers?.stats.position]);
+      const head = runsProjector ? await caughtUp(() => [...others(), triggers?.stats.position]) : 0;
       // Runs in flight finish before the sandbox threads go; their charges are appended directly (not tallied), and
       // what they wrote fires other rules at the next start (the runner's checkpoint stays before it).
       await triggers?.stop();
       await scriptPool?.close();
-      if (runsProjector) await caughtUp(others);
+      if (runsProjector && (await store.headPosition()) > head) await caughtUp(others);
       await redisCounters?.close();
       await uploadPoller?.stop();
       await dispatcher?.stop();

@@ -79,7 +79,8 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
       const r = await t.readyz('relay');
       if (r.relay?.lag !== 0) return false;
       const p = await t.readyz('projector');
-      return p.projections?.length === 3 && p.projections.every((x: any) => x.position >= r.headPosition);
+      // Every subscriber of the projector role (read models, search index, document worker, trigger runner, webhook dispatcher).
+      return p.projections?.length === 5 && p.projections.every((x: any) => x.position >= r.headPosition);
     }, timeoutMs, 250);
     // The search projector appends outcomes (RecordIndexed) that go round once more.
     await eventually(async () => {

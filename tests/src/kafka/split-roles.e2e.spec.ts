@@ -51,7 +51,7 @@ describe.skipIf(!!skip)(`split roles on PostgreSQL + Kafka${serverUrl('elasticse
     }
     const p = await t.readyz('projector');
     expect(p.status, JSON.stringify(p)).toBe('ready');
-    expect(p.projections.map((x: any) => x.name).sort()).toEqual(['document-worker', 'read-models', 'search-index']);
+    expect(p.projections.map((x: any) => x.name).sort()).toEqual(['document-worker', 'read-models', 'search-index', 'trigger-runner', 'webhook-dispatcher']);
     for (const x of p.projections) expect(x.feed).toMatchObject({ transport: 'kafka', active: true, topic: t.env.KAFKA_TOPIC });
     const r = await t.readyz('relay');
     expect(r.relay).toMatchObject({ name: 'kafka-relay', topic: t.env.KAFKA_TOPIC });

@@ -1,32 +1,7 @@
 import { deliveryParams, deliveryResponse, notFound, route, type RouteSpec } from '@svc/contracts';
-import { decideManualRetry, type DeliveryStatus, ownedWebhook, webhookAggregate, webhookStreams } from '@svc/domain';
+import { decideManualRetry, type DeliveryRow, deliveryView, ownedWebhook, webhookAggregate, webhookStreams } from '@svc/domain';
 import { loadAggregate } from '../handle-command';
 import type { WebhookCommandDeps } from './registrations';
-
-interface DeliveryRow {
-  delivery_id: string;
-  webhook_id: string;
-  event_type: string;
-  source_id: string;
-  source_type: string;
-  status: DeliveryStatus;
-  attempts: number;
-  next_attempt_at: string | number | null;
-  created_at: string | number;
-}
-
-/** The delivery record as the API shows it (never the payload). */
-export const deliveryView = (r: DeliveryRow) => ({
-  id: r.delivery_id,
-  webhookId: r.webhook_id,
-  eventType: r.event_type,
-  sourceId: r.source_id,
-  sourceType: r.source_type,
-  status: r.status,
-  attempts: Number(r.attempts),
-  nextRetryAt: r.next_attempt_at === null ? null : new Date(Number(r.next_attempt_at)).toISOString(),
-  createdAt: new Date(Number(r.created_at)).toISOString(),
-});
 
 /**
  * Manual retry (spec "Webhook delivery status"): a FAILED delivery is re-queued

@@ -118,8 +118,8 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
       if (this.abort.signal.aborted) return this.position;
       if (liveAt(e)) await this.react(e);
     }
+    // Due retries run on their own timer, taking turns with the batches: not one more query per batch.
     if (this.abort.signal.aborted) return this.position;
-    await this.runDueRetries();
     if (last > this.position) {
       await writeCheckpoint(this.o.sql, this.name, last);
       this.position = last;

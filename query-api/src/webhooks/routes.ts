@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { deliveryResponse, domainResponse, idParam, limitParam, listDeliveriesQuery, listEnvelope, notFound, type Paginator, route, type RouteSpec, webhookResponse, type WebhookResponse } from '@svc/contracts';
-import type { Sql } from '@svc/domain';
+import { type DeliveryRow, deliveryView, type Sql } from '@svc/domain';
 
 interface WebhookRow {
   webhook_id: string;
@@ -27,18 +27,6 @@ const view = (r: WebhookRow): WebhookResponse => ({
   apiVersion: r.api_version,
   tenantId: r.tenant_id,
   createdAt: Number(r.created_at),
-});
-
-const deliveryView = (r: Record<string, any>) => ({
-  id: r.delivery_id,
-  webhookId: r.webhook_id,
-  eventType: r.event_type,
-  sourceId: r.source_id,
-  sourceType: r.source_type,
-  status: r.status,
-  attempts: Number(r.attempts),
-  nextRetryAt: r.next_attempt_at === null ? null : new Date(Number(r.next_attempt_at)).toISOString(),
-  createdAt: new Date(Number(r.created_at)).toISOString(),
 });
 
 const COLUMNS = 'webhook_id, account_id, tenant_id, url, domain, events, api_version, status, disabled_reason, consecutive_failures, created_at';
@@ -91,7 +79,7 @@ export function webhookQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
         const scope = `webhook-deliveries:${params.id}`;
         const cursorParams = { limit: query.limit };
         const before = pages.start<[number, string]>(scope, cursorParams, query.startFrom);
-        const { rows } = await sql.query<Record<string, any>>(
+        const { rows } = await sql.query<DeliveryRow>(
           `SELECT delivery_id, webhook_id, event_type, source_id, source_type, status, attempts, next_attempt_at, created_at FROM webhook_deliveries
            WHERE webhook_id = $1 AND ($2::bigint IS NULL OR (created_at, delivery_id) < ($2::bigint, $3::text)) ORDER BY created_at DESC, delivery_id DESC LIMIT $4`,
           [params.id, before ? before[0] : null, before ? before[1] : '', query.limit + 1],

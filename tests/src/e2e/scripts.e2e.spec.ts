@@ -473,7 +473,9 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
     }, 60_000);
 
     it('more than 1,000 host calls is RESOURCE_LIMIT_EXCEEDED', async () => {
-      await expectCode(`export default async () => { for (let i = 0; i < 1001; i++) { try { await records.get('r' + i) } catch {} } return 1 }`, 400, 'RESOURCE_LIMIT_EXCEEDED');
+      // Each call is refused by the host (not an id) without touching the store, so 1,001 of them fit the lowered
+      // wall clock on a loaded machine too; refused calls count like any other.
+      await expectCode(`export default async () => { for (let i = 0; i < 1001; i++) { try { await records.get(i) } catch {} } return 1 }`, 400, 'RESOURCE_LIMIT_EXCEEDED');
     });
 
     it('allows 4 concurrent executions per app context: the fifth is 429 with Retry-After 2', async () => {

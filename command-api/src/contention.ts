@@ -1,5 +1,6 @@
 /**
- * Attempts of a write that lost the race for its stream to another writer.
+ * Attempts of a write that lost the race for its stream to another writer
+ * (the command handler's retry loop, handle-command.ts: the only one).
  * Without `expectedVersion` a write is last-write-wins and must land however
  * many writers contend, so attempts are bounded by time (not by count) and
  * spread by a jittered backoff; a write with `expectedVersion` fails in its

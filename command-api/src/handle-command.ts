@@ -77,33 +77,88 @@ export async function loadAggregate<S>(store: EventStore, streamId: string, agg:
   return { state, revision: events.length ? events[events.length - 1].revision : -1 };
 }
 
-export interface Decision {
+/** What a command decided: events for the entity's stream, other streams written with them, an answer for the caller. */
+export interface Decision<R = never> {
   events: DomainEvent[];
-  /** Other streams written in the same atomic append (uniqueness reservations). */
+  /** Other streams written in the same atomic append (uniqueness reservations, a charge). */
   also?: DomainAppend[];
+  /** Handed back to the caller (e.g. the existing holder of an externalId); with nothing to append, nothing is written. */
+  answer?: R;
 }
 
 /**
- * load -> decide -> append with the expected revision, retried (for a bounded
- * time) only when another writer got in between; then waits for the
- * read models. Returns the state after the new events.
+ * One command for `handleCommand`: the entity's stream and how its state
+ * evolves, the async reads the decision needs (`prepare`, re-run on every
+ * attempt), the decision itself (sync: the aggregate's decider is called here),
+ * the reads and checks that depend on what was decided (`beforeAppend`), and
+ * what a lost race for another stream means (`onConflict`).
  */
-export async function handleCommand<S>(
-  deps: CommandDeps,
-  streamId: string,
-  agg: Aggregate<S>,
-  decide: (state: S) => Decision,
-  metadata: EventMetadata,
-): Promise<{ state: S; events: DomainEvent[]; position: number }> {
-  for await (const _attempt of contended()) {
-    const { state, revision } = await loadAggregate(deps.store, streamId, agg);
-    const decision = decide(state);
+export interface Command<S, P = undefined, R = never> {
+  streamId: string;
+  aggregate: Aggregate<S>;
+  metadata: EventMetadata;
+  /** The stream is new (a fresh id): it is not read, and is appended with expected revision 'no_stream'. */
+  fresh?: boolean;
+  prepare?: (state: S, attempt: number) => Promise<P>;
+  decide: (state: S, prepared: P) => Decision<R>;
+  /** When the decision has events for the entity: reads and checks that depend on them (the reservations of the values they claim or release, a folder moved into); returns more appends. */
+  beforeAppend?: (decided: { state: S; next: S; events: DomainEvent[] }, prepared: P) => Promise<DomainAppend[] | void>;
+  /** A version conflict on another stream: 'retry' (the next attempt re-reads), `{ answer }`, or throw (conflict(...) is a 409). Absent: the error is rethrown. */
+  onConflict?: (on: DomainAppend, prepared: P) => 'retry' | { answer: R } | Promise<'retry' | { answer: R }>;
+  /** Undoes what `beforeAppend` did outside the log (a blob put) when that attempt's append does not happen. */
+  undo?: (prepared: P) => Promise<void>;
+}
+
+export interface CommandResult<S, P = undefined, R = never> {
+  /** The state after the decided events (as a reload would give it). */
+  state: S;
+  events: DomainEvent[];
+  /** Log position of the append (0 when nothing was written). */
+  position: number;
+  prepared: P;
+  answer?: R;
+}
+
+type LegacyDecide<S> = (state: S) => Decision;
+
+/**
+ * The command handler, the write side's one retry loop: load -> prepare ->
+ * decide -> append with the expected revisions, retried (for a bounded time,
+ * contended()) when another writer got in between; then waits for the read
+ * models (commit). The positional form is the single-stream shorthand.
+ */
+export function handleCommand<S, P = undefined, R = never>(deps: CommandDeps, cmd: Command<S, P, R>): Promise<CommandResult<S, P, R>>;
+export function handleCommand<S>(deps: CommandDeps, streamId: string, agg: Aggregate<S>, decide: LegacyDecide<S>, metadata: EventMetadata): Promise<CommandResult<S, undefined, never>>;
+export function handleCommand<S, P, R>(deps: CommandDeps, cmd: Command<S, P, R> | string, agg?: Aggregate<S>, decide?: LegacyDecide<S>, metadata?: EventMetadata) {
+  if (typeof cmd !== 'string') return run(deps, cmd);
+  return run<S, undefined, never>(deps, { streamId: cmd, aggregate: agg!, decide: (s) => decide!(s), metadata: metadata! });
+}
+
+async function run<S, P, R>(deps: CommandDeps, cmd: Command<S, P, R>): Promise<CommandResult<S, P, R>> {
+  for await (const attempt of contended()) {
+    const { state, revision } = cmd.fresh ? { state: cmd.aggregate.initialState(), revision: -1 } : await loadAggregate(deps.store, cmd.streamId, cmd.aggregate);
+    const prepared = (cmd.prepare ? await cmd.prepare(state, attempt) : undefined) as P;
+    const decision = cmd.decide(state, prepared);
+    const { events, answer } = decision;
+    const next = events.reduce((s, e) => cmd.aggregate.evolve(s, e, cmd.metadata), state);
+    const appends: DomainAppend[] = [{ streamId: cmd.streamId, events, expectedRevision: revision < 0 ? 'no_stream' : revision }, ...(decision.also ?? [])];
+    if (events.length && cmd.beforeAppend) appends.push(...((await cmd.beforeAppend({ state, next, events }, prepared)) ?? []));
+    if (!appends.some((a) => a.events.length)) return { state, events, position: 0, prepared, answer };
     try {
-      const position = await commit(deps, metadata, [{ streamId, events: decision.events, expectedRevision: revision < 0 ? 'no_stream' : revision }, ...(decision.also ?? [])]);
-      return { state: decision.events.reduce((s, e) => agg.evolve(s, e, metadata), state), events: decision.events, position };
+      const position = await commit(deps, cmd.metadata, appends);
+      return { state: next, events, position, prepared, answer };
     } catch (e) {
-      if (e instanceof WrongExpectedRevisionError && e.streamId === streamId) continue;
-      throw e;
+      if (events.length && cmd.undo) await cmd.undo(prepared);
+      if (!(e instanceof WrongExpectedRevisionError)) throw e;
+      if (e.streamId === cmd.streamId) {
+        if (cmd.fresh) throw e;
+        continue;
+      }
+      const on = appends.find((a) => a.streamId === e.streamId);
+      if (!on || !cmd.onConflict) throw e;
+      const outcome = await cmd.onConflict(on, prepared);
+      if (outcome === 'retry') continue;
+      return { state, events: [], position: 0, prepared, answer: outcome.answer };
     }
   }
   throw conflict('The entity changed concurrently; retry');

@@ -1,4 +1,5 @@
 // @svc/command-api: the package's one entry point. The write side: route handlers, the command handler (load, decide, append), uniqueness reservations, sealing, limits, metering, and the event-store adapters.
+export * from './documents/commands';
 export * from './documents/routes';
 export * from './documents/storage';
 export * from './documents/upload-poller';
@@ -11,6 +12,7 @@ export * from './limits/burst-limit';
 export * from './limits/redis-window-counter';
 export * from './limits/window-counter';
 export * from './records/batch';
+export * from './records/commands';
 export * from './records/routes';
 export * from './records/sealing';
 export * from './schemas/routes';

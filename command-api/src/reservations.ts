@@ -1,5 +1,5 @@
-import type { DomainEvent } from '@svc/contracts';
 import { type EventStore, type ExpectedRevision, streams } from '@svc/domain';
+import type { DomainAppend } from './handle-command';
 
 /**
  * Uniqueness reservations: the documented port through which the write path
@@ -17,7 +17,13 @@ export interface Reservation {
 export const readReservation = (store: EventStore, ...parts: string[]): Promise<Reservation> => readAt(store, streams.reservation(...parts), parts.join('/'));
 
 /** The reservation as it stands now (after a lost race). */
-export const refreshReservation = (store: EventStore, r: Reservation) => readAt(store, r.streamId, r.key);
+export const refreshReservation = (store: EventStore, r: Pick<Reservation, 'streamId' | 'key'>) => readAt(store, r.streamId, r.key);
+
+/** The reservation a claim (or release) append was made for: what lost the race when its stream conflicts. */
+export function reservationOf(a: DomainAppend): Pick<Reservation, 'streamId' | 'key'> {
+  const e = a.events[0];
+  return { streamId: a.streamId, key: e && (e.type === 'ReservationClaimed' || e.type === 'ReservationReleased') ? e.data.key : '' };
+}
 
 async function readAt(store: EventStore, streamId: string, key: string): Promise<Reservation> {
   const last = await store.readStream(streamId, { direction: 'backwards', maxCount: 1 });
@@ -25,21 +31,21 @@ async function readAt(store: EventStore, streamId: string, key: string): Promise
   return {
     streamId,
     key,
-    holder: e && e.type === 'ReservationClaimed' ? (e.data.ownerId as string) : null,
+    holder: e && e.type === 'ReservationClaimed' ? e.data.ownerId : null,
     revision: e ? e.revision : -1,
   };
 }
 
 const expected = (r: Reservation): ExpectedRevision => (r.revision < 0 ? 'no_stream' : r.revision);
 
-export const claim = (r: Reservation, ownerId: string) => ({
+export const claim = (r: Reservation, ownerId: string): DomainAppend => ({
   streamId: r.streamId,
-  events: [{ type: 'ReservationClaimed', data: { key: r.key, ownerId } } as DomainEvent],
+  events: [{ type: 'ReservationClaimed', data: { key: r.key, ownerId } }],
   expectedRevision: expected(r),
 });
 
-export const release = (r: Reservation) => ({
+export const release = (r: Reservation): DomainAppend => ({
   streamId: r.streamId,
-  events: [{ type: 'ReservationReleased', data: { key: r.key, ownerId: r.holder ?? '' } } as DomainEvent],
+  events: [{ type: 'ReservationReleased', data: { key: r.key, ownerId: r.holder ?? '' } }],
   expectedRevision: expected(r),
 });

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type DomainEvent, EVENT_SCHEMA_VERSION, type EventMetadata, route, type RouteSpec } from '@svc/contracts';
 import { type BlobStore, documentBlobKeys, isTornDown, type StorageGrants, streams, UPLOAD_HEADER, WrongExpectedRevisionError } from '@svc/domain';
 import { commit, type CommandDeps } from '../handle-command';
-import { loadDocument } from './routes';
+import { loadDocument } from './commands';
 import { fileIngestAppend } from '../usage/meter';
 
 /**

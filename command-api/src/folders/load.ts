@@ -1,6 +1,6 @@
 import { type EventMetadata, notFound, type Principal, type RequestMeta, type RouteSpec } from '@svc/contracts';
-import { canSeeFolder, decideCreateRoot, type EventStore, folderAggregate, type FolderState, implicitRootFolder, type LiveFolder, rootCreatedAt, rootFolderId, streams, WrongExpectedRevisionError } from '@svc/domain';
-import { commit, loadAggregate, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
+import { canSeeFolder, type EventStore, folderDecider, implicitRootFolder, type LiveFolder, rootCreatedAt, rootFolderId, streams } from '@svc/domain';
+import { handleCommand, loadAggregate, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
 
 /**
  * A live folder the caller can see (its tenant and context, inside its data
@@ -12,7 +12,7 @@ import { commit, loadAggregate, metadataFor, type CommandDeps, type DomainAppend
  * there too, as it reads (`implicitRootFolder`), though not yet recorded.
  */
 export async function requireFolder(store: EventStore, principal: Principal, folderId: string): Promise<LiveFolder> {
-  const { state } = await loadAggregate(store, streams.folder(folderId), folderAggregate);
+  const { state } = await loadAggregate(store, streams.folder(folderId), folderDecider);
   if (state.exists) {
     if (!canSeeFolder(principal, state)) throw notFound();
     return state;
@@ -46,7 +46,8 @@ const rootMetadata = (contextMetadata: EventMetadata, tenantId: string, contextI
  */
 export function contextRootAppend(contextMetadata: EventMetadata, tenantId: string, contextId: string): DomainAppend {
   const id = rootFolderId(tenantId, contextId);
-  return { streamId: streams.folder(id), events: decideCreateRoot(id, { exists: false }), expectedRevision: 'no_stream', metadata: rootMetadata(contextMetadata, tenantId, contextId) };
+  const events = folderDecider.decide({ type: 'CreateRootFolder', folderId: id }, folderDecider.initialState());
+  return { streamId: streams.folder(id), events, expectedRevision: 'no_stream', metadata: rootMetadata(contextMetadata, tenantId, contextId) };
 }
 
 /**
@@ -61,22 +62,19 @@ export async function ensureRootFolder(deps: CommandDeps, meta: RequestMeta): Pr
   const p = meta.principal;
   const id = rootFolderId(p.tenantId!, p.contextId!);
   const stream = streams.folder(id);
-  const { state } = await loadAggregate(deps.store, stream, folderAggregate);
+  const { state } = await loadAggregate(deps.store, stream, folderDecider);
   if (state.exists) return state;
   const created = (await contextCreatedAt(deps.store, p.contextId!)) ?? meta.now.toISOString();
-  const md = rootMetadata(metadataFor(meta), p.tenantId!, p.contextId!, created);
-  const events = decideCreateRoot(id, state);
-  try {
-    await commit(deps, md, [{ streamId: stream, events, expectedRevision: 'no_stream' }]);
-    return events.reduce<FolderState>((s, e) => folderAggregate.evolve(s, e, md), state) as LiveFolder;
-  } catch (e) {
-    if (!(e instanceof WrongExpectedRevisionError)) throw e;
-    // Another first write recorded it in between: the same root. Its response waits for the read models; so does this one.
-    await deps.barrier.waitFor(await deps.store.headPosition());
-    const { state: recorded } = await loadAggregate(deps.store, stream, folderAggregate);
-    if (!recorded.exists) throw e;
-    return recorded;
-  }
+  const out = await handleCommand(deps, {
+    streamId: stream,
+    aggregate: folderDecider,
+    metadata: rootMetadata(metadataFor(meta), p.tenantId!, p.contextId!, created),
+    decide: (s) => ({ events: folderDecider.decide({ type: 'CreateRootFolder', folderId: id }, s) }),
+  });
+  // Another first write recorded it in between (this one wrote nothing): its response waits for the read models; so does this one.
+  if (!out.events.length) await deps.barrier.waitFor(await deps.store.headPosition());
+  if (!out.state.exists) throw notFound();
+  return out.state;
 }
 
 /**

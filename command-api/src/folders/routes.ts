@@ -1,9 +1,8 @@
-import { contended } from '../contention';
 import { z } from 'zod';
-import { conflict, type CreateFolder, createFolderBody, folderResponse, idParam, invalid, notFound, patchFolderBody, type Principal, putFolderBody, type RequestMeta, route, type RouteSpec, versionConflict } from '@svc/contracts';
-import { canSeeFolder, checkFolderPatch, decideChangeFolder, decideCreateFolder, decideDeleteFolder, deriveSlug, type EventStore, folderAggregate, type FolderContents, type FolderState, folderView, type LiveFolder, slugCandidate, stampOwnership, streams, WrongExpectedRevisionError } from '@svc/domain';
-import { commit, handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
-import { claim, readReservation, release } from '../reservations';
+import { conflict, type CreateFolder, createFolderBody, folderResponse, idParam, patchFolderBody, type Principal, putFolderBody, type RequestMeta, route, type RouteSpec } from '@svc/contracts';
+import { deriveSlug, type EventStore, type FolderContents, folderDecider, folderView, type LiveFolder, slugCandidate, stampOwnership, streams } from '@svc/domain';
+import { handleCommand, metadataFor, type CommandDeps } from '../handle-command';
+import { claim, readReservation, release, type Reservation } from '../reservations';
 import { ensureRootFolder, requireFolder, withRootFolder } from './load';
 
 export { requireFolder } from './load';
@@ -14,6 +13,26 @@ const slugReservation = (store: EventStore, p: { tenantId: string | null; contex
 
 /** How many derived candidates (`name`, `name-2`, ...) a create tries before giving up. */
 const MAX_SLUG_CANDIDATES = 1000;
+
+const slugHeld = (slug: string) => conflict(`slug '${slug}' is already used by a sibling folder`);
+
+/**
+ * The slug a create claims: an explicit one (409 when a sibling holds it), else
+ * the first derived candidate from `from` on that no sibling holds.
+ */
+async function freeSlug(store: EventStore, p: Principal, parentId: string, explicit: string | undefined, base: string, from: number): Promise<{ slug: string; n: number; reservation: Reservation }> {
+  if (explicit) {
+    const reservation = await slugReservation(store, p, parentId, explicit);
+    if (reservation.holder) throw slugHeld(explicit);
+    return { slug: explicit, n: 1, reservation };
+  }
+  for (let n = from; n <= MAX_SLUG_CANDIDATES; n++) {
+    const slug = slugCandidate(base, n);
+    const reservation = await slugReservation(store, p, parentId, slug);
+    if (!reservation.holder) return { slug, n, reservation };
+  }
+  throw conflict('No free slug could be derived from this name; send an explicit slug');
+}
 
 /**
  * Creates a folder under `parentFolderId`, else under the context root. The
@@ -26,70 +45,61 @@ export async function createFolder(deps: CommandDeps, body: CreateFolder, meta: 
   const root = await ensureRootFolder(deps, meta);
   const parent = body.parentFolderId ? await requireFolder(deps.store, p, body.parentFolderId) : root;
   const base = body.slug ?? deriveSlug(body.name);
-  const md = metadataFor(meta);
-  let n = 1;
-  for (let attempt = 0; attempt < MAX_SLUG_CANDIDATES + 5; attempt++) {
-    const slug = body.slug ?? slugCandidate(base, n);
-    const r = await slugReservation(deps.store, p, parent.id, slug);
-    if (r.holder) {
-      if (body.slug) throw conflict(`slug '${slug}' is already used by a sibling folder`);
-      if (++n > MAX_SLUG_CANDIDATES) break;
-      continue;
-    }
-    const folderId = deps.ids.newId();
-    const events = decideCreateFolder({ folderId, name: body.name, description: body.description, parent, slug, userId: own.userId, scopes: own.scopes ?? [] }, { exists: false });
-    try {
-      await commit(deps, md, [{ streamId: streams.folder(folderId), events, expectedRevision: 'no_stream' }, claim(r, folderId)]);
-      return events.reduce<FolderState>((s, e) => folderAggregate.evolve(s, e, md), { exists: false }) as LiveFolder;
-    } catch (e) {
-      if (!(e instanceof WrongExpectedRevisionError) || e.streamId !== r.streamId) throw e;
-      if (body.slug) throw conflict(`slug '${slug}' is already used by a sibling folder`);
-      // a concurrent create took this candidate: read it again (and move on)
-    }
-  }
-  throw conflict('No free slug could be derived from this name; send an explicit slug');
+  const folderId = deps.ids.newId();
+  // A candidate a concurrent create took is read again on the next attempt (and passed over): the scan resumes there.
+  let from = 1;
+  const { state } = await handleCommand(deps, {
+    streamId: streams.folder(folderId),
+    aggregate: folderDecider,
+    metadata: metadataFor(meta),
+    fresh: true,
+    prepare: async () => {
+      const found = await freeSlug(deps.store, p, parent.id, body.slug, base, from);
+      from = found.n;
+      return found;
+    },
+    decide: (s, { slug, reservation }) => ({
+      events: folderDecider.decide({ type: 'CreateFolder', folderId, name: body.name, description: body.description, parent, slug, userId: own.userId, scopes: own.scopes ?? [] }, s),
+      also: [claim(reservation, folderId)],
+    }),
+    // Lost the race for the slug: an explicit one is taken (409); a derived one is read again.
+    onConflict: (_on, { slug }) => {
+      if (body.slug) throw slugHeld(slug);
+      return 'retry';
+    },
+  });
+  return state as LiveFolder;
 }
 
 export async function changeFolder(deps: CommandDeps, id: string, kind: 'put' | 'patch', body: Record<string, unknown>, meta: RequestMeta) {
-  const p = meta.principal;
-  const { state } = await handleCommand(
-    deps,
-    streams.folder(id),
-    folderAggregate,
-    (cur) => {
-      if (!cur.exists || !canSeeFolder(p, cur)) throw notFound();
-      if (kind === 'patch' && !cur.isProtected) checkFolderPatch(body);
-      const own = 'userId' in body || 'scopes' in body ? stampOwnership(p, { userId: body.userId as string | undefined, scopes: body.scopes as string[] | undefined }) : { userId: undefined, scopes: undefined };
-      const events = decideChangeFolder({ kind, body, userId: 'userId' in body ? own.userId : undefined, scopes: 'scopes' in body ? (body.scopes as string[]) : undefined }, cur);
-      return { events };
-    },
-    metadataFor(meta),
-  );
+  const { state } = await handleCommand(deps, {
+    streamId: streams.folder(id),
+    aggregate: folderDecider,
+    metadata: metadataFor(meta),
+    decide: (s) => ({ events: folderDecider.decide({ type: 'ChangeFolder', actor: meta.principal, kind, body }, s) }),
+  });
   return folderView(state as LiveFolder);
 }
 
 /** Deletes an empty folder; the count covers every item in it, readable by the caller or not. */
 export async function deleteFolder(deps: CommandDeps, contents: FolderContents, id: string, expectedVersion: number | undefined, meta: RequestMeta) {
-  const p: Principal = meta.principal;
-  for await (const _attempt of contended()) {
-    const { state: cur, revision } = await loadAggregate(deps.store, streams.folder(id), folderAggregate);
-    if (!cur.exists || !canSeeFolder(p, cur)) throw notFound();
-    if (cur.isProtected) throw invalid('The context root folder cannot be deleted');
-    if (expectedVersion !== undefined && expectedVersion !== cur.version) throw versionConflict();
-    // Everything acknowledged so far is in the read models before they are counted.
-    await deps.barrier.waitFor(await deps.store.headPosition());
-    const items = await contents.count(cur.tenantId!, cur.contextId!, id);
-    const events = decideDeleteFolder(cur, expectedVersion, items);
-    const r = await slugReservation(deps.store, cur, cur.parentFolderId!, cur.slug);
-    try {
-      await commit(deps, metadataFor(meta), [{ streamId: streams.folder(id), events, expectedRevision: revision }, ...(r.holder === id ? [release(r)] : [])]);
-      return;
-    } catch (e) {
-      if (e instanceof WrongExpectedRevisionError) continue;
-      throw e;
-    }
-  }
-  throw conflict('The folder changed concurrently; retry');
+  const command = { type: 'DeleteFolder', actor: meta.principal, expectedVersion } as const;
+  await handleCommand(deps, {
+    streamId: streams.folder(id),
+    aggregate: folderDecider,
+    metadata: metadataFor(meta),
+    prepare: async (cur) => {
+      // The refusals that need no count come first (a folder the caller cannot see is not counted).
+      folderDecider.decide({ ...command, items: 0 }, cur);
+      const f = cur as LiveFolder;
+      // Everything acknowledged so far is in the read models before they are counted.
+      await deps.barrier.waitFor(await deps.store.headPosition());
+      return { items: await contents.count(f.tenantId!, f.contextId!, id), slug: await slugReservation(deps.store, f, f.parentFolderId!, f.slug) };
+    },
+    decide: (s, { items, slug }) => ({ events: folderDecider.decide({ ...command, items }, s), also: slug.holder === id ? [release(slug)] : [] }),
+    // The slug's reservation moved meanwhile: decide again.
+    onConflict: () => 'retry',
+  });
 }
 
 export function folderCommandRoutes(deps: CommandDeps, contents: FolderContents): RouteSpec[] {

@@ -1,8 +1,7 @@
-import { contended } from '../contention';
 import { z } from 'zod';
-import { conflict, type CreateEntity, createEntityBody, entityResponse, forbidden, idParam, invalid, notFound, patchEntityBody, type Principal, putEntityBody, type RequestMeta, route, type RouteSpec } from '@svc/contracts';
-import { canSeeEntity, checkEntityPatch, decideChangeEntity, decideCreateEntity, decideDeleteEntity, entityAggregate, type EntityState, entityView, type EventStore, type LiveEntity, streams, WrongExpectedRevisionError } from '@svc/domain';
-import { commit, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
+import { conflict, type CreateEntity, createEntityBody, entityResponse, forbidden, idParam, invalid, patchEntityBody, type Principal, putEntityBody, type RequestMeta, route, type RouteSpec } from '@svc/contracts';
+import { canSeeEntity, entityDecider, type EntityState, entityView, type EventStore, type LiveEntity, streams } from '@svc/domain';
+import { handleCommand, metadataFor, type CommandDeps } from '../handle-command';
 import { claim, readReservation, release } from '../reservations';
 import { loadSchema, type LiveSchema } from '../schemas/routes';
 import { registeredNamespaces } from './namespaces';
@@ -21,7 +20,7 @@ async function entitySchema(deps: CommandDeps, p: Principal, schemaId: string): 
   return schema;
 }
 
-const boundDefinition = async (deps: CommandDeps, p: Principal, e: LiveEntity) => (e.schemaId ? (await loadSchema(deps.store, p, e.schemaId).catch(() => undefined))?.definition : undefined);
+const boundDefinition = async (deps: CommandDeps, p: Principal, e: EntityState) => (e.exists && e.schemaId ? (await loadSchema(deps.store, p, e.schemaId).catch(() => undefined))?.definition : undefined);
 
 async function createEntity(deps: CommandDeps, body: CreateEntity, meta: RequestMeta) {
   const p = meta.principal;
@@ -30,57 +29,56 @@ async function createEntity(deps: CommandDeps, body: CreateEntity, meta: Request
   if (!canSeeEntity(p, { ...scope, namespace: body.namespace, key: body.key })) throw forbidden();
   const schema = body.schemaId ? await entitySchema(deps, p, body.schemaId) : undefined;
   const namespaces = await registeredNamespaces(deps.store, p.tenantId!);
+  const entities = entityDecider(deps.sealer);
   const entityId = deps.ids.newId();
-  const events = deps.sealer.sealEvents(schema?.definition, decideCreateEntity({ entityId, namespace: body.namespace, key: body.key, payload: body.payload, schemaId: body.schemaId, definition: schema?.definition, namespaces }, { exists: false }));
-  const r = await keyReservation(deps.store, scope, body.namespace, body.key);
-  if (r.holder) throw conflict(KEY_HELD);
-  const md = metadataFor(meta);
-  try {
-    await commit(deps, md, [{ streamId: streams.entity(entityId), events, expectedRevision: 'no_stream' }, claim(r, entityId)]);
-  } catch (e) {
-    if (e instanceof WrongExpectedRevisionError && e.streamId === r.streamId) throw conflict(KEY_HELD);
-    throw e;
-  }
-  return entityView(events.reduce<EntityState>((s, e) => entityAggregate.evolve(s, e, md), { exists: false }) as LiveEntity, schema?.definition);
+  const { state } = await handleCommand(deps, {
+    streamId: streams.entity(entityId),
+    aggregate: entities,
+    metadata: metadataFor(meta),
+    fresh: true,
+    decide: (s) => ({
+      events: entities.decide({ type: 'CreateEntity', entityId, namespace: body.namespace, key: body.key, payload: body.payload, schemaId: body.schemaId, definition: schema?.definition, namespaces }, s),
+    }),
+    beforeAppend: async () => {
+      const r = await keyReservation(deps.store, scope, body.namespace, body.key);
+      if (r.holder) throw conflict(KEY_HELD);
+      return [claim(r, entityId)];
+    },
+    onConflict: () => {
+      throw conflict(KEY_HELD);
+    },
+  });
+  return entityView(state as LiveEntity, schema?.definition);
 }
 
 async function changeEntity(deps: CommandDeps, id: string, kind: 'put' | 'patch', body: Record<string, unknown>, meta: RequestMeta) {
   const p = meta.principal;
-  for await (const _attempt of contended()) {
-    const { state: stored, revision } = await loadAggregate(deps.store, streams.entity(id), entityAggregate);
-    if (!stored.exists || !canSeeEntity(p, stored)) throw notFound();
-    const cur: LiveEntity = { ...stored, payload: deps.sealer.unseal(stored.payload ?? {}) };
-    if (kind === 'patch') checkEntityPatch(body);
-    const definition = await boundDefinition(deps, p, cur);
-    const events = deps.sealer.sealEvents(definition, decideChangeEntity({ kind, body, definition }, cur));
-    const md = metadataFor(meta);
-    try {
-      await commit(deps, md, [{ streamId: streams.entity(id), events, expectedRevision: revision }]);
-      return entityView(events.reduce<EntityState>((s, e) => entityAggregate.evolve(s, e, md), cur) as LiveEntity, definition);
-    } catch (e) {
-      if (e instanceof WrongExpectedRevisionError) continue;
-      throw e;
-    }
-  }
-  throw conflict('The entity changed concurrently; retry');
+  const entities = entityDecider(deps.sealer);
+  const { state, prepared: definition } = await handleCommand(deps, {
+    streamId: streams.entity(id),
+    aggregate: entities,
+    metadata: metadataFor(meta),
+    prepare: (cur) => boundDefinition(deps, p, cur),
+    decide: (s, definition) => ({ events: entities.decide({ type: 'ChangeEntity', actor: p, kind, body, definition }, s) }),
+  });
+  return entityView(state as LiveEntity, definition);
 }
 
 async function deleteEntity(deps: CommandDeps, id: string, expectedVersion: number | undefined, meta: RequestMeta) {
-  const p = meta.principal;
-  for await (const _attempt of contended()) {
-    const { state: cur, revision } = await loadAggregate(deps.store, streams.entity(id), entityAggregate);
-    if (!cur.exists || !canSeeEntity(p, cur)) throw notFound();
-    const events = decideDeleteEntity(cur, expectedVersion);
-    const r = await keyReservation(deps.store, cur, cur.namespace, cur.key);
-    try {
-      await commit(deps, metadataFor(meta), [{ streamId: streams.entity(id), events, expectedRevision: revision }, ...(r.holder === id ? [release(r)] : [])]);
-      return;
-    } catch (e) {
-      if (e instanceof WrongExpectedRevisionError) continue;
-      throw e;
-    }
-  }
-  throw conflict('The entity changed concurrently; retry');
+  const entities = entityDecider(deps.sealer);
+  await handleCommand(deps, {
+    streamId: streams.entity(id),
+    aggregate: entities,
+    metadata: metadataFor(meta),
+    decide: (s) => ({ events: entities.decide({ type: 'DeleteEntity', actor: meta.principal, expectedVersion }, s) }),
+    // Its key becomes free.
+    beforeAppend: async ({ state }) => {
+      const cur = state as LiveEntity;
+      const r = await keyReservation(deps.store, cur, cur.namespace, cur.key);
+      return r.holder === id ? [release(r)] : [];
+    },
+    onConflict: () => 'retry',
+  });
 }
 
 export function entityCommandRoutes(deps: CommandDeps): RouteSpec[] {

@@ -1,5 +1,5 @@
-import { createNamespaceBody, invalid, namespaceParam, namespaceResponse, notFound, route, type RouteSpec } from '@svc/contracts';
-import { decideCreateNamespace, decideDeleteNamespace, type EventStore, isBuiltinNamespace, namespaceNames, namespaceRegistry, type NamespaceRegistry, type NamespaceUsage, namespaceView, streams } from '@svc/domain';
+import { createNamespaceBody, namespaceParam, namespaceResponse, route, type RouteSpec } from '@svc/contracts';
+import { type EventStore, namespaceDecider, namespaceNames, type NamespaceUsage, namespaceView, streams } from '@svc/domain';
 import { handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
 
 /**
@@ -9,7 +9,7 @@ import { handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../
  * `targetSurface` must be `record`, `document`, `user` or one of these.
  */
 export async function registeredNamespaces(store: EventStore, tenantId: string): Promise<string[]> {
-  const { state } = await loadAggregate(store, streams.namespaces(tenantId), namespaceRegistry);
+  const { state } = await loadAggregate(store, streams.namespaces(tenantId), namespaceDecider);
   return namespaceNames(state);
 }
 
@@ -26,7 +26,12 @@ export function namespaceCommandRoutes(deps: CommandDeps, usage: NamespaceUsage)
       status: 201,
       write: true,
       handler: async ({ body, meta }) => {
-        const { state } = await handleCommand(deps, streams.namespaces(meta.principal.tenantId!), namespaceRegistry, (s) => ({ events: decideCreateNamespace(body, s) }), metadataFor(meta));
+        const { state } = await handleCommand(deps, {
+          streamId: streams.namespaces(meta.principal.tenantId!),
+          aggregate: namespaceDecider,
+          metadata: metadataFor(meta),
+          decide: (s) => ({ events: namespaceDecider.decide({ type: 'CreateNamespace', ...body }, s) }),
+        });
         return namespaceView(state.entries[body.name]);
       },
     }),
@@ -41,13 +46,20 @@ export function namespaceCommandRoutes(deps: CommandDeps, usage: NamespaceUsage)
       write: true,
       handler: async ({ params, meta }) => {
         const tenantId = meta.principal.tenantId!;
-        if (isBuiltinNamespace(params.name)) throw invalid(`'${params.name}' is a built-in namespace and cannot be deleted`);
-        const { state } = await loadAggregate<NamespaceRegistry>(deps.store, streams.namespaces(tenantId), namespaceRegistry);
-        if (!state.entries[params.name]) throw notFound();
-        // Everything acknowledged so far is in the read models before they are counted.
-        await deps.barrier.waitFor(await deps.store.headPosition());
-        const entities = await usage.entities(tenantId, params.name);
-        await handleCommand(deps, streams.namespaces(tenantId), namespaceRegistry, (s) => ({ events: decideDeleteNamespace(params.name, s, entities) }), metadataFor(meta));
+        const command = { type: 'DeleteNamespace', name: params.name } as const;
+        await handleCommand(deps, {
+          streamId: streams.namespaces(tenantId),
+          aggregate: namespaceDecider,
+          metadata: metadataFor(meta),
+          prepare: async (s) => {
+            // The refusals that need no count come first (a built-in or unknown name is not counted).
+            namespaceDecider.decide({ ...command, entities: 0 }, s);
+            // Everything acknowledged so far is in the read models before they are counted.
+            await deps.barrier.waitFor(await deps.store.headPosition());
+            return usage.entities(tenantId, params.name);
+          },
+          decide: (s, entities) => ({ events: namespaceDecider.decide({ ...command, entities }, s) }),
+        });
         return null;
       },
     }),

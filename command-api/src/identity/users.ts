@@ -1,17 +1,17 @@
-import { contended } from '../contention';
-import { conflict, type CreateUser, createUserBody, forbidden, idParam, invalid, notFound, patchUserBody, type Principal, putUserBody, type RequestMeta, route, type RouteSpec, userResponse } from '@svc/contracts';
-import { canReach, checkUserPatch, decideChangeUser, decideCreateUser, decideDeleteUser, emailKey, type EventStore, type LiveUser, stampOwnership, streams, userAggregate, userOwner, type UserState, userView, WrongExpectedRevisionError } from '@svc/domain';
-import { commit, loadAggregate, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
-import { claim, readReservation, release, type Reservation } from '../reservations';
+import { conflict, type CreateUser, createUserBody, forbidden, idParam, invalid, patchUserBody, type Principal, putUserBody, type RequestMeta, route, type RouteSpec, userResponse } from '@svc/contracts';
+import { emailKey, type EventStore, type LiveUser, requireRootForUserSchema, stampOwnership, streams, userDecider, type UserState, userView } from '@svc/domain';
+import { handleCommand, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
+import { claim, readReservation, release } from '../reservations';
 import { loadSchema, type LiveSchema } from '../schemas/routes';
 
 /** One user per email in a tenant (across its contexts), compared without case. */
 const emailReservation = (store: EventStore, tenantId: string, email: string) => readReservation(store, tenantId, 'user-email', emailKey(email));
 const EMAIL_HELD = 'email is already used by another user';
 
-/** Users bound to a `user` schema are created and written with the root key only (spec: Schema.allowedSurfaces). */
-const requireRootForUserSchema = (p: Principal) => {
-  if (p.kind !== 'root') throw forbidden();
+/** Losing the race for an email is a 409; for a reservation released, the next attempt reads it again. */
+const onEmailConflict = (on: DomainAppend): 'retry' => {
+  if (on.events[0]?.type === 'ReservationClaimed') throw conflict(EMAIL_HELD);
+  return 'retry';
 };
 
 async function userSchema(deps: CommandDeps, p: Principal, schemaId: string): Promise<LiveSchema> {
@@ -24,7 +24,7 @@ async function userSchema(deps: CommandDeps, p: Principal, schemaId: string): Pr
 }
 
 /** The schema a user was bound to (it may have been deleted since: then only the bare payload rules apply). */
-const boundDefinition = async (deps: CommandDeps, p: Principal, u: LiveUser) => (u.schemaId ? (await loadSchema(deps.store, p, u.schemaId).catch(() => undefined))?.definition : undefined);
+const boundDefinition = async (deps: CommandDeps, p: Principal, u: UserState) => (u.exists && u.schemaId ? (await loadSchema(deps.store, p, u.schemaId).catch(() => undefined))?.definition : undefined);
 
 async function createUser(deps: CommandDeps, body: CreateUser, meta: RequestMeta) {
   const p = meta.principal;
@@ -32,75 +32,72 @@ async function createUser(deps: CommandDeps, body: CreateUser, meta: RequestMeta
   if (p.dataScope?.userId ?? p.userId) throw forbidden();
   const own = stampOwnership(p, { scopes: body.scopes });
   const schema = body.schemaId ? await userSchema(deps, p, body.schemaId) : undefined;
+  const users = userDecider(deps.sealer);
   const userId = deps.ids.newId();
-  const events = deps.sealer.sealEvents(schema?.definition, decideCreateUser({ userId, email: body.email, displayName: body.displayName, payload: body.payload, schemaId: body.schemaId, definition: schema?.definition, scopes: own.scopes ?? [] }, { exists: false }));
-  const r = body.email ? await emailReservation(deps.store, p.tenantId!, body.email) : undefined;
-  if (r?.holder) throw conflict(EMAIL_HELD);
-  const md = metadataFor(meta);
-  try {
-    await commit(deps, md, [{ streamId: streams.user(userId), events, expectedRevision: 'no_stream' }, ...(r ? [claim(r, userId)] : [])]);
-  } catch (e) {
-    if (e instanceof WrongExpectedRevisionError && r && e.streamId === r.streamId) throw conflict(EMAIL_HELD);
-    throw e;
-  }
-  return userView(events.reduce<UserState>((s, e) => userAggregate.evolve(s, e, md), { exists: false }) as LiveUser, schema?.definition);
+  const { state } = await handleCommand(deps, {
+    streamId: streams.user(userId),
+    aggregate: users,
+    metadata: metadataFor(meta),
+    fresh: true,
+    decide: (s) => ({
+      events: users.decide({ type: 'CreateUser', userId, email: body.email, displayName: body.displayName, payload: body.payload, schemaId: body.schemaId, definition: schema?.definition, scopes: own.scopes ?? [] }, s),
+    }),
+    beforeAppend: async () => {
+      if (!body.email) return;
+      const r = await emailReservation(deps.store, p.tenantId!, body.email);
+      if (r.holder) throw conflict(EMAIL_HELD);
+      return [claim(r, userId)];
+    },
+    onConflict: onEmailConflict,
+  });
+  return userView(state as LiveUser, schema?.definition);
 }
 
 async function changeUser(deps: CommandDeps, id: string, kind: 'put' | 'patch', body: Record<string, unknown>, meta: RequestMeta) {
   const p = meta.principal;
-  for await (const _attempt of contended()) {
-    const { state: stored, revision } = await loadAggregate(deps.store, streams.user(id), userAggregate);
-    if (!stored.exists || !canReach(p, userOwner(stored))) throw notFound();
-    const cur: LiveUser = { ...stored, payload: deps.sealer.unseal(stored.payload) };
-    if (kind === 'patch') checkUserPatch(body);
-    if (cur.schemaId) requireRootForUserSchema(p);
-    const scopes = 'scopes' in body ? (stampOwnership(p, { scopes: body.scopes as string[] }).scopes ?? []) : undefined;
-    const definition = await boundDefinition(deps, p, cur);
-    const events = deps.sealer.sealEvents(definition, decideChangeUser({ kind, body, definition, scopes }, cur));
-    const next = events.reduce<UserState>((s, e) => userAggregate.evolve(s, e), cur) as LiveUser;
-    const appends: DomainAppend[] = [{ streamId: streams.user(id), events, expectedRevision: revision }];
-    let claimed: Reservation | undefined;
-    if ((next.email && emailKey(next.email)) !== (cur.email && emailKey(cur.email))) {
-      if (cur.email) {
-        const old = await emailReservation(deps.store, cur.tenantId!, cur.email);
+  const users = userDecider(deps.sealer);
+  const { state, prepared: definition } = await handleCommand(deps, {
+    streamId: streams.user(id),
+    aggregate: users,
+    metadata: metadataFor(meta),
+    prepare: (cur) => boundDefinition(deps, p, cur),
+    decide: (s, definition) => ({ events: users.decide({ type: 'ChangeUser', actor: p, kind, body, definition }, s) }),
+    // A changed email moves its reservation: the old one is released, the new one claimed (409 when another user holds it).
+    beforeAppend: async ({ state: cur, next }) => {
+      const [before, after] = [cur, next] as LiveUser[];
+      if ((after.email && emailKey(after.email)) === (before.email && emailKey(before.email))) return;
+      const appends: DomainAppend[] = [];
+      if (before.email) {
+        const old = await emailReservation(deps.store, before.tenantId!, before.email);
         if (old.holder === id) appends.push(release(old));
       }
-      if (next.email) {
-        claimed = await emailReservation(deps.store, cur.tenantId!, next.email);
-        if (claimed.holder && claimed.holder !== id) throw conflict(EMAIL_HELD);
-        if (!claimed.holder) appends.push(claim(claimed, id));
+      if (after.email) {
+        const wanted = await emailReservation(deps.store, before.tenantId!, after.email);
+        if (wanted.holder && wanted.holder !== id) throw conflict(EMAIL_HELD);
+        if (!wanted.holder) appends.push(claim(wanted, id));
       }
-    }
-    const md = metadataFor(meta);
-    try {
-      await commit(deps, md, appends);
-      return userView(events.reduce<UserState>((s, e) => userAggregate.evolve(s, e, md), cur) as LiveUser, definition);
-    } catch (e) {
-      if (e instanceof WrongExpectedRevisionError && e.streamId === streams.user(id)) continue;
-      if (e instanceof WrongExpectedRevisionError && claimed && e.streamId === claimed.streamId) throw conflict(EMAIL_HELD);
-      throw e;
-    }
-  }
-  throw conflict('The user changed concurrently; retry');
+      return appends;
+    },
+    onConflict: onEmailConflict,
+  });
+  return userView(state as LiveUser, definition);
 }
 
 async function deleteUser(deps: CommandDeps, id: string, meta: RequestMeta) {
-  const p = meta.principal;
-  for await (const _attempt of contended()) {
-    const { state: cur, revision } = await loadAggregate(deps.store, streams.user(id), userAggregate);
-    if (!cur.exists || !canReach(p, userOwner(cur))) throw notFound();
-    if (cur.schemaId) requireRootForUserSchema(p);
-    const events = decideDeleteUser(cur);
-    const r = cur.email ? await emailReservation(deps.store, cur.tenantId!, cur.email) : undefined;
-    try {
-      await commit(deps, metadataFor(meta), [{ streamId: streams.user(id), events, expectedRevision: revision }, ...(r && r.holder === id ? [release(r)] : [])]);
-      return;
-    } catch (e) {
-      if (e instanceof WrongExpectedRevisionError) continue;
-      throw e;
-    }
-  }
-  throw conflict('The user changed concurrently; retry');
+  const users = userDecider(deps.sealer);
+  await handleCommand(deps, {
+    streamId: streams.user(id),
+    aggregate: users,
+    metadata: metadataFor(meta),
+    decide: (s) => ({ events: users.decide({ type: 'DeleteUser', actor: meta.principal }, s) }),
+    // Its email becomes free.
+    beforeAppend: async ({ state }) => {
+      const cur = state as LiveUser;
+      const r = cur.email ? await emailReservation(deps.store, cur.tenantId!, cur.email) : undefined;
+      return r && r.holder === id ? [release(r)] : [];
+    },
+    onConflict: () => 'retry',
+  });
 }
 
 export function userCommandRoutes(deps: CommandDeps): RouteSpec[] {

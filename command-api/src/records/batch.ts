@@ -3,7 +3,7 @@ import { batchWriteResponse, createRecordBody, ERROR_CATALOGUE, isServiceError, 
 import { recordView } from '@svc/domain';
 import type { CommandDeps } from '../handle-command';
 import { secondsToWindowEnd, type WindowCounter } from '../limits/window-counter';
-import { changeRecord, createRecord, ValueHeldError } from './routes';
+import { changeRecord, createRecord, ValueHeldError } from './commands';
 
 export const BATCH_WRITE_MAX = 50;
 /** Items per account per minute that may collide with values held outside the caller's reach. */

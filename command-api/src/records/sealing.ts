@@ -1,17 +1,18 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { blindIndex, type SchemaDefinition } from '@svc/contracts';
-import { isSealed, ownValue, SEALED_KEY } from '@svc/domain';
+import { isSealed, ownValue, type PayloadSealing, SEALED_KEY } from '@svc/domain';
 
 /**
  * Sensitive values are sealed (AES-256-GCM) before they enter an event, so the
  * log, the read models and history hold ciphertext only; equality lookups use a
- * keyed HMAC (blind index) computed here, on the write path.
+ * keyed HMAC (blind index) computed here, on the write path. The deciders that
+ * store payloads get it as their PayloadSealing port (domain/src/shared/sealing.ts).
  */
 const SEALED = SEALED_KEY;
 
 const sensitiveFields = (def: Pick<SchemaDefinition, 'fields'>) => (def.fields ?? []).filter((f) => f.sensitive).map((f) => f.fieldId);
 
-export class PayloadSealer {
+export class PayloadSealer implements PayloadSealing {
   constructor(
     private readonly key: Buffer,
     private readonly blindKey: Buffer,
@@ -43,15 +44,6 @@ export class PayloadSealer {
       out[k] = JSON.parse(Buffer.concat([d.update(raw.subarray(28)), d.final()]).toString('utf8'));
     }
     return out ?? payload;
-  }
-
-  /** Seals the `payload` of every event that carries one (users, entities, documents). */
-  sealEvents<E extends { type: string; data: object }>(def: Pick<SchemaDefinition, 'fields'> | undefined, events: E[]): E[] {
-    if (!def) return events;
-    return events.map((e) => {
-      const payload = (e.data as { payload?: Record<string, unknown> }).payload;
-      return payload ? ({ ...e, data: { ...e.data, payload: this.seal(def, payload) } } as E) : e;
-    });
   }
 
   /** Blind index of each sensitive value present (plaintext payload). */

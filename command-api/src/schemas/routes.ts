@@ -1,6 +1,6 @@
-import { createSchemaBody, idParam, InternalError, invalid, notFound, type Principal, type RequestMeta, route, type RouteSpec, type SchemaDefinition, schemaResponse, updateSchemaBody } from '@svc/contracts';
-import { canSeeSchema, decideSchemaDelete, decideSchemaUpdate, type EventStore, ownerKeyOf, schemaAggregate, type SchemaState, schemaView, stampOwnership, streams, validateDefinition, WrongExpectedRevisionError } from '@svc/domain';
-import { commit, handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
+import { createSchemaBody, idParam, notFound, type Principal, type RequestMeta, route, type RouteSpec, type SchemaDefinition, schemaResponse, updateSchemaBody } from '@svc/contracts';
+import { canSeeSchema, type EventStore, ownerKeyOf, schemaAggregate, schemaDecider, type SchemaState, schemaView, stampOwnership, streams } from '@svc/domain';
+import { handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
 import { claim, readReservation, release } from '../reservations';
 import { registeredNamespaces } from '../identity/namespaces';
 import { schemaTriggerGuard } from '../triggers/schema-guard';
@@ -27,37 +27,38 @@ export async function resolveSchemaByType(store: EventStore, p: Principal, typeN
   throw notFound();
 }
 
+/**
+ * Creates a schema, idempotent by typeName within the caller's ownership scope:
+ * the typeName is claimed atomically with the schema; a repeat (or the loser of
+ * a race) gets the schema that holds it.
+ */
 async function createSchema(deps: CommandDeps, body: SchemaDefinition, meta: RequestMeta): Promise<{ created: boolean; schema: LiveSchema }> {
   const p = meta.principal;
   const own = stampOwnership(p, { userId: body.userId, scopes: body.scopes });
-  const def: SchemaDefinition = { ...body, ...(own.userId ? { userId: own.userId } : {}), ...(own.scopes ? { scopes: own.scopes } : {}) };
-  if (def.allowedSurfaces.includes('user') && p.kind !== 'root') throw invalid('A user schema needs the root key');
-  validateDefinition(def, await registeredNamespaces(deps.store, p.tenantId!));
-  const ownerKey = ownerKeyOf(def);
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const mine = await typeNameReservation(deps.store, p, def.typeName, ownerKey);
-    if (mine.holder) return { created: false, schema: await loadSchema(deps.store, p, mine.holder) };
-    if (ownerKey) {
-      const base = await typeNameReservation(deps.store, p, def.typeName, '');
-      if (!base.holder) throw invalid(`No shared base schema exists for typeName '${def.typeName}'; it must be created by an unscoped credential first`);
-      if (def.basedOn !== base.holder) throw invalid(`typeName '${def.typeName}' is already used; set basedOn to the shared base schema ${base.holder}`);
-    } else if (def.basedOn) {
-      throw invalid('The shared base schema of a typeName cannot set basedOn');
-    }
-    const schemaId = deps.ids.newId();
-    const md = metadataFor(meta);
-    try {
-      await commit(deps, md, [
-        { streamId: streams.schema(schemaId), events: [{ type: 'SchemaCreated', data: { schemaId, typeName: def.typeName, definition: def } }], expectedRevision: 'no_stream' },
-        claim(mine, schemaId),
-      ]);
-      return { created: true, schema: await loadSchema(deps.store, p, schemaId) };
-    } catch (e) {
-      if (e instanceof WrongExpectedRevisionError && e.streamId === mine.streamId) continue; // a concurrent create won: return it
-      throw e;
-    }
-  }
-  throw new InternalError('schema create did not settle');
+  const definition: SchemaDefinition = { ...body, ...(own.userId ? { userId: own.userId } : {}), ...(own.scopes ? { scopes: own.scopes } : {}) };
+  const namespaces = await registeredNamespaces(deps.store, p.tenantId!);
+  const ownerKey = ownerKeyOf(definition);
+  const schemaId = deps.ids.newId();
+  const out = await handleCommand(deps, {
+    streamId: streams.schema(schemaId),
+    aggregate: schemaDecider,
+    metadata: metadataFor(meta),
+    fresh: true,
+    prepare: async () => {
+      const mine = await typeNameReservation(deps.store, p, definition.typeName, ownerKey);
+      const base = !mine.holder && ownerKey ? await typeNameReservation(deps.store, p, definition.typeName, '') : undefined;
+      return { mine, base, holder: mine.holder ? await loadSchema(deps.store, p, mine.holder) : undefined };
+    },
+    decide: (state, { mine, base, holder }) => {
+      const events = schemaDecider.decide(
+        { type: 'CreateSchema', schemaId, definition, byRoot: p.kind === 'root', namespaces, heldBy: mine.holder, sharedBase: base?.holder ?? null },
+        state,
+      );
+      return holder ? { events, answer: holder } : { events, also: [claim(mine, schemaId)] };
+    },
+    onConflict: () => 'retry', // a concurrent create took the typeName: the next attempt answers with it
+  });
+  return out.answer ? { created: false, schema: out.answer } : { created: true, schema: out.state as LiveSchema };
 }
 
 export function schemaCommandRoutes(deps: CommandDeps): RouteSpec[] {
@@ -72,6 +73,7 @@ export function schemaCommandRoutes(deps: CommandDeps): RouteSpec[] {
       body: createSchemaBody,
       response: schemaResponse,
       status: 201,
+      statuses: [200],
       write: true,
       handler: async ({ body, meta, reply }) => {
         const { created, schema } = await createSchema(deps, body, meta);
@@ -95,18 +97,17 @@ export function schemaCommandRoutes(deps: CommandDeps): RouteSpec[] {
         const namespaces = await registeredNamespaces(deps.store, p.tenantId!);
         // Trigger rules (docs/triggers.md): 409 for an update that would break a rule firing off this schema.
         const triggerGuard = await schemaTriggerGuard(deps.store, params.id);
-        const { state } = await handleCommand(
-          deps,
-          streams.schema(params.id),
-          schemaAggregate,
-          (s) => {
+        const { state } = await handleCommand(deps, {
+          streamId: streams.schema(params.id),
+          aggregate: schemaDecider,
+          metadata: metadataFor(meta),
+          decide: (s) => {
             if (!s.exists || !canSeeSchema(p, { tenantId: s.tenantId, contextId: s.contextId, ...s.definition })) throw notFound();
-            const events = decideSchemaUpdate(s, body, namespaces);
+            const events = schemaDecider.decide({ type: 'UpdateSchema', body, namespaces }, s);
             for (const e of events) if (e.type === 'SchemaUpdated') triggerGuard.checkUpdate(e.data.definition);
             return { events };
           },
-          metadataFor(meta),
-        );
+        });
         return schemaView(state as LiveSchema);
       },
     }),
@@ -125,8 +126,18 @@ export function schemaCommandRoutes(deps: CommandDeps): RouteSpec[] {
         const p = meta.principal;
         const s = await loadSchema(deps.store, p, params.id);
         (await schemaTriggerGuard(deps.store, params.id)).checkDelete(); // 409 while trigger rules fire off the schema (docs/triggers.md)
-        const r = await typeNameReservation(deps.store, p, s.definition.typeName, ownerKeyOf(s.definition));
-        await handleCommand(deps, streams.schema(params.id), schemaAggregate, (st) => ({ events: decideSchemaDelete(st), also: r.holder === params.id ? [release(r)] : [] }), metadataFor(meta));
+        await handleCommand(deps, {
+          streamId: streams.schema(params.id),
+          aggregate: schemaDecider,
+          metadata: metadataFor(meta),
+          decide: (st) => ({ events: schemaDecider.decide({ type: 'DeleteSchema' }, st) }),
+          // The typeName is free again: released with the delete (when this schema still holds it).
+          beforeAppend: async () => {
+            const r = await typeNameReservation(deps.store, p, s.definition.typeName, ownerKeyOf(s.definition));
+            return r.holder === params.id ? [release(r)] : [];
+          },
+          onConflict: () => 'retry',
+        });
         return null;
       },
     }),

@@ -1,10 +1,10 @@
 import { createFolderBody, createRecordBody, ingestDocumentBody, invalid, patchDocumentBody, patchFolderBody, patchRecordBody, putDocumentBody, putFolderBody, putRecordBody, type RequestMeta, ServiceError } from '@svc/contracts';
-import { canReach, canSeeFolder, documentAggregate, documentView, folderAggregate, type FolderContents, folderView, grants, recordAggregate, recordView, streams } from '@svc/domain';
+import { canReach, canSeeFolder, documentAggregate, documentView, folderDecider, type FolderContents, folderView, grants, recordAggregate, recordView, streams } from '@svc/domain';
 import type { z } from 'zod';
-import { type DocumentDeps, changeDocument, createDocument, deleteDocument } from '../documents/routes';
+import { type DocumentDeps, changeDocument, createDocument, deleteDocument } from '../documents/commands';
 import { changeFolder, createFolder, deleteFolder } from '../folders/routes';
 import { loadAggregate, type CommandDeps } from '../handle-command';
-import { changeRecord, createRecord, deleteRecord } from '../records/routes';
+import { changeRecord, createRecord, deleteRecord } from '../records/commands';
 import { loadSchema } from '../schemas/routes';
 import type { ReadRoutes } from './read-routes';
 import type { StagingEventStore } from './staging-store';
@@ -63,7 +63,7 @@ async function getDocument(c: HostContext, id: string) {
 }
 
 async function getFolder(c: HostContext, id: string) {
-  const { state } = await loadAggregate(c.deps.store, streams.folder(id), folderAggregate);
+  const { state } = await loadAggregate(c.deps.store, streams.folder(id), folderDecider);
   return state.exists && canSeeFolder(c.meta.principal, state) ? folderView(state) : null;
 }
 

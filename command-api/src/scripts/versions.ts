@@ -1,5 +1,5 @@
 import { invalid, notFound, type PushScript, type RequestMeta, ServiceError } from '@svc/contracts';
-import { decideDeleteScriptVersion, decidePushScript, type EventStore, MAX_SCRIPT_SOURCE_BYTES, scriptAggregate, scriptIdReservationParts, type ScriptVersion, streams } from '@svc/domain';
+import { type EventStore, MAX_SCRIPT_SOURCE_BYTES, resolveScriptVersion, scriptDecider, scriptIdReservationParts, type ScriptVersion, streams } from '@svc/domain';
 import { handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
 import { claim, readReservation } from '../reservations';
 
@@ -17,22 +17,25 @@ export async function pushScript(deps: CommandDeps, checker: SourceCheck, body: 
   if (!checked.ok) throw invalid(`The source does not compile: ${checked.message ?? 'syntax error'}`);
   const scriptId = deps.ids.newId();
   const streamId = scriptStreamOf(meta, body.name);
-  const idClaim = claim(await readReservation(deps.store, ...scriptIdReservationParts(scriptId)), streamId);
-  const out = await handleCommand(
-    deps,
+  const { state } = await handleCommand(deps, {
     streamId,
-    scriptAggregate,
-    (state) => ({ events: decidePushScript({ scriptId, name: body.name, source: body.source, declaredInputContract: body.declaredInputContract, description: body.description }, state), also: [idClaim] }),
-    metadataFor(meta),
-  );
-  return out.state.versions[out.state.versions.length - 1];
+    aggregate: scriptDecider,
+    metadata: metadataFor(meta),
+    // The version id is found through its reservation, whose owner is the name's stream.
+    prepare: () => readReservation(deps.store, ...scriptIdReservationParts(scriptId)),
+    decide: (s, idReservation) => ({
+      events: scriptDecider.decide({ type: 'PushScriptVersion', scriptId, name: body.name, source: body.source, declaredInputContract: body.declaredInputContract, description: body.description }, s),
+      also: [claim(idReservation, streamId)],
+    }),
+  });
+  return state.versions[state.versions.length - 1];
 }
 
 /** The live version with this id in the caller's tenant and context, or null. */
 export async function scriptVersionById(store: EventStore, meta: RequestMeta, id: string): Promise<{ version: ScriptVersion; streamId: string } | null> {
   const r = await readReservation(store, ...scriptIdReservationParts(id));
   if (!r.holder) return null;
-  const { state } = await loadAggregate(store, r.holder, scriptAggregate);
+  const { state } = await loadAggregate(store, r.holder, scriptDecider);
   const v = state.versions.find((x) => x.id === id);
   if (!v || v.tenantId !== meta.principal.tenantId || v.contextId !== meta.principal.contextId) return null;
   return { version: v, streamId: r.holder };
@@ -41,12 +44,16 @@ export async function scriptVersionById(store: EventStore, meta: RequestMeta, id
 export async function deleteScriptVersion(deps: CommandDeps, id: string, meta: RequestMeta): Promise<void> {
   const found = await scriptVersionById(deps.store, meta, id);
   if (!found) throw notFound();
-  await handleCommand(deps, found.streamId, scriptAggregate, (state) => ({ events: decideDeleteScriptVersion(id, state) }), metadataFor(meta));
+  await handleCommand(deps, {
+    streamId: found.streamId,
+    aggregate: scriptDecider,
+    metadata: metadataFor(meta),
+    decide: (s) => ({ events: scriptDecider.decide({ type: 'DeleteScriptVersion', scriptId: id }, s) }),
+  });
 }
 
 /** A version by name and number (or the latest), or null. */
 export async function scriptVersionByName(store: EventStore, meta: RequestMeta, name: string, version: number | 'latest'): Promise<ScriptVersion | null> {
-  const { state } = await loadAggregate(store, scriptStreamOf(meta, name), scriptAggregate);
-  if (version === 'latest') return state.versions[state.versions.length - 1] ?? null;
-  return state.versions.find((v) => v.version === version) ?? null;
+  const { state } = await loadAggregate(store, scriptStreamOf(meta, name), scriptDecider);
+  return resolveScriptVersion(state, version);
 }

@@ -1,19 +1,10 @@
-import { accountCreatedResponse, conflict, contextResponse, createAccountBody, createContextBody, createScopedKeyBody, CURRENT_WIRE_VERSION, type DomainEvent, type EventData, forbidden, hashSecret, idParam, invalid, mintTokenBody, mintTokenResponse, newSecret, notFound, patchAccountBody, PREFIX, type RequestMeta, rotateRootKeyParams, rotateRootKeyResponse, route, type RouteSpec, scopedKeyResponse } from '@svc/contracts';
-import { accountDecider, type AccountState, credentialAggregate, type CredentialState, decideRevoke, isTornDown, narrowChild, type Plan, type RootKeyIndex, streams, type TenantContexts, WrongExpectedRevisionError } from '@svc/domain';
-import { commit, handleCommand, loadAggregate, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
-import { contended } from '../contention';
+import { accountCreatedResponse, conflict, contextResponse, createAccountBody, createContextBody, createScopedKeyBody, CURRENT_WIRE_VERSION, type EventData, forbidden, hashSecret, idParam, mintTokenBody, mintTokenResponse, newSecret, notFound, patchAccountBody, PREFIX, type RequestMeta, rotateRootKeyParams, rotateRootKeyResponse, route, type RouteSpec, scopedKeyResponse } from '@svc/contracts';
+import { accountDecider, contextDecider, type ContextState, credentialDecider, type CredentialState, environmentOf, isTornDown, narrowChild, type Plan, type RootKeyIndex, streams, type TenantContexts, tenantDecider } from '@svc/domain';
+import { handleCommand, loadAggregate, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
 import { contextRootAppend } from '../folders/load';
 
 type Issued = EventData<'CredentialIssued'>;
 const DEFAULT_TOKEN_TTL_SECONDS = 3600;
-
-type ContextState = { exists: boolean; tenantId?: string; accountId?: string; isDefault?: boolean };
-const contextAggregate = {
-  initialState: (): ContextState => ({ exists: false }),
-  evolve: (s: ContextState, e: DomainEvent): ContextState =>
-    e.type === 'ContextCreated' ? { exists: true, tenantId: e.data.tenantId, accountId: e.data.accountId, isDefault: e.data.isDefault } : e.type === 'ContextDeleted' ? { ...s, exists: false } : s,
-};
-const accountAggregate = { initialState: accountDecider.initialState, evolve: accountDecider.evolve as (s: AccountState, e: DomainEvent) => AccountState };
 
 export interface OpenAccountInput {
   plan?: Plan;
@@ -50,35 +41,42 @@ export async function openAccount(deps: CommandDeps, input: OpenAccountInput, me
     wireVersionPin: kind === 'developer' ? null : CURRENT_WIRE_VERSION,
   });
   const creds = [cred('root', live.rootKey, live.tenantId, 'live'), cred('root', test.rootKey, test.tenantId, 'test'), cred('developer', developerToken, null, null)];
-  const opened: DomainEvent = {
-    type: 'AccountOpened',
-    data: {
-      accountId,
-      name: input.name ?? null,
-      plan,
-      inferenceBalanceCents: input.inferenceBalanceCents ?? 0,
-      creditLimit: input.creditLimit ?? null,
-      rateLimitPerMinute: input.rateLimitPerMinute ?? null,
-      entitlements: input.entitlements ?? { allowGlobalRegion: false },
-      tenants: { live: { tenantId: live.tenantId, contextId: live.contextId }, test: { tenantId: test.tenantId, contextId: test.contextId } },
-    },
-  };
-  const ctx = (t: typeof live): DomainEvent => ({ type: 'ContextCreated', data: { contextId: t.contextId, tenantId: t.tenantId, accountId, name: 'default', isDefault: true } });
-  await commit(deps, md, [
-    { streamId: streams.account(accountId), events: [opened], expectedRevision: 'no_stream' },
-    { streamId: streams.context(live.contextId), events: [ctx(live)], expectedRevision: 'no_stream', metadata: { ...md, tenantId: live.tenantId } },
-    { streamId: streams.context(test.contextId), events: [ctx(test)], expectedRevision: 'no_stream', metadata: { ...md, tenantId: test.tenantId } },
-    // Each context comes with its root folder (never created by a read).
-    contextRootAppend(md, live.tenantId, live.contextId),
-    contextRootAppend(md, test.tenantId, test.contextId),
-    ...creds.map((c) => ({ streamId: streams.credential(c.credentialId), events: [{ type: 'CredentialIssued', data: c } as DomainEvent], expectedRevision: 'no_stream' as const, metadata: { ...md, tenantId: c.tenantId } })),
-  ]);
+  // Fresh streams (new ids): each decides from its initial state.
+  const ctx = (t: typeof live): DomainAppend => ({
+    streamId: streams.context(t.contextId),
+    events: contextDecider.decide({ type: 'CreateContext', contextId: t.contextId, tenantId: t.tenantId, accountId, name: 'default', isDefault: true }, contextDecider.initialState()),
+    expectedRevision: 'no_stream',
+    metadata: { ...md, tenantId: t.tenantId },
+  });
+  const issued = (c: Issued): DomainAppend => ({
+    streamId: streams.credential(c.credentialId),
+    events: credentialDecider.decide({ type: 'IssueCredential', ...c }, credentialDecider.initialState()),
+    expectedRevision: 'no_stream',
+    metadata: { ...md, tenantId: c.tenantId },
+  });
+  await handleCommand(deps, {
+    streamId: streams.account(accountId),
+    aggregate: accountDecider,
+    metadata: md,
+    fresh: true,
+    decide: (s) => ({
+      events: accountDecider.decide({ type: 'OpenAccount', accountId, ...input, plan, tenants: { live: { tenantId: live.tenantId, contextId: live.contextId }, test: { tenantId: test.tenantId, contextId: test.contextId } } }, s),
+      also: [
+        ctx(live),
+        ctx(test),
+        // Each context comes with its root folder (never created by a read).
+        contextRootAppend(md, live.tenantId, live.contextId),
+        contextRootAppend(md, test.tenantId, test.contextId),
+        ...creds.map(issued),
+      ],
+    }),
+  });
   return { accountId, plan, developerToken, tenants: { live, test } };
 }
 
 /** A live context of the principal's tenant, read from its own stream (never from a projection). */
-async function requireContext(deps: CommandDeps, tenantId: string, contextId: string): Promise<ContextState> {
-  const { state } = await loadAggregate(deps.store, streams.context(contextId), contextAggregate);
+async function requireContext(deps: CommandDeps, tenantId: string, contextId: string): Promise<ContextState & { exists: true }> {
+  const { state } = await loadAggregate(deps.store, streams.context(contextId), contextDecider);
   if (!state.exists || state.tenantId !== tenantId) throw notFound();
   return state;
 }
@@ -95,7 +93,7 @@ async function liveLineage(deps: CommandDeps, token: CredentialState & { exists:
   const ancestors: string[] = [];
   for (let id = token.parentCredentialId; id !== undefined; ) {
     if (ancestors.length >= MAX_MINT_CHAIN) return null;
-    const { state } = await loadAggregate(deps.store, streams.credential(id), credentialAggregate);
+    const { state } = await loadAggregate(deps.store, streams.credential(id), credentialDecider);
     if (!state.exists) break;
     if (state.revoked) return null;
     ancestors.push(id);
@@ -106,13 +104,24 @@ async function liveLineage(deps: CommandDeps, token: CredentialState & { exists:
 
 /** Revokes one credential through its own stream (a concurrent revocation makes the later one a 404). */
 async function revoke(deps: CommandDeps, meta: RequestMeta, target: CredentialState & { exists: true }) {
-  await handleCommand(deps, streams.credential(target.credentialId), credentialAggregate, (s) => ({ events: decideRevoke(s) }), metadataFor(meta, target.tenantId, target.contextId));
+  await handleCommand(deps, {
+    streamId: streams.credential(target.credentialId),
+    aggregate: credentialDecider,
+    metadata: metadataFor(meta, target.tenantId, target.contextId),
+    decide: (s) => ({ events: credentialDecider.decide({ type: 'RevokeCredential' }, s) }),
+  });
 }
 
 async function issue(deps: CommandDeps, meta: RequestMeta, c: Omit<Issued, 'credentialId' | 'secretHash' | 'prefix'>, prefix: string) {
   const secret = newSecret(prefix);
   const data: Issued = { ...c, credentialId: deps.ids.newId(), secretHash: hashSecret(secret), prefix };
-  await commit(deps, metadataFor(meta, c.tenantId, c.contextId), [{ streamId: streams.credential(data.credentialId), events: [{ type: 'CredentialIssued', data }], expectedRevision: 'no_stream' }]);
+  await handleCommand(deps, {
+    streamId: streams.credential(data.credentialId),
+    aggregate: credentialDecider,
+    metadata: metadataFor(meta, c.tenantId, c.contextId),
+    fresh: true,
+    decide: (s) => ({ events: credentialDecider.decide({ type: 'IssueCredential', ...data }, s) }),
+  });
   return { data, secret };
 }
 
@@ -142,7 +151,12 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
       body: patchAccountBody,
       write: true,
       handler: async ({ params, body, meta }) => {
-        const { state } = await handleCommand(deps, streams.account(params.id), accountAggregate, (s) => ({ events: accountDecider.decideChange(body, s) }), metadataFor(meta, null, null));
+        const { state } = await handleCommand(deps, {
+          streamId: streams.account(params.id),
+          aggregate: accountDecider,
+          metadata: metadataFor(meta, null, null),
+          decide: (s) => ({ events: accountDecider.decide({ type: 'ChangeAccount', ...body }, s) }),
+        });
         if (!state.exists) throw notFound();
         const { exists: _, ...account } = state;
         return account;
@@ -199,7 +213,7 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
       status: 204,
       write: true,
       handler: async ({ params, principal: p, meta }) => {
-        const { state } = await loadAggregate(deps.store, streams.credential(params.id), credentialAggregate);
+        const { state } = await loadAggregate(deps.store, streams.credential(params.id), credentialDecider);
         if (!state.exists || state.kind !== 'token' || state.tenantId !== p.tenantId) throw notFound();
         const lineage = await liveLineage(deps, state);
         if (!lineage) throw notFound();
@@ -221,10 +235,19 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
       handler: async ({ body, principal: p, meta }) => {
         if (!p.crossContext) throw forbidden();
         const contextId = deps.ids.newId();
-        const data = { contextId, tenantId: p.tenantId!, accountId: p.accountId, name: body.name, isDefault: false };
         const md = metadataFor(meta, p.tenantId, contextId);
-        await commit(deps, md, [{ streamId: streams.context(contextId), events: [{ type: 'ContextCreated', data }], expectedRevision: 'no_stream' }, contextRootAppend(md, p.tenantId!, contextId)]);
-        return { id: contextId, tenantId: data.tenantId, name: data.name, isDefault: false, createdAt: meta.now.toISOString() };
+        const { state } = await handleCommand(deps, {
+          streamId: streams.context(contextId),
+          aggregate: contextDecider,
+          metadata: md,
+          fresh: true,
+          decide: (s) => ({
+            events: contextDecider.decide({ type: 'CreateContext', contextId, tenantId: p.tenantId!, accountId: p.accountId, name: body.name, isDefault: false }, s),
+            also: [contextRootAppend(md, p.tenantId!, contextId)],
+          }),
+        });
+        const created = state as ContextState & { exists: true };
+        return { id: contextId, tenantId: created.tenantId, name: created.name, isDefault: false, createdAt: meta.now.toISOString() };
       },
     }),
     route({
@@ -237,17 +260,12 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
       status: 204,
       write: true,
       handler: async ({ params, principal: p, meta }) => {
-        await handleCommand(
-          deps,
-          streams.context(params.id),
-          contextAggregate,
-          (s) => {
-            if (!s.exists || s.tenantId !== p.tenantId) throw notFound();
-            if (s.isDefault) throw invalid('The default context cannot be deleted');
-            return { events: [{ type: 'ContextDeleted', data: { contextId: params.id, tenantId: p.tenantId! } }] };
-          },
-          metadataFor(meta, p.tenantId, params.id),
-        );
+        await handleCommand(deps, {
+          streamId: streams.context(params.id),
+          aggregate: contextDecider,
+          metadata: metadataFor(meta, p.tenantId, params.id),
+          decide: (s) => ({ events: contextDecider.decide({ type: 'DeleteContext', tenantId: p.tenantId! }, s) }),
+        });
         return null;
       },
     }),
@@ -260,10 +278,12 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
       response: scopedKeyResponse,
       status: 201,
       write: true,
+      // An unknown context of the tenant is a 404 (requireContext).
+      errors: [404],
       handler: async ({ body, principal: p, meta }) => {
-        const { state } = await loadAggregate(deps.store, streams.account(p.accountId), accountAggregate);
+        const { state } = await loadAggregate(deps.store, streams.account(p.accountId), accountDecider);
         if (!state.exists) throw forbidden();
-        const environment = state.tenants.live.tenantId === body.tenantId ? 'live' : state.tenants.test.tenantId === body.tenantId ? 'test' : null;
+        const environment = environmentOf(state, body.tenantId);
         if (!environment) throw forbidden();
         const contextId = body.contextId ?? state.tenants[environment].contextId;
         await requireContext(deps, body.tenantId, contextId);
@@ -296,7 +316,7 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
       status: 204,
       write: true,
       handler: async ({ params, principal: p, meta }) => {
-        const { state } = await loadAggregate(deps.store, streams.credential(params.id), credentialAggregate);
+        const { state } = await loadAggregate(deps.store, streams.credential(params.id), credentialDecider);
         if (!state.exists || state.kind !== 'scoped' || state.accountId !== p.accountId) throw notFound();
         await revoke(deps, meta, state);
         return null;
@@ -312,20 +332,11 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
       write: true,
       handler: async ({ params, principal: p, meta }) => {
         if (!rootKeys) throw notFound();
-        const { state: account } = await loadAggregate(deps.store, streams.account(p.accountId), accountAggregate);
+        const { state: account } = await loadAggregate(deps.store, streams.account(p.accountId), accountDecider);
         if (!account.exists) throw notFound();
         const tenantId = params.tenantId;
-        const environment = account.tenants.live.tenantId === tenantId ? 'live' : account.tenants.test.tenantId === tenantId ? 'test' : null;
+        const environment = environmentOf(account, tenantId);
         if (!environment || (await isTornDown(deps.store, tenantId))) throw notFound();
-        // The read model names the current root key(s); each one's own stream decides, so two rotations cannot both revoke it.
-        await deps.barrier.waitFor(await deps.store.headPosition());
-        const revocations: DomainAppend[] = [];
-        for (const id of await rootKeys.activeRootKeys(tenantId)) {
-          const { state, revision } = await loadAggregate(deps.store, streams.credential(id), credentialAggregate);
-          if (!state.exists || state.kind !== 'root' || state.tenantId !== tenantId) continue;
-          if (state.revoked) throw conflict(ROTATION_CONFLICT);
-          revocations.push({ streamId: streams.credential(id), events: decideRevoke(state), expectedRevision: revision });
-        }
         const secret = newSecret(environment === 'live' ? PREFIX.rootLive : PREFIX.rootTest);
         const data: Issued = {
           credentialId: deps.ids.newId(),
@@ -343,15 +354,32 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
           expiresAt: null,
           wireVersionPin: CURRENT_WIRE_VERSION,
         };
-        try {
-          await commit(deps, metadataFor(meta, tenantId, null), [
-            ...revocations,
-            { streamId: streams.credential(data.credentialId), events: [{ type: 'CredentialIssued', data }], expectedRevision: 'no_stream' },
-          ]);
-        } catch (e) {
-          if (e instanceof WrongExpectedRevisionError) throw conflict(ROTATION_CONFLICT);
-          throw e;
-        }
+        await handleCommand(deps, {
+          streamId: streams.credential(data.credentialId),
+          aggregate: credentialDecider,
+          metadata: metadataFor(meta, tenantId, null),
+          fresh: true,
+          // The read model names the current root key(s); each one's own stream decides, so two rotations cannot both revoke it.
+          prepare: async () => {
+            await deps.barrier.waitFor(await deps.store.headPosition());
+            const revocations: DomainAppend[] = [];
+            for (const id of await rootKeys.activeRootKeys(tenantId)) {
+              const { state, revision } = await loadAggregate(deps.store, streams.credential(id), credentialDecider);
+              if (!state.exists || state.kind !== 'root' || state.tenantId !== tenantId) continue;
+              if (state.revoked) throw conflict(ROTATION_CONFLICT);
+              revocations.push({ streamId: streams.credential(id), events: credentialDecider.decide({ type: 'RevokeCredential' }, state), expectedRevision: revision });
+            }
+            return revocations;
+          },
+          // The old keys' revocations come before the new key in the log, as they always have.
+          decide: (s, revocations) => ({
+            events: [],
+            also: [...revocations, { streamId: streams.credential(data.credentialId), events: credentialDecider.decide({ type: 'IssueCredential', ...data }, s), expectedRevision: 'no_stream' }],
+          }),
+          onConflict: () => {
+            throw conflict(ROTATION_CONFLICT);
+          },
+        });
         return { id: data.credentialId, tenantId, environment, rootKey: secret };
       },
     }),
@@ -366,40 +394,41 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
       write: true,
       handler: async ({ params, principal: p, meta }) => {
         if (!contexts) throw notFound();
-        const { state: account } = await loadAggregate(deps.store, streams.account(p.accountId), accountAggregate);
+        const { state: account } = await loadAggregate(deps.store, streams.account(p.accountId), accountDecider);
         if (!account.exists) throw notFound();
         const tenantId = params.tenantId;
-        const environment = account.tenants.live.tenantId === tenantId ? 'live' : account.tenants.test.tenantId === tenantId ? 'test' : null;
+        const environment = environmentOf(account, tenantId);
         // Another account's tenant, an unknown one and one already torn down read the same.
         if (!environment || (await isTornDown(deps.store, tenantId))) throw notFound();
         const teardown = streams.tenant(tenantId);
-        for await (const _attempt of contended()) {
+        await handleCommand(deps, {
+          streamId: teardown,
+          aggregate: tenantDecider,
+          metadata: metadataFor(meta, tenantId, null),
           // The read model names the live contexts (caught up first); each one's own stream decides.
-          await deps.barrier.waitFor(await deps.store.headPosition());
-          const ids = new Set([account.tenants[environment].contextId, ...(await contexts.liveContexts(tenantId))]);
-          const appends: DomainAppend[] = [];
-          for (const contextId of ids) {
-            const { state, revision } = await loadAggregate(deps.store, streams.context(contextId), contextAggregate);
-            if (!state.exists || state.tenantId !== tenantId) continue;
-            appends.push({
-              streamId: streams.context(contextId),
-              events: [{ type: 'ContextDeleted', data: { contextId, tenantId } }],
-              expectedRevision: revision,
-              metadata: metadataFor(meta, tenantId, contextId),
-            });
-          }
-          const contextIds = appends.map((a) => (a.events[0].data as { contextId: string }).contextId);
-          appends.push({ streamId: teardown, events: [{ type: 'TenantTornDown', data: { tenantId, accountId: p.accountId, environment, contextIds } }], expectedRevision: 'no_stream' });
-          try {
-            await commit(deps, metadataFor(meta, tenantId, null), appends);
-            return null;
-          } catch (e) {
-            if (!(e instanceof WrongExpectedRevisionError)) throw e;
-            // A concurrent teardown won (404), or a context was deleted meanwhile: decide again.
-            if (e.streamId === teardown) throw notFound();
-          }
-        }
-        throw conflict('The tenant changed concurrently; retry');
+          prepare: async () => {
+            await deps.barrier.waitFor(await deps.store.headPosition());
+            const ids = new Set([account.tenants[environment].contextId, ...(await contexts.liveContexts(tenantId))]);
+            const deletions: DomainAppend[] = [];
+            const contextIds: string[] = [];
+            for (const contextId of ids) {
+              const { state, revision } = await loadAggregate(deps.store, streams.context(contextId), contextDecider);
+              const events = contextDecider.decide({ type: 'TearDownContext', tenantId }, state);
+              if (!events.length) continue;
+              deletions.push({ streamId: streams.context(contextId), events, expectedRevision: revision, metadata: metadataFor(meta, tenantId, contextId) });
+              contextIds.push(contextId);
+            }
+            return { deletions, contextIds };
+          },
+          // The contexts' deletions come before the teardown in the log, as they always have; a concurrent teardown makes this one a 404.
+          decide: (s, { deletions, contextIds }) => ({
+            events: [],
+            also: [...deletions, { streamId: teardown, events: tenantDecider.decide({ type: 'TearDownTenant', tenantId, accountId: p.accountId, environment, contextIds }, s), expectedRevision: 'no_stream' }],
+          }),
+          // A context was deleted meanwhile: decide again.
+          onConflict: () => 'retry',
+        });
+        return null;
       },
     }),
   ];

@@ -1,6 +1,6 @@
-import { createTriggerBody, type CreateTrigger, idParam, isServiceError, notFound, type RequestMeta, route, type RouteSpec, triggerResponse } from '@svc/contracts';
-import { decideCreateRule, decideDeleteRule, triggerRuleAggregate, triggerRuleView, triggerStreams, type TriggerRule, validateRuleDeclaration } from '@svc/domain';
-import { commit, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
+import { createTriggerBody, type CreateTrigger, idParam, isServiceError, type RequestMeta, route, type RouteSpec, triggerResponse } from '@svc/contracts';
+import { bindingOf, type TriggerRule, type TriggerRuleEvent, triggerRuleDecider, triggerRuleView, triggerStreams } from '@svc/domain';
+import { handleCommand, metadataFor, type CommandDeps } from '../handle-command';
 import { loadSchema, type LiveSchema } from '../schemas/routes';
 import { scriptVersionByName } from '../scripts/versions';
 
@@ -22,31 +22,31 @@ async function visibleSchema(deps: CommandDeps, meta: RequestMeta, schemaId: str
 export async function createTriggerRule(deps: CommandDeps, body: CreateTrigger, meta: RequestMeta): Promise<TriggerRule> {
   const schema = await visibleSchema(deps, meta, body.schemaId);
   const scriptExists = (await scriptVersionByName(deps.store, meta, body.scriptRef.name, body.scriptRef.version)) !== null;
-  validateRuleDeclaration(body, { principal: meta.principal, schema, scriptExists });
   const ruleId = deps.ids.newId();
-  const typeName = schema!.definition.typeName;
-  const events = decideCreateRule(ruleId, body, typeName);
-  const md = metadataFor(meta);
-  await commit(deps, md, [
-    { streamId: triggerStreams.rule(ruleId), events, expectedRevision: 'no_stream' },
-    {
-      streamId: triggerStreams.bindings(body.schemaId),
-      events: [{ type: 'TriggerRuleBound', data: { ruleId, schemaId: body.schemaId, fields: body.fields, enabled: body.enabled ?? true } }],
-      expectedRevision: 'any',
-    },
-  ]);
-  return events.reduce((s, e) => triggerRuleAggregate.evolve(s, e, md), triggerRuleAggregate.initialState()) as TriggerRule & { exists: true };
+  const { state } = await handleCommand(deps, {
+    streamId: triggerStreams.rule(ruleId),
+    aggregate: triggerRuleDecider,
+    metadata: metadataFor(meta),
+    fresh: true,
+    decide: (s) => boundWith(triggerRuleDecider.decide({ type: 'CreateTriggerRule', ruleId, body, principal: meta.principal, schema, scriptExists }, s)),
+  });
+  return state as TriggerRule & { exists: true };
 }
 
 export async function deleteTriggerRule(deps: CommandDeps, ruleId: string, meta: RequestMeta): Promise<void> {
-  const p = meta.principal;
-  const { state, revision } = await loadAggregate(deps.store, triggerStreams.rule(ruleId), triggerRuleAggregate);
-  if (!state.exists || state.tenantId !== p.tenantId || state.contextId !== p.contextId) throw notFound();
-  await commit(deps, metadataFor(meta), [
-    { streamId: triggerStreams.rule(ruleId), events: decideDeleteRule(state), expectedRevision: revision },
-    { streamId: triggerStreams.bindings(state.schemaId), events: [{ type: 'TriggerRuleUnbound', data: { ruleId, schemaId: state.schemaId } }], expectedRevision: 'any' },
-  ]);
+  await handleCommand(deps, {
+    streamId: triggerStreams.rule(ruleId),
+    aggregate: triggerRuleDecider,
+    metadata: metadataFor(meta),
+    decide: (s) => boundWith(triggerRuleDecider.decide({ type: 'DeleteTriggerRule', actor: meta.principal }, s)),
+  });
 }
+
+/** A rule's events, with the binding each puts on its schema's bindings stream in the same append. */
+const boundWith = (events: TriggerRuleEvent[]) => ({
+  events,
+  also: events.map((e) => ({ streamId: triggerStreams.bindings(e.data.schemaId), events: [bindingOf(e)], expectedRevision: 'any' as const })),
+});
 
 export function triggerCommandRoutes(deps: CommandDeps): RouteSpec[] {
   return [

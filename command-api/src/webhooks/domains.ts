@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { domainParam, domainResponse, invalid, notFound, registerDomainBody, route, type RouteSpec, verifyDomainBody } from '@svc/contracts';
-import { decideAddDomain, decideVerifyDomain, domainsAggregate, streams, verificationRecordName, webhookStreams } from '@svc/domain';
-import { handleCommand, loadAggregate, metadataFor } from '../handle-command';
+import { domainParam, domainResponse, notFound, registerDomainBody, route, type RouteSpec, verifyDomainBody } from '@svc/contracts';
+import { streams, verificationRecordName, webhookDomainsDecider, webhookStreams } from '@svc/domain';
+import { handleCommand, metadataFor } from '../handle-command';
 import type { WebhookCommandDeps } from './registrations';
 
 const newToken = () => `wv_${randomBytes(16).toString('hex')}`;
@@ -25,7 +25,12 @@ export function webhookDomainRoutes(w: WebhookCommandDeps): RouteSpec[] {
       status: 201,
       write: true,
       handler: async ({ body, principal: p, meta }) => {
-        const { state } = await handleCommand(deps, webhookStreams.domains(p.accountId), domainsAggregate, (s) => ({ events: decideAddDomain(s, p.accountId, body.domain, newToken()) }), metadataFor(meta, null, null));
+        const { state } = await handleCommand(deps, {
+          streamId: webhookStreams.domains(p.accountId),
+          aggregate: webhookDomainsDecider,
+          metadata: metadataFor(meta, null, null),
+          decide: (s) => ({ events: webhookDomainsDecider.decide({ type: 'AddDomain', accountId: p.accountId, domain: body.domain, token: newToken() }, s) }),
+        });
         return shown(body.domain, state.domains.get(body.domain)!);
       },
     }),
@@ -38,15 +43,18 @@ export function webhookDomainRoutes(w: WebhookCommandDeps): RouteSpec[] {
       response: domainResponse,
       write: true,
       handler: async ({ params, principal: p, meta }) => {
-        const { state } = await loadAggregate(deps.store, webhookStreams.domains(p.accountId), domainsAggregate);
-        const known = state.domains.get(params.domain);
-        if (!known) throw notFound();
-        if (!known.verified) {
-          const records = await w.resolver.txt(verificationRecordName(params.domain)).catch(() => []);
-          if (!records.some((r) => r.trim() === known.verificationToken)) throw invalid(`No TXT record ${verificationRecordName(params.domain)} carries the verification token`);
-          await handleCommand(deps, webhookStreams.domains(p.accountId), domainsAggregate, (s) => ({ events: decideVerifyDomain(s, p.accountId, params.domain, 'dns', known.verificationToken) }), metadataFor(meta, null, null));
-        }
-        return shown(params.domain, { ...known, verified: true });
+        const { state } = await handleCommand(deps, {
+          streamId: webhookStreams.domains(p.accountId),
+          aggregate: webhookDomainsDecider,
+          metadata: metadataFor(meta, null, null),
+          // The DNS is asked only about a known domain not verified yet.
+          prepare: async (s) => {
+            const known = s.domains.get(params.domain);
+            return known && !known.verified ? await w.resolver.txt(verificationRecordName(params.domain)).catch(() => []) : [];
+          },
+          decide: (s, txtRecords) => ({ events: webhookDomainsDecider.decide({ type: 'VerifyDomainByDns', accountId: p.accountId, domain: params.domain, txtRecords }, s) }),
+        });
+        return shown(params.domain, state.domains.get(params.domain)!);
       },
     }),
     route({
@@ -59,7 +67,12 @@ export function webhookDomainRoutes(w: WebhookCommandDeps): RouteSpec[] {
       write: true,
       handler: async ({ body, meta }) => {
         if ((await deps.store.readStream(streams.account(body.accountId), { maxCount: 1 })).length === 0) throw notFound();
-        const { state } = await handleCommand(deps, webhookStreams.domains(body.accountId), domainsAggregate, (s) => ({ events: decideVerifyDomain(s, body.accountId, body.domain, 'operator', newToken()) }), metadataFor(meta, null, null));
+        const { state } = await handleCommand(deps, {
+          streamId: webhookStreams.domains(body.accountId),
+          aggregate: webhookDomainsDecider,
+          metadata: metadataFor(meta, null, null),
+          decide: (s) => ({ events: webhookDomainsDecider.decide({ type: 'VerifyDomainByOperator', accountId: body.accountId, domain: body.domain, token: newToken() }, s) }),
+        });
         return shown(body.domain, state.domains.get(body.domain)!);
       },
     }),

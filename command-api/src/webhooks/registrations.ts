@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { createWebhookBody, type DomainEvent, forbidden, idParam, notFound, route, type RouteSpec, updateWebhookBody, WEBHOOK_API_VERSION, webhookCreatedResponse, webhookResponse } from '@svc/contracts';
+import { createWebhookBody, forbidden, idParam, notFound, route, type RouteSpec, updateWebhookBody, WEBHOOK_API_VERSION, webhookCreatedResponse, webhookResponse } from '@svc/contracts';
 import {
-  accountDecider, type AccountState, type AddressPolicy, checkRegistrationTarget, decideWebhookDelete, decideWebhookUpdate, domainsAggregate, type HostResolver, isTornDown, ownedWebhook, ownTenant, sealWebhookSecret, type Sql, streams, verifiedDomains, webhookAggregate, webhookStreams, type WebhookState,
+  accountDecider, type AddressPolicy, checkRegistrationTarget, type HostResolver, isTornDown, ownedWebhook, ownTenant, sealWebhookSecret, type Sql, streams, verifiedDomains, webhookDecider, webhookDomainsDecider, webhookStreams, type WebhookState,
 } from '@svc/domain';
-import { commit, handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
+import { handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
 
 export interface WebhookCommandDeps {
   deps: CommandDeps;
@@ -15,8 +15,6 @@ export interface WebhookCommandDeps {
   /** The read models (the failure count of `rm_webhooks`, the deliveries of `webhook_deliveries`). */
   sql: Sql;
 }
-
-const accountAggregate = { initialState: accountDecider.initialState, evolve: accountDecider.evolve as (s: AccountState, e: DomainEvent) => AccountState };
 
 /** The configuration as GET shows it (never the secret). */
 const view = (s: WebhookState & { exists: true }, consecutiveFailures = 0) => ({
@@ -33,7 +31,7 @@ const view = (s: WebhookState & { exists: true }, consecutiveFailures = 0) => ({
 });
 
 async function verifiedDomainsOf(w: WebhookCommandDeps, accountId: string) {
-  const { state } = await loadAggregate(w.deps.store, webhookStreams.domains(accountId), domainsAggregate);
+  const { state } = await loadAggregate(w.deps.store, webhookStreams.domains(accountId), webhookDomainsDecider);
   return verifiedDomains(state);
 }
 
@@ -52,28 +50,38 @@ export function webhookCommandRoutes(w: WebhookCommandDeps): RouteSpec[] {
       write: true,
       handler: async ({ body, principal: p, meta }) => {
         // Rules 1 and 2 (https, non-empty events) are the body schema; 3: own tenant (403); 4: public addresses (400); 5: verified domain (403).
-        const { state: account } = await loadAggregate(deps.store, streams.account(p.accountId), accountAggregate);
+        const { state: account } = await loadAggregate(deps.store, streams.account(p.accountId), accountDecider);
         if (!account.exists) throw forbidden();
         const environment = ownTenant(account.tenants, body.tenantId);
         if (await isTornDown(deps.store, body.tenantId)) throw forbidden();
         const domain = await checkRegistrationTarget(body.url, { resolver: w.resolver, policy: w.policy, verifiedDomains: await verifiedDomainsOf(w, p.accountId) });
         const secret = randomBytes(32).toString('hex');
         const webhookId = deps.ids.newId();
-        const data = {
-          webhookId,
-          accountId: p.accountId,
-          tenantId: body.tenantId,
-          livemode: environment === 'live',
-          url: body.url,
-          domain,
-          events: [...new Set(body.events)],
-          apiVersion: body.apiVersion ?? WEBHOOK_API_VERSION,
-          sealedSecret: sealWebhookSecret(w.sealKey, secret),
-          createdAt: meta.now.getTime(),
-        };
-        await commit(deps, metadataFor(meta, body.tenantId, null), [{ streamId: webhookStreams.webhook(webhookId), events: [{ type: 'WebhookRegistered', data }], expectedRevision: 'no_stream' }]);
-        const { sealedSecret: _, ...shown } = data;
-        return { ...view({ exists: true, ...shown, status: 'ACTIVE', disabledReason: null }), secret };
+        const { state } = await handleCommand(deps, {
+          streamId: webhookStreams.webhook(webhookId),
+          aggregate: webhookDecider,
+          metadata: metadataFor(meta, body.tenantId, null),
+          fresh: true,
+          decide: (s) => ({
+            events: webhookDecider.decide(
+              {
+                type: 'RegisterWebhook',
+                webhookId,
+                accountId: p.accountId,
+                tenantId: body.tenantId,
+                livemode: environment === 'live',
+                url: body.url,
+                domain,
+                events: [...new Set(body.events)],
+                apiVersion: body.apiVersion ?? WEBHOOK_API_VERSION,
+                sealedSecret: sealWebhookSecret(w.sealKey, secret),
+                createdAt: meta.now.getTime(),
+              },
+              s,
+            ),
+          }),
+        });
+        return { ...view(state as WebhookState & { exists: true }), secret };
       },
     }),
     route({
@@ -87,12 +95,17 @@ export function webhookCommandRoutes(w: WebhookCommandDeps): RouteSpec[] {
       write: true,
       handler: async ({ params, body, principal: p, meta }) => {
         const streamId = webhookStreams.webhook(params.id);
-        const { state: before } = await loadAggregate(deps.store, streamId, webhookAggregate);
+        const { state: before } = await loadAggregate(deps.store, streamId, webhookDecider);
         const current = ownedWebhook(before, p.accountId);
         if (await isTornDown(deps.store, current.tenantId)) throw notFound();
         const urlChanged = body.url !== undefined && body.url !== current.url;
         const domain = urlChanged ? await checkRegistrationTarget(body.url!, { resolver: w.resolver, policy: w.policy, verifiedDomains: await verifiedDomainsOf(w, p.accountId) }) : current.domain;
-        const { state } = await handleCommand(deps, streamId, webhookAggregate, (s) => ({ events: decideWebhookUpdate(ownedWebhook(s, p.accountId), body, domain) }), metadataFor(meta, current.tenantId, null));
+        const { state } = await handleCommand(deps, {
+          streamId,
+          aggregate: webhookDecider,
+          metadata: metadataFor(meta, current.tenantId, null),
+          decide: (s) => ({ events: webhookDecider.decide({ type: 'UpdateWebhook', accountId: p.accountId, body, domain }, s) }),
+        });
         if (!state.exists) throw notFound();
         // The failure count is kept by the dispatcher in the read model (reset by a re-enable).
         const { rows } = await w.sql.query<{ n: number }>('SELECT consecutive_failures AS n FROM rm_webhooks WHERE webhook_id = $1', [params.id]);
@@ -109,10 +122,15 @@ export function webhookCommandRoutes(w: WebhookCommandDeps): RouteSpec[] {
       write: true,
       handler: async ({ params, principal: p, meta }) => {
         const streamId = webhookStreams.webhook(params.id);
-        const { state } = await loadAggregate(deps.store, streamId, webhookAggregate);
+        const { state } = await loadAggregate(deps.store, streamId, webhookDecider);
         const current = ownedWebhook(state, p.accountId);
         if (await isTornDown(deps.store, current.tenantId)) throw notFound();
-        await handleCommand(deps, streamId, webhookAggregate, (s) => ({ events: decideWebhookDelete(ownedWebhook(s, p.accountId)) }), metadataFor(meta, current.tenantId, null));
+        await handleCommand(deps, {
+          streamId,
+          aggregate: webhookDecider,
+          metadata: metadataFor(meta, current.tenantId, null),
+          decide: (s) => ({ events: webhookDecider.decide({ type: 'DeleteWebhook', accountId: p.accountId }, s) }),
+        });
         return null;
       },
     }),

@@ -1,5 +1,5 @@
 import { deliveryParams, deliveryResponse, notFound, route, type RouteSpec } from '@svc/contracts';
-import { decideManualRetry, type DeliveryRow, deliveryView, ownedWebhook, webhookAggregate, webhookStreams } from '@svc/domain';
+import { decideManualRetry, type DeliveryRow, deliveryView, ownedWebhook, webhookDecider, webhookStreams } from '@svc/domain';
 import { loadAggregate } from '../handle-command';
 import type { WebhookCommandDeps } from './registrations';
 
@@ -19,7 +19,7 @@ export function webhookRetryRoute(w: WebhookCommandDeps): RouteSpec {
     response: deliveryResponse,
     write: true,
     handler: async ({ params, principal: p, meta }) => {
-      const { state } = await loadAggregate(w.deps.store, webhookStreams.webhook(params.id), webhookAggregate);
+      const { state } = await loadAggregate(w.deps.store, webhookStreams.webhook(params.id), webhookDecider);
       ownedWebhook(state, p.accountId);
       const now = meta.now.getTime();
       return w.sql.tx(async (q) => {

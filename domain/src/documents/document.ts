@@ -1,5 +1,7 @@
 import { type DocumentStatus, type DomainEvent, type EventMetadata, IMMUTABLE_DOCUMENT_KEYS, InternalError, invalid, notFound, PATCHABLE_DOCUMENT_KEYS, type SchemaDefinition, ServiceError, versionConflict } from '@svc/contracts';
 import { checkInlineLimit, mergePatch, validatePayload } from '../records/payload';
+import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
+import type { PayloadSealing } from '../shared/sealing';
 
 /**
  * A document: a title, optional schema-bound payload, and a body of text that
@@ -54,48 +56,6 @@ export function checkTextSize(text: string): number {
 /** Statuses after which the text (if retained) can be read. */
 export const TEXT_READY_STATUSES: readonly DocumentStatus[] = ['PENDING_INDEX', 'INDEXED', 'SKIPPED', 'STORED'];
 
-export const documentAggregate = {
-  initialState: (): DocumentState => ({ exists: false }),
-  evolve(state: DocumentState, e: DomainEvent, m?: EventMetadata): DocumentState {
-    const at = m?.occurredAt ?? '';
-    if (e.type === 'DocumentCreated') {
-      const { documentId, blindIndex: _, ...d } = e.data;
-      return {
-        exists: true, id: documentId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, ...d,
-        status: d.source === 'file' ? 'PENDING_UPLOAD' : 'PENDING_INDEX', indexFailure: null, fileSize: null, fileRef: null,
-        textRef: null, textBytes: null, textRevision: 0, textRetained: false, createdAt: at, lastModified: at, version: 1,
-      };
-    }
-    if (!state.exists) return state;
-    switch (e.type) {
-      case 'DocumentUpdated': {
-        const { documentId: _, change: __, blindIndex: ___, ...d } = e.data;
-        return { ...state, ...d, lastModified: at, version: state.version + 1 };
-      }
-      case 'DocumentUploadRequested':
-        return { ...state, uploadId: e.data.uploadId, fileName: e.data.fileName, fileType: e.data.fileType, status: 'PENDING_UPLOAD', indexFailure: null };
-      case 'DocumentFileUploaded':
-        if (e.data.uploadId !== state.uploadId) return state;
-        return { ...state, status: 'UPLOADED', fileRef: e.data.fileRef, fileSize: e.data.fileSize, fileType: e.data.fileType, lastModified: at };
-      case 'DocumentExtractionStarted':
-        return e.data.uploadId === state.uploadId ? { ...state, status: 'EXTRACTING' } : state;
-      case 'DocumentTextReady':
-        return { ...state, status: 'PENDING_INDEX', indexFailure: null, textRef: e.data.textRef, textBytes: e.data.textBytes, textRevision: e.data.textRevision, textRetained: true };
-      case 'DocumentIndexed':
-      case 'DocumentIndexSkipped':
-        return e.data.textRevision === state.textRevision ? { ...state, status: e.data.status } : state;
-      case 'DocumentFailed':
-        return { ...state, status: 'FAILED', indexFailure: { code: e.data.code, message: e.data.message } };
-      case 'DocumentTextDiscarded':
-        return e.data.textRevision === state.textRevision ? { ...state, textRetained: false } : state;
-      case 'DocumentDeleted':
-        return { exists: false, deleted: true };
-      default:
-        return state;
-    }
-  },
-};
-
 /** Effective index mode: the request's, else the bound schema's default, else a 400. */
 export function documentIndexMode(requested: string | undefined, def: SchemaDefinition | undefined): string {
   const mode = requested ?? def?.indexMode;
@@ -117,55 +77,6 @@ export interface BoundSchema {
   definition: SchemaDefinition;
 }
 
-export interface CreateDocumentCommand {
-  documentId: string;
-  title: string;
-  source: 'text' | 'file';
-  indexMode?: string;
-  storeText: boolean;
-  folderId: string;
-  payload: Record<string, unknown>;
-  schema?: BoundSchema;
-  userId: string | null;
-  scopes: string[];
-  externalId?: string;
-  file?: { fileName: string; fileType: string; uploadId: string };
-  /** Inline text already stored as a blob. */
-  text?: { textRef: string; textBytes: number };
-}
-
-export function decideCreateDocument(cmd: CreateDocumentCommand, state: DocumentState): DomainEvent[] {
-  if (state.exists || state.deleted) throw new InternalError('document id reused');
-  const def = cmd.schema?.definition;
-  const indexMode = documentIndexMode(cmd.indexMode, def);
-  checkDocumentPayload(def, cmd.payload);
-  const events: DomainEvent[] = [
-    {
-      type: 'DocumentCreated',
-      data: {
-        documentId: cmd.documentId, title: cmd.title, source: cmd.source, indexMode, storeText: cmd.source === 'text' ? true : cmd.storeText,
-        folderId: cmd.folderId, payload: cmd.payload, schemaId: cmd.schema?.schemaId ?? null, schemaVersion: cmd.schema?.schemaVersion ?? null,
-        typeName: def?.typeName ?? null, userId: cmd.userId, scopes: cmd.scopes, externalId: cmd.externalId ?? null,
-        fileName: cmd.file?.fileName ?? null, fileType: cmd.file?.fileType ?? null, uploadId: cmd.file?.uploadId ?? null,
-      },
-    },
-  ];
-  if (cmd.text) events.push({ type: 'DocumentTextReady', data: { documentId: cmd.documentId, textRef: cmd.text.textRef, textBytes: cmd.text.textBytes, indexMode, textRevision: 1 } });
-  return events;
-}
-
-export interface ChangeDocumentCommand {
-  kind: 'put' | 'patch';
-  body: Record<string, unknown>;
-  /** The schema bound after the change (undefined: none). */
-  schema?: BoundSchema;
-  /** Ownership after identity auto-assign (undefined: unchanged). */
-  userId?: string | null;
-  scopes?: string[];
-  /** New text already stored as a blob (re-ingest). */
-  text?: { textRef: string; textBytes: number };
-}
-
 /** Checks a PUT / PATCH body before anything (text blob, schema) is touched. Rejections change nothing. */
 export function checkChangeBody(kind: 'put' | 'patch', body: Record<string, unknown>, state: LiveDocument): void {
   if (kind === 'patch') {
@@ -184,42 +95,193 @@ export function checkChangeBody(kind: 'put' | 'patch', body: Record<string, unkn
   if (body.expectedVersion !== undefined && body.expectedVersion !== state.version) throw versionConflict();
 }
 
-/** PUT replaces the mutable fields (payload in full, title required); PATCH merges per RFC 7386. */
-export function decideChangeDocument(cmd: ChangeDocumentCommand, state: DocumentState): DomainEvent[] {
+export type DocumentEvent = EventsOf<
+  | 'DocumentCreated' | 'DocumentUpdated' | 'DocumentUploadRequested' | 'DocumentFileUploaded' | 'DocumentExtractionStarted' | 'DocumentTextReady'
+  | 'DocumentIndexed' | 'DocumentIndexSkipped' | 'DocumentFailed' | 'DocumentTextDiscarded' | 'DocumentDeleted'
+>;
+
+export type DocumentCommand =
+  | {
+      type: 'CreateDocument';
+      documentId: string;
+      /** Where the document lives: scopes the blind index of its sensitive values. */
+      tenantId: string;
+      contextId: string;
+      title: string;
+      source: 'text' | 'file';
+      indexMode?: string;
+      storeText: boolean;
+      folderId: string;
+      payload: Record<string, unknown>;
+      schema?: BoundSchema;
+      userId: string | null;
+      scopes: string[];
+      externalId?: string;
+      file?: { fileName: string; fileType: string; uploadId: string };
+      /** Inline text, stored as a blob under `textRef` before the append. */
+      text?: { textRef: string; textBytes: number };
+    }
+  /** A fresh upload grant for an existing file document (re-upload by externalId). */
+  | { type: 'RequestUpload'; uploadId: string; fileName: string; fileType: string }
+  | {
+      /** PUT replaces the mutable fields (payload in full, title required); PATCH merges per RFC 7386. */
+      type: 'ChangeDocument';
+      kind: 'put' | 'patch';
+      body: Record<string, unknown>;
+      /** The schema bound after the change (undefined: none). */
+      schema?: BoundSchema;
+      /** Ownership after identity auto-assign (undefined: unchanged). */
+      userId?: string | null;
+      scopes?: string[];
+      /** New text, stored as a blob under `textRef` before the append (re-ingest). */
+      text?: { textRef: string; textBytes: number };
+    }
+  | { type: 'DeleteDocument'; expectedVersion?: number };
+
+function evolve(state: DocumentState, e: DocumentEvent, m?: EventMetadata): DocumentState {
+  const at = m?.occurredAt ?? '';
+  if (e.type === 'DocumentCreated') {
+    const { documentId, blindIndex: _, ...d } = e.data;
+    return {
+      exists: true, id: documentId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, ...d,
+      status: d.source === 'file' ? 'PENDING_UPLOAD' : 'PENDING_INDEX', indexFailure: null, fileSize: null, fileRef: null,
+      textRef: null, textBytes: null, textRevision: 0, textRetained: false, createdAt: at, lastModified: at, version: 1,
+    };
+  }
+  if (!state.exists) return state;
+  switch (e.type) {
+    case 'DocumentUpdated': {
+      const { documentId: _, change: __, blindIndex: ___, ...d } = e.data;
+      return { ...state, ...d, lastModified: at, version: state.version + 1 };
+    }
+    case 'DocumentUploadRequested':
+      return { ...state, uploadId: e.data.uploadId, fileName: e.data.fileName, fileType: e.data.fileType, status: 'PENDING_UPLOAD', indexFailure: null };
+    case 'DocumentFileUploaded':
+      if (e.data.uploadId !== state.uploadId) return state;
+      return { ...state, status: 'UPLOADED', fileRef: e.data.fileRef, fileSize: e.data.fileSize, fileType: e.data.fileType, lastModified: at };
+    case 'DocumentExtractionStarted':
+      return e.data.uploadId === state.uploadId ? { ...state, status: 'EXTRACTING' } : state;
+    case 'DocumentTextReady':
+      return { ...state, status: 'PENDING_INDEX', indexFailure: null, textRef: e.data.textRef, textBytes: e.data.textBytes, textRevision: e.data.textRevision, textRetained: true };
+    case 'DocumentIndexed':
+    case 'DocumentIndexSkipped':
+      return e.data.textRevision === state.textRevision ? { ...state, status: e.data.status } : state;
+    case 'DocumentFailed':
+      return { ...state, status: 'FAILED', indexFailure: { code: e.data.code, message: e.data.message } };
+    case 'DocumentTextDiscarded':
+      return e.data.textRevision === state.textRevision ? { ...state, textRetained: false } : state;
+    case 'DocumentDeleted':
+      return { exists: false, deleted: true };
+    default:
+      return unexpected(e, state);
+  }
+}
+
+const initialState = (): DocumentState => ({ exists: false });
+
+/** A document's state from its stream, for readers that hold any stored event (search projector, upload poller, host API). */
+export const documentAggregate = { initialState, evolve: evolve as (state: DocumentState, e: DomainEvent, m?: EventMetadata) => DocumentState };
+
+function live(state: DocumentState): LiveDocument {
   if (!state.exists) throw notFound();
+  return state;
+}
+
+/** The stored form of a schema-bound payload: sensitive values sealed, their blind index beside it (as records do). */
+function stored(sealing: PayloadSealing, scope: [string, string], schema: BoundSchema | undefined, payload: Record<string, unknown>) {
+  if (!schema) return { payload };
+  const def = schema.definition;
+  const blind = sealing.blind([...scope, def.typeName], def, payload);
+  return { payload: sealing.seal(def, payload), ...(Object.keys(blind).length ? { blindIndex: blind } : {}) };
+}
+
+function create(sealing: PayloadSealing, cmd: Extract<DocumentCommand, { type: 'CreateDocument' }>, state: DocumentState): DocumentEvent[] {
+  if (state.exists || state.deleted) throw new InternalError('document id reused');
+  const def = cmd.schema?.definition;
+  // The route refuses these before any read (binding the schema); the decision holds them too.
+  if (def?.active === false) throw invalid('The schema is inactive: new documents are rejected');
+  if (def && !def.allowedSurfaces.includes('document')) throw invalid('The schema does not allow the document surface');
+  const indexMode = documentIndexMode(cmd.indexMode, def);
+  checkDocumentPayload(def, cmd.payload);
+  const events: DocumentEvent[] = [
+    {
+      type: 'DocumentCreated',
+      data: {
+        documentId: cmd.documentId, title: cmd.title, source: cmd.source, indexMode, storeText: cmd.source === 'text' ? true : cmd.storeText,
+        folderId: cmd.folderId, schemaId: cmd.schema?.schemaId ?? null, schemaVersion: cmd.schema?.schemaVersion ?? null,
+        typeName: def?.typeName ?? null, userId: cmd.userId, scopes: cmd.scopes, externalId: cmd.externalId ?? null,
+        fileName: cmd.file?.fileName ?? null, fileType: cmd.file?.fileType ?? null, uploadId: cmd.file?.uploadId ?? null,
+        ...stored(sealing, [cmd.tenantId, cmd.contextId], cmd.schema, cmd.payload),
+      },
+    },
+  ];
+  if (cmd.text) events.push({ type: 'DocumentTextReady', data: { documentId: cmd.documentId, textRef: cmd.text.textRef, textBytes: cmd.text.textBytes, indexMode, textRevision: 1 } });
+  return events;
+}
+
+function change(sealing: PayloadSealing, cmd: Extract<DocumentCommand, { type: 'ChangeDocument' }>, state: DocumentState): DocumentEvent[] {
+  const cur = live(state);
   const b = cmd.body;
-  checkChangeBody(cmd.kind, b, state);
+  checkChangeBody(cmd.kind, b, cur);
+  if (Array.isArray(b.scopes) && b.scopes.length > 2) throw invalid('scopes: at most 2');
   const payload =
     cmd.kind === 'put'
       ? ((b.payload as Record<string, unknown> | undefined) ?? {})
       : b.payload !== undefined
-        ? (mergePatch(state.payload, b.payload) as Record<string, unknown>)
-        : state.payload;
+        ? (mergePatch(sealing.unseal(cur.payload), b.payload) as Record<string, unknown>)
+        : sealing.unseal(cur.payload);
   checkDocumentPayload(cmd.schema?.definition, payload);
-  const events: DomainEvent[] = [
+  const events: DocumentEvent[] = [
     {
       type: 'DocumentUpdated',
       data: {
-        documentId: state.id,
-        title: (b.title as string | undefined) ?? state.title,
-        folderId: (b.folderId as string | undefined) ?? state.folderId,
-        payload,
+        documentId: cur.id,
+        title: (b.title as string | undefined) ?? cur.title,
+        folderId: (b.folderId as string | undefined) ?? cur.folderId,
+        ...stored(sealing, [cur.tenantId!, cur.contextId!], cmd.schema, payload),
         schemaId: cmd.schema?.schemaId ?? null,
         schemaVersion: cmd.schema?.schemaVersion ?? null,
         typeName: cmd.schema?.definition.typeName ?? null,
-        userId: cmd.userId !== undefined ? cmd.userId : state.userId,
-        scopes: cmd.scopes ?? state.scopes,
+        userId: cmd.userId !== undefined ? cmd.userId : cur.userId,
+        scopes: cmd.scopes ?? cur.scopes,
         change: cmd.kind,
       },
     },
   ];
   if (cmd.text)
-    events.push({ type: 'DocumentTextReady', data: { documentId: state.id, textRef: cmd.text.textRef, textBytes: cmd.text.textBytes, indexMode: state.indexMode, textRevision: state.textRevision + 1 } });
+    events.push({ type: 'DocumentTextReady', data: { documentId: cur.id, textRef: cmd.text.textRef, textBytes: cmd.text.textBytes, indexMode: cur.indexMode, textRevision: cur.textRevision + 1 } });
   return events;
 }
 
-export function decideDeleteDocument(state: DocumentState, expectedVersion?: number): DomainEvent[] {
-  if (!state.exists) throw notFound();
-  if (expectedVersion !== undefined && expectedVersion !== state.version) throw versionConflict();
-  return [{ type: 'DocumentDeleted', data: { documentId: state.id, externalId: state.externalId } }];
+/**
+ * The document decider. `sealing` seals the sensitive values of a schema-bound
+ * payload and computes their blind index inside the decision: the events it
+ * returns are the events stored. Processing events (upload, extraction,
+ * indexing) are appended by the workers, not decided here.
+ */
+export function documentDecider(sealing: PayloadSealing): Decider<DocumentState, DocumentCommand, DocumentEvent> {
+  return {
+    initialState,
+    evolve,
+    decide(cmd, state) {
+      switch (cmd.type) {
+        case 'CreateDocument':
+          return create(sealing, cmd, state);
+        case 'RequestUpload': {
+          const cur = live(state);
+          if (cur.source !== 'file') throw invalid('Only a file document takes an upload');
+          return [{ type: 'DocumentUploadRequested', data: { documentId: cur.id, uploadId: cmd.uploadId, fileName: cmd.fileName, fileType: cmd.fileType } }];
+        }
+        case 'ChangeDocument':
+          return change(sealing, cmd, state);
+        case 'DeleteDocument': {
+          const cur = live(state);
+          if (cmd.expectedVersion !== undefined && cmd.expectedVersion !== cur.version) throw versionConflict();
+          return [{ type: 'DocumentDeleted', data: { documentId: cur.id, externalId: cur.externalId } }];
+        }
+        default:
+          return assertNever(cmd);
+      }
+    },
+  };
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import { type DomainEvent, type EventMetadata, type FolderResponse, IMMUTABLE_FOLDER_KEYS, InternalError, invalid, notFound, PATCHABLE_FOLDER_KEYS, patchFolderFields, type Principal, versionConflict } from '@svc/contracts';
-import { withinDataScope } from '../tenancy/access';
+import { type EventMetadata, type FolderResponse, IMMUTABLE_FOLDER_KEYS, InternalError, invalid, notFound, PATCHABLE_FOLDER_KEYS, patchFolderFields, type Principal, versionConflict } from '@svc/contracts';
+import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
+import { stampOwnership, withinDataScope } from '../tenancy/access';
 
 export interface LiveFolder {
   exists: true;
@@ -51,28 +52,6 @@ export function deriveSlug(name: string): string {
 /** The n-th candidate for a derived slug: `base`, `base-2`, `base-3`, ... */
 export const slugCandidate = (base: string, n: number) => (n <= 1 ? base : `${base}-${n}`);
 
-export const folderAggregate = {
-  initialState: (): FolderState => ({ exists: false }),
-  evolve(state: FolderState, e: DomainEvent, m?: EventMetadata): FolderState {
-    const at = m?.occurredAt ?? '';
-    switch (e.type) {
-      case 'FolderCreated': {
-        const { folderId, ...d } = e.data;
-        return { exists: true, id: folderId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, ...d, createdAt: at, lastModified: at, version: 1 };
-      }
-      case 'FolderUpdated': {
-        if (!state.exists) return state;
-        const { folderId: _, change: __, ...d } = e.data;
-        return { ...state, ...d, lastModified: at, version: state.version + 1 };
-      }
-      case 'FolderDeleted':
-        return { exists: false, deleted: true };
-      default:
-        return state;
-    }
-  },
-};
-
 /**
  * Whether a principal may see a folder: same tenant and context, and inside the
  * credential's data scope. The context root belongs to nobody and is visible to
@@ -81,16 +60,6 @@ export const folderAggregate = {
 export function canSeeFolder(p: Principal, f: Pick<LiveFolder, 'tenantId' | 'contextId' | 'isProtected' | 'userId' | 'scopes'>): boolean {
   if (f.tenantId !== p.tenantId || f.contextId !== p.contextId) return false;
   return f.isProtected || withinDataScope(p, f);
-}
-
-export function decideCreateRoot(folderId: string, state: FolderState): DomainEvent[] {
-  if (state.exists || state.deleted) return [];
-  return [
-    {
-      type: 'FolderCreated',
-      data: { folderId, name: ROOT_FOLDER.name, description: null, parentFolderId: null, slug: ROOT_FOLDER.slug, depth: 0, isProtected: true, userId: null, scopes: [] },
-    },
-  ];
 }
 
 /**
@@ -103,7 +72,7 @@ export const rootCreatedAt = (contextCreatedAt: string): string => new Date(Date
 
 /**
  * The root of a context whose root was never recorded (created before roots came
- * with their contexts), exactly as `decideCreateRoot` will record it: reads show
+ * with their contexts), exactly as `CreateRootFolder` will record it: reads show
  * it without writing anything.
  */
 export function implicitRootFolder(tenantId: string, contextId: string, contextCreatedAt: string): LiveFolder {
@@ -127,44 +96,27 @@ export function implicitRootFolder(tenantId: string, contextId: string, contextC
   };
 }
 
-export interface CreateFolderCommand {
-  folderId: string;
-  name: string;
-  description?: string;
-  /** The parent, already loaded (the context root when the request named none). */
-  parent: LiveFolder;
-  slug: string;
-  userId: string | null;
-  scopes: string[];
-}
+export type FolderEvent = EventsOf<'FolderCreated' | 'FolderUpdated' | 'FolderDeleted'>;
 
-export function decideCreateFolder(cmd: CreateFolderCommand, state: FolderState): DomainEvent[] {
-  if (state.exists || state.deleted) throw new InternalError('folder id reused');
-  return [
-    {
-      type: 'FolderCreated',
-      data: {
-        folderId: cmd.folderId,
-        name: cmd.name,
-        description: cmd.description ?? null,
-        parentFolderId: cmd.parent.id,
-        slug: cmd.slug,
-        depth: cmd.parent.depth + 1,
-        isProtected: false,
-        userId: cmd.userId,
-        scopes: cmd.scopes,
-      },
-    },
-  ];
-}
-
-export interface ChangeFolderCommand {
-  kind: 'put' | 'patch';
-  body: Record<string, unknown>;
-  /** Ownership after identity auto-assign (undefined: unchanged). */
-  userId?: string | null;
-  scopes?: string[];
-}
+export type FolderCommand =
+  /** The context root, derived id; nothing when it is (or was) recorded already. */
+  | { type: 'CreateRootFolder'; folderId: string }
+  | {
+      type: 'CreateFolder';
+      folderId: string;
+      name: string;
+      description?: string;
+      /** The parent, already loaded (the context root when the request named none). */
+      parent: LiveFolder;
+      /** A free slug among the parent's children (its reservation is claimed in the same append). */
+      slug: string;
+      userId: string | null;
+      scopes: string[];
+    }
+  /** PUT replaces name and description; PATCH changes the keys it names. */
+  | { type: 'ChangeFolder'; actor: Principal; kind: 'put' | 'patch'; body: Record<string, unknown> }
+  /** `items` counts everything in the folder (sub-folders, records, documents), readable by the caller or not. */
+  | { type: 'DeleteFolder'; actor: Principal; expectedVersion?: number; items: number };
 
 /** Rejections of a PATCH body that do not depend on the folder (run before ownership stamping). */
 export function checkFolderPatch(b: Record<string, unknown>): void {
@@ -177,42 +129,106 @@ export function checkFolderPatch(b: Record<string, unknown>): void {
   if (!r.success) throw invalid(`Invalid body: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
 }
 
-/** PUT replaces name and description; PATCH changes the keys it names. Rejections change nothing. */
-export function decideChangeFolder(cmd: ChangeFolderCommand, state: FolderState): DomainEvent[] {
-  if (!state.exists) throw notFound();
-  if (state.isProtected) throw invalid('The context root folder cannot be changed');
+/** A live folder the actor can see; anything else is the same 404 (a hidden folder's existence is not revealed). */
+function visible(actor: Principal, state: FolderState): LiveFolder {
+  if (!state.exists || !canSeeFolder(actor, state)) throw notFound();
+  return state;
+}
+
+function decideChange(cmd: Extract<FolderCommand, { type: 'ChangeFolder' }>, state: FolderState): FolderEvent[] {
+  const cur = visible(cmd.actor, state);
   const b = cmd.body;
-  if (cmd.kind === 'patch') checkFolderPatch(b);
-  else {
-    if (b.slug !== undefined && b.slug !== state.slug) throw invalid('slug is immutable');
-    if (b.parentFolderId !== undefined && b.parentFolderId !== state.parentFolderId) throw invalid('parentFolderId cannot be changed: folders cannot be moved');
+  // Body rejections come before ownership checks (a 400 before a 403), the root's before both.
+  if (cmd.kind === 'patch' && !cur.isProtected) checkFolderPatch(b);
+  const own = 'userId' in b || 'scopes' in b ? stampOwnership(cmd.actor, { userId: b.userId as string | undefined, scopes: b.scopes as string[] | undefined }) : undefined;
+  if (cur.isProtected) throw invalid('The context root folder cannot be changed');
+  if (cmd.kind === 'put') {
+    if (b.slug !== undefined && b.slug !== cur.slug) throw invalid('slug is immutable');
+    if (b.parentFolderId !== undefined && b.parentFolderId !== cur.parentFolderId) throw invalid('parentFolderId cannot be changed: folders cannot be moved');
   }
-  if (b.expectedVersion !== undefined && b.expectedVersion !== state.version) throw versionConflict();
-  const name = cmd.kind === 'put' ? (b.name as string) : ((b.name as string | undefined) ?? state.name);
-  const description = cmd.kind === 'put' ? ((b.description as string | undefined) ?? null) : 'description' in b ? (b.description as string) : state.description;
+  if (b.expectedVersion !== undefined && b.expectedVersion !== cur.version) throw versionConflict();
+  const name = cmd.kind === 'put' ? (b.name as string) : ((b.name as string | undefined) ?? cur.name);
+  const description = cmd.kind === 'put' ? ((b.description as string | undefined) ?? null) : 'description' in b ? (b.description as string) : cur.description;
   return [
     {
       type: 'FolderUpdated',
       data: {
-        folderId: state.id,
+        folderId: cur.id,
         name,
         description,
-        userId: cmd.userId !== undefined ? cmd.userId : state.userId,
-        scopes: cmd.scopes ?? state.scopes,
+        userId: own && 'userId' in b ? own.userId : cur.userId,
+        scopes: (b.scopes as string[] | undefined) ?? cur.scopes,
         change: cmd.kind,
       },
     },
   ];
 }
 
-/** `items` counts everything in the folder (sub-folders, records, documents), readable by the caller or not. */
-export function decideDeleteFolder(state: FolderState, expectedVersion: number | undefined, items: number): DomainEvent[] {
-  if (!state.exists) throw notFound();
-  if (state.isProtected) throw invalid('The context root folder cannot be deleted');
-  if (expectedVersion !== undefined && expectedVersion !== state.version) throw versionConflict();
-  if (items > 0) throw invalid('The folder is not empty: delete its sub-folders and move or delete its records and documents first');
-  return [{ type: 'FolderDeleted', data: { folderId: state.id, parentFolderId: state.parentFolderId, slug: state.slug } }];
-}
+export const folderDecider: Decider<FolderState, FolderCommand, FolderEvent> = {
+  initialState: (): FolderState => ({ exists: false }),
+
+  decide(cmd: FolderCommand, state: FolderState): FolderEvent[] {
+    switch (cmd.type) {
+      case 'CreateRootFolder':
+        if (state.exists || state.deleted) return [];
+        return [
+          {
+            type: 'FolderCreated',
+            data: { folderId: cmd.folderId, name: ROOT_FOLDER.name, description: null, parentFolderId: null, slug: ROOT_FOLDER.slug, depth: 0, isProtected: true, userId: null, scopes: [] },
+          },
+        ];
+      case 'CreateFolder':
+        if (state.exists || state.deleted) throw new InternalError('folder id reused');
+        return [
+          {
+            type: 'FolderCreated',
+            data: {
+              folderId: cmd.folderId,
+              name: cmd.name,
+              description: cmd.description ?? null,
+              parentFolderId: cmd.parent.id,
+              slug: cmd.slug,
+              depth: cmd.parent.depth + 1,
+              isProtected: false,
+              userId: cmd.userId,
+              scopes: cmd.scopes,
+            },
+          },
+        ];
+      case 'ChangeFolder':
+        return decideChange(cmd, state);
+      case 'DeleteFolder': {
+        const cur = visible(cmd.actor, state);
+        if (cur.isProtected) throw invalid('The context root folder cannot be deleted');
+        if (cmd.expectedVersion !== undefined && cmd.expectedVersion !== cur.version) throw versionConflict();
+        if (cmd.items > 0) throw invalid('The folder is not empty: delete its sub-folders and move or delete its records and documents first');
+        return [{ type: 'FolderDeleted', data: { folderId: cur.id, parentFolderId: cur.parentFolderId, slug: cur.slug } }];
+      }
+      default:
+        return assertNever(cmd);
+    }
+  },
+
+  /** `metadata` gives the folder its tenant, context and times (createdAt, lastModified). */
+  evolve(state: FolderState, e: FolderEvent, m?: EventMetadata): FolderState {
+    const at = m?.occurredAt ?? '';
+    switch (e.type) {
+      case 'FolderCreated': {
+        const { folderId, ...d } = e.data;
+        return { exists: true, id: folderId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, ...d, createdAt: at, lastModified: at, version: 1 };
+      }
+      case 'FolderUpdated': {
+        if (!state.exists) return state;
+        const { folderId: _, change: __, ...d } = e.data;
+        return { ...state, ...d, lastModified: at, version: state.version + 1 };
+      }
+      case 'FolderDeleted':
+        return { exists: false, deleted: true };
+      default:
+        return unexpected(e, state);
+    }
+  },
+};
 
 /** The response shape of a folder (also the state of its version rows). */
 export function folderView(f: Omit<LiveFolder, 'exists' | 'tenantId' | 'contextId'>): FolderResponse {

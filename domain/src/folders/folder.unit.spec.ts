@@ -1,14 +1,29 @@
 import { describe, expect, it } from 'vitest';
-import { type DomainEvent, type EventMetadata, FOLDER_SLUG_RE } from '@svc/contracts';
-import { decideChangeFolder, decideCreateFolder, decideCreateRoot, decideDeleteFolder, deriveSlug, folderAggregate, rootFolderId, slugCandidate, type FolderState, type LiveFolder } from './folder';
+import { FOLDER_SLUG_RE, InternalError, type Principal } from '@svc/contracts';
+import { given, TEST_METADATA } from '../shared/given-when-then';
+import { deriveSlug, type FolderCommand, type FolderEvent, folderDecider, type LiveFolder, rootFolderId, slugCandidate } from './folder';
 
-const md = (at: string): EventMetadata => ({ tenantId: 't', contextId: 'c', accountId: 'a', actorKeyId: 'k', userId: null, requestId: 'r', occurredAt: at, schemaVersion: 1 });
-const given = (events: DomainEvent[]): FolderState => events.reduce<FolderState>((s, e, i) => folderAggregate.evolve(s, e, md(`2026-01-01T00:00:0${i}.000Z`)), folderAggregate.initialState());
+const actor = (over: Partial<Principal> = {}): Principal => ({
+  credentialId: 'k1', kind: 'root', accountId: 'a1', tenantId: TEST_METADATA.tenantId, environment: 'live', contextId: TEST_METADATA.contextId,
+  crossContext: true, allowedActions: ['*'], dataScope: null, userId: null, wireVersionPin: null, ...over,
+});
 
-const root = given(decideCreateRoot('root-id', { exists: false })) as LiveFolder;
-const child = given([
-  ...decideCreateFolder({ folderId: 'f1', name: 'Reports', description: 'd', parent: root, slug: 'reports', userId: 'u', scopes: ['org:a'] }, { exists: false }),
-]) as LiveFolder;
+const rootCreated: FolderEvent = {
+  type: 'FolderCreated',
+  data: { folderId: 'root-id', name: 'Root', description: null, parentFolderId: null, slug: 'root', depth: 0, isProtected: true, userId: null, scopes: [] },
+};
+const root = given(folderDecider, [rootCreated]).state() as LiveFolder;
+const created: FolderEvent = {
+  type: 'FolderCreated',
+  data: { folderId: 'f1', name: 'Reports', description: 'd', parentFolderId: 'root-id', slug: 'reports', depth: 1, isProtected: false, userId: 'u', scopes: ['org:a'] },
+};
+const deleted: FolderEvent = { type: 'FolderDeleted', data: { folderId: 'f1', parentFolderId: 'root-id', slug: 'reports' } };
+const updated = (over: Partial<Extract<FolderEvent, { type: 'FolderUpdated' }>['data']> = {}): FolderEvent => ({
+  type: 'FolderUpdated',
+  data: { folderId: 'f1', name: 'Reports', description: 'd', userId: 'u', scopes: ['org:a'], change: 'patch', ...over },
+});
+const change = (kind: 'put' | 'patch', body: Record<string, unknown>, by = actor()) => ({ type: 'ChangeFolder', actor: by, kind, body }) as const;
+const remove = (over: { expectedVersion?: number; items?: number; actor?: Principal } = {}) => ({ type: 'DeleteFolder', actor: actor(), items: 0, ...over }) as const;
 
 describe('slugs', () => {
   it.each([
@@ -35,59 +50,103 @@ describe('slugs', () => {
   });
 });
 
-describe('the root folder', () => {
+describe('CreateRootFolder', () => {
   it('has a stable id per tenant and context, in UUID layout', () => {
     expect(rootFolderId('t', 'c')).toBe(rootFolderId('t', 'c'));
     expect(rootFolderId('t', 'c')).not.toBe(rootFolderId('t', 'c2'));
     expect(rootFolderId('t', 'c')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
 
-  it('is protected, unparented, at depth 0, and created once', () => {
-    expect(root).toMatchObject({ isProtected: true, parentFolderId: null, depth: 0, slug: 'root', version: 1 });
-    expect(decideCreateRoot('root-id', root)).toEqual([]);
+  it('records a protected, unparented root at depth 0', () => {
+    given(folderDecider).when({ type: 'CreateRootFolder', folderId: 'root-id' }).then([rootCreated]);
+    expect(root).toMatchObject({ isProtected: true, parentFolderId: null, depth: 0, slug: 'root', version: 1, tenantId: 't1', contextId: 'c1' });
   });
 
-  it('cannot be changed or deleted', () => {
-    expect(() => decideChangeFolder({ kind: 'patch', body: { name: 'x' } }, root)).toThrow(/root/);
-    expect(() => decideDeleteFolder(root, undefined, 0)).toThrow(/root/);
+  it('does nothing when the root is recorded already (or was deleted with its context)', () => {
+    given(folderDecider, [rootCreated]).when({ type: 'CreateRootFolder', folderId: 'root-id' }).then([]);
+    given(folderDecider, [created, deleted]).when({ type: 'CreateRootFolder', folderId: 'f1' }).then([]);
   });
 });
 
-describe('folder decisions', () => {
-  it('a child sits one level below its parent', () => {
-    expect(child).toMatchObject({ parentFolderId: 'root-id', depth: 1, isProtected: false, tenantId: 't', contextId: 'c', createdAt: '2026-01-01T00:00:00.000Z' });
+describe('CreateFolder', () => {
+  const create: FolderCommand = { type: 'CreateFolder', folderId: 'f1', name: 'Reports', description: 'd', parent: root, slug: 'reports', userId: 'u', scopes: ['org:a'] };
+
+  it('sits one level below its parent', () => {
+    given(folderDecider).when(create).then([created]);
+    expect(given(folderDecider).when(create).state()).toMatchObject({ parentFolderId: 'root-id', depth: 1, isProtected: false, createdAt: TEST_METADATA.occurredAt, version: 1 });
   });
 
-  it('PUT replaces name and description; PATCH only what it names', () => {
-    const [put] = decideChangeFolder({ kind: 'put', body: { name: 'New' } }, child);
-    expect(put.data).toMatchObject({ name: 'New', description: null, userId: 'u', scopes: ['org:a'], change: 'put' });
-    const [patch] = decideChangeFolder({ kind: 'patch', body: { description: 'e' } }, child);
-    expect(patch.data).toMatchObject({ name: 'Reports', description: 'e', change: 'patch' });
+  it('never reuses an id (a programming error, not a refusal)', () => {
+    expect(() => given(folderDecider, [created]).when(create).events()).toThrow(InternalError);
+    expect(() => given(folderDecider, [created, deleted]).when(create).events()).toThrow(InternalError);
+  });
+});
+
+describe('ChangeFolder', () => {
+  it('PUT replaces name and description', () => {
+    given(folderDecider, [created]).when(change('put', { name: 'New' })).then([updated({ name: 'New', description: null, change: 'put' })]);
   });
 
-  it.each([
-    [{ slug: 'x' }, /slug/],
-    [{ parentFolderId: 'p' }, /parentFolderId/],
-    [{ name: null }, /null/],
-    [{ other: 1 }, /patchable/],
-    [{ name: 3 }, /Invalid/],
-  ])('PATCH %j is refused', (body, msg) => {
-    expect(() => decideChangeFolder({ kind: 'patch', body }, child)).toThrow(msg);
+  it('PATCH changes only what it names, ownership included', () => {
+    given(folderDecider, [created]).when(change('patch', { description: 'e' })).then([updated({ description: 'e' })]);
+    given(folderDecider, [created]).when(change('patch', { userId: 'v', scopes: ['org:b'] })).then([updated({ userId: 'v', scopes: ['org:b'] })]);
+  });
+
+  it('a credential bound to a user stamps that user', () => {
+    given(folderDecider, [created]).when(change('patch', { userId: 'u', name: 'x' }, actor({ userId: 'u' }))).then([updated({ name: 'x' })]);
+  });
+
+  it('counts versions', () => {
+    expect(given(folderDecider, [created, updated()]).when(change('patch', { name: 'x', expectedVersion: 2 })).state()).toMatchObject({ version: 3, name: 'x' });
+  });
+
+  it('a missing, deleted or hidden folder is not found', () => {
+    given(folderDecider).when(change('put', { name: 'x' })).thenThrows('NOT_FOUND');
+    given(folderDecider, [created, deleted]).when(change('put', { name: 'x' })).thenThrows('NOT_FOUND');
+    given(folderDecider, [created]).when(change('put', { name: 'x' }, actor({ userId: 'someone-else' }))).thenThrows('NOT_FOUND');
+    given(folderDecider, [created]).when(change('put', { name: 'x' }, actor({ contextId: 'c2' }))).thenThrows('NOT_FOUND');
+  });
+
+  it('the root cannot be changed', () => {
+    given(folderDecider, [rootCreated]).when(change('patch', { name: 'x' })).thenThrows('VALIDATION_ERROR');
+    given(folderDecider, [rootCreated]).when(change('put', { name: 'x' })).thenThrows('VALIDATION_ERROR');
+  });
+
+  it.each([[{ slug: 'x' }], [{ parentFolderId: 'p' }], [{ name: null }], [{ other: 1 }], [{ name: 3 }]])('PATCH %j is refused', (body) => {
+    given(folderDecider, [created]).when(change('patch', body)).thenThrows('VALIDATION_ERROR');
+  });
+
+  it('PUT may repeat slug and parent, not change them', () => {
+    given(folderDecider, [created]).when(change('put', { name: 'x', slug: 'reports', parentFolderId: 'root-id' })).then([updated({ name: 'x', description: null, change: 'put' })]);
+    given(folderDecider, [created]).when(change('put', { name: 'x', slug: 'other' })).thenThrows('VALIDATION_ERROR');
+    given(folderDecider, [created]).when(change('put', { name: 'x', parentFolderId: 'p' })).thenThrows('VALIDATION_ERROR');
+  });
+
+  it('naming another user than the bound one is a 403, after the body checks', () => {
+    given(folderDecider, [created]).when(change('patch', { userId: 'v' }, actor({ userId: 'u' }))).thenThrows('FORBIDDEN');
+    given(folderDecider, [created]).when(change('patch', { userId: 'v', other: 1 }, actor({ userId: 'u' }))).thenThrows('VALIDATION_ERROR');
   });
 
   it('expectedVersion must match', () => {
-    expect(() => decideChangeFolder({ kind: 'patch', body: { name: 'x', expectedVersion: 2 } }, child)).toThrow(expect.objectContaining({ code: 'VERSION_CONFLICT' }));
-    expect(() => decideDeleteFolder(child, 2, 0)).toThrow(expect.objectContaining({ code: 'VERSION_CONFLICT' }));
+    given(folderDecider, [created]).when(change('patch', { name: 'x', expectedVersion: 2 })).thenThrows('VERSION_CONFLICT');
+  });
+});
+
+describe('DeleteFolder', () => {
+  it('deletes an empty folder; after that it is gone', () => {
+    given(folderDecider, [created]).when(remove({ expectedVersion: 1 })).then([deleted]);
+    expect(given(folderDecider, [created]).when(remove()).state()).toEqual({ exists: false, deleted: true });
   });
 
-  it('a non-empty folder is not deleted; an empty one is', () => {
-    expect(() => decideDeleteFolder(child, undefined, 1)).toThrow(expect.objectContaining({ code: 'VALIDATION_ERROR' }));
-    expect(decideDeleteFolder(child, 1, 0)).toEqual([{ type: 'FolderDeleted', data: { folderId: 'f1', parentFolderId: 'root-id', slug: 'reports' } }]);
+  it('a missing or hidden folder is not found', () => {
+    given(folderDecider).when(remove()).thenThrows('NOT_FOUND');
+    given(folderDecider, [created, deleted]).when(remove()).thenThrows('NOT_FOUND');
+    given(folderDecider, [created]).when(remove({ actor: actor({ dataScope: { scopes: ['org:z'] } }) })).thenThrows('NOT_FOUND');
   });
 
-  it('after a delete the folder is gone and its id is never reused', () => {
-    const gone = folderAggregate.evolve(child, decideDeleteFolder(child, undefined, 0)[0]);
-    expect(gone).toEqual({ exists: false, deleted: true });
-    expect(() => decideChangeFolder({ kind: 'put', body: { name: 'x' } }, gone)).toThrow(expect.objectContaining({ code: 'NOT_FOUND' }));
+  it('refuses the root, a stale version and a folder that is not empty', () => {
+    given(folderDecider, [rootCreated]).when(remove()).thenThrows('VALIDATION_ERROR');
+    given(folderDecider, [created]).when(remove({ expectedVersion: 2 })).thenThrows('VERSION_CONFLICT');
+    given(folderDecider, [created]).when(remove({ items: 1 })).thenThrows('VALIDATION_ERROR');
   });
 });

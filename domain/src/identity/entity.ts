@@ -1,5 +1,7 @@
-import { type DomainEvent, type EntityResponse, type EventMetadata, IMMUTABLE_ENTITY_KEYS, InternalError, invalid, notFound, PATCHABLE_ENTITY_KEYS, patchEntityFields, type Principal, type SchemaDefinition, versionConflict } from '@svc/contracts';
+import { type EntityResponse, type EventMetadata, IMMUTABLE_ENTITY_KEYS, InternalError, invalid, notFound, PATCHABLE_ENTITY_KEYS, patchEntityFields, type Principal, type SchemaDefinition, versionConflict } from '@svc/contracts';
 import { mergePatch } from '../records/payload';
+import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
+import type { PayloadSealing } from '../shared/sealing';
 import { maskPayload } from '../records/view';
 import { checkIdentityPayload } from './user';
 
@@ -18,25 +20,6 @@ export interface LiveEntity {
 }
 export type EntityState = { exists: false; deleted?: boolean } | LiveEntity;
 
-export const entityAggregate = {
-  initialState: (): EntityState => ({ exists: false }),
-  evolve(state: EntityState, e: DomainEvent, m?: EventMetadata): EntityState {
-    const at = m?.occurredAt ?? '';
-    switch (e.type) {
-      case 'EntityCreated': {
-        const { entityId, ...d } = e.data;
-        return { exists: true, id: entityId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, ...d, createdAt: at, updatedAt: at, version: 1 };
-      }
-      case 'EntityUpdated':
-        return state.exists ? { ...state, payload: e.data.payload, updatedAt: at, version: state.version + 1 } : state;
-      case 'EntityDeleted':
-        return { exists: false, deleted: true };
-      default:
-        return state;
-    }
-  },
-};
-
 /** The scope string an entity stands for: `<namespace>:<key>`. */
 export const entityScope = (e: Pick<LiveEntity, 'namespace' | 'key'>) => `${e.namespace}:${e.key}`;
 
@@ -51,25 +34,6 @@ export function canSeeEntity(p: Principal, e: Pick<LiveEntity, 'tenantId' | 'con
   return !scopes?.length || scopes.includes(entityScope(e));
 }
 
-export interface CreateEntityCommand {
-  entityId: string;
-  namespace: string;
-  key: string;
-  payload?: Record<string, unknown>;
-  schemaId?: string;
-  definition?: SchemaDefinition;
-  /** Every namespace of the tenant (built-in and registered). */
-  namespaces: readonly string[];
-}
-
-export function decideCreateEntity(cmd: CreateEntityCommand, state: EntityState): DomainEvent[] {
-  if (state.exists || state.deleted) throw new InternalError('entity id reused');
-  if (!cmd.namespaces.includes(cmd.namespace)) throw invalid(`namespace '${cmd.namespace}' is not org, client or a registered namespace`);
-  const payload = cmd.payload ?? {};
-  checkIdentityPayload(cmd.definition, payload);
-  return [{ type: 'EntityCreated', data: { entityId: cmd.entityId, namespace: cmd.namespace, key: cmd.key, payload, schemaId: cmd.schemaId ?? null } }];
-}
-
 /** Rejections of a PATCH body that do not depend on the entity. */
 export function checkEntityPatch(b: Record<string, unknown>): void {
   for (const k of IMMUTABLE_ENTITY_KEYS) if (k in b) throw invalid(`${k} cannot be changed`);
@@ -81,31 +45,90 @@ export function checkEntityPatch(b: Record<string, unknown>): void {
   if (!r.success) throw invalid(`Invalid body: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
 }
 
-/** PUT replaces the payload in full; PATCH merges it (RFC 7386). Rejections change nothing. */
-export function decideChangeEntity(cmd: { kind: 'put' | 'patch'; body: Record<string, unknown>; definition?: SchemaDefinition }, state: EntityState): DomainEvent[] {
-  if (!state.exists) throw notFound();
-  const b = cmd.body;
-  if (cmd.kind === 'patch') checkEntityPatch(b);
-  else {
-    if (b.namespace !== undefined && b.namespace !== state.namespace) throw invalid('namespace is immutable');
-    if (b.key !== undefined && b.key !== state.key) throw invalid('key is immutable');
-    if (b.schemaId !== undefined && b.schemaId !== state.schemaId) throw invalid('schemaId is immutable');
-  }
-  if (b.expectedVersion !== undefined && b.expectedVersion !== state.version) throw versionConflict();
-  const payload =
-    cmd.kind === 'put'
-      ? ((b.payload as Record<string, unknown> | undefined) ?? {})
-      : b.payload !== undefined
-        ? (mergePatch(state.payload, b.payload) as Record<string, unknown>)
-        : state.payload;
-  checkIdentityPayload(cmd.definition, payload);
-  return [{ type: 'EntityUpdated', data: { entityId: state.id, payload, change: cmd.kind } }];
+export type EntityEvent = EventsOf<'EntityCreated' | 'EntityUpdated' | 'EntityDeleted'>;
+
+export type EntityCommand =
+  | {
+      type: 'CreateEntity';
+      entityId: string;
+      namespace: string;
+      key: string;
+      payload?: Record<string, unknown>;
+      schemaId?: string;
+      definition?: SchemaDefinition;
+      /** Every namespace of the tenant (built-in and registered). */
+      namespaces: readonly string[];
+    }
+  /** PUT replaces the payload in full; PATCH merges it (RFC 7386). `definition`: of the bound schema, if it still exists. */
+  | { type: 'ChangeEntity'; actor: Principal; kind: 'put' | 'patch'; body: Record<string, unknown>; definition?: SchemaDefinition }
+  | { type: 'DeleteEntity'; actor: Principal; expectedVersion?: number };
+
+/** A live entity the actor can see; anything else is the same 404. */
+function visible(actor: Principal, state: EntityState): LiveEntity {
+  if (!state.exists || !canSeeEntity(actor, state)) throw notFound();
+  return state;
 }
 
-export function decideDeleteEntity(state: EntityState, expectedVersion?: number): DomainEvent[] {
-  if (!state.exists) throw notFound();
-  if (expectedVersion !== undefined && expectedVersion !== state.version) throw versionConflict();
-  return [{ type: 'EntityDeleted', data: { entityId: state.id, namespace: state.namespace, key: state.key } }];
+/** The entity decider; payloads are stored sealed (see `userDecider`). */
+export function entityDecider(sealing: Pick<PayloadSealing, 'seal' | 'unseal'>): Decider<EntityState, EntityCommand, EntityEvent> {
+  const sealed = (def: SchemaDefinition | undefined, payload: Record<string, unknown>) => (def ? sealing.seal(def, payload) : payload);
+  return {
+    initialState: () => ({ exists: false }),
+
+    decide(cmd, state) {
+      switch (cmd.type) {
+        case 'CreateEntity': {
+          if (state.exists || state.deleted) throw new InternalError('entity id reused');
+          if (!cmd.namespaces.includes(cmd.namespace)) throw invalid(`namespace '${cmd.namespace}' is not org, client or a registered namespace`);
+          const payload = cmd.payload ?? {};
+          checkIdentityPayload(cmd.definition, payload);
+          return [{ type: 'EntityCreated', data: { entityId: cmd.entityId, namespace: cmd.namespace, key: cmd.key, payload: sealed(cmd.definition, payload), schemaId: cmd.schemaId ?? null } }];
+        }
+        case 'ChangeEntity': {
+          const cur = visible(cmd.actor, state);
+          const b = cmd.body;
+          if (cmd.kind === 'patch') checkEntityPatch(b);
+          else {
+            if (b.namespace !== undefined && b.namespace !== cur.namespace) throw invalid('namespace is immutable');
+            if (b.key !== undefined && b.key !== cur.key) throw invalid('key is immutable');
+            if (b.schemaId !== undefined && b.schemaId !== cur.schemaId) throw invalid('schemaId is immutable');
+          }
+          if (b.expectedVersion !== undefined && b.expectedVersion !== cur.version) throw versionConflict();
+          const payload =
+            cmd.kind === 'put'
+              ? ((b.payload as Record<string, unknown> | undefined) ?? {})
+              : b.payload !== undefined
+                ? (mergePatch(sealing.unseal(cur.payload ?? {}), b.payload) as Record<string, unknown>)
+                : sealing.unseal(cur.payload ?? {});
+          checkIdentityPayload(cmd.definition, payload);
+          return [{ type: 'EntityUpdated', data: { entityId: cur.id, payload: sealed(cmd.definition, payload), change: cmd.kind } }];
+        }
+        case 'DeleteEntity': {
+          const cur = visible(cmd.actor, state);
+          if (cmd.expectedVersion !== undefined && cmd.expectedVersion !== cur.version) throw versionConflict();
+          return [{ type: 'EntityDeleted', data: { entityId: cur.id, namespace: cur.namespace, key: cur.key } }];
+        }
+        default:
+          return assertNever(cmd);
+      }
+    },
+
+    evolve(state, e, m?: EventMetadata) {
+      const at = m?.occurredAt ?? '';
+      switch (e.type) {
+        case 'EntityCreated': {
+          const { entityId, ...d } = e.data;
+          return { exists: true, id: entityId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, ...d, createdAt: at, updatedAt: at, version: 1 };
+        }
+        case 'EntityUpdated':
+          return state.exists ? { ...state, payload: e.data.payload, updatedAt: at, version: state.version + 1 } : state;
+        case 'EntityDeleted':
+          return { exists: false, deleted: true };
+        default:
+          return unexpected(e, state);
+      }
+    },
+  };
 }
 
 export function entityView(e: Omit<LiveEntity, 'exists' | 'tenantId' | 'contextId' | 'createdAt' | 'updatedAt'>, def: Pick<SchemaDefinition, 'fields'> | undefined): EntityResponse {

@@ -1,5 +1,7 @@
-import { type DomainEvent, type EventMetadata, IMMUTABLE_USER_KEYS, InternalError, invalid, notFound, PATCHABLE_USER_KEYS, patchUserFields, type SchemaDefinition, type UserResponse } from '@svc/contracts';
-import type { Owned } from '../tenancy/access';
+import { type EventMetadata, forbidden, IMMUTABLE_USER_KEYS, InternalError, invalid, notFound, PATCHABLE_USER_KEYS, patchUserFields, type Principal, type SchemaDefinition, type UserResponse } from '@svc/contracts';
+import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
+import type { PayloadSealing } from '../shared/sealing';
+import { canReach, type Owned, stampOwnership } from '../tenancy/access';
 import { checkInlineLimit, mergePatch, validatePayload } from '../records/payload';
 import { maskPayload } from '../records/view';
 
@@ -30,52 +32,12 @@ export function checkIdentityPayload(def: SchemaDefinition | undefined, payload:
   checkInlineLimit(def ?? BARE_DEFINITION, payload);
 }
 
-export const userAggregate = {
-  initialState: (): UserState => ({ exists: false }),
-  evolve(state: UserState, e: DomainEvent, m?: EventMetadata): UserState {
-    const at = m?.occurredAt ?? '';
-    switch (e.type) {
-      case 'UserCreated': {
-        const { userId, ...d } = e.data;
-        return { exists: true, id: userId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, ...d, createdAt: at, updatedAt: at, version: 1 };
-      }
-      case 'UserUpdated': {
-        if (!state.exists) return state;
-        const { userId: _, change: __, ...d } = e.data;
-        return { ...state, ...d, updatedAt: at, version: state.version + 1 };
-      }
-      case 'UserDeleted':
-        return { exists: false, deleted: true };
-      default:
-        return state;
-    }
-  },
-};
-
 /** A user is owned by itself: a credential bound to an identity reaches that user only; scoped credentials reach users sharing a scope. */
 export const userOwner = (u: Pick<LiveUser, 'id' | 'tenantId' | 'contextId' | 'scopes'>): Owned => ({ tenantId: u.tenantId, contextId: u.contextId, userId: u.id, scopes: u.scopes });
 
-export interface CreateUserCommand {
-  userId: string;
-  email?: string;
-  displayName?: string;
-  payload?: Record<string, unknown>;
-  schemaId?: string;
-  /** The bound schema's definition (undefined without schemaId). */
-  definition?: SchemaDefinition;
-  scopes: string[];
-}
-
-export function decideCreateUser(cmd: CreateUserCommand, state: UserState): DomainEvent[] {
-  if (state.exists || state.deleted) throw new InternalError('user id reused');
-  const payload = cmd.payload ?? {};
-  checkIdentityPayload(cmd.definition, payload);
-  return [
-    {
-      type: 'UserCreated',
-      data: { userId: cmd.userId, email: cmd.email ?? null, displayName: cmd.displayName ?? null, payload, schemaId: cmd.schemaId ?? null, scopes: cmd.scopes },
-    },
-  ];
+/** Users bound to a `user` schema are created and written with the root key only (spec: Schema.allowedSurfaces). */
+export function requireRootForUserSchema(p: Principal): void {
+  if (p.kind !== 'root') throw forbidden();
 }
 
 /** Rejections of a PATCH body that do not depend on the user. */
@@ -89,39 +51,105 @@ export function checkUserPatch(b: Record<string, unknown>): void {
   if (!r.success) throw invalid(`Invalid body: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
 }
 
-export interface ChangeUserCommand {
-  kind: 'put' | 'patch';
-  body: Record<string, unknown>;
-  definition?: SchemaDefinition;
-  /** Scopes after identity auto-assign (undefined: unchanged). */
-  scopes?: string[];
+export type UserEvent = EventsOf<'UserCreated' | 'UserUpdated' | 'UserDeleted'>;
+
+export type UserCommand =
+  | {
+      type: 'CreateUser';
+      userId: string;
+      email?: string;
+      displayName?: string;
+      payload?: Record<string, unknown>;
+      schemaId?: string;
+      /** The bound schema's definition (undefined without schemaId). */
+      definition?: SchemaDefinition;
+      /** After identity auto-assign. */
+      scopes: string[];
+    }
+  /** PUT replaces email, displayName and payload; PATCH merges (RFC 7386). `definition`: of the schema the user is bound to, if it still exists. */
+  | { type: 'ChangeUser'; actor: Principal; kind: 'put' | 'patch'; body: Record<string, unknown>; definition?: SchemaDefinition }
+  | { type: 'DeleteUser'; actor: Principal };
+
+/** A live user the actor can reach; anything else is the same 404. */
+function reachable(actor: Principal, state: UserState): LiveUser {
+  if (!state.exists || !canReach(actor, userOwner(state))) throw notFound();
+  return state;
 }
 
-/** PUT replaces email, displayName and payload; PATCH merges (RFC 7386). Rejections change nothing. */
-export function decideChangeUser(cmd: ChangeUserCommand, state: UserState): DomainEvent[] {
-  if (!state.exists) throw notFound();
-  const b = cmd.body;
-  if (cmd.kind === 'patch') checkUserPatch(b);
-  else if (b.schemaId !== undefined && b.schemaId !== state.schemaId) throw invalid('schemaId is immutable');
-  const put = cmd.kind === 'put';
-  const payload = put
-    ? ((b.payload as Record<string, unknown> | undefined) ?? {})
-    : b.payload !== undefined
-      ? (mergePatch(state.payload, b.payload) as Record<string, unknown>)
-      : state.payload;
-  checkIdentityPayload(cmd.definition, payload);
-  const pick = (k: 'email' | 'displayName') => (put ? ((b[k] as string | undefined) ?? null) : k in b ? (b[k] as string) : state[k]);
-  return [
-    {
-      type: 'UserUpdated',
-      data: { userId: state.id, email: pick('email'), displayName: pick('displayName'), payload, scopes: cmd.scopes ?? state.scopes, change: cmd.kind },
+/**
+ * The user decider. Payloads are stored sealed (sensitive values of the bound
+ * schema): `sealing` unseals the stored payload a PATCH merges into and seals
+ * what the decision stores.
+ */
+export function userDecider(sealing: Pick<PayloadSealing, 'seal' | 'unseal'>): Decider<UserState, UserCommand, UserEvent> {
+  const sealed = (def: SchemaDefinition | undefined, payload: Record<string, unknown>) => (def ? sealing.seal(def, payload) : payload);
+  return {
+    initialState: () => ({ exists: false }),
+
+    decide(cmd, state) {
+      switch (cmd.type) {
+        case 'CreateUser': {
+          if (state.exists || state.deleted) throw new InternalError('user id reused');
+          const payload = cmd.payload ?? {};
+          checkIdentityPayload(cmd.definition, payload);
+          return [
+            {
+              type: 'UserCreated',
+              data: { userId: cmd.userId, email: cmd.email ?? null, displayName: cmd.displayName ?? null, payload: sealed(cmd.definition, payload), schemaId: cmd.schemaId ?? null, scopes: cmd.scopes },
+            },
+          ];
+        }
+        case 'ChangeUser': {
+          const cur = reachable(cmd.actor, state);
+          const b = cmd.body;
+          if (cmd.kind === 'patch') checkUserPatch(b);
+          if (cur.schemaId) requireRootForUserSchema(cmd.actor);
+          const scopes = 'scopes' in b ? (stampOwnership(cmd.actor, { scopes: b.scopes as string[] }).scopes ?? []) : undefined;
+          if (cmd.kind === 'put' && b.schemaId !== undefined && b.schemaId !== cur.schemaId) throw invalid('schemaId is immutable');
+          const put = cmd.kind === 'put';
+          const payload = put
+            ? ((b.payload as Record<string, unknown> | undefined) ?? {})
+            : b.payload !== undefined
+              ? (mergePatch(sealing.unseal(cur.payload), b.payload) as Record<string, unknown>)
+              : sealing.unseal(cur.payload);
+          checkIdentityPayload(cmd.definition, payload);
+          const pick = (k: 'email' | 'displayName') => (put ? ((b[k] as string | undefined) ?? null) : k in b ? (b[k] as string) : cur[k]);
+          return [
+            {
+              type: 'UserUpdated',
+              data: { userId: cur.id, email: pick('email'), displayName: pick('displayName'), payload: sealed(cmd.definition, payload), scopes: scopes ?? cur.scopes, change: cmd.kind },
+            },
+          ];
+        }
+        case 'DeleteUser': {
+          const cur = reachable(cmd.actor, state);
+          if (cur.schemaId) requireRootForUserSchema(cmd.actor);
+          return [{ type: 'UserDeleted', data: { userId: cur.id, email: cur.email } }];
+        }
+        default:
+          return assertNever(cmd);
+      }
     },
-  ];
-}
 
-export function decideDeleteUser(state: UserState): DomainEvent[] {
-  if (!state.exists) throw notFound();
-  return [{ type: 'UserDeleted', data: { userId: state.id, email: state.email } }];
+    evolve(state, e, m?: EventMetadata) {
+      const at = m?.occurredAt ?? '';
+      switch (e.type) {
+        case 'UserCreated': {
+          const { userId, ...d } = e.data;
+          return { exists: true, id: userId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, ...d, createdAt: at, updatedAt: at, version: 1 };
+        }
+        case 'UserUpdated': {
+          if (!state.exists) return state;
+          const { userId: _, change: __, ...d } = e.data;
+          return { ...state, ...d, updatedAt: at, version: state.version + 1 };
+        }
+        case 'UserDeleted':
+          return { exists: false, deleted: true };
+        default:
+          return unexpected(e, state);
+      }
+    },
+  };
 }
 
 /** The response shape: unset optional fields are absent; sensitive payload values read back masked. */

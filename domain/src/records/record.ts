@@ -2,6 +2,8 @@ import { type DomainEvent, type EventMetadata, IMMUTABLE_RECORD_KEYS, InternalEr
 import { checkInlineLimit, mergePatch, validatePayload } from './payload';
 import { ownValue } from './own-value';
 import { lookupsOf } from '../schemas/schema';
+import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
+import type { PayloadSealing } from '../shared/sealing';
 
 export interface LiveRecord {
   exists: true;
@@ -25,32 +27,6 @@ export interface LiveRecord {
 }
 export type RecordState = { exists: false; deleted?: boolean } | LiveRecord;
 
-export const recordAggregate = {
-  initialState: (): RecordState => ({ exists: false }),
-  evolve(state: RecordState, e: DomainEvent, m?: EventMetadata): RecordState {
-    const at = m?.occurredAt ?? '';
-    switch (e.type) {
-      case 'RecordCreated': {
-        const { recordId, ...d } = e.data;
-        return { exists: true, id: recordId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, ...d, createdBy: m?.actorKeyId ?? null, createdAt: at, updatedAt: at, version: 1 };
-      }
-      case 'RecordUpdated': {
-        if (!state.exists) return state;
-        const { recordId: _, change: __, ...d } = e.data;
-        return { ...state, ...d, updatedAt: at, version: state.version + 1 };
-      }
-      case 'RecordDeleted':
-        return { exists: false, deleted: true };
-      // Index outcomes (appended by the search projector): not a change of the record, so no version change.
-      case 'RecordIndexed':
-      case 'RecordIndexFailed':
-        return state;
-      default:
-        return state;
-    }
-  },
-};
-
 /** Effective index mode: the record's, else the schema's, else HYBRID when something is searchable, else store-only. */
 export function effectiveIndexMode(requested: string | undefined, def: SchemaDefinition): string {
   if (requested) return requested;
@@ -70,58 +46,117 @@ export function uniqueValues(def: SchemaDefinition, payload: Record<string, unkn
   return out;
 }
 
-export interface CreateRecordCommand {
-  recordId: string;
+export type RecordEvent = EventsOf<'RecordCreated' | 'RecordUpdated' | 'RecordDeleted' | 'RecordIndexed' | 'RecordIndexFailed'>;
+
+/** The schema a record is written against (the command handler loads it). */
+export interface RecordSchema {
   schemaId: string;
   schemaVersion: number;
   definition: SchemaDefinition;
-  payload: Record<string, unknown>;
-  status?: string;
-  folderId?: string;
-  userId: string | null;
-  scopes: string[];
-  externalId?: string;
-  indexMode?: string;
 }
 
-export function decideCreate(cmd: CreateRecordCommand, state: RecordState): DomainEvent[] {
+export type RecordCommand =
+  | {
+      type: 'CreateRecord';
+      recordId: string;
+      /** Where the record lives: scopes the blind index of its sensitive values. */
+      tenantId: string;
+      contextId: string;
+      schema: RecordSchema;
+      payload: Record<string, unknown>;
+      status?: string;
+      folderId?: string;
+      userId: string | null;
+      scopes: string[];
+      externalId?: string;
+      indexMode?: string;
+    }
+  | {
+      /** PUT replaces mutable fields (payload in full); PATCH merges per RFC 7386. */
+      type: 'ChangeRecord';
+      kind: 'put' | 'patch';
+      body: Record<string, unknown>;
+      schema: RecordSchema;
+      /** Ownership after identity auto-assign (undefined: unchanged). */
+      userId?: string | null;
+      scopes?: string[];
+    }
+  | { type: 'DeleteRecord'; expectedVersion?: number };
+
+function evolve(state: RecordState, e: RecordEvent, m?: EventMetadata): RecordState {
+  const at = m?.occurredAt ?? '';
+  switch (e.type) {
+    case 'RecordCreated': {
+      const { recordId, ...d } = e.data;
+      return { exists: true, id: recordId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, ...d, createdBy: m?.actorKeyId ?? null, createdAt: at, updatedAt: at, version: 1 };
+    }
+    case 'RecordUpdated': {
+      if (!state.exists) return state;
+      const { recordId: _, change: __, ...d } = e.data;
+      return { ...state, ...d, updatedAt: at, version: state.version + 1 };
+    }
+    case 'RecordDeleted':
+      return { exists: false, deleted: true };
+    // Index outcomes (appended by the search projector): not a change of the record, so no version change.
+    case 'RecordIndexed':
+    case 'RecordIndexFailed':
+      return state;
+    default:
+      return unexpected(e, state);
+  }
+}
+
+const initialState = (): RecordState => ({ exists: false });
+
+/** A record's state from its stream, for readers that hold any stored event (host API, trigger runner). */
+export const recordAggregate = { initialState, evolve: evolve as (state: RecordState, e: DomainEvent, m?: EventMetadata) => RecordState };
+
+/** The stored form of a payload: sensitive values sealed, their blind index beside it (only when there is one). */
+function sealed(sealing: PayloadSealing, scope: [string, string, string], def: SchemaDefinition, payload: Record<string, unknown>) {
+  const blind = sealing.blind(scope, def, payload);
+  return { payload: sealing.seal(def, payload), ...(Object.keys(blind).length ? { blindIndex: blind } : {}) };
+}
+
+function live(state: RecordState): LiveRecord {
+  if (!state.exists) throw notFound();
+  return state;
+}
+
+function create(sealing: PayloadSealing, cmd: Extract<RecordCommand, { type: 'CreateRecord' }>, state: RecordState): RecordEvent[] {
   if (state.exists || state.deleted) throw new InternalError('record id reused');
-  validatePayload(cmd.definition, cmd.payload, { enforceRequired: true });
-  checkInlineLimit(cmd.definition, cmd.payload);
+  const def = cmd.schema.definition;
+  // The route refuses these before any read; the decision holds them too.
+  if (def.active === false) throw invalid('The schema is inactive: new records are rejected');
+  if (!def.allowedSurfaces.includes('record')) throw invalid('The schema does not allow the record surface');
+  validatePayload(def, cmd.payload, { enforceRequired: true });
+  checkInlineLimit(def, cmd.payload);
+  const { payload, ...blindIndex } = sealed(sealing, [cmd.tenantId, cmd.contextId, def.typeName], def, cmd.payload);
   return [
     {
       type: 'RecordCreated',
       data: {
         recordId: cmd.recordId,
-        schemaId: cmd.schemaId,
-        schemaVersion: cmd.schemaVersion,
-        typeName: cmd.definition.typeName,
-        payload: cmd.payload,
+        schemaId: cmd.schema.schemaId,
+        schemaVersion: cmd.schema.schemaVersion,
+        typeName: def.typeName,
+        payload,
         status: cmd.status ?? 'ACTIVE',
         folderId: cmd.folderId ?? null,
         userId: cmd.userId,
         scopes: cmd.scopes,
         externalId: cmd.externalId ?? null,
-        indexMode: effectiveIndexMode(cmd.indexMode, cmd.definition),
+        indexMode: effectiveIndexMode(cmd.indexMode, def),
+        ...blindIndex,
       },
     },
   ];
 }
 
-export interface ChangeRecordCommand {
-  kind: 'put' | 'patch';
-  body: Record<string, unknown>;
-  definition: SchemaDefinition;
-  schemaVersion: number;
-  /** Ownership after identity auto-assign (undefined: unchanged). */
-  userId?: string | null;
-  scopes?: string[];
-}
-
-/** PUT replaces mutable fields (payload in full); PATCH merges per RFC 7386. Rejections change nothing. */
-export function decideChange(cmd: ChangeRecordCommand, state: RecordState): DomainEvent[] {
-  if (!state.exists) throw notFound();
+/** Rejections change nothing; the stored payload is unsealed to merge and validate, and sealed again. */
+function change(sealing: PayloadSealing, cmd: Extract<RecordCommand, { type: 'ChangeRecord' }>, state: RecordState): RecordEvent[] {
+  const cur = live(state);
   const b = cmd.body;
+  if (Array.isArray(b.scopes) && b.scopes.length > 2) throw invalid('scopes: at most 2');
   if (cmd.kind === 'patch') {
     for (const k of IMMUTABLE_RECORD_KEYS) if (k in b) throw invalid(`${k} cannot be changed by PATCH`);
     for (const k of Object.keys(b)) {
@@ -130,38 +165,59 @@ export function decideChange(cmd: ChangeRecordCommand, state: RecordState): Doma
     }
     if (b.payload !== undefined && (typeof b.payload !== 'object' || Array.isArray(b.payload))) throw invalid('payload must be an object');
   } else {
-    if (b.externalId !== undefined && b.externalId !== state.externalId) throw invalid('externalId is immutable');
-    if (b.indexMode !== undefined && b.indexMode !== state.indexMode) throw invalid('indexMode is immutable');
+    if (b.externalId !== undefined && b.externalId !== cur.externalId) throw invalid('externalId is immutable');
+    if (b.indexMode !== undefined && b.indexMode !== cur.indexMode) throw invalid('indexMode is immutable');
   }
-  if (b.expectedVersion !== undefined && b.expectedVersion !== state.version) throw versionConflict();
+  if (b.expectedVersion !== undefined && b.expectedVersion !== cur.version) throw versionConflict();
   if ('folderId' in b && (b.folderId === null || b.folderId === '')) throw invalid('folderId cannot be cleared');
-  const payload =
+  const def = cmd.schema.definition;
+  const next =
     cmd.kind === 'put'
       ? ((b.payload as Record<string, unknown> | undefined) ?? {})
       : b.payload !== undefined
-        ? (mergePatch(state.payload, b.payload) as Record<string, unknown>)
-        : state.payload;
-  validatePayload(cmd.definition, payload, { enforceRequired: true });
-  checkInlineLimit(cmd.definition, payload);
+        ? (mergePatch(sealing.unseal(cur.payload), b.payload) as Record<string, unknown>)
+        : sealing.unseal(cur.payload);
+  validatePayload(def, next, { enforceRequired: true });
+  checkInlineLimit(def, next);
   return [
     {
       type: 'RecordUpdated',
       data: {
-        recordId: state.id,
-        schemaVersion: cmd.schemaVersion,
-        payload,
-        status: (b.status as string | undefined) ?? state.status,
-        folderId: (b.folderId as string | undefined) ?? state.folderId,
-        userId: cmd.userId !== undefined ? cmd.userId : state.userId,
-        scopes: cmd.scopes ?? state.scopes,
+        recordId: cur.id,
+        schemaVersion: cmd.schema.schemaVersion,
+        ...sealed(sealing, [cur.tenantId!, cur.contextId!, cur.typeName], def, next),
+        status: (b.status as string | undefined) ?? cur.status,
+        folderId: (b.folderId as string | undefined) ?? cur.folderId,
+        userId: cmd.userId !== undefined ? cmd.userId : cur.userId,
+        scopes: cmd.scopes ?? cur.scopes,
         change: cmd.kind,
       },
     },
   ];
 }
 
-export function decideDelete(state: RecordState, expectedVersion?: number): DomainEvent[] {
-  if (!state.exists) throw notFound();
-  if (expectedVersion !== undefined && expectedVersion !== state.version) throw versionConflict();
-  return [{ type: 'RecordDeleted', data: { recordId: state.id, typeName: state.typeName, externalId: state.externalId } }];
+/**
+ * The record decider. `sealing` seals sensitive values and computes their blind
+ * index inside the decision: the events it returns are the events stored.
+ */
+export function recordDecider(sealing: PayloadSealing): Decider<RecordState, RecordCommand, RecordEvent> {
+  return {
+    initialState,
+    evolve,
+    decide(cmd, state) {
+      switch (cmd.type) {
+        case 'CreateRecord':
+          return create(sealing, cmd, state);
+        case 'ChangeRecord':
+          return change(sealing, cmd, state);
+        case 'DeleteRecord': {
+          const cur = live(state);
+          if (cmd.expectedVersion !== undefined && cmd.expectedVersion !== cur.version) throw versionConflict();
+          return [{ type: 'RecordDeleted', data: { recordId: cur.id, typeName: cur.typeName, externalId: cur.externalId } }];
+        }
+        default:
+          return assertNever(cmd);
+      }
+    },
+  };
 }

@@ -1,5 +1,6 @@
-import { conflict, type DomainEvent, invalid, notFound, RESERVED_NAMES, type SchemaDefinition, type SchemaUpdate, versionConflict } from '@svc/contracts';
+import { conflict, type DomainEvent, InternalError, invalid, notFound, RESERVED_NAMES, type SchemaDefinition, type SchemaUpdate, versionConflict } from '@svc/contracts';
 import { patternProblem } from '../records/pattern';
+import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
 
 export const MAX_LOOKUP_FIELDS = 10;
 export const BUILTIN_NAMESPACES = ['org', 'client'];
@@ -99,25 +100,64 @@ export function validateDefinition(def: SchemaDefinition, namespaces: readonly s
 
 export const capabilitiesOf = (def: SchemaDefinition) => ({ auditHistory: true, triggersEnabled: false, ...(def.capabilities ?? {}) });
 
-export const schemaAggregate = {
-  initialState: (): SchemaState => ({ exists: false }),
-  evolve(state: SchemaState, e: DomainEvent, m?: { occurredAt: string; tenantId: string | null; contextId: string | null }): SchemaState {
-    const at = m?.occurredAt ?? '';
-    switch (e.type) {
-      case 'SchemaCreated':
-        return { exists: true, id: e.data.schemaId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, definition: e.data.definition, schemaVersion: 1, createdAt: at, updatedAt: at };
-      case 'SchemaUpdated':
-        return state.exists ? { ...state, definition: e.data.definition, schemaVersion: e.data.schemaVersion, updatedAt: at } : state;
-      case 'SchemaDeleted':
-        return { exists: false, deleted: true };
-      default:
-        return state;
+export type SchemaEvent = EventsOf<'SchemaCreated' | 'SchemaUpdated' | 'SchemaDeleted'>;
+
+export type SchemaCommand =
+  | {
+      type: 'CreateSchema';
+      schemaId: string;
+      /** The definition with the caller's ownership stamped in. */
+      definition: SchemaDefinition;
+      /** A user schema needs the root key. */
+      byRoot: boolean;
+      /** The tenant's registered namespaces (reference targets). */
+      namespaces: readonly string[];
+      /** The schema holding this typeName for the same owner key, if any: the create is then idempotent (no events). */
+      heldBy: string | null;
+      /** The schema holding this typeName as the shared base (read for a variant only). */
+      sharedBase: string | null;
     }
-  },
-};
+  | { type: 'UpdateSchema'; body: SchemaUpdate; namespaces?: readonly string[] }
+  | { type: 'DeleteSchema' };
+
+function evolve(state: SchemaState, e: SchemaEvent, m?: { occurredAt: string; tenantId: string | null; contextId: string | null }): SchemaState {
+  const at = m?.occurredAt ?? '';
+  switch (e.type) {
+    case 'SchemaCreated':
+      return { exists: true, id: e.data.schemaId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, definition: e.data.definition, schemaVersion: 1, createdAt: at, updatedAt: at };
+    case 'SchemaUpdated':
+      return state.exists ? { ...state, definition: e.data.definition, schemaVersion: e.data.schemaVersion, updatedAt: at } : state;
+    case 'SchemaDeleted':
+      return { exists: false, deleted: true };
+    default:
+      return unexpected(e, state);
+  }
+}
+
+const initialState = (): SchemaState => ({ exists: false });
+
+/** A schema's state from its stream, for readers that hold any stored event. */
+export const schemaAggregate = { initialState, evolve: evolve as (state: SchemaState, e: DomainEvent, m?: { occurredAt: string; tenantId: string | null; contextId: string | null }) => SchemaState };
+
+/** Create: a shared base (no owner) or a variant `basedOn` the base of its typeName; a repeat for the same owner decides nothing. */
+function create(cmd: Extract<SchemaCommand, { type: 'CreateSchema' }>, state: SchemaState): SchemaEvent[] {
+  if (state.exists || state.deleted) throw new InternalError('schema id reused');
+  const def = cmd.definition;
+  if (def.allowedSurfaces.includes('user') && !cmd.byRoot) throw invalid('A user schema needs the root key');
+  validateDefinition(def, cmd.namespaces);
+  if (cmd.heldBy) return [];
+  if (ownerKeyOf(def)) {
+    if (!cmd.sharedBase) throw invalid(`No shared base schema exists for typeName '${def.typeName}'; it must be created by an unscoped credential first`);
+    if (def.basedOn !== cmd.sharedBase) throw invalid(`typeName '${def.typeName}' is already used; set basedOn to the shared base schema ${cmd.sharedBase}`);
+  } else if (def.basedOn) {
+    throw invalid('The shared base schema of a typeName cannot set basedOn');
+  }
+  return [{ type: 'SchemaCreated', data: { schemaId: cmd.schemaId, typeName: def.typeName, definition: def } }];
+}
 
 /** PUT semantics: collections replaced in full when given, omitted scalars preserved, capabilities replaced in full when given. */
-export function decideSchemaUpdate(state: SchemaState, body: SchemaUpdate, namespaces?: readonly string[]): DomainEvent[] {
+function update(cmd: Extract<SchemaCommand, { type: 'UpdateSchema' }>, state: SchemaState): SchemaEvent[] {
+  const { body, namespaces } = cmd;
   if (!state.exists) throw notFound();
   if (body.expectedVersion !== undefined && body.expectedVersion !== state.schemaVersion) throw versionConflict();
   const cur = state.definition;
@@ -139,10 +179,23 @@ export function decideSchemaUpdate(state: SchemaState, body: SchemaUpdate, names
   return [{ type: 'SchemaUpdated', data: { schemaId: state.id, schemaVersion: state.schemaVersion + 1, definition: next } }];
 }
 
-export function decideSchemaDelete(state: SchemaState): DomainEvent[] {
-  if (!state.exists) throw notFound();
-  return [{ type: 'SchemaDeleted', data: { schemaId: state.id, typeName: state.definition.typeName } }];
-}
+export const schemaDecider: Decider<SchemaState, SchemaCommand, SchemaEvent> = {
+  initialState,
+  evolve,
+  decide(cmd, state) {
+    switch (cmd.type) {
+      case 'CreateSchema':
+        return create(cmd, state);
+      case 'UpdateSchema':
+        return update(cmd, state);
+      case 'DeleteSchema':
+        if (!state.exists) throw notFound();
+        return [{ type: 'SchemaDeleted', data: { schemaId: state.id, typeName: state.definition.typeName } }];
+      default:
+        return assertNever(cmd);
+    }
+  },
+};
 
 export const schemaInactive = () => conflict('The schema is inactive');
 

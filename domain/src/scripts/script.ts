@@ -1,4 +1,5 @@
 import { type DomainEvent, type EventMetadata, notFound } from '@svc/contracts';
+import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
 
 /**
  * The versions of one script name (decisions §4, §7): an immutable version per
@@ -27,9 +28,47 @@ export interface ScriptState {
 
 export const MAX_SCRIPT_SOURCE_BYTES = 256 * 1024;
 
-export const scriptAggregate = {
-  initialState: (): ScriptState => ({ versions: [], lastVersion: 0 }),
-  evolve(state: ScriptState, e: DomainEvent, m?: EventMetadata): ScriptState {
+export type ScriptEvent = EventsOf<'ScriptVersionPushed' | 'ScriptVersionDeleted'>;
+export const isScriptEvent = (e: DomainEvent): e is ScriptEvent => e.type === 'ScriptVersionPushed' || e.type === 'ScriptVersionDeleted';
+
+export type ScriptCommand =
+  /** A push always adds the next version number (size and syntax are checked before: they need no state). */
+  | { type: 'PushScriptVersion'; scriptId: string; name: string; source: string; declaredInputContract?: Record<string, unknown> | null; description?: string | null }
+  /** Deleting a version that is not live (never pushed, or deleted already) is a 404. */
+  | { type: 'DeleteScriptVersion'; scriptId: string };
+
+export const scriptDecider: Decider<ScriptState, ScriptCommand, ScriptEvent> = {
+  initialState: () => ({ versions: [], lastVersion: 0 }),
+
+  decide(cmd, state) {
+    switch (cmd.type) {
+      case 'PushScriptVersion':
+        return [
+          {
+            type: 'ScriptVersionPushed',
+            data: {
+              scriptId: cmd.scriptId,
+              name: cmd.name,
+              version: state.lastVersion + 1,
+              source: cmd.source,
+              sourceBytes: Buffer.byteLength(cmd.source, 'utf8'),
+              declaredInputContract: cmd.declaredInputContract ?? null,
+              description: cmd.description ?? null,
+            },
+          },
+        ];
+      case 'DeleteScriptVersion': {
+        const v = state.versions.find((x) => x.id === cmd.scriptId);
+        if (!v) throw notFound();
+        return [{ type: 'ScriptVersionDeleted', data: { scriptId: cmd.scriptId, name: v.name, version: v.version } }];
+      }
+      default:
+        return assertNever(cmd);
+    }
+  },
+
+  /** `metadata` gives a version its tenant, context and creation time. */
+  evolve(state, e, m?: EventMetadata) {
     switch (e.type) {
       case 'ScriptVersionPushed': {
         const d = e.data;
@@ -50,43 +89,10 @@ export const scriptAggregate = {
       case 'ScriptVersionDeleted':
         return { ...state, versions: state.versions.filter((v) => v.id !== e.data.scriptId) };
       default:
-        return state;
+        return unexpected(e, state);
     }
   },
 };
-
-export interface PushScriptCommand {
-  scriptId: string;
-  name: string;
-  source: string;
-  declaredInputContract?: Record<string, unknown> | null;
-  description?: string | null;
-}
-
-/** A push always adds the next version number. */
-export function decidePushScript(cmd: PushScriptCommand, state: ScriptState): DomainEvent[] {
-  return [
-    {
-      type: 'ScriptVersionPushed',
-      data: {
-        scriptId: cmd.scriptId,
-        name: cmd.name,
-        version: state.lastVersion + 1,
-        source: cmd.source,
-        sourceBytes: Buffer.byteLength(cmd.source, 'utf8'),
-        declaredInputContract: cmd.declaredInputContract ?? null,
-        description: cmd.description ?? null,
-      },
-    },
-  ];
-}
-
-/** Deleting a version that is not live (never pushed, or deleted already) is a 404. */
-export function decideDeleteScriptVersion(scriptId: string, state: ScriptState): DomainEvent[] {
-  const v = state.versions.find((x) => x.id === scriptId);
-  if (!v) throw notFound();
-  return [{ type: 'ScriptVersionDeleted', data: { scriptId, name: v.name, version: v.version } }];
-}
 
 /** `latest` or a version number, as POST /v1/scripts/execute names it; null when there is no such live version. */
 export function resolveScriptVersion(state: ScriptState, version: number | 'latest'): ScriptVersion | null {

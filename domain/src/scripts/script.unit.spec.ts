@@ -1,32 +1,56 @@
 import { describe, expect, it } from 'vitest';
-import type { DomainEvent } from '@svc/contracts';
-import { decideDeleteScriptVersion, decidePushScript, resolveScriptVersion, scriptAggregate, type ScriptState } from './script';
+import { given, TEST_METADATA } from '../shared/given-when-then';
+import { resolveScriptVersion, type ScriptEvent, scriptDecider, scriptView } from './script';
 
-const md = { tenantId: 't', contextId: 'c', accountId: 'a', actorKeyId: null, userId: null, requestId: null, occurredAt: '2026-11-25T00:00:00.000Z', schemaVersion: 1 };
-const given = (events: DomainEvent[]): ScriptState => events.reduce((s, e) => scriptAggregate.evolve(s, e, md), scriptAggregate.initialState());
-const push = (state: ScriptState, id: string, source = 'export default () => 1') => decidePushScript({ scriptId: id, name: 'n', source }, state);
+const SOURCE = 'export default () => 1';
+const pushed = (scriptId: string, version: number, source = SOURCE): ScriptEvent => ({
+  type: 'ScriptVersionPushed',
+  data: { scriptId, name: 'n', version, source, sourceBytes: Buffer.byteLength(source), declaredInputContract: null, description: null },
+});
+const deleted = (scriptId: string, version: number): ScriptEvent => ({ type: 'ScriptVersionDeleted', data: { scriptId, name: 'n', version } });
+const push = (scriptId: string, source = SOURCE) => ({ type: 'PushScriptVersion', scriptId, name: 'n', source }) as const;
 
-describe('script versions', () => {
+describe('PushScriptVersion', () => {
   it('numbers versions per name from 1 and records the source size in UTF-8 bytes', () => {
-    const first = push(given([]), 'a', 'export default () => "é"');
-    expect(first).toEqual([{ type: 'ScriptVersionPushed', data: { scriptId: 'a', name: 'n', version: 1, source: 'export default () => "é"', sourceBytes: 25, declaredInputContract: null, description: null } }]);
-    const second = push(given(first), 'b');
-    expect(second[0].data).toMatchObject({ version: 2 });
+    given(scriptDecider).when(push('a', 'export default () => "é"')).then([pushed('a', 1, 'export default () => "é"')]);
+    expect(pushed('a', 1, 'export default () => "é"').data).toMatchObject({ sourceBytes: 25 });
+    given(scriptDecider, [pushed('a', 1)]).when(push('b')).then([pushed('b', 2)]);
   });
 
-  it('never reuses a deleted version number; latest is the newest live version', () => {
-    const e1 = push(given([]), 'a');
-    const e2 = push(given(e1), 'b');
-    const del = decideDeleteScriptVersion('b', given([...e1, ...e2]));
-    expect(del).toEqual([{ type: 'ScriptVersionDeleted', data: { scriptId: 'b', name: 'n', version: 2 } }]);
-    const state = given([...e1, ...e2, ...del]);
-    expect(push(state, 'c')[0].data).toMatchObject({ version: 3 });
+  it('keeps the declared input contract and description', () => {
+    const cmd = { ...push('a'), declaredInputContract: { type: 'object' }, description: 'd' };
+    given(scriptDecider).when(cmd).then([{ type: 'ScriptVersionPushed', data: { ...pushed('a', 1).data, declaredInputContract: { type: 'object' }, description: 'd' } } as ScriptEvent]);
+  });
+
+  it('never reuses a deleted version number', () => {
+    given(scriptDecider, [pushed('a', 1), pushed('b', 2), deleted('b', 2)]).when(push('c')).then([pushed('c', 3)]);
+  });
+});
+
+describe('DeleteScriptVersion', () => {
+  it('deletes a live version', () => {
+    given(scriptDecider, [pushed('a', 1), pushed('b', 2)]).when({ type: 'DeleteScriptVersion', scriptId: 'b' }).then([deleted('b', 2)]);
+  });
+
+  it('refuses a version that is not live (404)', () => {
+    given(scriptDecider).when({ type: 'DeleteScriptVersion', scriptId: 'x' }).thenThrows('NOT_FOUND');
+    given(scriptDecider, [pushed('a', 1), deleted('a', 1)]).when({ type: 'DeleteScriptVersion', scriptId: 'a' }).thenThrows('NOT_FOUND');
+  });
+});
+
+describe('versions', () => {
+  it('latest is the newest live version; a deleted number resolves to nothing', () => {
+    const state = given(scriptDecider, [pushed('a', 1), pushed('b', 2), deleted('b', 2)]).state();
     expect(resolveScriptVersion(state, 'latest')?.id).toBe('a');
+    expect(resolveScriptVersion(state, 1)?.id).toBe('a');
     expect(resolveScriptVersion(state, 2)).toBeNull();
-    expect(resolveScriptVersion(given([]), 'latest')).toBeNull();
+    expect(resolveScriptVersion(given(scriptDecider).state(), 'latest')).toBeNull();
   });
 
-  it('refuses to delete a version that is not live (404)', () => {
-    expect(() => decideDeleteScriptVersion('x', given([]))).toThrow(expect.objectContaining({ code: 'NOT_FOUND' }));
+  it('a version carries its tenant, context and creation time; source only when asked', () => {
+    const [v] = given(scriptDecider, [pushed('a', 1)]).state().versions;
+    expect(v).toMatchObject({ tenantId: TEST_METADATA.tenantId, contextId: TEST_METADATA.contextId, createdAt: TEST_METADATA.occurredAt });
+    expect(scriptView(v, false)).not.toHaveProperty('source');
+    expect(scriptView(v, true)).toMatchObject({ source: SOURCE });
   });
 });

@@ -1,19 +1,31 @@
-import type { DomainEvent } from '@svc/contracts';
+import type { DomainEvent, EventMetadata } from '@svc/contracts';
 import { InternalError } from '@svc/contracts';
 
 /**
  * An aggregate's decisions: `decide(command, state) -> events` and
- * `evolve(state, event) -> state`. Time and ids arrive inside the command.
+ * `evolve(state, event) -> state`. Time and ids arrive inside the command;
+ * `metadata` gives evolve the time and actor of a stored event (createdAt, createdBy).
+ * What `decide` returns is what is stored (sealing included): nothing rewrites it.
  */
 export interface Decider<State, Command, Event extends DomainEvent = DomainEvent> {
   initialState(): State;
   decide(command: Command, state: State): Event[];
-  evolve(state: State, event: Event): State;
+  evolve(state: State, event: Event, metadata?: EventMetadata): State;
 }
 
-export const fold = <S, C, E extends DomainEvent>(d: Decider<S, C, E>, events: E[]): S => events.reduce(d.evolve, d.initialState());
+/** The events an aggregate's stream holds: the catalogue members named `T`. */
+export type EventsOf<T extends DomainEvent['type']> = Extract<DomainEvent, { type: T }>;
 
-/** Closes an exhaustive switch: the compiler reports the case someone forgot. */
+export const fold = <S, C, E extends DomainEvent>(d: Decider<S, C, E>, events: readonly E[], metadata?: EventMetadata): S =>
+  events.reduce((s, e) => d.evolve(s, e, metadata), d.initialState());
+
+/** Closes an exhaustive switch (decide): the compiler reports the case someone forgot. */
 export function assertNever(x: never): never {
   throw new InternalError(`unexpected ${JSON.stringify(x)}`);
 }
+
+/**
+ * Closes evolve's switch: exhaustive for the compiler like assertNever, but an event of
+ * another kind found in a stream at run time leaves the state as it is (a reader never fails on it).
+ */
+export const unexpected = <S>(_event: never, state: S): S => state;

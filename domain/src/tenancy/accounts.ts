@@ -1,4 +1,5 @@
-import { type EventData, invalid, notFound } from '@svc/contracts';
+import { type EventData, InternalError, invalid, notFound } from '@svc/contracts';
+import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
 
 export type Plan = EventData<'AccountOpened'>['plan'];
 export const PLANS: readonly Plan[] = ['free', 'starter', 'pro', 'scale', 'enterprise'];
@@ -7,11 +8,75 @@ export type AccountState =
   | { exists: false }
   | ({ exists: true } & Omit<EventData<'AccountOpened'>, 'inferenceBalanceCents'> & { inferenceBalanceCents: number });
 
-type AccountEvent = { type: 'AccountOpened'; data: EventData<'AccountOpened'> } | { type: 'AccountChanged'; data: EventData<'AccountChanged'> };
+export type AccountEvent = EventsOf<'AccountOpened' | 'AccountChanged'>;
 
-export const accountDecider = {
-  initialState: (): AccountState => ({ exists: false }),
-  evolve(state: AccountState, e: AccountEvent): AccountState {
+export type AccountCommand =
+  /** POST /operator/accounts: ids of the account, its two tenants and their default contexts arrive with the command. */
+  | {
+      type: 'OpenAccount';
+      accountId: string;
+      name?: string;
+      plan?: Plan;
+      inferenceBalanceCents?: number;
+      creditLimit?: number;
+      rateLimitPerMinute?: number;
+      entitlements?: { allowGlobalRegion: boolean };
+      tenants: EventData<'AccountOpened'>['tenants'];
+    }
+  /** PATCH /operator/accounts/{id}: `inferenceBalanceCents` is a top-up added to the balance. */
+  | {
+      type: 'ChangeAccount';
+      plan?: Plan;
+      creditLimit?: number | null;
+      rateLimitPerMinute?: number | null;
+      inferenceBalanceCents?: number;
+      entitlements?: { allowGlobalRegion: boolean };
+    };
+
+export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent> = {
+  initialState: () => ({ exists: false }),
+
+  decide(cmd, state) {
+    switch (cmd.type) {
+      case 'OpenAccount':
+        if (state.exists) throw new InternalError('account id reused');
+        return [
+          {
+            type: 'AccountOpened',
+            data: {
+              accountId: cmd.accountId,
+              name: cmd.name ?? null,
+              plan: cmd.plan ?? 'free',
+              inferenceBalanceCents: cmd.inferenceBalanceCents ?? 0,
+              creditLimit: cmd.creditLimit ?? null,
+              rateLimitPerMinute: cmd.rateLimitPerMinute ?? null,
+              entitlements: cmd.entitlements ?? { allowGlobalRegion: false },
+              tenants: cmd.tenants,
+            },
+          },
+        ];
+      case 'ChangeAccount':
+        if (!state.exists) throw notFound();
+        if (cmd.inferenceBalanceCents !== undefined && cmd.inferenceBalanceCents < 0) throw invalid('inferenceBalanceCents must not be negative');
+        return [
+          {
+            type: 'AccountChanged',
+            data: {
+              accountId: state.accountId,
+              plan: cmd.plan,
+              creditLimit: cmd.creditLimit !== undefined ? { value: cmd.creditLimit } : undefined,
+              rateLimitPerMinute: cmd.rateLimitPerMinute !== undefined ? { value: cmd.rateLimitPerMinute } : undefined,
+              inferenceBalanceCentsDelta: cmd.inferenceBalanceCents,
+              entitlements: cmd.entitlements,
+            },
+          },
+        ];
+      default:
+        return assertNever(cmd);
+    }
+  },
+
+  evolve(state, e) {
     switch (e.type) {
       case 'AccountOpened':
         return { exists: true, ...e.data };
@@ -27,27 +92,12 @@ export const accountDecider = {
           entitlements: d.entitlements ?? state.entitlements,
         };
       }
+      default:
+        return unexpected(e, state);
     }
   },
-  /** PATCH /operator/accounts/{id}: `inferenceBalanceCents` is a top-up added to the balance. */
-  decideChange(
-    cmd: { plan?: Plan; creditLimit?: number | null; rateLimitPerMinute?: number | null; inferenceBalanceCents?: number; entitlements?: { allowGlobalRegion: boolean } },
-    state: AccountState,
-  ): AccountEvent[] {
-    if (!state.exists) throw notFound();
-    if (cmd.inferenceBalanceCents !== undefined && cmd.inferenceBalanceCents < 0) throw invalid('inferenceBalanceCents must not be negative');
-    return [
-      {
-        type: 'AccountChanged',
-        data: {
-          accountId: state.accountId,
-          plan: cmd.plan,
-          creditLimit: cmd.creditLimit !== undefined ? { value: cmd.creditLimit } : undefined,
-          rateLimitPerMinute: cmd.rateLimitPerMinute !== undefined ? { value: cmd.rateLimitPerMinute } : undefined,
-          inferenceBalanceCentsDelta: cmd.inferenceBalanceCents,
-          entitlements: cmd.entitlements,
-        },
-      },
-    ];
-  },
 };
+
+/** Which of the account's tenants `tenantId` is; null when it is not one of them. */
+export const environmentOf = (account: AccountState & { exists: true }, tenantId: string): 'live' | 'test' | null =>
+  account.tenants.live.tenantId === tenantId ? 'live' : account.tenants.test.tenantId === tenantId ? 'test' : null;

@@ -1,4 +1,5 @@
-import { type DomainEvent, type EventData, forbidden, invalid, notFound, type Principal } from '@svc/contracts';
+import { type EventData, forbidden, InternalError, invalid, notFound, type Principal } from '@svc/contracts';
+import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
 import { isSubset } from './permissions';
 
 type Issued = EventData<'CredentialIssued'>;
@@ -14,20 +15,43 @@ export interface RootKeyIndex {
 /** One credential's stream: issued once, revoked at most once. */
 export type CredentialState = { exists: false } | ({ exists: true; revoked: boolean } & Issued);
 
-export const credentialAggregate = {
-  initialState: (): CredentialState => ({ exists: false }),
-  evolve(s: CredentialState, e: DomainEvent): CredentialState {
-    if (e.type === 'CredentialIssued') return { exists: true, revoked: false, ...e.data };
-    if (e.type === 'CredentialRevoked' && s.exists) return { ...s, revoked: true };
-    return s;
+export type CredentialEvent = EventsOf<'CredentialIssued' | 'CredentialRevoked'>;
+
+export type CredentialCommand =
+  /** Ids, the secret's hash and the expiry arrive with the command. */
+  | ({ type: 'IssueCredential' } & Issued)
+  /** Revoking a live credential; a missing or already revoked one is the usual 404. */
+  | { type: 'RevokeCredential' };
+
+export const credentialDecider: Decider<CredentialState, CredentialCommand, CredentialEvent> = {
+  initialState: () => ({ exists: false }),
+
+  decide(cmd, s) {
+    switch (cmd.type) {
+      case 'IssueCredential': {
+        if (s.exists) throw new InternalError('credential id reused');
+        const { type: _, ...data } = cmd;
+        return [{ type: 'CredentialIssued', data }];
+      }
+      case 'RevokeCredential':
+        if (!s.exists || s.revoked) throw notFound();
+        return [{ type: 'CredentialRevoked', data: { credentialId: s.credentialId } }];
+      default:
+        return assertNever(cmd);
+    }
+  },
+
+  evolve(s, e) {
+    switch (e.type) {
+      case 'CredentialIssued':
+        return { exists: true, revoked: false, ...e.data };
+      case 'CredentialRevoked':
+        return s.exists ? { ...s, revoked: true } : s;
+      default:
+        return unexpected(e, s);
+    }
   },
 };
-
-/** Revoking a live credential; a missing or already revoked one is the usual 404. */
-export function decideRevoke(s: CredentialState): DomainEvent[] {
-  if (!s.exists || s.revoked) throw notFound();
-  return [{ type: 'CredentialRevoked', data: { credentialId: s.credentialId } }];
-}
 
 /** What a credential can reach besides its context: its bound user (null: any) and its scopes (null: no limit). */
 export interface Reach {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ServiceError } from '@svc/contracts';
-import { credentialAggregate, decideRevoke, narrowChild, reachOf } from './credentials';
+import { InternalError, ServiceError } from '@svc/contracts';
+import { given } from '../shared/given-when-then';
+import { type CredentialEvent, credentialDecider, narrowChild, reachOf } from './credentials';
 
 const parent = (o: { userId?: string | null; dataScope?: { userId?: string; scopes?: string[] } | null; allowedActions?: string[] } = {}) => ({
   allowedActions: o.allowedActions ?? ['records:r', 'records:c'],
@@ -53,19 +54,30 @@ describe('narrowChild', () => {
   });
 });
 
-describe('credential aggregate', () => {
-  it('revokes once; a second revocation or a missing credential is a 404', () => {
-    const issued = credentialAggregate.evolve(credentialAggregate.initialState(), {
-      type: 'CredentialIssued',
-      data: {
-        credentialId: 'c1', accountId: 'a', kind: 'token', tenantId: 't', environment: 'live', contextId: 'x', crossContext: false,
-        secretHash: 'h', prefix: 'st_', allowedActions: ['records:r'], dataScope: null, userId: null, expiresAt: null, wireVersionPin: null, parentCredentialId: 'p',
-      },
-    });
-    const events = decideRevoke(issued);
-    expect(events).toEqual([{ type: 'CredentialRevoked', data: { credentialId: 'c1' } }]);
-    const revoked = credentialAggregate.evolve(issued, events[0]);
-    expect(status(() => decideRevoke(revoked))).toBe(404);
-    expect(status(() => decideRevoke(credentialAggregate.initialState()))).toBe(404);
+const issued: CredentialEvent = {
+  type: 'CredentialIssued',
+  data: {
+    credentialId: 'c1', accountId: 'a', kind: 'token', tenantId: 't', environment: 'live', contextId: 'x', crossContext: false,
+    secretHash: 'h', prefix: 'st_', allowedActions: ['records:r'], dataScope: null, userId: null, expiresAt: null, wireVersionPin: null, parentCredentialId: 'p',
+  },
+};
+const revoked: CredentialEvent = { type: 'CredentialRevoked', data: { credentialId: 'c1' } };
+
+describe('IssueCredential', () => {
+  it('issues once', () => {
+    given(credentialDecider).when({ type: 'IssueCredential', ...issued.data }).then([issued]);
+    expect(given(credentialDecider, [issued]).state()).toMatchObject({ exists: true, revoked: false, kind: 'token' });
+    expect(() => given(credentialDecider, [issued]).when({ type: 'IssueCredential', ...issued.data }).events()).toThrow(InternalError);
+  });
+});
+
+describe('RevokeCredential', () => {
+  it('revokes a live credential', () => {
+    given(credentialDecider, [issued]).when({ type: 'RevokeCredential' }).then([revoked]);
+  });
+
+  it('a second revocation or a missing credential is a 404', () => {
+    given(credentialDecider, [issued, revoked]).when({ type: 'RevokeCredential' }).thenThrows('NOT_FOUND');
+    given(credentialDecider).when({ type: 'RevokeCredential' }).thenThrows('NOT_FOUND');
   });
 });

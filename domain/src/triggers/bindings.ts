@@ -1,5 +1,6 @@
-import { type DomainEvent, type SchemaDefinition, ServiceError } from '@svc/contracts';
-import { projectableFields, triggersEnabled } from './rule';
+import { type SchemaDefinition, ServiceError } from '@svc/contracts';
+import { assertNever, type EventsOf, unexpected } from '../shared/decider';
+import { projectableFields, type TriggerRuleEvent, triggersEnabled } from './rule';
 
 /**
  * The live rules of one schema (stream `trigger-bindings-<schemaId>`), folded
@@ -8,18 +9,37 @@ import { projectableFields, triggersEnabled } from './rule';
  */
 export type TriggerBindings = Map<string, { fields: string[]; enabled: boolean }>;
 
+export type TriggerBindingEvent = EventsOf<'TriggerRuleBound' | 'TriggerRuleUnbound'>;
+
+/** A fold only: the bindings follow the rules (`bindingOf`), appended with expected revision 'any'; nothing is decided on this stream. */
 export const triggerBindingsAggregate = {
   initialState: (): TriggerBindings => new Map(),
-  evolve(state: TriggerBindings, e: DomainEvent): TriggerBindings {
-    if (e.type === 'TriggerRuleBound') return new Map(state).set(e.data.ruleId, { fields: e.data.fields, enabled: e.data.enabled });
-    if (e.type === 'TriggerRuleUnbound') {
-      const next = new Map(state);
-      next.delete(e.data.ruleId);
-      return next;
+  evolve(state: TriggerBindings, e: TriggerBindingEvent): TriggerBindings {
+    switch (e.type) {
+      case 'TriggerRuleBound':
+        return new Map(state).set(e.data.ruleId, { fields: e.data.fields, enabled: e.data.enabled });
+      case 'TriggerRuleUnbound': {
+        const next = new Map(state);
+        next.delete(e.data.ruleId);
+        return next;
+      }
+      default:
+        return unexpected(e, state);
     }
-    return state;
   },
 };
+
+/** The binding a rule's creation or deletion puts on its schema's bindings stream (in the same append). */
+export function bindingOf(e: TriggerRuleEvent): TriggerBindingEvent {
+  switch (e.type) {
+    case 'TriggerRuleCreated':
+      return { type: 'TriggerRuleBound', data: { ruleId: e.data.ruleId, schemaId: e.data.schemaId, fields: e.data.fields, enabled: e.data.enabled } };
+    case 'TriggerRuleDeleted':
+      return { type: 'TriggerRuleUnbound', data: { ruleId: e.data.ruleId, schemaId: e.data.schemaId } };
+    default:
+      return assertNever(e);
+  }
+}
 
 const refused = (message: string, ruleIds: string[]) => new ServiceError('CONFLICT', message, { details: { ruleIds } });
 

@@ -1,4 +1,5 @@
-import { type CreateTrigger, type DomainEvent, type EventMetadata, forbidden, invalid, notFound, type Principal, type SchemaDefinition, ServiceError, type TriggerEventKind } from '@svc/contracts';
+import { type CreateTrigger, type EventMetadata, forbidden, InternalError, invalid, notFound, type Principal, type SchemaDefinition, ServiceError, type TriggerEventKind } from '@svc/contracts';
+import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
 import { lookupsOf } from '../schemas/schema';
 import { grants, isSubset, PERMISSION_RE } from '../tenancy/permissions';
 
@@ -19,22 +20,6 @@ export interface TriggerRule {
 }
 
 export type TriggerRuleState = { exists: false; deleted?: boolean } | ({ exists: true } & TriggerRule);
-
-export const triggerRuleAggregate = {
-  initialState: (): TriggerRuleState => ({ exists: false }),
-  evolve(state: TriggerRuleState, e: DomainEvent, m?: EventMetadata): TriggerRuleState {
-    switch (e.type) {
-      case 'TriggerRuleCreated': {
-        const { ruleId, ...d } = e.data;
-        return { exists: true, id: ruleId, ...d, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, createdAt: m?.occurredAt ?? '' };
-      }
-      case 'TriggerRuleDeleted':
-        return { exists: false, deleted: true };
-      default:
-        return state;
-    }
-  },
-};
 
 /** The response shape of a rule. */
 export const triggerRuleView = (r: TriggerRule) => ({
@@ -114,26 +99,59 @@ export function validateRuleDeclaration(body: CreateTrigger, ctx: RuleDeclaratio
   if (!ctx.scriptExists) throw new ServiceError('NOT_FOUND', `Script ${body.scriptRef.name} version ${body.scriptRef.version} does not exist`);
 }
 
-export function decideCreateRule(ruleId: string, body: CreateTrigger, typeName: string): DomainEvent[] {
-  return [
-    {
-      type: 'TriggerRuleCreated',
-      data: {
-        ruleId,
-        name: body.name,
-        schemaId: body.schemaId,
-        typeName,
-        events: body.events,
-        scriptRef: body.scriptRef,
-        fields: body.fields,
-        grant: { allowedActions: body.grant.allowedActions, dataScope: body.grant.dataScope ?? null },
-        enabled: body.enabled ?? true,
-      },
-    },
-  ];
-}
+export type TriggerRuleEvent = EventsOf<'TriggerRuleCreated' | 'TriggerRuleDeleted'>;
 
-export function decideDeleteRule(state: TriggerRuleState): DomainEvent[] {
-  if (!state.exists) throw notFound();
-  return [{ type: 'TriggerRuleDeleted', data: { ruleId: state.id, schemaId: state.schemaId } }];
-}
+export type TriggerRuleCommand =
+  /** POST /v1/triggers: the schema and the script version's existence, as the declaring caller may see them, arrive with the command. */
+  | ({ type: 'CreateTriggerRule'; ruleId: string; body: CreateTrigger } & RuleDeclarationContext)
+  /** DELETE /v1/triggers/{id}: a rule of another tenant or context reads as missing. */
+  | { type: 'DeleteTriggerRule'; actor: Principal };
+
+export const triggerRuleDecider: Decider<TriggerRuleState, TriggerRuleCommand, TriggerRuleEvent> = {
+  initialState: () => ({ exists: false }),
+
+  decide(cmd, state) {
+    switch (cmd.type) {
+      case 'CreateTriggerRule': {
+        if (state.exists || state.deleted) throw new InternalError('trigger rule id reused');
+        const { body } = cmd;
+        validateRuleDeclaration(body, cmd);
+        return [
+          {
+            type: 'TriggerRuleCreated',
+            data: {
+              ruleId: cmd.ruleId,
+              name: body.name,
+              schemaId: body.schemaId,
+              typeName: cmd.schema!.definition.typeName,
+              events: body.events,
+              scriptRef: body.scriptRef,
+              fields: body.fields,
+              grant: { allowedActions: body.grant.allowedActions, dataScope: body.grant.dataScope ?? null },
+              enabled: body.enabled ?? true,
+            },
+          },
+        ];
+      }
+      case 'DeleteTriggerRule':
+        if (!state.exists || state.tenantId !== cmd.actor.tenantId || state.contextId !== cmd.actor.contextId) throw notFound();
+        return [{ type: 'TriggerRuleDeleted', data: { ruleId: state.id, schemaId: state.schemaId } }];
+      default:
+        return assertNever(cmd);
+    }
+  },
+
+  /** `metadata` gives a rule its tenant, context and creation time. */
+  evolve(state, e, m?: EventMetadata) {
+    switch (e.type) {
+      case 'TriggerRuleCreated': {
+        const { ruleId, ...d } = e.data;
+        return { exists: true, id: ruleId, ...d, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, createdAt: m?.occurredAt ?? '' };
+      }
+      case 'TriggerRuleDeleted':
+        return { exists: false, deleted: true };
+      default:
+        return unexpected(e, state);
+    }
+  },
+};

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { type CreateTrigger, type Principal, type SchemaDefinition, ServiceError } from '@svc/contracts';
-import { checkSchemaDeleteAgainstRules, checkSchemaUpdateAgainstRules, triggerBindingsAggregate } from './bindings';
-import { decideCreateRule, decideDeleteRule, projectableFields, triggerRuleAggregate, validateRuleDeclaration } from './rule';
+import { type CreateTrigger, InternalError, type Principal, type SchemaDefinition, ServiceError } from '@svc/contracts';
+import { given, TEST_METADATA } from '../shared/given-when-then';
+import { bindingOf, checkSchemaDeleteAgainstRules, checkSchemaUpdateAgainstRules, triggerBindingsAggregate } from './bindings';
+import { projectableFields, type RuleDeclarationContext, type TriggerRuleCommand, triggerRuleDecider, type TriggerRuleEvent } from './rule';
 
 const def: SchemaDefinition = {
   typeName: 'invoice',
@@ -26,7 +27,7 @@ const body = (over: Partial<CreateTrigger> = {}): CreateTrigger => ({
   name: 'audit', schemaId: 's1', events: ['CREATE', 'UPDATE'], scriptRef: { name: 'audit', version: 1 }, fields: ['amount', 'status'],
   grant: { allowedActions: ['records:r', 'records:c'] }, ...over,
 });
-const ctx = (over: Partial<Parameters<typeof validateRuleDeclaration>[1]> = {}) => ({ principal: root, schema: { id: 's1', definition: def }, scriptExists: true, ...over });
+const ctx = (over: Partial<RuleDeclarationContext> = {}): RuleDeclarationContext => ({ principal: root, schema: { id: 's1', definition: def }, scriptExists: true, ...over });
 const codeOf = (fn: () => unknown) => {
   try {
     fn();
@@ -36,53 +37,87 @@ const codeOf = (fn: () => unknown) => {
   return { code: 'OK', details: undefined, message: '' };
 };
 
-describe('trigger rule declaration', () => {
+const rules = triggerRuleDecider;
+const create = (b: CreateTrigger = body(), over: Partial<RuleDeclarationContext> = {}): TriggerRuleCommand => ({ type: 'CreateTriggerRule', ruleId: 'r1', body: b, ...ctx(over) });
+const created: TriggerRuleEvent = {
+  type: 'TriggerRuleCreated',
+  data: {
+    ruleId: 'r1', name: 'audit', schemaId: 's1', typeName: 'invoice', events: ['CREATE', 'UPDATE'], scriptRef: { name: 'audit', version: 1 }, fields: ['amount', 'status'],
+    grant: { allowedActions: ['records:r', 'records:c'], dataScope: null }, enabled: true,
+  },
+};
+const deleted: TriggerRuleEvent = { type: 'TriggerRuleDeleted', data: { ruleId: 'r1', schemaId: 's1' } };
+const actor = (over: Partial<Principal> = {}): Principal => ({ ...root, tenantId: TEST_METADATA.tenantId, contextId: TEST_METADATA.contextId, ...over });
+
+describe('CreateTriggerRule', () => {
   it('projects inline, filterable and lookup fields, never sensitive ones', () => {
     expect(projectableFields(def)).toEqual(['amount', 'status', 'ref']);
   });
 
-  it('accepts a rule within the rules', () => {
-    expect(codeOf(() => validateRuleDeclaration(body(), ctx())).code).toBe('OK');
-    expect(codeOf(() => validateRuleDeclaration(body({ fields: ['ref'], grant: { allowedActions: ['records:r:invoice'], dataScope: { userId: '${{ input.userId }}', scopes: ['${{ input.scope.team }}'] } } }), ctx())).code).toBe('OK');
+  it('declares a rule within the rules (enabled unless said otherwise)', () => {
+    given(rules).when(create()).then([created]);
+    const placeholders = { allowedActions: ['records:r:invoice'], dataScope: { userId: '${{ input.userId }}', scopes: ['${{ input.scope.team }}'] } };
+    given(rules).when(create(body({ fields: ['ref'], grant: placeholders, enabled: false }))).then([{ type: 'TriggerRuleCreated', data: { ...created.data, fields: ['ref'], grant: placeholders, enabled: false } } as TriggerRuleEvent]);
+  });
+
+  it('the state keeps the rule with its tenant, context and creation time', () => {
+    expect(given(rules, [created]).state()).toMatchObject({ exists: true, id: 'r1', enabled: true, typeName: 'invoice', grant: { dataScope: null }, tenantId: 't1', contextId: 'c1', createdAt: TEST_METADATA.occurredAt });
   });
 
   it('refuses unprojectable fields with 400 listing the projectable ones', () => {
     for (const f of ['notes', 'ssn', 'nope']) {
-      const r = codeOf(() => validateRuleDeclaration(body({ fields: [f] }), ctx()));
-      expect(r.code).toBe('VALIDATION_ERROR');
-      expect(r.details).toEqual({ projectableFields: ['amount', 'status', 'ref'] });
+      given(rules).when(create(body({ fields: [f] }))).thenThrows('VALIDATION_ERROR');
+      expect(codeOf(() => rules.decide(create(body({ fields: [f] })), rules.initialState())).details).toEqual({ projectableFields: ['amount', 'status', 'ref'] });
     }
+    given(rules).when(create(body({ fields: ['amount', 'amount'] }))).thenThrows('VALIDATION_ERROR');
   });
 
   it('refuses a schema without triggersEnabled (400), a missing schema or script (404)', () => {
-    expect(codeOf(() => validateRuleDeclaration(body(), ctx({ schema: { id: 's1', definition: { ...def, capabilities: {} } } }))).code).toBe('VALIDATION_ERROR');
-    expect(codeOf(() => validateRuleDeclaration(body(), ctx({ schema: null }))).code).toBe('NOT_FOUND');
-    expect(codeOf(() => validateRuleDeclaration(body(), ctx({ scriptExists: false }))).code).toBe('NOT_FOUND');
+    given(rules).when(create(body(), { schema: { id: 's1', definition: { ...def, capabilities: {} } } })).thenThrows('VALIDATION_ERROR');
+    given(rules).when(create(body(), { schema: null })).thenThrows('NOT_FOUND');
+    given(rules).when(create(body(), { scriptExists: false })).thenThrows('NOT_FOUND');
   });
 
   it('needs records:r on the type when fields are declared, and no literal data scope', () => {
-    expect(codeOf(() => validateRuleDeclaration(body({ grant: { allowedActions: ['records:c'] } }), ctx())).code).toBe('VALIDATION_ERROR');
-    expect(codeOf(() => validateRuleDeclaration(body({ grant: { allowedActions: ['records:r:other'] } }), ctx())).code).toBe('VALIDATION_ERROR');
-    expect(codeOf(() => validateRuleDeclaration(body({ grant: { allowedActions: ['records:r'], dataScope: { userId: 'u-1' } } }), ctx())).code).toBe('VALIDATION_ERROR');
-    expect(codeOf(() => validateRuleDeclaration(body({ grant: { allowedActions: ['records:r'], dataScope: { scopes: ['team:a'] } } }), ctx())).code).toBe('VALIDATION_ERROR');
+    given(rules).when(create(body({ grant: { allowedActions: ['records:c'] } }))).thenThrows('VALIDATION_ERROR');
+    given(rules).when(create(body({ grant: { allowedActions: ['records:r:other'] } }))).thenThrows('VALIDATION_ERROR');
+    given(rules).when(create(body({ grant: { allowedActions: ['records:r'], dataScope: { userId: 'u-1' } } }))).thenThrows('VALIDATION_ERROR');
+    given(rules).when(create(body({ grant: { allowedActions: ['records:r'], dataScope: { scopes: ['team:a'] } } }))).thenThrows('VALIDATION_ERROR');
     // fields: [] projects nothing: no read clause needed, a literal scope allowed
-    expect(codeOf(() => validateRuleDeclaration(body({ fields: [], grant: { allowedActions: ['records:c'], dataScope: { userId: 'u-1' } } }), ctx())).code).toBe('OK');
+    expect(given(rules).when(create(body({ fields: [], grant: { allowedActions: ['records:c'], dataScope: { userId: 'u-1' } } }))).events()).toHaveLength(1);
   });
 
   it('refuses malformed permissions and placeholders, duplicate events, and a grant wider than the caller', () => {
-    expect(codeOf(() => validateRuleDeclaration(body({ grant: { allowedActions: ['records:r', 'bad perm'] } }), ctx())).code).toBe('VALIDATION_ERROR');
-    expect(codeOf(() => validateRuleDeclaration(body({ grant: { allowedActions: ['records:r'], dataScope: { userId: '${{ input.secret }}' } } }), ctx())).code).toBe('VALIDATION_ERROR');
-    expect(codeOf(() => validateRuleDeclaration(body({ events: ['CREATE', 'CREATE'] }), ctx())).code).toBe('VALIDATION_ERROR');
+    given(rules).when(create(body({ grant: { allowedActions: ['records:r', 'bad perm'] } }))).thenThrows('VALIDATION_ERROR');
+    given(rules).when(create(body({ grant: { allowedActions: ['records:r'], dataScope: { userId: '${{ input.secret }}' } } }))).thenThrows('VALIDATION_ERROR');
+    given(rules).when(create(body({ events: ['CREATE', 'CREATE'] }))).thenThrows('VALIDATION_ERROR');
     const scoped = { ...root, kind: 'scoped' as const, allowedActions: ['triggers:c', 'records:r'] };
-    expect(codeOf(() => validateRuleDeclaration(body(), ctx({ principal: scoped }))).code).toBe('FORBIDDEN');
+    given(rules).when(create(body(), { principal: scoped })).thenThrows('FORBIDDEN');
   });
 
-  it('folds created and deleted rules', () => {
-    const created = decideCreateRule('r1', body(), 'invoice');
-    const s = created.reduce((st, e) => triggerRuleAggregate.evolve(st, e, { tenantId: 't', contextId: 'c', occurredAt: 'now' } as never), triggerRuleAggregate.initialState());
-    expect(s).toMatchObject({ exists: true, id: 'r1', enabled: true, typeName: 'invoice', grant: { dataScope: null } });
-    expect(decideDeleteRule(s)).toEqual([{ type: 'TriggerRuleDeleted', data: { ruleId: 'r1', schemaId: 's1' } }]);
-    expect(codeOf(() => decideDeleteRule({ exists: false })).code).toBe('NOT_FOUND');
+  it('never reuses an id', () => {
+    expect(() => given(rules, [created, deleted]).when(create()).events()).toThrow(InternalError);
+  });
+});
+
+describe('DeleteTriggerRule', () => {
+  it('deletes a rule of the caller context', () => {
+    given(rules, [created]).when({ type: 'DeleteTriggerRule', actor: actor() }).then([deleted]);
+    expect(given(rules, [created, deleted]).state()).toEqual({ exists: false, deleted: true });
+  });
+
+  it('a missing, deleted or foreign rule is not found', () => {
+    given(rules).when({ type: 'DeleteTriggerRule', actor: actor() }).thenThrows('NOT_FOUND');
+    given(rules, [created, deleted]).when({ type: 'DeleteTriggerRule', actor: actor() }).thenThrows('NOT_FOUND');
+    given(rules, [created]).when({ type: 'DeleteTriggerRule', actor: actor({ contextId: 'c2' }) }).thenThrows('NOT_FOUND');
+    given(rules, [created]).when({ type: 'DeleteTriggerRule', actor: actor({ tenantId: 't2' }) }).thenThrows('NOT_FOUND');
+  });
+});
+
+describe('bindings', () => {
+  it('a rule is bound on creation and unbound on deletion', () => {
+    expect(bindingOf(created)).toEqual({ type: 'TriggerRuleBound', data: { ruleId: 'r1', schemaId: 's1', fields: ['amount', 'status'], enabled: true } });
+    expect(bindingOf(deleted)).toEqual({ type: 'TriggerRuleUnbound', data: { ruleId: 'r1', schemaId: 's1' } });
   });
 });
 

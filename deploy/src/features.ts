@@ -4,6 +4,7 @@ import { batchWriteRoute, type CommandDeps, type ScriptRouteDeps, scriptCommandR
 import { documentsProjection, DocumentWorker, foldersProjection, historyProjection, identityProjection, recordsProjection, schemasProjection, sqlFolderContents, sqlNamespaceUsage, type SqlProjection, sqlRootKeyIndex, sqlTenantContexts, tenancyProjection, TriggerRunner, type TriggerRunnerOptions, triggersProjection, usageProjection, webhooksProjection } from '@svc/projectors';
 import { activityLogRoutes, ActivityLogStore, builtinModel, documentQueryRoutes, inferenceRoutes, scriptQueryRoutes, ModelCatalog, openAiModel, DocumentReads, exportRoutes, folderHistoryRoutes, folderQueryRoutes, FolderReads, HistoryReads, historyRoutes, identityQueryRoutes, IdentityReads, meteredSearch, type ReadCache, recordQueryRoutes, RecordReads, type RecordRow, schemaQueryRoutes, SchemaReads, searchRoutes, tenancyQueryRoutes, type TenancyReads, triggerQueryRoutes, UsageReads, usageRoutes, webhookQueryRoutes } from '@svc/query-api';
 import type { Config } from './config';
+import type { Area } from './http/areas';
 import { erasureRequestRoute, erasureStatusRoute } from './http/erasure-routes';
 
 /** The one list of features: each contributes write routes, read routes and read models. */
@@ -73,53 +74,69 @@ export const documentWorker = (o: { store: EventStore; sql: Sql; blobs: BlobStor
 /** The trigger runner (docs/triggers.md): fires rules on record events through the script executor (own checkpoint, 'trigger-runner'). */
 export const triggerRunner = (o: TriggerRunnerOptions) => new TriggerRunner(o);
 
-export function commandRoutes(f: CommandFeatureDeps): RouteSpec[] {
+/** The write side, area by area (each registered as one fastify plugin; flattened, the order of /openapi.json). */
+export function commandAreas(f: CommandFeatureDeps): Area[] {
   return [
-    ...tenancyCommandRoutes(f.deps, sqlRootKeyIndex(f.sql), sqlTenantContexts(f.sql)),
-    ...schemaCommandRoutes(f.deps),
-    ...recordCommandRoutes(f.deps),
-    batchWriteRoute(f.deps, f.counters),
-    ...folderCommandRoutes(f.deps, sqlFolderContents(f.sql)),
-    ...identityCommandRoutes(f.deps, sqlNamespaceUsage(f.sql)),
-    ...documentCommandRoutes({ deps: f.deps, sealer: f.deps.sealer, blobs: f.blobs, grants: storageGrants(f.secret, f.storageUrlTtlMs), presigned: f.presigned, ensureRoot: rootFolderGuard(f.deps) }),
-    ...(f.scripts ? scriptCommandRoutes({ deps: f.deps, ...f.scripts }) : []),
-    ...triggerCommandRoutes(f.deps),
-    erasureRequestRoute(),
-    ...(f.webhooks ? webhookFeatureRoutes({ ...f.webhooks, deps: f.deps, sql: f.sql }) : []),
+    { name: 'tenancy', routes: tenancyCommandRoutes(f.deps, sqlRootKeyIndex(f.sql), sqlTenantContexts(f.sql)) },
+    { name: 'schemas', routes: schemaCommandRoutes(f.deps) },
+    { name: 'records', routes: [...recordCommandRoutes(f.deps), batchWriteRoute(f.deps, f.counters)] },
+    { name: 'folders', routes: folderCommandRoutes(f.deps, sqlFolderContents(f.sql)) },
+    { name: 'identity', routes: identityCommandRoutes(f.deps, sqlNamespaceUsage(f.sql)) },
+    { name: 'documents', routes: documentCommandRoutes({ deps: f.deps, sealer: f.deps.sealer, blobs: f.blobs, grants: storageGrants(f.secret, f.storageUrlTtlMs), presigned: f.presigned, ensureRoot: rootFolderGuard(f.deps) }) },
+    { name: 'scripts', routes: f.scripts ? scriptCommandRoutes({ deps: f.deps, ...f.scripts }) : [] },
+    { name: 'triggers', routes: triggerCommandRoutes(f.deps) },
+    { name: 'erasure', routes: [erasureRequestRoute()] },
+    { name: 'webhooks', routes: f.webhooks ? webhookFeatureRoutes({ ...f.webhooks, deps: f.deps, sql: f.sql }) : [] },
   ];
 }
+
+export const commandRoutes = (f: CommandFeatureDeps): RouteSpec[] => commandAreas(f).flatMap((a) => a.routes);
 
 /** Webhook registrations, domains and manual retry (developer portal; the operator's domain verification). */
 const webhookFeatureRoutes = (w: WebhookCommandDeps): RouteSpec[] => [...webhookCommandRoutes(w), ...webhookDomainRoutes(w), webhookRetryRoute(w)];
 
-export function queryRoutes(f: QueryFeatureDeps): RouteSpec[] {
+/** The read side, area by area (as commandAreas). */
+export function queryAreas(f: QueryFeatureDeps): Area[] {
   const schemas = new SchemaReads(f.sql);
   const history = new HistoryReads(f.sql);
   const records = new RecordReads(f.sql, f.recordCache);
   const folders = new FolderReads(f.sql);
   const documents = new DocumentReads(f.sql);
   return [
-    ...tenancyQueryRoutes(f.tenancy, f.pages),
-    ...schemaQueryRoutes(schemas, f.pages),
-    ...historyRoutes(history, 'schema', 'schemas:r', { tombstone: false, visible: canSeeSchema }),
-    ...recordQueryRoutes(f.sql, records, schemas, f.pages, deriveKey(f.secret, 'blind-index'), f.pageCache),
-    ...historyRoutes(history, 'record', 'records:r', { tombstone: true, liveOwner: (id) => records.byId(id) }),
-    ...folderQueryRoutes(folders, f.pages),
-    ...folderHistoryRoutes(history, folders),
-    ...identityQueryRoutes(new IdentityReads(f.sql), schemas, f.pages),
-    ...documentQueryRoutes({ sql: f.sql, documents, schemas, pages: f.pages, blindKey: deriveKey(f.secret, 'blind-index'), blobs: f.blobs, grants: storageGrants(f.secret, f.storageUrlTtlMs), presigned: f.presigned }),
-    ...historyRoutes(history, 'document', 'documents:r', { tombstone: true, liveOwner: (id) => documents.byId(id) }),
-    ...(f.search ? meteredSearch(searchRoutes(f.sql, f.search), f.deps.meter) : []),
-    ...usageRoutes(new UsageReads(f.sql, f.deps.meter?.prices ?? DEFAULT_PRICES)),
-    ...inferenceRoutes({ sql: f.sql, catalog: f.models ?? defaultModels(f.search), search: f.search, documents, blobs: f.blobs, account: (id) => f.tenancy.account(id), meter: f.deps.meter, log: f.log }),
-    ...exportRoutes(f.store),
-    ...scriptQueryRoutes(f.store, f.pages),
-    ...triggerQueryRoutes(f.sql, f.pages),
-    ...activityLogRoutes(new ActivityLogStore(f.sql)),
-    erasureStatusRoute(),
-    ...webhookQueryRoutes(f.sql, f.pages),
+    { name: 'tenancy', routes: tenancyQueryRoutes(f.tenancy, f.pages) },
+    { name: 'schemas', routes: [...schemaQueryRoutes(schemas, f.pages), ...historyRoutes(history, 'schema', 'schemas:r', { tombstone: false, visible: canSeeSchema })] },
+    {
+      name: 'records',
+      routes: [
+        ...recordQueryRoutes(f.sql, records, schemas, f.pages, deriveKey(f.secret, 'blind-index'), f.pageCache),
+        ...historyRoutes(history, 'record', 'records:r', { tombstone: true, liveOwner: (id) => records.byId(id) }),
+      ],
+    },
+    { name: 'folders', routes: [...folderQueryRoutes(folders, f.pages), ...folderHistoryRoutes(history, folders)] },
+    { name: 'identity', routes: identityQueryRoutes(new IdentityReads(f.sql), schemas, f.pages) },
+    {
+      name: 'documents',
+      routes: [
+        ...documentQueryRoutes({ sql: f.sql, documents, schemas, pages: f.pages, blindKey: deriveKey(f.secret, 'blind-index'), blobs: f.blobs, grants: storageGrants(f.secret, f.storageUrlTtlMs), presigned: f.presigned }),
+        ...historyRoutes(history, 'document', 'documents:r', { tombstone: true, liveOwner: (id) => documents.byId(id) }),
+      ],
+    },
+    { name: 'search', routes: f.search ? meteredSearch(searchRoutes(f.sql, f.search), f.deps.meter) : [] },
+    { name: 'usage', routes: usageRoutes(new UsageReads(f.sql, f.deps.meter?.prices ?? DEFAULT_PRICES)) },
+    {
+      name: 'inference',
+      routes: inferenceRoutes({ sql: f.sql, catalog: f.models ?? defaultModels(f.search), search: f.search, documents, blobs: f.blobs, account: (id) => f.tenancy.account(id), meter: f.deps.meter, log: f.log }),
+    },
+    { name: 'export', routes: exportRoutes(f.store) },
+    { name: 'scripts', routes: scriptQueryRoutes(f.store, f.pages) },
+    { name: 'triggers', routes: triggerQueryRoutes(f.sql, f.pages) },
+    { name: 'activity', routes: activityLogRoutes(new ActivityLogStore(f.sql)) },
+    { name: 'erasure', routes: [erasureStatusRoute()] },
+    { name: 'webhooks', routes: webhookQueryRoutes(f.sql, f.pages) },
   ];
 }
+
+export const queryRoutes = (f: QueryFeatureDeps): RouteSpec[] => queryAreas(f).flatMap((a) => a.routes);
 
 /** Order matters inside a batch: history reads each entity as it was before the event. */
 export const readModelProjections = (o: { onCredentialChange: () => void; onRecordsChanged?: (ids: string[] | null) => void; onUsageChange?: (accountId?: string, totals?: ReadonlyMap<string, number>) => void }): SqlProjection[] => [

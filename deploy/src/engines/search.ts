@@ -2,14 +2,17 @@ import { join } from 'node:path';
 import type { Embedder, SearchEngines, Sql, TextIndex, VectorIndex } from '@svc/domain';
 import { BuiltinEmbedder, embedQuery, type IndexerEngines, LanceVectorIndex, loadElasticsearch, MemoryTextIndex, MemoryVectorIndex, ModelSwitchVectorIndex, OpenAiEmbedder, PgTextIndex, type PreviousModel, SearchCatalogue, VectorModelRegistry } from '@svc/projectors';
 import type { Config } from '../config';
+import { ROLES } from '../service/roles';
 
 /** The search engines chosen by configuration (decisions §3): PostgreSQL FTS or Elasticsearch; LanceDB; built-in or OpenAI-compatible embeddings. */
 export async function openSearchEngines(config: Config, sql: Sql): Promise<IndexerEngines & SearchEngines> {
+  // Queries answered beside the in-process search projector, which writes every change through these objects (role all).
+  const beside = ROLES[config.role].exactCaches;
   let text: TextIndex;
   if (config.elasticsearchUrl) {
     const { ElasticsearchTextIndex } = await loadElasticsearch();
     text = new ElasticsearchTextIndex({ url: config.elasticsearchUrl, index: `${config.elasticsearchIndexPrefix}passages` });
-  } else if (config.role === 'all') {
+  } else if (beside) {
     // The search projector runs in this process and writes through it: queries are answered from memory (exact, see memory-text.ts).
     text = new MemoryTextIndex(new PgTextIndex(sql), { maxPassages: config.textMemoryPassages });
   } else text = new PgTextIndex(sql);
@@ -21,7 +24,7 @@ export async function openSearchEngines(config: Config, sql: Sql): Promise<Index
   const lanceUri = config.lancedbUri ?? join(config.dataDir, 'lancedb');
   const lance = new LanceVectorIndex(lanceUri, embedder.model, embedder.dims);
   // Role all: the search projector writes through this object, so vector queries are answered from memory (exact re-rank, see memory-vectors.ts).
-  const own: VectorIndex = config.role === 'all' && config.vectorMemoryMb > 0 ? new MemoryVectorIndex(lance, { maxBytes: config.vectorMemoryMb * 2 ** 20 }) : lance;
+  const own: VectorIndex = beside && config.vectorMemoryMb > 0 ? new MemoryVectorIndex(lance, { maxBytes: config.vectorMemoryMb * 2 ** 20 }) : lance;
   // One vector table per model; contexts recorded with an earlier built-in model are answered by it until rebuilt for this one (vector-models.ts).
   const previous: PreviousModel[] = [];
   for (const kind of ['bge', 'use'] as const) {
@@ -36,6 +39,6 @@ export async function openSearchEngines(config: Config, sql: Sql): Promise<Index
   }
   const vectors = new ModelSwitchVectorIndex(own, embedder.model, embedder.dims, new VectorModelRegistry(sql), previous);
   // Catalogue items are cached beside the in-process projector, which writes every change through the same object.
-  const catalogue = new SearchCatalogue(sql, { cacheItems: config.role === 'all' ? 100_000 : 0 });
+  const catalogue = new SearchCatalogue(sql, { cacheItems: beside ? 100_000 : 0 });
   return { text, vectors, embedder, catalogue, embedQuery: (query) => embedQuery(embedder, query) };
 }

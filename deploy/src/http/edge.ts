@@ -1,15 +1,17 @@
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { z } from 'zod';
-import { ERROR_CATALOGUE, findInputViolation, findJsonTextViolation, forbidden, invalid, isServiceError, notFound, type Principal, type RouteSpec, ServiceError, WIRE_VERSION_TABLE, type WireVersionTable } from '@svc/contracts';
+import { ERROR_CATALOGUE, findInputViolation, findJsonTextViolation, invalid, isServiceError, notFound, type Principal, type RouteSpec, ServiceError, WIRE_VERSION_TABLE, type WireVersionTable } from '@svc/contracts';
 import { secondsToWindowEnd, windowOf } from '@svc/command-api';
-import { grants } from '@svc/domain';
 import { deprecationHeaders, fallbackVersion, servedVersion, supportedVersions } from './wire-versions';
+import { validationRefusal, zodValidatorCompiler } from './zod-provider';
+
+export { parseWith, zodMessage } from './zod-provider';
 
 /**
  * The HTTP edge every endpoint shares: request ids, the error body, the
- * Service-Version contract, the JSON number rules, authentication and
- * permission checks. Routes are plain `RouteSpec`s registered through it.
+ * Service-Version contract, the JSON number rules, the zod validator compiler.
+ * Routes are plain `RouteSpec`s, registered by area (areas.ts) with their
+ * guard (guard.ts: authentication, permission, pre-flight gates).
  */
 export interface EdgeOptions {
   /** Resolves a data-plane or developer bearer credential (null when unknown, expired or revoked). */
@@ -50,6 +52,8 @@ declare module 'fastify' {
   }
   interface FastifyContextConfig {
     auth?: string;
+    /** The route's declaration (its query schema decides which validation refusal is answered). */
+    spec?: RouteSpec;
   }
 }
 
@@ -57,7 +61,6 @@ declare module 'fastify' {
 export const MAX_BODY_BYTES = 8 * 1024 * 1024;
 
 const STREAMING = /^\/v1\/(rag|chat|documents\/[^/]+\/ask)$/;
-const CONTEXT_HEADER = 'x-context-id';
 
 export function errorBody(err: ServiceError, requestId: string | undefined) {
   return { message: err.message, errorCode: err.code, ...(requestId ? { requestId } : {}), ...(err.details ?? {}) };
@@ -70,42 +73,6 @@ function send(reply: FastifyReply, err: ServiceError) {
   const body = err.code === 'NOT_IMPLEMENTED' ? { error: 'not_implemented' } : errorBody(err, reply.request.id);
   return reply.status(err.status).type('application/json').send(body);
 }
-
-const zodMessage = (e: z.ZodError) =>
-  e.issues
-    .slice(0, 5)
-    .map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message))
-    .join('; ');
-
-export function parseWith<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
-  if (!schema) return value as T;
-  const r = schema.safeParse(value ?? (where === 'body' ? {} : value));
-  if (!r.success) throw invalid(`Invalid ${where}: ${zodMessage(r.error)}`);
-  return r.data;
-}
-
-/**
- * The body of a route that declares one. JSON `null` is never a request body, and
- * PUT / PATCH need one: an absent body is not `{}` there (it would replace or
- * patch with nothing). Both are a 400 that changes nothing.
- */
-function requestBody(req: FastifyRequest): unknown {
-  if (req.body === null) throw invalid('The body must be a JSON object, not null');
-  if (req.body === undefined && (req.method === 'PUT' || req.method === 'PATCH')) throw invalid(`A ${req.method} request needs a JSON object body`);
-  return req.body;
-}
-
-const bearer = (req: FastifyRequest): string | null => {
-  const h = req.headers.authorization;
-  if (!h || !h.startsWith('Bearer ')) return null;
-  return h.slice(7).trim() || null;
-};
-
-const safeEqual = (a: string, b: string) => {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-};
 
 export function createEdge(opts: EdgeOptions): FastifyInstance {
   const app = Fastify({
@@ -196,7 +163,11 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
     opts.onResponse?.(req, reply, reply.elapsedTime);
   });
 
-  app.setErrorHandler((err: unknown, req, reply) => {
+  // Request schemas go through the zod type provider (zod-provider.ts).
+  app.setValidatorCompiler(zodValidatorCompiler);
+
+  app.setErrorHandler((thrown: unknown, req, reply) => {
+    const err = (thrown as { validationContext?: string }).validationContext ? validationRefusal(req, thrown as Error, req.routeOptions.config.spec) : thrown;
     if (isServiceError(err)) return send(reply, err);
     const e = err as { statusCode?: number; code?: string; message?: string };
     if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return send(reply, new ServiceError('PAYLOAD_TOO_LARGE'));
@@ -209,61 +180,4 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
 
   app.setNotFoundHandler((req, reply) => send(reply, notFound()));
   return app;
-}
-
-async function authenticate(req: FastifyRequest, spec: RouteSpec, opts: EdgeOptions): Promise<Principal> {
-  const token = bearer(req);
-  if (spec.auth === 'operator') {
-    // Without OPERATOR_TOKEN the operator API does not exist.
-    if (!opts.operatorToken) throw notFound();
-    if (!token || !safeEqual(token, opts.operatorToken)) throw new ServiceError('UNAUTHORIZED');
-    return { credentialId: 'operator', kind: 'operator', accountId: '', tenantId: null, environment: null, contextId: null, crossContext: true, allowedActions: ['*'], dataScope: null, userId: null, wireVersionPin: null };
-  }
-  if (!token) throw new ServiceError('UNAUTHORIZED');
-  const p = await opts.resolveCredential(token);
-  if (!p) throw new ServiceError('UNAUTHORIZED');
-  if (spec.auth === 'developer') {
-    if (p.kind !== 'developer') throw forbidden();
-    return p;
-  }
-  if (p.kind === 'developer') throw forbidden();
-  const wanted = req.headers[CONTEXT_HEADER];
-  if (typeof wanted === 'string' && wanted !== p.contextId) {
-    // Only cross-context credentials may choose; every other miss reads as not found.
-    if (!p.crossContext || !(await opts.contextExists(p.tenantId!, wanted))) throw notFound();
-    return { ...p, contextId: wanted };
-  }
-  return p;
-}
-
-/** Registers routes on the edge: validation, auth and permission first, then the handler. */
-export function registerRoutes(app: FastifyInstance, routes: RouteSpec[], opts: EdgeOptions, now: () => Date) {
-  for (const spec of routes) {
-    app.route({
-      method: spec.method,
-      url: spec.url,
-      config: { auth: spec.auth },
-      handler: async (req, reply) => {
-        const principal = spec.auth === 'none' ? (undefined as unknown as Principal) : await authenticate(req, spec, opts);
-        req.principal = principal;
-        if (spec.auth === 'data') {
-          if (spec.rootOnly && principal.kind !== 'root') throw forbidden();
-          if (spec.permission && !grants(principal.allowedActions, spec.permission)) throw forbidden();
-          for (const gate of opts.preflight ?? []) await gate({ req, reply, spec, principal, now: now() });
-        }
-        // Path and query text obeys the body's text rules (no NUL, no lone surrogate).
-        const refused = findInputViolation(req.params) ?? findInputViolation(req.query);
-        if (refused) throw invalid(refused.replace('the body', 'the path or query'));
-        const params = parseWith(spec.params, req.params, 'path');
-        const query = parseWith(spec.query, req.query, 'query');
-        const body = spec.body ? parseWith(spec.body, requestBody(req), 'body') : (req.body as unknown);
-        // The declared status is the default; a handler may answer otherwise (e.g. 200 for an idempotent re-create).
-        reply.status(spec.status ?? 200);
-        const out = await spec.handler({ body, query, params, principal, meta: { requestId: req.id, principal, now: now() }, req, reply });
-        if (reply.sent) return reply;
-        if (reply.statusCode === 204) return reply.send();
-        return out;
-      },
-    });
-  }
 }

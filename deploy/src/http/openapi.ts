@@ -243,6 +243,7 @@ export function buildOpenApi(routes: RouteSpec[], opts: OpenApiOptions = {}) {
     } else {
       responses[status] = { description: 'Success', content: { 'application/json': { schema: r.response ? responseSchema(r.response) : {} } } };
     }
+    for (const other of r.statuses ?? []) responses[String(other)] = responses[status];
     for (const e of errorStatusesOf(r)) if (e >= 400 && e < 600) responses[String(e)] = ref(String(e));
     responses.default = { $ref: `#/components/responses/${GENERIC_ERROR}` };
 

@@ -1,0 +1,80 @@
+import { route, type RouteSpec, ServiceError } from '@svc/contracts';
+import type { EventStore, Sql } from '@svc/domain';
+import type { describeEmbedder, KafkaFeed, KafkaRelay, ProjectionRunner, VectorModelRebuild } from '@svc/projectors';
+import { metricsText } from '../engines/kafka';
+
+type Stats = { name: string; position: number };
+
+/** What health, readiness and metrics report on. */
+export interface SystemStatus {
+  role: string;
+  sql: Sql;
+  store: EventStore;
+  /** The projection runner, when this process runs it (readiness waits on its lag, quarantine and failures). */
+  runner?: ProjectionRunner;
+  /** The other log subscribers, in /readyz order and in /metrics order (runner first in both). */
+  readyzSubscribers(): Stats[];
+  metricsSubscribers(): Stats[];
+  relay?: KafkaRelay;
+  feed?: KafkaFeed;
+  kafkaTopic?: string;
+  embedderInfo?: ReturnType<typeof describeEmbedder>;
+  modelRebuild?: VectorModelRebuild;
+}
+
+/** GET /healthz, /readyz and /metrics (every role). */
+export function systemRoutes(s: SystemStatus): RouteSpec[] {
+  const { role, sql, store, runner, relay, feed, embedderInfo, modelRebuild } = s;
+  return [
+    route({ method: 'GET', url: '/healthz', operationId: 'getLiveness', auth: 'none', summary: 'Liveness', handler: async () => ({ status: 'ok', role }) }),
+    route({
+      method: 'GET',
+      url: '/readyz',
+      operationId: 'getReadiness',
+      errors: [503],
+      auth: 'none',
+      summary: 'Readiness: the database answers, the read models are caught up within 10,000 events, and no projection is failing or holds quarantined events',
+      handler: async () => {
+        try {
+          await sql.query('SELECT 1');
+        } catch {
+          throw new ServiceError('UNAVAILABLE', 'The database is not reachable');
+        }
+        const head = await store.headPosition();
+        const lag = runner ? head - runner.current : 0;
+        if (lag > 10_000) throw new ServiceError('UNAVAILABLE', `Read models are ${lag} events behind`);
+        if (runner && runner.stats.quarantined > 0)
+          throw new ServiceError('UNAVAILABLE', `Read models hold ${runner.stats.quarantined} quarantined event(s): ${runner.stats.lastError ?? ''} (GET /operator/projections/quarantine)`);
+        if (runner && runner.stats.failing >= 5) throw new ServiceError('UNAVAILABLE', `Read models are failing: ${runner.stats.lastError ?? ''}`);
+        const relayLag = relay ? head - relay.current : 0;
+        if (relayLag > 10_000) throw new ServiceError('UNAVAILABLE', `The Kafka relay is ${relayLag} events behind`);
+        const subscriber = (x: Stats) => ({ ...x, lag: Math.max(0, head - x.position), ...(feed ? { feed: feed.status(x.name) } : {}) });
+        return {
+          status: 'ready',
+          role,
+          headPosition: head,
+          projections: s.readyzSubscribers().map(subscriber),
+          ...(relay ? { relay: { ...relay.stats, lag: Math.max(0, relayLag), topic: s.kafkaTopic! } } : {}),
+          ...(embedderInfo ? { embeddings: { ...embedderInfo, ...(modelRebuild ? { rebuild: modelRebuild.status() } : {}) } } : {}),
+        };
+      },
+    }),
+    route({
+      method: 'GET',
+      url: '/metrics',
+      operationId: 'getMetrics',
+      contentType: 'text/plain',
+      auth: 'none',
+      summary: 'Prometheus metrics: head of the log, position and lag of each log subscriber, Kafka consumer lag',
+      handler: async ({ reply }) => {
+        const head = await store.headPosition();
+        const subscribers = [...s.metricsSubscribers(), ...(relay ? [relay.stats] : [])];
+        reply.type('text/plain; version=0.0.4; charset=utf-8');
+        const info = embedderInfo
+          ? `# HELP svc_embeddings_model The embedding model in use (1); fallback="true" when the built-in default could not be loaded\n# TYPE svc_embeddings_model gauge\nsvc_embeddings_model{role="${role}",model="${embedderInfo.model.replace(/["\\]/g, '_')}",dims="${embedderInfo.dims}",kind="${embedderInfo.kind}",fallback="${embedderInfo.fallbackReason ? 'true' : 'false'}"} 1\n`
+          : '';
+        return metricsText({ role, head, subscribers, kafka: feed?.statuses() ?? [] }) + info;
+      },
+    }),
+  ];
+}

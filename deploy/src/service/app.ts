@@ -1,0 +1,91 @@
+import type { FastifyInstance } from 'fastify';
+import { type Paginator, route, type WireVersionTable } from '@svc/contracts';
+import { burstLimitGate, type CommandDeps, creditCeilingGate, inferenceBalanceGate, readMeteringListener, readRoutesOf, type UsageMeter } from '@svc/command-api';
+import type { ActivityRecorder } from '../activity/recorder';
+import type { Config } from '../config';
+import { commandAreas, defaultModels, queryAreas, storageRouteSpecs } from '../features';
+import { type Area, areaPlugin, byArea } from '../http/areas';
+import { createEdge, type EdgeOptions } from '../http/edge';
+import { buildOpenApi } from '../http/openapi';
+import { quarantineRoutes } from '../http/quarantine-routes';
+import { systemRoutes, type SystemStatus } from '../http/system-routes';
+import type { ReadCaches } from './caches';
+import type { Engines } from './engines';
+import { type RoleTraits, servesApi, servesCommands, servesQueries } from './roles';
+import type { Scripts } from './scripts';
+import type { WebhookSettings } from './webhooks';
+
+export interface AppParts {
+  config: Config;
+  now: () => Date;
+  /** Published Service-Version values (default: WIRE_VERSION_TABLE). */
+  wireVersions?: WireVersionTable;
+  engines: Engines;
+  caches: ReadCaches;
+  deps: CommandDeps;
+  meter: UsageMeter;
+  pages: Paginator;
+  webhooks: WebhookSettings;
+  scripts?: Scripts;
+  /** The activity log's listener (processes serving the API, ACTIVITY_LOG on). */
+  activity?: ActivityRecorder;
+  /** Health, readiness and metrics; its runner also serves the quarantine routes (roles with projectors). */
+  status: SystemStatus;
+  log: (msg: string) => void;
+}
+
+/**
+ * The HTTP application of a role, not listening: the edge, then one plugin per
+ * area of the routes the role serves, the system routes and /openapi.json
+ * (built from the same route list, in the same order).
+ */
+export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
+  const { config, engines, caches, deps, meter, now } = p;
+  const { sql, store, secret, blobs, s3, search } = engines;
+  const storageUrlTtlMs = config.uploadUrlTtlSeconds * 1000;
+
+  // Pre-flight gates of data-plane requests, in the spec's order.
+  const preflight: NonNullable<EdgeOptions['preflight']> = [];
+  preflight.push(creditCeilingGate({ standing: caches.standing, prices: config.prices, enabled: () => meter.enabled })); // 1. monthly credit ceiling (402): metering
+  if (config.rateLimits) preflight.push(burstLimitGate({ counters: engines.counters, limits: caches.accountLimits, log: p.log })); // 2. per-account burst limit (429)
+  // The inference billing gate (402 INSUFFICIENT_BALANCE) comes after the burst limit; it applies to the inference routes only.
+  preflight.push(inferenceBalanceGate({ standing: caches.standing }));
+  const edgeOpts: EdgeOptions = {
+    preflight,
+    resolveCredential: (t: string) => caches.credentials.resolve(t),
+    contextExists: (tenantId: string, contextId: string) => caches.tenancy.contextExists(tenantId, contextId),
+    operatorToken: config.operatorToken,
+    logger: config.logRequests,
+    now,
+    wireVersions: p.wireVersions,
+    ipRateLimitPerMinute: config.edgeRateLimitPerMinute,
+  };
+  const activity = p.activity;
+  // Read metering: successful data-plane reads are counted per context and appended in batches (docs/api.md "Usage").
+  if (servesApi(role)) {
+    const countReads = readMeteringListener(meter, () => all, now);
+    edgeOpts.onResponse = activity ? (req, reply, ms) => (activity.onResponse(req, reply, ms), countReads(req, reply)) : countReads;
+  } else if (activity) edgeOpts.onResponse = activity.onResponse;
+  const app = createEdge(edgeOpts);
+
+  const areas: Area[] = [];
+  if (servesCommands(role))
+    areas.push(...commandAreas({ deps, secret, pages: p.pages, counters: engines.counters, sql, blobs, storageUrlTtlMs, presigned: s3, scripts: p.scripts?.routes, webhooks: p.webhooks }));
+  if (servesQueries(role))
+    areas.push(
+      ...queryAreas({ sql, secret, pages: p.pages, tenancy: caches.tenancy, store, deps, recordCache: caches.recordCache, pageCache: caches.pageCache, blobs, storageUrlTtlMs, presigned: s3, search, log: p.log, models: defaultModels(search, config.llm) }),
+    );
+  areas.push({ name: 'system', routes: systemRoutes(p.status) });
+  if (role.projectors && p.status.runner) areas.push({ name: 'projections', routes: quarantineRoutes(p.status.runner) });
+  const all = areas.flatMap((a) => a.routes);
+  // Scripts' list and lookup calls run the REST read routes of this process.
+  if (p.scripts) p.scripts.executor.reads = readRoutesOf(all);
+  const openapi = buildOpenApi(all, { publicUrl: config.publicUrl });
+  const description = route({ method: 'GET', url: '/openapi.json', auth: 'none', summary: 'This API description', handler: async () => openapi });
+  all.push(description);
+  areas.push({ name: 'openapi', routes: [description] });
+  // The embedded storage endpoint (presigned URLs without an object store) streams request bodies itself.
+  if (servesCommands(role) && !s3) areas.push({ name: 'storage', routes: storageRouteSpecs({ deps, secret, blobs, storageUrlTtlMs }), rawBody: true });
+  for (const area of byArea(areas)) app.register(areaPlugin(area, edgeOpts, now));
+  return app;
+}

@@ -1,0 +1,66 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { BlobStore, EventStore, SearchEngines, Sql } from '@svc/domain';
+import { InProcessWindowCounter, loadKurrentDb, PostgresEventStore, RedisWindowCounter, type WindowCounter } from '@svc/command-api';
+import { describeEmbedder, type IndexerEngines } from '@svc/projectors';
+import type { Config } from '../config';
+import { FileBlobStore } from '../engines/blobs';
+import { S3BlobStore } from '../engines/s3-blobs';
+import { openSearchEngines } from '../engines/search';
+import { openSql } from '../engines/sql';
+import type { RoleTraits } from './roles';
+import { loadSecret } from './secret';
+
+/** The storage and search engines a process opens before anything reads or writes. */
+export interface Engines {
+  sql: Sql;
+  store: EventStore;
+  /** The service secret (cursors, blind indexes, sealed payloads, storage grants). */
+  secret: Buffer;
+  blobs: BlobStore;
+  /** The object store (OBJECT_STORE_URL), which then serves the presigned URLs itself. */
+  s3?: S3BlobStore;
+  /** The search engines, when this process serves or indexes search. */
+  search?: IndexerEngines & SearchEngines;
+  /** The embedder in use, named at start, in /readyz and in /metrics. */
+  embedderInfo?: ReturnType<typeof describeEmbedder>;
+  /** Per-minute counters (rate limits, collision budget). */
+  counters: WindowCounter;
+  /** Set when the counters are Redis's (REDIS_URL): closed with the service. */
+  redisCounters?: RedisWindowCounter;
+}
+
+async function openEventStore(config: Config, sql: Sql): Promise<EventStore> {
+  if (config.eventStoreUrl) {
+    const { KurrentDbEventStore } = await loadKurrentDb();
+    return KurrentDbEventStore.open(config.eventStoreUrl);
+  }
+  return PostgresEventStore.open(sql);
+}
+
+/** `isClosing` silences a model warm-up that fails because the service is already stopping. */
+export async function openEngines(config: Config, role: RoleTraits, log: (msg: string) => void, isClosing: () => boolean): Promise<Engines> {
+  mkdirSync(config.dataDir, { recursive: true });
+  const sql = await openSql({ databaseUrl: config.databaseUrl, dataDir: join(config.dataDir, 'pg') });
+  const store = await openEventStore(config, sql);
+  try {
+    const secret = loadSecret(config, (await store.headPosition()) > 0);
+    // Blobs: files under DATA_DIR, or an S3-compatible store when OBJECT_STORE_URL is set (which then serves the presigned URLs itself).
+    const s3 = config.objectStoreUrl ? S3BlobStore.fromUrl(config.objectStoreUrl, config.uploadUrlTtlSeconds) : undefined;
+    await s3?.check();
+    const blobs: BlobStore = s3 ?? new FileBlobStore(join(config.dataDir, 'blobs'));
+    const search = role.search ? await openSearchEngines(config, sql) : undefined;
+    const embedderInfo = search ? describeEmbedder(search.embedder) : undefined;
+    if (embedderInfo?.fallbackReason) log(`embeddings: ${embedderInfo.fallbackReason}`);
+    // The first semantic query would otherwise wait for the built-in model to load (about 1 s): load it now, in its thread.
+    if (search && role.warmEmbedder) search.embedder.warm?.().catch((e) => isClosing() || log(`embedding model warm-up failed: ${e instanceof Error ? e.message : String(e)}`));
+    // Per-minute counters: in process by default; Redis (shared by every process) when REDIS_URL is set, failing open.
+    const redisCounters = config.redisUrl ? new RedisWindowCounter(config.redisUrl, log) : undefined;
+    if (redisCounters && !(await redisCounters.ready())) log(`Redis at REDIS_URL did not answer at start; counters fail open until it does`);
+    return { sql, store, secret, blobs, s3, search, embedderInfo, counters: redisCounters ?? new InProcessWindowCounter(), redisCounters };
+  } catch (e) {
+    await store.close();
+    await sql.close();
+    throw e;
+  }
+}

@@ -1,6 +1,7 @@
 /**
  * `tsx tests/bench/profile.ts [create|byid|list] [seconds]` (BENCH_WHATIF=... to try a fix,
- * BENCH_TRACE=1 to print a slice of the statement sequence):
+ * BENCH_TRACE=1 to print a slice of the statement sequence; METERING=0 RATE_LIMITS=0 ACTIVITY_LOG=0
+ * for the operations features off, as the service reads them):
  * CPU profile (node:inspector) of one scenario, measured phase only, with the
  * service built in this process and requests through app.inject (the HTTP
  * numbers track the in-process ones: the cost is in the service, not the
@@ -57,11 +58,14 @@ async function main() {
   // Group-commit and projection batch sizes.
   const appendBatches: number[] = [];
   const projectBatches: number[] = [];
+  /** Every read of the global log (empty ones too): with one shared reader, about one per batch whatever the number of subscribers. */
+  let logReads = 0;
   const batchOf = (t: string, p?: unknown[]) => counting && t.includes('INSERT INTO es_events') && appendBatches.push((p?.[0] as unknown[]).length);
   const store = service.store as unknown as Record<string, any>;
   const readAll0 = store.readAll.bind(store);
   store.readAll = async (after: number, max: number) => {
     const ev = await readAll0(after, max);
+    if (counting) logReads += 1;
     if (counting && ev.length) projectBatches.push(ev.length);
     return ev;
   };
@@ -105,9 +109,11 @@ async function main() {
   console.log(`${scenario}: ${Math.round(r.opsPerSec)} ops/s, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, ${r.errors} errors${r.firstError ? ` (${r.firstError})` : ''}`);
 
   if (process.env.BENCH_TRACE) console.log(trace.slice(200, 260).join('\n'));
+  const checkpointWrites = () => [...census].filter(([k]) => /^INSERT INTO (proj_)?checkpoints/i.test(k)).reduce((a, [, n]) => a + n, 0);
   const statements = [...census.values()].reduce((a, b) => a + b, 0);
   console.log(`\nSQL statements per op: ${(statements / r.ops).toFixed(2)} (incl. tx wrappers; BEGIN/COMMIT are 2 more round trips each)`);
   const avg = (a: number[]) => (a.length ? a.reduce((x, y) => x + y, 0) / a.length : 0).toFixed(2);
+  console.log(`log reads per op: ${(logReads / r.ops).toFixed(3)} (store.readAll calls, empty ones included); checkpoint writes per op: ${(checkpointWrites() / r.ops).toFixed(3)}`);
   console.log(`append group-commit: ${appendBatches.length} transactions, ${avg(appendBatches)} events each (max ${Math.max(0, ...appendBatches)}); projection: ${projectBatches.length} non-empty reads, ${avg(projectBatches)} events each (max ${Math.max(0, ...projectBatches)})`);
   for (const [k, n] of [...census].sort((x, y) => y[1] - x[1]).slice(0, 20)) console.log(`  ${(n / r.ops).toFixed(2).padStart(6)}/op  ${k}`);
 

@@ -71,19 +71,40 @@ async function ownersOf(q: SqlQueryable, tenantIds: string[]): Promise<Map<strin
   return owners;
 }
 
-/** Applies usage events in log order; other events are ignored. */
-async function applyUsage(q: SqlQueryable, all: StoredEvent[]): Promise<void> {
-  const metered = all.filter(counts);
-  if (!metered.length) return;
-  const entries = new Map(metered.map((e) => [e, entryOf(e)]));
-  const data = (e: StoredEvent) => entries.get(e)!;
-  const who = await ownersOf(q, [...new Set(metered.map((e) => data(e).tenantId))]);
-  const accountKey = (a: string, p: string) => `${a}\u0000${p}`;
-  /** A usage event is marked by its stream's revision, a write charge by its log position. */
-  const markOf = (e: StoredEvent): [string, number] => (isUsage(e) ? [e.streamId, e.revision] : [CHARGES_MARK, e.position]);
-  const streamIds = [...new Set(metered.map((e) => markOf(e)[0]))];
-  const wanted = [...new Set(metered.map((e) => accountKey(who.get(data(e).tenantId)?.accountId ?? '', data(e).period)))].map((k) => k.split('\u0000'));
-  // One round trip: each stream's last applied revision and the running totals of the accounts this batch moves.
+type Account = { accountId: string; period: string; usedMilli: number; readCalls: number; readBytes: number };
+const accountKey = (a: string, p: string) => `${a}\u0000${p}`;
+/** A usage event is marked by its stream's revision, a write charge by its log position. */
+const markOf = (e: StoredEvent): [string, number] => (isUsage(e) ? [e.streamId, e.revision] : [CHARGES_MARK, e.position]);
+/** Entries of the remembered state at most (each map); past it the memory starts over (one read each then). */
+const MAX_REMEMBERED = 10_000;
+
+/**
+ * What one projection instance last read or wrote of the marks (rm_usage_streams; -1: none) and of the account
+ * totals (rm_usage_accounts; zeros: none). It spares the read before each batch's write, never correctness: the
+ * write checks in the same statement that the tables still hold exactly these values (another process, a rolled
+ * back transaction or a rebuild may have moved them) and writes nothing otherwise, and the batch is then applied
+ * after a read, as without it.
+ */
+class Remembered {
+  marks = new Map<string, number>();
+  accounts = new Map<string, Account>();
+  mark(id: string, at: number) {
+    if (this.marks.size >= MAX_REMEMBERED && !this.marks.has(id)) this.marks.clear();
+    this.marks.set(id, at);
+  }
+  account(a: Account) {
+    const k = accountKey(a.accountId, a.period);
+    if (this.accounts.size >= MAX_REMEMBERED && !this.accounts.has(k)) this.accounts.clear();
+    this.accounts.set(k, { ...a });
+  }
+  forget(streamIds: string[], accountKeys: string[]) {
+    for (const id of streamIds) this.marks.delete(id);
+    for (const k of accountKeys) this.accounts.delete(k);
+  }
+}
+
+/** Each stream's last applied mark and the running totals of the given accounts, read in one round trip (remembered). */
+async function readState(q: SqlQueryable, memory: Remembered, streamIds: string[], wanted: string[][]) {
   const { rows } = await q.query<{ marks: Array<{ s: string; r: number }> | null; accounts: Array<{ a: string; p: string; m: number; c: number; b: number }> | null }>(
     `SELECT (SELECT json_agg(json_build_object('s', stream_id, 'r', revision)) FROM rm_usage_streams WHERE stream_id = ANY($1::text[])) AS marks,
             (SELECT json_agg(json_build_object('a', u.account_id, 'p', u.period, 'm', u.used_milli, 'c', u.read_calls, 'b', u.read_bytes))
@@ -91,26 +112,56 @@ async function applyUsage(q: SqlQueryable, all: StoredEvent[]): Promise<void> {
     [streamIds, wanted.map((w) => w[0]), wanted.map((w) => w[1])],
   );
   const marks = new Map<string, number>((rows[0]?.marks ?? []).map((m) => [m.s, Number(m.r)]));
+  const accounts = new Map<string, Account>();
+  for (const r of rows[0]?.accounts ?? []) accounts.set(accountKey(r.a, r.p), { accountId: r.a, period: r.p, usedMilli: Number(r.m), readCalls: Number(r.c), readBytes: Number(r.b) });
+  for (const id of streamIds) memory.mark(id, marks.get(id) ?? -1);
+  for (const [a, p] of wanted) memory.account(accounts.get(accountKey(a, p)) ?? { accountId: a, period: p, usedMilli: 0, readCalls: 0, readBytes: 0 });
+  return { marks, accounts };
+}
+
+/**
+ * Applies usage events in log order (other events are ignored): one statement per batch with something billable
+ * when the state it starts from is remembered (the write checks it), else a read and a write.
+ */
+async function applyUsage(q: SqlQueryable, all: StoredEvent[], memory: Remembered): Promise<void> {
+  const metered = all.filter(counts);
+  if (!metered.length) return;
+  const entries = new Map(metered.map((e) => [e, entryOf(e)]));
+  const data = (e: StoredEvent) => entries.get(e)!;
+  const who = await ownersOf(q, [...new Set(metered.map((e) => data(e).tenantId))]);
+  const streamIds = [...new Set(metered.map((e) => markOf(e)[0]))];
+  const wanted = [...new Set(metered.map((e) => accountKey(who.get(data(e).tenantId)?.accountId ?? '', data(e).period)))].map((k) => k.split('\u0000'));
+  // Trusted only through the check in the write: everything this batch decides on must be remembered.
+  const guarded = streamIds.every((id) => memory.marks.has(id)) && wanted.every(([a, p]) => memory.accounts.has(accountKey(a, p)));
+  const state = guarded
+    ? {
+        marks: new Map(streamIds.map((id) => [id, memory.marks.get(id)!])),
+        accounts: new Map(wanted.map(([a, p]) => [accountKey(a, p), { ...memory.accounts.get(accountKey(a, p))! }])),
+      }
+    : await readState(q, memory, streamIds, wanted);
+  const { marks, accounts } = state;
   const fresh = metered.filter((e) => {
     const [id, at] = markOf(e);
     return at > (marks.get(id) ?? -1);
   });
-  if (!fresh.length) return;
+  // Nothing new by what is remembered: only a read may say so (a rebuild or a rollback may have moved the marks back).
+  if (!fresh.length) return guarded ? applyAfterRead(q, all, memory, streamIds, wanted) : undefined;
+  /** The marks and totals the write starts from, as checked by the statement (guarded only). */
+  const checked = guarded ? { marks: new Map(marks), accounts: [...accounts.values()].map((x) => ({ ...x })) } : undefined;
   for (const e of fresh) {
     const [id, at] = markOf(e);
     marks.set(id, Math.max(marks.get(id) ?? -1, at));
   }
-  type Account = { accountId: string; period: string; usedMilli: number; readCalls: number; readBytes: number };
-  const accounts = new Map<string, Account>();
-  for (const r of rows[0]?.accounts ?? []) accounts.set(accountKey(r.a, r.p), { accountId: r.a, period: r.p, usedMilli: Number(r.m), readCalls: Number(r.c), readBytes: Number(r.b) });
 
   const counters = new Map<string, { period: string; accountId: string; tenantId: string; environment: string; contextId: string; metric: string; value: number }>();
   /** Cents each account's inference spent in this batch (drawn from its balance, all periods). */
   const spent = new Map<string, number>();
+  const moved = new Set<string>();
   for (const e of fresh) {
     const d = data(e);
     const owner = who.get(d.tenantId) ?? { accountId: '', environment: '' };
     const key = accountKey(owner.accountId, d.period);
+    moved.add(key);
     let account = accounts.get(key);
     if (!account) accounts.set(key, (account = { accountId: owner.accountId, period: d.period, usedMilli: 0, readCalls: 0, readBytes: 0 }));
     const add = (metric: string | undefined, value: number) => {
@@ -151,42 +202,64 @@ async function applyUsage(q: SqlQueryable, all: StoredEvent[]): Promise<void> {
     }
   }
 
-  // One round trip: the counters (added to), the account totals (as computed) and the streams' revisions.
+  // One round trip: the check (guarded), the counters (added to), the account totals (as computed), the streams' marks, the inference spend.
   const c = [...counters.values()];
-  const a = [...accounts.values()];
+  const a = [...accounts.values()].filter((x) => moved.has(accountKey(x.accountId, x.period)));
   const s = [...new Set(fresh.map((e) => markOf(e)[0]))];
-  await q.query(
-    `WITH counters AS (
+  const g = checked ?? { marks: new Map<string, number>(), accounts: [] };
+  const ga = g.accounts.filter((x) => moved.has(accountKey(x.accountId, x.period)));
+  const { rows } = await q.query<{ ok: boolean }>(
+    `WITH guard AS (
+       SELECT NOT EXISTS (
+           SELECT 1 FROM unnest($17::text[], $18::bigint[]) AS w(stream_id, revision) LEFT JOIN rm_usage_streams u ON u.stream_id = w.stream_id
+           WHERE coalesce(u.revision, -1) <> w.revision)
+         AND NOT EXISTS (
+           SELECT 1 FROM unnest($19::text[], $20::text[], $21::bigint[], $22::bigint[], $23::bigint[]) AS w(account_id, period, m, c, b)
+           LEFT JOIN rm_usage_accounts u ON u.account_id = w.account_id AND u.period = w.period
+           WHERE coalesce(u.used_milli, 0) <> w.m OR coalesce(u.read_calls, 0) <> w.c OR coalesce(u.read_bytes, 0) <> w.b) AS ok),
+     counters AS (
        INSERT INTO rm_usage (period, account_id, tenant_id, environment, context_id, metric, value)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[])
-       ON CONFLICT (period, tenant_id, context_id, metric) DO UPDATE SET value = rm_usage.value + excluded.value RETURNING 1),
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[]) WHERE (SELECT ok FROM guard)
+       ON CONFLICT (period, tenant_id, context_id, metric) DO UPDATE SET value = rm_usage.value + excluded.value),
      accounts AS (
        INSERT INTO rm_usage_accounts (account_id, period, used_milli, read_calls, read_bytes)
-       SELECT * FROM unnest($8::text[], $9::text[], $10::bigint[], $11::bigint[], $12::bigint[])
-       ON CONFLICT (account_id, period) DO UPDATE SET used_milli = excluded.used_milli, read_calls = excluded.read_calls, read_bytes = excluded.read_bytes RETURNING 1),
+       SELECT * FROM unnest($8::text[], $9::text[], $10::bigint[], $11::bigint[], $12::bigint[]) WHERE (SELECT ok FROM guard)
+       ON CONFLICT (account_id, period) DO UPDATE SET used_milli = excluded.used_milli, read_calls = excluded.read_calls, read_bytes = excluded.read_bytes),
      marks AS (
-       INSERT INTO rm_usage_streams (stream_id, revision) SELECT * FROM unnest($13::text[], $14::bigint[])
-       ON CONFLICT (stream_id) DO UPDATE SET revision = excluded.revision RETURNING 1)
-     SELECT (SELECT count(*) FROM counters) + (SELECT count(*) FROM accounts) + (SELECT count(*) FROM marks) AS n`,
+       INSERT INTO rm_usage_streams (stream_id, revision) SELECT * FROM unnest($13::text[], $14::bigint[]) WHERE (SELECT ok FROM guard)
+       ON CONFLICT (stream_id) DO UPDATE SET revision = excluded.revision),
+     spend AS (
+       INSERT INTO rm_inference_spend (account_id, spent_cents) SELECT * FROM unnest($15::text[], $16::bigint[]) WHERE (SELECT ok FROM guard)
+       ON CONFLICT (account_id) DO UPDATE SET spent_cents = rm_inference_spend.spent_cents + excluded.spent_cents)
+     SELECT ok FROM guard`,
     [
       c.map((x) => x.period), c.map((x) => x.accountId), c.map((x) => x.tenantId), c.map((x) => x.environment), c.map((x) => x.contextId), c.map((x) => x.metric), c.map((x) => x.value),
       a.map((x) => x.accountId), a.map((x) => x.period), a.map((x) => x.usedMilli), a.map((x) => x.readCalls), a.map((x) => x.readBytes),
       s, s.map((id) => marks.get(id)!),
+      [...spent.keys()], [...spent.values()],
+      [...g.marks.keys()], [...g.marks.values()],
+      ga.map((x) => x.accountId), ga.map((x) => x.period), ga.map((x) => x.usedMilli), ga.map((x) => x.readCalls), ga.map((x) => x.readBytes),
     ],
   );
-  if (spent.size) {
-    await q.query(
-      `INSERT INTO rm_inference_spend (account_id, spent_cents) SELECT * FROM unnest($1::text[], $2::bigint[])
-       ON CONFLICT (account_id) DO UPDATE SET spent_cents = rm_inference_spend.spent_cents + excluded.spent_cents`,
-      [[...spent.keys()], [...spent.values()]],
-    );
-    for (const id of spent.keys()) spentMoved.add(id);
+  const ok = rows[0]?.ok as unknown;
+  if (checked && ok !== true && ok !== 't') {
+    // The tables moved since they were remembered: nothing was written; apply the batch from what they hold.
+    return applyAfterRead(q, all, memory, streamIds, wanted);
   }
-  for (const x of a) {
+  for (const id of s) memory.mark(id, marks.get(id)!);
+  for (const x of a) memory.account(x);
+  if (spent.size) for (const id of spent.keys()) spentMoved.add(id);
+  for (const x of accounts.values()) {
     let periods = written.get(x.accountId);
     if (!periods) written.set(x.accountId, (periods = new Map()));
     periods.set(x.period, x.usedMilli);
   }
+}
+
+/** The batch again, from the state the tables hold (read first). */
+function applyAfterRead(q: SqlQueryable, all: StoredEvent[], memory: Remembered, streamIds: string[], wanted: string[][]): Promise<void> {
+  memory.forget(streamIds, wanted.map(([a, p]) => accountKey(a, p)));
+  return applyUsage(q, all, memory);
 }
 
 /**
@@ -194,10 +267,12 @@ async function applyUsage(q: SqlQueryable, all: StoredEvent[]): Promise<void> {
  * with their new totals by period (`undefined`: an account changed plan or limit, or the
  * account is unknown), for the credit gate's cache.
  */
-export const usageProjection = (onChange?: (accountId?: string, totals?: ReadonlyMap<string, number>) => void): SqlProjection => ({
-  name: 'usage',
-  tables: ['rm_usage', 'rm_usage_accounts', 'rm_usage_streams', 'rm_inference_spend'],
-  ddl: `
+export const usageProjection = (onChange?: (accountId?: string, totals?: ReadonlyMap<string, number>) => void): SqlProjection => {
+  const memory = new Remembered();
+  return {
+    name: 'usage',
+    tables: ['rm_usage', 'rm_usage_accounts', 'rm_usage_streams', 'rm_inference_spend'],
+    ddl: `
 CREATE TABLE IF NOT EXISTS rm_usage (
   period text NOT NULL, account_id text NOT NULL, tenant_id text NOT NULL, environment text NOT NULL, context_id text NOT NULL,
   metric text NOT NULL, value bigint NOT NULL,
@@ -208,24 +283,25 @@ CREATE TABLE IF NOT EXISTS rm_usage_accounts (
   PRIMARY KEY (account_id, period));
 CREATE TABLE IF NOT EXISTS rm_usage_streams (stream_id text PRIMARY KEY, revision bigint NOT NULL);
 CREATE TABLE IF NOT EXISTS rm_inference_spend (account_id text PRIMARY KEY, spent_cents bigint NOT NULL);`,
-  apply: (q, e) => (counts(e) ? applyUsage(q, [e]) : Promise.resolve()),
-  applyMany: (q, events) => applyUsage(q, events),
-  // The runner folds a whole batch in one go (two statements), whatever other events it interleaves.
-  applyBatch: (q, events) => applyUsage(q, events),
-  afterCommit(events) {
-    if (!onChange) return;
-    if (events.some((e) => e.type === 'AccountChanged')) return onChange(undefined);
-    const moved = new Set<string | undefined>();
-    for (const e of events) if (counts(e)) moved.add(owners.get(entryOf(e).tenantId)?.accountId);
-    for (const accountId of moved) {
-      // An account whose balance moved is read again (totals undefined): the gate must see the new balance.
-      const totals = accountId === undefined || spentMoved.has(accountId) ? undefined : written.get(accountId);
-      if (accountId !== undefined) spentMoved.delete(accountId);
-      if (accountId !== undefined) written.delete(accountId);
-      onChange(accountId, totals);
-    }
-  },
-});
+    apply: (q, e) => (counts(e) ? applyUsage(q, [e], memory) : Promise.resolve()),
+    applyMany: (q, events) => applyUsage(q, events, memory),
+    // The runner folds a whole batch in one go (one statement; a read first when the state is not remembered), whatever other events it interleaves.
+    applyBatch: (q, events) => applyUsage(q, events, memory),
+    afterCommit(events) {
+      if (!onChange) return;
+      if (events.some((e) => e.type === 'AccountChanged')) return onChange(undefined);
+      const moved = new Set<string | undefined>();
+      for (const e of events) if (counts(e)) moved.add(owners.get(entryOf(e).tenantId)?.accountId);
+      for (const accountId of moved) {
+        // An account whose balance moved is read again (totals undefined): the gate must see the new balance.
+        const totals = accountId === undefined || spentMoved.has(accountId) ? undefined : written.get(accountId);
+        if (accountId !== undefined) spentMoved.delete(accountId);
+        if (accountId !== undefined) written.delete(accountId);
+        onChange(accountId, totals);
+      }
+    },
+  };
+};
 
 /** The standing of an account in a period, for the credit gate: its plan terms and the milli-credits used. */
 export const sqlAccountStanding = (q: SqlQueryable) => ({

@@ -1,4 +1,5 @@
 import type { EventStore, StoredEvent } from '@svc/domain';
+import type { LogRead } from './log-tail';
 
 export interface CatchUpOptions {
   /** Deliver events with position > from. */
@@ -30,8 +31,10 @@ const sleep = (ms: number, signal: AbortSignal, wake?: (w: () => void) => () => 
  * A catch-up subscription on the global log: reads from a position, hands each
  * batch to `handle`, then waits for the next append. Never skips a batch that
  * failed: it retries it with a bounded exponential backoff (capped at 5 s).
+ * `read` is how the log is read: the store's `readAll` itself unless given (the
+ * catch-up feed passes the process's shared reader, log-tail.ts).
  */
-export async function catchUp(store: EventStore, o: CatchUpOptions): Promise<void> {
+export async function catchUp(store: EventStore, o: CatchUpOptions, read: LogRead = (after, n) => store.readAll(after, n)): Promise<void> {
   let position = o.from;
   let attempt = 0;
   let dirty = false;
@@ -43,7 +46,7 @@ export async function catchUp(store: EventStore, o: CatchUpOptions): Promise<voi
       let events: StoredEvent[];
       dirty = false;
       try {
-        events = await store.readAll(position, o.batchSize ?? 500);
+        events = await read(position, o.batchSize ?? 500);
         if (events.length > 0) {
           position = await o.handle(events);
           attempt = 0;

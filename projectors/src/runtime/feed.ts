@@ -1,5 +1,6 @@
 import type { EventStore } from '@svc/domain';
 import { catchUp, type CatchUpOptions } from './catch-up';
+import { logTailOf } from './log-tail';
 
 /**
  * Where a subscriber of the log (read-model runner, search projector, document
@@ -9,7 +10,9 @@ import { catchUp, type CatchUpOptions } from './catch-up';
  * a failed batch, never skip one. The subscriber keeps its own checkpoint; the
  * feed only transports.
  *
- * - `catchUpFeed`: reads the event store's global log directly (default).
+ * - `catchUpFeed`: reads the event store's global log (default), through the
+ *   process's one shared reader of that store (log-tail.ts): subscribers near
+ *   the head share each read and its parsed events.
  * - `KafkaFeed` (projectors/src/kafka/feed.ts): consumes the topic the relay
  *   publishes, as a consumer group per subscriber (KAFKA_BROKERS).
  */
@@ -26,7 +29,8 @@ export interface FeedStatus {
   [key: string]: unknown;
 }
 
-export const catchUpFeed = (store: EventStore): EventFeed => ({
+/** `shared: false` reads the store on its own (one read per subscriber and batch, as before the shared reader). */
+export const catchUpFeed = (store: EventStore, o: { shared?: boolean } = {}): EventFeed => ({
   kind: 'catch-up',
-  follow: (_name, o) => catchUp(store, o),
+  follow: (_name, co) => (o.shared === false ? catchUp(store, co) : catchUp(store, co, logTailOf(store).read)),
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { scopes } from '../common';
+import { indexFailure, modifiedStamp, ownerFields, ownerFilters } from './item-fields';
 import { INDEX_MODES } from './schemas';
 
 const payload = z.record(z.string(), z.unknown());
@@ -14,8 +14,7 @@ const common = {
   folderId: id.optional(),
   payload: payload.optional(),
   schemaId: id.optional(),
-  userId: id.optional(),
-  scopes: scopes.optional(),
+  ...ownerFields,
   externalId: z.string().min(1).max(256).optional(),
   expectedVersion: z.number().int().optional(),
 };
@@ -47,8 +46,7 @@ export const patchDocumentBody = z
     text: z.string().optional(),
     folderId: id.optional(),
     schemaId: id.optional(),
-    userId: id.optional(),
-    scopes: scopes.optional(),
+    ...ownerFields,
     payload: payload.optional(),
     expectedVersion: z.number().int().optional(),
   })
@@ -59,7 +57,7 @@ export const documentResponse = z.object({
   title: z.string(),
   externalId: z.string().nullable(),
   status: z.enum(DOCUMENT_STATUSES),
-  indexFailure: z.object({ code: z.string(), message: z.string() }).optional(),
+  indexFailure,
   indexMode: z.string(),
   storeText: z.boolean(),
   folderId: z.string(),
@@ -72,9 +70,7 @@ export const documentResponse = z.object({
   scopes: z.array(z.string()),
   fileType: z.string().nullable(),
   fileSize: z.number().int().nullable(),
-  createdAt: z.string(),
-  lastModified: z.string(),
-  version: z.number().int(),
+  ...modifiedStamp,
 });
 export type DocumentResponse = z.infer<typeof documentResponse>;
 
@@ -89,8 +85,7 @@ export const documentTextResponse = z.object({ id: z.string(), text: z.string(),
 export const downloadUrlResponse = z.object({ downloadUrl: z.string(), expiresAt: z.string() });
 
 export const listDocumentsQuery = z.object({
-  userId: id.optional(),
-  scope: z.string().min(3).max(300).optional(),
+  ...ownerFilters,
   folderId: id.optional(),
   startFrom: z.string().optional(),
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { scopes } from '../common';
+import { modifiedStamp, ownerFields, ownerFilters } from './item-fields';
 
 /** Lowercase letters, digits and hyphens; 1-64 characters. */
 export const FOLDER_SLUG_RE = /^[a-z0-9-]{1,64}$/;
@@ -15,8 +16,7 @@ export const createFolderBody = z
     /** Create only; omit to create under the context root. */
     parentFolderId: id.optional(),
     slug: folderSlug.optional(),
-    userId: id.optional(),
-    scopes: scopes.optional(),
+    ...ownerFields,
     /** Ignored on create. */
     expectedVersion: z.number().int().optional(),
   })
@@ -37,8 +37,8 @@ export const patchFolderFields = z
   .partial()
   .strict();
 
-export const folderResponse = z.object({
-  id: z.string(),
+/** A folder as FolderCreated records it and its response shows it. */
+export const folderFields = {
   name: z.string(),
   description: z.string().nullable(),
   /** Null only for the context root. */
@@ -48,15 +48,17 @@ export const folderResponse = z.object({
   isProtected: z.boolean(),
   userId: z.string().nullable(),
   scopes: z.array(z.string()),
-  createdAt: z.string(),
-  lastModified: z.string(),
-  version: z.number().int(),
+};
+
+export const folderResponse = z.object({
+  id: z.string(),
+  ...folderFields,
+  ...modifiedStamp,
 });
 export type FolderResponse = z.infer<typeof folderResponse>;
 
 export const listFoldersQuery = z.object({
-  userId: id.optional(),
-  scope: z.string().min(3).max(300).optional(),
+  ...ownerFilters,
   parentFolderId: id.optional(),
   startFrom: z.string().optional(),
 });

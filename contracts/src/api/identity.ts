@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { identifier, scopes } from '../common';
+import { scopeFilter } from './item-fields';
 
 /** Namespaces every tenant has; they cannot be created or deleted. */
 export const BUILTIN_NAMESPACES = ['org', 'client'] as const;
@@ -52,7 +53,7 @@ export type UserResponse = z.infer<typeof userResponse>;
 
 export const listUsersQuery = z.object({
   email: z.string().min(1).max(254).optional(),
-  scope: z.string().min(3).max(300).optional(),
+  scope: scopeFilter,
   startFrom: z.string().optional(),
 });
 

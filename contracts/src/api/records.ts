@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { identifier, scopes } from '../common';
+import { identifier } from '../common';
+import { indexFailure, ownerFields, ownerFilters } from './item-fields';
 import { INDEX_MODES } from './schemas';
 
 const payload = z.record(z.string(), z.unknown());
@@ -11,8 +12,7 @@ export const createRecordBody = z
     payload: payload.optional(),
     status: z.string().min(1).max(64).optional(),
     folderId: z.string().min(1).max(128).optional(),
-    userId: z.string().min(1).max(128).optional(),
-    scopes: scopes.optional(),
+    ...ownerFields,
     externalId: z.string().min(1).max(256).optional(),
     indexMode: z.enum(INDEX_MODES).optional(),
     expectedVersion: z.number().int().optional(),
@@ -31,8 +31,7 @@ export const patchRecordBody = z
     payload: payload.optional(),
     status: z.string().min(1).max(64).optional(),
     folderId: z.string().min(1).max(128).optional(),
-    userId: z.string().min(1).max(128).optional(),
-    scopes: scopes.optional(),
+    ...ownerFields,
     expectedVersion: z.number().int().optional(),
   })
   // Other keys reach the decision, which names immutable and unknown keys in its 400.
@@ -52,7 +51,7 @@ export const recordResponse = z.object({
   indexMode: z.string().nullable(),
   indexStatus: z.string().nullable(),
   /** Only when indexStatus is FAILED (search projector). */
-  indexFailure: z.object({ code: z.string(), message: z.string() }).optional(),
+  indexFailure,
   payloadExternalized: z.boolean(),
   payloadBytes: z.number().int(),
   createdBy: z.string().nullable(),
@@ -64,8 +63,7 @@ export type RecordResponse = z.infer<typeof recordResponse>;
 
 export const listRecordsQuery = z.object({
   type: identifier.optional(),
-  userId: z.string().min(1).max(128).optional(),
-  scope: z.string().min(3).max(300).optional(),
+  ...ownerFilters,
   folderId: z.string().min(1).max(128).optional(),
   includePayload: z.enum(['true', 'false']).optional(),
   startFrom: z.string().optional(),

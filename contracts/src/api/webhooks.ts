@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { limitParamWithin } from '../http/pagination';
 
 /** The webhook event types of the spec ("Webhook event types"). */
 export const WEBHOOK_EVENT_TYPES = ['document.indexed', 'document.failed', 'record.indexed', 'record.failed', 'trigger.failed'] as const;
@@ -72,18 +73,7 @@ export const deliveryResponse = z.object({
 });
 export type DeliveryResponse = z.infer<typeof deliveryResponse>;
 
-export const deliveryLimitParam = z
-  .union([z.string(), z.number()])
-  .optional()
-  .transform((v, ctx) => {
-    if (v === undefined || v === '') return DELIVERY_LIST_LIMIT.default;
-    const n = typeof v === 'number' ? v : /^-?\d+$/.test(v) ? Number(v) : NaN;
-    if (!Number.isInteger(n) || n < DELIVERY_LIST_LIMIT.min || n > DELIVERY_LIST_LIMIT.max) {
-      ctx.addIssue({ code: 'custom', message: `limit must be an integer from ${DELIVERY_LIST_LIMIT.min} to ${DELIVERY_LIST_LIMIT.max}` });
-      return z.NEVER;
-    }
-    return n;
-  });
+export const deliveryLimitParam = limitParamWithin(DELIVERY_LIST_LIMIT);
 
 export const listDeliveriesQuery = z.object({ limit: deliveryLimitParam, startFrom: z.string().optional() });
 export const deliveryParams = z.object({ id: z.string().min(1).max(128), deliveryId: z.string().min(1).max(128) });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { folderFields } from '../api/folders';
 import type { SchemaDefinition } from '../api/schemas';
 
 /**
@@ -56,6 +57,24 @@ const schemaDefinition = json as unknown as z.ZodType<SchemaDefinition, Record<s
 const plan = z.enum(['free', 'starter', 'pro', 'scale', 'enterprise']);
 const tenantRef = z.object({ tenantId: z.string(), contextId: z.string() });
 const dataScope = z.object({ userId: z.string().optional(), scopes: z.array(z.string()).optional() });
+/** A record's content and placement, in full on its creation and on every update. */
+const recordContent = {
+  payload: json,
+  status: z.string(),
+  folderId: z.string().nullable(),
+  userId: z.string().nullable(),
+  scopes: z.array(z.string()),
+};
+/** A document's folder, payload, schema binding and ownership, in full on its creation and on every update. */
+const documentContent = {
+  folderId: z.string(),
+  payload: json,
+  schemaId: z.string().nullable(),
+  schemaVersion: z.number().int().nullable(),
+  typeName: z.string().nullable(),
+  userId: z.string().nullable(),
+  scopes: z.array(z.string()),
+};
 
 export const EVENT_TYPES = {
   // accounts and tenancy
@@ -127,11 +146,7 @@ export const EVENT_TYPES = {
     schemaId: z.string(),
     schemaVersion: z.number().int(),
     typeName: z.string(),
-    payload: json,
-    status: z.string(),
-    folderId: z.string().nullable(),
-    userId: z.string().nullable(),
-    scopes: z.array(z.string()),
+    ...recordContent,
     externalId: z.string().nullable(),
     indexMode: z.string().nullable(),
     /** Keyed HMACs of sensitive values (the values themselves are sealed in `payload`). */
@@ -140,11 +155,7 @@ export const EVENT_TYPES = {
   RecordUpdated: z.object({
     recordId: z.string(),
     schemaVersion: z.number().int(),
-    payload: json,
-    status: z.string(),
-    folderId: z.string().nullable(),
-    userId: z.string().nullable(),
-    scopes: z.array(z.string()),
+    ...recordContent,
     /** `put` or `patch`, for history readers. */
     change: z.enum(['put', 'patch']),
     blindIndex: z.record(z.string(), z.string()).optional(),
@@ -173,17 +184,7 @@ export const EVENT_TYPES = {
   }),
 
   // folders (the context root has a derived id, no parent and isProtected: true)
-  FolderCreated: z.object({
-    folderId: z.string(),
-    name: z.string(),
-    description: z.string().nullable(),
-    parentFolderId: z.string().nullable(),
-    slug: z.string(),
-    depth: z.number().int(),
-    isProtected: z.boolean(),
-    userId: z.string().nullable(),
-    scopes: z.array(z.string()),
-  }),
+  FolderCreated: z.object({ folderId: z.string(), ...folderFields }),
   /** The mutable fields after the change, in full. */
   FolderUpdated: z.object({
     folderId: z.string(),
@@ -234,13 +235,7 @@ export const EVENT_TYPES = {
     source: z.enum(['text', 'file']),
     indexMode: z.string(),
     storeText: z.boolean(),
-    folderId: z.string(),
-    payload: json,
-    schemaId: z.string().nullable(),
-    schemaVersion: z.number().int().nullable(),
-    typeName: z.string().nullable(),
-    userId: z.string().nullable(),
-    scopes: z.array(z.string()),
+    ...documentContent,
     externalId: z.string().nullable(),
     fileName: z.string().nullable(),
     fileType: z.string().nullable(),
@@ -252,13 +247,7 @@ export const EVENT_TYPES = {
   DocumentUpdated: z.object({
     documentId: z.string(),
     title: z.string(),
-    folderId: z.string(),
-    payload: json,
-    schemaId: z.string().nullable(),
-    schemaVersion: z.number().int().nullable(),
-    typeName: z.string().nullable(),
-    userId: z.string().nullable(),
-    scopes: z.array(z.string()),
+    ...documentContent,
     change: z.enum(['put', 'patch']),
     blindIndex: z.record(z.string(), z.string()).optional(),
   }),

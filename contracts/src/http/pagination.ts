@@ -3,22 +3,29 @@ import { invalid } from '../errors';
 import { LIST_LIMIT } from '../common';
 import type { CursorCodec } from './cursor';
 
+/** A `limit` query parameter within `bounds` (its default when absent; out of bounds is a 400, never reduced). */
+export const limitParamWithin = (bounds: { min: number; max: number; default: number }) =>
+  z
+    .union([z.string(), z.number()])
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === '') return bounds.default;
+      const n = typeof v === 'number' ? v : /^-?\d+$/.test(v) ? Number(v) : NaN;
+      if (!Number.isInteger(n) || n < bounds.min || n > bounds.max) {
+        ctx.addIssue({ code: 'custom', message: `limit must be an integer from ${bounds.min} to ${bounds.max}` });
+        return z.NEVER;
+      }
+      return n;
+    });
+
 /**
  * The one pagination helper: `limit` 1-100 (default 20; larger is a 400, never
  * reduced) and an encrypted `startFrom` bound to the other query parameters.
  */
-export const limitParam = z
-  .union([z.string(), z.number()])
-  .optional()
-  .transform((v, ctx) => {
-    if (v === undefined || v === '') return LIST_LIMIT.default;
-    const n = typeof v === 'number' ? v : /^-?\d+$/.test(v) ? Number(v) : NaN;
-    if (!Number.isInteger(n) || n < LIST_LIMIT.min || n > LIST_LIMIT.max) {
-      ctx.addIssue({ code: 'custom', message: `limit must be an integer from ${LIST_LIMIT.min} to ${LIST_LIMIT.max}` });
-      return z.NEVER;
-    }
-    return n;
-  });
+export const limitParam = limitParamWithin(LIST_LIMIT);
+
+/** The query of a list with no filters: a page size and the cursor. */
+export const pageQuery = z.object({ limit: limitParam, startFrom: z.string().optional() });
 
 export interface Page<T> {
   data: T[];

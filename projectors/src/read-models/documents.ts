@@ -1,7 +1,7 @@
-import type { SchemaDefinition } from '@svc/contracts';
-import { indexEntries, sortKey, type SqlQueryable, type StoredEvent } from '@svc/domain';
+import type { SqlQueryable, StoredEvent } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
-import { schemaDocs } from './records';
+import { replaceLookupRows, schemaDocs } from './records';
+import { deleteRemovedRows, deleteRows } from './removals';
 
 /**
  * Documents by tenant and context (status, text and file references, the
@@ -9,6 +9,8 @@ import { schemaDocs } from './records';
  * guarded by the stream revision, so a replay changes nothing. Processing
  * events move `status` only; `version` counts DocumentCreated / DocumentUpdated.
  */
+const DOCUMENT_LOOKUPS = { table: 'rm_document_lookups', idColumn: 'document_id' };
+
 export const documentsProjection = (): SqlProjection => ({
   name: 'documents',
   tables: ['rm_documents', 'rm_document_lookups'],
@@ -30,19 +32,10 @@ CREATE INDEX IF NOT EXISTS rm_document_lookups_key ON rm_document_lookups (tenan
 CREATE INDEX IF NOT EXISTS rm_document_lookups_doc ON rm_document_lookups (document_id);`,
   async apply(q: SqlQueryable, e: StoredEvent) {
     const m = e.metadata;
-    const index = async (documentId: string, typeName: string | null, schemaId: string | null, payload: Record<string, unknown>, blind: Record<string, string> | undefined, createdAt: string, updatedAt: string) => {
-      await q.query('DELETE FROM rm_document_lookups WHERE document_id = $1', [documentId]);
-      if (!schemaId || !typeName) return;
-      const def: SchemaDefinition | undefined = (await schemaDocs(q, [schemaId])).get(schemaId);
-      if (!def) return;
-      const entries = indexEntries(def, payload, blind);
-      if (!entries.length) return;
-      const sk = sortKey(def, { payload, createdAt, updatedAt });
-      await q.query(
-        `INSERT INTO rm_document_lookups (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, document_id)
-         SELECT $1, $2, $3, f, k1, k2, k3, $4, $5 FROM unnest($6::text[], $7::text[], $8::text[], $9::text[]) AS t(f, k1, k2, k3)`,
-        [m.tenantId, m.contextId, typeName, sk, documentId, entries.map((x) => x.field), entries.map((x) => x.k1), entries.map((x) => x.k2 ?? ''), entries.map((x) => x.k3 ?? '')],
-      );
+    /** Schema-bound documents (a schema and its typeName) are in the lookup index. */
+    const index = async (documentId: string, typeName: string | null, schemaId: string | null, payload: Record<string, unknown>, blindIndex: Record<string, string> | undefined, createdAt: string, updatedAt: string) => {
+      const def = schemaId && typeName ? (await schemaDocs(q, [schemaId])).get(schemaId) : undefined;
+      await replaceLookupRows(q, DOCUMENT_LOOKUPS, { id: documentId, tenantId: m.tenantId, contextId: m.contextId, typeName: typeName ?? '', payload, blindIndex, createdAt, updatedAt }, def);
     };
     /** A processing event: `set` applies when the row is older than this event (and `cond` holds). */
     const step = (documentId: string, set: string, args: unknown[], cond = 'TRUE') =>
@@ -108,24 +101,13 @@ CREATE INDEX IF NOT EXISTS rm_document_lookups_doc ON rm_document_lookups (docum
         await step(d.documentId, 'text_retained = false', [d.textRevision], 'text_revision = $3');
         return;
       }
-      case 'DocumentDeleted': {
-        const id = e.data.documentId;
-        await q.query('DELETE FROM rm_documents WHERE document_id = $1', [id]);
-        await q.query('DELETE FROM rm_document_lookups WHERE document_id = $1', [id]);
+      case 'DocumentDeleted':
+        await deleteRows(q, ['rm_documents', 'rm_document_lookups'], 'document_id', e.data.documentId);
         return;
-      }
-      case 'ContextDeleted': {
-        const ctx = e.data.contextId;
-        await q.query('DELETE FROM rm_document_lookups WHERE context_id = $1', [ctx]);
-        await q.query('DELETE FROM rm_documents WHERE context_id = $1', [ctx]);
+      case 'ContextDeleted':
+      case 'TenantTornDown':
+        await deleteRemovedRows(q, e, ['rm_document_lookups', 'rm_documents']);
         return;
-      }
-      case 'TenantTornDown': {
-        const t = e.data.tenantId;
-        await q.query('DELETE FROM rm_document_lookups WHERE tenant_id = $1', [t]);
-        await q.query('DELETE FROM rm_documents WHERE tenant_id = $1', [t]);
-        return;
-      }
     }
   },
 });

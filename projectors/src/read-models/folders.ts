@@ -1,5 +1,6 @@
 import type { FolderContents, SqlQueryable, StoredEvent } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
+import { deleteRemovedRows } from './removals';
 
 /**
  * Folders by tenant and context. Every update is guarded by the stream
@@ -42,10 +43,8 @@ CREATE INDEX IF NOT EXISTS rm_folders_parent ON rm_folders (parent_folder_id);`,
         await q.query('DELETE FROM rm_folders WHERE folder_id = $1', [e.data.folderId]);
         return;
       case 'ContextDeleted':
-        await q.query('DELETE FROM rm_folders WHERE context_id = $1', [e.data.contextId]);
-        return;
       case 'TenantTornDown':
-        await q.query('DELETE FROM rm_folders WHERE tenant_id = $1', [e.data.tenantId]);
+        await deleteRemovedRows(q, e, ['rm_folders']);
         return;
     }
   },

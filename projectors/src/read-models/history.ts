@@ -2,6 +2,7 @@ import type { SchemaDefinition } from '@svc/contracts';
 import { capabilitiesOf, documentView, folderView, recordView, type schemaView, type SqlQueryable, type StoredEvent } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 import { schemaDocs } from './records';
+import { deleteRemovedRows } from './removals';
 
 /**
  * Version rows (one per state change, oldest first, sensitive values masked)
@@ -53,7 +54,26 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
     /** The schema as the schemas read model holds it (its response shape), before this event. */
     const schemaOf = async (schemaId: string) =>
       (await q.query<{ doc: ReturnType<typeof schemaView> }>('SELECT doc FROM rm_schemas WHERE schema_id = $1', [schemaId])).rows[0]?.doc;
+    /**
+     * The entity's row in its read model (`rm_<kind>s`) as it was before this event (this projection runs
+     * first); an update reads it only while it is older than the event, so a replayed update adds no row.
+     */
+    const rowBefore = async (kind: 'record' | 'document' | 'folder', id: string, update: boolean) =>
+      (await q.query<Record<string, any>>(`SELECT * FROM rm_${kind}s WHERE ${kind}_id = $1${update ? ' AND revision < $2' : ''}`, update ? [id, e.revision] : [id])).rows[0];
     const audited = (def: SchemaDefinition | undefined) => !def || capabilitiesOf(def).auditHistory !== false;
+    const tombstone = (id: string, kind: string, typeName: string | null, externalId: string | null, lastVersion: number, owner: { userId: string | null; scopes: string[] }) =>
+      q.query(`INSERT INTO rm_tombstones VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT DO NOTHING`, [id, m.tenantId, m.contextId, kind, typeName, externalId, m.occurredAt, m.actorKeyId, lastVersion, JSON.stringify(owner)]);
+    /**
+     * A record, document or folder deleted: its last version row (no state) where its schema keeps
+     * history (a folder's always does), and its tombstone with the type name and external id `names` gives.
+     */
+    const deletion = async (kind: 'record' | 'document' | 'folder', id: string, names: (prev: Record<string, any>) => [typeName: string | null, externalId: string | null]) => {
+      const prev = await rowBefore(kind, id, false);
+      if (!prev) return;
+      const def = prev.schema_id ? await schemaOf(prev.schema_id) : undefined;
+      if (audited(def)) await row(id, kind, prev.version + 1, null);
+      await tombstone(id, kind, ...names(prev), prev.version, { userId: prev.user_id, scopes: prev.scopes });
+    };
     switch (e.type) {
       case 'SchemaCreated':
       case 'SchemaUpdated': {
@@ -70,7 +90,7 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
         const prev = await schemaOf(d.schemaId);
         const last = prev?.schemaVersion ?? 0;
         if (audited(prev)) await row(d.schemaId, 'schema', last + 1, null);
-        await q.query(`INSERT INTO rm_tombstones VALUES ($1,$2,$3,'schema',$4,NULL,$5,$6,$7,$8) ON CONFLICT DO NOTHING`, [d.schemaId, m.tenantId, m.contextId, d.typeName, m.occurredAt, m.actorKeyId, last, JSON.stringify({ userId: prev?.userId ?? null, scopes: prev?.scopes ?? [] })]);
+        await tombstone(d.schemaId, 'schema', d.typeName, null, last, { userId: prev?.userId ?? null, scopes: prev?.scopes ?? [] });
         return;
       }
       case 'RecordCreated': {
@@ -82,7 +102,7 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
       }
       case 'RecordUpdated': {
         const d = e.data;
-        const prev = (await q.query<Record<string, any>>('SELECT * FROM rm_records WHERE record_id = $1 AND revision < $2', [d.recordId, e.revision])).rows[0];
+        const prev = await rowBefore('record', d.recordId, true);
         if (!prev) return;
         const def = await schemaOf(prev.schema_id);
         const version = prev.version + 1;
@@ -96,11 +116,7 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
       }
       case 'RecordDeleted': {
         const d = e.data;
-        const prev = (await q.query<Record<string, any>>('SELECT * FROM rm_records WHERE record_id = $1', [d.recordId])).rows[0];
-        if (!prev) return;
-        const def = await schemaOf(prev.schema_id);
-        if (audited(def)) await row(d.recordId, 'record', prev.version + 1, null);
-        await q.query(`INSERT INTO rm_tombstones VALUES ($1,$2,$3,'record',$4,$5,$6,$7,$8,$9) ON CONFLICT DO NOTHING`, [d.recordId, m.tenantId, m.contextId, d.typeName, d.externalId, m.occurredAt, m.actorKeyId, prev.version, JSON.stringify({ userId: prev.user_id, scopes: prev.scopes })]);
+        await deletion('record', d.recordId, () => [d.typeName, d.externalId]);
         return;
       }
       // Documents: one row per revision (Created / Updated); processing events change status, not the version, and add no row.
@@ -117,7 +133,7 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
       }
       case 'DocumentUpdated': {
         const d = e.data;
-        const prev = (await q.query<Record<string, any>>('SELECT * FROM rm_documents WHERE document_id = $1 AND revision < $2', [d.documentId, e.revision])).rows[0];
+        const prev = await rowBefore('document', d.documentId, true);
         if (!prev) return;
         const def = d.schemaId ? await schemaOf(d.schemaId) : undefined;
         const version = prev.version + 1;
@@ -132,11 +148,7 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
       }
       case 'DocumentDeleted': {
         const d = e.data;
-        const prev = (await q.query<Record<string, any>>('SELECT * FROM rm_documents WHERE document_id = $1', [d.documentId])).rows[0];
-        if (!prev) return;
-        const def = prev.schema_id ? await schemaOf(prev.schema_id) : undefined;
-        if (audited(def)) await row(d.documentId, 'document', prev.version + 1, null);
-        await q.query(`INSERT INTO rm_tombstones VALUES ($1,$2,$3,'document',$4,$5,$6,$7,$8,$9) ON CONFLICT DO NOTHING`, [d.documentId, m.tenantId, m.contextId, prev.type_name, d.externalId, m.occurredAt, m.actorKeyId, prev.version, JSON.stringify({ userId: prev.user_id, scopes: prev.scopes })]);
+        await deletion('document', d.documentId, (prev) => [prev.type_name, d.externalId]);
         return;
       }
       // Folders have no schema: their history is always recorded.
@@ -147,7 +159,7 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
       }
       case 'FolderUpdated': {
         const d = e.data;
-        const prev = (await q.query<Record<string, any>>('SELECT * FROM rm_folders WHERE folder_id = $1 AND revision < $2', [d.folderId, e.revision])).rows[0];
+        const prev = await rowBefore('folder', d.folderId, true);
         if (!prev) return;
         const version = prev.version + 1;
         await row(d.folderId, 'folder', version, folderView({
@@ -156,26 +168,13 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
         }));
         return;
       }
-      case 'FolderDeleted': {
-        const d = e.data;
-        const prev = (await q.query<Record<string, any>>('SELECT * FROM rm_folders WHERE folder_id = $1', [d.folderId])).rows[0];
-        if (!prev) return;
-        await row(d.folderId, 'folder', prev.version + 1, null);
-        await q.query(`INSERT INTO rm_tombstones VALUES ($1,$2,$3,'folder',NULL,NULL,$4,$5,$6,$7) ON CONFLICT DO NOTHING`, [d.folderId, m.tenantId, m.contextId, m.occurredAt, m.actorKeyId, prev.version, JSON.stringify({ userId: prev.user_id, scopes: prev.scopes })]);
+      case 'FolderDeleted':
+        await deletion('folder', e.data.folderId, () => [null, null]);
         return;
-      }
-      case 'ContextDeleted': {
-        const d = e.data;
-        await q.query('DELETE FROM rm_versions WHERE tenant_id = $1 AND context_id = $2', [d.tenantId, d.contextId]);
-        await q.query('DELETE FROM rm_tombstones WHERE tenant_id = $1 AND context_id = $2', [d.tenantId, d.contextId]);
+      case 'ContextDeleted':
+      case 'TenantTornDown':
+        await deleteRemovedRows(q, e, ['rm_versions', 'rm_tombstones']);
         return;
-      }
-      case 'TenantTornDown': {
-        const d = e.data;
-        await q.query('DELETE FROM rm_versions WHERE tenant_id = $1', [d.tenantId]);
-        await q.query('DELETE FROM rm_tombstones WHERE tenant_id = $1', [d.tenantId]);
-        return;
-      }
     }
   },
 });

@@ -1,5 +1,6 @@
 import type { NamespaceUsage, SqlQueryable, StoredEvent } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
+import { deleteRemovedRows } from './removals';
 
 /**
  * Namespaces (per tenant: they outlive the context that registered them),
@@ -79,21 +80,13 @@ CREATE INDEX IF NOT EXISTS rm_entities_namespace ON rm_entities (tenant_id, name
       case 'EntityDeleted':
         await q.query('DELETE FROM rm_entities WHERE entity_id = $1', [e.data.entityId]);
         return;
-      case 'ContextDeleted': {
-        // Namespaces are the tenant's and stay; the context's users and entities go.
-        const { contextId } = e.data;
-        await q.query('DELETE FROM rm_users WHERE context_id = $1', [contextId]);
-        await q.query('DELETE FROM rm_entities WHERE context_id = $1', [contextId]);
+      // Namespaces are the tenant's: they outlive a context and go with the tenant.
+      case 'ContextDeleted':
+        await deleteRemovedRows(q, e, ['rm_users', 'rm_entities']);
         return;
-      }
-      case 'TenantTornDown': {
-        // With the tenant go its namespaces too.
-        const { tenantId } = e.data;
-        await q.query('DELETE FROM rm_namespaces WHERE tenant_id = $1', [tenantId]);
-        await q.query('DELETE FROM rm_users WHERE tenant_id = $1', [tenantId]);
-        await q.query('DELETE FROM rm_entities WHERE tenant_id = $1', [tenantId]);
+      case 'TenantTornDown':
+        await deleteRemovedRows(q, e, ['rm_namespaces', 'rm_users', 'rm_entities']);
         return;
-      }
     }
   },
 });

@@ -1,6 +1,7 @@
 import type { SchemaDefinition } from '@svc/contracts';
 import { indexEntries, isExternalized, payloadBytes, projectedPayload, sortKey, type SqlQueryable, type StoredEvent } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
+import { deleteRemovedRows, deleteRows } from './removals';
 
 /**
  * Records by tenant and context, their lookup index, and out-of-line payloads
@@ -13,6 +14,33 @@ export async function schemaDocs(q: SqlQueryable, ids: string[]): Promise<Map<st
   const { rows } = await q.query<{ schema_id: string; doc: SchemaDefinition }>('SELECT schema_id, doc FROM rm_schemas WHERE schema_id = ANY($1::text[])', [[...new Set(ids)]]);
   return new Map(rows.map((r) => [r.schema_id, r.doc]));
 }
+
+/** An item of a lookup index (rm_record_lookups, rm_document_lookups): where it lives, its type and what its entries come from. */
+export interface LookupItem {
+  id: string;
+  tenantId: string | null;
+  contextId: string | null;
+  typeName: string;
+  payload: Record<string, unknown>;
+  blindIndex: Record<string, string> | undefined;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** Replaces an item's rows in a lookup index with the entries its schema declares (none without a schema). */
+export async function replaceLookupRows(q: SqlQueryable, index: { table: string; idColumn: string }, item: LookupItem, def: SchemaDefinition | undefined): Promise<void> {
+  await q.query(`DELETE FROM ${index.table} WHERE ${index.idColumn} = $1`, [item.id]);
+  if (!def) return;
+  const entries = indexEntries(def, item.payload, item.blindIndex);
+  if (!entries.length) return;
+  const sk = sortKey(def, item);
+  await q.query(
+    `INSERT INTO ${index.table} (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, ${index.idColumn})
+     SELECT $1, $2, $3, f, k1, k2, k3, $4, $5 FROM unnest($6::text[], $7::text[], $8::text[], $9::text[]) AS t(f, k1, k2, k3)`,
+    [item.tenantId, item.contextId, item.typeName, sk, item.id, entries.map((x) => x.field), entries.map((x) => x.k1), entries.map((x) => x.k2 ?? ''), entries.map((x) => x.k3 ?? '')],
+  );
+}
+const RECORD_LOOKUPS = { table: 'rm_record_lookups', idColumn: 'record_id' };
 
 /** `onChanged` hears the ids of records each committed batch touched (null: possibly all of them). */
 export const recordsProjection = (onChanged?: (ids: string[] | null) => void): SqlProjection => ({
@@ -114,18 +142,8 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
       else await q.query('DELETE FROM rm_record_payloads WHERE record_id = $1', [recordId]);
       return { rowPayload: ext ? projectedPayload(def, payload) : payload, bytes, ext };
     };
-    const index = async (recordId: string, typeName: string, def: SchemaDefinition | undefined, payload: Record<string, unknown>, blind: Record<string, string> | undefined, createdAt: string, updatedAt: string) => {
-      await q.query('DELETE FROM rm_record_lookups WHERE record_id = $1', [recordId]);
-      if (!def) return;
-      const entries = indexEntries(def, payload, blind);
-      if (!entries.length) return;
-      const sk = sortKey(def, { payload, createdAt, updatedAt });
-      await q.query(
-        `INSERT INTO rm_record_lookups (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, record_id)
-         SELECT $1, $2, $3, f, k1, k2, k3, $4, $5 FROM unnest($6::text[], $7::text[], $8::text[], $9::text[]) AS t(f, k1, k2, k3)`,
-        [m.tenantId, m.contextId, typeName, sk, recordId, entries.map((x) => x.field), entries.map((x) => x.k1), entries.map((x) => x.k2 ?? ''), entries.map((x) => x.k3 ?? '')],
-      );
-    };
+    const index = (recordId: string, typeName: string, def: SchemaDefinition | undefined, payload: Record<string, unknown>, blindIndex: Record<string, string> | undefined, createdAt: string, updatedAt: string) =>
+      replaceLookupRows(q, RECORD_LOOKUPS, { id: recordId, tenantId: m.tenantId, contextId: m.contextId, typeName, payload, blindIndex, createdAt, updatedAt }, def);
     switch (e.type) {
       case 'RecordCreated': {
         const d = e.data;
@@ -172,26 +190,16 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
         ]);
         return;
       }
-      case 'RecordDeleted': {
-        const id = e.data.recordId;
-        await q.query('DELETE FROM rm_records WHERE record_id = $1', [id]);
-        await q.query('DELETE FROM rm_record_payloads WHERE record_id = $1', [id]);
-        await q.query('DELETE FROM rm_record_lookups WHERE record_id = $1', [id]);
+      case 'RecordDeleted':
+        await deleteRows(q, ['rm_records', 'rm_record_payloads', 'rm_record_lookups'], 'record_id', e.data.recordId);
         return;
-      }
-      case 'ContextDeleted': {
-        const ctx = e.data.contextId;
-        await q.query('DELETE FROM rm_record_payloads WHERE record_id IN (SELECT record_id FROM rm_records WHERE context_id = $1)', [ctx]);
-        await q.query('DELETE FROM rm_record_lookups WHERE context_id = $1', [ctx]);
-        await q.query('DELETE FROM rm_records WHERE context_id = $1', [ctx]);
-        return;
-      }
-      // Its contexts went with it (ContextDeleted each, same append); this also takes anything written in the meantime.
+      // A tenant's contexts went with it (ContextDeleted each, same append); its teardown also takes anything written in the meantime.
+      case 'ContextDeleted':
       case 'TenantTornDown': {
-        const t = e.data.tenantId;
-        await q.query('DELETE FROM rm_record_payloads WHERE record_id IN (SELECT record_id FROM rm_records WHERE tenant_id = $1)', [t]);
-        await q.query('DELETE FROM rm_record_lookups WHERE tenant_id = $1', [t]);
-        await q.query('DELETE FROM rm_records WHERE tenant_id = $1', [t]);
+        // Out-of-line payloads have no owner columns: they go by their records, first.
+        const [owner, value] = e.type === 'ContextDeleted' ? ['context_id', e.data.contextId] : ['tenant_id', e.data.tenantId];
+        await q.query(`DELETE FROM rm_record_payloads WHERE record_id IN (SELECT record_id FROM rm_records WHERE ${owner} = $1)`, [value]);
+        await deleteRemovedRows(q, e, ['rm_record_lookups', 'rm_records']);
         return;
       }
     }

@@ -1,5 +1,6 @@
 import { ownerKeyOf, schemaView, type SqlQueryable, type StoredEvent } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
+import { deleteRemovedRows } from './removals';
 
 /** Schemas by tenant and context; `doc` is the response shape. Guarded by stream revision. */
 export const schemasProjection = (): SqlProjection => ({
@@ -36,10 +37,8 @@ CREATE INDEX IF NOT EXISTS rm_schemas_list ON rm_schemas (tenant_id, context_id,
         await q.query('UPDATE rm_schemas SET deleted = true, revision = $2 WHERE schema_id = $1 AND revision < $2', [e.data.schemaId, e.revision]);
         return;
       case 'ContextDeleted':
-        await q.query('DELETE FROM rm_schemas WHERE context_id = $1', [e.data.contextId]);
-        return;
       case 'TenantTornDown':
-        await q.query('DELETE FROM rm_schemas WHERE tenant_id = $1', [e.data.tenantId]);
+        await deleteRemovedRows(q, e, ['rm_schemas']);
         return;
     }
   },

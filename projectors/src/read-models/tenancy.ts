@@ -1,4 +1,4 @@
-import { CREDENTIAL_CHANGE_CHANNEL, type RootKeyIndex, type SqlQueryable, type StoredEvent, type TenantContexts } from '@svc/domain';
+import { accountDecider, CREDENTIAL_CHANGE_CHANNEL, type RootKeyIndex, type SqlQueryable, type StoredEvent, type TenantContexts } from '@svc/domain';
 import type { EventData } from '@svc/contracts';
 import type { SqlProjection } from '../runtime/runner';
 
@@ -11,8 +11,11 @@ WITH RECURSIVE doomed(id) AS (
 )
 UPDATE rm_credentials SET revoked = true WHERE credential_id IN (SELECT id FROM doomed) AND NOT revoked`;
 
-/** Tells other processes' credential caches to forget (delivered when the projection's transaction commits). */
-const announce = (q: SqlQueryable) => q.query('SELECT pg_notify($1, $2)', [CREDENTIAL_CHANGE_CHANNEL, '']);
+/** Revokes credentials, then tells other processes' credential caches to forget (delivered when the projection's transaction commits). */
+async function revoke(q: SqlQueryable, statement: string, args: unknown[]): Promise<void> {
+  await q.query(statement, args);
+  await q.query('SELECT pg_notify($1, $2)', [CREDENTIAL_CHANGE_CHANNEL, '']);
+}
 
 /** Accounts, their tenants and contexts, and credentials (by secret hash). */
 export const tenancyProjection = (onCredentialChange?: () => void): SqlProjection => ({
@@ -52,16 +55,11 @@ CREATE INDEX IF NOT EXISTS rm_credentials_root ON rm_credentials (tenant_id) WHE
         const d = e.data;
         const { rows } = await q.query<{ doc: EventData<'AccountOpened'> }>('SELECT doc FROM rm_accounts WHERE account_id = $1', [d.accountId]);
         if (!rows.length) return;
-        const doc = rows[0].doc;
-        const next = {
-          ...doc,
-          plan: d.plan ?? doc.plan,
-          creditLimit: d.creditLimit ? d.creditLimit.value : doc.creditLimit,
-          rateLimitPerMinute: d.rateLimitPerMinute ? d.rateLimitPerMinute.value : doc.rateLimitPerMinute,
-          inferenceBalanceCents: doc.inferenceBalanceCents + (d.inferenceBalanceCentsDelta ?? 0),
-          entitlements: d.entitlements ?? doc.entitlements,
-        };
-        await q.query('UPDATE rm_accounts SET doc = $2 WHERE account_id = $1', [d.accountId, JSON.stringify(next)]);
+        // The account's own fold, so the read model and the write side never disagree on a change.
+        const next = accountDecider.evolve({ exists: true, ...rows[0].doc }, e);
+        if (!next.exists) return;
+        const { exists: _, ...doc } = next;
+        await q.query('UPDATE rm_accounts SET doc = $2 WHERE account_id = $1', [d.accountId, JSON.stringify(doc)]);
         return;
       }
       case 'ContextCreated': {
@@ -72,8 +70,7 @@ CREATE INDEX IF NOT EXISTS rm_credentials_root ON rm_credentials (tenant_id) WHE
       case 'ContextDeleted': {
         const d = e.data;
         await q.query('UPDATE rm_contexts SET deleted_at = $2 WHERE context_id = $1', [d.contextId, at]);
-        await q.query('UPDATE rm_credentials SET revoked = true WHERE context_id = $1 AND NOT cross_context', [d.contextId]);
-        await announce(q);
+        await revoke(q, 'UPDATE rm_credentials SET revoked = true WHERE context_id = $1 AND NOT cross_context', [d.contextId]);
         return;
       }
       case 'TenantTornDown': {
@@ -81,8 +78,7 @@ CREATE INDEX IF NOT EXISTS rm_credentials_root ON rm_credentials (tenant_id) WHE
         const d = e.data;
         await q.query('UPDATE rm_tenants SET torn_down_at = $2 WHERE tenant_id = $1', [d.tenantId, at]);
         await q.query('UPDATE rm_contexts SET deleted_at = $2 WHERE tenant_id = $1 AND deleted_at IS NULL', [d.tenantId, at]);
-        await q.query('UPDATE rm_credentials SET revoked = true WHERE tenant_id = $1 AND NOT revoked', [d.tenantId]);
-        await announce(q);
+        await revoke(q, 'UPDATE rm_credentials SET revoked = true WHERE tenant_id = $1 AND NOT revoked', [d.tenantId]);
         return;
       }
       case 'CredentialIssued': {
@@ -98,11 +94,9 @@ CREATE INDEX IF NOT EXISTS rm_credentials_root ON rm_credentials (tenant_id) WHE
         );
         return;
       }
-      case 'CredentialRevoked': {
-        await q.query(REVOKE_WITH_DESCENDANTS, [e.data.credentialId]);
-        await announce(q);
+      case 'CredentialRevoked':
+        await revoke(q, REVOKE_WITH_DESCENDANTS, [e.data.credentialId]);
         return;
-      }
     }
   },
   afterCommit(events) {

@@ -1,4 +1,5 @@
 import type { SqlQueryable, StoredEvent } from '@svc/domain';
+import { deleteRemovedRows } from '../read-models/removals';
 import type { SqlProjection } from '../runtime/runner';
 
 /**
@@ -48,12 +49,8 @@ CREATE INDEX IF NOT EXISTS rm_trigger_failures_list ON rm_trigger_failures (tena
         return;
       }
       case 'ContextDeleted':
-        await q.query('DELETE FROM rm_trigger_rules WHERE tenant_id = $1 AND context_id = $2', [e.data.tenantId, e.data.contextId]);
-        await q.query('DELETE FROM rm_trigger_failures WHERE tenant_id = $1 AND context_id = $2', [e.data.tenantId, e.data.contextId]);
-        return;
       case 'TenantTornDown':
-        await q.query('DELETE FROM rm_trigger_rules WHERE tenant_id = $1', [e.data.tenantId]);
-        await q.query('DELETE FROM rm_trigger_failures WHERE tenant_id = $1', [e.data.tenantId]);
+        await deleteRemovedRows(q, e, ['rm_trigger_rules', 'rm_trigger_failures']);
         return;
       default:
         return;

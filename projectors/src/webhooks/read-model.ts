@@ -1,4 +1,5 @@
 import type { SqlQueryable, StoredEvent } from '@svc/domain';
+import { deleteRemovedRows } from '../read-models/removals';
 import type { SqlProjection } from '../runtime/runner';
 
 /**
@@ -48,7 +49,7 @@ CREATE TABLE IF NOT EXISTS rm_webhook_domains (
         await q.query('DELETE FROM rm_webhooks WHERE webhook_id = $1', [e.data.webhookId]);
         return;
       case 'TenantTornDown':
-        await q.query('DELETE FROM rm_webhooks WHERE tenant_id = $1', [e.data.tenantId]);
+        await deleteRemovedRows(q, e, ['rm_webhooks']);
         return;
       case 'WebhookDomainAdded':
         await q.query(

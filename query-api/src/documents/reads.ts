@@ -1,4 +1,6 @@
 import type { LiveDocument, Sql } from '@svc/domain';
+import { firstRow } from '../first-row';
+import { type CreatedKey, dataScopeArgs, inDataScope, type OwnerFilter, oldestFirstAfter, pageArgs } from '../lists';
 
 export type DocumentRow = Omit<LiveDocument, 'exists'>;
 
@@ -13,21 +15,15 @@ const toRow = (r: Raw): DocumentRow => ({
   createdAt: new Date(r.created_at).toISOString(), lastModified: new Date(r.updated_at).toISOString(), version: r.version,
 });
 
-export interface DocumentFilter {
-  userId?: string;
-  scope?: string;
+export interface DocumentFilter extends OwnerFilter {
   folderId?: string;
-  /** Data scope of the credential: its user and any of its scopes. */
-  scopeUserId?: string;
-  scopeAnyOf?: string[];
 }
 
 export class DocumentReads {
   constructor(private readonly sql: Sql) {}
 
   async byId(id: string): Promise<DocumentRow | null> {
-    const { rows } = await this.sql.query<Raw>('SELECT * FROM rm_documents WHERE document_id = $1', [id]);
-    return rows[0] ? toRow(rows[0]) : null;
+    return firstRow(this.sql, 'SELECT * FROM rm_documents WHERE document_id = $1', [id], toRow);
   }
 
   async byIds(ids: string[]): Promise<DocumentRow[]> {
@@ -36,18 +32,12 @@ export class DocumentReads {
   }
 
   /** Oldest first by (createdAt, id); filters (including the data scope) apply before the limit. */
-  async list(tenantId: string, contextId: string, f: DocumentFilter, after: [string, string] | undefined, limit: number): Promise<DocumentRow[]> {
+  async list(tenantId: string, contextId: string, f: DocumentFilter, after: CreatedKey | undefined, limit: number): Promise<DocumentRow[]> {
     const { rows } = await this.sql.query<Raw>(
-      `SELECT * FROM rm_documents d
-        WHERE tenant_id = $1 AND context_id = $2
-          AND ($3::text IS NULL OR user_id = $3)
-          AND ($4::text IS NULL OR scopes ? $4::text)
-          AND ($5::text IS NULL OR folder_id = $5)
-          AND ($6::text IS NULL OR user_id = $6)
-          AND ($7::jsonb IS NULL OR scopes ?| ARRAY(SELECT jsonb_array_elements_text($7::jsonb)))
-          AND ($8::timestamptz IS NULL OR (d.created_at, d.document_id) > ($8::timestamptz, $9::text))
-        ORDER BY d.created_at, d.document_id LIMIT $10`,
-      [tenantId, contextId, f.userId ?? null, f.scope ?? null, f.folderId ?? null, f.scopeUserId ?? null, f.scopeAnyOf?.length ? JSON.stringify(f.scopeAnyOf) : null, after?.[0] ?? null, after?.[1] ?? null, limit],
+      `SELECT * FROM rm_documents
+        WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL OR user_id = $3) AND ($4::text IS NULL OR scopes ? $4::text) AND ($5::text IS NULL OR folder_id = $5)
+          AND ${inDataScope(6)} AND ${oldestFirstAfter('document_id', 8)}`,
+      [tenantId, contextId, f.userId ?? null, f.scope ?? null, f.folderId ?? null, ...dataScopeArgs(f), ...pageArgs(after, limit)],
     );
     return rows.map(toRow);
   }

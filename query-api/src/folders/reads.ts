@@ -1,4 +1,6 @@
 import { implicitRootFolder, type LiveFolder, rootFolderId, type Sql } from '@svc/domain';
+import { firstRow } from '../first-row';
+import { type CreatedKey, dataScopeArgs, inDataScope, type OwnerFilter, oldestFirstAfter, pageArgs } from '../lists';
 
 export type FolderRow = Omit<LiveFolder, 'exists'>;
 
@@ -13,21 +15,16 @@ const toRow = (r: Raw): FolderRow => ({
   lastModified: new Date(r.updated_at).toISOString(), version: r.version,
 });
 
-export interface FolderFilter {
-  userId?: string;
-  scope?: string;
+/** The data scope does not apply to the context root. */
+export interface FolderFilter extends OwnerFilter {
   parentFolderId?: string;
-  /** Data scope of the credential: its user and any of its scopes (the context root is exempt). */
-  scopeUserId?: string;
-  scopeAnyOf?: string[];
 }
 
 export class FolderReads {
   constructor(private readonly sql: Sql) {}
 
   async byId(id: string): Promise<FolderRow | null> {
-    const { rows } = await this.sql.query<Raw>('SELECT * FROM rm_folders WHERE folder_id = $1', [id]);
-    return rows[0] ? toRow(rows[0]) : null;
+    return firstRow(this.sql, 'SELECT * FROM rm_folders WHERE folder_id = $1', [id], toRow);
   }
 
   /**
@@ -47,19 +44,12 @@ export class FolderReads {
   }
 
   /** Oldest first by (createdAt, id); filters (including the data scope) apply before the limit. */
-  async list(tenantId: string, contextId: string, f: FolderFilter, after: [string, string] | undefined, limit: number): Promise<FolderRow[]> {
+  async list(tenantId: string, contextId: string, f: FolderFilter, after: CreatedKey | undefined, limit: number): Promise<FolderRow[]> {
     const { rows } = await this.sql.query<Raw>(
       `SELECT * FROM rm_folders
-        WHERE tenant_id = $1 AND context_id = $2
-          AND ($3::text IS NULL OR user_id = $3)
-          AND ($4::text IS NULL OR scopes ? $4::text)
-          AND ($5::text IS NULL OR parent_folder_id = $5)
-          AND (is_protected OR (
-                ($6::text IS NULL OR user_id = $6)
-            AND ($7::jsonb IS NULL OR scopes ?| ARRAY(SELECT jsonb_array_elements_text($7::jsonb)))))
-          AND ($8::timestamptz IS NULL OR (created_at, folder_id) > ($8::timestamptz, $9::text))
-        ORDER BY created_at, folder_id LIMIT $10`,
-      [tenantId, contextId, f.userId ?? null, f.scope ?? null, f.parentFolderId ?? null, f.scopeUserId ?? null, f.scopeAnyOf?.length ? JSON.stringify(f.scopeAnyOf) : null, after?.[0] ?? null, after?.[1] ?? null, limit],
+        WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL OR user_id = $3) AND ($4::text IS NULL OR scopes ? $4::text) AND ($5::text IS NULL OR parent_folder_id = $5)
+          AND (is_protected OR (${inDataScope(6)})) AND ${oldestFirstAfter('folder_id', 8)}`,
+      [tenantId, contextId, f.userId ?? null, f.scope ?? null, f.parentFolderId ?? null, ...dataScopeArgs(f), ...pageArgs(after, limit)],
     );
     return rows.map(toRow);
   }

@@ -1,7 +1,8 @@
-import { folderResponse, idParam, limitParam, listEnvelope, listFoldersQuery, notFound, type Paginator, type Principal, route, type RouteSpec } from '@svc/contracts';
+import { folderResponse, idParam, listFoldersQuery, type Paginator, type Principal, route, type RouteSpec } from '@svc/contracts';
 import { canSeeFolder, folderView, rootFolderId } from '@svc/domain';
 import type { HistoryReads } from '../history/reads';
 import { historyRoutes } from '../history/routes';
+import { contextListRoute, dataScopeFilter, visibleOr404 } from '../lists';
 import type { FolderReads } from './reads';
 
 /**
@@ -27,35 +28,24 @@ export function folderQueryRoutes(folders: FolderReads, pages: Paginator): Route
       summary: 'Get a folder',
       params: idParam,
       response: folderResponse,
-      handler: async ({ params, principal: p }) => {
-        const f = (await folders.byId(params.id)) ?? (await implicitRootOf(folders, p, params.id));
-        if (!f || !canSeeFolder(p, f)) throw notFound();
-        return folderView(f);
-      },
+      handler: async ({ params, principal: p }) => folderView(visibleOr404((await folders.byId(params.id)) ?? (await implicitRootOf(folders, p, params.id)), (f) => canSeeFolder(p, f))),
     }),
-    route({
-      method: 'GET',
-      url: '/v1/folders',
+    contextListRoute(pages, {
+      name: 'folders',
       operationId: 'listFolders',
-      auth: 'data',
-      permission: 'folders:r',
       summary: 'List folders, oldest first (filters: userId, scope, parentFolderId); the context root is always visible',
-      query: listFoldersQuery.extend({ limit: limitParam }),
-      response: listEnvelope(folderResponse),
-      handler: async ({ query, principal: p }) => {
-        const { startFrom, limit, ...filters } = query;
-        const scope = `folders:${p.tenantId}:${p.contextId}`;
-        const params = { ...filters, limit };
-        const after = pages.start<[string, string]>(scope, params, startFrom);
-        const ds = p.dataScope;
-        const rows = await folders.list(p.tenantId!, p.contextId!, { ...filters, scopeUserId: ds?.userId ?? p.userId ?? undefined, scopeAnyOf: ds?.scopes }, after, limit + 1);
+      query: listFoldersQuery,
+      item: folderResponse,
+      load: async (p, filters, after, limit) => {
+        const rows = await folders.list(p.tenantId!, p.contextId!, { ...filters, ...dataScopeFilter(p) }, after, limit);
         // The root lists first; an unrecorded one (see implicitRootOf) where a recorded one would be.
         if (!after && !filters.userId && !filters.scope && !filters.parentFolderId && !rows[0]?.isProtected) {
           const implicit = await folders.implicitRoot(p.tenantId!, p.contextId!);
           if (implicit) rows.unshift(implicit);
         }
-        return pages.page(scope, params, rows, limit, (r) => [r.createdAt, r.id] as [string, string], folderView);
+        return rows;
       },
+      view: folderView,
     }),
   ];
 }

@@ -1,5 +1,4 @@
-import { z } from 'zod';
-import { idParam, limitParam, notFound, type Principal, route, type RouteSpec, tombstoneResponse, versionPage } from '@svc/contracts';
+import { idParam, notFound, pageQuery, type Principal, route, type RouteSpec, tombstoneResponse, versionPage } from '@svc/contracts';
 import { canReach, type Owned } from '@svc/domain';
 import type { HistoryReads } from './reads';
 
@@ -13,19 +12,20 @@ export function historyRoutes(
   const visible = opts.visible ?? canReach;
   // An entity whose history is off (auditHistory: false) has no rows: its live state says who may ask.
   const ownerOf = async (id: string, p: Principal) => (await history.lastOwner(id)) ?? (await opts.liveOwner?.(id, p)) ?? null;
-  const base = `/v1/${kind}s/:id`;
-  /** For the operation ids of /openapi.json: getRecordVersions, getRecordTombstone, ... */
-  const Kind = kind[0].toUpperCase() + kind.slice(1);
+  /** GET /v1/<kind>s/:id/<part>, its operation id in /openapi.json getRecordVersions, getRecordTombstone, ... */
+  const partOf = (part: 'versions' | 'tombstone') => ({
+    method: 'GET' as const,
+    url: `/v1/${kind}s/:id/${part}`,
+    operationId: `get${kind[0].toUpperCase()}${kind.slice(1)}${part[0].toUpperCase()}${part.slice(1)}`,
+    auth: 'data' as const,
+    permission,
+    params: idParam,
+  });
   const routes: RouteSpec[] = [
     route({
-      method: 'GET',
-      url: `${base}/versions`,
-      operationId: `get${Kind}Versions`,
-      auth: 'data',
-      permission,
+      ...partOf('versions'),
       summary: `Version history of a ${kind} (oldest first; startFrom is the last row id seen)`,
-      params: idParam,
-      query: z.object({ limit: limitParam, startFrom: z.string().optional() }),
+      query: pageQuery,
       response: versionPage,
       handler: async ({ params, query, principal: p }) => {
         const owner = await ownerOf(params.id, p);
@@ -38,13 +38,8 @@ export function historyRoutes(
   if (opts.tombstone)
     routes.push(
       route({
-        method: 'GET',
-        url: `${base}/tombstone`,
-        operationId: `get${Kind}Tombstone`,
-        auth: 'data',
-        permission,
+        ...partOf('tombstone'),
         summary: `Tombstone of a deleted ${kind} (404 while it is live)`,
-        params: idParam,
         response: tombstoneResponse,
         handler: async ({ params, principal: p }) => {
           const t = await history.tombstone(params.id, kind);

@@ -1,4 +1,6 @@
 import type { LiveEntity, LiveUser, NamespaceEntry, Sql } from '@svc/domain';
+import { firstRow } from '../first-row';
+import { type CreatedKey, dataScopeArgs, type DataScopeFilter, inDataScope, oldestFirstAfter, pageArgs } from '../lists';
 
 export type UserRow = Omit<LiveUser, 'exists'>;
 export type EntityRow = Omit<LiveEntity, 'exists'>;
@@ -42,62 +44,38 @@ export class IdentityReads {
   /** Registered namespaces, oldest first by (createdAt, name). */
   async namespaces(tenantId: string, after: [string, string] | undefined, limit: number): Promise<NamespaceEntry[]> {
     const { rows } = await this.sql.query<{ name: string; description: string | null; created_at: Date | string }>(
-      `SELECT * FROM rm_namespaces WHERE tenant_id = $1 AND ($2::timestamptz IS NULL OR (created_at, name) > ($2::timestamptz, $3::text))
-        ORDER BY created_at, name LIMIT $4`,
-      [tenantId, after?.[0] ?? null, after?.[1] ?? null, limit],
+      `SELECT * FROM rm_namespaces WHERE tenant_id = $1 AND ${oldestFirstAfter('name', 2)}`,
+      [tenantId, ...pageArgs(after, limit)],
     );
     return rows.map((r) => ({ name: r.name, description: r.description, createdAt: iso(r.created_at) }));
   }
 
   async user(id: string): Promise<UserRow | null> {
-    const { rows } = await this.sql.query<RawUser>('SELECT * FROM rm_users WHERE user_id = $1', [id]);
-    return rows[0] ? toUser(rows[0]) : null;
+    return firstRow(this.sql, 'SELECT * FROM rm_users WHERE user_id = $1', [id], toUser);
   }
 
   /** Oldest first; `email` matches without case; the data scope (bound user, any of the scopes) applies before the limit. */
-  async users(
-    tenantId: string,
-    contextId: string,
-    f: { email?: string; scope?: string; scopeUserId?: string; scopeAnyOf?: string[] },
-    after: [string, string] | undefined,
-    limit: number,
-  ): Promise<UserRow[]> {
+  async users(tenantId: string, contextId: string, f: { email?: string; scope?: string } & DataScopeFilter, after: CreatedKey | undefined, limit: number): Promise<UserRow[]> {
     const { rows } = await this.sql.query<RawUser>(
       `SELECT * FROM rm_users
-        WHERE tenant_id = $1 AND context_id = $2
-          AND ($3::text IS NULL OR email_key = lower(trim($3::text)))
-          AND ($4::text IS NULL OR scopes ? $4::text)
-          AND ($5::text IS NULL OR user_id = $5)
-          AND ($6::jsonb IS NULL OR scopes ?| ARRAY(SELECT jsonb_array_elements_text($6::jsonb)))
-          AND ($7::timestamptz IS NULL OR (created_at, user_id) > ($7::timestamptz, $8::text))
-        ORDER BY created_at, user_id LIMIT $9`,
-      [tenantId, contextId, f.email ?? null, f.scope ?? null, f.scopeUserId ?? null, f.scopeAnyOf?.length ? JSON.stringify(f.scopeAnyOf) : null, after?.[0] ?? null, after?.[1] ?? null, limit],
+        WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL OR email_key = lower(trim($3::text))) AND ($4::text IS NULL OR scopes ? $4::text)
+          AND ${inDataScope(5)} AND ${oldestFirstAfter('user_id', 7)}`,
+      [tenantId, contextId, f.email ?? null, f.scope ?? null, ...dataScopeArgs(f), ...pageArgs(after, limit)],
     );
     return rows.map(toUser);
   }
 
   async entity(id: string): Promise<EntityRow | null> {
-    const { rows } = await this.sql.query<RawEntity>('SELECT * FROM rm_entities WHERE entity_id = $1', [id]);
-    return rows[0] ? toEntity(rows[0]) : null;
+    return firstRow(this.sql, 'SELECT * FROM rm_entities WHERE entity_id = $1', [id], toEntity);
   }
 
   /** Oldest first; a credential limited to scopes sees the entities those scopes name. */
-  async entities(
-    tenantId: string,
-    contextId: string,
-    f: { namespace?: string; key?: string; scopeAnyOf?: string[] },
-    after: [string, string] | undefined,
-    limit: number,
-  ): Promise<EntityRow[]> {
+  async entities(tenantId: string, contextId: string, f: { namespace?: string; key?: string; scopeAnyOf?: string[] }, after: CreatedKey | undefined, limit: number): Promise<EntityRow[]> {
     const { rows } = await this.sql.query<RawEntity>(
       `SELECT * FROM rm_entities
-        WHERE tenant_id = $1 AND context_id = $2
-          AND ($3::text IS NULL OR namespace = $3)
-          AND ($4::text IS NULL OR key = $4)
-          AND ($5::jsonb IS NULL OR (namespace || ':' || key) IN (SELECT jsonb_array_elements_text($5::jsonb)))
-          AND ($6::timestamptz IS NULL OR (created_at, entity_id) > ($6::timestamptz, $7::text))
-        ORDER BY created_at, entity_id LIMIT $8`,
-      [tenantId, contextId, f.namespace ?? null, f.key ?? null, f.scopeAnyOf?.length ? JSON.stringify(f.scopeAnyOf) : null, after?.[0] ?? null, after?.[1] ?? null, limit],
+        WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL OR namespace = $3) AND ($4::text IS NULL OR key = $4)
+          AND ($5::jsonb IS NULL OR (namespace || ':' || key) IN (SELECT jsonb_array_elements_text($5::jsonb))) AND ${oldestFirstAfter('entity_id', 6)}`,
+      [tenantId, contextId, f.namespace ?? null, f.key ?? null, f.scopeAnyOf?.length ? JSON.stringify(f.scopeAnyOf) : null, ...pageArgs(after, limit)],
     );
     return rows.map(toEntity);
   }

@@ -1,8 +1,8 @@
-import { BUILTIN_NAMESPACES, entityResponse, idParam, limitParam, listEntitiesQuery, listEnvelope, listUsersQuery, namespaceParam, namespaceResponse, notFound, type Paginator, route, type RouteSpec, userResponse } from '@svc/contracts';
+import { BUILTIN_NAMESPACES, entityResponse, idParam, listEntitiesQuery, listEnvelope, listUsersQuery, namespaceParam, namespaceResponse, notFound, pageQuery, type Paginator, route, type RouteSpec, userResponse } from '@svc/contracts';
 import { canReach, canSeeEntity, entityView, isBuiltinNamespace, type NamespaceEntry, namespaceView, userOwner, userView } from '@svc/domain';
-import { z } from 'zod';
+import { contextListRoute, dataScopeFilter, visibleOr404 } from '../lists';
 import type { SchemaReads } from '../schemas/reads';
-import type { IdentityReads } from './reads';
+import type { EntityRow, IdentityReads, UserRow } from './reads';
 
 const BUILTIN_DESCRIPTIONS: Record<string, string> = { org: 'Built-in namespace: organisations', client: 'Built-in namespace: clients' };
 
@@ -11,6 +11,8 @@ type NamespaceKey = ['b' | 'r', string, string];
 
 export function identityQueryRoutes(reads: IdentityReads, schemas: SchemaReads, pages: Paginator): RouteSpec[] {
   const definition = async (schemaId: string | null) => (schemaId ? await schemas.definition(schemaId) : undefined);
+  const showUser = async (u: UserRow) => userView(u, await definition(u.schemaId));
+  const showEntity = async (e: EntityRow) => entityView(e, await definition(e.schemaId));
   const builtins = async (tenantId: string): Promise<NamespaceEntry[]> => {
     const createdAt = await reads.tenantCreatedAt(tenantId);
     return BUILTIN_NAMESPACES.map((name) => ({ name, description: BUILTIN_DESCRIPTIONS[name], createdAt }));
@@ -22,7 +24,7 @@ export function identityQueryRoutes(reads: IdentityReads, schemas: SchemaReads, 
       auth: 'data',
       permission: 'namespaces:r',
       summary: 'List the tenant namespaces: org and client first, then registered ones oldest first',
-      query: z.object({ limit: limitParam, startFrom: z.string().optional() }),
+      query: pageQuery,
       response: listEnvelope(namespaceResponse),
       handler: async ({ query, principal: p }) => {
         const scope = `namespaces:${p.tenantId}`;
@@ -65,30 +67,15 @@ export function identityQueryRoutes(reads: IdentityReads, schemas: SchemaReads, 
       summary: 'Get a user',
       params: idParam,
       response: userResponse,
-      handler: async ({ params, principal: p }) => {
-        const u = await reads.user(params.id);
-        if (!u || !canReach(p, userOwner(u))) throw notFound();
-        return userView(u, await definition(u.schemaId));
-      },
+      handler: async ({ params, principal: p }) => showUser(visibleOr404(await reads.user(params.id), (u) => canReach(p, userOwner(u)))),
     }),
-    route({
-      method: 'GET',
-      url: '/v1/users',
-      auth: 'data',
-      permission: 'users:r',
+    contextListRoute(pages, {
+      name: 'users',
       summary: 'List users of the context, oldest first (filters: email, scope)',
-      query: listUsersQuery.extend({ limit: limitParam }),
-      response: listEnvelope(userResponse),
-      handler: async ({ query, principal: p }) => {
-        const { startFrom, limit, ...filters } = query;
-        const scope = `users:${p.tenantId}:${p.contextId}`;
-        const params = { ...filters, limit };
-        const after = pages.start<[string, string]>(scope, params, startFrom);
-        const ds = p.dataScope;
-        const rows = await reads.users(p.tenantId!, p.contextId!, { ...filters, scopeUserId: ds?.userId ?? p.userId ?? undefined, scopeAnyOf: ds?.scopes }, after, limit + 1);
-        const page = pages.page(scope, params, rows, limit, (r) => [r.createdAt, r.id] as [string, string], (r) => r);
-        return { data: await Promise.all(page.data.map(async (u) => userView(u, await definition(u.schemaId)))), nextCursor: page.nextCursor };
-      },
+      query: listUsersQuery,
+      item: userResponse,
+      load: (p, filters, after, limit) => reads.users(p.tenantId!, p.contextId!, { ...filters, ...dataScopeFilter(p) }, after, limit),
+      view: showUser,
     }),
     route({
       method: 'GET',
@@ -98,29 +85,16 @@ export function identityQueryRoutes(reads: IdentityReads, schemas: SchemaReads, 
       summary: 'Get an identity entity',
       params: idParam,
       response: entityResponse,
-      handler: async ({ params, principal: p }) => {
-        const e = await reads.entity(params.id);
-        if (!e || !canSeeEntity(p, e)) throw notFound();
-        return entityView(e, await definition(e.schemaId));
-      },
+      handler: async ({ params, principal: p }) => showEntity(visibleOr404(await reads.entity(params.id), (e) => canSeeEntity(p, e))),
     }),
-    route({
-      method: 'GET',
-      url: '/v1/entities',
-      auth: 'data',
-      permission: 'entities:r',
+    contextListRoute(pages, {
+      name: 'entities',
       summary: 'List identity entities of the context, oldest first (filters: namespace, key)',
-      query: listEntitiesQuery.extend({ limit: limitParam }),
-      response: listEnvelope(entityResponse),
-      handler: async ({ query, principal: p }) => {
-        const { startFrom, limit, ...filters } = query;
-        const scope = `entities:${p.tenantId}:${p.contextId}`;
-        const params = { ...filters, limit };
-        const after = pages.start<[string, string]>(scope, params, startFrom);
-        const rows = await reads.entities(p.tenantId!, p.contextId!, { ...filters, scopeAnyOf: p.dataScope?.scopes }, after, limit + 1);
-        const page = pages.page(scope, params, rows, limit, (r) => [r.createdAt, r.id] as [string, string], (r) => r);
-        return { data: await Promise.all(page.data.map(async (e) => entityView(e, await definition(e.schemaId)))), nextCursor: page.nextCursor };
-      },
+      query: listEntitiesQuery,
+      item: entityResponse,
+      // A credential limited to scopes sees the entities those scopes name; entities have no owning user.
+      load: (p, filters, after, limit) => reads.entities(p.tenantId!, p.contextId!, { ...filters, scopeAnyOf: p.dataScope?.scopes }, after, limit),
+      view: showEntity,
     }),
   ];
 }

@@ -36,6 +36,9 @@ export interface InferenceDeps {
 /** Tokens of framing around the parts of a prompt (role markers, separators), counted once per call. */
 const FRAMING_TOKENS = 16;
 
+/** Every answering endpoint (RAG, ask, chat): a data-plane read of `inference:r` that counts toward the burst limit. */
+const ANSWERING = { auth: 'data', permission: 'inference:r', rateLimited: true } as const;
+
 export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
   /** The model for this call, after the plan and region checks. */
   async function modelFor(p: Principal, body: { model?: string; allowGlobalRegion?: boolean }): Promise<InferenceModel> {
@@ -111,9 +114,7 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
       operationId: 'rag',
       stream: ragStreamEvents,
       errors: [503],
-      auth: 'data',
-      permission: 'inference:r',
-      rateLimited: true,
+      ...ANSWERING,
       summary: 'Answer grounded in the content search (Server-Sent Events: search_results, optional truncation_warning, content_delta+, done)',
       body: ragBody,
       handler: async ({ body, principal: p, meta, reply }) => {
@@ -149,9 +150,7 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
       operationId: 'askDocument',
       stream: askStreamEvents,
       errors: [409, 413],
-      auth: 'data',
-      permission: 'inference:r',
-      rateLimited: true,
+      ...ANSWERING,
       summary: 'Answer a prompt over one document\'s retained text (Server-Sent Events: document_context, content_delta+, done); 409 while processing, failed or without retained text; 413 over 32,000 input tokens',
       params: idParam,
       body: askBody,
@@ -182,9 +181,7 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
       url: '/v1/chat',
       operationId: 'chat',
       stream: chatStreamEvents,
-      auth: 'data',
-      permission: 'inference:r',
-      rateLimited: true,
+      ...ANSWERING,
       summary: 'Chat over the messages sent (Server-Sent Events: content_delta+, done); stores nothing, multi-turn by sending the messages again',
       body: chatBody,
       handler: async ({ body, principal: p, meta, reply }) => {

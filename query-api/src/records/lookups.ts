@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { checkNumberLiteral, checkNumberValue, identifier, invalid, type Principal, type SchemaDefinition } from '@svc/contracts';
-import { dateMillis, encodeValue, lookupsOf, sortBoundKey, type Sql } from '@svc/domain';
+import { blindIndex, checkNumberLiteral, checkNumberValue, identifier, invalid, type Page, type Paginator, type Principal, type SchemaDefinition } from '@svc/contracts';
+import { dateMillis, encodeValue, lookupsOf, ownerKeyOf, sortBoundKey, type Sql } from '@svc/domain';
+import { schemaForType } from '../schemas/reads';
 
 /**
  * Record lookups: exactly one mode per call (exact, range or prefix), over the
@@ -185,12 +186,20 @@ function afterClause(order: LookupPlan['order'], values: string[], arg: (v: unkn
   return `(${ors.join(' OR ')})`;
 }
 
-export interface LookupRow {
-  record_id: string;
-  cursor: string[];
+/** A lookup index and the table of the items it indexes (which carries their owner, for a credential's data scope). */
+export interface LookupIndex {
+  table: string;
+  items: string;
+  /** The item id column of both tables. */
+  idColumn: string;
 }
+export const RECORD_LOOKUPS: LookupIndex = { table: 'rm_record_lookups', items: 'rm_records', idColumn: 'record_id' };
+export const DOCUMENT_LOOKUPS: LookupIndex = { table: 'rm_document_lookups', items: 'rm_documents', idColumn: 'document_id' };
 
-export async function runLookup(sql: Sql, p: Principal, typeName: string, plan: LookupPlan, after: string[] | undefined, limit: number): Promise<LookupRow[]> {
+/** The hits of a lookup plan over `index` in index order: each item's id and its cursor key. */
+export async function runIndexLookup(sql: Sql, index: LookupIndex, p: Principal, typeName: string, plan: LookupPlan, after: string[] | undefined, limit: number): Promise<Array<{ id: string; cursor: string[] }>> {
+  // Plans name the records' id column; the documents' index orders by its own.
+  const order = plan.order.map((o) => (o.col === 'record_id' ? { ...o, col: index.idColumn } : o));
   const args: unknown[] = [p.tenantId, p.contextId, typeName, plan.field, ...plan.args];
   const arg = (v: unknown) => {
     args.push(v);
@@ -199,17 +208,56 @@ export async function runLookup(sql: Sql, p: Principal, typeName: string, plan: 
   const where = ['l.tenant_id = $1', 'l.context_id = $2', 'l.type_name = $3', 'l.field = $4', ...plan.where];
   const ds = p.dataScope;
   const userId = ds?.userId ?? p.userId;
-  if (userId) where.push(`r.user_id = ${arg(userId)}`);
-  if (ds?.scopes?.length) where.push(`r.scopes ?| ${arg(ds.scopes)}::text[]`);
-  if (after) where.push(afterClause(plan.order, after, arg));
-  const cols = plan.order.map((o) => `l.${o.col}`);
-  // The records join is needed only to apply a credential's data scope.
-  const join = userId || ds?.scopes?.length ? 'JOIN rm_records r ON r.record_id = l.record_id' : '';
+  if (userId) where.push(`i.user_id = ${arg(userId)}`);
+  if (ds?.scopes?.length) where.push(`i.scopes ?| ${arg(ds.scopes)}::text[]`);
+  if (after) where.push(afterClause(order, after, arg));
+  // The items join is needed only to apply a credential's data scope.
+  const join = userId || ds?.scopes?.length ? `JOIN ${index.items} i ON i.${index.idColumn} = l.${index.idColumn}` : '';
   const { rows } = await sql.query<Record<string, string>>(
-    `SELECT ${cols.join(', ')} FROM rm_record_lookups l ${join}
+    `SELECT ${order.map((o) => `l.${o.col}`).join(', ')} FROM ${index.table} l ${join}
       WHERE ${where.join(' AND ')}
-      ORDER BY ${plan.order.map((o) => `l.${o.col} ${o.dir}`).join(', ')} LIMIT ${arg(limit)}`,
+      ORDER BY ${order.map((o) => `l.${o.col} ${o.dir}`).join(', ')} LIMIT ${arg(limit)}`,
     args,
   );
-  return rows.map((r) => ({ record_id: r.record_id, cursor: plan.order.map((o) => r[o.col]) }));
+  return rows.map((r) => ({ id: r[index.idColumn], cursor: order.map((o) => r[o.col]) }));
+}
+
+export interface LookupRow {
+  record_id: string;
+  cursor: string[];
+}
+
+/** The records' lookup (rm_record_lookups). */
+export async function runLookup(sql: Sql, p: Principal, typeName: string, plan: LookupPlan, after: string[] | undefined, limit: number): Promise<LookupRow[]> {
+  return (await runIndexLookup(sql, RECORD_LOOKUPS, p, typeName, plan, after, limit)).map((h) => ({ record_id: h.id, cursor: h.cursor }));
+}
+
+/** `includePayload` as given in a query string (text) or a body (a boolean). */
+export const wantsPayload = (q: LookupParams) => q.includePayload === true || q.includePayload === 'true';
+
+/**
+ * One page of a schema-field lookup (GET or POST; sensitive values by blind index)
+ * over `index`: the hits in index order, read by `byIds` and shown by `view`.
+ * `name` scopes the cursors.
+ */
+export async function lookupPage<R extends { id: string }, T>(
+  o: { sql: Sql; pages: Paginator; blindKey: Buffer },
+  target: { name: string; index: LookupIndex; byIds(ids: string[]): Promise<R[]>; view(row: R, full: boolean): Promise<T> },
+  q: LookupParams & { limit: number },
+  p: Principal,
+  via: 'GET' | 'POST',
+): Promise<Page<T>> {
+  const { startFrom, limit, ...bound } = q;
+  const scope = `${target.name}:${p.tenantId}:${p.contextId}:${via}`;
+  const params = { ...bound, limit };
+  const def = await schemaForType(o.sql, p.tenantId!, p.contextId!, q.type, ownerKeyOf({ userId: p.dataScope?.userId ?? p.userId ?? undefined, scopes: p.dataScope?.scopes }));
+  if (!def) throw invalid(`No schema with typeName '${q.type}' in this context`);
+  const plan = planLookup(def, q, via, (field, value) => blindIndex(o.blindKey, [p.tenantId!, p.contextId!, q.type, field], value));
+  const after = o.pages.start<string[]>(scope, params, startFrom);
+  const hits = await runIndexLookup(o.sql, target.index, p, q.type, plan, after, limit + 1);
+  const page = o.pages.page(scope, params, hits, limit, (h) => h.cursor, (h) => h.id);
+  const byId = new Map((await target.byIds(page.data)).map((r) => [r.id, r]));
+  const full = wantsPayload(q);
+  const data = await Promise.all(page.data.map((id) => byId.get(id)).filter((r): r is R => !!r).map((r) => target.view(r, full)));
+  return { data, nextCursor: page.nextCursor };
 }

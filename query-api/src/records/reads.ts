@@ -1,4 +1,6 @@
 import type { LiveRecord, Sql } from '@svc/domain';
+import { firstRow } from '../first-row';
+import { type CreatedKey, dataScopeArgs, inDataScope, type OwnerFilter, oldestFirstAfter, pageArgs } from '../lists';
 import type { ReadCache } from '../read-cache';
 
 export type RecordRow = Omit<LiveRecord, 'exists'> & { indexStatus: string | null; indexFailure?: { code: string; message: string } | null; payloadBytes: number };
@@ -16,14 +18,9 @@ const toRow = (r: Raw): RecordRow => ({
   indexStatus: r.index_status, indexFailure: r.index_failure ?? null, createdBy: r.created_by, createdAt: new Date(r.created_at).toISOString(), updatedAt: new Date(r.updated_at).toISOString(), version: r.version,
 });
 
-export interface RecordFilter {
+export interface RecordFilter extends OwnerFilter {
   type?: string;
-  userId?: string;
-  scope?: string;
   folderId?: string;
-  /** Data scope of the credential: its user and any of its scopes. */
-  scopeUserId?: string;
-  scopeAnyOf?: string[];
 }
 
 export class RecordReads {
@@ -37,8 +34,7 @@ export class RecordReads {
   }
 
   private async load(id: string): Promise<RecordRow | null> {
-    const { rows } = await this.sql.query<Raw>(`SELECT r.*, p.payload AS full_payload FROM rm_records r LEFT JOIN rm_record_payloads p ON p.record_id = r.record_id WHERE r.record_id = $1`, [id]);
-    return rows[0] ? toRow(rows[0]) : null;
+    return firstRow(this.sql, `SELECT r.*, p.payload AS full_payload FROM rm_records r LEFT JOIN rm_record_payloads p ON p.record_id = r.record_id WHERE r.record_id = $1`, [id], toRow);
   }
 
   async byIds(ids: string[]): Promise<RecordRow[]> {
@@ -47,19 +43,12 @@ export class RecordReads {
   }
 
   /** Oldest first by (createdAt, id); filters (including the data scope) apply before the limit. */
-  async list(tenantId: string, contextId: string, f: RecordFilter, after: [string, string] | undefined, limit: number, full = false): Promise<RecordRow[]> {
+  async list(tenantId: string, contextId: string, f: RecordFilter, after: CreatedKey | undefined, limit: number, full = false): Promise<RecordRow[]> {
     const { rows } = await this.sql.query<Raw>(
       `SELECT r.*${full ? ', p.payload AS full_payload' : ''} FROM rm_records r ${full ? 'LEFT JOIN rm_record_payloads p ON p.record_id = r.record_id' : ''}
-        WHERE tenant_id = $1 AND context_id = $2
-          AND ($3::text IS NULL OR type_name = $3)
-          AND ($4::text IS NULL OR user_id = $4)
-          AND ($5::text IS NULL OR scopes ? $5::text)
-          AND ($6::text IS NULL OR folder_id = $6)
-          AND ($7::text IS NULL OR user_id = $7)
-          AND ($8::jsonb IS NULL OR scopes ?| ARRAY(SELECT jsonb_array_elements_text($8::jsonb)))
-          AND ($9::timestamptz IS NULL OR (r.created_at, r.record_id) > ($9::timestamptz, $10::text))
-        ORDER BY r.created_at, r.record_id LIMIT $11`,
-      [tenantId, contextId, f.type ?? null, f.userId ?? null, f.scope ?? null, f.folderId ?? null, f.scopeUserId ?? null, f.scopeAnyOf?.length ? JSON.stringify(f.scopeAnyOf) : null, after?.[0] ?? null, after?.[1] ?? null, limit],
+        WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL OR type_name = $3) AND ($4::text IS NULL OR user_id = $4) AND ($5::text IS NULL OR scopes ? $5::text)
+          AND ($6::text IS NULL OR folder_id = $6) AND ${inDataScope(7)} AND ${oldestFirstAfter('r.record_id', 9)}`,
+      [tenantId, contextId, f.type ?? null, f.userId ?? null, f.scope ?? null, f.folderId ?? null, ...dataScopeArgs(f), ...pageArgs(after, limit)],
     );
     return rows.map(toRow);
   }

@@ -1,10 +1,11 @@
-import { batchGetResponse, blindIndex, idParam, invalid, limitParam, listEnvelope, listRecordsQuery, notFound, type Paginator, type Principal, recordResponse, route, type RouteSpec } from '@svc/contracts';
-import { canReach, ownerKeyOf, recordView, type Sql } from '@svc/domain';
+import { batchGetResponse, idParam, invalid, limitParam, listEnvelope, listRecordsQuery, type Paginator, type Principal, recordResponse, route, type RouteSpec } from '@svc/contracts';
+import { canReach, recordView, type Sql } from '@svc/domain';
 import { z } from 'zod';
+import { contextListRoute, type CreatedKey, dataScopeFilter, visibleOr404 } from '../lists';
 import type { ReadCache } from '../read-cache';
-import { schemaForType, type SchemaReads } from '../schemas/reads';
+import type { SchemaReads } from '../schemas/reads';
 import type { RecordReads, RecordRow } from './reads';
-import { lookupParams, planLookup, runLookup, type LookupParams } from './lookups';
+import { lookupPage, lookupParams, RECORD_LOOKUPS, type LookupParams, wantsPayload } from './lookups';
 
 const AUTOMATIC_LOOKUPS = ['userId', 'scopes'];
 export const BATCH_GET_MAX = 100;
@@ -18,31 +19,28 @@ export function recordQueryRoutes(sql: Sql, records: RecordReads, schemas: Schem
   const view = async (r: RecordRow, full: boolean) => recordView(r, await schemas.definition(r.schemaId), { full, indexStatus: r.indexStatus, indexFailure: r.indexFailure, bytes: r.payloadBytes });
 
   async function lookup(q: LookupParams & { limit: number }, p: Principal, via: 'GET' | 'POST') {
-    const limit = q.limit;
-    const full = q.includePayload === true || q.includePayload === 'true';
-    const { startFrom, limit: _l, ...bound } = q;
+    if (!AUTOMATIC_LOOKUPS.includes(q.field)) return lookupPage({ sql, pages, blindKey }, { name: 'lookup', index: RECORD_LOOKUPS, byIds: (ids) => records.byIds(ids), view }, q, p, via);
+    // userId and scopes are looked up automatically on every record: exact match only.
+    if (q.value === undefined || q.values !== undefined || q.from !== undefined || q.to !== undefined || q.prefix !== undefined) throw invalid(`'${q.field}' supports exact lookups with value only`);
+    const full = wantsPayload(q);
+    const { startFrom, limit, ...bound } = q;
     const scope = `lookup:${p.tenantId}:${p.contextId}:${via}`;
     const params = { ...bound, limit };
-    if (AUTOMATIC_LOOKUPS.includes(q.field)) {
-      // userId and scopes are looked up automatically on every record: exact match only.
-      if (q.value === undefined || q.values !== undefined || q.from !== undefined || q.to !== undefined || q.prefix !== undefined) throw invalid(`'${q.field}' supports exact lookups with value only`);
-      const after = pages.start<[string, string]>(scope, params, startFrom);
-      const ds = p.dataScope;
-      const filter = { type: q.type, ...(q.field === 'userId' ? { userId: String(q.value) } : { scope: String(q.value) }), scopeUserId: ds?.userId ?? p.userId ?? undefined, scopeAnyOf: ds?.scopes };
-      const rows = await records.list(p.tenantId!, p.contextId!, filter, after, limit + 1, full);
-      const page = pages.page(scope, params, rows, limit, (r) => [r.createdAt, r.id] as [string, string], (r) => r);
-      return { data: await Promise.all(page.data.map((r) => view(r, full))), nextCursor: page.nextCursor };
-    }
-    const def = await schemaForType(sql, p.tenantId!, p.contextId!, q.type, ownerKeyOf({ userId: p.dataScope?.userId ?? p.userId ?? undefined, scopes: p.dataScope?.scopes }));
-    if (!def) throw invalid(`No schema with typeName '${q.type}' in this context`);
-    const plan = planLookup(def, q, via, (field, value) => blindIndex(blindKey, [p.tenantId!, p.contextId!, q.type, field], value));
-    const after = pages.start<string[]>(scope, params, startFrom);
-    const hits = await runLookup(sql, p, q.type, plan, after, limit + 1);
-    const page = pages.page(scope, params, hits, limit, (h) => h.cursor, (h) => h.record_id);
-    const byId = new Map((await records.byIds(page.data)).map((r) => [r.id, r]));
-    const data = await Promise.all(page.data.map((id) => byId.get(id)).filter((r): r is RecordRow => !!r).map((r) => view(r, full)));
-    return { data, nextCursor: page.nextCursor };
+    const after = pages.start<CreatedKey>(scope, params, startFrom);
+    const filter = { type: q.type, ...(q.field === 'userId' ? { userId: String(q.value) } : { scope: String(q.value) }), ...dataScopeFilter(p) };
+    const rows = await records.list(p.tenantId!, p.contextId!, filter, after, limit + 1, full);
+    const page = pages.page(scope, params, rows, limit, (r): CreatedKey => [r.createdAt, r.id], (r) => r);
+    return { data: await Promise.all(page.data.map((r) => view(r, full))), nextCursor: page.nextCursor };
   }
+  const list = contextListRoute(pages, {
+    name: 'records',
+    operationId: 'listRecords',
+    summary: 'List records, oldest first (filters: type, userId, scope, folderId)',
+    query: listRecordsQuery,
+    item: recordResponse,
+    load: (p, filters, after, limit) => records.list(p.tenantId!, p.contextId!, { ...filters, ...dataScopeFilter(p) }, after, limit, filters.includePayload === 'true'),
+    view: (r, filters) => view(r, filters.includePayload === 'true'),
+  });
 
   return [
     route({
@@ -104,32 +102,8 @@ export function recordQueryRoutes(sql: Sql, records: RecordReads, schemas: Schem
       summary: 'Get a record with its full payload (sensitive values masked)',
       params: idParam,
       response: recordResponse,
-      handler: async ({ params, principal: p }) => {
-        const r = await records.byId(params.id);
-        if (!r || !canReach(p, r)) throw notFound();
-        return view(r, true);
-      },
+      handler: async ({ params, principal: p }) => view(visibleOr404(await records.byId(params.id), (r) => canReach(p, r)), true),
     }),
-    route({
-      method: 'GET',
-      url: '/v1/records',
-      operationId: 'listRecords',
-      auth: 'data',
-      permission: 'records:r',
-      summary: 'List records, oldest first (filters: type, userId, scope, folderId)',
-      query: listRecordsQuery.extend({ limit: limitParam }),
-      response: listEnvelope(recordResponse),
-      handler: ({ query, principal: p }) =>
-        cachedPage(p, 'list', query, async () => {
-          const { startFrom, limit, includePayload, ...filters } = query;
-          const scope = `records:${p.tenantId}:${p.contextId}`;
-          const params = { ...filters, includePayload, limit };
-          const after = pages.start<[string, string]>(scope, params, startFrom);
-          const ds = p.dataScope;
-          const rows = await records.list(p.tenantId!, p.contextId!, { ...filters, scopeUserId: ds?.userId ?? p.userId ?? undefined, scopeAnyOf: ds?.scopes }, after, limit + 1, includePayload === 'true');
-          const page = pages.page(scope, params, rows, limit, (r) => [r.createdAt, r.id] as [string, string], (r) => r);
-          return { data: await Promise.all(page.data.map((r) => view(r, includePayload === 'true'))), nextCursor: page.nextCursor };
-        }),
-    }),
+    { ...list, handler: (ctx) => cachedPage(ctx.principal, 'list', ctx.query, () => list.handler(ctx)) },
   ];
 }

@@ -1,5 +1,5 @@
 import { forbidden, idParam, limitParam, listScriptsQuery, notFound, type Paginator, type RequestMeta, route, type RouteSpec, scriptListResponse, scriptResponse } from '@svc/contracts';
-import { asStoredEvent, type EventStore, grants, scriptAggregate, scriptIdReservationParts, type ScriptVersion, scriptView, streams } from '@svc/domain';
+import { type EventStore, grants, isScriptEvent, scriptDecider, scriptIdReservationParts, type ScriptVersion, scriptView, streams } from '@svc/domain';
 
 /**
  * GET /v1/scripts/{id} and GET /v1/scripts?name= (docs/scripts.md). Versions
@@ -8,7 +8,7 @@ import { asStoredEvent, type EventStore, grants, scriptAggregate, scriptIdReserv
  */
 async function versionsOf(store: EventStore, streamId: string): Promise<ScriptVersion[]> {
   const events = await store.readStream(streamId);
-  return events.reduce((s, e) => scriptAggregate.evolve(s, asStoredEvent(e as never), e.metadata), scriptAggregate.initialState()).versions;
+  return events.reduce((s, e) => (isScriptEvent(e) ? scriptDecider.evolve(s, e, e.metadata) : s), scriptDecider.initialState()).versions;
 }
 
 async function versionById(store: EventStore, meta: RequestMeta, id: string): Promise<ScriptVersion | null> {

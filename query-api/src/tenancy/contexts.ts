@@ -1,4 +1,5 @@
 import type { Sql } from '@svc/domain';
+import { firstRow } from '../first-row';
 
 export interface ContextRow {
   id: string;
@@ -21,8 +22,7 @@ export class TenancyReads {
   }
 
   async context(tenantId: string, contextId: string): Promise<ContextRow | null> {
-    const { rows } = await this.sql.query<Raw>('SELECT * FROM rm_contexts WHERE context_id = $1 AND tenant_id = $2 AND deleted_at IS NULL', [contextId, tenantId]);
-    return rows[0] ? toContext(rows[0]) : null;
+    return firstRow(this.sql, 'SELECT * FROM rm_contexts WHERE context_id = $1 AND tenant_id = $2 AND deleted_at IS NULL', [contextId, tenantId], toContext);
   }
 
   /** Contexts of a tenant, oldest first, keyed by (created_at, id) for cursors. */

@@ -1,5 +1,4 @@
-import { z } from 'zod';
-import { contextResponse, idParam, limitParam, listEnvelope, notFound, type Paginator, route, type RouteSpec } from '@svc/contracts';
+import { contextResponse, idParam, listEnvelope, notFound, pageQuery, type Paginator, route, type RouteSpec } from '@svc/contracts';
 import type { TenancyReads } from './contexts';
 
 export function tenancyQueryRoutes(reads: TenancyReads, pages: Paginator): RouteSpec[] {
@@ -9,7 +8,7 @@ export function tenancyQueryRoutes(reads: TenancyReads, pages: Paginator): Route
       url: '/v1/contexts',
       auth: 'data',
       summary: 'List the app contexts of the caller tenant (a context-confined credential sees only its own)',
-      query: z.object({ limit: limitParam, startFrom: z.string().optional() }),
+      query: pageQuery,
       response: listEnvelope(contextResponse),
       handler: async ({ query, principal: p }) => {
         const scope = `contexts:${p.tenantId}:${p.crossContext ? '*' : p.contextId}`;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { deliveryResponse, domainResponse, idParam, limitParam, listDeliveriesQuery, listEnvelope, notFound, type Paginator, route, type RouteSpec, webhookResponse, type WebhookResponse } from '@svc/contracts';
+import { deliveryResponse, domainResponse, idParam, limitParam, listDeliveriesQuery, listEnvelope, notFound, pageQuery, type Paginator, route, type RouteSpec, webhookResponse, type WebhookResponse } from '@svc/contracts';
 import { type DeliveryRow, deliveryView, type Sql } from '@svc/domain';
 
 interface WebhookRow {
@@ -92,7 +92,7 @@ export function webhookQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
       url: '/developer/domains',
       auth: 'developer',
       summary: 'List the account webhook domains with their verification token and state',
-      query: z.object({ limit: limitParam, startFrom: z.string().optional() }),
+      query: pageQuery,
       response: listEnvelope(domainResponse),
       handler: async ({ query, principal: p }) => {
         const scope = `webhook-domains:${p.accountId}`;

@@ -49,7 +49,8 @@ export type ListEnvelope<T> = { data: T[]; nextCursor: string | null };
 export const listEnvelope = <T extends z.ZodTypeAny>(item: T) =>
   z.object({ data: z.array(item), nextCursor: z.string().nullable() });
 
-export const errorBody = z.object({
+// Loose: some refusals carry more fields (balanceCents on a 402, estimatedTokens on a 413, correlationId on a 500).
+export const errorBody = z.looseObject({
   message: z.string(),
   errorCode: z.string().optional(),
   requestId: z.string().optional(),

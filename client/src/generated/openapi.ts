@@ -1225,6 +1225,8 @@ export interface components {
             message: string;
             errorCode?: string;
             requestId?: string;
+        } & {
+            [key: string]: unknown;
         };
         NotImplemented: {
             /** @constant */
@@ -2001,6 +2003,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
@@ -2280,6 +2283,86 @@ export interface operations {
             };
         };
         responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        typeName: string;
+                        displayName: string;
+                        description?: string;
+                        fields?: {
+                            fieldId: string;
+                            /** @enum {string} */
+                            fieldType: "string" | "number" | "boolean" | "date" | "enum" | "array" | "object" | "reference";
+                            required?: boolean;
+                            searchable?: boolean;
+                            filterable?: boolean;
+                            description?: string;
+                            validation?: {
+                                required?: boolean;
+                                minLength?: number;
+                                maxLength?: number;
+                                min?: number;
+                                max?: number;
+                                pattern?: string;
+                                email?: boolean;
+                                url?: boolean;
+                                phone?: boolean;
+                                step?: number;
+                                multipleOf?: number;
+                                minItems?: number;
+                                maxItems?: number;
+                            };
+                            enumValues?: (string | number | boolean)[];
+                            sensitive?: boolean;
+                            inline?: boolean;
+                            targetTypeName?: string;
+                            targetField?: string;
+                            /** @enum {string} */
+                            cardinality?: "one" | "many";
+                            targetSurface?: string;
+                        }[];
+                        lookupFields?: (string | {
+                            fieldName: string;
+                            unique?: boolean;
+                            rangeEnabled?: boolean;
+                        } | {
+                            fieldNames: string[];
+                        })[];
+                        sortBy?: string;
+                        renderHints?: {
+                            [key: string]: {
+                                label?: string;
+                                /** @enum {string} */
+                                widget?: "text" | "textarea" | "select" | "date" | "checkbox";
+                                order?: number;
+                                section?: string;
+                                helpText?: string;
+                                displayField?: boolean;
+                            };
+                        };
+                        capabilities: {
+                            [key: string]: boolean;
+                        };
+                        /** @enum {string} */
+                        indexMode?: "HYBRID" | "SEMANTIC" | "TEXT" | "NONE";
+                        /** @enum {string} */
+                        storageProfile?: "STANDARD" | "LOW_LATENCY" | "LARGE_PAYLOAD";
+                        allowedSurfaces: ("record" | "document" | "user" | "entity")[];
+                        active: boolean;
+                        userId?: string;
+                        scopes?: string[];
+                        basedOn?: string;
+                        schemaVersion: number;
+                        createdAt: string;
+                        updatedAt: string;
+                    };
+                };
+            };
             /** @description Success */
             201: {
                 headers: {
@@ -2758,6 +2841,40 @@ export interface operations {
             };
         };
         responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        typeName: string;
+                        schemaId: string;
+                        schemaVersion: number;
+                        payload?: {
+                            [key: string]: unknown;
+                        };
+                        status: string;
+                        folderId: string | null;
+                        userId: string | null;
+                        scopes: string[];
+                        externalId: string | null;
+                        indexMode: string | null;
+                        indexStatus: string | null;
+                        indexFailure?: {
+                            code: string;
+                            message: string;
+                        };
+                        payloadExternalized: boolean;
+                        payloadBytes: number;
+                        createdBy: string | null;
+                        createdAt: string;
+                        updatedAt: string;
+                        version: number;
+                    };
+                };
+            };
             /** @description Success */
             201: {
                 headers: {
@@ -4146,6 +4263,42 @@ export interface operations {
         };
         responses: {
             /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        title: string;
+                        externalId: string | null;
+                        /** @enum {string} */
+                        status: "PENDING_UPLOAD" | "UPLOADED" | "EXTRACTING" | "PENDING_INDEX" | "INDEXED" | "SKIPPED" | "STORED" | "FAILED";
+                        indexFailure?: {
+                            code: string;
+                            message: string;
+                        };
+                        indexMode: string;
+                        storeText: boolean;
+                        folderId: string;
+                        payload: {
+                            [key: string]: unknown;
+                        };
+                        payloadExternalized: boolean;
+                        schemaId: string | null;
+                        schemaVersion: number | null;
+                        textBytes: number | null;
+                        userId: string | null;
+                        scopes: string[];
+                        fileType: string | null;
+                        fileSize: number | null;
+                        createdAt: string;
+                        lastModified: string;
+                        version: number;
+                    };
+                };
+            };
+            /** @description Success */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -4221,6 +4374,46 @@ export interface operations {
             };
         };
         responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        title: string;
+                        externalId: string | null;
+                        /** @enum {string} */
+                        status: "PENDING_UPLOAD" | "UPLOADED" | "EXTRACTING" | "PENDING_INDEX" | "INDEXED" | "SKIPPED" | "STORED" | "FAILED";
+                        indexFailure?: {
+                            code: string;
+                            message: string;
+                        };
+                        indexMode: string;
+                        storeText: boolean;
+                        folderId: string;
+                        payload: {
+                            [key: string]: unknown;
+                        };
+                        payloadExternalized: boolean;
+                        schemaId: string | null;
+                        schemaVersion: number | null;
+                        textBytes: number | null;
+                        userId: string | null;
+                        scopes: string[];
+                        fileType: string | null;
+                        fileSize: number | null;
+                        createdAt: string;
+                        lastModified: string;
+                        version: number;
+                        uploadUrl: string;
+                        expiresAt: string;
+                        requiredHeaderName: string;
+                        requiredHeaderValue: string;
+                    };
+                };
+            };
             /** @description Success */
             201: {
                 headers: {

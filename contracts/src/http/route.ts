@@ -53,6 +53,8 @@ export interface RouteSpec<B = any, Q = any, P = any> {
    * conflict the handler raises, 413, 501.
    */
   errors?: number[];
+  /** Other success statuses answering the same body as `status` (a repeated create answers 200, not 201). */
+  statuses?: number[];
   /** The success body is not JSON: its media type (e.g. `text/plain`, `application/x-ndjson`); `response`, when set, describes it. */
   contentType?: string;
   /**

@@ -266,7 +266,7 @@ describe('a large export streams with back-pressure, in bounded memory', () => {
     };
     try {
       const base = used();
-      const res = await fetch(`${svc.url}/v1/export`, { headers: { authorization: `Bearer ${big.tenants.live.rootKey}` } });
+      const res = await svc.api.fetch('GET', '/v1/export', { token: big.tenants.live.rootKey });
       expect(res.status).toBe(200);
       const reader = res.body!.getReader();
       const decoder = new TextDecoder();
@@ -321,7 +321,7 @@ describe('a large export streams with back-pressure, in bounded memory', () => {
     };
     try {
       const ac = new AbortController();
-      const res = await fetch(`${svc.url}/v1/export`, { headers: { authorization: `Bearer ${big.tenants.live.rootKey}` }, signal: ac.signal });
+      const res = await svc.api.fetch('GET', '/v1/export', { token: big.tenants.live.rootKey, signal: ac.signal });
       const reader = res.body!.getReader();
       await reader.read();
       ac.abort();

@@ -6,7 +6,7 @@
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startService, type TestService } from '../support/service';
+import { Api, eventually, startService, type TestService } from '../support/service';
 
 /** Ten short documents; every sentence that answers a question below is one of their sentences, verbatim. */
 const DOCS: Record<string, string[]> = {
@@ -117,7 +117,7 @@ const QUESTIONS: Array<[string, string]> = [
 ];
 
 async function ragAnswer(url: string, token: string, query: string): Promise<string> {
-  const res = await fetch(`${url}/v1/rag`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
+  const res = await new Api(url).fetch('POST', '/v1/rag', { token, body: { query } });
   if (res.status !== 200) throw new Error(`POST /v1/rag ${res.status}: ${await res.text()}`);
   let answer = '';
   const parser = createParser({ onEvent: (m: EventSourceMessage) => m.event === 'content_delta' && (answer += JSON.parse(m.data).delta) });

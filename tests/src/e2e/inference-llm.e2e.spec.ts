@@ -8,7 +8,7 @@
 import { createServer, type IncomingMessage, request as httpRequest, type Server, type ServerResponse } from 'node:http';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, freePort, OPERATOR_TOKEN, startService, type TestService } from '../support/service';
+import { Api, eventually, freePort, OPERATOR_TOKEN, startService, type TestService } from '../support/service';
 
 interface Frame {
   event: string;
@@ -16,7 +16,8 @@ interface Frame {
 }
 
 async function stream(url: string, token: string, body: unknown) {
-  const res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const u = new URL(url);
+  const res = await new Api(u.origin).fetch('POST', u.pathname + u.search, { token, body });
   if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) return { status: res.status, frames: [] as Frame[], json: (await res.json()) as any };
   const frames: Frame[] = [];
   const parser = createParser({ onEvent: (m: EventSourceMessage) => frames.push({ event: m.event ?? 'message', data: JSON.parse(m.data) }) });

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startService, type Api, type TestService } from '../support/service';
+import { Api, eventually, startService, type TestService } from '../support/service';
 import { searchE2eEngine } from './search-engine';
 
 interface Frame {
@@ -18,7 +18,8 @@ interface Frame {
 
 /** POSTs and reads the answer: the frames of a stream (200), or the JSON body of a refusal. */
 async function stream(url: string, token: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const u = new URL(url);
+  const res = await new Api(u.origin).fetch('POST', u.pathname + u.search, { token, body, headers });
   const type = res.headers.get('content-type') ?? '';
   if (!type.startsWith('text/event-stream')) return { status: res.status, headers: res.headers, frames: [] as Frame[], json: (await res.json().catch(() => undefined)) as any };
   const frames: Frame[] = [];

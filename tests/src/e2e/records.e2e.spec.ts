@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type Api, type Bootstrap, type TestService } from '../support/service';
+import { expectStatus, unwrap, type Body } from '../support/typed';
 
 /**
  * Records (spec "Record", "Records (operations by name)", "Lookups", "Errors",
@@ -41,27 +42,26 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-async function mint(by: string, allowedActions: string[], dataScope?: Record<string, unknown>): Promise<string> {
-  const r = await api.post('/v1/tokens', by, { scope: { allowedActions, ...(dataScope ? { dataScope } : {}) } });
-  expect(r.status, r.text).toBe(201);
-  return r.body.token;
+async function mint(by: string, allowedActions: string[], dataScope?: Body<'mintToken'>['scope']['dataScope']): Promise<string> {
+  const r = await expectStatus(svc.client(by).POST('/v1/tokens', { body: { scope: { allowedActions, ...(dataScope ? { dataScope } : {}) } } }), 201);
+  return r.token;
 }
 
 const uniq = (p: string) => `${p}_${randomUUID().slice(0, 8)}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const q = (v: string | number) => encodeURIComponent(String(v));
 
-async function createSchema(over: Record<string, unknown> = {}, token = root) {
-  const r = await api.post('/v1/schemas', token, { typeName: uniq('R'), displayName: 'Records test', allowedSurfaces: ['record'], ...over });
-  expect(r.status, r.text).toBe(201);
-  return r.body as { id: string; typeName: string; schemaVersion: number };
+// The typed client (@svc/client): the answers are the generated types, so a renamed field fails the typecheck.
+async function createSchema(over: Partial<Body<'createSchema'>> = {}, token = root) {
+  return expectStatus(svc.client(token).POST('/v1/schemas', { body: { typeName: uniq('R'), displayName: 'Records test', allowedSurfaces: ['record'], ...over } }), 201);
 }
 
-async function createRecord(body: Record<string, unknown>, token = root) {
-  const r = await api.post('/v1/records', token, body);
-  expect(r.status, r.text).toBe(201);
-  return r.body;
+/** `body` may carry what the create ignores (`expectedVersion`). */
+async function createRecord(body: Body<'createRecord'> & Record<string, unknown>, token = root) {
+  return expectStatus(svc.client(token).POST('/v1/records', { body }), 201);
 }
+
+const readRecord = (id: string, token = root) => unwrap(svc.client(token).GET('/v1/records/{id}', { params: { path: { id } } }));
 
 function expect400(r: Res) {
   expect(r.status, r.text).toBe(400);
@@ -71,17 +71,13 @@ function expect400(r: Res) {
 
 const getRecord = (id: string, token = root) => api.get(`/v1/records/${id}`, token);
 
-async function versions(id: string, token = root): Promise<any[]> {
-  const r = await api.get(`/v1/records/${id}/versions?limit=100`, token);
-  expect(r.status, r.text).toBe(200);
-  return r.body.data;
+async function versions(id: string, token = root) {
+  return (await unwrap(svc.client(token).GET('/v1/records/{id}/versions', { params: { path: { id }, query: { limit: 100 } } }))).data;
 }
 
 /** A record as read (indexStatus left out: it may advance on its own) plus its history. */
 async function snapshot(id: string, token = root) {
-  const g = await getRecord(id, token);
-  expect(g.status, g.text).toBe(200);
-  const { indexStatus: _, ...record } = g.body;
+  const { indexStatus: _, ...record } = await readRecord(id, token);
   return { record, history: await versions(id, token) };
 }
 
@@ -90,9 +86,7 @@ async function expectUnchanged(id: string, before: Awaited<ReturnType<typeof sna
 }
 
 async function createFolder(name = uniq('f')) {
-  const r = await api.post('/v1/folders', root, { name });
-  expect(r.status, r.text).toBe(201);
-  return r.body.id as string;
+  return (await expectStatus(svc.client(root).POST('/v1/folders', { body: { name } }), 201)).id;
 }
 
 // ---------------------------------------------------------------------------
@@ -106,18 +100,15 @@ describe('createRecord', () => {
   });
 
   it('by typeName → 201 with the RecordResponse shape; status defaults to ACTIVE; version 1', async () => {
-    const r = await api.post('/v1/records', root, { typeName: schema.typeName, payload: { name: 'a', n: 1 } });
-    expect(r.status, r.text).toBe(201);
-    expect(Object.keys(r.body).sort()).toEqual(RECORD_KEYS);
-    expect(r.body).toMatchObject({
+    const r = await createRecord({ typeName: schema.typeName, payload: { name: 'a', n: 1 } });
+    expect(Object.keys(r).sort()).toEqual(RECORD_KEYS);
+    expect(r).toMatchObject({
       typeName: schema.typeName, schemaId: schema.id, schemaVersion: 1, payload: { name: 'a', n: 1 }, status: 'ACTIVE',
       folderId: null, userId: null, scopes: [], externalId: null, payloadExternalized: false, version: 1,
     });
-    expect(r.body.createdAt).toBe(r.body.updatedAt);
-    expect(Number.isNaN(Date.parse(r.body.createdAt))).toBe(false);
-    const g = await getRecord(r.body.id);
-    expect(g.status).toBe(200);
-    expect(g.body).toEqual(r.body);
+    expect(r.createdAt).toBe(r.updatedAt);
+    expect(Number.isNaN(Date.parse(r.createdAt))).toBe(false);
+    expect(await readRecord(r.id)).toEqual(r);
   });
 
   it('by schemaId alone → 201 (typeName filled in)', async () => {
@@ -169,10 +160,9 @@ describe('createRecord', () => {
     const ext = uniq('ext');
     const first = await createRecord({ typeName: schema.typeName, payload: { name: 'first' }, externalId: ext });
     const before = await snapshot(first.id);
-    const again = await api.post('/v1/records', root, { typeName: schema.typeName, payload: { name: 'second' }, externalId: ext });
-    expect(again.status, again.text).toBe(200);
-    expect(again.body.id).toBe(first.id);
-    expect(again.body.payload).toEqual({ name: 'first' });
+    const again = await expectStatus(svc.client(root).POST('/v1/records', { body: { typeName: schema.typeName, payload: { name: 'second' }, externalId: ext } }), 200);
+    expect(again.id).toBe(first.id);
+    expect(again.payload).toEqual({ name: 'first' });
     await expectUnchanged(first.id, before);
     const l = await api.get(`/v1/records?type=${schema.typeName}&limit=100`, root);
     expect(l.body.data.filter((x: any) => x.externalId === ext)).toHaveLength(1);
@@ -226,7 +216,7 @@ describe('createRecord', () => {
 // ---------------------------------------------------------------------------
 describe('updateRecord (PUT) and patchRecord (PATCH)', () => {
   let s: { id: string; typeName: string };
-  const fields = [
+  const fields: Body<'createSchema'>['fields'] = [
     { fieldId: 'name', fieldType: 'string', required: true },
     { fieldId: 'n', fieldType: 'number', validation: { max: 100 } },
     { fieldId: 'meta', fieldType: 'object' },
@@ -242,15 +232,14 @@ describe('updateRecord (PUT) and patchRecord (PATCH)', () => {
 
   it('PUT replaces the payload in full; version +1', async () => {
     const r = await fresh();
-    const p = await api.put(`/v1/records/${r.id}`, root, { payload: { name: 'new' } });
-    expect(p.status, p.text).toBe(200);
-    expect(p.body.payload).toEqual({ name: 'new' });
-    expect(p.body.version).toBe(2);
-    expect(Date.parse(p.body.updatedAt)).toBeGreaterThanOrEqual(Date.parse(r.updatedAt));
-    expect(p.body.createdAt).toBe(r.createdAt);
-    const g = await getRecord(r.id);
-    expect(g.body.payload).toEqual({ name: 'new' });
-    expect(g.body.version).toBe(2);
+    const p = await unwrap(svc.client(root).PUT('/v1/records/{id}', { params: { path: { id: r.id } }, body: { payload: { name: 'new' } } }));
+    expect(p.payload).toEqual({ name: 'new' });
+    expect(p.version).toBe(2);
+    expect(Date.parse(p.updatedAt)).toBeGreaterThanOrEqual(Date.parse(r.updatedAt));
+    expect(p.createdAt).toBe(r.createdAt);
+    const g = await readRecord(r.id);
+    expect(g.payload).toEqual({ name: 'new' });
+    expect(g.version).toBe(2);
   });
 
   it('PUT with a missing required field or an invalid value → 400, nothing changed', async () => {
@@ -285,12 +274,11 @@ describe('updateRecord (PUT) and patchRecord (PATCH)', () => {
 
   it('PATCH is an RFC 7386 merge: null deletes a payload key, objects merge recursively, arrays and scalars replace', async () => {
     const r = await fresh();
-    const p = await api.patch(`/v1/records/${r.id}`, root, { payload: { n: null, meta: { b: { c: 20, d: null, e: 5 }, z: 'new' }, tags: ['only'] } });
-    expect(p.status, p.text).toBe(200);
+    const p = await unwrap(svc.client(root).PATCH('/v1/records/{id}', { params: { path: { id: r.id } }, body: { payload: { n: null, meta: { b: { c: 20, d: null, e: 5 }, z: 'new' }, tags: ['only'] } } }));
     const want = { name: 'orig', meta: { a: 1, b: { c: 20, e: 5 }, z: 'new' }, tags: ['only'] };
-    expect(p.body.payload).toEqual(want);
-    expect(p.body.version).toBe(2);
-    expect((await getRecord(r.id)).body.payload).toEqual(want);
+    expect(p.payload).toEqual(want);
+    expect(p.version).toBe(2);
+    expect((await readRecord(r.id)).payload).toEqual(want);
   });
 
   it('PATCH without payload leaves the payload; PATCH status changes only the status', async () => {
@@ -430,17 +418,17 @@ describe('deleteRecord and the tombstone', () => {
   it('delete → 204 with no body; GET 404; the tombstone has the decisions §4 shape', async () => {
     const ext = uniq('ext');
     const r = await createRecord({ typeName: s.typeName, payload: { a: 1 }, externalId: ext });
-    await api.patch(`/v1/records/${r.id}`, root, { payload: { a: 2 } });
-    const d = await api.del(`/v1/records/${r.id}`, root);
-    expect(d.status, d.text).toBe(204);
-    expect(d.text).toBe('');
+    const client = svc.client(root);
+    await unwrap(client.PATCH('/v1/records/{id}', { params: { path: { id: r.id } }, body: { payload: { a: 2 } } }));
+    const d = await client.DELETE('/v1/records/{id}', { params: { path: { id: r.id } } });
+    expect(d.response.status).toBe(204);
+    expect(d.data).toBeUndefined();
     expect((await getRecord(r.id)).status).toBe(404);
-    const t = await api.get(`/v1/records/${r.id}/tombstone`, root);
-    expect(t.status, t.text).toBe(200);
-    expect(Object.keys(t.body).sort()).toEqual(['deletedAt', 'deletedBy', 'entityKind', 'externalId', 'id', 'lastVersion', 'typeName']);
-    expect(t.body).toMatchObject({ id: r.id, entityKind: 'record', typeName: s.typeName, externalId: ext, lastVersion: 2 });
-    expect(Number.isNaN(Date.parse(t.body.deletedAt))).toBe(false);
-    expect(typeof t.body.deletedBy).toBe('string');
+    const t = await unwrap(client.GET('/v1/records/{id}/tombstone', { params: { path: { id: r.id } } }));
+    expect(Object.keys(t).sort()).toEqual(['deletedAt', 'deletedBy', 'entityKind', 'externalId', 'id', 'lastVersion', 'typeName']);
+    expect(t).toMatchObject({ id: r.id, entityKind: 'record', typeName: s.typeName, externalId: ext, lastVersion: 2 });
+    expect(Number.isNaN(Date.parse(t.deletedAt))).toBe(false);
+    expect(typeof t.deletedBy).toBe('string');
     // and the record is gone from lists
     const l = await api.get(`/v1/records?type=${s.typeName}&limit=100`, root);
     expect(l.body.data.map((x: any) => x.id)).not.toContain(r.id);
@@ -511,11 +499,11 @@ describe('history (getRecordVersions)', () => {
       expect(row.entityKind).toBe('record');
     }
     expect(new Set(rows.map((x) => x.id)).size).toBe(6);
-    expect(rows.slice(0, 5).map((x) => x.state.payload)).toEqual([{ title: 'v1', n: 1 }, { title: 'v2', n: 2 }, { title: 'v2', n: 3 }, { title: 'v4' }, { title: 'v4' }]);
-    expect(rows.slice(0, 5).map((x) => x.state.version)).toEqual([1, 2, 3, 4, 5]);
-    expect(rows.slice(0, 5).map((x) => x.state.status)).toEqual(['ACTIVE', 'ACTIVE', 'ACTIVE', 'ACTIVE', 'ARCHIVED']);
-    expect(rows.slice(0, 5).map((x) => x.state.scopes)).toEqual([[], [], [], ['org:h'], ['org:h']]);
-    expect(rows[0].state.id).toBe(r.id);
+    expect(rows.slice(0, 5).map((x) => x.state!.payload)).toEqual([{ title: 'v1', n: 1 }, { title: 'v2', n: 2 }, { title: 'v2', n: 3 }, { title: 'v4' }, { title: 'v4' }]);
+    expect(rows.slice(0, 5).map((x) => x.state!.version)).toEqual([1, 2, 3, 4, 5]);
+    expect(rows.slice(0, 5).map((x) => x.state!.status)).toEqual(['ACTIVE', 'ACTIVE', 'ACTIVE', 'ACTIVE', 'ARCHIVED']);
+    expect(rows.slice(0, 5).map((x) => x.state!.scopes)).toEqual([[], [], [], ['org:h'], ['org:h']]);
+    expect(rows[0].state!.id).toBe(r.id);
     expect(rows[5].eventType.endsWith('Deleted')).toBe(true);
     expect(rows[5].state).toBeNull();
     const times = rows.map((x) => Date.parse(x.recordedAt));
@@ -566,7 +554,7 @@ describe('history (getRecordVersions)', () => {
     expect(after.slice(0, 2)).toEqual(before);
     expect(after).toHaveLength(3);
     expect(after[2].version).toBe(4);
-    expect(after[2].state.payload).toEqual({ a: 4 });
+    expect(after[2].state!.payload).toEqual({ a: 4 });
   });
 
   it('versions of an unknown record → 404; of another user’s record → 404', async () => {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type Api, type Bootstrap, type TestService } from '../support/service';
+import { expectStatus, unwrap, type Body } from '../support/typed';
 
 /**
  * Schemas (spec "Schema", "FieldDef", "LookupDef", "RenderHintDef", "Schemas
@@ -31,10 +32,8 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-async function mint(allowedActions: string[], scopeExtra: Record<string, unknown> = {}): Promise<string> {
-  const r = await api.post('/v1/tokens', root, { scope: { allowedActions, ...scopeExtra } });
-  expect(r.status, r.text).toBe(201);
-  return r.body.token;
+async function mint(allowedActions: string[], scopeExtra: Omit<Body<'mintToken'>['scope'], 'allowedActions'> = {}): Promise<string> {
+  return (await expectStatus(svc.client(root).POST('/v1/tokens', { body: { scope: { allowedActions, ...scopeExtra } } }), 201)).token;
 }
 
 const call = (method: string, path: string, token: string, body?: unknown, ctx?: string) =>
@@ -45,11 +44,11 @@ const uniq = (p: string) => `${p}_${randomUUID().slice(0, 8)}`;
 /** A minimal valid schema body; `over` replaces keys. */
 const schemaBody = (over: Record<string, unknown> = {}) => ({ typeName: uniq('T'), displayName: 'A type', allowedSurfaces: ['record'], ...over });
 
+// Typed calls (@svc/client): the answers are the generated types, so a renamed field fails the typecheck.
 async function createSchema(over: Record<string, unknown> = {}, token = root, ctx?: string) {
-  const r = await call('POST', '/v1/schemas', token, schemaBody(over), ctx);
-  expect(r.status, r.text).toBe(201);
-  return r.body;
+  return expectStatus(svc.client(token, { contextId: ctx }).POST('/v1/schemas', { body: schemaBody(over) as Body<'createSchema'> }), 201);
 }
+const readSchema = (id: string, token = root) => unwrap(svc.client(token).GET('/v1/schemas/{id}', { params: { path: { id } } }));
 
 function expect400(r: Res) {
   expect(r.status, r.text).toBe(400);
@@ -58,44 +57,33 @@ function expect400(r: Res) {
 }
 
 const getSchema = (id: string, token = root) => call('GET', `/v1/schemas/${id}`, token);
-const schemaVersions = async (id: string, token = root) => {
-  const r = await call('GET', `/v1/schemas/${id}/versions?limit=100`, token);
-  expect(r.status, r.text).toBe(200);
-  return r.body.data as any[];
-};
-const snapshotSchema = async (id: string) => {
-  const g = await getSchema(id);
-  expect(g.status, g.text).toBe(200);
-  return { schema: g.body, history: await schemaVersions(id) };
-};
+const schemaVersions = async (id: string, token = root) =>
+  (await unwrap(svc.client(token).GET('/v1/schemas/{id}/versions', { params: { path: { id }, query: { limit: 100 } } }))).data;
+const snapshotSchema = async (id: string) => ({ schema: await readSchema(id), history: await schemaVersions(id) });
 /** The schema and its history are exactly as before a rejected write. */
-async function expectSchemaUnchanged(id: string, before: { schema: any; history: any[] }) {
+async function expectSchemaUnchanged(id: string, before: Awaited<ReturnType<typeof snapshotSchema>>) {
   expect(await snapshotSchema(id)).toEqual(before);
 }
 
 // ---------------------------------------------------------------------------
 describe('createSchema', () => {
   it('POST /v1/schemas → 201 with id, schemaVersion 1, active true, default capabilities', async () => {
-    const body = schemaBody({ description: 'd', fields: [{ fieldId: 'name', fieldType: 'string' }], indexMode: 'NONE' });
-    const r = await api.post('/v1/schemas', root, body);
-    expect(r.status, r.text).toBe(201);
-    expect(r.body).toMatchObject({ typeName: body.typeName, displayName: 'A type', description: 'd', allowedSurfaces: ['record'], schemaVersion: 1, active: true, indexMode: 'NONE' });
-    expect(r.body.id).toEqual(expect.any(String));
-    expect(r.body.capabilities).toEqual({ auditHistory: true, triggersEnabled: false });
-    expect(r.body.fields).toEqual([{ fieldId: 'name', fieldType: 'string' }]);
-    const g = await getSchema(r.body.id);
-    expect(g.status).toBe(200);
-    expect(g.body).toEqual(r.body);
+    const body: Body<'createSchema'> = { typeName: uniq('T'), displayName: 'A type', allowedSurfaces: ['record'], description: 'd', fields: [{ fieldId: 'name', fieldType: 'string' }], indexMode: 'NONE' };
+    const r = await expectStatus(svc.client(root).POST('/v1/schemas', { body }), 201);
+    expect(r).toMatchObject({ typeName: body.typeName, displayName: 'A type', description: 'd', allowedSurfaces: ['record'], schemaVersion: 1, active: true, indexMode: 'NONE' });
+    expect(r.id).toEqual(expect.any(String));
+    expect(r.capabilities).toEqual({ auditHistory: true, triggersEnabled: false });
+    expect(r.fields).toEqual([{ fieldId: 'name', fieldType: 'string' }]);
+    expect(await readSchema(r.id)).toEqual(r);
   });
 
   it('re-creating the same typeName with the same owner → 200, the same id, nothing changed', async () => {
     const s = await createSchema();
     const before = await snapshotSchema(s.id);
-    const again = await api.post('/v1/schemas', root, { typeName: s.typeName, displayName: 'Another name', allowedSurfaces: ['record', 'document'] });
-    expect(again.status, again.text).toBe(200);
-    expect(again.body.id).toBe(s.id);
-    expect(again.body.schemaVersion).toBe(1);
-    expect(again.body.displayName).toBe('A type');
+    const again = await expectStatus(svc.client(root).POST('/v1/schemas', { body: { typeName: s.typeName, displayName: 'Another name', allowedSurfaces: ['record', 'document'] } }), 200);
+    expect(again.id).toBe(s.id);
+    expect(again.schemaVersion).toBe(1);
+    expect(again.displayName).toBe('A type');
     await expectSchemaUnchanged(s.id, before);
   });
 
@@ -180,7 +168,7 @@ describe('createSchema', () => {
       fields: [{ fieldId: 'a', fieldType: 'string' }, { fieldId: 'b', fieldType: 'string' }],
       renderHints: { a: { label: 'A', widget: 'textarea', order: 1, section: 'main', helpText: 'help', displayField: true }, b: { widget: 'select' } },
     });
-    expect(s.renderHints.a).toEqual({ label: 'A', widget: 'textarea', order: 1, section: 'main', helpText: 'help', displayField: true });
+    expect(s.renderHints?.a).toEqual({ label: 'A', widget: 'textarea', order: 1, section: 'main', helpText: 'help', displayField: true });
   });
 });
 
@@ -228,7 +216,7 @@ describe('schema definition rules', () => {
     expect400(await api.post('/v1/schemas', root, schemaBody({ fields: [{ fieldId: 'r', fieldType: 'reference', targetTypeName: 'Star', targetSurface: 'galaxy' }] })));
     for (const surface of ['org', 'client', 'record', 'document', 'user']) {
       const s = await createSchema({ fields: [{ fieldId: 'r', fieldType: 'reference', targetTypeName: 'Other', targetSurface: surface, targetField: 'externalId', cardinality: 'many' }] });
-      expect(s.fields[0]).toMatchObject({ targetSurface: surface, targetTypeName: 'Other', cardinality: 'many' });
+      expect(s.fields?.[0]).toMatchObject({ targetSurface: surface, targetTypeName: 'Other', cardinality: 'many' });
     }
   });
 
@@ -462,10 +450,10 @@ describe('listSchemas, versions, delete', () => {
     const rows = await schemaVersions(s.id);
     expect(rows).toHaveLength(3);
     expect(rows.map((r) => r.version)).toEqual([1, 2, 3]);
-    expect(rows.map((r) => r.state.displayName)).toEqual(['A type', 'v2', 'v3']);
-    expect(rows.map((r) => r.state.schemaVersion)).toEqual([1, 2, 3]);
-    expect(rows[0].state.fields).toEqual([{ fieldId: 'a', fieldType: 'string' }]);
-    expect(rows[2].state.fields).toEqual([{ fieldId: 'b', fieldType: 'number' }]);
+    expect(rows.map((r) => r.state?.displayName)).toEqual(['A type', 'v2', 'v3']);
+    expect(rows.map((r) => r.state?.schemaVersion)).toEqual([1, 2, 3]);
+    expect(rows[0].state?.fields).toEqual([{ fieldId: 'a', fieldType: 'string' }]);
+    expect(rows[2].state?.fields).toEqual([{ fieldId: 'b', fieldType: 'number' }]);
     for (const r of rows) {
       expect(Object.keys(r).sort()).toEqual(['actor', 'entityId', 'entityKind', 'eventType', 'id', 'recordedAt', 'requestId', 'state', 'version']);
       expect(r.entityId).toBe(s.id);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startService, type Api, type Bootstrap, type TestService } from '../support/service';
+import { expectStatus, unwrap, type Answer, type Body } from '../support/typed';
 import { searchE2eEngine } from './search-engine';
 
 /**
@@ -23,14 +24,13 @@ const SECRET_WORD = `zyqxwv${randomUUID().slice(0, 6)}`;
 const enterprise = () => api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000, creditLimit: 1_000_000_000 });
 const ALL = ['schemas:c', 'schemas:r', 'records:c', 'records:r', 'records:u', 'records:d', 'folders:c', 'folders:r', 'search:r'];
 
-async function mint(by: string, allowedActions: string[], dataScope?: Record<string, unknown>) {
-  const r = await api.post('/v1/tokens', by, { scope: { allowedActions, ...(dataScope ? { dataScope } : {}) } });
-  expect(r.status, r.text).toBe(201);
-  return r.body.token as string;
+// Typed calls (@svc/client): the answers are the generated types, so a renamed field fails the typecheck.
+async function mint(by: string, allowedActions: string[], dataScope?: Body<'mintToken'>['scope']['dataScope']) {
+  return (await expectStatus(svc.client(by).POST('/v1/tokens', { body: { scope: { allowedActions, ...(dataScope ? { dataScope } : {}) } } }), 201)).token;
 }
 
-async function schema(token: string, over: Record<string, unknown> = {}) {
-  const r = await api.post('/v1/schemas', token, {
+async function schema(token: string, over: Partial<Body<'createSchema'>> = {}) {
+  const r = await expectStatus(svc.client(token).POST('/v1/schemas', { body: {
     typeName: `Note_${randomUUID().slice(0, 8)}`, displayName: 'Notes', allowedSurfaces: ['record'],
     fields: [
       { fieldId: 'title', fieldType: 'string', searchable: true },
@@ -41,31 +41,29 @@ async function schema(token: string, over: Record<string, unknown> = {}) {
       { fieldId: 'secret', fieldType: 'string', sensitive: true, searchable: true },
     ],
     ...over,
-  });
-  expect(r.status, r.text).toBe(201);
-  return r.body.typeName as string;
+  } }), 201);
+  return r.typeName;
 }
 
 /** Creates a record and waits until it is INDEXED (or another terminal status); records the latency. */
-async function indexed(token: string, body: Record<string, unknown>, want = 'INDEXED') {
+async function indexed(token: string, body: Body<'createRecord'>, want = 'INDEXED') {
   const t0 = Date.now();
-  const r = await api.post('/v1/records', token, body);
-  expect(r.status, r.text).toBe(201);
-  const rec = await eventually(async () => {
-    const g = await api.get(`/v1/records/${r.body.id}`, token);
-    return g.body.indexStatus !== 'PENDING_INDEX' ? g.body : null;
-  }, 20_000, 20);
+  const client = svc.client(token);
+  const r = await expectStatus(client.POST('/v1/records', { body }), 201);
+  const rec = (await eventually(async () => {
+    const g = await unwrap(client.GET('/v1/records/{id}', { params: { path: { id: r.id } } }));
+    return g.indexStatus !== 'PENDING_INDEX' ? g : null;
+  }, 20_000, 20))!;
   latencies.push(Date.now() - t0);
   expect(rec.indexStatus, JSON.stringify({ indexStatus: rec.indexStatus, indexFailure: rec.indexFailure })).toBe(want);
   return rec;
 }
 
 const search = (body: Record<string, unknown>, token = root) => api.post('/v1/search', token, body);
-const found = async (body: Record<string, unknown>, token = root) => {
-  const r = await search(body, token);
-  expect(r.status, r.text).toBe(200);
-  return r.body.results.map((x: { documentId: string }) => Object.entries(ids).find(([, v]) => v === x.documentId)?.[0] ?? x.documentId) as string[];
-};
+/** `body` as the tests write it (modes as plain strings); the answer is typed. */
+const hits = (body: Record<string, unknown>, token = root): Promise<Answer<'searchContent'>> => unwrap(svc.client(token).POST('/v1/search', { body: body as Body<'searchContent'> }));
+const found = async (body: Record<string, unknown>, token = root) =>
+  (await hits(body, token)).results.map((x) => Object.entries(ids).find(([, v]) => v === x.documentId)?.[0] ?? x.documentId);
 
 beforeAll(async () => {
   svc = await startService({ env: { VECTOR_CAPACITY_PER_TENANT: '30', ...searchE2eEngine.env } });
@@ -139,7 +137,7 @@ describe('indexing', () => {
     const t = await schema(k);
     const long = Array.from({ length: 800 }, (_, i) => `Paragraph ${i} describes the lighthouse keeper's logbook entry number ${i} in careful detail.`).join(' ');
     const rec = await indexed(k, { typeName: t, payload: { title: 'Lighthouse log', body: long } }, 'FAILED');
-    expect(rec.indexFailure.code).toBe('VECTOR_LIMIT_EXCEEDED');
+    expect(rec.indexFailure?.code).toBe('VECTOR_LIMIT_EXCEEDED');
     expect(await found({ query: 'lighthouse', mode: 'TEXT' }, k)).toContain(rec.id);
     expect(await found({ query: 'lighthouse keeper', mode: 'SEMANTIC' }, k)).not.toContain(rec.id);
   });

@@ -3,6 +3,8 @@ import { createServer } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { buildService, loadConfig, type Service, type ServiceHooks } from '@svc/deploy';
+import { createClient, type ClientOptions, type ServiceClient } from '@svc/client';
+import { describedAnswers, descriptionOf, forgetDescription } from './described';
 import { freshPostgresSchema, serverUrl, tempDir } from './engines';
 
 export const ROOT = resolve(import.meta.dirname, '../../..');
@@ -15,26 +17,103 @@ export interface Bootstrap {
   tenants: { live: { tenantId: string; contextId: string; rootKey: string }; test: { tenantId: string; contextId: string; rootKey: string } };
 }
 
-/** A small HTTP client for black-box tests. */
-export class Api {
-  constructor(readonly baseUrl: string) {}
+/** Per-request options of `Api.call`. */
+export interface CallOptions {
+  token?: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** A request body sent as is (content-type application/json unless `headers` say otherwise). */
+  raw?: string;
+  /**
+   * Skips the description check of the answer. ONLY for requests the description cannot hold on purpose
+   * (hostile paths, malformed HTTP, floods, undocumented transport routes); see `Api.unchecked`.
+   */
+  unchecked?: boolean;
+  signal?: AbortSignal;
+}
 
-  async call(method: string, path: string, opts: { token?: string; body?: unknown; headers?: Record<string, string>; raw?: string } = {}) {
+/** What a suite gets back: the status, headers, the body text and, when it is JSON, the parsed body. */
+export interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+  body: any;
+}
+
+/** A client of `baseUrl` for `token`, whose answers are checked against the service's /openapi.json. */
+export function checkedClient(baseUrl: string, options: Omit<ClientOptions, 'baseUrl'> = {}): ServiceClient {
+  const client = createClient({ baseUrl, ...options });
+  client.use(describedAnswers(baseUrl));
+  return client;
+}
+
+/**
+ * The black-box suites' HTTP helper. Every request is sent by the typed client (@svc/client, openapi-fetch)
+ * and every answer is checked against the served description (support/described.ts): an undescribed
+ * operation, an undocumented status or a body outside the documented schema fails the request's test.
+ */
+export class Api {
+  private readonly http: ServiceClient;
+  private readonly check: boolean;
+
+  constructor(
+    readonly baseUrl: string,
+    opts: { unchecked?: boolean } = {},
+  ) {
+    this.check = !opts.unchecked;
+    this.http = this.check ? checkedClient(baseUrl) : createClient({ baseUrl });
+  }
+
+  /** The same helper without the description check: ONLY for what the description cannot hold on purpose. */
+  get unchecked(): Api {
+    return new Api(this.baseUrl, { unchecked: true });
+  }
+
+  async call(method: string, path: string, opts: CallOptions = {}): Promise<Answer> {
+    if (opts.unchecked && this.check) return this.unchecked.call(method, path, { ...opts, unchecked: false });
     const headers: Record<string, string> = { ...(opts.headers ?? {}) };
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-    let body: string | undefined;
-    if (opts.raw !== undefined) body = opts.raw;
-    else if (opts.body !== undefined) body = JSON.stringify(opts.body);
-    if (body !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
-    const res = await fetch(this.baseUrl + path, { method, headers, body });
-    const text = await res.text();
+    let refusal: Response | undefined;
+    // The concrete path is the "template" (no path parameters): openapi-fetch sends it as is.
+    const request = this.http.request as unknown as (method: string, url: string, init: Record<string, unknown>) => Promise<{ response: Response; data?: unknown }>;
+    const { response, data } = await request(method, path, {
+      headers,
+      body: opts.raw ?? opts.body,
+      ...(opts.raw !== undefined ? { bodySerializer: (b: string) => b } : {}),
+      signal: opts.signal,
+      parseAs: 'text',
+      // openapi-fetch parses a refusal's body itself: keep a copy of its text (read in full, so the copy never stalls).
+      middleware: [{ onResponse: ({ response: r }: { response: Response }) => void (r.ok ? undefined : (refusal = r.clone())) }],
+    });
+    const text = refusal ? await refusal.text() : typeof data === 'string' ? data : '';
     let json: any;
     try {
       json = text ? JSON.parse(text) : undefined;
     } catch {
       json = undefined;
     }
-    return { status: res.status, headers: res.headers, text, body: json };
+    return { status: response.status, headers: response.headers, text, body: json };
+  }
+
+  /**
+   * The answer as a `Response` with its body unread (SSE and NDJSON streams), checked like `call` (the body of a
+   * stream is not read by the check).
+   */
+  async fetch(method: string, path: string, opts: Omit<CallOptions, 'raw'> = {}): Promise<Response> {
+    if (opts.unchecked && this.check) return this.unchecked.fetch(method, path, { ...opts, unchecked: false });
+    const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+    let refusal: Response | undefined;
+    const request = this.http.request as unknown as (method: string, url: string, init: Record<string, unknown>) => Promise<{ response: Response }>;
+    const { response } = await request(method, path, {
+      headers,
+      body: opts.body,
+      signal: opts.signal,
+      parseAs: 'stream',
+      // openapi-fetch reads a refusal's body itself: keep a copy for the caller. A success is not copied (a stream).
+      middleware: [{ onResponse: ({ response: r }: { response: Response }) => void (r.ok ? undefined : (refusal = r.clone())) }],
+    });
+    return refusal ?? response;
   }
 
   get = (path: string, token?: string, headers?: Record<string, string>) => this.call('GET', path, { token, headers });
@@ -53,6 +132,8 @@ export class Api {
 
 export interface TestService {
   api: Api;
+  /** A typed client (@svc/client) for `token` (default: the bootstrap test tenant's root key), checked against the description. */
+  client(token?: string, options?: Omit<ClientOptions, 'baseUrl' | 'token'>): ServiceClient;
   url: string;
   service: Service;
   bootstrap: Bootstrap;
@@ -86,13 +167,17 @@ export async function startService(
   const addr = service.app.server.address();
   const url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
   const bootstrap = JSON.parse(readFileSync(join(tmp.dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
+  // Fetched before any test request, so no suite's counters see it.
+  await descriptionOf(url);
   return {
     api: new Api(url),
+    client: (token = bootstrap.tenants.test.rootKey, options = {}) => checkedClient(url, { token, ...options }),
     url,
     service,
     bootstrap,
     dataDir: tmp.dir,
     async stop() {
+      forgetDescription(url);
       await service.close();
       await dropSchema?.();
       tmp.remove();
@@ -136,6 +221,9 @@ export async function spawnService(dataDir: string, port: number, env: Record<st
     if (Date.now() > deadline) throw new Error(`service did not start: ${out}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+  // A restarted service on the same port may describe itself anew.
+  forgetDescription(api.baseUrl);
+  await descriptionOf(api.baseUrl);
   return { child, api, output: () => out };
 }
 

@@ -1,6 +1,6 @@
-import { documentResponse, idParam, ingestDocumentBody, patchDocumentBody, putDocumentBody, route, type RouteSpec, uploadDocumentBody, uploadDocumentResponse } from '@svc/contracts';
+import { documentResponse, ingestDocumentBody, patchDocumentBody, putDocumentBody, route, type RouteSpec, uploadDocumentBody, uploadDocumentResponse } from '@svc/contracts';
 import { baseUrlOf, documentBlobKeys, documentView } from '@svc/domain';
-import { z } from 'zod';
+import { changeByIdRoutes, deleteByIdRoute } from '../by-id-routes';
 import { changeDocument, createDocument, deleteDocument, type DocumentDeps } from './commands';
 
 export function documentCommandRoutes(d: DocumentDeps): RouteSpec[] {
@@ -48,47 +48,20 @@ export function documentCommandRoutes(d: DocumentDeps): RouteSpec[] {
         return { ...view, ...d.grants.upload(baseUrlOf(req.headers, req.protocol), out.document.id, out.document.uploadId, meta.now.getTime()) };
       },
     }),
-    route({
-      method: 'PUT',
+    ...changeByIdRoutes({
       url: '/v1/documents/:id',
-      operationId: 'updateDocument',
-      auth: 'data',
       permission: 'documents:u',
-      summary: 'Replace a document (title, payload, ownership, folder; text re-ingests)',
-      params: idParam,
-      body: putDocumentBody,
       response: documentResponse,
-      write: true,
-      handler: ({ params, body, meta }) => changeDocument(d, params.id, 'put', body as Record<string, unknown>, meta),
+      put: { operationId: 'updateDocument', summary: 'Replace a document (title, payload, ownership, folder; text re-ingests)', body: putDocumentBody },
+      patch: { operationId: 'patchDocument', summary: 'Patch a document (RFC 7386 merge patch; text re-ingests)', body: patchDocumentBody },
+      change: (id, kind, body, meta) => changeDocument(d, id, kind, body, meta),
     }),
-    route({
-      method: 'PATCH',
-      url: '/v1/documents/:id',
-      operationId: 'patchDocument',
-      auth: 'data',
-      permission: 'documents:u',
-      summary: 'Patch a document (RFC 7386 merge patch; text re-ingests)',
-      params: idParam,
-      body: patchDocumentBody,
-      response: documentResponse,
-      write: true,
-      handler: ({ params, body, meta }) => changeDocument(d, params.id, 'patch', body, meta),
-    }),
-    route({
-      method: 'DELETE',
+    deleteByIdRoute({
       url: '/v1/documents/:id',
       operationId: 'deleteDocument',
-      auth: 'data',
       permission: 'documents:d',
       summary: 'Delete a document (hard delete plus tombstone; its file and text are removed)',
-      params: idParam,
-      query: z.object({ expectedVersion: z.coerce.number().int().optional() }),
-      status: 204,
-      write: true,
-      handler: async ({ params, query, meta }) => {
-        await deleteDocument(d, params.id, query.expectedVersion, meta);
-        return null;
-      },
+      remove: (id, expectedVersion, meta) => deleteDocument(d, id, expectedVersion, meta),
     }),
   ];
 }

@@ -30,6 +30,12 @@ export function storageError(req: FastifyRequest, reply: FastifyReply, status: n
 const mediaType = (v: string | null | undefined) => (v ?? '').split(';')[0].trim().toLowerCase();
 const single = (v: unknown) => (typeof v === 'string' ? v : undefined);
 
+/** The document id in the path and the presigned-URL parameters of a storage request. */
+function presignedRequest(req: FastifyRequest) {
+  const q = req.query as Record<string, unknown>;
+  return { id: (req.params as { id: string }).id, uploadId: single(q.upload) ?? '', expires: Number(single(q.expires)), signature: single(q.signature) };
+}
+
 function workerMetadata(state: { tenantId: string | null; contextId: string | null }, requestId: string, now: Date): EventMetadata {
   return { tenantId: state.tenantId, contextId: state.contextId, accountId: null, actorKeyId: null, userId: null, requestId, occurredAt: now.toISOString(), schemaVersion: EVENT_SCHEMA_VERSION };
 }
@@ -43,10 +49,8 @@ export function storageRoutes(o: { deps: CommandDeps; blobs: BlobStore; grants: 
       auth: 'none',
       summary: 'Presigned upload target (no Authorization; Content-Type and the required header must match the grant; single use)',
       handler: async ({ req, reply }) => {
-        const id = (req.params as { id: string }).id;
-        const q = req.query as Record<string, unknown>;
-        const uploadId = single(q.upload) ?? '';
-        const check = o.grants.checkUpload(id, uploadId, Number(single(q.expires)), single(q.signature), now().getTime());
+        const { id, uploadId, expires, signature } = presignedRequest(req);
+        const check = o.grants.checkUpload(id, uploadId, expires, signature, now().getTime());
         if (check === 'bad-signature') return storageError(req, reply, 403, 'AccessDenied', 'The request signature does not match');
         if (check === 'expired') return storageError(req, reply, 403, 'AccessDenied', 'Request has expired');
         if (!o.grants.checkHeader(id, uploadId, single(req.headers[UPLOAD_HEADER]))) return storageError(req, reply, 403, 'AccessDenied', `The ${UPLOAD_HEADER} header is missing or does not match the grant`);
@@ -84,11 +88,10 @@ export function storageRoutes(o: { deps: CommandDeps; blobs: BlobStore; grants: 
       auth: 'none',
       summary: 'Presigned download of a document file',
       handler: async ({ req, reply }) => {
-        const id = (req.params as { id: string }).id;
-        const q = req.query as Record<string, unknown>;
+        const { id, expires, signature } = presignedRequest(req);
         const { state } = await loadDocument(o.deps, id);
         const fileRef = state.exists ? state.fileRef : null;
-        const check = o.grants.checkDownload(id, fileRef ?? '', Number(single(q.expires)), single(q.signature), now().getTime());
+        const check = o.grants.checkDownload(id, fileRef ?? '', expires, signature, now().getTime());
         if (!fileRef || check === 'bad-signature') return storageError(req, reply, 403, 'AccessDenied', 'The request signature does not match');
         if (check === 'expired') return storageError(req, reply, 403, 'AccessDenied', 'Request has expired');
         // A torn-down context or tenant has no files, even while its blobs are still being deleted.

@@ -1,6 +1,6 @@
-import { z } from 'zod';
-import { conflict, type CreateFolder, createFolderBody, folderResponse, idParam, patchFolderBody, type Principal, putFolderBody, type RequestMeta, route, type RouteSpec } from '@svc/contracts';
+import { conflict, type CreateFolder, createFolderBody, folderResponse, patchFolderBody, type Principal, putFolderBody, type RequestMeta, route, type RouteSpec } from '@svc/contracts';
 import { deriveSlug, type EventStore, type FolderContents, folderDecider, folderView, type LiveFolder, slugCandidate, stampOwnership, streams } from '@svc/domain';
+import { changeByIdRoutes, deleteByIdRoute } from '../by-id-routes';
 import { handleCommand, metadataFor, type CommandDeps } from '../handle-command';
 import { claim, readReservation, release, type Reservation } from '../reservations';
 import { ensureRootFolder, requireFolder, withRootFolder } from './load';
@@ -117,47 +117,20 @@ export function folderCommandRoutes(deps: CommandDeps, contents: FolderContents)
       write: true,
       handler: async ({ body, meta }) => folderView(await createFolder(deps, body, meta)),
     }),
-    route({
-      method: 'PUT',
+    ...changeByIdRoutes({
       url: '/v1/folders/:id',
-      operationId: 'updateFolder',
-      auth: 'data',
       permission: 'folders:u',
-      summary: 'Replace a folder name, description and ownership (slug and parent are fixed)',
-      params: idParam,
-      body: putFolderBody,
       response: folderResponse,
-      write: true,
-      handler: ({ params, body, meta }) => changeFolder(deps, params.id, 'put', body as Record<string, unknown>, meta),
+      put: { operationId: 'updateFolder', summary: 'Replace a folder name, description and ownership (slug and parent are fixed)', body: putFolderBody },
+      patch: { operationId: 'patchFolder', summary: 'Patch a folder (RFC 7386): name, description, userId, scopes, expectedVersion', body: patchFolderBody },
+      change: (id, kind, body, meta) => changeFolder(deps, id, kind, body, meta),
     }),
-    route({
-      method: 'PATCH',
-      url: '/v1/folders/:id',
-      operationId: 'patchFolder',
-      auth: 'data',
-      permission: 'folders:u',
-      summary: 'Patch a folder (RFC 7386): name, description, userId, scopes, expectedVersion',
-      params: idParam,
-      body: patchFolderBody,
-      response: folderResponse,
-      write: true,
-      handler: ({ params, body, meta }) => changeFolder(deps, params.id, 'patch', body, meta),
-    }),
-    route({
-      method: 'DELETE',
+    deleteByIdRoute({
       url: '/v1/folders/:id',
       operationId: 'deleteFolder',
-      auth: 'data',
       permission: 'folders:d',
       summary: 'Delete an empty folder (400 while it holds sub-folders, records or documents; the root cannot be deleted)',
-      params: idParam,
-      query: z.object({ expectedVersion: z.coerce.number().int().optional() }),
-      status: 204,
-      write: true,
-      handler: async ({ params, query, meta }) => {
-        await deleteFolder(deps, contents, params.id, query.expectedVersion, meta);
-        return null;
-      },
+      remove: (id, expectedVersion, meta) => deleteFolder(deps, contents, id, expectedVersion, meta),
     }),
   ]);
 }

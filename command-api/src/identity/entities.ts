@@ -1,9 +1,9 @@
-import { z } from 'zod';
-import { conflict, type CreateEntity, createEntityBody, entityResponse, forbidden, idParam, invalid, patchEntityBody, type Principal, putEntityBody, type RequestMeta, route, type RouteSpec } from '@svc/contracts';
-import { canSeeEntity, entityDecider, type EntityState, entityView, type EventStore, type LiveEntity, streams } from '@svc/domain';
+import { conflict, type CreateEntity, createEntityBody, entityResponse, forbidden, patchEntityBody, putEntityBody, type RequestMeta, route, type RouteSpec } from '@svc/contracts';
+import { canSeeEntity, entityDecider, entityView, type EventStore, type LiveEntity, streams } from '@svc/domain';
+import { changeByIdRoutes, deleteByIdRoute } from '../by-id-routes';
 import { handleCommand, metadataFor, type CommandDeps } from '../handle-command';
 import { claim, readReservation, release } from '../reservations';
-import { loadSchema, type LiveSchema } from '../schemas/routes';
+import { boundDefinition, identitySchema } from './bound-schema';
 import { registeredNamespaces } from './namespaces';
 
 /** One entity per key in a namespace, per tenant and context. */
@@ -11,23 +11,13 @@ const keyReservation = (store: EventStore, e: { tenantId: string | null; context
   readReservation(store, e.tenantId!, e.contextId!, 'entity-key', namespace, key);
 const KEY_HELD = 'An entity with this namespace and key already exists';
 
-/** An `entity` schema of the caller's context; ordinary scoped credentials may use it. */
-async function entitySchema(deps: CommandDeps, p: Principal, schemaId: string): Promise<LiveSchema> {
-  const schema = await loadSchema(deps.store, p, schemaId).catch(() => {
-    throw invalid(`schemaId '${schemaId}' is not a schema of this context`);
-  });
-  if (!schema.definition.allowedSurfaces.includes('entity')) throw invalid('The schema does not allow the entity surface');
-  return schema;
-}
-
-const boundDefinition = async (deps: CommandDeps, p: Principal, e: EntityState) => (e.exists && e.schemaId ? (await loadSchema(deps.store, p, e.schemaId).catch(() => undefined))?.definition : undefined);
-
 async function createEntity(deps: CommandDeps, body: CreateEntity, meta: RequestMeta) {
   const p = meta.principal;
   const scope = { tenantId: p.tenantId, contextId: p.contextId };
   // A credential limited to scopes may only create the entities it could then read.
   if (!canSeeEntity(p, { ...scope, namespace: body.namespace, key: body.key })) throw forbidden();
-  const schema = body.schemaId ? await entitySchema(deps, p, body.schemaId) : undefined;
+  // Unlike a user schema, ordinary scoped credentials may bind an entity schema.
+  const schema = body.schemaId ? await identitySchema(deps.store, p, body.schemaId, 'entity') : undefined;
   const namespaces = await registeredNamespaces(deps.store, p.tenantId!);
   const entities = entityDecider(deps.sealer);
   const entityId = deps.ids.newId();
@@ -58,7 +48,7 @@ async function changeEntity(deps: CommandDeps, id: string, kind: 'put' | 'patch'
     streamId: streams.entity(id),
     aggregate: entities,
     metadata: metadataFor(meta),
-    prepare: (cur) => boundDefinition(deps, p, cur),
+    prepare: (cur) => boundDefinition(deps.store, p, cur),
     decide: (s, definition) => ({ events: entities.decide({ type: 'ChangeEntity', actor: p, kind, body, definition }, s) }),
   });
   return entityView(state as LiveEntity, definition);
@@ -95,44 +85,19 @@ export function entityCommandRoutes(deps: CommandDeps): RouteSpec[] {
       write: true,
       handler: ({ body, meta }) => createEntity(deps, body, meta),
     }),
-    route({
-      method: 'PUT',
+    ...changeByIdRoutes({
       url: '/v1/entities/:id',
-      auth: 'data',
       permission: 'entities:u',
-      summary: 'Replace an entity payload (namespace, key and schemaId are fixed)',
-      params: idParam,
-      body: putEntityBody,
       response: entityResponse,
-      write: true,
-      handler: ({ params, body, meta }) => changeEntity(deps, params.id, 'put', body as Record<string, unknown>, meta),
+      put: { summary: 'Replace an entity payload (namespace, key and schemaId are fixed)', body: putEntityBody },
+      patch: { summary: 'Patch an entity payload (RFC 7386)', body: patchEntityBody },
+      change: (id, kind, body, meta) => changeEntity(deps, id, kind, body, meta),
     }),
-    route({
-      method: 'PATCH',
+    deleteByIdRoute({
       url: '/v1/entities/:id',
-      auth: 'data',
-      permission: 'entities:u',
-      summary: 'Patch an entity payload (RFC 7386)',
-      params: idParam,
-      body: patchEntityBody,
-      response: entityResponse,
-      write: true,
-      handler: ({ params, body, meta }) => changeEntity(deps, params.id, 'patch', body, meta),
-    }),
-    route({
-      method: 'DELETE',
-      url: '/v1/entities/:id',
-      auth: 'data',
       permission: 'entities:d',
       summary: 'Delete an entity (its key becomes free)',
-      params: idParam,
-      query: z.object({ expectedVersion: z.coerce.number().int().optional() }),
-      status: 204,
-      write: true,
-      handler: async ({ params, query, meta }) => {
-        await deleteEntity(deps, params.id, query.expectedVersion, meta);
-        return null;
-      },
+      remove: (id, expectedVersion, meta) => deleteEntity(deps, id, expectedVersion, meta),
     }),
   ];
 }

@@ -1,8 +1,10 @@
-import { conflict, type CreateUser, createUserBody, forbidden, idParam, invalid, patchUserBody, type Principal, putUserBody, type RequestMeta, route, type RouteSpec, userResponse } from '@svc/contracts';
+import { conflict, type CreateUser, createUserBody, forbidden, idParam, patchUserBody, type Principal, putUserBody, type RequestMeta, route, type RouteSpec, userResponse } from '@svc/contracts';
 import { emailKey, type EventStore, type LiveUser, requireRootForUserSchema, stampOwnership, streams, userDecider, type UserState, userView } from '@svc/domain';
+import { changeByIdRoutes } from '../by-id-routes';
 import { handleCommand, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
 import { claim, readReservation, release } from '../reservations';
-import { loadSchema, type LiveSchema } from '../schemas/routes';
+import type { LiveSchema } from '../schemas/routes';
+import { boundDefinition, identitySchema } from './bound-schema';
 
 /** One user per email in a tenant (across its contexts), compared without case. */
 const emailReservation = (store: EventStore, tenantId: string, email: string) => readReservation(store, tenantId, 'user-email', emailKey(email));
@@ -15,16 +17,10 @@ const onEmailConflict = (on: DomainAppend): 'retry' => {
 };
 
 async function userSchema(deps: CommandDeps, p: Principal, schemaId: string): Promise<LiveSchema> {
-  const schema = await loadSchema(deps.store, p, schemaId).catch(() => {
-    throw invalid(`schemaId '${schemaId}' is not a schema of this context`);
-  });
-  if (!schema.definition.allowedSurfaces.includes('user')) throw invalid('The schema does not allow the user surface');
+  const schema = await identitySchema(deps.store, p, schemaId, 'user');
   requireRootForUserSchema(p);
   return schema;
 }
-
-/** The schema a user was bound to (it may have been deleted since: then only the bare payload rules apply). */
-const boundDefinition = async (deps: CommandDeps, p: Principal, u: UserState) => (u.exists && u.schemaId ? (await loadSchema(deps.store, p, u.schemaId).catch(() => undefined))?.definition : undefined);
 
 async function createUser(deps: CommandDeps, body: CreateUser, meta: RequestMeta) {
   const p = meta.principal;
@@ -60,7 +56,7 @@ async function changeUser(deps: CommandDeps, id: string, kind: 'put' | 'patch', 
     streamId: streams.user(id),
     aggregate: users,
     metadata: metadataFor(meta),
-    prepare: (cur) => boundDefinition(deps, p, cur),
+    prepare: (cur) => boundDefinition(deps.store, p, cur),
     decide: (s, definition) => ({ events: users.decide({ type: 'ChangeUser', actor: p, kind, body, definition }, s) }),
     // A changed email moves its reservation: the old one is released, the new one claimed (409 when another user holds it).
     beforeAppend: async ({ state: cur, next }) => {
@@ -114,29 +110,13 @@ export function userCommandRoutes(deps: CommandDeps): RouteSpec[] {
       write: true,
       handler: ({ body, meta }) => createUser(deps, body, meta),
     }),
-    route({
-      method: 'PUT',
+    ...changeByIdRoutes({
       url: '/v1/users/:id',
-      auth: 'data',
       permission: 'users:u',
-      summary: 'Replace a user (email, displayName, payload; scopes when given)',
-      params: idParam,
-      body: putUserBody,
       response: userResponse,
-      write: true,
-      handler: ({ params, body, meta }) => changeUser(deps, params.id, 'put', body as Record<string, unknown>, meta),
-    }),
-    route({
-      method: 'PATCH',
-      url: '/v1/users/:id',
-      auth: 'data',
-      permission: 'users:u',
-      summary: 'Patch a user (RFC 7386): email, displayName, payload, scopes',
-      params: idParam,
-      body: patchUserBody,
-      response: userResponse,
-      write: true,
-      handler: ({ params, body, meta }) => changeUser(deps, params.id, 'patch', body, meta),
+      put: { summary: 'Replace a user (email, displayName, payload; scopes when given)', body: putUserBody },
+      patch: { summary: 'Patch a user (RFC 7386): email, displayName, payload, scopes', body: patchUserBody },
+      change: (id, kind, body, meta) => changeUser(deps, id, kind, body, meta),
     }),
     route({
       method: 'DELETE',

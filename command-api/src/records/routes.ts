@@ -1,6 +1,6 @@
-import { createRecordBody, idParam, patchRecordBody, putRecordBody, recordResponse, route, type RouteSpec } from '@svc/contracts';
+import { createRecordBody, patchRecordBody, putRecordBody, recordResponse, route, type RouteSpec } from '@svc/contracts';
 import { recordView } from '@svc/domain';
-import { z } from 'zod';
+import { changeByIdRoutes, deleteByIdRoute } from '../by-id-routes';
 import type { CommandDeps } from '../handle-command';
 import { changeRecord, createRecord, deleteRecord } from './commands';
 
@@ -24,47 +24,20 @@ export function recordCommandRoutes(deps: CommandDeps): RouteSpec[] {
         return recordView(out.record, out.schema.definition, { full: true });
       },
     }),
-    route({
-      method: 'PUT',
+    ...changeByIdRoutes({
       url: '/v1/records/:id',
-      operationId: 'updateRecord',
-      auth: 'data',
       permission: 'records:u',
-      summary: 'Replace a record payload and mutable fields',
-      params: idParam,
-      body: putRecordBody,
       response: recordResponse,
-      write: true,
-      handler: ({ params, body, meta }) => changeRecord(deps, params.id, 'put', body as Record<string, unknown>, meta),
+      put: { operationId: 'updateRecord', summary: 'Replace a record payload and mutable fields', body: putRecordBody },
+      patch: { operationId: 'patchRecord', summary: 'Patch a record (RFC 7386 merge patch)', body: patchRecordBody },
+      change: (id, kind, body, meta) => changeRecord(deps, id, kind, body, meta),
     }),
-    route({
-      method: 'PATCH',
-      url: '/v1/records/:id',
-      operationId: 'patchRecord',
-      auth: 'data',
-      permission: 'records:u',
-      summary: 'Patch a record (RFC 7386 merge patch)',
-      params: idParam,
-      body: patchRecordBody,
-      response: recordResponse,
-      write: true,
-      handler: ({ params, body, meta }) => changeRecord(deps, params.id, 'patch', body, meta),
-    }),
-    route({
-      method: 'DELETE',
+    deleteByIdRoute({
       url: '/v1/records/:id',
       operationId: 'deleteRecord',
-      auth: 'data',
       permission: 'records:d',
       summary: 'Delete a record (hard delete plus tombstone)',
-      params: idParam,
-      query: z.object({ expectedVersion: z.coerce.number().int().optional() }),
-      status: 204,
-      write: true,
-      handler: async ({ params, query, meta }) => {
-        await deleteRecord(deps, params.id, query.expectedVersion, meta);
-        return null;
-      },
+      remove: (id, expectedVersion, meta) => deleteRecord(deps, id, expectedVersion, meta),
     }),
   ];
 }

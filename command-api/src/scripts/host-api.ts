@@ -95,6 +95,41 @@ const docs = (c: HostContext): DocumentDeps => {
 
 type Method = (c: HostContext, args: unknown[]) => Promise<unknown>;
 
+/**
+ * `get`, `update` (PUT), `patch` and `delete` of one aggregate by id, each needing
+ * `<resource>:r`, `:u` or `:d` as its HTTP route does.
+ */
+function byIdMethods(
+  resource: string,
+  what: string,
+  bodies: { put: z.ZodTypeAny; patch: z.ZodTypeAny },
+  ops: {
+    get: (c: HostContext, id: string) => Promise<unknown>;
+    change: (c: HostContext, id: string, kind: 'put' | 'patch', body: Record<string, unknown>) => Promise<unknown>;
+    remove: (c: HostContext, id: string) => Promise<unknown>;
+  },
+): Record<'get' | 'update' | 'patch' | 'delete', Method> {
+  return {
+    async get(c, [id]) {
+      need(c.meta, `${resource}:r`);
+      return ops.get(c, idArg(id));
+    },
+    async update(c, [id, body]) {
+      need(c.meta, `${resource}:u`);
+      return ops.change(c, idArg(id), 'put', parse(bodies.put, body, what) as Record<string, unknown>);
+    },
+    async patch(c, [id, body]) {
+      need(c.meta, `${resource}:u`);
+      return ops.change(c, idArg(id), 'patch', parse(bodies.patch, body, 'patch') as Record<string, unknown>);
+    },
+    async delete(c, [id]) {
+      need(c.meta, `${resource}:d`);
+      await ops.remove(c, idArg(id));
+      return null;
+    },
+  };
+}
+
 const HOST: Record<string, Record<string, Method>> = {
   records: {
     async create(c, [body]) {
@@ -102,23 +137,11 @@ const HOST: Record<string, Record<string, Method>> = {
       const out = await createRecord(c.deps, parse(createRecordBody, body, 'record'), c.meta);
       return recordView(out.record, out.schema.definition, { full: true });
     },
-    async get(c, [id]) {
-      need(c.meta, 'records:r');
-      return getRecord(c, idArg(id));
-    },
-    async update(c, [id, body]) {
-      need(c.meta, 'records:u');
-      return changeRecord(c.deps, idArg(id), 'put', parse(putRecordBody, body, 'record') as Record<string, unknown>, c.meta);
-    },
-    async patch(c, [id, body]) {
-      need(c.meta, 'records:u');
-      return changeRecord(c.deps, idArg(id), 'patch', parse(patchRecordBody, body, 'patch') as Record<string, unknown>, c.meta);
-    },
-    async delete(c, [id]) {
-      need(c.meta, 'records:d');
-      await deleteRecord(c.deps, idArg(id), undefined, c.meta);
-      return null;
-    },
+    ...byIdMethods('records', 'record', { put: putRecordBody, patch: patchRecordBody }, {
+      get: getRecord,
+      change: (c, id, kind, body) => changeRecord(c.deps, id, kind, body, c.meta),
+      remove: (c, id) => deleteRecord(c.deps, id, undefined, c.meta),
+    }),
     async list(c, [query]) {
       return overlay(c, await read(c, 'GET', '/v1/records', { query }), streams.record, (id) => getRecord(c, id));
     },
@@ -132,23 +155,11 @@ const HOST: Record<string, Record<string, Method>> = {
       const out = await createDocument(docs(c), parse(ingestDocumentBody, body, 'document'), 'text', c.meta);
       return documentView(out.document, out.schema?.definition, { full: true });
     },
-    async get(c, [id]) {
-      need(c.meta, 'documents:r');
-      return getDocument(c, idArg(id));
-    },
-    async update(c, [id, body]) {
-      need(c.meta, 'documents:u');
-      return changeDocument(docs(c), idArg(id), 'put', parse(putDocumentBody, body, 'document') as Record<string, unknown>, c.meta);
-    },
-    async patch(c, [id, body]) {
-      need(c.meta, 'documents:u');
-      return changeDocument(docs(c), idArg(id), 'patch', parse(patchDocumentBody, body, 'patch') as Record<string, unknown>, c.meta);
-    },
-    async delete(c, [id]) {
-      need(c.meta, 'documents:d');
-      await deleteDocument(docs(c), idArg(id), undefined, c.meta);
-      return null;
-    },
+    ...byIdMethods('documents', 'document', { put: putDocumentBody, patch: patchDocumentBody }, {
+      get: getDocument,
+      change: (c, id, kind, body) => changeDocument(docs(c), id, kind, body, c.meta),
+      remove: (c, id) => deleteDocument(docs(c), id, undefined, c.meta),
+    }),
     async list(c, [query]) {
       return overlay(c, await read(c, 'GET', '/v1/documents', { query }), streams.document, (id) => getDocument(c, id));
     },
@@ -158,24 +169,14 @@ const HOST: Record<string, Record<string, Method>> = {
       need(c.meta, 'folders:c');
       return folderView(await createFolder(c.deps, parse(createFolderBody, body, 'folder'), c.meta));
     },
-    async get(c, [id]) {
-      need(c.meta, 'folders:r');
-      return getFolder(c, idArg(id));
-    },
-    async update(c, [id, body]) {
-      need(c.meta, 'folders:u');
-      return changeFolder(c.deps, idArg(id), 'put', parse(putFolderBody, body, 'folder') as Record<string, unknown>, c.meta);
-    },
-    async patch(c, [id, body]) {
-      need(c.meta, 'folders:u');
-      return changeFolder(c.deps, idArg(id), 'patch', parse(patchFolderBody, body, 'patch') as Record<string, unknown>, c.meta);
-    },
-    async delete(c, [id]) {
-      need(c.meta, 'folders:d');
-      if (!c.folderContents) throw unavailable('folders.delete');
-      await deleteFolder(c.deps, c.folderContents, idArg(id), undefined, c.meta);
-      return null;
-    },
+    ...byIdMethods('folders', 'folder', { put: putFolderBody, patch: patchFolderBody }, {
+      get: getFolder,
+      change: (c, id, kind, body) => changeFolder(c.deps, id, kind, body, c.meta),
+      remove: async (c, id) => {
+        if (!c.folderContents) throw unavailable('folders.delete');
+        return deleteFolder(c.deps, c.folderContents, id, undefined, c.meta);
+      },
+    }),
     async list(c, [query]) {
       return overlay(c, await read(c, 'GET', '/v1/folders', { query }), streams.folder, (id) => getFolder(c, id));
     },

@@ -112,6 +112,25 @@ async function revoke(deps: CommandDeps, meta: RequestMeta, target: CredentialSt
   });
 }
 
+/** Revokes credential `id` when the caller may; a credential it may not revoke (or none) is a 404, telling nothing of others' credentials. */
+async function revokeIfAllowed(deps: CommandDeps, meta: RequestMeta, id: string, allowed: (c: CredentialState & { exists: true }) => boolean | Promise<boolean>) {
+  const { state } = await loadAggregate(deps.store, streams.credential(id), credentialDecider);
+  if (!state.exists || !(await allowed(state))) throw notFound();
+  await revoke(deps, meta, state);
+}
+
+/**
+ * One of the caller account's tenants: the account and the tenant's environment.
+ * Another account's tenant, an unknown one and one already torn down read the same (404).
+ */
+async function ownLiveTenant(deps: CommandDeps, accountId: string, tenantId: string) {
+  const { state: account } = await loadAggregate(deps.store, streams.account(accountId), accountDecider);
+  if (!account.exists) throw notFound();
+  const environment = environmentOf(account, tenantId);
+  if (!environment || (await isTornDown(deps.store, tenantId))) throw notFound();
+  return { account, environment };
+}
+
 async function issue(deps: CommandDeps, meta: RequestMeta, c: Omit<Issued, 'credentialId' | 'secretHash' | 'prefix'>, prefix: string) {
   const secret = newSecret(prefix);
   const data: Issued = { ...c, credentialId: deps.ids.newId(), secretHash: hashSecret(secret), prefix };
@@ -213,13 +232,11 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
       status: 204,
       write: true,
       handler: async ({ params, principal: p, meta }) => {
-        const { state } = await loadAggregate(deps.store, streams.credential(params.id), credentialDecider);
-        if (!state.exists || state.kind !== 'token' || state.tenantId !== p.tenantId) throw notFound();
-        const lineage = await liveLineage(deps, state);
-        if (!lineage) throw notFound();
-        const allowed = p.kind === 'root' || p.credentialId === state.credentialId || lineage.includes(p.credentialId);
-        if (!allowed) throw notFound();
-        await revoke(deps, meta, state);
+        await revokeIfAllowed(deps, meta, params.id, async (c) => {
+          if (c.kind !== 'token' || c.tenantId !== p.tenantId) return false;
+          const lineage = await liveLineage(deps, c);
+          return lineage !== null && (p.kind === 'root' || p.credentialId === c.credentialId || lineage.includes(p.credentialId));
+        });
         return null;
       },
     }),
@@ -316,9 +333,7 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
       status: 204,
       write: true,
       handler: async ({ params, principal: p, meta }) => {
-        const { state } = await loadAggregate(deps.store, streams.credential(params.id), credentialDecider);
-        if (!state.exists || state.kind !== 'scoped' || state.accountId !== p.accountId) throw notFound();
-        await revoke(deps, meta, state);
+        await revokeIfAllowed(deps, meta, params.id, (c) => c.kind === 'scoped' && c.accountId === p.accountId);
         return null;
       },
     }),
@@ -332,11 +347,8 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
       write: true,
       handler: async ({ params, principal: p, meta }) => {
         if (!rootKeys) throw notFound();
-        const { state: account } = await loadAggregate(deps.store, streams.account(p.accountId), accountDecider);
-        if (!account.exists) throw notFound();
         const tenantId = params.tenantId;
-        const environment = environmentOf(account, tenantId);
-        if (!environment || (await isTornDown(deps.store, tenantId))) throw notFound();
+        const { environment } = await ownLiveTenant(deps, p.accountId, tenantId);
         const secret = newSecret(environment === 'live' ? PREFIX.rootLive : PREFIX.rootTest);
         const data: Issued = {
           credentialId: deps.ids.newId(),
@@ -394,12 +406,8 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
       write: true,
       handler: async ({ params, principal: p, meta }) => {
         if (!contexts) throw notFound();
-        const { state: account } = await loadAggregate(deps.store, streams.account(p.accountId), accountDecider);
-        if (!account.exists) throw notFound();
         const tenantId = params.tenantId;
-        const environment = environmentOf(account, tenantId);
-        // Another account's tenant, an unknown one and one already torn down read the same.
-        if (!environment || (await isTornDown(deps.store, tenantId))) throw notFound();
+        const { account, environment } = await ownLiveTenant(deps, p.accountId, tenantId);
         const teardown = streams.tenant(tenantId);
         await handleCommand(deps, {
           streamId: teardown,

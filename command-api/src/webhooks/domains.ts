@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { domainParam, domainResponse, notFound, registerDomainBody, route, type RouteSpec, verifyDomainBody } from '@svc/contracts';
-import { streams, verificationRecordName, webhookDomainsDecider, webhookStreams } from '@svc/domain';
+import { domainParam, domainResponse, notFound, registerDomainBody, type RequestMeta, route, type RouteSpec, verifyDomainBody } from '@svc/contracts';
+import { type DomainsState, streams, verificationRecordName, type WebhookDomainCommand, webhookDomainsDecider, webhookStreams } from '@svc/domain';
 import { handleCommand, metadataFor } from '../handle-command';
 import type { WebhookCommandDeps } from './registrations';
 
@@ -14,6 +14,20 @@ const newToken = () => `wv_${randomBytes(16).toString('hex')}`;
 export function webhookDomainRoutes(w: WebhookCommandDeps): RouteSpec[] {
   const { deps } = w;
   const shown = (domain: string, d: { verificationToken: string; verified: boolean }) => ({ domain, verificationToken: d.verificationToken, verified: d.verified });
+  /**
+   * Runs one command on an account's domains and answers `domain` as its developer sees it.
+   * `txtRecords` are what `lookup` read from the DNS (none without a lookup).
+   */
+  const onDomains = async (accountId: string, domain: string, meta: RequestMeta, command: (txtRecords: string[]) => WebhookDomainCommand, lookup?: (s: DomainsState) => Promise<string[]>) => {
+    const { state } = await handleCommand(deps, {
+      streamId: webhookStreams.domains(accountId),
+      aggregate: webhookDomainsDecider,
+      metadata: metadataFor(meta, null, null),
+      prepare: async (s) => (lookup ? await lookup(s) : []),
+      decide: (s, txtRecords) => ({ events: webhookDomainsDecider.decide(command(txtRecords), s) }),
+    });
+    return shown(domain, state.domains.get(domain)!);
+  };
   return [
     route({
       method: 'POST',
@@ -24,15 +38,7 @@ export function webhookDomainRoutes(w: WebhookCommandDeps): RouteSpec[] {
       response: domainResponse,
       status: 201,
       write: true,
-      handler: async ({ body, principal: p, meta }) => {
-        const { state } = await handleCommand(deps, {
-          streamId: webhookStreams.domains(p.accountId),
-          aggregate: webhookDomainsDecider,
-          metadata: metadataFor(meta, null, null),
-          decide: (s) => ({ events: webhookDomainsDecider.decide({ type: 'AddDomain', accountId: p.accountId, domain: body.domain, token: newToken() }, s) }),
-        });
-        return shown(body.domain, state.domains.get(body.domain)!);
-      },
+      handler: ({ body, principal: p, meta }) => onDomains(p.accountId, body.domain, meta, () => ({ type: 'AddDomain', accountId: p.accountId, domain: body.domain, token: newToken() })),
     }),
     route({
       method: 'POST',
@@ -42,20 +48,18 @@ export function webhookDomainRoutes(w: WebhookCommandDeps): RouteSpec[] {
       params: domainParam,
       response: domainResponse,
       write: true,
-      handler: async ({ params, principal: p, meta }) => {
-        const { state } = await handleCommand(deps, {
-          streamId: webhookStreams.domains(p.accountId),
-          aggregate: webhookDomainsDecider,
-          metadata: metadataFor(meta, null, null),
+      handler: ({ params, principal: p, meta }) =>
+        onDomains(
+          p.accountId,
+          params.domain,
+          meta,
+          (txtRecords) => ({ type: 'VerifyDomainByDns', accountId: p.accountId, domain: params.domain, txtRecords }),
           // The DNS is asked only about a known domain not verified yet.
-          prepare: async (s) => {
+          async (s) => {
             const known = s.domains.get(params.domain);
             return known && !known.verified ? await w.resolver.txt(verificationRecordName(params.domain)).catch(() => []) : [];
           },
-          decide: (s, txtRecords) => ({ events: webhookDomainsDecider.decide({ type: 'VerifyDomainByDns', accountId: p.accountId, domain: params.domain, txtRecords }, s) }),
-        });
-        return shown(params.domain, state.domains.get(params.domain)!);
-      },
+        ),
     }),
     route({
       method: 'POST',
@@ -67,13 +71,7 @@ export function webhookDomainRoutes(w: WebhookCommandDeps): RouteSpec[] {
       write: true,
       handler: async ({ body, meta }) => {
         if ((await deps.store.readStream(streams.account(body.accountId), { maxCount: 1 })).length === 0) throw notFound();
-        const { state } = await handleCommand(deps, {
-          streamId: webhookStreams.domains(body.accountId),
-          aggregate: webhookDomainsDecider,
-          metadata: metadataFor(meta, null, null),
-          decide: (s) => ({ events: webhookDomainsDecider.decide({ type: 'VerifyDomainByOperator', accountId: body.accountId, domain: body.domain, token: newToken() }, s) }),
-        });
-        return shown(body.domain, state.domains.get(body.domain)!);
+        return onDomains(body.accountId, body.domain, meta, () => ({ type: 'VerifyDomainByOperator', accountId: body.accountId, domain: body.domain, token: newToken() }));
       },
     }),
   ];

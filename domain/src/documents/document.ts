@@ -1,6 +1,7 @@
 import { type DocumentStatus, type DomainEvent, type EventMetadata, IMMUTABLE_DOCUMENT_KEYS, InternalError, invalid, notFound, PATCHABLE_DOCUMENT_KEYS, type SchemaDefinition, ServiceError, versionConflict } from '@svc/contracts';
 import { checkInlineLimit, mergePatch, validatePayload } from '../records/payload';
 import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
+import { requirePatchableKeys } from '../shared/patch-body';
 import type { PayloadSealing } from '../shared/sealing';
 
 /**
@@ -81,10 +82,7 @@ export interface BoundSchema {
 export function checkChangeBody(kind: 'put' | 'patch', body: Record<string, unknown>, state: LiveDocument): void {
   if (kind === 'patch') {
     for (const k of IMMUTABLE_DOCUMENT_KEYS) if (k in body) throw invalid(`${k} cannot be changed`);
-    for (const k of Object.keys(body)) {
-      if (!(PATCHABLE_DOCUMENT_KEYS as readonly string[]).includes(k)) throw invalid(`${k} is not a patchable field`);
-      if (body[k] === null) throw invalid(`${k} cannot be null in a PATCH`);
-    }
+    requirePatchableKeys(body, PATCHABLE_DOCUMENT_KEYS);
     if (body.payload !== undefined && (typeof body.payload !== 'object' || Array.isArray(body.payload))) throw invalid('payload must be an object');
   } else {
     if (body.externalId !== undefined && body.externalId !== state.externalId) throw invalid('externalId is immutable');

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type EventMetadata, type FolderResponse, IMMUTABLE_FOLDER_KEYS, InternalError, invalid, notFound, PATCHABLE_FOLDER_KEYS, patchFolderFields, type Principal, versionConflict } from '@svc/contracts';
 import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
+import { requirePatchableKeys, requireValidFields } from '../shared/patch-body';
 import { stampOwnership, withinDataScope } from '../tenancy/access';
 
 export interface LiveFolder {
@@ -121,12 +122,8 @@ export type FolderCommand =
 /** Rejections of a PATCH body that do not depend on the folder (run before ownership stamping). */
 export function checkFolderPatch(b: Record<string, unknown>): void {
   for (const k of IMMUTABLE_FOLDER_KEYS) if (k in b) throw invalid(k === 'slug' ? 'slug is immutable' : 'parentFolderId cannot be changed: folders cannot be moved');
-  for (const k of Object.keys(b)) {
-    if (!(PATCHABLE_FOLDER_KEYS as readonly string[]).includes(k)) throw invalid(`${k} is not a patchable field`);
-    if (b[k] === null) throw invalid(`${k} cannot be null in a PATCH`);
-  }
-  const r = patchFolderFields.safeParse(b);
-  if (!r.success) throw invalid(`Invalid body: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  requirePatchableKeys(b, PATCHABLE_FOLDER_KEYS);
+  requireValidFields(b, patchFolderFields);
 }
 
 /** A live folder the actor can see; anything else is the same 404 (a hidden folder's existence is not revealed). */

@@ -1,6 +1,7 @@
 import { type EntityResponse, type EventMetadata, IMMUTABLE_ENTITY_KEYS, InternalError, invalid, notFound, PATCHABLE_ENTITY_KEYS, patchEntityFields, type Principal, type SchemaDefinition, versionConflict } from '@svc/contracts';
 import { mergePatch } from '../records/payload';
 import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
+import { requirePatchableKeys, requireValidFields } from '../shared/patch-body';
 import type { PayloadSealing } from '../shared/sealing';
 import { maskPayload } from '../records/view';
 import { checkIdentityPayload } from './user';
@@ -37,12 +38,8 @@ export function canSeeEntity(p: Principal, e: Pick<LiveEntity, 'tenantId' | 'con
 /** Rejections of a PATCH body that do not depend on the entity. */
 export function checkEntityPatch(b: Record<string, unknown>): void {
   for (const k of IMMUTABLE_ENTITY_KEYS) if (k in b) throw invalid(`${k} cannot be changed`);
-  for (const k of Object.keys(b)) {
-    if (!(PATCHABLE_ENTITY_KEYS as readonly string[]).includes(k)) throw invalid(`${k} is not a patchable field`);
-    if (b[k] === null) throw invalid(`${k} cannot be null in a PATCH`);
-  }
-  const r = patchEntityFields.safeParse(b);
-  if (!r.success) throw invalid(`Invalid body: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  requirePatchableKeys(b, PATCHABLE_ENTITY_KEYS);
+  requireValidFields(b, patchEntityFields);
 }
 
 export type EntityEvent = EventsOf<'EntityCreated' | 'EntityUpdated' | 'EntityDeleted'>;

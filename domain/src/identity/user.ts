@@ -1,5 +1,6 @@
 import { type EventMetadata, forbidden, IMMUTABLE_USER_KEYS, InternalError, invalid, notFound, PATCHABLE_USER_KEYS, patchUserFields, type Principal, type SchemaDefinition, type UserResponse } from '@svc/contracts';
 import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
+import { requirePatchableKeys, requireValidFields } from '../shared/patch-body';
 import type { PayloadSealing } from '../shared/sealing';
 import { canReach, type Owned, stampOwnership } from '../tenancy/access';
 import { checkInlineLimit, mergePatch, validatePayload } from '../records/payload';
@@ -43,12 +44,8 @@ export function requireRootForUserSchema(p: Principal): void {
 /** Rejections of a PATCH body that do not depend on the user. */
 export function checkUserPatch(b: Record<string, unknown>): void {
   for (const k of IMMUTABLE_USER_KEYS) if (k in b) throw invalid(`${k} cannot be changed`);
-  for (const k of Object.keys(b)) {
-    if (!(PATCHABLE_USER_KEYS as readonly string[]).includes(k)) throw invalid(`${k} is not a patchable field`);
-    if (b[k] === null) throw invalid(`${k} cannot be null in a PATCH`);
-  }
-  const r = patchUserFields.safeParse(b);
-  if (!r.success) throw invalid(`Invalid body: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  requirePatchableKeys(b, PATCHABLE_USER_KEYS);
+  requireValidFields(b, patchUserFields);
 }
 
 export type UserEvent = EventsOf<'UserCreated' | 'UserUpdated' | 'UserDeleted'>;

@@ -3,6 +3,7 @@ import { checkInlineLimit, mergePatch, validatePayload } from './payload';
 import { ownValue } from './own-value';
 import { lookupsOf } from '../schemas/schema';
 import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
+import { requirePatchableKeys } from '../shared/patch-body';
 import type { PayloadSealing } from '../shared/sealing';
 
 export interface LiveRecord {
@@ -159,10 +160,7 @@ function change(sealing: PayloadSealing, cmd: Extract<RecordCommand, { type: 'Ch
   if (Array.isArray(b.scopes) && b.scopes.length > 2) throw invalid('scopes: at most 2');
   if (cmd.kind === 'patch') {
     for (const k of IMMUTABLE_RECORD_KEYS) if (k in b) throw invalid(`${k} cannot be changed by PATCH`);
-    for (const k of Object.keys(b)) {
-      if (!(PATCHABLE_RECORD_KEYS as readonly string[]).includes(k)) throw invalid(`${k} is not a patchable field`);
-      if (b[k] === null) throw invalid(`${k} cannot be null in a PATCH`);
-    }
+    requirePatchableKeys(b, PATCHABLE_RECORD_KEYS);
     if (b.payload !== undefined && (typeof b.payload !== 'object' || Array.isArray(b.payload))) throw invalid('payload must be an object');
   } else {
     if (b.externalId !== undefined && b.externalId !== cur.externalId) throw invalid('externalId is immutable');

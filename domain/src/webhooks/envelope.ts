@@ -21,27 +21,18 @@ export const buildEnvelope = (o: { id: string; type: WebhookEventType; createdMs
   data: o.data,
 });
 
+/** The optional fields of event `data` that are present (set, and not an empty list), in the order named. */
+function presentFields<T extends object>(x: T, keys: readonly (keyof T & string)[]): Record<string, unknown> {
+  const present = (v: unknown) => (Array.isArray(v) ? v.length > 0 : Boolean(v));
+  return Object.fromEntries(keys.filter((k) => present(x[k])).map((k) => [k, x[k]]));
+}
+
 /** `data` of `record.*`: id, typeName, indexStatus; userId and scopes when present; indexFailure on failures when classified. */
 export function recordData(r: { id: string; typeName: string; indexStatus: string; userId?: string | null; scopes?: string[]; indexFailure?: { code: string; message: string } }): Record<string, unknown> {
-  return {
-    id: r.id,
-    typeName: r.typeName,
-    indexStatus: r.indexStatus,
-    ...(r.userId ? { userId: r.userId } : {}),
-    ...(r.scopes?.length ? { scopes: r.scopes } : {}),
-    ...(r.indexFailure ? { indexFailure: r.indexFailure } : {}),
-  };
+  return { id: r.id, typeName: r.typeName, indexStatus: r.indexStatus, ...presentFields(r, ['userId', 'scopes', 'indexFailure']) };
 }
 
 /** `data` of `document.*`: id, status, indexMode; userId, scopes, folderId when present. Never the title. */
 export function documentData(d: { id: string; status: string; indexMode: string; userId?: string | null; scopes?: string[]; folderId?: string | null; indexFailure?: { code: string; message: string } }): Record<string, unknown> {
-  return {
-    id: d.id,
-    status: d.status,
-    indexMode: d.indexMode,
-    ...(d.userId ? { userId: d.userId } : {}),
-    ...(d.scopes?.length ? { scopes: d.scopes } : {}),
-    ...(d.folderId ? { folderId: d.folderId } : {}),
-    ...(d.indexFailure ? { indexFailure: d.indexFailure } : {}),
-  };
+  return { id: d.id, status: d.status, indexMode: d.indexMode, ...presentFields(d, ['userId', 'scopes', 'folderId', 'indexFailure']) };
 }

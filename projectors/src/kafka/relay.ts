@@ -2,6 +2,7 @@ import { Partitioners, type Kafka, type Producer } from 'kafkajs';
 import type { EventStore, Sql, StoredEvent } from '@svc/domain';
 import { catchUp } from '../runtime/catch-up';
 import { ensureCheckpoints, readCheckpoint, writeCheckpoint } from '../runtime/checkpoints';
+import type { FollowerStats } from '../runtime/runner';
 import { createKafka, ensureTopic, type KafkaSettings } from './client';
 import { toMessage, type OutMessage } from './messages';
 
@@ -10,15 +11,8 @@ export const RELAY = 'kafka-relay';
 /** Largest sum of message values sent in one produce request (the topic accepts 16 MB batches; this keeps requests small). */
 const MAX_REQUEST_BYTES = 900 * 1024;
 
-export interface RelayStats {
-  name: string;
-  /** Position of the last event the broker acknowledged (the relay's checkpoint). */
-  position: number;
-  batches: number;
-  events: number;
-  errors: number;
-  lastError: string | null;
-}
+/** `position` is the last event the broker acknowledged. */
+export type RelayStats = FollowerStats;
 
 /**
  * The relay (SERVICE_ROLE=relay): follows the event store's global log from its

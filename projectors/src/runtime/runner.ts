@@ -54,13 +54,18 @@ export function segments(events: StoredEvent[]): Array<{ bulk: boolean; events: 
 
 export const CHECKPOINT_CHANNEL = 'proj_checkpoint';
 
-export interface RunnerStats {
+/** What every follower of the global log reports (projector runners, the Kafka relay). */
+export interface FollowerStats {
   name: string;
+  /** Position of the last event done with (the follower's checkpoint). */
   position: number;
   batches: number;
   events: number;
   errors: number;
   lastError: string | null;
+}
+
+export interface RunnerStats extends FollowerStats {
   /** Events held in quarantine (failing events and the later events of their streams). */
   quarantined: number;
   /** Consecutive failed attempts of the current batch (0 once a batch commits). */

@@ -107,6 +107,11 @@ export class Topology {
 
   private async startIngress(): Promise<void> {
     const spec = await this.role('query').api.get('/openapi.json');
+    // The ingress is the deployment's one API: its description is the union of the command and query roles' own.
+    const command = await this.role('command').api.get('/openapi.json');
+    const paths: Record<string, Record<string, unknown>> = {};
+    for (const doc of [command.body, spec.body]) for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) paths[path] = { ...paths[path], ...ops };
+    const merged = JSON.stringify({ ...command.body, paths, components: { ...command.body.components, schemas: { ...command.body.components?.schemas, ...spec.body.components?.schemas } } });
     for (const [path, ops] of Object.entries(spec.body.paths as Record<string, Record<string, unknown>>)) {
       if (['/healthz', '/readyz', '/openapi.json', '/metrics'].includes(path)) continue;
       const re = new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`);
@@ -114,6 +119,10 @@ export class Topology {
     }
     this.ingress = createServer((req, res) => {
       const path = (req.url ?? '/').split('?')[0];
+      if (path === '/openapi.json' && req.method === 'GET') {
+        res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(merged);
+        return;
+      }
       const toQuery = this.queryRoutes.some((r) => r.method === req.method && r.re.test(path));
       const target = this.procs.get(toQuery ? 'query' : 'command');
       if (!target) {

@@ -249,6 +249,12 @@ describe('a large export streams with back-pressure, in bounded memory', () => {
     for (let i = 0; i < N; i += 500)
       await svc.service.store.appendMulti(Array.from({ length: 500 }, (_, j) => ({ streamId: streams.reservation('bulk', tenantId, String(i + j)), events: [ev(i + j)], expectedRevision: 'no_stream' as const })));
 
+    // The service's own log subscribers read the seeded events too (through the shared log tail, which keeps recent
+    // pages in memory): let them finish first, so the memory measured below is the export's.
+    await eventually(async () => {
+      const r = await svc.api.get('/readyz');
+      return r.status === 200 && (r.body.projections as Array<{ lag: number }>).every((x) => x.lag === 0);
+    }, 60_000);
     // Pages of the log read by the export, counted at the store.
     const store = svc.service.store;
     const readTenant = store.readTenant!.bind(store);

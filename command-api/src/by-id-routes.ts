@@ -25,7 +25,7 @@ const byId = (method: 'PUT' | 'PATCH' | 'DELETE', url: string, permission: strin
  * PUT (replace) and PATCH (RFC 7386 merge patch) of one aggregate at `url` (`/v1/<things>/:id`):
  * both run the same change command and answer the aggregate's view.
  */
-export function changeByIdRoutes(spec: {
+function changeByIdRoutes(spec: {
   url: string;
   permission: string;
   response: z.ZodTypeAny;
@@ -45,22 +45,44 @@ export function changeByIdRoutes(spec: {
   });
 }
 
-/** DELETE of one aggregate at `url` (`/v1/<things>/:id`, `?expectedVersion=n`), answering 204 with no body. */
+/**
+ * DELETE of one aggregate at `url` (`/v1/<things>/:id`, with `?expectedVersion=n` unless `versioned` is false),
+ * answering 204 with no body.
+ */
 export function deleteByIdRoute(spec: {
   url: string;
   operationId?: string;
   permission: string;
   summary: string;
+  versioned?: boolean;
   remove: (id: string, expectedVersion: number | undefined, meta: RequestMeta) => Promise<unknown>;
 }): RouteSpec {
   const { url, permission, remove } = spec;
   return route({
     ...byId('DELETE', url, permission, spec),
-    query: z.object({ expectedVersion: z.coerce.number().int().optional() }),
+    ...(spec.versioned === false ? {} : { query: z.object({ expectedVersion: z.coerce.number().int().optional() }) }),
     status: 204,
     handler: async ({ params, query, meta }) => {
       await remove(params.id, query.expectedVersion, meta);
       return null;
     },
   });
+}
+
+/**
+ * The by-id write routes of one resource (`/v1/<resource>/:id`): PUT and PATCH with `<resource>:u`, DELETE with
+ * `<resource>:d` where the resource is deleted through it.
+ */
+export function writeByIdRoutes(spec: {
+  resource: string;
+  response: z.ZodTypeAny;
+  put: ChangeRouteDoc;
+  patch: ChangeRouteDoc;
+  change: (id: string, kind: 'put' | 'patch', body: Record<string, unknown>, meta: RequestMeta) => Promise<unknown>;
+  delete?: { operationId?: string; summary: string; remove: (id: string, expectedVersion: number | undefined, meta: RequestMeta) => Promise<unknown> };
+}): RouteSpec[] {
+  const url = `/v1/${spec.resource}/:id`;
+  const routes = changeByIdRoutes({ url, permission: `${spec.resource}:u`, response: spec.response, put: spec.put, patch: spec.patch, change: spec.change });
+  if (spec.delete) routes.push(deleteByIdRoute({ url, permission: `${spec.resource}:d`, ...spec.delete }));
+  return routes;
 }

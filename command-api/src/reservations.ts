@@ -1,3 +1,4 @@
+import { conflict } from '@svc/contracts';
 import { type EventStore, type ExpectedRevision, streams } from '@svc/domain';
 import type { DomainAppend } from './handle-command';
 
@@ -49,3 +50,31 @@ export const release = (r: Reservation): DomainAppend => ({
   events: [{ type: 'ReservationReleased', data: { key: r.key, ownerId: r.holder ?? '' } }],
   expectedRevision: expected(r),
 });
+
+/**
+ * The appends that move one holder's unique value from `before` to `after` (either absent: a create or a delete):
+ * the old value is released if this holder has it, the new one claimed; 409 `held` when another holder has it.
+ * `read` gives the reservation of a value; equal values (as `same` compares them) move nothing.
+ */
+export async function moveReservation(o: {
+  read: (value: string) => Promise<Reservation>;
+  holderId: string;
+  before?: string | null;
+  after?: string | null;
+  held: string;
+  same?: (a: string, b: string) => boolean;
+}): Promise<DomainAppend[]> {
+  const { before, after, holderId } = o;
+  if (before && after && (o.same ?? Object.is)(before, after)) return [];
+  const appends: DomainAppend[] = [];
+  if (before) {
+    const old = await o.read(before);
+    if (old.holder === holderId) appends.push(release(old));
+  }
+  if (after) {
+    const wanted = await o.read(after);
+    if (wanted.holder && wanted.holder !== holderId) throw conflict(o.held);
+    if (!wanted.holder) appends.push(claim(wanted, holderId));
+  }
+  return appends;
+}

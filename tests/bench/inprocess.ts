@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildService, loadConfig } from '@svc/deploy';
 import { OPERATOR_TOKEN, type Bootstrap } from '../src/support/service';
+import { benchAccountInProcess } from './account';
 import { closedLoop, type LoadResult } from './load';
 import type { Timing } from './raw';
 import { BENCH_SCHEMA, createBody } from './workload';
@@ -18,6 +19,8 @@ export async function inProcessCreate(dataDir: string, t: Timing): Promise<LoadR
   try {
     const boot = JSON.parse(readFileSync(join(dataDir, 'bootstrap.json'), 'utf8')) as Bootstrap;
     const headers = { authorization: `Bearer ${boot.tenants.live.rootKey}`, 'content-type': 'application/json' };
+    // The bench's account terms (a Free account would be refused with 429 after 60 creates a minute).
+    await benchAccountInProcess(service.app, boot);
     const r = await service.app.inject({ method: 'POST', url: '/v1/schemas', headers, payload: JSON.stringify(BENCH_SCHEMA) });
     if (r.statusCode !== 201) throw new Error(`schema create failed: ${r.statusCode} ${r.body}`);
     return await closedLoop({

@@ -1,6 +1,6 @@
 import { documentResponse, ingestDocumentBody, patchDocumentBody, putDocumentBody, route, type RouteSpec, uploadDocumentBody, uploadDocumentResponse } from '@svc/contracts';
 import { baseUrlOf, documentBlobKeys, documentView } from '@svc/domain';
-import { changeByIdRoutes, deleteByIdRoute } from '../by-id-routes';
+import { writeByIdRoutes } from '../by-id-routes';
 import { changeDocument, createDocument, deleteDocument, type DocumentDeps } from './commands';
 
 export function documentCommandRoutes(d: DocumentDeps): RouteSpec[] {
@@ -48,20 +48,17 @@ export function documentCommandRoutes(d: DocumentDeps): RouteSpec[] {
         return { ...view, ...d.grants.upload(baseUrlOf(req.headers, req.protocol), out.document.id, out.document.uploadId, meta.now.getTime()) };
       },
     }),
-    ...changeByIdRoutes({
-      url: '/v1/documents/:id',
-      permission: 'documents:u',
+    ...writeByIdRoutes({
+      resource: 'documents',
       response: documentResponse,
       put: { operationId: 'updateDocument', summary: 'Replace a document (title, payload, ownership, folder; text re-ingests)', body: putDocumentBody },
       patch: { operationId: 'patchDocument', summary: 'Patch a document (RFC 7386 merge patch; text re-ingests)', body: patchDocumentBody },
       change: (id, kind, body, meta) => changeDocument(d, id, kind, body, meta),
-    }),
-    deleteByIdRoute({
-      url: '/v1/documents/:id',
-      operationId: 'deleteDocument',
-      permission: 'documents:d',
-      summary: 'Delete a document (hard delete plus tombstone; its file and text are removed)',
-      remove: (id, expectedVersion, meta) => deleteDocument(d, id, expectedVersion, meta),
+      delete: {
+        operationId: 'deleteDocument',
+        summary: 'Delete a document (hard delete plus tombstone; its file and text are removed)',
+        remove: (id, expectedVersion, meta) => deleteDocument(d, id, expectedVersion, meta),
+      },
     }),
   ];
 }

@@ -1,6 +1,6 @@
 import { conflict, type CreateFolder, createFolderBody, folderResponse, patchFolderBody, type Principal, putFolderBody, type RequestMeta, route, type RouteSpec } from '@svc/contracts';
 import { deriveSlug, type EventStore, type FolderContents, folderDecider, folderView, type LiveFolder, slugCandidate, stampOwnership, streams } from '@svc/domain';
-import { changeByIdRoutes, deleteByIdRoute } from '../by-id-routes';
+import { writeByIdRoutes } from '../by-id-routes';
 import { handleCommand, metadataFor, type CommandDeps } from '../handle-command';
 import { claim, readReservation, release, type Reservation } from '../reservations';
 import { ensureRootFolder, requireFolder, withRootFolder } from './load';
@@ -117,20 +117,17 @@ export function folderCommandRoutes(deps: CommandDeps, contents: FolderContents)
       write: true,
       handler: async ({ body, meta }) => folderView(await createFolder(deps, body, meta)),
     }),
-    ...changeByIdRoutes({
-      url: '/v1/folders/:id',
-      permission: 'folders:u',
+    ...writeByIdRoutes({
+      resource: 'folders',
       response: folderResponse,
       put: { operationId: 'updateFolder', summary: 'Replace a folder name, description and ownership (slug and parent are fixed)', body: putFolderBody },
       patch: { operationId: 'patchFolder', summary: 'Patch a folder (RFC 7386): name, description, userId, scopes, expectedVersion', body: patchFolderBody },
       change: (id, kind, body, meta) => changeFolder(deps, id, kind, body, meta),
-    }),
-    deleteByIdRoute({
-      url: '/v1/folders/:id',
-      operationId: 'deleteFolder',
-      permission: 'folders:d',
-      summary: 'Delete an empty folder (400 while it holds sub-folders, records or documents; the root cannot be deleted)',
-      remove: (id, expectedVersion, meta) => deleteFolder(deps, contents, id, expectedVersion, meta),
+      delete: {
+        operationId: 'deleteFolder',
+        summary: 'Delete an empty folder (400 while it holds sub-folders, records or documents; the root cannot be deleted)',
+        remove: (id, expectedVersion, meta) => deleteFolder(deps, contents, id, expectedVersion, meta),
+      },
     }),
   ]);
 }

@@ -1,15 +1,15 @@
 import { conflict, type CreateEntity, createEntityBody, entityResponse, forbidden, patchEntityBody, putEntityBody, type RequestMeta, route, type RouteSpec } from '@svc/contracts';
 import { canSeeEntity, entityDecider, entityView, type EventStore, type LiveEntity, streams } from '@svc/domain';
-import { changeByIdRoutes, deleteByIdRoute } from '../by-id-routes';
+import { writeByIdRoutes } from '../by-id-routes';
 import { handleCommand, metadataFor, type CommandDeps } from '../handle-command';
-import { claim, readReservation, release } from '../reservations';
+import { moveReservation, readReservation } from '../reservations';
 import { boundDefinition, identitySchema } from './bound-schema';
 import { registeredNamespaces } from './namespaces';
 
-/** One entity per key in a namespace, per tenant and context. */
-const keyReservation = (store: EventStore, e: { tenantId: string | null; contextId: string | null }, namespace: string, key: string) =>
-  readReservation(store, e.tenantId!, e.contextId!, 'entity-key', namespace, key);
+/** One entity per key in a namespace, per tenant and context (the key is fixed once created). */
 const KEY_HELD = 'An entity with this namespace and key already exists';
+const moveKey = (store: EventStore, e: { tenantId: string | null; contextId: string | null }, namespace: string, entityId: string, before: string | null, after: string | null) =>
+  moveReservation({ read: (key) => readReservation(store, e.tenantId!, e.contextId!, 'entity-key', namespace, key), holderId: entityId, before, after, held: KEY_HELD });
 
 async function createEntity(deps: CommandDeps, body: CreateEntity, meta: RequestMeta) {
   const p = meta.principal;
@@ -29,11 +29,7 @@ async function createEntity(deps: CommandDeps, body: CreateEntity, meta: Request
     decide: (s) => ({
       events: entities.decide({ type: 'CreateEntity', entityId, namespace: body.namespace, key: body.key, payload: body.payload, schemaId: body.schemaId, definition: schema?.definition, namespaces }, s),
     }),
-    beforeAppend: async () => {
-      const r = await keyReservation(deps.store, scope, body.namespace, body.key);
-      if (r.holder) throw conflict(KEY_HELD);
-      return [claim(r, entityId)];
-    },
+    beforeAppend: () => moveKey(deps.store, scope, body.namespace, entityId, null, body.key),
     onConflict: () => {
       throw conflict(KEY_HELD);
     },
@@ -62,11 +58,7 @@ async function deleteEntity(deps: CommandDeps, id: string, expectedVersion: numb
     metadata: metadataFor(meta),
     decide: (s) => ({ events: entities.decide({ type: 'DeleteEntity', actor: meta.principal, expectedVersion }, s) }),
     // Its key becomes free.
-    beforeAppend: async ({ state }) => {
-      const cur = state as LiveEntity;
-      const r = await keyReservation(deps.store, cur, cur.namespace, cur.key);
-      return r.holder === id ? [release(r)] : [];
-    },
+    beforeAppend: ({ state }) => moveKey(deps.store, state as LiveEntity, (state as LiveEntity).namespace, id, (state as LiveEntity).key, null),
     onConflict: () => 'retry',
   });
 }
@@ -85,19 +77,16 @@ export function entityCommandRoutes(deps: CommandDeps): RouteSpec[] {
       write: true,
       handler: ({ body, meta }) => createEntity(deps, body, meta),
     }),
-    ...changeByIdRoutes({
-      url: '/v1/entities/:id',
-      permission: 'entities:u',
+    ...writeByIdRoutes({
+      resource: 'entities',
       response: entityResponse,
       put: { summary: 'Replace an entity payload (namespace, key and schemaId are fixed)', body: putEntityBody },
       patch: { summary: 'Patch an entity payload (RFC 7386)', body: patchEntityBody },
       change: (id, kind, body, meta) => changeEntity(deps, id, kind, body, meta),
-    }),
-    deleteByIdRoute({
-      url: '/v1/entities/:id',
-      permission: 'entities:d',
-      summary: 'Delete an entity (its key becomes free)',
-      remove: (id, expectedVersion, meta) => deleteEntity(deps, id, expectedVersion, meta),
+      delete: {
+        summary: 'Delete an entity (its key becomes free)',
+        remove: (id, expectedVersion, meta) => deleteEntity(deps, id, expectedVersion, meta),
+      },
     }),
   ];
 }

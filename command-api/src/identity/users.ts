@@ -1,14 +1,15 @@
-import { conflict, type CreateUser, createUserBody, forbidden, idParam, patchUserBody, type Principal, putUserBody, type RequestMeta, route, type RouteSpec, userResponse } from '@svc/contracts';
+import { conflict, type CreateUser, createUserBody, forbidden, patchUserBody, type Principal, putUserBody, type RequestMeta, route, type RouteSpec, userResponse } from '@svc/contracts';
 import { emailKey, type EventStore, type LiveUser, requireRootForUserSchema, stampOwnership, streams, userDecider, type UserState, userView } from '@svc/domain';
-import { changeByIdRoutes } from '../by-id-routes';
+import { deleteByIdRoute, writeByIdRoutes } from '../by-id-routes';
 import { handleCommand, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
-import { claim, readReservation, release } from '../reservations';
+import { moveReservation, readReservation } from '../reservations';
 import type { LiveSchema } from '../schemas/routes';
 import { boundDefinition, identitySchema } from './bound-schema';
 
 /** One user per email in a tenant (across its contexts), compared without case. */
-const emailReservation = (store: EventStore, tenantId: string, email: string) => readReservation(store, tenantId, 'user-email', emailKey(email));
 const EMAIL_HELD = 'email is already used by another user';
+const moveEmail = (deps: CommandDeps, tenantId: string, userId: string, before: string | null | undefined, after: string | null | undefined) =>
+  moveReservation({ read: (email) => readReservation(deps.store, tenantId, 'user-email', emailKey(email)), holderId: userId, before, after, held: EMAIL_HELD, same: (a, b) => emailKey(a) === emailKey(b) });
 
 /** Losing the race for an email is a 409; for a reservation released, the next attempt reads it again. */
 const onEmailConflict = (on: DomainAppend): 'retry' => {
@@ -38,12 +39,7 @@ async function createUser(deps: CommandDeps, body: CreateUser, meta: RequestMeta
     decide: (s) => ({
       events: users.decide({ type: 'CreateUser', userId, email: body.email, displayName: body.displayName, payload: body.payload, schemaId: body.schemaId, definition: schema?.definition, scopes: own.scopes ?? [] }, s),
     }),
-    beforeAppend: async () => {
-      if (!body.email) return;
-      const r = await emailReservation(deps.store, p.tenantId!, body.email);
-      if (r.holder) throw conflict(EMAIL_HELD);
-      return [claim(r, userId)];
-    },
+    beforeAppend: () => moveEmail(deps, p.tenantId!, userId, null, body.email),
     onConflict: onEmailConflict,
   });
   return userView(state as LiveUser, schema?.definition);
@@ -59,20 +55,9 @@ async function changeUser(deps: CommandDeps, id: string, kind: 'put' | 'patch', 
     prepare: (cur) => boundDefinition(deps.store, p, cur),
     decide: (s, definition) => ({ events: users.decide({ type: 'ChangeUser', actor: p, kind, body, definition }, s) }),
     // A changed email moves its reservation: the old one is released, the new one claimed (409 when another user holds it).
-    beforeAppend: async ({ state: cur, next }) => {
+    beforeAppend: ({ state: cur, next }) => {
       const [before, after] = [cur, next] as LiveUser[];
-      if ((after.email && emailKey(after.email)) === (before.email && emailKey(before.email))) return;
-      const appends: DomainAppend[] = [];
-      if (before.email) {
-        const old = await emailReservation(deps.store, before.tenantId!, before.email);
-        if (old.holder === id) appends.push(release(old));
-      }
-      if (after.email) {
-        const wanted = await emailReservation(deps.store, before.tenantId!, after.email);
-        if (wanted.holder && wanted.holder !== id) throw conflict(EMAIL_HELD);
-        if (!wanted.holder) appends.push(claim(wanted, id));
-      }
-      return appends;
+      return moveEmail(deps, before.tenantId!, id, before.email, after.email);
     },
     onConflict: onEmailConflict,
   });
@@ -87,11 +72,7 @@ async function deleteUser(deps: CommandDeps, id: string, meta: RequestMeta) {
     metadata: metadataFor(meta),
     decide: (s) => ({ events: users.decide({ type: 'DeleteUser', actor: meta.principal }, s) }),
     // Its email becomes free.
-    beforeAppend: async ({ state }) => {
-      const cur = state as LiveUser;
-      const r = cur.email ? await emailReservation(deps.store, cur.tenantId!, cur.email) : undefined;
-      return r && r.holder === id ? [release(r)] : [];
-    },
+    beforeAppend: ({ state }) => moveEmail(deps, (state as LiveUser).tenantId!, id, (state as LiveUser).email, null),
     onConflict: () => 'retry',
   });
 }
@@ -110,27 +91,19 @@ export function userCommandRoutes(deps: CommandDeps): RouteSpec[] {
       write: true,
       handler: ({ body, meta }) => createUser(deps, body, meta),
     }),
-    ...changeByIdRoutes({
-      url: '/v1/users/:id',
-      permission: 'users:u',
+    ...writeByIdRoutes({
+      resource: 'users',
       response: userResponse,
       put: { summary: 'Replace a user (email, displayName, payload; scopes when given)', body: putUserBody },
       patch: { summary: 'Patch a user (RFC 7386): email, displayName, payload, scopes', body: patchUserBody },
       change: (id, kind, body, meta) => changeUser(deps, id, kind, body, meta),
     }),
-    route({
-      method: 'DELETE',
+    deleteByIdRoute({
       url: '/v1/users/:id',
-      auth: 'data',
       permission: 'users:d',
       summary: 'Delete a user (its email becomes free)',
-      params: idParam,
-      status: 204,
-      write: true,
-      handler: async ({ params, meta }) => {
-        await deleteUser(deps, params.id, meta);
-        return null;
-      },
+      versioned: false,
+      remove: (id, _expectedVersion, meta) => deleteUser(deps, id, meta),
     }),
   ];
 }

@@ -1,6 +1,6 @@
 import { createRecordBody, patchRecordBody, putRecordBody, recordResponse, route, type RouteSpec } from '@svc/contracts';
 import { recordView } from '@svc/domain';
-import { changeByIdRoutes, deleteByIdRoute } from '../by-id-routes';
+import { writeByIdRoutes } from '../by-id-routes';
 import type { CommandDeps } from '../handle-command';
 import { changeRecord, createRecord, deleteRecord } from './commands';
 
@@ -24,20 +24,17 @@ export function recordCommandRoutes(deps: CommandDeps): RouteSpec[] {
         return recordView(out.record, out.schema.definition, { full: true });
       },
     }),
-    ...changeByIdRoutes({
-      url: '/v1/records/:id',
-      permission: 'records:u',
+    ...writeByIdRoutes({
+      resource: 'records',
       response: recordResponse,
       put: { operationId: 'updateRecord', summary: 'Replace a record payload and mutable fields', body: putRecordBody },
       patch: { operationId: 'patchRecord', summary: 'Patch a record (RFC 7386 merge patch)', body: patchRecordBody },
       change: (id, kind, body, meta) => changeRecord(deps, id, kind, body, meta),
-    }),
-    deleteByIdRoute({
-      url: '/v1/records/:id',
-      operationId: 'deleteRecord',
-      permission: 'records:d',
-      summary: 'Delete a record (hard delete plus tombstone)',
-      remove: (id, expectedVersion, meta) => deleteRecord(deps, id, expectedVersion, meta),
+      delete: {
+        operationId: 'deleteRecord',
+        summary: 'Delete a record (hard delete plus tombstone)',
+        remove: (id, expectedVersion, meta) => deleteRecord(deps, id, expectedVersion, meta),
+      },
     }),
   ];
 }

@@ -1,5 +1,6 @@
-import { ERROR_CATALOGUE, type ErrorCode, executeScriptBody, executeScriptResponse, forbidden, IDEMPOTENCY_KEY_RE, idParam, invalid, pushScriptBody, type RequestMeta, route, type RouteSpec, scriptResponse, ServiceError } from '@svc/contracts';
+import { ERROR_CATALOGUE, type ErrorCode, executeScriptBody, executeScriptResponse, forbidden, IDEMPOTENCY_KEY_RE, invalid, pushScriptBody, type RequestMeta, route, type RouteSpec, scriptResponse, ServiceError } from '@svc/contracts';
 import { grants, scriptView } from '@svc/domain';
+import { deleteByIdRoute } from '../by-id-routes';
 import type { CommandDeps } from '../handle-command';
 import { type ExecutionRequest, KEYED_RESULT_CAP_BYTES, RESULT_CAP_BYTES, type SandboxScriptExecutor } from './executor';
 import { type IdempotencyStore, requestHash } from './idempotency';
@@ -54,20 +55,13 @@ export function scriptCommandRoutes(s: ScriptRouteDeps): RouteSpec[] {
         return scriptView(v, grants(meta.principal.allowedActions, 'scripts:r'));
       },
     }),
-    route({
-      method: 'DELETE',
+    deleteByIdRoute({
       url: '/v1/scripts/:id',
       operationId: 'deleteScript',
-      auth: 'data',
       permission: 'scripts:d',
       summary: 'Delete one script version',
-      params: idParam,
-      status: 204,
-      write: true,
-      handler: async ({ params, meta }) => {
-        await deleteScriptVersion(s.deps, params.id, meta);
-        return null;
-      },
+      versioned: false,
+      remove: (id, _expectedVersion, meta) => deleteScriptVersion(s.deps, id, meta),
     }),
     route({
       method: 'POST',

@@ -1,5 +1,6 @@
-import { createTriggerBody, type CreateTrigger, idParam, isServiceError, type RequestMeta, route, type RouteSpec, triggerResponse } from '@svc/contracts';
+import { createTriggerBody, type CreateTrigger, isServiceError, type RequestMeta, route, type RouteSpec, triggerResponse } from '@svc/contracts';
 import { bindingOf, type TriggerRule, type TriggerRuleEvent, triggerRuleDecider, triggerRuleView, triggerStreams } from '@svc/domain';
+import { deleteByIdRoute } from '../by-id-routes';
 import { handleCommand, metadataFor, type CommandDeps } from '../handle-command';
 import { loadSchema, type LiveSchema } from '../schemas/routes';
 import { scriptVersionByName } from '../scripts/versions';
@@ -64,20 +65,13 @@ export function triggerCommandRoutes(deps: CommandDeps): RouteSpec[] {
       write: true,
       handler: async ({ body, meta }) => triggerRuleView(await createTriggerRule(deps, body, meta)),
     }),
-    route({
-      method: 'DELETE',
+    deleteByIdRoute({
       url: '/v1/triggers/:id',
       operationId: 'deleteTrigger',
-      auth: 'data',
       permission: 'triggers:d',
       summary: 'Delete a trigger rule; it stops firing for events after the delete',
-      params: idParam,
-      status: 204,
-      write: true,
-      handler: async ({ params, meta }) => {
-        await deleteTriggerRule(deps, params.id, meta);
-        return null;
-      },
+      versioned: false,
+      remove: (id, _expectedVersion, meta) => deleteTriggerRule(deps, id, meta),
     }),
   ];
 }

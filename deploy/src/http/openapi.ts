@@ -118,6 +118,16 @@ export function tagOf(url: string): string {
   return [words[0][0].toUpperCase() + words[0].slice(1), ...words.slice(1)].join('-');
 }
 
+/** What a 429 says and the headers it carries (the burst limit's and the edge ceiling's). */
+const RATE_LIMITED_DESCRIPTION =
+  'Rate limited (RATE_LIMITED): the per-account burst limit of the plan (writes, searches, inference), or the edge per-IP flood ceiling (any request; no requestId). Retry after `Retry-After` seconds.';
+const integerHeader = (description: string) => ({ description, schema: { type: 'integer' } });
+const RATE_LIMITED_HEADERS = {
+  'Retry-After': integerHeader('Seconds until the window resets.'),
+  'X-RateLimit-Limit': integerHeader('The plan maximum per minute (burst limit only).'),
+  'X-RateLimit-Remaining': integerHeader('Counted requests left in the window: 0 on a 429 (burst limit only).'),
+};
+
 /** The shared error responses (components/responses), by status. */
 const ERROR_RESPONSES: Record<string, { name: string; description: string; headers?: Json }> = {
   '400': { name: 'BadRequest', description: 'The request is invalid (body, path or query; an unsupported Service-Version); nothing changed.' },
@@ -127,16 +137,7 @@ const ERROR_RESPONSES: Record<string, { name: string; description: string; heade
   '404': { name: 'NotFound', description: 'Not found: missing, in another tenant and out of scope read the same; also an unknown X-Context-Id.' },
   '409': { name: 'Conflict', description: 'Conflict: `expectedVersion` does not match (VERSION_CONFLICT), a concurrent write (retry), or the current state forbids it (CONFLICT).' },
   '413': { name: 'PayloadTooLarge', description: 'The request (or the input it makes) is too large.' },
-  '429': {
-    name: 'TooManyRequests',
-    description:
-      'Rate limited (RATE_LIMITED): the per-account burst limit of the plan (writes, searches, inference), or the edge per-IP flood ceiling (any request; no requestId). Retry after `Retry-After` seconds.',
-    headers: {
-      'Retry-After': { description: 'Seconds until the window resets.', schema: { type: 'integer' } },
-      'X-RateLimit-Limit': { description: 'The plan maximum per minute (burst limit only).', schema: { type: 'integer' } },
-      'X-RateLimit-Remaining': { description: 'Counted requests left in the window: 0 on a 429 (burst limit only).', schema: { type: 'integer' } },
-    },
-  },
+  '429': { name: 'TooManyRequests', description: RATE_LIMITED_DESCRIPTION, headers: RATE_LIMITED_HEADERS },
   '415': { name: 'UnsupportedMediaType', description: 'The body is not JSON (application/json or application/merge-patch+json).' },
   '422': { name: 'UnprocessableContent', description: 'The request cannot be processed as sent (e.g. IDEMPOTENCY_KEY_REUSED).' },
   '500': { name: 'InternalError', description: 'An internal error (the body also carries `correlationId`), or an outcome that cannot be determined.' },

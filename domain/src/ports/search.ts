@@ -19,8 +19,8 @@ import type { FilterClause } from '../search/filters';
 export type SourceKind = 'record' | 'document';
 export type TextMode = 'OR' | 'AND' | 'PHRASE' | 'COMPLEX';
 
-/** One searchable item (a record or a document) with its passages; isolation by tenant and context. */
-export interface IndexedItem {
+/** What the index and the catalogue both know of a searchable item (a record or a document): identity, isolation, filters, result metadata. */
+export interface SearchableItem {
   itemId: string;
   tenantId: string;
   contextId: string;
@@ -33,6 +33,10 @@ export interface IndexedItem {
   attrs: Record<string, AttrValue>;
   createdAt: string;
   metadata: Record<string, unknown>;
+}
+
+/** One searchable item with its passages, as the text and vector indexes take it. */
+export interface IndexedItem extends SearchableItem {
   passages: Passage[];
 }
 
@@ -225,22 +229,11 @@ export interface Embedder {
 }
 
 /** One item known to the search projector: its filter columns, the metadata results show, the revision indexed and its vector count. */
-export interface CatalogueItem {
-  itemId: string;
-  tenantId: string;
-  contextId: string;
+export interface CatalogueItem extends SearchableItem {
   accountId: string | null;
-  sourceType: SourceKind;
-  typeName: string | null;
   schemaId: string | null;
   externalId: string | null;
   indexMode: string | null;
-  folderId: string | null;
-  userId: string | null;
-  scopes: string[];
-  attrs: Record<string, AttrValue>;
-  createdAt: string;
-  metadata: Record<string, unknown>;
   revision: number;
   vectors: number;
 }

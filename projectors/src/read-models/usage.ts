@@ -120,6 +120,52 @@ async function readState(q: SqlQueryable, memory: Remembered, streamIds: string[
 }
 
 /**
+ * The write of one batch: the guard (the marks and totals it starts from are still what the tables hold), the
+ * counters (added to), the account totals (as computed), the streams' marks and the inference spend, all or nothing.
+ * $1-$7 counters, $8-$12 account totals, $13-$14 marks, $15-$16 spend, $17-$23 the guard's expected marks and totals.
+ */
+const APPLY_STATEMENT = `WITH guard AS (
+       SELECT NOT EXISTS (
+           SELECT 1 FROM unnest($17::text[], $18::bigint[]) AS w(stream_id, revision) LEFT JOIN rm_usage_streams u ON u.stream_id = w.stream_id
+           WHERE coalesce(u.revision, -1) <> w.revision)
+         AND NOT EXISTS (
+           SELECT 1 FROM unnest($19::text[], $20::text[], $21::bigint[], $22::bigint[], $23::bigint[]) AS w(account_id, period, m, c, b)
+           LEFT JOIN rm_usage_accounts u ON u.account_id = w.account_id AND u.period = w.period
+           WHERE coalesce(u.used_milli, 0) <> w.m OR coalesce(u.read_calls, 0) <> w.c OR coalesce(u.read_bytes, 0) <> w.b) AS ok),
+     counters AS (
+       INSERT INTO rm_usage (period, account_id, tenant_id, environment, context_id, metric, value)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[]) WHERE (SELECT ok FROM guard)
+       ON CONFLICT (period, tenant_id, context_id, metric) DO UPDATE SET value = rm_usage.value + excluded.value),
+     accounts AS (
+       INSERT INTO rm_usage_accounts (account_id, period, used_milli, read_calls, read_bytes)
+       SELECT * FROM unnest($8::text[], $9::text[], $10::bigint[], $11::bigint[], $12::bigint[]) WHERE (SELECT ok FROM guard)
+       ON CONFLICT (account_id, period) DO UPDATE SET used_milli = excluded.used_milli, read_calls = excluded.read_calls, read_bytes = excluded.read_bytes),
+     marks AS (
+       INSERT INTO rm_usage_streams (stream_id, revision) SELECT * FROM unnest($13::text[], $14::bigint[]) WHERE (SELECT ok FROM guard)
+       ON CONFLICT (stream_id) DO UPDATE SET revision = excluded.revision),
+     spend AS (
+       INSERT INTO rm_inference_spend (account_id, spent_cents) SELECT * FROM unnest($15::text[], $16::bigint[]) WHERE (SELECT ok FROM guard)
+       ON CONFLICT (account_id) DO UPDATE SET spent_cents = rm_inference_spend.spent_cents + excluded.spent_cents)
+     SELECT ok FROM guard`;
+const APPLY_TYPES = ['text[]', 'text[]', 'text[]', 'text[]', 'text[]', 'text[]', 'bigint[]', 'text[]', 'text[]', 'bigint[]', 'bigint[]', 'bigint[]', 'text[]', 'bigint[]', 'text[]', 'bigint[]', 'text[]', 'bigint[]', 'text[]', 'text[]', 'bigint[]', 'bigint[]', 'bigint[]'];
+/**
+ * The statement as a PL/pgSQL function: its plan is made once per connection and kept, where the statement sent
+ * as such was planned again for every batch (0.8 of its 1.1 ms on PGlite, for a batch of 32 creates). Created once
+ * per database (a concurrent creator's duplicate is ignored); a changed statement takes a new name.
+ */
+const APPLY_FUNCTION = 'svc_usage_apply_v1';
+const APPLY_DDL = `DO $do$ BEGIN
+  CREATE FUNCTION ${APPLY_FUNCTION}(${APPLY_TYPES.map((t, i) => `p${i + 1} ${t}`).join(', ')}) RETURNS boolean LANGUAGE plpgsql AS $fn$
+  DECLARE result boolean;
+  BEGIN
+    ${APPLY_STATEMENT.replace(/\$(\d+)/g, 'p$1')} INTO result;
+    RETURN result;
+  END $fn$;
+EXCEPTION WHEN duplicate_function OR unique_violation THEN NULL;
+END $do$;`;
+const APPLY_CALL = `SELECT ${APPLY_FUNCTION}(${APPLY_TYPES.map((t, i) => `$${i + 1}::${t}`).join(', ')}) AS ok`;
+
+/**
  * Applies usage events in log order (other events are ignored): one statement per batch with something billable
  * when the state it starts from is remembered (the write checks it), else a read and a write.
  */
@@ -209,29 +255,7 @@ async function applyUsage(q: SqlQueryable, all: StoredEvent[], memory: Remembere
   const g = checked ?? { marks: new Map<string, number>(), accounts: [] };
   const ga = g.accounts.filter((x) => moved.has(accountKey(x.accountId, x.period)));
   const { rows } = await q.query<{ ok: boolean }>(
-    `WITH guard AS (
-       SELECT NOT EXISTS (
-           SELECT 1 FROM unnest($17::text[], $18::bigint[]) AS w(stream_id, revision) LEFT JOIN rm_usage_streams u ON u.stream_id = w.stream_id
-           WHERE coalesce(u.revision, -1) <> w.revision)
-         AND NOT EXISTS (
-           SELECT 1 FROM unnest($19::text[], $20::text[], $21::bigint[], $22::bigint[], $23::bigint[]) AS w(account_id, period, m, c, b)
-           LEFT JOIN rm_usage_accounts u ON u.account_id = w.account_id AND u.period = w.period
-           WHERE coalesce(u.used_milli, 0) <> w.m OR coalesce(u.read_calls, 0) <> w.c OR coalesce(u.read_bytes, 0) <> w.b) AS ok),
-     counters AS (
-       INSERT INTO rm_usage (period, account_id, tenant_id, environment, context_id, metric, value)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[]) WHERE (SELECT ok FROM guard)
-       ON CONFLICT (period, tenant_id, context_id, metric) DO UPDATE SET value = rm_usage.value + excluded.value),
-     accounts AS (
-       INSERT INTO rm_usage_accounts (account_id, period, used_milli, read_calls, read_bytes)
-       SELECT * FROM unnest($8::text[], $9::text[], $10::bigint[], $11::bigint[], $12::bigint[]) WHERE (SELECT ok FROM guard)
-       ON CONFLICT (account_id, period) DO UPDATE SET used_milli = excluded.used_milli, read_calls = excluded.read_calls, read_bytes = excluded.read_bytes),
-     marks AS (
-       INSERT INTO rm_usage_streams (stream_id, revision) SELECT * FROM unnest($13::text[], $14::bigint[]) WHERE (SELECT ok FROM guard)
-       ON CONFLICT (stream_id) DO UPDATE SET revision = excluded.revision),
-     spend AS (
-       INSERT INTO rm_inference_spend (account_id, spent_cents) SELECT * FROM unnest($15::text[], $16::bigint[]) WHERE (SELECT ok FROM guard)
-       ON CONFLICT (account_id) DO UPDATE SET spent_cents = rm_inference_spend.spent_cents + excluded.spent_cents)
-     SELECT ok FROM guard`,
+    APPLY_CALL,
     [
       c.map((x) => x.period), c.map((x) => x.accountId), c.map((x) => x.tenantId), c.map((x) => x.environment), c.map((x) => x.contextId), c.map((x) => x.metric), c.map((x) => x.value),
       a.map((x) => x.accountId), a.map((x) => x.period), a.map((x) => x.usedMilli), a.map((x) => x.readCalls), a.map((x) => x.readBytes),
@@ -282,7 +306,8 @@ CREATE TABLE IF NOT EXISTS rm_usage_accounts (
   account_id text NOT NULL, period text NOT NULL, used_milli bigint NOT NULL, read_calls bigint NOT NULL, read_bytes bigint NOT NULL,
   PRIMARY KEY (account_id, period));
 CREATE TABLE IF NOT EXISTS rm_usage_streams (stream_id text PRIMARY KEY, revision bigint NOT NULL);
-CREATE TABLE IF NOT EXISTS rm_inference_spend (account_id text PRIMARY KEY, spent_cents bigint NOT NULL);`,
+CREATE TABLE IF NOT EXISTS rm_inference_spend (account_id text PRIMARY KEY, spent_cents bigint NOT NULL);
+${APPLY_DDL}`,
     apply: (q, e) => (counts(e) ? applyUsage(q, [e], memory) : Promise.resolve()),
     applyMany: (q, events) => applyUsage(q, events, memory),
     // The runner folds a whole batch in one go (one statement; a read first when the state is not remembered), whatever other events it interleaves.

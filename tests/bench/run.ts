@@ -15,7 +15,7 @@
  * model embeds ~5-10 passages/s here), then tiers loaded through the adapters (BENCH_SEARCH_TIERS, default
  * 10000,100000; synthetic passages with reused, perturbed real embeddings), 16 clients per mode.
  * Section 6 (operations.ts, BENCH_ONLY=operations): record create with metering, burst limits and the activity log on vs
- * METERING=0 RATE_LIMITS=0 ACTIVITY_LOG=0, alternating over BENCH_OPERATIONS_ROUNDS (default 2) pairs of fresh services;
+ * METERING=0 RATE_LIMITS=0 ACTIVITY_LOG=0, alternating over BENCH_OPERATIONS_ROUNDS (default 6) pairs of fresh services;
  * target: the three together cost under 10 % of throughput. Section 7 (same file): audit export throughput, in process
  * over BENCH_EXPORT_EVENTS (default 200,000) seeded events against raw tenant reads, and GET /v1/export over HTTP.
  * Section 8 (scripts.ts, BENCH_ONLY=scripts): script executions (read one record, patch one; 16 clients) against the same
@@ -228,7 +228,7 @@ async function main() {
 
   if (only.has('operations')) {
     const S6 = '6. Operations cost: record create (32 connections), metering + burst limits + activity log on vs all three off, fresh service per run';
-    const op = await benchOperations({ newDir, timing: { ...timing, createMs }, rounds: envInt('BENCH_OPERATIONS_ROUNDS', envInt('BENCH_ACTIVITY_ROUNDS', 2)), childEnv, log });
+    const op = await benchOperations({ newDir, timing: { ...timing, createMs }, rounds: envInt('BENCH_OPERATIONS_ROUNDS', envInt('BENCH_ACTIVITY_ROUNDS', 6)), childEnv, log });
     // The "on" runs must show all three at work and the "off" runs none, else the ratio measures nothing.
     const onShown = op.seen.on.logged > 0 && op.seen.on.rateLimitHeader !== null && op.seen.on.usedMilli > 0;
     const offShown = op.seen.off.logged === 0 && op.seen.off.rateLimitHeader === null && op.seen.off.usedMilli === 0;
@@ -237,6 +237,9 @@ async function main() {
     // CPU the log takes per request, as a share of one core at the H2 target of 2,000 creates/s.
     const share = ((m.onResponseUs + m.writeUs) * 2000) / 1e6;
     if (op.rounds.length > 0) {
+      // Per-round ratios too: one run's throughput moves by ±20 % on this machine, so the sum over alternating rounds is the figure and the spread says how far to trust it.
+      const perRound = op.rounds.map((r) => r.on.opsPerSec / r.off.opsPerSec).sort((a, b) => a - b);
+      log(`O per-round on/off: ${perRound.map((x) => x.toFixed(2)).join(' ')} (median ${perRound[Math.floor(perRound.length / 2)].toFixed(2)})`);
       log(`O on / off: ${Math.round(op.on.opsPerSec)} / ${Math.round(op.off.opsPerSec)} ops/s = ${op.ratio.toFixed(3)} (cost ${((1 - op.ratio) * 100).toFixed(1)} %); service CPU per create ${op.cpuMsPerOp.on.toFixed(2)} / ${op.cpuMsPerOp.off.toFixed(2)} ms = ${(op.cpuMsPerOp.on / op.cpuMsPerOp.off).toFixed(2)}×; on showed ${JSON.stringify(op.seen.on)}, off ${JSON.stringify(op.seen.off)}`);
       rows.push(
         { id: 'O0', section: S6, name: `record create, METERING=0 RATE_LIMITS=0 ACTIVITY_LOG=0 (${op.rounds.length} runs summed); service CPU ${op.cpuMsPerOp.off.toFixed(2)} ms/op`, result: op.off, verdict: 'base' },

@@ -1,7 +1,8 @@
 /**
  * `tsx tests/bench/profile.ts [create|byid|list] [seconds]` (BENCH_WHATIF=... to try a fix,
  * BENCH_TRACE=1 to print a slice of the statement sequence; METERING=0 RATE_LIMITS=0 ACTIVITY_LOG=0
- * for the operations features off, as the service reads them):
+ * for the operations features off, as the service reads them; PROFILE_INDEX_MODE=TEXT|HYBRID|NONE creates the
+ * searchable bench's notes, 500-700 character bodies, instead of the small bench item):
  * CPU profile (node:inspector) of one scenario, measured phase only, with the
  * service built in this process and requests through app.inject (the HTTP
  * numbers track the in-process ones: the cost is in the service, not the
@@ -18,6 +19,7 @@ import { tempDir } from '../src/support/engines';
 import { benchAccountInProcess } from './account';
 import { printProfile, type Profile } from './cpu-profile';
 import { closedLoop } from './load';
+import { type IndexMode, noteBody, noteSchema } from './searchable';
 import { BENCH_SCHEMA, createBody } from './workload';
 import './whatif'; // BENCH_WHATIF=defer-flush|yield-sql|both applies a candidate fix first
 
@@ -31,11 +33,14 @@ async function main() {
   const boot = JSON.parse(readFileSync(join(d.dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
   const headers = { authorization: `Bearer ${boot.tenants.live.rootKey}`, 'content-type': 'application/json' };
   await benchAccountInProcess(service.app, boot);
-  const s = await service.app.inject({ method: 'POST', url: '/v1/schemas', headers, payload: JSON.stringify(BENCH_SCHEMA) });
+  const mode = process.env.PROFILE_INDEX_MODE as IndexMode | undefined;
+  const schema = mode ? noteSchema(mode) : BENCH_SCHEMA;
+  const bodyOf = mode ? (seq: number) => noteBody(schema.typeName, seq) : createBody;
+  const s = await service.app.inject({ method: 'POST', url: '/v1/schemas', headers, payload: JSON.stringify(schema) });
   if (s.statusCode !== 201) throw new Error(s.body);
   const ids: string[] = [];
   const create = async (seq: number) => {
-    const r = await service.app.inject({ method: 'POST', url: '/v1/records', headers, payload: createBody(seq) });
+    const r = await service.app.inject({ method: 'POST', url: '/v1/records', headers, payload: bodyOf(seq) });
     if (r.statusCode !== 201) throw new Error(`${r.statusCode} ${r.body}`);
     ids.push(JSON.parse(r.body).id);
   };
@@ -86,7 +91,7 @@ async function main() {
             if (r.statusCode !== 200) throw new Error(r.body);
           }
         : async () => {
-            const r = await service.app.inject({ method: 'GET', url: `/v1/records?type=${BENCH_SCHEMA.typeName}&limit=20`, headers });
+            const r = await service.app.inject({ method: 'GET', url: `/v1/records?type=${schema.typeName}&limit=20`, headers });
             if (r.statusCode !== 200) throw new Error(r.body);
           };
   // Warm up, then profile the measured phase only.

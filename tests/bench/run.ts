@@ -21,6 +21,10 @@
  * Section 8 (scripts.ts, BENCH_ONLY=scripts): script executions (read one record, patch one; 16 clients) against the same
  * two REST calls, and an isolate's cold start. Section 9 (webhooks.ts, BENCH_ONLY=webhooks): deliveries per second to a
  * local HTTPS receiver and event -> delivery latency p50 / p99, with 1 and with 100 registrations.
+ * Section 10 (searchable.ts, BENCH_ONLY=searchable; issue 14): record create on a schema with a searchable 500-700
+ * character body (TEXT) vs the same schema with nothing searchable (BENCH_SEARCHABLE_ROUNDS, default 2), write -> INDEXED
+ * at a steady BENCH_INDEX_RATE (200/s) for BENCH_INDEX_SECONDS (10), and get by id, lookup and TEXT search quiet vs while
+ * BENCH_BACKLOG (5,000) HYBRID records wait for their vectors.
  * Results: .cache/bench-results.json (what-if runs: .cache/bench-results.whatif-<name>.json)
  * Companions: tests/bench/profile.ts (CPU profile + SQL census of one scenario),
  * tests/bench/engine-micro.ts (per-statement PGlite costs, read shapes).
@@ -41,11 +45,12 @@ import { benchDocuments } from './documents';
 import { benchSearch, MODES } from './search';
 import { benchKafka } from './kafka';
 import { benchOperations, exportInProcess } from './operations';
+import { benchSearchable } from './searchable';
 import { benchScripts } from './scripts';
 import { benchWebhooks } from './webhooks';
 
 const onlyArg = process.argv.indexOf('--only');
-const only = new Set((onlyArg > 0 ? process.argv[onlyArg + 1] : process.env.BENCH_ONLY || 'records,documents,search,operations,scripts,webhooks').split(',').map((x) => x.trim()).map((x) => (x === 'activity-log' ? 'operations' : x)));
+const only = new Set((onlyArg > 0 ? process.argv[onlyArg + 1] : process.env.BENCH_ONLY || 'records,searchable,documents,search,operations,scripts,webhooks').split(',').map((x) => x.trim()).map((x) => (x === 'activity-log' ? 'operations' : x)));
 
 const envInt = (k: string, d: number) => (process.env[k] ? Number(process.env[k]) : d);
 const timing: Timing = { concurrency: envInt('BENCH_CONCURRENCY', 32), warmupMs: envInt('BENCH_WARMUP_MS', 1500), durationMs: envInt('BENCH_MS', 5000) };
@@ -266,6 +271,37 @@ async function main() {
       const h = op.httpExport;
       rows.push({ id: 'X1', section: S7, name: `GET /v1/export over HTTP (the last "on" run's tenant), ${h.events} lines, ${(h.bytes / 2 ** 20).toFixed(1)} MiB`, result: rate(h.events, h.seconds), target: 'events/s', ratio: { value: h.eventsPerSec / x.raw.eventsPerSec, vs: 'XR' }, verdict: h.events > 0 ? 'info' : 'MISS' });
     }
+  }
+
+  // --- Searchable writes (section 10, tests/bench/searchable.ts; issue 14): TEXT vs NONE creates, write -> INDEXED, reads during a HYBRID backlog ---
+  if (only.has('searchable')) {
+    const S10 = '10. Searchable writes: record create on a TEXT schema vs the same schema with nothing searchable, write -> INDEXED at a steady rate, reads while a HYBRID backlog drains';
+    const b = await benchSearchable({
+      newDir,
+      timing: { ...timing, createMs },
+      rounds: envInt('BENCH_SEARCHABLE_ROUNDS', 2),
+      rate: envInt('BENCH_INDEX_RATE', 200),
+      rateSeconds: envInt('BENCH_INDEX_SECONDS', 10),
+      backlog: envInt('BENCH_BACKLOG', 5000),
+      childEnv,
+      log,
+    });
+    const c = b.create;
+    const i = b.indexed;
+    const asLoad = (n: number, p50: number, p99: number): LoadResult => ({ ops: n, seconds: n / i.achieved, opsPerSec: i.achieved, p50, p90: NaN, p99, max: i.max, errors: i.failed });
+    rows.push(
+      { id: 'S0', section: S10, name: `record create, nothing searchable (indexMode NONE), 500-700 character body, ${c.rounds.length} runs summed`, result: c.none, verdict: 'base' },
+      { id: 'S1', section: S10, name: `record create, body searchable (indexMode TEXT), same records, ${c.rounds.length} runs summed`, result: c.text, target: '≥0.80× S0, p99 ≤60 ms', ratio: { value: c.ratio, vs: 'S0' }, verdict: c.ratio >= 0.8 && c.text.p99 <= 60 && !c.text.errors ? 'PASS' : 'MISS' },
+      { id: 'S2', section: S10, name: `write -> INDEXED (TEXT) at ${i.rate} writes/s offered (${i.indexed} of ${i.written} indexed; latency from the create's answer; create p99 ${i.createP99.toFixed(1)} ms)`, result: asLoad(i.indexed, i.p50, i.p99), target: 'p99 ≤500 ms', verdict: i.p99 <= 500 && !i.failed && i.achieved >= i.rate * 0.95 ? 'PASS' : 'MISS' },
+    );
+    b.reads.forEach((r, k) => {
+      const tput = r.backlog.opsPerSec / r.quiet.opsPerSec;
+      const tail = r.backlog.p99 / r.quiet.p99;
+      rows.push(
+        { id: `Q${k + 1}`, section: S10, name: `${r.name}, quiet (16 clients)`, result: r.quiet, verdict: 'base' },
+        { id: `B${k + 1}`, section: S10, name: `${r.name}, while ${b.backlog.records} HYBRID records wait for vectors (p99 ${tail.toFixed(2)}× quiet)`, result: r.backlog, target: '≥0.80× and p99 ≤1.5× quiet', ratio: { value: tput, vs: `Q${k + 1}` }, verdict: tput >= 0.8 && tail <= 1.5 && !r.backlog.errors ? 'PASS' : 'MISS' },
+      );
+    });
   }
 
   // --- Scripts (section 8, tests/bench/scripts.ts): a script that reads one record and writes one vs the same two REST calls ---

@@ -64,57 +64,14 @@ CREATE TABLE IF NOT EXISTS rm_record_lookups (
 CREATE INDEX IF NOT EXISTS rm_record_lookups_key ON rm_record_lookups (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, record_id);
 CREATE INDEX IF NOT EXISTS rm_record_lookups_record ON rm_record_lookups (record_id);
 ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
-  /** A run of RecordCreated events (distinct new records): five statements whatever its length. */
+  /**
+   * A run of RecordCreated events (distinct new records) and index outcomes: five statements for the creates and one
+   * for the outcomes, whatever the run's length. An outcome always follows its record's create in the log, so the
+   * creates go first.
+   */
   async applyMany(q: SqlQueryable, events: StoredEvent[]) {
-    const created = events.filter((e) => e.type === 'RecordCreated');
-    if (!created.length) return;
-    const defs = await schemaDocs(q, created.map((e) => e.data.schemaId));
-    const rec: unknown[][] = Array.from({ length: 20 }, () => []);
-    const pay: [string[], string[]] = [[], []];
-    const look: string[][] = Array.from({ length: 9 }, () => []);
-    for (const e of created) {
-      const d = e.data;
-      const m = e.metadata;
-      const def = defs.get(d.schemaId);
-      const bytes = payloadBytes(d.payload);
-      const ext = isExternalized(def, bytes);
-      if (ext) {
-        pay[0].push(d.recordId);
-        pay[1].push(JSON.stringify(d.payload));
-      }
-      [d.recordId, m.tenantId, m.contextId, d.schemaId, d.typeName, d.schemaVersion, JSON.stringify(ext ? projectedPayload(def, d.payload) : d.payload), bytes, ext, d.status,
-        d.folderId, d.userId, JSON.stringify(d.scopes), d.externalId, d.indexMode, d.indexMode === 'NONE' ? null : 'PENDING_INDEX', m.actorKeyId, m.occurredAt, e.revision, 1,
-      ].forEach((v, i) => rec[i].push(v));
-      if (!def) continue;
-      const sk = sortKey(def, { payload: d.payload, createdAt: m.occurredAt, updatedAt: m.occurredAt });
-      for (const x of indexEntries(def, d.payload, d.blindIndex))
-        [m.tenantId!, m.contextId!, d.typeName, x.field, x.k1, x.k2 ?? '', x.k3 ?? '', sk, d.recordId].forEach((v, i) => look[i].push(v));
-    }
-    // Only records inserted now get payload and lookup rows: a replayed run changes nothing.
-    const inserted = await q.query<{ record_id: string }>(
-      `INSERT INTO rm_records (record_id, tenant_id, context_id, schema_id, type_name, schema_version, payload, payload_bytes, externalized, status, folder_id,
-         user_id, scopes, external_id, index_mode, index_status, created_by, created_at, revision, version, updated_at)
-       SELECT r.*, r.created_at FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::jsonb[], $8::int[], $9::boolean[], $10::text[],
-         $11::text[], $12::text[], $13::jsonb[], $14::text[], $15::text[], $16::text[], $17::text[], $18::timestamptz[], $19::bigint[], $20::int[])
-         AS r(record_id, tenant_id, context_id, schema_id, type_name, schema_version, payload, payload_bytes, externalized, status, folder_id,
-         user_id, scopes, external_id, index_mode, index_status, created_by, created_at, revision, version)
-       ON CONFLICT (record_id) DO NOTHING RETURNING record_id`,
-      rec,
-    );
-    const fresh = new Set(inserted.rows.map((r) => r.record_id));
-    const keep = (cols: unknown[][], idCol: number) => {
-      const idx = cols[idCol].map((id, i) => (fresh.has(id as string) ? i : -1)).filter((i) => i >= 0);
-      return cols.map((c) => idx.map((i) => c[i]));
-    };
-    const payRows = keep(pay, 0);
-    if (payRows[0].length) await q.query('INSERT INTO rm_record_payloads SELECT * FROM unnest($1::text[], $2::jsonb[])', payRows);
-    const lookRows = keep(look, 8);
-    if (lookRows[0].length)
-      await q.query(
-        `INSERT INTO rm_record_lookups (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, record_id)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])`,
-        lookRows,
-      );
+    await applyCreated(q, events.filter((e) => e.type === 'RecordCreated'));
+    await applyOutcomes(q, events.filter((e) => e.type === 'RecordIndexed' || e.type === 'RecordIndexFailed'));
   },
   afterCommit(events) {
     if (!onChanged) return;
@@ -205,3 +162,80 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
     }
   },
 });
+
+/** RecordCreated events of distinct new records, in multi-row statements; a replayed run changes nothing. */
+async function applyCreated(q: SqlQueryable, created: StoredEvent<'RecordCreated'>[]) {
+  if (!created.length) return;
+
+  const defs = await schemaDocs(q, created.map((e) => e.data.schemaId));
+  const rec: unknown[][] = Array.from({ length: 20 }, () => []);
+  const pay: [string[], string[]] = [[], []];
+  const look: string[][] = Array.from({ length: 9 }, () => []);
+  for (const e of created) {
+    const d = e.data;
+    const m = e.metadata;
+    const def = defs.get(d.schemaId);
+    const bytes = payloadBytes(d.payload);
+    const ext = isExternalized(def, bytes);
+    if (ext) {
+      pay[0].push(d.recordId);
+      pay[1].push(JSON.stringify(d.payload));
+    }
+    [d.recordId, m.tenantId, m.contextId, d.schemaId, d.typeName, d.schemaVersion, JSON.stringify(ext ? projectedPayload(def, d.payload) : d.payload), bytes, ext, d.status,
+      d.folderId, d.userId, JSON.stringify(d.scopes), d.externalId, d.indexMode, d.indexMode === 'NONE' ? null : 'PENDING_INDEX', m.actorKeyId, m.occurredAt, e.revision, 1,
+    ].forEach((v, i) => rec[i].push(v));
+    if (!def) continue;
+    const sk = sortKey(def, { payload: d.payload, createdAt: m.occurredAt, updatedAt: m.occurredAt });
+    for (const x of indexEntries(def, d.payload, d.blindIndex))
+      [m.tenantId!, m.contextId!, d.typeName, x.field, x.k1, x.k2 ?? '', x.k3 ?? '', sk, d.recordId].forEach((v, i) => look[i].push(v));
+  }
+  // Only records inserted now get payload and lookup rows: a replayed run changes nothing.
+  const inserted = await q.query<{ record_id: string }>(
+    `INSERT INTO rm_records (record_id, tenant_id, context_id, schema_id, type_name, schema_version, payload, payload_bytes, externalized, status, folder_id,
+       user_id, scopes, external_id, index_mode, index_status, created_by, created_at, revision, version, updated_at)
+     SELECT r.*, r.created_at FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::jsonb[], $8::int[], $9::boolean[], $10::text[],
+       $11::text[], $12::text[], $13::jsonb[], $14::text[], $15::text[], $16::text[], $17::text[], $18::timestamptz[], $19::bigint[], $20::int[])
+       AS r(record_id, tenant_id, context_id, schema_id, type_name, schema_version, payload, payload_bytes, externalized, status, folder_id,
+       user_id, scopes, external_id, index_mode, index_status, created_by, created_at, revision, version)
+     ON CONFLICT (record_id) DO NOTHING RETURNING record_id`,
+    rec,
+  );
+  const fresh = new Set(inserted.rows.map((r) => r.record_id));
+  const keep = (cols: unknown[][], idCol: number) => {
+    const idx = cols[idCol].map((id, i) => (fresh.has(id as string) ? i : -1)).filter((i) => i >= 0);
+    return cols.map((c) => idx.map((i) => c[i]));
+  };
+  const payRows = keep(pay, 0);
+  if (payRows[0].length) await q.query('INSERT INTO rm_record_payloads SELECT * FROM unnest($1::text[], $2::jsonb[])', payRows);
+  const lookRows = keep(look, 8);
+  if (lookRows[0].length)
+    await q.query(
+      `INSERT INTO rm_record_lookups (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, record_id)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])`,
+      lookRows,
+    );
+}
+
+/**
+ * Index outcomes from the search projector in one statement: only for the revision that was indexed (a stale
+ * outcome never overwrites the PENDING_INDEX of a newer change).
+ */
+async function applyOutcomes(q: SqlQueryable, outcomes: StoredEvent<'RecordIndexed' | 'RecordIndexFailed'>[]) {
+  if (!outcomes.length) return;
+  // Only an outcome for the record's current revision applies, and no outcome is for a revision above it: the
+  // record's highest forRevision (the last of them) is the one that can apply.
+  const last = new Map<string, (typeof outcomes)[number]>();
+  for (const e of outcomes) if ((last.get(e.data.recordId)?.data.forRevision ?? -1) <= e.data.forRevision) last.set(e.data.recordId, e);
+  const xs = [...last.values()];
+  await q.query(
+    `UPDATE rm_records r SET index_status = o.status, index_failure = o.failure
+     FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::bigint[]) AS o(record_id, status, failure, for_revision)
+     WHERE r.record_id = o.record_id AND r.revision = o.for_revision AND r.index_status IS NOT NULL`,
+    [
+      xs.map((e) => e.data.recordId),
+      xs.map((e) => (e.type === 'RecordIndexed' ? e.data.status : 'FAILED')),
+      xs.map((e) => (e.type === 'RecordIndexFailed' ? JSON.stringify({ code: e.data.code, message: e.data.message }) : null)),
+      xs.map((e) => e.data.forRevision),
+    ],
+  );
+}

@@ -80,14 +80,26 @@ export class SearchCatalogue implements SearchCatalogueReads {
     return out;
   }
 
-  async put(i: CatalogueItem): Promise<void> {
-    this.cache?.delete(i.itemId);
+  put(i: CatalogueItem): Promise<void> {
+    return this.putMany([i]);
+  }
+
+  /** Items written in one statement (the search projector's batch; one row each, the last of an item wins). */
+  async putMany(items: CatalogueItem[]): Promise<void> {
+    const byId = new Map(items.map((i) => [i.itemId, i]));
+    if (!byId.size) return;
+    const xs = [...byId.values()];
+    for (const i of xs) this.cache?.delete(i.itemId);
+    const col = <T,>(f: (i: CatalogueItem) => T) => xs.map(f);
     await this.sql.query(
-      `INSERT INTO si_items VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17)
+      `INSERT INTO si_items
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
+         $12::jsonb[], $13::jsonb[], $14::timestamptz[], $15::jsonb[], $16::bigint[], $17::int[])
        ON CONFLICT (item_id) DO UPDATE SET type_name = excluded.type_name, schema_id = excluded.schema_id, external_id = excluded.external_id, folder_id = excluded.folder_id, user_id = excluded.user_id, scopes = excluded.scopes, attrs = excluded.attrs,
          metadata = excluded.metadata, revision = excluded.revision, vectors = excluded.vectors`,
-      [i.itemId, i.tenantId, i.contextId, i.accountId, i.sourceType, i.typeName, i.schemaId, i.externalId, i.indexMode, i.folderId, i.userId,
-        JSON.stringify(i.scopes), JSON.stringify(i.attrs), i.createdAt, JSON.stringify(i.metadata), i.revision, i.vectors],
+      [col((i) => i.itemId), col((i) => i.tenantId), col((i) => i.contextId), col((i) => i.accountId), col((i) => i.sourceType), col((i) => i.typeName), col((i) => i.schemaId),
+        col((i) => i.externalId), col((i) => i.indexMode), col((i) => i.folderId), col((i) => i.userId), col((i) => JSON.stringify(i.scopes)), col((i) => JSON.stringify(i.attrs)),
+        col((i) => i.createdAt), col((i) => JSON.stringify(i.metadata)), col((i) => i.revision), col((i) => i.vectors)],
     );
   }
 

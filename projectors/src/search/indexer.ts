@@ -1,7 +1,7 @@
 import { ensureCheckpoints, readCheckpoint, resetCheckpoint, writeCheckpoint } from '../runtime/checkpoints';
 import { randomUUID } from 'node:crypto';
 import { type DomainEvent, EVENT_SCHEMA_VERSION, type EventData, type EventMetadata, parseEventData, type SchemaDefinition } from '@svc/contracts';
-import { type AppendRequest, type BlobStore, type CatalogueItem, chunkText, type Embedder, type EventStore, filterAttributes, type IndexedItem, type Passage, recordPassages, type Sql, type StoredEvent, streams, type TextIndex, tornDownCache, type VectorIndex, WrongExpectedRevisionError } from '@svc/domain';
+import { type AppendRequest, type BlobStore, readStreamTails, type CatalogueItem, chunkText, type Embedder, type EventStore, filterAttributes, type IndexedItem, type Passage, recordPassages, type Sql, type StoredEvent, streams, type TextIndex, tornDownCache, type VectorIndex, WrongExpectedRevisionError } from '@svc/domain';
 import { catchUpFeed, type EventFeed } from '../runtime/feed';
 import { CATALOGUE_TABLES, SearchCatalogue } from './catalogue';
 import { documentCatalogueItem, loadDocument } from './documents';
@@ -526,8 +526,8 @@ export class SearchIndexer {
     await this.jobs.put(fresh.map((w) => ({ spec: w.job!, passages: w.passages })));
 
     // 3. the catalogue, then the outcome of each record and document that needs no vectors (the vector queue appends the others')
+    await catalogue.putMany(work.map((w) => w.item));
     for (const w of work) {
-      await catalogue.put(w.item);
       if (w.job) continue;
       if (w.u.kind === 'document') {
         const o = documentOutcome(w.item.itemId, w.u.textRevision, w.mode, w.passages.length, w.textErr, w.vecErr);
@@ -775,8 +775,9 @@ export class SearchIndexer {
   private async appendOutcomes(list: Array<{ streamId: string; outcome: Outcome; meta: EventMetadata }>): Promise<void> {
     const requests: AppendRequest[] = [];
     const now = (this.o.now ?? (() => new Date()))().toISOString();
+    const tails = list.length ? await readStreamTails(this.store, list.map((x) => x.streamId), 50) : new Map<string, StoredEvent[]>();
     for (const { streamId, outcome, meta } of list) {
-      const tail = await this.store.readStream(streamId, { direction: 'backwards', maxCount: 50 });
+      const tail = tails.get(streamId) ?? [];
       const contentAt = tail.findIndex((e) => e.type === 'RecordCreated' || e.type === 'RecordUpdated' || e.type === 'RecordDeleted');
       if (contentAt < 0 || tail[contentAt].revision !== outcome.data.forRevision) continue; // changed since (or gone)
       const latest = tail.slice(0, contentAt).find((e) => e.type === 'RecordIndexed' || e.type === 'RecordIndexFailed');

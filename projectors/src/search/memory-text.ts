@@ -411,11 +411,25 @@ export class MemoryTextIndex implements TextIndex {
   }
 
   replaceItem(item: IndexedItem): Promise<void> {
+    return this.replaceItems([item]);
+  }
+
+  /** One PostgreSQL write for the batch (PgTextIndex.replaceItems), then each loaded shard follows with one read of the batch's rows. */
+  replaceItems(items: IndexedItem[]): Promise<void> {
     return this.serial(async () => {
-      await this.pg.replaceItem(item);
-      await this.follow(`${item.tenantId}/${item.contextId}`, async (s) =>
-        s.replace(item.itemId, item.passages.length ? await this.pg.passageRows({ itemId: item.itemId }) : []),
-      );
+      await this.pg.replaceItems(items);
+      const byShard = new Map<string, IndexedItem[]>();
+      for (const item of items) {
+        const key = `${item.tenantId}/${item.contextId}`;
+        if (this.shards.get(key)?.shard) byShard.set(key, [...(byShard.get(key) ?? []), item]);
+      }
+      for (const [key, group] of byShard) {
+        const withText = group.filter((i) => i.passages.length).map((i) => i.itemId);
+        const rows = withText.length ? await this.pg.passageRows({ itemIds: withText }) : [];
+        await this.follow(key, (s) => {
+          for (const item of group) s.replace(item.itemId, rows.filter((r) => r.item_id === item.itemId));
+        });
+      }
     });
   }
 

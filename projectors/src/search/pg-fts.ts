@@ -45,6 +45,23 @@ t AS (UPDATE ti_terms t SET df = t.df - lex.c FROM lex WHERE t.tenant_id = lex.t
 st AS (SELECT tenant_id, context_id, count(*) AS n, sum(len) AS l FROM old GROUP BY 1, 2)
 UPDATE ti_stats s SET n = s.n - st.n, total_len = s.total_len - st.l FROM st WHERE s.tenant_id = st.tenant_id AND s.context_id = st.context_id`;
 
+/** Passages inserted (one row per passage of the arrays) and added to the term statistics, in one statement. */
+const INSERT_PASSAGES = `WITH ins AS (
+   INSERT INTO ti_passages (item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, user_id, scopes, attrs, created_at,
+     chunk_text, context_text, tsv, len)
+   SELECT r.item_id, r.chunk_no, r.tenant_id, r.context_id, r.source_type, r.type_name, r.folder_id, r.user_id, r.scopes, r.attrs, r.created_at,
+     r.chunk_text, r.context_text, v.tsv, (SELECT coalesce(sum(array_length(u.positions, 1)), 0) FROM unnest(v.tsv) u)
+   FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[], $10::jsonb[],
+     $11::timestamptz[], $12::text[], $13::text[])
+     AS r(item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, user_id, scopes, attrs, created_at, chunk_text, context_text)
+   CROSS JOIN LATERAL (SELECT to_tsvector('${CONFIG}', r.chunk_text) AS tsv) v
+   RETURNING tenant_id, context_id, tsv, len),
+ lex AS (SELECT i.tenant_id, i.context_id, u.lexeme, count(*) AS c FROM ins i, unnest(i.tsv) u GROUP BY 1, 2, 3),
+ t AS (INSERT INTO ti_terms (tenant_id, context_id, lexeme, df) SELECT * FROM lex
+       ON CONFLICT (tenant_id, context_id, lexeme) DO UPDATE SET df = ti_terms.df + excluded.df RETURNING 1)
+ INSERT INTO ti_stats (tenant_id, context_id, n, total_len) SELECT tenant_id, context_id, count(*), sum(len) FROM ins GROUP BY 1, 2
+ ON CONFLICT (tenant_id, context_id) DO UPDATE SET n = ti_stats.n + excluded.n, total_len = ti_stats.total_len + excluded.total_len`;
+
 /** A stored passage as the in-memory index loads it (tsv: the tsvector's text form). */
 export interface PassageRow {
   item_id: string; chunk_no: number; tenant_id: string; context_id: string; source_type: 'record' | 'document'; type_name: string | null;
@@ -63,35 +80,27 @@ export class PgTextIndex implements TextIndex {
     await this.sql.exec(DDL);
   }
 
-  async replaceItem(item: IndexedItem): Promise<void> {
+  replaceItem(item: IndexedItem): Promise<void> {
+    return this.replaceItems([item]);
+  }
+
+  /**
+   * Items replaced in one transaction: one removal and one insert for all their passages, so the two statements'
+   * planning and the term-statistics upserts are paid once per batch, not once per item (a searchable create
+   * spent 3.6 ms of SQL here item by item).
+   */
+  async replaceItems(items: IndexedItem[]): Promise<void> {
     try {
       await this.sql.tx(async (q) => {
-        await q.query(removeSql('p.item_id = $1'), [item.itemId]);
-        if (!item.passages.length) return;
-        const n = item.passages.length;
-        const rep = <T,>(v: T) => Array.from({ length: n }, () => v);
-        await q.query(
-          `WITH ins AS (
-             INSERT INTO ti_passages (item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, user_id, scopes, attrs, created_at,
-               chunk_text, context_text, tsv, len)
-             SELECT r.item_id, r.chunk_no, r.tenant_id, r.context_id, r.source_type, r.type_name, r.folder_id, r.user_id, r.scopes, r.attrs, r.created_at,
-               r.chunk_text, r.context_text, v.tsv, (SELECT coalesce(sum(array_length(u.positions, 1)), 0) FROM unnest(v.tsv) u)
-             FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[], $10::jsonb[],
-               $11::timestamptz[], $12::text[], $13::text[])
-               AS r(item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, user_id, scopes, attrs, created_at, chunk_text, context_text)
-             CROSS JOIN LATERAL (SELECT to_tsvector('${CONFIG}', r.chunk_text) AS tsv) v
-             RETURNING tenant_id, context_id, tsv, len),
-           lex AS (SELECT i.tenant_id, i.context_id, u.lexeme, count(*) AS c FROM ins i, unnest(i.tsv) u GROUP BY 1, 2, 3),
-           t AS (INSERT INTO ti_terms (tenant_id, context_id, lexeme, df) SELECT * FROM lex
-                 ON CONFLICT (tenant_id, context_id, lexeme) DO UPDATE SET df = ti_terms.df + excluded.df RETURNING 1)
-           INSERT INTO ti_stats (tenant_id, context_id, n, total_len) SELECT tenant_id, context_id, count(*), sum(len) FROM ins GROUP BY 1, 2
-           ON CONFLICT (tenant_id, context_id) DO UPDATE SET n = ti_stats.n + excluded.n, total_len = ti_stats.total_len + excluded.total_len`,
-          [
-            rep(item.itemId), item.passages.map((p) => p.chunkNo), rep(item.tenantId), rep(item.contextId), rep(item.sourceType), rep(item.typeName),
-            rep(item.folderId), rep(item.userId), rep(JSON.stringify(item.scopes)), rep(JSON.stringify(item.attrs)), rep(item.createdAt),
-            item.passages.map((p) => p.chunkText), item.passages.map((p) => p.contextText),
-          ],
-        );
+        await q.query(removeSql('p.item_id = ANY($1::text[])'), [items.map((i) => i.itemId)]);
+        const rows = items.flatMap((item) => item.passages.map((p) => ({ item, p })));
+        if (!rows.length) return;
+        const col = <T,>(f: (r: (typeof rows)[number]) => T) => rows.map(f);
+        await q.query(INSERT_PASSAGES, [
+          col((r) => r.item.itemId), col((r) => r.p.chunkNo), col((r) => r.item.tenantId), col((r) => r.item.contextId), col((r) => r.item.sourceType), col((r) => r.item.typeName),
+          col((r) => r.item.folderId), col((r) => r.item.userId), col((r) => JSON.stringify(r.item.scopes)), col((r) => JSON.stringify(r.item.attrs)), col((r) => r.item.createdAt),
+          col((r) => r.p.chunkText), col((r) => r.p.contextText),
+        ]);
       });
     } catch (e) {
       throw new TextIndexError(`text index write failed: ${(e as Error).message}`, e);
@@ -136,11 +145,11 @@ export class PgTextIndex implements TextIndex {
    * (`after` = the last row of the previous page, `limit` rows), so a large context is read in bounded steps.
    */
   async passageRows(
-    where: { tenantId: string; contextId: string } | { itemId: string },
+    where: { tenantId: string; contextId: string } | { itemId: string } | { itemIds: string[] },
     page?: { after: { itemId: string; chunkNo: number } | null; limit: number },
   ): Promise<PassageRow[]> {
-    const params: unknown[] = 'itemId' in where ? [where.itemId] : [where.tenantId, where.contextId];
-    let cond = 'itemId' in where ? 'item_id = $1' : 'tenant_id = $1 AND context_id = $2';
+    const params: unknown[] = 'itemId' in where ? [where.itemId] : 'itemIds' in where ? [where.itemIds] : [where.tenantId, where.contextId];
+    let cond = 'itemId' in where ? 'item_id = $1' : 'itemIds' in where ? 'item_id = ANY($1::text[])' : 'tenant_id = $1 AND context_id = $2';
     if (page?.after) {
       params.push(page.after.itemId, page.after.chunkNo);
       cond += ` AND (item_id, chunk_no) > ($${params.length - 1}, $${params.length})`;

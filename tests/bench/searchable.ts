@@ -1,0 +1,243 @@
+import { Pool } from 'undici';
+import { startHttpService, type HttpService } from './http';
+import { closedLoop, type LoadResult, percentile } from './load';
+import type { Timing } from './raw';
+import { basePassages, syntheticPassage } from './search';
+
+/**
+ * Searchable writes (BENCH_ONLY=searchable, issue 14): what users do with schemas whose records are searched.
+ *
+ *  (a) Record create over HTTP (32 connections) on a schema with one searchable text field (`indexMode` TEXT)
+ *      against the same schema with nothing searchable (NONE), each a fresh service, alternating over rounds.
+ *  (b) Write -> INDEXED: TEXT records written at a steady rate (open loop, BENCH_INDEX_RATE per second, default
+ *      200), each polled by id until its `indexStatus` is INDEXED; latency from the create's answer.
+ *  (c) Reads while an indexing backlog drains: get by id, exact lookup and TEXT search measured on a quiet
+ *      service, then again while BENCH_BACKLOG (default 5,000) HYBRID records wait for their embeddings (the
+ *      built-in model runs at about 10 passages/s here, so the backlog outlasts the measurement).
+ *
+ * Bodies are synthetic passages of 500-700 characters (search.ts), the size of a real note or paragraph.
+ */
+export type IndexMode = 'NONE' | 'TEXT' | 'HYBRID';
+
+export const noteSchema = (indexMode: IndexMode) => ({
+  typeName: `note_${indexMode.toLowerCase()}`,
+  displayName: `Note (${indexMode})`,
+  allowedSurfaces: ['record'],
+  indexMode,
+  fields: [
+    { fieldId: 'title', fieldType: 'string', required: true },
+    { fieldId: 'tag', fieldType: 'string', filterable: true },
+    { fieldId: 'body', fieldType: 'string', searchable: indexMode !== 'NONE' },
+  ],
+  lookupFields: ['tag'],
+});
+
+const BASES = basePassages(64);
+export const noteBody = (typeName: string, seq: number) =>
+  JSON.stringify({ typeName, payload: { title: `note ${seq}`, tag: `t${seq % 16}`, body: syntheticPassage(seq, BASES).text } });
+
+export interface SearchableBench {
+  create: { none: LoadResult; text: LoadResult; ratio: number; rounds: Array<{ none: LoadResult; text: LoadResult }> };
+  indexed: { rate: number; achieved: number; written: number; indexed: number; failed: number; p50: number; p99: number; max: number; createP99: number };
+  reads: Array<{ name: string; quiet: LoadResult; backlog: LoadResult }>;
+  backlog: { records: number; writeSeconds: number; pendingAtStart: string; pendingAtEnd: string };
+}
+
+interface Client {
+  pool: Pool;
+  headers: Record<string, string>;
+  post(path: string, body: string): Promise<{ status: number; text: string }>;
+  get(path: string): Promise<{ status: number; text: string }>;
+  close(): Promise<void>;
+}
+
+function clientOf(svc: HttpService, connections: number): Client {
+  const pool = new Pool(svc.url, { connections, pipelining: 1 });
+  const headers = { authorization: `Bearer ${svc.bootstrap.tenants.live.rootKey}`, 'content-type': 'application/json' };
+  const send = async (method: 'GET' | 'POST', path: string, body?: string) => {
+    const res = await pool.request({ method, path, headers: body === undefined ? { authorization: headers.authorization } : headers, body });
+    return { status: res.statusCode, text: await res.body.text() };
+  };
+  return { pool, headers, post: (p, b) => send('POST', p, b), get: (p) => send('GET', p), close: () => pool.close() };
+}
+
+async function createSchema(c: Client, mode: IndexMode) {
+  const r = await c.post('/v1/schemas', JSON.stringify(noteSchema(mode)));
+  if (r.status !== 201) throw new Error(`schema ${mode}: ${r.status} ${r.text}`);
+}
+
+const idOf = (text: string) => /"id":"([^"]+)"/.exec(text)?.[1];
+
+async function createLoop(c: Client, typeName: string, t: Timing & { createMs: number }, ids?: string[]) {
+  return closedLoop({
+    concurrency: t.concurrency,
+    warmupMs: t.warmupMs,
+    durationMs: t.createMs,
+    op: async (_w, seq) => {
+      const r = await c.post('/v1/records', noteBody(typeName, seq));
+      if (r.status !== 201) throw new Error(`POST /v1/records ${r.status}: ${r.text.slice(0, 200)}`);
+      const id = ids && idOf(r.text);
+      if (id) ids.push(id);
+    },
+  });
+}
+
+const sumResults = (rs: LoadResult[]): LoadResult => {
+  const ops = rs.reduce((a, r) => a + r.ops, 0);
+  const seconds = rs.reduce((a, r) => a + r.seconds, 0);
+  const mean = (k: 'p50' | 'p90' | 'p99') => rs.reduce((a, r) => a + r[k], 0) / rs.length;
+  return { ops, seconds, opsPerSec: ops / seconds, p50: mean('p50'), p90: mean('p90'), p99: mean('p99'), max: Math.max(...rs.map((r) => r.max)), errors: rs.reduce((a, r) => a + r.errors, 0), firstError: rs.find((r) => r.firstError)?.firstError };
+};
+
+/** (a) NONE vs TEXT creates, a fresh service per run, order alternating per round. */
+async function createRounds(newDir: (p: string) => string, t: Timing & { createMs: number }, rounds: number, env: Record<string, string>, log: (m: string) => void) {
+  const out: Array<{ none: LoadResult; text: LoadResult }> = [];
+  for (let i = 0; i < rounds; i++) {
+    const got: Partial<Record<'none' | 'text', LoadResult>> = {};
+    for (const mode of (i % 2 === 0 ? ['NONE', 'TEXT'] : ['TEXT', 'NONE']) as IndexMode[]) {
+      const svc = await startHttpService(newDir(`searchable-${mode.toLowerCase()}-`), env);
+      const c = clientOf(svc, t.concurrency);
+      try {
+        await createSchema(c, mode);
+        const r = await createLoop(c, noteSchema(mode).typeName, t);
+        got[mode === 'NONE' ? 'none' : 'text'] = r;
+        log(`W${i + 1} create, ${mode.padEnd(4)} schema: ${Math.round(r.opsPerSec)} ops/s, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms (${r.ops} ops${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''})`);
+      } finally {
+        await c.close();
+        await svc.stop();
+      }
+    }
+    out.push({ none: got.none!, text: got.text! });
+  }
+  const none = sumResults(out.map((r) => r.none));
+  const text = sumResults(out.map((r) => r.text));
+  return { none, text, ratio: text.opsPerSec / none.opsPerSec, rounds: out };
+}
+
+/** (b) TEXT records at a steady rate; each polled by id every `pollMs` until INDEXED. */
+async function writeToIndexed(c: Client, rate: number, seconds: number, pollMs = 10) {
+  const typeName = noteSchema('TEXT').typeName;
+  const latencies: number[] = [];
+  const createMs: number[] = [];
+  let written = 0;
+  let failed = 0;
+  const inflight: Promise<void>[] = [];
+  const track = async (seq: number) => {
+    const t0 = performance.now();
+    const r = await c.post('/v1/records', noteBody(typeName, 1_000_000 + seq));
+    const answered = performance.now();
+    createMs.push(answered - t0);
+    const id = r.status === 201 ? idOf(r.text) : undefined;
+    if (!id) return void failed++;
+    written++;
+    for (;;) {
+      const g = await c.get(`/v1/records/${id}`);
+      const status = /"indexStatus":"([A-Z_]+)"/.exec(g.text)?.[1];
+      if (status === 'INDEXED') return void latencies.push(performance.now() - answered);
+      if (status === 'FAILED' || performance.now() - answered > 30_000) return void failed++;
+      await new Promise((res) => setTimeout(res, pollMs));
+    }
+  };
+  // Open loop: the k-th write starts at k / rate seconds, whatever the earlier ones are doing.
+  const start = performance.now();
+  for (let k = 0; k < rate * seconds; k++) {
+    const due = start + (k * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((res) => setTimeout(res, wait));
+    inflight.push(track(k));
+  }
+  await Promise.all(inflight);
+  const achieved = written / ((performance.now() - start) / 1000);
+  const sorted = Float64Array.from(latencies).sort();
+  const created = Float64Array.from(createMs).sort();
+  return { rate, achieved, written, indexed: latencies.length, failed, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: sorted[sorted.length - 1] ?? NaN, createP99: percentile(created, 0.99) };
+}
+
+/** (c) The read mix, measured once quiet and once while `backlog` HYBRID records wait for their vectors. */
+async function readsDuringBacklog(c: Client, t: Timing, backlog: number, log: (m: string) => void) {
+  // Data to read: NONE records (by id, lookup) and TEXT records (keyword search), all settled before the quiet run.
+  const ids: string[] = [];
+  await createLoop(c, noteSchema('NONE').typeName, { ...t, concurrency: 16, warmupMs: 0, createMs: 2500 }, ids);
+  await createLoop(c, noteSchema('TEXT').typeName, { ...t, concurrency: 16, warmupMs: 0, createMs: 2500 });
+  const hot = ids.slice(0, 2000);
+  const queries = ['harbor lantern', 'quiet river stone', 'golden field', 'ancient map', 'winter market', 'silver bridge', 'north tower', 'garden path'];
+  const mixes: Array<{ name: string; op: (seq: number) => Promise<void> }> = [
+    { name: 'get by id', op: async (seq) => ok(await c.get(`/v1/records/${hot[seq % hot.length]}`), 'GET /v1/records/:id') },
+    { name: 'exact lookup', op: async (seq) => ok(await c.get(`/v1/records/lookup?type=${noteSchema('NONE').typeName}&field=tag&value=t${seq % 16}&limit=20`), 'lookup') },
+    { name: 'TEXT search', op: async (seq) => ok(await c.post('/v1/search', JSON.stringify({ query: queries[seq % queries.length], mode: 'TEXT', limit: 20 })), 'POST /v1/search') },
+  ];
+  const runMix = (op: (seq: number) => Promise<void>) => closedLoop({ concurrency: 16, warmupMs: 500, durationMs: t.durationMs, op: (_w, seq) => op(seq) });
+  const quiet: LoadResult[] = [];
+  for (const m of mixes) quiet.push(await runMix(m.op));
+
+  // The backlog: HYBRID creates as fast as 32 connections go (each answers once written; the vectors come later).
+  const w0 = performance.now();
+  let made = 0;
+  await closedLoop({
+    concurrency: 32,
+    warmupMs: 0,
+    durationMs: 600_000,
+    op: async (_w, seq) => {
+      if (made >= backlog) return 'stop';
+      made++;
+      ok(await c.post('/v1/records', noteBody(noteSchema('HYBRID').typeName, 2_000_000 + seq)), 'POST /v1/records (HYBRID)');
+    },
+  });
+  const writeSeconds = (performance.now() - w0) / 1000;
+  // The search indexer's queue of vector jobs (items waiting for embeddings) and its lag behind the log, from /readyz.
+  const pending = async () => {
+    const r = await c.get('/readyz');
+    const body = JSON.parse(r.text) as { projections?: Array<{ vectorJobs?: number; lag?: number }> };
+    const s = body.projections?.find((x) => x.vectorJobs !== undefined);
+    return s ? `${s.vectorJobs} vector jobs, lag ${s.lag} events` : 'unknown';
+  };
+  const pendingAtStart = await pending();
+  log(`B backlog of ${made} HYBRID records written in ${writeSeconds.toFixed(1)} s; pending vector work at start: ${pendingAtStart}`);
+  const during: LoadResult[] = [];
+  for (const m of mixes) during.push(await runMix(m.op));
+  const pendingAtEnd = await pending();
+  return {
+    reads: mixes.map((m, i) => ({ name: m.name, quiet: quiet[i], backlog: during[i] })),
+    backlog: { records: made, writeSeconds, pendingAtStart, pendingAtEnd },
+  };
+}
+
+function ok(r: { status: number; text: string }, what: string) {
+  if (r.status !== 200 && r.status !== 201) throw new Error(`${what} ${r.status}: ${r.text.slice(0, 200)}`);
+}
+
+export async function benchSearchable(o: {
+  newDir: (prefix: string) => string;
+  timing: Timing & { createMs: number };
+  rounds: number;
+  rate: number;
+  rateSeconds: number;
+  backlog: number;
+  childEnv?: Record<string, string>;
+  log: (m: string) => void;
+}): Promise<SearchableBench> {
+  const env = o.childEnv ?? {};
+  const create = await createRounds(o.newDir, o.timing, o.rounds, env, o.log);
+  o.log(`W TEXT / NONE create: ${Math.round(create.text.opsPerSec)} / ${Math.round(create.none.opsPerSec)} ops/s = ${create.ratio.toFixed(2)}; TEXT p99 ${create.text.p99.toFixed(1)} ms`);
+
+  const svc = await startHttpService(o.newDir('searchable-reads-'), env);
+  const c = clientOf(svc, 48);
+  try {
+    for (const m of ['NONE', 'TEXT', 'HYBRID'] as IndexMode[]) await createSchema(c, m);
+    const indexed = await writeToIndexed(c, o.rate, o.rateSeconds);
+    o.log(`I write -> INDEXED at ${indexed.rate}/s (achieved ${indexed.achieved.toFixed(0)}/s, ${indexed.written} written, ${indexed.indexed} indexed, ${indexed.failed} failed): p50 ${indexed.p50.toFixed(0)} ms, p99 ${indexed.p99.toFixed(0)} ms, max ${indexed.max.toFixed(0)} ms; create p99 ${indexed.createP99.toFixed(1)} ms`);
+    const r = await readsDuringBacklog(c, o.timing, o.backlog, o.log);
+    for (const x of r.reads)
+      o.log(
+        `R ${x.name}: quiet ${Math.round(x.quiet.opsPerSec)} ops/s p99 ${x.quiet.p99.toFixed(1)} ms; during backlog ${Math.round(x.backlog.opsPerSec)} ops/s p99 ${x.backlog.p99.toFixed(1)} ms (${(x.backlog.opsPerSec / x.quiet.opsPerSec).toFixed(2)}× throughput, ${(x.backlog.p99 / x.quiet.p99).toFixed(2)}× p99)`,
+      );
+    o.log(`B pending vector work at the end of the reads: ${r.backlog.pendingAtEnd}`);
+    return { create, indexed, ...r };
+  } catch (e) {
+    console.error(svc.output().slice(-4000));
+    throw e;
+  } finally {
+    await c.close();
+    await svc.stop();
+  }
+}

@@ -1,5 +1,6 @@
 import { type EventMetadata, notFound, type Principal, type RequestMeta, type RouteSpec } from '@svc/contracts';
 import { canSeeFolder, type EventStore, folderDecider, implicitRootFolder, type LiveFolder, rootCreatedAt, rootFolderId, streams } from '@svc/domain';
+import { readModelsCaughtUp } from '../caught-up';
 import { handleCommand, loadAggregate, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
 
 /**
@@ -72,7 +73,7 @@ export async function ensureRootFolder(deps: CommandDeps, meta: RequestMeta): Pr
     decide: (s) => ({ events: folderDecider.decide({ type: 'CreateRootFolder', folderId: id }, s) }),
   });
   // Another first write recorded it in between (this one wrote nothing): its response waits for the read models; so does this one.
-  if (!out.events.length) await deps.barrier.waitFor(await deps.store.headPosition());
+  if (!out.events.length) await readModelsCaughtUp(deps);
   if (!out.state.exists) throw notFound();
   return out.state;
 }

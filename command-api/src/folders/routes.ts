@@ -1,6 +1,7 @@
 import { conflict, type CreateFolder, createFolderBody, folderResponse, patchFolderBody, type Principal, putFolderBody, type RequestMeta, route, type RouteSpec } from '@svc/contracts';
 import { deriveSlug, type EventStore, type FolderContents, folderDecider, folderView, type LiveFolder, slugCandidate, stampOwnership, streams } from '@svc/domain';
 import { writeByIdRoutes } from '../by-id-routes';
+import { countForDecision } from '../caught-up';
 import { handleCommand, metadataFor, type CommandDeps } from '../handle-command';
 import { claim, readReservation, release, type Reservation } from '../reservations';
 import { ensureRootFolder, requireFolder, withRootFolder } from './load';
@@ -88,14 +89,12 @@ export async function deleteFolder(deps: CommandDeps, contents: FolderContents, 
     streamId: streams.folder(id),
     aggregate: folderDecider,
     metadata: metadataFor(meta),
-    prepare: async (cur) => {
-      // The refusals that need no count come first (a folder the caller cannot see is not counted).
-      folderDecider.decide({ ...command, items: 0 }, cur);
-      const f = cur as LiveFolder;
-      // Everything acknowledged so far is in the read models before they are counted.
-      await deps.barrier.waitFor(await deps.store.headPosition());
-      return { items: await contents.count(f.tenantId!, f.contextId!, id), slug: await slugReservation(deps.store, f, f.parentFolderId!, f.slug) };
-    },
+    // A folder the caller cannot see is refused before anything is counted.
+    prepare: (cur) =>
+      countForDecision(deps, folderDecider, { ...command, items: 0 }, cur, async () => {
+        const f = cur as LiveFolder;
+        return { items: await contents.count(f.tenantId!, f.contextId!, id), slug: await slugReservation(deps.store, f, f.parentFolderId!, f.slug) };
+      }),
     decide: (s, { items, slug }) => ({ events: folderDecider.decide({ ...command, items }, s), also: slug.holder === id ? [release(slug)] : [] }),
     // The slug's reservation moved meanwhile: decide again.
     onConflict: () => 'retry',

@@ -1,5 +1,6 @@
 import { createNamespaceBody, namespaceParam, namespaceResponse, route, type RouteSpec } from '@svc/contracts';
 import { type EventStore, namespaceDecider, namespaceNames, type NamespaceUsage, namespaceView, streams } from '@svc/domain';
+import { countForDecision } from '../caught-up';
 import { handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
 
 /**
@@ -51,13 +52,8 @@ export function namespaceCommandRoutes(deps: CommandDeps, usage: NamespaceUsage)
           streamId: streams.namespaces(tenantId),
           aggregate: namespaceDecider,
           metadata: metadataFor(meta),
-          prepare: async (s) => {
-            // The refusals that need no count come first (a built-in or unknown name is not counted).
-            namespaceDecider.decide({ ...command, entities: 0 }, s);
-            // Everything acknowledged so far is in the read models before they are counted.
-            await deps.barrier.waitFor(await deps.store.headPosition());
-            return usage.entities(tenantId, params.name);
-          },
+          // A built-in or unknown name is refused before anything is counted.
+          prepare: (s) => countForDecision(deps, namespaceDecider, { ...command, entities: 0 }, s, () => usage.entities(tenantId, params.name)),
           decide: (s, entities) => ({ events: namespaceDecider.decide({ ...command, entities }, s) }),
         });
         return null;

@@ -1,5 +1,5 @@
 import { conflict, type CreateUser, createUserBody, forbidden, patchUserBody, type Principal, putUserBody, type RequestMeta, route, type RouteSpec, userResponse } from '@svc/contracts';
-import { emailKey, type EventStore, type LiveUser, requireRootForUserSchema, stampOwnership, streams, userDecider, type UserState, userView } from '@svc/domain';
+import { emailKey, type LiveUser, requireRootForUserSchema, stampOwnership, streams, userDecider, userView } from '@svc/domain';
 import { deleteByIdRoute, writeByIdRoutes } from '../by-id-routes';
 import { handleCommand, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
 import { moveReservation, readReservation } from '../reservations';

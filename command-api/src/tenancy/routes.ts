@@ -1,5 +1,6 @@
 import { accountCreatedResponse, conflict, contextResponse, createAccountBody, createContextBody, createScopedKeyBody, CURRENT_WIRE_VERSION, type EventData, forbidden, hashSecret, idParam, mintTokenBody, mintTokenResponse, newSecret, notFound, patchAccountBody, PREFIX, type RequestMeta, rotateRootKeyParams, rotateRootKeyResponse, route, type RouteSpec, scopedKeyResponse } from '@svc/contracts';
 import { accountDecider, contextDecider, type ContextState, credentialDecider, type CredentialState, environmentOf, isTornDown, narrowChild, type Plan, type RootKeyIndex, streams, type TenantContexts, tenantDecider } from '@svc/domain';
+import { readModelsCaughtUp } from '../caught-up';
 import { handleCommand, loadAggregate, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
 import { contextRootAppend } from '../folders/load';
 
@@ -373,7 +374,7 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
           fresh: true,
           // The read model names the current root key(s); each one's own stream decides, so two rotations cannot both revoke it.
           prepare: async () => {
-            await deps.barrier.waitFor(await deps.store.headPosition());
+            await readModelsCaughtUp(deps);
             const revocations: DomainAppend[] = [];
             for (const id of await rootKeys.activeRootKeys(tenantId)) {
               const { state, revision } = await loadAggregate(deps.store, streams.credential(id), credentialDecider);
@@ -415,7 +416,7 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
           metadata: metadataFor(meta, tenantId, null),
           // The read model names the live contexts (caught up first); each one's own stream decides.
           prepare: async () => {
-            await deps.barrier.waitFor(await deps.store.headPosition());
+            await readModelsCaughtUp(deps);
             const ids = new Set([account.tenants[environment].contextId, ...(await contexts.liveContexts(tenantId))]);
             const deletions: DomainAppend[] = [];
             const contextIds: string[] = [];

@@ -1,7 +1,7 @@
 import { type DocumentStatus, type DomainEvent, type EventMetadata, IMMUTABLE_DOCUMENT_KEYS, InternalError, invalid, notFound, PATCHABLE_DOCUMENT_KEYS, type SchemaDefinition, ServiceError, versionConflict } from '@svc/contracts';
-import { checkInlineLimit, mergePatch, validatePayload } from '../records/payload';
-import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
-import { requirePatchableKeys } from '../shared/patch-body';
+import { changedPayload, checkStoredPayload } from '../records/payload';
+import { assertNever, type Decider, type EventsOf, nextVersion, unexpected } from '../shared/decider';
+import { checkPatchBody, type PatchRules } from '../shared/patch-body';
 import type { PayloadSealing } from '../shared/sealing';
 
 /**
@@ -68,8 +68,7 @@ const NO_SCHEMA: SchemaDefinition = { typeName: 'document', allowedSurfaces: ['d
 
 /** Payload rules: validated against the bound schema (undeclared keys pass through); without one, only the generic rules. */
 export function checkDocumentPayload(def: SchemaDefinition | undefined, payload: Record<string, unknown>): void {
-  validatePayload(def ?? NO_SCHEMA, payload, { enforceRequired: true });
-  checkInlineLimit(def ?? NO_SCHEMA, payload);
+  checkStoredPayload(def ?? NO_SCHEMA, payload);
 }
 
 export interface BoundSchema {
@@ -78,11 +77,12 @@ export interface BoundSchema {
   definition: SchemaDefinition;
 }
 
+const DOCUMENT_PATCH: PatchRules = { immutable: IMMUTABLE_DOCUMENT_KEYS, patchable: PATCHABLE_DOCUMENT_KEYS };
+
 /** Checks a PUT / PATCH body before anything (text blob, schema) is touched. Rejections change nothing. */
 export function checkChangeBody(kind: 'put' | 'patch', body: Record<string, unknown>, state: LiveDocument): void {
   if (kind === 'patch') {
-    for (const k of IMMUTABLE_DOCUMENT_KEYS) if (k in body) throw invalid(`${k} cannot be changed`);
-    requirePatchableKeys(body, PATCHABLE_DOCUMENT_KEYS);
+    checkPatchBody(body, DOCUMENT_PATCH);
     if (body.payload !== undefined && (typeof body.payload !== 'object' || Array.isArray(body.payload))) throw invalid('payload must be an object');
   } else {
     if (body.externalId !== undefined && body.externalId !== state.externalId) throw invalid('externalId is immutable');
@@ -150,7 +150,7 @@ function evolve(state: DocumentState, e: DocumentEvent, m?: EventMetadata): Docu
   switch (e.type) {
     case 'DocumentUpdated': {
       const { documentId: _, change: __, blindIndex: ___, ...d } = e.data;
-      return { ...state, ...d, lastModified: at, version: state.version + 1 };
+      return nextVersion(state, { ...d, lastModified: at });
     }
     case 'DocumentUploadRequested':
       return { ...state, uploadId: e.data.uploadId, fileName: e.data.fileName, fileType: e.data.fileType, status: 'PENDING_UPLOAD', indexFailure: null };
@@ -222,12 +222,7 @@ function change(sealing: PayloadSealing, cmd: Extract<DocumentCommand, { type: '
   const b = cmd.body;
   checkChangeBody(cmd.kind, b, cur);
   if (Array.isArray(b.scopes) && b.scopes.length > 2) throw invalid('scopes: at most 2');
-  const payload =
-    cmd.kind === 'put'
-      ? ((b.payload as Record<string, unknown> | undefined) ?? {})
-      : b.payload !== undefined
-        ? (mergePatch(sealing.unseal(cur.payload), b.payload) as Record<string, unknown>)
-        : sealing.unseal(cur.payload);
+  const payload = changedPayload(sealing, cmd.kind, b, cur.payload);
   checkDocumentPayload(cmd.schema?.definition, payload);
   const events: DocumentEvent[] = [
     {

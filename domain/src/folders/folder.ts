@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type EventMetadata, type FolderResponse, IMMUTABLE_FOLDER_KEYS, InternalError, invalid, notFound, PATCHABLE_FOLDER_KEYS, patchFolderFields, type Principal, versionConflict } from '@svc/contracts';
-import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
-import { requirePatchableKeys, requireValidFields } from '../shared/patch-body';
+import { assertNever, type Decider, type EventsOf, nextVersion, unexpected } from '../shared/decider';
+import { checkPatchBody, type PatchRules } from '../shared/patch-body';
 import { stampOwnership, withinDataScope } from '../tenancy/access';
 
 export interface LiveFolder {
@@ -119,12 +119,13 @@ export type FolderCommand =
   /** `items` counts everything in the folder (sub-folders, records, documents), readable by the caller or not. */
   | { type: 'DeleteFolder'; actor: Principal; expectedVersion?: number; items: number };
 
-/** Rejections of a PATCH body that do not depend on the folder (run before ownership stamping). */
-export function checkFolderPatch(b: Record<string, unknown>): void {
-  for (const k of IMMUTABLE_FOLDER_KEYS) if (k in b) throw invalid(k === 'slug' ? 'slug is immutable' : 'parentFolderId cannot be changed: folders cannot be moved');
-  requirePatchableKeys(b, PATCHABLE_FOLDER_KEYS);
-  requireValidFields(b, patchFolderFields);
-}
+/** What a folder PATCH may hold (checked before ownership stamping). */
+const FOLDER_PATCH: PatchRules = {
+  immutable: IMMUTABLE_FOLDER_KEYS,
+  fixed: (k) => (k === 'slug' ? 'slug is immutable' : 'parentFolderId cannot be changed: folders cannot be moved'),
+  patchable: PATCHABLE_FOLDER_KEYS,
+  fields: patchFolderFields,
+};
 
 /** A live folder the actor can see; anything else is the same 404 (a hidden folder's existence is not revealed). */
 function visible(actor: Principal, state: FolderState): LiveFolder {
@@ -136,7 +137,7 @@ function decideChange(cmd: Extract<FolderCommand, { type: 'ChangeFolder' }>, sta
   const cur = visible(cmd.actor, state);
   const b = cmd.body;
   // Body rejections come before ownership checks (a 400 before a 403), the root's before both.
-  if (cmd.kind === 'patch' && !cur.isProtected) checkFolderPatch(b);
+  if (cmd.kind === 'patch' && !cur.isProtected) checkPatchBody(b, FOLDER_PATCH);
   const own = 'userId' in b || 'scopes' in b ? stampOwnership(cmd.actor, { userId: b.userId as string | undefined, scopes: b.scopes as string[] | undefined }) : undefined;
   if (cur.isProtected) throw invalid('The context root folder cannot be changed');
   if (cmd.kind === 'put') {
@@ -215,9 +216,8 @@ export const folderDecider: Decider<FolderState, FolderCommand, FolderEvent> = {
         return { exists: true, id: folderId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, ...d, createdAt: at, lastModified: at, version: 1 };
       }
       case 'FolderUpdated': {
-        if (!state.exists) return state;
         const { folderId: _, change: __, ...d } = e.data;
-        return { ...state, ...d, lastModified: at, version: state.version + 1 };
+        return nextVersion(state, { ...d, lastModified: at });
       }
       case 'FolderDeleted':
         return { exists: false, deleted: true };

@@ -1,10 +1,10 @@
 import { type EntityResponse, type EventMetadata, IMMUTABLE_ENTITY_KEYS, InternalError, invalid, notFound, PATCHABLE_ENTITY_KEYS, patchEntityFields, type Principal, type SchemaDefinition, versionConflict } from '@svc/contracts';
-import { mergePatch } from '../records/payload';
-import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
-import { requirePatchableKeys, requireValidFields } from '../shared/patch-body';
+import { changedPayload } from '../records/payload';
+import { assertNever, type Decider, type EventsOf, nextVersion, unexpected } from '../shared/decider';
+import { checkPatchBody, type PatchRules } from '../shared/patch-body';
 import type { PayloadSealing } from '../shared/sealing';
 import { maskPayload } from '../records/view';
-import { checkIdentityPayload } from './user';
+import { storedIdentityPayload } from './payload';
 
 export interface LiveEntity {
   exists: true;
@@ -35,12 +35,7 @@ export function canSeeEntity(p: Principal, e: Pick<LiveEntity, 'tenantId' | 'con
   return !scopes?.length || scopes.includes(entityScope(e));
 }
 
-/** Rejections of a PATCH body that do not depend on the entity. */
-export function checkEntityPatch(b: Record<string, unknown>): void {
-  for (const k of IMMUTABLE_ENTITY_KEYS) if (k in b) throw invalid(`${k} cannot be changed`);
-  requirePatchableKeys(b, PATCHABLE_ENTITY_KEYS);
-  requireValidFields(b, patchEntityFields);
-}
+const ENTITY_PATCH: PatchRules = { immutable: IMMUTABLE_ENTITY_KEYS, patchable: PATCHABLE_ENTITY_KEYS, fields: patchEntityFields };
 
 export type EntityEvent = EventsOf<'EntityCreated' | 'EntityUpdated' | 'EntityDeleted'>;
 
@@ -68,7 +63,6 @@ function visible(actor: Principal, state: EntityState): LiveEntity {
 
 /** The entity decider; payloads are stored sealed (see `userDecider`). */
 export function entityDecider(sealing: Pick<PayloadSealing, 'seal' | 'unseal'>): Decider<EntityState, EntityCommand, EntityEvent> {
-  const sealed = (def: SchemaDefinition | undefined, payload: Record<string, unknown>) => (def ? sealing.seal(def, payload) : payload);
   return {
     initialState: () => ({ exists: false }),
 
@@ -77,28 +71,21 @@ export function entityDecider(sealing: Pick<PayloadSealing, 'seal' | 'unseal'>):
         case 'CreateEntity': {
           if (state.exists || state.deleted) throw new InternalError('entity id reused');
           if (!cmd.namespaces.includes(cmd.namespace)) throw invalid(`namespace '${cmd.namespace}' is not org, client or a registered namespace`);
-          const payload = cmd.payload ?? {};
-          checkIdentityPayload(cmd.definition, payload);
-          return [{ type: 'EntityCreated', data: { entityId: cmd.entityId, namespace: cmd.namespace, key: cmd.key, payload: sealed(cmd.definition, payload), schemaId: cmd.schemaId ?? null } }];
+          const payload = storedIdentityPayload(sealing, cmd.definition, cmd.payload ?? {});
+          return [{ type: 'EntityCreated', data: { entityId: cmd.entityId, namespace: cmd.namespace, key: cmd.key, payload, schemaId: cmd.schemaId ?? null } }];
         }
         case 'ChangeEntity': {
           const cur = visible(cmd.actor, state);
           const b = cmd.body;
-          if (cmd.kind === 'patch') checkEntityPatch(b);
+          if (cmd.kind === 'patch') checkPatchBody(b, ENTITY_PATCH);
           else {
             if (b.namespace !== undefined && b.namespace !== cur.namespace) throw invalid('namespace is immutable');
             if (b.key !== undefined && b.key !== cur.key) throw invalid('key is immutable');
             if (b.schemaId !== undefined && b.schemaId !== cur.schemaId) throw invalid('schemaId is immutable');
           }
           if (b.expectedVersion !== undefined && b.expectedVersion !== cur.version) throw versionConflict();
-          const payload =
-            cmd.kind === 'put'
-              ? ((b.payload as Record<string, unknown> | undefined) ?? {})
-              : b.payload !== undefined
-                ? (mergePatch(sealing.unseal(cur.payload ?? {}), b.payload) as Record<string, unknown>)
-                : sealing.unseal(cur.payload ?? {});
-          checkIdentityPayload(cmd.definition, payload);
-          return [{ type: 'EntityUpdated', data: { entityId: cur.id, payload: sealed(cmd.definition, payload), change: cmd.kind } }];
+          const payload = storedIdentityPayload(sealing, cmd.definition, changedPayload(sealing, cmd.kind, b, cur.payload));
+          return [{ type: 'EntityUpdated', data: { entityId: cur.id, payload, change: cmd.kind } }];
         }
         case 'DeleteEntity': {
           const cur = visible(cmd.actor, state);
@@ -118,7 +105,7 @@ export function entityDecider(sealing: Pick<PayloadSealing, 'seal' | 'unseal'>):
           return { exists: true, id: entityId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, ...d, createdAt: at, updatedAt: at, version: 1 };
         }
         case 'EntityUpdated':
-          return state.exists ? { ...state, payload: e.data.payload, updatedAt: at, version: state.version + 1 } : state;
+          return nextVersion(state, { payload: e.data.payload, updatedAt: at });
         case 'EntityDeleted':
           return { exists: false, deleted: true };
         default:

@@ -1,10 +1,11 @@
 import { type EventMetadata, forbidden, IMMUTABLE_USER_KEYS, InternalError, invalid, notFound, PATCHABLE_USER_KEYS, patchUserFields, type Principal, type SchemaDefinition, type UserResponse } from '@svc/contracts';
-import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
-import { requirePatchableKeys, requireValidFields } from '../shared/patch-body';
+import { assertNever, type Decider, type EventsOf, nextVersion, unexpected } from '../shared/decider';
+import { checkPatchBody, type PatchRules } from '../shared/patch-body';
 import type { PayloadSealing } from '../shared/sealing';
 import { canReach, type Owned, stampOwnership } from '../tenancy/access';
-import { checkInlineLimit, mergePatch, validatePayload } from '../records/payload';
+import { changedPayload } from '../records/payload';
 import { maskPayload } from '../records/view';
+import { storedIdentityPayload } from './payload';
 
 export interface LiveUser {
   exists: true;
@@ -22,16 +23,8 @@ export interface LiveUser {
 }
 export type UserState = { exists: false; deleted?: boolean } | LiveUser;
 
-/** Payload rules without a schema: reserved keys, number rules and the inline size limit. */
-export const BARE_DEFINITION = { typeName: 'bare', displayName: 'bare', allowedSurfaces: ['user', 'entity'] } as SchemaDefinition;
-
 /** Emails are unique per tenant regardless of case and surrounding spaces. */
 export const emailKey = (email: string) => email.trim().toLowerCase();
-
-export function checkIdentityPayload(def: SchemaDefinition | undefined, payload: Record<string, unknown>): void {
-  validatePayload(def ?? BARE_DEFINITION, payload, { enforceRequired: true });
-  checkInlineLimit(def ?? BARE_DEFINITION, payload);
-}
 
 /** A user is owned by itself: a credential bound to an identity reaches that user only; scoped credentials reach users sharing a scope. */
 export const userOwner = (u: Pick<LiveUser, 'id' | 'tenantId' | 'contextId' | 'scopes'>): Owned => ({ tenantId: u.tenantId, contextId: u.contextId, userId: u.id, scopes: u.scopes });
@@ -41,12 +34,7 @@ export function requireRootForUserSchema(p: Principal): void {
   if (p.kind !== 'root') throw forbidden();
 }
 
-/** Rejections of a PATCH body that do not depend on the user. */
-export function checkUserPatch(b: Record<string, unknown>): void {
-  for (const k of IMMUTABLE_USER_KEYS) if (k in b) throw invalid(`${k} cannot be changed`);
-  requirePatchableKeys(b, PATCHABLE_USER_KEYS);
-  requireValidFields(b, patchUserFields);
-}
+const USER_PATCH: PatchRules = { immutable: IMMUTABLE_USER_KEYS, patchable: PATCHABLE_USER_KEYS, fields: patchUserFields };
 
 export type UserEvent = EventsOf<'UserCreated' | 'UserUpdated' | 'UserDeleted'>;
 
@@ -79,7 +67,6 @@ function reachable(actor: Principal, state: UserState): LiveUser {
  * what the decision stores.
  */
 export function userDecider(sealing: Pick<PayloadSealing, 'seal' | 'unseal'>): Decider<UserState, UserCommand, UserEvent> {
-  const sealed = (def: SchemaDefinition | undefined, payload: Record<string, unknown>) => (def ? sealing.seal(def, payload) : payload);
   return {
     initialState: () => ({ exists: false }),
 
@@ -87,34 +74,28 @@ export function userDecider(sealing: Pick<PayloadSealing, 'seal' | 'unseal'>): D
       switch (cmd.type) {
         case 'CreateUser': {
           if (state.exists || state.deleted) throw new InternalError('user id reused');
-          const payload = cmd.payload ?? {};
-          checkIdentityPayload(cmd.definition, payload);
+          const payload = storedIdentityPayload(sealing, cmd.definition, cmd.payload ?? {});
           return [
             {
               type: 'UserCreated',
-              data: { userId: cmd.userId, email: cmd.email ?? null, displayName: cmd.displayName ?? null, payload: sealed(cmd.definition, payload), schemaId: cmd.schemaId ?? null, scopes: cmd.scopes },
+              data: { userId: cmd.userId, email: cmd.email ?? null, displayName: cmd.displayName ?? null, payload, schemaId: cmd.schemaId ?? null, scopes: cmd.scopes },
             },
           ];
         }
         case 'ChangeUser': {
           const cur = reachable(cmd.actor, state);
           const b = cmd.body;
-          if (cmd.kind === 'patch') checkUserPatch(b);
+          if (cmd.kind === 'patch') checkPatchBody(b, USER_PATCH);
           if (cur.schemaId) requireRootForUserSchema(cmd.actor);
           const scopes = 'scopes' in b ? (stampOwnership(cmd.actor, { scopes: b.scopes as string[] }).scopes ?? []) : undefined;
           if (cmd.kind === 'put' && b.schemaId !== undefined && b.schemaId !== cur.schemaId) throw invalid('schemaId is immutable');
           const put = cmd.kind === 'put';
-          const payload = put
-            ? ((b.payload as Record<string, unknown> | undefined) ?? {})
-            : b.payload !== undefined
-              ? (mergePatch(sealing.unseal(cur.payload), b.payload) as Record<string, unknown>)
-              : sealing.unseal(cur.payload);
-          checkIdentityPayload(cmd.definition, payload);
+          const payload = storedIdentityPayload(sealing, cmd.definition, changedPayload(sealing, cmd.kind, b, cur.payload));
           const pick = (k: 'email' | 'displayName') => (put ? ((b[k] as string | undefined) ?? null) : k in b ? (b[k] as string) : cur[k]);
           return [
             {
               type: 'UserUpdated',
-              data: { userId: cur.id, email: pick('email'), displayName: pick('displayName'), payload: sealed(cmd.definition, payload), scopes: scopes ?? cur.scopes, change: cmd.kind },
+              data: { userId: cur.id, email: pick('email'), displayName: pick('displayName'), payload, scopes: scopes ?? cur.scopes, change: cmd.kind },
             },
           ];
         }
@@ -136,9 +117,8 @@ export function userDecider(sealing: Pick<PayloadSealing, 'seal' | 'unseal'>): D
           return { exists: true, id: userId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, ...d, createdAt: at, updatedAt: at, version: 1 };
         }
         case 'UserUpdated': {
-          if (!state.exists) return state;
           const { userId: _, change: __, ...d } = e.data;
-          return { ...state, ...d, updatedAt: at, version: state.version + 1 };
+          return nextVersion(state, { ...d, updatedAt: at });
         }
         case 'UserDeleted':
           return { exists: false, deleted: true };

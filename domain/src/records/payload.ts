@@ -1,5 +1,6 @@
 import { checkNumberValue, invalid, RESERVED_NAMES, type SchemaDefinition, ServiceError } from '@svc/contracts';
 import { compilePattern, patternTest, PATTERN_CHECK_BUDGET } from './pattern';
+import type { PayloadSealing } from '../shared/sealing';
 import { ownValue } from './own-value';
 
 type FieldDef = NonNullable<SchemaDefinition['fields']>[number];
@@ -143,6 +144,12 @@ export function checkInlineLimit(def: SchemaDefinition, payload: Record<string, 
   return bytes;
 }
 
+/** What a payload about to be stored (created or changed) must hold: its schema's rules, required fields included, and the size limits. */
+export function checkStoredPayload(def: SchemaDefinition, payload: Record<string, unknown>): void {
+  validatePayload(def, payload, { enforceRequired: true });
+  checkInlineLimit(def, payload);
+}
+
 /** RFC 7386 merge patch: null deletes a key, objects merge recursively, anything else replaces. */
 export function mergePatch(target: unknown, patch: unknown): unknown {
   if (!isObject(patch)) return patch;
@@ -152,4 +159,14 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
     else out[k] = mergePatch(out[k], v);
   }
   return out;
+}
+
+/**
+ * The plaintext payload a PUT or PATCH body leaves: PUT's `payload` replaces the stored one (absent: empty);
+ * PATCH merges it into the stored one, unsealed (RFC 7386), and without one keeps the stored one.
+ */
+export function changedPayload(sealing: Pick<PayloadSealing, 'unseal'>, kind: 'put' | 'patch', body: Record<string, unknown>, stored: Record<string, unknown>): Record<string, unknown> {
+  if (kind === 'put') return (body.payload as Record<string, unknown> | undefined) ?? {};
+  const plain = sealing.unseal(stored);
+  return body.payload !== undefined ? (mergePatch(plain, body.payload) as Record<string, unknown>) : plain;
 }

@@ -1,9 +1,9 @@
 import { type DomainEvent, type EventMetadata, IMMUTABLE_RECORD_KEYS, InternalError, invalid, notFound, PATCHABLE_RECORD_KEYS, type SchemaDefinition, versionConflict } from '@svc/contracts';
-import { checkInlineLimit, mergePatch, validatePayload } from './payload';
+import { changedPayload, checkStoredPayload } from './payload';
 import { ownValue } from './own-value';
 import { lookupsOf } from '../schemas/schema';
-import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
-import { requirePatchableKeys } from '../shared/patch-body';
+import { assertNever, type Decider, type EventsOf, nextVersion, unexpected } from '../shared/decider';
+import { checkPatchBody, type PatchRules } from '../shared/patch-body';
 import type { PayloadSealing } from '../shared/sealing';
 
 export interface LiveRecord {
@@ -92,9 +92,8 @@ function evolve(state: RecordState, e: RecordEvent, m?: EventMetadata): RecordSt
       return { exists: true, id: recordId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, ...d, createdBy: m?.actorKeyId ?? null, createdAt: at, updatedAt: at, version: 1 };
     }
     case 'RecordUpdated': {
-      if (!state.exists) return state;
       const { recordId: _, change: __, ...d } = e.data;
-      return { ...state, ...d, updatedAt: at, version: state.version + 1 };
+      return nextVersion(state, { ...d, updatedAt: at });
     }
     case 'RecordDeleted':
       return { exists: false, deleted: true };
@@ -129,8 +128,7 @@ function create(sealing: PayloadSealing, cmd: Extract<RecordCommand, { type: 'Cr
   // The route refuses these before any read; the decision holds them too.
   if (def.active === false) throw invalid('The schema is inactive: new records are rejected');
   if (!def.allowedSurfaces.includes('record')) throw invalid('The schema does not allow the record surface');
-  validatePayload(def, cmd.payload, { enforceRequired: true });
-  checkInlineLimit(def, cmd.payload);
+  checkStoredPayload(def, cmd.payload);
   const { payload, ...blindIndex } = sealed(sealing, [cmd.tenantId, cmd.contextId, def.typeName], def, cmd.payload);
   return [
     {
@@ -153,14 +151,15 @@ function create(sealing: PayloadSealing, cmd: Extract<RecordCommand, { type: 'Cr
   ];
 }
 
+const RECORD_PATCH: PatchRules = { immutable: IMMUTABLE_RECORD_KEYS, fixed: (k) => `${k} cannot be changed by PATCH`, patchable: PATCHABLE_RECORD_KEYS };
+
 /** Rejections change nothing; the stored payload is unsealed to merge and validate, and sealed again. */
 function change(sealing: PayloadSealing, cmd: Extract<RecordCommand, { type: 'ChangeRecord' }>, state: RecordState): RecordEvent[] {
   const cur = live(state);
   const b = cmd.body;
   if (Array.isArray(b.scopes) && b.scopes.length > 2) throw invalid('scopes: at most 2');
   if (cmd.kind === 'patch') {
-    for (const k of IMMUTABLE_RECORD_KEYS) if (k in b) throw invalid(`${k} cannot be changed by PATCH`);
-    requirePatchableKeys(b, PATCHABLE_RECORD_KEYS);
+    checkPatchBody(b, RECORD_PATCH);
     if (b.payload !== undefined && (typeof b.payload !== 'object' || Array.isArray(b.payload))) throw invalid('payload must be an object');
   } else {
     if (b.externalId !== undefined && b.externalId !== cur.externalId) throw invalid('externalId is immutable');
@@ -169,14 +168,8 @@ function change(sealing: PayloadSealing, cmd: Extract<RecordCommand, { type: 'Ch
   if (b.expectedVersion !== undefined && b.expectedVersion !== cur.version) throw versionConflict();
   if ('folderId' in b && (b.folderId === null || b.folderId === '')) throw invalid('folderId cannot be cleared');
   const def = cmd.schema.definition;
-  const next =
-    cmd.kind === 'put'
-      ? ((b.payload as Record<string, unknown> | undefined) ?? {})
-      : b.payload !== undefined
-        ? (mergePatch(sealing.unseal(cur.payload), b.payload) as Record<string, unknown>)
-        : sealing.unseal(cur.payload);
-  validatePayload(def, next, { enforceRequired: true });
-  checkInlineLimit(def, next);
+  const next = changedPayload(sealing, cmd.kind, b, cur.payload);
+  checkStoredPayload(def, next);
   return [
     {
       type: 'RecordUpdated',

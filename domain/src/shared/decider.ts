@@ -29,3 +29,11 @@ export function assertNever(x: never): never {
  * another kind found in a stream at run time leaves the state as it is (a reader never fails on it).
  */
 export const unexpected = <S>(_event: never, state: S): S => state;
+
+/**
+ * The state an update event leaves: `changes` (its fields, its time stamp) over a live state, one version on
+ * (the version counts the created and updated events); a state that is not live stays as it is.
+ */
+export function nextVersion<State extends { exists: false } | { exists: true; version: number }>(state: State, changes: Partial<Extract<State, { exists: true }>>): State {
+  return state.exists ? { ...state, ...changes, version: state.version + 1 } : state;
+}

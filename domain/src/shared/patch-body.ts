@@ -14,3 +14,22 @@ export function requireValidFields(body: Record<string, unknown>, fields: z.ZodT
   const r = fields.safeParse(body);
   if (!r.success) throw invalid(`Invalid body: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
 }
+
+/** What one resource's PATCH body may hold. */
+export interface PatchRules {
+  /** Keys fixed once the resource is created. */
+  immutable: readonly string[];
+  /** The refusal of a fixed key (default: `<key> cannot be changed`). */
+  fixed?: (key: string) => string;
+  /** Keys a PATCH may change. */
+  patchable: readonly string[];
+  /** How their values validate (a 400 naming every issue). */
+  fields?: z.ZodTypeAny;
+}
+
+/** Rejections of a PATCH body that do not depend on the resource: a fixed key, a key a PATCH may not change or clear, an invalid value. */
+export function checkPatchBody(body: Record<string, unknown>, rules: PatchRules): void {
+  for (const k of rules.immutable) if (k in body) throw invalid(rules.fixed ? rules.fixed(k) : `${k} cannot be changed`);
+  requirePatchableKeys(body, rules.patchable);
+  if (rules.fields) requireValidFields(body, rules.fields);
+}

@@ -1,4 +1,4 @@
-import { availableParallelism } from 'node:os';
+import { availableParallelism, setPriority } from 'node:os';
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -93,6 +93,15 @@ function startHost(mode: 'thread' | 'process', data: Record<string, unknown>, on
     return { post: (m) => w.postMessage(m), ref: () => w.ref(), unref: () => w.unref(), terminate: () => w.terminate() };
   }
   const c = fork(fileURLToPath(file), [], { execArgv: [], serialization: 'advanced', env: { ...process.env, SVC_EMBED_WORKER: JSON.stringify(data) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // Below the service in the scheduler: on a machine with few cores an indexing backlog would otherwise take the
+  // CPU from the requests (it yields when the API is busy and runs at full speed when it is not).
+  if (c.pid !== undefined) {
+    try {
+      setPriority(c.pid, modelNiceness());
+    } catch {
+      // not permitted here (the priority stays the service's)
+    }
+  }
   c.on('message', (m) => on.message(m as Answer));
   c.on('error', on.lost);
   c.on('exit', (code, signal) => on.lost(new Error(`model process exited (${signal ?? `code ${code}`})`)));
@@ -109,6 +118,12 @@ function startHost(mode: 'thread' | 'process', data: Record<string, unknown>, on
       }),
   };
 }
+
+/** Scheduling niceness of the model processes: EMBEDDING_NICE (0-19), default 10. */
+export const modelNiceness = (env: NodeJS.ProcessEnv = process.env): number => {
+  const n = Number(env.EMBEDDING_NICE);
+  return Number.isInteger(n) && n >= 0 && n <= 19 ? n : 10;
+};
 
 /** Threads of the pool: EMBEDDING_THREADS, else one per core. */
 export const defaultPoolSize = (env: NodeJS.ProcessEnv = process.env): number => {

@@ -105,3 +105,21 @@ export async function closedLoop(o: LoadOptions): Promise<LoadResult> {
   await o.onMeasureStart?.();
   return phase(o.durationMs);
 }
+
+/** Several runs of one scenario as one result: ops and seconds summed, percentiles the mean of the runs'. */
+export const sumLoads = (rs: LoadResult[]): LoadResult => {
+  const ops = rs.reduce((a, r) => a + r.ops, 0);
+  const seconds = rs.reduce((a, r) => a + r.seconds, 0);
+  const mean = (k: 'p50' | 'p90' | 'p99') => rs.reduce((a, r) => a + r[k], 0) / rs.length;
+  return {
+    ops,
+    seconds,
+    opsPerSec: ops / seconds,
+    p50: mean('p50'),
+    p90: mean('p90'),
+    p99: mean('p99'),
+    max: Math.max(...rs.map((r) => r.max)),
+    errors: rs.reduce((a, r) => a + r.errors, 0),
+    firstError: rs.find((r) => r.firstError)?.firstError,
+  };
+};

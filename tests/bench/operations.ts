@@ -11,7 +11,7 @@ import { readTenantEvents } from '@svc/domain';
 import { ActivityLogStore, EXPORT_PAGE, exportChunks } from '@svc/query-api';
 import { OPERATOR_TOKEN } from '../src/support/service';
 import { startHttpService } from './http';
-import { closedLoop, type LoadResult } from './load';
+import { closedLoop, type LoadResult, sumLoads } from './load';
 import type { Timing } from './raw';
 import { BENCH_SCHEMA, createBody } from './workload';
 
@@ -282,22 +282,6 @@ export async function exportInProcess(dir: string, count: number, log: (m: strin
   }
 }
 
-const sum = (rs: LoadResult[]): LoadResult => {
-  const ops = rs.reduce((a, r) => a + r.ops, 0);
-  const seconds = rs.reduce((a, r) => a + r.seconds, 0);
-  const mean = (k: 'p50' | 'p90' | 'p99') => rs.reduce((a, r) => a + r[k], 0) / rs.length;
-  return {
-    ops,
-    seconds,
-    opsPerSec: ops / seconds,
-    p50: mean('p50'),
-    p90: mean('p90'),
-    p99: mean('p99'),
-    max: Math.max(...rs.map((r) => r.max)),
-    errors: rs.reduce((a, r) => a + r.errors, 0),
-    firstError: rs.find((r) => r.firstError)?.firstError,
-  };
-};
 
 export async function benchOperations(o: {
   newDir: (prefix: string) => string;
@@ -333,8 +317,8 @@ export async function benchOperations(o: {
   o.log(`A recorder alone: onResponse ${micro.onResponseUs.toFixed(2)} µs/entry, batched write ${micro.writeUs.toFixed(2)} µs/entry (${micro.entries} entries, PGlite)`);
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const cpuMsPerOp = { on: mean(cpu.on), off: mean(cpu.off) };
-  if (rounds.length === 0) return { on: sum([]), off: sum([]), ratio: NaN, rounds, cpuMsPerOp, seen, micro, httpExport };
-  const on = sum(rounds.map((r) => r.on));
-  const off = sum(rounds.map((r) => r.off));
+  if (rounds.length === 0) return { on: sumLoads([]), off: sumLoads([]), ratio: NaN, rounds, cpuMsPerOp, seen, micro, httpExport };
+  const on = sumLoads(rounds.map((r) => r.on));
+  const off = sumLoads(rounds.map((r) => r.off));
   return { on, off, ratio: on.opsPerSec / off.opsPerSec, rounds, cpuMsPerOp, seen, micro, httpExport };
 }

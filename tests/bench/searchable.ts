@@ -1,6 +1,6 @@
 import { Pool } from 'undici';
 import { startHttpService, type HttpService } from './http';
-import { closedLoop, type LoadResult, percentile } from './load';
+import { closedLoop, type LoadResult, percentile, sumLoads } from './load';
 import type { Timing } from './raw';
 import { basePassages, syntheticPassage } from './search';
 
@@ -82,13 +82,6 @@ async function createLoop(c: Client, typeName: string, t: Timing & { createMs: n
   });
 }
 
-const sumResults = (rs: LoadResult[]): LoadResult => {
-  const ops = rs.reduce((a, r) => a + r.ops, 0);
-  const seconds = rs.reduce((a, r) => a + r.seconds, 0);
-  const mean = (k: 'p50' | 'p90' | 'p99') => rs.reduce((a, r) => a + r[k], 0) / rs.length;
-  return { ops, seconds, opsPerSec: ops / seconds, p50: mean('p50'), p90: mean('p90'), p99: mean('p99'), max: Math.max(...rs.map((r) => r.max)), errors: rs.reduce((a, r) => a + r.errors, 0), firstError: rs.find((r) => r.firstError)?.firstError };
-};
-
 /** (a) NONE vs TEXT creates, a fresh service per run, order alternating per round. */
 async function createRounds(newDir: (p: string) => string, t: Timing & { createMs: number }, rounds: number, env: Record<string, string>, log: (m: string) => void) {
   const out: Array<{ none: LoadResult; text: LoadResult }> = [];
@@ -109,8 +102,8 @@ async function createRounds(newDir: (p: string) => string, t: Timing & { createM
     }
     out.push({ none: got.none!, text: got.text! });
   }
-  const none = sumResults(out.map((r) => r.none));
-  const text = sumResults(out.map((r) => r.text));
+  const none = sumLoads(out.map((r) => r.none));
+  const text = sumLoads(out.map((r) => r.text));
   return { none, text, ratio: text.opsPerSec / none.opsPerSec, rounds: out };
 }
 

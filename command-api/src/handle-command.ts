@@ -1,5 +1,5 @@
 import { conflict, type DomainEvent, EVENT_SCHEMA_VERSION, type EventMetadata, parseEventData, type RequestMeta } from '@svc/contracts';
-import { type AppendRequest, type EventStore, type ExpectedRevision, type IdGenerator, type NewEvent, type ReadModelBarrier, type StoredEvent, WrongExpectedRevisionError } from '@svc/domain';
+import { type AppendRequest, type EventStore, type ExpectedRevision, type IdGenerator, type NewEvent, type ReadModelBarrier, REVOKING_EVENTS, type StoredEvent, WrongExpectedRevisionError } from '@svc/domain';
 import { contended } from './contention';
 import type { PayloadSealer } from './records/sealing';
 import type { UsageMeter } from './usage/meter';
@@ -13,6 +13,11 @@ export interface CommandDeps {
   log?: (message: string) => void;
   /** Metering (docs/api.md "Usage"): writes carry their charge in their commit (DomainAppend.charge). Absent: nothing is metered. */
   meter?: UsageMeter;
+  /**
+   * Called once a write that revoked credentials (REVOKING_EVENTS) has reached the read models, before it is
+   * answered: this process's credential cache forgets, whether or not its projector or a notification got there first.
+   */
+  onRevoked?: () => void;
 }
 
 export function metadataFor(meta: RequestMeta, tenantId = meta.principal.tenantId, contextId = meta.principal.contextId): EventMetadata {
@@ -62,6 +67,7 @@ export async function commit(deps: CommandDeps, metadata: EventMetadata, appends
   // The write is durable once appended. If the projector is stalled past the barrier's timeout we still answer
   // (a retried create would duplicate) and say so in the log; reads catch up when the projector does.
   if (position > 0 && !(await deps.barrier.waitFor(position))) deps.log?.(`read models did not reach position ${position} in time; answering anyway`);
+  if (deps.onRevoked && requests.some((r) => r.events.some((e) => REVOKING_EVENTS.has(e.type)))) deps.onRevoked();
   return position;
 }
 

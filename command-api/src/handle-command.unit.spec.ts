@@ -68,6 +68,16 @@ describe('handleCommand', () => {
     expect(out.position).toBe(2);
   });
 
+  it('a write that revokes credentials empties this process\'s credential cache once the read models have it, before it is answered', async () => {
+    const { deps, waits } = setup();
+    const heard: string[] = [];
+    const withHook = { ...deps, barrier: { waitFor: async (p: number) => (heard.push(`barrier ${p}`), waits.push(p), true) }, onRevoked: () => heard.push('revoked') };
+    await handleCommand(withHook, { streamId: 's', aggregate: counter, metadata: md, decide: () => ({ events: [ev('a')] }) });
+    expect(heard, 'not a revocation: the cache is kept').toEqual(['barrier 1']);
+    await handleCommand(withHook, { streamId: 'credential-k', aggregate: counter, metadata: md, decide: () => ({ events: [{ type: 'CredentialRevoked', data: { credentialId: 'k' } } as DomainEvent] }) });
+    expect(heard).toEqual(['barrier 1', 'barrier 2', 'revoked']);
+  });
+
   it('a writer that got in between: the command is loaded, prepared and decided again', async () => {
     const { store, deps } = setup();
     store.write('s', [{ id: 'x', type: 'NamespaceCreated', data: { name: 'x', description: null }, metadata: md }]);

@@ -1,7 +1,7 @@
 import { deriveKey, type Paginator, type RouteSpec } from '@svc/contracts';
 import { type BlobStore, canSeeSchema, DEFAULT_PRICES, DEFAULT_URL_TTL_MS, type EventStore, type PresignedBlobUrls, type SearchEngines, type Sql, StorageGrants } from '@svc/domain';
 import { batchWriteRoute, type CommandDeps, type ScriptRouteDeps, scriptCommandRoutes, type WebhookCommandDeps, webhookCommandRoutes, webhookDomainRoutes, webhookRetryRoute, documentCommandRoutes, folderCommandRoutes, identityCommandRoutes, recordCommandRoutes, rootFolderGuard, schemaCommandRoutes, storageRoutes, tenancyCommandRoutes, triggerCommandRoutes, type WindowCounter } from '@svc/command-api';
-import { documentsProjection, DocumentWorker, foldersProjection, historyProjection, identityProjection, recordsProjection, schemasProjection, sqlFolderContents, sqlNamespaceUsage, type SqlProjection, sqlRootKeyIndex, sqlTenantContexts, tenancyProjection, TriggerRunner, type TriggerRunnerOptions, triggersProjection, usageProjection, webhooksProjection } from '@svc/projectors';
+import { documentsProjection, DocumentWorker, foldersProjection, historyProjection, identityProjection, recordsProjection, schemasProjection, sqlFolderContents, sqlNamespaceUsage, type RevocationHooks, type SqlProjection, sqlRootKeyIndex, sqlTenantContexts, tenancyProjection, TriggerRunner, type TriggerRunnerOptions, triggersProjection, usageProjection, webhooksProjection } from '@svc/projectors';
 import { activityLogRoutes, ActivityLogStore, builtinModel, documentQueryRoutes, inferenceRoutes, scriptQueryRoutes, ModelCatalog, openAiModel, DocumentReads, exportRoutes, folderHistoryRoutes, folderQueryRoutes, FolderReads, HistoryReads, historyRoutes, identityQueryRoutes, IdentityReads, meteredSearch, type ReadCache, recordQueryRoutes, RecordReads, type RecordRow, schemaQueryRoutes, SchemaReads, searchRoutes, tenancyQueryRoutes, type TenancyReads, triggerQueryRoutes, UsageReads, usageRoutes, webhookQueryRoutes } from '@svc/query-api';
 import type { Config } from './config';
 import type { Area } from './http/areas';
@@ -139,8 +139,8 @@ export function queryAreas(f: QueryFeatureDeps): Area[] {
 export const queryRoutes = (f: QueryFeatureDeps): RouteSpec[] => queryAreas(f).flatMap((a) => a.routes);
 
 /** Order matters inside a batch: history reads each entity as it was before the event. */
-export const readModelProjections = (o: { onCredentialChange: () => void; onRecordsChanged?: (ids: string[] | null) => void; onUsageChange?: (accountId?: string, totals?: ReadonlyMap<string, number>) => void }): SqlProjection[] => [
-  tenancyProjection(o.onCredentialChange),
+export const readModelProjections = (o: { revocations?: RevocationHooks; onRecordsChanged?: (ids: string[] | null) => void; onUsageChange?: (accountId?: string, totals?: ReadonlyMap<string, number>) => void }): SqlProjection[] => [
+  tenancyProjection(o.revocations),
   historyProjection(),
   schemasProjection(),
   recordsProjection(o.onRecordsChanged),

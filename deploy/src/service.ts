@@ -69,7 +69,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
   // Metering on the log (docs/api.md "Usage"): writes charge in their own append, searches once served, reads in batches.
   const meter = new UsageMeter({ store, barrier, ids, prices: config.prices, now, log, flushMs: config.usageReadsFlushMs });
   meter.enabled = config.metering;
-  const deps: CommandDeps = { store, barrier, ids, sealer, log, meter };
+  const deps: CommandDeps = { store, barrier, ids, sealer, log, meter, onRevoked: () => caches.credentials.invalidate() };
   const webhooks = webhookSettings(config, role, secret, log);
   const scripts = openScripts(config, role, engines, deps);
   const reactors = await startReactors({ config, role, engines, projections, meter, webhooks, scripts: scripts?.executor, log });

@@ -57,7 +57,7 @@ export async function rawAppend(dataDir: string, t: Timing): Promise<LoadResult>
 export async function rawAppendAndProject(dataDir: string, t: Timing): Promise<LoadResult> {
   const sql = await openSql({ dataDir });
   const store = await PostgresEventStore.open(sql);
-  const runner = new ProjectionRunner('read-models', sql, store, readModelProjections({ onCredentialChange: () => {} }));
+  const runner = new ProjectionRunner('read-models', sql, store, readModelProjections({}));
   try {
     await runner.init();
     runner.start();

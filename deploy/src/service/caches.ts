@@ -1,6 +1,6 @@
 import type { Sql } from '@svc/domain';
 import { AccountRateLimits, CachedStanding } from '@svc/command-api';
-import { sqlAccountStanding } from '@svc/projectors';
+import { type RevocationHooks, sqlAccountStanding } from '@svc/projectors';
 import { CredentialResolver, ReadCache, type RecordRow, TenancyReads } from '@svc/query-api';
 import type { RoleTraits } from './roles';
 
@@ -22,7 +22,7 @@ export interface ReadCaches {
   recordCache?: ReadCache<RecordRow>;
   pageCache?: ReadCache<unknown>;
   /** The read-model projections' change hooks (readModelProjections). */
-  onCredentialChange(): void;
+  revocations: RevocationHooks;
   onRecordsChanged(ids: string[] | null): void;
   onUsageChange(accountId?: string, totals?: ReadonlyMap<string, number>): void;
   /** What the projection runner committed: drops the caches those events change. */
@@ -50,7 +50,7 @@ export async function openCaches(sql: Sql, role: RoleTraits): Promise<ReadCaches
     standing,
     recordCache,
     pageCache,
-    onCredentialChange: () => credentials.invalidate(),
+    revocations: { revoking: () => credentials.hold(), revoked: () => credentials.release() },
     onRecordsChanged: (ids) => (ids ? recordCache?.invalidate(ids) : recordCache?.clear()),
     onUsageChange: (accountId, totals) => (accountId && totals ? totals.forEach((used, period) => standing.moved(accountId, period, used)) : standing.invalidate(accountId)),
     onCommitted(events) {

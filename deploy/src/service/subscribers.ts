@@ -47,7 +47,7 @@ export async function startProjections(o: { config: Config; role: RoleTraits; en
     READ_MODELS,
     sql,
     store,
-    readModelProjections({ onCredentialChange: caches.onCredentialChange, onRecordsChanged: caches.onRecordsChanged, onUsageChange: caches.onUsageChange }),
+    readModelProjections({ revocations: caches.revocations, onRecordsChanged: caches.onRecordsChanged, onUsageChange: caches.onUsageChange }),
     (m, e) => log(`${m}: ${e instanceof Error ? e.message : String(e)}`),
   );
   await runner.init();

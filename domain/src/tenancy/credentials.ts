@@ -7,6 +7,9 @@ type Issued = EventData<'CredentialIssued'>;
 /** PostgreSQL NOTIFY channel on which the tenancy projection announces revocations (credential caches of other processes listen). */
 export const CREDENTIAL_CHANGE_CHANNEL = 'credential_change';
 
+/** Events after which credentials that worked before may not: a revocation, a deleted context, a torn-down tenant. */
+export const REVOKING_EVENTS: ReadonlySet<string> = new Set(['CredentialRevoked', 'ContextDeleted', 'TenantTornDown']);
+
 /** The read model's list of a tenant's live root keys (for rotation). */
 export interface RootKeyIndex {
   activeRootKeys(tenantId: string): Promise<string[]>;

@@ -11,17 +11,30 @@ WITH RECURSIVE doomed(id) AS (
 )
 UPDATE rm_credentials SET revoked = true WHERE credential_id IN (SELECT id FROM doomed) AND NOT revoked`;
 
-/** Revokes credentials, then tells other processes' credential caches to forget (delivered when the projection's transaction commits). */
-async function revoke(q: SqlQueryable, statement: string, args: unknown[]): Promise<void> {
-  await q.query(statement, args);
-  await q.query('SELECT pg_notify($1, $2)', [CREDENTIAL_CHANGE_CHANNEL, '']);
+/**
+ * This process's credential cache around a revocation: `revoking` as it is applied (inside the transaction),
+ * `revoked` once that transaction has committed (query-api CredentialResolver hold / release).
+ */
+export interface RevocationHooks {
+  revoking(): void;
+  revoked(): void;
 }
 
 /** Accounts, their tenants and contexts, and credentials (by secret hash). */
-export const tenancyProjection = (onCredentialChange?: () => void): SqlProjection => ({
-  name: 'tenancy',
-  tables: ['rm_accounts', 'rm_tenants', 'rm_contexts', 'rm_credentials'],
-  ddl: `
+export const tenancyProjection = (hooks?: RevocationHooks): SqlProjection => {
+  /** A revocation was applied and its commit not yet heard (a rolled-back batch is retried, so the next commit ends it). */
+  let pending = false;
+  /** Revokes credentials, then tells other processes' credential caches to forget (delivered when the projection's transaction commits). */
+  const revoke = async (q: SqlQueryable, statement: string, args: unknown[]) => {
+    pending = true;
+    hooks?.revoking();
+    await q.query(statement, args);
+    await q.query('SELECT pg_notify($1, $2)', [CREDENTIAL_CHANGE_CHANNEL, '']);
+  };
+  return {
+    name: 'tenancy',
+    tables: ['rm_accounts', 'rm_tenants', 'rm_contexts', 'rm_credentials'],
+    ddl: `
 CREATE TABLE IF NOT EXISTS rm_accounts (
   account_id text PRIMARY KEY, doc jsonb NOT NULL, created_at timestamptz NOT NULL);
 CREATE TABLE IF NOT EXISTS rm_tenants (
@@ -40,69 +53,72 @@ ALTER TABLE rm_tenants ADD COLUMN IF NOT EXISTS torn_down_at timestamptz;
 CREATE INDEX IF NOT EXISTS rm_credentials_tenant ON rm_credentials (tenant_id);
 CREATE INDEX IF NOT EXISTS rm_credentials_parent ON rm_credentials (parent_id) WHERE parent_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS rm_credentials_root ON rm_credentials (tenant_id) WHERE kind = 'root' AND NOT revoked;`,
-  async apply(q: SqlQueryable, e: StoredEvent) {
-    const at = e.metadata.occurredAt;
-    switch (e.type) {
-      case 'AccountOpened': {
-        const d = e.data;
-        await q.query('INSERT INTO rm_accounts (account_id, doc, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [d.accountId, JSON.stringify(d), at]);
-        for (const env of ['live', 'test'] as const) {
-          await q.query('INSERT INTO rm_tenants VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING', [d.tenants[env].tenantId, d.accountId, env, d.tenants[env].contextId]);
+    async apply(q: SqlQueryable, e: StoredEvent) {
+      const at = e.metadata.occurredAt;
+      switch (e.type) {
+        case 'AccountOpened': {
+          const d = e.data;
+          await q.query('INSERT INTO rm_accounts (account_id, doc, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [d.accountId, JSON.stringify(d), at]);
+          for (const env of ['live', 'test'] as const) {
+            await q.query('INSERT INTO rm_tenants VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING', [d.tenants[env].tenantId, d.accountId, env, d.tenants[env].contextId]);
+          }
+          return;
         }
-        return;
+        case 'AccountChanged': {
+          const d = e.data;
+          const { rows } = await q.query<{ doc: EventData<'AccountOpened'> }>('SELECT doc FROM rm_accounts WHERE account_id = $1', [d.accountId]);
+          if (!rows.length) return;
+          // The account's own fold, so the read model and the write side never disagree on a change.
+          const next = accountDecider.evolve({ exists: true, ...rows[0].doc }, e);
+          if (!next.exists) return;
+          const { exists: _, ...doc } = next;
+          await q.query('UPDATE rm_accounts SET doc = $2 WHERE account_id = $1', [d.accountId, JSON.stringify(doc)]);
+          return;
+        }
+        case 'ContextCreated': {
+          const d = e.data;
+          await q.query('INSERT INTO rm_contexts VALUES ($1, $2, $3, $4, $5, $6, NULL) ON CONFLICT DO NOTHING', [d.contextId, d.tenantId, d.accountId, d.name, d.isDefault, at]);
+          return;
+        }
+        case 'ContextDeleted': {
+          const d = e.data;
+          await q.query('UPDATE rm_contexts SET deleted_at = $2 WHERE context_id = $1', [d.contextId, at]);
+          await revoke(q, 'UPDATE rm_credentials SET revoked = true WHERE context_id = $1 AND NOT cross_context', [d.contextId]);
+          return;
+        }
+        case 'TenantTornDown': {
+          // Every credential of the tenant (root, scoped, minted) stops working; its contexts are gone. The developer token is the account's and stays.
+          const d = e.data;
+          await q.query('UPDATE rm_tenants SET torn_down_at = $2 WHERE tenant_id = $1', [d.tenantId, at]);
+          await q.query('UPDATE rm_contexts SET deleted_at = $2 WHERE tenant_id = $1 AND deleted_at IS NULL', [d.tenantId, at]);
+          await revoke(q, 'UPDATE rm_credentials SET revoked = true WHERE tenant_id = $1 AND NOT revoked', [d.tenantId]);
+          return;
+        }
+        case 'CredentialIssued': {
+          const d = e.data;
+          // A child minted by a parent revoked in the meantime is born revoked.
+          await q.query(
+            `INSERT INTO rm_credentials (credential_id, secret_hash, account_id, kind, tenant_id, environment, context_id, cross_context,
+               allowed_actions, data_scope, user_id, expires_at, wire_version_pin, created_at, parent_id, revoked)
+             VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,
+               COALESCE((SELECT p.revoked FROM rm_credentials p WHERE p.credential_id = $15), false)) ON CONFLICT DO NOTHING`,
+            [d.credentialId, d.secretHash, d.accountId, d.kind, d.tenantId, d.environment, d.contextId, d.crossContext,
+              JSON.stringify(d.allowedActions), d.dataScope ? JSON.stringify(d.dataScope) : null, d.userId, d.expiresAt, d.wireVersionPin, at, d.parentCredentialId ?? null],
+          );
+          return;
+        }
+        case 'CredentialRevoked':
+          await revoke(q, REVOKE_WITH_DESCENDANTS, [e.data.credentialId]);
+          return;
       }
-      case 'AccountChanged': {
-        const d = e.data;
-        const { rows } = await q.query<{ doc: EventData<'AccountOpened'> }>('SELECT doc FROM rm_accounts WHERE account_id = $1', [d.accountId]);
-        if (!rows.length) return;
-        // The account's own fold, so the read model and the write side never disagree on a change.
-        const next = accountDecider.evolve({ exists: true, ...rows[0].doc }, e);
-        if (!next.exists) return;
-        const { exists: _, ...doc } = next;
-        await q.query('UPDATE rm_accounts SET doc = $2 WHERE account_id = $1', [d.accountId, JSON.stringify(doc)]);
-        return;
-      }
-      case 'ContextCreated': {
-        const d = e.data;
-        await q.query('INSERT INTO rm_contexts VALUES ($1, $2, $3, $4, $5, $6, NULL) ON CONFLICT DO NOTHING', [d.contextId, d.tenantId, d.accountId, d.name, d.isDefault, at]);
-        return;
-      }
-      case 'ContextDeleted': {
-        const d = e.data;
-        await q.query('UPDATE rm_contexts SET deleted_at = $2 WHERE context_id = $1', [d.contextId, at]);
-        await revoke(q, 'UPDATE rm_credentials SET revoked = true WHERE context_id = $1 AND NOT cross_context', [d.contextId]);
-        return;
-      }
-      case 'TenantTornDown': {
-        // Every credential of the tenant (root, scoped, minted) stops working; its contexts are gone. The developer token is the account's and stays.
-        const d = e.data;
-        await q.query('UPDATE rm_tenants SET torn_down_at = $2 WHERE tenant_id = $1', [d.tenantId, at]);
-        await q.query('UPDATE rm_contexts SET deleted_at = $2 WHERE tenant_id = $1 AND deleted_at IS NULL', [d.tenantId, at]);
-        await revoke(q, 'UPDATE rm_credentials SET revoked = true WHERE tenant_id = $1 AND NOT revoked', [d.tenantId]);
-        return;
-      }
-      case 'CredentialIssued': {
-        const d = e.data;
-        // A child minted by a parent revoked in the meantime is born revoked.
-        await q.query(
-          `INSERT INTO rm_credentials (credential_id, secret_hash, account_id, kind, tenant_id, environment, context_id, cross_context,
-             allowed_actions, data_scope, user_id, expires_at, wire_version_pin, created_at, parent_id, revoked)
-           VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,
-             COALESCE((SELECT p.revoked FROM rm_credentials p WHERE p.credential_id = $15), false)) ON CONFLICT DO NOTHING`,
-          [d.credentialId, d.secretHash, d.accountId, d.kind, d.tenantId, d.environment, d.contextId, d.crossContext,
-            JSON.stringify(d.allowedActions), d.dataScope ? JSON.stringify(d.dataScope) : null, d.userId, d.expiresAt, d.wireVersionPin, at, d.parentCredentialId ?? null],
-        );
-        return;
-      }
-      case 'CredentialRevoked':
-        await revoke(q, REVOKE_WITH_DESCENDANTS, [e.data.credentialId]);
-        return;
-    }
-  },
-  afterCommit(events) {
-    if (onCredentialChange && events.some((e) => e.type === 'CredentialRevoked' || e.type === 'ContextDeleted' || e.type === 'TenantTornDown')) onCredentialChange();
-  },
-});
+    },
+    afterCommit() {
+      if (!pending) return;
+      pending = false;
+      hooks?.revoked();
+    },
+  };
+};
 
 /** The live contexts of a tenant, from the read model (tenant teardown waits for it to reach the head first). */
 export const sqlTenantContexts = (q: SqlQueryable): TenantContexts => ({

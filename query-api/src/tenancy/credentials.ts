@@ -37,15 +37,20 @@ export const CREDENTIAL_CACHE_DEFAULTS = { ttlMs: 5000, maxEntries: 10_000, maxM
  * other misses, never a tenant's credentials.
  *
  * Revocations: `invalidate()` empties both caches. The projector of this
- * process calls it after applying a revocation (before the revoking request is
- * answered); `watch()` makes another process's revocations do the same through
- * PostgreSQL NOTIFY, with `ttlMs` as the backstop if a notification is lost.
+ * process calls `hold()` as it applies a revocation, inside its transaction,
+ * and `release()` once that transaction has committed: in between, nothing is
+ * served from or kept in the cache, so a request that arrives after the commit
+ * is visible (another process may already have answered the revoke) reads the
+ * database. `watch()` makes another process's revocations empty the cache
+ * through PostgreSQL NOTIFY, with `ttlMs` as the backstop if one is lost.
  */
 export class CredentialResolver {
   private hits = new Map<string, { p: Principal; at: number }>();
   private misses = new Map<string, number>();
   /** Bumped by every invalidation: a lookup that started before one never fills the cache. */
   private generation = 0;
+  /** A revocation is being applied by this process's projector and has not been heard committed: the cache is bypassed. */
+  private held = false;
   private readonly ttlMs: number;
   private readonly maxEntries: number;
   private readonly maxMisses: number;
@@ -67,6 +72,7 @@ export class CredentialResolver {
 
   async resolve(secret: string): Promise<Principal | null> {
     const hash = hashSecret(secret);
+    if (this.held) return this.live(await this.load(hash));
     const now = Date.now();
     const hit = this.hits.get(hash);
     if (hit) {
@@ -138,6 +144,18 @@ export class CredentialResolver {
     this.generation += 1;
     this.hits.clear();
     this.misses.clear();
+  }
+
+  /** A revocation is being applied (not yet committed): forget everything and stop caching until `release()`. */
+  hold(): void {
+    this.held = true;
+    this.invalidate();
+  }
+
+  /** The revocation being applied has committed (or its transaction ended): cache again, from the committed state. */
+  release(): void {
+    this.held = false;
+    this.invalidate();
   }
 
   /** Invalidates on every credential change another process's projector announces. Returns the unsubscribe. */

@@ -39,6 +39,8 @@ export interface Config {
   textMemoryPassages: number;
   /** Memory (MiB) for vectors searched in process (role all): least recently searched contexts dropped first; 0 searches LanceDB directly. */
   vectorMemoryMb: number;
+  /** Embedded default: thread niceness (Linux, 0-19) of the search side's own database thread (SEARCH_DB_NICE). */
+  searchDbNice: number;
   elasticsearchIndexPrefix: string;
   /** Lifetime of presigned upload and download URLs (UPLOAD_URL_TTL_SECONDS, default 900 = 15 minutes). */
   uploadUrlTtlSeconds: number;
@@ -98,6 +100,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     vectorCapacity: env.VECTOR_CAPACITY_PER_TENANT ? Number(env.VECTOR_CAPACITY_PER_TENANT) : 5_000_000,
     textMemoryPassages: env.TEXT_INDEX_MEMORY_PASSAGES ? Number(env.TEXT_INDEX_MEMORY_PASSAGES) : 2_000_000,
     vectorMemoryMb: env.VECTOR_INDEX_MEMORY_MB ? Number(env.VECTOR_INDEX_MEMORY_MB) : 2048,
+    searchDbNice: niceness(env.SEARCH_DB_NICE, 5),
     elasticsearchIndexPrefix: env.ELASTICSEARCH_INDEX_PREFIX ?? 'svc-',
     uploadUrlTtlSeconds: env.UPLOAD_URL_TTL_SECONDS ? Number(env.UPLOAD_URL_TTL_SECONDS) : 900,
     prices: loadPrices(env.PRICES_JSON),
@@ -163,4 +166,10 @@ function edgeRateLimit(v: string | undefined): number {
 function builtinModel(v: string | undefined): 'auto' | 'bge' | 'use' {
   if (!v || v === 'auto' || v === 'bge' || v === 'use') return (v || 'auto') as 'auto' | 'bge' | 'use';
   throw new Error(`BUILTIN_EMBEDDINGS_MODEL must be auto, bge or use (got ${v})`);
+}
+
+/** A scheduling niceness (0-19) from the environment, else `fallback`. */
+function niceness(v: string | undefined, fallback: number): number {
+  const n = Number(v);
+  return v !== undefined && v !== '' && Number.isInteger(n) && n >= 0 && n <= 19 ? n : fallback;
 }

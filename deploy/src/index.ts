@@ -4,5 +4,6 @@ export * from './config';
 export * from './engines/blobs';
 export * from './engines/s3-blobs';
 export * from './engines/sql';
+export * from './engines/sql-thread';
 export * from './features';
 export * from './service';

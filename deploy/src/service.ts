@@ -24,6 +24,8 @@ export { buildApp } from './service/app';
 export interface Service {
   config: Config;
   sql: Sql;
+  /** The search side's database: its own embedded database (thread) in the default, `sql` on a PostgreSQL server. */
+  searchSql: Sql;
   store: EventStore;
   runner: ProjectionRunner;
   /** The search projector ('search-index'), when this process runs projectors. */
@@ -114,6 +116,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
   return {
     config,
     sql,
+    searchSql: engines.searchSql,
     store,
     runner,
     searchIndexer,
@@ -157,6 +160,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
       await barrier.close?.();
       await store.close();
       await caches.unwatchCredentials?.();
+      if (engines.searchSql !== sql) await engines.searchSql.close();
       await sql.close();
       s3?.close();
     },

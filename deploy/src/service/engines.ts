@@ -8,12 +8,19 @@ import { FileBlobStore } from '../engines/blobs';
 import { S3BlobStore } from '../engines/s3-blobs';
 import { openSearchEngines } from '../engines/search';
 import { openSql } from '../engines/sql';
+import { openPgliteThread } from '../engines/sql-thread';
 import type { RoleTraits } from './roles';
 import { loadSecret } from './secret';
 
 /** The storage and search engines a process opens before anything reads or writes. */
 export interface Engines {
   sql: Sql;
+  /**
+   * The search side's tables (catalogue, text index, vector jobs, its checkpoint). Embedded default: a second
+   * PGlite in its own thread (DATA_DIR/pg-search), so indexing runs beside the API instead of on its connection;
+   * on a PostgreSQL server: the same pool as `sql`.
+   */
+  searchSql: Sql;
   store: EventStore;
   /** The service secret (cursors, blind indexes, sealed payloads, storage grants). */
   secret: Buffer;
@@ -43,13 +50,15 @@ export async function openEngines(config: Config, role: RoleTraits, log: (msg: s
   mkdirSync(config.dataDir, { recursive: true });
   const sql = await openSql({ databaseUrl: config.databaseUrl, dataDir: join(config.dataDir, 'pg') });
   const store = await openEventStore(config, sql);
+  let searchSql = sql;
   try {
+    if (role.search && !config.databaseUrl) searchSql = await openPgliteThread(join(config.dataDir, 'pg-search'), { nice: config.searchDbNice });
     const secret = loadSecret(config, (await store.headPosition()) > 0);
     // Blobs: files under DATA_DIR, or an S3-compatible store when OBJECT_STORE_URL is set (which then serves the presigned URLs itself).
     const s3 = config.objectStoreUrl ? S3BlobStore.fromUrl(config.objectStoreUrl, config.uploadUrlTtlSeconds) : undefined;
     await s3?.check();
     const blobs: BlobStore = s3 ?? new FileBlobStore(join(config.dataDir, 'blobs'));
-    const search = role.search ? await openSearchEngines(config, sql) : undefined;
+    const search = role.search ? await openSearchEngines(config, searchSql) : undefined;
     const embedderInfo = search ? describeEmbedder(search.embedder) : undefined;
     if (embedderInfo?.fallbackReason) log(`embeddings: ${embedderInfo.fallbackReason}`);
     // The first semantic query would otherwise wait for the built-in model to load (about 1 s): load it now, in its thread.
@@ -57,9 +66,10 @@ export async function openEngines(config: Config, role: RoleTraits, log: (msg: s
     // Per-minute counters: in process by default; Redis (shared by every process) when REDIS_URL is set, failing open.
     const redisCounters = config.redisUrl ? new RedisWindowCounter(config.redisUrl, log) : undefined;
     if (redisCounters && !(await redisCounters.ready())) log(`Redis at REDIS_URL did not answer at start; counters fail open until it does`);
-    return { sql, store, secret, blobs, s3, search, embedderInfo, counters: redisCounters ?? new InProcessWindowCounter(), redisCounters };
+    return { sql, searchSql, store, secret, blobs, s3, search, embedderInfo, counters: redisCounters ?? new InProcessWindowCounter(), redisCounters };
   } catch (e) {
     await store.close();
+    if (searchSql !== sql) await searchSql.close();
     await sql.close();
     throw e;
   }

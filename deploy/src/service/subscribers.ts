@@ -86,7 +86,7 @@ export async function startReactors(o: {
 }): Promise<Reactors> {
   if (!o.role.projectors) return {};
   const { config, log } = o;
-  const { sql, store, blobs, s3, search } = o.engines;
+  const { sql, searchSql, store, blobs, s3, search } = o.engines;
   const { feed, barrier } = o.projections;
   // Document extraction, STORED for store-only documents, text discard.
   const worker = documentWorker({ store, sql, blobs, log });
@@ -98,11 +98,11 @@ export async function startReactors(o: {
   uploadPoller?.start();
 
   // Search: its own projector and checkpoint ('search-index'), outside the read-your-writes barrier.
-  const searchIndexer = search ? new SearchIndexer(sql, store, search, { vectorCapacity: config.vectorCapacity, blobs, log: (m, e) => log(`${m}: ${e instanceof Error ? e.message : String(e)}`) }) : undefined;
+  const searchIndexer = search ? new SearchIndexer(searchSql, store, search, { vectorCapacity: config.vectorCapacity, blobs, log: (m, e) => log(`${m}: ${e instanceof Error ? e.message : String(e)}`) }) : undefined;
   // A change of embedding model: contexts recorded with another model are rebuilt in the background, the old vectors answering meanwhile.
   const modelRebuild =
     searchIndexer && search!.vectors instanceof ModelSwitchVectorIndex
-      ? new VectorModelRebuild({ index: search!.vectors, indexer: searchIndexer, sql, store, blobs, catalogue: search!.catalogue, log: (m, e) => log(e ? `${m}: ${e instanceof Error ? e.message : String(e)}` : m) })
+      ? new VectorModelRebuild({ index: search!.vectors, indexer: searchIndexer, sql: searchSql, store, blobs, catalogue: search!.catalogue, log: (m, e) => log(e ? `${m}: ${e instanceof Error ? e.message : String(e)}` : m) })
       : undefined;
   if (searchIndexer) {
     await searchIndexer.init();

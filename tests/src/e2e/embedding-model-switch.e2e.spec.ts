@@ -54,7 +54,7 @@ describe.skipIf(!installedModel(BGE_SMALL_Q).ok)('changing the embedding model',
     expect(after.results[0].documentId).toBe(ids.whales);
     expect(after.results.map((r: { documentId: string }) => r.documentId).sort()).toEqual(Object.values(ids).sort());
     // The record names the new model, and the old model's vectors of the context are gone.
-    const { rows } = await svc.service.sql.query<{ model: string; dims: number }>('SELECT model, dims FROM si_vector_models');
+    const { rows } = await svc.service.searchSql.query<{ model: string; dims: number }>('SELECT model, dims FROM si_vector_models');
     expect(rows).toEqual([{ model: 'bge-small-en-v1.5-q', dims: 384 }]);
     const { LanceVectorIndex } = await import('@svc/projectors');
     const old = new LanceVectorIndex(`${data.dir}/lancedb`, 'builtin-use-512', 512);

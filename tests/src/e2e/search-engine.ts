@@ -19,13 +19,13 @@ export const searchE2eEngine: SearchE2eEngine = {
   name: 'embedded',
   env: {},
   breakTextLeg: async (svc) => {
-    await svc.service.sql.exec('ALTER TABLE ti_passages RENAME TO ti_passages_off');
+    await svc.service.searchSql.exec('ALTER TABLE ti_passages RENAME TO ti_passages_off');
     // The embedded service answers keywords from memory (docs/search.md): free it, so the keyword leg must read the broken store.
     const text = svc.service.search!.text as { unload?: () => void };
     if (typeof text.unload !== 'function') throw new Error('the embedded keyword index should be the in-memory one');
     text.unload();
   },
-  restoreTextLeg: (svc) => svc.service.sql.exec('ALTER TABLE ti_passages_off RENAME TO ti_passages'),
+  restoreTextLeg: (svc) => svc.service.searchSql.exec('ALTER TABLE ti_passages_off RENAME TO ti_passages'),
 };
 
 export function useSearchEngine(e: SearchE2eEngine): void {

@@ -274,7 +274,7 @@ function searchRebuildSuite(engine: Engine) {
   it('after both indexes are deleted by hand, `rebuild search-index` restores the same answers', async () => {
     if (engine === 'elasticsearch') await es('DELETE', `/${esIndex}`);
     else {
-      const db = await PGlite.create({ dataDir: join(dir.dir, 'pg') });
+      const db = await PGlite.create({ dataDir: join(dir.dir, 'pg-search') }); // the search side's own embedded database
       try {
         await db.exec('DROP TABLE ti_passages; DROP TABLE ti_terms; DROP TABLE ti_stats;');
       } finally {

@@ -78,17 +78,20 @@ const searchIds = async (token: string, query: string, mode: 'TEXT' | 'SEMANTIC'
 };
 
 /** Rows of a tenant (and context) left in each table that holds tenant data, by table (absent tables count nothing). */
-async function leftovers(sql: Sql, tenantId: string, contextId?: string): Promise<Record<string, number>> {
+async function leftovers(service: { sql: Sql; searchSql: Sql }, tenantId: string, contextId?: string): Promise<Record<string, number>> {
   const tables = [
     'rm_records', 'rm_record_lookups', 'rm_documents', 'rm_document_lookups', 'rm_folders', 'rm_schemas', 'rm_users', 'rm_entities',
     'rm_versions', 'rm_tombstones', 'si_items', 'si_vector_jobs', 'ti_passages', 'ti_terms', 'ti_stats',
     ...(contextId ? [] : ['rm_namespaces']),
   ];
-  const { rows } = await sql.query<{ table_name: string }>(`SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ANY($1::text[])`, [tables]);
   const out: Record<string, number> = {};
-  for (const { table_name: t } of rows) {
-    const { rows: n } = await sql.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${t} WHERE tenant_id = $1 ${contextId ? 'AND context_id = $2' : ''}`, contextId ? [tenantId, contextId] : [tenantId]);
-    out[t] = n[0].n;
+  // The search side's tables live in their own embedded database in the default, beside the read models on a server.
+  for (const sql of new Set([service.sql, service.searchSql])) {
+    const { rows } = await sql.query<{ table_name: string }>(`SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ANY($1::text[])`, [tables]);
+    for (const { table_name: t } of rows) {
+      const { rows: n } = await sql.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${t} WHERE tenant_id = $1 ${contextId ? 'AND context_id = $2' : ''}`, contextId ? [tenantId, contextId] : [tenantId]);
+      out[t] = (out[t] ?? 0) + n[0].n;
+    }
   }
   return out;
 }
@@ -146,7 +149,7 @@ beforeAll(async () => {
   expect(existsSync(join(data.dir, 'blobs', L, ctx2))).toBe(true);
   expect((await fetch(downloadUrl)).status).toBe(200);
   // ... and the checks used after teardown would see it: every table and both indexes hold the tenant's data now.
-  const pre = await leftovers(svc.service.sql, L);
+  const pre = await leftovers(svc.service, L);
   for (const t of ['rm_records', 'rm_record_lookups', 'rm_documents', 'rm_folders', 'rm_schemas', 'rm_users', 'rm_entities', 'rm_namespaces', 'rm_versions', 'si_items', 'ti_passages'])
     expect(pre[t], t).toBeGreaterThan(0);
   expect(await indexed(svc, L, ctxL)).toBeGreaterThan(0);
@@ -167,10 +170,10 @@ describe('DELETE /v1/contexts/{id}', () => {
     expect((await api.get('/v1/records', rootL, inCtx(ctx2))).status).toBe(404);
     expect((await api.call('POST', '/v1/search', { token: rootL, headers: inCtx(ctx2), body: { query: WORD, mode: 'TEXT' } })).status).toBe(404);
     expect((await api.get('/v1/records', creds.ctx2)).status).toBe(401);
-    const rm = await leftovers(svc.service.sql, L, ctx2);
+    const rm = await leftovers(svc.service, L, ctx2);
     for (const t of Object.keys(rm).filter((t) => t.startsWith('rm_'))) expect(rm[t], t).toBe(0);
     // The search projector and the document worker follow within seconds.
-    await eventually(async () => nothingLeft(await leftovers(svc.service.sql, L, ctx2)), 20_000);
+    await eventually(async () => nothingLeft(await leftovers(svc.service, L, ctx2)), 20_000);
     await eventually(async () => (await indexed(svc, L, ctx2)) === 0, 20_000);
     await eventually(async () => !existsSync(join(data.dir, 'blobs', L, ctx2)), 20_000);
     // The default context is untouched.
@@ -208,13 +211,13 @@ describe('DELETE /developer/tenants/{tenantId}', () => {
     expect((await api.post(`/developer/tenants/${L}/root-key/rotate`, acct.developerToken)).status).toBe(404);
     expect((await api.post('/developer/keys', acct.developerToken, { tenantId: L, allowedActions: ['records:r'] })).status).toBe(404);
     // The read models at once (the 204 waited for them); the search indexes and blobs within seconds.
-    const rm = await leftovers(svc.service.sql, L);
+    const rm = await leftovers(svc.service, L);
     for (const t of Object.keys(rm).filter((t) => t.startsWith('rm_'))) expect(rm[t], t).toBe(0);
     const { rows: live } = await svc.service.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM rm_credentials WHERE tenant_id = $1 AND NOT revoked', [L]);
     expect(live[0].n).toBe(0);
     const { rows: ctxs } = await svc.service.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM rm_contexts WHERE tenant_id = $1 AND deleted_at IS NULL', [L]);
     expect(ctxs[0].n).toBe(0);
-    await eventually(async () => nothingLeft(await leftovers(svc.service.sql, L)), 20_000);
+    await eventually(async () => nothingLeft(await leftovers(svc.service, L)), 20_000);
     await eventually(async () => (await indexed(svc, L, ctxL)) === 0, 20_000);
     await eventually(async () => !existsSync(join(data.dir, 'blobs', L)), 20_000);
     // The log keeps what happened: one TenantTornDown naming the contexts it closed (each with its ContextDeleted).
@@ -231,7 +234,7 @@ describe('DELETE /developer/tenants/{tenantId}', () => {
     expect((await searchIds(rootT, WORD, 'TEXT')).sort()).toEqual([ids.rT, ids.dT].sort());
     expect(await searchIds(rootT, MEANING, 'SEMANTIC')).toEqual(expect.arrayContaining([ids.rT, ids.dT]));
     expect(existsSync(join(data.dir, 'blobs', T))).toBe(true);
-    expect(nothingLeft(await leftovers(svc.service.sql, T))).toBe(false);
+    expect(nothingLeft(await leftovers(svc.service, T))).toBe(false);
     expect((await api.post('/developer/keys', acct.developerToken, { tenantId: T, allowedActions: ['records:r'] })).status).toBe(201);
     expect((await api.post('/v1/records', rootT, { typeName: (await api.get(`/v1/records/${ids.rT}`, rootT)).body.typeName, payload: { title: 'after' } })).status).toBe(201);
   });
@@ -251,7 +254,7 @@ describe('DELETE /developer/tenants/{tenantId}', () => {
     svc = await startService({ dataDir: data.dir });
     stopped = false;
     api = svc.api;
-    expect(await leftovers(svc.service.sql, L)).toEqual(Object.fromEntries(Object.keys(await leftovers(svc.service.sql, L)).map((t) => [t, 0])));
+    expect(await leftovers(svc.service, L)).toEqual(Object.fromEntries(Object.keys(await leftovers(svc.service, L)).map((t) => [t, 0])));
     expect(await indexed(svc, L, ctxL)).toBe(0);
     expect(await indexed(svc, L, ctx2)).toBe(0);
     expect(existsSync(join(data.dir, 'blobs', L))).toBe(false);

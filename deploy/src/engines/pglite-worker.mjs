@@ -1,0 +1,57 @@
+// The search side's embedded database, in its own thread (sql-thread.ts): one PGlite, statements
+// run in arrival order. Plain .mjs so the thread needs no TypeScript loader (tsx, vitest and node alike).
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
+import { parentPort, workerData } from 'node:worker_threads';
+import { PGlite } from '@electric-sql/pglite';
+
+const { dataDir, nice } = workerData;
+
+// Linux gives each thread its own niceness: a lower priority for this thread only, so the API's thread wins the CPU
+// when both want it. Elsewhere (or without permission) the thread keeps the process's priority.
+if (nice) {
+  try {
+    setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), nice);
+  } catch {
+    /* not Linux, or not allowed: same priority as the API */
+  }
+}
+
+/** A database error as data (structured clone drops an Error's own fields such as `code`). */
+const asData = (e) => {
+  const out = { message: e instanceof Error ? e.message : String(e) };
+  if (e && typeof e === 'object') for (const [k, v] of Object.entries(e)) if (typeof v === 'string' || typeof v === 'number') out[k] = v;
+  return out;
+};
+
+let db;
+try {
+  db = await PGlite.create(dataDir ? { dataDir } : {});
+  parentPort.postMessage({ ready: true });
+} catch (e) {
+  parentPort.postMessage({ ready: false, error: asData(e) });
+}
+
+parentPort.on('message', async (m) => {
+  try {
+    switch (m.op) {
+      case 'query':
+        parentPort.postMessage({ id: m.id, rows: (await db.query(m.text, m.params)).rows });
+        return;
+      case 'exec':
+        await db.exec(m.text);
+        parentPort.postMessage({ id: m.id });
+        return;
+      case 'listen':
+        await db.listen(m.channel, (payload) => parentPort.postMessage({ channel: m.channel, payload }));
+        parentPort.postMessage({ id: m.id });
+        return;
+      case 'close':
+        await db.close();
+        parentPort.postMessage({ id: m.id });
+        return;
+    }
+  } catch (e) {
+    parentPort.postMessage({ id: m.id, error: asData(e) });
+  }
+});

@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Sql } from '@svc/domain';
+
+/**
+ * The SQL port (domain/src/ports/sql.ts) as its users rely on it: values of every type they store come back
+ * as stored, a database error keeps its SQLSTATE code, a transaction commits or rolls back as a whole, and a
+ * statement sent outside a transaction never runs inside one that is open.
+ */
+export function sqlContract(name: string, open: () => Promise<Sql & { dispose: () => Promise<void> }>) {
+  describe(`SQL port contract: ${name}`, () => {
+    let sql: Sql & { dispose: () => Promise<void> };
+    beforeAll(async () => {
+      sql = await open();
+      await sql.exec(`DROP TABLE IF EXISTS sc_items; CREATE TABLE sc_items (id text PRIMARY KEY, n bigint, at timestamptz, doc jsonb, tags text[], tsv tsvector)`);
+    });
+    afterAll(async () => sql?.dispose());
+
+    it('values come back as stored: text, bigint, timestamptz, jsonb, arrays, tsvector', async () => {
+      const at = new Date('2026-11-27T10:00:00.123Z');
+      await sql.query(`INSERT INTO sc_items VALUES ($1, $2, $3, $4, $5, to_tsvector('english', $6))`, ['a', 42, at, JSON.stringify({ k: [1, 'x'] }), ['p', 'q'], 'Running dogs']);
+      const { rows } = await sql.query<{ id: string; n: number | bigint; at: Date; doc: unknown; tags: string[]; tsv: string }>('SELECT * FROM sc_items WHERE id = $1', ['a']);
+      expect(rows).toHaveLength(1);
+      expect(Number(rows[0].n)).toBe(42);
+      expect(new Date(rows[0].at).toISOString()).toBe(at.toISOString());
+      expect(rows[0].doc).toEqual({ k: [1, 'x'] });
+      expect(rows[0].tags).toEqual(['p', 'q']);
+      expect(rows[0].tsv).toBe("'dog':2 'run':1");
+    });
+
+    it('a database error keeps its SQLSTATE code and message; the connection stays usable', async () => {
+      await sql.query(`INSERT INTO sc_items (id) VALUES ('dup')`);
+      const e = await sql.query(`INSERT INTO sc_items (id) VALUES ('dup')`).catch((x) => x);
+      expect(e).toBeInstanceOf(Error);
+      expect(e.code).toBe('23505');
+      expect(String(e.message)).toMatch(/duplicate key/);
+      expect((await sql.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    });
+
+    it('a transaction that throws leaves nothing; one that returns commits everything and its value', async () => {
+      await expect(
+        sql.tx(async (q) => {
+          await q.query(`INSERT INTO sc_items (id) VALUES ('t1')`);
+          throw new Error('changed my mind');
+        }),
+      ).rejects.toThrow('changed my mind');
+      expect((await sql.query(`SELECT id FROM sc_items WHERE id = 't1'`)).rows).toEqual([]);
+      const out = await sql.tx(async (q) => {
+        await q.query(`INSERT INTO sc_items (id) VALUES ('t2')`);
+        await q.exec(`INSERT INTO sc_items (id) VALUES ('t3'); INSERT INTO sc_items (id) VALUES ('t4')`);
+        return 'done';
+      });
+      expect(out).toBe('done');
+      expect((await sql.query(`SELECT id FROM sc_items WHERE id IN ('t2', 't3', 't4') ORDER BY id`)).rows.map((r) => r.id)).toEqual(['t2', 't3', 't4']);
+    });
+
+    it('a statement sent while a transaction is open is not part of it (the rollback does not take it along)', async () => {
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      let entered!: () => void;
+      const inside = new Promise<void>((r) => (entered = r));
+      const tx = sql
+        .tx(async (q) => {
+          await q.query(`INSERT INTO sc_items (id) VALUES ('in-tx')`);
+          entered();
+          await gate;
+          throw new Error('rolled back');
+        })
+        .catch((e) => e);
+      await inside;
+      const outside = sql.query(`INSERT INTO sc_items (id) VALUES ('outside')`);
+      release();
+      expect(await tx).toBeInstanceOf(Error);
+      await outside;
+      expect((await sql.query(`SELECT id FROM sc_items WHERE id IN ('in-tx', 'outside') ORDER BY id`)).rows.map((r) => r.id)).toEqual(['outside']);
+    });
+
+    it('NOTIFY reaches a listener after the commit', async () => {
+      const heard: string[] = [];
+      const stop = await sql.listen('sc_channel', (p) => heard.push(p));
+      await sql.tx(async (q) => {
+        await q.query(`SELECT pg_notify('sc_channel', 'hello')`);
+      });
+      for (let i = 0; i < 50 && !heard.length; i++) await new Promise((r) => setTimeout(r, 20));
+      await stop();
+      expect(heard).toEqual(['hello']);
+    });
+  });
+}

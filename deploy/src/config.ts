@@ -39,7 +39,12 @@ export interface Config {
   textMemoryPassages: number;
   /** Memory (MiB) for vectors searched in process (role all): least recently searched contexts dropped first; 0 searches LanceDB directly. */
   vectorMemoryMb: number;
-  /** Embedded default: thread niceness (Linux, 0-19) of the search side's own database thread (SEARCH_DB_NICE). */
+  /**
+   * Embedded default: where the search side's tables live (SEARCH_DB): `separate`, a second embedded database
+   * in its own thread (DATA_DIR/pg-search), or `main`, the one embedded database beside the read models.
+   */
+  searchDb: 'separate' | 'main';
+  /** Thread niceness (Linux, 0-19) of that separate database's thread (SEARCH_DB_NICE). */
   searchDbNice: number;
   elasticsearchIndexPrefix: string;
   /** Lifetime of presigned upload and download URLs (UPLOAD_URL_TTL_SECONDS, default 900 = 15 minutes). */
@@ -100,6 +105,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     vectorCapacity: env.VECTOR_CAPACITY_PER_TENANT ? Number(env.VECTOR_CAPACITY_PER_TENANT) : 5_000_000,
     textMemoryPassages: env.TEXT_INDEX_MEMORY_PASSAGES ? Number(env.TEXT_INDEX_MEMORY_PASSAGES) : 2_000_000,
     vectorMemoryMb: env.VECTOR_INDEX_MEMORY_MB ? Number(env.VECTOR_INDEX_MEMORY_MB) : 2048,
+    searchDb: oneOf(env.SEARCH_DB, ['separate', 'main'] as const, 'SEARCH_DB') ?? 'separate',
     searchDbNice: niceness(env.SEARCH_DB_NICE, 5),
     elasticsearchIndexPrefix: env.ELASTICSEARCH_INDEX_PREFIX ?? 'svc-',
     uploadUrlTtlSeconds: env.UPLOAD_URL_TTL_SECONDS ? Number(env.UPLOAD_URL_TTL_SECONDS) : 900,
@@ -172,4 +178,11 @@ function builtinModel(v: string | undefined): 'auto' | 'bge' | 'use' {
 function niceness(v: string | undefined, fallback: number): number {
   const n = Number(v);
   return v !== undefined && v !== '' && Number.isInteger(n) && n >= 0 && n <= 19 ? n : fallback;
+}
+
+/** One of `values`, or undefined when unset; anything else stops the start with the variable's name. */
+function oneOf<T extends string>(v: string | undefined, values: readonly T[], name: string): T | undefined {
+  if (v === undefined || v === '') return undefined;
+  if ((values as readonly string[]).includes(v)) return v as T;
+  throw new Error(`${name} must be ${values.join(' or ')}, not ${v}`);
 }

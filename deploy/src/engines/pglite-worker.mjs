@@ -38,6 +38,15 @@ parentPort.on('message', async (m) => {
       case 'query':
         parentPort.postMessage({ id: m.id, rows: (await db.query(m.text, m.params)).rows });
         return;
+      case 'batch': {
+        const rows = await db.transaction(async (t) => {
+          const out = [];
+          for (const st of m.statements) out.push((await t.query(st.text, st.params)).rows);
+          return out;
+        });
+        parentPort.postMessage({ id: m.id, rows });
+        return;
+      }
       case 'exec':
         await db.exec(m.text);
         parentPort.postMessage({ id: m.id });

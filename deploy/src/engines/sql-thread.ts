@@ -55,36 +55,46 @@ export async function openPgliteThread(dataDir: string | undefined, o: { nice?: 
     },
   };
 
-  // Everything sent through this object takes turns: a statement outside a transaction must not land inside one.
-  let tail: Promise<unknown> = Promise.resolve();
-  const turn = <T,>(f: () => Promise<T>): Promise<T> => {
-    const run = tail.then(f, f);
-    tail = run.catch(() => {});
-    return run;
+  // Statements are posted as soon as they are sent (the thread runs them in that order, so independent ones
+  // overlap with the round trips of the others); only an open transaction holds the rest until it ends, so a
+  // statement from outside never lands inside it.
+  let open: Promise<void> | undefined;
+  const outside = async <T,>(f: () => Promise<T>): Promise<T> => {
+    while (open) await open;
+    return f();
   };
 
   return {
     kind: 'pglite',
-    query: (text, params) => turn(() => direct.query(text, params)),
-    exec: (text) => turn(() => direct.exec(text)),
+    query: (text, params) => outside(() => direct.query(text, params)),
+    exec: (text) => outside(() => direct.exec(text)),
     tx: (fn) =>
-      turn(async () => {
-        await direct.exec('BEGIN');
+      outside(async () => {
+        let end!: () => void;
+        open = new Promise<void>((r) => (end = r));
         try {
-          const out = await fn(direct);
-          await direct.exec('COMMIT');
-          return out;
-        } catch (e) {
-          await direct.exec('ROLLBACK').catch(() => {});
-          throw e;
+          await direct.exec('BEGIN');
+          try {
+            const out = await fn(direct);
+            await direct.exec('COMMIT');
+            return out;
+          } catch (e) {
+            await direct.exec('ROLLBACK').catch(() => {});
+            throw e;
+          }
+        } finally {
+          open = undefined;
+          end();
         }
       }),
+    // One message: the thread runs them in one transaction.
+    batch: (statements) => (statements.length ? outside(async () => (await call({ op: 'batch', statements })).rows as unknown[][]) : Promise.resolve([])),
     async listen(channel, listener) {
       let set = listeners.get(channel);
       if (!set) {
         set = new Set();
         listeners.set(channel, set);
-        await turn(() => call({ op: 'listen', channel }));
+        await outside(() => call({ op: 'listen', channel }));
       }
       set.add(listener);
       return async () => {
@@ -92,7 +102,7 @@ export async function openPgliteThread(dataDir: string | undefined, o: { nice?: 
       };
     },
     async close() {
-      if (!dead) await turn(() => call({ op: 'close' })).catch(() => {});
+      if (!dead) await outside(() => call({ op: 'close' })).catch(() => {});
       await worker.terminate();
     },
   };

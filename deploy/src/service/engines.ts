@@ -52,7 +52,7 @@ export async function openEngines(config: Config, role: RoleTraits, log: (msg: s
   const store = await openEventStore(config, sql);
   let searchSql = sql;
   try {
-    if (role.search && !config.databaseUrl) searchSql = await openPgliteThread(join(config.dataDir, 'pg-search'), { nice: config.searchDbNice });
+    if (role.search && !config.databaseUrl && config.searchDb === 'separate') searchSql = await openPgliteThread(join(config.dataDir, 'pg-search'), { nice: config.searchDbNice });
     const secret = loadSecret(config, (await store.headPosition()) > 0);
     // Blobs: files under DATA_DIR, or an S3-compatible store when OBJECT_STORE_URL is set (which then serves the presigned URLs itself).
     const s3 = config.objectStoreUrl ? S3BlobStore.fromUrl(config.objectStoreUrl, config.uploadUrlTtlSeconds) : undefined;

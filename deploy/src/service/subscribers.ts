@@ -4,6 +4,7 @@ import { UploadPoller, type UsageMeter } from '@svc/command-api';
 import { type DocumentWorker, inProcessBarrier, KafkaFeed, KafkaRelay, ModelSwitchVectorIndex, ProjectionRunner, remoteBarrier, SearchIndexer, type TriggerRunner, VectorModelRebuild, WebhookDispatcher, WebhookSender } from '@svc/projectors';
 import type { Config } from '../config';
 import { kafkaSettings } from '../engines/kafka';
+import { moveSearchTables } from '../engines/search-db-move';
 import { documentWorker, readModelProjections, triggerRunner } from '../features';
 import type { ReadCaches } from './caches';
 import type { Engines } from './engines';
@@ -106,6 +107,8 @@ export async function startReactors(o: {
       : undefined;
   if (searchIndexer) {
     await searchIndexer.init();
+    // A data directory from before the search side had its own database: its tables move over once (then read again).
+    if (searchSql !== sql && (await moveSearchTables(sql, searchSql, log))) await searchIndexer.init();
     searchIndexer.feed = feed;
     searchIndexer.start();
     modelRebuild?.start();

@@ -37,26 +37,43 @@ const toItem = (r: Raw): CatalogueItem => ({
 export class SearchCatalogue implements SearchCatalogueReads {
   /** Items by id, kept only where every catalogue write goes through this object (the service's role all). */
   private readonly cache: Map<string, CatalogueItem> | undefined;
+  /** Schema definitions by id, kept on the same terms (each batch of the indexer reads them). */
+  private readonly schemaCache: Map<string, SchemaDefinition> | undefined;
 
   constructor(
     private readonly sql: Sql,
     private readonly o: { cacheItems?: number } = {},
   ) {
     this.cache = o.cacheItems ? new Map() : undefined;
+    this.schemaCache = o.cacheItems ? new Map() : undefined;
   }
 
   async init(q: SqlQueryable = this.sql): Promise<void> {
     this.cache?.clear(); // a rebuild drops the tables and starts here
+    this.schemaCache?.clear();
     await q.exec(CATALOGUE_DDL);
   }
 
   async putSchema(schemaId: string, doc: SchemaDefinition): Promise<void> {
+    this.schemaCache?.delete(schemaId); // read back as stored at the next use
     await this.sql.query('INSERT INTO si_schemas VALUES ($1, $2) ON CONFLICT (schema_id) DO UPDATE SET doc = excluded.doc', [schemaId, JSON.stringify(doc)]);
   }
 
   async schemas(ids: string[]): Promise<Map<string, SchemaDefinition>> {
-    const { rows } = await this.sql.query<{ schema_id: string; doc: SchemaDefinition }>('SELECT schema_id, doc FROM si_schemas WHERE schema_id = ANY($1::text[])', [[...new Set(ids)]]);
-    return new Map(rows.map((r) => [r.schema_id, r.doc]));
+    const out = new Map<string, SchemaDefinition>();
+    const missing: string[] = [];
+    for (const id of new Set(ids)) {
+      const hit = this.schemaCache?.get(id);
+      if (hit) out.set(id, hit);
+      else missing.push(id);
+    }
+    if (!missing.length) return out;
+    const { rows } = await this.sql.query<{ schema_id: string; doc: SchemaDefinition }>('SELECT schema_id, doc FROM si_schemas WHERE schema_id = ANY($1::text[])', [missing]);
+    for (const r of rows) {
+      out.set(r.schema_id, r.doc);
+      this.schemaCache?.set(r.schema_id, r.doc);
+    }
+    return out;
   }
 
   async items(ids: string[]): Promise<Map<string, CatalogueItem>> {

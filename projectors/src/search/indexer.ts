@@ -433,8 +433,12 @@ export class SearchIndexer {
     const metaOnly = await live([...pending.values()].filter((p): p is Extract<Pending, { kind: 'documentMeta' }> => p.kind === 'documentMeta'));
     const ups = await live([...pending.values()].filter((p): p is Extract<Pending, { kind: 'upsert' | 'document' }> => p.kind === 'upsert' || p.kind === 'document'));
     if (!ups.length && !metaOnly.length) return out;
-    const defs = await catalogue.schemas(ups.map((u) => u.item.schemaId!).filter(Boolean));
-    const before = await catalogue.items([...ups, ...metaOnly].map((u) => u.item.itemId));
+    // Independent reads (and writes, below) are sent together: with the search database in another thread, each
+    // round trip waits for this thread's turn, so overlapping them shortens a batch.
+    const [defs, before] = await Promise.all([
+      catalogue.schemas(ups.map((u) => u.item.schemaId!).filter(Boolean)),
+      catalogue.items([...ups, ...metaOnly].map((u) => u.item.itemId)),
+    ]);
 
     // 0. filter changes of documents already indexed (their passages stay)
     for (const p of metaOnly) {
@@ -522,11 +526,8 @@ export class SearchIndexer {
       const j = w.job!;
       return !(q && q.position === j.position && q.kind === j.kind && q.revision === j.revision && q.n === j.n && q.textErr === j.textErr);
     });
-    await this.jobs.delete(cancelled);
-    await this.jobs.put(fresh.map((w) => ({ spec: w.job!, passages: w.passages })));
-
-    // 3. the catalogue, then the outcome of each record and document that needs no vectors (the vector queue appends the others')
-    await catalogue.putMany(work.map((w) => w.item));
+    // 3. the catalogue (with the vector jobs), then the outcome of each record and document that needs no vectors (the vector queue appends the others')
+    await Promise.all([this.jobs.replace(cancelled, fresh.map((w) => ({ spec: w.job!, passages: w.passages }))), catalogue.putMany(work.map((w) => w.item))]);
     for (const w of work) {
       if (w.job) continue;
       if (w.u.kind === 'document') {

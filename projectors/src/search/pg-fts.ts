@@ -1,4 +1,4 @@
-import { type IndexedItem, parseComplexQuery, positiveText, type QueryNode, type Sql, type SqlQueryable, type TextHit, type TextIndex, TextIndexError, type TextSearch } from '@svc/domain';
+import { type IndexedItem, parseComplexQuery, positiveText, type QueryNode, type Sql, sqlBatch, type SqlQueryable, type SqlStatement, type TextHit, type TextIndex, TextIndexError, type TextSearch } from '@svc/domain';
 import { filterSql } from './filter-sql';
 import { markedSnippet, snippet, wordBounds } from './snippet';
 
@@ -90,18 +90,21 @@ export class PgTextIndex implements TextIndex {
    * spent 3.6 ms of SQL here item by item).
    */
   async replaceItems(items: IndexedItem[]): Promise<void> {
-    try {
-      await this.sql.tx(async (q) => {
-        await q.query(removeSql('p.item_id = ANY($1::text[])'), [items.map((i) => i.itemId)]);
-        const rows = items.flatMap((item) => item.passages.map((p) => ({ item, p })));
-        if (!rows.length) return;
-        const col = <T,>(f: (r: (typeof rows)[number]) => T) => rows.map(f);
-        await q.query(INSERT_PASSAGES, [
+    const rows = items.flatMap((item) => item.passages.map((p) => ({ item, p })));
+    const col = <T,>(f: (r: (typeof rows)[number]) => T) => rows.map(f);
+    const statements: SqlStatement[] = [{ text: removeSql('p.item_id = ANY($1::text[])'), params: [items.map((i) => i.itemId)] }];
+    if (rows.length)
+      statements.push({
+        text: INSERT_PASSAGES,
+        params: [
           col((r) => r.item.itemId), col((r) => r.p.chunkNo), col((r) => r.item.tenantId), col((r) => r.item.contextId), col((r) => r.item.sourceType), col((r) => r.item.typeName),
           col((r) => r.item.folderId), col((r) => r.item.userId), col((r) => JSON.stringify(r.item.scopes)), col((r) => JSON.stringify(r.item.attrs)), col((r) => r.item.createdAt),
           col((r) => r.p.chunkText), col((r) => r.p.contextText),
-        ]);
+        ],
       });
+    try {
+      // One transaction, one round trip to a database in another thread.
+      await sqlBatch(this.sql, statements);
     } catch (e) {
       throw new TextIndexError(`text index write failed: ${(e as Error).message}`, e);
     }

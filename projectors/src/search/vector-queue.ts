@@ -1,5 +1,5 @@
 import type { EventMetadata } from '@svc/contracts';
-import type { Passage, SqlQueryable } from '@svc/domain';
+import { type Passage, type Sql, sqlBatch, type SqlStatement } from '@svc/domain';
 
 /**
  * The search projector's semantic work, queued per tenant and served fairly
@@ -208,25 +208,33 @@ export class FairQueue {
 
 /** The stored side of the queue: `si_vector_jobs` (created with the search catalogue). */
 export class VectorJobStore {
-  constructor(private readonly sql: SqlQueryable) {}
+  constructor(private readonly sql: Sql) {}
 
   /** Writes (replaces) the jobs of items, with their passages. */
   async put(jobs: Array<{ spec: VectorJobSpec; passages: Passage[] }>): Promise<void> {
-    if (!jobs.length) return;
-    const rows = jobs.map(({ spec, passages }) => ({ item_id: spec.itemId, tenant_id: spec.tenantId, context_id: spec.contextId, position: spec.position, job: spec, passages }));
-    await this.sql.query(
-      `INSERT INTO si_vector_jobs (item_id, tenant_id, context_id, position, job, passages)
+    await this.replace([], jobs);
+  }
+
+  async delete(itemIds: string[]): Promise<void> {
+    await this.replace(itemIds, []);
+  }
+
+  /** Removes the jobs of `remove`, then stores `put` (an item's job replaced): one transaction, one round trip. */
+  async replace(remove: string[], put: Array<{ spec: VectorJobSpec; passages: Passage[] }>): Promise<void> {
+    const statements: SqlStatement[] = [];
+    if (remove.length) statements.push({ text: 'DELETE FROM si_vector_jobs WHERE item_id = ANY($1::text[])', params: [remove] });
+    if (put.length) {
+      const rows = put.map(({ spec, passages }) => ({ item_id: spec.itemId, tenant_id: spec.tenantId, context_id: spec.contextId, position: spec.position, job: spec, passages }));
+      statements.push({
+        text: `INSERT INTO si_vector_jobs (item_id, tenant_id, context_id, position, job, passages)
        SELECT x.item_id, x.tenant_id, x.context_id, x.position, x.job, x.passages
          FROM jsonb_to_recordset($1::jsonb) AS x(item_id text, tenant_id text, context_id text, position bigint, job jsonb, passages jsonb)
        ON CONFLICT (item_id) DO UPDATE SET tenant_id = excluded.tenant_id, context_id = excluded.context_id, position = excluded.position,
          job = excluded.job, passages = excluded.passages, enqueued_at = now()`,
-      [JSON.stringify(rows)],
-    );
-  }
-
-  async delete(itemIds: string[]): Promise<void> {
-    if (!itemIds.length) return;
-    await this.sql.query('DELETE FROM si_vector_jobs WHERE item_id = ANY($1::text[])', [itemIds]);
+        params: [JSON.stringify(rows)],
+      });
+    }
+    await sqlBatch(this.sql, statements);
   }
 
   async deleteContext(tenantId: string, contextId: string): Promise<void> {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Sql } from '@svc/domain';
+import { type Sql, sqlBatch } from '@svc/domain';
 
 /**
  * The SQL port (domain/src/ports/sql.ts) as its users rely on it: values of every type they store come back
@@ -72,6 +72,23 @@ export function sqlContract(name: string, open: () => Promise<Sql & { dispose: (
       expect(await tx).toBeInstanceOf(Error);
       await outside;
       expect((await sql.query(`SELECT id FROM sc_items WHERE id IN ('in-tx', 'outside') ORDER BY id`)).rows.map((r) => r.id)).toEqual(['outside']);
+    });
+
+    it('a batch runs its statements in order in one transaction: their rows come back in order; one failing takes all back', async () => {
+      const rows = await sqlBatch(sql, [
+        { text: `INSERT INTO sc_items (id, n) VALUES ('b1', 1), ('b2', 2)` },
+        { text: `UPDATE sc_items SET n = n * 10 WHERE id = ANY($1::text[]) RETURNING id, n`, params: [['b1', 'b2']] },
+        { text: `SELECT count(*)::int AS c FROM sc_items WHERE id LIKE 'b%'` },
+      ]);
+      expect(rows[1].map((r) => Number((r as { n: number }).n)).sort()).toEqual([10, 20]);
+      expect(rows[2]).toEqual([{ c: 2 }]);
+      const e = await sqlBatch(sql, [
+        { text: `INSERT INTO sc_items (id) VALUES ('b3')` },
+        { text: `INSERT INTO sc_items (id) VALUES ('b1')` },
+      ]).catch((x) => x);
+      expect(e.code).toBe('23505');
+      expect((await sql.query(`SELECT id FROM sc_items WHERE id = 'b3'`)).rows).toEqual([]);
+      expect(await sqlBatch(sql, [])).toEqual([]);
     });
 
     it('NOTIFY reaches a listener after the commit', async () => {

@@ -1,4 +1,4 @@
-import { openPglite, openPostgres } from '@svc/deploy';
+import { openPglite, openPgliteThread, openPostgres } from '@svc/deploy';
 import { PgTextIndex } from '@svc/projectors';
 import { describe } from 'vitest';
 import { freshPostgresSchema, serverUrl, tempDir } from '../support/engines';
@@ -7,6 +7,17 @@ import { textIndexContract } from './text-index.contract';
 textIndexContract('PostgreSQL full-text search on PGlite (embedded)', async () => {
   const tmp = tempDir();
   const sql = await openPglite(tmp.dir);
+  return Object.assign(new PgTextIndex(sql), {
+    dispose: async () => {
+      await sql.close();
+      tmp.remove();
+    },
+  });
+});
+
+textIndexContract('PostgreSQL full-text search on PGlite in its own thread (the embedded default)', async () => {
+  const tmp = tempDir();
+  const sql = await openPgliteThread(tmp.dir);
   return Object.assign(new PgTextIndex(sql), {
     dispose: async () => {
       await sql.close();

@@ -119,10 +119,10 @@ function startHost(mode: 'thread' | 'process', data: Record<string, unknown>, on
   };
 }
 
-/** Scheduling niceness of the model processes: EMBEDDING_NICE (0-19), default 10. */
+/** Scheduling niceness of the model processes: EMBEDDING_NICE (0-19), default 19 (the requests' CPU first; docs/search.md). */
 export const modelNiceness = (env: NodeJS.ProcessEnv = process.env): number => {
   const n = Number(env.EMBEDDING_NICE);
-  return Number.isInteger(n) && n >= 0 && n <= 19 ? n : 10;
+  return env.EMBEDDING_NICE !== undefined && env.EMBEDDING_NICE !== '' && Number.isInteger(n) && n >= 0 && n <= 19 ? n : 19;
 };
 
 /** Threads of the pool: EMBEDDING_THREADS, else one per core. */

@@ -117,6 +117,9 @@ export class SearchIndexer {
     this.jobs = new VectorJobStore(sql);
   }
 
+  /** The last checkpoint write, in flight (applyBatchNow does not wait for it). */
+  private checkpointing: Promise<unknown> = Promise.resolve();
+
   get name() {
     return SEARCH_INDEX;
   }
@@ -161,6 +164,7 @@ export class SearchIndexer {
   async stop(): Promise<void> {
     this.abort.abort();
     await this.loop;
+    await this.checkpointing;
     this.loop = undefined;
     this.halted = true;
     this.halt.resolve();
@@ -346,7 +350,10 @@ export class SearchIndexer {
     await this.appendDocumentOutcomes(outcomes.documents);
 
     const last = events[events.length - 1].position;
-    await writeCheckpoint(this.sql, SEARCH_INDEX, last);
+    // Not awaited: the next statements to this database queue behind it in order, and a checkpoint that does not
+    // land only means a replay from the one before (every write above is idempotent). stop() waits for it.
+    // Chained, so on a pool of connections an older position never lands after a newer one.
+    this.checkpointing = this.checkpointing.then(() => writeCheckpoint(this.sql, SEARCH_INDEX, last)).catch((e) => this.o.log?.(`projection ${SEARCH_INDEX}: checkpoint ${last} not written`, e));
     this.position = last;
     this.stats.batches += 1;
     this.stats.events += events.length;

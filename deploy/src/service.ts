@@ -99,6 +99,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
     status: {
       role: config.role,
       sql,
+      searchSql: engines.searchSql,
       store,
       runner: role.projectors ? runner : undefined,
       readyzSubscribers: () => (role.projectors ? [runner.stats, ...(searchIndexer ? [searchIndexer.stats] : []), ...(worker ? [worker.stats] : []), ...(dispatcher ? [dispatcher.stats] : []), ...(triggers ? [triggers.stats] : [])] : []),

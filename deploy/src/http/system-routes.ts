@@ -9,6 +9,8 @@ type Stats = { name: string; position: number };
 export interface SystemStatus {
   role: string;
   sql: Sql;
+  /** The search side's own database, when it is not `sql` (the embedded default's thread). */
+  searchSql?: Sql;
   store: EventStore;
   /** The projection runner, when this process runs it (readiness waits on its lag, quarantine and failures). */
   runner?: ProjectionRunner;
@@ -24,7 +26,7 @@ export interface SystemStatus {
 
 /** GET /healthz, /readyz and /metrics (every role). */
 export function systemRoutes(s: SystemStatus): RouteSpec[] {
-  const { role, sql, store, runner, relay, feed, embedderInfo, modelRebuild } = s;
+  const { role, sql, searchSql, store, runner, relay, feed, embedderInfo, modelRebuild } = s;
   return [
     route({ method: 'GET', url: '/healthz', operationId: 'getLiveness', auth: 'none', summary: 'Liveness', handler: async () => ({ status: 'ok', role }) }),
     route({
@@ -33,12 +35,19 @@ export function systemRoutes(s: SystemStatus): RouteSpec[] {
       operationId: 'getReadiness',
       errors: [503],
       auth: 'none',
-      summary: 'Readiness: the database answers, the read models are caught up within 10,000 events, and no projection is failing or holds quarantined events',
+      summary: 'Readiness: the databases answer, the read models are caught up within 10,000 events, and no projection is failing or holds quarantined events',
       handler: async () => {
         try {
           await sql.query('SELECT 1');
         } catch {
           throw new ServiceError('UNAVAILABLE', 'The database is not reachable');
+        }
+        if (searchSql && searchSql !== sql) {
+          try {
+            await searchSql.query('SELECT 1');
+          } catch (e) {
+            throw new ServiceError('UNAVAILABLE', `The search database is not reachable: ${e instanceof Error ? e.message : String(e)}`);
+          }
         }
         const head = await store.headPosition();
         const lag = runner ? head - runner.current : 0;

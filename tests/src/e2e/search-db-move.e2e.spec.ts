@@ -86,4 +86,12 @@ describe('search tables moved from the main embedded database to their own', () 
     expect(heard.some((m) => m.includes('moved'))).toBe(false);
     expect(await search(svc.api, root, 'volcano', 'TEXT')).toEqual(volcano);
   }, 300_000);
+
+  it('/readyz answers 503 naming the search database when its thread is gone', async () => {
+    expect((await svc!.api.get('/readyz')).status).toBe(200);
+    await svc!.service.searchSql.close();
+    const r = await svc!.api.get('/readyz');
+    expect(r.status, r.text).toBe(503);
+    expect(r.text).toMatch(/search database is not reachable/);
+  });
 });

@@ -1118,7 +1118,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: the database answers, the read models are caught up within 10,000 events, and no projection is failing or holds quarantined events */
+        /** Readiness: the databases answer, the read models are caught up within 10,000 events, and no projection is failing or holds quarantined events */
         get: operations["getReadiness"];
         put?: never;
         post?: never;

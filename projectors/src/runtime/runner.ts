@@ -54,6 +54,14 @@ export function segments(events: StoredEvent[]): Array<{ bulk: boolean; events: 
 
 export const CHECKPOINT_CHANNEL = 'proj_checkpoint';
 
+/**
+ * Announces a runner's new checkpoint to the barriers of command-only processes (delivered at commit).
+ * NOTIFY channels are per database, not per schema: the payload names the schema, so deployments (or test
+ * suites) sharing a database in different schemas never release each other's barriers.
+ */
+export const notifyCheckpoint = (q: SqlQueryable, runnerName: string, position: number) =>
+  q.query(`SELECT pg_notify($1, current_schema() || ':' || $2)`, [CHECKPOINT_CHANNEL, `${runnerName}:${position}`]);
+
 /** What every follower of the global log reports (projector runners, the Kafka relay). */
 export interface FollowerStats {
   name: string;
@@ -243,7 +251,7 @@ export class ProjectionRunner {
   private async moveCheckpoint(q: SqlQueryable, last: number) {
     if (last <= this.position) return;
     await writeCheckpoint(q, this.name, last);
-    if (this.sql.kind === 'postgres') await q.query('SELECT pg_notify($1, $2)', [CHECKPOINT_CHANNEL, `${this.name}:${last}`]);
+    if (this.sql.kind === 'postgres') await notifyCheckpoint(q, this.name, last);
   }
 
   /** After a commit: hooks hear the applied events, waiters up to `last` are released. */
@@ -373,9 +381,12 @@ export async function remoteBarrier(sql: Sql, runnerName: string, pollMs = 25): 
   const read = async () => {
     known = await readCheckpoint(sql, runnerName);
   };
+  // Only this schema's runner moves this barrier (notifyCheckpoint).
+  const { rows } = await sql.query<{ schema: string }>('SELECT current_schema() AS schema');
+  const schema = rows[0].schema;
   const unlisten = await sql.listen(CHECKPOINT_CHANNEL, (payload) => {
-    const [name, pos] = payload.split(':');
-    if (name === runnerName) known = Math.max(known, Number(pos));
+    const [from, name, pos] = payload.split(':');
+    if (from === schema && name === runnerName) known = Math.max(known, Number(pos));
   });
   return {
     async waitFor(position, timeoutMs = 10_000) {

@@ -8,7 +8,7 @@ import type { EventStore } from '@svc/domain';
 import { loadKurrentDb, PostgresEventStore } from '@svc/command-api';
 import { exportChunks, type ExportProgress, parseKinds, selectionOf } from '@svc/query-api';
 import { loadConfig } from './config';
-import { openSql } from './engines/sql';
+import { openSql, tableExists } from './engines/sql';
 
 /**
  * `npm run export -- --tenant <id> --out <file.ndjson> [--from <iso>] [--to <iso>] [--streams record,document,...]
@@ -110,8 +110,7 @@ let last: ExportProgress | undefined;
 let code = 0;
 try {
   // The tenant must have existed (the read model keeps a torn-down tenant's row, and its log stays).
-  const known = await sql.query<{ n: number }>(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'rm_tenants'`);
-  if (known.rows[0].n > 0 && (await sql.query('SELECT 1 FROM rm_tenants WHERE tenant_id = $1', [args.tenant])).rows.length === 0) throw new Error(`unknown tenant ${args.tenant}`);
+  if ((await tableExists(sql, 'rm_tenants')) && (await sql.query('SELECT 1 FROM rm_tenants WHERE tenant_id = $1', [args.tenant])).rows.length === 0) throw new Error(`unknown tenant ${args.tenant}`);
   const selection = selectionOf(parsed.data, { tenantId: args.tenant!, ...(args.context ? { contextId: args.context } : {}) }, await store.headPosition());
   const bar = progress();
   const out = toStdout ? process.stdout : createWriteStream(partial, { mode: 0o600 });

@@ -1,18 +1,16 @@
 import type { Sql } from '@svc/domain';
+import { ensureCheckpoints, readCheckpoint, resetCheckpoint, SEARCH_INDEX, writeCheckpoint } from '@svc/projectors';
+import { tableExists } from './sql';
 
-/** The search side's tables (projectors/src/search) and its checkpoint's name. */
+/** The search side's tables (projectors/src/search). */
 const SEARCH_TABLES = ['si_schemas', 'si_items', 'si_vector_jobs', 'si_vector_models', 'ti_passages', 'ti_terms', 'ti_stats'];
-const CHECKPOINT = 'search-index';
 /** Heap pages copied per statement (8 KiB each): about 2 MiB of rows at a time. */
 const PAGES = 256;
 
-const tableExists = async (sql: Sql, table: string) =>
-  (await sql.query<{ n: number }>(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`, [table])).rows[0].n > 0;
-
+/** The search checkpoint, or null where there is none (no table, or no row: a checkpoint is never written at 0). */
 const checkpointOf = async (sql: Sql): Promise<number | null> => {
   if (!(await tableExists(sql, 'proj_checkpoints'))) return null;
-  const { rows } = await sql.query<{ position: number }>('SELECT position FROM proj_checkpoints WHERE name = $1', [CHECKPOINT]);
-  return rows.length ? Number(rows[0].position) : null;
+  return (await readCheckpoint(sql, SEARCH_INDEX)) || null;
 };
 
 /**
@@ -43,8 +41,8 @@ export async function moveSearchTables(from: Sql, to: Sql, log: (m: string) => v
       rows += batch.length;
     }
   }
-  await to.exec('CREATE TABLE IF NOT EXISTS proj_checkpoints (name text PRIMARY KEY, position bigint NOT NULL)');
-  await to.query('INSERT INTO proj_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET position = excluded.position', [CHECKPOINT, position]);
+  await ensureCheckpoints(to);
+  await writeCheckpoint(to, SEARCH_INDEX, position);
   await dropOld(from);
   log(`search index: moved ${rows} rows to its own embedded database (pg-search) in ${Date.now() - started} ms`);
   return true;
@@ -53,5 +51,5 @@ export async function moveSearchTables(from: Sql, to: Sql, log: (m: string) => v
 async function dropOld(from: Sql) {
   if (!(await tableExists(from, 'si_items'))) return;
   for (const t of SEARCH_TABLES) await from.exec(`DROP TABLE IF EXISTS ${t} CASCADE`);
-  await from.query('DELETE FROM proj_checkpoints WHERE name = $1', [CHECKPOINT]);
+  await resetCheckpoint(from, SEARCH_INDEX);
 }

@@ -29,6 +29,12 @@ export async function openPglite(dataDir: string | undefined): Promise<Sql> {
   };
 }
 
+/** Whether `table` exists in the connection's current schema. */
+export async function tableExists(q: SqlQueryable, table: string): Promise<boolean> {
+  const { rows } = await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`, [table]);
+  return rows[0].n > 0;
+}
+
 /** A PostgreSQL server through a `pg` pool. */
 export async function openPostgres(url: string, max = 10): Promise<Sql> {
   const pool = new pg.Pool({ connectionString: url, max, types: pgTypes as never });

@@ -1,32 +1,13 @@
 import { describe } from 'vitest';
-import { openPglite, openPgliteThread, openPostgres } from '@svc/deploy';
-import { freshPostgresSchema, serverUrl, tempDir } from '../support/engines';
+import { scratchSql, serverUrl } from '../support/engines';
 import { sqlContract } from './sql.contract';
 
-const embedded = (open: (dir: string) => ReturnType<typeof openPglite>) => async () => {
-  const tmp = tempDir();
-  const sql = await open(tmp.dir);
-  return Object.assign(sql, {
-    dispose: async () => {
-      await sql.close();
-      tmp.remove();
-    },
-  });
+const open = (kind: Parameters<typeof scratchSql>[0]) => async () => {
+  const { sql, dispose } = await scratchSql(kind);
+  return Object.assign(sql, { dispose });
 };
 
-sqlContract('PGlite in the service thread', embedded(openPglite));
-sqlContract('PGlite in its own thread (the embedded search database)', embedded((dir) => openPgliteThread(dir, { nice: 5 })));
-
-const url = serverUrl('postgres');
-if (!url) describe.skip('SQL port contract: PostgreSQL server (DATABASE_URL not set)', () => {});
-else
-  sqlContract('PostgreSQL server', async () => {
-    const schema = await freshPostgresSchema(url);
-    const sql = await openPostgres(schema.url);
-    return Object.assign(sql, {
-      dispose: async () => {
-        await sql.close();
-        await schema.drop();
-      },
-    });
-  });
+sqlContract('PGlite in the service thread', open('pglite'));
+sqlContract('PGlite in its own thread (the embedded search database)', open('pglite-thread'));
+if (!serverUrl('postgres')) describe.skip('SQL port contract: PostgreSQL server (DATABASE_URL not set)', () => {});
+else sqlContract('PostgreSQL server', open('postgres'));

@@ -3,6 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import type { Sql } from '@svc/domain';
+import { openPglite, openPgliteThread, openPostgres } from '@svc/deploy';
 
 /** A throwaway directory for an embedded engine. */
 export function tempDir(prefix = 'svc-test-'): { dir: string; remove: () => void } {
@@ -43,3 +45,20 @@ export const SERVER_ENGINES = {
 } as const;
 
 export const serverUrl = (engine: keyof typeof SERVER_ENGINES): string | undefined => process.env[SERVER_ENGINES[engine].env] || undefined;
+
+/**
+ * A SQL connection on a throwaway place, for a contract suite: PGlite (in this thread or its own) in a temporary
+ * directory, or a fresh schema of DATABASE_URL. `dispose` closes it and removes the place.
+ */
+export async function scratchSql(kind: 'pglite' | 'pglite-thread' | 'postgres'): Promise<{ sql: Sql; dispose: () => Promise<void> }> {
+  if (kind === 'postgres') {
+    const url = serverUrl('postgres');
+    if (!url) throw new Error('DATABASE_URL is not set');
+    const schema = await freshPostgresSchema(url);
+    const sql = await openPostgres(schema.url);
+    return { sql, dispose: async () => (await sql.close(), await schema.drop()) };
+  }
+  const tmp = tempDir();
+  const sql = kind === 'pglite' ? await openPglite(tmp.dir) : await openPgliteThread(tmp.dir, { nice: 5 });
+  return { sql, dispose: async () => (await sql.close(), tmp.remove()) };
+}

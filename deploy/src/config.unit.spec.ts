@@ -1,0 +1,21 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from './config';
+
+/** The search database's start-up variables: a wrong SEARCH_DB stops the start naming it; a niceness out of range is the default. */
+describe('SEARCH_DB and SEARCH_DB_NICE', () => {
+  const base = { DATA_DIR: '/tmp/unused' } as NodeJS.ProcessEnv;
+
+  it('default: the separate database at niceness 5; main and any 0-19 niceness are taken', () => {
+    expect(loadConfig(base)).toMatchObject({ searchDb: 'separate', searchDbNice: 5 });
+    expect(loadConfig({ ...base, SEARCH_DB: 'main', SEARCH_DB_NICE: '19' })).toMatchObject({ searchDb: 'main', searchDbNice: 19 });
+    expect(loadConfig({ ...base, SEARCH_DB_NICE: '0' }).searchDbNice).toBe(0);
+  });
+
+  it('an unknown SEARCH_DB stops the start with the variable and the values it takes', () => {
+    expect(() => loadConfig({ ...base, SEARCH_DB: 'elsewhere' })).toThrow('SEARCH_DB must be separate or main, not elsewhere');
+  });
+
+  it.each(['-1', '20', '2.5', 'high', '1e9'])('SEARCH_DB_NICE=%s is out of range: the default 5', (v) => {
+    expect(loadConfig({ ...base, SEARCH_DB_NICE: v }).searchDbNice).toBe(5);
+  });
+});

@@ -30,10 +30,11 @@ export interface ReadCaches {
 }
 
 export async function openCaches(sql: Sql, role: RoleTraits): Promise<ReadCaches> {
-  // Revocations reach the credential cache from this process's projector (exactly) and, on PostgreSQL, from any
-  // other process's through NOTIFY; the TTL is the backstop, short where no projector runs beside the cache.
-  const credentials = new CredentialResolver(sql, { ttlMs: role.projectors ? 5000 : 1000 });
-  const unwatchCredentials = sql.kind === 'postgres' ? await credentials.watch() : undefined;
+  // Revocations reach the credential cache exactly only from this process's projector (hold/release). Another
+  // process's NOTIFY can arrive after the client's next request, so without a projector beside it the cache keeps
+  // unknown secrets only and every known credential is read from the database.
+  const credentials = new CredentialResolver(sql, role.projectors ? { ttlMs: 5000 } : { ttlMs: 1000, cacheHits: false });
+  const unwatchCredentials = sql.kind === 'postgres' && role.projectors ? await credentials.watch() : undefined;
   const tenancy = new TenancyReads(sql);
   // Dropped by this process's projector when an account changes.
   const accountLimits = new AccountRateLimits((id) => tenancy.account(id), role.exactCaches ? 5000 : 1000);

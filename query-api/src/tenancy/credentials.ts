@@ -25,6 +25,11 @@ export interface CredentialCacheOptions {
   maxEntries?: number;
   /** Unknown secrets remembered (so a repeated bad token stays off the database), in their own small LRU. */
   maxMisses?: number;
+  /**
+   * Serve known credentials from the cache (default true). False where no projector of this process applies
+   * revocations: there nothing but a NOTIFY, unordered with the client's next request, would tell the cache.
+   */
+  cacheHits?: boolean;
 }
 
 export const CREDENTIAL_CACHE_DEFAULTS = { ttlMs: 5000, maxEntries: 10_000, maxMisses: 1_000 } as const;
@@ -43,6 +48,10 @@ export const CREDENTIAL_CACHE_DEFAULTS = { ttlMs: 5000, maxEntries: 10_000, maxM
  * is visible (another process may already have answered the revoke) reads the
  * database. `watch()` makes another process's revocations empty the cache
  * through PostgreSQL NOTIFY, with `ttlMs` as the backstop if one is lost.
+ * NOTIFY is not ordered with the client's next request, so a process without
+ * such a projector keeps only misses (`cacheHits: false`): every known
+ * credential is read from the database, and a revocation answered anywhere
+ * holds on its next request.
  */
 export class CredentialResolver {
   private hits = new Map<string, { p: Principal; at: number }>();
@@ -54,6 +63,7 @@ export class CredentialResolver {
   private readonly ttlMs: number;
   private readonly maxEntries: number;
   private readonly maxMisses: number;
+  private readonly cacheHits: boolean;
 
   constructor(
     private readonly sql: Sql,
@@ -63,6 +73,7 @@ export class CredentialResolver {
     this.ttlMs = o.ttlMs ?? CREDENTIAL_CACHE_DEFAULTS.ttlMs;
     this.maxEntries = Math.max(1, o.maxEntries ?? CREDENTIAL_CACHE_DEFAULTS.maxEntries);
     this.maxMisses = Math.max(0, o.maxMisses ?? CREDENTIAL_CACHE_DEFAULTS.maxMisses);
+    this.cacheHits = o.cacheHits ?? true;
   }
 
   /** Entries held now (known credentials, remembered misses). */
@@ -96,7 +107,7 @@ export class CredentialResolver {
   }
 
   private remember(hash: string, p: Principal | null, at: number) {
-    const [map, max] = p ? [this.hits as Map<string, unknown>, this.maxEntries] : [this.misses as Map<string, unknown>, this.maxMisses];
+    const [map, max] = p ? [this.hits as Map<string, unknown>, this.cacheHits ? this.maxEntries : 0] : [this.misses as Map<string, unknown>, this.maxMisses];
     if (max === 0) return;
     map.delete(hash);
     while (map.size >= max) map.delete(map.keys().next().value as string);

@@ -53,7 +53,7 @@ async function dataDir(): Promise<string> {
   const schemaId = JSON.parse(s.body).id as string;
   await service.close();
   const { tenantId, contextId } = boot.tenants.live;
-  const sql = await openSql({ dataDir: join(dir, 'pg') });
+  const sql = await openSql({ dataDir: join(dir, 'pg-search') }); // the search side's own database (SEARCH_DB=separate)
   const text = new PgTextIndex(sql);
   const catalogue = new SearchCatalogue(sql);
   await text.init();
@@ -215,7 +215,7 @@ async function textIndexCopy(src: string) {
   rmSync(dir, { recursive: true, force: true });
   cpSync(src, dir, { recursive: true });
   const boot = JSON.parse(readFileSync(join(dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
-  const sql = await openSql({ dataDir: join(dir, 'pg') });
+  const sql = await openSql({ dataDir: join(dir, 'pg-search') }); // the search side's own database (SEARCH_DB=separate)
   return {
     text: new MemoryTextIndex(new PgTextIndex(sql)),
     filter: { tenantId: boot.tenants.live.tenantId, contextId: boot.tenants.live.contextId, clauses: [] },

@@ -188,7 +188,7 @@ async function main() {
   }
 
   if (only.has('search')) {
-    const S4 = '4. Search (embedded default: PGlite FTS + LanceDB + built-in USE-512; 16 clients, 48 rotating queries, limit 20)';
+    const S4 = '4. Search (embedded default: PGlite FTS + LanceDB + built-in bge-small-en-v1.5; 16 clients, 48 rotating queries, limit 20)';
     const is100kTier = (n: number) => n >= 100_000;
     const st = { concurrency: 16, warmupMs: envInt('BENCH_SEARCH_WARMUP_MS', 1000), durationMs: envInt('BENCH_SEARCH_MS', 4000) };
     const tiers = (process.env.BENCH_SEARCH_TIERS ?? '10000,100000').split(',').map(Number);
@@ -359,6 +359,11 @@ async function main() {
   console.log('\n' + formatTable(rows));
   const errs = rows.filter((r) => r.result?.errors);
   for (const r of errs) console.log(`! ${r.id}: ${r.result!.errors} errors, first: ${r.result!.firstError}`);
+  // A row whose operations failed did not measure what it names (its ratio is meaningless): the run fails.
+  if (errs.length) {
+    console.log(`! ${errs.length} row(s) had failed operations: their figures are not valid; the run fails`);
+    process.exitCode = 1;
+  }
   if (only.has('records')) console.log(`service projection during H creates: ${(projection.events / Math.max(1, projection.batches)).toFixed(1)} events per batch (${projection.batches} batches); 1.0 means every create paid its own append and projection transaction`);
   console.log(`load average ${load0[0].toFixed(1)} at start, ${loadavg()[0].toFixed(1)} at end (${cpus().length} CPUs; the load generator shares them with the service)`);
 

@@ -191,7 +191,8 @@ async function loadDirect(
   w: { tenantId: string; contextId: string; accountId: string; schemaId: string; bases: string[]; vectors: number[][] },
 ): Promise<{ perSec: number; upkeep: MaintainReport }> {
   const t0 = performance.now();
-  const sql = await openSql({ dataDir: join(dataDir, 'pg') });
+  // The search side's own database (DATA_DIR/pg-search, the default SEARCH_DB=separate): catalogue and keyword index.
+  const sql = await openSql({ dataDir: join(dataDir, 'pg-search') });
   const embedder = new BuiltinEmbedder(); // only for its model name / dims (never loaded)
   const text = new PgTextIndex(sql);
   // Upkeep runs once after the load (below), as the projector's background upkeep would have by then.
@@ -332,7 +333,8 @@ export interface RawResults {
  * beforehand); EMBED: one uncached model call per operation (16 concurrent, batched).
  */
 async function rawSearch(dataDir: string, t: Timing, w: { tenantId: string; contextId: string }): Promise<RawResults> {
-  const sql = await openSql({ dataDir: join(dataDir, 'pg') });
+  // The search side's own database (DATA_DIR/pg-search, the default SEARCH_DB=separate): catalogue and keyword index.
+  const sql = await openSql({ dataDir: join(dataDir, 'pg-search') });
   const embedder = new BuiltinEmbedder();
   const text = new PgTextIndex(sql);
   const vectors = new LanceVectorIndex(join(dataDir, 'lancedb'), embedder.model, embedder.dims, { autoMaintain: false });
@@ -444,6 +446,9 @@ export async function benchSearch(
     const line = (r: HttpResult) => `p50 ${r.p50.toFixed(1)} p99 ${r.p99.toFixed(1)} ms, ${Math.round(r.opsPerSec)}/s, ${r.hits} results/page${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''}`;
     for (const m of MODES) o.log(`${size} HTTP ${m} (rotating queries, cached query vectors): ${line(http.rotating[m])}`);
     for (const m of COLD_MODES) o.log(`${size} HTTP ${m} cold (every query new: the model runs per request): ${line(http.cold[m])}`);
+    // A tier whose loaded passages the service cannot find measures an empty index: stop rather than print its figures.
+    const empty = MODES.filter((m) => http.rotating[m].hits === 0);
+    if (empty.length) throw new Error(`${size}-passage tier: ${empty.join(', ')} answered 0 results/page; the passages loaded are not searchable by the service`);
     // Every rotating SEMANTIC/HYBRID request (warm-up included) after the first sight of each of the 48 texts was a cache hit (capacity ≫ 48).
     const sent = http.sent.SEMANTIC + http.sent.HYBRID;
     const httpCacheHitRate = Math.max(0, (sent - Math.min(sent, QUERIES.length)) / Math.max(1, sent));

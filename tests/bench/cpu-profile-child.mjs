@@ -13,6 +13,39 @@ import { isMainThread } from 'node:worker_threads';
 // SVC_TRACE_GC=1: V8 prints every collection (NODE_OPTIONS does not take --trace-gc).
 if (isMainThread && process.env.SVC_TRACE_GC) setFlagsFromString('--trace-gc');
 
+// SVC_SQL_CENSUS=1: time spent in the main thread's PGlite (execProtocolRawSync) per statement text, between the
+// two SIGUSR2, printed as SQLCENSUS lines (a message without a Parse or Query of its own counts for the last one).
+const census = new Map();
+let censusOn = false;
+if (isMainThread && process.env.SVC_SQL_CENSUS) {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const orig = PGlite.prototype.execProtocolRawSync;
+  let current = '?';
+  const cstr = (b, at) => {
+    let e = at;
+    while (e < b.length && b[e] !== 0) e++;
+    return new TextDecoder().decode(b.subarray(at, e));
+  };
+  PGlite.prototype.execProtocolRawSync = function (msg) {
+    if (!censusOn) return orig.call(this, msg);
+    if (msg[0] === 81) current = cstr(msg, 5);
+    else if (msg[0] === 80) {
+      let at = 5;
+      while (msg[at] !== 0) at++;
+      current = cstr(msg, at + 1);
+    }
+    const key = current.replace(/\s+/g, ' ').trim().slice(0, 100);
+    const t0 = performance.now();
+    try {
+      return orig.call(this, msg);
+    } finally {
+      const c = census.get(key) ?? { n: 0, ms: 0 };
+      c.n++;
+      c.ms += performance.now() - t0;
+      census.set(key, c);
+    }
+  };
+}
 let session;
 let phase = false;
 // SVC_STALLS=1: event-loop turns longer than 5 ms during the measured phase (a 1 ms timer that fires late).
@@ -37,6 +70,14 @@ if (isMainThread) process.on('SIGUSR2', async () => {
     stalls = [];
     return;
   }
+  if (process.env.SVC_SQL_CENSUS) {
+    censusOn = !censusOn;
+    if (!censusOn) {
+      for (const [k, v] of [...census].sort((a, b) => b[1].ms - a[1].ms).slice(0, 25)) console.log(`SQLCENSUS ${v.ms.toFixed(1)} ms ${v.n} calls ${k}`);
+      census.clear();
+    }
+    return;
+  }
   if (process.env.SVC_TRACE_GC) {
     phase = !phase;
     console.log(phase ? 'MEASURE START' : 'MEASURE END');
@@ -46,7 +87,7 @@ if (isMainThread) process.on('SIGUSR2', async () => {
     session = new Session();
     session.connect();
     await session.post('Profiler.enable');
-    await session.post('Profiler.setSamplingInterval', { interval: 200 });
+    await session.post('Profiler.setSamplingInterval', { interval: Number(process.env.SVC_PROFILE_INTERVAL_US || 200) });
     await session.post('Profiler.start');
     return;
   }

@@ -19,6 +19,7 @@ import { webhookSettings } from './service/webhooks';
 export { READ_MODELS } from './service/subscribers';
 export { StartupError } from './service/secret';
 export { ROLES, type RoleTraits } from './service/roles';
+export { openCaches, type ReadCaches } from './service/caches';
 export { buildApp } from './service/app';
 
 export interface Service {

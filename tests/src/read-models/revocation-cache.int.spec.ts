@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashSecret } from '@svc/contracts';
 import type { Sql, SqlQueryable, StoredEvent } from '@svc/domain';
-import { openPglite } from '@svc/deploy';
+import { openCaches, openPglite, ROLES } from '@svc/deploy';
 import { tenancyProjection } from '@svc/projectors';
 import { CredentialResolver } from '@svc/query-api';
 import { tempDir } from '../support/engines';
@@ -23,19 +23,20 @@ const issued = event(1, 'CredentialIssued', {
 });
 const revoked = event(2, 'CredentialRevoked', { credentialId: 'k1' });
 
-describe('credential cache while this process applies a revocation', () => {
-  let dir: ReturnType<typeof tempDir>;
-  let sql: Sql;
-  const lookups = { n: 0 };
+/** One embedded database for the file; each test starts from fresh tables. */
+let dir: ReturnType<typeof tempDir>;
+let sql: Sql;
+beforeAll(async () => {
+  dir = tempDir('svc-revocation-');
+  sql = await openPglite(dir.dir);
+});
+afterAll(async () => {
+  await sql.close();
+  dir.remove();
+});
 
-  beforeAll(async () => {
-    dir = tempDir('svc-revocation-');
-    sql = await openPglite(dir.dir);
-  });
-  afterAll(async () => {
-    await sql.close();
-    dir.remove();
-  });
+describe('credential cache while this process applies a revocation', () => {
+  const lookups = { n: 0 };
 
   /** A fresh projection and resolver wired as deploy wires them (caches.ts), over fresh tables. */
   async function setup() {
@@ -97,5 +98,47 @@ describe('credential cache while this process applies a revocation', () => {
     const settled = lookups.n;
     expect((await resolver.resolve(SECRET))?.credentialId).toBe('k1');
     expect(lookups.n, 'served from the cache again').toBe(settled);
+  });
+});
+
+/**
+ * The credential cache as each role wires it (deploy openCaches), when a revocation is applied by a projector of
+ * ANOTHER process (no hook of this process runs, no NOTIFY reaches it). A process without a projector must read
+ * it on its next request: the regression behind "a token revoked through A answers 401 on B at once" failing in
+ * CI, where B (role command) served its cached credential until the NOTIFY arrived.
+ */
+describe('credential cache per role, revocation applied by another process', () => {
+  /** Fresh tables with a live credential, applied by a projection whose hooks belong to no cache here. */
+  async function fresh() {
+    await sql.exec('DROP TABLE IF EXISTS rm_accounts, rm_tenants, rm_contexts, rm_credentials');
+    const elsewhere = tenancyProjection({ revoking: () => {}, revoked: () => {} });
+    await sql.exec(elsewhere.ddl!);
+    await sql.tx((q: SqlQueryable) => elsewhere.apply!(q, issued));
+    return elsewhere;
+  }
+
+  it('role command (no projector): the request after the revocation commits answers 401, with no notification', async () => {
+    const elsewhere = await fresh();
+    const caches = await openCaches(sql, ROLES.command);
+    expect((await caches.credentials.resolve(SECRET))?.credentialId).toBe('k1');
+    expect((await caches.credentials.resolve(SECRET))?.credentialId).toBe('k1');
+    await sql.tx((q: SqlQueryable) => elsewhere.apply!(q, revoked));
+    expect(await caches.credentials.resolve(SECRET)).toBeNull();
+    expect(caches.credentials.size.entries, 'known credentials are never kept').toBe(0);
+  });
+
+  it('role query (no projector): the same', async () => {
+    const elsewhere = await fresh();
+    const caches = await openCaches(sql, ROLES.query);
+    expect((await caches.credentials.resolve(SECRET))?.credentialId).toBe('k1');
+    await sql.tx((q: SqlQueryable) => elsewhere.apply!(q, revoked));
+    expect(await caches.credentials.resolve(SECRET)).toBeNull();
+  });
+
+  it('role all keeps known credentials (its own projector tells it of revocations)', async () => {
+    await fresh();
+    const caches = await openCaches(sql, ROLES.all);
+    expect((await caches.credentials.resolve(SECRET))?.credentialId).toBe('k1');
+    expect(caches.credentials.size.entries).toBe(1);
   });
 });

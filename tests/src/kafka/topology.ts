@@ -139,13 +139,18 @@ export class Topology {
       });
       req.pipe(up);
     });
+    // Node's default (5 s) closes an idle keep-alive connection while the test's fetch may be reusing it: the
+    // request then fails with "fetch failed" before any answer (seen once in CI as 2 failed writes of the Kafka
+    // outage test). The service's own server keeps idle connections 72 s (fastify), so only this proxy had the race.
+    this.ingress.keepAliveTimeout = 72_000;
     const port = await freePort();
     await new Promise<void>((r) => this.ingress.listen(port, '127.0.0.1', r));
     this.api = new Api(`http://127.0.0.1:${port}`);
   }
 
   async stop(): Promise<void> {
-    await new Promise<void>((r) => (this.ingress ? this.ingress.close(() => r()) : r()));
+    // Idle keep-alive connections (kept 72 s, above) would hold close() open.
+    await new Promise<void>((r) => (this.ingress ? (this.ingress.close(() => r()), this.ingress.closeAllConnections()) : r()));
     for (const role of [...ROLES].reverse()) await this.kill(role, 'SIGTERM');
     for (const c of this.cleanup) await Promise.resolve(c()).catch(() => {});
   }

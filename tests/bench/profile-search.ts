@@ -12,7 +12,8 @@
  *          (raw profile in .cache/bench-search-text.cpuprofile). SEARCH_PROFILE_SEQ=1 adds a
  *          sequential (1 client) run.
  *  dump:   `dump 0 <chunks> <file.json>`: results of every query in every text mode, to diff two builds.
- *  engine: MemoryTextIndex alone on the same data: search (limit 100) and hydrate (20) per query.
+ *  engine: MemoryTextIndex alone on the same data: search (limit 100) and hydrate (20) per query
+ *          (SEARCH_ENGINE_PER_QUERY=1: each query's time and matches; SEARCH_ENGINE_TOTAL=1: exact totals).
  *  http:   `npm start` in a child process (as the bench does), 16 undici clients, then 1 client;
  *          SEARCH_PROFILE_CPU=1 prints the service's CPU profile of the 16-client phase.
  */
@@ -229,7 +230,7 @@ async function textIndexCopy(src: string) {
 /** The text index alone (no HTTP): MemoryTextIndex.search (limit 100, as the route asks) and hydrate of the first 20, per query. */
 async function engine(src: string) {
   const { text, filter, close } = await textIndexCopy(src);
-  const q = (seq: number): TextSearch => ({ filter, query: QUERIES[seq % QUERIES.length].q, textMode: 'OR', slop: 0, limit: 100 });
+  const q = (seq: number): TextSearch => ({ filter, query: QUERIES[seq % QUERIES.length].q, textMode: 'OR', slop: 0, limit: 100, trackTotal: process.env.SEARCH_ENGINE_TOTAL === '1' }); // the route's trackTotal: false unless SEARCH_ENGINE_TOTAL=1
   let t0 = performance.now();
   await text.search(q(0));
   console.log(`shard load: ${Math.round(performance.now() - t0)} ms`);
@@ -249,6 +250,13 @@ async function engine(src: string) {
     }
     const n = QUERIES.length * 4;
     const c = process.cpuUsage(c0);
+    if (process.env.SEARCH_ENGINE_PER_QUERY && rep === 0)
+      for (let i = 0; i < QUERIES.length; i++) {
+        const a = performance.now();
+        for (let j = 0; j < 5; j++) await text.search(q(i));
+        const r = await text.search(q(i));
+        console.log(`  ${((performance.now() - a) / 6).toFixed(3)} ms  ${String(r.total).padStart(6)} matches  ${QUERIES[i].q}`);
+      }
     console.log(
       `engine: search ${(tS / n).toFixed(3)} ms, hydrate(20) ${(tH / n).toFixed(3)} ms per query (wall); process CPU ${((c.user + c.system) / 1000 / n).toFixed(3)} ms per query; mean matches ${Math.round(total / n)}`,
     );

@@ -340,7 +340,7 @@ async function rawSearch(dataDir: string, t: Timing, w: { tenantId: string; cont
   const vectors = new LanceVectorIndex(join(dataDir, 'lancedb'), embedder.model, embedder.dims, { autoMaintain: false });
   const filter: ItemFilter = { tenantId: w.tenantId, contextId: w.contextId, clauses: [] };
   const limit = 100; // what the route asks each leg for with limit 20 (max(100, 3 × 20))
-  const textLeg = (q: string) => text.search({ filter, query: q, textMode: 'OR', slop: 0, limit });
+  const textLeg = (q: string) => text.search({ filter, query: q, textMode: 'OR', slop: 0, limit, trackTotal: false });
   const vecLeg = async (q: string) => vectors.search({ tenantId: w.tenantId, contextId: w.contextId, vector: await embedQuery(embedder, q), limit });
   try {
     await embedder.embed(['warm up'], { purpose: 'query' });

@@ -67,6 +67,12 @@ export interface TextSearch {
   /** PHRASE only. */
   slop: number;
   limit: number;
+  /**
+   * false: `total` need only be a lower bound (at least the hits returned), so an adapter may skip
+   * passages that cannot reach the top `limit` instead of counting every match (as Elasticsearch's
+   * track_total_hits). Default true: the exact count.
+   */
+  trackTotal?: boolean;
 }
 
 export interface PassageText {
@@ -98,7 +104,7 @@ export interface TextIndex {
   updateItemMeta(item: Omit<IndexedItem, 'passages' | 'metadata'>): Promise<void>;
   deleteItem(itemId: string): Promise<void>;
   deleteContext(tenantId: string, contextId: string): Promise<void>;
-  /** Ranked hits (at most `limit`) and the number of passages that matched. */
+  /** Ranked hits (at most `limit`) and the number of passages that matched (a lower bound with `trackTotal: false`). */
   search(q: TextSearch): Promise<{ hits: TextHit[]; total: number }>;
   /** Fills in the text and snippet of hits returned without them (only the page shown needs them). */
   hydrate?(hits: TextHit[], q: TextSearch): Promise<void>;

@@ -201,7 +201,7 @@ export class ElasticsearchTextIndex implements TextIndex {
       const r = await this.client.search({
         index: this.index,
         size: s.limit,
-        track_total_hits: true,
+        track_total_hits: s.trackTotal !== false,
         query: { bool: { must: [q], filter: filterClauses(s.filter) } },
         sort: [{ _score: { order: 'desc' } }, { item_id: { order: 'asc' } }, { chunk_no: { order: 'asc' } }],
         _source: false,

@@ -75,6 +75,8 @@ class Shard {
   readonly lexIds = new Map<string, number>();
   readonly postPid: I32[] = [];
   readonly postTf: I32[] = [];
+  /** Per lexeme: the highest term frequency it has had in a passage (not lowered by removals: an upper bound). */
+  readonly tfMax: number[] = [];
   readonly df: number[] = [];
   readonly items: ItemEntry[] = [];
   readonly itemIndex = new Map<string, number>();
@@ -107,12 +109,19 @@ class Shard {
   alive = 0;
   totalLen = 0;
   dead = 0;
-  /** Per-search scratch (searches are synchronous, so one set per shard): scores per passage, candidate ids, item verdicts. */
-  scratch = new Float64Array(0);
+  /**
+   * Per-search scratch (searches are synchronous, so one set per shard), with the BM25 length normalisation:
+   * sn[2p] the score of passage p, sn[2p + 1] its k1 × (1 − b + b × len / avgdl), side by side so that a
+   * posting's two random reads share one cache line. Then candidate ids and item verdicts.
+   */
+  sn = new Float64Array(0);
+  /** Passages whose normalisation sn holds. */
+  snN = 0;
   cands = new Int32Array(0);
   verdict = new Int8Array(0);
   kth = new Float64Array(0);
-  norm = new Float64Array(0);
+  /** The least normalisation of the passages: with tfMax, a bound on any passage's BM25 term for a lexeme. */
+  normMin = 0;
   normAvgdl = NaN;
   normN = 0;
 
@@ -126,6 +135,7 @@ class Shard {
       id = this.df.length;
       this.lexIds.set(lexeme, id);
       this.df.push(0);
+      this.tfMax.push(0);
       this.postPid.push(new I32());
       this.postTf.push(new I32());
     }
@@ -174,6 +184,7 @@ class Shard {
       for (const p of ps) this.tPos.push(p);
       this.postPid[id].push(pid);
       this.postTf[id].push(ps.length);
+      if (ps.length > this.tfMax[id]) this.tfMax[id] = ps.length;
       this.df[id] += 1;
     }
     this.pTermFrom.push(this.tLex.n);
@@ -343,8 +354,16 @@ export function parseTsvector(s: string): Array<[string, number[]]> {
   return out;
 }
 
+/** The k-th best score of the candidates (1 ≤ k ≤ nc), by quickselect over a copy of their scores (s.kth). */
+function kthScore(sn: Float64Array, cands: Int32Array, nc: number, k: number, s: Shard): number {
+  if (s.kth.length < nc) s.kth = new Float64Array(Math.max(nc, s.kth.length * 2));
+  const v = s.kth;
+  for (let c = 0; c < nc; c++) v[c] = sn[2 * cands[c]];
+  return kthLargest(v, nc, k);
+}
+
 /** The best `k` (score desc, item id asc, chunk asc) of the first `nc` candidate passage ids. */
-function topK(cands: Int32Array, nc: number, score: Float64Array, s: Shard, k: number): number[] {
+function topK(cands: Int32Array, nc: number, sn: Float64Array, s: Shard, k: number): number[] {
   k = Math.min(k, nc);
   if (k <= 0) return [];
   const items = s.items;
@@ -352,7 +371,7 @@ function topK(cands: Int32Array, nc: number, score: Float64Array, s: Shard, k: n
   const pChunk = s.pChunk.a;
   const ordered = s.ordered;
   const order = (a: number, b: number) => {
-    if (score[a] !== score[b]) return score[b] - score[a];
+    if (sn[2 * a] !== sn[2 * b]) return sn[2 * b] - sn[2 * a];
     const ia = pItem[a];
     const ib = pItem[b];
     if (ia !== ib) return (ia < ordered && ib < ordered ? ia < ib : items[ia].itemId < items[ib].itemId) ? -1 : 1;
@@ -362,11 +381,8 @@ function topK(cands: Int32Array, nc: number, score: Float64Array, s: Shard, k: n
   if (k === nc) for (let c = 0; c < nc; c++) out.push(cands[c]);
   else {
     // The k-th best score, then every candidate at or above it (ties at the k-th are ordered below).
-    if (s.kth.length < nc) s.kth = new Float64Array(Math.max(nc, s.kth.length * 2));
-    const v = s.kth;
-    for (let c = 0; c < nc; c++) v[c] = score[cands[c]];
-    const kth = kthLargest(v, nc, k);
-    for (let c = 0; c < nc; c++) if (score[cands[c]] >= kth) out.push(cands[c]);
+    const kth = kthScore(sn, cands, nc, k, s);
+    for (let c = 0; c < nc; c++) if (sn[2 * cands[c]] >= kth) out.push(cands[c]);
   }
   return out.sort(order).slice(0, k);
 }
@@ -716,16 +732,16 @@ function conjunction(s: Shard, m: Extract<Match, { kind: 'all' | 'phrase' }>, ad
  * candidate while its score is 0. A small function of its own: the hottest loop of a keyword query,
  * compiled apart from run's many cases.
  */
-function accumulate(pa: Int32Array, tfs: Int32Array, m: number, w: number, score: Float64Array, norm: Float64Array, cands: Int32Array, nc: number): number {
+function accumulate(pa: Int32Array, tfs: Int32Array, m: number, w: number, sn: Float64Array, cands: Int32Array, nc: number): number {
   const k1p1 = BM25.k1 + 1;
   for (let i = 0; i < m; i++) {
     const pid = pa[i];
-    if (!(score[pid] > 0)) {
-      score[pid] = 0;
+    if (!(sn[2 * pid] > 0)) {
+      sn[2 * pid] = 0;
       cands[nc++] = pid;
     }
     const tf = tfs[i];
-    score[pid] += (w * (tf * k1p1)) / (tf + norm[pid]);
+    sn[2 * pid] += (w * (tf * k1p1)) / (tf + sn[2 * pid + 1]);
   }
   return nc;
 }
@@ -738,13 +754,16 @@ function accumulate(pa: Int32Array, tfs: Int32Array, m: number, w: number, score
  */
 function run(s: Shard, q: TextSearch, match: Match, scoring: number[]): { hits: TextHit[]; total: number } {
   const n = s.passages;
-  if (s.scratch.length < n) {
-    const size = Math.max(n, s.scratch.length * 2);
-    s.scratch = new Float64Array(size);
+  if (s.snN < n) {
+    const size = Math.max(n, s.snN * 2);
+    const sn = new Float64Array(2 * size);
+    sn.set(s.sn);
+    s.sn = sn;
+    s.snN = size;
     s.cands = new Int32Array(size);
   }
   if (s.verdict.length < s.items.length) s.verdict = new Int8Array(Math.max(s.items.length, s.verdict.length * 2));
-  const score = s.scratch;
+  const sn = s.sn;
   const cands = s.cands;
   const verdict = s.verdict; // per item: 0 unknown, 1 admitted, -1 not
   verdict.fill(0, 0, s.items.length);
@@ -764,17 +783,29 @@ function run(s: Shard, q: TextSearch, match: Match, scoring: number[]): { hits: 
   // BM25's length normalisation per passage, k1 × (1 − b + b × len / avgdl): kept until a write changes avgdl
   // (the same expression as inline, so the same doubles).
   if (s.normAvgdl !== avgdl || s.normN !== n) {
-    if (s.norm.length < n) s.norm = new Float64Array(s.scratch.length);
-    for (let pid = 0; pid < n; pid++) s.norm[pid] = k1 * (1 - b + (b * pLen[pid]) / avgdl);
+    let least = Infinity;
+    for (let pid = 0; pid < n; pid++) {
+      const v = (sn[2 * pid + 1] = k1 * (1 - b + (b * pLen[pid]) / avgdl));
+      if (v < least) least = v;
+    }
+    s.normMin = least;
     s.normAvgdl = avgdl;
     s.normN = n;
   }
-  const norm = s.norm;
   const idf = (l: number) => Math.log(1 + (s.alive - s.df[l] + 0.5) / (s.df[l] + 0.5));
   let nc = 0;
-  if (match.kind === 'any' && s.dead === 0 && admitsAll(q.filter)) {
+  if (match.kind === 'any' && q.trackTotal === false) {
+    // OR without an exact count: only the passages that can still reach the top `limit` are scored.
+    const every = s.dead === 0 && admitsAll(q.filter);
+    const r = pruned(s, scoring, scoring.map(idf), q.limit, every ? null : (pid) => alive[pid] === 1 && admitted(pid), sn, cands);
+    nc = r.nc;
+    const top = topK(cands, nc, sn, s, q.limit);
+    const hits = top.map((pid) => ({ itemId: items[pItem[pid]].itemId, chunkNo: s.pChunk.a[pid], score: sn[2 * pid] }));
+    for (let c = 0; c < nc; c++) sn[2 * cands[c]] = 0;
+    return { hits, total: r.matched };
+  } else if (match.kind === 'any' && s.dead === 0 && admitsAll(q.filter)) {
     // OR, every passage alive and admitted: the same loop without the checks.
-    for (const l of scoring) nc = accumulate(s.postPid[l].a, s.postTf[l].a, s.postPid[l].n, idf(l), score, norm, cands, nc);
+    for (const l of scoring) nc = accumulate(s.postPid[l].a, s.postTf[l].a, s.postPid[l].n, idf(l), sn, cands, nc);
   } else if (match.kind === 'any') {
     // OR: the candidates are the admitted passages of the scoring lexemes' postings (a passage is new while its score is 0).
     for (const l of scoring) {
@@ -789,12 +820,12 @@ function run(s: Shard, q: TextSearch, match: Match, scoring: number[]): { hits: 
         let v = verdict[it];
         if (v === 0) v = verdict[it] = admit(items[it]) ? 1 : -1;
         if (v !== 1) continue;
-        if (!(score[pid] > 0)) {
-          score[pid] = 0;
+        if (!(sn[2 * pid] > 0)) {
+          sn[2 * pid] = 0;
           cands[nc++] = pid;
         }
         const tf = tfs[i];
-        score[pid] += (w * (tf * (k1 + 1))) / (tf + norm[pid]);
+        sn[2 * pid] += (w * (tf * (k1 + 1))) / (tf + sn[2 * pid + 1]);
       }
     }
   } else {
@@ -807,15 +838,144 @@ function run(s: Shard, q: TextSearch, match: Match, scoring: number[]): { hits: 
     const ws = scoring.map(idf);
     for (let c = 0; c < nc; c++) {
       const pid = cands[c];
-      score[pid] = 0;
+      sn[2 * pid] = 0;
       for (let j = 0; j < scoring.length; j++) {
         const tf = s.tf(pid, scoring[j]);
-        if (tf) score[pid] += (ws[j] * (tf * (k1 + 1))) / (tf + norm[pid]);
+        if (tf) sn[2 * pid] += (ws[j] * (tf * (k1 + 1))) / (tf + sn[2 * pid + 1]);
       }
     }
   }
-  const top = topK(cands, nc, score, s, q.limit);
-  const hits = top.map((pid) => ({ itemId: items[pItem[pid]].itemId, chunkNo: s.pChunk.a[pid], score: score[pid] }));
-  for (let c = 0; c < nc; c++) score[cands[c]] = 0;
+  const top = topK(cands, nc, sn, s, q.limit);
+  const hits = top.map((pid) => ({ itemId: items[pItem[pid]].itemId, chunkNo: s.pChunk.a[pid], score: sn[2 * pid] }));
+  for (let c = 0; c < nc; c++) sn[2 * cands[c]] = 0;
   return { hits, total: nc };
+}
+
+/** A lexeme's postings are skipped (looked up by galloping instead) only when this many times longer than the candidates: a gallop costs several scanned postings. */
+const PRUNE_RATIO = 6;
+
+/**
+ * An OR query's candidates for its best `k`, skipping the long postings of common words where they
+ * cannot change the top `k` (term-at-a-time with the "continue" strategy of Moffat & Zobel, 1996):
+ * lexemes are taken shortest postings first; before a long one, when the k-th best score so far is above
+ * what every lexeme left could still add (its bound: idf × the most its BM25 term can be, from tfMax
+ * and normMin), no passage outside the candidates can reach the top `k`. The candidates that still may
+ * are then kept, and the lexemes left are found in their postings by galloping (sorted ids: a few steps
+ * each, where the scan would read every posting). Then the candidates near the top `k` are scored again
+ * as the exhaustive loop sums them (`scoring`'s order), so hits and scores are the same to the bit; a
+ * candidate leaves only when its bound is under the k-th score by a margin (ties at the k-th stay).
+ * Writes the candidates to `cands`, their scores in `sn`; `matched` counts the matching passages
+ * seen (a lower bound of all matches).
+ */
+function pruned(s: Shard, scoring: number[], ws: number[], k: number, keep: ((pid: number) => boolean) | null, sn: Float64Array, cands: Int32Array): { nc: number; matched: number } {
+  const k1p1 = BM25.k1 + 1;
+  const m = scoring.length;
+  if (!m || k <= 0) return { nc: 0, matched: 0 };
+  const bound = scoring.map((l, j) => (ws[j] * (s.tfMax[l] * k1p1)) / (s.tfMax[l] + s.normMin));
+  // Shortest postings first when a long list could be skipped (it holds PRUNE_RATIO × the postings before it); else
+  // in scoring's order, which sums every score as the exhaustive loop does (nothing to score again).
+  const lens = scoring.map((l) => s.postPid[l].n);
+  let order = scoring.map((_, j) => j).sort((a, b) => lens[a] - lens[b]);
+  let all = 0;
+  for (const n of lens) all += n;
+  let may = false;
+  for (let i = 0, before = 0; i < m && !may; before += lens[order[i++]]) may = before >= k && all - before > PRUNE_RATIO * before;
+  if (!may) order = order.map((_, j) => j);
+  const kthOf = (n: number) => kthScore(sn, cands, n, k, s);
+  /** Keeps the candidates whose score plus `more` is at least `floor` (the others' scores back to 0); returns their count. */
+  const keepAbove = (n: number, floor: number, more = 0) => {
+    let kept = 0;
+    for (let c = 0; c < n; c++) {
+      const pid = cands[c];
+      if (sn[2 * pid] + more < floor) sn[2 * pid] = 0;
+      else cands[kept++] = pid;
+    }
+    return kept;
+  };
+  let nc = 0;
+  let done = 0; // order[0..done) accumulated over their postings
+  for (; done < m; done++) {
+    const j = order[done];
+    const l = scoring[j];
+    const len = s.postPid[l].n;
+    if (nc >= k) {
+      let left = 0;
+      for (let i = done; i < m; i++) left += s.postPid[scoring[order[i]]].n;
+      if (left > PRUNE_RATIO * nc) {
+        const theta = kthOf(nc);
+        let rest = 0;
+        for (let i = done; i < m; i++) rest += bound[order[i]];
+        if (rest < theta * (1 - 1e-9)) {
+          // Continue: only the candidates that may still reach theta, the lexemes left added by galloping.
+          nc = keepAbove(nc, theta * (1 - 1e-9), rest);
+          break;
+        }
+      }
+    }
+    if (!keep) nc = accumulate(s.postPid[l].a, s.postTf[l].a, len, ws[j], sn, cands, nc);
+    else {
+      const pa = s.postPid[l].a;
+      const tfs = s.postTf[l].a;
+      const w = ws[j];
+      for (let i = 0; i < len; i++) {
+        const pid = pa[i];
+        if (!keep(pid)) continue;
+        if (!(sn[2 * pid] > 0)) {
+          sn[2 * pid] = 0;
+          cands[nc++] = pid;
+        }
+        const tf = tfs[i];
+        sn[2 * pid] += (w * (tf * k1p1)) / (tf + sn[2 * pid + 1]);
+      }
+    }
+  }
+  const matched = nc;
+  if (done === m && order.every((j, i) => j === i)) return { nc, matched }; // summed in scoring's order already
+  const ids = done < m ? cands.subarray(0, nc).sort() : cands;
+  const tf = new Int32Array(nc);
+  for (let i = done; i < m; i++) {
+    const j = order[i];
+    const l = scoring[j];
+    tfsOf(s.postPid[l].a, s.postTf[l].a, s.postPid[l].n, ids, nc, tf);
+    for (let c = 0; c < nc; c++) if (tf[c]) sn[2 * ids[c]] += (ws[j] * (tf[c] * k1p1)) / (tf[c] + sn[2 * ids[c] + 1]);
+  }
+  // The candidates that may rank (their sums differ from the exhaustive ones in the last bits only), summed again in order.
+  if (nc > k) nc = keepAbove(nc, kthOf(nc) * (1 - 1e-9));
+  const top = cands.subarray(0, nc).sort();
+  const exact = new Float64Array(nc);
+  for (let j = 0; j < m; j++) {
+    const l = scoring[j];
+    tfsOf(s.postPid[l].a, s.postTf[l].a, s.postPid[l].n, top, nc, tf);
+    for (let c = 0; c < nc; c++) if (tf[c]) exact[c] += (ws[j] * (tf[c] * k1p1)) / (tf[c] + sn[2 * top[c] + 1]);
+  }
+  for (let c = 0; c < nc; c++) sn[2 * top[c]] = exact[c];
+  return { nc, matched };
+}
+
+/** For each of the ascending ids[0..n), its term frequency in a lexeme's postings (ascending pids `pa`), 0 when absent: galloping from one to the next. */
+function tfsOf(pa: Int32Array, tfs: Int32Array, len: number, ids: Int32Array, n: number, out: Int32Array) {
+  let p = 0;
+  for (let c = 0; c < n; c++) {
+    const want = ids[c];
+    if (p < len && pa[p] < want) {
+      // pa[lo] < want; find hi with pa[hi] >= want (or the end), then the first such index between them.
+      let lo = p;
+      let step = 1;
+      let hi = p + 1;
+      while (hi < len && pa[hi] < want) {
+        lo = hi;
+        step <<= 1;
+        hi = lo + step;
+      }
+      if (hi > len) hi = len;
+      let a = lo + 1;
+      while (a < hi) {
+        const mid = (a + hi) >>> 1;
+        if (pa[mid] < want) a = mid + 1;
+        else hi = mid;
+      }
+      p = a;
+    }
+    out[c] = p < len && pa[p] === want ? tfs[p] : 0;
+  }
 }

@@ -33,7 +33,8 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
   const useVector = b.mode !== 'TEXT';
   const passages = new Map<string, Passage>();
 
-  const textSearch: TextSearch = { filter, query: b.query, textMode: b.textMode, slop: b.textMode === 'PHRASE' ? b.slop : 0, limit: want };
+  // totalResults counts the ranked candidates, so the keyword leg need not count every match (trackTotal).
+  const textSearch: TextSearch = { filter, query: b.query, textMode: b.textMode, slop: b.textMode === 'PHRASE' ? b.slop : 0, limit: want, trackTotal: false };
   const textLeg = async (): Promise<LegHit[]> => {
     const r = await engines.text.search(textSearch);
     for (const h of r.hits) passages.set(keyOf(h.itemId, h.chunkNo), h);

@@ -49,6 +49,15 @@ async function compare(label: string, index: MemoryTextIndex = mem) {
         // Equal scores may differ in the last bits (summation order), so order is compared between tie groups.
         expect(tieGroups(b.hits, s.limit), at).toEqual(tieGroups(a.hits, s.limit));
         compared += a.hits.length;
+        // Without an exact count (as the search route asks) OR skips passages that cannot rank: the same
+        // hits and scores, to the bit, and a total between the hits returned and every match.
+        for (const limit of [s.limit, 3]) {
+          const exact = limit === s.limit ? b : await index.search({ ...s, limit });
+          const pruned = await index.search({ ...s, limit, trackTotal: false });
+          expect(pruned.hits, `${at} trackTotal false, limit ${limit}`).toEqual(exact.hits);
+          expect(pruned.total, at).toBeGreaterThanOrEqual(pruned.hits.length);
+          expect(pruned.total, at).toBeLessThanOrEqual(exact.total);
+        }
       }
   return compared;
 }

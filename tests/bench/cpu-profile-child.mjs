@@ -48,16 +48,21 @@ if (isMainThread && process.env.SVC_SQL_CENSUS) {
 }
 let session;
 let phase = false;
-// SVC_STALLS=1: event-loop turns longer than 5 ms during the measured phase (a 1 ms timer that fires late).
+// SVC_STALLS=1: event-loop turns longer than 5 ms during the measured phase (a 1 ms timer that fires late);
+// SVC_STALLS_LIST=1 also prints each one over 50 ms with its time from the phase's start (STALL lines).
 let stalls = [];
 let timer;
 if (isMainThread) process.on('SIGUSR2', async () => {
   if (process.env.SVC_STALLS) {
     if (!timer) {
       let last = performance.now();
+      const t0 = last;
       timer = setInterval(() => {
         const now = performance.now();
-        if (now - last > 5) stalls.push(now - last);
+        if (now - last > 5) {
+          stalls.push(now - last);
+          if (process.env.SVC_STALLS_LIST && now - last > 50) console.log(`STALL ${(now - last).toFixed(0)} ms at ${((now - t0) / 1000).toFixed(2)} s`);
+        }
         last = now;
       }, 1);
       return;

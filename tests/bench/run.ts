@@ -282,6 +282,7 @@ async function main() {
       rounds: envInt('BENCH_SEARCHABLE_ROUNDS', 2),
       rate: envInt('BENCH_INDEX_RATE', 200),
       rateSeconds: envInt('BENCH_INDEX_SECONDS', 10),
+      rateWarmupSeconds: envInt('BENCH_INDEX_WARMUP_SECONDS', 2),
       backlog: envInt('BENCH_BACKLOG', 5000),
       childEnv,
       log,
@@ -292,7 +293,7 @@ async function main() {
     rows.push(
       { id: 'S0', section: S10, name: `record create, nothing searchable (indexMode NONE), 500-700 character body, ${c.rounds.length} runs summed`, result: c.none, verdict: 'base' },
       { id: 'S1', section: S10, name: `record create, body searchable (indexMode TEXT), same records, ${c.rounds.length} runs summed`, result: c.text, target: '≥0.80× S0, p99 ≤60 ms', ratio: { value: c.ratio, vs: 'S0' }, verdict: c.ratio >= 0.8 && c.text.p99 <= 60 && !c.text.errors ? 'PASS' : 'MISS' },
-      { id: 'S2', section: S10, name: `write -> INDEXED (TEXT) at ${i.rate} writes/s offered (${i.indexed} of ${i.written} indexed; latency from the create's answer; create p99 ${i.createP99.toFixed(1)} ms)`, result: asLoad(i.indexed, i.p50, i.p99), target: 'p99 ≤500 ms', verdict: i.p99 <= 500 && !i.failed && i.achieved >= i.rate * 0.95 ? 'PASS' : 'MISS' },
+      { id: 'S2', section: S10, name: `write -> INDEXED (TEXT) at ${i.rate} writes/s offered (${i.indexed} indexed after the first ${i.cold.seconds} s of a fresh service, whose p99 was ${i.cold.p99.toFixed(0)} ms; latency from the create's answer; create p99 ${i.createP99.toFixed(1)} ms)`, result: asLoad(i.indexed, i.p50, i.p99), target: 'p99 ≤500 ms', verdict: i.p99 <= 500 && !i.failed && i.achieved >= i.rate * 0.95 ? 'PASS' : 'MISS' },
     );
     b.reads.forEach((r, k) => {
       const tput = r.backlog.opsPerSec / r.quiet.opsPerSec;

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { request } from 'undici';
 import { BGE_SMALL_Q, installedModel } from './models.mjs';
+import { busyGapMs, PassagePacing, RequestPressure } from './request-pressure';
 
 // The port (domain/src/ports/search.ts) is the one declaration; re-exported for this package's callers.
 import type { EmbedPurpose, Embedder } from '@svc/domain';
@@ -72,7 +73,7 @@ interface Host {
 }
 interface PoolThread {
   w: Host;
-  inflight: { id: number; slots: Slot[] } | undefined;
+  inflight: { id: number; slots: Slot[]; query: boolean } | undefined;
 }
 type Answer = { id: number; n?: number; dims?: number; buf?: ArrayBuffer; error?: string };
 
@@ -146,6 +147,8 @@ class ModelPool {
   private readonly queries: Slot[] = [];
   private readonly passages: Slot[] = [];
   private timer: NodeJS.Timeout | undefined;
+  /** Set while indexing calls wait for the requests (PassagePacing). */
+  private paced: NodeJS.Timeout | undefined;
   private seq = 0;
   users = 0;
   readonly stats: ModelThreadStats;
@@ -155,6 +158,7 @@ class ModelPool {
     private readonly workerData: Record<string, unknown>,
     readonly size: number,
     private readonly passagesPerCall: number,
+    private readonly pacing: PassagePacing,
   ) {
     this.stats = { calls: 0, texts: 0, queryTexts: 0, maxBatch: 0, threads: size, started: 0 };
   }
@@ -200,6 +204,17 @@ class ModelPool {
     for (;;) {
       let slots = this.take(this.queries, QUERY_BATCH);
       const query = slots.length > 0;
+      if (!query && this.passages.length) {
+        // Indexing yields to the requests while they keep the event loop busy (one call at a time, at most one a gap).
+        const wait = this.pacing.wait(this.threads.filter((t) => t.inflight && !t.inflight.query).length);
+        if (wait > 0) {
+          this.paced ??= setTimeout(() => {
+            this.paced = undefined;
+            this.flush();
+          }, wait);
+          break;
+        }
+      }
       if (!query) slots = this.take(this.passages, this.passagesPerCall);
       if (!slots.length) break;
       let t: PoolThread | undefined;
@@ -215,7 +230,8 @@ class ModelPool {
         break;
       }
       const id = ++this.seq;
-      t.inflight = { id, slots };
+      t.inflight = { id, slots, query };
+      if (!query) this.pacing.started();
       this.stats.calls++;
       this.stats.texts += slots.length;
       if (query) this.stats.queryTexts += slots.length;
@@ -281,6 +297,8 @@ class ModelPool {
     const slots = [...threads.flatMap((t) => t.inflight?.slots ?? []), ...this.queries.splice(0), ...this.passages.splice(0)];
     clearTimeout(this.timer);
     this.timer = undefined;
+    clearTimeout(this.paced);
+    this.paced = undefined;
     for (const s of slots) this.fail(s.p, new Error('the embedder was closed'));
     await Promise.all(threads.map((t) => t.w.terminate()));
   }
@@ -342,10 +360,12 @@ export class BuiltinEmbedder implements Embedder {
   readonly fallbackReason: string | undefined;
   private readonly workerData: Record<string, unknown>;
   private readonly perCall: number;
+  private readonly busyGapMs: number;
   private using = false;
 
   constructor(o: BuiltinEmbedderOptions = {}) {
     const env = o.env ?? process.env;
+    this.busyGapMs = busyGapMs(env);
     const want = o.model ?? ((env.BUILTIN_EMBEDDINGS_MODEL as BuiltinEmbedderOptions['model']) || 'auto');
     const bge = want === 'use' ? undefined : installedModel(BGE_SMALL_Q, env);
     if (bge?.ok) {
@@ -374,7 +394,7 @@ export class BuiltinEmbedder implements Embedder {
 
   private pool(): ModelPool {
     let p = pools.get(this.kind);
-    if (!p) pools.set(this.kind, (p = new ModelPool(this.kind === 'bge' ? 'process' : 'thread', this.workerData, this.threads, this.perCall)));
+    if (!p) pools.set(this.kind, (p = new ModelPool(this.kind === 'bge' ? 'process' : 'thread', this.workerData, this.threads, this.perCall, new PassagePacing(new RequestPressure(), this.busyGapMs))));
     if (!this.using) {
       this.using = true;
       p.users++;

@@ -147,9 +147,12 @@ export class SearchIndexer {
     this.abort = new AbortController();
     this.loop = (this.feed ?? catchUpFeed(this.store)).follow(SEARCH_INDEX, {
       from: this.position,
-      // Events per batch: a bulk ingest (~3 events a document) gives batches of ~170 documents: one embedding
-      // call, one vector write, one outcome round per batch. A quiet log gives small batches anyway.
-      batchSize: 500,
+      // Events per batch: one text write, one vector write and one outcome round (appended, then applied by the read
+      // models) per batch. 500 gave batches of ~170 documents in a bulk ingest, but under 32 connections of TEXT creates
+      // each batch's outcome round held the API thread long enough to double the create's p99: 100 took it from 90-105
+      // to 53-61 ms and the TEXT/NONE create ratio from 0.81-0.82 to 0.91-1.08 (BENCH_ONLY=searchable, alternating
+      // runs, 2026-11-27). A quiet log gives small batches anyway.
+      batchSize: 100,
       signal: this.abort.signal,
       handle: (events) => this.applyBatch(events),
       onError: (e, attempt) => {

@@ -823,40 +823,14 @@ function run(s: Shard, q: TextSearch, match: Match, scoring: number[]): { hits: 
   }
   const idf = (l: number) => Math.log(1 + (s.alive - s.df[l] + 0.5) / (s.df[l] + 0.5));
   let nc = 0;
-  if (match.kind === 'any' && q.trackTotal === false) {
-    // OR without an exact count: only the passages that can still reach the top `limit` are scored.
+  let total = 0;
+  if (match.kind === 'any') {
+    // OR: the candidates are the admitted passages of the scoring lexemes' postings; without an exact count
+    // (trackTotal false) only those that can still reach the top `limit` are scored.
     const every = s.dead === 0 && admitsAll(q.filter);
-    const r = pruned(s, scoring, scoring.map(idf), q.limit, every ? null : (pid) => alive[pid] === 1 && admitted(pid), sn, cands);
+    const r = scoreOr(s, scoring, scoring.map(idf), q.limit, every ? null : (pid) => alive[pid] === 1 && admitted(pid), sn, cands, q.trackTotal === false);
     nc = r.nc;
-    const top = topK(cands, nc, sn, s, q.limit);
-    const hits = top.map((pid) => ({ itemId: items[pItem[pid]].itemId, chunkNo: s.pChunk.a[pid], score: sn[2 * pid] }));
-    for (let c = 0; c < nc; c++) sn[2 * cands[c]] = 0;
-    return { hits, total: r.matched };
-  } else if (match.kind === 'any' && s.dead === 0 && admitsAll(q.filter)) {
-    // OR, every passage alive and admitted: the same loop without the checks.
-    for (const l of scoring) nc = accumulate(s.postPid[l].a, s.postTf[l].a, s.postPid[l].n, idf(l), sn, cands, nc);
-  } else if (match.kind === 'any') {
-    // OR: the candidates are the admitted passages of the scoring lexemes' postings (a passage is new while its score is 0).
-    for (const l of scoring) {
-      const w = idf(l);
-      const pids = s.postPid[l];
-      const pa = pids.a;
-      const tfs = s.postTf[l].a;
-      for (let i = 0, m = pids.n; i < m; i++) {
-        const pid = pa[i];
-        if (!alive[pid]) continue;
-        const it = pItem[pid];
-        let v = verdict[it];
-        if (v === 0) v = verdict[it] = admit(items[it]) ? 1 : -1;
-        if (v !== 1) continue;
-        if (!(sn[2 * pid] > 0)) {
-          sn[2 * pid] = 0;
-          cands[nc++] = pid;
-        }
-        const tf = tfs[i];
-        sn[2 * pid] += (w * (tf * (k1 + 1))) / (tf + sn[2 * pid + 1]);
-      }
-    }
+    total = r.matched;
   } else {
     if (match.kind === 'all' || match.kind === 'phrase') nc = conjunction(s, match, admitted, cands);
     else {
@@ -873,11 +847,12 @@ function run(s: Shard, q: TextSearch, match: Match, scoring: number[]): { hits: 
         if (tf) sn[2 * pid] += (ws[j] * (tf * (k1 + 1))) / (tf + sn[2 * pid + 1]);
       }
     }
+    total = nc;
   }
   const top = topK(cands, nc, sn, s, q.limit);
   const hits = top.map((pid) => ({ itemId: items[pItem[pid]].itemId, chunkNo: s.pChunk.a[pid], score: sn[2 * pid] }));
   for (let c = 0; c < nc; c++) sn[2 * cands[c]] = 0;
-  return { hits, total: nc };
+  return { hits, total };
 }
 
 /** A lexeme's postings are skipped (looked up by galloping instead) only when this many times longer than the candidates: a gallop costs several scanned postings. */
@@ -893,14 +868,14 @@ const PRUNE_RATIO = 6;
  * each, where the scan would read every posting). Then the candidates near the top `k` are scored again
  * as the exhaustive loop sums them (`scoring`'s order), so hits and scores are the same to the bit; a
  * candidate leaves only when its bound is under the k-th score by a margin (ties at the k-th stay).
+ * Without `prune` (an exact count wanted) every posting is scored, in `scoring`'s order: the exhaustive loop.
  * Writes the candidates to `cands`, their scores in `sn`; `matched` counts the matching passages
- * seen (a lower bound of all matches).
+ * seen (a lower bound of all matches; all of them without `prune`).
  */
-function pruned(s: Shard, scoring: number[], ws: number[], k: number, keep: ((pid: number) => boolean) | null, sn: Float64Array, cands: Int32Array): { nc: number; matched: number } {
+function scoreOr(s: Shard, scoring: number[], ws: number[], k: number, keep: ((pid: number) => boolean) | null, sn: Float64Array, cands: Int32Array, prune: boolean): { nc: number; matched: number } {
   const k1p1 = BM25.k1 + 1;
   const m = scoring.length;
   if (!m || k <= 0) return { nc: 0, matched: 0 };
-  const bound = scoring.map((l, j) => (ws[j] * (s.tfMax[l] * k1p1)) / (s.tfMax[l] + s.normMin));
   // Shortest postings first when a long list could be skipped (it holds PRUNE_RATIO × the postings before it); else
   // in scoring's order, which sums every score as the exhaustive loop does (nothing to score again).
   const lens = scoring.map((l) => s.postPid[l].n);
@@ -908,8 +883,19 @@ function pruned(s: Shard, scoring: number[], ws: number[], k: number, keep: ((pi
   let all = 0;
   for (const n of lens) all += n;
   let may = false;
-  for (let i = 0, before = 0; i < m && !may; before += lens[order[i++]]) may = before >= k && all - before > PRUNE_RATIO * before;
+  for (let i = 0, before = 0; prune && i < m && !may; before += lens[order[i++]]) may = before >= k && all - before > PRUNE_RATIO * before;
   if (!may) order = order.map((_, j) => j);
+  // From order[i] on: the postings left (leftLen[i]) and what they could add to a score at most (leftBound[i]:
+  // each lexeme's idf × the largest BM25 term it can give, from tfMax and normMin). Suffix sums, so a long query
+  // (4,000 characters) costs one pass, not one per lexeme.
+  const leftLen = new Float64Array(may ? m + 1 : 0);
+  const leftBound = new Float64Array(may ? m + 1 : 0);
+  for (let i = may ? m - 1 : -1; i >= 0; i--) {
+    const j = order[i];
+    const tfMax = s.tfMax[scoring[j]];
+    leftLen[i] = leftLen[i + 1] + lens[j];
+    leftBound[i] = leftBound[i + 1] + (ws[j] * (tfMax * k1p1)) / (tfMax + s.normMin);
+  }
   const kthOf = (n: number) => kthScore(sn, cands, n, k, s);
   /** Keeps the candidates whose score plus `more` is at least `floor` (the others' scores back to 0); returns their count. */
   const keepAbove = (n: number, floor: number, more = 0) => {
@@ -927,18 +913,13 @@ function pruned(s: Shard, scoring: number[], ws: number[], k: number, keep: ((pi
     const j = order[done];
     const l = scoring[j];
     const len = s.postPid[l].n;
-    if (nc >= k) {
-      let left = 0;
-      for (let i = done; i < m; i++) left += s.postPid[scoring[order[i]]].n;
-      if (left > PRUNE_RATIO * nc) {
-        const theta = kthOf(nc);
-        let rest = 0;
-        for (let i = done; i < m; i++) rest += bound[order[i]];
-        if (rest < theta * (1 - 1e-9)) {
-          // Continue: only the candidates that may still reach theta, the lexemes left added by galloping.
-          nc = keepAbove(nc, theta * (1 - 1e-9), rest);
-          break;
-        }
+    if (may && nc >= k && leftLen[done] > PRUNE_RATIO * nc) {
+      const theta = kthOf(nc);
+      const rest = leftBound[done];
+      if (rest < theta * (1 - 1e-9)) {
+        // Continue: only the candidates that may still reach theta, the lexemes left added by galloping.
+        nc = keepAbove(nc, theta * (1 - 1e-9), rest);
+        break;
       }
     }
     if (!keep) nc = accumulate(s.postPid[l].a, s.postTf[l].a, len, ws[j], sn, cands, nc);

@@ -13,6 +13,8 @@ export class RequestPressure {
   private value = 0;
   private readonly sample: () => { idle: number; active: number };
   private readonly now: () => number;
+  private readonly windowMs: number;
+  private readonly busyAbove: number;
 
   constructor(o: { windowMs?: number; busyAbove?: number; sample?: () => { idle: number; active: number }; now?: () => number } = {}) {
     // Cumulative idle and active milliseconds of this thread's event loop.
@@ -23,9 +25,6 @@ export class RequestPressure {
     this.last = this.sample();
     this.at = this.now();
   }
-
-  private readonly windowMs: number;
-  private readonly busyAbove: number;
 
   /** The utilisation of the last full window (0 to 1). */
   utilisation(): number {

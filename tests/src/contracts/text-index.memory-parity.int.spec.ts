@@ -83,6 +83,20 @@ describe('in-memory text index parity with the SQL path', () => {
     expect(await compare('loaded + appended')).toBeGreaterThan(1000);
   }, 120_000);
 
+  it('a query of the longest size the API takes (4,000 characters, hundreds of words): the same hits pruned and exhaustive, and as SQL', async () => {
+    const words = [...new Set(ps.flatMap((x) => x.text.split(/\W+/)).filter((w) => w.length > 2))];
+    let query = '';
+    for (const w of words) if (query.length + w.length + 1 <= 4000) query += (query ? ' ' : '') + w;
+    expect(query.split(' ').length).toBeGreaterThan(200);
+    for (const f of filters) {
+      const s: TextSearch = { filter: { tenantId: T, contextId: C, clauses: [], ...f }, query, textMode: 'OR', slop: 0, limit: 25 };
+      const [sqlHits, exact, prunedHits] = [await pg.search(s), await mem.search(s), await mem.search({ ...s, trackTotal: false })];
+      expect(prunedHits.hits, JSON.stringify(f)).toEqual(exact.hits);
+      expect(exact.total).toBe(sqlHits.total);
+      expect(tieGroups(exact.hits, s.limit)).toEqual(tieGroups(sqlHits.hits, s.limit));
+    }
+  }, 120_000);
+
   it('stays exact after re-indexing, metadata changes and deletes made while loaded', async () => {
     for (let i = 0; i < ps.length; i += 5) await mem.replaceItem(item(i, { passages: chunkText(ps[(i + 3) % ps.length].text) }));
     for (let i = 1; i < ps.length; i += 7) await mem.updateItemMeta({ ...item(i, { folderId: 'f9', attrs: { rank: 1000 } }) });

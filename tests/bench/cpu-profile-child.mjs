@@ -12,6 +12,8 @@ import { isMainThread } from 'node:worker_threads';
 
 // SVC_TRACE_GC=1: V8 prints every collection (NODE_OPTIONS does not take --trace-gc).
 if (isMainThread && process.env.SVC_TRACE_GC) setFlagsFromString('--trace-gc');
+// SVC_V8_FLAGS: other V8 flags for the experiment at hand (e.g. WebAssembly tiering).
+if (process.env.SVC_V8_FLAGS) setFlagsFromString(process.env.SVC_V8_FLAGS);
 
 // SVC_SQL_CENSUS=1: time spent in the main thread's PGlite (execProtocolRawSync) per statement text, between the
 // two SIGUSR2, printed as SQLCENSUS lines (a message without a Parse or Query of its own counts for the last one).

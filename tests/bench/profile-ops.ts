@@ -27,6 +27,7 @@ const svc = await startHttpService(d.dir, {
   METERING: flag('METERING'), RATE_LIMITS: flag('RATE_LIMITS'), ACTIVITY_LOG: flag('ACTIVITY_LOG'), EDGE_RATE_LIMIT_PER_MINUTE: '0',
   ...(process.env.OPS_TRACE_GC ? { SVC_TRACE_GC: '1' } : {}),
   ...(process.env.OPS_SQL_CENSUS ? { SVC_SQL_CENSUS: '1' } : {}),
+  ...(process.env.SVC_V8_FLAGS ? { SVC_V8_FLAGS: process.env.SVC_V8_FLAGS } : {}),
   ...({ SVC_PROFILE_OUT: out, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${join(import.meta.dirname, 'cpu-profile-child.mjs')}`.trim() }),
 });
 /** CPU ms of each thread of the service process (Linux /proc), by thread name and id. */

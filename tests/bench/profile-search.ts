@@ -13,7 +13,8 @@
  *          sequential (1 client) run.
  *  dump:   `dump 0 <chunks> <file.json>`: results of every query in every text mode, to diff two builds.
  *  engine: MemoryTextIndex alone on the same data: search (limit 100) and hydrate (20) per query
- *          (SEARCH_ENGINE_PER_QUERY=1: each query's time and matches; SEARCH_ENGINE_TOTAL=1: exact totals).
+ *          (SEARCH_ENGINE_PER_QUERY=1: each query's time and matches; SEARCH_ENGINE_TOTAL=1: exact totals;
+ *          SEARCH_ENGINE_LIMIT: another k than 100).
  *  http:   `npm start` in a child process (as the bench does), 16 undici clients, then 1 client;
  *          SEARCH_PROFILE_CPU=1 prints the service's CPU profile of the 16-client phase.
  */
@@ -230,7 +231,7 @@ async function textIndexCopy(src: string) {
 /** The text index alone (no HTTP): MemoryTextIndex.search (limit 100, as the route asks) and hydrate of the first 20, per query. */
 async function engine(src: string) {
   const { text, filter, close } = await textIndexCopy(src);
-  const q = (seq: number): TextSearch => ({ filter, query: QUERIES[seq % QUERIES.length].q, textMode: 'OR', slop: 0, limit: 100, trackTotal: process.env.SEARCH_ENGINE_TOTAL === '1' }); // the route's trackTotal: false unless SEARCH_ENGINE_TOTAL=1
+  const q = (seq: number): TextSearch => ({ filter, query: QUERIES[seq % QUERIES.length].q, textMode: 'OR', slop: 0, limit: Number(process.env.SEARCH_ENGINE_LIMIT ?? 100), trackTotal: process.env.SEARCH_ENGINE_TOTAL === '1' }); // the route's trackTotal: false unless SEARCH_ENGINE_TOTAL=1; SEARCH_ENGINE_LIMIT: another k
   let t0 = performance.now();
   await text.search(q(0));
   console.log(`shard load: ${Math.round(performance.now() - t0)} ms`);

@@ -73,6 +73,12 @@ export interface TextSearch {
    * track_total_hits). Default true: the exact count.
    */
   trackTotal?: boolean;
+  /**
+   * Matches counted up to this many (at least `limit`): `total` is then exactly min(matches, countUpTo), and
+   * an adapter may skip passages that cannot reach the top `limit` once that many are known to match (as
+   * Elasticsearch's track_total_hits with a number). For a page of a ranking whose size is capped.
+   */
+  countUpTo?: number;
 }
 
 export interface PassageText {
@@ -104,7 +110,7 @@ export interface TextIndex {
   updateItemMeta(item: Omit<IndexedItem, 'passages' | 'metadata'>): Promise<void>;
   deleteItem(itemId: string): Promise<void>;
   deleteContext(tenantId: string, contextId: string): Promise<void>;
-  /** Ranked hits (at most `limit`) and the number of passages that matched (a lower bound with `trackTotal: false`). */
+  /** Ranked hits (at most `limit`) and the number of passages that matched (a lower bound with `trackTotal: false`; capped at `countUpTo`). */
   search(q: TextSearch): Promise<{ hits: TextHit[]; total: number }>;
   /** Fills in the text and snippet of hits returned without them (only the page shown needs them). */
   hydrate?(hits: TextHit[], q: TextSearch): Promise<void>;

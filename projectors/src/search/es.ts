@@ -201,14 +201,14 @@ export class ElasticsearchTextIndex implements TextIndex {
       const r = await this.client.search({
         index: this.index,
         size: s.limit,
-        track_total_hits: s.trackTotal !== false,
+        track_total_hits: s.countUpTo ?? s.trackTotal !== false,
         query: { bool: { must: [q], filter: filterClauses(s.filter) } },
         sort: [{ _score: { order: 'desc' } }, { item_id: { order: 'asc' } }, { chunk_no: { order: 'asc' } }],
         _source: false,
       }, SEARCH_OPTIONS);
       const total = typeof r.hits.total === 'number' ? r.hits.total : (r.hits.total?.value ?? 0);
       return {
-        total,
+        total: s.countUpTo !== undefined ? Math.min(total, s.countUpTo) : total,
         hits: r.hits.hits.map((h) => {
           const [, itemId, chunkNo] = h.sort as [number, string, number];
           return { itemId, chunkNo: Number(chunkNo), score: Number(h.sort![0]) };

@@ -828,7 +828,9 @@ function run(s: Shard, q: TextSearch, match: Match, scoring: number[]): { hits: 
     // OR: the candidates are the admitted passages of the scoring lexemes' postings; without an exact count
     // (trackTotal false) only those that can still reach the top `limit` are scored.
     const every = s.dead === 0 && admitsAll(q.filter);
-    const r = scoreOr(s, scoring, scoring.map(idf), q.limit, every ? null : (pid) => alive[pid] === 1 && admitted(pid), sn, cands, q.trackTotal === false);
+    // With countUpTo the count must be exact that far: a skip then waits until that many are known to match.
+    const prune = q.trackTotal === false || q.countUpTo !== undefined;
+    const r = scoreOr(s, scoring, scoring.map(idf), q.limit, every ? null : (pid) => alive[pid] === 1 && admitted(pid), sn, cands, prune, q.countUpTo ?? 0);
     nc = r.nc;
     total = r.matched;
   } else {
@@ -852,7 +854,7 @@ function run(s: Shard, q: TextSearch, match: Match, scoring: number[]): { hits: 
   const top = topK(cands, nc, sn, s, q.limit);
   const hits = top.map((pid) => ({ itemId: items[pItem[pid]].itemId, chunkNo: s.pChunk.a[pid], score: sn[2 * pid] }));
   for (let c = 0; c < nc; c++) sn[2 * cands[c]] = 0;
-  return { hits, total };
+  return { hits, total: q.countUpTo !== undefined ? Math.min(total, q.countUpTo) : total };
 }
 
 /** A lexeme's postings are skipped (looked up by galloping instead) only when this many times longer than the candidates: a gallop costs several scanned postings. */
@@ -870,9 +872,11 @@ const PRUNE_RATIO = 6;
  * candidate leaves only when its bound is under the k-th score by a margin (ties at the k-th stay).
  * Without `prune` (an exact count wanted) every posting is scored, in `scoring`'s order: the exhaustive loop.
  * Writes the candidates to `cands`, their scores in `sn`; `matched` counts the matching passages
- * seen (a lower bound of all matches; all of them without `prune`).
+ * seen (a lower bound of all matches; all of them without `prune`). With `countTo` the skip waits until
+ * that many passages are known to match (the candidates so far; with no filter, also any one lexeme's
+ * postings, all of them live matches), and `matched` is then at least `countTo`: exact up to it.
  */
-function scoreOr(s: Shard, scoring: number[], ws: number[], k: number, keep: ((pid: number) => boolean) | null, sn: Float64Array, cands: Int32Array, prune: boolean): { nc: number; matched: number } {
+function scoreOr(s: Shard, scoring: number[], ws: number[], k: number, keep: ((pid: number) => boolean) | null, sn: Float64Array, cands: Int32Array, prune: boolean, countTo = 0): { nc: number; matched: number } {
   const k1p1 = BM25.k1 + 1;
   const m = scoring.length;
   if (!m || k <= 0) return { nc: 0, matched: 0 };
@@ -907,13 +911,16 @@ function scoreOr(s: Shard, scoring: number[], ws: number[], k: number, keep: ((p
     }
     return kept;
   };
+  // Passages known to match whatever is skipped: with no filter every posting is a live match, so the longest list's length.
+  let longest = 0;
+  if (!keep) for (const n of lens) longest = Math.max(longest, n);
   let nc = 0;
   let done = 0; // order[0..done) accumulated over their postings
   for (; done < m; done++) {
     const j = order[done];
     const l = scoring[j];
     const len = s.postPid[l].n;
-    if (may && nc >= k && leftLen[done] > PRUNE_RATIO * nc) {
+    if (may && nc >= k && leftLen[done] > PRUNE_RATIO * nc && Math.max(nc, longest) >= countTo) {
       const theta = kthOf(nc);
       const rest = leftBound[done];
       if (rest < theta * (1 - 1e-9)) {
@@ -939,7 +946,7 @@ function scoreOr(s: Shard, scoring: number[], ws: number[], k: number, keep: ((p
       }
     }
   }
-  const matched = nc;
+  const matched = done < m ? Math.max(nc, longest, countTo) : nc;
   if (done === m && order.every((j, i) => j === i)) return { nc, matched }; // summed in scoring's order already
   const ids = done < m ? cands.subarray(0, nc).sort() : cands;
   const tf = new Int32Array(nc);

@@ -331,7 +331,7 @@ export class PgTextIndex implements TextIndex {
       params,
     );
     return {
-      total: rows.length ? Number(rows[0].total) : 0,
+      total: rows.length ? Math.min(Number(rows[0].total), s.countUpTo ?? Infinity) : 0,
       hits: rows.map((r) => ({
         itemId: r.item_id,
         chunkNo: Number(r.chunk_no),

@@ -33,10 +33,15 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
   const useVector = b.mode !== 'TEXT';
   const passages = new Map<string, Passage>();
 
-  // totalResults counts the ranked candidates, so the keyword leg need not count every match (trackTotal).
-  const textSearch: TextSearch = { filter, query: b.query, textMode: b.textMode, slop: b.textMode === 'PHRASE' ? b.slop : 0, limit: want, trackTotal: false };
+  // totalResults counts the ranked candidates, so the keyword leg need not count every match (trackTotal). A TEXT
+  // ranking of plain passages needs only the page's hits and the candidates' count (up to `want`): the keyword leg
+  // then ranks the page alone and counts matches that far (countUpTo), which lets it skip more of the postings.
+  const pageOnly = b.mode === 'TEXT' && !b.minTextRelevance && !b.uniqueDocuments;
+  const textSearch: TextSearch = { filter, query: b.query, textMode: b.textMode, slop: b.textMode === 'PHRASE' ? b.slop : 0, limit: pageOnly ? b.offset + b.limit : want, trackTotal: false, ...(pageOnly ? { countUpTo: want } : {}) };
+  let candidates = 0;
   const textLeg = async (): Promise<LegHit[]> => {
     const r = await engines.text.search(textSearch);
+    candidates = r.total;
     for (const h of r.hits) passages.set(keyOf(h.itemId, h.chunkNo), h);
     return aboveTextRelevance(r.hits.map((h) => ({ key: keyOf(h.itemId, h.chunkNo), score: h.score })), b.minTextRelevance);
   };
@@ -126,7 +131,7 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
   }
   return {
     results,
-    totalResults: ranked.length,
+    totalResults: pageOnly ? candidates : ranked.length,
     searchTimeMs: Math.round((performance.now() - started) * 10) / 10,
     degraded: degradedLegs.length > 0,
     degradedLegs,

@@ -60,6 +60,20 @@ export function textIndexContract(name: string, open: () => Promise<TextIndex & 
       expect(r.hits.every((h) => h.score > 0)).toBe(true);
     });
 
+    it('countUpTo: the best `limit` hits, and matches counted exactly up to the cap', async () => {
+      const q = { filter: base(), query: 'volcano', textMode: 'OR' as const, slop: 0 };
+      const all = await ix.search({ ...q, limit: 50 });
+      expect(all.total).toBe(4);
+      for (const [limit, cap, total] of [[1, 3, 3], [2, 4, 4], [2, 10, 4], [1, 1, 1]]) {
+        const r = await ix.search({ ...q, limit, trackTotal: false, countUpTo: cap });
+        expect(r.hits.map((h) => h.itemId), `limit ${limit} countUpTo ${cap}`).toEqual(all.hits.slice(0, limit).map((h) => h.itemId));
+        expect(r.total, `limit ${limit} countUpTo ${cap}`).toBe(total);
+      }
+      // With a filter: only the admitted matches count.
+      const geology = await ix.search({ ...q, filter: base({ clauses: parseFilters({ category: 'geology' }) }), limit: 1, trackTotal: false, countUpTo: 3 });
+      expect(geology.total).toBe(1);
+    });
+
     it('rare terms weigh more than common ones (idf)', async () => {
       const r = await search('volcano glacier');
       expect(r.keys[0]).toBe('glacier');

@@ -57,6 +57,12 @@ async function compare(label: string, index: MemoryTextIndex = mem) {
           expect(pruned.hits, `${at} trackTotal false, limit ${limit}`).toEqual(exact.hits);
           expect(pruned.total, at).toBeGreaterThanOrEqual(pruned.hits.length);
           expect(pruned.total, at).toBeLessThanOrEqual(exact.total);
+          // Counted up to a cap (a TEXT page of the route): the same hits, and the count exact up to the cap.
+          for (const cap of [limit + 2, 40]) {
+            const counted = await index.search({ ...s, limit, trackTotal: false, countUpTo: cap });
+            expect(counted.hits, `${at} countUpTo ${cap}, limit ${limit}`).toEqual(exact.hits);
+            expect(counted.total, `${at} countUpTo ${cap}, limit ${limit}`).toBe(Math.min(exact.total, cap));
+          }
         }
       }
   return compared;

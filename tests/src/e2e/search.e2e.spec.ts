@@ -215,6 +215,41 @@ describe('modes and results', () => {
   });
 });
 
+describe('ranking depth', () => {
+  it('TEXT totalResults counts the ranked candidates (the depth: 100, or 3 × offset + limit); pages are slices of one ranking', async () => {
+    const other = await enterprise();
+    const token = other.tenants.live.rootKey;
+    const type = await schema(token);
+    const word = `qqdepth${randomUUID().slice(0, 6)}`;
+    let last = '';
+    for (let i = 0; i < 110; i++) {
+      const r = await api.post('/v1/records', token, { typeName: type, payload: { title: `${word} item ${i}`, body: `${word} `.repeat(1 + (i % 7)) + `filler ${i}`, category: i % 2 ? 'odd' : 'even' }, indexMode: 'TEXT' });
+      expect(r.status, r.text).toBe(201);
+      last = r.body.id;
+    }
+    await eventually(async () => (await api.get(`/v1/records/${last}`, token)).body.indexStatus === 'INDEXED', 20_000);
+    const page = (body: Record<string, unknown>) => hits({ query: word, mode: 'TEXT', ...body }, token);
+    const full = await page({ limit: 100 });
+    expect(full.results).toHaveLength(100);
+    expect(full.totalResults).toBe(110);
+    const ranked = [...full.results, ...(await page({ offset: 100, limit: 100 })).results].map((r) => r.documentId);
+    expect(new Set(ranked).size).toBe(110);
+    for (const [offset, limit] of [[0, 3], [0, 33], [40, 10], [97, 3], [105, 10]]) {
+      const p = await page({ offset, limit });
+      expect(p.totalResults, `offset ${offset} limit ${limit}`).toBe(Math.min(110, Math.max(100, 3 * (offset + limit))));
+      expect(p.results.map((r) => r.documentId)).toEqual(ranked.slice(offset, offset + limit));
+    }
+    // Filters apply before the count: 55 even records match.
+    const even = await page({ limit: 5, filters: { category: 'even' } });
+    expect(even.totalResults).toBe(55);
+    expect(even.results.map((r) => r.documentId)).toEqual((await page({ limit: 100, filters: { category: 'even' } })).results.slice(0, 5).map((r) => r.documentId));
+    // A relevance threshold counts only the candidates above it.
+    const strict = await page({ limit: 100, minTextRelevance: 0.9 });
+    expect(strict.totalResults).toBe(strict.results.length);
+    expect((await page({ limit: 2, minTextRelevance: 0.9 })).totalResults).toBe(strict.results.length);
+  }, 120_000);
+});
+
 describe('filters', () => {
   const q = { query: 'volcano glacier dough cat memo quarter', mode: 'TEXT' };
   it('attribute filters with every operator, before ranking and limit', async () => {

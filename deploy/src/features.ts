@@ -32,6 +32,8 @@ export interface QueryFeatureDeps {
   recordCache?: ReadCache<RecordRow>;
   pageCache?: ReadCache<unknown>;
   sql: Sql;
+  /** Where the activity log lives (the embedded default's second database; else `sql`). */
+  activitySql?: Sql;
   store: EventStore;
   secret: Buffer;
   pages: Paginator;
@@ -130,7 +132,7 @@ export function queryAreas(f: QueryFeatureDeps): Area[] {
     { name: 'export', routes: exportRoutes(f.store) },
     { name: 'scripts', routes: scriptQueryRoutes(f.store, f.pages) },
     { name: 'triggers', routes: triggerQueryRoutes(f.sql, f.pages) },
-    { name: 'activity', routes: activityLogRoutes(new ActivityLogStore(f.sql)) },
+    { name: 'activity', routes: activityLogRoutes(new ActivityLogStore(f.activitySql ?? f.sql)) },
     { name: 'erasure', routes: [erasureStatusRoute()] },
     { name: 'webhooks', routes: webhookQueryRoutes(f.sql, f.pages) },
   ];

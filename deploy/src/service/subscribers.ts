@@ -4,7 +4,7 @@ import { UploadPoller, type UsageMeter } from '@svc/command-api';
 import { type DocumentWorker, inProcessBarrier, KafkaFeed, KafkaRelay, ModelSwitchVectorIndex, ProjectionRunner, remoteBarrier, SearchIndexer, type TriggerRunner, VectorModelRebuild, WebhookDispatcher, WebhookSender } from '@svc/projectors';
 import type { Config } from '../config';
 import { kafkaSettings } from '../engines/kafka';
-import { moveSearchTables } from '../engines/search-db-move';
+import { moveSearchTables } from '../engines/side-db-move';
 import { documentWorker, readModelProjections, triggerRunner } from '../features';
 import type { ReadCaches } from './caches';
 import type { Engines } from './engines';

@@ -17,6 +17,15 @@ async function search(api: Api, token: string, query: string, mode: 'TEXT' | 'SE
   return r.body.results.map((x: { recordId?: string; documentId?: string; score: number }) => `${x.recordId ?? x.documentId}:${x.score.toFixed(6)}`) as string[];
 }
 
+/** Request ids of the tenant's activity log entries (newest first, at most 500). */
+async function logged(api: Api, token: string): Promise<string[]> {
+  const r = await api.get('/v1/admin/logs?limit=500', token);
+  expect(r.status, r.text).toBe(200);
+  return r.body.entries.map((e: { requestId: string }) => e.requestId);
+}
+const hasTable = async (svc: TestService, db: 'sql' | 'searchSql', table: string) =>
+  (await svc.service[db].query<{ n: number }>(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`, [table])).rows[0].n > 0;
+
 const tablesIn = async (svc: TestService, db: 'sql' | 'searchSql') =>
   (await svc.service[db].query<{ table_name: string }>(`SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND (table_name LIKE 'si\\_%' OR table_name LIKE 'ti\\_%') ORDER BY 1`)).rows.map((r) => r.table_name);
 
@@ -56,6 +65,12 @@ describe('search tables moved from the main embedded database to their own', () 
     expect(before[0].length).toBeGreaterThan(0);
     const checkpoint = svc.service.searchIndexer!.stats.position;
     expect(await tablesIn(svc, 'sql')).toContain('ti_passages');
+    // The activity log is in the main database too (it lives with the search side's tables).
+    const writes = new Set(await eventually(async () => {
+      const ids = await logged(svc!.api, root);
+      return ids.length >= 12 ? ids : null;
+    }));
+    expect(await hasTable(svc, 'sql', 'al_entries')).toBe(true);
     await svc.service.close();
 
     // The default layout: the tables move at start.
@@ -70,6 +85,14 @@ describe('search tables moved from the main embedded database to their own', () 
     expect(after).toEqual(before);
     expect(await tablesIn(svc, 'sql'), 'the main database no longer holds search tables').toEqual([]);
     expect(await tablesIn(svc, 'searchSql')).toEqual(expect.arrayContaining(['si_items', 'ti_passages', 'ti_terms']));
+    // The activity log moved with them: every entry written before is listed, once, and new requests are recorded there.
+    expect(heard.some((m) => /activity log: moved \d+ entries to the second embedded database/.test(m)), heard.join('\n')).toBe(true);
+    const moved = await logged(svc.api, root);
+    expect(moved.filter((id) => writes.has(id)).sort()).toEqual([...writes].sort());
+    expect(await hasTable(svc, 'sql', 'al_entries'), 'the main database no longer holds the activity log').toBe(false);
+    expect(await hasTable(svc, 'searchSql', 'al_move'), 'the move left no progress behind').toBe(false);
+    expect(new Set(moved).size, 'no entry twice').toBe(moved.length);
+    await eventually(async () => (await logged(svc!.api, root)).length > moved.length);
 
     // Indexing carries on in the moved tables.
     const r = await svc.api.post('/v1/records', root, { typeName, payload: { title: 'A quarry of zircon', body: 'zircon crystals in the quarry' } });

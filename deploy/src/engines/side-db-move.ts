@@ -1,6 +1,13 @@
 import type { Sql } from '@svc/domain';
 import { ensureCheckpoints, readCheckpoint, resetCheckpoint, SEARCH_INDEX, writeCheckpoint } from '@svc/projectors';
+import { ACTIVITY_TABLE } from '@svc/query-api';
 import { tableExists } from './sql';
+
+/**
+ * The embedded default's second database (DATA_DIR/pg-search, in its own thread) holds the search side's
+ * tables and the activity log. A data directory written before they lived there keeps them in the main
+ * database: they are moved at the next start.
+ */
 
 /** The search side's tables (projectors/src/search). */
 const SEARCH_TABLES = ['si_schemas', 'si_items', 'si_vector_jobs', 'si_vector_models', 'ti_passages', 'ti_terms', 'ti_stats'];
@@ -52,4 +59,38 @@ async function dropOld(from: Sql) {
   if (!(await tableExists(from, 'si_items'))) return;
   for (const t of SEARCH_TABLES) await from.exec(`DROP TABLE IF EXISTS ${t} CASCADE`);
   await resetCheckpoint(from, SEARCH_INDEX);
+}
+
+/** Progress of an activity log move, in the target: heap pages of the source copied so far. */
+const ACTIVITY_MOVE = 'al_move';
+
+/**
+ * The activity log's entries (al_entries) from the main database into `to`, whose table the recorder writes
+ * from now on (created there already). Page by page, each page's rows and the progress in one transaction of
+ * the target, so a move cut short resumes where it stopped and copies no entry twice; the source is read only,
+ * then dropped. Runs before the recorder starts. Returns whether entries moved.
+ */
+export async function moveActivityLog(from: Sql, to: Sql, log: (m: string) => void): Promise<boolean> {
+  if (!(await tableExists(from, ACTIVITY_TABLE))) {
+    await to.exec(`DROP TABLE IF EXISTS ${ACTIVITY_MOVE}`);
+    return false;
+  }
+  const started = Date.now();
+  await to.exec(`CREATE TABLE IF NOT EXISTS ${ACTIVITY_MOVE} (pages_done int NOT NULL)`);
+  const { rows: progress } = await to.query<{ pages_done: number }>(`SELECT pages_done FROM ${ACTIVITY_MOVE}`);
+  if (!progress.length) await to.query(`INSERT INTO ${ACTIVITY_MOVE} VALUES (0)`);
+  const { rows: size } = await from.query<{ pages: number }>(`SELECT (pg_relation_size('${ACTIVITY_TABLE}') / 8192)::int AS pages`);
+  let entries = 0;
+  for (let p = progress[0]?.pages_done ?? 0; p <= size[0].pages; p += PAGES) {
+    const { rows: batch } = await from.query<{ r: unknown }>(`SELECT to_jsonb(t) AS r FROM ${ACTIVITY_TABLE} t WHERE ctid >= '(${p},0)'::tid AND ctid < '(${p + PAGES},0)'::tid`);
+    await to.tx(async (q) => {
+      if (batch.length) await q.query(`INSERT INTO ${ACTIVITY_TABLE} SELECT * FROM jsonb_populate_recordset(NULL::${ACTIVITY_TABLE}, $1::jsonb)`, [JSON.stringify(batch.map((b) => b.r))]);
+      await q.query(`UPDATE ${ACTIVITY_MOVE} SET pages_done = $1`, [p + PAGES]);
+    });
+    entries += batch.length;
+  }
+  await from.exec(`DROP TABLE ${ACTIVITY_TABLE}`);
+  await to.exec(`DROP TABLE ${ACTIVITY_MOVE}`);
+  log(`activity log: moved ${entries} entries to the second embedded database (pg-search) in ${Date.now() - started} ms`);
+  return true;
 }

@@ -94,8 +94,6 @@ export async function buildService(config: Config, log: (msg: string) => void = 
           resolve: (t) => caches.credentials.resolve(t),
           flushEveryMs: config.activityLog.flushMs,
           retentionDays: config.activityLog.retentionDays,
-          // In its own thread a statement's fixed cost is not the API's: shorter INSERTs keep the search side's queries from waiting long behind one.
-          ...(activitySql !== sql ? { rowsPerInsert: 100 } : {}),
           clock: () => now().getTime(),
           log,
         }).start()

@@ -80,7 +80,7 @@ export async function recorderMicro(dir: string, entries = 20_000) {
   try {
     const store = new ActivityLogStore(sql);
     await store.init();
-    const rec = new ActivityRecorder({ store, flushEveryMs: 3_600_000, maxBuffered: entries * 2, rowsPerInsert: 100 });
+    const rec = new ActivityRecorder({ store, flushEveryMs: 3_600_000, maxBuffered: entries * 2 });
     const p = { credentialId: randomUUID(), kind: 'root', accountId: 'a', tenantId: randomUUID(), environment: 'live', contextId: randomUUID(), crossContext: true, allowedActions: ['*'], dataScope: null, userId: null, wireVersionPin: null } as Principal;
     const reqs = Array.from({ length: 1000 }, () => ({ url: '/v1/records', method: 'POST', id: randomUUID(), headers: {}, principal: p }) as unknown as FastifyRequest);
     const reply = { statusCode: 201 } as FastifyReply;

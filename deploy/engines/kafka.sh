@@ -128,9 +128,11 @@ start() {
   : >"$LOG"
   nohup "$JAVA" -cp "$LIBS/*" "${java_opts[@]}" kafka.Kafka "$STATE/server.properties" >>"$LOG" 2>&1 </dev/null &
   echo $! >"$PIDFILE"
-  local deadline=$((SECONDS + TIMEOUT))
+  local deadline=$((SECONDS + TIMEOUT)) child=$!
   until answers; do
-    if ! pid_alive; then tail -40 "$LOG" >&2; rm -f "$PIDFILE"; say "broker exited during start"; exit 1; fi
+    # The child we just started, by pid: its command line is the broker's only once nohup has exec'd java, so
+    # pid_alive (which checks it) could call a broker still starting dead (seen once, right after a first fetch).
+    if ! kill -0 "$child" 2>/dev/null; then tail -40 "$LOG" >&2; rm -f "$PIDFILE"; say "broker exited during start"; exit 1; fi
     if ((SECONDS > deadline)); then tail -40 "$LOG" >&2; say "broker did not answer in ${TIMEOUT}s"; stop; exit 1; fi
     sleep 0.5
   done

@@ -35,9 +35,10 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
 
   // totalResults counts the ranked candidates, so the keyword leg need not count every match (trackTotal). A TEXT
   // ranking of plain passages needs only the page's hits and the candidates' count (up to `want`): the keyword leg
-  // then ranks the page alone and counts matches that far (countUpTo), which lets it skip more of the postings.
+  // then ranks the page alone and counts matches that far (countUpTo), which lets it skip more of the postings. A page
+  // beyond the depth (offset up to 10,000) stays empty, as before: the leg never ranks past `want`.
   const pageOnly = b.mode === 'TEXT' && !b.minTextRelevance && !b.uniqueDocuments;
-  const textSearch: TextSearch = { filter, query: b.query, textMode: b.textMode, slop: b.textMode === 'PHRASE' ? b.slop : 0, limit: pageOnly ? b.offset + b.limit : want, trackTotal: false, ...(pageOnly ? { countUpTo: want } : {}) };
+  const textSearch: TextSearch = { filter, query: b.query, textMode: b.textMode, slop: b.textMode === 'PHRASE' ? b.slop : 0, limit: pageOnly ? Math.min(b.offset + b.limit, want) : want, trackTotal: false, ...(pageOnly ? { countUpTo: want } : {}) };
   let candidates = 0;
   const textLeg = async (): Promise<LegHit[]> => {
     const r = await engines.text.search(textSearch);

@@ -248,6 +248,26 @@ describe('ranking depth', () => {
     expect(strict.totalResults).toBe(strict.results.length);
     expect((await page({ limit: 2, minTextRelevance: 0.9 })).totalResults).toBe(strict.results.length);
   }, 120_000);
+
+  it('a TEXT page beyond the deepest candidate depth (1,000) is empty; the last page within it is full', async () => {
+    const other = await enterprise();
+    const token = other.tenants.live.rootKey;
+    const type = await schema(token);
+    const word = `qqdeep${randomUUID().slice(0, 6)}`;
+    let last = '';
+    for (let b = 0; b < 21; b++) {
+      const r = await api.post('/v1/records/batch', token, { records: Array.from({ length: 50 }, (_, i) => ({ typeName: type, payload: { title: `${word} ${b * 50 + i}` }, indexMode: 'TEXT' })) });
+      expect(r.status, r.text).toBe(200);
+      last = r.body.results.at(-1).id;
+    }
+    await eventually(async () => (await api.get(`/v1/records/${last}`, token)).body.indexStatus === 'INDEXED', 60_000);
+    const beyond = await hits({ query: word, mode: 'TEXT', offset: 1000, limit: 10 }, token);
+    expect(beyond.results).toEqual([]);
+    expect(beyond.totalResults).toBe(1000);
+    const within = await hits({ query: word, mode: 'TEXT', offset: 990, limit: 10 }, token);
+    expect(within.results).toHaveLength(10);
+    expect(within.totalResults).toBe(1000);
+  }, 180_000);
 });
 
 describe('filters', () => {

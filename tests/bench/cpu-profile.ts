@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 /** Summaries of a node:inspector CPU profile, shared by the profiling scripts (profile.ts, profile-search.ts). */
 type Node = { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number; children?: number[] };
 export type Profile = { nodes: Node[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number };
@@ -38,4 +39,21 @@ export function printProfile(profile: Profile, ops: number, hottest = 25) {
   for (const [a, us] of [...areas].sort((x, y) => y[1] - x[1]).slice(0, 22)) console.log(`  ${pct(us)} ${perOp(us)}  ${a}`);
   console.log('\nhottest functions (self):');
   for (const [f, us] of [...fns].sort((x, y) => y[1] - x[1]).slice(0, hottest)) console.log(`  ${pct(us)}  ${f}`);
+}
+
+/** CPU ms of each thread of a process (Linux /proc), keyed "main <tid>" or "<name> <tid>", plus "main-system" (the main thread's kernel time). */
+export function threadCpu(pid: number): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const st = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      m.set(`${tid === String(pid) ? 'main' : name} ${tid}`, (Number(f[11]) + Number(f[12])) * 10);
+      if (tid === String(pid)) m.set('main-system', Number(f[12]) * 10);
+    } catch {
+      /* a thread that ended meanwhile */
+    }
+  }
+  return m;
 }

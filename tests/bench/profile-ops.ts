@@ -5,12 +5,12 @@
  * find what the operations features cost over HTTP (`BENCH_ONLY=operations`) beyond what an in-process
  * profile shows. The raw profile goes to .cache/bench-ops-<on|off>.cpuprofile.
  */
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { OPERATOR_TOKEN, ROOT } from '../src/support/service';
 import { tempDir } from '../src/support/engines';
-import { printProfile, type Profile } from './cpu-profile';
+import { printProfile, type Profile, threadCpu } from './cpu-profile';
 import { startHttpService } from './http';
 import { closedLoop } from './load';
 import { BENCH_SCHEMA, createBody } from './workload';
@@ -30,22 +30,6 @@ const svc = await startHttpService(d.dir, {
   ...(process.env.SVC_V8_FLAGS ? { SVC_V8_FLAGS: process.env.SVC_V8_FLAGS } : {}),
   ...({ SVC_PROFILE_OUT: out, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${join(import.meta.dirname, 'cpu-profile-child.mjs')}`.trim() }),
 });
-/** CPU ms of each thread of the service process (Linux /proc), by thread name and id. */
-const threads = (pid: number) => {
-  const m = new Map<string, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const st = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
-      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
-      m.set(`${tid === String(pid) ? 'main' : name} ${tid}`, (Number(f[11]) + Number(f[12])) * 10);
-      if (tid === String(pid)) m.set('main-system', Number(f[12]) * 10);
-    } catch {
-      /* gone */
-    }
-  }
-  return m;
-};
 let t0 = new Map<string, number>();
 /** The projection runners' batches and events so far (/readyz): events per batch is how much group commit batches. */
 const runners = async () => {
@@ -65,7 +49,7 @@ try {
   const r = await closedLoop({
     concurrency: 32, warmupMs: 1500, durationMs: seconds * 1000,
     onMeasureStart: async () => {
-      t0 = threads(svc.child.pid!);
+      t0 = threadCpu(svc.child.pid!);
       r0 = await runners();
       if (!process.env.OPS_NO_PROFILE || process.env.OPS_TRACE_GC || process.env.OPS_SQL_CENSUS) svc.child.kill('SIGUSR2');
     },
@@ -76,7 +60,7 @@ try {
     },
   });
   if (svc.child.exitCode !== null) throw new Error(`service exited: ${svc.output().slice(-2000)}`);
-  const t1 = threads(svc.child.pid!);
+  const t1 = threadCpu(svc.child.pid!);
   const r1 = await runners();
   console.log(`projection runners: ${r1.map((x, i) => `${x.name ?? i}: ${x.events - (r0[i]?.events ?? 0)} events in ${x.batches - (r0[i]?.batches ?? 0)} batches`).join('; ')}`);
   if (!process.env.OPS_NO_PROFILE || process.env.OPS_TRACE_GC || process.env.OPS_SQL_CENSUS) svc.child.kill('SIGUSR2');

@@ -56,7 +56,7 @@ async function dataDir(): Promise<string> {
   await service.close();
   const { tenantId, contextId } = boot.tenants.live;
   const sql = await openSql({ dataDir: join(dir, 'pg-search') }); // the search side's own database (SEARCH_DB=separate)
-  const text = new PgTextIndex(sql);
+  const text = new PgTextIndex(sql, { sqlSearch: false }); // as the service keeps it on PGlite
   const catalogue = new SearchCatalogue(sql);
   await text.init();
   await catalogue.init();
@@ -219,7 +219,7 @@ async function textIndexCopy(src: string) {
   const boot = JSON.parse(readFileSync(join(dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
   const sql = await openSql({ dataDir: join(dir, 'pg-search') }); // the search side's own database (SEARCH_DB=separate)
   return {
-    text: new MemoryTextIndex(new PgTextIndex(sql)),
+    text: new MemoryTextIndex(new PgTextIndex(sql, { sqlSearch: false })), // as the service keeps it on PGlite
     filter: { tenantId: boot.tenants.live.tenantId, contextId: boot.tenants.live.contextId, clauses: [] },
     async close() {
       await sql.close();

@@ -14,7 +14,8 @@ export async function openSearchEngines(config: Config, sql: Sql): Promise<Index
     text = new ElasticsearchTextIndex({ url: config.elasticsearchUrl, index: `${config.elasticsearchIndexPrefix}passages` });
   } else if (beside) {
     // The search projector runs in this process and writes through it: queries are answered from memory (exact, see memory-text.ts).
-    text = new MemoryTextIndex(new PgTextIndex(sql), { maxPassages: config.textMemoryPassages });
+    // On PGlite no other process can open the database, so nothing searches it in SQL: its search statistics are not kept.
+    text = new MemoryTextIndex(new PgTextIndex(sql, { sqlSearch: sql.kind !== 'pglite' }), { maxPassages: config.textMemoryPassages });
   } else text = new PgTextIndex(sql);
   let embedder: Embedder;
   if (config.embeddingsUrl) {

@@ -21,21 +21,30 @@ const MAX_CACHED_WORDS = 500_000;
 const MAX_CACHED_ANALYSES = 10_000;
 const ASCII_ONLY = /^[\x00-\x7f]*$/;
 
-const DDL = `
+const PASSAGES_DDL = `
 CREATE TABLE IF NOT EXISTS ti_passages (
   item_id text NOT NULL, chunk_no int NOT NULL, tenant_id text NOT NULL, context_id text NOT NULL, source_type text NOT NULL,
   type_name text, folder_id text, user_id text, scopes jsonb NOT NULL, attrs jsonb NOT NULL, created_at timestamptz NOT NULL,
   chunk_text text NOT NULL, context_text text NOT NULL, tsv tsvector NOT NULL, len int NOT NULL,
   PRIMARY KEY (item_id, chunk_no));
-CREATE INDEX IF NOT EXISTS ti_passages_tsv ON ti_passages USING gin (tsv);
 -- A context's passages in key order: the paged load of the in-memory index walks this (an index on the context alone
 -- made every page sort the whole context: 45 s instead of 3 s to load 100,000 passages).
 CREATE INDEX IF NOT EXISTS ti_passages_ctx_item ON ti_passages (tenant_id, context_id, item_id, chunk_no);
-DROP INDEX IF EXISTS ti_passages_ctx;
+DROP INDEX IF EXISTS ti_passages_ctx;`;
+
+/** What searching in SQL needs besides the passages: the tsvector index and the term statistics. */
+const SEARCH_DDL = `
+CREATE INDEX IF NOT EXISTS ti_passages_tsv ON ti_passages USING gin (tsv);
 CREATE TABLE IF NOT EXISTS ti_terms (tenant_id text NOT NULL, context_id text NOT NULL, lexeme text NOT NULL, df int NOT NULL,
   PRIMARY KEY (tenant_id, context_id, lexeme));
 CREATE TABLE IF NOT EXISTS ti_stats (tenant_id text NOT NULL, context_id text NOT NULL, n bigint NOT NULL, total_len bigint NOT NULL,
   PRIMARY KEY (tenant_id, context_id));`;
+
+/** The term statistics counted again from the stored passages (after the index was kept without them). */
+const RECOUNT = `
+INSERT INTO ti_terms (tenant_id, context_id, lexeme, df)
+  SELECT p.tenant_id, p.context_id, u.lexeme, count(*) FROM ti_passages p, unnest(p.tsv) u GROUP BY 1, 2, 3;
+INSERT INTO ti_stats (tenant_id, context_id, n, total_len) SELECT tenant_id, context_id, count(*), sum(len) FROM ti_passages GROUP BY 1, 2;`;
 
 /** Removes passages (by a condition) and takes them out of the term statistics, in one statement. */
 const removeSql = (where: string) => `
@@ -45,16 +54,18 @@ t AS (UPDATE ti_terms t SET df = t.df - lex.c FROM lex WHERE t.tenant_id = lex.t
 st AS (SELECT tenant_id, context_id, count(*) AS n, sum(len) AS l FROM old GROUP BY 1, 2)
 UPDATE ti_stats s SET n = s.n - st.n, total_len = s.total_len - st.l FROM st WHERE s.tenant_id = st.tenant_id AND s.context_id = st.context_id`;
 
-/** Passages inserted (one row per passage of the arrays) and added to the term statistics, in one statement. */
-const INSERT_PASSAGES = `WITH ins AS (
-   INSERT INTO ti_passages (item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, user_id, scopes, attrs, created_at,
+/** Passages inserted, one row per passage of the arrays (the tsvector and its length computed here). */
+const INSERT_PASSAGES_ONLY = `INSERT INTO ti_passages (item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, user_id, scopes, attrs, created_at,
      chunk_text, context_text, tsv, len)
    SELECT r.item_id, r.chunk_no, r.tenant_id, r.context_id, r.source_type, r.type_name, r.folder_id, r.user_id, r.scopes, r.attrs, r.created_at,
      r.chunk_text, r.context_text, v.tsv, (SELECT coalesce(sum(array_length(u.positions, 1)), 0) FROM unnest(v.tsv) u)
    FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[], $10::jsonb[],
      $11::timestamptz[], $12::text[], $13::text[])
      AS r(item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, user_id, scopes, attrs, created_at, chunk_text, context_text)
-   CROSS JOIN LATERAL (SELECT to_tsvector('${CONFIG}', r.chunk_text) AS tsv) v
+   CROSS JOIN LATERAL (SELECT to_tsvector('${CONFIG}', r.chunk_text) AS tsv) v`;
+
+/** Passages inserted and added to the term statistics, in one statement. */
+const INSERT_PASSAGES = `WITH ins AS (${INSERT_PASSAGES_ONLY}
    RETURNING tenant_id, context_id, tsv, len),
  lex AS (SELECT i.tenant_id, i.context_id, u.lexeme, count(*) AS c FROM ins i, unnest(i.tsv) u GROUP BY 1, 2, 3),
  t AS (INSERT INTO ti_terms (tenant_id, context_id, lexeme, df) SELECT * FROM lex
@@ -74,10 +85,29 @@ const lit = (lexeme: string) => `'${lexeme.replace(/\\/g, '\\\\').replace(/'/g, 
 
 export class PgTextIndex implements TextIndex {
   readonly engine = 'postgres' as const;
-  constructor(private readonly sql: Sql) {}
+  private readonly sqlSearch: boolean;
+
+  /**
+   * `sqlSearch: false` keeps only the passages and their tsvectors, for an in-memory index that answers every
+   * query (memory-text.ts) in the one process that can open the database (PGlite): no GIN index and no term
+   * statistics, which were ~60 % of a searchable write's SQL there, all for a search nothing ran. `search` then
+   * refuses. An index opened with SQL search again (a server, a tool) counts the statistics again at `init`.
+   */
+  constructor(
+    private readonly sql: Sql,
+    o: { sqlSearch?: boolean } = {},
+  ) {
+    this.sqlSearch = o.sqlSearch ?? true;
+  }
 
   async init(): Promise<void> {
-    await this.sql.exec(DDL);
+    // Dropped rather than left behind: statistics not kept up to date would rank wrongly once searched.
+    if (!this.sqlSearch) return this.sql.exec(`${PASSAGES_DDL} DROP INDEX IF EXISTS ti_passages_tsv; DROP TABLE IF EXISTS ti_terms; DROP TABLE IF EXISTS ti_stats;`);
+    await this.sql.tx(async (q) => {
+      const { rows } = await q.query<{ kept: boolean }>(`SELECT to_regclass('ti_terms') IS NOT NULL AS kept`);
+      await q.exec(PASSAGES_DDL + SEARCH_DDL);
+      if (!rows[0].kept) await q.exec(RECOUNT);
+    });
   }
 
   replaceItem(item: IndexedItem): Promise<void> {
@@ -92,10 +122,10 @@ export class PgTextIndex implements TextIndex {
   async replaceItems(items: IndexedItem[]): Promise<void> {
     const rows = items.flatMap((item) => item.passages.map((p) => ({ item, p })));
     const col = <T,>(f: (r: (typeof rows)[number]) => T) => rows.map(f);
-    const statements: SqlStatement[] = [{ text: removeSql('p.item_id = ANY($1::text[])'), params: [items.map((i) => i.itemId)] }];
+    const statements: SqlStatement[] = [{ text: this.removeSql('p.item_id = ANY($1::text[])'), params: [items.map((i) => i.itemId)] }];
     if (rows.length)
       statements.push({
-        text: INSERT_PASSAGES,
+        text: this.sqlSearch ? INSERT_PASSAGES : INSERT_PASSAGES_ONLY,
         params: [
           col((r) => r.item.itemId), col((r) => r.p.chunkNo), col((r) => r.item.tenantId), col((r) => r.item.contextId), col((r) => r.item.sourceType), col((r) => r.item.typeName),
           col((r) => r.item.folderId), col((r) => r.item.userId), col((r) => JSON.stringify(r.item.scopes)), col((r) => JSON.stringify(r.item.attrs)), col((r) => r.item.createdAt),
@@ -122,12 +152,13 @@ export class PgTextIndex implements TextIndex {
   }
 
   async deleteItem(itemId: string): Promise<void> {
-    await this.sql.query(removeSql('p.item_id = $1'), [itemId]);
+    await this.sql.query(this.removeSql('p.item_id = $1'), [itemId]);
   }
 
   async deleteContext(tenantId: string, contextId: string): Promise<void> {
     await this.sql.tx(async (q) => {
       await q.query('DELETE FROM ti_passages WHERE tenant_id = $1 AND context_id = $2', [tenantId, contextId]);
+      if (!this.sqlSearch) return;
       await q.query('DELETE FROM ti_terms WHERE tenant_id = $1 AND context_id = $2', [tenantId, contextId]);
       await q.query('DELETE FROM ti_stats WHERE tenant_id = $1 AND context_id = $2', [tenantId, contextId]);
     });
@@ -139,6 +170,10 @@ export class PgTextIndex implements TextIndex {
   }
 
   async close(): Promise<void> {}
+
+  private removeSql(where: string): string {
+    return this.sqlSearch ? removeSql(where) : `DELETE FROM ti_passages p WHERE ${where}`;
+  }
 
   // --- what the in-memory index (memory-text.ts) loads and asks of PostgreSQL ---
 
@@ -278,6 +313,7 @@ export class PgTextIndex implements TextIndex {
   }
 
   async search(s: TextSearch): Promise<{ hits: TextHit[]; total: number }> {
+    if (!this.sqlSearch) throw new TextIndexError('text search failed: this keyword index is kept for an in-memory index (sqlSearch: false)');
     try {
       return await this.run(this.sql, s);
     } catch (e) {

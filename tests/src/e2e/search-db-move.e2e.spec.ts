@@ -84,7 +84,9 @@ describe('search tables moved from the main embedded database to their own', () 
     for (const [q, mode] of queries) after.push(await search(svc.api, root, q, mode));
     expect(after).toEqual(before);
     expect(await tablesIn(svc, 'sql'), 'the main database no longer holds search tables').toEqual([]);
-    expect(await tablesIn(svc, 'searchSql')).toEqual(expect.arrayContaining(['si_items', 'ti_passages', 'ti_terms']));
+    expect(await tablesIn(svc, 'searchSql')).toEqual(expect.arrayContaining(['si_items', 'ti_passages']));
+    // The SQL search's statistics are not kept where the in-memory index answers every query.
+    expect(await tablesIn(svc, 'searchSql')).not.toContain('ti_terms');
     // The activity log moved with them: every entry written before is listed, once, and new requests are recorded there.
     expect(heard.some((m) => /activity log: moved \d+ entries to the second embedded database/.test(m)), heard.join('\n')).toBe(true);
     const moved = await logged(svc.api, root);

@@ -276,7 +276,7 @@ function searchRebuildSuite(engine: Engine) {
     else {
       const db = await PGlite.create({ dataDir: join(dir.dir, 'pg-search') }); // the search side's own embedded database
       try {
-        await db.exec('DROP TABLE ti_passages; DROP TABLE ti_terms; DROP TABLE ti_stats;');
+        await db.exec('DROP TABLE ti_passages; DROP TABLE IF EXISTS ti_terms; DROP TABLE IF EXISTS ti_stats;'); // (no statistics are kept on PGlite)
       } finally {
         await db.close();
       }

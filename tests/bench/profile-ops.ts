@@ -14,10 +14,13 @@ import { printProfile, type Profile, threadCpu } from './cpu-profile';
 import { startHttpService } from './http';
 import { closedLoop } from './load';
 import { BENCH_SCHEMA, createBody } from './workload';
+import { noteBody, noteSchema } from './searchable';
 
 const on = (process.argv[2] ?? 'on') === 'on';
 const seconds = Number(process.argv[3] ?? 8);
 /** OPS_ON: which switches "on" turns on (default all three), to take one feature at a time. */
+/** OPS_NOTE=NONE|TEXT: the searchable bench's note schema and 500-700 character bodies instead of the records bench's. */
+const OPS_NOTE = process.env.OPS_NOTE as 'NONE' | 'TEXT' | undefined;
 const onSet = (process.env.OPS_ON ?? 'METERING,RATE_LIMITS,ACTIVITY_LOG').split(',');
 const flag = (k: string) => (on && onSet.includes(k) ? '1' : '0');
 const out = join(ROOT, '.cache', `bench-ops-${on ? 'on' : 'off'}.cpuprofile`);
@@ -26,6 +29,7 @@ const d = tempDir('svc-prof-ops-');
 const svc = await startHttpService(d.dir, {
   METERING: flag('METERING'), RATE_LIMITS: flag('RATE_LIMITS'), ACTIVITY_LOG: flag('ACTIVITY_LOG'), EDGE_RATE_LIMIT_PER_MINUTE: '0',
   ...(process.env.OPS_TRACE_GC ? { SVC_TRACE_GC: '1' } : {}),
+  ...(process.env.OPS_STALLS ? { SVC_STALLS: '1', SVC_STALLS_LIST: '1' } : {}),
   ...(process.env.OPS_SQL_CENSUS ? { SVC_SQL_CENSUS: '1' } : {}),
   ...(process.env.SVC_V8_FLAGS ? { SVC_V8_FLAGS: process.env.SVC_V8_FLAGS } : {}),
   ...({ SVC_PROFILE_OUT: out, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${join(import.meta.dirname, 'cpu-profile-child.mjs')}`.trim() }),
@@ -43,7 +47,7 @@ try {
   const acct = await pool.request({ method: 'POST', path: '/operator/accounts', headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ plan: 'enterprise', rateLimitPerMinute: 100_000_000, creditLimit: 1_000_000_000_000 }) });
   const root = JSON.parse(await acct.body.text()).tenants.live.rootKey as string;
   const headers = { authorization: `Bearer ${root}`, 'content-type': 'application/json' };
-  const s = await pool.request({ method: 'POST', path: '/v1/schemas', headers, body: JSON.stringify(BENCH_SCHEMA) });
+  const s = await pool.request({ method: 'POST', path: '/v1/schemas', headers, body: JSON.stringify(OPS_NOTE ? noteSchema(OPS_NOTE) : BENCH_SCHEMA) });
   if (s.statusCode !== 201) throw new Error(await s.body.text());
   await s.body.text();
   const r = await closedLoop({
@@ -51,10 +55,10 @@ try {
     onMeasureStart: async () => {
       t0 = threadCpu(svc.child.pid!);
       r0 = await runners();
-      if (!process.env.OPS_NO_PROFILE || process.env.OPS_TRACE_GC || process.env.OPS_SQL_CENSUS) svc.child.kill('SIGUSR2');
+      if (!process.env.OPS_NO_PROFILE || process.env.OPS_TRACE_GC || process.env.OPS_SQL_CENSUS || process.env.OPS_STALLS) svc.child.kill('SIGUSR2');
     },
     op: async (_w, seq) => {
-      const res = await pool.request({ method: 'POST', path: '/v1/records', headers, body: createBody(seq) });
+      const res = await pool.request({ method: 'POST', path: '/v1/records', headers, body: OPS_NOTE ? noteBody(noteSchema(OPS_NOTE).typeName, seq) : createBody(seq) });
       const t = await res.body.text();
       if (res.statusCode !== 201) throw new Error(`${res.statusCode} ${t.slice(0, 200)}`);
     },
@@ -63,7 +67,7 @@ try {
   const t1 = threadCpu(svc.child.pid!);
   const r1 = await runners();
   console.log(`projection runners: ${r1.map((x, i) => `${x.name ?? i}: ${x.events - (r0[i]?.events ?? 0)} events in ${x.batches - (r0[i]?.batches ?? 0)} batches`).join('; ')}`);
-  if (!process.env.OPS_NO_PROFILE || process.env.OPS_TRACE_GC || process.env.OPS_SQL_CENSUS) svc.child.kill('SIGUSR2');
+  if (!process.env.OPS_NO_PROFILE || process.env.OPS_TRACE_GC || process.env.OPS_SQL_CENSUS || process.env.OPS_STALLS) svc.child.kill('SIGUSR2');
   const per = [...t1].map(([k, v]) => [k, (v - (t0.get(k) ?? 0)) / r.ops] as const).filter(([, v]) => v > 0.001).sort((a, b) => b[1] - a[1]);
   console.log(`service threads, CPU ms per create: ${per.map(([k, v]) => `${k} ${v.toFixed(3)}`).join(', ')}; total ${per.reduce((a, [, v]) => a + v, 0).toFixed(3)}`);
   console.log(`features ${on ? 'on' : 'off'}: ${Math.round(r.opsPerSec)}/s, p50 ${r.p50.toFixed(1)} p99 ${r.p99.toFixed(1)} ms`);
@@ -73,6 +77,9 @@ try {
       const m = /^SQLCENSUS ([\d.]+) ms (\d+) calls (.*)$/.exec(l);
       if (m) console.log(`${(Number(m[1]) / r.ops).toFixed(4)} ms/create  ${(Number(m[2]) / r.ops).toFixed(3)} calls/create  ${m[3]}`);
     }
+  } else if (process.env.OPS_STALLS) {
+    await new Promise((res) => setTimeout(res, 300));
+    for (const l of svc.output().split('\n').filter((x) => /^STALL/.test(x))) console.log(l);
   } else if (process.env.OPS_TRACE_GC) {
     await new Promise((res) => setTimeout(res, 300));
     const o = svc.output();

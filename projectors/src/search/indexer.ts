@@ -151,7 +151,9 @@ export class SearchIndexer {
       // models) per batch. 500 gave batches of ~170 documents in a bulk ingest, but under 32 connections of TEXT creates
       // each batch's outcome round held the API thread long enough to double the create's p99: 100 took it from 90-105
       // to 53-61 ms and the TEXT/NONE create ratio from 0.81-0.82 to 0.91-1.08 (BENCH_ONLY=searchable, alternating
-      // runs, 2026-11-27). A quiet log gives small batches anyway.
+      // runs, 2026-11-27). A quiet log gives small batches anyway. Below it (10-40) the creates looked faster only
+      // because indexing fell behind: each batch waits ~50 ms in round trips whatever its size, so at 200 writes/s
+      // batches of 10 indexed ~145 events/s and write -> INDEXED grew to seconds (profile-index.ts, 2026-11-27).
       batchSize: 100,
       signal: this.abort.signal,
       handle: (events) => this.applyBatch(events),

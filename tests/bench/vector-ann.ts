@@ -172,7 +172,8 @@ const smallExactMs = (performance.now() - ts0) / queryVecs.length;
 
 const memGrid = (process.env.VEC_MEM_GRID ?? '20:2000').split(',').filter(Boolean).map((g) => g.split(':').map(Number));
 if (memGrid.length) {
-  const mem = new MemoryVectorIndex(idx, { log: (m) => log(m) });
+  // VEC_EXACT_BELOW: the in-memory index's exactBelow (contexts up to that many rows scored exactly).
+  const mem = new MemoryVectorIndex(idx, { log: (m) => log(m), ...(process.env.VEC_EXACT_BELOW ? { exactBelow: Number(process.env.VEC_EXACT_BELOW) } : {}) });
   const heap0 = process.memoryUsage();
   const t0 = performance.now();
   await mem.load(T);

@@ -51,7 +51,8 @@ export interface MemoryVectorSettings {
   refine: number;
 }
 
-export const MEMORY_VECTOR_DEFAULTS: MemoryVectorSettings = { maxBytes: 2048 * 2 ** 20, nprobes: 20, minCandidates: 2000, exactBelow: 5000, retrainGrowth: 4, waitForLoad: true, refine: 200 };
+// exactBelow 10,000: as LanceDB's flat threshold, so both adapters answer such a context exactly (docs/search.md).
+export const MEMORY_VECTOR_DEFAULTS: MemoryVectorSettings = { maxBytes: 2048 * 2 ** 20, nprobes: 20, minCandidates: 2000, exactBelow: 10_000, retrainGrowth: 4, waitForLoad: true, refine: 200 };
 
 const PAGE = 65536;
 /** Centroids shortlisted by code distance before the exact comparison that assigns a row to its partition. */

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 /** Summaries of a node:inspector CPU profile, shared by the profiling scripts (profile.ts, profile-search.ts). */
 type Node = { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number; children?: number[] };
 export type Profile = { nodes: Node[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number };
@@ -56,4 +56,19 @@ export function threadCpu(pid: number): Map<string, number> {
     }
   }
   return m;
+}
+
+/** The SQLCENSUS lines a service child printed (cpu-profile-child.mjs), per operation (`unit`: "create", "record"). */
+export async function printSqlCensus(output: () => string, ops: number, unit: string): Promise<void> {
+  await new Promise((res) => setTimeout(res, 300));
+  for (const l of output().split('\n').filter((x) => x.startsWith('SQLCENSUS'))) {
+    const m = /^SQLCENSUS ([\d.]+) ms (\d+) calls (.*)$/.exec(l);
+    if (m) console.log(`${(Number(m[1]) / ops).toFixed(4)} ms/${unit}  ${(Number(m[2]) / ops).toFixed(3)} calls/${unit}  ${m[3]}`);
+  }
+}
+
+/** The profile a service child writes to `file` on its second SIGUSR2, printed per operation once written. */
+export async function printProfileFile(file: string, ops: number, top = 40): Promise<void> {
+  for (let i = 0; i < 100 && !existsSync(file); i++) await new Promise((res) => setTimeout(res, 100));
+  printProfile(JSON.parse(readFileSync(file, 'utf8')) as Profile, ops, top);
 }

@@ -5,11 +5,11 @@
  * INDEX_PROFILE=1: the main thread's CPU profile over the writes (cpu-profile-child.mjs), per record;
  * INDEX_SQL_CENSUS=1: the main thread's PGlite time per statement instead.
  */
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../src/support/service';
 import { tempDir } from '../src/support/engines';
-import { printProfile, type Profile, threadCpu } from './cpu-profile';
+import { printProfileFile, printSqlCensus, threadCpu } from './cpu-profile';
 import { startHttpService } from './http';
 import { clientOf, createSchema, writeToIndexed } from './searchable';
 
@@ -36,14 +36,9 @@ try {
   const rows = [...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)] as const).filter(([k, v]) => v > 50 && k !== 'main-system').sort((a, b) => b[1] - a[1]);
   console.log(`service CPU by thread (ms per record): ${rows.map(([k, v]) => `${k} ${(v / r.written).toFixed(2)}`).join(', ')}`);
   if (process.env.INDEX_SQL_CENSUS) {
-    await new Promise((res) => setTimeout(res, 300));
-    for (const l of svc.output().split('\n').filter((x) => x.startsWith('SQLCENSUS'))) {
-      const m = /^SQLCENSUS ([\d.]+) ms (\d+) calls (.*)$/.exec(l);
-      if (m) console.log(`${(Number(m[1]) / r.written).toFixed(4)} ms/record  ${(Number(m[2]) / r.written).toFixed(3)} calls/record  ${m[3]}`);
-    }
+    await printSqlCensus(svc.output, r.written, 'record');
   } else if (probe) {
-    for (let i = 0; i < 100 && !existsSync(out); i++) await new Promise((res) => setTimeout(res, 100));
-    printProfile(JSON.parse(readFileSync(out, 'utf8')) as Profile, r.written, 40);
+    await printProfileFile(out, r.written);
   }
 } finally {
   await c.close();

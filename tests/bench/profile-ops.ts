@@ -5,12 +5,12 @@
  * find what the operations features cost over HTTP (`BENCH_ONLY=operations`) beyond what an in-process
  * profile shows. The raw profile goes to .cache/bench-ops-<on|off>.cpuprofile.
  */
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { OPERATOR_TOKEN, ROOT } from '../src/support/service';
 import { tempDir } from '../src/support/engines';
-import { printProfile, type Profile, threadCpu } from './cpu-profile';
+import { printProfileFile, printSqlCensus, threadCpu } from './cpu-profile';
 import { startHttpService } from './http';
 import { closedLoop } from './load';
 import { BENCH_SCHEMA, createBody } from './workload';
@@ -72,11 +72,7 @@ try {
   console.log(`service threads, CPU ms per create: ${per.map(([k, v]) => `${k} ${v.toFixed(3)}`).join(', ')}; total ${per.reduce((a, [, v]) => a + v, 0).toFixed(3)}`);
   console.log(`features ${on ? 'on' : 'off'}: ${Math.round(r.opsPerSec)}/s, p50 ${r.p50.toFixed(1)} p99 ${r.p99.toFixed(1)} ms`);
   if (process.env.OPS_SQL_CENSUS) {
-    await new Promise((res) => setTimeout(res, 300));
-    for (const l of svc.output().split('\n').filter((x) => x.startsWith('SQLCENSUS'))) {
-      const m = /^SQLCENSUS ([\d.]+) ms (\d+) calls (.*)$/.exec(l);
-      if (m) console.log(`${(Number(m[1]) / r.ops).toFixed(4)} ms/create  ${(Number(m[2]) / r.ops).toFixed(3)} calls/create  ${m[3]}`);
-    }
+    await printSqlCensus(svc.output, r.ops, 'create');
   } else if (process.env.OPS_STALLS) {
     await new Promise((res) => setTimeout(res, 300));
     for (const l of svc.output().split('\n').filter((x) => /^STALL/.test(x))) console.log(l);
@@ -90,8 +86,7 @@ try {
       console.log(`${kind}: ${xs.length} pauses, ${xs.reduce((a, b) => a + b, 0).toFixed(0)} ms in all, ${(xs.reduce((a, b) => a + b, 0) / r.ops).toFixed(3)} ms per create`);
     }
   } else if (!process.env.OPS_NO_PROFILE) {
-    for (let i = 0; i < 100 && !existsSync(out); i++) await new Promise((res) => setTimeout(res, 100));
-    printProfile(JSON.parse(readFileSync(out, 'utf8')) as Profile, r.ops, 40);
+    await printProfileFile(out, r.ops);
   }
 } finally {
   await pool.close();

@@ -72,3 +72,30 @@ export async function printProfileFile(file: string, ops: number, top = 40): Pro
   for (let i = 0; i < 100 && !existsSync(file); i++) await new Promise((res) => setTimeout(res, 100));
   printProfile(JSON.parse(readFileSync(file, 'utf8')) as Profile, ops, top);
 }
+
+type HeapNode = { callFrame: { functionName: string; url: string; lineNumber: number }; selfSize: number; children: HeapNode[] };
+
+/** A sampling heap profile (cpu-profile-child.mjs, SVC_HEAP_PROFILE=1): bytes allocated per operation, by area and by function. */
+export async function printHeapProfileFile(file: string, ops: number, top = 30): Promise<void> {
+  for (let i = 0; i < 100 && !existsSync(file); i++) await new Promise((res) => setTimeout(res, 100));
+  const { head } = JSON.parse(readFileSync(file, 'utf8')) as { head: HeapNode };
+  const areas = new Map<string, number>();
+  const fns = new Map<string, number>();
+  let total = 0;
+  const walk = (n: HeapNode) => {
+    if (n.selfSize) {
+      const a = area(n.callFrame.url, n.callFrame.functionName);
+      areas.set(a, (areas.get(a) ?? 0) + n.selfSize);
+      const f = `${n.callFrame.functionName || '(anonymous)'}  ${a}:${n.callFrame.lineNumber + 1}`;
+      fns.set(f, (fns.get(f) ?? 0) + n.selfSize);
+      total += n.selfSize;
+    }
+    for (const c of n.children) walk(c);
+  };
+  walk(head);
+  const perOp = (b: number) => `${(b / ops).toFixed(0).padStart(7)} B/op`;
+  console.log(`\nbytes allocated by area (${(total / 2 ** 20).toFixed(1)} MiB sampled, ${ops} ops -> ${(total / ops / 1024).toFixed(1)} KiB per op):`);
+  for (const [a, b] of [...areas].sort((x, y) => y[1] - x[1]).slice(0, 22)) console.log(`  ${perOp(b)}  ${a}`);
+  console.log('\nfunctions allocating most (self):');
+  for (const [f, b] of [...fns].sort((x, y) => y[1] - x[1]).slice(0, top)) console.log(`  ${perOp(b)}  ${f}`);
+}

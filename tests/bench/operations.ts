@@ -20,10 +20,10 @@ import { BENCH_SCHEMA, createBody } from './workload';
  * create over HTTP (the H2 workload: 32 connections, one small record a
  * request) against a service with metering, the per-account burst limit and the
  * activity log on, and the same service with all three off (METERING=0,
- * RATE_LIMITS=0, ACTIVITY_LOG=0), each a fresh child process on a fresh data
- * directory. Variants alternate over `rounds` (off/on, then on/off, ...) so
- * drift in the machine's load falls on both; the ratio is of the summed
- * throughput. Target: together they cost under 10 % of throughput.
+ * RATE_LIMITS=0, ACTIVITY_LOG=0): two child processes on fresh data directories,
+ * started together and measured in alternating slices of `sliceMs` (off/on,
+ * then on/off, ...) so drift in the machine's load falls on both; the ratio is
+ * of the summed throughput. Target: together they cost under 10 % of throughput.
  *
  * Then the audit export: GET /v1/export of the last "on" tenant through HTTP,
  * and the export alone in this process over a seeded log of BENCH_EXPORT_EVENTS
@@ -36,13 +36,13 @@ export interface OperationsBench {
   /** on / off throughput. */
   ratio: number;
   rounds: Array<{ on: LoadResult; off: LoadResult }>;
-  /** The service's CPU time per create (process tree, /proc), mean of the runs: on / off is the cost machine load disturbs least. */
+  /** The service's CPU time per create (process tree, /proc), over all slices: on / off is the cost machine load disturbs least. */
   cpuMsPerOp: { on: number; off: number };
   /** What the "on" runs showed was on, and the "off" runs off: activity entries seen (the query caps at 500), X-RateLimit-Limit on creates, credits metered. */
   seen: { on: Seen; off: Seen };
   /** The recorder alone, in this process on PGlite in its own thread: CPU time per entry on the request's thread (onResponse, the write's hand-off) and for the write in all threads. */
   micro: { entries: number; onResponseUs: number; writeUs: number; writeAllUs: number };
-  /** GET /v1/export of the last "on" run's tenant, over HTTP. */
+  /** GET /v1/export of the "on" service's tenant, over HTTP. */
   httpExport?: ExportFigures;
 }
 
@@ -140,11 +140,12 @@ const SWITCHES = ['METERING', 'RATE_LIMITS', 'ACTIVITY_LOG'] as const;
 /** Which switches the "on" runs turn on (BENCH_OPERATIONS_ON, default all three): a diagnostic to measure one alone. */
 const ON = (process.env.BENCH_OPERATIONS_ON ?? SWITCHES.join(',')).split(',').map((x) => x.trim());
 
-async function oneRun(dataDir: string, on: boolean, t: Timing & { createMs: number }, childEnv: Record<string, string>, exportAfter: boolean) {
+/** One variant's service, its account and schema, ready for slices of creates. */
+async function openVariant(dataDir: string, on: boolean, concurrency: number, childEnv: Record<string, string>) {
   // No per-IP ceiling in the way; "on", an enterprise account with a negotiated limit far above the load (every request still counted).
   const flags = Object.fromEntries(SWITCHES.map((k) => [k, on && ON.includes(k) ? '1' : '0']));
   const svc = await startHttpService(dataDir, { ...childEnv, ...flags, EDGE_RATE_LIMIT_PER_MINUTE: '0' });
-  const pool = new Pool(svc.url, { connections: t.concurrency, pipelining: 1 });
+  const pool = new Pool(svc.url, { connections: concurrency, pipelining: 1 });
   try {
     const acct = await pool.request({
       method: 'POST',
@@ -159,47 +160,50 @@ async function oneRun(dataDir: string, on: boolean, t: Timing & { createMs: numb
     const s = await pool.request({ method: 'POST', path: '/v1/schemas', headers, body: JSON.stringify(BENCH_SCHEMA) });
     const sText = await s.body.text();
     if (s.statusCode !== 201) throw new Error(`schema create failed: ${s.statusCode} ${sText}`);
-    let rateLimitHeader: string | null = null;
-    let cpu0 = NaN;
-    const create = await closedLoop({
-      concurrency: t.concurrency,
-      warmupMs: t.warmupMs,
-      durationMs: t.createMs,
-      onMeasureStart: async () => void (cpu0 = treeCpuMs(svc.child.pid)),
-      op: async (_w, seq) => {
-        const res = await pool.request({ method: 'POST', path: '/v1/records', headers, body: createBody(seq) });
-        const text = await res.body.text();
-        if (res.statusCode !== 201) throw new Error(`POST /v1/records ${res.statusCode}: ${text.slice(0, 200)}`);
-        rateLimitHeader = (res.headers['x-ratelimit-limit'] as string | undefined) ?? null;
-      },
-    });
-    const cpuMsPerOp = (treeCpuMs(svc.child.pid) - cpu0) / Math.max(1, create.ops);
-    // The entries of the run (the log lags by a flush period): on, there are many; off, none.
-    await new Promise((r) => setTimeout(r, 1000));
-    const auth = { authorization: headers.authorization };
-    const l = await pool.request({ method: 'GET', path: '/v1/admin/logs?resource=records&method=POST&limit=500', headers: auth });
-    const body = (await l.body.json()) as { entries?: unknown[] };
-    if (l.statusCode !== 200) throw new Error(`GET /v1/admin/logs ${l.statusCode}: ${JSON.stringify(body)}`);
-    const u = await pool.request({ method: 'GET', path: '/v1/usage', headers: auth });
-    const usage = (await u.body.json()) as { credits?: { usedMilli?: number } };
-    if (u.statusCode !== 200) throw new Error(`GET /v1/usage ${u.statusCode}: ${JSON.stringify(usage)}`);
-    const seen: Seen = { logged: body.entries?.length ?? 0, rateLimitHeader, usedMilli: usage.credits?.usedMilli ?? 0 };
-    const httpExport = exportAfter ? await exportOverHttp(pool, auth) : undefined;
-    return { create, seen, httpExport, cpuMsPerOp };
+    return { on, svc, pool, headers, rateLimitHeader: null as string | null, seq: 0 };
   } catch (e) {
-    console.error(svc.output().slice(-4000));
-    throw e;
-  } finally {
     await pool.close();
     await svc.stop();
-    await settle(dataDir);
+    throw e;
   }
+}
+type Variant = Awaited<ReturnType<typeof openVariant>>;
+
+/** A closed loop of creates on one variant; its service's CPU (process tree) over the measured part. */
+async function slice(v: Variant, concurrency: number, warmupMs: number, durationMs: number) {
+  let cpu0 = NaN;
+  const create = await closedLoop({
+    concurrency,
+    warmupMs,
+    durationMs,
+    onMeasureStart: async () => void (cpu0 = treeCpuMs(v.svc.child.pid)),
+    op: async () => {
+      const res = await v.pool.request({ method: 'POST', path: '/v1/records', headers: v.headers, body: createBody(v.seq++) });
+      const text = await res.body.text();
+      if (res.statusCode !== 201) throw new Error(`POST /v1/records ${res.statusCode}: ${text.slice(0, 200)}`);
+      v.rateLimitHeader = (res.headers['x-ratelimit-limit'] as string | undefined) ?? null;
+    },
+  });
+  return { create, cpuMs: treeCpuMs(v.svc.child.pid) - cpu0 };
+}
+
+/** What the variant showed was on or off: its activity entries (the log lags by a flush period), the limit header, credits metered. */
+async function seenOf(v: Variant): Promise<Seen> {
+  await new Promise((r) => setTimeout(r, 1000));
+  const auth = { authorization: v.headers.authorization };
+  const l = await v.pool.request({ method: 'GET', path: '/v1/admin/logs?resource=records&method=POST&limit=500', headers: auth });
+  const body = (await l.body.json()) as { entries?: unknown[] };
+  if (l.statusCode !== 200) throw new Error(`GET /v1/admin/logs ${l.statusCode}: ${JSON.stringify(body)}`);
+  const u = await v.pool.request({ method: 'GET', path: '/v1/usage', headers: auth });
+  const usage = (await u.body.json()) as { credits?: { usedMilli?: number } };
+  if (u.statusCode !== 200) throw new Error(`GET /v1/usage ${u.statusCode}: ${JSON.stringify(usage)}`);
+  return { logged: body.entries?.length ?? 0, rateLimitHeader: v.rateLimitHeader, usedMilli: usage.credits?.usedMilli ?? 0 };
 }
 
 /**
- * Between runs: the stopped service's data directory removed and the kernel's dirty pages written out, so the
- * next run does not share the disk and the CPUs with the last one's writeback (without it, later runs were
- * 20-40 % slower whichever variant they were: CPU per create 0.87 ms in the first rounds, 1.2 ms by the fifth).
+ * After a stopped service: its data directory removed and the kernel's dirty pages written out, so what comes
+ * next does not share the disk and the CPUs with its writeback (without it, later runs were 20-40 % slower
+ * whichever variant they were: CPU per create 0.87 ms in the first rounds, 1.2 ms by the fifth).
  */
 async function settle(dataDir: string) {
   rmSync(dataDir, { recursive: true, force: true, maxRetries: 3 });
@@ -298,39 +302,57 @@ export async function exportInProcess(dir: string, count: number, log: (m: strin
 export async function benchOperations(o: {
   newDir: (prefix: string) => string;
   timing: Timing & { createMs: number };
+  /** Measured time per variant: rounds × createMs, in slices of sliceMs. */
   rounds: number;
+  /** One slice of creates (default 2,000 ms): the two variants alternate slice by slice. */
+  sliceMs?: number;
   childEnv?: Record<string, string>;
   log: (m: string) => void;
 }): Promise<OperationsBench> {
   const rounds: OperationsBench['rounds'] = [];
-  const seen: OperationsBench['seen'] = { on: { logged: 0, rateLimitHeader: null, usedMilli: 0 }, off: { logged: 0, rateLimitHeader: null, usedMilli: 0 } };
+  const cpu = { on: 0, off: 0 };
+  const t = o.timing;
+  const sliceMs = o.sliceMs ?? 2000;
+  const pairs = Math.round((o.rounds * t.createMs) / sliceMs);
+  const variants: Variant[] = [];
+  let seen: OperationsBench['seen'] = { on: { logged: 0, rateLimitHeader: null, usedMilli: 0 }, off: { logged: 0, rateLimitHeader: null, usedMilli: 0 } };
   let httpExport: ExportFigures | undefined;
-  const cpu = { on: [] as number[], off: [] as number[] };
-  for (let i = 0; i < o.rounds; i++) {
-    const order = i % 2 === 0 ? [false, true] : [true, false];
-    const got: Partial<Record<'on' | 'off', LoadResult>> = {};
-    for (const on of order) {
-      const last = on && i === o.rounds - 1;
-      const r = await oneRun(o.newDir(on ? 'ops-on-' : 'ops-off-'), on, o.timing, o.childEnv ?? {}, last);
-      got[on ? 'on' : 'off'] = r.create;
-      seen[on ? 'on' : 'off'] = r.seen;
-      cpu[on ? 'on' : 'off'].push(r.cpuMsPerOp);
-      if (r.httpExport) httpExport = r.httpExport;
-      const c = r.create;
-      o.log(
-        `O${i + 1} create, metering + rate limits + activity log ${on ? 'on ' : 'off'}: ${Math.round(c.opsPerSec)} ops/s, p50 ${c.p50.toFixed(1)} ms, p99 ${c.p99.toFixed(1)} ms, service CPU ${r.cpuMsPerOp.toFixed(2)} ms/op (${c.ops} ops${c.errors ? `, ${c.errors} errors: ${c.firstError}` : ''}); ` +
-          `log entries ${r.seen.logged}, X-RateLimit-Limit ${r.seen.rateLimitHeader ?? 'absent'}, metered ${r.seen.usedMilli} milli-credits`,
-      );
-      if (r.httpExport) o.log(`X1 GET /v1/export of that tenant: ${r.httpExport.events} lines, ${(r.httpExport.bytes / 2 ** 20).toFixed(1)} MiB in ${r.httpExport.seconds.toFixed(2)} s = ${Math.round(r.httpExport.eventsPerSec)} events/s`);
+  try {
+    // Both services run side by side (each on its own data directory) and take turns: a pair of slices is
+    // measured within seconds, so the machine's swings (here its speed moved 3-4x from one minute to the
+    // next) fall on both variants alike; the idle one only keeps its timers.
+    for (const on of [false, true]) variants.push(await openVariant(o.newDir(on ? 'ops-on-' : 'ops-off-'), on, t.concurrency, o.childEnv ?? {}));
+    const [off, on] = variants;
+    for (const v of variants) await slice(v, t.concurrency, 0, t.warmupMs);
+    for (let i = 0; i < pairs && o.rounds > 0; i++) {
+      const got: Partial<Record<'on' | 'off', LoadResult>> = {};
+      for (const v of i % 2 === 0 ? [off, on] : [on, off]) {
+        // A short warm-up per slice (discarded): the other variant's last requests and the activity log's flush settle first.
+        const r = await slice(v, t.concurrency, 300, sliceMs);
+        got[v.on ? 'on' : 'off'] = r.create;
+        cpu[v.on ? 'on' : 'off'] += r.cpuMs;
+        if (r.create.errors) throw new Error(`${v.on ? 'on' : 'off'}: ${r.create.errors} failed creates: ${r.create.firstError}`);
+      }
+      rounds.push({ on: got.on!, off: got.off! });
     }
-    rounds.push({ on: got.on!, off: got.off! });
+    seen = { off: await seenOf(off), on: await seenOf(on) };
+    httpExport = await exportOverHttp(on.pool, { authorization: on.headers.authorization });
+    o.log(`X1 GET /v1/export of the "on" tenant: ${httpExport.events} lines, ${(httpExport.bytes / 2 ** 20).toFixed(1)} MiB in ${httpExport.seconds.toFixed(2)} s = ${Math.round(httpExport.eventsPerSec)} events/s`);
+  } catch (e) {
+    for (const v of variants) console.error(v.svc.output().slice(-4000));
+    throw e;
+  } finally {
+    for (const v of variants) {
+      await v.pool.close();
+      await v.svc.stop();
+      await settle(v.svc.dataDir);
+    }
   }
   const micro = await recorderMicro(o.newDir('al-micro-'));
   o.log(`A recorder alone: onResponse ${micro.onResponseUs.toFixed(2)} µs/entry, batched write ${micro.writeUs.toFixed(2)} µs/entry on the API thread, ${micro.writeAllUs.toFixed(2)} µs/entry in all threads (${micro.entries} entries, PGlite in its own thread)`);
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  const cpuMsPerOp = { on: mean(cpu.on), off: mean(cpu.off) };
-  if (rounds.length === 0) return { on: sumLoads([]), off: sumLoads([]), ratio: NaN, rounds, cpuMsPerOp, seen, micro, httpExport };
-  const on = sumLoads(rounds.map((r) => r.on));
-  const off = sumLoads(rounds.map((r) => r.off));
-  return { on, off, ratio: on.opsPerSec / off.opsPerSec, rounds, cpuMsPerOp, seen, micro, httpExport };
+  if (rounds.length === 0) return { on: sumLoads([]), off: sumLoads([]), ratio: NaN, rounds, cpuMsPerOp: { on: NaN, off: NaN }, seen, micro, httpExport };
+  const onAll = sumLoads(rounds.map((r) => r.on));
+  const offAll = sumLoads(rounds.map((r) => r.off));
+  const cpuMsPerOp = { on: cpu.on / Math.max(1, onAll.ops), off: cpu.off / Math.max(1, offAll.ops) };
+  return { on: onAll, off: offAll, ratio: onAll.opsPerSec / offAll.opsPerSec, rounds, cpuMsPerOp, seen, micro, httpExport };
 }

@@ -3,14 +3,14 @@
  * of record creates over HTTP, 32 connections, as the operations bench sends them, with metering, burst
  * limits and the activity log on or off. Prints self time per area and per function in ms per create, to
  * find what the operations features cost over HTTP (`BENCH_ONLY=operations`) beyond what an in-process
- * profile shows. The raw profile goes to .cache/bench-ops-<on|off>.cpuprofile.
+ * profile shows. OPS_HEAP=1: bytes allocated per create by function instead (V8's sampling heap profiler). The raw profile goes to .cache/bench-ops-<on|off>.cpuprofile.
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { OPERATOR_TOKEN, ROOT } from '../src/support/service';
 import { tempDir } from '../src/support/engines';
-import { printProfileFile, printSqlCensus, threadCpu } from './cpu-profile';
+import { printHeapProfileFile, printProfileFile, printSqlCensus, threadCpu } from './cpu-profile';
 import { startHttpService } from './http';
 import { closedLoop } from './load';
 import { BENCH_SCHEMA, createBody } from './workload';
@@ -32,6 +32,7 @@ const svc = await startHttpService(d.dir, {
   ...(process.env.OPS_STALLS ? { SVC_STALLS: '1', SVC_STALLS_LIST: '1' } : {}),
   ...(process.env.OPS_SQL_CENSUS ? { SVC_SQL_CENSUS: '1' } : {}),
   ...(process.env.SVC_V8_FLAGS ? { SVC_V8_FLAGS: process.env.SVC_V8_FLAGS } : {}),
+  ...(process.env.OPS_HEAP ? { SVC_HEAP_PROFILE: '1' } : {}),
   ...({ SVC_PROFILE_OUT: out, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${join(import.meta.dirname, 'cpu-profile-child.mjs')}`.trim() }),
 });
 let t0 = new Map<string, number>();
@@ -85,6 +86,8 @@ try {
       const xs = lines.filter((l) => l.includes(kind)).map(ms);
       console.log(`${kind}: ${xs.length} pauses, ${xs.reduce((a, b) => a + b, 0).toFixed(0)} ms in all, ${(xs.reduce((a, b) => a + b, 0) / r.ops).toFixed(3)} ms per create`);
     }
+  } else if (process.env.OPS_HEAP) {
+    await printHeapProfileFile(out, r.ops);
   } else if (!process.env.OPS_NO_PROFILE) {
     await printProfileFile(out, r.ops);
   }

@@ -1,5 +1,5 @@
 import { conflict, type DomainEvent, EVENT_SCHEMA_VERSION, type EventMetadata, parseEventData, type RequestMeta } from '@svc/contracts';
-import { type AppendRequest, type EventStore, type ExpectedRevision, type IdGenerator, type NewEvent, type ReadModelBarrier, REVOKING_EVENTS, type StoredEvent, WrongExpectedRevisionError } from '@svc/domain';
+import { type AppendRequest, encodeCharge, type EventStore, type ExpectedRevision, type IdGenerator, type NewEvent, type ReadModelBarrier, REVOKING_EVENTS, type StoredEvent, WrongExpectedRevisionError } from '@svc/domain';
 import { contended } from './contention';
 import type { PayloadSealer } from './records/sealing';
 import type { UsageMeter } from './usage/meter';
@@ -47,7 +47,7 @@ export interface DomainAppend {
   metadata?: EventMetadata;
   /**
    * The write's charge (usage/meter.ts `writeCharge`): an entry with no events of its own, carried in the
-   * metadata of the commit's first event (EventMetadata.charge), so charging a write appends nothing more.
+   * metadata of the commit's first event (EventMetadata.chargeCode), so charging a write appends nothing more.
    */
   charge?: NonNullable<EventMetadata['charge']>;
 }
@@ -60,7 +60,7 @@ export async function commit(deps: CommandDeps, metadata: EventMetadata, appends
   const charge = appends.flatMap((a) => a.charge ?? []);
   if (charge.length && requests.length) {
     const [first, ...rest] = requests[0].events;
-    requests[0] = { ...requests[0], events: [{ ...first, metadata: { ...first.metadata, charge } }, ...rest] };
+    requests[0] = { ...requests[0], events: [{ ...first, metadata: { ...first.metadata, chargeCode: encodeCharge(charge) } }, ...rest] };
   }
   const results = await deps.store.appendMulti(requests);
   const position = Math.max(0, ...results.map((r) => r.position));

@@ -110,7 +110,8 @@ describe('handleCommand', () => {
     });
     expect(store.appends).toBe(1);
     expect(store.streams.get('res')).toHaveLength(1);
-    expect(store.streams.get('s')![0].metadata.charge).toEqual(charge);
+    expect(store.streams.get('s')![0].metadata.chargeCode).toBe('recordWrite 1 0 1000');
+    expect(store.streams.get('s')![0].metadata.charge).toBeUndefined();
     expect(store.streams.has('usage')).toBe(false);
   });
 

@@ -67,18 +67,29 @@ export async function printSqlCensus(output: () => string, ops: number, unit: st
   }
 }
 
+/** A profile the child writes to `file`, once it is there and whole (it may be read while still being written). */
+async function readWritten<T>(file: string): Promise<T> {
+  for (let i = 0; ; i++) {
+    try {
+      if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as T;
+    } catch (e) {
+      if (i >= 100) throw e;
+    }
+    if (i >= 100) throw new Error(`${file} was not written`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
+
 /** The profile a service child writes to `file` on its second SIGUSR2, printed per operation once written. */
 export async function printProfileFile(file: string, ops: number, top = 40): Promise<void> {
-  for (let i = 0; i < 100 && !existsSync(file); i++) await new Promise((res) => setTimeout(res, 100));
-  printProfile(JSON.parse(readFileSync(file, 'utf8')) as Profile, ops, top);
+  printProfile(await readWritten<Profile>(file), ops, top);
 }
 
 type HeapNode = { callFrame: { functionName: string; url: string; lineNumber: number }; selfSize: number; children: HeapNode[] };
 
 /** A sampling heap profile (cpu-profile-child.mjs, SVC_HEAP_PROFILE=1): bytes allocated per operation, by area and by function. */
 export async function printHeapProfileFile(file: string, ops: number, top = 30): Promise<void> {
-  for (let i = 0; i < 100 && !existsSync(file); i++) await new Promise((res) => setTimeout(res, 100));
-  const { head } = JSON.parse(readFileSync(file, 'utf8')) as { head: HeapNode };
+  const { head } = await readWritten<{ head: HeapNode }>(file);
   const areas = new Map<string, number>();
   const fns = new Map<string, number>();
   let total = 0;

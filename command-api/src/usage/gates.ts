@@ -61,6 +61,12 @@ export class CachedStanding implements AccountStanding {
     return value;
   }
 
+  /** The standing when it is cached, fresh and already read (the gate then decides without waiting); else undefined. */
+  peek(accountId: string, period: string): Standing | undefined {
+    const hit = this.cache.get(`${accountId}\u0000${period}`);
+    return hit && hit.until > Date.now() ? hit.resolved : undefined;
+  }
+
   /**
    * The account's usage in `period` moved to `usedMilli` (its projector just committed that total): a cached
    * standing takes the new figure in place. Dropping it instead would send the next request of a busy account
@@ -97,7 +103,10 @@ interface GateContext {
 /** Refuses with 402 PAYMENT_REQUIRED when the account's usage in the current period has reached its allowance. */
 export async function requireCredits(standing: AccountStanding, prices: PriceTable, accountId: string, now: Date): Promise<void> {
   const period = periodOf(now);
-  const s = await standing.standing(accountId, period);
+  checkCeiling(prices, await standing.standing(accountId, period), period);
+}
+
+function checkCeiling(prices: PriceTable, s: Standing, period: string): void {
   const allowance = allowanceOf(prices, s.account);
   if (allowance === null || s.usedMilli < allowance * 1000) return;
   throw new ServiceError(
@@ -113,10 +122,14 @@ export async function requireCredits(standing: AccountStanding, prices: PriceTab
  * write's own response already waited for, so the request after the one that
  * reached the allowance is refused, before validation, with nothing written.
  */
-export function creditCeilingGate(o: { standing: AccountStanding; prices: PriceTable; enabled?: () => boolean }) {
-  return async ({ spec, principal, now }: GateContext): Promise<void> => {
+export function creditCeilingGate(o: { standing: AccountStanding & { peek?: CachedStanding['peek'] }; prices: PriceTable; enabled?: () => boolean }) {
+  return ({ spec, principal, now }: GateContext): Promise<void> | void => {
     if (!principal.accountId || !drawsCredits(spec) || o.enabled?.() === false) return;
-    await requireCredits(o.standing, o.prices, principal.accountId, now);
+    // A cached standing decides at once: no promise per write on the hot path.
+    const period = periodOf(now);
+    const cached = o.standing.peek?.(principal.accountId, period);
+    if (cached) return checkCeiling(o.prices, cached, period);
+    return requireCredits(o.standing, o.prices, principal.accountId, now);
   };
 }
 

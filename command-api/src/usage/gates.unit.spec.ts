@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '@svc/contracts';
 import { allowanceOf, loadPrices } from '@svc/domain';
-import { CachedStanding, requireCredits, type AccountStanding } from './gates';
+import { CachedStanding, creditCeilingGate, requireCredits, type AccountStanding } from './gates';
 
 /** A read model that counts its queries and answers what the test says the account has used. */
 function readModel(plan = 'free') {
@@ -54,5 +54,24 @@ describe('CachedStanding', () => {
     cache.invalidate();
     expect((await cache.standing('a1', '2026-11')).usedMilli).toBe(9000);
     expect(state.queries).toBe(2);
+  });
+});
+
+describe('creditCeilingGate', () => {
+  it('decides without waiting once the standing is cached, and refuses at the allowance the same way', async () => {
+    const prices = loadPrices(undefined);
+    const { state, inner } = readModel('free');
+    const cache = new CachedStanding(inner, 60_000);
+    const gate = creditCeilingGate({ standing: cache, prices });
+    const g = { spec: { method: 'POST' as const, url: '/v1/records' }, principal: { accountId: 'a1' } as never, now: new Date('2026-11-15T00:00:00Z') };
+    const first = gate(g);
+    expect(first).toBeInstanceOf(Promise);
+    await first;
+    expect(gate(g)).toBeUndefined();
+    cache.moved('a1', '2026-11', allowanceOf(prices, { plan: 'free' })! * 1000);
+    expect(() => gate(g)).toThrow(ServiceError);
+    expect(state.queries).toBe(1);
+    // Not metered (a read): no decision at all.
+    expect(gate({ ...g, spec: { method: 'GET', url: '/v1/records/:id' } })).toBeUndefined();
   });
 });

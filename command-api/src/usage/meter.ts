@@ -6,7 +6,7 @@ import { metadataFor, toNewEvents, type DomainAppend } from '../handle-command';
  * Metering on the event log (docs/api.md "Usage"). Counters tick at dispatch:
  *
  * - a record or document write carries its charge in the metadata of its own
- *   event (`writeCharge`, EventMetadata.charge); a file ingest is charged by a
+ *   event (`writeCharge`, EventMetadata.chargeCode); a file ingest is charged by a
  *   UsageMetered event in the same atomic append (`appendFor`). Either way a
  *   refused or failed write charges nothing and an accepted one exactly once;
  * - a search (and later an inference call or script run) is charged once it was
@@ -76,9 +76,10 @@ export class UsageMeter implements UsageCharges {
    * The charge of a write for its own commit: carried in the metadata of the write's first event (the
    * charged tenant and context are that event's), so it costs no event of its own. Empty when off.
    */
-  writeCharge(metadata: EventMetadata, items: UsageItem[]): DomainAppend[] {
-    if (!this.enabled || !metadata.tenantId || items.length === 0) return [];
-    return [{ streamId: '', events: [], expectedRevision: 'any', charge: items }];
+  writeCharge(metadata: EventMetadata, items: UsageItem[] | (() => UsageItem[])): DomainAppend[] {
+    if (!this.enabled || !metadata.tenantId) return [];
+    const charge = typeof items === 'function' ? items() : items;
+    return charge.length ? [{ streamId: '', events: [], expectedRevision: 'any', charge }] : [];
   }
 
   /** Charges work already served (a search, an inference call, a script run): appended, then awaited on the read models. */
@@ -249,11 +250,11 @@ export class UsageMeter implements UsageCharges {
 
 /** The charge of a record write (1 credit plus index credits), for its commit. */
 export const recordWriteAppend = (meter: UsageMeter | undefined, md: EventMetadata, w: IndexedWrite): DomainAppend[] =>
-  meter ? meter.writeCharge(md, recordWriteItems(meter.prices, w)) : [];
+  meter ? meter.writeCharge(md, () => recordWriteItems(meter.prices, w)) : [];
 
 /** The charge of a document write (1 credit plus index credits, plus the text ingest when it carries text), for its commit. */
 export const documentWriteAppend = (meter: UsageMeter | undefined, md: EventMetadata, w: IndexedWrite, textBytes?: number): DomainAppend[] =>
-  meter ? meter.writeCharge(md, documentWriteItems(meter.prices, w, textBytes)) : [];
+  meter ? meter.writeCharge(md, () => documentWriteItems(meter.prices, w, textBytes)) : [];
 
 /** The charge of a completed file upload (per started 100 KB), for the commit of DocumentFileUploaded. */
 export const fileIngestAppend = (meter: UsageMeter | undefined, md: EventMetadata, bytes: number, where: { tenantId: string | null; contextId: string | null }): DomainAppend[] =>

@@ -456,6 +456,7 @@ describe('Avro metadata codec', () => {
     ['every field set', full],
     ['every nullable field null', empty],
     ['a trigger depth', { ...full, triggerDepth: 3 }],
+    ['a compact write charge', { ...full, chargeCode: 'recordWrite 1 0 1000;recordIndex 0 2 2000' }],
     ['a write charge', { ...full, charge: [{ category: 'recordWrite', count: 1, units: 0, milli: 1000 }, { category: 'recordIndex', count: 0, units: 2, milli: 2000 }] }],
   ] as Array<[string, EventMetadata]>)('round-trips metadata with %s', (_, md) => {
     const decoded = metadataCodec.decode(metadataCodec.encode(md));

@@ -28,7 +28,8 @@ export interface EdgeOptions {
    * pre-flight order: credit ceiling 402, then burst limit 429, ...). A gate
    * throws a ServiceError to refuse; it may set response headers.
    */
-  preflight?: Array<(g: PreflightContext) => Promise<void>>;
+  /** A gate answers at once (nothing returned, or a throw) when it can decide without waiting, else with a promise. */
+  preflight?: Array<(g: PreflightContext) => Promise<void> | void>;
   /** The clock of the version table and the per-IP ceiling (default: the system clock). */
   now?: () => Date;
   /** Published Service-Version values with their sunset dates (default: WIRE_VERSION_TABLE). */

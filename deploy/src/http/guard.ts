@@ -64,7 +64,8 @@ export function guardOf(spec: RouteSpec, opts: EdgeOptions, now: () => Date) {
         const g: PreflightContext = { req, reply, spec, principal, now: now() };
         for (let i = 0; i < gates.length; i++) {
           if (i > 0) g.now = now();
-          await gates[i](g);
+          const waiting = gates[i](g);
+          if (waiting) await waiting;
         }
       }
     }

@@ -1,4 +1,4 @@
-import type { EventData, SchemaDefinition } from '@svc/contracts';
+import { type EventData, InternalError, type SchemaDefinition } from '@svc/contracts';
 import { indexEntries } from '../records/lookup-keys';
 import { lookupsOf } from '../schemas/schema';
 import type { PriceTable } from './prices';
@@ -22,6 +22,14 @@ export interface IndexedWrite {
   scopes?: string[] | null;
 }
 
+/** The range-enabled lookup fields of a schema, worked out once per definition object (a write's charge asks per write). */
+const rangeFields = new WeakMap<SchemaDefinition, Set<string>>();
+function rangeFieldsOf(def: SchemaDefinition): Set<string> {
+  let range = rangeFields.get(def);
+  if (!range) rangeFields.set(def, (range = new Set(lookupsOf(def).flatMap((l) => (l.kind === 'single' && l.rangeEnabled ? [l.fieldName] : [])))));
+  return range;
+}
+
 /**
  * Logical index credits of one write and their charge in milli-credits. Each
  * declared lookup field the written entity has a value for: equality 1,
@@ -33,7 +41,7 @@ export function indexCharge(prices: PriceTable, w: IndexedWrite): { credits: num
   let logical = 0;
   let charged = 0;
   if (w.definition) {
-    const range = new Set(lookupsOf(w.definition).flatMap((l) => (l.kind === 'single' && l.rangeEnabled ? [l.fieldName] : [])));
+    const range = rangeFieldsOf(w.definition);
     for (const entry of indexEntries(w.definition, w.payload, w.blind ?? {})) {
       const isRange = range.has(entry.field);
       logical += isRange ? 3 : 1;
@@ -45,6 +53,28 @@ export function indexCharge(prices: PriceTable, w: IndexedWrite): { credits: num
   charged += automatic * prices.index.automatic;
   return { credits: logical, milli: charged * prices.index.creditMilli };
 }
+
+/**
+ * A write's charge as its event carries it (EventMetadata.chargeCode): `<category> <count> <units> <milli>`
+ * per item, with ` <includedMillis> <billableMillis>` when the item has them, items joined by `;`.
+ */
+export const encodeCharge = (items: readonly UsageItem[]): string =>
+  items.map((i) => (i.includedMillis === undefined && i.billableMillis === undefined ? `${i.category} ${i.count} ${i.units} ${i.milli}` : `${i.category} ${i.count} ${i.units} ${i.milli} ${i.includedMillis ?? 0} ${i.billableMillis ?? 0}`)).join(';');
+
+/** The items of `encodeCharge`; a malformed item (never written by this service) throws, so the projection quarantines its event. */
+export function decodeCharge(code: string): UsageItem[] {
+  return code.split(';').map((part) => {
+    const [category, ...nums] = part.split(' ');
+    const n = nums.map(Number);
+    if ((n.length !== 3 && n.length !== 5) || !n.every(Number.isSafeInteger)) throw new InternalError(`malformed charge item '${part}'`);
+    const item = { category, count: n[0], units: n[1], milli: n[2] } as UsageItem;
+    if (n.length === 5) Object.assign(item, { includedMillis: n[3], billableMillis: n[4] });
+    return item;
+  });
+}
+
+/** The charge an event's metadata carries (compact or as items); empty when none. */
+export const chargeOf = (m: { charge?: UsageItem[]; chargeCode?: string }): UsageItem[] => m.charge ?? (m.chargeCode ? decodeCharge(m.chargeCode) : []);
 
 /** A record write (create, replace, patch): 1 credit plus its index credits. */
 export function recordWriteItems(prices: PriceTable, w: IndexedWrite): UsageItem[] {

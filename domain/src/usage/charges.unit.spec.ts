@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { SchemaDefinition } from '@svc/contracts';
-import { documentWriteItems, fileIngestItem, indexCharge, inferenceItem, overageMilli, recordWriteItems, scriptExecutionItem, searchItem, textIngestItem } from './charges';
+import { chargeOf, decodeCharge, documentWriteItems, encodeCharge, fileIngestItem, indexCharge, inferenceItem, overageMilli, recordWriteItems, scriptExecutionItem, searchItem, textIngestItem } from './charges';
 import { DEFAULT_PRICES, allowanceOf, loadPrices, periodOf } from './prices';
 
 const def: SchemaDefinition = {
@@ -41,6 +41,10 @@ describe('price table', () => {
     expect(allowanceOf(DEFAULT_PRICES, { plan: 'gold' })).toBe(1000);
     expect(allowanceOf(DEFAULT_PRICES, null)).toBe(1000);
     expect(periodOf('2026-08-31T23:59:59.999Z')).toBe('2026-08');
+    expect(periodOf('2026-08-31T23:59:59Z')).toBe('2026-08');
+    // Not UTC: the period is the UTC month of that moment.
+    expect(periodOf('2026-08-31T23:30:00-02:00')).toBe('2026-09');
+    expect(periodOf(new Date('2026-12-31T23:59:59.999Z'))).toBe('2026-12');
   });
 });
 
@@ -87,5 +91,27 @@ describe('charges', () => {
     expect(priced).toBe(overageMilli(total, included, per));
     expect(overageMilli(100_001, 100_000, 1000)).toBe(1);
     expect(overageMilli(99_999, 100_000, 1000)).toBe(0);
+  });
+});
+
+describe('a write charge in event metadata (chargeCode)', () => {
+  it('round-trips every item, with the script items\' included and billable milliseconds', () => {
+    const items = [
+      ...recordWriteItems(DEFAULT_PRICES, { definition: def, payload: { code: 'a', price: 3 } }),
+      textIngestItem(DEFAULT_PRICES, 25_000),
+      scriptExecutionItem(DEFAULT_PRICES, { executions: 2, totalMillis: 130, charged: true }),
+    ];
+    const code = encodeCharge(items);
+    expect(code.length).toBeLessThan(JSON.stringify(items).length / 2);
+    expect(decodeCharge(code)).toEqual(items);
+    expect(chargeOf({ chargeCode: code })).toEqual(items);
+  });
+
+  it('events written before it keep their items; no charge is empty; a malformed code throws', () => {
+    const legacy = [{ category: 'recordWrite' as const, count: 1, units: 0, milli: 1000 }];
+    expect(chargeOf({ charge: legacy })).toBe(legacy);
+    expect(chargeOf({})).toEqual([]);
+    expect(() => decodeCharge('recordWrite 1 0')).toThrow(/malformed/);
+    expect(() => decodeCharge('recordWrite 1 x 1000')).toThrow(/malformed/);
   });
 });

@@ -93,4 +93,7 @@ export function allowanceOf(prices: PriceTable, account: { plan?: unknown; credi
 }
 
 /** The billing period of a moment: `YYYY-MM` in UTC. */
-export const periodOf = (at: Date | string): string => (typeof at === 'string' ? new Date(at) : at).toISOString().slice(0, 7);
+export const periodOf = (at: Date | string): string =>
+  // A UTC ISO timestamp (every event's occurredAt) is its own period's prefix: no Date to parse per metered event.
+  typeof at === 'string' && UTC_ISO.test(at) ? at.slice(0, 7) : (typeof at === 'string' ? new Date(at) : at).toISOString().slice(0, 7);
+const UTC_ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;

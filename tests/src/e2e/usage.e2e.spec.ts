@@ -287,7 +287,7 @@ describe('usage report', () => {
     }
     await svc.service.sql.tx((q) => projection.applyMany!(q, events));
     // Served charges (UsageMetered events) and the charges writes carry in their metadata, applied once more each.
-    const charged = events.filter((x) => x.type === 'UsageMetered' || x.metadata.charge?.length);
+    const charged = events.filter((x) => x.type === 'UsageMetered' || x.metadata.chargeCode || x.metadata.charge?.length);
     expect(charged.some((x) => x.type === 'RecordCreated')).toBe(true);
     for (const e of [...charged.filter((x) => x.type === 'UsageMetered').slice(0, 5), ...charged.filter((x) => x.type !== 'UsageMetered').slice(0, 5)]) await svc.service.sql.tx((q) => projection.apply(q, e));
     expect(await usage(live)).toEqual(r0);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Sql, SqlQueryable, StoredEvent } from '@svc/domain';
+import { encodeCharge, type Sql, type SqlQueryable, type StoredEvent, type UsageItem } from '@svc/domain';
 import { openPglite } from '@svc/deploy';
 import { usageProjection } from '@svc/projectors';
 import { tempDir } from '../support/engines';
@@ -136,5 +136,19 @@ describe('usage projection: remembered state, checked in the write', () => {
     expect(await dump(remembering)).toEqual(await dump(reading));
     const used = await remembering.query<{ account_id: string; used_milli: string }>('SELECT account_id, used_milli FROM rm_usage_accounts ORDER BY account_id');
     expect(used.rows.length).toBe(2);
+  });
+
+  it('charges written compactly (chargeCode) count exactly as the same charges written as items', async () => {
+    // The log with every write charge as `chargeCode`, applied to a third database, against `reading` (items).
+    const compact = events.map((e) => (e.metadata.charge ? { ...e, metadata: { ...e.metadata, charge: undefined, chargeCode: encodeCharge(e.metadata.charge as UsageItem[]) } } : e));
+    expect(compact.filter((e) => e.metadata.chargeCode).length).toBeGreaterThan(100);
+    const third = await open(`${tmp.dir}/c`);
+    try {
+      const p = usageProjection();
+      for (let i = 0; i < compact.length; i += 20) await third.tx((q) => p.applyBatch!(q, compact.slice(i, i + 20)));
+      expect(await dump(third)).toEqual(await dump(reading));
+    } finally {
+      await third.close();
+    }
   });
 });

@@ -164,6 +164,7 @@ async function openVariant(dataDir: string, on: boolean, concurrency: number, ch
   } catch (e) {
     await pool.close();
     await svc.stop();
+    await settle(dataDir);
     throw e;
   }
 }
@@ -324,7 +325,7 @@ export async function benchOperations(o: {
     for (const on of [false, true]) variants.push(await openVariant(o.newDir(on ? 'ops-on-' : 'ops-off-'), on, t.concurrency, o.childEnv ?? {}));
     const [off, on] = variants;
     for (const v of variants) await slice(v, t.concurrency, 0, t.warmupMs);
-    for (let i = 0; i < pairs && o.rounds > 0; i++) {
+    for (let i = 0; i < pairs; i++) {
       const got: Partial<Record<'on' | 'off', LoadResult>> = {};
       for (const v of i % 2 === 0 ? [off, on] : [on, off]) {
         // A short warm-up per slice (discarded): the other variant's last requests and the activity log's flush settle first.

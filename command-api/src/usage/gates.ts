@@ -129,7 +129,7 @@ export function creditCeilingGate(o: { standing: AccountStanding & { peek?: Cach
     const period = periodOf(now);
     const cached = o.standing.peek?.(principal.accountId, period);
     if (cached) return checkCeiling(o.prices, cached, period);
-    return requireCredits(o.standing, o.prices, principal.accountId, now);
+    return o.standing.standing(principal.accountId, period).then((s) => checkCeiling(o.prices, s, period));
   };
 }
 

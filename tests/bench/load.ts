@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { cpuTimes, stealPercent } from './steal';
 
 /** One measured scenario: throughput and latency of a closed loop of `concurrency` workers. */
 export interface LoadResult {
@@ -11,6 +12,8 @@ export interface LoadResult {
   max: number;
   errors: number;
   firstError?: string;
+  /** Share of the machine's CPU time stolen by the hypervisor during the phase, in % (./steal.ts). */
+  steal?: number;
 }
 
 export interface LoadOptions {
@@ -68,6 +71,7 @@ export async function closedLoop(o: LoadOptions): Promise<LoadResult> {
     const latencies: number[] = [];
     let errors = 0;
     let firstError: string | undefined;
+    const cpu0 = cpuTimes();
     const start = performance.now();
     const deadline = start + ms;
     let last = start;
@@ -99,6 +103,7 @@ export async function closedLoop(o: LoadOptions): Promise<LoadResult> {
       max: sorted.length ? sorted[sorted.length - 1] : NaN,
       errors,
       firstError,
+      steal: stealPercent(cpu0, cpuTimes()),
     } satisfies LoadResult;
   };
   if (o.warmupMs > 0) await phase(o.warmupMs);
@@ -121,5 +126,6 @@ export const sumLoads = (rs: LoadResult[]): LoadResult => {
     max: Math.max(...rs.map((r) => r.max)),
     errors: rs.reduce((a, r) => a + r.errors, 0),
     firstError: rs.find((r) => r.firstError)?.firstError,
+    steal: rs.every((r) => r.steal !== undefined) ? rs.reduce((a, r) => a + r.steal! * r.seconds, 0) / seconds : undefined,
   };
 };

@@ -15,6 +15,7 @@ import { startHttpService } from './http';
 import { closedLoop } from './load';
 import { BENCH_SCHEMA, createBody } from './workload';
 import { noteBody, noteSchema } from './searchable';
+import { stealNote } from './steal';
 
 const on = (process.argv[2] ?? 'on') === 'on';
 const seconds = Number(process.argv[3] ?? 8);
@@ -71,7 +72,7 @@ try {
   if (!process.env.OPS_NO_PROFILE || process.env.OPS_TRACE_GC || process.env.OPS_SQL_CENSUS || process.env.OPS_STALLS) svc.child.kill('SIGUSR2');
   const per = [...t1].map(([k, v]) => [k, (v - (t0.get(k) ?? 0)) / r.ops] as const).filter(([, v]) => v > 0.001).sort((a, b) => b[1] - a[1]);
   console.log(`service threads, CPU ms per create: ${per.map(([k, v]) => `${k} ${v.toFixed(3)}`).join(', ')}; total ${per.reduce((a, [, v]) => a + v, 0).toFixed(3)}`);
-  console.log(`features ${on ? 'on' : 'off'}: ${Math.round(r.opsPerSec)}/s, p50 ${r.p50.toFixed(1)} p99 ${r.p99.toFixed(1)} ms`);
+  console.log(`features ${on ? 'on' : 'off'}: ${Math.round(r.opsPerSec)}/s, p50 ${r.p50.toFixed(1)} p99 ${r.p99.toFixed(1)} ms${stealNote(r.steal)}`);
   if (process.env.OPS_SQL_CENSUS) {
     await printSqlCensus(svc.output, r.ops, 'create');
   } else if (process.env.OPS_STALLS) {

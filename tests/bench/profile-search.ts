@@ -32,6 +32,7 @@ import { printProfile, type Profile } from './cpu-profile';
 import { closedLoop, type LoadResult } from './load';
 import { startHttpService } from './http';
 import { basePassages, SEARCH_SCHEMA, syntheticPassage } from './search';
+import { stealNote } from './steal';
 
 
 const mode = process.argv[2] ?? 'inject';
@@ -94,7 +95,7 @@ const body = (seq: number) => {
   return JSON.stringify(rag ? { query, search: { mode: searchMode, limit: 10 } } : { query, mode: searchMode, limit: 20 });
 };
 const line = (name: string, r: LoadResult) =>
-  `${name}: ${Math.round(r.opsPerSec)}/s, p50 ${r.p50.toFixed(1)} p90 ${r.p90.toFixed(1)} p99 ${r.p99.toFixed(1)} max ${r.max.toFixed(1)} ms, ${r.errors} errors${r.firstError ? ` (${r.firstError})` : ''}`;
+  `${name}: ${Math.round(r.opsPerSec)}/s, p50 ${r.p50.toFixed(1)} p90 ${r.p90.toFixed(1)} p99 ${r.p99.toFixed(1)} max ${r.max.toFixed(1)} ms, ${r.errors} errors${r.firstError ? ` (${r.firstError})` : ''}${stealNote(r.steal)}`;
 
 async function http(src: string) {
   // A copy: the service writes to its data directory.

@@ -49,6 +49,7 @@ import { benchOperations, exportInProcess } from './operations';
 import { benchSearchable } from './searchable';
 import { benchScripts } from './scripts';
 import { benchWebhooks } from './webhooks';
+import { stealNote } from './steal';
 
 const onlyArg = process.argv.indexOf('--only');
 const only = new Set((onlyArg > 0 ? process.argv[onlyArg + 1] : process.env.BENCH_ONLY || 'records,searchable,documents,search,operations,scripts,webhooks').split(',').map((x) => x.trim()).map((x) => (x === 'activity-log' ? 'operations' : x)));
@@ -98,7 +99,7 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const)
 
 const log = (m: string) => console.log(`[bench ${((performance.now() - t0) / 1000).toFixed(1)}s] ${m}`);
 const brief = (r: LoadResult) =>
-  `${Math.round(r.opsPerSec).toLocaleString('en-US')} ops/s, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms (${r.ops} ops in ${r.seconds.toFixed(1)} s${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''})`;
+  `${Math.round(r.opsPerSec).toLocaleString('en-US')} ops/s, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms (${r.ops} ops in ${r.seconds.toFixed(1)} s${stealNote(r.steal)}${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''})`;
 const t0 = performance.now();
 
 const load0 = loadavg();
@@ -409,6 +410,7 @@ async function main() {
             seconds: +r.result.seconds.toFixed(3),
             errors: r.result.errors,
             firstError: r.result.firstError ?? null,
+            stealPercent: r.result.steal === undefined ? null : +r.result.steal.toFixed(1),
           }
         : {}),
     })),

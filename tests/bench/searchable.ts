@@ -3,6 +3,7 @@ import { startHttpService, type HttpService } from './http';
 import { closedLoop, type LoadResult, percentile, sumLoads } from './load';
 import type { Timing } from './raw';
 import { basePassages, syntheticPassage } from './search';
+import { stealNote } from './steal';
 
 /**
  * Searchable writes (BENCH_ONLY=searchable, issue 14): what users do with schemas whose records are searched.
@@ -102,7 +103,7 @@ async function createRounds(newDir: (p: string) => string, t: Timing & { createM
         await createSchema(c, mode);
         const r = await createLoop(c, noteSchema(mode).typeName, t);
         got[mode === 'NONE' ? 'none' : 'text'] = r;
-        log(`W${i + 1} create, ${mode.padEnd(4)} schema: ${Math.round(r.opsPerSec)} ops/s, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms (${r.ops} ops${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''})`);
+        log(`W${i + 1} create, ${mode.padEnd(4)} schema: ${Math.round(r.opsPerSec)} ops/s, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms (${r.ops} ops${stealNote(r.steal)}${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''})`);
       } finally {
         await c.close();
         await svc.stop();

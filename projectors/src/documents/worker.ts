@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type DomainEvent, EVENT_SCHEMA_VERSION, type EventData, type EventMetadata, parseEventData } from '@svc/contracts';
 import { blobPrefix, type BlobStore, documentBlobKeys, type DocumentState, type EventStore, isTornDown, type LiveDocument, type Sql, type StoredEvent, streams, WrongExpectedRevisionError } from '@svc/domain';
-import { writeCheckpoint } from '../runtime/checkpoints';
 import { Reactor, type ReactorStats } from '../runtime/reactor';
 import { loadDocument } from '../search/documents';
 import { canExtract, extractText, ExtractionAbortedError, MAX_EXTRACT_BYTES, MAX_EXTRACTION_ATTEMPTS } from './extract';
@@ -10,6 +9,7 @@ import { canExtract, extractText, ExtractionAbortedError, MAX_EXTRACT_BYTES, MAX
 const CONCURRENCY = 8;
 /** The events the worker reacts to, one document's each. */
 const reactsTo = (e: StoredEvent) => e.type === 'DocumentFileUploaded' || e.type === 'DocumentTextReady' || e.type === 'DocumentIndexed' || e.type === 'DocumentIndexSkipped';
+const isTeardown = (e: StoredEvent) => e.type === 'ContextDeleted' || e.type === 'TenantTornDown';
 // ContextDeleted / TenantTornDown: the context's (`<tenant>/<context>/`) or the tenant's (`<tenant>/`) blobs are deleted after each batch's reactions.
 
 export interface DocumentWorkerStats extends ReactorStats {
@@ -50,6 +50,8 @@ export class DocumentWorker extends Reactor<DocumentWorkerStats> {
       else byDocument.set(id, [e]);
     }
     const queue = [...byDocument.values()];
+    const last = events[events.length - 1].position;
+    if (!queue.length && !events.some(isTeardown)) return this.passed(last);
     const run = async () => {
       for (let next = queue.shift(); next; next = queue.shift()) {
         for (const e of next) {
@@ -63,15 +65,14 @@ export class DocumentWorker extends Reactor<DocumentWorkerStats> {
     if (this.abort.signal.aborted) return this.position;
     // Teardown: after the batch's reactions (whatever they wrote under the prefix goes too). Idempotent, so a replay is harmless.
     for (const e of events) {
-      if (e.type !== 'ContextDeleted' && e.type !== 'TenantTornDown') continue;
+      if (!isTeardown(e)) continue;
       const n = await this.o.blobs.deletePrefix(blobPrefix(e.data.tenantId, e.type === 'ContextDeleted' ? e.data.contextId : undefined));
       this.stats.reactions += 1;
       if (n) this.o.log?.(`document worker: ${e.type}: deleted ${n} blob(s)`);
     }
-    this.position = events[events.length - 1].position;
-    await writeCheckpoint(this.o.sql, this.name, this.position);
-    this.stats.position = this.position;
-    return this.position;
+    await this.checkpoint(this.o.sql, last);
+    this.moved(last);
+    return last;
   }
 
   private async react(e: StoredEvent): Promise<void> {

@@ -1,7 +1,7 @@
 import type { SchemaDefinition } from '@svc/contracts';
 import { capabilitiesOf, documentView, folderView, recordView, type schemaView, type SqlQueryable, type StoredEvent } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
-import { schemaDocs } from './records';
+import { schemaDocsOfRun } from './records';
 import { deleteRemovedRows } from './removals';
 
 /**
@@ -27,7 +27,7 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
   async applyMany(q: SqlQueryable, events: StoredEvent[]) {
     const created = events.filter((e) => e.type === 'RecordCreated');
     if (!created.length) return;
-    const defs = await schemaDocs(q, created.map((e) => e.data.schemaId));
+    const defs = await schemaDocsOfRun(q, created);
     const cols: unknown[][] = Array.from({ length: 12 }, () => []);
     for (const e of created) {
       const m = e.metadata;

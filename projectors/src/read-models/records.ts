@@ -15,6 +15,19 @@ export async function schemaDocs(q: SqlQueryable, ids: string[]): Promise<Map<st
   return new Map(rows.map((r) => [r.schema_id, r.doc]));
 }
 
+/**
+ * The schema documents of a run of RecordCreated events, read once for every projection of the run (records and
+ * history): the runner hands each the same event objects in one transaction, and a run holds no schema event.
+ */
+const runDocs = new WeakMap<StoredEvent, { q: SqlQueryable; docs: Promise<Map<string, SchemaDefinition>> }>();
+export function schemaDocsOfRun(q: SqlQueryable, created: StoredEvent<'RecordCreated'>[]): Promise<Map<string, SchemaDefinition>> {
+  const seen = runDocs.get(created[0]);
+  if (seen && seen.q === q) return seen.docs;
+  const docs = schemaDocs(q, created.map((e) => e.data.schemaId));
+  runDocs.set(created[0], { q, docs });
+  return docs;
+}
+
 /** An item of a lookup index (rm_record_lookups, rm_document_lookups): where it lives, its type and what its entries come from. */
 export interface LookupItem {
   id: string;
@@ -167,7 +180,7 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
 async function applyCreated(q: SqlQueryable, created: StoredEvent<'RecordCreated'>[]) {
   if (!created.length) return;
 
-  const defs = await schemaDocs(q, created.map((e) => e.data.schemaId));
+  const defs = await schemaDocsOfRun(q, created);
   const rec: unknown[][] = Array.from({ length: 20 }, () => []);
   const pay: [string[], string[]] = [[], []];
   const look: string[][] = Array.from({ length: 9 }, () => []);

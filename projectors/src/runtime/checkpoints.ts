@@ -15,4 +15,8 @@ export async function readCheckpoint(q: SqlQueryable, name: string): Promise<num
 export const writeCheckpoint = (q: SqlQueryable, name: string, position: number) =>
   q.query('INSERT INTO proj_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET position = excluded.position', [name, position]);
 
+/** Moves a row forward only: for a write that may land after a later one of the same subscriber (reactor.ts, idle flush). */
+export const advanceCheckpoint = (q: SqlQueryable, name: string, position: number) =>
+  q.query('INSERT INTO proj_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET position = greatest(proj_checkpoints.position, excluded.position)', [name, position]);
+
 export const resetCheckpoint = (q: SqlQueryable, name: string) => q.query('DELETE FROM proj_checkpoints WHERE name = $1', [name]);

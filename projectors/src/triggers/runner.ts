@@ -5,7 +5,6 @@ import {
   resolveDataScope, scopeMap, type ScriptExecutor, type ScriptRunOutcome, type ScriptRunRequest, type Sql, type StoredEvent, streams, TRIGGER_INPUT_LIMIT_BYTES, triggerEventKind,
   triggerInput, triggerPrincipal, type TriggerRule, triggerStreams, WrongExpectedRevisionError,
 } from '@svc/domain';
-import { writeCheckpoint } from '../runtime/checkpoints';
 import { Reactor, type ReactorStats } from '../runtime/reactor';
 import { ruleById, ruleLifetimes, rulesLiveAt } from './read-model';
 import { clearRetry, dueRetries, ensureRetries, pendingRetries, retryOf, type RetryRow, scheduleRetry } from './retries';
@@ -15,6 +14,9 @@ export const TRIGGER_RUNNER = 'trigger-runner';
 const NOT_STARTED = new Set(['RATE_LIMITED', 'EXECUTION_CONTAINER_BUSY', 'EXECUTION_NOT_STARTED']);
 const NOT_STARTED_WAIT_MS = 2_000;
 const NOT_STARTED_TRIES = 30;
+/** Events that change which rules a context has (read-model.ts). */
+const CHANGES_RULES = new Set(['TriggerRuleCreated', 'TriggerRuleDeleted', 'ContextDeleted', 'TenantTornDown']);
+const MAX_CACHED_CONTEXTS = 10_000;
 
 export interface TriggerRunnerStats extends ReactorStats {
   /** Scripts run (every attempt), firings settled as fired, terminal failures, retries scheduled. */
@@ -60,6 +62,11 @@ type Rule = TriggerRule & { accountId: string | null };
  */
 export class TriggerRunner extends Reactor<TriggerRunnerStats> {
   private timer: NodeJS.Timeout | undefined;
+  /**
+   * Rule lifetimes (log positions) by context, kept between batches: they change only with the events of CHANGES_RULES,
+   * which all pass through this runner in log order and clear the cache before the batch that holds them is matched.
+   */
+  private readonly lifetimes = new Map<string, Array<{ created: number; deleted: number | null }>>();
   private turn: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly o: TriggerRunnerOptions) {
@@ -108,22 +115,34 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
     const fresh = events.filter((e) => e.position > this.position && triggerEventKind(e.type) !== null);
     // The rules come from the read model: wait until it has applied this batch, so "live at the event's position" is decidable.
     if (fresh.length && !(await this.o.rulesReady(last))) throw new Error(`read models did not reach position ${last}; retrying the batch`);
-    // Which contexts have rules at all: one query for the batch, not one per record event (most contexts have none).
-    const pairs = new Map<string, { tenantId: string; contextId: string }>();
-    for (const e of fresh) if (e.metadata.tenantId && e.metadata.contextId) pairs.set(`${e.metadata.tenantId}\u0000${e.metadata.contextId}`, { tenantId: e.metadata.tenantId, contextId: e.metadata.contextId });
-    const lifetimes = await ruleLifetimes(this.o.sql, [...pairs.values()]);
+    // Which contexts have rules at all: one query for the contexts not seen yet, not one per record event (most contexts have none).
+    if (events.some((e) => CHANGES_RULES.has(e.type)) || this.lifetimes.size > MAX_CACHED_CONTEXTS) this.lifetimes.clear();
+    const missing = new Map<string, { tenantId: string; contextId: string }>();
+    for (const e of fresh) {
+      const { tenantId, contextId } = e.metadata;
+      if (!tenantId || !contextId) continue;
+      const key = `${tenantId}\u0000${contextId}`;
+      if (!this.lifetimes.has(key)) missing.set(key, { tenantId, contextId });
+    }
+    if (missing.size) {
+      const found = await ruleLifetimes(this.o.sql, [...missing.values()]);
+      for (const key of missing.keys()) this.lifetimes.set(key, found.get(key) ?? []);
+    }
     const liveAt = (e: StoredEvent) =>
-      (lifetimes.get(`${e.metadata.tenantId}\u0000${e.metadata.contextId}`) ?? []).some((r) => r.created < e.position && (r.deleted === null || r.deleted > e.position));
+      (this.lifetimes.get(`${e.metadata.tenantId}\u0000${e.metadata.contextId}`) ?? []).some((r) => r.created < e.position && (r.deleted === null || r.deleted > e.position));
+    let reacted = false;
     for (const e of fresh) {
       if (this.abort.signal.aborted) return this.position;
-      if (liveAt(e)) await this.react(e);
+      if (!liveAt(e)) continue;
+      await this.react(e);
+      reacted = true;
     }
     // Due retries run on their own timer, taking turns with the batches: not one more query per batch.
     if (this.abort.signal.aborted) return this.position;
+    if (!reacted) return this.passed(last);
     if (last > this.position) {
-      await writeCheckpoint(this.o.sql, this.name, last);
-      this.position = last;
-      this.stats.position = last;
+      await this.checkpoint(this.o.sql, last);
+      this.moved(last);
     }
     return this.position;
   }

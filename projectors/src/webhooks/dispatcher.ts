@@ -3,7 +3,6 @@ import { EVENT_SCHEMA_VERSION, InternalError } from '@svc/contracts';
 import {
   afterAttempt, AUTO_DISABLE_AFTER, buildEnvelope, type EventStore, openWebhookSecret, type ReadModelBarrier, RETENTION_DELIVERED_MS, RETENTION_UNRESOLVED_MS, type Sql, type StoredEvent, webhookStreams,
 } from '@svc/domain';
-import { writeCheckpoint } from '../runtime/checkpoints';
 import { Reactor, type ReactorStats } from '../runtime/reactor';
 import { type AttemptResult, dueDeliveries, ensureDeliveries, insertDeliveries, type NewDelivery, purgeDeliveries, settleAttempts } from './deliveries';
 import { webhookSource } from './events';
@@ -117,16 +116,19 @@ export class WebhookDispatcher extends Reactor<DispatcherStats> {
     }
     // Deleted registrations and torn-down tenants take their deliveries with them.
     const gone = events.filter((e) => e.type === 'WebhookDeleted' || e.type === 'TenantTornDown');
+    if (!rows.length && !gone.length) {
+      if (events.some((e) => e.type === 'WebhookUpdated')) this.wake?.();
+      return this.passed(last);
+    }
     await this.o.sql.tx(async (q) => {
       await insertDeliveries(q, rows);
       for (const e of gone) {
         if (e.type === 'WebhookDeleted') await q.query('DELETE FROM webhook_deliveries WHERE webhook_id = $1', [e.data.webhookId]);
         else if (e.type === 'TenantTornDown') await q.query('DELETE FROM webhook_deliveries WHERE tenant_id = $1', [e.data.tenantId]);
       }
-      await writeCheckpoint(q, this.name, last);
+      await this.checkpoint(q, last);
     });
-    this.position = last;
-    this.stats.position = last;
+    this.moved(last);
     this.stats.created += rows.length;
     if (rows.length || events.some((e) => e.type === 'WebhookUpdated')) this.wake?.();
     return last;

@@ -127,6 +127,34 @@ describe('trigger runner', () => {
     expect(exec.calls.map((c) => (c.input as { recordId: string }).recordId)).toEqual(['during']);
   });
 
+  it('sees rules declared and deleted after it has matched the context (rule lifetimes are kept between batches)', async () => {
+    await create('before', { amount: 1 });
+    await settle(); // the context is now known to have no rules
+    const ruleId = await declare();
+    await create('during', { amount: 1 });
+    await settle();
+    await store.append(triggerStreams.rule(ruleId), [ev({ type: 'TriggerRuleDeleted', data: { ruleId, schemaId: 's1' } })], 0);
+    await create('after', { amount: 1 });
+    await settle();
+    expect(exec.calls.map((c) => (c.input as { recordId: string }).recordId)).toEqual(['during']);
+  });
+
+  it('a batch with nothing to fire moves its position at once, its checkpoint row within a second and at stop', async () => {
+    const row = async () => Number((await sql.query<{ position: number }>(`SELECT position FROM proj_checkpoints WHERE name = 'trigger-runner'`)).rows[0]?.position ?? 0);
+    await create('idle-1', { amount: 1 });
+    await settle();
+    await create('idle-2', { amount: 1 });
+    const head = await store.headPosition();
+    await settle();
+    expect(runner.current).toBe(head);
+    await eventually(async () => (await row()) === head, 3_000);
+    const { position } = await create('idle-3', { amount: 1 });
+    await settle();
+    await runner.stop();
+    expect(await row()).toBe(position);
+    runner = await newRunner();
+  });
+
   it('a deterministic failure is terminal at once: TriggerFailed, no retry', async () => {
     const ruleId = await declare();
     exec.fail = () => ({ ok: false, errorCode: 'SCRIPT_ERROR', message: 'boom', retryable: false });

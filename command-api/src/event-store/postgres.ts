@@ -1,5 +1,5 @@
 import { InternalError } from '@svc/contracts';
-import { type AppendRequest, type AppendResult, asStoredEvent, type EventStore, expectationHolds, type ExpectedRevision, type NewEvent, type ReadStreamOptions, type Sql, type StoredEvent, WrongExpectedRevisionError } from '@svc/domain';
+import { type AppendRequest, type AppendResult, asStoredEvent, type EventStore, expectationHolds, type ExpectedRevision, type NewEvent, type ReadStreamOptions, type Sql, type SqlQueryable, type StoredEvent, WrongExpectedRevisionError } from '@svc/domain';
 
 /**
  * PostgreSQL event store; the same SQL serves PGlite (embedded default) and a
@@ -131,29 +131,50 @@ export class PostgresEventStore implements EventStore {
     }
   }
 
-  private async writeBatch(batch: Pending[]): Promise<void> {
+  /**
+   * On PGlite (one writer, streams cache exact) a batch whose every stream is cached or expected absent needs no
+   * revision query: absence is assumed and the (stream_id, revision) unique key refuses a stream that exists after all,
+   * so such a batch is written again with the query (`checked`). A record create's append is then one INSERT.
+   */
+  private knownWithoutQuery(batch: Pending[]): Map<string, number> | null {
+    if (!this.streams) return null;
+    const current = new Map<string, number>();
+    for (const p of batch)
+      for (const r of p.requests) {
+        const cached = this.streams.get(r.streamId);
+        if (cached) {
+          if (cached.length) current.set(r.streamId, cached[cached.length - 1].revision);
+        } else if (r.expectedRevision !== 'no_stream') return null;
+      }
+    return current;
+  }
+
+  private async writeBatch(batch: Pending[], checked = false): Promise<void> {
     const outcomes: Array<AppendResult[] | Error> = [];
     let wrote = false;
     let written = 0;
+    const known = checked ? null : this.knownWithoutQuery(batch);
     try {
-      await this.sql.tx(async (q) => {
+      const work = async (q: SqlQueryable) => {
         outcomes.length = 0;
         const server = this.sql.kind === 'postgres';
         if (server) await q.query('SELECT pg_advisory_xact_lock($1)', [APPEND_LOCK]);
-        const streamIds = [...new Set(batch.flatMap((p) => p.requests.map((r) => r.streamId)))];
-        const current = new Map<string, number>();
-        // One statement: each stream's last revision and, on a server, the head. A max() per stream is one backward
-        // step on the (stream_id, revision) index however long the stream is (a grouped max would read the whole
-        // stream: long-lived streams such as a tenant's usage stream must not slow every append down).
-        const { rows } = await q.query<{ stream_id: string | null; revision: number | null }>(
-          `SELECT s.id AS stream_id, (SELECT max(e.revision) FROM es_events e WHERE e.stream_id = s.id)::bigint AS revision FROM unnest($1::text[]) AS s(id)
-           ${server ? 'UNION ALL SELECT NULL, coalesce(max(position), 0)::bigint FROM es_events' : ''}`,
-          [streamIds],
-        );
+        const current = new Map<string, number>(known ?? []);
         let position = this.head ?? 0;
-        for (const r of rows) {
-          if (r.stream_id === null) position = Number(r.revision);
-          else if (r.revision !== null) current.set(r.stream_id, Number(r.revision));
+        if (!known) {
+          const streamIds = [...new Set(batch.flatMap((p) => p.requests.map((r) => r.streamId)))];
+          // One statement: each stream's last revision and, on a server, the head. A max() per stream is one backward
+          // step on the (stream_id, revision) index however long the stream is (a grouped max would read the whole
+          // stream: long-lived streams such as a tenant's usage stream must not slow every append down).
+          const { rows } = await q.query<{ stream_id: string | null; revision: number | null }>(
+            `SELECT s.id AS stream_id, (SELECT max(e.revision) FROM es_events e WHERE e.stream_id = s.id)::bigint AS revision FROM unnest($1::text[]) AS s(id)
+             ${server ? 'UNION ALL SELECT NULL, coalesce(max(position), 0)::bigint FROM es_events' : ''}`,
+            [streamIds],
+          );
+          for (const r of rows) {
+            if (r.stream_id === null) position = Number(r.revision);
+            else if (r.revision !== null) current.set(r.stream_id, Number(r.revision));
+          }
         }
 
         const cols = { pos: [] as number[], sid: [] as string[], rev: [] as number[], eid: [] as string[], type: [] as string[], data: [] as string[], meta: [] as string[] };
@@ -192,11 +213,17 @@ export class PostgresEventStore implements EventStore {
         if (server) await q.query('SELECT pg_notify($1, $2)', [APPENDED_CHANNEL, String(position)]);
         wrote = true;
         written = position;
-      });
+      };
+      // Without the revision query the INSERT is the only statement: atomic on its own, no transaction around it.
+      if (known) await work(this.sql);
+      else await this.sql.tx(work);
     } catch (e) {
+      wrote = false;
+      // An absence assumed wrongly (or any refusal of an unchecked batch): the same batch again, checked.
+      if (known) return this.writeBatch(batch, true);
       // One request the engine refuses must not fail the others it was batched with: write each alone.
       if (batch.length > 1) {
-        for (const p of batch) await this.writeBatch([p]);
+        for (const p of batch) await this.writeBatch([p], true);
         return;
       }
       for (const p of batch) p.reject(e);

@@ -94,6 +94,21 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore 
       expect(await store.readStream(s)).toHaveLength(2);
     });
 
+    it('in one group commit, a no_stream append to a stream that exists fails alone with WrongExpectedRevisionError', async () => {
+      const taken = stream();
+      await store.append(taken, [ev('First')], 'no_stream');
+      const fresh = Array.from({ length: 20 }, () => stream());
+      const results = await Promise.allSettled([
+        ...fresh.slice(0, 10).map((s) => store.append(s, [ev('New')], 'no_stream')),
+        store.append(taken, [ev('Again')], 'no_stream'),
+        ...fresh.slice(10).map((s) => store.append(s, [ev('New')], 'no_stream')),
+      ]);
+      expect(results[10].status === 'rejected' && results[10].reason).toBeInstanceOf(WrongExpectedRevisionError);
+      expect(results.filter((r, i) => i !== 10 && r.status === 'rejected')).toEqual([]);
+      expect((await store.readStream(taken)).map((e) => e.type)).toEqual(['First']);
+      for (const s of fresh) expect((await store.readStream(s)).map((e) => [e.type, e.revision])).toEqual([['New', 0]]);
+    });
+
     it('appends to several streams atomically', async () => {
       const a = stream();
       const b = stream();

@@ -101,10 +101,12 @@ interface GateContext {
 }
 
 /** Refuses with 402 PAYMENT_REQUIRED when the account's usage in the current period has reached its allowance. */
-export async function requireCredits(standing: AccountStanding, prices: PriceTable, accountId: string, now: Date): Promise<void> {
-  const period = periodOf(now);
-  checkCeiling(prices, await standing.standing(accountId, period), period);
+export function requireCredits(standing: AccountStanding, prices: PriceTable, accountId: string, now: Date): Promise<void> {
+  return requireCreditsIn(standing, prices, accountId, periodOf(now));
 }
+
+const requireCreditsIn = async (standing: AccountStanding, prices: PriceTable, accountId: string, period: string): Promise<void> =>
+  checkCeiling(prices, await standing.standing(accountId, period), period);
 
 function checkCeiling(prices: PriceTable, s: Standing, period: string): void {
   const allowance = allowanceOf(prices, s.account);
@@ -129,7 +131,7 @@ export function creditCeilingGate(o: { standing: AccountStanding & { peek?: Cach
     const period = periodOf(now);
     const cached = o.standing.peek?.(principal.accountId, period);
     if (cached) return checkCeiling(o.prices, cached, period);
-    return o.standing.standing(principal.accountId, period).then((s) => checkCeiling(o.prices, s, period));
+    return requireCreditsIn(o.standing, o.prices, principal.accountId, period);
   };
 }
 

@@ -97,8 +97,7 @@ export abstract class Reactor<S extends ReactorStats> {
   /** Writes the checkpoint row (in the transaction of the reactor's work where that is SQL); `moved` follows once it holds. */
   protected async checkpoint(q: SqlQueryable, position: number): Promise<void> {
     await writeCheckpoint(q, this.name, position);
-    if (position >= this.position) this.unwritten = false;
-    this.writtenAt = Date.now();
+    this.rowWritten(position);
   }
 
   /** The position now reached (its row written, or about to be by `passed`). */
@@ -126,6 +125,10 @@ export abstract class Reactor<S extends ReactorStats> {
   private async flushRow(): Promise<void> {
     const position = this.position;
     await advanceCheckpoint(this.base.sql, this.name, position);
+    this.rowWritten(position);
+  }
+
+  private rowWritten(position: number): void {
     if (position >= this.position) this.unwritten = false;
     this.writtenAt = Date.now();
   }

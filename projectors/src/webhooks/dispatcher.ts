@@ -116,8 +116,9 @@ export class WebhookDispatcher extends Reactor<DispatcherStats> {
     }
     // Deleted registrations and torn-down tenants take their deliveries with them.
     const gone = events.filter((e) => e.type === 'WebhookDeleted' || e.type === 'TenantTornDown');
+    const updated = events.some((e) => e.type === 'WebhookUpdated');
     if (!rows.length && !gone.length) {
-      if (events.some((e) => e.type === 'WebhookUpdated')) this.wake?.();
+      if (updated) this.wake?.();
       return this.passed(last);
     }
     await this.o.sql.tx(async (q) => {
@@ -130,7 +131,7 @@ export class WebhookDispatcher extends Reactor<DispatcherStats> {
     });
     this.moved(last);
     this.stats.created += rows.length;
-    if (rows.length || events.some((e) => e.type === 'WebhookUpdated')) this.wake?.();
+    if (rows.length || updated) this.wake?.();
     return last;
   }
 

@@ -201,13 +201,14 @@ describe('webhook signatures', () => {
 
   it('refuses a changed body, another secret, a stale or future timestamp, and malformed headers', () => {
     const ts = Math.floor(Date.now() / 1000);
+    const at = { now: ts * 1000 }; // fixed clock: a slow run must not move the window's edges
     const h = (t: number, sig: string) => ({ 'x-service-timestamp': String(t), 'x-service-signature': sig });
-    expect(verifySignature(body.replace('"r"', '"s"'), h(ts, sign(ts, body)), secret)).toBe(false);
-    expect(verifySignature(body, h(ts, sign(ts, body, 'b2'.repeat(32))), secret)).toBe(false);
-    expect(verifySignature(body, h(ts - 301, sign(ts - 301, body)), secret)).toBe(false);
-    expect(verifySignature(body, h(ts + 301, sign(ts + 301, body)), secret)).toBe(false);
-    expect(verifySignature(body, h(ts - 299, sign(ts - 299, body)), secret)).toBe(true);
-    expect(verifySignature(body, { 'x-service-timestamp': String(ts) }, secret)).toBe(false);
-    expect(verifySignature(body, h(ts, sign(ts, body).replace('sha256=', 'sha1=')), secret)).toBe(false);
+    expect(verifySignature(body.replace('"r"', '"s"'), h(ts, sign(ts, body)), secret, at)).toBe(false);
+    expect(verifySignature(body, h(ts, sign(ts, body, 'b2'.repeat(32))), secret, at)).toBe(false);
+    expect(verifySignature(body, h(ts - 301, sign(ts - 301, body)), secret, at)).toBe(false);
+    expect(verifySignature(body, h(ts + 301, sign(ts + 301, body)), secret, at)).toBe(false);
+    expect(verifySignature(body, h(ts - 299, sign(ts - 299, body)), secret, at)).toBe(true);
+    expect(verifySignature(body, { 'x-service-timestamp': String(ts) }, secret, at)).toBe(false);
+    expect(verifySignature(body, h(ts, sign(ts, body).replace('sha256=', 'sha1=')), secret, at)).toBe(false);
   });
 });

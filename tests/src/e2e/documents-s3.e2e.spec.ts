@@ -16,6 +16,8 @@ let s3: TestObjectStore;
 let svc: TestService;
 let api: Api;
 let root: string;
+/** The service's log lines, shown when a document does not settle. */
+const logs: string[] = [];
 
 const SENTENCE = 'The quick brown fox files its quarterly report on Tuesday.';
 const SETTLED = ['INDEXED', 'SKIPPED', 'STORED', 'FAILED'];
@@ -24,7 +26,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
   s3 = await startObjectStore();
-  svc = await startService({ env: { OBJECT_STORE_URL: s3.url } });
+  svc = await startService({ env: { OBJECT_STORE_URL: s3.url }, log: (m) => logs.push(m) });
   api = svc.api;
   const acct = await api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000, creditLimit: 1_000_000_000 });
   root = acct.tenants.live.rootKey;
@@ -38,9 +40,13 @@ afterAll(async () => {
 async function settled(id: string, want?: string) {
   return eventually(async () => {
     const r = await api.get(`/v1/documents/${id}`, root);
-    if (r.status !== 200) return null;
-    return (want ? r.body.status === want : SETTLED.includes(r.body.status)) ? r.body : null;
-  }, 60_000);
+    if (r.status !== 200) throw new Error(`GET /v1/documents/${id}: ${r.status}`);
+    // Thrown, so a timeout says where the document stopped.
+    if (!(want ? r.body.status === want : SETTLED.includes(r.body.status))) throw new Error(`status ${r.body.status}`);
+    return r.body;
+  }, 60_000).catch((e: Error) => {
+    throw new Error(`${e.message}; the service's last log lines:\n${logs.slice(-30).join('\n')}`);
+  });
 }
 
 async function requestUpload(body: Record<string, unknown>) {

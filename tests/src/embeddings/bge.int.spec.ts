@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error plain JavaScript module of the model thread (no declarations)
 import { clsPool, encode, loadBge, loadTokenizer, truncateIds } from '../../../projectors/src/search/bge.mjs';
@@ -82,6 +84,44 @@ describe.skipIf(!have.ok)('bge-small-en-v1.5 (int8 ONNX)', () => {
       const direct = await m.embed(['what do cats eat'], 'query');
       expect(cos(asQuery, direct)).toBeGreaterThan(0.9999);
       expect(cos(asQuery, asPassage)).toBeLessThan(0.999);
+    } finally {
+      await e.close();
+    }
+  }, 60_000);
+});
+
+/** The model processes this process started (embed-worker.mjs children), with their niceness (/proc/<pid>/stat field 19). */
+function modelProcesses(): Array<{ pid: number; nice: number }> {
+  const out: Array<{ pid: number; nice: number }> = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from 3 (state) on
+      if (Number(f[1]) !== process.pid || !readFileSync(`/proc/${d}/cmdline`, 'utf8').includes('embed-worker.mjs')) continue;
+      out.push({ pid: Number(d), nice: Number(f[16]) });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+describe.skipIf(!have.ok || process.platform !== 'linux')('model processes and the scheduler', () => {
+  it("a model process loads its model at the service's priority and lowers its own afterwards (EMBEDDING_NICE)", async () => {
+    // Started at niceness 19, a member took 28 s to answer its first call while other processes kept the cores busy.
+    const e = new BuiltinEmbedder({ env: { ...process.env, EMBEDDING_NICE: '19', EMBEDDING_THREADS: '1' } });
+    try {
+      const first = e.embed(['what do cats eat'], { purpose: 'passage' });
+      let loading: Array<{ pid: number; nice: number }> = [];
+      for (let i = 0; i < 200 && !loading.length; i++) {
+        loading = modelProcesses();
+        if (!loading.length) await new Promise((r) => setTimeout(r, 5));
+      }
+      expect(loading).toHaveLength(1);
+      expect(loading[0].nice).toBe(getPriority());
+      await first;
+      expect(modelProcesses()).toEqual([{ pid: loading[0].pid, nice: 19 }]);
     } finally {
       await e.close();
     }

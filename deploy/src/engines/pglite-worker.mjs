@@ -7,16 +7,6 @@ import { PGlite } from '@electric-sql/pglite';
 
 const { dataDir, nice } = workerData;
 
-// Linux gives each thread its own niceness: a lower priority for this thread only, so the API's thread wins the CPU
-// when both want it. Elsewhere (or without permission) the thread keeps the process's priority.
-if (nice) {
-  try {
-    setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), nice);
-  } catch {
-    /* not Linux, or not allowed: same priority as the API */
-  }
-}
-
 /** A database error as data (structured clone drops an Error's own fields such as `code`). */
 const asData = (e) => {
   const out = { message: e instanceof Error ? e.message : String(e) };
@@ -24,9 +14,22 @@ const asData = (e) => {
   return out;
 };
 
+// Linux gives each thread its own niceness: a lower priority for this thread only, so the API's thread wins the CPU
+// when both want it. Elsewhere (or without permission) the thread keeps the process's priority. Lowered once the
+// database is open: opening it at a low priority on a busy machine would hold the service's start up.
+const lowerPriority = () => {
+  if (!nice) return;
+  try {
+    setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), nice);
+  } catch {
+    /* not Linux, or not allowed: same priority as the API */
+  }
+};
+
 let db;
 try {
   db = await PGlite.create(dataDir ? { dataDir } : {});
+  lowerPriority();
   parentPort.postMessage({ ready: true });
 } catch (e) {
   parentPort.postMessage({ ready: false, error: asData(e) });

@@ -81,6 +81,8 @@ export class PostgresEventStore implements EventStore {
    * append passes through this instance and updates the cache after it commits.
    */
   private streams: Map<string, StoredEvent[]> | undefined;
+  /** Streams being loaded into the cache: true once an append to one completed during its load. */
+  private readonly loading = new Map<string, boolean>();
 
   private constructor(private readonly sql: Sql) {}
 
@@ -245,10 +247,20 @@ export class PostgresEventStore implements EventStore {
       if (o instanceof Error) return;
       p.requests.forEach((r, j) => {
         const cached = this.streams!.get(r.streamId);
-        if (!cached) return; // not cached: the next read loads it whole
+        if (!cached) {
+          // Not cached: the next read loads it whole; a load in flight may have read the stream before this append.
+          if (this.loading.has(r.streamId)) this.loading.set(r.streamId, true);
+          return;
+        }
         let position = o[j].position - r.events.length;
         let revision = o[j].nextExpectedRevision - r.events.length;
-        for (const e of r.events) cached.push(asStoredEvent({ ...e, streamId: r.streamId, revision: ++revision, position: ++position }));
+        const last = cached.length ? cached[cached.length - 1].revision : -1;
+        for (const e of r.events) {
+          revision += 1;
+          position += 1;
+          // A load that read the stream after this append was committed already holds the event.
+          if (revision > last) cached.push(asStoredEvent({ ...e, streamId: r.streamId, revision, position }));
+        }
         if (cached.length > MAX_CACHED_STREAM) this.streams!.delete(r.streamId);
       });
     });
@@ -261,8 +273,19 @@ export class PostgresEventStore implements EventStore {
         this.streams.delete(streamId); // LRU: most recent last
         this.streams.set(streamId, all);
       } else {
-        all = await this.queryStream(streamId, {});
-        if (all.length <= MAX_CACHED_STREAM) {
+        // Cached only if no append to the stream completed while it was read (else that append's event may be missing).
+        const first = !this.loading.has(streamId);
+        if (first) this.loading.set(streamId, false);
+        let raced = !first;
+        try {
+          all = await this.queryStream(streamId, {});
+        } finally {
+          if (first) {
+            raced = this.loading.get(streamId) === true;
+            this.loading.delete(streamId);
+          }
+        }
+        if (!raced && all.length <= MAX_CACHED_STREAM) {
           this.streams.set(streamId, all);
           if (this.streams.size > MAX_CACHED_STREAMS) this.streams.delete(this.streams.keys().next().value!);
         }

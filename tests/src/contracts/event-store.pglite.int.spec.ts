@@ -25,7 +25,7 @@ describe('PGlite stream cache', () => {
     };
     const store = await PostgresEventStore.open(held);
     try {
-      const ev = () => ({ id: randomUUID(), type: 'NoteAdded', data: { n: 1 }, metadata: {} });
+      const ev = () => ({ id: randomUUID(), type: 'NoteAdded', data: { n: 1 }, metadata: { tenantId: 't', contextId: 'c', accountId: null, actorKeyId: null, userId: null, requestId: randomUUID(), occurredAt: new Date().toISOString(), schemaVersion: 1 } });
       await store.append('s-1', [ev()], 'no_stream');
       let release!: () => void;
       hold = new Promise((r) => (release = r));

@@ -159,6 +159,7 @@ async function http(src: string) {
     console.log(`${line(`HTTP ${searchMode} 1 client, ${chunks} chunks`, m1.r)}; service CPU ${m1.cpuPerReq.toFixed(2)} ms/request`);
     console.log(`response size ${size} bytes`);
     if (process.env.SEARCH_PROFILE_LOG) console.log(svc.output().slice(-3000));
+    if (process.env.SEARCH_PROFILE_OUT) writeFileSync(process.env.SEARCH_PROFILE_OUT, svc.output()); // the service's whole output (e.g. SVC_V8_FLAGS traces)
     if (process.env.SEARCH_PROFILE_STALLS) console.log(svc.output().split('\n').filter((l) => l.startsWith('STALLS')).join('\n'));
     if (process.env.SEARCH_PROFILE_TRACE_GC) {
       const out = svc.output();
@@ -198,6 +199,19 @@ async function inject(src: string) {
   if (process.env.SEARCH_PROFILE_SEQ) console.log(line('inject TEXT 1 client', await closedLoop({ concurrency: 1, warmupMs: 0, durationMs: 3000, op, yieldEveryMs: 0 })));
   const session = new Session();
   session.connect();
+  if (process.env.SEARCH_PROFILE_HEAP === '1') {
+    // Allocation sites instead of CPU: bytes allocated per request by function (sampled every 16 KiB, kept or not).
+    await session.post('HeapProfiler.enable');
+    await session.post('HeapProfiler.startSampling', { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never);
+    const r = await closedLoop({ concurrency: 16, warmupMs: 0, durationMs: seconds * 1000, op, yieldEveryMs: 0 });
+    const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as { profile: { head: HeapNode } };
+    session.disconnect();
+    await service.close();
+    rmSync(dir, { recursive: true, force: true });
+    console.log(line(`inject ${searchMode} 16 clients, ${chunks} chunks (heap sampling)`, r));
+    printHeap(profile.head, r.ops);
+    return;
+  }
   await session.post('Profiler.enable');
   await session.post('Profiler.setSamplingInterval', { interval: 200 });
   await session.post('Profiler.start');
@@ -210,6 +224,23 @@ async function inject(src: string) {
   console.log(line(`inject ${searchMode} 16 clients, ${chunks} chunks`, r));
 
   printProfile(profile, r.ops, 30);
+}
+
+interface HeapNode { callFrame: { functionName: string; url: string; lineNumber: number }; selfSize: number; children: HeapNode[] }
+/** Sampled allocation per request by allocating function (self), the 30 largest. */
+function printHeap(head: HeapNode, ops: number) {
+  const by = new Map<string, number>();
+  let total = 0;
+  const walk = (n: HeapNode) => {
+    const f = n.callFrame;
+    const key = `${f.functionName || '(anonymous)'}  ${f.url.replace(/^.*node_modules\//, '').replace(/^.*\/work\/main\//, '')}:${f.lineNumber + 1}`;
+    by.set(key, (by.get(key) ?? 0) + n.selfSize);
+    total += n.selfSize;
+    n.children.forEach(walk);
+  };
+  walk(head);
+  console.log(`allocated ${(total / ops / 1024).toFixed(1)} KiB per request (sampled)`);
+  for (const [k, v] of [...by].sort((a, b) => b[1] - a[1]).slice(0, 30)) console.log(`  ${(v / ops / 1024).toFixed(2).padStart(7)} KiB  ${k}`);
 }
 
 /** The in-memory text index over a copy of the data directory (the service would write to the original), for the live context. */
@@ -232,7 +263,7 @@ async function textIndexCopy(src: string) {
 /** The text index alone (no HTTP): MemoryTextIndex.search (limit 100, as the route asks) and hydrate of the first 20, per query. */
 async function engine(src: string) {
   const { text, filter, close } = await textIndexCopy(src);
-  const q = (seq: number): TextSearch => ({ filter, query: QUERIES[seq % QUERIES.length].q, textMode: 'OR', slop: 0, limit: Number(process.env.SEARCH_ENGINE_LIMIT ?? 100), trackTotal: process.env.SEARCH_ENGINE_TOTAL === '1' }); // the route's trackTotal: false unless SEARCH_ENGINE_TOTAL=1; SEARCH_ENGINE_LIMIT: another k
+  const q = (seq: number): TextSearch => ({ filter, query: QUERIES[seq % QUERIES.length].q, textMode: 'OR', slop: 0, limit: Number(process.env.SEARCH_ENGINE_LIMIT ?? 100), trackTotal: process.env.SEARCH_ENGINE_TOTAL === '1', ...(process.env.SEARCH_ENGINE_PAGE ? { limit: 20, countUpTo: 100 } : {}) }); // SEARCH_ENGINE_PAGE=1: as the route asks a TEXT page (limit 20, countUpTo 100); the route's trackTotal: false unless SEARCH_ENGINE_TOTAL=1; SEARCH_ENGINE_LIMIT: another k
   let t0 = performance.now();
   await text.search(q(0));
   console.log(`shard load: ${Math.round(performance.now() - t0)} ms`);

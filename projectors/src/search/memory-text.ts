@@ -1,6 +1,6 @@
 import { type AttrValue, contextOf, type IndexedItem, type ItemFilter, parseComplexQuery, positiveText, type QueryNode, type TextHit, type TextIndex, TextIndexError, type TextSearch } from '@svc/domain';
 import { itemPredicate, type FilterableItem } from './filter-memory';
-import { markedSnippet, wordBounds } from './snippet';
+import { markedSnippet, wordBoundsScratch } from './snippet';
 import { BM25, type PassageRow, type PgTextIndex } from './pg-fts';
 
 /**
@@ -90,11 +90,15 @@ class Shard {
   readonly pChunk = new I32();
   readonly pLen = new I32();
   readonly pAlive = new U8();
-  /** Chunk texts; a context text is rebuilt from the item's chunks as chunking made it, else kept here. */
-  readonly pText: string[] = [];
+  /**
+   * Chunk texts, and the context texts that chunking did not make (the others are rebuilt from the item's
+   * chunks), in an arena outside the JavaScript heap (ids per passage; -1: no stored context).
+   */
+  readonly texts = new TextArena();
+  readonly pText = new I32();
+  readonly pContext = new I32();
   /** Whether the chunk text is plain (PLAIN_TEXT), worked out once: its snippet can be marked from positions. */
   readonly pPlain = new U8();
-  readonly pContext = new Map<number, string>();
   /**
    * Per passage: its lexeme ids (ascending) and, for each, its positions (phrases), in flat arrays (no
    * objects per passage for the collector to trace): the terms of passage p are tLex[pTermFrom[p]..pTermFrom[p+1]),
@@ -154,19 +158,19 @@ class Shard {
       this.items.push(entry);
       this.itemIndex.set(itemId, idx);
     } else this.items[idx] = entry;
-    for (const r of rows) entry.pids.push(this.addPassage(idx, r));
     const chunks = rows.map((r) => r.chunk_text);
-    rows.forEach((r, i) => r.context_text !== contextOf(chunks, i) && this.pContext.set(entry.pids[i], r.context_text));
+    rows.forEach((r, i) => entry.pids.push(this.addPassage(idx, r, r.context_text !== contextOf(chunks, i))));
   }
 
-  private addPassage(itemIdx: number, r: PassageRow): number {
+  private addPassage(itemIdx: number, r: PassageRow, ownContext: boolean): number {
     const pid = this.pItem.n;
     this.pItem.push(itemIdx);
     this.pChunk.push(Number(r.chunk_no));
     const len = Number(r.len);
     this.pLen.push(len);
     this.pAlive.push(1);
-    this.pText.push(r.chunk_text);
+    this.pText.push(this.texts.add(r.chunk_text));
+    this.pContext.push(ownContext ? this.texts.add(r.context_text) : -1);
     this.pPlain.push(PLAIN_TEXT.test(r.chunk_text) && !JOINED_WORDS.test(r.chunk_text) ? 1 : 0);
     const terms = parseTsvector(r.tsv).map(([lexeme, pos]) => [this.lexId(lexeme), pos] as const).sort((a, b) => a[0] - b[0]);
     if (pid === 0) {
@@ -201,8 +205,7 @@ class Shard {
       if (!this.pAlive.a[pid]) continue;
       this.pAlive.a[pid] = 0;
       for (let t = this.pTermFrom.a[pid], to = this.pTermFrom.a[pid + 1]; t < to; t++) this.df[this.tLex.a[t]] -= 1;
-      this.pText[pid] = '';
-      this.pContext.delete(pid);
+      this.pText.a[pid] = this.pContext.a[pid] = -1;
       this.alive -= 1;
       this.totalLen -= this.pLen.a[pid];
       this.dead += 1;
@@ -228,11 +231,12 @@ class Shard {
       }
     if (at < 0) return null;
     const pid = pids[at];
-    const stored = this.pContext.get(pid);
-    if (stored !== undefined) return { chunkText: this.pText[pid], contextText: stored, pid };
+    const chunkText = this.texts.get(this.pText.a[pid]);
+    if (this.pContext.a[pid] >= 0) return { chunkText, contextText: this.texts.get(this.pContext.a[pid]), pid };
     // contextOf reads the neighbours only
-    const near = [...(at > 0 ? [this.pText[pids[at - 1]]] : []), this.pText[pid], ...(at < pids.length - 1 ? [this.pText[pids[at + 1]]] : [])];
-    return { chunkText: this.pText[pid], contextText: contextOf(near, at > 0 ? 1 : 0), pid };
+    const chunk = (p: number) => this.texts.get(this.pText.a[p]);
+    const near = [...(at > 0 ? [chunk(pids[at - 1])] : []), chunkText, ...(at < pids.length - 1 ? [chunk(pids[at + 1])] : [])];
+    return { chunkText, contextText: contextOf(near, at > 0 ? 1 : 0), pid };
   }
 
   /**
@@ -240,7 +244,7 @@ class Shard {
    * word i is at position i + 1 when the text is plain (see PLAIN_TEXT); null when that cannot be
    * relied on (then the words are looked up one by one).
    */
-  matchedWords(pid: number, text: string, bounds: number[], lex: number[], firsts: string[]): Uint8Array | null {
+  matchedWords(pid: number, text: string, bounds: ArrayLike<number>, lex: number[], firsts: string[]): Uint8Array | null {
     if (!this.pPlain.a[pid]) return null;
     const words = bounds.length >> 1;
     const hit = new Uint8Array(words);
@@ -288,6 +292,45 @@ class Shard {
   }
 }
 const EMPTY_POS = new Uint16Array(0);
+
+/**
+ * Strings kept outside the JavaScript heap, as UTF-8 in one growing buffer, read back when a page shows them.
+ * A context's passage texts are most of a loaded index's memory (100,000 passages: 136 MB of 195 MB of heap), and
+ * on the heap every major collection marked them: its pauses grew with the index (25-60 ms at 100,000 passages,
+ * 5-7 ms at 10,000, under a search load). The texts come from PostgreSQL, so they are valid UTF-8 both ways.
+ */
+class TextArena {
+  private buf = Buffer.allocUnsafe(1 << 16);
+  private used = 0;
+  private readonly from = new I32();
+
+  /** Stores a text; returns its id. */
+  add(text: string): number {
+    const need = Buffer.byteLength(text, 'utf8');
+    if (this.used + need > this.buf.length) {
+      const grown = Buffer.allocUnsafe(Math.max(this.used + need, this.buf.length * 2));
+      this.buf.copy(grown, 0, 0, this.used);
+      this.buf = grown;
+    }
+    if (this.from.n === 0) this.from.push(0);
+    this.used += this.buf.write(text, this.used, 'utf8');
+    this.from.push(this.used);
+    return this.from.n - 2;
+  }
+
+  /** Gives back the room doubling left past the end (once a context is loaded). */
+  trim() {
+    if (this.buf.length - this.used < 1 << 20) return;
+    const exact = Buffer.allocUnsafe(this.used);
+    this.buf.copy(exact, 0, 0, this.used);
+    this.buf = exact;
+  }
+
+  /** The text of an id ('' for -1, a removed passage's). */
+  get(id: number): string {
+    return id < 0 ? '' : this.buf.toString('utf8', this.from.a[id], this.from.a[id + 1]);
+  }
+}
 /**
  * Text whose words ([A-Za-z0-9] runs) are exactly the tokens of PostgreSQL's parser, one position each
  * (stop words included): ASCII letters and digits, white space and sentence punctuation, and no
@@ -553,6 +596,7 @@ export class MemoryTextIndex implements TextIndex {
           after = { itemId: rows[rows.length - 1].item_id, chunkNo: rows[rows.length - 1].chunk_no };
           await new Promise((r) => setImmediate(r));
         }
+        s.texts.trim();
         entry.shard = s;
         this.evict(key);
         return s;
@@ -617,7 +661,7 @@ export class MemoryTextIndex implements TextIndex {
       const ids = shard ? lexemes.map((l) => shard.lexIds.get(l) ?? -1) : [];
       const rest: typeof found = [];
       for (const [h, t] of found) {
-        const bounds = shard!.pPlain.a[t.pid] ? wordBounds(t.chunkText) : null;
+        const bounds = shard!.pPlain.a[t.pid] ? wordBoundsScratch(t.chunkText) : null; // used before the next call
         const hit = bounds && shard!.matchedWords(t.pid, t.chunkText, bounds, ids, lexemes);
         if (hit) Object.assign(h, { chunkText: t.chunkText, contextText: t.contextText, snippet: markedSnippet(t.chunkText, bounds!, hit) });
         else rest.push([h, t]);

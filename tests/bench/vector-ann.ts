@@ -182,7 +182,7 @@ if (memGrid.length) {
   const st = mem.stats;
   const heap1 = process.memoryUsage();
   log(
-    `memory index: loaded ${st.rows} vectors in ${(loadMs / 1000).toFixed(2)} s; vectors + codes ${(st.bytes / 2 ** 20).toFixed(1)} MiB (${Math.round(st.bytes / st.rows)} B/vector incl. spare capacity), texts ${(st.textChars / 2 ** 20).toFixed(1)} M characters; ` +
+    `memory index: loaded ${st.rows} vectors in ${(loadMs / 1000).toFixed(2)} s; vectors + codes ${(st.bytes / 2 ** 20).toFixed(1)} MiB (${Math.round(st.bytes / st.rows)} B/vector incl. spare capacity), texts ${(st.textBytes / 2 ** 20).toFixed(1)} MiB (UTF-8, outside the heap); ` +
       `process heap +${((heap1.heapUsed - heap0.heapUsed) / 2 ** 20).toFixed(1)} MiB, arrayBuffers +${((heap1.arrayBuffers - heap0.arrayBuffers) / 2 ** 20).toFixed(1)} MiB`,
   );
   for (const [nprobes, minCandidates, refine = MEMORY_VECTOR_DEFAULTS.refine] of memGrid) {

@@ -2,6 +2,7 @@ import { type AttrValue, contextOf, type IndexedItem, type ItemFilter, parseComp
 import { itemPredicate, type FilterableItem } from './filter-memory';
 import { markedSnippet, wordBoundsScratch } from './snippet';
 import { BM25, type PassageRow, type PgTextIndex } from './pg-fts';
+import { TextArena } from './text-arena';
 
 /**
  * The embedded keyword index served from memory. PostgreSQL full-text search
@@ -293,44 +294,6 @@ class Shard {
 }
 const EMPTY_POS = new Uint16Array(0);
 
-/**
- * Strings kept outside the JavaScript heap, as UTF-8 in one growing buffer, read back when a page shows them.
- * A context's passage texts are most of a loaded index's memory (100,000 passages: 136 MB of 195 MB of heap), and
- * on the heap every major collection marked them: its pauses grew with the index (25-60 ms at 100,000 passages,
- * 5-7 ms at 10,000, under a search load). The texts come from PostgreSQL, so they are valid UTF-8 both ways.
- */
-class TextArena {
-  private buf = Buffer.allocUnsafe(1 << 16);
-  private used = 0;
-  private readonly from = new I32();
-
-  /** Stores a text; returns its id. */
-  add(text: string): number {
-    const need = Buffer.byteLength(text, 'utf8');
-    if (this.used + need > this.buf.length) {
-      const grown = Buffer.allocUnsafe(Math.max(this.used + need, this.buf.length * 2));
-      this.buf.copy(grown, 0, 0, this.used);
-      this.buf = grown;
-    }
-    if (this.from.n === 0) this.from.push(0);
-    this.used += this.buf.write(text, this.used, 'utf8');
-    this.from.push(this.used);
-    return this.from.n - 2;
-  }
-
-  /** Gives back the room doubling left past the end (once a context is loaded). */
-  trim() {
-    if (this.buf.length - this.used < 1 << 20) return;
-    const exact = Buffer.allocUnsafe(this.used);
-    this.buf.copy(exact, 0, 0, this.used);
-    this.buf = exact;
-  }
-
-  /** The text of an id ('' for -1, a removed passage's). */
-  get(id: number): string {
-    return id < 0 ? '' : this.buf.toString('utf8', this.from.a[id], this.from.a[id + 1]);
-  }
-}
 /**
  * Text whose words ([A-Za-z0-9] runs) are exactly the tokens of PostgreSQL's parser, one position each
  * (stop words included): ASCII letters and digits, white space and sentence punctuation, and no

@@ -1,3 +1,4 @@
+import { compacted, TextArena } from './text-arena';
 import { kthLargest } from './select';
 import { kernelsFor, wasm, type Kernels, type WasmMemory } from './vector-kernels';
 import type { MaintainReport, VectorHit, VectorIndex, VectorRow, VectorScope, VectorSearch } from '@svc/domain';
@@ -198,9 +199,13 @@ class Shard {
   private scoreOff = 0;
   itemOf: string[] = [];
   chunkOf = new Int32Array(0);
-  /** Texts: the context text, and the chunk text where it is not a substring of it (else its start and length there). */
-  private contextOf: string[] = [];
-  private chunkTextOf: Array<string | undefined> = [];
+  /**
+   * Texts, outside the JavaScript heap (TextArena): per row its context text's id, and its chunk text's where
+   * that is not a substring of the context (else -1, and the chunk's start and length in the context).
+   */
+  private texts = new TextArena();
+  private contextOf = new Int32Array(0);
+  private chunkTextOf = new Int32Array(0);
   private chunkAt = new Int32Array(0);
   private chunkLen = new Int32Array(0);
   readonly rowsOf = new Map<string, number[]>();
@@ -265,6 +270,8 @@ class Shard {
       return c;
     };
     this.chunkOf = grow(this.chunkOf);
+    this.contextOf = grow(this.contextOf);
+    this.chunkTextOf = grow(this.chunkTextOf);
     this.chunkAt = grow(this.chunkAt);
     this.chunkLen = grow(this.chunkLen);
     this.partOf = grow(this.partOf);
@@ -290,8 +297,8 @@ class Shard {
       const c = chunkTexts[j];
       const x = contextTexts[j];
       const pos = c ? x.indexOf(c) : 0;
-      this.contextOf[r] = x;
-      this.chunkTextOf[r] = pos < 0 ? c : undefined;
+      this.contextOf[r] = this.texts.add(x);
+      this.chunkTextOf[r] = pos < 0 ? this.texts.add(c) : -1;
       this.chunkAt[r] = Math.max(0, pos);
       this.chunkLen[r] = c.length;
       let rows = this.rowsOf.get(itemIds[j]);
@@ -381,6 +388,8 @@ class Shard {
     const u8 = this.a.u8;
     for (const r of rows.sort((a, b) => b - a)) {
       this.unassign(r);
+      this.texts.free(this.contextOf[r]);
+      this.texts.free(this.chunkTextOf[r]);
       const last = --this.n;
       if (r !== last) {
         u8.copyWithin(r * this.rowBytes, last * this.rowBytes, (last + 1) * this.rowBytes);
@@ -401,9 +410,8 @@ class Shard {
         }
       }
       this.itemOf.length = this.n;
-      this.contextOf.length = this.n;
-      this.chunkTextOf.length = this.n;
     }
+    if (this.texts.wasteful) this.texts = compacted(this.texts, [this.contextOf, this.chunkTextOf], this.n);
   }
 
   private code(r: number) {
@@ -497,17 +505,20 @@ class Shard {
   text(itemId: string, chunkNo: number): { chunkText: string; contextText: string } | undefined {
     for (const r of this.rowsOf.get(itemId) ?? []) {
       if (this.chunkOf[r] !== chunkNo) continue;
-      const x = this.contextOf[r];
-      return { chunkText: this.chunkTextOf[r] ?? x.slice(this.chunkAt[r], this.chunkAt[r] + this.chunkLen[r]), contextText: x };
+      const x = this.texts.get(this.contextOf[r]);
+      return { chunkText: this.chunkTextOf[r] >= 0 ? this.texts.get(this.chunkTextOf[r]) : x.slice(this.chunkAt[r], this.chunkAt[r] + this.chunkLen[r]), contextText: x };
     }
     return undefined;
   }
 
-  /** Characters of text held (context texts, and chunk texts not inside them). */
-  textChars() {
-    let c = 0;
-    for (let r = 0; r < this.n; r++) c += this.contextOf[r].length + (this.chunkTextOf[r]?.length ?? 0);
-    return c;
+  /** Gives back the texts' spare room once a load is done. */
+  trimTexts() {
+    this.texts.trim();
+  }
+
+  /** Bytes of text held (UTF-8: context texts, and chunk texts not inside them; freed ones until compacted). */
+  textBytes() {
+    return this.texts.bytes;
   }
 
   /** Exact scores of `m` rows listed at idsOff, best `limit` as hits. */
@@ -675,13 +686,13 @@ export class MemoryVectorIndex implements VectorIndex {
   get stats() {
     let rows = 0;
     let bytes = 0;
-    let textChars = 0;
+    let textBytes = 0;
     for (const s of this.shards.values()) {
       rows += s.n;
       bytes += s.bytes;
-      textChars += s.textChars();
+      textBytes += s.textBytes();
     }
-    return { contexts: this.shards.size, rows, bytes, textChars };
+    return { contexts: this.shards.size, rows, bytes, textBytes };
   }
 
   init(): Promise<void> {
@@ -869,6 +880,7 @@ export class MemoryVectorIndex implements VectorIndex {
     await this.inner.scan(scope, (itemIds, chunkNos, vectors, chunkTexts, contextTexts) => s.add(itemIds, chunkNos, vectors, chunkTexts, contextTexts, { train: false }));
     const t1 = performance.now();
     if (s.needsTraining) await s.train();
+    s.trimTexts();
     const t2 = performance.now();
     this.shards.set(key, s);
     for (const id of s.rowsOf.keys()) this.itemShard.set(id, s);

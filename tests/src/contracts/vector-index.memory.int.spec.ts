@@ -63,3 +63,41 @@ describe.each([
     expect(mem.stats.rows).toBe(await lance.countRows(S));
   });
 });
+
+describe('in-memory vector index: passage texts', () => {
+  const tmp = tempDir('svc-vec-');
+  const lance = new LanceVectorIndex(tmp.dir, 'texts', DIMS);
+  const mem = new MemoryVectorIndex(lance, { waitForLoad: true });
+  const S = { tenantId: 't', contextId: 'texts' };
+  // ~3 KB of UTF-8 each, of characters of every width; every other chunk is not a substring of its context.
+  const para = (i: number) => `Row ${i}: the façade of Zürich’s café — naïve “quotes”, 東京タワー, 🎉🚀 (ß, Ω, é). `.repeat(24);
+  const row = (i: number): VectorRow => ({
+    itemId: `u${i}`, chunkNo: 0, ...S, vector: unit(i + 1),
+    chunkText: i % 2 ? `chunk ${i} 🎉 not in the context` : para(i).slice(0, 200),
+    contextText: `…${para(i)}…`,
+  });
+  afterAll(async () => {
+    await mem.close();
+    tmp.remove();
+  });
+
+  it('come back exactly (any characters), before and after deletes compact them', async () => {
+    for (let i = 0; i < 600; i += 50) await mem.replaceItems(Array.from({ length: 50 }, (_, k) => i + k).map((j) => ({ itemId: `u${j}`, rows: [row(j)] })));
+    expect(await mem.load(S)).toBe(true);
+    const check = async (alive: number[]) => {
+      for (const i of alive.filter((_, k) => k % 7 === 0)) {
+        const [hit] = await mem.search({ ...S, vector: unit(i + 1), limit: 1 });
+        expect(hit.itemId).toBe(`u${i}`);
+        expect([hit.chunkText, hit.contextText]).toEqual([row(i).chunkText, row(i).contextText]);
+      }
+    };
+    const all = Array.from({ length: 600 }, (_, i) => i);
+    await check(all);
+    const before = mem.stats.textBytes;
+    expect(before).toBeGreaterThan(600 * 2000);
+    for (const i of all) if (i % 4) await mem.deleteItem(`u${i}`);
+    // Three quarters freed: the texts were compacted (only the kept rows' bytes remain, give or take the last free).
+    expect(mem.stats.textBytes).toBeLessThan(before / 2);
+    await check(all.filter((i) => i % 4 === 0));
+  }, 120_000);
+});

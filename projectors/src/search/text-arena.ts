@@ -1,3 +1,7 @@
+import { constants } from 'node:buffer';
+
+const { MAX_LENGTH } = constants;
+
 /**
  * Strings kept outside the JavaScript heap, as UTF-8 in one growing buffer, read back when a page shows them.
  * The in-memory indexes hold every passage's texts, most of their memory (the keyword index's 100,000 bench
@@ -8,8 +12,8 @@
 export class TextArena {
   private buf = Buffer.allocUnsafe(1 << 16);
   private used = 0;
-  /** Text i is buf[from[i], from[i + 1]). */
-  private from = new Int32Array(1024);
+  /** Text i is buf[from[i], from[i + 1]) (doubles: a context's texts may pass 2 GiB, past an Int32Array's reach). */
+  private from = new Float64Array(1024);
   private count = 0;
   /** Bytes of freed texts, still in the buffer until `compact`. */
   garbage = 0;
@@ -28,12 +32,14 @@ export class TextArena {
 
   private place(bytes: number, write: (at: number) => number): number {
     if (this.used + bytes > this.buf.length) {
-      const grown = Buffer.allocUnsafe(Math.max(this.used + bytes, this.buf.length * 2));
+      // A Buffer holds at most buffer.constants.MAX_LENGTH bytes (4 GiB on Node 20): past it the context's load fails with this error (its searches are refused, or answered by LanceDB for vectors) instead of the process running out of memory.
+      if (this.used + bytes > MAX_LENGTH) throw new RangeError(`text arena: over ${MAX_LENGTH} bytes of passage text in one context`);
+      const grown = Buffer.allocUnsafe(Math.min(MAX_LENGTH, Math.max(this.used + bytes, this.buf.length * 2)));
       this.buf.copy(grown, 0, 0, this.used);
       this.buf = grown;
     }
     if (this.count + 2 > this.from.length) {
-      const grown = new Int32Array(this.from.length * 2);
+      const grown = new Float64Array(this.from.length * 2);
       grown.set(this.from);
       this.from = grown;
     }

@@ -204,30 +204,24 @@ async function inject(src: string) {
   if (process.env.SEARCH_PROFILE_SEQ) console.log(line('inject TEXT 1 client', await closedLoop({ concurrency: 1, warmupMs: 0, durationMs: 3000, op, yieldEveryMs: 0 })));
   const session = new Session();
   session.connect();
-  if (process.env.SEARCH_PROFILE_HEAP === '1') {
-    // Allocation sites instead of CPU: bytes allocated per request by function (sampled every 16 KiB, kept or not).
+  // SEARCH_PROFILE_HEAP=1: allocation sites instead of CPU, bytes allocated per request by function (sampled every 16 KiB, kept or not).
+  const heap = process.env.SEARCH_PROFILE_HEAP === '1';
+  if (heap) {
     await session.post('HeapProfiler.enable');
     await session.post('HeapProfiler.startSampling', { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never);
-    const r = await closedLoop({ concurrency: 16, warmupMs: 0, durationMs: seconds * 1000, op, yieldEveryMs: 0 });
-    const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as { profile: { head: HeapNode } };
-    session.disconnect();
-    await service.close();
-    rmSync(dir, { recursive: true, force: true });
-    console.log(line(`inject ${searchMode} 16 clients, ${chunks} chunks (heap sampling)`, r));
-    printHeap(profile.head, r.ops);
-    return;
+  } else {
+    await session.post('Profiler.enable');
+    await session.post('Profiler.setSamplingInterval', { interval: 200 });
+    await session.post('Profiler.start');
   }
-  await session.post('Profiler.enable');
-  await session.post('Profiler.setSamplingInterval', { interval: 200 });
-  await session.post('Profiler.start');
   const r = await closedLoop({ concurrency: 16, warmupMs: 0, durationMs: seconds * 1000, op, yieldEveryMs: 0 });
-  const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: Profile };
+  const { profile } = (await session.post(heap ? 'HeapProfiler.stopSampling' : 'Profiler.stop')) as unknown as { profile: Profile & { head: HeapNode } };
   session.disconnect();
   await service.close();
   rmSync(dir, { recursive: true, force: true });
+  console.log(line(`inject ${searchMode} 16 clients, ${chunks} chunks${heap ? ' (heap sampling)' : ''}`, r));
+  if (heap) return printHeap(profile.head, r.ops);
   writeFileSync(join(ROOT, '.cache', 'bench-search-text.cpuprofile'), JSON.stringify(profile));
-  console.log(line(`inject ${searchMode} 16 clients, ${chunks} chunks`, r));
-
   printProfile(profile, r.ops, 30);
 }
 

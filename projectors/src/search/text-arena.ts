@@ -15,7 +15,7 @@ export class TextArena {
   /** Text i is buf[from[i], from[i + 1]) (doubles: a context's texts may pass 2 GiB, past an Int32Array's reach). */
   private from = new Float64Array(1024);
   private count = 0;
-  /** Bytes of freed texts, still in the buffer until `compact`. */
+  /** Bytes of freed texts, still in the buffer until `compacted`. */
   garbage = 0;
 
   /** Stores a text; returns its id. */
@@ -53,12 +53,12 @@ export class TextArena {
     return id < 0 ? '' : this.buf.toString('utf8', this.from[id], this.from[id + 1]);
   }
 
-  /** Counts a text no longer used as garbage (its bytes stay until `compact`). */
+  /** Counts a text no longer used as garbage (its bytes stay until `compacted`). */
   free(id: number) {
     if (id >= 0) this.garbage += this.from[id + 1] - this.from[id];
   }
 
-  /** Bytes held (freed texts included until `compact`). */
+  /** Bytes held (freed texts included until `compacted`). */
   get bytes(): number {
     return this.used;
   }

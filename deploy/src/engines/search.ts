@@ -5,7 +5,7 @@ import type { Config } from '../config';
 import { ROLES } from '../service/roles';
 
 /** The search engines chosen by configuration (decisions §3): PostgreSQL FTS or Elasticsearch; LanceDB; built-in or OpenAI-compatible embeddings. */
-export async function openSearchEngines(config: Config, sql: Sql): Promise<IndexerEngines & SearchEngines> {
+export async function openSearchEngines(config: Config, sql: Sql, log: (m: string) => void = () => {}): Promise<IndexerEngines & SearchEngines> {
   // Queries answered beside the in-process search projector, which writes every change through these objects (role all).
   const beside = ROLES[config.role].exactCaches;
   let text: TextIndex;
@@ -15,7 +15,7 @@ export async function openSearchEngines(config: Config, sql: Sql): Promise<Index
   } else if (beside) {
     // The search projector runs in this process and writes through it: queries are answered from memory (exact, see memory-text.ts).
     // On PGlite no other process can open the database, so nothing searches it in SQL: its search statistics are not kept.
-    text = new MemoryTextIndex(new PgTextIndex(sql, { sqlSearch: sql.kind !== 'pglite' }), { maxPassages: config.textMemoryPassages });
+    text = new MemoryTextIndex(new PgTextIndex(sql, { sqlSearch: sql.kind !== 'pglite' }), { maxPassages: config.textMemoryPassages, log });
   } else text = new PgTextIndex(sql);
   let embedder: Embedder;
   if (config.embeddingsUrl) {
@@ -25,7 +25,7 @@ export async function openSearchEngines(config: Config, sql: Sql): Promise<Index
   const lanceUri = config.lancedbUri ?? join(config.dataDir, 'lancedb');
   const lance = new LanceVectorIndex(lanceUri, embedder.model, embedder.dims);
   // Role all: the search projector writes through this object, so vector queries are answered from memory (exact re-rank, see memory-vectors.ts).
-  const own: VectorIndex = beside && config.vectorMemoryMb > 0 ? new MemoryVectorIndex(lance, { maxBytes: config.vectorMemoryMb * 2 ** 20 }) : lance;
+  const own: VectorIndex = beside && config.vectorMemoryMb > 0 ? new MemoryVectorIndex(lance, { maxBytes: config.vectorMemoryMb * 2 ** 20, log: (m, e) => log(e ? `${m}: ${e instanceof Error ? e.message : String(e)}` : m) }) : lance;
   // One vector table per model; contexts recorded with an earlier built-in model are answered by it until rebuilt for this one (vector-models.ts).
   const previous: PreviousModel[] = [];
   for (const kind of ['bge', 'use'] as const) {

@@ -58,7 +58,7 @@ export async function openEngines(config: Config, role: RoleTraits, log: (msg: s
     const s3 = config.objectStoreUrl ? S3BlobStore.fromUrl(config.objectStoreUrl, config.uploadUrlTtlSeconds) : undefined;
     await s3?.check();
     const blobs: BlobStore = s3 ?? new FileBlobStore(join(config.dataDir, 'blobs'));
-    const search = role.search ? await openSearchEngines(config, searchSql) : undefined;
+    const search = role.search ? await openSearchEngines(config, searchSql, log) : undefined;
     const embedderInfo = search ? describeEmbedder(search.embedder) : undefined;
     if (embedderInfo?.fallbackReason) log(`embeddings: ${embedderInfo.fallbackReason}`);
     // The first semantic query would otherwise wait for the built-in model to load (about 1 s): load it now, in its thread.

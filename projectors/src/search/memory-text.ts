@@ -430,7 +430,7 @@ export class MemoryTextIndex implements TextIndex {
 
   constructor(
     private readonly pg: PgTextIndex,
-    private readonly o: { maxPassages?: number; loadPageRows?: number } = {},
+    private readonly o: { maxPassages?: number; loadPageRows?: number; log?: (m: string) => void } = {},
   ) {}
 
   init(): Promise<void> {
@@ -538,6 +538,7 @@ export class MemoryTextIndex implements TextIndex {
     const entry: { ready: Promise<Shard>; shard?: Shard } = {
       ready: this.serial(async () => {
         const s = new Shard();
+        const t0 = performance.now();
         // Read and built a page at a time, yielding between pages: a large context's load does not hold the
         // event loop (other requests go on; searches of this context wait for it, writes queue behind it).
         let held: PassageRow[] = []; // the last item of a page, which may continue on the next one
@@ -560,6 +561,7 @@ export class MemoryTextIndex implements TextIndex {
           await new Promise((r) => setImmediate(r));
         }
         s.texts.trim();
+        this.o.log?.(`keyword index: loaded ${s.passages} passages of ${key} in ${Math.round(performance.now() - t0)} ms`);
         entry.shard = s;
         this.evict(key);
         return s;

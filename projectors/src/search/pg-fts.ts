@@ -54,15 +54,19 @@ t AS (UPDATE ti_terms t SET df = t.df - lex.c FROM lex WHERE t.tenant_id = lex.t
 st AS (SELECT tenant_id, context_id, count(*) AS n, sum(len) AS l FROM old GROUP BY 1, 2)
 UPDATE ti_stats s SET n = s.n - st.n, total_len = s.total_len - st.l FROM st WHERE s.tenant_id = st.tenant_id AND s.context_id = st.context_id`;
 
-/** Passages inserted, one row per passage of the arrays (the tsvector and its length computed here). */
-const INSERT_PASSAGES_ONLY = `INSERT INTO ti_passages (item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, user_id, scopes, attrs, created_at,
+/**
+ * Passages inserted, one row per passage of the arrays (the tsvector and its length computed here). OFFSET 0 keeps
+ * the planner from pulling the lateral subquery up, which put to_tsvector in both the tsv and the len expressions:
+ * the text was analysed twice (0.29 vs 0.19 ms a 640-character passage on PGlite).
+ */
+export const INSERT_PASSAGES_ONLY = `INSERT INTO ti_passages (item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, user_id, scopes, attrs, created_at,
      chunk_text, context_text, tsv, len)
    SELECT r.item_id, r.chunk_no, r.tenant_id, r.context_id, r.source_type, r.type_name, r.folder_id, r.user_id, r.scopes, r.attrs, r.created_at,
      r.chunk_text, r.context_text, v.tsv, (SELECT coalesce(sum(array_length(u.positions, 1)), 0) FROM unnest(v.tsv) u)
    FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[], $10::jsonb[],
      $11::timestamptz[], $12::text[], $13::text[])
      AS r(item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, user_id, scopes, attrs, created_at, chunk_text, context_text)
-   CROSS JOIN LATERAL (SELECT to_tsvector('${CONFIG}', r.chunk_text) AS tsv) v`;
+   CROSS JOIN LATERAL (SELECT to_tsvector('${CONFIG}', r.chunk_text) AS tsv OFFSET 0) v`;
 
 /** Passages inserted and added to the term statistics, in one statement. */
 const INSERT_PASSAGES = `WITH ins AS (${INSERT_PASSAGES_ONLY}

@@ -1,8 +1,8 @@
 import { deriveKey, type Paginator, type RouteSpec } from '@svc/contracts';
-import { type BlobStore, canSeeSchema, DEFAULT_PRICES, DEFAULT_URL_TTL_MS, type EventStore, type PresignedBlobUrls, type SearchEngines, type Sql, StorageGrants } from '@svc/domain';
+import { type BlobStore, DEFAULT_PRICES, DEFAULT_URL_TTL_MS, type EventStore, type PresignedBlobUrls, type SearchEngines, type Sql, StorageGrants } from '@svc/domain';
 import { batchWriteRoute, type CommandDeps, type ScriptRouteDeps, scriptCommandRoutes, type WebhookCommandDeps, webhookCommandRoutes, webhookDomainRoutes, webhookRetryRoute, documentCommandRoutes, folderCommandRoutes, identityCommandRoutes, recordCommandRoutes, rootFolderGuard, schemaCommandRoutes, storageRoutes, tenancyCommandRoutes, triggerCommandRoutes, type WindowCounter } from '@svc/command-api';
 import { documentsProjection, DocumentWorker, foldersProjection, historyProjection, identityProjection, recordsProjection, schemasProjection, sqlFolderContents, sqlNamespaceUsage, type RevocationHooks, type SqlProjection, sqlRootKeyIndex, sqlTenantContexts, tenancyProjection, TriggerRunner, type TriggerRunnerOptions, triggersProjection, usageProjection, webhooksProjection } from '@svc/projectors';
-import { activityLogRoutes, ActivityLogStore, builtinModel, documentQueryRoutes, inferenceRoutes, scriptQueryRoutes, ModelCatalog, openAiModel, DocumentReads, exportRoutes, folderHistoryRoutes, folderQueryRoutes, FolderReads, HistoryReads, historyRoutes, identityQueryRoutes, IdentityReads, meteredSearch, type ReadCache, recordQueryRoutes, RecordReads, type RecordRow, schemaQueryRoutes, SchemaReads, searchRoutes, tenancyQueryRoutes, type TenancyReads, triggerQueryRoutes, UsageReads, usageRoutes, webhookQueryRoutes } from '@svc/query-api';
+import { activityLogRoutes, ActivityLogStore, builtinModel, documentQueryRoutes, inferenceRoutes, scriptQueryRoutes, ModelCatalog, openAiModel, DocumentReads, exportRoutes, folderHistoryRoutes, folderQueryRoutes, FolderReads, HistoryReads, historyRoutes, identityQueryRoutes, IdentityReads, meteredSearch, type ReadCache, recordQueryRoutes, RecordReads, type RecordRow, schemaHistoryRoutes, schemaQueryRoutes, SchemaReads, searchRoutes, tenancyQueryRoutes, type TenancyReads, triggerQueryRoutes, UsageReads, usageRoutes, webhookQueryRoutes } from '@svc/query-api';
 import type { Config } from './config';
 import type { Area } from './http/areas';
 import { erasureRequestRoute, erasureStatusRoute } from './http/erasure-routes';
@@ -106,7 +106,7 @@ export function queryAreas(f: QueryFeatureDeps): Area[] {
   const documents = new DocumentReads(f.sql);
   return [
     { name: 'tenancy', routes: tenancyQueryRoutes(f.tenancy, f.pages) },
-    { name: 'schemas', routes: [...schemaQueryRoutes(schemas, f.pages), ...historyRoutes(history, 'schema', 'schemas:r', { tombstone: false, visible: canSeeSchema })] },
+    { name: 'schemas', routes: [...schemaQueryRoutes(schemas, f.pages), ...schemaHistoryRoutes(history, schemas)] },
     {
       name: 'records',
       routes: [

@@ -103,7 +103,7 @@ export function schemaCommandRoutes(deps: CommandDeps): RouteSpec[] {
           metadata: metadataFor(meta),
           decide: (s) => {
             if (!s.exists || !canSeeSchema(p, { tenantId: s.tenantId, contextId: s.contextId, ...s.definition })) throw notFound();
-            const events = schemaDecider.decide({ type: 'UpdateSchema', body, namespaces }, s);
+            const events = schemaDecider.decide({ type: 'UpdateSchema', body, byRoot: p.kind === 'root', namespaces }, s);
             for (const e of events) if (e.type === 'SchemaUpdated') triggerGuard.checkUpdate(e.data.definition);
             return { events };
           },

@@ -66,9 +66,12 @@ export function documentIndexMode(requested: string | undefined, def: SchemaDefi
 
 const NO_SCHEMA: SchemaDefinition = { typeName: 'document', allowedSurfaces: ['document'] } as unknown as SchemaDefinition;
 
-/** Payload rules: validated against the bound schema (undeclared keys pass through); without one, only the generic rules. */
-export function checkDocumentPayload(def: SchemaDefinition | undefined, payload: Record<string, unknown>): void {
-  checkStoredPayload(def ?? NO_SCHEMA, payload);
+/**
+ * Payload rules: validated against the bound schema (undeclared keys pass through; required fields on create
+ * only); without one, only the generic rules.
+ */
+export function checkDocumentPayload(def: SchemaDefinition | undefined, payload: Record<string, unknown>, opts: { enforceRequired: boolean }): void {
+  checkStoredPayload(def ?? NO_SCHEMA, payload, opts);
 }
 
 export interface BoundSchema {
@@ -200,7 +203,7 @@ function create(sealing: PayloadSealing, cmd: Extract<DocumentCommand, { type: '
   if (def?.active === false) throw invalid('The schema is inactive: new documents are rejected');
   if (def && !def.allowedSurfaces.includes('document')) throw invalid('The schema does not allow the document surface');
   const indexMode = documentIndexMode(cmd.indexMode, def);
-  checkDocumentPayload(def, cmd.payload);
+  checkDocumentPayload(def, cmd.payload, { enforceRequired: true });
   const events: DocumentEvent[] = [
     {
       type: 'DocumentCreated',
@@ -223,7 +226,7 @@ function change(sealing: PayloadSealing, cmd: Extract<DocumentCommand, { type: '
   checkChangeBody(cmd.kind, b, cur);
   if (Array.isArray(b.scopes) && b.scopes.length > 2) throw invalid('scopes: at most 2');
   const payload = changedPayload(sealing, cmd.kind, b, cur.payload);
-  checkDocumentPayload(cmd.schema?.definition, payload);
+  checkDocumentPayload(cmd.schema?.definition, payload, { enforceRequired: false });
   const events: DocumentEvent[] = [
     {
       type: 'DocumentUpdated',

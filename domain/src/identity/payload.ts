@@ -10,6 +10,6 @@ export const BARE_DEFINITION = { typeName: 'bare', displayName: 'bare', allowedS
  * the bare rules), then sealed (the schema's sensitive values).
  */
 export function storedIdentityPayload(sealing: Pick<PayloadSealing, 'seal'>, def: SchemaDefinition | undefined, payload: Record<string, unknown>): Record<string, unknown> {
-  checkStoredPayload(def ?? BARE_DEFINITION, payload);
+  checkStoredPayload(def ?? BARE_DEFINITION, payload, { enforceRequired: true }); // users and entities: on every write (docs/identity.md)
   return def ? sealing.seal(def, payload) : payload;
 }

@@ -114,7 +114,8 @@ function checkField(f: FieldDef, v: unknown, budget: PatternBudget): void {
 /**
  * Validates a payload against a schema before anything is stored. A bare schema
  * (no `fields`) accepts any payload; undeclared keys pass through either way.
- * `partial` skips the required check (it is enforced on create).
+ * Absent (or null) fields are skipped; `enforceRequired` refuses absent required
+ * ones (records and documents: on create only).
  */
 export function validatePayload(def: SchemaDefinition, payload: Record<string, unknown>, opts: { enforceRequired: boolean }): void {
   for (const k of Object.keys(payload)) if (RESERVED_NAMES.has(k)) throw invalid(`payload: '${k}' is reserved`);
@@ -144,9 +145,12 @@ export function checkInlineLimit(def: SchemaDefinition, payload: Record<string, 
   return bytes;
 }
 
-/** What a payload about to be stored (created or changed) must hold: its schema's rules, required fields included, and the size limits. */
-export function checkStoredPayload(def: SchemaDefinition, payload: Record<string, unknown>): void {
-  validatePayload(def, payload, { enforceRequired: true });
+/**
+ * What a payload about to be stored (created or changed) must hold: its schema's rules for the keys present and
+ * the size limits; required fields too when `enforceRequired` (spec FieldDef `required`: enforced on create).
+ */
+export function checkStoredPayload(def: SchemaDefinition, payload: Record<string, unknown>, opts: { enforceRequired: boolean }): void {
+  validatePayload(def, payload, opts);
   checkInlineLimit(def, payload);
 }
 

@@ -128,7 +128,7 @@ function create(sealing: PayloadSealing, cmd: Extract<RecordCommand, { type: 'Cr
   // The route refuses these before any read; the decision holds them too.
   if (def.active === false) throw invalid('The schema is inactive: new records are rejected');
   if (!def.allowedSurfaces.includes('record')) throw invalid('The schema does not allow the record surface');
-  checkStoredPayload(def, cmd.payload);
+  checkStoredPayload(def, cmd.payload, { enforceRequired: true });
   const { payload, ...blindIndex } = sealed(sealing, [cmd.tenantId, cmd.contextId, def.typeName], def, cmd.payload);
   return [
     {
@@ -169,7 +169,8 @@ function change(sealing: PayloadSealing, cmd: Extract<RecordCommand, { type: 'Ch
   if ('folderId' in b && (b.folderId === null || b.folderId === '')) throw invalid('folderId cannot be cleared');
   const def = cmd.schema.definition;
   const next = changedPayload(sealing, cmd.kind, b, cur.payload);
-  checkStoredPayload(def, next);
+  // `required` is enforced on create only: a change may leave (or, with a PATCH null, remove) a required field absent.
+  checkStoredPayload(def, next, { enforceRequired: false });
   return [
     {
       type: 'RecordUpdated',

@@ -1,4 +1,4 @@
-import { conflict, type DomainEvent, InternalError, invalid, notFound, RESERVED_NAMES, type SchemaDefinition, type SchemaUpdate, versionConflict } from '@svc/contracts';
+import { conflict, type DomainEvent, forbidden, InternalError, invalid, notFound, RESERVED_NAMES, type SchemaDefinition, type SchemaUpdate, versionConflict } from '@svc/contracts';
 import { patternProblem } from '../records/pattern';
 import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
 
@@ -108,7 +108,7 @@ export type SchemaCommand =
       schemaId: string;
       /** The definition with the caller's ownership stamped in. */
       definition: SchemaDefinition;
-      /** A user schema needs the root key. */
+      /** A user schema needs the root key (403 otherwise). */
       byRoot: boolean;
       /** The tenant's registered namespaces (reference targets). */
       namespaces: readonly string[];
@@ -117,7 +117,13 @@ export type SchemaCommand =
       /** The schema holding this typeName as the shared base (read for a variant only). */
       sharedBase: string | null;
     }
-  | { type: 'UpdateSchema'; body: SchemaUpdate; namespaces?: readonly string[] }
+  | {
+      type: 'UpdateSchema';
+      body: SchemaUpdate;
+      /** A user schema (before or after the update) is written with the root key only (403 otherwise). */
+      byRoot: boolean;
+      namespaces?: readonly string[];
+    }
   | { type: 'DeleteSchema' };
 
 function evolve(state: SchemaState, e: SchemaEvent, m?: { occurredAt: string; tenantId: string | null; contextId: string | null }): SchemaState {
@@ -143,7 +149,7 @@ export const schemaAggregate = { initialState, evolve: evolve as (state: SchemaS
 function create(cmd: Extract<SchemaCommand, { type: 'CreateSchema' }>, state: SchemaState): SchemaEvent[] {
   if (state.exists || state.deleted) throw new InternalError('schema id reused');
   const def = cmd.definition;
-  if (def.allowedSurfaces.includes('user') && !cmd.byRoot) throw invalid('A user schema needs the root key');
+  if (def.allowedSurfaces.includes('user') && !cmd.byRoot) throw forbidden();
   validateDefinition(def, cmd.namespaces);
   if (cmd.heldBy) return [];
   if (ownerKeyOf(def)) {
@@ -159,6 +165,8 @@ function create(cmd: Extract<SchemaCommand, { type: 'CreateSchema' }>, state: Sc
 function update(cmd: Extract<SchemaCommand, { type: 'UpdateSchema' }>, state: SchemaState): SchemaEvent[] {
   const { body, namespaces } = cmd;
   if (!state.exists) throw notFound();
+  // A user schema needs the root key: to make a schema one, and to change one.
+  if (!cmd.byRoot && (state.definition.allowedSurfaces.includes('user') || body.allowedSurfaces?.includes('user'))) throw forbidden();
   if (body.expectedVersion !== undefined && body.expectedVersion !== state.schemaVersion) throw versionConflict();
   const cur = state.definition;
   if (body.typeName !== undefined && body.typeName !== cur.typeName) throw invalid('typeName is immutable');
@@ -199,13 +207,24 @@ export const schemaDecider: Decider<SchemaState, SchemaCommand, SchemaEvent> = {
 
 export const schemaInactive = () => conflict('The schema is inactive');
 
-/** The response shape of a schema (also stored as the read model's document). */
+type FieldDef = NonNullable<SchemaDefinition['fields']>[number];
+
+/** A reference field as answered: the spec's defaults (`targetField` externalId, `cardinality` one) filled in when omitted; other fields as stored. */
+const fieldView = (f: FieldDef): FieldDef => (f.fieldType === 'reference' ? { ...f, targetField: f.targetField ?? 'externalId', cardinality: f.cardinality ?? 'one' } : f);
+
+/**
+ * The response shape of a schema (also stored as the read model's document and, per revision, as its
+ * version row's state): the definition with the spec's defaults filled in (`active`, `capabilities`,
+ * `storageProfile`, reference targets). The events keep the definition as written.
+ */
 export function schemaView(s: Extract<SchemaState, { exists: true }>) {
   return {
     id: s.id,
     ...s.definition,
+    ...(s.definition.fields ? { fields: s.definition.fields.map(fieldView) } : {}),
     active: s.definition.active ?? true,
     capabilities: capabilitiesOf(s.definition),
+    storageProfile: s.definition.storageProfile ?? 'STANDARD',
     schemaVersion: s.schemaVersion,
     createdAt: s.createdAt,
     updatedAt: s.updatedAt,

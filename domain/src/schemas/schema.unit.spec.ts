@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { SchemaDefinition } from '@svc/contracts';
 import { given } from '../shared/given-when-then';
-import { type SchemaCommand, schemaDecider, type SchemaEvent, type SchemaState } from './schema';
+import { type SchemaCommand, schemaDecider, type SchemaEvent, type SchemaState, schemaView } from './schema';
 
 const base: SchemaDefinition = {
   typeName: 'order',
@@ -17,7 +17,7 @@ const base: SchemaDefinition = {
 type Create = Extract<SchemaCommand, { type: 'CreateSchema' }>;
 const create = (over: Partial<Create> = {}): Create => ({ type: 'CreateSchema', schemaId: 's1', definition: base, byRoot: false, namespaces: [], heldBy: null, sharedBase: null, ...over });
 const created = (definition: SchemaDefinition = base): SchemaEvent => ({ type: 'SchemaCreated', data: { schemaId: 's1', typeName: definition.typeName, definition } });
-const update = (body: Extract<SchemaCommand, { type: 'UpdateSchema' }>['body'], namespaces?: string[]): SchemaCommand => ({ type: 'UpdateSchema', body, namespaces });
+const update = (body: Extract<SchemaCommand, { type: 'UpdateSchema' }>['body'], namespaces?: string[], byRoot = false): SchemaCommand => ({ type: 'UpdateSchema', body, byRoot, namespaces });
 const variant: SchemaDefinition = { ...base, userId: 'u1', basedOn: 'base1' };
 
 describe('schema decider: CreateSchema', () => {
@@ -44,9 +44,10 @@ describe('schema decider: CreateSchema', () => {
     given(schemaDecider).when(create({ heldBy: 's0', definition: { ...base, fields: [{ fieldId: 'userId', fieldType: 'string' }] } })).thenThrows('VALIDATION_ERROR');
   });
 
-  it('a user schema needs the root key', () => {
+  it('a user schema needs the root key (FORBIDDEN otherwise)', () => {
     const user: SchemaDefinition = { ...base, allowedSurfaces: ['user'], lookupFields: [] };
-    given(schemaDecider).when(create({ definition: user })).thenThrows('VALIDATION_ERROR');
+    given(schemaDecider).when(create({ definition: user })).thenThrows('FORBIDDEN');
+    given(schemaDecider).when(create({ definition: { ...user, allowedSurfaces: ['record', 'user'] } })).thenThrows('FORBIDDEN');
     given(schemaDecider).when(create({ definition: user, byRoot: true })).then([created(user)]);
   });
 
@@ -106,6 +107,17 @@ describe('schema decider: UpdateSchema', () => {
     given(schemaDecider, [created()]).when(update({ displayName: 'X', expectedVersion: 2 })).thenThrows('VERSION_CONFLICT');
   });
 
+  it('a user schema needs the root key: adding the user surface, or changing a user schema, is FORBIDDEN otherwise', () => {
+    const user: SchemaDefinition = { ...base, allowedSurfaces: ['user'], lookupFields: [] };
+    given(schemaDecider, [created()]).when(update({ allowedSurfaces: ['record', 'user'], lookupFields: [] })).thenThrows('FORBIDDEN');
+    given(schemaDecider, [created(user)]).when(update({ displayName: 'People' })).thenThrows('FORBIDDEN');
+    given(schemaDecider, [created(user)]).when(update({ allowedSurfaces: ['record'] })).thenThrows('FORBIDDEN');
+    expect(given(schemaDecider, [created()]).when(update({ allowedSurfaces: ['record', 'user'], lookupFields: [] }, undefined, true)).events()).toHaveLength(1);
+    expect(given(schemaDecider, [created(user)]).when(update({ displayName: 'People' }, undefined, true)).events()).toHaveLength(1);
+    // other surfaces need no root key
+    expect(given(schemaDecider, [created()]).when(update({ allowedSurfaces: ['record', 'entity'], lookupFields: [] })).events()).toHaveLength(1);
+  });
+
   it('a missing or deleted schema is NOT_FOUND', () => {
     given(schemaDecider).when(update({ displayName: 'X' })).thenThrows('NOT_FOUND');
     given(schemaDecider, [created(), { type: 'SchemaDeleted', data: { schemaId: 's1', typeName: 'order' } }]).when(update({ displayName: 'X' })).thenThrows('NOT_FOUND');
@@ -121,5 +133,28 @@ describe('schema decider: DeleteSchema', () => {
   it('a missing or deleted schema is NOT_FOUND', () => {
     given(schemaDecider).when({ type: 'DeleteSchema' }).thenThrows('NOT_FOUND');
     given(schemaDecider, [created(), { type: 'SchemaDeleted', data: { schemaId: 's1', typeName: 'order' } }]).when({ type: 'DeleteSchema' }).thenThrows('NOT_FOUND');
+  });
+});
+
+describe('schemaView', () => {
+  const live = (definition: SchemaDefinition) => ({ exists: true as const, id: 's1', tenantId: 't1', contextId: 'c1', definition, schemaVersion: 1, createdAt: 'c', updatedAt: 'u' });
+
+  it('fills the spec defaults: active, capabilities, storageProfile STANDARD; reference fields targetField externalId and cardinality one', () => {
+    const def: SchemaDefinition = { ...base, fields: [{ fieldId: 'title', fieldType: 'string' }, { fieldId: 'r', fieldType: 'reference', targetTypeName: 't', targetSurface: 'record' }] };
+    expect(schemaView(live(def))).toEqual({
+      id: 's1', ...def, active: true, capabilities: { auditHistory: true, triggersEnabled: false }, storageProfile: 'STANDARD', schemaVersion: 1, createdAt: 'c', updatedAt: 'u',
+      fields: [{ fieldId: 'title', fieldType: 'string' }, { fieldId: 'r', fieldType: 'reference', targetTypeName: 't', targetSurface: 'record', targetField: 'externalId', cardinality: 'one' }],
+    });
+  });
+
+  it('keeps what the definition sets, adds no fields to a bare schema, and leaves the definition as written', () => {
+    const ref = { fieldId: 'r', fieldType: 'reference' as const, targetTypeName: 't', targetSurface: 'record', targetField: 'code', cardinality: 'many' as const };
+    const def: SchemaDefinition = { ...base, storageProfile: 'LARGE_PAYLOAD', fields: [ref] };
+    const copy = structuredClone(def);
+    expect(schemaView(live(def))).toMatchObject({ storageProfile: 'LARGE_PAYLOAD', fields: [ref] });
+    expect(def).toEqual(copy);
+    const { fields: _, ...bare } = base;
+    expect(schemaView(live(bare))).not.toHaveProperty('fields');
+    expect(schemaView(live(bare)).storageProfile).toBe('STANDARD');
   });
 });

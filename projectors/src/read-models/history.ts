@@ -1,5 +1,5 @@
 import type { SchemaDefinition } from '@svc/contracts';
-import { capabilitiesOf, documentView, folderView, recordView, type schemaView, type SqlQueryable, type StoredEvent } from '@svc/domain';
+import { capabilitiesOf, documentView, folderView, recordView, schemaView, type SqlQueryable, type StoredEvent } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 import { schemaDocsOfRun } from './records';
 import { deleteRemovedRows } from './removals';
@@ -82,7 +82,7 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
         const prev = await schemaOf(d.schemaId);
         const createdAt = prev?.createdAt ?? m.occurredAt;
         const def = d.definition;
-        if (audited(def)) await row(d.schemaId, 'schema', version, { id: d.schemaId, ...def, schemaVersion: version, capabilities: capabilitiesOf(def), createdAt, updatedAt: m.occurredAt });
+        if (audited(def)) await row(d.schemaId, 'schema', version, schemaView({ exists: true, id: d.schemaId, tenantId: m.tenantId, contextId: m.contextId, definition: def, schemaVersion: version, createdAt, updatedAt: m.occurredAt }));
         return;
       }
       case 'SchemaDeleted': {

@@ -1,5 +1,5 @@
 import type { Principal, SchemaDefinition } from '@svc/contracts';
-import { canSeeSchema, type Sql } from '@svc/domain';
+import { canSeeSchema, type Owned, type Sql } from '@svc/domain';
 
 export type SchemaDoc = SchemaDefinition & { id: string; schemaVersion: number; createdAt: string; updatedAt: string; active: boolean; capabilities: Record<string, boolean> };
 type Row = { doc: SchemaDoc; tenant_id: string; context_id: string; deleted: boolean; created_at: Date | string };
@@ -16,10 +16,20 @@ export class SchemaReads {
 
   /** A schema the principal may see (canSeeSchema), else null. */
   async byId(p: Principal, schemaId: string): Promise<SchemaDoc | null> {
+    return (await this.visible(p, schemaId))?.doc ?? null;
+  }
+
+  /** The owner of a live schema the principal may see, else null (history reads of a schema that records none). */
+  async liveOwner(p: Principal, schemaId: string): Promise<Owned | null> {
+    const r = await this.visible(p, schemaId);
+    return r && { tenantId: r.tenant_id, contextId: r.context_id, userId: r.doc.userId ?? null, scopes: r.doc.scopes ?? [] };
+  }
+
+  private async visible(p: Principal, schemaId: string): Promise<Row | null> {
     const { rows } = await this.sql.query<Row>('SELECT doc, tenant_id, context_id, deleted FROM rm_schemas WHERE schema_id = $1', [schemaId]);
     const r = rows[0];
     if (!r || r.deleted || !canSeeSchema(p, { tenantId: r.tenant_id, contextId: r.context_id, ...r.doc })) return null;
-    return r.doc;
+    return r;
   }
 
   /** The definition a record was written against (deleted schemas still describe their records). */

@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import { idParam, limitParam, listEnvelope, notFound, type Paginator, route, type RouteSpec, schemaResponse, SURFACES } from '@svc/contracts';
+import { canSeeSchema } from '@svc/domain';
+import type { HistoryReads } from '../history/reads';
+import { historyRoutes } from '../history/routes';
 import type { SchemaReads } from './reads';
+
+/** Version history of schemas; a live schema that records none (auditHistory: false) answers an empty list. */
+export const schemaHistoryRoutes = (history: HistoryReads, schemas: SchemaReads): RouteSpec[] =>
+  historyRoutes(history, 'schema', 'schemas:r', { tombstone: false, visible: canSeeSchema, liveOwner: (id, p) => schemas.liveOwner(p, id) });
 
 export function schemaQueryRoutes(schemas: SchemaReads, pages: Paginator): RouteSpec[] {
   return [

@@ -152,7 +152,7 @@ describe('inline ingest', () => {
     expect((await api.post('/v1/documents', root, { text: 'x', indexMode: 'TEXT' })).status).toBe(400);
   });
 
-  it('a bound schema supplies the default indexMode and validates the payload; undeclared keys pass through', async () => {
+  it('a bound schema supplies the default indexMode and validates the payload (required on create only); undeclared keys pass through', async () => {
     const s = await api.post('/v1/schemas', root, {
       typeName: uniq('D'), displayName: 'Docs', allowedSurfaces: ['document'], indexMode: 'TEXT',
       fields: [{ fieldId: 'sku', fieldType: 'string', required: true }],
@@ -164,6 +164,14 @@ describe('inline ingest', () => {
     expect(bad.status, bad.text).toBe(400);
     const missing = await api.post('/v1/documents', root, { title: 't', text: 'x', schemaId: s.body.id, payload: {} });
     expect(missing.status).toBe(400);
+    // required is enforced on create only: a PATCH null deleting it, or a PUT without it, is accepted; other rules still apply
+    const patched = await api.patch(`/v1/documents/${d.id}`, root, { payload: { sku: null } });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.body.payload).toEqual({ extra: true });
+    expect((await api.patch(`/v1/documents/${d.id}`, root, { payload: { sku: 5 } })).status).toBe(400);
+    const put = await api.put(`/v1/documents/${d.id}`, root, { title: 't', payload: { note: 'n' } });
+    expect(put.status, put.text).toBe(200);
+    expect(put.body).toMatchObject({ schemaId: s.body.id, payload: { note: 'n' } });
     const recordOnly = await api.post('/v1/schemas', root, { typeName: uniq('R'), displayName: 'R', allowedSurfaces: ['record'] });
     expect((await api.post('/v1/documents', root, { title: 't', text: 'x', indexMode: 'TEXT', schemaId: recordOnly.body.id })).status).toBe(400);
   });

@@ -242,13 +242,11 @@ describe('updateRecord (PUT) and patchRecord (PATCH)', () => {
     expect(g.version).toBe(2);
   });
 
-  it('PUT with a missing required field or an invalid value → 400, nothing changed', async () => {
+  it('PUT with an invalid value → 400, nothing changed', async () => {
     const r = await fresh();
     const before = await snapshot(r.id);
-    expect400(await api.put(`/v1/records/${r.id}`, root, { payload: { n: 2 } }));
     expect400(await api.put(`/v1/records/${r.id}`, root, { payload: { name: 'x', n: 1000 } }));
     expect400(await api.put(`/v1/records/${r.id}`, root, { payload: { name: 5 } }));
-    expect400(await api.put(`/v1/records/${r.id}`, root, {}));
     await expectUnchanged(r.id, before);
   });
 
@@ -279,6 +277,29 @@ describe('updateRecord (PUT) and patchRecord (PATCH)', () => {
     expect(p.payload).toEqual(want);
     expect(p.version).toBe(2);
     expect((await readRecord(r.id)).payload).toEqual(want);
+  });
+
+  it('required is enforced on create only: a PUT without it and a PATCH null deleting it → 200; a field the schema later requires is not demanded of a change', async () => {
+    const put = await api.put(`/v1/records/${(await fresh()).id}`, root, { payload: { n: 2 } });
+    expect(put.status, put.text).toBe(200);
+    expect(put.body.payload).toEqual({ n: 2 });
+    const r = await fresh();
+    const patched = await api.patch(`/v1/records/${r.id}`, root, { payload: { name: null } });
+    expect(patched.status, patched.text).toBe(200);
+    expect((await readRecord(r.id)).payload).toEqual({ n: 1, meta: { a: 1, b: { c: 2, d: 3 } }, tags: ['x', 'y'] });
+    // the other rules still apply to the keys present
+    expect400(await api.patch(`/v1/records/${r.id}`, root, { payload: { name: 5 } }));
+    // and create still demands it
+    expect400(await api.post('/v1/records', root, { typeName: s.typeName, payload: { n: 1 } }));
+
+    const t = await createSchema({ fields: [{ fieldId: 'a', fieldType: 'string' }] });
+    const old = await createRecord({ typeName: t.typeName, payload: { a: 'x' } });
+    expect((await api.put(`/v1/schemas/${t.id}`, root, { fields: [{ fieldId: 'a', fieldType: 'string' }, { fieldId: 'b', fieldType: 'string', required: true, validation: { minLength: 2 } }] })).status).toBe(200);
+    const later = await api.patch(`/v1/records/${old.id}`, root, { status: 'ARCHIVED' });
+    expect(later.status, later.text).toBe(200);
+    expect(later.body).toMatchObject({ status: 'ARCHIVED', schemaVersion: 2, payload: { a: 'x' } });
+    expect400(await api.patch(`/v1/records/${old.id}`, root, { payload: { b: 'y' } }));
+    expect400(await api.post('/v1/records', root, { typeName: t.typeName, payload: { a: 'x' } }));
   });
 
   it('PATCH without payload leaves the payload; PATCH status changes only the status', async () => {
@@ -1253,6 +1274,8 @@ describe('batch-write collision budget', () => {
     // clean imports spend nothing either
     const clean = await api.post('/v1/records/batch', bU2, { records: Array.from({ length: 30 }, () => ({ typeName: bt, payload: {} })) });
     expect(clean.status).toBe(200);
+    const u2Own = await api.post('/v1/records/batch', bU2, { records: [{ typeName: bt, payload: { code: 'u2-code' }, externalId: 'u2-own' }] });
+    expect(u2Own.body.results[0].status, u2Own.text).toBe('created');
 
     // u2 collides with u1's values (outside u2's reach): 4 batches of 5 = 20 units, each answered 200 with conflicts
     const colliding = (k: number) =>
@@ -1278,6 +1301,27 @@ describe('batch-write collision budget', () => {
     const held = await api.get(`/v1/records/lookup?type=${bt}&field=code&value=code-0`, bU1);
     expect(held.body.data).toHaveLength(1);
     expect(held.body.data[0].userId).toBe('u1');
+
+    // Exhausted, the budget refuses only a batch that would spend it: one colliding item among clean ones is
+    // still a 429, and nothing of that batch is written.
+    const mixed = await api.post('/v1/records/batch', bU2, { records: [{ typeName: bt, payload: { code: 'mixed-clean' } }, { typeName: bt, payload: {}, externalId: 'held-0' }] });
+    expect(mixed.status, mixed.text).toBe(429);
+    expect(mixed.body.message).toMatch(/collision budget/i);
+    expect((await api.get(`/v1/records/lookup?type=${bt}&field=code&value=mixed-clean`, bU2)).body.data).toHaveLength(0);
+    // The cleaned-up resubmission (conflicting items removed) goes through at once, in the same window: new rows,
+    // a re-send of the caller's own externalId, and a conflict with a value the caller can read spend nothing.
+    const cleaned = await api.post('/v1/records/batch', bU2, {
+      records: [
+        { typeName: bt, payload: { code: 'mixed-clean' } },
+        { typeName: bt, payload: { code: 'u2-code' }, externalId: 'u2-own' },
+        { typeName: bt, payload: { code: 'u2-code' } },
+      ],
+    });
+    expect(cleaned.status, cleaned.text).toBe(200);
+    expect(cleaned.body.results.map((x: any) => x.status)).toEqual(['created', 'updated', 'conflict']);
+    // ... and leaves the budget as exhausted as it was.
+    const still = await api.post('/v1/records/batch', bU2, { records: colliding(5) });
+    expect(still.status, still.text).toBe(429);
   }, 90_000);
 });
 

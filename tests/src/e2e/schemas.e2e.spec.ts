@@ -56,6 +56,11 @@ function expect400(r: Res) {
   expect(r.body.requestId).toBe(r.headers.get('x-request-id'));
 }
 
+function expect403(r: Res) {
+  expect(r.status, r.text).toBe(403);
+  expect(r.body.errorCode).toBe('FORBIDDEN');
+}
+
 const getSchema = (id: string, token = root) => call('GET', `/v1/schemas/${id}`, token);
 const schemaVersions = async (id: string, token = root) =>
   (await unwrap(svc.client(token).GET('/v1/schemas/{id}/versions', { params: { path: { id }, query: { limit: 100 } } }))).data;
@@ -75,6 +80,34 @@ describe('createSchema', () => {
     expect(r.capabilities).toEqual({ auditHistory: true, triggersEnabled: false });
     expect(r.fields).toEqual([{ fieldId: 'name', fieldType: 'string' }]);
     expect(await readSchema(r.id)).toEqual(r);
+  });
+
+  it('defaults in every answer: storageProfile STANDARD; a reference field targetField externalId, cardinality one (create, GET, list, versions)', async () => {
+    const ref = { fieldId: 'r', fieldType: 'reference' as const, targetTypeName: 'Other', targetSurface: 'record' };
+    const s = await createSchema({ fields: [{ fieldId: 'name', fieldType: 'string' }, ref] });
+    const fields = [{ fieldId: 'name', fieldType: 'string' }, { ...ref, targetField: 'externalId', cardinality: 'one' }];
+    expect(s).toMatchObject({ storageProfile: 'STANDARD', fields });
+    expect(await readSchema(s.id)).toEqual(s);
+    const list = await unwrap(svc.client(root).GET('/v1/schemas', { params: { query: { limit: 100 } } }));
+    expect(list.data.find((x) => x.id === s.id)).toEqual(s);
+    const [v1] = await schemaVersions(s.id);
+    expect(v1.state).toMatchObject({ storageProfile: 'STANDARD', fields });
+    // a PUT keeps answering them; what is given is answered as given
+    const p = await api.put(`/v1/schemas/${s.id}`, root, { displayName: 'Two' });
+    expect(p.body).toMatchObject({ storageProfile: 'STANDARD', fields });
+    const explicit = await createSchema({ storageProfile: 'LOW_LATENCY', fields: [{ ...ref, targetField: 'code', cardinality: 'many' }] });
+    expect(explicit).toMatchObject({ storageProfile: 'LOW_LATENCY', fields: [{ ...ref, targetField: 'code', cardinality: 'many' }] });
+  });
+
+  it('a user schema needs the root key: a scoped credential gets 403 FORBIDDEN and nothing is created', async () => {
+    const scoped = await mint(ALL);
+    const body = schemaBody({ allowedSurfaces: ['user'] });
+    expect403(await api.post('/v1/schemas', scoped, body));
+    expect403(await api.post('/v1/schemas', scoped, schemaBody({ allowedSurfaces: ['record', 'user'] })));
+    // the typeName was not taken: the root key creates it fresh (201)
+    expect((await api.post('/v1/schemas', root, body)).status).toBe(201);
+    // other surfaces need no root key
+    expect((await api.post('/v1/schemas', scoped, schemaBody({ allowedSurfaces: ['record', 'document'] }))).status).toBe(201);
   });
 
   it('re-creating the same typeName with the same owner → 200, the same id, nothing changed', async () => {
@@ -355,6 +388,26 @@ describe('updateSchema (PUT)', () => {
     expect((await api.get(`/v1/schemas/${v.id}`, u1)).body).toEqual(before.body);
   });
 
+  it('a user schema needs the root key: a scoped credential adding the user surface, or changing a user schema, gets 403 and nothing changes', async () => {
+    const scoped = await mint(ALL);
+    const s = await createSchema();
+    const before = await snapshotSchema(s.id);
+    expect403(await api.put(`/v1/schemas/${s.id}`, scoped, { allowedSurfaces: ['record', 'user'] }));
+    await expectSchemaUnchanged(s.id, before);
+    const u = await createSchema({ allowedSurfaces: ['user'] });
+    const userBefore = await snapshotSchema(u.id);
+    expect403(await api.put(`/v1/schemas/${u.id}`, scoped, { displayName: 'Renamed' }));
+    expect403(await api.put(`/v1/schemas/${u.id}`, scoped, { allowedSurfaces: ['record'] }));
+    await expectSchemaUnchanged(u.id, userBefore);
+    // the root key may
+    const ok = await api.put(`/v1/schemas/${s.id}`, root, { allowedSurfaces: ['record', 'user'] });
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.body.allowedSurfaces).toEqual(['record', 'user']);
+    // a scoped credential still changes a schema without the user surface
+    const other = await createSchema();
+    expect((await api.put(`/v1/schemas/${other.id}`, scoped, { displayName: 'Fine' })).status).toBe(200);
+  });
+
   it('PUT on an unknown schema → 404', async () => {
     expect((await api.put(`/v1/schemas/${randomUUID()}`, root, { displayName: 'x' })).status).toBe(404);
   });
@@ -465,6 +518,17 @@ describe('listSchemas, versions, delete', () => {
     const p2 = await api.get(`/v1/schemas/${s.id}/versions?limit=2&startFrom=${p1.body.nextCursor}`, root);
     expect(p2.body.data.map((r: any) => r.id)).toEqual([rows[2].id]);
     expect(p2.body.nextCursor).toBeNull();
+  });
+
+  it('auditHistory false: a live schema answers an empty history (200), as a record does; another owner’s variant stays 404', async () => {
+    const s = await createSchema({ capabilities: { auditHistory: false } });
+    expect((await api.put(`/v1/schemas/${s.id}`, root, { displayName: 'Two' })).status).toBe(200);
+    const v = await api.get(`/v1/schemas/${s.id}/versions`, root);
+    expect(v.status, v.text).toBe(200);
+    expect(v.body).toEqual({ data: [], nextCursor: null });
+    const variant = await createSchema({ typeName: s.typeName, basedOn: s.id, capabilities: { auditHistory: false } }, u1);
+    expect((await api.get(`/v1/schemas/${variant.id}/versions`, u1)).body).toEqual({ data: [], nextCursor: null });
+    expect((await api.get(`/v1/schemas/${variant.id}/versions`, u2)).status).toBe(404);
   });
 
   it('versions of an unknown schema → 404', async () => {

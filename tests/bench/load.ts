@@ -1,4 +1,4 @@
-import { performance } from 'node:perf_hooks';
+import { performance, PerformanceObserver } from 'node:perf_hooks';
 import { cpuTimes, stealPercent } from './steal';
 
 /** One measured scenario: throughput and latency of a closed loop of `concurrency` workers. */
@@ -14,6 +14,8 @@ export interface LoadResult {
   firstError?: string;
   /** Share of the machine's CPU time stolen by the hypervisor during the phase, in % (./steal.ts). */
   steal?: number;
+  /** The load generator's own garbage-collection pauses during the phase (they delay its requests and count in their latency): total and longest, ms. */
+  clientGc?: { ms: number; max: number };
 }
 
 export interface LoadOptions {
@@ -72,6 +74,14 @@ export async function closedLoop(o: LoadOptions): Promise<LoadResult> {
     let errors = 0;
     let firstError: string | undefined;
     const cpu0 = cpuTimes();
+    const gc = { ms: 0, max: 0 };
+    const gcObserver = new PerformanceObserver((list) => {
+      for (const g of list.getEntries()) {
+        gc.ms += g.duration;
+        gc.max = Math.max(gc.max, g.duration);
+      }
+    });
+    gcObserver.observe({ entryTypes: ['gc'] });
     const start = performance.now();
     const deadline = start + ms;
     let last = start;
@@ -91,6 +101,7 @@ export async function closedLoop(o: LoadOptions): Promise<LoadResult> {
       }
     };
     await Promise.all(Array.from({ length: o.concurrency }, (_, w) => worker(w)));
+    gcObserver.disconnect();
     const seconds = (last - start) / 1000;
     const sorted = Float64Array.from(latencies).sort();
     return {
@@ -104,6 +115,7 @@ export async function closedLoop(o: LoadOptions): Promise<LoadResult> {
       errors,
       firstError,
       steal: stealPercent(cpu0, cpuTimes()),
+      clientGc: gc,
     } satisfies LoadResult;
   };
   if (o.warmupMs > 0) await phase(o.warmupMs);

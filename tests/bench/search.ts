@@ -451,7 +451,7 @@ export async function benchSearch(
       await pool.close();
       await svc.stop();
     }
-    const line = (r: HttpResult) => `p50 ${r.p50.toFixed(1)} p99 ${r.p99.toFixed(1)} ms, ${Math.round(r.opsPerSec)}/s, ${r.hits} results/page${stealNote(r.steal)}${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''}`;
+    const line = (r: HttpResult) => `p50 ${r.p50.toFixed(1)} p99 ${r.p99.toFixed(1)} ms, ${Math.round(r.opsPerSec)}/s, ${r.hits} results/page${stealNote(r.steal)}${r.clientGc ? `, load generator GC ${Math.round(r.clientGc.ms)} ms (longest ${r.clientGc.max.toFixed(1)})` : ''}${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''}`;
     for (const m of MODES) o.log(`${size} HTTP ${m} (rotating queries, cached query vectors): ${line(http.rotating[m])}`);
     for (const m of COLD_MODES) o.log(`${size} HTTP ${m} cold (every query new: the model runs per request): ${line(http.cold[m])}`);
     // A tier whose loaded passages the service cannot find measures an empty index: stop rather than print its figures.

@@ -113,6 +113,11 @@ export interface Command<S, P = undefined, R = never> {
   onConflict?: (on: DomainAppend, prepared: P) => 'retry' | { answer: R } | Promise<'retry' | { answer: R }>;
   /** Undoes what `beforeAppend` did outside the log (a blob put) when that attempt's append does not happen. */
   undo?: (prepared: P) => Promise<void>;
+  /**
+   * Runs every read and check (prepare, decide, beforeAppend) and appends nothing: a refusal throws as it
+   * would, otherwise the result is what the write would give, at position 0 (the batch write's collision probe).
+   */
+  dryRun?: boolean;
 }
 
 export interface CommandResult<S, P = undefined, R = never> {
@@ -150,6 +155,10 @@ async function run<S, P, R>(deps: CommandDeps, cmd: Command<S, P, R>): Promise<C
     const appends: DomainAppend[] = [{ streamId: cmd.streamId, events, expectedRevision: revision < 0 ? 'no_stream' : revision }, ...(decision.also ?? [])];
     if (events.length && cmd.beforeAppend) appends.push(...((await cmd.beforeAppend({ state, next, events }, prepared)) ?? []));
     if (!appends.some((a) => a.events.length)) return { state, events, position: 0, prepared, answer };
+    if (cmd.dryRun) {
+      if (events.length && cmd.undo) await cmd.undo(prepared);
+      return { state: next, events, position: 0, prepared, answer };
+    }
     try {
       const position = await commit(deps, cmd.metadata, appends);
       return { state: next, events, position, prepared, answer };

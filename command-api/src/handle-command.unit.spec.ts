@@ -115,6 +115,30 @@ describe('handleCommand', () => {
     expect(store.streams.has('usage')).toBe(false);
   });
 
+  it('dryRun: prepare, decide and beforeAppend run (a refusal throws), nothing is appended or waited for', async () => {
+    const { store, deps, waits } = setup();
+    const log: string[] = [];
+    const out = await handleCommand(deps, {
+      streamId: 's', aggregate: counter, metadata: md, dryRun: true,
+      decide: () => ({ events: [ev('a')] }),
+      beforeAppend: async ({ state, next }) => (log.push(`before ${state}->${next}`), [claimOf('res', 'no_stream')]),
+      undo: async () => void log.push('undo'),
+    });
+    expect(out).toMatchObject({ state: 1, position: 0 });
+    expect(log).toEqual(['before 0->1', 'undo']);
+    expect(store.appends).toBe(0);
+    expect(waits).toEqual([]);
+    const refused = handleCommand(deps, {
+      streamId: 's', aggregate: counter, metadata: md, dryRun: true,
+      decide: () => ({ events: [ev('a')] }),
+      beforeAppend: async () => {
+        throw conflict('held');
+      },
+    });
+    await expect(refused).rejects.toBeInstanceOf(ServiceError);
+    expect(store.appends).toBe(0);
+  });
+
   it('an answer with nothing to append writes nothing and does not wait', async () => {
     const { store, deps, waits } = setup();
     const out = await handleCommand(deps, { streamId: 's', aggregate: counter, metadata: md, decide: () => ({ events: [], answer: 'existing' }) });

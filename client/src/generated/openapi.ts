@@ -479,7 +479,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A script name's versions, newest first (source only with scripts:r) */
+        /** A script name's versions, newest first; without name, the newest live version of every script name in the context, by name (source only with scripts:r) */
         get: operations["listScripts"];
         put?: never;
         /** Push an immutable new version of a named script (an ES module whose default export is called with input) */
@@ -4717,8 +4717,8 @@ export interface operations {
     };
     listScripts: {
         parameters: {
-            query: {
-                name: string;
+            query?: {
+                name?: string;
                 startFrom?: string;
                 limit?: string | number;
             };
@@ -4955,7 +4955,7 @@ export interface operations {
                             events: ("CREATE" | "UPDATE" | "DELETE")[];
                             scriptRef: {
                                 name: string;
-                                version: number;
+                                version: number | "latest";
                             };
                             fields: string[];
                             grant: {
@@ -4995,7 +4995,7 @@ export interface operations {
                     events: ("CREATE" | "UPDATE" | "DELETE")[];
                     scriptRef: {
                         name: string;
-                        version: number;
+                        version: "latest" | string | number;
                     };
                     fields: string[];
                     grant: {
@@ -5024,7 +5024,7 @@ export interface operations {
                         events: ("CREATE" | "UPDATE" | "DELETE")[];
                         scriptRef: {
                             name: string;
-                            version: number;
+                            version: number | "latest";
                         };
                         fields: string[];
                         grant: {
@@ -5074,7 +5074,7 @@ export interface operations {
                         events: ("CREATE" | "UPDATE" | "DELETE")[];
                         scriptRef: {
                             name: string;
-                            version: number;
+                            version: number | "latest";
                         };
                         fields: string[];
                         grant: {
@@ -6956,7 +6956,7 @@ export interface operations {
                             ruleId: string;
                             scriptRef: {
                                 name: string;
-                                version: number;
+                                version: number | "latest";
                             };
                             recordId: string;
                             /** @enum {string} */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { batchWriteResponse, createRecordBody, ERROR_CATALOGUE, isServiceError, route, type RouteSpec, ServiceError } from '@svc/contracts';
+import { batchWriteResponse, createRecordBody, ERROR_CATALOGUE, isServiceError, type RequestMeta, route, type RouteSpec, ServiceError } from '@svc/contracts';
 import { recordView } from '@svc/domain';
 import type { CommandDeps } from '../handle-command';
 import { secondsToWindowEnd, type WindowCounter } from '../limits/window-counter';
@@ -16,12 +16,43 @@ type ItemResult =
   | { index: number; status: 'conflict'; error: { code: 'already_exists'; message: string } }
   | { index: number; status: 'error'; error: { code: string; message: string } };
 
+type BatchItem = z.infer<typeof batchWriteBody>['records'][number];
+
+/** One item's write: a create, or (an externalId the caller owns) the update of that record by full save. */
+async function writeItem(deps: CommandDeps, item: BatchItem, meta: RequestMeta, dryRun = false) {
+  const out = await createRecord(deps, item, meta, { dryRun });
+  if (out.status === 'created') return { status: 'created' as const, out };
+  const record = await changeRecord(deps, out.record.id, 'put', { ...item, externalId: undefined, indexMode: undefined }, meta, { dryRun });
+  return { status: 'updated' as const, record };
+}
+
+/**
+ * Whether writing these items would spend the collision budget: some item collides with a value (externalId or
+ * unique field) held by a record outside the caller's read reach. Every item is checked as it would be written,
+ * nothing is written; items that would fail otherwise spend nothing. (Items of the batch that would collide with
+ * each other collide with the caller's own new records: reachable, so they spend nothing either.)
+ */
+async function wouldSpend(deps: CommandDeps, items: BatchItem[], meta: RequestMeta): Promise<boolean> {
+  for (const item of items) {
+    try {
+      await writeItem(deps, item, meta, true);
+    } catch (e) {
+      if (e instanceof ValueHeldError && !e.reachable) return true;
+    }
+  }
+  return false;
+}
+
 /**
  * POST /v1/records/batch: up to 50 creates, each with its own outcome (HTTP 200
  * even when items fail). Re-sending an externalId the caller owns updates that
  * record (`updated`). A value held by a record the caller cannot read, or a
  * violated unique field, is `conflict` / `already_exists`; the former spends the
- * account's collision budget, and a batch that finds it spent is a 429.
+ * account's collision budget. Once it is spent, a batch that would spend more
+ * (an item colliding outside the caller's reach) is a 429 and writes nothing;
+ * a batch without such items (the conflicting ones removed, clean imports,
+ * re-sent own externalIds) still goes through: waiting does not clear the
+ * budget, removing the colliding items does.
  */
 export function batchWriteRoute(deps: CommandDeps, collisions: WindowCounter): RouteSpec {
   return route({
@@ -36,7 +67,7 @@ export function batchWriteRoute(deps: CommandDeps, collisions: WindowCounter): R
     write: true,
     handler: async ({ body, meta }) => {
       const key = `collisions:${meta.principal.accountId}`;
-      if ((await collisions.get(key, meta.now)) >= COLLISION_BUDGET_PER_MINUTE)
+      if ((await collisions.get(key, meta.now)) >= COLLISION_BUDGET_PER_MINUTE && (await wouldSpend(deps, body.records, meta)))
         throw new ServiceError(
           'RATE_LIMITED',
           'Batch-write collision budget exhausted: remove the items whose result was conflict (already_exists) and resubmit; waiting alone does not help',
@@ -45,13 +76,9 @@ export function batchWriteRoute(deps: CommandDeps, collisions: WindowCounter): R
       const results: ItemResult[] = [];
       for (const [index, item] of body.records.entries()) {
         try {
-          const out = await createRecord(deps, item, meta);
-          if (out.status === 'created') {
-            results.push({ index, status: 'created', id: out.record.id, record: recordView(out.record, out.schema.definition, { full: true }) });
-          } else {
-            const record = await changeRecord(deps, out.record.id, 'put', { ...item, externalId: undefined, indexMode: undefined }, meta);
-            results.push({ index, status: 'updated', id: record.id, record });
-          }
+          const w = await writeItem(deps, item, meta);
+          if (w.status === 'created') results.push({ index, status: 'created', id: w.out.record.id, record: recordView(w.out.record, w.out.schema.definition, { full: true }) });
+          else results.push({ index, status: 'updated', id: w.record.id, record: w.record });
         } catch (e) {
           if (e instanceof ValueHeldError) {
             if (!e.reachable) await collisions.add(key, 1, meta.now);

@@ -58,12 +58,17 @@ async function schemaForCreate(deps: CommandDeps, body: CreateRecord, meta: Requ
   return schema;
 }
 
+/** `dryRun`: every check of the write (a held value throws ValueHeldError), nothing written. */
+export interface WriteOptions {
+  dryRun?: boolean;
+}
+
 /**
  * Creates a record. `externalId` makes the create idempotent: the same id sent
  * again (by a caller that can read the holder) returns the existing record.
  * Unique lookup values and the externalId are claimed atomically with the record.
  */
-export async function createRecord(deps: CommandDeps, body: CreateRecord, meta: RequestMeta): Promise<CreateOutcome> {
+export async function createRecord(deps: CommandDeps, body: CreateRecord, meta: RequestMeta, opts: WriteOptions = {}): Promise<CreateOutcome> {
   const p = meta.principal;
   const own = stampOwnership(p, { userId: body.userId, scopes: body.scopes });
   const schema = await schemaForCreate(deps, body, meta, own);
@@ -79,6 +84,7 @@ export async function createRecord(deps: CommandDeps, body: CreateRecord, meta: 
     aggregate: decider,
     metadata: md,
     fresh: true,
+    dryRun: opts.dryRun,
     prepare: async () => {
       const ext = body.externalId ? await extReservation(deps, scope, body.externalId) : undefined;
       return { ext, holder: ext?.holder ? await loadRecord(deps, ext.holder) : undefined };
@@ -115,7 +121,7 @@ export async function createRecord(deps: CommandDeps, body: CreateRecord, meta: 
 }
 
 /** PUT / PATCH. The unique values the change gives up are released, those it takes are claimed, in the same append. */
-export async function changeRecord(deps: CommandDeps, id: string, kind: 'put' | 'patch', body: Record<string, unknown>, meta: RequestMeta) {
+export async function changeRecord(deps: CommandDeps, id: string, kind: 'put' | 'patch', body: Record<string, unknown>, meta: RequestMeta, opts: WriteOptions = {}) {
   const p = meta.principal;
   const decider = recordDecider(deps.sealer);
   const md = metadataFor(meta);
@@ -123,6 +129,7 @@ export async function changeRecord(deps: CommandDeps, id: string, kind: 'put' | 
     streamId: streams.record(id),
     aggregate: decider,
     metadata: md,
+    dryRun: opts.dryRun,
     // The decision needs the schema of the record as it is now: re-read on every attempt.
     prepare: async (stored) => {
       if (!stored.exists || !canReach(p, stored)) throw notFound();

@@ -52,6 +52,18 @@ export type ExecutionRequest = ScriptRunRequest & {
 
 const entityIdOf = (streamId: string) => streamId.replace(/^(record|document|folder)-/, '');
 
+/** Runs refused before they started: the caller may retry after `Retry-After` (spec "Errors": 429, and 503 EXECUTION_NOT_STARTED / EXECUTION_CONTAINER_BUSY). */
+export const NOT_STARTED_CODES: ReadonlySet<string> = new Set(['RATE_LIMITED', 'EXECUTION_NOT_STARTED', 'EXECUTION_CONTAINER_BUSY']);
+/** `Retry-After` of a run that did not start when the refusal names none (a queued job settled as the pool closes). */
+export const NOT_STARTED_RETRY_AFTER_SECONDS = 2;
+
+/** The Retry-After a refusal carries (its header), else the default for a run that did not start. */
+function retryAfterOf(code: string, headers?: Record<string, string>): number | undefined {
+  const named = Number(headers?.['retry-after']);
+  if (Number.isFinite(named) && named > 0) return named;
+  return NOT_STARTED_CODES.has(code) ? NOT_STARTED_RETRY_AFTER_SECONDS : undefined;
+}
+
 export class SandboxScriptExecutor implements ScriptExecutor {
   readonly limits: SandboxLimits;
   /** The REST read routes of this process (records.list / lookup, documents.list, folders.list): set once the routes exist. */
@@ -86,20 +98,24 @@ export class SandboxScriptExecutor implements ScriptExecutor {
 
   async run(req: ExecutionRequest): Promise<ScriptRunOutcome> {
     const executionId = req.executionId ?? this.o.deps.ids.newId();
-    const failed = (errorCode: string, message: string, durationMs = 0, details?: Record<string, unknown>): ScriptRunOutcome => ({
-      ok: false,
-      executionId,
-      errorCode,
-      message,
-      durationMs,
-      retryable: !DETERMINISTIC.has(errorCode),
-      ...(details ? { details } : {}),
-    });
+    const failed = (errorCode: string, message: string, durationMs = 0, details?: Record<string, unknown>, headers?: Record<string, string>): ScriptRunOutcome => {
+      const retryAfterSeconds = retryAfterOf(errorCode, headers);
+      return {
+        ok: false,
+        executionId,
+        errorCode,
+        message,
+        durationMs,
+        retryable: !DETERMINISTIC.has(errorCode),
+        ...(details ? { details } : {}),
+        ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}),
+      };
+    };
     let release: () => void;
     try {
       release = this.acquire(req.meta);
     } catch (e) {
-      if (e instanceof ServiceError) return failed(e.code, e.message);
+      if (e instanceof ServiceError) return failed(e.code, e.message, 0, e.details, e.headers);
       throw e;
     }
     try {
@@ -121,7 +137,7 @@ export class SandboxScriptExecutor implements ScriptExecutor {
     req: ExecutionRequest,
     script: ScriptVersion,
     executionId: string,
-    failed: (code: string, message: string, durationMs?: number, details?: Record<string, unknown>) => ScriptRunOutcome,
+    failed: (code: string, message: string, durationMs?: number, details?: Record<string, unknown>, headers?: Record<string, string>) => ScriptRunOutcome,
   ): Promise<{ ok: boolean; errorCode: string; durationMs: number; result: ScriptRunOutcome }> {
     const wrap = (result: ScriptRunOutcome) => ({ ok: result.ok, errorCode: result.ok ? '' : result.errorCode, durationMs: result.durationMs, result });
     const staging = new StagingEventStore(this.o.deps.store);
@@ -141,7 +157,8 @@ export class SandboxScriptExecutor implements ScriptExecutor {
       answer = await this.o.pool.run(script.source, JSON.stringify(req.input ?? {}), this.limits, { methods: HOST_METHODS, call: onCall });
     } catch (e) {
       await blobs?.settle(false);
-      if (e instanceof ServiceError) return wrap(failed(e.code, e.message));
+      // The pool's refusals (EXECUTION_CONTAINER_BUSY, EXECUTION_NOT_STARTED) keep their Retry-After.
+      if (e instanceof ServiceError) return wrap(failed(e.code, e.message, 0, e.details, e.headers));
       throw e;
     }
     const outcome = await this.commit(req, staging, answer, executionId, failed);

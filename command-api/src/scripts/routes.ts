@@ -1,8 +1,8 @@
-import { ERROR_CATALOGUE, type ErrorCode, executeScriptBody, executeScriptResponse, forbidden, IDEMPOTENCY_KEY_RE, invalid, pushScriptBody, type RequestMeta, route, type RouteSpec, scriptResponse, ServiceError } from '@svc/contracts';
+import { ERROR_CATALOGUE, type ErrorCode, executeScriptBody, executeScriptResponse, forbidden, IDEMPOTENCY_KEY_RE, invalid, pushScriptBody, type RequestMeta, route, type RouteSpec, scriptResponse, scriptVersionOf, ServiceError } from '@svc/contracts';
 import { grants, scriptView } from '@svc/domain';
 import { deleteByIdRoute } from '../by-id-routes';
 import type { CommandDeps } from '../handle-command';
-import { type ExecutionRequest, KEYED_RESULT_CAP_BYTES, RESULT_CAP_BYTES, type SandboxScriptExecutor } from './executor';
+import { type ExecutionRequest, KEYED_RESULT_CAP_BYTES, NOT_STARTED_CODES, NOT_STARTED_RETRY_AFTER_SECONDS, RESULT_CAP_BYTES, type SandboxScriptExecutor } from './executor';
 import { type IdempotencyStore, requestHash } from './idempotency';
 import { deleteScriptVersion, pushScript, type SourceCheck } from './versions';
 
@@ -28,12 +28,13 @@ async function execute(s: ScriptRouteDeps, req: ExecutionRequest): Promise<{ sta
   return {
     status: ERROR_CATALOGUE[code].status,
     body: { message, errorCode: code, requestId: req.meta.requestId, ...(out.details ?? {}), execution: { id: out.executionId, durationMs: out.durationMs } },
-    headers: code === 'RATE_LIMITED' ? { 'retry-after': '2' } : undefined,
+    // A run refused before it started (429, 503 EXECUTION_NOT_STARTED / EXECUTION_CONTAINER_BUSY): when to retry.
+    headers: NOT_STARTED_CODES.has(code) ? { 'retry-after': String(out.retryAfterSeconds ?? NOT_STARTED_RETRY_AFTER_SECONDS) } : undefined,
   };
 }
 
 /** Outcomes refused before the script ran: the key is not spent on them. */
-const NOT_RUN = new Set(['RATE_LIMITED', 'EXECUTION_CONTAINER_BUSY', 'EXECUTION_NOT_STARTED']);
+const NOT_RUN = NOT_STARTED_CODES;
 
 export function scriptCommandRoutes(s: ScriptRouteDeps): RouteSpec[] {
   return [
@@ -68,6 +69,8 @@ export function scriptCommandRoutes(s: ScriptRouteDeps): RouteSpec[] {
       url: '/v1/scripts/execute',
       operationId: 'executeScript',
       auth: 'data',
+      // Some execute permission before the gates and the body (spec: uniform 403 first); the handler checks the name.
+      permission: 'scripts:x:*',
       summary: 'Run a script version synchronously as one atomic transaction (needs scripts:x or scripts:x:<name>)',
       body: executeScriptBody,
       response: executeScriptResponse,
@@ -81,7 +84,7 @@ export function scriptCommandRoutes(s: ScriptRouteDeps): RouteSpec[] {
         const keyHeader = req.headers['idempotency-key'];
         const key = typeof keyHeader === 'string' ? keyHeader : undefined;
         if (keyHeader !== undefined && (key === undefined || !IDEMPOTENCY_KEY_RE.test(key))) throw invalid('Idempotency-Key must be 1-128 characters of letters, digits, ".", "_", ":" and "-"');
-        const version = body.scriptRef.version === 'latest' ? ('latest' as const) : Number(body.scriptRef.version);
+        const version = scriptVersionOf(body.scriptRef.version);
         const input = { event: 'execute', userId: p.userId ?? null, params: body.input ?? {} };
         const run = (executionId?: string) =>
           execute(s, { meta: meta as RequestMeta, script: { name, version }, input, depth: 0, resultCapBytes: key ? KEYED_RESULT_CAP_BYTES : RESULT_CAP_BYTES, executionId });

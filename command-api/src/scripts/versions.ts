@@ -1,5 +1,5 @@
 import { invalid, notFound, type PushScript, type RequestMeta, ServiceError } from '@svc/contracts';
-import { type EventStore, MAX_SCRIPT_SOURCE_BYTES, resolveScriptVersion, scriptDecider, scriptIdReservationParts, type ScriptVersion, streams } from '@svc/domain';
+import { type EventStore, MAX_SCRIPT_SOURCE_BYTES, resolveScriptVersion, scriptDecider, scriptIdReservationParts, scriptNamesOf, type ScriptVersion, streams } from '@svc/domain';
 import { handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
 import { claim, readReservation } from '../reservations';
 
@@ -17,15 +17,21 @@ export async function pushScript(deps: CommandDeps, checker: SourceCheck, body: 
   if (!checked.ok) throw invalid(`The source does not compile: ${checked.message ?? 'syntax error'}`);
   const scriptId = deps.ids.newId();
   const streamId = scriptStreamOf(meta, body.name);
+  const namesStream = streams.scriptNames(meta.principal.tenantId!, meta.principal.contextId!);
   const { state } = await handleCommand(deps, {
     streamId,
     aggregate: scriptDecider,
     metadata: metadataFor(meta),
-    // The version id is found through its reservation, whose owner is the name's stream.
-    prepare: () => readReservation(deps.store, ...scriptIdReservationParts(scriptId)),
-    decide: (s, idReservation) => ({
+    // The version id is found through its reservation, whose owner is the name's stream; the context's names
+    // (GET /v1/scripts without `name`) get this name with the push that finds it missing there (its first push).
+    prepare: async () => ({
+      idReservation: await readReservation(deps.store, ...scriptIdReservationParts(scriptId)),
+      listed: scriptNamesOf(await deps.store.readStream(namesStream)).includes(body.name),
+    }),
+    decide: (s, { idReservation, listed }) => ({
       events: scriptDecider.decide({ type: 'PushScriptVersion', scriptId, name: body.name, source: body.source, declaredInputContract: body.declaredInputContract, description: body.description }, s),
-      also: [claim(idReservation, streamId)],
+      // 'any': pushes of other names never conflict here; two first pushes of this name conflict on its own stream.
+      also: [claim(idReservation, streamId), ...(listed ? [] : [{ streamId: namesStream, events: [{ type: 'ScriptNameAdded' as const, data: { name: body.name } }], expectedRevision: 'any' as const }])],
     }),
   });
   return state.versions[state.versions.length - 1];

@@ -1,4 +1,4 @@
-import { createTriggerBody, type CreateTrigger, isServiceError, type RequestMeta, route, type RouteSpec, triggerResponse } from '@svc/contracts';
+import { createTriggerBody, type CreateTrigger, isServiceError, type RequestMeta, route, type RouteSpec, scriptVersionOf, triggerResponse } from '@svc/contracts';
 import { bindingOf, type TriggerRule, type TriggerRuleEvent, triggerRuleDecider, triggerRuleView, triggerStreams } from '@svc/domain';
 import { deleteByIdRoute } from '../by-id-routes';
 import { handleCommand, metadataFor, type CommandDeps } from '../handle-command';
@@ -22,7 +22,8 @@ async function visibleSchema(deps: CommandDeps, meta: RequestMeta, schemaId: str
 
 export async function createTriggerRule(deps: CommandDeps, body: CreateTrigger, meta: RequestMeta): Promise<TriggerRule> {
   const schema = await visibleSchema(deps, meta, body.schemaId);
-  const scriptExists = (await scriptVersionByName(deps.store, meta, body.scriptRef.name, body.scriptRef.version)) !== null;
+  // A pinned version must exist now; `latest` needs some live version now (each firing runs the newest then).
+  const scriptExists = (await scriptVersionByName(deps.store, meta, body.scriptRef.name, scriptVersionOf(body.scriptRef.version))) !== null;
   const ruleId = deps.ids.newId();
   const { state } = await handleCommand(deps, {
     streamId: triggerStreams.rule(ruleId),

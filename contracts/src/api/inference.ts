@@ -41,7 +41,8 @@ export const askBody = z
   .object({
     /** The document asked about; the path's id. When the body repeats it, the two must agree. */
     id: z.string().uuid().optional(),
-    prompt: z.string().trim().min(1).max(32_000),
+    /** No length cap of its own (the request body limit bounds it): over ASK_INPUT_LIMIT_TOKENS with the document is the 413. */
+    prompt: z.string().trim().min(1),
     model: model.optional(),
     maxTokens: maxTokens.optional(),
     allowGlobalRegion: z.boolean().optional(),

@@ -22,14 +22,21 @@ export const scriptResponse = z.object({
   source: z.string().optional(),
 });
 
-export const listScriptsQuery = z.object({ name: identifier, startFrom: z.string().optional() });
+/** With `name`: that name's versions, newest first. Without: the newest live version of every name in the context, by name. */
+export const listScriptsQuery = z.object({ name: identifier.optional(), startFrom: z.string().optional() });
 export const scriptListResponse = listEnvelope(scriptResponse);
+
+/** A script version as a request names it (execute, trigger rules): a version number (as a number or its decimal string) or `latest`. */
+export const scriptVersionRef = z.union([z.literal('latest'), z.string().regex(/^[1-9][0-9]{0,8}$/, 'must be a version number or "latest"'), z.number().int().positive()]);
+/** A script version as stored and shown: the number, or `latest` (the newest live version, resolved when it runs). */
+export type ScriptVersionRef = number | 'latest';
+export const scriptVersionOf = (v: z.infer<typeof scriptVersionRef>): ScriptVersionRef => (v === 'latest' ? 'latest' : Number(v));
 
 /** `version`: a version number (as a string or a number) or `latest`, resolved at request time. */
 export const executeScriptBody = z.object({
   scriptRef: z.object({
     name: identifier,
-    version: z.union([z.literal('latest'), z.string().regex(/^[1-9][0-9]{0,8}$/, 'must be a version number or "latest"'), z.number().int().positive()]).default('latest'),
+    version: scriptVersionRef.default('latest'),
   }),
   input: z.record(z.string(), z.unknown()).optional(),
 });

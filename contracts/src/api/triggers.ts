@@ -1,13 +1,19 @@
 import { z } from 'zod';
 import { identifier, listEnvelope } from '../common';
 import { limitParam } from '../http/pagination';
+import { scriptVersionRef } from './scripts';
 
 /** Trigger rules and their failures (docs/triggers.md; decisions §4, §7). */
 export const TRIGGER_EVENTS = ['CREATE', 'UPDATE', 'DELETE'] as const;
 export type TriggerEventKind = (typeof TRIGGER_EVENTS)[number];
 
-/** A rule pins one pushed version of a script by number. */
-export const triggerScriptRef = z.object({ name: identifier, version: z.number().int().positive() });
+/**
+ * The script a rule runs: one pushed version by number (a number or its decimal string), or `latest`, the
+ * newest live version resolved at each firing (docs/triggers.md "Script versions").
+ */
+export const triggerScriptRef = z.object({ name: identifier, version: scriptVersionRef });
+/** As responses show it: the number (a decimal string was declared as that number), or `latest` as declared. */
+export const triggerScriptRefView = z.object({ name: z.string(), version: z.union([z.number().int(), z.literal('latest')]) });
 
 /** A data scope of a grant: literal values, or `${{ input.userId }}` / `${{ input.scope.<ns> }}` placeholders resolved per firing. */
 export const triggerDataScope = z.object({
@@ -39,7 +45,7 @@ export const triggerResponse = z.object({
   schemaId: z.string(),
   typeName: z.string(),
   events: z.array(z.enum(TRIGGER_EVENTS)),
-  scriptRef: triggerScriptRef,
+  scriptRef: triggerScriptRefView,
   fields: z.array(z.string()),
   grant: z.object({ allowedActions: z.array(z.string()), dataScope: triggerDataScope.nullable() }),
   enabled: z.boolean(),
@@ -53,7 +59,7 @@ export const listTriggersQuery = z.object({ schemaId: z.string().min(1).max(128)
 export const triggerFailureResponse = z.object({
   id: z.string(),
   ruleId: z.string(),
-  scriptRef: triggerScriptRef,
+  scriptRef: triggerScriptRefView,
   recordId: z.string(),
   event: z.enum(TRIGGER_EVENTS),
   reason: z.string(),

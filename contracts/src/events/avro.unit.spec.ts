@@ -361,12 +361,15 @@ const SAMPLES: { [T in EventType]: EventData<T>[] } = {
     { scriptId: '5c5c5c5c-1111-4222-8333-444444444445', name: 'close-invoice', version: 2, source: 'export default async () => 1', sourceBytes: 28, declaredInputContract: { type: 'object' }, description: 'v2' },
   ],
   ScriptVersionDeleted: [{ scriptId: '5c5c5c5c-1111-4222-8333-444444444444', name: 'close-invoice', version: 1 }],
+  ScriptNameAdded: [{ name: 'close-invoice' }],
   TriggerRuleCreated: [
     {
       ruleId: '7a7a7a7a-1111-4222-8333-444444444444', name: 'audit-invoices', schemaId: 'aaaaaaaa-1111-4222-8333-444444444444', typeName: 'invoice', events: ['CREATE', 'UPDATE'],
       scriptRef: { name: 'audit', version: 2 }, fields: ['amount'], grant: { allowedActions: ['records:r', 'records:c'], dataScope: { userId: '${{ input.userId }}' } }, enabled: true,
     },
     { ruleId: '7a7a7a7a-1111-4222-8333-444444444444', name: 'on-delete', schemaId: 'aaaaaaaa-1111-4222-8333-444444444444', typeName: 'invoice', events: ['DELETE'], scriptRef: { name: 'audit', version: 1 }, fields: [], grant: { allowedActions: ['records:c'], dataScope: null }, enabled: false },
+    // a rule following the newest version
+    { ruleId: '7a7a7a7a-1111-4222-8333-444444444444', name: 'follow', schemaId: 'aaaaaaaa-1111-4222-8333-444444444444', typeName: 'invoice', events: ['CREATE'], scriptRef: { name: 'audit', version: 'latest' }, fields: [], grant: { allowedActions: ['records:c'], dataScope: null }, enabled: true },
   ],
   TriggerRuleDeleted: [{ ruleId: '7a7a7a7a-1111-4222-8333-444444444444', schemaId: 'aaaaaaaa-1111-4222-8333-444444444444' }],
   TriggerRuleBound: [{ ruleId: '7a7a7a7a-1111-4222-8333-444444444444', schemaId: 'aaaaaaaa-1111-4222-8333-444444444444', fields: ['amount', 'status'], enabled: true }],
@@ -377,6 +380,11 @@ const SAMPLES: { [T in EventType]: EventData<T>[] } = {
       failureId: 'f1f1f1f1-1111-4222-8333-444444444444', ruleId: '7a7a7a7a-1111-4222-8333-444444444444', eventId: 'e0e0e0e0-1111-4222-8333-444444444444', scriptRef: { name: 'audit', version: 2 },
       recordId: 'bbbbbbbb-1111-4222-8333-444444444444', event: 'UPDATE', reason: 'INPUT_TOO_LARGE', message: 'record plus previous is 300000 bytes, over 229376', attempts: 1,
       firstFailedAt: '2026-08-01T10:11:12.345Z', lastFailedAt: '2026-08-01T10:11:12.345Z',
+    },
+    {
+      failureId: 'f1f1f1f1-1111-4222-8333-444444444444', ruleId: '7a7a7a7a-1111-4222-8333-444444444444', eventId: 'e0e0e0e0-1111-4222-8333-444444444444', scriptRef: { name: 'audit', version: 'latest' },
+      recordId: 'bbbbbbbb-1111-4222-8333-444444444444', event: 'CREATE', reason: 'SCRIPT_ERROR', message: 'boom', attempts: 6,
+      firstFailedAt: '2026-08-01T10:11:12.345Z', lastFailedAt: '2026-08-01T18:11:12.345Z',
     },
   ],
   UsageMetered: [

@@ -63,6 +63,8 @@ const schemaDefinition = json as unknown as z.ZodType<SchemaDefinition, Record<s
 const plan = z.enum(['free', 'starter', 'pro', 'scale', 'enterprise']);
 const tenantRef = z.object({ tenantId: z.string(), contextId: z.string() });
 const dataScope = z.object({ userId: z.string().optional(), scopes: z.array(z.string()).optional() });
+/** A trigger rule's script: a version number, or `latest` (rules declared before `latest` existed hold a number). */
+const scriptRef = z.object({ name: z.string(), version: z.union([z.number().int(), z.literal('latest')]) });
 /** A record's content and placement, in full on its creation and on every update. */
 const recordContent = {
   payload: json,
@@ -314,6 +316,11 @@ export const EVENT_TYPES = {
     description: z.string().nullable(),
   }),
   ScriptVersionDeleted: z.object({ scriptId: z.string(), name: z.string(), version: z.number().int() }),
+  /**
+   * The script names of a tenant's context, one event per name (`script-names-<hash of tenant, context>`), appended
+   * with the push that finds its name missing there: GET /v1/scripts without `name` reads the names from it.
+   */
+  ScriptNameAdded: z.object({ name: z.string() }),
 
   // trigger rules (docs/triggers.md): a rule's own stream `trigger-<ruleId>`; the live rules of a schema on `trigger-bindings-<schemaId>`
   // (appended in the same commit, read by schema updates and deletes); one marker stream per firing `trigger-firing-<hash>`, claimed with
@@ -324,7 +331,8 @@ export const EVENT_TYPES = {
     schemaId: z.string(),
     typeName: z.string(),
     events: z.array(z.enum(['CREATE', 'UPDATE', 'DELETE'])),
-    scriptRef: z.object({ name: z.string(), version: z.number().int() }),
+    /** `version`: the number, or `latest` (the newest live version, resolved at each firing). */
+    scriptRef,
     fields: z.array(z.string()),
     grant: z.object({ allowedActions: z.array(z.string()), dataScope: dataScope.nullable() }),
     enabled: z.boolean(),
@@ -338,7 +346,8 @@ export const EVENT_TYPES = {
     failureId: z.string(),
     ruleId: z.string(),
     eventId: z.string(),
-    scriptRef: z.object({ name: z.string(), version: z.number().int() }),
+    /** The rule's, as declared. */
+    scriptRef,
     recordId: z.string(),
     event: z.enum(['CREATE', 'UPDATE', 'DELETE']),
     reason: z.string(),

@@ -31,7 +31,10 @@ export interface RouteSpec<B = any, Q = any, P = any> {
   url: string;
   auth: AuthKind;
   summary: string;
-  /** Required permission for data-plane credentials (checked before the handler; uniform 403). */
+  /**
+   * Required permission for data-plane credentials (checked before the pre-flight gates and the body; uniform 403).
+   * A name of `*` (`scripts:x:*`): the action on at least one name; the handler then checks the name it addresses.
+   */
   permission?: string;
   /** Only the root key (or another credential kind listed) may call it. */
   rootOnly?: boolean;

@@ -6,10 +6,13 @@ import type { EdgeOptions, PreflightContext } from './edge';
 
 const CONTEXT_HEADER = 'x-context-id';
 
+/** `Authorization: Bearer <token>`; the scheme name is case-insensitive (RFC 7235 §2.1: `bearer`, `BEARER`). */
+const BEARER_RE = /^bearer +(.*)$/is;
+
 const bearer = (req: FastifyRequest): string | null => {
   const h = req.headers.authorization;
-  if (!h || !h.startsWith('Bearer ')) return null;
-  return h.slice(7).trim() || null;
+  const m = h ? BEARER_RE.exec(h) : null;
+  return m?.[1].trim() || null;
 };
 
 const safeEqual = (a: string, b: string) => {

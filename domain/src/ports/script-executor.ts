@@ -36,6 +36,8 @@ export type ScriptRunOutcome =
       /** Deterministic failures (the script's own fault) are terminal; the others may be retried. */
       retryable: boolean;
       details?: Record<string, unknown>;
+      /** A run refused before it started (RATE_LIMITED, EXECUTION_NOT_STARTED, EXECUTION_CONTAINER_BUSY): seconds to wait (`Retry-After`). */
+      retryAfterSeconds?: number;
     };
 
 export interface ScriptExecutor {

@@ -114,5 +114,12 @@ export function scriptView(v: ScriptVersion, withSource: boolean) {
   };
 }
 
+/** The names a context's script-names stream holds (ScriptNameAdded), each once, in name order. */
+export function scriptNamesOf(events: DomainEvent[]): string[] {
+  const names = new Set<string>();
+  for (const e of events) if (e.type === 'ScriptNameAdded') names.add(e.data.name);
+  return [...names].sort();
+}
+
 /** The reservation parts that map a version id to its name's stream (ReservationClaimed.ownerId = the stream id). */
 export const scriptIdReservationParts = (scriptId: string): string[] => ['script-id', scriptId];

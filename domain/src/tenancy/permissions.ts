@@ -5,6 +5,12 @@
  */
 export const ACTIONS = ['c', 'r', 'u', 'd', 'x'] as const;
 
+/**
+ * Whether `held` covers `required`. A required name of `*` (`scripts:x:*`, a
+ * route's check before it knows the name) asks for the action on at least one
+ * name: `scripts:x:<any name>` covers it too. Held strings never carry a `*`
+ * name (PERMISSION_RE), so this widens nothing a credential holds.
+ */
 export function grants(held: readonly string[], required: string): boolean {
   const [res, act, name] = required.split(':');
   for (const h of held) {
@@ -13,6 +19,7 @@ export function grants(held: readonly string[], required: string): boolean {
     if (hr !== res) continue;
     if (ha === '*') return true;
     if (ha === act && hn === undefined && name !== undefined) return true;
+    if (ha === act && name === '*' && hn !== undefined) return true;
   }
   return false;
 }

@@ -1,4 +1,4 @@
-import { type CreateTrigger, type EventMetadata, forbidden, InternalError, invalid, notFound, type Principal, type SchemaDefinition, ServiceError, type TriggerEventKind } from '@svc/contracts';
+import { type CreateTrigger, type EventMetadata, forbidden, InternalError, invalid, notFound, type Principal, type SchemaDefinition, scriptVersionOf, type ScriptVersionRef, ServiceError, type TriggerEventKind } from '@svc/contracts';
 import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
 import { lookupsOf } from '../schemas/schema';
 import { grants, isSubset, PERMISSION_RE } from '../tenancy/permissions';
@@ -10,7 +10,8 @@ export interface TriggerRule {
   schemaId: string;
   typeName: string;
   events: TriggerEventKind[];
-  scriptRef: { name: string; version: number };
+  /** `latest`: the newest live version, resolved at each firing (a decimal string was declared as its number). */
+  scriptRef: { name: string; version: ScriptVersionRef };
   fields: string[];
   grant: { allowedActions: string[]; dataScope: { userId?: string; scopes?: string[] } | null };
   enabled: boolean;
@@ -20,6 +21,10 @@ export interface TriggerRule {
 }
 
 export type TriggerRuleState = { exists: false; deleted?: boolean } | ({ exists: true } & TriggerRule);
+
+/** A rule's script version in the read model's `script_version` column: NULL for `latest`. */
+export const scriptVersionColumn = (v: ScriptVersionRef): number | null => (v === 'latest' ? null : v);
+export const scriptVersionOfColumn = (v: number | string | null): ScriptVersionRef => (v === null ? 'latest' : Number(v));
 
 /** The response shape of a rule. */
 export const triggerRuleView = (r: TriggerRule) => ({
@@ -59,7 +64,7 @@ export interface RuleDeclarationContext {
   principal: Principal;
   /** The schema the rule fires off, as the caller may see it (null: missing or out of reach). */
   schema: { id: string; definition: SchemaDefinition } | null;
-  /** Whether the named script version exists (live) in the caller's context. */
+  /** Whether the named script version exists (live) in the caller's context (`latest`: whether any version does). */
   scriptExists: boolean;
 }
 
@@ -96,7 +101,10 @@ export function validateRuleDeclaration(body: CreateTrigger, ctx: RuleDeclaratio
   for (const v of [...(ds?.userId !== undefined ? [ds.userId] : []), ...(ds?.scopes ?? [])])
     if (v.includes('${{') && !isPlaceholder(v)) throw invalid(`grant.dataScope: '${v}' is not a placeholder of the form \${{ input.userId }} or \${{ input.scope.<ns> }}`);
   if (!isSubset(actions, ctx.principal.allowedActions)) throw forbidden();
-  if (!ctx.scriptExists) throw new ServiceError('NOT_FOUND', `Script ${body.scriptRef.name} version ${body.scriptRef.version} does not exist`);
+  if (!ctx.scriptExists) {
+    const { name, version } = body.scriptRef;
+    throw new ServiceError('NOT_FOUND', version === 'latest' ? `Script ${name} has no version` : `Script ${name} version ${version} does not exist`);
+  }
 }
 
 export type TriggerRuleEvent = EventsOf<'TriggerRuleCreated' | 'TriggerRuleDeleted'>;
@@ -125,7 +133,7 @@ export const triggerRuleDecider: Decider<TriggerRuleState, TriggerRuleCommand, T
               schemaId: body.schemaId,
               typeName: cmd.schema!.definition.typeName,
               events: body.events,
-              scriptRef: body.scriptRef,
+              scriptRef: { name: body.scriptRef.name, version: scriptVersionOf(body.scriptRef.version) },
               fields: body.fields,
               grant: { allowedActions: body.grant.allowedActions, dataScope: body.grant.dataScope ?? null },
               enabled: body.enabled ?? true,

@@ -54,6 +54,12 @@ describe('CreateTriggerRule', () => {
     expect(projectableFields(def)).toEqual(['amount', 'status', 'ref']);
   });
 
+  it('records scriptRef.version as a number (also when sent as its decimal string) or as latest', () => {
+    given(rules).when(create(body({ scriptRef: { name: 'audit', version: '1' } }))).then([created]);
+    given(rules).when(create(body({ scriptRef: { name: 'audit', version: 'latest' } }))).then([{ type: 'TriggerRuleCreated', data: { ...created.data, scriptRef: { name: 'audit', version: 'latest' } } } as TriggerRuleEvent]);
+    expect(codeOf(() => rules.decide(create(body({ scriptRef: { name: 'audit', version: 'latest' } }), { scriptExists: false }), { exists: false }))).toMatchObject({ code: 'NOT_FOUND', message: 'Script audit has no version' });
+  });
+
   it('declares a rule within the rules (enabled unless said otherwise)', () => {
     given(rules).when(create()).then([created]);
     const placeholders = { allowedActions: ['records:r:invoice'], dataScope: { userId: '${{ input.userId }}', scopes: ['${{ input.scope.team }}'] } };

@@ -1,4 +1,4 @@
-import type { SqlQueryable, StoredEvent } from '@svc/domain';
+import { scriptVersionColumn, scriptVersionOfColumn, type SqlQueryable, type StoredEvent } from '@svc/domain';
 import { deleteRemovedRows } from '../read-models/removals';
 import type { SqlProjection } from '../runtime/runner';
 
@@ -8,6 +8,7 @@ import type { SqlProjection } from '../runtime/runner';
  * the trigger runner. A deleted rule keeps its row with `deleted_position`, so
  * the runner can tell which rules were live at any position of the log
  * (created before it, not yet deleted). Inserts are idempotent by id.
+ * `script_version` NULL is a rule (and its failures) following `latest`.
  */
 export const triggersProjection = (): SqlProjection => ({
   name: 'triggers',
@@ -15,15 +16,17 @@ export const triggersProjection = (): SqlProjection => ({
   ddl: `
 CREATE TABLE IF NOT EXISTS rm_trigger_rules (
   rule_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, account_id text, name text NOT NULL, schema_id text NOT NULL,
-  type_name text NOT NULL, events jsonb NOT NULL, script_name text NOT NULL, script_version int NOT NULL, fields jsonb NOT NULL,
+  type_name text NOT NULL, events jsonb NOT NULL, script_name text NOT NULL, script_version int, fields jsonb NOT NULL,
   grant_spec jsonb NOT NULL, enabled boolean NOT NULL, created_at text NOT NULL, created_position bigint NOT NULL, deleted_position bigint);
 CREATE INDEX IF NOT EXISTS rm_trigger_rules_list ON rm_trigger_rules (tenant_id, context_id, created_position);
 CREATE INDEX IF NOT EXISTS rm_trigger_rules_schema ON rm_trigger_rules (schema_id, created_position);
 CREATE TABLE IF NOT EXISTS rm_trigger_failures (
   failure_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, rule_id text NOT NULL, event_id text NOT NULL,
-  script_name text NOT NULL, script_version int NOT NULL, record_id text NOT NULL, event text NOT NULL, reason text NOT NULL, message text NOT NULL,
+  script_name text NOT NULL, script_version int, record_id text NOT NULL, event text NOT NULL, reason text NOT NULL, message text NOT NULL,
   attempts int NOT NULL, first_failed_at text NOT NULL, last_failed_at text NOT NULL, position bigint NOT NULL);
-CREATE INDEX IF NOT EXISTS rm_trigger_failures_list ON rm_trigger_failures (tenant_id, context_id, position);`,
+CREATE INDEX IF NOT EXISTS rm_trigger_failures_list ON rm_trigger_failures (tenant_id, context_id, position);
+ALTER TABLE rm_trigger_rules ALTER COLUMN script_version DROP NOT NULL;
+ALTER TABLE rm_trigger_failures ALTER COLUMN script_version DROP NOT NULL;`,
   async apply(q: SqlQueryable, e: StoredEvent) {
     const m = e.metadata;
     switch (e.type) {
@@ -32,7 +35,7 @@ CREATE INDEX IF NOT EXISTS rm_trigger_failures_list ON rm_trigger_failures (tena
         await q.query(
           `INSERT INTO rm_trigger_rules (rule_id, tenant_id, context_id, account_id, name, schema_id, type_name, events, script_name, script_version, fields, grant_spec, enabled, created_at, created_position)
            VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15) ON CONFLICT (rule_id) DO NOTHING`,
-          [d.ruleId, m.tenantId, m.contextId, m.accountId, d.name, d.schemaId, d.typeName, JSON.stringify(d.events), d.scriptRef.name, d.scriptRef.version, JSON.stringify(d.fields), JSON.stringify(d.grant), d.enabled, m.occurredAt, e.position],
+          [d.ruleId, m.tenantId, m.contextId, m.accountId, d.name, d.schemaId, d.typeName, JSON.stringify(d.events), d.scriptRef.name, scriptVersionColumn(d.scriptRef.version), JSON.stringify(d.fields), JSON.stringify(d.grant), d.enabled, m.occurredAt, e.position],
         );
         return;
       }
@@ -44,7 +47,7 @@ CREATE INDEX IF NOT EXISTS rm_trigger_failures_list ON rm_trigger_failures (tena
         await q.query(
           `INSERT INTO rm_trigger_failures (failure_id, tenant_id, context_id, rule_id, event_id, script_name, script_version, record_id, event, reason, message, attempts, first_failed_at, last_failed_at, position)
            VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15) ON CONFLICT (failure_id) DO NOTHING`,
-          [d.failureId, m.tenantId, m.contextId, d.ruleId, d.eventId, d.scriptRef.name, d.scriptRef.version, d.recordId, d.event, d.reason, d.message, d.attempts, d.firstFailedAt, d.lastFailedAt, e.position],
+          [d.failureId, m.tenantId, m.contextId, d.ruleId, d.eventId, d.scriptRef.name, scriptVersionColumn(d.scriptRef.version), d.recordId, d.event, d.reason, d.message, d.attempts, d.firstFailedAt, d.lastFailedAt, e.position],
         );
         return;
       }
@@ -68,7 +71,7 @@ export interface TriggerRuleRow {
   type_name: string;
   events: string[] | string;
   script_name: string;
-  script_version: number;
+  script_version: number | null;
   fields: string[] | string;
   grant_spec: { allowedActions: string[]; dataScope: { userId?: string; scopes?: string[] } | null } | string;
   enabled: boolean;
@@ -85,7 +88,7 @@ export const ruleOfRow = (r: TriggerRuleRow) => ({
   schemaId: r.schema_id,
   typeName: r.type_name,
   events: json(r.events) as Array<'CREATE' | 'UPDATE' | 'DELETE'>,
-  scriptRef: { name: r.script_name, version: Number(r.script_version) },
+  scriptRef: { name: r.script_name, version: scriptVersionOfColumn(r.script_version) },
   fields: json(r.fields),
   grant: json(r.grant_spec),
   enabled: r.enabled,

@@ -139,7 +139,8 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
         }
         const lead = [frame('search_results', found)];
         if (sources.length < found.results.length)
-          lead.push(frame('truncation_warning', { resultsRequested: found.results.length, resultsUsed: sources.length, reason: 'context_window' }));
+          // resultsRequested: the search.limit of the call (what was asked for), not how many results came back.
+          lead.push(frame('truncation_warning', { resultsRequested: limit, resultsUsed: sources.length, reason: 'context_window' }));
         const inputTokens = tokens.count(body.instructions ?? '') + tokens.count(body.query) + passageTokens + FRAMING_TOKENS;
         return sendEventStream(reply, answer(meta, model, { surface: 'rag', system: body.instructions, question: body.query, sources, maxTokens, temperature: body.temperature }, inputTokens, lead, tokens));
       },

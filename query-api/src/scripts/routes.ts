@@ -1,10 +1,11 @@
 import { forbidden, idParam, limitParam, listScriptsQuery, notFound, type Paginator, type RequestMeta, route, type RouteSpec, scriptListResponse, scriptResponse } from '@svc/contracts';
-import { type EventStore, grants, isScriptEvent, scriptDecider, scriptIdReservationParts, type ScriptVersion, scriptView, streams } from '@svc/domain';
+import { type EventStore, grants, isScriptEvent, scriptDecider, scriptIdReservationParts, scriptNamesOf, type ScriptVersion, scriptView, streams } from '@svc/domain';
 
 /**
- * GET /v1/scripts/{id} and GET /v1/scripts?name= (docs/scripts.md). Versions
+ * GET /v1/scripts/{id} and GET /v1/scripts[?name=] (docs/scripts.md). Versions
  * are read from their name's stream (a handful of events): the version id's
- * reservation names that stream. `source` only with `scripts:r`.
+ * reservation names that stream. Without `name`, the context's names come from
+ * its script-names stream (one event per name). `source` only with `scripts:r`.
  */
 async function versionsOf(store: EventStore, streamId: string): Promise<ScriptVersion[]> {
   const events = await store.readStream(streamId);
@@ -47,7 +48,7 @@ export function scriptQueryRoutes(store: EventStore, pages: Paginator): RouteSpe
       url: '/v1/scripts',
       operationId: 'listScripts',
       auth: 'data',
-      summary: "A script name's versions, newest first (source only with scripts:r)",
+      summary: "A script name's versions, newest first; without name, the newest live version of every script name in the context, by name (source only with scripts:r)",
       query: listScriptsQuery.extend({ limit: limitParam }),
       response: scriptListResponse,
       handler: async ({ query, meta }) => {
@@ -55,6 +56,20 @@ export function scriptQueryRoutes(store: EventStore, pages: Paginator): RouteSpe
         const held = p.allowedActions;
         const withSource = grants(held, 'scripts:r');
         if (!anyScriptPermission(held)) throw forbidden();
+        if (query.name === undefined) {
+          // Every name the caller may see, in name order, each as its newest live version (names without one are left out).
+          const scope = `script-names:${p.tenantId}:${p.contextId}`;
+          const params = { limit: query.limit };
+          const after = pages.start<string>(scope, params, query.startFrom);
+          const names = scriptNamesOf(await store.readStream(streams.scriptNames(p.tenantId!, p.contextId!))).filter((n) => (after === undefined || n > after) && maySee(held, n));
+          const rows: ScriptVersion[] = [];
+          for (const name of names) {
+            if (rows.length > query.limit) break;
+            const newest = (await versionsOf(store, streams.script(p.tenantId!, p.contextId!, name))).at(-1);
+            if (newest) rows.push(newest);
+          }
+          return pages.page(scope, params, rows, query.limit, (v) => v.name, (v) => scriptView(v, withSource));
+        }
         if (!maySee(held, query.name)) return { data: [], nextCursor: null };
         const scope = `scripts:${p.tenantId}:${p.contextId}`;
         const params = { name: query.name, limit: query.limit };

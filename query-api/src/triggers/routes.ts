@@ -1,5 +1,5 @@
 import { idParam, listTriggerFailuresQuery, listTriggersQuery, notFound, type Paginator, route, type RouteSpec, triggerFailureListResponse, triggerListResponse, triggerResponse, type TriggerFailureResponse, type TriggerResponse } from '@svc/contracts';
-import type { Sql } from '@svc/domain';
+import { scriptVersionOfColumn, type Sql } from '@svc/domain';
 
 /**
  * Reads of trigger rules and terminal trigger failures (docs/triggers.md), from
@@ -14,7 +14,7 @@ const ruleView = (r: Record<string, any>): TriggerResponse => ({
   schemaId: r.schema_id,
   typeName: r.type_name,
   events: json(r.events),
-  scriptRef: { name: r.script_name, version: Number(r.script_version) },
+  scriptRef: { name: r.script_name, version: scriptVersionOfColumn(r.script_version) },
   fields: json(r.fields),
   grant: json(r.grant_spec),
   enabled: r.enabled,
@@ -24,7 +24,7 @@ const ruleView = (r: Record<string, any>): TriggerResponse => ({
 const failureView = (r: Record<string, any>): TriggerFailureResponse => ({
   id: r.failure_id,
   ruleId: r.rule_id,
-  scriptRef: { name: r.script_name, version: Number(r.script_version) },
+  scriptRef: { name: r.script_name, version: scriptVersionOfColumn(r.script_version) },
   recordId: r.record_id,
   event: r.event,
   reason: r.reason,

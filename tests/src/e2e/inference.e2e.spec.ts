@@ -173,9 +173,25 @@ describe('inference (built-in extractive model)', () => {
     expectWellFormed(r.frames, ['search_results', 'truncation_warning']);
     const w = r.frames[1].data;
     expect(Object.keys(w).sort()).toEqual(['reason', 'resultsRequested', 'resultsUsed']);
-    expect(w.resultsRequested).toBe(r.frames[0].data.results.length);
+    // resultsRequested is the search.limit asked for (50), not how many results came back
+    expect(w.resultsRequested).toBe(50);
     expect(w.resultsUsed).toBeGreaterThan(0);
-    expect(w.resultsUsed).toBeLessThan(w.resultsRequested);
+    expect(w.resultsUsed).toBeLessThan(r.frames[0].data.results.length);
+  });
+
+  it('truncation_warning.resultsRequested is the search.limit of the call even when fewer results were found', async () => {
+    const word = `ipsum${randomUUID().slice(0, 6)}`;
+    const para = (i: number) => `Part ${i} on ${word}: ` + Array.from({ length: 40 }, (_, j) => `the ${word} reading ${i}.${j} was logged in the ship journal`).join('; ') + '.';
+    await ingest(key, `Long ${word}`, Array.from({ length: 16 }, (_, i) => para(i)).join('\n\n'), 'TEXT');
+    // about 20 passages: fewer than the limit, more than fit beside a 4,096-token answer
+    const r = await stream(`${svc.url}/v1/rag`, key, { query: word, maxTokens: 4096, search: { mode: 'TEXT', limit: 50 } });
+    expect(r.status).toBe(200);
+    const found = r.frames[0].data.results.length;
+    expect(found).toBeLessThan(50);
+    const w = r.frames.find((f) => f.event === 'truncation_warning')?.data;
+    expect(w, 'the passages do not all fit the model window').toBeDefined();
+    expect(w).toEqual({ resultsRequested: 50, resultsUsed: expect.any(Number), reason: 'context_window' });
+    expect(w.resultsUsed).toBeLessThan(found);
   });
 
   it('RAG validation: search.limit above 50 and unknown keys are 400 before any stream; maxTokens above the cap is floored', async () => {
@@ -226,6 +242,19 @@ describe('inference (built-in extractive model)', () => {
     const before = (await api.get('/v1/usage', key)).body.inference.endpoints.ask.calls;
     const r = await stream(`${svc.url}/v1/documents/${id}/ask`, key, { prompt: 'Summarise the report' });
     expect(r.status).toBe(413);
+    expect(r.json.limitTokens).toBe(32_000);
+    expect(r.json.estimatedTokens).toBeGreaterThan(32_000);
+    expect(typeof r.json.message).toBe('string');
+    expect((await api.get('/v1/usage', key)).body.inference.endpoints.ask.calls).toBe(before);
+  });
+
+  it('document ask with a prompt over 32,000 tokens is the same 413 (not a 400 on the prompt\'s length), and charges nothing', async () => {
+    const prompt = Array.from({ length: 40_000 }, (_, i) => `word${i % 97}`).join(' ');
+    expect(prompt.length).toBeGreaterThan(32_000);
+    const before = (await api.get('/v1/usage', key)).body.inference.endpoints.ask.calls;
+    const r = await stream(`${svc.url}/v1/documents/${docs.copper}/ask`, key, { prompt });
+    expect(r.status, JSON.stringify(r.json)).toBe(413);
+    expect(r.json.errorCode).toBe('PAYLOAD_TOO_LARGE');
     expect(r.json.limitTokens).toBe(32_000);
     expect(r.json.estimatedTokens).toBeGreaterThan(32_000);
     expect(typeof r.json.message).toBe('string');

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ServiceError } from '@svc/contracts';
+import type { SandboxPool } from '@svc/command-api';
 import { serverUrl } from '../support/engines';
 import { startService, type Api, type TestService } from '../support/service';
 
@@ -96,6 +98,49 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       expect((await exec(name, undefined, root, undefined, '2')).body.result).toBe(2);
     });
 
+    it('GET /v1/scripts without name lists the newest live version of each name in the context, by name, paged, with the same permission rules', async () => {
+      const ctx = await api.post('/v1/contexts', root, { name: uniq('scripts-list') });
+      expect(ctx.status, ctx.text).toBe(201);
+      const h = { 'x-context-id': ctx.body.id as string };
+      const pushIn = async (name: string, source: string) => {
+        const r = await api.post('/v1/scripts', root, { name, source }, h);
+        expect(r.status, r.text).toBe(201);
+        return r.body as { id: string; version: number };
+      };
+      await pushIn('gamma', 'export default () => "g"');
+      await pushIn('alpha', 'export default () => 1');
+      await pushIn('alpha', 'export default () => 2');
+      await pushIn('beta', 'export default () => "b"');
+      const d = await pushIn('delta', 'export default () => "d"');
+      expect((await api.call('DELETE', `/v1/scripts/${d.id}`, { token: root, headers: h })).status).toBe(204); // no live version: not listed
+      const all = await api.get('/v1/scripts', root, h);
+      expect(all.status, all.text).toBe(200);
+      expect(all.body.data.map((v: any) => [v.name, v.version])).toEqual([['alpha', 2], ['beta', 1], ['gamma', 1]]);
+      expect(all.body.data[0]).toMatchObject({ name: 'alpha', version: 2, source: 'export default () => 2' });
+      expect(all.body.nextCursor).toBeNull();
+      // the list envelope, paged by the pagination helper; a cursor of another list does not fit
+      const p1 = await api.get('/v1/scripts?limit=2', root, h);
+      expect(p1.body.data.map((v: any) => v.name)).toEqual(['alpha', 'beta']);
+      const p2 = await api.get(`/v1/scripts?limit=2&startFrom=${encodeURIComponent(p1.body.nextCursor)}`, root, h);
+      expect(p2.body).toMatchObject({ data: [{ name: 'gamma' }], nextCursor: null });
+      const named = await api.get('/v1/scripts?name=alpha&limit=1', root, h);
+      expect((await api.get(`/v1/scripts?limit=1&startFrom=${encodeURIComponent(named.body.nextCursor)}`, root, h)).status).toBe(400);
+      // the same permission rules as by name: a runner sees its names without source, no script permission is 403
+      const runner = await mint(['scripts:x:beta'], { contextId: ctx.body.id });
+      const seen = await api.get('/v1/scripts', runner);
+      expect(seen.status, seen.text).toBe(200);
+      expect(seen.body.data.map((v: any) => v.name)).toEqual(['beta']);
+      expect(seen.body.data[0].source).toBeUndefined();
+      const creator = await mint(['scripts:c'], { contextId: ctx.body.id });
+      expect((await api.get('/v1/scripts', creator)).body.data.map((v: any) => v.name)).toEqual(['alpha', 'beta', 'gamma']);
+      expect((await api.get('/v1/scripts', creator)).body.data[0].source).toBeUndefined();
+      expect((await api.get('/v1/scripts', await mint(['records:r'], { contextId: ctx.body.id }))).status).toBe(403);
+      // another context's names are not there
+      const other = await api.get('/v1/scripts?limit=100', root);
+      expect(other.status, other.text).toBe(200);
+      expect(other.body.data.map((v: any) => v.name)).not.toContain('alpha');
+    });
+
     it('refuses a source over 256 KB (413), a syntax error and a module without export default (400), and needs scripts:c', async () => {
       const big = await api.post('/v1/scripts', root, { name: uniq('big'), source: `export default () => 1;\n//${'x'.repeat(256 * 1024)}` });
       expect(big.status, big.text).toBe(413);
@@ -183,6 +228,20 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       // Without scripts:x (or scripts:x:<name>) the execution itself is refused.
       const other = await mint(['scripts:x:another', 'records:r']);
       expect((await exec(name, { id: rec.id }, other)).status).toBe(403);
+    });
+
+    it('without any scripts:x permission the uniform 403 comes first, before the body is validated', async () => {
+      const none = await mint(['records:r', 'scripts:r']);
+      for (const body of [{}, { scriptRef: { name: 'no such name!' } }, { scriptRef: { name: uniq('x'), version: 'latest' } }]) {
+        const r = await api.post('/v1/scripts/execute', none, body);
+        expect(r.status, `${JSON.stringify(body)}: ${r.text}`).toBe(403);
+        expect(r.body.errorCode).toBe('FORBIDDEN');
+        expect(r.body.message).not.toMatch(/scripts:x/);
+      }
+      // Holding scripts:x for some name passes that check: a bad body is then a 400, another name the 403.
+      const other = await mint(['scripts:x:another']);
+      expect((await api.post('/v1/scripts/execute', other, {})).status).toBe(400);
+      expect((await exec(uniq('x'), undefined, other)).status).toBe(403);
     });
 
     it('a write between the script read and its commit is CONCURRENT_MODIFICATION naming the id, nothing committed', async () => {
@@ -487,6 +546,30 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       expect(limited).toHaveLength(1);
       expect(limited[0].headers.get('retry-after')).toBe('2');
       expect(limited[0].body.errorCode).toBe('RATE_LIMITED');
+    });
+
+    it('a run that could not start is 503 EXECUTION_CONTAINER_BUSY / EXECUTION_NOT_STARTED with Retry-After', async () => {
+      const name = uniq('busy');
+      await push(name, 'export default () => 1');
+      const pool = (svc.service.scripts as unknown as { o: { pool: SandboxPool } }).o.pool;
+      const real = pool.run;
+      try {
+        // Every sandbox busy and the queue full: the pool refuses the job (as SandboxPool.submit does).
+        pool.run = () => Promise.reject(new ServiceError('EXECUTION_CONTAINER_BUSY', 'Every sandbox is busy; retry', { headers: { 'retry-after': '2' } }));
+        const busy = await exec(name);
+        expect(busy.status, busy.text).toBe(503);
+        expect(busy.body.errorCode).toBe('EXECUTION_CONTAINER_BUSY');
+        expect(busy.headers.get('retry-after')).toBe('2');
+        // The service stopping: a queued job is settled as never started (as SandboxPool.close does).
+        pool.run = async () => ({ ok: false, errorCode: 'EXECUTION_NOT_STARTED', message: 'The service is stopping', hostCalls: 0, durationMs: 0 });
+        const stopping = await exec(name, undefined, root, { 'idempotency-key': uniq('k') });
+        expect(stopping.status, stopping.text).toBe(503);
+        expect(stopping.body.errorCode).toBe('EXECUTION_NOT_STARTED');
+        expect(Number(stopping.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      } finally {
+        pool.run = real;
+      }
+      expect((await exec(name)).status).toBe(200);
     });
 
     it('meters executions in the usage report', async () => {

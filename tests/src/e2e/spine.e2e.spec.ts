@@ -163,6 +163,16 @@ describe('authentication', () => {
     expect(r.status).toBe(401);
   });
 
+  it('the Bearer scheme name is case-insensitive (RFC 7235): bearer and BEARER work like Bearer', async () => {
+    for (const scheme of ['bearer', 'BEARER', 'BeArEr']) {
+      const r = await api.get('/v1/contexts', undefined, { authorization: `${scheme} ${root}` });
+      expect(r.status, `${scheme}: ${r.text}`).toBe(200);
+    }
+    // the scheme alone, or glued to the token, is still no credential
+    expect((await api.get('/v1/contexts', undefined, { authorization: 'bearer' })).status).toBe(401);
+    expect((await api.get('/v1/contexts', undefined, { authorization: `bearer${root}` })).status).toBe(401);
+  });
+
   it('a developer token on the data plane (/v1/contexts) → 403', async () => {
     const r = await api.get('/v1/contexts', boot.developerToken);
     expect(r.status).toBe(403);

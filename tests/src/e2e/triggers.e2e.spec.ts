@@ -192,6 +192,35 @@ describe('firing', () => {
     expect(of(unowned.body.id).payload).toMatchObject({ owner: null, record: {}, readable: false });
   });
 
+  it('scriptRef.version "latest" runs the newest live version at each firing; its failures show the version as declared', async () => {
+    const inv = await invoiceSchema();
+    const audit = await bareSchema();
+    const script = uniq('follow');
+    const marking = (mark: string) => `export default async (input) => { await records.create({ typeName: ${JSON.stringify(audit.typeName)}, payload: { mark: ${JSON.stringify(mark)}, recordId: input.recordId } }); }`;
+    await push(script, marking('v1'));
+    const r = await declare(rule(inv.id, script, { events: ['CREATE'], scriptRef: { name: script, version: 'latest' } }));
+    expect(r.status, r.text).toBe(201);
+    expect(r.body.scriptRef).toEqual({ name: script, version: 'latest' });
+    expect((await api.get(`/v1/triggers/${r.body.id}`, root)).body.scriptRef).toEqual({ name: script, version: 'latest' });
+    const marks = async (n: number) =>
+      (await eventually(async () => {
+        const all = await listAll(audit.typeName);
+        return all.length >= n ? all : null;
+      }, 20_000))!.map((x) => x.payload.mark);
+    await api.post('/v1/records', root, { typeName: inv.typeName, payload: { amount: 1 } });
+    expect(await marks(1)).toEqual(['v1']);
+    // A version pushed after the declaration is the one the next firing runs.
+    await push(script, marking('v2'));
+    await api.post('/v1/records', root, { typeName: inv.typeName, payload: { amount: 2 } });
+    expect((await marks(2)).sort()).toEqual(['v1', 'v2']);
+    // A newest version that throws: the failure names the rule's scriptRef as declared.
+    await push(script, `export default () => { throw new Error('v3 is broken'); }`);
+    const rec = await api.post('/v1/records', root, { typeName: inv.typeName, payload: { amount: 3 } });
+    const failure = await eventually(async () => (await api.get(`/v1/trigger-failures?ruleId=${r.body.id}`, root)).body.data[0], 10_000);
+    expect(failure).toMatchObject({ scriptRef: { name: script, version: 'latest' }, recordId: rec.body.id, reason: 'SCRIPT_ERROR' });
+    expect(failure.message).toContain('v3 is broken');
+  });
+
   it('stops a loop at the depth limit and lists it', async () => {
     const loop = await invoiceSchema();
     const script = uniq('loop');
@@ -239,6 +268,25 @@ describe('declaration refusals', () => {
     expect((await declare(rule(inv.id, script, { grant: { allowedActions: ['records:r'], dataScope: { userId: '${{ input.userId }}' } } }))).status).toBe(201);
     expect((await declare(rule(inv.id, script, { grant: { allowedActions: [`records:r:${inv.typeName}`] } }))).status).toBe(201);
     expect((await declare(rule(inv.id, script, { fields: [], grant: { allowedActions: ['records:c'], dataScope: { userId: 'u-1' } } }))).status).toBe(201);
+  });
+
+  it('scriptRef.version: a positive integer, its decimal string (shown as the number) or "latest"; anything else 400', async () => {
+    const asString = await declare(rule(inv.id, script, { scriptRef: { name: script, version: '1' } }));
+    expect(asString.status, asString.text).toBe(201);
+    expect(asString.body.scriptRef).toEqual({ name: script, version: 1 });
+    expect((await api.get(`/v1/triggers/${asString.body.id}`, root)).body.scriptRef).toEqual({ name: script, version: 1 });
+    const latest = await declare(rule(inv.id, script, { scriptRef: { name: script, version: 'latest' } }));
+    expect(latest.status, latest.text).toBe(201);
+    expect(latest.body.scriptRef).toEqual({ name: script, version: 'latest' });
+    const listed = await api.get(`/v1/triggers?schemaId=${inv.id}&limit=100`, root);
+    expect(listed.body.data.find((x: any) => x.id === latest.body.id).scriptRef).toEqual({ name: script, version: 'latest' });
+    for (const version of [0, -1, 1.5, '0', '01', '1.5', 'abc', 'LATEST', '', null]) {
+      const r = await declare(rule(inv.id, script, { scriptRef: { name: script, version } }));
+      expect(r.status, `${JSON.stringify(version)}: ${r.text}`).toBe(400);
+    }
+    expect((await declare(rule(inv.id, script, { scriptRef: { name: script, version: '9' } }))).status).toBe(404);
+    // "latest" of a name with no live version is the same 404.
+    expect((await declare(rule(inv.id, uniq('nope'), { scriptRef: { name: uniq('nope'), version: 'latest' } }))).status).toBe(404);
   });
 
   it('400 for a bad body; 404 for an unknown schema or script version; 403 without triggers:c or with a wider grant', async () => {

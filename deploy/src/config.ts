@@ -24,6 +24,8 @@ export interface Config {
   objectStoreUrl?: string;
   operatorToken?: string;
   defaultPlan: string;
+  /** Opening inference balance (cents) of the account created on first start (DEFAULT_INFERENCE_BALANCE_CENTS, default 1,000). */
+  defaultInferenceBalanceCents: number;
   /** Secret for cursors, blind indexes and payload encryption; generated into DATA_DIR when unset. */
   serviceSecret?: string;
   logRequests: boolean;
@@ -95,6 +97,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     objectStoreUrl: env.OBJECT_STORE_URL || undefined,
     operatorToken: env.OPERATOR_TOKEN || undefined,
     defaultPlan: env.DEFAULT_PLAN ?? 'free',
+    defaultInferenceBalanceCents: openingBalance(env.DEFAULT_INFERENCE_BALANCE_CENTS),
     serviceSecret: env.SERVICE_SECRET || undefined,
     logRequests: env.LOG_REQUESTS === '1',
     embeddingsUrl: env.EMBEDDINGS_URL || undefined,
@@ -166,6 +169,13 @@ function edgeRateLimit(v: string | undefined): number {
   if (v === undefined || v === '') return 20_000;
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0) throw new Error(`EDGE_RATE_LIMIT_PER_MINUTE must be a whole number of requests per minute (0 disables), not ${v}`);
+  return n;
+}
+
+function openingBalance(v: string | undefined): number {
+  if (v === undefined || v === '') return 1000;
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`DEFAULT_INFERENCE_BALANCE_CENTS must be a whole number of cents (0 or more), not ${v}`);
   return n;
 }
 

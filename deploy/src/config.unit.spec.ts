@@ -19,3 +19,18 @@ describe('SEARCH_DB and SEARCH_DB_NICE', () => {
     expect(loadConfig({ ...base, SEARCH_DB_NICE: v }).searchDbNice).toBe(5);
   });
 });
+
+/** The opening inference balance of the account created on first start (DEFAULT_INFERENCE_BALANCE_CENTS). */
+describe('DEFAULT_INFERENCE_BALANCE_CENTS', () => {
+  const base = { DATA_DIR: '/tmp/unused' } as NodeJS.ProcessEnv;
+
+  it('default 1,000 cents; any whole number of cents (0 included) is taken', () => {
+    expect(loadConfig(base).defaultInferenceBalanceCents).toBe(1000);
+    expect(loadConfig({ ...base, DEFAULT_INFERENCE_BALANCE_CENTS: '250' }).defaultInferenceBalanceCents).toBe(250);
+    expect(loadConfig({ ...base, DEFAULT_INFERENCE_BALANCE_CENTS: '0' }).defaultInferenceBalanceCents).toBe(0);
+  });
+
+  it.each(['-1', '2.5', 'lots'])('DEFAULT_INFERENCE_BALANCE_CENTS=%s stops the start naming the variable', (v) => {
+    expect(() => loadConfig({ ...base, DEFAULT_INFERENCE_BALANCE_CENTS: v })).toThrow(/DEFAULT_INFERENCE_BALANCE_CENTS/);
+  });
+});

@@ -13,7 +13,7 @@ export interface OpenAccountInput {
   inferenceBalanceCents?: number;
   creditLimit?: number;
   rateLimitPerMinute?: number;
-  entitlements?: { allowGlobalRegion: boolean };
+  entitlements?: { allowGlobalRegion?: boolean };
 }
 
 /** Creates an account with a live and a test tenant, a default context in each, root keys and a developer token. */
@@ -122,13 +122,15 @@ async function revokeIfAllowed(deps: CommandDeps, meta: RequestMeta, id: string,
 
 /**
  * One of the caller account's tenants: the account and the tenant's environment.
- * Another account's tenant, an unknown one and one already torn down read the same (404).
+ * A tenant that is not the caller's (another account's, or an unknown one) is
+ * 403 (spec "Errors": tenant not owned); the caller's own tenant already torn down is 404.
  */
 async function ownLiveTenant(deps: CommandDeps, accountId: string, tenantId: string) {
   const { state: account } = await loadAggregate(deps.store, streams.account(accountId), accountDecider);
-  if (!account.exists) throw notFound();
+  if (!account.exists) throw forbidden();
   const environment = environmentOf(account, tenantId);
-  if (!environment || (await isTornDown(deps.store, tenantId))) throw notFound();
+  if (!environment) throw forbidden();
+  if (await isTornDown(deps.store, tenantId)) throw notFound();
   return { account, environment };
 }
 
@@ -253,6 +255,7 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
       handler: async ({ body, principal: p, meta }) => {
         if (!p.crossContext) throw forbidden();
         const contextId = deps.ids.newId();
+        const name = body.name ?? `context-${contextId.slice(0, 8)}`;
         const md = metadataFor(meta, p.tenantId, contextId);
         const { state } = await handleCommand(deps, {
           streamId: streams.context(contextId),
@@ -260,12 +263,12 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
           metadata: md,
           fresh: true,
           decide: (s) => ({
-            events: contextDecider.decide({ type: 'CreateContext', contextId, tenantId: p.tenantId!, accountId: p.accountId, name: body.name, isDefault: false }, s),
+            events: contextDecider.decide({ type: 'CreateContext', contextId, tenantId: p.tenantId!, accountId: p.accountId, name, isDefault: false }, s),
             also: [contextRootAppend(md, p.tenantId!, contextId)],
           }),
         });
         const created = state as ContextState & { exists: true };
-        return { id: contextId, tenantId: created.tenantId, name: created.name, isDefault: false, createdAt: meta.now.toISOString() };
+        return { id: contextId, contextId, tenantId: created.tenantId, name: created.name, isDefault: false, createdAt: meta.now.toISOString() };
       },
     }),
     route({

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { scopes, uuid } from '../common';
 
 export const planSchema = z.enum(['free', 'starter', 'pro', 'scale', 'enterprise']);
-const entitlements = z.object({ allowGlobalRegion: z.boolean() }).strict();
+const entitlements = z.object({ allowGlobalRegion: z.boolean().optional() }).strict();
 const permission = z.string().regex(/^(\*|[a-z][a-z-]*:(\*|[a-z])(:[A-Za-z0-9_-]{1,64})?)$/, 'must be <resource>:<action>');
 export const dataScopeSchema = z.object({ userId: z.string().min(1).max(128).optional(), scopes: scopes.optional() }).strict();
 
@@ -58,8 +58,10 @@ export const createScopedKeyBody = z
 
 /** POST /developer/keys: the key is shown once. */
 export const scopedKeyResponse = z.object({ id: z.string(), key: z.string(), tenantId: z.string(), contextId: z.string(), allowedActions: z.array(z.string()), crossContext: z.boolean() });
-export const createContextBody = z.object({ name: z.string().min(1).max(200) }).strict();
-export const contextResponse = z.object({ id: z.string(), tenantId: z.string(), name: z.string(), isDefault: z.boolean(), createdAt: z.string() });
+/** POST /v1/contexts: `name` is optional (a context made without one is named `context-<first 8 characters of its id>`). */
+export const createContextBody = z.object({ name: z.string().min(1).max(200).optional() }).strict();
+/** An app context: `contextId` is the name the rest of the API uses for it (decisions §2), the same value as `id`. */
+export const contextResponse = z.object({ id: z.string(), contextId: z.string(), tenantId: z.string(), name: z.string(), isDefault: z.boolean(), createdAt: z.string() });
 export const idParam = z.object({ id: z.string().min(1).max(128) });
 export const rotateRootKeyParams = z.object({ tenantId: z.string().min(1).max(128) });
 export const rotateRootKeyResponse = z.object({ id: z.string(), tenantId: z.string(), environment: z.enum(['live', 'test']), rootKey: z.string() });

@@ -96,6 +96,9 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
     },
   });
 
+  // Bodies are JSON only (docs/api.md "Errors"): fastify's default text/plain parser goes, so any other media type is 415
+  // UNSUPPORTED_MEDIA_TYPE. The storage area (presigned local uploads) takes raw bytes through its own parser (areas.ts).
+  app.removeContentTypeParser('text/plain');
   // RFC 7386 bodies (the spec's PATCH) are JSON: one parser, the same rules.
   app.addContentTypeParser(['application/json', 'application/merge-patch+json'], { parseAs: 'string' }, (req, body, done) => {
     const text = body as string;
@@ -145,6 +148,10 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
   });
 
   app.addHook('onSend', async (req, reply, payload) => {
+    // Every RATE_LIMITED answer of an authenticated request (burst limit, script concurrency, batch collision budget)
+    // says X-RateLimit-Remaining: 0 (spec "Rate limits"), whatever the burst gate counted before; X-RateLimit-Limit stays.
+    // The edge per-IP ceiling refuses before authentication and keeps its own shape.
+    if (reply.statusCode === 429 && req.errorCode === 'RATE_LIMITED' && req.principal) reply.header('x-ratelimit-remaining', '0');
     if (req.url.startsWith('/v1/')) {
       // Streaming operations ignore the header and serve the current shape; the rest: header, else the credential's pin, else the floor.
       const at = clock();

@@ -172,6 +172,8 @@ export function errorStatusesOf(r: RouteSpec): number[] {
   if (r.params || /:[A-Za-z]/.test(r.url) || r.auth === 'operator' || r.auth === 'data') s.add(404);
   if (r.write || hasProperty(r.body, 'expectedVersion')) s.add(409);
   if (r.body) s.add(413);
+  // A body in another media type than JSON (application/json, or merge-patch+json on PATCH).
+  if (r.body) s.add(415);
   if (r.auth === 'data' && (drawsCredits(r) || isInference(r))) s.add(402);
   // The per-account burst limit (counted routes), and the edge's per-IP flood ceiling (every route).
   s.add(429);

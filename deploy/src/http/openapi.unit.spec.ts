@@ -54,7 +54,7 @@ describe('/openapi.json responses and tags', () => {
   it('derives the error statuses from the route', () => {
     expect(errorStatusesOf(r('GET', '/v1/records'))).toEqual([400, 401, 403, 404, 429]);
     const patch = r('PATCH', '/v1/records/:id', { body: z.object({ expectedVersion: z.number().optional() }), params: z.object({ id: z.string() }), write: true });
-    expect(errorStatusesOf(patch)).toEqual([400, 401, 402, 403, 404, 409, 413, 429]);
+    expect(errorStatusesOf(patch)).toEqual([400, 401, 402, 403, 404, 409, 413, 415, 429]);
     expect(errorStatusesOf(route({ method: 'GET', url: '/healthz', auth: 'none', summary: 'Liveness', handler: async () => ({}) }))).toEqual([429]);
     expect(errorStatusesOf(r('POST', '/v1/records/lookup/batch', { errors: [501] }))).toContain(501);
   });

@@ -20,18 +20,30 @@ export type AccountCommand =
       inferenceBalanceCents?: number;
       creditLimit?: number;
       rateLimitPerMinute?: number;
-      entitlements?: { allowGlobalRegion: boolean };
+      entitlements?: Entitlements;
       tenants: EventData<'AccountOpened'>['tenants'];
     }
-  /** PATCH /operator/accounts/{id}: `inferenceBalanceCents` is a top-up added to the balance. */
+  /**
+   * PATCH /operator/accounts/{id}: `inferenceBalanceCents` is a top-up added to the balance; `entitlements` are
+   * merged into the stored ones (an entitlement left out keeps its value).
+   */
   | {
       type: 'ChangeAccount';
       plan?: Plan;
       creditLimit?: number | null;
       rateLimitPerMinute?: number | null;
       inferenceBalanceCents?: number;
-      entitlements?: { allowGlobalRegion: boolean };
+      entitlements?: Entitlements;
     };
+
+/** Entitlements as a request gives them (decisions §2: `entitlements?: {allowGlobalRegion?: boolean}`); each absent one is false on open, unchanged on change. */
+export type Entitlements = { allowGlobalRegion?: boolean };
+const ENTITLEMENT_DEFAULTS: EventData<'AccountOpened'>['entitlements'] = { allowGlobalRegion: false };
+/** `given` over `base`, an entitlement `given` leaves out keeping its value in `base`. */
+const mergeEntitlements = (base: EventData<'AccountOpened'>['entitlements'], given: Entitlements): EventData<'AccountOpened'>['entitlements'] => ({
+  ...base,
+  ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)),
+});
 
 export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent> = {
   initialState: () => ({ exists: false }),
@@ -50,7 +62,7 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
               inferenceBalanceCents: cmd.inferenceBalanceCents ?? 0,
               creditLimit: cmd.creditLimit ?? null,
               rateLimitPerMinute: cmd.rateLimitPerMinute ?? null,
-              entitlements: cmd.entitlements ?? { allowGlobalRegion: false },
+              entitlements: mergeEntitlements(ENTITLEMENT_DEFAULTS, cmd.entitlements ?? {}),
               tenants: cmd.tenants,
             },
           },
@@ -67,7 +79,7 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
               creditLimit: cmd.creditLimit !== undefined ? { value: cmd.creditLimit } : undefined,
               rateLimitPerMinute: cmd.rateLimitPerMinute !== undefined ? { value: cmd.rateLimitPerMinute } : undefined,
               inferenceBalanceCentsDelta: cmd.inferenceBalanceCents,
-              entitlements: cmd.entitlements,
+              entitlements: cmd.entitlements ? mergeEntitlements(state.entitlements, cmd.entitlements) : undefined,
             },
           },
         ];

@@ -30,14 +30,19 @@ describe('price table', () => {
     expect(() => loadPrices('not json')).toThrow(/not valid JSON/);
   });
 
-  it('allowances per plan; enterprise from creditLimit (none: no ceiling); unknown plan is free', () => {
+  it('allowances per plan; a set creditLimit overrides any plan (enterprise without one: no ceiling); unknown plan is free', () => {
     expect(allowanceOf(DEFAULT_PRICES, { plan: 'free' })).toBe(1000);
     expect(allowanceOf(DEFAULT_PRICES, { plan: 'starter' })).toBe(50_000);
     expect(allowanceOf(DEFAULT_PRICES, { plan: 'pro' })).toBe(250_000);
     expect(allowanceOf(DEFAULT_PRICES, { plan: 'scale' })).toBe(1_000_000);
     expect(allowanceOf(DEFAULT_PRICES, { plan: 'enterprise', creditLimit: 42 })).toBe(42);
     expect(allowanceOf(DEFAULT_PRICES, { plan: 'enterprise', creditLimit: null })).toBeNull();
-    expect(allowanceOf(DEFAULT_PRICES, { plan: 'free', creditLimit: 5 })).toBe(1000);
+    // decisions §2: creditLimit is taken on every plan and overrides the plan's allowance.
+    expect(allowanceOf(DEFAULT_PRICES, { plan: 'free', creditLimit: 5 })).toBe(5);
+    expect(allowanceOf(DEFAULT_PRICES, { plan: 'starter', creditLimit: 0 })).toBe(0);
+    expect(allowanceOf(DEFAULT_PRICES, { plan: 'pro', creditLimit: 2_000_000 })).toBe(2_000_000);
+    expect(allowanceOf(DEFAULT_PRICES, { plan: 'scale', creditLimit: null })).toBe(1_000_000);
+    expect(allowanceOf(DEFAULT_PRICES, { creditLimit: 7 })).toBe(7);
     expect(allowanceOf(DEFAULT_PRICES, { plan: 'gold' })).toBe(1000);
     expect(allowanceOf(DEFAULT_PRICES, null)).toBe(1000);
     expect(periodOf('2026-08-31T23:59:59.999Z')).toBe('2026-08');

@@ -80,15 +80,15 @@ export function loadPrices(json: string | undefined): PriceTable {
 export type PlanName = 'free' | 'starter' | 'pro' | 'scale' | 'enterprise';
 
 /**
- * The monthly allowance of an account in whole credits, or null for none (an
- * enterprise account without a `creditLimit`). An unset or unknown plan is Free.
+ * The monthly allowance of an account in whole credits, or null for none. A set
+ * `creditLimit` overrides the plan's allowance on every plan; without one the
+ * plan's allowance applies (none on `enterprise`). An unset or unknown plan is Free.
  */
 export function allowanceOf(prices: PriceTable, account: { plan?: unknown; creditLimit?: unknown } | null | undefined): number | null {
+  const limit = account?.creditLimit;
+  if (typeof limit === 'number' && Number.isFinite(limit) && limit >= 0) return limit;
   const plan = typeof account?.plan === 'string' ? account.plan : 'free';
-  if (plan === 'enterprise') {
-    const limit = account?.creditLimit;
-    return typeof limit === 'number' && Number.isFinite(limit) && limit >= 0 ? limit : null;
-  }
+  if (plan === 'enterprise') return null;
   return Object.hasOwn(prices.allowances, plan) ? prices.allowances[plan as keyof PriceTable['allowances']] : prices.allowances.free;
 }
 

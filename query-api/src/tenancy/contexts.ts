@@ -3,6 +3,8 @@ import { firstRow } from '../first-row';
 
 export interface ContextRow {
   id: string;
+  /** The same value as `id`: the name the rest of the API uses for a context. */
+  contextId: string;
   tenantId: string;
   name: string;
   isDefault: boolean;
@@ -10,7 +12,7 @@ export interface ContextRow {
 }
 
 type Raw = { context_id: string; tenant_id: string; name: string; is_default: boolean; created_at: Date | string };
-const toContext = (r: Raw): ContextRow => ({ id: r.context_id, tenantId: r.tenant_id, name: r.name, isDefault: r.is_default, createdAt: new Date(r.created_at).toISOString() });
+const toContext = (r: Raw): ContextRow => ({ id: r.context_id, contextId: r.context_id, tenantId: r.tenant_id, name: r.name, isDefault: r.is_default, createdAt: new Date(r.created_at).toISOString() });
 
 /** Reads of tenants and app contexts. */
 export class TenancyReads {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { deliveryResponse, domainResponse, idParam, limitParam, listDeliveriesQuery, listEnvelope, notFound, pageQuery, type Paginator, route, type RouteSpec, webhookResponse, type WebhookResponse } from '@svc/contracts';
+import { deliveryResponse, domainResponse, forbidden, idParam, limitParam, listDeliveriesQuery, listEnvelope, notFound, pageQuery, type Paginator, route, type RouteSpec, webhookResponse, type WebhookResponse } from '@svc/contracts';
 import { type DeliveryRow, deliveryView, type Sql } from '@svc/domain';
 
 interface WebhookRow {
@@ -56,6 +56,9 @@ export function webhookQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
       query: z.object({ tenantId: z.string().min(1).max(128), limit: limitParam, startFrom: z.string().optional() }),
       response: listEnvelope(webhookResponse),
       handler: async ({ query, principal: p }) => {
+        // Another account's (or an unknown) tenant is 403, as registering a webhook for it is (spec "Errors": tenant not owned).
+        const { rows: own } = await sql.query('SELECT 1 FROM rm_tenants WHERE tenant_id = $1 AND account_id = $2', [query.tenantId, p.accountId]);
+        if (!own.length) throw forbidden();
         const scope = `webhooks:${p.accountId}`;
         const params = { tenantId: query.tenantId, limit: query.limit };
         const after = pages.start<[number, string]>(scope, params, query.startFrom) ?? [-1, ''];

@@ -387,11 +387,12 @@ describe('rotating a root key: POST /developer/tenants/{tenantId}/root-key/rotat
     expect(await works(t.body.rootKey)).toBe(200);
   });
 
-  it('another account’s tenant and a random tenant → the identical 404; a root key → 403; nothing changes', async () => {
+  it('another account’s tenant and a random tenant → the identical 403 (tenant not owned); a root key → 403; nothing changes', async () => {
     const a = await enterprise(api);
     const b = await enterprise(api);
     const rnd = await api.post(`/developer/tenants/${randomUUID()}/root-key/rotate`, a.developerToken);
-    expect(rnd.status).toBe(404);
+    expect(rnd.status).toBe(403);
+    expect(rnd.body.errorCode).toBe('FORBIDDEN');
     const foreign = await api.post(`/developer/tenants/${b.tenants.live.tenantId}/root-key/rotate`, a.developerToken);
     expect(withoutRequestId(foreign)).toBe(withoutRequestId(rnd));
     expect((await api.post(`/developer/tenants/${a.tenants.live.tenantId}/root-key/rotate`, a.tenants.live.rootKey)).status).toBe(403);

@@ -209,6 +209,23 @@ describe('PATCH accepts application/merge-patch+json (RFC 7386)', () => {
   });
 });
 
+describe('bodies are JSON only: any other media type is 415 UNSUPPORTED_MEDIA_TYPE (docs/api.md "Errors")', () => {
+  it('a JSON body sent as text/plain (or another type) is 415, not parsed as a string, and nothing is written', async () => {
+    const s = await createSchema({ fields: [{ fieldId: 'name', fieldType: 'string' }] });
+    const body = JSON.stringify({ typeName: s.typeName, payload: { name: 'plain' } });
+    for (const type of ['text/plain', 'text/plain; charset=utf-8', 'application/xml']) {
+      const r = await raw('POST', '/v1/records', body, type);
+      expect(r.status, `${type}: ${r.text}`).toBe(415);
+      expect(r.body.errorCode).toBe('UNSUPPORTED_MEDIA_TYPE');
+      expect(r.body.requestId).toBe(r.headers.get('x-request-id'));
+    }
+    const rec = await createRecord({ typeName: s.typeName, payload: { name: 'json' } });
+    expect((await raw('PATCH', `/v1/records/${rec.id}`, JSON.stringify({ payload: { name: 'x' } }), 'text/plain')).status).toBe(415);
+    const list = await api.get(`/v1/records?type=${s.typeName}`, root);
+    expect(list.body.data.map((x: any) => x.payload.name)).toEqual(['json']);
+  });
+});
+
 describe('__proto__ keys are a 400; constructor / prototype are ordinary names', () => {
   it.each([
     ['a payload key', (t: string) => `{"typeName":"${t}","payload":{"__proto__":{"name":"x"}}}`],

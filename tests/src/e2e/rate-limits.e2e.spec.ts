@@ -299,6 +299,7 @@ describe('per-account burst limit (in process)', () => {
       expect(r.body).toEqual({ message: expect.any(String), errorCode: 'RATE_LIMITED' }); // no requestId
       expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
       expect(r.headers.get('x-ratelimit-limit')).toBeNull(); // the account limit is not involved
+      expect(r.headers.get('x-ratelimit-remaining')).toBeNull();
     }
     clock.nextMinute();
     expect((await api.get('/healthz')).status).toBe(200);

@@ -1293,6 +1293,9 @@ describe('batch-write collision budget', () => {
     expect(limited.body.errorCode).toBe('RATE_LIMITED');
     expect(limited.body.message).toMatch(/collision budget/i);
     expect(limited.body.requestId).toBe(limited.headers.get('x-request-id'));
+    // Every 429 says X-RateLimit-Remaining: 0 beside the plan maximum (spec "Rate limits"), though the burst count is far from it.
+    expect(limited.headers.get('x-ratelimit-remaining')).toBe('0');
+    expect(limited.headers.get('x-ratelimit-limit')).toBe('1000000');
     const retryAfter = Number(limited.headers.get('retry-after'));
     expect(Number.isInteger(retryAfter)).toBe(true);
     expect(retryAfter).toBeGreaterThanOrEqual(1);

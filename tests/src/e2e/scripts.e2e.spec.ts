@@ -546,6 +546,9 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       expect(limited).toHaveLength(1);
       expect(limited[0].headers.get('retry-after')).toBe('2');
       expect(limited[0].body.errorCode).toBe('RATE_LIMITED');
+      // Every 429 says X-RateLimit-Remaining: 0 beside the plan maximum (spec "Rate limits"), whatever the burst count.
+      expect(limited[0].headers.get('x-ratelimit-remaining')).toBe('0');
+      expect(Number(limited[0].headers.get('x-ratelimit-limit'))).toBeGreaterThan(0);
     });
 
     it('a run that could not start is 503 EXECUTION_CONTAINER_BUSY / EXECUTION_NOT_STARTED with Retry-After', async () => {

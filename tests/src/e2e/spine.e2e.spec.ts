@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { collectAnswer, unwrap, type Body } from '@svc/client';
 import { OPERATOR_TOKEN, startService, type Api, type Bootstrap, type TestService } from '../support/service';
+import { expectStatus } from '../support/typed';
 
 let svc: TestService;
 let api: Api;
@@ -105,6 +107,16 @@ describe('bootstrap', () => {
   it('the bootstrap root keys work on the data plane', async () => {
     expect((await api.get('/v1/contexts', boot.tenants.live.rootKey)).status).toBe(200);
     expect((await api.get('/v1/contexts', boot.tenants.test.rootKey)).status).toBe(200);
+  });
+
+  it('the bootstrap account can use inference: RAG streams an answer (opening balance), not 402 INSUFFICIENT_BALANCE', async () => {
+    const answer = await collectAnswer(svc.client(boot.tenants.live.rootKey).rag({ query: 'What does an empty tenant know?' }));
+    expect(answer.events[0].event).toBe('search_results');
+    expect(answer.done.model).toBe('builtin-extractive');
+    // The opening balance is DEFAULT_INFERENCE_BALANCE_CENTS (default 1,000 cents), shown by the operator API.
+    const account = await api.get(`/operator/accounts/${boot.accountId}`, OPERATOR_TOKEN);
+    expect(account.status).toBe(200);
+    expect(account.body.inferenceBalanceCents).toBe(1000);
   });
 });
 
@@ -220,6 +232,33 @@ describe('operator API', () => {
     expect(g.body.inferenceBalanceCents).toBe(1750);
   });
 
+  it('entitlements: allowGlobalRegion is optional on POST and PATCH; a PATCH merges into the stored entitlements', async () => {
+    const operator = svc.client(OPERATOR_TOKEN);
+    const created = await expectStatus(operator.POST('/operator/accounts', { body: { plan: 'pro', entitlements: {} } }), 201);
+    const read = async () => (await api.get(`/operator/accounts/${created.accountId}`, OPERATOR_TOKEN)).body.entitlements;
+    expect(await read()).toEqual({ allowGlobalRegion: false });
+    const patch = (body: Body<'patchOperatorAccount'>) => expectStatus(operator.PATCH('/operator/accounts/{id}', { params: { path: { id: created.accountId } }, body }), 200);
+    await patch({ entitlements: { allowGlobalRegion: true } });
+    expect(await read()).toEqual({ allowGlobalRegion: true });
+    // An empty entitlements object changes nothing (it does not reset allowGlobalRegion).
+    await patch({ entitlements: {}, plan: 'scale' });
+    expect(await read()).toEqual({ allowGlobalRegion: true });
+    await patch({ entitlements: { allowGlobalRegion: false } });
+    expect(await read()).toEqual({ allowGlobalRegion: false });
+  });
+
+  it('creditLimit counts on every plan: it replaces the plan allowance in the usage report; null returns to the plan allowance', async () => {
+    const acct = await api.newAccount({ plan: 'free', creditLimit: 5 });
+    const limit = async () => (await unwrap(svc.client(acct.tenants.live.rootKey).GET('/v1/usage'))).credits.limit;
+    expect(await limit()).toBe(5);
+    const operator = svc.client(OPERATOR_TOKEN);
+    const patch = (body: Body<'patchOperatorAccount'>) => expectStatus(operator.PATCH('/operator/accounts/{id}', { params: { path: { id: acct.accountId } }, body }), 200);
+    await patch({ plan: 'pro', creditLimit: 2_000_000 });
+    expect(await limit()).toBe(2_000_000);
+    await patch({ creditLimit: null });
+    expect(await limit()).toBe(250_000);
+  });
+
   it('PATCH of an unknown account → 404', async () => {
     const r = await api.patch(`/operator/accounts/${randomUUID()}`, OPERATOR_TOKEN, { plan: 'pro' });
     expect(r.status).toBe(404);
@@ -299,6 +338,22 @@ describe('app contexts', () => {
     const ids = r.body.data.map((x: { id: string }) => x.id).sort();
     expect(ids).toEqual([acct.tenants.live.contextId, c.id].sort());
     expect(r.body.data.find((x: { id: string }) => x.id === acct.tenants.live.contextId).isDefault).toBe(true);
+  });
+
+  it('POST /v1/contexts without a name creates a named context; create and list answer contextId (= id)', async () => {
+    const acct = await api.newAccount();
+    const client = svc.client(acct.tenants.live.rootKey);
+    const c = await expectStatus(client.POST('/v1/contexts', { body: {} }), 201);
+    expect(c.contextId).toBe(c.id);
+    expect(c.name.length).toBeGreaterThan(0);
+    expect(c).toMatchObject({ isDefault: false, tenantId: acct.tenants.live.tenantId });
+    const named = await expectStatus(client.POST('/v1/contexts', { body: { name: 'named' } }), 201);
+    expect(named).toMatchObject({ id: named.contextId, name: 'named' });
+    const list = await unwrap(client.GET('/v1/contexts'));
+    for (const x of list.data) expect(x.contextId).toBe(x.id);
+    expect(list.data.map((x) => x.contextId).sort()).toEqual([acct.tenants.live.contextId, c.contextId, named.contextId].sort());
+    // The new context is usable by that id (x-context-id).
+    expect((await api.get('/v1/contexts', acct.tenants.live.rootKey, { 'x-context-id': c.contextId })).status).toBe(200);
   });
 
   it('a token minted for context A cannot select context B with x-context-id (404)', async () => {

@@ -184,7 +184,7 @@ describe('DELETE /v1/contexts/{id}', () => {
 });
 
 describe('DELETE /developer/tenants/{tenantId}', () => {
-  it('takes the owning account\'s developer token: data-plane keys 403, another account 404, no token 401', async () => {
+  it('takes the owning account\'s developer token: data-plane keys 403, another account\'s or an unknown tenant 403, no token 401', async () => {
     const del = (token?: string, tenantId = L) => api.del(`/developer/tenants/${tenantId}`, token);
     for (const key of [rootL, rootT, creds.scoped, creds.token]) {
       const r = await del(key);
@@ -193,8 +193,10 @@ describe('DELETE /developer/tenants/{tenantId}', () => {
     }
     const foreign = await del(stranger.developerToken);
     const unknown = await del(acct.developerToken, randomUUID());
-    expect(foreign.status).toBe(404);
-    expect(unknown.status).toBe(404);
+    // Spec "Errors": 403 for a tenant not owned (as webhook registration answers).
+    expect(foreign.status).toBe(403);
+    expect(unknown.status).toBe(403);
+    expect(foreign.body.errorCode).toBe('FORBIDDEN');
     expect(foreign.body.message).toBe(unknown.body.message);
     expect((await del(undefined)).status).toBe(401);
     // Nothing happened.

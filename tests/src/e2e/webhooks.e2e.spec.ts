@@ -146,7 +146,12 @@ describe.each(ENGINES)('webhooks (%s)', (engine) => {
     expect(list.body.data.map((x: any) => x.id)).toContain(w.id);
     expect(list.body.data.every((x: any) => !('secret' in x))).toBe(true);
     expect(list.body).toHaveProperty('nextCursor');
-    expect((await api.get(`/developer/webhooks?tenantId=${A.tenants.test.tenantId}`, B.developerToken)).body.data).toEqual([]);
+    // A tenant not the caller's (another account's, or unknown) is 403, as registering for it is (spec "Errors": tenant not owned).
+    for (const tenantId of [A.tenants.test.tenantId, A.tenants.live.tenantId, 'no-such-tenant']) {
+      const foreign = await api.get(`/developer/webhooks?tenantId=${tenantId}`, B.developerToken);
+      expect(foreign.status, tenantId).toBe(403);
+      expect(foreign.body.errorCode).toBe('FORBIDDEN');
+    }
     expect((await api.del(`/developer/webhooks/${w.id}`, B.developerToken)).status).toBe(404);
     expect((await api.del(`/developer/webhooks/${w.id}`, A.developerToken)).status).toBe(204);
     expect((await api.get(`/developer/webhooks/${w.id}`, A.developerToken)).status).toBe(404);

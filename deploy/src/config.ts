@@ -97,7 +97,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     objectStoreUrl: env.OBJECT_STORE_URL || undefined,
     operatorToken: env.OPERATOR_TOKEN || undefined,
     defaultPlan: env.DEFAULT_PLAN ?? 'free',
-    defaultInferenceBalanceCents: openingBalance(env.DEFAULT_INFERENCE_BALANCE_CENTS),
+    defaultInferenceBalanceCents: wholeNumber(env.DEFAULT_INFERENCE_BALANCE_CENTS, 1000, 'DEFAULT_INFERENCE_BALANCE_CENTS', 'a whole number of cents (0 or more)'),
     serviceSecret: env.SERVICE_SECRET || undefined,
     logRequests: env.LOG_REQUESTS === '1',
     embeddingsUrl: env.EMBEDDINGS_URL || undefined,
@@ -119,7 +119,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       flushMs: env.ACTIVITY_LOG_FLUSH_MS ? Number(env.ACTIVITY_LOG_FLUSH_MS) : 250,
       retentionDays: env.ACTIVITY_LOG_RETENTION_DAYS ? Number(env.ACTIVITY_LOG_RETENTION_DAYS) : 30,
     },
-    edgeRateLimitPerMinute: edgeRateLimit(env.EDGE_RATE_LIMIT_PER_MINUTE),
+    edgeRateLimitPerMinute: wholeNumber(env.EDGE_RATE_LIMIT_PER_MINUTE, 20_000, 'EDGE_RATE_LIMIT_PER_MINUTE', 'a whole number of requests per minute (0 disables)'),
     metering: env.METERING !== '0',
     rateLimits: env.RATE_LIMITS !== '0',
     scripts: {
@@ -165,17 +165,11 @@ function retryScale(v: string | undefined): number {
   return n;
 }
 
-function edgeRateLimit(v: string | undefined): number {
-  if (v === undefined || v === '') return 20_000;
+/** A whole number (0 or more) from the environment, `fallback` when unset; anything else stops the start, naming the variable. */
+function wholeNumber(v: string | undefined, fallback: number, name: string, what: string): number {
+  if (v === undefined || v === '') return fallback;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`EDGE_RATE_LIMIT_PER_MINUTE must be a whole number of requests per minute (0 disables), not ${v}`);
-  return n;
-}
-
-function openingBalance(v: string | undefined): number {
-  if (v === undefined || v === '') return 1000;
-  const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`DEFAULT_INFERENCE_BALANCE_CENTS must be a whole number of cents (0 or more), not ${v}`);
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name} must be ${what}, not ${v}`);
   return n;
 }
 

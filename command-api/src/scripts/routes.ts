@@ -33,9 +33,6 @@ async function execute(s: ScriptRouteDeps, req: ExecutionRequest): Promise<{ sta
   };
 }
 
-/** Outcomes refused before the script ran: the key is not spent on them. */
-const NOT_RUN = NOT_STARTED_CODES;
-
 export function scriptCommandRoutes(s: ScriptRouteDeps): RouteSpec[] {
   return [
     route({
@@ -104,7 +101,8 @@ export function scriptCommandRoutes(s: ScriptRouteDeps): RouteSpec[] {
             s.deps.log?.(`script execution ${claim.executionId}: ${e instanceof Error ? e.message : String(e)}`);
             answer = { status: 500, body };
           }
-          if (NOT_RUN.has(String(answer.body.errorCode))) await s.idempotency.release(p.tenantId!, p.contextId!, key);
+          // Refused before the script ran (NOT_STARTED_CODES): the key is not spent on it.
+          if (NOT_STARTED_CODES.has(String(answer.body.errorCode))) await s.idempotency.release(p.tenantId!, p.contextId!, key);
           else await s.idempotency.complete(p.tenantId!, p.contextId!, key, answer.status, answer.body);
         }
         // The activity log records the code of an answered failure as it does for a thrown one.

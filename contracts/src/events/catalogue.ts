@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { folderFields } from '../api/folders';
+import { triggerScriptRefView } from '../api/triggers';
 import type { SchemaDefinition } from '../api/schemas';
 
 /**
@@ -63,8 +64,8 @@ const schemaDefinition = json as unknown as z.ZodType<SchemaDefinition, Record<s
 const plan = z.enum(['free', 'starter', 'pro', 'scale', 'enterprise']);
 const tenantRef = z.object({ tenantId: z.string(), contextId: z.string() });
 const dataScope = z.object({ userId: z.string().optional(), scopes: z.array(z.string()).optional() });
-/** A trigger rule's script: a version number, or `latest` (rules declared before `latest` existed hold a number). */
-const scriptRef = z.object({ name: z.string(), version: z.union([z.number().int(), z.literal('latest')]) });
+/** A trigger rule's script as the API shows it: a version number, or `latest` (rules declared before `latest` existed hold a number). */
+const scriptRef = triggerScriptRefView;
 /** A record's content and placement, in full on its creation and on every update. */
 const recordContent = {
   payload: json,

@@ -232,6 +232,12 @@ export interface Embedder {
    * else FUSION_TEXT_WEIGHT. A stronger vector leg earns a lower α.
    */
   readonly fusionTextWeight?: number;
+  /**
+   * The cosine similarity below which HYBRID leaves out a passage only the vector leg found, when it was measured
+   * for this model: a query that matches nothing still has nearest neighbours, and without a floor a HYBRID miss
+   * would never be empty. Unset: no floor (`minSimilarity` still applies).
+   */
+  readonly hybridSimilarityFloor?: number;
   /** `purpose` lets an implementation serve queries before bulk work (the built-in model does); others ignore it. */
   embed(texts: string[], o?: { purpose?: EmbedPurpose }): Promise<number[][]>;
   /** Releases what the embedder holds (the built-in model's thread). Safe to call more than once. */

@@ -91,6 +91,10 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
       const byItem = (hits: LegHit[]) => hits.map((h) => ({ key: itemOf(h), score: h.score }));
       ranked = convexFusion(byItem(textHits), byItem(vecHits), fusion).map((f) => ({ ...f, key: shown.get(f.key)! }));
     }
+    // A HYBRID miss is empty (spec, "Content search"): when no keyword matches anything, what the vector leg found
+    // must be near enough to count (its nearest passages always exist).
+    const floor = engines.embedder.hybridSimilarityFloor;
+    if (b.mode === 'HYBRID' && floor !== undefined && !textFailed && !textHits.length) ranked = ranked.filter((r) => r.semanticScore >= floor);
     return { degradedLegs, ranked, page: ranked.slice(b.offset, b.offset + b.limit) };
   };
   // The page's texts: each leg reads those of its passages on the page (a leg that cannot counts as failed, and the page is settled again).

@@ -169,10 +169,18 @@ describe('modes and results', () => {
     for (let i = 1; i < h.body.results.length; i++) expect(h.body.results[i - 1].score).toBeGreaterThanOrEqual(h.body.results[i].score);
   });
 
-  it('a miss is 200 with no results', async () => {
-    const r = await search({ query: 'xylophonequasar', mode: 'TEXT' });
-    expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ results: [], totalResults: 0, degraded: false, degradedLegs: [] });
+  it('a miss is 200 with no results, in the default HYBRID mode too (the vector leg\'s nearest passages are not near enough)', async () => {
+    for (const body of [{ mode: 'TEXT' }, {}, { mode: 'HYBRID', uniqueDocuments: true }]) {
+      for (const query of ['xylophonequasar', 'zzqv kplmx wrrth']) {
+        const r = await search({ query, ...body });
+        expect(r.status).toBe(200);
+        expect(r.body).toMatchObject({ results: [], totalResults: 0, degraded: false, degradedLegs: [] });
+      }
+    }
+    // A query near a record's meaning but sharing none of its words is still found by HYBRID.
+    expect(await found({ query: 'mountain ice loss from hotter weather' })).toContain('glacier');
+    // A keyword match anywhere: the vector leg's other passages join as before, near or not.
+    expect(await found({ query: 'xylophonequasar kitten' })).toEqual(expect.arrayContaining(['kitten', 'glacier']));
   });
 
   it('never finds a sensitive value', async () => {

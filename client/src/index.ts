@@ -105,8 +105,8 @@ export interface ServiceClient extends Client<paths> {
   waitForDocument(id: string, opts?: { until?: DocumentView['status'][]; timeoutMs?: number; intervalMs?: number }): Promise<DocumentView>;
   /** RAG (POST /v1/rag) as typed events: search_results, optional truncation_warning, content_delta+, done (or error). */
   rag(body: Body<'rag'>): AsyncGenerator<RagEvent>;
-  /** Document ask (POST /v1/documents/{id}/ask): document_context, content_delta+, done (or error). */
-  askDocument(id: string, body: Body<'askDocument'>): AsyncGenerator<AskDocumentEvent>;
+  /** Document ask (POST /v1/documents/{id}/ask): document_context, content_delta+, done (or error). The body's `id` (required by the API) is the path's `id` unless given. */
+  askDocument(id: string, body: Omit<Body<'askDocument'>, 'id'> & { id?: string }): AsyncGenerator<AskDocumentEvent>;
   /** Chat (POST /v1/chat): content_delta+, done (or error). */
   chat(body: Body<'chat'>): AsyncGenerator<ChatEvent>;
 }
@@ -167,7 +167,7 @@ export function createClient(options: ClientOptions): ServiceClient {
     uploadDocument,
     waitForDocument,
     rag: (body: Body<'rag'>) => stream<RagEvent>(http.POST('/v1/rag', { body, parseAs: 'stream' })),
-    askDocument: (id: string, body: Body<'askDocument'>) => stream<AskDocumentEvent>(http.POST('/v1/documents/{id}/ask', { params: { path: { id } }, body, parseAs: 'stream' })),
+    askDocument: (id: string, body: Omit<Body<'askDocument'>, 'id'> & { id?: string }) => stream<AskDocumentEvent>(http.POST('/v1/documents/{id}/ask', { params: { path: { id } }, body: { ...body, id: body.id ?? id }, parseAs: 'stream' })),
     chat: (body: Body<'chat'>) => stream<ChatEvent>(http.POST('/v1/chat', { body, parseAs: 'stream' })),
   });
 }

@@ -6877,7 +6877,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /** Format: uuid */
-                    id?: string;
+                    id: string;
                     prompt: string;
                     model?: string;
                     maxTokens?: number;

@@ -39,8 +39,8 @@ export type RagBody = z.infer<typeof ragBody>;
 
 export const askBody = z
   .object({
-    /** The document asked about; the path's id. When the body repeats it, the two must agree. */
-    id: z.string().uuid().optional(),
+    /** The document asked about (spec: required): the path's id, which it must repeat. */
+    id: z.string().uuid(),
     /** No length cap of its own (the request body limit bounds it): over ASK_INPUT_LIMIT_TOKENS with the document is the 413. */
     prompt: z.string().trim().min(1),
     model: model.optional(),

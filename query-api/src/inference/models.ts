@@ -1,4 +1,4 @@
-import { type ChatMessage, type ModelEntry, PLAN_TIERS, ServiceError, invalid } from '@svc/contracts';
+import { type ChatMessage, type ModelEntry, PLAN_TIERS, ServiceError } from '@svc/contracts';
 import { chooseSentences, type Embedder, type ExtractiveSource, NOTHING_FOUND } from '@svc/domain';
 
 /**
@@ -108,10 +108,10 @@ export class ModelCatalog {
     return { models: this.models.map((m) => m.entry), defaultModel: this.defaultModel };
   }
 
-  /** The model a call asked for (or the default) for an account on `plan`: 400 when unknown, 402 outside the plan. */
+  /** The model a call asked for (or the default) for an account on `plan`: 402 outside the plan, an unknown model included (spec: "A model outside the plan gives 402"). */
   resolve(id: string | undefined, plan: string): InferenceModel {
     const m = this.byId.get(id ?? this.defaultModel);
-    if (!m) throw invalid(`Unknown model '${String(id).slice(0, 200)}': GET /v1/models lists the models`);
+    if (!m) throw new ServiceError('PAYMENT_REQUIRED', `Model '${String(id).slice(0, 200)}' is not available on any plan: GET /v1/models lists the models`);
     const tier = (PLAN_TIERS as readonly string[]).includes(plan) ? plan : 'free';
     if (!(m.entry.availableOn as string[]).includes(tier))
       throw new ServiceError('PAYMENT_REQUIRED', `Model '${m.entry.id}' is not available on the ${tier} plan (available on: ${m.entry.availableOn.join(', ')})`);

@@ -13,7 +13,7 @@ import { tokenCounter, type TokenCounter } from './tokens';
  * Inference (spec "Inference operations", "Inference stream events"; decisions §8;
  * docs/inference.md). The edge has already run the pre-flight gates in the spec's
  * order (permission 403, credit ceiling 402, burst limit 429, balance 402). Every
- * refusal of the call itself (unknown model 400, model outside the plan 402,
+ * refusal of the call itself (a model outside the plan, unknown ones included, 402,
  * `allowGlobalRegion` not entitled 403, document not askable 409, input too large
  * 413, `requireComplete` with a degraded search 503) is answered as JSON before the
  * first byte of the stream; after that, a model failure is an `error` event and the
@@ -156,7 +156,7 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
       params: idParam,
       body: askBody,
       handler: async ({ params, body, principal: p, meta, reply }) => {
-        if (body.id !== undefined && body.id !== params.id) throw invalid('id: the body\'s id must be the document of the path');
+        if (body.id !== params.id) throw invalid('id: the body\'s id must be the document of the path');
         const doc = await d.documents.byId(params.id);
         if (!doc || !canReach(p, doc)) throw notFound();
         const model = await modelFor(p, body);

@@ -195,7 +195,7 @@ describe('inference (built-in extractive model)', () => {
   });
 
   it('RAG validation: search.limit above 50 and unknown keys are 400 before any stream; maxTokens above the cap is floored', async () => {
-    for (const body of [{ query: 'x', search: { limit: 51 } }, { query: 'x', search: { query: 'y' } }, { query: '' }, { query: 'x', nope: 1 }, { query: 'x', model: 'no-such-model' }]) {
+    for (const body of [{ query: 'x', search: { limit: 51 } }, { query: 'x', search: { query: 'y' } }, { query: '' }, { query: 'x', nope: 1 }]) {
       const r = await stream(`${svc.url}/v1/rag`, key, body);
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(r.json.errorCode).toBe('VALIDATION_ERROR');
@@ -203,6 +203,19 @@ describe('inference (built-in extractive model)', () => {
     const r = await stream(`${svc.url}/v1/rag`, key, { query: 'penguins eggs', maxTokens: 1_000_000 });
     expect(r.status).toBe(200);
     expectWellFormed(r.frames, ['search_results']);
+  });
+
+  it('a model outside the plan, an unknown one included, is 402 before any stream (spec: "A model outside the plan gives 402")', async () => {
+    const calls = [
+      stream(`${svc.url}/v1/rag`, key, { query: 'x', model: 'no-such-model' }),
+      stream(`${svc.url}/v1/chat`, key, { messages: [{ role: 'user', content: 'hi' }], model: 'gpt-9-turbo' }),
+      stream(`${svc.url}/v1/documents/${docs.copper}/ask`, key, { id: docs.copper, prompt: 'copper?', model: 'no-such-model' }),
+    ];
+    for (const r of await Promise.all(calls)) {
+      expect(r.status).toBe(402);
+      expect(r.json.errorCode).toBe('PAYMENT_REQUIRED');
+      expect(r.frames).toEqual([]);
+    }
   });
 
   it('maxTokens bounds the answer: outputTokens never exceeds it', async () => {
@@ -214,24 +227,25 @@ describe('inference (built-in extractive model)', () => {
   });
 
   it('document ask: document_context first, then the answer from that document', async () => {
-    const r = await stream(`${svc.url}/v1/documents/${docs.copper}/ask`, key, { prompt: 'Why does copper conduct electricity?' });
+    const r = await stream(`${svc.url}/v1/documents/${docs.copper}/ask`, key, { id: docs.copper, prompt: 'Why does copper conduct electricity?' });
     expect(r.status).toBe(200);
     expectWellFormed(r.frames, ['document_context']);
     const c = r.frames[0].data;
     expect(c).toEqual({ documentId: docs.copper, title: 'Notes on copper', textBytes: expect.any(Number), model: 'builtin-extractive' });
     expect(c.textBytes).toBe(Buffer.byteLength([FILLER[0], FACTS.copper, FILLER[1], FILLER[2]].join(' ')));
     expect(answerOf(r.frames)).toContain(FACTS.copper);
-    // The body may repeat the path's id; a different one is 400.
-    expect((await stream(`${svc.url}/v1/documents/${docs.copper}/ask`, key, { id: docs.copper, prompt: 'copper?' })).status).toBe(200);
+    // The body repeats the path's id (spec: required); a missing or different one is 400.
+    expect((await stream(`${svc.url}/v1/documents/${docs.copper}/ask`, key, { prompt: 'copper?' })).status).toBe(400);
     expect((await stream(`${svc.url}/v1/documents/${docs.copper}/ask`, key, { id: docs.volcano, prompt: 'copper?' })).status).toBe(400);
   });
 
   it('document ask: 404 for another tenant\'s or a missing document; 409 while the document is not processed yet', async () => {
-    expect((await stream(`${svc.url}/v1/documents/${docs.otherPenguins}/ask`, key, { prompt: 'penguins?' })).status).toBe(404);
-    expect((await stream(`${svc.url}/v1/documents/${randomUUID()}/ask`, key, { prompt: 'anything?' })).status).toBe(404);
+    expect((await stream(`${svc.url}/v1/documents/${docs.otherPenguins}/ask`, key, { id: docs.otherPenguins, prompt: 'penguins?' })).status).toBe(404);
+    const missing = randomUUID();
+    expect((await stream(`${svc.url}/v1/documents/${missing}/ask`, key, { id: missing, prompt: 'anything?' })).status).toBe(404);
     const up = await api.post('/v1/documents/upload', key, { title: 'never uploaded', fileName: 'a.txt', fileType: 'text/plain', indexMode: 'TEXT' });
     expect(up.status, up.text).toBe(201);
-    const r = await stream(`${svc.url}/v1/documents/${up.body.id}/ask`, key, { prompt: 'what is in it?' });
+    const r = await stream(`${svc.url}/v1/documents/${up.body.id}/ask`, key, { id: up.body.id, prompt: 'what is in it?' });
     expect(r.status).toBe(409);
     expect(r.frames).toEqual([]);
   });
@@ -240,7 +254,7 @@ describe('inference (built-in extractive model)', () => {
     const big = Array.from({ length: 9000 }, (_, i) => `Line ${i} of a very long report about harbour logistics.`).join(' ');
     const id = await ingest(key, 'Huge report', big, 'NONE');
     const before = (await api.get('/v1/usage', key)).body.inference.endpoints.ask.calls;
-    const r = await stream(`${svc.url}/v1/documents/${id}/ask`, key, { prompt: 'Summarise the report' });
+    const r = await stream(`${svc.url}/v1/documents/${id}/ask`, key, { id, prompt: 'Summarise the report' });
     expect(r.status).toBe(413);
     expect(r.json.limitTokens).toBe(32_000);
     expect(r.json.estimatedTokens).toBeGreaterThan(32_000);
@@ -252,7 +266,7 @@ describe('inference (built-in extractive model)', () => {
     const prompt = Array.from({ length: 40_000 }, (_, i) => `word${i % 97}`).join(' ');
     expect(prompt.length).toBeGreaterThan(32_000);
     const before = (await api.get('/v1/usage', key)).body.inference.endpoints.ask.calls;
-    const r = await stream(`${svc.url}/v1/documents/${docs.copper}/ask`, key, { prompt });
+    const r = await stream(`${svc.url}/v1/documents/${docs.copper}/ask`, key, { id: docs.copper, prompt });
     expect(r.status, JSON.stringify(r.json)).toBe(413);
     expect(r.json.errorCode).toBe('PAYLOAD_TOO_LARGE');
     expect(r.json.limitTokens).toBe(32_000);
@@ -310,7 +324,7 @@ describe('inference (built-in extractive model)', () => {
     await stream(`${svc.url}/v1/rag`, other, { query: 'penguins' });
     await stream(`${svc.url}/v1/chat`, other, { messages: [{ role: 'user', content: 'hi' }] });
     await stream(`${svc.url}/v1/chat`, other, { messages: [{ role: 'user', content: 'hi again' }] });
-    await stream(`${svc.url}/v1/documents/${docs.otherPenguins}/ask`, other, { prompt: 'What do they eat?' });
+    await stream(`${svc.url}/v1/documents/${docs.otherPenguins}/ask`, other, { id: docs.otherPenguins, prompt: 'What do they eat?' });
     const after = await eventually(async () => {
       const c = await calls();
       return c.chat.calls === before.chat.calls + 2 ? c : null;

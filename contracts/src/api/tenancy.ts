@@ -61,6 +61,8 @@ export const scopedKeyResponse = z.object({ id: z.string(), key: z.string(), ten
 /** POST /v1/contexts: `name` is optional (a context made without one is named `context-<first 8 characters of its id>`). */
 export const createContextBody = z.object({ name: z.string().min(1).max(200).optional() }).strict();
 /** An app context: `contextId` is the name the rest of the API uses for it (decisions §2), the same value as `id`. */
+/** GET /v1/ping: the credential works; where its requests land (the spec's `ping` log resource). */
+export const pingResponse = z.object({ status: z.literal('ok'), tenantId: z.string(), contextId: z.string().nullable(), livemode: z.boolean() });
 export const contextResponse = z.object({ id: z.string(), contextId: z.string(), tenantId: z.string(), name: z.string(), isDefault: z.boolean(), createdAt: z.string() });
 export const idParam = z.object({ id: z.string().min(1).max(128) });
 export const rotateRootKeyParams = z.object({ tenantId: z.string().min(1).max(128) });

@@ -81,7 +81,7 @@ export function operationIdOf(r: Pick<RouteSpec, 'method' | 'url' | 'operationId
 const TAG_GROUPS: Array<[RegExp, string]> = [
   [/^\/v1\/(rag|chat|models)(\/|$)|^\/v1\/documents\/[^/]+\/ask$/, 'Inference'],
   [/^\/v1\/(namespaces|users|entities)(\/|$)/, 'Identity'],
-  [/^\/v1\/(tokens|contexts)(\/|$)/, 'Tenancy'],
+  [/^\/v1\/(tokens|contexts|ping)(\/|$)/, 'Tenancy'],
   [/^\/v1\/trigger/, 'Triggers'],
   [/^\/v1\/admin\/logs/, 'Activity log'],
   [/^\/v1\/erasure-requests/, 'Erasure'],
@@ -98,7 +98,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   Search: 'Content search over documents and records: TEXT, SEMANTIC or HYBRID.',
   Inference: 'Streaming inference (Server-Sent Events): RAG, document ask, chat; the model catalog.',
   Identity: 'Namespaces, users and identity entities.',
-  Tenancy: 'Minted tokens and app contexts.',
+  Tenancy: 'Minted tokens, app contexts and the credential check (ping).',
   Scripts: 'Stored, versioned scripts and their synchronous execution.',
   Triggers: 'Trigger rules that run scripts on record events, and their terminal failures.',
   Usage: 'The usage report of a period: credits, searches, inference, reads, execution.',

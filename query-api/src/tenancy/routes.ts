@@ -1,8 +1,17 @@
-import { contextResponse, idParam, listEnvelope, notFound, pageQuery, type Paginator, route, type RouteSpec } from '@svc/contracts';
+import { contextResponse, idParam, listEnvelope, notFound, pageQuery, type Paginator, pingResponse, route, type RouteSpec } from '@svc/contracts';
 import type { TenancyReads } from './contexts';
 
 export function tenancyQueryRoutes(reads: TenancyReads, pages: Paginator): RouteSpec[] {
   return [
+    route({
+      method: 'GET',
+      url: '/v1/ping',
+      operationId: 'ping',
+      auth: 'data',
+      summary: 'Checks a credential: 200 with its tenant, context and environment (no permission needed; logged as the `ping` resource)',
+      response: pingResponse,
+      handler: async ({ principal: p }) => ({ status: 'ok' as const, tenantId: p.tenantId!, contextId: p.contextId ?? null, livemode: p.environment === 'live' }),
+    }),
     route({
       method: 'GET',
       url: '/v1/contexts',

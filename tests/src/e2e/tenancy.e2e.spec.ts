@@ -590,6 +590,14 @@ describe('app contexts inside one tenant', () => {
     expect((await api.get('/v1/records', k.token, { 'x-context-id': ctx2A })).status).toBe(404);
   });
 
+  it('GET /v1/ping answers where each credential lands: its tenant, context and environment; no credential is 401', async () => {
+    const t2 = creds.find((c) => c.cell === 'A.live.ctx2' && c.kind === 'st')!;
+    expect((await api.get('/v1/ping', t2.token)).body).toEqual({ status: 'ok', tenantId: A.tenants.live.tenantId, contextId: ctx2A, livemode: true });
+    expect((await api.get('/v1/ping', A.tenants.live.rootKey, { 'x-context-id': ctx2A })).body.contextId).toBe(ctx2A);
+    expect((await api.get('/v1/ping', B.tenants.test.rootKey)).body).toEqual({ status: 'ok', tenantId: B.tenants.test.tenantId, contextId: B.tenants.test.contextId, livemode: false });
+    expect((await api.unchecked.get('/v1/ping', '')).status).toBe(401);
+  });
+
   it('the root key sees context 2 only with x-context-id, and then not context 1', async () => {
     const root = A.tenants.live.rootKey;
     const r2 = rec('A.live.ctx2').id;

@@ -89,6 +89,12 @@ export class InternalError extends Error {
 /** Shorthands for the errors every feature raises. One message each, so bodies never differ. */
 export const invalid = (message: string, details?: Record<string, unknown>) =>
   new ServiceError('VALIDATION_ERROR', message, { details });
+/** A failed zod parse as a validation message: its first five issues, each with its path. */
+export const zodMessage = (e: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> }) =>
+  e.issues
+    .slice(0, 5)
+    .map((i) => (i.path.length ? `${i.path.map(String).join('.')}: ${i.message}` : i.message))
+    .join('; ');
 /** Missing, out of scope and other tenant all read the same. */
 export const notFound = () => new ServiceError('NOT_FOUND');
 /** Never names the permission that was missing. */

@@ -3209,7 +3209,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    records: {
+                    records: ({
                         typeName?: string;
                         schemaId?: string;
                         payload?: {
@@ -3223,7 +3223,9 @@ export interface operations {
                         /** @enum {string} */
                         indexMode?: "HYBRID" | "SEMANTIC" | "TEXT" | "NONE";
                         expectedVersion?: number;
-                    }[];
+                    } | {
+                        [key: string]: unknown;
+                    })[];
                 };
             };
         };
@@ -3270,6 +3272,7 @@ export interface operations {
                             index: number;
                             /** @enum {string} */
                             status: "conflict" | "error";
+                            errorCode: string;
                             error: {
                                 code: string;
                                 message: string;

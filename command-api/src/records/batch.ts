@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { batchWriteResponse, createRecordBody, ERROR_CATALOGUE, isServiceError, type RequestMeta, route, type RouteSpec, ServiceError } from '@svc/contracts';
+import { batchWriteResponse, createRecordBody, ERROR_CATALOGUE, isServiceError, type RequestMeta, route, type RouteSpec, ServiceError, zodMessage } from '@svc/contracts';
 import { recordView } from '@svc/domain';
 import type { CommandDeps } from '../handle-command';
 import { secondsToWindowEnd, type WindowCounter } from '../limits/window-counter';
@@ -9,14 +9,19 @@ export const BATCH_WRITE_MAX = 50;
 /** Items per account per minute that may collide with values held outside the caller's reach. */
 export const COLLISION_BUDGET_PER_MINUTE = 20;
 
-export const batchWriteBody = z.object({ records: z.array(createRecordBody).min(1).max(BATCH_WRITE_MAX) }).strict();
+/**
+ * Each item is any object here and is validated on its own in the handler: an invalid item is that item's `error`
+ * result, never a 400 for the batch (spec: "HTTP 200 with a per-item results array even when items fail"). The
+ * union keeps the item's shape in /openapi.json.
+ */
+export const batchWriteBody = z.object({ records: z.array(z.union([createRecordBody, z.object({}).passthrough()])).min(1).max(BATCH_WRITE_MAX) }).strict();
 
 type ItemResult =
   | { index: number; status: 'created' | 'updated'; id: string; record: ReturnType<typeof recordView> }
-  | { index: number; status: 'conflict'; error: { code: 'already_exists'; message: string } }
-  | { index: number; status: 'error'; error: { code: string; message: string } };
+  | { index: number; status: 'conflict'; errorCode: 'already_exists'; error: { code: 'already_exists'; message: string } }
+  | { index: number; status: 'error'; errorCode: string; error: { code: string; message: string } };
 
-type BatchItem = z.infer<typeof batchWriteBody>['records'][number];
+type BatchItem = z.infer<typeof createRecordBody>;
 
 /** One item's write: a create, or (an externalId the caller owns) the update of that record by full save. */
 async function writeItem(deps: CommandDeps, item: BatchItem, meta: RequestMeta, dryRun = false) {
@@ -67,28 +72,34 @@ export function batchWriteRoute(deps: CommandDeps, collisions: WindowCounter): R
     write: true,
     handler: async ({ body, meta }) => {
       const key = `collisions:${meta.principal.accountId}`;
-      if ((await collisions.get(key, meta.now)) >= COLLISION_BUDGET_PER_MINUTE && (await wouldSpend(deps, body.records, meta)))
+      const parsed = body.records.map((r) => createRecordBody.safeParse(r));
+      const valid = parsed.flatMap((p) => (p.success ? [p.data] : []));
+      if ((await collisions.get(key, meta.now)) >= COLLISION_BUDGET_PER_MINUTE && (await wouldSpend(deps, valid, meta)))
         throw new ServiceError(
           'RATE_LIMITED',
           'Batch-write collision budget exhausted: remove the items whose result was conflict (already_exists) and resubmit; waiting alone does not help',
           { headers: { 'retry-after': String(secondsToWindowEnd(meta.now)) } },
         );
       const results: ItemResult[] = [];
-      for (const [index, item] of body.records.entries()) {
+      for (const [index, p] of parsed.entries()) {
+        if (!p.success) {
+          results.push({ index, status: 'error', errorCode: 'VALIDATION_ERROR', error: { code: 'VALIDATION_ERROR', message: `Invalid item: ${zodMessage(p.error)}` } });
+          continue;
+        }
         try {
-          const w = await writeItem(deps, item, meta);
+          const w = await writeItem(deps, p.data, meta);
           if (w.status === 'created') results.push({ index, status: 'created', id: w.out.record.id, record: recordView(w.out.record, w.out.schema.definition, { full: true }) });
           else results.push({ index, status: 'updated', id: w.record.id, record: w.record });
         } catch (e) {
           if (e instanceof ValueHeldError) {
             if (!e.reachable) await collisions.add(key, 1, meta.now);
-            results.push({ index, status: 'conflict', error: { code: 'already_exists', message: e.message } });
+            results.push({ index, status: 'conflict', errorCode: 'already_exists', error: { code: 'already_exists', message: e.message } });
           } else if (isServiceError(e)) {
-            results.push({ index, status: 'error', error: { code: e.code, message: e.message } });
+            results.push({ index, status: 'error', errorCode: e.code, error: { code: e.code, message: e.message } });
           } else {
             // Items before this one are committed: the batch answers item by item, never 500 as a whole.
             deps.log?.(`batch write: item ${index} failed (request ${meta.requestId}): ${e instanceof Error ? e.message : String(e)}`);
-            results.push({ index, status: 'error', error: { code: 'INTERNAL', message: ERROR_CATALOGUE.INTERNAL.message } });
+            results.push({ index, status: 'error', errorCode: 'INTERNAL', error: { code: 'INTERNAL', message: ERROR_CATALOGUE.INTERNAL.message } });
           }
         }
       }

@@ -1,6 +1,6 @@
 import type { FastifyRequest, FastifySchemaCompiler, FastifyTypeProvider } from 'fastify';
 import type { z } from 'zod';
-import { invalid, type RouteSpec } from '@svc/contracts';
+import { invalid, type RouteSpec, zodMessage } from '@svc/contracts';
 
 /**
  * The zod type provider: a route's `schema.params`, `schema.querystring` and
@@ -14,11 +14,7 @@ export interface ZodTypeProvider extends FastifyTypeProvider {
   serializer: this['schema'] extends z.ZodTypeAny ? z.input<this['schema']> : unknown;
 }
 
-export const zodMessage = (e: z.ZodError) =>
-  e.issues
-    .slice(0, 5)
-    .map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message))
-    .join('; ');
+export { zodMessage };
 
 const WHERE: Record<string, string> = { params: 'path', querystring: 'query', body: 'body' };
 

@@ -1219,11 +1219,34 @@ describe('batch write (POST /v1/records/batch)', () => {
     expect(r.status).toBe(200);
     expect(r.body.results.map((x: any) => x.status)).toEqual(['created', 'conflict']);
     expect(r.body.results[1].error.code).toBe('already_exists');
+    expect(r.body.results[1].errorCode).toBe('already_exists');
   });
 
   it('an empty body or a missing records array → 400', async () => {
     expect400(await api.post('/v1/records/batch', root, {}));
     expect400(await api.post('/v1/records/batch', root, { records: 'x' }));
+  });
+
+  it('an item the item schema refuses is that item\'s error (VALIDATION_ERROR); the batch is 200 and its valid items are written', async () => {
+    const ext = uniq('ok');
+    const r = await api.post('/v1/records/batch', root, {
+      records: [
+        { typeName: t, payload: { code: uniq('a') }, nope: 1 },
+        { typeName: t, payload: { code: uniq('b') }, externalId: ext },
+        { typeName: t, payload: { code: uniq('c') }, scopes: ['org:a', 'org:b', 'org:c'] },
+        { typeName: t, payload: 'not an object' },
+        { typeName: t, payload: { code: uniq('d') }, externalId: 'x'.repeat(257) },
+      ],
+    });
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.results.map((x: any) => [x.index, x.status])).toEqual([[0, 'error'], [1, 'created'], [2, 'error'], [3, 'error'], [4, 'error']]);
+    for (const i of [0, 2, 3, 4]) {
+      expect(r.body.results[i].error.code).toBe('VALIDATION_ERROR');
+      expect(r.body.results[i].errorCode).toBe('VALIDATION_ERROR');
+      expect(typeof r.body.results[i].error.message).toBe('string');
+    }
+    expect(r.body.results[0].error.message).toContain('nope');
+    expect((await getRecord(r.body.results[1].id)).body.externalId).toBe(ext);
   });
 });
 

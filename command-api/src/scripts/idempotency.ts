@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ServiceError } from '@svc/contracts';
 import type { Sql } from '@svc/domain';
+import { stringify } from 'safe-stable-stringify';
 
 /**
  * Idempotency-Key records of POST /v1/scripts/execute (docs/scripts.md
@@ -19,7 +20,8 @@ export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 
 export type Claim = { kind: 'run'; executionId: string } | { kind: 'replay'; status: number; body: unknown };
 
-export const requestHash = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('hex');
+/** Keys sorted at every depth: the same input with its keys in another order is the same request (a replay, not IDEMPOTENCY_KEY_REUSED). */
+export const requestHash = (value: unknown) => createHash('sha256').update(stringify(value) ?? 'null').digest('hex');
 
 export class IdempotencyStore {
   private ready: Promise<void> | undefined;

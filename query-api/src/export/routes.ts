@@ -35,7 +35,7 @@ export function exportRoutes(store: EventStore): RouteSpec[] {
         const scope = { tenantId: p.tenantId!, ...(p.crossContext ? {} : { contextId: p.contextId! }) };
         const selection = selectionOf(query, scope, await store.headPosition());
         const body = Readable.from(exportChunks(store, selection), { objectMode: false, highWaterMark: AHEAD_BYTES });
-        reply.type('application/x-ndjson; charset=utf-8').header('cache-control', 'no-store');
+        reply.type('application/x-ndjson').header('cache-control', 'no-store');
         return reply.send(body);
       },
     }),

@@ -381,8 +381,14 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       const again = await exec(name, { t: s.typeName }, root, { 'idempotency-key': key });
       expect(again.status).toBe(200);
       expect(again.body).toEqual(first.body);
+      // The same input with its keys in another order is the same request: a replay.
+      const keyed2 = uniq('key');
+      const a = await exec(name, { t: s.typeName, wait: 0 }, root, { 'idempotency-key': keyed2 });
+      const b = await exec(name, { wait: 0, t: s.typeName }, root, { 'idempotency-key': keyed2 });
+      expect(b.status, b.text).toBe(200);
+      expect(b.body).toEqual(a.body);
       const list = await api.get(`/v1/records?type=${s.typeName}`, root);
-      expect(list.body.data).toHaveLength(1);
+      expect(list.body.data).toHaveLength(2);
       const reused = await exec(name, { t: s.typeName, other: true }, root, { 'idempotency-key': key });
       expect(reused.status).toBe(422);
       expect(reused.body.errorCode).toBe('IDEMPOTENCY_KEY_REUSED');

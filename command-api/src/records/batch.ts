@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { batchWriteResponse, createRecordBody, ERROR_CATALOGUE, isServiceError, type RequestMeta, route, type RouteSpec, ServiceError, zodMessage } from '@svc/contracts';
-import { recordView } from '@svc/domain';
+import { batchWriteResponse, createRecordBody, ERROR_CATALOGUE, forbidden, isServiceError, type RequestMeta, route, type RouteSpec, ServiceError, zodMessage } from '@svc/contracts';
+import { grants, recordView } from '@svc/domain';
 import type { CommandDeps } from '../handle-command';
 import { secondsToWindowEnd, type WindowCounter } from '../limits/window-counter';
 import { changeRecord, createRecord, ValueHeldError } from './commands';
@@ -27,6 +27,8 @@ type BatchItem = z.infer<typeof createRecordBody>;
 async function writeItem(deps: CommandDeps, item: BatchItem, meta: RequestMeta, dryRun = false) {
   const out = await createRecord(deps, item, meta, { dryRun });
   if (out.status === 'created') return { status: 'created' as const, out };
+  // The update is a PUT: it needs what PUT /v1/records/{id} needs, beyond the batch's records:c.
+  if (!grants(meta.principal.allowedActions, 'records:u')) throw forbidden();
   const record = await changeRecord(deps, out.record.id, 'put', { ...item, externalId: undefined, indexMode: undefined }, meta, { dryRun });
   return { status: 'updated' as const, record };
 }

@@ -1248,6 +1248,21 @@ describe('batch write (POST /v1/records/batch)', () => {
     expect(r.body.results[0].error.message).toContain('nope');
     expect((await getRecord(r.body.results[1].id)).body.externalId).toBe(ext);
   });
+
+  it('re-sending an owned externalId is an update: without records:u it is that item\'s FORBIDDEN, and the record is unchanged', async () => {
+    const ext = uniq('upd');
+    const first = await api.post('/v1/records/batch', root, { records: [{ typeName: t, payload: { code: uniq('v1') }, externalId: ext }] });
+    expect(first.body.results[0].status).toBe('created');
+    const createOnly = await mint(root, ['records:c', 'records:r']);
+    const again = await api.post('/v1/records/batch', createOnly, { records: [{ typeName: t, payload: { code: uniq('v2') }, externalId: ext }, { typeName: t, payload: { code: uniq('new') } }] });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.results.map((x: any) => x.status)).toEqual(['error', 'created']);
+    expect(again.body.results[0].errorCode).toBe('FORBIDDEN');
+    expect((await getRecord(first.body.results[0].id)).body.payload.code).toBe(first.body.results[0].record.payload.code);
+    const withUpdate = await mint(root, ['records:c', 'records:r', 'records:u']);
+    const third = await api.post('/v1/records/batch', withUpdate, { records: [{ typeName: t, payload: { code: uniq('v3') }, externalId: ext }] });
+    expect(third.body.results[0].status).toBe('updated');
+  });
 });
 
 describe('batch-write collision budget', () => {

@@ -1,5 +1,5 @@
 import { folderResponse, idParam, listFoldersQuery, type Paginator, type Principal, route, type RouteSpec } from '@svc/contracts';
-import { canSeeFolder, folderView, rootFolderId } from '@svc/domain';
+import { canReach, canSeeFolder, folderView, rootFolderId } from '@svc/domain';
 import type { HistoryReads } from '../history/reads';
 import { historyRoutes } from '../history/routes';
 import { contextListRoute, dataScopeFilter, visibleOr404 } from '../lists';
@@ -13,9 +13,16 @@ import type { FolderReads } from './reads';
 const implicitRootOf = (folders: FolderReads, p: Principal, id: string) =>
   p.tenantId && p.contextId && id === rootFolderId(p.tenantId, p.contextId) ? folders.implicitRoot(p.tenantId, p.contextId) : Promise.resolve(null);
 
-/** Version history and tombstones of folders; an unrecorded root has no history yet (an empty list). */
+/**
+ * Version history and tombstones of folders; an unrecorded root has no history yet (an empty list). The context's
+ * root is visible to every credential of its context, as GET /v1/folders/{id} shows it (canSeeFolder).
+ */
 export const folderHistoryRoutes = (history: HistoryReads, folders: FolderReads): RouteSpec[] =>
-  historyRoutes(history, 'folder', 'folders:r', { tombstone: true, liveOwner: (id, p) => implicitRootOf(folders, p, id) });
+  historyRoutes(history, 'folder', 'folders:r', {
+    tombstone: true,
+    liveOwner: (id, p) => implicitRootOf(folders, p, id),
+    visible: (p, o, id) => canReach(p, o) || (!!o.tenantId && !!o.contextId && id === rootFolderId(o.tenantId, o.contextId) && canSeeFolder(p, { ...o, isProtected: true })),
+  });
 
 export function folderQueryRoutes(folders: FolderReads, pages: Paginator): RouteSpec[] {
   return [

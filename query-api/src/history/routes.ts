@@ -7,7 +7,7 @@ export function historyRoutes(
   history: HistoryReads,
   kind: 'record' | 'schema' | 'document' | 'folder',
   permission: string,
-  opts: { tombstone: boolean; visible?: (p: Principal, owner: Owned) => boolean; liveOwner?: (id: string, p: Principal) => Promise<Owned | null> },
+  opts: { tombstone: boolean; visible?: (p: Principal, owner: Owned, id: string) => boolean; liveOwner?: (id: string, p: Principal) => Promise<Owned | null> },
 ): RouteSpec[] {
   const visible = opts.visible ?? canReach;
   // An entity whose history is off (auditHistory: false) has no rows: its live state says who may ask.
@@ -29,7 +29,7 @@ export function historyRoutes(
       response: versionPage,
       handler: async ({ params, query, principal: p }) => {
         const owner = await ownerOf(params.id, p);
-        if (!owner || !visible(p, owner)) throw notFound();
+        if (!owner || !visible(p, owner, params.id)) throw notFound();
         const page = await history.versions(p.tenantId!, p.contextId!, params.id, query.startFrom, query.limit);
         return { data: page.rows, nextCursor: page.more ? page.rows[page.rows.length - 1].id : null };
       },
@@ -43,7 +43,7 @@ export function historyRoutes(
         response: tombstoneResponse,
         handler: async ({ params, principal: p }) => {
           const t = await history.tombstone(params.id, kind);
-          if (!t || !visible(p, { tenantId: t.tenantId, contextId: t.contextId, ...t.owner })) throw notFound();
+          if (!t || !visible(p, { tenantId: t.tenantId, contextId: t.contextId, ...t.owner }, params.id)) throw notFound();
           return t.body;
         },
       }),

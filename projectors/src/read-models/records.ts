@@ -76,11 +76,7 @@ CREATE TABLE IF NOT EXISTS rm_record_lookups (
   record_id text NOT NULL);
 CREATE INDEX IF NOT EXISTS rm_record_lookups_key ON rm_record_lookups (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, record_id);
 CREATE INDEX IF NOT EXISTS rm_record_lookups_record ON rm_record_lookups (record_id);
-ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;
--- Room on each page for the index outcome's update of a searchable record to stay on its page (a HOT update: no
--- index entry is rewritten, as index_status is in no index); it took the outcome's update from 0.05-0.066 to 0.03 ms
--- a row. Pages written before this keep their old fill.
-ALTER TABLE rm_records SET (fillfactor = 70);`,
+ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
   /**
    * A run of RecordCreated events (distinct new records) and index outcomes: five statements for the creates and one
    * for the outcomes, whatever the run's length. An outcome always follows its record's create in the log, so the

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chunkText } from './chunking';
+import { chunkSentences, chunkText } from './chunking';
 import { matchesFilters, parseFilters } from './filters';
 import { aboveTextRelevance, convexFusion, FUSION_TEXT_WEIGHT as A } from './fusion';
 import { filterAttributes, recordPassages, searchableText } from './indexable';
@@ -21,6 +21,14 @@ describe('chunking', () => {
   it('cuts a sentence without boundaries between words, and a giant word hard', () => {
     const ps = chunkText('word '.repeat(100) + 'x'.repeat(250), { maxChars: 100 });
     for (const p of ps) expect(p.chunkText.length).toBeLessThanOrEqual(100);
+  });
+  it('a short text with single spaces is one passage, exactly what the sentence split gives', () => {
+    const texts = [
+      ' Leading and trailing. ', 'Wait! Really? Yes; no. Done.', 'a.b c.d e', '', ' ', 'One.', 'x'.repeat(2000),
+      'Dr. Smith met Mr. Jones; they spoke. Then left!', 'Tabs\tand\nlines.  Two  spaces.', 'Non-breaking\u00a0space. Here.',
+    ];
+    for (const t of texts) expect(chunkText(t), JSON.stringify(t)).toEqual(chunkSentences(t));
+    expect(chunkText(' Leading and trailing. ')).toEqual([{ chunkNo: 0, chunkText: 'Leading and trailing.', contextText: 'Leading and trailing.' }]);
   });
 });
 

@@ -181,4 +181,20 @@ describe('the shared log reader (LogTail)', () => {
     fail = false;
     expect((await t2.read(0, 10)).length).toBe(5);
   });
+
+  it('a page already handed to a reader never changes when later pages extend the run it was kept in', async () => {
+    const log = memoryLog();
+    log.append(10);
+    const t = tail(log.store, { pageSize: 10 });
+    const first = await t.read(0, 10);
+    const positions = first.map((e) => e.position);
+    log.append(10);
+    const second = await t.read(positions[positions.length - 1], 10);
+    expect(second).toHaveLength(10);
+    expect(first.map((e) => e.position)).toEqual(positions);
+    // Both pages are now one held run, served from memory in order.
+    const all = await t.read(0, 100);
+    expect(all.map((e) => e.position)).toEqual(log.events.map((e) => e.position));
+    expect(t.stats.servedFromMemory).toBeGreaterThan(0);
+  });
 });

@@ -6,7 +6,8 @@
  * wall time), until F exists or --max-min passes, and prints create latency p50 / p95 / p99 / max per
  * minute and overall, with the service's vector queue (`/readyz` → search-index `vectorJobs`) beside it.
  * Run it beside `npm run eval:search -- --data-dir D` (its service prints its URL; the key is in
- * D/eval-search-state.json) to measure create latency during the SciFact ingest.
+ * D/eval-search-state.json) to measure create latency during the SciFact ingest. Its records go to a context
+ * it creates (POST /v1/contexts), so they never enter the evaluated context's statistics or results.
  */
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -14,7 +15,7 @@ import { parseArgs } from 'node:util';
 const { values: a } = parseArgs({ options: { url: { type: 'string' }, key: { type: 'string' }, rate: { type: 'string', default: '5' }, 'until-file': { type: 'string' }, 'max-min': { type: 'string', default: '30' }, 'index-mode': { type: 'string', default: 'HYBRID' } } });
 if (!a.url || !a.key) throw new Error('--url and --key are required');
 const base = a.url.replace(/\/+$/, '');
-const headers = { authorization: `Bearer ${a.key}`, 'content-type': 'application/json' };
+const headers: Record<string, string> = { authorization: `Bearer ${a.key}`, 'content-type': 'application/json' };
 const post = async (path: string, body: unknown) => {
   const t0 = performance.now();
   const r = await fetch(`${base}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
@@ -28,6 +29,9 @@ const pct = (xs: number[], p: number) => {
 const fmt = (xs: number[]) => `n ${xs.length}, p50 ${pct(xs, 50).toFixed(0)} ms, p95 ${pct(xs, 95).toFixed(0)} ms, p99 ${pct(xs, 99).toFixed(0)} ms, max ${Math.max(...xs).toFixed(0)} ms`;
 
 const typeName = `Probe_${Date.now().toString(36)}`;
+const ctx = await post('/v1/contexts', { name: `ingest probe ${typeName}` });
+if (ctx.status !== 201) throw new Error(`context: ${ctx.status} ${ctx.text.slice(0, 200)}`);
+headers['x-context-id'] = (JSON.parse(ctx.text) as { contextId: string }).contextId;
 const s = await post('/v1/schemas', { typeName, displayName: 'Probe', allowedSurfaces: ['record'], fields: [{ fieldId: 'title', fieldType: 'string', searchable: true }, { fieldId: 'body', fieldType: 'string', searchable: true }] });
 if (s.status !== 201) throw new Error(`schema: ${s.status} ${s.text.slice(0, 200)}`);
 const all: number[] = [];

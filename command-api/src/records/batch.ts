@@ -23,6 +23,10 @@ type ItemResult =
 
 type BatchItem = z.infer<typeof createRecordBody>;
 
+/** A failed item: `errorCode` repeats `error.code`, as the error body names its code (spec "Errors"). */
+const failed = <S extends 'conflict' | 'error', C extends string>(index: number, status: S, code: C, message: string) =>
+  ({ index, status, errorCode: code, error: { code, message } }) as const;
+
 /** One item's write: a create, or (an externalId the caller owns) the update of that record by full save. */
 async function writeItem(deps: CommandDeps, item: BatchItem, meta: RequestMeta, dryRun = false) {
   const out = await createRecord(deps, item, meta, { dryRun });
@@ -85,7 +89,7 @@ export function batchWriteRoute(deps: CommandDeps, collisions: WindowCounter): R
       const results: ItemResult[] = [];
       for (const [index, p] of parsed.entries()) {
         if (!p.success) {
-          results.push({ index, status: 'error', errorCode: 'VALIDATION_ERROR', error: { code: 'VALIDATION_ERROR', message: `Invalid item: ${zodMessage(p.error)}` } });
+          results.push(failed(index, 'error', 'VALIDATION_ERROR', `Invalid item: ${zodMessage(p.error)}`));
           continue;
         }
         try {
@@ -95,13 +99,13 @@ export function batchWriteRoute(deps: CommandDeps, collisions: WindowCounter): R
         } catch (e) {
           if (e instanceof ValueHeldError) {
             if (!e.reachable) await collisions.add(key, 1, meta.now);
-            results.push({ index, status: 'conflict', errorCode: 'already_exists', error: { code: 'already_exists', message: e.message } });
+            results.push(failed(index, 'conflict', 'already_exists', e.message));
           } else if (isServiceError(e)) {
-            results.push({ index, status: 'error', errorCode: e.code, error: { code: e.code, message: e.message } });
+            results.push(failed(index, 'error', e.code, e.message));
           } else {
             // Items before this one are committed: the batch answers item by item, never 500 as a whole.
             deps.log?.(`batch write: item ${index} failed (request ${meta.requestId}): ${e instanceof Error ? e.message : String(e)}`);
-            results.push({ index, status: 'error', errorCode: 'INTERNAL', error: { code: 'INTERNAL', message: ERROR_CATALOGUE.INTERNAL.message } });
+            results.push(failed(index, 'error', 'INTERNAL', ERROR_CATALOGUE.INTERNAL.message));
           }
         }
       }

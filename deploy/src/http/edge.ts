@@ -5,7 +5,7 @@ import { secondsToWindowEnd, windowOf } from '@svc/command-api';
 import { deprecationHeaders, fallbackVersion, servedVersion, supportedVersions } from './wire-versions';
 import { validationRefusal, zodValidatorCompiler } from './zod-provider';
 
-export { parseWith, zodMessage } from './zod-provider';
+export { parseWith } from './zod-provider';
 
 /**
  * The HTTP edge every endpoint shares: request ids, the error body, the

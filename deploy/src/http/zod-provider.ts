@@ -14,8 +14,6 @@ export interface ZodTypeProvider extends FastifyTypeProvider {
   serializer: this['schema'] extends z.ZodTypeAny ? z.input<this['schema']> : unknown;
 }
 
-export { zodMessage };
-
 const WHERE: Record<string, string> = { params: 'path', querystring: 'query', body: 'body' };
 
 /**

@@ -28,6 +28,7 @@ export * from './triggers/read-model';
 export * from './triggers/retries';
 export * from './triggers/runner';
 export * from './webhooks/deliveries';
+export * from './webhooks/events';
 export * from './webhooks/dispatcher';
 export * from './webhooks/read-model';
 export * from './webhooks/sender';

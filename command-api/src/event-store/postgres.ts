@@ -307,19 +307,6 @@ export class PostgresEventStore implements EventStore {
     return rows.map(toStored);
   }
 
-  async readStreamTails(streamIds: string[], maxCount: number): Promise<Map<string, StoredEvent[]>> {
-    const ids = [...new Set(streamIds)];
-    const { rows } = await this.sql.query<Row>(
-      `SELECT e.position, e.stream_id, e.revision, e.event_id, e.event_type, e.data, e.metadata FROM unnest($1::text[]) AS s(id)
-       CROSS JOIN LATERAL (SELECT * FROM es_events WHERE stream_id = s.id ORDER BY revision DESC LIMIT $2) e`,
-      [ids, maxCount],
-    );
-    const out = new Map<string, StoredEvent[]>(ids.map((id) => [id, []]));
-    for (const r of rows) out.get(r.stream_id)!.push(toStored(r));
-    for (const list of out.values()) list.sort((a, b) => b.revision - a.revision);
-    return out;
-  }
-
   async readAll(after: number, maxCount: number): Promise<StoredEvent[]> {
     const { rows } = await this.sql.query<Row>(
       `SELECT position, stream_id, revision, event_id, event_type, data, metadata FROM es_events

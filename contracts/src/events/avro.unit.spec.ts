@@ -248,6 +248,16 @@ const SAMPLES: { [T in EventType]: EventData<T>[] } = {
     { recordId: 'bbbbbbbb-1111-4222-8333-444444444444', code: 'EMBEDDING_FAILED', message: 'embeddings endpoint answered 500', forRevision: 3 },
     { recordId: 'bbbbbbbb-1111-4222-8333-444444444445', code: 'VECTOR_LIMIT_EXCEEDED', message: 'Per-tenant vector capacity reached — 5,000,000', forRevision: 12 },
   ],
+  RecordsIndexed: [
+    {
+      outcomes: [
+        { recordId: 'bbbbbbbb-1111-4222-8333-444444444444', forRevision: 0, status: 'INDEXED', code: null, message: null },
+        { recordId: 'bbbbbbbb-1111-4222-8333-444444444445', forRevision: 7, status: 'SKIPPED', code: null, message: null },
+        { recordId: 'bbbbbbbb-1111-4222-8333-444444444446', forRevision: 3, status: 'FAILED', code: 'EMBEDDING_FAILED', message: 'embeddings endpoint answered 500 — «retry»' },
+      ],
+    },
+    { outcomes: [] },
+  ],
   FolderCreated: [
     // a context root: no parent, protected, unowned
     { folderId: 'dddddddd-1111-8222-8333-444444444444', name: 'Root', description: null, parentFolderId: null, slug: 'root', depth: 0, isProtected: true, userId: null, scopes: [] },

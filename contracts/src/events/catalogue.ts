@@ -85,6 +85,9 @@ const documentContent = {
   scopes: z.array(z.string()),
 };
 
+/** Why an item failed indexing (spec: the record's and document's indexFailure.code). */
+const indexFailureCode = z.enum(['SOURCE_UNAVAILABLE', 'TEXT_INDEX_FAILED', 'EMBEDDING_FAILED', 'INDEXING_FAILED', 'VECTOR_LIMIT_EXCEEDED', 'INTERNAL']);
+
 export const EVENT_TYPES = {
   // accounts and tenancy
   AccountOpened: z.object({
@@ -187,9 +190,28 @@ export const EVENT_TYPES = {
   }),
   RecordIndexFailed: z.object({
     recordId: z.string(),
-    code: z.enum(['SOURCE_UNAVAILABLE', 'TEXT_INDEX_FAILED', 'EMBEDDING_FAILED', 'INDEXING_FAILED', 'VECTOR_LIMIT_EXCEEDED', 'INTERNAL']),
+    code: indexFailureCode,
     message: z.string(),
     forRevision: z.number().int(),
+  }),
+  /**
+   * The index outcomes of many records of one context in one event (what the search projector appends since
+   * 2026-11-29, instead of one RecordIndexed / RecordIndexFailed per record): to the context's outcome stream
+   * (`outcomes-<hash of tenant and context>`), expected revision 'any', at most 500 outcomes an event. An outcome whose record
+   * changed again (`forRevision` below the record's current revision) is stale: the read model and webhooks
+   * leave it out. The two per-record events above stay readable for logs written before.
+   */
+  RecordsIndexed: z.object({
+    outcomes: z.array(
+      z.object({
+        recordId: z.string(),
+        forRevision: z.number().int(),
+        status: z.enum(['INDEXED', 'SKIPPED', 'FAILED']),
+        /** FAILED only (null otherwise). */
+        code: indexFailureCode.nullable(),
+        message: z.string().nullable(),
+      }),
+    ),
   }),
 
   // folders (the context root has a derived id, no parent and isProtected: true)

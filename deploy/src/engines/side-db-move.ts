@@ -10,7 +10,7 @@ import { tableExists } from './sql';
  */
 
 /** The search side's tables (projectors/src/search). */
-const SEARCH_TABLES = ['si_schemas', 'si_items', 'si_vector_jobs', 'si_vector_models', 'ti_passages', 'ti_terms', 'ti_stats'];
+const SEARCH_TABLES = ['si_schemas', 'si_items', 'si_vector_jobs', 'si_vector_models', 'si_reported', 'ti_passages', 'ti_terms', 'ti_stats'];
 /** Heap pages copied per statement (8 KiB each): about 2 MiB of rows at a time. */
 const PAGES = 256;
 

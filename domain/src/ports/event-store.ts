@@ -75,11 +75,6 @@ export interface EventStore {
    * by an index rather than by filtering the whole log. `readTenantEvents` falls back to readAll.
    */
   readTenant?(tenantId: string, after: number, maxCount: number): Promise<StoredEvent[]>;
-  /**
-   * Optional: the newest `maxCount` events of each stream (newest first), in one read. `readStreamTails` falls
-   * back to one readStream per stream.
-   */
-  readStreamTails?(streamIds: string[], maxCount: number): Promise<Map<string, StoredEvent[]>>;
   /** Position of the newest event (0 when empty). */
   headPosition(): Promise<number>;
   /** Wakes `listener` after events are committed (in this process or, where the engine can tell, another). */
@@ -148,10 +143,3 @@ export function expectationHolds(expected: ExpectedRevision, actual: number): bo
   }
 }
 
-/** The newest `maxCount` events of each stream, newest first (missing streams: empty), in one read where the store offers it. */
-export async function readStreamTails(store: EventStore, streamIds: string[], maxCount: number): Promise<Map<string, StoredEvent[]>> {
-  if (store.readStreamTails) return store.readStreamTails(streamIds, maxCount);
-  const out = new Map<string, StoredEvent[]>();
-  for (const id of new Set(streamIds)) out.set(id, await store.readStream(id, { direction: 'backwards', maxCount }));
-  return out;
-}

@@ -1,4 +1,4 @@
-import type { SchemaDefinition } from '@svc/contracts';
+import type { EventData, SchemaDefinition } from '@svc/contracts';
 import { indexEntries, isExternalized, payloadBytes, projectedPayload, sortKey, type SqlQueryable, type StoredEvent } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 import { deleteRemovedRows, deleteRows } from './removals';
@@ -84,7 +84,7 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
    */
   async applyMany(q: SqlQueryable, events: StoredEvent[]) {
     await applyCreated(q, events.filter((e) => e.type === 'RecordCreated'));
-    await applyOutcomes(q, events.filter((e) => e.type === 'RecordIndexed' || e.type === 'RecordIndexFailed'));
+    await applyOutcomes(q, events.flatMap(outcomesOf));
   },
   afterCommit(events) {
     if (!onChanged) return;
@@ -98,6 +98,9 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
         case 'RecordIndexed':
         case 'RecordIndexFailed':
           ids.push(e.data.recordId);
+          break;
+        case 'RecordsIndexed':
+          for (const o of e.data.outcomes) ids.push(o.recordId);
       }
     }
     if (ids.length) onChanged(ids);
@@ -148,18 +151,11 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
       }
       // Index outcomes from the search projector: only for the revision that was indexed, so a stale
       // outcome never overwrites the PENDING_INDEX of a newer change. Version and revision stay.
-      case 'RecordIndexed': {
-        const d = e.data;
-        await q.query(`UPDATE rm_records SET index_status = $2, index_failure = NULL WHERE record_id = $1 AND revision = $3 AND index_status IS NOT NULL`, [d.recordId, d.status, d.forRevision]);
+      case 'RecordIndexed':
+      case 'RecordIndexFailed':
+      case 'RecordsIndexed':
+        await applyOutcomes(q, outcomesOf(e));
         return;
-      }
-      case 'RecordIndexFailed': {
-        const d = e.data;
-        await q.query(`UPDATE rm_records SET index_status = 'FAILED', index_failure = $2 WHERE record_id = $1 AND revision = $3 AND index_status IS NOT NULL`, [
-          d.recordId, JSON.stringify({ code: d.code, message: d.message }), d.forRevision,
-        ]);
-        return;
-      }
       case 'RecordDeleted':
         await deleteRows(q, ['rm_records', 'rm_record_payloads', 'rm_record_lookups'], 'record_id', e.data.recordId);
         return;
@@ -233,22 +229,38 @@ async function applyCreated(q: SqlQueryable, created: StoredEvent<'RecordCreated
  * Index outcomes from the search projector in one statement: only for the revision that was indexed (a stale
  * outcome never overwrites the PENDING_INDEX of a newer change).
  */
-async function applyOutcomes(q: SqlQueryable, outcomes: StoredEvent<'RecordIndexed' | 'RecordIndexFailed'>[]) {
+async function applyOutcomes(q: SqlQueryable, outcomes: IndexOutcome[]) {
   if (!outcomes.length) return;
   // Only an outcome for the record's current revision applies, and no outcome is for a revision above it: the
   // record's highest forRevision (the last of them) is the one that can apply.
-  const last = new Map<string, (typeof outcomes)[number]>();
-  for (const e of outcomes) if ((last.get(e.data.recordId)?.data.forRevision ?? -1) <= e.data.forRevision) last.set(e.data.recordId, e);
+  const last = new Map<string, IndexOutcome>();
+  for (const o of outcomes) if ((last.get(o.recordId)?.forRevision ?? -1) <= o.forRevision) last.set(o.recordId, o);
   const xs = [...last.values()];
   await q.query(
     `UPDATE rm_records r SET index_status = o.status, index_failure = o.failure
      FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::bigint[]) AS o(record_id, status, failure, for_revision)
      WHERE r.record_id = o.record_id AND r.revision = o.for_revision AND r.index_status IS NOT NULL`,
     [
-      xs.map((e) => e.data.recordId),
-      xs.map((e) => (e.type === 'RecordIndexed' ? e.data.status : 'FAILED')),
-      xs.map((e) => (e.type === 'RecordIndexFailed' ? JSON.stringify({ code: e.data.code, message: e.data.message }) : null)),
-      xs.map((e) => e.data.forRevision),
+      xs.map((o) => o.recordId),
+      xs.map((o) => o.status),
+      xs.map((o) => (o.status === 'FAILED' ? JSON.stringify({ code: o.code, message: o.message }) : null)),
+      xs.map((o) => o.forRevision),
     ],
   );
+}
+
+type IndexOutcome = EventData<'RecordsIndexed'>['outcomes'][number];
+
+/** The index outcomes an event carries: many (RecordsIndexed) or one (RecordIndexed / RecordIndexFailed, logs written before). */
+export function outcomesOf(e: StoredEvent): IndexOutcome[] {
+  switch (e.type) {
+    case 'RecordsIndexed':
+      return e.data.outcomes;
+    case 'RecordIndexed':
+      return [{ recordId: e.data.recordId, forRevision: e.data.forRevision, status: e.data.status, code: null, message: null }];
+    case 'RecordIndexFailed':
+      return [{ recordId: e.data.recordId, forRevision: e.data.forRevision, status: 'FAILED', code: e.data.code, message: e.data.message }];
+    default:
+      return [];
+  }
 }

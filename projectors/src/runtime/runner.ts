@@ -38,7 +38,7 @@ export interface SqlProjection {
  * (the usage projection folds a run into one set of counter updates), which no
  * projection reads back within the run.
  */
-export const BULK_TYPES = new Set(['RecordCreated', 'RecordIndexed', 'RecordIndexFailed', 'ReservationClaimed', 'ReservationReleased', 'UsageMetered', 'ReadsMetered']);
+export const BULK_TYPES = new Set(['RecordCreated', 'RecordIndexed', 'RecordIndexFailed', 'RecordsIndexed', 'ReservationClaimed', 'ReservationReleased', 'UsageMetered', 'ReadsMetered']);
 
 /** Splits a batch into maximal runs of bulk-safe events and single other events, in log order. */
 export function segments(events: StoredEvent[]): Array<{ bulk: boolean; events: StoredEvent[] }> {

@@ -1,18 +1,19 @@
 import { ensureCheckpoints, readCheckpoint, resetCheckpoint, writeCheckpoint } from '../runtime/checkpoints';
 import { randomUUID } from 'node:crypto';
 import { type DomainEvent, EVENT_SCHEMA_VERSION, type EventData, type EventMetadata, parseEventData, type SchemaDefinition } from '@svc/contracts';
-import { type AppendRequest, type BlobStore, readStreamTails, type CatalogueItem, chunkText, type Embedder, type EventStore, filterAttributes, type IndexedItem, type Passage, recordPassages, type Sql, type StoredEvent, streams, type TextIndex, tornDownCache, type VectorIndex, WrongExpectedRevisionError } from '@svc/domain';
+import { type BlobStore, type CatalogueItem, chunkText, type Embedder, type EventStore, filterAttributes, type IndexedItem, type Passage, recordPassages, type Sql, type StoredEvent, streams, type TextIndex, tornDownCache, type VectorIndex, WrongExpectedRevisionError } from '@svc/domain';
 import { catchUpFeed, type EventFeed } from '../runtime/feed';
 import { CATALOGUE_TABLES, SearchCatalogue } from './catalogue';
 import { documentCatalogueItem, loadDocument } from './documents';
+import { OutcomeLog, type RecordOutcome } from './outcomes';
 import { FairQueue, ROUND_PASSAGES, VectorJobStore, newJob, type Slice, type VecErr, type VectorJob, type VectorJobSpec } from './vector-queue';
 
 /**
  * The search projector ('search-index'): follows the event log with its own
  * checkpoint (not part of the read-your-writes barrier), keeps the text index
  * and the vector index in step with records and documents, and appends each
- * item's index outcome to its stream: RecordIndexed / RecordIndexFailed for
- * records; DocumentIndexed (INDEXED), DocumentIndexSkipped (SKIPPED) or
+ * item's index outcome: for records, RecordsIndexed events to the context's
+ * outcome stream (./outcomes.ts); to the document's stream DocumentIndexed (INDEXED), DocumentIndexSkipped (SKIPPED) or
  * DocumentFailed for documents (STORED, indexMode NONE, stays with the
  * document worker).
  *
@@ -65,7 +66,7 @@ type Outcome = { type: 'RecordIndexed'; data: EventData<'RecordIndexed'> } | { t
 type DocOutcome = { documentId: string; textRevision: number; event: DomainEvent; meta: EventMetadata };
 /** Document events seen in a batch: the newest text revision, and whether filters changed. */
 type DocTouch = { textRevision: number | null; meta: boolean; m: EventMetadata; position: number };
-type Flushed = { records: Array<{ streamId: string; outcome: Outcome; meta: EventMetadata }>; documents: DocOutcome[] };
+type Flushed = { records: Array<{ outcome: RecordOutcome; meta: EventMetadata }>; documents: DocOutcome[] };
 
 class LegFailure extends Error {}
 
@@ -84,6 +85,8 @@ export class SearchIndexer {
   /** Semantic work: per-tenant queues in memory, rows in si_vector_jobs. */
   private readonly queue = new FairQueue();
   private readonly jobs: VectorJobStore;
+  /** Records' outcomes, appended in batches, and what was appended (a replay appends none again). */
+  private readonly outcomes: OutcomeLog;
   /** Batches and vector commits take turns (the slow embedding runs outside it). */
   private lockTail: Promise<void> = Promise.resolve();
   private worker: Promise<void> | undefined;
@@ -115,6 +118,7 @@ export class SearchIndexer {
     private readonly o: IndexerOptions,
   ) {
     this.jobs = new VectorJobStore(sql);
+    this.outcomes = new OutcomeLog(sql, store, o.now);
   }
 
   /** The last checkpoint write, in flight (applyBatchNow does not wait for it). */
@@ -132,6 +136,7 @@ export class SearchIndexer {
   async init(): Promise<void> {
     await ensureCheckpoints(this.sql);
     await this.engines.catalogue.init();
+    await this.outcomes.init();
     await this.engines.text.init();
     await this.engines.vectors.init();
     this.position = await readCheckpoint(this.sql, SEARCH_INDEX);
@@ -351,7 +356,7 @@ export class SearchIndexer {
       }
     }
     await flushAll();
-    await this.appendOutcomes(outcomes.records);
+    await this.outcomes.append(outcomes.records);
     await this.appendDocumentOutcomes(outcomes.documents);
 
     const last = events[events.length - 1].position;
@@ -374,6 +379,7 @@ export class SearchIndexer {
     await this.engines.text.deleteContext(tenantId, contextId);
     await this.engines.vectors.deleteContext(tenantId, contextId);
     await this.engines.catalogue.removeContext(tenantId, contextId);
+    await this.outcomes.forgetContext(tenantId, contextId);
   }
 
   /**
@@ -430,6 +436,7 @@ export class SearchIndexer {
     // Queued vector work of deleted items is cancelled (the stored rows too, whatever the queue in memory holds).
     for (const id of deleted) this.queue.remove(id);
     await this.jobs.delete(deleted);
+    await this.outcomes.forget(deleted);
     for (const id of deleted) {
       await text.deleteItem(id);
       await vectors.deleteItem(id);
@@ -548,7 +555,7 @@ export class SearchIndexer {
         continue;
       }
       const o = outcomeOf(w.item.itemId, w.item.revision, w.mode, w.passages.length, w.textErr, w.vecErr);
-      if (o) out.records.push({ streamId: streams.record(w.item.itemId), outcome: o, meta: w.u.meta });
+      if (o) out.records.push({ outcome: recordOutcome(o), meta: w.u.meta });
     }
     for (const w of fresh) this.queue.put(newJob(w.job!));
     return out;
@@ -742,10 +749,10 @@ export class SearchIndexer {
         if (o) documents.push({ documentId: j.itemId, textRevision: j.revision, event: o, meta: j.meta });
       } else {
         const o = outcomeOf(j.itemId, j.revision, j.mode, j.n, j.textErr, vecErr);
-        if (o) records.push({ streamId: streams.record(j.itemId), outcome: o, meta: j.meta });
+        if (o) records.push({ outcome: recordOutcome(o), meta: j.meta });
       }
     }
-    await this.appendOutcomes(records);
+    await this.outcomes.append(records);
     await this.appendDocumentOutcomes(documents);
     await this.jobs.delete(final.map((f) => f.job.itemId));
     for (const f of final) if (this.queue.current(f.job.itemId) === f.job) this.queue.remove(f.job.itemId);
@@ -783,50 +790,13 @@ export class SearchIndexer {
       }
     }
   }
-
-  /**
-   * Appends outcomes, leaving out those already stale (record changed since) or already recorded (a replay).
-   * The usual case needs no read: a record whose stream still ends at the revision that was indexed has neither
-   * a newer write nor an outcome yet, so the append expects exactly that revision. Only when some stream has
-   * moved on (a write during indexing, a replay or rebuild) are the streams' tails read to sort each one out;
-   * that read cost the API thread about a tenth of a searchable create.
-   */
-  private async appendOutcomes(list: Array<{ streamId: string; outcome: Outcome; meta: EventMetadata }>): Promise<void> {
-    if (!list.length) return;
-    const now = (this.o.now ?? (() => new Date()))().toISOString();
-    const request = ({ streamId, outcome, meta }: (typeof list)[number], expectedRevision: AppendRequest['expectedRevision']): AppendRequest => ({
-      streamId,
-      expectedRevision,
-      events: [{
-        id: randomUUID(),
-        type: outcome.type,
-        data: parseEventData(outcome.type, outcome.data) as Record<string, unknown>,
-        metadata: { tenantId: meta.tenantId, contextId: meta.contextId, accountId: meta.accountId, actorKeyId: null, userId: null, requestId: meta.requestId, occurredAt: now, schemaVersion: EVENT_SCHEMA_VERSION },
-      }],
-    });
-    if (new Set(list.map((x) => x.streamId)).size === list.length) {
-      try {
-        await this.store.appendMulti(list.map((x) => request(x, x.outcome.data.forRevision)));
-        return;
-      } catch (e) {
-        if (!(e instanceof WrongExpectedRevisionError)) throw e;
-      }
-    }
-    const requests: AppendRequest[] = [];
-    const tails = await readStreamTails(this.store, list.map((x) => x.streamId), 50);
-    for (const x of list) {
-      const tail = tails.get(x.streamId) ?? [];
-      const contentAt = tail.findIndex((e) => e.type === 'RecordCreated' || e.type === 'RecordUpdated' || e.type === 'RecordDeleted');
-      if (contentAt < 0 || tail[contentAt].revision !== x.outcome.data.forRevision) continue; // changed since (or gone)
-      const latest = tail.slice(0, contentAt).find((e) => e.type === 'RecordIndexed' || e.type === 'RecordIndexFailed');
-      if (latest && latest.type === x.outcome.type && latest.data.forRevision === x.outcome.data.forRevision && sameOutcome(latest.data, x.outcome.data)) continue;
-      requests.push(request(x, 'any'));
-    }
-    if (requests.length) await this.store.appendMulti(requests);
-  }
 }
 
-const sameOutcome = (a: Record<string, unknown>, b: Record<string, unknown>) => a.status === b.status && a.code === b.code;
+/** A record's outcome as RecordsIndexed carries it. */
+const recordOutcome = (o: Outcome): RecordOutcome =>
+  o.type === 'RecordIndexed'
+    ? { recordId: o.data.recordId, forRevision: o.data.forRevision, status: o.data.status, code: null, message: null }
+    : { recordId: o.data.recordId, forRevision: o.data.forRevision, status: 'FAILED', code: o.data.code, message: o.data.message };
 
 function deferred(): { promise: Promise<undefined>; resolve: () => void } {
   let resolve!: () => void;

@@ -5,7 +5,7 @@ import {
 } from '@svc/domain';
 import { Reactor, type ReactorStats } from '../runtime/reactor';
 import { type AttemptResult, dueDeliveries, ensureDeliveries, insertDeliveries, type NewDelivery, purgeDeliveries, settleAttempts } from './deliveries';
-import { webhookSource } from './events';
+import { webhookSources } from './events';
 import type { SendOutcome, WebhookSender } from './sender';
 
 export interface DispatcherOptions {
@@ -93,24 +93,25 @@ export class WebhookDispatcher extends Reactor<DispatcherStats> {
   /** Fan-out of one batch, in the transaction that moves the checkpoint. */
   protected async handle(events: StoredEvent[]): Promise<number> {
     const last = events[events.length - 1].position;
-    const sources = events.map((e) => ({ e, s: webhookSource(e, this.o.store) })).filter((x) => x.s !== null);
+    const sources = events.flatMap((e) => webhookSources(e, this.o.store).map((s) => ({ e, s })));
     const rows: NewDelivery[] = [];
     if (sources.length) {
       // The registrations must reflect the log up to this batch before they are matched.
       if (!(await this.o.barrier.waitFor(last, 30_000))) throw new InternalError(`read models did not reach position ${last}`);
-      const tenants = [...new Set(sources.map((x) => x.s!.tenantId))];
+      const tenants = [...new Set(sources.map((x) => x.s.tenantId))];
       const { rows: regs } = await this.o.sql.query<{ webhook_id: string; tenant_id: string; livemode: boolean; events: string[] | string; registered_position: string | number }>(
         `SELECT webhook_id, tenant_id, livemode, events, registered_position FROM rm_webhooks WHERE tenant_id = ANY($1::text[]) AND status = 'ACTIVE'`,
         [tenants],
       );
       for (const { e, s } of sources) {
-        const matching = regs.filter((r) => r.tenant_id === s!.tenantId && Number(r.registered_position) < e.position && (typeof r.events === 'string' ? JSON.parse(r.events) : r.events).includes(s!.type));
+        const matching = regs.filter((r) => r.tenant_id === s.tenantId && Number(r.registered_position) < e.position && (typeof r.events === 'string' ? JSON.parse(r.events) : r.events).includes(s.type));
         if (!matching.length) continue;
-        const data = await s!.data();
+        const data = await s.data();
+        if (data === null) continue;
         for (const r of matching) {
           const deliveryId = randomUUID();
-          const envelope = buildEnvelope({ id: deliveryId, type: s!.type, createdMs: this.now(), tenantId: s!.tenantId, livemode: r.livemode, data });
-          rows.push({ deliveryId, webhookId: r.webhook_id, tenantId: s!.tenantId, eventId: e.id, eventType: s!.type, sourceId: s!.sourceId, sourceType: s!.sourceType, createdAt: this.now(), body: JSON.stringify(envelope) });
+          const envelope = buildEnvelope({ id: deliveryId, type: s.type, createdMs: this.now(), tenantId: s.tenantId, livemode: r.livemode, data });
+          rows.push({ deliveryId, webhookId: r.webhook_id, tenantId: s.tenantId, eventId: s.key, eventType: s.type, sourceId: s.sourceId, sourceType: s.sourceType, createdAt: this.now(), body: JSON.stringify(envelope) });
         }
       }
     }

@@ -5,55 +5,69 @@ import { loadDocument } from '../search/documents';
 /** A log event as webhooks see it: its type, what it is about and its tenant (data is built only when someone subscribes). */
 export interface WebhookSource {
   type: WebhookEventType;
+  /** Unique per webhook event: the log event's id, with the record's id for one of a RecordsIndexed event's outcomes. */
+  key: string;
   sourceId: string;
   sourceType: 'record' | 'document' | 'trigger';
   tenantId: string;
-  /** The envelope's `data`. */
-  data(): Promise<Record<string, unknown>>;
+  /** The envelope's `data`; null when the event no longer applies (an index outcome of a revision replaced since). */
+  data(): Promise<Record<string, unknown> | null>;
 }
 
 /**
- * The log events that are webhook events (spec "Webhook event types"):
- * RecordIndexed (INDEXED) -> record.indexed, RecordIndexFailed -> record.failed,
- * DocumentIndexed -> document.indexed, DocumentFailed -> document.failed,
+ * The webhook events a log event stands for (spec "Webhook event types"):
+ * each INDEXED outcome of RecordsIndexed (or RecordIndexed) -> record.indexed, each FAILED one (or
+ * RecordIndexFailed) -> record.failed, DocumentIndexed -> document.indexed, DocumentFailed -> document.failed,
  * TriggerFailed -> trigger.failed (its data mirrors the trigger-failure record).
  */
-export function webhookSource(e: StoredEvent, store: EventStore): WebhookSource | null {
+export function webhookSources(e: StoredEvent, store: EventStore): WebhookSource[] {
   const tenantId = e.metadata.tenantId;
-  if (!tenantId) return null;
+  if (!tenantId) return [];
+  const one = (s: Omit<WebhookSource, 'key' | 'tenantId'>): WebhookSource[] => [{ ...s, key: e.id, tenantId }];
   switch (e.type) {
+    case 'RecordsIndexed':
+      // The outcomes of a batch: one webhook event each, unless the record changed again since (checked when a webhook wants it).
+      return e.data.outcomes.flatMap((o) => {
+        if (o.status === 'SKIPPED') return [];
+        const failure = o.status === 'FAILED' ? { code: o.code ?? 'INTERNAL', message: o.message ?? '' } : undefined;
+        return [{
+          type: o.status === 'FAILED' ? 'record.failed' : 'record.indexed', key: `${e.id}/${o.recordId}@${o.forRevision}`, sourceId: o.recordId, sourceType: 'record', tenantId,
+          data: () => recordDataOf(store, o.recordId, o.status, failure, o.forRevision),
+        } satisfies WebhookSource];
+      });
     case 'RecordIndexed':
-      if (e.data.status !== 'INDEXED') return null;
-      return { type: 'record.indexed', sourceId: e.data.recordId, sourceType: 'record', tenantId, data: () => recordDataOf(store, e.data.recordId, 'INDEXED') };
+      if (e.data.status !== 'INDEXED') return [];
+      return one({ type: 'record.indexed', sourceId: e.data.recordId, sourceType: 'record', data: () => recordDataOf(store, e.data.recordId, 'INDEXED') });
     case 'RecordIndexFailed':
-      return {
-        type: 'record.failed', sourceId: e.data.recordId, sourceType: 'record', tenantId,
-        data: () => recordDataOf(store, e.data.recordId, 'FAILED', { code: e.data.code, message: e.data.message }),
-      };
+      return one({ type: 'record.failed', sourceId: e.data.recordId, sourceType: 'record', data: () => recordDataOf(store, e.data.recordId, 'FAILED', { code: e.data.code, message: e.data.message }) });
     case 'DocumentIndexed':
-      return { type: 'document.indexed', sourceId: e.data.documentId, sourceType: 'document', tenantId, data: () => documentDataOf(store, e.data.documentId, 'INDEXED') };
+      return one({ type: 'document.indexed', sourceId: e.data.documentId, sourceType: 'document', data: () => documentDataOf(store, e.data.documentId, 'INDEXED') });
     case 'DocumentFailed':
-      return {
-        type: 'document.failed', sourceId: e.data.documentId, sourceType: 'document', tenantId,
+      return one({
+        type: 'document.failed', sourceId: e.data.documentId, sourceType: 'document',
         data: () => documentDataOf(store, e.data.documentId, 'FAILED', { code: e.data.code, message: e.data.message }),
-      };
+      });
     case 'TriggerFailed': {
       // The trigger-failure record (decisions §4): what GET /v1/trigger-failures lists.
       const { failureId, eventId: _, ...d } = e.data;
-      return { type: 'trigger.failed', sourceId: failureId, sourceType: 'trigger', tenantId, data: async () => ({ id: failureId, ...d }) };
+      return one({ type: 'trigger.failed', sourceId: failureId, sourceType: 'trigger', data: async () => ({ id: failureId, ...d }) });
     }
   }
-  return null;
+  return [];
 }
 
-async function recordDataOf(store: EventStore, recordId: string, indexStatus: string, indexFailure?: { code: string; message: string }) {
+/** A record's webhook data, from its stream; null when `forRevision` is given and the record changed (or went) since. */
+async function recordDataOf(store: EventStore, recordId: string, indexStatus: string, indexFailure?: { code: string; message: string }, forRevision?: number) {
   let typeName = '';
   let userId: string | null = null;
   let scopes: string[] = [];
+  let content = -1;
   for (const e of await store.readStream(streams.record(recordId))) {
     if (e.type === 'RecordCreated') ({ typeName, userId, scopes } = e.data);
     else if (e.type === 'RecordUpdated') ({ userId, scopes } = e.data);
+    if (e.type === 'RecordCreated' || e.type === 'RecordUpdated' || e.type === 'RecordDeleted') content = e.revision;
   }
+  if (forRevision !== undefined && content !== forRevision) return null;
   return recordData({ id: recordId, typeName, indexStatus, userId, scopes, indexFailure });
 }
 

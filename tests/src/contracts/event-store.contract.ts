@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type EventStore, type NewEvent, readStreamTails, readTenantEvents, type RecordedEvent, WrongExpectedRevisionError } from '@svc/domain';
+import { type EventStore, type NewEvent, readTenantEvents, type RecordedEvent, WrongExpectedRevisionError } from '@svc/domain';
 import { catchUp } from '@svc/projectors';
 
 /**
@@ -56,17 +56,6 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore 
 
     it('reads a missing stream as empty', async () => {
       expect(await store.readStream(stream())).toEqual([]);
-    });
-
-    it('readStreamTails (the adapter\'s, or readStream per stream) gives the newest events of each stream, newest first; a missing stream is empty', async () => {
-      const [a, b, missing] = [stream(), stream(), stream()];
-      await store.append(a, [ev('A1'), ev('A2'), ev('A3')], 'no_stream');
-      await store.append(b, [ev('B1')], 'no_stream');
-      const tails = await readStreamTails(store, [a, b, missing, a], 2);
-      expect(tails.get(a)!.map((e) => [e.type, e.revision])).toEqual([['A3', 2], ['A2', 1]]);
-      expect(tails.get(b)!.map((e) => e.type)).toEqual(['B1']);
-      expect(tails.get(missing)).toEqual([]);
-      expect(tails.get(a)![0].metadata.tenantId).toBe('t');
     });
 
     it('enforces each expected-revision state', async () => {

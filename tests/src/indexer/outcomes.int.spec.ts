@@ -4,21 +4,21 @@ import { PostgresEventStore } from '@svc/command-api';
 import { EVENT_SCHEMA_VERSION } from '@svc/contracts';
 import { FileBlobStore, openPglite } from '@svc/deploy';
 import { type Sql, type StoredEvent, streams } from '@svc/domain';
-import { type Embedder, LanceVectorIndex, PgTextIndex, SearchCatalogue, SearchIndexer } from '@svc/projectors';
+import { type Embedder, LanceVectorIndex, PgTextIndex, ProjectionRunner, recordsProjection, schemasProjection, SearchCatalogue, SearchIndexer, webhookSources } from '@svc/projectors';
 import { tempDir } from '../support/engines';
+import { recordOutcomes } from './outcome-stream';
 
 /**
- * The search projector's index outcomes (RecordIndexed / RecordIndexFailed) in the record streams: exactly one per
- * indexed revision. A replay of the log (a crash before the checkpoint, `rebuild search-index`) appends none again
- * (each would fire a second record.indexed webhook), and an outcome for a revision that a newer write replaced
- * while it was being indexed is left out.
+ * The search projector's index outcomes (RecordsIndexed, in batches, to the context's outcome stream): exactly one
+ * per indexed revision. A replay of the log (a crash before the checkpoint, `rebuild search-index`) appends none
+ * again (each would fire a second record.indexed webhook); a batch holds many records' outcomes in one event.
  */
 const DIMS = 8;
 const T = 'tenant-1';
 const C = 'context-1';
 const embedder: Embedder = { model: 'fake', dims: DIMS, embed: async (texts) => texts.map(() => Array.from({ length: DIMS }, (_, k) => k + 1)) };
 
-describe('search projector: index outcomes in the record streams', () => {
+describe('search projector: index outcomes in batches', () => {
   const cleanup: Array<() => Promise<void> | void> = [];
   afterEach(async () => {
     for (const f of cleanup.splice(0).reverse()) await f();
@@ -55,11 +55,20 @@ describe('search projector: index outcomes in the record streams', () => {
         ix.position = events[events.length - 1].position;
       }
     };
-    const outcomes = async (id: string) =>
-      (await store.readStream(streams.record(id)))
-        .filter((e) => e.type === 'RecordIndexed' || e.type === 'RecordIndexFailed')
-        .map((e) => `${(e.data as { status?: string }).status ?? 'FAILED'}@${(e.data as { forRevision: number }).forRevision}`);
-    return { store, ix, create, update, drain, outcomes };
+    const outcomes = (id: string) => recordOutcomes(store, T, C, id);
+    /** The records read model, following the log (what GET /v1/records/{id} reads). */
+    const readModel = async () => {
+      const runner = new ProjectionRunner('read-models', sql, store, [schemasProjection(), recordsProjection()]);
+      await runner.init();
+      runner.start();
+      cleanup.push(() => runner.stop());
+      const status = async (id: string) => {
+        await runner.waitFor(await store.headPosition(), 10_000);
+        return (await sql.query<{ index_status: string }>('SELECT index_status FROM rm_records WHERE record_id = $1', [id])).rows[0]?.index_status;
+      };
+      return { status };
+    };
+    return { store, ix, create, update, drain, outcomes, readModel };
   }
 
   it('one outcome per indexed revision; a replay of the whole log appends none again', async () => {
@@ -69,10 +78,10 @@ describe('search projector: index outcomes in the record streams', () => {
     for (const id of ids) expect(await s.outcomes(id)).toEqual(['INDEXED@0']);
     await s.update(ids[3], 'a new text about the lighthouse');
     await s.drain();
-    expect(await s.outcomes(ids[3])).toEqual(['INDEXED@0', 'INDEXED@2']);
+    expect(await s.outcomes(ids[3])).toEqual(['INDEXED@0', 'INDEXED@1']);
     const head = await s.store.headPosition();
     await s.drain(0);
-    for (const id of ids) expect(await s.outcomes(id)).toEqual(id === ids[3] ? ['INDEXED@0', 'INDEXED@2'] : ['INDEXED@0']);
+    for (const id of ids) expect(await s.outcomes(id)).toEqual(id === ids[3] ? ['INDEXED@0', 'INDEXED@1'] : ['INDEXED@0']);
     expect(await s.store.headPosition()).toBe(head);
   });
 
@@ -86,17 +95,37 @@ describe('search projector: index outcomes in the record streams', () => {
     for (const id of fresh) expect(await s.outcomes(id)).toEqual(['INDEXED@0']);
   });
 
-  it('a revision replaced while it was being indexed gets no outcome; the newer one does', async () => {
+  it('many records, one event: a batch of 1,200 TEXT creates is reported in 3 RecordsIndexed events of at most 500 outcomes', async () => {
     const s = await setup();
+    const ids = await s.create(1200);
+    const before = await s.store.headPosition();
+    await s.drain();
+    const events = (await s.store.readAll(before, 1000)).filter((e) => e.type === 'RecordsIndexed');
+    expect(events.map((e) => (e.type === 'RecordsIndexed' ? e.data.outcomes.length : 0)).reduce((a, b) => a + b, 0)).toBe(1200);
+    expect(events).toHaveLength(3); // the log read 500 events at a time: one event per batch (one context)
+    for (const e of events) expect(e.type === 'RecordsIndexed' && e.data.outcomes.length).toBeLessThanOrEqual(500);
+    expect(await s.outcomes(ids[1199])).toEqual(['INDEXED@0']);
+  });
+
+  it('an outcome of a revision replaced while it was being indexed changes neither the read model nor sends a webhook; the newer one does', async () => {
+    const s = await setup();
+    const rm = await s.readModel();
     const ids = await s.create(3);
     const created = await s.store.readAll(s.ix.position, 500);
     await s.update(ids[1], 'rewritten while the first text was indexed');
     await s.ix.applyBatch(created); // the batch as read before the update
     s.ix.position = created[created.length - 1].position;
     expect(await s.outcomes(ids[0])).toEqual(['INDEXED@0']);
-    expect(await s.outcomes(ids[1])).toEqual([]);
-    expect(await s.outcomes(ids[2])).toEqual(['INDEXED@0']);
+    expect(await rm.status(ids[0])).toBe('INDEXED');
+    // The stale outcome (revision 0 of a record now at 1) is left out by the read model and by webhooks.
+    expect(await rm.status(ids[1])).toBe('PENDING_INDEX');
+    const stale = (await s.store.readAll(0, 1000)).filter((e) => e.type === 'RecordsIndexed').flatMap((e) => webhookSources(e, s.store)).filter((w) => w.sourceId === ids[1]);
+    expect(stale).toHaveLength(1);
+    expect(await stale[0].data()).toBeNull();
     await s.drain();
-    expect(await s.outcomes(ids[1])).toEqual(['INDEXED@1']);
+    expect((await s.outcomes(ids[1])).at(-1)).toBe('INDEXED@1');
+    expect(await rm.status(ids[1])).toBe('INDEXED');
+    const fresh = (await s.store.readAll(0, 1000)).filter((e) => e.type === 'RecordsIndexed').flatMap((e) => webhookSources(e, s.store)).filter((w) => w.sourceId === ids[1]);
+    expect(await fresh.at(-1)!.data()).toMatchObject({ id: ids[1], indexStatus: 'INDEXED' });
   });
 });

@@ -5,6 +5,7 @@ import { EVENT_SCHEMA_VERSION } from '@svc/contracts';
 import { FileBlobStore, openPglite } from '@svc/deploy';
 import { type Sql, streams, type VectorRow } from '@svc/domain';
 import { type Embedder, LanceVectorIndex, PgTextIndex, SearchCatalogue, SearchIndexer } from '@svc/projectors';
+import { recordOutcomes } from './outcome-stream';
 import { tempDir } from '../support/engines';
 
 /**
@@ -77,7 +78,10 @@ describe('search projector: batched vector writes', () => {
         (indexer as unknown as { position: number }).position = events[events.length - 1].position;
       }
     };
-    const outcome = async (id: string) => (await store.readStream(streams.record(id))).map((e) => (e.type === 'RecordIndexFailed' ? `FAILED ${(e.data as { code: string }).code}` : e.type === 'RecordIndexed' ? (e.data as { status: string }).status : null)).filter(Boolean).pop();
+    const outcome = async (id: string) => {
+      const last = (await recordOutcomes(store, T, C, id)).pop()?.split('@')[0];
+      return last === undefined || last === 'INDEXED' || last === 'SKIPPED' ? last : `FAILED ${last}`;
+    };
     return { vectors, catalogue, ids, write, drain, outcome };
   }
 

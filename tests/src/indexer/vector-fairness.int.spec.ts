@@ -5,6 +5,7 @@ import { EVENT_SCHEMA_VERSION } from '@svc/contracts';
 import { FileBlobStore, openPglite } from '@svc/deploy';
 import { type Sql, streams } from '@svc/domain';
 import { type Embedder, LanceVectorIndex, PgTextIndex, readCheckpoint, SEARCH_INDEX, SearchCatalogue, SearchIndexer } from '@svc/projectors';
+import { recordOutcomes } from './outcome-stream';
 import { tempDir } from '../support/engines';
 
 /**
@@ -76,10 +77,7 @@ describe('search projector: the per-tenant vector queue', () => {
       store.appendMulti([{ streamId: streams.record(recordId), expectedRevision: 'any', events: [{ id: randomUUID(), type: 'RecordUpdated', data: data(recordId, body), metadata: meta(tenantId) }] }]);
     const remove = (tenantId: string, recordId: string) =>
       store.appendMulti([{ streamId: streams.record(recordId), expectedRevision: 'any', events: [{ id: randomUUID(), type: 'RecordDeleted', data: { recordId }, metadata: meta(tenantId) }] }]);
-    const outcomes = async (id: string) =>
-      (await store.readStream(streams.record(id)))
-        .filter((e) => e.type === 'RecordIndexed' || e.type === 'RecordIndexFailed')
-        .map((e) => `${(e.data as { status?: string; code?: string }).status ?? (e.data as { code: string }).code}@${(e.data as { forRevision: number }).forRevision}`);
+    const outcomes = async (id: string) => [...(await recordOutcomes(store, 'tenant-A', 'ctx', id)), ...(await recordOutcomes(store, 'tenant-B', 'ctx', id))];
     const jobRows = async () => Number((await sql.query<{ n: number }>('SELECT count(*)::int AS n FROM si_vector_jobs')).rows[0].n);
     const hits = (tenantId: string, probe: string) => vectors.search({ tenantId, contextId: 'ctx', vector: vec(probe), limit: 1000 });
     const until = async (f: () => Promise<boolean> | boolean, ms = 30_000) => {

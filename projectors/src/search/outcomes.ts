@@ -1,0 +1,103 @@
+import { randomUUID } from 'node:crypto';
+import { EVENT_SCHEMA_VERSION, type EventData, type EventMetadata, parseEventData } from '@svc/contracts';
+import { type AppendRequest, type EventStore, type Sql, streams } from '@svc/domain';
+
+/** One record's index outcome, as RecordsIndexed carries it. */
+export type RecordOutcome = EventData<'RecordsIndexed'>['outcomes'][number];
+
+/** Outcomes per RecordsIndexed event: about 50 KB of event at most, well inside a Kafka message. */
+export const OUTCOMES_PER_EVENT = 500;
+
+/**
+ * The outcome last appended for each record (its revision and result), so a replay of the log — a crash
+ * before the checkpoint, `rebuild search-index` — appends none again: each would be a second record.indexed
+ * webhook. Kept apart from the catalogue tables, which a rebuild drops.
+ */
+const DDL = `
+CREATE TABLE IF NOT EXISTS si_reported (
+  item_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, for_revision bigint NOT NULL, outcome text NOT NULL);
+CREATE INDEX IF NOT EXISTS si_reported_context ON si_reported (tenant_id, context_id);`;
+
+const keyOf = (o: RecordOutcome) => `${o.status} ${o.code ?? ''}`;
+
+/**
+ * Appends records' index outcomes to the log: one RecordsIndexed event per context (and per 500 outcomes) to the
+ * context's outcome stream, rather than one event per record in its own stream. A batch of 100 TEXT creates
+ * then costs the log (and every projection reading it) a handful of events instead of 100; the records read model
+ * applies them in one statement, as before.
+ *
+ * Left out: an outcome already appended (same revision and result) and one older than the last appended for its
+ * record. An outcome for a revision that a newer write has replaced in the meantime can still be appended: the
+ * read model applies an outcome only to the revision it names, and webhooks check the record's stream before
+ * sending, so neither shows it. (Before, each append expected the record stream's revision, which kept them
+ * out of the log, at the price of one stream write per record.)
+ */
+export class OutcomeLog {
+  constructor(
+    private readonly sql: Sql,
+    private readonly store: EventStore,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  async init(): Promise<void> {
+    await this.sql.exec(DDL);
+  }
+
+  async append(list: Array<{ outcome: RecordOutcome; meta: EventMetadata }>): Promise<void> {
+    if (!list.length) return;
+    // The newest outcome of each record (a batch holds one per record; a vector round may follow a text batch).
+    const latest = new Map<string, (typeof list)[number]>();
+    for (const x of list) if ((latest.get(x.outcome.recordId)?.outcome.forRevision ?? -1) <= x.outcome.forRevision) latest.set(x.outcome.recordId, x);
+    const { rows } = await this.sql.query<{ item_id: string; for_revision: string | number; outcome: string }>(
+      'SELECT item_id, for_revision, outcome FROM si_reported WHERE item_id = ANY($1::text[])',
+      [[...latest.keys()]],
+    );
+    for (const r of rows) {
+      const x = latest.get(r.item_id)!;
+      const at = Number(r.for_revision);
+      if (at > x.outcome.forRevision || (at === x.outcome.forRevision && r.outcome === keyOf(x.outcome))) latest.delete(r.item_id);
+    }
+    if (!latest.size) return;
+    const byContext = new Map<string, Array<(typeof list)[number]>>();
+    for (const x of latest.values()) {
+      const k = `${x.meta.tenantId}\u0000${x.meta.contextId}`;
+      const xs = byContext.get(k);
+      if (xs) xs.push(x);
+      else byContext.set(k, [x]);
+    }
+    const occurredAt = this.now().toISOString();
+    const requests: AppendRequest[] = [];
+    for (const xs of byContext.values()) {
+      const m = xs[0].meta;
+      for (let i = 0; i < xs.length; i += OUTCOMES_PER_EVENT) {
+        const outcomes = xs.slice(i, i + OUTCOMES_PER_EVENT).map((x) => x.outcome);
+        requests.push({
+          streamId: streams.outcomes(m.tenantId!, m.contextId!),
+          expectedRevision: 'any',
+          events: [{
+            id: randomUUID(),
+            type: 'RecordsIndexed',
+            data: parseEventData('RecordsIndexed', { outcomes }) as Record<string, unknown>,
+            metadata: { tenantId: m.tenantId, contextId: m.contextId, accountId: m.accountId, actorKeyId: null, userId: null, requestId: null, occurredAt, schemaVersion: EVENT_SCHEMA_VERSION },
+          }],
+        });
+      }
+    }
+    await this.store.appendMulti(requests);
+    const reported = [...latest.values()].map((x) => ({ item_id: x.outcome.recordId, tenant_id: x.meta.tenantId, context_id: x.meta.contextId, for_revision: x.outcome.forRevision, outcome: keyOf(x.outcome) }));
+    await this.sql.query(
+      `INSERT INTO si_reported SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(item_id text, tenant_id text, context_id text, for_revision bigint, outcome text)
+       ON CONFLICT (item_id) DO UPDATE SET for_revision = excluded.for_revision, outcome = excluded.outcome`,
+      [JSON.stringify(reported)],
+    );
+  }
+
+  /** Deleted items: a replay that meets their create again may report it again, and the read model and webhooks leave such an outcome out. */
+  async forget(itemIds: string[]): Promise<void> {
+    if (itemIds.length) await this.sql.query('DELETE FROM si_reported WHERE item_id = ANY($1::text[])', [itemIds]);
+  }
+
+  async forgetContext(tenantId: string, contextId: string): Promise<void> {
+    await this.sql.query('DELETE FROM si_reported WHERE tenant_id = $1 AND context_id = $2', [tenantId, contextId]);
+  }
+}

@@ -82,7 +82,7 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
       // Every subscriber of the projector role (read models, search index, document worker, trigger runner, webhook dispatcher).
       return p.projections?.length === 5 && p.projections.every((x: any) => x.position >= r.headPosition);
     }, timeoutMs, 250);
-    // The search projector appends outcomes (RecordIndexed) that go round once more.
+    // The search projector appends outcomes (RecordsIndexed) that go round once more.
     await eventually(async () => {
       const r = await t.readyz('relay');
       const p = await t.readyz('projector');

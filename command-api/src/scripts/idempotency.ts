@@ -35,7 +35,8 @@ export class IdempotencyStore {
     return (this.ready ??= this.sql.exec(IDEMPOTENCY_DDL));
   }
 
-  async claim(tenantId: string, contextId: string, key: string, hash: string, executionId: string, now: Date): Promise<Claim> {
+  /** `requestId`: the claiming request's, for the error body of a stale claim it finds (every error body carries one). */
+  async claim(tenantId: string, contextId: string, key: string, hash: string, executionId: string, now: Date, requestId: string): Promise<Claim> {
     await this.init();
     await this.sql.query('DELETE FROM script_idempotency WHERE tenant_id = $1 AND context_id = $2 AND key = $3 AND created_at < $4', [tenantId, contextId, key, new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS).toISOString()]);
     const inserted = await this.sql.query(
@@ -49,11 +50,11 @@ export class IdempotencyStore {
       [tenantId, contextId, key],
     );
     const row = rows[0];
-    if (!row) return this.claim(tenantId, contextId, key, hash, executionId, now);
+    if (!row) return this.claim(tenantId, contextId, key, hash, executionId, now, requestId);
     if (row.request_hash !== hash) throw new ServiceError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used for a different request');
     if (row.status === null) {
       if (now.getTime() - new Date(row.created_at).getTime() < this.staleMs) throw new ServiceError('IDEMPOTENCY_IN_PROGRESS', 'A request with this Idempotency-Key is in flight');
-      const body = { message: 'The outcome of the script execution could not be determined', errorCode: 'EXECUTION_OUTCOME_UNKNOWN', execution: { id: row.execution_id } };
+      const body = { message: 'The outcome of the script execution could not be determined', errorCode: 'EXECUTION_OUTCOME_UNKNOWN', requestId, execution: { id: row.execution_id } };
       await this.complete(tenantId, contextId, key, 500, body);
       return { kind: 'replay', status: 500, body };
     }

@@ -88,7 +88,7 @@ export function scriptCommandRoutes(s: ScriptRouteDeps): RouteSpec[] {
         let answer: Awaited<ReturnType<typeof execute>>;
         if (!key) answer = await run();
         else {
-          const claim = await s.idempotency.claim(p.tenantId!, p.contextId!, key, requestHash({ scriptRef: { name, version: String(body.scriptRef.version) }, input: body.input ?? null }), s.deps.ids.newId(), meta.now);
+          const claim = await s.idempotency.claim(p.tenantId!, p.contextId!, key, requestHash({ scriptRef: { name, version: String(body.scriptRef.version) }, input: body.input ?? null }), s.deps.ids.newId(), meta.now, meta.requestId);
           if (claim.kind === 'replay') {
             reply.status(claim.status);
             return claim.body;

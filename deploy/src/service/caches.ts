@@ -55,7 +55,8 @@ export async function openCaches(sql: Sql, role: RoleTraits): Promise<ReadCaches
     onRecordsChanged: (ids) => (ids ? recordCache?.invalidate(ids) : recordCache?.clear()),
     onUsageChange: (accountId, totals) => (accountId && totals ? totals.forEach((used, period) => standing.moved(accountId, period, used)) : standing.invalidate(accountId)),
     onCommitted(events) {
-      if (events.some((e) => /^(Record|Schema|Context|Tenant)/.test(e.type) && !/^Record(Indexed|IndexFailed)$/.test(e.type))) pageCache?.clear();
+      // Index outcomes too: list and lookup pages show each record's indexStatus.
+      if (events.some((e) => /^(Record|Schema|Context|Tenant)/.test(e.type))) pageCache?.clear();
       if (events.some((e) => e.type === 'AccountChanged')) accountLimits.invalidate();
     },
   };

@@ -1,5 +1,5 @@
 import { ensureCheckpoints, readCheckpoint, resetCheckpoint, writeCheckpoint } from './checkpoints';
-import type { EventStore, ReadModelBarrier, Sql, SqlQueryable, StoredEvent } from '@svc/domain';
+import { type EventStore, type ReadModelBarrier, type Sql, type SqlQueryable, type StoredEvent, streams } from '@svc/domain';
 import { catchUpFeed, type EventFeed } from './feed';
 import { clearQuarantine, ensureQuarantine, errorText, listQuarantine, park, unpark, type QuarantineEntry } from './quarantine';
 
@@ -39,6 +39,16 @@ export interface SqlProjection {
  * projection reads back within the run.
  */
 export const BULK_TYPES = new Set(['RecordCreated', 'RecordIndexed', 'RecordIndexFailed', 'RecordsIndexed', 'ReservationClaimed', 'ReservationReleased', 'UsageMetered', 'ReadsMetered']);
+
+/**
+ * The other streams an event speaks for: a RecordsIndexed event (in its context's outcome stream) carries the
+ * outcomes of many records. While one of those record streams is held in quarantine, the event is applied for the
+ * others and also parked behind that stream, so the stream's release applies it again after the record's own
+ * events (the read model takes an outcome only for the revision it names, so applying it twice is harmless).
+ */
+export function relatedStreams(e: StoredEvent): string[] {
+  return e.type === 'RecordsIndexed' ? e.data.outcomes.map((o) => streams.record(o.recordId)) : [];
+}
 
 /** Splits a batch into maximal runs of bulk-safe events and single other events, in log order. */
 export function segments(events: StoredEvent[]): Array<{ bulk: boolean; events: StoredEvent[] }> {
@@ -225,11 +235,17 @@ export class ProjectionRunner {
   private async commit(events: StoredEvent[], last: number) {
     const live = this.held.size ? events.filter((e) => !this.held.has(e.streamId)) : events;
     const parked = live.length === events.length ? [] : events.filter((e) => this.held.has(e.streamId));
+    // Applied now and parked too (relatedStreams): one row per position, so behind the first held stream it names.
+    const alsoParked = this.held.size ? live.flatMap((e) => relatedStreams(e).filter((s) => this.held.has(s)).slice(0, 1).map((s) => ({ e, s }))) : [];
     await this.sql.tx(async (q) => {
       await this.applyEvents(q, live);
       for (const e of parked) {
         const cause = this.held.get(e.streamId)!;
         await park(q, this.name, e, `waiting behind position ${cause}`, cause);
+      }
+      for (const { e, s } of alsoParked) {
+        const cause = this.held.get(s)!;
+        await park(q, this.name, { ...e, streamId: s }, `applied, and again after position ${cause}`, cause);
       }
       await this.moveCheckpoint(q, last);
     });

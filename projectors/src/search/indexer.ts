@@ -436,7 +436,6 @@ export class SearchIndexer {
     // Queued vector work of deleted items is cancelled (the stored rows too, whatever the queue in memory holds).
     for (const id of deleted) this.queue.remove(id);
     await this.jobs.delete(deleted);
-    await this.outcomes.forget(deleted);
     for (const id of deleted) {
       await text.deleteItem(id);
       await vectors.deleteItem(id);

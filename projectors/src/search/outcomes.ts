@@ -10,8 +10,9 @@ export const OUTCOMES_PER_EVENT = 500;
 
 /**
  * The outcome last appended for each record (its revision and result), so a replay of the log — a crash
- * before the checkpoint, `rebuild search-index` — appends none again: each would be a second record.indexed
- * webhook. Kept apart from the catalogue tables, which a rebuild drops.
+ * before the checkpoint, `rebuild search-index` — appends none again. Kept apart from the catalogue tables,
+ * which a rebuild drops, and kept for deleted records too (a replay meets their creates again); a context's
+ * rows go with the context.
  */
 const DDL = `
 CREATE TABLE IF NOT EXISTS si_reported (
@@ -66,23 +67,20 @@ export class OutcomeLog {
       else byContext.set(k, [x]);
     }
     const occurredAt = this.now().toISOString();
-    const requests: AppendRequest[] = [];
-    for (const xs of byContext.values()) {
+    // One request per context (a stream may appear once in an append), its outcomes in events of at most 500.
+    const requests: AppendRequest[] = [...byContext.values()].map((xs) => {
       const m = xs[0].meta;
+      const events = [];
       for (let i = 0; i < xs.length; i += OUTCOMES_PER_EVENT) {
-        const outcomes = xs.slice(i, i + OUTCOMES_PER_EVENT).map((x) => x.outcome);
-        requests.push({
-          streamId: streams.outcomes(m.tenantId!, m.contextId!),
-          expectedRevision: 'any',
-          events: [{
-            id: randomUUID(),
-            type: 'RecordsIndexed',
-            data: parseEventData('RecordsIndexed', { outcomes }) as Record<string, unknown>,
-            metadata: { tenantId: m.tenantId, contextId: m.contextId, accountId: m.accountId, actorKeyId: null, userId: null, requestId: null, occurredAt, schemaVersion: EVENT_SCHEMA_VERSION },
-          }],
+        events.push({
+          id: randomUUID(),
+          type: 'RecordsIndexed',
+          data: parseEventData('RecordsIndexed', { outcomes: xs.slice(i, i + OUTCOMES_PER_EVENT).map((x) => x.outcome) }) as Record<string, unknown>,
+          metadata: { tenantId: m.tenantId, contextId: m.contextId, accountId: m.accountId, actorKeyId: null, userId: null, requestId: null, occurredAt, schemaVersion: EVENT_SCHEMA_VERSION },
         });
       }
-    }
+      return { streamId: streams.outcomes(m.tenantId!, m.contextId!), expectedRevision: 'any' as const, events };
+    });
     await this.store.appendMulti(requests);
     const reported = [...latest.values()].map((x) => ({ item_id: x.outcome.recordId, tenant_id: x.meta.tenantId, context_id: x.meta.contextId, for_revision: x.outcome.forRevision, outcome: keyOf(x.outcome) }));
     await this.sql.query(
@@ -90,11 +88,6 @@ export class OutcomeLog {
        ON CONFLICT (item_id) DO UPDATE SET for_revision = excluded.for_revision, outcome = excluded.outcome`,
       [JSON.stringify(reported)],
     );
-  }
-
-  /** Deleted items: a replay that meets their create again may report it again, and the read model and webhooks leave such an outcome out. */
-  async forget(itemIds: string[]): Promise<void> {
-    if (itemIds.length) await this.sql.query('DELETE FROM si_reported WHERE item_id = ANY($1::text[])', [itemIds]);
   }
 
   async forgetContext(tenantId: string, contextId: string): Promise<void> {

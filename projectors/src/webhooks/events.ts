@@ -5,7 +5,10 @@ import { loadDocument } from '../search/documents';
 /** A log event as webhooks see it: its type, what it is about and its tenant (data is built only when someone subscribes). */
 export interface WebhookSource {
   type: WebhookEventType;
-  /** Unique per webhook event: the log event's id, with the record's id for one of a RecordsIndexed event's outcomes. */
+  /**
+   * Unique per webhook event (deliveries are unique per webhook and key): the log event's id, or for an outcome of
+   * RecordsIndexed the record, revision and result, so an outcome appended twice (a replay) is delivered once.
+   */
   key: string;
   sourceId: string;
   sourceType: 'record' | 'document' | 'trigger';
@@ -31,7 +34,7 @@ export function webhookSources(e: StoredEvent, store: EventStore): WebhookSource
         if (o.status === 'SKIPPED') return [];
         const failure = o.status === 'FAILED' ? { code: o.code ?? 'INTERNAL', message: o.message ?? '' } : undefined;
         return [{
-          type: o.status === 'FAILED' ? 'record.failed' : 'record.indexed', key: `${e.id}/${o.recordId}@${o.forRevision}`, sourceId: o.recordId, sourceType: 'record', tenantId,
+          type: o.status === 'FAILED' ? 'record.failed' : 'record.indexed', key: `record:${o.recordId}@${o.forRevision}:${o.status}:${o.code ?? ''}`, sourceId: o.recordId, sourceType: 'record', tenantId,
           data: () => recordDataOf(store, o.recordId, o.status, failure, o.forRevision),
         } satisfies WebhookSource];
       });

@@ -22,7 +22,7 @@ describe('webhook event sources', () => {
     expect(await failed.data()).toEqual({ id: 'r1', typeName: 'invoice', indexStatus: 'FAILED', indexFailure: { code: 'EMBEDDING_FAILED', message: 'no model' } });
   });
 
-  it('a batch of outcomes: one webhook event per INDEXED or FAILED record, each its own key; an outcome of a replaced revision sends nothing', async () => {
+  it('a batch of outcomes: one webhook event per INDEXED or FAILED record, keyed by record, revision and result (the same outcome again is the same key); an outcome of a replaced revision sends nothing', async () => {
     const batch = ev('RecordsIndexed', {
       outcomes: [
         { recordId: 'r1', forRevision: 1, status: 'INDEXED', code: null, message: null },
@@ -31,7 +31,7 @@ describe('webhook event sources', () => {
       ],
     });
     const sources = webhookSources(batch, store);
-    expect(sources.map((s) => [s.type, s.key, s.sourceId])).toEqual([['record.indexed', 'e1/r1@1', 'r1'], ['record.failed', 'e1/r1@0', 'r1']]);
+    expect(sources.map((s) => [s.type, s.key, s.sourceId])).toEqual([['record.indexed', 'record:r1@1:INDEXED:', 'r1'], ['record.failed', 'record:r1@0:FAILED:TEXT_INDEX_FAILED', 'r1']]);
     expect(await sources[0].data()).toEqual({ id: 'r1', typeName: 'invoice', indexStatus: 'INDEXED' });
     // r1 is at revision 1 now: the outcome for revision 0 is stale.
     expect(await sources[1].data()).toBeNull();
@@ -39,6 +39,8 @@ describe('webhook event sources', () => {
       id: 'r1', typeName: 'invoice', indexStatus: 'FAILED', indexFailure: { code: 'EMBEDDING_FAILED', message: 'no model' },
     });
     expect(webhookSources(ev('RecordsIndexed', { outcomes: [{ recordId: 'r1', forRevision: 1, status: 'INDEXED', code: null, message: null }] }, null), store)).toEqual([]);
+    const again = { ...ev('RecordsIndexed', { outcomes: [{ recordId: 'r1', forRevision: 1, status: 'INDEXED', code: null, message: null }] }), id: 'e2' } as StoredEvent;
+    expect(webhookSources(again, store)[0].key).toBe(sources[0].key);
   });
 
   it('SKIPPED records, events without a tenant and other events are not webhook events', () => {

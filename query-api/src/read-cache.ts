@@ -32,4 +32,14 @@ export class ReadCache<V> {
     this.generation += 1;
     this.entries.clear();
   }
+
+  /** Drops the entries whose key starts with `prefix` (a load in flight anywhere is not kept either). */
+  clearPrefix(prefix: string): void {
+    this.generation += 1;
+    for (const k of this.entries.keys()) if (k.startsWith(prefix)) this.entries.delete(k);
+  }
 }
+
+/** A cached page's key: the caller's tenant and context first, so one context's pages can be dropped (pageKeyPrefix). */
+export const pageKey = (tenantId: string | null, contextId: string | null, ...rest: unknown[]) => JSON.stringify([tenantId, contextId, ...rest]);
+export const pageKeyPrefix = (tenantId: string | null, contextId: string | null) => `${JSON.stringify([tenantId, contextId]).slice(0, -1)},`;

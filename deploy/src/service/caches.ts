@@ -1,7 +1,7 @@
-import type { Sql } from '@svc/domain';
+import type { Sql, StoredEvent } from '@svc/domain';
 import { AccountRateLimits, CachedStanding } from '@svc/command-api';
 import { type RevocationHooks, sqlAccountStanding } from '@svc/projectors';
-import { CredentialResolver, ReadCache, type RecordRow, TenancyReads } from '@svc/query-api';
+import { CredentialResolver, pageKeyPrefix, ReadCache, type RecordRow, TenancyReads } from '@svc/query-api';
 import type { RoleTraits } from './roles';
 
 /**
@@ -26,7 +26,7 @@ export interface ReadCaches {
   onRecordsChanged(ids: string[] | null): void;
   onUsageChange(accountId?: string, totals?: ReadonlyMap<string, number>): void;
   /** What the projection runner committed: drops the caches those events change. */
-  onCommitted(events: ReadonlyArray<{ type: string }>): void;
+  onCommitted(events: ReadonlyArray<StoredEvent>): void;
 }
 
 export async function openCaches(sql: Sql, role: RoleTraits): Promise<ReadCaches> {
@@ -55,8 +55,10 @@ export async function openCaches(sql: Sql, role: RoleTraits): Promise<ReadCaches
     onRecordsChanged: (ids) => (ids ? recordCache?.invalidate(ids) : recordCache?.clear()),
     onUsageChange: (accountId, totals) => (accountId && totals ? totals.forEach((used, period) => standing.moved(accountId, period, used)) : standing.invalidate(accountId)),
     onCommitted(events) {
-      // Index outcomes too: list and lookup pages show each record's indexStatus.
-      if (events.some((e) => /^(Record|Schema|Context|Tenant)/.test(e.type))) pageCache?.clear();
+      // Index outcomes change only their context's pages (indexStatus); every other change of these kinds drops them all.
+      const outcome = (e: StoredEvent) => e.type === 'RecordsIndexed' || e.type === 'RecordIndexed' || e.type === 'RecordIndexFailed';
+      if (events.some((e) => /^(Record|Schema|Context|Tenant)/.test(e.type) && !outcome(e))) pageCache?.clear();
+      else for (const c of new Set(events.filter(outcome).map((e) => pageKeyPrefix(e.metadata.tenantId, e.metadata.contextId)))) pageCache?.clearPrefix(c);
       if (events.some((e) => e.type === 'AccountChanged')) accountLimits.invalidate();
     },
   };

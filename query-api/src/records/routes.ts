@@ -2,7 +2,7 @@ import { batchGetResponse, idParam, invalid, limitParam, listEnvelope, listRecor
 import { canReach, recordView, type Sql } from '@svc/domain';
 import { z } from 'zod';
 import { contextListRoute, type CreatedKey, dataScopeFilter, visibleOr404 } from '../lists';
-import type { ReadCache } from '../read-cache';
+import { pageKey, type ReadCache } from '../read-cache';
 import type { SchemaReads } from '../schemas/reads';
 import type { RecordReads, RecordRow } from './reads';
 import { lookupPage, lookupParams, RECORD_LOOKUPS, type LookupParams, wantsPayload } from './lookups';
@@ -11,10 +11,10 @@ const AUTOMATIC_LOOKUPS = ['userId', 'scopes'];
 export const BATCH_GET_MAX = 100;
 
 export function recordQueryRoutes(sql: Sql, records: RecordReads, schemas: SchemaReads, pages: Paginator, blindKey: Buffer, pageCache?: ReadCache<unknown>): RouteSpec[] {
-  /** A page is a pure function of caller scope and parameters until records or schemas change (then the cache is dropped). */
+  /** A page is a pure function of caller scope and parameters until records or schemas change (then the cache is dropped; on index outcomes, the context's pages). */
   const cachedPage = <T,>(p: Principal, what: string, params: unknown, load: () => Promise<T>): Promise<T> =>
     pageCache
-      ? (pageCache.get(JSON.stringify([what, p.tenantId, p.contextId, p.dataScope, p.userId, params]), load) as Promise<T>)
+      ? (pageCache.get(pageKey(p.tenantId, p.contextId, what, p.dataScope, p.userId, params), load) as Promise<T>)
       : load();
   const view = async (r: RecordRow, full: boolean) => recordView(r, await schemas.definition(r.schemaId), { full, indexStatus: r.indexStatus, indexFailure: r.indexFailure, bytes: r.payloadBytes });
 

@@ -61,7 +61,6 @@ type Pending =
   | { kind: 'documentMeta'; item: CatalogueItem }
   | { kind: 'delete'; itemId: string };
 
-type Outcome = { type: 'RecordIndexed'; data: EventData<'RecordIndexed'> } | { type: 'RecordIndexFailed'; data: EventData<'RecordIndexFailed'> };
 /** A document's outcome, appended only while the document is still PENDING_INDEX at that text revision. */
 type DocOutcome = { documentId: string; textRevision: number; event: DomainEvent; meta: EventMetadata };
 /** Document events seen in a batch: the newest text revision, and whether filters changed. */
@@ -554,7 +553,7 @@ export class SearchIndexer {
         continue;
       }
       const o = outcomeOf(w.item.itemId, w.item.revision, w.mode, w.passages.length, w.textErr, w.vecErr);
-      if (o) out.records.push({ outcome: recordOutcome(o), meta: w.u.meta });
+      if (o) out.records.push({ outcome: o, meta: w.u.meta });
     }
     for (const w of fresh) this.queue.put(newJob(w.job!));
     return out;
@@ -748,7 +747,7 @@ export class SearchIndexer {
         if (o) documents.push({ documentId: j.itemId, textRevision: j.revision, event: o, meta: j.meta });
       } else {
         const o = outcomeOf(j.itemId, j.revision, j.mode, j.n, j.textErr, vecErr);
-        if (o) records.push({ outcome: recordOutcome(o), meta: j.meta });
+        if (o) records.push({ outcome: o, meta: j.meta });
       }
     }
     await this.outcomes.append(records);
@@ -791,19 +790,13 @@ export class SearchIndexer {
   }
 }
 
-/** A record's outcome as RecordsIndexed carries it. */
-const recordOutcome = (o: Outcome): RecordOutcome =>
-  o.type === 'RecordIndexed'
-    ? { recordId: o.data.recordId, forRevision: o.data.forRevision, status: o.data.status, code: null, message: null }
-    : { recordId: o.data.recordId, forRevision: o.data.forRevision, status: 'FAILED', code: o.data.code, message: o.data.message };
-
 function deferred(): { promise: Promise<undefined>; resolve: () => void } {
   let resolve!: () => void;
   const promise = new Promise<undefined>((r) => (resolve = () => r(undefined)));
   return { promise, resolve };
 }
 
-/** The index outcome of one record (null for store-only records, which have no index status). */
+/** The index outcome of one record, as RecordsIndexed carries it (null for store-only records, which have no index status). */
 export function outcomeOf(
   recordId: string,
   forRevision: number,
@@ -811,10 +804,10 @@ export function outcomeOf(
   passages: number,
   textErr: string | null,
   vecErr: VecErr | null,
-): Outcome | null {
+): RecordOutcome | null {
   if (mode === 'NONE') return null;
-  if (!passages) return { type: 'RecordIndexed', data: { recordId, status: 'SKIPPED', forRevision } };
-  const failed = (code: EventData<'RecordIndexFailed'>['code'], message: string): Outcome => ({ type: 'RecordIndexFailed', data: { recordId, code, message, forRevision } });
+  if (!passages) return { recordId, forRevision, status: 'SKIPPED', code: null, message: null };
+  const failed = (code: NonNullable<RecordOutcome['code']>, message: string): RecordOutcome => ({ recordId, forRevision, status: 'FAILED', code, message });
   const usesText = mode === 'TEXT' || mode === 'HYBRID';
   const usesVectors = mode === 'SEMANTIC' || mode === 'HYBRID';
   const textBad = usesText && !!textErr;
@@ -825,7 +818,7 @@ export function outcomeOf(
   }
   if (textBad) return failed('TEXT_INDEX_FAILED', textErr!);
   if (vecBad) return failed(vecErr!.code, vecErr!.message);
-  return { type: 'RecordIndexed', data: { recordId, status: 'INDEXED', forRevision } };
+  return { recordId, forRevision, status: 'INDEXED', code: null, message: null };
 }
 
 /** A document's outcome: INDEXED -> DocumentIndexed, no passages -> DocumentIndexSkipped SKIPPED, failures -> DocumentFailed with the same codes as records. */
@@ -839,8 +832,8 @@ export function documentOutcome(
 ): DomainEvent | null {
   const o = outcomeOf(documentId, 0, mode, passages, textErr, vecErr);
   if (!o) return null;
-  if (o.type === 'RecordIndexFailed') return { type: 'DocumentFailed', data: { documentId, code: o.data.code, message: o.data.message } };
-  return o.data.status === 'INDEXED'
+  if (o.status === 'FAILED') return { type: 'DocumentFailed', data: { documentId, code: o.code!, message: o.message! } };
+  return o.status === 'INDEXED'
     ? { type: 'DocumentIndexed', data: { documentId, status: 'INDEXED', textRevision } }
     : { type: 'DocumentIndexSkipped', data: { documentId, status: 'SKIPPED', textRevision } };
 }

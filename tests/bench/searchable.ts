@@ -3,6 +3,7 @@ import { startHttpService, type HttpService } from './http';
 import { closedLoop, type LoadResult, percentile, sumLoads } from './load';
 import type { Timing } from './raw';
 import { basePassages, syntheticPassage } from './search';
+import { signalTree, treeCpuSeconds } from './process-tree';
 import { stealNote } from './steal';
 
 /**
@@ -14,10 +15,11 @@ import { stealNote } from './steal';
  *      200), observed in write order by one reader until each `indexStatus` is INDEXED; latency from the create's answer.
  *      The service is fresh: the first BENCH_INDEX_WARMUP_SECONDS (2) of writes are its start (JIT, first statements:
  *      at 200/s the first ~40 creates queued for up to 0.3-0.7 s) and are reported apart, not in the steady figures.
- *  (c) Reads while an indexing backlog drains: get by id, exact lookup and TEXT search measured on a quiet
- *      service, then again while BENCH_BACKLOG (default 5,000) HYBRID records, written to another context of the
- *      tenant, wait for their embeddings (the built-in model embeds a few dozen such notes a second here, so the
- *      backlog outlasts the measurement). The reads see the same data both times.
+ *  (c) Reads while an indexing backlog drains: get by id, exact lookup and TEXT search on two services holding the
+ *      same records, one of them also with BENCH_BACKLOG (default 5,000) HYBRID records, written to another context
+ *      of the tenant, waiting for their embeddings (paced while requests keep the service busy, so the backlog
+ *      outlasts the measurement). The two are measured in alternating slices (BENCH_READ_SLICES, default 4), the
+ *      backlog service stopped while the quiet one is measured: readsDuringBacklog.
  *
  * Bodies are synthetic passages of 500-700 characters (search.ts), the size of a real note or paragraph.
  */
@@ -199,25 +201,63 @@ export async function writeToIndexed(c: Client, rate: number, seconds: number, w
   };
 }
 
-/** (c) The read mix, measured once quiet and once while `backlog` HYBRID records wait for their vectors. */
-async function readsDuringBacklog(c: Client, backlogClient: Client, t: Timing, backlog: number, log: (m: string) => void) {
-  // Data to read: NONE records (by id, lookup) and TEXT records (keyword search), all settled before the quiet run.
-  const ids: string[] = [];
-  await createLoop(c, noteSchema('NONE').typeName, { ...t, concurrency: 16, warmupMs: 0, createMs: 2500 }, ids);
-  await createLoop(c, noteSchema('TEXT').typeName, { ...t, concurrency: 16, warmupMs: 0, createMs: 2500 });
-  const hot = ids.slice(0, 2000);
-  const queries = ['harbor lantern', 'quiet river stone', 'golden field', 'ancient map', 'winter market', 'silver bridge', 'north tower', 'garden path'];
-  const mixes: Array<{ name: string; op: (seq: number) => Promise<void> }> = [
-    { name: 'get by id', op: async (seq) => ok(await c.get(`/v1/records/${hot[seq % hot.length]}`), 'GET /v1/records/:id') },
-    { name: 'exact lookup', op: async (seq) => ok(await c.get(`/v1/records/lookup?type=${noteSchema('NONE').typeName}&field=tag&value=t${seq % 16}&limit=20`), 'lookup') },
-    { name: 'TEXT search', op: async (seq) => ok(await c.post('/v1/search', JSON.stringify({ query: queries[seq % queries.length], mode: 'TEXT', limit: 20 })), 'POST /v1/search') },
-  ];
-  const runMix = (op: (seq: number) => Promise<void>) => closedLoop({ concurrency: 16, warmupMs: 500, durationMs: t.durationMs, op: (_w, seq) => op(seq) });
-  const quiet: LoadResult[] = [];
-  for (const m of mixes) quiet.push(await runMix(m.op));
+/** The data both read services hold, record for record the same (a record's body follows its sequence number). */
+const READ_DATA = { none: 4000, text: 3000, hot: 2000 };
 
-  // The backlog: HYBRID creates as fast as 32 connections go (each answers once written; the vectors come later), in
-  // another context of the tenant, so the reads' data (and the corpus TEXT search scores) is the quiet run's.
+/** `count` records of `typeName` with bodies 0..count-1; `ids[seq]` gets each id. */
+async function seed(c: Client, typeName: string, count: number, ids?: string[]) {
+  let next = 0;
+  await closedLoop({
+    concurrency: 16,
+    warmupMs: 0,
+    durationMs: 600_000,
+    op: async () => {
+      const seq = next++;
+      if (seq >= count) return 'stop';
+      const r = await c.post('/v1/records', noteBody(typeName, seq));
+      ok(r, 'POST /v1/records (seed)');
+      if (ids) ids[seq] = idOf(r.text)!;
+    },
+  });
+}
+
+/** /readyz's projections: the search indexer's vector queue and lag, and whether every projection has caught up. */
+async function readiness(c: Client) {
+  const body = JSON.parse((await c.get('/readyz')).text) as { projections?: Array<{ vectorJobs?: number; lag?: number }> };
+  const s = body.projections?.find((x) => x.vectorJobs !== undefined);
+  return { caughtUp: (body.projections ?? []).every((p) => !p.lag), note: s ? `${s.vectorJobs} vector jobs, lag ${s.lag} events` : 'unknown' };
+}
+
+async function settled(c: Client) {
+  const deadline = performance.now() + 120_000;
+  while (!(await readiness(c)).caughtUp) {
+    if (performance.now() > deadline) throw new Error('the read data was not projected within 120 s');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * (c) The read mix on two services holding the same data, one of them (`b`) also with `backlog` HYBRID records
+ * waiting for their vectors in another context of the tenant. Each mix is measured in `slices` short slices that
+ * alternate between the two (the order flipping every slice), so a phase of this shared machine, which moves read
+ * throughput by 20-30 % within minutes, weighs on both figures alike. While the quiet service is measured the
+ * backlog service and its model processes are stopped (SIGSTOP), so its backlog cannot take the quiet figure's CPU.
+ */
+async function readsDuringBacklog(q: Service, b: Service, t: Timing, backlog: number, slices: number, log: (m: string) => void) {
+  const hot: Record<'q' | 'b', string[]> = { q: [], b: [] };
+  for (const [k, s] of [['q', q], ['b', b]] as const) {
+    await seed(s.c, noteSchema('NONE').typeName, READ_DATA.none, hot[k]);
+    await seed(s.c, noteSchema('TEXT').typeName, READ_DATA.text);
+    hot[k].length = READ_DATA.hot;
+  }
+  const queries = ['harbor lantern', 'quiet river stone', 'golden field', 'ancient map', 'winter market', 'silver bridge', 'north tower', 'garden path'];
+  const mixes: Array<{ name: string; op: (c: Client, ids: string[], seq: number) => Promise<void> }> = [
+    { name: 'get by id', op: async (c, ids, seq) => ok(await c.get(`/v1/records/${ids[seq % ids.length]}`), 'GET /v1/records/:id') },
+    { name: 'exact lookup', op: async (c, _ids, seq) => ok(await c.get(`/v1/records/lookup?type=${noteSchema('NONE').typeName}&field=tag&value=t${seq % 16}&limit=20`), 'lookup') },
+    { name: 'TEXT search', op: async (c, _ids, seq) => ok(await c.post('/v1/search', JSON.stringify({ query: queries[seq % queries.length], mode: 'TEXT', limit: 20 })), 'POST /v1/search') },
+  ];
+
+  // The backlog: HYBRID creates as fast as 32 connections go (each answers once written; the vectors come later).
   const w0 = performance.now();
   let made = 0;
   await closedLoop({
@@ -227,26 +267,74 @@ async function readsDuringBacklog(c: Client, backlogClient: Client, t: Timing, b
     op: async (_w, seq) => {
       if (made >= backlog) return 'stop';
       made++;
-      ok(await backlogClient.post('/v1/records', noteBody(noteSchema('HYBRID').typeName, 2_000_000 + seq)), 'POST /v1/records (HYBRID)');
+      ok(await b.backlog.post('/v1/records', noteBody(noteSchema('HYBRID').typeName, 2_000_000 + seq)), 'POST /v1/records (HYBRID)');
     },
   });
   const writeSeconds = (performance.now() - w0) / 1000;
-  // The search indexer's queue of vector jobs (items waiting for embeddings) and its lag behind the log, from /readyz.
-  const pending = async () => {
-    const r = await c.get('/readyz');
-    const body = JSON.parse(r.text) as { projections?: Array<{ vectorJobs?: number; lag?: number }> };
-    const s = body.projections?.find((x) => x.vectorJobs !== undefined);
-    return s ? `${s.vectorJobs} vector jobs, lag ${s.lag} events` : 'unknown';
-  };
-  const pendingAtStart = await pending();
+  await settled(q.c);
+  const pendingAtStart = (await readiness(b.c)).note;
   log(`B backlog of ${made} HYBRID records written in ${writeSeconds.toFixed(1)} s; pending vector work at start: ${pendingAtStart}`);
-  const during: LoadResult[] = [];
-  for (const m of mixes) during.push(await runMix(m.op));
-  const pendingAtEnd = await pending();
-  return {
-    reads: mixes.map((m, i) => ({ name: m.name, quiet: quiet[i], backlog: during[i] })),
-    backlog: { records: made, writeSeconds, pendingAtStart, pendingAtEnd },
-  };
+
+  // Each service reads every record and page of the mixes once before the slices, so they measure the steady
+  // state (the by-id and page caches filled) rather than which slice happened to pay for the first reads.
+  for (const [s, ids] of [[q, hot.q], [b, hot.b]] as const)
+    for (const m of mixes) {
+      let next = 0;
+      await closedLoop({ concurrency: 16, warmupMs: 0, durationMs: 600_000, op: async () => (next >= ids.length ? 'stop' : m.op(s.c, ids, next++)) });
+    }
+  const bPid = b.svc.child.pid!;
+  const sliceMs = Math.max(500, Math.round(t.durationMs / slices));
+  const run = (s: Service, ids: string[], op: (typeof mixes)[number]['op']) => closedLoop({ concurrency: 16, warmupMs: 250, durationMs: sliceMs, op: (_w, seq) => op(s.c, ids, seq) });
+  const reads: Array<{ name: string; quiet: LoadResult; backlog: LoadResult }> = [];
+  const spent = { service: 0, children: 0, seconds: 0 };
+  for (const m of mixes) {
+    const quiet: LoadResult[] = [];
+    const during: LoadResult[] = [];
+    for (let i = 0; i < slices; i++) {
+      for (const which of i % 2 === 0 ? (['quiet', 'backlog'] as const) : (['backlog', 'quiet'] as const)) {
+        if (which === 'quiet') {
+          signalTree(bPid, 'SIGSTOP');
+          try {
+            quiet.push(await run(q, hot.q, m.op));
+          } finally {
+            signalTree(bPid, 'SIGCONT');
+          }
+        } else {
+          const [c0, t0] = [treeCpuSeconds(bPid), performance.now()];
+          during.push(await run(b, hot.b, m.op));
+          const c1 = treeCpuSeconds(bPid);
+          spent.service += c1.service - c0.service;
+          spent.children += c1.children - c0.children;
+          spent.seconds += (performance.now() - t0) / 1000;
+        }
+      }
+    }
+    reads.push({ name: m.name, quiet: sumLoads(quiet), backlog: sumLoads(during) });
+  }
+  const pendingAtEnd = (await readiness(b.c)).note;
+  log(
+    `B CPU of the backlog service in its ${spent.seconds.toFixed(1)} s of reads (warm-ups included): its own process ${spent.service.toFixed(1)} s, ` +
+      `its model processes ${spent.children.toFixed(1)} s (${((100 * spent.children) / spent.seconds).toFixed(0)} % of a core)`,
+  );
+  return { reads, backlog: { records: made, writeSeconds, pendingAtStart, pendingAtEnd } };
+}
+
+interface Service {
+  svc: HttpService;
+  c: Client;
+  /** A client in the context the backlog goes to. */
+  backlog: Client;
+}
+
+async function readService(newDir: (p: string) => string, env: Record<string, string>, name: string): Promise<Service> {
+  const svc = await startHttpService(newDir(`searchable-${name}-`), env);
+  const c = clientOf(svc, 48);
+  for (const m of ['NONE', 'TEXT'] as IndexMode[]) await createSchema(c, m);
+  const ctx = await c.post('/v1/contexts', JSON.stringify({ name: 'backlog' }));
+  if (ctx.status !== 201) throw new Error(`context: ${ctx.status} ${ctx.text}`);
+  const backlog = clientOf(svc, 32, idOf(ctx.text));
+  await createSchema(backlog, 'HYBRID');
+  return { svc, c, backlog };
 }
 
 function ok(r: { status: number; text: string }, what: string) {
@@ -262,6 +350,8 @@ export async function benchSearchable(o: {
   /** Seconds of writes at the rate before the measured ones (a fresh service), reported apart. */
   rateWarmupSeconds: number;
   backlog: number;
+  /** Alternating quiet / backlog slices per read mix (c). */
+  slices: number;
   childEnv?: Record<string, string>;
   log: (m: string) => void;
 }): Promise<SearchableBench> {
@@ -270,20 +360,29 @@ export async function benchSearchable(o: {
   const create = await createRounds(o.newDir, o.timing, o.rounds, env, o.log);
   o.log(`W TEXT / NONE create: ${Math.round(create.text.opsPerSec)} / ${Math.round(create.none.opsPerSec)} ops/s = ${create.ratio.toFixed(2)}; TEXT p99 ${create.text.p99.toFixed(1)} ms`);
 
-  const svc = await startHttpService(o.newDir('searchable-reads-'), env);
+  const svc = await startHttpService(o.newDir('searchable-indexed-'), env);
   const c = clientOf(svc, 48);
+  let indexed: Awaited<ReturnType<typeof writeToIndexed>>;
   try {
-    for (const m of ['NONE', 'TEXT', 'HYBRID'] as IndexMode[]) await createSchema(c, m);
-    const indexed = await writeToIndexed(c, o.rate, o.rateSeconds, o.rateWarmupSeconds);
+    await createSchema(c, 'TEXT');
+    indexed = await writeToIndexed(c, o.rate, o.rateSeconds, o.rateWarmupSeconds);
     o.log(
       `I write -> INDEXED at ${indexed.rate}/s (achieved ${indexed.achieved.toFixed(0)}/s, ${indexed.written} written, ${indexed.indexed} indexed, ${indexed.failed} failed): p50 ${indexed.p50.toFixed(0)} ms, p99 ${indexed.p99.toFixed(0)} ms, max ${indexed.max.toFixed(0)} ms; create p99 ${indexed.createP99.toFixed(1)} ms` +
         `; the first ${indexed.cold.seconds} s after start (${indexed.cold.writes} writes, not counted): p99 ${indexed.cold.p99.toFixed(0)} ms, create p99 ${indexed.cold.createP99.toFixed(1)} ms`,
     );
-    const ctx = await c.post('/v1/contexts', JSON.stringify({ name: 'backlog' }));
-    if (ctx.status !== 201) throw new Error(`context: ${ctx.status} ${ctx.text}`);
-    const bc = clientOf(svc, 32, idOf(ctx.text));
-    await createSchema(bc, 'HYBRID');
-    const r = await readsDuringBacklog(c, bc, o.timing, o.backlog, o.log).finally(() => bc.close());
+  } catch (e) {
+    console.error(svc.output().slice(-4000));
+    throw e;
+  } finally {
+    await c.close();
+    await svc.stop();
+  }
+
+  const services: Service[] = [];
+  try {
+    services.push(await readService(o.newDir, env, 'quiet'), await readService(o.newDir, env, 'backlog'));
+    const [q, b] = services;
+    const r = await readsDuringBacklog(q, b, o.timing, o.backlog, o.slices, o.log);
     for (const x of r.reads)
       o.log(
         `R ${x.name}: quiet ${Math.round(x.quiet.opsPerSec)} ops/s p99 ${x.quiet.p99.toFixed(1)} ms; during backlog ${Math.round(x.backlog.opsPerSec)} ops/s p99 ${x.backlog.p99.toFixed(1)} ms (${(x.backlog.opsPerSec / x.quiet.opsPerSec).toFixed(2)}× throughput, ${(x.backlog.p99 / x.quiet.p99).toFixed(2)}× p99)`,
@@ -291,10 +390,13 @@ export async function benchSearchable(o: {
     o.log(`B pending vector work at the end of the reads: ${r.backlog.pendingAtEnd}`);
     return { create, indexed, ...r };
   } catch (e) {
-    console.error(svc.output().slice(-4000));
+    for (const s of services) console.error(s.svc.output().slice(-4000));
     throw e;
   } finally {
-    await c.close();
-    await svc.stop();
+    for (const s of services) {
+      signalTree(s.svc.child.pid!, 'SIGCONT');
+      await Promise.all([s.c.close(), s.backlog.close()]);
+      await s.svc.stop();
+    }
   }
 }

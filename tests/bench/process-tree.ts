@@ -1,0 +1,56 @@
+import { readdirSync, readFileSync } from 'node:fs';
+
+/**
+ * A bench service's process and the processes it started (the built-in model's processes), from /proc: to freeze
+ * one service while another is measured beside it, and to see how much CPU each spent. Empty where /proc is missing.
+ */
+export function processTree(root: number): number[] {
+  const parentOf = new Map<number, number>();
+  let dirs: string[] = [];
+  try {
+    dirs = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return [];
+  }
+  for (const d of dirs) {
+    try {
+      const st = readFileSync(`/proc/${d}/stat`, 'utf8');
+      // Fields after the command's closing parenthesis: state, ppid, ...
+      parentOf.set(Number(d), Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  const tree = [root];
+  for (let i = 0; i < tree.length; i++) for (const [pid, ppid] of parentOf) if (ppid === tree[i]) tree.push(pid);
+  return tree;
+}
+
+/** SIGSTOP / SIGCONT to a service and everything it started: a stopped tree takes no CPU. */
+export function signalTree(root: number, signal: 'SIGSTOP' | 'SIGCONT'): void {
+  for (const pid of processTree(root)) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+}
+
+/** CPU seconds (user + system) spent so far by the service's own process and by the processes it started. */
+export function treeCpuSeconds(root: number): { service: number; children: number } {
+  const out = { service: 0, children: 0 };
+  for (const pid of processTree(root)) {
+    try {
+      const st = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+      // utime and stime (fields 14 and 15 of stat), in clock ticks of 1/100 s on Linux.
+      const s = (Number(f[11]) + Number(f[12])) / 100;
+      if (pid === root) out.service += s;
+      else out.children += s;
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return out;
+}

@@ -1,12 +1,18 @@
 /**
  * A read-through cache for by-id reads, exact when the projector runs in the
  * same process: the projector invalidates the ids of each batch before any
- * write waiting on that batch is answered. A read that raced with an
- * invalidation does not fill the cache (generation check), so a stale row is
- * never stored. Without an in-process projector the service does not use it.
+ * write waiting on that batch is answered. A load that raced with an
+ * invalidation of its own key (or a clear) does not fill the cache, so a stale
+ * row is never stored; loads of other keys still do (under a steady stream of
+ * writes, one global generation kept nearly every read of a record that had
+ * not changed out of the cache). Without an in-process projector the service
+ * does not use it.
  */
 export class ReadCache<V> {
   private entries = new Map<string, V>();
+  /** Loads in flight per key, and whether their key was invalidated meanwhile. */
+  private loading = new Map<string, { loads: number; stale: boolean }>();
+  /** Bumped by clear(): every load in flight then is stale. */
   private generation = 0;
 
   constructor(private readonly max = 50_000) {}
@@ -15,8 +21,16 @@ export class ReadCache<V> {
     const hit = this.entries.get(key);
     if (hit !== undefined) return hit;
     const gen = this.generation;
-    const v = await load();
-    if (v !== null && gen === this.generation) {
+    let l = this.loading.get(key);
+    if (!l) this.loading.set(key, (l = { loads: 0, stale: false }));
+    l.loads += 1;
+    let v: V | null;
+    try {
+      v = await load();
+    } finally {
+      if (--l.loads === 0) this.loading.delete(key);
+    }
+    if (v !== null && !l.stale && gen === this.generation) {
       if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value!);
       this.entries.set(key, v);
     }
@@ -24,8 +38,11 @@ export class ReadCache<V> {
   }
 
   invalidate(keys: Iterable<string>): void {
-    this.generation += 1;
-    for (const k of keys) this.entries.delete(k);
+    for (const k of keys) {
+      this.entries.delete(k);
+      const l = this.loading.get(k);
+      if (l) l.stale = true;
+    }
   }
 
   clear(): void {
@@ -33,10 +50,10 @@ export class ReadCache<V> {
     this.entries.clear();
   }
 
-  /** Drops the entries whose key starts with `prefix` (a load in flight anywhere is not kept either). */
+  /** Drops the entries whose key starts with `prefix`, and keeps its loads in flight from filling the cache. */
   clearPrefix(prefix: string): void {
-    this.generation += 1;
     for (const k of this.entries.keys()) if (k.startsWith(prefix)) this.entries.delete(k);
+    for (const [k, l] of this.loading) if (k.startsWith(prefix)) l.stale = true;
   }
 }
 

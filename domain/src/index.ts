@@ -15,6 +15,7 @@ export * from './ports/script-executor';
 export * from './ports/search';
 export * from './ports/sql';
 export * from './ports/usage-charges';
+export * from './records/index-outcome';
 export * from './records/lookup-keys';
 export * from './records/own-value';
 export * from './records/pattern';

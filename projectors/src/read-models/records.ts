@@ -1,5 +1,5 @@
 import type { EventData, SchemaDefinition } from '@svc/contracts';
-import { indexEntries, isExternalized, payloadBytes, projectedPayload, sortKey, type SqlQueryable, type StoredEvent } from '@svc/domain';
+import { indexEntries, isExternalized, newestOutcomes, payloadBytes, projectedPayload, sortKey, type SqlQueryable, type StoredEvent } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 import { deleteRemovedRows, deleteRows } from './removals';
 
@@ -233,9 +233,7 @@ async function applyOutcomes(q: SqlQueryable, outcomes: IndexOutcome[]) {
   if (!outcomes.length) return;
   // Only an outcome for the record's current revision applies, and no outcome is for a revision above it: the
   // record's highest forRevision (the last of them) is the one that can apply.
-  const last = new Map<string, IndexOutcome>();
-  for (const o of outcomes) if ((last.get(o.recordId)?.forRevision ?? -1) <= o.forRevision) last.set(o.recordId, o);
-  const xs = [...last.values()];
+  const xs = [...newestOutcomes(outcomes, (o) => o).values()];
   await q.query(
     `UPDATE rm_records r SET index_status = o.status, index_failure = o.failure
      FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::bigint[]) AS o(record_id, status, failure, for_revision)

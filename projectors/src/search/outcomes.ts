@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { EVENT_SCHEMA_VERSION, type EventData, type EventMetadata, parseEventData } from '@svc/contracts';
-import { type AppendRequest, type EventStore, type Sql, streams } from '@svc/domain';
+import { type AppendRequest, type EventStore, newestOutcomes, type Sql, streams } from '@svc/domain';
 
 /** One record's index outcome, as RecordsIndexed carries it. */
 export type RecordOutcome = EventData<'RecordsIndexed'>['outcomes'][number];
@@ -47,8 +47,7 @@ export class OutcomeLog {
   async append(list: Array<{ outcome: RecordOutcome; meta: EventMetadata }>): Promise<void> {
     if (!list.length) return;
     // The newest outcome of each record (a batch holds one per record; a vector round may follow a text batch).
-    const latest = new Map<string, (typeof list)[number]>();
-    for (const x of list) if ((latest.get(x.outcome.recordId)?.outcome.forRevision ?? -1) <= x.outcome.forRevision) latest.set(x.outcome.recordId, x);
+    const latest = newestOutcomes(list, (x) => x.outcome);
     const { rows } = await this.sql.query<{ item_id: string; for_revision: string | number; outcome: string }>(
       'SELECT item_id, for_revision, outcome FROM si_reported WHERE item_id = ANY($1::text[])',
       [[...latest.keys()]],

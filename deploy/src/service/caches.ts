@@ -1,6 +1,6 @@
 import type { Sql, StoredEvent } from '@svc/domain';
 import { AccountRateLimits, CachedStanding } from '@svc/command-api';
-import { type RevocationHooks, sqlAccountStanding } from '@svc/projectors';
+import { isIndexOutcome, type RevocationHooks, sqlAccountStanding } from '@svc/projectors';
 import { CredentialResolver, pageKeyPrefix, ReadCache, type RecordRow, TenancyReads } from '@svc/query-api';
 import type { RoleTraits } from './roles';
 
@@ -56,9 +56,8 @@ export async function openCaches(sql: Sql, role: RoleTraits): Promise<ReadCaches
     onUsageChange: (accountId, totals) => (accountId && totals ? totals.forEach((used, period) => standing.moved(accountId, period, used)) : standing.invalidate(accountId)),
     onCommitted(events) {
       // Index outcomes change only their context's pages (indexStatus); every other change of these kinds drops them all.
-      const outcome = (e: StoredEvent) => e.type === 'RecordsIndexed' || e.type === 'RecordIndexed' || e.type === 'RecordIndexFailed';
-      if (events.some((e) => /^(Record|Schema|Context|Tenant)/.test(e.type) && !outcome(e))) pageCache?.clear();
-      else for (const c of new Set(events.filter(outcome).map((e) => pageKeyPrefix(e.metadata.tenantId, e.metadata.contextId)))) pageCache?.clearPrefix(c);
+      if (events.some((e) => /^(Record|Schema|Context|Tenant)/.test(e.type) && !isIndexOutcome(e))) pageCache?.clear();
+      else for (const c of new Set(events.filter(isIndexOutcome).map((e) => pageKeyPrefix(e.metadata.tenantId, e.metadata.contextId)))) pageCache?.clearPrefix(c);
       if (events.some((e) => e.type === 'AccountChanged')) accountLimits.invalidate();
     },
   };

@@ -249,6 +249,9 @@ async function applyOutcomes(q: SqlQueryable, outcomes: IndexOutcome[]) {
 
 type IndexOutcome = EventData<'RecordsIndexed'>['outcomes'][number];
 
+/** The events that carry index outcomes: RecordsIndexed, and the one-record events of logs written before it. */
+export const isIndexOutcome = (e: { type: string }): boolean => e.type === 'RecordsIndexed' || e.type === 'RecordIndexed' || e.type === 'RecordIndexFailed';
+
 /** The index outcomes an event carries: many (RecordsIndexed) or one (RecordIndexed / RecordIndexFailed, logs written before). */
 export function outcomesOf(e: StoredEvent): IndexOutcome[] {
   switch (e.type) {

@@ -6,6 +6,7 @@ import { Pool } from 'undici';
 import { OPERATOR_TOKEN, spawnService, type Bootstrap } from '../src/support/service';
 import { BENCH_ACCOUNT_TERMS } from './account';
 import { closedLoop, type LoadResult } from './load';
+import { signalTree } from './process-tree';
 import type { Timing } from './raw';
 import { BENCH_SCHEMA, createBody, lookupPath } from './workload';
 
@@ -13,7 +14,12 @@ import { BENCH_SCHEMA, createBody, lookupPath } from './workload';
 export const children = new Set<ChildProcess>();
 
 export function killChildren(signal: NodeJS.Signals = 'SIGKILL') {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill(signal);
+  for (const c of children)
+    if (c.exitCode === null && c.signalCode === null) {
+      // A service the searchable bench stopped (SIGSTOP) would leave its model processes stopped behind it.
+      if (c.pid) signalTree(c.pid, 'SIGCONT');
+      c.kill(signal);
+    }
 }
 
 async function freePort(): Promise<number> {

@@ -33,12 +33,18 @@ const mediaType = (v: string | null | undefined) => (v ?? '').split(';')[0].trim
  * single-use URLs) land on the pending key again and are never recorded.
  * A document is polled for at most the URL lifetime plus two minutes from
  * when this process first saw its upload pending.
+ * An object whose content type or size is wrong is refused (and deleted) only
+ * when two polls in a row see the same wrong values: a store that writes an
+ * object's data before its metadata (s3rver does) can show a half-written
+ * upload to one HEAD.
  */
 export class UploadPoller {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
   private readonly firstSeen = new Map<string, number>();
+  /** The mismatch (content type | bytes) the last poll saw per pending upload, refused only when the next poll sees it again. */
+  private readonly mismatch = new Map<string, string>();
   readonly stats: UploadPollerStats = { polls: 0, uploads: 0, errors: 0, lastError: null };
 
   constructor(
@@ -94,15 +100,19 @@ export class UploadPoller {
       const seen = this.firstSeen.get(tag) ?? now;
       this.firstSeen.set(tag, seen);
       if (now - seen > this.o.urlTtlMs + 120_000) continue;
-      if (await this.complete(r.document_id, r.upload_id, documentBlobKeys.pendingUpload(r.tenant_id, r.context_id, r.document_id, r.upload_id))) done += 1;
+      if (await this.complete(tag, r.document_id, r.upload_id, documentBlobKeys.pendingUpload(r.tenant_id, r.context_id, r.document_id, r.upload_id))) done += 1;
     }
     for (const tag of this.firstSeen.keys()) if (!live.has(tag)) this.firstSeen.delete(tag);
+    for (const tag of this.mismatch.keys()) if (!live.has(tag)) this.mismatch.delete(tag);
     return done;
   }
 
-  private async complete(id: string, uploadId: string, pendingKey: string): Promise<boolean> {
+  private async complete(tag: string, id: string, uploadId: string, pendingKey: string): Promise<boolean> {
     const head = await this.o.objects.head(pendingKey);
-    if (!head) return false;
+    if (!head) {
+      this.mismatch.delete(tag);
+      return false;
+    }
     const { state, revision } = await loadAggregate(this.o.store, streams.document(id), documentAggregate);
     if (!state.exists || state.status !== 'PENDING_UPLOAD' || state.uploadId !== uploadId) {
       await this.o.objects.delete(pendingKey).catch(() => {});
@@ -110,10 +120,17 @@ export class UploadPoller {
     }
     // The store checked the signed Content-Type; this also refuses stores that do not verify signatures, and oversize files.
     if (mediaType(head.contentType) !== mediaType(state.fileType) || head.bytes > MAX_UPLOAD_BYTES) {
+      const seen = `${mediaType(head.contentType)}|${head.bytes}`;
+      if (this.mismatch.get(tag) !== seen) {
+        this.mismatch.set(tag, seen);
+        return false;
+      }
+      this.mismatch.delete(tag);
       this.o.log?.(`upload poller: refused the object uploaded for document ${id} (content type or size)`);
       await this.o.objects.delete(pendingKey).catch(() => {});
       return false;
     }
+    this.mismatch.delete(tag);
     const key = documentBlobKeys.file(state.tenantId!, state.contextId!, id, uploadId, randomUUID().slice(0, 8));
     await this.o.objects.copy(pendingKey, key);
     const copied = await this.o.objects.head(key);

@@ -59,6 +59,8 @@ export interface TestObjectStore {
   url: string;
   endpoint: string;
   bucket: string;
+  /** s3rver's directory: a test can put an object in the state a non-atomic write passes through. */
+  directory: string;
   stop(): Promise<void>;
 }
 
@@ -73,6 +75,7 @@ export async function startObjectStore(bucket = 'svc-test'): Promise<TestObjectS
     url: `s3://${ACCESS_KEY}:${SECRET_KEY}@127.0.0.1:${port}/${bucket}?region=us-east-1&forcePathStyle=true&tls=false`,
     endpoint,
     bucket,
+    directory: tmp.dir,
     async stop() {
       await server.close();
       tmp.remove();

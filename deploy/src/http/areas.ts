@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifySchema } from 'fastify';
 import type { RouteSpec } from '@svc/contracts';
 import type { EdgeOptions } from './edge';
-import { guardOf } from './guard';
+import { bodyDefaultOf, guardOf } from './guard';
 import type { ZodTypeProvider } from './zod-provider';
 
 /** One area of the API (records, documents, folders, search, ...): its routes, registered as one fastify plugin. */
@@ -23,8 +23,9 @@ function schemaOf(spec: RouteSpec): FastifySchema | undefined {
 }
 
 /**
- * A RouteSpec as a fastify route: the guard as its preValidation hook, the zod
- * schemas validating the request, then the handler with the parsed values.
+ * A RouteSpec as a fastify route: the guard as its onRequest hook (before the
+ * body is parsed), the zod schemas validating the request, then the handler
+ * with the parsed values.
  */
 function register(app: FastifyInstance, spec: RouteSpec, opts: EdgeOptions, now: () => Date) {
   app.withTypeProvider<ZodTypeProvider>().route({
@@ -32,7 +33,8 @@ function register(app: FastifyInstance, spec: RouteSpec, opts: EdgeOptions, now:
     url: spec.url,
     config: { auth: spec.auth, spec },
     schema: schemaOf(spec),
-    preValidation: guardOf(spec, opts, now),
+    onRequest: guardOf(spec, opts, now),
+    preValidation: bodyDefaultOf(spec),
     handler: async (req, reply) => {
       const principal = req.principal!;
       // The declared status is the default; a handler may answer otherwise (e.g. 200 for an idempotent re-create).

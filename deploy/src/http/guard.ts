@@ -47,16 +47,16 @@ async function authenticate(req: FastifyRequest, spec: RouteSpec, opts: EdgeOpti
 }
 
 /**
- * The route's guard, run as its `preValidation` hook: fastify validates the
- * request between that hook and `preHandler`, and the spec's pre-flight order
- * puts the caller first: authentication, the permission check, the pre-flight
- * gates (credit ceiling 402, burst limit 429, inference balance), the text
- * rules of path and query; only then the schemas (zod-provider.ts).
+ * The route's guard, run as its `onRequest` hook, before the body is read or
+ * parsed: the spec's pre-flight order puts the caller first (authentication,
+ * the permission check, the pre-flight gates: credit ceiling 402, burst limit
+ * 429, inference balance), then the text rules of path and query; the body's
+ * parse (malformed JSON, media type, size) and the schemas (zod-provider.ts)
+ * come after, so an unauthenticated or unpermitted caller learns nothing of
+ * how its body would have been judged (the erasure stub's uniform 403).
  */
 export function guardOf(spec: RouteSpec, opts: EdgeOptions, now: () => Date) {
   const gates = spec.auth === 'data' ? (opts.preflight ?? []) : [];
-  // Only PUT and PATCH need a body; elsewhere an absent one reads as `{}`.
-  const defaultsBody = !!spec.body && spec.method !== 'PUT' && spec.method !== 'PATCH';
   return async function guard(req: FastifyRequest, reply: FastifyReply): Promise<void> {
     const principal = spec.auth === 'none' ? (undefined as unknown as Principal) : await authenticate(req, spec, opts);
     req.principal = principal;
@@ -75,6 +75,13 @@ export function guardOf(spec: RouteSpec, opts: EdgeOptions, now: () => Date) {
     // Path and query text obeys the body's text rules (no NUL, no lone surrogate).
     const refused = findInputViolation(req.params) ?? findInputViolation(req.query);
     if (refused) throw invalid(refused.replace('the body', 'the path or query'));
-    if (defaultsBody && req.body === undefined) req.body = {};
+  };
+}
+
+/** The route's `preValidation` hook: only PUT and PATCH need a body; elsewhere an absent one reads as `{}`. */
+export function bodyDefaultOf(spec: RouteSpec): ((req: FastifyRequest) => Promise<void>) | undefined {
+  if (!spec.body || spec.method === 'PUT' || spec.method === 'PATCH') return undefined;
+  return async (req) => {
+    if (req.body === undefined) req.body = {};
   };
 }

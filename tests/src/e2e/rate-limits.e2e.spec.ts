@@ -329,6 +329,30 @@ describe('per-account burst limit (in process)', () => {
       }
       expect((await api.post('/v1/erasure-requests', undefined, {})).status).toBe(401);
     });
+
+    it('the caller is judged before the body: a malformed, mistyped or oversize body gets 401 without a credential and 403 with a scoped one', async () => {
+      const acct = await account({ plan: 'enterprise' });
+      const root = acct.tenants.live.rootKey;
+      const token = (await api.post('/v1/tokens', root, { scope: { allowedActions: ['records:r'] } })).body.token as string;
+      const bodies = [
+        { raw: '{bad', headers: { 'content-type': 'application/json' } },
+        { raw: 'subject=x', headers: { 'content-type': 'text/plain' } },
+        { raw: JSON.stringify({ subject: 'x'.repeat(12 * 1024 * 1024) }), headers: { 'content-type': 'application/json' } },
+      ];
+      for (const b of bodies) {
+        const none = await api.call('POST', '/v1/erasure-requests', { ...b, unchecked: true });
+        expect(none.status, none.text).toBe(401);
+        const scoped = await api.call('POST', '/v1/erasure-requests', { ...b, token, unchecked: true });
+        expect(scoped.status, scoped.text).toBe(403);
+        expect(scoped.body.errorCode).toBe('FORBIDDEN');
+        // A write route: no credential is 401, a credential without records:c is 403, whatever the body.
+        expect((await api.call('POST', '/v1/records', { ...b, unchecked: true })).status).toBe(401);
+        expect((await api.call('POST', '/v1/records', { ...b, token, unchecked: true })).status).toBe(403);
+      }
+      // The root key's malformed body is still the body's refusal.
+      expect((await api.call('POST', '/v1/records', { ...bodies[0], token: root, unchecked: true })).body.errorCode).toBe('VALIDATION_ERROR');
+      expect((await api.call('POST', '/v1/records', { ...bodies[1], token: root, unchecked: true })).body.errorCode).toBe('UNSUPPORTED_MEDIA_TYPE');
+    });
   });
 });
 

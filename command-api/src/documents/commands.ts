@@ -9,6 +9,7 @@ import { claim, readReservation, release } from '../reservations';
 import type { PayloadSealer } from '../records/sealing';
 import { loadSchema } from '../schemas/routes';
 import { requireFolder } from '../folders/load';
+import { assertScopeNamespaces } from '../identity/namespaces';
 import { documentWriteAppend } from '../usage/meter';
 
 export interface DocumentDeps {
@@ -68,6 +69,7 @@ export type CreateDocumentOutcome = { status: 'created' | 'existing' | 'reupload
 export async function createDocument(d: DocumentDeps, body: IngestDocument | UploadDocument, source: 'text' | 'file', meta: RequestMeta): Promise<CreateDocumentOutcome> {
   const p = meta.principal;
   const own = stampOwnership(p, { userId: body.userId, scopes: body.scopes });
+  await assertScopeNamespaces(d.deps.store, p.tenantId!, body.scopes);
   const schema = body.schemaId ? await bindSchema(d, meta, body.schemaId) : undefined;
   documentIndexMode(body.indexMode, schema?.definition);
   let folderId: string;
@@ -153,6 +155,7 @@ export async function changeDocument(d: DocumentDeps, id: string, kind: 'put' | 
       if (schemaId && !schema) throw invalid('The document schema no longer exists');
       if (Array.isArray(body.scopes) && body.scopes.length > 2) throw invalid('scopes: at most 2');
       const own = 'userId' in body || 'scopes' in body ? stampOwnership(p, { userId: body.userId as string | undefined, scopes: body.scopes as string[] | undefined }) : undefined;
+      await assertScopeNamespaces(d.deps.store, p.tenantId!, body.scopes);
       if (typeof body.folderId === 'string' && body.folderId !== cur.folderId) await requireFolder(d.deps.store, p, body.folderId);
       if (text !== undefined) checkTextSize(text);
       const textBlob = text !== undefined ? { textRef: documentBlobKeys.text(cur.tenantId!, cur.contextId!, id, cur.textRevision + 1, nonce()), textBytes: Buffer.byteLength(text, 'utf8') } : undefined;

@@ -5,6 +5,7 @@ import { countForDecision } from '../caught-up';
 import { handleCommand, metadataFor, type CommandDeps } from '../handle-command';
 import { claim, readReservation, release, type Reservation } from '../reservations';
 import { ensureRootFolder, requireFolder, withRootFolder } from './load';
+import { assertScopeNamespaces } from '../identity/namespaces';
 
 export { requireFolder } from './load';
 
@@ -43,6 +44,7 @@ async function freeSlug(store: EventStore, p: Principal, parentId: string, expli
 export async function createFolder(deps: CommandDeps, body: CreateFolder, meta: RequestMeta): Promise<LiveFolder> {
   const p = meta.principal;
   const own = stampOwnership(p, { userId: body.userId, scopes: body.scopes });
+  await assertScopeNamespaces(deps.store, p.tenantId!, body.scopes);
   const root = await ensureRootFolder(deps, meta);
   const parent = body.parentFolderId ? await requireFolder(deps.store, p, body.parentFolderId) : root;
   const base = body.slug ?? deriveSlug(body.name);
@@ -73,6 +75,7 @@ export async function createFolder(deps: CommandDeps, body: CreateFolder, meta: 
 }
 
 export async function changeFolder(deps: CommandDeps, id: string, kind: 'put' | 'patch', body: Record<string, unknown>, meta: RequestMeta) {
+  await assertScopeNamespaces(deps.store, meta.principal.tenantId!, body.scopes);
   const { state } = await handleCommand(deps, {
     streamId: streams.folder(id),
     aggregate: folderDecider,

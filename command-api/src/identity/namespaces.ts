@@ -1,5 +1,5 @@
-import { createNamespaceBody, namespaceParam, namespaceResponse, route, type RouteSpec } from '@svc/contracts';
-import { type EventStore, namespaceDecider, namespaceNames, type NamespaceUsage, namespaceView, streams } from '@svc/domain';
+import { createNamespaceBody, invalid, namespaceParam, namespaceResponse, route, type RouteSpec } from '@svc/contracts';
+import { type EventStore, isBuiltinNamespace, namespaceDecider, namespaceNames, type NamespaceUsage, namespaceView, streams } from '@svc/domain';
 import { countForDecision } from '../caught-up';
 import { handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
 
@@ -12,6 +12,21 @@ import { handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../
 export async function registeredNamespaces(store: EventStore, tenantId: string): Promise<string[]> {
   const { state } = await loadAggregate(store, streams.namespaces(tenantId), namespaceDecider);
   return namespaceNames(state);
+}
+
+/**
+ * Ownership scopes a write asks for name `org`, `client` or a namespace the
+ * tenant registered (spec "Shared conventions": `scopes`), else 400 before
+ * anything is stored. The registry is read only when a scope names another
+ * namespace, so the built-in ones cost nothing.
+ */
+export async function assertScopeNamespaces(store: EventStore, tenantId: string, scopes: unknown): Promise<void> {
+  if (!Array.isArray(scopes) || !scopes.length) return;
+  const names = scopes.map((s) => String(s).slice(0, Math.max(0, String(s).indexOf(':'))));
+  if (names.every(isBuiltinNamespace)) return;
+  const known = new Set(await registeredNamespaces(store, tenantId));
+  const unknown = names.find((n) => !known.has(n));
+  if (unknown !== undefined) throw invalid(`scopes: namespace '${unknown}' is not registered (org, client, or one created with POST /v1/namespaces)`);
 }
 
 export function namespaceCommandRoutes(deps: CommandDeps, usage: NamespaceUsage): RouteSpec[] {

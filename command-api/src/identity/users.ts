@@ -5,6 +5,7 @@ import { handleCommand, metadataFor, type CommandDeps, type DomainAppend } from 
 import { moveReservation, readReservation } from '../reservations';
 import type { LiveSchema } from '../schemas/routes';
 import { boundDefinition, identitySchema } from './bound-schema';
+import { assertScopeNamespaces } from './namespaces';
 
 /** One user per email in a tenant (across its contexts), compared without case. */
 const EMAIL_HELD = 'email is already used by another user';
@@ -28,6 +29,7 @@ async function createUser(deps: CommandDeps, body: CreateUser, meta: RequestMeta
   // A credential bound to an identity may act only on that user: it cannot create others.
   if (p.dataScope?.userId ?? p.userId) throw forbidden();
   const own = stampOwnership(p, { scopes: body.scopes });
+  await assertScopeNamespaces(deps.store, p.tenantId!, body.scopes);
   const schema = body.schemaId ? await userSchema(deps, p, body.schemaId) : undefined;
   const users = userDecider(deps.sealer);
   const userId = deps.ids.newId();
@@ -46,6 +48,7 @@ async function createUser(deps: CommandDeps, body: CreateUser, meta: RequestMeta
 }
 
 async function changeUser(deps: CommandDeps, id: string, kind: 'put' | 'patch', body: Record<string, unknown>, meta: RequestMeta) {
+  await assertScopeNamespaces(deps.store, meta.principal.tenantId!, body.scopes);
   const p = meta.principal;
   const users = userDecider(deps.sealer);
   const { state, prepared: definition } = await handleCommand(deps, {

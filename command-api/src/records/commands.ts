@@ -4,6 +4,7 @@ import { handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../
 import { claim, readReservation, refreshReservation, release, reservationOf } from '../reservations';
 import { loadSchema, resolveSchemaByType, type LiveSchema } from '../schemas/routes';
 import { requireFolder } from '../folders/load';
+import { assertScopeNamespaces } from '../identity/namespaces';
 import { recordWriteAppend } from '../usage/meter';
 
 type Scope = { tenantId: string | null; contextId: string | null; typeName: string };
@@ -71,6 +72,7 @@ export interface WriteOptions {
 export async function createRecord(deps: CommandDeps, body: CreateRecord, meta: RequestMeta, opts: WriteOptions = {}): Promise<CreateOutcome> {
   const p = meta.principal;
   const own = stampOwnership(p, { userId: body.userId, scopes: body.scopes });
+  await assertScopeNamespaces(deps.store, p.tenantId!, body.scopes);
   const schema = await schemaForCreate(deps, body, meta, own);
   // folders: a folderId must name a live folder of this tenant and context (else 404).
   if (body.folderId) await requireFolder(deps.store, p, body.folderId);
@@ -136,6 +138,7 @@ export async function changeRecord(deps: CommandDeps, id: string, kind: 'put' | 
       const schema = await loadSchema(deps.store, p, stored.schemaId).catch(() => undefined);
       if (!schema) throw invalid('The record schema no longer exists');
       const own = 'userId' in body || 'scopes' in body ? stampOwnership(p, { userId: body.userId as string | undefined, scopes: body.scopes as string[] | undefined }) : undefined;
+      await assertScopeNamespaces(deps.store, p.tenantId!, body.scopes);
       return { schema, own };
     },
     decide: (state, { schema, own }) => ({

@@ -2,7 +2,7 @@ import { createSchemaBody, idParam, notFound, type Principal, type RequestMeta, 
 import { canSeeSchema, type EventStore, ownerKeyOf, schemaAggregate, schemaDecider, type SchemaState, schemaView, stampOwnership, streams } from '@svc/domain';
 import { handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
 import { claim, readReservation, release } from '../reservations';
-import { registeredNamespaces } from '../identity/namespaces';
+import { assertScopeNamespaces, registeredNamespaces } from '../identity/namespaces';
 import { schemaTriggerGuard } from '../triggers/schema-guard';
 
 export type LiveSchema = Extract<SchemaState, { exists: true }>;
@@ -35,6 +35,7 @@ export async function resolveSchemaByType(store: EventStore, p: Principal, typeN
 async function createSchema(deps: CommandDeps, body: SchemaDefinition, meta: RequestMeta): Promise<{ created: boolean; schema: LiveSchema }> {
   const p = meta.principal;
   const own = stampOwnership(p, { userId: body.userId, scopes: body.scopes });
+  await assertScopeNamespaces(deps.store, p.tenantId!, body.scopes);
   const definition: SchemaDefinition = { ...body, ...(own.userId ? { userId: own.userId } : {}), ...(own.scopes ? { scopes: own.scopes } : {}) };
   const namespaces = await registeredNamespaces(deps.store, p.tenantId!);
   const ownerKey = ownerKeyOf(definition);

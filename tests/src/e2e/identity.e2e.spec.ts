@@ -205,6 +205,44 @@ describe('namespaces', () => {
     expect(await registeredNamespaces(svc.service.store, fresh.tenants.live.tenantId)).toEqual(['org', 'client', 'team']);
     expect(await registeredNamespaces(svc.service.store, fresh.tenants.test.tenantId)).toEqual(['org', 'client']);
   });
+
+  it('scopes name org, client or a registered namespace: another is a 400 on every write and stores nothing', async () => {
+    const fresh = await api.newAccount();
+    const key = fresh.tenants.live.rootKey;
+    const typeName = uniq('scoped').toLowerCase();
+    await schema({ typeName, allowedSurfaces: ['record', 'document'], fields: [{ fieldId: 'n', fieldType: 'number' }] }, key);
+    const rec = await ok(await call('POST', '/v1/records', key, { typeName, payload: { n: 1 }, scopes: ['org:a'] }));
+    const doc = await ok(await call('POST', '/v1/documents', key, { title: 'd', text: 'hello', indexMode: 'NONE', scopes: ['client:b'] }));
+    const folder = await ok(await call('POST', '/v1/folders', key, { name: 'F', scopes: ['org:a'] }));
+    const refused = async (method: string, path: string, body: Record<string, unknown>) => {
+      const r = await call(method, path, key, body);
+      expect(r.status, `${method} ${path}: ${r.text}`).toBe(400);
+      expect(r.body.errorCode).toBe('VALIDATION_ERROR');
+      expect(r.body.message).toContain("'team'");
+    };
+    await refused('POST', '/v1/records', { typeName, payload: { n: 2 }, scopes: ['team:x'] });
+    await refused('POST', '/v1/records', { typeName, payload: { n: 2 }, scopes: ['org:a', 'team:x'] });
+    await refused('PATCH', `/v1/records/${rec.id}`, { scopes: ['team:x'] });
+    await refused('PUT', `/v1/records/${rec.id}`, { payload: { n: 3 }, scopes: ['team:x'] });
+    await refused('POST', '/v1/documents', { title: 'd2', text: 'hello', indexMode: 'NONE', scopes: ['team:x'] });
+    await refused('PATCH', `/v1/documents/${doc.id}`, { scopes: ['team:x'] });
+    await refused('POST', '/v1/folders', { name: 'G', scopes: ['team:x'] });
+    await refused('PATCH', `/v1/folders/${folder.id}`, { scopes: ['team:x'] });
+    await refused('POST', '/v1/users', { email: `${uniq('u')}@example.com`, scopes: ['team:x'] });
+    const batch = await call('POST', '/v1/records/batch', key, { records: [{ typeName, payload: { n: 4 }, scopes: ['team:x'] }] });
+    expect(batch.status, batch.text).toBe(200);
+    expect(JSON.stringify(batch.body)).toContain('VALIDATION_ERROR');
+    // Nothing stored or changed.
+    expect((await call('GET', `/v1/records?type=${typeName}`, key)).body.data.map((r: any) => [r.id, r.scopes, r.payload.n])).toEqual([[rec.id, ['org:a'], 1]]);
+    expect((await call('GET', `/v1/documents/${doc.id}`, key)).body.scopes).toEqual(['client:b']);
+    expect((await call('GET', `/v1/folders/${folder.id}`, key)).body.scopes).toEqual(['org:a']);
+    expect((await call('GET', '/v1/users?limit=100', key)).body.data).toEqual([]);
+    // Registered, the same writes go through.
+    await ok(await call('POST', '/v1/namespaces', key, { name: 'team' }));
+    expect((await ok(await call('PATCH', `/v1/records/${rec.id}`, key, { scopes: ['team:x'] }), 200)).scopes).toEqual(['team:x']);
+    await ok(await call('POST', '/v1/folders', key, { name: 'G', scopes: ['team:x'] }));
+    await ok(await call('POST', '/v1/users', key, { email: `${uniq('u')}@example.com`, scopes: ['team:x'] }));
+  });
 });
 
 describe('users', () => {

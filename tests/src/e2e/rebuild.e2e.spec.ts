@@ -140,6 +140,8 @@ async function populate(api: Api, root: string): Promise<World> {
   const liveIds: string[] = [];
   const deletedIds: string[] = [];
   const created: string[] = [];
+  // Scopes name org, client or a registered namespace.
+  await ok(api.post('/v1/namespaces', root, { name: 'team' }), 201);
   for (let i = 0; i < 30; i++) {
     const body: Record<string, unknown> = {
       typeName: 'contact',

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer, request, type Server } from 'node:http';
 import { join } from 'node:path';
 import { freshPostgresSchema, serverUrl, tempDir } from '../support/engines';
+import { Router } from '../support/router';
 import { Api, freePort, spawnService, waitForExit, type Bootstrap } from '../support/service';
 
 export type SplitRole = 'command' | 'query' | 'projector' | 'relay';
@@ -12,6 +12,8 @@ export const ROLES: SplitRole[] = ['relay', 'projector', 'query', 'command'];
 
 export interface RoleProcess {
   role: SplitRole;
+  /** `relay`, `projector`, `command`, or `query-1`, `query-2`, ... */
+  name: string;
   child: ChildProcess;
   port: number;
   api: Api;
@@ -19,28 +21,32 @@ export interface RoleProcess {
 }
 
 /**
- * The distributed deployment as four processes (deploy/compose.yaml): command,
- * query, projector and relay, each `SERVICE_ROLE=<role> npm start`, on a
- * fresh PostgreSQL schema, Kafka (a topic of their own), LanceDB and blobs in
- * one shared directory (the volume the compose file mounts), Elasticsearch
- * when ELASTICSEARCH_URL is set, Redis when REDIS_URL is set. In front of
- * them, an ingress that sends each request to the role serving its route
- * (from the query role's /openapi.json), so black-box tests use one URL.
+ * The distributed deployment as processes (deploy/compose.yaml): one relay, one
+ * projector, `queryReplicas` query processes (2 by default) and one command
+ * process, each `SERVICE_ROLE=<role> npm start`, on a fresh PostgreSQL schema,
+ * Kafka (a topic of their own), LanceDB and blobs in one shared directory (the
+ * volume the compose file mounts), Elasticsearch when ELASTICSEARCH_URL is set,
+ * Redis when REDIS_URL is set. In front of them the shipped router
+ * (deploy/k8s/router.nginx.conf in nginx, only its upstream addresses changed),
+ * so black-box tests use its one URL. Each process keeps its port across
+ * restarts, so the router needs no change when one is killed and started again.
  */
 export class Topology {
-  readonly procs = new Map<SplitRole, RoleProcess>();
+  readonly procs = new Map<string, RoleProcess>();
+  private readonly ports = new Map<string, number>();
   api!: Api;
   bootstrap!: Bootstrap;
-  private ingress!: Server;
-  private queryRoutes: Array<{ method: string; re: RegExp }> = [];
+  router!: Router;
 
   private constructor(
     readonly env: Record<string, string>,
     readonly dataDir: string,
+    readonly queryReplicas: number,
+    private readonly log: ((line: string) => void) | undefined,
     private readonly cleanup: Array<() => Promise<void> | void>,
   ) {}
 
-  static async start(o: { kafkaBrokers: string; env?: Record<string, string> }): Promise<Topology> {
+  static async start(o: { kafkaBrokers: string; env?: Record<string, string>; queryReplicas?: number; log?: (line: string) => void }): Promise<Topology> {
     const base = serverUrl('postgres');
     if (!base) throw new Error('DATABASE_URL is not set');
     const schema = await freshPostgresSchema(base);
@@ -51,6 +57,8 @@ export class Topology {
       KAFKA_BROKERS: o.kafkaBrokers,
       KAFKA_TOPIC: `split.${id}.events`,
       SERVICE_SECRET: `secret-${randomUUID()}`,
+      // Behind the router: one proxy hop is trusted for the client's address.
+      TRUST_PROXY_HOPS: '1',
       ...(serverUrl('elasticsearch') ? { ELASTICSEARCH_URL: serverUrl('elasticsearch')!, ELASTICSEARCH_INDEX_PREFIX: `split-${id}-` } : {}),
       ...(serverUrl('redis') ? { REDIS_URL: serverUrl('redis')! } : {}),
       ...(o.env ?? {}),
@@ -63,11 +71,15 @@ export class Topology {
       if (!r.ok) return;
       for (const name of (await r.text()).split('\n').map((x) => x.trim()).filter(Boolean)) await fetch(`${es}/${name}`, { method: 'DELETE' });
     };
-    const t = new Topology(env, dir.dir, [() => schema.drop(), () => dir.remove(), dropIndexes]);
+    const t = new Topology(env, dir.dir, o.queryReplicas ?? 2, o.log, [() => schema.drop(), () => dir.remove(), dropIndexes]);
     try {
-      for (const role of ROLES) await t.startRole(role);
+      await t.startRole('relay');
+      await t.startRole('projector');
+      await Promise.all(t.queryNames().map((name) => t.startRole('query', name)));
+      await t.startRole('command');
       t.bootstrap = JSON.parse(readFileSync(join(dir.dir, 'bootstrap.json'), 'utf8'));
-      await t.startIngress();
+      t.router = await Router.start(t.upstreams());
+      t.api = new Api(t.router.url);
     } catch (e) {
       await t.stop();
       throw e;
@@ -75,88 +87,58 @@ export class Topology {
     return t;
   }
 
-  role(r: SplitRole): RoleProcess {
-    const p = this.procs.get(r);
-    if (!p) throw new Error(`${r} is not running`);
+  /** The query replicas' names: query-1, query-2, ... */
+  queryNames(): string[] {
+    return Array.from({ length: this.queryReplicas }, (_, i) => `query-${i + 1}`);
+  }
+
+  private upstreams() {
+    const at = (name: string) => `127.0.0.1:${this.ports.get(name)}`;
+    return { command: [at('command')], query: this.queryNames().map(at), projector: [at('projector')] };
+  }
+
+  /** A process by name; `query` is the first query replica. */
+  role(name: string): RoleProcess {
+    const p = this.procs.get(name === 'query' ? 'query-1' : name);
+    if (!p) throw new Error(`${name} is not running`);
     return p;
   }
 
-  async startRole(role: SplitRole, port?: number): Promise<RoleProcess> {
-    const p = port ?? (await freePort());
-    const s = await spawnService(this.dataDir, p, { ...this.env, SERVICE_ROLE: role });
-    const proc = { role, child: s.child, port: p, api: s.api, output: s.output };
-    this.procs.set(role, proc);
+  /** Starts (or starts again, on the port it had) a process of `role`, named `name` (default: the role). */
+  async startRole(role: SplitRole, name: string = role === 'query' ? 'query-1' : role): Promise<RoleProcess> {
+    const p = this.ports.get(name) ?? (await freePort());
+    this.ports.set(name, p);
+    const s = await spawnService(this.dataDir, p, { ...this.env, SERVICE_ROLE: role }, this.log);
+    const proc = { role, name, child: s.child, port: p, api: s.api, output: s.output };
+    this.procs.set(name, proc);
     return proc;
   }
 
   /** SIGKILL (no shutdown hook runs) or SIGTERM, and waits for the exit. */
-  async kill(role: SplitRole, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-    const p = this.procs.get(role);
+  async kill(name: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const key = name === 'query' ? 'query-1' : name;
+    const p = this.procs.get(key);
     if (!p) return;
-    this.procs.delete(role);
+    this.procs.delete(key);
     if (p.child.exitCode === null && p.child.signalCode === null) {
       p.child.kill(signal);
       await waitForExit(p.child, 30_000).catch(() => p.child.kill('SIGKILL'));
     }
   }
 
-  async readyz(role: SplitRole): Promise<any> {
-    const r = await this.role(role).api.get('/readyz');
+  async readyz(name: string): Promise<any> {
+    const r = await this.role(name).api.get('/readyz');
     return r.body;
   }
 
-  private async startIngress(): Promise<void> {
-    const spec = await this.role('query').api.get('/openapi.json');
-    // The ingress is the deployment's one API: its description is the union of the command and query roles' own.
-    const command = await this.role('command').api.get('/openapi.json');
-    const paths: Record<string, Record<string, unknown>> = {};
-    for (const doc of [command.body, spec.body]) for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) paths[path] = { ...paths[path], ...ops };
-    const merged = JSON.stringify({ ...command.body, paths, components: { ...command.body.components, schemas: { ...command.body.components?.schemas, ...spec.body.components?.schemas } } });
-    for (const [path, ops] of Object.entries(spec.body.paths as Record<string, Record<string, unknown>>)) {
-      if (['/healthz', '/readyz', '/openapi.json', '/metrics'].includes(path)) continue;
-      const re = new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`);
-      for (const method of Object.keys(ops)) this.queryRoutes.push({ method: method.toUpperCase(), re });
-    }
-    this.ingress = createServer((req, res) => {
-      const path = (req.url ?? '/').split('?')[0];
-      if (path === '/openapi.json' && req.method === 'GET') {
-        res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(merged);
-        return;
-      }
-      const toQuery = this.queryRoutes.some((r) => r.method === req.method && r.re.test(path));
-      const target = this.procs.get(toQuery ? 'query' : 'command');
-      if (!target) {
-        res.writeHead(502).end();
-        return;
-      }
-      const up = request({ host: '127.0.0.1', port: target.port, method: req.method, path: req.url, headers: req.headers }, (r) => {
-        res.writeHead(r.statusCode ?? 502, r.headers);
-        r.pipe(res);
-      });
-      up.on('error', () => {
-        if (!res.headersSent) res.writeHead(502);
-        res.end();
-      });
-      req.pipe(up);
-    });
-    // Node's default (5 s) closes an idle keep-alive connection while the test's fetch may be reusing it: the
-    // request then fails with "fetch failed" before any answer (seen once in CI as 2 failed writes of the Kafka
-    // outage test). The service's own server keeps idle connections 72 s (fastify), so only this proxy had the race.
-    this.ingress.keepAliveTimeout = 72_000;
-    const port = await freePort();
-    await new Promise<void>((r) => this.ingress.listen(port, '127.0.0.1', r));
-    this.api = new Api(`http://127.0.0.1:${port}`);
-  }
-
   async stop(): Promise<void> {
-    // Idle keep-alive connections (kept 72 s, above) would hold close() open.
-    await new Promise<void>((r) => (this.ingress ? (this.ingress.close(() => r()), this.ingress.closeAllConnections()) : r()));
-    for (const role of [...ROLES].reverse()) await this.kill(role, 'SIGTERM');
+    await this.router?.stop();
+    for (const name of ['command', ...this.queryNames(), 'projector', 'relay']) await this.kill(name, 'SIGTERM');
     for (const c of this.cleanup) await Promise.resolve(c()).catch(() => {});
   }
 
-  /** What every role printed (for a failing test's message). */
+  /** What every process and the router printed (for a failing test's message). */
   output(): string {
-    return [...this.procs.values()].map((p) => `--- ${p.role}\n${p.output().slice(-4000)}`).join('\n');
+    return [...[...this.procs.values()].map((p) => `--- ${p.name}\n${p.output().slice(-4000)}`), `--- router\n${this.router?.log() ?? ''}`].join('\n');
   }
 }

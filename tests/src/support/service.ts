@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { createInterface } from 'node:readline';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { buildService, loadConfig, type Service, type ServiceHooks } from '@svc/deploy';
@@ -151,6 +152,7 @@ export interface TestService {
 export async function startService(
   opts: { env?: Record<string, string>; engine?: 'embedded' | 'postgres'; dataDir?: string; hooks?: ServiceHooks; log?: (msg: string) => void } = {},
 ): Promise<TestService> {
+  if (THROUGH_ROUTER) return startTopologyService(opts);
   const tmp = opts.dataDir ? { dir: opts.dataDir, remove: () => {} } : tempDir('svc-e2e-');
   let dropSchema: (() => Promise<void>) | undefined;
   const env: Record<string, string> = { DATA_DIR: tmp.dir, PORT: '0', OPERATOR_TOKEN, DEFAULT_PLAN: 'enterprise', ...(opts.env ?? {}) };
@@ -185,6 +187,41 @@ export async function startService(
   };
 }
 
+/**
+ * `E2E_TARGET=router`: every suite's service is the split deployment behind the shipped router (support/router.ts,
+ * kafka/topology.ts: relay, projector, two query replicas and command on PostgreSQL and Kafka, with Elasticsearch
+ * and Redis when their variables are set), so the black-box suites run through it unchanged. A suite that needs the
+ * process itself (`service`, injected hooks, its data directory as its own) says so with `inProcessOnly`.
+ */
+export const THROUGH_ROUTER = process.env.E2E_TARGET === 'router';
+/** Why a test cannot run through the router (undefined when it can): for `it.skipIf(!!inProcessOnly)`. */
+export const inProcessOnly: string | undefined = THROUGH_ROUTER ? 'needs the service in the test process (E2E_TARGET=router)' : undefined;
+
+async function startTopologyService(opts: { env?: Record<string, string>; dataDir?: string; hooks?: ServiceHooks; log?: (msg: string) => void }): Promise<TestService> {
+  if (opts.hooks || opts.dataDir) throw new Error(`E2E_TARGET=router: this suite passes ${opts.hooks ? 'hooks' : 'its own dataDir'} to the service, which only an in-process service takes`);
+  const brokers = serverUrl('kafka');
+  if (!brokers) throw new Error('E2E_TARGET=router needs KAFKA_BROKERS (and DATABASE_URL)');
+  // Imported here: the topology imports this module.
+  const { Topology } = await import('../kafka/topology');
+  const t = await Topology.start({ kafkaBrokers: brokers, env: { OPERATOR_TOKEN, DEFAULT_PLAN: 'enterprise', ...(opts.env ?? {}) }, log: opts.log });
+  const url = t.router.url;
+  await descriptionOf(url);
+  return {
+    api: t.api,
+    client: (token = t.bootstrap.tenants.test.rootKey, options = {}) => checkedClient(url, { token, ...options }),
+    url,
+    get service(): Service {
+      throw new Error('E2E_TARGET=router: the service runs as separate processes behind the router (mark the test with inProcessOnly)');
+    },
+    bootstrap: t.bootstrap,
+    dataDir: t.dataDir,
+    async stop() {
+      forgetDescription(url);
+      await t.stop();
+    },
+  };
+}
+
 /** Server-engine variables blanked for a child unless the caller passes them: an embedded run never drifts onto a server. */
 const ENGINE_VARS = ['DATABASE_URL', 'EVENTSTORE_URL', 'KAFKA_BROKERS', 'ELASTICSEARCH_URL', 'LANCEDB_URI', 'REDIS_URL', 'OBJECT_STORE_URL', 'EMBEDDINGS_URL', 'LLM_URL'];
 const embeddedEnv = () => Object.fromEntries(ENGINE_VARS.map((v) => [v, '']));
@@ -199,7 +236,7 @@ export const serviceCommand = (entry: 'start' | 'rebuild' | 'export'): string[] 
     : ['--import', 'tsx', join(ROOT, `deploy/src/${entry}.ts`)];
 
 /** Starts `npm start` as a child process (for kill/restart tests). Resolves once /healthz answers. */
-export async function spawnService(dataDir: string, port: number, env: Record<string, string> = {}): Promise<{ child: ChildProcess; api: Api; output: () => string }> {
+export async function spawnService(dataDir: string, port: number, env: Record<string, string> = {}, log?: (line: string) => void): Promise<{ child: ChildProcess; api: Api; output: () => string }> {
   let out = '';
   const child = spawn(process.execPath, serviceCommand('start'), {
     cwd: ROOT,
@@ -208,6 +245,7 @@ export async function spawnService(dataDir: string, port: number, env: Record<st
   });
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
+  if (log) for (const stream of [child.stdout!, child.stderr!]) createInterface({ input: stream }).on('line', log);
   const api = new Api(`http://127.0.0.1:${port}`);
   const deadline = Date.now() + 60_000;
   for (;;) {

@@ -23,15 +23,21 @@ for (const [env, name, what] of engines) {
 // The fail-open test stops and restarts a Redis of its own: it needs the redis-server binary, not REDIS_URL.
 if (spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).stdout.trim()) console.log('  RUN   Redis stopped mid-service (redis-server is installed): rate-limit fail-open and recovery');
 else console.log('  SKIP  Redis stopped mid-service: redis-server is not installed, so the rate-limit fail-open-and-recovery test is skipped');
+// The split deployment's suites (topology, faults, replica caches) run the shipped router in nginx.
+const nginx = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
+if (nginx) console.log(`  RUN   nginx (${nginx}): the split deployment behind the shipped router (deploy/k8s/router.nginx.conf)`);
+else console.log('  SKIP  nginx is not installed, so the split-deployment suites (which run the shipped router) cannot start: apt-get install nginx-light');
+const throughRouter = process.env.E2E_TARGET === 'router';
+if (throughRouter) console.log('  MODE  E2E_TARGET=router: each black-box suite runs on the split deployment behind the shipped router');
 console.log('Embedded engines (PGlite, in-process catch-up) always run.\n');
 
 mkdirSync(join(root, '.cache'), { recursive: true });
-const out = join(root, '.cache', 'vitest-results.json');
+const out = join(root, '.cache', throughRouter ? 'vitest-results-router.json' : 'vitest-results.json');
 const args = ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${out}`, ...process.argv.slice(2)];
 const r = spawnSync('npx', args, { cwd: root, stdio: 'inherit', env: process.env });
 if (existsSync(out)) {
   const j = JSON.parse(readFileSync(out, 'utf8'));
   const skipped = (j.numPendingTests ?? 0) + (j.numTodoTests ?? 0);
-  console.log(`\nTests: ${j.numPassedTests} passed, ${j.numFailedTests} failed, ${skipped} skipped`);
+  console.log(`\n${throughRouter ? 'Through the router' : 'Tests'}: ${j.numPassedTests} passed, ${j.numFailedTests} failed, ${skipped} skipped`);
 }
 process.exit(r.status ?? 1);

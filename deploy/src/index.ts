@@ -7,3 +7,5 @@ export * from './engines/sql';
 export * from './engines/sql-thread';
 export * from './features';
 export * from './service';
+export * from './http/catalogue';
+export { ROUTER_CONFIG_PATH, roleOf, routerConfig, routingTable } from './http/router-config';

@@ -79,7 +79,7 @@ describe('inference (built-in extractive model)', () => {
   }
 
   beforeAll(async () => {
-    svc = await startService();
+    svc = await startService({ env: searchE2eEngine.env });
     api = svc.api;
     key = (await api.newAccount({ plan: 'pro', inferenceBalanceCents: 500 })).tenants.live.rootKey;
     other = (await api.newAccount({ plan: 'pro', inferenceBalanceCents: 500 })).tenants.live.rootKey;

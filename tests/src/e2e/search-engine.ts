@@ -1,4 +1,6 @@
-import type { TestService } from '../support/service';
+import { randomUUID } from 'node:crypto';
+import { serverUrl } from '../support/engines';
+import { THROUGH_ROUTER, type TestService } from '../support/service';
 
 /**
  * The keyword engine the black-box search suite (search.e2e.spec.ts) runs on:
@@ -15,7 +17,24 @@ export interface SearchE2eEngine {
   restoreTextLeg(svc: TestService): Promise<void>;
 }
 
-export const searchE2eEngine: SearchE2eEngine = {
+/** The keyword leg on Elasticsearch at `url`, in indexes of a prefix of its own; the degradation test closes the index. */
+export function elasticsearchEngine(url: string, prefix = `e2e-${randomUUID().slice(0, 8)}-`): SearchE2eEngine & { dropIndex(): Promise<void> } {
+  const base = url.replace(/\/$/, '');
+  const index = `${prefix}passages`;
+  const es = async (method: string, path: string) => {
+    const r = await fetch(`${base}${path}`, { method });
+    if (!r.ok && r.status !== 404) throw new Error(`Elasticsearch ${method} ${path}: ${r.status} ${await r.text()}`);
+  };
+  return {
+    name: 'elasticsearch',
+    env: { ELASTICSEARCH_URL: url, ELASTICSEARCH_INDEX_PREFIX: prefix },
+    breakTextLeg: () => es('POST', `/${index}/_close`),
+    restoreTextLeg: () => es('POST', `/${index}/_open?wait_for_active_shards=1`),
+    dropIndex: () => es('DELETE', `/${index}`),
+  };
+}
+
+const embedded: SearchE2eEngine = {
   name: 'embedded',
   env: {},
   breakTextLeg: async (svc) => {
@@ -27,6 +46,9 @@ export const searchE2eEngine: SearchE2eEngine = {
   },
   restoreTextLeg: (svc) => svc.service.searchSql.exec('ALTER TABLE ti_passages_off RENAME TO ti_passages'),
 };
+
+/** Through the router (E2E_TARGET=router) the split deployment's keyword leg is on Elasticsearch. */
+export const searchE2eEngine: SearchE2eEngine = THROUGH_ROUTER && serverUrl('elasticsearch') ? elasticsearchEngine(serverUrl('elasticsearch')!) : { ...embedded };
 
 export function useSearchEngine(e: SearchE2eEngine): void {
   Object.assign(searchE2eEngine, e);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startService, type Api, type Bootstrap, type TestService } from '../support/service';
+import { eventually, startService, THROUGH_ROUTER, type Api, type Bootstrap, type TestService } from '../support/service';
 import { expectStatus, unwrap, type Answer, type Body } from '../support/typed';
 import { searchE2eEngine } from './search-engine';
 
@@ -85,7 +85,7 @@ beforeAll(async () => {
     ['secret', { title: 'Quarterly memo', body: 'Routine planning notes for the next quarter.', category: 'office', rating: 1, secret: `the password is ${SECRET_WORD}` }],
   ];
   for (const [k, payload, over] of docs) ids[k] = (await indexed(root, { typeName, payload, ...(over ?? {}) })).id;
-}, 120_000);
+}, THROUGH_ROUTER ? 300_000 : 120_000);
 
 afterAll(async () => {
   await svc?.stop();

@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, describe, it } from 'vitest';
 import { serverUrl } from '../support/engines';
-import { useSearchEngine } from './search-engine';
+import { elasticsearchEngine, useSearchEngine } from './search-engine';
 
 /**
  * The black-box search suite (search.e2e.spec.ts, every test) on the service
@@ -15,19 +14,8 @@ if (!url) {
     it('needs an Elasticsearch server (deploy/engines/elasticsearch.sh start)', () => {});
   });
 } else {
-  const base = url.replace(/\/$/, '');
-  const prefix = `e2e-${randomUUID().slice(0, 8)}-`;
-  const index = `${prefix}passages`;
-  const es = async (method: string, path: string) => {
-    const r = await fetch(`${base}${path}`, { method });
-    if (!r.ok && r.status !== 404) throw new Error(`Elasticsearch ${method} ${path}: ${r.status} ${await r.text()}`);
-  };
-  useSearchEngine({
-    name: 'elasticsearch',
-    env: { ELASTICSEARCH_URL: url, ELASTICSEARCH_INDEX_PREFIX: prefix },
-    breakTextLeg: () => es('POST', `/${index}/_close`),
-    restoreTextLeg: () => es('POST', `/${index}/_open?wait_for_active_shards=1`),
-  });
-  afterAll(() => es('DELETE', `/${index}`));
+  const engine = elasticsearchEngine(url);
+  useSearchEngine(engine);
+  afterAll(() => engine.dropIndex());
   await import('./search.e2e.spec');
 }

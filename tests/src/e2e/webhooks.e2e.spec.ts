@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyDelivery } from '@svc/domain';
 import { serverUrl, tempDir } from '../support/engines';
-import { eventually, OPERATOR_TOKEN, startService, type Api, type Bootstrap, type TestService } from '../support/service';
+import { eventually, OPERATOR_TOKEN, startService, THROUGH_ROUTER, type Api, type Bootstrap, type TestService } from '../support/service';
 import { makeCertificates, Receiver } from './webhooks-receiver';
 
 const SCALE = 0.01;
@@ -66,7 +66,7 @@ describe.each(ENGINES)('webhooks (%s)', (engine) => {
       expect(v.status, v.text).toBe(200);
       expect(v.body.verified).toBe(true);
     }
-  }, 120_000);
+  }, THROUGH_ROUTER ? 300_000 : 120_000);
 
   afterAll(async () => {
     await svc?.stop();
@@ -336,7 +336,7 @@ describe('webhooks without WEBHOOK_ALLOW_PRIVATE_TARGETS', () => {
     svc = await startService({ env: { WEBHOOK_TEST_DNS_FILE: dnsFile }, log: (m) => logs.push(m) });
     const v = await svc.api.post('/operator/domains/verify', OPERATOR_TOKEN, { accountId: svc.bootstrap.accountId, domain: 'example.test' });
     expect(v.status, v.text).toBe(200);
-  }, 120_000);
+  }, THROUGH_ROUTER ? 300_000 : 120_000);
 
   afterAll(async () => {
     await svc?.stop();

@@ -1,0 +1,112 @@
+import { Agent, fetch, type RequestInit, type Response } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { routeCatalogue } from '@svc/deploy';
+import { serverUrl } from '../support/engines';
+import { OPERATOR_TOKEN, type Api } from '../support/service';
+import { NGINX } from '../support/router';
+import { brokers, SKIP_REASON } from './kafka-support';
+import { Topology } from './topology';
+
+/**
+ * The shipped router (deploy/k8s/router.nginx.conf in nginx, only its upstream addresses changed) in front of
+ * the split deployment: every route of every role is reachable through it, everything it answers itself is the
+ * service's JSON error body, and the roles behind it count the per-address ceiling per client, not per router.
+ */
+const skip = !brokers ? SKIP_REASON : !serverUrl('postgres') ? 'DATABASE_URL not set (the split roles share a PostgreSQL)' : !NGINX ? 'nginx is not installed' : undefined;
+const CEILING = 40;
+
+describe.skipIf(!!skip)(`the shipped router in front of the split roles${skip ? ` (skipped: ${skip})` : ''}`, () => {
+  let t: Topology;
+  let api: Api;
+  let root: string;
+
+  beforeAll(async () => {
+    t = await Topology.start({ kafkaBrokers: brokers!, env: { EDGE_RATE_LIMIT_PER_MINUTE: String(CEILING) } });
+    api = t.api;
+    root = t.bootstrap.tenants.test.rootKey;
+  }, 300_000);
+
+  afterAll(async () => {
+    await t?.stop();
+  }, 60_000);
+
+  /** A request to the router from the loopback address `from` (127.0.0.0/8: each a different client address). */
+  const from = (address: string) => new Agent({ connect: { localAddress: address } });
+  const send = (path: string, init: RequestInit = {}) => fetch(`${t.router.url}${path}`, init);
+  const expectServiceError = async (r: Response, status: number, errorCode: string) => {
+    const text = await r.text();
+    expect(r.status, text).toBe(status);
+    expect(r.headers.get('content-type')).toMatch(/^application\/json/);
+    const body = JSON.parse(text);
+    expect(body).toMatchObject({ errorCode, message: expect.any(String), requestId: expect.any(String) });
+    expect(r.headers.get('x-request-id'), `${[...r.headers].join('; ')} ${text}`).toBe(body.requestId);
+    return body;
+  };
+
+  it('reaches every route of every role: each answers as a process serving it does (401 without a credential), never 404', async () => {
+    const wrong: string[] = [];
+    const client = from('127.0.0.9');
+    for (const r of routeCatalogue()) {
+      if (r.spec.auth === 'none') continue;
+      const path = r.url.replace(/:([A-Za-z]+)/g, (_m, name: string) => (name === 'domain' ? 'example.com' : `00000000-0000-4000-8000-00000000000${name.length % 10}`));
+      const res = await send(path, { method: r.method, headers: r.method === 'GET' || r.method === 'DELETE' ? {} : { 'content-type': 'application/json' }, body: r.method === 'GET' || r.method === 'DELETE' ? undefined : '{}', dispatcher: client });
+      const text = await res.text();
+      // Storage targets check their signature instead of a credential: 403.
+      const expected = r.url.startsWith('/storage/') ? [400, 403] : [401];
+      if (!expected.includes(res.status)) wrong.push(`${r.method} ${r.url} (${r.role}) -> ${res.status} ${text.slice(0, 120)}`);
+    }
+    expect(wrong).toEqual([]);
+    // And with credentials, the routes that once went to the wrong role answer.
+    const rag = await api.post('/v1/rag', root, { query: 'anything at all?' });
+    expect(rag.status, rag.text).toBe(200);
+    const q = await api.get('/operator/projections/quarantine', OPERATOR_TOKEN);
+    expect(q.status, q.text).toBe(200);
+    const description = await api.get('/openapi.json');
+    for (const p of ['/v1/records', '/v1/rag', '/v1/search', '/operator/projections/quarantine']) expect(Object.keys(description.body.paths)).toContain(p);
+  }, 180_000);
+
+  it("answers its own refusals in the service's JSON error body", async () => {
+    const auth = { authorization: `Bearer ${root}` };
+    await expectServiceError(await send('/v1/records/%zz', { headers: auth }), 400, 'BAD_HTTP');
+    await expectServiceError(await send(`/v1/records?x=${'a'.repeat(40 * 1024)}`, { headers: auth }), 431, 'HEADERS_TOO_LARGE');
+    // 16 KB: the router passes it; the service answers its own 431, as it does alone.
+    await expectServiceError(await send(`/v1/records?x=${'a'.repeat(16 * 1024)}`, { headers: auth }), 431, 'HEADERS_TOO_LARGE');
+    const big = JSON.stringify({ typeName: 'X', payload: { text: 'b'.repeat(8 * 1024 * 1024) } });
+    await expectServiceError(await send('/v1/records', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: big }), 413, 'PAYLOAD_TOO_LARGE');
+    await expectServiceError(await send('/metrics'), 404, 'NOT_FOUND');
+    // A client's valid request id is carried through; an invalid one is replaced.
+    const mine = await expectServiceError(await send('/v1/records/%zz', { headers: { ...auth, 'x-request-id': 'client-id.1:a' } }), 400, 'BAD_HTTP');
+    expect(mine.requestId).toBe('client-id.1:a');
+    const forged = await expectServiceError(await send('/v1/records/%zz', { headers: { ...auth, 'x-request-id': 'a"b' } }), 400, 'BAD_HTTP');
+    expect(forged.requestId).not.toContain('"');
+  });
+
+  it('two clients from two addresses have two ceilings (the roles trust the router as one hop)', async () => {
+    const a = from('127.0.0.2');
+    const b = from('127.0.0.3');
+    // POST /v1/records goes to the one command process; unauthenticated requests count against the address ceiling.
+    const post = (agent: Agent) => send('/v1/records', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}', dispatcher: agent });
+    const statuses: number[] = [];
+    for (let i = 0; i < CEILING + 1; i++) statuses.push((await post(a)).status);
+    expect(statuses.slice(0, CEILING).filter((s) => s !== 401), statuses.join(',')).toEqual([]);
+    expect(statuses[CEILING]).toBe(429);
+    // Another address is not limited by the first one's requests (before TRUST_PROXY_HOPS both were the router).
+    expect((await post(b)).status).toBe(401);
+    // A forged X-Forwarded-For from the first address does not escape its ceiling.
+    const forged = await send('/v1/records', { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.7' }, body: '{}', dispatcher: a });
+    expect(forged.status).toBe(429);
+  });
+
+  it('a role with no process answering is 503 UNAVAILABLE with Retry-After, in the service body', async () => {
+    await t.kill('command', 'SIGKILL');
+    try {
+      const r = await send('/v1/records', { method: 'POST', headers: { authorization: `Bearer ${root}`, 'content-type': 'application/json' }, body: '{}' });
+      await expectServiceError(r, 503, 'UNAVAILABLE');
+      expect(r.headers.get('retry-after')).toBe('1');
+    } finally {
+      await t.startRole('command');
+    }
+    const back = await api.get('/v1/ping', root);
+    expect(back.status).toBe(200);
+  }, 120_000);
+});

@@ -59,6 +59,12 @@ export interface Config {
   /** Edge per-IP flood ceiling, requests per IP per minute (EDGE_RATE_LIMIT_PER_MINUTE, default 20,000; 0 disables). */
   edgeRateLimitPerMinute: number;
   /**
+   * Reverse proxies in front of this process whose X-Forwarded-For entries are trusted (TRUST_PROXY_HOPS, default 0):
+   * the client address (the per-IP ceiling's key) is the one this many hops from the right of the chain whose last
+   * entry is the TCP peer. 0 ignores X-Forwarded-For entirely; the shipped router (deploy/k8s/router.nginx.conf) is 1.
+   */
+  trustProxyHops: number;
+  /**
    * Metering and the per-account burst limits are on unless METERING=0 / RATE_LIMITS=0 (docs/operations.md):
    * the switches exist for the benchmark that measures their cost and for trusted single-tenant installs.
    */
@@ -120,6 +126,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retentionDays: env.ACTIVITY_LOG_RETENTION_DAYS ? Number(env.ACTIVITY_LOG_RETENTION_DAYS) : 30,
     },
     edgeRateLimitPerMinute: wholeNumber(env.EDGE_RATE_LIMIT_PER_MINUTE, 20_000, 'EDGE_RATE_LIMIT_PER_MINUTE', 'a whole number of requests per minute (0 disables)'),
+    trustProxyHops: wholeNumber(env.TRUST_PROXY_HOPS, 0, 'TRUST_PROXY_HOPS', 'a whole number of trusted reverse-proxy hops (0 or more; 0 ignores X-Forwarded-For)'),
     metering: env.METERING !== '0',
     rateLimits: env.RATE_LIMITS !== '0',
     scripts: {

@@ -34,3 +34,20 @@ describe('DEFAULT_INFERENCE_BALANCE_CENTS', () => {
     expect(() => loadConfig({ ...base, DEFAULT_INFERENCE_BALANCE_CENTS: v })).toThrow(/DEFAULT_INFERENCE_BALANCE_CENTS/);
   });
 });
+
+/** Reverse-proxy hops whose X-Forwarded-For entries are trusted for the client address (TRUST_PROXY_HOPS). */
+describe('TRUST_PROXY_HOPS', () => {
+  const base = { DATA_DIR: '/tmp/unused' } as NodeJS.ProcessEnv;
+
+  it('default 0 (X-Forwarded-For ignored); any whole number of hops is taken', () => {
+    expect(loadConfig(base).trustProxyHops).toBe(0);
+    expect(loadConfig({ ...base, TRUST_PROXY_HOPS: '' }).trustProxyHops).toBe(0);
+    expect(loadConfig({ ...base, TRUST_PROXY_HOPS: '0' }).trustProxyHops).toBe(0);
+    expect(loadConfig({ ...base, TRUST_PROXY_HOPS: '1' }).trustProxyHops).toBe(1);
+    expect(loadConfig({ ...base, TRUST_PROXY_HOPS: '2' }).trustProxyHops).toBe(2);
+  });
+
+  it.each(['abc', '-1', '1.5', 'true'])('TRUST_PROXY_HOPS=%s stops the start naming the variable', (v) => {
+    expect(() => loadConfig({ ...base, TRUST_PROXY_HOPS: v })).toThrow(`TRUST_PROXY_HOPS must be a whole number of trusted reverse-proxy hops (0 or more; 0 ignores X-Forwarded-For), not ${v}`);
+  });
+});

@@ -36,6 +36,14 @@ export interface EdgeOptions {
   wireVersions?: WireVersionTable;
   /** Edge per-IP flood ceiling, requests per IP per minute, in process (EDGE_RATE_LIMIT_PER_MINUTE); 0 or unset disables it. */
   ipRateLimitPerMinute?: number;
+  /**
+   * Reverse-proxy hops trusted for the client address (TRUST_PROXY_HOPS; default 0). With N > 0, `req.ip` (the per-IP
+   * ceiling's key, and the logged remoteAddress) is the address N entries from the right of X-Forwarded-For plus the
+   * TCP peer (proxy-addr's hop count, see `trustHops`): the entries each trusted proxy appended, never one the client
+   * wrote further left. With 0, X-Forwarded-For is ignored and the TCP peer is the client. Hops are trusted without
+   * checking the peer's address: a process with N > 0 must be reachable only through its N proxies.
+   */
+  trustProxyHops?: number;
 }
 
 export interface PreflightContext {
@@ -75,11 +83,24 @@ function send(reply: FastifyReply, err: ServiceError) {
   return reply.status(err.status).type('application/json').send(body);
 }
 
+/**
+ * Fastify's trustProxy for `hops` trusted reverse proxies (proxy-addr's hop-count semantics): the TCP peer and the
+ * X-Forwarded-For entries appended by the first `hops - 1` proxies are proxies; the next entry from the right is the
+ * client. 0: false, X-Forwarded-For is not read at all.
+ */
+export function trustHops(hops: number): false | ((address: string, hop: number) => boolean) {
+  return hops > 0 ? (_address, hop) => hop < hops : false;
+}
+
 export function createEdge(opts: EdgeOptions): FastifyInstance {
   const app = Fastify({
     logger: opts.logger ? { level: 'info' } : false,
     genReqId: () => randomUUID(),
     bodyLimit: MAX_BODY_BYTES,
+    // Exactly the configured hops, never `true` (which would believe whatever left-most address a client writes). A
+    // function, not the number: Fastify 5.12.1 and later ignore a numeric trustProxy (it fails closed, so req.ip would
+    // stay the proxy's). proxy-addr calls it with hop 0 for the TCP peer, 1 for the right-most X-Forwarded-For entry, ...
+    trustProxy: trustHops(opts.trustProxyHops ?? 0),
     return503OnClosing: true,
     // Node's HTTP parser refusals (malformed requests, oversized headers) answer in our error body too.
     clientErrorHandler: (err, socket) => {
@@ -131,8 +152,10 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
         ipWindow = windowOf(at);
         ipCounts.clear();
       }
-      const n = (ipCounts.get(req.ip) ?? 0) + 1;
-      ipCounts.set(req.ip, n);
+      // The client address: the TCP peer, or with trusted proxy hops the entry the outermost trusted proxy appended.
+      const ip = req.ip;
+      const n = (ipCounts.get(ip) ?? 0) + 1;
+      ipCounts.set(ip, n);
       if (n > ipCeiling) {
         const e = new ServiceError('RATE_LIMITED', 'Too many requests from this address', { headers: { 'retry-after': String(secondsToWindowEnd(at)) } });
         req.errorCode = e.code;

@@ -59,6 +59,7 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
     now,
     wireVersions: p.wireVersions,
     ipRateLimitPerMinute: config.edgeRateLimitPerMinute,
+    trustProxyHops: config.trustProxyHops,
   };
   const activity = p.activity;
   // Read metering: successful data-plane reads are counted per context and appended in batches (docs/api.md "Usage").

@@ -107,8 +107,9 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ECONNRESET' || code === 'EPIPE' || !socket.writable) return void socket.destroy();
       const e = new ServiceError(code === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : 'BAD_HTTP');
-      const body = JSON.stringify(errorBody(e, randomUUID()));
-      socket.end(`HTTP/1.1 ${e.status} ${e.status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      const id = randomUUID();
+      const body = JSON.stringify(errorBody(e, id));
+      socket.end(`HTTP/1.1 ${e.status} ${e.status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${id}\r\nconnection: close\r\n\r\n${body}`);
     },
     // Fastify's own refusals (a malformed URL, say) answer in our error body too.
     frameworkErrors: (err, req, reply) => {

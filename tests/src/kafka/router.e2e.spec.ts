@@ -31,7 +31,7 @@ describe.skipIf(!!skip)(`the shipped router in front of the split roles${skip ? 
   }, 60_000);
 
   /** A request to the router from the loopback address `from` (127.0.0.0/8: each a different client address). */
-  const from = (address: string) => new Agent({ connect: { localAddress: address } });
+  const from = (address: string) => new Agent({ localAddress: address });
   const send = (path: string, init: RequestInit = {}) => fetch(`${t.router.url}${path}`, init);
   const expectServiceError = async (r: Response, status: number, errorCode: string) => {
     const text = await r.text();
@@ -45,8 +45,10 @@ describe.skipIf(!!skip)(`the shipped router in front of the split roles${skip ? 
 
   it('reaches every route of every role: each answers as a process serving it does (401 without a credential), never 404', async () => {
     const wrong: string[] = [];
-    const client = from('127.0.0.9');
+    // One client address per route: the roles' per-address ceiling of this suite is small.
+    let n = 0;
     for (const r of routeCatalogue()) {
+      const client = from(`127.0.${10 + Math.floor(n / 200)}.${(n++ % 200) + 1}`);
       if (r.spec.auth === 'none') continue;
       const path = r.url.replace(/:([A-Za-z]+)/g, (_m, name: string) => (name === 'domain' ? 'example.com' : `00000000-0000-4000-8000-00000000000${name.length % 10}`));
       const res = await send(path, { method: r.method, headers: r.method === 'GET' || r.method === 'DELETE' ? {} : { 'content-type': 'application/json' }, body: r.method === 'GET' || r.method === 'DELETE' ? undefined : '{}', dispatcher: client });
@@ -74,10 +76,12 @@ describe.skipIf(!!skip)(`the shipped router in front of the split roles${skip ? 
     const big = JSON.stringify({ typeName: 'X', payload: { text: 'b'.repeat(8 * 1024 * 1024) } });
     await expectServiceError(await send('/v1/records', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: big }), 413, 'PAYLOAD_TOO_LARGE');
     await expectServiceError(await send('/metrics'), 404, 'NOT_FOUND');
-    // A client's valid request id is carried through; an invalid one is replaced.
-    const mine = await expectServiceError(await send('/v1/records/%zz', { headers: { ...auth, 'x-request-id': 'client-id.1:a' } }), 400, 'BAD_HTTP');
+    // A client's valid request id is carried through; an invalid one is replaced. (A request line nginx cannot parse
+    // is refused before its headers are read: that answer has the router's own id.)
+    const sized = { method: 'POST', headers: { ...auth, 'content-type': 'application/json' } };
+    const mine = await expectServiceError(await send('/v1/records', { ...sized, headers: { ...sized.headers, 'x-request-id': 'client-id.1:a' }, body: big }), 413, 'PAYLOAD_TOO_LARGE');
     expect(mine.requestId).toBe('client-id.1:a');
-    const forged = await expectServiceError(await send('/v1/records/%zz', { headers: { ...auth, 'x-request-id': 'a"b' } }), 400, 'BAD_HTTP');
+    const forged = await expectServiceError(await send('/v1/records', { ...sized, headers: { ...sized.headers, 'x-request-id': 'a"b' }, body: big }), 413, 'PAYLOAD_TOO_LARGE');
     expect(forged.requestId).not.toContain('"');
   });
 

@@ -11,14 +11,11 @@
  * The service's clock is injected (real time plus an offset): each test moves it to the start of a fresh minute,
  * so the ceiling's window never ends mid-test.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { descriptionOf, forgetDescription } from '../support/described';
-import { tempDir } from '../support/engines';
-import { checkedClient, freePort, ROOT, startService, type TestService } from '../support/service';
+import { NGINX, Router } from '../support/router';
+import { checkedClient, startService, type TestService } from '../support/service';
 
 const CEILING = 5;
 
@@ -105,15 +102,11 @@ describe('TRUST_PROXY_HOPS unset: X-Forwarded-For is ignored, the TCP peer is th
   });
 });
 
-const NGINX = spawnSync('sh', ['-c', 'command -v nginx'], { encoding: 'utf8' }).stdout.trim();
-
 describe.runIf(NGINX)('behind the shipped router (deploy/k8s/router.nginx.conf, one hop) with TRUST_PROXY_HOPS=1', () => {
   const clock = testClock();
   let svc: TestService;
-  let nginx: ChildProcess | undefined;
-  let nginxOut = '';
+  let router: Router | undefined;
   let routerUrl = '';
-  const tmp = tempDir('svc-router-');
   const agents: Agent[] = [];
 
   /** A client of the router connecting from `localAddress`, its answers checked against the description. */
@@ -133,47 +126,17 @@ describe.runIf(NGINX)('behind the shipped router (deploy/k8s/router.nginx.conf, 
 
   beforeAll(async () => {
     svc = await startService({ env: { EDGE_RATE_LIMIT_PER_MINUTE: String(CEILING), TRUST_PROXY_HOPS: '1' }, hooks: { now: clock.now } });
-    const servicePort = new URL(svc.url).port;
-    const routerPort = await freePort();
-    // The shipped configuration as it is, with every role's upstream (one process of role all serves them all here)
-    // and its port pointed at this test's service: what an operator changes.
-    const shipped = readFileSync(join(ROOT, 'deploy/k8s/router.nginx.conf'), 'utf8');
-    expect(shipped).toMatch(/proxy_set_header\s+X-Forwarded-For\s+\$proxy_add_x_forwarded_for;/);
-    const server = shipped.replace(/server\s+[a-z]+:8080;/g, `server 127.0.0.1:${servicePort};`).replace(/listen\s+8080;/, `listen 127.0.0.1:${routerPort};`);
-    expect(server).not.toMatch(/:8080;|listen\s+8080;/);
-    writeFileSync(
-      join(tmp.dir, 'nginx.conf'),
-      `worker_processes 1;\ndaemon off;\npid ${tmp.dir}/nginx.pid;\nerror_log ${tmp.dir}/error.log;\nevents {}\nhttp {\n  access_log off;\n` +
-        ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path ${tmp.dir}/${t};\n`).join('') +
-        `${server}\n}\n`,
-    );
-    nginx = spawn(NGINX, ['-p', tmp.dir, '-e', `${tmp.dir}/error.log`, '-c', join(tmp.dir, 'nginx.conf')], { stdio: ['ignore', 'pipe', 'pipe'] });
-    nginx.stdout!.on('data', (d) => (nginxOut += d));
-    nginx.stderr!.on('data', (d) => (nginxOut += d));
-    routerUrl = `http://127.0.0.1:${routerPort}`;
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      if (nginx.exitCode !== null) throw new Error(`nginx exited: ${nginxOut}`);
-      try {
-        if ((await fetch(`${routerUrl}/healthz`)).ok) break;
-      } catch {
-        /* not up yet */
-      }
-      if (Date.now() > deadline) throw new Error(`nginx did not start: ${nginxOut}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    // The shipped configuration with every role's upstream pointed at this one process of role all.
+    const at = [`127.0.0.1:${new URL(svc.url).port}`];
+    router = await Router.start({ command: at, query: at, projector: at });
+    routerUrl = router.url;
     await descriptionOf(routerUrl);
   });
   afterAll(async () => {
     await Promise.all(agents.map((a) => a.close()));
-    if (nginx && nginx.exitCode === null) {
-      const exited = new Promise((r) => nginx!.once('exit', r));
-      nginx.kill('SIGQUIT');
-      await exited;
-    }
+    await router?.stop();
     if (routerUrl) forgetDescription(routerUrl);
     await svc?.stop();
-    tmp.remove();
   });
 
   it('two clients from two addresses have two ceilings; a forged X-Forwarded-For neither escapes nor spends one', async () => {

@@ -64,8 +64,10 @@ const proxyBlock = (upstream: RoutedRole, indent: string) =>
     `proxy_pass http://${upstream};`,
     // Each role is tried once more on another replica when it could not answer at all. The query role's
     // routes only read, so any of them is retried (POST /v1/search too); a write is retried only when it
-    // never reached a process (nginx's default: idempotent methods only).
-    upstream === 'command' ? 'proxy_next_upstream error timeout;' : 'proxy_next_upstream error timeout http_502 http_503 non_idempotent;',
+    // never reached a process (nginx's default: idempotent methods only). Never on a 503: that is an answer
+    // (a degraded search with requireComplete, a script that could not start), and nginx would also count it
+    // as the replica failing and stop sending it requests for a while.
+    upstream === 'command' ? 'proxy_next_upstream error timeout;' : 'proxy_next_upstream error timeout non_idempotent;',
     'proxy_next_upstream_tries 2;',
   ]
     .map((l) => indent + l)

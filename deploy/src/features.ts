@@ -31,6 +31,8 @@ export interface QueryFeatureDeps {
   /** Set only when the projector runs in this process (exact invalidation). */
   recordCache?: ReadCache<RecordRow>;
   pageCache?: ReadCache<unknown>;
+  /** Schema reads with their definition cache, as the role keeps it (caches.ts); else one of their own. */
+  schemas?: SchemaReads;
   sql: Sql;
   /** Where the activity log lives (the embedded default's second database; else `sql`). */
   activitySql?: Sql;
@@ -99,7 +101,7 @@ const webhookFeatureRoutes = (w: WebhookCommandDeps): RouteSpec[] => [...webhook
 
 /** The read side, area by area (as commandAreas). */
 export function queryAreas(f: QueryFeatureDeps): Area[] {
-  const schemas = new SchemaReads(f.sql);
+  const schemas = f.schemas ?? new SchemaReads(f.sql, { versioned: !f.recordCache });
   const history = new HistoryReads(f.sql);
   const records = new RecordReads(f.sql, f.recordCache);
   const folders = new FolderReads(f.sql);

@@ -10,6 +10,7 @@ export * from './ports/blob-store';
 export * from './ports/event-store';
 export * from './ports/read-model-barrier';
 export * from './ports/read-model-counts';
+export * from './ports/read-model-version';
 export * from './ports/runtime';
 export * from './ports/script-executor';
 export * from './ports/search';

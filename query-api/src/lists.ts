@@ -50,7 +50,8 @@ export function contextListRoute<S extends z.ZodRawShape, R extends { createdAt:
     query: z.ZodObject<S>;
     item: z.ZodTypeAny;
     load(p: Principal, filters: Filters<S>, after: CreatedKey | undefined, limit: number): Promise<R[]>;
-    view(row: R, filters: Filters<S>): unknown;
+    /** `p`: the caller (its request's read-model version keys the caches a view reads). */
+    view(row: R, filters: Filters<S>, p: Principal): unknown;
   },
 ): RouteSpec {
   return route({
@@ -70,7 +71,7 @@ export function contextListRoute<S extends z.ZodRawShape, R extends { createdAt:
       const after = pages.start<CreatedKey>(scope, params, startFrom);
       const rows = await list.load(p, filters, after, limit + 1);
       const page = pages.page(scope, params, rows, limit, (r): CreatedKey => [r.createdAt, r.id], (r) => r);
-      return { data: await Promise.all(page.data.map((r) => list.view(r, filters))), nextCursor: page.nextCursor };
+      return { data: await Promise.all(page.data.map((r) => list.view(r, filters, p))), nextCursor: page.nextCursor };
     },
   });
 }

@@ -1,5 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import { type Principal, type RouteSpec, ServiceError } from '@svc/contracts';
+import { readModelVersionOf } from '@svc/domain';
 import { secondsToWindowEnd, type WindowCounter } from './window-counter';
 
 /**
@@ -25,26 +26,31 @@ export function rateLimitOf(account: { plan?: unknown; rateLimitPerMinute?: unkn
 export const countsTowardBurstLimit = (spec: Pick<RouteSpec, 'write' | 'rateLimited'>) => spec.write === true || spec.rateLimited === true;
 
 /**
- * Each account's limit, read from the accounts read model and kept briefly. A
- * plan change reaches the next request: the process's projector calls
- * `invalidate()` when an account changes; where no projector runs beside it the
- * short TTL bounds the staleness.
+ * Each account's limit, read from the accounts read model and kept. A plan
+ * change reaches the next request: beside a projector (role all) the
+ * projector calls `invalidate()` when an account changes, before the write
+ * answers, with the TTL as a backstop; elsewhere (`versioned`) an entry answers
+ * only a request that saw the read models' version it was read at
+ * (read-model-version.ts), and a request without a version reads the database.
  */
 export class AccountRateLimits {
-  private readonly cache = new Map<string, { limit: number; until: number }>();
+  private readonly cache = new Map<string, { limit: number; until: number; version?: string }>();
 
   constructor(
     private readonly readAccount: (accountId: string) => Promise<{ plan?: unknown; rateLimitPerMinute?: unknown } | null>,
     private readonly ttlMs = 1000,
     private readonly maxEntries = 10_000,
+    private readonly versioned = false,
   ) {}
 
-  async limitOf(accountId: string): Promise<number> {
+  /** `version`: the read models' version the request saw (versioned caches only). */
+  async limitOf(accountId: string, version?: string): Promise<number> {
     const hit = this.cache.get(accountId);
-    if (hit && hit.until > Date.now()) return hit.limit;
+    if (hit && (this.versioned ? version !== undefined && hit.version === version : hit.until > Date.now())) return hit.limit;
+    if (this.versioned && version === undefined) return rateLimitOf(await this.readAccount(accountId));
     const limit = rateLimitOf(await this.readAccount(accountId));
     if (this.cache.size >= this.maxEntries) this.cache.clear();
-    this.cache.set(accountId, { limit, until: Date.now() + this.ttlMs });
+    this.cache.set(accountId, { limit, until: Date.now() + this.ttlMs, version });
     return limit;
   }
 
@@ -70,11 +76,11 @@ export interface BurstGateContext {
  * window's end). When the counter store fails the request is allowed (fail-open)
  * and the failure is logged, once per outage.
  */
-export function burstLimitGate(o: { counters: WindowCounter; limits: { limitOf(accountId: string): Promise<number> }; log?: (message: string) => void }) {
+export function burstLimitGate(o: { counters: WindowCounter; limits: { limitOf(accountId: string, version?: string): Promise<number> }; log?: (message: string) => void }) {
   let failing = false;
   return async ({ reply, spec, principal, now }: BurstGateContext): Promise<void> => {
     if (!countsTowardBurstLimit(spec) || !principal.accountId) return;
-    const limit = await o.limits.limitOf(principal.accountId);
+    const limit = await o.limits.limitOf(principal.accountId, readModelVersionOf(principal));
     let used: number;
     try {
       used = await o.counters.add(`burst:${principal.accountId}`, 1, now);

@@ -1,12 +1,13 @@
 import { type Principal, type RouteSpec, ServiceError } from '@svc/contracts';
-import { allowanceOf, periodOf, type PriceTable } from '@svc/domain';
+import { allowanceOf, periodOf, type PriceTable, readModelVersionOf } from '@svc/domain';
 
 /**
  * Billing gates of the edge's pre-flight list (spec "Pre-flight order for
  * inference": permission 403, credit ceiling 402, burst limit 429, billing gate 402).
  */
 export interface AccountStanding {
-  standing(accountId: string, period: string): Promise<{ account: { plan?: unknown; creditLimit?: unknown; inferenceBalanceCents?: unknown } | null; usedMilli: number }>;
+  /** `version`: the read models' version the request saw (read-model-version.ts), for a cache in front. */
+  standing(accountId: string, period: string, version?: string): Promise<{ account: { plan?: unknown; creditLimit?: unknown; inferenceBalanceCents?: unknown } | null; usedMilli: number }>;
 }
 
 /** Operations that draw credits: metered writes, searches, script executions and inference. Deletes, schemas, folders, identity and reads do not. */
@@ -34,25 +35,33 @@ export const INFERENCE_ROUTES = new Set(['POST /v1/rag', 'POST /v1/chat', 'POST 
  * calls `invalidate(accountId)` when it applies usage of that account and
  * `invalidate()` when an account changes, before the writes waiting on that
  * batch answer; so in one process the gate is exact. Where no projector runs
- * beside it the TTL bounds the staleness (a split deployment may let the writes
- * of that interval past the ceiling; docs/limits.md).
+ * beside it (`versioned`) an entry answers only a request that saw the read
+ * models' version it was read at (read-model-version.ts), and a request without
+ * a version reads the database: exact too, across processes.
  */
 export class CachedStanding implements AccountStanding {
-  private readonly cache = new Map<string, { until: number; value: ReturnType<AccountStanding['standing']>; resolved?: Standing }>();
+  private readonly cache = new Map<string, { until: number; version?: string; value: ReturnType<AccountStanding['standing']>; resolved?: Standing }>();
 
   constructor(
     private readonly inner: AccountStanding,
     private readonly ttlMs = 1000,
     private readonly maxEntries = 10_000,
+    private readonly versioned = false,
   ) {}
 
-  standing(accountId: string, period: string): ReturnType<AccountStanding['standing']> {
+  private fresh(hit: { until: number; version?: string } | undefined, version: string | undefined): boolean {
+    if (!hit) return false;
+    return this.versioned ? version !== undefined && hit.version === version : hit.until > Date.now();
+  }
+
+  standing(accountId: string, period: string, version?: string): ReturnType<AccountStanding['standing']> {
     const key = `${accountId}\u0000${period}`;
     const hit = this.cache.get(key);
-    if (hit && hit.until > Date.now()) return hit.value;
+    if (hit && this.fresh(hit, version)) return hit.value;
     const value = this.inner.standing(accountId, period);
+    if (this.versioned && version === undefined) return value;
     if (this.cache.size >= this.maxEntries) this.cache.clear();
-    const entry: { until: number; value: typeof value; resolved?: Standing } = { until: Date.now() + this.ttlMs, value };
+    const entry: { until: number; version?: string; value: typeof value; resolved?: Standing } = { until: Date.now() + this.ttlMs, version, value };
     this.cache.set(key, entry);
     value.then(
       (s) => (entry.resolved = s),
@@ -62,9 +71,9 @@ export class CachedStanding implements AccountStanding {
   }
 
   /** The standing when it is cached, fresh and already read (the gate then decides without waiting); else undefined. */
-  peek(accountId: string, period: string): Standing | undefined {
+  peek(accountId: string, period: string, version?: string): Standing | undefined {
     const hit = this.cache.get(`${accountId}\u0000${period}`);
-    return hit && hit.until > Date.now() ? hit.resolved : undefined;
+    return hit && this.fresh(hit, version) ? hit.resolved : undefined;
   }
 
   /**
@@ -101,12 +110,12 @@ interface GateContext {
 }
 
 /** Refuses with 402 PAYMENT_REQUIRED when the account's usage in the current period has reached its allowance. */
-export function requireCredits(standing: AccountStanding, prices: PriceTable, accountId: string, now: Date): Promise<void> {
-  return requireCreditsIn(standing, prices, accountId, periodOf(now));
+export function requireCredits(standing: AccountStanding, prices: PriceTable, accountId: string, now: Date, version?: string): Promise<void> {
+  return requireCreditsIn(standing, prices, accountId, periodOf(now), version);
 }
 
-const requireCreditsIn = async (standing: AccountStanding, prices: PriceTable, accountId: string, period: string): Promise<void> =>
-  checkCeiling(prices, await standing.standing(accountId, period), period);
+const requireCreditsIn = async (standing: AccountStanding, prices: PriceTable, accountId: string, period: string, version?: string): Promise<void> =>
+  checkCeiling(prices, await standing.standing(accountId, period, version), period);
 
 function checkCeiling(prices: PriceTable, s: Standing, period: string): void {
   const allowance = allowanceOf(prices, s.account);
@@ -129,15 +138,16 @@ export function creditCeilingGate(o: { standing: AccountStanding & { peek?: Cach
     if (!principal.accountId || !drawsCredits(spec) || o.enabled?.() === false) return;
     // A cached standing decides at once: no promise per write on the hot path.
     const period = periodOf(now);
-    const cached = o.standing.peek?.(principal.accountId, period);
+    const version = readModelVersionOf(principal);
+    const cached = o.standing.peek?.(principal.accountId, period, version);
     if (cached) return checkCeiling(o.prices, cached, period);
-    return requireCreditsIn(o.standing, o.prices, principal.accountId, period);
+    return requireCreditsIn(o.standing, o.prices, principal.accountId, period, version);
   };
 }
 
 /** Refuses with 402 INSUFFICIENT_BALANCE when the account's pre-paid inference balance is not positive (balance mode). */
-export async function requireInferenceBalance(standing: AccountStanding, accountId: string, now: Date): Promise<void> {
-  const s = await standing.standing(accountId, periodOf(now));
+export async function requireInferenceBalance(standing: AccountStanding, accountId: string, now: Date, version?: string): Promise<void> {
+  const s = await standing.standing(accountId, periodOf(now), version);
   const balance = Number(s.account?.inferenceBalanceCents ?? 0);
   if (!(balance > 0)) throw new ServiceError('INSUFFICIENT_BALANCE', 'The inference balance is exhausted: top up the account to continue', { details: { balanceCents: Math.max(0, balance) } });
 }
@@ -146,6 +156,6 @@ export async function requireInferenceBalance(standing: AccountStanding, account
 export function inferenceBalanceGate(o: { standing: AccountStanding }) {
   return async ({ spec, principal, now }: GateContext): Promise<void> => {
     if (!principal.accountId || !isInference(spec)) return;
-    await requireInferenceBalance(o.standing, principal.accountId, now);
+    await requireInferenceBalance(o.standing, principal.accountId, now, readModelVersionOf(principal));
   };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '@svc/contracts';
-import { allowanceOf, loadPrices } from '@svc/domain';
+import { allowanceOf, loadPrices, stampReadModelVersion } from '@svc/domain';
 import { CachedStanding, creditCeilingGate, requireCredits, type AccountStanding } from './gates';
 
 /** A read model that counts its queries and answers what the test says the account has used. */
@@ -73,5 +73,38 @@ describe('creditCeilingGate', () => {
     expect(state.queries).toBe(1);
     // Not metered (a read): no decision at all.
     expect(gate({ ...g, spec: { method: 'GET', url: '/v1/records/:id' } })).toBeUndefined();
+  });
+});
+
+describe('CachedStanding, versioned (a process without a projector)', () => {
+  it("answers from an entry only for the read models' version it was read at; without a version it reads the database", async () => {
+    const { state, inner } = readModel('free');
+    const cache = new CachedStanding(inner, 60_000, 10_000, true);
+    expect((await cache.standing('a1', '2026-11', 'v1')).usedMilli).toBe(0);
+    expect((await cache.standing('a1', '2026-11', 'v1')).usedMilli).toBe(0);
+    expect(cache.peek('a1', '2026-11', 'v1')?.usedMilli).toBe(0);
+    expect(state.queries).toBe(1);
+    // Another process's projector applied usage: the next request sees a new version, whatever the TTL says.
+    state.usedMilli = 5000;
+    expect(cache.peek('a1', '2026-11', 'v2')).toBeUndefined();
+    expect((await cache.standing('a1', '2026-11', 'v2')).usedMilli).toBe(5000);
+    expect(state.queries).toBe(2);
+    await cache.standing('a1', '2026-11');
+    await cache.standing('a1', '2026-11');
+    expect(cache.peek('a1', '2026-11')).toBeUndefined();
+    expect(state.queries).toBe(4);
+  });
+
+  it("the credit gate reads the version stamped on the principal", async () => {
+    const prices = loadPrices(undefined);
+    const { state, inner } = readModel('free');
+    const cache = new CachedStanding(inner, 60_000, 10_000, true);
+    const gate = creditCeilingGate({ standing: cache, prices });
+    const at = (version: string) => ({ spec: { method: 'POST' as const, url: '/v1/records' }, principal: stampReadModelVersion({ accountId: 'a1' }, version) as never, now: new Date('2026-11-15T00:00:00Z') });
+    await gate(at('v1'));
+    expect(gate(at('v1'))).toBeUndefined();
+    state.usedMilli = allowanceOf(prices, { plan: 'free' })! * 1000;
+    await expect(gate(at('v2'))).rejects.toThrow(ServiceError);
+    expect(state.queries).toBe(2);
   });
 });

@@ -74,7 +74,7 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
     areas.push(...commandAreas({ deps, secret, pages: p.pages, counters: engines.counters, sql, blobs, storageUrlTtlMs, presigned: s3, scripts: p.scripts?.routes, webhooks: p.webhooks }));
   if (servesQueries(role))
     areas.push(
-      ...queryAreas({ sql, activitySql: engines.searchSql, secret, pages: p.pages, tenancy: caches.tenancy, store, deps, recordCache: caches.recordCache, pageCache: caches.pageCache, blobs, storageUrlTtlMs, presigned: s3, search, log: p.log, models: defaultModels(search, config.llm) }),
+      ...queryAreas({ sql, activitySql: engines.searchSql, secret, pages: p.pages, tenancy: caches.tenancy, schemas: caches.schemas, store, deps, recordCache: caches.recordCache, pageCache: caches.pageCache, blobs, storageUrlTtlMs, presigned: s3, search, log: p.log, models: defaultModels(search, config.llm) }),
     );
   areas.push({ name: 'system', routes: systemRoutes(p.status) });
   if (role.projectors && p.status.runner) areas.push({ name: 'projections', routes: quarantineRoutes(p.status.runner) });

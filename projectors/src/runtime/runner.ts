@@ -1,4 +1,4 @@
-import { ensureCheckpoints, readCheckpoint, resetCheckpoint, writeCheckpoint } from './checkpoints';
+import { ensureCheckpoints, readCheckpoint, resetCheckpoint, touchCheckpoint, writeCheckpoint } from './checkpoints';
 import { type EventStore, type ReadModelBarrier, type Sql, type SqlQueryable, type StoredEvent, streams } from '@svc/domain';
 import { catchUpFeed, type EventFeed } from './feed';
 import { clearQuarantine, ensureQuarantine, errorText, listQuarantine, park, unpark, type QuarantineEntry } from './quarantine';
@@ -328,6 +328,8 @@ export class ProjectionRunner {
         await this.sql.tx(async (q) => {
           await this.applyEvents(q, [e]);
           await unpark(q, this.name, row.position);
+          // The read models changed behind the checkpoint: their version moves (read-model-version.ts).
+          await touchCheckpoint(q, this.name);
         });
         done += 1;
         this.committed([e]);

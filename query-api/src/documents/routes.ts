@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { documentResponse, documentTextResponse, downloadUrlResponse, idParam, limitParam, listDocumentsQuery, listEnvelope, notFound, type Paginator, type Principal, route, type RouteSpec } from '@svc/contracts';
-import { baseUrlOf, type BlobStore, canReach, documentView, type PresignedBlobUrls, type Sql, type StorageGrants, TEXT_READY_STATUSES } from '@svc/domain';
+import { baseUrlOf, type BlobStore, canReach, documentView, type PresignedBlobUrls, readModelVersionOf, type Sql, type StorageGrants, TEXT_READY_STATUSES } from '@svc/domain';
 import type { SchemaReads } from '../schemas/reads';
 import { contextListRoute, dataScopeFilter, visibleOr404 } from '../lists';
 import { DOCUMENT_LOOKUPS, lookupPage, lookupParams, type LookupParams } from '../records/lookups';
@@ -8,7 +8,7 @@ import type { DocumentReads, DocumentRow } from './reads';
 
 export function documentQueryRoutes(o: { sql: Sql; documents: DocumentReads; schemas: SchemaReads; pages: Paginator; blindKey: Buffer; blobs: BlobStore; grants: StorageGrants; presigned?: PresignedBlobUrls }): RouteSpec[] {
   const { documents, schemas, pages } = o;
-  const view = async (d: DocumentRow, full: boolean) => documentView(d, d.schemaId ? await schemas.definition(d.schemaId) : undefined, { full });
+  const view = async (d: DocumentRow, full: boolean, p: Principal) => documentView(d, d.schemaId ? await schemas.definition(d.schemaId, readModelVersionOf(p)) : undefined, { full });
   const reachable = async (p: Principal, id: string) => visibleOr404(await documents.byId(id), (d) => canReach(p, d));
 
   const lookup = (q: LookupParams & { limit: number }, p: Principal, via: 'GET' | 'POST') =>
@@ -46,7 +46,7 @@ export function documentQueryRoutes(o: { sql: Sql; documents: DocumentReads; sch
       summary: 'Get a document (status, payload, sizes)',
       params: idParam,
       response: documentResponse,
-      handler: async ({ params, principal: p }) => view(await reachable(p, params.id), true),
+      handler: async ({ params, principal: p }) => view(await reachable(p, params.id), true, p),
     }),
     route({
       method: 'GET',
@@ -88,7 +88,7 @@ export function documentQueryRoutes(o: { sql: Sql; documents: DocumentReads; sch
       query: listDocumentsQuery,
       item: documentResponse,
       load: (p, filters, after, limit) => documents.list(p.tenantId!, p.contextId!, { ...filters, ...dataScopeFilter(p) }, after, limit),
-      view: (r) => view(r, false),
+      view: (r, _filters, p) => view(r, false, p),
     }),
   ];
 }

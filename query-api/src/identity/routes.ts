@@ -1,5 +1,5 @@
-import { BUILTIN_NAMESPACES, entityResponse, idParam, listEntitiesQuery, listEnvelope, listUsersQuery, namespaceParam, namespaceResponse, notFound, pageQuery, type Paginator, route, type RouteSpec, userResponse } from '@svc/contracts';
-import { canReach, canSeeEntity, entityView, isBuiltinNamespace, type NamespaceEntry, namespaceView, userOwner, userView } from '@svc/domain';
+import { BUILTIN_NAMESPACES, entityResponse, idParam, listEntitiesQuery, listEnvelope, listUsersQuery, namespaceParam, namespaceResponse, notFound, pageQuery, type Paginator, type Principal, route, type RouteSpec, userResponse } from '@svc/contracts';
+import { canReach, canSeeEntity, entityView, isBuiltinNamespace, type NamespaceEntry, namespaceView, readModelVersionOf, userOwner, userView } from '@svc/domain';
 import { contextListRoute, dataScopeFilter, visibleOr404 } from '../lists';
 import type { SchemaReads } from '../schemas/reads';
 import type { EntityRow, IdentityReads, UserRow } from './reads';
@@ -10,9 +10,9 @@ const BUILTIN_DESCRIPTIONS: Record<string, string> = { org: 'Built-in namespace:
 type NamespaceKey = ['b' | 'r', string, string];
 
 export function identityQueryRoutes(reads: IdentityReads, schemas: SchemaReads, pages: Paginator): RouteSpec[] {
-  const definition = async (schemaId: string | null) => (schemaId ? await schemas.definition(schemaId) : undefined);
-  const showUser = async (u: UserRow) => userView(u, await definition(u.schemaId));
-  const showEntity = async (e: EntityRow) => entityView(e, await definition(e.schemaId));
+  const definition = async (schemaId: string | null, p: Principal) => (schemaId ? await schemas.definition(schemaId, readModelVersionOf(p)) : undefined);
+  const showUser = async (u: UserRow, p: Principal) => userView(u, await definition(u.schemaId, p));
+  const showEntity = async (e: EntityRow, p: Principal) => entityView(e, await definition(e.schemaId, p));
   const builtins = async (tenantId: string): Promise<NamespaceEntry[]> => {
     const createdAt = await reads.tenantCreatedAt(tenantId);
     return BUILTIN_NAMESPACES.map((name) => ({ name, description: BUILTIN_DESCRIPTIONS[name], createdAt }));
@@ -67,7 +67,7 @@ export function identityQueryRoutes(reads: IdentityReads, schemas: SchemaReads, 
       summary: 'Get a user',
       params: idParam,
       response: userResponse,
-      handler: async ({ params, principal: p }) => showUser(visibleOr404(await reads.user(params.id), (u) => canReach(p, userOwner(u)))),
+      handler: async ({ params, principal: p }) => showUser(visibleOr404(await reads.user(params.id), (u) => canReach(p, userOwner(u))), p),
     }),
     contextListRoute(pages, {
       name: 'users',
@@ -75,7 +75,7 @@ export function identityQueryRoutes(reads: IdentityReads, schemas: SchemaReads, 
       query: listUsersQuery,
       item: userResponse,
       load: (p, filters, after, limit) => reads.users(p.tenantId!, p.contextId!, { ...filters, ...dataScopeFilter(p) }, after, limit),
-      view: showUser,
+      view: (u, _filters, p) => showUser(u, p),
     }),
     route({
       method: 'GET',
@@ -85,7 +85,7 @@ export function identityQueryRoutes(reads: IdentityReads, schemas: SchemaReads, 
       summary: 'Get an identity entity',
       params: idParam,
       response: entityResponse,
-      handler: async ({ params, principal: p }) => showEntity(visibleOr404(await reads.entity(params.id), (e) => canSeeEntity(p, e))),
+      handler: async ({ params, principal: p }) => showEntity(visibleOr404(await reads.entity(params.id), (e) => canSeeEntity(p, e)), p),
     }),
     contextListRoute(pages, {
       name: 'entities',
@@ -94,7 +94,7 @@ export function identityQueryRoutes(reads: IdentityReads, schemas: SchemaReads, 
       item: entityResponse,
       // A credential limited to scopes sees the entities those scopes name; entities have no owning user.
       load: (p, filters, after, limit) => reads.entities(p.tenantId!, p.contextId!, { ...filters, scopeAnyOf: p.dataScope?.scopes }, after, limit),
-      view: showEntity,
+      view: (e, _filters, p) => showEntity(e, p),
     }),
   ];
 }

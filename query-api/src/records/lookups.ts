@@ -242,7 +242,7 @@ export const wantsPayload = (q: LookupParams) => q.includePayload === true || q.
  */
 export async function lookupPage<R extends { id: string }, T>(
   o: { sql: Sql; pages: Paginator; blindKey: Buffer },
-  target: { name: string; index: LookupIndex; byIds(ids: string[]): Promise<R[]>; view(row: R, full: boolean): Promise<T> },
+  target: { name: string; index: LookupIndex; byIds(ids: string[]): Promise<R[]>; view(row: R, full: boolean, p: Principal): Promise<T> },
   q: LookupParams & { limit: number },
   p: Principal,
   via: 'GET' | 'POST',
@@ -258,6 +258,6 @@ export async function lookupPage<R extends { id: string }, T>(
   const page = o.pages.page(scope, params, hits, limit, (h) => h.cursor, (h) => h.id);
   const byId = new Map((await target.byIds(page.data)).map((r) => [r.id, r]));
   const full = wantsPayload(q);
-  const data = await Promise.all(page.data.map((id) => byId.get(id)).filter((r): r is R => !!r).map((r) => target.view(r, full)));
+  const data = await Promise.all(page.data.map((id) => byId.get(id)).filter((r): r is R => !!r).map((r) => target.view(r, full, p)));
   return { data, nextCursor: page.nextCursor };
 }

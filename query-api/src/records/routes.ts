@@ -1,5 +1,5 @@
 import { batchGetResponse, idParam, invalid, limitParam, listEnvelope, listRecordsQuery, type Paginator, type Principal, recordResponse, route, type RouteSpec } from '@svc/contracts';
-import { canReach, recordView, type Sql } from '@svc/domain';
+import { canReach, readModelVersionOf, recordView, type Sql } from '@svc/domain';
 import { z } from 'zod';
 import { contextListRoute, type CreatedKey, dataScopeFilter, visibleOr404 } from '../lists';
 import { pageKey, type ReadCache } from '../read-cache';
@@ -16,7 +16,7 @@ export function recordQueryRoutes(sql: Sql, records: RecordReads, schemas: Schem
     pageCache
       ? (pageCache.get(pageKey(p.tenantId, p.contextId, what, p.dataScope, p.userId, params), load) as Promise<T>)
       : load();
-  const view = async (r: RecordRow, full: boolean) => recordView(r, await schemas.definition(r.schemaId), { full, indexStatus: r.indexStatus, indexFailure: r.indexFailure, bytes: r.payloadBytes });
+  const view = async (r: RecordRow, full: boolean, p: Principal) => recordView(r, await schemas.definition(r.schemaId, readModelVersionOf(p)), { full, indexStatus: r.indexStatus, indexFailure: r.indexFailure, bytes: r.payloadBytes });
 
   async function lookup(q: LookupParams & { limit: number }, p: Principal, via: 'GET' | 'POST') {
     if (!AUTOMATIC_LOOKUPS.includes(q.field)) return lookupPage({ sql, pages, blindKey }, { name: 'lookup', index: RECORD_LOOKUPS, byIds: (ids) => records.byIds(ids), view }, q, p, via);
@@ -30,7 +30,7 @@ export function recordQueryRoutes(sql: Sql, records: RecordReads, schemas: Schem
     const filter = { type: q.type, ...(q.field === 'userId' ? { userId: String(q.value) } : { scope: String(q.value) }), ...dataScopeFilter(p) };
     const rows = await records.list(p.tenantId!, p.contextId!, filter, after, limit + 1, full);
     const page = pages.page(scope, params, rows, limit, (r): CreatedKey => [r.createdAt, r.id], (r) => r);
-    return { data: await Promise.all(page.data.map((r) => view(r, full))), nextCursor: page.nextCursor };
+    return { data: await Promise.all(page.data.map((r) => view(r, full, p))), nextCursor: page.nextCursor };
   }
   const list = contextListRoute(pages, {
     name: 'records',
@@ -39,7 +39,7 @@ export function recordQueryRoutes(sql: Sql, records: RecordReads, schemas: Schem
     query: listRecordsQuery,
     item: recordResponse,
     load: (p, filters, after, limit) => records.list(p.tenantId!, p.contextId!, { ...filters, ...dataScopeFilter(p) }, after, limit, filters.includePayload === 'true'),
-    view: (r, filters) => view(r, filters.includePayload === 'true'),
+    view: (r, filters, p) => view(r, filters.includePayload === 'true', p),
   });
 
   return [
@@ -89,7 +89,7 @@ export function recordQueryRoutes(sql: Sql, records: RecordReads, schemas: Schem
       response: batchGetResponse,
       handler: async ({ body, principal: p }) => {
         const rows = new Map((await records.byIds([...new Set(body.ids)])).filter((r) => canReach(p, r)).map((r) => [r.id, r]));
-        const data = await Promise.all(body.ids.filter((id) => rows.has(id)).map((id) => view(rows.get(id)!, true)));
+        const data = await Promise.all(body.ids.filter((id) => rows.has(id)).map((id) => view(rows.get(id)!, true, p)));
         return { data, notFound: body.ids.filter((id) => !rows.has(id)) };
       },
     }),
@@ -102,7 +102,7 @@ export function recordQueryRoutes(sql: Sql, records: RecordReads, schemas: Schem
       summary: 'Get a record with its full payload (sensitive values masked)',
       params: idParam,
       response: recordResponse,
-      handler: async ({ params, principal: p }) => view(visibleOr404(await records.byId(params.id), (r) => canReach(p, r)), true),
+      handler: async ({ params, principal: p }) => view(visibleOr404(await records.byId(params.id), (r) => canReach(p, r)), true, p),
     }),
     { ...list, handler: (ctx) => cachedPage(ctx.principal, 'list', ctx.query, () => list.handler(ctx)) },
   ];

@@ -1,18 +1,39 @@
 import type { Principal, SchemaDefinition } from '@svc/contracts';
 import { canSeeSchema, type Owned, type Sql } from '@svc/domain';
 
+export interface SchemaCacheOptions {
+  /** How long a definition is kept where the projector beside it drops it on change (the backstop; default 2 s). */
+  ttlMs?: number;
+  /**
+   * No projector beside this process: a definition answers only a request that saw the read models' version it
+   * was read at (read-model-version.ts); a request without one reads the database.
+   */
+  versioned?: boolean;
+}
+
 export type SchemaDoc = SchemaDefinition & { id: string; schemaVersion: number; createdAt: string; updatedAt: string; active: boolean; capabilities: Record<string, boolean> };
 type Row = { doc: SchemaDoc; tenant_id: string; context_id: string; deleted: boolean; created_at: Date | string };
 
 /**
- * Schema reads. Definitions used to shape record responses are cached briefly;
- * this process's projector clears an entry as soon as the schema changes.
+ * Schema reads. Definitions used to shape record responses are cached: beside
+ * a projector (role all) until it applies a change of that schema (`invalidate`,
+ * before the write waiting on it answers; 2 s as the backstop), elsewhere for
+ * the read models' version they were read at (`versioned`). A read in flight is
+ * shared by the requests that may use it, and one that an invalidation overtook
+ * is dropped with its entry.
  */
 export class SchemaReads {
-  private cache = new Map<string, { doc: SchemaDoc; at: number }>();
-  private readonly ttlMs = 2000;
+  private cache = new Map<string, { doc: Promise<SchemaDoc | undefined>; at: number; version?: string }>();
+  private readonly ttlMs: number;
+  private readonly versioned: boolean;
 
-  constructor(private readonly sql: Sql) {}
+  constructor(
+    private readonly sql: Sql,
+    o: SchemaCacheOptions = {},
+  ) {
+    this.ttlMs = o.ttlMs ?? 2000;
+    this.versioned = o.versioned ?? false;
+  }
 
   /** A schema the principal may see (canSeeSchema), else null. */
   async byId(p: Principal, schemaId: string): Promise<SchemaDoc | null> {
@@ -32,17 +53,20 @@ export class SchemaReads {
     return r;
   }
 
-  /** The definition a record was written against (deleted schemas still describe their records). */
-  async definition(schemaId: string): Promise<SchemaDoc | undefined> {
+  /** The definition a record was written against (deleted schemas still describe their records). `version`: the read models' version the request saw. */
+  definition(schemaId: string, version?: string): Promise<SchemaDoc | undefined> {
     const hit = this.cache.get(schemaId);
-    if (hit && Date.now() - hit.at < this.ttlMs) return hit.doc;
-    const { rows } = await this.sql.query<Row>('SELECT doc FROM rm_schemas WHERE schema_id = $1', [schemaId]);
-    if (!rows[0]) return undefined;
-    this.cache.set(schemaId, { doc: rows[0].doc, at: Date.now() });
-    if (this.cache.size > 10_000) this.cache.clear();
-    return rows[0].doc;
+    if (hit && (this.versioned ? version !== undefined && hit.version === version : Date.now() - hit.at < this.ttlMs)) return hit.doc;
+    const doc = this.sql.query<Row>('SELECT doc FROM rm_schemas WHERE schema_id = $1', [schemaId]).then(({ rows }) => rows[0]?.doc);
+    if (this.versioned && version === undefined) return doc;
+    if (this.cache.size >= 10_000) this.cache.clear();
+    const entry = { doc, at: Date.now(), version };
+    this.cache.set(schemaId, entry);
+    doc.catch(() => this.cache.get(schemaId) === entry && this.cache.delete(schemaId));
+    return doc;
   }
 
+  /** Forgets one schema's definition, or every one (with any read in flight). */
   invalidate(schemaId?: string) {
     if (schemaId) this.cache.delete(schemaId);
     else this.cache.clear();

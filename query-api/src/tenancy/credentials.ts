@@ -1,4 +1,4 @@
-import { CREDENTIAL_CHANGE_CHANNEL, type Sql } from '@svc/domain';
+import { CREDENTIAL_CHANGE_CHANNEL, readModelVersionSql, type Sql, stampReadModelVersion } from '@svc/domain';
 import { hashSecret, type Principal } from '@svc/contracts';
 
 type Row = {
@@ -16,6 +16,7 @@ type Row = {
   wire_version_pin: string | null;
   default_context_id: string | null;
   context_deleted: boolean;
+  read_version?: string | null;
 };
 
 export interface CredentialCacheOptions {
@@ -30,6 +31,12 @@ export interface CredentialCacheOptions {
    * revocations: there nothing but a NOTIFY, unordered with the client's next request, would tell the cache.
    */
   cacheHits?: boolean;
+  /**
+   * The projection runner whose checkpoint versions the read models (roles without a projector): each lookup
+   * also reads that version, in the same statement, and stamps it on the principal it answers (read-model-version.ts),
+   * for the caches the request meets later. Such a principal is never served from the cache (it carries its request's version).
+   */
+  readModelVersion?: string;
 }
 
 export const CREDENTIAL_CACHE_DEFAULTS = { ttlMs: 5000, maxEntries: 10_000, maxMisses: 1_000 } as const;
@@ -51,7 +58,11 @@ export const CREDENTIAL_CACHE_DEFAULTS = { ttlMs: 5000, maxEntries: 10_000, maxM
  * NOTIFY is not ordered with the client's next request, so a process without
  * such a projector keeps only misses (`cacheHits: false`): every known
  * credential is read from the database, and a revocation answered anywhere
- * holds on its next request.
+ * holds on its next request. There that read also brings the read models'
+ * version (`readModelVersion`), which the request's other caches check their
+ * entries against (domain/src/ports/read-model-version.ts). A remembered miss
+ * stays right: secrets are made when a credential is issued, so one presented
+ * before cannot start working.
  */
 export class CredentialResolver {
   private hits = new Map<string, { p: Principal; at: number }>();
@@ -64,6 +75,7 @@ export class CredentialResolver {
   private readonly maxEntries: number;
   private readonly maxMisses: number;
   private readonly cacheHits: boolean;
+  private readonly versionRunner: string | undefined;
 
   constructor(
     private readonly sql: Sql,
@@ -73,7 +85,8 @@ export class CredentialResolver {
     this.ttlMs = o.ttlMs ?? CREDENTIAL_CACHE_DEFAULTS.ttlMs;
     this.maxEntries = Math.max(1, o.maxEntries ?? CREDENTIAL_CACHE_DEFAULTS.maxEntries);
     this.maxMisses = Math.max(0, o.maxMisses ?? CREDENTIAL_CACHE_DEFAULTS.maxMisses);
-    this.cacheHits = o.cacheHits ?? true;
+    this.versionRunner = o.readModelVersion;
+    this.cacheHits = (o.cacheHits ?? true) && !this.versionRunner;
   }
 
   /** Entries held now (known credentials, remembered misses). */
@@ -119,17 +132,17 @@ export class CredentialResolver {
     const { rows } = await this.sql.query<Row>(
       `SELECT c.credential_id, c.account_id, c.kind, c.tenant_id, c.environment, c.context_id, c.cross_context, c.allowed_actions,
               c.data_scope, c.user_id, c.expires_at, c.wire_version_pin, t.default_context_id,
-              (x.deleted_at IS NOT NULL) AS context_deleted
+              (x.deleted_at IS NOT NULL) AS context_deleted${this.versionRunner ? `, ${readModelVersionSql('$2')} AS read_version` : ''}
          FROM rm_credentials c
          LEFT JOIN rm_tenants t ON t.tenant_id = c.tenant_id
          LEFT JOIN rm_contexts x ON x.context_id = c.context_id
         WHERE c.secret_hash = $1 AND NOT c.revoked`,
-      [hash],
+      this.versionRunner ? [hash, this.versionRunner] : [hash],
     );
     const r = rows[0];
     // A confined credential dies with its context; a cross-context one falls back to the default context.
     if (!r || (r.context_deleted && !r.cross_context)) return null;
-    return {
+    return stampReadModelVersion<Principal>({
       credentialId: r.credential_id,
       kind: r.kind,
       accountId: r.account_id,
@@ -142,7 +155,7 @@ export class CredentialResolver {
       userId: r.user_id,
       wireVersionPin: r.wire_version_pin,
       ...(r.expires_at ? { expiresAt: new Date(r.expires_at).getTime() } : {}),
-    };
+    }, r.read_version);
   }
 
   private live(p: Principal | null): Principal | null {

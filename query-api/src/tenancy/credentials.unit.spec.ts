@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { hashSecret } from '@svc/contracts';
-import type { Sql } from '@svc/domain';
+import { readModelVersionOf, type Sql } from '@svc/domain';
 import { CredentialResolver } from './credentials';
 
 /**
@@ -32,14 +32,15 @@ function readModel(known: string[]) {
       },
     ]),
   );
-  const counter = { lookups: 0, hold: undefined as Promise<void> | undefined };
+  const counter = { lookups: 0, hold: undefined as Promise<void> | undefined, versioned: undefined as string | undefined, version: 1 };
   const sql = {
     kind: 'pglite',
     async query(_text: string, params?: unknown[]) {
       counter.lookups += 1;
       const row = rows.get(params?.[0] as string);
+      counter.versioned = params?.[1] as string | undefined;
       if (counter.hold) await counter.hold;
-      return { rows: row ? [row] : [] };
+      return { rows: row ? [params?.[1] ? { ...row, read_version: `${counter.version}.1` } : row] : [] };
     },
     exec: async () => {},
     tx: async () => {
@@ -162,5 +163,20 @@ describe('CredentialResolver cache', () => {
     await resolver.resolve(good);
     await resolver.resolve(bad);
     expect(counter.lookups).toBe(4);
+  });
+
+  it("with readModelVersion: every lookup reads the read models' version and stamps it on the principal, kept by a spread, never cached", async () => {
+    const good = 'st_good';
+    const { sql, counter } = readModel([good]);
+    const resolver = new CredentialResolver(sql, { ttlMs: 60_000, readModelVersion: 'read-models' });
+    const p = await resolver.resolve(good);
+    expect(counter.versioned).toBe('read-models');
+    expect(readModelVersionOf(p)).toBe('1.1');
+    expect(readModelVersionOf({ ...p!, contextId: 'other' })).toBe('1.1');
+    expect(JSON.stringify(p)).not.toContain('1.1');
+    counter.version = 2;
+    expect(readModelVersionOf(await resolver.resolve(good))).toBe('2.1');
+    expect(counter.lookups).toBe(2);
+    expect(resolver.size.entries).toBe(0);
   });
 });

@@ -5,6 +5,7 @@ import type { ActivityRecorder } from '../activity/recorder';
 import type { Config } from '../config';
 import { commandAreas, defaultModels, queryAreas, storageRouteSpecs } from '../features';
 import { type Area, areaPlugin, byArea } from '../http/areas';
+import { deploymentRoutes } from '../http/catalogue';
 import { createEdge, type EdgeOptions } from '../http/edge';
 import { buildOpenApi } from '../http/openapi';
 import { quarantineRoutes } from '../http/quarantine-routes';
@@ -72,16 +73,17 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
   const areas: Area[] = [];
   if (servesCommands(role))
     areas.push(...commandAreas({ deps, secret, pages: p.pages, counters: engines.counters, sql, blobs, storageUrlTtlMs, presigned: s3, scripts: p.scripts?.routes, webhooks: p.webhooks }));
-  if (servesQueries(role))
-    areas.push(
-      ...queryAreas({ sql, activitySql: engines.searchSql, secret, pages: p.pages, tenancy: caches.tenancy, schemas: caches.schemas, store, deps, recordCache: caches.recordCache, pageCache: caches.pageCache, blobs, storageUrlTtlMs, presigned: s3, search, log: p.log, models: defaultModels(search, config.llm) }),
-    );
+  const readAreas = () =>
+    queryAreas({ sql, activitySql: engines.searchSql, secret, pages: p.pages, tenancy: caches.tenancy, schemas: caches.schemas, store, deps, recordCache: caches.recordCache, pageCache: caches.pageCache, blobs, storageUrlTtlMs, presigned: s3, search, log: p.log, models: defaultModels(search, config.llm) });
+  if (servesQueries(role)) areas.push(...readAreas());
   areas.push({ name: 'system', routes: systemRoutes(p.status) });
   if (role.projectors && p.status.runner) areas.push({ name: 'projections', routes: quarantineRoutes(p.status.runner) });
   const all = areas.flatMap((a) => a.routes);
-  // Scripts' list and lookup calls run the REST read routes of this process.
-  if (p.scripts) p.scripts.executor.reads = readRoutesOf(all);
-  const openapi = buildOpenApi(all, { publicUrl: config.publicUrl });
+  // Scripts' list and lookup calls run the REST read routes in this process, also where it does not serve them
+  // over HTTP (role command: a script runs where its POST /v1/scripts/execute lands).
+  if (p.scripts) p.scripts.executor.reads = readRoutesOf(servesQueries(role) ? all : readAreas().flatMap((a) => a.routes));
+  // A split role describes the whole API of the deployment (the router's one API), not only its own routes.
+  const openapi = buildOpenApi(servesCommands(role) && servesQueries(role) ? all : deploymentRoutes(all), { publicUrl: config.publicUrl });
   const description = route({ method: 'GET', url: '/openapi.json', auth: 'none', summary: 'This API description', handler: async () => openapi });
   all.push(description);
   areas.push({ name: 'openapi', routes: [description] });

@@ -27,6 +27,12 @@
  * at a steady BENCH_INDEX_RATE (200/s) for BENCH_INDEX_SECONDS (10), and get by id, lookup and TEXT search quiet vs while
  * BENCH_BACKLOG (5,000) HYBRID records wait for their vectors (two services with the same records, measured in
  * BENCH_READ_SLICES (4) alternating slices per read).
+ * Section 5 (kafka.ts, BENCH_ONLY=kafka; needs KAFKA_BROKERS and DATABASE_URL): relay + Kafka end to end (BENCH_KAFKA_EVENTS,
+ * 20,000), sustained creates (BENCH_KAFKA_RATE 200/s x BENCH_KAFKA_SECONDS 20), each stage alone on one backlog (append,
+ * relay, raw Kafka consume, projector), and the query role with 1 then 2 replicas behind the router (BENCH_KAFKA_SCALE,
+ * default 1,2; empty skips): BENCH_KAFKA_CLIENTS (32) clients, BENCH_KAFKA_SCALE_MS (12,000) a phase after
+ * BENCH_KAFKA_SCALE_WARMUP_MS (2,000), TEXT search over BENCH_KAFKA_NOTES (2,000) searchable records; in the two-replica
+ * topology the reads again with the router to one replica vs to both, BENCH_KAFKA_SLICES (4) alternating slices each.
  * Results: .cache/bench-results.json (what-if runs: .cache/bench-results.whatif-<name>.json)
  * Companions: tests/bench/profile.ts (CPU profile + SQL census of one scenario),
  * tests/bench/engine-micro.ts (per-statement PGlite costs, read shapes).
@@ -337,8 +343,13 @@ async function main() {
     const databaseUrl = process.env.DATABASE_URL;
     if (!brokers || !databaseUrl) log(`5. Kafka: skipped (${!brokers ? 'KAFKA_BROKERS' : 'DATABASE_URL'} is not set; start a broker with deploy/engines/kafka.sh)`);
     else {
-      const S5 = '5. Relay + Kafka feed (PostgreSQL, split roles as processes: relay, projector, query, command)';
-      const k = await benchKafka({ brokers, databaseUrl, events: envInt('BENCH_KAFKA_EVENTS', 20_000), rate: envInt('BENCH_KAFKA_RATE', 200), seconds: envInt('BENCH_KAFKA_SECONDS', 20), log });
+      const S5 = '5. Relay + Kafka feed and scale-out (PostgreSQL, split roles as processes: relay, projector, query, command; X rows through the shipped router)';
+      const replicas = (process.env.BENCH_KAFKA_SCALE ?? '1,2').split(',').map((x) => Number(x.trim())).filter((x) => x > 0);
+      const k = await benchKafka({
+        brokers, databaseUrl, events: envInt('BENCH_KAFKA_EVENTS', 20_000), rate: envInt('BENCH_KAFKA_RATE', 200), seconds: envInt('BENCH_KAFKA_SECONDS', 20),
+        concurrency: envInt('BENCH_KAFKA_CLIENTS', 32), scaleMs: envInt('BENCH_KAFKA_SCALE_MS', 12_000), scaleWarmupMs: envInt('BENCH_KAFKA_SCALE_WARMUP_MS', 2000),
+        notes: envInt('BENCH_KAFKA_NOTES', 2000), replicas, slices: envInt('BENCH_KAFKA_SLICES', 4), log,
+      });
       const rate = (n: number, s: number): LoadResult => ({ ops: n, seconds: s, opsPerSec: n / s, p50: NaN, p90: NaN, p99: NaN, max: NaN, errors: 0 });
       const k1 = rate(k.e2e.events, k.e2e.seconds);
       const rkf = rate(k.rawFeed.events, k.rawFeed.seconds);
@@ -358,6 +369,38 @@ async function main() {
         { id: 'K2l', section: S5, name: `  projection lag in time during K2 (oldest unapplied event's age, ${lag.samples} samples / 100 ms)`, result: lagMs, target: 'report', verdict: 'info' },
         { id: 'K2e', section: S5, name: '  projection lag in events during K2 (head - read-models checkpoint), p50 / p99 / max', note: `${lag.lagEvents.p50} / ${lag.lagEvents.p99} / ${lag.lagEvents.max}`, target: 'report', verdict: 'info' },
       );
+      // K3: each stage of the pipeline alone on one backlog (same topology as K1/K2).
+      const b = k.backlog;
+      const bn = b.events.toLocaleString('en-US');
+      const k3k = rate(b.kafka.events, b.kafka.events / b.kafka.perSec);
+      const k3p = rate(b.projector.events, b.projector.events / b.projector.perSec);
+      rows.push(
+        { id: 'K3a', section: S5, name: `event store append on PostgreSQL, ${bn} RecordCreated by 32 committers, relay and projector stopped`, result: rate(b.events, b.append.seconds), target: 'report', verdict: 'info' },
+        { id: 'K3r', section: S5, name: `the relay draining that backlog to Kafka (once publishing; from its spawn to head ${b.relay.totalSeconds.toFixed(1)} s, /healthz up at ${b.relay.startSeconds.toFixed(1)} s)`, result: rate(b.relay.events, b.relay.events / b.relay.perSec), target: 'report', ratio: { value: b.relay.perSec / b.append.perSec, vs: 'K3a' }, verdict: 'info' },
+        { id: 'K3k', section: S5, name: `raw: kafkajs consumer (fresh group, no decoding) reading the same ${b.kafka.events.toLocaleString('en-US')} messages of the topology's topic, ${b.partitions} partitions`, result: k3k, verdict: 'base' },
+        { id: 'K3p', section: S5, name: `the projector's read models applying the same backlog from Kafka (once applying; from its spawn to head ${b.projector.totalSeconds.toFixed(1)} s, /healthz up at ${b.projector.startSeconds.toFixed(1)} s; search-index at head ${b.searchIndexSeconds.toFixed(1)} s)`, result: k3p, target: 'report', ratio: { value: k3p.opsPerSec / k3k.opsPerSec, vs: 'K3k' }, verdict: 'info' },
+      );
+      // X: the query role scaled out behind the router (a fresh topology per replica count).
+      const x1 = k.scale[0];
+      const cpuNote = (p: (typeof k.scale)[number]['writes']) => `machine ${p.machineCores.toFixed(1)}/${p.cpus} cores busy, query ${(p.roleCores.query ?? 0).toFixed(2)}, command ${(p.roleCores.command ?? 0).toFixed(2)}, projector ${(p.roleCores.projector ?? 0).toFixed(2)}`;
+      for (const x of k.scale) {
+        const first = x === x1;
+        const vs = (a: LoadResult, b0: LoadResult, id: string) => (first ? undefined : { value: a.opsPerSec / b0.opsPerSec, vs: id });
+        const who = `${x.replicas} quer${x.replicas > 1 ? 'y replicas' : 'y replica'}`;
+        rows.push(
+          { id: `X${x.replicas}w`, section: S5, name: `${who}: writes POST /v1/records through the router (${cpuNote(x.writes)})`, result: x.writes, target: 'report', ratio: vs(x.writes, x1.writes, `X${x1.replicas}w`), verdict: first ? 'base' : 'info' },
+          { id: `X${x.replicas}g`, section: S5, name: `${who}: reads GET /v1/records/:id, ${x.hotIds}-id working set (${cpuNote(x.byId)})`, result: x.byId, target: 'report', ratio: vs(x.byId, x1.byId, `X${x1.replicas}g`), verdict: first ? 'base' : 'info' },
+          { id: `X${x.replicas}s`, section: S5, name: `${who}: POST /v1/search TEXT over ${x.notes} records, ${x.search.hits.toFixed(1)}/page (${cpuNote(x.search)})`, result: x.search, target: 'report', ratio: vs(x.search, x1.search, `X${x1.replicas}s`), verdict: first ? 'base' : 'info' },
+        );
+        x.alternating.forEach((a, i) => {
+          const id = `XA${'gs'[i] ?? i}`;
+          const q = (p: typeof a.one) => Object.entries(p.procCores).filter(([n]) => n.startsWith('query')).sort(([a], [b]) => a.localeCompare(b)).map(([n, c]) => `${n} ${c.toFixed(2)}`).join(', ');
+          rows.push(
+            { id: `${id}1`, section: S5, name: `  same topology, ${a.name}, router to query-1 only, ${a.slices} slices alternating with ${id}${x.replicas} (cores: ${q(a.one)}; machine ${a.one.machineCores.toFixed(1)})`, result: a.one, verdict: 'base' },
+            { id: `${id}${x.replicas}`, section: S5, name: `  same topology, ${a.name}, router to all ${x.replicas} replicas (cores: ${q(a.all)}; machine ${a.all.machineCores.toFixed(1)})`, result: a.all, target: 'report', ratio: { value: a.all.opsPerSec / a.one.opsPerSec, vs: `${id}1` }, verdict: 'info' },
+          );
+        });
+      }
     }
   }
 

@@ -101,7 +101,10 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
     // function, not the number: Fastify 5.12.1 and later ignore a numeric trustProxy (it fails closed, so req.ip would
     // stay the proxy's). proxy-addr calls it with hop 0 for the TCP peer, 1 for the right-most X-Forwarded-For entry, ...
     trustProxy: trustHops(opts.trustProxyHops ?? 0),
-    return503OnClosing: true,
+    // While closing, requests that arrive on a kept-alive connection are served, not refused with fastify's own 503
+    // (no Retry-After, not our body): each answer then says `Connection: close` (onSend below), so a router moves to
+    // another replica without a failed request and the connections end, letting close() finish at once.
+    return503OnClosing: false,
     // Node's HTTP parser refusals (malformed requests, oversized headers) answer in our error body too.
     clientErrorHandler: (err, socket) => {
       const code = (err as NodeJS.ErrnoException).code;
@@ -171,7 +174,13 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
     }
   });
 
+  let draining = false;
+  app.addHook('preClose', async () => {
+    draining = true;
+  });
+
   app.addHook('onSend', async (req, reply, payload) => {
+    if (draining) reply.header('connection', 'close');
     // Every RATE_LIMITED answer of an authenticated request (burst limit, script concurrency, batch collision budget)
     // says X-RateLimit-Remaining: 0 (spec "Rate limits"), whatever the burst gate counted before; X-RateLimit-Limit stays.
     // The edge per-IP ceiling refuses before authentication and keeps its own shape.

@@ -6,6 +6,8 @@
 #                                              export ELASTICSEARCH_URL="$(deploy/engines/elasticsearch.sh start)"
 #   deploy/engines/elasticsearch.sh stop     stop the node this script started (pid file), wait until it is gone,
 #                                            delete its data dir (logs stay until `clean`)
+#   ES_KEEP_DATA=1 ... stop / start          stop keeping the data dir; start again on it (a restart with the same
+#                                            data, for fault tests); without a kept data dir start uses a fresh one
 #   deploy/engines/elasticsearch.sh clean    stop, then delete the instance directory (logs included)
 #   deploy/engines/elasticsearch.sh status   exit 0 when the instance runs and answers (prints its URL), 1 otherwise
 #   deploy/engines/elasticsearch.sh fetch    only fetch, unpack and prepare the distribution
@@ -34,6 +36,7 @@
 #                                /var/cache/svc-engines)
 #   ES_RUN_USER (nobody)         the user the node runs as when this script runs as root
 #   ES_START_TIMEOUT (180)       seconds to wait for the cluster to answer yellow/green
+#   ES_KEEP_DATA (unset)         1: `stop` keeps the data dir and `start` reuses it (see above)
 set -euo pipefail
 
 ES_VERSION="${ES_VERSION:-9.5.0}"
@@ -205,7 +208,10 @@ start() {
   mkdir -p "$STATE/tmp" "$STATE/logs"
   # The zip's jvm.options writes gc.log into the working directory; keep it with the instance's logs.
   sed -i "s#file=gc.log#file=$STATE/logs/gc.log#; s#^-XX:+HeapDumpOnOutOfMemoryError#-XX:-HeapDumpOnOutOfMemoryError#" "$STATE/config/jvm.options"
-  local data; data="$(mktemp -d "$STATE/data.XXXXXX")"
+  local data=""
+  # ES_KEEP_DATA=1: the data dir a `stop` kept (a restart on the same data), else a fresh one.
+  if [[ "${ES_KEEP_DATA:-}" == 1 && -f "$STATE/data-dir" ]]; then data="$(cat "$STATE/data-dir")"; [[ -d "$data" ]] || data=""; fi
+  if [[ -z "$data" ]]; then data="$(mktemp -d "$STATE/data.XXXXXX")"; fi
   echo "$data" >"$STATE/data-dir"
   if [[ -n "$RUN_USER" ]]; then chown -R "$RUN_USER:$(id -gn "$RUN_USER")" "$STATE"; fi
   chmod 755 "$STATE"
@@ -244,16 +250,18 @@ stop() {
     if our_pid >/dev/null; then say "pid $pid ignored SIGTERM for 60 s; killing it"; kill -KILL "$pid" 2>/dev/null || true; fi
     for _ in $(seq 1 40); do our_pid >/dev/null || break; sleep 0.25; done
     if our_pid >/dev/null; then die "pid $pid is still running"; fi
+    # The JVM may still be exiting (its cmdline is gone first): wait until it has let go of its ports.
+    for _ in $(seq 1 80); do port_taken "$PORT" || port_taken "$TPORT" || break; sleep 0.25; done
     say "stopped (pid $pid)"
   fi
   rm -f "$PIDFILE"
-  if [[ -f "$STATE/data-dir" ]]; then rm -rf "$(cat "$STATE/data-dir")" "$STATE/data-dir"; fi
+  if [[ -f "$STATE/data-dir" && "${ES_KEEP_DATA:-}" != 1 ]]; then rm -rf "$(cat "$STATE/data-dir")" "$STATE/data-dir"; fi
 }
 
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
-  clean) stop; rm -rf "$STATE" ;;
+  clean) ES_KEEP_DATA= stop; rm -rf "$STATE" ;;
   status)
     if pid="$(our_pid)" && answers; then say "running (pid $pid, cluster $(health))"; echo "$URL"
     else say "not running"; exit 1; fi ;;

@@ -1,6 +1,7 @@
 import { parse as pgliteParse, PGlite, protocol } from '@electric-sql/pglite';
 import pg from 'pg';
 import { prepareValue } from 'pg/lib/utils.js';
+import { ServiceError } from '@svc/contracts';
 import type { Sql, SqlQueryable } from '@svc/domain';
 
 /** int8 as a JS number: positions and counters stay far below 2^53. */
@@ -61,45 +62,141 @@ export async function tableExists(q: SqlQueryable, table: string): Promise<boole
   return rows[0].n > 0;
 }
 
-/** A PostgreSQL server through a `pg` pool. */
+/** Seconds a client is asked to wait (Retry-After) before retrying a request refused because the database did not answer. */
+export const DATABASE_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * SQLSTATEs of a server that cannot serve now: class 08 (connection exception), 57P01-57P03 (admin or crash
+ * shutdown, cannot connect now: stopping or starting), 53300 (too many connections).
+ */
+const UNAVAILABLE_SQLSTATE = /^(08...|57P0[1-3]|53300)$/;
+/** Errors of the socket or of node-postgres itself when the server went away or never answered. */
+const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const UNAVAILABLE_MESSAGE = /^(Connection terminated|Client has encountered a connection error|Client was closed|timeout exceeded when trying to connect)/;
+
+/** The database server did not answer, or refused for now: nothing about the statement itself. */
+export function databaseUnavailable(e: unknown): boolean {
+  if (!(e instanceof Error)) return false;
+  const code = (e as { code?: unknown }).code;
+  if (typeof code === 'string' && (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_ERRNO.has(code))) return true;
+  return UNAVAILABLE_MESSAGE.test(e.message);
+}
+
+/**
+ * A lost or refused connection as the service answers it: 503 UNAVAILABLE with Retry-After (never a 500). The
+ * request may be retried after the pause; a write whose connection was lost during its commit may have been applied
+ * (send an Idempotency-Key to retry it safely). Other errors pass unchanged.
+ */
+function unavailableError(e: unknown): unknown {
+  if (!databaseUnavailable(e)) return e;
+  const err = new ServiceError('UNAVAILABLE', 'The database is temporarily unavailable', { headers: { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) } });
+  return Object.assign(err, { cause: e });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A PostgreSQL server through a `pg` pool. A server that goes away (restarted, failed over) is survived: the pool
+ * opens new connections once it answers again, a statement or transaction that fails for it throws 503 UNAVAILABLE
+ * (unavailableError), a client that broke inside a transaction is discarded instead of crashing the process (a
+ * checked-out client's 'error' has no listener in pg-pool), and the LISTEN connection is opened again, after which
+ * every listener is called once with an empty payload: notifications sent meanwhile were lost, so whatever it keeps
+ * in step by them must be read again.
+ */
 export async function openPostgres(url: string, max = 10): Promise<Sql> {
   const pool = new pg.Pool({ connectionString: url, max, types: pgTypes as never });
   pool.on('error', () => {}); // idle-client errors surface on the next query instead of crashing
   const listeners = new Map<string, Set<(p: string) => void>>();
   let listenClient: pg.PoolClient | undefined;
+  let listening: Promise<pg.PoolClient> | undefined;
+  let closed = false;
   const wrap = (c: pg.Pool | pg.PoolClient): SqlQueryable => ({
-    query: async <T,>(text: string, params?: unknown[]) => ({ rows: (await c.query(text, params as unknown[])).rows as T[] }),
+    query: async <T,>(text: string, params?: unknown[]) => {
+      try {
+        return { rows: (await c.query(text, params as unknown[])).rows as T[] };
+      } catch (e) {
+        throw unavailableError(e);
+      }
+    },
     exec: async (text: string) => {
-      await c.query(text);
+      try {
+        await c.query(text);
+      } catch (e) {
+        throw unavailableError(e);
+      }
     },
   });
+
+  /** The LISTEN connection, opened (again) with every channel listened to. */
+  const listenConnection = (): Promise<pg.PoolClient> => {
+    if (listenClient) return Promise.resolve(listenClient);
+    listening ??= (async () => {
+      const client = await pool.connect().catch((e) => Promise.reject(unavailableError(e)));
+      try {
+        for (const channel of listeners.keys()) await client.query(`LISTEN "${channel}"`);
+      } catch (e) {
+        client.release(e as Error);
+        throw unavailableError(e);
+      }
+      client.on('notification', (n) => listeners.get(n.channel)?.forEach((l) => l(n.payload ?? '')));
+      client.on('error', (e) => {
+        // The server went away: this connection is discarded and opened again once the server answers.
+        if (listenClient !== client) return;
+        listenClient = undefined;
+        client.release(e);
+        void relisten();
+      });
+      listenClient = client;
+      return client;
+    })().finally(() => (listening = undefined));
+    return listening;
+  };
+
+  /** Opens the LISTEN connection again (backoff up to 5 s), then tells every listener that notifications were missed. */
+  const relisten = async () => {
+    for (let attempt = 0; !closed && !listenClient; attempt++) {
+      await sleep(Math.min(5000, 100 * 2 ** Math.min(attempt, 6)));
+      if (closed) return;
+      try {
+        await listenConnection();
+      } catch {
+        continue;
+      }
+      for (const set of listeners.values()) for (const l of set) l('');
+    }
+  };
+
   return {
     kind: 'postgres',
     ...wrap(pool),
     async tx(fn) {
-      const client = await pool.connect();
+      const client = await pool.connect().catch((e) => Promise.reject(unavailableError(e)));
+      // While checked out, a client's 'error' (the server went away) has no listener of the pool's: caught here, and the
+      // client is discarded at release instead of going back to the pool.
+      let broken: Error | undefined;
+      const onError = (e: Error) => (broken ??= e);
+      client.on('error', onError);
       try {
         await client.query('BEGIN');
         const out = await fn(wrap(client));
         await client.query('COMMIT');
         return out;
       } catch (e) {
-        await client.query('ROLLBACK').catch(() => {});
-        throw e;
+        await client.query('ROLLBACK').catch((r) => (broken ??= r));
+        throw unavailableError(e);
       } finally {
-        client.release();
+        client.off('error', onError);
+        client.release(broken);
       }
     },
     async listen(channel, listener) {
-      if (!listenClient) {
-        listenClient = await pool.connect();
-        listenClient.on('notification', (n) => listeners.get(n.channel)?.forEach((l) => l(n.payload ?? '')));
-      }
       let set = listeners.get(channel);
       if (!set) {
         set = new Set();
         listeners.set(channel, set);
-        await listenClient.query(`LISTEN "${channel}"`);
+        const client = await listenConnection();
+        // A connection opened just now for this call has listened to the channel already (it LISTENs to every channel known).
+        await client.query(`LISTEN "${channel}"`).catch((e) => Promise.reject(unavailableError(e)));
       }
       set.add(listener);
       return async () => {
@@ -107,7 +204,9 @@ export async function openPostgres(url: string, max = 10): Promise<Sql> {
       };
     },
     async close() {
+      closed = true;
       listenClient?.release();
+      listenClient = undefined;
       await pool.end();
     },
   };

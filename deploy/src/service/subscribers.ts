@@ -99,7 +99,7 @@ export async function startReactors(o: {
   uploadPoller?.start();
 
   // Search: its own projector and checkpoint ('search-index'), outside the read-your-writes barrier.
-  const searchIndexer = search ? new SearchIndexer(searchSql, store, search, { vectorCapacity: config.vectorCapacity, blobs, log: (m, e) => log(`${m}: ${e instanceof Error ? e.message : String(e)}`) }) : undefined;
+  const searchIndexer = search ? new SearchIndexer(searchSql, store, search, { vectorCapacity: config.vectorCapacity, blobs, log: (m, e) => log(e === undefined ? m : `${m}: ${e instanceof Error ? e.message : String(e)}`) }) : undefined;
   // A change of embedding model: contexts recorded with another model are rebuilt in the background, the old vectors answering meanwhile.
   const modelRebuild =
     searchIndexer && search!.vectors instanceof ModelSwitchVectorIndex

@@ -1,5 +1,6 @@
 import { Client, errors, type estypes } from '@elastic/elasticsearch';
 import { dateOperand, FILTER_KEY_RE, type FilterClause, type IndexedItem, type ItemFilter, parseComplexQuery, type QueryNode, type Scalar, type TextHit, type TextIndex, TextIndexError, type TextSearch } from '@svc/domain';
+import { TextIndexUnavailable } from './text-unavailable';
 
 /**
  * Keyword search on Elasticsearch through the official client
@@ -25,6 +26,13 @@ import { dateOperand, FILTER_KEY_RE, type FilterClause, type IndexedItem, type I
  *
  * `search` returns ranked ids and scores only; `hydrate` fetches text and
  * highlighted snippets of the page shown.
+ *
+ * The index lives on a server that can lose it (restarted on an empty data
+ * directory, deleted by hand): failures of the server rather than of an item
+ * are TextIndexUnavailable (`missing` when the index is gone), `created` says
+ * that the last init() had to create the index, and `lost()` checks that it is
+ * still there with its marker (the mapping's `_meta`); the search projector
+ * rebuilds the keyword index from the log when it was lost (indexer.ts).
  */
 type Doc = {
   item_id: string; chunk_no: number; tenant_id: string; context_id: string; source_type: string; type_name: string | null;
@@ -65,6 +73,8 @@ export class ElasticsearchTextIndex implements TextIndex {
   private readonly log: (m: string) => void;
   /** The stemmer of the index (known after init). */
   stemmer: (typeof STEMMERS)[number]['name'] | 'unknown' = 'unknown';
+  /** The last init() created the index: it was missing (a first start, or a server that lost it). */
+  created = false;
 
   constructor(o: { url: string; index: string; client?: Client; log?: (m: string) => void }) {
     this.index = o.index;
@@ -77,17 +87,28 @@ export class ElasticsearchTextIndex implements TextIndex {
       return await fn();
     } catch (e) {
       if (e instanceof TextIndexError) throw e;
-      throw new TextIndexError(`Elasticsearch ${what} failed: ${describe(e)}`, e);
+      const message = `Elasticsearch ${what} failed: ${describe(e)}`;
+      if (indexMissing(e)) throw new TextIndexUnavailable(message, e, true);
+      if (unavailable(e)) throw new TextIndexUnavailable(message, e);
+      throw new TextIndexError(message, e);
     }
   }
 
   async init(): Promise<void> {
+    this.created = false;
     await this.call('init', async () => {
       for (const s of STEMMERS) {
-        if (await this.client.indices.exists({ index: this.index })) return this.readStemmer();
+        if (await this.client.indices.exists({ index: this.index })) {
+          if (await this.marked()) return this.readStemmer();
+          // An index of our name without our marker was made by something else: a write that reached the server after
+          // it lost the index (auto-created, with a dynamic mapping). Replaced, so the projector rebuilds it.
+          this.log(`Elasticsearch index ${this.index} has no mapping marker (_meta): created by something else, replacing it`);
+          await this.client.indices.delete({ index: this.index, ignore_unavailable: true });
+        }
         try {
           await this.client.indices.create({ index: this.index, ...indexBody(s) });
           this.stemmer = s.name;
+          this.created = true;
           if (s.name === 'none') this.log(`Elasticsearch index ${this.index}: no English stemmer on this server (analysis-common or the svc-english-stem plugin); keyword search does not stem`);
           return;
         } catch (e) {
@@ -97,6 +118,24 @@ export class ElasticsearchTextIndex implements TextIndex {
         }
       }
     });
+  }
+
+  /** The index carries the marker this adapter writes at creation (its mapping's `_meta.version`). */
+  private async marked(): Promise<boolean> {
+    const m = await this.client.indices.getMapping({ index: this.index, filter_path: ['*.mappings._meta'] });
+    return typeof (Object.values(m)[0]?.mappings?._meta as { version?: unknown } | undefined)?.version === 'number';
+  }
+
+  /**
+   * True when the server answers that the index is gone or lacks its marker (the search projector then rebuilds
+   * it); false while it is there, and when the server does not answer (nothing is known then).
+   */
+  async lost(): Promise<boolean> {
+    try {
+      return !(await this.client.indices.exists({ index: this.index }, SEARCH_OPTIONS)) || !(await this.marked());
+    } catch {
+      return false;
+    }
   }
 
   private async readStemmer(): Promise<void> {
@@ -283,14 +322,33 @@ export class ElasticsearchTextIndex implements TextIndex {
       }
       const r = await this.client.bulk({ operations, refresh: last && refresh });
       if (r.errors) {
-        const bad = r.items.map((it) => Object.values(it)[0]).find((x) => x?.error);
-        throw new TextIndexError(`Elasticsearch bulk write reported errors: ${bad?.error?.type}: ${bad?.error?.reason ?? ''}`.slice(0, 500));
+        const failed = r.items.map((it) => Object.values(it)[0]).filter((x) => x?.error);
+        const bad = failed[0];
+        const message = `Elasticsearch bulk write reported errors: ${bad?.error?.type}: ${bad?.error?.reason ?? ''}`.slice(0, 500);
+        if (failed.some((x) => x?.error?.type === 'index_not_found_exception')) throw new TextIndexUnavailable(message, undefined, true);
+        // Refused for now (a full queue, shards not yet started): the server's state, not the items'.
+        if (failed.every((x) => UNAVAILABLE_STATUS.has(x!.status))) throw new TextIndexUnavailable(message);
+        throw new TextIndexError(message);
       }
     }
   }
 }
 
 const passageId = (itemId: string, chunkNo: number) => `${itemId}:${chunkNo}`;
+
+/** Statuses of a server that refuses for now (too many requests, bad gateway, unavailable: a cluster block, shards not started; gateway timeout). */
+const UNAVAILABLE_STATUS = new Set([429, 502, 503, 504]);
+
+/** The index is gone: the server answered index_not_found_exception. */
+function indexMissing(e: unknown): boolean {
+  return e instanceof errors.ResponseError && e.body?.error?.type === 'index_not_found_exception';
+}
+
+/** The server did not answer, or refused for now: nothing is wrong with what was asked. */
+function unavailable(e: unknown): boolean {
+  if (e instanceof errors.ConnectionError || e instanceof errors.TimeoutError || e instanceof errors.NoLivingConnectionsError) return true;
+  return e instanceof errors.ResponseError && UNAVAILABLE_STATUS.has(e.statusCode ?? 0);
+}
 
 function describe(e: unknown): string {
   if (e instanceof errors.ResponseError) {

@@ -6,6 +6,7 @@ import { catchUpFeed, type EventFeed } from '../runtime/feed';
 import { CATALOGUE_TABLES, SearchCatalogue } from './catalogue';
 import { documentCatalogueItem, loadDocument } from './documents';
 import { OutcomeLog, type RecordOutcome } from './outcomes';
+import { TextIndexUnavailable } from './text-unavailable';
 import { FairQueue, ROUND_PASSAGES, VectorJobStore, newJob, type Slice, type VecErr, type VectorJob, type VectorJobSpec } from './vector-queue';
 
 /**
@@ -29,8 +30,25 @@ import { FairQueue, ROUND_PASSAGES, VectorJobStore, newJob, type Slice, type Vec
  *
  * `current` (and `waitFor`, `stats.position`) is the position up to which every event is
  * fully indexed: the checkpoint, or just before the oldest queued vector job.
+ *
+ * The keyword index may live on a server that can fail or lose it (Elasticsearch). While it
+ * does not answer, batches are retried without counting attempts (TextIndexUnavailable:
+ * nothing is marked FAILED for it). When it was lost (created again at start while the
+ * checkpoint is past 0, gone on a write, or gone at a probe every TEXT_PROBE_MS), it is
+ * rebuilt from the log up to the checkpoint before the next batch: the text leg only, the
+ * catalogue, vectors, vector jobs and outcomes were not lost (restoreText).
  */
 export const SEARCH_INDEX = 'search-index';
+/** The checkpoint row of a keyword-index rebuild under way (the position it rebuilds up to): a crash resumes it at the next start. */
+export const SEARCH_TEXT_REBUILD = 'search-index:text-rebuild';
+/** How often the projector checks that a keyword index that can be lost (its adapter's `lost`) is still there. */
+export const TEXT_PROBE_MS = 5000;
+
+/**
+ * What a keyword index on a server that can lose it tells the projector (the Elasticsearch adapter): whether its
+ * last init() had to create it, and whether it is gone now (false when the server does not answer).
+ */
+type LosableTextIndex = TextIndex & { created?: boolean; lost?: () => Promise<boolean> };
 
 /** The engines the search projector writes (ports: domain/src/ports/search.ts), and its catalogue. */
 export interface IndexerEngines {
@@ -92,6 +110,12 @@ export class SearchIndexer {
   private wake: (() => void) | undefined;
   private halted = false;
   private halt = deferred();
+  /** The keyword index was lost: rebuilt from the log before the next batch (restoreText). */
+  private textLost = false;
+  /** That rebuild while it runs: its progress, the position it goes up to, and the schemas as of its progress. */
+  private textReplay: { at: number; upTo: number; schemas: Map<string, SchemaDefinition> } | null = null;
+  private probe: ReturnType<typeof setInterval> | undefined;
+  private probing = false;
   /** Where events come from (set before start): the store's catch-up subscription unless Kafka is configured. */
   feed?: EventFeed;
 
@@ -104,6 +128,7 @@ export class SearchIndexer {
       try {
         return await batch(items);
       } catch (e) {
+        if (e instanceof TextIndexUnavailable) throw e; // the engine's failure: item by item would fail the same way
         this.o.log?.(`projection ${SEARCH_INDEX}: batched ${leg} write of ${items.length} items failed, writing them one by one`, e);
       }
     }
@@ -139,6 +164,9 @@ export class SearchIndexer {
     await this.engines.text.init();
     await this.engines.vectors.init();
     this.position = await readCheckpoint(this.sql, SEARCH_INDEX);
+    // A keyword index created just now while the checkpoint says events were indexed was lost (or is new to this
+    // deployment: ELASTICSEARCH_URL set on an existing one); a rebuild cut short by a stop or a crash goes on.
+    if (((this.engines.text as LosableTextIndex).created && this.position > 0) || (await readCheckpoint(this.sql, SEARCH_TEXT_REBUILD)) > 0) this.textLost = true;
     // Vector jobs queued before a stop or a crash are served again (from their first passage).
     this.queue.clear();
     for (const spec of await this.jobs.all()) this.queue.put(newJob(spec));
@@ -149,6 +177,11 @@ export class SearchIndexer {
     this.resume();
     if (this.loop) return;
     this.abort = new AbortController();
+    if ((this.engines.text as LosableTextIndex).lost) {
+      this.probe = setInterval(() => void this.checkText(), TEXT_PROBE_MS);
+      this.probe.unref?.();
+    }
+    if (this.textLost) void this.checkText();
     this.loop = (this.feed ?? catchUpFeed(this.store)).follow(SEARCH_INDEX, {
       from: this.position,
       // Events per batch: one text write, one vector write and one outcome round (appended, then applied by the read
@@ -172,6 +205,8 @@ export class SearchIndexer {
   /** Stops following the log and serving vector jobs (a model call under way is abandoned; its job is served again after a start). */
   async stop(): Promise<void> {
     this.abort.abort();
+    clearInterval(this.probe);
+    this.probe = undefined;
     await this.loop;
     await this.checkpointing;
     this.loop = undefined;
@@ -208,6 +243,9 @@ export class SearchIndexer {
     await this.engines.vectors.drop();
     await ensureCheckpoints(this.sql);
     await resetCheckpoint(this.sql, SEARCH_INDEX);
+    await resetCheckpoint(this.sql, SEARCH_TEXT_REBUILD);
+    this.textLost = false;
+    this.textReplay = null;
     await this.init();
     this.position = 0;
     this.resume();
@@ -268,10 +306,94 @@ export class SearchIndexer {
   }
 
   private async applyBatchNow(events: StoredEvent[]): Promise<number> {
+    // A lost keyword index is rebuilt first (up to the checkpoint), then this batch is applied; never the batch first
+    // (a stop cut the rebuild short): the rebuild's older states would then overwrite its newer ones.
+    if (this.textLost) await this.restoreText();
+    if (this.textLost) throw new Error('stopped while the keyword index was being rebuilt (it goes on at the next start)');
     const first = events[0].position;
     if (this.attempt.position !== first) this.attempt = { position: first, n: 0 };
     this.attempt.n += 1;
-    const lastAttempt = this.attempt.n >= (this.o.attempts ?? 3);
+    try {
+      return await this.applyEvents(events, this.attempt.n >= (this.o.attempts ?? 3));
+    } catch (e) {
+      // The keyword engine's failure, not the batch's: no attempt is counted (nothing is marked FAILED for it), the feed
+      // retries the batch until the engine answers again. A lost index is rebuilt before the retry.
+      if (e instanceof TextIndexUnavailable) {
+        this.attempt.n -= 1;
+        if (e.missing) this.textLost = true;
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * Rebuilds a lost keyword index from the log: creates it again, then writes the text leg of every event up to the
+   * checkpoint, as `rebuild` would, leaving the catalogue, the vectors, the vector jobs and the outcomes as they are
+   * (they were not lost; nothing is appended). Runs between batches; after a failure it goes on where it stopped,
+   * after a crash from the start (SEARCH_TEXT_REBUILD), and when the index is lost again meanwhile it starts over.
+   */
+  private async restoreText(): Promise<void> {
+    if (!this.textLost) return;
+    const started = Date.now();
+    if (!this.textReplay) {
+      await this.engines.text.init();
+      await writeCheckpoint(this.sql, SEARCH_TEXT_REBUILD, Math.max(1, this.position));
+      this.textReplay = { at: 0, upTo: this.position, schemas: new Map() };
+      this.o.log?.(`projection ${SEARCH_INDEX}: the keyword index was lost; rebuilding it from the log up to position ${this.position}`);
+    }
+    const r = this.textReplay;
+    let events = 0;
+    try {
+      while (r.at < r.upTo && !this.abort.signal.aborted) {
+        const batch = (await this.store.readAll(r.at, 500)).filter((e) => e.position <= r.upTo);
+        if (!batch.length) break;
+        await this.applyEvents(batch, true);
+        r.at = batch[batch.length - 1].position;
+        events += batch.length;
+      }
+    } catch (e) {
+      if (e instanceof TextIndexUnavailable && e.missing) this.textReplay = null;
+      throw e;
+    }
+    if (r.at < r.upTo && this.abort.signal.aborted) return;
+    await resetCheckpoint(this.sql, SEARCH_TEXT_REBUILD);
+    this.textReplay = null;
+    this.textLost = false;
+    this.o.log?.(`projection ${SEARCH_INDEX}: keyword index rebuilt from the log up to position ${r.upTo} (${events} events) in ${Date.now() - started} ms`);
+  }
+
+  /** Between batches: rebuilds the keyword index when it was lost, or when the adapter's probe finds it gone. */
+  private async checkText(): Promise<void> {
+    if (this.probing) return;
+    this.probing = true;
+    try {
+      if (!this.textLost && (await (this.engines.text as LosableTextIndex).lost?.())) {
+        this.o.log?.(`projection ${SEARCH_INDEX}: the keyword index is gone (its server lost it)`);
+        this.textLost = true;
+      }
+      if (this.textLost) await this.exclusive(() => this.restoreText());
+    } catch (e) {
+      this.stats.errors += 1;
+      this.stats.lastError = message(e);
+      this.o.log?.(`projection ${SEARCH_INDEX}: the keyword index could not be rebuilt yet, retrying`, e);
+    } finally {
+      this.probing = false;
+    }
+  }
+
+  /** Schema definitions for indexing: the catalogue's, or while the keyword index is rebuilt, the log's as of the rebuild's progress. */
+  private async schemasOf(ids: string[]): Promise<Map<string, SchemaDefinition>> {
+    const replay = this.textReplay;
+    if (!replay) return this.engines.catalogue.schemas(ids);
+    const out = new Map<string, SchemaDefinition>();
+    const rest = ids.filter((id) => !replay.schemas.has(id));
+    for (const id of ids) if (replay.schemas.has(id)) out.set(id, replay.schemas.get(id)!);
+    if (rest.length) for (const [id, d] of await this.engines.catalogue.schemas(rest)) out.set(id, d);
+    return out;
+  }
+
+  /** Applies a batch of events (while the keyword index is rebuilt, `textReplay`: its text leg only). */
+  private async applyEvents(events: StoredEvent[], lastAttempt: boolean): Promise<number> {
     const cat = this.engines.catalogue;
     const pending = new Map<string, Pending>();
     const docs = new Map<string, DocTouch>();
@@ -291,7 +413,8 @@ export class SearchIndexer {
         case 'SchemaCreated':
         case 'SchemaUpdated': {
           const d = e.data as EventData<'SchemaCreated'>;
-          await cat.putSchema(d.schemaId, d.definition as SchemaDefinition);
+          if (this.textReplay) this.textReplay.schemas.set(d.schemaId, d.definition as SchemaDefinition);
+          else await cat.putSchema(d.schemaId, d.definition as SchemaDefinition);
           break;
         }
         case 'RecordCreated': {
@@ -355,6 +478,7 @@ export class SearchIndexer {
       }
     }
     await flushAll();
+    if (this.textReplay) return events[events.length - 1].position;
     await this.outcomes.append(outcomes.records);
     await this.appendDocumentOutcomes(outcomes.documents);
 
@@ -373,6 +497,7 @@ export class SearchIndexer {
 
   /** Removes a context from both indexes, the catalogue and the vector queue (its queued work is cancelled). */
   private async dropContext(tenantId: string, contextId: string): Promise<void> {
+    if (this.textReplay) return this.engines.text.deleteContext(tenantId, contextId);
     this.queue.removeContext(tenantId, contextId);
     await this.jobs.deleteContext(tenantId, contextId);
     await this.engines.text.deleteContext(tenantId, contextId);
@@ -402,7 +527,7 @@ export class SearchIndexer {
       if (state.indexMode === 'NONE' || !state.tenantId || !state.contextId) continue;
       // A document of a torn-down context or tenant (its blobs are gone): nothing to index, no outcome to record.
       if (await gone!(state.tenantId, state.contextId)) continue;
-      const def = state.schemaId ? (await this.engines.catalogue.schemas([state.schemaId])).get(state.schemaId) : undefined;
+      const def = state.schemaId ? (await this.schemasOf([state.schemaId])).get(state.schemaId) : undefined;
       const item = documentCatalogueItem(state, def, { accountId: t.m.accountId, revision });
       const fresh = t.textRevision !== null && t.textRevision === state.textRevision;
       if (fresh && state.textRetained && state.textRef) {
@@ -433,10 +558,11 @@ export class SearchIndexer {
     const out: Flushed = { records: [], documents: [] };
     const deleted = [...pending.values()].filter((p) => p.kind === 'delete').map((p) => p.itemId);
     // Queued vector work of deleted items is cancelled (the stored rows too, whatever the queue in memory holds).
-    for (const id of deleted) this.queue.remove(id);
-    await this.jobs.delete(deleted);
+    if (!this.textReplay) for (const id of deleted) this.queue.remove(id);
+    if (!this.textReplay) await this.jobs.delete(deleted);
     for (const id of deleted) {
       await text.deleteItem(id);
+      if (this.textReplay) continue;
       await vectors.deleteItem(id);
       await catalogue.remove(id);
     }
@@ -453,7 +579,7 @@ export class SearchIndexer {
     // Independent reads (and writes, below) are sent together: with the search database in another thread, each
     // round trip waits for this thread's turn, so overlapping them shortens a batch.
     const [defs, before] = await Promise.all([
-      catalogue.schemas(ups.map((u) => u.item.schemaId!).filter(Boolean)),
+      this.schemasOf(ups.map((u) => u.item.schemaId!).filter(Boolean)),
       catalogue.items([...ups, ...metaOnly].map((u) => u.item.itemId)),
     ]);
 
@@ -464,10 +590,11 @@ export class SearchIndexer {
       try {
         await text.updateItemMeta(p.item);
       } catch (e) {
+        if (e instanceof TextIndexUnavailable) throw e;
         if (!lastAttempt) throw new LegFailure(`index legs failed: ${(e as Error).message}`);
         this.o.log?.(`projection ${SEARCH_INDEX}: filters of a document could not be updated`, e);
       }
-      await catalogue.put({ ...p.item, vectors: known.vectors });
+      if (!this.textReplay) await catalogue.put({ ...p.item, vectors: known.vectors });
     }
     if (!ups.length) return out;
     const tenantVectors = new Map<string, number>();
@@ -497,12 +624,18 @@ export class SearchIndexer {
         try {
           await text.replaceItem(indexedOf(w));
         } catch (e) {
+          if (e instanceof TextIndexUnavailable) throw e;
           w.textErr = (e as Error).message;
         }
       },
     );
 
     if (!lastAttempt && work.some((w) => w.textErr)) throw new LegFailure(`index legs failed: ${work.map((w) => w.textErr).filter(Boolean)[0]}`);
+    if (this.textReplay) {
+      // Rebuilding the keyword index: nothing else was lost. An item its engine refuses stays out of it (as it was).
+      for (const w of work) if (w.textErr) this.o.log?.(`projection ${SEARCH_INDEX}: ${w.item.itemId} could not be written again to the keyword index`, new Error(w.textErr));
+      return out;
+    }
 
     // 2. vectors, within the per-tenant capacity: queued as vector jobs, embedded and written by the vector queue (fairly
     //    across tenants, below). An item's earlier job is replaced by its new one, or cancelled when the new state needs none.

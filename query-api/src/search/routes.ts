@@ -67,8 +67,10 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
     if (useText && textFailed) degradedLegs.push('text');
     if (useVector && vectorFailed) degradedLegs.push('vector');
     const allFailed = degradedLegs.length === (useText ? 1 : 0) + (useVector ? 1 : 0);
-    if (allFailed) throw new ServiceError('UNAVAILABLE', 'Search is temporarily unavailable');
-    if (degradedLegs.length && b.requireComplete) throw new ServiceError('UNAVAILABLE', `Search is degraded (${degradedLegs.join(', ')} unavailable) and requireComplete is set`);
+    // Engines that do not answer now (a restart, an outage): the client may retry after the pause, as after the router's own 503.
+    const retry = { headers: { 'retry-after': '1' } };
+    if (allFailed) throw new ServiceError('UNAVAILABLE', 'Search is temporarily unavailable', retry);
+    if (degradedLegs.length && b.requireComplete) throw new ServiceError('UNAVAILABLE', `Search is degraded (${degradedLegs.join(', ')} unavailable) and requireComplete is set`, retry);
     const itemOf = (h: LegHit) => passages.get(h.key)!.itemId;
     // uniqueDocuments: each leg keeps its best passage per document.
     const bestPerItem = (hits: LegHit[]) => {

@@ -506,7 +506,9 @@ describe('documents', () => {
     await eventually(async () => (await dfound({ query: 'narwhal', mode: 'TEXT', folderId: dChild })).includes('moving'));
     expect(await dfound({ query: 'narwhal', mode: 'TEXT', folderId: dTop })).toEqual([]);
     expect(await dfound({ query: 'narwhal', mode: 'TEXT', filters: { region: 'east' } })).toEqual(['moving']);
-    expect(await dfound({ query: 'narwhal tusk', mode: 'SEMANTIC', folderId: dChild, filters: { region: 'east' } })).toContain('moving');
+    // The vector leg's copy of the filters follows on its own (through the router it is read by another process,
+    // which sees LanceDB's new rows within a second): eventually, like every search.
+    await eventually(async () => (await dfound({ query: 'narwhal tusk', mode: 'SEMANTIC', folderId: dChild, filters: { region: 'east' } })).includes('moving'));
     expect(await dfound({ query: 'narwhal', mode: 'TEXT', filters: { region: 'north' } })).toEqual([]);
     expect((await api.del(`/v1/documents/${doc.id}`, dk)).status).toBe(204);
     await eventually(async () => !(await dfound({ query: 'narwhal', mode: 'TEXT' })).includes('moving'));

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serverUrl, tempDir } from '../support/engines';
 import { NGINX } from '../support/router';
 import { eventually, freePort, ROOT, type Answer, type Api } from '../support/service';
-import { brokers, SKIP_REASON } from './kafka-support';
+import { brokers, listAllRecords, SKIP_REASON } from './kafka-support';
 import { Topology } from './topology';
 
 /**
@@ -186,18 +186,7 @@ describe.skipIf(!!skip)(`engine restarts under the split roles (private PostgreS
   }
 
   /** Every record of the type, following the cursor. */
-  async function listAll(typeName: string): Promise<any[]> {
-    const out: any[] = [];
-    let cursor: string | null = null;
-    for (let pages = 0; pages < 500; pages++) {
-      const r = await api.get(`/v1/records?type=${typeName}&limit=100${cursor ? `&startFrom=${encodeURIComponent(cursor)}` : ''}`, root);
-      expect(r.status, r.text).toBe(200);
-      out.push(...r.body.data);
-      cursor = r.body.nextCursor;
-      if (!cursor) break;
-    }
-    return out;
-  }
+  const listAll = (typeName: string) => listAllRecords(api, root, typeName, 500);
 
   /** Acknowledged writes that are not (yet) listed once, at their version, INDEXED: empty when all are. */
   async function notSettled(typeName: string, acked: Acked[]): Promise<string[]> {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serverUrl, tempDir } from '../support/engines';
 import { eventually, freePort, type Answer, type Api } from '../support/service';
-import { brokers, kafkaScript, SKIP_REASON } from './kafka-support';
+import { brokers, kafkaScript, listAllRecords, SKIP_REASON } from './kafka-support';
 import { Topology } from './topology';
 
 /**
@@ -99,18 +99,7 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
   }, 120_000);
 
   /** Every record of the type, following the cursor. */
-  async function listAll(): Promise<any[]> {
-    const out: any[] = [];
-    let cursor: string | null = null;
-    for (let pages = 0; pages < 200; pages++) {
-      const r = await api.get(`/v1/records?type=${typeName}&limit=100${cursor ? `&startFrom=${encodeURIComponent(cursor)}` : ''}`, root);
-      expect(r.status, r.text).toBe(200);
-      out.push(...r.body.data);
-      cursor = r.body.nextCursor;
-      if (!cursor) break;
-    }
-    return out;
-  }
+  const listAll = () => listAllRecords(api, root, typeName, 200);
 
   /** Waits until the relay has published the head and every projection of the projector has applied it. */
   async function caughtUp(timeoutMs = 180_000): Promise<void> {

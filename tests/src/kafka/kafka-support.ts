@@ -3,7 +3,8 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { Kafka, logLevel, type KafkaMessage } from 'kafkajs';
 import type { KafkaSettings } from '@svc/projectors';
-import { ROOT } from '../support/service';
+import { expect } from 'vitest';
+import { ROOT, type Api } from '../support/service';
 import { serverUrl } from '../support/engines';
 
 /** KAFKA_BROKERS of the run (unset: the Kafka suites are skipped). */
@@ -57,4 +58,18 @@ export function kafkaScript(cmd: 'start' | 'stop' | 'clean' | 'status', env: Rec
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` }),
     );
   });
+}
+
+/** Every record of `typeName` the token can list, following the cursor (at most `maxPages` pages of 100). */
+export async function listAllRecords(api: Api, token: string, typeName: string, maxPages: number): Promise<any[]> {
+  const out: any[] = [];
+  let cursor: string | null = null;
+  for (let pages = 0; pages < maxPages; pages++) {
+    const r = await api.get(`/v1/records?type=${typeName}&limit=100${cursor ? `&startFrom=${encodeURIComponent(cursor)}` : ''}`, token);
+    expect(r.status, r.text).toBe(200);
+    out.push(...r.body.data);
+    cursor = r.body.nextCursor;
+    if (!cursor) break;
+  }
+  return out;
 }

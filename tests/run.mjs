@@ -27,6 +27,10 @@ else console.log('  SKIP  Redis stopped mid-service: redis-server is not install
 const nginx = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
 if (nginx) console.log(`  RUN   nginx (${nginx}): the split deployment behind the shipped router (deploy/k8s/router.nginx.conf)`);
 else console.log('  SKIP  nginx is not installed, so the split-deployment suites (which run the shipped router) cannot start: apt-get install nginx-light');
+// The browser suites (CORS from another origin, the API page, the example page) drive Debian's chromium.
+const chromium = process.env.CHROMIUM_PATH ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
+if (chromium) console.log(`  RUN   chromium (${chromium}): the browser suites (a page from another origin, the API page, the example page)`);
+else console.log('  SKIP  chromium is not installed, so the browser suites are skipped: apt-get install chromium (or set CHROMIUM_PATH)');
 const throughRouter = process.env.E2E_TARGET === 'router';
 if (throughRouter) console.log('  MODE  E2E_TARGET=router: each black-box suite runs on the split deployment behind the shipped router');
 console.log('Embedded engines (PGlite, in-process catch-up) always run.\n');

@@ -13,7 +13,20 @@ export const EXTERNALIZE_AT_BYTES = 4 * 1024;
 
 const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const PHONE_RE = /^\+?[0-9 ()./-]{6,32}$/;
-const DATE_RE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-](\d{2}):?(\d{2}))?)?$/;
+
+/**
+ * An ISO-8601 date or date-time that names a real instant: Date.parse alone rolls 2026-02-31 over to March 3 and
+ * takes 24:00, so the calendar day, the clock and the offset are checked field by field.
+ */
+export function isIsoDate(v: string): boolean {
+  const m = DATE_RE.exec(v);
+  if (!m) return false;
+  const [y, mo, d, h = 0, mi = 0, s = 0, oh = 0, om = 0] = m.slice(1).map((x) => (x === undefined ? undefined : Number(x)));
+  const day = new Date(Date.UTC(y!, mo! - 1, d!));
+  if (day.getUTCFullYear() !== y || day.getUTCMonth() !== mo! - 1 || day.getUTCDate() !== d) return false;
+  return h! <= 23 && mi! <= 59 && s! <= 59 && oh! <= 23 && om! <= 59 && !Number.isNaN(Date.parse(v));
+}
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -66,7 +79,7 @@ function checkField(f: FieldDef, v: unknown, budget: PatternBudget): void {
     case 'date':
       if (typeof v === 'number') {
         if (!Number.isInteger(v)) throw invalid(`${at}: must be an ISO-8601 date or epoch milliseconds`);
-      } else if (typeof v !== 'string' || !DATE_RE.test(v) || Number.isNaN(Date.parse(v))) throw invalid(`${at}: must be an ISO-8601 date or epoch milliseconds`);
+      } else if (typeof v !== 'string' || !isIsoDate(v)) throw invalid(`${at}: must be an ISO-8601 date or epoch milliseconds`);
       break;
     case 'enum':
       if (!f.enumValues!.some((e) => e === v)) throw invalid(`${at}: must be one of ${f.enumValues!.map((e) => JSON.stringify(e)).join(', ')}`);

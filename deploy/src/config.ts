@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { loadPrices, type PriceTable } from '@svc/domain';
+import type { CorsOrigins } from './http/cors';
 
 export type Role = 'all' | 'command' | 'query' | 'projector' | 'relay';
 
@@ -64,12 +65,16 @@ export interface Config {
    * entry is the TCP peer. 0 ignores X-Forwarded-For entirely; the shipped router (deploy/k8s/router.nginx.conf) is 1.
    */
   trustProxyHops: number;
+  /** CORS_ORIGINS: `*` or the exact origins browsers may call the API from; unset, no CORS headers (docs/api.md "CORS"). */
+  corsOrigins?: CorsOrigins;
   /**
    * Metering and the per-account burst limits are on unless METERING=0 / RATE_LIMITS=0 (docs/operations.md):
    * the switches exist for the benchmark that measures their cost and for trusted single-tenant installs.
    */
   metering: boolean;
   rateLimits: boolean;
+  /** Most open change streams (GET /v1/changes) per context in each process serving reads (CHANGE_STREAMS_PER_CONTEXT, default 1,000); then 429. */
+  changeStreamsPerContext: number;
   /** Scripts (docs/scripts.md): wall-clock budget per execution (SCRIPT_TIMEOUT_MS, default 15,000; tests lower it) and sandbox threads (SCRIPT_THREADS, default 4). */
   scripts: { timeoutMs: number; threads: number };
   /** Inference (decisions §8; docs/inference.md): an OpenAI-compatible chat-completions endpoint and the model ids it serves; else the built-in model alone. */
@@ -127,8 +132,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     edgeRateLimitPerMinute: wholeNumber(env.EDGE_RATE_LIMIT_PER_MINUTE, 20_000, 'EDGE_RATE_LIMIT_PER_MINUTE', 'a whole number of requests per minute (0 disables)'),
     trustProxyHops: wholeNumber(env.TRUST_PROXY_HOPS, 0, 'TRUST_PROXY_HOPS', 'a whole number of trusted reverse-proxy hops (0 or more; 0 ignores X-Forwarded-For)'),
+    corsOrigins: corsOrigins(env.CORS_ORIGINS),
     metering: env.METERING !== '0',
     rateLimits: env.RATE_LIMITS !== '0',
+    changeStreamsPerContext: wholeNumber(env.CHANGE_STREAMS_PER_CONTEXT, 1000, 'CHANGE_STREAMS_PER_CONTEXT', 'a whole number of open change streams per context'),
     scripts: {
       timeoutMs: env.SCRIPT_TIMEOUT_MS ? Math.min(15_000, Math.max(100, Number(env.SCRIPT_TIMEOUT_MS))) : 15_000,
       threads: env.SCRIPT_THREADS ? Math.max(1, Number(env.SCRIPT_THREADS)) : 4,
@@ -156,6 +163,29 @@ function publicUrl(env: NodeJS.ProcessEnv): string {
   if (env.PUBLIC_URL) return env.PUBLIC_URL.replace(/\/+$/, '');
   const host = env.HOST && !['0.0.0.0', '::', '[::]'].includes(env.HOST) ? env.HOST : '127.0.0.1';
   return `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${Number(env.PORT ?? 8080)}`;
+}
+
+/**
+ * CORS_ORIGINS: `*`, or comma-separated origins each written exactly as a browser sends it in `Origin` (scheme, host
+ * in lower case, port unless the scheme's default; no path, no trailing slash), so a list entry never silently fails
+ * to match. Anything else stops the start naming the entry.
+ */
+function corsOrigins(v: string | undefined): CorsOrigins | undefined {
+  if (v === undefined || v.trim() === '') return undefined;
+  if (v.trim() === '*') return '*';
+  const list = v.split(',').map((o) => o.trim());
+  for (const o of list) {
+    let url: URL | undefined;
+    try {
+      url = new URL(o);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+      throw new Error(`CORS_ORIGINS must be * or comma-separated origins like https://app.example.com; '${o}' is not an http(s) origin`);
+    if (url.origin !== o) throw new Error(`CORS_ORIGINS: '${o}' is not an origin as browsers send it; write '${url.origin}' (scheme, host and port only)`);
+  }
+  return [...new Set(list)];
 }
 
 /** The test-only resolver seam (docs/webhooks.md) is refused under NODE_ENV=production. */

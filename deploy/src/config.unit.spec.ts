@@ -51,3 +51,33 @@ describe('TRUST_PROXY_HOPS', () => {
     expect(() => loadConfig({ ...base, TRUST_PROXY_HOPS: v })).toThrow(`TRUST_PROXY_HOPS must be a whole number of trusted reverse-proxy hops (0 or more; 0 ignores X-Forwarded-For), not ${v}`);
   });
 });
+
+/** The origins browsers may call the API from (CORS_ORIGINS). */
+describe('CORS_ORIGINS', () => {
+  const base = { DATA_DIR: '/tmp/unused' } as NodeJS.ProcessEnv;
+
+  it('unset or empty: no CORS; `*`; or a comma-separated list of exact origins, spaces around commas ignored', () => {
+    expect(loadConfig(base).corsOrigins).toBeUndefined();
+    expect(loadConfig({ ...base, CORS_ORIGINS: '' }).corsOrigins).toBeUndefined();
+    expect(loadConfig({ ...base, CORS_ORIGINS: ' * ' }).corsOrigins).toBe('*');
+    expect(loadConfig({ ...base, CORS_ORIGINS: 'https://app.example.com, http://localhost:5173,http://[::1]:8000' }).corsOrigins).toEqual([
+      'https://app.example.com',
+      'http://localhost:5173',
+      'http://[::1]:8000',
+    ]);
+  });
+
+  it.each([
+    ['https://app.example.com/', "write 'https://app.example.com'"],
+    ['https://app.example.com/app', "write 'https://app.example.com'"],
+    ['https://App.Example.com', "write 'https://app.example.com'"],
+    ['https://app.example.com:443', "write 'https://app.example.com'"],
+    ['app.example.com', 'is not an http(s) origin'],
+    ['ftp://files.example.com', 'is not an http(s) origin'],
+    ['*, https://app.example.com', "'*' is not an http(s) origin"],
+    ['https://a.example.com,,https://b.example.com', "'' is not an http(s) origin"],
+  ])('CORS_ORIGINS=%s stops the start: %s', (v, reason) => {
+    expect(() => loadConfig({ ...base, CORS_ORIGINS: v })).toThrow(/^CORS_ORIGINS/);
+    expect(() => loadConfig({ ...base, CORS_ORIGINS: v })).toThrow(reason);
+  });
+});

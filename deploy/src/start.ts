@@ -2,7 +2,14 @@ import { loadConfig } from './config';
 import { StartupError, buildService, type Service } from './service';
 
 /** The launcher: the only place that listens. SIGTERM/SIGINT close cleanly. */
-const config = loadConfig();
+let config: ReturnType<typeof loadConfig>;
+try {
+  config = loadConfig();
+} catch (e) {
+  // A variable the service cannot take: its one-line reason, no stack.
+  console.error(`cannot start: ${(e as Error).message}`);
+  process.exit(1);
+}
 const started = Date.now();
 let service: Service;
 try {

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { ERROR_CATALOGUE, findInputViolation, findJsonTextViolation, invalid, isServiceError, notFound, type Principal, type RouteSpec, ServiceError, WIRE_VERSION_TABLE, type WireVersionTable } from '@svc/contracts';
 import { secondsToWindowEnd, windowOf } from '@svc/command-api';
+import { applyCors, type CorsOrigins } from './cors';
+import { requestIdOf } from './request-id';
 import { deprecationHeaders, fallbackVersion, servedVersion, supportedVersions } from './wire-versions';
 import { validationRefusal, zodValidatorCompiler } from './zod-provider';
 
@@ -44,6 +46,8 @@ export interface EdgeOptions {
    * checking the peer's address: a process with N > 0 must be reachable only through its N proxies.
    */
   trustProxyHops?: number;
+  /** CORS_ORIGINS (cors.ts): the origins whose pages may call the API; unset, no CORS header is sent and OPTIONS is 404. */
+  corsOrigins?: CorsOrigins;
 }
 
 export interface PreflightContext {
@@ -95,7 +99,8 @@ export function trustHops(hops: number): false | ((address: string, hop: number)
 export function createEdge(opts: EdgeOptions): FastifyInstance {
   const app = Fastify({
     logger: opts.logger ? { level: 'info' } : false,
-    genReqId: () => randomUUID(),
+    // The client's valid X-Request-Id, else a new one: the id of the request's log lines and of its error body.
+    genReqId: requestIdOf,
     bodyLimit: MAX_BODY_BYTES,
     // Exactly the configured hops, never `true` (which would believe whatever left-most address a client writes). A
     // function, not the number: Fastify 5.12.1 and later ignore a numeric trustProxy (it fails closed, so req.ip would
@@ -148,8 +153,11 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
   let ipWindow = -1;
   const ipCounts = new Map<string, number>();
 
+  const cors = opts.corsOrigins;
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
+    // A preflight is answered before the flood ceiling: it reads nothing and costs no more than the ceiling's refusal.
+    if (cors && applyCors(cors, req, reply)) return reply.status(204).send();
     if (ipCeiling > 0) {
       const at = clock();
       if (windowOf(at) !== ipWindow) {

@@ -1,6 +1,8 @@
 import { ERROR_CATALOGUE, type ErrorCode } from '@svc/contracts';
 import { type CataloguedRoute, type RoutedRole, routeCatalogue } from './catalogue';
+import { DOCS_BUNDLE_PATH, DOCS_PATH } from './docs-page';
 import { MAX_BODY_BYTES } from './edge';
+import { REQUEST_ID_PATTERN } from './request-id';
 
 /** Where the shipped router configuration lives (compose and Kubernetes both mount it). */
 export const ROUTER_CONFIG_PATH = 'deploy/k8s/router.nginx.conf';
@@ -31,7 +33,8 @@ export function routingTable(catalogue: CataloguedRoute[] = routeCatalogue()): A
     seen.add(key);
     rows.push({ pattern: `^${methodsOf(r.method)} ${pathPattern(r.url)}`, role: r.role, route: key, literals: literalsOf(r.url) });
   }
-  rows.push({ pattern: `^(GET|HEAD) ${pathPattern('/openapi.json')}`, role: 'query', route: 'GET /openapi.json', literals: 1 });
+  // Served by every role, outside the catalogue (not operations of the API): the description and its reference page.
+  for (const url of ['/openapi.json', DOCS_PATH, DOCS_BUNDLE_PATH]) rows.push({ pattern: `^(GET|HEAD) ${pathPattern(url)}`, role: 'query', route: `GET ${url}`, literals: literalsOf(url) });
   return rows.sort((a, b) => b.literals - a.literals || a.route.localeCompare(b.route)).map(({ pattern, role, route }) => ({ pattern, role, route }));
 }
 
@@ -92,6 +95,8 @@ export function routerConfig(catalogue: CataloguedRoute[] = routeCatalogue()): s
     'upstream query     { server query:8080;     keepalive 32; }',
     'upstream projector { server projector:8080; keepalive 4; }',
     '',
+    '# A CORS preflight (OPTIONS) names no route: it goes to the default role; every role answers preflights alike,',
+    '# from its own CORS_ORIGINS. The roles\' CORS headers pass through; the router\'s own refusals below carry none.',
     'map "$request_method $request_uri" $svc_role {',
     `  ${'default'.padEnd(width)}command;`,
     ...table.filter((r) => r.role !== 'command').map((r) => `  ${`"~${r.pattern}"`.padEnd(width)}${r.role};`),
@@ -99,7 +104,7 @@ export function routerConfig(catalogue: CataloguedRoute[] = routeCatalogue()): s
     '',
     '# The request\'s id: the client\'s X-Request-Id when it is a valid one (1-128 of [A-Za-z0-9._:-]), else the router\'s own.',
     'map $http_x_request_id $svc_request_id {',
-    '  "~^[A-Za-z0-9._:-]{1,128}$" $http_x_request_id;',
+    `  "~${REQUEST_ID_PATTERN}" $http_x_request_id;`,
     '  default $request_id;',
     '}',
     '',

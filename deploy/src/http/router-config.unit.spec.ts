@@ -40,6 +40,21 @@ describe('the shipped router (deploy/k8s/router.nginx.conf)', () => {
     expect(roleOf('PUT', '/storage/uploads/abc?sig=1')).toBe('command');
   });
 
+  it('sends a CORS preflight (OPTIONS, no route of its own) on any path to a role, which answers it itself', () => {
+    // Whatever path it is for (a read of the query role included), the map's default role answers it.
+    for (const uri of ['/v1/records', '/v1/records/abc?x=1', '/v1/rag', '/v1/search', '/operator/projections/quarantine/retry']) expect(roleOf('OPTIONS', uri), uri).toBe('command');
+    expect(routingTable().filter((r) => r.pattern.includes('OPTIONS'))).toEqual([]);
+    const conf = routerConfig();
+    // The roles' CORS headers pass through untouched: the router neither hides nor adds any.
+    expect(conf).not.toMatch(/proxy_hide_header|access-control|proxy_intercept_errors/i);
+  });
+
+  it('takes the client\'s X-Request-Id by the same rule as the service (1-128 of [A-Za-z0-9._:-]) and passes it on', () => {
+    const conf = routerConfig();
+    expect(conf).toContain('"~^[A-Za-z0-9._:-]{1,128}$" $http_x_request_id;');
+    expect(conf).toContain('proxy_set_header X-Request-Id $svc_request_id;');
+  });
+
   it('routes to exactly the roles of the role table that serve routes', () => {
     const roles = new Set(routeCatalogue().map((r) => r.role));
     expect([...roles].sort()).toEqual(['command', 'projector', 'query']);

@@ -61,6 +61,7 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
     wireVersions: p.wireVersions,
     ipRateLimitPerMinute: config.edgeRateLimitPerMinute,
     trustProxyHops: config.trustProxyHops,
+    corsOrigins: config.corsOrigins,
   };
   const activity = p.activity;
   // Read metering: successful data-plane reads are counted per context and appended in batches (docs/api.md "Usage").

@@ -51,6 +51,13 @@ module.exports = {
       to: { path: '^projectors/' },
     },
     {
+      name: 'client-main-entry-has-no-node-builtin',
+      comment: "the client's main entry is bundled for browsers: Node built-ins only in client/src/node.ts (the @svc/client/node entry)",
+      severity: 'error',
+      from: { path: '^client/src/', pathNot: ['^client/src/node\\.ts$', '\\.spec\\.ts$'] },
+      to: { dependencyTypes: ['core'] },
+    },
+    {
       name: 'no-import-of-tests',
       comment: 'nothing but the tests imports the tests',
       severity: 'error',
@@ -87,7 +94,7 @@ module.exports = {
     combinedDependencies: false,
     enhancedResolveOptions: {
       exportsFields: ['exports'],
-      conditionNames: ['import', 'default'],
+      conditionNames: ['svc-source', 'import', 'default'],
       extensions: ['.ts', '.mjs', '.js', '.d.ts'],
       mainFields: ['module', 'main', 'types'],
     },

@@ -14,6 +14,7 @@ import { openCaches } from './service/caches';
 import { openEngines } from './service/engines';
 import { ROLES, servesApi, servesCommands } from './service/roles';
 import { openScripts } from './service/scripts';
+import { OnlineRebuilds } from './service/rebuilds';
 import { startProjections, startReactors } from './service/subscribers';
 import { webhookSettings } from './service/webhooks';
 
@@ -30,6 +31,8 @@ export interface Service {
   searchSql: Sql;
   store: EventStore;
   runner: ProjectionRunner;
+  /** Online rebuilds of the read models (roles with projectors). */
+  rebuilds?: OnlineRebuilds;
   /** The search projector ('search-index'), when this process runs projectors. */
   searchIndexer?: SearchIndexer;
   /** The search engines, when this process serves or indexes search. */
@@ -98,6 +101,8 @@ export async function buildService(config: Config, log: (msg: string) => void = 
           log,
         }).start()
       : undefined;
+  // Online rebuilds of the read models (POST /operator/rebuilds), beside the runner they pause at the switch.
+  const rebuilds = role.projectors ? new OnlineRebuilds({ databaseUrl: config.databaseUrl, sql, store, runner, dropCaches: () => caches.dropAll(), log }) : undefined;
   const app = buildApp(role, {
     config,
     now,
@@ -110,6 +115,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
     webhooks,
     scripts,
     activity,
+    rebuilds,
     log,
     status: {
       role: config.role,
@@ -135,6 +141,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
     searchSql: engines.searchSql,
     store,
     runner,
+    rebuilds,
     searchIndexer,
     search,
     relay,
@@ -146,6 +153,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
     async close() {
       closing = true;
       await app.close();
+      await rebuilds?.close();
       await activity?.close();
       await meter.close();
       // What those flushes appended is applied before the subscribers stop, so a clean stop leaves every checkpoint at the head.

@@ -2,6 +2,8 @@ import type { RouteSpec } from '@svc/contracts';
 import type { ProjectionRunner } from '@svc/projectors';
 import { commandAreas, queryAreas, storageRouteSpecs } from '../features';
 import { quarantineRoutes } from './quarantine-routes';
+import { rebuildRoutes } from './rebuild-routes';
+import type { OnlineRebuilds } from '../service/rebuilds';
 import { systemRoutes, type SystemStatus } from './system-routes';
 
 /** A role of the split deployment that the router sends requests to. */
@@ -34,7 +36,7 @@ export function deploymentRoutes(own: RouteSpec[]): RouteSpec[] {
 
 /**
  * Every route of the deployment and the role that serves it: the write areas (and the embedded storage
- * endpoint) on `command`, the read areas on `query`, the quarantine commands beside the projection runner on
+ * endpoint) on `command`, the read areas on `query`, the quarantine commands and online rebuilds beside the projection runner on
  * `projector`. The health, readiness and metrics routes are answered by every process; through the router the
  * query role answers them. The one list the router (router-config.ts) and the split roles' API description
  * are built from.
@@ -50,5 +52,6 @@ export function routeCatalogue(): CataloguedRoute[] {
     ...of('query', query),
     ...of('query', systemRoutes(inert as SystemStatus)),
     ...of('projector', quarantineRoutes(inert as ProjectionRunner)),
+    ...of('projector', rebuildRoutes(inert as OnlineRebuilds)),
   ];
 }

@@ -9,10 +9,12 @@ import { deploymentRoutes } from '../http/catalogue';
 import { createEdge, type EdgeOptions } from '../http/edge';
 import { buildOpenApi } from '../http/openapi';
 import { quarantineRoutes } from '../http/quarantine-routes';
+import { rebuildRoutes } from '../http/rebuild-routes';
 import { systemRoutes, type SystemStatus } from '../http/system-routes';
 import type { ReadCaches } from './caches';
 import type { Engines } from './engines';
 import { type RoleTraits, servesApi, servesCommands, servesQueries } from './roles';
+import type { OnlineRebuilds } from './rebuilds';
 import type { Scripts } from './scripts';
 import type { WebhookSettings } from './webhooks';
 
@@ -30,6 +32,8 @@ export interface AppParts {
   scripts?: Scripts;
   /** The activity log's listener (processes serving the API, ACTIVITY_LOG on). */
   activity?: ActivityRecorder;
+  /** Online rebuilds of the read models (roles with projectors). */
+  rebuilds?: OnlineRebuilds;
   /** Health, readiness and metrics; its runner also serves the quarantine routes (roles with projectors). */
   status: SystemStatus;
   log: (msg: string) => void;
@@ -78,7 +82,7 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
     queryAreas({ sql, activitySql: engines.searchSql, secret, pages: p.pages, tenancy: caches.tenancy, schemas: caches.schemas, store, deps, recordCache: caches.recordCache, pageCache: caches.pageCache, blobs, storageUrlTtlMs, presigned: s3, search, log: p.log, models: defaultModels(search, config.llm) });
   if (servesQueries(role)) areas.push(...readAreas());
   areas.push({ name: 'system', routes: systemRoutes(p.status) });
-  if (role.projectors && p.status.runner) areas.push({ name: 'projections', routes: quarantineRoutes(p.status.runner) });
+  if (role.projectors && p.status.runner) areas.push({ name: 'projections', routes: [...quarantineRoutes(p.status.runner), ...(p.rebuilds ? rebuildRoutes(p.rebuilds) : [])] });
   const all = areas.flatMap((a) => a.routes);
   // Scripts' list and lookup calls run the REST read routes in this process, also where it does not serve them
   // over HTTP (role command: a script runs where its POST /v1/scripts/execute lands).

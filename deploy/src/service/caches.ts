@@ -45,6 +45,8 @@ export interface ReadCaches {
   onUsageChange(accountId?: string, totals?: ReadonlyMap<string, number>): void;
   /** What the projection runner committed: drops the caches those events change. */
   onCommitted(events: ReadonlyArray<StoredEvent>): void;
+  /** Drops every cached view (the read models were replaced: an online rebuild's switch). */
+  dropAll(): void;
 }
 
 export async function openCaches(sql: Sql, role: RoleTraits): Promise<ReadCaches> {
@@ -87,6 +89,14 @@ export async function openCaches(sql: Sql, role: RoleTraits): Promise<ReadCaches
       // A schema's change drops its definition; a context or tenant gone may take schemas with it.
       for (const e of events) if (e.type === 'SchemaCreated' || e.type === 'SchemaUpdated' || e.type === 'SchemaDeleted') schemas.invalidate(e.data.schemaId);
       if (events.some((e) => e.type === 'ContextDeleted' || e.type === 'TenantTornDown')) schemas.invalidate();
+    },
+    dropAll() {
+      credentials.invalidate();
+      schemas.invalidate();
+      accountLimits.invalidate();
+      standing.invalidate();
+      recordCache?.clear();
+      pageCache?.clear();
     },
   };
 }

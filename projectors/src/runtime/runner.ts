@@ -366,6 +366,49 @@ export class ProjectionRunner {
     });
   }
 
+  /**
+   * Applies the log from the checkpoint up to at least `target` (or the log's end) in batches of `batchSize`, the
+   * next batch read while this one applies. For a runner that follows nothing else (a rebuild's replay).
+   */
+  async replayTo(target: number, batchSize = 1000): Promise<number> {
+    let next = this.position < target ? this.store.readAll(this.position, batchSize) : undefined;
+    while (next) {
+      const events = await next;
+      if (events.length === 0) break;
+      const last = events[events.length - 1].position;
+      next = last < target ? this.store.readAll(last, batchSize) : undefined;
+      // A read ahead that fails while this batch applies is thrown when awaited, not as an unhandled rejection.
+      next?.catch(() => {});
+      await this.applyBatch(events);
+    }
+    return this.position;
+  }
+
+  /**
+   * Runs `fn` with the runner paused: the batch in progress finishes first and none applies until `fn` is done
+   * (the feed's next batch waits). Then the checkpoint and quarantine are read again (`fn` may have replaced them:
+   * an online rebuild's switch), and writes waiting on a position now reached are released.
+   */
+  paused<T>(fn: () => Promise<T>): Promise<T> {
+    return this.exclusive(async () => {
+      try {
+        return await fn();
+      } finally {
+        await this.reload().catch((e) => this.log(`projection ${this.name}: reading the checkpoint after a pause failed`, e));
+      }
+    });
+  }
+
+  private async reload() {
+    const position = await readCheckpoint(this.sql, this.name);
+    await this.loadQuarantine();
+    if (position !== this.position) {
+      this.position = position;
+      this.stats.position = position;
+      this.waiters = this.waiters.filter((w) => (w.position <= position ? (w.resolve(), false) : true));
+    }
+  }
+
   /** Drops every table of the group and replays the log from position 0. */
   async rebuild(): Promise<number> {
     await this.stop();
@@ -378,13 +421,7 @@ export class ProjectionRunner {
     this.stats.quarantined = 0;
     for (const p of this.projections) await this.sql.exec(p.ddl);
     this.position = 0;
-    const head = await this.store.headPosition();
-    while (this.position < head) {
-      const events = await this.store.readAll(this.position, 1000);
-      if (events.length === 0) break;
-      await this.applyBatch(events);
-    }
-    return this.position;
+    return this.replayTo(await this.store.headPosition());
   }
 }
 

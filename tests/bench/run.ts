@@ -33,6 +33,9 @@
  * default 1,2; empty skips): BENCH_KAFKA_CLIENTS (32) clients, BENCH_KAFKA_SCALE_MS (12,000) a phase after
  * BENCH_KAFKA_SCALE_WARMUP_MS (2,000), TEXT search over BENCH_KAFKA_NOTES (2,000) searchable records; in the two-replica
  * topology the reads again with the router to one replica vs to both, BENCH_KAFKA_SLICES (4) alternating slices each.
+ * Section 11 (rebuild.ts, BENCH_ONLY=rebuild, never in the default run; needs DATABASE_URL): the online rebuild of the read
+ * models over BENCH_REBUILD_EVENTS (1,000,000) RecordCreated appended in bulk, projector + query + command processes, read
+ * latency through the query process before / during / after (BENCH_REBUILD_CLIENTS 4, BENCH_REBUILD_QUIET_MS 15,000).
  * Results: .cache/bench-results.json (what-if runs: .cache/bench-results.whatif-<name>.json)
  * Companions: tests/bench/profile.ts (CPU profile + SQL census of one scenario),
  * tests/bench/engine-micro.ts (per-statement PGlite costs, read shapes).
@@ -52,6 +55,7 @@ import { WHATIFS } from './whatif';
 import { benchDocuments } from './documents';
 import { benchSearch, MODES } from './search';
 import { benchKafka } from './kafka';
+import { benchRebuild } from './rebuild';
 import { benchOperations, exportInProcess } from './operations';
 import { benchSearchable } from './searchable';
 import { benchScripts } from './scripts';
@@ -400,6 +404,30 @@ async function main() {
             { id: `${id}${x.replicas}`, section: S5, name: `  same topology, ${a.name}, router to all ${x.replicas} replicas (cores: ${q(a.all)}; machine ${a.all.machineCores.toFixed(1)})`, result: a.all, target: 'report', ratio: { value: a.all.opsPerSec / a.one.opsPerSec, vs: `${id}1` }, verdict: 'info' },
           );
         });
+      }
+    }
+  }
+
+  // --- Online rebuild (section 11, tests/bench/rebuild.ts): only with BENCH_ONLY=rebuild (a million events take minutes) ---
+  if (only.has('rebuild')) {
+    const databaseUrl = process.env.DATABASE_URL;
+    if (!databaseUrl) log('11. Online rebuild: skipped (DATABASE_URL is not set)');
+    else {
+      const S11 = '11. Online rebuild of the read models (PostgreSQL; projector, query, command processes; reads through the query process)';
+      const f = await benchRebuild({ dir: newDir('rebuild-'), databaseUrl, log });
+      const rate = (n: number, s: number): LoadResult => ({ ops: n, seconds: s, opsPerSec: n / s, p50: NaN, p90: NaN, p99: NaN, max: NaN, errors: 0 });
+      const n = f.events.toLocaleString('en-US');
+      rows.push(
+        { id: 'OB0', section: S11, name: `event store append of ${n} RecordCreated (appendMulti, 2,000 streams a batch)`, result: rate(f.events, f.appendSeconds), verdict: 'base' },
+        { id: 'OB1', section: S11, name: `live projector applying that backlog (catch-up from the event store)`, result: rate(f.liveCatchUp.events, f.liveCatchUp.seconds), verdict: 'base' },
+        { id: 'OB2', section: S11, name: `online rebuild: ${f.rebuild.events.toLocaleString('en-US')} events replayed into fresh tables and switched (${f.rebuild.state}; live projector paused ${f.rebuild.pausedMs} ms at the switch)`, result: rate(f.rebuild.events, f.rebuild.seconds), target: 'report', ratio: { value: f.rebuild.events / f.rebuild.seconds / (f.liveCatchUp.events / f.liveCatchUp.seconds), vs: 'OB1' }, verdict: f.rebuild.state === 'done' ? 'info' : 'MISS' },
+      );
+      for (const ph of ['before', 'during', 'after'] as const) {
+        const r = f.reads[ph];
+        rows.push(
+          { id: `OR${ph[0]}g`, section: S11, name: `${ph} the rebuild: GET /v1/records/:id (random of ${n}) through the query process (max ${r.byId.max.toFixed(0)} ms)`, result: r.byId, target: 'report', verdict: r.byId.errors ? 'MISS' : 'info' },
+          { id: `OR${ph[0]}l`, section: S11, name: `${ph} the rebuild: GET /v1/records first page of 50 (max ${r.list.max.toFixed(0)} ms)`, result: r.list, target: 'report', verdict: 'info' },
+        );
       }
     }
   }

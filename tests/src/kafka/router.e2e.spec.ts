@@ -14,6 +14,8 @@ import { Topology } from './topology';
  */
 const skip = !brokers ? SKIP_REASON : !serverUrl('postgres') ? 'DATABASE_URL not set (the split roles share a PostgreSQL)' : !NGINX ? 'nginx is not installed' : undefined;
 const CEILING = 40;
+/** The one origin the roles' CORS_ORIGINS lists. */
+const APP = 'http://app.example.test:5173';
 
 describe.skipIf(!!skip)(`the shipped router in front of the split roles${skip ? ` (skipped: ${skip})` : ''}`, () => {
   let t: Topology;
@@ -21,7 +23,7 @@ describe.skipIf(!!skip)(`the shipped router in front of the split roles${skip ? 
   let root: string;
 
   beforeAll(async () => {
-    t = await Topology.start({ kafkaBrokers: brokers!, env: { EDGE_RATE_LIMIT_PER_MINUTE: String(CEILING) } });
+    t = await Topology.start({ kafkaBrokers: brokers!, env: { EDGE_RATE_LIMIT_PER_MINUTE: String(CEILING), CORS_ORIGINS: APP } });
     api = t.api;
     root = t.bootstrap.tenants.test.rootKey;
   }, 300_000);
@@ -83,6 +85,53 @@ describe.skipIf(!!skip)(`the shipped router in front of the split roles${skip ? 
     expect(mine.requestId).toBe('client-id.1:a');
     const forged = await expectServiceError(await send('/v1/records', { ...sized, headers: { ...sized.headers, 'x-request-id': 'a"b' }, body: big }), 413, 'PAYLOAD_TOO_LARGE');
     expect(forged.requestId).not.toContain('"');
+  });
+
+  it('CORS through the router: preflights are answered, every role names the listed origin, the router\'s own refusals carry none', async () => {
+    const client = from('127.0.0.20');
+    const pre = (path: string, method: string, origin = APP) =>
+      send(path, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': 'authorization,content-type,x-request-id' }, dispatcher: client });
+    // A preflight names no route; whatever the path's role, it is answered.
+    for (const [path, method] of [['/v1/records', 'POST'], ['/v1/search', 'POST'], ['/v1/rag', 'POST'], ['/v1/records/abc', 'GET'], ['/operator/projections/quarantine/retry', 'POST']]) {
+      const r = await pre(path, method);
+      expect(r.status, `${method} ${path}`).toBe(204);
+      expect(r.headers.get('access-control-allow-origin')).toBe(APP);
+      expect(r.headers.get('access-control-allow-headers')).toContain('x-request-id');
+      expect(r.headers.get('access-control-allow-methods')).toContain(method);
+    }
+    expect((await pre('/v1/records', 'POST', 'http://elsewhere.example.test')).headers.get('access-control-allow-origin')).toBeNull();
+
+    const cors = { origin: APP, authorization: `Bearer ${root}`, 'content-type': 'application/json' };
+    const answers: Array<[string, Response]> = [
+      ['command', await send('/v1/records', { method: 'POST', headers: cors, body: '{}', dispatcher: client })],
+      ['query', await send('/v1/records?limit=1', { headers: cors, dispatcher: client })],
+      ['query SSE', await send('/v1/rag', { method: 'POST', headers: cors, body: JSON.stringify({ query: 'anything at all?' }), dispatcher: client })],
+      ['projector', await send('/operator/projections/quarantine', { headers: { ...cors, authorization: `Bearer ${OPERATOR_TOKEN}` }, dispatcher: client })],
+    ];
+    for (const [role, r] of answers) {
+      await r.arrayBuffer();
+      expect(r.headers.get('access-control-allow-origin'), role).toBe(APP);
+      expect(r.headers.get('access-control-expose-headers'), role).toContain('x-request-id');
+      expect(r.headers.get('vary'), role).toMatch(/origin/i);
+    }
+    expect(answers.map(([, r]) => r.status)).toEqual([400, 200, 200, 200]);
+    // The router's own refusals cannot know the roles' CORS_ORIGINS: they carry no CORS header.
+    const own = await send('/metrics', { headers: cors, dispatcher: client });
+    await expectServiceError(own, 404, 'NOT_FOUND');
+    expect(own.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it("a client's valid X-Request-Id reaches the role: the role answers under it", async () => {
+    const client = from('127.0.0.21');
+    for (const [path, init] of [['/v1/records', { method: 'POST', body: '{}' }], ['/v1/records/abc', {}]] as const) {
+      const r = await send(path, { ...init, headers: { 'content-type': 'application/json', 'x-request-id': 'through.router:1' }, dispatcher: client });
+      const body = await expectServiceError(r, 401, 'UNAUTHORIZED');
+      expect(body.requestId).toBe('through.router:1');
+    }
+    // An invalid one is replaced by the router's own id, which the role then uses.
+    const r = await send('/v1/records', { headers: { 'x-request-id': 'not valid!' }, dispatcher: client });
+    const body = await expectServiceError(r, 401, 'UNAUTHORIZED');
+    expect(body.requestId).toMatch(/^[0-9a-f]{32}$/);
   });
 
   it('two clients from two addresses have two ceilings (the roles trust the router as one hop)', async () => {

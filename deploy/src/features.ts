@@ -2,7 +2,7 @@ import { deriveKey, type Paginator, type RouteSpec } from '@svc/contracts';
 import { type BlobStore, DEFAULT_PRICES, DEFAULT_URL_TTL_MS, type EventStore, type PresignedBlobUrls, type SearchEngines, type Sql, StorageGrants } from '@svc/domain';
 import { batchWriteRoute, type CommandDeps, type ScriptRouteDeps, scriptCommandRoutes, type WebhookCommandDeps, webhookCommandRoutes, webhookDomainRoutes, webhookRetryRoute, documentCommandRoutes, folderCommandRoutes, identityCommandRoutes, recordCommandRoutes, rootFolderGuard, schemaCommandRoutes, storageRoutes, tenancyCommandRoutes, triggerCommandRoutes, type WindowCounter } from '@svc/command-api';
 import { documentsProjection, DocumentWorker, foldersProjection, historyProjection, identityProjection, recordsProjection, schemasProjection, sqlFolderContents, sqlNamespaceUsage, type RevocationHooks, type SqlProjection, sqlRootKeyIndex, sqlTenantContexts, tenancyProjection, TriggerRunner, type TriggerRunnerOptions, triggersProjection, usageProjection, webhooksProjection } from '@svc/projectors';
-import { activityLogRoutes, ActivityLogStore, builtinModel, documentQueryRoutes, inferenceRoutes, scriptQueryRoutes, ModelCatalog, openAiModel, DocumentReads, exportRoutes, folderHistoryRoutes, folderQueryRoutes, FolderReads, HistoryReads, historyRoutes, identityQueryRoutes, IdentityReads, meteredSearch, type ReadCache, recordQueryRoutes, RecordReads, type RecordRow, schemaHistoryRoutes, schemaQueryRoutes, SchemaReads, searchRoutes, tenancyQueryRoutes, type TenancyReads, triggerQueryRoutes, UsageReads, usageRoutes, webhookQueryRoutes } from '@svc/query-api';
+import { activityLogRoutes, ActivityLogStore, builtinModel, type ChangeFeed, changeRoutes, documentQueryRoutes, inferenceRoutes, scriptQueryRoutes, ModelCatalog, openAiModel, DocumentReads, exportRoutes, folderHistoryRoutes, folderQueryRoutes, FolderReads, HistoryReads, historyRoutes, identityQueryRoutes, IdentityReads, meteredSearch, type ReadCache, recordQueryRoutes, RecordReads, type RecordRow, schemaHistoryRoutes, schemaQueryRoutes, SchemaReads, searchRoutes, tenancyQueryRoutes, type TenancyReads, triggerQueryRoutes, UsageReads, usageRoutes, webhookQueryRoutes } from '@svc/query-api';
 import type { Config } from './config';
 import type { Area } from './http/areas';
 import { erasureRequestRoute, erasureStatusRoute } from './http/erasure-routes';
@@ -49,6 +49,8 @@ export interface QueryFeatureDeps {
   search?: SearchEngines;
   /** The inference models (decisions §8); the built-in extractive model when not given. */
   models?: ModelCatalog;
+  /** The change stream's follower of the log (GET /v1/changes); without it the route is not served. */
+  changes?: ChangeFeed;
   log?: (message: string) => void;
 }
 
@@ -125,6 +127,7 @@ export function queryAreas(f: QueryFeatureDeps): Area[] {
         ...historyRoutes(history, 'document', 'documents:r', { tombstone: true, liveOwner: (id) => documents.byId(id) }),
       ],
     },
+    { name: 'changes', routes: f.changes ? changeRoutes({ feed: f.changes, meter: f.deps.meter }) : [] },
     { name: 'search', routes: f.search ? meteredSearch(searchRoutes(f.sql, f.search), f.deps.meter) : [] },
     { name: 'usage', routes: usageRoutes(new UsageReads(f.sql, f.deps.meter?.prices ?? DEFAULT_PRICES)) },
     {

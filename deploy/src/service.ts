@@ -11,6 +11,7 @@ import type { Config } from './config';
 import { buildApp } from './service/app';
 import { bootstrapFirstAccount } from './service/bootstrap';
 import { openCaches } from './service/caches';
+import { openChangeFeed } from './service/changes';
 import { openEngines } from './service/engines';
 import { ROLES, servesApi, servesCommands } from './service/roles';
 import { openScripts } from './service/scripts';
@@ -103,8 +104,10 @@ export async function buildService(config: Config, log: (msg: string) => void = 
       : undefined;
   // Online rebuilds of the read models (POST /operator/rebuilds), beside the runner they pause at the switch.
   const rebuilds = role.projectors ? new OnlineRebuilds({ databaseUrl: config.databaseUrl, sql, store, runner, dropCaches: () => caches.dropAll(), log }) : undefined;
+  const changes = await openChangeFeed({ config, role, engines, caches, runner, log });
   const app = buildApp(role, {
     config,
+    changes,
     now,
     wireVersions: hooks.wireVersions,
     engines,
@@ -152,6 +155,8 @@ export async function buildService(config: Config, log: (msg: string) => void = 
     scripts: scripts?.executor,
     async close() {
       closing = true;
+      // Open change streams end first: the server's close waits for the responses in flight.
+      await changes?.close();
       await app.close();
       await rebuilds?.close();
       await activity?.close();

@@ -9,6 +9,7 @@ export * from './identity/user';
 export * from './ports/blob-store';
 export * from './ports/event-store';
 export * from './ports/read-model-barrier';
+export * from './ports/read-model-checkpoint';
 export * from './ports/read-model-counts';
 export * from './ports/read-model-version';
 export * from './ports/runtime';

@@ -14,6 +14,7 @@ export * from './read-models/schemas';
 export * from './read-models/tenancy';
 export * from './read-models/usage';
 export * from './runtime/catch-up';
+export * from './runtime/checkpoint-follower';
 export * from './runtime/checkpoints';
 export * from './runtime/runner';
 export * from './runtime/online-rebuild';

@@ -1,6 +1,9 @@
-// @svc/query-api: the package's one entry point. The read side: route handlers and the reads of the read models (by id, lists, lookups, history, search, usage, export, activity).
+// @svc/query-api: the package's one entry point. The read side: route handlers and the reads of the read models (by id, lists, lookups, history, search, usage, export, activity, the change stream).
 export * from './activity/routes';
 export * from './activity/store';
+export * from './changes/feed';
+export * from './changes/resolve';
+export * from './changes/routes';
 export * from './documents/reads';
 export * from './documents/routes';
 export * from './export/export';

@@ -73,7 +73,7 @@ declare module 'fastify' {
 /** Largest request body (docs/limits.md); larger is 413 PAYLOAD_TOO_LARGE. Files go through presigned uploads, not bodies. */
 export const MAX_BODY_BYTES = 8 * 1024 * 1024;
 
-const STREAMING = /^\/v1\/(rag|chat|documents\/[^/]+\/ask)$/;
+const STREAMING = /^\/v1\/(rag|chat|changes|documents\/[^/]+\/ask)$/;
 
 export function errorBody(err: ServiceError, requestId: string | undefined) {
   return { message: err.message, errorCode: err.code, ...(requestId ? { requestId } : {}), ...(err.details ?? {}) };

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { type Paginator, route, type WireVersionTable } from '@svc/contracts';
+import type { ChangeFeed } from '@svc/query-api';
 import { burstLimitGate, type CommandDeps, creditCeilingGate, inferenceBalanceGate, readMeteringListener, readRoutesOf, type UsageMeter } from '@svc/command-api';
 import type { ActivityRecorder } from '../activity/recorder';
 import type { Config } from '../config';
@@ -35,6 +36,8 @@ export interface AppParts {
   activity?: ActivityRecorder;
   /** Online rebuilds of the read models (roles with projectors). */
   rebuilds?: OnlineRebuilds;
+  /** The change stream's follower of the log (roles serving reads). */
+  changes?: ChangeFeed;
   /** Health, readiness and metrics; its runner also serves the quarantine routes (roles with projectors). */
   status: SystemStatus;
   log: (msg: string) => void;
@@ -80,7 +83,7 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
   if (servesCommands(role))
     areas.push(...commandAreas({ deps, secret, pages: p.pages, counters: engines.counters, sql, blobs, storageUrlTtlMs, presigned: s3, scripts: p.scripts?.routes, webhooks: p.webhooks }));
   const readAreas = () =>
-    queryAreas({ sql, activitySql: engines.searchSql, secret, pages: p.pages, tenancy: caches.tenancy, schemas: caches.schemas, store, deps, recordCache: caches.recordCache, pageCache: caches.pageCache, blobs, storageUrlTtlMs, presigned: s3, search, log: p.log, models: defaultModels(search, config.llm) });
+    queryAreas({ sql, activitySql: engines.searchSql, secret, pages: p.pages, tenancy: caches.tenancy, schemas: caches.schemas, store, deps, recordCache: caches.recordCache, pageCache: caches.pageCache, blobs, storageUrlTtlMs, presigned: s3, search, log: p.log, models: defaultModels(search, config.llm), changes: p.changes });
   if (servesQueries(role)) areas.push(...readAreas());
   areas.push({ name: 'system', routes: systemRoutes(p.status) });
   if (role.projectors && p.status.runner) areas.push({ name: 'projections', routes: [...quarantineRoutes(p.status.runner), ...(p.rebuilds ? rebuildRoutes(p.rebuilds) : [])] });

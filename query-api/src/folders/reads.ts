@@ -27,6 +27,11 @@ export class FolderReads {
     return firstRow(this.sql, 'SELECT * FROM rm_folders WHERE folder_id = $1', [id], toRow);
   }
 
+  async byIds(ids: string[]): Promise<FolderRow[]> {
+    const { rows } = await this.sql.query<Raw>('SELECT * FROM rm_folders WHERE folder_id = ANY($1::text[])', [ids]);
+    return rows.map(toRow);
+  }
+
   /**
    * The context's root while it is not recorded (a context created before roots came with their
    * contexts, until its first folder write): as it will be recorded, from the context's creation.

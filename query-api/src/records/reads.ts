@@ -3,19 +3,20 @@ import { firstRow } from '../first-row';
 import { type CreatedKey, dataScopeArgs, inDataScope, type OwnerFilter, oldestFirstAfter, pageArgs } from '../lists';
 import type { ReadCache } from '../read-cache';
 
-export type RecordRow = Omit<LiveRecord, 'exists'> & { indexStatus: string | null; indexFailure?: { code: string; message: string } | null; payloadBytes: number };
+export type RecordRow = Omit<LiveRecord, 'exists'> & { indexStatus: string | null; indexFailure?: { code: string; message: string } | null; payloadBytes: number; /** The record stream's revision of its last content event (the change stream tells a stale event by it). */ revision?: number };
 
 type Raw = {
   record_id: string; tenant_id: string; context_id: string; schema_id: string; type_name: string; schema_version: number; payload: Record<string, unknown>;
   full_payload?: Record<string, unknown> | null; payload_bytes: number;
   status: string; folder_id: string | null; user_id: string | null; scopes: string[]; external_id: string | null; index_mode: string | null;
-  index_status: string | null; index_failure?: { code: string; message: string } | null; created_by: string | null; created_at: Date | string; updated_at: Date | string; version: number;
+  index_status: string | null; index_failure?: { code: string; message: string } | null; created_by: string | null; created_at: Date | string; updated_at: Date | string; version: number; revision?: number | string;
 };
 
 const toRow = (r: Raw): RecordRow => ({
   id: r.record_id, tenantId: r.tenant_id, contextId: r.context_id, schemaId: r.schema_id, typeName: r.type_name, schemaVersion: r.schema_version,
   payload: r.full_payload ?? r.payload, payloadBytes: r.payload_bytes, status: r.status, folderId: r.folder_id, userId: r.user_id, scopes: r.scopes, externalId: r.external_id, indexMode: r.index_mode,
   indexStatus: r.index_status, indexFailure: r.index_failure ?? null, createdBy: r.created_by, createdAt: new Date(r.created_at).toISOString(), updatedAt: new Date(r.updated_at).toISOString(), version: r.version,
+  ...(r.revision !== undefined ? { revision: Number(r.revision) } : {}),
 });
 
 export interface RecordFilter extends OwnerFilter {

@@ -45,7 +45,7 @@ export function routeCatalogue(): CataloguedRoute[] {
   const secret = Buffer.alloc(32);
   const of = (role: RoutedRole, specs: RouteSpec[], described = true) => specs.map((spec) => ({ method: spec.method, url: spec.url, role, spec, described }));
   const command = commandAreas({ deps: inert, counters: inert, secret, pages: inert, sql: inert, blobs: inert, scripts: inert, webhooks: inert }).flatMap((a) => a.routes);
-  const query = queryAreas({ sql: inert, store: inert, secret, pages: inert, tenancy: inert, deps: inert, blobs: inert, search: inert, models: inert }).flatMap((a) => a.routes);
+  const query = queryAreas({ sql: inert, store: inert, secret, pages: inert, tenancy: inert, deps: inert, blobs: inert, search: inert, models: inert, changes: inert }).flatMap((a) => a.routes);
   return [
     ...of('command', command),
     ...of('command', storageRouteSpecs({ deps: inert, secret, blobs: inert }), false),

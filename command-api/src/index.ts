@@ -22,6 +22,7 @@ export * from './scripts/read-routes';
 export * from './scripts/routes';
 export * from './scripts/sandbox-pool';
 export * from './scripts/versions';
+export * from './tenancy/jwt-issuers';
 export * from './tenancy/routes';
 export * from './triggers/routes';
 export * from './usage/gates';

@@ -7,6 +7,7 @@ export * from './api/folders';
 export * from './api/history';
 export * from './api/identity';
 export * from './api/inference';
+export * from './api/jwt-issuers';
 export * from './api/records';
 export * from './api/schemas';
 export * from './api/scripts';

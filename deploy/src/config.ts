@@ -65,6 +65,12 @@ export interface Config {
    * entry is the TCP peer. 0 ignores X-Forwarded-For entirely; the shipped router (deploy/k8s/router.nginx.conf) is 1.
    */
   trustProxyHops: number;
+  /**
+   * Keys of tenants' identity providers (docs/identity.md "Sign in with your identity provider"): JWT_KEYS_REFETCH_MS,
+   * least time between two fetches prompted by an unknown `kid` (default 60 s); JWT_KEYS_MAX_AGE_MS, how long fetched
+   * keys are used before they are fetched again (default 10 min). Lowered by tests of key rotation.
+   */
+  jwtKeys: { refetchMs: number; maxAgeMs: number };
   /** CORS_ORIGINS: `*` or the exact origins browsers may call the API from; unset, no CORS headers (docs/api.md "CORS"). */
   corsOrigins?: CorsOrigins;
   /**
@@ -133,6 +139,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     edgeRateLimitPerMinute: wholeNumber(env.EDGE_RATE_LIMIT_PER_MINUTE, 20_000, 'EDGE_RATE_LIMIT_PER_MINUTE', 'a whole number of requests per minute (0 disables)'),
     trustProxyHops: wholeNumber(env.TRUST_PROXY_HOPS, 0, 'TRUST_PROXY_HOPS', 'a whole number of trusted reverse-proxy hops (0 or more; 0 ignores X-Forwarded-For)'),
     corsOrigins: corsOrigins(env.CORS_ORIGINS),
+    jwtKeys: {
+      refetchMs: wholeNumber(env.JWT_KEYS_REFETCH_MS, 60_000, 'JWT_KEYS_REFETCH_MS', 'a whole number of milliseconds'),
+      maxAgeMs: wholeNumber(env.JWT_KEYS_MAX_AGE_MS, 600_000, 'JWT_KEYS_MAX_AGE_MS', 'a whole number of milliseconds'),
+    },
     metering: env.METERING !== '0',
     rateLimits: env.RATE_LIMITS !== '0',
     changeStreamsPerContext: wholeNumber(env.CHANGE_STREAMS_PER_CONTEXT, 1000, 'CHANGE_STREAMS_PER_CONTEXT', 'a whole number of open change streams per context'),

@@ -1,7 +1,7 @@
 import { deriveKey, type Paginator, type RouteSpec } from '@svc/contracts';
 import { type BlobStore, DEFAULT_PRICES, DEFAULT_URL_TTL_MS, type EventStore, type PresignedBlobUrls, type SearchEngines, type Sql, StorageGrants } from '@svc/domain';
-import { batchWriteRoute, type CommandDeps, type ScriptRouteDeps, scriptCommandRoutes, type WebhookCommandDeps, webhookCommandRoutes, webhookDomainRoutes, webhookRetryRoute, documentCommandRoutes, folderCommandRoutes, identityCommandRoutes, recordCommandRoutes, rootFolderGuard, schemaCommandRoutes, storageRoutes, tenancyCommandRoutes, triggerCommandRoutes, type WindowCounter } from '@svc/command-api';
-import { documentsProjection, DocumentWorker, foldersProjection, historyProjection, identityProjection, recordsProjection, schemasProjection, sqlFolderContents, sqlNamespaceUsage, type RevocationHooks, type SqlProjection, sqlRootKeyIndex, sqlTenantContexts, tenancyProjection, TriggerRunner, type TriggerRunnerOptions, triggersProjection, usageProjection, webhooksProjection } from '@svc/projectors';
+import { batchWriteRoute, type CommandDeps, type ScriptRouteDeps, scriptCommandRoutes, type WebhookCommandDeps, webhookCommandRoutes, webhookDomainRoutes, webhookRetryRoute, documentCommandRoutes, folderCommandRoutes, identityCommandRoutes, jwtIssuerCommandRoutes, recordCommandRoutes, rootFolderGuard, schemaCommandRoutes, storageRoutes, tenancyCommandRoutes, triggerCommandRoutes, type WindowCounter } from '@svc/command-api';
+import { documentsProjection, DocumentWorker, foldersProjection, historyProjection, identityProjection, recordsProjection, schemasProjection, sqlFolderContents, sqlNamespaceUsage, type RevocationHooks, type SqlProjection, sqlRootKeyIndex, sqlTenantContexts, sqlTenantDirectory, tenancyProjection, TriggerRunner, type TriggerRunnerOptions, triggersProjection, usageProjection, webhooksProjection } from '@svc/projectors';
 import { activityLogRoutes, ActivityLogStore, builtinModel, type ChangeFeed, changeRoutes, documentQueryRoutes, inferenceRoutes, scriptQueryRoutes, ModelCatalog, openAiModel, DocumentReads, exportRoutes, folderHistoryRoutes, folderQueryRoutes, FolderReads, HistoryReads, historyRoutes, identityQueryRoutes, IdentityReads, meteredSearch, type ReadCache, recordQueryRoutes, RecordReads, type RecordRow, schemaHistoryRoutes, schemaQueryRoutes, SchemaReads, searchRoutes, tenancyQueryRoutes, type TenancyReads, triggerQueryRoutes, UsageReads, usageRoutes, webhookQueryRoutes } from '@svc/query-api';
 import type { Config } from './config';
 import type { Area } from './http/areas';
@@ -83,7 +83,7 @@ export const triggerRunner = (o: TriggerRunnerOptions) => new TriggerRunner(o);
 /** The write side, area by area (each registered as one fastify plugin; flattened, the order of /openapi.json). */
 export function commandAreas(f: CommandFeatureDeps): Area[] {
   return [
-    { name: 'tenancy', routes: tenancyCommandRoutes(f.deps, sqlRootKeyIndex(f.sql), sqlTenantContexts(f.sql)) },
+    { name: 'tenancy', routes: [...tenancyCommandRoutes(f.deps, sqlRootKeyIndex(f.sql), sqlTenantContexts(f.sql)), ...jwtIssuerCommandRoutes(f.deps, sqlTenantDirectory(f.sql))] },
     { name: 'schemas', routes: schemaCommandRoutes(f.deps) },
     { name: 'records', routes: [...recordCommandRoutes(f.deps), batchWriteRoute(f.deps, f.counters)] },
     { name: 'folders', routes: folderCommandRoutes(f.deps, sqlFolderContents(f.sql)) },

@@ -69,7 +69,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
   const { sql, store, secret, s3, search } = engines;
   const ids = { newId: () => randomUUID() };
   const now = hooks.now ?? (() => new Date());
-  const caches = await openCaches(sql, role);
+  const caches = await openCaches(sql, role, { ...config.jwtKeys, log });
 
   const projections = await startProjections({ config, role, engines, caches, log });
   const { runner, barrier, relay, feed } = projections;

@@ -40,6 +40,7 @@ export * from './tenancy/access';
 export * from './tenancy/accounts';
 export * from './tenancy/contexts';
 export * from './tenancy/credentials';
+export * from './tenancy/jwt-issuers';
 export * from './tenancy/permissions';
 export * from './tenancy/teardown';
 export * from './triggers/bindings';

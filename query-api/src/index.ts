@@ -28,6 +28,7 @@ export * from './scripts/routes';
 export * from './search/routes';
 export * from './tenancy/contexts';
 export * from './tenancy/credentials';
+export * from './tenancy/jwt-credentials';
 export * from './tenancy/routes';
 export * from './triggers/routes';
 export * from './usage/report';

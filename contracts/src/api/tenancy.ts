@@ -3,7 +3,8 @@ import { scopes, uuid } from '../common';
 
 export const planSchema = z.enum(['free', 'starter', 'pro', 'scale', 'enterprise']);
 const entitlements = z.object({ allowGlobalRegion: z.boolean().optional() }).strict();
-const permission = z.string().regex(/^(\*|[a-z][a-z-]*:(\*|[a-z])(:[A-Za-z0-9_-]{1,64})?)$/, 'must be <resource>:<action>');
+/** A permission string: `*` or `<resource>:<action>[:<name>]`. */
+export const permission = z.string().regex(/^(\*|[a-z][a-z-]*:(\*|[a-z])(:[A-Za-z0-9_-]{1,64})?)$/, 'must be <resource>:<action>');
 export const dataScopeSchema = z.object({ userId: z.string().min(1).max(128).optional(), scopes: scopes.optional() }).strict();
 
 export const createAccountBody = z

@@ -178,6 +178,17 @@ const SAMPLES: { [T in EventType]: EventData<T>[] } = {
     },
   ],
   CredentialRevoked: [{ credentialId: 'c2c2c2c2-1111-4222-8333-444444444444' }],
+  JwtIssuersSet: [
+    { tenantId: LIVE_TENANT, accountId: ACCOUNT, issuers: [] },
+    {
+      tenantId: LIVE_TENANT,
+      accountId: ACCOUNT,
+      issuers: [
+        { issuer: 'https://login.example.com/', audience: 'app', jwksUrl: null, claims: { userId: 'sub', contextId: 'svc_context', scopes: 'svc_scopes', permissions: 'svc_permissions' }, defaultPermissions: null },
+        { issuer: 'https://id.example.org', audience: 'api://x', jwksUrl: 'https://id.example.org/keys', claims: { userId: 'email', contextId: 'ctx', scopes: 'https://app.example/scopes', permissions: 'scope' }, defaultPermissions: ['records:r'] },
+      ],
+    },
+  ],
   ReservationClaimed: [{ key: `schema-type:${LIVE_TENANT}:${LIVE_CTX}:invoice`, ownerId: 'aaaaaaaa-1111-4222-8333-444444444444' }],
   ReservationReleased: [{ key: `schema-type:${LIVE_TENANT}:${LIVE_CTX}:invoice`, ownerId: 'aaaaaaaa-1111-4222-8333-444444444444' }],
   SchemaCreated: [

@@ -142,6 +142,24 @@ export const EVENT_TYPES = {
     parentCredentialId: z.string().optional(),
   }),
   CredentialRevoked: z.object({ credentialId: z.string() }),
+  /**
+   * PUT /operator/tenants/{tenantId}/jwt-issuers: the tenant's whole list of identity-provider registrations
+   * (replacing the previous one), alone on the stream `jwt-issuers-<tenantId>`; each (issuer, audience) pair is held
+   * by a reservation claimed in the same append. `claims` is the mapping with its defaults filled in.
+   */
+  JwtIssuersSet: z.object({
+    tenantId: z.string(),
+    accountId: z.string(),
+    issuers: z.array(
+      z.object({
+        issuer: z.string(),
+        audience: z.string(),
+        jwksUrl: z.string().nullable(),
+        claims: z.object({ userId: z.string(), contextId: z.string(), scopes: z.string(), permissions: z.string() }),
+        defaultPermissions: z.array(z.string()).nullable(),
+      }),
+    ),
+  }),
 
   // uniqueness reservations (one stream per reserved value)
   ReservationClaimed: z.object({ key: z.string(), ownerId: z.string() }),

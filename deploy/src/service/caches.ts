@@ -1,7 +1,7 @@
 import type { Sql, StoredEvent } from '@svc/domain';
 import { AccountRateLimits, CachedStanding } from '@svc/command-api';
 import { ensureCheckpoints, isIndexOutcome, type RevocationHooks, sqlAccountStanding } from '@svc/projectors';
-import { CredentialResolver, pageKeyPrefix, ReadCache, type RecordRow, SchemaReads, TenancyReads } from '@svc/query-api';
+import { CredentialResolver, JwtCredentials, type JwtKeyOptions, pageKeyPrefix, ReadCache, type RecordRow, SchemaReads, TenancyReads } from '@svc/query-api';
 import type { RoleTraits } from './roles';
 import { READ_MODELS } from './subscribers';
 
@@ -49,7 +49,8 @@ export interface ReadCaches {
   dropAll(): void;
 }
 
-export async function openCaches(sql: Sql, role: RoleTraits): Promise<ReadCaches> {
+/** `jwt`: how the keys of tenants' identity providers are fetched and kept (JWT_KEYS_* settings), and where their failures are logged. */
+export async function openCaches(sql: Sql, role: RoleTraits, jwt: JwtKeyOptions & { log?: (msg: string) => void } = {}): Promise<ReadCaches> {
   const versioned = !role.exactCaches;
   // The version is read from the checkpoint table (every role's runner creates it too; this process may ask first).
   if (versioned) await ensureCheckpoints(sql);
@@ -57,7 +58,9 @@ export async function openCaches(sql: Sql, role: RoleTraits): Promise<ReadCaches
   // process's NOTIFY can arrive after the client's next request, so without a projector beside it every known
   // credential is read from the database, and that read brings the request's read-model version. Unknown secrets
   // stay remembered (1 s): a miss cannot turn into a credential, whose secret is made when it is issued.
-  const credentials = new CredentialResolver(sql, role.projectors ? { ttlMs: 5000 } : { ttlMs: 1000, cacheHits: false, readModelVersion: versioned ? READ_MODELS : undefined });
+  // Tokens of tenants' identity providers: read from the read models on every request, stamped with the version like the lookup.
+  const jwtTokens = new JwtCredentials(sql, { ...jwt, readModelVersion: versioned ? READ_MODELS : undefined });
+  const credentials = new CredentialResolver(sql, role.projectors ? { ttlMs: 5000, jwt: jwtTokens } : { ttlMs: 1000, cacheHits: false, readModelVersion: versioned ? READ_MODELS : undefined, jwt: jwtTokens });
   const unwatchCredentials = sql.kind === 'postgres' && role.projectors ? await credentials.watch() : undefined;
   const tenancy = new TenancyReads(sql);
   // Role all: dropped by this process's projector when a schema changes (2 s backstop). Elsewhere: per version.

@@ -7,6 +7,8 @@ export const streams = {
   /** A tenant's teardown (TenantTornDown): the stream exists only once the tenant is torn down. */
   tenant: (id: string) => `tenant-${id}`,
   credential: (id: string) => `credential-${id}`,
+  /** The identity providers whose tokens a tenant accepts (JwtIssuersSet). */
+  jwtIssuers: (tenantId: string) => `jwt-issuers-${tenantId}`,
   schema: (id: string) => `schema-${id}`,
   record: (id: string) => `record-${id}`,
   folder: (id: string) => `folder-${id}`,

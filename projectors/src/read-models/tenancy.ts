@@ -1,4 +1,4 @@
-import { accountDecider, CREDENTIAL_CHANGE_CHANNEL, type RootKeyIndex, type SqlQueryable, type StoredEvent, type TenantContexts } from '@svc/domain';
+import { accountDecider, CREDENTIAL_CHANGE_CHANNEL, type RootKeyIndex, type SqlQueryable, type StoredEvent, type TenantContexts, type TenantDirectory } from '@svc/domain';
 import type { EventData } from '@svc/contracts';
 import type { SqlProjection } from '../runtime/runner';
 
@@ -20,7 +20,7 @@ export interface RevocationHooks {
   revoked(): void;
 }
 
-/** Accounts, their tenants and contexts, and credentials (by secret hash). */
+/** Accounts, their tenants and contexts, credentials (by secret hash) and the identity providers tenants accept. */
 export const tenancyProjection = (hooks?: RevocationHooks): SqlProjection => {
   /** A revocation was applied and its commit not yet heard (a rolled-back batch is retried, so the next commit ends it). */
   let pending = false;
@@ -33,7 +33,7 @@ export const tenancyProjection = (hooks?: RevocationHooks): SqlProjection => {
   };
   return {
     name: 'tenancy',
-    tables: ['rm_accounts', 'rm_tenants', 'rm_contexts', 'rm_credentials'],
+    tables: ['rm_accounts', 'rm_tenants', 'rm_contexts', 'rm_credentials', 'rm_jwt_issuers'],
     ddl: `
 CREATE TABLE IF NOT EXISTS rm_accounts (
   account_id text PRIMARY KEY, doc jsonb NOT NULL, created_at timestamptz NOT NULL);
@@ -52,7 +52,11 @@ ALTER TABLE rm_credentials ADD COLUMN IF NOT EXISTS parent_id text;
 ALTER TABLE rm_tenants ADD COLUMN IF NOT EXISTS torn_down_at timestamptz;
 CREATE INDEX IF NOT EXISTS rm_credentials_tenant ON rm_credentials (tenant_id);
 CREATE INDEX IF NOT EXISTS rm_credentials_parent ON rm_credentials (parent_id) WHERE parent_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS rm_credentials_root ON rm_credentials (tenant_id) WHERE kind = 'root' AND NOT revoked;`,
+CREATE INDEX IF NOT EXISTS rm_credentials_root ON rm_credentials (tenant_id) WHERE kind = 'root' AND NOT revoked;
+CREATE TABLE IF NOT EXISTS rm_jwt_issuers (
+  issuer text NOT NULL, audience text NOT NULL, tenant_id text NOT NULL, ord int NOT NULL, doc jsonb NOT NULL,
+  PRIMARY KEY (issuer, audience));
+CREATE INDEX IF NOT EXISTS rm_jwt_issuers_tenant ON rm_jwt_issuers (tenant_id, ord);`,
     async apply(q: SqlQueryable, e: StoredEvent) {
       const at = e.metadata.occurredAt;
       switch (e.type) {
@@ -92,6 +96,16 @@ CREATE INDEX IF NOT EXISTS rm_credentials_root ON rm_credentials (tenant_id) WHE
           await q.query('UPDATE rm_tenants SET torn_down_at = $2 WHERE tenant_id = $1', [d.tenantId, at]);
           await q.query('UPDATE rm_contexts SET deleted_at = $2 WHERE tenant_id = $1 AND deleted_at IS NULL', [d.tenantId, at]);
           await revoke(q, 'UPDATE rm_credentials SET revoked = true WHERE tenant_id = $1 AND NOT revoked', [d.tenantId]);
+          await q.query('DELETE FROM rm_jwt_issuers WHERE tenant_id = $1', [d.tenantId]);
+          return;
+        }
+        case 'JwtIssuersSet': {
+          // The whole list replaces the tenant's rows; the pairs' reservations keep any other tenant's rows from clashing.
+          const d = e.data;
+          await q.query('DELETE FROM rm_jwt_issuers WHERE tenant_id = $1', [d.tenantId]);
+          for (const [ord, i] of d.issuers.entries()) {
+            await q.query('INSERT INTO rm_jwt_issuers (issuer, audience, tenant_id, ord, doc) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (issuer, audience) DO UPDATE SET tenant_id = $3, ord = $4, doc = $5', [i.issuer, i.audience, d.tenantId, ord, JSON.stringify(i)]);
+          }
           return;
         }
         case 'CredentialIssued': {
@@ -133,5 +147,13 @@ export const sqlRootKeyIndex = (q: SqlQueryable): RootKeyIndex => ({
   async activeRootKeys(tenantId) {
     const { rows } = await q.query<{ credential_id: string }>(`SELECT credential_id FROM rm_credentials WHERE tenant_id = $1 AND kind = 'root' AND NOT revoked ORDER BY created_at, credential_id`, [tenantId]);
     return rows.map((r) => r.credential_id);
+  },
+});
+
+/** Tenants by id, from the read model (a tenant is there from its account's opening, which answers after the read models have it). */
+export const sqlTenantDirectory = (q: SqlQueryable): TenantDirectory => ({
+  async accountOf(tenantId) {
+    const { rows } = await q.query<{ account_id: string }>('SELECT account_id FROM rm_tenants WHERE tenant_id = $1', [tenantId]);
+    return rows[0]?.account_id ?? null;
   },
 });

@@ -1,4 +1,4 @@
-import type { Sql } from '@svc/domain';
+import type { JwtIssuer, Sql } from '@svc/domain';
 import { firstRow } from '../first-row';
 
 export interface ContextRow {
@@ -46,6 +46,15 @@ export class TenancyReads {
   async account(accountId: string): Promise<Record<string, unknown> | null> {
     const { rows } = await this.sql.query<{ doc: Record<string, unknown> }>('SELECT doc FROM rm_accounts WHERE account_id = $1', [accountId]);
     return rows[0]?.doc ?? null;
+  }
+
+  /** The identity providers a live tenant accepts, in the order registered; null when there is no such tenant. */
+  async jwtIssuers(tenantId: string): Promise<JwtIssuer[] | null> {
+    const { rows } = await this.sql.query<{ doc: JwtIssuer | null }>(
+      'SELECT i.doc FROM rm_tenants t LEFT JOIN rm_jwt_issuers i ON i.tenant_id = t.tenant_id WHERE t.tenant_id = $1 AND t.torn_down_at IS NULL ORDER BY i.ord',
+      [tenantId],
+    );
+    return rows.length ? rows.flatMap((r) => (r.doc ? [r.doc] : [])) : null;
   }
 
   async anyAccount(): Promise<boolean> {

@@ -1,5 +1,6 @@
 import { CREDENTIAL_CHANGE_CHANNEL, readModelVersionSql, type Sql, stampReadModelVersion } from '@svc/domain';
 import { hashSecret, type Principal } from '@svc/contracts';
+import { looksLikeJwt } from './jwt-credentials';
 
 type Row = {
   credential_id: string;
@@ -37,6 +38,11 @@ export interface CredentialCacheOptions {
    * for the caches the request meets later. Such a principal is never served from the cache (it carries its request's version).
    */
   readModelVersion?: string;
+  /**
+   * Resolves bearer JWTs (tokens of a tenant's identity provider, jwt-credentials.ts). They bypass both caches: a
+   * token refused now may work once its issuer is registered, and a registration's change must hold on the next request.
+   */
+  jwt?: { resolve(token: string): Promise<Principal | null> };
 }
 
 export const CREDENTIAL_CACHE_DEFAULTS = { ttlMs: 5000, maxEntries: 10_000, maxMisses: 1_000 } as const;
@@ -76,6 +82,7 @@ export class CredentialResolver {
   private readonly maxMisses: number;
   private readonly cacheHits: boolean;
   private readonly versionRunner: string | undefined;
+  private readonly jwt: CredentialCacheOptions['jwt'];
 
   constructor(
     private readonly sql: Sql,
@@ -86,6 +93,7 @@ export class CredentialResolver {
     this.maxEntries = Math.max(1, o.maxEntries ?? CREDENTIAL_CACHE_DEFAULTS.maxEntries);
     this.maxMisses = Math.max(0, o.maxMisses ?? CREDENTIAL_CACHE_DEFAULTS.maxMisses);
     this.versionRunner = o.readModelVersion;
+    this.jwt = o.jwt;
     this.cacheHits = (o.cacheHits ?? true) && !this.versionRunner;
   }
 
@@ -95,6 +103,7 @@ export class CredentialResolver {
   }
 
   async resolve(secret: string): Promise<Principal | null> {
+    if (looksLikeJwt(secret)) return this.jwt ? this.jwt.resolve(secret) : null;
     const hash = hashSecret(secret);
     if (this.held) return this.live(await this.load(hash));
     const now = Date.now();

@@ -1,4 +1,5 @@
-import { contextResponse, idParam, listEnvelope, notFound, pageQuery, type Paginator, pingResponse, route, type RouteSpec } from '@svc/contracts';
+import { contextResponse, idParam, jwtIssuersResponse, listEnvelope, notFound, pageQuery, type Paginator, pingResponse, route, type RouteSpec, tenantIdParam } from '@svc/contracts';
+import { jwtIssuerView } from '@svc/domain';
 import type { TenancyReads } from './contexts';
 
 export function tenancyQueryRoutes(reads: TenancyReads, pages: Paginator): RouteSpec[] {
@@ -38,6 +39,20 @@ export function tenancyQueryRoutes(reads: TenancyReads, pages: Paginator): Route
       summary: 'Read an account (plan, limits, balance, tenants)',
       params: idParam,
       handler: async ({ params }) => (await reads.account(params.id)) ?? Promise.reject(notFound()),
+    }),
+    route({
+      method: 'GET',
+      url: '/operator/tenants/:tenantId/jwt-issuers',
+      operationId: 'getJwtIssuers',
+      auth: 'operator',
+      summary: 'The identity providers whose tokens (JWTs) are credentials of the tenant',
+      params: tenantIdParam,
+      response: jwtIssuersResponse,
+      handler: async ({ params }) => {
+        const issuers = await reads.jwtIssuers(params.tenantId);
+        if (!issuers) throw notFound();
+        return { issuers: issuers.map(jwtIssuerView) };
+      },
     }),
   ];
 }

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registeredNamespaces } from '@svc/command-api';
-import { startService, type Api, type Bootstrap, type TestService } from '../support/service';
+import { LocalIssuer } from '../support/oidc-issuer';
+import { OPERATOR_TOKEN, startService, type Api, type Bootstrap, type TestService } from '../support/service';
 
 /**
  * Identity (decisions §1 and §4): namespaces per tenant (org and client built
@@ -13,6 +14,10 @@ let api: Api;
 let boot: Bootstrap;
 let root: string;
 let other: Bootstrap;
+/** The tenant's identity provider: the access cases run with its tokens as with minted ones. */
+let idp: LocalIssuer;
+let idpKey: string;
+const JWT_AUDIENCE = 'identity-e2e';
 
 const NS_KEYS = ['createdAt', 'description', 'name'];
 const ENTITY_KEYS = ['id', 'key', 'namespace', 'payload', 'version'];
@@ -25,9 +30,14 @@ beforeAll(async () => {
   boot = svc.bootstrap;
   root = boot.tenants.live.rootKey;
   other = await api.newAccount();
+  idp = await LocalIssuer.start();
+  idpKey = await idp.addKey('ES256');
+  const r = await api.call('PUT', `/operator/tenants/${boot.tenants.live.tenantId}/jwt-issuers`, { token: OPERATOR_TOKEN, body: { issuers: [{ issuer: idp.url, audience: JWT_AUDIENCE, jwksUrl: idp.jwksUrl }] } });
+  expect(r.status, r.text).toBe(200);
 });
 
 afterAll(async () => {
+  await idp?.close();
   await svc?.stop();
 });
 
@@ -42,12 +52,25 @@ async function newContext(): Promise<string> {
   return r.body.id;
 }
 
-async function mint(allowedActions: string[], extra: { dataScope?: Record<string, unknown>; userId?: string; contextId?: string } = {}, by = root): Promise<string> {
+async function mint(allowedActions: string[], extra: Extra = {}, by = root): Promise<string> {
   const { dataScope, ...rest } = extra;
   const r = await api.post('/v1/tokens', by, { scope: { allowedActions, ...(dataScope ? { dataScope } : {}) }, ...rest });
   expect(r.status, r.text).toBe(201);
   return r.body.token;
 }
+
+type Extra = { dataScope?: { userId?: string; scopes?: string[] }; userId?: string; contextId?: string };
+
+/** What `mint` asks for, as a token of the tenant's identity provider (default claims: sub, svc_scopes, svc_context, svc_permissions). */
+async function signIn(allowedActions: string[], extra: Extra = {}): Promise<string> {
+  return idp.sign(idpKey, { aud: JWT_AUDIENCE, sub: extra.userId ?? extra.dataScope?.userId, svc_scopes: extra.dataScope?.scopes, svc_context: extra.contextId, svc_permissions: allowedActions });
+}
+
+/** The two ways an app hands a narrowed credential to its users: the access cases run with each. */
+const CREDENTIALS: Array<[string, (allowedActions: string[], extra?: Extra) => Promise<string>]> = [
+  ['minted token', (a, e) => mint(a, e)],
+  ['JWT', signIn],
+];
 
 async function ok(r: Res, status = 201) {
   expect(r.status, r.text).toBe(status);
@@ -434,7 +457,7 @@ describe('users', () => {
     });
   });
 
-  describe('credentials bound to an identity or limited to scopes', () => {
+  describe.each(CREDENTIALS)('credentials bound to an identity or limited to scopes: %s', (_, mint) => {
     it('a token bound to user U reads and writes U only, and cannot create users', async () => {
       const u = await ok(await call('POST', '/v1/users', root, { displayName: 'Self' }));
       const someone = await ok(await call('POST', '/v1/users', root, { displayName: 'Someone' }));
@@ -643,35 +666,37 @@ describe('entities', () => {
     expect((await call('POST', '/v1/entities', root, { namespace: 'org', key: uniq('k'), schemaId: s })).status).toBe(400);
   });
 
-  it('a token limited to scopes sees and creates only the entities its scopes name', async () => {
-    const ctx = await newContext();
-    const inScope = await ok(await call('POST', '/v1/entities', root, { namespace: 'org', key: 'acme' }, ctx));
-    const outOfScope = await ok(await call('POST', '/v1/entities', root, { namespace: 'org', key: 'globex' }, ctx));
-    const t = await mint(['entities:*'], { contextId: ctx, dataScope: { scopes: ['org:acme', 'client:9'] } });
-    expect((await call('GET', `/v1/entities/${inScope.id}`, t)).status).toBe(200);
-    expect((await call('GET', `/v1/entities/${outOfScope.id}`, t)).status).toBe(404);
-    expect((await call('PATCH', `/v1/entities/${outOfScope.id}`, t, { payload: { x: 1 } })).status).toBe(404);
-    expect((await call('GET', '/v1/entities', t)).body.data.map((e: any) => e.id)).toEqual([inScope.id]);
-    expect((await call('POST', '/v1/entities', t, { namespace: 'client', key: '9' })).status).toBe(201);
-    expect((await call('POST', '/v1/entities', t, { namespace: 'client', key: '10' })).status).toBe(403);
-    // a bound user does not hide entities (they belong to no user)
-    const u = await mint(['entities:r'], { contextId: ctx, userId: 'someone' });
-    expect((await call('GET', `/v1/entities/${outOfScope.id}`, u)).status).toBe(200);
-  });
+  describe.each(CREDENTIALS)('%s', (_, mint) => {
+    it('a token limited to scopes sees and creates only the entities its scopes name', async () => {
+      const ctx = await newContext();
+      const inScope = await ok(await call('POST', '/v1/entities', root, { namespace: 'org', key: 'acme' }, ctx));
+      const outOfScope = await ok(await call('POST', '/v1/entities', root, { namespace: 'org', key: 'globex' }, ctx));
+      const t = await mint(['entities:*'], { contextId: ctx, dataScope: { scopes: ['org:acme', 'client:9'] } });
+      expect((await call('GET', `/v1/entities/${inScope.id}`, t)).status).toBe(200);
+      expect((await call('GET', `/v1/entities/${outOfScope.id}`, t)).status).toBe(404);
+      expect((await call('PATCH', `/v1/entities/${outOfScope.id}`, t, { payload: { x: 1 } })).status).toBe(404);
+      expect((await call('GET', '/v1/entities', t)).body.data.map((e: any) => e.id)).toEqual([inScope.id]);
+      expect((await call('POST', '/v1/entities', t, { namespace: 'client', key: '9' })).status).toBe(201);
+      expect((await call('POST', '/v1/entities', t, { namespace: 'client', key: '10' })).status).toBe(403);
+      // a bound user does not hide entities (they belong to no user)
+      const u = await mint(['entities:r'], { contextId: ctx, userId: 'someone' });
+      expect((await call('GET', `/v1/entities/${outOfScope.id}`, u)).status).toBe(200);
+    });
 
-  it('each operation needs its permission', async () => {
-    const e = await ok(await call('POST', '/v1/entities', root, { namespace: 'org', key: uniq('perm') }));
-    const none = await mint(['users:*']);
-    expect((await call('POST', '/v1/entities', none, { namespace: 'org', key: uniq('p') })).status).toBe(403);
-    expect((await call('GET', `/v1/entities/${e.id}`, none)).status).toBe(403);
-    expect((await call('GET', '/v1/entities', none)).status).toBe(403);
-    expect((await call('PUT', `/v1/entities/${e.id}`, none, {})).status).toBe(403);
-    expect((await call('PATCH', `/v1/entities/${e.id}`, none, {})).status).toBe(403);
-    expect((await call('DELETE', `/v1/entities/${e.id}`, none)).status).toBe(403);
-    expect((await call('GET', `/v1/entities/${e.id}`, await mint(['entities:r']))).status).toBe(200);
-    expect((await call('PATCH', `/v1/entities/${e.id}`, await mint(['entities:u']), { payload: { a: 1 } })).status).toBe(200);
-    expect((await call('POST', '/v1/entities', await mint(['entities:c']), { namespace: 'org', key: uniq('p') })).status).toBe(201);
-    expect((await call('DELETE', `/v1/entities/${e.id}`, await mint(['entities:d']))).status).toBe(204);
+    it('each operation needs its permission', async () => {
+      const e = await ok(await call('POST', '/v1/entities', root, { namespace: 'org', key: uniq('perm') }));
+      const none = await mint(['users:*']);
+      expect((await call('POST', '/v1/entities', none, { namespace: 'org', key: uniq('p') })).status).toBe(403);
+      expect((await call('GET', `/v1/entities/${e.id}`, none)).status).toBe(403);
+      expect((await call('GET', '/v1/entities', none)).status).toBe(403);
+      expect((await call('PUT', `/v1/entities/${e.id}`, none, {})).status).toBe(403);
+      expect((await call('PATCH', `/v1/entities/${e.id}`, none, {})).status).toBe(403);
+      expect((await call('DELETE', `/v1/entities/${e.id}`, none)).status).toBe(403);
+      expect((await call('GET', `/v1/entities/${e.id}`, await mint(['entities:r']))).status).toBe(200);
+      expect((await call('PATCH', `/v1/entities/${e.id}`, await mint(['entities:u']), { payload: { a: 1 } })).status).toBe(200);
+      expect((await call('POST', '/v1/entities', await mint(['entities:c']), { namespace: 'org', key: uniq('p') })).status).toBe(201);
+      expect((await call('DELETE', `/v1/entities/${e.id}`, await mint(['entities:d']))).status).toBe(204);
+    });
   });
 });
 

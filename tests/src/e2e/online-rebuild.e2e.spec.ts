@@ -74,8 +74,10 @@ describe.skipIf(!!skip)('online rebuild of the read models (PostgreSQL)', () => 
     const traffic = new Traffic(svc.api, token, ids, { readers: 3, writers: 2, tag: 'pg' }).start();
     // Some writes before the switch, then the rebuild, then some more.
     await eventually(async () => expect(traffic.acked.length).toBeGreaterThan(5), 20_000);
+    const atStart = traffic.acked.length;
     const done = await rebuildToEnd(svc);
     const ackedAtSwitch = traffic.acked.length;
+    expect(ackedAtSwitch).toBeGreaterThan(atStart);
     await eventually(async () => expect(traffic.acked.length).toBeGreaterThan(ackedAtSwitch + 5), 20_000);
     await traffic.stop();
     console.log(`online rebuild (PostgreSQL, one process): ${JSON.stringify(done)}; ${traffic.reads} reads, ${traffic.acked.length} writes during the test`);

@@ -5,9 +5,10 @@ export const NOTE_SCHEMA = {
   typeName: 'rbnote',
   displayName: 'Rebuild note',
   allowedSurfaces: ['record'],
+  indexMode: 'TEXT',
   fields: [
     { fieldId: 'title', fieldType: 'string', required: true },
-    { fieldId: 'body', fieldType: 'string' },
+    { fieldId: 'body', fieldType: 'string', searchable: true },
     { fieldId: 'n', fieldType: 'number' },
   ],
 };
@@ -23,6 +24,8 @@ export class Traffic {
   reads = 0;
   readonly failedReads: string[] = [];
   readonly acked: string[] = [];
+  /** The word only the body of each acknowledged record holds (TEXT search finds it by that word). */
+  readonly words = new Map<string, string>();
   readonly failedWrites: string[] = [];
   readonly latencies: { byId: number[]; list: number[] } = { byId: [], list: [] };
   private running = false;
@@ -68,10 +71,14 @@ export class Traffic {
   private async writer(k: number) {
     for (let i = 0; this.running; i++) {
       const n = this.acked.length + this.failedWrites.length;
+      const word = `rb${this.o.tag ?? ''}w${k}x${i}`;
       const r = await this.api
-        .post('/v1/records', this.token, { typeName: NOTE_SCHEMA.typeName, payload: { title: `during ${this.o.tag ?? ''} ${k}-${i}`, body: `written while rebuilding, zebra${n}`, n } })
+        .post('/v1/records', this.token, { typeName: NOTE_SCHEMA.typeName, payload: { title: `during ${k}-${i}`, body: `written while rebuilding ${word}`, n } })
         .catch((e) => ({ status: 0, text: String(e), body: undefined }) as const);
-      if (r.status === 201) this.acked.push(r.body.id);
+      if (r.status === 201) {
+        this.acked.push(r.body.id);
+        this.words.set(r.body.id, word);
+      }
       else this.failedWrites.push(`${r.status} ${r.text.slice(0, 200)}`);
       if (this.o.writePauseMs) await sleep(this.o.writePauseMs);
     }

@@ -2,35 +2,41 @@
 // Last-Event-ID set to the last event it yielded, so the server resumes right after it (no gap, no duplicate).
 // fetch + eventsource-parser rather than EventSource: EventSource cannot send an Authorization header.
 import { EventSourceParserStream, type EventSourceMessage } from 'eventsource-parser/stream';
+import type { Answer } from './api-types.js';
 import { ApiError } from './errors.js';
 
 /** The entity kinds a stream can be limited to (`entities`). */
 export type ChangeEntityKind = 'records' | 'documents' | 'folders';
-/** The event names: a record's, document's or folder's change, and `record.indexed` once a record is searchable. */
-export type ChangeEventType = 'record.created' | 'record.updated' | 'record.deleted' | 'record.indexed' | `document.${string}` | `folder.${string}`;
+/** The event names of each kind; `record.indexed` comes once a record is searchable. */
+export type RecordChangeType = 'record.created' | 'record.updated' | 'record.deleted' | 'record.indexed';
+export type DocumentChangeType = 'document.created' | 'document.updated' | 'document.uploaded' | 'document.indexed' | 'document.stored' | 'document.skipped' | 'document.failed' | 'document.deleted';
+export type FolderChangeType = 'folder.created' | 'folder.updated' | 'folder.deleted';
+export type ChangeEventType = RecordChangeType | DocumentChangeType | FolderChangeType;
 
-/** One change, as the stream's `data:` carries it. */
-export interface ChangeEvent<E = Record<string, unknown>> {
+/** One change as the stream's `data:` carries it, for an event name `T` and the entity a GET answers `E`. */
+export interface Change<T extends ChangeEventType, E> {
   /** The change's position in the log (also the SSE `id:`); pass it as `startFrom` to resume after it later. */
-  position: string;
-  type: ChangeEventType;
+  position: number;
+  type: T;
   entityId: string;
-  /** The record's type name (null for documents and folders without one). */
+  /** The record's or document's type name (null without one: folders, untyped documents). */
   typeName: string | null;
-  version: number;
+  version: number | null;
   /** When the change was written (ISO 8601). */
   at: string;
   /** What a GET of the entity would answer this caller at this version; null after a delete. */
   entity: E | null;
 }
+/** One change, discriminated by `type`: checking it narrows `entity` to a record, a document or a folder. */
+export type ChangeEvent = Change<RecordChangeType, Answer<'getRecord'>> | Change<DocumentChangeType, Answer<'getDocument'>> | Change<FolderChangeType, Answer<'getFolder'>>;
 
 export interface ChangesOptions {
-  /** Only records of these type names. */
+  /** Only records and documents of these type names (folders have none and are left out). */
   types?: string[];
   /** Only these entity kinds (default: all three). */
   entities?: ChangeEntityKind[];
   /** Start after this position (an earlier event's `position`). Without it the stream starts at the head: changes from now on. */
-  startFrom?: string;
+  startFrom?: number | string;
   /** Ends the iteration (quietly: the loop just stops) and closes the connection. */
   signal?: AbortSignal;
   /** The first wait before reconnecting, in ms (default: the server's `retry:` or 1,000); doubled on each failed attempt, up to 30 s. */
@@ -74,7 +80,7 @@ const retryAfterMs = (r: Response): number => {
  * network error, the server closing the stream, a 429/502/503/504 answer) is opened again after a wait, resuming
  * after the last event yielded. Any other refusal (401, 403, 400, ...) is thrown as an ApiError.
  */
-export async function* changes<E = Record<string, unknown>>(conn: ChangesConnection, opts: ChangesOptions = {}): AsyncGenerator<ChangeEvent<E>> {
+export async function* changes(conn: ChangesConnection, opts: ChangesOptions = {}): AsyncGenerator<ChangeEvent> {
   const outer = opts.signal;
   let last: string | undefined;
   let serverRetryMs: number | undefined;
@@ -87,7 +93,7 @@ export async function* changes<E = Record<string, unknown>>(conn: ChangesConnect
     const query = new URLSearchParams();
     if (opts.types?.length) query.set('types', opts.types.join(','));
     if (opts.entities?.length) query.set('entities', opts.entities.join(','));
-    if (last === undefined && opts.startFrom !== undefined) query.set('startFrom', opts.startFrom);
+    if (last === undefined && opts.startFrom !== undefined) query.set('startFrom', String(opts.startFrom));
     const headers: Record<string, string> = { ...conn.headers, accept: 'text/event-stream' };
     const token = await conn.bearer();
     if (token) headers.authorization = `Bearer ${token}`;
@@ -132,7 +138,7 @@ export async function* changes<E = Record<string, unknown>>(conn: ChangesConnect
         if (next.done) break; // the server ended the stream: open it again, as EventSource does
         const message = next.value;
         if (!message.data) continue;
-        const change = JSON.parse(message.data) as ChangeEvent<E>;
+        const change = JSON.parse(message.data) as ChangeEvent;
         last = message.id ?? String(change.position);
         yield change;
       }

@@ -40,7 +40,7 @@ export interface ServiceClient extends Client<paths> {
   /** Chat (POST /v1/chat): content_delta+, done (or error). */
   chat(body: Body<'chat'>): AsyncGenerator<ChatEvent>;
   /** The change stream (GET /v1/changes) as an async iterator that reconnects and resumes after the last event it yielded. */
-  changes<E = Record<string, unknown>>(options?: ChangesOptions): AsyncGenerator<ChangeEvent<E>>;
+  changes(options?: ChangesOptions): AsyncGenerator<ChangeEvent>;
 }
 
 /** A client of one service for one credential. The raw typed methods (`GET`, `POST`, ...) are openapi-fetch's. */
@@ -103,6 +103,6 @@ export function createClient(options: ClientOptions): ServiceClient {
     rag: (body: Body<'rag'>) => stream<RagEvent>(http.POST('/v1/rag', { body, parseAs: 'stream' })),
     askDocument: (id: string, body: Omit<Body<'askDocument'>, 'id'> & { id?: string }) => stream<AskDocumentEvent>(http.POST('/v1/documents/{id}/ask', { params: { path: { id } }, body: { ...body, id: body.id ?? id }, parseAs: 'stream' })),
     chat: (body: Body<'chat'>) => stream<ChatEvent>(http.POST('/v1/chat', { body, parseAs: 'stream' })),
-    changes: <E = Record<string, unknown>>(opts?: ChangesOptions) => changes<E>({ baseUrl, headers, bearer, fetch: doFetch }, opts),
+    changes: (opts?: ChangesOptions) => changes({ baseUrl, headers, bearer, fetch: doFetch }, opts),
   });
 }

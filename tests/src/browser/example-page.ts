@@ -58,7 +58,7 @@ export async function openExample(browser: Browser, origin: string, settings: { 
     for (const [id, value] of Object.entries(fields)) await page.fill(`#${id}`, value);
     await page.click(`#${button}`);
     const output = page.locator(`#${button}-output`);
-    await page.waitForFunction((id) => ['done', 'error'].includes(document.getElementById(id)?.dataset.state ?? ''), `${button}-output`, { timeout: 60_000 });
+    await page.waitForSelector(`#${button}-output[data-state="done"], #${button}-output[data-state="error"]`, { timeout: 60_000 });
     return { state: (await output.getAttribute('data-state')) as Outcome['state'], result: JSON.parse((await output.getAttribute('data-result')) ?? '{}') };
   };
   return {

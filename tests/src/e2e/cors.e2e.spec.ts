@@ -91,7 +91,7 @@ describe('CORS_ORIGINS naming two origins', () => {
     expect(invalid.status).toBe(400);
     expectAllowed(invalid, APP);
     expect(invalid.headers.get('x-ratelimit-limit')).toMatch(/^\d+$/);
-    expect((await invalid.json()).requestId).toBe(invalid.headers.get('x-request-id'));
+    expect(((await invalid.json()) as { requestId: string }).requestId).toBe(invalid.headers.get('x-request-id'));
     const anonymous = await send('/v1/records', { headers: { 'content-type': 'application/json' } });
     expect(anonymous.status).toBe(401);
     expectAllowed(anonymous, APP);

@@ -76,7 +76,7 @@ describe('X-Request-Id', () => {
       expect(got, JSON.stringify(id)).toMatch(GENERATED);
       seen.add(got);
       const refused = await send('/v1/records', id, { method: 'POST', headers: auth(), body: '{}' });
-      const body = await refused.json();
+      const body = (await refused.json()) as { requestId: string };
       expect(refused.status).toBe(400);
       expect(body.requestId).toMatch(GENERATED);
       expect(refused.headers.get('x-request-id')).toBe(body.requestId);

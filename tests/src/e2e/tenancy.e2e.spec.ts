@@ -22,7 +22,8 @@
  * Credential kinds: root live key, root test key (sk_), root key selecting a
  * context with x-context-id, scoped key (ssk_, also identity-bound and
  * cross-context), minted token (st_), identity-bound minted token (dataScope
- * userId 'u1') and the developer token (dt_, refused on the data plane).
+ * userId 'u1') and the developer token (dt_, refused on the data plane), and tokens (JWTs) of the tenant's
+ * own identity provider, plain or bound to 'u1' (claims `sub` and `svc_context`).
  *
  * Every entity a credential may not reach (another cell's, or out of its data
  * scope) must answer each by-id operation with a 404 that is byte-identical,
@@ -32,11 +33,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalIssuer } from '../support/oidc-issuer';
 import { eventually, OPERATOR_TOKEN, startService, type Api, type Bootstrap, type TestService } from '../support/service';
 
 type CellId = 'A.live.ctx1' | 'A.live.ctx2' | 'A.test' | 'B.live' | 'B.test';
 const CELL_IDS: CellId[] = ['A.live.ctx1', 'A.live.ctx2', 'A.test', 'B.live', 'B.test'];
-type Kind = 'root-live' | 'root-test' | 'ssk' | 'ssk-cross' | 'ssk-u1' | 'st' | 'st-u1';
+type Kind = 'root-live' | 'root-test' | 'ssk' | 'ssk-cross' | 'ssk-u1' | 'st' | 'st-u1' | 'jwt' | 'jwt-u1';
 
 /** The table of credentials: which kind acts in which cell. */
 const PLAN: Array<[CellId, Kind]> = [
@@ -50,14 +52,18 @@ const PLAN: Array<[CellId, Kind]> = [
   ['A.live.ctx2', 'ssk-cross'], // with x-context-id
   ['A.live.ctx2', 'st'],
   ['A.live.ctx2', 'st-u1'],
+  ['A.live.ctx2', 'jwt'], // svc_context: the second context
+  ['A.live.ctx2', 'jwt-u1'],
   ['A.test', 'root-test'],
   ['A.test', 'ssk'],
   ['A.test', 'st'],
   ['A.test', 'st-u1'],
+  ['A.test', 'jwt'],
   ['B.live', 'root-live'],
   ['B.live', 'ssk'],
   ['B.live', 'st'],
   ['B.live', 'st-u1'],
+  ['B.live', 'jwt-u1'],
   ['B.test', 'root-test'],
   ['B.test', 'st'],
 ];
@@ -113,6 +119,8 @@ let api: Api;
 let A: Bootstrap;
 let B: Bootstrap;
 let ctx2A: string;
+/** One identity provider, registered for each tenant with its own audience. */
+let idp: LocalIssuer;
 const cells = {} as Record<CellId, Cell>;
 const creds: Cred[] = [];
 /** Responses of the setup writes that must be 201, for the independence test. */
@@ -218,6 +226,13 @@ beforeAll(async () => {
   expect(raised.status, raised.text).toBe(200);
   B = await api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000 });
 
+  idp = await LocalIssuer.start();
+  const idpKey = await idp.addKey('RS256');
+  for (const tenantId of [A.tenants.live.tenantId, A.tenants.test.tenantId, B.tenants.live.tenantId]) {
+    const r = await api.call('PUT', `/operator/tenants/${tenantId}/jwt-issuers`, { token: OPERATOR_TOKEN, body: { issuers: [{ issuer: idp.url, audience: `tenancy-${tenantId}` }] } });
+    expect(r.status, r.text).toBe(200);
+  }
+
   const c2 = await api.post('/v1/contexts', A.tenants.live.rootKey, { name: 'second' });
   expect(c2.status, c2.text).toBe(201);
   ctx2A = c2.body.id;
@@ -259,6 +274,10 @@ beforeAll(async () => {
       expect(r.body.key.startsWith('ssk_')).toBe(true);
       const cross = kind === 'ssk-cross';
       creds.push({ name: `${cell}/${kind}${cross ? '+x-context-id' : ''}`, kind, cell, token: r.body.key, headers: cross ? selector : undefined, boundUser: kind === 'ssk-u1' ? U1 : undefined, crossContext: cross });
+    } else if (kind === 'jwt' || kind === 'jwt-u1') {
+      const claims = { aud: `tenancy-${cl.tenantId}`, svc_context: cl.contextId, svc_permissions: ['records:*', 'schemas:*'], exp: Math.floor(Date.now() / 1000) + 3 * 3600 };
+      const token = await idp.sign(idpKey, kind === 'jwt-u1' ? { ...claims, sub: U1 } : claims);
+      creds.push({ name: `${cell}/${kind}`, kind, cell, token, boundUser: kind === 'jwt-u1' ? U1 : undefined, crossContext: false });
     } else {
       const scope = { allowedActions: ['records:*', 'schemas:*'], ...(kind === 'st-u1' ? { dataScope: { userId: U1 } } : {}) };
       const r = await api.post('/v1/tokens', rootKeyOf(cell), { scope, contextId: cl.contextId });
@@ -333,6 +352,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await svc?.stop();
+  await idp?.close();
 });
 
 // ---------------------------------------------------------------- tests
@@ -340,7 +360,7 @@ afterAll(async () => {
 describe('set-up sanity', () => {
   it('covers every credential kind in both accounts, live and test, and both contexts of A', () => {
     const kinds = new Set(creds.map((c) => c.kind));
-    for (const k of ['root-live', 'root-test', 'ssk', 'ssk-cross', 'ssk-u1', 'st', 'st-u1'] as Kind[]) expect(kinds.has(k), k).toBe(true);
+    for (const k of ['root-live', 'root-test', 'ssk', 'ssk-cross', 'ssk-u1', 'st', 'st-u1', 'jwt', 'jwt-u1'] as Kind[]) expect(kinds.has(k), k).toBe(true);
     for (const cell of CELL_IDS) expect(credsOf(cell).length, cell).toBeGreaterThanOrEqual(2);
     expect(new Set(creds.filter((c) => c.kind === 'st-u1').map((c) => c.cell))).toEqual(new Set(['A.live.ctx1', 'A.live.ctx2', 'A.test', 'B.live']));
   });
@@ -634,8 +654,8 @@ describe('app contexts inside one tenant', () => {
 describe('identity-bound credentials (dataScope.userId = u1)', () => {
   const bound = () => creds.filter((c) => c.boundUser === U1);
 
-  it('there is one per live/test tenant and context (st_ and ssk_)', () => {
-    expect(bound().map((c) => c.name).sort()).toEqual(['A.live.ctx1/ssk-u1', 'A.live.ctx1/st-u1', 'A.live.ctx2/st-u1', 'A.test/st-u1', 'B.live/st-u1']);
+  it('there is one per live/test tenant and context (st_ and ssk_), and JWTs bound by their sub claim', () => {
+    expect(bound().map((c) => c.name).sort()).toEqual(['A.live.ctx1/ssk-u1', 'A.live.ctx1/st-u1', 'A.live.ctx2/jwt-u1', 'A.live.ctx2/st-u1', 'A.test/st-u1', 'B.live/jwt-u1', 'B.live/st-u1']);
   });
 
   it('lists only records with userId u1, and ?userId=u2 is empty', async () => {

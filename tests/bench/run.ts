@@ -36,6 +36,9 @@
  * Section 11 (rebuild.ts, BENCH_ONLY=rebuild, never in the default run; needs DATABASE_URL): the online rebuild of the read
  * models over BENCH_REBUILD_EVENTS (1,000,000) RecordCreated appended in bulk, projector + query + command processes, read
  * latency through the query process before / during / after (BENCH_REBUILD_CLIENTS 4, BENCH_REBUILD_QUIET_MS 15,000).
+ * Section 12 (changes.ts, BENCH_ONLY=changes; issue 43): GET /v1/changes with BENCH_CHANGE_STREAMS (100) streams open: write ->
+ * event latency p50 / p99 at BENCH_CHANGE_RATE (200) creates/s for BENCH_CHANGE_SECONDS (10), and create throughput with
+ * the streams open vs none (BENCH_CHANGE_SLICES 4 alternating slices of BENCH_CHANGE_SLICE_MS 4,000).
  * Results: .cache/bench-results.json (what-if runs: .cache/bench-results.whatif-<name>.json)
  * Companions: tests/bench/profile.ts (CPU profile + SQL census of one scenario),
  * tests/bench/engine-micro.ts (per-statement PGlite costs, read shapes).
@@ -60,10 +63,11 @@ import { benchOperations, exportInProcess } from './operations';
 import { benchSearchable } from './searchable';
 import { benchScripts } from './scripts';
 import { benchWebhooks } from './webhooks';
+import { benchChanges } from './changes';
 import { stealNote } from './steal';
 
 const onlyArg = process.argv.indexOf('--only');
-const only = new Set((onlyArg > 0 ? process.argv[onlyArg + 1] : process.env.BENCH_ONLY || 'records,searchable,documents,search,operations,scripts,webhooks').split(',').map((x) => x.trim()).map((x) => (x === 'activity-log' ? 'operations' : x)));
+const only = new Set((onlyArg > 0 ? process.argv[onlyArg + 1] : process.env.BENCH_ONLY || 'records,searchable,documents,search,operations,scripts,webhooks,changes').split(',').map((x) => x.trim()).map((x) => (x === 'activity-log' ? 'operations' : x)));
 
 const envInt = (k: string, d: number) => (process.env[k] ? Number(process.env[k]) : d);
 const timing: Timing = { concurrency: envInt('BENCH_CONCURRENCY', 32), warmupMs: envInt('BENCH_WARMUP_MS', 1500), durationMs: envInt('BENCH_MS', 5000) };
@@ -406,6 +410,22 @@ async function main() {
         });
       }
     }
+  }
+
+  // --- Change stream (section 12, tests/bench/changes.ts): write -> event latency with 100 streams, writes with 100 streams vs none ---
+  if (only.has('changes')) {
+    const S12 = '12. Change stream (GET /v1/changes): the service as a child process, embedded engines, streams read in this process';
+    const c = await benchChanges(log);
+    const lat: LoadResult = { ops: c.delivered, seconds: c.writes / c.rate, opsPerSec: c.delivered / (c.writes / c.rate), p50: c.latency.p50, p90: NaN, p99: c.latency.p99, max: c.latency.max, errors: c.writes * c.streams - c.delivered };
+    rows.push(
+      {
+        id: 'C1', section: S12,
+        name: `write -> event: ${c.rate} creates/s x ${c.writes / c.rate} s, ${c.streams} streams (${c.delivered} events; the creates themselves answered p50 ${c.write.p50.toFixed(0)} / p99 ${c.write.p99.toFixed(0)} ms; event minus answer p50 ${c.afterAnswer.p50.toFixed(0)} / p99 ${c.afterAnswer.p99.toFixed(0)} ms; ${c.late} sends late)`,
+        result: lat, target: 'p99 ≤250 ms', verdict: c.latency.p99 <= 250 && !lat.errors ? 'PASS' : 'MISS',
+      },
+      { id: 'C0', section: S12, name: 'record create, no stream open (alternating slices)', result: c.none, verdict: 'base' },
+      { id: 'C2', section: S12, name: `record create with ${c.streams} streams open, every event read (alternating slices)`, result: c.open, target: '≥0.90× C0', ratio: { value: c.ratio, vs: 'C0' }, verdict: c.ratio >= 0.9 && !c.open.errors ? 'PASS' : 'MISS' },
+    );
   }
 
   // --- Online rebuild (section 11, tests/bench/rebuild.ts): only with BENCH_ONLY=rebuild (a million events take minutes) ---

@@ -9,9 +9,9 @@ export const CHANGE_PING_MS = 15_000;
 /** How long a client at the per-context limit is told to wait before opening again. */
 const RETRY_AFTER_SECONDS = 5;
 
-/** The `id:`, `event:` and `data:` lines of one change (JSON has no raw newlines). */
+/** The `id:`, `event:` and `data:` lines of one change (JSON has no raw newlines), built once for every stream. */
 export const changeFrame = (c: Change): string =>
-  `id: ${c.position}\nevent: ${c.type}\ndata: ${JSON.stringify({ position: c.position, type: c.type, entityId: c.entityId, typeName: c.typeName, version: c.version, at: c.at, entity: c.entity })}\n\n`;
+  (c.frame ??= `id: ${c.position}\nevent: ${c.type}\ndata: ${JSON.stringify({ position: c.position, type: c.type, entityId: c.entityId, typeName: c.typeName, version: c.version, at: c.at, entity: c.entity })}\n\n`);
 
 /** The kinds a caller's stream carries: those asked for (all by default) that its permissions read. An explicit kind it may not read is a 403. */
 function kindsOf(p: Principal, asked: string | undefined): Set<ChangeEntityKind> {

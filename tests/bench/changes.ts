@@ -1,0 +1,193 @@
+/**
+ * Change stream benchmark (section 12, BENCH_ONLY=changes; issue 43): the service as a child process on the
+ * embedded engines (`npm start`), BENCH_CHANGE_STREAMS (100) streams of GET /v1/changes open in this process.
+ *
+ *   C1: write -> event latency. BENCH_CHANGE_RATE (200) record creates a second, sent on a fixed schedule for
+ *       BENCH_CHANGE_SECONDS (10) s; for every create and every stream, the time from sending the POST to that
+ *       stream parsing its record.created event (eventsource-parser). p50 / p99 over all pairs; target p99 <= 250 ms.
+ *   C2 / C0: create throughput (BENCH_CONCURRENCY, 32 closed-loop clients) with the streams open vs none, measured in
+ *       BENCH_CHANGE_SLICES (4) alternating slices of BENCH_CHANGE_SLICE_MS (4,000) each; the open streams read
+ *       every byte (not parsed, so this process's parsing is not what is measured); target C2 >= 0.9x C0.
+ *
+ *   npx tsx tests/bench/changes.ts
+ */
+import http from 'node:http';
+import { createParser } from 'eventsource-parser';
+import { tempDir } from '../src/support/engines';
+import { startHttpService } from './http';
+import { closedLoop, type LoadResult, percentile, sumLoads } from './load';
+
+export interface ChangeBench {
+  streams: number;
+  rate: number;
+  writes: number;
+  /** Events that reached every stream (writes x streams when none was lost). */
+  delivered: number;
+  latency: { p50: number; p99: number; max: number };
+  /** The creates' own answer times in C1 (send -> 201), p50 / p99: the write waits for the read models, as the event does. */
+  write: { p50: number; p99: number };
+  /** Each event's arrival minus its create's answer (negative: the event came first), p50 / p99: what the stream adds to the write. */
+  afterAnswer: { p50: number; p99: number };
+  /** Creates the schedule sent late (the load generator fell behind). */
+  late: number;
+  none: LoadResult;
+  open: LoadResult;
+  ratio: number;
+}
+
+const env = (k: string, d: number) => (process.env[k] ? Number(process.env[k]) : d);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function post(url: string, path: string, token: string, body: unknown, agent: http.Agent): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const data = JSON.stringify(body);
+    const req = http.request(`${url}${path}`, { method: 'POST', agent, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+/** Opens one stream; `onData` gets its text as it arrives. Resolves once the response head is in. */
+function openStream(url: string, token: string, query: string, onData: (text: string) => void): Promise<{ close: () => void }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(`${url}/v1/changes?${query}`, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } }, (res) => {
+      if (res.statusCode !== 200) {
+        reject(new Error(`stream: ${res.statusCode}`));
+        res.resume();
+        return;
+      }
+      res.setEncoding('utf8');
+      res.on('data', onData);
+      res.on('error', () => {});
+      resolve({ close: () => req.destroy() });
+    });
+    req.on('error', (e) => (e.message.includes('socket hang up') ? undefined : reject(e)));
+  });
+}
+
+export async function benchChanges(log: (m: string) => void = console.log): Promise<ChangeBench> {
+  const streams = env('BENCH_CHANGE_STREAMS', 100);
+  const rate = env('BENCH_CHANGE_RATE', 200);
+  const seconds = env('BENCH_CHANGE_SECONDS', 10);
+  const slices = env('BENCH_CHANGE_SLICES', 4);
+  const sliceMs = env('BENCH_CHANGE_SLICE_MS', 4000);
+  const concurrency = env('BENCH_CONCURRENCY', 32);
+  const dir = tempDir('svc-bench-changes-');
+  const svc = await startHttpService(dir.dir, { CHANGE_STREAMS_PER_CONTEXT: String(streams + 10) });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  try {
+    const key = svc.bootstrap.tenants.live.rootKey;
+    const typeName = 'change_bench';
+    const schema = await post(svc.url, '/v1/schemas', key, { typeName, displayName: 'Change bench', allowedSurfaces: ['record'], fields: [{ fieldId: 'n', fieldType: 'number' }, { fieldId: 'label', fieldType: 'string' }] }, agent);
+    if (schema.status !== 201) throw new Error(`schema: ${schema.status} ${schema.text}`);
+    const create = (n: number, run: number) => post(svc.url, '/v1/records', key, { typeName, payload: { n, label: `run ${run} item ${n}` }, indexMode: 'NONE' }, agent);
+
+    // --- C1: latency at a fixed rate with `streams` streams parsing every event ---
+    const total = rate * seconds;
+    const sentAt = new Float64Array(total).fill(NaN);
+    const answeredAt = new Float64Array(total).fill(NaN);
+    const arrivals: Array<[n: number, at: number]> = [];
+    const latencies: number[] = [];
+    let delivered = 0;
+    const open: Array<{ close: () => void }> = [];
+    for (let i = 0; i < streams; i++) {
+      const parser = createParser({
+        onEvent: (m) => {
+          if (m.event !== 'record.created') return;
+          const at = performance.now();
+          const d = JSON.parse(m.data);
+          const n = d.entity?.payload?.n;
+          if (typeof n !== 'number' || d.entity.payload.label?.startsWith('run 1 ') !== true) return;
+          delivered += 1;
+          latencies.push(at - sentAt[n]);
+          arrivals.push([n, at]);
+        },
+      });
+      open.push(await openStream(svc.url, key, `types=${typeName}`, (t) => parser.feed(t)));
+    }
+    await sleep(500);
+    log(`changes: ${streams} streams open; ${total} creates at ${rate}/s`);
+    const t0 = performance.now();
+    let late = 0;
+    const pending: Promise<unknown>[] = [];
+    const answered: number[] = [];
+    for (let i = 0; i < total; i++) {
+      const due = t0 + (i * 1000) / rate;
+      const wait = due - performance.now();
+      if (wait > 1) await sleep(wait);
+      else if (wait < -20) late += 1;
+      const sent = (sentAt[i] = performance.now());
+      pending.push(create(i, 1).then((r) => (r.status === 201 ? void answered.push((answeredAt[i] = performance.now()) - sent) : Promise.reject(new Error(`create: ${r.status} ${r.text}`)))));
+    }
+    await Promise.all(pending);
+    for (const deadline = Date.now() + 30_000; delivered < total * streams && Date.now() < deadline; ) await sleep(50);
+    for (const o of open) o.close();
+    const sorted = Float64Array.from(latencies).sort();
+    const latency = { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: sorted.length ? sorted[sorted.length - 1] : NaN };
+    const ws = Float64Array.from(answered).sort();
+    const write = { p50: percentile(ws, 0.5), p99: percentile(ws, 0.99) };
+    const deltas = Float64Array.from(arrivals.map(([n, at]) => at - answeredAt[n])).sort();
+    const afterAnswer = { p50: percentile(deltas, 0.5), p99: percentile(deltas, 0.99) };
+    log(`changes: C1 ${delivered}/${total * streams} events, p50 ${latency.p50.toFixed(1)} ms, p99 ${latency.p99.toFixed(1)} ms, max ${latency.max.toFixed(1)} ms; the creates answered p50 ${write.p50.toFixed(1)} / p99 ${write.p99.toFixed(1)} ms; event minus answer p50 ${afterAnswer.p50.toFixed(1)} / p99 ${afterAnswer.p99.toFixed(1)} ms`);
+
+    // --- C2 / C0: closed-loop create throughput with the streams open (drained, unparsed) vs none, alternating ---
+    const noneRuns: LoadResult[] = [];
+    const openRuns: LoadResult[] = [];
+    let seq = 0;
+    const load = () => closedLoop({ concurrency, warmupMs: 500, durationMs: sliceMs, yieldEveryMs: 0, op: async () => {
+      const r = await create(1_000_000 + seq++, 2);
+      if (r.status !== 201) throw new Error(`create: ${r.status} ${r.text.slice(0, 200)}`);
+    } });
+    for (let k = 0; k < slices; k++) {
+      const withStreams = async () => {
+        const drains: Array<{ close: () => void }> = [];
+        let bytes = 0;
+        for (let i = 0; i < streams; i++) drains.push(await openStream(svc.url, key, `types=${typeName}`, (t) => (bytes += t.length)));
+        await sleep(200);
+        const r = await load();
+        for (const d of drains) d.close();
+        log(`changes: slice ${k + 1} with ${streams} streams: ${r.opsPerSec.toFixed(0)} creates/s (${(bytes / 2 ** 20).toFixed(1)} MiB streamed)`);
+        openRuns.push(r);
+      };
+      const without = async () => {
+        const r = await load();
+        log(`changes: slice ${k + 1} without streams: ${r.opsPerSec.toFixed(0)} creates/s`);
+        noneRuns.push(r);
+      };
+      // Alternate which goes first, so neither always meets the service warmer.
+      if (k % 2 === 0) {
+        await without();
+        await withStreams();
+      } else {
+        await withStreams();
+        await without();
+      }
+      await sleep(300);
+    }
+    const none = sumLoads(noneRuns);
+    const opened = sumLoads(openRuns);
+    return { streams, rate, writes: total, delivered, latency, write, afterAnswer, late, none, open: opened, ratio: opened.opsPerSec / none.opsPerSec };
+  } finally {
+    agent.destroy();
+    await svc.stop();
+    dir.remove();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  benchChanges().then(
+    (r) => {
+      console.log(JSON.stringify(r, null, 2));
+      process.exit(0);
+    },
+    (e) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );
+}

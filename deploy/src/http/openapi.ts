@@ -107,7 +107,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   Erasure: 'Reserved per-subject erasure contract (not implemented).',
   Webhooks: 'Signed webhooks of the developer portal: registrations and deliveries.',
   Developer: 'Developer portal: scoped keys, root-key rotation, domains, tenant teardown.',
-  Operator: 'Operator API (OPERATOR_TOKEN): accounts, domains, projection quarantine.',
+  Operator: 'Operator API (OPERATOR_TOKEN): accounts, domains, projection quarantine, online rebuilds of the read models.',
   System: 'Liveness, readiness, metrics and this description (no authentication).',
 };
 export function tagOf(url: string): string {

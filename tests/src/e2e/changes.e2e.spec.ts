@@ -19,7 +19,7 @@ beforeAll(async () => {
   svc = await startService();
   api = svc.api;
   root = svc.bootstrap.tenants.live.rootKey;
-});
+}, 120_000);
 
 afterAll(async () => {
   await svc?.stop();
@@ -125,11 +125,33 @@ describe('shape and order', () => {
     expect(mine[5].data.entity).toBeNull();
   });
 
-  it('answers the response head at once, before any change', async () => {
+  it('answers the response head at once, then a `: ping` comment after 15 s without a change', async () => {
+    const opened = performance.now();
     const s = await openChanges(api, root, { query: `types=${uniq('Quiet')}` });
     expect(s.status).toBe(200);
+    expect(performance.now() - opened).toBeLessThan(5000);
     expect(s.headers.get('cache-control')).toContain('no-cache');
+    expect(s.headers.get('x-accel-buffering')).toBe('no');
+    await new Promise((r) => setTimeout(r, 14_000));
+    expect(s.comments).not.toContain('ping');
+    for (const deadline = Date.now() + 5_000; !s.comments.includes('ping') && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 100));
     s.close();
+    expect(s.comments).toContain('ping');
+    expect(s.events).toHaveLength(0);
+  }, 30_000);
+
+  it.skipIf(!!inProcessOnly)('each event sent is metered as one read of its bytes', async () => {
+    const acct = await api.newAccount();
+    const key = acct.tenants.live.rootKey;
+    const s = await openChanges(api, key, { query: 'entities=folders' });
+    for (let i = 0; i < 3; i++) expect((await api.post('/v1/folders', key, { name: uniq('metered') })).status).toBe(201);
+    await s.waitFor(3);
+    s.close();
+    await svc.service.meter.flush();
+    const usage = await api.get('/v1/usage', key);
+    expect(usage.status, usage.text).toBe(200);
+    expect(usage.body.reads.calls.used).toBe(3);
+    expect(usage.body.reads.dataOut.bytes).toBeGreaterThan(3 * 200);
   });
 });
 
@@ -286,7 +308,7 @@ describe.skipIf(!!inProcessOnly)('per-context limit (CHANGE_STREAMS_PER_CONTEXT=
   let small: TestService;
   beforeAll(async () => {
     small = await startService({ env: { CHANGE_STREAMS_PER_CONTEXT: '2' } });
-  });
+  }, 120_000);
   afterAll(async () => {
     await small?.stop();
   });

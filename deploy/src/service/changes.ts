@@ -16,5 +16,5 @@ export async function openChangeFeed(o: { config: Config; role: RoleTraits; engi
   if (!servesQueries(o.role)) return undefined;
   const { sql, store } = o.engines;
   const checkpoint = o.role.projectors ? runnerCheckpoint(o.runner) : await followCheckpoint(sql, READ_MODELS);
-  return new ChangeFeed({ store, checkpoint, resolver: new ChangeResolver(sql, o.caches.schemas), perContext: o.config.changeStreamsPerContext, log: o.log });
+  return new ChangeFeed({ store, checkpoint, resolver: new ChangeResolver(sql, o.caches.schemas), perContext: o.config.changeStreamsPerContext, credentials: o.caches.credentials, log: o.log });
 }

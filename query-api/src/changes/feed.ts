@@ -36,12 +36,20 @@ export class ChangeFeed {
       resolver: ChangeResolver;
       /** Most open streams per context in this process (CHANGE_STREAMS_PER_CONTEXT). */
       perContext: number;
+      /** Resolves a bearer credential again (revoked, expired, context deleted: null), so an open stream ends with it. */
+      credentials?: { resolve(token: string): Promise<unknown> };
       log?: (msg: string) => void;
     },
   ) {}
 
   get perContext() {
     return this.o.perContext;
+  }
+
+  /** Whether the credential a stream was opened with still works (true when this process cannot tell). */
+  async stillValid(token: string | null): Promise<boolean> {
+    if (!this.o.credentials || !token) return true;
+    return (await this.o.credentials.resolve(token).catch(() => true)) != null;
   }
 
   /** Counts a stream of a context in; false when the context is at its limit. */

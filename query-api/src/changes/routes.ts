@@ -8,6 +8,10 @@ import type { Change } from './resolve';
 export const CHANGE_PING_MS = 15_000;
 /** How long a client at the per-context limit is told to wait before opening again. */
 const RETRY_AFTER_SECONDS = 5;
+/** How often an open stream checks its credential again: a revoked token (or one of a deleted context) stops receiving within this. */
+const RECHECK_MS = 5_000;
+
+const bearerOf = (h: string | undefined) => /^bearer +(.*)$/is.exec(h ?? '')?.[1].trim() || null;
 
 /** The `id:`, `event:` and `data:` lines of one change (JSON has no raw newlines), built once for every stream. */
 export const changeFrame = (c: Change): string =>
@@ -55,6 +59,7 @@ export function changeRoutes(o: { feed: ChangeFeed; meter?: UsageCharges }): Rou
         const kinds = kindsOf(p, query.entities);
         const types = query.types ? new Set(query.types.split(',')) : undefined;
         const context = `${p.tenantId}\u0000${p.contextId}`;
+        const token = bearerOf(req.headers.authorization);
         if (!feed.admit(context))
           throw new ServiceError('RATE_LIMITED', `At most ${feed.perContext} change streams may be open in a context: close one, or try again later`, {
             headers: { 'retry-after': String(RETRY_AFTER_SECONDS), 'x-ratelimit-limit': String(feed.perContext) },
@@ -93,7 +98,14 @@ export function changeRoutes(o: { feed: ChangeFeed; meter?: UsageCharges }): Rou
             // Something at once: the response's head leaves now, not with the first change.
             yield ': stream open\n\n';
             let quietSince = Date.now();
+            let checkedAt = Date.now();
             while (!stopped && !feed.closing) {
+              // A change is sent only to a credential that still works: expired, revoked or of a deleted context, the stream ends.
+              if (p.expiresAt !== undefined && Date.now() >= p.expiresAt) break;
+              if (Date.now() - checkedAt >= RECHECK_MS) {
+                checkedAt = Date.now();
+                if (!(await feed.stillValid(token))) break;
+              }
               pending = false;
               const { changes, next } = await feed.after(cursor);
               cursor = next;
@@ -109,7 +121,7 @@ export function changeRoutes(o: { feed: ChangeFeed; meter?: UsageCharges }): Rou
                 yield out;
               }
               if (changes.length || cursor < feed.position || pending) continue;
-              const wait = quietSince + CHANGE_PING_MS - Date.now();
+              const wait = Math.min(quietSince + CHANGE_PING_MS, checkedAt + RECHECK_MS) - Date.now();
               if (wait > 0) {
                 let timer: NodeJS.Timeout | undefined;
                 await new Promise<void>((resolve) => {

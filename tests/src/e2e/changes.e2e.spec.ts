@@ -250,6 +250,20 @@ describe('filters', () => {
     expect(none.status).toBe(403);
   });
 
+  it('a revoked token\'s stream ends within 5 s and sends nothing written after', async () => {
+    const r = await api.post('/v1/tokens', root, { scope: { allowedActions: ['folders:r'] } });
+    expect(r.status, r.text).toBe(201);
+    const s = await openChanges(api, r.body.token, { query: 'entities=folders' });
+    expect(s.status).toBe(200);
+    expect((await api.del(`/v1/tokens/${r.body.id}`, root)).status).toBe(204);
+    const ended = await Promise.race([s.ended.then(() => true), new Promise<boolean>((res) => setTimeout(() => res(false), 8_000))]);
+    const later = await api.post('/v1/folders', root, { name: uniq('after-revoke') });
+    await new Promise((res) => setTimeout(res, 500));
+    s.close();
+    expect(ended).toBe(true);
+    expect(s.events.some((e) => e.data.entityId === later.body.id)).toBe(false);
+  }, 20_000);
+
   it('a token of another tenant never sees this tenant\'s changes', async () => {
     const other = await api.newAccount();
     const s = await openChanges(api, other.tenants.live.rootKey);

@@ -9,6 +9,14 @@ import { startService, type TestService } from '../support/service';
  */
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 
+/** The little of the page's DOM the functions run in the page use (this project compiles without the DOM's types). */
+interface PageElement {
+  id: string;
+  getAttribute(name: string): string | null;
+  querySelector(selector: string): { innerText: string } | null;
+}
+declare const document: { querySelectorAll(selector: string): Iterable<PageElement> };
+
 describe.skipIf(!!CHROMIUM_SKIP_REASON)('the API reference page (/docs)', () => {
   let svc: TestService;
   let browser: Browser;
@@ -48,14 +56,10 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the API reference page (/docs)', () => 
     // The sidebar comes first; the operations' sections are rendered in the background after it.
     const operationIds = /\/tag\/[^/]+\/(GET|POST|PUT|PATCH|DELETE)\/[^.]*$/.source;
     await page
-      .waitForFunction(
-        ([n, re]) => [...document.querySelectorAll('main [id], section[id], [id]:not(li)')].filter((e) => new RegExp(re).test(e.id)).length >= n,
-        [expected.size, operationIds] as const,
-        { timeout: 60_000 },
-      )
+      .waitForFunction(([n, re]) => [...document.querySelectorAll('[id]:not(li)')].filter((e) => new RegExp(re).test(e.id)).length >= n, [expected.size, operationIds] as const, { timeout: 60_000 })
       .catch(() => {}); // the assertions below say what is missing
     const rendered = await page.evaluate(() => ({
-      sidebar: [...document.querySelectorAll('li[data-sidebar-id]')].map((li) => ({ id: li.getAttribute('data-sidebar-id')!, label: (li.querySelector('button') as HTMLElement | null)?.innerText ?? '' })),
+      sidebar: [...document.querySelectorAll('li[data-sidebar-id]')].map((li) => ({ id: li.getAttribute('data-sidebar-id') ?? '', label: li.querySelector('button')?.innerText ?? '' })),
       sections: [...document.querySelectorAll('[id]')].map((e) => e.id),
     }));
     const inSidebar = new Map<string, string>();

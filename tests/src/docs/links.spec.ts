@@ -45,6 +45,8 @@ function problemsOf(file: string, text = readFileSync(file, 'utf8')): string[] {
     if (/[*<{$]/.test(after)) continue;
     // A file (an extension) or a folder (a trailing slash); `deploy/command` in a kubectl line is no path.
     if (!/\.[A-Za-z0-9]+$|\/$/.test(path)) continue;
+    // Build output (`deploy/dist/start.js`) exists once `npm ci` or `npm run build` ran.
+    if (path.split('/').includes('dist')) continue;
     if (!existsSync(join(ROOT, path))) problems.push(`${where}: names ${path}, which does not exist`);
   }
   return problems;

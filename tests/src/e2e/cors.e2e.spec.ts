@@ -5,6 +5,7 @@
  * listed gets no allow-origin at all; unset, the service sends no CORS header and OPTIONS stays a 404.
  * The browser's side of it (a real Chromium on another origin) is tests/src/browser/cors.browser.spec.ts.
  */
+import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inProcessOnly, startService, type TestService } from '../support/service';
 
@@ -120,6 +121,19 @@ describe('CORS_ORIGINS naming two origins', () => {
     expect(r.headers.get('content-type')).toMatch(/^text\/event-stream/);
     expectAllowed(r, APP);
     expect(await r.text()).toMatch(/event: done/);
+  });
+
+  it('the change stream (GET /v1/changes, SSE, resumed with Last-Event-ID) to a listed origin carries it', async () => {
+    // A connection of its own, destroyed after the head: the stream never ends by itself.
+    const agent = new Agent();
+    try {
+      const r = await undiciFetch(`${svc.url}/v1/changes`, { dispatcher: agent, headers: { origin: APP, ...authed({ 'last-event-id': '0' }) } });
+      expect(r.status).toBe(200);
+      expect(r.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      expectAllowed(r as unknown as Response, APP);
+    } finally {
+      await agent.destroy();
+    }
   });
 
   it('OPTIONS without Access-Control-Request-Method is no preflight: it is the unknown route it always was', async () => {

@@ -2,33 +2,26 @@
 // Last-Event-ID set to the last event it yielded, so the server resumes right after it (no gap, no duplicate).
 // fetch + eventsource-parser rather than EventSource: EventSource cannot send an Authorization header.
 import { EventSourceParserStream, type EventSourceMessage } from 'eventsource-parser/stream';
-import type { Answer } from './api-types.js';
+import type { Schemas } from './api-types.js';
 import { ApiError } from './errors.js';
 
 /** The entity kinds a stream can be limited to (`entities`). */
 export type ChangeEntityKind = 'records' | 'documents' | 'folders';
-/** The event names of each kind; `record.indexed` comes once a record is searchable. */
-export type RecordChangeType = 'record.created' | 'record.updated' | 'record.deleted' | 'record.indexed';
-export type DocumentChangeType = 'document.created' | 'document.updated' | 'document.uploaded' | 'document.indexed' | 'document.stored' | 'document.skipped' | 'document.failed' | 'document.deleted';
-export type FolderChangeType = 'folder.created' | 'folder.updated' | 'folder.deleted';
-export type ChangeEventType = RecordChangeType | DocumentChangeType | FolderChangeType;
+/** The change stream's events as the API description gives them: `{event, data}` per event name. */
+type Described = Schemas['StreamChangesEvent'];
+/** The event names; `record.indexed` comes once a record is searchable. */
+export type ChangeEventType = Described['event'];
+export type RecordChangeType = Extract<ChangeEventType, `record.${string}`>;
+export type DocumentChangeType = Extract<ChangeEventType, `document.${string}`>;
+export type FolderChangeType = Extract<ChangeEventType, `folder.${string}`>;
 
-/** One change as the stream's `data:` carries it, for an event name `T` and the entity a GET answers `E`. */
-export interface Change<T extends ChangeEventType, E> {
-  /** The change's position in the log (also the SSE `id:`); pass it as `startFrom` to resume after it later. */
-  position: number;
-  type: T;
-  entityId: string;
-  /** The record's or document's type name (null without one: folders, untyped documents). */
-  typeName: string | null;
-  version: number | null;
-  /** When the change was written (ISO 8601). */
-  at: string;
-  /** What a GET of the entity would answer this caller at this version; null after a delete. */
-  entity: E | null;
-}
-/** One change, discriminated by `type`: checking it narrows `entity` to a record, a document or a folder. */
-export type ChangeEvent = Change<RecordChangeType, Answer<'getRecord'>> | Change<DocumentChangeType, Answer<'getDocument'>> | Change<FolderChangeType, Answer<'getFolder'>>;
+/**
+ * One change as the stream's `data:` carries it: `{position, type, entityId, typeName, version, at, entity}`, where
+ * `position` is the change's place in the log (also the SSE `id:`; pass it as `startFrom` to resume after it) and
+ * `entity` what a GET of the entity answers this caller at that version (null after a delete). Discriminated by
+ * `type`: checking it narrows `entity` to a record, a document or a folder.
+ */
+export type ChangeEvent = { [N in ChangeEventType]: Omit<Extract<Described, { event: N }>['data'], 'type'> & { type: N } }[ChangeEventType];
 
 export interface ChangesOptions {
   /** Only records and documents of these type names (folders have none and are left out). */

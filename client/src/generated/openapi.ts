@@ -175,6 +175,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/operator/tenants/{tenantId}/jwt-issuers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The identity providers whose tokens (JWTs) are credentials of the tenant */
+        get: operations["getJwtIssuers"];
+        /** Set the identity providers whose tokens (JWTs) are credentials of the tenant: the whole list, replacing the previous one (409 when another tenant registered the same issuer and audience) */
+        put: operations["putJwtIssuers"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/schemas": {
         parameters: {
             query?: never;
@@ -924,6 +942,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Stream the record, document and folder changes the caller can read (Server-Sent Events, `id:` the log position; resume with Last-Event-ID); records:r, documents:r, folders:r per kind */
+        get: operations["streamChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/search": {
         parameters: {
             query?: never;
@@ -1284,6 +1319,617 @@ export interface components {
             /** @constant */
             error: "not_implemented";
         };
+        /** @description `event: record.created` */
+        RecordCreatedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "record.created";
+            data: {
+                position: number;
+                type: string;
+                entityId: string;
+                typeName: string | null;
+                version: number | null;
+                at: string;
+                entity: {
+                    id: string;
+                    typeName: string;
+                    schemaId: string;
+                    schemaVersion: number;
+                    payload?: {
+                        [key: string]: unknown;
+                    };
+                    status: string;
+                    folderId: string | null;
+                    userId: string | null;
+                    scopes: string[];
+                    externalId: string | null;
+                    indexMode: string | null;
+                    indexStatus: string | null;
+                    indexFailure?: {
+                        code: string;
+                        message: string;
+                    };
+                    payloadExternalized: boolean;
+                    payloadBytes: number;
+                    createdBy: string | null;
+                    createdAt: string;
+                    updatedAt: string;
+                    version: number;
+                } | null;
+            };
+        };
+        /** @description `event: record.updated` */
+        RecordUpdatedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "record.updated";
+            data: {
+                position: number;
+                type: string;
+                entityId: string;
+                typeName: string | null;
+                version: number | null;
+                at: string;
+                entity: {
+                    id: string;
+                    typeName: string;
+                    schemaId: string;
+                    schemaVersion: number;
+                    payload?: {
+                        [key: string]: unknown;
+                    };
+                    status: string;
+                    folderId: string | null;
+                    userId: string | null;
+                    scopes: string[];
+                    externalId: string | null;
+                    indexMode: string | null;
+                    indexStatus: string | null;
+                    indexFailure?: {
+                        code: string;
+                        message: string;
+                    };
+                    payloadExternalized: boolean;
+                    payloadBytes: number;
+                    createdBy: string | null;
+                    createdAt: string;
+                    updatedAt: string;
+                    version: number;
+                } | null;
+            };
+        };
+        /** @description `event: record.deleted` */
+        RecordDeletedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "record.deleted";
+            data: {
+                position: number;
+                type: string;
+                entityId: string;
+                typeName: string | null;
+                version: number | null;
+                at: string;
+                entity: {
+                    id: string;
+                    typeName: string;
+                    schemaId: string;
+                    schemaVersion: number;
+                    payload?: {
+                        [key: string]: unknown;
+                    };
+                    status: string;
+                    folderId: string | null;
+                    userId: string | null;
+                    scopes: string[];
+                    externalId: string | null;
+                    indexMode: string | null;
+                    indexStatus: string | null;
+                    indexFailure?: {
+                        code: string;
+                        message: string;
+                    };
+                    payloadExternalized: boolean;
+                    payloadBytes: number;
+                    createdBy: string | null;
+                    createdAt: string;
+                    updatedAt: string;
+                    version: number;
+                } | null;
+            };
+        };
+        /** @description `event: record.indexed` */
+        RecordIndexedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "record.indexed";
+            data: {
+                position: number;
+                type: string;
+                entityId: string;
+                typeName: string | null;
+                version: number | null;
+                at: string;
+                entity: {
+                    id: string;
+                    typeName: string;
+                    schemaId: string;
+                    schemaVersion: number;
+                    payload?: {
+                        [key: string]: unknown;
+                    };
+                    status: string;
+                    folderId: string | null;
+                    userId: string | null;
+                    scopes: string[];
+                    externalId: string | null;
+                    indexMode: string | null;
+                    indexStatus: string | null;
+                    indexFailure?: {
+                        code: string;
+                        message: string;
+                    };
+                    payloadExternalized: boolean;
+                    payloadBytes: number;
+                    createdBy: string | null;
+                    createdAt: string;
+                    updatedAt: string;
+                    version: number;
+                } | null;
+            };
+        };
+        /** @description `event: document.created` */
+        DocumentCreatedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "document.created";
+            data: {
+                position: number;
+                type: string;
+                entityId: string;
+                typeName: string | null;
+                version: number | null;
+                at: string;
+                entity: {
+                    id: string;
+                    title: string;
+                    externalId: string | null;
+                    /** @enum {string} */
+                    status: "PENDING_UPLOAD" | "UPLOADED" | "EXTRACTING" | "PENDING_INDEX" | "INDEXED" | "SKIPPED" | "STORED" | "FAILED";
+                    indexFailure?: {
+                        code: string;
+                        message: string;
+                    };
+                    indexMode: string;
+                    storeText: boolean;
+                    folderId: string;
+                    payload: {
+                        [key: string]: unknown;
+                    };
+                    payloadExternalized: boolean;
+                    schemaId: string | null;
+                    schemaVersion: number | null;
+                    textBytes: number | null;
+                    userId: string | null;
+                    scopes: string[];
+                    fileType: string | null;
+                    fileSize: number | null;
+                    createdAt: string;
+                    lastModified: string;
+                    version: number;
+                } | null;
+            };
+        };
+        /** @description `event: document.updated` */
+        DocumentUpdatedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "document.updated";
+            data: {
+                position: number;
+                type: string;
+                entityId: string;
+                typeName: string | null;
+                version: number | null;
+                at: string;
+                entity: {
+                    id: string;
+                    title: string;
+                    externalId: string | null;
+                    /** @enum {string} */
+                    status: "PENDING_UPLOAD" | "UPLOADED" | "EXTRACTING" | "PENDING_INDEX" | "INDEXED" | "SKIPPED" | "STORED" | "FAILED";
+                    indexFailure?: {
+                        code: string;
+                        message: string;
+                    };
+                    indexMode: string;
+                    storeText: boolean;
+                    folderId: string;
+                    payload: {
+                        [key: string]: unknown;
+                    };
+                    payloadExternalized: boolean;
+                    schemaId: string | null;
+                    schemaVersion: number | null;
+                    textBytes: number | null;
+                    userId: string | null;
+                    scopes: string[];
+                    fileType: string | null;
+                    fileSize: number | null;
+                    createdAt: string;
+                    lastModified: string;
+                    version: number;
+                } | null;
+            };
+        };
+        /** @description `event: document.uploaded` */
+        DocumentUploadedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "document.uploaded";
+            data: {
+                position: number;
+                type: string;
+                entityId: string;
+                typeName: string | null;
+                version: number | null;
+                at: string;
+                entity: {
+                    id: string;
+                    title: string;
+                    externalId: string | null;
+                    /** @enum {string} */
+                    status: "PENDING_UPLOAD" | "UPLOADED" | "EXTRACTING" | "PENDING_INDEX" | "INDEXED" | "SKIPPED" | "STORED" | "FAILED";
+                    indexFailure?: {
+                        code: string;
+                        message: string;
+                    };
+                    indexMode: string;
+                    storeText: boolean;
+                    folderId: string;
+                    payload: {
+                        [key: string]: unknown;
+                    };
+                    payloadExternalized: boolean;
+                    schemaId: string | null;
+                    schemaVersion: number | null;
+                    textBytes: number | null;
+                    userId: string | null;
+                    scopes: string[];
+                    fileType: string | null;
+                    fileSize: number | null;
+                    createdAt: string;
+                    lastModified: string;
+                    version: number;
+                } | null;
+            };
+        };
+        /** @description `event: document.indexed` */
+        DocumentIndexedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "document.indexed";
+            data: {
+                position: number;
+                type: string;
+                entityId: string;
+                typeName: string | null;
+                version: number | null;
+                at: string;
+                entity: {
+                    id: string;
+                    title: string;
+                    externalId: string | null;
+                    /** @enum {string} */
+                    status: "PENDING_UPLOAD" | "UPLOADED" | "EXTRACTING" | "PENDING_INDEX" | "INDEXED" | "SKIPPED" | "STORED" | "FAILED";
+                    indexFailure?: {
+                        code: string;
+                        message: string;
+                    };
+                    indexMode: string;
+                    storeText: boolean;
+                    folderId: string;
+                    payload: {
+                        [key: string]: unknown;
+                    };
+                    payloadExternalized: boolean;
+                    schemaId: string | null;
+                    schemaVersion: number | null;
+                    textBytes: number | null;
+                    userId: string | null;
+                    scopes: string[];
+                    fileType: string | null;
+                    fileSize: number | null;
+                    createdAt: string;
+                    lastModified: string;
+                    version: number;
+                } | null;
+            };
+        };
+        /** @description `event: document.stored` */
+        DocumentStoredEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "document.stored";
+            data: {
+                position: number;
+                type: string;
+                entityId: string;
+                typeName: string | null;
+                version: number | null;
+                at: string;
+                entity: {
+                    id: string;
+                    title: string;
+                    externalId: string | null;
+                    /** @enum {string} */
+                    status: "PENDING_UPLOAD" | "UPLOADED" | "EXTRACTING" | "PENDING_INDEX" | "INDEXED" | "SKIPPED" | "STORED" | "FAILED";
+                    indexFailure?: {
+                        code: string;
+                        message: string;
+                    };
+                    indexMode: string;
+                    storeText: boolean;
+                    folderId: string;
+                    payload: {
+                        [key: string]: unknown;
+                    };
+                    payloadExternalized: boolean;
+                    schemaId: string | null;
+                    schemaVersion: number | null;
+                    textBytes: number | null;
+                    userId: string | null;
+                    scopes: string[];
+                    fileType: string | null;
+                    fileSize: number | null;
+                    createdAt: string;
+                    lastModified: string;
+                    version: number;
+                } | null;
+            };
+        };
+        /** @description `event: document.skipped` */
+        DocumentSkippedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "document.skipped";
+            data: {
+                position: number;
+                type: string;
+                entityId: string;
+                typeName: string | null;
+                version: number | null;
+                at: string;
+                entity: {
+                    id: string;
+                    title: string;
+                    externalId: string | null;
+                    /** @enum {string} */
+                    status: "PENDING_UPLOAD" | "UPLOADED" | "EXTRACTING" | "PENDING_INDEX" | "INDEXED" | "SKIPPED" | "STORED" | "FAILED";
+                    indexFailure?: {
+                        code: string;
+                        message: string;
+                    };
+                    indexMode: string;
+                    storeText: boolean;
+                    folderId: string;
+                    payload: {
+                        [key: string]: unknown;
+                    };
+                    payloadExternalized: boolean;
+                    schemaId: string | null;
+                    schemaVersion: number | null;
+                    textBytes: number | null;
+                    userId: string | null;
+                    scopes: string[];
+                    fileType: string | null;
+                    fileSize: number | null;
+                    createdAt: string;
+                    lastModified: string;
+                    version: number;
+                } | null;
+            };
+        };
+        /** @description `event: document.failed` */
+        DocumentFailedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "document.failed";
+            data: {
+                position: number;
+                type: string;
+                entityId: string;
+                typeName: string | null;
+                version: number | null;
+                at: string;
+                entity: {
+                    id: string;
+                    title: string;
+                    externalId: string | null;
+                    /** @enum {string} */
+                    status: "PENDING_UPLOAD" | "UPLOADED" | "EXTRACTING" | "PENDING_INDEX" | "INDEXED" | "SKIPPED" | "STORED" | "FAILED";
+                    indexFailure?: {
+                        code: string;
+                        message: string;
+                    };
+                    indexMode: string;
+                    storeText: boolean;
+                    folderId: string;
+                    payload: {
+                        [key: string]: unknown;
+                    };
+                    payloadExternalized: boolean;
+                    schemaId: string | null;
+                    schemaVersion: number | null;
+                    textBytes: number | null;
+                    userId: string | null;
+                    scopes: string[];
+                    fileType: string | null;
+                    fileSize: number | null;
+                    createdAt: string;
+                    lastModified: string;
+                    version: number;
+                } | null;
+            };
+        };
+        /** @description `event: document.deleted` */
+        DocumentDeletedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "document.deleted";
+            data: {
+                position: number;
+                type: string;
+                entityId: string;
+                typeName: string | null;
+                version: number | null;
+                at: string;
+                entity: {
+                    id: string;
+                    title: string;
+                    externalId: string | null;
+                    /** @enum {string} */
+                    status: "PENDING_UPLOAD" | "UPLOADED" | "EXTRACTING" | "PENDING_INDEX" | "INDEXED" | "SKIPPED" | "STORED" | "FAILED";
+                    indexFailure?: {
+                        code: string;
+                        message: string;
+                    };
+                    indexMode: string;
+                    storeText: boolean;
+                    folderId: string;
+                    payload: {
+                        [key: string]: unknown;
+                    };
+                    payloadExternalized: boolean;
+                    schemaId: string | null;
+                    schemaVersion: number | null;
+                    textBytes: number | null;
+                    userId: string | null;
+                    scopes: string[];
+                    fileType: string | null;
+                    fileSize: number | null;
+                    createdAt: string;
+                    lastModified: string;
+                    version: number;
+                } | null;
+            };
+        };
+        /** @description `event: folder.created` */
+        FolderCreatedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "folder.created";
+            data: {
+                position: number;
+                type: string;
+                entityId: string;
+                typeName: string | null;
+                version: number | null;
+                at: string;
+                entity: {
+                    id: string;
+                    name: string;
+                    description: string | null;
+                    parentFolderId: string | null;
+                    slug: string;
+                    depth: number;
+                    isProtected: boolean;
+                    userId: string | null;
+                    scopes: string[];
+                    createdAt: string;
+                    lastModified: string;
+                    version: number;
+                } | null;
+            };
+        };
+        /** @description `event: folder.updated` */
+        FolderUpdatedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "folder.updated";
+            data: {
+                position: number;
+                type: string;
+                entityId: string;
+                typeName: string | null;
+                version: number | null;
+                at: string;
+                entity: {
+                    id: string;
+                    name: string;
+                    description: string | null;
+                    parentFolderId: string | null;
+                    slug: string;
+                    depth: number;
+                    isProtected: boolean;
+                    userId: string | null;
+                    scopes: string[];
+                    createdAt: string;
+                    lastModified: string;
+                    version: number;
+                } | null;
+            };
+        };
+        /** @description `event: folder.deleted` */
+        FolderDeletedEvent: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "folder.deleted";
+            data: {
+                position: number;
+                type: string;
+                entityId: string;
+                typeName: string | null;
+                version: number | null;
+                at: string;
+                entity: {
+                    id: string;
+                    name: string;
+                    description: string | null;
+                    parentFolderId: string | null;
+                    slug: string;
+                    depth: number;
+                    isProtected: boolean;
+                    userId: string | null;
+                    scopes: string[];
+                    createdAt: string;
+                    lastModified: string;
+                    version: number;
+                } | null;
+            };
+        };
+        StreamChangesEvent: components["schemas"]["RecordCreatedEvent"] | components["schemas"]["RecordUpdatedEvent"] | components["schemas"]["RecordDeletedEvent"] | components["schemas"]["RecordIndexedEvent"] | components["schemas"]["DocumentCreatedEvent"] | components["schemas"]["DocumentUpdatedEvent"] | components["schemas"]["DocumentUploadedEvent"] | components["schemas"]["DocumentIndexedEvent"] | components["schemas"]["DocumentStoredEvent"] | components["schemas"]["DocumentSkippedEvent"] | components["schemas"]["DocumentFailedEvent"] | components["schemas"]["DocumentDeletedEvent"] | components["schemas"]["FolderCreatedEvent"] | components["schemas"]["FolderUpdatedEvent"] | components["schemas"]["FolderDeletedEvent"];
         /** @description `event: search_results` */
         SearchResultsEvent: {
             /**
@@ -2165,6 +2811,111 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getJwtIssuers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        issuers: {
+                            issuer: string;
+                            audience: string;
+                            jwksUrl?: string;
+                            claims: {
+                                userId: string;
+                                contextId: string;
+                                scopes: string;
+                                permissions: string;
+                            };
+                            defaultPermissions?: string[];
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    putJwtIssuers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    issuers: {
+                        /** @description The `iss` value of the tokens, exactly */
+                        issuer: string;
+                        /** @description The `aud` value the tokens must carry (one of them, when `aud` is a list) */
+                        audience: string;
+                        /** @description The issuer's JSON Web Key Set; without it, the `jwks_uri` of the issuer's OIDC discovery document */
+                        jwksUrl?: string;
+                        /** @description Which claim carries each value (claim names, top level of the token); each one left out keeps its default */
+                        claims?: {
+                            userId?: string;
+                            contextId?: string;
+                            scopes?: string;
+                            permissions?: string;
+                        };
+                        /** @description Permissions of a token that has no permissions claim (without it: none) */
+                        defaultPermissions?: string[];
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        issuers: {
+                            issuer: string;
+                            audience: string;
+                            jwksUrl?: string;
+                            claims: {
+                                userId: string;
+                                contextId: string;
+                                scopes: string;
+                                permissions: string;
+                            };
+                            defaultPermissions?: string[];
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
@@ -6403,6 +7154,36 @@ export interface operations {
                         deletedBy: string | null;
                         lastVersion: number;
                     };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    streamChanges: {
+        parameters: {
+            query?: {
+                types?: string;
+                entities?: string;
+                startFrom?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A Server-Sent Events stream: one `event: <name>` and one `data: <JSON>` line a frame, in this order: record.created, record.updated, record.deleted, record.indexed, document.created, document.updated, document.uploaded, document.indexed, document.stored, document.skipped, document.failed, document.deleted, folder.created, folder.updated, folder.deleted (exactly one `done` ends it, or an `error`). The schema is that of one frame. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["StreamChangesEvent"];
                 };
             };
             400: components["responses"]["BadRequest"];

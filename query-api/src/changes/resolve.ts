@@ -79,8 +79,8 @@ type Tombstone = { tenantId: string; contextId: string; typeName: string | null;
 /**
  * Turns pages of the log into changes, reading each entity from the read models as a GET does (the same reads and
  * views), one batch of statements a page. An entity that changed again since the event (a stream resumed from an
- * older position) is shown as its history kept that version; when its schema keeps no history, `entity` and
- * `version` are null. A record's index outcome for a revision replaced since, and an event of an entity whose
+ * older position) is shown as its history kept that version; when its schema keeps no history, a record's `entity`
+ * and `version` are null and a document is shown as it is. A record's index outcome for a revision replaced since, and an event of an entity whose
  * context is gone, are left out: there is nothing a GET would show for them.
  */
 export class ChangeResolver {
@@ -101,22 +101,23 @@ export class ChangeResolver {
     const named = events.map((e) => ({ e, n: nameOf(e), outcomes: indexedOutcomes(e) })).filter((x) => x.n || x.outcomes.length);
     if (!named.length) return [];
     const ids = { records: new Set<string>(), documents: new Set<string>(), folders: new Set<string>() };
-    const contentIds: string[] = [];
     const deletedIds: string[] = [];
     for (const { e, n, outcomes } of named) {
       if (n) ids[n.kind].add(n.id);
-      if (n?.content) contentIds.push(e.id);
       if (n?.deleted) deletedIds.push(n.id);
       for (const o of outcomes) ids.records.add(o.recordId);
     }
-    const [records, documents, folders, versions, tombstones] = await Promise.all([
+    const [records, documents, folders, tombstones] = await Promise.all([
       ids.records.size ? this.records.byIds([...ids.records]) : [],
       ids.documents.size ? this.documents.byIds([...ids.documents]) : [],
       ids.folders.size ? this.folders.byIds([...ids.folders]) : [],
-      contentIds.length ? this.versionsOf(contentIds) : new Map<string, Version>(),
       deletedIds.length ? this.tombstonesOf(deletedIds) : new Map<string, Tombstone>(),
     ]);
     const rows = { records: byId(records), documents: byId(documents), folders: byId(folders) };
+    // A record's revision tells whether the read model still holds the event's version; other kinds ask history.
+    const current = (e: StoredEvent, n: { kind: ChangeEntityKind; id: string }) => n.kind === 'records' && rows.records.get(n.id)?.revision === e.revision;
+    const needed = named.filter(({ e, n }) => n?.content && !current(e, n)).map(({ e }) => e.id);
+    const versions = needed.length ? await this.versionsOf(needed) : new Map<string, Version>();
     const out: Change[] = [];
     for (const { e, n, outcomes } of named) {
       const at = e.metadata.occurredAt;
@@ -142,8 +143,8 @@ export class ChangeResolver {
         continue;
       }
       const h = versions.get(e.id);
-      const current = row && (n.kind === 'records' ? (row as RecordRow).revision === e.revision : h ? row.version === h.version : false);
-      if (row && current) {
+      // Documents and folders: the history row's version, or, where a schema keeps no history, the document as it is.
+      if (row && (current(e, n) || (n.kind !== 'records' && (!h || row.version === h.version)))) {
         out.push({ ...base, typeName, version: row.version, entity: await this.view(n.kind, row), owner: row });
         continue;
       }

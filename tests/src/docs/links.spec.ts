@@ -25,6 +25,27 @@ const DOCS = [
 const TOP = readdirSync(ROOT).filter((f) => !f.startsWith('.') && f !== 'node_modules' && statSync(join(ROOT, f)).isDirectory());
 const REPO_PATH = new RegExp(`(?<![\\w./-])(?:\\.ci|${TOP.map((t) => t.replace(/[-.]/g, '\\$&')).join('|')})/[\\w./@-]*[\\w/]`, 'g');
 
+/** The anchors of a Markdown file's headings, as GitHub makes them (lower case, punctuation dropped, spaces to `-`). */
+function anchorsOf(file: string): Set<string> {
+  const seen = new Map<string, number>();
+  const anchors = new Set<string>();
+  let code = false;
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (line.startsWith('```')) code = !code;
+    const m = code ? null : /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
+    if (!m) continue;
+    const slug = m[1]!
+      .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/ /g, '-');
+    const n = seen.get(slug) ?? 0;
+    seen.set(slug, n + 1);
+    anchors.add(n ? `${slug}-${n}` : slug);
+  }
+  return anchors;
+}
+
 /** What a document (`file`, its text `text`) cites or links that does not exist. */
 function problemsOf(file: string, text = readFileSync(file, 'utf8')): string[] {
   const where = relative(ROOT, file);
@@ -37,6 +58,8 @@ function problemsOf(file: string, text = readFileSync(file, 'utf8')): string[] {
     const path = decodeURIComponent(target.replace(/[#?].*$/, ''));
     const abs = path.startsWith('/') ? join(ROOT, path) : resolve(dirname(file), path);
     if (!existsSync(abs)) problems.push(`${where}: links to ${target}, which does not exist`);
+    else if (target.includes('#') && abs.endsWith('.md') && !anchorsOf(abs).has(decodeURIComponent(target.split('#')[1]!)))
+      problems.push(`${where}: links to ${target}, a heading that does not exist`);
   }
   // Repository paths named in prose or code (`deploy/src/http/edge.ts`); globs and placeholders are not paths.
   for (const m of text.matchAll(REPO_PATH)) {
@@ -57,7 +80,7 @@ describe('the README and the documentation', () => {
     expect(DOCS.map((f) => relative(ROOT, f))).toEqual(expect.arrayContaining(['README.md', 'docs/api.md', 'docs/limits.md']));
   });
 
-  it('link only to files that exist, name only repository paths that exist, and cite no document readers lack', () => {
+  it('link only to files and headings that exist, name only repository paths that exist, and cite no document readers lack', () => {
     expect(DOCS.flatMap((f) => problemsOf(f))).toEqual([]);
   });
 
@@ -65,9 +88,11 @@ describe('the README and the documentation', () => {
     const probe = join(ROOT, 'docs', 'limits.md');
     const text = readFileSync(probe, 'utf8');
     // Run the same rules on a changed copy of a real document, in memory.
-    const changed = `${text}\n[gone](gone.md) and \`deploy/src/http/no-such-file.ts\`, see decisions.md and service-spec.md\n`;
+    const changed = `${text}\n[gone](gone.md), [no heading](api.md#no-such-heading), [a heading](api.md#errors) and \`deploy/src/http/no-such-file.ts\`, see decisions.md and service-spec.md\n`;
     const problems = problemsOf(probe, changed);
     expect(problems.some((p) => p.includes('links to gone.md'))).toBe(true);
+    expect(problems.some((p) => p.includes('api.md#no-such-heading'))).toBe(true);
+    expect(problems.some((p) => p.includes('api.md#errors'))).toBe(false);
     expect(problems.some((p) => p.includes('names deploy/src/http/no-such-file.ts'))).toBe(true);
     expect(problems.filter((p) => p.includes('readers do not have'))).toHaveLength(2);
   });

@@ -51,10 +51,14 @@ function problemsOf(file: string, text = readFileSync(file, 'utf8')): string[] {
   const where = relative(ROOT, file);
   const problems: string[] = [];
   for (const m of text.matchAll(/service-spec|decisions\.md|decisions §|spec §/gi)) problems.push(`${where}: cites "${m[0]}", which readers do not have`);
-  // Markdown links and images, relative ones only (an anchor alone, a URL or an e-mail address is not a file).
+  // Markdown links and images, relative ones (a URL or an e-mail address is not a file) and anchors.
   for (const m of text.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) {
     const target = m[1]!;
-    if (/^([a-z][a-z0-9+.-]*:|#)/i.test(target)) continue;
+    if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue;
+    if (target.startsWith('#')) {
+      if (!anchorsOf(file).has(decodeURIComponent(target.slice(1)))) problems.push(`${where}: links to ${target}, a heading it does not have`);
+      continue;
+    }
     const path = decodeURIComponent(target.replace(/[#?].*$/, ''));
     const abs = path.startsWith('/') ? join(ROOT, path) : resolve(dirname(file), path);
     if (!existsSync(abs)) problems.push(`${where}: links to ${target}, which does not exist`);

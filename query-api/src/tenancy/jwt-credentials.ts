@@ -29,6 +29,8 @@ export interface JwtKeyOptions {
 export const JWT_KEY_DEFAULTS = { refetchMs: 60_000, maxAgeMs: 600_000, timeoutMs: 5_000, maxKeySets: 1_000 } as const;
 
 type KeySet = ReturnType<typeof createRemoteJWKSet>;
+/** One registration's keys: the key set (behind its discovery, when there is one), and when they last proved unusable. */
+type KeyEntry = { keys: Promise<KeySet>; unusableAt?: number };
 type Row = { tenant_id: string; doc: JwtIssuer; account_id: string; environment: 'live' | 'test'; default_context_id: string; read_version?: string | null };
 
 /**
@@ -47,7 +49,7 @@ type Row = { tenant_id: string; doc: JwtIssuer; account_id: string; environment:
  * edge answers the uniform 401.
  */
 export class JwtCredentials {
-  private readonly keySets = new Map<string, { keys: Promise<KeySet>; failedAt?: number }>();
+  private readonly keySets = new Map<string, KeyEntry>();
   private readonly o: Required<JwtKeyOptions>;
 
   constructor(
@@ -75,13 +77,18 @@ export class JwtCredentials {
     const row = rows.find((r) => audiences.includes(r.doc.audience));
     if (!row) return null;
     const reg = row.doc;
+    const entry = this.keysOf(reg);
+    // Keys that could not be fetched are not asked for again before `refetchMs` (a provider down is not hammered, nor waited on).
+    if (entry.unusableAt !== undefined && Date.now() - entry.unusableAt < this.o.refetchMs) return null;
     let claims: JWTPayload;
     try {
-      const keys = await this.keysOf(reg);
-      ({ payload: claims } = await jwtVerify(token, keys, { issuer: reg.issuer, audience: reg.audience, algorithms: JWT_ALGORITHMS, clockTolerance: JWT_CLOCK_TOLERANCE_S, requiredClaims: ['exp'] }));
+      ({ payload: claims } = await jwtVerify(token, await entry.keys, { issuer: reg.issuer, audience: reg.audience, algorithms: JWT_ALGORITHMS, clockTolerance: JWT_CLOCK_TOLERANCE_S, requiredClaims: ['exp'] }));
     } catch (e) {
       // A refused token is the caller's; anything else (keys unreachable, a bad key set) is the operator's to see.
-      if (!(e instanceof joseErrors.JOSEError) || e instanceof joseErrors.JWKSTimeout || e instanceof joseErrors.JWKSInvalid) this.log(`jwt: keys of issuer ${reg.issuer} unusable: ${(e as Error).message}`);
+      if (keysFailed(e)) {
+        entry.unusableAt = Date.now();
+        this.log(`jwt: keys of issuer ${reg.issuer} unusable: ${(e as Error).message}`);
+      }
       return null;
     }
     const mapped = mapClaims(claims, reg);
@@ -125,21 +132,19 @@ export class JwtCredentials {
     return rows.length > 0;
   }
 
-  /** The registration's key set: its jwksUrl, or the jwks_uri of the issuer's discovery document (found once, again after a failure and `refetchMs`). */
-  private keysOf(reg: JwtIssuer): Promise<KeySet> {
+  /** The registration's keys, kept per key-set URL (least recently used dropped); a discovery that failed is done again once it may be retried. */
+  private keysOf(reg: JwtIssuer): KeyEntry {
     const id = reg.jwksUrl ?? `discovery ${reg.issuer}`;
-    const held = this.keySets.get(id);
-    if (held && (held.failedAt === undefined || Date.now() - held.failedAt < this.o.refetchMs)) {
-      this.keySets.delete(id);
-      this.keySets.set(id, held);
-      return held.keys;
+    let entry = this.keySets.get(id);
+    if (entry) this.keySets.delete(id);
+    else while (this.keySets.size >= this.o.maxKeySets) this.keySets.delete(this.keySets.keys().next().value as string);
+    if (!entry || (entry.unusableAt !== undefined && Date.now() - entry.unusableAt >= this.o.refetchMs && reg.jwksUrl === null)) {
+      const keys = this.openKeySet(reg);
+      keys.catch(() => {});
+      entry = { keys, unusableAt: entry?.unusableAt };
     }
-    const entry: { keys: Promise<KeySet>; failedAt?: number } = { keys: this.openKeySet(reg) };
-    entry.keys.catch(() => (entry.failedAt = Date.now()));
-    this.keySets.delete(id);
-    while (this.keySets.size >= this.o.maxKeySets) this.keySets.delete(this.keySets.keys().next().value as string);
     this.keySets.set(id, entry);
-    return entry.keys;
+    return entry;
   }
 
   private async openKeySet(reg: JwtIssuer): Promise<KeySet> {
@@ -157,6 +162,10 @@ export class JwtCredentials {
     return doc.jwks_uri;
   }
 }
+
+/** Codes of jose errors that are the key source's fault, not the token's: a fetch that did not answer 200 with JSON, a timeout, a malformed key set. */
+const KEY_SOURCE_ERRORS = new Set(['ERR_JOSE_GENERIC', 'ERR_JWKS_TIMEOUT', 'ERR_JWKS_INVALID']);
+const keysFailed = (e: unknown) => !(e instanceof joseErrors.JOSEError) || KEY_SOURCE_ERRORS.has(e.code);
 
 /** The verified claims a registration maps, validated as a minted token's fields are; null when one is malformed. */
 function mapClaims(payload: JWTPayload, reg: JwtIssuer): { userId: string | null; contextId?: string; scopes: string[] | null; permissions: string[] | null } | null {

@@ -30,6 +30,7 @@ const now = () => Math.floor(Date.now() / 1000);
 const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 
 let badKey401: string;
+const logLines: string[] = [];
 async function expectUniform401(token: string, why: string) {
   const r = await api.get('/v1/ping', token);
   expect(r.status, `${why}: ${r.text}`).toBe(401);
@@ -37,7 +38,7 @@ async function expectUniform401(token: string, why: string) {
 }
 
 beforeAll(async () => {
-  svc = await startService({ env: { JWT_KEYS_REFETCH_MS: String(REFETCH_MS), JWT_KEYS_MAX_AGE_MS: String(MAX_AGE_MS) } });
+  svc = await startService({ env: { JWT_KEYS_REFETCH_MS: String(REFETCH_MS), JWT_KEYS_MAX_AGE_MS: String(MAX_AGE_MS) }, log: (line) => void logLines.push(line) });
   api = svc.api;
   A = svc.bootstrap;
   B = await api.newAccount();
@@ -214,6 +215,32 @@ describe('tokens of a registered issuer', () => {
       expect(stranger.requests).toEqual([]);
     } finally {
       await stranger.close();
+    }
+  });
+
+  it('keys that cannot be fetched: the uniform 401 without asking again before the refetch interval, one log line; then they are fetched again', async () => {
+    const down = await LocalIssuer.start();
+    try {
+      const kid = await down.addKey('ES256');
+      down.failing = true;
+      const tenant = B.tenants.test.tenantId;
+      expect((await put(tenant, { issuers: [{ issuer: down.url, audience: 'x' }] })).status).toBe(200);
+      const token = await down.sign(kid, { aud: 'x', sub: 'u', svc_permissions: ['records:r'] });
+      const started = Date.now();
+      await expectUniform401(token, 'discovery unreachable');
+      await expectUniform401(token, 'discovery unreachable, again');
+      // One attempt per interval begun, in each process that answers.
+      const intervals = Math.ceil((Date.now() - started) / REFETCH_MS) * (THROUGH_ROUTER ? 2 : 1);
+      expect(down.requests.length).toBeGreaterThanOrEqual(1);
+      expect(down.requests.length).toBeLessThanOrEqual(intervals);
+      if (!THROUGH_ROUTER) expect(logLines.filter((l) => l.startsWith(`jwt: keys of issuer ${down.url} unusable`)).length).toBe(down.requests.length);
+      expect(logLines.join('\n')).not.toContain(token);
+      down.failing = false;
+      await new Promise((ok) => setTimeout(ok, REFETCH_MS + 50));
+      expect((await api.get('/v1/ping', token)).status).toBe(200);
+      expect((await put(tenant, { issuers: [] })).status).toBe(200);
+    } finally {
+      await down.close();
     }
   });
 

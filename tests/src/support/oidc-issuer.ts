@@ -18,6 +18,8 @@ interface Key {
  */
 export class LocalIssuer {
   readonly requests: string[] = [];
+  /** While set, every request is answered 503 (a provider that is down). */
+  failing = false;
   private readonly keys = new Map<string, Key>();
   private readonly published = new Set<string>();
 
@@ -40,6 +42,7 @@ export class LocalIssuer {
 
   private answer(path: string, res: import('node:http').ServerResponse) {
     this.requests.push(path);
+    if (this.failing) return void res.writeHead(503).end();
     const json = (body: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     if (path === '/.well-known/openid-configuration') return json({ issuer: this.url, jwks_uri: this.jwksUrl, id_token_signing_alg_values_supported: ['RS256', 'ES256', 'EdDSA'] });
     if (path === '/jwks') return json({ keys: [...this.published].map((kid) => this.keys.get(kid)!.publicJwk) });

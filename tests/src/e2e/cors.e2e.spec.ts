@@ -47,7 +47,8 @@ describe('CORS_ORIGINS naming two origins', () => {
   });
 
   it('a preflight from a listed origin is 204 with the methods, the request headers the API takes and a max age', async () => {
-    for (const [path, method] of [['/v1/records', 'POST'], ['/v1/records/abc', 'PATCH'], ['/v1/rag', 'POST'], ['/v1/search', 'POST'], ['/v1/records/abc', 'DELETE']]) {
+    // The embedded storage endpoint's presigned uploads too (a page may PUT a file to its upload URL).
+    for (const [path, method] of [['/v1/records', 'POST'], ['/v1/records/abc', 'PATCH'], ['/v1/rag', 'POST'], ['/v1/search', 'POST'], ['/v1/records/abc', 'DELETE'], ['/storage/uploads/abc?sig=x', 'PUT']]) {
       const r = await preflight(svc.url, path, OTHER_APP, method, REQUEST_HEADERS.join(','));
       expect(r.status, path).toBe(204);
       expect(await r.text()).toBe('');

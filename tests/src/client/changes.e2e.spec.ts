@@ -3,13 +3,15 @@
  * iterator that survives a dropped connection. The connection is dropped by a TCP relay between the client and
  * the service (every socket destroyed mid-stream); the iterator must open the stream again with Last-Event-ID
  * and go on with no gap and no duplicate. Also: the token may be a function (asked again on each reconnection),
- * a refusal is thrown and not retried, an AbortSignal ends the loop and closes the connection.
+ * including one handing out JWTs of a local identity provider registered for the tenant; a refusal is thrown and
+ * not retried; an AbortSignal ends the loop and closes the connection.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { ApiError, createClient, unwrap, type Answer, type ChangeEvent, type ServiceClient } from '@svc/client';
-import { startService, type TestService } from '../support/service';
+import { LocalIssuer } from '../support/oidc-issuer';
+import { OPERATOR_TOKEN, startService, type TestService } from '../support/service';
 
 let svc: TestService;
 let rootKey: string;
@@ -238,6 +240,37 @@ describe('changes()', () => {
       ctl.abort();
       await it.return?.(undefined);
       await relay.stop();
+    }
+  });
+
+  it("takes the app's own identity provider's JWTs: a fresh one from the token function for each request and reconnection", async () => {
+    const idp = await LocalIssuer.start();
+    const relay = await new Relay().start(new URL(svc.url));
+    const ctl = new AbortController();
+    try {
+      const kid = await idp.addKey('ES256');
+      const operator = createClient({ baseUrl: svc.url, token: OPERATOR_TOKEN });
+      await unwrap(operator.PUT('/operator/tenants/{tenantId}/jwt-issuers', { params: { path: { tenantId: svc.bootstrap.tenants.test.tenantId } }, body: { issuers: [{ issuer: idp.url, audience: 'client-e2e', jwksUrl: idp.jwksUrl }] } }));
+      const typeName = await newType();
+      const signed: string[] = [];
+      const api = createClient({ baseUrl: relay.url, token: async () => (signed.push(await idp.sign(kid, { aud: 'client-e2e', sub: 'user-1', svc_permissions: ['records:r', 'records:c'] })), signed[signed.length - 1]) });
+      const it = api.changes({ types: [typeName], startFrom: 0, retryMs: 50, signal: ctl.signal })[Symbol.asyncIterator]();
+      // Written with the JWT: the record is the JWT's user's, and the user's stream shows it.
+      const a = await unwrap(api.POST('/v1/records', { body: { typeName, payload: { n: 1 } } }));
+      expect(a.userId).toBe('user-1');
+      const seen = await take(it, (s) => created(s).includes(a.id));
+      const before = signed.length;
+      relay.cut();
+      const b = await unwrap(api.POST('/v1/records', { body: { typeName, payload: { n: 2 } } }));
+      await take(it, (s) => created(s).includes(b.id), 30_000, seen);
+      expect(created(seen)).toEqual([a.id, b.id]);
+      // The write and the reconnection each asked for a token.
+      expect(signed.length).toBeGreaterThanOrEqual(before + 2);
+      await it.return?.(undefined);
+    } finally {
+      ctl.abort();
+      await relay.stop();
+      await idp.close();
     }
   });
 

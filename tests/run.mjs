@@ -31,6 +31,8 @@ else console.log('  SKIP  nginx is not installed, so the split-deployment suites
 const chromium = process.env.CHROMIUM_PATH ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
 if (chromium) console.log(`  RUN   chromium (${chromium}): the browser suites (a page from another origin, the API page, the example page)`);
 else console.log('  SKIP  chromium is not installed, so the browser suites are skipped: apt-get install chromium (or set CHROMIUM_PATH)');
+if (spawnSync('sh', ['-c', 'command -v promtool'], { encoding: 'utf8' }).stdout.trim()) console.log('  RUN   promtool: /metrics checked by promtool check metrics');
+else console.log('  SKIP  promtool is not installed, so the /metrics text is not checked by it: apt-get install prometheus');
 const throughRouter = process.env.E2E_TARGET === 'router';
 if (throughRouter) console.log('  MODE  E2E_TARGET=router: each black-box suite runs on the split deployment behind the shipped router');
 console.log('Embedded engines (PGlite, in-process catch-up) always run.\n');

@@ -1,7 +1,7 @@
 import { route, type RouteSpec, ServiceError } from '@svc/contracts';
 import type { EventStore, Sql } from '@svc/domain';
 import type { describeEmbedder, KafkaFeed, KafkaRelay, ProjectionRunner, VectorModelRebuild } from '@svc/projectors';
-import { metricsText } from '../engines/kafka';
+import { type LogSources, ServiceMetrics } from './metrics';
 
 type Stats = { name: string; position: number };
 
@@ -24,8 +24,16 @@ export interface SystemStatus {
   modelRebuild?: VectorModelRebuild;
 }
 
-/** GET /healthz, /readyz and /metrics (every role). */
-export function systemRoutes(s: SystemStatus): RouteSpec[] {
+/** The log gauges' sources in a SystemStatus. */
+export const logSourcesOf = (s: SystemStatus): LogSources => ({
+  head: () => s.store.headPosition(),
+  subscribers: () => [...s.metricsSubscribers(), ...(s.relay ? [s.relay.stats] : [])],
+  kafka: () => s.feed?.statuses() ?? [],
+  embedder: s.embedderInfo,
+});
+
+/** GET /healthz, /readyz and /metrics (every role); `metrics` also observes the edge (app.ts). */
+export function systemRoutes(s: SystemStatus, metrics?: ServiceMetrics): RouteSpec[] {
   const { role, sql, searchSql, store, runner, relay, feed, embedderInfo, modelRebuild } = s;
   return [
     route({ method: 'GET', url: '/healthz', operationId: 'getLiveness', auth: 'none', summary: 'Liveness', handler: async () => ({ status: 'ok', role }) }),
@@ -74,15 +82,12 @@ export function systemRoutes(s: SystemStatus): RouteSpec[] {
       operationId: 'getMetrics',
       contentType: 'text/plain',
       auth: 'none',
-      summary: 'Prometheus metrics: head of the log, position and lag of each log subscriber, Kafka consumer lag',
+      summary: 'Prometheus metrics: HTTP requests and latency per route, open event streams, event-loop lag, GC and heap, the head of the log, position and lag of each log subscriber, Kafka consumer lag',
       handler: async ({ reply }) => {
-        const head = await store.headPosition();
-        const subscribers = [...s.metricsSubscribers(), ...(relay ? [relay.stats] : [])];
-        reply.type('text/plain; version=0.0.4; charset=utf-8');
-        const info = embedderInfo
-          ? `# HELP svc_embeddings_model The embedding model in use (1); fallback="true" when the built-in default could not be loaded\n# TYPE svc_embeddings_model gauge\nsvc_embeddings_model{role="${role}",model="${embedderInfo.model.replace(/["\\]/g, '_')}",dims="${embedderInfo.dims}",kind="${embedderInfo.kind}",fallback="${embedderInfo.fallbackReason ? 'true' : 'false'}"} 1\n`
-          : '';
-        return metricsText({ role, head, subscribers, kafka: feed?.statuses() ?? [] }) + info;
+        // Made on first use when app.ts gave none (the route catalogue declares these routes without a process).
+        metrics ??= new ServiceMetrics(s.role, logSourcesOf(s));
+        reply.type(metrics.contentType);
+        return metrics.text();
       },
     }),
   ];

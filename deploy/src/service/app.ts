@@ -12,7 +12,8 @@ import { createEdge, type EdgeOptions } from '../http/edge';
 import { buildOpenApi } from '../http/openapi';
 import { quarantineRoutes } from '../http/quarantine-routes';
 import { rebuildRoutes } from '../http/rebuild-routes';
-import { systemRoutes, type SystemStatus } from '../http/system-routes';
+import { ServiceMetrics } from '../http/metrics';
+import { logSourcesOf, systemRoutes, type SystemStatus } from '../http/system-routes';
 import type { ReadCaches } from './caches';
 import type { Engines } from './engines';
 import { type RoleTraits, servesApi, servesCommands, servesQueries } from './roles';
@@ -77,7 +78,12 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
     const countReads = readMeteringListener(meter, () => all, now);
     edgeOpts.onResponse = activity ? (req, reply, ms) => (activity.onResponse(req, reply, ms), countReads(req, reply)) : countReads;
   } else if (activity) edgeOpts.onResponse = activity.onResponse;
+  // Prometheus metrics of this process: every answer observed after the activity log and read metering saw it.
+  const metrics = new ServiceMetrics(p.status.role, logSourcesOf(p.status));
+  const observed = edgeOpts.onResponse;
+  edgeOpts.onResponse = observed ? (req, reply, ms) => (observed(req, reply, ms), metrics.onResponse(req, reply, ms)) : metrics.onResponse;
   const app = createEdge(edgeOpts);
+  app.addHook('onRequest', async (req, reply) => metrics.onRequest(req, reply));
 
   const areas: Area[] = [];
   if (servesCommands(role))
@@ -85,7 +91,7 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
   const readAreas = () =>
     queryAreas({ sql, activitySql: engines.searchSql, secret, pages: p.pages, tenancy: caches.tenancy, schemas: caches.schemas, store, deps, recordCache: caches.recordCache, pageCache: caches.pageCache, blobs, storageUrlTtlMs, presigned: s3, search, log: p.log, models: defaultModels(search, config.llm), changes: p.changes });
   if (servesQueries(role)) areas.push(...readAreas());
-  areas.push({ name: 'system', routes: systemRoutes(p.status) });
+  areas.push({ name: 'system', routes: systemRoutes(p.status, metrics) });
   if (role.projectors && p.status.runner) areas.push({ name: 'projections', routes: [...quarantineRoutes(p.status.runner), ...(p.rebuilds ? rebuildRoutes(p.rebuilds) : [])] });
   const all = areas.flatMap((a) => a.routes);
   // Scripts' list and lookup calls run the REST read routes in this process, also where it does not serve them

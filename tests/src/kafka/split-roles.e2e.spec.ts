@@ -149,9 +149,9 @@ describe.skipIf(!!skip)(`split roles on PostgreSQL + Kafka${serverUrl('elasticse
     const m = await t.role('projector').api.get('/metrics');
     expect(m.status).toBe(200);
     expect(m.headers.get('content-type')).toMatch(/^text\/plain/);
-    expect(m.text).toMatch(/^svc_kafka_consumer_lag_messages\{role="projector",subscriber="read-models",group="[^"]+"\} \d+$/m);
-    expect(m.text).toMatch(/^svc_subscriber_lag_events\{role="projector",subscriber="search-index"\} \d+$/m);
+    expect(m.text).toMatch(/^svc_kafka_consumer_lag_messages\{subscriber="read-models",group="[^"]+",role="projector"\} \d+$/m);
+    expect(m.text).toMatch(/^svc_subscriber_lag_events\{subscriber="search-index",role="projector"\} \d+$/m);
     const rm = await t.role('relay').api.get('/metrics');
-    expect(rm.text).toMatch(/^svc_subscriber_position\{role="relay",subscriber="kafka-relay"\} \d+$/m);
+    expect(rm.text).toMatch(/^svc_subscriber_position\{subscriber="kafka-relay",role="relay"\} \d+$/m);
   });
 });

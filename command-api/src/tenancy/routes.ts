@@ -95,7 +95,11 @@ async function liveLineage(deps: CommandDeps, token: CredentialState & { exists:
   for (let id = token.parentCredentialId; id !== undefined; ) {
     if (ancestors.length >= MAX_MINT_CHAIN) return null;
     const { state } = await loadAggregate(deps.store, streams.credential(id), credentialDecider);
-    if (!state.exists) break;
+    // A parent that is not stored is an identity provider's token (a JWT): the tokens it minted are still its own.
+    if (!state.exists) {
+      ancestors.push(id);
+      break;
+    }
     if (state.revoked) return null;
     ancestors.push(id);
     id = state.parentCredentialId;

@@ -322,6 +322,22 @@ describe('tokens of a registered issuer', () => {
     }
   });
 
+  it('it mints narrower tokens as a minted token does: never more reach, never a longer life', async () => {
+    const exp = now() + 300;
+    const jwt = await idp.sign(ed, { aud: AUD, sub: 'minter', exp, svc_permissions: ['records:r', 'records:c'] });
+    const child = await api.post('/v1/tokens', jwt, { scope: { allowedActions: ['records:r'] }, expiresInSeconds: 3600 });
+    expect(child.status, child.text).toBe(201);
+    expect(Date.parse(child.body.expiresAt)).toBeLessThanOrEqual(exp * 1000);
+    expect((await api.get('/v1/ping', child.body.token)).body.contextId).toBe(A.tenants.live.contextId);
+    expect((await api.post('/v1/tokens', jwt, { scope: { allowedActions: ['records:d'] } })).status).toBe(403);
+    expect((await api.post('/v1/tokens', jwt, { scope: { allowedActions: ['records:r'] }, userId: 'someone-else' })).status).toBe(403);
+    // It may revoke what it minted; another user's JWT of the same provider may not.
+    const other = await idp.sign(ed, { aud: AUD, sub: 'other', svc_permissions: ['records:r'] });
+    expect((await api.del(`/v1/tokens/${child.body.id}`, other)).status).toBe(404);
+    expect((await api.del(`/v1/tokens/${child.body.id}`, jwt)).status).toBe(204);
+    expect((await api.get('/v1/ping', child.body.token)).status).toBe(401);
+  });
+
   it('a registration removed or changed holds on the next request', async () => {
     const tenant = A.tenants.live.tenantId;
     const token = await idp.sign(ed, { aud: AUD, sub: 'gone', svc_permissions: ['records:r'] });

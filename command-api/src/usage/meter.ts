@@ -124,14 +124,14 @@ export class UsageMeter implements UsageCharges {
     return this.charge(meta, [inferenceItem(surface, costCents)]);
   }
 
-  /** Counts one read call of `bytes` response bytes (appended with the next flush). */
-  countRead(p: Principal, bytes: number, at: Date = this.o.now?.() ?? new Date()): void {
+  /** Counts `calls` read calls (one by default) of `bytes` response bytes in all (appended with the next flush). */
+  countRead(p: Principal, bytes: number, at: Date = this.o.now?.() ?? new Date(), calls = 1): void {
     if (!this.enabled || this.closed || !p.tenantId) return;
     const period = periodOf(at);
     const key = `${p.tenantId}\u0000${p.contextId ?? ''}\u0000${period}`;
     let t = this.tallies.get(key);
     if (!t) this.tallies.set(key, (t = { tenantId: p.tenantId, contextId: p.contextId, accountId: p.accountId || null, period, calls: 0, bytes: 0 }));
-    t.calls += 1;
+    t.calls += calls;
     t.bytes += Math.max(0, Math.round(bytes));
     if (t.calls >= FLUSH_AT_CALLS) this.flushLater(0);
     else this.flushLater();

@@ -14,6 +14,6 @@ export interface UsageCharges {
   scriptExecution(meta: RequestMeta, run: { executions?: number; totalMillis: number; charged: boolean }): Promise<void>;
   /** An inference call, counted when the stream finalises; the cents go to the balance, not to credits. */
   inferenceCall(meta: RequestMeta, surface: 'chat' | 'rag' | 'ask', costCents?: number): Promise<void>;
-  /** One read of `bytes` response bytes (an event of the change stream is metered as one read). */
-  countRead(p: Principal, bytes: number, at?: Date): void;
+  /** `calls` reads (default one) of `bytes` response bytes in all (each event of the change stream is one read). */
+  countRead(p: Principal, bytes: number, at?: Date, calls?: number): void;
 }

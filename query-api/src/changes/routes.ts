@@ -110,14 +110,16 @@ export function changeRoutes(o: { feed: ChangeFeed; meter?: UsageCharges }): Rou
               const { changes, next } = await feed.after(cursor);
               cursor = next;
               let out = '';
+              let sent = 0;
               for (const c of changes) {
                 if (!wanted(c)) continue;
-                const f = changeFrame(c);
-                out += f;
-                o.meter?.countRead(p, Buffer.byteLength(f));
+                out += changeFrame(c);
+                sent += 1;
               }
               if (out) {
                 quietSince = Date.now();
+                // Each event is one read of its bytes, counted together.
+                o.meter?.countRead(p, Buffer.byteLength(out), undefined, sent);
                 yield out;
               }
               if (changes.length || cursor < feed.position || pending) continue;

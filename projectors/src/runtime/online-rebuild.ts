@@ -124,6 +124,13 @@ export class OnlineRebuild {
         if (p.head - builder.current <= lag) break;
         await this.replay(builder, Math.min(p.head, builder.current + batch * 4), batch);
       }
+      // A few short rounds more while writes go on: each ends nearer the head, so the pause has less to apply.
+      for (let round = 0; round < 5; round++) {
+        this.checkStopped();
+        p.head = await store.headPosition();
+        if (p.head - builder.current <= 10) break;
+        await this.replay(builder, p.head, batch);
+      }
       this.checkStopped();
       p.state = 'switching';
       const pausedAt = Date.now();

@@ -28,6 +28,8 @@ export class ChangeFeed {
   private again = false;
   private open = new Map<string, number>();
   private closed = false;
+  /** Moves each time following starts or stops: a page read for an earlier run is dropped, not added to a later one. */
+  private run = 0;
 
   constructor(
     private readonly o: {
@@ -73,6 +75,7 @@ export class ChangeFeed {
       this.starting ??= (async () => {
         const at = await this.o.checkpoint.position();
         if (!this.unsubscribe) {
+          this.run += 1;
           this.head = this.floor = at;
           this.kept = [];
           this.unsubscribe = this.o.checkpoint.onAdvance(() => this.pump());
@@ -89,6 +92,7 @@ export class ChangeFeed {
     // Nobody listens: stop following; the next stream starts again at the head.
     this.unsubscribe();
     this.unsubscribe = undefined;
+    this.run += 1;
     this.kept = [];
   }
 
@@ -122,10 +126,11 @@ export class ChangeFeed {
         do {
           this.again = false;
           const target = await this.o.checkpoint.position();
-          while (this.unsubscribe && this.head < target) {
+          const run = this.run;
+          while (this.unsubscribe && run === this.run && this.head < target) {
             const page = (await this.o.store.readAll(this.head, PAGE)).filter((e) => e.position <= target);
             const changes = await this.o.resolver.resolve(page);
-            if (!this.unsubscribe) break;
+            if (run !== this.run) break;
             this.kept.push(...changes);
             this.head = page.length === PAGE ? page[page.length - 1].position : target;
             if (this.kept.length > KEPT) {

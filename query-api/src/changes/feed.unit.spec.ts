@@ -44,7 +44,7 @@ function fixture(n: number) {
 describe('ChangeFeed', () => {
   it('a stream from any position gets every change after it up to the read models, once, in order (memory and log alike)', async () => {
     const f = fixture(60_000);
-    await f.advance(90);
+    await f.advance(90, false);
     expect(await f.feed.join(() => {})).toBe(90);
     // Only what the read models applied is announced.
     await f.advance(30_000);
@@ -56,7 +56,7 @@ describe('ChangeFeed', () => {
 
   it('follows from the read models\' position when the first stream joins, and stops when the last leaves', async () => {
     const f = fixture(1_000);
-    await f.advance(500);
+    await f.advance(500, false);
     const wake = () => {};
     expect(await f.feed.join(wake)).toBe(500);
     f.feed.leave(wake);

@@ -6,10 +6,14 @@
  *   - a TypeScript file importing it type-checks under `module: nodenext` (with a misuse that must fail), and the
  *     main entry's declarations type-check for a browser (DOM lib, no Node types);
  *   - esbuild bundles a browser entry (platform browser) of the main entry with no Node built-in in it, while the
- *     same bundle of the `/node` entry fails (the check would see one).
+ *     same bundle of the `/node` entry fails (the check would see one);
+ *   - that bundle, in a page of another origin in Chromium, creates and reads a record with a minted token and
+ *     follows the change stream (skipped without chromium).
  * Needs the npm registry (or npm's cache: --prefer-offline).
  */
 import { execFile } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createHmac } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +21,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHROMIUM_SKIP_REASON, launchChromium } from '../support/browser';
 import { ROOT, startService, type TestService } from '../support/service';
 
 const run = promisify(execFile);
@@ -32,7 +37,8 @@ beforeAll(async () => {
   project = mkdtempSync(join(tmpdir(), 'svc-client-pack-'));
   expect(project.startsWith(ROOT)).toBe(false);
   const [started, pack] = await Promise.all([
-    startService(),
+    // Any origin may call it: the browser test's page is served from another port.
+    startService({ env: { CORS_ORIGINS: '*' } }),
     run(NPM, ['pack', '--json', '--pack-destination', project], { cwd: join(ROOT, 'client'), maxBuffer: 16 << 20 }),
   ]);
   svc = started;
@@ -176,5 +182,68 @@ export async function* follow(signal) { yield* api.changes({ signal }); }
       (e: { errors: Array<{ text: string }> }) => e.errors.map((x) => x.text),
     );
     expect(failed.join('\n')).toMatch(/node:crypto/);
+  });
+
+  it.skipIf(!!CHROMIUM_SKIP_REASON)(`runs in Chromium from another origin: create, read, changes() (${CHROMIUM_SKIP_REASON ?? 'chromium'})`, async () => {
+    writeFileSync(
+      join(project, 'page.js'),
+      `import { ApiError, createClient, result, unwrap } from '@svc/client';
+window.runClient = async (baseUrl, token, typeName) => {
+  const api = createClient({ baseUrl, token: () => token });
+  const stop = new AbortController();
+  const changes = api.changes({ types: [typeName], startFrom: 0, signal: stop.signal })[Symbol.asyncIterator]();
+  const first = changes.next();
+  const created = await unwrap(api.POST('/v1/records', { body: { typeName, payload: { title: 'from a page' } } }));
+  const read = await unwrap(api.GET('/v1/records/{id}', { params: { path: { id: created.id } } }));
+  const change = (await first).value;
+  stop.abort();
+  const ended = await changes.next();
+  const missing = await result(api.GET('/v1/records/{id}', { params: { path: { id: '00000000-0000-4000-8000-000000000000' } } }));
+  return { created, read, change, ended: ended.done, missing: { isApiError: !missing.ok && missing.error instanceof ApiError, status: missing.response.status, requestId: missing.ok ? null : missing.error.requestId } };
+};
+`,
+    );
+    const bundle = await build({ absWorkingDir: project, entryPoints: ['page.js'], bundle: true, platform: 'browser', format: 'esm', write: false, logLevel: 'silent' });
+    const files: Record<string, [string, string]> = {
+      '/': ['text/html', '<!doctype html><meta charset="utf-8"><title>client</title><script type="module" src="/page.js"></script>'],
+      '/page.js': ['text/javascript', bundle.outputFiles[0].text],
+    };
+    const page = createServer((req, res) => {
+      const f = files[req.url ?? ''];
+      if (!f) return void res.writeHead(404).end();
+      res.writeHead(200, { 'content-type': f[0] }).end(f[1]);
+    });
+    await new Promise<void>((r) => page.listen(0, '127.0.0.1', r));
+    const origin = `http://127.0.0.1:${(page.address() as AddressInfo).port}`;
+    expect(origin).not.toBe(new URL(svc.url).origin);
+    const browser = await launchChromium();
+    try {
+      const key = svc.bootstrap.tenants.test.rootKey;
+      const typeName = `Paged_${Date.now()}`;
+      expect((await svc.api.post('/v1/schemas', key, { typeName, displayName: 'Paged', allowedSurfaces: ['record'], fields: [{ fieldId: 'title', fieldType: 'string' }] })).status).toBe(201);
+      // The page holds a narrow minted token, never the key.
+      const minted = await svc.api.post('/v1/tokens', key, { scope: { allowedActions: ['records:r', 'records:c'] }, expiresInSeconds: 600 });
+      expect(minted.status).toBe(201);
+      const tab = await browser.newPage();
+      const errors: string[] = [];
+      tab.on('pageerror', (e) => errors.push(String(e)));
+      await tab.goto(origin);
+      await tab.waitForFunction(() => typeof (window as unknown as { runClient?: unknown }).runClient === 'function');
+      const out = await tab.evaluate(
+        ([url, token, t]) => (window as unknown as { runClient: (u: string, k: string, t: string) => Promise<any> }).runClient(url, token, t),
+        [svc.url, minted.body.token as string, typeName] as const,
+      );
+      expect(errors).toEqual([]);
+      expect(out.created).toMatchObject({ typeName, version: 1, payload: { title: 'from a page' } });
+      expect(out.read).toMatchObject({ id: out.created.id, payload: { title: 'from a page' } });
+      expect(out.change).toMatchObject({ type: 'record.created', entityId: out.created.id, typeName, entity: { id: out.created.id } });
+      expect(out.ended).toBe(true);
+      expect(out.missing).toEqual({ isApiError: true, status: 404, requestId: expect.any(String) });
+      const stored = await svc.api.get(`/v1/records/${out.created.id}`, key);
+      expect(stored.body.payload).toEqual({ title: 'from a page' });
+    } finally {
+      await browser.close();
+      await new Promise<void>((r) => page.close(() => r()));
+    }
   });
 });

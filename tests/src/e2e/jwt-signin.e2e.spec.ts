@@ -338,6 +338,20 @@ describe('tokens of a registered issuer', () => {
     expect((await api.get('/v1/ping', child.body.token)).status).toBe(401);
   });
 
+  it('a torn-down tenant: its tokens stop working, its registrations are gone (404) and its pairs free for another tenant', async () => {
+    const doomed = await api.newAccount();
+    const tenant = doomed.tenants.test.tenantId;
+    expect((await put(tenant, { issuers: [{ issuer: idp.url, audience: 'doomed' }] })).status).toBe(200);
+    const token = await idp.sign(ed, { aud: 'doomed', sub: 'u', svc_permissions: ['records:r'] });
+    expect((await api.get('/v1/ping', token)).body.tenantId).toBe(tenant);
+    expect((await api.del(`/developer/tenants/${tenant}`, doomed.developerToken)).status).toBe(204);
+    await expectUniform401(token, 'tenant torn down');
+    expect((await api.get(issuersPath(tenant), OPERATOR_TOKEN)).status).toBe(404);
+    expect((await put(tenant, { issuers: [] })).status).toBe(404);
+    expect((await put(doomed.tenants.live.tenantId, { issuers: [{ issuer: idp.url, audience: 'doomed' }] })).status).toBe(200);
+    expect((await api.get('/v1/ping', token)).body.tenantId).toBe(doomed.tenants.live.tenantId);
+  });
+
   it('a registration removed or changed holds on the next request', async () => {
     const tenant = A.tenants.live.tenantId;
     const token = await idp.sign(ed, { aud: AUD, sub: 'gone', svc_permissions: ['records:r'] });

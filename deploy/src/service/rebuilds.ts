@@ -12,7 +12,8 @@ export const ONLINE_REBUILD_TARGETS = ['read-models'] as const;
 export function withSearchPath(url: string, path: string[]): string {
   const u = new URL(url);
   const others = (u.searchParams.get('options') ?? '').replace(/-c\s*search_path=\S*/g, '').trim();
-  const list = path.map((s) => (/^[a-z_][a-z0-9_$]*$/.test(s) ? s : `"${s.replace(/"/g, '""')}"`)).join(',');
+  // Spaces separate the server's command-line options unless escaped with a backslash.
+  const list = path.map((s) => (/^[a-z_][a-z0-9_$]*$/.test(s) ? s : `"${s.replace(/"/g, '""')}"`.replace(/ /g, '\\ '))).join(',');
   u.searchParams.set('options', `${others ? `${others} ` : ''}-c search_path=${list}`);
   return u.toString();
 }

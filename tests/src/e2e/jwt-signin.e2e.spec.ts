@@ -5,6 +5,7 @@
  * serving discovery and a JWKS over http on loopback, keys and tokens made with jose.
  */
 import { createHmac, randomUUID } from 'node:crypto';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalIssuer } from '../support/oidc-issuer';
 import { OPERATOR_TOKEN, startService, THROUGH_ROUTER, type Answer, type Api, type Bootstrap, type TestService } from '../support/service';
@@ -205,6 +206,14 @@ describe('tokens of a registered issuer', () => {
       await expectUniform401(`${head}.${body}.${mac}`, 'HS256 keyed with the public key');
     }
     await expectUniform401('eyJhbGciOiJSUzI1NiJ9.bm90IGpzb24.c2ln', 'a payload that is not JSON');
+    // Signed with a key of the attacker's, named by the issuer's kid and carried in the header (jwk) and by URL (jku): neither is used.
+    const attacker = await generateKeyPair('ES256');
+    const forged = await new SignJWT({ ...claims, iss: idp.url })
+      .setProtectedHeader({ alg: 'ES256', kid: ec, jwk: await exportJWK(attacker.publicKey), jku: `${idp.url}/attacker-jwks` })
+      .setExpirationTime('10m')
+      .sign(attacker.privateKey);
+    await expectUniform401(forged, 'a key of the token’s own choosing');
+    expect(idp.requests).not.toContain('/attacker-jwks');
   });
 
   it('an unregistered issuer is a uniform 401 and nothing is fetched from it', async () => {

@@ -34,6 +34,9 @@ describe('the shipped router (deploy/k8s/router.nginx.conf)', () => {
     expect(roleOf('POST', '/v1/chat')).toBe('query');
     expect(roleOf('POST', '/v1/documents/abc/ask')).toBe('query');
     expect(roleOf('POST', '/operator/projections/quarantine/retry')).toBe('projector');
+    // The online rebuild runs beside the projection runner it pauses.
+    expect(roleOf('POST', '/operator/rebuilds')).toBe('projector');
+    expect(roleOf('GET', '/operator/rebuilds/abc')).toBe('projector');
     // Writes on the paths of reads stay with the command role.
     expect(roleOf('PUT', '/v1/records/abc')).toBe('command');
     expect(roleOf('POST', '/v1/records/batch')).toBe('command');

@@ -113,6 +113,17 @@ describe('registration', () => {
     expect((await api.get(issuersPath(A.tenants.live.tenantId), OPERATOR_TOKEN)).body).toEqual(before.body);
   });
 
+  it('two tenants registering the same pair at the same time: exactly one gets it', async () => {
+    const [x, y] = [B.tenants.live.tenantId, A.tenants.test.tenantId];
+    const pair = { issuer: idp.url, audience: `race-${randomUUID().slice(0, 8)}` };
+    const answers = await Promise.all([put(x, { issuers: [pair] }), put(y, { issuers: [pair] })]);
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 409]);
+    const holders = [];
+    for (const t of [x, y]) if ((await api.get(issuersPath(t), OPERATOR_TOKEN)).body.issuers.some((i: { audience: string }) => i.audience === pair.audience)) holders.push(t);
+    expect(holders).toHaveLength(1);
+    for (const t of [x, y]) expect((await put(t, { issuers: [] })).status).toBe(200);
+  });
+
   it('an unknown tenant is a 404; without the operator token, 401', async () => {
     const unknown = randomUUID();
     expect((await put(unknown, { issuers: [] })).status).toBe(404);

@@ -141,7 +141,7 @@ export class OnlineRebuild {
         p.head = await store.headPosition();
         await this.replay(builder, Math.max(p.head, live.current), batch);
         caughtUp = Date.now();
-        await this.switch(builder, { serving, shadow: shadow!, retired });
+        await this.switch(builder, { serving, shadow: shadow!, retired }, batch);
       });
       this.log(`rebuild ${p.id}: live projector paused after ${held - pausedAt} ms, last catch-up ${caughtUp - held} ms, switch ${Date.now() - caughtUp} ms`);
       p.pausedMs = Date.now() - pausedAt;
@@ -177,7 +177,7 @@ export class OnlineRebuild {
   }
 
   /** One transaction: the serving tables out, the fresh ones in, the checkpoint row and quarantine rows replaced. */
-  private async switch(builder: ProjectionRunner, s: { serving: string; shadow: string; retired: string }) {
+  private async switch(builder: ProjectionRunner, s: { serving: string; shadow: string; retired: string }, batch: number) {
     const { sql, live } = this.o;
     const S = ident(s.serving);
     const N = ident(s.shadow);
@@ -187,6 +187,11 @@ export class OnlineRebuild {
         await sql.tx(async (q) => {
           // Readers hold these locks briefly; waiting longer would queue every reader behind the switch.
           await q.exec(`SET LOCAL lock_timeout = '1s'`);
+          // The checkpoint row first: no other process's runner (a standby that took over) can commit a batch now. One
+          // that did since the catch-up has applied events the fresh tables lack: they catch up, and the switch runs again.
+          const { rows: at } = await q.query<{ position: number }>(`SELECT position FROM ${S}.proj_checkpoints WHERE name = $1 FOR UPDATE`, [live.name]);
+          const servingAt = Number(at[0]?.position ?? 0);
+          if (servingAt > builder.current) throw new ServingMovedOn(servingAt);
           const { rows } = await q.query<{ t: string; serving: boolean }>(
             `SELECT c.relname AS t, EXISTS (SELECT 1 FROM pg_tables x WHERE x.schemaname = $2 AND x.tablename = c.relname) AS serving
              FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') ORDER BY c.relname`,
@@ -209,6 +214,11 @@ export class OnlineRebuild {
         });
         return;
       } catch (e) {
+        if (e instanceof ServingMovedOn && attempt < 10) {
+          this.log(`rebuild ${this.progress.id}: the serving read models moved on to ${e.position} (another runner applied events); catching up before the switch`);
+          await this.replay(builder, e.position, batch);
+          continue;
+        }
         // 55P03: a lock not granted in time (a long read); 40P01: a deadlock with a reader. Both leave nothing changed.
         const code = (e as { code?: string }).code ?? ((e as { cause?: { code?: string } }).cause?.code);
         if ((code !== '55P03' && code !== '40P01') || attempt >= 10) throw e;
@@ -216,6 +226,13 @@ export class OnlineRebuild {
         await new Promise((r) => setTimeout(r, 50 * attempt));
       }
     }
+  }
+}
+
+/** The serving checkpoint is past the fresh tables' (another process's runner applied events meanwhile). */
+class ServingMovedOn extends Error {
+  constructor(readonly position: number) {
+    super(`the serving read models moved on to position ${position}`);
   }
 }
 

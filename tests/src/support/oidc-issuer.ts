@@ -6,7 +6,7 @@ export type SigningAlg = 'RS256' | 'ES256' | 'EdDSA';
 
 interface Key {
   alg: SigningAlg;
-  privateKey: CryptoKey;
+  privateKey: Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
   publicJwk: JWK;
   /** The public key as PEM (SPKI): what an HMAC-confusion attack uses as its secret. */
   publicPem: string;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { notFound, route, type RouteSpec } from '@svc/contracts';
-import type { OnlineRebuilds } from '../service/rebuilds';
+import { ONLINE_REBUILD_TARGETS, type OnlineRebuilds } from '../service/rebuilds';
 
 /**
  * Rebuilding the read models without downtime (docs/operations.md "Rebuilding the read models"): start one,
@@ -13,9 +13,10 @@ export function rebuildRoutes(rebuilds: OnlineRebuilds): RouteSpec[] {
       url: '/operator/rebuilds',
       auth: 'operator',
       status: 202,
-      errors: [409, 501],
+      errors: [409],
       summary: 'Rebuild the read models from the event log beside the serving ones and switch over when caught up; reads go on meanwhile',
-      body: z.object({ target: z.string().min(1).max(50) }).strict(),
+      // Only the read models are rebuilt online; the search index is rebuilt offline (npm run rebuild -- search-index).
+      body: z.object({ target: z.enum(ONLINE_REBUILD_TARGETS) }).strict(),
       handler: async ({ body }) => rebuilds.start(body.target),
     }),
     route({

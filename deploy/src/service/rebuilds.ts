@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { conflict, ServiceError } from '@svc/contracts';
+import { conflict } from '@svc/contracts';
 import type { EventStore, Sql } from '@svc/domain';
 import { OnlineRebuild, type ProjectionRunner, type RebuildProgress } from '@svc/projectors';
 import { openPostgres } from '../engines/sql';
@@ -42,10 +42,9 @@ export class OnlineRebuilds {
 
   start(target: string): RebuildProgress {
     const url = this.o.databaseUrl;
-    if (!url || this.o.sql.kind !== 'postgres')
-      throw new ServiceError('NOT_IMPLEMENTED', 'An online rebuild needs a PostgreSQL server (DATABASE_URL); the embedded database is rebuilt offline with npm run rebuild');
-    if (!(ONLINE_REBUILD_TARGETS as readonly string[]).includes(target))
-      throw new ServiceError('NOT_IMPLEMENTED', `No online rebuild of '${target}': only ${ONLINE_REBUILD_TARGETS.join(', ')} (the search index is rebuilt offline with npm run rebuild -- search-index)`);
+    // The route's schema admits only the targets rebuilt online; the search index is rebuilt offline (npm run rebuild).
+    if (!(ONLINE_REBUILD_TARGETS as readonly string[]).includes(target)) throw conflict(`No online rebuild of '${target}'`);
+    if (!url || this.o.sql.kind !== 'postgres') throw conflict('An online rebuild needs a PostgreSQL server (DATABASE_URL); the embedded database is rebuilt offline with npm run rebuild, the service stopped');
     if (this.current) throw conflict(`Rebuild ${this.current.rebuild.progress.id} is still running`);
     const rebuild = new OnlineRebuild({
       id: randomUUID(),

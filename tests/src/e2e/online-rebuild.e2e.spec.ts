@@ -114,8 +114,10 @@ describe.skipIf(!!skip)('online rebuild of the read models (PostgreSQL)', () => 
     expect((await listAll(svc, token)).map((r) => r.id)).toContain(gone);
   }, 120_000);
 
-  it('answers 409 while a rebuild runs, 501 for a target it cannot rebuild online, 404 for an unknown id', async () => {
-    expect((await svc.api.post('/operator/rebuilds', OPERATOR_TOKEN, { target: 'search-index' })).status).toBe(501);
+  it('answers 409 while a rebuild runs, 400 for a target it cannot rebuild online, 404 for an unknown id', async () => {
+    const search = await svc.api.post('/operator/rebuilds', OPERATOR_TOKEN, { target: 'search-index' });
+    expect(search.status, search.text).toBe(400);
+    expect(search.body.errorCode).toBe('VALIDATION_ERROR');
     expect((await svc.api.get('/operator/rebuilds/nope', OPERATOR_TOKEN)).status).toBe(404);
     const first = await svc.api.post('/operator/rebuilds', OPERATOR_TOKEN, { target: 'read-models' });
     expect(first.status).toBe(202);
@@ -127,4 +129,21 @@ describe.skipIf(!!skip)('online rebuild of the read models (PostgreSQL)', () => 
     expect(list.body.data[0].id).toBe(second.status === 202 ? second.body.id : first.body.id);
     await eventually(async () => expect((await svc.api.get(`/operator/rebuilds/${list.body.data[0].id}`, OPERATOR_TOKEN)).body.state).toBe('done'), 60_000);
   }, 120_000);
+});
+
+describe.skipIf(!!inProcessOnly)('online rebuild on the embedded database', () => {
+  it('answers 409 CONFLICT naming the offline rebuild (the embedded database is one process) and leaves the read models serving', async () => {
+    const svc = await startService();
+    try {
+      const token = svc.bootstrap.tenants.test.rootKey;
+      const r = await svc.api.post('/operator/rebuilds', OPERATOR_TOKEN, { target: 'read-models' });
+      expect(r.status, r.text).toBe(409);
+      expect(r.body.errorCode).toBe('CONFLICT');
+      expect(r.body.message).toMatch(/PostgreSQL.*npm run rebuild/);
+      expect((await svc.api.get('/operator/rebuilds', OPERATOR_TOKEN)).body.data).toEqual([]);
+      expect((await svc.api.post('/v1/schemas', token, NOTE_SCHEMA)).status).toBe(201);
+    } finally {
+      await svc.stop();
+    }
+  }, 60_000);
 });

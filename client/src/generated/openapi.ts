@@ -1187,7 +1187,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus metrics: head of the log, position and lag of each log subscriber, Kafka consumer lag */
+        /** Prometheus metrics: HTTP requests and latency per route, open event streams, event-loop lag, GC and heap, the head of the log, position and lag of each log subscriber, Kafka consumer lag */
         get: operations["getMetrics"];
         put?: never;
         post?: never;
@@ -8215,8 +8215,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @enum {string} */
-                    target: "read-models";
+                    target: string;
                 };
             };
         };
@@ -8237,6 +8236,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            501: components["responses"]["NotImplemented"];
             default: components["responses"]["Error"];
         };
     };

@@ -228,9 +228,9 @@ window.runClient = async (baseUrl, token, typeName) => {
       const errors: string[] = [];
       tab.on('pageerror', (e) => errors.push(String(e)));
       await tab.goto(origin);
-      await tab.waitForFunction(() => typeof (window as unknown as { runClient?: unknown }).runClient === 'function');
+      await tab.waitForFunction(() => typeof (globalThis as unknown as { runClient?: unknown }).runClient === 'function');
       const out = await tab.evaluate(
-        ([url, token, t]) => (window as unknown as { runClient: (u: string, k: string, t: string) => Promise<any> }).runClient(url, token, t),
+        ([url, token, t]) => (globalThis as unknown as { runClient: (u: string, k: string, t: string) => Promise<any> }).runClient(url, token, t),
         [svc.url, minted.body.token as string, typeName] as const,
       );
       expect(errors).toEqual([]);

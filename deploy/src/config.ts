@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { LOG_LEVELS, type LogLevel } from './log';
 import { loadPrices, type PriceTable } from '@svc/domain';
 import type { CorsOrigins } from './http/cors';
 
@@ -29,7 +30,10 @@ export interface Config {
   defaultInferenceBalanceCents: number;
   /** Secret for cursors, blind indexes and payload encryption; generated into DATA_DIR when unset. */
   serviceSecret?: string;
+  /** LOG_REQUESTS: one log line per request (default on; `0` turns it off). */
   logRequests: boolean;
+  /** LOG_LEVEL: fatal, error, warn, info (default), debug, trace or silent. */
+  logLevel: LogLevel;
   /** Search: OpenAI-compatible embeddings (else the built-in model), the per-tenant vector capacity, the Elasticsearch index prefix. */
   embeddingsUrl?: string;
   embeddingsApiKey?: string;
@@ -116,7 +120,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     defaultPlan: env.DEFAULT_PLAN ?? 'free',
     defaultInferenceBalanceCents: wholeNumber(env.DEFAULT_INFERENCE_BALANCE_CENTS, 1000, 'DEFAULT_INFERENCE_BALANCE_CENTS', 'a whole number of cents (0 or more)'),
     serviceSecret: env.SERVICE_SECRET || undefined,
-    logRequests: env.LOG_REQUESTS === '1',
+    logRequests: env.LOG_REQUESTS !== '0',
+    logLevel: oneOf(env.LOG_LEVEL, LOG_LEVELS, 'LOG_LEVEL') ?? 'info',
     embeddingsUrl: env.EMBEDDINGS_URL || undefined,
     embeddingsApiKey: env.EMBEDDINGS_API_KEY || undefined,
     embeddingsModel: env.EMBEDDINGS_MODEL || undefined,

@@ -1,3 +1,5 @@
+import type { DestinationStream, Logger } from 'pino';
+import { createLogger, logFunction } from './log';
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { CursorCodec, deriveKey, Paginator, type WireVersionTable } from '@svc/contracts';
@@ -42,6 +44,8 @@ export interface Service {
   relay?: KafkaRelay;
   feed?: KafkaFeed;
   app: FastifyInstance;
+  /** The process's logger (LOG_LEVEL): JSON lines, the HTTP edge's request lines included. */
+  logger: Logger;
   /** Set when this start created the first account. */
   bootstrapFile?: string;
   /** Metering (docs/api.md "Usage"): `flush()` appends the read counts tallied so far. */
@@ -55,6 +59,8 @@ export interface Service {
 export interface ServiceHooks {
   now?: () => Date;
   wireVersions?: WireVersionTable;
+  /** Where the JSON log lines go (default stdout). */
+  logDestination?: DestinationStream;
 }
 
 /**
@@ -62,7 +68,10 @@ export interface ServiceHooks {
  * log subscribers, builds the HTTP application (not listening: start.ts and the
  * tests listen) and, on an empty log, opens the first account.
  */
-export async function buildService(config: Config, log: (msg: string) => void = (m) => console.log(m), hooks: ServiceHooks = {}): Promise<Service> {
+export async function buildService(config: Config, logTo?: (msg: string) => void, hooks: ServiceHooks = {}): Promise<Service> {
+  const logger = createLogger(config.logLevel, config.role, hooks.logDestination);
+  // Every message of the process goes through the logger, unless the caller (a test) takes them itself.
+  const log = logTo ?? logFunction(logger);
   const role = ROLES[config.role];
   let closing = false;
   const engines = await openEngines(config, role, log, () => closing);
@@ -107,6 +116,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
   const changes = await openChangeFeed({ config, role, engines, caches, runner, log });
   const app = buildApp(role, {
     config,
+    logger,
     changes,
     now,
     wireVersions: hooks.wireVersions,
@@ -140,6 +150,7 @@ export async function buildService(config: Config, log: (msg: string) => void = 
 
   return {
     config,
+    logger,
     sql,
     searchSql: engines.searchSql,
     store,

@@ -1,4 +1,5 @@
 import { loadConfig } from './config';
+import { createLogger } from './log';
 import { StartupError, buildService, type Service } from './service';
 
 /** The launcher: the only place that listens. SIGTERM/SIGINT close cleanly. */
@@ -17,24 +18,27 @@ try {
 } catch (e) {
   // A refusal names its cause in one line; anything else keeps its stack.
   if (!(e instanceof StartupError)) throw e;
+  createLogger('fatal', config.role).fatal(`cannot start: ${e.message}`);
   console.error(`cannot start: ${e.message}`);
   process.exit(1);
 }
+const { logger } = service;
 await service.app.listen({ port: config.port, host: config.host });
-console.log(`service (role ${config.role}) listening on http://${config.host}:${config.port} in ${Date.now() - started} ms; data in ${config.dataDir}`);
-if (service.bootstrapFile) console.log(`first start: account keys written to ${service.bootstrapFile} (mode 0600)`);
+logger.info(`service (role ${config.role}) listening on http://${config.host}:${config.port} in ${Date.now() - started} ms; data in ${config.dataDir}`);
+if (service.bootstrapFile) logger.info(`first start: account keys written to ${service.bootstrapFile} (mode 0600)`);
 
 let closing = false;
 for (const sig of ['SIGTERM', 'SIGINT'] as const) {
   process.on(sig, async () => {
     if (closing) return;
     closing = true;
-    console.log(`${sig}: shutting down`);
+    logger.info(`${sig}: shutting down`);
     const t = setTimeout(() => process.exit(1), 15_000);
     try {
       await service.close();
     } finally {
       clearTimeout(t);
+      logger.flush();
       process.exit(0);
     }
   });

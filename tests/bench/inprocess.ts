@@ -15,7 +15,7 @@ import { BENCH_SCHEMA, createBody } from './workload';
  * wait) from the network, HTTP parsing and the second process.
  */
 export async function inProcessCreate(dataDir: string, t: Timing): Promise<LoadResult> {
-  const service = await buildService(loadConfig({ DATA_DIR: dataDir, PORT: '0', OPERATOR_TOKEN } as NodeJS.ProcessEnv), () => {});
+  const service = await buildService(loadConfig({ DATA_DIR: dataDir, PORT: '0', OPERATOR_TOKEN, LOG_LEVEL: 'silent' } as NodeJS.ProcessEnv), () => {});
   try {
     const boot = JSON.parse(readFileSync(join(dataDir, 'bootstrap.json'), 'utf8')) as Bootstrap;
     const headers = { authorization: `Bearer ${boot.tenants.live.rootKey}`, 'content-type': 'application/json' };

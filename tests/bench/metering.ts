@@ -23,7 +23,7 @@ const results: Record<'on' | 'off', Array<{ cpuMsPerOp: number; opsPerSec: numbe
 for (let i = 0; i < rounds; i++) {
   for (const mode of i % 2 ? (['off', 'on'] as const) : (['on', 'off'] as const)) {
     const dir = mkdtempSync(join(tmpdir(), 'svc-metering-bench-'));
-    const service = await buildService(loadConfig({ DATA_DIR: dir, PORT: '0', OPERATOR_TOKEN } as NodeJS.ProcessEnv), () => {});
+    const service = await buildService(loadConfig({ DATA_DIR: dir, PORT: '0', OPERATOR_TOKEN, LOG_LEVEL: 'silent' } as NodeJS.ProcessEnv), () => {});
     try {
       service.meter.enabled = mode === 'on';
       const acct = await service.app.inject({

@@ -48,7 +48,7 @@ async function dataDir(): Promise<string> {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const t0 = performance.now();
-  const service = await buildService(loadConfig({ DATA_DIR: dir, PORT: '0', OPERATOR_TOKEN } as NodeJS.ProcessEnv), () => {});
+  const service = await buildService(loadConfig({ DATA_DIR: dir, PORT: '0', OPERATOR_TOKEN, LOG_LEVEL: 'silent' } as NodeJS.ProcessEnv), () => {});
   const boot = JSON.parse(readFileSync(join(dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
   const headers = { authorization: `Bearer ${boot.tenants.live.rootKey}`, 'content-type': 'application/json' };
   const s = await service.app.inject({ method: 'POST', url: '/v1/schemas', headers, payload: JSON.stringify(SEARCH_SCHEMA) });
@@ -189,7 +189,7 @@ async function inject(src: string) {
   cpSync(src, dir, { recursive: true });
   // The operations switches pass through (METERING=0 etc.), to compare their cost in one profile.
   const switches = Object.fromEntries(['METERING', 'RATE_LIMITS', 'ACTIVITY_LOG'].filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]]));
-  const service = await buildService(loadConfig({ DATA_DIR: dir, PORT: '0', OPERATOR_TOKEN, ...switches } as NodeJS.ProcessEnv), () => {});
+  const service = await buildService(loadConfig({ DATA_DIR: dir, PORT: '0', OPERATOR_TOKEN, LOG_LEVEL: 'silent', ...switches } as NodeJS.ProcessEnv), () => {});
   const boot = JSON.parse(readFileSync(join(dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
   const headers = { authorization: `Bearer ${boot.tenants.live.rootKey}`, 'content-type': 'application/json' };
   await benchAccountInProcess(service.app, boot);

@@ -30,7 +30,7 @@ const seconds = Number(process.argv[3] ?? 6);
 async function main() {
   const d = tempDir('svc-bench-prof-');
   // Every request comes from one address: no per-IP flood ceiling (as every bench service), or `byid` gets 429s.
-  const service = await buildService(loadConfig({ EDGE_RATE_LIMIT_PER_MINUTE: '0', ...process.env, DATA_DIR: d.dir, PORT: '0', OPERATOR_TOKEN } as NodeJS.ProcessEnv), () => {});
+  const service = await buildService(loadConfig({ EDGE_RATE_LIMIT_PER_MINUTE: '0', ...process.env, DATA_DIR: d.dir, PORT: '0', OPERATOR_TOKEN, LOG_LEVEL: 'silent' } as NodeJS.ProcessEnv), () => {});
   const boot = JSON.parse(readFileSync(join(d.dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
   const headers = { authorization: `Bearer ${boot.tenants.live.rootKey}`, 'content-type': 'application/json' };
   await benchAccountInProcess(service.app, boot);

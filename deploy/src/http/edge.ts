@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { ERROR_CATALOGUE, findInputViolation, findJsonTextViolation, invalid, isServiceError, notFound, type Principal, type RouteSpec, ServiceError, WIRE_VERSION_TABLE, type WireVersionTable } from '@svc/contracts';
 import { secondsToWindowEnd, windowOf } from '@svc/command-api';
 import { applyCors, type CorsOrigins } from './cors';
@@ -21,7 +21,10 @@ export interface EdgeOptions {
   /** Whether `contextId` is a live context of `tenantId`. */
   contextExists(tenantId: string, contextId: string): Promise<boolean>;
   operatorToken?: string;
-  logger?: boolean;
+  /** The process's logger (log.ts); without one the edge logs nothing. */
+  logger?: FastifyBaseLogger;
+  /** One line per answered request (LOG_REQUESTS, default on): method, route, path, status, duration, tenant, context. */
+  logRequests?: boolean;
   /** Called after every response (activity log, metrics). */
   onResponse?(req: FastifyRequest, reply: FastifyReply, durationMs: number): void;
   /**
@@ -98,7 +101,10 @@ export function trustHops(hops: number): false | ((address: string, hop: number)
 
 export function createEdge(opts: EdgeOptions): FastifyInstance {
   const app = Fastify({
-    logger: opts.logger ? { level: 'info' } : false,
+    ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
+    // Fastify's two lines per request (with the URL, query string included) give way to the one line of onResponse.
+    disableRequestLogging: true,
+    requestIdLogLabel: 'requestId',
     // The client's valid X-Request-Id, else a new one: the id of the request's log lines and of its error body.
     genReqId: requestIdOf,
     bodyLimit: MAX_BODY_BYTES,
@@ -210,6 +216,7 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
 
   app.addHook('onResponse', async (req, reply) => {
     opts.onResponse?.(req, reply, reply.elapsedTime);
+    if (opts.logRequests && opts.logger) logRequest(req, reply);
   });
 
   // Request schemas go through the zod type provider (zod-provider.ts).
@@ -229,4 +236,26 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
 
   app.setNotFoundHandler((req, reply) => send(reply, notFound()));
   return app;
+}
+
+/**
+ * The request's one log line (its child logger adds `requestId`): the route template and the path without the query
+ * string (presigned URLs carry their signature there), never headers or bodies; 5xx at error level (the stack of an
+ * unhandled error is its own line, from the error handler).
+ */
+function logRequest(req: FastifyRequest, reply: FastifyReply): void {
+  const p = req.principal as Principal | undefined;
+  const q = req.url.indexOf('?');
+  const line = {
+    method: req.method,
+    route: (req.routeOptions.url as string | undefined) ?? null,
+    path: q < 0 ? req.url : req.url.slice(0, q),
+    status: reply.statusCode,
+    durationMs: Math.round(reply.elapsedTime * 100) / 100,
+    ...(p?.tenantId ? { tenantId: p.tenantId, contextId: p.contextId } : {}),
+    ...(req.errorCode ? { errorCode: req.errorCode } : {}),
+    remoteAddress: req.ip,
+  };
+  if (reply.statusCode >= 500) req.log.error(line, 'request');
+  else req.log.info(line, 'request');
 }

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
 import { type Paginator, route, type WireVersionTable } from '@svc/contracts';
 import type { ChangeFeed } from '@svc/query-api';
 import { burstLimitGate, type CommandDeps, creditCeilingGate, inferenceBalanceGate, readMeteringListener, readRoutesOf, type UsageMeter } from '@svc/command-api';
@@ -23,6 +24,8 @@ import type { WebhookSettings } from './webhooks';
 
 export interface AppParts {
   config: Config;
+  /** The process's logger: the edge logs each request and every unhandled error through it. */
+  logger: Logger;
   now: () => Date;
   /** Published Service-Version values (default: WIRE_VERSION_TABLE). */
   wireVersions?: WireVersionTable;
@@ -65,7 +68,8 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
     resolveCredential: (t: string) => caches.credentials.resolve(t),
     contextExists: (tenantId: string, contextId: string) => caches.tenancy.contextExists(tenantId, contextId),
     operatorToken: config.operatorToken,
-    logger: config.logRequests,
+    logger: p.logger,
+    logRequests: config.logRequests,
     now,
     wireVersions: p.wireVersions,
     ipRateLimitPerMinute: config.edgeRateLimitPerMinute,

@@ -436,6 +436,7 @@ describe.skipIf(!serverUrl('postgres'))('revocation in another process on the sa
       DATA_DIR: dir.dir,
       PORT: '0',
       OPERATOR_TOKEN,
+      LOG_LEVEL: 'silent',
       SERVICE_ROLE: 'command',
       DATABASE_URL: a.service.config.databaseUrl!,
       SERVICE_SECRET: readFileSync(join(a.dataDir, 'service-secret.key'), 'utf8').trim(),

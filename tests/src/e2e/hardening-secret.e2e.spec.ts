@@ -17,7 +17,7 @@ let original = '';
 let sealedRecordId = '';
 let rootKey = '';
 
-const build = (env: Record<string, string> = {}) => buildService(loadConfig({ DATA_DIR: dir.dir, PORT: '0', OPERATOR_TOKEN: 'x', ...env } as NodeJS.ProcessEnv), () => {});
+const build = (env: Record<string, string> = {}) => buildService(loadConfig({ DATA_DIR: dir.dir, PORT: '0', OPERATOR_TOKEN: 'x', LOG_LEVEL: 'silent', ...env } as NodeJS.ProcessEnv), () => {});
 
 beforeAll(async () => {
   // A data directory with a sealed (sensitive) field in it.

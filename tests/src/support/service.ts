@@ -155,7 +155,8 @@ export async function startService(
   if (THROUGH_ROUTER) return startTopologyService(opts);
   const tmp = opts.dataDir ? { dir: opts.dataDir, remove: () => {} } : tempDir('svc-e2e-');
   let dropSchema: (() => Promise<void>) | undefined;
-  const env: Record<string, string> = { DATA_DIR: tmp.dir, PORT: '0', OPERATOR_TOKEN, DEFAULT_PLAN: 'enterprise', ...(opts.env ?? {}) };
+  // LOG_LEVEL silent: an in-process service's JSON log would interleave with the runner's output (a test sets it to read it).
+  const env: Record<string, string> = { DATA_DIR: tmp.dir, PORT: '0', OPERATOR_TOKEN, DEFAULT_PLAN: 'enterprise', LOG_LEVEL: 'silent', ...(opts.env ?? {}) };
   if (opts.engine === 'postgres') {
     const base = serverUrl('postgres');
     if (!base) throw new Error('DATABASE_URL is not set');
@@ -164,7 +165,7 @@ export async function startService(
     dropSchema = s.drop;
   }
   const config = loadConfig(env as NodeJS.ProcessEnv);
-  const service = await buildService(config, opts.log ?? (() => {}), opts.hooks);
+  const service = await buildService(config, opts.log, opts.hooks);
   await service.app.listen({ port: 0, host: '127.0.0.1' });
   const addr = service.app.server.address();
   const url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;

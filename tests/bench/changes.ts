@@ -17,6 +17,7 @@ import { Worker } from 'node:worker_threads';
 import { tempDir } from '../src/support/engines';
 import { startHttpService } from './http';
 import { closedLoop, type LoadResult, percentile, sumLoads } from './load';
+import { treeCpuSeconds } from './process-tree';
 
 export interface ChangeBench {
   streams: number;
@@ -34,6 +35,8 @@ export interface ChangeBench {
   none: LoadResult;
   open: LoadResult;
   ratio: number;
+  /** The service process's CPU per create (ms) in the measured phases, without and with the streams. */
+  cpuMsPerCreate: { none: number; open: number };
 }
 
 const env = (k: string, d: number) => (process.env[k] ? Number(process.env[k]) : d);
@@ -146,23 +149,30 @@ export async function benchChanges(log: (m: string) => void = console.log): Prom
     const noneRuns: LoadResult[] = [];
     const openRuns: LoadResult[] = [];
     let seq = 0;
-    const load = () => closedLoop({ concurrency, warmupMs: 500, durationMs: sliceMs, yieldEveryMs: 0, op: async () => {
-      const r = await create(1_000_000 + seq++, 2);
-      if (r.status !== 201) throw new Error(`create: ${r.status} ${r.text.slice(0, 200)}`);
-    } });
+    const cpu = { none: { s: 0, ops: 0 }, open: { s: 0, ops: 0 } };
+    const load = async (mode: 'none' | 'open') => {
+      let c0 = 0;
+      const r = await closedLoop({ concurrency, warmupMs: 500, durationMs: sliceMs, yieldEveryMs: 0, onMeasureStart: async () => void (c0 = treeCpuSeconds(svc.child.pid!).service), op: async () => {
+        const r = await create(1_000_000 + seq++, 2);
+        if (r.status !== 201) throw new Error(`create: ${r.status} ${r.text.slice(0, 200)}`);
+      } });
+      cpu[mode].s += treeCpuSeconds(svc.child.pid!).service - c0;
+      cpu[mode].ops += r.ops;
+      return r;
+    };
     for (let k = 0; k < slices; k++) {
       const withStreams = async () => {
         const drains: Array<{ close: () => void }> = [];
         let bytes = 0;
         for (let i = 0; i < streams; i++) drains.push(await openStream(svc.url, key, `types=${typeName}`, (t) => (bytes += t.length)));
         await sleep(200);
-        const r = await load();
+        const r = await load('open');
         for (const d of drains) d.close();
         log(`changes: slice ${k + 1} with ${streams} streams: ${r.opsPerSec.toFixed(0)} creates/s (${(bytes / 2 ** 20).toFixed(1)} MiB streamed)`);
         openRuns.push(r);
       };
       const without = async () => {
-        const r = await load();
+        const r = await load('none');
         log(`changes: slice ${k + 1} without streams: ${r.opsPerSec.toFixed(0)} creates/s`);
         noneRuns.push(r);
       };
@@ -178,7 +188,8 @@ export async function benchChanges(log: (m: string) => void = console.log): Prom
     }
     const none = sumLoads(noneRuns);
     const opened = sumLoads(openRuns);
-    return { streams, rate, writes: total, delivered, latency, write, afterAnswer, late, none, open: opened, ratio: opened.opsPerSec / none.opsPerSec };
+    const cpuMsPerCreate = { none: (1000 * cpu.none.s) / cpu.none.ops, open: (1000 * cpu.open.s) / cpu.open.ops };
+    return { streams, rate, writes: total, delivered, latency, write, afterAnswer, late, none, open: opened, ratio: opened.opsPerSec / none.opsPerSec, cpuMsPerCreate };
   } finally {
     agent.destroy();
     await svc.stop();

@@ -26,8 +26,8 @@ export interface Change {
   at: string;
   entity: Record<string, unknown> | null;
   owner: ChangeOwner;
-  /** Its SSE frame, built for the first stream that sends it and reused by the others (the data is the same for all). */
-  frame?: string;
+  /** Its SSE frame, encoded for the first stream that sends it and reused by the others (the data is the same for all). */
+  frame?: Buffer;
 }
 
 /** The change-stream name of a log event and the entity it is about; undefined for events the stream does not carry. */

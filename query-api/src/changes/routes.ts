@@ -13,9 +13,9 @@ const RECHECK_MS = 5_000;
 
 const bearerOf = (h: string | undefined) => /^bearer +(.*)$/is.exec(h ?? '')?.[1].trim() || null;
 
-/** The `id:`, `event:` and `data:` lines of one change (JSON has no raw newlines), built once for every stream. */
-export const changeFrame = (c: Change): string =>
-  (c.frame ??= `id: ${c.position}\nevent: ${c.type}\ndata: ${JSON.stringify({ position: c.position, type: c.type, entityId: c.entityId, typeName: c.typeName, version: c.version, at: c.at, entity: c.entity })}\n\n`);
+/** The `id:`, `event:` and `data:` lines of one change (JSON has no raw newlines), encoded once for every stream. */
+export const changeFrame = (c: Change): Buffer =>
+  (c.frame ??= Buffer.from(`id: ${c.position}\nevent: ${c.type}\ndata: ${JSON.stringify({ position: c.position, type: c.type, entityId: c.entityId, typeName: c.typeName, version: c.version, at: c.at, entity: c.entity })}\n\n`));
 
 /** The kinds a caller's stream carries: those asked for (all by default) that its permissions read. An explicit kind it may not read is a 403. */
 function kindsOf(p: Principal, asked: string | undefined): Set<ChangeEntityKind> {
@@ -93,7 +93,7 @@ export function changeRoutes(o: { feed: ChangeFeed; meter?: UsageCharges }): Rou
         }
         const wanted = (c: Change) => kinds.has(c.kind) && (!types || (c.typeName !== null && types.has(c.typeName))) && visibleTo(p, c);
 
-        async function* frames(): AsyncGenerator<string> {
+        async function* frames(): AsyncGenerator<string | Buffer> {
           try {
             // Something at once: the response's head leaves now, not with the first change.
             yield ': stream open\n\n';
@@ -109,18 +109,19 @@ export function changeRoutes(o: { feed: ChangeFeed; meter?: UsageCharges }): Rou
               pending = false;
               const { changes, next } = await feed.after(cursor);
               cursor = next;
-              let out = '';
-              let sent = 0;
+              const out: Buffer[] = [];
+              let bytes = 0;
               for (const c of changes) {
                 if (!wanted(c)) continue;
-                out += changeFrame(c);
-                sent += 1;
+                const f = changeFrame(c);
+                out.push(f);
+                bytes += f.length;
               }
-              if (out) {
+              if (out.length) {
                 quietSince = Date.now();
                 // Each event is one read of its bytes, counted together.
-                o.meter?.countRead(p, Buffer.byteLength(out), undefined, sent);
-                yield out;
+                o.meter?.countRead(p, bytes, undefined, out.length);
+                yield out.length === 1 ? out[0] : Buffer.concat(out, bytes);
               }
               if (changes.length || cursor < feed.position || pending) continue;
               const wait = Math.min(quietSince + CHANGE_PING_MS, checkedAt + RECHECK_MS) - Date.now();

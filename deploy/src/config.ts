@@ -1,4 +1,6 @@
+import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { z } from 'zod';
 import { LOG_LEVELS, type LogLevel } from './log';
 import { loadPrices, type PriceTable } from '@svc/domain';
 import type { CorsOrigins } from './http/cors';
@@ -39,8 +41,8 @@ export interface Config {
   embeddingsApiKey?: string;
   embeddingsModel?: string;
   embeddingsDims?: number;
-  /** The built-in model (BUILTIN_EMBEDDINGS_MODEL): auto (default: bge-small-en-v1.5 when installed, else USE), bge, or use. */
-  builtinEmbeddingsModel: 'auto' | 'bge' | 'use';
+  /** The built-in model (BUILTIN_EMBEDDINGS_MODEL): auto (default) and bge both mean bge-small-en-v1.5; none runs without semantic search. */
+  builtinEmbeddingsModel: 'auto' | 'bge' | 'none';
   vectorCapacity: number;
   /** Passages the in-memory keyword index keeps loaded (role all, PostgreSQL FTS), least recently searched contexts dropped first. */
   textMemoryPassages: number;
@@ -97,87 +99,219 @@ export interface Config {
   webhooks: { allowPrivateTargets: boolean; caFile?: string; retryScale: number; testDnsFile?: string };
 }
 
+/**
+ * Every start-up variable, parsed by one zod schema: each entry turns the variable's text (or its absence) into its
+ * value, and a value it cannot take stops the start with one line naming the variable, what it takes and what it got.
+ */
+const startupVariables = z.object({
+  SERVICE_ROLE: choice(['all', 'command', 'query', 'projector', 'relay'] as const, 'all'),
+  PORT: whole('a TCP port (0-65535)', 8080, 65_535),
+  HOST: text('127.0.0.1'),
+  DATA_DIR: text('./data'),
+  DATABASE_URL: optional(),
+  EVENTSTORE_URL: optional(),
+  KAFKA_BROKERS: optional(),
+  KAFKA_TOPIC: text('svc.events'),
+  KAFKA_TOPIC_PARTITIONS: whole('a whole number of partitions (1 or more)', 3, undefined, 1),
+  KAFKA_GROUP_PREFIX: optional(),
+  ELASTICSEARCH_URL: optional(),
+  LANCEDB_URI: optional(),
+  REDIS_URL: optional(),
+  OBJECT_STORE_URL: optional(),
+  OPERATOR_TOKEN: optional(),
+  DEFAULT_PLAN: text('free'),
+  DEFAULT_INFERENCE_BALANCE_CENTS: whole('a whole number of cents (0 or more)', 1000),
+  SERVICE_SECRET: optional(),
+  LOG_REQUESTS: flag(true),
+  LOG_LEVEL: choice(LOG_LEVELS, 'info'),
+  EMBEDDINGS_URL: optional(),
+  EMBEDDINGS_API_KEY: optional(),
+  EMBEDDINGS_MODEL: optional(),
+  EMBEDDINGS_DIMENSIONS: whole('a whole number of dimensions (1 or more)', undefined, 65_536, 1),
+  BUILTIN_EMBEDDINGS_MODEL: choice(['auto', 'bge', 'none'] as const, 'auto'),
+  VECTOR_CAPACITY_PER_TENANT: whole('a whole number of vectors', 5_000_000),
+  TEXT_INDEX_MEMORY_PASSAGES: whole('a whole number of passages', 2_000_000),
+  VECTOR_INDEX_MEMORY_MB: whole('a whole number of MiB (0 searches LanceDB directly)', 2048),
+  SEARCH_DB: choice(['separate', 'main'] as const, 'separate'),
+  SEARCH_DB_NICE: whole('a niceness from 0 to 19', 5, 19),
+  ELASTICSEARCH_INDEX_PREFIX: text('svc-'),
+  UPLOAD_URL_TTL_SECONDS: whole('a whole number of seconds (1 or more)', 900, undefined, 1),
+  PRICES_JSON: optional(),
+  USAGE_READS_FLUSH_MS: whole('a whole number of milliseconds (1 or more)', 1000, undefined, 1),
+  ACTIVITY_LOG: flag(true),
+  ACTIVITY_LOG_FLUSH_MS: whole('a whole number of milliseconds (1 or more)', 250, undefined, 1),
+  ACTIVITY_LOG_RETENTION_DAYS: whole('a whole number of days (1 or more)', 30, undefined, 1),
+  EDGE_RATE_LIMIT_PER_MINUTE: whole('a whole number of requests per minute (0 disables)', 20_000),
+  TRUST_PROXY_HOPS: whole('a whole number of trusted reverse-proxy hops (0 or more; 0 ignores X-Forwarded-For)', 0),
+  CORS_ORIGINS: optional().transform((v, ctx) => {
+    try {
+      return corsOrigins(v);
+    } catch (e) {
+      ctx.addIssue({ code: 'custom', message: (e as Error).message, params: { whole: true } });
+      return z.NEVER;
+    }
+  }),
+  JWT_KEYS_REFETCH_MS: whole('a whole number of milliseconds', 60_000),
+  JWT_KEYS_MAX_AGE_MS: whole('a whole number of milliseconds', 600_000),
+  METERING: flag(true),
+  RATE_LIMITS: flag(true),
+  CHANGE_STREAMS_PER_CONTEXT: whole('a whole number of open change streams per context', 1000),
+  SCRIPT_TIMEOUT_MS: whole('a whole number of milliseconds from 100 to 15000', 15_000, 15_000, 100),
+  SCRIPT_THREADS: whole('a whole number of threads (1 or more)', 4, 256, 1),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: flag(false),
+  WEBHOOK_CA_FILE: optional().refine((f) => f === undefined || isReadableFile(f), { message: 'a readable PEM file of CA certificates' }),
+  WEBHOOK_RETRY_SCALE: decimal('a number in (0, 1] that multiplies the retry schedule', 1, (n) => n > 0 && n <= 1),
+  WEBHOOK_TEST_DNS_FILE: optional(),
+  NODE_ENV: optional(),
+  PUBLIC_URL: optional(),
+  LLM_URL: optional(),
+  LLM_API_KEY: optional(),
+  LLM_MODELS: text(''),
+  LLM_CONTEXT_WINDOW: whole('a whole number of tokens (1 or more)', 128_000, undefined, 1),
+  LLM_STALL_MS: whole('a whole number of milliseconds (1 or more)', 30_000, undefined, 1),
+});
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const role = (env.SERVICE_ROLE ?? 'all') as Role;
-  if (!['all', 'command', 'query', 'projector', 'relay'].includes(role)) throw new Error(`SERVICE_ROLE must be all|command|query|projector|relay, not ${role}`);
+  const parsed = startupVariables.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const name = String(issue.path[0]);
+    // One line: the variable, what it takes, what it got (a message that is already a whole sentence stands alone).
+    const whole = issue.code === 'custom' && (issue as { params?: { whole?: boolean } }).params?.whole;
+    throw new Error(whole ? issue.message : `${name} must be ${issue.message}, not ${env[name]}`);
+  }
+  const v = parsed.data;
+  if (v.WEBHOOK_TEST_DNS_FILE && v.NODE_ENV === 'production') throw new Error('WEBHOOK_TEST_DNS_FILE is a test seam and is refused with NODE_ENV=production');
   return {
-    port: Number(env.PORT ?? 8080),
-    host: env.HOST ?? '127.0.0.1',
-    publicUrl: publicUrl(env),
-    dataDir: resolve(env.DATA_DIR ?? './data'),
-    role,
-    databaseUrl: env.DATABASE_URL || undefined,
-    eventStoreUrl: env.EVENTSTORE_URL || undefined,
-    kafkaBrokers: env.KAFKA_BROKERS || undefined,
-    kafkaTopic: env.KAFKA_TOPIC || 'svc.events',
-    kafkaPartitions: env.KAFKA_TOPIC_PARTITIONS ? Number(env.KAFKA_TOPIC_PARTITIONS) : 3,
-    kafkaGroupPrefix: env.KAFKA_GROUP_PREFIX ?? `${env.KAFKA_TOPIC || 'svc.events'}.`,
-    elasticsearchUrl: env.ELASTICSEARCH_URL || undefined,
-    lancedbUri: env.LANCEDB_URI || undefined,
-    redisUrl: env.REDIS_URL || undefined,
-    objectStoreUrl: env.OBJECT_STORE_URL || undefined,
-    operatorToken: env.OPERATOR_TOKEN || undefined,
-    defaultPlan: env.DEFAULT_PLAN ?? 'free',
-    defaultInferenceBalanceCents: wholeNumber(env.DEFAULT_INFERENCE_BALANCE_CENTS, 1000, 'DEFAULT_INFERENCE_BALANCE_CENTS', 'a whole number of cents (0 or more)'),
-    serviceSecret: env.SERVICE_SECRET || undefined,
-    logRequests: env.LOG_REQUESTS !== '0',
-    logLevel: oneOf(env.LOG_LEVEL, LOG_LEVELS, 'LOG_LEVEL') ?? 'info',
-    embeddingsUrl: env.EMBEDDINGS_URL || undefined,
-    embeddingsApiKey: env.EMBEDDINGS_API_KEY || undefined,
-    embeddingsModel: env.EMBEDDINGS_MODEL || undefined,
-    embeddingsDims: env.EMBEDDINGS_DIMENSIONS ? Number(env.EMBEDDINGS_DIMENSIONS) : undefined,
-    builtinEmbeddingsModel: builtinModel(env.BUILTIN_EMBEDDINGS_MODEL),
-    vectorCapacity: env.VECTOR_CAPACITY_PER_TENANT ? Number(env.VECTOR_CAPACITY_PER_TENANT) : 5_000_000,
-    textMemoryPassages: env.TEXT_INDEX_MEMORY_PASSAGES ? Number(env.TEXT_INDEX_MEMORY_PASSAGES) : 2_000_000,
-    vectorMemoryMb: env.VECTOR_INDEX_MEMORY_MB ? Number(env.VECTOR_INDEX_MEMORY_MB) : 2048,
-    searchDb: oneOf(env.SEARCH_DB, ['separate', 'main'] as const, 'SEARCH_DB') ?? 'separate',
-    searchDbNice: niceness(env.SEARCH_DB_NICE, 5),
-    elasticsearchIndexPrefix: env.ELASTICSEARCH_INDEX_PREFIX ?? 'svc-',
-    uploadUrlTtlSeconds: env.UPLOAD_URL_TTL_SECONDS ? Number(env.UPLOAD_URL_TTL_SECONDS) : 900,
-    prices: loadPrices(env.PRICES_JSON),
-    usageReadsFlushMs: env.USAGE_READS_FLUSH_MS ? Number(env.USAGE_READS_FLUSH_MS) : 1000,
-    activityLog: {
-      enabled: env.ACTIVITY_LOG !== '0',
-      flushMs: env.ACTIVITY_LOG_FLUSH_MS ? Number(env.ACTIVITY_LOG_FLUSH_MS) : 250,
-      retentionDays: env.ACTIVITY_LOG_RETENTION_DAYS ? Number(env.ACTIVITY_LOG_RETENTION_DAYS) : 30,
-    },
-    edgeRateLimitPerMinute: wholeNumber(env.EDGE_RATE_LIMIT_PER_MINUTE, 20_000, 'EDGE_RATE_LIMIT_PER_MINUTE', 'a whole number of requests per minute (0 disables)'),
-    trustProxyHops: wholeNumber(env.TRUST_PROXY_HOPS, 0, 'TRUST_PROXY_HOPS', 'a whole number of trusted reverse-proxy hops (0 or more; 0 ignores X-Forwarded-For)'),
-    corsOrigins: corsOrigins(env.CORS_ORIGINS),
-    jwtKeys: {
-      refetchMs: wholeNumber(env.JWT_KEYS_REFETCH_MS, 60_000, 'JWT_KEYS_REFETCH_MS', 'a whole number of milliseconds'),
-      maxAgeMs: wholeNumber(env.JWT_KEYS_MAX_AGE_MS, 600_000, 'JWT_KEYS_MAX_AGE_MS', 'a whole number of milliseconds'),
-    },
-    metering: env.METERING !== '0',
-    rateLimits: env.RATE_LIMITS !== '0',
-    changeStreamsPerContext: wholeNumber(env.CHANGE_STREAMS_PER_CONTEXT, 1000, 'CHANGE_STREAMS_PER_CONTEXT', 'a whole number of open change streams per context'),
-    scripts: {
-      timeoutMs: env.SCRIPT_TIMEOUT_MS ? Math.min(15_000, Math.max(100, Number(env.SCRIPT_TIMEOUT_MS))) : 15_000,
-      threads: env.SCRIPT_THREADS ? Math.max(1, Number(env.SCRIPT_THREADS)) : 4,
-    },
-    webhooks: {
-      allowPrivateTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS === '1',
-      caFile: env.WEBHOOK_CA_FILE || undefined,
-      retryScale: retryScale(env.WEBHOOK_RETRY_SCALE),
-      testDnsFile: testDnsFile(env),
-    },
-    llm: env.LLM_URL
+    port: v.PORT,
+    host: v.HOST,
+    publicUrl: publicUrl(v.PUBLIC_URL, v.HOST, v.PORT),
+    dataDir: resolve(v.DATA_DIR),
+    role: v.SERVICE_ROLE,
+    databaseUrl: v.DATABASE_URL,
+    eventStoreUrl: v.EVENTSTORE_URL,
+    kafkaBrokers: v.KAFKA_BROKERS,
+    kafkaTopic: v.KAFKA_TOPIC,
+    kafkaPartitions: v.KAFKA_TOPIC_PARTITIONS,
+    kafkaGroupPrefix: env.KAFKA_GROUP_PREFIX ?? `${v.KAFKA_TOPIC}.`,
+    elasticsearchUrl: v.ELASTICSEARCH_URL,
+    lancedbUri: v.LANCEDB_URI,
+    redisUrl: v.REDIS_URL,
+    objectStoreUrl: v.OBJECT_STORE_URL,
+    operatorToken: v.OPERATOR_TOKEN,
+    defaultPlan: v.DEFAULT_PLAN,
+    defaultInferenceBalanceCents: v.DEFAULT_INFERENCE_BALANCE_CENTS,
+    serviceSecret: v.SERVICE_SECRET,
+    logRequests: v.LOG_REQUESTS,
+    logLevel: v.LOG_LEVEL,
+    embeddingsUrl: v.EMBEDDINGS_URL,
+    embeddingsApiKey: v.EMBEDDINGS_API_KEY,
+    embeddingsModel: v.EMBEDDINGS_MODEL,
+    embeddingsDims: v.EMBEDDINGS_DIMENSIONS,
+    builtinEmbeddingsModel: v.BUILTIN_EMBEDDINGS_MODEL,
+    vectorCapacity: v.VECTOR_CAPACITY_PER_TENANT,
+    textMemoryPassages: v.TEXT_INDEX_MEMORY_PASSAGES,
+    vectorMemoryMb: v.VECTOR_INDEX_MEMORY_MB,
+    searchDb: v.SEARCH_DB,
+    searchDbNice: v.SEARCH_DB_NICE,
+    elasticsearchIndexPrefix: v.ELASTICSEARCH_INDEX_PREFIX,
+    uploadUrlTtlSeconds: v.UPLOAD_URL_TTL_SECONDS,
+    prices: loadPrices(v.PRICES_JSON),
+    usageReadsFlushMs: v.USAGE_READS_FLUSH_MS,
+    activityLog: { enabled: v.ACTIVITY_LOG, flushMs: v.ACTIVITY_LOG_FLUSH_MS, retentionDays: v.ACTIVITY_LOG_RETENTION_DAYS },
+    edgeRateLimitPerMinute: v.EDGE_RATE_LIMIT_PER_MINUTE,
+    trustProxyHops: v.TRUST_PROXY_HOPS,
+    corsOrigins: v.CORS_ORIGINS,
+    jwtKeys: { refetchMs: v.JWT_KEYS_REFETCH_MS, maxAgeMs: v.JWT_KEYS_MAX_AGE_MS },
+    metering: v.METERING,
+    rateLimits: v.RATE_LIMITS,
+    changeStreamsPerContext: v.CHANGE_STREAMS_PER_CONTEXT,
+    scripts: { timeoutMs: v.SCRIPT_TIMEOUT_MS, threads: v.SCRIPT_THREADS },
+    webhooks: { allowPrivateTargets: v.WEBHOOK_ALLOW_PRIVATE_TARGETS, caFile: v.WEBHOOK_CA_FILE, retryScale: v.WEBHOOK_RETRY_SCALE, testDnsFile: v.WEBHOOK_TEST_DNS_FILE },
+    llm: v.LLM_URL
       ? {
-          url: env.LLM_URL,
-          apiKey: env.LLM_API_KEY || undefined,
-          models: (env.LLM_MODELS ?? '').split(',').map((m) => m.trim()).filter(Boolean),
-          contextWindow: env.LLM_CONTEXT_WINDOW ? Number(env.LLM_CONTEXT_WINDOW) : 128_000,
-          stallMs: env.LLM_STALL_MS ? Number(env.LLM_STALL_MS) : 30_000,
+          url: v.LLM_URL,
+          apiKey: v.LLM_API_KEY,
+          models: v.LLM_MODELS.split(',').map((m) => m.trim()).filter(Boolean),
+          contextWindow: v.LLM_CONTEXT_WINDOW,
+          stallMs: v.LLM_STALL_MS,
         }
       : undefined,
   };
 }
 
+/** An unset or empty variable: undefined. */
+function optional() {
+  return z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v === '' ? undefined : v));
+}
+
+/** Text with a default for unset or empty. */
+function text(fallback: string) {
+  return optional().transform((v) => v ?? fallback);
+}
+
+/** A whole number within [min, max], `fallback` when unset or empty. */
+function whole<F extends number | undefined>(what: string, fallback: F, max = Number.MAX_SAFE_INTEGER, min = 0) {
+  return optional().transform((v, ctx): number | F => {
+    if (v === undefined) return fallback;
+    const n = /^\d+$/.test(v.trim()) ? Number(v) : NaN;
+    if (!Number.isSafeInteger(n) || n < min || n > max) {
+      ctx.addIssue({ code: 'custom', message: what });
+      return z.NEVER;
+    }
+    return n;
+  });
+}
+
+/** A decimal number `ok` accepts, `fallback` when unset or empty. */
+function decimal(what: string, fallback: number, ok: (n: number) => boolean) {
+  return optional().transform((v, ctx) => {
+    if (v === undefined) return fallback;
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isFinite(n) || !ok(n)) {
+      ctx.addIssue({ code: 'custom', message: what });
+      return z.NEVER;
+    }
+    return n;
+  });
+}
+
+/** One of `values`, `fallback` when unset or empty. */
+function choice<T extends string>(values: readonly T[], fallback: T) {
+  return optional().transform((v, ctx): T => {
+    if (v === undefined) return fallback;
+    if ((values as readonly string[]).includes(v)) return v as T;
+    ctx.addIssue({ code: 'custom', message: values.join(' or ') });
+    return z.NEVER;
+  });
+}
+
+/** A switch: `1` on, `0` off, `fallback` when unset or empty. */
+function flag(fallback: boolean) {
+  return optional().transform((v, ctx) => {
+    if (v === undefined) return fallback;
+    if (v === '1' || v === '0') return v === '1';
+    ctx.addIssue({ code: 'custom', message: '1 (on) or 0 (off)' });
+    return z.NEVER;
+  });
+}
+
+function isReadableFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
 /** PUBLIC_URL without a trailing slash; unset, the address the service listens on (a wildcard HOST read as loopback). */
-function publicUrl(env: NodeJS.ProcessEnv): string {
-  if (env.PUBLIC_URL) return env.PUBLIC_URL.replace(/\/+$/, '');
-  const host = env.HOST && !['0.0.0.0', '::', '[::]'].includes(env.HOST) ? env.HOST : '127.0.0.1';
-  return `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${Number(env.PORT ?? 8080)}`;
+function publicUrl(configured: string | undefined, listenHost: string, port: number): string {
+  if (configured) return configured.replace(/\/+$/, '');
+  const host = !['0.0.0.0', '::', '[::]'].includes(listenHost) ? listenHost : '127.0.0.1';
+  return `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`;
 }
 
 /**
@@ -201,44 +335,4 @@ function corsOrigins(v: string | undefined): CorsOrigins | undefined {
     if (url.origin !== o) throw new Error(`CORS_ORIGINS: '${o}' is not an origin as browsers send it; write '${url.origin}' (scheme, host and port only)`);
   }
   return [...new Set(list)];
-}
-
-/** The test-only resolver seam (docs/webhooks.md) is refused under NODE_ENV=production. */
-function testDnsFile(env: NodeJS.ProcessEnv): string | undefined {
-  if (!env.WEBHOOK_TEST_DNS_FILE) return undefined;
-  if (env.NODE_ENV === 'production') throw new Error('WEBHOOK_TEST_DNS_FILE is a test seam and is refused with NODE_ENV=production');
-  return env.WEBHOOK_TEST_DNS_FILE;
-}
-
-function retryScale(v: string | undefined): number {
-  if (v === undefined || v === '') return 1;
-  const n = Number(v);
-  if (!(n > 0 && n <= 1)) throw new Error(`WEBHOOK_RETRY_SCALE must be a number in (0, 1] that multiplies the retry schedule, not ${v}`);
-  return n;
-}
-
-/** A whole number (0 or more) from the environment, `fallback` when unset; anything else stops the start, naming the variable. */
-function wholeNumber(v: string | undefined, fallback: number, name: string, what: string): number {
-  if (v === undefined || v === '') return fallback;
-  const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name} must be ${what}, not ${v}`);
-  return n;
-}
-
-function builtinModel(v: string | undefined): 'auto' | 'bge' | 'use' {
-  if (!v || v === 'auto' || v === 'bge' || v === 'use') return (v || 'auto') as 'auto' | 'bge' | 'use';
-  throw new Error(`BUILTIN_EMBEDDINGS_MODEL must be auto, bge or use (got ${v})`);
-}
-
-/** A scheduling niceness (0-19) from the environment, else `fallback`. */
-function niceness(v: string | undefined, fallback: number): number {
-  const n = Number(v);
-  return v !== undefined && v !== '' && Number.isInteger(n) && n >= 0 && n <= 19 ? n : fallback;
-}
-
-/** One of `values`, or undefined when unset; anything else stops the start with the variable's name. */
-function oneOf<T extends string>(v: string | undefined, values: readonly T[], name: string): T | undefined {
-  if (v === undefined || v === '') return undefined;
-  if ((values as readonly string[]).includes(v)) return v as T;
-  throw new Error(`${name} must be ${values.join(' or ')}, not ${v}`);
 }

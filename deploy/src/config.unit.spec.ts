@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config';
 
-/** The search database's start-up variables: a wrong SEARCH_DB stops the start naming it; a niceness out of range is the default. */
+/** The search database's start-up variables: a wrong SEARCH_DB or niceness stops the start naming it. */
 describe('SEARCH_DB and SEARCH_DB_NICE', () => {
   const base = { DATA_DIR: '/tmp/unused' } as NodeJS.ProcessEnv;
 
@@ -15,8 +15,8 @@ describe('SEARCH_DB and SEARCH_DB_NICE', () => {
     expect(() => loadConfig({ ...base, SEARCH_DB: 'elsewhere' })).toThrow('SEARCH_DB must be separate or main, not elsewhere');
   });
 
-  it.each(['-1', '20', '2.5', 'high', '1e9'])('SEARCH_DB_NICE=%s is out of range: the default 5', (v) => {
-    expect(loadConfig({ ...base, SEARCH_DB_NICE: v }).searchDbNice).toBe(5);
+  it.each(['-1', '20', '2.5', 'high', '1e9'])('SEARCH_DB_NICE=%s stops the start naming the variable', (v) => {
+    expect(() => loadConfig({ ...base, SEARCH_DB_NICE: v })).toThrow(`SEARCH_DB_NICE must be a niceness from 0 to 19, not ${v}`);
   });
 });
 
@@ -79,5 +79,35 @@ describe('CORS_ORIGINS', () => {
   ])('CORS_ORIGINS=%s stops the start: %s', (v, reason) => {
     expect(() => loadConfig({ ...base, CORS_ORIGINS: v })).toThrow(/^CORS_ORIGINS/);
     expect(() => loadConfig({ ...base, CORS_ORIGINS: v })).toThrow(reason);
+  });
+});
+
+/** Every variable goes through one schema: a value it cannot take is one line naming the variable, never NaN or a crash later. */
+describe('the start-up variables, parsed by one schema', () => {
+  const base = { DATA_DIR: '/tmp/unused' } as NodeJS.ProcessEnv;
+
+  it.each([
+    ['VECTOR_INDEX_MEMORY_MB', '2g', 'VECTOR_INDEX_MEMORY_MB must be a whole number of MiB (0 searches LanceDB directly), not 2g'],
+    ['PORT', '80a', 'PORT must be a TCP port (0-65535), not 80a'],
+    ['PORT', '70000', 'PORT must be a TCP port (0-65535), not 70000'],
+    ['KAFKA_TOPIC_PARTITIONS', '0', 'KAFKA_TOPIC_PARTITIONS must be a whole number of partitions (1 or more), not 0'],
+    ['EMBEDDINGS_DIMENSIONS', 'big', 'EMBEDDINGS_DIMENSIONS must be a whole number of dimensions (1 or more), not big'],
+    ['UPLOAD_URL_TTL_SECONDS', '-5', 'UPLOAD_URL_TTL_SECONDS must be a whole number of seconds (1 or more), not -5'],
+    ['SCRIPT_TIMEOUT_MS', '50', 'SCRIPT_TIMEOUT_MS must be a whole number of milliseconds from 100 to 15000, not 50'],
+    ['SERVICE_ROLE', 'writer', 'SERVICE_ROLE must be all or command or query or projector or relay, not writer'],
+    ['BUILTIN_EMBEDDINGS_MODEL', 'use', 'BUILTIN_EMBEDDINGS_MODEL must be auto or bge or none, not use'],
+    ['LOG_LEVEL', 'loud', 'LOG_LEVEL must be fatal or error or warn or info or debug or trace or silent, not loud'],
+    ['METERING', 'no', 'METERING must be 1 (on) or 0 (off), not no'],
+    ['WEBHOOK_RETRY_SCALE', '2', 'WEBHOOK_RETRY_SCALE must be a number in (0, 1] that multiplies the retry schedule, not 2'],
+    ['WEBHOOK_CA_FILE', '/nonexistent/ca.pem', 'WEBHOOK_CA_FILE must be a readable PEM file of CA certificates, not /nonexistent/ca.pem'],
+  ])('%s=%s stops the start: "%s"', (name, value, line) => {
+    expect(() => loadConfig({ ...base, [name]: value })).toThrow(line);
+  });
+
+  it('defaults when unset or empty, and the values a user writes', () => {
+    const c = loadConfig({ ...base, PORT: '', VECTOR_INDEX_MEMORY_MB: '512', SCRIPT_TIMEOUT_MS: '8000', METERING: '0', LLM_URL: 'http://127.0.0.1:1/v1', LLM_MODELS: 'a, b' });
+    expect(c).toMatchObject({ port: 8080, vectorMemoryMb: 512, scripts: { timeoutMs: 8000, threads: 4 }, metering: false, rateLimits: true, logLevel: 'info', logRequests: true });
+    expect(c.llm).toMatchObject({ url: 'http://127.0.0.1:1/v1', models: ['a', 'b'], contextWindow: 128_000 });
+    expect(c.publicUrl).toBe('http://127.0.0.1:8080');
   });
 });

@@ -96,6 +96,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   Documents: 'Documents from inline text or a presigned file upload: retained text, download URLs, lookups, history.',
   Folders: 'Folders group records and documents under the context root.',
   Search: 'Content search over documents and records: TEXT, SEMANTIC or HYBRID.',
+  Changes: 'The change stream (Server-Sent Events): record, document and folder changes the caller can read, resumable by log position.',
   Inference: 'Streaming inference (Server-Sent Events): RAG, document ask, chat; the model catalog.',
   Identity: 'Namespaces, users and identity entities.',
   Tenancy: 'Minted tokens, app contexts and the credential check (ping).',

@@ -5,6 +5,11 @@ import { type Change, type ChangeResolver } from './resolve';
 const PAGE = 500;
 /** Changes kept in memory for the streams at the head; a stream further behind reads the log itself. */
 const KEPT = 20_000;
+/**
+ * Streams are woken at most this often: under a stream of small batches each wake costs every open stream a turn
+ * and a socket write, so changes that come within this window go out together (at most this much later).
+ */
+const WAKE_EVERY_MS = 25;
 
 /**
  * The process's one follower of the log for its change streams (GET /v1/changes). It follows the read models'
@@ -28,6 +33,8 @@ export class ChangeFeed {
   private again = false;
   private open = new Map<string, number>();
   private closed = false;
+  private lastWake = 0;
+  private wakeTimer?: NodeJS.Timeout;
   /** Moves each time following starts or stops: a page read for an earlier run is dropped, not added to a later one. */
   private run = 0;
 
@@ -141,7 +148,7 @@ export class ChangeFeed {
               while (cut < this.kept.length && this.kept[cut].position === this.floor) cut++;
               this.kept = this.kept.slice(cut);
             }
-            for (const w of this.wakers) w();
+            this.wakeStreams();
           }
         } while (this.again && this.unsubscribe);
       } catch (e) {
@@ -153,9 +160,23 @@ export class ChangeFeed {
     })();
   }
 
+  private wakeStreams() {
+    if (this.wakeTimer) return;
+    const wait = this.lastWake + WAKE_EVERY_MS - Date.now();
+    const wake = () => {
+      this.wakeTimer = undefined;
+      this.lastWake = Date.now();
+      for (const w of this.wakers) w();
+    };
+    if (wait <= 0) wake();
+    else this.wakeTimer = setTimeout(wake, wait);
+  }
+
   /** Ends every stream (the process is stopping) and stops following the checkpoint. */
   async close() {
     this.closed = true;
+    clearTimeout(this.wakeTimer);
+    this.wakeTimer = undefined;
     for (const w of [...this.wakers]) w();
     this.unsubscribe?.();
     this.unsubscribe = undefined;

@@ -59,7 +59,9 @@ export interface QueryFeatureDeps {
  * and, with LLM_URL, each of LLM_MODELS on that endpoint, the first of them the default.
  */
 export function defaultModels(search?: SearchEngines, llm?: Config['llm']): ModelCatalog {
-  const builtin = builtinModel({ embedder: search?.embedder, embedQuery: search ? (q) => search.embedQuery(q) : undefined });
+  // Without an embedding model (BUILTIN_EMBEDDINGS_MODEL=none) sentences are chosen by their words alone.
+  const embedder = search && search.embedder.unavailable === undefined ? search.embedder : undefined;
+  const builtin = builtinModel({ embedder, embedQuery: embedder ? (q) => search!.embedQuery(q) : undefined });
   const remote = (llm?.models ?? []).map((id) => openAiModel({ url: llm!.url, apiKey: llm!.apiKey, id, contextWindow: llm!.contextWindow, stallMs: llm!.stallMs }));
   return new ModelCatalog([...remote, builtin]);
 }

@@ -17,7 +17,7 @@ import { stealNote } from './steal';
  *
  *  (a) indexing throughput through the service: records of a schema with one
  *      searchable field (each record = 1 passage, HYBRID), write -> INDEXED, with
- *      the built-in embedding model (USE 512-d, TF.js in pure JS).
+ *      the built-in embedding model (bge-small-en-v1.5, int8 ONNX, 384-d).
  *  (b) tiers of 10,000 and 100,000 passages loaded straight into the service's
  *      DATA_DIR with the service stopped, through the adapters the projector
  *      uses (PgTextIndex.replaceItem, the LanceVectorIndex table write, the

@@ -465,7 +465,7 @@ function fuseRuns(text: Map<string, Array<[string, number]>>, vec: Map<string, A
 async function semanticAndFusion() {
   if (!args['data-dir']) throw new Error('fusion/semantic need --data-dir <DATA_DIR of an eval:search ingest>');
   const v = await loadVectors(resolve(args['data-dir']));
-  console.log(`\n## semantic leg: ${v.vecs.length} stored passage vectors (built-in USE)`);
+  console.log(`\n## semantic leg: ${v.vecs.length} stored passage vectors (the built-in model)`);
   const qv = await embedCached(qtexts, `queries-${args.split}`);
   const sem = vectorRuns(v, qv);
   row('SEMANTIC best passage (as the service)', score(idsOf(sem)));
@@ -603,7 +603,7 @@ async function finalFigures() {
   const v = await loadVectors(resolve(args['data-dir']));
   const qv = await embedCached(qtexts, `queries-${args.split}`);
   const sem = vectorRuns(v, qv);
-  row('SEMANTIC built-in USE, 700-char passages, best passage', score(idsOf(sem)));
+  row('SEMANTIC built-in model, 700-char passages, best passage', score(idsOf(sem)));
   for (const label of [configs[0][0], configs[5][0], configs[4][0]]) {
     const t = textRuns.get(label)!;
     const short = label.replace(/^TEXT /, '').slice(0, 40);

@@ -229,7 +229,9 @@ function enginesFromConfig(c: Service['config'], search?: Service['search']) {
   const embeddings = c.embeddingsUrl
     ? `external (EMBEDDINGS_URL ${hostOf(c.embeddingsUrl)}, model ${c.embeddingsModel}, ${c.embeddingsDims ?? 1536}-d)`
     : info
-      ? `built-in ${info.model} (${info.dims}-d, ${info.threads} thread(s))${info.fallbackReason ? ` — FALLBACK: ${info.fallbackReason}` : ''}`
+      ? info.kind === 'none'
+        ? `none (${info.reason}): no semantic search`
+        : `built-in ${info.model} (${info.dims}-d, ${info.threads} thread(s))`
       : 'built-in (not started)';
   return { text, embeddings, source: 'the service started by this run' };
 }
@@ -310,8 +312,8 @@ async function remote(url: string): Promise<Target> {
   let remoteEmbedder: string | undefined;
   try {
     const r = await fetch(`${base}/readyz`);
-    const e = ((await r.json()) as { embeddings?: { model: string; dims: number; fallbackReason?: string } }).embeddings;
-    if (e) remoteEmbedder = `${e.model} (${e.dims}-d)${e.fallbackReason ? ` — FALLBACK: ${e.fallbackReason}` : ''}`;
+    const e = ((await r.json()) as { embeddings?: { model: string | null; dims: number; reason?: string } }).embeddings;
+    if (e) remoteEmbedder = e.model === null ? `none (${e.reason}): no semantic search` : `${e.model} (${e.dims}-d)`;
   } catch {
     // not named
   }

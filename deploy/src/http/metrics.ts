@@ -24,7 +24,7 @@ export interface LogSources {
   head(): Promise<number>;
   subscribers(): SubscriberGauge[];
   kafka(): KafkaGauge[];
-  embedder?: { model: string; dims: number; kind: string; fallbackReason?: string };
+  embedder?: { model: string | null; dims: number; kind: string };
 }
 
 /**
@@ -140,7 +140,7 @@ function registerLogGauges(registry: Registry, log: LogSources): void {
   kafka('svc_kafka_consumer_active', "1 when this process holds the group's partitions, 0 on standby", (k) => (k.active ? 1 : 0));
   const e = log.embedder;
   if (e) {
-    const g = new Gauge({ name: 'svc_embeddings_model', help: 'The embedding model in use (1); fallback="true" when the built-in default could not be loaded', labelNames: ['model', 'dims', 'kind', 'fallback'], registers: [registry] });
-    g.set({ model: e.model, dims: String(e.dims), kind: e.kind, fallback: e.fallbackReason ? 'true' : 'false' }, 1);
+    const g = new Gauge({ name: 'svc_embeddings_model', help: 'The embedding model in use (1); kind="none", model="" when the service runs without one (BUILTIN_EMBEDDINGS_MODEL=none: no semantic search)', labelNames: ['model', 'dims', 'kind'], registers: [registry] });
+    g.set({ model: e.model ?? '', dims: String(e.dims), kind: e.kind }, 1);
   }
 }

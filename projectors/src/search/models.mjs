@@ -58,6 +58,6 @@ export function installedModel(spec = BGE_SMALL_Q, env = process.env) {
     for (const f of Object.values(spec.entries)) if (!existsSync(join(dir, f)) || statSync(join(dir, f)).size === 0) return { ok: false, dir, reason: `${join(dir, f)} is missing` };
     return { ok: true, dir };
   } catch {
-    return { ok: false, dir, reason: `the model is not in ${dir} (the install step fetches it: npm ci, or \`node deploy/scripts/fetch-model.mjs\`)` };
+    return { ok: false, dir, reason: `the model is not in ${dir}` };
   }
 }

@@ -30,7 +30,12 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
   // The keyword weight tuned for the embedding model in use (else the default).
   const fusion = { textWeight: engines.embedder.fusionTextWeight };
   const useText = b.mode !== 'SEMANTIC';
-  const useVector = b.mode !== 'TEXT';
+  // No embedding model (BUILTIN_EMBEDDINGS_MODEL=none): SEMANTIC cannot be served, now or after a retry; HYBRID answers
+  // from its keyword leg, marked degraded (and 503 with requireComplete), as when the model does not answer.
+  const noModel = engines.embedder.unavailable;
+  if (noModel !== undefined && b.mode === 'SEMANTIC') throw new ServiceError('UNAVAILABLE', `Semantic search is not available on this service: it runs without an embedding model (${noModel}); use mode TEXT`);
+  const wantVector = b.mode !== 'TEXT';
+  const useVector = wantVector && noModel === undefined;
   const passages = new Map<string, Passage>();
 
   // totalResults counts the ranked candidates, so the keyword leg need not count every match (trackTotal). A TEXT
@@ -64,9 +69,11 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
   // The ranked page; a text leg whose page text cannot be read (TextIndex.hydrate) counts as a failed leg too.
   const settle = (textFailed: boolean, vectorFailed: boolean) => {
     const degradedLegs: Array<'text' | 'vector'> = [];
-    if (useText && textFailed) degradedLegs.push('text');
-    if (useVector && vectorFailed) degradedLegs.push('vector');
-    const allFailed = degradedLegs.length === (useText ? 1 : 0) + (useVector ? 1 : 0);
+    const textDown = useText && textFailed;
+    const vectorDown = wantVector && (vectorFailed || !useVector);
+    if (textDown) degradedLegs.push('text');
+    if (vectorDown) degradedLegs.push('vector');
+    const allFailed = (!useText || textDown) && (!wantVector || vectorDown);
     // Engines that do not answer now (a restart, an outage): the client may retry after the pause, as after the router's own 503.
     const retry = { headers: { 'retry-after': '1' } };
     if (allFailed) throw new ServiceError('UNAVAILABLE', 'Search is temporarily unavailable', retry);

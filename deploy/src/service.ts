@@ -68,6 +68,9 @@ export interface ServiceHooks {
  * log subscribers, builds the HTTP application (not listening: start.ts and the
  * tests listen) and, on an empty log, opens the first account.
  */
+/** How long a stop waits for requests in flight before it cuts the connections still open. */
+const CLOSE_GRACE_MS = 5_000;
+
 export async function buildService(config: Config, logTo?: (msg: string) => void, hooks: ServiceHooks = {}): Promise<Service> {
   const logger = createLogger(config.logLevel, config.role, hooks.logDestination);
   // Every message of the process goes through the logger, unless the caller (a test) takes them itself.
@@ -168,7 +171,11 @@ export async function buildService(config: Config, logTo?: (msg: string) => void
       closing = true;
       // Open change streams end first: the server's close waits for the responses in flight.
       await changes?.close();
+      // Requests in flight get a grace period; a connection still open after it (a client that went away without
+      // closing its socket, a stream that never ends) is cut, so a stop never waits on a client.
+      const force = setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS);
       await app.close();
+      clearTimeout(force);
       await rebuilds?.close();
       await activity?.close();
       await meter.close();

@@ -7177,7 +7177,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A Server-Sent Events stream: one `event: <name>` and one `data: <JSON>` line a frame, in this order: record.created, record.updated, record.deleted, record.indexed, document.created, document.updated, document.uploaded, document.indexed, document.stored, document.skipped, document.failed, document.deleted, folder.created, folder.updated, folder.deleted (exactly one `done` ends it, or an `error`). The schema is that of one frame. */
+            /** @description A Server-Sent Events stream that stays open: one frame per change, in log order, each with `id: <log position>`, `event: <name>` and one `data: <JSON>` line; a `: ping` comment after 15 s without a change. Send the last `id` back as the Last-Event-ID header to resume after it. The schema is that of one frame. */
             200: {
                 headers: {
                     [name: string]: unknown;

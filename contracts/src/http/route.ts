@@ -65,6 +65,8 @@ export interface RouteSpec<B = any, Q = any, P = any> {
    * and `data: <json>` frames): the `data` schema of each event name it may carry.
    */
   stream?: Record<string, z.ZodTypeAny>;
+  /** How the stream's frames come, for `/openapi.json` (default: the inference streams' fixed order, ended by `done` or `error`). */
+  streamDescription?: string;
   /** Does this request count as a write for rate limits and read-your-writes? */
   write?: boolean;
   /**

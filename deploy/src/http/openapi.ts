@@ -234,7 +234,9 @@ export function buildOpenApi(routes: RouteSpec[], opts: OpenApiOptions = {}) {
       const unionName = `${pascal(operationId)}Event`;
       schemas[unionName] = { oneOf: refs, discriminator: { propertyName: 'event', mapping } };
       responses[status] = {
-        description: `A Server-Sent Events stream: one \`event: <name>\` and one \`data: <JSON>\` line a frame, in this order: ${Object.keys(r.stream).join(', ')} (exactly one \`done\` ends it, or an \`error\`). The schema is that of one frame.`,
+        description:
+          r.streamDescription ??
+          `A Server-Sent Events stream: one \`event: <name>\` and one \`data: <JSON>\` line a frame, in this order: ${Object.keys(r.stream).join(', ')} (exactly one \`done\` ends it, or an \`error\`). The schema is that of one frame.`,
         content: { 'text/event-stream': { schema: { $ref: `#/components/schemas/${unionName}` } } },
       };
     } else if (Number(status) >= 400) {

@@ -48,6 +48,8 @@ export function changeRoutes(o: { feed: ChangeFeed; meter?: UsageCharges }): Rou
       auth: 'data',
       rateLimited: true,
       stream: changeStreamEvents,
+      streamDescription:
+        'A Server-Sent Events stream that stays open: one frame per change, in log order, each with `id: <log position>`, `event: <name>` and one `data: <JSON>` line; a `: ping` comment after 15 s without a change. Send the last `id` back as the Last-Event-ID header to resume after it. The schema is that of one frame.',
       errors: [429],
       summary:
         'Stream the record, document and folder changes the caller can read (Server-Sent Events, `id:` the log position; resume with Last-Event-ID); records:r, documents:r, folders:r per kind',

@@ -167,9 +167,11 @@ export class SearchIndexer {
     // A keyword index created just now while the checkpoint says events were indexed was lost (or is new to this
     // deployment: ELASTICSEARCH_URL set on an existing one); a rebuild cut short by a stop or a crash goes on.
     if (((this.engines.text as LosableTextIndex).created && this.position > 0) || (await readCheckpoint(this.sql, SEARCH_TEXT_REBUILD)) > 0) this.textLost = true;
-    // Vector jobs queued before a stop or a crash are served again (from their first passage).
+    // Vector jobs queued before a stop or a crash are served again (from their first passage). Without a model
+    // (BUILTIN_EMBEDDINGS_MODEL=none) they stay stored for when one is configured again: served now, each would fail
+    // and mark its item FAILED for good.
     this.queue.clear();
-    for (const spec of await this.jobs.all()) this.queue.put(newJob(spec));
+    if (this.engines.embedder.unavailable === undefined) for (const spec of await this.jobs.all()) this.queue.put(newJob(spec));
     this.settle();
   }
 

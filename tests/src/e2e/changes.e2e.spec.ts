@@ -234,6 +234,20 @@ describe('filters', () => {
     expect((await api.get(`/v1/records/${theirs.id}`, u1)).status).toBe(404);
   });
 
+  it('a scope-bound token sees only the changes of entities in its scopes', async () => {
+    const type = await schema();
+    const t = await mint(['records:r'], { dataScope: { scopes: ['org:a'] } });
+    const s = await openChanges(api, t, { query: `types=${type}` });
+    const inScope = await record(type, { title: 'a' }, root, { scopes: ['org:a', 'client:1'] });
+    const outOfScope = await record(type, { title: 'b' }, root, { scopes: ['org:b'] });
+    const last = await record(type, { title: 'a2' }, root, { scopes: ['org:a'] });
+    await s.waitUntil((e) => e.data.entityId === last.id);
+    await new Promise((r) => setTimeout(r, 300));
+    s.close();
+    expect(s.events.map((e) => e.data.entityId)).toEqual([inScope.id, last.id]);
+    expect((await api.get(`/v1/records/${outOfScope.id}`, t)).status).toBe(404);
+  });
+
   it('a token without documents:r gets no document events; asking for them is 403; no read permission at all is 403', async () => {
     const t = await mint(['records:r', 'folders:r']);
     const s = await openChanges(api, t);

@@ -36,6 +36,9 @@ export interface Config {
   logRequests: boolean;
   /** LOG_LEVEL: fatal, error, warn, info (default), debug, trace or silent. */
   logLevel: LogLevel;
+  /** Traces (docs/operations.md "Traces"): OTEL_EXPORTER_OTLP_ENDPOINT, the OTLP/HTTP base URL (unset: no traces); OTEL_SERVICE_NAME (default svc). */
+  otlpEndpoint?: string;
+  otelServiceName: string;
   /** Search: OpenAI-compatible embeddings (else the built-in model), the per-tenant vector capacity, the Elasticsearch index prefix. */
   embeddingsUrl?: string;
   embeddingsApiKey?: string;
@@ -124,6 +127,8 @@ const startupVariables = z.object({
   SERVICE_SECRET: optional(),
   LOG_REQUESTS: flag(true),
   LOG_LEVEL: choice(LOG_LEVELS, 'info'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional(),
+  OTEL_SERVICE_NAME: text('svc'),
   EMBEDDINGS_URL: optional(),
   EMBEDDINGS_API_KEY: optional(),
   EMBEDDINGS_MODEL: optional(),
@@ -204,6 +209,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     serviceSecret: v.SERVICE_SECRET,
     logRequests: v.LOG_REQUESTS,
     logLevel: v.LOG_LEVEL,
+    otlpEndpoint: v.OTEL_EXPORTER_OTLP_ENDPOINT,
+    otelServiceName: v.OTEL_SERVICE_NAME,
     embeddingsUrl: v.EMBEDDINGS_URL,
     embeddingsApiKey: v.EMBEDDINGS_API_KEY,
     embeddingsModel: v.EMBEDDINGS_MODEL,

@@ -20,6 +20,7 @@ import { openScripts } from './service/scripts';
 import { OnlineRebuilds } from './service/rebuilds';
 import { startProjections, startReactors } from './service/subscribers';
 import { webhookSettings } from './service/webhooks';
+import { startTracing, traceSearch, tracedStore } from './tracing';
 
 export { READ_MODELS } from './service/subscribers';
 export { StartupError } from './service/secret';
@@ -77,7 +78,13 @@ export async function buildService(config: Config, logTo?: (msg: string) => void
   const log = logTo ?? logFunction(logger);
   const role = ROLES[config.role];
   let closing = false;
+  // Traces (OTEL_EXPORTER_OTLP_ENDPOINT): the store and the search engines get their spans before anything uses them.
+  const tracing = await startTracing(config.otlpEndpoint, config.otelServiceName, config.role);
   const engines = await openEngines(config, role, log, () => closing);
+  if (tracing) {
+    engines.store = tracedStore(engines.store);
+    if (engines.search) traceSearch(engines.search);
+  }
   const { sql, store, secret, s3, search } = engines;
   const ids = { newId: () => randomUUID() };
   const now = hooks.now ?? (() => new Date());
@@ -210,6 +217,7 @@ export async function buildService(config: Config, logTo?: (msg: string) => void
       if (engines.searchSql !== sql) await engines.searchSql.close();
       await sql.close();
       s3?.close();
+      await tracing?.shutdown();
     },
   };
 }

@@ -127,7 +127,8 @@ export function eventCodec(eventType: EventType): AvroCodec {
   return c;
 }
 
-export const metadataCodec: AvroCodec = codec(eventMetadata, 'svc.events.EventMetadata');
+// traceparent travels as its own Kafka header (projectors/src/kafka/messages.ts), not in the Avro metadata.
+export const metadataCodec: AvroCodec = codec(eventMetadata.omit({ traceparent: true }), 'svc.events.EventMetadata');
 
 /** The Avro schema (JSON) of every event type, for registries and docs. */
 export function avroCatalogue(): Record<string, unknown> {

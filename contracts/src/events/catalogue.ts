@@ -51,6 +51,12 @@ export const eventMetadata = z.object({
   chargeCode: z.string().optional(),
   /** Events written by a triggered script: how many trigger firings led to them (docs/triggers.md "Depth limit"). */
   triggerDepth: z.number().int().optional(),
+  /**
+   * The W3C trace context of the append that wrote the event, when traces are on (docs/operations.md "Traces"):
+   * the projectors continue the write's trace from it. Not in the Avro metadata: Kafka carries it as the
+   * `traceparent` header, so the metadata's schema fingerprint does not change with tracing.
+   */
+  traceparent: z.string().optional(),
 });
 export type EventMetadata = z.infer<typeof eventMetadata>;
 

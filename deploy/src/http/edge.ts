@@ -4,6 +4,7 @@ import { ERROR_CATALOGUE, findInputViolation, findJsonTextViolation, invalid, is
 import { secondsToWindowEnd, windowOf } from '@svc/command-api';
 import { applyCors, type CorsOrigins } from './cors';
 import { requestIdOf } from './request-id';
+import { traceRequests } from '../tracing';
 import { deprecationHeaders, fallbackVersion, servedVersion, supportedVersions } from './wire-versions';
 import { validationRefusal, zodValidatorCompiler } from './zod-provider';
 
@@ -51,6 +52,8 @@ export interface EdgeOptions {
   trustProxyHops?: number;
   /** CORS_ORIGINS (cors.ts): the origins whose pages may call the API; unset, no CORS header is sent and OPTIONS is 404. */
   corsOrigins?: CorsOrigins;
+  /** A span per request (OTEL_EXPORTER_OTLP_ENDPOINT set; tracing.ts); off, no hook is installed. */
+  traceRequests?: boolean;
 }
 
 export interface PreflightContext {
@@ -160,6 +163,8 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
   const ipCounts = new Map<string, number>();
 
   const cors = opts.corsOrigins;
+  // First, so every later hook and the handler run inside the request's span.
+  if (opts.traceRequests) traceRequests(app);
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
     // A preflight is answered before the flood ceiling: it reads nothing and costs no more than the ceiling's refusal.

@@ -75,6 +75,7 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
     ipRateLimitPerMinute: config.edgeRateLimitPerMinute,
     trustProxyHops: config.trustProxyHops,
     corsOrigins: config.corsOrigins,
+    traceRequests: !!config.otlpEndpoint,
   };
   const activity = p.activity;
   // Read metering: successful data-plane reads are counted per context and appended in batches (docs/api.md "Usage").

@@ -29,6 +29,8 @@ export const H = {
   position: 'svc-position',
   prev: 'svc-prev-position',
   contentType: 'content-type',
+  /** The W3C trace context of the write (metadata.traceparent), when traces are on: the projector continues its trace. */
+  traceparent: 'traceparent',
 } as const;
 
 export const AVRO = 'avro/binary';
@@ -72,6 +74,7 @@ export function toMessage(e: RecordedEvent, prev: number): OutMessage {
       [H.revision]: String(e.revision),
       [H.position]: String(e.position),
       [H.prev]: String(prev),
+      ...(e.metadata.traceparent ? { [H.traceparent]: e.metadata.traceparent } : {}),
     },
   };
 }
@@ -110,6 +113,8 @@ export function fromMessage(m: { key?: Buffer | null; value: Buffer | null; head
   const mfp = text(h, H.metadataFingerprint);
   if (mfp !== metadataCodec.fingerprint) throw new SchemaMismatchError(`metadata schema fingerprint ${mfp} is not this build's ${metadataCodec.fingerprint}`);
   const metadata = metadataCodec.decode(header(h, H.metadata)!) as EventMetadata;
+  const traceparent = header(h, H.traceparent);
+  if (traceparent) metadata.traceparent = traceparent.toString('utf8');
   return {
     event: asStoredEvent({
       id: text(h, H.eventId),

@@ -29,6 +29,17 @@ describe('Kafka messages', () => {
     expect(back).toEqual({ event: e, prev: 41 });
   });
 
+  it("a write's trace context travels as the traceparent header, outside the Avro metadata, and comes back in the metadata", () => {
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const e = event({ metadata: { ...meta, traceparent } });
+    const m = toMessage(e, 41);
+    expect(m.headers[H.traceparent]).toBe(traceparent);
+    // The metadata's schema (and fingerprint) is the same with traces on or off: an old consumer reads it.
+    expect(metadataCodec.decode(m.headers[H.metadata] as Buffer)).toEqual(meta);
+    expect(fromMessage({ value: m.value, headers: m.headers }).event.metadata).toEqual({ ...meta, traceparent });
+    expect(toMessage(event(), 41).headers).not.toHaveProperty(H.traceparent);
+  });
+
   it('a fingerprint this build does not know is refused (the feed then reads that event from the event store)', () => {
     const m = toMessage(event(), 41);
     expect(() => fromMessage({ value: m.value, headers: { ...m.headers, [H.fingerprint]: 'ffffffffffffffff' } })).toThrow(SchemaMismatchError);

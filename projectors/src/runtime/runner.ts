@@ -1,6 +1,7 @@
 import { ensureCheckpoints, readCheckpoint, resetCheckpoint, touchCheckpoint, writeCheckpoint } from './checkpoints';
 import { type EventStore, type ReadModelBarrier, type Sql, type SqlQueryable, type StoredEvent, streams } from '@svc/domain';
 import { catchUpFeed, type EventFeed } from './feed';
+import { traceBatch } from './trace';
 import { clearQuarantine, ensureQuarantine, errorText, listQuarantine, park, unpark, type QuarantineEntry } from './quarantine';
 
 /**
@@ -168,7 +169,7 @@ export class ProjectionRunner {
   }
 
   private applyBatch(events: StoredEvent[]): Promise<number> {
-    return this.exclusive(() => this.applyOrIsolate(events));
+    return this.exclusive(() => traceBatch(this.name, events, () => this.applyOrIsolate(events)));
   }
 
   /**

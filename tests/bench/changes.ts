@@ -56,8 +56,8 @@ function post(url: string, path: string, token: string, body: unknown, agent: ht
   });
 }
 
-/** Opens one stream; `onData` gets its text as it arrives. Resolves once the response head is in. */
-function openStream(url: string, token: string, query: string, onData: (text: string) => void): Promise<{ close: () => void }> {
+/** Opens one stream; `onData` gets its bytes as they arrive (not decoded: the throughput run only drains). Resolves once the response head is in. */
+function openStream(url: string, token: string, query: string, onData: (chunk: Buffer) => void): Promise<{ close: () => void }> {
   return new Promise((resolve, reject) => {
     const req = http.get(`${url}/v1/changes?${query}`, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } }, (res) => {
       if (res.statusCode !== 200) {
@@ -65,7 +65,6 @@ function openStream(url: string, token: string, query: string, onData: (text: st
         res.resume();
         return;
       }
-      res.setEncoding('utf8');
       res.on('data', onData);
       res.on('error', () => {});
       resolve({ close: () => req.destroy() });

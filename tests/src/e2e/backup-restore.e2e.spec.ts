@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freshPostgresSchema, SERVER_ENGINES, serverUrl, tempDir } from '../support/engines';
@@ -205,8 +206,17 @@ describe.skipIf(!!inProcessOnly).each(ENGINES)('backup and restore (%s)', (engin
     mkdirSync(busy);
     writeFileSync(join(busy, 'keep.txt'), 'x');
     const busyRun = await run('restore', file, { DATA_DIR: busy });
-    expect(busyRun.code).toBe(2);
+    expect(busyRun.code, busyRun.out).toBe(2);
     expect(busyRun.out).toContain('is not empty');
+
+    // A backup cut short (its trailer lost) is refused before anything is written.
+    const lines = gunzipSync(readFileSync(file)).toString('utf8').trimEnd().split('\n');
+    const cut = join(work.dir, 'cut.backup');
+    writeFileSync(cut, gzipSync(lines.slice(0, -1).join('\n') + '\n'));
+    const cutRun = await run('restore', cut, { DATA_DIR: join(work.dir, 'cut') });
+    expect(cutRun.code, cutRun.out).toBe(2);
+    expect(cutRun.out).toContain('truncated');
+    expect(existsSync(join(work.dir, 'cut'))).toBe(false);
 
     const restoredDir = join(work.dir, 'restored');
     const restoredDb = engine === 'postgres' ? await freshPostgresSchema(base!) : undefined;

@@ -2,6 +2,7 @@ import { deriveKey, type Paginator, type RouteSpec } from '@svc/contracts';
 import { type BlobStore, DEFAULT_PRICES, DEFAULT_URL_TTL_MS, type EventStore, type PresignedBlobUrls, type SearchEngines, type Sql, StorageGrants } from '@svc/domain';
 import { batchWriteRoute, type CommandDeps, type ScriptRouteDeps, scriptCommandRoutes, type WebhookCommandDeps, webhookCommandRoutes, webhookDomainRoutes, webhookRetryRoute, documentCommandRoutes, folderCommandRoutes, identityCommandRoutes, jwtIssuerCommandRoutes, recordCommandRoutes, rootFolderGuard, schemaCommandRoutes, storageRoutes, tenancyCommandRoutes, triggerCommandRoutes, type WindowCounter } from '@svc/command-api';
 import { documentsProjection, DocumentWorker, foldersProjection, historyProjection, identityProjection, recordsProjection, schemasProjection, sqlFolderContents, sqlNamespaceUsage, type RevocationHooks, type SqlProjection, sqlRootKeyIndex, sqlTenantContexts, sqlTenantDirectory, tenancyProjection, TriggerRunner, type TriggerRunnerOptions, triggersProjection, usageProjection, webhooksProjection } from '@svc/projectors';
+import { traceModel } from './tracing';
 import { activityLogRoutes, ActivityLogStore, builtinModel, type ChangeFeed, changeRoutes, documentQueryRoutes, inferenceRoutes, scriptQueryRoutes, ModelCatalog, openAiModel, DocumentReads, exportRoutes, folderHistoryRoutes, folderQueryRoutes, FolderReads, HistoryReads, historyRoutes, identityQueryRoutes, IdentityReads, meteredSearch, type ReadCache, recordQueryRoutes, RecordReads, type RecordRow, schemaHistoryRoutes, schemaQueryRoutes, SchemaReads, searchRoutes, tenancyQueryRoutes, type TenancyReads, triggerQueryRoutes, UsageReads, usageRoutes, webhookQueryRoutes } from '@svc/query-api';
 import type { Config } from './config';
 import type { Area } from './http/areas';
@@ -58,12 +59,13 @@ export interface QueryFeatureDeps {
  * The models this deployment serves: the built-in extractive model (ranking sentences with the search's embedder)
  * and, with LLM_URL, each of LLM_MODELS on that endpoint, the first of them the default.
  */
-export function defaultModels(search?: SearchEngines, llm?: Config['llm']): ModelCatalog {
+export function defaultModels(search?: SearchEngines, llm?: Config['llm'], traced = false): ModelCatalog {
   // Without an embedding model (BUILTIN_EMBEDDINGS_MODEL=none) sentences are chosen by their words alone.
   const embedder = search && search.embedder.unavailable === undefined ? search.embedder : undefined;
   const builtin = builtinModel({ embedder, embedQuery: embedder ? (q) => search!.embedQuery(q) : undefined });
   const remote = (llm?.models ?? []).map((id) => openAiModel({ url: llm!.url, apiKey: llm!.apiKey, id, contextWindow: llm!.contextWindow, stallMs: llm!.stallMs }));
-  return new ModelCatalog([...remote, builtin]);
+  // With traces on (OTEL_EXPORTER_OTLP_ENDPOINT), a span per model call.
+  return new ModelCatalog([...remote, builtin].map((m) => (traced ? traceModel(m) : m)));
 }
 
 /** Presigned storage grants: one key, derived for this purpose only. */

@@ -1,6 +1,7 @@
 import { context, propagation, type Span, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppendRequest, EventStore, NewEvent, SearchEngines } from '@svc/domain';
+import type { InferenceModel } from '@svc/query-api';
 
 /**
  * Traces (docs/operations.md "Traces"): with OTEL_EXPORTER_OTLP_ENDPOINT set, one tracer provider per process
@@ -146,4 +147,36 @@ export function traceSearch<T extends SearchEngines>(engines: T): void {
   const embedder = engines.embedder;
   const embed = embedder.embed.bind(embedder);
   embedder.embed = (texts, o) => inSpan('model embed', { 'svc.texts': texts.length, 'svc.purpose': o?.purpose ?? 'passage' }, () => embed(texts, o));
+}
+
+/**
+ * A model with a span per call (`model <id>`): from the request until its answer's last piece (or its failure, or
+ * the client going away), so a streamed answer's span lasts as long as the stream.
+ */
+export function traceModel(model: InferenceModel): InferenceModel {
+  return {
+    entry: model.entry,
+    async *stream(request) {
+      const span = tracer().startSpan(`model ${model.entry.id}`, { attributes: { 'svc.model': model.entry.id, 'svc.surface': request.surface, 'svc.max_tokens': request.maxTokens } });
+      let pieces = 0;
+      try {
+        const inner = context.with(trace.setSpan(context.active(), span), () => model.stream(request)[Symbol.asyncIterator]());
+        for (;;) {
+          const next = await context.with(trace.setSpan(context.active(), span), () => inner.next());
+          if (next.done) break;
+          if (typeof next.value === 'string') pieces += 1;
+          else span.setAttributes({ 'svc.input_tokens': next.value.inputTokens, 'svc.output_tokens': next.value.outputTokens });
+          yield next.value;
+        }
+        span.setAttribute('svc.pieces', pieces);
+        ended(span);
+      } catch (e) {
+        ended(span, e);
+        throw e;
+      } finally {
+        // An early return (the client went away) ends the span too; end() twice is a no-op.
+        span.end();
+      }
+    },
+  };
 }

@@ -94,7 +94,7 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
   if (servesCommands(role))
     areas.push(...commandAreas({ deps, secret, pages: p.pages, counters: engines.counters, sql, blobs, storageUrlTtlMs, presigned: s3, scripts: p.scripts?.routes, webhooks: p.webhooks }));
   const readAreas = () =>
-    queryAreas({ sql, activitySql: engines.searchSql, secret, pages: p.pages, tenancy: caches.tenancy, schemas: caches.schemas, store, deps, recordCache: caches.recordCache, pageCache: caches.pageCache, blobs, storageUrlTtlMs, presigned: s3, search, log: p.log, models: defaultModels(search, config.llm), changes: p.changes });
+    queryAreas({ sql, activitySql: engines.searchSql, secret, pages: p.pages, tenancy: caches.tenancy, schemas: caches.schemas, store, deps, recordCache: caches.recordCache, pageCache: caches.pageCache, blobs, storageUrlTtlMs, presigned: s3, search, log: p.log, models: defaultModels(search, config.llm, !!config.otlpEndpoint), changes: p.changes });
   if (servesQueries(role)) areas.push(...readAreas());
   areas.push({ name: 'system', routes: systemRoutes(p.status, metrics) });
   if (role.projectors && p.status.runner) areas.push({ name: 'projections', routes: [...quarantineRoutes(p.status.runner), ...(p.rebuilds ? rebuildRoutes(p.rebuilds) : [])] });

@@ -2,7 +2,8 @@
  * Traces (docs/operations.md "Traces"): with OTEL_EXPORTER_OTLP_ENDPOINT set, the service exports its spans over
  * OTLP/HTTP (JSON) to a local receiver. A write sent with a `traceparent` is one trace: the caller's span is the
  * parent of the edge span, which is the parent of the event-store append, which is the parent of each projection's
- * batch that applied the write. A search is the edge span with its legs and the model call as children.
+ * batch that applied the write. A search is the edge span with its legs and the query embedding as children; a
+ * RAG answer adds one span for the model call.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startService, type TestService } from '../support/service';
@@ -80,6 +81,23 @@ describe('traces over OTLP', () => {
     expect(children).toEqual(expect.arrayContaining(['search TEXT', 'search SEMANTIC', 'model embed']));
     const embed = spans.find((s) => s.name === 'model embed')!;
     expect(attr(embed, 'svc.purpose')).toBe('query');
+  });
+
+  it('shows a RAG answer as the edge span with its retrieval and one span for the model call, over the whole stream', async () => {
+    const caller = callerContext();
+    const r = await send('POST', '/v1/rag', { query: 'Who keeps the lighthouse?' }, caller.traceparent);
+    expect(r.status).toBe(200);
+    await r.text(); // the stream to its end
+
+    const spans = (await eventually(async () => {
+      const t = ofTrace(caller.traceId);
+      return t.some((s) => s.name === 'POST /v1/rag') && t.some((s) => s.name === 'model builtin-extractive') ? t : null;
+    }, 20_000))!;
+    const edge = spans.find((s) => s.name === 'POST /v1/rag')!;
+    const model = spans.find((s) => s.name === 'model builtin-extractive')!;
+    expect(model.parentSpanId).toBe(edge.spanId);
+    expect(attr(model, 'svc.surface')).toBe('rag');
+    expect(spans.filter((s) => s.parentSpanId === edge.spanId).map((s) => s.name)).toEqual(expect.arrayContaining(['search TEXT', 'model builtin-extractive']));
   });
 
   it('starts a trace of its own for a request without traceparent', async () => {

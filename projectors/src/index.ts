@@ -16,6 +16,7 @@ export * from './read-models/usage';
 export * from './runtime/catch-up';
 export * from './runtime/checkpoint-follower';
 export * from './runtime/checkpoints';
+export * from './runtime/log-tail';
 export * from './runtime/runner';
 export * from './runtime/online-rebuild';
 export * from './search/catalogue';

@@ -1,5 +1,5 @@
 import type { ProjectionRunner } from '@svc/projectors';
-import { followCheckpoint, runnerCheckpoint } from '@svc/projectors';
+import { followCheckpoint, logTailOf, runnerCheckpoint } from '@svc/projectors';
 import { ChangeFeed, ChangeResolver } from '@svc/query-api';
 import type { Config } from '../config';
 import type { ReadCaches } from './caches';
@@ -16,5 +16,7 @@ export async function openChangeFeed(o: { config: Config; role: RoleTraits; engi
   if (!servesQueries(o.role)) return undefined;
   const { sql, store } = o.engines;
   const checkpoint = o.role.projectors ? runnerCheckpoint(o.runner) : await followCheckpoint(sql, READ_MODELS);
-  return new ChangeFeed({ store, checkpoint, resolver: new ChangeResolver(sql, o.caches.schemas), perContext: o.config.changeStreamsPerContext, credentials: o.caches.credentials, log: o.log });
+  // Beside the runner, the page it just applied is read from the process's shared log reader, not the store again.
+  const readHead = o.role.projectors ? logTailOf(store).read : undefined;
+  return new ChangeFeed({ store, readHead, checkpoint, resolver: new ChangeResolver(sql, o.caches.schemas), perContext: o.config.changeStreamsPerContext, credentials: o.caches.credentials, log: o.log });
 }

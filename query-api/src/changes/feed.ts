@@ -1,4 +1,4 @@
-import type { EventStore, ReadModelCheckpoint } from '@svc/domain';
+import type { EventStore, ReadModelCheckpoint, StoredEvent } from '@svc/domain';
 import { type Change, type ChangeResolver } from './resolve';
 
 /** Log events read per page (catch-up and the live feed alike). */
@@ -41,6 +41,11 @@ export class ChangeFeed {
   constructor(
     private readonly o: {
       store: EventStore;
+      /**
+       * How the head is read (default `store.readAll`): the process's shared log reader where it has one, so the
+       * page the projection runner just read is not read from the store again. Catch-up reads go to the store.
+       */
+      readHead?: (after: number, maxCount: number) => Promise<StoredEvent[]>;
       checkpoint: ReadModelCheckpoint;
       resolver: ChangeResolver;
       /** Most open streams per context in this process (CHANGE_STREAMS_PER_CONTEXT). */
@@ -135,7 +140,7 @@ export class ChangeFeed {
           const target = await this.o.checkpoint.position();
           const run = this.run;
           while (this.unsubscribe && run === this.run && this.head < target) {
-            const page = (await this.o.store.readAll(this.head, PAGE)).filter((e) => e.position <= target);
+            const page = (await (this.o.readHead ?? ((a, n) => this.o.store.readAll(a, n)))(this.head, PAGE)).filter((e) => e.position <= target);
             const changes = await this.o.resolver.resolve(page);
             if (run !== this.run) break;
             this.kept.push(...changes);

@@ -197,8 +197,21 @@ describe.skipIf(!!inProcessOnly).each(ENGINES)('backup and restore (%s)', (engin
     const file = join(work.dir, 'svc.backup');
     // PostgreSQL: online, beside the running service. Embedded: the database is single-process, so the service stops first.
     if (engine === 'embedded') await original.service.close();
+    // Online (PostgreSQL): another tenant keeps writing during the backup; the file is still a whole prefix of the log
+    // (checked by the restore against its trailer), and the compared tenant's reads are untouched either way.
+    let writing = engine === 'postgres';
+    let written = 0;
+    const writer = (async () => {
+      while (writing) {
+        await ok(original.api.post('/v1/folders', original.bootstrap.tenants.test.rootKey, { name: `during backup ${written}` }), 201);
+        written++;
+      }
+    })();
     const backup = await run('backup', file, { DATA_DIR: origDir, ...env });
+    writing = false;
+    await writer;
     expect(backup.code, backup.out).toBe(0);
+    if (engine === 'postgres') expect(written).toBeGreaterThan(0);
     expect(backup.out).toMatch(/backed up \d+ events \(up to position \d+\) and [1-9]\d* blobs/);
 
     // A data directory that holds anything is refused, untouched.

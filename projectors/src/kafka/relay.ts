@@ -1,6 +1,7 @@
 import { Partitioners, type Kafka, type Producer } from 'kafkajs';
 import type { EventStore, Sql, StoredEvent } from '@svc/domain';
 import { catchUp } from '../runtime/catch-up';
+import { traceBatch } from '../runtime/trace';
 import { ensureCheckpoints, readCheckpoint, writeCheckpoint } from '../runtime/checkpoints';
 import type { FollowerStats } from '../runtime/runner';
 import { createKafka, ensureTopic, type KafkaSettings } from './client';
@@ -63,7 +64,7 @@ export class KafkaRelay {
       from: this.position,
       batchSize: this.o.batchSize ?? 500,
       signal: this.abort.signal,
-      handle: (events) => this.publish(events),
+      handle: (events) => traceBatch(RELAY, events, () => this.publish(events), 'kafka publish'),
       onError: (e, attempt) => {
         this.stats.errors += 1;
         this.stats.lastError = e instanceof Error ? e.message : String(e);

@@ -9,8 +9,9 @@ const MAX_LINKS = 32;
  * metadata.traceparent, stamped at append, carried by Kafka's `traceparent` header), so one write is one trace
  * from the edge to its projection; the batch's other writes are links. Events without a trace context (traces
  * off where they were written) start no span: with traces off the batch costs one pass over its metadata.
+ * The Kafka relay's publish of a batch is a span the same way (`kafka publish`, relay.ts).
  */
-export async function traceBatch<T>(name: string, events: StoredEvent[], fn: () => Promise<T>): Promise<T> {
+export async function traceBatch<T>(name: string, events: StoredEvent[], fn: () => Promise<T>, spanName = 'projection batch'): Promise<T> {
   const parents = [...new Set(events.map((e) => e.metadata.traceparent).filter((t): t is string => !!t))];
   if (!parents.length) return fn();
   const contextOf = (traceparent: string) => propagation.extract(ROOT_CONTEXT, { traceparent });
@@ -21,7 +22,7 @@ export async function traceBatch<T>(name: string, events: StoredEvent[], fn: () 
     .filter((c) => c !== undefined)
     .map((c) => ({ context: c }));
   const span = trace.getTracer('svc').startSpan(
-    'projection batch',
+    spanName,
     { links, attributes: { 'svc.projection': name, 'svc.events': events.length, 'svc.position': events[events.length - 1].position } },
     parent,
   );

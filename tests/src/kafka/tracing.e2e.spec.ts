@@ -9,7 +9,7 @@ import { Topology } from './topology';
  * Traces across roles (docs/operations.md "Traces"): the roles as processes behind the router, each exporting to one
  * local OTLP receiver. A write sent with a `traceparent` is one trace: the command role's edge span (the caller's
  * child), its event-store append, and the projector's batch that applied it, fed by Kafka (the relay carried the
- * trace context in the message's `traceparent` header).
+ * trace context in the message's `traceparent` header); the relay's publish is in it too.
  */
 const skip = !brokers ? SKIP_REASON : !serverUrl('postgres') ? 'DATABASE_URL not set (the split roles share a PostgreSQL)' : undefined;
 
@@ -45,7 +45,7 @@ describe.skipIf(!!skip)(`traces across split roles${skip ? ` (skipped: ${skip})`
       const mine = otlp.spans.filter((x) => x.traceId === caller.traceId);
       // The edge span ends (and is exported) after the answer, possibly after the projector's batch.
       const projected = mine.some((x) => x.name === 'projection batch' && x.resource['svc.role'] === 'projector' && attr(x, 'svc.projection') === 'read-models');
-      return projected && mine.some((x) => x.name === 'POST /v1/records') ? mine : null;
+      return projected && mine.some((x) => x.name === 'POST /v1/records') && mine.some((x) => x.name === 'kafka publish') ? mine : null;
     }, 30_000))!;
     const edge = spans.find((x) => x.name === 'POST /v1/records')!;
     expect(edge, JSON.stringify(spans.map((x) => [x.name, x.resource['svc.role']]))).toBeDefined();
@@ -55,5 +55,9 @@ describe.skipIf(!!skip)(`traces across split roles${skip ? ` (skipped: ${skip})`
     expect(append.resource['svc.role']).toBe('command');
     const batch = spans.find((x) => x.name === 'projection batch' && x.resource['svc.role'] === 'projector' && attr(x, 'svc.projection') === 'read-models')!;
     expect(batch.parentSpanId).toBe(append.spanId);
+    // The relay's publish of the write is in the trace too, beside the batch (both continue the append's context).
+    const publish = spans.find((x) => x.name === 'kafka publish')!;
+    expect(publish.resource['svc.role']).toBe('relay');
+    expect(publish.parentSpanId).toBe(append.spanId);
   });
 });

@@ -1,3 +1,4 @@
+import { trace } from '@opentelemetry/api';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { type Principal, route, type RouteSpec, type SearchBody, searchBody, searchResponse, type SearchResponse, type SearchResult, ServiceError } from '@svc/contracts';
 import { aboveTextRelevance, convexFusion, type ItemFilter, type LegHit, type SearchEngines, type Sql, type TextHit, type TextSearch, type VectorHit } from '@svc/domain';
@@ -107,8 +108,21 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
     return { degradedLegs, ranked, page: ranked.slice(b.offset, b.offset + b.limit) };
   };
   // The page's texts: each leg reads those of its passages on the page (a leg that cannot counts as failed, and the page is settled again).
+  // HYBRID's fusion as a span of its own (docs/operations.md "Traces"; the API's no-op tracer when traces are off).
+  const fused = (textFailed: boolean, vectorFailed: boolean) =>
+    b.mode !== 'HYBRID'
+      ? settle(textFailed, vectorFailed)
+      : trace.getTracer('svc').startActiveSpan('search fuse', (span) => {
+          try {
+            const r = settle(textFailed, vectorFailed);
+            span.setAttributes({ 'svc.fused': r.ranked.length, 'svc.degraded_legs': r.degradedLegs.join(',') });
+            return r;
+          } finally {
+            span.end();
+          }
+        });
   let failed = { text: t.status === 'rejected', vector: v.status === 'rejected' };
-  let { degradedLegs, ranked, page } = settle(failed.text, failed.vector);
+  let { degradedLegs, ranked, page } = fused(failed.text, failed.vector);
   let items: Awaited<ReturnType<typeof engines.catalogue.items>>;
   for (;;) {
     const shown = page.map((r) => passages.get(r.key)!);
@@ -122,7 +136,7 @@ export async function runSearch(sql: Sql, engines: SearchEngines, p: Principal, 
     items = it;
     if (textOk && vectorOk) break;
     failed = { text: failed.text || !textOk, vector: failed.vector || !vectorOk };
-    ({ degradedLegs, ranked, page } = settle(failed.text, failed.vector));
+    ({ degradedLegs, ranked, page } = fused(failed.text, failed.vector));
   }
   const results: SearchResult[] = [];
   for (const r of page) {

@@ -78,7 +78,7 @@ describe('traces over OTLP', () => {
     const edge = spans.find((s) => s.name === 'POST /v1/search')!;
     expect(edge.parentSpanId).toBe(caller.spanId);
     const children = spans.filter((s) => s.parentSpanId === edge.spanId).map((s) => s.name);
-    expect(children).toEqual(expect.arrayContaining(['search TEXT', 'search SEMANTIC', 'model embed']));
+    expect(children).toEqual(expect.arrayContaining(['search TEXT', 'search SEMANTIC', 'model embed', 'search fuse']));
     const embed = spans.find((s) => s.name === 'model embed')!;
     expect(attr(embed, 'svc.purpose')).toBe('query');
   });

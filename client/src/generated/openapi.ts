@@ -8215,7 +8215,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    target: string;
+                    /** @enum {string} */
+                    target: "read-models";
                 };
             };
         };
@@ -8236,7 +8237,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
-            501: components["responses"]["NotImplemented"];
             default: components["responses"]["Error"];
         };
     };

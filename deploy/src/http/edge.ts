@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { ERROR_CATALOGUE, findInputViolation, findJsonTextViolation, invalid, isServiceError, notFound, type Principal, type RouteSpec, ServiceError, WIRE_VERSION_TABLE, type WireVersionTable } from '@svc/contracts';
 import { secondsToWindowEnd, windowOf } from '@svc/command-api';
 import { applyCors, type CorsOrigins } from './cors';
@@ -106,8 +106,7 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
   const app = Fastify({
     ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
     // Fastify's two lines per request (with the URL, query string included) give way to the one line of onResponse.
-    disableRequestLogging: true,
-    requestIdLogLabel: 'requestId',
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'requestId' }),
     // The client's valid X-Request-Id, else a new one: the id of the request's log lines and of its error body.
     genReqId: requestIdOf,
     bodyLimit: MAX_BODY_BYTES,

@@ -154,13 +154,18 @@ export class JwtCredentials {
 
   private async discoveredJwksUri(issuer: string): Promise<string> {
     const res = await fetch(discoveryUrlOf(issuer), { signal: AbortSignal.timeout(this.o.timeoutMs), redirect: 'error', headers: { accept: 'application/json' } });
-    if (!res.ok) throw new Error(`discovery document answered ${res.status}`);
+    if (!res.ok) throw new KeySourceError(`discovery document answered ${res.status}`);
     const doc = (await res.json()) as { issuer?: unknown; jwks_uri?: unknown };
     // OpenID Connect Discovery §4.3: the document names the issuer it was fetched for.
-    if (doc.issuer !== issuer) throw new Error('discovery document names another issuer');
-    if (typeof doc.jwks_uri !== 'string' || !isKeySourceUrl(doc.jwks_uri)) throw new Error('discovery document has no usable jwks_uri');
+    if (doc.issuer !== issuer) throw new KeySourceError('discovery document names another issuer');
+    if (typeof doc.jwks_uri !== 'string' || !isKeySourceUrl(doc.jwks_uri)) throw new KeySourceError('discovery document has no usable jwks_uri');
     return doc.jwks_uri;
   }
+}
+
+/** The issuer's discovery document cannot be used: like a failed key fetch, the token's uniform 401 (never shown). */
+class KeySourceError extends Error {
+  override readonly name = 'KeySourceError';
 }
 
 /** Codes of jose errors that are the key source's fault, not the token's: a fetch that did not answer 200 with JSON, a timeout, a malformed key set. */

@@ -5,7 +5,9 @@
 // onnxruntime-web and sharp, and openai): about 335 MB the service never imports (it embeds with its own model
 // process), which npm installs because optional dependencies cannot be declined one by one. This walks the
 // production dependency graph from the root and every workspace, as Node resolves it (nested node_modules first,
-// then each parent's), skipping those names, and deletes every installed package the walk did not reach.
+// then each parent's), skipping those names, and deletes every installed package the walk did not reach. The API
+// reference page's package (@scalar/api-reference) is kept for its prebuilt bundle, a file the service reads, but
+// its own dependencies (Vue and the rest of its sources' build, about 220 MB) are not walked.
 // `--dry-run` lists them. tests/src/e2e/image-tree.e2e.spec.ts replays the Dockerfile's steps with it and starts
 // the service from the result.
 import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
@@ -14,6 +16,8 @@ import { fileURLToPath } from 'node:url';
 
 /** Optional dependencies of our dependencies that no code path of the service loads. */
 const NEVER_LOADED = new Set(['@huggingface/transformers', 'openai']);
+/** Packages of which the service only reads a file (the API page's prebuilt bundle), never importing their code. */
+const FILES_ONLY = new Set(['@scalar/api-reference']);
 
 const root = resolve(process.argv.find((a) => !a.startsWith('-') && a !== process.argv[0] && a !== process.argv[1]) ?? join(dirname(fileURLToPath(import.meta.url)), '../..'));
 const dryRun = process.argv.includes('--dry-run');
@@ -35,6 +39,7 @@ function visit(dir) {
   if (reached.has(real)) return;
   reached.add(real);
   const pkg = readJson(join(dir, 'package.json'));
+  if (FILES_ONLY.has(pkg.name)) return;
   const names = [...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.optionalDependencies ?? {}), ...Object.keys(pkg.peerDependencies ?? {})];
   for (const name of names) {
     if (NEVER_LOADED.has(name)) continue;

@@ -113,5 +113,9 @@ describe('the image, replayed from deploy/Dockerfile', () => {
       expect(ids, mode).toContain(rec.body.id);
     }
     expect(JSON.parse((await fetch(`${base}/readyz`).then((r) => r.text())) || '{}').embeddings).toMatchObject({ model: 'bge-small-en-v1.5-q' });
+    // The API page's bundle is a file of a package whose own dependencies were pruned: still served.
+    const page = await fetch(`${base}/docs/api-reference.js`);
+    expect(page.status).toBe(200);
+    expect((await page.arrayBuffer()).byteLength).toBeGreaterThan(100_000);
   }, 900_000);
 });

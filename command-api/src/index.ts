@@ -1,4 +1,5 @@
-// @svc/command-api: the package's one entry point. The write side: route handlers, the command handler (load, decide, append), uniqueness reservations, sealing, limits, metering, and the event-store adapters.
+// @svc/command-api: the package's one entry point. The write side: route handlers (which call the command handler in @svc/domain), sealing, limits, metering, and the event-store adapters.
+import {  } from '@svc/domain';
 export * from './documents/commands';
 export * from './documents/routes';
 export * from './documents/storage';
@@ -6,7 +7,6 @@ export * from './documents/upload-poller';
 export * from './event-store/postgres';
 export * from './folders/load';
 export * from './folders/routes';
-export * from './handle-command';
 export * from './identity/routes';
 export * from './limits/burst-limit';
 export * from './limits/redis-window-counter';

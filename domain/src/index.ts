@@ -1,4 +1,4 @@
-// @svc/domain: the package's one entry point. Pure decisions per aggregate, payload validation, access rules, and the ports (interfaces) the outside world provides (./ports).
+// @svc/domain: the package's one entry point. Pure decisions per aggregate, payload validation, access rules, the ports (interfaces) the outside world provides (./ports), and the write path's one command handler (./write).
 export * from './documents/document';
 export * from './documents/grants';
 export * from './documents/view';
@@ -17,6 +17,7 @@ export * from './ports/script-executor';
 export * from './ports/search';
 export * from './ports/sql';
 export * from './ports/usage-charges';
+export * from './ports/write-charges';
 export * from './records/index-outcome';
 export * from './records/lookup-keys';
 export * from './records/own-value';
@@ -59,3 +60,9 @@ export * from './webhooks/signature';
 export * from './webhooks/streams';
 export * from './webhooks/target';
 export * from './webhooks/webhook';
+export * from './write/appends';
+export * from './write/caught-up';
+export * from './write/contention';
+export * from './write/handle-command';
+export * from './write/metadata';
+export * from './write/reservations';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { deriveKey, EVENT_SCHEMA_VERSION, type EventMetadata, type Principal } from '@svc/contracts';
-import { type CommandDeps, commit, PayloadSealer, PostgresEventStore } from '@svc/command-api';
+import { PayloadSealer, PostgresEventStore } from '@svc/command-api';
 import { openSql, readModelProjections } from '@svc/deploy';
-import { streams } from '@svc/domain';
+import { type CommandDeps, commit, streams } from '@svc/domain';
 import { inProcessBarrier, ProjectionRunner } from '@svc/projectors';
 import { planLookup, RecordReads, runLookup } from '@svc/query-api';
 import { closedLoop, type LoadResult } from './load';

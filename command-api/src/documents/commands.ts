@@ -1,12 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { conflict, type DomainEvent, InternalError, type IngestDocument, invalid, notFound, type RequestMeta, type UploadDocument } from '@svc/contracts';
-import {
-  type BlobStore, type BoundSchema, canReach, checkChangeBody, checkTextSize, documentAggregate, documentBlobKeys, documentDecider, documentIndexMode, type DocumentState,
-  documentView, type LiveDocument, type PresignedBlobUrls, rootFolderId, stampOwnership, type StorageGrants, streams,
-} from '@svc/domain';
-import { type Decision, handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
-import { claim, readReservation, release } from '../reservations';
-import type { PayloadSealer } from '../records/sealing';
+import { type BlobStore, type BoundSchema, canReach, checkChangeBody, checkTextSize, claim, type CommandDeps, type Decision, documentAggregate, documentBlobKeys, documentDecider, documentIndexMode, type DocumentState, documentView, handleCommand, type LiveDocument, loadAggregate, metadataFor, type PayloadSealing, type PresignedBlobUrls, readReservation, release, rootFolderId, stampOwnership, type StorageGrants, streams } from '@svc/domain';
 import { loadSchema } from '../schemas/routes';
 import { requireFolder } from '../folders/load';
 import { assertScopeNamespaces } from '../identity/namespaces';
@@ -14,7 +8,7 @@ import { documentWriteAppend } from '../usage/meter';
 
 export interface DocumentDeps {
   deps: CommandDeps;
-  sealer: PayloadSealer;
+  sealer: PayloadSealing;
   blobs: BlobStore;
   grants: StorageGrants;
   /** Set when an object store serves the presigned URLs (OBJECT_STORE_URL); else the service's own /storage routes do. */

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type DomainEvent, EVENT_SCHEMA_VERSION, type EventMetadata, route, type RouteSpec } from '@svc/contracts';
-import { type BlobStore, documentBlobKeys, isTornDown, type StorageGrants, streams, UPLOAD_HEADER, WrongExpectedRevisionError } from '@svc/domain';
-import { commit, type CommandDeps } from '../handle-command';
+import { type BlobStore, type CommandDeps, commit, documentBlobKeys, isTornDown, type StorageGrants, streams, UPLOAD_HEADER, WrongExpectedRevisionError } from '@svc/domain';
 import { loadDocument } from './commands';
 import { fileIngestAppend } from '../usage/meter';
 

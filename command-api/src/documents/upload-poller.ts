@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type DomainEvent, EVENT_SCHEMA_VERSION } from '@svc/contracts';
-import { documentAggregate, documentBlobKeys, type EventStore, type Sql, streams, WrongExpectedRevisionError } from '@svc/domain';
-import { loadAggregate, toNewEvents } from '../handle-command';
+import { documentAggregate, documentBlobKeys, type EventStore, loadAggregate, type Sql, streams, toNewEvents, WrongExpectedRevisionError } from '@svc/domain';
 import { MAX_UPLOAD_BYTES } from './storage';
 import { fileIngestAppend, type UsageMeter } from '../usage/meter';
 

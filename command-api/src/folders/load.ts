@@ -1,7 +1,5 @@
 import { type EventMetadata, notFound, type Principal, type RequestMeta, type RouteSpec } from '@svc/contracts';
-import { canSeeFolder, type EventStore, folderDecider, implicitRootFolder, type LiveFolder, rootCreatedAt, rootFolderId, streams } from '@svc/domain';
-import { readModelsCaughtUp } from '../caught-up';
-import { handleCommand, loadAggregate, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
+import { canSeeFolder, type CommandDeps, type DomainAppend, type EventStore, folderDecider, handleCommand, implicitRootFolder, type LiveFolder, loadAggregate, metadataFor, readModelsCaughtUp, rootCreatedAt, rootFolderId, streams } from '@svc/domain';
 
 /**
  * A live folder the caller can see (its tenant and context, inside its data

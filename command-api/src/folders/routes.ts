@@ -1,9 +1,6 @@
 import { conflict, type CreateFolder, createFolderBody, folderResponse, patchFolderBody, type Principal, putFolderBody, type RequestMeta, route, type RouteSpec } from '@svc/contracts';
-import { deriveSlug, type EventStore, type FolderContents, folderDecider, folderView, type LiveFolder, slugCandidate, stampOwnership, streams } from '@svc/domain';
+import { claim, type CommandDeps, countForDecision, deriveSlug, type EventStore, type FolderContents, folderDecider, folderView, handleCommand, type LiveFolder, metadataFor, readReservation, release, type Reservation, slugCandidate, stampOwnership, streams } from '@svc/domain';
 import { writeByIdRoutes } from '../by-id-routes';
-import { countForDecision } from '../caught-up';
-import { handleCommand, metadataFor, type CommandDeps } from '../handle-command';
-import { claim, readReservation, release, type Reservation } from '../reservations';
 import { ensureRootFolder, requireFolder, withRootFolder } from './load';
 import { assertScopeNamespaces } from '../identity/namespaces';
 

@@ -1,8 +1,6 @@
 import { conflict, type CreateEntity, createEntityBody, entityResponse, forbidden, patchEntityBody, putEntityBody, type RequestMeta, route, type RouteSpec } from '@svc/contracts';
-import { canSeeEntity, entityDecider, entityView, type EventStore, type LiveEntity, streams } from '@svc/domain';
+import { canSeeEntity, type CommandDeps, entityDecider, entityView, type EventStore, handleCommand, type LiveEntity, metadataFor, moveReservation, readReservation, streams } from '@svc/domain';
 import { writeByIdRoutes } from '../by-id-routes';
-import { handleCommand, metadataFor, type CommandDeps } from '../handle-command';
-import { moveReservation, readReservation } from '../reservations';
 import { boundDefinition, identitySchema } from './bound-schema';
 import { registeredNamespaces } from './namespaces';
 

@@ -1,7 +1,5 @@
 import { createNamespaceBody, invalid, namespaceParam, namespaceResponse, route, type RouteSpec } from '@svc/contracts';
-import { type EventStore, isBuiltinNamespace, namespaceDecider, namespaceNames, type NamespaceUsage, namespaceView, streams } from '@svc/domain';
-import { countForDecision } from '../caught-up';
-import { handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
+import { type CommandDeps, countForDecision, type EventStore, handleCommand, isBuiltinNamespace, loadAggregate, metadataFor, namespaceDecider, namespaceNames, type NamespaceUsage, namespaceView, streams } from '@svc/domain';
 
 /**
  * Every namespace a tenant's data may use: `org`, `client` and the ones it

@@ -1,6 +1,5 @@
 import type { RouteSpec } from '@svc/contracts';
-import type { NamespaceUsage } from '@svc/domain';
-import type { CommandDeps } from '../handle-command';
+import { type CommandDeps, type NamespaceUsage } from '@svc/domain';
 import { entityCommandRoutes } from './entities';
 import { namespaceCommandRoutes } from './namespaces';
 import { userCommandRoutes } from './users';

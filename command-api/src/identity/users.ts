@@ -1,8 +1,6 @@
 import { conflict, type CreateUser, createUserBody, forbidden, patchUserBody, type Principal, putUserBody, type RequestMeta, route, type RouteSpec, userResponse } from '@svc/contracts';
-import { emailKey, type LiveUser, requireRootForUserSchema, stampOwnership, streams, userDecider, userView } from '@svc/domain';
+import { type CommandDeps, type DomainAppend, emailKey, handleCommand, type LiveUser, metadataFor, moveReservation, readReservation, requireRootForUserSchema, stampOwnership, streams, userDecider, userView } from '@svc/domain';
 import { deleteByIdRoute, writeByIdRoutes } from '../by-id-routes';
-import { handleCommand, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
-import { moveReservation, readReservation } from '../reservations';
 import type { LiveSchema } from '../schemas/routes';
 import { boundDefinition, identitySchema } from './bound-schema';
 import { assertScopeNamespaces } from './namespaces';

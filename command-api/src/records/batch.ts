@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { batchWriteResponse, createRecordBody, ERROR_CATALOGUE, forbidden, isServiceError, type RequestMeta, route, type RouteSpec, ServiceError, zodMessage } from '@svc/contracts';
-import { grants, recordView } from '@svc/domain';
-import type { CommandDeps } from '../handle-command';
+import { type CommandDeps, grants, recordView } from '@svc/domain';
 import { secondsToWindowEnd, type WindowCounter } from '../limits/window-counter';
 import { changeRecord, createRecord, ValueHeldError } from './commands';
 

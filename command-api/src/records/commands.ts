@@ -1,7 +1,5 @@
 import { type CreateRecord, type DomainEvent, InternalError, invalid, notFound, type RequestMeta, ServiceError } from '@svc/contracts';
-import { canReach, type LiveRecord, recordAggregate, recordDecider, type RecordSchema, type RecordState, recordView, stampOwnership, streams, uniqueValues } from '@svc/domain';
-import { handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
-import { claim, readReservation, refreshReservation, release, reservationOf } from '../reservations';
+import { canReach, claim, type CommandDeps, handleCommand, type LiveRecord, loadAggregate, metadataFor, readReservation, recordAggregate, recordDecider, type RecordSchema, type RecordState, recordView, refreshReservation, release, reservationOf, stampOwnership, streams, uniqueValues } from '@svc/domain';
 import { loadSchema, resolveSchemaByType, type LiveSchema } from '../schemas/routes';
 import { requireFolder } from '../folders/load';
 import { assertScopeNamespaces } from '../identity/namespaces';

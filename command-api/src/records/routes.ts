@@ -1,7 +1,6 @@
 import { createRecordBody, patchRecordBody, putRecordBody, recordResponse, route, type RouteSpec } from '@svc/contracts';
-import { recordView } from '@svc/domain';
+import { type CommandDeps, recordView } from '@svc/domain';
 import { writeByIdRoutes } from '../by-id-routes';
-import type { CommandDeps } from '../handle-command';
 import { changeRecord, createRecord, deleteRecord } from './commands';
 
 export function recordCommandRoutes(deps: CommandDeps): RouteSpec[] {

@@ -1,7 +1,5 @@
 import { createSchemaBody, idParam, notFound, type Principal, type RequestMeta, route, type RouteSpec, type SchemaDefinition, schemaResponse, updateSchemaBody } from '@svc/contracts';
-import { canSeeSchema, type EventStore, ownerKeyOf, schemaAggregate, schemaDecider, type SchemaState, schemaView, stampOwnership, streams } from '@svc/domain';
-import { handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
-import { claim, readReservation, release } from '../reservations';
+import { canSeeSchema, claim, type CommandDeps, type EventStore, handleCommand, loadAggregate, metadataFor, ownerKeyOf, readReservation, release, schemaAggregate, schemaDecider, type SchemaState, schemaView, stampOwnership, streams } from '@svc/domain';
 import { assertScopeNamespaces, registeredNamespaces } from '../identity/namespaces';
 import { schemaTriggerGuard } from '../triggers/schema-guard';
 

@@ -1,7 +1,6 @@
 import { type RequestMeta, ServiceError } from '@svc/contracts';
-import { type BlobStore, type FolderContents, type PresignedBlobUrls, type ScriptExecutor, type ScriptRunOutcome, type ScriptRunRequest, type ScriptVersion, type StorageGrants, WrongExpectedRevisionError } from '@svc/domain';
+import { type BlobStore, type CommandDeps, type FolderContents, type PresignedBlobUrls, type ScriptExecutor, type ScriptRunOutcome, type ScriptRunRequest, type ScriptVersion, type StorageGrants, WrongExpectedRevisionError } from '@svc/domain';
 import { rootFolderGuard } from '../folders/load';
-import type { CommandDeps } from '../handle-command';
 import { HOST_METHODS, hostDispatcher } from './host-api';
 import type { ReadRoutes } from './read-routes';
 import { StagedBlobStore } from './staged-blobs';

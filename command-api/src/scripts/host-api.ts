@@ -1,9 +1,8 @@
 import { createFolderBody, createRecordBody, ingestDocumentBody, invalid, patchDocumentBody, patchFolderBody, patchRecordBody, putDocumentBody, putFolderBody, putRecordBody, type RequestMeta, ServiceError } from '@svc/contracts';
-import { canReach, canSeeFolder, documentAggregate, documentView, folderDecider, type FolderContents, folderView, grants, recordAggregate, recordView, streams } from '@svc/domain';
+import { canReach, canSeeFolder, type CommandDeps, documentAggregate, documentView, type FolderContents, folderDecider, folderView, grants, loadAggregate, recordAggregate, recordView, streams } from '@svc/domain';
 import type { z } from 'zod';
 import { type DocumentDeps, changeDocument, createDocument, deleteDocument } from '../documents/commands';
 import { changeFolder, createFolder, deleteFolder } from '../folders/routes';
-import { loadAggregate, type CommandDeps } from '../handle-command';
 import { changeRecord, createRecord, deleteRecord } from '../records/commands';
 import { loadSchema } from '../schemas/routes';
 import type { ReadRoutes } from './read-routes';

@@ -1,7 +1,6 @@
 import { ERROR_CATALOGUE, type ErrorCode, executeScriptBody, executeScriptResponse, forbidden, IDEMPOTENCY_KEY_RE, invalid, pushScriptBody, type RequestMeta, route, type RouteSpec, scriptResponse, scriptVersionOf, ServiceError } from '@svc/contracts';
-import { grants, scriptView } from '@svc/domain';
+import { type CommandDeps, grants, scriptView } from '@svc/domain';
 import { deleteByIdRoute } from '../by-id-routes';
-import type { CommandDeps } from '../handle-command';
 import { type ExecutionRequest, KEYED_RESULT_CAP_BYTES, NOT_STARTED_CODES, NOT_STARTED_RETRY_AFTER_SECONDS, RESULT_CAP_BYTES, type SandboxScriptExecutor } from './executor';
 import { type IdempotencyStore, requestHash } from './idempotency';
 import { deleteScriptVersion, pushScript, type SourceCheck } from './versions';

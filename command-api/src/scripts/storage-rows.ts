@@ -1,6 +1,5 @@
 import type { SchemaDefinition } from '@svc/contracts';
-import { documentAggregate, type EventStore, lookupsOf, type NewEvent, recordAggregate, schemaAggregate, streams } from '@svc/domain';
-import { loadAggregate } from '../handle-command';
+import { documentAggregate, type EventStore, loadAggregate, lookupsOf, type NewEvent, recordAggregate, schemaAggregate, streams } from '@svc/domain';
 
 /**
  * The spec's row arithmetic for a script transaction (docs/limits.md "Script

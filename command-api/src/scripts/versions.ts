@@ -1,7 +1,5 @@
 import { invalid, notFound, type PushScript, type RequestMeta, ServiceError } from '@svc/contracts';
-import { type EventStore, MAX_SCRIPT_SOURCE_BYTES, resolveScriptVersion, scriptDecider, scriptIdReservationParts, scriptNamesOf, type ScriptVersion, streams } from '@svc/domain';
-import { handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
-import { claim, readReservation } from '../reservations';
+import { claim, type CommandDeps, type EventStore, handleCommand, loadAggregate, MAX_SCRIPT_SOURCE_BYTES, metadataFor, readReservation, resolveScriptVersion, scriptDecider, scriptIdReservationParts, scriptNamesOf, type ScriptVersion, streams } from '@svc/domain';
 
 /** Script versions on the write side: push, delete, and the lookups an execution needs (docs/scripts.md). */
 export const scriptStreamOf = (meta: RequestMeta, name: string) => streams.script(meta.principal.tenantId!, meta.principal.contextId!, name);

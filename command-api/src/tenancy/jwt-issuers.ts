@@ -1,7 +1,5 @@
 import { conflict, jwtIssuersResponse, notFound, putJwtIssuersBody, route, type RouteSpec, tenantIdParam } from '@svc/contracts';
-import { isTornDown, jwtIssuerPairChanges, jwtIssuerReservation, jwtIssuersDecider, jwtIssuerView, streams, type TenantDirectory } from '@svc/domain';
-import { handleCommand, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
-import { claim, readReservation, release } from '../reservations';
+import { claim, type CommandDeps, type DomainAppend, handleCommand, isTornDown, jwtIssuerPairChanges, jwtIssuerReservation, jwtIssuersDecider, jwtIssuerView, metadataFor, readReservation, release, streams, type TenantDirectory } from '@svc/domain';
 
 const HELD = 'This issuer and audience are registered to another tenant';
 

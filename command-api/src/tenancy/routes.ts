@@ -1,7 +1,5 @@
 import { accountCreatedResponse, conflict, contextResponse, createAccountBody, createContextBody, createScopedKeyBody, CURRENT_WIRE_VERSION, type EventData, forbidden, hashSecret, idParam, mintTokenBody, mintTokenResponse, newSecret, notFound, patchAccountBody, PREFIX, type RequestMeta, rotateRootKeyParams, rotateRootKeyResponse, route, type RouteSpec, scopedKeyResponse } from '@svc/contracts';
-import { accountDecider, contextDecider, type ContextState, credentialDecider, type CredentialState, environmentOf, isTornDown, narrowChild, type Plan, type RootKeyIndex, streams, type TenantContexts, tenantDecider } from '@svc/domain';
-import { readModelsCaughtUp } from '../caught-up';
-import { handleCommand, loadAggregate, metadataFor, type CommandDeps, type DomainAppend } from '../handle-command';
+import { accountDecider, type CommandDeps, contextDecider, type ContextState, credentialDecider, type CredentialState, type DomainAppend, environmentOf, handleCommand, isTornDown, loadAggregate, metadataFor, narrowChild, type Plan, readModelsCaughtUp, type RootKeyIndex, streams, type TenantContexts, tenantDecider } from '@svc/domain';
 import { contextRootAppend } from '../folders/load';
 
 type Issued = EventData<'CredentialIssued'>;

@@ -1,7 +1,6 @@
 import { createTriggerBody, type CreateTrigger, isServiceError, type RequestMeta, route, type RouteSpec, scriptVersionOf, triggerResponse } from '@svc/contracts';
-import { bindingOf, type TriggerRule, type TriggerRuleEvent, triggerRuleDecider, triggerRuleView, triggerStreams } from '@svc/domain';
+import { bindingOf, type CommandDeps, handleCommand, metadataFor, type TriggerRule, triggerRuleDecider, type TriggerRuleEvent, triggerRuleView, triggerStreams } from '@svc/domain';
 import { deleteByIdRoute } from '../by-id-routes';
-import { handleCommand, metadataFor, type CommandDeps } from '../handle-command';
 import { loadSchema, type LiveSchema } from '../schemas/routes';
 import { scriptVersionByName } from '../scripts/versions';
 

@@ -1,6 +1,5 @@
 import type { SchemaDefinition } from '@svc/contracts';
-import { checkSchemaDeleteAgainstRules, checkSchemaUpdateAgainstRules, type EventStore, triggerBindingsAggregate, triggerStreams } from '@svc/domain';
-import { loadAggregate } from '../handle-command';
+import { checkSchemaDeleteAgainstRules, checkSchemaUpdateAgainstRules, type EventStore, loadAggregate, triggerBindingsAggregate, triggerStreams } from '@svc/domain';
 
 /**
  * The hook schema updates and deletes call (command-api/src/schemas/routes.ts):

@@ -1,6 +1,5 @@
 import { EVENT_SCHEMA_VERSION, type EventMetadata, parseEventData, type Principal, type RequestMeta } from '@svc/contracts';
-import { documentWriteItems, type EventStore, fileIngestItem, type IdGenerator, type IndexedWrite, inferenceItem, type NewEvent, periodOf, type PriceTable, type ReadModelBarrier, recordWriteItems, scriptExecutionItem, searchItem, type SearchMode, streams, type UsageCharges, type UsageItem } from '@svc/domain';
-import { metadataFor, toNewEvents, type DomainAppend } from '../handle-command';
+import { documentWriteItems, type DomainAppend, type EventStore, fileIngestItem, type IdGenerator, type IndexedWrite, inferenceItem, metadataFor, type NewEvent, periodOf, type PriceTable, type ReadModelBarrier, recordWriteItems, scriptExecutionItem, searchItem, type SearchMode, streams, toNewEvents, type UsageItem, type WriteCharges } from '@svc/domain';
 
 /**
  * Metering on the event log (docs/api.md "Usage"). Counters tick at dispatch:
@@ -39,7 +38,7 @@ const CHARGE_WAIT_MS = 2000;
 /** A tally this large is appended at once rather than at the next interval. */
 const FLUSH_AT_CALLS = 10_000;
 
-export class UsageMeter implements UsageCharges {
+export class UsageMeter implements WriteCharges {
   /** Off only in measurements of the metering cost itself (tests/bench): nothing is metered and the credit gate lets everything pass. */
   enabled = true;
   readonly prices: PriceTable;
@@ -249,13 +248,13 @@ export class UsageMeter implements UsageCharges {
 }
 
 /** The charge of a record write (1 credit plus index credits), for its commit. */
-export const recordWriteAppend = (meter: UsageMeter | undefined, md: EventMetadata, w: IndexedWrite): DomainAppend[] =>
+export const recordWriteAppend = (meter: WriteCharges | undefined, md: EventMetadata, w: IndexedWrite): DomainAppend[] =>
   meter ? meter.writeCharge(md, () => recordWriteItems(meter.prices, w)) : [];
 
 /** The charge of a document write (1 credit plus index credits, plus the text ingest when it carries text), for its commit. */
-export const documentWriteAppend = (meter: UsageMeter | undefined, md: EventMetadata, w: IndexedWrite, textBytes?: number): DomainAppend[] =>
+export const documentWriteAppend = (meter: WriteCharges | undefined, md: EventMetadata, w: IndexedWrite, textBytes?: number): DomainAppend[] =>
   meter ? meter.writeCharge(md, () => documentWriteItems(meter.prices, w, textBytes)) : [];
 
 /** The charge of a completed file upload (per started 100 KB), for the commit of DocumentFileUploaded. */
-export const fileIngestAppend = (meter: UsageMeter | undefined, md: EventMetadata, bytes: number, where: { tenantId: string | null; contextId: string | null }): DomainAppend[] =>
+export const fileIngestAppend = (meter: WriteCharges | undefined, md: EventMetadata, bytes: number, where: { tenantId: string | null; contextId: string | null }): DomainAppend[] =>
   meter ? meter.appendFor(md, [fileIngestItem(meter.prices, bytes)], where) : [];

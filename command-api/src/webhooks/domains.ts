@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { domainParam, domainResponse, notFound, registerDomainBody, type RequestMeta, route, type RouteSpec, verifyDomainBody } from '@svc/contracts';
-import { type DomainsState, streams, verificationRecordName, type WebhookDomainCommand, webhookDomainsDecider, webhookStreams } from '@svc/domain';
-import { handleCommand, metadataFor } from '../handle-command';
+import { type DomainsState, handleCommand, metadataFor, streams, verificationRecordName, type WebhookDomainCommand, webhookDomainsDecider, webhookStreams } from '@svc/domain';
 import type { WebhookCommandDeps } from './registrations';
 
 const newToken = () => `wv_${randomBytes(16).toString('hex')}`;

@@ -1,9 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createWebhookBody, forbidden, idParam, notFound, route, type RouteSpec, updateWebhookBody, WEBHOOK_API_VERSION, webhookCreatedResponse, webhookResponse } from '@svc/contracts';
-import {
-  accountDecider, type AddressPolicy, checkRegistrationTarget, type HostResolver, isTornDown, ownedWebhook, ownTenant, sealWebhookSecret, type Sql, streams, verifiedDomains, webhookDecider, webhookDomainsDecider, webhookStreams, type WebhookState,
-} from '@svc/domain';
-import { handleCommand, loadAggregate, metadataFor, type CommandDeps } from '../handle-command';
+import { accountDecider, type AddressPolicy, checkRegistrationTarget, type CommandDeps, handleCommand, type HostResolver, isTornDown, loadAggregate, metadataFor, ownedWebhook, ownTenant, sealWebhookSecret, type Sql, streams, verifiedDomains, webhookDecider, webhookDomainsDecider, type WebhookState, webhookStreams } from '@svc/domain';
 
 export interface WebhookCommandDeps {
   deps: CommandDeps;

@@ -1,6 +1,5 @@
 import { deliveryParams, deliveryResponse, notFound, route, type RouteSpec } from '@svc/contracts';
-import { decideManualRetry, type DeliveryRow, deliveryView, ownedWebhook, webhookDecider, webhookStreams } from '@svc/domain';
-import { loadAggregate } from '../handle-command';
+import { decideManualRetry, type DeliveryRow, deliveryView, loadAggregate, ownedWebhook, webhookDecider, webhookStreams } from '@svc/domain';
 import type { WebhookCommandDeps } from './registrations';
 
 /**

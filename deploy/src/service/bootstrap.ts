@@ -2,8 +2,8 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { chmodSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Principal } from '@svc/contracts';
-import { streams, WrongExpectedRevisionError } from '@svc/domain';
-import { type CommandDeps, openAccount } from '@svc/command-api';
+import { type CommandDeps, streams, WrongExpectedRevisionError } from '@svc/domain';
+import { openAccount } from '@svc/command-api';
 import type { Config } from '../config';
 import { loadSecret } from './secret';
 

@@ -1,4 +1,5 @@
-import { IdempotencyStore, type ScriptRouteDeps, SandboxPool, SandboxScriptExecutor, type CommandDeps } from '@svc/command-api';
+import { IdempotencyStore, type ScriptRouteDeps, SandboxPool, SandboxScriptExecutor } from '@svc/command-api';
+import type { CommandDeps } from '@svc/domain';
 import { sqlFolderContents } from '@svc/projectors';
 import type { Config } from '../config';
 import { storageGrants } from '../features';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { conflict, type DomainEvent, type EventMetadata, ServiceError } from '@svc/contracts';
-import { asStoredEvent, type AppendRequest, type EventStore, expectationHolds, type NewEvent, type StoredEvent, WrongExpectedRevisionError } from '@svc/domain';
+import { asStoredEvent, type AppendRequest, type EventStore, expectationHolds, type NewEvent, type StoredEvent, WrongExpectedRevisionError } from '../ports/event-store';
+import type { PayloadSealing } from '../shared/sealing';
 import { type Aggregate, type CommandDeps, handleCommand } from './handle-command';
-import type { PayloadSealer } from './records/sealing';
 
 /** A log in memory: enough of the event store for the handler (per-stream revisions, atomic multi-stream appends). */
 class MemoryStore {
@@ -48,7 +48,7 @@ function setup() {
     store: store as unknown as EventStore,
     barrier: { waitFor: async (p: number) => (waits.push(p), true) },
     ids: { newId: () => `id-${++n}` },
-    sealer: {} as PayloadSealer,
+    sealer: {} as PayloadSealing,
   } satisfies CommandDeps;
   return { store, deps, waits };
 }

@@ -1,6 +1,7 @@
 import { conflict } from '@svc/contracts';
-import { type EventStore, type ExpectedRevision, streams } from '@svc/domain';
-import type { DomainAppend } from './handle-command';
+import type { EventStore, ExpectedRevision } from '../ports/event-store';
+import { streams } from '../shared/streams';
+import type { DomainAppend } from './appends';
 
 /**
  * Uniqueness reservations: the documented port through which the write path

@@ -1,55 +1,31 @@
-import { conflict, type DomainEvent, EVENT_SCHEMA_VERSION, type EventMetadata, parseEventData, type RequestMeta } from '@svc/contracts';
-import { type AppendRequest, encodeCharge, type EventStore, type ExpectedRevision, type IdGenerator, type NewEvent, type ReadModelBarrier, REVOKING_EVENTS, type StoredEvent, WrongExpectedRevisionError } from '@svc/domain';
+import { conflict, type DomainEvent, type EventMetadata } from '@svc/contracts';
+import { type AppendRequest, type EventStore, type StoredEvent, WrongExpectedRevisionError } from '../ports/event-store';
+import type { ReadModelBarrier } from '../ports/read-model-barrier';
+import type { IdGenerator } from '../ports/runtime';
+import type { WriteCharges } from '../ports/write-charges';
+import type { PayloadSealing } from '../shared/sealing';
+import { encodeCharge } from '../usage/charges';
+import { REVOKING_EVENTS } from '../tenancy/credentials';
+import { type DomainAppend, toNewEvents } from './appends';
 import { contended } from './contention';
-import type { PayloadSealer } from './records/sealing';
-import type { UsageMeter } from './usage/meter';
+
+export { type DomainAppend, toNewEvents } from './appends';
+export { metadataFor, systemMetadata } from './metadata';
 
 export interface CommandDeps {
   store: EventStore;
   barrier: ReadModelBarrier;
   ids: IdGenerator;
-  /** Seals sensitive payload values before they enter an event; blind-indexes them. */
-  sealer: PayloadSealer;
+  /** Seals sensitive payload values before they enter an event; blind-indexes them (the sealing port). */
+  sealer: PayloadSealing;
   log?: (message: string) => void;
-  /** Metering (docs/api.md "Usage"): writes carry their charge in their commit (DomainAppend.charge). Absent: nothing is metered. */
-  meter?: UsageMeter;
+  /** Metering (docs/api.md "Usage", the charges port): writes carry their charge in their commit (DomainAppend.charge). Absent: nothing is metered. */
+  meter?: WriteCharges;
   /**
    * Called once a write that revoked credentials (REVOKING_EVENTS) has reached the read models, before it is
    * answered: this process's credential cache forgets, whether or not its projector or a notification got there first.
    */
   onRevoked?: () => void;
-}
-
-export function metadataFor(meta: RequestMeta, tenantId = meta.principal.tenantId, contextId = meta.principal.contextId): EventMetadata {
-  const p = meta.principal;
-  return {
-    tenantId,
-    contextId,
-    accountId: p.accountId || null,
-    actorKeyId: p.kind === 'operator' ? null : p.credentialId,
-    userId: p.userId,
-    requestId: meta.requestId,
-    occurredAt: meta.now.toISOString(),
-    schemaVersion: EVENT_SCHEMA_VERSION,
-  };
-}
-
-/** Validates each event against the catalogue and stamps id and metadata. */
-export function toNewEvents(ids: IdGenerator, events: DomainEvent[], metadata: EventMetadata): NewEvent[] {
-  return events.map((e) => ({ id: ids.newId(), type: e.type, data: parseEventData(e.type, e.data) as Record<string, unknown>, metadata }));
-}
-
-/** Domain events bound for one stream; `metadata` overrides the command's (e.g. another tenant id). */
-export interface DomainAppend {
-  streamId: string;
-  events: DomainEvent[];
-  expectedRevision: ExpectedRevision;
-  metadata?: EventMetadata;
-  /**
-   * The write's charge (usage/meter.ts `writeCharge`): an entry with no events of its own, carried in the
-   * metadata of the commit's first event (EventMetadata.chargeCode), so charging a write appends nothing more.
-   */
-  charge?: NonNullable<EventMetadata['charge']>;
 }
 
 /** Appends atomically to every stream, then waits until the read models have applied it (read-your-writes). */

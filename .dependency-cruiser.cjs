@@ -72,6 +72,21 @@ module.exports = {
       to: { circular: true, dependencyTypesNot: ['type-only'], viaOnly: { dependencyTypesNot: ['type-only'] } },
     },
     {
+      name: 'deciders-never-import-the-write-path',
+      comment: 'the deciders stay pure (command, state -> events): only the ports and the entry point see domain/src/write, the one command handler that loads, appends and retries',
+      severity: 'error',
+      from: { path: '^domain/src/', pathNot: ['^domain/src/(write|ports)/', '^domain/src/index\\.ts$'] },
+      to: { path: '^domain/src/write/' },
+    },
+    {
+      name: 'no-import-loop',
+      comment: 'no import loop at all, type-only imports included (issue 45: the command handler and the meter imported each other, one side type-only, and the run-time rule above did not see it)',
+      severity: 'error',
+      // One loop predates the rule (caches.ts takes READ_MODELS from subscribers.ts, which takes the ReadCaches type back): excepted until the start-up code moves the name.
+      from: { path: `^${PKG}/src/`, pathNot: '^deploy/src/service/(caches|subscribers)\\.ts$' },
+      to: { circular: true },
+    },
+    {
       name: 'no-deep-package-import',
       comment: 'a workspace exports one entry point: @svc/<name>/<path> does not resolve',
       severity: 'error',

@@ -2,7 +2,7 @@
  * The package edges (docs/architecture.md, "Packages"): `npm run lint:deps`, run by .ci/run.
  *
  *   contracts <- domain <- command-api, query-api, projectors <- deploy        (tests may import anything)
- *   client (generated from /openapi.json; imports no workspace)
+ *   client (generated from /openapi.json; imports no workspace) <- console (the web console, a browser bundle)
  *
  * A workspace imports another only through its one entry point (`@svc/<name>`, its src/index.ts),
  * and only in the direction of the arrows: the two APIs never import the projectors (nor each
@@ -10,7 +10,7 @@
  */
 const { readFileSync } = require('node:fs');
 
-const PKG = '(contracts|domain|command-api|query-api|projectors|deploy|client)';
+const PKG = '(contracts|domain|command-api|query-api|projectors|deploy|client|console)';
 /** The arrows of the architecture: what each workspace may depend on. */
 const ARCH = {
   contracts: [],
@@ -21,6 +21,8 @@ const ARCH = {
   deploy: ['contracts', 'domain', 'command-api', 'query-api', 'projectors'],
   /** The typed client (generated from /openapi.json): a leaf for the service's users, importing no workspace. */
   client: [],
+  /** The web console: a browser app calling the service only through the client, as any user's app would. */
+  console: ['client'],
 };
 /** What each workspace's package.json declares; a declaration against the arrows stops the check. */
 const declared = Object.fromEntries(
@@ -55,6 +57,13 @@ module.exports = {
       comment: "the client's main entry is bundled for browsers: Node built-ins only in client/src/node.ts (the @svc/client/node entry)",
       severity: 'error',
       from: { path: '^client/src/', pathNot: ['^client/src/node\\.ts$', '\\.spec\\.ts$'] },
+      to: { dependencyTypes: ['core'] },
+    },
+    {
+      name: 'console-has-no-node-builtin',
+      comment: 'the console runs in the browser: no Node built-in anywhere in it (so the client it bundles has none either)',
+      severity: 'error',
+      from: { path: '^console/src/' },
       to: { dependencyTypes: ['core'] },
     },
     {
@@ -110,7 +119,7 @@ module.exports = {
     enhancedResolveOptions: {
       exportsFields: ['exports'],
       conditionNames: ['svc-source', 'import', 'default'],
-      extensions: ['.ts', '.mjs', '.js', '.d.ts'],
+      extensions: ['.ts', '.tsx', '.mjs', '.js', '.d.ts'],
       mainFields: ['module', 'main', 'types'],
     },
     reporterOptions: { text: { highlightFocused: true } },

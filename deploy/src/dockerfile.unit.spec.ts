@@ -92,6 +92,13 @@ describe('deploy/Dockerfile: the build stage copies what npm ci builds', () => {
     expect(needed.filter((f) => !inImage(f))).toEqual([]);
   });
 
+  it('copies the web console whole: `npm run build` bundles it (console/scripts/build.mjs) into the console/dist the service serves', () => {
+    expect(json('package.json').scripts.build).toContain('console/scripts/build.mjs');
+    const needed = ['console/package.json', 'console/scripts/build.mjs', 'console/tsconfig.json', ...sources('console/src')];
+    expect(needed.filter((f) => !inImage(f))).toEqual([]);
+    expect(ignored('console/dist/index.html'), 'console/dist: the image builds its own').toBe(true);
+  });
+
   it('keeps installed and compiled output out of the context (the image builds its own)', () => {
     for (const w of built) {
       expect(ignored(`${w}/dist/index.js`), `${w}/dist`).toBe(true);

@@ -1,6 +1,7 @@
 import { ERROR_CATALOGUE, type ErrorCode } from '@svc/contracts';
 import { type CataloguedRoute, type RoutedRole, routeCatalogue } from './catalogue';
 import { DOCS_BUNDLE_PATH, DOCS_PATH } from './docs-page';
+import { CONSOLE_ASSET_PATH, CONSOLE_PATH } from './console-page';
 import { MAX_BODY_BYTES } from './edge';
 import { REQUEST_ID_PATTERN } from './request-id';
 
@@ -33,8 +34,8 @@ export function routingTable(catalogue: CataloguedRoute[] = routeCatalogue()): A
     seen.add(key);
     rows.push({ pattern: `^${methodsOf(r.method)} ${pathPattern(r.url)}`, role: r.role, route: key, literals: literalsOf(r.url) });
   }
-  // Served by every role, outside the catalogue (not operations of the API): the description and its reference page.
-  for (const url of ['/openapi.json', DOCS_PATH, DOCS_BUNDLE_PATH]) rows.push({ pattern: `^(GET|HEAD) ${pathPattern(url)}`, role: 'query', route: `GET ${url}`, literals: literalsOf(url) });
+  // Served by every role, outside the catalogue (not operations of the API): the description, its reference page and the web console.
+  for (const url of ['/openapi.json', DOCS_PATH, DOCS_BUNDLE_PATH, CONSOLE_PATH, CONSOLE_ASSET_PATH]) rows.push({ pattern: `^(GET|HEAD) ${pathPattern(url)}`, role: 'query', route: `GET ${url}`, literals: literalsOf(url) });
   return rows.sort((a, b) => b.literals - a.literals || a.route.localeCompare(b.route)).map(({ pattern, role, route }) => ({ pattern, role, route }));
 }
 

@@ -10,6 +10,7 @@ import { commandAreas, defaultModels, queryAreas, storageRouteSpecs } from '../f
 import { type Area, areaPlugin, byArea } from '../http/areas';
 import { deploymentRoutes } from '../http/catalogue';
 import { docsRoutes } from '../http/docs-page';
+import { consoleRoutes, consoleUploadOrigins } from '../http/console-page';
 import { createEdge, type EdgeOptions } from '../http/edge';
 import { buildOpenApi } from '../http/openapi';
 import { quarantineRoutes } from '../http/quarantine-routes';
@@ -107,7 +108,7 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
   const openapi = buildOpenApi(servesCommands(role) && servesQueries(role) ? all : deploymentRoutes(all), { publicUrl: config.publicUrl });
   const description = route({ method: 'GET', url: '/openapi.json', auth: 'none', summary: 'This API description', handler: async () => openapi });
   all.push(description);
-  areas.push({ name: 'openapi', routes: [description, ...docsRoutes()] });
+  areas.push({ name: 'openapi', routes: [description, ...docsRoutes(), ...consoleRoutes({ uploadOrigins: consoleUploadOrigins(config.objectStoreUrl) })] });
   // The embedded storage endpoint (presigned URLs without an object store) streams request bodies itself.
   if (servesCommands(role) && !s3) areas.push({ name: 'storage', routes: storageRouteSpecs({ deps, secret, blobs, storageUrlTtlMs }), rawBody: true });
   for (const area of byArea(areas)) app.register(areaPlugin(area, edgeOpts, now));

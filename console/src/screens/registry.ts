@@ -1,0 +1,24 @@
+// The console's screens, in the order of the navigation. Adding a screen: write screens/<name>.tsx with a default
+// export taking ScreenProps, and add one entry here. Each is loaded when first opened (its own chunk), so the first
+// screen's download does not grow with the number of screens.
+import type { ComponentType } from 'preact';
+import type { CredentialKind } from '../session';
+import type { ScreenProps } from './screen-props';
+
+export type { ScreenProps };
+
+export interface ScreenEntry {
+  /** The first segment of its route (#/<name>/...). */
+  name: string;
+  label: string;
+  /** Which credential the screen works with: a tenant's key or token, or the developer token. */
+  credential: CredentialKind;
+  load: () => Promise<{ default: ComponentType<ScreenProps> }>;
+}
+
+export const SCREENS: ScreenEntry[] = [
+  { name: 'schemas', label: 'Schemas', credential: 'tenant', load: () => import('./schemas') },
+];
+
+/** The screen a person lands on after signing in with a credential of this kind. */
+export const homeOf = (kind: CredentialKind): ScreenEntry | undefined => SCREENS.find((s) => s.credential === kind);

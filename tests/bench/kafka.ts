@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { Kafka, logLevel } from 'kafkajs';
+import { Admin, compatibilityPartitioner, Consumer, Producer } from '@platformatic/kafka';
 import pg from 'pg';
 import { Pool } from 'undici';
 import { deriveKey, EVENT_SCHEMA_VERSION, type EventMetadata } from '@svc/contracts';
@@ -32,7 +32,7 @@ import { BENCH_SCHEMA, benchPayload, createBody } from './workload';
  *      reaching the head of the log.
  *  RKf the same appends with a projector process without Kafka (catch-up
  *      subscription on the store): the same projection work, no relay, no broker.
- *  RKk kafkajs alone: N messages of about the relay's size (key, ~300 B value,
+ *  RKk the Kafka client alone (@platformatic/kafka): N messages of about the relay's size (key, ~300 B value,
  *      the relay's 11 headers) through an idempotent acks=all producer (batches
  *      of 500, one request in flight, as the relay) to a consumer group.
  *  K2  sustained writes: POST /v1/records at a fixed rate (open loop) to the
@@ -43,7 +43,7 @@ import { BENCH_SCHEMA, benchPayload, createBody } from './workload';
  *      first passed the checkpoint; 100 ms resolution).
  *  K3  each stage alone on one backlog of N events in the same topology
  *      (backlogStages): event store append with nothing reading, the relay's
- *      publish rate, Kafka's own consume rate (a raw kafkajs consumer on the
+ *      publish rate, Kafka's own consume rate (a raw @platformatic/kafka consumer on the
  *      same messages of the topology's topic) and the projector's apply rate.
  *  X   the query role scaled out: writes/s, reads by id/s and TEXT searches/s
  *      through the shipped router with one and with two query replicas
@@ -233,35 +233,30 @@ async function rawFeed(databaseUrl: string, events: number, log: (m: string) => 
   }
 }
 
-/** RKk: kafkajs producer -> consumer group round trip of `n` relay-sized messages. */
+/** RKk: the service's Kafka client alone (@platformatic/kafka): producer -> consumer group round trip of `n` relay-sized messages. */
 async function rawKafka(brokers: string, n: number): Promise<{ messages: number; valueBytes: number; seconds: number }> {
-  const kafka = new Kafka({ clientId: 'svc-bench', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
+  const bootstrapBrokers = brokers.split(',');
   const topic = `bench.${randomUUID().slice(0, 8)}.raw`;
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 3 }], waitForLeaders: true });
-  const consumer = kafka.consumer({ groupId: `${topic}.group`, sessionTimeout: 10_000 });
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  const admin = new Admin({ clientId: 'svc-bench', bootstrapBrokers });
+  await admin.createTopics({ topics: [topic], partitions: 3, replicas: -1 });
+  await waitForLeaders(admin, topic);
+  const consumer = new Consumer({ clientId: 'svc-bench', bootstrapBrokers, groupId: `${topic}.group`, sessionTimeout: 10_000, autocommit: false });
+  const producer = new Producer({ clientId: 'svc-bench', bootstrapBrokers, idempotent: true, acks: -1, partitioner: compatibilityPartitioner });
   const valueBytes = 300;
   try {
     let got = 0;
     let doneAt = 0;
     let resolveDone!: () => void;
     const done = new Promise<void>((r) => (resolveDone = r));
-    const joined = new Promise<void>((r) => consumer.on(consumer.events.GROUP_JOIN, () => r()));
-    await consumer.connect();
-    await consumer.subscribe({ topic, fromBeginning: true });
-    await consumer.run({
-      eachBatch: async ({ batch }) => {
-        got += batch.messages.length;
-        if (got >= n && !doneAt) {
-          doneAt = performance.now();
-          resolveDone();
-        }
-      },
+    // consume() resolves once the group is joined and the stream set up.
+    const stream = await consumer.consume({ topics: [topic], mode: 'earliest', maxWaitTime: 500 });
+    stream.on('data', () => {
+      got += 1;
+      if (got >= n && !doneAt) {
+        doneAt = performance.now();
+        resolveDone();
+      }
     });
-    await joined;
-    await producer.connect();
     const value = randomBytes(valueBytes);
     const meta = randomBytes(120);
     const t0 = performance.now();
@@ -269,25 +264,31 @@ async function rawKafka(brokers: string, n: number): Promise<{ messages: number;
       const messages = [];
       for (let j = i; j < Math.min(n, i + 500); j++) {
         const id = randomUUID();
-        messages.push({
-          key: `record-${id}`,
-          value,
-          headers: {
-            'content-type': 'avro/binary', 'svc-event-type': 'RecordCreated', 'svc-schema-fingerprint': '0123456789abcdef', 'svc-metadata': meta,
-            'svc-metadata-fingerprint': '0123456789abcdef', 'svc-event-id': id, 'svc-stream-id': `record-${id}`, 'svc-revision': '0',
-            'svc-position': String(j + 1), 'svc-prev-position': String(j),
-          },
-        });
+        const headers: Record<string, string | Buffer> = {
+          'content-type': 'avro/binary', 'svc-event-type': 'RecordCreated', 'svc-schema-fingerprint': '0123456789abcdef', 'svc-metadata': meta,
+          'svc-metadata-fingerprint': '0123456789abcdef', 'svc-event-id': id, 'svc-stream-id': `record-${id}`, 'svc-revision': '0',
+          'svc-position': String(j + 1), 'svc-prev-position': String(j),
+        };
+        messages.push({ topic, key: Buffer.from(`record-${id}`), value, headers: new Map(Object.entries(headers).map(([k, v]) => [Buffer.from(k), Buffer.from(v)])) });
       }
-      await producer.send({ topic, acks: -1, messages });
+      await producer.send({ acks: -1, messages });
     }
     await Promise.race([done, sleep(300_000).then(() => Promise.reject(new Error(`raw kafka: ${got}/${n} consumed after 300 s`)))]);
+    await stream.close().catch(() => {});
     return { messages: n, valueBytes, seconds: (doneAt - t0) / 1000 };
   } finally {
-    await producer.disconnect().catch(() => {});
-    await consumer.disconnect().catch(() => {});
+    await producer.close(true).catch(() => {});
+    await consumer.close(true).catch(() => {});
     await admin.deleteTopics({ topics: [topic] }).catch(() => {});
-    await admin.disconnect().catch(() => {});
+    await admin.close().catch(() => {});
+  }
+}
+
+async function waitForLeaders(admin: Admin, topic: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const t = (await admin.metadata({ topics: [topic], forceUpdate: true }).catch(() => undefined))?.topics.get(topic);
+    if (t && t.partitions.length && t.partitions.every((p) => p && p.leader >= 0)) return;
+    await sleep(100);
   }
 }
 
@@ -432,7 +433,7 @@ async function sustained(t: { rootKey: string; accountId: string; commandUrl: st
  * K3, each stage of the pipeline alone on one backlog (the topology of K1/K2): the relay and the projector are
  * stopped (SIGTERM), `events` RecordCreated are appended by 32 committers (the event store's append rate on
  * PostgreSQL with no subscriber reading), the relay is started and drains them to Kafka (its publish rate), a raw
- * kafkajs consumer (a fresh group, no decoding, nothing applied) reads exactly those messages from the topology's
+ * @platformatic/kafka consumer (a fresh group, no decoding, nothing applied) reads exactly those messages from the topology's
  * own topic (Kafka's consume rate here), then the projector is started and its read models reach the head (its
  * apply rate: Avro decoding, the global-order chain, SQL transactions). Rates are from the first observed
  * progress to the head (the process start and the group join apart, reported as `startSeconds`).
@@ -459,8 +460,8 @@ export interface BacklogResult {
 }
 
 type Positions = Array<{ partition: number; offset: string }>;
-const topicEnd = async (admin: ReturnType<Kafka['admin']>, topic: string): Promise<Positions> =>
-  (await admin.fetchTopicOffsets(topic)).map((p) => ({ partition: p.partition, offset: p.high }));
+const topicEnd = async (offsets: Consumer, topic: string): Promise<Positions> =>
+  ((await offsets.listOffsets({ topics: [topic] })).get(topic) ?? []).map((high, partition) => ({ partition, offset: String(high) }));
 
 /** Events in the log with a position in (from, to]. */
 async function eventsBetween(probe: pg.Client, from: number, to: number): Promise<number> {
@@ -501,11 +502,11 @@ async function drainTo(probe: pg.Client, checkpoint: string, head: number, start
 }
 
 /** Kafka's own consume rate: a fresh consumer group reads the messages of `topic` between `from` and `to` (per partition), decoding nothing. */
-async function rawConsume(kafka: Kafka, topic: string, from: Positions, to: Positions): Promise<StageResult> {
+async function rawConsume(brokers: string[], topic: string, from: Positions, to: Positions): Promise<StageResult> {
   const start = new Map(from.map((p) => [p.partition, BigInt(p.offset)]));
   const end = new Map(to.map((p) => [p.partition, BigInt(p.offset)]));
   const want = [...end].reduce((a, [k, v]) => a + Number(v - (start.get(k) ?? 0n)), 0);
-  const consumer = kafka.consumer({ groupId: `${topic}.bench-raw-${randomUUID().slice(0, 8)}`, sessionTimeout: 10_000 });
+  const consumer = new Consumer({ clientId: 'svc-bench-raw', bootstrapBrokers: brokers, groupId: `${topic}.bench-raw-${randomUUID().slice(0, 8)}`, sessionTimeout: 10_000, autocommit: false });
   const reached = new Set<number>();
   let got = 0;
   let firstAt = NaN;
@@ -513,43 +514,37 @@ async function rawConsume(kafka: Kafka, topic: string, from: Positions, to: Posi
   let resolveDone!: () => void;
   const done = new Promise<void>((r) => (resolveDone = r));
   try {
-    await consumer.connect();
-    await consumer.subscribe({ topic, fromBeginning: true });
     const t0 = performance.now();
-    await consumer.run({
-      eachBatch: async ({ batch }) => {
-        const lo = start.get(batch.partition) ?? 0n;
-        const hi = end.get(batch.partition) ?? 0n;
-        for (const m of batch.messages) {
-          const o = BigInt(m.offset);
-          if (o >= lo && o < hi) got += 1;
-          if (o + 1n >= hi) reached.add(batch.partition);
-        }
-        if (got > 0 && Number.isNaN(firstAt)) firstAt = performance.now();
-        if (Number.isNaN(doneAt) && [...end].every(([k, v]) => v <= (start.get(k) ?? 0n) || reached.has(k))) {
-          doneAt = performance.now();
-          resolveDone();
-        }
-      },
-    });
     // Straight to the backlog's first offsets (a fresh group would otherwise read the topic from its start).
-    for (const p of from) consumer.seek({ topic, partition: p.partition, offset: p.offset });
+    const stream = await consumer.consume({ topics: [topic], mode: 'manual', offsets: from.map((p) => ({ topic, partition: p.partition, offset: BigInt(p.offset) })), maxWaitTime: 500 });
+    stream.on('data', (m) => {
+      const lo = start.get(m.partition) ?? 0n;
+      const hi = end.get(m.partition) ?? 0n;
+      if (m.offset >= lo && m.offset < hi) got += 1;
+      if (m.offset + 1n >= hi) reached.add(m.partition);
+      if (got > 0 && Number.isNaN(firstAt)) firstAt = performance.now();
+      if (Number.isNaN(doneAt) && [...end].every(([k, v]) => v <= (start.get(k) ?? 0n) || reached.has(k))) {
+        doneAt = performance.now();
+        resolveDone();
+      }
+    });
     await Promise.race([done, sleep(300_000).then(() => Promise.reject(new Error(`raw consume: ${got}/${want} after 300 s`)))]);
+    await stream.close().catch(() => {});
     return { events: got, perSec: got / ((doneAt - firstAt) / 1000), totalSeconds: (doneAt - t0) / 1000, startSeconds: (firstAt - t0) / 1000 };
   } finally {
-    await consumer.disconnect().catch(() => {});
+    await consumer.close(true).catch(() => {});
   }
 }
 
 async function backlogStages(t: Topology, events: number, log: (m: string) => void): Promise<BacklogResult> {
   const url = t.env.DATABASE_URL;
   const topic = t.env.KAFKA_TOPIC;
-  const kafka = new Kafka({ clientId: 'svc-bench-backlog', brokers: t.env.KAFKA_BROKERS.split(','), logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
+  const brokers = t.env.KAFKA_BROKERS.split(',');
+  // Only for the topic's end offsets (no group is joined).
+  const offsets = new Consumer({ clientId: 'svc-bench-backlog', bootstrapBrokers: brokers, groupId: `${topic}.bench-offsets` });
   const c = await openCommitter(url);
   const probe = new pg.Client({ connectionString: url });
   await probe.connect();
-  await admin.connect();
   const track = (p: RoleProcess) => {
     children.add(p.child);
     return p;
@@ -566,7 +561,7 @@ async function backlogStages(t: Topology, events: number, log: (m: string) => vo
     }
     await t.kill('projector', 'SIGTERM');
     await t.kill('relay', 'SIGTERM');
-    const from = await topicEnd(admin, topic);
+    const from = await topicEnd(offsets, topic);
     const a0 = performance.now();
     await c.append(events, 32);
     const appendSeconds = (performance.now() - a0) / 1000;
@@ -574,9 +569,9 @@ async function backlogStages(t: Topology, events: number, log: (m: string) => vo
     log(`K3a ${events} appends with the relay and the projector stopped: ${Math.round(events / appendSeconds)} ev/s (${appendSeconds.toFixed(1)} s)`);
     const relay = await drainTo(probe, 'kafka-relay', head, async () => track(await t.startRole('relay')));
     log(`K3r relay from a ${relay.events}-event backlog: ${Math.round(relay.perSec)} ev/s once publishing (spawn to head ${relay.totalSeconds.toFixed(1)} s, /healthz up at ${relay.startSeconds.toFixed(1)} s)`);
-    const to = await topicEnd(admin, topic);
-    const kafkaRead = await rawConsume(kafka, topic, from, to);
-    log(`K3k raw kafkajs consumer, the same ${kafkaRead.events} messages from the topology's topic (${to.length} partitions): ${Math.round(kafkaRead.perSec)} msg/s from the first message (join + first fetch ${kafkaRead.startSeconds.toFixed(1)} s)`);
+    const to = await topicEnd(offsets, topic);
+    const kafkaRead = await rawConsume(brokers, topic, from, to);
+    log(`K3k raw @platformatic/kafka consumer, the same ${kafkaRead.events} messages from the topology's topic (${to.length} partitions): ${Math.round(kafkaRead.perSec)} msg/s from the first message (join + first fetch ${kafkaRead.startSeconds.toFixed(1)} s)`);
     const proj = await drainTo(probe, 'read-models', head, async () => track(await t.startRole('projector')), ['search-index']);
     log(`K3p projector read models from the same backlog through Kafka: ${Math.round(proj.perSec)} ev/s once applying (spawn to head ${proj.totalSeconds.toFixed(1)} s, /healthz up at ${proj.startSeconds.toFixed(1)} s; search-index at head ${proj.others['search-index']?.toFixed(1)} s)`);
     return {
@@ -589,7 +584,7 @@ async function backlogStages(t: Topology, events: number, log: (m: string) => vo
       partitions: to.length,
     };
   } finally {
-    await admin.disconnect().catch(() => {});
+    await offsets.close().catch(() => {});
     await probe.end().catch(() => {});
     await c.close();
   }
@@ -817,9 +812,9 @@ async function scaleOut(o: KafkaBenchOptions, replicas: number): Promise<ScaleRe
 }
 
 export async function benchKafka(o: KafkaBenchOptions): Promise<KafkaBenchResult> {
-  o.log(`K raw: kafkajs producer -> consumer, ${o.events} messages`);
+  o.log(`K raw: @platformatic/kafka producer -> consumer, ${o.events} messages`);
   const rk = await rawKafka(o.brokers, o.events);
-  o.log(`RKk kafkajs round trip: ${Math.round(rk.messages / rk.seconds)} msg/s (${rk.seconds.toFixed(1)} s)`);
+  o.log(`RKk @platformatic/kafka round trip: ${Math.round(rk.messages / rk.seconds)} msg/s (${rk.seconds.toFixed(1)} s)`);
 
   o.log(`K raw: ${o.events} appends, projector process without Kafka (catch-up)`);
   const rf = await rawFeed(o.databaseUrl, o.events, o.log);

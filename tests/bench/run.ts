@@ -370,7 +370,7 @@ async function main() {
         { id: 'K1k', section: S5, name: '  the same, vs the Kafka transport alone', result: k1, target: 'report', ratio: { value: k1.opsPerSec / rkk.opsPerSec, vs: 'RKk' }, verdict: 'info' },
         { id: 'K1a', section: S5, name: `  of which: append of the ${n} events alone / relay checkpoint at head`, note: `${Math.round(k.e2e.events / k.e2e.appendSeconds)} / ${Math.round(k.e2e.events / k.e2e.relaySeconds)}`, target: 'report', verdict: 'info' },
         { id: 'RKf', section: S5, name: `raw: same ${n} appends, projector process without Kafka (catch-up subscription)`, result: rkf, verdict: 'base' },
-        { id: 'RKk', section: S5, name: `raw: kafkajs idempotent acks=all producer -> consumer group, ${n} msgs of ~${k.rawKafka.valueBytes} B + relay headers`, result: rkk, verdict: 'base' },
+        { id: 'RKk', section: S5, name: `raw: @platformatic/kafka idempotent acks=all producer -> consumer group, ${n} msgs of ~${k.rawKafka.valueBytes} B + relay headers`, result: rkk, verdict: 'base' },
         { id: 'RK2', section: S5, name: `raw: the same sustained load, service as one process without Kafka (catch-up projections)`, result: k.rawLag.create, verdict: 'base' },
         { id: 'RK2e', section: S5, name: '  its lag in events (head - read-models checkpoint), p50 / p99 / max; in time p50 / p99 ms', note: `${k.rawLag.lagEvents.p50} / ${k.rawLag.lagEvents.p99} / ${k.rawLag.lagEvents.max}; ${Math.round(k.rawLag.lagMs.p50)} / ${Math.round(k.rawLag.lagMs.p99)} ms`, verdict: 'base' },
         { id: 'K2', section: S5, name: `sustained ${lag.targetRate} creates/s x ${lag.seconds} s to the command role: write -> visible (response waits for read models)`, result: lag.create, target: 'report', ratio: { value: lag.create.p99 / k.rawLag.create.p99, vs: 'RK2 (p99)' }, verdict: lag.create.errors ? 'MISS' : 'info' },
@@ -385,7 +385,7 @@ async function main() {
       rows.push(
         { id: 'K3a', section: S5, name: `event store append on PostgreSQL, ${bn} RecordCreated by 32 committers, relay and projector stopped`, result: rate(b.events, b.append.seconds), target: 'report', verdict: 'info' },
         { id: 'K3r', section: S5, name: `the relay draining that backlog to Kafka (once publishing; from its spawn to head ${b.relay.totalSeconds.toFixed(1)} s, /healthz up at ${b.relay.startSeconds.toFixed(1)} s)`, result: rate(b.relay.events, b.relay.events / b.relay.perSec), target: 'report', ratio: { value: b.relay.perSec / b.append.perSec, vs: 'K3a' }, verdict: 'info' },
-        { id: 'K3k', section: S5, name: `raw: kafkajs consumer (fresh group, no decoding) reading the same ${b.kafka.events.toLocaleString('en-US')} messages of the topology's topic, ${b.partitions} partitions`, result: k3k, verdict: 'base' },
+        { id: 'K3k', section: S5, name: `raw: @platformatic/kafka consumer (fresh group, no decoding) reading the same ${b.kafka.events.toLocaleString('en-US')} messages of the topology's topic, ${b.partitions} partitions`, result: k3k, verdict: 'base' },
         { id: 'K3p', section: S5, name: `the projector's read models applying the same backlog from Kafka (once applying; from its spawn to head ${b.projector.totalSeconds.toFixed(1)} s, /healthz up at ${b.projector.startSeconds.toFixed(1)} s; search-index at head ${b.searchIndexSeconds.toFixed(1)} s)`, result: k3p, target: 'report', ratio: { value: k3p.opsPerSec / k3k.opsPerSec, vs: 'K3k' }, verdict: 'info' },
       );
       // X: the query role scaled out behind the router (a fresh topology per replica count).

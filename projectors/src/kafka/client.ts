@@ -1,10 +1,11 @@
-import { AssignerProtocol, Kafka, logLevel, type Admin, type LogEntry, type PartitionAssigner } from 'kafkajs';
+import { Admin, compatibilityPartitioner, Consumer, Producer, type ExtendedGroupProtocolSubscription, type GroupPartitionsAssigner } from '@platformatic/kafka';
 
 /**
  * Kafka settings of the relay and the Kafka feed (KAFKA_BROKERS and friends,
- * deploy/src/config.ts). The client is kafkajs 2.2.4: it speaks the protocol
- * versions Kafka 4 kept after KIP-896 (tested here against Kafka 4.1,
- * deploy/engines/kafka.sh).
+ * deploy/src/config.ts). The client is @platformatic/kafka (pure JavaScript,
+ * maintained; tested here against Kafka 4.1, deploy/engines/kafka.sh). Why
+ * this one and not kafkajs or @confluentinc/kafka-javascript:
+ * docs/engines/kafka.md "The client".
  */
 export interface KafkaSettings {
   /** host:port list. */
@@ -25,89 +26,118 @@ export const parseBrokers = (s: string): string[] =>
     .map((b) => b.trim())
     .filter(Boolean);
 
-/** kafkajs logs errors through our log, each distinct message at most once per 30 s (reconnect storms are loud). */
-function logCreator(log: (msg: string) => void) {
-  const seen = new Map<string, number>();
-  return () =>
-    ({ level, log: entry, namespace }: LogEntry) => {
-      if (level > logLevel.ERROR) return;
-      // Concurrent topic creation by the relay and the consumers: handled in ensureTopic.
-      if (/CreateTopics/.test(entry.message)) return;
-      const msg = `kafka ${namespace}: ${entry.message}${entry.error ? ` (${entry.error})` : ''}`;
-      const now = Date.now();
-      if ((seen.get(msg) ?? 0) > now - 30_000) return;
-      seen.set(msg, now);
-      if (seen.size > 200) seen.clear();
-      log(msg);
-    };
+const clientIdOf = (s: KafkaSettings, role: string) => (s.clientId ? `${s.clientId}-${role}` : role);
+
+/**
+ * Options every client shares. Each call retries a little; the relay and the
+ * feed have their own outer retry loops with backoff (a broker restart ends in
+ * a fresh client there).
+ */
+const base = (s: KafkaSettings, role: string) => ({
+  clientId: clientIdOf(s, role),
+  bootstrapBrokers: s.brokers,
+  connectTimeout: 3_000,
+  requestTimeout: 30_000,
+  timeout: 30_000,
+  retries: 5,
+  retryDelay: 300,
+});
+
+/**
+ * The relay's producer: idempotent, and partitions chosen with the Java
+ * client's murmur2 (`compatibilityPartitioner`), so a stream's partition is
+ * the one any Kafka client computes. Values, keys and headers are Buffers.
+ */
+export function createProducer(s: KafkaSettings): Producer {
+  return new Producer({ ...base(s, 'relay'), idempotent: true, acks: -1, autocreateTopics: false, partitioner: compatibilityPartitioner });
 }
 
-export function createKafka(s: KafkaSettings, clientId: string): Kafka {
-  return new Kafka({
-    clientId: s.clientId ? `${s.clientId}-${clientId}` : clientId,
-    brokers: s.brokers,
-    connectionTimeout: 3_000,
-    requestTimeout: 30_000,
-    // Each call retries a little; the relay and the feed have their own outer retry loops with backoff.
-    retry: { initialRetryTime: 200, maxRetryTime: 3_000, retries: 5 },
-    logLevel: logLevel.ERROR,
-    logCreator: logCreator(s.log ?? (() => {})),
-  });
+export function createAdmin(s: KafkaSettings, role: string): Admin {
+  return new Admin(base(s, role));
 }
 
 /** Creates the event topic when it does not exist (the relay and every consumer call it, whoever starts first). */
-export async function ensureTopic(admin: Admin, s: KafkaSettings): Promise<void> {
-  const existing = await admin.listTopics();
-  if (existing.includes(s.topic)) return;
+export async function ensureTopic(s: KafkaSettings, role: string): Promise<void> {
+  const admin = createAdmin(s, role);
   try {
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: [
-        {
-          topic: s.topic,
-          numPartitions: s.partitions,
-          // Batches of large events (documents' payloads) still fit; the event store stays the source of truth, so no compaction.
-          configEntries: [
-            { name: 'max.message.bytes', value: String(16 * 1024 * 1024) },
-            { name: 'cleanup.policy', value: 'delete' },
-          ],
-        },
-      ],
-    });
-  } catch (e) {
-    // TOPIC_ALREADY_EXISTS from a concurrent creator is fine.
-    if (!/already exists/i.test(String((e as Error)?.message ?? e)) && !(await admin.listTopics()).includes(s.topic)) throw e;
+    if ((await admin.listTopics()).includes(s.topic)) return;
+    try {
+      await admin.createTopics({
+        topics: [s.topic],
+        partitions: s.partitions,
+        replicas: -1,
+        // Batches of large events (documents' payloads) still fit; the event store stays the source of truth, so no compaction.
+        configs: [
+          { name: 'max.message.bytes', value: String(16 * 1024 * 1024) },
+          { name: 'cleanup.policy', value: 'delete' },
+        ],
+      });
+    } catch (e) {
+      // TOPIC_ALREADY_EXISTS from a concurrent creator is fine.
+      if (!(await admin.listTopics()).includes(s.topic)) throw e;
+    }
+    await waitForLeaders(admin, s.topic);
+  } finally {
+    await admin.close().catch(() => {});
+  }
+}
+
+/** A topic just created has no leader for a moment; producing to it or joining a group on it before then fails. */
+async function waitForLeaders(admin: Admin, topic: string): Promise<void> {
+  for (let i = 0; i < 50; i++) {
+    const md = await admin.metadata({ topics: [topic], forceUpdate: true }).catch(() => undefined);
+    const t = md?.topics.get(topic);
+    if (t && t.partitions.length && t.partitions.every((p) => p && p.leader >= 0)) return;
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
 
 export const ASSIGNER = 'SvcSingleActive';
+
+/** What a member says when it joins: whether it holds the partitions now (the assignment is sticky to it). */
+export const memberUserData = (holdsPartitions: boolean): Buffer => Buffer.from(holdsPartitions ? 'active' : '');
 
 /**
  * The group's partition assignment: every partition of the topic to ONE member
  * (the others are hot standbys). The projections need the global order of the
  * whole log, which no subset of partitions carries, so splitting partitions
  * across members would make each see holes. Sticky: a member that holds the
- * partitions says so in its metadata and keeps them when another joins.
+ * partitions says so in its metadata (`memberUserData`) and keeps them when
+ * another joins.
  */
-export const singleActiveAssigner =
-  (holdsPartitions: () => boolean): PartitionAssigner =>
-  ({ cluster }) => ({
-    name: ASSIGNER,
-    version: 1,
-    async assign({ members, topics }) {
-      const holder =
-        members
-          .filter((m) => AssignerProtocol.MemberMetadata.decode(m.memberMetadata)?.userData?.toString() === 'active')
-          .map((m) => m.memberId)
-          .sort()[0] ?? members.map((m) => m.memberId).sort()[0];
-      const all: Record<string, number[]> = {};
-      for (const t of topics) all[t] = cluster.findTopicPartitionMetadata(t).map((p) => p.partitionId);
-      return members.map((m) => ({
-        memberId: m.memberId,
-        memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 1, assignment: m.memberId === holder ? all : {}, userData: Buffer.alloc(0) }),
-      }));
-    },
-    protocol({ topics }) {
-      return { name: ASSIGNER, metadata: AssignerProtocol.MemberMetadata.encode({ version: 1, topics, userData: Buffer.from(holdsPartitions() ? 'active' : '') }) };
-    },
+export const singleActiveAssigner: GroupPartitionsAssigner = (_current, members, topics, metadata) => {
+  const ids = [...members.keys()].sort();
+  const active = (m: ExtendedGroupProtocolSubscription) => {
+    const d = (m as { metadata?: Buffer | string }).metadata;
+    return d !== undefined && d !== null && d.toString() === 'active';
+  };
+  const holder = ids.find((id) => active(members.get(id)!)) ?? ids[0];
+  return ids.map((memberId) => {
+    const assignments = new Map<string, { topic: string; partitions: number[] }>();
+    if (memberId === holder)
+      for (const topic of topics) {
+        const count = metadata.topics.get(topic)?.partitionsCount ?? 0;
+        assignments.set(topic, { topic, partitions: Array.from({ length: count }, (_, i) => i) });
+      }
+    return { memberId, assignments };
   });
+};
+
+/** A consumer-group member of the feed, with the single-active assignment (`holdsPartitions` is asked at each join). */
+export function createConsumer(s: KafkaSettings, role: string, groupId: string, holdsPartitions: () => boolean): Consumer {
+  return new Consumer({
+    ...base(s, role),
+    groupId,
+    sessionTimeout: 10_000,
+    rebalanceTimeout: 15_000,
+    heartbeatInterval: 1_000,
+    maxWaitTime: 500,
+    autocommit: false,
+    autocreateTopics: false,
+    protocols: [{ name: ASSIGNER, version: 1 }],
+    protocolsMetadata: () => memberUserData(holdsPartitions()),
+    partitionAssigner: singleActiveAssigner,
+  });
+}
+
+

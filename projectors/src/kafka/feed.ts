@@ -1,9 +1,9 @@
-import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
+import type { Consumer, Message, MessagesStream } from '@platformatic/kafka';
 import type { EventStore, Sql, StoredEvent } from '@svc/domain';
 import type { CatchUpOptions } from '../runtime/catch-up';
 import { readCheckpoint } from '../runtime/checkpoints';
 import type { EventFeed, FeedStatus } from '../runtime/feed';
-import { createKafka, ensureTopic, singleActiveAssigner, type KafkaSettings } from './client';
+import { createConsumer, ensureTopic, type KafkaSettings } from './client';
 import { fromMessage, H, type FeedEvent } from './messages';
 
 export interface KafkaFeedOptions {
@@ -14,7 +14,7 @@ export interface KafkaFeedOptions {
   sql: Sql;
   /** How long buffered events may wait for a missing predecessor before it is read from the event store (default 5 s). */
   gapMs?: number;
-  /** Messages buffered per partition before that partition is paused (default 5,000). */
+  /** Messages buffered in one partition before the consumer is paused (default 5,000). */
   maxBuffered?: number;
   log?: (msg: string) => void;
 }
@@ -50,6 +50,11 @@ export interface KafkaFeedOptions {
  * One active member: the group's assignor gives every partition to one member
  * (client.ts), the others stand by; a member that takes over re-reads the
  * checkpoint first.
+ *
+ * Backpressure: past `maxBuffered` messages buffered in a partition the
+ * consumer's stream is paused (the client pauses fetching as a whole, not one
+ * partition; one member holds every partition anyway) until it drained below
+ * half of that.
  */
 export class KafkaFeed implements EventFeed {
   readonly kind = 'kafka' as const;
@@ -81,7 +86,6 @@ interface PartitionState {
   committed: string | null;
   /** The partition's high watermark at the last fetch. */
   high: string | null;
-  paused: boolean;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -94,6 +98,10 @@ class Subscription {
   private readonly byPrev = new Map<number, number>();
   private readonly parts = new Map<number, PartitionState>();
   private consumer: Consumer | undefined;
+  private stream: MessagesStream<Buffer, Buffer, Buffer, Buffer> | undefined;
+  private paused = false;
+  /** Messages received in this tick: trimmed and woken for once, when the tick ends (the client hands them one by one). */
+  private tickScheduled = false;
   private assigned = false;
   /** Set when this member (re)gains the partitions: the checkpoint is re-read before anything is applied. */
   private resync = false;
@@ -145,46 +153,36 @@ class Subscription {
     return { transport: 'kafka', topic: this.topic, groupId: this.groupId, active: this.assigned, position: this.current, lagMessages: lag, buffered: this.buffer.size, partitions, ...this.s };
   }
 
-  // ---- the consumer: one group member, recreated after a crash it does not restart from itself
+  // ---- the consumer: one group member, recreated after any failure (a broker restart ends its stream)
 
   private async sessions(applying: Promise<void>): Promise<void> {
     let attempt = 0;
     while (!this.co.signal.aborted) {
-      let kafka: Kafka | undefined;
+      let highs: ReturnType<typeof setInterval> | undefined;
       try {
-        kafka = createKafka(this.o.settings, `feed-${this.name}`);
-        const admin = kafka.admin();
-        await admin.connect();
-        try {
-          await ensureTopic(admin, this.o.settings);
-        } finally {
-          await admin.disconnect().catch(() => {});
-        }
-        const consumer = kafka.consumer({
-          groupId: this.groupId,
-          partitionAssigners: [singleActiveAssigner(() => this.assigned)],
-          sessionTimeout: 10_000,
-          rebalanceTimeout: 15_000,
-          heartbeatInterval: 1_000,
-          maxWaitTimeInMs: 500,
-          allowAutoTopicCreation: false,
-          retry: { initialRetryTime: 300, maxRetryTime: 5_000, retries: 8 },
-        });
+        await ensureTopic(this.o.settings, `feed-${this.name}`);
+        const consumer = createConsumer(this.o.settings, `feed-${this.name}`, this.groupId, () => this.assigned);
         this.consumer = consumer;
         let ended!: (why: string) => void;
         const over = new Promise<string>((r) => (ended = r));
-        consumer.on(consumer.events.GROUP_JOIN, (e) => this.joined(e.payload.memberAssignment[this.topic] ?? []));
-        consumer.on(consumer.events.CRASH, (e) => {
-          this.s.lastError = String(e.payload.error?.message ?? e.payload.error);
-          this.log(`consumer crashed (${this.s.lastError})${e.payload.restart ? '; it restarts' : ''}`);
-          if (!e.payload.restart) ended('crash');
-        });
+        const failed = (what: string) => (e: unknown) => {
+          this.s.lastError = `${what}: ${e instanceof Error ? e.message : String(e)}`;
+          this.log(`${this.s.lastError}; the consumer is recreated`);
+          ended('crash');
+        };
+        consumer.on('consumer:group:join', (e) => this.joined(e.assignments?.find((a) => a.topic === this.topic)?.partitions ?? []));
+        consumer.on('consumer:heartbeat:stalled', (e) => failed('heartbeat stalled')(e.lastError ?? `${e.stalledFor} ms`));
+        consumer.on('error', failed('consumer'));
         const onAbort = () => ended('stop');
         this.co.signal.addEventListener('abort', onAbort, { once: true });
         try {
-          await consumer.connect();
-          await consumer.subscribe({ topic: this.topic, fromBeginning: true });
-          await consumer.run({ autoCommit: false, eachBatchAutoResolve: true, eachBatch: (b) => this.receive(b) });
+          // From the group's committed offsets; a group without any starts at the beginning of the topic.
+          const stream = await consumer.consume({ topics: [this.topic], mode: 'committed', fallbackMode: 'earliest', autocommit: false, maxWaitTime: 500 });
+          this.stream = stream;
+          stream.on('data', (m) => this.receive(m));
+          stream.on('error', failed('stream'));
+          stream.on('close', () => ended('closed'));
+          highs = setInterval(() => void this.refreshHighs(), 2_000);
           attempt = 0;
           await over;
         } finally {
@@ -195,6 +193,7 @@ class Subscription {
         attempt += 1;
         if (attempt === 1 || attempt % 10 === 0) this.log(`consumer failed (attempt ${attempt}): ${this.s.lastError}`);
       }
+      clearInterval(highs);
       if (this.co.signal.aborted) {
         // The batch in flight finishes first; then the offsets behind the final checkpoint are committed.
         await applying;
@@ -202,12 +201,30 @@ class Subscription {
         await this.commit();
       }
       const c = this.consumer;
+      const st = this.stream;
       this.consumer = undefined;
+      this.stream = undefined;
+      this.paused = false;
       // Without a live member this process holds nothing: another member may take the partitions over meanwhile.
       this.joined([]);
       this.s.joins -= 1;
-      await c?.disconnect().catch(() => {});
+      await st?.close().catch(() => {});
+      await c?.close(true).catch(() => {});
       if (!this.co.signal.aborted) await sleep(backoff(Math.max(attempt, 3)));
+    }
+  }
+
+  /** The partitions' high watermarks, for the lag in status() (the client's messages do not carry them). */
+  private async refreshHighs(): Promise<void> {
+    const c = this.consumer;
+    if (!c || !this.assigned) return;
+    try {
+      const offsets = await c.listOffsets({ topics: [this.topic] });
+      (offsets.get(this.topic) ?? []).forEach((high, partition) => {
+        if (this.parts.has(partition) || this.assigned) this.part(partition).high = String(high);
+      });
+    } catch {
+      // Best effort: the next round tries again.
     }
   }
 
@@ -233,45 +250,51 @@ class Subscription {
   private part(partition: number): PartitionState {
     let p = this.parts.get(partition);
     if (!p) {
-      p = { entries: [], want: null, committed: null, high: null, paused: false };
+      p = { entries: [], want: null, committed: null, high: null };
       this.parts.set(partition, p);
     }
     return p;
   }
 
-  private async receive({ batch }: EachBatchPayload): Promise<void> {
-    const p = this.part(batch.partition);
-    p.high = batch.highWatermark;
-    for (const m of batch.messages) {
-      this.s.received += 1;
-      let fe: FeedEvent;
-      try {
-        fe = fromMessage(m);
-      } catch (e) {
-        // Not applicable here (a schema this build does not know): the hole it leaves is read from the event store.
-        this.s.undecodable += 1;
-        const pos = Number(m.headers?.[H.position]?.toString() ?? -1);
-        p.entries.push({ offset: m.offset, position: Number.isFinite(pos) ? pos : -1 });
-        this.log(`message at offset ${m.offset} of partition ${batch.partition} not decodable: ${e instanceof Error ? e.message : String(e)}`);
-        continue;
-      }
+  private receive(m: Message<Buffer, Buffer, Buffer, Buffer>): void {
+    if (!this.assigned) return;
+    const p = this.part(m.partition);
+    const offset = String(m.offset);
+    this.s.received += 1;
+    const headers: Record<string, Buffer> = {};
+    for (const [k, v] of m.headerEntries) headers[k.toString('utf8')] = v;
+    let fe: FeedEvent | undefined;
+    try {
+      fe = fromMessage({ key: m.key, value: m.value ?? null, headers });
+    } catch (e) {
+      // Not applicable here (a schema this build does not know): the hole it leaves is read from the event store.
+      this.s.undecodable += 1;
+      const pos = Number(headers[H.position]?.toString() ?? -1);
+      p.entries.push({ offset, position: Number.isFinite(pos) ? pos : -1 });
+      this.log(`message at offset ${offset} of partition ${m.partition} not decodable: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    if (fe) {
       const pos = fe.event.position;
-      p.entries.push({ offset: m.offset, position: pos });
-      if (pos <= this.current || this.buffer.has(pos)) {
-        this.s.duplicates += 1;
-        continue;
+      p.entries.push({ offset, position: pos });
+      if (pos <= this.current || this.buffer.has(pos)) this.s.duplicates += 1;
+      else {
+        this.buffer.set(pos, fe);
+        this.byPrev.set(fe.prev, pos);
       }
-      this.buffer.set(pos, fe);
-      this.byPrev.set(fe.prev, pos);
     }
-    // Redelivered offsets the checkpoint already covers are committed right away.
-    this.trim();
     const max = this.o.maxBuffered ?? 5000;
-    if (!p.paused && p.entries.length > max && this.consumer) {
-      p.paused = true;
-      this.consumer.pause([{ topic: this.topic, partitions: [batch.partition] }]);
+    if (!this.paused && p.entries.length > max && this.stream) {
+      this.paused = true;
+      this.stream.pause();
     }
-    this.wake();
+    if (this.tickScheduled) return;
+    this.tickScheduled = true;
+    setImmediate(() => {
+      this.tickScheduled = false;
+      // Redelivered offsets the checkpoint already covers are committed right away.
+      this.trim();
+      this.wake();
+    });
   }
 
   // ---- applying, strictly in global order
@@ -405,14 +428,14 @@ class Subscription {
   /** Offsets whose events the checkpoint covers: committed; partitions drained below half the limit: resumed. */
   private trim(): void {
     const max = this.o.maxBuffered ?? 5000;
-    for (const [partition, p] of this.parts) {
+    for (const p of this.parts.values()) {
       let last: string | null = null;
       while (p.entries.length && p.entries[0].position <= this.current) last = p.entries.shift()!.offset;
       if (last !== null) p.want = String(BigInt(last) + 1n);
-      if (p.paused && p.entries.length < max / 2 && this.consumer) {
-        p.paused = false;
-        this.consumer.resume([{ topic: this.topic, partitions: [partition] }]);
-      }
+    }
+    if (this.paused && this.stream && [...this.parts.values()].every((p) => p.entries.length < max / 2)) {
+      this.paused = false;
+      this.stream.resume();
     }
     void this.commit();
   }
@@ -451,14 +474,14 @@ class Subscription {
   private async commitOnce(): Promise<void> {
     const c = this.consumer;
     if (!c) return;
-    const offsets: Array<{ topic: string; partition: number; offset: string }> = [];
-    for (const [partition, p] of this.parts) if (p.want !== null && p.want !== p.committed) offsets.push({ topic: this.topic, partition, offset: p.want });
+    const offsets: Array<{ topic: string; partition: number; offset: bigint; leaderEpoch: number }> = [];
+    for (const [partition, p] of this.parts) if (p.want !== null && p.want !== p.committed) offsets.push({ topic: this.topic, partition, offset: BigInt(p.want), leaderEpoch: -1 });
     if (!offsets.length) return;
     try {
-      await c.commitOffsets(offsets);
+      await c.commit({ offsets });
       for (const o of offsets) {
         const p = this.parts.get(o.partition);
-        if (p) p.committed = o.offset;
+        if (p) p.committed = String(o.offset);
       }
     } catch (e) {
       this.s.lastError = `commit: ${e instanceof Error ? e.message : String(e)}`;

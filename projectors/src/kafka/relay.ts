@@ -1,10 +1,10 @@
-import { Partitioners, type Kafka, type Producer } from 'kafkajs';
+import type { Producer } from '@platformatic/kafka';
 import type { EventStore, Sql, StoredEvent } from '@svc/domain';
 import { catchUp } from '../runtime/catch-up';
 import { traceBatch } from '../runtime/trace';
 import { ensureCheckpoints, readCheckpoint, writeCheckpoint } from '../runtime/checkpoints';
 import type { FollowerStats } from '../runtime/runner';
-import { createKafka, ensureTopic, type KafkaSettings } from './client';
+import { createProducer, ensureTopic, type KafkaSettings } from './client';
 import { toMessage, type OutMessage } from './messages';
 
 export const RELAY = 'kafka-relay';
@@ -32,7 +32,6 @@ export class KafkaRelay {
   private position = 0;
   private abort = new AbortController();
   private loop: Promise<void> | undefined;
-  private kafka: Kafka | undefined;
   private producer: Producer | undefined;
   private topicReady = false;
   readonly stats: RelayStats = { name: RELAY, position: 0, batches: 0, events: 0, errors: 0, lastError: null };
@@ -82,25 +81,15 @@ export class KafkaRelay {
 
   private async connect(): Promise<Producer> {
     if (this.producer) return this.producer;
-    this.kafka ??= createKafka(this.settings, 'relay');
     if (!this.topicReady) {
-      const admin = this.kafka.admin();
-      await admin.connect();
-      try {
-        await ensureTopic(admin, this.settings);
-        this.topicReady = true;
-      } finally {
-        await admin.disconnect().catch(() => {});
-      }
+      await ensureTopic(this.settings, 'relay');
+      this.topicReady = true;
     }
-    const producer = this.kafka.producer({
-      idempotent: true,
-      maxInFlightRequests: 1,
-      allowAutoTopicCreation: false,
-      // Java-compatible murmur2 on the key: a stream's partition is the one any Kafka client computes.
-      createPartitioner: Partitioners.DefaultPartitioner,
-    });
-    await producer.connect();
+    // Idempotent, acks=all, Java-compatible murmur2 partitioning on the key (client.ts). One send at a time (publish
+    // awaits each request), so a partition never reorders.
+    const producer = createProducer(this.settings);
+    // A connection error surfaces in the send that fails; this only keeps an emitted one from crashing the process.
+    producer.on('error', () => {});
     this.producer = producer;
     return producer;
   }
@@ -109,7 +98,7 @@ export class KafkaRelay {
   private async reset(): Promise<void> {
     const p = this.producer;
     this.producer = undefined;
-    await p?.disconnect().catch(() => {});
+    await p?.close(true).catch(() => {});
   }
 
   private async publish(events: StoredEvent[]): Promise<number> {
@@ -121,7 +110,12 @@ export class KafkaRelay {
     });
     try {
       const producer = await this.connect();
-      for (const chunk of chunks(messages)) await producer.send({ topic: this.settings.topic, acks: -1, messages: chunk });
+      const topic = this.settings.topic;
+      for (const chunk of chunks(messages))
+        await producer.send({
+          acks: -1,
+          messages: chunk.map((m) => ({ topic, key: Buffer.from(m.key), value: m.value, headers: new Map(Object.entries(m.headers).map(([k, v]) => [Buffer.from(k), Buffer.isBuffer(v) ? v : Buffer.from(v)])) })),
+        });
     } catch (e) {
       await this.reset();
       throw e;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { Kafka, logLevel, type KafkaMessage } from 'kafkajs';
+import { Consumer } from '@platformatic/kafka';
 import type { KafkaSettings } from '@svc/projectors';
 import { expect } from 'vitest';
 import { ROOT, type Api } from '../support/service';
@@ -20,33 +20,34 @@ export function settingsFor(topic: string, partitions = 3): KafkaSettings {
   return { brokers: brokers!.split(','), topic, partitions, groupPrefix: `${topic}.`, clientId: 'test' };
 }
 
+/** One message as read back (headers by name; a repeated header keeps its first value). */
 export interface RawMessage {
   partition: number;
   offset: string;
-  message: KafkaMessage;
+  message: { key: Buffer | null; value: Buffer | null; headers: Record<string, Buffer> };
 }
 
 /** Reads the whole topic from the beginning with a consumer group of its own until `until` holds (or the time runs out). */
 export async function readTopic(topic: string, until: (msgs: RawMessage[]) => boolean, timeoutMs = 60_000): Promise<RawMessage[]> {
-  const kafka = new Kafka({ clientId: 'test-reader', brokers: brokers!.split(','), logLevel: logLevel.NOTHING });
-  const consumer = kafka.consumer({ groupId: `reader-${randomUUID()}`, maxWaitTimeInMs: 200 });
+  const consumer = new Consumer({ clientId: 'test-reader', bootstrapBrokers: brokers!.split(','), groupId: `reader-${randomUUID()}`, maxWaitTime: 200, autocommit: false });
   const out: RawMessage[] = [];
-  await consumer.connect();
   try {
-    await consumer.subscribe({ topic, fromBeginning: true });
+    const stream = await consumer.consume({ topics: [topic], mode: 'earliest' });
     let done!: () => void;
     const finished = new Promise<void>((r) => (done = r));
-    await consumer.run({
-      eachMessage: async ({ partition, message }) => {
-        out.push({ partition, offset: message.offset, message });
-        if (until(out)) done();
-      },
+    stream.on('data', (m) => {
+      const headers: Record<string, Buffer> = {};
+      for (const [k, v] of m.headerEntries) headers[k.toString()] ??= v;
+      out.push({ partition: m.partition, offset: String(m.offset), message: { key: m.key ?? null, value: m.value ?? null, headers } });
+      if (until(out)) done();
     });
+    stream.on('error', () => done());
     const t = setTimeout(done, timeoutMs);
     await finished;
     clearTimeout(t);
+    await stream.close().catch(() => {});
   } finally {
-    await consumer.disconnect();
+    await consumer.close(true).catch(() => {});
   }
   return out;
 }

@@ -18,6 +18,7 @@ export interface ScreenEntry {
 
 export const SCREENS: ScreenEntry[] = [
   { name: 'schemas', label: 'Schemas', credential: 'tenant', load: () => import('./schemas') },
+  { name: 'records', label: 'Records', credential: 'tenant', load: () => import('./records') },
 ];
 
 /** The screen a person lands on after signing in with a credential of this kind. */

@@ -1,6 +1,7 @@
 // @svc/domain: the package's one entry point. Pure decisions per aggregate, payload validation, access rules, the ports (interfaces) the outside world provides (./ports), and the write path's one command handler (./write).
 export * from './documents/document';
 export * from './documents/grants';
+export * from './documents/processing';
 export * from './documents/view';
 export * from './folders/folder';
 export * from './identity/entity';
@@ -63,6 +64,7 @@ export * from './webhooks/webhook';
 export * from './write/appends';
 export * from './write/caught-up';
 export * from './write/contention';
+export * from './write/document-processing';
 export * from './write/handle-command';
 export * from './write/metadata';
 export * from './write/reservations';

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { type DomainEvent, EVENT_SCHEMA_VERSION, type EventMetadata, route, type RouteSpec } from '@svc/contracts';
-import { type BlobStore, type CommandDeps, commit, documentBlobKeys, isTornDown, type StorageGrants, streams, UPLOAD_HEADER, WrongExpectedRevisionError } from '@svc/domain';
+import { route, type RouteSpec } from '@svc/contracts';
+import { type BlobStore, type CommandDeps, documentBlobKeys, isTornDown, type StorageGrants, UPLOAD_HEADER } from '@svc/domain';
 import { loadDocument } from './commands';
-import { fileIngestAppend } from '../usage/meter';
+import { recordUpload } from './record-upload';
 
 /**
  * The embedded object-storage endpoint behind presigned URLs (decisions §1):
@@ -35,10 +35,6 @@ function presignedRequest(req: FastifyRequest) {
   return { id: (req.params as { id: string }).id, uploadId: single(q.upload) ?? '', expires: Number(single(q.expires)), signature: single(q.signature) };
 }
 
-function workerMetadata(state: { tenantId: string | null; contextId: string | null }, requestId: string, now: Date): EventMetadata {
-  return { tenantId: state.tenantId, contextId: state.contextId, accountId: null, actorKeyId: null, userId: null, requestId, occurredAt: now.toISOString(), schemaVersion: EVENT_SCHEMA_VERSION };
-}
-
 export function storageRoutes(o: { deps: CommandDeps; blobs: BlobStore; grants: StorageGrants; now?: () => Date }): RouteSpec[] {
   const now = o.now ?? (() => new Date());
   return [
@@ -53,7 +49,7 @@ export function storageRoutes(o: { deps: CommandDeps; blobs: BlobStore; grants: 
         if (check === 'bad-signature') return storageError(req, reply, 403, 'AccessDenied', 'The request signature does not match');
         if (check === 'expired') return storageError(req, reply, 403, 'AccessDenied', 'Request has expired');
         if (!o.grants.checkHeader(id, uploadId, single(req.headers[UPLOAD_HEADER]))) return storageError(req, reply, 403, 'AccessDenied', `The ${UPLOAD_HEADER} header is missing or does not match the grant`);
-        const { state, revision } = await loadDocument(o.deps, id);
+        const { state } = await loadDocument(o.deps, id);
         if (!state.exists || state.uploadId !== uploadId || state.status !== 'PENDING_UPLOAD' || (await isTornDown(o.deps.store, state.tenantId, state.contextId)))
           return storageError(req, reply, 403, 'AccessDenied', 'The upload URL has already been used or is no longer valid');
         if (mediaType(single(req.headers['content-type'])) !== mediaType(state.fileType)) return storageError(req, reply, 403, 'AccessDenied', 'Content-Type does not match the signed upload');
@@ -66,15 +62,16 @@ export function storageRoutes(o: { deps: CommandDeps; blobs: BlobStore; grants: 
           if ((e as Error).name === 'BlobTooLargeError') return storageError(req, reply, 400, 'EntityTooLarge', `The file exceeds ${MAX_UPLOAD_BYTES} bytes`);
           throw e;
         }
-        const events: DomainEvent[] = [{ type: 'DocumentFileUploaded', data: { documentId: id, uploadId, fileRef: key, fileSize: bytes, fileType: state.fileType! } }];
+        let recorded: boolean;
         try {
-          const md = workerMetadata(state, req.id, now());
-          // Metering: the file ingest is charged with the upload it records (docs/api.md "Usage").
-          await commit(o.deps, md, [{ streamId: streams.document(id), events, expectedRevision: revision }, ...fileIngestAppend(o.deps.meter, md, bytes, state)]);
+          recorded = await recordUpload(o.deps, { documentId: id, uploadId, fileRef: key, fileSize: bytes, requestId: req.id, now: now() });
         } catch (e) {
           await o.blobs.delete(key).catch(() => {});
-          if (e instanceof WrongExpectedRevisionError) return storageError(req, reply, 403, 'AccessDenied', 'The upload URL has already been used or is no longer valid');
           throw e;
+        }
+        if (!recorded) {
+          await o.blobs.delete(key).catch(() => {});
+          return storageError(req, reply, 403, 'AccessDenied', 'The upload URL has already been used or is no longer valid');
         }
         // The previous file of a re-upload goes once the new one is recorded.
         if (state.fileRef && state.fileRef !== key) await o.blobs.delete(state.fileRef).catch(() => {});

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { type DomainEvent, EVENT_SCHEMA_VERSION } from '@svc/contracts';
-import { documentAggregate, documentBlobKeys, type EventStore, loadAggregate, type Sql, streams, toNewEvents, WrongExpectedRevisionError } from '@svc/domain';
+import { documentAggregate, documentBlobKeys, type EventStore, loadAggregate, NO_WAIT, type Sql, streams, type WriteCharges } from '@svc/domain';
+import { recordUpload } from './record-upload';
 import { MAX_UPLOAD_BYTES } from './storage';
-import { fileIngestAppend, type UsageMeter } from '../usage/meter';
 
 /** What the poller needs of an object store (the S3 adapter provides it). */
 export interface UploadObjectStore {
@@ -56,7 +55,7 @@ export class UploadPoller {
       log?: (msg: string) => void;
       now?: () => Date;
       /** Metering: the file ingest is charged with the upload it records. */
-      meter?: UsageMeter;
+      meter?: WriteCharges;
     },
   ) {}
 
@@ -112,7 +111,7 @@ export class UploadPoller {
       this.mismatch.delete(tag);
       return false;
     }
-    const { state, revision } = await loadAggregate(this.o.store, streams.document(id), documentAggregate);
+    const { state } = await loadAggregate(this.o.store, streams.document(id), documentAggregate);
     if (!state.exists || state.status !== 'PENDING_UPLOAD' || state.uploadId !== uploadId) {
       await this.o.objects.delete(pendingKey).catch(() => {});
       return false;
@@ -134,18 +133,18 @@ export class UploadPoller {
     await this.o.objects.copy(pendingKey, key);
     const copied = await this.o.objects.head(key);
     if (!copied) return false;
-    const events: DomainEvent[] = [{ type: 'DocumentFileUploaded', data: { documentId: id, uploadId, fileRef: key, fileSize: copied.bytes, fileType: state.fileType! } }];
-    const metadata = {
-      tenantId: state.tenantId, contextId: state.contextId, accountId: null, actorKeyId: null, userId: null,
-      requestId: randomUUID(), occurredAt: new Date(this.o.now?.() ?? Date.now()).toISOString(), schemaVersion: EVENT_SCHEMA_VERSION,
-    };
+    let recorded: boolean;
     try {
-      const charge = fileIngestAppend(this.o.meter, metadata, copied.bytes, state).map((a) => ({ streamId: a.streamId, events: toNewEvents({ newId: randomUUID }, a.events, a.metadata ?? metadata), expectedRevision: a.expectedRevision }));
-      await this.o.store.appendMulti([{ streamId: streams.document(id), events: toNewEvents({ newId: randomUUID }, events, metadata), expectedRevision: revision }, ...charge]);
+      // Off the request path: no one waits on the read models (NO_WAIT).
+      const deps = { store: this.o.store, barrier: NO_WAIT, ids: { newId: randomUUID }, log: this.o.log, meter: this.o.meter };
+      recorded = await recordUpload(deps, { documentId: id, uploadId, fileRef: key, fileSize: copied.bytes, requestId: randomUUID(), now: new Date(this.o.now?.() ?? Date.now()) });
     } catch (e) {
       await this.o.objects.delete(key).catch(() => {});
-      if (e instanceof WrongExpectedRevisionError) return false;
       throw e;
+    }
+    if (!recorded) {
+      await this.o.objects.delete(key).catch(() => {});
+      return false;
     }
     await this.o.objects.delete(pendingKey).catch(() => {});
     if (state.fileRef && state.fileRef !== key) await this.o.objects.delete(state.fileRef).catch(() => {});

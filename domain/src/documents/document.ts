@@ -253,7 +253,7 @@ function change(sealing: PayloadSealing, cmd: Extract<DocumentCommand, { type: '
  * The document decider. `sealing` seals the sensitive values of a schema-bound
  * payload and computes their blind index inside the decision: the events it
  * returns are the events stored. Processing events (upload, extraction,
- * indexing) are appended by the workers, not decided here.
+ * indexing) are decided by the document processing decider (./processing.ts).
  */
 export function documentDecider(sealing: PayloadSealing): Decider<DocumentState, DocumentCommand, DocumentEvent> {
   return {

@@ -12,15 +12,13 @@ import { contended } from './contention';
 export { type DomainAppend, toNewEvents } from './appends';
 export { metadataFor, systemMetadata } from './metadata';
 
-export interface CommandDeps {
+/** What the handler itself needs: the log, the barrier it waits on after an append, ids. Writers that are not a request (reactors, workers) give only these. */
+export interface WriteDeps {
   store: EventStore;
+  /** Reactors that do not answer anyone pass one that does not wait (`NO_WAIT`). */
   barrier: ReadModelBarrier;
   ids: IdGenerator;
-  /** Seals sensitive payload values before they enter an event; blind-indexes them (the sealing port). */
-  sealer: PayloadSealing;
   log?: (message: string) => void;
-  /** Metering (docs/api.md "Usage", the charges port): writes carry their charge in their commit (DomainAppend.charge). Absent: nothing is metered. */
-  meter?: WriteCharges;
   /**
    * Called once a write that revoked credentials (REVOKING_EVENTS) has reached the read models, before it is
    * answered: this process's credential cache forgets, whether or not its projector or a notification got there first.
@@ -28,8 +26,19 @@ export interface CommandDeps {
   onRevoked?: () => void;
 }
 
+/** A barrier that does not wait: for writers off the request path, whom no reader is waiting on. */
+export const NO_WAIT: ReadModelBarrier = { waitFor: async () => true };
+
+/** The request path's dependencies: the handler's, and the ports its commands use (sealing, charges). */
+export interface CommandDeps extends WriteDeps {
+  /** Seals sensitive payload values before they enter an event; blind-indexes them (the sealing port). */
+  sealer: PayloadSealing;
+  /** Metering (docs/api.md "Usage", the charges port): writes carry their charge in their commit (DomainAppend.charge). Absent: nothing is metered. */
+  meter?: WriteCharges;
+}
+
 /** Appends atomically to every stream, then waits until the read models have applied it (read-your-writes). */
-export async function commit(deps: CommandDeps, metadata: EventMetadata, appends: DomainAppend[]): Promise<number> {
+export async function commit(deps: WriteDeps, metadata: EventMetadata, appends: DomainAppend[]): Promise<number> {
   const requests: AppendRequest[] = appends
     .filter((a) => a.events.length > 0)
     .map((a) => ({ streamId: a.streamId, events: toNewEvents(deps.ids, a.events, a.metadata ?? metadata), expectedRevision: a.expectedRevision }));
@@ -78,7 +87,8 @@ export interface Decision<R = never> {
 export interface Command<S, P = undefined, R = never> {
   streamId: string;
   aggregate: Aggregate<S>;
-  metadata: EventMetadata;
+  /** The events' metadata; a function of the state read when it depends on it (a worker writes in the document's tenant). */
+  metadata: EventMetadata | ((state: S) => EventMetadata);
   /** The stream is new (a fresh id): it is not read, and is appended with expected revision 'no_stream'. */
   fresh?: boolean;
   prepare?: (state: S, attempt: number) => Promise<P>;
@@ -114,20 +124,21 @@ type LegacyDecide<S> = (state: S) => Decision;
  * contended()) when another writer got in between; then waits for the read
  * models (commit). The positional form is the single-stream shorthand.
  */
-export function handleCommand<S, P = undefined, R = never>(deps: CommandDeps, cmd: Command<S, P, R>): Promise<CommandResult<S, P, R>>;
-export function handleCommand<S>(deps: CommandDeps, streamId: string, agg: Aggregate<S>, decide: LegacyDecide<S>, metadata: EventMetadata): Promise<CommandResult<S, undefined, never>>;
-export function handleCommand<S, P, R>(deps: CommandDeps, cmd: Command<S, P, R> | string, agg?: Aggregate<S>, decide?: LegacyDecide<S>, metadata?: EventMetadata) {
+export function handleCommand<S, P = undefined, R = never>(deps: WriteDeps, cmd: Command<S, P, R>): Promise<CommandResult<S, P, R>>;
+export function handleCommand<S>(deps: WriteDeps, streamId: string, agg: Aggregate<S>, decide: LegacyDecide<S>, metadata: EventMetadata): Promise<CommandResult<S, undefined, never>>;
+export function handleCommand<S, P, R>(deps: WriteDeps, cmd: Command<S, P, R> | string, agg?: Aggregate<S>, decide?: LegacyDecide<S>, metadata?: EventMetadata) {
   if (typeof cmd !== 'string') return run(deps, cmd);
   return run<S, undefined, never>(deps, { streamId: cmd, aggregate: agg!, decide: (s) => decide!(s), metadata: metadata! });
 }
 
-async function run<S, P, R>(deps: CommandDeps, cmd: Command<S, P, R>): Promise<CommandResult<S, P, R>> {
+async function run<S, P, R>(deps: WriteDeps, cmd: Command<S, P, R>): Promise<CommandResult<S, P, R>> {
   for await (const attempt of contended()) {
     const { state, revision } = cmd.fresh ? { state: cmd.aggregate.initialState(), revision: -1 } : await loadAggregate(deps.store, cmd.streamId, cmd.aggregate);
+    const metadata = typeof cmd.metadata === 'function' ? cmd.metadata(state) : cmd.metadata;
     const prepared = (cmd.prepare ? await cmd.prepare(state, attempt) : undefined) as P;
     const decision = cmd.decide(state, prepared);
     const { events, answer } = decision;
-    const next = events.reduce((s, e) => cmd.aggregate.evolve(s, e, cmd.metadata), state);
+    const next = events.reduce((s, e) => cmd.aggregate.evolve(s, e, metadata), state);
     const appends: DomainAppend[] = [{ streamId: cmd.streamId, events, expectedRevision: revision < 0 ? 'no_stream' : revision }, ...(decision.also ?? [])];
     if (events.length && cmd.beforeAppend) appends.push(...((await cmd.beforeAppend({ state, next, events }, prepared)) ?? []));
     if (!appends.some((a) => a.events.length)) return { state, events, position: 0, prepared, answer };
@@ -136,7 +147,7 @@ async function run<S, P, R>(deps: CommandDeps, cmd: Command<S, P, R>): Promise<C
       return { state: next, events, position: 0, prepared, answer };
     }
     try {
-      const position = await commit(deps, cmd.metadata, appends);
+      const position = await commit(deps, metadata, appends);
       return { state: next, events, position, prepared, answer };
     } catch (e) {
       if (events.length && cmd.undo) await cmd.undo(prepared);

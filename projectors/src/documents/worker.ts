@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { type DomainEvent, EVENT_SCHEMA_VERSION, type EventData, type EventMetadata, parseEventData } from '@svc/contracts';
-import { blobPrefix, type BlobStore, documentBlobKeys, type DocumentState, type EventStore, isTornDown, type LiveDocument, type Sql, type StoredEvent, streams, WrongExpectedRevisionError } from '@svc/domain';
+import type { EventData, EventMetadata } from '@svc/contracts';
+import { blobPrefix, type BlobStore, documentBlobKeys, type DocumentProcessingCommand, type DocumentState, type EventStore, type ExtractionOutcome, isTornDown, type LiveDocument, NO_WAIT, processDocument, type Sql, type StoredEvent, streams, systemMetadata, type WriteDeps } from '@svc/domain';
 import { Reactor, type ReactorStats } from '../runtime/reactor';
 import { loadDocument } from '../search/documents';
 import { canExtract, extractText, ExtractionAbortedError, MAX_EXTRACT_BYTES, MAX_EXTRACTION_ATTEMPTS } from './extract';
@@ -23,16 +23,20 @@ export interface DocumentWorkerStats extends ReactorStats {
  * documents (indexMode NONE -> STORED) and discards the text of storeText:
  * false documents once the search projector (projectors/src/search/indexer.ts)
  * has settled their outcome (DocumentIndexed / DocumentIndexSkipped); every
- * other index outcome (INDEXED, SKIPPED, FAILED) is the search projector's. Every transition is appended to the document's
- * stream at the revision it read; a reaction whose premise no longer holds
- * (deleted, re-uploaded, newer text) does nothing, so replays are harmless.
+ * other index outcome (INDEXED, SKIPPED, FAILED) is the search projector's. Every transition is a command of the
+ * document processing decider (domain/src/documents/processing.ts) run by the command handler; a reaction whose
+ * premise no longer holds (deleted, re-uploaded, newer text) decides nothing, so replays are harmless.
  * The document title is never logged.
  */
 export class DocumentWorker extends Reactor<DocumentWorkerStats> {
+  /** The command handler's dependencies: no barrier to wait on (no one is answered). */
+  private readonly write: WriteDeps;
+
   constructor(
     private readonly o: { store: EventStore; sql: Sql; blobs: BlobStore; log?: (msg: string) => void; name?: string; now?: () => Date },
   ) {
     super({ name: o.name ?? 'document-worker', position: 0, reactions: 0, errors: 0, lastError: null }, { store: o.store, sql: o.sql, log: o.log, batchSize: 200, label: 'document worker' });
+    this.write = { store: o.store, barrier: NO_WAIT, ids: { newId: randomUUID }, log: o.log };
   }
 
   /**
@@ -81,12 +85,7 @@ export class DocumentWorker extends Reactor<DocumentWorkerStats> {
         return this.extract(e.data, e);
       case 'DocumentTextReady': {
         // Store-only documents are never indexed: STORED here, once. Everything else is settled by the search projector.
-        const { documentId, textRevision } = e.data;
-        await this.appendIf(documentId, e, (s) =>
-          s.exists && s.indexMode === 'NONE' && s.status === 'PENDING_INDEX' && s.textRevision === textRevision
-            ? [{ type: 'DocumentIndexSkipped', data: { documentId, status: 'STORED', textRevision } }]
-            : null,
-        );
+        await this.process(e.data.documentId, e, { type: 'SettleStoreOnly', textRevision: e.data.textRevision });
         return;
       }
       case 'DocumentIndexed':
@@ -95,30 +94,16 @@ export class DocumentWorker extends Reactor<DocumentWorkerStats> {
     }
   }
 
-  private metadata(cause: StoredEvent, state: LiveDocument): EventMetadata {
-    return {
-      tenantId: state.tenantId, contextId: state.contextId, accountId: cause.metadata.accountId, actorKeyId: null, userId: null,
-      requestId: cause.metadata.requestId, occurredAt: (this.o.now?.() ?? new Date()).toISOString(), schemaVersion: EVENT_SCHEMA_VERSION,
-    };
+  /** The metadata of a reaction's write: the document's tenant and context, the causing write's account and request. */
+  private metadata(cause: StoredEvent) {
+    return (s: DocumentState): EventMetadata =>
+      systemMetadata({ tenantId: s.exists ? s.tenantId : null, contextId: s.exists ? s.contextId : null, accountId: cause.metadata.accountId, requestId: cause.metadata.requestId, occurredAt: this.o.now?.() ?? new Date() });
   }
 
-  /** Loads the document, decides, appends at the revision read; re-decides after a concurrent write. True when appended. */
-  private async appendIf(documentId: string, cause: StoredEvent, decide: (s: DocumentState) => Promise<DomainEvent[] | null> | DomainEvent[] | null): Promise<boolean> {
-    const streamId = streams.document(documentId);
-    for (let attempt = 0; attempt < 10; attempt++) {
-      const { state, revision } = await loadDocument(this.o.store, documentId);
-      if (!state.exists) return false;
-      const events = await decide(state);
-      if (!events?.length) return false;
-      try {
-        await this.o.store.appendMulti([{ streamId, events: events.map((e) => ({ id: randomUUID(), type: e.type, data: parseEventData(e.type, e.data) as Record<string, unknown>, metadata: this.metadata(cause, state) })), expectedRevision: revision }]);
-        return true;
-      } catch (err) {
-        if (err instanceof WrongExpectedRevisionError) continue;
-        throw err;
-      }
-    }
-    return false;
+  /** One processing command through the command handler; true when it appended (its premise held). */
+  private async process(documentId: string, cause: StoredEvent, command: DocumentProcessingCommand | ((s: DocumentState) => Promise<DocumentProcessingCommand>)): Promise<boolean> {
+    const r = await processDocument(this.write, { documentId, command: typeof command === 'function' ? command : () => command, metadata: this.metadata(cause) });
+    return r.events.length > 0;
   }
 
   private async extract(up: EventData<'DocumentFileUploaded'>, cause: StoredEvent): Promise<void> {
@@ -126,33 +111,21 @@ export class DocumentWorker extends Reactor<DocumentWorkerStats> {
     if (await isTornDown(this.o.store, cause.metadata.tenantId, cause.metadata.contextId)) return;
     const id = up.documentId;
     const mine = (s: DocumentState): s is LiveDocument => s.exists && s.uploadId === up.uploadId && s.fileRef === up.fileRef;
-    const started = { type: 'DocumentExtractionStarted', data: { documentId: id, uploadId: up.uploadId } } as const;
-    // UPLOADED -> EXTRACTING. A document found EXTRACTING was cut short (the process stopped or died mid-extraction):
-    // each resume is recorded with another DocumentExtractionStarted, and after MAX_EXTRACTION_ATTEMPTS it is FAILED
-    // instead of extracted again, so a file that somehow still takes the process down cannot crash-loop it.
-    await this.appendIf(id, cause, async (s) => {
-      if (!mine(s)) return null;
-      if (s.status === 'UPLOADED') return [started];
-      if (s.status !== 'EXTRACTING') return null;
-      const interrupted = await this.extractionAttempts(id, up.uploadId);
-      if (interrupted >= MAX_EXTRACTION_ATTEMPTS)
-        return [{ type: 'DocumentFailed', data: { documentId: id, code: 'INDEXING_FAILED', message: `Text extraction was interrupted ${interrupted} times (the service stopped during it); not retried` } }];
-      return [started];
-    });
+    const upload = { uploadId: up.uploadId, fileRef: up.fileRef };
+    // UPLOADED -> EXTRACTING, or FAILED after MAX_EXTRACTION_ATTEMPTS interrupted starts (the decider's rule).
+    await this.process(id, cause, async (s) => ({
+      type: 'StartExtraction', ...upload, maxAttempts: MAX_EXTRACTION_ATTEMPTS,
+      interrupted: mine(s) && s.status === 'EXTRACTING' ? await this.extractionAttempts(id, up.uploadId) : 0,
+    }));
     const { state } = await loadDocument(this.o.store, id);
     if (!mine(state) || state.status !== 'EXTRACTING') return;
-    const settle = (events: DomainEvent[]) => this.appendIf(id, cause, (s) => (mine(s) && s.status === 'EXTRACTING' ? events : null));
-    // No text to be had: a store-only document is simply STORED; otherwise it failed.
-    const noText = (code: string, message: string) =>
-      settle(
-        state.indexMode === 'NONE'
-          ? [{ type: 'DocumentIndexSkipped', data: { documentId: id, status: 'STORED', textRevision: state.textRevision } }]
-          : [{ type: 'DocumentFailed', data: { documentId: id, code, message } }],
-      );
+    const settle = (outcome: ExtractionOutcome) => this.process(id, cause, { type: 'SettleExtraction', ...upload, outcome });
+    // No text to be had: a store-only document is simply STORED; otherwise it failed (the decider's rule).
+    const noText = (code: string, message: string) => settle({ kind: 'no-text', code, message });
     if (!canExtract(up.fileType)) return void (await noText('INDEXING_FAILED', `No text extractor for ${up.fileType}`));
     if (up.fileSize > MAX_EXTRACT_BYTES) return void (await noText('INDEXING_FAILED', `The file is larger than the ${MAX_EXTRACT_BYTES / 1024 / 1024} MiB text extraction limit`));
     const data = await this.o.blobs.get(up.fileRef);
-    if (!data) return void (await settle([{ type: 'DocumentFailed', data: { documentId: id, code: 'SOURCE_UNAVAILABLE', message: 'The uploaded file could not be loaded' } }]));
+    if (!data) return void (await settle({ kind: 'failed', code: 'SOURCE_UNAVAILABLE', message: 'The uploaded file could not be loaded' }));
     let text: string;
     try {
       // Off the main thread, within the extraction limits (extract.ts); stopping the worker stops it.
@@ -165,14 +138,14 @@ export class DocumentWorker extends Reactor<DocumentWorkerStats> {
       // Stopped mid-way (shutdown): no outcome; the next start resumes it from EXTRACTING.
       if (err instanceof ExtractionAbortedError || this.abort.signal.aborted) return;
       const why = err instanceof Error ? err.message.slice(0, 200) : 'unknown error';
-      await settle([{ type: 'DocumentFailed', data: { documentId: id, code: 'INDEXING_FAILED', message: `Text could not be extracted from the ${up.fileType} file: ${why}` } }]);
+      await settle({ kind: 'failed', code: 'INDEXING_FAILED', message: `Text could not be extracted from the ${up.fileType} file: ${why}` });
       return;
     }
     const revision = state.textRevision + 1;
     const textRef = documentBlobKeys.text(state.tenantId!, state.contextId!, id, revision, randomUUID().slice(0, 8));
     const { bytes } = await this.o.blobs.put(textRef, text, { contentType: 'text/plain; charset=utf-8' });
     const previous = state.textRetained ? state.textRef : null;
-    const done = await settle([{ type: 'DocumentTextReady', data: { documentId: id, textRef, textBytes: bytes, indexMode: state.indexMode, textRevision: revision } }]);
+    const done = await settle({ kind: 'text', textRef, textBytes: bytes, textRevision: revision });
     if (!done) await this.o.blobs.delete(textRef).catch(() => {});
     else if (previous) await this.o.blobs.delete(previous).catch(() => {});
   }
@@ -185,12 +158,9 @@ export class DocumentWorker extends Reactor<DocumentWorkerStats> {
 
   /** storeText: false — once indexing settled, the text goes (event first, then the blob). */
   private async discardText(d: { documentId: string; textRevision: number }, cause: StoredEvent): Promise<void> {
-    let ref: string | null = null;
-    const done = await this.appendIf(d.documentId, cause, (s) => {
-      if (!s.exists || s.storeText || !s.textRetained || s.textRevision !== d.textRevision || !s.textRef) return null;
-      ref = s.textRef;
-      return [{ type: 'DocumentTextDiscarded', data: { documentId: d.documentId, textRevision: d.textRevision } }];
-    });
-    if (done && ref) await this.o.blobs.delete(ref).catch(() => {});
+    const r = await processDocument(this.write, { documentId: d.documentId, command: () => ({ type: 'DiscardText', textRevision: d.textRevision }), metadata: this.metadata(cause) });
+    // The text's reference stays in the state after DocumentTextDiscarded (only textRetained changes).
+    const ref = r.events.length && r.state.exists ? r.state.textRef : null;
+    if (ref) await this.o.blobs.delete(ref).catch(() => {});
   }
 }

@@ -52,9 +52,11 @@ export interface KafkaFeedOptions {
  * checkpoint first.
  *
  * Backpressure: past `maxBuffered` messages buffered in a partition the
- * consumer's stream is paused (the client pauses fetching as a whole, not one
- * partition; one member holds every partition anyway) until it drained below
- * half of that.
+ * consumer is paused until every partition drained below half of that. The
+ * client pauses all partitions at once, so it pauses only while the event the
+ * checkpoint waits for is buffered (there is work to drain), and resumes as
+ * soon as the chain waits for an event not received yet: that event may be in
+ * a partition that is behind.
  */
 export class KafkaFeed implements EventFeed {
   readonly kind = 'kafka' as const;
@@ -283,7 +285,7 @@ class Subscription {
       }
     }
     const max = this.o.maxBuffered ?? 5000;
-    if (!this.paused && p.entries.length > max && this.stream) {
+    if (!this.paused && p.entries.length > max && this.stream && this.byPrev.has(this.current)) {
       this.paused = true;
       this.stream.pause();
     }
@@ -361,6 +363,8 @@ class Subscription {
         await this.wait(1000);
         continue;
       }
+      // The next event is not buffered: it has to come from Kafka, so fetching goes on whatever is buffered.
+      this.resumeFetching();
       this.gapSince ??= Date.now();
       const left = this.gapSince + gapMs - Date.now();
       if (left > 0) {
@@ -433,11 +437,14 @@ class Subscription {
       while (p.entries.length && p.entries[0].position <= this.current) last = p.entries.shift()!.offset;
       if (last !== null) p.want = String(BigInt(last) + 1n);
     }
-    if (this.paused && this.stream && [...this.parts.values()].every((p) => p.entries.length < max / 2)) {
-      this.paused = false;
-      this.stream.resume();
-    }
+    if (this.paused && [...this.parts.values()].every((p) => p.entries.length < max / 2)) this.resumeFetching();
     void this.commit();
+  }
+
+  private resumeFetching(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.stream?.resume();
   }
 
   private sweep(): void {

@@ -39,6 +39,9 @@
  * Section 12 (changes.ts, BENCH_ONLY=changes; issue 43): GET /v1/changes with BENCH_CHANGE_STREAMS (100) streams open: write ->
  * event latency p50 / p99 at BENCH_CHANGE_RATE (200) creates/s for BENCH_CHANGE_SECONDS (10), and create throughput with
  * the streams open vs none (BENCH_CHANGE_SLICES 4 alternating slices of BENCH_CHANGE_SLICE_MS 4,000).
+ * Section 14 (console.ts, BENCH_ONLY=console; issue 47): the web console's first screen from a local service in Chromium:
+ * its JavaScript as downloaded (gzip, as served) against 250 KB, and navigation -> sign-in form usable, BENCH_CONSOLE_LOADS
+ * (10) loads each in a fresh browser context, the median against 1 s. In the default run too (a few seconds).
  * Results: .cache/bench-results.json (what-if runs: .cache/bench-results.whatif-<name>.json)
  * Companions: tests/bench/profile.ts (CPU profile + SQL census of one scenario),
  * tests/bench/engine-micro.ts (per-statement PGlite costs, read shapes).
@@ -64,6 +67,7 @@ import { benchSearchable } from './searchable';
 import { benchScripts } from './scripts';
 import { benchWebhooks } from './webhooks';
 import { benchChanges } from './changes';
+import { benchConsole } from './console';
 import { stealNote } from './steal';
 
 const onlyArg = process.argv.indexOf('--only');
@@ -425,6 +429,17 @@ async function main() {
       },
       { id: 'C0', section: S12, name: `record create, no stream open (alternating slices; service CPU ${c.cpuMsPerCreate.none.toFixed(2)} ms a create)`, result: c.none, verdict: 'base' },
       { id: 'C2', section: S12, name: `record create with ${c.streams} streams open, every event read (alternating slices; service CPU ${c.cpuMsPerCreate.open.toFixed(2)} ms a create)`, result: c.open, target: '≥0.90× C0', ratio: { value: c.ratio, vs: 'C0' }, verdict: c.ratio >= 0.9 && !c.open.errors ? 'PASS' : 'MISS' },
+    );
+  }
+
+  // --- Web console (section 14, tests/bench/console.ts; issue 47): the first screen's size and time to interactive ---
+  if (only.has('console') || (onlyArg < 0 && !process.env.BENCH_ONLY)) {
+    const S14 = "14. Web console's first screen (sign-in) from a local service in Chromium (issue 47)";
+    const c = await benchConsole({ newDir, loads: envInt('BENCH_CONSOLE_LOADS', 10), log });
+    const kb = (n: number) => `${(n / 1024).toFixed(1)} KB`;
+    rows.push(
+      { id: 'C1', section: S14, name: `JavaScript of the first screen, gzip as served: ${c.scripts.map((s) => `${s.url.replace('/console/', '')} ${kb(s.bytes)}`).join(' + ')} (stylesheet ${kb(c.cssBytes)} besides)`, note: kb(c.jsBytes), target: '≤250 KB', verdict: c.jsBytes <= 250 * 1024 ? 'PASS' : 'MISS' },
+      { id: 'C2', section: S14, name: `navigation -> sign-in form usable, fresh browser context, median of ${c.loadsMs.length} (max ${c.maxMs.toFixed(0)} ms)`, note: `${c.medianMs.toFixed(0)} ms`, target: '≤1 s', verdict: c.medianMs <= 1000 ? 'PASS' : 'MISS' },
     );
   }
 

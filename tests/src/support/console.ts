@@ -2,7 +2,6 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { expect } from 'vitest';
 import { launchChromium } from './browser';
 import { ROOT, startService, type TestService } from './service';
 
@@ -88,7 +87,7 @@ export async function startConsole(opts: { env?: Record<string, string> } = {}):
       await p.page.goto(url);
       await p.page.getByLabel('Key or token').fill(token);
       await p.page.getByRole('button', { name: 'Sign in' }).click();
-      await expect.poll(() => p.page.getByRole('navigation', { name: 'Screens' }).count(), { timeout: 15_000 }).toBe(1);
+      await p.page.getByRole('navigation', { name: 'Screens' }).waitFor({ timeout: 15_000 });
     },
     async axe(page) {
       // Evaluated through the DevTools protocol, which the page's CSP (script-src 'self') does not govern.

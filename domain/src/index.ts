@@ -47,6 +47,7 @@ export * from './tenancy/permissions';
 export * from './tenancy/teardown';
 export * from './triggers/bindings';
 export * from './triggers/firing';
+export * from './triggers/firing-outcome';
 export * from './triggers/rule';
 export * from './triggers/streams';
 export * from './usage/charges';

@@ -30,9 +30,10 @@ export type WebhookCommand =
    * failure count; setting DISABLED is a manual disable.
    */
   | { type: 'UpdateWebhook'; accountId: string; body: UpdateWebhookBody; domain: string }
-  | { type: 'DeleteWebhook'; accountId: string };
+  | { type: 'DeleteWebhook'; accountId: string }
+  /** The dispatcher's: too many consecutive failed deliveries, or an address that became private (SSRF). An active registration only. */
+  | { type: 'DisableWebhook'; reason: EventData<'WebhookDisabled'>['reason'] };
 
-/** WebhookDisabled is the dispatcher's (appended with expected revision 'any'); no command here decides it. */
 export const webhookDecider: Decider<WebhookState, WebhookCommand, WebhookEvent> = {
   initialState: () => ({ exists: false, deleted: false }),
 
@@ -68,6 +69,9 @@ export const webhookDecider: Decider<WebhookState, WebhookCommand, WebhookEvent>
         const s = ownedWebhook(state, cmd.accountId);
         return [{ type: 'WebhookDeleted', data: { webhookId: s.webhookId, tenantId: s.tenantId } }];
       }
+      case 'DisableWebhook':
+        // Disabled already (by hand or by an earlier failure) or deleted: nothing changes.
+        return state.exists && state.status === 'ACTIVE' ? [{ type: 'WebhookDisabled', data: { webhookId: state.webhookId, reason: cmd.reason } }] : [];
       default:
         return assertNever(cmd);
     }

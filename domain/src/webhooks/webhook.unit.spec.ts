@@ -74,3 +74,17 @@ describe('ownTenant', () => {
     expect(() => ownTenant(tenants, 'x')).toThrow(expect.objectContaining({ code: 'FORBIDDEN' }));
   });
 });
+
+describe('DisableWebhook (the dispatcher)', () => {
+  it('an active registration is disabled with the reason', () => {
+    given(webhookDecider, [registered]).when({ type: 'DisableWebhook', reason: 'consecutive_failures' }).then([disabled]);
+    given(webhookDecider, [registered, updated({ status: 'DISABLED', disabledReason: 'manual' }), updated()]).when({ type: 'DisableWebhook', reason: 'ssrf_blocked' }).then([
+      { type: 'WebhookDisabled', data: { webhookId: 'w1', reason: 'ssrf_blocked' } },
+    ]);
+  });
+  it('a registration disabled already (by hand or by the dispatcher) or deleted is left as it is', () => {
+    given(webhookDecider, [registered, disabled]).when({ type: 'DisableWebhook', reason: 'ssrf_blocked' }).then([]);
+    given(webhookDecider, [registered, updated({ status: 'DISABLED', disabledReason: 'manual' })]).when({ type: 'DisableWebhook', reason: 'consecutive_failures' }).then([]);
+    given(webhookDecider, [registered, deleted]).when({ type: 'DisableWebhook', reason: 'consecutive_failures' }).then([]);
+  });
+});

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { type DomainEvent, EVENT_SCHEMA_VERSION, type EventMetadata, parseEventData, type TriggerEventKind } from '@svc/contracts';
+import type { EventMetadata, TriggerEventKind } from '@svc/contracts';
 import {
-  DEPTH_LIMIT_REASON, type EventStore, isRetryableTriggerFailure, type FiringRow, firingDepth, inputBytes, MAX_TRIGGER_DEPTH, type NewEvent, nextFailureStep, recordAggregate, type RecordState,
-  resolveDataScope, scopeMap, type ScriptExecutor, type ScriptRunOutcome, type ScriptRunRequest, type Sql, type StoredEvent, streams, TRIGGER_INPUT_LIMIT_BYTES, triggerEventKind,
-  triggerInput, triggerPrincipal, type TriggerRule, triggerStreams, WrongExpectedRevisionError,
+  DEPTH_LIMIT_REASON, type EventStore, type FiringOutcomeCommand, firingOutcomeDecider, handleCommand, isRetryableTriggerFailure, type FiringRow, firingDepth, inputBytes, MAX_TRIGGER_DEPTH, nextFailureStep, NO_WAIT,
+  recordAggregate, type RecordState, resolveDataScope, scopeMap, type ScriptExecutor, type ScriptRunOutcome, type ScriptRunRequest, type Sql, type StoredEvent, streams, systemMetadata, toNewEvents,
+  TRIGGER_INPUT_LIMIT_BYTES, triggerEventKind, triggerInput, triggerPrincipal, type TriggerRule, triggerStreams,
 } from '@svc/domain';
 import { Reactor, type ReactorStats } from '../runtime/reactor';
 import { ruleById, ruleLifetimes, rulesLiveAt } from './read-model';
@@ -183,10 +183,7 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
   }
 
   private metadata(rule: Rule, e: StoredEvent, row: FiringRow & { tenantId: string; contextId: string }, depth: number): EventMetadata {
-    return {
-      tenantId: row.tenantId, contextId: row.contextId, accountId: rule.accountId ?? e.metadata.accountId, actorKeyId: null, userId: null,
-      requestId: e.metadata.requestId, occurredAt: this.now().toISOString(), schemaVersion: EVENT_SCHEMA_VERSION, triggerDepth: depth,
-    };
+    return systemMetadata({ tenantId: row.tenantId, contextId: row.contextId, accountId: rule.accountId ?? e.metadata.accountId, requestId: e.metadata.requestId, occurredAt: this.now(), triggerDepth: depth });
   }
 
   /** One firing of one rule on one event: skipped when already settled; else run, then settled or scheduled for a retry. */
@@ -208,26 +205,23 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
     const size = inputBytes(input);
     if (size > TRIGGER_INPUT_LIMIT_BYTES) return terminal('INPUT_TOO_LARGE', `record plus previous is ${size} bytes serialised, over the ${TRIGGER_INPUT_LIMIT_BYTES}-byte limit; the firing was not run`);
     const executionId = randomUUID();
-    const marker: NewEvent = {
-      id: randomUUID(),
-      type: 'TriggerFired',
-      data: parseEventData('TriggerFired', { ruleId: rule.id, eventId: e.id, recordId: row.recordId, executionId, depth }) as Record<string, unknown>,
-      metadata: md,
-    };
+    const fired: FiringOutcomeCommand = { type: 'MarkFired', ruleId: rule.id, eventId: e.id, recordId: row.recordId, executionId, depth };
+    // The marker the executor commits with the script's writes (expected no_stream: the firing is unsettled, as read above).
+    const marker = toNewEvents({ newId: randomUUID }, firingOutcomeDecider.decide(fired, firingOutcomeDecider.initialState()), md);
     const req: ScriptRunRequest & { executionId: string } = {
       meta: { requestId: e.metadata.requestId ?? e.id, principal, now: this.now() },
       script: { name: rule.scriptRef.name, version: rule.scriptRef.version },
       input,
       depth,
       cause: { ruleId: rule.id, eventId: e.id },
-      alsoAppend: [{ streamId: triggerStreams.firing(rule.id, e.id), events: [marker], expectedRevision: 'no_stream' }],
+      alsoAppend: [{ streamId: triggerStreams.firing(rule.id, e.id), events: marker, expectedRevision: 'no_stream' }],
       executionId,
     };
     const outcome = await this.run(req);
     this.stats.runs += 1;
     if (outcome.ok) {
       // An executor that did not commit the marker with the writes (older adapters): claim it now.
-      if (!(await this.settled(rule.id, e.id))) await this.claim(triggerStreams.firing(rule.id, e.id), [marker]);
+      if (!(await this.settled(rule.id, e.id))) await this.settle(rule.id, e.id, fired, md);
       this.stats.fired += 1;
       if (retry) await clearRetry(this.o.sql, rule.id, e.id);
       return;
@@ -270,26 +264,20 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
     md: EventMetadata,
     f: { reason: string; message: string; attempts: number; firstFailedAt?: string },
   ): Promise<void> {
-    const at = md.occurredAt;
-    const event: DomainEvent = {
-      type: 'TriggerFailed',
-      data: {
-        failureId: randomUUID(), ruleId: rule.id, eventId: e.id, scriptRef: rule.scriptRef, recordId: row.recordId, event: row.kind,
-        reason: f.reason, message: f.message.slice(0, 2_000), attempts: f.attempts, firstFailedAt: f.firstFailedAt ?? at, lastFailedAt: at,
-      },
-    };
-    await this.claim(triggerStreams.firing(rule.id, e.id), [{ id: randomUUID(), type: event.type, data: parseEventData(event.type, event.data) as Record<string, unknown>, metadata: md }]);
+    await this.settle(rule.id, e.id, {
+      type: 'RecordFailure', failureId: randomUUID(), ruleId: rule.id, eventId: e.id, scriptRef: rule.scriptRef, recordId: row.recordId, event: row.kind,
+      reason: f.reason, message: f.message, attempts: f.attempts, at: md.occurredAt, ...(f.firstFailedAt !== undefined ? { firstFailedAt: f.firstFailedAt } : {}),
+    }, md);
     await clearRetry(this.o.sql, rule.id, e.id);
     this.stats.failed += 1;
   }
 
-  /** Appends a firing's outcome with `no_stream`; someone having settled it first is fine. */
-  private async claim(streamId: string, events: NewEvent[]): Promise<void> {
-    try {
-      await this.o.store.append(streamId, events, 'no_stream');
-    } catch (err) {
-      if (!(err instanceof WrongExpectedRevisionError)) throw err;
-    }
+  /** Settles the firing through the command handler; someone having settled it first is fine (the decider decides nothing). */
+  private async settle(ruleId: string, eventId: string, command: FiringOutcomeCommand, md: EventMetadata): Promise<void> {
+    await handleCommand(
+      { store: this.o.store, barrier: NO_WAIT, ids: { newId: randomUUID }, log: this.o.log },
+      { streamId: triggerStreams.firing(ruleId, eventId), aggregate: firingOutcomeDecider, metadata: md, decide: (s) => ({ events: firingOutcomeDecider.decide(command, s) }) },
+    );
   }
 }
 

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { EVENT_SCHEMA_VERSION, InternalError } from '@svc/contracts';
+import { InternalError } from '@svc/contracts';
 import {
-  afterAttempt, AUTO_DISABLE_AFTER, buildEnvelope, type EventStore, openWebhookSecret, type ReadModelBarrier, RETENTION_DELIVERED_MS, RETENTION_UNRESOLVED_MS, type Sql, type StoredEvent, webhookStreams,
+  afterAttempt, AUTO_DISABLE_AFTER, buildEnvelope, type EventStore, handleCommand, openWebhookSecret, type ReadModelBarrier, RETENTION_DELIVERED_MS, RETENTION_UNRESOLVED_MS, type Sql, type StoredEvent, systemMetadata,
+  webhookDecider, webhookStreams,
 } from '@svc/domain';
 import { Reactor, type ReactorStats } from '../runtime/reactor';
 import { type AttemptResult, dueDeliveries, ensureDeliveries, insertDeliveries, type NewDelivery, purgeDeliveries, settleAttempts } from './deliveries';
@@ -265,21 +266,17 @@ export class WebhookDispatcher extends Reactor<DispatcherStats> {
     if (this.disabling.has(webhookId)) return;
     this.disabling.add(webhookId);
     try {
-      const [r] = await this.o.store.appendMulti([
+      // Through the command handler, which waits (at most 10 s) until the read model shows it.
+      const barrier = { waitFor: (position: number) => this.o.barrier.waitFor(position, 10_000) };
+      await handleCommand(
+        { store: this.o.store, barrier, ids: { newId: randomUUID }, log: this.o.log },
         {
           streamId: webhookStreams.webhook(webhookId),
-          expectedRevision: 'any',
-          events: [
-            {
-              id: randomUUID(),
-              type: 'WebhookDisabled',
-              data: { webhookId, reason },
-              metadata: { tenantId, contextId: null, accountId: null, actorKeyId: null, userId: null, requestId: null, occurredAt: new Date(this.now()).toISOString(), schemaVersion: EVENT_SCHEMA_VERSION },
-            },
-          ],
+          aggregate: webhookDecider,
+          metadata: systemMetadata({ tenantId, contextId: null, occurredAt: new Date(this.now()) }),
+          decide: (s) => ({ events: webhookDecider.decide({ type: 'DisableWebhook', reason }, s) }),
         },
-      ]);
-      await this.o.barrier.waitFor(r.position, 10_000);
+      );
       this.o.log?.(`webhook dispatcher: registration ${webhookId} disabled (${reason})`);
     } finally {
       this.disabling.delete(webhookId);

@@ -50,7 +50,8 @@ export async function buildConsole({ quiet = false } = {}) {
     logLevel: quiet ? 'silent' : 'warning',
   });
   const outputs = result.metafile.outputs;
-  const entry = Object.keys(outputs).find((k) => outputs[k].entryPoint);
+  // The app's own entry: a screen imported dynamically is an entry point of the metafile too (its own chunk).
+  const entry = Object.keys(outputs).find((k) => outputs[k].entryPoint?.endsWith('src/main.tsx'));
   // The first screen: the entry and its static imports, transitively (dynamic imports are the other screens).
   const first = new Set();
   const visit = (file) => {

@@ -1,13 +1,54 @@
 import type { EventStore, ReadModelCheckpoint, StoredEvent } from '@svc/domain';
 import { type Change, type ChangeResolver } from './resolve';
 
+/** The `id:`, `event:` and `data:` lines of one change (JSON has no raw newlines), encoded once for every stream. */
+export const changeFrame = (c: Change): Buffer =>
+  (c.frame ??= Buffer.from(`id: ${c.position}\nevent: ${c.type}\ndata: ${JSON.stringify({ position: c.position, type: c.type, entityId: c.entityId, typeName: c.typeName, version: c.version, at: c.at, entity: c.entity })}\n\n`));
+
+/** The frames of the changes a stream wants, in log order, as one buffer (null when it wants none of them). */
+export interface FrameBatch {
+  frames: Buffer | null;
+  count: number;
+  bytes: number;
+}
+
+/** Encodes the wanted changes of `changes` into one batch. */
+export function frameBatch(changes: readonly Change[], wanted: (c: Change) => boolean): FrameBatch {
+  const out: Buffer[] = [];
+  let bytes = 0;
+  for (const c of changes) {
+    if (!wanted(c)) continue;
+    const f = changeFrame(c);
+    out.push(f);
+    bytes += f.length;
+  }
+  return { frames: out.length === 0 ? null : out.length === 1 ? out[0] : Buffer.concat(out, bytes), count: out.length, bytes };
+}
+
+/**
+ * A stream at the head, served by the feed at each wake (fan-out) rather than reading for itself: streams with the
+ * same cursor and the same filter share one filtering and one encoded buffer.
+ */
+export interface LiveStream {
+  /** Everything up to here was sent to it or left out by its filter. */
+  cursor: number;
+  /** Streams with equal keys want exactly the same changes (same visibility, kinds and types). */
+  readonly filterKey: string;
+  wanted(c: Change): boolean;
+  /** The changes in (cursor, head] it wants (perhaps none); it moves its cursor to `head`. */
+  deliver(batch: FrameBatch, head: number): void;
+  /** What it has not seen left the memory: it leaves the fan-out and reads the rest itself. */
+  fellBehind(): void;
+}
+
 /** Log events read per page (catch-up and the live feed alike). */
 const PAGE = 500;
 /** Changes kept in memory for the streams at the head; a stream further behind reads the log itself. */
 const KEPT = 20_000;
 /**
- * Streams are woken at most this often: under a stream of small batches each wake costs every open stream a turn
- * and a socket write, so changes that come within this window go out together (at most this much later).
+ * The log is read (and its page resolved against the read models) and the streams are woken at most this often:
+ * under a stream of small batches each read costs queries and each wake every open stream a socket write, so
+ * changes that come within this window are read and go out together (at most this much later).
  */
 const WAKE_EVERY_MS = 25;
 
@@ -27,6 +68,8 @@ export class ChangeFeed {
   private kept: Change[] = [];
   private floor = 0;
   private readonly wakers = new Set<() => void>();
+  /** Streams at the head, sent each wake's changes by fanOut. */
+  private readonly live = new Set<LiveStream>();
   private unsubscribe?: () => void;
   private starting?: Promise<void>;
   private pumping = false;
@@ -34,6 +77,8 @@ export class ChangeFeed {
   private open = new Map<string, number>();
   private closed = false;
   private lastWake = 0;
+  private lastPump = 0;
+  private pumpTimer?: NodeJS.Timeout;
   private wakeTimer?: NodeJS.Timeout;
   /** Moves each time following starts or stops: a page read for an earlier run is dropped, not added to a later one. */
   private run = 0;
@@ -90,7 +135,7 @@ export class ChangeFeed {
           this.run += 1;
           this.head = this.floor = at;
           this.kept = [];
-          this.unsubscribe = this.o.checkpoint.onAdvance(() => this.pump());
+          this.unsubscribe = this.o.checkpoint.onAdvance(() => this.pumpSoon());
         }
       })().finally(() => (this.starting = undefined));
       await this.starting;
@@ -104,8 +149,40 @@ export class ChangeFeed {
     // Nobody listens: stop following; the next stream starts again at the head.
     this.unsubscribe();
     this.unsubscribe = undefined;
+    clearTimeout(this.pumpTimer);
+    this.pumpTimer = undefined;
     this.run += 1;
     this.kept = [];
+  }
+
+  /** Serves a stream from the feed's wakes from its cursor on (it has read up to the head, see `after`). */
+  attach(s: LiveStream) {
+    if (!this.closed) this.live.add(s);
+  }
+
+  detach(s: LiveStream) {
+    this.live.delete(s);
+  }
+
+  /**
+   * Sends every live stream what came since its cursor: one filtering and one buffer per (cursor, filter key),
+   * however many streams share them (all of a context's dashboards, typically).
+   */
+  private fanOut() {
+    const head = this.head;
+    const batches = new Map<string, FrameBatch>();
+    for (const s of this.live) {
+      if (s.cursor >= head) continue;
+      if (s.cursor < this.floor) {
+        this.live.delete(s);
+        s.fellBehind();
+        continue;
+      }
+      const key = `${s.cursor}\u0000${s.filterKey}`;
+      let b = batches.get(key);
+      if (!b) batches.set(key, (b = frameBatch(this.kept.slice(firstAfter(this.kept, s.cursor)), (c) => s.wanted(c))));
+      s.deliver(b, head);
+    }
   }
 
   /** The position up to which changes are known. */
@@ -124,6 +201,19 @@ export class ChangeFeed {
     const page = (await this.o.store.readAll(after, PAGE)).filter((e) => e.position <= head);
     const next = page.length === PAGE ? page[page.length - 1].position : head;
     return { changes: await this.o.resolver.resolve(page), next };
+  }
+
+  /** Pumps now, or at the end of the current read window. */
+  private pumpSoon() {
+    if (this.pumpTimer) return;
+    const go = () => {
+      this.pumpTimer = undefined;
+      this.lastPump = Date.now();
+      this.pump();
+    };
+    const wait = this.lastPump + WAKE_EVERY_MS - Date.now();
+    if (wait <= 0) go();
+    else this.pumpTimer = setTimeout(go, wait);
   }
 
   /** Reads and resolves the log up to the read models' position, then wakes the streams. One run at a time. */
@@ -171,6 +261,7 @@ export class ChangeFeed {
     const wake = () => {
       this.wakeTimer = undefined;
       this.lastWake = Date.now();
+      this.fanOut();
       for (const w of this.wakers) w();
     };
     if (wait <= 0) wake();
@@ -182,6 +273,9 @@ export class ChangeFeed {
     this.closed = true;
     clearTimeout(this.wakeTimer);
     this.wakeTimer = undefined;
+    clearTimeout(this.pumpTimer);
+    this.pumpTimer = undefined;
+    this.live.clear();
     for (const w of [...this.wakers]) w();
     this.unsubscribe?.();
     this.unsubscribe = undefined;

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { EventStore, ReadModelCheckpoint, StoredEvent } from '@svc/domain';
+import type { Principal } from '@svc/contracts';
 import { ChangeFeed } from './feed';
 import type { Change, ChangeResolver } from './resolve';
+import { ChangeStream } from './stream';
 
 /** A log of `n` positions with gaps (every third position missing), each event one change; the read models at `applied`. */
 function fixture(n: number) {
@@ -74,5 +76,37 @@ describe('ChangeFeed', () => {
     expect([f.feed.admit('a'), f.feed.admit('a'), f.feed.admit('a'), f.feed.admit('b')]).toEqual([true, true, false, true]);
     f.feed.release('a');
     expect(f.feed.admit('a')).toBe(true);
+  });
+
+  it('streams at the head (fan-out) get each change they want once, in order; a client that stops reading falls out of the fan-out and, reading again, gets the rest', async () => {
+    const f = fixture(60_000);
+    await f.advance(100, false);
+    const open = async (filterKey: string, wanted: (c: Change) => boolean) => {
+      let s: ChangeStream | undefined;
+      const cursor = await f.feed.join(() => s?.wake());
+      s = new ChangeStream({ feed: f.feed, principal: {} as Principal, token: null, cursor, filterKey, wanted, onStop: () => {} });
+      const got: number[] = [];
+      const read = () => s.on('data', (b: Buffer) => got.push(...[...b.toString().matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))));
+      return { s, got, read };
+    };
+    const a = await open('all', () => true);
+    const b = await open('all', () => true);
+    const even = await open('even', (c) => c.position % 2 === 0);
+    const slow = await open('all', () => true);
+    for (const x of [a, b, even]) x.read();
+    // 60,000 changes, more than the feed keeps: the live streams fall behind it too and read the log.
+    await f.advance(30_000);
+    await f.advance(60_000);
+    const done = () => [a, b, even].every((x) => x.s.cursor === 60_000);
+    for (let i = 0; i < 2000 && !done(); i++) await new Promise((r) => setTimeout(r, 5));
+    // The slow client has not read: the stream holds a bounded amount and waits, its cursor behind.
+    expect(slow.s.cursor).toBeLessThan(60_000);
+    slow.read();
+    for (let i = 0; i < 2000 && slow.s.cursor < 60_000; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(a.got).toEqual(f.expected(100, 60_000));
+    expect(b.got).toEqual(a.got);
+    expect(even.got).toEqual(a.got.filter((p) => p % 2 === 0));
+    expect(slow.got).toEqual(a.got);
+    for (const x of [a, b, even, slow]) x.s.stop();
   });
 });

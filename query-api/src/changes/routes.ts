@@ -1,21 +1,15 @@
-import { Readable } from 'node:stream';
 import { CHANGE_ENTITY_KINDS, CHANGE_KIND_PERMISSION, type ChangeEntityKind, changesQuery, changeStreamEvents, forbidden, invalid, LOG_POSITION_RE, type Principal, route, type RouteSpec, ServiceError } from '@svc/contracts';
 import { canReach, canSeeFolder, grants, type UsageCharges } from '@svc/domain';
 import type { ChangeFeed } from './feed';
 import type { Change } from './resolve';
+import { ChangeStream } from './stream';
 
-/** A comment line while nothing else is sent, so that proxies and clients see the stream alive. */
-export const CHANGE_PING_MS = 15_000;
+export { CHANGE_PING_MS } from './stream';
+
 /** How long a client at the per-context limit is told to wait before opening again. */
 const RETRY_AFTER_SECONDS = 5;
-/** How often an open stream checks its credential again: a revoked token (or one of a deleted context) stops receiving within this. */
-const RECHECK_MS = 5_000;
 
 const bearerOf = (h: string | undefined) => /^bearer +(.*)$/is.exec(h ?? '')?.[1].trim() || null;
-
-/** The `id:`, `event:` and `data:` lines of one change (JSON has no raw newlines), encoded once for every stream. */
-export const changeFrame = (c: Change): Buffer =>
-  (c.frame ??= Buffer.from(`id: ${c.position}\nevent: ${c.type}\ndata: ${JSON.stringify({ position: c.position, type: c.type, entityId: c.entityId, typeName: c.typeName, version: c.version, at: c.at, entity: c.entity })}\n\n`));
 
 /** The kinds a caller's stream carries: those asked for (all by default) that its permissions read. An explicit kind it may not read is a 403. */
 function kindsOf(p: Principal, asked: string | undefined): Set<ChangeEntityKind> {
@@ -67,23 +61,16 @@ export function changeRoutes(o: { feed: ChangeFeed; meter?: UsageCharges }): Rou
             headers: { 'retry-after': String(RETRY_AFTER_SECONDS), 'x-ratelimit-limit': String(feed.perContext) },
           });
 
-        let stopped = false;
-        let pending = false;
-        let notify: (() => void) | undefined;
-        const wake = () => {
-          pending = true;
-          notify?.();
-        };
+        let stream: ChangeStream | undefined;
+        let released = false;
         const release = () => {
-          if (stopped) return;
-          stopped = true;
+          if (released) return;
+          released = true;
           feed.leave(wake);
           feed.release(context);
         };
-        reply.raw.on('close', () => {
-          release();
-          wake();
-        });
+        const wake = () => stream?.wake();
+        reply.raw.on('close', () => (stream ? stream.stop() : release()));
         let cursor: number;
         try {
           const head = await feed.join(wake);
@@ -93,64 +80,18 @@ export function changeRoutes(o: { feed: ChangeFeed; meter?: UsageCharges }): Rou
           release();
           throw e;
         }
+        const ds = p.dataScope;
+        // Everything `wanted` depends on: streams with the same key share the feed's filtering and encoding.
+        const filterKey = JSON.stringify([p.tenantId, p.contextId, ds?.userId ?? p.userId, ds?.scopes ?? [], [...kinds].sort(), types ? [...types].sort() : null]);
         const wanted = (c: Change) => kinds.has(c.kind) && (!types || (c.typeName !== null && types.has(c.typeName))) && visibleTo(p, c);
-
-        async function* frames(): AsyncGenerator<string | Buffer> {
-          try {
-            // Something at once: the response's head leaves now, not with the first change.
-            yield ': stream open\n\n';
-            let quietSince = Date.now();
-            let checkedAt = Date.now();
-            while (!stopped && !feed.closing) {
-              // A change is sent only to a credential that still works: expired, revoked or of a deleted context, the stream ends.
-              if (p.expiresAt !== undefined && Date.now() >= p.expiresAt) break;
-              if (Date.now() - checkedAt >= RECHECK_MS) {
-                checkedAt = Date.now();
-                if (!(await feed.stillValid(token))) break;
-              }
-              pending = false;
-              const { changes, next } = await feed.after(cursor);
-              cursor = next;
-              const out: Buffer[] = [];
-              let bytes = 0;
-              for (const c of changes) {
-                if (!wanted(c)) continue;
-                const f = changeFrame(c);
-                out.push(f);
-                bytes += f.length;
-              }
-              if (out.length) {
-                quietSince = Date.now();
-                // Each event is one read of its bytes, counted together.
-                o.meter?.countRead(p, bytes, undefined, out.length);
-                yield out.length === 1 ? out[0] : Buffer.concat(out, bytes);
-              }
-              if (changes.length || cursor < feed.position || pending) continue;
-              const wait = Math.min(quietSince + CHANGE_PING_MS, checkedAt + RECHECK_MS) - Date.now();
-              if (wait > 0) {
-                let timer: NodeJS.Timeout | undefined;
-                await new Promise<void>((resolve) => {
-                  notify = resolve;
-                  timer = setTimeout(resolve, wait);
-                  if (pending || stopped) resolve();
-                });
-                clearTimeout(timer);
-                notify = undefined;
-              }
-              if (!pending && !stopped && Date.now() - quietSince >= CHANGE_PING_MS) {
-                quietSince = Date.now();
-                yield ': ping\n\n';
-              }
-            }
-          } finally {
-            release();
-          }
-        }
+        stream = new ChangeStream({ feed, principal: p, token, cursor, filterKey, wanted, meter: o.meter, onStop: release });
+        // The client left while the stream was being set up.
+        if (released) stream.stop();
         reply
           .type('text/event-stream; charset=utf-8')
           .header('cache-control', 'no-cache, no-transform')
           .header('x-accel-buffering', 'no');
-        return reply.send(Readable.from(frames(), { objectMode: false, highWaterMark: 1024 }));
+        return reply.send(stream);
       },
     }),
   ];

@@ -425,10 +425,10 @@ async function main() {
       {
         id: 'C1', section: S12,
         name: `write -> event: ${c.rate} creates/s x ${c.writes / c.rate} s, ${c.streams} streams (${c.delivered} events; the creates themselves answered p50 ${c.write.p50.toFixed(0)} / p99 ${c.write.p99.toFixed(0)} ms; event minus answer p50 ${c.afterAnswer.p50.toFixed(0)} / p99 ${c.afterAnswer.p99.toFixed(0)} ms; ${c.late} sends late)`,
-        result: lat, target: 'p99 ≤250 ms', verdict: c.latency.p99 <= 250 && !lat.errors ? 'PASS' : 'MISS',
+        result: lat, target: 'p99 ≤250 ms', verdict: c.met.latency ? 'PASS' : 'MISS',
       },
       { id: 'C0', section: S12, name: `record create, no stream open (alternating slices; service CPU ${c.cpuMsPerCreate.none.toFixed(2)} ms a create)`, result: c.none, verdict: 'base' },
-      { id: 'C2', section: S12, name: `record create with ${c.streams} streams open, every event read (alternating slices; service CPU ${c.cpuMsPerCreate.open.toFixed(2)} ms a create)`, result: c.open, target: '≥0.90× C0', ratio: { value: c.ratio, vs: 'C0' }, verdict: c.ratio >= 0.9 && !c.open.errors ? 'PASS' : 'MISS' },
+      { id: 'C2', section: S12, name: `record create with ${c.streams} streams open, every event read (alternating slices; service CPU ${c.cpuMsPerCreate.open.toFixed(2)} ms a create)`, result: c.open, target: '≥0.90× C0', ratio: { value: c.ratio, vs: 'C0' }, verdict: c.met.throughput ? 'PASS' : 'MISS' },
     );
   }
 

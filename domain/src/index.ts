@@ -51,6 +51,7 @@ export * from './triggers/firing-outcome';
 export * from './triggers/rule';
 export * from './triggers/streams';
 export * from './usage/charges';
+export * from './usage/metering';
 export * from './usage/prices';
 export * from './webhooks/address';
 export * from './webhooks/backoff';

@@ -1,5 +1,8 @@
-import { EVENT_SCHEMA_VERSION, type EventMetadata, parseEventData, type Principal, type RequestMeta } from '@svc/contracts';
-import { documentWriteItems, type DomainAppend, type EventStore, fileIngestItem, type IdGenerator, type IndexedWrite, inferenceItem, metadataFor, type NewEvent, periodOf, type PriceTable, type ReadModelBarrier, recordWriteItems, scriptExecutionItem, searchItem, type SearchMode, streams, toNewEvents, type UsageItem, type WriteCharges } from '@svc/domain';
+import type { EventMetadata, Principal, RequestMeta } from '@svc/contracts';
+import {
+  documentWriteItems, type DomainAppend, type EventStore, fileIngestItem, handleCommand, type IdGenerator, type IndexedWrite, inferenceItem, metadataFor, periodOf, type PriceTable, type ReadModelBarrier,
+  recordWriteItems, scriptExecutionItem, searchItem, type SearchMode, streams, systemMetadata, type UsageCommand, usageDecider, type UsageItem, type WriteCharges, type WriteDeps,
+} from '@svc/domain';
 
 /**
  * Metering on the event log (docs/api.md "Usage"). Counters tick at dispatch:
@@ -15,8 +18,9 @@ import { documentWriteItems, type DomainAppend, type EventStore, fileIngestItem,
  *   context and period and appended as ReadsMetered events every `flushMs`
  *   (and on close): a crash loses at most that interval of read counts.
  *
- * Every usage event goes to the tenant's stream `usage-<tenantId>` with expected
- * revision 'any' (never a conflict); the usage projection applies each stream
+ * Every usage event is decided by the usage decider (domain/src/usage/metering.ts) and
+ * goes to the tenant's stream `usage-<tenantId>` through the command handler, unread, with
+ * expected revision 'any' (never a conflict); the usage projection applies each stream
  * revision once, so replaying the log rebuilds the same report.
  */
 export interface MeterDeps {
@@ -61,14 +65,18 @@ export class UsageMeter implements WriteCharges {
    */
   appendFor(metadata: EventMetadata, items: UsageItem[], where: { tenantId: string | null; contextId: string | null } = metadata): DomainAppend[] {
     if (!this.enabled || !where.tenantId || items.length === 0) return [];
-    return [
-      {
-        streamId: streams.usage(where.tenantId),
-        events: [{ type: 'UsageMetered', data: { tenantId: where.tenantId, contextId: where.contextId, period: periodOf(metadata.occurredAt), items } }],
-        expectedRevision: 'any',
-        metadata: { ...metadata, tenantId: where.tenantId, contextId: where.contextId },
-      },
-    ];
+    const events = usageDecider.decide({ type: 'MeterUsage', tenantId: where.tenantId, contextId: where.contextId, period: periodOf(metadata.occurredAt), items }, usageDecider.initialState());
+    return [{ streamId: streams.usage(where.tenantId), events, expectedRevision: 'any', metadata: { ...metadata, tenantId: where.tenantId, contextId: where.contextId } }];
+  }
+
+  /** One usage command through the command handler: the tenant's usage stream, unread, expected revision 'any'. */
+  private meter(command: UsageCommand, metadata: EventMetadata, deps: WriteDeps = this.writeDeps) {
+    return handleCommand(deps, { streamId: streams.usage(command.tenantId), aggregate: usageDecider, appendOnly: true, metadata, decide: (s) => ({ events: usageDecider.decide(command, s) }) });
+  }
+
+  /** Flushes wait for no one. */
+  private get writeDeps(): WriteDeps {
+    return { store: this.o.store, barrier: { waitFor: async () => true }, ids: this.o.ids, log: this.o.log };
   }
 
   /**
@@ -84,11 +92,15 @@ export class UsageMeter implements WriteCharges {
   /** Charges work already served (a search, an inference call, a script run): appended, then awaited on the read models. */
   async charge(meta: RequestMeta, items: UsageItem[]): Promise<void> {
     const md = metadataFor(meta);
-    const [append] = this.appendFor(md, items);
-    if (!append) return;
-    const events = toNewEvents(this.o.ids, append.events, append.metadata!);
-    const { position } = await this.o.store.append(append.streamId, events, 'any');
-    if (!(await this.o.barrier.waitFor(position, CHARGE_WAIT_MS))) this.o.log?.(`usage: read models did not reach position ${position} in time; answering anyway`);
+    if (!this.enabled || !md.tenantId || items.length === 0) return;
+    // Awaited on the read models for at most CHARGE_WAIT_MS; past it the request is answered anyway.
+    const barrier = {
+      waitFor: async (position: number) => {
+        if (!(await this.o.barrier.waitFor(position, CHARGE_WAIT_MS))) this.o.log?.(`usage: read models did not reach position ${position} in time; answering anyway`);
+        return true;
+      },
+    };
+    await this.meter({ type: 'MeterUsage', tenantId: md.tenantId, contextId: md.contextId, period: periodOf(md.occurredAt), items }, md, { ...this.writeDeps, barrier });
   }
 
   /**
@@ -136,7 +148,7 @@ export class UsageMeter implements WriteCharges {
     else this.flushLater();
   }
 
-  /** Appends the read tallies now (one append per tenant stream). Failed appends keep their tallies for the next flush. */
+  /** Appends the read tallies now (one append per tenant, context and account). Failed appends keep their tallies for the next flush. */
   flush(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
@@ -156,19 +168,21 @@ export class UsageMeter implements WriteCharges {
       includedBytes: this.prices.reads.includedBytes,
       bytesPerCredit: this.prices.reads.bytesPerCredit,
     };
-    const byTenant = new Map<string, Tally[]>();
-    for (const t of pending) byTenant.set(t.tenantId, [...(byTenant.get(t.tenantId) ?? []), t]);
-    const occurredAt = (this.o.now?.() ?? new Date()).toISOString();
+    const occurredAt = this.o.now?.() ?? new Date();
+    // One append per tenant, context and account (the events' metadata): their tallies of each period.
+    const byWriter = new Map<string, Tally[]>();
+    for (const t of pending) {
+      const key = `${t.tenantId}\u0000${t.contextId ?? ''}\u0000${t.accountId ?? ''}`;
+      byWriter.set(key, [...(byWriter.get(key) ?? []), t]);
+    }
     await Promise.all(
-      [...byTenant].map(async ([tenantId, list]) => {
-        const events: NewEvent[] = list.map((t) => ({
-          id: this.o.ids.newId(),
-          type: 'ReadsMetered',
-          data: parseEventData('ReadsMetered', { tenantId, contextId: t.contextId, period: t.period, calls: t.calls, bytes: t.bytes, terms }) as Record<string, unknown>,
-          metadata: { tenantId, contextId: t.contextId, accountId: t.accountId, actorKeyId: null, userId: null, requestId: null, occurredAt, schemaVersion: EVENT_SCHEMA_VERSION },
-        }));
+      [...byWriter.values()].map(async (list) => {
+        const { tenantId, contextId, accountId } = list[0];
         try {
-          await this.o.store.append(streams.usage(tenantId), events, 'any');
+          await this.meter(
+            { type: 'MeterReads', tenantId, contextId, reads: list.map((t) => ({ period: t.period, calls: t.calls, bytes: t.bytes, terms })) },
+            systemMetadata({ tenantId, contextId, accountId, occurredAt }),
+          );
         } catch (e) {
           // Counted again with the next flush (unless the meter is closing: then the log line is all that is left).
           this.o.log?.(`usage: appending read counts of tenant ${tenantId} failed: ${e instanceof Error ? e.message : String(e)}`);
@@ -183,19 +197,17 @@ export class UsageMeter implements WriteCharges {
     if (this.searches.size === 0) return;
     const pending = [...this.searches.values()];
     this.searches.clear();
-    const occurredAt = (this.o.now?.() ?? new Date()).toISOString();
-    const byTenant = new Map<string, SearchTally[]>();
-    for (const t of pending) byTenant.set(t.tenantId, [...(byTenant.get(t.tenantId) ?? []), t]);
+    const occurredAt = this.o.now?.() ?? new Date();
+    // One UsageMetered event per tenant, context and period, appended with its own metadata.
     await Promise.all(
-      [...byTenant].map(async ([tenantId, list]) => {
-        const events: NewEvent[] = list.map((t) => ({
-          id: this.o.ids.newId(),
-          type: 'UsageMetered',
-          data: parseEventData('UsageMetered', { tenantId, contextId: t.contextId, period: t.period, items: [...t.items.values()] }) as Record<string, unknown>,
-          metadata: { tenantId, contextId: t.contextId, accountId: t.accountId, actorKeyId: null, userId: null, requestId: null, occurredAt, schemaVersion: EVENT_SCHEMA_VERSION },
-        }));
+      pending.map(async (t) => {
+        const { tenantId } = t;
+        const list = [t];
         try {
-          await this.o.store.append(streams.usage(tenantId), events, 'any');
+          await this.meter(
+            { type: 'MeterUsage', tenantId, contextId: t.contextId, period: t.period, items: [...t.items.values()] },
+            systemMetadata({ tenantId, contextId: t.contextId, accountId: t.accountId, occurredAt }),
+          );
         } catch (e) {
           this.o.log?.(`usage: appending search charges of tenant ${tenantId} failed: ${e instanceof Error ? e.message : String(e)}`);
           if (!this.closed)

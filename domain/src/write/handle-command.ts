@@ -91,6 +91,11 @@ export interface Command<S, P = undefined, R = never> {
   metadata: EventMetadata | ((state: S) => EventMetadata);
   /** The stream is new (a fresh id): it is not read, and is appended with expected revision 'no_stream'. */
   fresh?: boolean;
+  /**
+   * The stream is an append-only log no decision reads (a tenant's usage): it is not read, the decision is made
+   * on the initial state, and it is appended with expected revision 'any' (never a conflict).
+   */
+  appendOnly?: boolean;
   prepare?: (state: S, attempt: number) => Promise<P>;
   decide: (state: S, prepared: P) => Decision<R>;
   /** When the decision has events for the entity: reads and checks that depend on them (the reservations of the values they claim or release, a folder moved into); returns more appends. */
@@ -133,13 +138,13 @@ export function handleCommand<S, P, R>(deps: WriteDeps, cmd: Command<S, P, R> | 
 
 async function run<S, P, R>(deps: WriteDeps, cmd: Command<S, P, R>): Promise<CommandResult<S, P, R>> {
   for await (const attempt of contended()) {
-    const { state, revision } = cmd.fresh ? { state: cmd.aggregate.initialState(), revision: -1 } : await loadAggregate(deps.store, cmd.streamId, cmd.aggregate);
+    const { state, revision } = cmd.fresh || cmd.appendOnly ? { state: cmd.aggregate.initialState(), revision: -1 } : await loadAggregate(deps.store, cmd.streamId, cmd.aggregate);
     const metadata = typeof cmd.metadata === 'function' ? cmd.metadata(state) : cmd.metadata;
     const prepared = (cmd.prepare ? await cmd.prepare(state, attempt) : undefined) as P;
     const decision = cmd.decide(state, prepared);
     const { events, answer } = decision;
     const next = events.reduce((s, e) => cmd.aggregate.evolve(s, e, metadata), state);
-    const appends: DomainAppend[] = [{ streamId: cmd.streamId, events, expectedRevision: revision < 0 ? 'no_stream' : revision }, ...(decision.also ?? [])];
+    const appends: DomainAppend[] = [{ streamId: cmd.streamId, events, expectedRevision: cmd.appendOnly ? 'any' : revision < 0 ? 'no_stream' : revision }, ...(decision.also ?? [])];
     if (events.length && cmd.beforeAppend) appends.push(...((await cmd.beforeAppend({ state, next, events }, prepared)) ?? []));
     if (!appends.some((a) => a.events.length)) return { state, events, position: 0, prepared, answer };
     if (cmd.dryRun) {

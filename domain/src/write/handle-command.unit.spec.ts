@@ -219,4 +219,22 @@ describe('handleCommand', () => {
     const out = await handleCommand(deps, 's', counter, (s) => ({ events: [ev(String(s))] }), md);
     expect(out.state).toBe(1);
   });
+
+  it('an append-only stream is not read and is appended with expected revision any, however many writers got there first', async () => {
+    const { store, deps } = setup();
+    store.write('log', [{ id: 'x', type: 'NamespaceCreated', data: { name: 'x', description: null }, metadata: md }]);
+    store.interleave = () => store.write('log', [{ id: 'y', type: 'NamespaceCreated', data: { name: 'y', description: null }, metadata: md }]);
+    const out = await handleCommand(deps, { streamId: 'log', aggregate: counter, appendOnly: true, metadata: md, decide: (s) => ({ events: [ev(String(s))] }) });
+    expect(store.reads).toEqual([]);
+    expect(store.appends).toBe(1);
+    expect(store.streams.get('log')!.map((e) => (e.data as { name: string }).name)).toEqual(['x', 'y', '0']);
+    expect(out.position).toBe(3);
+  });
+
+  it('metadata given as a function of the state read stamps the events (a worker writes in the document tenant)', async () => {
+    const { store, deps } = setup();
+    await handleCommand(deps, { streamId: 's', aggregate: counter, metadata: md, decide: () => ({ events: [ev('a')] }) });
+    await handleCommand(deps, { streamId: 's', aggregate: counter, metadata: (s) => ({ ...md, tenantId: `t${s}` }), decide: () => ({ events: [ev('b')] }) });
+    expect(store.streams.get('s')!.map((e) => e.metadata.tenantId)).toEqual(['t', 't1']);
+  });
 });

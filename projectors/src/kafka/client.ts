@@ -132,6 +132,10 @@ export function createConsumer(s: KafkaSettings, role: string, groupId: string, 
     rebalanceTimeout: 15_000,
     heartbeatInterval: 1_000,
     maxWaitTime: 500,
+    // A fetch of a few MB, not the client's 50 MB: a backlog arrives in steps the feed decodes between heartbeats, with
+    // every partition in each step (the feed needs them all to follow the log's order).
+    maxBytes: 4 * 1024 * 1024,
+    maxBytesPerPartition: 512 * 1024,
     autocommit: false,
     autocreateTopics: false,
     protocols: [{ name: ASSIGNER, version: 1 }],

@@ -91,6 +91,8 @@ interface PartitionState {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Messages decoded in one go before the feed lets the event loop run. */
+const YIELD_EVERY = 500;
 const backoff = (attempt: number) => Math.min(5000, 50 * 2 ** Math.min(attempt, 7));
 
 class Subscription {
@@ -104,6 +106,9 @@ class Subscription {
   private paused = false;
   /** Messages received in this tick: trimmed and woken for once, when the tick ends (the client hands them one by one). */
   private tickScheduled = false;
+  private tickMessages = 0;
+  /** Paused for the rest of this tick: a fetch's messages arrive synchronously, and decoding thousands at once would block heartbeats and the apply loop. */
+  private yielding = false;
   private assigned = false;
   /** Set when this member (re)gains the partitions: the checkpoint is re-read before anything is applied. */
   private resync = false;
@@ -289,13 +294,22 @@ class Subscription {
       this.paused = true;
       this.stream.pause();
     }
+    if (++this.tickMessages >= YIELD_EVERY && !this.yielding && this.stream) {
+      this.yielding = true;
+      this.stream.pause();
+    }
     if (this.tickScheduled) return;
     this.tickScheduled = true;
     setImmediate(() => {
       this.tickScheduled = false;
+      this.tickMessages = 0;
       // Redelivered offsets the checkpoint already covers are committed right away.
       this.trim();
       this.wake();
+      if (this.yielding) {
+        this.yielding = false;
+        if (!this.paused) this.stream?.resume();
+      }
     });
   }
 
@@ -444,7 +458,7 @@ class Subscription {
   private resumeFetching(): void {
     if (!this.paused) return;
     this.paused = false;
-    this.stream?.resume();
+    if (!this.yielding) this.stream?.resume();
   }
 
   private sweep(): void {

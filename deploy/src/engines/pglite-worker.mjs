@@ -5,7 +5,8 @@ import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 
-const { dataDir, nice } = workerData;
+// wasmModule: PostgreSQL's WASM as the parent compiled it (sql.ts pgliteWasmModule), so its machine code is shared.
+const { dataDir, nice, sharedBuffers, wasmModule } = workerData;
 
 /** A database error as data (structured clone drops an Error's own fields such as `code`). */
 const asData = (e) => {
@@ -28,7 +29,7 @@ const lowerPriority = () => {
 
 let db;
 try {
-  db = await PGlite.create(dataDir ? { dataDir } : {});
+  db = await PGlite.create({ ...(dataDir ? { dataDir } : {}), startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffers}`], pgliteWasmModule: wasmModule });
   lowerPriority();
   parentPort.postMessage({ ready: true });
 } catch (e) {

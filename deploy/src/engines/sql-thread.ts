@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import type { Sql, SqlQueryable } from '@svc/domain';
+import { pgliteSharedBuffers, pgliteWasmModule } from './sql';
 
 type Reply = { id: number; rows?: unknown[]; error?: Record<string, unknown> & { message: string } };
 
@@ -14,7 +15,7 @@ type Reply = { id: number; rows?: unknown[]; error?: Record<string, unknown> & {
  */
 export async function openPgliteThread(dataDir: string | undefined, o: { nice?: number } = {}): Promise<Sql> {
   // Plain .mjs: no TypeScript loader needed in the thread; execArgv [] keeps the parent's loaders and flags out.
-  const worker = new Worker(new URL('./pglite-worker.mjs', import.meta.url), { execArgv: [], workerData: { dataDir, nice: o.nice ?? 0 } });
+  const worker = new Worker(new URL('./pglite-worker.mjs', import.meta.url), { execArgv: [], workerData: { dataDir, nice: o.nice ?? 0, sharedBuffers: pgliteSharedBuffers(), wasmModule: await pgliteWasmModule() } });
   const calls = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
   const listeners = new Map<string, Set<(payload: string) => void>>();
   let next = 0;

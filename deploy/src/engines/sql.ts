@@ -1,4 +1,7 @@
-import { parse as pgliteParse, PGlite, protocol } from '@electric-sql/pglite';
+import { parse as pgliteParse, PGlite, type PGliteOptions, protocol } from '@electric-sql/pglite';
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { prepareValue } from 'pg/lib/utils.js';
 import { ServiceError } from '@svc/contracts';
@@ -11,6 +14,33 @@ const pgTypes = {
 };
 
 const { serialize } = protocol;
+
+/**
+ * PGlite's start parameters with a small buffer cache. PostgreSQL's default shared_buffers (128 MB) lives in the
+ * WASM memory and PGlite touches all of it at start: 128 MB resident per embedded database, before any data. The
+ * data files stay in the operating system's page cache (PGlite reads them with plain file reads), so a smaller
+ * cache costs a system call per page missed rather than a disk read. PGLITE_SHARED_BUFFERS (PostgreSQL units, e.g.
+ * `64MB`) sets it; the same for both embedded databases (pglite-worker.mjs reads it too).
+ */
+export const PGLITE_SHARED_BUFFERS_DEFAULT = '16MB';
+export const pgliteSharedBuffers = (env: NodeJS.ProcessEnv = process.env): string => env.PGLITE_SHARED_BUFFERS || PGLITE_SHARED_BUFFERS_DEFAULT;
+/** PGlite's own start parameters with that cache size (pglite-worker.mjs builds the same). */
+const pgliteStartParams = (): string[] => [...PGlite.defaultStartParams, '-c', `shared_buffers=${pgliteSharedBuffers()}`];
+
+type WasmModule = NonNullable<PGliteOptions['pgliteWasmModule']>;
+// The global's type is not in this project's libraries (no DOM); the one call it needs.
+const wasm = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule> } }).WebAssembly;
+let compiled: Promise<WasmModule> | undefined;
+/**
+ * PostgreSQL's WASM, compiled once per process and shared by every embedded database in it (the search side's thread
+ * gets it in its workerData). Each PGlite otherwise compiles its own copy: one more copy of the machine code, and the
+ * optimising compiler's pass over PostgreSQL's largest function (about 600 MB of compiler memory for a few seconds)
+ * once per database instead of once per process.
+ */
+export function pgliteWasmModule(): Promise<WasmModule> {
+  compiled ??= readFile(join(dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite')), 'pglite.wasm')).then((bytes) => wasm.compile(bytes));
+  return compiled;
+}
 
 /**
  * One statement in one exchange with PGlite: Parse, Bind, Describe, Execute and Sync sent together. PGlite's own
@@ -37,7 +67,7 @@ async function queryInOneExchange<T>(db: PGlite, text: string, params: unknown[]
 
 /** Embedded PostgreSQL (PGlite, WASM) persisted in `dataDir`; single connection, queries serialised. */
 export async function openPglite(dataDir: string | undefined): Promise<Sql> {
-  const db = await PGlite.create(dataDir ? { dataDir } : {});
+  const db = await PGlite.create({ ...(dataDir ? { dataDir } : {}), startParams: pgliteStartParams(), pgliteWasmModule: await pgliteWasmModule() });
   const q = (d: { exec: PGlite['exec'] }, inTx: boolean): SqlQueryable => ({
     query: async <T,>(text: string, params?: unknown[]) => ({ rows: await queryInOneExchange<T>(db, text, params, inTx) }),
     exec: async (text: string) => {

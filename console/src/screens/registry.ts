@@ -19,6 +19,7 @@ export interface ScreenEntry {
 export const SCREENS: ScreenEntry[] = [
   { name: 'schemas', label: 'Schemas', credential: 'tenant', load: () => import('./schemas') },
   { name: 'records', label: 'Records', credential: 'tenant', load: () => import('./records') },
+  { name: 'documents', label: 'Documents', credential: 'tenant', load: () => import('./documents') },
   { name: 'search', label: 'Search playground', credential: 'tenant', load: () => import('./search') },
   { name: 'ask', label: 'Ask and chat', credential: 'tenant', load: () => import('./ask') },
 ];

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CHROMIUM_SKIP_REASON } from '../support/browser';
 import { describeViolations, startConsole, type ConsoleHarness } from '../support/console';
 
@@ -7,6 +7,9 @@ import { describeViolations, startConsole, type ConsoleHarness } from '../suppor
  * index mode, reads it back, edits it (a new version), and sees the API's refusal of bad input next to the field it
  * names, with nothing stored (checked through the API).
  */
+// A page answers in well under a second on a quiet machine; the shared CI machine can be far slower.
+vi.setConfig({ expect: { poll: { timeout: 15_000, interval: 100 } } });
+
 describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: schemas', () => {
   let h: ConsoleHarness;
   beforeAll(async () => {

@@ -20,6 +20,7 @@ export * from './ports/sql';
 export * from './ports/usage-charges';
 export * from './ports/write-charges';
 export * from './records/index-outcome';
+export * from './records/index-outcome-log';
 export * from './records/lookup-keys';
 export * from './records/own-value';
 export * from './records/pattern';

@@ -7,7 +7,7 @@ import { documentAggregate, type DocumentEvent, type DocumentState, type LiveDoc
  * extracted, the store-only settled, retained text discarded). Its commands come from the upload routes and
  * poller and from the document worker; each states its premise, and a command whose premise no longer holds
  * (deleted, re-uploaded, newer text, already settled) decides nothing, so a replayed reaction is harmless.
- * The index outcomes (INDEXED, SKIPPED, FAILED) are the search projector's.
+ * The index outcomes (INDEXED, SKIPPED, FAILED) come from the search projector (SettleIndexing).
  */
 export type DocumentProcessingCommand =
   /** The uploaded object was received and stored under `fileRef` (the presigned PUT, or the object store's poller). */
@@ -23,7 +23,11 @@ export type DocumentProcessingCommand =
   /** A store-only document (indexMode NONE) whose text is ready is STORED: it is never indexed. */
   | { type: 'SettleStoreOnly'; textRevision: number }
   /** storeText: false — once indexing settled `textRevision`, its retained text goes. */
-  | { type: 'DiscardText'; textRevision: number };
+  | { type: 'DiscardText'; textRevision: number }
+  /** The search projector's outcome for `textRevision`: INDEXED, SKIPPED (no passages) or FAILED with a code. */
+  | { type: 'SettleIndexing'; textRevision: number; outcome: IndexingOutcome };
+
+export type IndexingOutcome = { status: 'INDEXED' | 'SKIPPED' } | { status: 'FAILED'; code: string; message: string };
 
 export type ExtractionOutcome =
   | { kind: 'text'; textRef: string; textBytes: number; textRevision: number }
@@ -64,6 +68,13 @@ function decide(cmd: DocumentProcessingCommand, s: DocumentState): DocumentEvent
     case 'DiscardText':
       if (s.storeText || !s.textRetained || s.textRevision !== cmd.textRevision || !s.textRef) return [];
       return [{ type: 'DocumentTextDiscarded', data: { documentId, textRevision: cmd.textRevision } }];
+    case 'SettleIndexing': {
+      // Only a document still waiting for this text's outcome: a newer text, a settled outcome (replays, rebuilds) or a delete leave it out.
+      if (s.status !== 'PENDING_INDEX' || s.textRevision !== cmd.textRevision) return [];
+      const o = cmd.outcome;
+      if (o.status === 'FAILED') return [{ type: 'DocumentFailed', data: { documentId, code: o.code, message: o.message } }];
+      return [o.status === 'INDEXED' ? { type: 'DocumentIndexed', data: { documentId, status: 'INDEXED', textRevision: cmd.textRevision } } : { type: 'DocumentIndexSkipped', data: { documentId, status: 'SKIPPED', textRevision: cmd.textRevision } }];
+    }
     default:
       return assertNever(cmd);
   }

@@ -87,3 +87,20 @@ describe('document processing decider: SettleStoreOnly and DiscardText', () => {
     given(decider, [created({ storeText: true }), uploaded, started, textReady(1), indexed]).when({ type: 'DiscardText', textRevision: 1 }).then([]);
   });
 });
+
+describe('document processing decider: SettleIndexing (the search projector)', () => {
+  const pending = [created({ source: 'text' }), textReady(1)];
+  it('the outcome of the text waiting for it: INDEXED, SKIPPED or FAILED with its code', () => {
+    given(decider, pending).when({ type: 'SettleIndexing', textRevision: 1, outcome: { status: 'INDEXED' } }).then([{ type: 'DocumentIndexed', data: { documentId: 'd1', status: 'INDEXED', textRevision: 1 } }]);
+    given(decider, pending).when({ type: 'SettleIndexing', textRevision: 1, outcome: { status: 'SKIPPED' } }).then([{ type: 'DocumentIndexSkipped', data: { documentId: 'd1', status: 'SKIPPED', textRevision: 1 } }]);
+    given(decider, pending)
+      .when({ type: 'SettleIndexing', textRevision: 1, outcome: { status: 'FAILED', code: 'TEXT_INDEX_FAILED', message: 'x' } })
+      .then([{ type: 'DocumentFailed', data: { documentId: 'd1', code: 'TEXT_INDEX_FAILED', message: 'x' } }]);
+  });
+  it('an older text, an outcome already settled (a replay, a rebuild) or a deleted document is left out', () => {
+    const indexed: DocumentEvent = { type: 'DocumentIndexed', data: { documentId: 'd1', status: 'INDEXED', textRevision: 1 } };
+    given(decider, [...pending, textReady(2)]).when({ type: 'SettleIndexing', textRevision: 1, outcome: { status: 'INDEXED' } }).then([]);
+    given(decider, [...pending, indexed]).when({ type: 'SettleIndexing', textRevision: 1, outcome: { status: 'SKIPPED' } }).then([]);
+    given(decider, [...pending, deleted]).when({ type: 'SettleIndexing', textRevision: 1, outcome: { status: 'INDEXED' } }).then([]);
+  });
+});

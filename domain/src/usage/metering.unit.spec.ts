@@ -1,9 +1,10 @@
 import { describe, it } from 'vitest';
 import { given } from '../shared/given-when-then';
+import type { UsageItem } from './charges';
 import { usageDecider } from './metering';
 
 const terms = { includedCalls: 1000, callsPerCredit: 100, includedBytes: 1_000_000, bytesPerCredit: 100_000 };
-const item = { category: 'search.text', count: 1, units: 0, milli: 100 };
+const item: UsageItem = { category: 'searchText', count: 1, units: 0, milli: 100 };
 
 describe('usage decider', () => {
   it('priced work is one UsageMetered event of the tenant context and period', () => {

@@ -1,7 +1,7 @@
 import { ensureCheckpoints, readCheckpoint, resetCheckpoint, writeCheckpoint } from '../runtime/checkpoints';
 import { randomUUID } from 'node:crypto';
-import { type DomainEvent, EVENT_SCHEMA_VERSION, type EventData, type EventMetadata, parseEventData, type SchemaDefinition } from '@svc/contracts';
-import { type BlobStore, type CatalogueItem, chunkText, type Embedder, type EventStore, filterAttributes, type IndexedItem, type Passage, recordPassages, type Sql, type StoredEvent, streams, type TextIndex, tornDownCache, type VectorIndex, WrongExpectedRevisionError } from '@svc/domain';
+import type { DomainEvent, EventData, EventMetadata, SchemaDefinition } from '@svc/contracts';
+import { type BlobStore, type CatalogueItem, chunkText, type Embedder, type EventStore, filterAttributes, type IndexedItem, type IndexingOutcome, NO_WAIT, type Passage, processDocument, recordPassages, type Sql, type StoredEvent, streams, systemMetadata, type TextIndex, tornDownCache, type VectorIndex } from '@svc/domain';
 import { catchUpFeed, type EventFeed } from '../runtime/feed';
 import { CATALOGUE_TABLES, SearchCatalogue } from './catalogue';
 import { documentCatalogueItem, loadDocument } from './documents';
@@ -902,30 +902,27 @@ export class SearchIndexer {
    * it out). A concurrent write re-checks.
    */
   private async appendDocumentOutcomes(list: DocOutcome[]): Promise<void> {
-    const now = (this.o.now ?? (() => new Date()))().toISOString();
+    const now = (this.o.now ?? (() => new Date()))();
+    const deps = { store: this.store, barrier: NO_WAIT, ids: { newId: randomUUID } };
     for (const o of list) {
-      for (let attempt = 0; attempt < 10; attempt++) {
-        const { state, revision } = await loadDocument(this.store, o.documentId);
-        if (!state.exists || state.status !== 'PENDING_INDEX' || state.textRevision !== o.textRevision) break;
-        try {
-          await this.store.appendMulti([{
-            streamId: streams.document(o.documentId),
-            expectedRevision: revision,
-            events: [{
-              id: randomUUID(),
-              type: o.event.type,
-              data: parseEventData(o.event.type, o.event.data) as Record<string, unknown>,
-              metadata: { tenantId: state.tenantId, contextId: state.contextId, accountId: o.meta.accountId, actorKeyId: null, userId: null, requestId: o.meta.requestId, occurredAt: now, schemaVersion: EVENT_SCHEMA_VERSION },
-            }],
-          }]);
-          break;
-        } catch (e) {
-          if (e instanceof WrongExpectedRevisionError) continue;
-          throw e;
-        }
-      }
+      const outcome = indexingOutcomeOf(o.event);
+      if (!outcome) continue;
+      // The processing decider's SettleIndexing: only while the document is PENDING_INDEX at that text revision.
+      await processDocument(deps, {
+        documentId: o.documentId,
+        command: () => ({ type: 'SettleIndexing', textRevision: o.textRevision, outcome }),
+        metadata: (s) => systemMetadata({ tenantId: s.exists ? s.tenantId : null, contextId: s.exists ? s.contextId : null, accountId: o.meta.accountId, requestId: o.meta.requestId, occurredAt: now }),
+      });
     }
   }
+}
+
+/** A document outcome event (documentOutcome) as the processing decider's indexing outcome. */
+function indexingOutcomeOf(e: DomainEvent): IndexingOutcome | null {
+  if (e.type === 'DocumentIndexed') return { status: 'INDEXED' };
+  if (e.type === 'DocumentIndexSkipped') return { status: 'SKIPPED' };
+  if (e.type === 'DocumentFailed') return { status: 'FAILED', code: e.data.code, message: e.data.message };
+  return null;
 }
 
 function deferred(): { promise: Promise<undefined>; resolve: () => void } {

@@ -1,12 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { EVENT_SCHEMA_VERSION, type EventData, type EventMetadata, parseEventData } from '@svc/contracts';
-import { type AppendRequest, type EventStore, newestOutcomes, type Sql, streams } from '@svc/domain';
+import type { EventMetadata } from '@svc/contracts';
+import { type DomainAppend, type EventStore, handleCommand, indexOutcomeDecider, newestOutcomes, NO_WAIT, type RecordOutcome, type Sql, streams, systemMetadata } from '@svc/domain';
 
-/** One record's index outcome, as RecordsIndexed carries it. */
-export type RecordOutcome = EventData<'RecordsIndexed'>['outcomes'][number];
-
-/** Outcomes per RecordsIndexed event: about 50 KB of event at most, well inside a Kafka message. */
-export const OUTCOMES_PER_EVENT = 500;
+export { OUTCOMES_PER_EVENT, type RecordOutcome } from '@svc/domain';
 
 /**
  * The outcome last appended for each record (its revision and result), so a replay of the log — a crash
@@ -65,22 +61,23 @@ export class OutcomeLog {
       if (xs) xs.push(x);
       else byContext.set(k, [x]);
     }
-    const occurredAt = this.now().toISOString();
-    // One request per context (a stream may appear once in an append), its outcomes in events of at most 500.
-    const requests: AppendRequest[] = [...byContext.values()].map((xs) => {
+    const occurredAt = this.now();
+    // One append per context's stream (a stream may appear once in an append), all in one atomic write through the
+    // command handler: the outcome streams are append-only (not read, expected revision any).
+    const appends: DomainAppend[] = [...byContext.values()].map((xs) => {
       const m = xs[0].meta;
-      const events = [];
-      for (let i = 0; i < xs.length; i += OUTCOMES_PER_EVENT) {
-        events.push({
-          id: randomUUID(),
-          type: 'RecordsIndexed',
-          data: parseEventData('RecordsIndexed', { outcomes: xs.slice(i, i + OUTCOMES_PER_EVENT).map((x) => x.outcome) }) as Record<string, unknown>,
-          metadata: { tenantId: m.tenantId, contextId: m.contextId, accountId: m.accountId, actorKeyId: null, userId: null, requestId: null, occurredAt, schemaVersion: EVENT_SCHEMA_VERSION },
-        });
-      }
-      return { streamId: streams.outcomes(m.tenantId!, m.contextId!), expectedRevision: 'any' as const, events };
+      return {
+        streamId: streams.outcomes(m.tenantId!, m.contextId!),
+        expectedRevision: 'any',
+        events: indexOutcomeDecider.decide({ type: 'RecordIndexOutcomes', outcomes: xs.map((x) => x.outcome) }, null),
+        metadata: systemMetadata({ tenantId: m.tenantId, contextId: m.contextId, accountId: m.accountId, occurredAt }),
+      };
     });
-    await this.store.appendMulti(requests);
+    const [first, ...rest] = appends;
+    await handleCommand(
+      { store: this.store, barrier: NO_WAIT, ids: { newId: randomUUID } },
+      { streamId: first.streamId, aggregate: indexOutcomeDecider, appendOnly: true, metadata: first.metadata!, decide: () => ({ events: first.events, also: rest }) },
+    );
     const reported = [...latest.values()].map((x) => ({ item_id: x.outcome.recordId, tenant_id: x.meta.tenantId, context_id: x.meta.contextId, for_revision: x.outcome.forRevision, outcome: keyOf(x.outcome) }));
     await this.sql.query(
       `INSERT INTO si_reported SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(item_id text, tenant_id text, context_id text, for_revision bigint, outcome text)

@@ -9,7 +9,7 @@ import { asApiError, unwrap, useClient, useLoad, type ApiError } from '../api';
 import { ErrorMessage, shownAtField } from '../components/errors';
 import { SelectField, TextField } from '../components/fields';
 import { PagedTable, type Column } from '../components/paged-table';
-import { draftOf, patchOf, payloadOf, PayloadFields, type PayloadDraft, type SchemaField } from '../components/payload-fields';
+import { draftOf, patchOf, payloadOf, PayloadFields, valueOf, type PayloadDraft, type SchemaField } from '../components/payload-fields';
 import { href, navigate } from '../router';
 import type { ScreenProps } from './screen-props';
 
@@ -78,6 +78,23 @@ function WithSchema({ typeName, children }: { typeName: string; children: (s: Sc
 const lookupName = (l: Lookup) => (typeof l === 'string' ? l : 'fieldNames' in l ? l.fieldNames.join(',') : l.fieldName);
 const cellText = (v: unknown) => (v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v));
 
+interface FieldSearch {
+  query: string;
+  /** The typed value of each filterable field ('' = any). */
+  values: Record<string, string>;
+}
+
+/** Equality filters from the form: numbers and booleans as such, the rest as text. */
+function filtersOf(fields: SchemaField[], values: Record<string, string>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const f of fields) {
+    const v = values[f.fieldId];
+    if (v === undefined || v === '') continue;
+    out[f.fieldId] = f.fieldType === 'boolean' ? v === 'true' : valueOf(f, v);
+  }
+  return out;
+}
+
 interface Filter {
   field: string;
   mode: 'value' | 'prefix' | 'range';
@@ -93,10 +110,31 @@ function RecordList({ schema }: { schema: Schema }) {
   const [draft, setDraft] = useState<Filter>({ field: lookups[0] ?? '', mode: 'value', value: '', to: '', order: 'asc' });
   const [filter, setFilter] = useState<Filter>();
   const [error, setError] = useState<ApiError>();
+  const filterable = fields.filter((f) => f.filterable && !f.sensitive);
+  const [searchDraft, setSearchDraft] = useState<FieldSearch>({ query: '', values: {} });
+  const [search, setSearch] = useState<FieldSearch>();
+  const [searchError, setSearchError] = useState<ApiError>();
 
   const load = useCallback(
     async (startFrom?: string) => {
       const cursor = startFrom ? { startFrom } : {};
+      if (search) {
+        // The search API pages by offset: the table's cursor is the next offset.
+        const offset = Number(startFrom ?? 0);
+        try {
+          const found = await unwrap(
+            client.POST('/v1/search', { body: { query: search.query, typeName: schema.typeName, contentTypes: ['records'], filters: filtersOf(filterable, search.values), limit: 20, offset } }),
+          );
+          setSearchError(undefined);
+          const ids = found.results.map((r) => r.documentId);
+          const got = ids.length ? await unwrap(client.POST('/v1/records/batch-get', { body: { ids } })) : { data: [] };
+          const byId = new Map((got.data as RecordView[]).map((r) => [r.id, r]));
+          return { data: ids.map((id) => byId.get(id)).filter((r): r is RecordView => !!r), nextCursor: ids.length === 20 && offset + 20 < found.totalResults ? String(offset + 20) : null };
+        } catch (e) {
+          setSearchError(asApiError(e));
+          return { data: [], nextCursor: null };
+        }
+      }
       if (!filter) return unwrap(client.GET('/v1/records', { params: { query: { type: schema.typeName, includePayload: 'true', limit: 20, ...cursor } } }));
       const q =
         filter.mode === 'value' ? { value: filter.value } : filter.mode === 'prefix' ? { prefix: filter.value } : { ...(filter.value ? { from: filter.value } : {}), ...(filter.to ? { to: filter.to } : {}) };
@@ -110,7 +148,7 @@ function RecordList({ schema }: { schema: Schema }) {
         return { data: [], nextCursor: null };
       }
     },
-    [client, schema.typeName, filter],
+    [client, schema.typeName, filter, search],
   );
 
   const columns: Column<RecordView>[] = [
@@ -141,6 +179,7 @@ function RecordList({ schema }: { schema: Schema }) {
           aria-label="Filter by a lookup"
           onSubmit={(e) => {
             e.preventDefault();
+            setSearch(undefined);
             setFilter({ ...draft });
           }}
         >
@@ -187,8 +226,60 @@ function RecordList({ schema }: { schema: Schema }) {
       ) : (
         <p class="hint">This type has no lookup fields to filter by (add one to its schema).</p>
       )}
+      {filterable.length ? (
+        <form
+          class="filter"
+          aria-label="Search and filter by fields"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setFilter(undefined);
+            setError(undefined);
+            setSearch({ query: searchDraft.query, values: { ...searchDraft.values } });
+          }}
+          noValidate
+        >
+          <fieldset>
+            <legend>Search and filter by fields</legend>
+            <p class="hint">Finds indexed records of this type by their text (POST /v1/search), keeping those whose filterable fields have the values given.</p>
+            <div class="field-row">
+              <TextField label="Search text" path="query" value={searchDraft.query} onInput={(v) => setSearchDraft({ ...searchDraft, query: v })} error={searchError} required />
+              {filterable.map((f) =>
+                f.fieldType === 'enum' || f.fieldType === 'boolean' ? (
+                  <SelectField
+                    label={`${f.fieldId} is`}
+                    path={`filters.${f.fieldId}`}
+                    value={searchDraft.values[f.fieldId] ?? ''}
+                    onChange={(v) => setSearchDraft({ ...searchDraft, values: { ...searchDraft.values, [f.fieldId]: v } })}
+                    error={searchError}
+                    options={[{ value: '', label: '(any)' }, ...(f.fieldType === 'boolean' ? ['true', 'false'] : (f.enumValues ?? []).map(String))]}
+                  />
+                ) : (
+                  <TextField
+                    label={`${f.fieldId} is`}
+                    path={`filters.${f.fieldId}`}
+                    value={searchDraft.values[f.fieldId] ?? ''}
+                    onInput={(v) => setSearchDraft({ ...searchDraft, values: { ...searchDraft.values, [f.fieldId]: v } })}
+                    error={searchError}
+                  />
+                ),
+              )}
+            </div>
+            {shownAtField(searchError, ['query', ...filterable.map((f) => `filters.${f.fieldId}`)]) ? null : <ErrorMessage error={searchError} />}
+            <p class="actions">
+              <button type="submit" class="primary">
+                Search
+              </button>
+              {search ? (
+                <button type="button" onClick={() => (setSearch(undefined), setSearchError(undefined))}>
+                  Clear search
+                </button>
+              ) : null}
+            </p>
+          </fieldset>
+        </form>
+      ) : null}
       <PagedTable<RecordView>
-        caption={filter ? `${schema.displayName} records where ${filter.field} ${filter.mode === 'value' ? '=' : filter.mode === 'prefix' ? 'starts with' : 'between'} ${filter.value}${filter.mode === 'range' ? ` and ${filter.to}` : ''} (${filter.order === 'asc' ? 'ascending' : 'descending'})` : `${schema.displayName} records`}
+        caption={search ? `${schema.displayName} records found for “${search.query}”${Object.entries(search.values).filter(([, v]) => v !== '').map(([k, v]) => `, ${k} = ${v}`).join('')}` : filter ? `${schema.displayName} records where ${filter.field} ${filter.mode === 'value' ? '=' : filter.mode === 'prefix' ? 'starts with' : 'between'} ${filter.value}${filter.mode === 'range' ? ` and ${filter.to}` : ''} (${filter.order === 'asc' ? 'ascending' : 'descending'})` : `${schema.displayName} records`}
         load={load}
         rowKey={(r) => r.id}
         columns={columns}

@@ -45,6 +45,15 @@ async function openEventStore(config: Config, sql: Sql): Promise<EventStore> {
   return PostgresEventStore.open(sql);
 }
 
+/** Whether the search catalogue holds any item (false before its table exists: a first start). */
+async function holdsSearchables(sql: Sql): Promise<boolean> {
+  try {
+    return (await sql.query(`SELECT 1 FROM si_items LIMIT 1`)).rows.length > 0;
+  } catch {
+    return false;
+  }
+}
+
 /** `isClosing` silences a model warm-up that fails because the service is already stopping. */
 export async function openEngines(config: Config, role: RoleTraits, log: (msg: string) => void, isClosing: () => boolean): Promise<Engines> {
   mkdirSync(config.dataDir, { recursive: true });
@@ -61,8 +70,13 @@ export async function openEngines(config: Config, role: RoleTraits, log: (msg: s
     const search = role.search ? await openSearchEngines(config, searchSql, log) : undefined;
     const embedderInfo = search ? describeEmbedder(search.embedder) : undefined;
     if (embedderInfo?.kind === 'none') log(`embeddings: no model (${embedderInfo.reason}): semantic search is off; SEMANTIC searches are refused, HYBRID answers from keywords alone`);
-    // The first semantic query would otherwise wait for the built-in model to load (about 1 s): load it now, in its thread.
-    if (search && role.warmEmbedder) search.embedder.warm?.().catch((e) => isClosing() || log(`embedding model warm-up failed: ${e instanceof Error ? e.message : String(e)}`));
+    // The built-in model's process (about 150 MB resident) starts on the first embedding need. It is loaded now only
+    // when the search index already holds something to search, so that first semantic query does not wait for it
+    // (about 1-3 s); an empty service stays without it. /readyz says which (embeddings.loaded).
+    if (search?.embedder.warm && role.warmEmbedder)
+      void holdsSearchables(searchSql).then(
+        (yes) => (yes && !isClosing() ? search.embedder.warm!() : undefined),
+      ).catch((e) => isClosing() || log(`embedding model warm-up failed: ${e instanceof Error ? e.message : String(e)}`));
     // Per-minute counters: in process by default; Redis (shared by every process) when REDIS_URL is set, failing open.
     const redisCounters = config.redisUrl ? new RedisWindowCounter(config.redisUrl, log) : undefined;
     if (redisCounters && !(await redisCounters.ready())) log(`Redis at REDIS_URL did not answer at start; counters fail open until it does`);

@@ -81,6 +81,8 @@ interface Host {
 interface PoolThread {
   w: Host;
   inflight: { id: number; slots: Slot[]; query: boolean } | undefined;
+  /** Set once it answered: its process has the model loaded. */
+  loaded?: boolean;
 }
 type Answer = { id: number; n?: number; dims?: number; buf?: ArrayBuffer; error?: string };
 
@@ -170,6 +172,11 @@ class ModelPool {
     await this.embed(['warm up'], 'query');
   }
 
+  /** Whether a member of the pool is running with the model loaded (readiness says so). */
+  get loaded(): boolean {
+    return this.threads.some((t) => t.loaded);
+  }
+
   private idle(): boolean {
     return this.threads.length < this.size || this.threads.some((t) => !t.inflight);
   }
@@ -249,6 +256,7 @@ class ModelPool {
     const f = t.inflight;
     if (!f || f.id !== m.id) return;
     t.inflight = undefined;
+    if (m.error === undefined) t.loaded = true;
     if (m.error !== undefined || !m.buf || m.n !== f.slots.length) {
       const err = new EmbeddingError(`built-in embedding model failed: ${m.error ?? `returned ${m.n} vectors for ${f.slots.length} texts`}`);
       for (const s of f.slots) this.fail(s.p, err);
@@ -317,6 +325,11 @@ export interface EmbedderInfo {
   kind: 'builtin' | 'endpoint' | 'none';
   /** Threads of the built-in model's pool. */
   threads?: number;
+  /**
+   * Built-in model: whether a model process is running with it loaded, read when asked. false: installed, and
+   * loaded on the first embedding need (the first semantic query then waits about 1-3 s for it).
+   */
+  loaded?: boolean;
   /** kind 'none': why there is no model. */
   reason?: string;
 }
@@ -324,7 +337,16 @@ export interface EmbedderInfo {
 /** Names the embedder (readiness and metrics). */
 export const describeEmbedder = (e: Embedder): EmbedderInfo =>
   e instanceof BuiltinEmbedder
-    ? { model: e.model, dims: e.dims, kind: 'builtin', threads: e.threads }
+    ? {
+        model: e.model,
+        dims: e.dims,
+        kind: 'builtin',
+        threads: e.threads,
+        // A getter: /readyz spreads and serialises this object per request, so it says the state of the moment.
+        get loaded() {
+          return e.loaded;
+        },
+      }
     : e.unavailable !== undefined
       ? { model: null, dims: 0, kind: 'none', reason: e.unavailable }
       : { model: e.model, dims: e.dims, kind: 'endpoint' };
@@ -425,6 +447,11 @@ export class BuiltinEmbedder implements Embedder {
   async embed(texts: string[], o?: { purpose?: EmbedPurpose }): Promise<number[][]> {
     if (!texts.length) return [];
     return this.pool().embed(texts, o?.purpose ?? 'passage');
+  }
+
+  /** Whether the process's pool has a member running with the model loaded. */
+  get loaded(): boolean {
+    return pools.get(this.kind)?.loaded ?? false;
   }
 
   /** Starts one member of the pool and loads the model (1–3 s here), so the first query does not wait for it. */

@@ -39,6 +39,10 @@
  * Section 12 (changes.ts, BENCH_ONLY=changes; issue 43): GET /v1/changes with BENCH_CHANGE_STREAMS (100) streams open: write ->
  * event latency p50 / p99 at BENCH_CHANGE_RATE (200) creates/s for BENCH_CHANGE_SECONDS (10), and create throughput with
  * the streams open vs none (BENCH_CHANGE_SLICES 4 alternating slices of BENCH_CHANGE_SLICE_MS 4,000).
+ * Section 13 (memory.ts, BENCH_ONLY=memory; issue 46): resident memory of the service and its model processes (the
+ * compiled build `npm start` runs, from /proc smaps_rollup) idle on an empty data directory (target ≤400 MB), after
+ * BENCH_MEMORY_RECORDS (5,000; growth measured from a fifth of them) records and after BENCH_MEMORY_PASSAGES (10,000) passages, extrapolated to 100,000
+ * each; BENCH_MEMORY_IDLE_MS (15,000) of idle before each sample.
  * Section 14 (console.ts, BENCH_ONLY=console; issue 47): the web console's first screen from a local service in Chromium:
  * its JavaScript as downloaded (gzip, as served) against 250 KB, and navigation -> sign-in form usable, BENCH_CONSOLE_LOADS
  * (10) loads each in a fresh browser context, the median against 1 s. In the default run too (a few seconds).
@@ -67,11 +71,12 @@ import { benchSearchable } from './searchable';
 import { benchScripts } from './scripts';
 import { benchWebhooks } from './webhooks';
 import { benchChanges } from './changes';
+import { benchMemory } from './memory';
 import { benchConsole } from './console';
 import { stealNote } from './steal';
 
 const onlyArg = process.argv.indexOf('--only');
-const only = new Set((onlyArg > 0 ? process.argv[onlyArg + 1] : process.env.BENCH_ONLY || 'records,searchable,documents,search,operations,scripts,webhooks,changes').split(',').map((x) => x.trim()).map((x) => (x === 'activity-log' ? 'operations' : x)));
+const only = new Set((onlyArg > 0 ? process.argv[onlyArg + 1] : process.env.BENCH_ONLY || 'records,searchable,documents,search,operations,scripts,webhooks,changes,memory').split(',').map((x) => x.trim()).map((x) => (x === 'activity-log' ? 'operations' : x)));
 
 const envInt = (k: string, d: number) => (process.env[k] ? Number(process.env[k]) : d);
 const timing: Timing = { concurrency: envInt('BENCH_CONCURRENCY', 32), warmupMs: envInt('BENCH_WARMUP_MS', 1500), durationMs: envInt('BENCH_MS', 5000) };
@@ -429,6 +434,18 @@ async function main() {
       },
       { id: 'C0', section: S12, name: `record create, no stream open (alternating slices; service CPU ${c.cpuMsPerCreate.none.toFixed(2)} ms a create)`, result: c.none, verdict: 'base' },
       { id: 'C2', section: S12, name: `record create with ${c.streams} streams open, every event read (alternating slices; service CPU ${c.cpuMsPerCreate.open.toFixed(2)} ms a create)`, result: c.open, target: '≥0.90× C0', ratio: { value: c.ratio, vs: 'C0' }, verdict: c.met.throughput ? 'PASS' : 'MISS' },
+    );
+  }
+
+  // --- Memory (section 13, tests/bench/memory.ts; issue 46): idle resident memory of all the service's processes ---
+  if (only.has('memory')) {
+    const S13 = '13. Resident memory (compiled build as `npm start` runs it; every process of the service: smaps_rollup RSS summed)';
+    const m = await benchMemory({ newDir, idleMs: envInt('BENCH_MEMORY_IDLE_MS', 15_000), records: envInt('BENCH_MEMORY_RECORDS', 5000), passages: envInt('BENCH_MEMORY_PASSAGES', 10_000), log });
+    const procs = (t: typeof m.idle) => t.processes.map((p) => `${p.kind} ${p.rssMb.toFixed(0)} MB (anon ${p.anonMb.toFixed(0)}, ${p.threads} thr)`).join(' + ');
+    rows.push(
+      { id: 'M0', section: S13, name: `idle, empty data directory, ${m.idleMs / 1000} s after ready: ${procs(m.idle)}; built-in model ${m.modelLoadedIdle ? 'loaded' : 'not loaded (starts on first need)'}`, note: `${m.idle.rssMb.toFixed(0)} MB`, target: '≤400 MB', verdict: m.idle.rssMb <= 400 ? 'PASS' : 'MISS' },
+      { id: 'M1', section: S13, name: `growth per 100,000 records (created over HTTP, not searchable: ${m.records.from.toLocaleString('en-US')} -> ${m.records.to.toLocaleString('en-US')} records, ${m.records.before.rssMb.toFixed(0)} -> ${m.records.after.rssMb.toFixed(0)} MB, extrapolated linearly)`, note: `${m.records.per100kMb.toFixed(0)} MB`, target: 'report', verdict: 'info' },
+      { id: 'M2', section: S13, name: `growth per 100,000 passages (${m.passages.count.toLocaleString('en-US')} loaded, TEXT + SEMANTIC queried, extrapolated linearly; ${m.passages.before.rssMb.toFixed(0)} MB with the model loaded -> ${m.passages.after.rssMb.toFixed(0)} MB)`, note: `${m.passages.per100kMb.toFixed(0)} MB`, target: 'report', verdict: 'info' },
     );
   }
 

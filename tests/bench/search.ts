@@ -185,7 +185,7 @@ async function indexingThroughput(svc: HttpService, pool: Pool, headers: Record<
 // --- (b) direct load through the adapters -----------------------------------------------------------
 const PASSAGES_PER_ITEM = 100;
 
-async function loadDirect(
+export async function loadDirect(
   dataDir: string,
   from: number,
   to: number,

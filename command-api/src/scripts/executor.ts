@@ -1,5 +1,5 @@
 import { type RequestMeta, ServiceError } from '@svc/contracts';
-import { type BlobStore, type CommandDeps, type FolderContents, type PresignedBlobUrls, type ScriptExecutor, type ScriptRunOutcome, type ScriptRunRequest, type ScriptVersion, type StorageGrants, WrongExpectedRevisionError } from '@svc/domain';
+import { type BlobStore, type CommandDeps, commitStaged, type FolderContents, type PresignedBlobUrls, type ScriptExecutor, type ScriptRunOutcome, type ScriptRunRequest, type ScriptVersion, type StorageGrants } from '@svc/domain';
 import { rootFolderGuard } from '../folders/load';
 import { HOST_METHODS, hostDispatcher } from './host-api';
 import type { ReadRoutes } from './read-routes';
@@ -184,18 +184,18 @@ export class SandboxScriptExecutor implements ScriptExecutor {
     let rowsWritten = 0;
     if (requests.length) {
       rowsWritten = await storageRows(staging, staging.stagedStreams());
+      let committed: Awaited<ReturnType<typeof commitStaged>>;
       try {
-        const results = await this.o.deps.store.appendMulti(requests);
-        const position = Math.max(0, ...results.map((r) => r.position));
-        if (position > 0 && !(await this.o.deps.barrier.waitFor(position))) this.o.deps.log?.(`read models did not reach position ${position} in time; answering anyway`);
+        // The script's writes were decided through the command handler on the staging store; the handler commits them.
+        committed = await commitStaged(this.o.deps, requests);
       } catch (e) {
-        if (e instanceof WrongExpectedRevisionError) {
-          const entities = requests.map((r) => r.streamId).filter((s) => /^(record|document|folder)-/.test(s));
-          const ids = /^(record|document|folder)-/.test(e.streamId) ? [entityIdOf(e.streamId)] : entities.map(entityIdOf);
-          return failed('CONCURRENT_MODIFICATION', `Data the script read or wrote changed while it ran; re-read ${ids.join(', ')} and retry`, durationMs, { ids });
-        }
         this.o.deps.log?.(`script execution ${executionId}: commit failed: ${e instanceof Error ? e.message : String(e)}`);
         return failed('EXECUTION_OUTCOME_UNKNOWN', 'The outcome of the script execution could not be determined', durationMs);
+      }
+      if ('conflict' in committed) {
+        const entities = requests.map((r) => r.streamId).filter((s) => /^(record|document|folder)-/.test(s));
+        const ids = /^(record|document|folder)-/.test(committed.conflict) ? [entityIdOf(committed.conflict)] : entities.map(entityIdOf);
+        return failed('CONCURRENT_MODIFICATION', `Data the script read or wrote changed while it ran; re-read ${ids.join(', ')} and retry`, durationMs, { ids });
       }
     }
     return { ok: true, executionId, result, durationMs, hostCalls: answer.hostCalls, rowsWritten };

@@ -56,6 +56,25 @@ export async function commit(deps: WriteDeps, metadata: EventMetadata, appends: 
   return position;
 }
 
+/**
+ * Commits a transaction the handler staged (a script's writes: each decided by its decider through handleCommand
+ * on a staging store, so their events are already checked and stamped): every request at the revision its command
+ * read, atomically, then the read models are waited for as `commit` does. A lost race is answered, not thrown:
+ * `{ conflict }` names the stream that moved (the caller refuses or re-runs the whole transaction).
+ */
+export async function commitStaged(deps: WriteDeps, requests: AppendRequest[]): Promise<{ position: number } | { conflict: string }> {
+  let position: number;
+  try {
+    const results = await deps.store.appendMulti(requests);
+    position = Math.max(0, ...results.map((r) => r.position));
+  } catch (e) {
+    if (e instanceof WrongExpectedRevisionError) return { conflict: e.streamId };
+    throw e;
+  }
+  if (position > 0 && !(await deps.barrier.waitFor(position))) deps.log?.(`read models did not reach position ${position} in time; answering anyway`);
+  return { position };
+}
+
 export interface Aggregate<S> {
   initialState(): S;
   /** `metadata` gives time and actor to states that show them (createdAt, createdBy). */

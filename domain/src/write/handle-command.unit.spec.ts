@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { conflict, type DomainEvent, type EventMetadata, ServiceError } from '@svc/contracts';
 import { asStoredEvent, type AppendRequest, type EventStore, expectationHolds, type NewEvent, type StoredEvent, WrongExpectedRevisionError } from '../ports/event-store';
 import type { PayloadSealing } from '../shared/sealing';
-import { type Aggregate, type CommandDeps, handleCommand } from './handle-command';
+import { type Aggregate, type CommandDeps, commitStaged, handleCommand } from './handle-command';
 
 /** A log in memory: enough of the event store for the handler (per-stream revisions, atomic multi-stream appends). */
 class MemoryStore {
@@ -236,5 +236,14 @@ describe('handleCommand', () => {
     await handleCommand(deps, { streamId: 's', aggregate: counter, metadata: md, decide: () => ({ events: [ev('a')] }) });
     await handleCommand(deps, { streamId: 's', aggregate: counter, metadata: (s) => ({ ...md, tenantId: `t${s}` }), decide: () => ({ events: [ev('b')] }) });
     expect(store.streams.get('s')!.map((e) => e.metadata.tenantId)).toEqual(['t', 't1']);
+  });
+
+  it('commitStaged: a staged transaction is appended at once and awaited; a stream that moved is answered by name, nothing written', async () => {
+    const { store, deps, waits } = setup();
+    const staged = (streamId: string, expectedRevision: 'no_stream' | number) => ({ streamId, expectedRevision, events: [{ id: streamId, type: 'NamespaceCreated', data: { name: streamId, description: null }, metadata: md }] });
+    expect(await commitStaged(deps, [staged('a', 'no_stream'), staged('b', 'no_stream')])).toEqual({ position: 2 });
+    expect(waits).toEqual([2]);
+    expect(await commitStaged(deps, [staged('c', 'no_stream'), staged('a', 'no_stream')])).toEqual({ conflict: 'a' });
+    expect(store.streams.has('c')).toBe(false);
   });
 });

@@ -29,7 +29,7 @@ function Screen({ name, params, query }: { name: string } & ScreenProps) {
   return <C params={params} query={query} />;
 }
 
-function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void }) {
+function Shell({ session, onSignOut, focusOnMount }: { session: Session; onSignOut: () => void; focusOnMount: boolean }) {
   const route = useRoute();
   const client = useMemo(() => clientFor(session), [session]);
   const screens = SCREENS.filter((s) => s.credential === session.kind);
@@ -38,12 +38,19 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
   useEffect(() => {
     if (current && route.screen !== current) navigate(href(current));
   }, [current, route.screen]);
-  // A new screen: move focus to its heading (once it is there).
+  // A new screen (or the first one right after signing in): focus moves to its heading, once it is there (a screen's
+  // code loads on first use). Not on a page load: the page's own first stop (the skip link) stays first.
+  const first = useRef(!focusOnMount);
   useEffect(() => {
-    const t = setTimeout(() => {
+    if (first.current) return void (first.current = false);
+    let tries = 40;
+    let t: ReturnType<typeof setTimeout>;
+    const focus = () => {
       const h = main.current?.querySelector('h1');
       if (h) (h.tabIndex = -1), h.focus();
-    }, 50);
+      else if (tries-- > 0) t = setTimeout(focus, 50);
+    };
+    t = setTimeout(focus, 0);
     return () => clearTimeout(t);
   }, [current, route.params.join('/')]);
   return (
@@ -80,17 +87,20 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
 
 function App() {
   const [session, setSession] = useState(loadSession);
+  const [signedInHere, setSignedInHere] = useState(false);
   if (!session)
     return (
       <SignIn
         onSignedIn={(s) => {
           saveSession(s);
+          setSignedInHere(true);
           setSession(s);
         }}
       />
     );
   return (
     <Shell
+      focusOnMount={signedInHere}
       session={session}
       onSignOut={() => {
         clearSession();

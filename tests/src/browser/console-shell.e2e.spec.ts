@@ -89,6 +89,33 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: serving and sign-in', 
     expect(p.problems).toEqual([]);
   });
 
+  it('is usable from the keyboard alone: sign in, skip to the content, open a screen', async () => {
+    const p = await h.newPage();
+    const { page } = p;
+    await page.goto(h.url);
+    await page.getByRole('heading', { name: 'Sign in to the console' }).waitFor();
+    const focused = () => page.evaluate('(() => { const e = document.activeElement; return e ? `${e.tagName} ${e.getAttribute("name") ?? ""} ${(e.textContent ?? "").trim()}` : "" })()') as Promise<string>;
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('INPUT token ');
+    await page.keyboard.type(h.svc.bootstrap.tenants.test.rootKey);
+    await page.keyboard.press('Enter');
+    // Signed in: focus lands on the screen's heading.
+    await expect.poll(focused).toBe('H1  Schemas');
+    // From the top of the page the first stop is the skip link, which leads into the content.
+    await page.reload();
+    await page.getByRole('heading', { name: 'Schemas' }).waitFor();
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('A  Skip to the content');
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('A  New schema');
+    await page.keyboard.press('Enter');
+    await expect.poll(focused).toBe('H1  New schema');
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('INPUT typeName ');
+    expect(p.problems).toEqual([]);
+  });
+
   it('takes the developer token for the developer pages (it cannot use the tenant API)', async () => {
     const p = await h.newPage();
     await h.signIn(p, h.svc.bootstrap.developerToken);

@@ -22,6 +22,8 @@ export const SCREENS: ScreenEntry[] = [
   { name: 'documents', label: 'Documents', credential: 'tenant', load: () => import('./documents') },
   { name: 'search', label: 'Search playground', credential: 'tenant', load: () => import('./search') },
   { name: 'ask', label: 'Ask and chat', credential: 'tenant', load: () => import('./ask') },
+  { name: 'tokens', label: 'Tokens', credential: 'tenant', load: () => import('./tokens') },
+  { name: 'developer', label: 'Developer portal', credential: 'developer', load: () => import('./developer') },
 ];
 
 /** The screen a person lands on after signing in with a credential of this kind. */

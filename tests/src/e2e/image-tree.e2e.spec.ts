@@ -117,5 +117,12 @@ describe('the image, replayed from deploy/Dockerfile', () => {
     const page = await fetch(`${base}/docs/api-reference.js`);
     expect(page.status).toBe(200);
     expect((await page.arrayBuffer()).byteLength).toBeGreaterThan(100_000);
+    // The web console was built in the build stage (npm ci's build) and is served once its build tools were pruned.
+    const consolePage = await fetch(`${base}/console`);
+    expect(consolePage.status).toBe(200);
+    const entry = /src="(console\/app-[A-Z0-9]+\.js)"/.exec(await consolePage.text())?.[1];
+    expect(entry).toBeDefined();
+    expect((await fetch(`${base}/${entry}`)).status).toBe(200);
+    expect(existsSync(join(app, 'node_modules/preact')), "the console's framework is bundled, not installed in the image").toBe(false);
   }, 900_000);
 });

@@ -4,6 +4,7 @@ import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, createClient, unwrap, type ServiceClient } from '@svc/client';
 import type { Session } from './session';
+import { observeRateLimit } from './rate-limit';
 
 /** unwrap(client.GET(...)): the answer's data, or its refusal thrown as an ApiError. */
 export { ApiError, unwrap };
@@ -13,7 +14,10 @@ export type { ServiceClient };
 export const apiBase = (): string => new URL('.', location.href).href.replace(/\/+$/, '');
 
 export function clientFor(s: Pick<Session, 'token' | 'contextId'>): ServiceClient {
-  return createClient({ baseUrl: apiBase(), token: s.token, ...(s.contextId ? { contextId: s.contextId } : {}) });
+  const client = createClient({ baseUrl: apiBase(), token: s.token, ...(s.contextId ? { contextId: s.contextId } : {}) });
+  // The rate-limit headers of every answer, for the usage screen's headroom.
+  client.use(observeRateLimit);
+  return client;
 }
 
 export const ClientContext = createContext<ServiceClient | undefined>(undefined);

@@ -22,7 +22,9 @@ export const SCREENS: ScreenEntry[] = [
   { name: 'documents', label: 'Documents', credential: 'tenant', load: () => import('./documents') },
   { name: 'search', label: 'Search playground', credential: 'tenant', load: () => import('./search') },
   { name: 'ask', label: 'Ask and chat', credential: 'tenant', load: () => import('./ask') },
+  { name: 'scripts', label: 'Scripts and triggers', credential: 'tenant', load: () => import('./scripts') },
   { name: 'tokens', label: 'Tokens', credential: 'tenant', load: () => import('./tokens') },
+  { name: 'usage', label: 'Usage and activity', credential: 'tenant', load: () => import('./usage') },
   { name: 'developer', label: 'Developer portal', credential: 'developer', load: () => import('./developer') },
 ];
 

@@ -88,6 +88,13 @@ module.exports = {
       to: { path: '^domain/src/write/' },
     },
     {
+      name: 'test-support-only-in-specs',
+      comment: 'a *.test-support.ts file (the given/when/then helper, which uses node:assert) is left out of the build: only specs import it',
+      severity: 'error',
+      from: { path: `^${PKG}/src/`, pathNot: ['\\.spec\\.ts$', '\\.test-support\\.ts$'] },
+      to: { path: '\\.test-support\\.ts$' },
+    },
+    {
       name: 'no-import-loop',
       comment: 'no import loop at all, type-only imports included (issue 45: the command handler and the meter imported each other, one side type-only, and the run-time rule above did not see it)',
       severity: 'error',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { SchemaDefinition } from '@svc/contracts';
-import { given, TEST_METADATA, testSealing } from '../shared/given-when-then';
+import { given, TEST_METADATA, testSealing } from '../shared/given-when-then.test-support';
 import { type BoundSchema, type DocumentCommand, documentDecider, type DocumentEvent, type LiveDocument } from './document';
 import { documentView } from './view';
 

@@ -1,5 +1,5 @@
 import { describe, it } from 'vitest';
-import { given } from '../shared/given-when-then';
+import { given } from '../shared/given-when-then.test-support';
 import type { DocumentEvent } from './document';
 import { documentProcessingDecider as decider } from './processing';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FOLDER_SLUG_RE, InternalError, type Principal } from '@svc/contracts';
-import { given, TEST_METADATA } from '../shared/given-when-then';
+import { given, TEST_METADATA } from '../shared/given-when-then.test-support';
 import { deriveSlug, type FolderCommand, type FolderEvent, folderDecider, type LiveFolder, rootFolderId, slugCandidate } from './folder';
 
 const actor = (over: Partial<Principal> = {}): Principal => ({

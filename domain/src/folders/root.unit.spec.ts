@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { given, TEST_METADATA } from '../shared/given-when-then';
+import { given, TEST_METADATA } from '../shared/given-when-then.test-support';
 import { folderDecider, implicitRootFolder, rootCreatedAt, rootFolderId } from './folder';
 
 describe('the context root, before it is recorded', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InternalError, type Principal, type SchemaDefinition } from '@svc/contracts';
-import { given, TEST_METADATA } from '../shared/given-when-then';
+import { given, TEST_METADATA } from '../shared/given-when-then.test-support';
 import { fakeSealing } from './fake-sealing';
 import { canSeeEntity, type EntityCommand, entityDecider, type EntityEvent, entityView, type LiveEntity } from './entity';
 

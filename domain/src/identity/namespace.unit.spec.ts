@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { given } from '../shared/given-when-then';
+import { given } from '../shared/given-when-then.test-support';
 import { type NamespaceEvent, namespaceDecider, namespaceNames, namespaceView } from './namespace';
 
 const created: NamespaceEvent = { type: 'NamespaceCreated', data: { name: 'team', description: null } };

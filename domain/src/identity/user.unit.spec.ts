@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InternalError, type Principal, type SchemaDefinition } from '@svc/contracts';
-import { given, TEST_METADATA } from '../shared/given-when-then';
+import { given, TEST_METADATA } from '../shared/given-when-then.test-support';
 import { fakeSealing } from './fake-sealing';
 import { emailKey, type LiveUser, type UserCommand, userDecider, type UserEvent, userView } from './user';
 

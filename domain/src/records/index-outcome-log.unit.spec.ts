@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { given } from '../shared/given-when-then';
+import { given } from '../shared/given-when-then.test-support';
 import { indexOutcomeDecider, OUTCOMES_PER_EVENT, type RecordOutcome } from './index-outcome-log';
 
 const outcome = (i: number): RecordOutcome => ({ recordId: `r${i}`, forRevision: 0, status: 'INDEXED', code: null, message: null });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { SchemaDefinition } from '@svc/contracts';
-import { given, testSealing } from '../shared/given-when-then';
+import { given, testSealing } from '../shared/given-when-then.test-support';
 import { type LiveRecord, type RecordCommand, recordDecider, type RecordEvent, type RecordSchema } from './record';
 
 const decider = recordDecider(testSealing);

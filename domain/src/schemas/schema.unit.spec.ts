@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { SchemaDefinition } from '@svc/contracts';
-import { given } from '../shared/given-when-then';
+import { given } from '../shared/given-when-then.test-support';
 import { type SchemaCommand, schemaDecider, type SchemaEvent, type SchemaState, schemaView } from './schema';
 
 const base: SchemaDefinition = {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { given, TEST_METADATA } from '../shared/given-when-then';
+import { given, TEST_METADATA } from '../shared/given-when-then.test-support';
 import { resolveScriptVersion, type ScriptEvent, scriptDecider, scriptView } from './script';
 
 const SOURCE = 'export default () => 1';

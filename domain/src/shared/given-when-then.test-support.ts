@@ -10,7 +10,8 @@ import { ownValue } from '../records/own-value';
  * without an engine. `then` compares as JSON (keys holding undefined are
  * ignored); `thenThrows` checks the ServiceError code of a refusal
  * ('INTERNAL' for an InternalError: a command the caller could never send).
- * Imported by specs through its path (not exported from the package).
+ * Imported by specs through its path (not exported from the package); a test-support file: left out of the
+ * build (tsconfig.build.json) and imported by nothing but specs (`npm run lint:deps`), so node:assert never ships.
  */
 export const TEST_METADATA: EventMetadata = {
   tenantId: 't1',

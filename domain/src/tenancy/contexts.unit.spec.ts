@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InternalError } from '@svc/contracts';
-import { given } from '../shared/given-when-then';
+import { given } from '../shared/given-when-then.test-support';
 import { type ContextEvent, contextDecider, type TenantEvent, tenantDecider } from './contexts';
 
 const data = (isDefault = false) => ({ contextId: 'c1', tenantId: 't1', accountId: 'a1', name: 'app', isDefault });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InternalError, ServiceError } from '@svc/contracts';
-import { given } from '../shared/given-when-then';
+import { given } from '../shared/given-when-then.test-support';
 import { type CredentialEvent, credentialDecider, narrowChild, reachOf } from './credentials';
 
 const parent = (o: { userId?: string | null; dataScope?: { userId?: string; scopes?: string[] } | null; allowedActions?: string[] } = {}) => ({

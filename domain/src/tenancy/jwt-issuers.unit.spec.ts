@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { given } from '../shared/given-when-then';
+import { given } from '../shared/given-when-then.test-support';
 import { type JwtIssuer, jwtIssuerPairChanges, jwtIssuersDecider, jwtIssuerView } from './jwt-issuers';
 
 const DEFAULT_CLAIMS = { userId: 'sub', contextId: 'svc_context', scopes: 'svc_scopes', permissions: 'svc_permissions' };

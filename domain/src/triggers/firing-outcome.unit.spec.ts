@@ -1,5 +1,5 @@
 import { describe, it } from 'vitest';
-import { given } from '../shared/given-when-then';
+import { given } from '../shared/given-when-then.test-support';
 import { type FiringOutcomeCommand, firingOutcomeDecider as decider, type FiringOutcomeEvent } from './firing-outcome';
 
 const fired: FiringOutcomeEvent = { type: 'TriggerFired', data: { ruleId: 'r1', eventId: 'e1', recordId: 'rec1', executionId: 'x1', depth: 1 } };

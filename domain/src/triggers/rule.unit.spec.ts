@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type CreateTrigger, InternalError, type Principal, type SchemaDefinition, ServiceError } from '@svc/contracts';
-import { given, TEST_METADATA } from '../shared/given-when-then';
+import { given, TEST_METADATA } from '../shared/given-when-then.test-support';
 import { bindingOf, checkSchemaDeleteAgainstRules, checkSchemaUpdateAgainstRules, triggerBindingsAggregate } from './bindings';
 import { projectableFields, type RuleDeclarationContext, type TriggerRuleCommand, triggerRuleDecider, type TriggerRuleEvent } from './rule';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { given } from '../shared/given-when-then';
+import { given } from '../shared/given-when-then.test-support';
 import { verifiedDomains, verificationRecordName, type WebhookDomainEvent, webhookDomainsDecider } from './domains';
 
 const added = (token = 'wv_1'): WebhookDomainEvent => ({ type: 'WebhookDomainAdded', data: { accountId: 'a1', domain: 'example.com', verificationToken: token } });

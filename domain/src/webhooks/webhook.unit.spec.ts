@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InternalError } from '@svc/contracts';
-import { given } from '../shared/given-when-then';
+import { given } from '../shared/given-when-then.test-support';
 import { type WebhookEvent, webhookDecider, ownTenant } from './webhook';
 
 const registered: WebhookEvent = {

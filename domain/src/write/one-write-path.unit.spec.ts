@@ -62,6 +62,11 @@ describe('one write path', () => {
     expect(Object.keys(CATCHERS).filter((p) => !found.includes(p))).toEqual([]);
   });
 
+  it('event metadata is built in one place: metadataFor (a request) or systemMetadata (any other writer)', () => {
+    const found = files.filter((f) => /schemaVersion:\s*EVENT_SCHEMA_VERSION/.test(f.text)).map((f) => f.path);
+    expect(found).toEqual(['domain/src/write/metadata.ts']);
+  });
+
   it('the patterns find what they are for', () => {
     expect(APPEND.test('await this.o.store.appendMulti([r])')).toBe(true);
     expect(APPEND.test('await deps.store.append(streamId, events, "any")')).toBe(true);

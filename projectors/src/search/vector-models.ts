@@ -1,5 +1,5 @@
-import { EVENT_SCHEMA_VERSION, type EventMetadata, type SchemaDefinition } from '@svc/contracts';
-import { type BlobStore, chunkText, type EventStore, type MaintainReport, type Passage, recordPassages, type Sql, streams, type VectorHit, type VectorIndex, type VectorRow, type VectorScope, type VectorSearch } from '@svc/domain';
+import type { EventMetadata, SchemaDefinition } from '@svc/contracts';
+import { type BlobStore, chunkText, type EventStore, type MaintainReport, type Passage, recordPassages, type Sql, streams, systemMetadata, type VectorHit, type VectorIndex, type VectorRow, type VectorScope, type VectorSearch } from '@svc/domain';
 import type { SearchCatalogue } from './catalogue';
 import { loadDocument } from './documents';
 import type { SearchIndexer } from './indexer';
@@ -357,7 +357,7 @@ export class VectorModelRebuild {
     );
     this.stats.items += rows.length;
     this.left.set(iso, 0);
-    const meta: EventMetadata = { tenantId, contextId, accountId: null, actorKeyId: null, userId: null, requestId: 'vector-model-rebuild', occurredAt: new Date().toISOString(), schemaVersion: EVENT_SCHEMA_VERSION };
+    const meta: EventMetadata = systemMetadata({ tenantId, contextId, requestId: 'vector-model-rebuild', occurredAt: new Date() });
     for (let i = 0; i < rows.length && !this.stopped; ) {
       await this.waitFor(() => this.pending.size < WINDOW / 2);
       const take = rows.slice(i, i + (WINDOW - this.pending.size));

@@ -42,12 +42,11 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: ask and chat', () => {
     expect(await page.getByRole('table', { name: 'Models' }).innerText()).toMatch(/builtin-extractive \(default\)\s+builtin/);
 
     // Every length the answer's text has on the page, as the browser renders it.
-    await page.evaluate(() => {
-      const w = window as unknown as { lengths: number[] };
-      w.lengths = [];
-      const el = document.querySelector('[data-testid="answer"]')!;
-      new MutationObserver(() => w.lengths.push(el.textContent!.replace(/^…$/, '').length)).observe(el, { childList: true, characterData: true, subtree: true });
-    });
+    await page.evaluate(`(() => {
+      window.lengths = [];
+      const el = document.querySelector('[data-testid="answer"]');
+      new MutationObserver(() => window.lengths.push(el.textContent.replace(/^…$/, '').length)).observe(el, { childList: true, characterData: true, subtree: true });
+    })()`);
     await page.getByLabel('Question').fill('How do penguins incubate their eggs?');
     await page.getByRole('button', { name: 'Ask' }).click();
     await expect.poll(() => page.locator('.cost').count(), { timeout: 30_000 }).toBe(1);

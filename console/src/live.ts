@@ -48,3 +48,17 @@ export function useChanges(onChange: (e: ChangeEvent) => void, opts: LiveOptions
   }, [client, key]);
   return { recent, error };
 }
+
+/** A counter and a function that bumps it at most once per `ms` (the last call within a window is not lost). */
+export function useThrottledTick(ms: number): [number, () => void] {
+  const [tick, setTick] = useState(0);
+  const timer = useRef<ReturnType<typeof setTimeout>>();
+  const bump = () => {
+    if (timer.current) return;
+    timer.current = setTimeout(() => {
+      timer.current = undefined;
+      setTick((t) => t + 1);
+    }, ms);
+  };
+  return [tick, bump];
+}

@@ -22,6 +22,8 @@ export function PagedTable<T>(p: {
   load: (cursor: string | undefined) => Promise<Page<T>>;
   empty?: string;
   rowKey: (row: T) => string;
+  /** Bumped to reload the page shown (live updates), keeping the cursor. */
+  refresh?: number;
 }) {
   const [cursors, setCursors] = useState<Array<string | undefined>>([undefined]);
   const [page, setPage] = useState<Page<T>>();
@@ -38,7 +40,7 @@ export function PagedTable<T>(p: {
       (e) => live && (setError(asApiError(e)), setLoading(false)),
     );
     return () => void (live = false);
-  }, [cursors, p.load]);
+  }, [cursors, p.load, p.refresh]);
 
   return (
     <div class="paged-table" aria-busy={loading ? 'true' : 'false'}>

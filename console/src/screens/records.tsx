@@ -9,6 +9,7 @@ import { asApiError, unwrap, useClient, useLoad, type ApiError } from '../api';
 import { ErrorMessage, shownAtField } from '../components/errors';
 import { SelectField, TextField } from '../components/fields';
 import { PagedTable, type Column } from '../components/paged-table';
+import { useChanges, useThrottledTick } from '../live';
 import { draftOf, patchOf, payloadOf, PayloadFields, valueOf, type PayloadDraft, type SchemaField } from '../components/payload-fields';
 import { href, navigate } from '../router';
 import type { ScreenProps } from './screen-props';
@@ -151,6 +152,10 @@ function RecordList({ schema }: { schema: Schema }) {
     [client, schema.typeName, filter, search],
   );
 
+  // Live: a change to a record of this type reloads the page shown (at most twice a second).
+  const [refresh, bump] = useThrottledTick(500);
+  useChanges(bump, { types: [schema.typeName], entities: ['records'] });
+
   const columns: Column<RecordView>[] = [
     { label: 'Record', cell: (r) => <a href={href('records', schema.typeName, r.id)}>{r.externalId ?? r.id.slice(0, 8)}</a> },
     ...fields.slice(0, 5).map((f) => ({ label: f.fieldId, cell: (r: RecordView) => cellText((r.payload as Record<string, unknown> | undefined)?.[f.fieldId]) })),
@@ -281,6 +286,7 @@ function RecordList({ schema }: { schema: Schema }) {
       <PagedTable<RecordView>
         caption={search ? `${schema.displayName} records found for “${search.query}”${Object.entries(search.values).filter(([, v]) => v !== '').map(([k, v]) => `, ${k} = ${v}`).join('')}` : filter ? `${schema.displayName} records where ${filter.field} ${filter.mode === 'value' ? '=' : filter.mode === 'prefix' ? 'starts with' : 'between'} ${filter.value}${filter.mode === 'range' ? ` and ${filter.to}` : ''} (${filter.order === 'asc' ? 'ascending' : 'descending'})` : `${schema.displayName} records`}
         load={load}
+        refresh={refresh}
         rowKey={(r) => r.id}
         columns={columns}
         empty={filter ? 'No record matches.' : 'No record of this type yet.'}
@@ -306,6 +312,8 @@ function RecordPage({ schema, id }: { schema: Schema; id: string }) {
     for await (const v of c.paginate('/v1/records/{id}/versions', { path: { id }, query: { limit: 100 } })) out.push(v);
     return out;
   }, [id, record.data]);
+  // Live: a change to this record (a new version, its index status, its deletion) reloads it and its history.
+  useChanges((c) => c.entityId === id && record.reload(), { types: [schema.typeName], entities: ['records'] });
   const [shown, setShown] = useState<number>();
   const [confirming, setConfirming] = useState(false);
   const [error, setError] = useState<ApiError>();

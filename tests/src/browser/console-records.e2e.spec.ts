@@ -226,4 +226,29 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: records', () => {
     expect(p.elsewhere).toEqual([]);
     expect(p.problems).toEqual([]);
   });
+
+  it('is live: a record written elsewhere appears in the open table, and an open record follows its new versions and its indexing, with no click', async () => {
+    const p = await h.newPage();
+    const { page } = p;
+    await h.signIn(p);
+    await openTasks(page);
+    const table = page.getByRole('table', { name: /^Task records/ });
+    await expect.poll(() => table.getByRole('row').count()).toBeGreaterThan(1);
+    expect(await table.innerText()).not.toContain('Written elsewhere');
+    const created = await h.svc.api.post('/v1/records', key, { typeName: 'task', externalId: 'task-live', payload: { title: 'Written elsewhere' } });
+    expect(created.status).toBe(201);
+    await expect.poll(() => table.innerText()).toContain('Written elsewhere');
+
+    await page.goto(`${h.url}#/records/task/${created.body.id}`);
+    await expect.poll(() => page.getByRole('heading', { name: 'Record task-live' }).count()).toBe(1);
+    // Indexing and a new version made through the API show up on the open page by themselves.
+    await expect.poll(() => facts(page), { timeout: 30_000 }).toMatch(/Index status\s+INDEXED/);
+    const patched = await h.svc.api.patch(`/v1/records/${created.body.id}`, key, { expectedVersion: 1, payload: { title: 'Changed elsewhere' } });
+    expect(patched.status).toBe(200);
+    await expect.poll(() => facts(page)).toMatch(/Version\s+2/);
+    expect(await page.getByLabel('Payload', { exact: true }).innerText()).toContain('"title": "Changed elsewhere"');
+    await expect.poll(() => page.getByRole('table', { name: 'Version history' }).innerText()).toMatch(/2\s+RecordUpdated/);
+    expect(p.elsewhere).toEqual([]);
+    expect(p.problems).toEqual([]);
+  });
 });

@@ -8,6 +8,7 @@ import { ApiError, asApiError, unwrap, useClient, useLoad } from '../api';
 import { ErrorMessage, shownAtField } from '../components/errors';
 import { CheckField, SelectField, TextField } from '../components/fields';
 import { PagedTable } from '../components/paged-table';
+import { useChanges, useThrottledTick } from '../live';
 import { href, navigate } from '../router';
 import type { ScreenProps } from './screen-props';
 
@@ -51,6 +52,9 @@ function FolderPage({ folderId }: { folderId?: string }) {
   const root = all.find((f) => !f.parentFolderId);
   const current = all.find((f) => f.id === folderId) ?? root;
   const [version, setVersion] = useState(0);
+  // Live: a document change (an upload elsewhere, a status moving on, a move) reloads the page shown.
+  const [refresh, bump] = useThrottledTick(500);
+  useChanges(bump, { entities: ['documents'] });
   const load = useCallback(
     (startFrom?: string) => unwrap(client.GET('/v1/documents', { params: { query: { ...(current ? { folderId: current.id } : {}), limit: 20, ...(startFrom ? { startFrom } : {}) } } })),
     [client, current?.id, version],
@@ -83,6 +87,7 @@ function FolderPage({ folderId }: { folderId?: string }) {
               <PagedTable<DocumentView>
                 caption={`Documents in ${paths.get(current.id)}`}
                 load={load}
+                refresh={refresh}
                 rowKey={(d) => d.id}
                 empty="No document in this folder."
                 columns={[

@@ -162,4 +162,22 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: documents and folders'
     expect(((await h.svc.api.get('/v1/documents?limit=100', key)).body.data as unknown[]).length).toBe(before);
     expect(p.problems).toEqual([]);
   });
+
+  it('is live: a document added elsewhere appears in the open folder and its status moves on, with no click', async () => {
+    const p = await h.newPage();
+    const { page } = p;
+    await h.signIn(p);
+    await page.goto(`${h.url}#/documents`);
+    await expect.poll(() => page.getByRole('heading', { name: 'In Root' }).count()).toBe(1);
+    const table = page.getByRole('table', { name: /^Documents in Root/ });
+    await expect.poll(() => table.getByRole('row').count()).toBeGreaterThan(0);
+    expect(await table.innerText()).not.toContain('Added elsewhere');
+    const created = await h.svc.api.post('/v1/documents', key, { title: 'Added elsewhere', text: 'Notes written through the API.', indexMode: 'TEXT' });
+    expect(created.status).toBe(201);
+    await expect.poll(() => table.innerText()).toContain('Added elsewhere');
+    const row = table.getByRole('row').filter({ hasText: 'Added elsewhere' });
+    await expect.poll(() => row.innerText(), { timeout: 30_000 }).toContain('INDEXED');
+    expect(p.elsewhere).toEqual([]);
+    expect(p.problems).toEqual([]);
+  });
 });

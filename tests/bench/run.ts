@@ -38,7 +38,8 @@
  * latency through the query process before / during / after (BENCH_REBUILD_CLIENTS 4, BENCH_REBUILD_QUIET_MS 15,000).
  * Section 12 (changes.ts, BENCH_ONLY=changes; issue 43): GET /v1/changes with BENCH_CHANGE_STREAMS (100) streams open: write ->
  * event latency p50 / p99 at BENCH_CHANGE_RATE (200) creates/s for BENCH_CHANGE_SECONDS (10), and create throughput with
- * the streams open vs none (BENCH_CHANGE_SLICES 4 alternating slices of BENCH_CHANGE_SLICE_MS 4,000).
+ * the streams open vs none (BENCH_CHANGE_SLICES 4 alternating slices of BENCH_CHANGE_SLICE_MS 4,000), after
+ * BENCH_CHANGE_WARMUP_MS (3,000) of unmeasured writes at the same rate.
  * Section 13 (memory.ts, BENCH_ONLY=memory; issue 46): resident memory of the service and its model processes (the
  * compiled build `npm start` runs, from /proc smaps_rollup) idle on an empty data directory (target ≤400 MB), after
  * BENCH_MEMORY_RECORDS (5,000; growth measured from a fifth of them) records and after BENCH_MEMORY_PASSAGES (10,000) passages, extrapolated to 100,000

@@ -63,6 +63,12 @@ export default function UsageScreen(_: ScreenProps) {
   return (
     <section>
       <h1>Usage and activity</h1>
+      {/* Usage is tallied beside the requests, so the last few seconds' may not be counted yet. */}
+      <p class="actions">
+        <button type="button" onClick={() => (report.reload(), history.reload())}>
+          Refresh usage
+        </button>
+      </p>
       <ErrorMessage error={report.error} />
       <Headroom />
       {u ? (

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHROMIUM_SKIP_REASON } from '../support/browser';
-import { eventually } from '../support/service';
-import { describeViolations, startConsole, type ConsoleHarness } from '../support/console';
+import { describeViolations, ingestIndexed, startConsole, type ConsoleHarness } from '../support/console';
 
 /**
  * The console's Ask and chat screen in Chromium, on the built-in extractive model (offline): a question over the
@@ -13,12 +12,7 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: ask and chat', () => {
   let h: ConsoleHarness;
   let key: string;
   let copper: string;
-  const ingest = async (title: string, text: string) => {
-    const r = await h.svc.api.post('/v1/documents', key, { title, text, indexMode: 'HYBRID' });
-    expect(r.status, r.text).toBe(201);
-    await eventually(async () => ((await h.svc.api.get(`/v1/documents/${r.body.id}`, key)).body.status === 'INDEXED' ? true : null), 60_000, 100);
-    return r.body.id as string;
-  };
+  const ingest = (title: string, text: string) => ingestIndexed(h.svc, key, title, text);
   beforeAll(async () => {
     h = await startConsole();
     key = h.svc.bootstrap.tenants.test.rootKey;

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from './browser';
-import { ROOT, startService, type TestService } from './service';
+import { eventually, ROOT, startService, type TestService } from './service';
 
 /**
  * The console's browser suites (tests/src/browser/console-*.e2e.spec.ts) share this: the console built from its
@@ -50,6 +50,14 @@ export interface ConsoleHarness {
   /** A screenshot of the page into docs/console/<name>.png (shown in docs/console.md). */
   screenshot(page: Page, name: string): Promise<void>;
   stop(): Promise<void>;
+}
+
+/** Ingests a HYBRID text document through the API with `key` and waits until it is INDEXED; its id. */
+export async function ingestIndexed(svc: TestService, key: string, title: string, text: string): Promise<string> {
+  const r = await svc.api.post('/v1/documents', key, { title, text, indexMode: 'HYBRID' });
+  if (r.status !== 201) throw new Error(`ingest ${title}: ${r.status} ${r.text}`);
+  await eventually(async () => ((await svc.api.get(`/v1/documents/${r.body.id}`, key)).body.status === 'INDEXED' ? true : null), 60_000, 100);
+  return r.body.id as string;
 }
 
 const axeSource = () => readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');

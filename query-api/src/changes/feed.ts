@@ -46,11 +46,16 @@ const PAGE = 500;
 /** Changes kept in memory for the streams at the head; a stream further behind reads the log itself. */
 const KEPT = 20_000;
 /**
- * The log is read (and its page resolved against the read models) and the streams are woken at most this often:
- * under a stream of small batches each read costs queries and each wake every open stream a socket write, so
- * changes that come within this window are read and go out together (at most this much later).
+ * The log is read (and its page resolved against the read models) at most this often: under a stream of small
+ * batches each read costs queries, so changes that come within this window are read together.
  */
-const WAKE_EVERY_MS = 25;
+const READ_EVERY_MS = 25;
+/**
+ * The streams at the head are woken at most this often. Each wake costs every one of them a socket write (a system
+ * call on each side, whatever the bytes), so the window grows with their number: 25 ms, plus 1 ms per 4 streams,
+ * at most 100 ms (50 ms for 100 streams). Changes within a window go out together, at most that much later.
+ */
+export const wakeEveryMs = (streams: number) => Math.min(100, READ_EVERY_MS + Math.floor(streams / 4));
 
 /**
  * The process's one follower of the log for its change streams (GET /v1/changes). It follows the read models'
@@ -211,7 +216,7 @@ export class ChangeFeed {
       this.lastPump = Date.now();
       this.pump();
     };
-    const wait = this.lastPump + WAKE_EVERY_MS - Date.now();
+    const wait = this.lastPump + READ_EVERY_MS - Date.now();
     if (wait <= 0) go();
     else this.pumpTimer = setTimeout(go, wait);
   }
@@ -257,7 +262,7 @@ export class ChangeFeed {
 
   private wakeStreams() {
     if (this.wakeTimer) return;
-    const wait = this.lastWake + WAKE_EVERY_MS - Date.now();
+    const wait = this.lastWake + wakeEveryMs(this.live.size) - Date.now();
     const wake = () => {
       this.wakeTimer = undefined;
       this.lastWake = Date.now();

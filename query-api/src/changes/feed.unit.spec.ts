@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { EventStore, ReadModelCheckpoint, StoredEvent } from '@svc/domain';
 import type { Principal } from '@svc/contracts';
-import { ChangeFeed } from './feed';
+import { ChangeFeed, wakeEveryMs } from './feed';
 import type { Change, ChangeResolver } from './resolve';
 import { ChangeStream } from './stream';
 
@@ -108,5 +108,36 @@ describe('ChangeFeed', () => {
     expect(even.got).toEqual(a.got.filter((p) => p % 2 === 0));
     expect(slow.got).toEqual(a.got);
     for (const x of [a, b, even, slow]) x.s.stop();
+  });
+  it('with many streams open, changes close together reach each stream in one write per wake window (50 ms for 100 streams)', async () => {
+    const f = fixture(1_000);
+    await f.advance(10, false);
+    const streams: { s: ChangeStream; chunks: number; got: number }[] = [];
+    for (let i = 0; i < 100; i++) {
+      let s: ChangeStream | undefined;
+      const cursor = await f.feed.join(() => s?.wake());
+      s = new ChangeStream({ feed: f.feed, principal: {} as Principal, token: null, cursor, filterKey: 'all', wanted: () => true, onStop: () => {} });
+      const x = { s, chunks: 0, got: 0 };
+      s.on('data', (b: Buffer) => {
+        const n = [...b.toString().matchAll(/^id: /gm)].length;
+        if (n) (x.chunks += 1), (x.got += n);
+      });
+      streams.push(x);
+    }
+    expect(wakeEveryMs(100)).toBe(50);
+    await new Promise((r) => setTimeout(r, 100));
+    // One change applied every 10 ms for 400 ms.
+    const started = performance.now();
+    for (let to = 11; to <= 50; to++) {
+      await f.advance(to, false);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    for (let i = 0; i < 2000 && streams.some((x) => x.s.cursor < 50); i++) await new Promise((r) => setTimeout(r, 5));
+    const elapsed = performance.now() - started;
+    for (const x of streams) {
+      expect(x.got).toBe(f.expected(10, 50).length);
+      expect(x.chunks).toBeLessThanOrEqual(Math.ceil(elapsed / wakeEveryMs(100)) + 1);
+    }
+    for (const x of streams) x.s.stop();
   });
 });

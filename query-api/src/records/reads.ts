@@ -1,6 +1,6 @@
 import type { LiveRecord, Sql } from '@svc/domain';
-import { firstRow } from '../first-row';
 import { type CreatedKey, dataScopeArgs, inDataScope, type OwnerFilter, oldestFirstAfter, pageArgs } from '../lists';
+import { batchLoads } from '../batch-loads';
 import type { ReadCache } from '../read-cache';
 
 export type RecordRow = Omit<LiveRecord, 'exists'> & { indexStatus: string | null; indexFailure?: { code: string; message: string } | null; payloadBytes: number; /** The record stream's revision of its last content event (the change stream tells a stale event by it). */ revision?: number };
@@ -25,17 +25,21 @@ export interface RecordFilter extends OwnerFilter {
 }
 
 export class RecordReads {
+  /** Reads by id that the cache does not hold: one query for the reads asked for while another runs (batch-loads.ts). */
+  private readonly load: (id: string) => Promise<RecordRow | null>;
+
   constructor(
     private readonly sql: Sql,
     private readonly cache?: ReadCache<RecordRow>,
-  ) {}
+  ) {
+    this.load = batchLoads(async (ids) => new Map((await this.byIds([...ids])).map((r) => [r.id, r])), {
+      // The embedded database runs one query at a time; a server's pool runs several.
+      concurrency: sql.kind === 'pglite' ? 1 : 4,
+    });
+  }
 
   async byId(id: string): Promise<RecordRow | null> {
     return this.cache ? this.cache.get(id, () => this.load(id)) : this.load(id);
-  }
-
-  private async load(id: string): Promise<RecordRow | null> {
-    return firstRow(this.sql, `SELECT r.*, p.payload AS full_payload FROM rm_records r LEFT JOIN rm_record_payloads p ON p.record_id = r.record_id WHERE r.record_id = $1`, [id], toRow);
   }
 
   async byIds(ids: string[]): Promise<RecordRow[]> {

@@ -199,7 +199,20 @@ export class OnlineRebuild {
           );
           const tables = rows.filter((r) => !RUNTIME_TABLES.has(r.t));
           const servingTables = tables.filter((r) => r.serving).map((r) => `${S}.${ident(r.t)}`);
-          if (servingTables.length) await q.exec(`LOCK TABLE ${servingTables.join(', ')} IN ACCESS EXCLUSIVE MODE`);
+          if (servingTables.length) {
+            // The tables are locked one after another, and a reader joins them in its own order: a reader that holds
+            // rm_credentials and queued for rm_contexts behind this lock (waiting for a long read of rm_contexts) closes a
+            // deadlock once the lock moves on to rm_credentials. PostgreSQL aborts whichever waiter checks first, after
+            // deadlock_timeout, and the reader waited first: a 500. Bounded to half of deadlock_timeout, this statement gives
+            // up (57014) before any reader queued behind it checks, and is tried again; once it holds every table the switch
+            // waits for nothing a reader holds.
+            const { rows: t } = await q.query<{ prev: string; ms: number }>(
+              `SELECT current_setting('statement_timeout') AS prev, (SELECT setting::int FROM pg_settings WHERE name = 'deadlock_timeout') AS ms`,
+            );
+            await q.query(`SELECT set_config('statement_timeout', $1, true)`, [String(Math.max(1, Math.floor(Number(t[0].ms) / 2)))]);
+            await q.exec(`LOCK TABLE ${servingTables.join(', ')} IN ACCESS EXCLUSIVE MODE`);
+            await q.query(`SELECT set_config('statement_timeout', $1, true)`, [t[0].prev]);
+          }
           await carryOver(q, S, N, tables.filter((r) => r.serving).map((r) => r.t));
           await q.exec(`CREATE SCHEMA ${R}`);
           for (const r of tables) {
@@ -219,9 +232,10 @@ export class OnlineRebuild {
           await this.replay(builder, e.position, batch);
           continue;
         }
-        // 55P03: a lock not granted in time (a long read); 40P01: a deadlock with a reader. Both leave nothing changed.
+        // 55P03: a lock not granted in time, 57014: the serving tables not all locked in time (a long read); 40P01: a
+        // deadlock with a reader. All leave nothing changed.
         const code = (e as { code?: string }).code ?? ((e as { cause?: { code?: string } }).cause?.code);
-        if ((code !== '55P03' && code !== '40P01') || attempt >= 10) throw e;
+        if ((code !== '55P03' && code !== '57014' && code !== '40P01') || attempt >= 10) throw e;
         this.log(`rebuild ${this.progress.id}: switch attempt ${attempt} could not lock the serving tables (${code}), trying again`);
         await new Promise((r) => setTimeout(r, 50 * attempt));
       }

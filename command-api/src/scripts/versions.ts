@@ -1,5 +1,5 @@
 import { invalid, notFound, type PushScript, type RequestMeta, ServiceError } from '@svc/contracts';
-import { claim, type CommandDeps, type EventStore, handleCommand, loadAggregate, MAX_SCRIPT_SOURCE_BYTES, metadataFor, readReservation, resolveScriptVersion, scriptDecider, scriptIdReservationParts, scriptNamesOf, type ScriptVersion, streams } from '@svc/domain';
+import { claim, type CommandDeps, type EventStore, handleCommand, loadAggregate, MAX_SCRIPT_SOURCE_BYTES, metadataFor, readReservation, resolveScriptVersion, scriptDecider, scriptIdReservationParts, scriptNamesDecider, scriptNamesOf, type ScriptVersion, streams } from '@svc/domain';
 
 /** Script versions on the write side: push, delete, and the lookups an execution needs (docs/scripts.md). */
 export const scriptStreamOf = (meta: RequestMeta, name: string) => streams.script(meta.principal.tenantId!, meta.principal.contextId!, name);
@@ -24,12 +24,12 @@ export async function pushScript(deps: CommandDeps, checker: SourceCheck, body: 
     // (GET /v1/scripts without `name`) get this name with the push that finds it missing there (its first push).
     prepare: async () => ({
       idReservation: await readReservation(deps.store, ...scriptIdReservationParts(scriptId)),
-      listed: scriptNamesOf(await deps.store.readStream(namesStream)).includes(body.name),
+      names: new Set(scriptNamesOf(await deps.store.readStream(namesStream))),
     }),
-    decide: (s, { idReservation, listed }) => ({
+    decide: (s, { idReservation, names }) => ({
       events: scriptDecider.decide({ type: 'PushScriptVersion', scriptId, name: body.name, source: body.source, declaredInputContract: body.declaredInputContract, description: body.description }, s),
       // 'any': pushes of other names never conflict here; two first pushes of this name conflict on its own stream.
-      also: [claim(idReservation, streamId), ...(listed ? [] : [{ streamId: namesStream, events: [{ type: 'ScriptNameAdded' as const, data: { name: body.name } }], expectedRevision: 'any' as const }])],
+      also: [claim(idReservation, streamId), { streamId: namesStream, events: scriptNamesDecider.decide({ type: 'AddScriptName', name: body.name }, names), expectedRevision: 'any' as const }],
     }),
   });
   return state.versions[state.versions.length - 1];

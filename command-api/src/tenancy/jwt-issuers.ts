@@ -40,7 +40,8 @@ export function jwtIssuerCommandRoutes(deps: CommandDeps, tenants: TenantDirecto
               const r = await readReservation(deps.store, ...jwtIssuerReservation(i));
               if (r.holder === tenantId) continue;
               if (r.holder && !(await isTornDown(deps.store, r.holder))) throw conflict(HELD);
-              appends.push(claim(r, tenantId));
+              // A pair held by a torn-down tenant is free: taken over.
+              appends.push(claim(r, tenantId, { takeOver: true }));
             }
             return appends;
           },

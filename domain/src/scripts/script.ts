@@ -1,5 +1,5 @@
 import { type DomainEvent, type EventMetadata, notFound } from '@svc/contracts';
-import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
+import { assertNever, type Decider, type EventsOf, fold, unexpected } from '../shared/decider';
 
 /**
  * The versions of one script name (decisions §4, §7): an immutable version per
@@ -116,10 +116,18 @@ export function scriptView(v: ScriptVersion, withSource: boolean) {
 
 /** The names a context's script-names stream holds (ScriptNameAdded), each once, in name order. */
 export function scriptNamesOf(events: DomainEvent[]): string[] {
-  const names = new Set<string>();
-  for (const e of events) if (e.type === 'ScriptNameAdded') names.add(e.data.name);
-  return [...names].sort();
+  return [...fold(scriptNamesDecider, events.filter((e): e is EventsOf<'ScriptNameAdded'> => e.type === 'ScriptNameAdded'))].sort();
 }
+
+/**
+ * A context's script names (GET /v1/scripts without `name` lists them): a name is added by the first push of a
+ * version under it, once; deleting versions does not remove it from this stream.
+ */
+export const scriptNamesDecider: Decider<ReadonlySet<string>, { type: 'AddScriptName'; name: string }, EventsOf<'ScriptNameAdded'>> = {
+  initialState: () => new Set<string>(),
+  decide: (c, names) => (names.has(c.name) ? [] : [{ type: 'ScriptNameAdded', data: { name: c.name } }]),
+  evolve: (names, e) => new Set([...names, e.data.name]),
+};
 
 /** The reservation parts that map a version id to its name's stream (ReservationClaimed.ownerId = the stream id). */
 export const scriptIdReservationParts = (scriptId: string): string[] => ['script-id', scriptId];

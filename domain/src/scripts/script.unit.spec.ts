@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { given, TEST_METADATA } from '../shared/given-when-then.test-support';
-import { resolveScriptVersion, type ScriptEvent, scriptDecider, scriptView } from './script';
+import { resolveScriptVersion, type ScriptEvent, scriptDecider, scriptNamesDecider, scriptNamesOf, scriptView } from './script';
 
 const SOURCE = 'export default () => 1';
 const pushed = (scriptId: string, version: number, source = SOURCE): ScriptEvent => ({
@@ -52,5 +52,18 @@ describe('versions', () => {
     expect(v).toMatchObject({ tenantId: TEST_METADATA.tenantId, contextId: TEST_METADATA.contextId, createdAt: TEST_METADATA.occurredAt });
     expect(scriptView(v, false)).not.toHaveProperty('source');
     expect(scriptView(v, true)).toMatchObject({ source: SOURCE });
+  });
+});
+
+describe('script names (scriptNamesDecider)', () => {
+  const added = (name: string) => ({ type: 'ScriptNameAdded', data: { name } }) as const;
+  it('the first push under a name lists it; later pushes under it add nothing', () => {
+    given(scriptNamesDecider).when({ type: 'AddScriptName', name: 'etl' }).then([added('etl')]);
+    given(scriptNamesDecider, [added('etl')]).when({ type: 'AddScriptName', name: 'etl' }).then([]);
+    given(scriptNamesDecider, [added('etl')]).when({ type: 'AddScriptName', name: 'report' }).then([added('report')]);
+  });
+
+  it('lists each name once, in name order, whatever the stream holds', () => {
+    expect(scriptNamesOf([added('b'), added('a'), added('b')])).toEqual(['a', 'b']);
   });
 });

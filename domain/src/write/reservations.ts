@@ -1,5 +1,6 @@
-import { conflict } from '@svc/contracts';
+import { conflict, InternalError } from '@svc/contracts';
 import type { EventStore, ExpectedRevision } from '../ports/event-store';
+import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
 import { streams } from '../shared/streams';
 import type { DomainAppend } from './appends';
 
@@ -33,22 +34,65 @@ async function readAt(store: EventStore, streamId: string, key: string): Promise
   return {
     streamId,
     key,
-    holder: e && e.type === 'ReservationClaimed' ? e.data.ownerId : null,
+    // A value's holder is decided by its last event alone (reservationDecider.evolve).
+    holder: e ? reservationDecider.evolve(reservationDecider.initialState(), e as ReservationEvent).holder : null,
     revision: e ? e.revision : -1,
   };
 }
 
 const expected = (r: Reservation): ExpectedRevision => (r.revision < 0 ? 'no_stream' : r.revision);
 
-export const claim = (r: Reservation, ownerId: string): DomainAppend => ({
+export type ReservationEvent = EventsOf<'ReservationClaimed' | 'ReservationReleased'>;
+export interface ReservationState {
+  holder: string | null;
+}
+export type ReservationCommand =
+  /**
+   * `ownerId` takes the value. Held by it already: nothing to do. Held by another: only with `takeOver` (the caller
+   * established that holder is gone, e.g. a torn-down tenant); otherwise the caller's check was skipped (internal).
+   */
+  | { type: 'Claim'; key: string; ownerId: string; takeOver?: boolean }
+  /** `ownerId` gives the value up; nothing when it does not hold it. */
+  | { type: 'Release'; key: string; ownerId: string };
+
+/** One value of a "one X per value" rule: who holds it. Each value has its own stream (streams.reservation). */
+export const reservationDecider: Decider<ReservationState, ReservationCommand, ReservationEvent> = {
+  initialState: () => ({ holder: null }),
+  decide(c, s) {
+    switch (c.type) {
+      case 'Claim':
+        if (s.holder === c.ownerId) return [];
+        if (s.holder && !c.takeOver) throw new InternalError(`claim of ${c.key}, held by ${s.holder}: the holder is checked before a claim`);
+        return [{ type: 'ReservationClaimed', data: { key: c.key, ownerId: c.ownerId } }];
+      case 'Release':
+        return s.holder === c.ownerId ? [{ type: 'ReservationReleased', data: { key: c.key, ownerId: c.ownerId } }] : [];
+      default:
+        return assertNever(c);
+    }
+  },
+  evolve(s, e) {
+    switch (e.type) {
+      case 'ReservationClaimed':
+        return { holder: e.data.ownerId };
+      case 'ReservationReleased':
+        return { holder: null };
+      default:
+        return unexpected(e, s);
+    }
+  },
+};
+
+/** The append that gives `r` to `ownerId` (see reservationDecider: `takeOver` for a holder known to be gone), at the revision read. */
+export const claim = (r: Reservation, ownerId: string, o: { takeOver?: boolean } = {}): DomainAppend => ({
   streamId: r.streamId,
-  events: [{ type: 'ReservationClaimed', data: { key: r.key, ownerId } }],
+  events: reservationDecider.decide({ type: 'Claim', key: r.key, ownerId, takeOver: o.takeOver }, { holder: r.holder }),
   expectedRevision: expected(r),
 });
 
+/** The append that frees `r` (nothing when nobody holds it), at the revision read. */
 export const release = (r: Reservation): DomainAppend => ({
   streamId: r.streamId,
-  events: [{ type: 'ReservationReleased', data: { key: r.key, ownerId: r.holder ?? '' } }],
+  events: reservationDecider.decide({ type: 'Release', key: r.key, ownerId: r.holder ?? '' }, { holder: r.holder }),
   expectedRevision: expected(r),
 });
 

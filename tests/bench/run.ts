@@ -47,6 +47,9 @@
  * Section 14 (console.ts, BENCH_ONLY=console; issue 47): the web console's first screen from a local service in Chromium:
  * its JavaScript as downloaded (gzip, as served) against 250 KB, and navigation -> sign-in form usable, BENCH_CONSOLE_LOADS
  * (10) loads each in a fresh browser context, the median against 1 s. In the default run too (a few seconds).
+ * Section 15 (peers.ts, BENCH_ONLY=peers; issue 46): TEXT search on BEIR SciFact, the service vs Elasticsearch (started with
+ * deploy/engines/elasticsearch.sh; default run too, skipped and said so when it cannot start), title + snippet and ids + titles,
+ * alternating BENCH_PEERS_ROUNDS (6) x BENCH_PEERS_ROUND_MS (3,000) after BENCH_PEERS_WARMUP_MS (15,000; the JVM warms slowly); record create PostgreSQL (DATABASE_URL) vs embedded, by-id cold vs hot.
  * Results: .cache/bench-results.json (what-if runs: .cache/bench-results.whatif-<name>.json)
  * Companions: tests/bench/profile.ts (CPU profile + SQL census of one scenario),
  * tests/bench/engine-micro.ts (per-statement PGlite costs, read shapes).
@@ -75,9 +78,10 @@ import { benchChanges } from './changes';
 import { benchMemory } from './memory';
 import { benchConsole } from './console';
 import { stealNote } from './steal';
+import { benchPeers } from './peers';
 
 const onlyArg = process.argv.indexOf('--only');
-const only = new Set((onlyArg > 0 ? process.argv[onlyArg + 1] : process.env.BENCH_ONLY || 'records,searchable,documents,search,operations,scripts,webhooks,changes,memory').split(',').map((x) => x.trim()).map((x) => (x === 'activity-log' ? 'operations' : x)));
+const only = new Set((onlyArg > 0 ? process.argv[onlyArg + 1] : process.env.BENCH_ONLY || 'records,searchable,documents,search,operations,scripts,webhooks,changes,memory,peers').split(',').map((x) => x.trim()).map((x) => (x === 'activity-log' ? 'operations' : x)));
 
 const envInt = (k: string, d: number) => (process.env[k] ? Number(process.env[k]) : d);
 const timing: Timing = { concurrency: envInt('BENCH_CONCURRENCY', 32), warmupMs: envInt('BENCH_WARMUP_MS', 1500), durationMs: envInt('BENCH_MS', 5000) };
@@ -459,6 +463,55 @@ async function main() {
       { id: 'C1', section: S14, name: `JavaScript of the first screen, gzip as served: ${c.scripts.map((s) => `${s.url.replace('/console/', '')} ${kb(s.bytes)}`).join(' + ')} (stylesheet ${kb(c.cssBytes)} besides)`, note: kb(c.jsBytes), target: '≤250 KB', verdict: c.jsBytes <= 250 * 1024 ? 'PASS' : 'MISS' },
       { id: 'C2', section: S14, name: `navigation -> sign-in form usable, fresh browser context, median of ${c.loadsMs.length} (max ${c.maxMs.toFixed(0)} ms)`, note: `${c.medianMs.toFixed(0)} ms`, target: '≤1 s', verdict: c.medianMs <= 1000 ? 'PASS' : 'MISS' },
     );
+  }
+
+  // --- Peers (section 15, tests/bench/peers.ts; issue 46): the service vs Elasticsearch on SciFact, PostgreSQL vs embedded creates ---
+  if (only.has('peers')) {
+    const S15 = '15. Peers: TEXT search on BEIR SciFact, the service vs Elasticsearch (16 clients, limit 10, alternating rounds); record create PostgreSQL vs embedded; by-id cold vs hot';
+    const p = await benchPeers({
+      newDir,
+      log,
+      dataset: process.env.BENCH_PEERS_DATASET ?? '/work/shared/datasets/scifact',
+      rounds: envInt('BENCH_PEERS_ROUNDS', 6),
+      roundMs: envInt('BENCH_PEERS_ROUND_MS', 3000),
+      warmupMs: envInt('BENCH_PEERS_WARMUP_MS', 15000),
+      createSliceMs: envInt('BENCH_PEERS_CREATE_MS', 4000),
+      readSliceMs: envInt('BENCH_PEERS_READ_MS', 2000),
+      coldPerSlice: envInt('BENCH_PEERS_COLD_IDS', 2000),
+      databaseUrl: process.env.DATABASE_URL || undefined,
+      childEnv,
+    });
+    const x = (v: number) => `${v.toFixed(2)}×`;
+    const ok = (b: boolean) => (b ? 'met' : 'MISSED');
+    if (p.search) {
+      const s = p.search;
+      const rb = s.service.opsPerSec / s.esTitles.opsPerSec;
+      const ra = s.service.opsPerSec / s.esSnippet.opsPerSec;
+      const met = rb >= 1 && s.service.p99 <= s.esTitles.p99;
+      log(`P service / ES(ids+titles) = ${x(rb)} (p99 ${s.service.p99.toFixed(1)} vs ${s.esTitles.p99.toFixed(1)} ms); service / ES(title+snippet) = ${x(ra)} (p99 ${s.service.p99.toFixed(1)} vs ${s.esSnippet.p99.toFixed(1)} ms)`);
+      log(`P CPU per query (answering side, all rounds): service ${s.cpuMsPerQuery.service.toFixed(2)} ms (process tree), ES ids+titles ${s.cpuMsPerQuery.titles.toFixed(2)} ms, ES title+snippet ${s.cpuMsPerQuery.snippet.toFixed(2)} ms (the JVM)`);
+      log(`P targets: service / ES(ids+titles) ≥ 1.0×: ${ok(rb >= 1)}; service p99 ≤ ES(ids+titles) p99: ${ok(s.service.p99 <= s.esTitles.p99)}; service p99 ≤ ES(title+snippet) p99: ${ok(s.service.p99 <= s.esSnippet.p99)}`);
+      const tag = `${s.docs} docs, ${s.queries} test queries rotating, ${s.rounds.length} rounds summed`;
+      rows.push(
+        { id: 'PEb', section: S15, name: `Elasticsearch ${s.esVersion} direct: ids + titles (_source title, no highlight), ${tag}; ${s.hits.titles.toFixed(1)} hits/answer; JVM CPU ${s.cpuMsPerQuery.titles.toFixed(2)} ms/query`, result: s.esTitles, verdict: 'base' },
+        { id: 'PEa', section: S15, name: `Elasticsearch direct: title + one highlighted snippet (240 chars), stemmer ${s.stemmer}; ${s.hits.snippet.toFixed(1)} hits/answer; JVM CPU ${s.cpuMsPerQuery.snippet.toFixed(2)} ms/query`, result: s.esSnippet, verdict: 'base' },
+        { id: 'PS', section: S15, name: `service POST /v1/search TEXT limit 10, full answer (embedded engines; ingest to INDEXED ${s.ingestSeconds.toFixed(0)} s); ${s.hits.service.toFixed(1)} hits/answer; CPU ${s.cpuMsPerQuery.service.toFixed(2)} ms/query`, result: s.service, target: '≥1.0× PEb, p99 ≤ PEb', ratio: { value: rb, vs: 'PEb' }, verdict: met && !s.service.errors ? 'PASS' : 'MISS' },
+        { id: 'PSa', section: S15, name: `  the same service figures against title + snippet (p99 ${s.service.p99.toFixed(1)} vs ${s.esSnippet.p99.toFixed(1)} ms)`, note: x(ra), target: 'report', ratio: { value: ra, vs: 'PEa' }, verdict: 'info' },
+      );
+    } else log(`15. Peers search: skipped (${p.searchSkipped})`);
+    if (p.records && p.reads) {
+      const r = p.records;
+      const rc = r.postgres.opsPerSec / r.embedded.opsPerSec;
+      const rr = p.reads.cold.opsPerSec / p.reads.hot.opsPerSec;
+      log(`P create PostgreSQL / embedded = ${x(rc)} (p99 ${r.postgres.p99.toFixed(1)} vs ${r.embedded.p99.toFixed(1)} ms): ≥1.0× ${ok(rc >= 1)}, PostgreSQL p99 ≤ 60 ms ${ok(r.postgres.p99 <= 60)}`);
+      log(`P by-id cold / hot (embedded) = ${x(rr)} (p99 ${p.reads.cold.p99.toFixed(1)} vs ${p.reads.hot.p99.toFixed(1)} ms): ≥0.5× ${ok(rr >= 0.5)}`);
+      rows.push(
+        { id: 'PR0', section: S15, name: `record create POST /v1/records, embedded engines, 32 clients (${r.slices} slices summed)`, result: r.embedded, verdict: 'base' },
+        { id: 'PR1', section: S15, name: `record create, PostgreSQL (DATABASE_URL, fresh schema), slices alternating with PR0's`, result: r.postgres, target: '≥1.0× PR0, p99 ≤60 ms', ratio: { value: rc, vs: 'PR0' }, verdict: rc >= 1 && r.postgres.p99 <= 60 && !r.postgres.errors ? 'PASS' : 'MISS' },
+        { id: 'PH', section: S15, name: `by-id GET /v1/records/:id hot (${2000}-id working set), embedded, 32 clients (${p.reads.slices} slices)`, result: p.reads.hot, verdict: 'base' },
+        { id: 'PC', section: S15, name: `by-id cold (${p.reads.coldIds} ids, each read once; at most BENCH_PEERS_COLD_IDS a slice), slices alternating with PH's`, result: p.reads.cold, target: '≥0.5× PH', ratio: { value: rr, vs: 'PH' }, verdict: rr >= 0.5 && !p.reads.cold.errors ? 'PASS' : 'MISS' },
+      );
+    } else log(`15. Peers records: skipped (${p.recordsSkipped})`);
   }
 
   // --- Online rebuild (section 11, tests/bench/rebuild.ts): only with BENCH_ONLY=rebuild (a million events take minutes) ---

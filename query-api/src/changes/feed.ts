@@ -52,10 +52,10 @@ const KEPT = 20_000;
 const READ_EVERY_MS = 25;
 /**
  * The streams at the head are woken at most this often. Each wake costs every one of them a socket write (a system
- * call on each side, whatever the bytes), so the window grows with their number: 25 ms, plus 1 ms per 4 streams,
- * at most 100 ms (50 ms for 100 streams). Changes within a window go out together, at most that much later.
+ * call on each side, whatever the bytes), so the window grows with their number: 25 ms, plus 3 ms per 4 streams,
+ * at most 100 ms (reached at 100 streams). Changes within a window go out together, at most that much later.
  */
-export const wakeEveryMs = (streams: number) => Math.min(100, READ_EVERY_MS + Math.floor(streams / 4));
+export const wakeEveryMs = (streams: number) => Math.min(100, READ_EVERY_MS + Math.floor((3 * streams) / 4));
 
 /**
  * The process's one follower of the log for its change streams (GET /v1/changes). It follows the read models'

@@ -109,7 +109,7 @@ describe('ChangeFeed', () => {
     expect(slow.got).toEqual(a.got);
     for (const x of [a, b, even, slow]) x.s.stop();
   });
-  it('with many streams open, changes close together reach each stream in one write per wake window (50 ms for 100 streams)', async () => {
+  it('with many streams open, changes close together reach each stream in one write per wake window (100 ms for 100 streams)', async () => {
     const f = fixture(1_000);
     await f.advance(10, false);
     const streams: { s: ChangeStream; chunks: number; got: number }[] = [];
@@ -124,7 +124,7 @@ describe('ChangeFeed', () => {
       });
       streams.push(x);
     }
-    expect(wakeEveryMs(100)).toBe(50);
+    expect([wakeEveryMs(1), wakeEveryMs(100), wakeEveryMs(1000)]).toEqual([25, 100, 100]);
     await new Promise((r) => setTimeout(r, 100));
     // One change applied every 10 ms for 400 ms.
     const started = performance.now();

@@ -1,5 +1,5 @@
 import { invalid, notFound, type PushScript, type RequestMeta, ServiceError } from '@svc/contracts';
-import { claim, type CommandDeps, type EventStore, handleCommand, loadAggregate, MAX_SCRIPT_SOURCE_BYTES, metadataFor, readReservation, resolveScriptVersion, scriptDecider, scriptIdReservationParts, scriptNamesDecider, scriptNamesOf, type ScriptVersion, streams } from '@svc/domain';
+import { claim, type CommandDeps, type EventStore, handleCommand, loadAggregate, MAX_SCRIPT_SOURCE_BYTES, metadataFor, readReservation, resolveScriptVersion, scriptDecider, scriptIdReservationParts, scriptNamesDecider, scriptNameSet, type ScriptVersion, streams } from '@svc/domain';
 
 /** Script versions on the write side: push, delete, and the lookups an execution needs (docs/scripts.md). */
 export const scriptStreamOf = (meta: RequestMeta, name: string) => streams.script(meta.principal.tenantId!, meta.principal.contextId!, name);
@@ -24,7 +24,7 @@ export async function pushScript(deps: CommandDeps, checker: SourceCheck, body: 
     // (GET /v1/scripts without `name`) get this name with the push that finds it missing there (its first push).
     prepare: async () => ({
       idReservation: await readReservation(deps.store, ...scriptIdReservationParts(scriptId)),
-      names: new Set(scriptNamesOf(await deps.store.readStream(namesStream))),
+      names: scriptNameSet(await deps.store.readStream(namesStream)),
     }),
     decide: (s, { idReservation, names }) => ({
       events: scriptDecider.decide({ type: 'PushScriptVersion', scriptId, name: body.name, source: body.source, declaredInputContract: body.declaredInputContract, description: body.description }, s),

@@ -114,10 +114,12 @@ export function scriptView(v: ScriptVersion, withSource: boolean) {
   };
 }
 
-/** The names a context's script-names stream holds (ScriptNameAdded), each once, in name order. */
-export function scriptNamesOf(events: DomainEvent[]): string[] {
-  return [...fold(scriptNamesDecider, events.filter((e): e is EventsOf<'ScriptNameAdded'> => e.type === 'ScriptNameAdded'))].sort();
-}
+/** The names a context's script-names stream holds (ScriptNameAdded): scriptNamesDecider's state. */
+export const scriptNameSet = (events: DomainEvent[]): ReadonlySet<string> =>
+  fold(scriptNamesDecider, events.filter((e): e is EventsOf<'ScriptNameAdded'> => e.type === 'ScriptNameAdded'));
+
+/** The names a context's script-names stream holds, each once, in name order. */
+export const scriptNamesOf = (events: DomainEvent[]): string[] => [...scriptNameSet(events)].sort();
 
 /**
  * A context's script names (GET /v1/scripts without `name` lists them): a name is added by the first push of a

@@ -30,7 +30,10 @@ const declared = Object.fromEntries(
     const deps = Object.keys(JSON.parse(readFileSync(`${__dirname}/${w}/package.json`, 'utf8')).dependencies ?? {});
     const ws = deps.filter((d) => d.startsWith('@svc/')).map((d) => d.slice('@svc/'.length));
     const against = ws.filter((d) => !ARCH[w].includes(d));
-    if (against.length) throw new Error(`${w}/package.json declares ${against.map((d) => `@svc/${d}`).join(', ')}: against the package edges (.dependency-cruiser.cjs, ARCH)`);
+    if (against.length)
+      throw new Error(
+        `${w}/package.json declares ${against.map((d) => `@svc/${d}`).join(', ')}: against the package edges (.dependency-cruiser.cjs, ARCH)`,
+      );
     return [w, ws];
   }),
 );
@@ -47,21 +50,24 @@ module.exports = {
     ...Object.keys(ARCH).map(layer),
     {
       name: 'apis-never-import-projectors',
-      comment: 'the APIs reach the barrier, checkpoints, feeds and search engines through the ports in domain/src/ports only',
+      comment:
+        'the APIs reach the barrier, checkpoints, feeds and search engines through the ports in domain/src/ports only',
       severity: 'error',
       from: { path: '^(command-api|query-api)/' },
       to: { path: '^projectors/' },
     },
     {
       name: 'client-main-entry-has-no-node-builtin',
-      comment: "the client's main entry is bundled for browsers: Node built-ins only in client/src/node.ts (the @svc/client/node entry)",
+      comment:
+        "the client's main entry is bundled for browsers: Node built-ins only in client/src/node.ts (the @svc/client/node entry)",
       severity: 'error',
       from: { path: '^client/src/', pathNot: ['^client/src/node\\.ts$', '\\.spec\\.ts$'] },
       to: { dependencyTypes: ['core'] },
     },
     {
       name: 'console-has-no-node-builtin',
-      comment: 'the console runs in the browser: no Node built-in anywhere in it (so the client it bundles has none either)',
+      comment:
+        'the console runs in the browser: no Node built-in anywhere in it (so the client it bundles has none either)',
       severity: 'error',
       from: { path: '^console/src/' },
       to: { dependencyTypes: ['core'] },
@@ -75,28 +81,32 @@ module.exports = {
     },
     {
       name: 'no-runtime-import-loop',
-      comment: 'modules never import each other in a loop at run time (type-only imports aside): a service is not imported from a route file',
+      comment:
+        'modules never import each other in a loop at run time (type-only imports aside): a service is not imported from a route file',
       severity: 'error',
       from: { path: `^${PKG}/src/` },
       to: { circular: true, dependencyTypesNot: ['type-only'], viaOnly: { dependencyTypesNot: ['type-only'] } },
     },
     {
       name: 'deciders-never-import-the-write-path',
-      comment: 'the deciders stay pure (command, state -> events): only the ports and the entry point see domain/src/write, the one command handler that loads, appends and retries',
+      comment:
+        'the deciders stay pure (command, state -> events): only the ports and the entry point see domain/src/write, the one command handler that loads, appends and retries',
       severity: 'error',
       from: { path: '^domain/src/', pathNot: ['^domain/src/(write|ports)/', '^domain/src/index\\.ts$'] },
       to: { path: '^domain/src/write/' },
     },
     {
       name: 'test-support-only-in-specs',
-      comment: 'a *.test-support.ts file (the given/when/then helper, which uses node:assert) is left out of the build: only specs import it',
+      comment:
+        'a *.test-support.ts file (the given/when/then helper, which uses node:assert) is left out of the build: only specs import it',
       severity: 'error',
       from: { path: `^${PKG}/src/`, pathNot: ['\\.spec\\.ts$', '\\.test-support\\.ts$'] },
       to: { path: '\\.test-support\\.ts$' },
     },
     {
       name: 'no-import-loop',
-      comment: 'no import loop at all, type-only imports included (issue 45: the command handler and the meter imported each other, one side type-only, and the run-time rule above did not see it)',
+      comment:
+        'no import loop at all, type-only imports included (issue 45: the command handler and the meter imported each other, one side type-only, and the run-time rule above did not see it)',
       severity: 'error',
       // One loop predates the rule (caches.ts takes READ_MODELS from subscribers.ts, which takes the ReadCaches type back): excepted until the start-up code moves the name.
       from: { path: `^${PKG}/src/`, pathNot: '^deploy/src/service/(caches|subscribers)\\.ts$' },
@@ -111,7 +121,8 @@ module.exports = {
     },
     {
       name: 'entry-point-only',
-      comment: 'another workspace is imported through its entry point (@svc/<name>, src/index.ts), never a file inside it',
+      comment:
+        'another workspace is imported through its entry point (@svc/<name>, src/index.ts), never a file inside it',
       severity: 'error',
       from: { path: `^${PKG}/src/` },
       to: { path: `^${PKG}/src/(?!index\\.ts$)`, pathNot: '^$1/src/' },

@@ -4,15 +4,23 @@ import { defineConfig } from 'vitest/config';
 // @svc/client publishes dist/; inside the repository each of its entries (package.json `exports`) is read from the
 // source its `svc-source` condition names, as the typecheck's customConditions do: the tests run the client's
 // current source without a build. Aliases rather than resolve.conditions, which would replace vitest's own list.
-const clientExports = JSON.parse(readFileSync(new URL('./client/package.json', import.meta.url), 'utf8')).exports as Record<string, { 'svc-source'?: string }>;
+const clientExports = JSON.parse(readFileSync(new URL('./client/package.json', import.meta.url), 'utf8'))
+  .exports as Record<string, { 'svc-source'?: string }>;
 const clientSource = Object.entries(clientExports)
   .filter(([, e]) => typeof e === 'object' && e['svc-source'])
-  .map(([sub, e]) => ({ find: new RegExp(`^@svc/client${sub.slice(1).replace(/[/.]/g, '\\$&')}$`), replacement: new URL(`./client/${e['svc-source']}`, import.meta.url).pathname }));
+  .map(([sub, e]) => ({
+    find: new RegExp(`^@svc/client${sub.slice(1).replace(/[/.]/g, '\\$&')}$`),
+    replacement: new URL(`./client/${e['svc-source']}`, import.meta.url).pathname,
+  }));
 
 export default defineConfig({
   resolve: { alias: clientSource },
   test: {
-    include: ['tests/src/**/*.spec.ts', 'tests/eval/**/*.spec.ts', '{contracts,domain,command-api,query-api,projectors,deploy}/src/**/*.spec.ts'],
+    include: [
+      'tests/src/**/*.spec.ts',
+      'tests/eval/**/*.spec.ts',
+      '{contracts,domain,command-api,query-api,projectors,deploy}/src/**/*.spec.ts',
+    ],
     testTimeout: 90_000,
     // Through the router (E2E_TARGET=router) a suite's beforeAll starts five processes and nginx, not one service.
     hookTimeout: process.env.E2E_TARGET === 'router' ? 240_000 : 60_000,

@@ -23,7 +23,10 @@ async function description(url: string | undefined, file: string | undefined): P
   const { buildService, loadConfig } = await import('@svc/deploy');
   const dir = mkdtempSync(join(tmpdir(), 'svc-client-gen-'));
   try {
-    const service = await buildService(loadConfig({ DATA_DIR: dir, PORT: '0', ACTIVITY_LOG: '0' } as NodeJS.ProcessEnv), () => {});
+    const service = await buildService(
+      loadConfig({ DATA_DIR: dir, PORT: '0', ACTIVITY_LOG: '0' } as NodeJS.ProcessEnv),
+      () => {},
+    );
     try {
       const r = await service.app.inject({ method: 'GET', url: '/openapi.json' });
       if (r.statusCode !== 200) throw new Error(`GET /openapi.json: ${r.statusCode}`);
@@ -40,7 +43,9 @@ const args = process.argv.slice(2);
 const check = args.includes('--check');
 const urlAt = args.indexOf('--url');
 const fileAt = args.indexOf('--file');
-const text = await renderTypes(await description(urlAt >= 0 ? args[urlAt + 1] : process.env.OPENAPI_URL, fileAt >= 0 ? args[fileAt + 1] : undefined));
+const text = await renderTypes(
+  await description(urlAt >= 0 ? args[urlAt + 1] : process.env.OPENAPI_URL, fileAt >= 0 ? args[fileAt + 1] : undefined),
+);
 const file = fileURLToPath(TYPES_FILE);
 let current = '';
 try {

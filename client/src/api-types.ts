@@ -13,20 +13,31 @@ export type StreamEvent = RagEvent | AskDocumentEvent | ChatEvent;
 /** The event envelope a webhook delivers, discriminated by `type` (`data` narrows with it). */
 export type WebhookEnvelope = Schemas['WebhookEnvelope'];
 
-type JsonBody<O, S extends number> = O extends { responses: { [K in S]: { content: { 'application/json': infer B } } } } ? B : never;
-type RequestBody<O> = O extends { requestBody: { content: { 'application/json': infer B } } } ? B : O extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
+type JsonBody<O, S extends number> = O extends { responses: { [K in S]: { content: { 'application/json': infer B } } } }
+  ? B
+  : never;
+type RequestBody<O> = O extends { requestBody: { content: { 'application/json': infer B } } }
+  ? B
+  : O extends { requestBody?: { content: { 'application/json': infer B } } }
+    ? B
+    : never;
 /** The JSON body of an operation's request and of its 200 / 201 answer, by operation id: `Body<'createRecord'>`, `Answer<'getRecord'>`. */
 export type Body<Op extends keyof operations> = RequestBody<operations[Op]>;
 export type Answer<Op extends keyof operations> = JsonBody<operations[Op], 200> | JsonBody<operations[Op], 201>;
 
 // Lists: GET operations answering the list envelope {data, nextCursor}.
 type GetOf<P extends keyof paths> = paths[P] extends { get: infer O } ? O : never;
-export type ListPath = { [P in keyof paths]: JsonBody<GetOf<P>, 200> extends { data: unknown[]; nextCursor: string | null } ? P : never }[keyof paths];
+export type ListPath = {
+  [P in keyof paths]: JsonBody<GetOf<P>, 200> extends { data: unknown[]; nextCursor: string | null } ? P : never;
+}[keyof paths];
 export type ItemOf<P extends ListPath> = JsonBody<GetOf<P>, 200> extends { data: Array<infer I> } ? I : never;
 type ParamsOf<P extends keyof paths> = GetOf<P> extends { parameters: infer X } ? X : never;
-export type ListQuery<P extends ListPath> = ParamsOf<P> extends { query?: infer Q } ? Omit<NonNullable<Q>, 'startFrom'> : never;
+export type ListQuery<P extends ListPath> =
+  ParamsOf<P> extends { query?: infer Q } ? Omit<NonNullable<Q>, 'startFrom'> : never;
 type ListPathParams<P extends ListPath> = ParamsOf<P> extends { path: infer X } ? X : never;
-export type ListOptions<P extends ListPath> = { query?: ListQuery<P> } & ([ListPathParams<P>] extends [never] ? { path?: undefined } : { path: ListPathParams<P> });
+export type ListOptions<P extends ListPath> = { query?: ListQuery<P> } & ([ListPathParams<P>] extends [never]
+  ? { path?: undefined }
+  : { path: ListPathParams<P> });
 
 /** Presigned upload in one call: the upload body without the file, and the file. */
 export type UploadInput = Omit<Body<'uploadDocument'>, 'fileName' | 'fileType'> & {

@@ -21,7 +21,9 @@ export type FolderChangeType = Extract<ChangeEventType, `folder.${string}`>;
  * `entity` what a GET of the entity answers this caller at that version (null after a delete). Discriminated by
  * `type`: checking it narrows `entity` to a record, a document or a folder.
  */
-export type ChangeEvent = { [N in ChangeEventType]: Omit<Extract<Described, { event: N }>['data'], 'type'> & { type: N } }[ChangeEventType];
+export type ChangeEvent = {
+  [N in ChangeEventType]: Omit<Extract<Described, { event: N }>['data'], 'type'> & { type: N };
+}[ChangeEventType];
 
 export interface ChangesOptions {
   /** Only records and documents of these type names (folders have none and are left out). */
@@ -100,7 +102,10 @@ export async function* changes(conn: ChangesConnection, opts: ChangesOptions = {
     try {
       let response: Response;
       try {
-        response = await conn.fetch(`${conn.baseUrl}/v1/changes${query.toString() ? `?${query}` : ''}`, { headers, signal: ctl.signal });
+        response = await conn.fetch(`${conn.baseUrl}/v1/changes${query.toString() ? `?${query}` : ''}`, {
+          headers,
+          signal: ctl.signal,
+        });
       } catch {
         if (outer?.aborted) return;
         failures++;
@@ -115,7 +120,12 @@ export async function* changes(conn: ChangesConnection, opts: ChangesOptions = {
         continue;
       }
       failures = 0;
-      if (!response.body) throw new ApiError(response.status, { message: 'the change stream answered without a body' }, response.headers.get('x-request-id'));
+      if (!response.body)
+        throw new ApiError(
+          response.status,
+          { message: 'the change stream answered without a body' },
+          response.headers.get('x-request-id'),
+        );
       reader = response.body
         .pipeThrough(new TextDecoderStream())
         .pipeThrough(new EventSourceParserStream({ onRetry: (ms) => (serverRetryMs = ms) }))

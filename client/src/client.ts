@@ -1,7 +1,19 @@
 // createClient: openapi-fetch's typed methods over the generated paths, plus what a description cannot say
 // (pagination, the presigned upload, the event streams, the change stream).
 import createFetchClient, { type Client } from 'openapi-fetch';
-import type { AskDocumentEvent, Body, ChatEvent, DocumentView, ItemOf, ListOptions, ListPath, paths, RagEvent, StreamEvent, UploadInput } from './api-types.js';
+import type {
+  AskDocumentEvent,
+  Body,
+  ChatEvent,
+  DocumentView,
+  ItemOf,
+  ListOptions,
+  ListPath,
+  paths,
+  RagEvent,
+  StreamEvent,
+  UploadInput,
+} from './api-types.js';
 import { changes, type ChangeEvent, type ChangesOptions } from './changes.js';
 import { ApiError, unwrap, type Fetched } from './errors.js';
 import { events } from './streams.js';
@@ -32,7 +44,10 @@ export interface ServiceClient extends Client<paths> {
   /** Creates the document, PUTs the file to its presigned URL (no Authorization; the required header) and answers the document. */
   uploadDocument(input: UploadInput): Promise<DocumentView>;
   /** Polls a document until its status is one of `until` (default: INDEXED, SKIPPED, STORED or FAILED). */
-  waitForDocument(id: string, opts?: { until?: DocumentView['status'][]; timeoutMs?: number; intervalMs?: number }): Promise<DocumentView>;
+  waitForDocument(
+    id: string,
+    opts?: { until?: DocumentView['status'][]; timeoutMs?: number; intervalMs?: number },
+  ): Promise<DocumentView>;
   /** RAG (POST /v1/rag) as typed events: search_results, optional truncation_warning, content_delta+, done (or error). */
   rag(body: Body<'rag'>): AsyncGenerator<RagEvent>;
   /** Document ask (POST /v1/documents/{id}/ask): document_context, content_delta+, done (or error). The body's `id` (required by the API) is the path's `id` unless given. */
@@ -68,7 +83,11 @@ export function createClient(options: ClientOptions): ServiceClient {
   async function* paginate<P extends ListPath>(path: P, opts?: ListOptions<P>): AsyncGenerator<ItemOf<P>> {
     let startFrom: string | undefined;
     do {
-      const page = (await unwrap(untyped.GET(path, { params: { path: opts?.path, query: { ...(opts?.query ?? {}), ...(startFrom ? { startFrom } : {}) } } }))) as { data: ItemOf<P>[]; nextCursor: string | null };
+      const page = (await unwrap(
+        untyped.GET(path, {
+          params: { path: opts?.path, query: { ...(opts?.query ?? {}), ...(startFrom ? { startFrom } : {}) } },
+        }),
+      )) as { data: ItemOf<P>[]; nextCursor: string | null };
       for (const item of page.data) yield item;
       startFrom = page.nextCursor ?? undefined;
     } while (startFrom);
@@ -78,19 +97,29 @@ export function createClient(options: ClientOptions): ServiceClient {
     const created = await unwrap(http.POST('/v1/documents/upload', { body }));
     const bytes = typeof file === 'string' ? new TextEncoder().encode(file) : file;
     // The presigned URL carries its own grant: no Authorization header.
-    const put = await doFetch(created.uploadUrl, { method: 'PUT', headers: { 'content-type': body.fileType, [created.requiredHeaderName]: created.requiredHeaderValue }, body: bytes as Blob });
+    const put = await doFetch(created.uploadUrl, {
+      method: 'PUT',
+      headers: { 'content-type': body.fileType, [created.requiredHeaderName]: created.requiredHeaderValue },
+      body: bytes as Blob,
+    });
     if (!put.ok) throw await ApiError.from(put);
     await put.body?.cancel().catch(() => {});
     return unwrap(http.GET('/v1/documents/{id}', { params: { path: { id: created.id } } }));
   }
 
-  async function waitForDocument(id: string, opts: { until?: DocumentView['status'][]; timeoutMs?: number; intervalMs?: number } = {}): Promise<DocumentView> {
+  async function waitForDocument(
+    id: string,
+    opts: { until?: DocumentView['status'][]; timeoutMs?: number; intervalMs?: number } = {},
+  ): Promise<DocumentView> {
     const until = opts.until ?? ['INDEXED', 'SKIPPED', 'STORED', 'FAILED'];
     const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
     for (;;) {
       const doc = await unwrap(http.GET('/v1/documents/{id}', { params: { path: { id } } }));
       if (until.includes(doc.status)) return doc;
-      if (Date.now() > deadline) throw new Error(`document ${id} is ${doc.status}, not ${until.join(' or ')}, after ${opts.timeoutMs ?? 60_000} ms`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `document ${id} is ${doc.status}, not ${until.join(' or ')}, after ${opts.timeoutMs ?? 60_000} ms`,
+        );
       await new Promise((r) => setTimeout(r, opts.intervalMs ?? 100));
     }
   }
@@ -101,7 +130,14 @@ export function createClient(options: ClientOptions): ServiceClient {
     uploadDocument,
     waitForDocument,
     rag: (body: Body<'rag'>) => stream<RagEvent>(http.POST('/v1/rag', { body, parseAs: 'stream' })),
-    askDocument: (id: string, body: Omit<Body<'askDocument'>, 'id'> & { id?: string }) => stream<AskDocumentEvent>(http.POST('/v1/documents/{id}/ask', { params: { path: { id } }, body: { ...body, id: body.id ?? id }, parseAs: 'stream' })),
+    askDocument: (id: string, body: Omit<Body<'askDocument'>, 'id'> & { id?: string }) =>
+      stream<AskDocumentEvent>(
+        http.POST('/v1/documents/{id}/ask', {
+          params: { path: { id } },
+          body: { ...body, id: body.id ?? id },
+          parseAs: 'stream',
+        }),
+      ),
     chat: (body: Body<'chat'>) => stream<ChatEvent>(http.POST('/v1/chat', { body, parseAs: 'stream' })),
     changes: (opts?: ChangesOptions) => changes({ baseUrl, headers, bearer, fetch: doFetch }, opts),
   });

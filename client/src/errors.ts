@@ -14,7 +14,9 @@ export class ApiError extends Error {
   readonly body: ErrorBody & Record<string, unknown>;
 
   constructor(status: number, body: unknown, requestIdHeader?: string | null) {
-    const b = (body && typeof body === 'object' ? body : { message: typeof body === 'string' && body ? body : `HTTP ${status}` }) as ErrorBody & Record<string, unknown>;
+    const b = (
+      body && typeof body === 'object' ? body : { message: typeof body === 'string' && body ? body : `HTTP ${status}` }
+    ) as ErrorBody & Record<string, unknown>;
     // The reserved stubs answer {error: "not_implemented"}.
     const code = b.errorCode ?? (typeof b.error === 'string' ? b.error : undefined);
     super(`${status}${code ? ` ${code}` : ''}: ${b.message ?? b.error ?? ''}`);

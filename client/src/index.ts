@@ -5,5 +5,13 @@
 export type * from './api-types.js';
 export { ApiError, result, unwrap, type Fetched, type Result } from './errors.js';
 export { collectAnswer, events } from './streams.js';
-export type { ChangeEntityKind, ChangeEvent, ChangeEventType, ChangesOptions, DocumentChangeType, FolderChangeType, RecordChangeType } from './changes.js';
+export type {
+  ChangeEntityKind,
+  ChangeEvent,
+  ChangeEventType,
+  ChangesOptions,
+  DocumentChangeType,
+  FolderChangeType,
+  RecordChangeType,
+} from './changes.js';
 export { createClient, type ClientOptions, type ServiceClient, type TokenSource } from './client.js';

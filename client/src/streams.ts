@@ -26,7 +26,9 @@ export async function* events<E extends StreamEvent>(call: Promise<Fetched<unkno
 }
 
 /** The answer text of a stream (its content_delta events) and its `done` event; an `error` event is thrown. */
-export async function collectAnswer(stream: AsyncIterable<StreamEvent>): Promise<{ text: string; done: Schemas['DoneEvent']['data']; events: StreamEvent[] }> {
+export async function collectAnswer(
+  stream: AsyncIterable<StreamEvent>,
+): Promise<{ text: string; done: Schemas['DoneEvent']['data']; events: StreamEvent[] }> {
   let text = '';
   const all: StreamEvent[] = [];
   for await (const e of stream) {

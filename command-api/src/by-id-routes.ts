@@ -10,7 +10,12 @@ interface ChangeRouteDoc {
 }
 
 /** What every data-plane route on one aggregate by id declares alike. */
-const byId = (method: 'PUT' | 'PATCH' | 'DELETE', url: string, permission: string, doc: { operationId?: string; summary: string }) => ({
+const byId = (
+  method: 'PUT' | 'PATCH' | 'DELETE',
+  url: string,
+  permission: string,
+  doc: { operationId?: string; summary: string },
+) => ({
   method,
   url,
   ...(doc.operationId ? { operationId: doc.operationId } : {}),
@@ -79,10 +84,21 @@ export function writeByIdRoutes(spec: {
   put: ChangeRouteDoc;
   patch: ChangeRouteDoc;
   change: (id: string, kind: 'put' | 'patch', body: Record<string, unknown>, meta: RequestMeta) => Promise<unknown>;
-  delete?: { operationId?: string; summary: string; remove: (id: string, expectedVersion: number | undefined, meta: RequestMeta) => Promise<unknown> };
+  delete?: {
+    operationId?: string;
+    summary: string;
+    remove: (id: string, expectedVersion: number | undefined, meta: RequestMeta) => Promise<unknown>;
+  };
 }): RouteSpec[] {
   const url = `/v1/${spec.resource}/:id`;
-  const routes = changeByIdRoutes({ url, permission: `${spec.resource}:u`, response: spec.response, put: spec.put, patch: spec.patch, change: spec.change });
+  const routes = changeByIdRoutes({
+    url,
+    permission: `${spec.resource}:u`,
+    response: spec.response,
+    put: spec.put,
+    patch: spec.patch,
+    change: spec.change,
+  });
   if (spec.delete) routes.push(deleteByIdRoute({ url, permission: `${spec.resource}:d`, ...spec.delete }));
   return routes;
 }

@@ -5,7 +5,17 @@
 // (each screen is a dynamic import: the first screen loads only what it uses). Writes index.html naming the hashed
 // entry, the stylesheet, and build.json: the files of the first screen (the entry and what it imports statically),
 // which the bench weighs. Skipped when dist/ is newer than its sources; a build takes well under a second.
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -15,13 +25,24 @@ export const CONSOLE_ROOT = join(here, '..');
 export const CONSOLE_DIST = join(CONSOLE_ROOT, 'dist');
 
 /** The newest modification time of a file under `dir`. */
-const newest = (dir) => readdirSync(dir, { withFileTypes: true }).reduce((m, e) => Math.max(m, e.isDirectory() ? newest(join(dir, e.name)) : statSync(join(dir, e.name)).mtimeMs), 0);
+const newest = (dir) =>
+  readdirSync(dir, { withFileTypes: true }).reduce(
+    (m, e) => Math.max(m, e.isDirectory() ? newest(join(dir, e.name)) : statSync(join(dir, e.name)).mtimeMs),
+    0,
+  );
 
 /** Whether dist/ is newer than every source it is built from (the console's, the client's it bundles, this script). */
 export function consoleUpToDate() {
   if (!existsSync(join(CONSOLE_DIST, 'build.json'))) return false;
   const built = statSync(join(CONSOLE_DIST, 'build.json')).mtimeMs;
-  return built >= Math.max(newest(join(CONSOLE_ROOT, 'src')), newest(join(CONSOLE_ROOT, '../client/src')), statSync(fileURLToPath(import.meta.url)).mtimeMs);
+  return (
+    built >=
+    Math.max(
+      newest(join(CONSOLE_ROOT, 'src')),
+      newest(join(CONSOLE_ROOT, '../client/src')),
+      statSync(fileURLToPath(import.meta.url)).mtimeMs,
+    )
+  );
 }
 
 /** Builds the console into dist/; answers what build.json holds. */
@@ -62,10 +83,17 @@ export async function buildConsole({ quiet = false } = {}) {
   visit(entry);
   const css = readFileSync(join(CONSOLE_ROOT, 'src/console.css'));
   writeFileSync(join(out, 'console.css'), css);
-  const html = readFileSync(join(CONSOLE_ROOT, 'src/index.html'), 'utf8').replace('%APP%', `console/${basename(entry)}`);
+  const html = readFileSync(join(CONSOLE_ROOT, 'src/index.html'), 'utf8').replace(
+    '%APP%',
+    `console/${basename(entry)}`,
+  );
   writeFileSync(join(out, 'index.html'), html);
   copyFileSync(join(CONSOLE_ROOT, 'src/favicon.svg'), join(out, 'favicon.svg'));
-  const manifest = { entry: basename(entry), firstScreen: [...first].map((f) => basename(f)).concat('console.css'), files: Object.keys(outputs).map((f) => basename(f)) };
+  const manifest = {
+    entry: basename(entry),
+    firstScreen: [...first].map((f) => basename(f)).concat('console.css'),
+    files: Object.keys(outputs).map((f) => basename(f)),
+  };
   writeFileSync(join(out, 'build.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   const old = `${CONSOLE_DIST}.${process.pid}.old`;
   rmSync(old, { recursive: true, force: true });
@@ -76,7 +104,11 @@ export async function buildConsole({ quiet = false } = {}) {
 }
 
 // `node console/scripts/build.mjs` (the last step of `npm run build`): a no-op when dist/ is up to date; --force builds anyway.
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1] && (process.argv.includes('--force') || !consoleUpToDate())) {
+if (
+  process.argv[1] &&
+  fileURLToPath(import.meta.url) === process.argv[1] &&
+  (process.argv.includes('--force') || !consoleUpToDate())
+) {
   const m = await buildConsole();
   console.log(`build: console/dist/ built (${m.files.length} scripts; first screen: ${m.firstScreen.join(', ')})`);
 }

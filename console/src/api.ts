@@ -14,7 +14,11 @@ export type { ServiceClient };
 export const apiBase = (): string => new URL('.', location.href).href.replace(/\/+$/, '');
 
 export function clientFor(s: Pick<Session, 'token' | 'contextId'>): ServiceClient {
-  const client = createClient({ baseUrl: apiBase(), token: s.token, ...(s.contextId ? { contextId: s.contextId } : {}) });
+  const client = createClient({
+    baseUrl: apiBase(),
+    token: s.token,
+    ...(s.contextId ? { contextId: s.contextId } : {}),
+  });
   // The rate-limit headers of every answer, for the usage screen's headroom.
   client.use(observeRateLimit);
   return client;

@@ -35,7 +35,11 @@ export function useChanges(onChange: (e: ChangeEvent) => void, opts: LiveOptions
     setError(undefined);
     (async () => {
       try {
-        for await (const change of client.changes({ types: opts.types, entities: opts.entities, signal: stop.signal })) {
+        for await (const change of client.changes({
+          types: opts.types,
+          entities: opts.entities,
+          signal: stop.signal,
+        })) {
           setRecent((r) => [change, ...r].slice(0, 50));
           handler.current(change);
         }

@@ -29,7 +29,15 @@ function Screen({ name, params, query }: { name: string } & ScreenProps) {
   return <C params={params} query={query} />;
 }
 
-function Shell({ session, onSignOut, focusOnMount }: { session: Session; onSignOut: () => void; focusOnMount: boolean }) {
+function Shell({
+  session,
+  onSignOut,
+  focusOnMount,
+}: {
+  session: Session;
+  onSignOut: () => void;
+  focusOnMount: boolean;
+}) {
   const route = useRoute();
   const client = useMemo(() => clientFor(session), [session]);
   const screens = SCREENS.filter((s) => s.credential === session.kind);
@@ -47,7 +55,7 @@ function Shell({ session, onSignOut, focusOnMount }: { session: Session; onSignO
     let t: ReturnType<typeof setTimeout>;
     const focus = () => {
       const h = main.current?.querySelector('h1');
-      if (h) (h.tabIndex = -1), h.focus();
+      if (h) ((h.tabIndex = -1), h.focus());
       else if (tries-- > 0) t = setTimeout(focus, 50);
     };
     t = setTimeout(focus, 0);
@@ -61,7 +69,9 @@ function Shell({ session, onSignOut, focusOnMount }: { session: Session; onSignO
       <header class="top">
         <span class="brand">Console</span>
         <span class="who">
-          {session.kind === 'developer' ? 'Developer token' : `Tenant ${session.tenantId ?? ''} (${session.livemode ? 'live' : 'test'}) · context ${session.actingContextId ?? ''}`}
+          {session.kind === 'developer'
+            ? 'Developer token'
+            : `Tenant ${session.tenantId ?? ''} (${session.livemode ? 'live' : 'test'}) · context ${session.actingContextId ?? ''}`}
         </span>
         <button type="button" onClick={onSignOut}>
           Sign out
@@ -79,7 +89,11 @@ function Shell({ session, onSignOut, focusOnMount }: { session: Session; onSignO
         </ul>
       </nav>
       <main id="main" ref={main} tabIndex={-1}>
-        {current ? <Screen name={current} params={route.params} query={route.query} /> : <p>No screen works with this credential.</p>}
+        {current ? (
+          <Screen name={current} params={route.params} query={route.query} />
+        ) : (
+          <p>No screen works with this credential.</p>
+        )}
       </main>
     </ClientContext.Provider>
   );

@@ -19,7 +19,12 @@ export const observeRateLimit = {
     const limit = response.headers.get('x-ratelimit-limit');
     const remaining = response.headers.get('x-ratelimit-remaining');
     if (limit === null || remaining === null) return undefined;
-    last = { limit: Number(limit), remaining: Number(remaining), at: Date.now(), request: `${request.method} ${new URL(request.url).pathname}` };
+    last = {
+      limit: Number(limit),
+      remaining: Number(remaining),
+      at: Date.now(),
+      request: `${request.method} ${new URL(request.url).pathname}`,
+    };
     for (const l of listeners) l(last);
     return undefined;
   },

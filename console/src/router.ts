@@ -15,7 +15,8 @@ export function parseHash(hash: string): Route {
 }
 
 /** The href of a route: `href('records', 'note', id)`. */
-export const href = (screen: string, ...params: string[]): string => `#/${[screen, ...params].map(encodeURIComponent).join('/')}`;
+export const href = (screen: string, ...params: string[]): string =>
+  `#/${[screen, ...params].map(encodeURIComponent).join('/')}`;
 
 export function navigate(to: string): void {
   location.hash = to.startsWith('#') ? to : `#${to}`;

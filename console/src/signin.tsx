@@ -26,7 +26,14 @@ export function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
       const client = clientFor({ token: t, contextId: ctx });
       const { data, error: refused, response } = await client.GET('/v1/ping');
       if (response.ok && data) {
-        onSignedIn({ token: t, kind: 'tenant', contextId: ctx, tenantId: data.tenantId, livemode: data.livemode, actingContextId: data.contextId ?? undefined });
+        onSignedIn({
+          token: t,
+          kind: 'tenant',
+          contextId: ctx,
+          tenantId: data.tenantId,
+          livemode: data.livemode,
+          actingContextId: data.contextId ?? undefined,
+        });
       } else if (response.status === 403 && kind === 'developer') {
         onSignedIn({ token: t, kind: 'developer' });
       } else {
@@ -47,11 +54,21 @@ export function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
     <main id="main" class="signin">
       <h1>Sign in to the console</h1>
       <p>
-        Paste a key or token of a tenant (<code>sk_test_…</code>, <code>sk_live_…</code>, a scoped key or a minted token), or your account's developer token (<code>dt_…</code>) for
-        the developer portal. It is kept in this browser tab only and forgotten when the tab closes.
+        Paste a key or token of a tenant (<code>sk_test_…</code>, <code>sk_live_…</code>, a scoped key or a minted
+        token), or your account's developer token (<code>dt_…</code>) for the developer portal. It is kept in this
+        browser tab only and forgotten when the tab closes.
       </p>
       <form onSubmit={submit} aria-describedby="signin-note">
-        <TextField label="Key or token" path="token" type="password" value={token} onInput={setToken} error={error} required autocomplete="off" />
+        <TextField
+          label="Key or token"
+          path="token"
+          type="password"
+          value={token}
+          onInput={setToken}
+          error={error}
+          required
+          autocomplete="off"
+        />
         <TextField
           label="Context id (optional)"
           path="contextId"
@@ -66,7 +83,8 @@ export function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
         </button>
       </form>
       <p id="signin-note" class="hint">
-        Every call of the console goes through the public API with this credential: it can do exactly what the credential may.
+        Every call of the console goes through the public API with this credential: it can do exactly what the
+        credential may.
       </p>
     </main>
   );

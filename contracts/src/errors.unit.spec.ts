@@ -19,7 +19,8 @@ function sources(dir: string): Array<{ path: string; text: string }> {
     for (const e of readdirSync(d, { withFileTypes: true })) {
       const p = join(d, e.name);
       if (e.isDirectory()) walk(p);
-      else if (e.name.endsWith('.ts') && !e.name.endsWith('.spec.ts') && !e.name.endsWith('.d.ts')) out.push({ path: relative(ROOT, p), text: readFileSync(p, 'utf8') });
+      else if (e.name.endsWith('.ts') && !e.name.endsWith('.spec.ts') && !e.name.endsWith('.d.ts'))
+        out.push({ path: relative(ROOT, p), text: readFileSync(p, 'utf8') });
     }
   };
   walk(join(ROOT, dir));
@@ -56,9 +57,20 @@ describe('the error catalogue', () => {
   });
 
   it('holds only codes in use, or reserved for a coming feature of the spec (and then not thrown yet)', () => {
-    const all = ['contracts/src', 'domain/src', 'command-api/src', 'query-api/src', 'projectors/src', 'deploy/src'].flatMap(sources);
+    const all = [
+      'contracts/src',
+      'domain/src',
+      'command-api/src',
+      'query-api/src',
+      'projectors/src',
+      'deploy/src',
+    ].flatMap(sources);
     // The catalogue's own literal does not count as a use; the shorthands below it (invalid(), notFound() ...) do.
-    const text = all.map((f) => (f.path === 'contracts/src/errors.ts' ? f.text.slice(f.text.indexOf('export type ErrorCode')) : f.text)).join('\n');
+    const text = all
+      .map((f) =>
+        f.path === 'contracts/src/errors.ts' ? f.text.slice(f.text.indexOf('export type ErrorCode')) : f.text,
+      )
+      .join('\n');
     for (const c of CODES) {
       const used = text.includes(`'${c}'`);
       if (entry(c).reserved) expect(used, `${c} is thrown now: drop its reserved mark`).toBe(false);

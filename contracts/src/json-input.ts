@@ -25,7 +25,8 @@ const PROTOTYPE_KEYS = new Set(['__proto__']);
 /** Why `s` cannot be stored as text, or null. */
 export function textViolation(s: string): string | null {
   if (s.includes('\u0000')) return 'contains the NUL character (U+0000)';
-  if (!(s as string & { isWellFormed(): boolean }).isWellFormed()) return 'contains a lone surrogate (not valid Unicode)';
+  if (!(s as string & { isWellFormed(): boolean }).isWellFormed())
+    return 'contains a lone surrogate (not valid Unicode)';
   return null;
 }
 
@@ -54,7 +55,8 @@ export function findInputViolation(value: unknown, limits = INPUT_LIMITS): strin
       continue;
     }
     const keys = Object.keys(v);
-    if (keys.length > limits.maxKeysPerObject) return `${where(path)}: more than ${limits.maxKeysPerObject} keys in one object`;
+    if (keys.length > limits.maxKeysPerObject)
+      return `${where(path)}: more than ${limits.maxKeysPerObject} keys in one object`;
     for (const k of keys) {
       if (PROTOTYPE_KEYS.has(k)) return `${where(path)}: the key ${short(k)} is not allowed`;
       const t = textViolation(k);

@@ -17,7 +17,8 @@ export function checkNumberLiteral(literal: string): string | null {
   // significant digits: the mantissa without leading and trailing zeros
   const digits = (intPart + fracPart).replace(/^0+/, '').replace(/0+$/, '');
   if (digits.length === 0) return null; // zero
-  if (digits.length > MAX_SIGNIFICANT_DIGITS) return `number ${literal} has more than ${MAX_SIGNIFICANT_DIGITS} significant digits`;
+  if (digits.length > MAX_SIGNIFICANT_DIGITS)
+    return `number ${literal} has more than ${MAX_SIGNIFICANT_DIGITS} significant digits`;
   // decimal exponent of the leading digit: value = 0.d1d2... x 10^(pointPos)
   const intDigits = intPart.replace(/^0+/, '').length;
   const leadingFracZeros = intDigits > 0 ? 0 : fracPart.length - fracPart.replace(/^0+/, '').length;
@@ -29,10 +30,13 @@ export function checkNumberLiteral(literal: string): string | null {
     const shift = exp;
     const all = intPart + fracPart;
     const pointAt = intPart.length + shift;
-    const whole = BigInt(pointAt >= all.length ? all + '0'.repeat(pointAt - all.length) : all.slice(0, Math.max(pointAt, 0)) || '0');
+    const whole = BigInt(
+      pointAt >= all.length ? all + '0'.repeat(pointAt - all.length) : all.slice(0, Math.max(pointAt, 0)) || '0',
+    );
     const hasFraction = pointAt < all.length && /[1-9]/.test(all.slice(pointAt));
     const limit = literal.startsWith('-') ? INT64_MAX + 1n : INT64_MAX;
-    if (whole > limit || (whole === limit && hasFraction)) return `number ${literal} is outside the signed 64-bit range`;
+    if (whole > limit || (whole === limit && hasFraction))
+      return `number ${literal} is outside the signed 64-bit range`;
   }
   return null;
 }
@@ -53,13 +57,13 @@ export function scanJsonText(text: string, shape?: { maxDepth: number; maxValues
   let values = 1;
   while (i < n) {
     const c = text.charCodeAt(i);
-    if (shape && (c === 91 /* [ */ || c === 123 /* { */ || c === 44 /* , */)) {
+    if (shape && (c === 91 /* [ */ || c === 123 /* { */ || c === 44) /* , */) {
       if (c !== 44 && ++depth > shape.maxDepth) return `nesting deeper than ${shape.maxDepth} levels`;
       if (++values > shape.maxValues) return `The body has more than ${shape.maxValues} values`;
       i++;
       continue;
     }
-    if (shape && (c === 93 /* ] */ || c === 125 /* } */)) {
+    if (shape && (c === 93 /* ] */ || c === 125) /* } */) {
       depth--;
       i++;
       continue;
@@ -69,8 +73,10 @@ export function scanJsonText(text: string, shape?: { maxDepth: number; maxValues
       while (i < n) {
         const d = text.charCodeAt(i);
         if (d === 92 /* \ */) i += 2;
-        else if (d === 34) { i++; break; }
-        else i++;
+        else if (d === 34) {
+          i++;
+          break;
+        } else i++;
       }
       continue;
     }

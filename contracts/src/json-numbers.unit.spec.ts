@@ -48,7 +48,9 @@ describe('checkNumberLiteral', () => {
 
 describe('findNumberViolation', () => {
   it('accepts a document whose numbers are all within the rules', () => {
-    expect(findNumberViolation('{"a":1,"b":[0,0.0,-9223372036854775808,9223372036854775807],"c":{"d":1e-129}}')).toBeNull();
+    expect(
+      findNumberViolation('{"a":1,"b":[0,0.0,-9223372036854775808,9223372036854775807],"c":{"d":1e-129}}'),
+    ).toBeNull();
   });
 
   it('finds an out-of-range number nested in arrays and objects', () => {

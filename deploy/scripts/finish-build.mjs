@@ -19,7 +19,9 @@ const SPECIFIER = /(\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(['"])(\.\.?\/[^'"]*)
 const KNOWN_EXTENSION = /\.(m?js|cjs|json|node)$/;
 
 const walk = (dir) =>
-  readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : [join(dir, e.name)]));
+  readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? walk(join(dir, e.name)) : [join(dir, e.name)],
+  );
 
 let rewritten = 0;
 let copied = 0;
@@ -60,4 +62,5 @@ if (problems.length) {
   console.error(`build: ${problems.length} problem(s)\n  ${problems.join('\n  ')}`);
   process.exit(1);
 }
-if (rewritten || copied) console.log(`build: dist/ finished (${rewritten} modules' relative imports resolved, ${copied} assets copied)`);
+if (rewritten || copied)
+  console.log(`build: dist/ finished (${rewritten} modules' relative imports resolved, ${copied} assets copied)`);

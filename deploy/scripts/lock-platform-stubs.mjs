@@ -10,7 +10,17 @@ const file = new URL('../../package-lock.json', import.meta.url);
 const lock = JSON.parse(readFileSync(file, 'utf8'));
 const pkgs = lock.packages;
 const OS = ['android', 'darwin', 'freebsd', 'linux', 'openbsd', 'openharmony', 'win32', 'netbsd', 'sunos', 'aix'];
-const CPU = { 'arm-eabi': 'arm', arm64: 'arm64', arm: 'arm', x64: 'x64', ia32: 'ia32', loong64: 'loong64', ppc64: 'ppc64', riscv64: 'riscv64', s390x: 's390x' };
+const CPU = {
+  'arm-eabi': 'arm',
+  arm64: 'arm64',
+  arm: 'arm',
+  x64: 'x64',
+  ia32: 'ia32',
+  loong64: 'loong64',
+  ppc64: 'ppc64',
+  riscv64: 'riscv64',
+  s390x: 's390x',
+};
 let added = 0;
 for (const [path, meta] of Object.entries(pkgs)) {
   for (const [name, version] of Object.entries(meta.optionalDependencies ?? {})) {
@@ -31,6 +41,8 @@ for (const [path, meta] of Object.entries(pkgs)) {
     added += 1;
   }
 }
-lock.packages = Object.fromEntries(Object.entries(pkgs).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a.localeCompare(b))));
+lock.packages = Object.fromEntries(
+  Object.entries(pkgs).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a.localeCompare(b))),
+);
 writeFileSync(file, JSON.stringify(lock, null, 2) + '\n');
 console.log(`lock-platform-stubs: added ${added} optional platform entries`);

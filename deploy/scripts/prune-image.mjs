@@ -19,7 +19,10 @@ const NEVER_LOADED = new Set(['@huggingface/transformers', 'openai']);
 /** Packages of which the service only reads a file (the API page's prebuilt bundle), never importing their code. */
 const FILES_ONLY = new Set(['@scalar/api-reference']);
 
-const root = resolve(process.argv.find((a) => !a.startsWith('-') && a !== process.argv[0] && a !== process.argv[1]) ?? join(dirname(fileURLToPath(import.meta.url)), '../..'));
+const root = resolve(
+  process.argv.find((a) => !a.startsWith('-') && a !== process.argv[0] && a !== process.argv[1]) ??
+    join(dirname(fileURLToPath(import.meta.url)), '../..'),
+);
 const dryRun = process.argv.includes('--dry-run');
 const modules = join(root, 'node_modules');
 const readJson = (file) => JSON.parse(readFileSync(file, 'utf8'));
@@ -40,7 +43,11 @@ function visit(dir) {
   reached.add(real);
   const pkg = readJson(join(dir, 'package.json'));
   if (FILES_ONLY.has(pkg.name)) return;
-  const names = [...Object.keys(pkg.dependencies ?? {}), ...Object.keys(pkg.optionalDependencies ?? {}), ...Object.keys(pkg.peerDependencies ?? {})];
+  const names = [
+    ...Object.keys(pkg.dependencies ?? {}),
+    ...Object.keys(pkg.optionalDependencies ?? {}),
+    ...Object.keys(pkg.peerDependencies ?? {}),
+  ];
   for (const name of names) {
     if (NEVER_LOADED.has(name)) continue;
     const found = resolvePackage(name, dir);
@@ -83,4 +90,6 @@ for (const path of installed(modules)) {
   else rmSync(path, { recursive: true, force: true });
   removed++;
 }
-console.log(`prune-image: ${dryRun ? 'would remove' : 'removed'} ${removed} packages the service never loads (kept ${reached.size})`);
+console.log(
+  `prune-image: ${dryRun ? 'would remove' : 'removed'} ${removed} packages the service never loads (kept ${reached.size})`,
+);

@@ -18,7 +18,9 @@ if (!file || file.startsWith('-')) {
 }
 const config = loadConfig();
 if (config.eventStoreUrl) {
-  console.error('backup: EVENTSTORE_URL is set: back up KurrentDB with its own tools (this backup reads the PostgreSQL event store)');
+  console.error(
+    'backup: EVENTSTORE_URL is set: back up KurrentDB with its own tools (this backup reads the PostgreSQL event store)',
+  );
   process.exit(2);
 }
 const sql = await openSql({ databaseUrl: config.databaseUrl, dataDir: join(config.dataDir, 'pg'), poolSize: 2 });
@@ -27,19 +29,36 @@ const partial = `${file}.partial`;
 try {
   const started = Date.now();
   const r = await writeBackup(
-    { store, dataDir: config.dataDir, secretSource: config.serviceSecret ? 'env' : 'file', blobsDir: config.objectStoreUrl ? undefined : join(config.dataDir, 'blobs'),
+    {
+      store,
+      dataDir: config.dataDir,
+      secretSource: config.serviceSecret ? 'env' : 'file',
+      blobsDir: config.objectStoreUrl ? undefined : join(config.dataDir, 'blobs'),
       reactors: async () =>
         (await tableExists(sql, 'proj_checkpoints'))
-          ? Object.fromEntries((await sql.query<{ name: string; position: string }>('SELECT name, position FROM proj_checkpoints WHERE name = ANY($1)', [REACTORS])).rows.map((r) => [r.name, Number(r.position)]))
+          ? Object.fromEntries(
+              (
+                await sql.query<{ name: string; position: string }>(
+                  'SELECT name, position FROM proj_checkpoints WHERE name = ANY($1)',
+                  [REACTORS],
+                )
+              ).rows.map((r) => [r.name, Number(r.position)]),
+            )
           : {},
     },
     partial,
   );
   // Renamed when whole: a file under the asked name is always a complete backup.
   renameSync(partial, file);
-  console.log(`backed up ${r.events} events (up to position ${r.position}) and ${r.blobs} blobs to ${file} in ${Date.now() - started} ms`);
-  if (config.serviceSecret) console.log('SERVICE_SECRET is set: it is not in the file; the restored service needs the same SERVICE_SECRET');
-  if (config.objectStoreUrl) console.log('OBJECT_STORE_URL is set: the blobs are in the object store, not in the file; back the bucket up with its own tools');
+  console.log(
+    `backed up ${r.events} events (up to position ${r.position}) and ${r.blobs} blobs to ${file} in ${Date.now() - started} ms`,
+  );
+  if (config.serviceSecret)
+    console.log('SERVICE_SECRET is set: it is not in the file; the restored service needs the same SERVICE_SECRET');
+  if (config.objectStoreUrl)
+    console.log(
+      'OBJECT_STORE_URL is set: the blobs are in the object store, not in the file; back the bucket up with its own tools',
+    );
 } catch (e) {
   rmSync(partial, { force: true });
   console.error(`backup failed: ${e instanceof Error ? e.message : String(e)}`);

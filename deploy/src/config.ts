@@ -164,7 +164,9 @@ const startupVariables = z.object({
   SCRIPT_TIMEOUT_MS: whole('a whole number of milliseconds from 100 to 15000', 15_000, 15_000, 100),
   SCRIPT_THREADS: whole('a whole number of threads (1 or more)', 4, 256, 1),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: flag(false),
-  WEBHOOK_CA_FILE: optional().refine((f) => f === undefined || isReadableFile(f), { message: 'a readable PEM file of CA certificates' }),
+  WEBHOOK_CA_FILE: optional().refine((f) => f === undefined || isReadableFile(f), {
+    message: 'a readable PEM file of CA certificates',
+  }),
   WEBHOOK_RETRY_SCALE: decimal('a number in (0, 1] that multiplies the retry schedule', 1, (n) => n > 0 && n <= 1),
   WEBHOOK_TEST_DNS_FILE: optional(),
   NODE_ENV: optional(),
@@ -186,7 +188,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new Error(whole ? issue.message : `${name} must be ${issue.message}, not ${env[name]}`);
   }
   const v = parsed.data;
-  if (v.WEBHOOK_TEST_DNS_FILE && v.NODE_ENV === 'production') throw new Error('WEBHOOK_TEST_DNS_FILE is a test seam and is refused with NODE_ENV=production');
+  if (v.WEBHOOK_TEST_DNS_FILE && v.NODE_ENV === 'production')
+    throw new Error('WEBHOOK_TEST_DNS_FILE is a test seam and is refused with NODE_ENV=production');
   return {
     port: v.PORT,
     host: v.HOST,
@@ -225,7 +228,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     uploadUrlTtlSeconds: v.UPLOAD_URL_TTL_SECONDS,
     prices: loadPrices(v.PRICES_JSON),
     usageReadsFlushMs: v.USAGE_READS_FLUSH_MS,
-    activityLog: { enabled: v.ACTIVITY_LOG, flushMs: v.ACTIVITY_LOG_FLUSH_MS, retentionDays: v.ACTIVITY_LOG_RETENTION_DAYS },
+    activityLog: {
+      enabled: v.ACTIVITY_LOG,
+      flushMs: v.ACTIVITY_LOG_FLUSH_MS,
+      retentionDays: v.ACTIVITY_LOG_RETENTION_DAYS,
+    },
     edgeRateLimitPerMinute: v.EDGE_RATE_LIMIT_PER_MINUTE,
     trustProxyHops: v.TRUST_PROXY_HOPS,
     corsOrigins: v.CORS_ORIGINS,
@@ -234,12 +241,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimits: v.RATE_LIMITS,
     changeStreamsPerContext: v.CHANGE_STREAMS_PER_CONTEXT,
     scripts: { timeoutMs: v.SCRIPT_TIMEOUT_MS, threads: v.SCRIPT_THREADS },
-    webhooks: { allowPrivateTargets: v.WEBHOOK_ALLOW_PRIVATE_TARGETS, caFile: v.WEBHOOK_CA_FILE, retryScale: v.WEBHOOK_RETRY_SCALE, testDnsFile: v.WEBHOOK_TEST_DNS_FILE },
+    webhooks: {
+      allowPrivateTargets: v.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+      caFile: v.WEBHOOK_CA_FILE,
+      retryScale: v.WEBHOOK_RETRY_SCALE,
+      testDnsFile: v.WEBHOOK_TEST_DNS_FILE,
+    },
     llm: v.LLM_URL
       ? {
           url: v.LLM_URL,
           apiKey: v.LLM_API_KEY,
-          models: v.LLM_MODELS.split(',').map((m) => m.trim()).filter(Boolean),
+          models: v.LLM_MODELS.split(',')
+            .map((m) => m.trim())
+            .filter(Boolean),
           contextWindow: v.LLM_CONTEXT_WINDOW,
           stallMs: v.LLM_STALL_MS,
         }
@@ -338,8 +352,13 @@ function corsOrigins(v: string | undefined): CorsOrigins | undefined {
       url = undefined;
     }
     if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:'))
-      throw new Error(`CORS_ORIGINS must be * or comma-separated origins like https://app.example.com; '${o}' is not an http(s) origin`);
-    if (url.origin !== o) throw new Error(`CORS_ORIGINS: '${o}' is not an origin as browsers send it; write '${url.origin}' (scheme, host and port only)`);
+      throw new Error(
+        `CORS_ORIGINS must be * or comma-separated origins like https://app.example.com; '${o}' is not an http(s) origin`,
+      );
+    if (url.origin !== o)
+      throw new Error(
+        `CORS_ORIGINS: '${o}' is not an origin as browsers send it; write '${url.origin}' (scheme, host and port only)`,
+      );
   }
   return [...new Set(list)];
 }

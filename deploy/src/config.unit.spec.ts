@@ -7,16 +7,23 @@ describe('SEARCH_DB and SEARCH_DB_NICE', () => {
 
   it('default: the separate database at niceness 5; main and any 0-19 niceness are taken', () => {
     expect(loadConfig(base)).toMatchObject({ searchDb: 'separate', searchDbNice: 5 });
-    expect(loadConfig({ ...base, SEARCH_DB: 'main', SEARCH_DB_NICE: '19' })).toMatchObject({ searchDb: 'main', searchDbNice: 19 });
+    expect(loadConfig({ ...base, SEARCH_DB: 'main', SEARCH_DB_NICE: '19' })).toMatchObject({
+      searchDb: 'main',
+      searchDbNice: 19,
+    });
     expect(loadConfig({ ...base, SEARCH_DB_NICE: '0' }).searchDbNice).toBe(0);
   });
 
   it('an unknown SEARCH_DB stops the start with the variable and the values it takes', () => {
-    expect(() => loadConfig({ ...base, SEARCH_DB: 'elsewhere' })).toThrow('SEARCH_DB must be separate or main, not elsewhere');
+    expect(() => loadConfig({ ...base, SEARCH_DB: 'elsewhere' })).toThrow(
+      'SEARCH_DB must be separate or main, not elsewhere',
+    );
   });
 
   it.each(['-1', '20', '2.5', 'high', '1e9'])('SEARCH_DB_NICE=%s stops the start naming the variable', (v) => {
-    expect(() => loadConfig({ ...base, SEARCH_DB_NICE: v })).toThrow(`SEARCH_DB_NICE must be a niceness from 0 to 19, not ${v}`);
+    expect(() => loadConfig({ ...base, SEARCH_DB_NICE: v })).toThrow(
+      `SEARCH_DB_NICE must be a niceness from 0 to 19, not ${v}`,
+    );
   });
 });
 
@@ -31,7 +38,9 @@ describe('DEFAULT_INFERENCE_BALANCE_CENTS', () => {
   });
 
   it.each(['-1', '2.5', 'lots'])('DEFAULT_INFERENCE_BALANCE_CENTS=%s stops the start naming the variable', (v) => {
-    expect(() => loadConfig({ ...base, DEFAULT_INFERENCE_BALANCE_CENTS: v })).toThrow(/DEFAULT_INFERENCE_BALANCE_CENTS/);
+    expect(() => loadConfig({ ...base, DEFAULT_INFERENCE_BALANCE_CENTS: v })).toThrow(
+      /DEFAULT_INFERENCE_BALANCE_CENTS/,
+    );
   });
 });
 
@@ -48,7 +57,9 @@ describe('TRUST_PROXY_HOPS', () => {
   });
 
   it.each(['abc', '-1', '1.5', 'true'])('TRUST_PROXY_HOPS=%s stops the start naming the variable', (v) => {
-    expect(() => loadConfig({ ...base, TRUST_PROXY_HOPS: v })).toThrow(`TRUST_PROXY_HOPS must be a whole number of trusted reverse-proxy hops (0 or more; 0 ignores X-Forwarded-For), not ${v}`);
+    expect(() => loadConfig({ ...base, TRUST_PROXY_HOPS: v })).toThrow(
+      `TRUST_PROXY_HOPS must be a whole number of trusted reverse-proxy hops (0 or more; 0 ignores X-Forwarded-For), not ${v}`,
+    );
   });
 });
 
@@ -60,11 +71,10 @@ describe('CORS_ORIGINS', () => {
     expect(loadConfig(base).corsOrigins).toBeUndefined();
     expect(loadConfig({ ...base, CORS_ORIGINS: '' }).corsOrigins).toBeUndefined();
     expect(loadConfig({ ...base, CORS_ORIGINS: ' * ' }).corsOrigins).toBe('*');
-    expect(loadConfig({ ...base, CORS_ORIGINS: 'https://app.example.com, http://localhost:5173,http://[::1]:8000' }).corsOrigins).toEqual([
-      'https://app.example.com',
-      'http://localhost:5173',
-      'http://[::1]:8000',
-    ]);
+    expect(
+      loadConfig({ ...base, CORS_ORIGINS: 'https://app.example.com, http://localhost:5173,http://[::1]:8000' })
+        .corsOrigins,
+    ).toEqual(['https://app.example.com', 'http://localhost:5173', 'http://[::1]:8000']);
   });
 
   it.each([
@@ -87,7 +97,11 @@ describe('the start-up variables, parsed by one schema', () => {
   const base = { DATA_DIR: '/tmp/unused' } as NodeJS.ProcessEnv;
 
   it.each([
-    ['VECTOR_INDEX_MEMORY_MB', '2g', 'VECTOR_INDEX_MEMORY_MB must be a whole number of MiB (0 searches LanceDB directly), not 2g'],
+    [
+      'VECTOR_INDEX_MEMORY_MB',
+      '2g',
+      'VECTOR_INDEX_MEMORY_MB must be a whole number of MiB (0 searches LanceDB directly), not 2g',
+    ],
     ['PORT', '80a', 'PORT must be a TCP port (0-65535), not 80a'],
     ['PORT', '70000', 'PORT must be a TCP port (0-65535), not 70000'],
     ['KAFKA_TOPIC_PARTITIONS', '0', 'KAFKA_TOPIC_PARTITIONS must be a whole number of partitions (1 or more), not 0'],
@@ -98,15 +112,39 @@ describe('the start-up variables, parsed by one schema', () => {
     ['BUILTIN_EMBEDDINGS_MODEL', 'use', 'BUILTIN_EMBEDDINGS_MODEL must be auto or bge or none, not use'],
     ['LOG_LEVEL', 'loud', 'LOG_LEVEL must be fatal or error or warn or info or debug or trace or silent, not loud'],
     ['METERING', 'no', 'METERING must be 1 (on) or 0 (off), not no'],
-    ['WEBHOOK_RETRY_SCALE', '2', 'WEBHOOK_RETRY_SCALE must be a number in (0, 1] that multiplies the retry schedule, not 2'],
-    ['WEBHOOK_CA_FILE', '/nonexistent/ca.pem', 'WEBHOOK_CA_FILE must be a readable PEM file of CA certificates, not /nonexistent/ca.pem'],
+    [
+      'WEBHOOK_RETRY_SCALE',
+      '2',
+      'WEBHOOK_RETRY_SCALE must be a number in (0, 1] that multiplies the retry schedule, not 2',
+    ],
+    [
+      'WEBHOOK_CA_FILE',
+      '/nonexistent/ca.pem',
+      'WEBHOOK_CA_FILE must be a readable PEM file of CA certificates, not /nonexistent/ca.pem',
+    ],
   ])('%s=%s stops the start: "%s"', (name, value, line) => {
     expect(() => loadConfig({ ...base, [name]: value })).toThrow(line);
   });
 
   it('defaults when unset or empty, and the values a user writes', () => {
-    const c = loadConfig({ ...base, PORT: '', VECTOR_INDEX_MEMORY_MB: '512', SCRIPT_TIMEOUT_MS: '8000', METERING: '0', LLM_URL: 'http://127.0.0.1:1/v1', LLM_MODELS: 'a, b' });
-    expect(c).toMatchObject({ port: 8080, vectorMemoryMb: 512, scripts: { timeoutMs: 8000, threads: 4 }, metering: false, rateLimits: true, logLevel: 'info', logRequests: true });
+    const c = loadConfig({
+      ...base,
+      PORT: '',
+      VECTOR_INDEX_MEMORY_MB: '512',
+      SCRIPT_TIMEOUT_MS: '8000',
+      METERING: '0',
+      LLM_URL: 'http://127.0.0.1:1/v1',
+      LLM_MODELS: 'a, b',
+    });
+    expect(c).toMatchObject({
+      port: 8080,
+      vectorMemoryMb: 512,
+      scripts: { timeoutMs: 8000, threads: 4 },
+      metering: false,
+      rateLimits: true,
+      logLevel: 'info',
+      logRequests: true,
+    });
     expect(c.llm).toMatchObject({ url: 'http://127.0.0.1:1/v1', models: ['a', 'b'], contextWindow: 128_000 });
     expect(c.publicUrl).toBe('http://127.0.0.1:8080');
   });

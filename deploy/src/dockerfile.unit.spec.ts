@@ -39,7 +39,17 @@ function ignoreMatcher(text: string): (rel: string) => boolean {
       const body = p
         .replace(/^\/+|\/+$/g, '')
         .split(/(\*\*\/|\*\*|\*|\?)/)
-        .map((t) => (t === '**/' ? '(?:.*/)?' : t === '**' ? '.*' : t === '*' ? '[^/]*' : t === '?' ? '[^/]' : t.replace(/[.+^${}()|[\]\\]/g, '\\$&')))
+        .map((t) =>
+          t === '**/'
+            ? '(?:.*/)?'
+            : t === '**'
+              ? '.*'
+              : t === '*'
+                ? '[^/]*'
+                : t === '?'
+                  ? '[^/]'
+                  : t.replace(/[.+^${}()|[\]\\]/g, '\\$&'),
+        )
         .join('');
       return new RegExp(`^${body}$`);
     });
@@ -50,17 +60,25 @@ function ignoreMatcher(text: string): (rel: string) => boolean {
 }
 
 const copies = buildStageCopies(read('deploy/Dockerfile'));
-const ignored = ignoreMatcher(existsSync(join(ROOT, 'deploy/Dockerfile.dockerignore')) ? read('deploy/Dockerfile.dockerignore') : '');
+const ignored = ignoreMatcher(
+  existsSync(join(ROOT, 'deploy/Dockerfile.dockerignore')) ? read('deploy/Dockerfile.dockerignore') : '',
+);
 /** The file is in the build stage's /app (copied, and not kept out of the context). */
 const inImage = (rel: string) => !ignored(rel) && copies.some((c) => c === '.' || rel === c || rel.startsWith(`${c}/`));
 
 /** The files of a workspace's sources (what tsc -b compiles and finish-build copies beside). */
 const sources = (dir: string): string[] =>
-  readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sources(`${dir}/${e.name}`) : [`${dir}/${e.name}`]));
+  readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sources(`${dir}/${e.name}`) : [`${dir}/${e.name}`],
+  );
 
 const workspaces: string[] = json('package.json').workspaces;
-const built: string[] = json('tsconfig.build.json').references.map((r: { path: string }) => posix.normalize(dirname(r.path)));
-const finished = JSON.parse(/const WORKSPACES = (\[[^\]]*\])/.exec(read('deploy/scripts/finish-build.mjs'))![1].replace(/'/g, '"')) as string[];
+const built: string[] = json('tsconfig.build.json').references.map((r: { path: string }) =>
+  posix.normalize(dirname(r.path)),
+);
+const finished = JSON.parse(
+  /const WORKSPACES = (\[[^\]]*\])/.exec(read('deploy/scripts/finish-build.mjs'))![1].replace(/'/g, '"'),
+) as string[];
 
 describe('deploy/Dockerfile: the build stage copies what npm ci builds', () => {
   it('parses: the build stage has COPY lines', () => {
@@ -72,11 +90,17 @@ describe('deploy/Dockerfile: the build stage copies what npm ci builds', () => {
   });
 
   it('copies every workspace the compiled build compiles, whole (tsconfig.build.json references, finish-build.mjs)', () => {
-    expect(finished.filter((w) => !built.includes(w)), 'finish-build.mjs finishes a workspace tsc -b does not build').toEqual([]);
+    expect(
+      finished.filter((w) => !built.includes(w)),
+      'finish-build.mjs finishes a workspace tsc -b does not build',
+    ).toEqual([]);
     for (const w of built) {
       expect(workspaces, `${w} is built but not a workspace`).toContain(w);
       const needed = [`${w}/package.json`, `${w}/tsconfig.build.json`, ...sources(`${w}/src`)];
-      expect(needed.filter((f) => !inImage(f)), `${w}: files the build needs that the image lacks`).toEqual([]);
+      expect(
+        needed.filter((f) => !inImage(f)),
+        `${w}: files the build needs that the image lacks`,
+      ).toEqual([]);
     }
   });
 
@@ -85,16 +109,31 @@ describe('deploy/Dockerfile: the build stage copies what npm ci builds', () => {
     expect(pkg.scripts.build).toContain('tsconfig.build.json');
     expect(pkg.scripts.build).toContain('deploy/scripts/finish-build.mjs');
     expect(pkg.scripts.postinstall).toContain('deploy/scripts/fetch-model.mjs');
-    const fetchModelImports = [...read('deploy/scripts/fetch-model.mjs').matchAll(/from '(\.\.?\/[^']+)'/g)].map((m) => posix.join('deploy/scripts', m[1]));
+    const fetchModelImports = [...read('deploy/scripts/fetch-model.mjs').matchAll(/from '(\.\.?\/[^']+)'/g)].map((m) =>
+      posix.join('deploy/scripts', m[1]),
+    );
     expect(fetchModelImports.length).toBeGreaterThan(0);
     const extended = posix.normalize(json('contracts/tsconfig.build.json').extends.replace(/^\.\.\//, ''));
-    const needed = ['package.json', 'package-lock.json', 'tsconfig.build.json', extended, 'deploy/scripts/finish-build.mjs', 'deploy/scripts/fetch-model.mjs', ...fetchModelImports];
+    const needed = [
+      'package.json',
+      'package-lock.json',
+      'tsconfig.build.json',
+      extended,
+      'deploy/scripts/finish-build.mjs',
+      'deploy/scripts/fetch-model.mjs',
+      ...fetchModelImports,
+    ];
     expect(needed.filter((f) => !inImage(f))).toEqual([]);
   });
 
   it('copies the web console whole: `npm run build` bundles it (console/scripts/build.mjs) into the console/dist the service serves', () => {
     expect(json('package.json').scripts.build).toContain('console/scripts/build.mjs');
-    const needed = ['console/package.json', 'console/scripts/build.mjs', 'console/tsconfig.json', ...sources('console/src')];
+    const needed = [
+      'console/package.json',
+      'console/scripts/build.mjs',
+      'console/tsconfig.json',
+      ...sources('console/src'),
+    ];
     expect(needed.filter((f) => !inImage(f))).toEqual([]);
     expect(ignored('console/dist/index.html'), 'console/dist: the image builds its own').toBe(true);
   });

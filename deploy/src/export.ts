@@ -18,7 +18,8 @@ import { openSql, tableExists } from './engines/sql';
  * the service stopped (PGlite is single-process); against PostgreSQL (DATABASE_URL), any time. The file is written
  * as `<file>.partial` (mode 0600) and renamed when complete, so a file under the asked name is always whole.
  */
-const USAGE = 'usage: npm run export -- --tenant <tenantId> --out <file.ndjson|-> [--from <ISO-8601>] [--to <ISO-8601>] [--streams record,document,...] [--context <contextId>] [--start-from <position>]';
+const USAGE =
+  'usage: npm run export -- --tenant <tenantId> --out <file.ndjson|-> [--from <ISO-8601>] [--to <ISO-8601>] [--streams record,document,...] [--context <contextId>] [--start-from <position>]';
 
 function fail(message: string, code = 2): never {
   process.stderr.write(`export: ${message}\n`);
@@ -49,8 +50,18 @@ if (args.help) {
   process.exit(0);
 }
 if (!args.tenant || !args.out) fail(USAGE);
-const parsed = exportQuery.safeParse({ from: args.from, to: args.to, streams: args.streams, startFrom: args['start-from'] });
-if (!parsed.success) fail(parsed.error.issues.map((i) => `--${String(i.path[0] ?? '').replace('startFrom', 'start-from')}: ${i.message}`).join('; '));
+const parsed = exportQuery.safeParse({
+  from: args.from,
+  to: args.to,
+  streams: args.streams,
+  startFrom: args['start-from'],
+});
+if (!parsed.success)
+  fail(
+    parsed.error.issues
+      .map((i) => `--${String(i.path[0] ?? '').replace('startFrom', 'start-from')}: ${i.message}`)
+      .join('; '),
+  );
 try {
   parseKinds(args.streams);
 } catch (e) {
@@ -65,7 +76,10 @@ async function pump(chunks: AsyncIterable<string>, out: Writable): Promise<void>
 }
 
 /** A progress line on stderr, rewritten in place on a terminal, every 10% otherwise. */
-function progress(): { update: (p: ExportProgress) => void; done: (p: ExportProgress | undefined, ms: number) => void } {
+function progress(): {
+  update: (p: ExportProgress) => void;
+  done: (p: ExportProgress | undefined, ms: number) => void;
+} {
   const tty = process.stderr.isTTY === true;
   let shown = -1;
   let lastDraw = 0;
@@ -110,8 +124,16 @@ let last: ExportProgress | undefined;
 let code = 0;
 try {
   // The tenant must have existed (the read model keeps a torn-down tenant's row, and its log stays).
-  if ((await tableExists(sql, 'rm_tenants')) && (await sql.query('SELECT 1 FROM rm_tenants WHERE tenant_id = $1', [args.tenant])).rows.length === 0) throw new Error(`unknown tenant ${args.tenant}`);
-  const selection = selectionOf(parsed.data, { tenantId: args.tenant!, ...(args.context ? { contextId: args.context } : {}) }, await store.headPosition());
+  if (
+    (await tableExists(sql, 'rm_tenants')) &&
+    (await sql.query('SELECT 1 FROM rm_tenants WHERE tenant_id = $1', [args.tenant])).rows.length === 0
+  )
+    throw new Error(`unknown tenant ${args.tenant}`);
+  const selection = selectionOf(
+    parsed.data,
+    { tenantId: args.tenant!, ...(args.context ? { contextId: args.context } : {}) },
+    await store.headPosition(),
+  );
   const bar = progress();
   const out = toStdout ? process.stdout : createWriteStream(partial, { mode: 0o600 });
   const chunks = exportChunks(store, selection, {

@@ -1,9 +1,94 @@
 import { deriveKey, type Paginator, type RouteSpec } from '@svc/contracts';
-import { type BlobStore, DEFAULT_PRICES, DEFAULT_URL_TTL_MS, type EventStore, type PresignedBlobUrls, type SearchEngines, type Sql, StorageGrants, type CommandDeps } from '@svc/domain';
-import { batchWriteRoute, type ScriptRouteDeps, scriptCommandRoutes, type WebhookCommandDeps, webhookCommandRoutes, webhookDomainRoutes, webhookRetryRoute, documentCommandRoutes, folderCommandRoutes, identityCommandRoutes, jwtIssuerCommandRoutes, recordCommandRoutes, rootFolderGuard, schemaCommandRoutes, storageRoutes, tenancyCommandRoutes, triggerCommandRoutes, type WindowCounter } from '@svc/command-api';
-import { documentsProjection, DocumentWorker, foldersProjection, historyProjection, identityProjection, recordsProjection, schemasProjection, sqlFolderContents, sqlNamespaceUsage, type RevocationHooks, type SqlProjection, sqlRootKeyIndex, sqlTenantContexts, sqlTenantDirectory, tenancyProjection, TriggerRunner, type TriggerRunnerOptions, triggersProjection, usageProjection, webhooksProjection } from '@svc/projectors';
+import {
+  type BlobStore,
+  DEFAULT_PRICES,
+  DEFAULT_URL_TTL_MS,
+  type EventStore,
+  type PresignedBlobUrls,
+  type SearchEngines,
+  type Sql,
+  StorageGrants,
+  type CommandDeps,
+} from '@svc/domain';
+import {
+  batchWriteRoute,
+  type ScriptRouteDeps,
+  scriptCommandRoutes,
+  type WebhookCommandDeps,
+  webhookCommandRoutes,
+  webhookDomainRoutes,
+  webhookRetryRoute,
+  documentCommandRoutes,
+  folderCommandRoutes,
+  identityCommandRoutes,
+  jwtIssuerCommandRoutes,
+  recordCommandRoutes,
+  rootFolderGuard,
+  schemaCommandRoutes,
+  storageRoutes,
+  tenancyCommandRoutes,
+  triggerCommandRoutes,
+  type WindowCounter,
+} from '@svc/command-api';
+import {
+  documentsProjection,
+  DocumentWorker,
+  foldersProjection,
+  historyProjection,
+  identityProjection,
+  recordsProjection,
+  schemasProjection,
+  sqlFolderContents,
+  sqlNamespaceUsage,
+  type RevocationHooks,
+  type SqlProjection,
+  sqlRootKeyIndex,
+  sqlTenantContexts,
+  sqlTenantDirectory,
+  tenancyProjection,
+  TriggerRunner,
+  type TriggerRunnerOptions,
+  triggersProjection,
+  usageProjection,
+  webhooksProjection,
+} from '@svc/projectors';
 import { traceModel } from './tracing';
-import { activityLogRoutes, ActivityLogStore, builtinModel, type ChangeFeed, changeRoutes, documentQueryRoutes, inferenceRoutes, scriptQueryRoutes, ModelCatalog, openAiModel, DocumentReads, exportRoutes, folderHistoryRoutes, folderQueryRoutes, FolderReads, HistoryReads, historyRoutes, identityQueryRoutes, IdentityReads, meteredSearch, type ReadCache, recordQueryRoutes, RecordReads, type RecordRow, schemaHistoryRoutes, schemaQueryRoutes, SchemaReads, searchRoutes, tenancyQueryRoutes, type TenancyReads, triggerQueryRoutes, UsageReads, usageRoutes, webhookQueryRoutes } from '@svc/query-api';
+import {
+  activityLogRoutes,
+  ActivityLogStore,
+  builtinModel,
+  type ChangeFeed,
+  changeRoutes,
+  documentQueryRoutes,
+  inferenceRoutes,
+  scriptQueryRoutes,
+  ModelCatalog,
+  openAiModel,
+  DocumentReads,
+  exportRoutes,
+  folderHistoryRoutes,
+  folderQueryRoutes,
+  FolderReads,
+  HistoryReads,
+  historyRoutes,
+  identityQueryRoutes,
+  IdentityReads,
+  meteredSearch,
+  type ReadCache,
+  recordQueryRoutes,
+  RecordReads,
+  type RecordRow,
+  schemaHistoryRoutes,
+  schemaQueryRoutes,
+  SchemaReads,
+  searchRoutes,
+  tenancyQueryRoutes,
+  type TenancyReads,
+  triggerQueryRoutes,
+  UsageReads,
+  usageRoutes,
+  webhookQueryRoutes,
+} from '@svc/query-api';
 import type { Config } from './config';
 import type { Area } from './http/areas';
 import { erasureRequestRoute, erasureStatusRoute } from './http/erasure-routes';
@@ -63,23 +148,31 @@ export function defaultModels(search?: SearchEngines, llm?: Config['llm'], trace
   // Without an embedding model (BUILTIN_EMBEDDINGS_MODEL=none) sentences are chosen by their words alone.
   const embedder = search && search.embedder.unavailable === undefined ? search.embedder : undefined;
   const builtin = builtinModel({ embedder, embedQuery: embedder ? (q) => search!.embedQuery(q) : undefined });
-  const remote = (llm?.models ?? []).map((id) => openAiModel({ url: llm!.url, apiKey: llm!.apiKey, id, contextWindow: llm!.contextWindow, stallMs: llm!.stallMs }));
+  const remote = (llm?.models ?? []).map((id) =>
+    openAiModel({ url: llm!.url, apiKey: llm!.apiKey, id, contextWindow: llm!.contextWindow, stallMs: llm!.stallMs }),
+  );
   // With traces on (OTEL_EXPORTER_OTLP_ENDPOINT), a span per model call.
   return new ModelCatalog([...remote, builtin].map((m) => (traced ? traceModel(m) : m)));
 }
 
 /** Presigned storage grants: one key, derived for this purpose only. */
-export const storageGrants = (secret: Buffer, ttlMs = DEFAULT_URL_TTL_MS) => new StorageGrants(deriveKey(secret, 'storage'), ttlMs);
+export const storageGrants = (secret: Buffer, ttlMs = DEFAULT_URL_TTL_MS) =>
+  new StorageGrants(deriveKey(secret, 'storage'), ttlMs);
 
 /**
  * The embedded storage endpoint behind presigned URLs (`/storage/...`). Its
  * routes read the raw request stream: register them where no body parser runs.
  */
-export const storageRouteSpecs = (f: { deps: CommandDeps; secret: Buffer; blobs: BlobStore; storageUrlTtlMs?: number }): RouteSpec[] =>
-  storageRoutes({ deps: f.deps, blobs: f.blobs, grants: storageGrants(f.secret, f.storageUrlTtlMs) });
+export const storageRouteSpecs = (f: {
+  deps: CommandDeps;
+  secret: Buffer;
+  blobs: BlobStore;
+  storageUrlTtlMs?: number;
+}): RouteSpec[] => storageRoutes({ deps: f.deps, blobs: f.blobs, grants: storageGrants(f.secret, f.storageUrlTtlMs) });
 
 /** Reactors beside the read models: document extraction, STORED for store-only documents, text discard (own checkpoint). */
-export const documentWorker = (o: { store: EventStore; sql: Sql; blobs: BlobStore; log?: (msg: string) => void }) => new DocumentWorker(o);
+export const documentWorker = (o: { store: EventStore; sql: Sql; blobs: BlobStore; log?: (msg: string) => void }) =>
+  new DocumentWorker(o);
 
 /** The trigger runner (docs/triggers.md): fires rules on record events through the script executor (own checkpoint, 'trigger-runner'). */
 export const triggerRunner = (o: TriggerRunnerOptions) => new TriggerRunner(o);
@@ -87,12 +180,28 @@ export const triggerRunner = (o: TriggerRunnerOptions) => new TriggerRunner(o);
 /** The write side, area by area (each registered as one fastify plugin; flattened, the order of /openapi.json). */
 export function commandAreas(f: CommandFeatureDeps): Area[] {
   return [
-    { name: 'tenancy', routes: [...tenancyCommandRoutes(f.deps, sqlRootKeyIndex(f.sql), sqlTenantContexts(f.sql)), ...jwtIssuerCommandRoutes(f.deps, sqlTenantDirectory(f.sql))] },
+    {
+      name: 'tenancy',
+      routes: [
+        ...tenancyCommandRoutes(f.deps, sqlRootKeyIndex(f.sql), sqlTenantContexts(f.sql)),
+        ...jwtIssuerCommandRoutes(f.deps, sqlTenantDirectory(f.sql)),
+      ],
+    },
     { name: 'schemas', routes: schemaCommandRoutes(f.deps) },
     { name: 'records', routes: [...recordCommandRoutes(f.deps), batchWriteRoute(f.deps, f.counters)] },
     { name: 'folders', routes: folderCommandRoutes(f.deps, sqlFolderContents(f.sql)) },
     { name: 'identity', routes: identityCommandRoutes(f.deps, sqlNamespaceUsage(f.sql)) },
-    { name: 'documents', routes: documentCommandRoutes({ deps: f.deps, sealer: f.deps.sealer, blobs: f.blobs, grants: storageGrants(f.secret, f.storageUrlTtlMs), presigned: f.presigned, ensureRoot: rootFolderGuard(f.deps) }) },
+    {
+      name: 'documents',
+      routes: documentCommandRoutes({
+        deps: f.deps,
+        sealer: f.deps.sealer,
+        blobs: f.blobs,
+        grants: storageGrants(f.secret, f.storageUrlTtlMs),
+        presigned: f.presigned,
+        ensureRoot: rootFolderGuard(f.deps),
+      }),
+    },
     { name: 'scripts', routes: f.scripts ? scriptCommandRoutes({ deps: f.deps, ...f.scripts }) : [] },
     { name: 'triggers', routes: triggerCommandRoutes(f.deps) },
     { name: 'erasure', routes: [erasureRequestRoute()] },
@@ -103,7 +212,11 @@ export function commandAreas(f: CommandFeatureDeps): Area[] {
 export const commandRoutes = (f: CommandFeatureDeps): RouteSpec[] => commandAreas(f).flatMap((a) => a.routes);
 
 /** Webhook registrations, domains and manual retry (developer portal; the operator's domain verification). */
-const webhookFeatureRoutes = (w: WebhookCommandDeps): RouteSpec[] => [...webhookCommandRoutes(w), ...webhookDomainRoutes(w), webhookRetryRoute(w)];
+const webhookFeatureRoutes = (w: WebhookCommandDeps): RouteSpec[] => [
+  ...webhookCommandRoutes(w),
+  ...webhookDomainRoutes(w),
+  webhookRetryRoute(w),
+];
 
 /** The read side, area by area (as commandAreas). */
 export function queryAreas(f: QueryFeatureDeps): Area[] {
@@ -127,8 +240,20 @@ export function queryAreas(f: QueryFeatureDeps): Area[] {
     {
       name: 'documents',
       routes: [
-        ...documentQueryRoutes({ sql: f.sql, documents, schemas, pages: f.pages, blindKey: deriveKey(f.secret, 'blind-index'), blobs: f.blobs, grants: storageGrants(f.secret, f.storageUrlTtlMs), presigned: f.presigned }),
-        ...historyRoutes(history, 'document', 'documents:r', { tombstone: true, liveOwner: (id) => documents.byId(id) }),
+        ...documentQueryRoutes({
+          sql: f.sql,
+          documents,
+          schemas,
+          pages: f.pages,
+          blindKey: deriveKey(f.secret, 'blind-index'),
+          blobs: f.blobs,
+          grants: storageGrants(f.secret, f.storageUrlTtlMs),
+          presigned: f.presigned,
+        }),
+        ...historyRoutes(history, 'document', 'documents:r', {
+          tombstone: true,
+          liveOwner: (id) => documents.byId(id),
+        }),
       ],
     },
     { name: 'changes', routes: f.changes ? changeRoutes({ feed: f.changes, meter: f.deps.meter }) : [] },
@@ -136,7 +261,16 @@ export function queryAreas(f: QueryFeatureDeps): Area[] {
     { name: 'usage', routes: usageRoutes(new UsageReads(f.sql, f.deps.meter?.prices ?? DEFAULT_PRICES)) },
     {
       name: 'inference',
-      routes: inferenceRoutes({ sql: f.sql, catalog: f.models ?? defaultModels(f.search), search: f.search, documents, blobs: f.blobs, account: (id) => f.tenancy.account(id), meter: f.deps.meter, log: f.log }),
+      routes: inferenceRoutes({
+        sql: f.sql,
+        catalog: f.models ?? defaultModels(f.search),
+        search: f.search,
+        documents,
+        blobs: f.blobs,
+        account: (id) => f.tenancy.account(id),
+        meter: f.deps.meter,
+        log: f.log,
+      }),
     },
     { name: 'export', routes: exportRoutes(f.store) },
     { name: 'scripts', routes: scriptQueryRoutes(f.store, f.pages) },
@@ -150,7 +284,11 @@ export function queryAreas(f: QueryFeatureDeps): Area[] {
 export const queryRoutes = (f: QueryFeatureDeps): RouteSpec[] => queryAreas(f).flatMap((a) => a.routes);
 
 /** Order matters inside a batch: history reads each entity as it was before the event. */
-export const readModelProjections = (o: { revocations?: RevocationHooks; onRecordsChanged?: (ids: string[] | null) => void; onUsageChange?: (accountId?: string, totals?: ReadonlyMap<string, number>) => void }): SqlProjection[] => [
+export const readModelProjections = (o: {
+  revocations?: RevocationHooks;
+  onRecordsChanged?: (ids: string[] | null) => void;
+  onUsageChange?: (accountId?: string, totals?: ReadonlyMap<string, number>) => void;
+}): SqlProjection[] => [
   tenancyProjection(o.revocations),
   historyProjection(),
   schemasProjection(),

@@ -17,14 +17,18 @@ else await offline(args[0] ?? 'all');
 async function online(rest: string[]) {
   const at = rest.indexOf('--url');
   const base = (at >= 0 ? rest[at + 1] : process.env.REBUILD_URL) ?? `http://127.0.0.1:${process.env.PORT ?? 8080}`;
-  const target = rest.filter((_, i) => i !== at && i !== at + 1 || at < 0)[0] ?? 'read-models';
+  const target = rest.filter((_, i) => (i !== at && i !== at + 1) || at < 0)[0] ?? 'read-models';
   const token = process.env.OPERATOR_TOKEN;
   if (!token) {
     console.error('set OPERATOR_TOKEN (the operator API of the projector process)');
     process.exit(2);
   }
   const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(new URL(path, base), { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
+    const res = await fetch(new URL(path, base), {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
     const json = (await res.json().catch(() => ({}))) as Record<string, unknown>;
     if (!res.ok) {
       console.error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
@@ -43,7 +47,9 @@ async function online(rest: string[]) {
     console.error(`rebuild failed: ${p.error}; the serving read models are unchanged`);
     process.exit(1);
   }
-  console.log(`switched at position ${p.position} (${p.events} events, ${p.eventsPerSecond} events/s; the live projector paused ${p.pausedMs} ms)`);
+  console.log(
+    `switched at position ${p.position} (${p.events} events, ${p.eventsPerSecond} events/s; the live projector paused ${p.pausedMs} ms)`,
+  );
 }
 
 async function offline(target: string) {

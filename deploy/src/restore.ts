@@ -23,11 +23,16 @@ const fail = (m: string): never => {
   process.exit(2);
 };
 const config = loadConfig();
-if (config.eventStoreUrl) fail('EVENTSTORE_URL is set: restore KurrentDB with its own tools (this restore writes the PostgreSQL event store)');
+if (config.eventStoreUrl)
+  fail('EVENTSTORE_URL is set: restore KurrentDB with its own tools (this restore writes the PostgreSQL event store)');
 if (!existsSync(file)) fail(`${file} does not exist`);
 const { manifest } = await verifyBackup(file).catch((e: Error) => fail(`${file}: ${e.message}`));
-if (manifest.secretSource === 'env' && !config.serviceSecret) fail('the backup was taken with SERVICE_SECRET set: set the same SERVICE_SECRET for the restore and for the restored service');
-if (existsSync(config.dataDir) && readdirSync(config.dataDir).length > 0) fail(`DATA_DIR ${config.dataDir} is not empty: restore into an empty directory`);
+if (manifest.secretSource === 'env' && !config.serviceSecret)
+  fail(
+    'the backup was taken with SERVICE_SECRET set: set the same SERVICE_SECRET for the restore and for the restored service',
+  );
+if (existsSync(config.dataDir) && readdirSync(config.dataDir).length > 0)
+  fail(`DATA_DIR ${config.dataDir} is not empty: restore into an empty directory`);
 mkdirSync(config.dataDir, { recursive: true });
 
 const started = Date.now();
@@ -35,7 +40,8 @@ const sql = await openSql({ databaseUrl: config.databaseUrl, dataDir: join(confi
 const store = await PostgresEventStore.open(sql);
 let restored;
 try {
-  if ((await store.headPosition()) > 0) fail('the database already holds events: restore into an empty database (or schema)');
+  if ((await store.headPosition()) > 0)
+    fail('the database already holds events: restore into an empty database (or schema)');
   const blobs = config.objectStoreUrl ? undefined : new FileBlobStore(join(config.dataDir, 'blobs'));
   restored = await restoreBackup(file, {
     store,
@@ -45,12 +51,17 @@ try {
   // The reactors resume where they were at the backup, before any of them starts: no webhook is sent again, no trigger fired twice.
   await sql.exec('CREATE TABLE IF NOT EXISTS proj_checkpoints (name text PRIMARY KEY, position bigint NOT NULL)');
   for (const [name, position] of Object.entries(restored.manifest.reactors))
-    await sql.query('INSERT INTO proj_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET position = excluded.position', [name, position]);
+    await sql.query(
+      'INSERT INTO proj_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET position = excluded.position',
+      [name, position],
+    );
 } finally {
   await store.close();
   await sql.close();
 }
-console.log(`restored ${restored.events} events (up to position ${restored.manifest.position}) and ${restored.blobs} blobs in ${Date.now() - started} ms; rebuilding the projections`);
+console.log(
+  `restored ${restored.events} events (up to position ${restored.manifest.position}) and ${restored.blobs} blobs in ${Date.now() - started} ms; rebuilding the projections`,
+);
 
 // The projections, replayed from position 0 by a projector process of its own (no Kafka: it reads the log itself).
 const service = await buildService({ ...config, role: 'projector', kafkaBrokers: undefined }, (m) => console.log(m));

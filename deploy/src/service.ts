@@ -72,7 +72,11 @@ export interface ServiceHooks {
 /** How long a stop waits for requests in flight before it cuts the connections still open. */
 const CLOSE_GRACE_MS = 5_000;
 
-export async function buildService(config: Config, logTo?: (msg: string) => void, hooks: ServiceHooks = {}): Promise<Service> {
+export async function buildService(
+  config: Config,
+  logTo?: (msg: string) => void,
+  hooks: ServiceHooks = {},
+): Promise<Service> {
   const logger = createLogger(config.logLevel, config.role, hooks.logDestination);
   // Every message of the process goes through the logger, unless the caller (a test) takes them itself.
   const log = logTo ?? logFunction(logger);
@@ -94,12 +98,37 @@ export async function buildService(config: Config, logTo?: (msg: string) => void
   const { runner, barrier, relay, feed } = projections;
   const sealer = new PayloadSealer(deriveKey(secret, 'payload-seal'), deriveKey(secret, 'blind-index'));
   // Metering on the log (docs/api.md "Usage"): writes charge in their own append, searches once served, reads in batches.
-  const meter = new UsageMeter({ store, barrier, ids, prices: config.prices, now, log, flushMs: config.usageReadsFlushMs });
+  const meter = new UsageMeter({
+    store,
+    barrier,
+    ids,
+    prices: config.prices,
+    now,
+    log,
+    flushMs: config.usageReadsFlushMs,
+  });
   meter.enabled = config.metering;
-  const deps: CommandDeps = { store, barrier, ids, sealer, log, meter, onRevoked: () => caches.credentials.invalidate() };
+  const deps: CommandDeps = {
+    store,
+    barrier,
+    ids,
+    sealer,
+    log,
+    meter,
+    onRevoked: () => caches.credentials.invalidate(),
+  };
   const webhooks = webhookSettings(config, role, secret, log);
   const scripts = openScripts(config, role, engines, deps);
-  const reactors = await startReactors({ config, role, engines, projections, meter, webhooks, scripts: scripts?.executor, log });
+  const reactors = await startReactors({
+    config,
+    role,
+    engines,
+    projections,
+    meter,
+    webhooks,
+    scripts: scripts?.executor,
+    log,
+  });
   const { worker, uploadPoller, searchIndexer, modelRebuild, dispatcher, triggers } = reactors;
 
   // Activity log (docs/api.md "Activity log"): every process serving /v1 records its requests, in batches off the request path.
@@ -122,7 +151,16 @@ export async function buildService(config: Config, logTo?: (msg: string) => void
         }).start()
       : undefined;
   // Online rebuilds of the read models (POST /operator/rebuilds), beside the runner they pause at the switch.
-  const rebuilds = role.projectors ? new OnlineRebuilds({ databaseUrl: config.databaseUrl, sql, store, runner, dropCaches: () => caches.dropAll(), log }) : undefined;
+  const rebuilds = role.projectors
+    ? new OnlineRebuilds({
+        databaseUrl: config.databaseUrl,
+        sql,
+        store,
+        runner,
+        dropCaches: () => caches.dropAll(),
+        log,
+      })
+    : undefined;
   const changes = await openChangeFeed({ config, role, engines, caches, runner, log });
   const app = buildApp(role, {
     config,
@@ -146,8 +184,26 @@ export async function buildService(config: Config, logTo?: (msg: string) => void
       searchSql: engines.searchSql,
       store,
       runner: role.projectors ? runner : undefined,
-      readyzSubscribers: () => (role.projectors ? [runner.stats, ...(searchIndexer ? [searchIndexer.stats] : []), ...(worker ? [worker.stats] : []), ...(dispatcher ? [dispatcher.stats] : []), ...(triggers ? [triggers.stats] : [])] : []),
-      metricsSubscribers: () => (role.projectors ? [runner.stats, ...(searchIndexer ? [searchIndexer.stats] : []), ...(worker ? [worker.stats] : []), ...(triggers ? [triggers.stats] : []), ...(dispatcher ? [dispatcher.stats] : [])] : []),
+      readyzSubscribers: () =>
+        role.projectors
+          ? [
+              runner.stats,
+              ...(searchIndexer ? [searchIndexer.stats] : []),
+              ...(worker ? [worker.stats] : []),
+              ...(dispatcher ? [dispatcher.stats] : []),
+              ...(triggers ? [triggers.stats] : []),
+            ]
+          : [],
+      metricsSubscribers: () =>
+        role.projectors
+          ? [
+              runner.stats,
+              ...(searchIndexer ? [searchIndexer.stats] : []),
+              ...(worker ? [worker.stats] : []),
+              ...(triggers ? [triggers.stats] : []),
+              ...(dispatcher ? [dispatcher.stats] : []),
+            ]
+          : [],
       relay,
       feed,
       kafkaTopic: projections.kafkaTopic,
@@ -190,7 +246,8 @@ export async function buildService(config: Config, logTo?: (msg: string) => void
       const caughtUp = async (positions: () => Array<number | undefined>) => {
         const head = await store.headPosition();
         const behind = () => positions().some((p) => p !== undefined && p < head);
-        for (const deadline = Date.now() + 3_000; behind() && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
+        for (const deadline = Date.now() + 3_000; behind() && Date.now() < deadline;)
+          await new Promise((r) => setTimeout(r, 20));
         return head;
       };
       const others = () => [runner.current, worker?.stats.position, searchIndexer?.current, dispatcher?.stats.position];

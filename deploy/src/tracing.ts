@@ -16,10 +16,20 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
-export async function startTracing(endpoint: string | undefined, serviceName: string, role: string): Promise<Tracing | undefined> {
+export async function startTracing(
+  endpoint: string | undefined,
+  serviceName: string,
+  role: string,
+): Promise<Tracing | undefined> {
   if (!endpoint) return undefined;
   // Loaded only when tracing is on: an unset endpoint costs no SDK.
-  const [{ BasicTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { resourceFromAttributes }, { W3CTraceContextPropagator }, { AsyncLocalStorageContextManager }] = await Promise.all([
+  const [
+    { BasicTracerProvider, BatchSpanProcessor },
+    { OTLPTraceExporter },
+    { resourceFromAttributes },
+    { W3CTraceContextPropagator },
+    { AsyncLocalStorageContextManager },
+  ] = await Promise.all([
     import('@opentelemetry/sdk-trace-base'),
     import('@opentelemetry/exporter-trace-otlp-http'),
     import('@opentelemetry/resources'),
@@ -55,7 +65,11 @@ const ended = (span: Span, e?: unknown) => {
 };
 
 /** Runs `fn` in a span, the active one's child; a throw marks the span as an error. */
-export async function inSpan<T>(name: string, attributes: Record<string, string | number | boolean>, fn: (span: Span) => Promise<T>): Promise<T> {
+export async function inSpan<T>(
+  name: string,
+  attributes: Record<string, string | number | boolean>,
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
   return tracer().startActiveSpan(name, { attributes }, async (span) => {
     try {
       const out = await fn(span);
@@ -82,7 +96,10 @@ export function traceRequests(app: FastifyInstance): void {
     const route = req.routeOptions.url ?? 'unmatched';
     const span = tracer().startSpan(
       `${req.method} ${route}`,
-      { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method, 'http.route': route, 'svc.request_id': req.id } },
+      {
+        kind: SpanKind.SERVER,
+        attributes: { 'http.request.method': req.method, 'http.route': route, 'svc.request_id': req.id },
+      },
       parent,
     );
     (req as Traced)[SPAN] = span;
@@ -123,8 +140,10 @@ export function tracedStore(store: EventStore): EventStore {
         return r;
       }),
     appendMulti: (requests: AppendRequest[]) =>
-      inSpan('event-store append', { 'svc.streams': requests.length, 'svc.events': requests.reduce((n, r) => n + r.events.length, 0) }, () =>
-        store.appendMulti(requests.map((r) => ({ ...r, events: stamped(r.events) }))),
+      inSpan(
+        'event-store append',
+        { 'svc.streams': requests.length, 'svc.events': requests.reduce((n, r) => n + r.events.length, 0) },
+        () => store.appendMulti(requests.map((r) => ({ ...r, events: stamped(r.events) }))),
       ),
     readStream: (streamId, o) => store.readStream(streamId, o),
     readAll: (after, max) => store.readAll(after, max),
@@ -146,7 +165,8 @@ export function traceSearch<T extends SearchEngines>(engines: T): void {
   vectors.search = (q) => inSpan('search SEMANTIC', { 'svc.limit': q.limit }, () => vectorSearch(q));
   const embedder = engines.embedder;
   const embed = embedder.embed.bind(embedder);
-  embedder.embed = (texts, o) => inSpan('model embed', { 'svc.texts': texts.length, 'svc.purpose': o?.purpose ?? 'passage' }, () => embed(texts, o));
+  embedder.embed = (texts, o) =>
+    inSpan('model embed', { 'svc.texts': texts.length, 'svc.purpose': o?.purpose ?? 'passage' }, () => embed(texts, o));
 }
 
 /**
@@ -157,15 +177,27 @@ export function traceModel(model: InferenceModel): InferenceModel {
   return {
     entry: model.entry,
     async *stream(request) {
-      const span = tracer().startSpan(`model ${model.entry.id}`, { attributes: { 'svc.model': model.entry.id, 'svc.surface': request.surface, 'svc.max_tokens': request.maxTokens } });
+      const span = tracer().startSpan(`model ${model.entry.id}`, {
+        attributes: {
+          'svc.model': model.entry.id,
+          'svc.surface': request.surface,
+          'svc.max_tokens': request.maxTokens,
+        },
+      });
       let pieces = 0;
       try {
-        const inner = context.with(trace.setSpan(context.active(), span), () => model.stream(request)[Symbol.asyncIterator]());
+        const inner = context.with(trace.setSpan(context.active(), span), () =>
+          model.stream(request)[Symbol.asyncIterator](),
+        );
         for (;;) {
           const next = await context.with(trace.setSpan(context.active(), span), () => inner.next());
           if (next.done) break;
           if (typeof next.value === 'string') pieces += 1;
-          else span.setAttributes({ 'svc.input_tokens': next.value.inputTokens, 'svc.output_tokens': next.value.outputTokens });
+          else
+            span.setAttributes({
+              'svc.input_tokens': next.value.inputTokens,
+              'svc.output_tokens': next.value.outputTokens,
+            });
           yield next.value;
         }
         span.setAttribute('svc.pieces', pieces);

@@ -7,7 +7,10 @@ import DataLoader from 'dataloader';
  * per batch instead of one per read (the cost of a read the cache has not seen is the query's round trip, not its
  * row). A load never joins a query that has started, so it sees every write answered before it was asked.
  */
-export function batchLoads<V>(loadMany: (keys: readonly string[]) => Promise<Map<string, V>>, o: { concurrency: number; maxBatch?: number }): (key: string) => Promise<V | null> {
+export function batchLoads<V>(
+  loadMany: (keys: readonly string[]) => Promise<Map<string, V>>,
+  o: { concurrency: number; maxBatch?: number },
+): (key: string) => Promise<V | null> {
   /** Batches dispatched or about to be; the others wait in `waiting`, each for a running one to end. */
   let slots = 0;
   const waiting: Array<() => void> = [];

@@ -1,5 +1,14 @@
 import type { z } from 'zod';
-import { limitParam, listEnvelope, notFound, type Page, type Paginator, type Principal, route, type RouteSpec } from '@svc/contracts';
+import {
+  limitParam,
+  listEnvelope,
+  notFound,
+  type Page,
+  type Paginator,
+  type Principal,
+  route,
+  type RouteSpec,
+} from '@svc/contracts';
 
 /**
  * The context lists (records, documents, folders, users, entities): their
@@ -25,7 +34,10 @@ export interface OwnerFilter extends DataScopeFilter {
 }
 
 /** A credential's data scope as list filters: its bound user (or the caller's own) and any of its scopes. */
-export const dataScopeFilter = (p: Principal): DataScopeFilter => ({ scopeUserId: p.dataScope?.userId ?? p.userId ?? undefined, scopeAnyOf: p.dataScope?.scopes });
+export const dataScopeFilter = (p: Principal): DataScopeFilter => ({
+  scopeUserId: p.dataScope?.userId ?? p.userId ?? undefined,
+  scopeAnyOf: p.dataScope?.scopes,
+});
 
 /** The row when the caller may see it: a missing row and one out of reach are the same 404. */
 export function visibleOr404<R>(row: R | null | undefined, visible: (row: R) => boolean): R {
@@ -70,7 +82,14 @@ export function contextListRoute<S extends z.ZodRawShape, R extends { createdAt:
       const params = { ...filters, limit };
       const after = pages.start<CreatedKey>(scope, params, startFrom);
       const rows = await list.load(p, filters, after, limit + 1);
-      const page = pages.page(scope, params, rows, limit, (r): CreatedKey => [r.createdAt, r.id], (r) => r);
+      const page = pages.page(
+        scope,
+        params,
+        rows,
+        limit,
+        (r): CreatedKey => [r.createdAt, r.id],
+        (r) => r,
+      );
       return { data: await Promise.all(page.data.map((r) => list.view(r, filters, p))), nextCursor: page.nextCursor };
     },
   });
@@ -79,9 +98,16 @@ export function contextListRoute<S extends z.ZodRawShape, R extends { createdAt:
 /** SQL: the rows within a data scope, its user in parameter `$n` and its scopes in `$n+1` (the values of `dataScopeArgs`). */
 export const inDataScope = (n: number) =>
   `($${n}::text IS NULL OR user_id = $${n}) AND ($${n + 1}::jsonb IS NULL OR scopes ?| ARRAY(SELECT jsonb_array_elements_text($${n + 1}::jsonb)))`;
-export const dataScopeArgs = (f: DataScopeFilter) => [f.scopeUserId ?? null, f.scopeAnyOf?.length ? JSON.stringify(f.scopeAnyOf) : null];
+export const dataScopeArgs = (f: DataScopeFilter) => [
+  f.scopeUserId ?? null,
+  f.scopeAnyOf?.length ? JSON.stringify(f.scopeAnyOf) : null,
+];
 
 /** SQL: the rows after the (created_at, id) key in parameters `$n`, `$n+1`, oldest first, at most `$n+2` of them (the values of `pageArgs`). */
 export const oldestFirstAfter = (idColumn: string, n: number) =>
   `($${n}::timestamptz IS NULL OR (created_at, ${idColumn}) > ($${n}::timestamptz, $${n + 1}::text)) ORDER BY created_at, ${idColumn} LIMIT $${n + 2}`;
-export const pageArgs = (after: CreatedKey | undefined, limit: number) => [after?.[0] ?? null, after?.[1] ?? null, limit];
+export const pageArgs = (after: CreatedKey | undefined, limit: number) => [
+  after?.[0] ?? null,
+  after?.[1] ?? null,
+  limit,
+];

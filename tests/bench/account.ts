@@ -5,7 +5,12 @@ import { OPERATOR_TOKEN, type Bootstrap } from '../src/support/service';
  * The terms of the account every bench drives: a negotiated burst limit and a credit limit far above any load
  * (the gates still run and count every request, but never refuse), and an inference balance for RAG.
  */
-export const BENCH_ACCOUNT_TERMS = { plan: 'enterprise', rateLimitPerMinute: 100_000_000, creditLimit: 1_000_000_000_000, inferenceBalanceCents: 1_000_000 };
+export const BENCH_ACCOUNT_TERMS = {
+  plan: 'enterprise',
+  rateLimitPerMinute: 100_000_000,
+  creditLimit: 1_000_000_000_000,
+  inferenceBalanceCents: 1_000_000,
+};
 
 /** Gives the bootstrap account of a service built in this process the bench's terms (operator API, through inject). */
 export async function benchAccountInProcess(app: FastifyInstance, boot: Bootstrap): Promise<void> {

@@ -19,7 +19,9 @@ function openRaw() {
   return new Promise((resolve, reject) => {
     const u = new URL(`${url}/v1/changes?${query}`);
     const sock = net.connect(Number(u.port), u.hostname, () =>
-      sock.write(`GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer ${key}\r\nAccept: text/event-stream\r\n\r\n`),
+      sock.write(
+        `GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer ${key}\r\nAccept: text/event-stream\r\n\r\n`,
+      ),
     );
     let first = true;
     sock.on('data', (b) => {
@@ -44,19 +46,24 @@ function open() {
         const at = now();
         const d = JSON.parse(m.data);
         const p = d.entity?.payload;
-        if (p && typeof p.n === 'number' && typeof p.label === 'string' && p.label.startsWith(label)) arrivals.push(p.n, at);
+        if (p && typeof p.n === 'number' && typeof p.label === 'string' && p.label.startsWith(label))
+          arrivals.push(p.n, at);
       },
     });
-    const req = http.get(`${url}/v1/changes?${query}`, { headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' } }, (res) => {
-      if (res.statusCode !== 200) return reject(new Error(`stream: ${res.statusCode}`));
-      if (drain) res.on('data', (b) => (bytes += b.length));
-      else {
-        res.setEncoding('utf8');
-        res.on('data', (t) => parser.feed(t));
-      }
-      res.on('error', () => {});
-      resolve();
-    });
+    const req = http.get(
+      `${url}/v1/changes?${query}`,
+      { headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' } },
+      (res) => {
+        if (res.statusCode !== 200) return reject(new Error(`stream: ${res.statusCode}`));
+        if (drain) res.on('data', (b) => (bytes += b.length));
+        else {
+          res.setEncoding('utf8');
+          res.on('data', (t) => parser.feed(t));
+        }
+        res.on('error', () => {});
+        resolve();
+      },
+    );
     req.on('error', (e) => (e.message.includes('socket hang up') ? undefined : reject(e)));
     requests.push(req);
   });

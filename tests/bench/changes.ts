@@ -51,24 +51,49 @@ export const TARGET_RATIO = 0.9;
 const env = (k: string, d: number) => (process.env[k] ? Number(process.env[k]) : d);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function post(url: string, path: string, token: string, body: unknown, agent: http.Agent): Promise<{ status: number; text: string }> {
+function post(
+  url: string,
+  path: string,
+  token: string,
+  body: unknown,
+  agent: http.Agent,
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const data = JSON.stringify(body);
-    const req = http.request(`${url}${path}`, { method: 'POST', agent, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-    });
+    const req = http.request(
+      `${url}${path}`,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(data),
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
     req.on('error', reject);
     req.end(data);
   });
 }
 
 /** The worker thread that opens and reads the streams (changes-readers.mjs); `next(key)` waits for its message carrying `key`. */
-function startReaders(data: { url: string; key: string; streams: number; query: string; label: string; drain?: boolean }) {
+function startReaders(data: {
+  url: string;
+  key: string;
+  streams: number;
+  query: string;
+  label: string;
+  drain?: boolean;
+}) {
   const worker = new Worker(new URL('./changes-readers.mjs', import.meta.url), { workerData: data });
-  const next = <T,>(key: string) =>
+  const next = <T>(key: string) =>
     new Promise<T>((resolve, reject) => {
       const on = (m: Record<string, unknown>) => {
         if (!(key in m)) return;
@@ -95,9 +120,30 @@ export async function benchChanges(log: (m: string) => void = console.log): Prom
   try {
     const key = svc.bootstrap.tenants.live.rootKey;
     const typeName = 'change_bench';
-    const schema = await post(svc.url, '/v1/schemas', key, { typeName, displayName: 'Change bench', allowedSurfaces: ['record'], fields: [{ fieldId: 'n', fieldType: 'number' }, { fieldId: 'label', fieldType: 'string' }] }, agent);
+    const schema = await post(
+      svc.url,
+      '/v1/schemas',
+      key,
+      {
+        typeName,
+        displayName: 'Change bench',
+        allowedSurfaces: ['record'],
+        fields: [
+          { fieldId: 'n', fieldType: 'number' },
+          { fieldId: 'label', fieldType: 'string' },
+        ],
+      },
+      agent,
+    );
     if (schema.status !== 201) throw new Error(`schema: ${schema.status} ${schema.text}`);
-    const create = (n: number, run: number) => post(svc.url, '/v1/records', key, { typeName, payload: { n, label: `run ${run} item ${n}` }, indexMode: 'NONE' }, agent);
+    const create = (n: number, run: number) =>
+      post(
+        svc.url,
+        '/v1/records',
+        key,
+        { typeName, payload: { n, label: `run ${run} item ${n}` }, indexMode: 'NONE' },
+        agent,
+      );
 
     // --- C1: latency at a fixed rate with `streams` streams parsing every event (in a worker thread) ---
     const total = rate * seconds;
@@ -129,10 +175,16 @@ export async function benchChanges(log: (m: string) => void = console.log): Prom
       if (wait > 1) await sleep(wait);
       else if (wait < -20) late += 1;
       const sent = (sentAt[i] = now());
-      pending.push(create(i, 1).then((r) => (r.status === 201 ? void answered.push((answeredAt[i] = now()) - sent) : Promise.reject(new Error(`create: ${r.status} ${r.text}`)))));
+      pending.push(
+        create(i, 1).then((r) =>
+          r.status === 201
+            ? void answered.push((answeredAt[i] = now()) - sent)
+            : Promise.reject(new Error(`create: ${r.status} ${r.text}`)),
+        ),
+      );
     }
     await Promise.all(pending);
-    for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline;) {
       readers.worker.postMessage('count');
       if ((await fromReaders<number>('count')) >= total * streams) break;
       await sleep(100);
@@ -148,12 +200,18 @@ export async function benchChanges(log: (m: string) => void = console.log): Prom
     }
     const delivered = arrivals.length;
     const sorted = Float64Array.from(latencies).sort();
-    const latency = { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: sorted.length ? sorted[sorted.length - 1] : NaN };
+    const latency = {
+      p50: percentile(sorted, 0.5),
+      p99: percentile(sorted, 0.99),
+      max: sorted.length ? sorted[sorted.length - 1] : NaN,
+    };
     const ws = Float64Array.from(answered).sort();
     const write = { p50: percentile(ws, 0.5), p99: percentile(ws, 0.99) };
     const deltas = Float64Array.from(arrivals.map(([n, at]) => at - answeredAt[n])).sort();
     const afterAnswer = { p50: percentile(deltas, 0.5), p99: percentile(deltas, 0.99) };
-    log(`changes: C1 ${delivered}/${total * streams} events, p50 ${latency.p50.toFixed(1)} ms, p99 ${latency.p99.toFixed(1)} ms, max ${latency.max.toFixed(1)} ms; the creates answered p50 ${write.p50.toFixed(1)} / p99 ${write.p99.toFixed(1)} ms; event minus answer p50 ${afterAnswer.p50.toFixed(1)} / p99 ${afterAnswer.p99.toFixed(1)} ms`);
+    log(
+      `changes: C1 ${delivered}/${total * streams} events, p50 ${latency.p50.toFixed(1)} ms, p99 ${latency.p99.toFixed(1)} ms, max ${latency.max.toFixed(1)} ms; the creates answered p50 ${write.p50.toFixed(1)} / p99 ${write.p99.toFixed(1)} ms; event minus answer p50 ${afterAnswer.p50.toFixed(1)} / p99 ${afterAnswer.p99.toFixed(1)} ms`,
+    );
 
     // --- C2 / C0: closed-loop create throughput with the streams open (drained, unparsed) vs none, alternating ---
     const noneRuns: LoadResult[] = [];
@@ -162,10 +220,17 @@ export async function benchChanges(log: (m: string) => void = console.log): Prom
     const cpu = { none: { s: 0, ops: 0 }, open: { s: 0, ops: 0 } };
     const load = async (mode: 'none' | 'open') => {
       let c0 = 0;
-      const r = await closedLoop({ concurrency, warmupMs: 500, durationMs: sliceMs, yieldEveryMs: 0, onMeasureStart: async () => void (c0 = treeCpuSeconds(svc.child.pid!).service), op: async () => {
-        const r = await create(1_000_000 + seq++, 2);
-        if (r.status !== 201) throw new Error(`create: ${r.status} ${r.text.slice(0, 200)}`);
-      } });
+      const r = await closedLoop({
+        concurrency,
+        warmupMs: 500,
+        durationMs: sliceMs,
+        yieldEveryMs: 0,
+        onMeasureStart: async () => void (c0 = treeCpuSeconds(svc.child.pid!).service),
+        op: async () => {
+          const r = await create(1_000_000 + seq++, 2);
+          if (r.status !== 201) throw new Error(`create: ${r.status} ${r.text.slice(0, 200)}`);
+        },
+      });
       cpu[mode].s += treeCpuSeconds(svc.child.pid!).service - c0;
       cpu[mode].ops += r.ops;
       return r;
@@ -180,7 +245,9 @@ export async function benchChanges(log: (m: string) => void = console.log): Prom
         drains.worker.postMessage('stop');
         const bytes = await drains.next<number>('bytes');
         await drains.worker.terminate();
-        log(`changes: slice ${k + 1} with ${streams} streams: ${r.opsPerSec.toFixed(0)} creates/s (${(bytes / 2 ** 20).toFixed(1)} MiB streamed)`);
+        log(
+          `changes: slice ${k + 1} with ${streams} streams: ${r.opsPerSec.toFixed(0)} creates/s (${(bytes / 2 ** 20).toFixed(1)} MiB streamed)`,
+        );
         openRuns.push(r);
       };
       const without = async () => {
@@ -203,10 +270,31 @@ export async function benchChanges(log: (m: string) => void = console.log): Prom
     const cpuMsPerCreate = { none: (1000 * cpu.none.s) / cpu.none.ops, open: (1000 * cpu.open.s) / cpu.open.ops };
     const ratio = opened.opsPerSec / none.opsPerSec;
     // Issue 43's two targets, each on a line of its own: the figure, the target, met or not.
-    const met = { latency: delivered === total * streams && latency.p99 <= TARGET_P99_MS, throughput: !opened.errors && ratio >= TARGET_RATIO };
-    log(`changes: target 1, write -> event at ${rate} writes/s with ${streams} streams open: p50 ${latency.p50.toFixed(1)} ms, p99 ${latency.p99.toFixed(1)} ms (target p99 <= ${TARGET_P99_MS} ms): ${met.latency ? 'met' : 'MISSED'}`);
-    log(`changes: target 2, record creates with ${streams} streams open vs none: ${opened.opsPerSec.toFixed(0)} vs ${none.opsPerSec.toFixed(0)}/s = ${ratio.toFixed(2)}x (target >= ${TARGET_RATIO.toFixed(2)}x; service CPU ${cpuMsPerCreate.open.toFixed(2)} vs ${cpuMsPerCreate.none.toFixed(2)} ms a create): ${met.throughput ? 'met' : 'MISSED'}`);
-    return { streams, rate, writes: total, delivered, latency, write, afterAnswer, late, none, open: opened, ratio, cpuMsPerCreate, met };
+    const met = {
+      latency: delivered === total * streams && latency.p99 <= TARGET_P99_MS,
+      throughput: !opened.errors && ratio >= TARGET_RATIO,
+    };
+    log(
+      `changes: target 1, write -> event at ${rate} writes/s with ${streams} streams open: p50 ${latency.p50.toFixed(1)} ms, p99 ${latency.p99.toFixed(1)} ms (target p99 <= ${TARGET_P99_MS} ms): ${met.latency ? 'met' : 'MISSED'}`,
+    );
+    log(
+      `changes: target 2, record creates with ${streams} streams open vs none: ${opened.opsPerSec.toFixed(0)} vs ${none.opsPerSec.toFixed(0)}/s = ${ratio.toFixed(2)}x (target >= ${TARGET_RATIO.toFixed(2)}x; service CPU ${cpuMsPerCreate.open.toFixed(2)} vs ${cpuMsPerCreate.none.toFixed(2)} ms a create): ${met.throughput ? 'met' : 'MISSED'}`,
+    );
+    return {
+      streams,
+      rate,
+      writes: total,
+      delivered,
+      latency,
+      write,
+      afterAnswer,
+      late,
+      none,
+      open: opened,
+      ratio,
+      cpuMsPerCreate,
+      met,
+    };
   } finally {
     agent.destroy();
     await svc.stop();

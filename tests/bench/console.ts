@@ -24,7 +24,11 @@ export interface ConsoleBench {
 declare const document: { querySelector(s: string): unknown };
 declare const performance: { now(): number };
 
-export async function benchConsole(o: { newDir: (prefix: string) => string; loads: number; log: (s: string) => void }): Promise<ConsoleBench> {
+export async function benchConsole(o: {
+  newDir: (prefix: string) => string;
+  loads: number;
+  log: (s: string) => void;
+}): Promise<ConsoleBench> {
   await ensureConsoleBuilt();
   const svc = await startHttpService(o.newDir('console-'));
   const browser = await launchChromium();
@@ -39,7 +43,13 @@ export async function benchConsole(o: { newDir: (prefix: string) => string; load
         sizes.push({ url: r.url(), bytes: Number(r.headers()['content-length'] ?? 0), type });
       });
       await page.goto(url);
-      const ms = (await (await page.waitForFunction(() => (document.querySelector('input[type=password]') ? performance.now() : 0), undefined, { polling: 'raf', timeout: 30_000 })).jsonValue()) as number;
+      const ms = (await (
+        await page.waitForFunction(
+          () => (document.querySelector('input[type=password]') ? performance.now() : 0),
+          undefined,
+          { polling: 'raf', timeout: 30_000 },
+        )
+      ).jsonValue()) as number;
       await context.close();
       return { ms, sizes };
     };
@@ -50,11 +60,22 @@ export async function benchConsole(o: { newDir: (prefix: string) => string; load
       last = await once();
       loadsMs.push(last.ms);
     }
-    const scripts = last!.sizes.filter((s) => s.type.startsWith('text/javascript')).map(({ url: u, bytes }) => ({ url: u.replace(svc.url, ''), bytes }));
+    const scripts = last!.sizes
+      .filter((s) => s.type.startsWith('text/javascript'))
+      .map(({ url: u, bytes }) => ({ url: u.replace(svc.url, ''), bytes }));
     const cssBytes = last!.sizes.filter((s) => s.type.startsWith('text/css')).reduce((n, s) => n + s.bytes, 0);
     const sorted = [...loadsMs].sort((a, b) => a - b);
-    const result = { scripts, jsBytes: scripts.reduce((n, s) => n + s.bytes, 0), cssBytes, loadsMs, medianMs: sorted[Math.floor(sorted.length / 2)], maxMs: sorted.at(-1)! };
-    o.log(`console: first screen ${scripts.map((s) => `${s.url} ${s.bytes} B`).join(', ')}; loads ${loadsMs.map((m) => m.toFixed(0)).join(', ')} ms`);
+    const result = {
+      scripts,
+      jsBytes: scripts.reduce((n, s) => n + s.bytes, 0),
+      cssBytes,
+      loadsMs,
+      medianMs: sorted[Math.floor(sorted.length / 2)],
+      maxMs: sorted.at(-1)!,
+    };
+    o.log(
+      `console: first screen ${scripts.map((s) => `${s.url} ${s.bytes} B`).join(', ')}; loads ${loadsMs.map((m) => m.toFixed(0)).join(', ')} ms`,
+    );
     return result;
   } finally {
     await browser.close();

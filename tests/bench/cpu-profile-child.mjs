@@ -54,67 +54,78 @@ let phase = false;
 // SVC_STALLS_LIST=1 also prints each one over 50 ms with its time from the phase's start (STALL lines).
 let stalls = [];
 let timer;
-if (isMainThread) process.on('SIGUSR2', async () => {
-  if (process.env.SVC_STALLS) {
-    if (!timer) {
-      let last = performance.now();
-      const t0 = last;
-      timer = setInterval(() => {
-        const now = performance.now();
-        if (now - last > 5) {
-          stalls.push(now - last);
-          if (process.env.SVC_STALLS_LIST && now - last > 50) console.log(`STALL ${(now - last).toFixed(0)} ms at ${((now - t0) / 1000).toFixed(2)} s`);
-        }
-        last = now;
-      }, 1);
+if (isMainThread)
+  process.on('SIGUSR2', async () => {
+    if (process.env.SVC_STALLS) {
+      if (!timer) {
+        let last = performance.now();
+        const t0 = last;
+        timer = setInterval(() => {
+          const now = performance.now();
+          if (now - last > 5) {
+            stalls.push(now - last);
+            if (process.env.SVC_STALLS_LIST && now - last > 50)
+              console.log(`STALL ${(now - last).toFixed(0)} ms at ${((now - t0) / 1000).toFixed(2)} s`);
+          }
+          last = now;
+        }, 1);
+        return;
+      }
+      clearInterval(timer);
+      timer = undefined;
+      stalls.sort((a, b) => a - b);
+      const n = stalls.length;
+      console.log(
+        `STALLS ${n} over 5 ms; p50 ${stalls[n >> 1]?.toFixed(1)} p90 ${stalls[Math.floor(n * 0.9)]?.toFixed(1)} max ${stalls[n - 1]?.toFixed(1)}; over 10 ms: ${stalls.filter((x) => x > 10).length}, over 20 ms: ${stalls.filter((x) => x > 20).length}`,
+      );
+      stalls = [];
       return;
     }
-    clearInterval(timer);
-    timer = undefined;
-    stalls.sort((a, b) => a - b);
-    const n = stalls.length;
-    console.log(`STALLS ${n} over 5 ms; p50 ${stalls[n >> 1]?.toFixed(1)} p90 ${stalls[Math.floor(n * 0.9)]?.toFixed(1)} max ${stalls[n - 1]?.toFixed(1)}; over 10 ms: ${stalls.filter((x) => x > 10).length}, over 20 ms: ${stalls.filter((x) => x > 20).length}`);
-    stalls = [];
-    return;
-  }
-  if (process.env.SVC_SQL_CENSUS) {
-    censusOn = !censusOn;
-    if (!censusOn) {
-      for (const [k, v] of [...census].sort((a, b) => b[1].ms - a[1].ms).slice(0, 25)) console.log(`SQLCENSUS ${v.ms.toFixed(1)} ms ${v.n} calls ${k}`);
-      census.clear();
+    if (process.env.SVC_SQL_CENSUS) {
+      censusOn = !censusOn;
+      if (!censusOn) {
+        for (const [k, v] of [...census].sort((a, b) => b[1].ms - a[1].ms).slice(0, 25))
+          console.log(`SQLCENSUS ${v.ms.toFixed(1)} ms ${v.n} calls ${k}`);
+        census.clear();
+      }
+      return;
     }
-    return;
-  }
-  if (process.env.SVC_TRACE_GC) {
-    phase = !phase;
-    console.log(phase ? 'MEASURE START' : 'MEASURE END');
-    return;
-  }
-  // SVC_HEAP_PROFILE=1: V8's sampling heap profiler instead (bytes allocated, by function), written to SVC_PROFILE_OUT.
-  if (process.env.SVC_HEAP_PROFILE) {
+    if (process.env.SVC_TRACE_GC) {
+      phase = !phase;
+      console.log(phase ? 'MEASURE START' : 'MEASURE END');
+      return;
+    }
+    // SVC_HEAP_PROFILE=1: V8's sampling heap profiler instead (bytes allocated, by function), written to SVC_PROFILE_OUT.
+    if (process.env.SVC_HEAP_PROFILE) {
+      if (!session) {
+        session = new Session();
+        session.connect();
+        await session.post('HeapProfiler.enable');
+        await session.post('HeapProfiler.startSampling', {
+          samplingInterval: 4096,
+          includeObjectsCollectedByMajorGC: true,
+          includeObjectsCollectedByMinorGC: true,
+        });
+        return;
+      }
+      const { profile } = await session.post('HeapProfiler.stopSampling');
+      session.disconnect();
+      session = undefined;
+      writeFileSync(process.env.SVC_PROFILE_OUT, JSON.stringify(profile));
+      return;
+    }
     if (!session) {
       session = new Session();
       session.connect();
-      await session.post('HeapProfiler.enable');
-      await session.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+      await session.post('Profiler.enable');
+      await session.post('Profiler.setSamplingInterval', {
+        interval: Number(process.env.SVC_PROFILE_INTERVAL_US || 200),
+      });
+      await session.post('Profiler.start');
       return;
     }
-    const { profile } = await session.post('HeapProfiler.stopSampling');
+    const { profile } = await session.post('Profiler.stop');
     session.disconnect();
     session = undefined;
     writeFileSync(process.env.SVC_PROFILE_OUT, JSON.stringify(profile));
-    return;
-  }
-  if (!session) {
-    session = new Session();
-    session.connect();
-    await session.post('Profiler.enable');
-    await session.post('Profiler.setSamplingInterval', { interval: Number(process.env.SVC_PROFILE_INTERVAL_US || 200) });
-    await session.post('Profiler.start');
-    return;
-  }
-  const { profile } = await session.post('Profiler.stop');
-  session.disconnect();
-  session = undefined;
-  writeFileSync(process.env.SVC_PROFILE_OUT, JSON.stringify(profile));
-});
+  });

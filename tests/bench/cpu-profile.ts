@@ -1,16 +1,29 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 /** Summaries of a node:inspector CPU profile, shared by the profiling scripts (profile.ts, profile-search.ts). */
-type Node = { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number; children?: number[] };
+type Node = {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount?: number;
+  children?: number[];
+};
 export type Profile = { nodes: Node[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number };
 
 /** The part of the system a frame belongs to. */
 export function area(url: string, fn: string): string {
   if (!url) return fn.startsWith('(') ? fn : '(native/builtin)';
-  if ((url.includes('wasm://') || url.startsWith('wasm')) && ['hamming', 'dots', 'dots8'].includes(fn)) return 'vector kernels (WebAssembly)';
+  if ((url.includes('wasm://') || url.startsWith('wasm')) && ['hamming', 'dots', 'dots8'].includes(fn))
+    return 'vector kernels (WebAssembly)';
   if (url.includes('wasm://') || url.startsWith('wasm')) return 'PGlite WASM (postgres)';
   if (url.includes('@electric-sql/pglite')) return 'PGlite JS (protocol, parsing)';
   if (url.includes('node_modules/zod')) return 'zod';
-  if (url.includes('node_modules/fastify') || url.includes('node_modules/find-my-way') || url.includes('node_modules/light-my-request') || url.includes('node_modules/avvio') || url.includes('fast-json-stringify')) return 'fastify/inject';
+  if (
+    url.includes('node_modules/fastify') ||
+    url.includes('node_modules/find-my-way') ||
+    url.includes('node_modules/light-my-request') ||
+    url.includes('node_modules/avvio') ||
+    url.includes('fast-json-stringify')
+  )
+    return 'fastify/inject';
   if (url.includes('node_modules/')) return 'other deps: ' + url.split('node_modules/')[1].split('/')[0];
   const m = /\/work\/main\/([^/]+)\/src\/(.+)$/.exec(url.replace('file://', ''));
   if (m) return `svc ${m[1]}/${m[2]}`;
@@ -35,8 +48,11 @@ export function printProfile(profile: Profile, ops: number, hottest = 25) {
   }
   const pct = (us: number) => ((100 * us) / total).toFixed(1).padStart(5) + '%';
   const perOp = (us: number) => (us / ops / 1000).toFixed(3).padStart(7) + ' ms/op';
-  console.log(`\nself time by area (${(total / 1e6).toFixed(1)} s sampled, ${ops} ops -> ${(total / ops / 1000).toFixed(2)} ms CPU-wall per op):`);
-  for (const [a, us] of [...areas].sort((x, y) => y[1] - x[1]).slice(0, 22)) console.log(`  ${pct(us)} ${perOp(us)}  ${a}`);
+  console.log(
+    `\nself time by area (${(total / 1e6).toFixed(1)} s sampled, ${ops} ops -> ${(total / ops / 1000).toFixed(2)} ms CPU-wall per op):`,
+  );
+  for (const [a, us] of [...areas].sort((x, y) => y[1] - x[1]).slice(0, 22))
+    console.log(`  ${pct(us)} ${perOp(us)}  ${a}`);
   console.log('\nhottest functions (self):');
   for (const [f, us] of [...fns].sort((x, y) => y[1] - x[1]).slice(0, hottest)) console.log(`  ${pct(us)}  ${f}`);
 }
@@ -61,9 +77,14 @@ export function threadCpu(pid: number): Map<string, number> {
 /** The SQLCENSUS lines a service child printed (cpu-profile-child.mjs), per operation (`unit`: "create", "record"). */
 export async function printSqlCensus(output: () => string, ops: number, unit: string): Promise<void> {
   await new Promise((res) => setTimeout(res, 300));
-  for (const l of output().split('\n').filter((x) => x.startsWith('SQLCENSUS'))) {
+  for (const l of output()
+    .split('\n')
+    .filter((x) => x.startsWith('SQLCENSUS'))) {
     const m = /^SQLCENSUS ([\d.]+) ms (\d+) calls (.*)$/.exec(l);
-    if (m) console.log(`${(Number(m[1]) / ops).toFixed(4)} ms/${unit}  ${(Number(m[2]) / ops).toFixed(3)} calls/${unit}  ${m[3]}`);
+    if (m)
+      console.log(
+        `${(Number(m[1]) / ops).toFixed(4)} ms/${unit}  ${(Number(m[2]) / ops).toFixed(3)} calls/${unit}  ${m[3]}`,
+      );
   }
 }
 
@@ -85,7 +106,11 @@ export async function printProfileFile(file: string, ops: number, top = 40): Pro
   printProfile(await readWritten<Profile>(file), ops, top);
 }
 
-type HeapNode = { callFrame: { functionName: string; url: string; lineNumber: number }; selfSize: number; children: HeapNode[] };
+type HeapNode = {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: HeapNode[];
+};
 
 /** A sampling heap profile (cpu-profile-child.mjs, SVC_HEAP_PROFILE=1): bytes allocated per operation, by area and by function. */
 export async function printHeapProfileFile(file: string, ops: number, top = 30): Promise<void> {
@@ -105,7 +130,9 @@ export async function printHeapProfileFile(file: string, ops: number, top = 30):
   };
   walk(head);
   const perOp = (b: number) => `${(b / ops).toFixed(0).padStart(7)} B/op`;
-  console.log(`\nbytes allocated by area (${(total / 2 ** 20).toFixed(1)} MiB sampled, ${ops} ops -> ${(total / ops / 1024).toFixed(1)} KiB per op):`);
+  console.log(
+    `\nbytes allocated by area (${(total / 2 ** 20).toFixed(1)} MiB sampled, ${ops} ops -> ${(total / ops / 1024).toFixed(1)} KiB per op):`,
+  );
   for (const [a, b] of [...areas].sort((x, y) => y[1] - x[1]).slice(0, 22)) console.log(`  ${perOp(b)}  ${a}`);
   console.log('\nfunctions allocating most (self):');
   for (const [f, b] of [...fns].sort((x, y) => y[1] - x[1]).slice(0, top)) console.log(`  ${perOp(b)}  ${f}`);

@@ -17,7 +17,8 @@ export interface DocumentsBenchRow {
   p99Ms: number;
 }
 
-const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : 0);
+const pct = (sorted: number[], p: number) =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : 0;
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 
 function row(name: string, latencies: number[], ops: number, elapsedMs: number): DocumentsBenchRow {
@@ -30,12 +31,20 @@ async function pdf20(): Promise<Uint8Array> {
   const font = await pdf.embedFont(StandardFonts.Helvetica);
   for (let p = 0; p < 20; p++) {
     const page = pdf.addPage();
-    for (let l = 0; l < 40; l++) page.drawText(`Page ${p + 1} line ${l + 1}: the quick brown fox jumps over the lazy dog.`, { x: 40, y: 780 - l * 18, size: 10, font });
+    for (let l = 0; l < 40; l++)
+      page.drawText(`Page ${p + 1} line ${l + 1}: the quick brown fox jumps over the lazy dog.`, {
+        x: 40,
+        y: 780 - l * 18,
+        size: 10,
+        font,
+      });
   }
   return pdf.save();
 }
 
-export async function benchDocuments(opts: { ingestMs?: number; connections?: number; pdfCount?: number } = {}): Promise<DocumentsBenchRow[]> {
+export async function benchDocuments(
+  opts: { ingestMs?: number; connections?: number; pdfCount?: number } = {},
+): Promise<DocumentsBenchRow[]> {
   const ingestMs = opts.ingestMs ?? 10_000;
   const connections = opts.connections ?? 32;
   const pdfCount = opts.pdfCount ?? 10;
@@ -45,7 +54,11 @@ export async function benchDocuments(opts: { ingestMs?: number; connections?: nu
   const rows: DocumentsBenchRow[] = [];
   try {
     const api = new Api(svc.url);
-    const acct = await api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 100_000_000, creditLimit: 1_000_000_000 });
+    const acct = await api.newAccount({
+      plan: 'enterprise',
+      rateLimitPerMinute: 100_000_000,
+      creditLimit: 1_000_000_000,
+    });
     const key = acct.tenants.live.rootKey;
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     const text = 'lorem ipsum dolor sit amet '.repeat(80).slice(0, 2048);
@@ -61,7 +74,12 @@ export async function benchDocuments(opts: { ingestMs?: number; connections?: nu
       Array.from({ length: connections }, async () => {
         while (performance.now() < until) {
           const t0 = performance.now();
-          const res = await pool.request({ path: '/v1/documents', method: 'POST', headers, body: JSON.stringify({ title: `bench ${seq++}`, text, indexMode: 'TEXT' }) });
+          const res = await pool.request({
+            path: '/v1/documents',
+            method: 'POST',
+            headers,
+            body: JSON.stringify({ title: `bench ${seq++}`, text, indexMode: 'TEXT' }),
+          });
           const body = (await res.body.json()) as { id: string };
           if (res.statusCode !== 201) throw new Error(`ingest answered ${res.statusCode}`);
           lastIds.push(body.id);
@@ -86,7 +104,12 @@ export async function benchDocuments(opts: { ingestMs?: number; connections?: nu
     const file = Buffer.from(await pdf20());
     const ups = [];
     for (let i = 0; i < pdfCount; i++) {
-      const r = await api.post('/v1/documents/upload', key, { title: `pdf ${i}`, fileName: 'bench.pdf', fileType: 'application/pdf', indexMode: 'TEXT' });
+      const r = await api.post('/v1/documents/upload', key, {
+        title: `pdf ${i}`,
+        fileName: 'bench.pdf',
+        fileType: 'application/pdf',
+        indexMode: 'TEXT',
+      });
       if (r.status !== 201) throw new Error(`upload request answered ${r.status}`);
       ups.push(r.body);
     }
@@ -94,7 +117,11 @@ export async function benchDocuments(opts: { ingestMs?: number; connections?: nu
     const t0 = performance.now();
     const xlat = await Promise.all(
       ups.map(async (up) => {
-        const res = await fetch(up.uploadUrl, { method: 'PUT', headers: { 'content-type': 'application/pdf', [up.requiredHeaderName]: up.requiredHeaderValue }, body: file });
+        const res = await fetch(up.uploadUrl, {
+          method: 'PUT',
+          headers: { 'content-type': 'application/pdf', [up.requiredHeaderName]: up.requiredHeaderValue },
+          body: file,
+        });
         if (res.status !== 200) throw new Error(`PUT answered ${res.status}`);
         const put = performance.now();
         for (;;) {
@@ -108,7 +135,16 @@ export async function benchDocuments(opts: { ingestMs?: number; connections?: nu
         }
       }),
     );
-    rows.push(row(`documents: extract 20-page PDF (${file.length} bytes), upload -> terminal status (${Object.entries(settled).map(([k, v]) => `${v} ${k}`).join(', ')})`, xlat, pdfCount, performance.now() - t0));
+    rows.push(
+      row(
+        `documents: extract 20-page PDF (${file.length} bytes), upload -> terminal status (${Object.entries(settled)
+          .map(([k, v]) => `${v} ${k}`)
+          .join(', ')})`,
+        xlat,
+        pdfCount,
+        performance.now() - t0,
+      ),
+    );
   } finally {
     await pool.close();
     await svc.stop();

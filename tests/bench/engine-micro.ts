@@ -15,11 +15,17 @@ const d = tempDir('svc-bench-micro-');
 const sql = await openSql({ dataDir: d.dir });
 const ms = Number(process.env.BENCH_MS ?? 2000);
 const show = (name: string, r: { opsPerSec: number; p50: number; p99: number }) =>
-  console.log(`${name.padEnd(62)} ${Math.round(r.opsPerSec).toString().padStart(7)} /s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms`);
+  console.log(
+    `${name.padEnd(62)} ${Math.round(r.opsPerSec).toString().padStart(7)} /s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms`,
+  );
 const LIST = `SELECT * FROM rm_records WHERE tenant_id = $1 AND context_id = $2 AND type_name = $3 ORDER BY created_at, record_id LIMIT 21`;
 try {
   await sql.exec(recordsProjection().ddl);
-  const cols = (await sql.query<{ column_name: string; data_type: string }>(`SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'rm_records' ORDER BY ordinal_position`)).rows;
+  const cols = (
+    await sql.query<{ column_name: string; data_type: string }>(
+      `SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'rm_records' ORDER BY ordinal_position`,
+    )
+  ).rows;
   const ids: string[] = [];
   await sql.tx(async (q) => {
     for (let i = 0; i < 3000; i++) {
@@ -38,7 +44,10 @@ try {
         if (t === 'jsonb') return '{}';
         return 'x';
       });
-      await q.query(`INSERT INTO rm_records (${cols.map((c) => c.column_name).join(',')}) VALUES (${cols.map((_, k) => `$${k + 1}`).join(',')})`, vals);
+      await q.query(
+        `INSERT INTO rm_records (${cols.map((c) => c.column_name).join(',')}) VALUES (${cols.map((_, k) => `$${k + 1}`).join(',')})`,
+        vals,
+      );
     }
   });
   await sql.exec('ANALYZE rm_records');
@@ -46,41 +55,155 @@ try {
   const id = (s: number) => ids[s % ids.length];
   const t = { concurrency: 32, warmupMs: 300, durationMs: ms };
   console.log('# statements (32 concurrent callers)');
-  show(`query('SELECT 1') (extended protocol)`, await closedLoop({ ...t, op: async () => void (await sql.query('SELECT 1')) }));
-  show(`exec('SELECT 1') (simple protocol)`, await closedLoop({ ...t, op: async () => void (await sql.exec('SELECT 1')) }));
-  show(`autocommit INSERT`, await closedLoop({ ...t, op: async () => void (await sql.query('INSERT INTO rm_tmp VALUES ($1)', [randomUUID()]).catch(async () => { await sql.exec('CREATE TABLE IF NOT EXISTS rm_tmp (id text PRIMARY KEY)'); })) }));
-  show(`tx(BEGIN; 4× SELECT 1; COMMIT)`, await closedLoop({ ...t, op: async () => void (await sql.tx(async (q) => { for (let i = 0; i < 4; i++) await q.query('SELECT 1'); })) }));
+  show(
+    `query('SELECT 1') (extended protocol)`,
+    await closedLoop({ ...t, op: async () => void (await sql.query('SELECT 1')) }),
+  );
+  show(
+    `exec('SELECT 1') (simple protocol)`,
+    await closedLoop({ ...t, op: async () => void (await sql.exec('SELECT 1')) }),
+  );
+  show(
+    `autocommit INSERT`,
+    await closedLoop({
+      ...t,
+      op: async () =>
+        void (await sql.query('INSERT INTO rm_tmp VALUES ($1)', [randomUUID()]).catch(async () => {
+          await sql.exec('CREATE TABLE IF NOT EXISTS rm_tmp (id text PRIMARY KEY)');
+        })),
+    }),
+  );
+  show(
+    `tx(BEGIN; 4× SELECT 1; COMMIT)`,
+    await closedLoop({
+      ...t,
+      op: async () =>
+        void (await sql.tx(async (q) => {
+          for (let i = 0; i < 4; i++) await q.query('SELECT 1');
+        })),
+    }),
+  );
   console.log('# projection write shape: 32 new rm_records rows in one transaction (per row)');
   const rowsFor = (n: number) =>
     Array.from({ length: n }, (_, i) => ({
-      record_id: randomUUID(), tenant_id: 'W', context_id: 'C', schema_id: 'S', type_name: 'bench_item', schema_version: 1,
-      payload: { name: `item ${i}`, qty: i, tag: 't1' }, payload_bytes: 40, externalized: false, status: 'ACTIVE', folder_id: null, user_id: null, scopes: [],
-      external_id: null, index_mode: 'NONE', index_status: null, created_by: 'k', created_at: new Date().toISOString(), updated_at: new Date().toISOString(), version: 1, revision: 0,
+      record_id: randomUUID(),
+      tenant_id: 'W',
+      context_id: 'C',
+      schema_id: 'S',
+      type_name: 'bench_item',
+      schema_version: 1,
+      payload: { name: `item ${i}`, qty: i, tag: 't1' },
+      payload_bytes: 40,
+      externalized: false,
+      status: 'ACTIVE',
+      folder_id: null,
+      user_id: null,
+      scopes: [],
+      external_id: null,
+      index_mode: 'NONE',
+      index_status: null,
+      created_by: 'k',
+      created_at: new Date().toISOString(),
+      updated_at: new Date().toISOString(),
+      version: 1,
+      revision: 0,
     }));
   const names = cols.map((c) => c.column_name);
   const perRow = `INSERT INTO rm_records (${names.join(',')}) VALUES (${names.map((_, k) => `$${k + 1}`).join(',')}) ON CONFLICT (record_id) DO NOTHING`;
   const t1 = { concurrency: 1, warmupMs: 300, durationMs: ms };
   show(
     `32 × INSERT ... VALUES (one statement per row)`,
-    await closedLoop({ ...t1, op: async () => void (await sql.tx(async (q) => { for (const r of rowsFor(32)) await q.query(perRow, names.map((n) => { const v = (r as Record<string, unknown>)[n]; return v !== null && typeof v === 'object' ? JSON.stringify(v) : v; })); })) }).then((r) => ({ ...r, opsPerSec: r.opsPerSec * 32 })),
+    await closedLoop({
+      ...t1,
+      op: async () =>
+        void (await sql.tx(async (q) => {
+          for (const r of rowsFor(32))
+            await q.query(
+              perRow,
+              names.map((n) => {
+                const v = (r as Record<string, unknown>)[n];
+                return v !== null && typeof v === 'object' ? JSON.stringify(v) : v;
+              }),
+            );
+        })),
+    }).then((r) => ({ ...r, opsPerSec: r.opsPerSec * 32 })),
   );
   show(
     `1 × INSERT ... SELECT FROM jsonb_populate_recordset (32 rows)`,
-    await closedLoop({ ...t1, op: async () => void (await sql.tx((q) => q.query(`INSERT INTO rm_records SELECT * FROM jsonb_populate_recordset(null::rm_records, $1::jsonb) ON CONFLICT (record_id) DO NOTHING`, [JSON.stringify(rowsFor(32))]))) }).then((r) => ({ ...r, opsPerSec: r.opsPerSec * 32 })),
+    await closedLoop({
+      ...t1,
+      op: async () =>
+        void (await sql.tx((q) =>
+          q.query(
+            `INSERT INTO rm_records SELECT * FROM jsonb_populate_recordset(null::rm_records, $1::jsonb) ON CONFLICT (record_id) DO NOTHING`,
+            [JSON.stringify(rowsFor(32))],
+          ),
+        )),
+    }).then((r) => ({ ...r, opsPerSec: r.opsPerSec * 32 })),
   );
   console.log('# by id');
-  show(`RecordReads.byId (SELECT *, 21 cols)`, await closedLoop({ ...t, op: async (_w, s) => void (await reads.byId(id(s))) }));
-  show(`SELECT record_id only`, await closedLoop({ ...t, op: async (_w, s) => void (await sql.query('SELECT record_id FROM rm_records WHERE record_id = $1', [id(s)])) }));
-  show(`row_to_json(r)::text + JSON.parse`, await closedLoop({ ...t, op: async (_w, s) => void JSON.parse((await sql.query<{ j: string }>('SELECT row_to_json(r)::text AS j FROM rm_records r WHERE record_id = $1', [id(s)])).rows[0].j) }));
+  show(
+    `RecordReads.byId (SELECT *, 21 cols)`,
+    await closedLoop({ ...t, op: async (_w, s) => void (await reads.byId(id(s))) }),
+  );
+  show(
+    `SELECT record_id only`,
+    await closedLoop({
+      ...t,
+      op: async (_w, s) => void (await sql.query('SELECT record_id FROM rm_records WHERE record_id = $1', [id(s)])),
+    }),
+  );
+  show(
+    `row_to_json(r)::text + JSON.parse`,
+    await closedLoop({
+      ...t,
+      op: async (_w, s) =>
+        void JSON.parse(
+          (
+            await sql.query<{ j: string }>('SELECT row_to_json(r)::text AS j FROM rm_records r WHERE record_id = $1', [
+              id(s),
+            ])
+          ).rows[0].j,
+        ),
+    }),
+  );
   show(
     `32 ids in one RecordReads.byIds (ANY), per id`,
-    await closedLoop({ ...t, op: async (_w, s) => void (await reads.byIds(Array.from({ length: 32 }, (_, k) => id(s * 32 + k)))) }).then((r) => ({ ...r, opsPerSec: r.opsPerSec * 32 })),
+    await closedLoop({
+      ...t,
+      op: async (_w, s) => void (await reads.byIds(Array.from({ length: 32 }, (_, k) => id(s * 32 + k)))),
+    }).then((r) => ({ ...r, opsPerSec: r.opsPerSec * 32 })),
   );
   console.log('# list page (21 rows)');
-  show(`RecordReads.list (11 params, generic WHERE)`, await closedLoop({ ...t, op: async () => void (await reads.list('T', 'C', { type: 'bench_item' }, undefined, 21)) }));
-  show(`same rows, specific WHERE, SELECT *`, await closedLoop({ ...t, op: async () => void (await sql.query(LIST, ['T', 'C', 'bench_item'])) }));
-  show(`same rows, record_id only`, await closedLoop({ ...t, op: async () => void (await sql.query(LIST.replace('SELECT *', 'SELECT record_id'), ['T', 'C', 'bench_item'])) }));
-  show(`same rows as json_agg(r)::text + JSON.parse`, await closedLoop({ ...t, op: async () => void JSON.parse((await sql.query<{ j: string }>(`SELECT json_agg(r)::text AS j FROM (${LIST}) r`, ['T', 'C', 'bench_item'])).rows[0].j) }));
+  show(
+    `RecordReads.list (11 params, generic WHERE)`,
+    await closedLoop({
+      ...t,
+      op: async () => void (await reads.list('T', 'C', { type: 'bench_item' }, undefined, 21)),
+    }),
+  );
+  show(
+    `same rows, specific WHERE, SELECT *`,
+    await closedLoop({ ...t, op: async () => void (await sql.query(LIST, ['T', 'C', 'bench_item'])) }),
+  );
+  show(
+    `same rows, record_id only`,
+    await closedLoop({
+      ...t,
+      op: async () => void (await sql.query(LIST.replace('SELECT *', 'SELECT record_id'), ['T', 'C', 'bench_item'])),
+    }),
+  );
+  show(
+    `same rows as json_agg(r)::text + JSON.parse`,
+    await closedLoop({
+      ...t,
+      op: async () =>
+        void JSON.parse(
+          (await sql.query<{ j: string }>(`SELECT json_agg(r)::text AS j FROM (${LIST}) r`, ['T', 'C', 'bench_item']))
+            .rows[0].j,
+        ),
+    }),
+  );
 } finally {
   await sql.close();
   d.remove();

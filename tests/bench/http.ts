@@ -174,7 +174,11 @@ export async function httpRecords(svc: HttpService, t: Timing & { createMs: numb
     const list = await closedLoop({
       ...t,
       op: async () => {
-        const res = await pool.request({ method: 'GET', path: `/v1/records?type=${BENCH_SCHEMA.typeName}&limit=20`, headers: getHeaders });
+        const res = await pool.request({
+          method: 'GET',
+          path: `/v1/records?type=${BENCH_SCHEMA.typeName}&limit=20`,
+          headers: getHeaders,
+        });
         const text = await res.body.text();
         if (res.statusCode !== 200) throw new Error(`GET /v1/records ${res.statusCode}: ${text.slice(0, 200)}`);
         listRows = text.split('"id":').length - 1;
@@ -188,7 +192,20 @@ export async function httpRecords(svc: HttpService, t: Timing & { createMs: numb
         if (res.statusCode !== 200) throw new Error(`GET /v1/records/lookup ${res.statusCode}: ${text.slice(0, 200)}`);
       },
     });
-    return { floor, create, projection, byId, byIdCold, hotIds: hot.length, coldIds: cold, list, listRows, lookup, ids, schemaId };
+    return {
+      floor,
+      create,
+      projection,
+      byId,
+      byIdCold,
+      hotIds: hot.length,
+      coldIds: cold,
+      list,
+      listRows,
+      lookup,
+      ids,
+      schemaId,
+    };
   } finally {
     await pool.close();
   }

@@ -72,13 +72,13 @@ export interface KafkaBenchResult {
 }
 
 export interface LagResult {
-    targetRate: number;
-    seconds: number;
-    create: LoadResult;
-    lagEvents: { p50: number; p99: number; max: number };
-    lagMs: { p50: number; p99: number; max: number };
-    samples: number;
-    projectorFeed: unknown;
+  targetRate: number;
+  seconds: number;
+  create: LoadResult;
+  lagEvents: { p50: number; p99: number; max: number };
+  lagMs: { p50: number; p99: number; max: number };
+  samples: number;
+  projectorFeed: unknown;
 }
 
 export interface KafkaBenchOptions {
@@ -138,7 +138,13 @@ async function openCommitter(url: string) {
     /** Appends the bench schema's SchemaCreated; its position. */
     createSchema: () =>
       commit(deps, metadata(), [
-        { streamId: streams.schema(schemaId), events: [{ type: 'SchemaCreated', data: { schemaId, typeName: BENCH_SCHEMA.typeName, definition: BENCH_SCHEMA } }], expectedRevision: 'no_stream' },
+        {
+          streamId: streams.schema(schemaId),
+          events: [
+            { type: 'SchemaCreated', data: { schemaId, typeName: BENCH_SCHEMA.typeName, definition: BENCH_SCHEMA } },
+          ],
+          expectedRevision: 'no_stream',
+        },
       ]),
     /** Appends `events` RecordCreated (one new stream each) from `committers` concurrent committers; `progress` counts them. */
     append: async (events: number, committers = 32, progress?: { seq: number }) => {
@@ -148,10 +154,25 @@ async function openCommitter(url: string) {
           const n = p.seq++;
           const recordId = randomUUID();
           const data = {
-            recordId, schemaId, schemaVersion: 1, typeName: BENCH_SCHEMA.typeName, payload: benchPayload(n),
-            status: 'ACTIVE', folderId: null, userId: null, scopes: [], externalId: null, indexMode: 'NONE',
+            recordId,
+            schemaId,
+            schemaVersion: 1,
+            typeName: BENCH_SCHEMA.typeName,
+            payload: benchPayload(n),
+            status: 'ACTIVE',
+            folderId: null,
+            userId: null,
+            scopes: [],
+            externalId: null,
+            indexMode: 'NONE',
           };
-          await commit(deps, metadata(), [{ streamId: streams.record(recordId), events: [{ type: 'RecordCreated', data }] as never, expectedRevision: 'no_stream' }]);
+          await commit(deps, metadata(), [
+            {
+              streamId: streams.record(recordId),
+              events: [{ type: 'RecordCreated', data }] as never,
+              expectedRevision: 'no_stream',
+            },
+          ]);
         }
       };
       await Promise.all(Array.from({ length: committers }, appender));
@@ -168,7 +189,12 @@ async function openCommitter(url: string) {
  * schema at `url` and times the subscribers in another process until the
  * read-models checkpoint reaches the head.
  */
-async function appendAndWait(url: string, events: number, withRelay: boolean, log: (m: string) => void): Promise<E2eResult> {
+async function appendAndWait(
+  url: string,
+  events: number,
+  withRelay: boolean,
+  log: (m: string) => void,
+): Promise<E2eResult> {
   const c = await openCommitter(url);
   const probe = new pg.Client({ connectionString: url });
   await probe.connect();
@@ -201,12 +227,22 @@ async function appendAndWait(url: string, events: number, withRelay: boolean, lo
       }
       if (now - lastLog > 5000) {
         lastLog = now;
-        log(`  head ${head}, relay ${cp['kafka-relay'] ?? '-'}, read-models ${cp['read-models']}${appended ? '' : ` (appending, ${progress.seq}/${events})`}`);
+        log(
+          `  head ${head}, relay ${cp['kafka-relay'] ?? '-'}, read-models ${cp['read-models']}${appended ? '' : ` (appending, ${progress.seq}/${events})`}`,
+        );
       }
-      if (now - t0 > 600_000) throw new Error(`read models did not reach the head within 600 s (head ${head}, read-models ${cp['read-models']})`);
+      if (now - t0 > 600_000)
+        throw new Error(
+          `read models did not reach the head within 600 s (head ${head}, read-models ${cp['read-models']})`,
+        );
     }
     await appending;
-    return { events, appendSeconds: (appendEnd - t0) / 1000, relaySeconds: (relayAt - t0) / 1000, seconds: (doneAt - t0) / 1000 };
+    return {
+      events,
+      appendSeconds: (appendEnd - t0) / 1000,
+      relaySeconds: (relayAt - t0) / 1000,
+      seconds: (doneAt - t0) / 1000,
+    };
   } finally {
     await probe.end().catch(() => {});
     await c.close();
@@ -217,7 +253,11 @@ async function appendAndWait(url: string, events: number, withRelay: boolean, lo
 async function rawFeed(databaseUrl: string, events: number, log: (m: string) => void): Promise<E2eResult> {
   const schema = await freshPostgresSchema(databaseUrl);
   const dir = tempDir('svc-bench-kproj-');
-  const s = await spawnService(dir.dir, await freePort(), { DATABASE_URL: schema.url, SERVICE_ROLE: 'projector', SERVICE_SECRET: `secret-${randomUUID()}` });
+  const s = await spawnService(dir.dir, await freePort(), {
+    DATABASE_URL: schema.url,
+    SERVICE_ROLE: 'projector',
+    SERVICE_SECRET: `secret-${randomUUID()}`,
+  });
   children.add(s.child);
   try {
     return await appendAndWait(schema.url, events, false, log);
@@ -234,14 +274,29 @@ async function rawFeed(databaseUrl: string, events: number, log: (m: string) => 
 }
 
 /** RKk: the service's Kafka client alone (@platformatic/kafka): producer -> consumer group round trip of `n` relay-sized messages. */
-async function rawKafka(brokers: string, n: number): Promise<{ messages: number; valueBytes: number; seconds: number }> {
+async function rawKafka(
+  brokers: string,
+  n: number,
+): Promise<{ messages: number; valueBytes: number; seconds: number }> {
   const bootstrapBrokers = brokers.split(',');
   const topic = `bench.${randomUUID().slice(0, 8)}.raw`;
   const admin = new Admin({ clientId: 'svc-bench', bootstrapBrokers });
   await admin.createTopics({ topics: [topic], partitions: 3, replicas: -1 });
   await waitForLeaders(admin, topic);
-  const consumer = new Consumer({ clientId: 'svc-bench', bootstrapBrokers, groupId: `${topic}.group`, sessionTimeout: 10_000, autocommit: false });
-  const producer = new Producer({ clientId: 'svc-bench', bootstrapBrokers, idempotent: true, acks: -1, partitioner: compatibilityPartitioner });
+  const consumer = new Consumer({
+    clientId: 'svc-bench',
+    bootstrapBrokers,
+    groupId: `${topic}.group`,
+    sessionTimeout: 10_000,
+    autocommit: false,
+  });
+  const producer = new Producer({
+    clientId: 'svc-bench',
+    bootstrapBrokers,
+    idempotent: true,
+    acks: -1,
+    partitioner: compatibilityPartitioner,
+  });
   const valueBytes = 300;
   try {
     let got = 0;
@@ -265,15 +320,30 @@ async function rawKafka(brokers: string, n: number): Promise<{ messages: number;
       for (let j = i; j < Math.min(n, i + 500); j++) {
         const id = randomUUID();
         const headers: Record<string, string | Buffer> = {
-          'content-type': 'avro/binary', 'svc-event-type': 'RecordCreated', 'svc-schema-fingerprint': '0123456789abcdef', 'svc-metadata': meta,
-          'svc-metadata-fingerprint': '0123456789abcdef', 'svc-event-id': id, 'svc-stream-id': `record-${id}`, 'svc-revision': '0',
-          'svc-position': String(j + 1), 'svc-prev-position': String(j),
+          'content-type': 'avro/binary',
+          'svc-event-type': 'RecordCreated',
+          'svc-schema-fingerprint': '0123456789abcdef',
+          'svc-metadata': meta,
+          'svc-metadata-fingerprint': '0123456789abcdef',
+          'svc-event-id': id,
+          'svc-stream-id': `record-${id}`,
+          'svc-revision': '0',
+          'svc-position': String(j + 1),
+          'svc-prev-position': String(j),
         };
-        messages.push({ topic, key: Buffer.from(`record-${id}`), value, headers: new Map(Object.entries(headers).map(([k, v]) => [Buffer.from(k), Buffer.from(v)])) });
+        messages.push({
+          topic,
+          key: Buffer.from(`record-${id}`),
+          value,
+          headers: new Map(Object.entries(headers).map(([k, v]) => [Buffer.from(k), Buffer.from(v)])),
+        });
       }
       await producer.send({ acks: -1, messages });
     }
-    await Promise.race([done, sleep(300_000).then(() => Promise.reject(new Error(`raw kafka: ${got}/${n} consumed after 300 s`)))]);
+    await Promise.race([
+      done,
+      sleep(300_000).then(() => Promise.reject(new Error(`raw kafka: ${got}/${n} consumed after 300 s`))),
+    ]);
     await stream.close().catch(() => {});
     return { messages: n, valueBytes, seconds: (doneAt - t0) / 1000 };
   } finally {
@@ -296,11 +366,24 @@ async function waitForLeaders(admin: Admin, topic: string): Promise<void> {
 async function sustainedWithoutKafka(o: KafkaBenchOptions): Promise<LagResult> {
   const schema = await freshPostgresSchema(o.databaseUrl);
   const dir = tempDir('svc-bench-kall-');
-  const s = await spawnService(dir.dir, await freePort(), { DATABASE_URL: schema.url, SERVICE_SECRET: `secret-${randomUUID()}` });
+  const s = await spawnService(dir.dir, await freePort(), {
+    DATABASE_URL: schema.url,
+    SERVICE_SECRET: `secret-${randomUUID()}`,
+  });
   children.add(s.child);
   try {
     const boot = JSON.parse(readFileSync(join(dir.dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
-    return await sustained({ rootKey: boot.tenants.live.rootKey, accountId: boot.accountId, commandUrl: s.api.baseUrl, projectorUrl: s.api.baseUrl }, schema.url, o.rate, o.seconds);
+    return await sustained(
+      {
+        rootKey: boot.tenants.live.rootKey,
+        accountId: boot.accountId,
+        commandUrl: s.api.baseUrl,
+        projectorUrl: s.api.baseUrl,
+      },
+      schema.url,
+      o.rate,
+      o.seconds,
+    );
   } finally {
     const exited = new Promise<void>((r) => (s.child.exitCode !== null ? r() : s.child.once('exit', () => r())));
     s.child.kill('SIGTERM');
@@ -322,7 +405,12 @@ async function sustainedWithoutKafka(o: KafkaBenchOptions): Promise<LagResult> {
 export const MAX_IN_FLIGHT = 256;
 
 /** K2: creates at `rate`/s for `seconds` to the command role, lag sampled every 100 ms. */
-async function sustained(t: { rootKey: string; accountId: string; commandUrl: string; projectorUrl: string }, url: string, rate: number, seconds: number): Promise<LagResult> {
+async function sustained(
+  t: { rootKey: string; accountId: string; commandUrl: string; projectorUrl: string },
+  url: string,
+  rate: number,
+  seconds: number,
+): Promise<LagResult> {
   const headers = { authorization: `Bearer ${t.rootKey}`, 'content-type': 'application/json' };
   const commandUrl = t.commandUrl;
   const pool = new Pool(commandUrl, { connections: MAX_IN_FLIGHT, pipelining: 1 });
@@ -331,7 +419,12 @@ async function sustained(t: { rootKey: string; accountId: string; commandUrl: st
   try {
     // The bench's account terms (as every HTTP section): without them the account's burst limit (1,200 counted
     // requests a minute in the run of 2026-12-06) answered 429 to the load itself, and K2 / RK2 measured that limit.
-    const a = await pool.request({ method: 'PATCH', path: `/operator/accounts/${t.accountId}`, headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(BENCH_ACCOUNT_TERMS) });
+    const a = await pool.request({
+      method: 'PATCH',
+      path: `/operator/accounts/${t.accountId}`,
+      headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(BENCH_ACCOUNT_TERMS),
+    });
     const at = await a.body.text();
     if (a.statusCode !== 200) throw new Error(`bench account update failed: ${a.statusCode} ${at}`);
     const s = await pool.request({ method: 'POST', path: '/v1/schemas', headers, body: JSON.stringify(BENCH_SCHEMA) });
@@ -409,14 +502,22 @@ async function sustained(t: { rootKey: string; accountId: string; commandUrl: st
     const sorted = Float64Array.from(latencies).sort();
     const sEv = Float64Array.from(lagEvents).sort();
     const sMs = Float64Array.from(lagMs).sort();
-    const readyz = await fetch(`${t.projectorUrl}/readyz`).then((r) => r.json()).catch(() => null);
+    const readyz = await fetch(`${t.projectorUrl}/readyz`)
+      .then((r) => r.json())
+      .catch(() => null);
     return {
       targetRate: rate,
       seconds,
       create: {
-        ops: latencies.length, seconds: sentSeconds, opsPerSec: latencies.length / sentSeconds,
-        p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9), p99: percentile(sorted, 0.99), max: sorted.length ? sorted[sorted.length - 1] : NaN,
-        errors, firstError,
+        ops: latencies.length,
+        seconds: sentSeconds,
+        opsPerSec: latencies.length / sentSeconds,
+        p50: percentile(sorted, 0.5),
+        p90: percentile(sorted, 0.9),
+        p99: percentile(sorted, 0.99),
+        max: sorted.length ? sorted[sorted.length - 1] : NaN,
+        errors,
+        firstError,
       },
       lagEvents: { p50: percentile(sEv, 0.5), p99: percentile(sEv, 0.99), max: sEv.length ? sEv[sEv.length - 1] : NaN },
       lagMs: { p50: percentile(sMs, 0.5), p99: percentile(sMs, 0.99), max: sMs.length ? sMs[sMs.length - 1] : NaN },
@@ -461,11 +562,17 @@ export interface BacklogResult {
 
 type Positions = Array<{ partition: number; offset: string }>;
 const topicEnd = async (offsets: Consumer, topic: string): Promise<Positions> =>
-  ((await offsets.listOffsets({ topics: [topic] })).get(topic) ?? []).map((high, partition) => ({ partition, offset: String(high) }));
+  ((await offsets.listOffsets({ topics: [topic] })).get(topic) ?? []).map((high, partition) => ({
+    partition,
+    offset: String(high),
+  }));
 
 /** Events in the log with a position in (from, to]. */
 async function eventsBetween(probe: pg.Client, from: number, to: number): Promise<number> {
-  const { rows } = await probe.query<{ n: string }>('SELECT count(*) AS n FROM es_events WHERE position > $1 AND position <= $2', [from, to]);
+  const { rows } = await probe.query<{ n: string }>(
+    'SELECT count(*) AS n FROM es_events WHERE position > $1 AND position <= $2',
+    [from, to],
+  );
   return Number(rows[0].n);
 }
 
@@ -473,7 +580,13 @@ async function eventsBetween(probe: pg.Client, from: number, to: number): Promis
  * Runs `start` (a role's start) and follows the `checkpoint` row until it reaches `head`; `others` are other
  * checkpoints whose time to the head is noted too (the clock of the whole stage waits for them).
  */
-async function drainTo(probe: pg.Client, checkpoint: string, head: number, start: () => Promise<unknown>, others: string[] = []): Promise<StageResult & { others: Record<string, number> }> {
+async function drainTo(
+  probe: pg.Client,
+  checkpoint: string,
+  head: number,
+  start: () => Promise<unknown>,
+  others: string[] = [],
+): Promise<StageResult & { others: Record<string, number> }> {
   const p0 = (await checkpoints(probe)).cp[checkpoint] ?? 0;
   const t0 = performance.now();
   let readyAt = NaN;
@@ -497,8 +610,17 @@ async function drainTo(probe: pg.Client, checkpoint: string, head: number, start
   await starting;
   const events = await eventsBetween(probe, p0, head);
   // Steady rate: from the first sample that saw progress (the start and the group join behind it) to the head.
-  const steady = first && first.at < head && doneAt > first.t ? (await eventsBetween(probe, first.at, head)) / ((doneAt - first.t) / 1000) : events / ((doneAt - t0) / 1000);
-  return { events, perSec: steady, totalSeconds: (doneAt - t0) / 1000, startSeconds: (readyAt - t0) / 1000, others: othersAt };
+  const steady =
+    first && first.at < head && doneAt > first.t
+      ? (await eventsBetween(probe, first.at, head)) / ((doneAt - first.t) / 1000)
+      : events / ((doneAt - t0) / 1000);
+  return {
+    events,
+    perSec: steady,
+    totalSeconds: (doneAt - t0) / 1000,
+    startSeconds: (readyAt - t0) / 1000,
+    others: othersAt,
+  };
 }
 
 /** Kafka's own consume rate: a fresh consumer group reads the messages of `topic` between `from` and `to` (per partition), decoding nothing. */
@@ -506,7 +628,13 @@ async function rawConsume(brokers: string[], topic: string, from: Positions, to:
   const start = new Map(from.map((p) => [p.partition, BigInt(p.offset)]));
   const end = new Map(to.map((p) => [p.partition, BigInt(p.offset)]));
   const want = [...end].reduce((a, [k, v]) => a + Number(v - (start.get(k) ?? 0n)), 0);
-  const consumer = new Consumer({ clientId: 'svc-bench-raw', bootstrapBrokers: brokers, groupId: `${topic}.bench-raw-${randomUUID().slice(0, 8)}`, sessionTimeout: 10_000, autocommit: false });
+  const consumer = new Consumer({
+    clientId: 'svc-bench-raw',
+    bootstrapBrokers: brokers,
+    groupId: `${topic}.bench-raw-${randomUUID().slice(0, 8)}`,
+    sessionTimeout: 10_000,
+    autocommit: false,
+  });
   const reached = new Set<number>();
   let got = 0;
   let firstAt = NaN;
@@ -516,7 +644,12 @@ async function rawConsume(brokers: string[], topic: string, from: Positions, to:
   try {
     const t0 = performance.now();
     // Straight to the backlog's first offsets (a fresh group would otherwise read the topic from its start).
-    const stream = await consumer.consume({ topics: [topic], mode: 'manual', offsets: from.map((p) => ({ topic, partition: p.partition, offset: BigInt(p.offset) })), maxWaitTime: 500 });
+    const stream = await consumer.consume({
+      topics: [topic],
+      mode: 'manual',
+      offsets: from.map((p) => ({ topic, partition: p.partition, offset: BigInt(p.offset) })),
+      maxWaitTime: 500,
+    });
     stream.on('data', (m) => {
       const lo = start.get(m.partition) ?? 0n;
       const hi = end.get(m.partition) ?? 0n;
@@ -528,9 +661,17 @@ async function rawConsume(brokers: string[], topic: string, from: Positions, to:
         resolveDone();
       }
     });
-    await Promise.race([done, sleep(300_000).then(() => Promise.reject(new Error(`raw consume: ${got}/${want} after 300 s`)))]);
+    await Promise.race([
+      done,
+      sleep(300_000).then(() => Promise.reject(new Error(`raw consume: ${got}/${want} after 300 s`))),
+    ]);
     await stream.close().catch(() => {});
-    return { events: got, perSec: got / ((doneAt - firstAt) / 1000), totalSeconds: (doneAt - t0) / 1000, startSeconds: (firstAt - t0) / 1000 };
+    return {
+      events: got,
+      perSec: got / ((doneAt - firstAt) / 1000),
+      totalSeconds: (doneAt - t0) / 1000,
+      startSeconds: (firstAt - t0) / 1000,
+    };
   } finally {
     await consumer.close(true).catch(() => {});
   }
@@ -541,7 +682,11 @@ async function backlogStages(t: Topology, events: number, log: (m: string) => vo
   const topic = t.env.KAFKA_TOPIC;
   const brokers = t.env.KAFKA_BROKERS.split(',');
   // Only for the topic's end offsets (no group is joined).
-  const offsets = new Consumer({ clientId: 'svc-bench-backlog', bootstrapBrokers: brokers, groupId: `${topic}.bench-offsets` });
+  const offsets = new Consumer({
+    clientId: 'svc-bench-backlog',
+    bootstrapBrokers: brokers,
+    groupId: `${topic}.bench-offsets`,
+  });
   const c = await openCommitter(url);
   const probe = new pg.Client({ connectionString: url });
   await probe.connect();
@@ -555,8 +700,15 @@ async function backlogStages(t: Topology, events: number, log: (m: string) => vo
     const by = Date.now() + 120_000;
     for (;;) {
       const { head, cp } = await checkpoints(probe);
-      if (head >= first && (cp['kafka-relay'] ?? 0) >= head && (cp['read-models'] ?? 0) >= head && (cp['search-index'] ?? 0) >= head) break;
-      if (Date.now() > by) throw new Error(`the topology did not settle before the backlog within 120 s: ${JSON.stringify(cp)}`);
+      if (
+        head >= first &&
+        (cp['kafka-relay'] ?? 0) >= head &&
+        (cp['read-models'] ?? 0) >= head &&
+        (cp['search-index'] ?? 0) >= head
+      )
+        break;
+      if (Date.now() > by)
+        throw new Error(`the topology did not settle before the backlog within 120 s: ${JSON.stringify(cp)}`);
       await sleep(50);
     }
     await t.kill('projector', 'SIGTERM');
@@ -566,14 +718,24 @@ async function backlogStages(t: Topology, events: number, log: (m: string) => vo
     await c.append(events, 32);
     const appendSeconds = (performance.now() - a0) / 1000;
     const { head } = await checkpoints(probe);
-    log(`K3a ${events} appends with the relay and the projector stopped: ${Math.round(events / appendSeconds)} ev/s (${appendSeconds.toFixed(1)} s)`);
+    log(
+      `K3a ${events} appends with the relay and the projector stopped: ${Math.round(events / appendSeconds)} ev/s (${appendSeconds.toFixed(1)} s)`,
+    );
     const relay = await drainTo(probe, 'kafka-relay', head, async () => track(await t.startRole('relay')));
-    log(`K3r relay from a ${relay.events}-event backlog: ${Math.round(relay.perSec)} ev/s once publishing (spawn to head ${relay.totalSeconds.toFixed(1)} s, /healthz up at ${relay.startSeconds.toFixed(1)} s)`);
+    log(
+      `K3r relay from a ${relay.events}-event backlog: ${Math.round(relay.perSec)} ev/s once publishing (spawn to head ${relay.totalSeconds.toFixed(1)} s, /healthz up at ${relay.startSeconds.toFixed(1)} s)`,
+    );
     const to = await topicEnd(offsets, topic);
     const kafkaRead = await rawConsume(brokers, topic, from, to);
-    log(`K3k raw @platformatic/kafka consumer, the same ${kafkaRead.events} messages from the topology's topic (${to.length} partitions): ${Math.round(kafkaRead.perSec)} msg/s from the first message (join + first fetch ${kafkaRead.startSeconds.toFixed(1)} s)`);
-    const proj = await drainTo(probe, 'read-models', head, async () => track(await t.startRole('projector')), ['search-index']);
-    log(`K3p projector read models from the same backlog through Kafka: ${Math.round(proj.perSec)} ev/s once applying (spawn to head ${proj.totalSeconds.toFixed(1)} s, /healthz up at ${proj.startSeconds.toFixed(1)} s; search-index at head ${proj.others['search-index']?.toFixed(1)} s)`);
+    log(
+      `K3k raw @platformatic/kafka consumer, the same ${kafkaRead.events} messages from the topology's topic (${to.length} partitions): ${Math.round(kafkaRead.perSec)} msg/s from the first message (join + first fetch ${kafkaRead.startSeconds.toFixed(1)} s)`,
+    );
+    const proj = await drainTo(probe, 'read-models', head, async () => track(await t.startRole('projector')), [
+      'search-index',
+    ]);
+    log(
+      `K3p projector read models from the same backlog through Kafka: ${Math.round(proj.perSec)} ev/s once applying (spawn to head ${proj.totalSeconds.toFixed(1)} s, /healthz up at ${proj.startSeconds.toFixed(1)} s; search-index at head ${proj.others['search-index']?.toFixed(1)} s)`,
+    );
     return {
       events,
       append: { seconds: appendSeconds, perSec: events / appendSeconds },
@@ -648,14 +810,33 @@ function sumPhases(ps: ScalePhase[]): ScalePhase {
     for (const k of new Set(ps.flatMap((p) => Object.keys(f(p))))) out[k] = avg((p) => f(p)[k] ?? 0);
     return out;
   };
-  return { ...sumLoads(ps), machineCores: avg((p) => p.machineCores), cpus: ps[0].cpus, roleCores: keys((p) => p.roleCores), procCores: keys((p) => p.procCores) };
+  return {
+    ...sumLoads(ps),
+    machineCores: avg((p) => p.machineCores),
+    cpus: ps[0].cpus,
+    roleCores: keys((p) => p.roleCores),
+    procCores: keys((p) => p.procCores),
+  };
 }
 
-const SEARCH_QUERIES = ['harbor lantern', 'quiet river stone', 'golden field', 'ancient map', 'winter market', 'silver bridge', 'north tower', 'garden path'];
+const SEARCH_QUERIES = [
+  'harbor lantern',
+  'quiet river stone',
+  'golden field',
+  'ancient map',
+  'winter market',
+  'silver bridge',
+  'north tower',
+  'garden path',
+];
 
 async function scaleOut(o: KafkaBenchOptions, replicas: number): Promise<ScaleResult> {
   // The edge's per-IP ceiling (20,000 a minute) would refuse the load itself: every request comes from here.
-  const t = await Topology.start({ kafkaBrokers: o.brokers, queryReplicas: replicas, env: { EDGE_RATE_LIMIT_PER_MINUTE: '0' } });
+  const t = await Topology.start({
+    kafkaBrokers: o.brokers,
+    queryReplicas: replicas,
+    env: { EDGE_RATE_LIMIT_PER_MINUTE: '0' },
+  });
   for (const p of t.procs.values()) children.add(p.child);
   const pool = new Pool(t.router.url, { connections: o.concurrency, pipelining: 1 });
   const probe = new pg.Client({ connectionString: t.env.DATABASE_URL });
@@ -664,11 +845,21 @@ async function scaleOut(o: KafkaBenchOptions, replicas: number): Promise<ScaleRe
     const root = t.bootstrap.tenants.live.rootKey;
     const headers = { authorization: `Bearer ${root}`, 'content-type': 'application/json' };
     const getHeaders = { authorization: headers.authorization };
-    const send = async (method: 'GET' | 'POST' | 'PATCH', path: string, body?: string, h: Record<string, string> = headers) => {
+    const send = async (
+      method: 'GET' | 'POST' | 'PATCH',
+      path: string,
+      body?: string,
+      h: Record<string, string> = headers,
+    ) => {
       const res = await pool.request({ method, path, headers: h, body });
       return { status: res.statusCode, text: await res.body.text() };
     };
-    const acct = await send('PATCH', `/operator/accounts/${t.bootstrap.accountId}`, JSON.stringify(BENCH_ACCOUNT_TERMS), { authorization: `Bearer ${OPERATOR_TOKEN}`, 'content-type': 'application/json' });
+    const acct = await send(
+      'PATCH',
+      `/operator/accounts/${t.bootstrap.accountId}`,
+      JSON.stringify(BENCH_ACCOUNT_TERMS),
+      { authorization: `Bearer ${OPERATOR_TOKEN}`, 'content-type': 'application/json' },
+    );
     if (acct.status !== 200) throw new Error(`bench account update failed: ${acct.status} ${acct.text}`);
     for (const schema of [BENCH_SCHEMA, noteSchema('TEXT')]) {
       const r = await send('POST', '/v1/schemas', JSON.stringify(schema));
@@ -706,8 +897,17 @@ async function scaleOut(o: KafkaBenchOptions, replicas: number): Promise<ScaleRe
       const machineCores = m0 && m1 && m1.total > m0.total ? (cpus * (m1.busy - m0.busy)) / (m1.total - m0.total) : NaN;
       return { ...r, machineCores, cpus, roleCores, procCores };
     };
-    const loop = (op: (seq: number) => Promise<void>, durationMs = o.scaleMs, warmupMs = o.scaleWarmupMs) => (onMeasureStart: () => Promise<void>) =>
-      closedLoop({ concurrency: o.concurrency, warmupMs, durationMs, yieldEveryMs: 0, onMeasureStart, op: (_w, seq) => op(seq) });
+    const loop =
+      (op: (seq: number) => Promise<void>, durationMs = o.scaleMs, warmupMs = o.scaleWarmupMs) =>
+      (onMeasureStart: () => Promise<void>) =>
+        closedLoop({
+          concurrency: o.concurrency,
+          warmupMs,
+          durationMs,
+          yieldEveryMs: 0,
+          onMeasureStart,
+          op: (_w, seq) => op(seq),
+        });
 
     const ids: string[] = [];
     const writes = await measured(
@@ -723,7 +923,10 @@ async function scaleOut(o: KafkaBenchOptions, replicas: number): Promise<ScaleRe
     // The searchable records (500-700 character bodies), then until the search index has them all.
     let made = 0;
     await closedLoop({
-      concurrency: o.concurrency, warmupMs: 0, durationMs: 600_000, yieldEveryMs: 0,
+      concurrency: o.concurrency,
+      warmupMs: 0,
+      durationMs: 600_000,
+      yieldEveryMs: 0,
       op: async (_w, seq) => {
         if (made >= o.notes) return 'stop';
         made++;
@@ -735,7 +938,11 @@ async function scaleOut(o: KafkaBenchOptions, replicas: number): Promise<ScaleRe
     let hits = 0;
     let pages = 0;
     const searchOnce = async (seq: number) => {
-      const r = await send('POST', '/v1/search', JSON.stringify({ query: SEARCH_QUERIES[seq % SEARCH_QUERIES.length], mode: 'TEXT', limit: 20 }));
+      const r = await send(
+        'POST',
+        '/v1/search',
+        JSON.stringify({ query: SEARCH_QUERIES[seq % SEARCH_QUERIES.length], mode: 'TEXT', limit: 20 }),
+      );
       if (r.status !== 200) throw new Error(`POST /v1/search ${r.status}: ${r.text.slice(0, 200)}`);
       const n = r.text.split('"score":').length - 1;
       hits += n;
@@ -745,7 +952,10 @@ async function scaleOut(o: KafkaBenchOptions, replicas: number): Promise<ScaleRe
     for (;;) {
       const { head, cp } = await checkpoints(probe);
       if ((cp['search-index'] ?? 0) >= head && (await searchOnce(0)) > 0) break;
-      if (Date.now() > by) throw new Error(`the ${o.notes} searchable records were not searchable within 180 s (head ${head}, search-index ${cp['search-index']})`);
+      if (Date.now() > by)
+        throw new Error(
+          `the ${o.notes} searchable records were not searchable within 180 s (head ${head}, search-index ${cp['search-index']})`,
+        );
       await sleep(200);
     }
 
@@ -753,7 +963,10 @@ async function scaleOut(o: KafkaBenchOptions, replicas: number): Promise<ScaleRe
     // One untimed pass over the working set through the router, so every replica's caches have had their chance.
     let next = 0;
     await closedLoop({
-      concurrency: o.concurrency, warmupMs: 0, durationMs: 600_000, yieldEveryMs: 0,
+      concurrency: o.concurrency,
+      warmupMs: 0,
+      durationMs: 600_000,
+      yieldEveryMs: 0,
       op: async () => {
         if (next >= hot.length * replicas) return 'stop';
         await send('GET', `/v1/records/${hot[next++ % hot.length]}`, undefined, getHeaders);
@@ -782,10 +995,17 @@ async function scaleOut(o: KafkaBenchOptions, replicas: number): Promise<ScaleRe
     const alternating: AlternatingReads[] = [];
     if (replicas >= 2 && o.slices > 0) {
       const addr = (name: string) => `127.0.0.1:${t.role(name).port}`;
-      const upstreams = (query: string[]) => ({ command: [addr('command')], query: query.map(addr), projector: [addr('projector')] });
+      const upstreams = (query: string[]) => ({
+        command: [addr('command')],
+        query: query.map(addr),
+        projector: [addr('projector')],
+      });
       const sliceMs = Math.max(1000, Math.round(o.scaleMs / o.slices));
       try {
-        for (const [name, op] of [['GET /v1/records/:id', getOnce], ['POST /v1/search TEXT', async (seq: number) => void (await searchOnce(seq))]] as const) {
+        for (const [name, op] of [
+          ['GET /v1/records/:id', getOnce],
+          ['POST /v1/search TEXT', async (seq: number) => void (await searchOnce(seq))],
+        ] as const) {
           const got: Record<'one' | 'all', ScalePhase[]> = { one: [], all: [] };
           for (let i = 0; i < o.slices; i++)
             for (const which of i % 2 === 0 ? (['one', 'all'] as const) : (['all', 'one'] as const)) {
@@ -798,7 +1018,15 @@ async function scaleOut(o: KafkaBenchOptions, replicas: number): Promise<ScaleRe
         await t.router.reconfigure(upstreams(t.queryNames()));
       }
     }
-    return { replicas, writes, byId, search: { ...search, hits: perPage }, hotIds: hot.length, notes: made, alternating };
+    return {
+      replicas,
+      writes,
+      byId,
+      search: { ...search, hits: perPage },
+      hotIds: hot.length,
+      notes: made,
+      alternating,
+    };
   } catch (e) {
     console.error(t.output());
     throw e;
@@ -814,15 +1042,21 @@ async function scaleOut(o: KafkaBenchOptions, replicas: number): Promise<ScaleRe
 export async function benchKafka(o: KafkaBenchOptions): Promise<KafkaBenchResult> {
   o.log(`K raw: @platformatic/kafka producer -> consumer, ${o.events} messages`);
   const rk = await rawKafka(o.brokers, o.events);
-  o.log(`RKk @platformatic/kafka round trip: ${Math.round(rk.messages / rk.seconds)} msg/s (${rk.seconds.toFixed(1)} s)`);
+  o.log(
+    `RKk @platformatic/kafka round trip: ${Math.round(rk.messages / rk.seconds)} msg/s (${rk.seconds.toFixed(1)} s)`,
+  );
 
   o.log(`K raw: ${o.events} appends, projector process without Kafka (catch-up)`);
   const rf = await rawFeed(o.databaseUrl, o.events, o.log);
-  o.log(`RKf catch-up feed: ${Math.round(rf.events / rf.seconds)} ev/s end to end (append ${rf.appendSeconds.toFixed(1)} s, applied at ${rf.seconds.toFixed(1)} s)`);
+  o.log(
+    `RKf catch-up feed: ${Math.round(rf.events / rf.seconds)} ev/s end to end (append ${rf.appendSeconds.toFixed(1)} s, applied at ${rf.seconds.toFixed(1)} s)`,
+  );
 
   o.log(`K raw: sustained ${o.rate} creates/s for ${o.seconds} s, one process (SERVICE_ROLE=all) without Kafka`);
   const rawLag = await sustainedWithoutKafka(o);
-  o.log(`RK2 ${Math.round(rawLag.create.opsPerSec)} creates/s, write->visible p50 ${rawLag.create.p50.toFixed(0)} ms p99 ${rawLag.create.p99.toFixed(0)} ms; lag p50 ${rawLag.lagEvents.p50} / p99 ${rawLag.lagEvents.p99} events`);
+  o.log(
+    `RK2 ${Math.round(rawLag.create.opsPerSec)} creates/s, write->visible p50 ${rawLag.create.p50.toFixed(0)} ms p99 ${rawLag.create.p99.toFixed(0)} ms; lag p50 ${rawLag.lagEvents.p50} / p99 ${rawLag.lagEvents.p99} events`,
+  );
 
   o.log('K topology: relay, projector, query, command on PostgreSQL + Kafka');
   const t = await Topology.start({ kafkaBrokers: o.brokers });
@@ -830,12 +1064,28 @@ export async function benchKafka(o: KafkaBenchOptions): Promise<KafkaBenchResult
   for (const p of t.procs.values()) children.add(p.child);
   try {
     const e2e = await appendAndWait(t.env.DATABASE_URL, o.events, true, o.log);
-    o.log(`K1 relay + Kafka: ${Math.round(e2e.events / e2e.seconds)} ev/s end to end (append ${e2e.appendSeconds.toFixed(1)} s, relay at head ${e2e.relaySeconds.toFixed(1)} s, read models at head ${e2e.seconds.toFixed(1)} s)`);
+    o.log(
+      `K1 relay + Kafka: ${Math.round(e2e.events / e2e.seconds)} ev/s end to end (append ${e2e.appendSeconds.toFixed(1)} s, relay at head ${e2e.relaySeconds.toFixed(1)} s, read models at head ${e2e.seconds.toFixed(1)} s)`,
+    );
     o.log(`K2 sustained: ${o.rate} creates/s for ${o.seconds} s to the command role`);
     const port = (r: 'command' | 'projector') => `http://127.0.0.1:${t.role(r).port}`;
-    const lag = await sustained({ rootKey: t.bootstrap.tenants.live.rootKey, accountId: t.bootstrap.accountId, commandUrl: port('command'), projectorUrl: port('projector') }, t.env.DATABASE_URL, o.rate, o.seconds);
-    o.log(`K2 ${Math.round(lag.create.opsPerSec)} creates/s, write->visible p50 ${lag.create.p50.toFixed(0)} ms p99 ${lag.create.p99.toFixed(0)} ms; lag p50 ${lag.lagEvents.p50} / p99 ${lag.lagEvents.p99} events, ${lag.lagMs.p50.toFixed(0)} / ${lag.lagMs.p99.toFixed(0)} ms (${lag.samples} samples)`);
-    o.log(`K3 backlog of ${o.events} events: each stage alone (relay and projector stopped, then started one after the other)`);
+    const lag = await sustained(
+      {
+        rootKey: t.bootstrap.tenants.live.rootKey,
+        accountId: t.bootstrap.accountId,
+        commandUrl: port('command'),
+        projectorUrl: port('projector'),
+      },
+      t.env.DATABASE_URL,
+      o.rate,
+      o.seconds,
+    );
+    o.log(
+      `K2 ${Math.round(lag.create.opsPerSec)} creates/s, write->visible p50 ${lag.create.p50.toFixed(0)} ms p99 ${lag.create.p99.toFixed(0)} ms; lag p50 ${lag.lagEvents.p50} / p99 ${lag.lagEvents.p99} events, ${lag.lagMs.p50.toFixed(0)} / ${lag.lagMs.p99.toFixed(0)} ms (${lag.samples} samples)`,
+    );
+    o.log(
+      `K3 backlog of ${o.events} events: each stage alone (relay and projector stopped, then started one after the other)`,
+    );
     const backlog = await backlogStages(t, o.events, o.log);
     k = { e2e, rawFeed: rf, rawKafka: rk, lag, rawLag, backlog };
   } catch (e) {
@@ -849,16 +1099,29 @@ export async function benchKafka(o: KafkaBenchOptions): Promise<KafkaBenchResult
 
   const scale: ScaleResult[] = [];
   for (const replicas of o.replicas) {
-    o.log(`X scale-out: a fresh topology with ${replicas} query replica(s) behind the router, ${o.concurrency} clients, ${o.scaleMs / 1000} s a phase`);
+    o.log(
+      `X scale-out: a fresh topology with ${replicas} query replica(s) behind the router, ${o.concurrency} clients, ${o.scaleMs / 1000} s a phase`,
+    );
     const x = await scaleOut(o, replicas);
-    const cpu = (p: ScalePhase) => `machine ${p.machineCores.toFixed(2)} of ${p.cpus} cores busy; query ${(p.roleCores.query ?? 0).toFixed(2)}, command ${(p.roleCores.command ?? 0).toFixed(2)}, projector ${(p.roleCores.projector ?? 0).toFixed(2)}, relay ${(p.roleCores.relay ?? 0).toFixed(2)}`;
-    const line = (p: LoadResult) => `${Math.round(p.opsPerSec)}/s, p50 ${p.p50.toFixed(1)} ms, p99 ${p.p99.toFixed(1)} ms${p.errors ? `, ${p.errors} errors: ${p.firstError}` : ''}`;
+    const cpu = (p: ScalePhase) =>
+      `machine ${p.machineCores.toFixed(2)} of ${p.cpus} cores busy; query ${(p.roleCores.query ?? 0).toFixed(2)}, command ${(p.roleCores.command ?? 0).toFixed(2)}, projector ${(p.roleCores.projector ?? 0).toFixed(2)}, relay ${(p.roleCores.relay ?? 0).toFixed(2)}`;
+    const line = (p: LoadResult) =>
+      `${Math.round(p.opsPerSec)}/s, p50 ${p.p50.toFixed(1)} ms, p99 ${p.p99.toFixed(1)} ms${p.errors ? `, ${p.errors} errors: ${p.firstError}` : ''}`;
     o.log(`X${replicas}w writes POST /v1/records: ${line(x.writes)} (${cpu(x.writes)})`);
     o.log(`X${replicas}g reads GET /v1/records/:id (${x.hotIds}-id working set): ${line(x.byId)} (${cpu(x.byId)})`);
-    o.log(`X${replicas}s TEXT search over ${x.notes} records: ${line(x.search)}, ${x.search.hits.toFixed(1)} results/page (${cpu(x.search)})`);
-    const procs = (p: ScalePhase) => Object.entries(p.procCores).filter(([n]) => n.startsWith('query')).sort(([a], [b]) => a.localeCompare(b)).map(([n, c]) => `${n} ${c.toFixed(2)}`).join(', ');
+    o.log(
+      `X${replicas}s TEXT search over ${x.notes} records: ${line(x.search)}, ${x.search.hits.toFixed(1)} results/page (${cpu(x.search)})`,
+    );
+    const procs = (p: ScalePhase) =>
+      Object.entries(p.procCores)
+        .filter(([n]) => n.startsWith('query'))
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([n, c]) => `${n} ${c.toFixed(2)}`)
+        .join(', ');
     for (const a of x.alternating)
-      o.log(`XA ${a.name}, ${a.slices} alternating slices each: router to query-1 only ${line(a.one)} (${procs(a.one)}; machine ${a.one.machineCores.toFixed(2)}) / to both ${line(a.all)} (${procs(a.all)}; machine ${a.all.machineCores.toFixed(2)}): ${(a.all.opsPerSec / a.one.opsPerSec).toFixed(2)}×`);
+      o.log(
+        `XA ${a.name}, ${a.slices} alternating slices each: router to query-1 only ${line(a.one)} (${procs(a.one)}; machine ${a.one.machineCores.toFixed(2)}) / to both ${line(a.all)} (${procs(a.all)}; machine ${a.all.machineCores.toFixed(2)}): ${(a.all.opsPerSec / a.one.opsPerSec).toFixed(2)}×`,
+      );
     scale.push(x);
   }
   return { ...k, scale };

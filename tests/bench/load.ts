@@ -138,6 +138,8 @@ export const sumLoads = (rs: LoadResult[]): LoadResult => {
     max: Math.max(...rs.map((r) => r.max)),
     errors: rs.reduce((a, r) => a + r.errors, 0),
     firstError: rs.find((r) => r.firstError)?.firstError,
-    steal: rs.every((r) => r.steal !== undefined) ? rs.reduce((a, r) => a + r.steal! * r.seconds, 0) / seconds : undefined,
+    steal: rs.every((r) => r.steal !== undefined)
+      ? rs.reduce((a, r) => a + r.steal! * r.seconds, 0) / seconds
+      : undefined,
   };
 };

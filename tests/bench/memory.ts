@@ -38,7 +38,8 @@ export interface TreeMemory {
   pssMb: number;
 }
 
-const kb = (text: string, field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0) / 1024;
+const kb = (text: string, field: string) =>
+  Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0) / 1024;
 
 /** The resident memory of `root` and every process below it, now. */
 export function treeMemory(root: number): TreeMemory {
@@ -49,12 +50,24 @@ export function treeMemory(root: number): TreeMemory {
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
       const threads = Number(/^Threads:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
       const kind = pid === root ? 'service' : cmd.includes('embed-worker') ? 'model' : 'other';
-      processes.push({ pid, kind, threads, rssMb: kb(s, 'Rss'), anonMb: kb(s, 'Anonymous'), fileMb: kb(s, 'Pss_File'), pssMb: kb(s, 'Pss') });
+      processes.push({
+        pid,
+        kind,
+        threads,
+        rssMb: kb(s, 'Rss'),
+        anonMb: kb(s, 'Anonymous'),
+        fileMb: kb(s, 'Pss_File'),
+        pssMb: kb(s, 'Pss'),
+      });
     } catch {
       /* exited meanwhile */
     }
   }
-  return { processes, rssMb: processes.reduce((n, p) => n + p.rssMb, 0), pssMb: processes.reduce((n, p) => n + p.pssMb, 0) };
+  return {
+    processes,
+    rssMb: processes.reduce((n, p) => n + p.rssMb, 0),
+    pssMb: processes.reduce((n, p) => n + p.pssMb, 0),
+  };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -71,7 +84,7 @@ async function idleMemory(svc: HttpService, ms: number): Promise<TreeMemory> {
 }
 
 async function ready(svc: HttpService): Promise<Record<string, unknown>> {
-  for (const deadline = Date.now() + 180_000; ; ) {
+  for (const deadline = Date.now() + 180_000; ;) {
     const r = await fetch(`${svc.url}/readyz`);
     if (r.ok) return (await r.json()) as Record<string, unknown>;
     if (Date.now() > deadline) throw new Error(`/readyz did not answer 200: ${r.status} ${await r.text()}`);
@@ -81,7 +94,8 @@ async function ready(svc: HttpService): Promise<Record<string, unknown>> {
 
 /** The malloc setting `npm start` gives the service (package.json), which the bench gives it too. */
 export function startMallocEnv(): Record<string, string> {
-  const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start;
+  const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> })
+    .scripts.start;
   const m = /MALLOC_MMAP_THRESHOLD_=\$\{MALLOC_MMAP_THRESHOLD_:-(\d+)\}/.exec(start);
   if (!m) throw new Error(`package.json's start script sets no MALLOC_MMAP_THRESHOLD_: ${start}`);
   return { MALLOC_MMAP_THRESHOLD_: process.env.MALLOC_MMAP_THRESHOLD_ ?? m[1] };
@@ -94,9 +108,33 @@ export function startMallocEnv(): Record<string, string> {
  */
 async function startCompiled(dataDir: string): Promise<HttpService> {
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), DEFAULT_PLAN: 'enterprise', RATE_LIMITS: '0', EDGE_RATE_LIMIT_PER_MINUTE: '0', LOG_LEVEL: 'warn', ...startMallocEnv() };
-  for (const v of ['DATABASE_URL', 'EVENTSTORE_URL', 'KAFKA_BROKERS', 'ELASTICSEARCH_URL', 'LANCEDB_URI', 'REDIS_URL', 'OBJECT_STORE_URL', 'EMBEDDINGS_URL', 'LLM_URL']) delete env[v];
-  const child = spawn(process.execPath, ['--conditions=compiled', join(ROOT, 'deploy/dist/start.js')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    DEFAULT_PLAN: 'enterprise',
+    RATE_LIMITS: '0',
+    EDGE_RATE_LIMIT_PER_MINUTE: '0',
+    LOG_LEVEL: 'warn',
+    ...startMallocEnv(),
+  };
+  for (const v of [
+    'DATABASE_URL',
+    'EVENTSTORE_URL',
+    'KAFKA_BROKERS',
+    'ELASTICSEARCH_URL',
+    'LANCEDB_URI',
+    'REDIS_URL',
+    'OBJECT_STORE_URL',
+    'EMBEDDINGS_URL',
+    'LLM_URL',
+  ])
+    delete env[v];
+  const child = spawn(process.execPath, ['--conditions=compiled', join(ROOT, 'deploy/dist/start.js')], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.add(child);
   let out = '';
   child.stdout!.on('data', (d) => (out = (out + d).slice(-20_000)));
@@ -105,7 +143,13 @@ async function startCompiled(dataDir: string): Promise<HttpService> {
   for (const deadline = Date.now() + 300_000; ; await sleep(250)) {
     if (child.exitCode !== null) throw new Error(`service exited early: ${out}`);
     if (Date.now() > deadline) throw new Error(`service did not start in 300 s: ${out}`);
-    if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) break;
+    if (
+      await fetch(`${url}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
   }
   return {
     url,
@@ -136,13 +180,24 @@ export interface MemoryResults {
 }
 
 const search = async (svc: HttpService, key: string, mode: string) => {
-  const r = await fetch(`${svc.url}/v1/search`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ query: 'glacier history of the town', mode, limit: 20 }) });
+  const r = await fetch(`${svc.url}/v1/search`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ query: 'glacier history of the town', mode, limit: 20 }),
+  });
   if (r.status !== 200) throw new Error(`search ${mode}: ${r.status} ${await r.text()}`);
   return ((await r.json()) as { results?: unknown[] }).results ?? [];
 };
 
-export async function benchMemory(o: { newDir: (prefix: string) => string; idleMs: number; records: number; passages: number; log: (m: string) => void }): Promise<MemoryResults> {
-  const line = (t: TreeMemory) => `${t.rssMb.toFixed(0)} MB RSS (${t.processes.map((p) => `${p.kind} ${p.rssMb.toFixed(0)}: anon ${p.anonMb.toFixed(0)}, ${p.threads} threads`).join('; ')}; PSS ${t.pssMb.toFixed(0)})`;
+export async function benchMemory(o: {
+  newDir: (prefix: string) => string;
+  idleMs: number;
+  records: number;
+  passages: number;
+  log: (m: string) => void;
+}): Promise<MemoryResults> {
+  const line = (t: TreeMemory) =>
+    `${t.rssMb.toFixed(0)} MB RSS (${t.processes.map((p) => `${p.kind} ${p.rssMb.toFixed(0)}: anon ${p.anonMb.toFixed(0)}, ${p.threads} threads`).join('; ')}; PSS ${t.pssMb.toFixed(0)})`;
 
   // (a) + (b): one service on an empty data directory, then with records.
   let svc = await startCompiled(o.newDir('memory-'));
@@ -158,7 +213,12 @@ export async function benchMemory(o: { newDir: (prefix: string) => string; idleM
     const headers = { authorization: `Bearer ${root}`, 'content-type': 'application/json' };
     const pool = new Pool(svc.url, { connections: 8, pipelining: 1 });
     try {
-      const s = await pool.request({ method: 'POST', path: '/v1/schemas', headers, body: JSON.stringify(BENCH_SCHEMA) });
+      const s = await pool.request({
+        method: 'POST',
+        path: '/v1/schemas',
+        headers,
+        body: JSON.stringify(BENCH_SCHEMA),
+      });
       if (s.statusCode !== 201) throw new Error(`schema create failed: ${s.statusCode} ${await s.body.text()}`);
       await s.body.text();
       // Creates until `upTo` records exist ('stop' ends a worker once they do).
@@ -186,8 +246,16 @@ export async function benchMemory(o: { newDir: (prefix: string) => string; idleM
       const mid = await createUpTo(first);
       o.log(`M1a idle after ${first.toLocaleString('en-US')} records: ${line(mid)}`);
       const after = await createUpTo(o.records);
-      records = { from: first, to: o.records, before: mid, after, per100kMb: ((after.rssMb - mid.rssMb) / (o.records - first)) * 100_000 };
-      o.log(`M1 idle after ${o.records.toLocaleString('en-US')} records: ${line(after)}: ${records.per100kMb.toFixed(0)} MB per 100,000 records (from ${first.toLocaleString('en-US')} to ${o.records.toLocaleString('en-US')}, extrapolated linearly)`);
+      records = {
+        from: first,
+        to: o.records,
+        before: mid,
+        after,
+        per100kMb: ((after.rssMb - mid.rssMb) / (o.records - first)) * 100_000,
+      };
+      o.log(
+        `M1 idle after ${o.records.toLocaleString('en-US')} records: ${line(after)}: ${records.per100kMb.toFixed(0)} MB per 100,000 records (from ${first.toLocaleString('en-US')} to ${o.records.toLocaleString('en-US')}, extrapolated linearly)`,
+      );
     } finally {
       await pool.close();
     }
@@ -203,7 +271,11 @@ export async function benchMemory(o: { newDir: (prefix: string) => string; idleM
   let before: TreeMemory;
   try {
     await ready(svc);
-    const s = await fetch(`${svc.url}/v1/schemas`, { method: 'POST', headers: { authorization: `Bearer ${live.rootKey}`, 'content-type': 'application/json' }, body: JSON.stringify(SEARCH_SCHEMA) });
+    const s = await fetch(`${svc.url}/v1/schemas`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${live.rootKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(SEARCH_SCHEMA),
+    });
     if (s.status !== 201) throw new Error(`schema create failed: ${s.status} ${await s.text()}`);
     schemaId = ((await s.json()) as { id: string }).id;
     await search(svc, live.rootKey, 'TEXT');
@@ -217,18 +289,33 @@ export async function benchMemory(o: { newDir: (prefix: string) => string; idleM
   const e = new BuiltinEmbedder();
   const vectors = await baseVectors(e, bases, o.log);
   await e.close();
-  await loadDirect(dir, 0, o.passages, { tenantId: live.tenantId, contextId: live.contextId, accountId: svc.bootstrap.accountId, schemaId, bases, vectors });
+  await loadDirect(dir, 0, o.passages, {
+    tenantId: live.tenantId,
+    contextId: live.contextId,
+    accountId: svc.bootstrap.accountId,
+    schemaId,
+    bases,
+    vectors,
+  });
   svc = await startCompiled(dir);
   let after: TreeMemory;
   try {
     await ready(svc);
     const hits = [await search(svc, live.rootKey, 'TEXT'), await search(svc, live.rootKey, 'SEMANTIC')];
-    if (hits.some((h) => h.length === 0)) throw new Error('the loaded passages are not found: the measure would be of an empty index');
+    if (hits.some((h) => h.length === 0))
+      throw new Error('the loaded passages are not found: the measure would be of an empty index');
     after = await idleMemory(svc, o.idleMs);
   } finally {
     await svc.stop();
   }
-  const passages = { count: o.passages, before, after, per100kMb: ((after.rssMb - before.rssMb) / o.passages) * 100_000 };
-  o.log(`M3 idle after ${o.passages.toLocaleString('en-US')} passages (500-700 characters, 384-d vectors) and the same queries: ${line(after)}: ${passages.per100kMb.toFixed(0)} MB per 100,000 passages (extrapolated)`);
+  const passages = {
+    count: o.passages,
+    before,
+    after,
+    per100kMb: ((after.rssMb - before.rssMb) / o.passages) * 100_000,
+  };
+  o.log(
+    `M3 idle after ${o.passages.toLocaleString('en-US')} passages (500-700 characters, 384-d vectors) and the same queries: ${line(after)}: ${passages.per100kMb.toFixed(0)} MB per 100,000 passages (extrapolated)`,
+  );
   return { idle, modelLoadedIdle, records, passages, idleMs: o.idleMs };
 }

@@ -81,8 +81,30 @@ export async function recorderMicro(dir: string, entries = 20_000) {
     const store = new ActivityLogStore(sql);
     await store.init();
     const rec = new ActivityRecorder({ store, flushEveryMs: 3_600_000, maxBuffered: entries * 2 });
-    const p = { credentialId: randomUUID(), kind: 'root', accountId: 'a', tenantId: randomUUID(), environment: 'live', contextId: randomUUID(), crossContext: true, allowedActions: ['*'], dataScope: null, userId: null, wireVersionPin: null } as Principal;
-    const reqs = Array.from({ length: 1000 }, () => ({ url: '/v1/records', method: 'POST', id: randomUUID(), headers: {}, principal: p }) as unknown as FastifyRequest);
+    const p = {
+      credentialId: randomUUID(),
+      kind: 'root',
+      accountId: 'a',
+      tenantId: randomUUID(),
+      environment: 'live',
+      contextId: randomUUID(),
+      crossContext: true,
+      allowedActions: ['*'],
+      dataScope: null,
+      userId: null,
+      wireVersionPin: null,
+    } as Principal;
+    const reqs = Array.from(
+      { length: 1000 },
+      () =>
+        ({
+          url: '/v1/records',
+          method: 'POST',
+          id: randomUUID(),
+          headers: {},
+          principal: p,
+        }) as unknown as FastifyRequest,
+    );
     const reply = { statusCode: 201 } as FastifyReply;
     // The batch trigger would flush during the loop: measure the hand-off alone, then the writes.
     let handoff = 0;
@@ -126,7 +148,7 @@ export function treeCpuMs(pid: number | undefined): number {
       })
       .filter((x): x is { pid: number; ppid: number; ticks: number } => x !== null);
     const tree = new Set([pid]);
-    for (let grew = true; grew; ) {
+    for (let grew = true; grew;) {
       grew = false;
       for (const x of stats) if (!tree.has(x.pid) && tree.has(x.ppid)) (tree.add(x.pid), (grew = true));
     }
@@ -179,7 +201,12 @@ async function slice(v: Variant, concurrency: number, warmupMs: number, duration
     durationMs,
     onMeasureStart: async () => void (cpu0 = treeCpuMs(v.svc.child.pid)),
     op: async () => {
-      const res = await v.pool.request({ method: 'POST', path: '/v1/records', headers: v.headers, body: createBody(v.seq++) });
+      const res = await v.pool.request({
+        method: 'POST',
+        path: '/v1/records',
+        headers: v.headers,
+        body: createBody(v.seq++),
+      });
       const text = await res.body.text();
       if (res.statusCode !== 201) throw new Error(`POST /v1/records ${res.statusCode}: ${text.slice(0, 200)}`);
       v.rateLimitHeader = (res.headers['x-ratelimit-limit'] as string | undefined) ?? null;
@@ -192,13 +219,21 @@ async function slice(v: Variant, concurrency: number, warmupMs: number, duration
 async function seenOf(v: Variant): Promise<Seen> {
   await new Promise((r) => setTimeout(r, 1000));
   const auth = { authorization: v.headers.authorization };
-  const l = await v.pool.request({ method: 'GET', path: '/v1/admin/logs?resource=records&method=POST&limit=500', headers: auth });
+  const l = await v.pool.request({
+    method: 'GET',
+    path: '/v1/admin/logs?resource=records&method=POST&limit=500',
+    headers: auth,
+  });
   const body = (await l.body.json()) as { entries?: unknown[] };
   if (l.statusCode !== 200) throw new Error(`GET /v1/admin/logs ${l.statusCode}: ${JSON.stringify(body)}`);
   const u = await v.pool.request({ method: 'GET', path: '/v1/usage', headers: auth });
   const usage = (await u.body.json()) as { credits?: { usedMilli?: number } };
   if (u.statusCode !== 200) throw new Error(`GET /v1/usage ${u.statusCode}: ${JSON.stringify(usage)}`);
-  return { logged: body.entries?.length ?? 0, rateLimitHeader: v.rateLimitHeader, usedMilli: usage.credits?.usedMilli ?? 0 };
+  return {
+    logged: body.entries?.length ?? 0,
+    rateLimitHeader: v.rateLimitHeader,
+    usedMilli: usage.credits?.usedMilli ?? 0,
+  };
 }
 
 /**
@@ -216,7 +251,8 @@ async function settle(dataDir: string) {
 async function exportOverHttp(pool: Pool, headers: Record<string, string>): Promise<ExportFigures> {
   const t0 = performance.now();
   const res = await pool.request({ method: 'GET', path: '/v1/export', headers });
-  if (res.statusCode !== 200) throw new Error(`GET /v1/export ${res.statusCode}: ${(await res.body.text()).slice(0, 200)}`);
+  if (res.statusCode !== 200)
+    throw new Error(`GET /v1/export ${res.statusCode}: ${(await res.body.text()).slice(0, 200)}`);
   let events = 0;
   let bytes = 0;
   for await (const chunk of res.body) {
@@ -251,8 +287,26 @@ export async function exportInProcess(dir: string, count: number, log: (m: strin
           const events = Array.from({ length: perStream }, (_, v) => ({
             id: randomUUID(),
             type: v === 0 ? 'RecordCreated' : 'RecordUpdated',
-            data: { recordId, typeName: 'bench_item', payload: { name: `item ${seeded + v} ${'x'.repeat(120)}`, qty: v, tag: `t${v}`, secret: { $sealed: 'A'.repeat(88) } } },
-            metadata: { tenantId, contextId, accountId: 'bench-account', actorKeyId: 'bench-key', userId: null, requestId: randomUUID(), occurredAt: new Date().toISOString(), schemaVersion: EVENT_SCHEMA_VERSION },
+            data: {
+              recordId,
+              typeName: 'bench_item',
+              payload: {
+                name: `item ${seeded + v} ${'x'.repeat(120)}`,
+                qty: v,
+                tag: `t${v}`,
+                secret: { $sealed: 'A'.repeat(88) },
+              },
+            },
+            metadata: {
+              tenantId,
+              contextId,
+              accountId: 'bench-account',
+              actorKeyId: 'bench-key',
+              userId: null,
+              requestId: randomUUID(),
+              occurredAt: new Date().toISOString(),
+              schemaVersion: EVENT_SCHEMA_VERSION,
+            },
           }));
           await store.append(`record-${recordId}`, events, 'no_stream');
         }
@@ -263,7 +317,7 @@ export async function exportInProcess(dir: string, count: number, log: (m: strin
     // (1) raw: the tenant's events read page by page, nothing else.
     const r0 = performance.now();
     let rawEvents = 0;
-    for (let after = 0; ; ) {
+    for (let after = 0; ;) {
       const page = await readTenantEvents(store, tenantId, after, EXPORT_PAGE, until);
       rawEvents += page.events.length;
       after = page.next;
@@ -299,7 +353,6 @@ export async function exportInProcess(dir: string, count: number, log: (m: strin
   }
 }
 
-
 export async function benchOperations(o: {
   newDir: (prefix: string) => string;
   timing: Timing & { createMs: number };
@@ -316,13 +369,17 @@ export async function benchOperations(o: {
   const sliceMs = o.sliceMs ?? 2000;
   const pairs = Math.round((o.rounds * t.createMs) / sliceMs);
   const variants: Variant[] = [];
-  let seen: OperationsBench['seen'] = { on: { logged: 0, rateLimitHeader: null, usedMilli: 0 }, off: { logged: 0, rateLimitHeader: null, usedMilli: 0 } };
+  let seen: OperationsBench['seen'] = {
+    on: { logged: 0, rateLimitHeader: null, usedMilli: 0 },
+    off: { logged: 0, rateLimitHeader: null, usedMilli: 0 },
+  };
   let httpExport: ExportFigures | undefined;
   try {
     // Both services run side by side (each on its own data directory) and take turns: a pair of slices is
     // measured within seconds, so the machine's swings (here its speed moved 3-4x from one minute to the
     // next) fall on both variants alike; the idle one only keeps its timers.
-    for (const on of [false, true]) variants.push(await openVariant(o.newDir(on ? 'ops-on-' : 'ops-off-'), on, t.concurrency, o.childEnv ?? {}));
+    for (const on of [false, true])
+      variants.push(await openVariant(o.newDir(on ? 'ops-on-' : 'ops-off-'), on, t.concurrency, o.childEnv ?? {}));
     const [off, on] = variants;
     for (const v of variants) await slice(v, t.concurrency, 0, t.warmupMs);
     for (let i = 0; i < pairs; i++) {
@@ -332,13 +389,16 @@ export async function benchOperations(o: {
         const r = await slice(v, t.concurrency, 300, sliceMs);
         got[v.on ? 'on' : 'off'] = r.create;
         cpu[v.on ? 'on' : 'off'] += r.cpuMs;
-        if (r.create.errors) throw new Error(`${v.on ? 'on' : 'off'}: ${r.create.errors} failed creates: ${r.create.firstError}`);
+        if (r.create.errors)
+          throw new Error(`${v.on ? 'on' : 'off'}: ${r.create.errors} failed creates: ${r.create.firstError}`);
       }
       rounds.push({ on: got.on!, off: got.off! });
     }
     seen = { off: await seenOf(off), on: await seenOf(on) };
     httpExport = await exportOverHttp(on.pool, { authorization: on.headers.authorization });
-    o.log(`X1 GET /v1/export of the "on" tenant: ${httpExport.events} lines, ${(httpExport.bytes / 2 ** 20).toFixed(1)} MiB in ${httpExport.seconds.toFixed(2)} s = ${Math.round(httpExport.eventsPerSec)} events/s`);
+    o.log(
+      `X1 GET /v1/export of the "on" tenant: ${httpExport.events} lines, ${(httpExport.bytes / 2 ** 20).toFixed(1)} MiB in ${httpExport.seconds.toFixed(2)} s = ${Math.round(httpExport.eventsPerSec)} events/s`,
+    );
   } catch (e) {
     for (const v of variants) console.error(v.svc.output().slice(-4000));
     throw e;
@@ -350,10 +410,31 @@ export async function benchOperations(o: {
     }
   }
   const micro = await recorderMicro(o.newDir('al-micro-'));
-  o.log(`A recorder alone: onResponse ${micro.onResponseUs.toFixed(2)} µs/entry, batched write ${micro.writeUs.toFixed(2)} µs/entry on the API thread, ${micro.writeAllUs.toFixed(2)} µs/entry in all threads (${micro.entries} entries, PGlite in its own thread)`);
-  if (rounds.length === 0) return { on: sumLoads([]), off: sumLoads([]), ratio: NaN, rounds, cpuMsPerOp: { on: NaN, off: NaN }, seen, micro, httpExport };
+  o.log(
+    `A recorder alone: onResponse ${micro.onResponseUs.toFixed(2)} µs/entry, batched write ${micro.writeUs.toFixed(2)} µs/entry on the API thread, ${micro.writeAllUs.toFixed(2)} µs/entry in all threads (${micro.entries} entries, PGlite in its own thread)`,
+  );
+  if (rounds.length === 0)
+    return {
+      on: sumLoads([]),
+      off: sumLoads([]),
+      ratio: NaN,
+      rounds,
+      cpuMsPerOp: { on: NaN, off: NaN },
+      seen,
+      micro,
+      httpExport,
+    };
   const onAll = sumLoads(rounds.map((r) => r.on));
   const offAll = sumLoads(rounds.map((r) => r.off));
   const cpuMsPerOp = { on: cpu.on / Math.max(1, onAll.ops), off: cpu.off / Math.max(1, offAll.ops) };
-  return { on: onAll, off: offAll, ratio: onAll.opsPerSec / offAll.opsPerSec, rounds, cpuMsPerOp, seen, micro, httpExport };
+  return {
+    on: onAll,
+    off: offAll,
+    ratio: onAll.opsPerSec / offAll.opsPerSec,
+    rounds,
+    cpuMsPerOp,
+    seen,
+    micro,
+    httpExport,
+  };
 }

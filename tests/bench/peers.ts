@@ -88,10 +88,16 @@ export interface PeersResult {
 /** A JDK the script can run Elasticsearch 9 with (its own rule: 21+ under /usr/lib/jvm, JAVA_HOME or ES_JAVA_HOME). */
 export function javaForElasticsearch(): string | undefined {
   if (process.env.ES_JAVA_HOME) return process.env.ES_JAVA_HOME;
-  const dirs = [process.env.JAVA_HOME, ...(existsSync('/usr/lib/jvm') ? readdirSync('/usr/lib/jvm').map((d) => `/usr/lib/jvm/${d}`) : [])].filter(Boolean) as string[];
+  const dirs = [
+    process.env.JAVA_HOME,
+    ...(existsSync('/usr/lib/jvm') ? readdirSync('/usr/lib/jvm').map((d) => `/usr/lib/jvm/${d}`) : []),
+  ].filter(Boolean) as string[];
   for (const d of dirs) {
     try {
-      const release = execFileSync('sed', ['-n', 's/^JAVA_VERSION="\\([0-9]*\\).*/\\1/p', `${d}/release`], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+      const release = execFileSync('sed', ['-n', 's/^JAVA_VERSION="\\([0-9]*\\).*/\\1/p', `${d}/release`], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).trim();
       if (Number(release) >= 21 && existsSync(`${d}/bin/java`)) return d;
     } catch {
       /* not a JDK */
@@ -102,13 +108,29 @@ export function javaForElasticsearch(): string | undefined {
 
 const run = (args: string[], env: Record<string, string>, timeoutMs: number) =>
   new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
-    execFile('bash', [SCRIPT, ...args], { env: { ...process.env, ...env }, timeout: timeoutMs, maxBuffer: 16 * 2 ** 20 }, (err, stdout, stderr) =>
-      err ? reject(Object.assign(new Error(`${SCRIPT} ${args.join(' ')} failed: ${String(stderr).trim().split('\n').slice(-8).join(' | ')}`), { stderr })) : resolve({ stdout, stderr }),
+    execFile(
+      'bash',
+      [SCRIPT, ...args],
+      { env: { ...process.env, ...env }, timeout: timeoutMs, maxBuffer: 16 * 2 ** 20 },
+      (err, stdout, stderr) =>
+        err
+          ? reject(
+              Object.assign(
+                new Error(
+                  `${SCRIPT} ${args.join(' ')} failed: ${String(stderr).trim().split('\n').slice(-8).join(' | ')}`,
+                ),
+                { stderr },
+              ),
+            )
+          : resolve({ stdout, stderr }),
     );
   });
 
 /** Elasticsearch from the repo's script; `clean` on stop and on exit (the node is a daemon, not our child). */
-async function startElasticsearch(stateDir: string, log: (m: string) => void): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
+async function startElasticsearch(
+  stateDir: string,
+  log: (m: string) => void,
+): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
   const port = await freePort();
   let tport = await freePort();
   while (tport === port) tport = await freePort();
@@ -128,7 +150,9 @@ async function startElasticsearch(stateDir: string, log: (m: string) => void): P
     process.off('exit', onExit);
     throw e;
   }
-  log(`Elasticsearch up at ${url} in ${((performance.now() - t) / 1000).toFixed(1)} s (deploy/engines/elasticsearch.sh, state ${stateDir})`);
+  log(
+    `Elasticsearch up at ${url} in ${((performance.now() - t) / 1000).toFixed(1)} s (deploy/engines/elasticsearch.sh, state ${stateDir})`,
+  );
   return {
     url,
     pid: Number(readFileSync(`${stateDir}/elasticsearch.pid`, 'utf8').trim()),
@@ -144,7 +168,11 @@ async function startElasticsearch(stateDir: string, log: (m: string) => void): P
 const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
 
 /** The corpus into the service as tests/eval/search.ts sends it, then wait until every document left PENDING_INDEX. */
-async function ingestService(svc: HttpService, docs: ReturnType<typeof loadBeir>['corpus'], log: (m: string) => void): Promise<number> {
+async function ingestService(
+  svc: HttpService,
+  docs: ReturnType<typeof loadBeir>['corpus'],
+  log: (m: string) => void,
+): Promise<number> {
   const key = svc.bootstrap.tenants.live.rootKey;
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
   const pool = new Pool(svc.url, { connections: 8, pipelining: 1 });
@@ -156,15 +184,23 @@ async function ingestService(svc: HttpService, docs: ReturnType<typeof loadBeir>
       Array.from({ length: 8 }, async () => {
         while (next < docs.length) {
           const d = docs[next++];
-          const body = { title: (d.title.trim() || d._id).slice(0, 1024), text: documentText(d), indexMode: 'TEXT', externalId: d._id };
+          const body = {
+            title: (d.title.trim() || d._id).slice(0, 1024),
+            text: documentText(d),
+            indexMode: 'TEXT',
+            externalId: d._id,
+          };
           const r = await pool.request({ method: 'POST', path: '/v1/documents', headers, body: JSON.stringify(body) });
           const text = await r.body.text();
-          if (r.statusCode !== 201 && r.statusCode !== 200) throw new Error(`POST /v1/documents (${d._id}) ${r.statusCode}: ${text.slice(0, 300)}`);
+          if (r.statusCode !== 201 && r.statusCode !== 200)
+            throw new Error(`POST /v1/documents (${d._id}) ${r.statusCode}: ${text.slice(0, 300)}`);
           ids.push((JSON.parse(text) as { id: string }).id);
         }
       }),
     );
-    log(`peers: ${ids.length} documents written to the service in ${((performance.now() - t0) / 1000).toFixed(1)} s; waiting for indexing`);
+    log(
+      `peers: ${ids.length} documents written to the service in ${((performance.now() - t0) / 1000).toFixed(1)} s; waiting for indexing`,
+    );
     // Settled = left PENDING_INDEX (the projector indexes in log order: walk the ids, waiting at the first pending one).
     const deadline = performance.now() + 20 * 60_000;
     let i = 0;
@@ -173,7 +209,11 @@ async function ingestService(svc: HttpService, docs: ReturnType<typeof loadBeir>
       const window = ids.slice(i, i + 16);
       const answers = await Promise.all(
         window.map(async (id) => {
-          const r = await pool.request({ method: 'GET', path: `/v1/documents/${id}`, headers: { authorization: headers.authorization } });
+          const r = await pool.request({
+            method: 'GET',
+            path: `/v1/documents/${id}`,
+            headers: { authorization: headers.authorization },
+          });
           return (await r.body.json()) as { status: string };
         }),
       );
@@ -185,7 +225,8 @@ async function ingestService(svc: HttpService, docs: ReturnType<typeof loadBeir>
       }
       i += advanced;
       if (!advanced) {
-        if (performance.now() > deadline) throw new Error(`service indexing did not finish in 20 minutes (${i}/${ids.length})`);
+        if (performance.now() > deadline)
+          throw new Error(`service indexing did not finish in 20 minutes (${i}/${ids.length})`);
         await new Promise((r) => setTimeout(r, 500));
       }
     }
@@ -202,7 +243,11 @@ async function ingestService(svc: HttpService, docs: ReturnType<typeof loadBeir>
  * The same texts into Elasticsearch. The analysis is the service's adapter's own: ElasticsearchTextIndex creates its
  * index (whichever English stemmer this server has), and this index takes that index's analysis settings.
  */
-async function loadElasticsearchIndex(url: string, docs: ReturnType<typeof loadBeir>['corpus'], log: (m: string) => void): Promise<{ seconds: number; stemmer: string; version: string }> {
+async function loadElasticsearchIndex(
+  url: string,
+  docs: ReturnType<typeof loadBeir>['corpus'],
+  log: (m: string) => void,
+): Promise<{ seconds: number; stemmer: string; version: string }> {
   const client = new Client({ node: url, requestTimeout: 120_000 });
   try {
     const t0 = performance.now();
@@ -219,19 +264,32 @@ async function loadElasticsearchIndex(url: string, docs: ReturnType<typeof loadB
     await client.indices.create({
       index: ES_INDEX,
       settings: { number_of_shards: 1, number_of_replicas: 0, analysis },
-      mappings: { dynamic: 'strict', properties: { title: { type: 'keyword', index: false }, text: { type: 'text', analyzer: 'svc_english' } } },
+      mappings: {
+        dynamic: 'strict',
+        properties: { title: { type: 'keyword', index: false }, text: { type: 'text', analyzer: 'svc_english' } },
+      },
     });
     for (let i = 0; i < docs.length; i += 1000) {
-      const operations = docs.slice(i, i + 1000).flatMap((d) => [{ index: { _index: ES_INDEX, _id: d._id } }, { title: d.title.trim() || d._id, text: documentText(d) }]);
+      const operations = docs
+        .slice(i, i + 1000)
+        .flatMap((d) => [
+          { index: { _index: ES_INDEX, _id: d._id } },
+          { title: d.title.trim() || d._id, text: documentText(d) },
+        ]);
       const r = await client.bulk({ operations });
-      if (r.errors) throw new Error(`Elasticsearch bulk errors: ${JSON.stringify(r.items.find((x) => x.index?.error)?.index?.error).slice(0, 300)}`);
+      if (r.errors)
+        throw new Error(
+          `Elasticsearch bulk errors: ${JSON.stringify(r.items.find((x) => x.index?.error)?.index?.error).slice(0, 300)}`,
+        );
     }
     await client.indices.refresh({ index: ES_INDEX });
     await client.indices.forcemerge({ index: ES_INDEX, max_num_segments: 1 });
     const count = (await client.count({ index: ES_INDEX })).count;
     if (count !== docs.length) throw new Error(`Elasticsearch holds ${count} documents, not ${docs.length}`);
     const seconds = (performance.now() - t0) / 1000;
-    log(`peers: Elasticsearch ${version} loaded with ${count} documents in ${seconds.toFixed(1)} s (stemmer ${probe.stemmer}, one shard, force-merged)`);
+    log(
+      `peers: Elasticsearch ${version} loaded with ${count} documents in ${seconds.toFixed(1)} s (stemmer ${probe.stemmer}, one shard, force-merged)`,
+    );
     return { seconds, stemmer: probe.stemmer, version };
   } finally {
     await client.close();
@@ -260,13 +318,23 @@ async function benchSearchPeers(o: PeersOptions): Promise<PeersSearch> {
       if (arr.length < 200) arr.push(count(JSON.parse(text)));
     };
     const service = async (_w: number, seq: number) => {
-      const r = await svcPool.request({ method: 'POST', path: '/v1/search', headers: svcHeaders, body: JSON.stringify({ query: queries[seq % queries.length], mode: 'TEXT', limit: 10 }) });
+      const r = await svcPool.request({
+        method: 'POST',
+        path: '/v1/search',
+        headers: svcHeaders,
+        body: JSON.stringify({ query: queries[seq % queries.length], mode: 'TEXT', limit: 10 }),
+      });
       const text = await r.body.text();
       if (r.statusCode !== 200) throw new Error(`POST /v1/search ${r.statusCode}: ${text.slice(0, 200)}`);
       note(hits.service, text, (j) => j.results.length);
     };
     const esSearch = (body: (q: string) => object, arr: number[]) => async (_w: number, seq: number) => {
-      const r = await esPool.request({ method: 'POST', path: `/${ES_INDEX}/_search`, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body(queries[seq % queries.length])) });
+      const r = await esPool.request({
+        method: 'POST',
+        path: `/${ES_INDEX}/_search`,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body(queries[seq % queries.length])),
+      });
       const text = await r.body.text();
       if (r.statusCode !== 200) throw new Error(`Elasticsearch _search ${r.statusCode}: ${text.slice(0, 200)}`);
       note(arr, text, (j) => j.hits.hits.length);
@@ -274,12 +342,27 @@ async function benchSearchPeers(o: PeersOptions): Promise<PeersSearch> {
     // (a) title + one highlighted snippet (the service's fragment size); (b) ids + titles only. No total count, as the
     // service's adapter asks Elasticsearch (track_total_hits false: the service's /v1/search does not count either).
     const esSnippet = esSearch(
-      (q) => ({ size: 10, track_total_hits: false, query: { match: { text: { query: q, operator: 'or' } } }, _source: ['title'], highlight: { fields: { text: { number_of_fragments: 1, fragment_size: 240, no_match_size: 240 } } } }),
+      (q) => ({
+        size: 10,
+        track_total_hits: false,
+        query: { match: { text: { query: q, operator: 'or' } } },
+        _source: ['title'],
+        highlight: { fields: { text: { number_of_fragments: 1, fragment_size: 240, no_match_size: 240 } } },
+      }),
       hits.snippet,
     );
-    const esTitles = esSearch((q) => ({ size: 10, track_total_hits: false, query: { match: { text: { query: q, operator: 'or' } } }, _source: ['title'] }), hits.titles);
+    const esTitles = esSearch(
+      (q) => ({
+        size: 10,
+        track_total_hits: false,
+        query: { match: { text: { query: q, operator: 'or' } } },
+        _source: ['title'],
+      }),
+      hits.titles,
+    );
     try {
-      const loop = (op: (w: number, seq: number) => Promise<void>, warmupMs: number, durationMs: number) => closedLoop({ concurrency: 16, warmupMs, durationMs, op });
+      const loop = (op: (w: number, seq: number) => Promise<void>, warmupMs: number, durationMs: number) =>
+        closedLoop({ concurrency: 16, warmupMs, durationMs, op });
       for (const op of [service, esSnippet, esTitles]) await loop(op, 0, o.warmupMs);
       const rounds: PeersSearch['rounds'] = [];
       // CPU seconds of the answering side over the rounds (no per-round warm-up: the connections are open, the code warm).
@@ -298,7 +381,9 @@ async function benchSearchPeers(o: PeersOptions): Promise<PeersSearch> {
         const a = await measured('snippet', esSnippet);
         const b = await measured('titles', esTitles);
         rounds.push({ service: s, esSnippet: a, esTitles: b });
-        o.log(`peers round ${r + 1}/${o.rounds}: service ${Math.round(s.opsPerSec)}/s p99 ${s.p99.toFixed(1)} ms; ES title+snippet ${Math.round(a.opsPerSec)}/s p99 ${a.p99.toFixed(1)} ms; ES ids+titles ${Math.round(b.opsPerSec)}/s p99 ${b.p99.toFixed(1)} ms`);
+        o.log(
+          `peers round ${r + 1}/${o.rounds}: service ${Math.round(s.opsPerSec)}/s p99 ${s.p99.toFixed(1)} ms; ES title+snippet ${Math.round(a.opsPerSec)}/s p99 ${a.p99.toFixed(1)} ms; ES ids+titles ${Math.round(b.opsPerSec)}/s p99 ${b.p99.toFixed(1)} ms`,
+        );
       }
       return {
         docs: ds.corpus.length,
@@ -329,7 +414,10 @@ async function benchSearchPeers(o: PeersOptions): Promise<PeersSearch> {
 }
 
 /** POST /v1/records on PostgreSQL vs embedded (alternating slices), then cold vs hot by id on the embedded service. */
-async function benchRecordPeers(o: PeersOptions, databaseUrl: string): Promise<{ records: PeersRecords; reads: PeersReads }> {
+async function benchRecordPeers(
+  o: PeersOptions,
+  databaseUrl: string,
+): Promise<{ records: PeersRecords; reads: PeersReads }> {
   const schema = await freshPostgresSchema(databaseUrl);
   const pg = await startHttpService(o.newDir('peers-pg-'), { ...o.childEnv, DATABASE_URL: schema.url });
   let emb: HttpService | undefined;
@@ -337,18 +425,31 @@ async function benchRecordPeers(o: PeersOptions, databaseUrl: string): Promise<{
   try {
     emb = await startHttpService(o.newDir('peers-emb-'), o.childEnv);
     const targets = [emb, pg].map((svc) => {
-      const headers = { authorization: `Bearer ${svc.bootstrap.tenants.live.rootKey}`, 'content-type': 'application/json' };
+      const headers = {
+        authorization: `Bearer ${svc.bootstrap.tenants.live.rootKey}`,
+        'content-type': 'application/json',
+      };
       const pool = new Pool(svc.url, { connections: 32, pipelining: 1 });
       pools.push(pool);
       return { svc, headers, pool, ids: [] as string[] };
     });
     for (const t of targets) {
-      const s = await t.pool.request({ method: 'POST', path: '/v1/schemas', headers: t.headers, body: JSON.stringify(BENCH_SCHEMA) });
+      const s = await t.pool.request({
+        method: 'POST',
+        path: '/v1/schemas',
+        headers: t.headers,
+        body: JSON.stringify(BENCH_SCHEMA),
+      });
       const text = await s.body.text();
       if (s.statusCode !== 201) throw new Error(`schema create failed: ${s.statusCode} ${text}`);
     }
     const create = (t: (typeof targets)[number]) => async (_w: number, seq: number) => {
-      const res = await t.pool.request({ method: 'POST', path: '/v1/records', headers: t.headers, body: createBody(seq) });
+      const res = await t.pool.request({
+        method: 'POST',
+        path: '/v1/records',
+        headers: t.headers,
+        body: createBody(seq),
+      });
       const text = await res.body.text();
       if (res.statusCode !== 201) throw new Error(`POST /v1/records ${res.statusCode}: ${text.slice(0, 200)}`);
       const m = /"id":"([^"]+)"/.exec(text);
@@ -358,10 +459,16 @@ async function benchRecordPeers(o: PeersOptions, databaseUrl: string): Promise<{
     for (const t of targets) await closedLoop({ concurrency: 32, warmupMs: 0, durationMs: o.warmupMs, op: create(t) });
     const slices = { embedded: [] as LoadResult[], postgres: [] as LoadResult[] };
     for (let r = 0; r < o.rounds; r++) {
-      slices.embedded.push(await closedLoop({ concurrency: 32, warmupMs: 300, durationMs: o.createSliceMs, op: create(e) }));
-      slices.postgres.push(await closedLoop({ concurrency: 32, warmupMs: 300, durationMs: o.createSliceMs, op: create(p) }));
+      slices.embedded.push(
+        await closedLoop({ concurrency: 32, warmupMs: 300, durationMs: o.createSliceMs, op: create(e) }),
+      );
+      slices.postgres.push(
+        await closedLoop({ concurrency: 32, warmupMs: 300, durationMs: o.createSliceMs, op: create(p) }),
+      );
       const [a, b] = [slices.embedded[r], slices.postgres[r]];
-      o.log(`peers create slice ${r + 1}/${o.rounds}: embedded ${Math.round(a.opsPerSec)}/s p99 ${a.p99.toFixed(1)} ms; PostgreSQL ${Math.round(b.opsPerSec)}/s p99 ${b.p99.toFixed(1)} ms`);
+      o.log(
+        `peers create slice ${r + 1}/${o.rounds}: embedded ${Math.round(a.opsPerSec)}/s p99 ${a.p99.toFixed(1)} ms; PostgreSQL ${Math.round(b.opsPerSec)}/s p99 ${b.p99.toFixed(1)} ms`,
+      );
     }
     const records = { embedded: sumLoads(slices.embedded), postgres: sumLoads(slices.postgres), slices: o.rounds };
     await pg.stop();
@@ -378,8 +485,15 @@ async function benchRecordPeers(o: PeersOptions, databaseUrl: string): Promise<{
     const short = want - e.ids.length;
     if (short > 0) {
       const t0 = performance.now();
-      await closedLoop({ concurrency: 32, warmupMs: 0, durationMs: 10 * 60_000, op: async (w, seq) => (e.ids.length >= want ? 'stop' : create(e)(w, seq)) });
-      o.log(`peers: ${short} more records created on the embedded service for the cold reads in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      await closedLoop({
+        concurrency: 32,
+        warmupMs: 0,
+        durationMs: 10 * 60_000,
+        op: async (w, seq) => (e.ids.length >= want ? 'stop' : create(e)(w, seq)),
+      });
+      o.log(
+        `peers: ${short} more records created on the embedded service for the cold reads in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+      );
     }
     const hotIds = e.ids.slice(0, HOT_SET);
     let next = hotIds.length;
@@ -396,9 +510,19 @@ async function benchRecordPeers(o: PeersOptions, databaseUrl: string): Promise<{
       sliceEnd = Math.min(e.ids.length, next + o.coldPerSlice);
       reads.cold.push(await closedLoop({ concurrency: 32, warmupMs: 0, durationMs: o.readSliceMs, op: coldOp }));
       const [h, c] = [reads.hot[r], reads.cold[r]];
-      o.log(`peers by-id slice ${r + 1}: hot ${Math.round(h.opsPerSec)}/s p99 ${h.p99.toFixed(1)} ms; cold ${Math.round(c.opsPerSec)}/s p99 ${c.p99.toFixed(1)} ms (${c.ops} ids)`);
+      o.log(
+        `peers by-id slice ${r + 1}: hot ${Math.round(h.opsPerSec)}/s p99 ${h.p99.toFixed(1)} ms; cold ${Math.round(c.opsPerSec)}/s p99 ${c.p99.toFixed(1)} ms (${c.ops} ids)`,
+      );
     }
-    return { records, reads: { hot: sumLoads(reads.hot), cold: sumLoads(reads.cold), slices: reads.hot.length, coldIds: next - hotIds.length } };
+    return {
+      records,
+      reads: {
+        hot: sumLoads(reads.hot),
+        cold: sumLoads(reads.cold),
+        slices: reads.hot.length,
+        coldIds: next - hotIds.length,
+      },
+    };
   } finally {
     for (const pool of pools) await pool.close();
     await emb?.stop();
@@ -409,8 +533,10 @@ async function benchRecordPeers(o: PeersOptions, databaseUrl: string): Promise<{
 
 export async function benchPeers(o: PeersOptions): Promise<PeersResult> {
   const out: PeersResult = {};
-  if (!existsSync(`${o.dataset}/corpus.jsonl`)) out.searchSkipped = `no BEIR dataset at ${o.dataset} (BENCH_PEERS_DATASET)`;
-  else if (!javaForElasticsearch()) out.searchSkipped = 'no JDK 21+ (under /usr/lib/jvm, JAVA_HOME or ES_JAVA_HOME) to run Elasticsearch 9 with';
+  if (!existsSync(`${o.dataset}/corpus.jsonl`))
+    out.searchSkipped = `no BEIR dataset at ${o.dataset} (BENCH_PEERS_DATASET)`;
+  else if (!javaForElasticsearch())
+    out.searchSkipped = 'no JDK 21+ (under /usr/lib/jvm, JAVA_HOME or ES_JAVA_HOME) to run Elasticsearch 9 with';
   else {
     try {
       out.search = await benchSearchPeers(o);
@@ -421,7 +547,9 @@ export async function benchPeers(o: PeersOptions): Promise<PeersResult> {
       else throw e;
     }
   }
-  if (!o.databaseUrl) out.recordsSkipped = 'DATABASE_URL is not set (the PostgreSQL service needs a server; e.g. DATABASE_URL=postgres://postgres@127.0.0.1:5432/test)';
+  if (!o.databaseUrl)
+    out.recordsSkipped =
+      'DATABASE_URL is not set (the PostgreSQL service needs a server; e.g. DATABASE_URL=postgres://postgres@127.0.0.1:5432/test)';
   else {
     const r = await benchRecordPeers(o, o.databaseUrl);
     out.records = r.records;

@@ -22,7 +22,13 @@ const probe = process.env.INDEX_PROFILE || process.env.INDEX_SQL_CENSUS;
 const svc = await startHttpService(d.dir, {
   EDGE_RATE_LIMIT_PER_MINUTE: '0',
   ...(process.env.INDEX_SQL_CENSUS ? { SVC_SQL_CENSUS: '1' } : {}),
-  ...(probe ? { SVC_PROFILE_OUT: out, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${join(import.meta.dirname, 'cpu-profile-child.mjs')}`.trim() } : {}),
+  ...(probe
+    ? {
+        SVC_PROFILE_OUT: out,
+        NODE_OPTIONS:
+          `${process.env.NODE_OPTIONS ?? ''} --import ${join(import.meta.dirname, 'cpu-profile-child.mjs')}`.trim(),
+      }
+    : {}),
 });
 const c = clientOf(svc, 48);
 try {
@@ -32,9 +38,16 @@ try {
   const r = await writeToIndexed(c, rate, seconds, 2);
   if (probe) svc.child.kill('SIGUSR2');
   const after = threadCpu(svc.child.pid!);
-  console.log(`write -> INDEXED at ${rate}/s: achieved ${r.achieved.toFixed(0)}/s, ${r.indexed} indexed, ${r.failed} failed, ${(r.reads / r.written).toFixed(1)} observer reads per record; p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms, max ${r.max.toFixed(0)} ms; create p99 ${r.createP99.toFixed(1)} ms; cold p99 ${r.cold.p99.toFixed(0)} ms`);
-  const rows = [...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)] as const).filter(([k, v]) => v > 50 && k !== 'main-system').sort((a, b) => b[1] - a[1]);
-  console.log(`service CPU by thread (ms per record): ${rows.map(([k, v]) => `${k} ${(v / r.written).toFixed(2)}`).join(', ')}`);
+  console.log(
+    `write -> INDEXED at ${rate}/s: achieved ${r.achieved.toFixed(0)}/s, ${r.indexed} indexed, ${r.failed} failed, ${(r.reads / r.written).toFixed(1)} observer reads per record; p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms, max ${r.max.toFixed(0)} ms; create p99 ${r.createP99.toFixed(1)} ms; cold p99 ${r.cold.p99.toFixed(0)} ms`,
+  );
+  const rows = [...after]
+    .map(([k, v]) => [k, v - (before.get(k) ?? 0)] as const)
+    .filter(([k, v]) => v > 50 && k !== 'main-system')
+    .sort((a, b) => b[1] - a[1]);
+  console.log(
+    `service CPU by thread (ms per record): ${rows.map(([k, v]) => `${k} ${(v / r.written).toFixed(2)}`).join(', ')}`,
+  );
   if (process.env.INDEX_SQL_CENSUS) {
     await printSqlCensus(svc.output, r.written, 'record');
   } else if (probe) {

@@ -34,7 +34,6 @@ import { startHttpService } from './http';
 import { basePassages, SEARCH_SCHEMA, syntheticPassage } from './search';
 import { stealNote } from './steal';
 
-
 const mode = process.argv[2] ?? 'inject';
 const seconds = Number(process.argv[3] ?? 8);
 const chunks = Number(process.argv[4] ?? 100_000);
@@ -48,10 +47,18 @@ async function dataDir(): Promise<string> {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const t0 = performance.now();
-  const service = await buildService(loadConfig({ DATA_DIR: dir, PORT: '0', OPERATOR_TOKEN, LOG_LEVEL: 'silent' } as NodeJS.ProcessEnv), () => {});
+  const service = await buildService(
+    loadConfig({ DATA_DIR: dir, PORT: '0', OPERATOR_TOKEN, LOG_LEVEL: 'silent' } as NodeJS.ProcessEnv),
+    () => {},
+  );
   const boot = JSON.parse(readFileSync(join(dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
   const headers = { authorization: `Bearer ${boot.tenants.live.rootKey}`, 'content-type': 'application/json' };
-  const s = await service.app.inject({ method: 'POST', url: '/v1/schemas', headers, payload: JSON.stringify(SEARCH_SCHEMA) });
+  const s = await service.app.inject({
+    method: 'POST',
+    url: '/v1/schemas',
+    headers,
+    payload: JSON.stringify(SEARCH_SCHEMA),
+  });
   if (s.statusCode !== 201) throw new Error(s.body);
   const schemaId = JSON.parse(s.body).id as string;
   await service.close();
@@ -72,10 +79,32 @@ async function dataDir(): Promise<string> {
     const createdAt = new Date(Date.UTC(2024, 0, 1) + start * 1000).toISOString();
     const attrs = { typeName: SEARCH_SCHEMA.typeName, status: 'ACTIVE', schemaId, indexMode: 'HYBRID' };
     const ci: CatalogueItem = {
-      itemId, tenantId, contextId, accountId: boot.accountId, sourceType: 'record', typeName: SEARCH_SCHEMA.typeName, schemaId,
-      externalId: null, indexMode: 'HYBRID', folderId: null, userId: null, scopes: [], attrs, createdAt,
-      metadata: { typeName: SEARCH_SCHEMA.typeName, schemaId, externalId: null, status: 'ACTIVE', folderId: null, userId: null, scopes: [], attributes: attrs },
-      revision: 0, vectors: passages.length,
+      itemId,
+      tenantId,
+      contextId,
+      accountId: boot.accountId,
+      sourceType: 'record',
+      typeName: SEARCH_SCHEMA.typeName,
+      schemaId,
+      externalId: null,
+      indexMode: 'HYBRID',
+      folderId: null,
+      userId: null,
+      scopes: [],
+      attrs,
+      createdAt,
+      metadata: {
+        typeName: SEARCH_SCHEMA.typeName,
+        schemaId,
+        externalId: null,
+        status: 'ACTIVE',
+        folderId: null,
+        userId: null,
+        scopes: [],
+        attributes: attrs,
+      },
+      revision: 0,
+      vectors: passages.length,
     };
     await text.replaceItem({ ...ci, passages });
     await catalogue.put(ci);
@@ -92,7 +121,9 @@ const rag = !!process.env.SEARCH_PROFILE_RAG;
 const path = rag ? '/v1/rag' : '/v1/search';
 const body = (seq: number) => {
   const query = process.env.SEARCH_PROFILE_QUERY ?? QUERIES[seq % QUERIES.length].q;
-  return JSON.stringify(rag ? { query, search: { mode: searchMode, limit: 10 } } : { query, mode: searchMode, limit: 20 });
+  return JSON.stringify(
+    rag ? { query, search: { mode: searchMode, limit: 10 } } : { query, mode: searchMode, limit: 20 },
+  );
 };
 const line = (name: string, r: LoadResult) =>
   `${name}: ${Math.round(r.opsPerSec)}/s, p50 ${r.p50.toFixed(1)} p90 ${r.p90.toFixed(1)} p99 ${r.p99.toFixed(1)} max ${r.max.toFixed(1)} ms, ${r.errors} errors${r.firstError ? ` (${r.firstError})` : ''}${stealNote(r.steal)}`;
@@ -109,7 +140,17 @@ async function http(src: string) {
   rmSync(profileOut, { force: true });
   const svc = await startHttpService(
     dir,
-    profiling || tracing ? { ...(profiling ? { SVC_PROFILE_OUT: profileOut } : process.env.SEARCH_PROFILE_STALLS ? { SVC_STALLS: '1' } : { SVC_TRACE_GC: '1' }), NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${join(import.meta.dirname, 'cpu-profile-child.mjs')}`.trim() } : {},
+    profiling || tracing
+      ? {
+          ...(profiling
+            ? { SVC_PROFILE_OUT: profileOut }
+            : process.env.SEARCH_PROFILE_STALLS
+              ? { SVC_STALLS: '1' }
+              : { SVC_TRACE_GC: '1' }),
+          NODE_OPTIONS:
+            `${process.env.NODE_OPTIONS ?? ''} --import ${join(import.meta.dirname, 'cpu-profile-child.mjs')}`.trim(),
+        }
+      : {},
   );
   const pool = new Pool(svc.url, { connections: 16, pipelining: 1 });
   const headers = { authorization: `Bearer ${svc.bootstrap.tenants.live.rootKey}`, 'content-type': 'application/json' };
@@ -123,7 +164,11 @@ async function http(src: string) {
   let client0 = process.cpuUsage();
   const measured = async (concurrency: number, warmupMs: number, durationMs: number) => {
     const r = await closedLoop({
-      concurrency, warmupMs, durationMs, op, yieldEveryMs: Number(process.env.SEARCH_PROFILE_YIELD ?? 50),
+      concurrency,
+      warmupMs,
+      durationMs,
+      op,
+      yieldEveryMs: Number(process.env.SEARCH_PROFILE_YIELD ?? 50),
       onMeasureStart: async () => {
         if ((profiling || tracing) && concurrency === 16) svc.child.kill('SIGUSR2');
         cpu0 = cpu();
@@ -150,7 +195,12 @@ async function http(src: string) {
   try {
     // SEARCH_PROFILE_FIRST=SEMANTIC: one search in that mode first (as the bench starts: the model and the vectors loaded too).
     if (process.env.SEARCH_PROFILE_FIRST) {
-      const res = await pool.request({ method: 'POST', path: '/v1/search', headers, body: JSON.stringify({ query: 'first query after start', mode: process.env.SEARCH_PROFILE_FIRST, limit: 20 }) });
+      const res = await pool.request({
+        method: 'POST',
+        path: '/v1/search',
+        headers,
+        body: JSON.stringify({ query: 'first query after start', mode: process.env.SEARCH_PROFILE_FIRST, limit: 20 }),
+      });
       await res.body.text();
     }
     const w0 = performance.now();
@@ -159,21 +209,41 @@ async function http(src: string) {
     // Every query once (the query-vector cache then holds them all, as in the bench's rotating runs).
     for (let i = 1; i < QUERIES.length; i++) await op(0, i);
     const m16 = await measured(16, 1500, seconds * 1000);
-    console.log(`${line(`HTTP ${searchMode} 16 clients, ${chunks} chunks`, m16.r)}; service CPU ${m16.cpuPerReq.toFixed(2)} ms/request`);
+    console.log(
+      `${line(`HTTP ${searchMode} 16 clients, ${chunks} chunks`, m16.r)}; service CPU ${m16.cpuPerReq.toFixed(2)} ms/request`,
+    );
     const m1 = await measured(1, 500, Math.max(2000, (seconds * 1000) / 2));
-    console.log(`${line(`HTTP ${searchMode} 1 client, ${chunks} chunks`, m1.r)}; service CPU ${m1.cpuPerReq.toFixed(2)} ms/request`);
+    console.log(
+      `${line(`HTTP ${searchMode} 1 client, ${chunks} chunks`, m1.r)}; service CPU ${m1.cpuPerReq.toFixed(2)} ms/request`,
+    );
     console.log(`response size ${size} bytes`);
     if (process.env.SEARCH_PROFILE_LOG) console.log(svc.output().slice(-3000));
     if (process.env.SEARCH_PROFILE_OUT) writeFileSync(process.env.SEARCH_PROFILE_OUT, svc.output()); // the service's whole output (e.g. SVC_V8_FLAGS traces)
-    if (process.env.SEARCH_PROFILE_STALLS) console.log(svc.output().split('\n').filter((l) => l.startsWith('STALLS')).join('\n'));
+    if (process.env.SEARCH_PROFILE_STALLS)
+      console.log(
+        svc
+          .output()
+          .split('\n')
+          .filter((l) => l.startsWith('STALLS'))
+          .join('\n'),
+      );
     if (process.env.SEARCH_PROFILE_TRACE_GC) {
       const out = svc.output();
-      const lines = out.slice(out.indexOf('MEASURE START'), out.indexOf('MEASURE END')).split('\n').filter((l) => /Scavenge|Mark-Compact|Mark-sweep/i.test(l));
+      const lines = out
+        .slice(out.indexOf('MEASURE START'), out.indexOf('MEASURE END'))
+        .split('\n')
+        .filter((l) => /Scavenge|Mark-Compact|Mark-sweep/i.test(l));
       const ms = (l: string) => Number(/([\d.]+) \/ [\d.]+ ms/.exec(l)?.[1] ?? 0);
       for (const kind of ['Scavenge', 'Mark-Compact']) {
-        const xs = lines.filter((l) => l.includes(kind)).map(ms).sort((a, b) => a - b);
-        if (process.env.SEARCH_PROFILE_LOG) for (const l of lines.filter((x) => x.includes(kind)).slice(0, 6)) console.log(l.trim());
-        console.log(`${kind} (16-client phase): ${xs.length} pauses, total ${xs.reduce((a, b) => a + b, 0).toFixed(0)} ms, p50 ${xs[xs.length >> 1] ?? 0} max ${xs.at(-1) ?? 0} ms`);
+        const xs = lines
+          .filter((l) => l.includes(kind))
+          .map(ms)
+          .sort((a, b) => a - b);
+        if (process.env.SEARCH_PROFILE_LOG)
+          for (const l of lines.filter((x) => x.includes(kind)).slice(0, 6)) console.log(l.trim());
+        console.log(
+          `${kind} (16-client phase): ${xs.length} pauses, total ${xs.reduce((a, b) => a + b, 0).toFixed(0)} ms, p50 ${xs[xs.length >> 1] ?? 0} max ${xs.at(-1) ?? 0} ms`,
+        );
       }
     }
   } finally {
@@ -188,8 +258,15 @@ async function inject(src: string) {
   rmSync(dir, { recursive: true, force: true });
   cpSync(src, dir, { recursive: true });
   // The operations switches pass through (METERING=0 etc.), to compare their cost in one profile.
-  const switches = Object.fromEntries(['METERING', 'RATE_LIMITS', 'ACTIVITY_LOG'].filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]]));
-  const service = await buildService(loadConfig({ DATA_DIR: dir, PORT: '0', OPERATOR_TOKEN, LOG_LEVEL: 'silent', ...switches } as NodeJS.ProcessEnv), () => {});
+  const switches = Object.fromEntries(
+    ['METERING', 'RATE_LIMITS', 'ACTIVITY_LOG']
+      .filter((k) => process.env[k] !== undefined)
+      .map((k) => [k, process.env[k]]),
+  );
+  const service = await buildService(
+    loadConfig({ DATA_DIR: dir, PORT: '0', OPERATOR_TOKEN, LOG_LEVEL: 'silent', ...switches } as NodeJS.ProcessEnv),
+    () => {},
+  );
   const boot = JSON.parse(readFileSync(join(dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
   const headers = { authorization: `Bearer ${boot.tenants.live.rootKey}`, 'content-type': 'application/json' };
   await benchAccountInProcess(service.app, boot);
@@ -201,21 +278,33 @@ async function inject(src: string) {
   await op(0, 0);
   console.log(`first ${searchMode} query (loads the context): ${Math.round(performance.now() - w0)} ms`);
   await closedLoop({ concurrency: 16, warmupMs: 0, durationMs: 2000, op, yieldEveryMs: 0 });
-  if (process.env.SEARCH_PROFILE_SEQ) console.log(line('inject TEXT 1 client', await closedLoop({ concurrency: 1, warmupMs: 0, durationMs: 3000, op, yieldEveryMs: 0 })));
+  if (process.env.SEARCH_PROFILE_SEQ)
+    console.log(
+      line(
+        'inject TEXT 1 client',
+        await closedLoop({ concurrency: 1, warmupMs: 0, durationMs: 3000, op, yieldEveryMs: 0 }),
+      ),
+    );
   const session = new Session();
   session.connect();
   // SEARCH_PROFILE_HEAP=1: allocation sites instead of CPU, bytes allocated per request by function (sampled every 16 KiB, kept or not).
   const heap = process.env.SEARCH_PROFILE_HEAP === '1';
   if (heap) {
     await session.post('HeapProfiler.enable');
-    await session.post('HeapProfiler.startSampling', { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never);
+    await session.post('HeapProfiler.startSampling', {
+      samplingInterval: 16384,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    } as never);
   } else {
     await session.post('Profiler.enable');
     await session.post('Profiler.setSamplingInterval', { interval: 200 });
     await session.post('Profiler.start');
   }
   const r = await closedLoop({ concurrency: 16, warmupMs: 0, durationMs: seconds * 1000, op, yieldEveryMs: 0 });
-  const { profile } = (await session.post(heap ? 'HeapProfiler.stopSampling' : 'Profiler.stop')) as unknown as { profile: Profile & { head: HeapNode } };
+  const { profile } = (await session.post(heap ? 'HeapProfiler.stopSampling' : 'Profiler.stop')) as unknown as {
+    profile: Profile & { head: HeapNode };
+  };
   session.disconnect();
   await service.close();
   rmSync(dir, { recursive: true, force: true });
@@ -225,7 +314,11 @@ async function inject(src: string) {
   printProfile(profile, r.ops, 30);
 }
 
-interface HeapNode { callFrame: { functionName: string; url: string; lineNumber: number }; selfSize: number; children: HeapNode[] }
+interface HeapNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: HeapNode[];
+}
 /** Sampled allocation per request by allocating function (self), the 30 largest. */
 function printHeap(head: HeapNode, ops: number) {
   const by = new Map<string, number>();
@@ -239,7 +332,8 @@ function printHeap(head: HeapNode, ops: number) {
   };
   walk(head);
   console.log(`allocated ${(total / ops / 1024).toFixed(1)} KiB per request (sampled)`);
-  for (const [k, v] of [...by].sort((a, b) => b[1] - a[1]).slice(0, 30)) console.log(`  ${(v / ops / 1024).toFixed(2).padStart(7)} KiB  ${k}`);
+  for (const [k, v] of [...by].sort((a, b) => b[1] - a[1]).slice(0, 30))
+    console.log(`  ${(v / ops / 1024).toFixed(2).padStart(7)} KiB  ${k}`);
 }
 
 /** The in-memory text index over a copy of the data directory (the service would write to the original), for the live context. */
@@ -262,7 +356,15 @@ async function textIndexCopy(src: string) {
 /** The text index alone (no HTTP): MemoryTextIndex.search (limit 100, as the route asks) and hydrate of the first 20, per query. */
 async function engine(src: string) {
   const { text, filter, close } = await textIndexCopy(src);
-  const q = (seq: number): TextSearch => ({ filter, query: QUERIES[seq % QUERIES.length].q, textMode: 'OR', slop: 0, limit: Number(process.env.SEARCH_ENGINE_LIMIT ?? 100), trackTotal: process.env.SEARCH_ENGINE_TOTAL === '1', ...(process.env.SEARCH_ENGINE_PAGE ? { limit: 20, countUpTo: 100 } : {}) }); // SEARCH_ENGINE_PAGE=1: as the route asks a TEXT page (limit 20, countUpTo 100); the route's trackTotal: false unless SEARCH_ENGINE_TOTAL=1; SEARCH_ENGINE_LIMIT: another k
+  const q = (seq: number): TextSearch => ({
+    filter,
+    query: QUERIES[seq % QUERIES.length].q,
+    textMode: 'OR',
+    slop: 0,
+    limit: Number(process.env.SEARCH_ENGINE_LIMIT ?? 100),
+    trackTotal: process.env.SEARCH_ENGINE_TOTAL === '1',
+    ...(process.env.SEARCH_ENGINE_PAGE ? { limit: 20, countUpTo: 100 } : {}),
+  }); // SEARCH_ENGINE_PAGE=1: as the route asks a TEXT page (limit 20, countUpTo 100); the route's trackTotal: false unless SEARCH_ENGINE_TOTAL=1; SEARCH_ENGINE_LIMIT: another k
   let t0 = performance.now();
   await text.search(q(0));
   console.log(`shard load: ${Math.round(performance.now() - t0)} ms`);
@@ -287,7 +389,9 @@ async function engine(src: string) {
         const a = performance.now();
         for (let j = 0; j < 5; j++) await text.search(q(i));
         const r = await text.search(q(i));
-        console.log(`  ${((performance.now() - a) / 6).toFixed(3)} ms  ${String(r.total).padStart(6)} matches  ${QUERIES[i].q}`);
+        console.log(
+          `  ${((performance.now() - a) / 6).toFixed(3)} ms  ${String(r.total).padStart(6)} matches  ${QUERIES[i].q}`,
+        );
       }
     console.log(
       `engine: search ${(tS / n).toFixed(3)} ms, hydrate(20) ${(tH / n).toFixed(3)} ms per query (wall); process CPU ${((c.user + c.system) / 1000 / n).toFixed(3)} ms per query; mean matches ${Math.round(total / n)}`,
@@ -302,8 +406,20 @@ async function dump(src: string, out: string) {
   const res: unknown[] = [];
   for (const { q: query } of QUERIES) {
     const w = query.split(/\s+/);
-    const complex = [`${w[0]} -${w[w.length - 1]}`, `"${w.slice(0, 2).join(' ')}" OR ${w[w.length - 1]}`, `(${w[0]} OR ${w[1] ?? 'x'}) AND NOT ${w[2] ?? 'y'}`];
-    const runs: Array<[TextSearch['textMode'], string, number]> = [['OR', query, 0], ['AND', query, 0], ['PHRASE', query, 0], ['PHRASE', query, 3], ['AND', w.slice(0, 2).join(' '), 0], ['PHRASE', w.slice(0, 2).join(' '), 1], ...complex.map((c) => ['COMPLEX', c, 0] as [TextSearch['textMode'], string, number])];
+    const complex = [
+      `${w[0]} -${w[w.length - 1]}`,
+      `"${w.slice(0, 2).join(' ')}" OR ${w[w.length - 1]}`,
+      `(${w[0]} OR ${w[1] ?? 'x'}) AND NOT ${w[2] ?? 'y'}`,
+    ];
+    const runs: Array<[TextSearch['textMode'], string, number]> = [
+      ['OR', query, 0],
+      ['AND', query, 0],
+      ['PHRASE', query, 0],
+      ['PHRASE', query, 3],
+      ['AND', w.slice(0, 2).join(' '), 0],
+      ['PHRASE', w.slice(0, 2).join(' '), 1],
+      ...complex.map((c) => ['COMPLEX', c, 0] as [TextSearch['textMode'], string, number]),
+    ];
     for (const [textMode, qq, slop] of runs) {
       const ts: TextSearch = { filter, query: qq, textMode, slop, limit: 100 };
       const r = await text.search(ts);

@@ -39,7 +39,11 @@ export async function rawAppend(dataDir: string, t: Timing): Promise<LoadResult>
     return await closedLoop({
       ...t,
       op: async (_w, seq) => {
-        await store.append(`bench-${run}-${seq}`, [{ id: randomUUID(), type: 'BenchAppended', data: { n: seq }, metadata: metadata() }], 'no_stream');
+        await store.append(
+          `bench-${run}-${seq}`,
+          [{ id: randomUUID(), type: 'BenchAppended', data: { n: seq }, metadata: metadata() }],
+          'no_stream',
+        );
       },
     });
   } finally {
@@ -62,13 +66,20 @@ export async function rawAppendAndProject(dataDir: string, t: Timing): Promise<L
     await runner.init();
     runner.start();
     const secret = Buffer.from('bench-secret');
-    const deps: CommandDeps = { store, barrier: inProcessBarrier(runner), ids: { newId: () => randomUUID() }, sealer: new PayloadSealer(deriveKey(secret, 'payload-seal'), deriveKey(secret, 'blind-index')) };
+    const deps: CommandDeps = {
+      store,
+      barrier: inProcessBarrier(runner),
+      ids: { newId: () => randomUUID() },
+      sealer: new PayloadSealer(deriveKey(secret, 'payload-seal'), deriveKey(secret, 'blind-index')),
+    };
     const schemaId = randomUUID();
     // The history projection looks the schema up for every RecordCreated, as in the service.
     await commit(deps, metadata(), [
       {
         streamId: streams.schema(schemaId),
-        events: [{ type: 'SchemaCreated', data: { schemaId, typeName: BENCH_SCHEMA.typeName, definition: BENCH_SCHEMA } }],
+        events: [
+          { type: 'SchemaCreated', data: { schemaId, typeName: BENCH_SCHEMA.typeName, definition: BENCH_SCHEMA } },
+        ],
         expectedRevision: 'no_stream',
       },
     ]);
@@ -80,12 +91,23 @@ export async function rawAppendAndProject(dataDir: string, t: Timing): Promise<L
           {
             type: 'RecordCreated' as const,
             data: {
-              recordId, schemaId, schemaVersion: 1, typeName: BENCH_SCHEMA.typeName, payload: benchPayload(seq),
-              status: 'ACTIVE', folderId: null, userId: null, scopes: [], externalId: null, indexMode: 'NONE',
+              recordId,
+              schemaId,
+              schemaVersion: 1,
+              typeName: BENCH_SCHEMA.typeName,
+              payload: benchPayload(seq),
+              status: 'ACTIVE',
+              folderId: null,
+              userId: null,
+              scopes: [],
+              externalId: null,
+              indexMode: 'NONE',
             },
           },
         ];
-        await commit(deps, metadata(), [{ streamId: streams.record(recordId), events: events as never, expectedRevision: 'no_stream' }]);
+        await commit(deps, metadata(), [
+          { streamId: streams.record(recordId), events: events as never, expectedRevision: 'no_stream' },
+        ]);
       },
     });
   } finally {
@@ -116,16 +138,39 @@ export async function rawReads(
       ...t,
       op: async () => {
         // Same arguments as GET /v1/records?type=X&limit=20 with a root key: limit + 1 rows, no cursor.
-        const rows = await reads.list(w.tenantId, w.contextId, { type: w.typeName, scopeUserId: undefined, scopeAnyOf: undefined }, undefined, 21);
+        const rows = await reads.list(
+          w.tenantId,
+          w.contextId,
+          { type: w.typeName, scopeUserId: undefined, scopeAnyOf: undefined },
+          undefined,
+          21,
+        );
         listRows = rows.length;
       },
     });
     // The same exact lookup as GET /v1/records/lookup?type=X&field=tag&value=tN&limit=20: the index query, then the rows.
-    const principal: Principal = { credentialId: 'bench', kind: 'root', accountId: '', tenantId: w.tenantId, environment: 'live', contextId: w.contextId, crossContext: true, allowedActions: ['*'], dataScope: null, userId: null, wireVersionPin: null };
+    const principal: Principal = {
+      credentialId: 'bench',
+      kind: 'root',
+      accountId: '',
+      tenantId: w.tenantId,
+      environment: 'live',
+      contextId: w.contextId,
+      crossContext: true,
+      allowedActions: ['*'],
+      dataScope: null,
+      userId: null,
+      wireVersionPin: null,
+    };
     const lookup = await closedLoop({
       ...t,
       op: async (_w, seq) => {
-        const plan = planLookup(BENCH_SCHEMA, { type: w.typeName, field: 'tag', value: `t${seq % 16}` }, 'GET', () => '');
+        const plan = planLookup(
+          BENCH_SCHEMA,
+          { type: w.typeName, field: 'tag', value: `t${seq % 16}` },
+          'GET',
+          () => '',
+        );
         const hits = await runLookup(sql, principal, w.typeName, plan, undefined, 21);
         await reads.byIds(hits.slice(0, 20).map((h) => h.record_id));
       },

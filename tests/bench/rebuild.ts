@@ -27,7 +27,14 @@ export interface RebuildFigures {
   events: number;
   appendSeconds: number;
   liveCatchUp: { events: number; seconds: number };
-  rebuild: { events: number; seconds: number; eventsPerSecond: number; pausedMs: number; state: string; error: string | null };
+  rebuild: {
+    events: number;
+    seconds: number;
+    eventsPerSecond: number;
+    pausedMs: number;
+    state: string;
+    error: string | null;
+  };
   reads: Record<'before' | 'during' | 'after', { byId: LoadResult; list: LoadResult }>;
 }
 
@@ -37,10 +44,24 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function summary(lat: number[], seconds: number, errors: number, firstError?: string): LoadResult {
   const s = [...lat].sort((a, b) => a - b);
   const q = (p: number) => (s.length ? s[Math.min(s.length - 1, Math.floor(p * s.length))] : NaN);
-  return { ops: s.length, seconds, opsPerSec: s.length / seconds, p50: q(0.5), p90: q(0.9), p99: q(0.99), max: s[s.length - 1] ?? NaN, errors, firstError };
+  return {
+    ops: s.length,
+    seconds,
+    opsPerSec: s.length / seconds,
+    p50: q(0.5),
+    p90: q(0.9),
+    p99: q(0.99),
+    max: s[s.length - 1] ?? NaN,
+    errors,
+    firstError,
+  };
 }
 
-export async function benchRebuild(o: { dir: string; databaseUrl: string; log: (m: string) => void }): Promise<RebuildFigures> {
+export async function benchRebuild(o: {
+  dir: string;
+  databaseUrl: string;
+  log: (m: string) => void;
+}): Promise<RebuildFigures> {
   const total = envInt('BENCH_REBUILD_EVENTS', 1_000_000);
   const clients = envInt('BENCH_REBUILD_CLIENTS', 4);
   const quietMs = envInt('BENCH_REBUILD_QUIET_MS', 15_000);
@@ -69,7 +90,13 @@ export async function benchRebuild(o: { dir: string; databaseUrl: string; log: (
       if (r.status !== status) throw new Error(`expected ${status}, got ${r.status} ${r.text}`);
       return r.body;
     };
-    await ok(command.call('PATCH', `/operator/accounts/${boot.accountId}`, { token: OPERATOR_TOKEN, body: BENCH_ACCOUNT_TERMS }), 200);
+    await ok(
+      command.call('PATCH', `/operator/accounts/${boot.accountId}`, {
+        token: OPERATOR_TOKEN,
+        body: BENCH_ACCOUNT_TERMS,
+      }),
+      200,
+    );
     const typeName = 'rebuild_note';
     await ok(
       command.post('/v1/schemas', token, {
@@ -86,7 +113,10 @@ export async function benchRebuild(o: { dir: string; databaseUrl: string; log: (
       }),
       201,
     );
-    const first = await ok(command.post('/v1/records', token, { typeName, payload: { title: 'template', body: 'x', tag: 't0' } }), 201);
+    const first = await ok(
+      command.post('/v1/records', token, { typeName, payload: { title: 'template', body: 'x', tag: 't0' } }),
+      201,
+    );
     const store = await PostgresEventStore.open(sql);
     const [template] = (await store.readStream(`record-${first.id}`)).filter((e) => e.type === 'RecordCreated');
 
@@ -102,8 +132,17 @@ export async function benchRebuild(o: { dir: string; databaseUrl: string; log: (
         const k = appended + i;
         const recordId = randomUUID();
         if (k % Math.max(1, Math.floor(total / 20_000)) === 0) sample.push(recordId);
-        const payload = { title: `note ${k}`, body: `rebuild bench note ${k}: ${'lorem ipsum dolor sit amet '.repeat(4)}`, tag: `t${k % 16}` };
-        const event: NewEvent = { id: randomUUID(), type: 'RecordCreated', data: { ...(template.data as object), recordId, payload }, metadata: { ...template.metadata, requestId: randomUUID(), occurredAt: new Date().toISOString() } } as NewEvent;
+        const payload = {
+          title: `note ${k}`,
+          body: `rebuild bench note ${k}: ${'lorem ipsum dolor sit amet '.repeat(4)}`,
+          tag: `t${k % 16}`,
+        };
+        const event: NewEvent = {
+          id: randomUUID(),
+          type: 'RecordCreated',
+          data: { ...(template.data as object), recordId, payload },
+          metadata: { ...template.metadata, requestId: randomUUID(), occurredAt: new Date().toISOString() },
+        } as NewEvent;
         return { streamId: `record-${recordId}`, events: [event], expectedRevision: 'no_stream' as const };
       });
       await store.appendMulti(requests);
@@ -118,12 +157,14 @@ export async function benchRebuild(o: { dir: string; databaseUrl: string; log: (
 
     // The live projector applies the backlog (a rebuild from scratch, as the serving read models are built).
     const checkpoint = async () => {
-      const { rows } = await db.query(`SELECT (SELECT coalesce(max(position), 0) FROM es_events)::bigint AS head, (SELECT position FROM proj_checkpoints WHERE name = 'read-models')::bigint AS rm`);
+      const { rows } = await db.query(
+        `SELECT (SELECT coalesce(max(position), 0) FROM es_events)::bigint AS head, (SELECT position FROM proj_checkpoints WHERE name = 'read-models')::bigint AS rm`,
+      );
       return { head: Number(rows[0].head), rm: Number(rows[0].rm) };
     };
     const c0 = await checkpoint();
     const t1 = performance.now();
-    for (let last = performance.now(); ; ) {
+    for (let last = performance.now(); ;) {
       const c = await checkpoint();
       if (c.rm >= c.head) break;
       if (performance.now() - last > 15_000) {
@@ -137,7 +178,10 @@ export async function benchRebuild(o: { dir: string; databaseUrl: string; log: (
 
     // Readers through the query process, by phase.
     type Phase = 'before' | 'during' | 'after';
-    const lat: Record<Phase, { byId: number[]; list: number[]; errors: number; firstError?: string; startedAt: number; endedAt: number }> = {
+    const lat: Record<
+      Phase,
+      { byId: number[]; list: number[]; errors: number; firstError?: string; startedAt: number; endedAt: number }
+    > = {
       before: { byId: [], list: [], errors: 0, startedAt: 0, endedAt: 0 },
       during: { byId: [], list: [], errors: 0, startedAt: 0, endedAt: 0 },
       after: { byId: [], list: [], errors: 0, startedAt: 0, endedAt: 0 },
@@ -150,7 +194,11 @@ export async function benchRebuild(o: { dir: string; databaseUrl: string; log: (
         const p = lat[phase];
         const started = performance.now();
         const list = i % 2 === 1;
-        const r = await (list ? api.get(`/v1/records?type=${typeName}&limit=50`, token) : api.get(`/v1/records/${sample[(i * 7919) % sample.length]}`, token)).catch((e) => ({ status: 0, text: String(e) }));
+        const r = await (
+          list
+            ? api.get(`/v1/records?type=${typeName}&limit=50`, token)
+            : api.get(`/v1/records/${sample[(i * 7919) % sample.length]}`, token)
+        ).catch((e) => ({ status: 0, text: String(e) }));
         (list ? p.list : p.byId).push(performance.now() - started);
         if (r.status !== 200) {
           p.errors += 1;
@@ -164,12 +212,14 @@ export async function benchRebuild(o: { dir: string; databaseUrl: string; log: (
     phase = 'during';
     const started = await ok(projector.post('/operator/rebuilds', OPERATOR_TOKEN, { target: 'read-models' }), 202);
     let state: any = started;
-    for (let last = 0; state.state === 'building' || state.state === 'switching'; ) {
+    for (let last = 0; state.state === 'building' || state.state === 'switching';) {
       await sleep(500);
       state = await ok(projector.get(`/operator/rebuilds/${started.id}`, OPERATOR_TOKEN), 200);
       if (performance.now() - last > 15_000) {
         last = performance.now();
-        log(`R rebuild ${state.state}: ${state.position.toLocaleString('en-US')} of ${state.head.toLocaleString('en-US')}, ${state.eventsPerSecond} events/s`);
+        log(
+          `R rebuild ${state.state}: ${state.position.toLocaleString('en-US')} of ${state.head.toLocaleString('en-US')}, ${state.eventsPerSecond} events/s`,
+        );
       }
     }
     lat.during.endedAt = lat.after.startedAt = performance.now();
@@ -191,7 +241,14 @@ export async function benchRebuild(o: { dir: string; databaseUrl: string; log: (
       events: total,
       appendSeconds,
       liveCatchUp,
-      rebuild: { events: state.events, seconds, eventsPerSecond: state.eventsPerSecond, pausedMs: state.pausedMs, state: state.state, error: state.error },
+      rebuild: {
+        events: state.events,
+        seconds,
+        eventsPerSecond: state.eventsPerSecond,
+        pausedMs: state.pausedMs,
+        state: state.state,
+        error: state.error,
+      },
       reads,
     };
   } finally {

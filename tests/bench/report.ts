@@ -15,7 +15,9 @@ export interface Row {
 }
 
 const num = (v: number | undefined, digits = 0) =>
-  v === undefined || Number.isNaN(v) ? '—' : v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+  v === undefined || Number.isNaN(v)
+    ? '—'
+    : v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 export function formatTable(rows: Row[]): string {
   const head = ['id', 'name', 'ops/s', 'p50 ms', 'p99 ms', 'target', 'ratio vs raw', 'result'];
@@ -30,7 +32,7 @@ export function formatTable(rows: Row[]): string {
     body.push([
       r.id,
       r.name,
-      r.result ? num(r.result.opsPerSec) : r.note ?? '—',
+      r.result ? num(r.result.opsPerSec) : (r.note ?? '—'),
       r.result ? num(r.result.p50, 1) : '—',
       r.result ? num(r.result.p99, 1) : '—',
       r.target ?? '—',
@@ -40,7 +42,8 @@ export function formatTable(rows: Row[]): string {
   }
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
   const right = new Set([2, 3, 4]);
-  const line = (cells: string[]) => cells.map((c, i) => (right.has(i) ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (right.has(i) ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ');
   const out = [line(head), widths.map((w) => '-'.repeat(w)).join('  ')];
   body.forEach((b, i) => {
     const s = sections.find(([at]) => at === i);

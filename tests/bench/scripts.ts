@@ -46,7 +46,14 @@ async function load(name: string, op: (client: number, i: number) => Promise<boo
     }),
   );
   const secs = (Date.now() - started) / 1000;
-  return { name, ops: latencies.length, opsPerSec: Math.round(latencies.length / secs), p50: +pct(latencies, 50).toFixed(1), p99: +pct(latencies, 99).toFixed(1), errors };
+  return {
+    name,
+    ops: latencies.length,
+    opsPerSec: Math.round(latencies.length / secs),
+    p50: +pct(latencies, 50).toFixed(1),
+    p99: +pct(latencies, 99).toFixed(1),
+    errors,
+  };
 }
 
 async function coldStart() {
@@ -65,7 +72,13 @@ async function coldStart() {
       roundTrip.push(performance.now() - t);
       inside.push(r.durationMs);
     }
-    return { threadStartMs: +threadStartMs.toFixed(1), firstOk: first.ok, runtimePerExecutionP50Ms: pct(inside, 50), roundTripP50Ms: +pct(roundTrip, 50).toFixed(2), roundTripP99Ms: +pct(roundTrip, 99).toFixed(2) };
+    return {
+      threadStartMs: +threadStartMs.toFixed(1),
+      firstOk: first.ok,
+      runtimePerExecutionP50Ms: pct(inside, 50),
+      roundTripP50Ms: +pct(roundTrip, 50).toFixed(2),
+      roundTripP99Ms: +pct(roundTrip, 99).toFixed(2),
+    };
   } finally {
     await pool.close();
   }
@@ -93,9 +106,14 @@ export async function benchScripts(): Promise<ScriptBench> {
       if (ctx.status !== 201) throw new Error(ctx.text);
       contexts.push(ctx.body.id);
     }
-    const call = (c: number, method: string, path: string, body?: unknown) => api.call(method, path, { token: root, body, headers: { 'x-context-id': contexts[Math.floor(c / 4)] } });
+    const call = (c: number, method: string, path: string, body?: unknown) =>
+      api.call(method, path, { token: root, body, headers: { 'x-context-id': contexts[Math.floor(c / 4)] } });
     for (let k = 0; k < contexts.length; k++) {
-      const schema = await call(k * 4, 'POST', '/v1/schemas', { typeName: 'BenchScript', displayName: 'Bench', allowedSurfaces: ['record'] });
+      const schema = await call(k * 4, 'POST', '/v1/schemas', {
+        typeName: 'BenchScript',
+        displayName: 'Bench',
+        allowedSurfaces: ['record'],
+      });
       if (schema.status !== 201) throw new Error(schema.text);
       const push = await call(k * 4, 'POST', '/v1/scripts', {
         name: 'bench-copy',
@@ -110,7 +128,10 @@ export async function benchScripts(): Promise<ScriptBench> {
       pairs.push({ from: from.body.id, to: to.body.id });
     }
     const exec = await load('POST /v1/scripts/execute (get + patch in the script)', async (c, i) => {
-      const r = await call(c, 'POST', '/v1/scripts/execute', { scriptRef: { name: 'bench-copy' }, input: { ...pairs[c], i } });
+      const r = await call(c, 'POST', '/v1/scripts/execute', {
+        scriptRef: { name: 'bench-copy' },
+        input: { ...pairs[c], i },
+      });
       return r.status === 200;
     });
     const rest = await load('GET /v1/records/:id then PATCH /v1/records/:id', async (c, i) => {
@@ -120,7 +141,13 @@ export async function benchScripts(): Promise<ScriptBench> {
       return p.status === 200;
     });
     const cold = await coldStart();
-    const out = { clients: CLIENTS, durationMs: DURATION, rows: [exec, rest], ratio: +(exec.opsPerSec / Math.max(1, rest.opsPerSec)).toFixed(2), coldStart: cold };
+    const out = {
+      clients: CLIENTS,
+      durationMs: DURATION,
+      rows: [exec, rest],
+      ratio: +(exec.opsPerSec / Math.max(1, rest.opsPerSec)).toFixed(2),
+      coldStart: cold,
+    };
     mkdirSync(join(ROOT, '.cache'), { recursive: true });
     writeFileSync(join(ROOT, '.cache', 'bench-scripts.json'), JSON.stringify(out, null, 2));
     return out;

@@ -3,7 +3,16 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { openSql } from '@svc/deploy';
-import { BuiltinEmbedder, builtinModelStats, embedQuery, LanceVectorIndex, PgTextIndex, queryCacheStats, type QueryCacheStats, SearchCatalogue } from '@svc/projectors';
+import {
+  BuiltinEmbedder,
+  builtinModelStats,
+  embedQuery,
+  LanceVectorIndex,
+  PgTextIndex,
+  queryCacheStats,
+  type QueryCacheStats,
+  SearchCatalogue,
+} from '@svc/projectors';
 import type { CatalogueItem, ItemFilter, MaintainReport, Passage, VectorRow } from '@svc/domain';
 import { ENTITIES, QUERIES } from '../src/relevance/corpus';
 import { ROOT } from '../src/support/service';
@@ -60,12 +69,40 @@ export function rng(seed: number) {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
-const SYL = ['ka', 'lo', 'mer', 'vin', 'tas', 'ro', 'bel', 'dun', 'fi', 'gar', 'hol', 'ist', 'jor', 'ken', 'lum', 'nor', 'pel', 'quin', 'ras', 'sol', 'tor', 'ul', 'var', 'wen', 'yst', 'zor'];
+const SYL = [
+  'ka',
+  'lo',
+  'mer',
+  'vin',
+  'tas',
+  'ro',
+  'bel',
+  'dun',
+  'fi',
+  'gar',
+  'hol',
+  'ist',
+  'jor',
+  'ken',
+  'lum',
+  'nor',
+  'pel',
+  'quin',
+  'ras',
+  'sol',
+  'tor',
+  'ul',
+  'var',
+  'wen',
+  'yst',
+  'zor',
+];
 /** 20,000 invented words; word i is drawn with probability ∝ 1/(i+1) (Zipf), so posting lists range from huge to singletons. */
 const VOCAB = (() => {
   const r = rng(7);
   const words = new Set<string>();
-  while (words.size < 20_000) words.add(Array.from({ length: 2 + Math.floor(r() * 3) }, () => SYL[Math.floor(r() * SYL.length)]).join(''));
+  while (words.size < 20_000)
+    words.add(Array.from({ length: 2 + Math.floor(r() * 3) }, () => SYL[Math.floor(r() * SYL.length)]).join(''));
   return [...words];
 })();
 const ZIPF_CDF = (() => {
@@ -86,17 +123,27 @@ const zipfWord = (r: () => number) => {
   }
   return VOCAB[lo];
 };
-const COMMON = 'the a of and in to is was for on with as by at from that which it its this their were has have been many most local people town place'.split(' ');
+const COMMON =
+  'the a of and in to is was for on with as by at from that which it its this their were has have been many most local people town place'.split(
+    ' ',
+  );
 /** Base passages (the ones that get real embeddings): entity facts in varied templates. */
 export function basePassages(n: number): string[] {
   const t = [
-    (e: (typeof ENTITIES)[number]) => `${e.name} is a ${e.kind} in ${e.place}. It is best known for ${e.feature}, and for ${e.resource}.`,
-    (e: (typeof ENTITIES)[number]) => `The history of ${e.name} begins in ${e.year}, when ${e.founder} established the ${e.kind}. Visitors remember ${e.sense}.`,
-    (e: (typeof ENTITIES)[number]) => `For centuries ${e.name} lived from ${e.resource}. The greatest threat has always been ${e.danger}.`,
-    (e: (typeof ENTITIES)[number]) => `Travellers to ${e.place} describe ${e.feature} and ${e.sense}; guides warn about ${e.danger}.`,
-    (e: (typeof ENTITIES)[number]) => `A report on the ${e.kind} of ${e.name} lists ${e.resource}, ${e.feature} and the founder ${e.founder}.`,
-    (e: (typeof ENTITIES)[number]) => `Local families in ${e.name} still talk about ${e.danger} and the year ${e.year}.`,
-    (e: (typeof ENTITIES)[number]) => `Among the sights of ${e.place} is ${e.feature}; the ${e.kind} depends on ${e.resource}.`,
+    (e: (typeof ENTITIES)[number]) =>
+      `${e.name} is a ${e.kind} in ${e.place}. It is best known for ${e.feature}, and for ${e.resource}.`,
+    (e: (typeof ENTITIES)[number]) =>
+      `The history of ${e.name} begins in ${e.year}, when ${e.founder} established the ${e.kind}. Visitors remember ${e.sense}.`,
+    (e: (typeof ENTITIES)[number]) =>
+      `For centuries ${e.name} lived from ${e.resource}. The greatest threat has always been ${e.danger}.`,
+    (e: (typeof ENTITIES)[number]) =>
+      `Travellers to ${e.place} describe ${e.feature} and ${e.sense}; guides warn about ${e.danger}.`,
+    (e: (typeof ENTITIES)[number]) =>
+      `A report on the ${e.kind} of ${e.name} lists ${e.resource}, ${e.feature} and the founder ${e.founder}.`,
+    (e: (typeof ENTITIES)[number]) =>
+      `Local families in ${e.name} still talk about ${e.danger} and the year ${e.year}.`,
+    (e: (typeof ENTITIES)[number]) =>
+      `Among the sights of ${e.place} is ${e.feature}; the ${e.kind} depends on ${e.resource}.`,
   ];
   const out: string[] = [];
   for (let i = 0; i < n; i++) out.push(t[Math.floor(i / ENTITIES.length) % t.length](ENTITIES[i % ENTITIES.length]));
@@ -119,13 +166,19 @@ export function syntheticPassage(i: number, bases: string[]): { text: string; ba
 }
 
 /** Real embeddings of the base passages, cached in .cache by text hash (they are inputs to the load, not measurements). */
-export async function baseVectors(embedder: BuiltinEmbedder, bases: string[], log: (m: string) => void): Promise<number[][]> {
+export async function baseVectors(
+  embedder: BuiltinEmbedder,
+  bases: string[],
+  log: (m: string) => void,
+): Promise<number[][]> {
   const key = createHash('sha256').update(embedder.model).update(bases.join('\n')).digest('hex').slice(0, 16);
   const file = join(ROOT, '.cache', `bench-search-vectors-${key}.json`);
   if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as number[][];
   const t0 = performance.now();
   const v = await embedder.embed(bases);
-  log(`embedded ${bases.length} base passages with the built-in model in ${((performance.now() - t0) / 1000).toFixed(1)} s (${(bases.length / ((performance.now() - t0) / 1000)).toFixed(1)}/s)`);
+  log(
+    `embedded ${bases.length} base passages with the built-in model in ${((performance.now() - t0) / 1000).toFixed(1)} s (${(bases.length / ((performance.now() - t0) / 1000)).toFixed(1)}/s)`,
+  );
   mkdirSync(join(ROOT, '.cache'), { recursive: true });
   writeFileSync(file, JSON.stringify(v));
   return v;
@@ -146,7 +199,13 @@ export interface IndexingResult {
   statuses: Record<string, number>;
 }
 
-async function indexingThroughput(svc: HttpService, pool: Pool, headers: Record<string, string>, n: number, bases: string[]): Promise<IndexingResult> {
+async function indexingThroughput(
+  svc: HttpService,
+  pool: Pool,
+  headers: Record<string, string>,
+  n: number,
+  bases: string[],
+): Promise<IndexingResult> {
   const ids: string[] = [];
   const t0 = performance.now();
   let next = 0;
@@ -154,7 +213,10 @@ async function indexingThroughput(svc: HttpService, pool: Pool, headers: Record<
     Array.from({ length: 16 }, async () => {
       while (next < n) {
         const i = next++;
-        const body = JSON.stringify({ typeName: SEARCH_SCHEMA.typeName, payload: { title: `doc ${i}`, body: syntheticPassage(100_000 + i, bases).text.slice(0, 650) } });
+        const body = JSON.stringify({
+          typeName: SEARCH_SCHEMA.typeName,
+          payload: { title: `doc ${i}`, body: syntheticPassage(100_000 + i, bases).text.slice(0, 650) },
+        });
         const res = await pool.request({ method: 'POST', path: '/v1/records', headers, body });
         const text = await res.body.text();
         if (res.statusCode !== 201) throw new Error(`POST /v1/records ${res.statusCode}: ${text.slice(0, 200)}`);
@@ -168,7 +230,11 @@ async function indexingThroughput(svc: HttpService, pool: Pool, headers: Record<
   // Every id until it leaves PENDING_INDEX (the projector goes in log order, so this is mostly waiting on the last ones).
   for (const id of ids) {
     for (;;) {
-      const res = await pool.request({ method: 'GET', path: `/v1/records/${id}`, headers: { authorization: headers.authorization } });
+      const res = await pool.request({
+        method: 'GET',
+        path: `/v1/records/${id}`,
+        headers: { authorization: headers.authorization },
+      });
       const st = ((await res.body.json()) as { indexStatus: string | null }).indexStatus ?? 'null';
       if (st !== 'PENDING_INDEX') {
         statuses[st] = (statuses[st] ?? 0) + 1;
@@ -198,7 +264,9 @@ export async function loadDirect(
   // Kept as the service keeps it on PGlite (for its in-memory index: no SQL search statistics); rawSearch counts them.
   const text = new PgTextIndex(sql, { sqlSearch: false });
   // Upkeep runs once after the load (below), as the projector's background upkeep would have by then.
-  const vectors = new LanceVectorIndex(join(dataDir, 'lancedb'), embedder.model, embedder.dims, { autoMaintain: false });
+  const vectors = new LanceVectorIndex(join(dataDir, 'lancedb'), embedder.model, embedder.dims, {
+    autoMaintain: false,
+  });
   const catalogue = new SearchCatalogue(sql);
   try {
     await text.init();
@@ -223,16 +291,44 @@ export async function loadDirect(
       const createdAt = new Date(Date.UTC(2024, 0, 1) + start * 1000).toISOString();
       const attrs = { typeName: SEARCH_SCHEMA.typeName, status: 'ACTIVE', schemaId: w.schemaId, indexMode: 'HYBRID' };
       const ci: CatalogueItem = {
-        itemId, tenantId: w.tenantId, contextId: w.contextId, accountId: w.accountId, sourceType: 'record', typeName: SEARCH_SCHEMA.typeName, schemaId: w.schemaId,
-        externalId: null, indexMode: 'HYBRID', folderId: null, userId: null, scopes: [], attrs, createdAt,
-        metadata: { typeName: SEARCH_SCHEMA.typeName, schemaId: w.schemaId, externalId: null, status: 'ACTIVE', folderId: null, userId: null, scopes: [], attributes: attrs },
-        revision: 0, vectors: passages.length,
+        itemId,
+        tenantId: w.tenantId,
+        contextId: w.contextId,
+        accountId: w.accountId,
+        sourceType: 'record',
+        typeName: SEARCH_SCHEMA.typeName,
+        schemaId: w.schemaId,
+        externalId: null,
+        indexMode: 'HYBRID',
+        folderId: null,
+        userId: null,
+        scopes: [],
+        attrs,
+        createdAt,
+        metadata: {
+          typeName: SEARCH_SCHEMA.typeName,
+          schemaId: w.schemaId,
+          externalId: null,
+          status: 'ACTIVE',
+          folderId: null,
+          userId: null,
+          scopes: [],
+          attributes: attrs,
+        },
+        revision: 0,
+        vectors: passages.length,
       };
       await text.replaceItem({ ...ci, passages });
       await catalogue.put(ci);
       for (let k = 0; k < passages.length; k++)
         pendingRows.push({
-          itemId, chunkNo: k, tenantId: w.tenantId, contextId: w.contextId, chunkText: passages[k].chunkText, contextText: passages[k].contextText, vector: vecs[k],
+          itemId,
+          chunkNo: k,
+          tenantId: w.tenantId,
+          contextId: w.contextId,
+          chunkText: passages[k].chunkText,
+          contextText: passages[k].contextText,
+          vector: vecs[k],
         });
       if (pendingRows.length >= 10_000) await flushVectors();
     }
@@ -260,7 +356,11 @@ const coldQuery = (seq: number) => `${queryOf(seq)} q${++coldSeq}x`;
 
 export type HttpResult = LoadResult & { hits: number };
 
-async function httpSearch(pool: Pool, headers: Record<string, string>, t: Timing): Promise<{ rotating: Record<Mode, HttpResult>; cold: Record<ColdMode, HttpResult>; sent: Record<Mode, number> }> {
+async function httpSearch(
+  pool: Pool,
+  headers: Record<string, string>,
+  t: Timing,
+): Promise<{ rotating: Record<Mode, HttpResult>; cold: Record<ColdMode, HttpResult>; sent: Record<Mode, number> }> {
   const sent = { TEXT: 0, SEMANTIC: 0, HYBRID: 0 } as Record<Mode, number>;
   const run = async (mode: Mode, text: (seq: number) => string): Promise<HttpResult> => {
     let hits = 0;
@@ -271,7 +371,12 @@ async function httpSearch(pool: Pool, headers: Record<string, string>, t: Timing
       yieldEveryMs: 0,
       op: async (_w, seq) => {
         if (text === queryOf) sent[mode]++;
-        const res = await pool.request({ method: 'POST', path: '/v1/search', headers, body: JSON.stringify({ query: text(seq), mode, limit: 20 }) });
+        const res = await pool.request({
+          method: 'POST',
+          path: '/v1/search',
+          headers,
+          body: JSON.stringify({ query: text(seq), mode, limit: 20 }),
+        });
         const body = await res.body.text();
         if (res.statusCode !== 200) throw new Error(`POST /v1/search ${mode} ${res.statusCode}: ${body.slice(0, 200)}`);
         hits = body.split('"documentId":').length - 1;
@@ -302,8 +407,14 @@ async function httpRag(pool: Pool, headers: Record<string, string>, t: Timing): 
     onMeasureStart: async () => void (measuring = true),
     op: async (_w, seq) => {
       const t0 = performance.now();
-      const res = await pool.request({ method: 'POST', path: '/v1/rag', headers, body: JSON.stringify({ query: queryOf(seq), search: { mode: 'HYBRID', limit: 10 } }) });
-      if (res.statusCode !== 200) throw new Error(`POST /v1/rag ${res.statusCode}: ${(await res.body.text()).slice(0, 200)}`);
+      const res = await pool.request({
+        method: 'POST',
+        path: '/v1/rag',
+        headers,
+        body: JSON.stringify({ query: queryOf(seq), search: { mode: 'HYBRID', limit: 10 } }),
+      });
+      if (res.statusCode !== 200)
+        throw new Error(`POST /v1/rag ${res.statusCode}: ${(await res.body.text()).slice(0, 200)}`);
       let first = NaN;
       let text = '';
       for await (const chunk of res.body) {
@@ -315,7 +426,13 @@ async function httpRag(pool: Pool, headers: Record<string, string>, t: Timing): 
     },
   });
   const sorted = Float64Array.from(firsts).sort();
-  const firstDelta: LoadResult = { ...whole, p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9), p99: percentile(sorted, 0.99), max: sorted[sorted.length - 1] ?? NaN };
+  const firstDelta: LoadResult = {
+    ...whole,
+    p50: percentile(sorted, 0.5),
+    p90: percentile(sorted, 0.9),
+    p99: percentile(sorted, 0.99),
+    max: sorted[sorted.length - 1] ?? NaN,
+  };
   return { firstDelta, whole };
 }
 
@@ -345,26 +462,58 @@ async function rawSearch(dataDir: string, t: Timing, w: { tenantId: string; cont
   const r0 = performance.now();
   await text.init();
   const recountMs = performance.now() - r0;
-  const vectors = new LanceVectorIndex(join(dataDir, 'lancedb'), embedder.model, embedder.dims, { autoMaintain: false });
+  const vectors = new LanceVectorIndex(join(dataDir, 'lancedb'), embedder.model, embedder.dims, {
+    autoMaintain: false,
+  });
   const filter: ItemFilter = { tenantId: w.tenantId, contextId: w.contextId, clauses: [] };
   const limit = 100; // what the route asks each leg for with limit 20 (max(100, 3 × 20))
   const textLeg = (q: string) => text.search({ filter, query: q, textMode: 'OR', slop: 0, limit, trackTotal: false });
-  const vecLeg = async (q: string) => vectors.search({ tenantId: w.tenantId, contextId: w.contextId, vector: await embedQuery(embedder, q), limit });
+  const vecLeg = async (q: string) =>
+    vectors.search({ tenantId: w.tenantId, contextId: w.contextId, vector: await embedQuery(embedder, q), limit });
   try {
     await embedder.embed(['warm up'], { purpose: 'query' });
-    const queryVecs = await embedder.embed(QUERIES.map((q) => q.q), { purpose: 'query' });
+    const queryVecs = await embedder.embed(
+      QUERIES.map((q) => q.q),
+      { purpose: 'query' },
+    );
     const runs = {} as Record<RawKey, LoadResult>;
     runs.TEXT = await closedLoop({ ...t, op: async (_w, seq) => void (await textLeg(queryOf(seq))) });
     const cache0 = queryCacheStats(embedder);
     runs.SEMANTIC = await closedLoop({ ...t, op: async (_w, seq) => void (await vecLeg(queryOf(seq))) });
-    runs.HYBRID = await closedLoop({ ...t, op: async (_w, seq) => void (await Promise.all([textLeg(queryOf(seq)), vecLeg(queryOf(seq))])) });
+    runs.HYBRID = await closedLoop({
+      ...t,
+      op: async (_w, seq) => void (await Promise.all([textLeg(queryOf(seq)), vecLeg(queryOf(seq))])),
+    });
     const c = queryCacheStats(embedder);
-    const cache = { ...c, hits: c.hits - cache0.hits, joined: c.joined - cache0.joined, misses: c.misses - cache0.misses };
+    const cache = {
+      ...c,
+      hits: c.hits - cache0.hits,
+      joined: c.joined - cache0.joined,
+      misses: c.misses - cache0.misses,
+    };
     const m0 = { ...builtinModelStats()! };
     runs.SEMANTIC_COLD = await closedLoop({ ...t, op: async (_w, seq) => void (await vecLeg(coldQuery(seq))) });
-    runs.HYBRID_COLD = await closedLoop({ ...t, op: async (_w, seq) => { const q = coldQuery(seq); await Promise.all([textLeg(q), vecLeg(q)]); } });
-    runs.VECTOR = await closedLoop({ ...t, op: async (_w, seq) => void (await vectors.search({ tenantId: w.tenantId, contextId: w.contextId, vector: queryVecs[seq % queryVecs.length], limit })) });
-    runs.EMBED = await closedLoop({ ...t, op: async (_w, seq) => void (await embedder.embed([coldQuery(seq)], { purpose: 'query' })) });
+    runs.HYBRID_COLD = await closedLoop({
+      ...t,
+      op: async (_w, seq) => {
+        const q = coldQuery(seq);
+        await Promise.all([textLeg(q), vecLeg(q)]);
+      },
+    });
+    runs.VECTOR = await closedLoop({
+      ...t,
+      op: async (_w, seq) =>
+        void (await vectors.search({
+          tenantId: w.tenantId,
+          contextId: w.contextId,
+          vector: queryVecs[seq % queryVecs.length],
+          limit,
+        })),
+    });
+    runs.EMBED = await closedLoop({
+      ...t,
+      op: async (_w, seq) => void (await embedder.embed([coldQuery(seq)], { purpose: 'query' })),
+    });
     const m1 = builtinModelStats()!;
     return { runs, cache, textsPerModelCall: (m1.texts - m0.texts) / Math.max(1, m1.calls - m0.calls), recountMs };
   } finally {
@@ -413,7 +562,9 @@ export async function benchSearch(
     if (s.statusCode !== 201) throw new Error(`schema create failed: ${s.statusCode} ${st}`);
     schemaId = JSON.parse(st).id;
     indexing = await indexingThroughput(svc, pool, headers, o.indexRecords, bases);
-    o.log(`S0 indexing: ${indexing.records} records (1 passage each) written in ${indexing.writeSeconds.toFixed(1)} s, all settled in ${indexing.toIndexedSeconds.toFixed(1)} s: ${indexing.chunksPerSec.toFixed(1)} chunks/s ${JSON.stringify(indexing.statuses)}`);
+    o.log(
+      `S0 indexing: ${indexing.records} records (1 passage each) written in ${indexing.writeSeconds.toFixed(1)} s, all settled in ${indexing.toIndexedSeconds.toFixed(1)} s: ${indexing.chunksPerSec.toFixed(1)} chunks/s ${JSON.stringify(indexing.statuses)}`,
+    );
   } finally {
     await pool.close();
     await svc.stop();
@@ -422,9 +573,20 @@ export async function benchSearch(
   const tiers: SearchTier[] = [];
   let have = 0;
   for (const size of o.tiers) {
-    const { perSec: loadPerSec, upkeep } = await loadDirect(dataDir, have, size - indexing.records, { tenantId: live.tenantId, contextId: live.contextId, accountId, schemaId, bases, vectors: vecs });
-    o.log(`loaded ${(size - indexing.records - have).toLocaleString('en-US')} passages through the adapters at ${Math.round(loadPerSec)}/s (service stopped)`);
-    o.log(`vector index upkeep on ${upkeep.rows.toLocaleString('en-US')} rows: ${upkeep.action}${upkeep.partitions ? ` (${upkeep.partitions} partition(s))` : ''} in ${(upkeep.ms / 1000).toFixed(1)} s`);
+    const { perSec: loadPerSec, upkeep } = await loadDirect(dataDir, have, size - indexing.records, {
+      tenantId: live.tenantId,
+      contextId: live.contextId,
+      accountId,
+      schemaId,
+      bases,
+      vectors: vecs,
+    });
+    o.log(
+      `loaded ${(size - indexing.records - have).toLocaleString('en-US')} passages through the adapters at ${Math.round(loadPerSec)}/s (service stopped)`,
+    );
+    o.log(
+      `vector index upkeep on ${upkeep.rows.toLocaleString('en-US')} rows: ${upkeep.action}${upkeep.partitions ? ` (${upkeep.partitions} partition(s))` : ''} in ${(upkeep.ms / 1000).toFixed(1)} s`,
+    );
     have = size - indexing.records;
     svc = await startHttpService(dataDir);
     o.log(`service restarted on ${size.toLocaleString('en-US')} chunks`);
@@ -436,7 +598,12 @@ export async function benchSearch(
       // the model and the context's vectors; the first keyword query loads the context's keyword index.
       const firstQuery = async (mode: Mode, what: string) => {
         const w0 = performance.now();
-        const res = await pool.request({ method: 'POST', path: '/v1/search', headers, body: JSON.stringify({ query: 'first query after start', mode, limit: 20 }) });
+        const res = await pool.request({
+          method: 'POST',
+          path: '/v1/search',
+          headers,
+          body: JSON.stringify({ query: 'first query after start', mode, limit: 20 }),
+        });
         await res.body.text();
         o.log(`first ${mode} query after start (${what}): ${Math.round(performance.now() - w0)} ms`);
       };
@@ -451,25 +618,49 @@ export async function benchSearch(
       await pool.close();
       await svc.stop();
     }
-    const line = (r: HttpResult) => `p50 ${r.p50.toFixed(1)} p99 ${r.p99.toFixed(1)} ms, ${Math.round(r.opsPerSec)}/s, ${r.hits} results/page${stealNote(r.steal)}${r.clientGc ? `, load generator GC ${Math.round(r.clientGc.ms)} ms (longest ${r.clientGc.max.toFixed(1)})` : ''}${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''}`;
-    for (const m of MODES) o.log(`${size} HTTP ${m} (rotating queries, cached query vectors): ${line(http.rotating[m])}`);
-    for (const m of COLD_MODES) o.log(`${size} HTTP ${m} cold (every query new: the model runs per request): ${line(http.cold[m])}`);
+    const line = (r: HttpResult) =>
+      `p50 ${r.p50.toFixed(1)} p99 ${r.p99.toFixed(1)} ms, ${Math.round(r.opsPerSec)}/s, ${r.hits} results/page${stealNote(r.steal)}${r.clientGc ? `, load generator GC ${Math.round(r.clientGc.ms)} ms (longest ${r.clientGc.max.toFixed(1)})` : ''}${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''}`;
+    for (const m of MODES)
+      o.log(`${size} HTTP ${m} (rotating queries, cached query vectors): ${line(http.rotating[m])}`);
+    for (const m of COLD_MODES)
+      o.log(`${size} HTTP ${m} cold (every query new: the model runs per request): ${line(http.cold[m])}`);
     // A tier whose loaded passages the service cannot find measures an empty index: stop rather than print its figures.
     const empty = MODES.filter((m) => http.rotating[m].hits === 0);
-    if (empty.length) throw new Error(`${size}-passage tier: ${empty.join(', ')} answered 0 results/page; the passages loaded are not searchable by the service`);
+    if (empty.length)
+      throw new Error(
+        `${size}-passage tier: ${empty.join(', ')} answered 0 results/page; the passages loaded are not searchable by the service`,
+      );
     // Every rotating SEMANTIC/HYBRID request (warm-up included) after the first sight of each of the 48 texts was a cache hit (capacity ≫ 48).
     const sent = http.sent.SEMANTIC + http.sent.HYBRID;
     const httpCacheHitRate = Math.max(0, (sent - Math.min(sent, QUERIES.length)) / Math.max(1, sent));
     const raw = await rawSearch(dataDir, o.timing, live);
-    o.log(`${size} raw TEXT: the SQL search's term statistics counted from the stored passages in ${(raw.recountMs / 1000).toFixed(1)} s (not measured below)`);
-    for (const m of ['TEXT', 'SEMANTIC', 'HYBRID', 'SEMANTIC_COLD', 'HYBRID_COLD', 'VECTOR', 'EMBED'] as const) o.log(`${size} raw ${m}: p50 ${raw.runs[m].p50.toFixed(1)} p99 ${raw.runs[m].p99.toFixed(1)} ms, ${Math.round(raw.runs[m].opsPerSec)}/s`);
+    o.log(
+      `${size} raw TEXT: the SQL search's term statistics counted from the stored passages in ${(raw.recountMs / 1000).toFixed(1)} s (not measured below)`,
+    );
+    for (const m of ['TEXT', 'SEMANTIC', 'HYBRID', 'SEMANTIC_COLD', 'HYBRID_COLD', 'VECTOR', 'EMBED'] as const)
+      o.log(
+        `${size} raw ${m}: p50 ${raw.runs[m].p50.toFixed(1)} p99 ${raw.runs[m].p99.toFixed(1)} ms, ${Math.round(raw.runs[m].opsPerSec)}/s`,
+      );
     const c = raw.cache;
     o.log(
       `${size} query-vector cache: raw rotating runs ${c.hits} hits, ${c.joined} joined, ${c.misses} misses (${((100 * (c.hits + c.joined)) / Math.max(1, c.hits + c.joined + c.misses)).toFixed(1)}% answered without a model call); ` +
         `HTTP rotating ≈${(100 * httpCacheHitRate).toFixed(1)}%, HTTP cold 0% by construction; ${raw.textsPerModelCall.toFixed(1)} texts per model call (cold + EMBED runs)`,
     );
-    if (rag) o.log(`${size} HTTP RAG (HYBRID, limit 10, built-in model): first content_delta p50 ${rag.firstDelta.p50.toFixed(1)} p99 ${rag.firstDelta.p99.toFixed(1)} ms; whole stream p50 ${rag.whole.p50.toFixed(1)} p99 ${rag.whole.p99.toFixed(1)} ms, ${Math.round(rag.whole.opsPerSec)}/s`);
-    tiers.push({ chunks: size, label: `${size.toLocaleString('en-US')} chunks`, loadPerSec, upkeep, http: http.rotating, httpCold: http.cold, httpCacheHitRate, raw, rag });
+    if (rag)
+      o.log(
+        `${size} HTTP RAG (HYBRID, limit 10, built-in model): first content_delta p50 ${rag.firstDelta.p50.toFixed(1)} p99 ${rag.firstDelta.p99.toFixed(1)} ms; whole stream p50 ${rag.whole.p50.toFixed(1)} p99 ${rag.whole.p99.toFixed(1)} ms, ${Math.round(rag.whole.opsPerSec)}/s`,
+      );
+    tiers.push({
+      chunks: size,
+      label: `${size.toLocaleString('en-US')} chunks`,
+      loadPerSec,
+      upkeep,
+      http: http.rotating,
+      httpCold: http.cold,
+      httpCacheHitRate,
+      raw,
+      rag,
+    });
   }
   return { indexing, baseCount: bases.length, tiers };
 }

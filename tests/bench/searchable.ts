@@ -40,12 +40,24 @@ export const noteSchema = (indexMode: IndexMode) => ({
 
 const BASES = basePassages(64);
 export const noteBody = (typeName: string, seq: number) =>
-  JSON.stringify({ typeName, payload: { title: `note ${seq}`, tag: `t${seq % 16}`, body: syntheticPassage(seq, BASES).text } });
+  JSON.stringify({
+    typeName,
+    payload: { title: `note ${seq}`, tag: `t${seq % 16}`, body: syntheticPassage(seq, BASES).text },
+  });
 
 export interface SearchableBench {
   create: { none: LoadResult; text: LoadResult; ratio: number; rounds: Array<{ none: LoadResult; text: LoadResult }> };
   indexed: {
-    rate: number; achieved: number; written: number; reads: number; indexed: number; failed: number; p50: number; p99: number; max: number; createP99: number;
+    rate: number;
+    achieved: number;
+    written: number;
+    reads: number;
+    indexed: number;
+    failed: number;
+    p50: number;
+    p99: number;
+    max: number;
+    createP99: number;
     /** The warm-up's writes (the service's first seconds), left out of the figures above. */
     cold: { seconds: number; writes: number; p99: number; createP99: number };
   };
@@ -64,9 +76,18 @@ interface Client {
 export function clientOf(svc: HttpService, connections: number, contextId?: string): Client {
   const pool = new Pool(svc.url, { connections, pipelining: 1 });
   const inContext: Record<string, string> = contextId ? { 'x-context-id': contextId } : {};
-  const headers = { authorization: `Bearer ${svc.bootstrap.tenants.live.rootKey}`, 'content-type': 'application/json', ...inContext };
+  const headers = {
+    authorization: `Bearer ${svc.bootstrap.tenants.live.rootKey}`,
+    'content-type': 'application/json',
+    ...inContext,
+  };
   const send = async (method: 'GET' | 'POST', path: string, body?: string) => {
-    const res = await pool.request({ method, path, headers: body === undefined ? { authorization: headers.authorization, ...inContext } : headers, body });
+    const res = await pool.request({
+      method,
+      path,
+      headers: body === undefined ? { authorization: headers.authorization, ...inContext } : headers,
+      body,
+    });
     return { status: res.statusCode, text: await res.body.text() };
   };
   return { pool, headers, post: (p, b) => send('POST', p, b), get: (p) => send('GET', p), close: () => pool.close() };
@@ -94,7 +115,13 @@ async function createLoop(c: Client, typeName: string, t: Timing & { createMs: n
 }
 
 /** (a) NONE vs TEXT creates, a fresh service per run, order alternating per round. */
-async function createRounds(newDir: (p: string) => string, t: Timing & { createMs: number }, rounds: number, env: Record<string, string>, log: (m: string) => void) {
+async function createRounds(
+  newDir: (p: string) => string,
+  t: Timing & { createMs: number },
+  rounds: number,
+  env: Record<string, string>,
+  log: (m: string) => void,
+) {
   const out: Array<{ none: LoadResult; text: LoadResult }> = [];
   for (let i = 0; i < rounds; i++) {
     const got: Partial<Record<'none' | 'text', LoadResult>> = {};
@@ -105,7 +132,9 @@ async function createRounds(newDir: (p: string) => string, t: Timing & { createM
         await createSchema(c, mode);
         const r = await createLoop(c, noteSchema(mode).typeName, t);
         got[mode === 'NONE' ? 'none' : 'text'] = r;
-        log(`W${i + 1} create, ${mode.padEnd(4)} schema: ${Math.round(r.opsPerSec)} ops/s, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms (${r.ops} ops${stealNote(r.steal)}${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''})`);
+        log(
+          `W${i + 1} create, ${mode.padEnd(4)} schema: ${Math.round(r.opsPerSec)} ops/s, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms (${r.ops} ops${stealNote(r.steal)}${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''})`,
+        );
       } finally {
         await c.close();
         await svc.stop();
@@ -150,7 +179,9 @@ export async function writeToIndexed(c: Client, rate: number, seconds: number, w
         continue;
       }
       reads += look.length;
-      const states = await Promise.all(look.map(async (x) => /"indexStatus":"([A-Z_]+)"/.exec((await c.get(`/v1/records/${x.id}`)).text)?.[1]));
+      const states = await Promise.all(
+        look.map(async (x) => /"indexStatus":"([A-Z_]+)"/.exec((await c.get(`/v1/records/${x.id}`)).text)?.[1]),
+      );
       const now = performance.now();
       let seen = 0;
       look.forEach((x, i) => {
@@ -196,8 +227,22 @@ export async function writeToIndexed(c: Client, rate: number, seconds: number, w
   const coldSorted = Float64Array.from(cold.latencies).sort();
   const coldCreated = Float64Array.from(cold.createMs).sort();
   return {
-    rate, achieved, written, reads, indexed: latencies.length, failed, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: sorted[sorted.length - 1] ?? NaN, createP99: percentile(created, 0.99),
-    cold: { seconds: warmupSeconds, writes: cold.createMs.length, p99: percentile(coldSorted, 0.99), createP99: percentile(coldCreated, 0.99) },
+    rate,
+    achieved,
+    written,
+    reads,
+    indexed: latencies.length,
+    failed,
+    p50: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
+    max: sorted[sorted.length - 1] ?? NaN,
+    createP99: percentile(created, 0.99),
+    cold: {
+      seconds: warmupSeconds,
+      writes: cold.createMs.length,
+      p99: percentile(coldSorted, 0.99),
+      createP99: percentile(coldCreated, 0.99),
+    },
   };
 }
 
@@ -223,9 +268,14 @@ async function seed(c: Client, typeName: string, count: number, ids?: string[]) 
 
 /** /readyz's projections: the search indexer's vector queue and lag, and whether every projection has caught up. */
 async function readiness(c: Client) {
-  const body = JSON.parse((await c.get('/readyz')).text) as { projections?: Array<{ vectorJobs?: number; lag?: number }> };
+  const body = JSON.parse((await c.get('/readyz')).text) as {
+    projections?: Array<{ vectorJobs?: number; lag?: number }>;
+  };
   const s = body.projections?.find((x) => x.vectorJobs !== undefined);
-  return { caughtUp: (body.projections ?? []).every((p) => !p.lag), note: s ? `${s.vectorJobs} vector jobs, lag ${s.lag} events` : 'unknown' };
+  return {
+    caughtUp: (body.projections ?? []).every((p) => !p.lag),
+    note: s ? `${s.vectorJobs} vector jobs, lag ${s.lag} events` : 'unknown',
+  };
 }
 
 async function settled(c: Client) {
@@ -243,18 +293,54 @@ async function settled(c: Client) {
  * throughput by 20-30 % within minutes, weighs on both figures alike. While the quiet service is measured the
  * backlog service and its model processes are stopped (SIGSTOP), so its backlog cannot take the quiet figure's CPU.
  */
-async function readsDuringBacklog(q: Service, b: Service, t: Timing, backlog: number, slices: number, log: (m: string) => void) {
+async function readsDuringBacklog(
+  q: Service,
+  b: Service,
+  t: Timing,
+  backlog: number,
+  slices: number,
+  log: (m: string) => void,
+) {
   const hot: Record<'q' | 'b', string[]> = { q: [], b: [] };
-  for (const [k, s] of [['q', q], ['b', b]] as const) {
+  for (const [k, s] of [
+    ['q', q],
+    ['b', b],
+  ] as const) {
     await seed(s.c, noteSchema('NONE').typeName, READ_DATA.none, hot[k]);
     await seed(s.c, noteSchema('TEXT').typeName, READ_DATA.text);
     hot[k].length = READ_DATA.hot;
   }
-  const queries = ['harbor lantern', 'quiet river stone', 'golden field', 'ancient map', 'winter market', 'silver bridge', 'north tower', 'garden path'];
+  const queries = [
+    'harbor lantern',
+    'quiet river stone',
+    'golden field',
+    'ancient map',
+    'winter market',
+    'silver bridge',
+    'north tower',
+    'garden path',
+  ];
   const mixes: Array<{ name: string; op: (c: Client, ids: string[], seq: number) => Promise<void> }> = [
-    { name: 'get by id', op: async (c, ids, seq) => ok(await c.get(`/v1/records/${ids[seq % ids.length]}`), 'GET /v1/records/:id') },
-    { name: 'exact lookup', op: async (c, _ids, seq) => ok(await c.get(`/v1/records/lookup?type=${noteSchema('NONE').typeName}&field=tag&value=t${seq % 16}&limit=20`), 'lookup') },
-    { name: 'TEXT search', op: async (c, _ids, seq) => ok(await c.post('/v1/search', JSON.stringify({ query: queries[seq % queries.length], mode: 'TEXT', limit: 20 })), 'POST /v1/search') },
+    {
+      name: 'get by id',
+      op: async (c, ids, seq) => ok(await c.get(`/v1/records/${ids[seq % ids.length]}`), 'GET /v1/records/:id'),
+    },
+    {
+      name: 'exact lookup',
+      op: async (c, _ids, seq) =>
+        ok(
+          await c.get(`/v1/records/lookup?type=${noteSchema('NONE').typeName}&field=tag&value=t${seq % 16}&limit=20`),
+          'lookup',
+        ),
+    },
+    {
+      name: 'TEXT search',
+      op: async (c, _ids, seq) =>
+        ok(
+          await c.post('/v1/search', JSON.stringify({ query: queries[seq % queries.length], mode: 'TEXT', limit: 20 })),
+          'POST /v1/search',
+        ),
+    },
   ];
 
   // The backlog: HYBRID creates as fast as 32 connections go (each answers once written; the vectors come later).
@@ -267,24 +353,38 @@ async function readsDuringBacklog(q: Service, b: Service, t: Timing, backlog: nu
     op: async (_w, seq) => {
       if (made >= backlog) return 'stop';
       made++;
-      ok(await b.backlog.post('/v1/records', noteBody(noteSchema('HYBRID').typeName, 2_000_000 + seq)), 'POST /v1/records (HYBRID)');
+      ok(
+        await b.backlog.post('/v1/records', noteBody(noteSchema('HYBRID').typeName, 2_000_000 + seq)),
+        'POST /v1/records (HYBRID)',
+      );
     },
   });
   const writeSeconds = (performance.now() - w0) / 1000;
   await settled(q.c);
   const pendingAtStart = (await readiness(b.c)).note;
-  log(`B backlog of ${made} HYBRID records written in ${writeSeconds.toFixed(1)} s; pending vector work at start: ${pendingAtStart}`);
+  log(
+    `B backlog of ${made} HYBRID records written in ${writeSeconds.toFixed(1)} s; pending vector work at start: ${pendingAtStart}`,
+  );
 
   // Each service reads every record and page of the mixes once before the slices, so they measure the steady
   // state (the by-id and page caches filled) rather than which slice happened to pay for the first reads.
-  for (const [s, ids] of [[q, hot.q], [b, hot.b]] as const)
+  for (const [s, ids] of [
+    [q, hot.q],
+    [b, hot.b],
+  ] as const)
     for (const m of mixes) {
       let next = 0;
-      await closedLoop({ concurrency: 16, warmupMs: 0, durationMs: 600_000, op: async () => (next >= ids.length ? 'stop' : m.op(s.c, ids, next++)) });
+      await closedLoop({
+        concurrency: 16,
+        warmupMs: 0,
+        durationMs: 600_000,
+        op: async () => (next >= ids.length ? 'stop' : m.op(s.c, ids, next++)),
+      });
     }
   const bPid = b.svc.child.pid!;
   const sliceMs = Math.max(500, Math.round(t.durationMs / slices));
-  const run = (s: Service, ids: string[], op: (typeof mixes)[number]['op']) => closedLoop({ concurrency: 16, warmupMs: 250, durationMs: sliceMs, op: (_w, seq) => op(s.c, ids, seq) });
+  const run = (s: Service, ids: string[], op: (typeof mixes)[number]['op']) =>
+    closedLoop({ concurrency: 16, warmupMs: 250, durationMs: sliceMs, op: (_w, seq) => op(s.c, ids, seq) });
   const reads: Array<{ name: string; quiet: LoadResult; backlog: LoadResult }> = [];
   const spent = { service: 0, children: 0, seconds: 0 };
   for (const m of mixes) {
@@ -358,7 +458,9 @@ export async function benchSearchable(o: {
   // No per-IP flood ceiling in the way: every request of the bench comes from this one address.
   const env = { ...(o.childEnv ?? {}), EDGE_RATE_LIMIT_PER_MINUTE: '0' };
   const create = await createRounds(o.newDir, o.timing, o.rounds, env, o.log);
-  o.log(`W TEXT / NONE create: ${Math.round(create.text.opsPerSec)} / ${Math.round(create.none.opsPerSec)} ops/s = ${create.ratio.toFixed(2)}; TEXT p99 ${create.text.p99.toFixed(1)} ms`);
+  o.log(
+    `W TEXT / NONE create: ${Math.round(create.text.opsPerSec)} / ${Math.round(create.none.opsPerSec)} ops/s = ${create.ratio.toFixed(2)}; TEXT p99 ${create.text.p99.toFixed(1)} ms`,
+  );
 
   const svc = await startHttpService(o.newDir('searchable-indexed-'), env);
   const c = clientOf(svc, 48);

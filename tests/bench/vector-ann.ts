@@ -38,7 +38,9 @@ import { basePassages, baseVectors, perturb, rng, syntheticPassage } from './sea
 const rows = Number(process.argv[2] ?? 10_000);
 const dist = process.env.VEC_DIST ?? 'dup';
 const kind = (process.env.VEC_KIND ?? 'IVF_FLAT') as 'IVF_HNSW_SQ' | 'IVF_PQ' | 'IVF_FLAT';
-const grid = (process.env.VEC_GRID ?? '10:0:1,20:0:1,32:0:1').split(',').map((g) => g.split(':').map(Number) as [number, number, number]);
+const grid = (process.env.VEC_GRID ?? '10:0:1,20:0:1,32:0:1')
+  .split(',')
+  .map((g) => g.split(':').map(Number) as [number, number, number]);
 const concurrentMs = Number(process.env.VEC_MS ?? 3000);
 const keep = process.env.VEC_DIR;
 const dir = keep ?? mkdtempSync(join(tmpdir(), 'vec-ann-'));
@@ -51,7 +53,10 @@ const LIMIT = 100;
 const embedder = new BuiltinEmbedder();
 const bases = basePassages(128);
 const baseVecs = await baseVectors(embedder, bases, log);
-const queryVecs = await embedder.embed(QUERIES.map((q) => q.q), { purpose: 'query' });
+const queryVecs = await embedder.embed(
+  QUERIES.map((q) => q.q),
+  { purpose: 'query' },
+);
 
 function vectorOf(i: number): number[] {
   const r = rng(i + 1);
@@ -59,13 +64,19 @@ function vectorOf(i: number): number[] {
   const a = baseVecs[i % baseVecs.length];
   const b = baseVecs[Math.floor(r() * baseVecs.length)];
   const w = r() * 0.5;
-  return perturb(a.map((x, k) => (1 - w) * x + w * b[k]), r, 0.02);
+  return perturb(
+    a.map((x, k) => (1 - w) * x + w * b[k]),
+    r,
+    0.02,
+  );
 }
 
 // Loading never builds an index (minRows ∞); the measured instances share the table.
 const loader = new LanceVectorIndex(dir, embedder.model, embedder.dims, { ann: { minRows: Infinity } });
 await loader.init();
-const have = (loader as unknown as { table?: { countRows(): Promise<number> } }).table ? await (loader as unknown as { table: { countRows(): Promise<number> } }).table.countRows() : 0;
+const have = (loader as unknown as { table?: { countRows(): Promise<number> } }).table
+  ? await (loader as unknown as { table: { countRows(): Promise<number> } }).table.countRows()
+  : 0;
 if (have === 0) {
   const t0 = performance.now();
   const batch: VectorRow[] = [];
@@ -75,13 +86,27 @@ if (have === 0) {
   };
   for (let i = 0; i < rows; i++) {
     const text = syntheticPassage(i, bases).text;
-    await push({ itemId: `item-${Math.floor(i / 100)}`, chunkNo: i % 100, ...T, vector: vectorOf(i), chunkText: text, contextText: text });
+    await push({
+      itemId: `item-${Math.floor(i / 100)}`,
+      chunkNo: i % 100,
+      ...T,
+      vector: vectorOf(i),
+      chunkText: text,
+      contextText: text,
+    });
   }
   for (const [k, s] of SMALL.entries())
     for (let i = 0; i < SMALL_ROWS; i++) {
       const n = 10_000_000 + k * SMALL_ROWS + i;
       const text = syntheticPassage(n, bases).text;
-      await push({ itemId: `small-${k}-${Math.floor(i / 10)}`, chunkNo: i % 10, ...s, vector: vectorOf(n), chunkText: text, contextText: text });
+      await push({
+        itemId: `small-${k}-${Math.floor(i / 10)}`,
+        chunkNo: i % 10,
+        ...s,
+        vector: vectorOf(n),
+        chunkText: text,
+        contextText: text,
+      });
     }
   await loader.add(batch.splice(0));
   log(`loaded ${rows} + ${SMALL.length}×${SMALL_ROWS} rows in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
@@ -89,7 +114,9 @@ if (have === 0) {
     // Like the service: one small fragment per projector write.
     for (let i = 0; i < Number(process.env.VEC_FRAGMENTS); i++) {
       const text = syntheticPassage(20_000_000 + i, bases).text;
-      await loader.add([{ itemId: `late-${i}`, chunkNo: 0, ...T, vector: vectorOf(20_000_000 + i), chunkText: text, contextText: text }]);
+      await loader.add([
+        { itemId: `late-${i}`, chunkNo: 0, ...T, vector: vectorOf(20_000_000 + i), chunkText: text, contextText: text },
+      ]);
     }
     log(`added ${process.env.VEC_FRAGMENTS} one-row fragments, not compacted`);
   } else {
@@ -99,11 +126,15 @@ if (have === 0) {
 } else log(`reusing ${have} rows in ${dir}`);
 await loader.close();
 
-const idx = new LanceVectorIndex(dir, embedder.model, embedder.dims, { ann: { kind, ...(process.env.VEC_RPP ? { rowsPerPartition: Number(process.env.VEC_RPP) } : {}) } });
+const idx = new LanceVectorIndex(dir, embedder.model, embedder.dims, {
+  ann: { kind, ...(process.env.VEC_RPP ? { rowsPerPartition: Number(process.env.VEC_RPP) } : {}) },
+});
 await idx.init();
 const key = (h: VectorHit) => `${h.itemId}#${h.chunkNo}`;
 
-async function serial(f: (q: number[]) => Promise<VectorHit[]>): Promise<{ p50: number; p99: number; answers: VectorHit[][] }> {
+async function serial(
+  f: (q: number[]) => Promise<VectorHit[]>,
+): Promise<{ p50: number; p99: number; answers: VectorHit[][] }> {
   const t: number[] = [];
   const answers: VectorHit[][] = [];
   for (let round = 0; round < 2; round++)
@@ -117,7 +148,12 @@ async function serial(f: (q: number[]) => Promise<VectorHit[]>): Promise<{ p50: 
   return { p50: percentile(s, 0.5), p99: percentile(s, 0.99), answers };
 }
 const concurrent = (f: (q: number[]) => Promise<unknown>) =>
-  closedLoop({ concurrency: 16, warmupMs: 500, durationMs: concurrentMs, op: async (_w, seq) => void (await f(queryVecs[seq % queryVecs.length])) });
+  closedLoop({
+    concurrency: 16,
+    warmupMs: 500,
+    durationMs: concurrentMs,
+    op: async (_w, seq) => void (await f(queryVecs[seq % queryVecs.length])),
+  });
 const recall = (truth: VectorHit[][], got: VectorHit[][], k: number) => {
   let hit = 0;
   let all = 0;
@@ -156,7 +192,9 @@ const fmt = (x: number) => x.toFixed(1);
 const exact = (q: number[], t = T) => idx.search({ ...t, vector: q, limit: LIMIT, exact: true });
 const flat = await serial((q) => exact(q));
 const flatC = await concurrent((q) => exact(q));
-log(`flat (exact): one at a time p50 ${fmt(flat.p50)} ms; 16 clients p50 ${fmt(flatC.p50)} p99 ${fmt(flatC.p99)} ms, ${Math.round(flatC.opsPerSec)}/s`);
+log(
+  `flat (exact): one at a time p50 ${fmt(flat.p50)} ms; 16 clients p50 ${fmt(flatC.p50)} p99 ${fmt(flatC.p99)} ms, ${Math.round(flatC.opsPerSec)}/s`,
+);
 const smallTruth: VectorHit[][] = [];
 const ts0 = performance.now();
 for (const q of queryVecs) smallTruth.push(await exact(q, SMALL[0]));
@@ -164,16 +202,30 @@ const smallExactMs = (performance.now() - ts0) / queryVecs.length;
 
 // The page's texts read from LanceDB afterwards (what a `text: false` search would need): one more query per request.
 {
-  const page = (q: number[]) => idx.hydrate(flat.answers[queryVecs.indexOf(q)].slice(0, 20).map((h) => ({ itemId: h.itemId, chunkNo: h.chunkNo, similarity: h.similarity })), T);
+  const page = (q: number[]) =>
+    idx.hydrate(
+      flat.answers[queryVecs.indexOf(q)]
+        .slice(0, 20)
+        .map((h) => ({ itemId: h.itemId, chunkNo: h.chunkNo, similarity: h.similarity })),
+      T,
+    );
   const h = await serial(async (q) => (await page(q), []));
   const hc = await concurrent(page);
-  log(`hydrate a page of 20 hits from LanceDB: one at a time p50 ${fmt(h.p50)} ms; 16 clients p50 ${fmt(hc.p50)} p99 ${fmt(hc.p99)} ms, ${Math.round(hc.opsPerSec)}/s`);
+  log(
+    `hydrate a page of 20 hits from LanceDB: one at a time p50 ${fmt(h.p50)} ms; 16 clients p50 ${fmt(hc.p50)} p99 ${fmt(hc.p99)} ms, ${Math.round(hc.opsPerSec)}/s`,
+  );
 }
 
-const memGrid = (process.env.VEC_MEM_GRID ?? '20:2000').split(',').filter(Boolean).map((g) => g.split(':').map(Number));
+const memGrid = (process.env.VEC_MEM_GRID ?? '20:2000')
+  .split(',')
+  .filter(Boolean)
+  .map((g) => g.split(':').map(Number));
 if (memGrid.length) {
   // VEC_EXACT_BELOW: the in-memory index's exactBelow (contexts up to that many rows scored exactly).
-  const mem = new MemoryVectorIndex(idx, { log: (m) => log(m), ...(process.env.VEC_EXACT_BELOW ? { exactBelow: Number(process.env.VEC_EXACT_BELOW) } : {}) });
+  const mem = new MemoryVectorIndex(idx, {
+    log: (m) => log(m),
+    ...(process.env.VEC_EXACT_BELOW ? { exactBelow: Number(process.env.VEC_EXACT_BELOW) } : {}),
+  });
   const heap0 = process.memoryUsage();
   const t0 = performance.now();
   await mem.load(T);
@@ -197,11 +249,21 @@ if (memGrid.length) {
         `one at a time p50 ${fmt(s.p50)} p99 ${fmt(s.p99)} ms; 16 clients p50 ${fmt(c.p50)} p99 ${fmt(c.p99)} ms, ${Math.round(c.opsPerSec)}/s; small tenant recall@10 ${recall(smallTruth, small, 10).toFixed(3)}`,
     );
   }
-  const pageOf = (q: number[]) => mem.hydrate(flat.answers[queryVecs.indexOf(q)].slice(0, 20).map((h) => ({ itemId: h.itemId, chunkNo: h.chunkNo, similarity: h.similarity })), T);
+  const pageOf = (q: number[]) =>
+    mem.hydrate(
+      flat.answers[queryVecs.indexOf(q)]
+        .slice(0, 20)
+        .map((h) => ({ itemId: h.itemId, chunkNo: h.chunkNo, similarity: h.similarity })),
+      T,
+    );
   const hm = await concurrent(pageOf);
-  log(`memory hydrate, a page of 20 hits: 16 clients p50 ${fmt(hm.p50)} p99 ${fmt(hm.p99)} ms, ${Math.round(hm.opsPerSec)}/s`);
+  log(
+    `memory hydrate, a page of 20 hits: 16 clients p50 ${fmt(hm.p50)} p99 ${fmt(hm.p99)} ms, ${Math.round(hm.opsPerSec)}/s`,
+  );
   const ex = await serial((q) => mem.search({ ...T, vector: q, limit: LIMIT, exact: true, text: false }));
-  log(`memory exact (every row scored): recall@100 ${recall(flat.answers, ex.answers, 100).toFixed(3)}, one at a time p50 ${fmt(ex.p50)} ms`);
+  log(
+    `memory exact (every row scored): recall@100 ${recall(flat.answers, ex.answers, 100).toFixed(3)}, one at a time p50 ${fmt(ex.p50)} ms`,
+  );
   mem.unload();
 }
 

@@ -33,12 +33,24 @@ async function scenario(registrations: number, events: number): Promise<WebhookB
   const receiver = await new Receiver(certs).start();
   const dnsFile = join(dir.dir, 'dns.json');
   writeFileSync(dnsFile, JSON.stringify({ 'bench.example.test': ['127.0.0.1'] }));
-  const svc = await startService({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: '1', WEBHOOK_CA_FILE: certs.caFile, WEBHOOK_TEST_DNS_FILE: dnsFile, RATE_LIMITS: '0', METERING: '0' } });
+  const svc = await startService({
+    env: {
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
+      WEBHOOK_CA_FILE: certs.caFile,
+      WEBHOOK_TEST_DNS_FILE: dnsFile,
+      RATE_LIMITS: '0',
+      METERING: '0',
+    },
+  });
   try {
     const { api, bootstrap: A } = svc;
     await api.post('/operator/domains/verify', OPERATOR_TOKEN, { accountId: A.accountId, domain: 'example.test' });
     for (let i = 0; i < registrations; i++) {
-      const r = await api.post('/developer/webhooks', A.developerToken, { tenantId: A.tenants.live.tenantId, url: `https://bench.example.test:${receiver.port}/w${i}`, events: ['document.indexed'] });
+      const r = await api.post('/developer/webhooks', A.developerToken, {
+        tenantId: A.tenants.live.tenantId,
+        url: `https://bench.example.test:${receiver.port}/w${i}`,
+        events: ['document.indexed'],
+      });
       if (r.status !== 201) throw new Error(`register: ${r.status} ${r.text}`);
     }
     const docs: string[] = [];
@@ -47,14 +59,18 @@ async function scenario(registrations: number, events: number): Promise<WebhookB
       Array.from({ length: 2 }, async () => {
         while (next < events) {
           const i = next++;
-          const r = await api.post('/v1/documents', A.tenants.live.rootKey, { title: `bench ${i}`, text: `Webhook bench document ${i}.`, indexMode: 'TEXT' });
+          const r = await api.post('/v1/documents', A.tenants.live.rootKey, {
+            title: `bench ${i}`,
+            text: `Webhook bench document ${i}.`,
+            indexMode: 'TEXT',
+          });
           if (r.status !== 201) throw new Error(`ingest: ${r.status} ${r.text}`);
           docs.push(r.body.id);
         }
       }),
     );
     const want = registrations * events;
-    for (const deadline = Date.now() + 300_000; receiver.received.length < want; ) {
+    for (const deadline = Date.now() + 300_000; receiver.received.length < want;) {
       if (Date.now() > deadline) throw new Error(`only ${receiver.received.length} of ${want} deliveries arrived`);
       await new Promise((r) => setTimeout(r, 50));
     }

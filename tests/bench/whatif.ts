@@ -18,7 +18,8 @@ export const WHATIFS = ['defer-flush', 'yield-sql', 'both'] as const;
 
 export function applyWhatIf(name: string | undefined): void {
   if (!name) return;
-  if (!(WHATIFS as readonly string[]).includes(name)) throw new Error(`BENCH_WHATIF must be one of ${WHATIFS.join(', ')}`);
+  if (!(WHATIFS as readonly string[]).includes(name))
+    throw new Error(`BENCH_WHATIF must be one of ${WHATIFS.join(', ')}`);
   const g = globalThis as { __benchWhatIf?: string };
   if (g.__benchWhatIf) return;
   g.__benchWhatIf = name;
@@ -33,7 +34,10 @@ export function applyWhatIf(name: string | undefined): void {
   }
   if (name === 'yield-sql' || name === 'both') {
     const tick = () => new Promise<void>((r) => setImmediate(r));
-    const proto = PGlite.prototype as unknown as Record<'query' | 'exec' | 'transaction', (...a: unknown[]) => Promise<unknown>>;
+    const proto = PGlite.prototype as unknown as Record<
+      'query' | 'exec' | 'transaction',
+      (...a: unknown[]) => Promise<unknown>
+    >;
     for (const m of ['query', 'exec', 'transaction'] as const) {
       const orig = proto[m];
       proto[m] = async function (this: unknown, ...a: unknown[]) {

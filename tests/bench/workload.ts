@@ -18,8 +18,10 @@ export const BENCH_SCHEMA: SchemaDefinition = {
 };
 
 /** The exact lookups the bench rotates through (16 tag values). */
-export const lookupPath = (seq: number) => `/v1/records/lookup?type=${BENCH_SCHEMA.typeName}&field=tag&value=t${seq % 16}&limit=20`;
+export const lookupPath = (seq: number) =>
+  `/v1/records/lookup?type=${BENCH_SCHEMA.typeName}&field=tag&value=t${seq % 16}&limit=20`;
 
 export const benchPayload = (seq: number) => ({ name: `item ${seq}`, qty: seq % 1000, tag: `t${seq % 16}` });
 
-export const createBody = (seq: number) => JSON.stringify({ typeName: BENCH_SCHEMA.typeName, payload: benchPayload(seq) });
+export const createBody = (seq: number) =>
+  JSON.stringify({ typeName: BENCH_SCHEMA.typeName, payload: benchPayload(seq) });

@@ -22,9 +22,17 @@ const jsonl = <T>(file: string): T[] =>
     .map((l) => JSON.parse(l) as T);
 
 export function loadBeir(dir: string): BeirDataset {
-  for (const f of ['corpus.jsonl', 'queries.jsonl']) if (!existsSync(join(dir, f))) throw new Error(`${join(dir, f)} not found: --dataset must be a BEIR dataset directory`);
-  const corpus = jsonl<{ _id: string; title?: string; text?: string }>(join(dir, 'corpus.jsonl')).map((d) => ({ _id: String(d._id), title: d.title ?? '', text: d.text ?? '' }));
-  const queries = new Map(jsonl<{ _id: string; text: string }>(join(dir, 'queries.jsonl')).map((q) => [String(q._id), q.text] as const));
+  for (const f of ['corpus.jsonl', 'queries.jsonl'])
+    if (!existsSync(join(dir, f)))
+      throw new Error(`${join(dir, f)} not found: --dataset must be a BEIR dataset directory`);
+  const corpus = jsonl<{ _id: string; title?: string; text?: string }>(join(dir, 'corpus.jsonl')).map((d) => ({
+    _id: String(d._id),
+    title: d.title ?? '',
+    text: d.text ?? '',
+  }));
+  const queries = new Map(
+    jsonl<{ _id: string; text: string }>(join(dir, 'queries.jsonl')).map((q) => [String(q._id), q.text] as const),
+  );
   return { dir, corpus, queries };
 }
 
@@ -46,6 +54,7 @@ export function loadQrels(dir: string, split: string): Map<string, Map<string, n
 }
 
 /** The text a document is ingested with: BEIR indexes title + body, and our service never indexes a document's title (docs/search.md), so the title leads the body as its own paragraph. */
-export const documentText = (d: CorpusDoc, titleInText = true): string => (titleInText && d.title.trim() ? `${d.title.trim()}\n\n${d.text}` : d.text);
+export const documentText = (d: CorpusDoc, titleInText = true): string =>
+  titleInText && d.title.trim() ? `${d.title.trim()}\n\n${d.text}` : d.text;
 
 export type { Judgments };

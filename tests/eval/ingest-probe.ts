@@ -12,7 +12,16 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
-const { values: a } = parseArgs({ options: { url: { type: 'string' }, key: { type: 'string' }, rate: { type: 'string', default: '5' }, 'until-file': { type: 'string' }, 'max-min': { type: 'string', default: '30' }, 'index-mode': { type: 'string', default: 'HYBRID' } } });
+const { values: a } = parseArgs({
+  options: {
+    url: { type: 'string' },
+    key: { type: 'string' },
+    rate: { type: 'string', default: '5' },
+    'until-file': { type: 'string' },
+    'max-min': { type: 'string', default: '30' },
+    'index-mode': { type: 'string', default: 'HYBRID' },
+  },
+});
 if (!a.url || !a.key) throw new Error('--url and --key are required');
 const base = a.url.replace(/\/+$/, '');
 const headers: Record<string, string> = { authorization: `Bearer ${a.key}`, 'content-type': 'application/json' };
@@ -26,13 +35,22 @@ const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((x, y) => x - y);
   return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] : NaN;
 };
-const fmt = (xs: number[]) => `n ${xs.length}, p50 ${pct(xs, 50).toFixed(0)} ms, p95 ${pct(xs, 95).toFixed(0)} ms, p99 ${pct(xs, 99).toFixed(0)} ms, max ${Math.max(...xs).toFixed(0)} ms`;
+const fmt = (xs: number[]) =>
+  `n ${xs.length}, p50 ${pct(xs, 50).toFixed(0)} ms, p95 ${pct(xs, 95).toFixed(0)} ms, p99 ${pct(xs, 99).toFixed(0)} ms, max ${Math.max(...xs).toFixed(0)} ms`;
 
 const typeName = `Probe_${Date.now().toString(36)}`;
 const ctx = await post('/v1/contexts', { name: `ingest probe ${typeName}` });
 if (ctx.status !== 201) throw new Error(`context: ${ctx.status} ${ctx.text.slice(0, 200)}`);
 headers['x-context-id'] = (JSON.parse(ctx.text) as { contextId: string }).contextId;
-const s = await post('/v1/schemas', { typeName, displayName: 'Probe', allowedSurfaces: ['record'], fields: [{ fieldId: 'title', fieldType: 'string', searchable: true }, { fieldId: 'body', fieldType: 'string', searchable: true }] });
+const s = await post('/v1/schemas', {
+  typeName,
+  displayName: 'Probe',
+  allowedSurfaces: ['record'],
+  fields: [
+    { fieldId: 'title', fieldType: 'string', searchable: true },
+    { fieldId: 'body', fieldType: 'string', searchable: true },
+  ],
+});
 if (s.status !== 201) throw new Error(`schema: ${s.status} ${s.text.slice(0, 200)}`);
 const all: number[] = [];
 let minute: number[] = [];
@@ -53,7 +71,11 @@ const inflight: Array<Promise<void>> = [];
 while (!(a['until-file'] && existsSync(a['until-file'])) && Date.now() - t0 < Number(a['max-min']) * 60_000) {
   const next = t0 + ++n * gap;
   inflight.push(
-    post('/v1/records', { typeName, payload: { title: `probe ${n}`, body: 'A small record written while a bulk ingest is indexed.' }, indexMode: (a['index-mode'] ?? 'HYBRID') }).then((r) => {
+    post('/v1/records', {
+      typeName,
+      payload: { title: `probe ${n}`, body: 'A small record written while a bulk ingest is indexed.' },
+      indexMode: a['index-mode'] ?? 'HYBRID',
+    }).then((r) => {
       if (r.status !== 201) errors[r.status] = (errors[r.status] ?? 0) + 1;
       else {
         all.push(r.ms);

@@ -25,10 +25,15 @@ export function dcg(gains: readonly number[]): number {
 }
 
 export function ndcgAtK(ranking: readonly string[], judged: Judgments, k = 10): number {
-  const ideal = [...judged.values()].filter((g) => g > 0).sort((a, b) => b - a).slice(0, k);
+  const ideal = [...judged.values()]
+    .filter((g) => g > 0)
+    .sort((a, b) => b - a)
+    .slice(0, k);
   const idcg = dcg(ideal);
   if (idcg === 0) return 0;
-  const gains = dedupe(ranking).slice(0, k).map((d) => Math.max(0, judged.get(d) ?? 0));
+  const gains = dedupe(ranking)
+    .slice(0, k)
+    .map((d) => Math.max(0, judged.get(d) ?? 0));
   return dcg(gains) / idcg;
 }
 
@@ -56,7 +61,10 @@ export interface Evaluation {
 }
 
 /** Mean nDCG@10 and Recall@100 of `runs` (query id → ranking) over every judged query of `qrels` (a missing run scores 0). */
-export function evaluate(runs: ReadonlyMap<string, readonly string[]>, qrels: ReadonlyMap<string, Judgments>): Evaluation {
+export function evaluate(
+  runs: ReadonlyMap<string, readonly string[]>,
+  qrels: ReadonlyMap<string, Judgments>,
+): Evaluation {
   const perQuery: Evaluation['perQuery'] = {};
   let n = 0;
   let ndcg = 0;

@@ -207,8 +207,12 @@ function unitTexts(docs: CorpusDoc[], s: UnitSpec): { doc: string[]; texts: stri
   const texts: string[] = [];
   for (const d of docs) {
     const title = d.title.trim();
-    const body = s.title === 'lead' ? documentText(d, true) : s.title === 'lead2' ? `${title}\n\n${title}\n\n${d.text}` : d.text;
-    const pieces = s.chunk === 'doc' ? [body.replace(/\s+/g, ' ').trim()] : chunkText(body, { maxChars: s.chunk }).map((p) => p.chunkText);
+    const body =
+      s.title === 'lead' ? documentText(d, true) : s.title === 'lead2' ? `${title}\n\n${title}\n\n${d.text}` : d.text;
+    const pieces =
+      s.chunk === 'doc'
+        ? [body.replace(/\s+/g, ' ').trim()]
+        : chunkText(body, { maxChars: s.chunk }).map((p) => p.chunkText);
     for (const p of pieces) {
       doc.push(d._id);
       texts.push(s.title === 'every' && title ? `${title}. ${p}` : p);
@@ -254,22 +258,28 @@ async function runBm25(s: UnitSpec, o: Bm25Opts, agg: Agg = 'max300', cfg: Analy
   return { ...score(runs), runs: scored, units: ix.N };
 }
 const f3 = (x: number) => x.toFixed(3);
-const row = (label: string, r: { ndcg: number; recall: number }) => console.log(`${label.padEnd(58)} nDCG@10 ${f3(r.ndcg)}  R@100 ${f3(r.recall)}`);
+const row = (label: string, r: { ndcg: number; recall: number }) =>
+  console.log(`${label.padEnd(58)} nDCG@10 ${f3(r.ndcg)}  R@100 ${f3(r.recall)}`);
 
 // --- experiments -----------------------------------------------------------------------------------------
 async function main() {
   console.log(`${args.split} split: ${qids.length} judged queries, ${data.corpus.length} documents\n`);
   const base: UnitSpec = { chunk: 700, title: 'lead' };
   if (exps.has('bm25') || exps.has('baseline')) {
-    console.log('## the engine as it is (english, 700-char passages, title leads the text, k1 1.2 b 0.75, best passage of top 300)');
+    console.log(
+      '## the engine as it is (english, 700-char passages, title leads the text, k1 1.2 b 0.75, best passage of top 300)',
+    );
     const r = await runBm25(base, { k1: 1.2, b: 0.75 });
     row(`baseline (${r.units} passages)`, r);
   }
   if (exps.has('bm25')) {
     console.log('\n## k1 / b, 700-char passages');
-    for (const k1 of [0.6, 0.9, 1.2, 1.5, 2.0]) for (const b of [0.3, 0.4, 0.5, 0.75, 0.9]) row(`k1 ${k1} b ${b}`, await runBm25(base, { k1, b }));
+    for (const k1 of [0.6, 0.9, 1.2, 1.5, 2.0])
+      for (const b of [0.3, 0.4, 0.5, 0.75, 0.9]) row(`k1 ${k1} b ${b}`, await runBm25(base, { k1, b }));
     console.log('\n## k1 / b, whole documents (title + abstract)');
-    for (const k1 of [0.6, 0.9, 1.2, 1.5, 2.0]) for (const b of [0.3, 0.4, 0.5, 0.75, 0.9, 1.0]) row(`doc k1 ${k1} b ${b}`, await runBm25({ chunk: 'doc', title: 'lead' }, { k1, b }, 'max'));
+    for (const k1 of [0.6, 0.9, 1.2, 1.5, 2.0])
+      for (const b of [0.3, 0.4, 0.5, 0.75, 0.9, 1.0])
+        row(`doc k1 ${k1} b ${b}`, await runBm25({ chunk: 'doc', title: 'lead' }, { k1, b }, 'max'));
   }
   if (exps.has('chunks')) {
     console.log('\n## passage size (k1 1.2 b 0.75, and k1 0.9 b 0.4), best passage per document');
@@ -288,7 +298,8 @@ async function main() {
       { k1: 1.2, b: 0.75 },
       { k1: 0.9, b: 0.4 },
     ])
-      for (const agg of ['max300', 'max', 'sum', 'max+0.1sum', 'max+0.3rest'] as const) row(`${agg} k1 ${o.k1} b ${o.b}`, await runBm25(base, o, agg));
+      for (const agg of ['max300', 'max', 'sum', 'max+0.1sum', 'max+0.3rest'] as const)
+        row(`${agg} k1 ${o.k1} b ${o.b}`, await runBm25(base, o, agg));
   }
   if (exps.has('title')) {
     console.log('\n## title handling');
@@ -298,7 +309,10 @@ async function main() {
           { k1: 1.2, b: 0.75 },
           { k1: 0.9, b: 0.4 },
         ])
-          row(`chunk ${chunk} title ${title} k1 ${o.k1} b ${o.b}`, await runBm25({ chunk, title }, o, chunk === 'doc' ? 'max' : 'max300'));
+          row(
+            `chunk ${chunk} title ${title} k1 ${o.k1} b ${o.b}`,
+            await runBm25({ chunk, title }, o, chunk === 'doc' ? 'max' : 'max300'),
+          );
   }
   if (exps.has('analyzer')) {
     console.log('\n## analyzer (PostgreSQL configurations)');
@@ -308,7 +322,10 @@ async function main() {
           { k1: 1.2, b: 0.75 },
           { k1: 0.9, b: 0.4 },
         ])
-          row(`${cfg} chunk ${chunk} k1 ${o.k1} b ${o.b}`, await runBm25({ chunk, title: 'lead' }, o, chunk === 'doc' ? 'max' : 'max300', cfg));
+          row(
+            `${cfg} chunk ${chunk} k1 ${o.k1} b ${o.b}`,
+            await runBm25({ chunk, title: 'lead' }, o, chunk === 'doc' ? 'max' : 'max300', cfg),
+          );
   }
   if (exps.has('parts')) {
     console.log('\n## english without hyphenated compounds (english_parts) x unit x k1/b');
@@ -318,15 +335,24 @@ async function main() {
         { k1: 1.2, b: 0.5 },
         { k1: 1.2, b: 0.75 },
       ])
-        row(`english_parts chunk ${chunk} k1 ${o.k1} b ${o.b}`, await runBm25({ chunk, title: 'lead' }, o, chunk === 'doc' ? 'max' : 'max300', 'english_parts'));
+        row(
+          `english_parts chunk ${chunk} k1 ${o.k1} b ${o.b}`,
+          await runBm25({ chunk, title: 'lead' }, o, chunk === 'doc' ? 'max' : 'max300', 'english_parts'),
+        );
   }
   if (exps.has('qtf')) {
     console.log('\n## repeated query terms counted (Lucene) vs unique (engine)');
     for (const chunk of [700, 'doc'] as const)
-      for (const qtf of [false, true]) row(`chunk ${chunk} qtf ${qtf} k1 0.9 b 0.4`, await runBm25({ chunk, title: 'lead' }, { k1: 0.9, b: 0.4, qtf }, chunk === 'doc' ? 'max' : 'max300'));
+      for (const qtf of [false, true])
+        row(
+          `chunk ${chunk} qtf ${qtf} k1 0.9 b 0.4`,
+          await runBm25({ chunk, title: 'lead' }, { k1: 0.9, b: 0.4, qtf }, chunk === 'doc' ? 'max' : 'max300'),
+        );
   }
   if (exps.has('item')) {
-    console.log('\n## document-level BM25 from the 700-char passages the engine already stores (tf and |d| summed per item)');
+    console.log(
+      '\n## document-level BM25 from the 700-char passages the engine already stores (tf and |d| summed per item)',
+    );
     const pass = await index(base);
     const whole = await index({ chunk: 'doc', title: 'lead' });
     for (const o of [
@@ -339,7 +365,10 @@ async function main() {
       const ql = await qlex();
       const runs = new Map(qids.map((q, i) => [q, aggregate(a, bm25(a, ql[i], o), 'max').map(([d]) => d)]));
       row(`item tf/len, passage df/N, k1 ${o.k1} b ${o.b}`, score(runs));
-      row(`item tf/len, item df/N (exact), k1 ${o.k1} b ${o.b}`, await runBm25({ chunk: 'doc', title: 'lead' }, o, 'max'));
+      row(
+        `item tf/len, item df/N (exact), k1 ${o.k1} b ${o.b}`,
+        await runBm25({ chunk: 'doc', title: 'lead' }, o, 'max'),
+      );
     }
   }
   if (exps.has('fusion') || exps.has('semantic')) await semanticAndFusion();
@@ -352,8 +381,13 @@ async function main() {
 // --- semantic leg and fusion, from an eval:search ingest -------------------------------------------------
 type Vec = Float32Array;
 async function loadVectors(dataDir: string): Promise<{ doc: string[]; chunk: number[]; vecs: Vec[] }> {
-  const state = JSON.parse(readFileSync(join(dataDir, 'eval-search-state.json'), 'utf8')) as { ids: Record<string, string> };
-  const file = join(CACHE, `eval-offline-vectors-${createHash('sha256').update(dataDir).digest('hex').slice(0, 12)}.bin`);
+  const state = JSON.parse(readFileSync(join(dataDir, 'eval-search-state.json'), 'utf8')) as {
+    ids: Record<string, string>;
+  };
+  const file = join(
+    CACHE,
+    `eval-offline-vectors-${createHash('sha256').update(dataDir).digest('hex').slice(0, 12)}.bin`,
+  );
   const meta = `${file}.json`;
   if (existsSync(file) && existsSync(meta)) {
     const m = JSON.parse(readFileSync(meta, 'utf8')) as { doc: string[]; chunk: number[]; dims: number };
@@ -380,7 +414,8 @@ async function loadVectors(dataDir: string): Promise<{ doc: string[]; chunk: num
       vecs.push(Float32Array.from(vec.toArray ? vec.toArray() : vec));
     }
   }
-  if (!vecs.length) throw new Error(`no vectors of the eval ingest found in ${join(dataDir, 'lancedb')} (tables: ${names.join(', ')})`);
+  if (!vecs.length)
+    throw new Error(`no vectors of the eval ingest found in ${join(dataDir, 'lancedb')} (tables: ${names.join(', ')})`);
   const dims = vecs[0].length;
   const all = new Float32Array(vecs.length * dims);
   vecs.forEach((v, i) => all.set(v, i * dims));
@@ -394,7 +429,10 @@ async function embedCached(texts: string[], tag: string): Promise<Vec[]> {
   const e = new BuiltinEmbedder();
   // Query texts are embedded as queries (bge prefixes its instruction); the cache is per model.
   const purpose = tag.startsWith('queries') ? 'query' : 'passage';
-  const file = join(CACHE, `eval-offline-emb-${e.model}-${tag}-${createHash('sha256').update(texts.join('\u0001')).digest('hex').slice(0, 16)}.json`);
+  const file = join(
+    CACHE,
+    `eval-offline-emb-${e.model}-${tag}-${createHash('sha256').update(texts.join('\u0001')).digest('hex').slice(0, 16)}.json`,
+  );
   if (existsSync(file)) {
     await e.close();
     return (JSON.parse(readFileSync(file, 'utf8')) as number[][]).map((v) => Float32Array.from(v));
@@ -403,7 +441,9 @@ async function embedCached(texts: string[], tag: string): Promise<Vec[]> {
   const out: number[][] = [];
   for (let i = 0; i < texts.length; i += 64) {
     out.push(...(await e.embed(texts.slice(i, i + 64), { purpose })));
-    process.stderr.write(`\rembedding ${tag}: ${out.length}/${texts.length} (${(out.length / ((performance.now() - t0) / 1000)).toFixed(1)}/s)`);
+    process.stderr.write(
+      `\rembedding ${tag}: ${out.length}/${texts.length} (${(out.length / ((performance.now() - t0) / 1000)).toFixed(1)}/s)`,
+    );
   }
   process.stderr.write('\n');
   await e.close();
@@ -431,7 +471,12 @@ function vectorRuns(v: { doc: string[]; vecs: Vec[] }, qv: Vec[], depth = 100, p
 const idsOf = (r: Map<string, Array<[string, number]>>) => new Map([...r].map(([q, l]) => [q, l.map(([d]) => d)]));
 
 /** Fusion of two document rankings. */
-function fuse(a: Array<[string, number]>, b: Array<[string, number]>, how: { kind: 'rrf'; k: number; wa: number; wb: number } | { kind: 'minmax' | 'z'; alpha: number }, depth = 100) {
+function fuse(
+  a: Array<[string, number]>,
+  b: Array<[string, number]>,
+  how: { kind: 'rrf'; k: number; wa: number; wb: number } | { kind: 'minmax' | 'z'; alpha: number },
+  depth = 100,
+) {
   const s = new Map<string, number>();
   if (how.kind === 'rrf') {
     a.forEach(([d], i) => s.set(d, (s.get(d) ?? 0) + how.wa / (how.k + i + 1)));
@@ -454,11 +499,16 @@ function fuse(a: Array<[string, number]>, b: Array<[string, number]>, how: { kin
     // a document missing from a list gets that list's floor (0 for min-max, the lowest z seen)
     const floorA = how.kind === 'minmax' ? 0 : Math.min(0, ...na.values());
     const floorB = how.kind === 'minmax' ? 0 : Math.min(0, ...nb.values());
-    for (const d of new Set([...na.keys(), ...nb.keys()])) s.set(d, how.alpha * (na.get(d) ?? floorA) + (1 - how.alpha) * (nb.get(d) ?? floorB));
+    for (const d of new Set([...na.keys(), ...nb.keys()]))
+      s.set(d, how.alpha * (na.get(d) ?? floorA) + (1 - how.alpha) * (nb.get(d) ?? floorB));
   }
   return [...s].sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1)).slice(0, depth);
 }
-function fuseRuns(text: Map<string, Array<[string, number]>>, vec: Map<string, Array<[string, number]>>, how: Parameters<typeof fuse>[2]) {
+function fuseRuns(
+  text: Map<string, Array<[string, number]>>,
+  vec: Map<string, Array<[string, number]>>,
+  how: Parameters<typeof fuse>[2],
+) {
   return new Map(qids.map((q) => [q, fuse(text.get(q) ?? [], vec.get(q) ?? [], how).map(([d]) => d)]));
 }
 
@@ -484,11 +534,17 @@ async function semanticAndFusion() {
     const n = Math.hypot(...m) || 1;
     return m.map((x) => x / n);
   });
-  row('SEMANTIC mean of passage vectors per document', score(idsOf(vectorRuns({ doc: docIds, vecs: meanVecs }, qv, 100, 100000))));
+  row(
+    'SEMANTIC mean of passage vectors per document',
+    score(idsOf(vectorRuns({ doc: docIds, vecs: meanVecs }, qv, 100, 100000))),
+  );
   if (exps.has('semantic')) {
     const titles = data.corpus.map((d) => d.title || d.text.slice(0, 200));
     const tv = await embedCached(titles, 'titles');
-    row('SEMANTIC title only', score(idsOf(vectorRuns({ doc: data.corpus.map((d) => d._id), vecs: tv }, qv, 100, 100000))));
+    row(
+      'SEMANTIC title only',
+      score(idsOf(vectorRuns({ doc: data.corpus.map((d) => d._id), vecs: tv }, qv, 100, 100000))),
+    );
     // best of passage and title
     const both = { doc: [...v.doc, ...data.corpus.map((d) => d._id)], vecs: [...v.vecs, ...tv] };
     row('SEMANTIC best of passages and title', score(idsOf(vectorRuns(both, qv, 100, 400))));
@@ -499,7 +555,10 @@ async function semanticAndFusion() {
       data.corpus.map((d) => documentText(d, true)),
       'docs',
     );
-    row('SEMANTIC whole document (one vector)', score(idsOf(vectorRuns({ doc: data.corpus.map((d) => d._id), vecs: dv }, qv, 100, 100000))));
+    row(
+      'SEMANTIC whole document (one vector)',
+      score(idsOf(vectorRuns({ doc: data.corpus.map((d) => d._id), vecs: dv }, qv, 100, 100000))),
+    );
     const both = { doc: [...v.doc, ...data.corpus.map((d) => d._id)], vecs: [...v.vecs, ...dv] };
     row('SEMANTIC best of passages and whole document', score(idsOf(vectorRuns(both, qv, 100, 400))));
   }
@@ -513,10 +572,15 @@ async function semanticAndFusion() {
   for (const [label, spec, o, agg] of texts) {
     const t = (await runBm25(spec, o, agg)).runs;
     row(`TEXT ${label}`, score(idsOf(t)));
-    for (const k of [1, 5, 10, 20, 30, 60, 100]) row(`  RRF k ${k} equal weights`, score(fuseRuns(t, sem, { kind: 'rrf', k, wa: 1, wb: 1 })));
-    for (const k of [10, 60]) for (const wb of [0.1, 0.25, 0.5, 0.75]) row(`  RRF k ${k} w_text 1 w_vector ${wb}`, score(fuseRuns(t, sem, { kind: 'rrf', k, wa: 1, wb })));
-    for (const alpha of [0.3, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9]) row(`  min-max convex alpha_text ${alpha}`, score(fuseRuns(t, sem, { kind: 'minmax', alpha })));
-    for (const alpha of [0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85]) row(`  z-score convex alpha_text ${alpha}`, score(fuseRuns(t, sem, { kind: 'z', alpha })));
+    for (const k of [1, 5, 10, 20, 30, 60, 100])
+      row(`  RRF k ${k} equal weights`, score(fuseRuns(t, sem, { kind: 'rrf', k, wa: 1, wb: 1 })));
+    for (const k of [10, 60])
+      for (const wb of [0.1, 0.25, 0.5, 0.75])
+        row(`  RRF k ${k} w_text 1 w_vector ${wb}`, score(fuseRuns(t, sem, { kind: 'rrf', k, wa: 1, wb })));
+    for (const alpha of [0.3, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9])
+      row(`  min-max convex alpha_text ${alpha}`, score(fuseRuns(t, sem, { kind: 'minmax', alpha })));
+    for (const alpha of [0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85])
+      row(`  z-score convex alpha_text ${alpha}`, score(fuseRuns(t, sem, { kind: 'z', alpha })));
   }
   // Passage-level fusion, then the best passage per document (what routes.ts does with uniqueDocuments)
   console.log('\n## fusion of passage lists (top 300 of each leg), then the best passage per document');
@@ -524,8 +588,15 @@ async function semanticAndFusion() {
   const ql = await qlex();
   const legs = qids.map((q, i) => ({
     q,
-    tl: [...bm25(ix, ql[i], { k1: 1.2, b: 0.75 })].sort((a, b) => b[1] - a[1]).slice(0, 300).map(([u, x]) => [`${ix.units.doc[u]}#${chunkNoOf(ix, u)}`, x] as [string, number]),
-    vl: v.vecs.map((x, u) => [u, dot(qv[i], x)] as [number, number]).sort((a, b) => b[1] - a[1]).slice(0, 300).map(([u, x]) => [`${v.doc[u]}#${v.chunk[u]}`, x] as [string, number]),
+    tl: [...bm25(ix, ql[i], { k1: 1.2, b: 0.75 })]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 300)
+      .map(([u, x]) => [`${ix.units.doc[u]}#${chunkNoOf(ix, u)}`, x] as [string, number]),
+    vl: v.vecs
+      .map((x, u) => [u, dot(qv[i], x)] as [number, number])
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 300)
+      .map(([u, x]) => [`${v.doc[u]}#${v.chunk[u]}`, x] as [string, number]),
   }));
   const passageFusion = (how: Parameters<typeof fuse>[2]) =>
     new Map(
@@ -535,15 +606,20 @@ async function semanticAndFusion() {
         const docs: string[] = [];
         for (const [key] of fused) {
           const d = key.slice(0, key.indexOf('#'));
-          if (!seen.has(d)) seen.add(d), docs.push(d);
+          if (!seen.has(d)) (seen.add(d), docs.push(d));
           if (docs.length === 100) break;
         }
         return [q, docs];
       }),
     );
-  row('HYBRID as the service (passage RRF k 60 equal, then best passage)', score(passageFusion({ kind: 'rrf', k: 60, wa: 1, wb: 1 })));
-  for (const alpha of [0.7, 0.8]) row(`passage min-max convex alpha_text ${alpha}`, score(passageFusion({ kind: 'minmax', alpha })));
-  for (const alpha of [0.7, 0.8]) row(`passage z-score convex alpha_text ${alpha}`, score(passageFusion({ kind: 'z', alpha })));
+  row(
+    'HYBRID as the service (passage RRF k 60 equal, then best passage)',
+    score(passageFusion({ kind: 'rrf', k: 60, wa: 1, wb: 1 })),
+  );
+  for (const alpha of [0.7, 0.8])
+    row(`passage min-max convex alpha_text ${alpha}`, score(passageFusion({ kind: 'minmax', alpha })));
+  for (const alpha of [0.7, 0.8])
+    row(`passage z-score convex alpha_text ${alpha}`, score(passageFusion({ kind: 'z', alpha })));
   row('passage RRF k 10 w_vector 0.25', score(passageFusion({ kind: 'rrf', k: 10, wa: 1, wb: 0.25 })));
 }
 /**
@@ -553,8 +629,14 @@ async function semanticAndFusion() {
  */
 function serviceRunsFusion() {
   const file = args.runs ? resolve(args.runs) : join(CACHE, `eval-search-${args.split}-runs.json`);
-  const all = JSON.parse(readFileSync(file, 'utf8')) as Record<string, Record<string, Array<{ id: string; score: number }>>>;
-  const asRuns = (mode: string) => new Map(Object.entries(all[mode] ?? {}).map(([q, hits]) => [q, hits.map((h) => [h.id, h.score] as [string, number])]));
+  const all = JSON.parse(readFileSync(file, 'utf8')) as Record<
+    string,
+    Record<string, Array<{ id: string; score: number }>>
+  >;
+  const asRuns = (mode: string) =>
+    new Map(
+      Object.entries(all[mode] ?? {}).map(([q, hits]) => [q, hits.map((h) => [h.id, h.score] as [string, number])]),
+    );
   const t = asRuns('TEXT');
   const sem = asRuns('SEMANTIC');
   console.log(`\n## fusion of the service's runs (${file})`);
@@ -562,8 +644,10 @@ function serviceRunsFusion() {
   row('SEMANTIC (service)', score(idsOf(sem)));
   if (all.HYBRID) row('HYBRID (service, as run)', score(idsOf(asRuns('HYBRID'))));
   for (const k of [10, 60]) row(`RRF k ${k} equal weights`, score(fuseRuns(t, sem, { kind: 'rrf', k, wa: 1, wb: 1 })));
-  for (const alpha of [0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]) row(`min-max convex alpha_text ${alpha}`, score(fuseRuns(t, sem, { kind: 'minmax', alpha })));
-  for (const alpha of [0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85]) row(`z-score convex alpha_text ${alpha}`, score(fuseRuns(t, sem, { kind: 'z', alpha })));
+  for (const alpha of [0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95])
+    row(`min-max convex alpha_text ${alpha}`, score(fuseRuns(t, sem, { kind: 'minmax', alpha })));
+  for (const alpha of [0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85])
+    row(`z-score convex alpha_text ${alpha}`, score(fuseRuns(t, sem, { kind: 'z', alpha })));
 }
 
 /** Chunk number of unit u: units of a document are consecutive. */
@@ -576,12 +660,48 @@ function chunkNoOf(ix: Index, u: number): number {
 async function finalFigures() {
   console.log(`\n## candidate configurations (chosen on train), ${args.split} split`);
   const configs: Array<[string, UnitSpec, Bm25Opts, Agg, Analyzer]> = [
-    ['TEXT engine today: english, 700-char passages, k1 1.2 b 0.75, best passage', { chunk: 700, title: 'lead' }, { k1: 1.2, b: 0.75 }, 'max300', 'english'],
-    ['TEXT english, 1500-char passages, k1 0.9 b 0.4', { chunk: 1500, title: 'lead' }, { k1: 0.9, b: 0.4 }, 'max300', 'english'],
-    ['TEXT english, document-level BM25, k1 1.2 b 0.75', { chunk: 'doc', title: 'lead' }, { k1: 1.2, b: 0.75 }, 'max', 'english'],
-    ['TEXT english_parts, 700-char passages, k1 1.2 b 0.75', { chunk: 700, title: 'lead' }, { k1: 1.2, b: 0.75 }, 'max300', 'english_parts'],
-    ['TEXT english_parts, 1500-char passages, k1 1.2 b 0.5', { chunk: 1500, title: 'lead' }, { k1: 1.2, b: 0.5 }, 'max300', 'english_parts'],
-    ['TEXT english_parts, document-level BM25, k1 1.2 b 0.75', { chunk: 'doc', title: 'lead' }, { k1: 1.2, b: 0.75 }, 'max', 'english_parts'],
+    [
+      'TEXT engine today: english, 700-char passages, k1 1.2 b 0.75, best passage',
+      { chunk: 700, title: 'lead' },
+      { k1: 1.2, b: 0.75 },
+      'max300',
+      'english',
+    ],
+    [
+      'TEXT english, 1500-char passages, k1 0.9 b 0.4',
+      { chunk: 1500, title: 'lead' },
+      { k1: 0.9, b: 0.4 },
+      'max300',
+      'english',
+    ],
+    [
+      'TEXT english, document-level BM25, k1 1.2 b 0.75',
+      { chunk: 'doc', title: 'lead' },
+      { k1: 1.2, b: 0.75 },
+      'max',
+      'english',
+    ],
+    [
+      'TEXT english_parts, 700-char passages, k1 1.2 b 0.75',
+      { chunk: 700, title: 'lead' },
+      { k1: 1.2, b: 0.75 },
+      'max300',
+      'english_parts',
+    ],
+    [
+      'TEXT english_parts, 1500-char passages, k1 1.2 b 0.5',
+      { chunk: 1500, title: 'lead' },
+      { k1: 1.2, b: 0.5 },
+      'max300',
+      'english_parts',
+    ],
+    [
+      'TEXT english_parts, document-level BM25, k1 1.2 b 0.75',
+      { chunk: 'doc', title: 'lead' },
+      { k1: 1.2, b: 0.75 },
+      'max',
+      'english_parts',
+    ],
   ];
   const textRuns = new Map<string, Map<string, Array<[string, number]>>>();
   const per = new Map<string, Record<string, { ndcg10: number }>>();
@@ -591,11 +711,18 @@ async function finalFigures() {
     per.set(label, r.per);
     row(label, r);
   }
-  const paired = (a: string, b: string, pa: Record<string, { ndcg10: number }>, pb: Record<string, { ndcg10: number }>) => {
+  const paired = (
+    a: string,
+    b: string,
+    pa: Record<string, { ndcg10: number }>,
+    pb: Record<string, { ndcg10: number }>,
+  ) => {
     const d = Object.keys(pa).map((q) => pb[q].ndcg10 - pa[q].ndcg10);
     const mu = d.reduce((x, y) => x + y, 0) / d.length;
     const se = Math.sqrt(d.reduce((x, y) => x + (y - mu) ** 2, 0) / (d.length - 1) / d.length);
-    console.log(`  paired: ${b} − ${a}: ${mu >= 0 ? '+' : ''}${mu.toFixed(3)} ± ${se.toFixed(3)} (1 s.e.; ${d.filter((x) => x > 0).length} up, ${d.filter((x) => x < 0).length} down)`);
+    console.log(
+      `  paired: ${b} − ${a}: ${mu >= 0 ? '+' : ''}${mu.toFixed(3)} ± ${se.toFixed(3)} (1 s.e.; ${d.filter((x) => x > 0).length} up, ${d.filter((x) => x < 0).length} down)`,
+    );
   };
   const base = configs[0][0];
   for (const [label] of configs.slice(1)) paired('today', label.replace(/^TEXT /, ''), per.get(base)!, per.get(label)!);
@@ -629,7 +756,9 @@ async function extra() {
     row(`doc + ${w} passage`, score(idsOf(runs)));
   }
   // Vector scores for every text candidate (exact best-passage cosine), not only the vector leg's own top 100
-  console.log('\n## text candidates re-scored with the exact cosine of their best passage (no floor for vector misses)');
+  console.log(
+    '\n## text candidates re-scored with the exact cosine of their best passage (no floor for vector misses)',
+  );
   const passagesOf = new Map<string, number[]>();
   v.doc.forEach((d, i) => {
     let l = passagesOf.get(d);
@@ -650,7 +779,10 @@ async function extra() {
       const zc = z(cos);
       runs.set(
         q,
-        t.map(([d], k) => [d, alpha * zt[k] + (1 - alpha) * zc[k]] as [string, number]).sort((a, b) => b[1] - a[1]).map(([d]) => d),
+        t
+          .map(([d], k) => [d, alpha * zt[k] + (1 - alpha) * zc[k]] as [string, number])
+          .sort((a, b) => b[1] - a[1])
+          .map(([d]) => d),
       );
     });
     row(`rerank text top 100: z-score alpha_text ${alpha}`, score(runs));
@@ -670,13 +802,16 @@ async function extra() {
       const zc = z(cs);
       runs.set(
         q,
-        cands.map((d, k) => [d, alpha * zt[k] + (1 - alpha) * zc[k]] as [string, number]).sort((a, b) => b[1] - a[1]).slice(0, 100).map(([d]) => d),
+        cands
+          .map((d, k) => [d, alpha * zt[k] + (1 - alpha) * zc[k]] as [string, number])
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 100)
+          .map(([d]) => d),
       );
     });
     row(`union, exact scores, z-score alpha_text ${alpha}`, score(runs));
   }
 }
-
 
 /**
  * Passage size for both legs together, now that the vector leg carries weight (issue 16): SEMANTIC (the built-in
@@ -699,7 +834,8 @@ async function vectorPassageSizes() {
     const t = (await runBm25({ chunk: size, title: 'lead' }, { k1: 1.2, b: 0.75 }, 'max300')).runs;
     row(`${size} chars (${texts.length} passages): TEXT`, score(idsOf(t)));
     row(`${size} chars: SEMANTIC`, score(idsOf(sem)));
-    for (const alpha of [0.4, 0.5, 0.6, 0.7, 0.8]) row(`${size} chars: HYBRID z-score alpha_text ${alpha}`, score(fuseRuns(t, sem, { kind: 'z', alpha })));
+    for (const alpha of [0.4, 0.5, 0.6, 0.7, 0.8])
+      row(`${size} chars: HYBRID z-score alpha_text ${alpha}`, score(fuseRuns(t, sem, { kind: 'z', alpha })));
   }
 }
 main().then(

@@ -20,7 +20,13 @@ import { buildService, loadConfig } from '@svc/deploy';
 import { documentText, loadBeir } from './dataset';
 
 const { values: args } = parseArgs({
-  options: { dataset: { type: 'string' }, docs: { type: 'string', default: '600' }, concurrency: { type: 'string', default: '8' }, 'per-item': { type: 'boolean', default: false }, 'index-mode': { type: 'string', default: 'HYBRID' } },
+  options: {
+    dataset: { type: 'string' },
+    docs: { type: 'string', default: '600' },
+    concurrency: { type: 'string', default: '8' },
+    'per-item': { type: 'boolean', default: false },
+    'index-mode': { type: 'string', default: 'HYBRID' },
+  },
   strict: true,
 });
 const timings = new Map<string, { ms: number; calls: number; units: number }>();
@@ -46,9 +52,16 @@ async function main() {
   const docs = data.corpus.slice(0, Number(args.docs));
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-profile-ingest-'));
   const operatorToken = randomBytes(18).toString('base64url');
-  const env: Record<string, string> = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', OPERATOR_TOKEN: operatorToken };
+  const env: Record<string, string> = {
+    DATA_DIR: dataDir,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    OPERATOR_TOKEN: operatorToken,
+  };
   for (const k of ['ELASTICSEARCH_URL', 'ELASTICSEARCH_INDEX_PREFIX']) if (process.env[k]) env[k] = process.env[k]!;
-  const service = await buildService(loadConfig(env as NodeJS.ProcessEnv), (m) => process.stderr.write(`[service] ${m}\n`));
+  const service = await buildService(loadConfig(env as NodeJS.ProcessEnv), (m) =>
+    process.stderr.write(`[service] ${m}\n`),
+  );
   const ix = service.searchIndexer!;
   const e = ix.engines;
   // --per-item: the indexer's old path (a LanceDB delete + add, and a text-index write, per item), for before/after figures.
@@ -77,7 +90,12 @@ async function main() {
   const url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
   const pool = new Pool(url, { connections: Number(args.concurrency) });
   const call = async (method: string, path: string, token: string, body?: unknown) => {
-    const res = await pool.request({ method: method as 'GET', path, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await pool.request({
+      method: method as 'GET',
+      path,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     return { status: res.statusCode, body: (await res.body.json()) as any };
   };
   const acc = await call('POST', '/operator/accounts', operatorToken, { name: 'profile', plan: 'enterprise' });
@@ -88,20 +106,33 @@ async function main() {
     Array.from({ length: Number(args.concurrency) }, async () => {
       while (next < docs.length) {
         const d = docs[next++];
-        const r = await call('POST', '/v1/documents', key, { title: d.title.slice(0, 1024) || d._id, text: documentText(d), indexMode: args['index-mode']!.toUpperCase(), externalId: d._id });
+        const r = await call('POST', '/v1/documents', key, {
+          title: d.title.slice(0, 1024) || d._id,
+          text: documentText(d),
+          indexMode: args['index-mode']!.toUpperCase(),
+          externalId: d._id,
+        });
         if (r.status !== 201) throw new Error(`POST answered ${r.status}`);
       }
     }),
   );
   const written = (performance.now() - t0) / 1000;
   const head = await service.store.headPosition();
-  while (!(await ix.waitFor(head, 5000))) process.stderr.write(`indexer at ${ix.current}/${head}, ${((performance.now() - t0) / 1000).toFixed(0)} s\n`);
+  while (!(await ix.waitFor(head, 5000)))
+    process.stderr.write(`indexer at ${ix.current}/${head}, ${((performance.now() - t0) / 1000).toFixed(0)} s\n`);
   const total = (performance.now() - t0) / 1000;
-  console.log(`${docs.length} documents: written in ${written.toFixed(1)} s, indexed after ${total.toFixed(1)} s (${(docs.length / total).toFixed(1)} docs/s); batches ${ix.stats.batches}, events ${ix.stats.events}`);
+  console.log(
+    `${docs.length} documents: written in ${written.toFixed(1)} s, indexed after ${total.toFixed(1)} s (${(docs.length / total).toFixed(1)} docs/s); batches ${ix.stats.batches}, events ${ix.stats.events}`,
+  );
   for (const [k, v] of [...timings].sort((a, b) => b[1].ms - a[1].ms))
-    console.log(`${k.padEnd(34)} ${(v.ms / 1000).toFixed(2).padStart(8)} s  ${String(v.calls).padStart(6)} calls${v.units ? `  ${v.units} units, ${(v.units / (v.ms / 1000)).toFixed(1)}/s` : ''}`);
+    console.log(
+      `${k.padEnd(34)} ${(v.ms / 1000).toFixed(2).padStart(8)} s  ${String(v.calls).padStart(6)} calls${v.units ? `  ${v.units} units, ${(v.units / (v.ms / 1000)).toFixed(1)}/s` : ''}`,
+    );
   await pool.close();
   await service.close();
   rmSync(dataDir, { recursive: true, force: true });
 }
-main().then(() => process.exit(0), (e) => (console.error(e), process.exit(1)));
+main().then(
+  () => process.exit(0),
+  (e) => (console.error(e), process.exit(1)),
+);

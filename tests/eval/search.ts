@@ -27,7 +27,16 @@
  *     writes .cache/eval-search-<split>.json (figures) and
  *     .cache/eval-search-<split>-runs.json (the rankings, for offline analysis).
  */
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
@@ -44,7 +53,15 @@ type Mode = (typeof MODES)[number];
 /** BEIR (Thakur et al. 2021, Table 2): BM25 nDCG@10 on the SciFact test split. */
 const PUBLISHED: Record<string, { bm25Ndcg10: number }> = { scifact: { bm25Ndcg10: 0.665 } };
 /** Search engine variables a self-started service takes from this environment; every other engine stays embedded. */
-const PASS_THROUGH = ['ELASTICSEARCH_URL', 'ELASTICSEARCH_INDEX_PREFIX', 'EMBEDDINGS_URL', 'EMBEDDINGS_API_KEY', 'EMBEDDINGS_MODEL', 'EMBEDDINGS_DIMENSIONS', 'VECTOR_CAPACITY_PER_TENANT'];
+const PASS_THROUGH = [
+  'ELASTICSEARCH_URL',
+  'ELASTICSEARCH_INDEX_PREFIX',
+  'EMBEDDINGS_URL',
+  'EMBEDDINGS_API_KEY',
+  'EMBEDDINGS_MODEL',
+  'EMBEDDINGS_DIMENSIONS',
+  'VECTOR_CAPACITY_PER_TENANT',
+];
 const STATE_FILE = 'eval-search-state.json';
 
 const { values: args } = parseArgs({
@@ -82,11 +99,14 @@ if (!args.dataset) {
   process.exit(2);
 }
 const modeArg = args.mode!.toUpperCase();
-const modes: Mode[] = modeArg === 'ALL' ? [...MODES] : (MODES as readonly string[]).includes(modeArg) ? [modeArg as Mode] : [];
+const modes: Mode[] =
+  modeArg === 'ALL' ? [...MODES] : (MODES as readonly string[]).includes(modeArg) ? [modeArg as Mode] : [];
 if (!modes.length) throw new Error(`--mode must be TEXT, SEMANTIC, HYBRID or all, not ${args.mode}`);
 const indexMode = args['index-mode']!.toUpperCase();
-if (!['HYBRID', 'TEXT', 'SEMANTIC'].includes(indexMode)) throw new Error(`--index-mode must be HYBRID, TEXT or SEMANTIC, not ${args['index-mode']}`);
-if (indexMode !== 'HYBRID' && modes.some((m) => m !== indexMode)) throw new Error(`--index-mode ${indexMode} indexes for ${indexMode} search only: use --mode ${indexMode}`);
+if (!['HYBRID', 'TEXT', 'SEMANTIC'].includes(indexMode))
+  throw new Error(`--index-mode must be HYBRID, TEXT or SEMANTIC, not ${args['index-mode']}`);
+if (indexMode !== 'HYBRID' && modes.some((m) => m !== indexMode))
+  throw new Error(`--index-mode ${indexMode} indexes for ${indexMode} search only: use --mode ${indexMode}`);
 const split = args.split!;
 const concurrency = Math.max(1, Number(args.concurrency));
 const limitQueries = args['limit-queries'] ? Number(args['limit-queries']) : undefined;
@@ -133,7 +153,9 @@ function fmtDuration(s: number): string {
   if (!Number.isFinite(s)) return '?';
   if (s < 60) return `${s.toFixed(0)}s`;
   const m = Math.floor(s / 60);
-  return m < 60 ? `${m}m${String(Math.round(s % 60)).padStart(2, '0')}s` : `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
+  return m < 60
+    ? `${m}m${String(Math.round(s % 60)).padStart(2, '0')}s`
+    : `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const hostOf = (url: string) => {
@@ -148,16 +170,29 @@ const hostOf = (url: string) => {
 // --- HTTP ------------------------------------------------------------------------------------------
 class Http {
   private readonly pool: Pool;
-  constructor(readonly baseUrl: string, connections: number) {
+  constructor(
+    readonly baseUrl: string,
+    connections: number,
+  ) {
     this.pool = new Pool(baseUrl, { connections, pipelining: 1 });
   }
-  async call<T = any>(method: string, path: string, token: string | undefined, body?: unknown): Promise<{ status: number; body: T; text: string }> {
+  async call<T = any>(
+    method: string,
+    path: string,
+    token: string | undefined,
+    body?: unknown,
+  ): Promise<{ status: number; body: T; text: string }> {
     const headers: Record<string, string> = {};
     if (token) headers.authorization = `Bearer ${token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
     for (let attempt = 1; ; attempt++) {
       try {
-        const res = await this.pool.request({ method: method as 'GET', path, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+        const res = await this.pool.request({
+          method: method as 'GET',
+          path,
+          headers,
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
         const text = await res.body.text();
         let json: any;
         try {
@@ -248,15 +283,31 @@ async function selfStarted(corpusHash: string): Promise<{ target: Target; state?
   const stateFile = join(dataDir, STATE_FILE);
   if (existsSync(stateFile)) {
     const s = JSON.parse(readFileSync(stateFile, 'utf8')) as State;
-    if (s.corpusHash !== corpusHash || s.titleInText !== titleInText) throw new Error(`${dataDir} holds an ingest of another corpus or text shape; use a fresh --data-dir`);
-    if ((s.indexMode ?? 'HYBRID') !== indexMode) throw new Error(`${dataDir} holds an ingest with indexMode ${s.indexMode ?? 'HYBRID'}, not ${indexMode}; use that --index-mode or a fresh --data-dir`);
+    if (s.corpusHash !== corpusHash || s.titleInText !== titleInText)
+      throw new Error(`${dataDir} holds an ingest of another corpus or text shape; use a fresh --data-dir`);
+    if ((s.indexMode ?? 'HYBRID') !== indexMode)
+      throw new Error(
+        `${dataDir} holds an ingest with indexMode ${s.indexMode ?? 'HYBRID'}, not ${indexMode}; use that --index-mode or a fresh --data-dir`,
+      );
     state = s;
-  } else if (keep && readdirSync(dataDir).some((f) => f !== 'lost+found') && !existsSync(join(dataDir, 'eval-search-partial'))) {
-    throw new Error(`--data-dir ${dataDir} is not empty and holds no ${STATE_FILE}: refusing to ingest into someone else's data`);
+  } else if (
+    keep &&
+    readdirSync(dataDir).some((f) => f !== 'lost+found') &&
+    !existsSync(join(dataDir, 'eval-search-partial'))
+  ) {
+    throw new Error(
+      `--data-dir ${dataDir} is not empty and holds no ${STATE_FILE}: refusing to ingest into someone else's data`,
+    );
   }
   const operatorToken = randomBytes(18).toString('base64url');
   // The ingest sends thousands of requests a minute from one account: the per-account burst limit is off for it.
-  const env: Record<string, string> = { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', OPERATOR_TOKEN: operatorToken, RATE_LIMITS: '0' };
+  const env: Record<string, string> = {
+    DATA_DIR: dataDir,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    OPERATOR_TOKEN: operatorToken,
+    RATE_LIMITS: '0',
+  };
   for (const k of PASS_THROUGH) if (process.env[k]) env[k] = process.env[k]!;
   const config = loadConfig(env as NodeJS.ProcessEnv);
   const service = await buildService(config, (m) => process.stderr.write(`[service] ${m}\n`));
@@ -271,15 +322,37 @@ async function selfStarted(corpusHash: string): Promise<{ target: Target; state?
     if (!state) {
       writeFileSync(join(dataDir, 'eval-search-partial'), '');
       const http = new Http(url, 1);
-      const r = await http.call('POST', '/operator/accounts', operatorToken, { name: 'eval-search', plan: 'enterprise' });
+      const r = await http.call('POST', '/operator/accounts', operatorToken, {
+        name: 'eval-search',
+        plan: 'enterprise',
+      });
       await http.close();
       if (r.status !== 201) throw new Error(`POST /operator/accounts answered ${r.status}: ${r.text.slice(0, 300)}`);
       const apiKey = r.body.tenants.live.rootKey as string;
       // The account is recorded at once so an interrupted ingest resumes into it (externalId makes re-sends idempotent).
-      state = { corpusHash, titleInText, indexMode, apiKey, accountId: r.body.accountId, documents: 0, ids: {}, ingest: undefined as unknown as IngestFigures };
+      state = {
+        corpusHash,
+        titleInText,
+        indexMode,
+        apiKey,
+        accountId: r.body.accountId,
+        documents: 0,
+        ids: {},
+        ingest: undefined as unknown as IngestFigures,
+      };
       writeState(dataDir, state);
     }
-    return { target: { url, apiKey: state.apiKey, engines: enginesFromConfig(service.config, service.search), dataDir, reused: !!state.ingest, stop }, state };
+    return {
+      target: {
+        url,
+        apiKey: state.apiKey,
+        engines: enginesFromConfig(service.config, service.search),
+        dataDir,
+        reused: !!state.ingest,
+        stop,
+      },
+      state,
+    };
   } catch (e) {
     await stop();
     throw e;
@@ -298,7 +371,10 @@ async function remote(url: string): Promise<Target> {
   let apiKey = process.env.EVAL_API_KEY;
   let source = `the service at ${hostOf(base)}`;
   if (!apiKey) {
-    if (!operatorToken) throw new Error('--url needs EVAL_OPERATOR_TOKEN (or OPERATOR_TOKEN) to create a fresh account, or EVAL_API_KEY (a root key) to use an existing tenant');
+    if (!operatorToken)
+      throw new Error(
+        '--url needs EVAL_OPERATOR_TOKEN (or OPERATOR_TOKEN) to create a fresh account, or EVAL_API_KEY (a root key) to use an existing tenant',
+      );
     const http = new Http(base, 1);
     const r = await http.call('POST', '/operator/accounts', operatorToken, { name: 'eval-search', plan: 'enterprise' });
     await http.close();
@@ -322,7 +398,9 @@ async function remote(url: string): Promise<Target> {
     url: base,
     apiKey,
     engines: {
-      text: process.env.ELASTICSEARCH_URL ? `Elasticsearch (as declared: ${declared('ELASTICSEARCH_URL')})` : `PostgreSQL FTS (as declared: ${declared('ELASTICSEARCH_URL')})`,
+      text: process.env.ELASTICSEARCH_URL
+        ? `Elasticsearch (as declared: ${declared('ELASTICSEARCH_URL')})`
+        : `PostgreSQL FTS (as declared: ${declared('ELASTICSEARCH_URL')})`,
       embeddings: process.env.EMBEDDINGS_URL
         ? `external ${process.env.EMBEDDINGS_MODEL ?? ''} (as declared: ${declared('EMBEDDINGS_URL')})`
         : `${remoteEmbedder ?? 'built-in (the service did not name it in /readyz)'} (${declared('EMBEDDINGS_URL')})`,
@@ -334,7 +412,12 @@ async function remote(url: string): Promise<Target> {
 }
 
 // --- ingest ------------------------------------------------------------------------------------------
-async function ingest(http: Http, t: Target, docs: ReturnType<typeof loadBeir>['corpus'], indexTimeoutMs: number): Promise<{ ids: Map<string, string>; figures: IngestFigures }> {
+async function ingest(
+  http: Http,
+  t: Target,
+  docs: ReturnType<typeof loadBeir>['corpus'],
+  indexTimeoutMs: number,
+): Promise<{ ids: Map<string, string>; figures: IngestFigures }> {
   const ids = new Map<string, string>(); // service id -> corpus _id
   const order: string[] = []; // service ids in the order their creates completed (≈ log order)
   let created = 0;
@@ -347,7 +430,12 @@ async function ingest(http: Http, t: Target, docs: ReturnType<typeof loadBeir>['
     Array.from({ length: concurrency }, async () => {
       while (next < docs.length) {
         const d = docs[next++];
-        const body = { title: (d.title.trim() || d._id).slice(0, 1024), text: documentText(d, titleInText), indexMode, externalId: d._id };
+        const body = {
+          title: (d.title.trim() || d._id).slice(0, 1024),
+          text: documentText(d, titleInText),
+          indexMode,
+          externalId: d._id,
+        };
         const r = await http.call('POST', '/v1/documents', t.apiKey, body);
         if (r.status === 201) created++;
         else if (r.status === 200) existing++;
@@ -379,20 +467,31 @@ async function ingest(http: Http, t: Target, docs: ReturnType<typeof loadBeir>['
       const st = a.body.status as string;
       if (st === 'PENDING_INDEX' || st === 'PENDING_UPLOAD' || st === 'UPLOADED' || st === 'EXTRACTING') break;
       statuses[st] = (statuses[st] ?? 0) + 1;
-      if (st === 'FAILED') failures[a.body.indexFailure?.code ?? 'unknown'] = (failures[a.body.indexFailure?.code ?? 'unknown'] ?? 0) + 1;
+      if (st === 'FAILED')
+        failures[a.body.indexFailure?.code ?? 'unknown'] = (failures[a.body.indexFailure?.code ?? 'unknown'] ?? 0) + 1;
       advanced++;
     }
     i += advanced;
     settled += advanced;
-    const summary = Object.entries(statuses).map(([k, v]) => `${k} ${v}`).join(', ');
+    const summary = Object.entries(statuses)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
     wait.update(settled, summary);
     if (!advanced) {
-      if (performance.now() > deadline) throw new Error(`indexing did not finish in ${indexTimeoutMs / 60000} minutes (${settled}/${order.length} settled)`);
+      if (performance.now() > deadline)
+        throw new Error(
+          `indexing did not finish in ${indexTimeoutMs / 60000} minutes (${settled}/${order.length} settled)`,
+        );
       await sleep(1000);
     }
   }
   const toSettledSeconds = (performance.now() - t0) / 1000;
-  wait.done(settled, Object.entries(statuses).map(([k, v]) => `${k} ${v}`).join(', '));
+  wait.done(
+    settled,
+    Object.entries(statuses)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', '),
+  );
   return {
     ids,
     figures: {
@@ -420,7 +519,13 @@ interface Hit {
   chunkNo: number;
 }
 
-async function runQueries(http: Http, t: Target, mode: Mode, queries: Array<[string, string]>, idMap: Map<string, string>) {
+async function runQueries(
+  http: Http,
+  t: Target,
+  mode: Mode,
+  queries: Array<[string, string]>,
+  idMap: Map<string, string>,
+) {
   const runs = new Map<string, Hit[]>();
   const latencies: number[] = [];
   const serverMs: number[] = [];
@@ -434,15 +539,30 @@ async function runQueries(http: Http, t: Target, mode: Mode, queries: Array<[str
     const t0 = performance.now();
     const r = await http.call('POST', '/v1/search', t.apiKey, body(q.slice(0, 4000)));
     latencies.push(performance.now() - t0);
-    if (r.status !== 200) throw new Error(`POST /v1/search (${mode}, query ${qid}) answered ${r.status}: ${r.text.slice(0, 300)}`);
+    if (r.status !== 200)
+      throw new Error(`POST /v1/search (${mode}, query ${qid}) answered ${r.status}: ${r.text.slice(0, 300)}`);
     if (r.body.degraded) degraded++;
     serverMs.push(r.body.searchTimeMs);
     runs.set(
       qid,
-      (r.body.results as Array<{ documentId: string; score: number; textScore: number; semanticScore: number; metadata: { externalId?: string; chunkNo?: number } }>).map((h) => {
+      (
+        r.body.results as Array<{
+          documentId: string;
+          score: number;
+          textScore: number;
+          semanticScore: number;
+          metadata: { externalId?: string; chunkNo?: number };
+        }>
+      ).map((h) => {
         const id = idMap.get(h.documentId) ?? h.metadata?.externalId;
         if (!id) unmapped++;
-        return { id: id ?? `?${h.documentId}`, score: h.score, textScore: h.textScore, semanticScore: h.semanticScore, chunkNo: h.metadata?.chunkNo ?? 0 };
+        return {
+          id: id ?? `?${h.documentId}`,
+          score: h.score,
+          textScore: h.textScore,
+          semanticScore: h.semanticScore,
+          chunkNo: h.metadata?.chunkNo ?? 0,
+        };
       }),
     );
     bar.update(runs.size);
@@ -457,13 +577,22 @@ async function main() {
   const name = basename(datasetDir).toLowerCase();
   const data = loadBeir(datasetDir);
   const qrels = loadQrels(datasetDir, split);
-  let queries = [...qrels.keys()].filter((q) => data.queries.has(q)).map((q) => [q, data.queries.get(q)!] as [string, string]);
+  let queries = [...qrels.keys()]
+    .filter((q) => data.queries.has(q))
+    .map((q) => [q, data.queries.get(q)!] as [string, string]);
   const missing = qrels.size - queries.length;
   if (limitQueries) queries = queries.slice(0, limitQueries);
-  const corpusHash = createHash('sha256').update(readFileSync(join(datasetDir, 'corpus.jsonl'))).digest('hex').slice(0, 16);
-  console.error(`dataset ${name}: ${data.corpus.length} documents, split ${split}: ${queries.length} judged queries${missing ? ` (${missing} judged ids missing from queries.jsonl)` : ''}`);
+  const corpusHash = createHash('sha256')
+    .update(readFileSync(join(datasetDir, 'corpus.jsonl')))
+    .digest('hex')
+    .slice(0, 16);
+  console.error(
+    `dataset ${name}: ${data.corpus.length} documents, split ${split}: ${queries.length} judged queries${missing ? ` (${missing} judged ids missing from queries.jsonl)` : ''}`,
+  );
 
-  const { target, state } = args.url ? { target: await remote(args.url), state: undefined } : await selfStarted(corpusHash);
+  const { target, state } = args.url
+    ? { target: await remote(args.url), state: undefined }
+    : await selfStarted(corpusHash);
   const http = new Http(target.url, concurrency);
   let stopped = false;
   const shutdown = async () => {
@@ -478,14 +607,18 @@ async function main() {
       void shutdown().finally(() => process.exit(130));
     });
   try {
-    console.error(`service: ${target.url} (${target.engines.source})${target.dataDir ? `, DATA_DIR ${target.dataDir}` : ''}`);
+    console.error(
+      `service: ${target.url} (${target.engines.source})${target.dataDir ? `, DATA_DIR ${target.dataDir}` : ''}`,
+    );
     console.error(`text leg: ${target.engines.text}; embeddings: ${target.engines.embeddings}`);
     let ids: Map<string, string>;
     let figures: IngestFigures;
     if (state?.ingest) {
       ids = new Map(Object.entries(state.ids));
       figures = state.ingest;
-      console.error(`reusing the ingest in ${target.dataDir} (${ids.size} documents, ingested earlier: ${figures.writeDocsPerSec} docs/s written, settled after ${figures.toSettledSeconds} s)`);
+      console.error(
+        `reusing the ingest in ${target.dataDir} (${ids.size} documents, ingested earlier: ${figures.writeDocsPerSec} docs/s written, settled after ${figures.toSettledSeconds} s)`,
+      );
     } else {
       ({ ids, figures } = await ingest(http, target, data.corpus, Number(args['index-timeout-min']) * 60_000));
       if (state && target.dataDir) {
@@ -494,7 +627,10 @@ async function main() {
       }
     }
     const notIndexed = data.corpus.length - (figures.statuses.INDEXED ?? 0);
-    if (notIndexed) console.error(`warning: ${notIndexed} documents are not INDEXED: ${JSON.stringify(figures.statuses)} ${JSON.stringify(figures.failures)}`);
+    if (notIndexed)
+      console.error(
+        `warning: ${notIndexed} documents are not INDEXED: ${JSON.stringify(figures.statuses)} ${JSON.stringify(figures.failures)}`,
+      );
 
     const published = PUBLISHED[name]?.bm25Ndcg10;
     const results: Record<string, unknown> = {};
@@ -502,28 +638,54 @@ async function main() {
     const rows: string[][] = [];
     for (const mode of modes) {
       const r = await runQueries(http, target, mode, queries, ids);
-      const ev = evaluate(new Map([...r.runs].map(([q, hits]) => [q, hits.map((h) => h.id)])), new Map([...qrels].filter(([q]) => r.runs.has(q))));
+      const ev = evaluate(
+        new Map([...r.runs].map(([q, hits]) => [q, hits.map((h) => h.id)])),
+        new Map([...qrels].filter(([q]) => r.runs.has(q))),
+      );
       const m = {
         ndcg10: round(ev.ndcg10, 4),
         recall100: round(ev.recall100, 4),
         queries: ev.queries,
-        latencyMs: { p50: round(percentile(r.latencies, 50), 1), p99: round(percentile(r.latencies, 99), 1), mean: round(r.latencies.reduce((a, b) => a + b, 0) / r.latencies.length, 1) },
+        latencyMs: {
+          p50: round(percentile(r.latencies, 50), 1),
+          p99: round(percentile(r.latencies, 99), 1),
+          mean: round(r.latencies.reduce((a, b) => a + b, 0) / r.latencies.length, 1),
+        },
         serverSearchTimeMs: { p50: round(percentile(r.serverMs, 50), 1), p99: round(percentile(r.serverMs, 99), 1) },
         degradedAnswers: r.degraded,
         unmappedHits: r.unmapped,
       };
       results[mode] = m;
       allRuns[mode] = Object.fromEntries(r.runs);
-      rows.push([mode, m.ndcg10.toFixed(3), m.recall100.toFixed(3), `${m.latencyMs.p50.toFixed(0)} ms`, `${m.latencyMs.p99.toFixed(0)} ms`, published !== undefined ? `${(m.ndcg10 - published >= 0 ? '+' : '')}${(m.ndcg10 - published).toFixed(3)}` : '—']);
+      rows.push([
+        mode,
+        m.ndcg10.toFixed(3),
+        m.recall100.toFixed(3),
+        `${m.latencyMs.p50.toFixed(0)} ms`,
+        `${m.latencyMs.p99.toFixed(0)} ms`,
+        published !== undefined ? `${m.ndcg10 - published >= 0 ? '+' : ''}${(m.ndcg10 - published).toFixed(3)}` : '—',
+      ]);
       if (r.degraded) console.error(`warning: ${r.degraded} ${mode} answers were degraded`);
     }
 
-    const header = ['mode', 'nDCG@10', 'Recall@100', 'p50', 'p99', published !== undefined ? `vs BM25 ${published}${split === 'test' ? '' : ' (test)'}` : 'vs BM25'];
+    const header = [
+      'mode',
+      'nDCG@10',
+      'Recall@100',
+      'p50',
+      'p99',
+      published !== undefined ? `vs BM25 ${published}${split === 'test' ? '' : ' (test)'}` : 'vs BM25',
+    ];
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-    const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
-    console.log(`\n${name} ${split} split, ${queries.length} queries${limitQueries ? ` (--limit-queries ${limitQueries})` : ''}, ${data.corpus.length} documents`);
+    const line = (cells: string[]) =>
+      cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+    console.log(
+      `\n${name} ${split} split, ${queries.length} queries${limitQueries ? ` (--limit-queries ${limitQueries})` : ''}, ${data.corpus.length} documents`,
+    );
     console.log(`text leg: ${target.engines.text}`);
-    console.log(`embeddings: ${target.engines.embeddings}${indexMode === 'TEXT' ? ' (not used: --index-mode TEXT)' : ''}`);
+    console.log(
+      `embeddings: ${target.engines.embeddings}${indexMode === 'TEXT' ? ' (not used: --index-mode TEXT)' : ''}`,
+    );
     console.log(
       `ingest: ${figures.documents} documents (indexMode ${indexMode}), written in ${figures.writeSeconds} s (${figures.writeDocsPerSec} docs/s), all settled after ${figures.toSettledSeconds} s (${figures.settledDocsPerSec} docs/s): ${JSON.stringify(figures.statuses)}${target.reused ? ' (reused from an earlier run)' : ''}`,
     );

@@ -14,7 +14,13 @@ export async function recordUpload(
   const r = await processDocument(deps, {
     documentId: o.documentId,
     command: () => ({ type: 'RecordUpload', uploadId: o.uploadId, fileRef: o.fileRef, fileSize: o.fileSize }),
-    metadata: (s) => systemMetadata({ tenantId: s.exists ? s.tenantId : null, contextId: s.exists ? s.contextId : null, requestId: o.requestId, occurredAt: o.now }),
+    metadata: (s) =>
+      systemMetadata({
+        tenantId: s.exists ? s.tenantId : null,
+        contextId: s.exists ? s.contextId : null,
+        requestId: o.requestId,
+        occurredAt: o.now,
+      }),
     also: (md, s) => (s.exists ? fileIngestAppend(deps.meter, md, o.fileSize, s) : []),
   });
   return r.events.length > 0;

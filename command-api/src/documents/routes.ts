@@ -1,4 +1,13 @@
-import { documentResponse, ingestDocumentBody, patchDocumentBody, putDocumentBody, route, type RouteSpec, uploadDocumentBody, uploadDocumentResponse } from '@svc/contracts';
+import {
+  documentResponse,
+  ingestDocumentBody,
+  patchDocumentBody,
+  putDocumentBody,
+  route,
+  type RouteSpec,
+  uploadDocumentBody,
+  uploadDocumentResponse,
+} from '@svc/contracts';
 import { baseUrlOf, documentBlobKeys, documentView } from '@svc/domain';
 import { writeByIdRoutes } from '../by-id-routes';
 import { changeDocument, createDocument, deleteDocument, type DocumentDeps } from './commands';
@@ -45,14 +54,30 @@ export function documentCommandRoutes(d: DocumentDeps): RouteSpec[] {
           const key = documentBlobKeys.pendingUpload(doc.tenantId!, doc.contextId!, doc.id, doc.uploadId!);
           return { ...view, ...(await d.presigned.upload({ key, contentType: doc.fileType!, now: meta.now })) };
         }
-        return { ...view, ...d.grants.upload(baseUrlOf(req.headers, req.protocol), out.document.id, out.document.uploadId, meta.now.getTime()) };
+        return {
+          ...view,
+          ...d.grants.upload(
+            baseUrlOf(req.headers, req.protocol),
+            out.document.id,
+            out.document.uploadId,
+            meta.now.getTime(),
+          ),
+        };
       },
     }),
     ...writeByIdRoutes({
       resource: 'documents',
       response: documentResponse,
-      put: { operationId: 'updateDocument', summary: 'Replace a document (title, payload, ownership, folder; text re-ingests)', body: putDocumentBody },
-      patch: { operationId: 'patchDocument', summary: 'Patch a document (RFC 7386 merge patch; text re-ingests)', body: patchDocumentBody },
+      put: {
+        operationId: 'updateDocument',
+        summary: 'Replace a document (title, payload, ownership, folder; text re-ingests)',
+        body: putDocumentBody,
+      },
+      patch: {
+        operationId: 'patchDocument',
+        summary: 'Patch a document (RFC 7386 merge patch; text re-ingests)',
+        body: patchDocumentBody,
+      },
       change: (id, kind, body, meta) => changeDocument(d, id, kind, body, meta),
       delete: {
         operationId: 'deleteDocument',

@@ -1,5 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { documentAggregate, documentBlobKeys, type EventStore, loadAggregate, NO_WAIT, type Sql, streams, type WriteCharges } from '@svc/domain';
+import {
+  documentAggregate,
+  documentBlobKeys,
+  type EventStore,
+  loadAggregate,
+  NO_WAIT,
+  type Sql,
+  streams,
+  type WriteCharges,
+} from '@svc/domain';
 import { recordUpload } from './record-upload';
 import { MAX_UPLOAD_BYTES } from './storage';
 
@@ -87,7 +96,12 @@ export class UploadPoller {
   async pollOnce(): Promise<number> {
     this.stats.polls += 1;
     const now = (this.o.now?.() ?? new Date()).getTime();
-    const { rows } = await this.o.sql.query<{ document_id: string; tenant_id: string; context_id: string; upload_id: string }>(
+    const { rows } = await this.o.sql.query<{
+      document_id: string;
+      tenant_id: string;
+      context_id: string;
+      upload_id: string;
+    }>(
       `SELECT document_id, tenant_id, context_id, upload_id FROM rm_documents WHERE status = 'PENDING_UPLOAD' AND upload_id IS NOT NULL`,
     );
     const live = new Set<string>();
@@ -98,7 +112,15 @@ export class UploadPoller {
       const seen = this.firstSeen.get(tag) ?? now;
       this.firstSeen.set(tag, seen);
       if (now - seen > this.o.urlTtlMs + 120_000) continue;
-      if (await this.complete(tag, r.document_id, r.upload_id, documentBlobKeys.pendingUpload(r.tenant_id, r.context_id, r.document_id, r.upload_id))) done += 1;
+      if (
+        await this.complete(
+          tag,
+          r.document_id,
+          r.upload_id,
+          documentBlobKeys.pendingUpload(r.tenant_id, r.context_id, r.document_id, r.upload_id),
+        )
+      )
+        done += 1;
     }
     for (const tag of this.firstSeen.keys()) if (!live.has(tag)) this.firstSeen.delete(tag);
     for (const tag of this.mismatch.keys()) if (!live.has(tag)) this.mismatch.delete(tag);
@@ -136,8 +158,21 @@ export class UploadPoller {
     let recorded: boolean;
     try {
       // Off the request path: no one waits on the read models (NO_WAIT).
-      const deps = { store: this.o.store, barrier: NO_WAIT, ids: { newId: randomUUID }, log: this.o.log, meter: this.o.meter };
-      recorded = await recordUpload(deps, { documentId: id, uploadId, fileRef: key, fileSize: copied.bytes, requestId: randomUUID(), now: new Date(this.o.now?.() ?? Date.now()) });
+      const deps = {
+        store: this.o.store,
+        barrier: NO_WAIT,
+        ids: { newId: randomUUID },
+        log: this.o.log,
+        meter: this.o.meter,
+      };
+      recorded = await recordUpload(deps, {
+        documentId: id,
+        uploadId,
+        fileRef: key,
+        fileSize: copied.bytes,
+        requestId: randomUUID(),
+        now: new Date(this.o.now?.() ?? Date.now()),
+      });
     } catch (e) {
       await this.o.objects.delete(key).catch(() => {});
       throw e;

@@ -22,7 +22,17 @@ import {
 } from '@kurrent/kurrentdb-client';
 import type { EventMetadata } from '@svc/contracts';
 import { InternalError } from '@svc/contracts';
-import { type AppendRequest, type AppendResult, asStoredEvent, type EventStore, type ExpectedRevision, type NewEvent, type ReadStreamOptions, type StoredEvent, WrongExpectedRevisionError } from '@svc/domain';
+import {
+  type AppendRequest,
+  type AppendResult,
+  asStoredEvent,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type ReadStreamOptions,
+  type StoredEvent,
+  WrongExpectedRevisionError,
+} from '@svc/domain';
 
 /**
  * KurrentDB (EventStoreDB) event store. Stream revisions are the server's; the
@@ -46,7 +56,8 @@ export function toStreamState(expected: ExpectedRevision): AppendStreamState {
     case 'stream_exists':
       return STREAM_EXISTS;
     default:
-      if (!Number.isSafeInteger(expected) || expected < 0) throw new InternalError(`invalid expected revision ${expected}`);
+      if (!Number.isSafeInteger(expected) || expected < 0)
+        throw new InternalError(`invalid expected revision ${expected}`);
       return BigInt(expected);
   }
 }
@@ -90,7 +101,11 @@ const toEventData = (e: NewEvent): EventData =>
 
 function translate(error: unknown, expectedFor: (streamId: string) => ExpectedRevision): unknown {
   if (error instanceof WrongExpectedVersionError)
-    return new WrongExpectedRevisionError(error.streamName, expectedFor(error.streamName), toActualRevision(error.actualState));
+    return new WrongExpectedRevisionError(
+      error.streamName,
+      expectedFor(error.streamName),
+      toActualRevision(error.actualState),
+    );
   return error;
 }
 
@@ -113,7 +128,9 @@ export class KurrentDbEventStore implements EventStore {
   async append(streamId: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult> {
     let result;
     try {
-      result = await this.client.appendToStream(streamId, events.map(toEventData), { streamState: toStreamState(expectedRevision) });
+      result = await this.client.appendToStream(streamId, events.map(toEventData), {
+        streamState: toStreamState(expectedRevision),
+      });
     } catch (e) {
       throw translate(e, () => expectedRevision);
     }
@@ -132,17 +149,26 @@ export class KurrentDbEventStore implements EventStore {
     // The server folds stream names case-insensitively within one multi-append.
     if (new Set(requests.map((r) => r.streamId.toLowerCase())).size !== requests.length)
       throw new InternalError('appendMulti: a stream may appear once');
-    if (requests.length === 1) return [await this.append(requests[0].streamId, requests[0].events, requests[0].expectedRevision)];
+    if (requests.length === 1)
+      return [await this.append(requests[0].streamId, requests[0].events, requests[0].expectedRevision)];
     if (requests.length === 0) return [];
 
     let result;
     try {
       result = await this.client.multiStreamAppend(
-        requests.map((r) => ({ streamName: r.streamId, events: r.events.map(toEventData), expectedState: toStreamState(r.expectedRevision) })),
+        requests.map((r) => ({
+          streamName: r.streamId,
+          events: r.events.map(toEventData),
+          expectedState: toStreamState(r.expectedRevision),
+        })),
       );
     } catch (e) {
-      if (isUnsupported(e)) throw new InternalError('appendMulti: multi-stream append needs KurrentDB 25.1 or later', { cause: e });
-      throw translate(e, (s) => requests.find((r) => r.streamId.toLowerCase() === s.toLowerCase())?.expectedRevision ?? 'any');
+      if (isUnsupported(e))
+        throw new InternalError('appendMulti: multi-stream append needs KurrentDB 25.1 or later', { cause: e });
+      throw translate(
+        e,
+        (s) => requests.find((r) => r.streamId.toLowerCase() === s.toLowerCase())?.expectedRevision ?? 'any',
+      );
     }
     this.notify();
     // The response carries one position for the whole write; each request's own last position is read back.
@@ -221,7 +247,13 @@ export class KurrentDbEventStore implements EventStore {
    * filter, so a short page always means the end of the log. `seen` is the position
    * already handled: forward reads include the event at their start position.
    */
-  private async scanAll(direction: Direction, from: ReadPosition, seen: number, pageSize: number, visit: (e: StoredEvent) => boolean) {
+  private async scanAll(
+    direction: Direction,
+    from: ReadPosition,
+    seen: number,
+    pageSize: number,
+    visit: (e: StoredEvent) => boolean,
+  ) {
     let cursor = from;
     let last = seen;
     for (;;) {

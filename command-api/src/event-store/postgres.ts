@@ -1,5 +1,18 @@
 import { InternalError } from '@svc/contracts';
-import { type AppendRequest, type AppendResult, asStoredEvent, type EventStore, expectationHolds, type ExpectedRevision, type NewEvent, type ReadStreamOptions, type Sql, type SqlQueryable, type StoredEvent, WrongExpectedRevisionError } from '@svc/domain';
+import {
+  type AppendRequest,
+  type AppendResult,
+  asStoredEvent,
+  type EventStore,
+  expectationHolds,
+  type ExpectedRevision,
+  type NewEvent,
+  type ReadStreamOptions,
+  type Sql,
+  type SqlQueryable,
+  type StoredEvent,
+  WrongExpectedRevisionError,
+} from '@svc/domain';
 
 /**
  * PostgreSQL event store; the same SQL serves PGlite (embedded default) and a
@@ -21,7 +34,10 @@ function sliceStream(all: StoredEvent[], o: ReadStreamOptions): StoredEvent[] {
   const max = o.maxCount ?? Number.MAX_SAFE_INTEGER;
   if (o.direction === 'backwards') {
     const from = o.fromRevision ?? Number.MAX_SAFE_INTEGER;
-    return all.filter((e) => e.revision <= from).reverse().slice(0, max);
+    return all
+      .filter((e) => e.revision <= from)
+      .reverse()
+      .slice(0, max);
   }
   const from = o.fromRevision ?? 0;
   return all.filter((e) => e.revision >= from).slice(0, max);
@@ -104,7 +120,8 @@ export class PostgresEventStore implements EventStore {
 
   appendMulti(requests: AppendRequest[]): Promise<AppendResult[]> {
     const names = new Set(requests.map((r) => r.streamId));
-    if (names.size !== requests.length) return Promise.reject(new InternalError('appendMulti: a stream may appear once'));
+    if (names.size !== requests.length)
+      return Promise.reject(new InternalError('appendMulti: a stream may appear once'));
     return new Promise((resolve, reject) => {
       this.queue.push({ requests, resolve, reject });
       if (!this.flushing) {
@@ -179,12 +196,22 @@ export class PostgresEventStore implements EventStore {
           }
         }
 
-        const cols = { pos: [] as number[], sid: [] as string[], rev: [] as number[], eid: [] as string[], type: [] as string[], data: [] as string[], meta: [] as string[] };
+        const cols = {
+          pos: [] as number[],
+          sid: [] as string[],
+          rev: [] as number[],
+          eid: [] as string[],
+          type: [] as string[],
+          data: [] as string[],
+          meta: [] as string[],
+        };
         for (const p of batch) {
           const failed = p.requests.find((r) => !expectationHolds(r.expectedRevision, current.get(r.streamId) ?? -1));
           if (failed) {
             const actual = current.get(failed.streamId);
-            outcomes.push(new WrongExpectedRevisionError(failed.streamId, failed.expectedRevision, actual ?? 'no_stream'));
+            outcomes.push(
+              new WrongExpectedRevisionError(failed.streamId, failed.expectedRevision, actual ?? 'no_stream'),
+            );
             continue;
           }
           const results: AppendResult[] = [];
@@ -326,7 +353,9 @@ export class PostgresEventStore implements EventStore {
   }
 
   async headPosition(): Promise<number> {
-    const { rows } = await this.sql.query<{ p: number }>('SELECT coalesce(max(position), 0)::bigint AS p FROM es_events');
+    const { rows } = await this.sql.query<{ p: number }>(
+      'SELECT coalesce(max(position), 0)::bigint AS p FROM es_events',
+    );
     return Number(rows[0].p);
   }
 

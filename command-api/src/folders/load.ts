@@ -1,5 +1,20 @@
 import { type EventMetadata, notFound, type Principal, type RequestMeta, type RouteSpec } from '@svc/contracts';
-import { canSeeFolder, type CommandDeps, type DomainAppend, type EventStore, folderDecider, handleCommand, implicitRootFolder, type LiveFolder, loadAggregate, metadataFor, readModelsCaughtUp, rootCreatedAt, rootFolderId, streams } from '@svc/domain';
+import {
+  canSeeFolder,
+  type CommandDeps,
+  type DomainAppend,
+  type EventStore,
+  folderDecider,
+  handleCommand,
+  implicitRootFolder,
+  type LiveFolder,
+  loadAggregate,
+  metadataFor,
+  readModelsCaughtUp,
+  rootCreatedAt,
+  rootFolderId,
+  streams,
+} from '@svc/domain';
 
 /**
  * A live folder the caller can see (its tenant and context, inside its data
@@ -31,7 +46,12 @@ async function contextCreatedAt(store: EventStore, contextId: string): Promise<s
 }
 
 /** The metadata of a context root's creation: the context's own, in that context, a millisecond before it. */
-const rootMetadata = (contextMetadata: EventMetadata, tenantId: string, contextId: string, contextCreatedAt = contextMetadata.occurredAt): EventMetadata => ({
+const rootMetadata = (
+  contextMetadata: EventMetadata,
+  tenantId: string,
+  contextId: string,
+  contextCreatedAt = contextMetadata.occurredAt,
+): EventMetadata => ({
   ...contextMetadata,
   tenantId,
   contextId,
@@ -46,7 +66,12 @@ const rootMetadata = (contextMetadata: EventMetadata, tenantId: string, contextI
 export function contextRootAppend(contextMetadata: EventMetadata, tenantId: string, contextId: string): DomainAppend {
   const id = rootFolderId(tenantId, contextId);
   const events = folderDecider.decide({ type: 'CreateRootFolder', folderId: id }, folderDecider.initialState());
-  return { streamId: streams.folder(id), events, expectedRevision: 'no_stream', metadata: rootMetadata(contextMetadata, tenantId, contextId) };
+  return {
+    streamId: streams.folder(id),
+    events,
+    expectedRevision: 'no_stream',
+    metadata: rootMetadata(contextMetadata, tenantId, contextId),
+  };
 }
 
 /**

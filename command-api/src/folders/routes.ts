@@ -1,5 +1,34 @@
-import { conflict, type CreateFolder, createFolderBody, folderResponse, patchFolderBody, type Principal, putFolderBody, type RequestMeta, route, type RouteSpec } from '@svc/contracts';
-import { claim, type CommandDeps, countForDecision, deriveSlug, type EventStore, type FolderContents, folderDecider, folderView, handleCommand, type LiveFolder, metadataFor, readReservation, release, type Reservation, slugCandidate, stampOwnership, streams } from '@svc/domain';
+import {
+  conflict,
+  type CreateFolder,
+  createFolderBody,
+  folderResponse,
+  patchFolderBody,
+  type Principal,
+  putFolderBody,
+  type RequestMeta,
+  route,
+  type RouteSpec,
+} from '@svc/contracts';
+import {
+  claim,
+  type CommandDeps,
+  countForDecision,
+  deriveSlug,
+  type EventStore,
+  type FolderContents,
+  folderDecider,
+  folderView,
+  handleCommand,
+  type LiveFolder,
+  metadataFor,
+  readReservation,
+  release,
+  type Reservation,
+  slugCandidate,
+  stampOwnership,
+  streams,
+} from '@svc/domain';
 import { writeByIdRoutes } from '../by-id-routes';
 import { ensureRootFolder, requireFolder, withRootFolder } from './load';
 import { assertScopeNamespaces } from '../identity/namespaces';
@@ -7,8 +36,12 @@ import { assertScopeNamespaces } from '../identity/namespaces';
 export { requireFolder } from './load';
 
 /** Slugs are unique among the children of one parent (the root's children included). */
-const slugReservation = (store: EventStore, p: { tenantId: string | null; contextId: string | null }, parentId: string, slug: string) =>
-  readReservation(store, p.tenantId!, p.contextId!, 'folder-slug', parentId, slug);
+const slugReservation = (
+  store: EventStore,
+  p: { tenantId: string | null; contextId: string | null },
+  parentId: string,
+  slug: string,
+) => readReservation(store, p.tenantId!, p.contextId!, 'folder-slug', parentId, slug);
 
 /** How many derived candidates (`name`, `name-2`, ...) a create tries before giving up. */
 const MAX_SLUG_CANDIDATES = 1000;
@@ -19,7 +52,14 @@ const slugHeld = (slug: string) => conflict(`slug '${slug}' is already used by a
  * The slug a create claims: an explicit one (409 when a sibling holds it), else
  * the first derived candidate from `from` on that no sibling holds.
  */
-async function freeSlug(store: EventStore, p: Principal, parentId: string, explicit: string | undefined, base: string, from: number): Promise<{ slug: string; n: number; reservation: Reservation }> {
+async function freeSlug(
+  store: EventStore,
+  p: Principal,
+  parentId: string,
+  explicit: string | undefined,
+  base: string,
+  from: number,
+): Promise<{ slug: string; n: number; reservation: Reservation }> {
   if (explicit) {
     const reservation = await slugReservation(store, p, parentId, explicit);
     if (reservation.holder) throw slugHeld(explicit);
@@ -59,7 +99,19 @@ export async function createFolder(deps: CommandDeps, body: CreateFolder, meta: 
       return found;
     },
     decide: (s, { slug, reservation }) => ({
-      events: folderDecider.decide({ type: 'CreateFolder', folderId, name: body.name, description: body.description, parent, slug, userId: own.userId, scopes: own.scopes ?? [] }, s),
+      events: folderDecider.decide(
+        {
+          type: 'CreateFolder',
+          folderId,
+          name: body.name,
+          description: body.description,
+          parent,
+          slug,
+          userId: own.userId,
+          scopes: own.scopes ?? [],
+        },
+        s,
+      ),
       also: [claim(reservation, folderId)],
     }),
     // Lost the race for the slug: an explicit one is taken (409); a derived one is read again.
@@ -71,7 +123,13 @@ export async function createFolder(deps: CommandDeps, body: CreateFolder, meta: 
   return state as LiveFolder;
 }
 
-export async function changeFolder(deps: CommandDeps, id: string, kind: 'put' | 'patch', body: Record<string, unknown>, meta: RequestMeta) {
+export async function changeFolder(
+  deps: CommandDeps,
+  id: string,
+  kind: 'put' | 'patch',
+  body: Record<string, unknown>,
+  meta: RequestMeta,
+) {
   await assertScopeNamespaces(deps.store, meta.principal.tenantId!, body.scopes);
   const { state } = await handleCommand(deps, {
     streamId: streams.folder(id),
@@ -83,7 +141,13 @@ export async function changeFolder(deps: CommandDeps, id: string, kind: 'put' | 
 }
 
 /** Deletes an empty folder; the count covers every item in it, readable by the caller or not. */
-export async function deleteFolder(deps: CommandDeps, contents: FolderContents, id: string, expectedVersion: number | undefined, meta: RequestMeta) {
+export async function deleteFolder(
+  deps: CommandDeps,
+  contents: FolderContents,
+  id: string,
+  expectedVersion: number | undefined,
+  meta: RequestMeta,
+) {
   const command = { type: 'DeleteFolder', actor: meta.principal, expectedVersion } as const;
   await handleCommand(deps, {
     streamId: streams.folder(id),
@@ -93,9 +157,15 @@ export async function deleteFolder(deps: CommandDeps, contents: FolderContents, 
     prepare: (cur) =>
       countForDecision(deps, folderDecider, { ...command, items: 0 }, cur, async () => {
         const f = cur as LiveFolder;
-        return { items: await contents.count(f.tenantId!, f.contextId!, id), slug: await slugReservation(deps.store, f, f.parentFolderId!, f.slug) };
+        return {
+          items: await contents.count(f.tenantId!, f.contextId!, id),
+          slug: await slugReservation(deps.store, f, f.parentFolderId!, f.slug),
+        };
       }),
-    decide: (s, { items, slug }) => ({ events: folderDecider.decide({ ...command, items }, s), also: slug.holder === id ? [release(slug)] : [] }),
+    decide: (s, { items, slug }) => ({
+      events: folderDecider.decide({ ...command, items }, s),
+      also: slug.holder === id ? [release(slug)] : [],
+    }),
     // The slug's reservation moved meanwhile: decide again.
     onConflict: () => 'retry',
   });
@@ -119,12 +189,21 @@ export function folderCommandRoutes(deps: CommandDeps, contents: FolderContents)
     ...writeByIdRoutes({
       resource: 'folders',
       response: folderResponse,
-      put: { operationId: 'updateFolder', summary: 'Replace a folder name, description and ownership (slug and parent are fixed)', body: putFolderBody },
-      patch: { operationId: 'patchFolder', summary: 'Patch a folder (RFC 7386): name, description, userId, scopes, expectedVersion', body: patchFolderBody },
+      put: {
+        operationId: 'updateFolder',
+        summary: 'Replace a folder name, description and ownership (slug and parent are fixed)',
+        body: putFolderBody,
+      },
+      patch: {
+        operationId: 'patchFolder',
+        summary: 'Patch a folder (RFC 7386): name, description, userId, scopes, expectedVersion',
+        body: patchFolderBody,
+      },
       change: (id, kind, body, meta) => changeFolder(deps, id, kind, body, meta),
       delete: {
         operationId: 'deleteFolder',
-        summary: 'Delete an empty folder (400 while it holds sub-folders, records or documents; the root cannot be deleted)',
+        summary:
+          'Delete an empty folder (400 while it holds sub-folders, records or documents; the root cannot be deleted)',
         remove: (id, expectedVersion, meta) => deleteFolder(deps, contents, id, expectedVersion, meta),
       },
     }),

@@ -1,13 +1,49 @@
-import { conflict, type CreateEntity, createEntityBody, entityResponse, forbidden, patchEntityBody, putEntityBody, type RequestMeta, route, type RouteSpec } from '@svc/contracts';
-import { canSeeEntity, type CommandDeps, entityDecider, entityView, type EventStore, handleCommand, type LiveEntity, metadataFor, moveReservation, readReservation, streams } from '@svc/domain';
+import {
+  conflict,
+  type CreateEntity,
+  createEntityBody,
+  entityResponse,
+  forbidden,
+  patchEntityBody,
+  putEntityBody,
+  type RequestMeta,
+  route,
+  type RouteSpec,
+} from '@svc/contracts';
+import {
+  canSeeEntity,
+  type CommandDeps,
+  entityDecider,
+  entityView,
+  type EventStore,
+  handleCommand,
+  type LiveEntity,
+  metadataFor,
+  moveReservation,
+  readReservation,
+  streams,
+} from '@svc/domain';
 import { writeByIdRoutes } from '../by-id-routes';
 import { boundDefinition, identitySchema } from './bound-schema';
 import { registeredNamespaces } from './namespaces';
 
 /** One entity per key in a namespace, per tenant and context (the key is fixed once created). */
 const KEY_HELD = 'An entity with this namespace and key already exists';
-const moveKey = (store: EventStore, e: { tenantId: string | null; contextId: string | null }, namespace: string, entityId: string, before: string | null, after: string | null) =>
-  moveReservation({ read: (key) => readReservation(store, e.tenantId!, e.contextId!, 'entity-key', namespace, key), holderId: entityId, before, after, held: KEY_HELD });
+const moveKey = (
+  store: EventStore,
+  e: { tenantId: string | null; contextId: string | null },
+  namespace: string,
+  entityId: string,
+  before: string | null,
+  after: string | null,
+) =>
+  moveReservation({
+    read: (key) => readReservation(store, e.tenantId!, e.contextId!, 'entity-key', namespace, key),
+    holderId: entityId,
+    before,
+    after,
+    held: KEY_HELD,
+  });
 
 async function createEntity(deps: CommandDeps, body: CreateEntity, meta: RequestMeta) {
   const p = meta.principal;
@@ -25,7 +61,19 @@ async function createEntity(deps: CommandDeps, body: CreateEntity, meta: Request
     metadata: metadataFor(meta),
     fresh: true,
     decide: (s) => ({
-      events: entities.decide({ type: 'CreateEntity', entityId, namespace: body.namespace, key: body.key, payload: body.payload, schemaId: body.schemaId, definition: schema?.definition, namespaces }, s),
+      events: entities.decide(
+        {
+          type: 'CreateEntity',
+          entityId,
+          namespace: body.namespace,
+          key: body.key,
+          payload: body.payload,
+          schemaId: body.schemaId,
+          definition: schema?.definition,
+          namespaces,
+        },
+        s,
+      ),
     }),
     beforeAppend: () => moveKey(deps.store, scope, body.namespace, entityId, null, body.key),
     onConflict: () => {
@@ -35,7 +83,13 @@ async function createEntity(deps: CommandDeps, body: CreateEntity, meta: Request
   return entityView(state as LiveEntity, schema?.definition);
 }
 
-async function changeEntity(deps: CommandDeps, id: string, kind: 'put' | 'patch', body: Record<string, unknown>, meta: RequestMeta) {
+async function changeEntity(
+  deps: CommandDeps,
+  id: string,
+  kind: 'put' | 'patch',
+  body: Record<string, unknown>,
+  meta: RequestMeta,
+) {
   const p = meta.principal;
   const entities = entityDecider(deps.sealer);
   const { state, prepared: definition } = await handleCommand(deps, {
@@ -43,7 +97,9 @@ async function changeEntity(deps: CommandDeps, id: string, kind: 'put' | 'patch'
     aggregate: entities,
     metadata: metadataFor(meta),
     prepare: (cur) => boundDefinition(deps.store, p, cur),
-    decide: (s, definition) => ({ events: entities.decide({ type: 'ChangeEntity', actor: p, kind, body, definition }, s) }),
+    decide: (s, definition) => ({
+      events: entities.decide({ type: 'ChangeEntity', actor: p, kind, body, definition }, s),
+    }),
   });
   return entityView(state as LiveEntity, definition);
 }
@@ -56,7 +112,8 @@ async function deleteEntity(deps: CommandDeps, id: string, expectedVersion: numb
     metadata: metadataFor(meta),
     decide: (s) => ({ events: entities.decide({ type: 'DeleteEntity', actor: meta.principal, expectedVersion }, s) }),
     // Its key becomes free.
-    beforeAppend: ({ state }) => moveKey(deps.store, state as LiveEntity, (state as LiveEntity).namespace, id, (state as LiveEntity).key, null),
+    beforeAppend: ({ state }) =>
+      moveKey(deps.store, state as LiveEntity, (state as LiveEntity).namespace, id, (state as LiveEntity).key, null),
     onConflict: () => 'retry',
   });
 }
@@ -68,7 +125,8 @@ export function entityCommandRoutes(deps: CommandDeps): RouteSpec[] {
       url: '/v1/entities',
       auth: 'data',
       permission: 'entities:c',
-      summary: 'Create an identity entity (namespace org, client or registered; key unique per namespace in the context)',
+      summary:
+        'Create an identity entity (namespace org, client or registered; key unique per namespace in the context)',
       body: createEntityBody,
       response: entityResponse,
       status: 201,

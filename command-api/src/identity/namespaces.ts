@@ -1,5 +1,18 @@
 import { createNamespaceBody, invalid, namespaceParam, namespaceResponse, route, type RouteSpec } from '@svc/contracts';
-import { type CommandDeps, countForDecision, type EventStore, handleCommand, isBuiltinNamespace, loadAggregate, metadataFor, namespaceDecider, namespaceNames, type NamespaceUsage, namespaceView, streams } from '@svc/domain';
+import {
+  type CommandDeps,
+  countForDecision,
+  type EventStore,
+  handleCommand,
+  isBuiltinNamespace,
+  loadAggregate,
+  metadataFor,
+  namespaceDecider,
+  namespaceNames,
+  type NamespaceUsage,
+  namespaceView,
+  streams,
+} from '@svc/domain';
 
 /**
  * Every namespace a tenant's data may use: `org`, `client` and the ones it
@@ -24,7 +37,10 @@ export async function assertScopeNamespaces(store: EventStore, tenantId: string,
   if (names.every(isBuiltinNamespace)) return;
   const known = new Set(await registeredNamespaces(store, tenantId));
   const unknown = names.find((n) => !known.has(n));
-  if (unknown !== undefined) throw invalid(`scopes: namespace '${unknown}' is not registered (org, client, or one created with POST /v1/namespaces)`);
+  if (unknown !== undefined)
+    throw invalid(
+      `scopes: namespace '${unknown}' is not registered (org, client, or one created with POST /v1/namespaces)`,
+    );
 }
 
 export function namespaceCommandRoutes(deps: CommandDeps, usage: NamespaceUsage): RouteSpec[] {
@@ -66,7 +82,10 @@ export function namespaceCommandRoutes(deps: CommandDeps, usage: NamespaceUsage)
           aggregate: namespaceDecider,
           metadata: metadataFor(meta),
           // A built-in or unknown name is refused before anything is counted.
-          prepare: (s) => countForDecision(deps, namespaceDecider, { ...command, entities: 0 }, s, () => usage.entities(tenantId, params.name)),
+          prepare: (s) =>
+            countForDecision(deps, namespaceDecider, { ...command, entities: 0 }, s, () =>
+              usage.entities(tenantId, params.name),
+            ),
           decide: (s, entities) => ({ events: namespaceDecider.decide({ ...command, entities }, s) }),
         });
         return null;

@@ -1,5 +1,31 @@
-import { conflict, type CreateUser, createUserBody, forbidden, patchUserBody, type Principal, putUserBody, type RequestMeta, route, type RouteSpec, userResponse } from '@svc/contracts';
-import { type CommandDeps, type DomainAppend, emailKey, handleCommand, type LiveUser, metadataFor, moveReservation, readReservation, requireRootForUserSchema, stampOwnership, streams, userDecider, userView } from '@svc/domain';
+import {
+  conflict,
+  type CreateUser,
+  createUserBody,
+  forbidden,
+  patchUserBody,
+  type Principal,
+  putUserBody,
+  type RequestMeta,
+  route,
+  type RouteSpec,
+  userResponse,
+} from '@svc/contracts';
+import {
+  type CommandDeps,
+  type DomainAppend,
+  emailKey,
+  handleCommand,
+  type LiveUser,
+  metadataFor,
+  moveReservation,
+  readReservation,
+  requireRootForUserSchema,
+  stampOwnership,
+  streams,
+  userDecider,
+  userView,
+} from '@svc/domain';
 import { deleteByIdRoute, writeByIdRoutes } from '../by-id-routes';
 import type { LiveSchema } from '../schemas/routes';
 import { boundDefinition, identitySchema } from './bound-schema';
@@ -7,8 +33,21 @@ import { assertScopeNamespaces } from './namespaces';
 
 /** One user per email in a tenant (across its contexts), compared without case. */
 const EMAIL_HELD = 'email is already used by another user';
-const moveEmail = (deps: CommandDeps, tenantId: string, userId: string, before: string | null | undefined, after: string | null | undefined) =>
-  moveReservation({ read: (email) => readReservation(deps.store, tenantId, 'user-email', emailKey(email)), holderId: userId, before, after, held: EMAIL_HELD, same: (a, b) => emailKey(a) === emailKey(b) });
+const moveEmail = (
+  deps: CommandDeps,
+  tenantId: string,
+  userId: string,
+  before: string | null | undefined,
+  after: string | null | undefined,
+) =>
+  moveReservation({
+    read: (email) => readReservation(deps.store, tenantId, 'user-email', emailKey(email)),
+    holderId: userId,
+    before,
+    after,
+    held: EMAIL_HELD,
+    same: (a, b) => emailKey(a) === emailKey(b),
+  });
 
 /** Losing the race for an email is a 409; for a reservation released, the next attempt reads it again. */
 const onEmailConflict = (on: DomainAppend): 'retry' => {
@@ -37,7 +76,19 @@ async function createUser(deps: CommandDeps, body: CreateUser, meta: RequestMeta
     metadata: metadataFor(meta),
     fresh: true,
     decide: (s) => ({
-      events: users.decide({ type: 'CreateUser', userId, email: body.email, displayName: body.displayName, payload: body.payload, schemaId: body.schemaId, definition: schema?.definition, scopes: own.scopes ?? [] }, s),
+      events: users.decide(
+        {
+          type: 'CreateUser',
+          userId,
+          email: body.email,
+          displayName: body.displayName,
+          payload: body.payload,
+          schemaId: body.schemaId,
+          definition: schema?.definition,
+          scopes: own.scopes ?? [],
+        },
+        s,
+      ),
     }),
     beforeAppend: () => moveEmail(deps, p.tenantId!, userId, null, body.email),
     onConflict: onEmailConflict,
@@ -45,7 +96,13 @@ async function createUser(deps: CommandDeps, body: CreateUser, meta: RequestMeta
   return userView(state as LiveUser, schema?.definition);
 }
 
-async function changeUser(deps: CommandDeps, id: string, kind: 'put' | 'patch', body: Record<string, unknown>, meta: RequestMeta) {
+async function changeUser(
+  deps: CommandDeps,
+  id: string,
+  kind: 'put' | 'patch',
+  body: Record<string, unknown>,
+  meta: RequestMeta,
+) {
   await assertScopeNamespaces(deps.store, meta.principal.tenantId!, body.scopes);
   const p = meta.principal;
   const users = userDecider(deps.sealer);

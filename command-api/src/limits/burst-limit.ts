@@ -16,14 +16,19 @@ type PlanName = keyof typeof PLAN_RATE_LIMITS;
 
 /** The account's limit: its plan's, an enterprise account's negotiated one, Free for an unset or unknown plan. */
 export function rateLimitOf(account: { plan?: unknown; rateLimitPerMinute?: unknown } | null | undefined): number {
-  const plan: PlanName = typeof account?.plan === 'string' && Object.hasOwn(PLAN_RATE_LIMITS, account.plan) ? (account.plan as PlanName) : 'free';
+  const plan: PlanName =
+    typeof account?.plan === 'string' && Object.hasOwn(PLAN_RATE_LIMITS, account.plan)
+      ? (account.plan as PlanName)
+      : 'free';
   const negotiated = account?.rateLimitPerMinute;
-  if (plan === 'enterprise' && typeof negotiated === 'number' && Number.isInteger(negotiated) && negotiated > 0) return negotiated;
+  if (plan === 'enterprise' && typeof negotiated === 'number' && Number.isInteger(negotiated) && negotiated > 0)
+    return negotiated;
   return PLAN_RATE_LIMITS[plan];
 }
 
 /** Does this route count toward the burst limit? Writes and routes flagged `rateLimited` (search, inference). */
-export const countsTowardBurstLimit = (spec: Pick<RouteSpec, 'write' | 'rateLimited'>) => spec.write === true || spec.rateLimited === true;
+export const countsTowardBurstLimit = (spec: Pick<RouteSpec, 'write' | 'rateLimited'>) =>
+  spec.write === true || spec.rateLimited === true;
 
 /**
  * Each account's limit, read from the accounts read model and kept. A plan
@@ -37,7 +42,9 @@ export class AccountRateLimits {
   private readonly cache = new Map<string, { limit: number; until: number; version?: string }>();
 
   constructor(
-    private readonly readAccount: (accountId: string) => Promise<{ plan?: unknown; rateLimitPerMinute?: unknown } | null>,
+    private readonly readAccount: (
+      accountId: string,
+    ) => Promise<{ plan?: unknown; rateLimitPerMinute?: unknown } | null>,
     private readonly ttlMs = 1000,
     private readonly maxEntries = 10_000,
     private readonly versioned = false,
@@ -46,7 +53,8 @@ export class AccountRateLimits {
   /** `version`: the read models' version the request saw (versioned caches only). */
   async limitOf(accountId: string, version?: string): Promise<number> {
     const hit = this.cache.get(accountId);
-    if (hit && (this.versioned ? version !== undefined && hit.version === version : hit.until > Date.now())) return hit.limit;
+    if (hit && (this.versioned ? version !== undefined && hit.version === version : hit.until > Date.now()))
+      return hit.limit;
     if (this.versioned && version === undefined) return rateLimitOf(await this.readAccount(accountId));
     const limit = rateLimitOf(await this.readAccount(accountId));
     if (this.cache.size >= this.maxEntries) this.cache.clear();
@@ -76,7 +84,11 @@ export interface BurstGateContext {
  * window's end). When the counter store fails the request is allowed (fail-open)
  * and the failure is logged, once per outage.
  */
-export function burstLimitGate(o: { counters: WindowCounter; limits: { limitOf(accountId: string, version?: string): Promise<number> }; log?: (message: string) => void }) {
+export function burstLimitGate(o: {
+  counters: WindowCounter;
+  limits: { limitOf(accountId: string, version?: string): Promise<number> };
+  log?: (message: string) => void;
+}) {
   let failing = false;
   return async ({ reply, spec, principal, now }: BurstGateContext): Promise<void> => {
     if (!countsTowardBurstLimit(spec) || !principal.accountId) return;
@@ -86,7 +98,8 @@ export function burstLimitGate(o: { counters: WindowCounter; limits: { limitOf(a
       used = await o.counters.add(`burst:${principal.accountId}`, 1, now);
       failing = false;
     } catch (e) {
-      if (!failing) o.log?.(`rate-limit counters unavailable, allowing requests: ${e instanceof Error ? e.message : String(e)}`);
+      if (!failing)
+        o.log?.(`rate-limit counters unavailable, allowing requests: ${e instanceof Error ? e.message : String(e)}`);
       failing = true;
       used = 0;
     }
@@ -95,9 +108,17 @@ export function burstLimitGate(o: { counters: WindowCounter; limits: { limitOf(a
     reply.header('x-ratelimit-remaining', String(remaining));
     if (used > limit) {
       const retryAfter = secondsToWindowEnd(now);
-      throw new ServiceError('RATE_LIMITED', `Rate limit exceeded: this account may make ${limit} counted requests per minute; retry after ${retryAfter} s`, {
-        headers: { 'retry-after': String(retryAfter), 'x-ratelimit-limit': String(limit), 'x-ratelimit-remaining': '0' },
-      });
+      throw new ServiceError(
+        'RATE_LIMITED',
+        `Rate limit exceeded: this account may make ${limit} counted requests per minute; retry after ${retryAfter} s`,
+        {
+          headers: {
+            'retry-after': String(retryAfter),
+            'x-ratelimit-limit': String(limit),
+            'x-ratelimit-remaining': '0',
+          },
+        },
+      );
     }
   };
 }

@@ -17,7 +17,12 @@ export class RedisWindowCounter implements WindowCounter {
     private readonly prefix = 'svc:window:',
   ) {
     // Fail fast instead of queueing commands while disconnected: a counter that waits would stall requests.
-    this.redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: 1000, lazyConnect: false });
+    this.redis = new Redis(url, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      connectTimeout: 1000,
+      lazyConnect: false,
+    });
     this.redis.on('error', () => {}); // surfaced through failOpen below
   }
 

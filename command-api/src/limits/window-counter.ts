@@ -10,7 +10,8 @@ export interface WindowCounter {
 }
 
 export const windowOf = (now: Date) => Math.floor(now.getTime() / 60_000);
-export const secondsToWindowEnd = (now: Date) => Math.max(1, Math.ceil(((windowOf(now) + 1) * 60_000 - now.getTime()) / 1000));
+export const secondsToWindowEnd = (now: Date) =>
+  Math.max(1, Math.ceil(((windowOf(now) + 1) * 60_000 - now.getTime()) / 1000));
 
 export class InProcessWindowCounter implements WindowCounter {
   private counts = new Map<string, { window: number; n: number }>();

@@ -1,5 +1,16 @@
 import { z } from 'zod';
-import { batchWriteResponse, createRecordBody, ERROR_CATALOGUE, forbidden, isServiceError, type RequestMeta, route, type RouteSpec, ServiceError, zodMessage } from '@svc/contracts';
+import {
+  batchWriteResponse,
+  createRecordBody,
+  ERROR_CATALOGUE,
+  forbidden,
+  isServiceError,
+  type RequestMeta,
+  route,
+  type RouteSpec,
+  ServiceError,
+  zodMessage,
+} from '@svc/contracts';
 import { type CommandDeps, grants, recordView } from '@svc/domain';
 import { secondsToWindowEnd, type WindowCounter } from '../limits/window-counter';
 import { changeRecord, createRecord, ValueHeldError } from './commands';
@@ -13,11 +24,23 @@ export const COLLISION_BUDGET_PER_MINUTE = 20;
  * result, never a 400 for the batch (spec: "HTTP 200 with a per-item results array even when items fail"). The
  * union keeps the item's shape in /openapi.json.
  */
-export const batchWriteBody = z.object({ records: z.array(z.union([createRecordBody, z.object({}).passthrough()])).min(1).max(BATCH_WRITE_MAX) }).strict();
+export const batchWriteBody = z
+  .object({
+    records: z
+      .array(z.union([createRecordBody, z.object({}).passthrough()]))
+      .min(1)
+      .max(BATCH_WRITE_MAX),
+  })
+  .strict();
 
 type ItemResult =
   | { index: number; status: 'created' | 'updated'; id: string; record: ReturnType<typeof recordView> }
-  | { index: number; status: 'conflict'; errorCode: 'already_exists'; error: { code: 'already_exists'; message: string } }
+  | {
+      index: number;
+      status: 'conflict';
+      errorCode: 'already_exists';
+      error: { code: 'already_exists'; message: string };
+    }
   | { index: number; status: 'error'; errorCode: string; error: { code: string; message: string } };
 
 type BatchItem = z.infer<typeof createRecordBody>;
@@ -32,7 +55,14 @@ async function writeItem(deps: CommandDeps, item: BatchItem, meta: RequestMeta, 
   if (out.status === 'created') return { status: 'created' as const, out };
   // The update is a PUT: it needs what PUT /v1/records/{id} needs, beyond the batch's records:c.
   if (!grants(meta.principal.allowedActions, 'records:u')) throw forbidden();
-  const record = await changeRecord(deps, out.record.id, 'put', { ...item, externalId: undefined, indexMode: undefined }, meta, { dryRun });
+  const record = await changeRecord(
+    deps,
+    out.record.id,
+    'put',
+    { ...item, externalId: undefined, indexMode: undefined },
+    meta,
+    { dryRun },
+  );
   return { status: 'updated' as const, record };
 }
 
@@ -93,7 +123,13 @@ export function batchWriteRoute(deps: CommandDeps, collisions: WindowCounter): R
         }
         try {
           const w = await writeItem(deps, p.data, meta);
-          if (w.status === 'created') results.push({ index, status: 'created', id: w.out.record.id, record: recordView(w.out.record, w.out.schema.definition, { full: true }) });
+          if (w.status === 'created')
+            results.push({
+              index,
+              status: 'created',
+              id: w.out.record.id,
+              record: recordView(w.out.record, w.out.schema.definition, { full: true }),
+            });
           else results.push({ index, status: 'updated', id: w.record.id, record: w.record });
         } catch (e) {
           if (e instanceof ValueHeldError) {
@@ -103,7 +139,9 @@ export function batchWriteRoute(deps: CommandDeps, collisions: WindowCounter): R
             results.push(failed(index, 'error', e.code, e.message));
           } else {
             // Items before this one are committed: the batch answers item by item, never 500 as a whole.
-            deps.log?.(`batch write: item ${index} failed (request ${meta.requestId}): ${e instanceof Error ? e.message : String(e)}`);
+            deps.log?.(
+              `batch write: item ${index} failed (request ${meta.requestId}): ${e instanceof Error ? e.message : String(e)}`,
+            );
             results.push(failed(index, 'error', 'INTERNAL', ERROR_CATALOGUE.INTERNAL.message));
           }
         }

@@ -1,4 +1,11 @@
-import { createRecordBody, patchRecordBody, putRecordBody, recordResponse, route, type RouteSpec } from '@svc/contracts';
+import {
+  createRecordBody,
+  patchRecordBody,
+  putRecordBody,
+  recordResponse,
+  route,
+  type RouteSpec,
+} from '@svc/contracts';
 import { type CommandDeps, recordView } from '@svc/domain';
 import { writeByIdRoutes } from '../by-id-routes';
 import { changeRecord, createRecord, deleteRecord } from './commands';

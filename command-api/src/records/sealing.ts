@@ -10,7 +10,8 @@ import { isSealed, ownValue, type PayloadSealing, SEALED_KEY } from '@svc/domain
  */
 const SEALED = SEALED_KEY;
 
-const sensitiveFields = (def: Pick<SchemaDefinition, 'fields'>) => (def.fields ?? []).filter((f) => f.sensitive).map((f) => f.fieldId);
+const sensitiveFields = (def: Pick<SchemaDefinition, 'fields'>) =>
+  (def.fields ?? []).filter((f) => f.sensitive).map((f) => f.fieldId);
 
 export class PayloadSealer implements PayloadSealing {
   constructor(
@@ -47,7 +48,11 @@ export class PayloadSealer implements PayloadSealing {
   }
 
   /** Blind index of each sensitive value present (plaintext payload). */
-  blind(scope: [string, string, string], def: Pick<SchemaDefinition, 'fields'>, payload: Record<string, unknown>): Record<string, string> {
+  blind(
+    scope: [string, string, string],
+    def: Pick<SchemaDefinition, 'fields'>,
+    payload: Record<string, unknown>,
+  ): Record<string, string> {
     const out: Record<string, string> = {};
     for (const f of sensitiveFields(def)) {
       const v = ownValue(payload, f);

@@ -1,5 +1,33 @@
-import { createSchemaBody, idParam, notFound, type Principal, type RequestMeta, route, type RouteSpec, type SchemaDefinition, schemaResponse, updateSchemaBody } from '@svc/contracts';
-import { canSeeSchema, claim, type CommandDeps, type EventStore, handleCommand, loadAggregate, metadataFor, ownerKeyOf, readReservation, release, schemaAggregate, schemaDecider, type SchemaState, schemaView, stampOwnership, streams } from '@svc/domain';
+import {
+  createSchemaBody,
+  idParam,
+  notFound,
+  type Principal,
+  type RequestMeta,
+  route,
+  type RouteSpec,
+  type SchemaDefinition,
+  schemaResponse,
+  updateSchemaBody,
+} from '@svc/contracts';
+import {
+  canSeeSchema,
+  claim,
+  type CommandDeps,
+  type EventStore,
+  handleCommand,
+  loadAggregate,
+  metadataFor,
+  ownerKeyOf,
+  readReservation,
+  release,
+  schemaAggregate,
+  schemaDecider,
+  type SchemaState,
+  schemaView,
+  stampOwnership,
+  streams,
+} from '@svc/domain';
 import { assertScopeNamespaces, registeredNamespaces } from '../identity/namespaces';
 import { schemaTriggerGuard } from '../triggers/schema-guard';
 
@@ -8,7 +36,8 @@ export type LiveSchema = Extract<SchemaState, { exists: true }>;
 /** A schema the principal may use: the shared base of its context, or a variant inside its data scope. */
 export async function loadSchema(store: EventStore, p: Principal, schemaId: string): Promise<LiveSchema> {
   const { state } = await loadAggregate(store, streams.schema(schemaId), schemaAggregate);
-  if (!state.exists || !canSeeSchema(p, { tenantId: state.tenantId, contextId: state.contextId, ...state.definition })) throw notFound();
+  if (!state.exists || !canSeeSchema(p, { tenantId: state.tenantId, contextId: state.contextId, ...state.definition }))
+    throw notFound();
   return state;
 }
 
@@ -16,7 +45,12 @@ const typeNameReservation = (store: EventStore, p: Principal, typeName: string, 
   readReservation(store, p.tenantId!, p.contextId!, 'schema', typeName, ownerKey);
 
 /** With only `typeName`: the caller's own `basedOn` variant if it exists, else the shared base. */
-export async function resolveSchemaByType(store: EventStore, p: Principal, typeName: string, owner: { userId: string | null; scopes?: string[] }): Promise<LiveSchema> {
+export async function resolveSchemaByType(
+  store: EventStore,
+  p: Principal,
+  typeName: string,
+  owner: { userId: string | null; scopes?: string[] },
+): Promise<LiveSchema> {
   const own = ownerKeyOf({ userId: owner.userId ?? undefined, scopes: owner.scopes });
   for (const key of own ? [own, ''] : ['']) {
     const r = await typeNameReservation(store, p, typeName, key);
@@ -30,11 +64,19 @@ export async function resolveSchemaByType(store: EventStore, p: Principal, typeN
  * the typeName is claimed atomically with the schema; a repeat (or the loser of
  * a race) gets the schema that holds it.
  */
-async function createSchema(deps: CommandDeps, body: SchemaDefinition, meta: RequestMeta): Promise<{ created: boolean; schema: LiveSchema }> {
+async function createSchema(
+  deps: CommandDeps,
+  body: SchemaDefinition,
+  meta: RequestMeta,
+): Promise<{ created: boolean; schema: LiveSchema }> {
   const p = meta.principal;
   const own = stampOwnership(p, { userId: body.userId, scopes: body.scopes });
   await assertScopeNamespaces(deps.store, p.tenantId!, body.scopes);
-  const definition: SchemaDefinition = { ...body, ...(own.userId ? { userId: own.userId } : {}), ...(own.scopes ? { scopes: own.scopes } : {}) };
+  const definition: SchemaDefinition = {
+    ...body,
+    ...(own.userId ? { userId: own.userId } : {}),
+    ...(own.scopes ? { scopes: own.scopes } : {}),
+  };
   const namespaces = await registeredNamespaces(deps.store, p.tenantId!);
   const ownerKey = ownerKeyOf(definition);
   const schemaId = deps.ids.newId();
@@ -45,12 +87,21 @@ async function createSchema(deps: CommandDeps, body: SchemaDefinition, meta: Req
     fresh: true,
     prepare: async () => {
       const mine = await typeNameReservation(deps.store, p, definition.typeName, ownerKey);
-      const base = !mine.holder && ownerKey ? await typeNameReservation(deps.store, p, definition.typeName, '') : undefined;
+      const base =
+        !mine.holder && ownerKey ? await typeNameReservation(deps.store, p, definition.typeName, '') : undefined;
       return { mine, base, holder: mine.holder ? await loadSchema(deps.store, p, mine.holder) : undefined };
     },
     decide: (state, { mine, base, holder }) => {
       const events = schemaDecider.decide(
-        { type: 'CreateSchema', schemaId, definition, byRoot: p.kind === 'root', namespaces, heldBy: mine.holder, sharedBase: base?.holder ?? null },
+        {
+          type: 'CreateSchema',
+          schemaId,
+          definition,
+          byRoot: p.kind === 'root',
+          namespaces,
+          heldBy: mine.holder,
+          sharedBase: base?.holder ?? null,
+        },
         state,
       );
       return holder ? { events, answer: holder } : { events, also: [claim(mine, schemaId)] };
@@ -101,8 +152,12 @@ export function schemaCommandRoutes(deps: CommandDeps): RouteSpec[] {
           aggregate: schemaDecider,
           metadata: metadataFor(meta),
           decide: (s) => {
-            if (!s.exists || !canSeeSchema(p, { tenantId: s.tenantId, contextId: s.contextId, ...s.definition })) throw notFound();
-            const events = schemaDecider.decide({ type: 'UpdateSchema', body, byRoot: p.kind === 'root', namespaces }, s);
+            if (!s.exists || !canSeeSchema(p, { tenantId: s.tenantId, contextId: s.contextId, ...s.definition }))
+              throw notFound();
+            const events = schemaDecider.decide(
+              { type: 'UpdateSchema', body, byRoot: p.kind === 'root', namespaces },
+              s,
+            );
             for (const e of events) if (e.type === 'SchemaUpdated') triggerGuard.checkUpdate(e.data.definition);
             return { events };
           },

@@ -1,5 +1,32 @@
-import { createFolderBody, createRecordBody, ingestDocumentBody, invalid, patchDocumentBody, patchFolderBody, patchRecordBody, putDocumentBody, putFolderBody, putRecordBody, type RequestMeta, ServiceError } from '@svc/contracts';
-import { canReach, canSeeFolder, type CommandDeps, documentAggregate, documentView, type FolderContents, folderDecider, folderView, grants, loadAggregate, recordAggregate, recordView, streams } from '@svc/domain';
+import {
+  createFolderBody,
+  createRecordBody,
+  ingestDocumentBody,
+  invalid,
+  patchDocumentBody,
+  patchFolderBody,
+  patchRecordBody,
+  putDocumentBody,
+  putFolderBody,
+  putRecordBody,
+  type RequestMeta,
+  ServiceError,
+} from '@svc/contracts';
+import {
+  canReach,
+  canSeeFolder,
+  type CommandDeps,
+  documentAggregate,
+  documentView,
+  type FolderContents,
+  folderDecider,
+  folderView,
+  grants,
+  loadAggregate,
+  recordAggregate,
+  recordView,
+  streams,
+} from '@svc/domain';
 import type { z } from 'zod';
 import { type DocumentDeps, changeDocument, createDocument, deleteDocument } from '../documents/commands';
 import { changeFolder, createFolder, deleteFolder } from '../folders/routes';
@@ -30,7 +57,8 @@ export interface HostContext {
 }
 
 const denied = () => new ServiceError('AUTHORIZATION_DENIED', 'The script call was denied.');
-const unavailable = (what: string) => new ServiceError('NOT_IMPLEMENTED', `${what} is not available to scripts in this process`);
+const unavailable = (what: string) =>
+  new ServiceError('NOT_IMPLEMENTED', `${what} is not available to scripts in this process`);
 
 function need(meta: RequestMeta, permission: string) {
   if (!grants(meta.principal.allowedActions, permission)) throw denied();
@@ -38,7 +66,13 @@ function need(meta: RequestMeta, permission: string) {
 
 function parse<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
   const r = schema.safeParse(value ?? {});
-  if (!r.success) throw invalid(`Invalid ${what}: ${r.error.issues.slice(0, 5).map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message)).join('; ')}`);
+  if (!r.success)
+    throw invalid(
+      `Invalid ${what}: ${r.error.issues
+        .slice(0, 5)
+        .map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message))
+        .join('; ')}`,
+    );
   return r.data;
 }
 
@@ -57,7 +91,9 @@ async function getRecord(c: HostContext, id: string) {
 async function getDocument(c: HostContext, id: string) {
   const { state } = await loadAggregate(c.deps.store, streams.document(id), documentAggregate);
   if (!state.exists || !canReach(c.meta.principal, state)) return null;
-  const schema = state.schemaId ? await loadSchema(c.deps.store, c.meta.principal, state.schemaId).catch(() => undefined) : undefined;
+  const schema = state.schemaId
+    ? await loadSchema(c.deps.store, c.meta.principal, state.schemaId).catch(() => undefined)
+    : undefined;
   return documentView({ ...state, payload: c.deps.sealer.unseal(state.payload) }, schema?.definition, { full: true });
 }
 
@@ -67,7 +103,12 @@ async function getFolder(c: HostContext, id: string) {
 }
 
 /** A page of committed rows as this execution sees them: its deletes dropped, its changes shown. */
-async function overlay(c: HostContext, page: unknown, streamOf: (id: string) => string, get: (id: string) => Promise<unknown>) {
+async function overlay(
+  c: HostContext,
+  page: unknown,
+  streamOf: (id: string) => string,
+  get: (id: string) => Promise<unknown>,
+) {
   if (!page || typeof page !== 'object' || !Array.isArray((page as { data?: unknown }).data)) return page;
   const p = page as { data: Array<{ id?: unknown }>; nextCursor?: unknown };
   const data: unknown[] = [];
@@ -136,16 +177,23 @@ const HOST: Record<string, Record<string, Method>> = {
       const out = await createRecord(c.deps, parse(createRecordBody, body, 'record'), c.meta);
       return recordView(out.record, out.schema.definition, { full: true });
     },
-    ...byIdMethods('records', 'record', { put: putRecordBody, patch: patchRecordBody }, {
-      get: getRecord,
-      change: (c, id, kind, body) => changeRecord(c.deps, id, kind, body, c.meta),
-      remove: (c, id) => deleteRecord(c.deps, id, undefined, c.meta),
-    }),
+    ...byIdMethods(
+      'records',
+      'record',
+      { put: putRecordBody, patch: patchRecordBody },
+      {
+        get: getRecord,
+        change: (c, id, kind, body) => changeRecord(c.deps, id, kind, body, c.meta),
+        remove: (c, id) => deleteRecord(c.deps, id, undefined, c.meta),
+      },
+    ),
     async list(c, [query]) {
       return overlay(c, await read(c, 'GET', '/v1/records', { query }), streams.record, (id) => getRecord(c, id));
     },
     async lookup(c, [query]) {
-      return overlay(c, await read(c, 'POST', '/v1/records/lookup', { body: query }), streams.record, (id) => getRecord(c, id));
+      return overlay(c, await read(c, 'POST', '/v1/records/lookup', { body: query }), streams.record, (id) =>
+        getRecord(c, id),
+      );
     },
   },
   documents: {
@@ -154,11 +202,16 @@ const HOST: Record<string, Record<string, Method>> = {
       const out = await createDocument(docs(c), parse(ingestDocumentBody, body, 'document'), 'text', c.meta);
       return documentView(out.document, out.schema?.definition, { full: true });
     },
-    ...byIdMethods('documents', 'document', { put: putDocumentBody, patch: patchDocumentBody }, {
-      get: getDocument,
-      change: (c, id, kind, body) => changeDocument(docs(c), id, kind, body, c.meta),
-      remove: (c, id) => deleteDocument(docs(c), id, undefined, c.meta),
-    }),
+    ...byIdMethods(
+      'documents',
+      'document',
+      { put: putDocumentBody, patch: patchDocumentBody },
+      {
+        get: getDocument,
+        change: (c, id, kind, body) => changeDocument(docs(c), id, kind, body, c.meta),
+        remove: (c, id) => deleteDocument(docs(c), id, undefined, c.meta),
+      },
+    ),
     async list(c, [query]) {
       return overlay(c, await read(c, 'GET', '/v1/documents', { query }), streams.document, (id) => getDocument(c, id));
     },
@@ -168,14 +221,19 @@ const HOST: Record<string, Record<string, Method>> = {
       need(c.meta, 'folders:c');
       return folderView(await createFolder(c.deps, parse(createFolderBody, body, 'folder'), c.meta));
     },
-    ...byIdMethods('folders', 'folder', { put: putFolderBody, patch: patchFolderBody }, {
-      get: getFolder,
-      change: (c, id, kind, body) => changeFolder(c.deps, id, kind, body, c.meta),
-      remove: async (c, id) => {
-        if (!c.folderContents) throw unavailable('folders.delete');
-        return deleteFolder(c.deps, c.folderContents, id, undefined, c.meta);
+    ...byIdMethods(
+      'folders',
+      'folder',
+      { put: putFolderBody, patch: patchFolderBody },
+      {
+        get: getFolder,
+        change: (c, id, kind, body) => changeFolder(c.deps, id, kind, body, c.meta),
+        remove: async (c, id) => {
+          if (!c.folderContents) throw unavailable('folders.delete');
+          return deleteFolder(c.deps, c.folderContents, id, undefined, c.meta);
+        },
       },
-    }),
+    ),
     async list(c, [query]) {
       return overlay(c, await read(c, 'GET', '/v1/folders', { query }), streams.folder, (id) => getFolder(c, id));
     },
@@ -183,12 +241,17 @@ const HOST: Record<string, Record<string, Method>> = {
 };
 
 /** The methods each host object offers (the sandbox defines exactly these). */
-export const HOST_METHODS: Record<string, string[]> = Object.fromEntries(Object.entries(HOST).map(([k, v]) => [k, Object.keys(v)]));
+export const HOST_METHODS: Record<string, string[]> = Object.fromEntries(
+  Object.entries(HOST).map(([k, v]) => [k, Object.keys(v)]),
+);
 
 /** The dispatcher the sandbox's host calls reach: JSON in, JSON out. */
 export function hostDispatcher(c: HostContext) {
   return async (obj: string, method: string, argsJson: string): Promise<string | undefined> => {
-    const fn = Object.prototype.hasOwnProperty.call(HOST, obj) && Object.prototype.hasOwnProperty.call(HOST[obj], method) ? HOST[obj][method] : undefined;
+    const fn =
+      Object.prototype.hasOwnProperty.call(HOST, obj) && Object.prototype.hasOwnProperty.call(HOST[obj], method)
+        ? HOST[obj][method]
+        : undefined;
     if (!fn) throw invalid(`${obj}.${method} is not a host function`);
     let args: unknown;
     try {

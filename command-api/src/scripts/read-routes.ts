@@ -7,7 +7,12 @@ import { grants } from '@svc/domain';
  * script's credential, so the query names, validation, data scopes and
  * pages are the REST call's. A permission refusal is AUTHORIZATION_DENIED.
  */
-export type ReadRoutes = (method: 'GET' | 'POST', url: string, input: { query?: unknown; body?: unknown }, meta: RequestMeta) => Promise<unknown>;
+export type ReadRoutes = (
+  method: 'GET' | 'POST',
+  url: string,
+  input: { query?: unknown; body?: unknown },
+  meta: RequestMeta,
+) => Promise<unknown>;
 
 const issues = (e: { issues: Array<{ path: PropertyKey[]; message: string }> }) =>
   e.issues
@@ -19,7 +24,12 @@ const issues = (e: { issues: Array<{ path: PropertyKey[]; message: string }> }) 
 const asQuery = (q: unknown): Record<string, unknown> => {
   if (q === undefined || q === null) return {};
   if (typeof q !== 'object' || Array.isArray(q)) throw invalid('The query must be an object');
-  return Object.fromEntries(Object.entries(q as Record<string, unknown>).map(([k, v]) => [k, typeof v === 'number' || typeof v === 'boolean' ? String(v) : v]));
+  return Object.fromEntries(
+    Object.entries(q as Record<string, unknown>).map(([k, v]) => [
+      k,
+      typeof v === 'number' || typeof v === 'boolean' ? String(v) : v,
+    ]),
+  );
 };
 
 export function readRoutesOf(routes: RouteSpec[]): ReadRoutes {
@@ -27,7 +37,8 @@ export function readRoutesOf(routes: RouteSpec[]): ReadRoutes {
   return async (method, url, input, meta) => {
     const spec = byKey.get(`${method} ${url}`);
     if (!spec) throw new ServiceError('NOT_IMPLEMENTED', `${method} ${url} is not served by this process`);
-    if (spec.permission && !grants(meta.principal.allowedActions, spec.permission)) throw new ServiceError('AUTHORIZATION_DENIED', 'The script call was denied.');
+    if (spec.permission && !grants(meta.principal.allowedActions, spec.permission))
+      throw new ServiceError('AUTHORIZATION_DENIED', 'The script call was denied.');
     const parse = (schema: RouteSpec['query'], value: unknown, where: string) => {
       if (!schema) return value;
       const r = schema.safeParse(value);
@@ -36,6 +47,14 @@ export function readRoutesOf(routes: RouteSpec[]): ReadRoutes {
     };
     const query = parse(spec.query, asQuery(input.query), 'query');
     const body = parse(spec.body, input.body ?? {}, 'body');
-    return spec.handler({ query, body, params: {}, principal: meta.principal, meta, req: undefined as never, reply: undefined as never });
+    return spec.handler({
+      query,
+      body,
+      params: {},
+      principal: meta.principal,
+      meta,
+      req: undefined as never,
+      reply: undefined as never,
+    });
   };
 }

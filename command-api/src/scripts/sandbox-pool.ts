@@ -20,7 +20,14 @@ export type HostCall = (obj: string, method: string, argsJson: string) => Promis
 
 export type SandboxAnswer =
   | { ok: true; json: string | undefined; hostCalls: number; durationMs: number }
-  | { ok: false; errorCode: string; message: string; details?: Record<string, unknown>; hostCalls: number; durationMs: number };
+  | {
+      ok: false;
+      errorCode: string;
+      message: string;
+      details?: Record<string, unknown>;
+      hostCalls: number;
+      durationMs: number;
+    };
 
 type Message =
   | { kind: 'call'; runId: number; callId: number; obj: string; method: string; args: string }
@@ -47,8 +54,34 @@ class SandboxThread {
     this.worker = new Worker(new URL('./sandbox-worker.mjs', import.meta.url), { execArgv: [] });
     this.worker.unref();
     this.worker.on('message', (m: Message) => this.onMessage(m));
-    this.worker.on('error', () => this.end({ kind: 'done', runId: this.job?.runId ?? 0, ok: false, errorCode: 'INTERNAL', message: 'the sandbox thread failed', hostCalls: 0, durationMs: 0 }, true));
-    this.worker.on('exit', () => this.end({ kind: 'done', runId: this.job?.runId ?? 0, ok: false, errorCode: 'INTERNAL', message: 'the sandbox thread stopped', hostCalls: 0, durationMs: 0 }, true));
+    this.worker.on('error', () =>
+      this.end(
+        {
+          kind: 'done',
+          runId: this.job?.runId ?? 0,
+          ok: false,
+          errorCode: 'INTERNAL',
+          message: 'the sandbox thread failed',
+          hostCalls: 0,
+          durationMs: 0,
+        },
+        true,
+      ),
+    );
+    this.worker.on('exit', () =>
+      this.end(
+        {
+          kind: 'done',
+          runId: this.job?.runId ?? 0,
+          ok: false,
+          errorCode: 'INTERNAL',
+          message: 'the sandbox thread stopped',
+          hostCalls: 0,
+          durationMs: 0,
+        },
+        true,
+      ),
+    );
   }
 
   start(job: Job) {
@@ -59,7 +92,18 @@ class SandboxThread {
   private begin(job: Job) {
     this.timer = setTimeout(() => {
       // The interrupt handler did not end it: the thread is replaced, the execution ends as a timeout.
-      this.end({ kind: 'done', runId: job.runId, ok: false, errorCode: 'TIMEOUT', message: 'The script ran past its time limit', hostCalls: 0, durationMs: job.hardMs }, true);
+      this.end(
+        {
+          kind: 'done',
+          runId: job.runId,
+          ok: false,
+          errorCode: 'TIMEOUT',
+          message: 'The script ran past its time limit',
+          hostCalls: 0,
+          durationMs: job.hardMs,
+        },
+        true,
+      );
     }, job.hardMs);
     this.worker.postMessage(job.post);
   }
@@ -74,7 +118,8 @@ class SandboxThread {
     if (!job || m.runId !== job.runId) return;
     if (m.kind === 'call') {
       const reply = (answer: Record<string, unknown>) => {
-        if (this.job === job) this.worker.postMessage({ kind: 'answer', runId: job.runId, callId: m.callId, ...answer });
+        if (this.job === job)
+          this.worker.postMessage({ kind: 'answer', runId: job.runId, callId: m.callId, ...answer });
       };
       const run = job.onCall ? job.onCall(m.obj, m.method, m.args) : Promise.reject(new InternalError('no host'));
       run.then(
@@ -117,8 +162,17 @@ export class SandboxPool {
   constructor(private readonly o: { threads: number; maxQueue?: number }) {}
 
   /** Runs `source` with `input` (JSON) in a fresh runtime; host calls go to `onCall`. */
-  run(source: string, inputJson: string, limits: SandboxLimits, host: { methods: Record<string, string[]>; call: HostCall }): Promise<SandboxAnswer> {
-    return this.submit({ kind: 'run', source, inputJson, limits, methods: host.methods }, limits.timeoutMs + 1000, host.call).then((m) => {
+  run(
+    source: string,
+    inputJson: string,
+    limits: SandboxLimits,
+    host: { methods: Record<string, string[]>; call: HostCall },
+  ): Promise<SandboxAnswer> {
+    return this.submit(
+      { kind: 'run', source, inputJson, limits, methods: host.methods },
+      limits.timeoutMs + 1000,
+      host.call,
+    ).then((m) => {
       if (m.kind !== 'done') throw new InternalError('unexpected sandbox answer');
       const { kind: _k, runId: _r, recycle: _c, ...answer } = m;
       return answer as SandboxAnswer;
@@ -133,8 +187,16 @@ export class SandboxPool {
   }
 
   private submit(post: Record<string, unknown>, hardMs: number, onCall?: HostCall): Promise<Message> {
-    if (this.closed) return Promise.reject(new ServiceError('EXECUTION_NOT_STARTED', 'The service is stopping', { headers: { 'retry-after': '2' } }));
-    if (this.queue.length >= (this.o.maxQueue ?? 64)) return Promise.reject(new ServiceError('EXECUTION_CONTAINER_BUSY', 'Every sandbox is busy; retry', { headers: { 'retry-after': '2' } }));
+    if (this.closed)
+      return Promise.reject(
+        new ServiceError('EXECUTION_NOT_STARTED', 'The service is stopping', { headers: { 'retry-after': '2' } }),
+      );
+    if (this.queue.length >= (this.o.maxQueue ?? 64))
+      return Promise.reject(
+        new ServiceError('EXECUTION_CONTAINER_BUSY', 'Every sandbox is busy; retry', {
+          headers: { 'retry-after': '2' },
+        }),
+      );
     return new Promise<Message>((settle) => {
       const runId = ++this.nextRun;
       this.queue.push({ runId, post: { ...post, runId }, onCall, hardMs, settle });
@@ -163,7 +225,16 @@ export class SandboxPool {
   async close(): Promise<void> {
     this.closed = true;
     // Waiting executions never start: they answer 503 EXECUTION_NOT_STARTED (running ones end with their thread).
-    for (const job of this.queue.splice(0)) job.settle({ kind: 'done', runId: job.runId, ok: false, errorCode: 'EXECUTION_NOT_STARTED', message: 'The service is stopping', hostCalls: 0, durationMs: 0 });
+    for (const job of this.queue.splice(0))
+      job.settle({
+        kind: 'done',
+        runId: job.runId,
+        ok: false,
+        errorCode: 'EXECUTION_NOT_STARTED',
+        message: 'The service is stopping',
+        hostCalls: 0,
+        durationMs: 0,
+      });
     const threads = [...this.all];
     this.all.clear();
     this.idle.length = 0;

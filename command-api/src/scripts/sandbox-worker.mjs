@@ -8,8 +8,6 @@ import { getQuickJS } from 'quickjs-emscripten';
 
 const QJS = await getQuickJS();
 
-
-
 // Defines the host globals from one private `call` function (never itself reachable from the script): each
 // method serialises its arguments, awaits the host's JSON answer and parses it. Captured before the script
 // runs, so replacing JSON or the globals' prototypes later changes nothing on the host's side.
@@ -38,7 +36,8 @@ let answer = () => {};
 // The engine is loaded: a job's clock starts now (the main thread times it from here).
 parentPort.postMessage({ kind: 'ready', runId: 0 });
 parentPort.on('message', (msg) => {
-  if (msg.kind === 'run') void execute(msg).then((out) => parentPort.postMessage({ kind: 'done', runId: msg.runId, ...out }));
+  if (msg.kind === 'run')
+    void execute(msg).then((out) => parentPort.postMessage({ kind: 'done', runId: msg.runId, ...out }));
   else if (msg.kind === 'check') parentPort.postMessage({ kind: 'checked', runId: msg.runId, ...check(msg.source) });
   else if (msg.kind === 'answer') answer(msg);
 });
@@ -54,7 +53,10 @@ function check(source) {
       // A compiled module is sometimes handed back on the error side (quickjs-emscripten 0.32, compileOnly): only a
       // thrown error object (with a message) is a compile error; the execution reports anything else.
       if (typeof e !== 'object' || e === null || typeof e.message !== 'string') return { ok: true };
-      return { ok: false, message: `${e.name ?? 'SyntaxError'}: ${e.message}${e.lineNumber ? ` (line ${e.lineNumber})` : ''}` };
+      return {
+        ok: false,
+        message: `${e.name ?? 'SyntaxError'}: ${e.message}${e.lineNumber ? ` (line ${e.lineNumber})` : ''}`,
+      };
     }
     r.value.dispose();
     return { ok: true };
@@ -116,7 +118,10 @@ async function execute({ runId, source, inputJson, limits, methods: hostMethods 
     const deferred = vm.newPromise();
     hostCalls += 1;
     if (hostCalls > limits.maxHostCalls) {
-      terminal ??= { errorCode: 'RESOURCE_LIMIT_EXCEEDED', message: `The script made more than ${limits.maxHostCalls} host calls` };
+      terminal ??= {
+        errorCode: 'RESOURCE_LIMIT_EXCEEDED',
+        message: `The script made more than ${limits.maxHostCalls} host calls`,
+      };
       const err = vm.newError({ name: 'Error', message: terminal.message });
       deferred.reject(err);
       err.dispose();
@@ -152,10 +157,16 @@ async function execute({ runId, source, inputJson, limits, methods: hostMethods 
     }
     handle.dispose();
     if (timedOut) return fail('TIMEOUT', `The script ran longer than ${limits.timeoutMs} ms`);
-    if (terminal) return fail(terminal.errorCode, terminal.message, terminal.details ? { details: terminal.details } : {});
+    if (terminal)
+      return fail(terminal.errorCode, terminal.message, terminal.details ? { details: terminal.details } : {});
     const message = typeof e === 'object' && e !== null ? String(e.message ?? e.name ?? 'Script error') : String(e);
-    if (/out of memory|string too long|invalid array buffer length/i.test(message)) return fail('RESOURCE_LIMIT_EXCEEDED', `The script exceeded its ${Math.round(limits.memoryBytes / 1048576)} MiB memory limit`);
-    if (/stack overflow|call stack size/i.test(message)) return fail('RESOURCE_LIMIT_EXCEEDED', 'The script exceeded its stack size limit (recursion too deep)');
+    if (/out of memory|string too long|invalid array buffer length/i.test(message))
+      return fail(
+        'RESOURCE_LIMIT_EXCEEDED',
+        `The script exceeded its ${Math.round(limits.memoryBytes / 1048576)} MiB memory limit`,
+      );
+    if (/stack overflow|call stack size/i.test(message))
+      return fail('RESOURCE_LIMIT_EXCEEDED', 'The script exceeded its stack size limit (recursion too deep)');
     const code = typeof e === 'object' && e !== null && typeof e.code === 'string' ? e.code : undefined;
     if (code && hostCodes.has(code)) return fail(code, message);
     return fail('SCRIPT_ERROR', message);
@@ -216,7 +227,11 @@ async function execute({ runId, source, inputJson, limits, methods: hostMethods 
         }
         if (terminal || timedOut) {
           promise.dispose();
-          return finish(timedOut ? fail('TIMEOUT', `The script ran longer than ${limits.timeoutMs} ms`) : fail(terminal.errorCode, terminal.message, terminal.details ? { details: terminal.details } : {}));
+          return finish(
+            timedOut
+              ? fail('TIMEOUT', `The script ran longer than ${limits.timeoutMs} ms`)
+              : fail(terminal.errorCode, terminal.message, terminal.details ? { details: terminal.details } : {}),
+          );
         }
         const state = vm.getPromiseState(promise);
         // A host call the script did not await is waited for: its write belongs to this transaction.
@@ -242,6 +257,10 @@ async function execute({ runId, source, inputJson, limits, methods: hostMethods 
       clearTimeout(timer);
     }
   } catch (e) {
-    return finish(fail('INTERNAL', e instanceof Error ? (process.env.SANDBOX_DEBUG ? e.stack : e.message) : String(e), { recycle: true }));
+    return finish(
+      fail('INTERNAL', e instanceof Error ? (process.env.SANDBOX_DEBUG ? e.stack : e.message) : String(e), {
+        recycle: true,
+      }),
+    );
   }
 }

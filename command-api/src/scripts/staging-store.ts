@@ -1,4 +1,14 @@
-import { type AppendRequest, type AppendResult, type EventStore, expectationHolds, type ExpectedRevision, type NewEvent, type ReadStreamOptions, type StoredEvent, WrongExpectedRevisionError } from '@svc/domain';
+import {
+  type AppendRequest,
+  type AppendResult,
+  type EventStore,
+  expectationHolds,
+  type ExpectedRevision,
+  type NewEvent,
+  type ReadStreamOptions,
+  type StoredEvent,
+  WrongExpectedRevisionError,
+} from '@svc/domain';
 
 /**
  * The event store a script's host calls write to (docs/scripts.md "Atomicity"):
@@ -39,7 +49,12 @@ export class StagingEventStore implements EventStore {
     if (!v) {
       const base = await this.real.readStream(streamId);
       // A concurrent first read of the same stream: keep the first.
-      v = this.views.get(streamId) ?? { baseRevision: base.length ? base[base.length - 1].revision : -1, base, staged: [], anyOnly: true };
+      v = this.views.get(streamId) ?? {
+        baseRevision: base.length ? base[base.length - 1].revision : -1,
+        base,
+        staged: [],
+        anyOnly: true,
+      };
       this.views.set(streamId, v);
     }
     return v;
@@ -50,7 +65,10 @@ export class StagingEventStore implements EventStore {
     let all = [...v.base, ...v.staged];
     if (options.fromRevision !== undefined) {
       const from = options.fromRevision;
-      all = options.direction === 'backwards' ? all.filter((e) => e.revision <= from) : all.filter((e) => e.revision >= from);
+      all =
+        options.direction === 'backwards'
+          ? all.filter((e) => e.revision <= from)
+          : all.filter((e) => e.revision >= from);
     }
     if (options.direction === 'backwards') all.reverse();
     return options.maxCount !== undefined ? all.slice(0, options.maxCount) : all;
@@ -64,12 +82,16 @@ export class StagingEventStore implements EventStore {
   async appendMulti(requests: AppendRequest[]): Promise<AppendResult[]> {
     // An 'any' append to a stream this execution never read needs no read of it (nothing to check).
     for (const r of requests)
-      if (r.expectedRevision === 'any' && !this.views.has(r.streamId)) this.views.set(r.streamId, { baseRevision: -1, base: [], staged: [], anyOnly: true, unread: true });
-    const views = await Promise.all(requests.map((r) => (r.expectedRevision === 'any' ? this.views.get(r.streamId)! : this.view(r.streamId))));
+      if (r.expectedRevision === 'any' && !this.views.has(r.streamId))
+        this.views.set(r.streamId, { baseRevision: -1, base: [], staged: [], anyOnly: true, unread: true });
+    const views = await Promise.all(
+      requests.map((r) => (r.expectedRevision === 'any' ? this.views.get(r.streamId)! : this.view(r.streamId))),
+    );
     requests.forEach((r, i) => {
       const v = views[i];
       const actual = v.baseRevision + v.staged.length;
-      if (!expectationHolds(r.expectedRevision, actual)) throw new WrongExpectedRevisionError(r.streamId, r.expectedRevision, actual < 0 ? 'no_stream' : actual);
+      if (!expectationHolds(r.expectedRevision, actual))
+        throw new WrongExpectedRevisionError(r.streamId, r.expectedRevision, actual < 0 ? 'no_stream' : actual);
     });
     return requests.map((r, i) => {
       const v = views[i];
@@ -90,7 +112,9 @@ export class StagingEventStore implements EventStore {
 
   /** The staged events of each written stream, in order. */
   stagedStreams(): Array<{ streamId: string; events: NewEvent[] }> {
-    return this.written.map((streamId) => ({ streamId, events: this.newEvents.get(streamId)! })).filter((s) => s.events.length > 0);
+    return this.written
+      .map((streamId) => ({ streamId, events: this.newEvents.get(streamId)! }))
+      .filter((s) => s.events.length > 0);
   }
 
   /** The events staged for one stream (undefined: none). */
@@ -112,7 +136,11 @@ export class StagingEventStore implements EventStore {
     if (!writes.length || !checkReads) return writes;
     const reads = [...this.views]
       .filter(([streamId, v]) => !this.newEvents.has(streamId) && !v.unread)
-      .map(([streamId, v]) => ({ streamId, events: [] as NewEvent[], expectedRevision: (v.baseRevision < 0 ? 'no_stream' : v.baseRevision) as ExpectedRevision }));
+      .map(([streamId, v]) => ({
+        streamId,
+        events: [] as NewEvent[],
+        expectedRevision: (v.baseRevision < 0 ? 'no_stream' : v.baseRevision) as ExpectedRevision,
+      }));
     return [...writes, ...reads];
   }
 

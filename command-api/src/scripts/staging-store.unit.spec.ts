@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { type AppendRequest, type EventStore, expectationHolds, type NewEvent, type StoredEvent, WrongExpectedRevisionError } from '@svc/domain';
+import {
+  type AppendRequest,
+  type EventStore,
+  expectationHolds,
+  type NewEvent,
+  type StoredEvent,
+  WrongExpectedRevisionError,
+} from '@svc/domain';
 import { StagingEventStore } from './staging-store';
 
 /** A minimal store: streams in memory, appends checked like the adapters'. */
@@ -14,11 +21,18 @@ function memoryStore(): EventStore & { streams: Map<string, StoredEvent[]> } {
     async appendMulti(requests: AppendRequest[]) {
       for (const r of requests) {
         const last = (streams.get(r.streamId)?.length ?? 0) - 1;
-        if (!expectationHolds(r.expectedRevision, last)) throw new WrongExpectedRevisionError(r.streamId, r.expectedRevision, last < 0 ? 'no_stream' : last);
+        if (!expectationHolds(r.expectedRevision, last))
+          throw new WrongExpectedRevisionError(r.streamId, r.expectedRevision, last < 0 ? 'no_stream' : last);
       }
       return requests.map((r) => {
         const list = streams.get(r.streamId) ?? [];
-        for (const e of r.events) list.push({ ...e, streamId: r.streamId, revision: list.length, position: ++position } as unknown as StoredEvent);
+        for (const e of r.events)
+          list.push({
+            ...e,
+            streamId: r.streamId,
+            revision: list.length,
+            position: ++position,
+          } as unknown as StoredEvent);
         streams.set(r.streamId, list);
         return { nextExpectedRevision: list.length - 1, position };
       });
@@ -34,8 +48,22 @@ function memoryStore(): EventStore & { streams: Map<string, StoredEvent[]> } {
   return store;
 }
 
-const md = { tenantId: 't', contextId: 'c', accountId: null, actorKeyId: null, userId: null, requestId: null, occurredAt: '2026-11-25T00:00:00.000Z', schemaVersion: 1 };
-const ev = (n: number): NewEvent => ({ id: `e${n}`, type: 'NamespaceCreated', data: { name: `n${n}`, description: null }, metadata: md });
+const md = {
+  tenantId: 't',
+  contextId: 'c',
+  accountId: null,
+  actorKeyId: null,
+  userId: null,
+  requestId: null,
+  occurredAt: '2026-11-25T00:00:00.000Z',
+  schemaVersion: 1,
+};
+const ev = (n: number): NewEvent => ({
+  id: `e${n}`,
+  type: 'NamespaceCreated',
+  data: { name: `n${n}`, description: null },
+  metadata: md,
+});
 
 describe('the staging event store', () => {
   it('reads the real stream plus its own staged events, and checks expectations against that view', async () => {

@@ -1,5 +1,14 @@
 import type { SchemaDefinition } from '@svc/contracts';
-import { documentAggregate, type EventStore, loadAggregate, lookupsOf, type NewEvent, recordAggregate, schemaAggregate, streams } from '@svc/domain';
+import {
+  documentAggregate,
+  type EventStore,
+  loadAggregate,
+  lookupsOf,
+  type NewEvent,
+  recordAggregate,
+  schemaAggregate,
+  streams,
+} from '@svc/domain';
 
 /**
  * The spec's row arithmetic for a script transaction (docs/limits.md "Script
@@ -23,7 +32,10 @@ const schemaRows = (def: SchemaDefinition | undefined): number => {
   return range + refs;
 };
 
-export async function storageRows(store: EventStore, staged: Array<{ streamId: string; events: NewEvent[] }>): Promise<number> {
+export async function storageRows(
+  store: EventStore,
+  staged: Array<{ streamId: string; events: NewEvent[] }>,
+): Promise<number> {
   const schemas = new Map<string, SchemaDefinition | undefined>();
   const schemaOf = async (id: unknown): Promise<SchemaDefinition | undefined> => {
     if (typeof id !== 'string') return undefined;
@@ -37,7 +49,9 @@ export async function storageRows(store: EventStore, staged: Array<{ streamId: s
   const schemaIdOf = async (streamId: string, events: NewEvent[]): Promise<unknown> => {
     const naming = events.findLast((e) => 'schemaId' in e.data);
     if (naming) return naming.data.schemaId;
-    const { state } = streamId.startsWith('record-') ? await loadAggregate(store, streamId, recordAggregate) : await loadAggregate(store, streamId, documentAggregate);
+    const { state } = streamId.startsWith('record-')
+      ? await loadAggregate(store, streamId, recordAggregate)
+      : await loadAggregate(store, streamId, documentAggregate);
     return state.exists ? state.schemaId : undefined;
   };
   let total = 0;

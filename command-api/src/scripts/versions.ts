@@ -1,16 +1,40 @@
 import { invalid, notFound, type PushScript, type RequestMeta, ServiceError } from '@svc/contracts';
-import { claim, type CommandDeps, type EventStore, handleCommand, loadAggregate, MAX_SCRIPT_SOURCE_BYTES, metadataFor, readReservation, resolveScriptVersion, scriptDecider, scriptIdReservationParts, scriptNamesDecider, scriptNameSet, type ScriptVersion, streams } from '@svc/domain';
+import {
+  claim,
+  type CommandDeps,
+  type EventStore,
+  handleCommand,
+  loadAggregate,
+  MAX_SCRIPT_SOURCE_BYTES,
+  metadataFor,
+  readReservation,
+  resolveScriptVersion,
+  scriptDecider,
+  scriptIdReservationParts,
+  scriptNamesDecider,
+  scriptNameSet,
+  type ScriptVersion,
+  streams,
+} from '@svc/domain';
 
 /** Script versions on the write side: push, delete, and the lookups an execution needs (docs/scripts.md). */
-export const scriptStreamOf = (meta: RequestMeta, name: string) => streams.script(meta.principal.tenantId!, meta.principal.contextId!, name);
+export const scriptStreamOf = (meta: RequestMeta, name: string) =>
+  streams.script(meta.principal.tenantId!, meta.principal.contextId!, name);
 
 export interface SourceCheck {
   check(source: string): Promise<{ ok: boolean; message?: string }>;
 }
 
-export async function pushScript(deps: CommandDeps, checker: SourceCheck, body: PushScript, meta: RequestMeta): Promise<ScriptVersion> {
-  if (Buffer.byteLength(body.source, 'utf8') > MAX_SCRIPT_SOURCE_BYTES) throw new ServiceError('PAYLOAD_TOO_LARGE', `The script source is over ${MAX_SCRIPT_SOURCE_BYTES / 1024} KB`);
-  if (!/\bexport\s+default\b/.test(body.source)) throw invalid('The source must be an ES module with an `export default` function');
+export async function pushScript(
+  deps: CommandDeps,
+  checker: SourceCheck,
+  body: PushScript,
+  meta: RequestMeta,
+): Promise<ScriptVersion> {
+  if (Buffer.byteLength(body.source, 'utf8') > MAX_SCRIPT_SOURCE_BYTES)
+    throw new ServiceError('PAYLOAD_TOO_LARGE', `The script source is over ${MAX_SCRIPT_SOURCE_BYTES / 1024} KB`);
+  if (!/\bexport\s+default\b/.test(body.source))
+    throw invalid('The source must be an ES module with an `export default` function');
   const checked = await checker.check(body.source);
   if (!checked.ok) throw invalid(`The source does not compile: ${checked.message ?? 'syntax error'}`);
   const scriptId = deps.ids.newId();
@@ -27,16 +51,37 @@ export async function pushScript(deps: CommandDeps, checker: SourceCheck, body: 
       names: scriptNameSet(await deps.store.readStream(namesStream)),
     }),
     decide: (s, { idReservation, names }) => ({
-      events: scriptDecider.decide({ type: 'PushScriptVersion', scriptId, name: body.name, source: body.source, declaredInputContract: body.declaredInputContract, description: body.description }, s),
+      events: scriptDecider.decide(
+        {
+          type: 'PushScriptVersion',
+          scriptId,
+          name: body.name,
+          source: body.source,
+          declaredInputContract: body.declaredInputContract,
+          description: body.description,
+        },
+        s,
+      ),
       // 'any': pushes of other names never conflict here; two first pushes of this name conflict on its own stream.
-      also: [claim(idReservation, streamId), { streamId: namesStream, events: scriptNamesDecider.decide({ type: 'AddScriptName', name: body.name }, names), expectedRevision: 'any' as const }],
+      also: [
+        claim(idReservation, streamId),
+        {
+          streamId: namesStream,
+          events: scriptNamesDecider.decide({ type: 'AddScriptName', name: body.name }, names),
+          expectedRevision: 'any' as const,
+        },
+      ],
     }),
   });
   return state.versions[state.versions.length - 1];
 }
 
 /** The live version with this id in the caller's tenant and context, or null. */
-export async function scriptVersionById(store: EventStore, meta: RequestMeta, id: string): Promise<{ version: ScriptVersion; streamId: string } | null> {
+export async function scriptVersionById(
+  store: EventStore,
+  meta: RequestMeta,
+  id: string,
+): Promise<{ version: ScriptVersion; streamId: string } | null> {
   const r = await readReservation(store, ...scriptIdReservationParts(id));
   if (!r.holder) return null;
   const { state } = await loadAggregate(store, r.holder, scriptDecider);
@@ -57,7 +102,12 @@ export async function deleteScriptVersion(deps: CommandDeps, id: string, meta: R
 }
 
 /** A version by name and number (or the latest), or null. */
-export async function scriptVersionByName(store: EventStore, meta: RequestMeta, name: string, version: number | 'latest'): Promise<ScriptVersion | null> {
+export async function scriptVersionByName(
+  store: EventStore,
+  meta: RequestMeta,
+  name: string,
+  version: number | 'latest',
+): Promise<ScriptVersion | null> {
   const { state } = await loadAggregate(store, scriptStreamOf(meta, name), scriptDecider);
   return resolveScriptVersion(state, version);
 }

@@ -1,5 +1,28 @@
-import { conflict, jwtIssuersResponse, notFound, putJwtIssuersBody, route, type RouteSpec, tenantIdParam } from '@svc/contracts';
-import { claim, type CommandDeps, type DomainAppend, handleCommand, isTornDown, jwtIssuerPairChanges, jwtIssuerReservation, jwtIssuersDecider, jwtIssuerView, metadataFor, readReservation, release, streams, type TenantDirectory } from '@svc/domain';
+import {
+  conflict,
+  jwtIssuersResponse,
+  notFound,
+  putJwtIssuersBody,
+  route,
+  type RouteSpec,
+  tenantIdParam,
+} from '@svc/contracts';
+import {
+  claim,
+  type CommandDeps,
+  type DomainAppend,
+  handleCommand,
+  isTornDown,
+  jwtIssuerPairChanges,
+  jwtIssuerReservation,
+  jwtIssuersDecider,
+  jwtIssuerView,
+  metadataFor,
+  readReservation,
+  release,
+  streams,
+  type TenantDirectory,
+} from '@svc/domain';
 
 const HELD = 'This issuer and audience are registered to another tenant';
 
@@ -15,7 +38,8 @@ export function jwtIssuerCommandRoutes(deps: CommandDeps, tenants: TenantDirecto
       url: '/operator/tenants/:tenantId/jwt-issuers',
       operationId: 'putJwtIssuers',
       auth: 'operator',
-      summary: "Set the identity providers whose tokens (JWTs) are credentials of the tenant: the whole list, replacing the previous one (409 when another tenant registered the same issuer and audience)",
+      summary:
+        'Set the identity providers whose tokens (JWTs) are credentials of the tenant: the whole list, replacing the previous one (409 when another tenant registered the same issuer and audience)',
       params: tenantIdParam,
       body: putJwtIssuersBody,
       response: jwtIssuersResponse,
@@ -28,7 +52,9 @@ export function jwtIssuerCommandRoutes(deps: CommandDeps, tenants: TenantDirecto
           streamId: streams.jwtIssuers(tenantId),
           aggregate: jwtIssuersDecider,
           metadata: { ...metadataFor(meta, tenantId, null), accountId },
-          decide: (s) => ({ events: jwtIssuersDecider.decide({ type: 'SetJwtIssuers', tenantId, accountId, issuers: body.issuers }, s) }),
+          decide: (s) => ({
+            events: jwtIssuersDecider.decide({ type: 'SetJwtIssuers', tenantId, accountId, issuers: body.issuers }, s),
+          }),
           beforeAppend: async ({ state: before, next }) => {
             const { released, claimed } = jwtIssuerPairChanges(before.issuers, next.issuers);
             const appends: DomainAppend[] = [];

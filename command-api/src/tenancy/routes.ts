@@ -1,5 +1,49 @@
-import { accountCreatedResponse, conflict, contextResponse, createAccountBody, createContextBody, createScopedKeyBody, CURRENT_WIRE_VERSION, type EventData, forbidden, hashSecret, idParam, mintTokenBody, mintTokenResponse, newSecret, notFound, patchAccountBody, PREFIX, type RequestMeta, rotateRootKeyParams, rotateRootKeyResponse, route, type RouteSpec, scopedKeyResponse } from '@svc/contracts';
-import { accountDecider, type CommandDeps, contextDecider, type ContextState, credentialDecider, type CredentialState, type DomainAppend, environmentOf, handleCommand, isTornDown, loadAggregate, metadataFor, narrowChild, type Plan, readModelsCaughtUp, type RootKeyIndex, streams, type TenantContexts, tenantDecider } from '@svc/domain';
+import {
+  accountCreatedResponse,
+  conflict,
+  contextResponse,
+  createAccountBody,
+  createContextBody,
+  createScopedKeyBody,
+  CURRENT_WIRE_VERSION,
+  type EventData,
+  forbidden,
+  hashSecret,
+  idParam,
+  mintTokenBody,
+  mintTokenResponse,
+  newSecret,
+  notFound,
+  patchAccountBody,
+  PREFIX,
+  type RequestMeta,
+  rotateRootKeyParams,
+  rotateRootKeyResponse,
+  route,
+  type RouteSpec,
+  scopedKeyResponse,
+} from '@svc/contracts';
+import {
+  accountDecider,
+  type CommandDeps,
+  contextDecider,
+  type ContextState,
+  credentialDecider,
+  type CredentialState,
+  type DomainAppend,
+  environmentOf,
+  handleCommand,
+  isTornDown,
+  loadAggregate,
+  metadataFor,
+  narrowChild,
+  type Plan,
+  readModelsCaughtUp,
+  type RootKeyIndex,
+  streams,
+  type TenantContexts,
+  tenantDecider,
+} from '@svc/domain';
 import { contextRootAppend } from '../folders/load';
 
 type Issued = EventData<'CredentialIssued'>;
@@ -17,13 +61,22 @@ export interface OpenAccountInput {
 /** Creates an account with a live and a test tenant, a default context in each, root keys and a developer token. */
 export async function openAccount(deps: CommandDeps, input: OpenAccountInput, meta: RequestMeta) {
   const accountId = deps.ids.newId();
-  const env = (e: 'live' | 'test') => ({ tenantId: deps.ids.newId(), contextId: deps.ids.newId(), rootKey: newSecret(e === 'live' ? PREFIX.rootLive : PREFIX.rootTest) });
+  const env = (e: 'live' | 'test') => ({
+    tenantId: deps.ids.newId(),
+    contextId: deps.ids.newId(),
+    rootKey: newSecret(e === 'live' ? PREFIX.rootLive : PREFIX.rootTest),
+  });
   const live = env('live');
   const test = env('test');
   const developerToken = newSecret(PREFIX.developer);
   const plan = input.plan ?? 'free';
   const md = metadataFor(meta, null, null);
-  const cred = (kind: Issued['kind'], secret: string, tenantId: string | null, environment: Issued['environment']): Issued => ({
+  const cred = (
+    kind: Issued['kind'],
+    secret: string,
+    tenantId: string | null,
+    environment: Issued['environment'],
+  ): Issued => ({
     credentialId: deps.ids.newId(),
     accountId,
     kind,
@@ -39,11 +92,25 @@ export async function openAccount(deps: CommandDeps, input: OpenAccountInput, me
     expiresAt: null,
     wireVersionPin: kind === 'developer' ? null : CURRENT_WIRE_VERSION,
   });
-  const creds = [cred('root', live.rootKey, live.tenantId, 'live'), cred('root', test.rootKey, test.tenantId, 'test'), cred('developer', developerToken, null, null)];
+  const creds = [
+    cred('root', live.rootKey, live.tenantId, 'live'),
+    cred('root', test.rootKey, test.tenantId, 'test'),
+    cred('developer', developerToken, null, null),
+  ];
   // Fresh streams (new ids): each decides from its initial state.
   const ctx = (t: typeof live): DomainAppend => ({
     streamId: streams.context(t.contextId),
-    events: contextDecider.decide({ type: 'CreateContext', contextId: t.contextId, tenantId: t.tenantId, accountId, name: 'default', isDefault: true }, contextDecider.initialState()),
+    events: contextDecider.decide(
+      {
+        type: 'CreateContext',
+        contextId: t.contextId,
+        tenantId: t.tenantId,
+        accountId,
+        name: 'default',
+        isDefault: true,
+      },
+      contextDecider.initialState(),
+    ),
     expectedRevision: 'no_stream',
     metadata: { ...md, tenantId: t.tenantId },
   });
@@ -59,7 +126,19 @@ export async function openAccount(deps: CommandDeps, input: OpenAccountInput, me
     metadata: md,
     fresh: true,
     decide: (s) => ({
-      events: accountDecider.decide({ type: 'OpenAccount', accountId, ...input, plan, tenants: { live: { tenantId: live.tenantId, contextId: live.contextId }, test: { tenantId: test.tenantId, contextId: test.contextId } } }, s),
+      events: accountDecider.decide(
+        {
+          type: 'OpenAccount',
+          accountId,
+          ...input,
+          plan,
+          tenants: {
+            live: { tenantId: live.tenantId, contextId: live.contextId },
+            test: { tenantId: test.tenantId, contextId: test.contextId },
+          },
+        },
+        s,
+      ),
       also: [
         ctx(live),
         ctx(test),
@@ -74,7 +153,11 @@ export async function openAccount(deps: CommandDeps, input: OpenAccountInput, me
 }
 
 /** A live context of the principal's tenant, read from its own stream (never from a projection). */
-async function requireContext(deps: CommandDeps, tenantId: string, contextId: string): Promise<ContextState & { exists: true }> {
+async function requireContext(
+  deps: CommandDeps,
+  tenantId: string,
+  contextId: string,
+): Promise<ContextState & { exists: true }> {
   const { state } = await loadAggregate(deps.store, streams.context(contextId), contextDecider);
   if (!state.exists || state.tenantId !== tenantId) throw notFound();
   return state;
@@ -90,7 +173,7 @@ const MAX_MINT_CHAIN = 100;
 async function liveLineage(deps: CommandDeps, token: CredentialState & { exists: true }): Promise<string[] | null> {
   if (token.revoked) return null;
   const ancestors: string[] = [];
-  for (let id = token.parentCredentialId; id !== undefined; ) {
+  for (let id = token.parentCredentialId; id !== undefined;) {
     if (ancestors.length >= MAX_MINT_CHAIN) return null;
     const { state } = await loadAggregate(deps.store, streams.credential(id), credentialDecider);
     // A parent that is not stored is an identity provider's token (a JWT): the tokens it minted are still its own.
@@ -116,7 +199,12 @@ async function revoke(deps: CommandDeps, meta: RequestMeta, target: CredentialSt
 }
 
 /** Revokes credential `id` when the caller may; a credential it may not revoke (or none) is a 404, telling nothing of others' credentials. */
-async function revokeIfAllowed(deps: CommandDeps, meta: RequestMeta, id: string, allowed: (c: CredentialState & { exists: true }) => boolean | Promise<boolean>) {
+async function revokeIfAllowed(
+  deps: CommandDeps,
+  meta: RequestMeta,
+  id: string,
+  allowed: (c: CredentialState & { exists: true }) => boolean | Promise<boolean>,
+) {
   const { state } = await loadAggregate(deps.store, streams.credential(id), credentialDecider);
   if (!state.exists || !(await allowed(state))) throw notFound();
   await revoke(deps, meta, state);
@@ -136,7 +224,12 @@ async function ownLiveTenant(deps: CommandDeps, accountId: string, tenantId: str
   return { account, environment };
 }
 
-async function issue(deps: CommandDeps, meta: RequestMeta, c: Omit<Issued, 'credentialId' | 'secretHash' | 'prefix'>, prefix: string) {
+async function issue(
+  deps: CommandDeps,
+  meta: RequestMeta,
+  c: Omit<Issued, 'credentialId' | 'secretHash' | 'prefix'>,
+  prefix: string,
+) {
   const secret = newSecret(prefix);
   const data: Issued = { ...c, credentialId: deps.ids.newId(), secretHash: hashSecret(secret), prefix };
   await handleCommand(deps, {
@@ -153,7 +246,11 @@ async function issue(deps: CommandDeps, meta: RequestMeta, c: Omit<Issued, 'cred
  * `rootKeys` (the read model's list of live root keys) enables root-key rotation; `contexts` (the read model's
  * live contexts of a tenant) enables tenant teardown.
  */
-export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex, contexts?: TenantContexts): RouteSpec[] {
+export function tenancyCommandRoutes(
+  deps: CommandDeps,
+  rootKeys?: RootKeyIndex,
+  contexts?: TenantContexts,
+): RouteSpec[] {
   return [
     route({
       method: 'POST',
@@ -201,7 +298,11 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
         if (contextId !== p.contextId && !p.crossContext) throw notFound();
         await requireContext(deps, p.tenantId!, contextId);
         // The child's reach is the intersection of the parent's and what it asks for; asking for more is a 403.
-        const { dataScope, userId } = narrowChild(p, { allowedActions: body.scope.allowedActions, userId: body.userId, dataScope: body.scope.dataScope });
+        const { dataScope, userId } = narrowChild(p, {
+          allowedActions: body.scope.allowedActions,
+          userId: body.userId,
+          dataScope: body.scope.dataScope,
+        });
         // A child never outlives the credential that minted it.
         const parentExpiry = p.expiresAt;
         const wanted = meta.now.getTime() + (body.expiresInSeconds ?? DEFAULT_TOKEN_TTL_SECONDS) * 1000;
@@ -232,7 +333,8 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
       method: 'DELETE',
       url: '/v1/tokens/:id',
       auth: 'data',
-      summary: 'Revoke a minted token and every token minted from it (by the tenant root key, the token itself, or a credential it descends from)',
+      summary:
+        'Revoke a minted token and every token minted from it (by the tenant root key, the token itself, or a credential it descends from)',
       params: idParam,
       status: 204,
       write: true,
@@ -240,7 +342,10 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
         await revokeIfAllowed(deps, meta, params.id, async (c) => {
           if (c.kind !== 'token' || c.tenantId !== p.tenantId) return false;
           const lineage = await liveLineage(deps, c);
-          return lineage !== null && (p.kind === 'root' || p.credentialId === c.credentialId || lineage.includes(p.credentialId));
+          return (
+            lineage !== null &&
+            (p.kind === 'root' || p.credentialId === c.credentialId || lineage.includes(p.credentialId))
+          );
         });
         return null;
       },
@@ -265,12 +370,29 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
           metadata: md,
           fresh: true,
           decide: (s) => ({
-            events: contextDecider.decide({ type: 'CreateContext', contextId, tenantId: p.tenantId!, accountId: p.accountId, name, isDefault: false }, s),
+            events: contextDecider.decide(
+              {
+                type: 'CreateContext',
+                contextId,
+                tenantId: p.tenantId!,
+                accountId: p.accountId,
+                name,
+                isDefault: false,
+              },
+              s,
+            ),
             also: [contextRootAppend(md, p.tenantId!, contextId)],
           }),
         });
         const created = state as ContextState & { exists: true };
-        return { id: contextId, contextId, tenantId: created.tenantId, name: created.name, isDefault: false, createdAt: meta.now.toISOString() };
+        return {
+          id: contextId,
+          contextId,
+          tenantId: created.tenantId,
+          name: created.name,
+          isDefault: false,
+          createdAt: meta.now.toISOString(),
+        };
       },
     }),
     route({
@@ -321,13 +443,24 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
             contextId,
             crossContext: body.crossContext ?? false,
             allowedActions: body.allowedActions,
-            ...narrowChild(ACCOUNT_WIDE, { allowedActions: body.allowedActions, userId: body.userId, dataScope: body.dataScope }),
+            ...narrowChild(ACCOUNT_WIDE, {
+              allowedActions: body.allowedActions,
+              userId: body.userId,
+              dataScope: body.dataScope,
+            }),
             expiresAt: null,
             wireVersionPin: CURRENT_WIRE_VERSION,
           },
           PREFIX.scoped,
         );
-        return { id: data.credentialId, key: secret, tenantId: body.tenantId, contextId, allowedActions: data.allowedActions, crossContext: data.crossContext };
+        return {
+          id: data.credentialId,
+          key: secret,
+          tenantId: body.tenantId,
+          contextId,
+          allowedActions: data.allowedActions,
+          crossContext: data.crossContext,
+        };
       },
     }),
     route({
@@ -347,7 +480,8 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
       method: 'POST',
       url: '/developer/tenants/:tenantId/root-key/rotate',
       auth: 'developer',
-      summary: 'Rotate the root key of one of the account tenants: the old key (and every token minted from it) stops working, the new key is returned once',
+      summary:
+        'Rotate the root key of one of the account tenants: the old key (and every token minted from it) stops working, the new key is returned once',
       params: rotateRootKeyParams,
       response: rotateRootKeyResponse,
       write: true,
@@ -385,14 +519,25 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
               const { state, revision } = await loadAggregate(deps.store, streams.credential(id), credentialDecider);
               if (!state.exists || state.kind !== 'root' || state.tenantId !== tenantId) continue;
               if (state.revoked) throw conflict(ROTATION_CONFLICT);
-              revocations.push({ streamId: streams.credential(id), events: credentialDecider.decide({ type: 'RevokeCredential' }, state), expectedRevision: revision });
+              revocations.push({
+                streamId: streams.credential(id),
+                events: credentialDecider.decide({ type: 'RevokeCredential' }, state),
+                expectedRevision: revision,
+              });
             }
             return revocations;
           },
           // The old keys' revocations come before the new key in the log, as they always have.
           decide: (s, revocations) => ({
             events: [],
-            also: [...revocations, { streamId: streams.credential(data.credentialId), events: credentialDecider.decide({ type: 'IssueCredential', ...data }, s), expectedRevision: 'no_stream' }],
+            also: [
+              ...revocations,
+              {
+                streamId: streams.credential(data.credentialId),
+                events: credentialDecider.decide({ type: 'IssueCredential', ...data }, s),
+                expectedRevision: 'no_stream',
+              },
+            ],
           }),
           onConflict: () => {
             throw conflict(ROTATION_CONFLICT);
@@ -429,7 +574,12 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
               const { state, revision } = await loadAggregate(deps.store, streams.context(contextId), contextDecider);
               const events = contextDecider.decide({ type: 'TearDownContext', tenantId }, state);
               if (!events.length) continue;
-              deletions.push({ streamId: streams.context(contextId), events, expectedRevision: revision, metadata: metadataFor(meta, tenantId, contextId) });
+              deletions.push({
+                streamId: streams.context(contextId),
+                events,
+                expectedRevision: revision,
+                metadata: metadataFor(meta, tenantId, contextId),
+              });
               contextIds.push(contextId);
             }
             return { deletions, contextIds };
@@ -437,7 +587,17 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
           // The contexts' deletions come before the teardown in the log, as they always have; a concurrent teardown makes this one a 404.
           decide: (s, { deletions, contextIds }) => ({
             events: [],
-            also: [...deletions, { streamId: teardown, events: tenantDecider.decide({ type: 'TearDownTenant', tenantId, accountId: p.accountId, environment, contextIds }, s), expectedRevision: 'no_stream' }],
+            also: [
+              ...deletions,
+              {
+                streamId: teardown,
+                events: tenantDecider.decide(
+                  { type: 'TearDownTenant', tenantId, accountId: p.accountId, environment, contextIds },
+                  s,
+                ),
+                expectedRevision: 'no_stream',
+              },
+            ],
           }),
           // A context was deleted meanwhile: decide again.
           onConflict: () => 'retry',
@@ -451,4 +611,5 @@ export function tenancyCommandRoutes(deps: CommandDeps, rootKeys?: RootKeyIndex,
 /** The developer token's reach over its account's tenants: every permission, every user, every scope. */
 const ACCOUNT_WIDE = { allowedActions: ['*'], dataScope: null, userId: null };
 
-const ROTATION_CONFLICT = 'Another rotation of this root key happened at the same time; the key it returned is the current one';
+const ROTATION_CONFLICT =
+  'Another rotation of this root key happened at the same time; the key it returned is the current one';

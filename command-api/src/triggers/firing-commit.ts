@@ -7,8 +7,17 @@ import type { AppendRequest, ScriptRunRequest } from '@svc/domain';
  * append, also when the script wrote nothing, so the firing is settled exactly
  * when its writes are. A direct execution (depth 0, nothing to add) is unchanged.
  */
-export function withTriggerFiring(requests: AppendRequest[], req: Pick<ScriptRunRequest, 'depth' | 'alsoAppend'>): AppendRequest[] {
+export function withTriggerFiring(
+  requests: AppendRequest[],
+  req: Pick<ScriptRunRequest, 'depth' | 'alsoAppend'>,
+): AppendRequest[] {
   const depth = req.depth ?? 0;
-  const stamped = depth > 0 ? requests.map((r) => ({ ...r, events: r.events.map((e) => ({ ...e, metadata: { ...e.metadata, triggerDepth: depth } })) })) : requests;
+  const stamped =
+    depth > 0
+      ? requests.map((r) => ({
+          ...r,
+          events: r.events.map((e) => ({ ...e, metadata: { ...e.metadata, triggerDepth: depth } })),
+        }))
+      : requests;
   return req.alsoAppend?.length ? [...stamped, ...req.alsoAppend] : stamped;
 }

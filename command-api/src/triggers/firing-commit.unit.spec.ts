@@ -3,9 +3,26 @@ import { EVENT_SCHEMA_VERSION } from '@svc/contracts';
 import type { AppendRequest } from '@svc/domain';
 import { withTriggerFiring } from './firing-commit';
 
-const metadata = { tenantId: 't', contextId: 'c', accountId: 'a', actorKeyId: null, userId: null, requestId: 'r', occurredAt: 'now', schemaVersion: EVENT_SCHEMA_VERSION };
-const write: AppendRequest = { streamId: 'record-1', events: [{ id: 'e1', type: 'RecordCreated', data: {}, metadata }], expectedRevision: 'no_stream' };
-const marker: AppendRequest = { streamId: 'trigger-firing-x', events: [{ id: 'm', type: 'TriggerFired', data: {}, metadata }], expectedRevision: 'no_stream' };
+const metadata = {
+  tenantId: 't',
+  contextId: 'c',
+  accountId: 'a',
+  actorKeyId: null,
+  userId: null,
+  requestId: 'r',
+  occurredAt: 'now',
+  schemaVersion: EVENT_SCHEMA_VERSION,
+};
+const write: AppendRequest = {
+  streamId: 'record-1',
+  events: [{ id: 'e1', type: 'RecordCreated', data: {}, metadata }],
+  expectedRevision: 'no_stream',
+};
+const marker: AppendRequest = {
+  streamId: 'trigger-firing-x',
+  events: [{ id: 'm', type: 'TriggerFired', data: {}, metadata }],
+  expectedRevision: 'no_stream',
+};
 
 describe('a triggered execution commit', () => {
   it('stamps the depth on the writes and commits the marker with them', () => {

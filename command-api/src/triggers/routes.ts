@@ -1,5 +1,24 @@
-import { createTriggerBody, type CreateTrigger, isServiceError, type RequestMeta, route, type RouteSpec, scriptVersionOf, triggerResponse } from '@svc/contracts';
-import { bindingOf, type CommandDeps, handleCommand, metadataFor, type TriggerRule, triggerRuleDecider, type TriggerRuleEvent, triggerRuleView, triggerStreams } from '@svc/domain';
+import {
+  createTriggerBody,
+  type CreateTrigger,
+  isServiceError,
+  type RequestMeta,
+  route,
+  type RouteSpec,
+  scriptVersionOf,
+  triggerResponse,
+} from '@svc/contracts';
+import {
+  bindingOf,
+  type CommandDeps,
+  handleCommand,
+  metadataFor,
+  type TriggerRule,
+  triggerRuleDecider,
+  type TriggerRuleEvent,
+  triggerRuleView,
+  triggerStreams,
+} from '@svc/domain';
 import { deleteByIdRoute } from '../by-id-routes';
 import { loadSchema, type LiveSchema } from '../schemas/routes';
 import { scriptVersionByName } from '../scripts/versions';
@@ -19,17 +38,29 @@ async function visibleSchema(deps: CommandDeps, meta: RequestMeta, schemaId: str
   }
 }
 
-export async function createTriggerRule(deps: CommandDeps, body: CreateTrigger, meta: RequestMeta): Promise<TriggerRule> {
+export async function createTriggerRule(
+  deps: CommandDeps,
+  body: CreateTrigger,
+  meta: RequestMeta,
+): Promise<TriggerRule> {
   const schema = await visibleSchema(deps, meta, body.schemaId);
   // A pinned version must exist now; `latest` needs some live version now (each firing runs the newest then).
-  const scriptExists = (await scriptVersionByName(deps.store, meta, body.scriptRef.name, scriptVersionOf(body.scriptRef.version))) !== null;
+  const scriptExists =
+    (await scriptVersionByName(deps.store, meta, body.scriptRef.name, scriptVersionOf(body.scriptRef.version))) !==
+    null;
   const ruleId = deps.ids.newId();
   const { state } = await handleCommand(deps, {
     streamId: triggerStreams.rule(ruleId),
     aggregate: triggerRuleDecider,
     metadata: metadataFor(meta),
     fresh: true,
-    decide: (s) => boundWith(triggerRuleDecider.decide({ type: 'CreateTriggerRule', ruleId, body, principal: meta.principal, schema, scriptExists }, s)),
+    decide: (s) =>
+      boundWith(
+        triggerRuleDecider.decide(
+          { type: 'CreateTriggerRule', ruleId, body, principal: meta.principal, schema, scriptExists },
+          s,
+        ),
+      ),
   });
   return state as TriggerRule & { exists: true };
 }
@@ -46,7 +77,11 @@ export async function deleteTriggerRule(deps: CommandDeps, ruleId: string, meta:
 /** A rule's events, with the binding each puts on its schema's bindings stream in the same append. */
 const boundWith = (events: TriggerRuleEvent[]) => ({
   events,
-  also: events.map((e) => ({ streamId: triggerStreams.bindings(e.data.schemaId), events: [bindingOf(e)], expectedRevision: 'any' as const })),
+  also: events.map((e) => ({
+    streamId: triggerStreams.bindings(e.data.schemaId),
+    events: [bindingOf(e)],
+    expectedRevision: 'any' as const,
+  })),
 });
 
 export function triggerCommandRoutes(deps: CommandDeps): RouteSpec[] {
@@ -57,7 +92,8 @@ export function triggerCommandRoutes(deps: CommandDeps): RouteSpec[] {
       operationId: 'createTrigger',
       auth: 'data',
       permission: 'triggers:c',
-      summary: 'Declare a trigger rule: run a script version on record CREATE / UPDATE / DELETE of a schema, with the rule grant',
+      summary:
+        'Declare a trigger rule: run a script version on record CREATE / UPDATE / DELETE of a schema, with the rule grant',
       body: createTriggerBody,
       response: triggerResponse,
       status: 201,

@@ -1,5 +1,12 @@
 import type { SchemaDefinition } from '@svc/contracts';
-import { checkSchemaDeleteAgainstRules, checkSchemaUpdateAgainstRules, type EventStore, loadAggregate, triggerBindingsAggregate, triggerStreams } from '@svc/domain';
+import {
+  checkSchemaDeleteAgainstRules,
+  checkSchemaUpdateAgainstRules,
+  type EventStore,
+  loadAggregate,
+  triggerBindingsAggregate,
+  triggerStreams,
+} from '@svc/domain';
 
 /**
  * The hook schema updates and deletes call (command-api/src/schemas/routes.ts):

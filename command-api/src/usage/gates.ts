@@ -7,7 +7,14 @@ import { allowanceOf, periodOf, type PriceTable, readModelVersionOf } from '@svc
  */
 export interface AccountStanding {
   /** `version`: the read models' version the request saw (read-model-version.ts), for a cache in front. */
-  standing(accountId: string, period: string, version?: string): Promise<{ account: { plan?: unknown; creditLimit?: unknown; inferenceBalanceCents?: unknown } | null; usedMilli: number }>;
+  standing(
+    accountId: string,
+    period: string,
+    version?: string,
+  ): Promise<{
+    account: { plan?: unknown; creditLimit?: unknown; inferenceBalanceCents?: unknown } | null;
+    usedMilli: number;
+  }>;
 }
 
 /** Operations that draw credits: metered writes, searches, script executions and inference. Deletes, schemas, folders, identity and reads do not. */
@@ -40,7 +47,10 @@ export const INFERENCE_ROUTES = new Set(['POST /v1/rag', 'POST /v1/chat', 'POST 
  * a version reads the database: exact too, across processes.
  */
 export class CachedStanding implements AccountStanding {
-  private readonly cache = new Map<string, { until: number; version?: string; value: ReturnType<AccountStanding['standing']>; resolved?: Standing }>();
+  private readonly cache = new Map<
+    string,
+    { until: number; version?: string; value: ReturnType<AccountStanding['standing']>; resolved?: Standing }
+  >();
 
   constructor(
     private readonly inner: AccountStanding,
@@ -61,7 +71,11 @@ export class CachedStanding implements AccountStanding {
     const value = this.inner.standing(accountId, period);
     if (this.versioned && version === undefined) return value;
     if (this.cache.size >= this.maxEntries) this.cache.clear();
-    const entry: { until: number; version?: string; value: typeof value; resolved?: Standing } = { until: Date.now() + this.ttlMs, version, value };
+    const entry: { until: number; version?: string; value: typeof value; resolved?: Standing } = {
+      until: Date.now() + this.ttlMs,
+      version,
+      value,
+    };
     this.cache.set(key, entry);
     value.then(
       (s) => (entry.resolved = s),
@@ -110,12 +124,23 @@ interface GateContext {
 }
 
 /** Refuses with 402 PAYMENT_REQUIRED when the account's usage in the current period has reached its allowance. */
-export function requireCredits(standing: AccountStanding, prices: PriceTable, accountId: string, now: Date, version?: string): Promise<void> {
+export function requireCredits(
+  standing: AccountStanding,
+  prices: PriceTable,
+  accountId: string,
+  now: Date,
+  version?: string,
+): Promise<void> {
   return requireCreditsIn(standing, prices, accountId, periodOf(now), version);
 }
 
-const requireCreditsIn = async (standing: AccountStanding, prices: PriceTable, accountId: string, period: string, version?: string): Promise<void> =>
-  checkCeiling(prices, await standing.standing(accountId, period, version), period);
+const requireCreditsIn = async (
+  standing: AccountStanding,
+  prices: PriceTable,
+  accountId: string,
+  period: string,
+  version?: string,
+): Promise<void> => checkCeiling(prices, await standing.standing(accountId, period, version), period);
 
 function checkCeiling(prices: PriceTable, s: Standing, period: string): void {
   const allowance = allowanceOf(prices, s.account);
@@ -133,7 +158,11 @@ function checkCeiling(prices: PriceTable, s: Standing, period: string): void {
  * write's own response already waited for, so the request after the one that
  * reached the allowance is refused, before validation, with nothing written.
  */
-export function creditCeilingGate(o: { standing: AccountStanding & { peek?: CachedStanding['peek'] }; prices: PriceTable; enabled?: () => boolean }) {
+export function creditCeilingGate(o: {
+  standing: AccountStanding & { peek?: CachedStanding['peek'] };
+  prices: PriceTable;
+  enabled?: () => boolean;
+}) {
   return ({ spec, principal, now }: GateContext): Promise<void> | void => {
     if (!principal.accountId || !drawsCredits(spec) || o.enabled?.() === false) return;
     // A cached standing decides at once: no promise per write on the hot path.
@@ -146,10 +175,20 @@ export function creditCeilingGate(o: { standing: AccountStanding & { peek?: Cach
 }
 
 /** Refuses with 402 INSUFFICIENT_BALANCE when the account's pre-paid inference balance is not positive (balance mode). */
-export async function requireInferenceBalance(standing: AccountStanding, accountId: string, now: Date, version?: string): Promise<void> {
+export async function requireInferenceBalance(
+  standing: AccountStanding,
+  accountId: string,
+  now: Date,
+  version?: string,
+): Promise<void> {
   const s = await standing.standing(accountId, periodOf(now), version);
   const balance = Number(s.account?.inferenceBalanceCents ?? 0);
-  if (!(balance > 0)) throw new ServiceError('INSUFFICIENT_BALANCE', 'The inference balance is exhausted: top up the account to continue', { details: { balanceCents: Math.max(0, balance) } });
+  if (!(balance > 0))
+    throw new ServiceError(
+      'INSUFFICIENT_BALANCE',
+      'The inference balance is exhausted: top up the account to continue',
+      { details: { balanceCents: Math.max(0, balance) } },
+    );
 }
 
 /** Pre-flight gate 4 (inference only): the billing gate, after the burst limit. */

@@ -36,7 +36,10 @@ describe('CachedStanding', () => {
     await requireCredits(cache, prices, 'a1', now);
     const allowance = allowanceOf(prices, { plan: 'free' })!;
     cache.moved('a1', '2026-11', allowance * 1000);
-    const refused = await requireCredits(cache, prices, 'a1', now).then(() => null, (e: unknown) => e);
+    const refused = await requireCredits(cache, prices, 'a1', now).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(refused).toBeInstanceOf(ServiceError);
     expect((refused as ServiceError).code).toBe('PAYMENT_REQUIRED');
     expect(state.queries).toBe(1);
@@ -63,7 +66,11 @@ describe('creditCeilingGate', () => {
     const { state, inner } = readModel('free');
     const cache = new CachedStanding(inner, 60_000);
     const gate = creditCeilingGate({ standing: cache, prices });
-    const g = { spec: { method: 'POST' as const, url: '/v1/records' }, principal: { accountId: 'a1' } as never, now: new Date('2026-11-15T00:00:00Z') };
+    const g = {
+      spec: { method: 'POST' as const, url: '/v1/records' },
+      principal: { accountId: 'a1' } as never,
+      now: new Date('2026-11-15T00:00:00Z'),
+    };
     const first = gate(g);
     expect(first).toBeInstanceOf(Promise);
     await first;
@@ -95,12 +102,16 @@ describe('CachedStanding, versioned (a process without a projector)', () => {
     expect(state.queries).toBe(4);
   });
 
-  it("the credit gate reads the version stamped on the principal", async () => {
+  it('the credit gate reads the version stamped on the principal', async () => {
     const prices = loadPrices(undefined);
     const { state, inner } = readModel('free');
     const cache = new CachedStanding(inner, 60_000, 10_000, true);
     const gate = creditCeilingGate({ standing: cache, prices });
-    const at = (version: string) => ({ spec: { method: 'POST' as const, url: '/v1/records' }, principal: stampReadModelVersion({ accountId: 'a1' }, version) as never, now: new Date('2026-11-15T00:00:00Z') });
+    const at = (version: string) => ({
+      spec: { method: 'POST' as const, url: '/v1/records' },
+      principal: stampReadModelVersion({ accountId: 'a1' }, version) as never,
+      now: new Date('2026-11-15T00:00:00Z'),
+    });
     await gate(at('v1'));
     expect(gate(at('v1'))).toBeUndefined();
     state.usedMilli = allowanceOf(prices, { plan: 'free' })! * 1000;

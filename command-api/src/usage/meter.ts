@@ -1,7 +1,28 @@
 import type { EventMetadata, Principal, RequestMeta } from '@svc/contracts';
 import {
-  documentWriteItems, type DomainAppend, type EventStore, fileIngestItem, handleCommand, type IdGenerator, type IndexedWrite, inferenceItem, metadataFor, periodOf, type PriceTable, type ReadModelBarrier,
-  recordWriteItems, scriptExecutionItem, searchItem, type SearchMode, streams, systemMetadata, type UsageCommand, usageDecider, type UsageItem, type WriteCharges, type WriteDeps,
+  documentWriteItems,
+  type DomainAppend,
+  type EventStore,
+  fileIngestItem,
+  handleCommand,
+  type IdGenerator,
+  type IndexedWrite,
+  inferenceItem,
+  metadataFor,
+  periodOf,
+  type PriceTable,
+  type ReadModelBarrier,
+  recordWriteItems,
+  scriptExecutionItem,
+  searchItem,
+  type SearchMode,
+  streams,
+  systemMetadata,
+  type UsageCommand,
+  usageDecider,
+  type UsageItem,
+  type WriteCharges,
+  type WriteDeps,
 } from '@svc/domain';
 
 /**
@@ -34,8 +55,21 @@ export interface MeterDeps {
   flushMs?: number;
 }
 
-type Tally = { tenantId: string; contextId: string | null; accountId: string | null; period: string; calls: number; bytes: number };
-type SearchTally = { tenantId: string; contextId: string | null; accountId: string | null; period: string; items: Map<string, UsageItem> };
+type Tally = {
+  tenantId: string;
+  contextId: string | null;
+  accountId: string | null;
+  period: string;
+  calls: number;
+  bytes: number;
+};
+type SearchTally = {
+  tenantId: string;
+  contextId: string | null;
+  accountId: string | null;
+  period: string;
+  items: Map<string, UsageItem>;
+};
 
 /** Most a served charge waits for the read models before answering anyway. */
 const CHARGE_WAIT_MS = 2000;
@@ -63,15 +97,41 @@ export class UsageMeter implements WriteCharges {
    * The append that charges `items` to a tenant, for the commit of the write it
    * charges (atomic with it). Empty when there is nothing to charge.
    */
-  appendFor(metadata: EventMetadata, items: UsageItem[], where: { tenantId: string | null; contextId: string | null } = metadata): DomainAppend[] {
+  appendFor(
+    metadata: EventMetadata,
+    items: UsageItem[],
+    where: { tenantId: string | null; contextId: string | null } = metadata,
+  ): DomainAppend[] {
     if (!this.enabled || !where.tenantId || items.length === 0) return [];
-    const events = usageDecider.decide({ type: 'MeterUsage', tenantId: where.tenantId, contextId: where.contextId, period: periodOf(metadata.occurredAt), items }, usageDecider.initialState());
-    return [{ streamId: streams.usage(where.tenantId), events, expectedRevision: 'any', metadata: { ...metadata, tenantId: where.tenantId, contextId: where.contextId } }];
+    const events = usageDecider.decide(
+      {
+        type: 'MeterUsage',
+        tenantId: where.tenantId,
+        contextId: where.contextId,
+        period: periodOf(metadata.occurredAt),
+        items,
+      },
+      usageDecider.initialState(),
+    );
+    return [
+      {
+        streamId: streams.usage(where.tenantId),
+        events,
+        expectedRevision: 'any',
+        metadata: { ...metadata, tenantId: where.tenantId, contextId: where.contextId },
+      },
+    ];
   }
 
   /** One usage command through the command handler: the tenant's usage stream, unread, expected revision 'any'. */
   private meter(command: UsageCommand, metadata: EventMetadata, deps: WriteDeps = this.writeDeps) {
-    return handleCommand(deps, { streamId: streams.usage(command.tenantId), aggregate: usageDecider, appendOnly: true, metadata, decide: (s) => ({ events: usageDecider.decide(command, s) }) });
+    return handleCommand(deps, {
+      streamId: streams.usage(command.tenantId),
+      aggregate: usageDecider,
+      appendOnly: true,
+      metadata,
+      decide: (s) => ({ events: usageDecider.decide(command, s) }),
+    });
   }
 
   /** Flushes wait for no one. */
@@ -96,11 +156,16 @@ export class UsageMeter implements WriteCharges {
     // Awaited on the read models for at most CHARGE_WAIT_MS; past it the request is answered anyway.
     const barrier = {
       waitFor: async (position: number) => {
-        if (!(await this.o.barrier.waitFor(position, CHARGE_WAIT_MS))) this.o.log?.(`usage: read models did not reach position ${position} in time; answering anyway`);
+        if (!(await this.o.barrier.waitFor(position, CHARGE_WAIT_MS)))
+          this.o.log?.(`usage: read models did not reach position ${position} in time; answering anyway`);
         return true;
       },
     };
-    await this.meter({ type: 'MeterUsage', tenantId: md.tenantId, contextId: md.contextId, period: periodOf(md.occurredAt), items }, md, { ...this.writeDeps, barrier });
+    await this.meter(
+      { type: 'MeterUsage', tenantId: md.tenantId, contextId: md.contextId, period: periodOf(md.occurredAt), items },
+      md,
+      { ...this.writeDeps, barrier },
+    );
   }
 
   /**
@@ -115,7 +180,17 @@ export class UsageMeter implements WriteCharges {
     const period = periodOf(meta.now.toISOString());
     const key = `${p.tenantId}\u0000${p.contextId ?? ''}\u0000${period}`;
     let t = this.searches.get(key);
-    if (!t) this.searches.set(key, (t = { tenantId: p.tenantId, contextId: p.contextId, accountId: p.accountId || null, period, items: new Map() }));
+    if (!t)
+      this.searches.set(
+        key,
+        (t = {
+          tenantId: p.tenantId,
+          contextId: p.contextId,
+          accountId: p.accountId || null,
+          period,
+          items: new Map(),
+        }),
+      );
     const cur = t.items.get(item.category);
     if (cur) {
       cur.count += item.count;
@@ -126,8 +201,17 @@ export class UsageMeter implements WriteCharges {
   }
 
   /** Script executions that ran (for the scripts feature): call once the outcome is known; `charged: false` for service-side failures. */
-  scriptExecution(meta: RequestMeta, run: { executions?: number; totalMillis: number; charged: boolean }): Promise<void> {
-    return this.charge(meta, [scriptExecutionItem(this.prices, { executions: run.executions ?? 1, totalMillis: run.totalMillis, charged: run.charged })]);
+  scriptExecution(
+    meta: RequestMeta,
+    run: { executions?: number; totalMillis: number; charged: boolean },
+  ): Promise<void> {
+    return this.charge(meta, [
+      scriptExecutionItem(this.prices, {
+        executions: run.executions ?? 1,
+        totalMillis: run.totalMillis,
+        charged: run.charged,
+      }),
+    ]);
   }
 
   /** An inference call, counted when the stream finalises (for the inference feature); the cents go to the balance, not to credits. */
@@ -141,7 +225,18 @@ export class UsageMeter implements WriteCharges {
     const period = periodOf(at);
     const key = `${p.tenantId}\u0000${p.contextId ?? ''}\u0000${period}`;
     let t = this.tallies.get(key);
-    if (!t) this.tallies.set(key, (t = { tenantId: p.tenantId, contextId: p.contextId, accountId: p.accountId || null, period, calls: 0, bytes: 0 }));
+    if (!t)
+      this.tallies.set(
+        key,
+        (t = {
+          tenantId: p.tenantId,
+          contextId: p.contextId,
+          accountId: p.accountId || null,
+          period,
+          calls: 0,
+          bytes: 0,
+        }),
+      );
     t.calls += calls;
     t.bytes += Math.max(0, Math.round(bytes));
     if (t.calls >= FLUSH_AT_CALLS) this.flushLater(0);
@@ -180,12 +275,19 @@ export class UsageMeter implements WriteCharges {
         const { tenantId, contextId, accountId } = list[0];
         try {
           await this.meter(
-            { type: 'MeterReads', tenantId, contextId, reads: list.map((t) => ({ period: t.period, calls: t.calls, bytes: t.bytes, terms })) },
+            {
+              type: 'MeterReads',
+              tenantId,
+              contextId,
+              reads: list.map((t) => ({ period: t.period, calls: t.calls, bytes: t.bytes, terms })),
+            },
             systemMetadata({ tenantId, contextId, accountId, occurredAt }),
           );
         } catch (e) {
           // Counted again with the next flush (unless the meter is closing: then the log line is all that is left).
-          this.o.log?.(`usage: appending read counts of tenant ${tenantId} failed: ${e instanceof Error ? e.message : String(e)}`);
+          this.o.log?.(
+            `usage: appending read counts of tenant ${tenantId} failed: ${e instanceof Error ? e.message : String(e)}`,
+          );
           if (!this.closed) for (const t of list) this.restore(t);
         }
       }),
@@ -209,17 +311,20 @@ export class UsageMeter implements WriteCharges {
             systemMetadata({ tenantId, contextId: t.contextId, accountId: t.accountId, occurredAt }),
           );
         } catch (e) {
-          this.o.log?.(`usage: appending search charges of tenant ${tenantId} failed: ${e instanceof Error ? e.message : String(e)}`);
+          this.o.log?.(
+            `usage: appending search charges of tenant ${tenantId} failed: ${e instanceof Error ? e.message : String(e)}`,
+          );
           if (!this.closed)
             for (const t of list) {
               const key = `${t.tenantId}\u0000${t.contextId ?? ''}\u0000${t.period}`;
               const cur = this.searches.get(key);
               if (!cur) this.searches.set(key, t);
-              else for (const [c, it] of t.items) {
-                const had = cur.items.get(c);
-                if (had) (had.count += it.count), (had.milli += it.milli);
-                else cur.items.set(c, it);
-              }
+              else
+                for (const [c, it] of t.items) {
+                  const had = cur.items.get(c);
+                  if (had) ((had.count += it.count), (had.milli += it.milli));
+                  else cur.items.set(c, it);
+                }
               this.flushLater();
             }
         }
@@ -260,13 +365,24 @@ export class UsageMeter implements WriteCharges {
 }
 
 /** The charge of a record write (1 credit plus index credits), for its commit. */
-export const recordWriteAppend = (meter: WriteCharges | undefined, md: EventMetadata, w: IndexedWrite): DomainAppend[] =>
-  meter ? meter.writeCharge(md, () => recordWriteItems(meter.prices, w)) : [];
+export const recordWriteAppend = (
+  meter: WriteCharges | undefined,
+  md: EventMetadata,
+  w: IndexedWrite,
+): DomainAppend[] => (meter ? meter.writeCharge(md, () => recordWriteItems(meter.prices, w)) : []);
 
 /** The charge of a document write (1 credit plus index credits, plus the text ingest when it carries text), for its commit. */
-export const documentWriteAppend = (meter: WriteCharges | undefined, md: EventMetadata, w: IndexedWrite, textBytes?: number): DomainAppend[] =>
-  meter ? meter.writeCharge(md, () => documentWriteItems(meter.prices, w, textBytes)) : [];
+export const documentWriteAppend = (
+  meter: WriteCharges | undefined,
+  md: EventMetadata,
+  w: IndexedWrite,
+  textBytes?: number,
+): DomainAppend[] => (meter ? meter.writeCharge(md, () => documentWriteItems(meter.prices, w, textBytes)) : []);
 
 /** The charge of a completed file upload (per started 100 KB), for the commit of DocumentFileUploaded. */
-export const fileIngestAppend = (meter: WriteCharges | undefined, md: EventMetadata, bytes: number, where: { tenantId: string | null; contextId: string | null }): DomainAppend[] =>
-  meter ? meter.appendFor(md, [fileIngestItem(meter.prices, bytes)], where) : [];
+export const fileIngestAppend = (
+  meter: WriteCharges | undefined,
+  md: EventMetadata,
+  bytes: number,
+  where: { tenantId: string | null; contextId: string | null },
+): DomainAppend[] => (meter ? meter.appendFor(md, [fileIngestItem(meter.prices, bytes)], where) : []);

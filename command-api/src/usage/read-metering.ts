@@ -10,7 +10,8 @@ import type { UsageMeter } from './meter';
  * caller's account, tenant and context. Writes, searches, inference and the
  * usage report itself are not reads.
  */
-export const isMeteredRead = (r: RouteSpec) => r.auth === 'data' && !r.write && !r.rateLimited && !drawsCredits(r) && r.url !== '/v1/usage';
+export const isMeteredRead = (r: RouteSpec) =>
+  r.auth === 'data' && !r.write && !r.rateLimited && !drawsCredits(r) && r.url !== '/v1/usage';
 
 /** The edge's `onResponse` listener that counts reads (routes: everything the edge serves). */
 export function readMeteringListener(meter: UsageMeter, routes: () => RouteSpec[], now: () => Date) {
@@ -18,7 +19,11 @@ export function readMeteringListener(meter: UsageMeter, routes: () => RouteSpec[
   return (req: FastifyRequest, reply: FastifyReply) => {
     const p = req.principal;
     if (!p || !p.tenantId || reply.statusCode >= 400) return;
-    reads ??= new Set(routes().filter(isMeteredRead).map((r) => `${r.method} ${r.url}`));
+    reads ??= new Set(
+      routes()
+        .filter(isMeteredRead)
+        .map((r) => `${r.method} ${r.url}`),
+    );
     if (!reads.has(`${req.method} ${req.routeOptions.url}`)) return;
     const length = Number(reply.getHeader('content-length'));
     meter.countRead(p, Number.isFinite(length) ? length : 0, now());

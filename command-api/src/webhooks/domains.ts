@@ -1,6 +1,24 @@
 import { randomBytes } from 'node:crypto';
-import { domainParam, domainResponse, notFound, registerDomainBody, type RequestMeta, route, type RouteSpec, verifyDomainBody } from '@svc/contracts';
-import { type DomainsState, handleCommand, metadataFor, streams, verificationRecordName, type WebhookDomainCommand, webhookDomainsDecider, webhookStreams } from '@svc/domain';
+import {
+  domainParam,
+  domainResponse,
+  notFound,
+  registerDomainBody,
+  type RequestMeta,
+  route,
+  type RouteSpec,
+  verifyDomainBody,
+} from '@svc/contracts';
+import {
+  type DomainsState,
+  handleCommand,
+  metadataFor,
+  streams,
+  verificationRecordName,
+  type WebhookDomainCommand,
+  webhookDomainsDecider,
+  webhookStreams,
+} from '@svc/domain';
 import type { WebhookCommandDeps } from './registrations';
 
 const newToken = () => `wv_${randomBytes(16).toString('hex')}`;
@@ -12,12 +30,22 @@ const newToken = () => `wv_${randomBytes(16).toString('hex')}`;
  */
 export function webhookDomainRoutes(w: WebhookCommandDeps): RouteSpec[] {
   const { deps } = w;
-  const shown = (domain: string, d: { verificationToken: string; verified: boolean }) => ({ domain, verificationToken: d.verificationToken, verified: d.verified });
+  const shown = (domain: string, d: { verificationToken: string; verified: boolean }) => ({
+    domain,
+    verificationToken: d.verificationToken,
+    verified: d.verified,
+  });
   /**
    * Runs one command on an account's domains and answers `domain` as its developer sees it.
    * `txtRecords` are what `lookup` read from the DNS (none without a lookup).
    */
-  const onDomains = async (accountId: string, domain: string, meta: RequestMeta, command: (txtRecords: string[]) => WebhookDomainCommand, lookup?: (s: DomainsState) => Promise<string[]>) => {
+  const onDomains = async (
+    accountId: string,
+    domain: string,
+    meta: RequestMeta,
+    command: (txtRecords: string[]) => WebhookDomainCommand,
+    lookup?: (s: DomainsState) => Promise<string[]>,
+  ) => {
     const { state } = await handleCommand(deps, {
       streamId: webhookStreams.domains(accountId),
       aggregate: webhookDomainsDecider,
@@ -37,13 +65,20 @@ export function webhookDomainRoutes(w: WebhookCommandDeps): RouteSpec[] {
       response: domainResponse,
       status: 201,
       write: true,
-      handler: ({ body, principal: p, meta }) => onDomains(p.accountId, body.domain, meta, () => ({ type: 'AddDomain', accountId: p.accountId, domain: body.domain, token: newToken() })),
+      handler: ({ body, principal: p, meta }) =>
+        onDomains(p.accountId, body.domain, meta, () => ({
+          type: 'AddDomain',
+          accountId: p.accountId,
+          domain: body.domain,
+          token: newToken(),
+        })),
     }),
     route({
       method: 'POST',
       url: '/developer/domains/:domain/verify',
       auth: 'developer',
-      summary: 'Verify a registered domain by its DNS TXT record _webhook-verify.<domain> carrying the verification token',
+      summary:
+        'Verify a registered domain by its DNS TXT record _webhook-verify.<domain> carrying the verification token',
       params: domainParam,
       response: domainResponse,
       write: true,
@@ -56,7 +91,9 @@ export function webhookDomainRoutes(w: WebhookCommandDeps): RouteSpec[] {
           // The DNS is asked only about a known domain not verified yet.
           async (s) => {
             const known = s.domains.get(params.domain);
-            return known && !known.verified ? await w.resolver.txt(verificationRecordName(params.domain)).catch(() => []) : [];
+            return known && !known.verified
+              ? await w.resolver.txt(verificationRecordName(params.domain)).catch(() => [])
+              : [];
           },
         ),
     }),
@@ -69,8 +106,14 @@ export function webhookDomainRoutes(w: WebhookCommandDeps): RouteSpec[] {
       response: domainResponse,
       write: true,
       handler: async ({ body, meta }) => {
-        if ((await deps.store.readStream(streams.account(body.accountId), { maxCount: 1 })).length === 0) throw notFound();
-        return onDomains(body.accountId, body.domain, meta, () => ({ type: 'VerifyDomainByOperator', accountId: body.accountId, domain: body.domain, token: newToken() }));
+        if ((await deps.store.readStream(streams.account(body.accountId), { maxCount: 1 })).length === 0)
+          throw notFound();
+        return onDomains(body.accountId, body.domain, meta, () => ({
+          type: 'VerifyDomainByOperator',
+          accountId: body.accountId,
+          domain: body.domain,
+          token: newToken(),
+        }));
       },
     }),
   ];

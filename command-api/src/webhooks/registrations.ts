@@ -1,6 +1,37 @@
 import { randomBytes } from 'node:crypto';
-import { createWebhookBody, forbidden, idParam, notFound, route, type RouteSpec, updateWebhookBody, WEBHOOK_API_VERSION, webhookCreatedResponse, webhookResponse } from '@svc/contracts';
-import { accountDecider, type AddressPolicy, checkRegistrationTarget, type CommandDeps, handleCommand, type HostResolver, isTornDown, loadAggregate, metadataFor, ownedWebhook, ownTenant, sealWebhookSecret, type Sql, streams, verifiedDomains, webhookDecider, webhookDomainsDecider, type WebhookState, webhookStreams } from '@svc/domain';
+import {
+  createWebhookBody,
+  forbidden,
+  idParam,
+  notFound,
+  route,
+  type RouteSpec,
+  updateWebhookBody,
+  WEBHOOK_API_VERSION,
+  webhookCreatedResponse,
+  webhookResponse,
+} from '@svc/contracts';
+import {
+  accountDecider,
+  type AddressPolicy,
+  checkRegistrationTarget,
+  type CommandDeps,
+  handleCommand,
+  type HostResolver,
+  isTornDown,
+  loadAggregate,
+  metadataFor,
+  ownedWebhook,
+  ownTenant,
+  sealWebhookSecret,
+  type Sql,
+  streams,
+  verifiedDomains,
+  webhookDecider,
+  webhookDomainsDecider,
+  type WebhookState,
+  webhookStreams,
+} from '@svc/domain';
 
 export interface WebhookCommandDeps {
   deps: CommandDeps;
@@ -51,7 +82,11 @@ export function webhookCommandRoutes(w: WebhookCommandDeps): RouteSpec[] {
         if (!account.exists) throw forbidden();
         const environment = ownTenant(account.tenants, body.tenantId);
         if (await isTornDown(deps.store, body.tenantId)) throw forbidden();
-        const domain = await checkRegistrationTarget(body.url, { resolver: w.resolver, policy: w.policy, verifiedDomains: await verifiedDomainsOf(w, p.accountId) });
+        const domain = await checkRegistrationTarget(body.url, {
+          resolver: w.resolver,
+          policy: w.policy,
+          verifiedDomains: await verifiedDomainsOf(w, p.accountId),
+        });
         const secret = randomBytes(32).toString('hex');
         const webhookId = deps.ids.newId();
         const { state } = await handleCommand(deps, {
@@ -85,7 +120,8 @@ export function webhookCommandRoutes(w: WebhookCommandDeps): RouteSpec[] {
       method: 'PUT',
       url: '/developer/webhooks/:id',
       auth: 'developer',
-      summary: 'Update url, events, apiVersion or status (ACTIVE re-enables and resets the failure count; DISABLED disables by hand); the URL rules re-run when url changes',
+      summary:
+        'Update url, events, apiVersion or status (ACTIVE re-enables and resets the failure count; DISABLED disables by hand); the URL rules re-run when url changes',
       params: idParam,
       body: updateWebhookBody,
       response: webhookResponse,
@@ -96,16 +132,27 @@ export function webhookCommandRoutes(w: WebhookCommandDeps): RouteSpec[] {
         const current = ownedWebhook(before, p.accountId);
         if (await isTornDown(deps.store, current.tenantId)) throw notFound();
         const urlChanged = body.url !== undefined && body.url !== current.url;
-        const domain = urlChanged ? await checkRegistrationTarget(body.url!, { resolver: w.resolver, policy: w.policy, verifiedDomains: await verifiedDomainsOf(w, p.accountId) }) : current.domain;
+        const domain = urlChanged
+          ? await checkRegistrationTarget(body.url!, {
+              resolver: w.resolver,
+              policy: w.policy,
+              verifiedDomains: await verifiedDomainsOf(w, p.accountId),
+            })
+          : current.domain;
         const { state } = await handleCommand(deps, {
           streamId,
           aggregate: webhookDecider,
           metadata: metadataFor(meta, current.tenantId, null),
-          decide: (s) => ({ events: webhookDecider.decide({ type: 'UpdateWebhook', accountId: p.accountId, body, domain }, s) }),
+          decide: (s) => ({
+            events: webhookDecider.decide({ type: 'UpdateWebhook', accountId: p.accountId, body, domain }, s),
+          }),
         });
         if (!state.exists) throw notFound();
         // The failure count is kept by the dispatcher in the read model (reset by a re-enable).
-        const { rows } = await w.sql.query<{ n: number }>('SELECT consecutive_failures AS n FROM rm_webhooks WHERE webhook_id = $1', [params.id]);
+        const { rows } = await w.sql.query<{ n: number }>(
+          'SELECT consecutive_failures AS n FROM rm_webhooks WHERE webhook_id = $1',
+          [params.id],
+        );
         return view(state, Number(rows[0]?.n ?? 0));
       },
     }),
@@ -113,7 +160,8 @@ export function webhookCommandRoutes(w: WebhookCommandDeps): RouteSpec[] {
       method: 'DELETE',
       url: '/developer/webhooks/:id',
       auth: 'developer',
-      summary: 'Delete a webhook registration and its deliveries (the only way to roll a secret is delete, then create)',
+      summary:
+        'Delete a webhook registration and its deliveries (the only way to roll a secret is delete, then create)',
       params: idParam,
       status: 204,
       write: true,
@@ -133,4 +181,3 @@ export function webhookCommandRoutes(w: WebhookCommandDeps): RouteSpec[] {
     }),
   ];
 }
-

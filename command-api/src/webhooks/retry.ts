@@ -1,5 +1,13 @@
 import { deliveryParams, deliveryResponse, notFound, route, type RouteSpec } from '@svc/contracts';
-import { decideManualRetry, type DeliveryRow, deliveryView, loadAggregate, ownedWebhook, webhookDecider, webhookStreams } from '@svc/domain';
+import {
+  decideManualRetry,
+  type DeliveryRow,
+  deliveryView,
+  loadAggregate,
+  ownedWebhook,
+  webhookDecider,
+  webhookStreams,
+} from '@svc/domain';
 import type { WebhookCommandDeps } from './registrations';
 
 /**
@@ -22,10 +30,19 @@ export function webhookRetryRoute(w: WebhookCommandDeps): RouteSpec {
       ownedWebhook(state, p.accountId);
       const now = meta.now.getTime();
       return w.sql.tx(async (q) => {
-        const { rows } = await q.query<DeliveryRow>('SELECT * FROM webhook_deliveries WHERE delivery_id = $1 AND webhook_id = $2 FOR UPDATE', [params.deliveryId, params.id]);
+        const { rows } = await q.query<DeliveryRow>(
+          'SELECT * FROM webhook_deliveries WHERE delivery_id = $1 AND webhook_id = $2 FOR UPDATE',
+          [params.deliveryId, params.id],
+        );
         if (!rows.length) throw notFound();
-        const next = decideManualRetry({ status: rows[0].status, attempts: Number(rows[0].attempts), nextAttemptAt: null }, now);
-        const { rows: updated } = await q.query<DeliveryRow>('UPDATE webhook_deliveries SET status = $2, next_attempt_at = $3 WHERE delivery_id = $1 RETURNING *', [params.deliveryId, next.status, next.nextAttemptAt]);
+        const next = decideManualRetry(
+          { status: rows[0].status, attempts: Number(rows[0].attempts), nextAttemptAt: null },
+          now,
+        );
+        const { rows: updated } = await q.query<DeliveryRow>(
+          'UPDATE webhook_deliveries SET status = $2, next_attempt_at = $3 WHERE delivery_id = $1 RETURNING *',
+          [params.deliveryId, next.status, next.nextAttemptAt],
+        );
         await q.query(`SELECT pg_notify('webhook_deliveries', $1)`, [params.id]);
         return deliveryView(updated[0]);
       });

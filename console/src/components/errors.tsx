@@ -18,7 +18,10 @@ export function fieldIssues(error: ApiError | undefined): FieldIssue[] {
   const out: FieldIssue[] = [];
   const named = body.field ?? body.path;
   if (typeof named === 'string') out.push({ path: named, message: String(body.message ?? '') });
-  if (Array.isArray(body.fields)) for (const f of body.fields) if (f && typeof f === 'object' && typeof f.path === 'string') out.push({ path: f.path, message: String(f.message ?? '') });
+  if (Array.isArray(body.fields))
+    for (const f of body.fields)
+      if (f && typeof f === 'object' && typeof f.path === 'string')
+        out.push({ path: f.path, message: String(f.message ?? '') });
   if (out.length) return out;
   const message = String(body.message ?? '').replace(/^Invalid (body|query|path parameters?): /, '');
   for (const part of message.split('; ')) {

@@ -15,7 +15,21 @@ interface Common {
   disabled?: boolean;
 }
 
-function Wrap({ id, label, hint, message, children, required }: { id: string; label: string; hint?: string; message?: string; children: ComponentChildren; required?: boolean }) {
+function Wrap({
+  id,
+  label,
+  hint,
+  message,
+  children,
+  required,
+}: {
+  id: string;
+  label: string;
+  hint?: string;
+  message?: string;
+  children: ComponentChildren;
+  required?: boolean;
+}) {
   return (
     <div class={`field${message ? ' field-invalid' : ''}`}>
       <label for={id}>
@@ -37,9 +51,21 @@ function Wrap({ id, label, hint, message, children, required }: { id: string; la
   );
 }
 
-const describedBy = (id: string, hint?: string, message?: string) => [hint ? `${id}-hint` : '', message ? `${id}-error` : ''].filter(Boolean).join(' ') || undefined;
+const describedBy = (id: string, hint?: string, message?: string) =>
+  [hint ? `${id}-hint` : '', message ? `${id}-error` : ''].filter(Boolean).join(' ') || undefined;
 
-export function TextField(p: Common & { value: string; onInput: (v: string) => void; type?: string; name?: string; multiline?: boolean; rows?: number; autocomplete?: string; placeholder?: string }) {
+export function TextField(
+  p: Common & {
+    value: string;
+    onInput: (v: string) => void;
+    type?: string;
+    name?: string;
+    multiline?: boolean;
+    rows?: number;
+    autocomplete?: string;
+    placeholder?: string;
+  },
+) {
   const id = useId();
   const message = p.path ? issueAt(p.error, p.path) : undefined;
   const attrs = {
@@ -55,12 +81,23 @@ export function TextField(p: Common & { value: string; onInput: (v: string) => v
   };
   return (
     <Wrap id={id} label={p.label} hint={p.hint} message={message} required={p.required}>
-      {p.multiline ? <textarea rows={p.rows ?? 6} {...attrs} /> : <input type={p.type ?? 'text'} autocomplete={p.autocomplete ?? 'off'} spellcheck={false} {...attrs} />}
+      {p.multiline ? (
+        <textarea rows={p.rows ?? 6} {...attrs} />
+      ) : (
+        <input type={p.type ?? 'text'} autocomplete={p.autocomplete ?? 'off'} spellcheck={false} {...attrs} />
+      )}
     </Wrap>
   );
 }
 
-export function SelectField(p: Common & { value: string; onChange: (v: string) => void; options: Array<string | { value: string; label: string }>; name?: string }) {
+export function SelectField(
+  p: Common & {
+    value: string;
+    onChange: (v: string) => void;
+    options: Array<string | { value: string; label: string }>;
+    name?: string;
+  },
+) {
   const id = useId();
   const message = p.path ? issueAt(p.error, p.path) : undefined;
   return (
@@ -74,7 +111,9 @@ export function SelectField(p: Common & { value: string; onChange: (v: string) =
         aria-describedby={describedBy(id, p.hint, message)}
         onChange={(e) => p.onChange((e.currentTarget as HTMLSelectElement).value)}
       >
-        {p.options.map((o) => (typeof o === 'string' ? <option value={o}>{o}</option> : <option value={o.value}>{o.label}</option>))}
+        {p.options.map((o) =>
+          typeof o === 'string' ? <option value={o}>{o}</option> : <option value={o.value}>{o.label}</option>,
+        )}
       </select>
     </Wrap>
   );

@@ -79,7 +79,11 @@ export function PagedTable<T>(p: {
         <button type="button" disabled={at === 0 || loading} onClick={() => setCursors(cursors.slice(0, -1))}>
           Previous page
         </button>
-        <button type="button" disabled={!page?.nextCursor || loading} onClick={() => setCursors([...cursors, page!.nextCursor!])}>
+        <button
+          type="button"
+          disabled={!page?.nextCursor || loading}
+          onClick={() => setCursors([...cursors, page!.nextCursor!])}
+        >
           Next page
         </button>
       </nav>

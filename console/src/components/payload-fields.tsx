@@ -11,7 +11,8 @@ export type SchemaField = NonNullable<Schema['fields']>[number];
 /** The form's text of each field (JSON for arrays, objects and many-references). */
 export type PayloadDraft = Record<string, string | boolean>;
 
-const isJson = (f: SchemaField) => f.fieldType === 'array' || f.fieldType === 'object' || (f.fieldType === 'reference' && f.cardinality === 'many');
+const isJson = (f: SchemaField) =>
+  f.fieldType === 'array' || f.fieldType === 'object' || (f.fieldType === 'reference' && f.cardinality === 'many');
 
 export function draftOf(fields: SchemaField[], payload: Record<string, unknown> = {}): PayloadDraft {
   const d: PayloadDraft = {};
@@ -55,7 +56,11 @@ export function payloadOf(fields: SchemaField[], draft: PayloadDraft): Record<st
 }
 
 /** A merge patch of what changed from `before` (a cleared field is null: removed). */
-export function patchOf(fields: SchemaField[], draft: PayloadDraft, before: Record<string, unknown>): Record<string, unknown> {
+export function patchOf(
+  fields: SchemaField[],
+  draft: PayloadDraft,
+  before: Record<string, unknown>,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const f of fields) {
     const v = valueOf(f, draft[f.fieldId] ?? '');
@@ -68,14 +73,33 @@ export function patchOf(fields: SchemaField[], draft: PayloadDraft, before: Reco
   return out;
 }
 
-export function PayloadFields({ fields, draft, onChange, error }: { fields: SchemaField[]; draft: PayloadDraft; onChange: (d: PayloadDraft) => void; error?: ApiError }) {
+export function PayloadFields({
+  fields,
+  draft,
+  onChange,
+  error,
+}: {
+  fields: SchemaField[];
+  draft: PayloadDraft;
+  onChange: (d: PayloadDraft) => void;
+  error?: ApiError;
+}) {
   const set = (id: string, v: string | boolean) => onChange({ ...draft, [id]: v });
   return (
     <>
       {fields.map((f) => {
         const path = `payload.${f.fieldId}`;
         const label = `${f.fieldId}${f.fieldType === 'string' ? '' : ` (${f.fieldType})`}`;
-        if (f.fieldType === 'boolean') return <CheckField label={f.fieldId} path={path} checked={draft[f.fieldId] === true} onChange={(v) => set(f.fieldId, v)} error={error} />;
+        if (f.fieldType === 'boolean')
+          return (
+            <CheckField
+              label={f.fieldId}
+              path={path}
+              checked={draft[f.fieldId] === true}
+              onChange={(v) => set(f.fieldId, v)}
+              error={error}
+            />
+          );
         if (f.fieldType === 'enum')
           return (
             <SelectField
@@ -85,7 +109,10 @@ export function PayloadFields({ fields, draft, onChange, error }: { fields: Sche
               onChange={(v) => set(f.fieldId, v)}
               error={error}
               required={!!f.required}
-              options={[{ value: '', label: '(none)' }, ...(f.enumValues ?? []).map((e) => ({ value: String(e), label: String(e) }))]}
+              options={[
+                { value: '', label: '(none)' },
+                ...(f.enumValues ?? []).map((e) => ({ value: String(e), label: String(e) })),
+              ]}
             />
           );
         return (
@@ -98,7 +125,15 @@ export function PayloadFields({ fields, draft, onChange, error }: { fields: Sche
             required={!!f.required}
             multiline={isJson(f)}
             rows={4}
-            hint={f.fieldType === 'date' ? 'ISO-8601 (2026-02-28 or 2026-02-28T09:30:00Z)' : isJson(f) ? 'JSON' : f.sensitive ? 'Sensitive: reads back as ********' : f.description}
+            hint={
+              f.fieldType === 'date'
+                ? 'ISO-8601 (2026-02-28 or 2026-02-28T09:30:00Z)'
+                : isJson(f)
+                  ? 'JSON'
+                  : f.sensitive
+                    ? 'Sensitive: reads back as ********'
+                    : f.description
+            }
           />
         );
       })}

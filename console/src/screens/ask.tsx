@@ -66,7 +66,8 @@ export default function Ask({ params }: ScreenProps) {
         else if (ev.event === 'document_context') setDocContext(ev.data);
         else if (ev.event === 'content_delta') setAnswer((text += ev.data.delta));
         else if (ev.event === 'done') setDone(ev.data);
-        else if (ev.event === 'error') setError(new ApiError(502, { message: ev.data.message, errorCode: ev.data.code }));
+        else if (ev.event === 'error')
+          setError(new ApiError(502, { message: ev.data.message, errorCode: ev.data.code }));
       }
       if (kind === 'chat' && text) setHistory([...turns, { role: 'assistant', content: text }]);
     } catch (err) {
@@ -93,12 +94,15 @@ export default function Ask({ params }: ScreenProps) {
         </a>
       </nav>
       <p class="balance">
-        Inference balance: {usage.data ? <strong>{(usage.data.inference.balanceCents / 100).toFixed(2)}</strong> : '…'} (spent this month:{' '}
-        {usage.data ? (usage.data.inference.costCents / 100).toFixed(2) : '…'}) · credits used this month: {usage.data ? usage.data.credits.used : '…'}
+        Inference balance: {usage.data ? <strong>{(usage.data.inference.balanceCents / 100).toFixed(2)}</strong> : '…'}{' '}
+        (spent this month: {usage.data ? (usage.data.inference.costCents / 100).toFixed(2) : '…'}) · credits used this
+        month: {usage.data ? usage.data.credits.used : '…'}
       </p>
       <ErrorMessage error={catalog.error} />
       <form onSubmit={send}>
-        {kind === 'ask' ? <TextField label="Document id" path="id" value={documentId} onInput={setDocumentId} error={error} required /> : null}
+        {kind === 'ask' ? (
+          <TextField label="Document id" path="id" value={documentId} onInput={setDocumentId} error={error} required />
+        ) : null}
         {kind === 'chat' && history.length ? (
           <ol class="chat" aria-label="Conversation">
             {history.map((t) => (
@@ -108,7 +112,16 @@ export default function Ask({ params }: ScreenProps) {
             ))}
           </ol>
         ) : null}
-        <TextField label={kind === 'rag' ? 'Question' : kind === 'ask' ? 'Prompt' : 'Message'} path={kind === 'rag' ? 'query' : kind === 'ask' ? 'prompt' : 'messages'} value={question} onInput={setQuestion} error={error} multiline rows={3} required />
+        <TextField
+          label={kind === 'rag' ? 'Question' : kind === 'ask' ? 'Prompt' : 'Message'}
+          path={kind === 'rag' ? 'query' : kind === 'ask' ? 'prompt' : 'messages'}
+          value={question}
+          onInput={setQuestion}
+          error={error}
+          multiline
+          rows={3}
+          required
+        />
         <div class="grid2">
           <SelectField
             label="Model"
@@ -116,9 +129,21 @@ export default function Ask({ params }: ScreenProps) {
             value={model}
             onChange={setModel}
             error={error}
-            options={[{ value: '', label: `Default (${catalog.data?.defaultModel ?? '…'})` }, ...models.map((x) => ({ value: x.id, label: `${x.name} (${x.provider})` }))]}
+            options={[
+              { value: '', label: `Default (${catalog.data?.defaultModel ?? '…'})` },
+              ...models.map((x) => ({ value: x.id, label: `${x.name} (${x.provider})` })),
+            ]}
           />
-          {kind === 'rag' ? <SelectField label="Retrieval mode" path="search.mode" value={mode} onChange={setMode} error={error} options={['HYBRID', 'TEXT', 'SEMANTIC']} /> : null}
+          {kind === 'rag' ? (
+            <SelectField
+              label="Retrieval mode"
+              path="search.mode"
+              value={mode}
+              onChange={setMode}
+              error={error}
+              options={['HYBRID', 'TEXT', 'SEMANTIC']}
+            />
+          ) : null}
         </div>
         {error && !shownAtField(error, PATHS) ? <ErrorMessage error={error} /> : null}
         <div class="actions">
@@ -145,7 +170,8 @@ export default function Ask({ params }: ScreenProps) {
           </div>
           {done ? (
             <p class="cost">
-              {done.model} · {done.inputTokens} tokens in, {done.outputTokens} out · {done.platformCreditsCharged} credits · {done.inferenceBalanceCentsCharged} cents of the balance
+              {done.model} · {done.inputTokens} tokens in, {done.outputTokens} out · {done.platformCreditsCharged}{' '}
+              credits · {done.inferenceBalanceCentsCharged} cents of the balance
             </p>
           ) : null}
         </section>
@@ -154,7 +180,8 @@ export default function Ask({ params }: ScreenProps) {
             <h2 id="passages-h">{kind === 'rag' ? 'Retrieved passages' : 'The document'}</h2>
             {docContext ? (
               <p>
-                <strong>{docContext.title}</strong> <code>{docContext.documentId}</code> · {docContext.textBytes} bytes of text
+                <strong>{docContext.title}</strong> <code>{docContext.documentId}</code> · {docContext.textBytes} bytes
+                of text
               </p>
             ) : null}
             {passages ? (

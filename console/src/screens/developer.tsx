@@ -36,7 +36,12 @@ export default function Developer({ params }: ScreenProps) {
           setTenant(draft.trim());
         }}
       >
-        <TextField label="Tenant id" value={draft} onInput={setDraft} hint="The tenant whose keys and webhooks to manage (bootstrap.json names them)" />
+        <TextField
+          label="Tenant id"
+          value={draft}
+          onInput={setDraft}
+          hint="The tenant whose keys and webhooks to manage (bootstrap.json names them)"
+        />
         <button type="submit">Use this tenant</button>
       </form>
       <nav class="tabs" aria-label="Developer portal sections">
@@ -46,7 +51,15 @@ export default function Developer({ params }: ScreenProps) {
           </a>
         ))}
       </nav>
-      {section === 'keys' ? <Keys tenantId={tenantId} /> : section === 'domains' ? <Domains /> : params[1] ? <Deliveries webhookId={params[1]} /> : <Webhooks tenantId={tenantId} />}
+      {section === 'keys' ? (
+        <Keys tenantId={tenantId} />
+      ) : section === 'domains' ? (
+        <Domains />
+      ) : params[1] ? (
+        <Deliveries webhookId={params[1]} />
+      ) : (
+        <Webhooks tenantId={tenantId} />
+      )}
     </section>
   );
 }
@@ -68,17 +81,48 @@ function Keys({ tenantId }: { tenantId: string }) {
           e.preventDefault();
           setError(undefined);
           try {
-            setCreated(await unwrap(client.POST('/developer/keys', { body: { tenantId, allowedActions: split(actions), crossContext, ...(scopeUser ? { dataScope: { userId: scopeUser } } : {}) } })));
+            setCreated(
+              await unwrap(
+                client.POST('/developer/keys', {
+                  body: {
+                    tenantId,
+                    allowedActions: split(actions),
+                    crossContext,
+                    ...(scopeUser ? { dataScope: { userId: scopeUser } } : {}),
+                  },
+                }),
+              ),
+            );
           } catch (err) {
             setError(asApiError(err));
           }
         }}
       >
         <h2>Create a key</h2>
-        <TextField label="Allowed actions" path="allowedActions" value={actions} onInput={setActions} error={error} hint="<resource>:<action> with actions c r u d x (records:r, documents:*), comma separated" required />
-        <TextField label="Data scope: user id" path="dataScope.userId" value={scopeUser} onInput={setScopeUser} error={error} />
-        <CheckField label="Cross-context (may act in any context with X-Context-Id)" checked={crossContext} onChange={setCross} />
-        {error && !shownAtField(error, ['allowedActions', 'dataScope', 'tenantId']) ? <ErrorMessage error={error} /> : null}
+        <TextField
+          label="Allowed actions"
+          path="allowedActions"
+          value={actions}
+          onInput={setActions}
+          error={error}
+          hint="<resource>:<action> with actions c r u d x (records:r, documents:*), comma separated"
+          required
+        />
+        <TextField
+          label="Data scope: user id"
+          path="dataScope.userId"
+          value={scopeUser}
+          onInput={setScopeUser}
+          error={error}
+        />
+        <CheckField
+          label="Cross-context (may act in any context with X-Context-Id)"
+          checked={crossContext}
+          onChange={setCross}
+        />
+        {error && !shownAtField(error, ['allowedActions', 'dataScope', 'tenantId']) ? (
+          <ErrorMessage error={error} />
+        ) : null}
         {error && shownAtField(error, ['tenantId']) ? <ErrorMessage error={error} /> : null}
         <button type="submit" class="primary">
           Create key
@@ -87,7 +131,8 @@ function Keys({ tenantId }: { tenantId: string }) {
       {created ? (
         <div class="notice" role="status">
           <p>
-            Key <code>{created.id}</code> created for context <code>{created.contextId}</code>. Copy it now: it is not shown again.
+            Key <code>{created.id}</code> created for context <code>{created.contextId}</code>. Copy it now: it is not
+            shown again.
           </p>
           <TextField label="New key" value={created.key} onInput={() => {}} />
         </div>
@@ -127,7 +172,12 @@ function Webhooks({ tenantId }: { tenantId: string }) {
   const [error, setError] = useState<ApiError>();
   const [created, setCreated] = useState<Answer<'createWebhook'>>();
   const load = useCallback(
-    (cursor: string | undefined) => unwrap(client.GET('/developer/webhooks', { params: { query: { tenantId, limit: 20, ...(cursor ? { startFrom: cursor } : {}) } } })),
+    (cursor: string | undefined) =>
+      unwrap(
+        client.GET('/developer/webhooks', {
+          params: { query: { tenantId, limit: 20, ...(cursor ? { startFrom: cursor } : {}) } },
+        }),
+      ),
     [client, tenantId, created],
   );
   const columns: Column<Webhook>[] = [
@@ -138,25 +188,55 @@ function Webhooks({ tenantId }: { tenantId: string }) {
   ];
   return (
     <>
-      {tenantId ? <PagedTable caption="Webhooks of this tenant" columns={columns} load={load} rowKey={(w) => w.id} empty="No webhook yet." /> : <p>Name a tenant above to see its webhooks.</p>}
+      {tenantId ? (
+        <PagedTable
+          caption="Webhooks of this tenant"
+          columns={columns}
+          load={load}
+          rowKey={(w) => w.id}
+          empty="No webhook yet."
+        />
+      ) : (
+        <p>Name a tenant above to see its webhooks.</p>
+      )}
       <form
         onSubmit={async (e) => {
           e.preventDefault();
           setError(undefined);
           try {
-            setCreated(await unwrap(client.POST('/developer/webhooks', { body: { tenantId, url, events: events as Array<(typeof EVENTS)[number]> } })));
+            setCreated(
+              await unwrap(
+                client.POST('/developer/webhooks', {
+                  body: { tenantId, url, events: events as Array<(typeof EVENTS)[number]> },
+                }),
+              ),
+            );
           } catch (err) {
             setError(asApiError(err));
           }
         }}
       >
         <h2>Add a webhook</h2>
-        <TextField label="URL" path="url" value={url} onInput={setUrl} error={error} hint="https, on a verified domain of the account" required />
+        <TextField
+          label="URL"
+          path="url"
+          value={url}
+          onInput={setUrl}
+          error={error}
+          hint="https, on a verified domain of the account"
+          required
+        />
         <fieldset>
           <legend>Events</legend>
           <div class="flags">
             {EVENTS.map((ev) => (
-              <CheckField label={ev} checked={events.includes(ev)} onChange={(on) => setEvents(on ? [...events, ev] : events.filter((x) => x !== ev))} path="events" error={error} />
+              <CheckField
+                label={ev}
+                checked={events.includes(ev)}
+                onChange={(on) => setEvents(on ? [...events, ev] : events.filter((x) => x !== ev))}
+                path="events"
+                error={error}
+              />
             ))}
           </div>
         </fieldset>
@@ -178,19 +258,31 @@ function Webhooks({ tenantId }: { tenantId: string }) {
 
 function Deliveries({ webhookId }: { webhookId: string }) {
   const client = useClient();
-  const hook = useLoad((c) => unwrap(c.GET('/developer/webhooks/{id}', { params: { path: { id: webhookId } } })), [webhookId]);
+  const hook = useLoad(
+    (c) => unwrap(c.GET('/developer/webhooks/{id}', { params: { path: { id: webhookId } } })),
+    [webhookId],
+  );
   const [round, setRound] = useState(0);
   const [error, setError] = useState<ApiError>();
   const [notice, setNotice] = useState('');
   const load = useCallback(
-    (cursor: string | undefined) => unwrap(client.GET('/developer/webhooks/{id}/deliveries', { params: { path: { id: webhookId }, query: { limit: 20, ...(cursor ? { startFrom: cursor } : {}) } } })),
+    (cursor: string | undefined) =>
+      unwrap(
+        client.GET('/developer/webhooks/{id}/deliveries', {
+          params: { path: { id: webhookId }, query: { limit: 20, ...(cursor ? { startFrom: cursor } : {}) } },
+        }),
+      ),
     [client, webhookId, round],
   );
   async function retry(d: Delivery) {
     setError(undefined);
     setNotice('');
     try {
-      const r = await unwrap(client.POST('/developer/webhooks/{id}/deliveries/{deliveryId}/retry', { params: { path: { id: webhookId, deliveryId: d.id } } }));
+      const r = await unwrap(
+        client.POST('/developer/webhooks/{id}/deliveries/{deliveryId}/retry', {
+          params: { path: { id: webhookId, deliveryId: d.id } },
+        }),
+      );
       setNotice(`Delivery ${r.id} is ${r.status} again (attempt ${r.attempts}).`);
       setRound(round + 1);
     } catch (err) {
@@ -233,7 +325,13 @@ function Deliveries({ webhookId }: { webhookId: string }) {
         </button>
         <a href={href('developer', 'webhooks')}>All webhooks</a>
       </div>
-      <PagedTable caption="Delivery history" columns={columns} load={load} rowKey={(d) => d.id} empty="Nothing delivered yet." />
+      <PagedTable
+        caption="Delivery history"
+        columns={columns}
+        load={load}
+        rowKey={(d) => d.id}
+        empty="Nothing delivered yet."
+      />
     </>
   );
 }
@@ -243,7 +341,15 @@ function Domains() {
   const [domain, setDomain] = useState('');
   const [error, setError] = useState<ApiError>();
   const [round, setRound] = useState(0);
-  const load = useCallback((cursor: string | undefined) => unwrap(client.GET('/developer/domains', { params: { query: { limit: 20, ...(cursor ? { startFrom: cursor } : {}) } } })), [client, round]);
+  const load = useCallback(
+    (cursor: string | undefined) =>
+      unwrap(
+        client.GET('/developer/domains', {
+          params: { query: { limit: 20, ...(cursor ? { startFrom: cursor } : {}) } },
+        }),
+      ),
+    [client, round],
+  );
   async function verify(d: string) {
     setError(undefined);
     try {
@@ -257,12 +363,28 @@ function Domains() {
   const columns: Column<D>[] = [
     { label: 'Domain', cell: (d) => d.domain },
     { label: 'Verification token', cell: (d) => <code>{d.verificationToken}</code> },
-    { label: 'Verified', cell: (d) => (d.verified ? 'yes' : <button type="button" class="small" onClick={() => verify(d.domain)} aria-label={`Verify ${d.domain}`}>Verify</button>) },
+    {
+      label: 'Verified',
+      cell: (d) =>
+        d.verified ? (
+          'yes'
+        ) : (
+          <button type="button" class="small" onClick={() => verify(d.domain)} aria-label={`Verify ${d.domain}`}>
+            Verify
+          </button>
+        ),
+    },
   ];
   return (
     <>
       <ErrorMessage error={error && !shownAtField(error, ['domain']) ? error : undefined} />
-      <PagedTable caption="Domains of the account" columns={columns} load={load} rowKey={(d) => d.domain} empty="No domain yet." />
+      <PagedTable
+        caption="Domains of the account"
+        columns={columns}
+        load={load}
+        rowKey={(d) => d.domain}
+        empty="No domain yet."
+      />
       <form
         onSubmit={async (e) => {
           e.preventDefault();
@@ -277,7 +399,15 @@ function Domains() {
         }}
       >
         <h2>Add a domain</h2>
-        <TextField label="Domain" path="domain" value={domain} onInput={setDomain} error={error} hint="Publish the verification token as a DNS TXT record, then Verify" required />
+        <TextField
+          label="Domain"
+          path="domain"
+          value={domain}
+          onInput={setDomain}
+          error={error}
+          hint="Publish the verification token as a DNS TXT record, then Verify"
+          required
+        />
         <button type="submit" class="primary">
           Add domain
         </button>

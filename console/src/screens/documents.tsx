@@ -56,7 +56,14 @@ function FolderPage({ folderId }: { folderId?: string }) {
   const [refresh, bump] = useThrottledTick(500);
   useChanges(bump, { entities: ['documents'] });
   const load = useCallback(
-    (startFrom?: string) => unwrap(client.GET('/v1/documents', { params: { query: { ...(current ? { folderId: current.id } : {}), limit: 20, ...(startFrom ? { startFrom } : {}) } } })),
+    (startFrom?: string) =>
+      unwrap(
+        client.GET('/v1/documents', {
+          params: {
+            query: { ...(current ? { folderId: current.id } : {}), limit: 20, ...(startFrom ? { startFrom } : {}) },
+          },
+        }),
+      ),
     [client, current?.id, version],
   );
   return (
@@ -71,19 +78,30 @@ function FolderPage({ folderId }: { folderId?: string }) {
               .sort((a, b) => (paths.get(a.id) ?? '').localeCompare(paths.get(b.id) ?? ''))
               .map((f) => (
                 <li>
-                  <a href={`${href('documents')}?folder=${f.id}`} aria-current={f.id === current?.id ? 'page' : undefined}>
+                  <a
+                    href={`${href('documents')}?folder=${f.id}`}
+                    aria-current={f.id === current?.id ? 'page' : undefined}
+                  >
                     {paths.get(f.id)}
                   </a>
                 </li>
               ))}
           </ul>
-          {current ? <NewFolder parent={current} onCreated={(f) => (folders.reload(), navigate(`${href('documents')}?folder=${f.id}`))} /> : null}
+          {current ? (
+            <NewFolder
+              parent={current}
+              onCreated={(f) => (folders.reload(), navigate(`${href('documents')}?folder=${f.id}`))}
+            />
+          ) : null}
         </nav>
         <div>
           {current ? (
             <>
               <h2>In {paths.get(current.id)}</h2>
-              <Upload folder={current} onUploaded={(d) => (setVersion(version + 1), navigate(href('documents', 'doc', d.id)))} />
+              <Upload
+                folder={current}
+                onUploaded={(d) => (setVersion(version + 1), navigate(href('documents', 'doc', d.id)))}
+              />
               <PagedTable<DocumentView>
                 caption={`Documents in ${paths.get(current.id)}`}
                 load={load}
@@ -106,7 +124,14 @@ function FolderPage({ folderId }: { folderId?: string }) {
   );
 }
 
-const sizeOf = (n: number | null | undefined) => (n === null || n === undefined ? '' : n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1024 / 1024).toFixed(1)} MB`);
+const sizeOf = (n: number | null | undefined) =>
+  n === null || n === undefined
+    ? ''
+    : n < 1024
+      ? `${n} B`
+      : n < 1024 * 1024
+        ? `${(n / 1024).toFixed(1)} KB`
+        : `${(n / 1024 / 1024).toFixed(1)} MB`;
 
 function NewFolder({ parent, onCreated }: { parent: Folder; onCreated: (f: Folder) => void }) {
   const client = useClient();
@@ -133,7 +158,12 @@ function NewFolder({ parent, onCreated }: { parent: Folder; onCreated: (f: Folde
 }
 
 /** PUTs the file to the presigned URL, reporting progress (0..1). */
-function putFile(url: string, file: File, headers: Record<string, string>, onProgress: (f: number) => void): Promise<void> {
+function putFile(
+  url: string,
+  file: File,
+  headers: Record<string, string>,
+  onProgress: (f: number) => void,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open('PUT', url);
@@ -180,10 +210,25 @@ function Upload({ folder, onUploaded }: { folder: Folder; onUploaded: (d: Docume
     try {
       const created = await unwrap(
         client.POST('/v1/documents/upload', {
-          body: { title, fileName: file.name, fileType: file.type || 'application/octet-stream', indexMode: indexMode as 'HYBRID', storeText, folderId: folder.id },
+          body: {
+            title,
+            fileName: file.name,
+            fileType: file.type || 'application/octet-stream',
+            indexMode: indexMode as 'HYBRID',
+            storeText,
+            folderId: folder.id,
+          },
         }),
       );
-      await putFile(created.uploadUrl, file, { 'content-type': file.type || 'application/octet-stream', [created.requiredHeaderName]: created.requiredHeaderValue }, setProgress);
+      await putFile(
+        created.uploadUrl,
+        file,
+        {
+          'content-type': file.type || 'application/octet-stream',
+          [created.requiredHeaderName]: created.requiredHeaderValue,
+        },
+        setProgress,
+      );
       setProgress(1);
       const doc = await unwrap(client.GET('/v1/documents/{id}', { params: { path: { id: created.id } } }));
       setFile(undefined);
@@ -208,13 +253,36 @@ function Upload({ folder, onUploaded }: { folder: Folder; onUploaded: (d: Docume
           choose(e.dataTransfer?.files[0]);
         }}
       >
-        <p>{file ? `${file.name} (${sizeOf(file.size)}, ${file.type || 'unknown type'})` : 'Drop a file here, or choose one:'}</p>
-        <label for="upload-file">Choose a file</label> <input id="upload-file" ref={input} type="file" onChange={(e) => choose((e.currentTarget as HTMLInputElement).files?.[0])} />
+        <p>
+          {file
+            ? `${file.name} (${sizeOf(file.size)}, ${file.type || 'unknown type'})`
+            : 'Drop a file here, or choose one:'}
+        </p>
+        <label for="upload-file">Choose a file</label>{' '}
+        <input
+          id="upload-file"
+          ref={input}
+          type="file"
+          onChange={(e) => choose((e.currentTarget as HTMLInputElement).files?.[0])}
+        />
       </div>
       <div class="field-row">
         <TextField label="Title" path="title" value={title} onInput={setTitle} error={error} required />
-        <SelectField label="Index mode" path="indexMode" value={indexMode} onChange={setIndexMode} error={error} options={['HYBRID', 'SEMANTIC', 'TEXT', 'NONE']} />
-        <CheckField label="Keep the extracted text" path="storeText" checked={storeText} onChange={setStoreText} error={error} />
+        <SelectField
+          label="Index mode"
+          path="indexMode"
+          value={indexMode}
+          onChange={setIndexMode}
+          error={error}
+          options={['HYBRID', 'SEMANTIC', 'TEXT', 'NONE']}
+        />
+        <CheckField
+          label="Keep the extracted text"
+          path="storeText"
+          checked={storeText}
+          onChange={setStoreText}
+          error={error}
+        />
       </div>
       {progress !== undefined ? (
         <div class="field">
@@ -265,7 +333,12 @@ function DocumentPage({ id }: { id: string }) {
     if (!d) return;
     setMoveError(undefined);
     try {
-      const after = await unwrap(client.PATCH('/v1/documents/{id}', { params: { path: { id } }, body: { folderId: target, expectedVersion: d.version } }));
+      const after = await unwrap(
+        client.PATCH('/v1/documents/{id}', {
+          params: { path: { id } },
+          body: { folderId: target, expectedVersion: d.version },
+        }),
+      );
       setMoved(paths.get(after.folderId) ?? after.folderId);
       doc.reload();
     } catch (x) {
@@ -333,7 +406,10 @@ function DocumentPage({ id }: { id: string }) {
               value={target}
               onChange={setTarget}
               error={moveError}
-              options={[{ value: '', label: '(choose a folder)' }, ...[...paths].filter(([fid]) => fid !== d.folderId).map(([fid, p]) => ({ value: fid, label: p }))]}
+              options={[
+                { value: '', label: '(choose a folder)' },
+                ...[...paths].filter(([fid]) => fid !== d.folderId).map(([fid, p]) => ({ value: fid, label: p })),
+              ]}
             />
             {shownAtField(moveError, ['folderId']) ? null : <ErrorMessage error={moveError} />}
             <button type="submit" disabled={!target}>
@@ -350,4 +426,3 @@ function DocumentPage({ id }: { id: string }) {
     </section>
   );
 }
-

@@ -10,7 +10,15 @@ import { ErrorMessage, shownAtField } from '../components/errors';
 import { SelectField, TextField } from '../components/fields';
 import { PagedTable, type Column } from '../components/paged-table';
 import { useChanges, useThrottledTick } from '../live';
-import { draftOf, patchOf, payloadOf, PayloadFields, valueOf, type PayloadDraft, type SchemaField } from '../components/payload-fields';
+import {
+  draftOf,
+  patchOf,
+  payloadOf,
+  PayloadFields,
+  valueOf,
+  type PayloadDraft,
+  type SchemaField,
+} from '../components/payload-fields';
 import { href, navigate } from '../router';
 import type { ScreenProps } from './screen-props';
 
@@ -24,7 +32,15 @@ export default function Records({ params }: ScreenProps) {
   return (
     <WithSchema typeName={typeName}>
       {(schema) =>
-        id === 'new' ? <RecordForm schema={schema} /> : id && action === 'edit' ? <EditRecord schema={schema} id={id} /> : id ? <RecordPage schema={schema} id={id} /> : <RecordList schema={schema} />
+        id === 'new' ? (
+          <RecordForm schema={schema} />
+        ) : id && action === 'edit' ? (
+          <EditRecord schema={schema} id={id} />
+        ) : id ? (
+          <RecordPage schema={schema} id={id} />
+        ) : (
+          <RecordList schema={schema} />
+        )
       }
     </WithSchema>
   );
@@ -34,7 +50,8 @@ export default function Records({ params }: ScreenProps) {
 function useRecordSchemas() {
   return useLoad(async (c) => {
     const out: Schema[] = [];
-    for await (const s of c.paginate('/v1/schemas', { query: { surface: 'record', limit: 100 } })) out.push(s as Schema);
+    for await (const s of c.paginate('/v1/schemas', { query: { surface: 'record', limit: 100 } }))
+      out.push(s as Schema);
     return out;
   }, []);
 }
@@ -76,8 +93,10 @@ function WithSchema({ typeName, children }: { typeName: string; children: (s: Sc
   return <>{children(schema)}</>;
 }
 
-const lookupName = (l: Lookup) => (typeof l === 'string' ? l : 'fieldNames' in l ? l.fieldNames.join(',') : l.fieldName);
-const cellText = (v: unknown) => (v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+const lookupName = (l: Lookup) =>
+  typeof l === 'string' ? l : 'fieldNames' in l ? l.fieldNames.join(',') : l.fieldName;
+const cellText = (v: unknown) =>
+  v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
 
 interface FieldSearch {
   query: string;
@@ -108,7 +127,13 @@ function RecordList({ schema }: { schema: Schema }) {
   const client = useClient();
   const fields = schema.fields ?? [];
   const lookups = (schema.lookupFields ?? []).map(lookupName);
-  const [draft, setDraft] = useState<Filter>({ field: lookups[0] ?? '', mode: 'value', value: '', to: '', order: 'asc' });
+  const [draft, setDraft] = useState<Filter>({
+    field: lookups[0] ?? '',
+    mode: 'value',
+    value: '',
+    to: '',
+    order: 'asc',
+  });
   const [filter, setFilter] = useState<Filter>();
   const [error, setError] = useState<ApiError>();
   const filterable = fields.filter((f) => f.filterable && !f.sensitive);
@@ -124,23 +149,58 @@ function RecordList({ schema }: { schema: Schema }) {
         const offset = Number(startFrom ?? 0);
         try {
           const found = await unwrap(
-            client.POST('/v1/search', { body: { query: search.query, typeName: schema.typeName, contentTypes: ['records'], filters: filtersOf(filterable, search.values), limit: 20, offset } }),
+            client.POST('/v1/search', {
+              body: {
+                query: search.query,
+                typeName: schema.typeName,
+                contentTypes: ['records'],
+                filters: filtersOf(filterable, search.values),
+                limit: 20,
+                offset,
+              },
+            }),
           );
           setSearchError(undefined);
           const ids = found.results.map((r) => r.documentId);
           const got = ids.length ? await unwrap(client.POST('/v1/records/batch-get', { body: { ids } })) : { data: [] };
           const byId = new Map((got.data as RecordView[]).map((r) => [r.id, r]));
-          return { data: ids.map((id) => byId.get(id)).filter((r): r is RecordView => !!r), nextCursor: ids.length === 20 && offset + 20 < found.totalResults ? String(offset + 20) : null };
+          return {
+            data: ids.map((id) => byId.get(id)).filter((r): r is RecordView => !!r),
+            nextCursor: ids.length === 20 && offset + 20 < found.totalResults ? String(offset + 20) : null,
+          };
         } catch (e) {
           setSearchError(asApiError(e));
           return { data: [], nextCursor: null };
         }
       }
-      if (!filter) return unwrap(client.GET('/v1/records', { params: { query: { type: schema.typeName, includePayload: 'true', limit: 20, ...cursor } } }));
+      if (!filter)
+        return unwrap(
+          client.GET('/v1/records', {
+            params: { query: { type: schema.typeName, includePayload: 'true', limit: 20, ...cursor } },
+          }),
+        );
       const q =
-        filter.mode === 'value' ? { value: filter.value } : filter.mode === 'prefix' ? { prefix: filter.value } : { ...(filter.value ? { from: filter.value } : {}), ...(filter.to ? { to: filter.to } : {}) };
+        filter.mode === 'value'
+          ? { value: filter.value }
+          : filter.mode === 'prefix'
+            ? { prefix: filter.value }
+            : { ...(filter.value ? { from: filter.value } : {}), ...(filter.to ? { to: filter.to } : {}) };
       try {
-        const page = await unwrap(client.GET('/v1/records/lookup', { params: { query: { type: schema.typeName, field: filter.field, order: filter.order, includePayload: true, limit: 20, ...q, ...cursor } } }));
+        const page = await unwrap(
+          client.GET('/v1/records/lookup', {
+            params: {
+              query: {
+                type: schema.typeName,
+                field: filter.field,
+                order: filter.order,
+                includePayload: true,
+                limit: 20,
+                ...q,
+                ...cursor,
+              },
+            },
+          }),
+        );
         setError(undefined);
         return page;
       } catch (e) {
@@ -157,9 +217,18 @@ function RecordList({ schema }: { schema: Schema }) {
   useChanges(bump, { types: [schema.typeName], entities: ['records'] });
 
   const columns: Column<RecordView>[] = [
-    { label: 'Record', cell: (r) => <a href={href('records', schema.typeName, r.id)}>{r.externalId ?? r.id.slice(0, 8)}</a> },
-    ...fields.slice(0, 5).map((f) => ({ label: f.fieldId, cell: (r: RecordView) => cellText((r.payload as Record<string, unknown> | undefined)?.[f.fieldId]) })),
-    { label: 'Index status', cell: (r) => <span class={`status status-${r.indexStatus ?? 'none'}`}>{r.indexStatus ?? 'not indexed'}</span> },
+    {
+      label: 'Record',
+      cell: (r) => <a href={href('records', schema.typeName, r.id)}>{r.externalId ?? r.id.slice(0, 8)}</a>,
+    },
+    ...fields.slice(0, 5).map((f) => ({
+      label: f.fieldId,
+      cell: (r: RecordView) => cellText((r.payload as Record<string, unknown> | undefined)?.[f.fieldId]),
+    })),
+    {
+      label: 'Index status',
+      cell: (r) => <span class={`status status-${r.indexStatus ?? 'none'}`}>{r.indexStatus ?? 'not indexed'}</span>,
+    },
     { label: 'Version', cell: (r) => r.version },
     { label: 'Updated', cell: (r) => r.updatedAt },
   ];
@@ -191,7 +260,14 @@ function RecordList({ schema }: { schema: Schema }) {
           <fieldset>
             <legend>Filter by a lookup</legend>
             <div class="field-row">
-              <SelectField label="Lookup field" path="field" value={draft.field} onChange={(v) => setDraft({ ...draft, field: v })} options={lookups} error={error} />
+              <SelectField
+                label="Lookup field"
+                path="field"
+                value={draft.field}
+                onChange={(v) => setDraft({ ...draft, field: v })}
+                options={lookups}
+                error={error}
+              />
               <SelectField
                 label="Match"
                 value={draft.mode}
@@ -202,8 +278,22 @@ function RecordList({ schema }: { schema: Schema }) {
                   { value: 'range', label: 'between' },
                 ]}
               />
-              <TextField label={draft.mode === 'range' ? 'From' : 'Value'} path={draft.mode === 'range' ? 'from' : draft.mode} value={draft.value} onInput={(v) => setDraft({ ...draft, value: v })} error={error} />
-              {draft.mode === 'range' ? <TextField label="To" path="to" value={draft.to} onInput={(v) => setDraft({ ...draft, to: v })} error={error} /> : null}
+              <TextField
+                label={draft.mode === 'range' ? 'From' : 'Value'}
+                path={draft.mode === 'range' ? 'from' : draft.mode}
+                value={draft.value}
+                onInput={(v) => setDraft({ ...draft, value: v })}
+                error={error}
+              />
+              {draft.mode === 'range' ? (
+                <TextField
+                  label="To"
+                  path="to"
+                  value={draft.to}
+                  onInput={(v) => setDraft({ ...draft, to: v })}
+                  error={error}
+                />
+              ) : null}
               <SelectField
                 label="Order"
                 path="order"
@@ -215,7 +305,9 @@ function RecordList({ schema }: { schema: Schema }) {
                 ]}
               />
             </div>
-            {shownAtField(error, ['field', 'value', 'prefix', 'from', 'to', 'order']) ? null : <ErrorMessage error={error} />}
+            {shownAtField(error, ['field', 'value', 'prefix', 'from', 'to', 'order']) ? null : (
+              <ErrorMessage error={error} />
+            )}
             <p class="actions">
               <button type="submit" class="primary">
                 Apply filter
@@ -245,31 +337,50 @@ function RecordList({ schema }: { schema: Schema }) {
         >
           <fieldset>
             <legend>Search and filter by fields</legend>
-            <p class="hint">Finds indexed records of this type by their text (POST /v1/search), keeping those whose filterable fields have the values given.</p>
+            <p class="hint">
+              Finds indexed records of this type by their text (POST /v1/search), keeping those whose filterable fields
+              have the values given.
+            </p>
             <div class="field-row">
-              <TextField label="Search text" path="query" value={searchDraft.query} onInput={(v) => setSearchDraft({ ...searchDraft, query: v })} error={searchError} required />
+              <TextField
+                label="Search text"
+                path="query"
+                value={searchDraft.query}
+                onInput={(v) => setSearchDraft({ ...searchDraft, query: v })}
+                error={searchError}
+                required
+              />
               {filterable.map((f) =>
                 f.fieldType === 'enum' || f.fieldType === 'boolean' ? (
                   <SelectField
                     label={`${f.fieldId} is`}
                     path={`filters.${f.fieldId}`}
                     value={searchDraft.values[f.fieldId] ?? ''}
-                    onChange={(v) => setSearchDraft({ ...searchDraft, values: { ...searchDraft.values, [f.fieldId]: v } })}
+                    onChange={(v) =>
+                      setSearchDraft({ ...searchDraft, values: { ...searchDraft.values, [f.fieldId]: v } })
+                    }
                     error={searchError}
-                    options={[{ value: '', label: '(any)' }, ...(f.fieldType === 'boolean' ? ['true', 'false'] : (f.enumValues ?? []).map(String))]}
+                    options={[
+                      { value: '', label: '(any)' },
+                      ...(f.fieldType === 'boolean' ? ['true', 'false'] : (f.enumValues ?? []).map(String)),
+                    ]}
                   />
                 ) : (
                   <TextField
                     label={`${f.fieldId} is`}
                     path={`filters.${f.fieldId}`}
                     value={searchDraft.values[f.fieldId] ?? ''}
-                    onInput={(v) => setSearchDraft({ ...searchDraft, values: { ...searchDraft.values, [f.fieldId]: v } })}
+                    onInput={(v) =>
+                      setSearchDraft({ ...searchDraft, values: { ...searchDraft.values, [f.fieldId]: v } })
+                    }
                     error={searchError}
                   />
                 ),
               )}
             </div>
-            {shownAtField(searchError, ['query', ...filterable.map((f) => `filters.${f.fieldId}`)]) ? null : <ErrorMessage error={searchError} />}
+            {shownAtField(searchError, ['query', ...filterable.map((f) => `filters.${f.fieldId}`)]) ? null : (
+              <ErrorMessage error={searchError} />
+            )}
             <p class="actions">
               <button type="submit" class="primary">
                 Search
@@ -284,7 +395,16 @@ function RecordList({ schema }: { schema: Schema }) {
         </form>
       ) : null}
       <PagedTable<RecordView>
-        caption={search ? `${schema.displayName} records found for “${search.query}”${Object.entries(search.values).filter(([, v]) => v !== '').map(([k, v]) => `, ${k} = ${v}`).join('')}` : filter ? `${schema.displayName} records where ${filter.field} ${filter.mode === 'value' ? '=' : filter.mode === 'prefix' ? 'starts with' : 'between'} ${filter.value}${filter.mode === 'range' ? ` and ${filter.to}` : ''} (${filter.order === 'asc' ? 'ascending' : 'descending'})` : `${schema.displayName} records`}
+        caption={
+          search
+            ? `${schema.displayName} records found for “${search.query}”${Object.entries(search.values)
+                .filter(([, v]) => v !== '')
+                .map(([k, v]) => `, ${k} = ${v}`)
+                .join('')}`
+            : filter
+              ? `${schema.displayName} records where ${filter.field} ${filter.mode === 'value' ? '=' : filter.mode === 'prefix' ? 'starts with' : 'between'} ${filter.value}${filter.mode === 'range' ? ` and ${filter.to}` : ''} (${filter.order === 'asc' ? 'ascending' : 'descending'})`
+              : `${schema.displayName} records`
+        }
         load={load}
         refresh={refresh}
         rowKey={(r) => r.id}
@@ -298,20 +418,27 @@ function RecordList({ schema }: { schema: Schema }) {
 function RecordPage({ schema, id }: { schema: Schema; id: string }) {
   const client = useClient();
   // The record, or once deleted its tombstone.
-  const record = useLoad(async (c) => {
-    try {
-      return { live: await unwrap(c.GET('/v1/records/{id}', { params: { path: { id } } })) };
-    } catch (e) {
-      const err = asApiError(e);
-      if (err.status !== 404) throw err;
-      return { tombstone: await unwrap(c.GET('/v1/records/{id}/tombstone', { params: { path: { id } } })) };
-    }
-  }, [id]);
-  const versions = useLoad(async (c) => {
-    const out: Answer<'getRecordVersions'>['data'] = [];
-    for await (const v of c.paginate('/v1/records/{id}/versions', { path: { id }, query: { limit: 100 } })) out.push(v);
-    return out;
-  }, [id, record.data]);
+  const record = useLoad(
+    async (c) => {
+      try {
+        return { live: await unwrap(c.GET('/v1/records/{id}', { params: { path: { id } } })) };
+      } catch (e) {
+        const err = asApiError(e);
+        if (err.status !== 404) throw err;
+        return { tombstone: await unwrap(c.GET('/v1/records/{id}/tombstone', { params: { path: { id } } })) };
+      }
+    },
+    [id],
+  );
+  const versions = useLoad(
+    async (c) => {
+      const out: Answer<'getRecordVersions'>['data'] = [];
+      for await (const v of c.paginate('/v1/records/{id}/versions', { path: { id }, query: { limit: 100 } }))
+        out.push(v);
+      return out;
+    },
+    [id, record.data],
+  );
   // Live: a change to this record (a new version, its index status, its deletion) reloads it and its history.
   useChanges((c) => c.entityId === id && record.reload(), { types: [schema.typeName], entities: ['records'] });
   const [shown, setShown] = useState<number>();
@@ -323,7 +450,9 @@ function RecordPage({ schema, id }: { schema: Schema; id: string }) {
   async function remove() {
     if (!r) return;
     try {
-      await unwrap(client.DELETE('/v1/records/{id}', { params: { path: { id }, query: { expectedVersion: r.version } } }));
+      await unwrap(
+        client.DELETE('/v1/records/{id}', { params: { path: { id }, query: { expectedVersion: r.version } } }),
+      );
       setConfirming(false);
       setError(undefined);
       record.reload();
@@ -339,7 +468,11 @@ function RecordPage({ schema, id }: { schema: Schema; id: string }) {
         <a href={href('records')}>Records</a> › <a href={href('records', schema.typeName)}>{schema.displayName}</a>
       </p>
       <h1>{t ? 'Deleted record' : `Record ${r?.externalId ?? id}`}</h1>
-      {record.error && record.error.status === 404 ? <p role="alert">No record {id} (never written, or out of this credential's reach).</p> : <ErrorMessage error={record.error} />}
+      {record.error && record.error.status === 404 ? (
+        <p role="alert">No record {id} (never written, or out of this credential's reach).</p>
+      ) : (
+        <ErrorMessage error={record.error} />
+      )}
       {r ? (
         <>
           <dl class="facts">
@@ -351,7 +484,9 @@ function RecordPage({ schema, id }: { schema: Schema; id: string }) {
             <dd>{r.version}</dd>
             <dt>Index status</dt>
             <dd>
-              <span class={`status status-${r.indexStatus ?? 'none'}`}>{r.indexStatus ?? 'not indexed (store only)'}</span>
+              <span class={`status status-${r.indexStatus ?? 'none'}`}>
+                {r.indexStatus ?? 'not indexed (store only)'}
+              </span>
             </dd>
             <dt>External id</dt>
             <dd>{r.externalId ?? 'none'}</dd>
@@ -414,7 +549,12 @@ function RecordPage({ schema, id }: { schema: Schema; id: string }) {
               <td>{v.recordedAt}</td>
               <td>
                 {v.state ? (
-                  <button type="button" class="small" aria-pressed={shown === v.version ? 'true' : 'false'} onClick={() => setShown(shown === v.version ? undefined : v.version)}>
+                  <button
+                    type="button"
+                    class="small"
+                    aria-pressed={shown === v.version ? 'true' : 'false'}
+                    onClick={() => setShown(shown === v.version ? undefined : v.version)}
+                  >
                     Show version {v.version}
                   </button>
                 ) : (
@@ -428,7 +568,9 @@ function RecordPage({ schema, id }: { schema: Schema; id: string }) {
       {version?.state ? (
         <>
           <h2>Version {version.version}</h2>
-          <pre aria-label={`Payload of version ${version.version}`}>{JSON.stringify((version.state as { payload?: unknown }).payload, null, 2)}</pre>
+          <pre aria-label={`Payload of version ${version.version}`}>
+            {JSON.stringify((version.state as { payload?: unknown }).payload, null, 2)}
+          </pre>
         </>
       ) : null}
     </section>
@@ -461,11 +603,29 @@ function RecordForm({ schema, existing }: { schema: Schema; existing?: RecordVie
     try {
       let saved: RecordView;
       if (!existing) {
-        saved = await unwrap(client.POST('/v1/records', { body: { typeName: schema.typeName, payload: payloadOf(fields, draft), ...(externalId.trim() ? { externalId: externalId.trim() } : {}) } }));
+        saved = await unwrap(
+          client.POST('/v1/records', {
+            body: {
+              typeName: schema.typeName,
+              payload: payloadOf(fields, draft),
+              ...(externalId.trim() ? { externalId: externalId.trim() } : {}),
+            },
+          }),
+        );
       } else if (method === 'PUT') {
-        saved = await unwrap(client.PUT('/v1/records/{id}', { params: { path: { id: existing.id } }, body: { typeName: schema.typeName, payload: payloadOf(fields, draft), expectedVersion: existing.version } }));
+        saved = await unwrap(
+          client.PUT('/v1/records/{id}', {
+            params: { path: { id: existing.id } },
+            body: { typeName: schema.typeName, payload: payloadOf(fields, draft), expectedVersion: existing.version },
+          }),
+        );
       } else {
-        saved = await unwrap(client.PATCH('/v1/records/{id}', { params: { path: { id: existing.id } }, body: { payload: patchOf(fields, draft, before), expectedVersion: existing.version } }));
+        saved = await unwrap(
+          client.PATCH('/v1/records/{id}', {
+            params: { path: { id: existing.id } },
+            body: { payload: patchOf(fields, draft, before), expectedVersion: existing.version },
+          }),
+        );
       }
       navigate(href('records', schema.typeName, saved.id));
     } catch (x) {
@@ -485,11 +645,18 @@ function RecordForm({ schema, existing }: { schema: Schema; existing?: RecordVie
       <form onSubmit={submit} noValidate>
         {existing ? (
           <p>
-            Editing version {existing.version}. Saving sends <code>expectedVersion: {existing.version}</code>: if someone changed the record since, the service refuses with a conflict and nothing is
-            overwritten.
+            Editing version {existing.version}. Saving sends <code>expectedVersion: {existing.version}</code>: if
+            someone changed the record since, the service refuses with a conflict and nothing is overwritten.
           </p>
         ) : (
-          <TextField label="External id (optional)" path="externalId" value={externalId} onInput={setExternalId} error={error} hint="Your own id for it; unique in the context." />
+          <TextField
+            label="External id (optional)"
+            path="externalId"
+            value={externalId}
+            onInput={setExternalId}
+            error={error}
+            hint="Your own id for it; unique in the context."
+          />
         )}
         <fieldset>
           <legend>Payload</legend>
@@ -525,7 +692,10 @@ function RecordForm({ schema, existing }: { schema: Schema; existing?: RecordVie
           <button type="submit" class="primary" disabled={busy}>
             {existing ? 'Save record' : 'Create record'}
           </button>
-          <a class="button" href={existing ? href('records', schema.typeName, existing.id) : href('records', schema.typeName)}>
+          <a
+            class="button"
+            href={existing ? href('records', schema.typeName, existing.id) : href('records', schema.typeName)}
+          >
             Cancel
           </a>
         </p>

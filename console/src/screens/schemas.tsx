@@ -31,7 +31,9 @@ function SchemaList() {
   const client = useClient();
   const load = useCallback(
     async (startFrom?: string) => {
-      return unwrap(client.GET('/v1/schemas', { params: { query: { limit: 20, ...(startFrom ? { startFrom } : {}) } } }));
+      return unwrap(
+        client.GET('/v1/schemas', { params: { query: { limit: 20, ...(startFrom ? { startFrom } : {}) } } }),
+      );
     },
     [client],
   );
@@ -100,7 +102,11 @@ function SchemaView({ id }: { id: string }) {
             <a class="button primary" href={href('schemas', s.id, 'edit')}>
               Edit schema
             </a>
-            {s.allowedSurfaces.includes('record') ? <a class="button" href={href('records', s.typeName)}>Records of this type</a> : null}
+            {s.allowedSurfaces.includes('record') ? (
+              <a class="button" href={href('records', s.typeName)}>
+                Records of this type
+              </a>
+            ) : null}
           </p>
           <table>
             <caption>Fields</caption>
@@ -118,7 +124,13 @@ function SchemaView({ id }: { id: string }) {
                   <td>{f.fieldId}</td>
                   <td>{f.fieldType}</td>
                   <td>{flagsOf(f).join(', ')}</td>
-                  <td>{f.fieldType === 'enum' ? (f.enumValues ?? []).join(', ') : f.fieldType === 'reference' ? `→ ${f.targetTypeName ?? ''}` : (f.description ?? '')}</td>
+                  <td>
+                    {f.fieldType === 'enum'
+                      ? (f.enumValues ?? []).join(', ')
+                      : f.fieldType === 'reference'
+                        ? `→ ${f.targetTypeName ?? ''}`
+                        : (f.description ?? '')}
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -138,9 +150,14 @@ function SchemaView({ id }: { id: string }) {
   );
 }
 
-const flagsOf = (f: FieldDef) => (['required', 'searchable', 'filterable', 'sensitive', 'inline'] as const).filter((k) => f[k]);
+const flagsOf = (f: FieldDef) =>
+  (['required', 'searchable', 'filterable', 'sensitive', 'inline'] as const).filter((k) => f[k]);
 const lookupLabel = (l: NonNullable<SchemaBody['lookupFields']>[number]) =>
-  typeof l === 'string' ? l : 'fieldNames' in l ? l.fieldNames.join('+') : `${l.fieldName}${l.unique ? ' (unique)' : ''}${l.rangeEnabled ? ' (range)' : ''}`;
+  typeof l === 'string'
+    ? l
+    : 'fieldNames' in l
+      ? l.fieldNames.join('+')
+      : `${l.fieldName}${l.unique ? ' (unique)' : ''}${l.rangeEnabled ? ' (range)' : ''}`;
 
 function EditSchema({ id }: { id: string }) {
   const schema = useLoad((c) => unwrap(c.GET('/v1/schemas/{id}', { params: { path: { id } } })), [id]);
@@ -171,14 +188,39 @@ interface LookupRow {
 
 const rowOf = (f: FieldDef): FieldRow => {
   const { fieldId, fieldType, required, searchable, filterable, sensitive, enumValues, targetTypeName, ...rest } = f;
-  return { fieldId, fieldType, required: !!required, searchable: !!searchable, filterable: !!filterable, sensitive: !!sensitive, enumValues: (enumValues ?? []).join(', '), targetTypeName: targetTypeName ?? '', rest };
+  return {
+    fieldId,
+    fieldType,
+    required: !!required,
+    searchable: !!searchable,
+    filterable: !!filterable,
+    sensitive: !!sensitive,
+    enumValues: (enumValues ?? []).join(', '),
+    targetTypeName: targetTypeName ?? '',
+    rest,
+  };
 };
-const emptyRow = (): FieldRow => ({ fieldId: '', fieldType: 'string', required: false, searchable: false, filterable: false, sensitive: false, enumValues: '', targetTypeName: '', rest: {} });
+const emptyRow = (): FieldRow => ({
+  fieldId: '',
+  fieldType: 'string',
+  required: false,
+  searchable: false,
+  filterable: false,
+  sensitive: false,
+  enumValues: '',
+  targetTypeName: '',
+  rest: {},
+});
 const lookupOf = (l: NonNullable<SchemaBody['lookupFields']>[number]): LookupRow =>
-  typeof l === 'string' ? { fieldName: l, unique: false, rangeEnabled: false } : 'fieldNames' in l ? { fieldName: '', unique: false, rangeEnabled: false, composite: l.fieldNames } : { fieldName: l.fieldName, unique: !!l.unique, rangeEnabled: !!l.rangeEnabled };
+  typeof l === 'string'
+    ? { fieldName: l, unique: false, rangeEnabled: false }
+    : 'fieldNames' in l
+      ? { fieldName: '', unique: false, rangeEnabled: false, composite: l.fieldNames }
+      : { fieldName: l.fieldName, unique: !!l.unique, rangeEnabled: !!l.rangeEnabled };
 
 /** An enum value as typed: numbers and booleans as such, the rest as text. */
-const enumValue = (s: string): string | number | boolean => (s === 'true' ? true : s === 'false' ? false : s !== '' && !Number.isNaN(Number(s)) ? Number(s) : s);
+const enumValue = (s: string): string | number | boolean =>
+  s === 'true' ? true : s === 'false' ? false : s !== '' && !Number.isNaN(Number(s)) ? Number(s) : s;
 
 function fieldOf(r: FieldRow): FieldDef {
   const f: FieldDef = { ...r.rest, fieldId: r.fieldId.trim(), fieldType: r.fieldType };
@@ -186,7 +228,12 @@ function fieldOf(r: FieldRow): FieldDef {
   if (r.searchable) f.searchable = true;
   if (r.filterable) f.filterable = true;
   if (r.sensitive) f.sensitive = true;
-  if (r.fieldType === 'enum') f.enumValues = r.enumValues.split(',').map((v) => v.trim()).filter(Boolean).map(enumValue);
+  if (r.fieldType === 'enum')
+    f.enumValues = r.enumValues
+      .split(',')
+      .map((v) => v.trim())
+      .filter(Boolean)
+      .map(enumValue);
   else delete f.enumValues;
   if (r.fieldType === 'reference') f.targetTypeName = r.targetTypeName.trim() || undefined;
   else delete f.targetTypeName;
@@ -206,8 +253,10 @@ function SchemaForm({ existing }: { existing?: Schema }) {
   const [error, setError] = useState<ApiError>();
   const [busy, setBusy] = useState(false);
 
-  const setField = (i: number, patch: Partial<FieldRow>) => setFields(fields.map((f, j) => (j === i ? { ...f, ...patch } : f)));
-  const setLookup = (i: number, patch: Partial<LookupRow>) => setLookups(lookups.map((l, j) => (j === i ? { ...l, ...patch } : l)));
+  const setField = (i: number, patch: Partial<FieldRow>) =>
+    setFields(fields.map((f, j) => (j === i ? { ...f, ...patch } : f)));
+  const setLookup = (i: number, patch: Partial<LookupRow>) =>
+    setLookups(lookups.map((l, j) => (j === i ? { ...l, ...patch } : l)));
 
   async function submit(e: Event) {
     e.preventDefault();
@@ -218,14 +267,33 @@ function SchemaForm({ existing }: { existing?: Schema }) {
       displayName,
       allowedSurfaces: surfaces as SchemaBody['allowedSurfaces'],
       fields: fields.map(fieldOf),
-      lookupFields: lookups.map((l) => (l.composite ? { fieldNames: l.composite } : l.unique || l.rangeEnabled ? { fieldName: l.fieldName.trim(), ...(l.unique ? { unique: true } : {}), ...(l.rangeEnabled ? { rangeEnabled: true } : {}) } : l.fieldName.trim())),
+      lookupFields: lookups.map((l) =>
+        l.composite
+          ? { fieldNames: l.composite }
+          : l.unique || l.rangeEnabled
+            ? {
+                fieldName: l.fieldName.trim(),
+                ...(l.unique ? { unique: true } : {}),
+                ...(l.rangeEnabled ? { rangeEnabled: true } : {}),
+              }
+            : l.fieldName.trim(),
+      ),
       ...(description ? { description } : {}),
       ...(indexMode ? { indexMode: indexMode as SchemaBody['indexMode'] } : {}),
       ...(sortBy ? { sortBy } : {}),
     };
     try {
       const saved = existing
-        ? await unwrap(client.PUT('/v1/schemas/{id}', { params: { path: { id: existing.id } }, body: { ...kept(existing), ...body, expectedVersion: (existing as { schemaVersion?: number }).schemaVersion } }))
+        ? await unwrap(
+            client.PUT('/v1/schemas/{id}', {
+              params: { path: { id: existing.id } },
+              body: {
+                ...kept(existing),
+                ...body,
+                expectedVersion: (existing as { schemaVersion?: number }).schemaVersion,
+              },
+            }),
+          )
         : await unwrap(client.POST('/v1/schemas', { body }));
       navigate(href('schemas', saved.id));
     } catch (x) {
@@ -235,7 +303,16 @@ function SchemaForm({ existing }: { existing?: Schema }) {
     }
   }
 
-  const controls = ['typeName', 'displayName', 'description', 'indexMode', 'allowedSurfaces', 'sortBy', 'fields', 'lookupFields'];
+  const controls = [
+    'typeName',
+    'displayName',
+    'description',
+    'indexMode',
+    'allowedSurfaces',
+    'sortBy',
+    'fields',
+    'lookupFields',
+  ];
   return (
     <section>
       <p class="crumbs">
@@ -244,8 +321,24 @@ function SchemaForm({ existing }: { existing?: Schema }) {
       <h1>{existing ? `Edit schema ${existing.typeName}` : 'New schema'}</h1>
       <form onSubmit={submit} class="schema-form" noValidate>
         <div class="grid2">
-          <TextField label="Type name" path="typeName" value={typeName} onInput={setTypeName} error={error} required disabled={!!existing} hint="Letters, digits, _ and -; the name records are written under." />
-          <TextField label="Display name" path="displayName" value={displayName} onInput={setDisplayName} error={error} required />
+          <TextField
+            label="Type name"
+            path="typeName"
+            value={typeName}
+            onInput={setTypeName}
+            error={error}
+            required
+            disabled={!!existing}
+            hint="Letters, digits, _ and -; the name records are written under."
+          />
+          <TextField
+            label="Display name"
+            path="displayName"
+            value={displayName}
+            onInput={setDisplayName}
+            error={error}
+            required
+          />
         </div>
         <TextField label="Description" path="description" value={description} onInput={setDescription} error={error} />
         <div class="grid2">
@@ -257,12 +350,25 @@ function SchemaForm({ existing }: { existing?: Schema }) {
             error={error}
             options={INDEX_MODES.map((m) => ({ value: m, label: m || 'Default (HYBRID with a searchable field)' }))}
           />
-          <TextField label="Sort records by (set once)" path="sortBy" value={sortBy} onInput={setSortBy} error={error} disabled={!!existing} hint="A field id; lookups answer in this order (default: created)." />
+          <TextField
+            label="Sort records by (set once)"
+            path="sortBy"
+            value={sortBy}
+            onInput={setSortBy}
+            error={error}
+            disabled={!!existing}
+            hint="A field id; lookups answer in this order (default: created)."
+          />
         </div>
         <fieldset>
           <legend>Surfaces</legend>
           {SURFACES.map((s) => (
-            <CheckField label={s} checked={surfaces.includes(s)} onChange={(on) => setSurfaces(on ? [...surfaces, s] : surfaces.filter((x) => x !== s))} name={`surface-${s}`} />
+            <CheckField
+              label={s}
+              checked={surfaces.includes(s)}
+              onChange={(on) => setSurfaces(on ? [...surfaces, s] : surfaces.filter((x) => x !== s))}
+              name={`surface-${s}`}
+            />
           ))}
           {issueAt(error, 'allowedSurfaces') ? (
             <p class="field-error" role="alert">
@@ -274,17 +380,69 @@ function SchemaForm({ existing }: { existing?: Schema }) {
           <legend>Fields</legend>
           {fields.map((f, i) => (
             <div class="field-row" role="group" aria-label={`Field ${i + 1}`}>
-              <TextField label={`Field ${i + 1} id`} path={`fields.${i}.fieldId`} value={f.fieldId} onInput={(v) => setField(i, { fieldId: v })} error={error} />
-              <SelectField label={`Field ${i + 1} type`} path={`fields.${i}.fieldType`} value={f.fieldType} onChange={(v) => setField(i, { fieldType: v as FieldType })} error={error} options={FIELD_TYPES} />
-              {f.fieldType === 'enum' ? <TextField label={`Field ${i + 1} values`} path={`fields.${i}.enumValues`} value={f.enumValues} onInput={(v) => setField(i, { enumValues: v })} error={error} hint="Comma-separated" /> : null}
-              {f.fieldType === 'reference' ? <TextField label={`Field ${i + 1} target type`} path={`fields.${i}.targetTypeName`} value={f.targetTypeName} onInput={(v) => setField(i, { targetTypeName: v })} error={error} /> : null}
+              <TextField
+                label={`Field ${i + 1} id`}
+                path={`fields.${i}.fieldId`}
+                value={f.fieldId}
+                onInput={(v) => setField(i, { fieldId: v })}
+                error={error}
+              />
+              <SelectField
+                label={`Field ${i + 1} type`}
+                path={`fields.${i}.fieldType`}
+                value={f.fieldType}
+                onChange={(v) => setField(i, { fieldType: v as FieldType })}
+                error={error}
+                options={FIELD_TYPES}
+              />
+              {f.fieldType === 'enum' ? (
+                <TextField
+                  label={`Field ${i + 1} values`}
+                  path={`fields.${i}.enumValues`}
+                  value={f.enumValues}
+                  onInput={(v) => setField(i, { enumValues: v })}
+                  error={error}
+                  hint="Comma-separated"
+                />
+              ) : null}
+              {f.fieldType === 'reference' ? (
+                <TextField
+                  label={`Field ${i + 1} target type`}
+                  path={`fields.${i}.targetTypeName`}
+                  value={f.targetTypeName}
+                  onInput={(v) => setField(i, { targetTypeName: v })}
+                  error={error}
+                />
+              ) : null}
               <div class="flags">
-                <CheckField label="required" checked={f.required} onChange={(v) => setField(i, { required: v })} name={`fields.${i}.required`} />
-                <CheckField label="searchable" checked={f.searchable} onChange={(v) => setField(i, { searchable: v })} name={`fields.${i}.searchable`} />
-                <CheckField label="filterable" checked={f.filterable} onChange={(v) => setField(i, { filterable: v })} name={`fields.${i}.filterable`} />
-                <CheckField label="sensitive" checked={f.sensitive} onChange={(v) => setField(i, { sensitive: v })} name={`fields.${i}.sensitive`} />
+                <CheckField
+                  label="required"
+                  checked={f.required}
+                  onChange={(v) => setField(i, { required: v })}
+                  name={`fields.${i}.required`}
+                />
+                <CheckField
+                  label="searchable"
+                  checked={f.searchable}
+                  onChange={(v) => setField(i, { searchable: v })}
+                  name={`fields.${i}.searchable`}
+                />
+                <CheckField
+                  label="filterable"
+                  checked={f.filterable}
+                  onChange={(v) => setField(i, { filterable: v })}
+                  name={`fields.${i}.filterable`}
+                />
+                <CheckField
+                  label="sensitive"
+                  checked={f.sensitive}
+                  onChange={(v) => setField(i, { sensitive: v })}
+                  name={`fields.${i}.sensitive`}
+                />
               </div>
-              {issueAt(error, `fields.${i}`) && !issueAt(error, `fields.${i}.fieldId`) && !issueAt(error, `fields.${i}.fieldType`) ? (
+              {issueAt(error, `fields.${i}`) &&
+              !issueAt(error, `fields.${i}.fieldId`) &&
+              !issueAt(error, `fields.${i}.fieldType`) ? (
                 <p class="field-error" role="alert">
                   {issueAt(error, `fields.${i}`)}
                 </p>
@@ -310,10 +468,26 @@ function SchemaForm({ existing }: { existing?: Schema }) {
               </p>
             ) : (
               <div class="field-row" role="group" aria-label={`Lookup ${i + 1}`}>
-                <TextField label={`Lookup ${i + 1} field`} path={`lookupFields.${i}`} value={l.fieldName} onInput={(v) => setLookup(i, { fieldName: v })} error={error} />
+                <TextField
+                  label={`Lookup ${i + 1} field`}
+                  path={`lookupFields.${i}`}
+                  value={l.fieldName}
+                  onInput={(v) => setLookup(i, { fieldName: v })}
+                  error={error}
+                />
                 <div class="flags">
-                  <CheckField label="unique" checked={l.unique} onChange={(v) => setLookup(i, { unique: v })} name={`lookupFields.${i}.unique`} />
-                  <CheckField label="range" checked={l.rangeEnabled} onChange={(v) => setLookup(i, { rangeEnabled: v })} name={`lookupFields.${i}.rangeEnabled`} />
+                  <CheckField
+                    label="unique"
+                    checked={l.unique}
+                    onChange={(v) => setLookup(i, { unique: v })}
+                    name={`lookupFields.${i}.unique`}
+                  />
+                  <CheckField
+                    label="range"
+                    checked={l.rangeEnabled}
+                    onChange={(v) => setLookup(i, { rangeEnabled: v })}
+                    name={`lookupFields.${i}.rangeEnabled`}
+                  />
                 </div>
                 <button type="button" class="small" onClick={() => setLookups(lookups.filter((_, j) => j !== i))}>
                   Remove lookup {i + 1}
@@ -326,7 +500,10 @@ function SchemaForm({ existing }: { existing?: Schema }) {
               {issueAt(error, 'lookupFields')}
             </p>
           ) : null}
-          <button type="button" onClick={() => setLookups([...lookups, { fieldName: '', unique: false, rangeEnabled: false }])}>
+          <button
+            type="button"
+            onClick={() => setLookups([...lookups, { fieldName: '', unique: false, rangeEnabled: false }])}
+          >
             Add a lookup
           </button>
         </fieldset>
@@ -346,6 +523,11 @@ function SchemaForm({ existing }: { existing?: Schema }) {
 
 /** What a PUT must carry over that the form does not edit (render hints, capabilities, scopes...). */
 function kept(s: Schema): Partial<Body<'updateSchema'>> {
-  const { renderHints, capabilities, storageProfile, active, userId, scopes, basedOn } = s as Schema & Record<string, never>;
-  return Object.fromEntries(Object.entries({ renderHints, capabilities, storageProfile, active, userId, scopes, basedOn }).filter(([, v]) => v !== undefined && v !== null));
+  const { renderHints, capabilities, storageProfile, active, userId, scopes, basedOn } = s as Schema &
+    Record<string, never>;
+  return Object.fromEntries(
+    Object.entries({ renderHints, capabilities, storageProfile, active, userId, scopes, basedOn }).filter(
+      ([, v]) => v !== undefined && v !== null,
+    ),
+  );
 }

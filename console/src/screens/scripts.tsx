@@ -42,7 +42,11 @@ function Tabs({ at }: { at: 'scripts' | 'triggers' }) {
 
 function ScriptList() {
   const client = useClient();
-  const load = useCallback((cursor: string | undefined) => unwrap(client.GET('/v1/scripts', { params: { query: { limit: 20, ...(cursor ? { startFrom: cursor } : {}) } } })), [client]);
+  const load = useCallback(
+    (cursor: string | undefined) =>
+      unwrap(client.GET('/v1/scripts', { params: { query: { limit: 20, ...(cursor ? { startFrom: cursor } : {}) } } })),
+    [client],
+  );
   const columns: Column<Script>[] = [
     { label: 'Name', cell: (s) => <a href={href('scripts', s.name)}>{s.name}</a> },
     { label: 'Latest version', cell: (s) => s.version },
@@ -54,7 +58,13 @@ function ScriptList() {
     <section>
       <h1>Scripts</h1>
       <Tabs at="scripts" />
-      <PagedTable caption="Scripts of this context" columns={columns} load={load} rowKey={(s) => s.id} empty="No script yet." />
+      <PagedTable
+        caption="Scripts of this context"
+        columns={columns}
+        load={load}
+        rowKey={(s) => s.id}
+        empty="No script yet."
+      />
       <Editor />
     </section>
   );
@@ -63,14 +73,18 @@ function ScriptList() {
 /** The API says a compile error in prose ("The source does not compile: ..."): shown under the source, where it belongs. */
 function atSource(e: ApiError): ApiError {
   const message = String(e.body.message ?? '');
-  return e.errorCode === 'VALIDATION_ERROR' && /^The source\b/.test(message) ? new ApiError(e.status, { ...e.body, message: `source: ${message}` }, e.requestId) : e;
+  return e.errorCode === 'VALIDATION_ERROR' && /^The source\b/.test(message)
+    ? new ApiError(e.status, { ...e.body, message: `source: ${message}` }, e.requestId)
+    : e;
 }
 
 /** Pushes a new version of `base`'s name (or a new script); navigates to the script's page. */
 function Editor({ base, onPushed }: { base?: Script; onPushed?: (s: Script) => void }) {
   const client = useClient();
   const [name, setName] = useState(base?.name ?? '');
-  const [source, setSource] = useState(base?.source ?? 'export default (input) => ({ hello: input.params.name ?? "world" });\n');
+  const [source, setSource] = useState(
+    base?.source ?? 'export default (input) => ({ hello: input.params.name ?? "world" });\n',
+  );
   const [description, setDescription] = useState(base?.description ?? '');
   const [error, setError] = useState<ApiError>();
   return (
@@ -79,7 +93,9 @@ function Editor({ base, onPushed }: { base?: Script; onPushed?: (s: Script) => v
         e.preventDefault();
         setError(undefined);
         try {
-          const s = await unwrap(client.POST('/v1/scripts', { body: { name, source, ...(description ? { description } : {}) } }));
+          const s = await unwrap(
+            client.POST('/v1/scripts', { body: { name, source, ...(description ? { description } : {}) } }),
+          );
           if (onPushed) onPushed(s as Script);
           else navigate(href('scripts', s.name));
         } catch (err) {
@@ -88,8 +104,28 @@ function Editor({ base, onPushed }: { base?: Script; onPushed?: (s: Script) => v
       }}
     >
       <h2>{base ? `Edit ${base.name}: push version ${base.version + 1}` : 'New script'}</h2>
-      {base ? null : <TextField label="Script name" path="name" value={name} onInput={setName} error={error} required hint="Letters, digits, _ and -" />}
-      <TextField label="Source" path="source" value={source} onInput={setSource} error={error} multiline rows={10} required hint="An ES module whose default export is called with {event, userId, params}" />
+      {base ? null : (
+        <TextField
+          label="Script name"
+          path="name"
+          value={name}
+          onInput={setName}
+          error={error}
+          required
+          hint="Letters, digits, _ and -"
+        />
+      )}
+      <TextField
+        label="Source"
+        path="source"
+        value={source}
+        onInput={setSource}
+        error={error}
+        multiline
+        rows={10}
+        required
+        hint="An ES module whose default export is called with {event, userId, params}"
+      />
       <TextField label="Description" path="description" value={description} onInput={setDescription} error={error} />
       {error && !shownAtField(error, ['name', 'source', 'description']) ? <ErrorMessage error={error} /> : null}
       <button type="submit" class="primary">
@@ -102,11 +138,14 @@ function Editor({ base, onPushed }: { base?: Script; onPushed?: (s: Script) => v
 function ScriptPage({ name }: { name: string }) {
   const client = useClient();
   const [round, setRound] = useState(0);
-  const versions = useLoad(async (c) => {
-    const out: Script[] = [];
-    for await (const s of c.paginate('/v1/scripts', { query: { name, limit: 100 } })) out.push(s as Script);
-    return out;
-  }, [name, round]);
+  const versions = useLoad(
+    async (c) => {
+      const out: Script[] = [];
+      for await (const s of c.paginate('/v1/scripts', { query: { name, limit: 100 } })) out.push(s as Script);
+      return out;
+    },
+    [name, round],
+  );
   const [shown, setShown] = useState<number>();
   const [input, setInput] = useState('{}');
   const [version, setVersion] = useState('latest');
@@ -122,13 +161,19 @@ function ScriptPage({ name }: { name: string }) {
     try {
       params = JSON.parse(input || '{}');
     } catch (err) {
-      return setRun({ error: new ApiError(0, { message: `input: not JSON (${(err as Error).message})`, errorCode: 'NOT_SENT' }) });
+      return setRun({
+        error: new ApiError(0, { message: `input: not JSON (${(err as Error).message})`, errorCode: 'NOT_SENT' }),
+      });
     }
     setRunning(true);
-    const { data, error, response } = await client.POST('/v1/scripts/execute', { body: { scriptRef: { name, version }, input: params } }).catch((err) => ({ data: undefined, error: err, response: undefined }));
+    const { data, error, response } = await client
+      .POST('/v1/scripts/execute', { body: { scriptRef: { name, version }, input: params } })
+      .catch((err) => ({ data: undefined, error: err, response: undefined }));
     if (data) setRun({ result: data.result, durationMs: data.execution.durationMs });
     else {
-      const apiError = response ? new ApiError(response.status, error, response.headers.get('x-request-id')) : asApiError(error);
+      const apiError = response
+        ? new ApiError(response.status, error, response.headers.get('x-request-id'))
+        : asApiError(error);
       const ex = (apiError.body as { execution?: { durationMs: number } }).execution;
       setRun({ error: apiError, durationMs: ex?.durationMs });
     }
@@ -157,11 +202,18 @@ function ScriptPage({ name }: { name: string }) {
             <dt>Size</dt>
             <dd>{current.sourceBytes} bytes</dd>
           </dl>
-          <pre aria-label={`Source of version ${current.version}`}>{current.source ?? '(the source needs scripts:r)'}</pre>
+          <pre aria-label={`Source of version ${current.version}`}>
+            {current.source ?? '(the source needs scripts:r)'}
+          </pre>
           <ul class="versions" aria-label="Versions">
             {(versions.data ?? []).map((v) => (
               <li>
-                <button type="button" class="small" onClick={() => setShown(v.version)} aria-pressed={v === current ? 'true' : 'false'}>
+                <button
+                  type="button"
+                  class="small"
+                  onClick={() => setShown(v.version)}
+                  aria-pressed={v === current ? 'true' : 'false'}
+                >
                   Show version {v.version}
                 </button>{' '}
                 {v.createdAt}
@@ -173,8 +225,24 @@ function ScriptPage({ name }: { name: string }) {
       <form onSubmit={execute}>
         <h2>Run</h2>
         <div class="grid2">
-          <TextField label="Input (JSON)" path="input" value={input} onInput={setInput} error={run?.error} multiline rows={4} hint="Passed as input.params" />
-          <SelectField label="Version to run" path="scriptRef.version" value={version} onChange={setVersion} error={run?.error} options={['latest', ...(versions.data ?? []).map((v) => String(v.version))]} />
+          <TextField
+            label="Input (JSON)"
+            path="input"
+            value={input}
+            onInput={setInput}
+            error={run?.error}
+            multiline
+            rows={4}
+            hint="Passed as input.params"
+          />
+          <SelectField
+            label="Version to run"
+            path="scriptRef.version"
+            value={version}
+            onChange={setVersion}
+            error={run?.error}
+            options={['latest', ...(versions.data ?? []).map((v) => String(v.version))]}
+          />
         </div>
         <button type="submit" class="primary" disabled={running}>
           {running ? 'Running…' : 'Run script'}
@@ -184,7 +252,14 @@ function ScriptPage({ name }: { name: string }) {
         <section aria-labelledby="run-h" class="run">
           <h2 id="run-h">{run.error ? 'The run failed' : 'Result'}</h2>
           {run.durationMs !== undefined ? <p>Took {run.durationMs} ms in the service.</p> : null}
-          {run.error ? <ErrorMessage error={run.error} title={run.error.errorCode === 'SCRIPT_ERROR' ? 'The script threw' : undefined} /> : <pre aria-label="Result">{JSON.stringify(run.result, null, 2)}</pre>}
+          {run.error ? (
+            <ErrorMessage
+              error={run.error}
+              title={run.error.errorCode === 'SCRIPT_ERROR' ? 'The script threw' : undefined}
+            />
+          ) : (
+            <pre aria-label="Result">{JSON.stringify(run.result, null, 2)}</pre>
+          )}
         </section>
       ) : null}
       {latest ? <Editor base={latest} onPushed={() => (setShown(undefined), setRound(round + 1))} /> : null}
@@ -209,8 +284,22 @@ function Triggers() {
   const [actions, setActions] = useState('records:r');
   const [error, setError] = useState<ApiError>();
   const [listError, setListError] = useState<ApiError>();
-  const rules = useCallback((cursor: string | undefined) => unwrap(client.GET('/v1/triggers', { params: { query: { limit: 20, ...(cursor ? { startFrom: cursor } : {}) } } })), [client, round]);
-  const failures = useCallback((cursor: string | undefined) => unwrap(client.GET('/v1/trigger-failures', { params: { query: { limit: 20, ...(cursor ? { startFrom: cursor } : {}) } } })), [client, round]);
+  const rules = useCallback(
+    (cursor: string | undefined) =>
+      unwrap(
+        client.GET('/v1/triggers', { params: { query: { limit: 20, ...(cursor ? { startFrom: cursor } : {}) } } }),
+      ),
+    [client, round],
+  );
+  const failures = useCallback(
+    (cursor: string | undefined) =>
+      unwrap(
+        client.GET('/v1/trigger-failures', {
+          params: { query: { limit: 20, ...(cursor ? { startFrom: cursor } : {}) } },
+        }),
+      ),
+    [client, round],
+  );
   async function remove(t: Trigger) {
     setListError(undefined);
     try {
@@ -252,7 +341,13 @@ function Triggers() {
       <h1>Trigger rules</h1>
       <Tabs at="triggers" />
       <ErrorMessage error={listError ?? schemas.error} />
-      <PagedTable caption="Trigger rules of this context" columns={ruleColumns} load={rules} rowKey={(t) => t.id} empty="No trigger rule yet." />
+      <PagedTable
+        caption="Trigger rules of this context"
+        columns={ruleColumns}
+        load={rules}
+        rowKey={(t) => t.id}
+        empty="No trigger rule yet."
+      />
       <form
         onSubmit={async (e) => {
           e.preventDefault();
@@ -260,7 +355,14 @@ function Triggers() {
           try {
             await unwrap(
               client.POST('/v1/triggers', {
-                body: { name, schemaId, events: events as Array<'CREATE'>, scriptRef: { name: script, version: scriptVersion }, fields: split(fields), grant: { allowedActions: split(actions) } },
+                body: {
+                  name,
+                  schemaId,
+                  events: events as Array<'CREATE'>,
+                  scriptRef: { name: script, version: scriptVersion },
+                  fields: split(fields),
+                  grant: { allowedActions: split(actions) },
+                },
               }),
             );
             setRound(round + 1);
@@ -273,17 +375,59 @@ function Triggers() {
         <h2>Declare a trigger rule</h2>
         <div class="grid2">
           <TextField label="Rule name" path="name" value={name} onInput={setName} error={error} required />
-          <SelectField label="Record type" path="schemaId" value={schemaId} onChange={setSchemaId} error={error} options={[{ value: '', label: 'Choose a type' }, ...(schemas.data ?? []).map((s) => ({ value: s.id, label: s.typeName }))]} />
-          <TextField label="Script name" path="scriptRef.name" value={script} onInput={setScript} error={error} required />
-          <TextField label="Script version" path="scriptRef.version" value={scriptVersion} onInput={setScriptVersion} error={error} hint="A number or latest" />
-          <TextField label="Fields passed to the script" path="fields" value={fields} onInput={setFields} error={error} hint="Comma separated: inline, filterable or lookup fields, not sensitive ones" />
-          <TextField label="Grant: allowed actions" path="grant.allowedActions" value={actions} onInput={setActions} error={error} hint="What the script may do when the rule fires" />
+          <SelectField
+            label="Record type"
+            path="schemaId"
+            value={schemaId}
+            onChange={setSchemaId}
+            error={error}
+            options={[
+              { value: '', label: 'Choose a type' },
+              ...(schemas.data ?? []).map((s) => ({ value: s.id, label: s.typeName })),
+            ]}
+          />
+          <TextField
+            label="Script name"
+            path="scriptRef.name"
+            value={script}
+            onInput={setScript}
+            error={error}
+            required
+          />
+          <TextField
+            label="Script version"
+            path="scriptRef.version"
+            value={scriptVersion}
+            onInput={setScriptVersion}
+            error={error}
+            hint="A number or latest"
+          />
+          <TextField
+            label="Fields passed to the script"
+            path="fields"
+            value={fields}
+            onInput={setFields}
+            error={error}
+            hint="Comma separated: inline, filterable or lookup fields, not sensitive ones"
+          />
+          <TextField
+            label="Grant: allowed actions"
+            path="grant.allowedActions"
+            value={actions}
+            onInput={setActions}
+            error={error}
+            hint="What the script may do when the rule fires"
+          />
         </div>
         <fieldset>
           <legend>Events</legend>
           <div class="flags">
             {['CREATE', 'UPDATE', 'DELETE'].map((ev) => (
-              <CheckField label={ev} checked={events.includes(ev)} onChange={(on) => setEvents(on ? [...events, ev] : events.filter((x) => x !== ev))} />
+              <CheckField
+                label={ev}
+                checked={events.includes(ev)}
+                onChange={(on) => setEvents(on ? [...events, ev] : events.filter((x) => x !== ev))}
+              />
             ))}
           </div>
         </fieldset>
@@ -298,7 +442,13 @@ function Triggers() {
           Refresh
         </button>
       </div>
-      <PagedTable caption="Trigger failures" columns={failureColumns} load={failures} rowKey={(f) => f.id} empty="No failure." />
+      <PagedTable
+        caption="Trigger failures"
+        columns={failureColumns}
+        load={failures}
+        rowKey={(f) => f.id}
+        empty="No failure."
+      />
     </section>
   );
 }

@@ -38,7 +38,10 @@ export default function Search({ query }: ScreenProps) {
   const [live, setLive] = useState(false);
   const lastBody = useRef<Body<'searchContent'>>();
   // Live: the shown results are searched again whenever a record or document of the context changes.
-  const changes = useChanges(() => lastBody.current && void searchAll(lastBody.current), { enabled: live, entities: ['records', 'documents'] });
+  const changes = useChanges(() => lastBody.current && void searchAll(lastBody.current), {
+    enabled: live,
+    entities: ['records', 'documents'],
+  });
 
   async function run(e: Event) {
     e.preventDefault();
@@ -49,11 +52,15 @@ export default function Search({ query }: ScreenProps) {
         parsedFilters = JSON.parse(filters);
       } catch (err) {
         // Not JSON at all: said at the field, and nothing is sent.
-        setFormError(new ApiError(0, { message: `filters: not JSON (${(err as Error).message})`, errorCode: 'NOT_SENT' }));
+        setFormError(
+          new ApiError(0, { message: `filters: not JSON (${(err as Error).message})`, errorCode: 'NOT_SENT' }),
+        );
         return;
       }
     }
-    const contentTypes = [docs ? 'documents' : '', records ? 'records' : ''].filter(Boolean) as Array<'documents' | 'records'>;
+    const contentTypes = [docs ? 'documents' : '', records ? 'records' : ''].filter(Boolean) as Array<
+      'documents' | 'records'
+    >;
     const body: Body<'searchContent'> = {
       query: q,
       ...(typeName ? { typeName } : {}),
@@ -97,10 +104,40 @@ export default function Search({ query }: ScreenProps) {
         </p>
         <TextField label="Query" path="query" value={q} onInput={setQ} error={formError} required />
         <div class="grid2">
-          <TextField label="Type name" path="typeName" value={typeName} onInput={setTypeName} error={formError} hint="Only records or documents of this type" />
-          <TextField label="Folder id" path="folderId" value={folderId} onInput={setFolderId} error={formError} hint="Only documents in this folder" />
-          <TextField label="Filters (JSON)" path="filters" value={filters} onInput={setFilters} error={formError} multiline rows={2} hint='Payload fields, e.g. {"genre": "novel"}' />
-          <TextField label="Results per mode" path="limit" value={limit} onInput={setLimit} error={formError} type="number" />
+          <TextField
+            label="Type name"
+            path="typeName"
+            value={typeName}
+            onInput={setTypeName}
+            error={formError}
+            hint="Only records or documents of this type"
+          />
+          <TextField
+            label="Folder id"
+            path="folderId"
+            value={folderId}
+            onInput={setFolderId}
+            error={formError}
+            hint="Only documents in this folder"
+          />
+          <TextField
+            label="Filters (JSON)"
+            path="filters"
+            value={filters}
+            onInput={setFilters}
+            error={formError}
+            multiline
+            rows={2}
+            hint='Payload fields, e.g. {"genre": "novel"}'
+          />
+          <TextField
+            label="Results per mode"
+            path="limit"
+            value={limit}
+            onInput={setLimit}
+            error={formError}
+            type="number"
+          />
         </div>
         <fieldset>
           <legend>Content types</legend>
@@ -112,7 +149,9 @@ export default function Search({ query }: ScreenProps) {
         <CheckField label="Live: search again when records or documents change" checked={live} onChange={setLive} />
         {live ? (
           <p class="hint" role="status">
-            {changes.recent.length ? `${changes.recent.length} changes seen; last: ${changes.recent[0].type} ${changes.recent[0].entityId}` : 'Waiting for changes…'}
+            {changes.recent.length
+              ? `${changes.recent.length} changes seen; last: ${changes.recent[0].type} ${changes.recent[0].entityId}`
+              : 'Waiting for changes…'}
           </p>
         ) : null}
         <ErrorMessage error={changes.error} />

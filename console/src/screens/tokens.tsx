@@ -50,9 +50,19 @@ export default function Tokens(_: ScreenProps) {
     e.preventDefault();
     setError(undefined);
     setMinted(undefined);
-    const dataScope = scopeUser || scopes ? { ...(scopeUser ? { userId: scopeUser } : {}), ...(scopes ? { scopes: split(scopes) } : {}) } : undefined;
+    const dataScope =
+      scopeUser || scopes
+        ? { ...(scopeUser ? { userId: scopeUser } : {}), ...(scopes ? { scopes: split(scopes) } : {}) }
+        : undefined;
     try {
-      const t = await unwrap(client.POST('/v1/tokens', { body: { scope: { allowedActions: split(actions), ...(dataScope ? { dataScope } : {}) }, ...(ttl ? { expiresInSeconds: Number(ttl) } : {}) } }));
+      const t = await unwrap(
+        client.POST('/v1/tokens', {
+          body: {
+            scope: { allowedActions: split(actions), ...(dataScope ? { dataScope } : {}) },
+            ...(ttl ? { expiresInSeconds: Number(ttl) } : {}),
+          },
+        }),
+      );
       setMinted(t);
       const next = [{ id: t.id, actions: split(actions), expiresAt: t.expiresAt }, ...list];
       keep(next);
@@ -82,11 +92,40 @@ export default function Tokens(_: ScreenProps) {
       <h1>Tokens</h1>
       <form onSubmit={mint}>
         <h2>Mint a token</h2>
-        <TextField label="Allowed actions" path="scope.allowedActions" value={actions} onInput={setActions} error={error} hint="<resource>:<action> with actions c r u d x, separated by commas: records:r, records:c, search:r, documents:*, …" required />
+        <TextField
+          label="Allowed actions"
+          path="scope.allowedActions"
+          value={actions}
+          onInput={setActions}
+          error={error}
+          hint="<resource>:<action> with actions c r u d x, separated by commas: records:r, records:c, search:r, documents:*, …"
+          required
+        />
         <div class="grid2">
-          <TextField label="Data scope: user id" path="scope.dataScope.userId" value={scopeUser} onInput={setScopeUser} error={error} hint="Only this user's data" />
-          <TextField label="Data scope: scopes" path="scope.dataScope.scopes" value={scopes} onInput={setScopes} error={error} hint="Only data of these scopes (comma separated)" />
-          <TextField label="Time to live (seconds)" path="expiresInSeconds" value={ttl} onInput={setTtl} error={error} type="number" />
+          <TextField
+            label="Data scope: user id"
+            path="scope.dataScope.userId"
+            value={scopeUser}
+            onInput={setScopeUser}
+            error={error}
+            hint="Only this user's data"
+          />
+          <TextField
+            label="Data scope: scopes"
+            path="scope.dataScope.scopes"
+            value={scopes}
+            onInput={setScopes}
+            error={error}
+            hint="Only data of these scopes (comma separated)"
+          />
+          <TextField
+            label="Time to live (seconds)"
+            path="expiresInSeconds"
+            value={ttl}
+            onInput={setTtl}
+            error={error}
+            type="number"
+          />
         </div>
         {error && !shownAtField(error, PATHS) ? <ErrorMessage error={error} /> : null}
         <div class="actions">
@@ -98,7 +137,8 @@ export default function Tokens(_: ScreenProps) {
       {minted ? (
         <div class="notice" role="status">
           <p>
-            Token <code>{minted.id}</code> minted{minted.expiresAt ? `, valid until ${minted.expiresAt}` : ''}. Copy it now: it is not shown again.
+            Token <code>{minted.id}</code> minted{minted.expiresAt ? `, valid until ${minted.expiresAt}` : ''}. Copy it
+            now: it is not shown again.
           </p>
           <TextField label="New token" value={minted.token} onInput={() => {}} />
         </div>
@@ -133,7 +173,12 @@ export default function Tokens(_: ScreenProps) {
                   {k.revoked ? (
                     'revoked'
                   ) : (
-                    <button type="button" class="danger small" onClick={() => revoke(k.id)} aria-label={`Revoke token ${k.id}`}>
+                    <button
+                      type="button"
+                      class="danger small"
+                      onClick={() => revoke(k.id)}
+                      aria-label={`Revoke token ${k.id}`}
+                    >
                       Revoke
                     </button>
                   )}

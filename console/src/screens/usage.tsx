@@ -27,7 +27,13 @@ export function BarChart({ title, bars, unit = '' }: { title: string; bars: Bar[
   return (
     <figure class="chart" aria-labelledby={id}>
       <figcaption id={id}>{title}</figcaption>
-      <svg role="img" aria-label={`${title}: ${bars.map((b) => `${b.label} ${b.value}${unit}`).join(', ')}`} viewBox={`0 0 ${width} ${bars.length * row + 4}`} width={width} height={bars.length * row + 4}>
+      <svg
+        role="img"
+        aria-label={`${title}: ${bars.map((b) => `${b.label} ${b.value}${unit}`).join(', ')}`}
+        viewBox={`0 0 ${width} ${bars.length * row + 4}`}
+        width={width}
+        height={bars.length * row + 4}
+      >
         {bars.map((b, i) => {
           const w = Math.round(((width - labelW - 70) * b.value) / max);
           return (
@@ -35,7 +41,15 @@ export function BarChart({ title, bars, unit = '' }: { title: string; bars: Bar[
               <text x={labelW - 6} y={row / 2 + 4} text-anchor="end" font-size="12" fill="#1b1f24">
                 {b.label}
               </text>
-              <rect class="bar" x={labelW} y={3} width={Math.max(w, b.value > 0 ? 2 : 0)} height={row - 8} fill="#1f4e8c" data-value={b.value} />
+              <rect
+                class="bar"
+                x={labelW}
+                y={3}
+                width={Math.max(w, b.value > 0 ? 2 : 0)}
+                height={row - 8}
+                fill="#1f4e8c"
+                data-value={b.value}
+              />
               <text x={labelW + w + 6} y={row / 2 + 4} font-size="12" fill="#1b1f24">
                 {b.value}
                 {unit}
@@ -58,7 +72,13 @@ const monthsBack = (n: number) => {
 
 export default function UsageScreen(_: ScreenProps) {
   const report = useLoad((c) => unwrap(c.GET('/v1/usage')), []);
-  const history = useLoad(async (c) => Promise.all(monthsBack(6).map(async (m) => ({ ...m, usage: await unwrap(c.GET('/v1/usage', { params: { query: m } })) }))), []);
+  const history = useLoad(
+    async (c) =>
+      Promise.all(
+        monthsBack(6).map(async (m) => ({ ...m, usage: await unwrap(c.GET('/v1/usage', { params: { query: m } })) })),
+      ),
+    [],
+  );
   const u = report.data;
   return (
     <section>
@@ -78,12 +98,60 @@ export default function UsageScreen(_: ScreenProps) {
             {u.credits.limit !== undefined ? ` of ${u.credits.limit}` : ''}
           </p>
           <div class="charts">
-            <BarChart title="Requests" bars={[{ label: 'API reads', value: u.reads.calls.used }, { label: 'Script runs', value: u.execution.executions }, { label: 'Inference calls', value: u.inference.endpoints.rag.calls + u.inference.endpoints.ask.calls + u.inference.endpoints.chat.calls }]} />
-            <BarChart title="Writes" bars={[{ label: 'Record writes', value: u.records.writes.count }, { label: 'Document writes', value: u.documents.writes.count }, { label: 'Indexed writes', value: u.records.writes.indexCount + u.documents.writes.indexCount }]} />
-            <BarChart title="Searches" bars={[{ label: 'TEXT', value: u.search.queries.text.count }, { label: 'SEMANTIC', value: u.search.queries.semantic.count }, { label: 'HYBRID', value: u.search.queries.hybrid.count }]} />
-            <BarChart title="Inference" bars={[{ label: 'RAG', value: u.inference.endpoints.rag.calls }, { label: 'Ask a document', value: u.inference.endpoints.ask.calls }, { label: 'Chat', value: u.inference.endpoints.chat.calls }, { label: 'Cost (cents)', value: u.inference.costCents }]} />
-            <BarChart title="Credits by use" bars={Object.entries(u.credits.breakdown).filter(([k]) => !k.endsWith('Milli')).map(([label, value]) => ({ label, value: Math.round(value * 1000) / 1000 }))} />
-            {history.data ? <BarChart title="Credits per month" bars={history.data.map((h) => ({ label: `${h.year}-${String(h.month).padStart(2, '0')}`, value: h.usage.credits.used }))} /> : null}
+            <BarChart
+              title="Requests"
+              bars={[
+                { label: 'API reads', value: u.reads.calls.used },
+                { label: 'Script runs', value: u.execution.executions },
+                {
+                  label: 'Inference calls',
+                  value:
+                    u.inference.endpoints.rag.calls +
+                    u.inference.endpoints.ask.calls +
+                    u.inference.endpoints.chat.calls,
+                },
+              ]}
+            />
+            <BarChart
+              title="Writes"
+              bars={[
+                { label: 'Record writes', value: u.records.writes.count },
+                { label: 'Document writes', value: u.documents.writes.count },
+                { label: 'Indexed writes', value: u.records.writes.indexCount + u.documents.writes.indexCount },
+              ]}
+            />
+            <BarChart
+              title="Searches"
+              bars={[
+                { label: 'TEXT', value: u.search.queries.text.count },
+                { label: 'SEMANTIC', value: u.search.queries.semantic.count },
+                { label: 'HYBRID', value: u.search.queries.hybrid.count },
+              ]}
+            />
+            <BarChart
+              title="Inference"
+              bars={[
+                { label: 'RAG', value: u.inference.endpoints.rag.calls },
+                { label: 'Ask a document', value: u.inference.endpoints.ask.calls },
+                { label: 'Chat', value: u.inference.endpoints.chat.calls },
+                { label: 'Cost (cents)', value: u.inference.costCents },
+              ]}
+            />
+            <BarChart
+              title="Credits by use"
+              bars={Object.entries(u.credits.breakdown)
+                .filter(([k]) => !k.endsWith('Milli'))
+                .map(([label, value]) => ({ label, value: Math.round(value * 1000) / 1000 }))}
+            />
+            {history.data ? (
+              <BarChart
+                title="Credits per month"
+                bars={history.data.map((h) => ({
+                  label: `${h.year}-${String(h.month).padStart(2, '0')}`,
+                  value: h.usage.credits.used,
+                }))}
+              />
+            ) : null}
           </div>
         </>
       ) : null}
@@ -99,21 +167,51 @@ function Headroom() {
   if (!r)
     return (
       <p class="headroom">
-        Rate-limit headroom: no counted request (a write, a search, an inference) from this tab yet; the service reports the headroom on those answers.
+        Rate-limit headroom: no counted request (a write, a search, an inference) from this tab yet; the service reports
+        the headroom on those answers.
       </p>
     );
   return (
     <div class="headroom">
       <p id="headroom-label">
-        Rate-limit headroom: <strong>{r.remaining}</strong> of {r.limit} requests left in this minute's window, as the answer to {r.request} at {new Date(r.at).toLocaleTimeString()} said
-        (X-RateLimit-Remaining / -Limit; the window resets at the top of each minute).
+        Rate-limit headroom: <strong>{r.remaining}</strong> of {r.limit} requests left in this minute's window, as the
+        answer to {r.request} at {new Date(r.at).toLocaleTimeString()} said (X-RateLimit-Remaining / -Limit; the window
+        resets at the top of each minute).
       </p>
-      <meter aria-labelledby="headroom-label" min={0} max={r.limit} value={r.remaining} low={r.limit * 0.2} optimum={r.limit} />
+      <meter
+        aria-labelledby="headroom-label"
+        min={0}
+        max={r.limit}
+        value={r.remaining}
+        low={r.limit * 0.2}
+        optimum={r.limit}
+      />
     </div>
   );
 }
 
-const RESOURCES = ['', 'documents', 'records', 'search', 'schemas', 'folders', 'usage', 'models', 'rag', 'chat', 'ask', 'export', 'erasure-requests', 'auth', 'ping', 'entities', 'namespaces', 'users', 'clients', 'orgs'];
+const RESOURCES = [
+  '',
+  'documents',
+  'records',
+  'search',
+  'schemas',
+  'folders',
+  'usage',
+  'models',
+  'rag',
+  'chat',
+  'ask',
+  'export',
+  'erasure-requests',
+  'auth',
+  'ping',
+  'entities',
+  'namespaces',
+  'users',
+  'clients',
+  'orgs',
+];
 
 function Activity() {
   const [resource, setResource] = useState('');
@@ -123,7 +221,10 @@ function Activity() {
   const [endTime, setEnd] = useState('');
   const [keyId, setKeyId] = useState('');
   const [applied, setApplied] = useState<Record<string, string>>({});
-  const log = useLoad((c) => unwrap(c.GET('/v1/admin/logs', { params: { query: { limit: '50', ...applied } } })), [JSON.stringify(applied)]);
+  const log = useLoad(
+    (c) => unwrap(c.GET('/v1/admin/logs', { params: { query: { limit: '50', ...applied } } })),
+    [JSON.stringify(applied)],
+  );
   const error: ApiError | undefined = log.error;
   return (
     <section aria-labelledby="activity-h">
@@ -142,9 +243,30 @@ function Activity() {
         }}
       >
         <div class="grid2">
-          <SelectField label="Resource" path="resource" value={resource} onChange={setResource} error={error} options={RESOURCES.map((r) => ({ value: r, label: r || 'any' }))} />
-          <SelectField label="Method" path="method" value={method} onChange={setMethod} error={error} options={['', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map((m) => ({ value: m, label: m || 'any' }))} />
-          <TextField label="From (ISO time)" path="startTime" value={startTime} onInput={setStart} error={error} placeholder="2026-01-01T00:00:00Z" />
+          <SelectField
+            label="Resource"
+            path="resource"
+            value={resource}
+            onChange={setResource}
+            error={error}
+            options={RESOURCES.map((r) => ({ value: r, label: r || 'any' }))}
+          />
+          <SelectField
+            label="Method"
+            path="method"
+            value={method}
+            onChange={setMethod}
+            error={error}
+            options={['', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map((m) => ({ value: m, label: m || 'any' }))}
+          />
+          <TextField
+            label="From (ISO time)"
+            path="startTime"
+            value={startTime}
+            onInput={setStart}
+            error={error}
+            placeholder="2026-01-01T00:00:00Z"
+          />
           <TextField label="Until (ISO time)" path="endTime" value={endTime} onInput={setEnd} error={error} />
           <TextField label="Key id" path="keyId" value={keyId} onInput={setKeyId} error={error} />
         </div>
@@ -153,11 +275,12 @@ function Activity() {
           Apply filters
         </button>
       </form>
-      {error && !['resource', 'method', 'startTime', 'endTime', 'keyId'].some((p) => JSON.stringify(error.body).includes(p)) ? <ErrorMessage error={error} /> : null}
+      {error &&
+      !['resource', 'method', 'startTime', 'endTime', 'keyId'].some((p) => JSON.stringify(error.body).includes(p)) ? (
+        <ErrorMessage error={error} />
+      ) : null}
       <table aria-busy={log.loading ? 'true' : 'false'}>
-        <caption>
-          Requests, newest first{log.data?.truncated ? ' (more than shown: narrow the filters)' : ''}
-        </caption>
+        <caption>Requests, newest first{log.data?.truncated ? ' (more than shown: narrow the filters)' : ''}</caption>
         <thead>
           <tr>
             <th scope="col">Time</th>

@@ -7,8 +7,23 @@ import { z } from 'zod';
 
 /** The spec's allow-listed `resource` names. */
 export const ACTIVITY_RESOURCES = [
-  'documents', 'records', 'search', 'schemas', 'folders', 'usage', 'models', 'rag', 'chat', 'ask',
-  'export', 'erasure-requests', 'auth', 'ping', 'entities', 'namespaces', 'users',
+  'documents',
+  'records',
+  'search',
+  'schemas',
+  'folders',
+  'usage',
+  'models',
+  'rag',
+  'chat',
+  'ask',
+  'export',
+  'erasure-requests',
+  'auth',
+  'ping',
+  'entities',
+  'namespaces',
+  'users',
 ] as const;
 /** Legacy names the filter accepts; no entry ever carries them, so they match nothing. */
 export const LEGACY_ACTIVITY_RESOURCES = ['clients', 'orgs'] as const;
@@ -44,7 +59,8 @@ export function activityResource(method: string, path: string): string {
   const segs = path.split('/');
   // ['', 'v1', first, ...]
   const first = segs[2] ?? '';
-  if (first === 'documents' && method === 'POST' && segs.length === 5 && segs[4] === 'ask' && segs[3] !== '') return 'ask';
+  if (first === 'documents' && method === 'POST' && segs.length === 5 && segs[4] === 'ask' && segs[3] !== '')
+    return 'ask';
   return Object.hasOwn(MAPPED, first) ? MAPPED[first] : UNKNOWN_ACTIVITY_RESOURCE;
 }
 
@@ -80,7 +96,10 @@ const instant = (name: string) =>
   one(name).transform((v, ctx) => {
     const ms = parseIsoInstant(v);
     if (ms === null) {
-      ctx.addIssue({ code: 'custom', message: `${name} must be an ISO-8601 date-time with a zone, e.g. 2026-05-01T12:00:00Z` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `${name} must be an ISO-8601 date-time with a zone, e.g. 2026-05-01T12:00:00Z`,
+      });
       return z.NEVER;
     }
     return ms;
@@ -91,20 +110,31 @@ const instant = (name: string) =>
  * would otherwise widen an audit query without telling).
  */
 export const activityLogQuery = z.strictObject({
-  startTime: instant('startTime').optional().describe('Window start (ISO-8601, inclusive); default 24 hours before endTime, or before the request'),
-  endTime: instant('endTime').optional().describe('Window end (ISO-8601, inclusive to the millisecond); default open-ended. Earlier than startTime is a 400'),
+  startTime: instant('startTime')
+    .optional()
+    .describe('Window start (ISO-8601, inclusive); default 24 hours before endTime, or before the request'),
+  endTime: instant('endTime')
+    .optional()
+    .describe(
+      'Window end (ISO-8601, inclusive to the millisecond); default open-ended. Earlier than startTime is a 400',
+    ),
   limit: one('limit')
     .optional()
     .transform((v, ctx) => {
       if (v === undefined || v === '') return ACTIVITY_LOG_LIMIT.default;
       const n = /^\d+$/.test(v) ? Number(v) : NaN;
       if (!Number.isInteger(n) || n < ACTIVITY_LOG_LIMIT.min || n > ACTIVITY_LOG_LIMIT.max) {
-        ctx.addIssue({ code: 'custom', message: `limit must be an integer from ${ACTIVITY_LOG_LIMIT.min} to ${ACTIVITY_LOG_LIMIT.max}` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `limit must be an integer from ${ACTIVITY_LOG_LIMIT.min} to ${ACTIVITY_LOG_LIMIT.max}`,
+        });
         return z.NEVER;
       }
       return n;
     })
-    .describe(`Entries returned, ${ACTIVITY_LOG_LIMIT.min}-${ACTIVITY_LOG_LIMIT.max}, default ${ACTIVITY_LOG_LIMIT.default}`),
+    .describe(
+      `Entries returned, ${ACTIVITY_LOG_LIMIT.min}-${ACTIVITY_LOG_LIMIT.max}, default ${ACTIVITY_LOG_LIMIT.default}`,
+    ),
   errorsOnly: one('errorsOnly')
     .optional()
     .transform((v, ctx) => {
@@ -115,7 +145,9 @@ export const activityLogQuery = z.strictObject({
     })
     .describe('true: only entries with status >= 400 (default false)'),
   resource: z
-    .enum([...ACTIVITY_RESOURCES, ...LEGACY_ACTIVITY_RESOURCES], { error: `resource must be one of ${[...ACTIVITY_RESOURCES, ...LEGACY_ACTIVITY_RESOURCES].join(', ')}` })
+    .enum([...ACTIVITY_RESOURCES, ...LEGACY_ACTIVITY_RESOURCES], {
+      error: `resource must be one of ${[...ACTIVITY_RESOURCES, ...LEGACY_ACTIVITY_RESOURCES].join(', ')}`,
+    })
     .optional()
     .describe('One allow-listed resource name (legacy clients and orgs match nothing)'),
   method: one('method')
@@ -132,7 +164,9 @@ export const activityLogQuery = z.strictObject({
     .describe(`HTTP method, case-insensitive: ${ACTIVITY_METHODS.join(', ')}`),
   keyId: one('keyId')
     .optional()
-    .refine((v) => v === undefined || KEY_ID_RE.test(v), { message: 'keyId must be 1-128 letters, digits, hyphens or underscores' })
+    .refine((v) => v === undefined || KEY_ID_RE.test(v), {
+      message: 'keyId must be 1-128 letters, digits, hyphens or underscores',
+    })
     .describe('Credential id (never the secret): 1-128 letters, digits, - or _'),
 });
 export type ActivityLogQuery = z.infer<typeof activityLogQuery>;

@@ -7,7 +7,11 @@ import { recordResponse } from './records';
 /** The entity kinds of the change stream (GET /v1/changes), each with the read permission that lets its events through. */
 export const CHANGE_ENTITY_KINDS = ['records', 'documents', 'folders'] as const;
 export type ChangeEntityKind = (typeof CHANGE_ENTITY_KINDS)[number];
-export const CHANGE_KIND_PERMISSION: Record<ChangeEntityKind, string> = { records: 'records:r', documents: 'documents:r', folders: 'folders:r' };
+export const CHANGE_KIND_PERMISSION: Record<ChangeEntityKind, string> = {
+  records: 'records:r',
+  documents: 'documents:r',
+  folders: 'folders:r',
+};
 
 /** Most type names one `types` filter may list (docs/limits.md). */
 export const CHANGE_TYPES_MAX = 100;
@@ -15,7 +19,16 @@ export const CHANGE_TYPES_MAX = 100;
 /** The event names of the change stream, by entity kind (docs/api.md "Change stream"). */
 export const CHANGE_EVENT_NAMES = {
   records: ['record.created', 'record.updated', 'record.deleted', 'record.indexed'],
-  documents: ['document.created', 'document.updated', 'document.uploaded', 'document.indexed', 'document.stored', 'document.skipped', 'document.failed', 'document.deleted'],
+  documents: [
+    'document.created',
+    'document.updated',
+    'document.uploaded',
+    'document.indexed',
+    'document.stored',
+    'document.skipped',
+    'document.failed',
+    'document.deleted',
+  ],
   folders: ['folder.created', 'folder.updated', 'folder.deleted'],
 } as const satisfies Record<ChangeEntityKind, readonly string[]>;
 export type ChangeEventName = (typeof CHANGE_EVENT_NAMES)[ChangeEntityKind][number];
@@ -37,7 +50,11 @@ export const changesQuery = z
     /** Only these type names (records and documents of those schemas; folders have none and are left out). */
     types: commaList('type names', (t) => IDENTIFIER_RE.test(t), CHANGE_TYPES_MAX).optional(),
     /** Only these entity kinds; a kind named here without its read permission is a 403. */
-    entities: commaList('of records, documents, folders', (k) => (CHANGE_ENTITY_KINDS as readonly string[]).includes(k), CHANGE_ENTITY_KINDS.length).optional(),
+    entities: commaList(
+      'of records, documents, folders',
+      (k) => (CHANGE_ENTITY_KINDS as readonly string[]).includes(k),
+      CHANGE_ENTITY_KINDS.length,
+    ).optional(),
     /** Events after this log position (the `position` of the last event seen; 0: the whole log). Last-Event-ID wins over it. */
     startFrom: z.string().regex(LOG_POSITION_RE, 'must be a log position (a whole number)').optional(),
   })
@@ -59,7 +76,11 @@ export const documentChange = changeData(documentResponse);
 export const folderChange = changeData(folderResponse);
 export type ChangeData = z.infer<typeof recordChange> | z.infer<typeof documentChange> | z.infer<typeof folderChange>;
 
-const DATA_OF: Record<ChangeEntityKind, z.ZodTypeAny> = { records: recordChange, documents: documentChange, folders: folderChange };
+const DATA_OF: Record<ChangeEntityKind, z.ZodTypeAny> = {
+  records: recordChange,
+  documents: documentChange,
+  folders: folderChange,
+};
 /** The events of GET /v1/changes (RouteSpec `stream`; /openapi.json). */
 export const changeStreamEvents: Record<string, z.ZodTypeAny> = Object.fromEntries(
   CHANGE_ENTITY_KINDS.flatMap((k) => CHANGE_EVENT_NAMES[k].map((name) => [name, DATA_OF[k]])),

@@ -5,7 +5,16 @@ import { INDEX_MODES } from './schemas';
 const payload = z.record(z.string(), z.unknown());
 const id = z.string().min(1).max(128);
 
-export const DOCUMENT_STATUSES = ['PENDING_UPLOAD', 'UPLOADED', 'EXTRACTING', 'PENDING_INDEX', 'INDEXED', 'SKIPPED', 'STORED', 'FAILED'] as const;
+export const DOCUMENT_STATUSES = [
+  'PENDING_UPLOAD',
+  'UPLOADED',
+  'EXTRACTING',
+  'PENDING_INDEX',
+  'INDEXED',
+  'SKIPPED',
+  'STORED',
+  'FAILED',
+] as const;
 export type DocumentStatus = (typeof DOCUMENT_STATUSES)[number];
 
 const common = {
@@ -28,16 +37,31 @@ export const uploadDocumentBody = z
   .object({
     ...common,
     fileName: z.string().min(1).max(512),
-    fileType: z.string().min(3).max(255).regex(/^[\w.+-]+\/[\w.+-]+$/, 'must be a MIME type such as application/pdf'),
+    fileType: z
+      .string()
+      .min(3)
+      .max(255)
+      .regex(/^[\w.+-]+\/[\w.+-]+$/, 'must be a MIME type such as application/pdf'),
     storeText: z.boolean().optional(),
   })
   .strict();
 export type UploadDocument = z.infer<typeof uploadDocumentBody>;
 
 /** PUT: full replace of the mutable fields; `text` re-ingests; `indexMode` / `externalId` / `storeText` only when unchanged. */
-export const putDocumentBody = z.object({ ...common, text: z.string().optional(), storeText: z.boolean().optional() }).strict();
+export const putDocumentBody = z
+  .object({ ...common, text: z.string().optional(), storeText: z.boolean().optional() })
+  .strict();
 
-export const PATCHABLE_DOCUMENT_KEYS = ['title', 'text', 'folderId', 'schemaId', 'userId', 'scopes', 'payload', 'expectedVersion'] as const;
+export const PATCHABLE_DOCUMENT_KEYS = [
+  'title',
+  'text',
+  'folderId',
+  'schemaId',
+  'userId',
+  'scopes',
+  'payload',
+  'expectedVersion',
+] as const;
 export const IMMUTABLE_DOCUMENT_KEYS = ['indexMode', 'externalId', 'storeText'] as const;
 /** PATCH (RFC 7386): other keys reach the decision, which names immutable and unknown keys in its 400. */
 export const patchDocumentBody = z

@@ -21,7 +21,10 @@ export function parseIsoTime(s: string): number | null {
   return Number.isNaN(t) ? null : t;
 }
 
-const isoTime = z.string().max(64).refine((s) => parseIsoTime(s) !== null, 'must be an ISO-8601 time (a date, or a date and time with Z or an offset)');
+const isoTime = z
+  .string()
+  .max(64)
+  .refine((s) => parseIsoTime(s) !== null, 'must be an ISO-8601 time (a date, or a date and time with Z or an offset)');
 
 export const exportQuery = z
   .object({
@@ -32,7 +35,10 @@ export const exportQuery = z
     /** Comma-separated entity kinds (record, document, folder, schema, ...: the kinds of stream the log holds); all when absent. */
     streams: z.string().max(1000).optional(),
     /** The `position` of the last line received: the export resumes after it. */
-    startFrom: z.string().regex(/^\d{1,15}$/, 'must be the position of an exported line').optional(),
+    startFrom: z
+      .string()
+      .regex(/^\d{1,15}$/, 'must be the position of an exported line')
+      .optional(),
   })
   .superRefine((q, ctx) => {
     if (q.from !== undefined && q.to !== undefined && (parseIsoTime(q.from) ?? 0) > (parseIsoTime(q.to) ?? 0))

@@ -10,9 +10,15 @@ const payload = z.record(z.string(), z.unknown());
 
 // namespaces ------------------------------------------------------------------
 
-export const createNamespaceBody = z.object({ name: identifier, description: z.string().max(2000).optional() }).strict();
+export const createNamespaceBody = z
+  .object({ name: identifier, description: z.string().max(2000).optional() })
+  .strict();
 export type CreateNamespace = z.infer<typeof createNamespaceBody>;
-export const namespaceResponse = z.object({ name: z.string(), description: z.string().optional(), createdAt: z.string() });
+export const namespaceResponse = z.object({
+  name: z.string(),
+  description: z.string().optional(),
+  createdAt: z.string(),
+});
 export type NamespaceResponse = z.infer<typeof namespaceResponse>;
 export const namespaceParam = z.object({ name: z.string().min(1).max(128) });
 

@@ -20,7 +20,20 @@ const model = z.string().min(1).max(200);
 
 /** RAG's `search` object: the content search's parameters a RAG call may set (its query is the RAG query). */
 export const ragSearch = searchBody
-  .pick({ mode: true, typeName: true, folderId: true, rootFolderId: true, userId: true, orgId: true, clientId: true, filters: true, contentTypes: true, createdAfter: true, createdBefore: true, requireComplete: true })
+  .pick({
+    mode: true,
+    typeName: true,
+    folderId: true,
+    rootFolderId: true,
+    userId: true,
+    orgId: true,
+    clientId: true,
+    filters: true,
+    contentTypes: true,
+    createdAfter: true,
+    createdBefore: true,
+    requireComplete: true,
+  })
   .extend({ limit: z.number().int().min(1).max(RAG_SEARCH_LIMIT.max).default(RAG_SEARCH_LIMIT.default) })
   .strict();
 
@@ -64,7 +77,10 @@ export const chatBody = z
     allowGlobalRegion: z.boolean().optional(),
   })
   .strict()
-  .refine((b) => b.messages.some((m) => m.role === 'user'), { message: 'messages must hold at least one user message', path: ['messages'] });
+  .refine((b) => b.messages.some((m) => m.role === 'user'), {
+    message: 'messages must hold at least one user message',
+    path: ['messages'],
+  });
 export type ChatBody = z.infer<typeof chatBody>;
 
 export const PLAN_TIERS = ['free', 'starter', 'pro', 'scale', 'enterprise'] as const;
@@ -84,8 +100,17 @@ export const modelCatalogResponse = z.object({ models: z.array(modelEntry), defa
 /** The data of each frame of an inference stream, by event name (spec "Inference stream events"). */
 export const inferenceEventData = {
   search_results: searchResponse,
-  truncation_warning: z.object({ resultsRequested: z.number().int(), resultsUsed: z.number().int(), reason: z.string() }),
-  document_context: z.object({ documentId: z.string(), title: z.string(), textBytes: z.number().int(), model: z.string() }),
+  truncation_warning: z.object({
+    resultsRequested: z.number().int(),
+    resultsUsed: z.number().int(),
+    reason: z.string(),
+  }),
+  document_context: z.object({
+    documentId: z.string(),
+    title: z.string(),
+    textBytes: z.number().int(),
+    model: z.string(),
+  }),
   content_delta: z.object({ delta: z.string() }),
   done: z.object({
     inputTokens: z.number().int(),
@@ -100,7 +125,8 @@ export const inferenceEventData = {
 } as const;
 export type InferenceEvents = { [K in keyof typeof inferenceEventData]: z.infer<(typeof inferenceEventData)[K]> };
 
-const eventsOf = <K extends keyof typeof inferenceEventData>(...names: K[]) => Object.fromEntries(names.map((n) => [n, inferenceEventData[n]])) as Pick<typeof inferenceEventData, K>;
+const eventsOf = <K extends keyof typeof inferenceEventData>(...names: K[]) =>
+  Object.fromEntries(names.map((n) => [n, inferenceEventData[n]])) as Pick<typeof inferenceEventData, K>;
 /** The events of each stream, in the order they may come (RouteSpec `stream`; /openapi.json; the client). RAG: search_results, optional truncation_warning, content_delta+, done (or error). */
 export const ragStreamEvents = eventsOf('search_results', 'truncation_warning', 'content_delta', 'done', 'error');
 /** Document ask: document_context, content_delta+, done (or error). */

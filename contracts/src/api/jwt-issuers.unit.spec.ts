@@ -20,12 +20,19 @@ describe('where keys may be fetched from', () => {
   ])('%s: %s', (url, allowed) => expect(isKeySourceUrl(url)).toBe(allowed));
 
   it('the discovery document is the issuer without its trailing slash, plus the well-known path', () => {
-    expect(discoveryUrlOf('https://acme.eu.auth0.com/')).toBe('https://acme.eu.auth0.com/.well-known/openid-configuration');
-    expect(discoveryUrlOf('https://sso.example.com/realms/acme')).toBe('https://sso.example.com/realms/acme/.well-known/openid-configuration');
+    expect(discoveryUrlOf('https://acme.eu.auth0.com/')).toBe(
+      'https://acme.eu.auth0.com/.well-known/openid-configuration',
+    );
+    expect(discoveryUrlOf('https://sso.example.com/realms/acme')).toBe(
+      'https://sso.example.com/realms/acme/.well-known/openid-configuration',
+    );
   });
 
   it('an issuer that is no URL needs a jwksUrl', () => {
     expect(putJwtIssuersBody.safeParse({ issuers: [{ issuer: 'urn:x', audience: 'a' }] }).success).toBe(false);
-    expect(putJwtIssuersBody.safeParse({ issuers: [{ issuer: 'urn:x', audience: 'a', jwksUrl: 'https://x.example/k' }] }).success).toBe(true);
+    expect(
+      putJwtIssuersBody.safeParse({ issuers: [{ issuer: 'urn:x', audience: 'a', jwksUrl: 'https://x.example/k' }] })
+        .success,
+    ).toBe(true);
   });
 });

@@ -73,9 +73,19 @@ export const listRecordsQuery = z.object({
 export const batchWriteResponse = z.object({
   results: z.array(
     z.union([
-      z.object({ index: z.number().int(), status: z.enum(['created', 'updated']), id: z.string(), record: recordResponse }),
+      z.object({
+        index: z.number().int(),
+        status: z.enum(['created', 'updated']),
+        id: z.string(),
+        record: recordResponse,
+      }),
       // `errorCode` repeats `error.code` at the item's top level, as error bodies name it.
-      z.object({ index: z.number().int(), status: z.enum(['conflict', 'error']), errorCode: z.string(), error: z.object({ code: z.string(), message: z.string() }) }),
+      z.object({
+        index: z.number().int(),
+        status: z.enum(['conflict', 'error']),
+        errorCode: z.string(),
+        error: z.object({ code: z.string(), message: z.string() }),
+      }),
     ]),
   ),
 });

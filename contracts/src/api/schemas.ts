@@ -4,7 +4,21 @@ import { identifier, scopes } from '../common';
 export const FIELD_TYPES = ['string', 'number', 'boolean', 'date', 'enum', 'array', 'object', 'reference'] as const;
 export const INDEX_MODES = ['HYBRID', 'SEMANTIC', 'TEXT', 'NONE'] as const;
 export const SURFACES = ['record', 'document', 'user', 'entity'] as const;
-export const VALIDATION_KEYS = ['required', 'minLength', 'maxLength', 'min', 'max', 'pattern', 'email', 'url', 'phone', 'step', 'multipleOf', 'minItems', 'maxItems'] as const;
+export const VALIDATION_KEYS = [
+  'required',
+  'minLength',
+  'maxLength',
+  'min',
+  'max',
+  'pattern',
+  'email',
+  'url',
+  'phone',
+  'step',
+  'multipleOf',
+  'minItems',
+  'maxItems',
+] as const;
 
 export const validationSchema = z
   .object({
@@ -34,7 +48,10 @@ export const fieldDefSchema = z
     filterable: z.boolean().optional(),
     description: z.string().max(2000).optional(),
     validation: validationSchema.optional(),
-    enumValues: z.array(z.union([z.string(), z.number(), z.boolean()])).min(1).optional(),
+    enumValues: z
+      .array(z.union([z.string(), z.number(), z.boolean()]))
+      .min(1)
+      .optional(),
     sensitive: z.boolean().optional(),
     inline: z.boolean().optional(),
     targetTypeName: identifier.optional(),
@@ -84,7 +101,13 @@ export type SchemaDefinition = z.infer<typeof createSchemaBody>;
 
 /** PUT: full replace; `typeName` and `basedOn` immutable (may be repeated unchanged). */
 export const updateSchemaBody = z
-  .object({ ...schemaBodyShape, typeName: identifier.optional(), displayName: schemaBodyShape.displayName.optional(), allowedSurfaces: schemaBodyShape.allowedSurfaces.optional(), expectedVersion: z.number().int().optional() })
+  .object({
+    ...schemaBodyShape,
+    typeName: identifier.optional(),
+    displayName: schemaBodyShape.displayName.optional(),
+    allowedSurfaces: schemaBodyShape.allowedSurfaces.optional(),
+    expectedVersion: z.number().int().optional(),
+  })
   .strict();
 export type SchemaUpdate = z.infer<typeof updateSchemaBody>;
 

@@ -27,10 +27,15 @@ export const listScriptsQuery = z.object({ name: identifier.optional(), startFro
 export const scriptListResponse = listEnvelope(scriptResponse);
 
 /** A script version as a request names it (execute, trigger rules): a version number (as a number or its decimal string) or `latest`. */
-export const scriptVersionRef = z.union([z.literal('latest'), z.string().regex(/^[1-9][0-9]{0,8}$/, 'must be a version number or "latest"'), z.number().int().positive()]);
+export const scriptVersionRef = z.union([
+  z.literal('latest'),
+  z.string().regex(/^[1-9][0-9]{0,8}$/, 'must be a version number or "latest"'),
+  z.number().int().positive(),
+]);
 /** A script version as stored and shown: the number, or `latest` (the newest live version, resolved when it runs). */
 export type ScriptVersionRef = number | 'latest';
-export const scriptVersionOf = (v: z.infer<typeof scriptVersionRef>): ScriptVersionRef => (v === 'latest' ? 'latest' : Number(v));
+export const scriptVersionOf = (v: z.infer<typeof scriptVersionRef>): ScriptVersionRef =>
+  v === 'latest' ? 'latest' : Number(v);
 
 /** `version`: a version number (as a string or a number) or `latest`, resolved at request time. */
 export const executeScriptBody = z.object({

@@ -10,7 +10,9 @@ export const TEXT_MODES = ['OR', 'AND', 'PHRASE', 'COMPLEX'] as const;
 export const CONTENT_TYPES = ['documents', 'records'] as const;
 export const SEARCH_LIMIT = { min: 1, max: 100, default: 20 } as const;
 
-const isoDate = z.string().refine((s) => /^\d{4}-\d{2}-\d{2}/.test(s) && !Number.isNaN(Date.parse(s)), 'must be an ISO-8601 date or date-time');
+const isoDate = z
+  .string()
+  .refine((s) => /^\d{4}-\d{2}-\d{2}/.test(s) && !Number.isNaN(Date.parse(s)), 'must be an ISO-8601 date or date-time');
 const ownerId = z.string().min(1).max(128);
 
 export const searchBody = z

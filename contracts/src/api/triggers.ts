@@ -13,7 +13,10 @@ export type TriggerEventKind = (typeof TRIGGER_EVENTS)[number];
  */
 export const triggerScriptRef = z.object({ name: identifier, version: scriptVersionRef });
 /** As responses show it: the number (a decimal string was declared as that number), or `latest` as declared. */
-export const triggerScriptRefView = z.object({ name: z.string(), version: z.union([z.number().int(), z.literal('latest')]) });
+export const triggerScriptRefView = z.object({
+  name: z.string(),
+  version: z.union([z.number().int(), z.literal('latest')]),
+});
 
 /** A data scope of a grant: literal values, or `${{ input.userId }}` / `${{ input.scope.<ns> }}` placeholders resolved per firing. */
 export const triggerDataScope = z.object({
@@ -53,7 +56,11 @@ export const triggerResponse = z.object({
 });
 export type TriggerResponse = z.infer<typeof triggerResponse>;
 export const triggerListResponse = listEnvelope(triggerResponse);
-export const listTriggersQuery = z.object({ schemaId: z.string().min(1).max(128).optional(), startFrom: z.string().optional(), limit: limitParam });
+export const listTriggersQuery = z.object({
+  schemaId: z.string().min(1).max(128).optional(),
+  startFrom: z.string().optional(),
+  limit: limitParam,
+});
 
 /** A terminal trigger failure (decisions §4). `reason` is an errorCode. */
 export const triggerFailureResponse = z.object({
@@ -70,4 +77,8 @@ export const triggerFailureResponse = z.object({
 });
 export type TriggerFailureResponse = z.infer<typeof triggerFailureResponse>;
 export const triggerFailureListResponse = listEnvelope(triggerFailureResponse);
-export const listTriggerFailuresQuery = z.object({ ruleId: z.string().min(1).max(128).optional(), startFrom: z.string().optional(), limit: limitParam });
+export const listTriggerFailuresQuery = z.object({
+  ruleId: z.string().min(1).max(128).optional(),
+  startFrom: z.string().optional(),
+  limit: limitParam,
+});

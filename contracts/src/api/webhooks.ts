@@ -2,7 +2,13 @@ import { z } from 'zod';
 import { limitParamWithin } from '../http/pagination';
 
 /** The webhook event types of the spec ("Webhook event types"). */
-export const WEBHOOK_EVENT_TYPES = ['document.indexed', 'document.failed', 'record.indexed', 'record.failed', 'trigger.failed'] as const;
+export const WEBHOOK_EVENT_TYPES = [
+  'document.indexed',
+  'document.failed',
+  'record.indexed',
+  'record.failed',
+  'trigger.failed',
+] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 /** Payload format of a registration (`apiVersion`) and of the envelope (`version`). */
@@ -21,7 +27,10 @@ const webhookUrl = z
   .max(2048)
   .refine((u) => /^https:\/\//i.test(u), 'url must start with https://');
 
-const eventList = z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1, 'events must be a non-empty list').max(WEBHOOK_EVENT_TYPES.length * 4);
+const eventList = z
+  .array(z.enum(WEBHOOK_EVENT_TYPES))
+  .min(1, 'events must be a non-empty list')
+  .max(WEBHOOK_EVENT_TYPES.length * 4);
 
 export const createWebhookBody = z
   .object({
@@ -79,7 +88,8 @@ export const listDeliveriesQuery = z.object({ limit: deliveryLimitParam, startFr
 export const deliveryParams = z.object({ id: z.string().min(1).max(128), deliveryId: z.string().min(1).max(128) });
 
 /** A hostname: lower-case labels, at least two of them (no IP literals: a verified domain is a name). */
-export const DOMAIN_RE = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
+export const DOMAIN_RE =
+  /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
 const domainName = z
   .string()
   .min(1)

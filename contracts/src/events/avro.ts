@@ -88,7 +88,8 @@ function dropAbsent(value: unknown, js: JsonSchema): unknown {
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
     const sub = js.properties[k];
     const required = (js.required ?? []).includes(k);
-    const nullable = sub && (sub.anyOf?.some((s) => s.type === 'null') || (Array.isArray(sub.type) && sub.type.includes('null')));
+    const nullable =
+      sub && (sub.anyOf?.some((s) => s.type === 'null') || (Array.isArray(sub.type) && sub.type.includes('null')));
     if (v === null && !required && !nullable) continue;
     out[k] = sub ? dropAbsent(v, nonNullOf(sub)) : v;
   }
@@ -132,7 +133,5 @@ export const metadataCodec: AvroCodec = codec(eventMetadata.omit({ traceparent: 
 
 /** The Avro schema (JSON) of every event type, for registries and docs. */
 export function avroCatalogue(): Record<string, unknown> {
-  return Object.fromEntries(
-    (Object.keys(EVENT_TYPES) as EventType[]).map((t) => [t, eventCodec(t).type.schema()]),
-  );
+  return Object.fromEntries((Object.keys(EVENT_TYPES) as EventType[]).map((t) => [t, eventCodec(t).type.schema()]));
 }

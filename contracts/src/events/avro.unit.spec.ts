@@ -52,7 +52,10 @@ const SAMPLES: { [T in EventType]: EventData<T>[] } = {
       creditLimit: 100000,
       rateLimitPerMinute: 600,
       entitlements: { allowGlobalRegion: true },
-      tenants: { live: { tenantId: LIVE_TENANT, contextId: LIVE_CTX }, test: { tenantId: TEST_TENANT, contextId: TEST_CTX } },
+      tenants: {
+        live: { tenantId: LIVE_TENANT, contextId: LIVE_CTX },
+        test: { tenantId: TEST_TENANT, contextId: TEST_CTX },
+      },
     },
     {
       accountId: ACCOUNT,
@@ -62,7 +65,10 @@ const SAMPLES: { [T in EventType]: EventData<T>[] } = {
       creditLimit: null,
       rateLimitPerMinute: null,
       entitlements: { allowGlobalRegion: false },
-      tenants: { live: { tenantId: LIVE_TENANT, contextId: LIVE_CTX }, test: { tenantId: TEST_TENANT, contextId: TEST_CTX } },
+      tenants: {
+        live: { tenantId: LIVE_TENANT, contextId: LIVE_CTX },
+        test: { tenantId: TEST_TENANT, contextId: TEST_CTX },
+      },
     },
   ],
   AccountChanged: [
@@ -184,18 +190,44 @@ const SAMPLES: { [T in EventType]: EventData<T>[] } = {
       tenantId: LIVE_TENANT,
       accountId: ACCOUNT,
       issuers: [
-        { issuer: 'https://login.example.com/', audience: 'app', jwksUrl: null, claims: { userId: 'sub', contextId: 'svc_context', scopes: 'svc_scopes', permissions: 'svc_permissions' }, defaultPermissions: null },
-        { issuer: 'https://id.example.org', audience: 'api://x', jwksUrl: 'https://id.example.org/keys', claims: { userId: 'email', contextId: 'ctx', scopes: 'https://app.example/scopes', permissions: 'scope' }, defaultPermissions: ['records:r'] },
+        {
+          issuer: 'https://login.example.com/',
+          audience: 'app',
+          jwksUrl: null,
+          claims: { userId: 'sub', contextId: 'svc_context', scopes: 'svc_scopes', permissions: 'svc_permissions' },
+          defaultPermissions: null,
+        },
+        {
+          issuer: 'https://id.example.org',
+          audience: 'api://x',
+          jwksUrl: 'https://id.example.org/keys',
+          claims: { userId: 'email', contextId: 'ctx', scopes: 'https://app.example/scopes', permissions: 'scope' },
+          defaultPermissions: ['records:r'],
+        },
       ],
     },
   ],
-  ReservationClaimed: [{ key: `schema-type:${LIVE_TENANT}:${LIVE_CTX}:invoice`, ownerId: 'aaaaaaaa-1111-4222-8333-444444444444' }],
-  ReservationReleased: [{ key: `schema-type:${LIVE_TENANT}:${LIVE_CTX}:invoice`, ownerId: 'aaaaaaaa-1111-4222-8333-444444444444' }],
+  ReservationClaimed: [
+    { key: `schema-type:${LIVE_TENANT}:${LIVE_CTX}:invoice`, ownerId: 'aaaaaaaa-1111-4222-8333-444444444444' },
+  ],
+  ReservationReleased: [
+    { key: `schema-type:${LIVE_TENANT}:${LIVE_CTX}:invoice`, ownerId: 'aaaaaaaa-1111-4222-8333-444444444444' },
+  ],
   SchemaCreated: [
     { schemaId: 'aaaaaaaa-1111-4222-8333-444444444444', typeName: 'invoice', definition: schemaDefinition },
-    { schemaId: 'aaaaaaaa-1111-4222-8333-444444444445', typeName: 'empty', definition: { typeName: 'empty', displayName: 'Empty', allowedSurfaces: ['user'] } },
+    {
+      schemaId: 'aaaaaaaa-1111-4222-8333-444444444445',
+      typeName: 'empty',
+      definition: { typeName: 'empty', displayName: 'Empty', allowedSurfaces: ['user'] },
+    },
   ],
-  SchemaUpdated: [{ schemaId: 'aaaaaaaa-1111-4222-8333-444444444444', schemaVersion: 2, definition: { ...schemaDefinition, fields: [...schemaDefinition.fields, { fieldId: 'due', fieldType: 'date' }] } }],
+  SchemaUpdated: [
+    {
+      schemaId: 'aaaaaaaa-1111-4222-8333-444444444444',
+      schemaVersion: 2,
+      definition: { ...schemaDefinition, fields: [...schemaDefinition.fields, { fieldId: 'due', fieldType: 'date' }] },
+    },
+  ],
   SchemaDeleted: [{ schemaId: 'aaaaaaaa-1111-4222-8333-444444444444', typeName: 'invoice' }],
   RecordCreated: [
     {
@@ -256,22 +288,60 @@ const SAMPLES: { [T in EventType]: EventData<T>[] } = {
     { recordId: 'bbbbbbbb-1111-4222-8333-444444444445', status: 'SKIPPED', forRevision: 7 },
   ],
   RecordIndexFailed: [
-    { recordId: 'bbbbbbbb-1111-4222-8333-444444444444', code: 'EMBEDDING_FAILED', message: 'embeddings endpoint answered 500', forRevision: 3 },
-    { recordId: 'bbbbbbbb-1111-4222-8333-444444444445', code: 'VECTOR_LIMIT_EXCEEDED', message: 'Per-tenant vector capacity reached — 5,000,000', forRevision: 12 },
+    {
+      recordId: 'bbbbbbbb-1111-4222-8333-444444444444',
+      code: 'EMBEDDING_FAILED',
+      message: 'embeddings endpoint answered 500',
+      forRevision: 3,
+    },
+    {
+      recordId: 'bbbbbbbb-1111-4222-8333-444444444445',
+      code: 'VECTOR_LIMIT_EXCEEDED',
+      message: 'Per-tenant vector capacity reached — 5,000,000',
+      forRevision: 12,
+    },
   ],
   RecordsIndexed: [
     {
       outcomes: [
-        { recordId: 'bbbbbbbb-1111-4222-8333-444444444444', forRevision: 0, status: 'INDEXED', code: null, message: null },
-        { recordId: 'bbbbbbbb-1111-4222-8333-444444444445', forRevision: 7, status: 'SKIPPED', code: null, message: null },
-        { recordId: 'bbbbbbbb-1111-4222-8333-444444444446', forRevision: 3, status: 'FAILED', code: 'EMBEDDING_FAILED', message: 'embeddings endpoint answered 500 — «retry»' },
+        {
+          recordId: 'bbbbbbbb-1111-4222-8333-444444444444',
+          forRevision: 0,
+          status: 'INDEXED',
+          code: null,
+          message: null,
+        },
+        {
+          recordId: 'bbbbbbbb-1111-4222-8333-444444444445',
+          forRevision: 7,
+          status: 'SKIPPED',
+          code: null,
+          message: null,
+        },
+        {
+          recordId: 'bbbbbbbb-1111-4222-8333-444444444446',
+          forRevision: 3,
+          status: 'FAILED',
+          code: 'EMBEDDING_FAILED',
+          message: 'embeddings endpoint answered 500 — «retry»',
+        },
       ],
     },
     { outcomes: [] },
   ],
   FolderCreated: [
     // a context root: no parent, protected, unowned
-    { folderId: 'dddddddd-1111-8222-8333-444444444444', name: 'Root', description: null, parentFolderId: null, slug: 'root', depth: 0, isProtected: true, userId: null, scopes: [] },
+    {
+      folderId: 'dddddddd-1111-8222-8333-444444444444',
+      name: 'Root',
+      description: null,
+      parentFolderId: null,
+      slug: 'root',
+      depth: 0,
+      isProtected: true,
+      userId: null,
+      scopes: [],
+    },
     {
       folderId: 'dddddddd-1111-4222-8333-444444444445',
       name: 'Invoices — Zürich 🚀',
@@ -285,11 +355,29 @@ const SAMPLES: { [T in EventType]: EventData<T>[] } = {
     },
   ],
   FolderUpdated: [
-    { folderId: 'dddddddd-1111-4222-8333-444444444445', name: 'Invoices', description: null, userId: null, scopes: [], change: 'put' },
-    { folderId: 'dddddddd-1111-4222-8333-444444444445', name: 'Invoices 2026', description: 'renamed', userId: USER, scopes: ['org:acme'], change: 'patch' },
+    {
+      folderId: 'dddddddd-1111-4222-8333-444444444445',
+      name: 'Invoices',
+      description: null,
+      userId: null,
+      scopes: [],
+      change: 'put',
+    },
+    {
+      folderId: 'dddddddd-1111-4222-8333-444444444445',
+      name: 'Invoices 2026',
+      description: 'renamed',
+      userId: USER,
+      scopes: ['org:acme'],
+      change: 'patch',
+    },
   ],
   FolderDeleted: [
-    { folderId: 'dddddddd-1111-4222-8333-444444444445', parentFolderId: 'dddddddd-1111-8222-8333-444444444444', slug: 'invoices-zurich' },
+    {
+      folderId: 'dddddddd-1111-4222-8333-444444444445',
+      parentFolderId: 'dddddddd-1111-8222-8333-444444444444',
+      slug: 'invoices-zurich',
+    },
     { folderId: 'dddddddd-1111-4222-8333-444444444446', parentFolderId: null, slug: 'root' },
   ],
   NamespaceCreated: [
@@ -298,12 +386,40 @@ const SAMPLES: { [T in EventType]: EventData<T>[] } = {
   ],
   NamespaceDeleted: [{ name: 'team' }],
   UserCreated: [
-    { userId: USER, email: 'ada@example.com', displayName: 'Ada Lovelace', payload: richPayload, schemaId: 'aaaaaaaa-1111-4222-8333-444444444444', scopes: ['org:acme', 'client:42'] },
-    { userId: 'eeeeeeee-1111-4222-8333-444444444444', email: null, displayName: null, payload: {}, schemaId: null, scopes: [] },
-    { userId: 'eeeeeeee-1111-4222-8333-444444444445', email: null, displayName: 'Empty payload', payload: {}, schemaId: null, scopes: ['org:acme'] },
+    {
+      userId: USER,
+      email: 'ada@example.com',
+      displayName: 'Ada Lovelace',
+      payload: richPayload,
+      schemaId: 'aaaaaaaa-1111-4222-8333-444444444444',
+      scopes: ['org:acme', 'client:42'],
+    },
+    {
+      userId: 'eeeeeeee-1111-4222-8333-444444444444',
+      email: null,
+      displayName: null,
+      payload: {},
+      schemaId: null,
+      scopes: [],
+    },
+    {
+      userId: 'eeeeeeee-1111-4222-8333-444444444445',
+      email: null,
+      displayName: 'Empty payload',
+      payload: {},
+      schemaId: null,
+      scopes: ['org:acme'],
+    },
   ],
   UserUpdated: [
-    { userId: USER, email: 'ada@example.org', displayName: 'Ada', payload: { level: 3 }, scopes: ['org:acme'], change: 'patch' },
+    {
+      userId: USER,
+      email: 'ada@example.org',
+      displayName: 'Ada',
+      payload: { level: 3 },
+      scopes: ['org:acme'],
+      change: 'patch',
+    },
     { userId: USER, email: null, displayName: null, payload: {}, scopes: [], change: 'put' },
   ],
   UserDeleted: [
@@ -311,8 +427,20 @@ const SAMPLES: { [T in EventType]: EventData<T>[] } = {
     { userId: 'eeeeeeee-1111-4222-8333-444444444444', email: null },
   ],
   EntityCreated: [
-    { entityId: 'ffffffff-1111-4222-8333-444444444444', namespace: 'org', key: 'acme', payload: richPayload, schemaId: 'aaaaaaaa-1111-4222-8333-444444444444' },
-    { entityId: 'ffffffff-1111-4222-8333-444444444445', namespace: 'team', key: 'blue/42', payload: {}, schemaId: null },
+    {
+      entityId: 'ffffffff-1111-4222-8333-444444444444',
+      namespace: 'org',
+      key: 'acme',
+      payload: richPayload,
+      schemaId: 'aaaaaaaa-1111-4222-8333-444444444444',
+    },
+    {
+      entityId: 'ffffffff-1111-4222-8333-444444444445',
+      namespace: 'team',
+      key: 'blue/42',
+      payload: {},
+      schemaId: null,
+    },
   ],
   EntityUpdated: [
     { entityId: 'ffffffff-1111-4222-8333-444444444444', payload: { name: 'Acme Ltd' }, change: 'put' },
@@ -321,29 +449,109 @@ const SAMPLES: { [T in EventType]: EventData<T>[] } = {
   EntityDeleted: [{ entityId: 'ffffffff-1111-4222-8333-444444444444', namespace: 'org', key: 'acme' }],
   DocumentCreated: [
     {
-      documentId: 'd0c0d0c0-1111-4222-8333-444444444444', title: 'Quarterly report — Zürich', source: 'text', indexMode: 'HYBRID', storeText: true, folderId: 'f0f0f0f0-1111-4222-8333-444444444444',
-      payload: richPayload, schemaId: null, schemaVersion: null, typeName: null, userId: null, scopes: [], externalId: null, fileName: null, fileType: null, uploadId: null,
+      documentId: 'd0c0d0c0-1111-4222-8333-444444444444',
+      title: 'Quarterly report — Zürich',
+      source: 'text',
+      indexMode: 'HYBRID',
+      storeText: true,
+      folderId: 'f0f0f0f0-1111-4222-8333-444444444444',
+      payload: richPayload,
+      schemaId: null,
+      schemaVersion: null,
+      typeName: null,
+      userId: null,
+      scopes: [],
+      externalId: null,
+      fileName: null,
+      fileType: null,
+      uploadId: null,
     },
     {
-      documentId: 'd0c0d0c0-1111-4222-8333-444444444444', title: 'scan.pdf', source: 'file', indexMode: 'NONE', storeText: false, folderId: 'f0f0f0f0-1111-4222-8333-444444444444',
-      payload: { ssn: { $sealed: 'AAAA' } }, schemaId: 'a1a1a1a1-1111-4222-8333-444444444444', schemaVersion: 2, typeName: 'invoice', userId: USER, scopes: ['org:acme'],
-      externalId: 'ext-1', fileName: 'scan.pdf', fileType: 'application/pdf', uploadId: 'u-1', blindIndex: { ssn: 'c'.repeat(64) },
+      documentId: 'd0c0d0c0-1111-4222-8333-444444444444',
+      title: 'scan.pdf',
+      source: 'file',
+      indexMode: 'NONE',
+      storeText: false,
+      folderId: 'f0f0f0f0-1111-4222-8333-444444444444',
+      payload: { ssn: { $sealed: 'AAAA' } },
+      schemaId: 'a1a1a1a1-1111-4222-8333-444444444444',
+      schemaVersion: 2,
+      typeName: 'invoice',
+      userId: USER,
+      scopes: ['org:acme'],
+      externalId: 'ext-1',
+      fileName: 'scan.pdf',
+      fileType: 'application/pdf',
+      uploadId: 'u-1',
+      blindIndex: { ssn: 'c'.repeat(64) },
     },
   ],
   DocumentUpdated: [
-    { documentId: 'd0c0d0c0-1111-4222-8333-444444444444', title: 't', folderId: 'f', payload: {}, schemaId: null, schemaVersion: null, typeName: null, userId: null, scopes: [], change: 'put' },
-    { documentId: 'd0c0d0c0-1111-4222-8333-444444444444', title: 't2', folderId: 'f', payload: richPayload, schemaId: 's', schemaVersion: 1, typeName: 'invoice', userId: USER, scopes: ['org:a', 'client:b'], change: 'patch', blindIndex: { a: 'b' } },
+    {
+      documentId: 'd0c0d0c0-1111-4222-8333-444444444444',
+      title: 't',
+      folderId: 'f',
+      payload: {},
+      schemaId: null,
+      schemaVersion: null,
+      typeName: null,
+      userId: null,
+      scopes: [],
+      change: 'put',
+    },
+    {
+      documentId: 'd0c0d0c0-1111-4222-8333-444444444444',
+      title: 't2',
+      folderId: 'f',
+      payload: richPayload,
+      schemaId: 's',
+      schemaVersion: 1,
+      typeName: 'invoice',
+      userId: USER,
+      scopes: ['org:a', 'client:b'],
+      change: 'patch',
+      blindIndex: { a: 'b' },
+    },
   ],
-  DocumentUploadRequested: [{ documentId: 'd0c0d0c0-1111-4222-8333-444444444444', uploadId: 'u-2', fileName: 'a.docx', fileType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document' }],
-  DocumentFileUploaded: [{ documentId: 'd0c0d0c0-1111-4222-8333-444444444444', uploadId: 'u-2', fileRef: 't/c/d/file-u-2', fileSize: 26214400, fileType: 'text/csv' }],
+  DocumentUploadRequested: [
+    {
+      documentId: 'd0c0d0c0-1111-4222-8333-444444444444',
+      uploadId: 'u-2',
+      fileName: 'a.docx',
+      fileType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+    },
+  ],
+  DocumentFileUploaded: [
+    {
+      documentId: 'd0c0d0c0-1111-4222-8333-444444444444',
+      uploadId: 'u-2',
+      fileRef: 't/c/d/file-u-2',
+      fileSize: 26214400,
+      fileType: 'text/csv',
+    },
+  ],
   DocumentExtractionStarted: [{ documentId: 'd0c0d0c0-1111-4222-8333-444444444444', uploadId: 'u-2' }],
-  DocumentTextReady: [{ documentId: 'd0c0d0c0-1111-4222-8333-444444444444', textRef: 't/c/d/text-r1', textBytes: 0, indexMode: 'TEXT', textRevision: 1 }],
+  DocumentTextReady: [
+    {
+      documentId: 'd0c0d0c0-1111-4222-8333-444444444444',
+      textRef: 't/c/d/text-r1',
+      textBytes: 0,
+      indexMode: 'TEXT',
+      textRevision: 1,
+    },
+  ],
   DocumentIndexed: [{ documentId: 'd0c0d0c0-1111-4222-8333-444444444444', status: 'INDEXED', textRevision: 3 }],
   DocumentIndexSkipped: [
     { documentId: 'd0c0d0c0-1111-4222-8333-444444444444', status: 'STORED', textRevision: 1 },
     { documentId: 'd0c0d0c0-1111-4222-8333-444444444444', status: 'SKIPPED', textRevision: 2 },
   ],
-  DocumentFailed: [{ documentId: 'd0c0d0c0-1111-4222-8333-444444444444', code: 'INDEXING_FAILED', message: 'The PDF could not be read' }],
+  DocumentFailed: [
+    {
+      documentId: 'd0c0d0c0-1111-4222-8333-444444444444',
+      code: 'INDEXING_FAILED',
+      message: 'The PDF could not be read',
+    },
+  ],
   DocumentTextDiscarded: [{ documentId: 'd0c0d0c0-1111-4222-8333-444444444444', textRevision: 1 }],
   DocumentDeleted: [
     { documentId: 'd0c0d0c0-1111-4222-8333-444444444444', externalId: null },
@@ -364,8 +572,26 @@ const SAMPLES: { [T in EventType]: EventData<T>[] } = {
     },
   ],
   WebhookUpdated: [
-    { webhookId: 'a1b2c3d4-0000-4000-8000-000000000001', url: 'https://hooks.example.com/in', domain: 'hooks.example.com', events: ['trigger.failed'], apiVersion: '2024-01', status: 'ACTIVE', disabledReason: null, resetFailures: true },
-    { webhookId: 'a1b2c3d4-0000-4000-8000-000000000001', url: 'https://hooks.example.com/in', domain: 'hooks.example.com', events: ['record.failed'], apiVersion: '2024-01', status: 'DISABLED', disabledReason: 'manual', resetFailures: false },
+    {
+      webhookId: 'a1b2c3d4-0000-4000-8000-000000000001',
+      url: 'https://hooks.example.com/in',
+      domain: 'hooks.example.com',
+      events: ['trigger.failed'],
+      apiVersion: '2024-01',
+      status: 'ACTIVE',
+      disabledReason: null,
+      resetFailures: true,
+    },
+    {
+      webhookId: 'a1b2c3d4-0000-4000-8000-000000000001',
+      url: 'https://hooks.example.com/in',
+      domain: 'hooks.example.com',
+      events: ['record.failed'],
+      apiVersion: '2024-01',
+      status: 'DISABLED',
+      disabledReason: 'manual',
+      resetFailures: false,
+    },
   ],
   WebhookDisabled: [
     { webhookId: 'a1b2c3d4-0000-4000-8000-000000000001', reason: 'consecutive_failures' },
@@ -378,34 +604,112 @@ const SAMPLES: { [T in EventType]: EventData<T>[] } = {
     { accountId: ACCOUNT, domain: 'example.com', method: 'dns' },
   ],
   ScriptVersionPushed: [
-    { scriptId: '5c5c5c5c-1111-4222-8333-444444444444', name: 'close-invoice', version: 1, source: 'export default (input) => input.params', sourceBytes: 39, declaredInputContract: null, description: null },
-    { scriptId: '5c5c5c5c-1111-4222-8333-444444444445', name: 'close-invoice', version: 2, source: 'export default async () => 1', sourceBytes: 28, declaredInputContract: { type: 'object' }, description: 'v2' },
+    {
+      scriptId: '5c5c5c5c-1111-4222-8333-444444444444',
+      name: 'close-invoice',
+      version: 1,
+      source: 'export default (input) => input.params',
+      sourceBytes: 39,
+      declaredInputContract: null,
+      description: null,
+    },
+    {
+      scriptId: '5c5c5c5c-1111-4222-8333-444444444445',
+      name: 'close-invoice',
+      version: 2,
+      source: 'export default async () => 1',
+      sourceBytes: 28,
+      declaredInputContract: { type: 'object' },
+      description: 'v2',
+    },
   ],
   ScriptVersionDeleted: [{ scriptId: '5c5c5c5c-1111-4222-8333-444444444444', name: 'close-invoice', version: 1 }],
   ScriptNameAdded: [{ name: 'close-invoice' }],
   TriggerRuleCreated: [
     {
-      ruleId: '7a7a7a7a-1111-4222-8333-444444444444', name: 'audit-invoices', schemaId: 'aaaaaaaa-1111-4222-8333-444444444444', typeName: 'invoice', events: ['CREATE', 'UPDATE'],
-      scriptRef: { name: 'audit', version: 2 }, fields: ['amount'], grant: { allowedActions: ['records:r', 'records:c'], dataScope: { userId: '${{ input.userId }}' } }, enabled: true,
+      ruleId: '7a7a7a7a-1111-4222-8333-444444444444',
+      name: 'audit-invoices',
+      schemaId: 'aaaaaaaa-1111-4222-8333-444444444444',
+      typeName: 'invoice',
+      events: ['CREATE', 'UPDATE'],
+      scriptRef: { name: 'audit', version: 2 },
+      fields: ['amount'],
+      grant: { allowedActions: ['records:r', 'records:c'], dataScope: { userId: '${{ input.userId }}' } },
+      enabled: true,
     },
-    { ruleId: '7a7a7a7a-1111-4222-8333-444444444444', name: 'on-delete', schemaId: 'aaaaaaaa-1111-4222-8333-444444444444', typeName: 'invoice', events: ['DELETE'], scriptRef: { name: 'audit', version: 1 }, fields: [], grant: { allowedActions: ['records:c'], dataScope: null }, enabled: false },
+    {
+      ruleId: '7a7a7a7a-1111-4222-8333-444444444444',
+      name: 'on-delete',
+      schemaId: 'aaaaaaaa-1111-4222-8333-444444444444',
+      typeName: 'invoice',
+      events: ['DELETE'],
+      scriptRef: { name: 'audit', version: 1 },
+      fields: [],
+      grant: { allowedActions: ['records:c'], dataScope: null },
+      enabled: false,
+    },
     // a rule following the newest version
-    { ruleId: '7a7a7a7a-1111-4222-8333-444444444444', name: 'follow', schemaId: 'aaaaaaaa-1111-4222-8333-444444444444', typeName: 'invoice', events: ['CREATE'], scriptRef: { name: 'audit', version: 'latest' }, fields: [], grant: { allowedActions: ['records:c'], dataScope: null }, enabled: true },
+    {
+      ruleId: '7a7a7a7a-1111-4222-8333-444444444444',
+      name: 'follow',
+      schemaId: 'aaaaaaaa-1111-4222-8333-444444444444',
+      typeName: 'invoice',
+      events: ['CREATE'],
+      scriptRef: { name: 'audit', version: 'latest' },
+      fields: [],
+      grant: { allowedActions: ['records:c'], dataScope: null },
+      enabled: true,
+    },
   ],
-  TriggerRuleDeleted: [{ ruleId: '7a7a7a7a-1111-4222-8333-444444444444', schemaId: 'aaaaaaaa-1111-4222-8333-444444444444' }],
-  TriggerRuleBound: [{ ruleId: '7a7a7a7a-1111-4222-8333-444444444444', schemaId: 'aaaaaaaa-1111-4222-8333-444444444444', fields: ['amount', 'status'], enabled: true }],
-  TriggerRuleUnbound: [{ ruleId: '7a7a7a7a-1111-4222-8333-444444444444', schemaId: 'aaaaaaaa-1111-4222-8333-444444444444' }],
-  TriggerFired: [{ ruleId: '7a7a7a7a-1111-4222-8333-444444444444', eventId: 'e0e0e0e0-1111-4222-8333-444444444444', recordId: 'bbbbbbbb-1111-4222-8333-444444444444', executionId: 'x1', depth: 1 }],
+  TriggerRuleDeleted: [
+    { ruleId: '7a7a7a7a-1111-4222-8333-444444444444', schemaId: 'aaaaaaaa-1111-4222-8333-444444444444' },
+  ],
+  TriggerRuleBound: [
+    {
+      ruleId: '7a7a7a7a-1111-4222-8333-444444444444',
+      schemaId: 'aaaaaaaa-1111-4222-8333-444444444444',
+      fields: ['amount', 'status'],
+      enabled: true,
+    },
+  ],
+  TriggerRuleUnbound: [
+    { ruleId: '7a7a7a7a-1111-4222-8333-444444444444', schemaId: 'aaaaaaaa-1111-4222-8333-444444444444' },
+  ],
+  TriggerFired: [
+    {
+      ruleId: '7a7a7a7a-1111-4222-8333-444444444444',
+      eventId: 'e0e0e0e0-1111-4222-8333-444444444444',
+      recordId: 'bbbbbbbb-1111-4222-8333-444444444444',
+      executionId: 'x1',
+      depth: 1,
+    },
+  ],
   TriggerFailed: [
     {
-      failureId: 'f1f1f1f1-1111-4222-8333-444444444444', ruleId: '7a7a7a7a-1111-4222-8333-444444444444', eventId: 'e0e0e0e0-1111-4222-8333-444444444444', scriptRef: { name: 'audit', version: 2 },
-      recordId: 'bbbbbbbb-1111-4222-8333-444444444444', event: 'UPDATE', reason: 'INPUT_TOO_LARGE', message: 'record plus previous is 300000 bytes, over 229376', attempts: 1,
-      firstFailedAt: '2026-08-01T10:11:12.345Z', lastFailedAt: '2026-08-01T10:11:12.345Z',
+      failureId: 'f1f1f1f1-1111-4222-8333-444444444444',
+      ruleId: '7a7a7a7a-1111-4222-8333-444444444444',
+      eventId: 'e0e0e0e0-1111-4222-8333-444444444444',
+      scriptRef: { name: 'audit', version: 2 },
+      recordId: 'bbbbbbbb-1111-4222-8333-444444444444',
+      event: 'UPDATE',
+      reason: 'INPUT_TOO_LARGE',
+      message: 'record plus previous is 300000 bytes, over 229376',
+      attempts: 1,
+      firstFailedAt: '2026-08-01T10:11:12.345Z',
+      lastFailedAt: '2026-08-01T10:11:12.345Z',
     },
     {
-      failureId: 'f1f1f1f1-1111-4222-8333-444444444444', ruleId: '7a7a7a7a-1111-4222-8333-444444444444', eventId: 'e0e0e0e0-1111-4222-8333-444444444444', scriptRef: { name: 'audit', version: 'latest' },
-      recordId: 'bbbbbbbb-1111-4222-8333-444444444444', event: 'CREATE', reason: 'SCRIPT_ERROR', message: 'boom', attempts: 6,
-      firstFailedAt: '2026-08-01T10:11:12.345Z', lastFailedAt: '2026-08-01T18:11:12.345Z',
+      failureId: 'f1f1f1f1-1111-4222-8333-444444444444',
+      ruleId: '7a7a7a7a-1111-4222-8333-444444444444',
+      eventId: 'e0e0e0e0-1111-4222-8333-444444444444',
+      scriptRef: { name: 'audit', version: 'latest' },
+      recordId: 'bbbbbbbb-1111-4222-8333-444444444444',
+      event: 'CREATE',
+      reason: 'SCRIPT_ERROR',
+      message: 'boom',
+      attempts: 6,
+      firstFailedAt: '2026-08-01T10:11:12.345Z',
+      lastFailedAt: '2026-08-01T18:11:12.345Z',
     },
   ],
   UsageMetered: [
@@ -418,7 +722,12 @@ const SAMPLES: { [T in EventType]: EventData<T>[] } = {
         { category: 'recordIndex', count: 0, units: 5, milli: 4000 },
       ],
     },
-    { tenantId: TEST_TENANT, contextId: null, period: '2026-09', items: [{ category: 'scriptExecution', count: 1, units: 120, milli: 75, includedMillis: 50, billableMillis: 75 }] },
+    {
+      tenantId: TEST_TENANT,
+      contextId: null,
+      period: '2026-09',
+      items: [{ category: 'scriptExecution', count: 1, units: 120, milli: 75, includedMillis: 50, billableMillis: 75 }],
+    },
   ],
   ReadsMetered: [
     {
@@ -432,12 +741,15 @@ const SAMPLES: { [T in EventType]: EventData<T>[] } = {
   ],
 };
 
-const cases = (Object.keys(SAMPLES) as EventType[]).flatMap((type) => SAMPLES[type].map((sample, i) => ({ type, label: `${type} #${i + 1}`, sample })));
+const cases = (Object.keys(SAMPLES) as EventType[]).flatMap((type) =>
+  SAMPLES[type].map((sample, i) => ({ type, label: `${type} #${i + 1}`, sample })),
+);
 
 describe('Avro event codecs', () => {
   it('has a hand-written sample for every event type in the catalogue (add one when you add a type)', () => {
     expect(Object.keys(SAMPLES).sort()).toEqual(Object.keys(EVENT_TYPES).sort());
-    for (const type of Object.keys(EVENT_TYPES) as EventType[]) expect(SAMPLES[type]?.length ?? 0, type).toBeGreaterThan(0);
+    for (const type of Object.keys(EVENT_TYPES) as EventType[])
+      expect(SAMPLES[type]?.length ?? 0, type).toBeGreaterThan(0);
   });
 
   it.each(cases)('samples are valid catalogue data: $label', ({ type, sample }) => {
@@ -464,7 +776,15 @@ describe('Avro event codecs', () => {
 
   it('refuses to encode data that does not match the schema', () => {
     expect(() => eventCodec('ContextDeleted').encode({ contextId: 'x' })).toThrow();
-    expect(() => eventCodec('ContextCreated').encode({ contextId: 'x', tenantId: 't', accountId: 'a', name: 'n', isDefault: 'yes' })).toThrow();
+    expect(() =>
+      eventCodec('ContextCreated').encode({
+        contextId: 'x',
+        tenantId: 't',
+        accountId: 'a',
+        name: 'n',
+        isDefault: 'yes',
+      }),
+    ).toThrow();
   });
 });
 
@@ -479,14 +799,32 @@ describe('Avro metadata codec', () => {
     occurredAt: '2026-08-01T10:11:12.345Z',
     schemaVersion: 1,
   };
-  const empty: EventMetadata = { tenantId: null, contextId: null, accountId: null, actorKeyId: null, userId: null, requestId: null, occurredAt: '2026-08-01T00:00:00.000Z', schemaVersion: 1 };
+  const empty: EventMetadata = {
+    tenantId: null,
+    contextId: null,
+    accountId: null,
+    actorKeyId: null,
+    userId: null,
+    requestId: null,
+    occurredAt: '2026-08-01T00:00:00.000Z',
+    schemaVersion: 1,
+  };
 
   it.each([
     ['every field set', full],
     ['every nullable field null', empty],
     ['a trigger depth', { ...full, triggerDepth: 3 }],
     ['a compact write charge', { ...full, chargeCode: 'recordWrite 1 0 1000;recordIndex 0 2 2000' }],
-    ['a write charge', { ...full, charge: [{ category: 'recordWrite', count: 1, units: 0, milli: 1000 }, { category: 'recordIndex', count: 0, units: 2, milli: 2000 }] }],
+    [
+      'a write charge',
+      {
+        ...full,
+        charge: [
+          { category: 'recordWrite', count: 1, units: 0, milli: 1000 },
+          { category: 'recordIndex', count: 0, units: 2, milli: 2000 },
+        ],
+      },
+    ],
   ] as Array<[string, EventMetadata]>)('round-trips metadata with %s', (_, md) => {
     const decoded = metadataCodec.decode(metadataCodec.encode(md));
     expect(decoded).toStrictEqual(md);

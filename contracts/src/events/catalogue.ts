@@ -14,8 +14,19 @@ export const EVENT_SCHEMA_VERSION = 1;
 
 /** What a metered item counts (docs/api.md "Usage"); each maps to report counters and one credit category. */
 export const USAGE_CATEGORIES = [
-  'recordWrite', 'recordIndex', 'documentWrite', 'documentIndex', 'textIngest', 'fileIngest',
-  'searchText', 'searchSemantic', 'searchHybrid', 'scriptExecution', 'inferenceChat', 'inferenceRag', 'inferenceAsk',
+  'recordWrite',
+  'recordIndex',
+  'documentWrite',
+  'documentIndex',
+  'textIngest',
+  'fileIngest',
+  'searchText',
+  'searchSemantic',
+  'searchHybrid',
+  'scriptExecution',
+  'inferenceChat',
+  'inferenceRag',
+  'inferenceAsk',
 ] as const;
 const usageItem = z.object({
   category: z.enum(USAGE_CATEGORIES),
@@ -92,7 +103,14 @@ const documentContent = {
 };
 
 /** Why an item failed indexing (spec: the record's and document's indexFailure.code). */
-const indexFailureCode = z.enum(['SOURCE_UNAVAILABLE', 'TEXT_INDEX_FAILED', 'EMBEDDING_FAILED', 'INDEXING_FAILED', 'VECTOR_LIMIT_EXCEEDED', 'INTERNAL']);
+const indexFailureCode = z.enum([
+  'SOURCE_UNAVAILABLE',
+  'TEXT_INDEX_FAILED',
+  'EMBEDDING_FAILED',
+  'INDEXING_FAILED',
+  'VECTOR_LIMIT_EXCEEDED',
+  'INTERNAL',
+]);
 
 export const EVENT_TYPES = {
   // accounts and tenancy
@@ -128,7 +146,12 @@ export const EVENT_TYPES = {
    * atomically with a ContextDeleted for each of `contextIds` (the contexts live at the time); projections drop
    * everything of the tenant, its credentials stop working, the document worker deletes its blobs.
    */
-  TenantTornDown: z.object({ tenantId: z.string(), accountId: z.string(), environment: z.enum(['live', 'test']), contextIds: z.array(z.string()) }),
+  TenantTornDown: z.object({
+    tenantId: z.string(),
+    accountId: z.string(),
+    environment: z.enum(['live', 'test']),
+    contextIds: z.array(z.string()),
+  }),
   CredentialIssued: z.object({
     credentialId: z.string(),
     accountId: z.string(),
@@ -307,14 +330,35 @@ export const EVENT_TYPES = {
     blindIndex: z.record(z.string(), z.string()).optional(),
   }),
   /** A new upload grant for an existing file document (re-upload). */
-  DocumentUploadRequested: z.object({ documentId: z.string(), uploadId: z.string(), fileName: z.string(), fileType: z.string() }),
-  DocumentFileUploaded: z.object({ documentId: z.string(), uploadId: z.string(), fileRef: z.string(), fileSize: z.number().int(), fileType: z.string() }),
+  DocumentUploadRequested: z.object({
+    documentId: z.string(),
+    uploadId: z.string(),
+    fileName: z.string(),
+    fileType: z.string(),
+  }),
+  DocumentFileUploaded: z.object({
+    documentId: z.string(),
+    uploadId: z.string(),
+    fileRef: z.string(),
+    fileSize: z.number().int(),
+    fileType: z.string(),
+  }),
   DocumentExtractionStarted: z.object({ documentId: z.string(), uploadId: z.string() }),
   /** Text is available at `textRef` (BlobStore key); the search projector indexes from here. */
-  DocumentTextReady: z.object({ documentId: z.string(), textRef: z.string(), textBytes: z.number().int(), indexMode: z.string(), textRevision: z.number().int() }),
+  DocumentTextReady: z.object({
+    documentId: z.string(),
+    textRef: z.string(),
+    textBytes: z.number().int(),
+    indexMode: z.string(),
+    textRevision: z.number().int(),
+  }),
   DocumentIndexed: z.object({ documentId: z.string(), status: z.enum(['INDEXED']), textRevision: z.number().int() }),
   /** No index work: STORED (indexMode NONE) or SKIPPED (no indexable text). */
-  DocumentIndexSkipped: z.object({ documentId: z.string(), status: z.enum(['STORED', 'SKIPPED']), textRevision: z.number().int() }),
+  DocumentIndexSkipped: z.object({
+    documentId: z.string(),
+    status: z.enum(['STORED', 'SKIPPED']),
+    textRevision: z.number().int(),
+  }),
   DocumentFailed: z.object({ documentId: z.string(), code: z.string(), message: z.string() }),
   /** storeText: false — the text blob was deleted after indexing. */
   DocumentTextDiscarded: z.object({ documentId: z.string(), textRevision: z.number().int() }),
@@ -385,9 +429,20 @@ export const EVENT_TYPES = {
     enabled: z.boolean(),
   }),
   TriggerRuleDeleted: z.object({ ruleId: z.string(), schemaId: z.string() }),
-  TriggerRuleBound: z.object({ ruleId: z.string(), schemaId: z.string(), fields: z.array(z.string()), enabled: z.boolean() }),
+  TriggerRuleBound: z.object({
+    ruleId: z.string(),
+    schemaId: z.string(),
+    fields: z.array(z.string()),
+    enabled: z.boolean(),
+  }),
   TriggerRuleUnbound: z.object({ ruleId: z.string(), schemaId: z.string() }),
-  TriggerFired: z.object({ ruleId: z.string(), eventId: z.string(), recordId: z.string(), executionId: z.string(), depth: z.number().int() }),
+  TriggerFired: z.object({
+    ruleId: z.string(),
+    eventId: z.string(),
+    recordId: z.string(),
+    executionId: z.string(),
+    depth: z.number().int(),
+  }),
   /** A terminal trigger failure (decisions §4 shape plus the firing's event id); the webhook dispatcher turns it into `trigger.failed`. */
   TriggerFailed: z.object({
     failureId: z.string(),
@@ -406,7 +461,12 @@ export const EVENT_TYPES = {
 
   // metering (one stream per tenant, `usage-<tenantId>`, appended with expected revision 'any'; docs/api.md "Usage")
   /** Priced work of one operation, appended atomically with the write it charges (or after a search is served). */
-  UsageMetered: z.object({ tenantId: z.string(), contextId: z.string().nullable(), period: z.string(), items: z.array(usageItem) }),
+  UsageMetered: z.object({
+    tenantId: z.string(),
+    contextId: z.string().nullable(),
+    period: z.string(),
+    items: z.array(usageItem),
+  }),
   /**
    * Read calls and response bytes of a context, tallied in process and appended in batches. Overage is priced
    * by the usage projection in log order against the account's running monthly totals, with the terms carried here.
@@ -417,7 +477,12 @@ export const EVENT_TYPES = {
     period: z.string(),
     calls: z.number().int(),
     bytes: z.number().int(),
-    terms: z.object({ includedCalls: z.number().int(), callsPerCredit: z.number().int(), includedBytes: z.number().int(), bytesPerCredit: z.number().int() }),
+    terms: z.object({
+      includedCalls: z.number().int(),
+      callsPerCredit: z.number().int(),
+      includedBytes: z.number().int(),
+      bytesPerCredit: z.number().int(),
+    }),
   }),
 } as const;
 

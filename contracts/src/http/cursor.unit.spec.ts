@@ -33,7 +33,9 @@ describe('CursorCodec', () => {
 
   it('ignores parameter order, startFrom itself and undefined parameters when binding', () => {
     const cursor = codec.encode(scope, { limit: 2, type: 'invoice' }, position);
-    expect(codec.decode(scope, { type: 'invoice', limit: 2, startFrom: 'whatever', extra: undefined }, cursor)).toEqual(position);
+    expect(codec.decode(scope, { type: 'invoice', limit: 2, startFrom: 'whatever', extra: undefined }, cursor)).toEqual(
+      position,
+    );
   });
 
   it('rejects a cursor presented with other parameters', () => {

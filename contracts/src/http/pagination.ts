@@ -46,7 +46,14 @@ export class Paginator {
    * Builds a page from `limit + 1` fetched rows: the extra row only tells that
    * more remain; the cursor holds the key of the last row returned.
    */
-  page<R, T, K>(scope: string, params: Record<string, unknown>, rows: R[], limit: number, keyOf: (r: R) => K, map: (r: R) => T): Page<T> {
+  page<R, T, K>(
+    scope: string,
+    params: Record<string, unknown>,
+    rows: R[],
+    limit: number,
+    keyOf: (r: R) => K,
+    map: (r: R) => T,
+  ): Page<T> {
     const more = rows.length > limit;
     const shown = more ? rows.slice(0, limit) : rows;
     return {

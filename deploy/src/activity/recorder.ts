@@ -193,7 +193,8 @@ export class ActivityRecorder {
           this.stats.dropped += over;
         }
         this.stats.failedFlushes++;
-        if (!this.failing) this.log(`activity log: flush failed, entries kept in memory: ${e instanceof Error ? e.message : String(e)}`);
+        if (!this.failing)
+          this.log(`activity log: flush failed, entries kept in memory: ${e instanceof Error ? e.message : String(e)}`);
         this.failing = true;
         return;
       }

@@ -9,13 +9,41 @@ import { loadConfig } from '../config';
 import { ActivityRecorder } from './recorder';
 
 const principal = (over: Partial<Principal> = {}): Principal => ({
-  credentialId: 'key-1', kind: 'root', accountId: 'acc', tenantId: 'tenant-1', environment: 'live', contextId: 'ctx-1',
-  crossContext: true, allowedActions: ['*'], dataScope: null, userId: null, wireVersionPin: null, ...over,
+  credentialId: 'key-1',
+  kind: 'root',
+  accountId: 'acc',
+  tenantId: 'tenant-1',
+  environment: 'live',
+  contextId: 'ctx-1',
+  crossContext: true,
+  allowedActions: ['*'],
+  dataScope: null,
+  userId: null,
+  wireVersionPin: null,
+  ...over,
 });
 
-function call(rec: ActivityRecorder, o: { url?: string; method?: string; status?: number; p?: Principal; errorCode?: string; auth?: string; ms?: number } = {}) {
+function call(
+  rec: ActivityRecorder,
+  o: {
+    url?: string;
+    method?: string;
+    status?: number;
+    p?: Principal;
+    errorCode?: string;
+    auth?: string;
+    ms?: number;
+  } = {},
+) {
   const id = randomUUID();
-  const req = { url: o.url ?? '/v1/records', method: o.method ?? 'POST', id, headers: o.auth ? { authorization: o.auth } : {}, principal: o.p, errorCode: o.errorCode } as unknown as FastifyRequest;
+  const req = {
+    url: o.url ?? '/v1/records',
+    method: o.method ?? 'POST',
+    id,
+    headers: o.auth ? { authorization: o.auth } : {},
+    principal: o.p,
+    errorCode: o.errorCode,
+  } as unknown as FastifyRequest;
   rec.onResponse(req, { statusCode: o.status ?? 201 } as FastifyReply, o.ms ?? 1.234);
   return id;
 }
@@ -57,7 +85,19 @@ describe('parseIsoInstant', () => {
     expect(parseIsoInstant('2024-02-29T00:00:00Z')).toBe(Date.UTC(2024, 1, 29));
   });
   it('refuses anything else', () => {
-    for (const s of ['', 'yesterday', '2026-02-31T00:00:00Z', '2025-02-29', '2026-13-01', '2026-05-01T24:00:00Z', '2026-05-01T12:00:00', '2026-05-01T12:60:00Z', '1714564800000', '2026-05-01T12:00:00+25:00', ' 2026-05-01'])
+    for (const s of [
+      '',
+      'yesterday',
+      '2026-02-31T00:00:00Z',
+      '2025-02-29',
+      '2026-13-01',
+      '2026-05-01T24:00:00Z',
+      '2026-05-01T12:00:00',
+      '2026-05-01T12:60:00Z',
+      '1714564800000',
+      '2026-05-01T12:00:00+25:00',
+      ' 2026-05-01',
+    ])
       expect(parseIsoInstant(s), s).toBeNull();
   });
 });
@@ -95,7 +135,16 @@ describe('ActivityRecorder', () => {
     expect(await all()).toEqual([]);
     await r.close();
     const [e] = await all();
-    expect(e).toMatchObject({ method: 'POST', resource: 'records', status: 201, keyId: 'key-1', path: '/v1/records', requestId: id, errorCode: null, durationMs: 1.23 });
+    expect(e).toMatchObject({
+      method: 'POST',
+      resource: 'records',
+      status: 201,
+      keyId: 'key-1',
+      path: '/v1/records',
+      requestId: id,
+      errorCode: null,
+      durationMs: 1.23,
+    });
   });
 
   it('flushes at once when a batch is full', async () => {
@@ -109,7 +158,13 @@ describe('ActivityRecorder', () => {
 
   it('records errorCode only on failures, and skips what has no tenant', async () => {
     const r = recorder();
-    const failed = call(r, { p: principal(), status: 404, errorCode: 'NOT_FOUND', method: 'GET', url: '/v1/records/x' });
+    const failed = call(r, {
+      p: principal(),
+      status: 404,
+      errorCode: 'NOT_FOUND',
+      method: 'GET',
+      url: '/v1/records/x',
+    });
     call(r, { p: principal(), status: 200, errorCode: 'NOT_FOUND' });
     call(r, { p: principal({ kind: 'developer', tenantId: null }), status: 403 });
     call(r, { url: '/developer/keys', p: principal() });
@@ -125,7 +180,14 @@ describe('ActivityRecorder', () => {
 
   it('finds the tenant of a request refused before authentication from its credential, after the response', async () => {
     const seen: string[] = [];
-    const resolve = async (t: string) => (seen.push(t), t === 'good' ? principal({ credentialId: 'key-2', contextId: 'ctx-2' }) : t === 'dev' ? principal({ kind: 'developer', tenantId: null }) : null);
+    const resolve = async (t: string) => (
+      seen.push(t),
+      t === 'good'
+        ? principal({ credentialId: 'key-2', contextId: 'ctx-2' })
+        : t === 'dev'
+          ? principal({ kind: 'developer', tenantId: null })
+          : null
+    );
     const r = recorder({ resolve });
     const bad = call(r, { status: 400, errorCode: 'VALIDATION_ERROR', auth: 'Bearer good' });
     call(r, { status: 400, auth: 'Bearer unknown' });
@@ -138,13 +200,17 @@ describe('ActivityRecorder', () => {
     const es = await all();
     expect(es).toHaveLength(1);
     expect(es[0]).toMatchObject({ requestId: bad, keyId: 'key-2', errorCode: 'VALIDATION_ERROR' });
-    expect((await store.query({ tenantId: 'tenant-1', contextId: 'ctx-2', fromMs: 0, limit: 10 })).entries).toHaveLength(1);
+    expect(
+      (await store.query({ tenantId: 'tenant-1', contextId: 'ctx-2', fromMs: 0, limit: 10 })).entries,
+    ).toHaveLength(1);
   });
 
   it('keeps entries while the database fails (bounded), and writes them when it answers again', async () => {
     let fail = true;
     const logs: string[] = [];
-    const flaky = Object.assign(Object.create(store), { insert: (rows: ActivityRow[]) => (fail ? Promise.reject(new Error('down')) : store.insert(rows)) });
+    const flaky = Object.assign(Object.create(store), {
+      insert: (rows: ActivityRow[]) => (fail ? Promise.reject(new Error('down')) : store.insert(rows)),
+    });
     const r = recorder({ store: flaky, maxBuffered: 3, log: (m) => logs.push(m) });
     const ids = [1, 2, 3, 4].map(() => call(r, { p: principal() }));
     await r.flush();
@@ -172,7 +238,19 @@ describe('ActivityRecorder', () => {
   it('prunes entries past the retention period', async () => {
     const day = 86_400_000;
     const now = Date.now();
-    const row = (atMs: number, requestId: string): ActivityRow => ({ tenantId: 'tenant-1', contextId: null, atUs: atMs * 1000, method: 'GET', resource: 'records', status: 200, keyId: 'k', durationMs: 1, path: '/v1/records', requestId, errorCode: null });
+    const row = (atMs: number, requestId: string): ActivityRow => ({
+      tenantId: 'tenant-1',
+      contextId: null,
+      atUs: atMs * 1000,
+      method: 'GET',
+      resource: 'records',
+      status: 200,
+      keyId: 'k',
+      durationMs: 1,
+      path: '/v1/records',
+      requestId,
+      errorCode: null,
+    });
     await store.insert([row(now - 31 * day, 'old'), row(now - 29 * day, 'recent'), row(now, 'new')]);
     const r = recorder({ retentionDays: 30 });
     expect(await r.prune(now)).toBe(1);
@@ -194,6 +272,8 @@ describe('ActivityRecorder', () => {
 describe('configuration', () => {
   it('ACTIVITY_LOG=0 turns recording off; flush period and retention have defaults', () => {
     expect(loadConfig({}).activityLog).toEqual({ enabled: true, flushMs: 250, retentionDays: 30 });
-    expect(loadConfig({ ACTIVITY_LOG: '0', ACTIVITY_LOG_FLUSH_MS: '1000', ACTIVITY_LOG_RETENTION_DAYS: '7' }).activityLog).toEqual({ enabled: false, flushMs: 1000, retentionDays: 7 });
+    expect(
+      loadConfig({ ACTIVITY_LOG: '0', ACTIVITY_LOG_FLUSH_MS: '1000', ACTIVITY_LOG_RETENTION_DAYS: '7' }).activityLog,
+    ).toEqual({ enabled: false, flushMs: 1000, retentionDays: 7 });
   });
 });

@@ -37,7 +37,16 @@ export interface BackupManifest {
 /** Subscribers whose work is not a projection: sends, trigger runs and extractions that a replay from 0 would repeat. */
 export const REACTORS = ['webhook-dispatcher', 'trigger-runner', 'document-worker'];
 
-type EventLine = { t: 'event'; position: number; streamId: string; revision: number; id: string; type: string; data: Record<string, unknown>; metadata: Record<string, unknown> };
+type EventLine = {
+  t: 'event';
+  position: number;
+  streamId: string;
+  revision: number;
+  id: string;
+  type: string;
+  data: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+};
 type FileLine = { t: 'file'; name: string; data: string };
 type BlobLine = { t: 'blob'; key: string; data: string };
 type Trailer = { t: 'end'; events: number; blobs: number; sha256: string };
@@ -103,16 +112,27 @@ export async function writeBackup(src: BackupSource, file: string): Promise<Back
     position,
     secretSource: src.secretSource,
     blobs: src.blobsDir ? 'included' : 'object-store',
-    reactors: Object.fromEntries(Object.entries((await src.reactors?.()) ?? {}).map(([k, v]) => [k, Math.min(v, position)])),
+    reactors: Object.fromEntries(
+      Object.entries((await src.reactors?.()) ?? {}).map(([k, v]) => [k, Math.min(v, position)]),
+    ),
   };
   await line(manifest);
   let events = 0;
-  for (let after = 0; after < position; ) {
+  for (let after = 0; after < position;) {
     const page = await src.store.readAll(after, PAGE);
     if (page.length === 0) break;
     for (const e of page) {
       if (e.position > position) break;
-      const l: EventLine = { t: 'event', position: e.position, streamId: e.streamId, revision: e.revision, id: e.id, type: e.type, data: e.data as Record<string, unknown>, metadata: e.metadata as unknown as Record<string, unknown> };
+      const l: EventLine = {
+        t: 'event',
+        position: e.position,
+        streamId: e.streamId,
+        revision: e.revision,
+        id: e.id,
+        type: e.type,
+        data: e.data as Record<string, unknown>,
+        metadata: e.metadata as unknown as Record<string, unknown>,
+      };
       await line(l);
       events++;
     }
@@ -120,12 +140,17 @@ export async function writeBackup(src: BackupSource, file: string): Promise<Back
   }
   for (const name of ['service-secret.key', 'bootstrap.json']) {
     const p = join(src.dataDir, name);
-    if (existsSync(p) && statSync(p).isFile()) await line({ t: 'file', name, data: readFileSync(p).toString('base64') } satisfies FileLine);
+    if (existsSync(p) && statSync(p).isFile())
+      await line({ t: 'file', name, data: readFileSync(p).toString('base64') } satisfies FileLine);
   }
   let blobs = 0;
   if (src.blobsDir)
     for (const key of blobKeys(src.blobsDir)) {
-      await line({ t: 'blob', key, data: readFileSync(join(src.blobsDir, ...key.split('/'))).toString('base64') } satisfies BlobLine);
+      await line({
+        t: 'blob',
+        key,
+        data: readFileSync(join(src.blobsDir, ...key.split('/'))).toString('base64'),
+      } satisfies BlobLine);
       blobs++;
     }
   const trailer: Trailer = { t: 'end', events, blobs, sha256: hash.digest('hex') };
@@ -152,16 +177,22 @@ export async function verifyBackup(file: string): Promise<{ manifest: BackupMani
     }
     hash.update(text + '\n');
     if (!manifest) {
-      if (v.t !== 'manifest' || (v as BackupManifest).format !== BACKUP_FORMAT) throw new Error('not a backup file of this service');
+      if (v.t !== 'manifest' || (v as BackupManifest).format !== BACKUP_FORMAT)
+        throw new Error('not a backup file of this service');
       manifest = v as BackupManifest;
-      if (manifest.version !== BACKUP_VERSION) throw new Error(`backup format version ${manifest.version} is not supported (this version reads ${BACKUP_VERSION})`);
+      if (manifest.version !== BACKUP_VERSION)
+        throw new Error(
+          `backup format version ${manifest.version} is not supported (this version reads ${BACKUP_VERSION})`,
+        );
     } else if (v.t === 'event') events++;
     else if (v.t === 'blob') blobs++;
   }
   if (!manifest) throw new Error('the backup is empty');
   if (!trailer) throw new Error('the backup is truncated (no trailer): take it again');
-  if (trailer.sha256 !== hash.digest('hex') || trailer.events !== events || trailer.blobs !== blobs) throw new Error('the backup is damaged (checksum or counts differ from its trailer)');
-  if (events !== manifest.position) throw new Error(`the backup holds ${events} events but stops at position ${manifest.position}`);
+  if (trailer.sha256 !== hash.digest('hex') || trailer.events !== events || trailer.blobs !== blobs)
+    throw new Error('the backup is damaged (checksum or counts differ from its trailer)');
+  if (events !== manifest.position)
+    throw new Error(`the backup holds ${events} events but stops at position ${manifest.position}`);
   return { manifest, events, blobs };
 }
 
@@ -185,7 +216,10 @@ const CHUNK = 2000;
  * together so the adapter writes them in one transaction), then its files and blobs. Each event lands at the position
  * it had: the log's positions are dense from 1, and the restored log is written from an empty one.
  */
-export async function restoreBackup(file: string, target: RestoreTarget): Promise<{ manifest: BackupManifest; events: number; blobs: number }> {
+export async function restoreBackup(
+  file: string,
+  target: RestoreTarget,
+): Promise<{ manifest: BackupManifest; events: number; blobs: number }> {
   const { manifest } = await verifyBackup(file);
   if ((await target.store.headPosition()) !== 0) throw new Error('the target event store is not empty');
   let chunk: EventLine[] = [];
@@ -215,7 +249,10 @@ export async function restoreBackup(file: string, target: RestoreTarget): Promis
     const results = await Promise.all(groups.map((g) => target.store.appendMulti(g)));
     const lastPosition = results.at(-1)!.at(-1)!.position;
     const expected = chunk[chunk.length - 1].position;
-    if (lastPosition !== expected) throw new Error(`restored event landed at position ${lastPosition}, expected ${expected}: the target log was written to meanwhile`);
+    if (lastPosition !== expected)
+      throw new Error(
+        `restored event landed at position ${lastPosition}, expected ${expected}: the target log was written to meanwhile`,
+      );
     events += chunk.length;
     chunk = [];
   };

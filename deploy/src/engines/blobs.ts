@@ -28,13 +28,18 @@ export class FileBlobStore implements BlobStore {
   }
 
   private pathOf(key: string): string {
-    if (!key || key.includes('\0') || key.split('/').some((p) => p === '' || p === '.' || p === '..')) throw new Error(`invalid blob key: ${key}`);
+    if (!key || key.includes('\0') || key.split('/').some((p) => p === '' || p === '.' || p === '..'))
+      throw new Error(`invalid blob key: ${key}`);
     const p = resolve(this.root, key);
     if (!p.startsWith(this.root + sep)) throw new Error(`invalid blob key: ${key}`);
     return p;
   }
 
-  async put(key: string, body: Readable | Buffer | string, opts: { contentType?: string; maxBytes?: number } = {}): Promise<{ bytes: number }> {
+  async put(
+    key: string,
+    body: Readable | Buffer | string,
+    opts: { contentType?: string; maxBytes?: number } = {},
+  ): Promise<{ bytes: number }> {
     const target = this.pathOf(key);
     await mkdir(dirname(target), { recursive: true });
     const tmp = join(dirname(target), `.tmp-${randomUUID()}`);

@@ -32,12 +32,15 @@ describe('FileBlobStore', () => {
   });
 
   it('a body over maxBytes stores nothing and leaves no temporary file', async () => {
-    await expect(blobs.put('t/c/big', Buffer.alloc(2048), { maxBytes: 1024 })).rejects.toBeInstanceOf(BlobTooLargeError);
+    await expect(blobs.put('t/c/big', Buffer.alloc(2048), { maxBytes: 1024 })).rejects.toBeInstanceOf(
+      BlobTooLargeError,
+    );
     expect(await blobs.exists('t/c/big')).toBe(false);
     expect(readdirSync(join(dir, 't/c')).filter((f) => f.startsWith('.tmp-'))).toEqual([]);
   });
 
   it('keys cannot escape the root', async () => {
-    for (const key of ['../x', 'a/../../x', '/abs', 'a//b', '']) await expect(blobs.put(key, 'x')).rejects.toThrow(/invalid blob key/);
+    for (const key of ['../x', 'a/../../x', '/abs', 'a//b', ''])
+      await expect(blobs.put(key, 'x')).rejects.toThrow(/invalid blob key/);
   });
 });

@@ -11,7 +11,8 @@ const { dataDir, nice, sharedBuffers, wasmModule } = workerData;
 /** A database error as data (structured clone drops an Error's own fields such as `code`). */
 const asData = (e) => {
   const out = { message: e instanceof Error ? e.message : String(e) };
-  if (e && typeof e === 'object') for (const [k, v] of Object.entries(e)) if (typeof v === 'string' || typeof v === 'number') out[k] = v;
+  if (e && typeof e === 'object')
+    for (const [k, v] of Object.entries(e)) if (typeof v === 'string' || typeof v === 'number') out[k] = v;
   return out;
 };
 
@@ -29,7 +30,11 @@ const lowerPriority = () => {
 
 let db;
 try {
-  db = await PGlite.create({ ...(dataDir ? { dataDir } : {}), startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffers}`], pgliteWasmModule: wasmModule });
+  db = await PGlite.create({
+    ...(dataDir ? { dataDir } : {}),
+    startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffers}`],
+    pgliteWasmModule: wasmModule,
+  });
   lowerPriority();
   parentPort.postMessage({ ready: true });
 } catch (e) {

@@ -1,7 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { Readable, Transform } from 'node:stream';
 import {
-  CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client,
+  CopyObjectCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
@@ -30,7 +37,8 @@ export function parseObjectStoreUrl(raw: string): S3Location {
   const u = new URL(raw);
   if (u.protocol !== 's3:') throw new Error('OBJECT_STORE_URL must start with s3://');
   const [bucket, ...rest] = u.pathname.replace(/^\/+/, '').split('/').filter(Boolean);
-  if (!u.hostname || !bucket) throw new Error('OBJECT_STORE_URL must name a host and a bucket: s3://KEY:SECRET@host:port/bucket');
+  if (!u.hostname || !bucket)
+    throw new Error('OBJECT_STORE_URL must name a host and a bucket: s3://KEY:SECRET@host:port/bucket');
   const flag = (name: string, dflt: boolean) => {
     const v = u.searchParams.get(name);
     return v === null ? dflt : v === 'true' || v === '1';
@@ -42,7 +50,9 @@ export function parseObjectStoreUrl(raw: string): S3Location {
     bucket,
     prefix: rest.length ? rest.join('/') + '/' : '',
     forcePathStyle: flag('forcePathStyle', false),
-    credentials: u.username ? { accessKeyId: decodeURIComponent(u.username), secretAccessKey: decodeURIComponent(u.password) } : undefined,
+    credentials: u.username
+      ? { accessKeyId: decodeURIComponent(u.username), secretAccessKey: decodeURIComponent(u.password) }
+      : undefined,
   };
 }
 
@@ -85,11 +95,16 @@ export class S3BlobStore implements BlobStore, PresignedBlobUrls {
   }
 
   private keyOf(key: string): string {
-    if (!key || key.includes('\0') || key.split('/').some((p) => p === '' || p === '.' || p === '..')) throw new Error(`invalid blob key: ${key}`);
+    if (!key || key.includes('\0') || key.split('/').some((p) => p === '' || p === '.' || p === '..'))
+      throw new Error(`invalid blob key: ${key}`);
     return this.location.prefix + key;
   }
 
-  async put(key: string, body: Readable | Buffer | string, opts: { contentType?: string; maxBytes?: number } = {}): Promise<{ bytes: number }> {
+  async put(
+    key: string,
+    body: Readable | Buffer | string,
+    opts: { contentType?: string; maxBytes?: number } = {},
+  ): Promise<{ bytes: number }> {
     const Key = this.keyOf(key);
     let bytes = 0;
     let tooLarge = false;
@@ -107,7 +122,12 @@ export class S3BlobStore implements BlobStore, PresignedBlobUrls {
       }),
     );
     source.on('error', (e) => counted.destroy(e));
-    const upload = new Upload({ client: this.client, params: { Bucket: this.location.bucket, Key, Body: counted, ContentType: opts.contentType }, queueSize: 2, partSize: 5 * 1024 * 1024 });
+    const upload = new Upload({
+      client: this.client,
+      params: { Bucket: this.location.bucket, Key, Body: counted, ContentType: opts.contentType },
+      queueSize: 2,
+      partSize: 5 * 1024 * 1024,
+    });
     try {
       await upload.done();
     } catch (e) {
@@ -146,20 +166,33 @@ export class S3BlobStore implements BlobStore, PresignedBlobUrls {
     const Prefix = this.keyOf(prefix.slice(0, -1)) + '/';
     let n = 0;
     for (;;) {
-      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.location.bucket, Prefix, MaxKeys: 1000 }));
+      const page = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.location.bucket, Prefix, MaxKeys: 1000 }),
+      );
       const keys = (page.Contents ?? []).map((o) => o.Key!).filter(Boolean);
       if (!keys.length) return n;
       for (let i = 0; i < keys.length; i += 16)
-        await Promise.all(keys.slice(i, i + 16).map((Key) => this.client.send(new DeleteObjectCommand({ Bucket: this.location.bucket, Key }))));
+        await Promise.all(
+          keys
+            .slice(i, i + 16)
+            .map((Key) => this.client.send(new DeleteObjectCommand({ Bucket: this.location.bucket, Key }))),
+        );
       n += keys.length;
     }
   }
 
   /** Size and metadata of an object, or null when there is none. */
-  async head(key: string): Promise<{ bytes: number; contentType?: string; etag?: string; metadata: Record<string, string> } | null> {
+  async head(
+    key: string,
+  ): Promise<{ bytes: number; contentType?: string; etag?: string; metadata: Record<string, string> } | null> {
     try {
       const r = await this.client.send(new HeadObjectCommand({ Bucket: this.location.bucket, Key: this.keyOf(key) }));
-      return { bytes: Number(r.ContentLength ?? 0), contentType: r.ContentType, etag: r.ETag, metadata: r.Metadata ?? {} };
+      return {
+        bytes: Number(r.ContentLength ?? 0),
+        contentType: r.ContentType,
+        etag: r.ETag,
+        metadata: r.Metadata ?? {},
+      };
     } catch (e) {
       if (notFound(e)) return null;
       throw e;
@@ -173,7 +206,14 @@ export class S3BlobStore implements BlobStore, PresignedBlobUrls {
   /** Server-side copy (the object never passes through this process). */
   async copy(from: string, to: string): Promise<void> {
     const src = `${this.location.bucket}/${this.keyOf(from).split('/').map(encodeURIComponent).join('/')}`;
-    await this.client.send(new CopyObjectCommand({ Bucket: this.location.bucket, Key: this.keyOf(to), CopySource: src, MetadataDirective: 'COPY' }));
+    await this.client.send(
+      new CopyObjectCommand({
+        Bucket: this.location.bucket,
+        Key: this.keyOf(to),
+        CopySource: src,
+        MetadataDirective: 'COPY',
+      }),
+    );
   }
 
   /**
@@ -183,14 +223,24 @@ export class S3BlobStore implements BlobStore, PresignedBlobUrls {
    */
   async upload(o: { key: string; contentType: string; now: Date }) {
     const grant = randomBytes(24).toString('base64url');
-    const cmd = new PutObjectCommand({ Bucket: this.location.bucket, Key: this.keyOf(o.key), ContentType: o.contentType, Metadata: { 'upload-grant': grant } });
+    const cmd = new PutObjectCommand({
+      Bucket: this.location.bucket,
+      Key: this.keyOf(o.key),
+      ContentType: o.contentType,
+      Metadata: { 'upload-grant': grant },
+    });
     const uploadUrl = await getSignedUrl(this.client, cmd, {
       expiresIn: this.ttlSeconds,
       signingDate: o.now,
       signableHeaders: new Set(['content-type', S3_UPLOAD_HEADER]),
       unhoistableHeaders: new Set([S3_UPLOAD_HEADER]),
     });
-    return { uploadUrl, expiresAt: new Date(o.now.getTime() + this.ttlSeconds * 1000).toISOString(), requiredHeaderName: S3_UPLOAD_HEADER, requiredHeaderValue: grant };
+    return {
+      uploadUrl,
+      expiresAt: new Date(o.now.getTime() + this.ttlSeconds * 1000).toISOString(),
+      requiredHeaderName: S3_UPLOAD_HEADER,
+      requiredHeaderValue: grant,
+    };
   }
 
   /** A presigned GET that answers with the document's type and file name. */
@@ -199,7 +249,9 @@ export class S3BlobStore implements BlobStore, PresignedBlobUrls {
       Bucket: this.location.bucket,
       Key: this.keyOf(o.key),
       ResponseContentType: o.contentType ?? undefined,
-      ResponseContentDisposition: o.fileName ? `attachment; filename*=UTF-8''${encodeURIComponent(o.fileName)}` : undefined,
+      ResponseContentDisposition: o.fileName
+        ? `attachment; filename*=UTF-8''${encodeURIComponent(o.fileName)}`
+        : undefined,
     });
     const downloadUrl = await getSignedUrl(this.client, cmd, { expiresIn: this.ttlSeconds, signingDate: o.now });
     return { downloadUrl, expiresAt: new Date(o.now.getTime() + this.ttlSeconds * 1000).toISOString() };

@@ -22,10 +22,25 @@ beforeAll(async () => {
   [from, to] = await Promise.all([openPglite(join(dir, 'main')), openPglite(join(dir, 'side'))]);
   const source = new ActivityLogStore(from);
   await source.init();
-  const row = (i: number): ActivityRow => ({ tenantId, contextId: null, atUs: 1_700_000_000_000_000 + i, method: 'POST', resource: 'records', status: 201, keyId: 'k', durationMs: 1.5, path: '/v1/records', requestId: `req-${i}`, errorCode: null });
+  const row = (i: number): ActivityRow => ({
+    tenantId,
+    contextId: null,
+    atUs: 1_700_000_000_000_000 + i,
+    method: 'POST',
+    resource: 'records',
+    status: 201,
+    keyId: 'k',
+    durationMs: 1.5,
+    path: '/v1/records',
+    requestId: `req-${i}`,
+    errorCode: null,
+  });
   for (let i = 0; i < ENTRIES; i += 5000) await source.insert(Array.from({ length: 5000 }, (_, j) => row(i + j)));
   await new ActivityLogStore(to).init();
-  await to.query(`INSERT INTO al_entries (tenant_id, at_us, method, resource, status, request_id) VALUES ($1, 1, 'GET', 'usage', 200, 'already-there')`, [tenantId]);
+  await to.query(
+    `INSERT INTO al_entries (tenant_id, at_us, method, resource, status, request_id) VALUES ($1, 1, 'GET', 'usage', 200, 'already-there')`,
+    [tenantId],
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -46,13 +61,19 @@ describe('activity log move', () => {
 
     const heard: string[] = [];
     expect(await moveActivityLog(from, to, (m) => heard.push(m))).toBe(true);
-    const { rows } = await to.query<{ n: number; distinct_ids: number }>('SELECT count(*)::int AS n, count(DISTINCT request_id)::int AS distinct_ids FROM al_entries');
+    const { rows } = await to.query<{ n: number; distinct_ids: number }>(
+      'SELECT count(*)::int AS n, count(DISTINCT request_id)::int AS distinct_ids FROM al_entries',
+    );
     expect(rows[0]).toEqual({ n: ENTRIES + 1, distinct_ids: ENTRIES + 1 });
     expect(await tableExists(from, 'al_entries')).toBe(false);
     expect(await tableExists(to, 'al_move')).toBe(false);
     expect(heard.join('\n')).toMatch(/activity log: moved \d+ entries/);
     const read = await new ActivityLogStore(to).query({ tenantId, fromMs: 0, limit: 3 });
-    expect(read.entries.map((e) => e.requestId)).toEqual([`req-${ENTRIES - 1}`, `req-${ENTRIES - 2}`, `req-${ENTRIES - 3}`]);
+    expect(read.entries.map((e) => e.requestId)).toEqual([
+      `req-${ENTRIES - 1}`,
+      `req-${ENTRIES - 2}`,
+      `req-${ENTRIES - 3}`,
+    ]);
 
     // Nothing left to move: nothing happens.
     expect(await moveActivityLog(from, to, () => {})).toBe(false);

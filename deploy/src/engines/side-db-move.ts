@@ -10,7 +10,16 @@ import { tableExists } from './sql';
  */
 
 /** The search side's tables (projectors/src/search). */
-const SEARCH_TABLES = ['si_schemas', 'si_items', 'si_vector_jobs', 'si_vector_models', 'si_reported', 'ti_passages', 'ti_terms', 'ti_stats'];
+const SEARCH_TABLES = [
+  'si_schemas',
+  'si_items',
+  'si_vector_jobs',
+  'si_vector_models',
+  'si_reported',
+  'ti_passages',
+  'ti_terms',
+  'ti_stats',
+];
 /** Heap pages copied per statement (8 KiB each): about 2 MiB of rows at a time. */
 const PAGES = 256;
 
@@ -39,12 +48,18 @@ export async function moveSearchTables(from: Sql, to: Sql, log: (m: string) => v
   for (const t of SEARCH_TABLES) {
     if (!(await tableExists(from, t)) || !(await tableExists(to, t))) continue;
     await to.exec(`DELETE FROM ${t}`);
-    const { rows: size } = await from.query<{ pages: number }>(`SELECT (pg_relation_size('${t}') / 8192)::int AS pages`);
+    const { rows: size } = await from.query<{ pages: number }>(
+      `SELECT (pg_relation_size('${t}') / 8192)::int AS pages`,
+    );
     for (let p = 0; p <= size[0].pages; p += PAGES) {
       // A TID range: each page of the heap read once, whatever the table's keys.
-      const { rows: batch } = await from.query<{ r: unknown }>(`SELECT to_jsonb(t) AS r FROM ${t} t WHERE ctid >= '(${p},0)'::tid AND ctid < '(${p + PAGES},0)'::tid`);
+      const { rows: batch } = await from.query<{ r: unknown }>(
+        `SELECT to_jsonb(t) AS r FROM ${t} t WHERE ctid >= '(${p},0)'::tid AND ctid < '(${p + PAGES},0)'::tid`,
+      );
       if (!batch.length) continue;
-      await to.query(`INSERT INTO ${t} SELECT * FROM jsonb_populate_recordset(NULL::${t}, $1::jsonb)`, [JSON.stringify(batch.map((b) => b.r))]);
+      await to.query(`INSERT INTO ${t} SELECT * FROM jsonb_populate_recordset(NULL::${t}, $1::jsonb)`, [
+        JSON.stringify(batch.map((b) => b.r)),
+      ]);
       rows += batch.length;
     }
   }
@@ -79,18 +94,28 @@ export async function moveActivityLog(from: Sql, to: Sql, log: (m: string) => vo
   await to.exec(`CREATE TABLE IF NOT EXISTS ${ACTIVITY_MOVE} (pages_done int NOT NULL)`);
   const { rows: progress } = await to.query<{ pages_done: number }>(`SELECT pages_done FROM ${ACTIVITY_MOVE}`);
   if (!progress.length) await to.query(`INSERT INTO ${ACTIVITY_MOVE} VALUES (0)`);
-  const { rows: size } = await from.query<{ pages: number }>(`SELECT (pg_relation_size('${ACTIVITY_TABLE}') / 8192)::int AS pages`);
+  const { rows: size } = await from.query<{ pages: number }>(
+    `SELECT (pg_relation_size('${ACTIVITY_TABLE}') / 8192)::int AS pages`,
+  );
   let entries = 0;
   for (let p = progress[0]?.pages_done ?? 0; p <= size[0].pages; p += PAGES) {
-    const { rows: batch } = await from.query<{ r: unknown }>(`SELECT to_jsonb(t) AS r FROM ${ACTIVITY_TABLE} t WHERE ctid >= '(${p},0)'::tid AND ctid < '(${p + PAGES},0)'::tid`);
+    const { rows: batch } = await from.query<{ r: unknown }>(
+      `SELECT to_jsonb(t) AS r FROM ${ACTIVITY_TABLE} t WHERE ctid >= '(${p},0)'::tid AND ctid < '(${p + PAGES},0)'::tid`,
+    );
     await to.tx(async (q) => {
-      if (batch.length) await q.query(`INSERT INTO ${ACTIVITY_TABLE} SELECT * FROM jsonb_populate_recordset(NULL::${ACTIVITY_TABLE}, $1::jsonb)`, [JSON.stringify(batch.map((b) => b.r))]);
+      if (batch.length)
+        await q.query(
+          `INSERT INTO ${ACTIVITY_TABLE} SELECT * FROM jsonb_populate_recordset(NULL::${ACTIVITY_TABLE}, $1::jsonb)`,
+          [JSON.stringify(batch.map((b) => b.r))],
+        );
       await q.query(`UPDATE ${ACTIVITY_MOVE} SET pages_done = $1`, [p + PAGES]);
     });
     entries += batch.length;
   }
   await from.exec(`DROP TABLE ${ACTIVITY_TABLE}`);
   await to.exec(`DROP TABLE ${ACTIVITY_MOVE}`);
-  log(`activity log: moved ${entries} entries to the second embedded database (pg-search) in ${Date.now() - started} ms`);
+  log(
+    `activity log: moved ${entries} entries to the second embedded database (pg-search) in ${Date.now() - started} ms`,
+  );
   return true;
 }

@@ -15,14 +15,24 @@ type Reply = { id: number; rows?: unknown[]; error?: Record<string, unknown> & {
  */
 export async function openPgliteThread(dataDir: string | undefined, o: { nice?: number } = {}): Promise<Sql> {
   // Plain .mjs: no TypeScript loader needed in the thread; execArgv [] keeps the parent's loaders and flags out.
-  const worker = new Worker(new URL('./pglite-worker.mjs', import.meta.url), { execArgv: [], workerData: { dataDir, nice: o.nice ?? 0, sharedBuffers: pgliteSharedBuffers(), wasmModule: await pgliteWasmModule() } });
+  const worker = new Worker(new URL('./pglite-worker.mjs', import.meta.url), {
+    execArgv: [],
+    workerData: {
+      dataDir,
+      nice: o.nice ?? 0,
+      sharedBuffers: pgliteSharedBuffers(),
+      wasmModule: await pgliteWasmModule(),
+    },
+  });
   const calls = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
   const listeners = new Map<string, Set<(payload: string) => void>>();
   let next = 0;
   let dead: Error | undefined;
 
   await new Promise<void>((resolve, reject) => {
-    worker.once('message', (m: { ready: boolean; error?: { message: string } }) => (m.ready ? resolve() : reject(new Error(`embedded search database: ${m.error?.message}`))));
+    worker.once('message', (m: { ready: boolean; error?: { message: string } }) =>
+      m.ready ? resolve() : reject(new Error(`embedded search database: ${m.error?.message}`)),
+    );
     worker.once('error', reject);
   });
   worker.on('message', (m: Reply & { channel?: string; payload?: string }) => {
@@ -50,7 +60,9 @@ export async function openPgliteThread(dataDir: string | undefined, o: { nice?: 
     return reply;
   };
   const direct: SqlQueryable = {
-    query: async <T,>(text: string, params?: unknown[]) => ({ rows: (await call({ op: 'query', text, params })).rows as T[] }),
+    query: async <T>(text: string, params?: unknown[]) => ({
+      rows: (await call({ op: 'query', text, params })).rows as T[],
+    }),
     exec: async (text: string) => {
       await call({ op: 'exec', text });
     },
@@ -60,7 +72,7 @@ export async function openPgliteThread(dataDir: string | undefined, o: { nice?: 
   // overlap with the round trips of the others); only an open transaction holds the rest until it ends, so a
   // statement from outside never lands inside it.
   let open: Promise<void> | undefined;
-  const outside = async <T,>(f: () => Promise<T>): Promise<T> => {
+  const outside = async <T>(f: () => Promise<T>): Promise<T> => {
     while (open) await open;
     return f();
   };
@@ -89,7 +101,10 @@ export async function openPgliteThread(dataDir: string | undefined, o: { nice?: 
         }
       }),
     // One message: the thread runs them in one transaction.
-    batch: (statements) => (statements.length ? outside(async () => (await call({ op: 'batch', statements })).rows as unknown[][]) : Promise.resolve([])),
+    batch: (statements) =>
+      statements.length
+        ? outside(async () => (await call({ op: 'batch', statements })).rows as unknown[][])
+        : Promise.resolve([]),
     async listen(channel, listener) {
       let set = listeners.get(channel);
       if (!set) {

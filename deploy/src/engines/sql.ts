@@ -23,13 +23,19 @@ const { serialize } = protocol;
  * `64MB`) sets it; the same for both embedded databases (pglite-worker.mjs reads it too).
  */
 export const PGLITE_SHARED_BUFFERS_DEFAULT = '16MB';
-export const pgliteSharedBuffers = (env: NodeJS.ProcessEnv = process.env): string => env.PGLITE_SHARED_BUFFERS || PGLITE_SHARED_BUFFERS_DEFAULT;
+export const pgliteSharedBuffers = (env: NodeJS.ProcessEnv = process.env): string =>
+  env.PGLITE_SHARED_BUFFERS || PGLITE_SHARED_BUFFERS_DEFAULT;
 /** PGlite's own start parameters with that cache size (pglite-worker.mjs builds the same). */
-const pgliteStartParams = (): string[] => [...PGlite.defaultStartParams, '-c', `shared_buffers=${pgliteSharedBuffers()}`];
+const pgliteStartParams = (): string[] => [
+  ...PGlite.defaultStartParams,
+  '-c',
+  `shared_buffers=${pgliteSharedBuffers()}`,
+];
 
 type WasmModule = NonNullable<PGliteOptions['pgliteWasmModule']>;
 // The global's type is not in this project's libraries (no DOM); the one call it needs.
-const wasm = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule> } }).WebAssembly;
+const wasm = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule> } })
+  .WebAssembly;
 let compiled: Promise<WasmModule> | undefined;
 /**
  * PostgreSQL's WASM, compiled once per process and shared by every embedded database in it (the search side's thread
@@ -38,7 +44,9 @@ let compiled: Promise<WasmModule> | undefined;
  * once per database instead of once per process.
  */
 export function pgliteWasmModule(): Promise<WasmModule> {
-  compiled ??= readFile(join(dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite')), 'pglite.wasm')).then((bytes) => wasm.compile(bytes));
+  compiled ??= readFile(
+    join(dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite')), 'pglite.wasm'),
+  ).then((bytes) => wasm.compile(bytes));
   return compiled;
 }
 
@@ -49,11 +57,25 @@ export function pgliteWasmModule(): Promise<WasmModule> {
  * prepares them for a server (text format, arrays as array literals, objects as JSON), so the same SQL behaves the
  * same on both; rows are parsed by PGlite's own result parser.
  */
-async function queryInOneExchange<T>(db: PGlite, text: string, params: unknown[] | undefined, inTx: boolean): Promise<T[]> {
+async function queryInOneExchange<T>(
+  db: PGlite,
+  text: string,
+  params: unknown[] | undefined,
+  inTx: boolean,
+): Promise<T[]> {
   // Outside a transaction a statement waits for any transaction in progress, as PGlite's query() does.
-  if (!inTx) return db._runExclusiveTransaction(() => queryInOneExchange<T>(db, text, params, true).then(async (rows) => (await db.syncToFs(), rows)));
+  if (!inTx)
+    return db._runExclusiveTransaction(() =>
+      queryInOneExchange<T>(db, text, params, true).then(async (rows) => (await db.syncToFs(), rows)),
+    );
   return db._runExclusiveQuery(async () => {
-    const parts = [serialize.parse({ text }), serialize.bind({ values: (params ?? []).map((v) => prepareValue(v)) }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()];
+    const parts = [
+      serialize.parse({ text }),
+      serialize.bind({ values: (params ?? []).map((v) => prepareValue(v)) }),
+      serialize.describe({ type: 'P' }),
+      serialize.execute({}),
+      serialize.sync(),
+    ];
     const message = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
     let at = 0;
     for (const p of parts) {
@@ -67,9 +89,15 @@ async function queryInOneExchange<T>(db: PGlite, text: string, params: unknown[]
 
 /** Embedded PostgreSQL (PGlite, WASM) persisted in `dataDir`; single connection, queries serialised. */
 export async function openPglite(dataDir: string | undefined): Promise<Sql> {
-  const db = await PGlite.create({ ...(dataDir ? { dataDir } : {}), startParams: pgliteStartParams(), pgliteWasmModule: await pgliteWasmModule() });
+  const db = await PGlite.create({
+    ...(dataDir ? { dataDir } : {}),
+    startParams: pgliteStartParams(),
+    pgliteWasmModule: await pgliteWasmModule(),
+  });
   const q = (d: { exec: PGlite['exec'] }, inTx: boolean): SqlQueryable => ({
-    query: async <T,>(text: string, params?: unknown[]) => ({ rows: await queryInOneExchange<T>(db, text, params, inTx) }),
+    query: async <T>(text: string, params?: unknown[]) => ({
+      rows: await queryInOneExchange<T>(db, text, params, inTx),
+    }),
     exec: async (text: string) => {
       await d.exec(text);
     },
@@ -88,7 +116,10 @@ export async function openPglite(dataDir: string | undefined): Promise<Sql> {
 
 /** Whether `table` exists in the connection's current schema. */
 export async function tableExists(q: SqlQueryable, table: string): Promise<boolean> {
-  const { rows } = await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`, [table]);
+  const { rows } = await q.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`,
+    [table],
+  );
   return rows[0].n > 0;
 }
 
@@ -101,8 +132,18 @@ export const DATABASE_RETRY_AFTER_SECONDS = 1;
  */
 const UNAVAILABLE_SQLSTATE = /^(08...|57P0[1-3]|53300)$/;
 /** Errors of the socket or of node-postgres itself when the server went away or never answered. */
-const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
-const UNAVAILABLE_MESSAGE = /^(Connection terminated|Client has encountered a connection error|Client was closed|timeout exceeded when trying to connect)/;
+const UNAVAILABLE_ERRNO = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+const UNAVAILABLE_MESSAGE =
+  /^(Connection terminated|Client has encountered a connection error|Client was closed|timeout exceeded when trying to connect)/;
 
 /** The database server did not answer, or refused for now: nothing about the statement itself. */
 export function databaseUnavailable(e: unknown): boolean {
@@ -119,7 +160,9 @@ export function databaseUnavailable(e: unknown): boolean {
  */
 function unavailableError(e: unknown): unknown {
   if (!databaseUnavailable(e)) return e;
-  const err = new ServiceError('UNAVAILABLE', 'The database is temporarily unavailable', { headers: { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) } });
+  const err = new ServiceError('UNAVAILABLE', 'The database is temporarily unavailable', {
+    headers: { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) },
+  });
   return Object.assign(err, { cause: e });
 }
 
@@ -141,7 +184,7 @@ export async function openPostgres(url: string, max = 10): Promise<Sql> {
   let listening: Promise<pg.PoolClient> | undefined;
   let closed = false;
   const wrap = (c: pg.Pool | pg.PoolClient): SqlQueryable => ({
-    query: async <T,>(text: string, params?: unknown[]) => {
+    query: async <T>(text: string, params?: unknown[]) => {
       try {
         return { rows: (await c.query(text, params as unknown[])).rows as T[] };
       } catch (e) {

@@ -4,7 +4,8 @@ import type { HostResolver } from '@svc/domain';
 
 /** The system resolver: every A and AAAA answer of a name (an error or no answer is an empty list, which fails closed). */
 export const systemResolver = (): HostResolver => ({
-  lookup: async (hostname) => (await dns.lookup(hostname, { all: true, verbatim: true }).catch(() => [])).map((a) => a.address),
+  lookup: async (hostname) =>
+    (await dns.lookup(hostname, { all: true, verbatim: true }).catch(() => [])).map((a) => a.address),
   txt: async (name) => (await dns.resolveTxt(name).catch(() => [] as string[][])).map((parts) => parts.join('')),
 });
 
@@ -29,4 +30,5 @@ export const fileResolver = (file: string): HostResolver => {
   };
 };
 
-export const webhookResolver = (testDnsFile?: string): HostResolver => (testDnsFile ? fileResolver(testDnsFile) : systemResolver());
+export const webhookResolver = (testDnsFile?: string): HostResolver =>
+  testDnsFile ? fileResolver(testDnsFile) : systemResolver();

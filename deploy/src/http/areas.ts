@@ -39,7 +39,15 @@ function register(app: FastifyInstance, spec: RouteSpec, opts: EdgeOptions, now:
       const principal = req.principal!;
       // The declared status is the default; a handler may answer otherwise (e.g. 200 for an idempotent re-create).
       reply.status(spec.status ?? 200);
-      const out = await spec.handler({ body: req.body, query: req.query, params: req.params, principal, meta: { requestId: req.id, principal, now: now() }, req, reply });
+      const out = await spec.handler({
+        body: req.body,
+        query: req.query,
+        params: req.params,
+        principal,
+        meta: { requestId: req.id, principal, now: now() },
+        req,
+        reply,
+      });
       if (reply.sent) return reply;
       if (reply.statusCode === 204) return reply.send();
       return out;

@@ -5,7 +5,19 @@ import type { FastifyInstance } from 'fastify';
 import { areaPlugin, byArea } from './areas';
 import { createEdge, type EdgeOptions } from './edge';
 
-const root: Principal = { credentialId: 'k', kind: 'root', accountId: 'a', tenantId: 't', environment: 'live', contextId: 'c', crossContext: false, allowedActions: ['*'], dataScope: null, userId: null, wireVersionPin: null };
+const root: Principal = {
+  credentialId: 'k',
+  kind: 'root',
+  accountId: 'a',
+  tenantId: 't',
+  environment: 'live',
+  contextId: 'c',
+  crossContext: false,
+  allowedActions: ['*'],
+  dataScope: null,
+  userId: null,
+  wireVersionPin: null,
+};
 const scoped: Principal = { ...root, kind: 'scoped', allowedActions: ['things:r'] };
 
 /** The guard (preValidation) and the zod type provider: the spec's pre-flight order, then validation in the edge's order. */
@@ -35,7 +47,10 @@ describe('area plugins: guard, then zod validation', () => {
         query: z.object({ limit: z.coerce.number().int().optional() }),
         body: z.object({ name: z.string().default('unnamed') }).strict(),
         status: 201,
-        handler: async ({ body, query, principal }) => (seen.push({ body, query }), { ...body, ...query, by: principal.kind }),
+        handler: async ({ body, query, principal }) => (
+          seen.push({ body, query }),
+          { ...body, ...query, by: principal.kind }
+        ),
       }),
       route({
         method: 'PUT',
@@ -46,16 +61,34 @@ describe('area plugins: guard, then zod validation', () => {
         body: z.object({ name: z.string() }),
         handler: async ({ params, body }) => ({ ...params, ...body }),
       }),
-      route({ method: 'GET', url: '/v1/open', auth: 'none', summary: 'open', handler: async ({ principal }) => ({ principal: principal ?? null }) }),
+      route({
+        method: 'GET',
+        url: '/v1/open',
+        auth: 'none',
+        summary: 'open',
+        handler: async ({ principal }) => ({ principal: principal ?? null }),
+      }),
     ];
-    for (const area of byArea([{ name: 'things', routes: things.slice(0, 1) }, { name: 'open', routes: things.slice(2) }, { name: 'things', routes: things.slice(1, 2) }]))
+    for (const area of byArea([
+      { name: 'things', routes: things.slice(0, 1) },
+      { name: 'open', routes: things.slice(2) },
+      { name: 'things', routes: things.slice(1, 2) },
+    ]))
       app.register(areaPlugin(area, opts, now));
     await app.ready();
   });
   afterAll(() => app.close());
 
   const call = async (method: 'POST' | 'PUT' | 'GET', url: string, token?: string, payload?: string) => {
-    const r = await app.inject({ method, url, payload, headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(payload !== undefined ? { 'content-type': 'application/json' } : {}) } });
+    const r = await app.inject({
+      method,
+      url,
+      payload,
+      headers: {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(payload !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
+    });
     return { status: r.statusCode, body: r.json() };
   };
 
@@ -78,15 +111,28 @@ describe('area plugins: guard, then zod validation', () => {
   });
 
   it('answers the first refusal in the order path, query, body', async () => {
-    expect((await call('POST', '/v1/things?limit=x', 'root', '{"zz":1}')).body).toMatchObject({ errorCode: 'VALIDATION_ERROR', message: 'Invalid query: limit: Invalid input: expected number, received NaN' });
-    expect((await call('POST', '/v1/things?limit=x', 'root', 'null')).body.message).toBe('Invalid query: limit: Invalid input: expected number, received NaN');
-    expect((await call('POST', '/v1/things', 'root', '{"zz":1}')).body.message).toBe('Invalid body: Unrecognized key: "zz"');
-    expect((await call('POST', '/v1/things?zz=%00', 'root', '{"zz":1}')).body.message).toBe('zz: the text contains the NUL character (U+0000)');
-    expect((await call('PUT', '/v1/things/toolong', 'root')).body.message).toBe('Invalid path: id: Too big: expected string to have <=5 characters');
+    expect((await call('POST', '/v1/things?limit=x', 'root', '{"zz":1}')).body).toMatchObject({
+      errorCode: 'VALIDATION_ERROR',
+      message: 'Invalid query: limit: Invalid input: expected number, received NaN',
+    });
+    expect((await call('POST', '/v1/things?limit=x', 'root', 'null')).body.message).toBe(
+      'Invalid query: limit: Invalid input: expected number, received NaN',
+    );
+    expect((await call('POST', '/v1/things', 'root', '{"zz":1}')).body.message).toBe(
+      'Invalid body: Unrecognized key: "zz"',
+    );
+    expect((await call('POST', '/v1/things?zz=%00', 'root', '{"zz":1}')).body.message).toBe(
+      'zz: the text contains the NUL character (U+0000)',
+    );
+    expect((await call('PUT', '/v1/things/toolong', 'root')).body.message).toBe(
+      'Invalid path: id: Too big: expected string to have <=5 characters',
+    );
   });
 
   it('refuses a JSON null body, and a PUT without one', async () => {
-    expect((await call('POST', '/v1/things', 'root', 'null')).body.message).toBe('The body must be a JSON object, not null');
+    expect((await call('POST', '/v1/things', 'root', 'null')).body.message).toBe(
+      'The body must be a JSON object, not null',
+    );
     expect((await call('PUT', '/v1/things/a', 'root')).body.message).toBe('A PUT request needs a JSON object body');
     expect((await call('PUT', '/v1/things/a', 'root', '{"name":"b"}')).body).toEqual({ id: 'a', name: 'b' });
   });

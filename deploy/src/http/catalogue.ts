@@ -23,7 +23,10 @@ export interface CataloguedRoute {
  * Route declarations are built by the same functions that build the live routes, with dependencies that are
  * never called: a handler only reaches its dependencies when a request runs it, and nothing here runs one.
  */
-const inert = new Proxy(() => inert, { get: (_t, key) => (key === 'then' ? undefined : inert), apply: () => inert }) as any;
+const inert = new Proxy(() => inert, {
+  get: (_t, key) => (key === 'then' ? undefined : inert),
+  apply: () => inert,
+}) as any;
 
 /**
  * The routes the API description of a split role lists: its own, then the described routes the other roles
@@ -31,7 +34,12 @@ const inert = new Proxy(() => inert, { get: (_t, key) => (key === 'then' ? undef
  */
 export function deploymentRoutes(own: RouteSpec[]): RouteSpec[] {
   const served = new Set(own.map((r) => `${r.method} ${r.url}`));
-  return [...own, ...routeCatalogue().filter((r) => r.described && !served.has(`${r.method} ${r.url}`)).map((r) => r.spec)];
+  return [
+    ...own,
+    ...routeCatalogue()
+      .filter((r) => r.described && !served.has(`${r.method} ${r.url}`))
+      .map((r) => r.spec),
+  ];
 }
 
 /**
@@ -43,9 +51,30 @@ export function deploymentRoutes(own: RouteSpec[]): RouteSpec[] {
  */
 export function routeCatalogue(): CataloguedRoute[] {
   const secret = Buffer.alloc(32);
-  const of = (role: RoutedRole, specs: RouteSpec[], described = true) => specs.map((spec) => ({ method: spec.method, url: spec.url, role, spec, described }));
-  const command = commandAreas({ deps: inert, counters: inert, secret, pages: inert, sql: inert, blobs: inert, scripts: inert, webhooks: inert }).flatMap((a) => a.routes);
-  const query = queryAreas({ sql: inert, store: inert, secret, pages: inert, tenancy: inert, deps: inert, blobs: inert, search: inert, models: inert, changes: inert }).flatMap((a) => a.routes);
+  const of = (role: RoutedRole, specs: RouteSpec[], described = true) =>
+    specs.map((spec) => ({ method: spec.method, url: spec.url, role, spec, described }));
+  const command = commandAreas({
+    deps: inert,
+    counters: inert,
+    secret,
+    pages: inert,
+    sql: inert,
+    blobs: inert,
+    scripts: inert,
+    webhooks: inert,
+  }).flatMap((a) => a.routes);
+  const query = queryAreas({
+    sql: inert,
+    store: inert,
+    secret,
+    pages: inert,
+    tenancy: inert,
+    deps: inert,
+    blobs: inert,
+    search: inert,
+    models: inert,
+    changes: inert,
+  }).flatMap((a) => a.routes);
   return [
     ...of('command', command),
     ...of('command', storageRouteSpecs({ deps: inert, secret, blobs: inert }), false),

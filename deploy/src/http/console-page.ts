@@ -43,7 +43,9 @@ export function consoleUploadOrigins(objectStoreUrl: string | undefined): string
   if (!objectStoreUrl) return [];
   const s3 = parseObjectStoreUrl(objectStoreUrl);
   const endpoint = new URL(s3.endpoint);
-  return s3.forcePathStyle ? [endpoint.origin] : [endpoint.origin, `${endpoint.protocol}//${s3.bucket}.${endpoint.host}`];
+  return s3.forcePathStyle
+    ? [endpoint.origin]
+    : [endpoint.origin, `${endpoint.protocol}//${s3.bucket}.${endpoint.host}`];
 }
 
 const TYPES: Record<string, string> = {
@@ -89,11 +91,16 @@ export function consoleRoutes(opts: { uploadOrigins?: string[]; dir?: string } =
   const csp = consoleCsp(opts.uploadOrigins);
   const send = (name: string, req: { headers: Record<string, unknown> }, reply: FastifyReply, cache: string) => {
     const files = loadAssets(dir);
-    if (!files) return reply.status(503).type('text/plain; charset=utf-8').header('cache-control', 'no-store').send(NOT_BUILT);
+    if (!files)
+      return reply.status(503).type('text/plain; charset=utf-8').header('cache-control', 'no-store').send(NOT_BUILT);
     const a = files.get(name);
     if (!a) throw notFound();
     const gzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
-    reply.type(a.type).header('cache-control', cache).header('vary', 'accept-encoding').header('x-content-type-options', 'nosniff');
+    reply
+      .type(a.type)
+      .header('cache-control', cache)
+      .header('vary', 'accept-encoding')
+      .header('x-content-type-options', 'nosniff');
     if (gzip) reply.header('content-encoding', 'gzip');
     return reply.send(gzip ? a.gzip : a.raw);
   };
@@ -128,7 +135,12 @@ export function consoleRoutes(opts: { uploadOrigins?: string[]; dir?: string } =
         // Scripts carry their content's hash in their name: cached for good. The rest is revalidated.
         const hashed = /-[A-Z0-9]{8}\.js$/.test(params.file);
         reply.header('content-security-policy', csp);
-        return send(params.file === 'index.html' ? '' : params.file, req, reply, hashed ? 'public, max-age=31536000, immutable' : 'no-cache');
+        return send(
+          params.file === 'index.html' ? '' : params.file,
+          req,
+          reply,
+          hashed ? 'public, max-age=31536000, immutable' : 'no-cache',
+        );
       },
     }),
   ];

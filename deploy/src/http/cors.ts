@@ -6,9 +6,24 @@ export type CorsOrigins = '*' | readonly string[];
 /** Methods of the API's routes (HEAD: fastify answers it for every GET). */
 export const CORS_ALLOWED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 /** Request headers a browser may send: the credential, the body's type and the API's own headers. */
-export const CORS_ALLOWED_HEADERS = ['authorization', 'content-type', 'idempotency-key', 'service-version', 'x-context-id', 'x-request-id', 'last-event-id'];
+export const CORS_ALLOWED_HEADERS = [
+  'authorization',
+  'content-type',
+  'idempotency-key',
+  'service-version',
+  'x-context-id',
+  'x-request-id',
+  'last-event-id',
+];
 /** Response headers a page may read beyond the CORS-safelisted ones (the rate-limit pair is the burst limit's). */
-export const CORS_EXPOSED_HEADERS = ['x-request-id', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'retry-after', 'deprecation', 'sunset'];
+export const CORS_EXPOSED_HEADERS = [
+  'x-request-id',
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'retry-after',
+  'deprecation',
+  'sunset',
+];
 /** How long a browser may reuse a preflight answer (Chromium caps it at 2 hours). */
 export const CORS_MAX_AGE_SECONDS = 600;
 

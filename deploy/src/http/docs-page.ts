@@ -13,7 +13,14 @@ export const DOCS_BUNDLE_PATH = '/docs/api-reference.js';
 
 // Scalar's options: no web fonts (they come from its CDN), no "open in the hosted client" button, no AI agent (a
 // hosted service), no telemetry, no developer toolbar (shown on localhost), and every tag open so the page lists every operation without a click.
-const CONFIGURATION = { withDefaultFonts: false, hideClientButton: true, agent: { disabled: true }, defaultOpenAllTags: true, telemetry: false, showDeveloperTools: 'never' };
+const CONFIGURATION = {
+  withDefaultFonts: false,
+  hideClientButton: true,
+  agent: { disabled: true },
+  defaultOpenAllTags: true,
+  telemetry: false,
+  showDeveloperTools: 'never',
+};
 
 // Relative URLs: the page resolves them against wherever it is served (a path prefix in front of the router too).
 const PAGE = `<!doctype html>
@@ -34,7 +41,8 @@ const PAGE = `<!doctype html>
  * Nothing but the service itself: scripts, styles, fonts and fetches from its own origin (the renderer injects its
  * styles inline and draws icons as data: URLs). This is also what keeps the page offline if the renderer changes.
  */
-export const DOCS_CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'self'";
+export const DOCS_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'self'";
 
 let bundle: { raw: Buffer; gzip: Buffer } | undefined;
 /** The renderer's bundle (3.6 MB, 1 MB gzipped), read and compressed once, on the first request for it. */
@@ -56,7 +64,10 @@ export function docsRoutes(): RouteSpec[] {
       summary: 'The API reference page',
       contentType: 'text/html',
       handler: async ({ reply }) => {
-        reply.type('text/html; charset=utf-8').header('content-security-policy', DOCS_CSP).header('cache-control', 'no-cache');
+        reply
+          .type('text/html; charset=utf-8')
+          .header('content-security-policy', DOCS_CSP)
+          .header('cache-control', 'no-cache');
         return PAGE;
       },
     }),
@@ -69,7 +80,10 @@ export function docsRoutes(): RouteSpec[] {
       handler: async ({ req, reply }) => {
         const b = loadBundle();
         const gzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
-        reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').header('vary', 'accept-encoding');
+        reply
+          .type('text/javascript; charset=utf-8')
+          .header('cache-control', 'public, max-age=3600')
+          .header('vary', 'accept-encoding');
         if (gzip) reply.header('content-encoding', 'gzip');
         return gzip ? b.gzip : b.raw;
       },

@@ -1,6 +1,24 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { ERROR_CATALOGUE, findInputViolation, findJsonTextViolation, invalid, isServiceError, notFound, type Principal, type RouteSpec, ServiceError, WIRE_VERSION_TABLE, type WireVersionTable } from '@svc/contracts';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
+import {
+  ERROR_CATALOGUE,
+  findInputViolation,
+  findJsonTextViolation,
+  invalid,
+  isServiceError,
+  notFound,
+  type Principal,
+  type RouteSpec,
+  ServiceError,
+  WIRE_VERSION_TABLE,
+  type WireVersionTable,
+} from '@svc/contracts';
 import { secondsToWindowEnd, windowOf } from '@svc/command-api';
 import { applyCors, type CorsOrigins } from './cors';
 import { requestIdOf } from './request-id';
@@ -125,7 +143,9 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
       const e = new ServiceError(code === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : 'BAD_HTTP');
       const id = randomUUID();
       const body = JSON.stringify(errorBody(e, id));
-      socket.end(`HTTP/1.1 ${e.status} ${e.status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${id}\r\nconnection: close\r\n\r\n${body}`);
+      socket.end(
+        `HTTP/1.1 ${e.status} ${e.status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${id}\r\nconnection: close\r\n\r\n${body}`,
+      );
     },
     // Fastify's own refusals (a malformed URL, say) answer in our error body too.
     frameworkErrors: (err, req, reply) => {
@@ -138,21 +158,25 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
   // UNSUPPORTED_MEDIA_TYPE. The storage area (presigned local uploads) takes raw bytes through its own parser (areas.ts).
   app.removeContentTypeParser('text/plain');
   // RFC 7386 bodies (the spec's PATCH) are JSON: one parser, the same rules.
-  app.addContentTypeParser(['application/json', 'application/merge-patch+json'], { parseAs: 'string' }, (req, body, done) => {
-    const text = body as string;
-    if (text.trim() === '') return done(null, undefined);
-    const violation = findJsonTextViolation(text);
-    if (violation) return done(invalid(violation), undefined);
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      return done(invalid('The body is not valid JSON'), undefined);
-    }
-    const refused = findInputViolation(parsed);
-    if (refused) return done(invalid(refused), undefined);
-    done(null, parsed);
-  });
+  app.addContentTypeParser(
+    ['application/json', 'application/merge-patch+json'],
+    { parseAs: 'string' },
+    (req, body, done) => {
+      const text = body as string;
+      if (text.trim() === '') return done(null, undefined);
+      const violation = findJsonTextViolation(text);
+      if (violation) return done(invalid(violation), undefined);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        return done(invalid('The body is not valid JSON'), undefined);
+      }
+      const refused = findInputViolation(parsed);
+      if (refused) return done(invalid(refused), undefined);
+      done(null, parsed);
+    },
+  );
 
   const clock = opts.now ?? (() => new Date());
   const versions = opts.wireVersions ?? WIRE_VERSION_TABLE;
@@ -179,7 +203,9 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
       const n = (ipCounts.get(ip) ?? 0) + 1;
       ipCounts.set(ip, n);
       if (n > ipCeiling) {
-        const e = new ServiceError('RATE_LIMITED', 'Too many requests from this address', { headers: { 'retry-after': String(secondsToWindowEnd(at)) } });
+        const e = new ServiceError('RATE_LIMITED', 'Too many requests from this address', {
+          headers: { 'retry-after': String(secondsToWindowEnd(at)) },
+        });
         req.errorCode = e.code;
         return reply.status(e.status).headers(e.headers!).type('application/json').send(errorBody(e, undefined));
       }
@@ -187,7 +213,10 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
     if (req.url.startsWith('/v1/') && !STREAMING.test(req.url.split('?')[0])) {
       const v = req.headers['service-version'];
       if (v !== undefined && !(typeof v === 'string' && servedVersion(versions, v, clock()))) {
-        throw new ServiceError('UNSUPPORTED_WIRE_VERSION', `Service-Version '${String(v)}' is not supported. Supported versions: ${supportedVersions(versions, clock()).join(', ')}`);
+        throw new ServiceError(
+          'UNSUPPORTED_WIRE_VERSION',
+          `Service-Version '${String(v)}' is not supported. Supported versions: ${supportedVersions(versions, clock()).join(', ')}`,
+        );
       }
     }
   });
@@ -202,15 +231,19 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
     // Every RATE_LIMITED answer of an authenticated request (burst limit, script concurrency, batch collision budget)
     // says X-RateLimit-Remaining: 0 (spec "Rate limits"), whatever the burst gate counted before; X-RateLimit-Limit stays.
     // The edge per-IP ceiling refuses before authentication and keeps its own shape.
-    if (reply.statusCode === 429 && req.errorCode === 'RATE_LIMITED' && req.principal) reply.header('x-ratelimit-remaining', '0');
+    if (reply.statusCode === 429 && req.errorCode === 'RATE_LIMITED' && req.principal)
+      reply.header('x-ratelimit-remaining', '0');
     if (req.url.startsWith('/v1/')) {
       // Streaming operations ignore the header and serve the current shape; the rest: header, else the credential's pin, else the floor.
       const at = clock();
       const v = req.headers['service-version'];
       const streaming = STREAMING.test(req.url.split('?')[0]);
-      if (streaming) reply.header('service-version', versions.versions[versions.versions.length - 1]?.version ?? versions.floor);
+      if (streaming)
+        reply.header('service-version', versions.versions[versions.versions.length - 1]?.version ?? versions.floor);
       else {
-        const entry = (typeof v === 'string' && servedVersion(versions, v, at)) || fallbackVersion(versions, req.principal?.wireVersionPin, at);
+        const entry =
+          (typeof v === 'string' && servedVersion(versions, v, at)) ||
+          fallbackVersion(versions, req.principal?.wireVersionPin, at);
         reply.header('service-version', entry.version);
         reply.headers(deprecationHeaders(entry));
       }
@@ -227,15 +260,23 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
   app.setValidatorCompiler(zodValidatorCompiler);
 
   app.setErrorHandler((thrown: unknown, req, reply) => {
-    const err = (thrown as { validationContext?: string }).validationContext ? validationRefusal(req, thrown as Error, req.routeOptions.config.spec) : thrown;
+    const err = (thrown as { validationContext?: string }).validationContext
+      ? validationRefusal(req, thrown as Error, req.routeOptions.config.spec)
+      : thrown;
     if (isServiceError(err)) return send(reply, err);
     const e = err as { statusCode?: number; code?: string; message?: string };
     if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return send(reply, new ServiceError('PAYLOAD_TOO_LARGE'));
     if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return send(reply, new ServiceError('UNSUPPORTED_MEDIA_TYPE'));
-    if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) return send(reply, invalid(e.message ?? 'Invalid request'));
+    if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500)
+      return send(reply, invalid(e.message ?? 'Invalid request'));
     req.log.error({ err }, 'unhandled error');
     reply.request.errorCode = 'INTERNAL';
-    return reply.status(500).send({ message: ERROR_CATALOGUE.INTERNAL.message, errorCode: 'INTERNAL', requestId: req.id, correlationId: req.id });
+    return reply.status(500).send({
+      message: ERROR_CATALOGUE.INTERNAL.message,
+      errorCode: 'INTERNAL',
+      requestId: req.id,
+      correlationId: req.id,
+    });
   });
 
   app.setNotFoundHandler((req, reply) => send(reply, notFound()));

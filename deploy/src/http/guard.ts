@@ -1,6 +1,14 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { findInputViolation, forbidden, invalid, notFound, type Principal, type RouteSpec, ServiceError } from '@svc/contracts';
+import {
+  findInputViolation,
+  forbidden,
+  invalid,
+  notFound,
+  type Principal,
+  type RouteSpec,
+  ServiceError,
+} from '@svc/contracts';
 import { grants } from '@svc/domain';
 import type { EdgeOptions, PreflightContext } from './edge';
 
@@ -27,7 +35,19 @@ async function authenticate(req: FastifyRequest, spec: RouteSpec, opts: EdgeOpti
     // Without OPERATOR_TOKEN the operator API does not exist.
     if (!opts.operatorToken) throw notFound();
     if (!token || !safeEqual(token, opts.operatorToken)) throw new ServiceError('UNAUTHORIZED');
-    return { credentialId: 'operator', kind: 'operator', accountId: '', tenantId: null, environment: null, contextId: null, crossContext: true, allowedActions: ['*'], dataScope: null, userId: null, wireVersionPin: null };
+    return {
+      credentialId: 'operator',
+      kind: 'operator',
+      accountId: '',
+      tenantId: null,
+      environment: null,
+      contextId: null,
+      crossContext: true,
+      allowedActions: ['*'],
+      dataScope: null,
+      userId: null,
+      wireVersionPin: null,
+    };
   }
   if (!token) throw new ServiceError('UNAUTHORIZED');
   const p = await opts.resolveCredential(token);

@@ -43,7 +43,12 @@ export class ServiceMetrics {
     const registry = this.registry;
     registry.setDefaultLabels({ role });
     collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
-    this.requests = new Counter({ name: 'svc_http_requests_total', help: 'HTTP requests answered, by route template, method and status', labelNames: ['method', 'route', 'status_code'], registers: [registry] });
+    this.requests = new Counter({
+      name: 'svc_http_requests_total',
+      help: 'HTTP requests answered, by route template, method and status',
+      labelNames: ['method', 'route', 'status_code'],
+      registers: [registry],
+    });
     this.duration = new Histogram({
       name: 'svc_http_request_duration_seconds',
       help: 'Time from the request to the end of its answer (an event stream: until it closed), by route template, method and status',
@@ -51,7 +56,12 @@ export class ServiceMetrics {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
     });
-    this.streams = new Gauge({ name: 'svc_sse_streams_open', help: 'Server-Sent Events streams open now (RAG, chat, the change stream)', labelNames: ['route'], registers: [registry] });
+    this.streams = new Gauge({
+      name: 'svc_sse_streams_open',
+      help: 'Server-Sent Events streams open now (RAG, chat, the change stream)',
+      labelNames: ['route'],
+      registers: [registry],
+    });
     if (log) registerLogGauges(registry, log);
   }
 
@@ -120,7 +130,8 @@ function registerLogGauges(registry: Registry, log: LogSources): void {
     registers: [registry],
     collect() {
       this.reset();
-      for (const s of log.subscribers()) if (s.quarantined !== undefined) this.set({ subscriber: s.name }, s.quarantined);
+      for (const s of log.subscribers())
+        if (s.quarantined !== undefined) this.set({ subscriber: s.name }, s.quarantined);
     },
   });
   const kafka = (name: string, help: string, value: (k: KafkaGauge) => number) =>
@@ -134,13 +145,30 @@ function registerLogGauges(registry: Registry, log: LogSources): void {
         for (const k of log.kafka()) this.set({ subscriber: k.name, group: String(k.groupId) }, value(k));
       },
     });
-  kafka('svc_kafka_consumer_lag_messages', "Messages between the partitions' high watermarks and the offsets applied (Kafka feed)", (k) => Number(k.lagMessages ?? 0));
-  kafka('svc_kafka_consumer_buffered_events', 'Events received from Kafka that wait for their predecessor in the global log', (k) => Number(k.buffered ?? 0));
-  kafka('svc_kafka_consumer_gap_fills', 'Times a hole in the topic was read from the event store instead', (k) => Number(k.gapFills ?? 0));
-  kafka('svc_kafka_consumer_active', "1 when this process holds the group's partitions, 0 on standby", (k) => (k.active ? 1 : 0));
+  kafka(
+    'svc_kafka_consumer_lag_messages',
+    "Messages between the partitions' high watermarks and the offsets applied (Kafka feed)",
+    (k) => Number(k.lagMessages ?? 0),
+  );
+  kafka(
+    'svc_kafka_consumer_buffered_events',
+    'Events received from Kafka that wait for their predecessor in the global log',
+    (k) => Number(k.buffered ?? 0),
+  );
+  kafka('svc_kafka_consumer_gap_fills', 'Times a hole in the topic was read from the event store instead', (k) =>
+    Number(k.gapFills ?? 0),
+  );
+  kafka('svc_kafka_consumer_active', "1 when this process holds the group's partitions, 0 on standby", (k) =>
+    k.active ? 1 : 0,
+  );
   const e = log.embedder;
   if (e) {
-    const g = new Gauge({ name: 'svc_embeddings_model', help: 'The embedding model in use (1); kind="none", model="" when the service runs without one (BUILTIN_EMBEDDINGS_MODEL=none: no semantic search)', labelNames: ['model', 'dims', 'kind'], registers: [registry] });
+    const g = new Gauge({
+      name: 'svc_embeddings_model',
+      help: 'The embedding model in use (1); kind="none", model="" when the service runs without one (BUILTIN_EMBEDDINGS_MODEL=none: no semantic search)',
+      labelNames: ['model', 'dims', 'kind'],
+      registers: [registry],
+    });
     g.set({ model: e.model ?? '', dims: String(e.dims), kind: e.kind }, 1);
   }
 }

@@ -33,7 +33,8 @@ const pascal = (s: string) =>
     .filter(Boolean)
     .map((w) => w[0].toUpperCase() + w.slice(1))
     .join('');
-const singular = (w: string) => (/ies$/.test(w) ? w.replace(/ies$/, 'y') : /(ss|us)$/.test(w) ? w : w.replace(/s$/, ''));
+const singular = (w: string) =>
+  /ies$/.test(w) ? w.replace(/ies$/, 'y') : /(ss|us)$/.test(w) ? w : w.replace(/s$/, '');
 const isParam = (seg: string) => seg.startsWith(':') || seg.startsWith('{');
 
 /** Leading path segments that name a plane, not a resource (the operator plane stays in the name: verifyOperatorDomain). */
@@ -92,11 +93,13 @@ const TAG_GROUPS: Array<[RegExp, string]> = [
 ];
 const TAG_DESCRIPTIONS: Record<string, string> = {
   Schemas: 'Schemas govern records, documents, users and entities: fields, lookups, capabilities, version history.',
-  Records: 'Schema-governed structured records: create, read, replace, merge-patch, delete, lookups, batches, history and tombstones.',
+  Records:
+    'Schema-governed structured records: create, read, replace, merge-patch, delete, lookups, batches, history and tombstones.',
   Documents: 'Documents from inline text or a presigned file upload: retained text, download URLs, lookups, history.',
   Folders: 'Folders group records and documents under the context root.',
   Search: 'Content search over documents and records: TEXT, SEMANTIC or HYBRID.',
-  Changes: 'The change stream (Server-Sent Events): record, document and folder changes the caller can read, resumable by log position.',
+  Changes:
+    'The change stream (Server-Sent Events): record, document and folder changes the caller can read, resumable by log position.',
   Inference: 'Streaming inference (Server-Sent Events): RAG, document ask, chat; the model catalog.',
   Identity: 'Namespaces, users and identity entities.',
   Tenancy: 'Minted tokens, app contexts and the credential check (ping).',
@@ -108,13 +111,18 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   Erasure: 'Reserved per-subject erasure contract (not implemented).',
   Webhooks: 'Signed webhooks of the developer portal: registrations and deliveries.',
   Developer: 'Developer portal: scoped keys, root-key rotation, domains, tenant teardown.',
-  Operator: 'Operator API (OPERATOR_TOKEN): accounts, domains, projection quarantine, online rebuilds of the read models.',
+  Operator:
+    'Operator API (OPERATOR_TOKEN): accounts, domains, projection quarantine, online rebuilds of the read models.',
   System: 'Liveness, readiness, metrics and this description (no authentication).',
 };
 export function tagOf(url: string): string {
   const path = url.replace(/:([A-Za-z]+)/g, '{$1}');
   for (const [re, tag] of TAG_GROUPS) if (re.test(path)) return tag;
-  const seg = path.split('/').filter(Boolean).find((s) => !PREFIXES.has(s)) ?? 'System';
+  const seg =
+    path
+      .split('/')
+      .filter(Boolean)
+      .find((s) => !PREFIXES.has(s)) ?? 'System';
   const words = seg.split('-');
   return [words[0][0].toUpperCase() + words[0].slice(1), ...words.slice(1)].join('-');
 }
@@ -131,20 +139,54 @@ const RATE_LIMITED_HEADERS = {
 
 /** The shared error responses (components/responses), by status. */
 const ERROR_RESPONSES: Record<string, { name: string; description: string; headers?: Json }> = {
-  '400': { name: 'BadRequest', description: 'The request is invalid (body, path or query; an unsupported Service-Version); nothing changed.' },
+  '400': {
+    name: 'BadRequest',
+    description: 'The request is invalid (body, path or query; an unsupported Service-Version); nothing changed.',
+  },
   '401': { name: 'Unauthorized', description: 'Missing or invalid credentials.' },
-  '402': { name: 'PaymentRequired', description: 'The monthly credit ceiling is reached, or the inference balance is exhausted (INSUFFICIENT_BALANCE).' },
-  '403': { name: 'Forbidden', description: 'The credential lacks the permission (uniform; the permission is not named) or is of the wrong kind.' },
-  '404': { name: 'NotFound', description: 'Not found: missing, in another tenant and out of scope read the same; also an unknown X-Context-Id.' },
-  '409': { name: 'Conflict', description: 'Conflict: `expectedVersion` does not match (VERSION_CONFLICT), a concurrent write (retry), or the current state forbids it (CONFLICT).' },
+  '402': {
+    name: 'PaymentRequired',
+    description: 'The monthly credit ceiling is reached, or the inference balance is exhausted (INSUFFICIENT_BALANCE).',
+  },
+  '403': {
+    name: 'Forbidden',
+    description: 'The credential lacks the permission (uniform; the permission is not named) or is of the wrong kind.',
+  },
+  '404': {
+    name: 'NotFound',
+    description: 'Not found: missing, in another tenant and out of scope read the same; also an unknown X-Context-Id.',
+  },
+  '409': {
+    name: 'Conflict',
+    description:
+      'Conflict: `expectedVersion` does not match (VERSION_CONFLICT), a concurrent write (retry), or the current state forbids it (CONFLICT).',
+  },
   '413': { name: 'PayloadTooLarge', description: 'The request (or the input it makes) is too large.' },
   '429': { name: 'TooManyRequests', description: RATE_LIMITED_DESCRIPTION, headers: RATE_LIMITED_HEADERS },
-  '415': { name: 'UnsupportedMediaType', description: 'The body is not JSON (application/json or application/merge-patch+json).' },
-  '422': { name: 'UnprocessableContent', description: 'The request cannot be processed as sent (e.g. IDEMPOTENCY_KEY_REUSED).' },
-  '500': { name: 'InternalError', description: 'An internal error (the body also carries `correlationId`), or an outcome that cannot be determined.' },
-  '501': { name: 'NotImplemented', description: 'Reserved and not implemented: the body is `{"error": "not_implemented"}`.' },
-  '503': { name: 'ServiceUnavailable', description: 'Temporarily unavailable (e.g. `requireComplete` with a degraded search leg); retry later.' },
-  '504': { name: 'GatewayTimeout', description: 'The operation timed out (e.g. a script over its wall clock, TIMEOUT).' },
+  '415': {
+    name: 'UnsupportedMediaType',
+    description: 'The body is not JSON (application/json or application/merge-patch+json).',
+  },
+  '422': {
+    name: 'UnprocessableContent',
+    description: 'The request cannot be processed as sent (e.g. IDEMPOTENCY_KEY_REUSED).',
+  },
+  '500': {
+    name: 'InternalError',
+    description: 'An internal error (the body also carries `correlationId`), or an outcome that cannot be determined.',
+  },
+  '501': {
+    name: 'NotImplemented',
+    description: 'Reserved and not implemented: the body is `{"error": "not_implemented"}`.',
+  },
+  '503': {
+    name: 'ServiceUnavailable',
+    description: 'Temporarily unavailable (e.g. `requireComplete` with a degraded search leg); retry later.',
+  },
+  '504': {
+    name: 'GatewayTimeout',
+    description: 'The operation timed out (e.g. a script over its wall clock, TIMEOUT).',
+  },
 };
 /** A status without a named entry above still gets one, with the catalogue's messages for it. */
 const errorResponseOf = (status: string) => {
@@ -153,7 +195,10 @@ const errorResponseOf = (status: string) => {
   const messages = Object.entries(ERROR_CATALOGUE)
     .filter(([, e]) => String(e.status) === status)
     .map(([code, e]) => `${code}: ${e.message}`);
-  return (ERROR_RESPONSES[status] = { name: `Status${status}`, description: messages.length ? messages.join(' ') : `HTTP ${status}.` });
+  return (ERROR_RESPONSES[status] = {
+    name: `Status${status}`,
+    description: messages.length ? messages.join(' ') : `HTTP ${status}.`,
+  });
 };
 const GENERIC_ERROR = 'Error';
 
@@ -185,7 +230,10 @@ export function errorStatusesOf(r: RouteSpec): number[] {
 
 export function buildOpenApi(routes: RouteSpec[], opts: OpenApiOptions = {}) {
   const paths: Record<string, Record<string, unknown>> = {};
-  const schemas: Record<string, unknown> = { [GENERIC_ERROR]: responseSchema(errorBody), NotImplemented: { type: 'object', properties: { error: { const: 'not_implemented' } }, required: ['error'] } };
+  const schemas: Record<string, unknown> = {
+    [GENERIC_ERROR]: responseSchema(errorBody),
+    NotImplemented: { type: 'object', properties: { error: { const: 'not_implemented' } }, required: ['error'] },
+  };
   const usedResponses = new Set<string>();
   const ids = new Map<string, string>();
   const tags = new Set<string>();
@@ -199,21 +247,34 @@ export function buildOpenApi(routes: RouteSpec[], opts: OpenApiOptions = {}) {
     const operationId = operationIdOf(r);
     const at = `${r.method} ${r.url}`;
     const other = ids.get(operationId);
-    if (other) throw new Error(`/openapi.json: operationId '${operationId}' is used by both ${other} and ${at}: give one of them an operationId of its own (RouteSpec.operationId)`);
+    if (other)
+      throw new Error(
+        `/openapi.json: operationId '${operationId}' is used by both ${other} and ${at}: give one of them an operationId of its own (RouteSpec.operationId)`,
+      );
     ids.set(operationId, at);
 
     const parameters: Array<Record<string, unknown>> = [];
-    for (const [where, schema] of [['path', r.params], ['query', r.query]] as const) {
+    for (const [where, schema] of [
+      ['path', r.params],
+      ['query', r.query],
+    ] as const) {
       if (!schema) continue;
       const js = requestSchema(schema) as { properties?: Record<string, Json>; required?: string[] };
       for (const [name, s] of Object.entries(js.properties ?? {})) {
         const { description, ...rest } = s as Json;
-        parameters.push({ name, in: where, required: where === 'path' || (js.required ?? []).includes(name), ...(description ? { description } : {}), schema: rest });
+        parameters.push({
+          name,
+          in: where,
+          required: where === 'path' || (js.required ?? []).includes(name),
+          ...(description ? { description } : {}),
+          schema: rest,
+        });
       }
     }
     // A path parameter the route validates no schema for is still a (string) parameter.
     for (const m of path.matchAll(/\{([A-Za-z]+)\}/g))
-      if (!parameters.some((p) => p.in === 'path' && p.name === m[1])) parameters.push({ name: m[1], in: 'path', required: true, schema: { type: 'string' } });
+      if (!parameters.some((p) => p.in === 'path' && p.name === m[1]))
+        parameters.push({ name: m[1], in: 'path', required: true, schema: { type: 'string' } });
 
     const tag = tagOf(r.url);
     tags.add(tag);
@@ -224,9 +285,17 @@ export function buildOpenApi(routes: RouteSpec[], opts: OpenApiOptions = {}) {
       const mapping: Record<string, string> = {};
       for (const [event, data] of Object.entries(r.stream)) {
         const name = `${pascal(event)}Event`;
-        const js = { type: 'object', description: `\`event: ${event}\``, properties: { event: { const: event }, data: responseSchema(data) }, required: ['event', 'data'] };
+        const js = {
+          type: 'object',
+          description: `\`event: ${event}\``,
+          properties: { event: { const: event }, data: responseSchema(data) },
+          required: ['event', 'data'],
+        };
         const known = schemas[name];
-        if (known && JSON.stringify(known) !== JSON.stringify(js)) throw new Error(`/openapi.json: stream event '${event}' of ${at} has another schema than the same event elsewhere`);
+        if (known && JSON.stringify(known) !== JSON.stringify(js))
+          throw new Error(
+            `/openapi.json: stream event '${event}' of ${at} has another schema than the same event elsewhere`,
+          );
         schemas[name] = js;
         refs.push({ $ref: `#/components/schemas/${name}` });
         mapping[event] = `#/components/schemas/${name}`;
@@ -245,9 +314,15 @@ export function buildOpenApi(routes: RouteSpec[], opts: OpenApiOptions = {}) {
     } else if (status === '204') {
       responses[status] = { description: 'No content' };
     } else if (r.contentType) {
-      responses[status] = { description: 'Success', content: { [r.contentType]: { schema: r.response ? responseSchema(r.response) : { type: 'string' } } } };
+      responses[status] = {
+        description: 'Success',
+        content: { [r.contentType]: { schema: r.response ? responseSchema(r.response) : { type: 'string' } } },
+      };
     } else {
-      responses[status] = { description: 'Success', content: { 'application/json': { schema: r.response ? responseSchema(r.response) : {} } } };
+      responses[status] = {
+        description: 'Success',
+        content: { 'application/json': { schema: r.response ? responseSchema(r.response) : {} } },
+      };
     }
     for (const other of r.statuses ?? []) responses[String(other)] = responses[status];
     for (const e of errorStatusesOf(r)) if (e >= 400 && e < 600) responses[String(e)] = ref(String(e));
@@ -261,23 +336,42 @@ export function buildOpenApi(routes: RouteSpec[], opts: OpenApiOptions = {}) {
       security: r.auth === 'none' ? [] : [{ [SECURITY[r.auth]]: [] }],
       parameters,
       ...(r.body
-        ? { requestBody: { required: true, content: Object.fromEntries((r.method === 'PATCH' ? ['application/json', 'application/merge-patch+json'] : ['application/json']).map((t) => [t, { schema: requestSchema(r.body!) }])) } }
+        ? {
+            requestBody: {
+              required: true,
+              content: Object.fromEntries(
+                (r.method === 'PATCH'
+                  ? ['application/json', 'application/merge-patch+json']
+                  : ['application/json']
+                ).map((t) => [t, { schema: requestSchema(r.body!) }]),
+              ),
+            },
+          }
         : {}),
       responses,
     };
   }
 
   const errorContent = { 'application/json': { schema: { $ref: `#/components/schemas/${GENERIC_ERROR}` } } };
-  const requestIdHeader = { 'X-Request-Id': { description: 'The request id (also the error body `requestId`).', schema: { type: 'string' } } };
+  const requestIdHeader = {
+    'X-Request-Id': { description: 'The request id (also the error body `requestId`).', schema: { type: 'string' } },
+  };
   const responses: Record<string, unknown> = {
-    [GENERIC_ERROR]: { description: 'Error: the error body `{message, errorCode, requestId}` (branch on `errorCode`).', headers: requestIdHeader, content: errorContent },
+    [GENERIC_ERROR]: {
+      description: 'Error: the error body `{message, errorCode, requestId}` (branch on `errorCode`).',
+      headers: requestIdHeader,
+      content: errorContent,
+    },
   };
   for (const status of [...usedResponses].sort()) {
     const e = errorResponseOf(status);
     responses[e.name] = {
       description: e.description,
       headers: { ...requestIdHeader, ...(e.headers ?? {}) },
-      content: status === '501' ? { 'application/json': { schema: { $ref: '#/components/schemas/NotImplemented' } } } : errorContent,
+      content:
+        status === '501'
+          ? { 'application/json': { schema: { $ref: '#/components/schemas/NotImplemented' } } }
+          : errorContent,
     };
   }
 
@@ -290,11 +384,22 @@ export function buildOpenApi(routes: RouteSpec[], opts: OpenApiOptions = {}) {
         'Multi-tenant back-end: schema-governed records, documents, folders, content search, streaming inference, scripts and signed webhooks. Errors carry `{message, errorCode, requestId}`; lists are `{data, nextCursor}` (send `nextCursor` back as `startFrom`). Every `/v1` request may pin a response shape with the `Service-Version` header.',
       license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
-    servers: [{ url: (opts.publicUrl ?? 'http://127.0.0.1:8080').replace(/\/+$/, ''), description: 'This service (PUBLIC_URL)' }],
-    tags: [...tags].sort().map((name) => ({ name, ...(TAG_DESCRIPTIONS[name] ? { description: TAG_DESCRIPTIONS[name] } : {}) })),
+    servers: [
+      {
+        url: (opts.publicUrl ?? 'http://127.0.0.1:8080').replace(/\/+$/, ''),
+        description: 'This service (PUBLIC_URL)',
+      },
+    ],
+    tags: [...tags]
+      .sort()
+      .map((name) => ({ name, ...(TAG_DESCRIPTIONS[name] ? { description: TAG_DESCRIPTIONS[name] } : {}) })),
     components: {
       securitySchemes: {
-        apiKey: { type: 'http', scheme: 'bearer', description: 'Data plane: a root key (sk_live_ / sk_test_), a scoped key (ssk_) or a minted token (st_).' },
+        apiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'Data plane: a root key (sk_live_ / sk_test_), a scoped key (ssk_) or a minted token (st_).',
+        },
         developerToken: { type: 'http', scheme: 'bearer', description: 'Developer portal: a developer token (dt_).' },
         operatorToken: { type: 'http', scheme: 'bearer', description: 'Operator API: OPERATOR_TOKEN.' },
       },
@@ -312,16 +417,33 @@ export function buildOpenApi(routes: RouteSpec[], opts: OpenApiOptions = {}) {
  * verifySignature. `data` as the spec lists it; `trigger.failed` mirrors a
  * trigger-failure record (GET /v1/trigger-failures).
  */
-const indexFailure = z.object({ code: z.string(), message: z.string() }).describe('Present on failures when a classification was recorded');
+const indexFailure = z
+  .object({ code: z.string(), message: z.string() })
+  .describe('Present on failures when a classification was recorded');
 const ownership = { userId: z.string().optional(), scopes: z.array(z.string()).optional() };
-const recordData = z.object({ id: z.string(), typeName: z.string(), indexStatus: z.string(), ...ownership, indexFailure: indexFailure.optional() });
-const documentData = z.object({ id: z.string(), status: z.string(), indexMode: z.string(), ...ownership, folderId: z.string().optional(), indexFailure: indexFailure.optional() });
+const recordData = z.object({
+  id: z.string(),
+  typeName: z.string(),
+  indexStatus: z.string(),
+  ...ownership,
+  indexFailure: indexFailure.optional(),
+});
+const documentData = z.object({
+  id: z.string(),
+  status: z.string(),
+  indexMode: z.string(),
+  ...ownership,
+  folderId: z.string().optional(),
+  indexFailure: indexFailure.optional(),
+});
 const WEBHOOK_DATA: Record<(typeof WEBHOOK_EVENT_TYPES)[number], z.ZodTypeAny> = {
   'document.indexed': documentData,
   'document.failed': documentData,
   'record.indexed': recordData,
   'record.failed': recordData,
-  'trigger.failed': z.record(z.string(), z.unknown()).describe('Mirrors a trigger-failure record (GET /v1/trigger-failures)'),
+  'trigger.failed': z
+    .record(z.string(), z.unknown())
+    .describe('Mirrors a trigger-failure record (GET /v1/trigger-failures)'),
 };
 
 function webhookDescription(schemas: Record<string, unknown>) {
@@ -332,7 +454,10 @@ function webhookDescription(schemas: Record<string, unknown>) {
       type: 'object',
       description: `The envelope of a \`${type}\` delivery.`,
       properties: {
-        id: { type: 'string', description: 'Delivery id; equals the X-Service-Delivery header (dedupe on it: delivery is at-least-once).' },
+        id: {
+          type: 'string',
+          description: 'Delivery id; equals the X-Service-Delivery header (dedupe on it: delivery is at-least-once).',
+        },
         version: { type: 'string', description: `Envelope version, currently ${WEBHOOK_API_VERSION}.` },
         type: { const: type },
         created: { type: 'integer', description: 'Unix seconds at envelope build time.' },
@@ -344,8 +469,17 @@ function webhookDescription(schemas: Record<string, unknown>) {
     };
     mapping[type] = `#/components/schemas/${name}`;
   }
-  schemas.WebhookEnvelope = { oneOf: Object.values(mapping).map(($ref) => ({ $ref })), discriminator: { propertyName: 'type', mapping } };
-  const header = (name: string, description: string) => ({ name, in: 'header', required: true, description, schema: { type: 'string' } });
+  schemas.WebhookEnvelope = {
+    oneOf: Object.values(mapping).map(($ref) => ({ $ref })),
+    discriminator: { propertyName: 'type', mapping },
+  };
+  const header = (name: string, description: string) => ({
+    name,
+    in: 'header',
+    required: true,
+    description,
+    schema: { type: 'string' },
+  });
   return {
     delivery: {
       post: {
@@ -360,14 +494,24 @@ function webhookDescription(schemas: Record<string, unknown>) {
           header('X-Service-Timestamp', 'Unix seconds at signing time (re-signed on every attempt).'),
           header('X-Service-Signature', '`sha256=<hex>`.'),
         ],
-        requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/WebhookEnvelope' } } } },
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/WebhookEnvelope' } } },
+        },
         responses: {
           '2XX': { description: 'Delivered: answer promptly (response timeout 30 s).' },
-          '4XX': { description: 'A failed attempt (as is any non-2xx answer or a timeout): retried after 30 s, 5 min, 30 min, 2 h, 8 h, then FAILED.' },
+          '4XX': {
+            description:
+              'A failed attempt (as is any non-2xx answer or a timeout): retried after 30 s, 5 min, 30 min, 2 h, 8 h, then FAILED.',
+          },
         },
       },
     },
   };
 }
 
-const SECURITY: Record<Exclude<RouteSpec['auth'], 'none'>, string> = { data: 'apiKey', developer: 'developerToken', operator: 'operatorToken' };
+const SECURITY: Record<Exclude<RouteSpec['auth'], 'none'>, string> = {
+  data: 'apiKey',
+  developer: 'developerToken',
+  operator: 'operatorToken',
+};

@@ -39,37 +39,63 @@ describe('/openapi.json operation ids', () => {
   });
 
   it("a route's own operationId wins over the derived one", () => {
-    expect(operationIdOf({ method: 'POST', url: '/v1/documents', operationId: 'ingestDocument' })).toBe('ingestDocument');
+    expect(operationIdOf({ method: 'POST', url: '/v1/documents', operationId: 'ingestDocument' })).toBe(
+      'ingestDocument',
+    );
   });
 
   it('two operations with one id stop the build, naming both routes', () => {
-    const routes = [r('POST', '/v1/records/lookup', { operationId: 'lookupRecords' }), r('GET', '/v1/records/lookup', { operationId: 'lookupRecords' })];
-    expect(() => buildOpenApi(routes)).toThrow(/operationId 'lookupRecords' is used by both POST \/v1\/records\/lookup and GET \/v1\/records\/lookup/);
+    const routes = [
+      r('POST', '/v1/records/lookup', { operationId: 'lookupRecords' }),
+      r('GET', '/v1/records/lookup', { operationId: 'lookupRecords' }),
+    ];
+    expect(() => buildOpenApi(routes)).toThrow(
+      /operationId 'lookupRecords' is used by both POST \/v1\/records\/lookup and GET \/v1\/records\/lookup/,
+    );
     // Derived ids collide too: the route has to name itself.
-    expect(() => buildOpenApi([r('GET', '/v1/things/:id'), r('GET', '/v1/things/:thingId')])).toThrow(/operationId 'getThing'/);
+    expect(() => buildOpenApi([r('GET', '/v1/things/:id'), r('GET', '/v1/things/:thingId')])).toThrow(
+      /operationId 'getThing'/,
+    );
   });
 });
 
 describe('/openapi.json responses and tags', () => {
   it('derives the error statuses from the route', () => {
     expect(errorStatusesOf(r('GET', '/v1/records'))).toEqual([400, 401, 403, 404, 429]);
-    const patch = r('PATCH', '/v1/records/:id', { body: z.object({ expectedVersion: z.number().optional() }), params: z.object({ id: z.string() }), write: true });
+    const patch = r('PATCH', '/v1/records/:id', {
+      body: z.object({ expectedVersion: z.number().optional() }),
+      params: z.object({ id: z.string() }),
+      write: true,
+    });
     expect(errorStatusesOf(patch)).toEqual([400, 401, 402, 403, 404, 409, 413, 415, 429]);
-    expect(errorStatusesOf(route({ method: 'GET', url: '/healthz', auth: 'none', summary: 'Liveness', handler: async () => ({}) }))).toEqual([429]);
+    expect(
+      errorStatusesOf(
+        route({ method: 'GET', url: '/healthz', auth: 'none', summary: 'Liveness', handler: async () => ({}) }),
+      ),
+    ).toEqual([429]);
     expect(errorStatusesOf(r('POST', '/v1/records/lookup/batch', { errors: [501] }))).toContain(501);
   });
 
   it('every operation has an id, a tag, a 4xx response with the error body and the default error; servers from the public URL', () => {
-    const doc = buildOpenApi([r('GET', '/v1/records'), r('DELETE', '/v1/records/:id', { status: 204 })], { publicUrl: 'https://api.example.org/' });
+    const doc = buildOpenApi([r('GET', '/v1/records'), r('DELETE', '/v1/records/:id', { status: 204 })], {
+      publicUrl: 'https://api.example.org/',
+    });
     expect(doc.servers).toEqual([{ url: 'https://api.example.org', description: expect.any(String) }]);
-    const op = doc.paths['/v1/records/{id}'].delete as { operationId: string; tags: string[]; responses: Record<string, unknown>; parameters: Array<{ name: string; in: string }> };
+    const op = doc.paths['/v1/records/{id}'].delete as {
+      operationId: string;
+      tags: string[];
+      responses: Record<string, unknown>;
+      parameters: Array<{ name: string; in: string }>;
+    };
     expect(op.operationId).toBe('deleteRecord');
     expect(op.tags).toEqual(['Records']);
     expect(op.responses['404']).toEqual({ $ref: '#/components/responses/NotFound' });
     expect(op.responses.default).toEqual({ $ref: '#/components/responses/Error' });
     // A path parameter without a params schema is still declared.
     expect(op.parameters).toContainEqual(expect.objectContaining({ name: 'id', in: 'path', required: true }));
-    expect((doc.components.responses as Record<string, { content: unknown }>).NotFound.content).toEqual({ 'application/json': { schema: { $ref: '#/components/schemas/Error' } } });
+    expect((doc.components.responses as Record<string, { content: unknown }>).NotFound.content).toEqual({
+      'application/json': { schema: { $ref: '#/components/schemas/Error' } },
+    });
     expect(doc.tags.map((t) => t.name)).toEqual(['Records']);
     expect(doc.info.license).toBeDefined();
   });
@@ -80,15 +106,29 @@ describe('/openapi.json responses and tags', () => {
     expect(op.responses['422']).toEqual({ $ref: '#/components/responses/UnprocessableContent' });
     expect(op.responses['504']).toEqual({ $ref: '#/components/responses/GatewayTimeout' });
     expect(op.responses['418']).toEqual({ $ref: '#/components/responses/Status418' });
-    expect(Object.keys(doc.components.responses)).toEqual(expect.arrayContaining(['UnprocessableContent', 'GatewayTimeout', 'Status418', 'Error']));
+    expect(Object.keys(doc.components.responses)).toEqual(
+      expect.arrayContaining(['UnprocessableContent', 'GatewayTimeout', 'Status418', 'Error']),
+    );
   });
 
   it('a stream is text/event-stream, one schema per event name', () => {
-    const doc = buildOpenApi([r('POST', '/v1/chat', { operationId: 'chat', stream: { content_delta: z.object({ delta: z.string() }), done: z.object({ outputTokens: z.number() }) } })]);
-    const ok = (doc.paths['/v1/chat'].post as { responses: Record<string, { content: Record<string, unknown> }> }).responses['200'];
+    const doc = buildOpenApi([
+      r('POST', '/v1/chat', {
+        operationId: 'chat',
+        stream: { content_delta: z.object({ delta: z.string() }), done: z.object({ outputTokens: z.number() }) },
+      }),
+    ]);
+    const ok = (doc.paths['/v1/chat'].post as { responses: Record<string, { content: Record<string, unknown> }> })
+      .responses['200'];
     expect(Object.keys(ok.content)).toEqual(['text/event-stream']);
-    const schemas = doc.components.schemas as Record<string, { oneOf?: unknown[]; properties?: Record<string, unknown> }>;
-    expect(schemas.ChatEvent.oneOf).toEqual([{ $ref: '#/components/schemas/ContentDeltaEvent' }, { $ref: '#/components/schemas/DoneEvent' }]);
+    const schemas = doc.components.schemas as Record<
+      string,
+      { oneOf?: unknown[]; properties?: Record<string, unknown> }
+    >;
+    expect(schemas.ChatEvent.oneOf).toEqual([
+      { $ref: '#/components/schemas/ContentDeltaEvent' },
+      { $ref: '#/components/schemas/DoneEvent' },
+    ]);
     expect(schemas.ContentDeltaEvent.properties!.event).toEqual({ const: 'content_delta' });
   });
 

@@ -25,18 +25,33 @@ const literalsOf = (url: string) => url.split('/').filter((s) => s && !s.startsW
  * The routing table: one regex per route, most literal segments first, so `/v1/records/lookup` is tried
  * before `/v1/records/:id` (nginx takes the first regex that matches, in the order written).
  */
-export function routingTable(catalogue: CataloguedRoute[] = routeCatalogue()): Array<{ pattern: string; role: RoutedRole; route: string }> {
+export function routingTable(
+  catalogue: CataloguedRoute[] = routeCatalogue(),
+): Array<{ pattern: string; role: RoutedRole; route: string }> {
   const seen = new Set<string>();
   const rows: Array<{ pattern: string; role: RoutedRole; route: string; literals: number }> = [];
   for (const r of catalogue) {
     const key = `${r.method} ${r.url}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    rows.push({ pattern: `^${methodsOf(r.method)} ${pathPattern(r.url)}`, role: r.role, route: key, literals: literalsOf(r.url) });
+    rows.push({
+      pattern: `^${methodsOf(r.method)} ${pathPattern(r.url)}`,
+      role: r.role,
+      route: key,
+      literals: literalsOf(r.url),
+    });
   }
   // Served by every role, outside the catalogue (not operations of the API): the description, its reference page and the web console.
-  for (const url of ['/openapi.json', DOCS_PATH, DOCS_BUNDLE_PATH, CONSOLE_PATH, CONSOLE_ASSET_PATH]) rows.push({ pattern: `^(GET|HEAD) ${pathPattern(url)}`, role: 'query', route: `GET ${url}`, literals: literalsOf(url) });
-  return rows.sort((a, b) => b.literals - a.literals || a.route.localeCompare(b.route)).map(({ pattern, role, route }) => ({ pattern, role, route }));
+  for (const url of ['/openapi.json', DOCS_PATH, DOCS_BUNDLE_PATH, CONSOLE_PATH, CONSOLE_ASSET_PATH])
+    rows.push({
+      pattern: `^(GET|HEAD) ${pathPattern(url)}`,
+      role: 'query',
+      route: `GET ${url}`,
+      literals: literalsOf(url),
+    });
+  return rows
+    .sort((a, b) => b.literals - a.literals || a.route.localeCompare(b.route))
+    .map(({ pattern, role, route }) => ({ pattern, role, route }));
 }
 
 /** The role a request goes to, by the same rules as the generated map (for tests and for anyone asking). */
@@ -50,15 +65,41 @@ export function roleOf(method: string, requestUri: string, table = routingTable(
  * a role, so without them a client would get nginx's HTML. `$svc_request_id` is the request's id (the
  * client's valid X-Request-Id, else the router's), also sent to the role as X-Request-Id.
  */
-const ROUTER_ERRORS: Array<{ name: string; statuses: number[]; status: number; code: ErrorCode; message: string; retryAfter?: boolean }> = [
+const ROUTER_ERRORS: Array<{
+  name: string;
+  statuses: number[];
+  status: number;
+  code: ErrorCode;
+  message: string;
+  retryAfter?: boolean;
+}> = [
   { name: 'bad_request', statuses: [400], status: 400, code: 'BAD_HTTP', message: ERROR_CATALOGUE.BAD_HTTP.message },
   { name: 'not_found', statuses: [404], status: 404, code: 'NOT_FOUND', message: ERROR_CATALOGUE.NOT_FOUND.message },
-  { name: 'too_large', statuses: [413], status: 413, code: 'PAYLOAD_TOO_LARGE', message: ERROR_CATALOGUE.PAYLOAD_TOO_LARGE.message },
+  {
+    name: 'too_large',
+    statuses: [413],
+    status: 413,
+    code: 'PAYLOAD_TOO_LARGE',
+    message: ERROR_CATALOGUE.PAYLOAD_TOO_LARGE.message,
+  },
   // nginx says 414 for a request line and 494 for a header over its buffers; the service says 431 for both.
-  { name: 'headers_too_large', statuses: [414, 494], status: 431, code: 'HEADERS_TOO_LARGE', message: ERROR_CATALOGUE.HEADERS_TOO_LARGE.message },
+  {
+    name: 'headers_too_large',
+    statuses: [414, 494],
+    status: 431,
+    code: 'HEADERS_TOO_LARGE',
+    message: ERROR_CATALOGUE.HEADERS_TOO_LARGE.message,
+  },
   { name: 'internal', statuses: [500], status: 500, code: 'INTERNAL', message: ERROR_CATALOGUE.INTERNAL.message },
   // No role process answered (none running, refused, reset, timed out): a write may be retried after the pause.
-  { name: 'unavailable', statuses: [502, 503, 504], status: 503, code: 'UNAVAILABLE', message: ERROR_CATALOGUE.UNAVAILABLE.message, retryAfter: true },
+  {
+    name: 'unavailable',
+    statuses: [502, 503, 504],
+    status: 503,
+    code: 'UNAVAILABLE',
+    message: ERROR_CATALOGUE.UNAVAILABLE.message,
+    retryAfter: true,
+  },
 ];
 
 const ROLE_STATUS: Record<Exclude<RoutedRole, 'command'>, number> = { query: 418, projector: 419 };
@@ -90,20 +131,20 @@ export function routerConfig(catalogue: CataloguedRoute[] = routeCatalogue()): s
     '#',
     '# The router of the split deployment (deploy/compose.yaml, deploy/k8s/router.yaml): each request goes to the',
     '# role that serves its route (the write API and presigned storage to command, the read API, search and',
-    '# inference to query, the quarantine commands to projector). Its own refusals answer in the service\'s',
-    '# JSON error body. Roles behind it trust one proxy hop (TRUST_PROXY_HOPS=1) for the client\'s address.',
+    "# inference to query, the quarantine commands to projector). Its own refusals answer in the service's",
+    "# JSON error body. Roles behind it trust one proxy hop (TRUST_PROXY_HOPS=1) for the client's address.",
     'upstream command   { server command:8080;   keepalive 32; }',
     'upstream query     { server query:8080;     keepalive 32; }',
     'upstream projector { server projector:8080; keepalive 4; }',
     '',
     '# A CORS preflight (OPTIONS) names no route: it goes to the default role; every role answers preflights alike,',
-    '# from its own CORS_ORIGINS. The roles\' CORS headers pass through; the router\'s own refusals below carry none.',
+    "# from its own CORS_ORIGINS. The roles' CORS headers pass through; the router's own refusals below carry none.",
     'map "$request_method $request_uri" $svc_role {',
     `  ${'default'.padEnd(width)}command;`,
     ...table.filter((r) => r.role !== 'command').map((r) => `  ${`"~${r.pattern}"`.padEnd(width)}${r.role};`),
     '}',
     '',
-    '# The request\'s id: the client\'s X-Request-Id when it is a valid one (1-128 of [A-Za-z0-9._:-]), else the router\'s own.',
+    "# The request's id: the client's X-Request-Id when it is a valid one (1-128 of [A-Za-z0-9._:-]), else the router's own.",
     'map $http_x_request_id $svc_request_id {',
     `  "~${REQUEST_ID_PATTERN}" $http_x_request_id;`,
     '  default $request_id;',
@@ -140,7 +181,7 @@ export function routerConfig(catalogue: CataloguedRoute[] = routeCatalogue()): s
     proxyBlock('command', '    '),
     '  }',
     ...(['query', 'projector'] as const).flatMap((role) => [`  location @${role} {`, proxyBlock(role, '    '), '  }']),
-    '  # Metrics stay inside the cluster: scrape each process\'s /metrics directly.',
+    "  # Metrics stay inside the cluster: scrape each process's /metrics directly.",
     '  location = /metrics { return 404; }',
     ...ROUTER_ERRORS.flatMap((e) => [
       `  location = /.svc-router-errors/${e.name} {`,

@@ -7,7 +7,8 @@ import { ROUTER_CONFIG_PATH, roleOf, routerConfig, routingTable } from './router
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 /** A request path for a route: each `:param` filled with a plausible value. */
-const sample = (url: string) => url.replace(/:([A-Za-z]+)/g, (_m, name: string) => (name === 'domain' ? 'example.com' : `0b7c6f1e-${name}`));
+const sample = (url: string) =>
+  url.replace(/:([A-Za-z]+)/g, (_m, name: string) => (name === 'domain' ? 'example.com' : `0b7c6f1e-${name}`));
 
 describe('the shipped router (deploy/k8s/router.nginx.conf)', () => {
   it('is exactly what the route catalogue generates: a route added or moved without `npm run router` fails here', () => {
@@ -24,7 +25,8 @@ describe('the shipped router (deploy/k8s/router.nginx.conf)', () => {
         [r.method, `${path}?limit=5&x=%2F`],
         ...(r.method === 'GET' ? [['HEAD', path]] : []),
       ])
-        if (roleOf(method, uri, table) !== r.role) wrong.push(`${method} ${uri} -> ${roleOf(method, uri, table)}, served by ${r.role}`);
+        if (roleOf(method, uri, table) !== r.role)
+          wrong.push(`${method} ${uri} -> ${roleOf(method, uri, table)}, served by ${r.role}`);
     }
     expect(wrong).toEqual([]);
   });
@@ -45,14 +47,21 @@ describe('the shipped router (deploy/k8s/router.nginx.conf)', () => {
 
   it('sends a CORS preflight (OPTIONS, no route of its own) on any path to a role, which answers it itself', () => {
     // Whatever path it is for (a read of the query role included), the map's default role answers it.
-    for (const uri of ['/v1/records', '/v1/records/abc?x=1', '/v1/rag', '/v1/search', '/operator/projections/quarantine/retry']) expect(roleOf('OPTIONS', uri), uri).toBe('command');
+    for (const uri of [
+      '/v1/records',
+      '/v1/records/abc?x=1',
+      '/v1/rag',
+      '/v1/search',
+      '/operator/projections/quarantine/retry',
+    ])
+      expect(roleOf('OPTIONS', uri), uri).toBe('command');
     expect(routingTable().filter((r) => r.pattern.includes('OPTIONS'))).toEqual([]);
     const conf = routerConfig();
     // The roles' CORS headers pass through untouched: the router neither hides nor adds any.
     expect(conf).not.toMatch(/proxy_hide_header|access-control|proxy_intercept_errors/i);
   });
 
-  it('takes the client\'s X-Request-Id by the same rule as the service (1-128 of [A-Za-z0-9._:-]) and passes it on', () => {
+  it("takes the client's X-Request-Id by the same rule as the service (1-128 of [A-Za-z0-9._:-]) and passes it on", () => {
     const conf = routerConfig();
     expect(conf).toContain('"~^[A-Za-z0-9._:-]{1,128}$" $http_x_request_id;');
     expect(conf).toContain('proxy_set_header X-Request-Id $svc_request_id;');
@@ -68,7 +77,8 @@ describe('the shipped router (deploy/k8s/router.nginx.conf)', () => {
 
   it("answers its own refusals in the service's error body, and a missing process with 503 and Retry-After", () => {
     const conf = routerConfig();
-    for (const code of ['BAD_HTTP', 'NOT_FOUND', 'PAYLOAD_TOO_LARGE', 'HEADERS_TOO_LARGE', 'INTERNAL', 'UNAVAILABLE']) expect(conf).toContain(`"errorCode":"${code}","requestId":"$svc_request_id"`);
+    for (const code of ['BAD_HTTP', 'NOT_FOUND', 'PAYLOAD_TOO_LARGE', 'HEADERS_TOO_LARGE', 'INTERNAL', 'UNAVAILABLE'])
+      expect(conf).toContain(`"errorCode":"${code}","requestId":"$svc_request_id"`);
     expect(conf).toMatch(/error_page 502 503 504 = \/\.svc-router-errors\/unavailable;/);
     expect(conf).toMatch(/add_header Retry-After 1 always;/);
   });

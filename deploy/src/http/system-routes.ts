@@ -36,14 +36,22 @@ export const logSourcesOf = (s: SystemStatus): LogSources => ({
 export function systemRoutes(s: SystemStatus, metrics?: ServiceMetrics): RouteSpec[] {
   const { role, sql, searchSql, store, runner, relay, feed, embedderInfo, modelRebuild } = s;
   return [
-    route({ method: 'GET', url: '/healthz', operationId: 'getLiveness', auth: 'none', summary: 'Liveness', handler: async () => ({ status: 'ok', role }) }),
+    route({
+      method: 'GET',
+      url: '/healthz',
+      operationId: 'getLiveness',
+      auth: 'none',
+      summary: 'Liveness',
+      handler: async () => ({ status: 'ok', role }),
+    }),
     route({
       method: 'GET',
       url: '/readyz',
       operationId: 'getReadiness',
       errors: [503],
       auth: 'none',
-      summary: 'Readiness: the databases answer, the read models are caught up within 10,000 events, and no projection is failing or holds quarantined events',
+      summary:
+        'Readiness: the databases answer, the read models are caught up within 10,000 events, and no projection is failing or holds quarantined events',
       handler: async () => {
         try {
           await sql.query('SELECT 1');
@@ -54,25 +62,38 @@ export function systemRoutes(s: SystemStatus, metrics?: ServiceMetrics): RouteSp
           try {
             await searchSql.query('SELECT 1');
           } catch (e) {
-            throw new ServiceError('UNAVAILABLE', `The search database is not reachable: ${e instanceof Error ? e.message : String(e)}`);
+            throw new ServiceError(
+              'UNAVAILABLE',
+              `The search database is not reachable: ${e instanceof Error ? e.message : String(e)}`,
+            );
           }
         }
         const head = await store.headPosition();
         const lag = runner ? head - runner.current : 0;
         if (lag > 10_000) throw new ServiceError('UNAVAILABLE', `Read models are ${lag} events behind`);
         if (runner && runner.stats.quarantined > 0)
-          throw new ServiceError('UNAVAILABLE', `Read models hold ${runner.stats.quarantined} quarantined event(s): ${runner.stats.lastError ?? ''} (GET /operator/projections/quarantine)`);
-        if (runner && runner.stats.failing >= 5) throw new ServiceError('UNAVAILABLE', `Read models are failing: ${runner.stats.lastError ?? ''}`);
+          throw new ServiceError(
+            'UNAVAILABLE',
+            `Read models hold ${runner.stats.quarantined} quarantined event(s): ${runner.stats.lastError ?? ''} (GET /operator/projections/quarantine)`,
+          );
+        if (runner && runner.stats.failing >= 5)
+          throw new ServiceError('UNAVAILABLE', `Read models are failing: ${runner.stats.lastError ?? ''}`);
         const relayLag = relay ? head - relay.current : 0;
         if (relayLag > 10_000) throw new ServiceError('UNAVAILABLE', `The Kafka relay is ${relayLag} events behind`);
-        const subscriber = (x: Stats) => ({ ...x, lag: Math.max(0, head - x.position), ...(feed ? { feed: feed.status(x.name) } : {}) });
+        const subscriber = (x: Stats) => ({
+          ...x,
+          lag: Math.max(0, head - x.position),
+          ...(feed ? { feed: feed.status(x.name) } : {}),
+        });
         return {
           status: 'ready',
           role,
           headPosition: head,
           projections: s.readyzSubscribers().map(subscriber),
           ...(relay ? { relay: { ...relay.stats, lag: Math.max(0, relayLag), topic: s.kafkaTopic! } } : {}),
-          ...(embedderInfo ? { embeddings: { ...embedderInfo, ...(modelRebuild ? { rebuild: modelRebuild.status() } : {}) } } : {}),
+          ...(embedderInfo
+            ? { embeddings: { ...embedderInfo, ...(modelRebuild ? { rebuild: modelRebuild.status() } : {}) } }
+            : {}),
         };
       },
     }),
@@ -82,7 +103,8 @@ export function systemRoutes(s: SystemStatus, metrics?: ServiceMetrics): RouteSp
       operationId: 'getMetrics',
       contentType: 'text/plain',
       auth: 'none',
-      summary: 'Prometheus metrics: HTTP requests and latency per route, open event streams, event-loop lag, GC and heap, the head of the log, position and lag of each log subscriber, Kafka consumer lag',
+      summary:
+        'Prometheus metrics: HTTP requests and latency per route, open event streams, event-loop lag, GC and heap, the head of the log, position and lag of each log subscriber, Kafka consumer lag',
       handler: async ({ reply }) => {
         // Made on first use when app.ts gave none (the route catalogue declares these routes without a process).
         metrics ??= new ServiceMetrics(s.role, logSourcesOf(s));

@@ -13,11 +13,20 @@ describe('the client address with TRUST_PROXY_HOPS = 0, 1, 2', () => {
   });
 
   async function ipOf(hops: number, xff: string | undefined): Promise<string> {
-    const opts: EdgeOptions = { resolveCredential: async () => null, contextExists: async () => false, trustProxyHops: hops };
+    const opts: EdgeOptions = {
+      resolveCredential: async () => null,
+      contextExists: async () => false,
+      trustProxyHops: hops,
+    };
     const app = createEdge(opts);
     apps.push(app);
     app.get('/ip', async (req) => ({ ip: req.ip }));
-    const r = await app.inject({ method: 'GET', url: '/ip', remoteAddress: '10.1.1.1', headers: xff === undefined ? {} : { 'x-forwarded-for': xff } });
+    const r = await app.inject({
+      method: 'GET',
+      url: '/ip',
+      remoteAddress: '10.1.1.1',
+      headers: xff === undefined ? {} : { 'x-forwarded-for': xff },
+    });
     expect(r.statusCode, r.body).toBe(200);
     return r.json().ip;
   }

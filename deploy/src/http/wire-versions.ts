@@ -15,12 +15,20 @@ export function servedVersion(table: WireVersionTable, version: string, now: Dat
 }
 
 /** The versions served at `now`, for the 400's message. */
-export const supportedVersions = (table: WireVersionTable, now: Date) => table.versions.filter((v) => !expired(v, now)).map((v) => v.version);
+export const supportedVersions = (table: WireVersionTable, now: Date) =>
+  table.versions.filter((v) => !expired(v, now)).map((v) => v.version);
 
 /** The version a response is served in when the request sent no (valid) header. */
 export function fallbackVersion(table: WireVersionTable, pin: string | null | undefined, now: Date): WireVersionEntry {
   const pinned = pin ? servedVersion(table, pin, now) : undefined;
-  return pinned ?? table.versions.find((v) => v.version === table.floor) ?? { version: table.floor, deprecatedAt: null, sunsetAt: null };
+  return (
+    pinned ??
+    table.versions.find((v) => v.version === table.floor) ?? {
+      version: table.floor,
+      deprecatedAt: null,
+      sunsetAt: null,
+    }
+  );
 }
 
 /** `Deprecation` (RFC 9745, a structured-field date `@<epoch seconds>`) and `Sunset` (RFC 8594, an HTTP-date) of a deprecated version. */

@@ -46,12 +46,18 @@ export function parseWith<T>(schema: z.ZodType<T> | undefined, value: unknown, w
  * the query; the edge's order is path, query, body, so a body refusal gives way
  * to the query's own (the query is still as received then).
  */
-export function validationRefusal(req: FastifyRequest, err: Error & { validationContext?: string }, spec: RouteSpec | undefined): Error {
+export function validationRefusal(
+  req: FastifyRequest,
+  err: Error & { validationContext?: string },
+  spec: RouteSpec | undefined,
+): Error {
   if (err.validationContext !== 'body') return err;
   if (spec?.query) {
     const q = spec.query.safeParse(req.query);
     if (!q.success) return invalid(`Invalid query: ${zodMessage(q.error)}`);
   }
   if (!(err instanceof MissingBody)) return err;
-  return req.body === null ? invalid('The body must be a JSON object, not null') : invalid(`A ${req.method} request needs a JSON object body`);
+  return req.body === null
+    ? invalid('The body must be a JSON object, not null')
+    : invalid(`A ${req.method} request needs a JSON object body`);
 }

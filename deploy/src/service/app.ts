@@ -2,7 +2,14 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { type Paginator, route, type WireVersionTable } from '@svc/contracts';
 import type { ChangeFeed } from '@svc/query-api';
-import { burstLimitGate, creditCeilingGate, inferenceBalanceGate, readMeteringListener, readRoutesOf, type UsageMeter } from '@svc/command-api';
+import {
+  burstLimitGate,
+  creditCeilingGate,
+  inferenceBalanceGate,
+  readMeteringListener,
+  readRoutesOf,
+  type UsageMeter,
+} from '@svc/command-api';
 import type { CommandDeps } from '@svc/domain';
 import type { ActivityRecorder } from '../activity/recorder';
 import type { Config } from '../config';
@@ -62,7 +69,8 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
   // Pre-flight gates of data-plane requests, in the spec's order.
   const preflight: NonNullable<EdgeOptions['preflight']> = [];
   preflight.push(creditCeilingGate({ standing: caches.standing, prices: config.prices, enabled: () => meter.enabled })); // 1. monthly credit ceiling (402): metering
-  if (config.rateLimits) preflight.push(burstLimitGate({ counters: engines.counters, limits: caches.accountLimits, log: p.log })); // 2. per-account burst limit (429)
+  if (config.rateLimits)
+    preflight.push(burstLimitGate({ counters: engines.counters, limits: caches.accountLimits, log: p.log })); // 2. per-account burst limit (429)
   // The inference billing gate (402 INSUFFICIENT_BALANCE) comes after the burst limit; it applies to the inference routes only.
   preflight.push(inferenceBalanceGate({ standing: caches.standing }));
   const edgeOpts: EdgeOptions = {
@@ -83,34 +91,90 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
   // Read metering: successful data-plane reads are counted per context and appended in batches (docs/api.md "Usage").
   if (servesApi(role)) {
     const countReads = readMeteringListener(meter, () => all, now);
-    edgeOpts.onResponse = activity ? (req, reply, ms) => (activity.onResponse(req, reply, ms), countReads(req, reply)) : countReads;
+    edgeOpts.onResponse = activity
+      ? (req, reply, ms) => (activity.onResponse(req, reply, ms), countReads(req, reply))
+      : countReads;
   } else if (activity) edgeOpts.onResponse = activity.onResponse;
   // Prometheus metrics of this process: every answer observed after the activity log and read metering saw it.
   const metrics = new ServiceMetrics(p.status.role, logSourcesOf(p.status));
   const observed = edgeOpts.onResponse;
-  edgeOpts.onResponse = observed ? (req, reply, ms) => (observed(req, reply, ms), metrics.onResponse(req, reply, ms)) : metrics.onResponse;
+  edgeOpts.onResponse = observed
+    ? (req, reply, ms) => (observed(req, reply, ms), metrics.onResponse(req, reply, ms))
+    : metrics.onResponse;
   const app = createEdge(edgeOpts);
   app.addHook('onRequest', async (req, reply) => metrics.onRequest(req, reply));
 
   const areas: Area[] = [];
   if (servesCommands(role))
-    areas.push(...commandAreas({ deps, secret, pages: p.pages, counters: engines.counters, sql, blobs, storageUrlTtlMs, presigned: s3, scripts: p.scripts?.routes, webhooks: p.webhooks }));
+    areas.push(
+      ...commandAreas({
+        deps,
+        secret,
+        pages: p.pages,
+        counters: engines.counters,
+        sql,
+        blobs,
+        storageUrlTtlMs,
+        presigned: s3,
+        scripts: p.scripts?.routes,
+        webhooks: p.webhooks,
+      }),
+    );
   const readAreas = () =>
-    queryAreas({ sql, activitySql: engines.searchSql, secret, pages: p.pages, tenancy: caches.tenancy, schemas: caches.schemas, store, deps, recordCache: caches.recordCache, pageCache: caches.pageCache, blobs, storageUrlTtlMs, presigned: s3, search, log: p.log, models: defaultModels(search, config.llm, !!config.otlpEndpoint), changes: p.changes });
+    queryAreas({
+      sql,
+      activitySql: engines.searchSql,
+      secret,
+      pages: p.pages,
+      tenancy: caches.tenancy,
+      schemas: caches.schemas,
+      store,
+      deps,
+      recordCache: caches.recordCache,
+      pageCache: caches.pageCache,
+      blobs,
+      storageUrlTtlMs,
+      presigned: s3,
+      search,
+      log: p.log,
+      models: defaultModels(search, config.llm, !!config.otlpEndpoint),
+      changes: p.changes,
+    });
   if (servesQueries(role)) areas.push(...readAreas());
   areas.push({ name: 'system', routes: systemRoutes(p.status, metrics) });
-  if (role.projectors && p.status.runner) areas.push({ name: 'projections', routes: [...quarantineRoutes(p.status.runner), ...(p.rebuilds ? rebuildRoutes(p.rebuilds) : [])] });
+  if (role.projectors && p.status.runner)
+    areas.push({
+      name: 'projections',
+      routes: [...quarantineRoutes(p.status.runner), ...(p.rebuilds ? rebuildRoutes(p.rebuilds) : [])],
+    });
   const all = areas.flatMap((a) => a.routes);
   // Scripts' list and lookup calls run the REST read routes in this process, also where it does not serve them
   // over HTTP (role command: a script runs where its POST /v1/scripts/execute lands).
-  if (p.scripts) p.scripts.executor.reads = readRoutesOf(servesQueries(role) ? all : readAreas().flatMap((a) => a.routes));
+  if (p.scripts)
+    p.scripts.executor.reads = readRoutesOf(servesQueries(role) ? all : readAreas().flatMap((a) => a.routes));
   // A split role describes the whole API of the deployment (the router's one API), not only its own routes.
-  const openapi = buildOpenApi(servesCommands(role) && servesQueries(role) ? all : deploymentRoutes(all), { publicUrl: config.publicUrl });
-  const description = route({ method: 'GET', url: '/openapi.json', auth: 'none', summary: 'This API description', handler: async () => openapi });
+  const openapi = buildOpenApi(servesCommands(role) && servesQueries(role) ? all : deploymentRoutes(all), {
+    publicUrl: config.publicUrl,
+  });
+  const description = route({
+    method: 'GET',
+    url: '/openapi.json',
+    auth: 'none',
+    summary: 'This API description',
+    handler: async () => openapi,
+  });
   all.push(description);
-  areas.push({ name: 'openapi', routes: [description, ...docsRoutes(), ...consoleRoutes({ uploadOrigins: consoleUploadOrigins(config.objectStoreUrl) })] });
+  areas.push({
+    name: 'openapi',
+    routes: [
+      description,
+      ...docsRoutes(),
+      ...consoleRoutes({ uploadOrigins: consoleUploadOrigins(config.objectStoreUrl) }),
+    ],
+  });
   // The embedded storage endpoint (presigned URLs without an object store) streams request bodies itself.
-  if (servesCommands(role) && !s3) areas.push({ name: 'storage', routes: storageRouteSpecs({ deps, secret, blobs, storageUrlTtlMs }), rawBody: true });
+  if (servesCommands(role) && !s3)
+    areas.push({ name: 'storage', routes: storageRouteSpecs({ deps, secret, blobs, storageUrlTtlMs }), rawBody: true });
   for (const area of byArea(areas)) app.register(areaPlugin(area, edgeOpts, now));
   return app;
 }

@@ -21,7 +21,8 @@ export function firstAccountId(secret: Buffer): string {
 }
 
 const lostRace = (e: unknown, streamId: string) =>
-  (e instanceof WrongExpectedRevisionError || (e instanceof Error && e.name === 'WrongExpectedRevisionError')) && (e as WrongExpectedRevisionError).streamId === streamId;
+  (e instanceof WrongExpectedRevisionError || (e instanceof Error && e.name === 'WrongExpectedRevisionError')) &&
+  (e as WrongExpectedRevisionError).streamId === streamId;
 
 /**
  * The first start of a process that serves the write API on an empty log opens
@@ -34,10 +35,26 @@ const lostRace = (e: unknown, streamId: string) =>
  * account (contexts, root folders, credentials): the event store lets exactly one win, on PostgreSQL and on
  * KurrentDB alike. The others write nothing, leave bootstrap.json to the winner, and start normally.
  */
-export async function bootstrapFirstAccount(config: Config, deps: CommandDeps, now: () => Date): Promise<string | undefined> {
+export async function bootstrapFirstAccount(
+  config: Config,
+  deps: CommandDeps,
+  now: () => Date,
+): Promise<string | undefined> {
   if ((await deps.store.headPosition()) !== 0) return undefined;
   const plan = (PLANS.includes(config.defaultPlan) ? config.defaultPlan : 'free') as 'free';
-  const system: Principal = { credentialId: 'bootstrap', kind: 'operator', accountId: '', tenantId: null, environment: null, contextId: null, crossContext: true, allowedActions: ['*'], dataScope: null, userId: null, wireVersionPin: null };
+  const system: Principal = {
+    credentialId: 'bootstrap',
+    kind: 'operator',
+    accountId: '',
+    tenantId: null,
+    environment: null,
+    contextId: null,
+    crossContext: true,
+    allowedActions: ['*'],
+    dataScope: null,
+    userId: null,
+    wireVersionPin: null,
+  };
   // The key in use (SERVICE_SECRET, or the key file openEngines made or read before anything was appended).
   const accountId = firstAccountId(loadSecret(config, true));
   // openAccount takes the account's id first; every later id (tenants, contexts, credentials, events) is fresh.
@@ -45,13 +62,22 @@ export async function bootstrapFirstAccount(config: Config, deps: CommandDeps, n
   const ids = { newId: () => (first ? ((first = false), accountId) : deps.ids.newId()) };
   let account: Awaited<ReturnType<typeof openAccount>>;
   try {
-    account = await openAccount({ ...deps, ids }, { plan, name: 'bootstrap', inferenceBalanceCents: config.defaultInferenceBalanceCents }, { requestId: randomUUID(), principal: system, now: now() });
+    account = await openAccount(
+      { ...deps, ids },
+      { plan, name: 'bootstrap', inferenceBalanceCents: config.defaultInferenceBalanceCents },
+      { requestId: randomUUID(), principal: system, now: now() },
+    );
   } catch (e) {
     if (!lostRace(e, streams.account(accountId))) throw e;
-    deps.log?.(`first account ${accountId} was opened by another process starting at the same time: its keys are in that process's ${join(config.dataDir, 'bootstrap.json')}`);
+    deps.log?.(
+      `first account ${accountId} was opened by another process starting at the same time: its keys are in that process's ${join(config.dataDir, 'bootstrap.json')}`,
+    );
     return undefined;
   }
-  if (account.accountId !== accountId) throw new Error(`bootstrap: the first account was opened as ${account.accountId}, not ${accountId} (openAccount no longer takes its id first; concurrent command starts are unguarded)`);
+  if (account.accountId !== accountId)
+    throw new Error(
+      `bootstrap: the first account was opened as ${account.accountId}, not ${accountId} (openAccount no longer takes its id first; concurrent command starts are unguarded)`,
+    );
   // Written whole or not at all (a reader never sees half a file), readable by this user only.
   const file = join(config.dataDir, 'bootstrap.json');
   const tmp = `${file}.tmp-${process.pid}`;

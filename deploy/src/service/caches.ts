@@ -1,7 +1,16 @@
 import type { Sql, StoredEvent } from '@svc/domain';
 import { AccountRateLimits, CachedStanding } from '@svc/command-api';
 import { ensureCheckpoints, isIndexOutcome, type RevocationHooks, sqlAccountStanding } from '@svc/projectors';
-import { CredentialResolver, JwtCredentials, type JwtKeyOptions, pageKeyPrefix, ReadCache, type RecordRow, SchemaReads, TenancyReads } from '@svc/query-api';
+import {
+  CredentialResolver,
+  JwtCredentials,
+  type JwtKeyOptions,
+  pageKeyPrefix,
+  ReadCache,
+  type RecordRow,
+  SchemaReads,
+  TenancyReads,
+} from '@svc/query-api';
 import type { RoleTraits } from './roles';
 import { READ_MODELS } from './subscribers';
 
@@ -50,7 +59,11 @@ export interface ReadCaches {
 }
 
 /** `jwt`: how the keys of tenants' identity providers are fetched and kept (JWT_KEYS_* settings), and where their failures are logged. */
-export async function openCaches(sql: Sql, role: RoleTraits, jwt: JwtKeyOptions & { log?: (msg: string) => void } = {}): Promise<ReadCaches> {
+export async function openCaches(
+  sql: Sql,
+  role: RoleTraits,
+  jwt: JwtKeyOptions & { log?: (msg: string) => void } = {},
+): Promise<ReadCaches> {
   const versioned = !role.exactCaches;
   // The version is read from the checkpoint table (every role's runner creates it too; this process may ask first).
   if (versioned) await ensureCheckpoints(sql);
@@ -60,7 +73,12 @@ export async function openCaches(sql: Sql, role: RoleTraits, jwt: JwtKeyOptions 
   // stay remembered (1 s): a miss cannot turn into a credential, whose secret is made when it is issued.
   // Tokens of tenants' identity providers: read from the read models on every request, stamped with the version like the lookup.
   const jwtTokens = new JwtCredentials(sql, { ...jwt, readModelVersion: versioned ? READ_MODELS : undefined });
-  const credentials = new CredentialResolver(sql, role.projectors ? { ttlMs: 5000, jwt: jwtTokens } : { ttlMs: 1000, cacheHits: false, readModelVersion: versioned ? READ_MODELS : undefined, jwt: jwtTokens });
+  const credentials = new CredentialResolver(
+    sql,
+    role.projectors
+      ? { ttlMs: 5000, jwt: jwtTokens }
+      : { ttlMs: 1000, cacheHits: false, readModelVersion: versioned ? READ_MODELS : undefined, jwt: jwtTokens },
+  );
   const unwatchCredentials = sql.kind === 'postgres' && role.projectors ? await credentials.watch() : undefined;
   const tenancy = new TenancyReads(sql);
   // Role all: dropped by this process's projector when a schema changes (2 s backstop). Elsewhere: per version.
@@ -83,14 +101,23 @@ export async function openCaches(sql: Sql, role: RoleTraits, jwt: JwtKeyOptions 
     pageCache,
     revocations: { revoking: () => credentials.hold(), revoked: () => credentials.release() },
     onRecordsChanged: (ids) => (ids ? recordCache?.invalidate(ids) : recordCache?.clear()),
-    onUsageChange: (accountId, totals) => (accountId && totals ? totals.forEach((used, period) => standing.moved(accountId, period, used)) : standing.invalidate(accountId)),
+    onUsageChange: (accountId, totals) =>
+      accountId && totals
+        ? totals.forEach((used, period) => standing.moved(accountId, period, used))
+        : standing.invalidate(accountId),
     onCommitted(events) {
       // Index outcomes change only their context's pages (indexStatus); every other change of these kinds drops them all.
       if (events.some((e) => /^(Record|Schema|Context|Tenant)/.test(e.type) && !isIndexOutcome(e))) pageCache?.clear();
-      else for (const c of new Set(events.filter(isIndexOutcome).map((e) => pageKeyPrefix(e.metadata.tenantId, e.metadata.contextId)))) pageCache?.clearPrefix(c);
+      else
+        for (const c of new Set(
+          events.filter(isIndexOutcome).map((e) => pageKeyPrefix(e.metadata.tenantId, e.metadata.contextId)),
+        ))
+          pageCache?.clearPrefix(c);
       if (events.some((e) => e.type === 'AccountChanged')) accountLimits.invalidate();
       // A schema's change drops its definition; a context or tenant gone may take schemas with it.
-      for (const e of events) if (e.type === 'SchemaCreated' || e.type === 'SchemaUpdated' || e.type === 'SchemaDeleted') schemas.invalidate(e.data.schemaId);
+      for (const e of events)
+        if (e.type === 'SchemaCreated' || e.type === 'SchemaUpdated' || e.type === 'SchemaDeleted')
+          schemas.invalidate(e.data.schemaId);
       if (events.some((e) => e.type === 'ContextDeleted' || e.type === 'TenantTornDown')) schemas.invalidate();
     },
     dropAll() {

@@ -1,7 +1,13 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BlobStore, EventStore, SearchEngines, Sql } from '@svc/domain';
-import { InProcessWindowCounter, loadKurrentDb, PostgresEventStore, RedisWindowCounter, type WindowCounter } from '@svc/command-api';
+import {
+  InProcessWindowCounter,
+  loadKurrentDb,
+  PostgresEventStore,
+  RedisWindowCounter,
+  type WindowCounter,
+} from '@svc/command-api';
 import { describeEmbedder, type IndexerEngines } from '@svc/projectors';
 import type { Config } from '../config';
 import { FileBlobStore } from '../engines/blobs';
@@ -55,32 +61,57 @@ async function holdsSearchables(sql: Sql): Promise<boolean> {
 }
 
 /** `isClosing` silences a model warm-up that fails because the service is already stopping. */
-export async function openEngines(config: Config, role: RoleTraits, log: (msg: string) => void, isClosing: () => boolean): Promise<Engines> {
+export async function openEngines(
+  config: Config,
+  role: RoleTraits,
+  log: (msg: string) => void,
+  isClosing: () => boolean,
+): Promise<Engines> {
   mkdirSync(config.dataDir, { recursive: true });
   const sql = await openSql({ databaseUrl: config.databaseUrl, dataDir: join(config.dataDir, 'pg') });
   const store = await openEventStore(config, sql);
   let searchSql = sql;
   try {
-    if (role.search && !config.databaseUrl && config.searchDb === 'separate') searchSql = await openPgliteThread(join(config.dataDir, 'pg-search'), { nice: config.searchDbNice });
+    if (role.search && !config.databaseUrl && config.searchDb === 'separate')
+      searchSql = await openPgliteThread(join(config.dataDir, 'pg-search'), { nice: config.searchDbNice });
     const secret = loadSecret(config, (await store.headPosition()) > 0);
     // Blobs: files under DATA_DIR, or an S3-compatible store when OBJECT_STORE_URL is set (which then serves the presigned URLs itself).
-    const s3 = config.objectStoreUrl ? S3BlobStore.fromUrl(config.objectStoreUrl, config.uploadUrlTtlSeconds) : undefined;
+    const s3 = config.objectStoreUrl
+      ? S3BlobStore.fromUrl(config.objectStoreUrl, config.uploadUrlTtlSeconds)
+      : undefined;
     await s3?.check();
     const blobs: BlobStore = s3 ?? new FileBlobStore(join(config.dataDir, 'blobs'));
     const search = role.search ? await openSearchEngines(config, searchSql, log) : undefined;
     const embedderInfo = search ? describeEmbedder(search.embedder) : undefined;
-    if (embedderInfo?.kind === 'none') log(`embeddings: no model (${embedderInfo.reason}): semantic search is off; SEMANTIC searches are refused, HYBRID answers from keywords alone`);
+    if (embedderInfo?.kind === 'none')
+      log(
+        `embeddings: no model (${embedderInfo.reason}): semantic search is off; SEMANTIC searches are refused, HYBRID answers from keywords alone`,
+      );
     // The built-in model's process (about 150 MB resident) starts on the first embedding need. It is loaded now only
     // when the search index already holds something to search, so that first semantic query does not wait for it
     // (about 1-3 s); an empty service stays without it. /readyz says which (embeddings.loaded).
     if (search?.embedder.warm && role.warmEmbedder)
-      void holdsSearchables(searchSql).then(
-        (yes) => (yes && !isClosing() ? search.embedder.warm!() : undefined),
-      ).catch((e) => isClosing() || log(`embedding model warm-up failed: ${e instanceof Error ? e.message : String(e)}`));
+      void holdsSearchables(searchSql)
+        .then((yes) => (yes && !isClosing() ? search.embedder.warm!() : undefined))
+        .catch(
+          (e) => isClosing() || log(`embedding model warm-up failed: ${e instanceof Error ? e.message : String(e)}`),
+        );
     // Per-minute counters: in process by default; Redis (shared by every process) when REDIS_URL is set, failing open.
     const redisCounters = config.redisUrl ? new RedisWindowCounter(config.redisUrl, log) : undefined;
-    if (redisCounters && !(await redisCounters.ready())) log(`Redis at REDIS_URL did not answer at start; counters fail open until it does`);
-    return { sql, searchSql, store, secret, blobs, s3, search, embedderInfo, counters: redisCounters ?? new InProcessWindowCounter(), redisCounters };
+    if (redisCounters && !(await redisCounters.ready()))
+      log(`Redis at REDIS_URL did not answer at start; counters fail open until it does`);
+    return {
+      sql,
+      searchSql,
+      store,
+      secret,
+      blobs,
+      s3,
+      search,
+      embedderInfo,
+      counters: redisCounters ?? new InProcessWindowCounter(),
+      redisCounters,
+    };
   } catch (e) {
     await store.close();
     if (searchSql !== sql) await searchSql.close();

@@ -13,7 +13,9 @@ export function withSearchPath(url: string, path: string[]): string {
   const u = new URL(url);
   const others = (u.searchParams.get('options') ?? '').replace(/-c\s*search_path=\S*/g, '').trim();
   // Spaces separate the server's command-line options unless escaped with a backslash.
-  const list = path.map((s) => (/^[a-z_][a-z0-9_$]*$/.test(s) ? s : `"${s.replace(/"/g, '""')}"`.replace(/ /g, '\\ '))).join(',');
+  const list = path
+    .map((s) => (/^[a-z_][a-z0-9_$]*$/.test(s) ? s : `"${s.replace(/"/g, '""')}"`.replace(/ /g, '\\ ')))
+    .join(',');
   u.searchParams.set('options', `${others ? `${others} ` : ''}-c search_path=${list}`);
   return u.toString();
 }
@@ -43,8 +45,12 @@ export class OnlineRebuilds {
   start(target: string): RebuildProgress {
     const url = this.o.databaseUrl;
     // The route's schema admits only the targets rebuilt online; the search index is rebuilt offline (npm run rebuild).
-    if (!(ONLINE_REBUILD_TARGETS as readonly string[]).includes(target)) throw conflict(`No online rebuild of '${target}'`);
-    if (!url || this.o.sql.kind !== 'postgres') throw conflict('An online rebuild needs a PostgreSQL server (DATABASE_URL); the embedded database is rebuilt offline with npm run rebuild, the service stopped');
+    if (!(ONLINE_REBUILD_TARGETS as readonly string[]).includes(target))
+      throw conflict(`No online rebuild of '${target}'`);
+    if (!url || this.o.sql.kind !== 'postgres')
+      throw conflict(
+        'An online rebuild needs a PostgreSQL server (DATABASE_URL); the embedded database is rebuilt offline with npm run rebuild, the service stopped',
+      );
     if (this.current) throw conflict(`Rebuild ${this.current.rebuild.progress.id} is still running`);
     const rebuild = new OnlineRebuild({
       id: randomUUID(),

@@ -27,11 +27,56 @@ export interface RoleTraits {
 }
 
 export const ROLES: Readonly<Record<Role, RoleTraits>> = {
-  all: { serves: ['command', 'query'], projectors: true, relay: 'when-configured', search: true, warmEmbedder: true, scripts: true, webhooks: true, exactCaches: true },
-  command: { serves: ['command'], projectors: false, relay: false, search: false, warmEmbedder: false, scripts: true, webhooks: true, exactCaches: false },
-  query: { serves: ['query'], projectors: false, relay: false, search: true, warmEmbedder: true, scripts: false, webhooks: false, exactCaches: false },
-  projector: { serves: [], projectors: true, relay: false, search: true, warmEmbedder: false, scripts: true, webhooks: true, exactCaches: false },
-  relay: { serves: [], projectors: false, relay: 'required', search: false, warmEmbedder: false, scripts: false, webhooks: false, exactCaches: false },
+  all: {
+    serves: ['command', 'query'],
+    projectors: true,
+    relay: 'when-configured',
+    search: true,
+    warmEmbedder: true,
+    scripts: true,
+    webhooks: true,
+    exactCaches: true,
+  },
+  command: {
+    serves: ['command'],
+    projectors: false,
+    relay: false,
+    search: false,
+    warmEmbedder: false,
+    scripts: true,
+    webhooks: true,
+    exactCaches: false,
+  },
+  query: {
+    serves: ['query'],
+    projectors: false,
+    relay: false,
+    search: true,
+    warmEmbedder: true,
+    scripts: false,
+    webhooks: false,
+    exactCaches: false,
+  },
+  projector: {
+    serves: [],
+    projectors: true,
+    relay: false,
+    search: true,
+    warmEmbedder: false,
+    scripts: true,
+    webhooks: true,
+    exactCaches: false,
+  },
+  relay: {
+    serves: [],
+    projectors: false,
+    relay: 'required',
+    search: false,
+    warmEmbedder: false,
+    scripts: false,
+    webhooks: false,
+    exactCaches: false,
+  },
 };
 
 export const servesCommands = (r: RoleTraits) => r.serves.includes('command');

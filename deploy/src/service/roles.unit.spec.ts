@@ -15,7 +15,13 @@ describe('ROLES', () => {
   });
   it('runs the log subscribers in all and projector, the relay in relay (and in all with Kafka)', () => {
     expect(each((r) => ROLES[r].projectors)).toEqual(only('all', 'projector'));
-    expect(each((r) => ROLES[r].relay)).toEqual({ all: 'when-configured', command: false, query: false, projector: false, relay: 'required' });
+    expect(each((r) => ROLES[r].relay)).toEqual({
+      all: 'when-configured',
+      command: false,
+      query: false,
+      projector: false,
+      relay: 'required',
+    });
   });
   it('opens search where it is served or indexed, and warms the model where it is served', () => {
     expect(each((r) => ROLES[r].search)).toEqual(only('all', 'query', 'projector'));

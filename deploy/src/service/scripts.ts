@@ -14,17 +14,34 @@ export interface Scripts {
   routes: Omit<ScriptRouteDeps, 'deps'>;
 }
 
-export function openScripts(config: Config, role: RoleTraits, engines: Engines, deps: CommandDeps): Scripts | undefined {
+export function openScripts(
+  config: Config,
+  role: RoleTraits,
+  engines: Engines,
+  deps: CommandDeps,
+): Scripts | undefined {
   if (!role.scripts) return undefined;
   const pool = new SandboxPool({ threads: config.scripts.threads });
   const executor = new SandboxScriptExecutor({
     deps,
     pool,
     limits: { timeoutMs: config.scripts.timeoutMs },
-    documents: { blobs: engines.blobs, grants: storageGrants(engines.secret, config.uploadUrlTtlSeconds * 1000), presigned: engines.s3 },
+    documents: {
+      blobs: engines.blobs,
+      grants: storageGrants(engines.secret, config.uploadUrlTtlSeconds * 1000),
+      presigned: engines.s3,
+    },
     folderContents: sqlFolderContents(engines.sql),
     // KurrentDB: only written streams are expected at their revision (an empty append is no check there).
     checkReads: !config.eventStoreUrl,
   });
-  return { pool, executor, routes: { executor, checker: pool, idempotency: new IdempotencyStore(engines.sql, config.scripts.timeoutMs + 60_000) } };
+  return {
+    pool,
+    executor,
+    routes: {
+      executor,
+      checker: pool,
+      idempotency: new IdempotencyStore(engines.sql, config.scripts.timeoutMs + 60_000),
+    },
+  };
 }

@@ -1,7 +1,20 @@
 import { readFileSync } from 'node:fs';
 import type { ReadModelBarrier, ScriptExecutor } from '@svc/domain';
 import { UploadPoller, type UsageMeter } from '@svc/command-api';
-import { type DocumentWorker, inProcessBarrier, KafkaFeed, KafkaRelay, ModelSwitchVectorIndex, ProjectionRunner, remoteBarrier, SearchIndexer, type TriggerRunner, VectorModelRebuild, WebhookDispatcher, WebhookSender } from '@svc/projectors';
+import {
+  type DocumentWorker,
+  inProcessBarrier,
+  KafkaFeed,
+  KafkaRelay,
+  ModelSwitchVectorIndex,
+  ProjectionRunner,
+  remoteBarrier,
+  SearchIndexer,
+  type TriggerRunner,
+  VectorModelRebuild,
+  WebhookDispatcher,
+  WebhookSender,
+} from '@svc/projectors';
 import type { Config } from '../config';
 import { kafkaSettings } from '../engines/kafka';
 import { moveSearchTables } from '../engines/side-db-move';
@@ -31,7 +44,13 @@ export interface Projections {
  * checkpoint; only roles with projectors run it, the others wait on it through
  * the remote barrier).
  */
-export async function startProjections(o: { config: Config; role: RoleTraits; engines: Engines; caches: ReadCaches; log: Log }): Promise<Projections> {
+export async function startProjections(o: {
+  config: Config;
+  role: RoleTraits;
+  engines: Engines;
+  caches: ReadCaches;
+  log: Log;
+}): Promise<Projections> {
   const { config, role, log } = o;
   const { sql, store } = o.engines;
   // Kafka: the relay publishes the log; the projectors consume the topic instead of the store's catch-up subscription.
@@ -48,7 +67,11 @@ export async function startProjections(o: { config: Config; role: RoleTraits; en
     READ_MODELS,
     sql,
     store,
-    readModelProjections({ revocations: caches.revocations, onRecordsChanged: caches.onRecordsChanged, onUsageChange: caches.onUsageChange }),
+    readModelProjections({
+      revocations: caches.revocations,
+      onRecordsChanged: caches.onRecordsChanged,
+      onUsageChange: caches.onUsageChange,
+    }),
     (m, e) => log(`${m}: ${e instanceof Error ? e.message : String(e)}`),
   );
   await runner.init();
@@ -95,15 +118,31 @@ export async function startReactors(o: {
   worker.feed = feed;
   worker.start();
   // With an object store the client's PUT never reaches this service: pending uploads are polled beside the worker.
-  const uploadPoller = s3 ? new UploadPoller({ store, sql, objects: s3, urlTtlMs: config.uploadUrlTtlSeconds * 1000, log, meter: o.meter }) : undefined;
+  const uploadPoller = s3
+    ? new UploadPoller({ store, sql, objects: s3, urlTtlMs: config.uploadUrlTtlSeconds * 1000, log, meter: o.meter })
+    : undefined;
   uploadPoller?.start();
 
   // Search: its own projector and checkpoint ('search-index'), outside the read-your-writes barrier.
-  const searchIndexer = search ? new SearchIndexer(searchSql, store, search, { vectorCapacity: config.vectorCapacity, blobs, log: (m, e) => log(e === undefined ? m : `${m}: ${e instanceof Error ? e.message : String(e)}`) }) : undefined;
+  const searchIndexer = search
+    ? new SearchIndexer(searchSql, store, search, {
+        vectorCapacity: config.vectorCapacity,
+        blobs,
+        log: (m, e) => log(e === undefined ? m : `${m}: ${e instanceof Error ? e.message : String(e)}`),
+      })
+    : undefined;
   // A change of embedding model: contexts recorded with another model are rebuilt in the background, the old vectors answering meanwhile.
   const modelRebuild =
     searchIndexer && search!.vectors instanceof ModelSwitchVectorIndex
-      ? new VectorModelRebuild({ index: search!.vectors, indexer: searchIndexer, sql: searchSql, store, blobs, catalogue: search!.catalogue, log: (m, e) => log(e ? `${m}: ${e instanceof Error ? e.message : String(e)}` : m) })
+      ? new VectorModelRebuild({
+          index: search!.vectors,
+          indexer: searchIndexer,
+          sql: searchSql,
+          store,
+          blobs,
+          catalogue: search!.catalogue,
+          log: (m, e) => log(e ? `${m}: ${e instanceof Error ? e.message : String(e)}` : m),
+        })
       : undefined;
   if (searchIndexer) {
     await searchIndexer.init();
@@ -122,7 +161,11 @@ export async function startReactors(o: {
     barrier,
     sealKey: w.sealKey,
     retryScale: config.webhooks.retryScale,
-    sender: new WebhookSender({ resolver: w.resolver, policy: w.policy, ca: config.webhooks.caFile ? readFileSync(config.webhooks.caFile, 'utf8') : undefined }),
+    sender: new WebhookSender({
+      resolver: w.resolver,
+      policy: w.policy,
+      ca: config.webhooks.caFile ? readFileSync(config.webhooks.caFile, 'utf8') : undefined,
+    }),
     log,
   });
   await dispatcher.init();
@@ -130,7 +173,16 @@ export async function startReactors(o: {
   dispatcher.start();
 
   // Triggers (docs/triggers.md): its own checkpoint ('trigger-runner'), through the script executor.
-  const triggers = o.scripts ? triggerRunner({ store, sql, executor: o.scripts, rulesReady: (position) => barrier.waitFor(position, 30_000), retryScale: config.webhooks.retryScale, log }) : undefined;
+  const triggers = o.scripts
+    ? triggerRunner({
+        store,
+        sql,
+        executor: o.scripts,
+        rulesReady: (position) => barrier.waitFor(position, 30_000),
+        retryScale: config.webhooks.retryScale,
+        log,
+      })
+    : undefined;
   if (triggers) {
     await triggers.init();
     triggers.feed = feed;

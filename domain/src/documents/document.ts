@@ -1,4 +1,16 @@
-import { type DocumentStatus, type DomainEvent, type EventMetadata, IMMUTABLE_DOCUMENT_KEYS, InternalError, invalid, notFound, PATCHABLE_DOCUMENT_KEYS, type SchemaDefinition, ServiceError, versionConflict } from '@svc/contracts';
+import {
+  type DocumentStatus,
+  type DomainEvent,
+  type EventMetadata,
+  IMMUTABLE_DOCUMENT_KEYS,
+  InternalError,
+  invalid,
+  notFound,
+  PATCHABLE_DOCUMENT_KEYS,
+  type SchemaDefinition,
+  ServiceError,
+  versionConflict,
+} from '@svc/contracts';
 import { changedPayload, checkStoredPayload } from '../records/payload';
 import { assertNever, type Decider, type EventsOf, nextVersion, unexpected } from '../shared/decider';
 import { checkPatchBody, type PatchRules } from '../shared/patch-body';
@@ -50,7 +62,11 @@ export const MAX_TEXT_BYTES = 5 * 1024 * 1024;
 export function checkTextSize(text: string): number {
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > MAX_TEXT_BYTES)
-    throw new ServiceError('PAYLOAD_TOO_LARGE', `text: ${bytes} bytes, over the ${MAX_TEXT_BYTES / 1024 / 1024} MiB inline limit (upload it as a file)`, { details: { limitBytes: MAX_TEXT_BYTES } });
+    throw new ServiceError(
+      'PAYLOAD_TOO_LARGE',
+      `text: ${bytes} bytes, over the ${MAX_TEXT_BYTES / 1024 / 1024} MiB inline limit (upload it as a file)`,
+      { details: { limitBytes: MAX_TEXT_BYTES } },
+    );
   return bytes;
 }
 
@@ -64,13 +80,20 @@ export function documentIndexMode(requested: string | undefined, def: SchemaDefi
   return mode;
 }
 
-const NO_SCHEMA: SchemaDefinition = { typeName: 'document', allowedSurfaces: ['document'] } as unknown as SchemaDefinition;
+const NO_SCHEMA: SchemaDefinition = {
+  typeName: 'document',
+  allowedSurfaces: ['document'],
+} as unknown as SchemaDefinition;
 
 /**
  * Payload rules: validated against the bound schema (undeclared keys pass through; required fields on create
  * only); without one, only the generic rules.
  */
-export function checkDocumentPayload(def: SchemaDefinition | undefined, payload: Record<string, unknown>, opts: { enforceRequired: boolean }): void {
+export function checkDocumentPayload(
+  def: SchemaDefinition | undefined,
+  payload: Record<string, unknown>,
+  opts: { enforceRequired: boolean },
+): void {
   checkStoredPayload(def ?? NO_SCHEMA, payload, opts);
 }
 
@@ -86,19 +109,32 @@ const DOCUMENT_PATCH: PatchRules = { immutable: IMMUTABLE_DOCUMENT_KEYS, patchab
 export function checkChangeBody(kind: 'put' | 'patch', body: Record<string, unknown>, state: LiveDocument): void {
   if (kind === 'patch') {
     checkPatchBody(body, DOCUMENT_PATCH);
-    if (body.payload !== undefined && (typeof body.payload !== 'object' || Array.isArray(body.payload))) throw invalid('payload must be an object');
+    if (body.payload !== undefined && (typeof body.payload !== 'object' || Array.isArray(body.payload)))
+      throw invalid('payload must be an object');
   } else {
     if (body.externalId !== undefined && body.externalId !== state.externalId) throw invalid('externalId is immutable');
-    if (body.indexMode !== undefined && body.indexMode !== state.indexMode) throw invalid('indexMode is fixed at creation');
-    if (body.storeText !== undefined && body.storeText !== state.storeText) throw invalid('storeText is fixed at ingest');
+    if (body.indexMode !== undefined && body.indexMode !== state.indexMode)
+      throw invalid('indexMode is fixed at creation');
+    if (body.storeText !== undefined && body.storeText !== state.storeText)
+      throw invalid('storeText is fixed at ingest');
   }
-  if ('folderId' in body && (body.folderId === null || body.folderId === '')) throw invalid('folderId cannot be cleared');
+  if ('folderId' in body && (body.folderId === null || body.folderId === ''))
+    throw invalid('folderId cannot be cleared');
   if (body.expectedVersion !== undefined && body.expectedVersion !== state.version) throw versionConflict();
 }
 
 export type DocumentEvent = EventsOf<
-  | 'DocumentCreated' | 'DocumentUpdated' | 'DocumentUploadRequested' | 'DocumentFileUploaded' | 'DocumentExtractionStarted' | 'DocumentTextReady'
-  | 'DocumentIndexed' | 'DocumentIndexSkipped' | 'DocumentFailed' | 'DocumentTextDiscarded' | 'DocumentDeleted'
+  | 'DocumentCreated'
+  | 'DocumentUpdated'
+  | 'DocumentUploadRequested'
+  | 'DocumentFileUploaded'
+  | 'DocumentExtractionStarted'
+  | 'DocumentTextReady'
+  | 'DocumentIndexed'
+  | 'DocumentIndexSkipped'
+  | 'DocumentFailed'
+  | 'DocumentTextDiscarded'
+  | 'DocumentDeleted'
 >;
 
 export type DocumentCommand =
@@ -144,9 +180,22 @@ function evolve(state: DocumentState, e: DocumentEvent, m?: EventMetadata): Docu
   if (e.type === 'DocumentCreated') {
     const { documentId, blindIndex: _, ...d } = e.data;
     return {
-      exists: true, id: documentId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, ...d,
-      status: d.source === 'file' ? 'PENDING_UPLOAD' : 'PENDING_INDEX', indexFailure: null, fileSize: null, fileRef: null,
-      textRef: null, textBytes: null, textRevision: 0, textRetained: false, createdAt: at, lastModified: at, version: 1,
+      exists: true,
+      id: documentId,
+      tenantId: m?.tenantId ?? null,
+      contextId: m?.contextId ?? null,
+      ...d,
+      status: d.source === 'file' ? 'PENDING_UPLOAD' : 'PENDING_INDEX',
+      indexFailure: null,
+      fileSize: null,
+      fileRef: null,
+      textRef: null,
+      textBytes: null,
+      textRevision: 0,
+      textRetained: false,
+      createdAt: at,
+      lastModified: at,
+      version: 1,
     };
   }
   if (!state.exists) return state;
@@ -156,14 +205,36 @@ function evolve(state: DocumentState, e: DocumentEvent, m?: EventMetadata): Docu
       return nextVersion(state, { ...d, lastModified: at });
     }
     case 'DocumentUploadRequested':
-      return { ...state, uploadId: e.data.uploadId, fileName: e.data.fileName, fileType: e.data.fileType, status: 'PENDING_UPLOAD', indexFailure: null };
+      return {
+        ...state,
+        uploadId: e.data.uploadId,
+        fileName: e.data.fileName,
+        fileType: e.data.fileType,
+        status: 'PENDING_UPLOAD',
+        indexFailure: null,
+      };
     case 'DocumentFileUploaded':
       if (e.data.uploadId !== state.uploadId) return state;
-      return { ...state, status: 'UPLOADED', fileRef: e.data.fileRef, fileSize: e.data.fileSize, fileType: e.data.fileType, lastModified: at };
+      return {
+        ...state,
+        status: 'UPLOADED',
+        fileRef: e.data.fileRef,
+        fileSize: e.data.fileSize,
+        fileType: e.data.fileType,
+        lastModified: at,
+      };
     case 'DocumentExtractionStarted':
       return e.data.uploadId === state.uploadId ? { ...state, status: 'EXTRACTING' } : state;
     case 'DocumentTextReady':
-      return { ...state, status: 'PENDING_INDEX', indexFailure: null, textRef: e.data.textRef, textBytes: e.data.textBytes, textRevision: e.data.textRevision, textRetained: true };
+      return {
+        ...state,
+        status: 'PENDING_INDEX',
+        indexFailure: null,
+        textRef: e.data.textRef,
+        textBytes: e.data.textBytes,
+        textRevision: e.data.textRevision,
+        textRetained: true,
+      };
     case 'DocumentIndexed':
     case 'DocumentIndexSkipped':
       return e.data.textRevision === state.textRevision ? { ...state, status: e.data.status } : state;
@@ -181,7 +252,10 @@ function evolve(state: DocumentState, e: DocumentEvent, m?: EventMetadata): Docu
 const initialState = (): DocumentState => ({ exists: false });
 
 /** A document's state from its stream, for readers that hold any stored event (search projector, upload poller, host API). */
-export const documentAggregate = { initialState, evolve: evolve as (state: DocumentState, e: DomainEvent, m?: EventMetadata) => DocumentState };
+export const documentAggregate = {
+  initialState,
+  evolve: evolve as (state: DocumentState, e: DomainEvent, m?: EventMetadata) => DocumentState,
+};
 
 function live(state: DocumentState): LiveDocument {
   if (!state.exists) throw notFound();
@@ -189,14 +263,23 @@ function live(state: DocumentState): LiveDocument {
 }
 
 /** The stored form of a schema-bound payload: sensitive values sealed, their blind index beside it (as records do). */
-function stored(sealing: PayloadSealing, scope: [string, string], schema: BoundSchema | undefined, payload: Record<string, unknown>) {
+function stored(
+  sealing: PayloadSealing,
+  scope: [string, string],
+  schema: BoundSchema | undefined,
+  payload: Record<string, unknown>,
+) {
   if (!schema) return { payload };
   const def = schema.definition;
   const blind = sealing.blind([...scope, def.typeName], def, payload);
   return { payload: sealing.seal(def, payload), ...(Object.keys(blind).length ? { blindIndex: blind } : {}) };
 }
 
-function create(sealing: PayloadSealing, cmd: Extract<DocumentCommand, { type: 'CreateDocument' }>, state: DocumentState): DocumentEvent[] {
+function create(
+  sealing: PayloadSealing,
+  cmd: Extract<DocumentCommand, { type: 'CreateDocument' }>,
+  state: DocumentState,
+): DocumentEvent[] {
   if (state.exists || state.deleted) throw new InternalError('document id reused');
   const def = cmd.schema?.definition;
   // The route refuses these before any read (binding the schema); the decision holds them too.
@@ -208,19 +291,44 @@ function create(sealing: PayloadSealing, cmd: Extract<DocumentCommand, { type: '
     {
       type: 'DocumentCreated',
       data: {
-        documentId: cmd.documentId, title: cmd.title, source: cmd.source, indexMode, storeText: cmd.source === 'text' ? true : cmd.storeText,
-        folderId: cmd.folderId, schemaId: cmd.schema?.schemaId ?? null, schemaVersion: cmd.schema?.schemaVersion ?? null,
-        typeName: def?.typeName ?? null, userId: cmd.userId, scopes: cmd.scopes, externalId: cmd.externalId ?? null,
-        fileName: cmd.file?.fileName ?? null, fileType: cmd.file?.fileType ?? null, uploadId: cmd.file?.uploadId ?? null,
+        documentId: cmd.documentId,
+        title: cmd.title,
+        source: cmd.source,
+        indexMode,
+        storeText: cmd.source === 'text' ? true : cmd.storeText,
+        folderId: cmd.folderId,
+        schemaId: cmd.schema?.schemaId ?? null,
+        schemaVersion: cmd.schema?.schemaVersion ?? null,
+        typeName: def?.typeName ?? null,
+        userId: cmd.userId,
+        scopes: cmd.scopes,
+        externalId: cmd.externalId ?? null,
+        fileName: cmd.file?.fileName ?? null,
+        fileType: cmd.file?.fileType ?? null,
+        uploadId: cmd.file?.uploadId ?? null,
         ...stored(sealing, [cmd.tenantId, cmd.contextId], cmd.schema, cmd.payload),
       },
     },
   ];
-  if (cmd.text) events.push({ type: 'DocumentTextReady', data: { documentId: cmd.documentId, textRef: cmd.text.textRef, textBytes: cmd.text.textBytes, indexMode, textRevision: 1 } });
+  if (cmd.text)
+    events.push({
+      type: 'DocumentTextReady',
+      data: {
+        documentId: cmd.documentId,
+        textRef: cmd.text.textRef,
+        textBytes: cmd.text.textBytes,
+        indexMode,
+        textRevision: 1,
+      },
+    });
   return events;
 }
 
-function change(sealing: PayloadSealing, cmd: Extract<DocumentCommand, { type: 'ChangeDocument' }>, state: DocumentState): DocumentEvent[] {
+function change(
+  sealing: PayloadSealing,
+  cmd: Extract<DocumentCommand, { type: 'ChangeDocument' }>,
+  state: DocumentState,
+): DocumentEvent[] {
   const cur = live(state);
   const b = cmd.body;
   checkChangeBody(cmd.kind, b, cur);
@@ -245,7 +353,16 @@ function change(sealing: PayloadSealing, cmd: Extract<DocumentCommand, { type: '
     },
   ];
   if (cmd.text)
-    events.push({ type: 'DocumentTextReady', data: { documentId: cur.id, textRef: cmd.text.textRef, textBytes: cmd.text.textBytes, indexMode: cur.indexMode, textRevision: cur.textRevision + 1 } });
+    events.push({
+      type: 'DocumentTextReady',
+      data: {
+        documentId: cur.id,
+        textRef: cmd.text.textRef,
+        textBytes: cmd.text.textBytes,
+        indexMode: cur.indexMode,
+        textRevision: cur.textRevision + 1,
+      },
+    });
   return events;
 }
 
@@ -266,7 +383,12 @@ export function documentDecider(sealing: PayloadSealing): Decider<DocumentState,
         case 'RequestUpload': {
           const cur = live(state);
           if (cur.source !== 'file') throw invalid('Only a file document takes an upload');
-          return [{ type: 'DocumentUploadRequested', data: { documentId: cur.id, uploadId: cmd.uploadId, fileName: cmd.fileName, fileType: cmd.fileType } }];
+          return [
+            {
+              type: 'DocumentUploadRequested',
+              data: { documentId: cur.id, uploadId: cmd.uploadId, fileName: cmd.fileName, fileType: cmd.fileType },
+            },
+          ];
         }
         case 'ChangeDocument':
           return change(sealing, cmd, state);

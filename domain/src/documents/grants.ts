@@ -46,7 +46,13 @@ export class StorageGrants {
     return this.mac('upload-header', documentId, uploadId);
   }
 
-  checkUpload(documentId: string, uploadId: string, expires: number, signature: string | undefined, now: number): GrantCheck {
+  checkUpload(
+    documentId: string,
+    uploadId: string,
+    expires: number,
+    signature: string | undefined,
+    now: number,
+  ): GrantCheck {
     return this.check(this.mac('upload', documentId, uploadId, String(expires)), signature, expires, now);
   }
 
@@ -58,20 +64,32 @@ export class StorageGrants {
   download(baseUrl: string, documentId: string, fileRef: string, now: number) {
     const expires = now + this.ttlMs;
     const sig = this.mac('download', documentId, fileRef, String(expires));
-    return { downloadUrl: `${baseUrl}/storage/downloads/${encodeURIComponent(documentId)}?expires=${expires}&signature=${sig}`, expiresAt: new Date(expires).toISOString() };
+    return {
+      downloadUrl: `${baseUrl}/storage/downloads/${encodeURIComponent(documentId)}?expires=${expires}&signature=${sig}`,
+      expiresAt: new Date(expires).toISOString(),
+    };
   }
 
-  checkDownload(documentId: string, fileRef: string, expires: number, signature: string | undefined, now: number): GrantCheck {
+  checkDownload(
+    documentId: string,
+    fileRef: string,
+    expires: number,
+    signature: string | undefined,
+    now: number,
+  ): GrantCheck {
     return this.check(this.mac('download', documentId, fileRef, String(expires)), signature, expires, now);
   }
 }
 
 /** Blob keys of a document: one per uploaded file and one per text revision. */
 export const documentBlobKeys = {
-  file: (tenantId: string, contextId: string, documentId: string, uploadId: string, nonce: string) => `${tenantId}/${contextId}/documents/${documentId}/file-${uploadId}-${nonce}`,
+  file: (tenantId: string, contextId: string, documentId: string, uploadId: string, nonce: string) =>
+    `${tenantId}/${contextId}/documents/${documentId}/file-${uploadId}-${nonce}`,
   /** Where a client PUTs through an object-store presigned URL; copied to a `file-` key once the upload is seen. */
-  pendingUpload: (tenantId: string, contextId: string, documentId: string, uploadId: string) => `${tenantId}/${contextId}/documents/${documentId}/upload-${uploadId}`,
-  text: (tenantId: string, contextId: string, documentId: string, revision: number, nonce: string) => `${tenantId}/${contextId}/documents/${documentId}/text-r${revision}-${nonce}.txt`,
+  pendingUpload: (tenantId: string, contextId: string, documentId: string, uploadId: string) =>
+    `${tenantId}/${contextId}/documents/${documentId}/upload-${uploadId}`,
+  text: (tenantId: string, contextId: string, documentId: string, revision: number, nonce: string) =>
+    `${tenantId}/${contextId}/documents/${documentId}/text-r${revision}-${nonce}.txt`,
 };
 
 /** The absolute base URL of this service as the client reached it. */

@@ -37,7 +37,8 @@ export type ExtractionOutcome =
   | { kind: 'failed'; code: string; message: string };
 
 /** The upload this command is about is still the document's current one. */
-const current = (s: DocumentState, c: { uploadId: string; fileRef: string }): s is LiveDocument => s.exists && s.uploadId === c.uploadId && s.fileRef === c.fileRef;
+const current = (s: DocumentState, c: { uploadId: string; fileRef: string }): s is LiveDocument =>
+  s.exists && s.uploadId === c.uploadId && s.fileRef === c.fileRef;
 
 function decide(cmd: DocumentProcessingCommand, s: DocumentState): DocumentEvent[] {
   if (!s.exists) return [];
@@ -45,21 +46,57 @@ function decide(cmd: DocumentProcessingCommand, s: DocumentState): DocumentEvent
   switch (cmd.type) {
     case 'RecordUpload':
       if (s.status !== 'PENDING_UPLOAD' || s.uploadId !== cmd.uploadId) return [];
-      return [{ type: 'DocumentFileUploaded', data: { documentId, uploadId: cmd.uploadId, fileRef: cmd.fileRef, fileSize: cmd.fileSize, fileType: s.fileType! } }];
+      return [
+        {
+          type: 'DocumentFileUploaded',
+          data: {
+            documentId,
+            uploadId: cmd.uploadId,
+            fileRef: cmd.fileRef,
+            fileSize: cmd.fileSize,
+            fileType: s.fileType!,
+          },
+        },
+      ];
     case 'StartExtraction': {
       if (!current(s, cmd)) return [];
-      const started: DocumentEvent = { type: 'DocumentExtractionStarted', data: { documentId, uploadId: cmd.uploadId } };
+      const started: DocumentEvent = {
+        type: 'DocumentExtractionStarted',
+        data: { documentId, uploadId: cmd.uploadId },
+      };
       if (s.status === 'UPLOADED') return [started];
       if (s.status !== 'EXTRACTING') return [];
       if (cmd.interrupted >= cmd.maxAttempts)
-        return [{ type: 'DocumentFailed', data: { documentId, code: 'INDEXING_FAILED', message: `Text extraction was interrupted ${cmd.interrupted} times (the service stopped during it); not retried` } }];
+        return [
+          {
+            type: 'DocumentFailed',
+            data: {
+              documentId,
+              code: 'INDEXING_FAILED',
+              message: `Text extraction was interrupted ${cmd.interrupted} times (the service stopped during it); not retried`,
+            },
+          },
+        ];
       return [started];
     }
     case 'SettleExtraction': {
       if (!current(s, cmd) || s.status !== 'EXTRACTING') return [];
       const o = cmd.outcome;
-      if (o.kind === 'text') return [{ type: 'DocumentTextReady', data: { documentId, textRef: o.textRef, textBytes: o.textBytes, indexMode: s.indexMode, textRevision: o.textRevision } }];
-      if (o.kind === 'no-text' && s.indexMode === 'NONE') return [{ type: 'DocumentIndexSkipped', data: { documentId, status: 'STORED', textRevision: s.textRevision } }];
+      if (o.kind === 'text')
+        return [
+          {
+            type: 'DocumentTextReady',
+            data: {
+              documentId,
+              textRef: o.textRef,
+              textBytes: o.textBytes,
+              indexMode: s.indexMode,
+              textRevision: o.textRevision,
+            },
+          },
+        ];
+      if (o.kind === 'no-text' && s.indexMode === 'NONE')
+        return [{ type: 'DocumentIndexSkipped', data: { documentId, status: 'STORED', textRevision: s.textRevision } }];
       return [{ type: 'DocumentFailed', data: { documentId, code: o.code, message: o.message } }];
     }
     case 'SettleStoreOnly':
@@ -72,8 +109,13 @@ function decide(cmd: DocumentProcessingCommand, s: DocumentState): DocumentEvent
       // Only a document still waiting for this text's outcome: a newer text, a settled outcome (replays, rebuilds) or a delete leave it out.
       if (s.status !== 'PENDING_INDEX' || s.textRevision !== cmd.textRevision) return [];
       const o = cmd.outcome;
-      if (o.status === 'FAILED') return [{ type: 'DocumentFailed', data: { documentId, code: o.code, message: o.message } }];
-      return [o.status === 'INDEXED' ? { type: 'DocumentIndexed', data: { documentId, status: 'INDEXED', textRevision: cmd.textRevision } } : { type: 'DocumentIndexSkipped', data: { documentId, status: 'SKIPPED', textRevision: cmd.textRevision } }];
+      if (o.status === 'FAILED')
+        return [{ type: 'DocumentFailed', data: { documentId, code: o.code, message: o.message } }];
+      return [
+        o.status === 'INDEXED'
+          ? { type: 'DocumentIndexed', data: { documentId, status: 'INDEXED', textRevision: cmd.textRevision } }
+          : { type: 'DocumentIndexSkipped', data: { documentId, status: 'SKIPPED', textRevision: cmd.textRevision } },
+      ];
     }
     default:
       return assertNever(cmd);

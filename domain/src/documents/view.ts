@@ -5,12 +5,33 @@ import type { LiveDocument } from './document';
 
 export type DocumentViewSource = Pick<
   LiveDocument,
-  | 'id' | 'title' | 'externalId' | 'status' | 'indexFailure' | 'indexMode' | 'storeText' | 'folderId' | 'payload' | 'schemaId' | 'schemaVersion'
-  | 'textBytes' | 'userId' | 'scopes' | 'fileType' | 'fileSize' | 'createdAt' | 'lastModified' | 'version'
+  | 'id'
+  | 'title'
+  | 'externalId'
+  | 'status'
+  | 'indexFailure'
+  | 'indexMode'
+  | 'storeText'
+  | 'folderId'
+  | 'payload'
+  | 'schemaId'
+  | 'schemaVersion'
+  | 'textBytes'
+  | 'userId'
+  | 'scopes'
+  | 'fileType'
+  | 'fileSize'
+  | 'createdAt'
+  | 'lastModified'
+  | 'version'
 >;
 
 /** The response shape of a document: exactly the spec's fields; `indexFailure` only when FAILED; sensitive values masked. */
-export function documentView(d: DocumentViewSource, def: SchemaDefinition | undefined, opts: { full: boolean }): DocumentResponse {
+export function documentView(
+  d: DocumentViewSource,
+  def: SchemaDefinition | undefined,
+  opts: { full: boolean },
+): DocumentResponse {
   const bytes = payloadBytes(d.payload);
   const externalized = isExternalized(def, bytes);
   return {

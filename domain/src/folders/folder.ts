@@ -1,5 +1,16 @@
 import { createHash } from 'node:crypto';
-import { type EventMetadata, type FolderResponse, IMMUTABLE_FOLDER_KEYS, InternalError, invalid, notFound, PATCHABLE_FOLDER_KEYS, patchFolderFields, type Principal, versionConflict } from '@svc/contracts';
+import {
+  type EventMetadata,
+  type FolderResponse,
+  IMMUTABLE_FOLDER_KEYS,
+  InternalError,
+  invalid,
+  notFound,
+  PATCHABLE_FOLDER_KEYS,
+  patchFolderFields,
+  type Principal,
+  versionConflict,
+} from '@svc/contracts';
 import { assertNever, type Decider, type EventsOf, nextVersion, unexpected } from '../shared/decider';
 import { checkPatchBody, type PatchRules } from '../shared/patch-body';
 import { stampOwnership, withinDataScope } from '../tenancy/access';
@@ -58,7 +69,10 @@ export const slugCandidate = (base: string, n: number) => (n <= 1 ? base : `${ba
  * credential's data scope. The context root belongs to nobody and is visible to
  * every caller of its context.
  */
-export function canSeeFolder(p: Principal, f: Pick<LiveFolder, 'tenantId' | 'contextId' | 'isProtected' | 'userId' | 'scopes'>): boolean {
+export function canSeeFolder(
+  p: Principal,
+  f: Pick<LiveFolder, 'tenantId' | 'contextId' | 'isProtected' | 'userId' | 'scopes'>,
+): boolean {
   if (f.tenantId !== p.tenantId || f.contextId !== p.contextId) return false;
   return f.isProtected || withinDataScope(p, f);
 }
@@ -69,7 +83,8 @@ export function canSeeFolder(p: Principal, f: Pick<LiveFolder, 'tenantId' | 'con
  * its context (same append); a context created before that has its root read
  * as `implicitRootFolder` until its first folder write materialises it.
  */
-export const rootCreatedAt = (contextCreatedAt: string): string => new Date(Date.parse(contextCreatedAt) - 1).toISOString();
+export const rootCreatedAt = (contextCreatedAt: string): string =>
+  new Date(Date.parse(contextCreatedAt) - 1).toISOString();
 
 /**
  * The root of a context whose root was never recorded (created before roots came
@@ -138,15 +153,24 @@ function decideChange(cmd: Extract<FolderCommand, { type: 'ChangeFolder' }>, sta
   const b = cmd.body;
   // Body rejections come before ownership checks (a 400 before a 403), the root's before both.
   if (cmd.kind === 'patch' && !cur.isProtected) checkPatchBody(b, FOLDER_PATCH);
-  const own = 'userId' in b || 'scopes' in b ? stampOwnership(cmd.actor, { userId: b.userId as string | undefined, scopes: b.scopes as string[] | undefined }) : undefined;
+  const own =
+    'userId' in b || 'scopes' in b
+      ? stampOwnership(cmd.actor, { userId: b.userId as string | undefined, scopes: b.scopes as string[] | undefined })
+      : undefined;
   if (cur.isProtected) throw invalid('The context root folder cannot be changed');
   if (cmd.kind === 'put') {
     if (b.slug !== undefined && b.slug !== cur.slug) throw invalid('slug is immutable');
-    if (b.parentFolderId !== undefined && b.parentFolderId !== cur.parentFolderId) throw invalid('parentFolderId cannot be changed: folders cannot be moved');
+    if (b.parentFolderId !== undefined && b.parentFolderId !== cur.parentFolderId)
+      throw invalid('parentFolderId cannot be changed: folders cannot be moved');
   }
   if (b.expectedVersion !== undefined && b.expectedVersion !== cur.version) throw versionConflict();
   const name = cmd.kind === 'put' ? (b.name as string) : ((b.name as string | undefined) ?? cur.name);
-  const description = cmd.kind === 'put' ? ((b.description as string | undefined) ?? null) : 'description' in b ? (b.description as string) : cur.description;
+  const description =
+    cmd.kind === 'put'
+      ? ((b.description as string | undefined) ?? null)
+      : 'description' in b
+        ? (b.description as string)
+        : cur.description;
   return [
     {
       type: 'FolderUpdated',
@@ -172,7 +196,17 @@ export const folderDecider: Decider<FolderState, FolderCommand, FolderEvent> = {
         return [
           {
             type: 'FolderCreated',
-            data: { folderId: cmd.folderId, name: ROOT_FOLDER.name, description: null, parentFolderId: null, slug: ROOT_FOLDER.slug, depth: 0, isProtected: true, userId: null, scopes: [] },
+            data: {
+              folderId: cmd.folderId,
+              name: ROOT_FOLDER.name,
+              description: null,
+              parentFolderId: null,
+              slug: ROOT_FOLDER.slug,
+              depth: 0,
+              isProtected: true,
+              userId: null,
+              scopes: [],
+            },
           },
         ];
       case 'CreateFolder':
@@ -199,8 +233,13 @@ export const folderDecider: Decider<FolderState, FolderCommand, FolderEvent> = {
         const cur = visible(cmd.actor, state);
         if (cur.isProtected) throw invalid('The context root folder cannot be deleted');
         if (cmd.expectedVersion !== undefined && cmd.expectedVersion !== cur.version) throw versionConflict();
-        if (cmd.items > 0) throw invalid('The folder is not empty: delete its sub-folders and move or delete its records and documents first');
-        return [{ type: 'FolderDeleted', data: { folderId: cur.id, parentFolderId: cur.parentFolderId, slug: cur.slug } }];
+        if (cmd.items > 0)
+          throw invalid(
+            'The folder is not empty: delete its sub-folders and move or delete its records and documents first',
+          );
+        return [
+          { type: 'FolderDeleted', data: { folderId: cur.id, parentFolderId: cur.parentFolderId, slug: cur.slug } },
+        ];
       }
       default:
         return assertNever(cmd);
@@ -213,7 +252,16 @@ export const folderDecider: Decider<FolderState, FolderCommand, FolderEvent> = {
     switch (e.type) {
       case 'FolderCreated': {
         const { folderId, ...d } = e.data;
-        return { exists: true, id: folderId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, ...d, createdAt: at, lastModified: at, version: 1 };
+        return {
+          exists: true,
+          id: folderId,
+          tenantId: m?.tenantId ?? null,
+          contextId: m?.contextId ?? null,
+          ...d,
+          createdAt: at,
+          lastModified: at,
+          version: 1,
+        };
       }
       case 'FolderUpdated': {
         const { folderId: _, change: __, ...d } = e.data;

@@ -1,4 +1,16 @@
-import { type EntityResponse, type EventMetadata, IMMUTABLE_ENTITY_KEYS, InternalError, invalid, notFound, PATCHABLE_ENTITY_KEYS, patchEntityFields, type Principal, type SchemaDefinition, versionConflict } from '@svc/contracts';
+import {
+  type EntityResponse,
+  type EventMetadata,
+  IMMUTABLE_ENTITY_KEYS,
+  InternalError,
+  invalid,
+  notFound,
+  PATCHABLE_ENTITY_KEYS,
+  patchEntityFields,
+  type Principal,
+  type SchemaDefinition,
+  versionConflict,
+} from '@svc/contracts';
 import { changedPayload } from '../records/payload';
 import { assertNever, type Decider, type EventsOf, nextVersion, unexpected } from '../shared/decider';
 import { checkPatchBody, type PatchRules } from '../shared/patch-body';
@@ -29,13 +41,20 @@ export const entityScope = (e: Pick<LiveEntity, 'namespace' | 'key'>) => `${e.na
  * credential limited to scopes, the entity's own scope is one of them.
  * Entities belong to no user, so a credential's bound user does not hide them.
  */
-export function canSeeEntity(p: Principal, e: Pick<LiveEntity, 'tenantId' | 'contextId' | 'namespace' | 'key'>): boolean {
+export function canSeeEntity(
+  p: Principal,
+  e: Pick<LiveEntity, 'tenantId' | 'contextId' | 'namespace' | 'key'>,
+): boolean {
   if (e.tenantId !== p.tenantId || e.contextId !== p.contextId) return false;
   const scopes = p.dataScope?.scopes;
   return !scopes?.length || scopes.includes(entityScope(e));
 }
 
-const ENTITY_PATCH: PatchRules = { immutable: IMMUTABLE_ENTITY_KEYS, patchable: PATCHABLE_ENTITY_KEYS, fields: patchEntityFields };
+const ENTITY_PATCH: PatchRules = {
+  immutable: IMMUTABLE_ENTITY_KEYS,
+  patchable: PATCHABLE_ENTITY_KEYS,
+  fields: patchEntityFields,
+};
 
 export type EntityEvent = EventsOf<'EntityCreated' | 'EntityUpdated' | 'EntityDeleted'>;
 
@@ -52,7 +71,13 @@ export type EntityCommand =
       namespaces: readonly string[];
     }
   /** PUT replaces the payload in full; PATCH merges it (RFC 7386). `definition`: of the bound schema, if it still exists. */
-  | { type: 'ChangeEntity'; actor: Principal; kind: 'put' | 'patch'; body: Record<string, unknown>; definition?: SchemaDefinition }
+  | {
+      type: 'ChangeEntity';
+      actor: Principal;
+      kind: 'put' | 'patch';
+      body: Record<string, unknown>;
+      definition?: SchemaDefinition;
+    }
   | { type: 'DeleteEntity'; actor: Principal; expectedVersion?: number };
 
 /** A live entity the actor can see; anything else is the same 404. */
@@ -62,7 +87,9 @@ function visible(actor: Principal, state: EntityState): LiveEntity {
 }
 
 /** The entity decider; payloads are stored sealed (see `userDecider`). */
-export function entityDecider(sealing: Pick<PayloadSealing, 'seal' | 'unseal'>): Decider<EntityState, EntityCommand, EntityEvent> {
+export function entityDecider(
+  sealing: Pick<PayloadSealing, 'seal' | 'unseal'>,
+): Decider<EntityState, EntityCommand, EntityEvent> {
   return {
     initialState: () => ({ exists: false }),
 
@@ -70,9 +97,21 @@ export function entityDecider(sealing: Pick<PayloadSealing, 'seal' | 'unseal'>):
       switch (cmd.type) {
         case 'CreateEntity': {
           if (state.exists || state.deleted) throw new InternalError('entity id reused');
-          if (!cmd.namespaces.includes(cmd.namespace)) throw invalid(`namespace '${cmd.namespace}' is not org, client or a registered namespace`);
+          if (!cmd.namespaces.includes(cmd.namespace))
+            throw invalid(`namespace '${cmd.namespace}' is not org, client or a registered namespace`);
           const payload = storedIdentityPayload(sealing, cmd.definition, cmd.payload ?? {});
-          return [{ type: 'EntityCreated', data: { entityId: cmd.entityId, namespace: cmd.namespace, key: cmd.key, payload, schemaId: cmd.schemaId ?? null } }];
+          return [
+            {
+              type: 'EntityCreated',
+              data: {
+                entityId: cmd.entityId,
+                namespace: cmd.namespace,
+                key: cmd.key,
+                payload,
+                schemaId: cmd.schemaId ?? null,
+              },
+            },
+          ];
         }
         case 'ChangeEntity': {
           const cur = visible(cmd.actor, state);
@@ -84,7 +123,11 @@ export function entityDecider(sealing: Pick<PayloadSealing, 'seal' | 'unseal'>):
             if (b.schemaId !== undefined && b.schemaId !== cur.schemaId) throw invalid('schemaId is immutable');
           }
           if (b.expectedVersion !== undefined && b.expectedVersion !== cur.version) throw versionConflict();
-          const payload = storedIdentityPayload(sealing, cmd.definition, changedPayload(sealing, cmd.kind, b, cur.payload));
+          const payload = storedIdentityPayload(
+            sealing,
+            cmd.definition,
+            changedPayload(sealing, cmd.kind, b, cur.payload),
+          );
           return [{ type: 'EntityUpdated', data: { entityId: cur.id, payload, change: cmd.kind } }];
         }
         case 'DeleteEntity': {
@@ -102,7 +145,16 @@ export function entityDecider(sealing: Pick<PayloadSealing, 'seal' | 'unseal'>):
       switch (e.type) {
         case 'EntityCreated': {
           const { entityId, ...d } = e.data;
-          return { exists: true, id: entityId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, ...d, createdAt: at, updatedAt: at, version: 1 };
+          return {
+            exists: true,
+            id: entityId,
+            tenantId: m?.tenantId ?? null,
+            contextId: m?.contextId ?? null,
+            ...d,
+            createdAt: at,
+            updatedAt: at,
+            version: 1,
+          };
         }
         case 'EntityUpdated':
           return nextVersion(state, { payload: e.data.payload, updatedAt: at });
@@ -115,7 +167,10 @@ export function entityDecider(sealing: Pick<PayloadSealing, 'seal' | 'unseal'>):
   };
 }
 
-export function entityView(e: Omit<LiveEntity, 'exists' | 'tenantId' | 'contextId' | 'createdAt' | 'updatedAt'>, def: Pick<SchemaDefinition, 'fields'> | undefined): EntityResponse {
+export function entityView(
+  e: Omit<LiveEntity, 'exists' | 'tenantId' | 'contextId' | 'createdAt' | 'updatedAt'>,
+  def: Pick<SchemaDefinition, 'fields'> | undefined,
+): EntityResponse {
   return {
     id: e.id,
     namespace: e.namespace,

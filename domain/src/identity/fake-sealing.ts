@@ -11,10 +11,14 @@ export const fakeSealing = {
   sealed: (v: unknown) => ({ [SEALED_KEY]: JSON.stringify(v) }),
   seal(def: Pick<SchemaDefinition, 'fields'>, payload: Record<string, unknown>) {
     const out = { ...payload };
-    for (const f of def.fields ?? []) if (f.sensitive && out[f.fieldId] !== undefined && out[f.fieldId] !== null && !isSealed(out[f.fieldId])) out[f.fieldId] = fakeSealing.sealed(out[f.fieldId]);
+    for (const f of def.fields ?? [])
+      if (f.sensitive && out[f.fieldId] !== undefined && out[f.fieldId] !== null && !isSealed(out[f.fieldId]))
+        out[f.fieldId] = fakeSealing.sealed(out[f.fieldId]);
     return out;
   },
   unseal(payload: Record<string, unknown>) {
-    return Object.fromEntries(Object.entries(payload).map(([k, v]) => [k, isSealed(v) ? (JSON.parse(v[SEALED_KEY]) as unknown) : v]));
+    return Object.fromEntries(
+      Object.entries(payload).map(([k, v]) => [k, isSealed(v) ? (JSON.parse(v[SEALED_KEY]) as unknown) : v]),
+    );
   },
 } satisfies Pick<PayloadSealing, 'seal' | 'unseal'> & { sealed(v: unknown): unknown };

@@ -1,4 +1,11 @@
-import { BUILTIN_NAMESPACES, conflict, type EventMetadata, invalid, type NamespaceResponse, notFound } from '@svc/contracts';
+import {
+  BUILTIN_NAMESPACES,
+  conflict,
+  type EventMetadata,
+  invalid,
+  type NamespaceResponse,
+  notFound,
+} from '@svc/contracts';
 import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
 
 /**
@@ -49,7 +56,12 @@ export const namespaceDecider: Decider<NamespaceRegistry, NamespaceCommand, Name
   evolve(state, e, m?: EventMetadata) {
     switch (e.type) {
       case 'NamespaceCreated':
-        return { entries: { ...state.entries, [e.data.name]: { name: e.data.name, description: e.data.description, createdAt: m?.occurredAt ?? '' } } };
+        return {
+          entries: {
+            ...state.entries,
+            [e.data.name]: { name: e.data.name, description: e.data.description, createdAt: m?.occurredAt ?? '' },
+          },
+        };
       case 'NamespaceDeleted': {
         const { [e.data.name]: _, ...rest } = state.entries;
         return { entries: rest };
@@ -60,4 +72,8 @@ export const namespaceDecider: Decider<NamespaceRegistry, NamespaceCommand, Name
   },
 };
 
-export const namespaceView = (e: NamespaceEntry): NamespaceResponse => ({ name: e.name, ...(e.description !== null ? { description: e.description } : {}), createdAt: e.createdAt });
+export const namespaceView = (e: NamespaceEntry): NamespaceResponse => ({
+  name: e.name,
+  ...(e.description !== null ? { description: e.description } : {}),
+  createdAt: e.createdAt,
+});

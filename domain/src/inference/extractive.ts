@@ -27,7 +27,9 @@ export interface Sentence {
 export const NOTHING_FOUND = 'I found nothing in the provided content that answers this question.';
 
 const STOP = new Set(
-  'a an and are as at be been but by can could did do does for from had has have how i if in into is it its me my of on or our she should so than that the their them then there these they this those to was we were what when where which who whom why will with would you your about any all also am more most no not only other over same some such too very just'.split(' '),
+  'a an and are as at be been but by can could did do does for from had has have how i if in into is it its me my of on or our she should so than that the their them then there these they this those to was we were what when where which who whom why will with would you your about any all also am more most no not only other over same some such too very just'.split(
+    ' ',
+  ),
 );
 
 /** Lower-cased word stems of `text`, stop words dropped. */
@@ -53,7 +55,8 @@ function stem(w: string): string {
 const segmenter = new Intl.Segmenter('en', { granularity: 'sentence' });
 
 /** Abbreviations after which ICU's plain sentence rules break but a sentence goes on ("Dr. Smith"). */
-const ABBREVIATION = /(?:^|\s)(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|Mt|No|Fig|Vol|vs|etc|e\.g|i\.e|approx|Inc|Ltd|Co|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.$/;
+const ABBREVIATION =
+  /(?:^|\s)(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|Mt|No|Fig|Vol|vs|etc|e\.g|i\.e|approx|Inc|Ltd|Co|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.$/;
 
 /** The sentences of `text` (ICU sentence boundaries, not split after common abbreviations; a line break ends a sentence). */
 export function sentencesOf(text: string): string[] {
@@ -93,7 +96,11 @@ export interface ExtractiveOptions {
 }
 
 /** Chooses the sentences of `sources` that best answer `question`. */
-export async function chooseSentences(question: string, sources: ExtractiveSource[], o: ExtractiveOptions = {}): Promise<ExtractiveChoice> {
+export async function chooseSentences(
+  question: string,
+  sources: ExtractiveSource[],
+  o: ExtractiveOptions = {},
+): Promise<ExtractiveChoice> {
   const q = [...new Set(terms(question))];
   const all: Array<Sentence & { terms: string[] }> = [];
   sources.forEach((src, i) => {
@@ -120,7 +127,10 @@ export async function chooseSentences(question: string, sources: ExtractiveSourc
   let semantic = false;
   if (o.similarity) {
     const top = ranked.slice(0, o.rerank ?? 8);
-    const sims = await o.similarity(question, top.map((s) => s.text));
+    const sims = await o.similarity(
+      question,
+      top.map((s) => s.text),
+    );
     top.forEach((s, i) => (s.score = s.score + 0.8 * Math.max(0, sims[i] ?? 0)));
     semantic = sims.some((x) => x >= 0.6);
     ranked = [...top.sort((a, b) => b.score - a.score), ...ranked.slice(top.length)];

@@ -1,14 +1,24 @@
 import { describe, expect, it } from 'vitest';
 import { chooseSentences, sentencesOf, terms } from './extractive';
 
-describe('the built-in model\'s sentence choice', () => {
+describe("the built-in model's sentence choice", () => {
   const sources = [
-    { label: '1', text: 'The committee met on Tuesday. Passwords must be changed every ninety days. Lunch was served afterwards.', score: 0.4 },
-    { label: '2', text: 'Backups of the file server run every night at midnight. The office closes at six.', score: 0.9 },
+    {
+      label: '1',
+      text: 'The committee met on Tuesday. Passwords must be changed every ninety days. Lunch was served afterwards.',
+      score: 0.4,
+    },
+    {
+      label: '2',
+      text: 'Backups of the file server run every night at midnight. The office closes at six.',
+      score: 0.9,
+    },
   ];
 
   it('splits sentences at ICU boundaries (not after an abbreviation; a line break ends one) and drops fragments of fewer than three words', () => {
-    expect(sentencesOf('Dr. Smith arrived at noon. He left. It rained all day long!\n\nA heading\nNext line here')).toEqual(['Dr. Smith arrived at noon.', 'It rained all day long!', 'Next line here']);
+    expect(
+      sentencesOf('Dr. Smith arrived at noon. He left. It rained all day long!\n\nA heading\nNext line here'),
+    ).toEqual(['Dr. Smith arrived at noon.', 'It rained all day long!', 'Next line here']);
   });
 
   it('stems plural and tense variants and drops stop words', () => {
@@ -30,7 +40,11 @@ describe('the built-in model\'s sentence choice', () => {
   it('a similarity, when given, can lift a sentence the keywords rank lower', async () => {
     const q = 'When do backups of the file server run, and when does the office close?';
     const plain = await chooseSentences(q, sources, { maxSentences: 1 });
-    const lifted = await chooseSentences(q, sources, { maxSentences: 1, rerank: 8, similarity: async (_q, ss) => ss.map((s) => (s.startsWith('The office closes') ? 1 : 0)) });
+    const lifted = await chooseSentences(q, sources, {
+      maxSentences: 1,
+      rerank: 8,
+      similarity: async (_q, ss) => ss.map((s) => (s.startsWith('The office closes') ? 1 : 0)),
+    });
     expect(plain.sentences[0].text).toMatch(/^Backups/);
     expect(lifted.sentences[0].text).toBe('The office closes at six.');
   });

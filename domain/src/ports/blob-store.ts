@@ -7,7 +7,11 @@ import type { Readable } from 'node:stream';
  */
 export interface BlobStore {
   /** Streams `body` to `key`; never holds the whole body in memory. Returns the byte count. */
-  put(key: string, body: Readable | Buffer | string, opts?: { contentType?: string; maxBytes?: number }): Promise<{ bytes: number }>;
+  put(
+    key: string,
+    body: Readable | Buffer | string,
+    opts?: { contentType?: string; maxBytes?: number },
+  ): Promise<{ bytes: number }>;
   get(key: string): Promise<Buffer | null>;
   stream(key: string): Promise<Readable | null>;
   delete(key: string): Promise<void>;
@@ -25,6 +29,15 @@ export interface BlobStore {
  */
 export interface PresignedBlobUrls {
   /** A single-use PUT of `key`: Content-Type and the required header are part of the signature. */
-  upload(o: { key: string; contentType: string; now: Date }): Promise<{ uploadUrl: string; expiresAt: string; requiredHeaderName: string; requiredHeaderValue: string }>;
-  download(o: { key: string; contentType: string | null; fileName: string | null; now: Date }): Promise<{ downloadUrl: string; expiresAt: string }>;
+  upload(o: {
+    key: string;
+    contentType: string;
+    now: Date;
+  }): Promise<{ uploadUrl: string; expiresAt: string; requiredHeaderName: string; requiredHeaderValue: string }>;
+  download(o: {
+    key: string;
+    contentType: string | null;
+    fileName: string | null;
+    now: Date;
+  }): Promise<{ downloadUrl: string; expiresAt: string }>;
 }

@@ -142,4 +142,3 @@ export function expectationHolds(expected: ExpectedRevision, actual: number): bo
       return actual === expected;
   }
 }
-

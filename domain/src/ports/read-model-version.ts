@@ -20,7 +20,8 @@
 const VERSION = Symbol.for('svc.readModelVersion');
 
 /** The statement fragment (a scalar subquery) that reads the version of runner `$name` (a bound parameter). */
-export const readModelVersionSql = (nameParam: string) => `(SELECT position::text || '.' || xmin::text FROM proj_checkpoints WHERE name = ${nameParam})`;
+export const readModelVersionSql = (nameParam: string) =>
+  `(SELECT position::text || '.' || xmin::text FROM proj_checkpoints WHERE name = ${nameParam})`;
 
 /** Stamps `o` (a principal) with the read models' version its request saw. */
 export function stampReadModelVersion<T extends object>(o: T, version: string | null | undefined): T {
@@ -29,4 +30,5 @@ export function stampReadModelVersion<T extends object>(o: T, version: string | 
 }
 
 /** The read models' version stamped on `o` (a principal), if any. */
-export const readModelVersionOf = (o: object | null | undefined): string | undefined => (o ? ((o as Record<symbol, unknown>)[VERSION] as string | undefined) : undefined);
+export const readModelVersionOf = (o: object | null | undefined): string | undefined =>
+  o ? ((o as Record<symbol, unknown>)[VERSION] as string | undefined) : undefined;

@@ -120,7 +120,10 @@ export interface TextIndex {
 }
 
 export class TextIndexError extends Error {
-  constructor(message: string, override readonly cause?: unknown) {
+  constructor(
+    message: string,
+    override readonly cause?: unknown,
+  ) {
     super(message);
     this.name = 'TextIndexError';
   }

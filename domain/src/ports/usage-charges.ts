@@ -11,7 +11,10 @@ export interface UsageCharges {
   /** A search served (POST /v1/search, 200). */
   search(meta: RequestMeta, mode: SearchMode): Promise<void>;
   /** Script executions that ran; `charged: false` for service-side failures. */
-  scriptExecution(meta: RequestMeta, run: { executions?: number; totalMillis: number; charged: boolean }): Promise<void>;
+  scriptExecution(
+    meta: RequestMeta,
+    run: { executions?: number; totalMillis: number; charged: boolean },
+  ): Promise<void>;
   /** An inference call, counted when the stream finalises; the cents go to the balance, not to credits. */
   inferenceCall(meta: RequestMeta, surface: 'chat' | 'rag' | 'ask', costCents?: number): Promise<void>;
   /** `calls` reads (default one) of `bytes` response bytes in all (each event of the change stream is one read). */

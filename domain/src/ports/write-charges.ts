@@ -11,7 +11,11 @@ import type { UsageCharges } from './usage-charges';
 export interface WriteCharges extends UsageCharges {
   readonly prices: PriceTable;
   /** The append that charges `items` to a tenant (a UsageMetered event), atomic with the write it charges; empty when off. */
-  appendFor(metadata: EventMetadata, items: UsageItem[], where?: { tenantId: string | null; contextId: string | null }): DomainAppend[];
+  appendFor(
+    metadata: EventMetadata,
+    items: UsageItem[],
+    where?: { tenantId: string | null; contextId: string | null },
+  ): DomainAppend[];
   /** The charge carried in the metadata of the write's first event; empty when off. */
   writeCharge(metadata: EventMetadata, items: UsageItem[] | (() => UsageItem[])): DomainAppend[];
 }

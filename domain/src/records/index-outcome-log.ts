@@ -12,11 +12,16 @@ export const OUTCOMES_PER_EVENT = 500;
  * outcomes, never read to decide (appended unread, expected revision 'any'). Which outcomes are new is the
  * projector's to say (it remembers what it reported); the rule here is the event size.
  */
-export const indexOutcomeDecider: Decider<null, { type: 'RecordIndexOutcomes'; outcomes: RecordOutcome[] }, EventsOf<'RecordsIndexed'>> = {
+export const indexOutcomeDecider: Decider<
+  null,
+  { type: 'RecordIndexOutcomes'; outcomes: RecordOutcome[] },
+  EventsOf<'RecordsIndexed'>
+> = {
   initialState: () => null,
   decide(cmd) {
     const events: Array<EventsOf<'RecordsIndexed'>> = [];
-    for (let i = 0; i < cmd.outcomes.length; i += OUTCOMES_PER_EVENT) events.push({ type: 'RecordsIndexed', data: { outcomes: cmd.outcomes.slice(i, i + OUTCOMES_PER_EVENT) } });
+    for (let i = 0; i < cmd.outcomes.length; i += OUTCOMES_PER_EVENT)
+      events.push({ type: 'RecordsIndexed', data: { outcomes: cmd.outcomes.slice(i, i + OUTCOMES_PER_EVENT) } });
     return events;
   },
   evolve: (state) => state,

@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { given } from '../shared/given-when-then.test-support';
 import { indexOutcomeDecider, OUTCOMES_PER_EVENT, type RecordOutcome } from './index-outcome-log';
 
-const outcome = (i: number): RecordOutcome => ({ recordId: `r${i}`, forRevision: 0, status: 'INDEXED', code: null, message: null });
+const outcome = (i: number): RecordOutcome => ({
+  recordId: `r${i}`,
+  forRevision: 0,
+  status: 'INDEXED',
+  code: null,
+  message: null,
+});
 
 describe('index outcome decider', () => {
   it('a context outcomes in RecordsIndexed events of at most 500', () => {

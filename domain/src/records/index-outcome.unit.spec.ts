@@ -10,6 +10,9 @@ describe('newestOutcomes', () => {
       { recordId: 'b', forRevision: 0, status: 'FAILED' },
     ];
     const got = newestOutcomes(xs, (x) => x);
-    expect(Object.fromEntries([...got].map(([k, v]) => [k, `${v.forRevision}:${v.status}`]))).toEqual({ a: '2:INDEXED', b: '0:FAILED' });
+    expect(Object.fromEntries([...got].map(([k, v]) => [k, `${v.forRevision}:${v.status}`]))).toEqual({
+      a: '2:INDEXED',
+      b: '0:FAILED',
+    });
   });
 });

@@ -67,7 +67,10 @@ export function encodeValue(field: FieldDef | undefined, v: unknown): string | n
 }
 
 /** The sort key of a record under the schema's `sortBy` ('' when it has no value: sorts first, never in a window). */
-export function sortKey(def: SchemaDefinition | undefined, r: { payload: Record<string, unknown>; createdAt: string; updatedAt: string }): string {
+export function sortKey(
+  def: SchemaDefinition | undefined,
+  r: { payload: Record<string, unknown>; createdAt: string; updatedAt: string },
+): string {
   const by = def?.sortBy ?? 'createdAt';
   if (by === 'createdAt') return 'n' + encodeNumber(Date.parse(r.createdAt));
   if (by === 'lastUpdated') return 'n' + encodeNumber(Date.parse(r.updatedAt));
@@ -83,7 +86,13 @@ export function sortBoundKey(def: SchemaDefinition | undefined, raw: string | nu
     return Number.isFinite(ms) ? 'n' + encodeNumber(ms) : null;
   }
   const f = def?.fields?.find((x) => x.fieldId === by);
-  const v = f && (f.fieldType === 'number' || f.fieldType === 'date') && typeof raw === 'string' && /^-?\d+(\.\d+)?(e[+-]?\d+)?$/i.test(raw) ? Number(raw) : raw;
+  const v =
+    f &&
+    (f.fieldType === 'number' || f.fieldType === 'date') &&
+    typeof raw === 'string' &&
+    /^-?\d+(\.\d+)?(e[+-]?\d+)?$/i.test(raw)
+      ? Number(raw)
+      : raw;
   return encodeValue(f, v);
 }
 
@@ -101,9 +110,18 @@ export interface IndexEntry {
  * The lookup-index entries of a record. Sensitive fields index the blind
  * (keyed HMAC) value the write path computed, never the value itself.
  */
-export function indexEntries(def: SchemaDefinition, payload: Record<string, unknown>, blind: Record<string, string> = {}): IndexEntry[] {
+export function indexEntries(
+  def: SchemaDefinition,
+  payload: Record<string, unknown>,
+  blind: Record<string, string> = {},
+): IndexEntry[] {
   const byId = new Map((def.fields ?? []).map((f) => [f.fieldId, f]));
-  const key = (name: string) => (byId.get(name)?.sensitive ? (blind[name] ? 'h' + blind[name] : null) : encodeValue(byId.get(name), ownValue(payload, name)));
+  const key = (name: string) =>
+    byId.get(name)?.sensitive
+      ? blind[name]
+        ? 'h' + blind[name]
+        : null
+      : encodeValue(byId.get(name), ownValue(payload, name));
   const out: IndexEntry[] = [];
   for (const l of lookupsOf(def) as Lookup[]) {
     if (l.kind === 'single') {

@@ -30,7 +30,8 @@ function hasNamedBackreference(pattern: string): boolean {
 }
 
 function build(pattern: string): CompiledPattern {
-  if (pattern.length > MAX_PATTERN_LENGTH) return { ok: false, reason: `is longer than ${MAX_PATTERN_LENGTH} characters` };
+  if (pattern.length > MAX_PATTERN_LENGTH)
+    return { ok: false, reason: `is longer than ${MAX_PATTERN_LENGTH} characters` };
   // First as JavaScript (Unicode mode, as before): the syntax tenants write. Compiling never runs the backtracker.
   try {
     new RegExp(pattern, 'u');

@@ -10,7 +10,12 @@ const test = (pattern: string, value: string) => {
   return patternTest(c, value);
 };
 
-const def = (fields: SchemaDefinition['fields']): SchemaDefinition => ({ typeName: 'T', displayName: 'T', allowedSurfaces: ['record'], fields });
+const def = (fields: SchemaDefinition['fields']): SchemaDefinition => ({
+  typeName: 'T',
+  displayName: 'T',
+  allowedSurfaces: ['record'],
+  fields,
+});
 
 /** The message of the 400 `fn` throws. */
 function rejection(fn: () => void): string {
@@ -73,9 +78,13 @@ describe('tenant patterns run on RE2 (linear time)', () => {
 
 describe('schema write', () => {
   it('a pattern RE2 cannot run is a 400 naming the field', () => {
-    const m = rejection(() => validateDefinition(def([{ fieldId: 'f', fieldType: 'string', validation: { pattern: '(?<=a)b' } }])));
+    const m = rejection(() =>
+      validateDefinition(def([{ fieldId: 'f', fieldType: 'string', validation: { pattern: '(?<=a)b' } }])),
+    );
     expect(m).toMatch(/^fields\.f: validation\.pattern is not supported/);
-    expect(() => validateDefinition(def([{ fieldId: 'f', fieldType: 'string', validation: { pattern: '^[a-z]+$' } }]))).not.toThrow();
+    expect(() =>
+      validateDefinition(def([{ fieldId: 'f', fieldType: 'string', validation: { pattern: '^[a-z]+$' } }])),
+    ).not.toThrow();
   });
 
   it('__proto__ cannot be a field id or a lookup field', () => {
@@ -88,7 +97,9 @@ describe('payload validation', () => {
   const schema = def([{ fieldId: 'code', fieldType: 'string', validation: { pattern: '^(a+)+$' } }]);
 
   it('a non-matching value is the pattern 400; a matching one passes', () => {
-    expect(rejection(() => validatePayload(schema, { code: 'a'.repeat(10_000) + '!' }, { enforceRequired: true }))).toBe('payload.code: does not match the pattern');
+    expect(
+      rejection(() => validatePayload(schema, { code: 'a'.repeat(10_000) + '!' }, { enforceRequired: true })),
+    ).toBe('payload.code: does not match the pattern');
     expect(() => validatePayload(schema, { code: 'aaa' }, { enforceRequired: true })).not.toThrow();
   });
 
@@ -96,19 +107,25 @@ describe('payload validation', () => {
     const size = (compilePattern('^(a+)+$') as { size: number }).size;
     const max = Math.floor(PATTERN_CHECK_BUDGET / size) - 1;
     expect(() => validatePayload(schema, { code: 'a'.repeat(max) }, { enforceRequired: true })).not.toThrow();
-    expect(rejection(() => validatePayload(schema, { code: 'a'.repeat(max + 1) }, { enforceRequired: true }))).toMatch(/too long to check against the pattern/);
+    expect(rejection(() => validatePayload(schema, { code: 'a'.repeat(max + 1) }, { enforceRequired: true }))).toMatch(
+      /too long to check against the pattern/,
+    );
     // The budget is per payload, shared by its fields.
     const two = def([
       { fieldId: 'a', fieldType: 'string', validation: { pattern: '^(a+)+$' } },
       { fieldId: 'b', fieldType: 'string', validation: { pattern: '^(a+)+$' } },
     ]);
     const half = 'a'.repeat(Math.ceil(max / 2) + 1);
-    expect(rejection(() => validatePayload(two, { a: half, b: half }, { enforceRequired: true }))).toMatch(/^payload\.b: too long/);
+    expect(rejection(() => validatePayload(two, { a: half, b: half }, { enforceRequired: true }))).toMatch(
+      /^payload\.b: too long/,
+    );
   });
 
   it('a stored pattern RE2 cannot run (written before the check) fails closed with a 400', () => {
     const legacy = def([{ fieldId: 'f', fieldType: 'string', validation: { pattern: '(?<=a)b' } }]);
-    expect(rejection(() => validatePayload(legacy, { f: 'ab' }, { enforceRequired: true }))).toMatch(/update the schema/);
+    expect(rejection(() => validatePayload(legacy, { f: 'ab' }, { enforceRequired: true }))).toMatch(
+      /update the schema/,
+    );
     expect(() => validatePayload(legacy, {}, { enforceRequired: true })).not.toThrow();
   });
 
@@ -119,13 +136,19 @@ describe('payload validation', () => {
     ]);
     expect(rejection(() => validatePayload(d, {}, { enforceRequired: true }))).toBe('payload.toString: is required');
     expect(() => validatePayload(d, { toString: 1 }, { enforceRequired: true })).not.toThrow();
-    expect(rejection(() => validatePayload(d, { toString: 1, constructor: 5 }, { enforceRequired: true }))).toBe('payload.constructor: must be a string');
+    expect(rejection(() => validatePayload(d, { toString: 1, constructor: 5 }, { enforceRequired: true }))).toBe(
+      'payload.constructor: must be a string',
+    );
   });
 
   it('an own __proto__ key anywhere in a payload is a 400', () => {
     const bare = def(undefined);
     for (const text of ['{"__proto__": {"a": 1}}', '{"x": {"__proto__": {}}}', '{"x": [{"__proto__": 1}]}'])
-      expect(rejection(() => validatePayload(bare, JSON.parse(text), { enforceRequired: true }))).toMatch(/'__proto__' is not allowed/);
-    expect(() => validatePayload(bare, { constructor: 'c', prototype: { a: 1 } }, { enforceRequired: true })).not.toThrow();
+      expect(rejection(() => validatePayload(bare, JSON.parse(text), { enforceRequired: true }))).toMatch(
+        /'__proto__' is not allowed/,
+      );
+    expect(() =>
+      validatePayload(bare, { constructor: 'c', prototype: { a: 1 } }, { enforceRequired: true }),
+    ).not.toThrow();
   });
 });

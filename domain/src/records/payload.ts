@@ -22,7 +22,9 @@ const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1
 export function isIsoDate(v: string): boolean {
   const m = DATE_RE.exec(v);
   if (!m) return false;
-  const [y, mo, d, h = 0, mi = 0, s = 0, oh = 0, om = 0] = m.slice(1).map((x) => (x === undefined ? undefined : Number(x)));
+  const [y, mo, d, h = 0, mi = 0, s = 0, oh = 0, om = 0] = m
+    .slice(1)
+    .map((x) => (x === undefined ? undefined : Number(x)));
   const day = new Date(Date.UTC(y!, mo! - 1, d!));
   if (day.getUTCFullYear() !== y || day.getUTCMonth() !== mo! - 1 || day.getUTCDate() !== d) return false;
   return h! <= 23 && mi! <= 59 && s! <= 59 && oh! <= 23 && om! <= 59 && !Number.isNaN(Date.parse(v));
@@ -58,7 +60,9 @@ function checkPattern(at: string, pattern: string, v: string, budget: PatternBud
   if (!c.ok) throw invalid(`${at}: the schema's validation.pattern ${c.reason}; update the schema`);
   const cost = c.size * (v.length + 1);
   if (cost > budget.left)
-    throw invalid(`${at}: too long to check against the pattern (pattern checks of one payload may cost ${PATTERN_CHECK_BUDGET.toLocaleString('en-US')} steps, value length × pattern size ${c.size})`);
+    throw invalid(
+      `${at}: too long to check against the pattern (pattern checks of one payload may cost ${PATTERN_CHECK_BUDGET.toLocaleString('en-US')} steps, value length × pattern size ${c.size})`,
+    );
   budget.left -= cost;
   if (!patternTest(c, v)) throw invalid(`${at}: does not match the pattern`);
 }
@@ -79,10 +83,12 @@ function checkField(f: FieldDef, v: unknown, budget: PatternBudget): void {
     case 'date':
       if (typeof v === 'number') {
         if (!Number.isInteger(v)) throw invalid(`${at}: must be an ISO-8601 date or epoch milliseconds`);
-      } else if (typeof v !== 'string' || !isIsoDate(v)) throw invalid(`${at}: must be an ISO-8601 date or epoch milliseconds`);
+      } else if (typeof v !== 'string' || !isIsoDate(v))
+        throw invalid(`${at}: must be an ISO-8601 date or epoch milliseconds`);
       break;
     case 'enum':
-      if (!f.enumValues!.some((e) => e === v)) throw invalid(`${at}: must be one of ${f.enumValues!.map((e) => JSON.stringify(e)).join(', ')}`);
+      if (!f.enumValues!.some((e) => e === v))
+        throw invalid(`${at}: must be one of ${f.enumValues!.map((e) => JSON.stringify(e)).join(', ')}`);
       break;
     case 'array':
       if (!Array.isArray(v)) throw invalid(`${at}: must be an array`);
@@ -92,13 +98,16 @@ function checkField(f: FieldDef, v: unknown, budget: PatternBudget): void {
       break;
     case 'reference':
       if (f.cardinality === 'many') {
-        if (!Array.isArray(v) || v.some((x) => typeof x !== 'string' || x.length === 0)) throw invalid(`${at}: must be an array of reference strings`);
+        if (!Array.isArray(v) || v.some((x) => typeof x !== 'string' || x.length === 0))
+          throw invalid(`${at}: must be an array of reference strings`);
       } else if (typeof v !== 'string' || v.length === 0) throw invalid(`${at}: must be a reference string`);
       break;
   }
   if (typeof v === 'string') {
-    if (val.minLength !== undefined && [...v].length < val.minLength) throw invalid(`${at}: shorter than ${val.minLength}`);
-    if (val.maxLength !== undefined && [...v].length > val.maxLength) throw invalid(`${at}: longer than ${val.maxLength}`);
+    if (val.minLength !== undefined && [...v].length < val.minLength)
+      throw invalid(`${at}: shorter than ${val.minLength}`);
+    if (val.maxLength !== undefined && [...v].length > val.maxLength)
+      throw invalid(`${at}: longer than ${val.maxLength}`);
     if (val.pattern !== undefined) checkPattern(at, val.pattern, v, budget);
     if (val.email && !EMAIL_RE.test(v)) throw invalid(`${at}: must be an email address`);
     if (val.url) {
@@ -115,8 +124,10 @@ function checkField(f: FieldDef, v: unknown, budget: PatternBudget): void {
   if (typeof v === 'number') {
     if (val.min !== undefined && v < val.min) throw invalid(`${at}: below the minimum ${val.min}`);
     if (val.max !== undefined && v > val.max) throw invalid(`${at}: above the maximum ${val.max}`);
-    if (val.multipleOf !== undefined && !isMultiple(v, val.multipleOf)) throw invalid(`${at}: must be a multiple of ${val.multipleOf}`);
-    if (val.step !== undefined && !isMultiple(v - (val.min ?? 0), val.step)) throw invalid(`${at}: must be on a step of ${val.step}`);
+    if (val.multipleOf !== undefined && !isMultiple(v, val.multipleOf))
+      throw invalid(`${at}: must be a multiple of ${val.multipleOf}`);
+    if (val.step !== undefined && !isMultiple(v - (val.min ?? 0), val.step))
+      throw invalid(`${at}: must be on a step of ${val.step}`);
   }
   if (Array.isArray(v)) {
     if (val.minItems !== undefined && v.length < val.minItems) throw invalid(`${at}: fewer than ${val.minItems} items`);
@@ -130,7 +141,11 @@ function checkField(f: FieldDef, v: unknown, budget: PatternBudget): void {
  * Absent (or null) fields are skipped; `enforceRequired` refuses absent required
  * ones (records and documents: on create only).
  */
-export function validatePayload(def: SchemaDefinition, payload: Record<string, unknown>, opts: { enforceRequired: boolean }): void {
+export function validatePayload(
+  def: SchemaDefinition,
+  payload: Record<string, unknown>,
+  opts: { enforceRequired: boolean },
+): void {
   for (const k of Object.keys(payload)) if (RESERVED_NAMES.has(k)) throw invalid(`payload: '${k}' is reserved`);
   checkNumbers(payload, '');
   const budget: PatternBudget = { left: PATTERN_CHECK_BUDGET };
@@ -150,10 +165,17 @@ export const payloadBytes = (payload: Record<string, unknown>) => Buffer.byteLen
 
 export function checkInlineLimit(def: SchemaDefinition, payload: Record<string, unknown>): number {
   const bytes = payloadBytes(payload);
-  if (bytes > MAX_PAYLOAD_BYTES) throw new ServiceError('PAYLOAD_TOO_LARGE', `payload: ${bytes} bytes serialised, over the ${MAX_PAYLOAD_BYTES / 1024 / 1024} MiB limit`, { details: { limitBytes: MAX_PAYLOAD_BYTES } });
+  if (bytes > MAX_PAYLOAD_BYTES)
+    throw new ServiceError(
+      'PAYLOAD_TOO_LARGE',
+      `payload: ${bytes} bytes serialised, over the ${MAX_PAYLOAD_BYTES / 1024 / 1024} MiB limit`,
+      { details: { limitBytes: MAX_PAYLOAD_BYTES } },
+    );
   const inlineKeys = new Set((def.fields ?? []).filter((f) => f.inline).map((f) => f.fieldId));
   const externalized = bytes >= EXTERNALIZE_AT_BYTES || def.storageProfile === 'LARGE_PAYLOAD';
-  const inlineBytes = externalized ? payloadBytes(Object.fromEntries(Object.entries(payload).filter(([k]) => inlineKeys.has(k)))) : bytes;
+  const inlineBytes = externalized
+    ? payloadBytes(Object.fromEntries(Object.entries(payload).filter(([k]) => inlineKeys.has(k))))
+    : bytes;
   if (inlineBytes > INLINE_LIMIT_BYTES) throw invalid(`payload: inline fields exceed ${INLINE_LIMIT_BYTES / 1024} KB`);
   return bytes;
 }
@@ -162,7 +184,11 @@ export function checkInlineLimit(def: SchemaDefinition, payload: Record<string, 
  * What a payload about to be stored (created or changed) must hold: its schema's rules for the keys present and
  * the size limits; required fields too when `enforceRequired` (spec FieldDef `required`: enforced on create).
  */
-export function checkStoredPayload(def: SchemaDefinition, payload: Record<string, unknown>, opts: { enforceRequired: boolean }): void {
+export function checkStoredPayload(
+  def: SchemaDefinition,
+  payload: Record<string, unknown>,
+  opts: { enforceRequired: boolean },
+): void {
   validatePayload(def, payload, opts);
   checkInlineLimit(def, payload);
 }
@@ -182,7 +208,12 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
  * The plaintext payload a PUT or PATCH body leaves: PUT's `payload` replaces the stored one (absent: empty);
  * PATCH merges it into the stored one, unsealed (RFC 7386), and without one keeps the stored one.
  */
-export function changedPayload(sealing: Pick<PayloadSealing, 'unseal'>, kind: 'put' | 'patch', body: Record<string, unknown>, stored: Record<string, unknown>): Record<string, unknown> {
+export function changedPayload(
+  sealing: Pick<PayloadSealing, 'unseal'>,
+  kind: 'put' | 'patch',
+  body: Record<string, unknown>,
+  stored: Record<string, unknown>,
+): Record<string, unknown> {
   if (kind === 'put') return (body.payload as Record<string, unknown> | undefined) ?? {};
   const plain = sealing.unseal(stored);
   return body.payload !== undefined ? (mergePatch(plain, body.payload) as Record<string, unknown>) : plain;

@@ -1,4 +1,14 @@
-import { type DomainEvent, type EventMetadata, IMMUTABLE_RECORD_KEYS, InternalError, invalid, notFound, PATCHABLE_RECORD_KEYS, type SchemaDefinition, versionConflict } from '@svc/contracts';
+import {
+  type DomainEvent,
+  type EventMetadata,
+  IMMUTABLE_RECORD_KEYS,
+  InternalError,
+  invalid,
+  notFound,
+  PATCHABLE_RECORD_KEYS,
+  type SchemaDefinition,
+  versionConflict,
+} from '@svc/contracts';
 import { changedPayload, checkStoredPayload } from './payload';
 import { ownValue } from './own-value';
 import { lookupsOf } from '../schemas/schema';
@@ -36,7 +46,10 @@ export function effectiveIndexMode(requested: string | undefined, def: SchemaDef
 }
 
 /** Values held under `unique: true` lookups: each must belong to one record per tenant and context. */
-export function uniqueValues(def: SchemaDefinition, payload: Record<string, unknown>): Array<{ field: string; value: string }> {
+export function uniqueValues(
+  def: SchemaDefinition,
+  payload: Record<string, unknown>,
+): Array<{ field: string; value: string }> {
   const out: Array<{ field: string; value: string }> = [];
   for (const l of lookupsOf(def)) {
     if (l.kind !== 'single' || !l.unique) continue;
@@ -47,7 +60,9 @@ export function uniqueValues(def: SchemaDefinition, payload: Record<string, unkn
   return out;
 }
 
-export type RecordEvent = EventsOf<'RecordCreated' | 'RecordUpdated' | 'RecordDeleted' | 'RecordIndexed' | 'RecordIndexFailed'>;
+export type RecordEvent = EventsOf<
+  'RecordCreated' | 'RecordUpdated' | 'RecordDeleted' | 'RecordIndexed' | 'RecordIndexFailed'
+>;
 
 /** The schema a record is written against (the command handler loads it). */
 export interface RecordSchema {
@@ -89,7 +104,17 @@ function evolve(state: RecordState, e: RecordEvent, m?: EventMetadata): RecordSt
   switch (e.type) {
     case 'RecordCreated': {
       const { recordId, ...d } = e.data;
-      return { exists: true, id: recordId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, ...d, createdBy: m?.actorKeyId ?? null, createdAt: at, updatedAt: at, version: 1 };
+      return {
+        exists: true,
+        id: recordId,
+        tenantId: m?.tenantId ?? null,
+        contextId: m?.contextId ?? null,
+        ...d,
+        createdBy: m?.actorKeyId ?? null,
+        createdAt: at,
+        updatedAt: at,
+        version: 1,
+      };
     }
     case 'RecordUpdated': {
       const { recordId: _, change: __, ...d } = e.data;
@@ -109,10 +134,18 @@ function evolve(state: RecordState, e: RecordEvent, m?: EventMetadata): RecordSt
 const initialState = (): RecordState => ({ exists: false });
 
 /** A record's state from its stream, for readers that hold any stored event (host API, trigger runner). */
-export const recordAggregate = { initialState, evolve: evolve as (state: RecordState, e: DomainEvent, m?: EventMetadata) => RecordState };
+export const recordAggregate = {
+  initialState,
+  evolve: evolve as (state: RecordState, e: DomainEvent, m?: EventMetadata) => RecordState,
+};
 
 /** The stored form of a payload: sensitive values sealed, their blind index beside it (only when there is one). */
-function sealed(sealing: PayloadSealing, scope: [string, string, string], def: SchemaDefinition, payload: Record<string, unknown>) {
+function sealed(
+  sealing: PayloadSealing,
+  scope: [string, string, string],
+  def: SchemaDefinition,
+  payload: Record<string, unknown>,
+) {
   const blind = sealing.blind(scope, def, payload);
   return { payload: sealing.seal(def, payload), ...(Object.keys(blind).length ? { blindIndex: blind } : {}) };
 }
@@ -122,7 +155,11 @@ function live(state: RecordState): LiveRecord {
   return state;
 }
 
-function create(sealing: PayloadSealing, cmd: Extract<RecordCommand, { type: 'CreateRecord' }>, state: RecordState): RecordEvent[] {
+function create(
+  sealing: PayloadSealing,
+  cmd: Extract<RecordCommand, { type: 'CreateRecord' }>,
+  state: RecordState,
+): RecordEvent[] {
   if (state.exists || state.deleted) throw new InternalError('record id reused');
   const def = cmd.schema.definition;
   // The route refuses these before any read; the decision holds them too.
@@ -151,16 +188,25 @@ function create(sealing: PayloadSealing, cmd: Extract<RecordCommand, { type: 'Cr
   ];
 }
 
-const RECORD_PATCH: PatchRules = { immutable: IMMUTABLE_RECORD_KEYS, fixed: (k) => `${k} cannot be changed by PATCH`, patchable: PATCHABLE_RECORD_KEYS };
+const RECORD_PATCH: PatchRules = {
+  immutable: IMMUTABLE_RECORD_KEYS,
+  fixed: (k) => `${k} cannot be changed by PATCH`,
+  patchable: PATCHABLE_RECORD_KEYS,
+};
 
 /** Rejections change nothing; the stored payload is unsealed to merge and validate, and sealed again. */
-function change(sealing: PayloadSealing, cmd: Extract<RecordCommand, { type: 'ChangeRecord' }>, state: RecordState): RecordEvent[] {
+function change(
+  sealing: PayloadSealing,
+  cmd: Extract<RecordCommand, { type: 'ChangeRecord' }>,
+  state: RecordState,
+): RecordEvent[] {
   const cur = live(state);
   const b = cmd.body;
   if (Array.isArray(b.scopes) && b.scopes.length > 2) throw invalid('scopes: at most 2');
   if (cmd.kind === 'patch') {
     checkPatchBody(b, RECORD_PATCH);
-    if (b.payload !== undefined && (typeof b.payload !== 'object' || Array.isArray(b.payload))) throw invalid('payload must be an object');
+    if (b.payload !== undefined && (typeof b.payload !== 'object' || Array.isArray(b.payload)))
+      throw invalid('payload must be an object');
   } else {
     if (b.externalId !== undefined && b.externalId !== cur.externalId) throw invalid('externalId is immutable');
     if (b.indexMode !== undefined && b.indexMode !== cur.indexMode) throw invalid('indexMode is immutable');
@@ -205,7 +251,9 @@ export function recordDecider(sealing: PayloadSealing): Decider<RecordState, Rec
         case 'DeleteRecord': {
           const cur = live(state);
           if (cmd.expectedVersion !== undefined && cmd.expectedVersion !== cur.version) throw versionConflict();
-          return [{ type: 'RecordDeleted', data: { recordId: cur.id, typeName: cur.typeName, externalId: cur.externalId } }];
+          return [
+            { type: 'RecordDeleted', data: { recordId: cur.id, typeName: cur.typeName, externalId: cur.externalId } },
+          ];
         }
         default:
           return assertNever(cmd);

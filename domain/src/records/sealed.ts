@@ -5,4 +5,5 @@
  */
 export const SEALED_KEY = '$sealed';
 export type Sealed = { [SEALED_KEY]: string };
-export const isSealed = (v: unknown): v is Sealed => typeof v === 'object' && v !== null && typeof (v as Sealed)[SEALED_KEY] === 'string';
+export const isSealed = (v: unknown): v is Sealed =>
+  typeof v === 'object' && v !== null && typeof (v as Sealed)[SEALED_KEY] === 'string';

@@ -6,7 +6,10 @@ import { ownValue } from './own-value';
 export const MASK = '********';
 
 /** Sensitive values never leave the service: they read back masked. */
-export function maskPayload(def: Pick<SchemaDefinition, 'fields'> | undefined, payload: Record<string, unknown>): Record<string, unknown> {
+export function maskPayload(
+  def: Pick<SchemaDefinition, 'fields'> | undefined,
+  payload: Record<string, unknown>,
+): Record<string, unknown> {
   const sensitive = (def?.fields ?? []).filter((f) => f.sensitive).map((f) => f.fieldId);
   if (!sensitive.length) return payload;
   const out = { ...payload };
@@ -18,7 +21,10 @@ export const isExternalized = (def: Pick<SchemaDefinition, 'storageProfile'> | u
   def?.storageProfile === 'LARGE_PAYLOAD' || bytes >= EXTERNALIZE_AT_BYTES;
 
 /** The projection a list or lookup shows for an externalised payload: inline and lookup fields only. */
-export function projectedPayload(def: SchemaDefinition | undefined, payload: Record<string, unknown>): Record<string, unknown> {
+export function projectedPayload(
+  def: SchemaDefinition | undefined,
+  payload: Record<string, unknown>,
+): Record<string, unknown> {
   const keep = new Set<string>();
   for (const f of def?.fields ?? []) if (f.inline) keep.add(f.fieldId);
   for (const l of def?.lookupFields ?? []) {
@@ -33,7 +39,12 @@ export function projectedPayload(def: SchemaDefinition | undefined, payload: Rec
 export function recordView(
   r: Omit<LiveRecord, 'exists' | 'tenantId' | 'contextId'>,
   def: SchemaDefinition | undefined,
-  opts: { full: boolean; indexStatus?: string | null; indexFailure?: { code: string; message: string } | null; bytes?: number },
+  opts: {
+    full: boolean;
+    indexStatus?: string | null;
+    indexFailure?: { code: string; message: string } | null;
+    bytes?: number;
+  },
 ): RecordResponse {
   // `bytes` is given when `r.payload` may already be the stored projection of an out-of-line payload.
   const bytes = opts.bytes ?? payloadBytes(r.payload);

@@ -1,4 +1,15 @@
-import { conflict, type DomainEvent, forbidden, InternalError, invalid, notFound, RESERVED_NAMES, type SchemaDefinition, type SchemaUpdate, versionConflict } from '@svc/contracts';
+import {
+  conflict,
+  type DomainEvent,
+  forbidden,
+  InternalError,
+  invalid,
+  notFound,
+  RESERVED_NAMES,
+  type SchemaDefinition,
+  type SchemaUpdate,
+  versionConflict,
+} from '@svc/contracts';
 import { patternProblem } from '../records/pattern';
 import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
 
@@ -20,7 +31,9 @@ export type SchemaState =
     };
 
 /** Normalised lookup declaration. */
-export type Lookup = { kind: 'single'; fieldName: string; unique: boolean; rangeEnabled: boolean } | { kind: 'composite'; fieldNames: string[] };
+export type Lookup =
+  | { kind: 'single'; fieldName: string; unique: boolean; rangeEnabled: boolean }
+  | { kind: 'composite'; fieldNames: string[] };
 
 export function lookupsOf(def: Pick<SchemaDefinition, 'lookupFields'>): Lookup[] {
   return (def.lookupFields ?? []).map((l) =>
@@ -47,19 +60,25 @@ export function validateDefinition(def: SchemaDefinition, namespaces: readonly s
     if (ids.has(f.fieldId)) throw invalid(`fields: '${f.fieldId}' is declared twice`);
     ids.add(f.fieldId);
     if (f.sensitive && f.inline) throw invalid(`fields.${f.fieldId}: sensitive and inline cannot be combined`);
-    if (f.fieldType === 'enum' && !f.enumValues?.length) throw invalid(`fields.${f.fieldId}: an enum field needs enumValues`);
-    if (f.fieldType !== 'enum' && f.enumValues) throw invalid(`fields.${f.fieldId}: enumValues is only for enum fields`);
+    if (f.fieldType === 'enum' && !f.enumValues?.length)
+      throw invalid(`fields.${f.fieldId}: an enum field needs enumValues`);
+    if (f.fieldType !== 'enum' && f.enumValues)
+      throw invalid(`fields.${f.fieldId}: enumValues is only for enum fields`);
     if (f.fieldType === 'reference') {
       if (!f.targetTypeName) throw invalid(`fields.${f.fieldId}: a reference needs targetTypeName`);
       if (!f.targetSurface) throw invalid(`fields.${f.fieldId}: a reference needs targetSurface`);
       if (!BUILTIN_TARGET_SURFACES.includes(f.targetSurface) && !namespaces.includes(f.targetSurface))
-        throw invalid(`fields.${f.fieldId}: targetSurface '${f.targetSurface}' is not record, document, user or a registered namespace`);
+        throw invalid(
+          `fields.${f.fieldId}: targetSurface '${f.targetSurface}' is not record, document, user or a registered namespace`,
+        );
     } else if (f.targetTypeName || f.targetField || f.cardinality || f.targetSurface) {
       throw invalid(`fields.${f.fieldId}: target settings are only for reference fields`);
     }
     const v = f.validation ?? {};
-    if (v.min !== undefined && v.max !== undefined && v.min > v.max) throw invalid(`fields.${f.fieldId}: validation.min exceeds max`);
-    if (v.minLength !== undefined && v.maxLength !== undefined && v.minLength > v.maxLength) throw invalid(`fields.${f.fieldId}: validation.minLength exceeds maxLength`);
+    if (v.min !== undefined && v.max !== undefined && v.min > v.max)
+      throw invalid(`fields.${f.fieldId}: validation.min exceeds max`);
+    if (v.minLength !== undefined && v.maxLength !== undefined && v.minLength > v.maxLength)
+      throw invalid(`fields.${f.fieldId}: validation.minLength exceeds maxLength`);
     if (v.pattern !== undefined) {
       const why = patternProblem(v.pattern);
       if (why) throw invalid(`fields.${f.fieldId}: validation.pattern ${why}`);
@@ -75,14 +94,17 @@ export function validateDefinition(def: SchemaDefinition, namespaces: readonly s
     if (seen.has(key)) throw invalid(`lookupFields: '${key}' is declared twice`);
     seen.add(key);
     for (const n of names) {
-      if (RESERVED_NAMES.has(n)) throw invalid(`lookupFields: '${n}' is reserved (userId and scopes are looked up automatically)`);
+      if (RESERVED_NAMES.has(n))
+        throw invalid(`lookupFields: '${n}' is reserved (userId and scopes are looked up automatically)`);
       if (n === '__proto__') throw invalid(`lookupFields: '__proto__' is not allowed as a field name`);
       if (fields.length && !byId.has(n)) throw invalid(`lookupFields: '${n}' is not a declared field`);
     }
     if (l.kind === 'composite') {
       if (new Set(names).size !== names.length) throw invalid('lookupFields: a composite lookup names each field once');
-      if (def.allowedSurfaces.some((s) => s !== 'record')) throw invalid('lookupFields: composite lookups are for the record surface only');
-      if (names.some((n) => byId.get(n)?.sensitive)) throw invalid('lookupFields: a composite lookup cannot include a sensitive field');
+      if (def.allowedSurfaces.some((s) => s !== 'record'))
+        throw invalid('lookupFields: composite lookups are for the record surface only');
+      if (names.some((n) => byId.get(n)?.sensitive))
+        throw invalid('lookupFields: a composite lookup cannot include a sensitive field');
     } else if (l.rangeEnabled && byId.get(l.fieldName)?.sensitive) {
       throw invalid(`lookupFields: range on sensitive field '${l.fieldName}' is not allowed`);
     }
@@ -93,12 +115,19 @@ export function validateDefinition(def: SchemaDefinition, namespaces: readonly s
     if (f.sensitive) throw invalid('sortBy: a sensitive field cannot order results');
   }
   const hints = Object.entries(def.renderHints ?? {});
-  for (const [k] of hints) if (fields.length && !byId.has(k)) throw invalid(`renderHints: '${k}' is not a declared field`);
-  if (hints.filter(([, h]) => h.displayField).length > 1) throw invalid('renderHints: at most one displayField per schema');
-  for (const k of Object.keys(def.capabilities ?? {})) if (!/^[A-Za-z0-9_-]{1,64}$/.test(k)) throw invalid(`capabilities: '${k}' is not a valid name`);
+  for (const [k] of hints)
+    if (fields.length && !byId.has(k)) throw invalid(`renderHints: '${k}' is not a declared field`);
+  if (hints.filter(([, h]) => h.displayField).length > 1)
+    throw invalid('renderHints: at most one displayField per schema');
+  for (const k of Object.keys(def.capabilities ?? {}))
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(k)) throw invalid(`capabilities: '${k}' is not a valid name`);
 }
 
-export const capabilitiesOf = (def: SchemaDefinition) => ({ auditHistory: true, triggersEnabled: false, ...(def.capabilities ?? {}) });
+export const capabilitiesOf = (def: SchemaDefinition) => ({
+  auditHistory: true,
+  triggersEnabled: false,
+  ...(def.capabilities ?? {}),
+});
 
 export type SchemaEvent = EventsOf<'SchemaCreated' | 'SchemaUpdated' | 'SchemaDeleted'>;
 
@@ -126,13 +155,28 @@ export type SchemaCommand =
     }
   | { type: 'DeleteSchema' };
 
-function evolve(state: SchemaState, e: SchemaEvent, m?: { occurredAt: string; tenantId: string | null; contextId: string | null }): SchemaState {
+function evolve(
+  state: SchemaState,
+  e: SchemaEvent,
+  m?: { occurredAt: string; tenantId: string | null; contextId: string | null },
+): SchemaState {
   const at = m?.occurredAt ?? '';
   switch (e.type) {
     case 'SchemaCreated':
-      return { exists: true, id: e.data.schemaId, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, definition: e.data.definition, schemaVersion: 1, createdAt: at, updatedAt: at };
+      return {
+        exists: true,
+        id: e.data.schemaId,
+        tenantId: m?.tenantId ?? null,
+        contextId: m?.contextId ?? null,
+        definition: e.data.definition,
+        schemaVersion: 1,
+        createdAt: at,
+        updatedAt: at,
+      };
     case 'SchemaUpdated':
-      return state.exists ? { ...state, definition: e.data.definition, schemaVersion: e.data.schemaVersion, updatedAt: at } : state;
+      return state.exists
+        ? { ...state, definition: e.data.definition, schemaVersion: e.data.schemaVersion, updatedAt: at }
+        : state;
     case 'SchemaDeleted':
       return { exists: false, deleted: true };
     default:
@@ -143,7 +187,14 @@ function evolve(state: SchemaState, e: SchemaEvent, m?: { occurredAt: string; te
 const initialState = (): SchemaState => ({ exists: false });
 
 /** A schema's state from its stream, for readers that hold any stored event. */
-export const schemaAggregate = { initialState, evolve: evolve as (state: SchemaState, e: DomainEvent, m?: { occurredAt: string; tenantId: string | null; contextId: string | null }) => SchemaState };
+export const schemaAggregate = {
+  initialState,
+  evolve: evolve as (
+    state: SchemaState,
+    e: DomainEvent,
+    m?: { occurredAt: string; tenantId: string | null; contextId: string | null },
+  ) => SchemaState,
+};
 
 /** Create: a shared base (no owner) or a variant `basedOn` the base of its typeName; a repeat for the same owner decides nothing. */
 function create(cmd: Extract<SchemaCommand, { type: 'CreateSchema' }>, state: SchemaState): SchemaEvent[] {
@@ -153,8 +204,14 @@ function create(cmd: Extract<SchemaCommand, { type: 'CreateSchema' }>, state: Sc
   validateDefinition(def, cmd.namespaces);
   if (cmd.heldBy) return [];
   if (ownerKeyOf(def)) {
-    if (!cmd.sharedBase) throw invalid(`No shared base schema exists for typeName '${def.typeName}'; it must be created by an unscoped credential first`);
-    if (def.basedOn !== cmd.sharedBase) throw invalid(`typeName '${def.typeName}' is already used; set basedOn to the shared base schema ${cmd.sharedBase}`);
+    if (!cmd.sharedBase)
+      throw invalid(
+        `No shared base schema exists for typeName '${def.typeName}'; it must be created by an unscoped credential first`,
+      );
+    if (def.basedOn !== cmd.sharedBase)
+      throw invalid(
+        `typeName '${def.typeName}' is already used; set basedOn to the shared base schema ${cmd.sharedBase}`,
+      );
   } else if (def.basedOn) {
     throw invalid('The shared base schema of a typeName cannot set basedOn');
   }
@@ -166,25 +223,37 @@ function update(cmd: Extract<SchemaCommand, { type: 'UpdateSchema' }>, state: Sc
   const { body, namespaces } = cmd;
   if (!state.exists) throw notFound();
   // A user schema needs the root key: to make a schema one, and to change one.
-  if (!cmd.byRoot && (state.definition.allowedSurfaces.includes('user') || body.allowedSurfaces?.includes('user'))) throw forbidden();
+  if (!cmd.byRoot && (state.definition.allowedSurfaces.includes('user') || body.allowedSurfaces?.includes('user')))
+    throw forbidden();
   if (body.expectedVersion !== undefined && body.expectedVersion !== state.schemaVersion) throw versionConflict();
   const cur = state.definition;
   if (body.typeName !== undefined && body.typeName !== cur.typeName) throw invalid('typeName is immutable');
   if (body.basedOn !== undefined && body.basedOn !== cur.basedOn) throw invalid('basedOn is immutable');
   // Sort keys are written with each record; a later sortBy could not order the records already stored.
-  if (body.sortBy !== undefined && body.sortBy !== cur.sortBy) throw invalid('sortBy is set once, when the schema is created');
+  if (body.sortBy !== undefined && body.sortBy !== cur.sortBy)
+    throw invalid('sortBy is set once, when the schema is created');
   const { expectedVersion: _, ...rest } = body;
   const next: SchemaDefinition = { ...cur };
   for (const [k, v] of Object.entries(rest)) if (v !== undefined) (next as Record<string, unknown>)[k] = v;
   // Composite lookups keep their order once live.
-  const oldComposite = new Map(lookupsOf(cur).filter((l) => l.kind === 'composite').map((l) => [[...(l as { fieldNames: string[] }).fieldNames].sort().join(','), (l as { fieldNames: string[] }).fieldNames.join(',')]));
+  const oldComposite = new Map(
+    lookupsOf(cur)
+      .filter((l) => l.kind === 'composite')
+      .map((l) => [
+        [...(l as { fieldNames: string[] }).fieldNames].sort().join(','),
+        (l as { fieldNames: string[] }).fieldNames.join(','),
+      ]),
+  );
   for (const l of lookupsOf(next)) {
     if (l.kind !== 'composite') continue;
     const was = oldComposite.get([...l.fieldNames].sort().join(','));
-    if (was !== undefined && was !== l.fieldNames.join(',')) throw invalid('lookupFields: the order of a composite lookup is fixed once live');
+    if (was !== undefined && was !== l.fieldNames.join(','))
+      throw invalid('lookupFields: the order of a composite lookup is fixed once live');
   }
   validateDefinition(next, namespaces);
-  return [{ type: 'SchemaUpdated', data: { schemaId: state.id, schemaVersion: state.schemaVersion + 1, definition: next } }];
+  return [
+    { type: 'SchemaUpdated', data: { schemaId: state.id, schemaVersion: state.schemaVersion + 1, definition: next } },
+  ];
 }
 
 export const schemaDecider: Decider<SchemaState, SchemaCommand, SchemaEvent> = {
@@ -210,7 +279,10 @@ export const schemaInactive = () => conflict('The schema is inactive');
 type FieldDef = NonNullable<SchemaDefinition['fields']>[number];
 
 /** A reference field as answered: the spec's defaults (`targetField` externalId, `cardinality` one) filled in when omitted; other fields as stored. */
-const fieldView = (f: FieldDef): FieldDef => (f.fieldType === 'reference' ? { ...f, targetField: f.targetField ?? 'externalId', cardinality: f.cardinality ?? 'one' } : f);
+const fieldView = (f: FieldDef): FieldDef =>
+  f.fieldType === 'reference'
+    ? { ...f, targetField: f.targetField ?? 'externalId', cardinality: f.cardinality ?? 'one' }
+    : f;
 
 /**
  * The response shape of a schema (also stored as the read model's document and, per revision, as its

@@ -29,11 +29,19 @@ export interface ScriptState {
 export const MAX_SCRIPT_SOURCE_BYTES = 256 * 1024;
 
 export type ScriptEvent = EventsOf<'ScriptVersionPushed' | 'ScriptVersionDeleted'>;
-export const isScriptEvent = (e: DomainEvent): e is ScriptEvent => e.type === 'ScriptVersionPushed' || e.type === 'ScriptVersionDeleted';
+export const isScriptEvent = (e: DomainEvent): e is ScriptEvent =>
+  e.type === 'ScriptVersionPushed' || e.type === 'ScriptVersionDeleted';
 
 export type ScriptCommand =
   /** A push always adds the next version number (size and syntax are checked before: they need no state). */
-  | { type: 'PushScriptVersion'; scriptId: string; name: string; source: string; declaredInputContract?: Record<string, unknown> | null; description?: string | null }
+  | {
+      type: 'PushScriptVersion';
+      scriptId: string;
+      name: string;
+      source: string;
+      declaredInputContract?: Record<string, unknown> | null;
+      description?: string | null;
+    }
   /** Deleting a version that is not live (never pushed, or deleted already) is a 404. */
   | { type: 'DeleteScriptVersion'; scriptId: string };
 
@@ -116,7 +124,10 @@ export function scriptView(v: ScriptVersion, withSource: boolean) {
 
 /** The names a context's script-names stream holds (ScriptNameAdded): scriptNamesDecider's state. */
 export const scriptNameSet = (events: DomainEvent[]): ReadonlySet<string> =>
-  fold(scriptNamesDecider, events.filter((e): e is EventsOf<'ScriptNameAdded'> => e.type === 'ScriptNameAdded'));
+  fold(
+    scriptNamesDecider,
+    events.filter((e): e is EventsOf<'ScriptNameAdded'> => e.type === 'ScriptNameAdded'),
+  );
 
 /** The names a context's script-names stream holds, each once, in name order. */
 export const scriptNamesOf = (events: DomainEvent[]): string[] => [...scriptNameSet(events)].sort();
@@ -125,7 +136,11 @@ export const scriptNamesOf = (events: DomainEvent[]): string[] => [...scriptName
  * A context's script names (GET /v1/scripts without `name` lists them): a name is added by the first push of a
  * version under it, once; deleting versions does not remove it from this stream.
  */
-export const scriptNamesDecider: Decider<ReadonlySet<string>, { type: 'AddScriptName'; name: string }, EventsOf<'ScriptNameAdded'>> = {
+export const scriptNamesDecider: Decider<
+  ReadonlySet<string>,
+  { type: 'AddScriptName'; name: string },
+  EventsOf<'ScriptNameAdded'>
+> = {
   initialState: () => new Set<string>(),
   decide: (c, names) => (names.has(c.name) ? [] : [{ type: 'ScriptNameAdded', data: { name: c.name } }]),
   evolve: (names, e) => new Set([...names, e.data.name]),

@@ -21,19 +21,32 @@ export interface FilterClause {
 export const FILTER_KEY_RE = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 /** Tenancy and ownership are never caller filters: they come from the credential and the dedicated parameters. */
 export const RESERVED_FILTER_KEYS = new Set([
-  'tenantId', 'tenant_id', 'contextId', 'context_id', 'accountId', 'account_id', 'userId', 'user_id', 'scopes', 'scope', 'orgId', 'clientId',
+  'tenantId',
+  'tenant_id',
+  'contextId',
+  'context_id',
+  'accountId',
+  'account_id',
+  'userId',
+  'user_id',
+  'scopes',
+  'scope',
+  'orgId',
+  'clientId',
 ]);
 const SCALAR_OPS = { $eq: 'eq', $ne: 'ne', $gt: 'gt', $gte: 'gte', $lt: 'lt', $lte: 'lte' } as const;
 const ARRAY_OPS = { $in: 'in', $nin: 'nin' } as const;
 const MAX_KEYS = 32;
 const MAX_ARRAY = 100;
 
-const isScalar = (v: unknown): v is Scalar => typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
+const isScalar = (v: unknown): v is Scalar =>
+  typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
 
 function scalars(key: string, op: string, v: unknown): Scalar[] {
   if (!Array.isArray(v)) throw invalid(`filters.${key}: ${op} takes an array of scalars`);
   if (v.length > MAX_ARRAY) throw invalid(`filters.${key}: at most ${MAX_ARRAY} values`);
-  for (const x of v) if (!isScalar(x)) throw invalid(`filters.${key}: ${op} values must be strings, numbers or booleans`);
+  for (const x of v)
+    if (!isScalar(x)) throw invalid(`filters.${key}: ${op} values must be strings, numbers or booleans`);
   return v as Scalar[];
 }
 
@@ -45,7 +58,8 @@ export function parseFilters(raw: unknown): FilterClause[] {
   const out: FilterClause[] = [];
   for (const [key, v] of entries) {
     if (!FILTER_KEY_RE.test(key) || key.length > 64) throw invalid(`filters: malformed key '${key.slice(0, 64)}'`);
-    if (RESERVED_FILTER_KEYS.has(key)) throw invalid(`filters: '${key}' is reserved; use the userId / orgId / clientId parameters`);
+    if (RESERVED_FILTER_KEYS.has(key))
+      throw invalid(`filters: '${key}' is reserved; use the userId / orgId / clientId parameters`);
     if (isScalar(v)) {
       out.push({ key, op: 'eq', value: v });
     } else if (Array.isArray(v)) {
@@ -54,9 +68,11 @@ export function parseFilters(raw: unknown): FilterClause[] {
       const ops = Object.entries(v as Record<string, unknown>);
       if (!ops.length) throw invalid(`filters.${key}: empty operator map`);
       const hasArrayOp = ops.some(([op]) => op in ARRAY_OPS);
-      if (hasArrayOp && ops.length > 1) throw invalid(`filters.${key}: $in / $nin cannot be combined with other operators`);
+      if (hasArrayOp && ops.length > 1)
+        throw invalid(`filters.${key}: $in / $nin cannot be combined with other operators`);
       for (const [op, operand] of ops) {
-        if (op in ARRAY_OPS) out.push({ key, op: ARRAY_OPS[op as keyof typeof ARRAY_OPS], value: scalars(key, op, operand) });
+        if (op in ARRAY_OPS)
+          out.push({ key, op: ARRAY_OPS[op as keyof typeof ARRAY_OPS], value: scalars(key, op, operand) });
         else if (op in SCALAR_OPS) {
           if (!isScalar(operand)) throw invalid(`filters.${key}: ${op} takes a string, number or boolean`);
           out.push({ key, op: SCALAR_OPS[op as keyof typeof SCALAR_OPS], value: operand });

@@ -54,15 +54,22 @@ export function convexFusion(text: LegHit[], vector: LegHit[], o: { textWeight?:
       if (seen.has(h.key)) continue; // a key's first (best) hit counts
       seen.add(h.key);
       let f = out.get(h.key);
-      if (!f) out.set(h.key, (f = { key: h.key, score: 0, textScore: 0, semanticScore: 0, t: nt.missing, v: nv.missing }));
-      if (leg === 't') (f.t = n.z(h.score)), (f.textScore = h.score);
-      else (f.v = n.z(h.score)), (f.semanticScore = h.score);
+      if (!f)
+        out.set(h.key, (f = { key: h.key, score: 0, textScore: 0, semanticScore: 0, t: nt.missing, v: nv.missing }));
+      if (leg === 't') ((f.t = n.z(h.score)), (f.textScore = h.score));
+      else ((f.v = n.z(h.score)), (f.semanticScore = h.score));
     }
   };
   add(text, nt, 't');
   add(vector, nv, 'v');
   const fused: Fused[] = [];
-  for (const f of out.values()) fused.push({ key: f.key, score: 1 / (1 + Math.exp(-(a * f.t + (1 - a) * f.v))), textScore: f.textScore, semanticScore: f.semanticScore });
+  for (const f of out.values())
+    fused.push({
+      key: f.key,
+      score: 1 / (1 + Math.exp(-(a * f.t + (1 - a) * f.v))),
+      textScore: f.textScore,
+      semanticScore: f.semanticScore,
+    });
   return fused.sort((x, y) => y.score - x.score || y.textScore - x.textScore || (x.key < y.key ? -1 : 1));
 }
 

@@ -22,12 +22,19 @@ function textOf(v: unknown): string {
   if (typeof v === 'string') return v;
   if (typeof v === 'number' || typeof v === 'boolean') return String(v);
   if (Array.isArray(v)) return v.map(textOf).filter(Boolean).join(', ');
-  if (typeof v === 'object') return Object.values(v as Record<string, unknown>).map(textOf).filter(Boolean).join(', ');
+  if (typeof v === 'object')
+    return Object.values(v as Record<string, unknown>)
+      .map(textOf)
+      .filter(Boolean)
+      .join(', ');
   return '';
 }
 
 /** The searchable text of a record: one paragraph per searchable, non-sensitive field with a value, in schema order. */
-export function searchableText(def: Pick<SchemaDefinition, 'fields'> | undefined, payload: Record<string, unknown>): string {
+export function searchableText(
+  def: Pick<SchemaDefinition, 'fields'> | undefined,
+  payload: Record<string, unknown>,
+): string {
   const parts: string[] = [];
   for (const f of def?.fields ?? []) {
     if (!f.searchable || f.sensitive) continue;
@@ -68,7 +75,10 @@ export function filterAttributes(
 }
 
 /** Passages of a record's searchable text (empty when it has none: the record is SKIPPED). */
-export function recordPassages(def: Pick<SchemaDefinition, 'fields'> | undefined, payload: Record<string, unknown>): Passage[] {
+export function recordPassages(
+  def: Pick<SchemaDefinition, 'fields'> | undefined,
+  payload: Record<string, unknown>,
+): Passage[] {
   const text = searchableText(def, payload);
   return text ? chunkText(text) : [];
 }

@@ -16,8 +16,11 @@ export interface Decider<State, Command, Event extends DomainEvent = DomainEvent
 /** The events an aggregate's stream holds: the catalogue members named `T`. */
 export type EventsOf<T extends DomainEvent['type']> = Extract<DomainEvent, { type: T }>;
 
-export const fold = <S, C, E extends DomainEvent>(d: Decider<S, C, E>, events: readonly E[], metadata?: EventMetadata): S =>
-  events.reduce((s, e) => d.evolve(s, e, metadata), d.initialState());
+export const fold = <S, C, E extends DomainEvent>(
+  d: Decider<S, C, E>,
+  events: readonly E[],
+  metadata?: EventMetadata,
+): S => events.reduce((s, e) => d.evolve(s, e, metadata), d.initialState());
 
 /** Closes an exhaustive switch (decide): the compiler reports the case someone forgot. */
 export function assertNever(x: never): never {
@@ -34,6 +37,9 @@ export const unexpected = <S>(_event: never, state: S): S => state;
  * The state an update event leaves: `changes` (its fields, its time stamp) over a live state, one version on
  * (the version counts the created and updated events); a state that is not live stays as it is.
  */
-export function nextVersion<State extends { exists: false } | { exists: true; version: number }>(state: State, changes: Partial<Extract<State, { exists: true }>>): State {
+export function nextVersion<State extends { exists: false } | { exists: true; version: number }>(
+  state: State,
+  changes: Partial<Extract<State, { exists: true }>>,
+): State {
   return state.exists ? { ...state, ...changes, version: state.version + 1 } : state;
 }

@@ -37,7 +37,11 @@ function codeOf(f: () => unknown): string | null {
   return null;
 }
 
-export function given<S, C, E extends DomainEvent>(decider: Decider<S, C, E>, history: readonly E[] = [], opts: { metadata?: EventMetadata } = {}) {
+export function given<S, C, E extends DomainEvent>(
+  decider: Decider<S, C, E>,
+  history: readonly E[] = [],
+  opts: { metadata?: EventMetadata } = {},
+) {
   const metadata = opts.metadata ?? TEST_METADATA;
   const state = (): S => history.reduce((s, e) => decider.evolve(s, e, metadata), decider.initialState());
   return {
@@ -69,20 +73,23 @@ export const testSealing: PayloadSealing = {
     const out = { ...payload };
     for (const f of def.fields ?? []) {
       const v = ownValue(out, f.fieldId);
-      if (f.sensitive && v !== undefined && v !== null && !isSealed(v)) out[f.fieldId] = { [SEALED_KEY]: `sealed:${JSON.stringify(v)}` };
+      if (f.sensitive && v !== undefined && v !== null && !isSealed(v))
+        out[f.fieldId] = { [SEALED_KEY]: `sealed:${JSON.stringify(v)}` };
     }
     return out;
   },
   unseal(payload) {
     const out = { ...payload };
-    for (const [k, v] of Object.entries(out)) if (isSealed(v)) out[k] = JSON.parse(v[SEALED_KEY].slice('sealed:'.length));
+    for (const [k, v] of Object.entries(out))
+      if (isSealed(v)) out[k] = JSON.parse(v[SEALED_KEY].slice('sealed:'.length));
     return out;
   },
   blind(scope, def, payload) {
     const out: Record<string, string> = {};
     for (const f of def.fields ?? []) {
       const v = ownValue(payload, f.fieldId);
-      if (f.sensitive && v !== undefined && v !== null) out[f.fieldId] = `blind:${scope.join('/')}/${f.fieldId}=${JSON.stringify(v)}`;
+      if (f.sensitive && v !== undefined && v !== null)
+        out[f.fieldId] = `blind:${scope.join('/')}/${f.fieldId}=${JSON.stringify(v)}`;
     }
     return out;
   },

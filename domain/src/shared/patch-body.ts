@@ -12,7 +12,8 @@ export function requirePatchableKeys(body: Record<string, unknown>, patchable: r
 /** The body's fields validate against `fields`; else a 400 naming every issue. */
 export function requireValidFields(body: Record<string, unknown>, fields: z.ZodTypeAny): void {
   const r = fields.safeParse(body);
-  if (!r.success) throw invalid(`Invalid body: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!r.success)
+    throw invalid(`Invalid body: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
 }
 
 /** What one resource's PATCH body may hold. */
@@ -29,7 +30,8 @@ export interface PatchRules {
 
 /** Rejections of a PATCH body that do not depend on the resource: a fixed key, a key a PATCH may not change or clear, an invalid value. */
 export function checkPatchBody(body: Record<string, unknown>, rules: PatchRules): void {
-  for (const k of rules.immutable) if (k in body) throw invalid(rules.fixed ? rules.fixed(k) : `${k} cannot be changed`);
+  for (const k of rules.immutable)
+    if (k in body) throw invalid(rules.fixed ? rules.fixed(k) : `${k} cannot be changed`);
   requirePatchableKeys(body, rules.patchable);
   if (rules.fields) requireValidFields(body, rules.fields);
 }

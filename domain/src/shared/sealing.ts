@@ -10,5 +10,9 @@ export interface PayloadSealing {
   seal(def: Pick<SchemaDefinition, 'fields'>, payload: Record<string, unknown>): Record<string, unknown>;
   unseal(payload: Record<string, unknown>): Record<string, unknown>;
   /** Blind index of each sensitive value present in a plaintext payload; `scope`: tenant, context, typeName. */
-  blind(scope: [string, string, string], def: Pick<SchemaDefinition, 'fields'>, payload: Record<string, unknown>): Record<string, string>;
+  blind(
+    scope: [string, string, string],
+    def: Pick<SchemaDefinition, 'fields'>,
+    payload: Record<string, unknown>,
+  ): Record<string, string>;
 }

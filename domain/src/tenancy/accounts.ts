@@ -40,7 +40,10 @@ export type AccountCommand =
 export type Entitlements = { allowGlobalRegion?: boolean };
 const ENTITLEMENT_DEFAULTS: EventData<'AccountOpened'>['entitlements'] = { allowGlobalRegion: false };
 /** `given` over `base`, an entitlement `given` leaves out keeping its value in `base`. */
-const mergeEntitlements = (base: EventData<'AccountOpened'>['entitlements'], given: Entitlements): EventData<'AccountOpened'>['entitlements'] => ({
+const mergeEntitlements = (
+  base: EventData<'AccountOpened'>['entitlements'],
+  given: Entitlements,
+): EventData<'AccountOpened'>['entitlements'] => ({
   ...base,
   ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)),
 });
@@ -69,7 +72,8 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
         ];
       case 'ChangeAccount':
         if (!state.exists) throw notFound();
-        if (cmd.inferenceBalanceCents !== undefined && cmd.inferenceBalanceCents < 0) throw invalid('inferenceBalanceCents must not be negative');
+        if (cmd.inferenceBalanceCents !== undefined && cmd.inferenceBalanceCents < 0)
+          throw invalid('inferenceBalanceCents must not be negative');
         return [
           {
             type: 'AccountChanged',

@@ -9,8 +9,14 @@ const deleted: ContextEvent = { type: 'ContextDeleted', data: { contextId: 'c1',
 
 describe('CreateContext', () => {
   it('creates a context once', () => {
-    given(contextDecider).when({ type: 'CreateContext', ...data() }).then([created()]);
-    expect(() => given(contextDecider, [created()]).when({ type: 'CreateContext', ...data() }).events()).toThrow(InternalError);
+    given(contextDecider)
+      .when({ type: 'CreateContext', ...data() })
+      .then([created()]);
+    expect(() =>
+      given(contextDecider, [created()])
+        .when({ type: 'CreateContext', ...data() })
+        .events(),
+    ).toThrow(InternalError);
   });
 });
 
@@ -24,13 +30,17 @@ describe('DeleteContext', () => {
     given(contextDecider).when({ type: 'DeleteContext', tenantId: 't1' }).thenThrows('NOT_FOUND');
     given(contextDecider, [created(), deleted]).when({ type: 'DeleteContext', tenantId: 't1' }).thenThrows('NOT_FOUND');
     given(contextDecider, [created()]).when({ type: 'DeleteContext', tenantId: 't2' }).thenThrows('NOT_FOUND');
-    given(contextDecider, [created(true)]).when({ type: 'DeleteContext', tenantId: 't1' }).thenThrows('VALIDATION_ERROR');
+    given(contextDecider, [created(true)])
+      .when({ type: 'DeleteContext', tenantId: 't1' })
+      .thenThrows('VALIDATION_ERROR');
   });
 });
 
 describe('TearDownContext', () => {
   it('deletes every live context of the tenant, the default one too', () => {
-    given(contextDecider, [created(true)]).when({ type: 'TearDownContext', tenantId: 't1' }).then([deleted]);
+    given(contextDecider, [created(true)])
+      .when({ type: 'TearDownContext', tenantId: 't1' })
+      .then([deleted]);
   });
 
   it('leaves alone what is gone or another tenant’s', () => {
@@ -41,10 +51,17 @@ describe('TearDownContext', () => {
 });
 
 describe('TearDownTenant', () => {
-  const tornDown: TenantEvent = { type: 'TenantTornDown', data: { tenantId: 't1', accountId: 'a1', environment: 'test', contextIds: ['c1'] } };
+  const tornDown: TenantEvent = {
+    type: 'TenantTornDown',
+    data: { tenantId: 't1', accountId: 'a1', environment: 'test', contextIds: ['c1'] },
+  };
 
   it('tears a tenant down once; again reads as a tenant that is not there', () => {
-    given(tenantDecider).when({ type: 'TearDownTenant', ...tornDown.data }).then([tornDown]);
-    given(tenantDecider, [tornDown]).when({ type: 'TearDownTenant', ...tornDown.data }).thenThrows('NOT_FOUND');
+    given(tenantDecider)
+      .when({ type: 'TearDownTenant', ...tornDown.data })
+      .then([tornDown]);
+    given(tenantDecider, [tornDown])
+      .when({ type: 'TearDownTenant', ...tornDown.data })
+      .thenThrows('NOT_FOUND');
   });
 });

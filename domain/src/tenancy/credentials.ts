@@ -82,7 +82,10 @@ export interface ChildRequest {
  * parent that has one. What the child omits it inherits. Naming two different
  * users (`userId` and `dataScope.userId`) is a 400.
  */
-export function narrowChild(parent: Pick<Principal, 'allowedActions' | 'dataScope' | 'userId'>, child: ChildRequest): { dataScope: Issued['dataScope']; userId: string | null } {
+export function narrowChild(
+  parent: Pick<Principal, 'allowedActions' | 'dataScope' | 'userId'>,
+  child: ChildRequest,
+): { dataScope: Issued['dataScope']; userId: string | null } {
   if (!isSubset(child.allowedActions, parent.allowedActions)) throw forbidden();
   if (child.userId !== undefined && child.dataScope?.userId !== undefined && child.userId !== child.dataScope.userId) {
     throw invalid('userId and scope.dataScope.userId name different users');
@@ -91,9 +94,17 @@ export function narrowChild(parent: Pick<Principal, 'allowedActions' | 'dataScop
   const wantedUser = child.userId ?? child.dataScope?.userId;
   if (reach.userId !== null && wantedUser !== undefined && wantedUser !== reach.userId) throw forbidden();
   const wantedScopes = child.dataScope?.scopes;
-  if (reach.scopes !== null && wantedScopes !== undefined && (wantedScopes.length === 0 || !wantedScopes.every((s) => reach.scopes!.includes(s)))) throw forbidden();
+  if (
+    reach.scopes !== null &&
+    wantedScopes !== undefined &&
+    (wantedScopes.length === 0 || !wantedScopes.every((s) => reach.scopes!.includes(s)))
+  )
+    throw forbidden();
   const userId = wantedUser ?? reach.userId;
   const scopes = wantedScopes?.length ? [...new Set(wantedScopes)] : reach.scopes;
-  const dataScope = userId !== null || scopes !== null ? { ...(userId !== null ? { userId } : {}), ...(scopes !== null ? { scopes } : {}) } : null;
+  const dataScope =
+    userId !== null || scopes !== null
+      ? { ...(userId !== null ? { userId } : {}), ...(scopes !== null ? { scopes } : {}) }
+      : null;
   return { dataScope, userId };
 }

@@ -3,7 +3,8 @@ import { PERMISSION_RE, grants, isSubset } from './permissions';
 
 describe('grants', () => {
   it('the root wildcard covers everything', () => {
-    for (const p of ['records:r', 'records:c', 'scripts:x:foo', 'billing:r', 'logs:r']) expect(grants(['*'], p)).toBe(true);
+    for (const p of ['records:r', 'records:c', 'scripts:x:foo', 'billing:r', 'logs:r'])
+      expect(grants(['*'], p)).toBe(true);
   });
 
   it('an exact permission covers itself only', () => {
@@ -31,8 +32,10 @@ describe('grants', () => {
   });
 
   it('scripts:x:* (the action for some name) is covered by scripts:x, by scripts:x:<any name> and by the wildcards', () => {
-    for (const held of [['scripts:x'], ['scripts:x:foo'], ['scripts:*'], ['*'], ['records:r', 'scripts:x:bar']]) expect(grants(held, 'scripts:x:*'), held.join()).toBe(true);
-    for (const held of [['scripts:r'], ['scripts:c', 'scripts:r:foo'], ['records:x'], ['records:*'], []]) expect(grants(held, 'scripts:x:*'), held.join()).toBe(false);
+    for (const held of [['scripts:x'], ['scripts:x:foo'], ['scripts:*'], ['*'], ['records:r', 'scripts:x:bar']])
+      expect(grants(held, 'scripts:x:*'), held.join()).toBe(true);
+    for (const held of [['scripts:r'], ['scripts:c', 'scripts:r:foo'], ['records:x'], ['records:*'], []])
+      expect(grants(held, 'scripts:x:*'), held.join()).toBe(false);
   });
 
   it('scripts:r does not cover scripts:x:<name>', () => {
@@ -68,6 +71,7 @@ describe('isSubset', () => {
 describe('PERMISSION_RE', () => {
   it('matches the permission grammar', () => {
     for (const p of ['*', 'records:r', 'records:*', 'scripts:x:my_script-1']) expect(PERMISSION_RE.test(p)).toBe(true);
-    for (const p of ['records', 'records:', ':r', 'Records:r', 'records:rr', 'scripts:x:', 'scripts:x:a b']) expect(PERMISSION_RE.test(p)).toBe(false);
+    for (const p of ['records', 'records:', ':r', 'Records:r', 'records:rr', 'scripts:x:', 'scripts:x:a b'])
+      expect(PERMISSION_RE.test(p)).toBe(false);
   });
 });

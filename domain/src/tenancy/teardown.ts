@@ -9,7 +9,11 @@ import { streams } from '../shared/streams';
  * extraction or an index write behind the teardown in the log) checks this and
  * does nothing, so nothing of it is written again after the teardown.
  */
-export async function isTornDown(store: EventStore, tenantId: string | null | undefined, contextId?: string | null): Promise<boolean> {
+export async function isTornDown(
+  store: EventStore,
+  tenantId: string | null | undefined,
+  contextId?: string | null,
+): Promise<boolean> {
   if (tenantId && (await store.readStream(streams.tenant(tenantId), { maxCount: 1 })).length > 0) return true;
   if (!contextId) return false;
   const last = await store.readStream(streams.context(contextId), { direction: 'backwards', maxCount: 1 });
@@ -22,7 +26,9 @@ export interface TenantContexts {
 }
 
 /** Memoises isTornDown for one batch of work (a handful of tenants and contexts). */
-export function tornDownCache(store: EventStore): (tenantId: string | null | undefined, contextId?: string | null) => Promise<boolean> {
+export function tornDownCache(
+  store: EventStore,
+): (tenantId: string | null | undefined, contextId?: string | null) => Promise<boolean> {
   const seen = new Map<string, Promise<boolean>>();
   return (tenantId, contextId) => {
     const key = `${tenantId ?? ''}/${contextId ?? ''}`;
@@ -33,4 +39,5 @@ export function tornDownCache(store: EventStore): (tenantId: string | null | und
 }
 
 /** The blob-key prefix of everything a tenant (or one of its contexts) stored: keys are `<tenant>/<context>/...`. */
-export const blobPrefix = (tenantId: string, contextId?: string) => (contextId ? `${tenantId}/${contextId}/` : `${tenantId}/`);
+export const blobPrefix = (tenantId: string, contextId?: string) =>
+  contextId ? `${tenantId}/${contextId}/` : `${tenantId}/`;

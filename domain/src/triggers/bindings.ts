@@ -33,7 +33,10 @@ export const triggerBindingsAggregate = {
 export function bindingOf(e: TriggerRuleEvent): TriggerBindingEvent {
   switch (e.type) {
     case 'TriggerRuleCreated':
-      return { type: 'TriggerRuleBound', data: { ruleId: e.data.ruleId, schemaId: e.data.schemaId, fields: e.data.fields, enabled: e.data.enabled } };
+      return {
+        type: 'TriggerRuleBound',
+        data: { ruleId: e.data.ruleId, schemaId: e.data.schemaId, fields: e.data.fields, enabled: e.data.enabled },
+      };
     case 'TriggerRuleDeleted':
       return { type: 'TriggerRuleUnbound', data: { ruleId: e.data.ruleId, schemaId: e.data.schemaId } };
     default:
@@ -52,17 +55,25 @@ const refused = (message: string, ruleIds: string[]) => new ServiceError('CONFLI
 export function checkSchemaUpdateAgainstRules(bindings: TriggerBindings, next: SchemaDefinition): void {
   if (!bindings.size) return;
   const enabled = [...bindings].filter(([, b]) => b.enabled).map(([id]) => id);
-  if (enabled.length && !triggersEnabled(next)) throw refused(`Trigger rules still fire off this schema (${enabled.join(', ')}); delete them before turning triggersEnabled off`, enabled);
+  if (enabled.length && !triggersEnabled(next))
+    throw refused(
+      `Trigger rules still fire off this schema (${enabled.join(', ')}); delete them before turning triggersEnabled off`,
+      enabled,
+    );
   const projectable = new Set(projectableFields(next));
   const hit = [...bindings].filter(([, b]) => b.fields.some((f) => !projectable.has(f)));
   if (hit.length) {
     const fields = [...new Set(hit.flatMap(([, b]) => b.fields.filter((f) => !projectable.has(f))))];
-    throw refused(`Trigger rules project ${fields.join(', ')}, which this update would stop keeping inline (projectable); delete the rules first`, hit.map(([id]) => id));
+    throw refused(
+      `Trigger rules project ${fields.join(', ')}, which this update would stop keeping inline (projectable); delete the rules first`,
+      hit.map(([id]) => id),
+    );
   }
 }
 
 /** Deleting a schema while enabled rules fire off it is a 409. */
 export function checkSchemaDeleteAgainstRules(bindings: TriggerBindings): void {
   const enabled = [...bindings].filter(([, b]) => b.enabled).map(([id]) => id);
-  if (enabled.length) throw refused(`Trigger rules still fire off this schema (${enabled.join(', ')}); delete them first`, enabled);
+  if (enabled.length)
+    throw refused(`Trigger rules still fire off this schema (${enabled.join(', ')}); delete them first`, enabled);
 }

@@ -17,7 +17,10 @@ export const TRIGGER_FAILURE_MESSAGE_MAX = 2_000;
 export type FiringOutcomeCommand =
   | ({ type: 'MarkFired' } & EventData<'TriggerFired'>)
   /** A terminal failure at `at`; `firstFailedAt` of the earlier attempts (absent: this is the first). */
-  | ({ type: 'RecordFailure'; at: string; firstFailedAt?: string } & Omit<EventData<'TriggerFailed'>, 'firstFailedAt' | 'lastFailedAt'>);
+  | ({ type: 'RecordFailure'; at: string; firstFailedAt?: string } & Omit<
+      EventData<'TriggerFailed'>,
+      'firstFailedAt' | 'lastFailedAt'
+    >);
 
 export const firingOutcomeDecider: Decider<FiringOutcomeState, FiringOutcomeCommand, FiringOutcomeEvent> = {
   initialState: () => ({ settled: false }),
@@ -30,7 +33,17 @@ export const firingOutcomeDecider: Decider<FiringOutcomeState, FiringOutcomeComm
       }
       case 'RecordFailure': {
         const { type: _, at, firstFailedAt, ...rest } = cmd;
-        return [{ type: 'TriggerFailed', data: { ...rest, message: rest.message.slice(0, TRIGGER_FAILURE_MESSAGE_MAX), firstFailedAt: firstFailedAt ?? at, lastFailedAt: at } }];
+        return [
+          {
+            type: 'TriggerFailed',
+            data: {
+              ...rest,
+              message: rest.message.slice(0, TRIGGER_FAILURE_MESSAGE_MAX),
+              firstFailedAt: firstFailedAt ?? at,
+              lastFailedAt: at,
+            },
+          },
+        ];
       }
       default:
         return assertNever(cmd);

@@ -18,16 +18,26 @@ export const TRIGGER_INPUT_LIMIT_BYTES = 224 * 1024;
 export const DEPTH_LIMIT_REASON = 'TRIGGER_DEPTH_EXCEEDED';
 
 export const triggerEventKind = (type: string): TriggerEventKind | null =>
-  type === 'RecordCreated' ? 'CREATE' : type === 'RecordUpdated' ? 'UPDATE' : type === 'RecordDeleted' ? 'DELETE' : null;
+  type === 'RecordCreated'
+    ? 'CREATE'
+    : type === 'RecordUpdated'
+      ? 'UPDATE'
+      : type === 'RecordDeleted'
+        ? 'DELETE'
+        : null;
 
 /** The depth of the firing an event causes: one more than the firing that wrote the event (0 for a client's write). */
 export const firingDepth = (eventDepth: number | undefined) => (eventDepth ?? 0) + 1;
 
 /** Only the declared fields the row has: a field the record lacks stays undefined (absent), never null. */
-export function projectFields(payload: Record<string, unknown> | null | undefined, fields: readonly string[]): Record<string, unknown> {
+export function projectFields(
+  payload: Record<string, unknown> | null | undefined,
+  fields: readonly string[],
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (!payload) return out;
-  for (const f of fields) if (Object.prototype.hasOwnProperty.call(payload, f) && payload[f] !== undefined) out[f] = payload[f];
+  for (const f of fields)
+    if (Object.prototype.hasOwnProperty.call(payload, f) && payload[f] !== undefined) out[f] = payload[f];
   return out;
 }
 
@@ -82,7 +92,10 @@ function resolve(value: string, input: Pick<TriggerInput, 'userId' | 'scope'>): 
 }
 
 /** The grant's data scope with its placeholders filled from the firing's ownership. */
-export function resolveDataScope(ds: TriggerRule['grant']['dataScope'], input: Pick<TriggerInput, 'userId' | 'scope'>): Principal['dataScope'] {
+export function resolveDataScope(
+  ds: TriggerRule['grant']['dataScope'],
+  input: Pick<TriggerInput, 'userId' | 'scope'>,
+): Principal['dataScope'] {
   if (!ds) return null;
   const out: { userId?: string; scopes?: string[] } = {};
   if (ds.userId !== undefined) out.userId = resolve(ds.userId, input) ?? NO_USER;
@@ -94,7 +107,11 @@ export function resolveDataScope(ds: TriggerRule['grant']['dataScope'], input: P
 }
 
 /** The principal a firing runs as: the event's tenant and context, the rule's grant. It holds no identity of its own. */
-export function triggerPrincipal(rule: Pick<TriggerRule, 'id' | 'grant'>, at: { accountId: string | null; tenantId: string; contextId: string }, dataScope: Principal['dataScope']): Principal {
+export function triggerPrincipal(
+  rule: Pick<TriggerRule, 'id' | 'grant'>,
+  at: { accountId: string | null; tenantId: string; contextId: string },
+  dataScope: Principal['dataScope'],
+): Principal {
   return {
     credentialId: `trigger:${rule.id}`,
     kind: 'scoped',
@@ -115,7 +132,11 @@ export function triggerPrincipal(rule: Pick<TriggerRule, 'id' | 'grant'>, at: { 
  * `previous`, with only the rule's declared fields; both empty objects when the
  * grant cannot read the firing record.
  */
-export function triggerInput(rule: Pick<TriggerRule, 'fields' | 'grant'>, row: FiringRow, principal: Principal): TriggerInput {
+export function triggerInput(
+  rule: Pick<TriggerRule, 'fields' | 'grant'>,
+  row: FiringRow,
+  principal: Principal,
+): TriggerInput {
   const owner = { userId: row.userId, scopes: row.scopes };
   const readable = grants(principal.allowedActions, `records:r:${row.typeName}`) && withinDataScope(principal, owner);
   return {
@@ -131,7 +152,8 @@ export function triggerInput(rule: Pick<TriggerRule, 'fields' | 'grant'>, row: F
 
 /** `record` plus `previous`, serialised, in bytes. */
 export const inputBytes = (input: Pick<TriggerInput, 'record' | 'previous'>) =>
-  Buffer.byteLength(JSON.stringify(input.record), 'utf8') + (input.previous ? Buffer.byteLength(JSON.stringify(input.previous), 'utf8') : 0);
+  Buffer.byteLength(JSON.stringify(input.record), 'utf8') +
+  (input.previous ? Buffer.byteLength(JSON.stringify(input.previous), 'utf8') : 0);
 
 export type FailureStep = { terminal: true } | { terminal: false; retryAt: number };
 
@@ -140,7 +162,13 @@ export type FailureStep = { terminal: true } | { terminal: false; retryAt: numbe
  * throw, budgets, permissions, a host call's 400 / 404 / 409) is the script's own and terminal at once.
  */
 export const RETRYABLE_TRIGGER_FAILURES: ReadonlySet<string> = new Set([
-  'CONCURRENT_MODIFICATION', 'INTERNAL', 'EXECUTION_OUTCOME_UNKNOWN', 'EXECUTION_NOT_STARTED', 'EXECUTION_CONTAINER_BUSY', 'RATE_LIMITED', 'UNAVAILABLE',
+  'CONCURRENT_MODIFICATION',
+  'INTERNAL',
+  'EXECUTION_OUTCOME_UNKNOWN',
+  'EXECUTION_NOT_STARTED',
+  'EXECUTION_CONTAINER_BUSY',
+  'RATE_LIMITED',
+  'UNAVAILABLE',
 ]);
 export const isRetryableTriggerFailure = (errorCode: string) => RETRYABLE_TRIGGER_FAILURES.has(errorCode);
 

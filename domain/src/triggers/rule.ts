@@ -1,4 +1,17 @@
-import { type CreateTrigger, type EventMetadata, forbidden, InternalError, invalid, notFound, type Principal, type SchemaDefinition, scriptVersionOf, type ScriptVersionRef, ServiceError, type TriggerEventKind } from '@svc/contracts';
+import {
+  type CreateTrigger,
+  type EventMetadata,
+  forbidden,
+  InternalError,
+  invalid,
+  notFound,
+  type Principal,
+  type SchemaDefinition,
+  scriptVersionOf,
+  type ScriptVersionRef,
+  ServiceError,
+  type TriggerEventKind,
+} from '@svc/contracts';
 import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
 import { lookupsOf } from '../schemas/schema';
 import { grants, isSubset, PERMISSION_RE } from '../tenancy/permissions';
@@ -24,7 +37,8 @@ export type TriggerRuleState = { exists: false; deleted?: boolean } | ({ exists:
 
 /** A rule's script version in the read model's `script_version` column: NULL for `latest`. */
 export const scriptVersionColumn = (v: ScriptVersionRef): number | null => (v === 'latest' ? null : v);
-export const scriptVersionOfColumn = (v: number | string | null): ScriptVersionRef => (v === null ? 'latest' : Number(v));
+export const scriptVersionOfColumn = (v: number | string | null): ScriptVersionRef =>
+  v === null ? 'latest' : Number(v);
 
 /** The response shape of a rule. */
 export const triggerRuleView = (r: TriggerRule) => ({
@@ -52,7 +66,9 @@ export function projectableFields(def: Pick<SchemaDefinition, 'fields' | 'lookup
   const fields = def.fields ?? [];
   const sensitive = new Set(fields.filter((f) => f.sensitive).map((f) => f.fieldId));
   const lookup = new Set(lookupsOf(def).flatMap((l) => (l.kind === 'single' ? [l.fieldName] : l.fieldNames)));
-  const out = fields.filter((f) => !f.sensitive && (f.inline || f.filterable || lookup.has(f.fieldId))).map((f) => f.fieldId);
+  const out = fields
+    .filter((f) => !f.sensitive && (f.inline || f.filterable || lookup.has(f.fieldId)))
+    .map((f) => f.fieldId);
   for (const name of lookup) if (!sensitive.has(name) && !out.includes(name)) out.push(name);
   return out;
 }
@@ -80,30 +96,49 @@ export function validateRuleDeclaration(body: CreateTrigger, ctx: RuleDeclaratio
   const { schema } = ctx;
   if (!schema) throw notFound();
   const def = schema.definition;
-  if (!triggersEnabled(def)) throw invalid(`Schema ${schema.id} does not have capabilities.triggersEnabled: true; enable it before declaring a trigger rule`);
-  if (new Set(body.events).size !== body.events.length) throw invalid('events: each of CREATE, UPDATE, DELETE at most once');
+  if (!triggersEnabled(def))
+    throw invalid(
+      `Schema ${schema.id} does not have capabilities.triggersEnabled: true; enable it before declaring a trigger rule`,
+    );
+  if (new Set(body.events).size !== body.events.length)
+    throw invalid('events: each of CREATE, UPDATE, DELETE at most once');
   if (new Set(body.fields).size !== body.fields.length) throw invalid('fields: a field is named twice');
   const projectable = projectableFields(def);
   const bad = body.fields.filter((f) => !projectable.includes(f));
   if (bad.length)
-    throw invalid(`fields: ${bad.join(', ')} cannot be projected; a rule may project inline, filterable or lookup fields that are not sensitive: ${projectable.join(', ') || '(none)'}`, {
-      projectableFields: projectable,
-    });
+    throw invalid(
+      `fields: ${bad.join(', ')} cannot be projected; a rule may project inline, filterable or lookup fields that are not sensitive: ${projectable.join(', ') || '(none)'}`,
+      {
+        projectableFields: projectable,
+      },
+    );
   const actions = body.grant.allowedActions;
   const malformed = actions.filter((a) => !PERMISSION_RE.test(a));
   if (malformed.length) throw invalid(`grant.allowedActions: ${malformed.join(', ')} is not a permission string`);
   const ds = body.grant.dataScope;
   if (body.fields.length) {
-    if (!grants(actions, `records:r:${def.typeName}`)) throw invalid(`grant: a rule that declares fields needs a records:r clause covering type ${def.typeName}`);
-    const literal = [...(ds?.userId !== undefined ? [ds.userId] : []), ...(ds?.scopes ?? [])].filter((v) => !isPlaceholder(v));
-    if (literal.length) throw invalid('grant.dataScope: a rule that declares fields may constrain its data scope only with ${{ input.<dim> }} placeholders');
+    if (!grants(actions, `records:r:${def.typeName}`))
+      throw invalid(`grant: a rule that declares fields needs a records:r clause covering type ${def.typeName}`);
+    const literal = [...(ds?.userId !== undefined ? [ds.userId] : []), ...(ds?.scopes ?? [])].filter(
+      (v) => !isPlaceholder(v),
+    );
+    if (literal.length)
+      throw invalid(
+        'grant.dataScope: a rule that declares fields may constrain its data scope only with ${{ input.<dim> }} placeholders',
+      );
   }
   for (const v of [...(ds?.userId !== undefined ? [ds.userId] : []), ...(ds?.scopes ?? [])])
-    if (v.includes('${{') && !isPlaceholder(v)) throw invalid(`grant.dataScope: '${v}' is not a placeholder of the form \${{ input.userId }} or \${{ input.scope.<ns> }}`);
+    if (v.includes('${{') && !isPlaceholder(v))
+      throw invalid(
+        `grant.dataScope: '${v}' is not a placeholder of the form \${{ input.userId }} or \${{ input.scope.<ns> }}`,
+      );
   if (!isSubset(actions, ctx.principal.allowedActions)) throw forbidden();
   if (!ctx.scriptExists) {
     const { name, version } = body.scriptRef;
-    throw new ServiceError('NOT_FOUND', version === 'latest' ? `Script ${name} has no version` : `Script ${name} version ${version} does not exist`);
+    throw new ServiceError(
+      'NOT_FOUND',
+      version === 'latest' ? `Script ${name} has no version` : `Script ${name} version ${version} does not exist`,
+    );
   }
 }
 
@@ -142,7 +177,8 @@ export const triggerRuleDecider: Decider<TriggerRuleState, TriggerRuleCommand, T
         ];
       }
       case 'DeleteTriggerRule':
-        if (!state.exists || state.tenantId !== cmd.actor.tenantId || state.contextId !== cmd.actor.contextId) throw notFound();
+        if (!state.exists || state.tenantId !== cmd.actor.tenantId || state.contextId !== cmd.actor.contextId)
+          throw notFound();
         return [{ type: 'TriggerRuleDeleted', data: { ruleId: state.id, schemaId: state.schemaId } }];
       default:
         return assertNever(cmd);
@@ -154,7 +190,14 @@ export const triggerRuleDecider: Decider<TriggerRuleState, TriggerRuleCommand, T
     switch (e.type) {
       case 'TriggerRuleCreated': {
         const { ruleId, ...d } = e.data;
-        return { exists: true, id: ruleId, ...d, tenantId: m?.tenantId ?? null, contextId: m?.contextId ?? null, createdAt: m?.occurredAt ?? '' };
+        return {
+          exists: true,
+          id: ruleId,
+          ...d,
+          tenantId: m?.tenantId ?? null,
+          contextId: m?.contextId ?? null,
+          createdAt: m?.occurredAt ?? '',
+        };
       }
       case 'TriggerRuleDeleted':
         return { exists: false, deleted: true };

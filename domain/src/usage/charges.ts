@@ -26,7 +26,11 @@ export interface IndexedWrite {
 const rangeFields = new WeakMap<SchemaDefinition, Set<string>>();
 function rangeFieldsOf(def: SchemaDefinition): Set<string> {
   let range = rangeFields.get(def);
-  if (!range) rangeFields.set(def, (range = new Set(lookupsOf(def).flatMap((l) => (l.kind === 'single' && l.rangeEnabled ? [l.fieldName] : [])))));
+  if (!range)
+    rangeFields.set(
+      def,
+      (range = new Set(lookupsOf(def).flatMap((l) => (l.kind === 'single' && l.rangeEnabled ? [l.fieldName] : [])))),
+    );
   return range;
 }
 
@@ -48,7 +52,12 @@ export function indexCharge(prices: PriceTable, w: IndexedWrite): { credits: num
       charged += isRange ? prices.index.range : prices.index.equality;
     }
   }
-  const automatic = [w.definition ? 1 : 0, w.externalId ? 1 : 0, w.userId ? 1 : 0, w.scopes && w.scopes.length ? 1 : 0].reduce((a, b) => a + b, 0);
+  const automatic = [
+    w.definition ? 1 : 0,
+    w.externalId ? 1 : 0,
+    w.userId ? 1 : 0,
+    w.scopes && w.scopes.length ? 1 : 0,
+  ].reduce((a, b) => a + b, 0);
   logical += automatic;
   charged += automatic * prices.index.automatic;
   return { credits: logical, milli: charged * prices.index.creditMilli };
@@ -59,14 +68,21 @@ export function indexCharge(prices: PriceTable, w: IndexedWrite): { credits: num
  * per item, with ` <includedMillis> <billableMillis>` when the item has them, items joined by `;`.
  */
 export const encodeCharge = (items: readonly UsageItem[]): string =>
-  items.map((i) => (i.includedMillis === undefined && i.billableMillis === undefined ? `${i.category} ${i.count} ${i.units} ${i.milli}` : `${i.category} ${i.count} ${i.units} ${i.milli} ${i.includedMillis ?? 0} ${i.billableMillis ?? 0}`)).join(';');
+  items
+    .map((i) =>
+      i.includedMillis === undefined && i.billableMillis === undefined
+        ? `${i.category} ${i.count} ${i.units} ${i.milli}`
+        : `${i.category} ${i.count} ${i.units} ${i.milli} ${i.includedMillis ?? 0} ${i.billableMillis ?? 0}`,
+    )
+    .join(';');
 
 /** The items of `encodeCharge`; a malformed item (never written by this service) throws, so the projection quarantines its event. */
 export function decodeCharge(code: string): UsageItem[] {
   return code.split(';').map((part) => {
     const [category, ...nums] = part.split(' ');
     const n = nums.map(Number);
-    if ((n.length !== 3 && n.length !== 5) || !n.every(Number.isSafeInteger)) throw new InternalError(`malformed charge item '${part}'`);
+    if ((n.length !== 3 && n.length !== 5) || !n.every(Number.isSafeInteger))
+      throw new InternalError(`malformed charge item '${part}'`);
     const item = { category, count: n[0], units: n[1], milli: n[2] } as UsageItem;
     if (n.length === 5) Object.assign(item, { includedMillis: n[3], billableMillis: n[4] });
     return item;
@@ -74,7 +90,8 @@ export function decodeCharge(code: string): UsageItem[] {
 }
 
 /** The charge an event's metadata carries (compact or as items); empty when none. */
-export const chargeOf = (m: { charge?: UsageItem[]; chargeCode?: string }): UsageItem[] => m.charge ?? (m.chargeCode ? decodeCharge(m.chargeCode) : []);
+export const chargeOf = (m: { charge?: UsageItem[]; chargeCode?: string }): UsageItem[] =>
+  m.charge ?? (m.chargeCode ? decodeCharge(m.chargeCode) : []);
 
 /** A record write (create, replace, patch): 1 credit plus its index credits. */
 export function recordWriteItems(prices: PriceTable, w: IndexedWrite): UsageItem[] {
@@ -117,7 +134,12 @@ export const fileIngestItem = (prices: PriceTable, bytes: number): UsageItem => 
 const SEARCH_CATEGORY = { TEXT: 'searchText', SEMANTIC: 'searchSemantic', HYBRID: 'searchHybrid' } as const;
 
 /** A search served: by mode (HYBRID costs both legs). */
-export const searchItem = (prices: PriceTable, mode: SearchMode): UsageItem => ({ category: SEARCH_CATEGORY[mode], count: 1, units: 0, milli: prices.search[mode] });
+export const searchItem = (prices: PriceTable, mode: SearchMode): UsageItem => ({
+  category: SEARCH_CATEGORY[mode],
+  count: 1,
+  units: 0,
+  milli: prices.search[mode],
+});
 
 /**
  * Script executions (for the scripts feature): `billableMillis = totalMillis +
@@ -127,30 +149,64 @@ export const searchItem = (prices: PriceTable, mode: SearchMode): UsageItem => (
  * down. `charged: false` (a failure attributed to the service) is metered with
  * no charge: executions and time count, nothing is billable.
  */
-export function scriptExecutionItem(prices: PriceTable, run: { executions: number; totalMillis: number; charged: boolean }): UsageItem {
+export function scriptExecutionItem(
+  prices: PriceTable,
+  run: { executions: number; totalMillis: number; charged: boolean },
+): UsageItem {
   const p = prices.scriptExecution;
   const totalMillis = Math.max(0, Math.round(run.totalMillis));
-  if (!run.charged) return { category: 'scriptExecution', count: run.executions, units: totalMillis, milli: 0, includedMillis: 0, billableMillis: 0 };
+  if (!run.charged)
+    return {
+      category: 'scriptExecution',
+      count: run.executions,
+      units: totalMillis,
+      milli: 0,
+      includedMillis: 0,
+      billableMillis: 0,
+    };
   const covered = totalMillis + p.baselineMillis * run.executions;
   const includedMillis = Math.min(p.includedMillis * run.executions, covered);
   const billableMillis = covered - includedMillis;
-  return { category: 'scriptExecution', count: run.executions, units: totalMillis, milli: Math.floor(billableMillis / p.millisPerMilli), includedMillis, billableMillis };
+  return {
+    category: 'scriptExecution',
+    count: run.executions,
+    units: totalMillis,
+    milli: Math.floor(billableMillis / p.millisPerMilli),
+    includedMillis,
+    billableMillis,
+  };
 }
 
 const INFERENCE_CATEGORY = { chat: 'inferenceChat', rag: 'inferenceRag', ask: 'inferenceAsk' } as const;
 
 /** An inference call (chat, RAG, document ask): counted here, charged to the balance in cents (not credits). */
-export const inferenceItem = (surface: 'chat' | 'rag' | 'ask', costCents = 0): UsageItem => ({ category: INFERENCE_CATEGORY[surface], count: 1, units: Math.max(0, Math.round(costCents)), milli: 0 });
+export const inferenceItem = (surface: 'chat' | 'rag' | 'ask', costCents = 0): UsageItem => ({
+  category: INFERENCE_CATEGORY[surface],
+  count: 1,
+  units: Math.max(0, Math.round(costCents)),
+  milli: 0,
+});
 
 /**
  * Read overage in milli-credits for a running total: 0 within the included
  * amount, then 1 credit per `per` beyond it, rounded down. Pricing each batch of
  * reads as `overage(after) - overage(before)` makes the pieces add up exactly.
  */
-export const overageMilli = (total: number, included: number, per: number) => Math.floor((Math.max(0, total - included) * 1000) / per);
+export const overageMilli = (total: number, included: number, per: number) =>
+  Math.floor((Math.max(0, total - included) * 1000) / per);
 
 /** Credit categories of `credits.breakdown` (each `<name>` and `<name>Milli`). */
-export const CREDIT_CATEGORIES = ['recordWrites', 'documentWrites', 'indexes', 'textIngest', 'fileIngest', 'search', 'reads', 'dataOut', 'scriptExecution'] as const;
+export const CREDIT_CATEGORIES = [
+  'recordWrites',
+  'documentWrites',
+  'indexes',
+  'textIngest',
+  'fileIngest',
+  'search',
+  'reads',
+  'dataOut',
+  'scriptExecution',
+] as const;
 export type CreditCategory = (typeof CREDIT_CATEGORIES)[number];
 /** The metric holding a credit category's milli-credits. */
 export const milliMetric = (c: CreditCategory) => `milli.${c}`;

@@ -1,6 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import type { SchemaDefinition } from '@svc/contracts';
-import { chargeOf, decodeCharge, documentWriteItems, encodeCharge, fileIngestItem, indexCharge, inferenceItem, overageMilli, recordWriteItems, scriptExecutionItem, searchItem, textIngestItem } from './charges';
+import {
+  chargeOf,
+  decodeCharge,
+  documentWriteItems,
+  encodeCharge,
+  fileIngestItem,
+  indexCharge,
+  inferenceItem,
+  overageMilli,
+  recordWriteItems,
+  scriptExecutionItem,
+  searchItem,
+  textIngestItem,
+} from './charges';
 import { DEFAULT_PRICES, allowanceOf, loadPrices, periodOf } from './prices';
 
 const def: SchemaDefinition = {
@@ -13,7 +26,11 @@ const def: SchemaDefinition = {
     { fieldId: 'a', fieldType: 'string' },
     { fieldId: 'b', fieldType: 'string' },
   ],
-  lookupFields: [{ fieldName: 'code', unique: true }, { fieldName: 'price', rangeEnabled: true }, { fieldNames: ['a', 'b'] }],
+  lookupFields: [
+    { fieldName: 'code', unique: true },
+    { fieldName: 'price', rangeEnabled: true },
+    { fieldNames: ['a', 'b'] },
+  ],
 };
 
 describe('price table', () => {
@@ -55,12 +72,29 @@ describe('price table', () => {
 
 describe('charges', () => {
   it('index credits: equality 1, range 3, composite 1 per declared lookup with a value; automatic lookups counted, not charged', () => {
-    expect(indexCharge(DEFAULT_PRICES, { definition: def, payload: { code: 'x', price: 1, a: 'p', b: 'q' } })).toEqual({ credits: 1 + 3 + 1 + 1, milli: 5000 });
+    expect(indexCharge(DEFAULT_PRICES, { definition: def, payload: { code: 'x', price: 1, a: 'p', b: 'q' } })).toEqual({
+      credits: 1 + 3 + 1 + 1,
+      milli: 5000,
+    });
     expect(indexCharge(DEFAULT_PRICES, { definition: def, payload: {} })).toEqual({ credits: 1, milli: 0 });
-    expect(indexCharge(DEFAULT_PRICES, { definition: def, payload: { price: 2 }, externalId: 'e', userId: 'u', scopes: ['org:a', 'org:b'] })).toEqual({ credits: 3 + 4, milli: 3000 });
-    expect(indexCharge(DEFAULT_PRICES, { definition: null, payload: { code: 'x' }, scopes: [] })).toEqual({ credits: 0, milli: 0 });
+    expect(
+      indexCharge(DEFAULT_PRICES, {
+        definition: def,
+        payload: { price: 2 },
+        externalId: 'e',
+        userId: 'u',
+        scopes: ['org:a', 'org:b'],
+      }),
+    ).toEqual({ credits: 3 + 4, milli: 3000 });
+    expect(indexCharge(DEFAULT_PRICES, { definition: null, payload: { code: 'x' }, scopes: [] })).toEqual({
+      credits: 0,
+      milli: 0,
+    });
     const charged = loadPrices(JSON.stringify({ index: { automatic: 1 } }));
-    expect(indexCharge(charged, { definition: def, payload: {}, externalId: 'e' })).toEqual({ credits: 2, milli: 2000 });
+    expect(indexCharge(charged, { definition: def, payload: {}, externalId: 'e' })).toEqual({
+      credits: 2,
+      milli: 2000,
+    });
   });
 
   it('writes, ingests, searches', () => {
@@ -68,19 +102,45 @@ describe('charges', () => {
       { category: 'recordWrite', count: 1, units: 0, milli: 1000 },
       { category: 'recordIndex', count: 0, units: 2, milli: 1000 },
     ]);
-    expect(documentWriteItems(DEFAULT_PRICES, { definition: undefined, payload: {} }, 10_241).map((i) => i.milli)).toEqual([1000, 0, 2000]);
-    expect([0, 1, 10_240, 10_241, 25_000].map((b) => textIngestItem(DEFAULT_PRICES, b).milli)).toEqual([1000, 1000, 1000, 2000, 3000]);
-    expect([1, 102_400, 102_401, 150_000].map((b) => fileIngestItem(DEFAULT_PRICES, b).milli)).toEqual([2000, 2000, 4000, 4000]);
+    expect(
+      documentWriteItems(DEFAULT_PRICES, { definition: undefined, payload: {} }, 10_241).map((i) => i.milli),
+    ).toEqual([1000, 0, 2000]);
+    expect([0, 1, 10_240, 10_241, 25_000].map((b) => textIngestItem(DEFAULT_PRICES, b).milli)).toEqual([
+      1000, 1000, 1000, 2000, 3000,
+    ]);
+    expect([1, 102_400, 102_401, 150_000].map((b) => fileIngestItem(DEFAULT_PRICES, b).milli)).toEqual([
+      2000, 2000, 4000, 4000,
+    ]);
     expect(searchItem(DEFAULT_PRICES, 'HYBRID')).toEqual({ category: 'searchHybrid', count: 1, units: 0, milli: 2000 });
     expect(searchItem(DEFAULT_PRICES, 'SEMANTIC').milli).toBe(1000);
     expect(inferenceItem('rag', 12.4)).toEqual({ category: 'inferenceRag', count: 1, units: 12, milli: 0 });
   });
 
   it('script execution: baseline 5 ms, 50 included ms consumed (not earned), 1 milli-credit per billable ms; service failures metered, not charged', () => {
-    expect(scriptExecutionItem(DEFAULT_PRICES, { executions: 1, totalMillis: 120, charged: true })).toMatchObject({ count: 1, units: 120, includedMillis: 50, billableMillis: 75, milli: 75 });
-    expect(scriptExecutionItem(DEFAULT_PRICES, { executions: 1, totalMillis: 10, charged: true })).toMatchObject({ includedMillis: 15, billableMillis: 0, milli: 0 });
-    expect(scriptExecutionItem(DEFAULT_PRICES, { executions: 2, totalMillis: 200, charged: true })).toMatchObject({ includedMillis: 100, billableMillis: 110, milli: 110 });
-    expect(scriptExecutionItem(DEFAULT_PRICES, { executions: 1, totalMillis: 500, charged: false })).toMatchObject({ count: 1, units: 500, includedMillis: 0, billableMillis: 0, milli: 0 });
+    expect(scriptExecutionItem(DEFAULT_PRICES, { executions: 1, totalMillis: 120, charged: true })).toMatchObject({
+      count: 1,
+      units: 120,
+      includedMillis: 50,
+      billableMillis: 75,
+      milli: 75,
+    });
+    expect(scriptExecutionItem(DEFAULT_PRICES, { executions: 1, totalMillis: 10, charged: true })).toMatchObject({
+      includedMillis: 15,
+      billableMillis: 0,
+      milli: 0,
+    });
+    expect(scriptExecutionItem(DEFAULT_PRICES, { executions: 2, totalMillis: 200, charged: true })).toMatchObject({
+      includedMillis: 100,
+      billableMillis: 110,
+      milli: 110,
+    });
+    expect(scriptExecutionItem(DEFAULT_PRICES, { executions: 1, totalMillis: 500, charged: false })).toMatchObject({
+      count: 1,
+      units: 500,
+      includedMillis: 0,
+      billableMillis: 0,
+      milli: 0,
+    });
   });
 
   it('read overage priced per batch adds up to the overage of the total', () => {
@@ -100,7 +160,7 @@ describe('charges', () => {
 });
 
 describe('a write charge in event metadata (chargeCode)', () => {
-  it('round-trips every item, with the script items\' included and billable milliseconds', () => {
+  it("round-trips every item, with the script items' included and billable milliseconds", () => {
     const items = [
       ...recordWriteItems(DEFAULT_PRICES, { definition: def, payload: { code: 'a', price: 3 } }),
       textIngestItem(DEFAULT_PRICES, 25_000),

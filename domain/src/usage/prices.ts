@@ -54,8 +54,14 @@ const override = z
     search: z.object({ TEXT: amount, SEMANTIC: amount, HYBRID: amount }).partial().strict(),
     textIngest: z.object({ unitBytes: unit, milliPerUnit: amount }).partial().strict(),
     fileIngest: z.object({ unitBytes: unit, milliPerUnit: amount }).partial().strict(),
-    scriptExecution: z.object({ baselineMillis: amount, includedMillis: amount, millisPerMilli: unit }).partial().strict(),
-    reads: z.object({ includedCalls: amount, callsPerCredit: unit, includedBytes: amount, bytesPerCredit: unit }).partial().strict(),
+    scriptExecution: z
+      .object({ baselineMillis: amount, includedMillis: amount, millisPerMilli: unit })
+      .partial()
+      .strict(),
+    reads: z
+      .object({ includedCalls: amount, callsPerCredit: unit, includedBytes: amount, bytesPerCredit: unit })
+      .partial()
+      .strict(),
     allowances: z.object({ free: amount, starter: amount, pro: amount, scale: amount }).partial().strict(),
   })
   .partial()
@@ -71,7 +77,8 @@ export function loadPrices(json: string | undefined): PriceTable {
     throw new Error('PRICES_JSON is not valid JSON');
   }
   const r = override.safeParse(raw);
-  if (!r.success) throw new Error(`PRICES_JSON: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!r.success)
+    throw new Error(`PRICES_JSON: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   const out = structuredClone(DEFAULT_PRICES) as unknown as Record<string, Record<string, number>>;
   for (const [group, values] of Object.entries(r.data)) Object.assign(out[group], values);
   return out as unknown as PriceTable;
@@ -84,16 +91,23 @@ export type PlanName = 'free' | 'starter' | 'pro' | 'scale' | 'enterprise';
  * `creditLimit` overrides the plan's allowance on every plan; without one the
  * plan's allowance applies (none on `enterprise`). An unset or unknown plan is Free.
  */
-export function allowanceOf(prices: PriceTable, account: { plan?: unknown; creditLimit?: unknown } | null | undefined): number | null {
+export function allowanceOf(
+  prices: PriceTable,
+  account: { plan?: unknown; creditLimit?: unknown } | null | undefined,
+): number | null {
   const limit = account?.creditLimit;
   if (typeof limit === 'number' && Number.isFinite(limit) && limit >= 0) return limit;
   const plan = typeof account?.plan === 'string' ? account.plan : 'free';
   if (plan === 'enterprise') return null;
-  return Object.hasOwn(prices.allowances, plan) ? prices.allowances[plan as keyof PriceTable['allowances']] : prices.allowances.free;
+  return Object.hasOwn(prices.allowances, plan)
+    ? prices.allowances[plan as keyof PriceTable['allowances']]
+    : prices.allowances.free;
 }
 
 /** The billing period of a moment: `YYYY-MM` in UTC. */
 export const periodOf = (at: Date | string): string =>
   // A UTC ISO timestamp (every event's occurredAt) is its own period's prefix: no Date to parse per metered event.
-  typeof at === 'string' && UTC_ISO.test(at) ? at.slice(0, 7) : (typeof at === 'string' ? new Date(at) : at).toISOString().slice(0, 7);
+  typeof at === 'string' && UTC_ISO.test(at)
+    ? at.slice(0, 7)
+    : (typeof at === 'string' ? new Date(at) : at).toISOString().slice(0, 7);
 const UTC_ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;

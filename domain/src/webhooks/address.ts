@@ -8,7 +8,17 @@ import { isIP } from 'node:net';
  * loopback. `allowPrivate` (WEBHOOK_ALLOW_PRIVATE_TARGETS=1) opens loopback and
  * RFC 1918 only; everything else below stays refused.
  */
-export type AddressClass = 'public' | 'loopback' | 'private' | 'link-local' | 'unspecified' | 'multicast' | 'cgnat' | 'unique-local' | 'reserved' | 'invalid';
+export type AddressClass =
+  | 'public'
+  | 'loopback'
+  | 'private'
+  | 'link-local'
+  | 'unspecified'
+  | 'multicast'
+  | 'cgnat'
+  | 'unique-local'
+  | 'reserved'
+  | 'invalid';
 
 /** The classes WEBHOOK_ALLOW_PRIVATE_TARGETS=1 opens. */
 const OPENED_BY_ALLOW_PRIVATE: ReadonlySet<AddressClass> = new Set(['loopback', 'private']);
@@ -29,7 +39,10 @@ export function refusedAddress(address: string, policy: AddressPolicy): AddressC
  * Checks a whole DNS answer: it must be non-empty and every address must pass
  * (one refused address refuses the host: a client could connect to any of them).
  */
-export function checkResolved(addresses: readonly string[], policy: AddressPolicy): { ok: true } | { ok: false; reason: AddressClass | 'unresolvable'; address?: string } {
+export function checkResolved(
+  addresses: readonly string[],
+  policy: AddressPolicy,
+): { ok: true } | { ok: false; reason: AddressClass | 'unresolvable'; address?: string } {
   if (addresses.length === 0) return { ok: false, reason: 'unresolvable' };
   for (const a of addresses) {
     const r = refusedAddress(a, policy);
@@ -59,7 +72,8 @@ export function embeddedV4(bytes: Uint8Array): number[] | null {
   // ::a.b.c.d (compatible, deprecated); :: and ::1 are themselves
   if (zero(0, 12) && !(zero(12, 15) && bytes[15] <= 1)) return [...bytes.slice(12, 16)];
   // 64:ff9b::/96 (NAT64)
-  if (bytes[0] === 0 && bytes[1] === 0x64 && bytes[2] === 0xff && bytes[3] === 0x9b && zero(4, 12)) return [...bytes.slice(12, 16)];
+  if (bytes[0] === 0 && bytes[1] === 0x64 && bytes[2] === 0xff && bytes[3] === 0x9b && zero(4, 12))
+    return [...bytes.slice(12, 16)];
   // 2002::/16 (6to4): the IPv4 address is in bits 16-47
   if (bytes[0] === 0x20 && bytes[1] === 0x02) return [...bytes.slice(2, 6)];
   return null;

@@ -76,13 +76,28 @@ describe('webhook target addresses', () => {
       expect(refusedAddress(a, strict)).not.toBeNull();
       expect(refusedAddress(a, open)).toBeNull();
     }
-    for (const a of ['169.254.169.254', '::ffff:169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', 'fc00::1', 'fe80::1', '240.0.0.1', '::']) expect(refusedAddress(a, open)).not.toBeNull();
+    for (const a of [
+      '169.254.169.254',
+      '::ffff:169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '224.0.0.1',
+      'fc00::1',
+      'fe80::1',
+      '240.0.0.1',
+      '::',
+    ])
+      expect(refusedAddress(a, open)).not.toBeNull();
   });
 
   it('a DNS answer passes only when non-empty and every address passes', () => {
     expect(checkResolved([], strict)).toEqual({ ok: false, reason: 'unresolvable' });
     expect(checkResolved(['8.8.8.8'], strict)).toEqual({ ok: true });
-    expect(checkResolved(['8.8.8.8', '10.0.0.1'], strict)).toMatchObject({ ok: false, reason: 'private', address: '10.0.0.1' });
+    expect(checkResolved(['8.8.8.8', '10.0.0.1'], strict)).toMatchObject({
+      ok: false,
+      reason: 'private',
+      address: '10.0.0.1',
+    });
     expect(checkResolved(['not-an-ip'], strict)).toMatchObject({ ok: false, reason: 'invalid' });
   });
 });

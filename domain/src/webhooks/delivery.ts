@@ -18,7 +18,9 @@ export function afterAttempt(d: DeliveryProgress, outcome: AttemptOutcome, now: 
   const attempts = d.attempts + 1;
   if (outcome.ok) return { status: 'DELIVERED', attempts, nextAttemptAt: null };
   const delay = retryDelayMs(attempts, scale);
-  return delay === null ? { status: 'FAILED', attempts, nextAttemptAt: null } : { status: 'PENDING', attempts, nextAttemptAt: now + delay };
+  return delay === null
+    ? { status: 'FAILED', attempts, nextAttemptAt: null }
+    : { status: 'PENDING', attempts, nextAttemptAt: now + delay };
 }
 
 /** Manual retry: only a FAILED delivery is re-queued (PENDING, due now, attempts kept); anything else is a 400. */

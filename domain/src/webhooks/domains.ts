@@ -25,18 +25,35 @@ export const webhookDomainsDecider: Decider<DomainsState, WebhookDomainCommand, 
     const known = s.domains.get(cmd.domain);
     switch (cmd.type) {
       case 'AddDomain':
-        return known ? [] : [{ type: 'WebhookDomainAdded', data: { accountId: cmd.accountId, domain: cmd.domain, verificationToken: cmd.token } }];
+        return known
+          ? []
+          : [
+              {
+                type: 'WebhookDomainAdded',
+                data: { accountId: cmd.accountId, domain: cmd.domain, verificationToken: cmd.token },
+              },
+            ];
       case 'VerifyDomainByOperator':
         if (known?.verified) return [];
         return [
-          ...(known ? [] : [{ type: 'WebhookDomainAdded', data: { accountId: cmd.accountId, domain: cmd.domain, verificationToken: cmd.token } } as const]),
+          ...(known
+            ? []
+            : [
+                {
+                  type: 'WebhookDomainAdded',
+                  data: { accountId: cmd.accountId, domain: cmd.domain, verificationToken: cmd.token },
+                } as const,
+              ]),
           { type: 'WebhookDomainVerified', data: { accountId: cmd.accountId, domain: cmd.domain, method: 'operator' } },
         ];
       case 'VerifyDomainByDns':
         if (!known) throw notFound();
         if (known.verified) return [];
-        if (!cmd.txtRecords.some((r) => r.trim() === known.verificationToken)) throw invalid(`No TXT record ${verificationRecordName(cmd.domain)} carries the verification token`);
-        return [{ type: 'WebhookDomainVerified', data: { accountId: cmd.accountId, domain: cmd.domain, method: 'dns' } }];
+        if (!cmd.txtRecords.some((r) => r.trim() === known.verificationToken))
+          throw invalid(`No TXT record ${verificationRecordName(cmd.domain)} carries the verification token`);
+        return [
+          { type: 'WebhookDomainVerified', data: { accountId: cmd.accountId, domain: cmd.domain, method: 'dns' } },
+        ];
       default:
         return assertNever(cmd);
     }
@@ -46,7 +63,8 @@ export const webhookDomainsDecider: Decider<DomainsState, WebhookDomainCommand, 
     const domains = new Map(s.domains);
     switch (e.type) {
       case 'WebhookDomainAdded':
-        if (!domains.has(e.data.domain)) domains.set(e.data.domain, { verificationToken: e.data.verificationToken, verified: false });
+        if (!domains.has(e.data.domain))
+          domains.set(e.data.domain, { verificationToken: e.data.verificationToken, verified: false });
         return { domains };
       case 'WebhookDomainVerified': {
         const d = domains.get(e.data.domain);

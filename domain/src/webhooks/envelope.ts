@@ -11,7 +11,14 @@ export interface WebhookEnvelope {
   data: Record<string, unknown>;
 }
 
-export const buildEnvelope = (o: { id: string; type: WebhookEventType; createdMs: number; tenantId: string; livemode: boolean; data: Record<string, unknown> }): WebhookEnvelope => ({
+export const buildEnvelope = (o: {
+  id: string;
+  type: WebhookEventType;
+  createdMs: number;
+  tenantId: string;
+  livemode: boolean;
+  data: Record<string, unknown>;
+}): WebhookEnvelope => ({
   id: o.id,
   version: WEBHOOK_API_VERSION,
   type: o.type,
@@ -28,11 +35,36 @@ function presentFields<T extends object>(x: T, keys: readonly (keyof T & string)
 }
 
 /** `data` of `record.*`: id, typeName, indexStatus; userId and scopes when present; indexFailure on failures when classified. */
-export function recordData(r: { id: string; typeName: string; indexStatus: string; userId?: string | null; scopes?: string[]; indexFailure?: { code: string; message: string } }): Record<string, unknown> {
-  return { id: r.id, typeName: r.typeName, indexStatus: r.indexStatus, ...presentFields(r, ['userId', 'scopes', 'indexFailure']) };
+export function recordData(r: {
+  id: string;
+  typeName: string;
+  indexStatus: string;
+  userId?: string | null;
+  scopes?: string[];
+  indexFailure?: { code: string; message: string };
+}): Record<string, unknown> {
+  return {
+    id: r.id,
+    typeName: r.typeName,
+    indexStatus: r.indexStatus,
+    ...presentFields(r, ['userId', 'scopes', 'indexFailure']),
+  };
 }
 
 /** `data` of `document.*`: id, status, indexMode; userId, scopes, folderId when present. Never the title. */
-export function documentData(d: { id: string; status: string; indexMode: string; userId?: string | null; scopes?: string[]; folderId?: string | null; indexFailure?: { code: string; message: string } }): Record<string, unknown> {
-  return { id: d.id, status: d.status, indexMode: d.indexMode, ...presentFields(d, ['userId', 'scopes', 'folderId', 'indexFailure']) };
+export function documentData(d: {
+  id: string;
+  status: string;
+  indexMode: string;
+  userId?: string | null;
+  scopes?: string[];
+  folderId?: string | null;
+  indexFailure?: { code: string; message: string };
+}): Record<string, unknown> {
+  return {
+    id: d.id,
+    status: d.status,
+    indexMode: d.indexMode,
+    ...presentFields(d, ['userId', 'scopes', 'folderId', 'indexFailure']),
+  };
 }

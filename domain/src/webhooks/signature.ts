@@ -13,7 +13,14 @@ export function signDelivery(secretHex: string, timestamp: number | string, body
 }
 
 /** What a receiver does: recompute, compare in constant time, refuse a timestamp more than `toleranceSeconds` away. */
-export function verifyDelivery(o: { secretHex: string; timestamp: string; body: string | Buffer; signature: string; nowSeconds: number; toleranceSeconds?: number }): boolean {
+export function verifyDelivery(o: {
+  secretHex: string;
+  timestamp: string;
+  body: string | Buffer;
+  signature: string;
+  nowSeconds: number;
+  toleranceSeconds?: number;
+}): boolean {
   const ts = Number(o.timestamp);
   if (!/^\d+$/.test(o.timestamp) || Math.abs(o.nowSeconds - ts) > (o.toleranceSeconds ?? 300)) return false;
   const want = Buffer.from(signDelivery(o.secretHex, o.timestamp, o.body));

@@ -22,13 +22,17 @@ export function webhookHostname(url: string): string {
   }
   if (u.protocol !== 'https:') throw invalid('url must start with https://');
   if (u.username || u.password) throw invalid('url must not carry credentials');
-  const host = u.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
+  const host = u.hostname
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')
+    .toLowerCase();
   if (!host) throw invalid('url has no hostname');
   return host;
 }
 
 /** True when `hostname` is the verified `domain` itself or a name under it. */
-export const hostUnderDomain = (hostname: string, domain: string) => hostname === domain || hostname.endsWith(`.${domain}`);
+export const hostUnderDomain = (hostname: string, domain: string) =>
+  hostname === domain || hostname.endsWith(`.${domain}`);
 
 /** The verified domain that covers `hostname`, if any. */
 export const coveringDomain = (hostname: string, verified: Iterable<string>): string | undefined => {
@@ -42,12 +46,21 @@ export const coveringDomain = (hostname: string, verified: Iterable<string>): st
  * check): the hostname resolves, every address is public (400), and a verified
  * domain of the account covers it (403). Returns the covering domain.
  */
-export async function checkRegistrationTarget(url: string, o: { resolver: HostResolver; policy: AddressPolicy; verifiedDomains: Iterable<string> }): Promise<string> {
+export async function checkRegistrationTarget(
+  url: string,
+  o: { resolver: HostResolver; policy: AddressPolicy; verifiedDomains: Iterable<string> },
+): Promise<string> {
   const hostname = webhookHostname(url);
   // An IP literal is checked as it is (and can never be a verified domain).
-  const addresses = classifyAddress(hostname) !== 'invalid' ? [hostname] : await o.resolver.lookup(hostname).catch(() => []);
+  const addresses =
+    classifyAddress(hostname) !== 'invalid' ? [hostname] : await o.resolver.lookup(hostname).catch(() => []);
   const check = checkResolved(addresses, o.policy);
-  if (!check.ok) throw invalid(check.reason === 'unresolvable' ? 'The url hostname does not resolve' : 'The url hostname resolves to an address that is not publicly routable');
+  if (!check.ok)
+    throw invalid(
+      check.reason === 'unresolvable'
+        ? 'The url hostname does not resolve'
+        : 'The url hostname resolves to an address that is not publicly routable',
+    );
   const domain = coveringDomain(hostname, o.verifiedDomains);
   if (!domain) throw forbidden();
   return hostname;

@@ -4,7 +4,10 @@ import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/
 /** One registration as its own stream folds it. */
 export type WebhookState =
   | { exists: false; deleted: boolean }
-  | ({ exists: true } & Omit<EventData<'WebhookRegistered'>, 'sealedSecret'> & { status: 'ACTIVE' | 'DISABLED'; disabledReason: EventData<'WebhookUpdated'>['disabledReason'] });
+  | ({ exists: true } & Omit<EventData<'WebhookRegistered'>, 'sealedSecret'> & {
+        status: 'ACTIVE' | 'DISABLED';
+        disabledReason: EventData<'WebhookUpdated'>['disabledReason'];
+      });
 
 /** A registration the developer's account owns; anything else reads as not found. */
 export function ownedWebhook(s: WebhookState, accountId: string): WebhookState & { exists: true } {
@@ -13,7 +16,10 @@ export function ownedWebhook(s: WebhookState, accountId: string): WebhookState &
 }
 
 /** The account's tenant named by `tenantId` ('live' or 'test'); another account's is a 403 (registration rule 3). */
-export function ownTenant(tenants: { live: { tenantId: string }; test: { tenantId: string } }, tenantId: string): 'live' | 'test' {
+export function ownTenant(
+  tenants: { live: { tenantId: string }; test: { tenantId: string } },
+  tenantId: string,
+): 'live' | 'test' {
   if (tenants.live.tenantId === tenantId) return 'live';
   if (tenants.test.tenantId === tenantId) return 'test';
   throw forbidden();
@@ -48,7 +54,12 @@ export const webhookDecider: Decider<WebhookState, WebhookCommand, WebhookEvent>
         const s = ownedWebhook(state, cmd.accountId);
         const { body } = cmd;
         const status = body.status ?? s.status;
-        const disabledReason = status === 'ACTIVE' ? null : body.status === 'DISABLED' && s.status === 'ACTIVE' ? 'manual' : s.disabledReason;
+        const disabledReason =
+          status === 'ACTIVE'
+            ? null
+            : body.status === 'DISABLED' && s.status === 'ACTIVE'
+              ? 'manual'
+              : s.disabledReason;
         return [
           {
             type: 'WebhookUpdated',
@@ -71,7 +82,9 @@ export const webhookDecider: Decider<WebhookState, WebhookCommand, WebhookEvent>
       }
       case 'DisableWebhook':
         // Disabled already (by hand or by an earlier failure) or deleted: nothing changes.
-        return state.exists && state.status === 'ACTIVE' ? [{ type: 'WebhookDisabled', data: { webhookId: state.webhookId, reason: cmd.reason } }] : [];
+        return state.exists && state.status === 'ACTIVE'
+          ? [{ type: 'WebhookDisabled', data: { webhookId: state.webhookId, reason: cmd.reason } }]
+          : [];
       default:
         return assertNever(cmd);
     }
@@ -84,7 +97,17 @@ export const webhookDecider: Decider<WebhookState, WebhookCommand, WebhookEvent>
         return { exists: true, ...d, status: 'ACTIVE', disabledReason: null };
       }
       case 'WebhookUpdated':
-        return s.exists ? { ...s, url: e.data.url, domain: e.data.domain, events: e.data.events, apiVersion: e.data.apiVersion, status: e.data.status, disabledReason: e.data.disabledReason } : s;
+        return s.exists
+          ? {
+              ...s,
+              url: e.data.url,
+              domain: e.data.domain,
+              events: e.data.events,
+              apiVersion: e.data.apiVersion,
+              status: e.data.status,
+              disabledReason: e.data.disabledReason,
+            }
+          : s;
       case 'WebhookDisabled':
         return s.exists && s.status === 'ACTIVE' ? { ...s, status: 'DISABLED', disabledReason: e.data.reason } : s;
       case 'WebhookDeleted':

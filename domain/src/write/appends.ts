@@ -4,7 +4,12 @@ import type { IdGenerator } from '../ports/runtime';
 
 /** Validates each event against the catalogue and stamps id and metadata. */
 export function toNewEvents(ids: IdGenerator, events: DomainEvent[], metadata: EventMetadata): NewEvent[] {
-  return events.map((e) => ({ id: ids.newId(), type: e.type, data: parseEventData(e.type, e.data) as Record<string, unknown>, metadata }));
+  return events.map((e) => ({
+    id: ids.newId(),
+    type: e.type,
+    data: parseEventData(e.type, e.data) as Record<string, unknown>,
+    metadata,
+  }));
 }
 
 /** Domain events bound for one stream; `metadata` overrides the command's (e.g. another tenant id). */

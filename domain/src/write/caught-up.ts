@@ -10,7 +10,13 @@ export async function readModelsCaughtUp(deps: Pick<CommandDeps, 'store' | 'barr
  * no count come first (`uncounted`: the command with nothing counted, so what the caller cannot see is not
  * counted), then `count` reads the read models once they hold every earlier write.
  */
-export async function countForDecision<S, C, T>(deps: Pick<CommandDeps, 'store' | 'barrier'>, decider: { decide(command: C, state: S): unknown }, uncounted: C, state: S, count: () => Promise<T>): Promise<T> {
+export async function countForDecision<S, C, T>(
+  deps: Pick<CommandDeps, 'store' | 'barrier'>,
+  decider: { decide(command: C, state: S): unknown },
+  uncounted: C,
+  state: S,
+  count: () => Promise<T>,
+): Promise<T> {
   decider.decide(uncounted, state);
   await readModelsCaughtUp(deps);
   return count();

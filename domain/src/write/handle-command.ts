@@ -1,5 +1,10 @@
 import { conflict, type DomainEvent, type EventMetadata } from '@svc/contracts';
-import { type AppendRequest, type EventStore, type StoredEvent, WrongExpectedRevisionError } from '../ports/event-store';
+import {
+  type AppendRequest,
+  type EventStore,
+  type StoredEvent,
+  WrongExpectedRevisionError,
+} from '../ports/event-store';
 import type { ReadModelBarrier } from '../ports/read-model-barrier';
 import type { IdGenerator } from '../ports/runtime';
 import type { WriteCharges } from '../ports/write-charges';
@@ -41,17 +46,25 @@ export interface CommandDeps extends WriteDeps {
 export async function commit(deps: WriteDeps, metadata: EventMetadata, appends: DomainAppend[]): Promise<number> {
   const requests: AppendRequest[] = appends
     .filter((a) => a.events.length > 0)
-    .map((a) => ({ streamId: a.streamId, events: toNewEvents(deps.ids, a.events, a.metadata ?? metadata), expectedRevision: a.expectedRevision }));
+    .map((a) => ({
+      streamId: a.streamId,
+      events: toNewEvents(deps.ids, a.events, a.metadata ?? metadata),
+      expectedRevision: a.expectedRevision,
+    }));
   const charge = appends.flatMap((a) => a.charge ?? []);
   if (charge.length && requests.length) {
     const [first, ...rest] = requests[0].events;
-    requests[0] = { ...requests[0], events: [{ ...first, metadata: { ...first.metadata, chargeCode: encodeCharge(charge) } }, ...rest] };
+    requests[0] = {
+      ...requests[0],
+      events: [{ ...first, metadata: { ...first.metadata, chargeCode: encodeCharge(charge) } }, ...rest],
+    };
   }
   const results = await deps.store.appendMulti(requests);
   const position = Math.max(0, ...results.map((r) => r.position));
   // The write is durable once appended. If the projector is stalled past the barrier's timeout we still answer
   // (a retried create would duplicate) and say so in the log; reads catch up when the projector does.
-  if (position > 0 && !(await deps.barrier.waitFor(position))) deps.log?.(`read models did not reach position ${position} in time; answering anyway`);
+  if (position > 0 && !(await deps.barrier.waitFor(position)))
+    deps.log?.(`read models did not reach position ${position} in time; answering anyway`);
   if (deps.onRevoked && requests.some((r) => r.events.some((e) => REVOKING_EVENTS.has(e.type)))) deps.onRevoked();
   return position;
 }
@@ -62,7 +75,10 @@ export async function commit(deps: WriteDeps, metadata: EventMetadata, appends: 
  * read, atomically, then the read models are waited for as `commit` does. A lost race is answered, not thrown:
  * `{ conflict }` names the stream that moved (the caller refuses or re-runs the whole transaction).
  */
-export async function commitStaged(deps: WriteDeps, requests: AppendRequest[]): Promise<{ position: number } | { conflict: string }> {
+export async function commitStaged(
+  deps: WriteDeps,
+  requests: AppendRequest[],
+): Promise<{ position: number } | { conflict: string }> {
   let position: number;
   try {
     const results = await deps.store.appendMulti(requests);
@@ -71,7 +87,8 @@ export async function commitStaged(deps: WriteDeps, requests: AppendRequest[]): 
     if (e instanceof WrongExpectedRevisionError) return { conflict: e.streamId };
     throw e;
   }
-  if (position > 0 && !(await deps.barrier.waitFor(position))) deps.log?.(`read models did not reach position ${position} in time; answering anyway`);
+  if (position > 0 && !(await deps.barrier.waitFor(position)))
+    deps.log?.(`read models did not reach position ${position} in time; answering anyway`);
   return { position };
 }
 
@@ -81,7 +98,11 @@ export interface Aggregate<S> {
   evolve(state: S, event: DomainEvent, metadata?: EventMetadata): S;
 }
 
-export async function loadAggregate<S>(store: EventStore, streamId: string, agg: Aggregate<S>): Promise<{ state: S; revision: number }> {
+export async function loadAggregate<S>(
+  store: EventStore,
+  streamId: string,
+  agg: Aggregate<S>,
+): Promise<{ state: S; revision: number }> {
   const events = await store.readStream(streamId);
   const state = events.reduce((s, e: StoredEvent) => agg.evolve(s, e, e.metadata), agg.initialState());
   return { state, revision: events.length ? events[events.length - 1].revision : -1 };
@@ -148,23 +169,54 @@ type LegacyDecide<S> = (state: S) => Decision;
  * contended()) when another writer got in between; then waits for the read
  * models (commit). The positional form is the single-stream shorthand.
  */
-export function handleCommand<S, P = undefined, R = never>(deps: WriteDeps, cmd: Command<S, P, R>): Promise<CommandResult<S, P, R>>;
-export function handleCommand<S>(deps: WriteDeps, streamId: string, agg: Aggregate<S>, decide: LegacyDecide<S>, metadata: EventMetadata): Promise<CommandResult<S, undefined, never>>;
-export function handleCommand<S, P, R>(deps: WriteDeps, cmd: Command<S, P, R> | string, agg?: Aggregate<S>, decide?: LegacyDecide<S>, metadata?: EventMetadata) {
+export function handleCommand<S, P = undefined, R = never>(
+  deps: WriteDeps,
+  cmd: Command<S, P, R>,
+): Promise<CommandResult<S, P, R>>;
+export function handleCommand<S>(
+  deps: WriteDeps,
+  streamId: string,
+  agg: Aggregate<S>,
+  decide: LegacyDecide<S>,
+  metadata: EventMetadata,
+): Promise<CommandResult<S, undefined, never>>;
+export function handleCommand<S, P, R>(
+  deps: WriteDeps,
+  cmd: Command<S, P, R> | string,
+  agg?: Aggregate<S>,
+  decide?: LegacyDecide<S>,
+  metadata?: EventMetadata,
+) {
   if (typeof cmd !== 'string') return run(deps, cmd);
-  return run<S, undefined, never>(deps, { streamId: cmd, aggregate: agg!, decide: (s) => decide!(s), metadata: metadata! });
+  return run<S, undefined, never>(deps, {
+    streamId: cmd,
+    aggregate: agg!,
+    decide: (s) => decide!(s),
+    metadata: metadata!,
+  });
 }
 
 async function run<S, P, R>(deps: WriteDeps, cmd: Command<S, P, R>): Promise<CommandResult<S, P, R>> {
   for await (const attempt of contended()) {
-    const { state, revision } = cmd.fresh || cmd.appendOnly ? { state: cmd.aggregate.initialState(), revision: -1 } : await loadAggregate(deps.store, cmd.streamId, cmd.aggregate);
+    const { state, revision } =
+      cmd.fresh || cmd.appendOnly
+        ? { state: cmd.aggregate.initialState(), revision: -1 }
+        : await loadAggregate(deps.store, cmd.streamId, cmd.aggregate);
     const metadata = typeof cmd.metadata === 'function' ? cmd.metadata(state) : cmd.metadata;
     const prepared = (cmd.prepare ? await cmd.prepare(state, attempt) : undefined) as P;
     const decision = cmd.decide(state, prepared);
     const { events, answer } = decision;
     const next = events.reduce((s, e) => cmd.aggregate.evolve(s, e, metadata), state);
-    const appends: DomainAppend[] = [{ streamId: cmd.streamId, events, expectedRevision: cmd.appendOnly ? 'any' : revision < 0 ? 'no_stream' : revision }, ...(decision.also ?? [])];
-    if (events.length && cmd.beforeAppend) appends.push(...((await cmd.beforeAppend({ state, next, events }, prepared)) ?? []));
+    const appends: DomainAppend[] = [
+      {
+        streamId: cmd.streamId,
+        events,
+        expectedRevision: cmd.appendOnly ? 'any' : revision < 0 ? 'no_stream' : revision,
+      },
+      ...(decision.also ?? []),
+    ];
+    if (events.length && cmd.beforeAppend)
+      appends.push(...((await cmd.beforeAppend({ state, next, events }, prepared)) ?? []));
     if (!appends.some((a) => a.events.length)) return { state, events, position: 0, prepared, answer };
     if (cmd.dryRun) {
       if (events.length && cmd.undo) await cmd.undo(prepared);

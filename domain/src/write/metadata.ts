@@ -1,7 +1,11 @@
 import { EVENT_SCHEMA_VERSION, type EventMetadata, type RequestMeta } from '@svc/contracts';
 
 /** The metadata of a write made for a request: its principal, request id and time. */
-export function metadataFor(meta: RequestMeta, tenantId = meta.principal.tenantId, contextId = meta.principal.contextId): EventMetadata {
+export function metadataFor(
+  meta: RequestMeta,
+  tenantId = meta.principal.tenantId,
+  contextId = meta.principal.contextId,
+): EventMetadata {
   const p = meta.principal;
   return {
     tenantId,

@@ -15,14 +15,17 @@ const APPENDERS: Record<string, string> = {
   'domain/src/write/handle-command.ts': 'the command handler',
   'command-api/src/event-store/postgres.ts': 'the PostgreSQL event-store adapter',
   'command-api/src/event-store/kurrentdb.ts': 'the KurrentDB event-store adapter',
-  'command-api/src/scripts/staging-store.ts': "an event-store adapter that stages a script's writes for the handler's commitStaged",
+  'command-api/src/scripts/staging-store.ts':
+    "an event-store adapter that stages a script's writes for the handler's commitStaged",
   'deploy/src/tracing.ts': 'the event store with traces: a decorator of the adapter',
-  'deploy/src/backup/archive.ts': 'a restore copies an archived log verbatim (its events were decided when first written)',
+  'deploy/src/backup/archive.ts':
+    'a restore copies an archived log verbatim (its events were decided when first written)',
 };
 /** Catches of WrongExpectedRevisionError still outside the handler, each with why it is left (none may be added). */
 const CATCHERS: Record<string, string> = {
   'domain/src/write/handle-command.ts': 'the command handler',
-  'deploy/src/service/bootstrap.ts': 'left: concurrent first starts tell a lost race for the first account from other failures (to move into openAccount)',
+  'deploy/src/service/bootstrap.ts':
+    'left: concurrent first starts tell a lost race for the first account from other failures (to move into openAccount)',
 };
 
 function sources(): Array<{ path: string; text: string }> {
@@ -31,7 +34,8 @@ function sources(): Array<{ path: string; text: string }> {
     for (const e of readdirSync(d, { withFileTypes: true })) {
       const p = join(d, e.name);
       if (e.isDirectory()) walk(p);
-      else if (/\.(ts|mjs)$/.test(e.name) && !/\.spec\.ts$|\.d\.ts$/.test(e.name)) out.push({ path: relative(ROOT, p), text: readFileSync(p, 'utf8') });
+      else if (/\.(ts|mjs)$/.test(e.name) && !/\.spec\.ts$|\.d\.ts$/.test(e.name))
+        out.push({ path: relative(ROOT, p), text: readFileSync(p, 'utf8') });
     }
   };
   for (const p of PACKAGES) walk(join(ROOT, p));
@@ -52,12 +56,18 @@ describe('one write path', () => {
 
   it('nothing but the command handler and the event-store adapters appends to the event store', () => {
     const found = files.filter((f) => APPEND.test(f.text)).map((f) => f.path);
-    expect(found.filter((p) => !(p in APPENDERS)), 'append through handleCommand (domain/src/write)').toEqual([]);
+    expect(
+      found.filter((p) => !(p in APPENDERS)),
+      'append through handleCommand (domain/src/write)',
+    ).toEqual([]);
   });
 
   it('nothing but the command handler catches WrongExpectedRevisionError', () => {
     const found = files.filter((f) => CATCH.test(f.text)).map((f) => f.path);
-    expect(found.filter((p) => !(p in CATCHERS)), 'a lost race is the handler\'s (onConflict, or a decision of nothing)').toEqual([]);
+    expect(
+      found.filter((p) => !(p in CATCHERS)),
+      "a lost race is the handler's (onConflict, or a decision of nothing)",
+    ).toEqual([]);
     // An entry of CATCHERS that no longer catches is removed here too, so the list only shrinks.
     expect(Object.keys(CATCHERS).filter((p) => !found.includes(p))).toEqual([]);
   });

@@ -17,15 +17,20 @@ export interface Reservation {
   revision: number;
 }
 
-export const readReservation = (store: EventStore, ...parts: string[]): Promise<Reservation> => readAt(store, streams.reservation(...parts), parts.join('/'));
+export const readReservation = (store: EventStore, ...parts: string[]): Promise<Reservation> =>
+  readAt(store, streams.reservation(...parts), parts.join('/'));
 
 /** The reservation as it stands now (after a lost race). */
-export const refreshReservation = (store: EventStore, r: Pick<Reservation, 'streamId' | 'key'>) => readAt(store, r.streamId, r.key);
+export const refreshReservation = (store: EventStore, r: Pick<Reservation, 'streamId' | 'key'>) =>
+  readAt(store, r.streamId, r.key);
 
 /** The reservation a claim (or release) append was made for: what lost the race when its stream conflicts. */
 export function reservationOf(a: DomainAppend): Pick<Reservation, 'streamId' | 'key'> {
   const e = a.events[0];
-  return { streamId: a.streamId, key: e && (e.type === 'ReservationClaimed' || e.type === 'ReservationReleased') ? e.data.key : '' };
+  return {
+    streamId: a.streamId,
+    key: e && (e.type === 'ReservationClaimed' || e.type === 'ReservationReleased') ? e.data.key : '',
+  };
 }
 
 async function readAt(store: EventStore, streamId: string, key: string): Promise<Reservation> {
@@ -62,10 +67,13 @@ export const reservationDecider: Decider<ReservationState, ReservationCommand, R
     switch (c.type) {
       case 'Claim':
         if (s.holder === c.ownerId) return [];
-        if (s.holder && !c.takeOver) throw new InternalError(`claim of ${c.key}, held by ${s.holder}: the holder is checked before a claim`);
+        if (s.holder && !c.takeOver)
+          throw new InternalError(`claim of ${c.key}, held by ${s.holder}: the holder is checked before a claim`);
         return [{ type: 'ReservationClaimed', data: { key: c.key, ownerId: c.ownerId } }];
       case 'Release':
-        return s.holder === c.ownerId ? [{ type: 'ReservationReleased', data: { key: c.key, ownerId: c.ownerId } }] : [];
+        return s.holder === c.ownerId
+          ? [{ type: 'ReservationReleased', data: { key: c.key, ownerId: c.ownerId } }]
+          : [];
       default:
         return assertNever(c);
     }

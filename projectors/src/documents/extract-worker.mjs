@@ -18,7 +18,9 @@ const MiB = 1024 * 1024;
 const mib = (n) => `${Number.isInteger(n / MiB) ? n / MiB : (n / MiB).toFixed(1)} MiB`;
 
 const tooBigUnzipped = (limits, size) =>
-  new LimitError(`The file expands to ${size === undefined ? 'more than' : mib(size)} when unzipped, over the ${mib(limits.maxInflatedBytes)} extraction limit`);
+  new LimitError(
+    `The file expands to ${size === undefined ? 'more than' : mib(size)} when unzipped, over the ${mib(limits.maxInflatedBytes)} extraction limit`,
+  );
 
 /**
  * DOCX: the zip's central directory is read first (JSZip inflates nothing on
@@ -51,7 +53,9 @@ async function docx(data, limits) {
     });
   }
   const { default: mammoth } = await import('mammoth');
-  const { value } = await mammoth.extractRawText({ buffer: Buffer.from(data.buffer, data.byteOffset, data.byteLength) });
+  const { value } = await mammoth.extractRawText({
+    buffer: Buffer.from(data.buffer, data.byteOffset, data.byteLength),
+  });
   return value;
 }
 
@@ -59,7 +63,8 @@ async function pdf(data, limits) {
   const { extractText, getDocumentProxy } = await import('unpdf');
   const doc = await getDocumentProxy(data);
   try {
-    if (doc.numPages > limits.maxPdfPages) throw new LimitError(`The PDF has ${doc.numPages} pages, over the ${limits.maxPdfPages}-page extraction limit`);
+    if (doc.numPages > limits.maxPdfPages)
+      throw new LimitError(`The PDF has ${doc.numPages} pages, over the ${limits.maxPdfPages}-page extraction limit`);
     const { text } = await extractText(doc, { mergePages: true });
     return text;
   } finally {
@@ -71,7 +76,10 @@ async function html(data) {
   const { convert } = await import('html-to-text');
   return convert(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8'), {
     wordwrap: false,
-    selectors: [{ selector: 'a', options: { ignoreHref: true } }, { selector: 'img', format: 'skip' }],
+    selectors: [
+      { selector: 'a', options: { ignoreHref: true } },
+      { selector: 'img', format: 'skip' },
+    ],
   });
 }
 
@@ -86,7 +94,8 @@ async function run({ type, data, limits }) {
   if (!extract) return { kind: 'error', message: `No text extractor for ${type} in the extraction thread` };
   try {
     const text = await extract(data, limits);
-    if (Buffer.byteLength(text, 'utf8') > limits.maxTextBytes) return { kind: 'limit', message: `The extracted text is larger than the ${mib(limits.maxTextBytes)} limit` };
+    if (Buffer.byteLength(text, 'utf8') > limits.maxTextBytes)
+      return { kind: 'limit', message: `The extracted text is larger than the ${mib(limits.maxTextBytes)} limit` };
     return { kind: 'text', text };
   } catch (e) {
     if (e instanceof LimitError) return { kind: 'limit', message: e.message };

@@ -53,11 +53,21 @@ export const EXTRACTION_LIMITS: Readonly<ExtractionLimits> = Object.freeze({
   timeoutMs: EXTRACT_TIMEOUT_MS,
 });
 
-export const EXTRACTABLE_TYPES = ['text/plain', 'text/markdown', 'text/x-markdown', 'text/html', 'application/json', 'text/csv', 'application/pdf', DOCX_TYPE] as const;
+export const EXTRACTABLE_TYPES = [
+  'text/plain',
+  'text/markdown',
+  'text/x-markdown',
+  'text/html',
+  'application/json',
+  'text/csv',
+  'application/pdf',
+  DOCX_TYPE,
+] as const;
 /** Parsed in an extraction thread (the rest is a UTF-8 decode, done in place). */
 const THREAD_TYPES = new Set(['text/html', 'application/pdf', DOCX_TYPE]);
 
-export type Extraction = { kind: 'text'; text: string } | { kind: 'unsupported'; reason: string } | { kind: 'limit'; message: string };
+export type Extraction =
+  { kind: 'text'; text: string } | { kind: 'unsupported'; reason: string } | { kind: 'limit'; message: string };
 
 /** Thrown when the caller's signal stops an extraction: no outcome, nothing to record. */
 export class ExtractionAbortedError extends Error {
@@ -75,15 +85,21 @@ export function canExtract(fileType: string): boolean {
   return (EXTRACTABLE_TYPES as readonly string[]).includes(baseType(fileType));
 }
 
-export async function extractText(fileType: string, data: Buffer, opts: { limits?: ExtractionLimits; signal?: AbortSignal } = {}): Promise<Extraction> {
+export async function extractText(
+  fileType: string,
+  data: Buffer,
+  opts: { limits?: ExtractionLimits; signal?: AbortSignal } = {},
+): Promise<Extraction> {
   const limits = opts.limits ?? EXTRACTION_LIMITS;
   const type = baseType(fileType);
   if (!canExtract(type)) return { kind: 'unsupported', reason: `No text extractor for ${type}` };
-  if (data.length > limits.maxFileBytes) return { kind: 'limit', message: `The file is larger than the ${mib(limits.maxFileBytes)} text extraction limit` };
+  if (data.length > limits.maxFileBytes)
+    return { kind: 'limit', message: `The file is larger than the ${mib(limits.maxFileBytes)} text extraction limit` };
   if (THREAD_TYPES.has(type)) return runInThread(type, data, limits, opts.signal);
   // text/plain, markdown, CSV, JSON (kept as written: keys and values are both searchable text).
   const text = new TextDecoder('utf-8', { fatal: false }).decode(data);
-  if (Buffer.byteLength(text, 'utf8') > limits.maxTextBytes) return { kind: 'limit', message: `The extracted text is larger than the ${mib(limits.maxTextBytes)} limit` };
+  if (Buffer.byteLength(text, 'utf8') > limits.maxTextBytes)
+    return { kind: 'limit', message: `The extracted text is larger than the ${mib(limits.maxTextBytes)} limit` };
   return { kind: 'text', text };
 }
 
@@ -118,14 +134,20 @@ function release(): void {
   waiting.shift()?.();
 }
 
-type ThreadAnswer = { kind: 'text'; text: string } | { kind: 'limit'; message: string } | { kind: 'error'; message: string };
+type ThreadAnswer =
+  { kind: 'text'; text: string } | { kind: 'limit'; message: string } | { kind: 'error'; message: string };
 
 /**
  * One file, one thread: heap-limited (resourceLimits), terminated after its
  * answer, at the timeout, or when `signal` aborts. Running out of heap ends the
  * thread (ERR_WORKER_OUT_OF_MEMORY), not the process.
  */
-async function runInThread(type: string, data: Buffer, limits: ExtractionLimits, signal?: AbortSignal): Promise<Extraction> {
+async function runInThread(
+  type: string,
+  data: Buffer,
+  limits: ExtractionLimits,
+  signal?: AbortSignal,
+): Promise<Extraction> {
   if (signal?.aborted) throw new ExtractionAbortedError();
   await acquire(signal);
   try {
@@ -134,7 +156,15 @@ async function runInThread(type: string, data: Buffer, limits: ExtractionLimits,
       // Plain .mjs: no TypeScript loader needed in the thread; execArgv [] keeps the parent's loaders and heap flags out.
       const worker = new Worker(new URL('./extract-worker.mjs', import.meta.url), {
         execArgv: [],
-        workerData: { type, data: copy, limits: { maxInflatedBytes: limits.maxInflatedBytes, maxPdfPages: limits.maxPdfPages, maxTextBytes: limits.maxTextBytes } },
+        workerData: {
+          type,
+          data: copy,
+          limits: {
+            maxInflatedBytes: limits.maxInflatedBytes,
+            maxPdfPages: limits.maxPdfPages,
+            maxTextBytes: limits.maxTextBytes,
+          },
+        },
         transferList: [copy.buffer],
         resourceLimits: { maxOldGenerationSizeMb: limits.heapMb },
       });
@@ -147,14 +177,34 @@ async function runInThread(type: string, data: Buffer, limits: ExtractionLimits,
         void worker.terminate().catch(() => {});
         settle();
       };
-      const timer = setTimeout(() => finish(() => resolve({ kind: 'limit', message: `Text extraction took longer than the ${duration(limits.timeoutMs)} time limit` })), limits.timeoutMs);
+      const timer = setTimeout(
+        () =>
+          finish(() =>
+            resolve({
+              kind: 'limit',
+              message: `Text extraction took longer than the ${duration(limits.timeoutMs)} time limit`,
+            }),
+          ),
+        limits.timeoutMs,
+      );
       const onAbort = () => finish(() => reject(new ExtractionAbortedError()));
       signal?.addEventListener('abort', onAbort, { once: true });
-      worker.on('message', (m: ThreadAnswer) => finish(() => (m.kind === 'error' ? reject(new Error(m.message)) : resolve(m))));
-      worker.on('error', (e: Error & { code?: string }) =>
-        finish(() => (e.code === 'ERR_WORKER_OUT_OF_MEMORY' ? resolve({ kind: 'limit', message: `Text extraction needed more than the ${limits.heapMb} MiB memory limit` }) : reject(e))),
+      worker.on('message', (m: ThreadAnswer) =>
+        finish(() => (m.kind === 'error' ? reject(new Error(m.message)) : resolve(m))),
       );
-      worker.on('exit', (code) => finish(() => reject(new Error(`the extraction thread stopped without an answer (exit code ${code})`))));
+      worker.on('error', (e: Error & { code?: string }) =>
+        finish(() =>
+          e.code === 'ERR_WORKER_OUT_OF_MEMORY'
+            ? resolve({
+                kind: 'limit',
+                message: `Text extraction needed more than the ${limits.heapMb} MiB memory limit`,
+              })
+            : reject(e),
+        ),
+      );
+      worker.on('exit', (code) =>
+        finish(() => reject(new Error(`the extraction thread stopped without an answer (exit code ${code})`))),
+      );
     });
   } finally {
     release();

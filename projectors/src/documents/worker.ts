@@ -1,6 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import type { EventData, EventMetadata } from '@svc/contracts';
-import { blobPrefix, type BlobStore, documentBlobKeys, type DocumentProcessingCommand, type DocumentState, type EventStore, type ExtractionOutcome, isTornDown, type LiveDocument, NO_WAIT, processDocument, type Sql, type StoredEvent, streams, systemMetadata, type WriteDeps } from '@svc/domain';
+import {
+  blobPrefix,
+  type BlobStore,
+  documentBlobKeys,
+  type DocumentProcessingCommand,
+  type DocumentState,
+  type EventStore,
+  type ExtractionOutcome,
+  isTornDown,
+  type LiveDocument,
+  NO_WAIT,
+  processDocument,
+  type Sql,
+  type StoredEvent,
+  streams,
+  systemMetadata,
+  type WriteDeps,
+} from '@svc/domain';
 import { Reactor, type ReactorStats } from '../runtime/reactor';
 import { loadDocument } from '../search/documents';
 import { canExtract, extractText, ExtractionAbortedError, MAX_EXTRACT_BYTES, MAX_EXTRACTION_ATTEMPTS } from './extract';
@@ -8,7 +25,11 @@ import { canExtract, extractText, ExtractionAbortedError, MAX_EXTRACT_BYTES, MAX
 /** Documents processed at once within a batch. */
 const CONCURRENCY = 8;
 /** The events the worker reacts to, one document's each. */
-const reactsTo = (e: StoredEvent) => e.type === 'DocumentFileUploaded' || e.type === 'DocumentTextReady' || e.type === 'DocumentIndexed' || e.type === 'DocumentIndexSkipped';
+const reactsTo = (e: StoredEvent) =>
+  e.type === 'DocumentFileUploaded' ||
+  e.type === 'DocumentTextReady' ||
+  e.type === 'DocumentIndexed' ||
+  e.type === 'DocumentIndexSkipped';
 const isTeardown = (e: StoredEvent) => e.type === 'ContextDeleted' || e.type === 'TenantTornDown';
 // ContextDeleted / TenantTornDown: the context's (`<tenant>/<context>/`) or the tenant's (`<tenant>/`) blobs are deleted after each batch's reactions.
 
@@ -33,9 +54,19 @@ export class DocumentWorker extends Reactor<DocumentWorkerStats> {
   private readonly write: WriteDeps;
 
   constructor(
-    private readonly o: { store: EventStore; sql: Sql; blobs: BlobStore; log?: (msg: string) => void; name?: string; now?: () => Date },
+    private readonly o: {
+      store: EventStore;
+      sql: Sql;
+      blobs: BlobStore;
+      log?: (msg: string) => void;
+      name?: string;
+      now?: () => Date;
+    },
   ) {
-    super({ name: o.name ?? 'document-worker', position: 0, reactions: 0, errors: 0, lastError: null }, { store: o.store, sql: o.sql, log: o.log, batchSize: 200, label: 'document worker' });
+    super(
+      { name: o.name ?? 'document-worker', position: 0, reactions: 0, errors: 0, lastError: null },
+      { store: o.store, sql: o.sql, log: o.log, batchSize: 200, label: 'document worker' },
+    );
     this.write = { store: o.store, barrier: NO_WAIT, ids: { newId: randomUUID }, log: o.log };
   }
 
@@ -70,7 +101,9 @@ export class DocumentWorker extends Reactor<DocumentWorkerStats> {
     // Teardown: after the batch's reactions (whatever they wrote under the prefix goes too). Idempotent, so a replay is harmless.
     for (const e of events) {
       if (!isTeardown(e)) continue;
-      const n = await this.o.blobs.deletePrefix(blobPrefix(e.data.tenantId, e.type === 'ContextDeleted' ? e.data.contextId : undefined));
+      const n = await this.o.blobs.deletePrefix(
+        blobPrefix(e.data.tenantId, e.type === 'ContextDeleted' ? e.data.contextId : undefined),
+      );
       this.stats.reactions += 1;
       if (n) this.o.log?.(`document worker: ${e.type}: deleted ${n} blob(s)`);
     }
@@ -97,12 +130,26 @@ export class DocumentWorker extends Reactor<DocumentWorkerStats> {
   /** The metadata of a reaction's write: the document's tenant and context, the causing write's account and request. */
   private metadata(cause: StoredEvent) {
     return (s: DocumentState): EventMetadata =>
-      systemMetadata({ tenantId: s.exists ? s.tenantId : null, contextId: s.exists ? s.contextId : null, accountId: cause.metadata.accountId, requestId: cause.metadata.requestId, occurredAt: this.o.now?.() ?? new Date() });
+      systemMetadata({
+        tenantId: s.exists ? s.tenantId : null,
+        contextId: s.exists ? s.contextId : null,
+        accountId: cause.metadata.accountId,
+        requestId: cause.metadata.requestId,
+        occurredAt: this.o.now?.() ?? new Date(),
+      });
   }
 
   /** One processing command through the command handler; true when it appended (its premise held). */
-  private async process(documentId: string, cause: StoredEvent, command: DocumentProcessingCommand | ((s: DocumentState) => Promise<DocumentProcessingCommand>)): Promise<boolean> {
-    const r = await processDocument(this.write, { documentId, command: typeof command === 'function' ? command : () => command, metadata: this.metadata(cause) });
+  private async process(
+    documentId: string,
+    cause: StoredEvent,
+    command: DocumentProcessingCommand | ((s: DocumentState) => Promise<DocumentProcessingCommand>),
+  ): Promise<boolean> {
+    const r = await processDocument(this.write, {
+      documentId,
+      command: typeof command === 'function' ? command : () => command,
+      metadata: this.metadata(cause),
+    });
     return r.events.length > 0;
   }
 
@@ -110,22 +157,35 @@ export class DocumentWorker extends Reactor<DocumentWorkerStats> {
     // An upload recorded after its context or tenant was torn down is not extracted (nothing is written under a deleted prefix).
     if (await isTornDown(this.o.store, cause.metadata.tenantId, cause.metadata.contextId)) return;
     const id = up.documentId;
-    const mine = (s: DocumentState): s is LiveDocument => s.exists && s.uploadId === up.uploadId && s.fileRef === up.fileRef;
+    const mine = (s: DocumentState): s is LiveDocument =>
+      s.exists && s.uploadId === up.uploadId && s.fileRef === up.fileRef;
     const upload = { uploadId: up.uploadId, fileRef: up.fileRef };
     // UPLOADED -> EXTRACTING, or FAILED after MAX_EXTRACTION_ATTEMPTS interrupted starts (the decider's rule).
     await this.process(id, cause, async (s) => ({
-      type: 'StartExtraction', ...upload, maxAttempts: MAX_EXTRACTION_ATTEMPTS,
+      type: 'StartExtraction',
+      ...upload,
+      maxAttempts: MAX_EXTRACTION_ATTEMPTS,
       interrupted: mine(s) && s.status === 'EXTRACTING' ? await this.extractionAttempts(id, up.uploadId) : 0,
     }));
     const { state } = await loadDocument(this.o.store, id);
     if (!mine(state) || state.status !== 'EXTRACTING') return;
-    const settle = (outcome: ExtractionOutcome) => this.process(id, cause, { type: 'SettleExtraction', ...upload, outcome });
+    const settle = (outcome: ExtractionOutcome) =>
+      this.process(id, cause, { type: 'SettleExtraction', ...upload, outcome });
     // No text to be had: a store-only document is simply STORED; otherwise it failed (the decider's rule).
     const noText = (code: string, message: string) => settle({ kind: 'no-text', code, message });
     if (!canExtract(up.fileType)) return void (await noText('INDEXING_FAILED', `No text extractor for ${up.fileType}`));
-    if (up.fileSize > MAX_EXTRACT_BYTES) return void (await noText('INDEXING_FAILED', `The file is larger than the ${MAX_EXTRACT_BYTES / 1024 / 1024} MiB text extraction limit`));
+    if (up.fileSize > MAX_EXTRACT_BYTES)
+      return void (await noText(
+        'INDEXING_FAILED',
+        `The file is larger than the ${MAX_EXTRACT_BYTES / 1024 / 1024} MiB text extraction limit`,
+      ));
     const data = await this.o.blobs.get(up.fileRef);
-    if (!data) return void (await settle({ kind: 'failed', code: 'SOURCE_UNAVAILABLE', message: 'The uploaded file could not be loaded' }));
+    if (!data)
+      return void (await settle({
+        kind: 'failed',
+        code: 'SOURCE_UNAVAILABLE',
+        message: 'The uploaded file could not be loaded',
+      }));
     let text: string;
     try {
       // Off the main thread, within the extraction limits (extract.ts); stopping the worker stops it.
@@ -138,7 +198,11 @@ export class DocumentWorker extends Reactor<DocumentWorkerStats> {
       // Stopped mid-way (shutdown): no outcome; the next start resumes it from EXTRACTING.
       if (err instanceof ExtractionAbortedError || this.abort.signal.aborted) return;
       const why = err instanceof Error ? err.message.slice(0, 200) : 'unknown error';
-      await settle({ kind: 'failed', code: 'INDEXING_FAILED', message: `Text could not be extracted from the ${up.fileType} file: ${why}` });
+      await settle({
+        kind: 'failed',
+        code: 'INDEXING_FAILED',
+        message: `Text could not be extracted from the ${up.fileType} file: ${why}`,
+      });
       return;
     }
     const revision = state.textRevision + 1;
@@ -158,7 +222,11 @@ export class DocumentWorker extends Reactor<DocumentWorkerStats> {
 
   /** storeText: false — once indexing settled, the text goes (event first, then the blob). */
   private async discardText(d: { documentId: string; textRevision: number }, cause: StoredEvent): Promise<void> {
-    const r = await processDocument(this.write, { documentId: d.documentId, command: () => ({ type: 'DiscardText', textRevision: d.textRevision }), metadata: this.metadata(cause) });
+    const r = await processDocument(this.write, {
+      documentId: d.documentId,
+      command: () => ({ type: 'DiscardText', textRevision: d.textRevision }),
+      metadata: this.metadata(cause),
+    });
     // The text's reference stays in the state after DocumentTextDiscarded (only textRetained changes).
     const ref = r.events.length && r.state.exists ? r.state.textRef : null;
     if (ref) await this.o.blobs.delete(ref).catch(() => {});

@@ -1,4 +1,11 @@
-import { Admin, compatibilityPartitioner, Consumer, Producer, type ExtendedGroupProtocolSubscription, type GroupPartitionsAssigner } from '@platformatic/kafka';
+import {
+  Admin,
+  compatibilityPartitioner,
+  Consumer,
+  Producer,
+  type ExtendedGroupProtocolSubscription,
+  type GroupPartitionsAssigner,
+} from '@platformatic/kafka';
 
 /**
  * Kafka settings of the relay and the Kafka feed (KAFKA_BROKERS and friends,
@@ -49,7 +56,13 @@ const base = (s: KafkaSettings, role: string) => ({
  * the one any Kafka client computes. Values, keys and headers are Buffers.
  */
 export function createProducer(s: KafkaSettings): Producer {
-  return new Producer({ ...base(s, 'relay'), idempotent: true, acks: -1, autocreateTopics: false, partitioner: compatibilityPartitioner });
+  return new Producer({
+    ...base(s, 'relay'),
+    idempotent: true,
+    acks: -1,
+    autocreateTopics: false,
+    partitioner: compatibilityPartitioner,
+  });
 }
 
 export function createAdmin(s: KafkaSettings, role: string): Admin {
@@ -124,7 +137,12 @@ export const singleActiveAssigner: GroupPartitionsAssigner = (_current, members,
 };
 
 /** A consumer-group member of the feed, with the single-active assignment (`holdsPartitions` is asked at each join). */
-export function createConsumer(s: KafkaSettings, role: string, groupId: string, holdsPartitions: () => boolean): Consumer {
+export function createConsumer(
+  s: KafkaSettings,
+  role: string,
+  groupId: string,
+  holdsPartitions: () => boolean,
+): Consumer {
   return new Consumer({
     ...base(s, role),
     groupId,
@@ -143,5 +161,3 @@ export function createConsumer(s: KafkaSettings, role: string, groupId: string, 
     partitionAssigner: singleActiveAssigner,
   });
 }
-
-

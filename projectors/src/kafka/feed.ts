@@ -120,7 +120,16 @@ class Subscription {
   private committing = false;
   private commitAgain = false;
   private readonly groupId: string;
-  private readonly s = { received: 0, fromKafka: 0, fromStore: 0, duplicates: 0, gapFills: 0, undecodable: 0, joins: 0, lastError: null as string | null };
+  private readonly s = {
+    received: 0,
+    fromKafka: 0,
+    fromStore: 0,
+    duplicates: 0,
+    gapFills: 0,
+    undecodable: 0,
+    joins: 0,
+    lastError: null as string | null,
+  };
 
   constructor(
     private readonly name: string,
@@ -157,7 +166,17 @@ class Subscription {
       if (p.high !== null && base !== null) lag += Math.max(0, Number(p.high) - Number(base));
       partitions.push({ partition, committed: p.committed, high: p.high });
     }
-    return { transport: 'kafka', topic: this.topic, groupId: this.groupId, active: this.assigned, position: this.current, lagMessages: lag, buffered: this.buffer.size, partitions, ...this.s };
+    return {
+      transport: 'kafka',
+      topic: this.topic,
+      groupId: this.groupId,
+      active: this.assigned,
+      position: this.current,
+      lagMessages: lag,
+      buffered: this.buffer.size,
+      partitions,
+      ...this.s,
+    };
   }
 
   // ---- the consumer: one group member, recreated after any failure (a broker restart ends its stream)
@@ -177,14 +196,24 @@ class Subscription {
           this.log(`${this.s.lastError}; the consumer is recreated`);
           ended('crash');
         };
-        consumer.on('consumer:group:join', (e) => this.joined(e.assignments?.find((a) => a.topic === this.topic)?.partitions ?? []));
-        consumer.on('consumer:heartbeat:stalled', (e) => failed('heartbeat stalled')(e.lastError ?? `${e.stalledFor} ms`));
+        consumer.on('consumer:group:join', (e) =>
+          this.joined(e.assignments?.find((a) => a.topic === this.topic)?.partitions ?? []),
+        );
+        consumer.on('consumer:heartbeat:stalled', (e) =>
+          failed('heartbeat stalled')(e.lastError ?? `${e.stalledFor} ms`),
+        );
         consumer.on('error', failed('consumer'));
         const onAbort = () => ended('stop');
         this.co.signal.addEventListener('abort', onAbort, { once: true });
         try {
           // From the group's committed offsets; a group without any starts at the beginning of the topic.
-          const stream = await consumer.consume({ topics: [this.topic], mode: 'committed', fallbackMode: 'earliest', autocommit: false, maxWaitTime: 500 });
+          const stream = await consumer.consume({
+            topics: [this.topic],
+            mode: 'committed',
+            fallbackMode: 'earliest',
+            autocommit: false,
+            maxWaitTime: 500,
+          });
           this.stream = stream;
           stream.on('data', (m) => this.receive(m));
           stream.on('error', failed('stream'));
@@ -278,7 +307,9 @@ class Subscription {
       this.s.undecodable += 1;
       const pos = Number(headers[H.position]?.toString() ?? -1);
       p.entries.push({ offset, position: Number.isFinite(pos) ? pos : -1 });
-      this.log(`message at offset ${offset} of partition ${m.partition} not decodable: ${e instanceof Error ? e.message : String(e)}`);
+      this.log(
+        `message at offset ${offset} of partition ${m.partition} not decodable: ${e instanceof Error ? e.message : String(e)}`,
+      );
     }
     if (fe) {
       const pos = fe.event.position;
@@ -360,7 +391,7 @@ class Subscription {
         }
       }
       const batch: StoredEvent[] = [];
-      for (let cur = this.current; batch.length < size; ) {
+      for (let cur = this.current; batch.length < size;) {
         const pos = this.byPrev.get(cur);
         const fe = pos === undefined ? undefined : this.buffer.get(pos);
         if (!fe) break;
@@ -391,7 +422,7 @@ class Subscription {
 
   /** Hands a batch to the subscriber, retrying it (bounded backoff) until it is applied or the feed stops. */
   private async apply(events: StoredEvent[]): Promise<boolean> {
-    for (let attempt = 0; !this.co.signal.aborted; ) {
+    for (let attempt = 0; !this.co.signal.aborted;) {
       try {
         const position = await this.co.handle(events);
         this.advance(position);
@@ -419,7 +450,9 @@ class Subscription {
       return;
     }
     this.s.gapFills += 1;
-    this.log(`events after position ${this.current} did not arrive from Kafka (the next buffered one follows ${next}); reading them from the event store`);
+    this.log(
+      `events after position ${this.current} did not arrive from Kafka (the next buffered one follows ${next}); reading them from the event store`,
+    );
     let take = events.filter((e) => e.position <= next);
     if (!take.length) take = events; // the chain does not meet the checkpoint: the store decides
     if (!take.length) {
@@ -496,7 +529,9 @@ class Subscription {
     const c = this.consumer;
     if (!c) return;
     const offsets: Array<{ topic: string; partition: number; offset: bigint; leaderEpoch: number }> = [];
-    for (const [partition, p] of this.parts) if (p.want !== null && p.want !== p.committed) offsets.push({ topic: this.topic, partition, offset: BigInt(p.want), leaderEpoch: -1 });
+    for (const [partition, p] of this.parts)
+      if (p.want !== null && p.want !== p.committed)
+        offsets.push({ topic: this.topic, partition, offset: BigInt(p.want), leaderEpoch: -1 });
     if (!offsets.length) return;
     try {
       await c.commit({ offsets });

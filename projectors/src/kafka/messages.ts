@@ -105,13 +105,17 @@ export function fromMessage(m: { key?: Buffer | null; value: Buffer | null; head
     if (!known(type)) throw new SchemaMismatchError(`unknown event type ${type}`);
     const codec = eventCodec(type);
     const fp = text(h, H.fingerprint);
-    if (fp !== codec.fingerprint) throw new SchemaMismatchError(`${type}: schema fingerprint ${fp} is not this build's ${codec.fingerprint}`);
+    if (fp !== codec.fingerprint)
+      throw new SchemaMismatchError(`${type}: schema fingerprint ${fp} is not this build's ${codec.fingerprint}`);
     data = codec.decode(value) as Record<string, unknown>;
   } else {
     data = JSON.parse(value.toString('utf8'));
   }
   const mfp = text(h, H.metadataFingerprint);
-  if (mfp !== metadataCodec.fingerprint) throw new SchemaMismatchError(`metadata schema fingerprint ${mfp} is not this build's ${metadataCodec.fingerprint}`);
+  if (mfp !== metadataCodec.fingerprint)
+    throw new SchemaMismatchError(
+      `metadata schema fingerprint ${mfp} is not this build's ${metadataCodec.fingerprint}`,
+    );
   const metadata = metadataCodec.decode(header(h, H.metadata)!) as EventMetadata;
   const traceparent = header(h, H.traceparent);
   if (traceparent) metadata.traceparent = traceparent.toString('utf8');

@@ -3,11 +3,30 @@ import { eventCodec, metadataCodec } from '@svc/contracts';
 import type { RecordedEvent } from '@svc/domain';
 import { fromMessage, H, SchemaMismatchError, toMessage } from './messages';
 
-const meta = { tenantId: 't1', contextId: 'c1', accountId: 'a1', actorKeyId: 'k1', userId: null, requestId: 'r1', occurredAt: '2026-11-21T00:00:00.000Z', schemaVersion: 1 };
+const meta = {
+  tenantId: 't1',
+  contextId: 'c1',
+  accountId: 'a1',
+  actorKeyId: 'k1',
+  userId: null,
+  requestId: 'r1',
+  occurredAt: '2026-11-21T00:00:00.000Z',
+  schemaVersion: 1,
+};
 const event = (over: Partial<RecordedEvent> = {}): RecordedEvent => ({
   id: 'e1',
   type: 'FolderCreated',
-  data: { folderId: 'f1', name: 'Top', description: null, parentFolderId: null, slug: 'top', depth: 1, isProtected: false, userId: null, scopes: ['a'] },
+  data: {
+    folderId: 'f1',
+    name: 'Top',
+    description: null,
+    parentFolderId: null,
+    slug: 'top',
+    depth: 1,
+    isProtected: false,
+    userId: null,
+    scopes: ['a'],
+  },
   metadata: meta,
   streamId: 'folder-f1',
   revision: 0,
@@ -24,7 +43,14 @@ describe('Kafka messages', () => {
     expect(m.headers[H.metadataFingerprint]).toBe(metadataCodec.fingerprint);
     expect(m.headers[H.contentType]).toBe('avro/binary');
     expect(eventCodec('FolderCreated').decode(m.value)).toEqual(e.data);
-    expect({ ...m.headers, [H.metadata]: undefined }).toMatchObject({ [H.type]: 'FolderCreated', [H.eventId]: 'e1', [H.streamId]: 'folder-f1', [H.revision]: '0', [H.position]: '42', [H.prev]: '41' });
+    expect({ ...m.headers, [H.metadata]: undefined }).toMatchObject({
+      [H.type]: 'FolderCreated',
+      [H.eventId]: 'e1',
+      [H.streamId]: 'folder-f1',
+      [H.revision]: '0',
+      [H.position]: '42',
+      [H.prev]: '41',
+    });
     const back = fromMessage({ key: Buffer.from(m.key), value: m.value, headers: m.headers });
     expect(back).toEqual({ event: e, prev: 41 });
   });
@@ -42,7 +68,9 @@ describe('Kafka messages', () => {
 
   it('a fingerprint this build does not know is refused (the feed then reads that event from the event store)', () => {
     const m = toMessage(event(), 41);
-    expect(() => fromMessage({ value: m.value, headers: { ...m.headers, [H.fingerprint]: 'ffffffffffffffff' } })).toThrow(SchemaMismatchError);
+    expect(() =>
+      fromMessage({ value: m.value, headers: { ...m.headers, [H.fingerprint]: 'ffffffffffffffff' } }),
+    ).toThrow(SchemaMismatchError);
   });
 
   it('data the Avro schema cannot carry travels as JSON rather than stalling the relay', () => {

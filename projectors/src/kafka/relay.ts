@@ -67,7 +67,10 @@ export class KafkaRelay {
       onError: (e, attempt) => {
         this.stats.errors += 1;
         this.stats.lastError = e instanceof Error ? e.message : String(e);
-        if (attempt === 1 || attempt % 10 === 0) this.o.log?.(`kafka relay: publish after position ${this.position} failed (attempt ${attempt}), retrying: ${this.stats.lastError}`);
+        if (attempt === 1 || attempt % 10 === 0)
+          this.o.log?.(
+            `kafka relay: publish after position ${this.position} failed (attempt ${attempt}), retrying: ${this.stats.lastError}`,
+          );
       },
     });
   }
@@ -114,7 +117,14 @@ export class KafkaRelay {
       for (const chunk of chunks(messages))
         await producer.send({
           acks: -1,
-          messages: chunk.map((m) => ({ topic, key: Buffer.from(m.key), value: m.value, headers: new Map(Object.entries(m.headers).map(([k, v]) => [Buffer.from(k), Buffer.isBuffer(v) ? v : Buffer.from(v)])) })),
+          messages: chunk.map((m) => ({
+            topic,
+            key: Buffer.from(m.key),
+            value: m.value,
+            headers: new Map(
+              Object.entries(m.headers).map(([k, v]) => [Buffer.from(k), Buffer.isBuffer(v) ? v : Buffer.from(v)]),
+            ),
+          })),
         });
     } catch (e) {
       await this.reset();

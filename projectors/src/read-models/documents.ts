@@ -33,13 +33,39 @@ CREATE INDEX IF NOT EXISTS rm_document_lookups_doc ON rm_document_lookups (docum
   async apply(q: SqlQueryable, e: StoredEvent) {
     const m = e.metadata;
     /** Schema-bound documents (a schema and its typeName) are in the lookup index. */
-    const index = async (documentId: string, typeName: string | null, schemaId: string | null, payload: Record<string, unknown>, blindIndex: Record<string, string> | undefined, createdAt: string, updatedAt: string) => {
+    const index = async (
+      documentId: string,
+      typeName: string | null,
+      schemaId: string | null,
+      payload: Record<string, unknown>,
+      blindIndex: Record<string, string> | undefined,
+      createdAt: string,
+      updatedAt: string,
+    ) => {
       const def = schemaId && typeName ? (await schemaDocs(q, [schemaId])).get(schemaId) : undefined;
-      await replaceLookupRows(q, DOCUMENT_LOOKUPS, { id: documentId, tenantId: m.tenantId, contextId: m.contextId, typeName: typeName ?? '', payload, blindIndex, createdAt, updatedAt }, def);
+      await replaceLookupRows(
+        q,
+        DOCUMENT_LOOKUPS,
+        {
+          id: documentId,
+          tenantId: m.tenantId,
+          contextId: m.contextId,
+          typeName: typeName ?? '',
+          payload,
+          blindIndex,
+          createdAt,
+          updatedAt,
+        },
+        def,
+      );
     };
     /** A processing event: `set` applies when the row is older than this event (and `cond` holds). */
     const step = (documentId: string, set: string, args: unknown[], cond = 'TRUE') =>
-      q.query(`UPDATE rm_documents SET ${set}, revision = $2 WHERE document_id = $1 AND revision < $2 AND (${cond})`, [documentId, e.revision, ...args]);
+      q.query(`UPDATE rm_documents SET ${set}, revision = $2 WHERE document_id = $1 AND revision < $2 AND (${cond})`, [
+        documentId,
+        e.revision,
+        ...args,
+      ]);
     switch (e.type) {
       case 'DocumentCreated': {
         const d = e.data;
@@ -49,30 +75,86 @@ CREATE INDEX IF NOT EXISTS rm_document_lookups_doc ON rm_document_lookups (docum
              created_at, updated_at, version, revision)
            VALUES ($1,$2,$3,$4,$5,$6,NULL,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,NULL,NULL,$19,NULL,NULL,0,false,$20,$20,1,$21)
            ON CONFLICT (document_id) DO NOTHING RETURNING document_id`,
-          [d.documentId, m.tenantId, m.contextId, d.title, d.source, d.source === 'file' ? 'PENDING_UPLOAD' : 'PENDING_INDEX', d.indexMode, d.storeText, d.folderId,
-            JSON.stringify(d.payload), d.schemaId, d.schemaVersion, d.typeName, d.userId, JSON.stringify(d.scopes), d.externalId, d.fileName, d.fileType, d.uploadId, m.occurredAt, e.revision],
+          [
+            d.documentId,
+            m.tenantId,
+            m.contextId,
+            d.title,
+            d.source,
+            d.source === 'file' ? 'PENDING_UPLOAD' : 'PENDING_INDEX',
+            d.indexMode,
+            d.storeText,
+            d.folderId,
+            JSON.stringify(d.payload),
+            d.schemaId,
+            d.schemaVersion,
+            d.typeName,
+            d.userId,
+            JSON.stringify(d.scopes),
+            d.externalId,
+            d.fileName,
+            d.fileType,
+            d.uploadId,
+            m.occurredAt,
+            e.revision,
+          ],
         );
-        if (inserted.rows.length) await index(d.documentId, d.typeName, d.schemaId, d.payload, d.blindIndex, m.occurredAt, m.occurredAt);
+        if (inserted.rows.length)
+          await index(d.documentId, d.typeName, d.schemaId, d.payload, d.blindIndex, m.occurredAt, m.occurredAt);
         return;
       }
       case 'DocumentUpdated': {
         const d = e.data;
-        const prev = (await q.query<{ created_at: Date | string }>('SELECT created_at FROM rm_documents WHERE document_id = $1 AND revision < $2', [d.documentId, e.revision])).rows[0];
+        const prev = (
+          await q.query<{ created_at: Date | string }>(
+            'SELECT created_at FROM rm_documents WHERE document_id = $1 AND revision < $2',
+            [d.documentId, e.revision],
+          )
+        ).rows[0];
         if (!prev) return;
-        await step(d.documentId, 'title = $3, folder_id = $4, payload = $5, schema_id = $6, schema_version = $7, type_name = $8, user_id = $9, scopes = $10, updated_at = $11, version = version + 1', [
-          d.title, d.folderId, JSON.stringify(d.payload), d.schemaId, d.schemaVersion, d.typeName, d.userId, JSON.stringify(d.scopes), m.occurredAt,
-        ]);
-        await index(d.documentId, d.typeName, d.schemaId, d.payload, d.blindIndex, new Date(prev.created_at).toISOString(), m.occurredAt);
+        await step(
+          d.documentId,
+          'title = $3, folder_id = $4, payload = $5, schema_id = $6, schema_version = $7, type_name = $8, user_id = $9, scopes = $10, updated_at = $11, version = version + 1',
+          [
+            d.title,
+            d.folderId,
+            JSON.stringify(d.payload),
+            d.schemaId,
+            d.schemaVersion,
+            d.typeName,
+            d.userId,
+            JSON.stringify(d.scopes),
+            m.occurredAt,
+          ],
+        );
+        await index(
+          d.documentId,
+          d.typeName,
+          d.schemaId,
+          d.payload,
+          d.blindIndex,
+          new Date(prev.created_at).toISOString(),
+          m.occurredAt,
+        );
         return;
       }
       case 'DocumentUploadRequested': {
         const d = e.data;
-        await step(d.documentId, `status = 'PENDING_UPLOAD', index_failure = NULL, upload_id = $3, file_name = $4, file_type = $5`, [d.uploadId, d.fileName, d.fileType]);
+        await step(
+          d.documentId,
+          `status = 'PENDING_UPLOAD', index_failure = NULL, upload_id = $3, file_name = $4, file_type = $5`,
+          [d.uploadId, d.fileName, d.fileType],
+        );
         return;
       }
       case 'DocumentFileUploaded': {
         const d = e.data;
-        await step(d.documentId, `status = 'UPLOADED', file_ref = $4, file_size = $5, file_type = $6, updated_at = $7`, [d.uploadId, d.fileRef, d.fileSize, d.fileType, m.occurredAt], 'upload_id = $3');
+        await step(
+          d.documentId,
+          `status = 'UPLOADED', file_ref = $4, file_size = $5, file_type = $6, updated_at = $7`,
+          [d.uploadId, d.fileRef, d.fileSize, d.fileType, m.occurredAt],
+          'upload_id = $3',
+        );
         return;
       }
       case 'DocumentExtractionStarted': {
@@ -82,7 +164,11 @@ CREATE INDEX IF NOT EXISTS rm_document_lookups_doc ON rm_document_lookups (docum
       }
       case 'DocumentTextReady': {
         const d = e.data;
-        await step(d.documentId, `status = 'PENDING_INDEX', index_failure = NULL, text_ref = $3, text_bytes = $4, text_revision = $5, text_retained = true`, [d.textRef, d.textBytes, d.textRevision]);
+        await step(
+          d.documentId,
+          `status = 'PENDING_INDEX', index_failure = NULL, text_ref = $3, text_bytes = $4, text_revision = $5, text_retained = true`,
+          [d.textRef, d.textBytes, d.textRevision],
+        );
         return;
       }
       case 'DocumentIndexed':
@@ -93,7 +179,9 @@ CREATE INDEX IF NOT EXISTS rm_document_lookups_doc ON rm_document_lookups (docum
       }
       case 'DocumentFailed': {
         const d = e.data;
-        await step(d.documentId, `status = 'FAILED', index_failure = $3`, [JSON.stringify({ code: d.code, message: d.message })]);
+        await step(d.documentId, `status = 'FAILED', index_failure = $3`, [
+          JSON.stringify({ code: d.code, message: d.message }),
+        ]);
         return;
       }
       case 'DocumentTextDiscarded': {

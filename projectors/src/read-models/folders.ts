@@ -26,7 +26,21 @@ CREATE INDEX IF NOT EXISTS rm_folders_parent ON rm_folders (parent_folder_id);`,
           `INSERT INTO rm_folders (folder_id, tenant_id, context_id, parent_folder_id, name, description, slug, depth, is_protected, user_id, scopes,
              created_at, updated_at, version, revision)
            VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$12,1,$13) ON CONFLICT (folder_id) DO NOTHING`,
-          [d.folderId, m.tenantId, m.contextId, d.parentFolderId, d.name, d.description, d.slug, d.depth, d.isProtected, d.userId, JSON.stringify(d.scopes), m.occurredAt, e.revision],
+          [
+            d.folderId,
+            m.tenantId,
+            m.contextId,
+            d.parentFolderId,
+            d.name,
+            d.description,
+            d.slug,
+            d.depth,
+            d.isProtected,
+            d.userId,
+            JSON.stringify(d.scopes),
+            m.occurredAt,
+            e.revision,
+          ],
         );
         return;
       }
@@ -71,7 +85,10 @@ export const sqlFolderContents = (q: SqlQueryable): FolderContents => ({
     let n = 0;
     for (const { table, column } of FOLDER_MEMBERS) {
       if (!present.some((p) => p.table_name === table && p.column_name === column)) continue;
-      const { rows } = await q.query<{ n: string | number }>(`SELECT count(*) AS n FROM ${table} WHERE tenant_id = $1 AND context_id = $2 AND ${column} = $3`, [tenantId, contextId, folderId]);
+      const { rows } = await q.query<{ n: string | number }>(
+        `SELECT count(*) AS n FROM ${table} WHERE tenant_id = $1 AND context_id = $2 AND ${column} = $3`,
+        [tenantId, contextId, folderId],
+      );
       n += Number(rows[0].n);
     }
     return n;

@@ -1,5 +1,13 @@
 import type { SchemaDefinition } from '@svc/contracts';
-import { capabilitiesOf, documentView, folderView, recordView, schemaView, type SqlQueryable, type StoredEvent } from '@svc/domain';
+import {
+  capabilitiesOf,
+  documentView,
+  folderView,
+  recordView,
+  schemaView,
+  type SqlQueryable,
+  type StoredEvent,
+} from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 import { schemaDocsOfRun } from './records';
 import { deleteRemovedRows } from './removals';
@@ -34,8 +42,32 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
       const { recordId, ...rest } = e.data;
       const def = defs.get(rest.schemaId);
       if (def && capabilitiesOf(def).auditHistory === false) continue;
-      const state = recordView({ id: recordId, ...rest, createdBy: m.actorKeyId, createdAt: m.occurredAt, updatedAt: m.occurredAt, version: 1 }, def, { full: true });
-      [e.id, e.position, m.tenantId, m.contextId, recordId, 'record', 1, e.type, m.occurredAt, JSON.stringify({ keyId: m.actorKeyId, userId: m.userId }), m.requestId, JSON.stringify(state)].forEach((v, i) => cols[i].push(v));
+      const state = recordView(
+        {
+          id: recordId,
+          ...rest,
+          createdBy: m.actorKeyId,
+          createdAt: m.occurredAt,
+          updatedAt: m.occurredAt,
+          version: 1,
+        },
+        def,
+        { full: true },
+      );
+      [
+        e.id,
+        e.position,
+        m.tenantId,
+        m.contextId,
+        recordId,
+        'record',
+        1,
+        e.type,
+        m.occurredAt,
+        JSON.stringify({ keyId: m.actorKeyId, userId: m.userId }),
+        m.requestId,
+        JSON.stringify(state),
+      ].forEach((v, i) => cols[i].push(v));
     }
     if (!cols[0].length) return;
     await q.query(
@@ -49,25 +81,69 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
     const row = async (entityId: string, kind: string, version: number, state: unknown) =>
       q.query(
         `INSERT INTO rm_versions VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12) ON CONFLICT (row_id) DO NOTHING`,
-        [e.id, e.position, m.tenantId, m.contextId, entityId, kind, version, e.type, m.occurredAt, JSON.stringify({ keyId: m.actorKeyId, userId: m.userId }), m.requestId, state === null ? null : JSON.stringify(state)],
+        [
+          e.id,
+          e.position,
+          m.tenantId,
+          m.contextId,
+          entityId,
+          kind,
+          version,
+          e.type,
+          m.occurredAt,
+          JSON.stringify({ keyId: m.actorKeyId, userId: m.userId }),
+          m.requestId,
+          state === null ? null : JSON.stringify(state),
+        ],
       );
     /** The schema as the schemas read model holds it (its response shape), before this event. */
     const schemaOf = async (schemaId: string) =>
-      (await q.query<{ doc: ReturnType<typeof schemaView> }>('SELECT doc FROM rm_schemas WHERE schema_id = $1', [schemaId])).rows[0]?.doc;
+      (
+        await q.query<{ doc: ReturnType<typeof schemaView> }>('SELECT doc FROM rm_schemas WHERE schema_id = $1', [
+          schemaId,
+        ])
+      ).rows[0]?.doc;
     /**
      * The entity's row in its read model (`rm_<kind>s`) as it was before this event (this projection runs
      * first); an update reads it only while it is older than the event, so a replayed update adds no row.
      */
     const rowBefore = async (kind: 'record' | 'document' | 'folder', id: string, update: boolean) =>
-      (await q.query<Record<string, any>>(`SELECT * FROM rm_${kind}s WHERE ${kind}_id = $1${update ? ' AND revision < $2' : ''}`, update ? [id, e.revision] : [id])).rows[0];
+      (
+        await q.query<Record<string, any>>(
+          `SELECT * FROM rm_${kind}s WHERE ${kind}_id = $1${update ? ' AND revision < $2' : ''}`,
+          update ? [id, e.revision] : [id],
+        )
+      ).rows[0];
     const audited = (def: SchemaDefinition | undefined) => !def || capabilitiesOf(def).auditHistory !== false;
-    const tombstone = (id: string, kind: string, typeName: string | null, externalId: string | null, lastVersion: number, owner: { userId: string | null; scopes: string[] }) =>
-      q.query(`INSERT INTO rm_tombstones VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT DO NOTHING`, [id, m.tenantId, m.contextId, kind, typeName, externalId, m.occurredAt, m.actorKeyId, lastVersion, JSON.stringify(owner)]);
+    const tombstone = (
+      id: string,
+      kind: string,
+      typeName: string | null,
+      externalId: string | null,
+      lastVersion: number,
+      owner: { userId: string | null; scopes: string[] },
+    ) =>
+      q.query(`INSERT INTO rm_tombstones VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT DO NOTHING`, [
+        id,
+        m.tenantId,
+        m.contextId,
+        kind,
+        typeName,
+        externalId,
+        m.occurredAt,
+        m.actorKeyId,
+        lastVersion,
+        JSON.stringify(owner),
+      ]);
     /**
      * A record, document or folder deleted: its last version row (no state) where its schema keeps
      * history (a folder's always does), and its tombstone with the type name and external id `names` gives.
      */
-    const deletion = async (kind: 'record' | 'document' | 'folder', id: string, names: (prev: Record<string, any>) => [typeName: string | null, externalId: string | null]) => {
+    const deletion = async (
+      kind: 'record' | 'document' | 'folder',
+      id: string,
+      names: (prev: Record<string, any>) => [typeName: string | null, externalId: string | null],
+    ) => {
       const prev = await rowBefore(kind, id, false);
       if (!prev) return;
       const def = prev.schema_id ? await schemaOf(prev.schema_id) : undefined;
@@ -82,7 +158,22 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
         const prev = await schemaOf(d.schemaId);
         const createdAt = prev?.createdAt ?? m.occurredAt;
         const def = d.definition;
-        if (audited(def)) await row(d.schemaId, 'schema', version, schemaView({ exists: true, id: d.schemaId, tenantId: m.tenantId, contextId: m.contextId, definition: def, schemaVersion: version, createdAt, updatedAt: m.occurredAt }));
+        if (audited(def))
+          await row(
+            d.schemaId,
+            'schema',
+            version,
+            schemaView({
+              exists: true,
+              id: d.schemaId,
+              tenantId: m.tenantId,
+              contextId: m.contextId,
+              definition: def,
+              schemaVersion: version,
+              createdAt,
+              updatedAt: m.occurredAt,
+            }),
+          );
         return;
       }
       case 'SchemaDeleted': {
@@ -90,14 +181,34 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
         const prev = await schemaOf(d.schemaId);
         const last = prev?.schemaVersion ?? 0;
         if (audited(prev)) await row(d.schemaId, 'schema', last + 1, null);
-        await tombstone(d.schemaId, 'schema', d.typeName, null, last, { userId: prev?.userId ?? null, scopes: prev?.scopes ?? [] });
+        await tombstone(d.schemaId, 'schema', d.typeName, null, last, {
+          userId: prev?.userId ?? null,
+          scopes: prev?.scopes ?? [],
+        });
         return;
       }
       case 'RecordCreated': {
         const d = e.data;
         const def = await schemaOf(d.schemaId);
         const { recordId, ...rest } = d;
-        if (audited(def)) await row(recordId, 'record', 1, recordView({ id: recordId, ...rest, createdBy: m.actorKeyId, createdAt: m.occurredAt, updatedAt: m.occurredAt, version: 1 }, def, { full: true }));
+        if (audited(def))
+          await row(
+            recordId,
+            'record',
+            1,
+            recordView(
+              {
+                id: recordId,
+                ...rest,
+                createdBy: m.actorKeyId,
+                createdAt: m.occurredAt,
+                updatedAt: m.occurredAt,
+                version: 1,
+              },
+              def,
+              { full: true },
+            ),
+          );
         return;
       }
       case 'RecordUpdated': {
@@ -107,11 +218,32 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
         const def = await schemaOf(prev.schema_id);
         const version = prev.version + 1;
         if (audited(def))
-          await row(d.recordId, 'record', version, recordView({
-            id: d.recordId, typeName: prev.type_name, schemaId: prev.schema_id, schemaVersion: d.schemaVersion, payload: d.payload, status: d.status, folderId: d.folderId,
-            userId: d.userId, scopes: d.scopes, externalId: prev.external_id, indexMode: prev.index_mode, createdBy: prev.created_by,
-            createdAt: new Date(prev.created_at).toISOString(), updatedAt: m.occurredAt, version,
-          }, def, { full: true }));
+          await row(
+            d.recordId,
+            'record',
+            version,
+            recordView(
+              {
+                id: d.recordId,
+                typeName: prev.type_name,
+                schemaId: prev.schema_id,
+                schemaVersion: d.schemaVersion,
+                payload: d.payload,
+                status: d.status,
+                folderId: d.folderId,
+                userId: d.userId,
+                scopes: d.scopes,
+                externalId: prev.external_id,
+                indexMode: prev.index_mode,
+                createdBy: prev.created_by,
+                createdAt: new Date(prev.created_at).toISOString(),
+                updatedAt: m.occurredAt,
+                version,
+              },
+              def,
+              { full: true },
+            ),
+          );
         return;
       }
       case 'RecordDeleted': {
@@ -124,11 +256,36 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
         const d = e.data;
         const def = d.schemaId ? await schemaOf(d.schemaId) : undefined;
         if (audited(def))
-          await row(d.documentId, 'document', 1, documentView({
-            id: d.documentId, title: d.title, externalId: d.externalId, status: d.source === 'file' ? 'PENDING_UPLOAD' : 'PENDING_INDEX', indexFailure: null,
-            indexMode: d.indexMode, storeText: d.storeText, folderId: d.folderId, payload: d.payload, schemaId: d.schemaId, schemaVersion: d.schemaVersion,
-            textBytes: null, userId: d.userId, scopes: d.scopes, fileType: d.fileType, fileSize: null, createdAt: m.occurredAt, lastModified: m.occurredAt, version: 1,
-          }, def, { full: true }));
+          await row(
+            d.documentId,
+            'document',
+            1,
+            documentView(
+              {
+                id: d.documentId,
+                title: d.title,
+                externalId: d.externalId,
+                status: d.source === 'file' ? 'PENDING_UPLOAD' : 'PENDING_INDEX',
+                indexFailure: null,
+                indexMode: d.indexMode,
+                storeText: d.storeText,
+                folderId: d.folderId,
+                payload: d.payload,
+                schemaId: d.schemaId,
+                schemaVersion: d.schemaVersion,
+                textBytes: null,
+                userId: d.userId,
+                scopes: d.scopes,
+                fileType: d.fileType,
+                fileSize: null,
+                createdAt: m.occurredAt,
+                lastModified: m.occurredAt,
+                version: 1,
+              },
+              def,
+              { full: true },
+            ),
+          );
         return;
       }
       case 'DocumentUpdated': {
@@ -138,12 +295,36 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
         const def = d.schemaId ? await schemaOf(d.schemaId) : undefined;
         const version = prev.version + 1;
         if (audited(def))
-          await row(d.documentId, 'document', version, documentView({
-            id: d.documentId, title: d.title, externalId: prev.external_id, status: prev.status, indexFailure: prev.index_failure, indexMode: prev.index_mode,
-            storeText: prev.store_text, folderId: d.folderId, payload: d.payload, schemaId: d.schemaId, schemaVersion: d.schemaVersion,
-            textBytes: prev.text_bytes === null ? null : Number(prev.text_bytes), userId: d.userId, scopes: d.scopes, fileType: prev.file_type,
-            fileSize: prev.file_size === null ? null : Number(prev.file_size), createdAt: new Date(prev.created_at).toISOString(), lastModified: m.occurredAt, version,
-          }, def, { full: true }));
+          await row(
+            d.documentId,
+            'document',
+            version,
+            documentView(
+              {
+                id: d.documentId,
+                title: d.title,
+                externalId: prev.external_id,
+                status: prev.status,
+                indexFailure: prev.index_failure,
+                indexMode: prev.index_mode,
+                storeText: prev.store_text,
+                folderId: d.folderId,
+                payload: d.payload,
+                schemaId: d.schemaId,
+                schemaVersion: d.schemaVersion,
+                textBytes: prev.text_bytes === null ? null : Number(prev.text_bytes),
+                userId: d.userId,
+                scopes: d.scopes,
+                fileType: prev.file_type,
+                fileSize: prev.file_size === null ? null : Number(prev.file_size),
+                createdAt: new Date(prev.created_at).toISOString(),
+                lastModified: m.occurredAt,
+                version,
+              },
+              def,
+              { full: true },
+            ),
+          );
         return;
       }
       case 'DocumentDeleted': {
@@ -154,7 +335,12 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
       // Folders have no schema: their history is always recorded.
       case 'FolderCreated': {
         const { folderId, ...d } = e.data;
-        await row(folderId, 'folder', 1, folderView({ id: folderId, ...d, createdAt: m.occurredAt, lastModified: m.occurredAt, version: 1 }));
+        await row(
+          folderId,
+          'folder',
+          1,
+          folderView({ id: folderId, ...d, createdAt: m.occurredAt, lastModified: m.occurredAt, version: 1 }),
+        );
         return;
       }
       case 'FolderUpdated': {
@@ -162,10 +348,25 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
         const prev = await rowBefore('folder', d.folderId, true);
         if (!prev) return;
         const version = prev.version + 1;
-        await row(d.folderId, 'folder', version, folderView({
-          id: d.folderId, name: d.name, description: d.description, parentFolderId: prev.parent_folder_id, slug: prev.slug, depth: prev.depth,
-          isProtected: prev.is_protected, userId: d.userId, scopes: d.scopes, createdAt: new Date(prev.created_at).toISOString(), lastModified: m.occurredAt, version,
-        }));
+        await row(
+          d.folderId,
+          'folder',
+          version,
+          folderView({
+            id: d.folderId,
+            name: d.name,
+            description: d.description,
+            parentFolderId: prev.parent_folder_id,
+            slug: prev.slug,
+            depth: prev.depth,
+            isProtected: prev.is_protected,
+            userId: d.userId,
+            scopes: d.scopes,
+            createdAt: new Date(prev.created_at).toISOString(),
+            lastModified: m.occurredAt,
+            version,
+          }),
+        );
         return;
       }
       case 'FolderDeleted':

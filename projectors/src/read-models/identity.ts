@@ -38,14 +38,29 @@ CREATE INDEX IF NOT EXISTS rm_entities_namespace ON rm_entities (tenant_id, name
         return;
       }
       case 'NamespaceDeleted':
-        await q.query('DELETE FROM rm_namespaces WHERE tenant_id = $1 AND name = $2 AND revision < $3', [m.tenantId, e.data.name, e.revision]);
+        await q.query('DELETE FROM rm_namespaces WHERE tenant_id = $1 AND name = $2 AND revision < $3', [
+          m.tenantId,
+          e.data.name,
+          e.revision,
+        ]);
         return;
       case 'UserCreated': {
         const d = e.data;
         await q.query(
           `INSERT INTO rm_users (user_id, tenant_id, context_id, email, email_key, display_name, payload, schema_id, scopes, created_at, updated_at, version, revision)
            VALUES ($1,$2,$3,$4,lower(trim($4)),$5,$6,$7,$8,$9,$9,1,$10) ON CONFLICT (user_id) DO NOTHING`,
-          [d.userId, m.tenantId, m.contextId, d.email, d.displayName, JSON.stringify(d.payload), d.schemaId, JSON.stringify(d.scopes), m.occurredAt, e.revision],
+          [
+            d.userId,
+            m.tenantId,
+            m.contextId,
+            d.email,
+            d.displayName,
+            JSON.stringify(d.payload),
+            d.schemaId,
+            JSON.stringify(d.scopes),
+            m.occurredAt,
+            e.revision,
+          ],
         );
         return;
       }
@@ -54,7 +69,15 @@ CREATE INDEX IF NOT EXISTS rm_entities_namespace ON rm_entities (tenant_id, name
         await q.query(
           `UPDATE rm_users SET email = $2, email_key = lower(trim($2)), display_name = $3, payload = $4, scopes = $5, updated_at = $6, version = version + 1, revision = $7
            WHERE user_id = $1 AND revision < $7`,
-          [d.userId, d.email, d.displayName, JSON.stringify(d.payload), JSON.stringify(d.scopes), m.occurredAt, e.revision],
+          [
+            d.userId,
+            d.email,
+            d.displayName,
+            JSON.stringify(d.payload),
+            JSON.stringify(d.scopes),
+            m.occurredAt,
+            e.revision,
+          ],
         );
         return;
       }
@@ -66,15 +89,26 @@ CREATE INDEX IF NOT EXISTS rm_entities_namespace ON rm_entities (tenant_id, name
         await q.query(
           `INSERT INTO rm_entities (entity_id, tenant_id, context_id, namespace, key, payload, schema_id, created_at, updated_at, version, revision)
            VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$8,1,$9) ON CONFLICT (entity_id) DO NOTHING`,
-          [d.entityId, m.tenantId, m.contextId, d.namespace, d.key, JSON.stringify(d.payload), d.schemaId, m.occurredAt, e.revision],
+          [
+            d.entityId,
+            m.tenantId,
+            m.contextId,
+            d.namespace,
+            d.key,
+            JSON.stringify(d.payload),
+            d.schemaId,
+            m.occurredAt,
+            e.revision,
+          ],
         );
         return;
       }
       case 'EntityUpdated': {
         const d = e.data;
-        await q.query('UPDATE rm_entities SET payload = $2, updated_at = $3, version = version + 1, revision = $4 WHERE entity_id = $1 AND revision < $4', [
-          d.entityId, JSON.stringify(d.payload), m.occurredAt, e.revision,
-        ]);
+        await q.query(
+          'UPDATE rm_entities SET payload = $2, updated_at = $3, version = version + 1, revision = $4 WHERE entity_id = $1 AND revision < $4',
+          [d.entityId, JSON.stringify(d.payload), m.occurredAt, e.revision],
+        );
         return;
       }
       case 'EntityDeleted':
@@ -94,7 +128,10 @@ CREATE INDEX IF NOT EXISTS rm_entities_namespace ON rm_entities (tenant_id, name
 /** The NamespaceUsage port on the read models. */
 export const sqlNamespaceUsage = (q: SqlQueryable): NamespaceUsage => ({
   async entities(tenantId, namespace) {
-    const { rows } = await q.query<{ n: string | number }>('SELECT count(*) AS n FROM rm_entities WHERE tenant_id = $1 AND namespace = $2', [tenantId, namespace]);
+    const { rows } = await q.query<{ n: string | number }>(
+      'SELECT count(*) AS n FROM rm_entities WHERE tenant_id = $1 AND namespace = $2',
+      [tenantId, namespace],
+    );
     return Number(rows[0].n);
   },
 });

@@ -1,5 +1,14 @@
 import type { EventData, SchemaDefinition } from '@svc/contracts';
-import { indexEntries, isExternalized, newestOutcomes, payloadBytes, projectedPayload, sortKey, type SqlQueryable, type StoredEvent } from '@svc/domain';
+import {
+  indexEntries,
+  isExternalized,
+  newestOutcomes,
+  payloadBytes,
+  projectedPayload,
+  sortKey,
+  type SqlQueryable,
+  type StoredEvent,
+} from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 import { deleteRemovedRows, deleteRows } from './removals';
 
@@ -11,7 +20,10 @@ import { deleteRemovedRows, deleteRows } from './removals';
  */
 /** Schema documents by id, one statement for a whole run. */
 export async function schemaDocs(q: SqlQueryable, ids: string[]): Promise<Map<string, SchemaDefinition>> {
-  const { rows } = await q.query<{ schema_id: string; doc: SchemaDefinition }>('SELECT schema_id, doc FROM rm_schemas WHERE schema_id = ANY($1::text[])', [[...new Set(ids)]]);
+  const { rows } = await q.query<{ schema_id: string; doc: SchemaDefinition }>(
+    'SELECT schema_id, doc FROM rm_schemas WHERE schema_id = ANY($1::text[])',
+    [[...new Set(ids)]],
+  );
   return new Map(rows.map((r) => [r.schema_id, r.doc]));
 }
 
@@ -20,10 +32,16 @@ export async function schemaDocs(q: SqlQueryable, ids: string[]): Promise<Map<st
  * history): the runner hands each the same event objects in one transaction, and a run holds no schema event.
  */
 const runDocs = new WeakMap<StoredEvent, { q: SqlQueryable; docs: Promise<Map<string, SchemaDefinition>> }>();
-export function schemaDocsOfRun(q: SqlQueryable, created: StoredEvent<'RecordCreated'>[]): Promise<Map<string, SchemaDefinition>> {
+export function schemaDocsOfRun(
+  q: SqlQueryable,
+  created: StoredEvent<'RecordCreated'>[],
+): Promise<Map<string, SchemaDefinition>> {
   const seen = runDocs.get(created[0]);
   if (seen && seen.q === q) return seen.docs;
-  const docs = schemaDocs(q, created.map((e) => e.data.schemaId));
+  const docs = schemaDocs(
+    q,
+    created.map((e) => e.data.schemaId),
+  );
   runDocs.set(created[0], { q, docs });
   return docs;
 }
@@ -41,7 +59,12 @@ export interface LookupItem {
 }
 
 /** Replaces an item's rows in a lookup index with the entries its schema declares (none without a schema). */
-export async function replaceLookupRows(q: SqlQueryable, index: { table: string; idColumn: string }, item: LookupItem, def: SchemaDefinition | undefined): Promise<void> {
+export async function replaceLookupRows(
+  q: SqlQueryable,
+  index: { table: string; idColumn: string },
+  item: LookupItem,
+  def: SchemaDefinition | undefined,
+): Promise<void> {
   await q.query(`DELETE FROM ${index.table} WHERE ${index.idColumn} = $1`, [item.id]);
   if (!def) return;
   const entries = indexEntries(def, item.payload, item.blindIndex);
@@ -50,7 +73,17 @@ export async function replaceLookupRows(q: SqlQueryable, index: { table: string;
   await q.query(
     `INSERT INTO ${index.table} (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, ${index.idColumn})
      SELECT $1, $2, $3, f, k1, k2, k3, $4, $5 FROM unnest($6::text[], $7::text[], $8::text[], $9::text[]) AS t(f, k1, k2, k3)`,
-    [item.tenantId, item.contextId, item.typeName, sk, item.id, entries.map((x) => x.field), entries.map((x) => x.k1), entries.map((x) => x.k2 ?? ''), entries.map((x) => x.k3 ?? '')],
+    [
+      item.tenantId,
+      item.contextId,
+      item.typeName,
+      sk,
+      item.id,
+      entries.map((x) => x.field),
+      entries.map((x) => x.k1),
+      entries.map((x) => x.k2 ?? ''),
+      entries.map((x) => x.k3 ?? ''),
+    ],
   );
 }
 const RECORD_LOOKUPS = { table: 'rm_record_lookups', idColumn: 'record_id' };
@@ -83,7 +116,10 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
    * creates go first.
    */
   async applyMany(q: SqlQueryable, events: StoredEvent[]) {
-    await applyCreated(q, events.filter((e) => e.type === 'RecordCreated'));
+    await applyCreated(
+      q,
+      events.filter((e) => e.type === 'RecordCreated'),
+    );
     await applyOutcomes(q, events.flatMap(outcomesOf));
   },
   afterCommit(events) {
@@ -111,12 +147,38 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
     const store = async (recordId: string, def: SchemaDefinition | undefined, payload: Record<string, unknown>) => {
       const bytes = payloadBytes(payload);
       const ext = isExternalized(def, bytes);
-      if (ext) await q.query('INSERT INTO rm_record_payloads VALUES ($1, $2) ON CONFLICT (record_id) DO UPDATE SET payload = excluded.payload', [recordId, JSON.stringify(payload)]);
+      if (ext)
+        await q.query(
+          'INSERT INTO rm_record_payloads VALUES ($1, $2) ON CONFLICT (record_id) DO UPDATE SET payload = excluded.payload',
+          [recordId, JSON.stringify(payload)],
+        );
       else await q.query('DELETE FROM rm_record_payloads WHERE record_id = $1', [recordId]);
       return { rowPayload: ext ? projectedPayload(def, payload) : payload, bytes, ext };
     };
-    const index = (recordId: string, typeName: string, def: SchemaDefinition | undefined, payload: Record<string, unknown>, blindIndex: Record<string, string> | undefined, createdAt: string, updatedAt: string) =>
-      replaceLookupRows(q, RECORD_LOOKUPS, { id: recordId, tenantId: m.tenantId, contextId: m.contextId, typeName, payload, blindIndex, createdAt, updatedAt }, def);
+    const index = (
+      recordId: string,
+      typeName: string,
+      def: SchemaDefinition | undefined,
+      payload: Record<string, unknown>,
+      blindIndex: Record<string, string> | undefined,
+      createdAt: string,
+      updatedAt: string,
+    ) =>
+      replaceLookupRows(
+        q,
+        RECORD_LOOKUPS,
+        {
+          id: recordId,
+          tenantId: m.tenantId,
+          contextId: m.contextId,
+          typeName,
+          payload,
+          blindIndex,
+          createdAt,
+          updatedAt,
+        },
+        def,
+      );
     switch (e.type) {
       case 'RecordCreated': {
         const d = e.data;
@@ -128,15 +190,39 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
           `INSERT INTO rm_records (record_id, tenant_id, context_id, schema_id, type_name, schema_version, payload, payload_bytes, externalized, status, folder_id,
              user_id, scopes, external_id, index_mode, index_status, created_by, created_at, updated_at, version, revision)
            VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$18,1,$19)`,
-          [d.recordId, m.tenantId, m.contextId, d.schemaId, d.typeName, d.schemaVersion, JSON.stringify(s.rowPayload), s.bytes, s.ext, d.status, d.folderId, d.userId,
-            JSON.stringify(d.scopes), d.externalId, d.indexMode, d.indexMode === 'NONE' ? null : 'PENDING_INDEX', m.actorKeyId, m.occurredAt, e.revision],
+          [
+            d.recordId,
+            m.tenantId,
+            m.contextId,
+            d.schemaId,
+            d.typeName,
+            d.schemaVersion,
+            JSON.stringify(s.rowPayload),
+            s.bytes,
+            s.ext,
+            d.status,
+            d.folderId,
+            d.userId,
+            JSON.stringify(d.scopes),
+            d.externalId,
+            d.indexMode,
+            d.indexMode === 'NONE' ? null : 'PENDING_INDEX',
+            m.actorKeyId,
+            m.occurredAt,
+            e.revision,
+          ],
         );
         await index(d.recordId, d.typeName, def, d.payload, d.blindIndex, m.occurredAt, m.occurredAt);
         return;
       }
       case 'RecordUpdated': {
         const d = e.data;
-        const prev = (await q.query<{ schema_id: string; type_name: string; created_at: Date | string }>('SELECT schema_id, type_name, created_at FROM rm_records WHERE record_id = $1 AND revision < $2', [d.recordId, e.revision])).rows[0];
+        const prev = (
+          await q.query<{ schema_id: string; type_name: string; created_at: Date | string }>(
+            'SELECT schema_id, type_name, created_at FROM rm_records WHERE record_id = $1 AND revision < $2',
+            [d.recordId, e.revision],
+          )
+        ).rows[0];
         if (!prev) return;
         const def = await schemaOf(prev.schema_id);
         const s = await store(d.recordId, def, d.payload);
@@ -144,9 +230,29 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
           `UPDATE rm_records SET schema_version = $2, payload = $3, payload_bytes = $4, externalized = $5, status = $6, folder_id = $7, user_id = $8, scopes = $9,
              updated_at = $10, version = version + 1, revision = $11, index_status = CASE WHEN index_mode = 'NONE' THEN NULL ELSE 'PENDING_INDEX' END, index_failure = NULL
            WHERE record_id = $1`,
-          [d.recordId, d.schemaVersion, JSON.stringify(s.rowPayload), s.bytes, s.ext, d.status, d.folderId, d.userId, JSON.stringify(d.scopes), m.occurredAt, e.revision],
+          [
+            d.recordId,
+            d.schemaVersion,
+            JSON.stringify(s.rowPayload),
+            s.bytes,
+            s.ext,
+            d.status,
+            d.folderId,
+            d.userId,
+            JSON.stringify(d.scopes),
+            m.occurredAt,
+            e.revision,
+          ],
         );
-        await index(d.recordId, prev.type_name, def, d.payload, d.blindIndex, new Date(prev.created_at).toISOString(), m.occurredAt);
+        await index(
+          d.recordId,
+          prev.type_name,
+          def,
+          d.payload,
+          d.blindIndex,
+          new Date(prev.created_at).toISOString(),
+          m.occurredAt,
+        );
         return;
       }
       // Index outcomes from the search projector: only for the revision that was indexed, so a stale
@@ -163,8 +269,12 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
       case 'ContextDeleted':
       case 'TenantTornDown': {
         // Out-of-line payloads have no owner columns: they go by their records, first.
-        const [owner, value] = e.type === 'ContextDeleted' ? ['context_id', e.data.contextId] : ['tenant_id', e.data.tenantId];
-        await q.query(`DELETE FROM rm_record_payloads WHERE record_id IN (SELECT record_id FROM rm_records WHERE ${owner} = $1)`, [value]);
+        const [owner, value] =
+          e.type === 'ContextDeleted' ? ['context_id', e.data.contextId] : ['tenant_id', e.data.tenantId];
+        await q.query(
+          `DELETE FROM rm_record_payloads WHERE record_id IN (SELECT record_id FROM rm_records WHERE ${owner} = $1)`,
+          [value],
+        );
         await deleteRemovedRows(q, e, ['rm_record_lookups', 'rm_records']);
         return;
       }
@@ -190,13 +300,34 @@ async function applyCreated(q: SqlQueryable, created: StoredEvent<'RecordCreated
       pay[0].push(d.recordId);
       pay[1].push(JSON.stringify(d.payload));
     }
-    [d.recordId, m.tenantId, m.contextId, d.schemaId, d.typeName, d.schemaVersion, JSON.stringify(ext ? projectedPayload(def, d.payload) : d.payload), bytes, ext, d.status,
-      d.folderId, d.userId, JSON.stringify(d.scopes), d.externalId, d.indexMode, d.indexMode === 'NONE' ? null : 'PENDING_INDEX', m.actorKeyId, m.occurredAt, e.revision, 1,
+    [
+      d.recordId,
+      m.tenantId,
+      m.contextId,
+      d.schemaId,
+      d.typeName,
+      d.schemaVersion,
+      JSON.stringify(ext ? projectedPayload(def, d.payload) : d.payload),
+      bytes,
+      ext,
+      d.status,
+      d.folderId,
+      d.userId,
+      JSON.stringify(d.scopes),
+      d.externalId,
+      d.indexMode,
+      d.indexMode === 'NONE' ? null : 'PENDING_INDEX',
+      m.actorKeyId,
+      m.occurredAt,
+      e.revision,
+      1,
     ].forEach((v, i) => rec[i].push(v));
     if (!def) continue;
     const sk = sortKey(def, { payload: d.payload, createdAt: m.occurredAt, updatedAt: m.occurredAt });
     for (const x of indexEntries(def, d.payload, d.blindIndex))
-      [m.tenantId!, m.contextId!, d.typeName, x.field, x.k1, x.k2 ?? '', x.k3 ?? '', sk, d.recordId].forEach((v, i) => look[i].push(v));
+      [m.tenantId!, m.contextId!, d.typeName, x.field, x.k1, x.k2 ?? '', x.k3 ?? '', sk, d.recordId].forEach((v, i) =>
+        look[i].push(v),
+      );
   }
   // Only records inserted now get payload and lookup rows: a replayed run changes nothing.
   const inserted = await q.query<{ record_id: string }>(
@@ -215,7 +346,8 @@ async function applyCreated(q: SqlQueryable, created: StoredEvent<'RecordCreated
     return cols.map((c) => idx.map((i) => c[i]));
   };
   const payRows = keep(pay, 0);
-  if (payRows[0].length) await q.query('INSERT INTO rm_record_payloads SELECT * FROM unnest($1::text[], $2::jsonb[])', payRows);
+  if (payRows[0].length)
+    await q.query('INSERT INTO rm_record_payloads SELECT * FROM unnest($1::text[], $2::jsonb[])', payRows);
   const lookRows = keep(look, 8);
   if (lookRows[0].length)
     await q.query(
@@ -250,7 +382,8 @@ async function applyOutcomes(q: SqlQueryable, outcomes: IndexOutcome[]) {
 type IndexOutcome = EventData<'RecordsIndexed'>['outcomes'][number];
 
 /** The events that carry index outcomes: RecordsIndexed, and the one-record events of logs written before it. */
-export const isIndexOutcome = (e: { type: string }): boolean => e.type === 'RecordsIndexed' || e.type === 'RecordIndexed' || e.type === 'RecordIndexFailed';
+export const isIndexOutcome = (e: { type: string }): boolean =>
+  e.type === 'RecordsIndexed' || e.type === 'RecordIndexed' || e.type === 'RecordIndexFailed';
 
 /** The index outcomes an event carries: many (RecordsIndexed) or one (RecordIndexed / RecordIndexFailed, logs written before). */
 export function outcomesOf(e: StoredEvent): IndexOutcome[] {
@@ -258,9 +391,25 @@ export function outcomesOf(e: StoredEvent): IndexOutcome[] {
     case 'RecordsIndexed':
       return e.data.outcomes;
     case 'RecordIndexed':
-      return [{ recordId: e.data.recordId, forRevision: e.data.forRevision, status: e.data.status, code: null, message: null }];
+      return [
+        {
+          recordId: e.data.recordId,
+          forRevision: e.data.forRevision,
+          status: e.data.status,
+          code: null,
+          message: null,
+        },
+      ];
     case 'RecordIndexFailed':
-      return [{ recordId: e.data.recordId, forRevision: e.data.forRevision, status: 'FAILED', code: e.data.code, message: e.data.message }];
+      return [
+        {
+          recordId: e.data.recordId,
+          forRevision: e.data.forRevision,
+          status: 'FAILED',
+          code: e.data.code,
+          message: e.data.message,
+        },
+      ];
     default:
       return [];
   }

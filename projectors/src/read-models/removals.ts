@@ -1,7 +1,12 @@
 import type { SqlQueryable, StoredEvent } from '@svc/domain';
 
 /** Deletes the rows of each table, in the order given, whose `column` holds `value` (one entity's rows across its tables). */
-export async function deleteRows(q: SqlQueryable, tables: readonly string[], column: string, value: unknown): Promise<void> {
+export async function deleteRows(
+  q: SqlQueryable,
+  tables: readonly string[],
+  column: string,
+  value: unknown,
+): Promise<void> {
   for (const table of tables) await q.query(`DELETE FROM ${table} WHERE ${column} = $1`, [value]);
 }
 
@@ -11,9 +16,17 @@ export async function deleteRows(q: SqlQueryable, tables: readonly string[], col
  * context's rows are matched by tenant and context (the leading columns of the
  * read models' list indexes).
  */
-export async function deleteRemovedRows(q: SqlQueryable, e: StoredEvent<'ContextDeleted' | 'TenantTornDown'>, tables: readonly string[]): Promise<void> {
+export async function deleteRemovedRows(
+  q: SqlQueryable,
+  e: StoredEvent<'ContextDeleted' | 'TenantTornDown'>,
+  tables: readonly string[],
+): Promise<void> {
   for (const table of tables) {
-    if (e.type === 'ContextDeleted') await q.query(`DELETE FROM ${table} WHERE tenant_id = $1 AND context_id = $2`, [e.data.tenantId, e.data.contextId]);
+    if (e.type === 'ContextDeleted')
+      await q.query(`DELETE FROM ${table} WHERE tenant_id = $1 AND context_id = $2`, [
+        e.data.tenantId,
+        e.data.contextId,
+      ]);
     else await q.query(`DELETE FROM ${table} WHERE tenant_id = $1`, [e.data.tenantId]);
   }
 }

@@ -17,24 +17,61 @@ CREATE INDEX IF NOT EXISTS rm_schemas_list ON rm_schemas (tenant_id, context_id,
       case 'SchemaCreated': {
         const d = e.data;
         const def = d.definition;
-        const doc = schemaView({ exists: true, id: d.schemaId, tenantId: m.tenantId, contextId: m.contextId, definition: def, schemaVersion: 1, createdAt: m.occurredAt, updatedAt: m.occurredAt });
+        const doc = schemaView({
+          exists: true,
+          id: d.schemaId,
+          tenantId: m.tenantId,
+          contextId: m.contextId,
+          definition: def,
+          schemaVersion: 1,
+          createdAt: m.occurredAt,
+          updatedAt: m.occurredAt,
+        });
         await q.query(
           `INSERT INTO rm_schemas (schema_id, tenant_id, context_id, type_name, owner_key, doc, revision, created_at)
            VALUES ($1,$2,$3,$4,$5,$6,$7,$8) ON CONFLICT (schema_id) DO NOTHING`,
-          [d.schemaId, m.tenantId, m.contextId, d.typeName, ownerKeyOf(def), JSON.stringify(doc), e.revision, m.occurredAt],
+          [
+            d.schemaId,
+            m.tenantId,
+            m.contextId,
+            d.typeName,
+            ownerKeyOf(def),
+            JSON.stringify(doc),
+            e.revision,
+            m.occurredAt,
+          ],
         );
         return;
       }
       case 'SchemaUpdated': {
         const d = e.data;
-        const { rows } = await q.query<{ doc: { createdAt: string } }>('SELECT doc FROM rm_schemas WHERE schema_id = $1 AND revision < $2', [d.schemaId, e.revision]);
+        const { rows } = await q.query<{ doc: { createdAt: string } }>(
+          'SELECT doc FROM rm_schemas WHERE schema_id = $1 AND revision < $2',
+          [d.schemaId, e.revision],
+        );
         if (!rows.length) return;
-        const doc = schemaView({ exists: true, id: d.schemaId, tenantId: m.tenantId, contextId: m.contextId, definition: d.definition, schemaVersion: d.schemaVersion, createdAt: rows[0].doc.createdAt, updatedAt: m.occurredAt });
-        await q.query('UPDATE rm_schemas SET doc = $2, revision = $3 WHERE schema_id = $1', [d.schemaId, JSON.stringify(doc), e.revision]);
+        const doc = schemaView({
+          exists: true,
+          id: d.schemaId,
+          tenantId: m.tenantId,
+          contextId: m.contextId,
+          definition: d.definition,
+          schemaVersion: d.schemaVersion,
+          createdAt: rows[0].doc.createdAt,
+          updatedAt: m.occurredAt,
+        });
+        await q.query('UPDATE rm_schemas SET doc = $2, revision = $3 WHERE schema_id = $1', [
+          d.schemaId,
+          JSON.stringify(doc),
+          e.revision,
+        ]);
         return;
       }
       case 'SchemaDeleted':
-        await q.query('UPDATE rm_schemas SET deleted = true, revision = $2 WHERE schema_id = $1 AND revision < $2', [e.data.schemaId, e.revision]);
+        await q.query('UPDATE rm_schemas SET deleted = true, revision = $2 WHERE schema_id = $1 AND revision < $2', [
+          e.data.schemaId,
+          e.revision,
+        ]);
         return;
       case 'ContextDeleted':
       case 'TenantTornDown':

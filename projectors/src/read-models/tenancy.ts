@@ -1,4 +1,12 @@
-import { accountDecider, CREDENTIAL_CHANGE_CHANNEL, type RootKeyIndex, type SqlQueryable, type StoredEvent, type TenantContexts, type TenantDirectory } from '@svc/domain';
+import {
+  accountDecider,
+  CREDENTIAL_CHANGE_CHANNEL,
+  type RootKeyIndex,
+  type SqlQueryable,
+  type StoredEvent,
+  type TenantContexts,
+  type TenantDirectory,
+} from '@svc/domain';
 import type { EventData } from '@svc/contracts';
 import type { SqlProjection } from '../runtime/runner';
 
@@ -62,15 +70,26 @@ CREATE INDEX IF NOT EXISTS rm_jwt_issuers_tenant ON rm_jwt_issuers (tenant_id, o
       switch (e.type) {
         case 'AccountOpened': {
           const d = e.data;
-          await q.query('INSERT INTO rm_accounts (account_id, doc, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [d.accountId, JSON.stringify(d), at]);
+          await q.query(
+            'INSERT INTO rm_accounts (account_id, doc, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+            [d.accountId, JSON.stringify(d), at],
+          );
           for (const env of ['live', 'test'] as const) {
-            await q.query('INSERT INTO rm_tenants VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING', [d.tenants[env].tenantId, d.accountId, env, d.tenants[env].contextId]);
+            await q.query('INSERT INTO rm_tenants VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING', [
+              d.tenants[env].tenantId,
+              d.accountId,
+              env,
+              d.tenants[env].contextId,
+            ]);
           }
           return;
         }
         case 'AccountChanged': {
           const d = e.data;
-          const { rows } = await q.query<{ doc: EventData<'AccountOpened'> }>('SELECT doc FROM rm_accounts WHERE account_id = $1', [d.accountId]);
+          const { rows } = await q.query<{ doc: EventData<'AccountOpened'> }>(
+            'SELECT doc FROM rm_accounts WHERE account_id = $1',
+            [d.accountId],
+          );
           if (!rows.length) return;
           // The account's own fold, so the read model and the write side never disagree on a change.
           const next = accountDecider.evolve({ exists: true, ...rows[0].doc }, e);
@@ -81,21 +100,35 @@ CREATE INDEX IF NOT EXISTS rm_jwt_issuers_tenant ON rm_jwt_issuers (tenant_id, o
         }
         case 'ContextCreated': {
           const d = e.data;
-          await q.query('INSERT INTO rm_contexts VALUES ($1, $2, $3, $4, $5, $6, NULL) ON CONFLICT DO NOTHING', [d.contextId, d.tenantId, d.accountId, d.name, d.isDefault, at]);
+          await q.query('INSERT INTO rm_contexts VALUES ($1, $2, $3, $4, $5, $6, NULL) ON CONFLICT DO NOTHING', [
+            d.contextId,
+            d.tenantId,
+            d.accountId,
+            d.name,
+            d.isDefault,
+            at,
+          ]);
           return;
         }
         case 'ContextDeleted': {
           const d = e.data;
           await q.query('UPDATE rm_contexts SET deleted_at = $2 WHERE context_id = $1', [d.contextId, at]);
-          await revoke(q, 'UPDATE rm_credentials SET revoked = true WHERE context_id = $1 AND NOT cross_context', [d.contextId]);
+          await revoke(q, 'UPDATE rm_credentials SET revoked = true WHERE context_id = $1 AND NOT cross_context', [
+            d.contextId,
+          ]);
           return;
         }
         case 'TenantTornDown': {
           // Every credential of the tenant (root, scoped, minted) stops working; its contexts are gone. The developer token is the account's and stays.
           const d = e.data;
           await q.query('UPDATE rm_tenants SET torn_down_at = $2 WHERE tenant_id = $1', [d.tenantId, at]);
-          await q.query('UPDATE rm_contexts SET deleted_at = $2 WHERE tenant_id = $1 AND deleted_at IS NULL', [d.tenantId, at]);
-          await revoke(q, 'UPDATE rm_credentials SET revoked = true WHERE tenant_id = $1 AND NOT revoked', [d.tenantId]);
+          await q.query('UPDATE rm_contexts SET deleted_at = $2 WHERE tenant_id = $1 AND deleted_at IS NULL', [
+            d.tenantId,
+            at,
+          ]);
+          await revoke(q, 'UPDATE rm_credentials SET revoked = true WHERE tenant_id = $1 AND NOT revoked', [
+            d.tenantId,
+          ]);
           await q.query('DELETE FROM rm_jwt_issuers WHERE tenant_id = $1', [d.tenantId]);
           return;
         }
@@ -104,7 +137,10 @@ CREATE INDEX IF NOT EXISTS rm_jwt_issuers_tenant ON rm_jwt_issuers (tenant_id, o
           const d = e.data;
           await q.query('DELETE FROM rm_jwt_issuers WHERE tenant_id = $1', [d.tenantId]);
           for (const [ord, i] of d.issuers.entries()) {
-            await q.query('INSERT INTO rm_jwt_issuers (issuer, audience, tenant_id, ord, doc) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (issuer, audience) DO UPDATE SET tenant_id = $3, ord = $4, doc = $5', [i.issuer, i.audience, d.tenantId, ord, JSON.stringify(i)]);
+            await q.query(
+              'INSERT INTO rm_jwt_issuers (issuer, audience, tenant_id, ord, doc) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (issuer, audience) DO UPDATE SET tenant_id = $3, ord = $4, doc = $5',
+              [i.issuer, i.audience, d.tenantId, ord, JSON.stringify(i)],
+            );
           }
           return;
         }
@@ -116,8 +152,23 @@ CREATE INDEX IF NOT EXISTS rm_jwt_issuers_tenant ON rm_jwt_issuers (tenant_id, o
                allowed_actions, data_scope, user_id, expires_at, wire_version_pin, created_at, parent_id, revoked)
              VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,
                COALESCE((SELECT p.revoked FROM rm_credentials p WHERE p.credential_id = $15), false)) ON CONFLICT DO NOTHING`,
-            [d.credentialId, d.secretHash, d.accountId, d.kind, d.tenantId, d.environment, d.contextId, d.crossContext,
-              JSON.stringify(d.allowedActions), d.dataScope ? JSON.stringify(d.dataScope) : null, d.userId, d.expiresAt, d.wireVersionPin, at, d.parentCredentialId ?? null],
+            [
+              d.credentialId,
+              d.secretHash,
+              d.accountId,
+              d.kind,
+              d.tenantId,
+              d.environment,
+              d.contextId,
+              d.crossContext,
+              JSON.stringify(d.allowedActions),
+              d.dataScope ? JSON.stringify(d.dataScope) : null,
+              d.userId,
+              d.expiresAt,
+              d.wireVersionPin,
+              at,
+              d.parentCredentialId ?? null,
+            ],
           );
           return;
         }
@@ -137,7 +188,10 @@ CREATE INDEX IF NOT EXISTS rm_jwt_issuers_tenant ON rm_jwt_issuers (tenant_id, o
 /** The live contexts of a tenant, from the read model (tenant teardown waits for it to reach the head first). */
 export const sqlTenantContexts = (q: SqlQueryable): TenantContexts => ({
   async liveContexts(tenantId) {
-    const { rows } = await q.query<{ context_id: string }>('SELECT context_id FROM rm_contexts WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, context_id', [tenantId]);
+    const { rows } = await q.query<{ context_id: string }>(
+      'SELECT context_id FROM rm_contexts WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, context_id',
+      [tenantId],
+    );
     return rows.map((r) => r.context_id);
   },
 });
@@ -145,7 +199,10 @@ export const sqlTenantContexts = (q: SqlQueryable): TenantContexts => ({
 /** The live root keys of a tenant, from the read model (the write path waits for it to reach the head first). */
 export const sqlRootKeyIndex = (q: SqlQueryable): RootKeyIndex => ({
   async activeRootKeys(tenantId) {
-    const { rows } = await q.query<{ credential_id: string }>(`SELECT credential_id FROM rm_credentials WHERE tenant_id = $1 AND kind = 'root' AND NOT revoked ORDER BY created_at, credential_id`, [tenantId]);
+    const { rows } = await q.query<{ credential_id: string }>(
+      `SELECT credential_id FROM rm_credentials WHERE tenant_id = $1 AND kind = 'root' AND NOT revoked ORDER BY created_at, credential_id`,
+      [tenantId],
+    );
     return rows.map((r) => r.credential_id);
   },
 });
@@ -153,7 +210,9 @@ export const sqlRootKeyIndex = (q: SqlQueryable): RootKeyIndex => ({
 /** Tenants by id, from the read model (a tenant is there from its account's opening, which answers after the read models have it). */
 export const sqlTenantDirectory = (q: SqlQueryable): TenantDirectory => ({
   async accountOf(tenantId) {
-    const { rows } = await q.query<{ account_id: string }>('SELECT account_id FROM rm_tenants WHERE tenant_id = $1', [tenantId]);
+    const { rows } = await q.query<{ account_id: string }>('SELECT account_id FROM rm_tenants WHERE tenant_id = $1', [
+      tenantId,
+    ]);
     return rows[0]?.account_id ?? null;
   },
 });

@@ -1,5 +1,13 @@
 import type { EventData } from '@svc/contracts';
-import { chargeOf, type CreditCategory, milliMetric, overageMilli, periodOf, type SqlQueryable, type StoredEvent } from '@svc/domain';
+import {
+  chargeOf,
+  type CreditCategory,
+  milliMetric,
+  overageMilli,
+  periodOf,
+  type SqlQueryable,
+  type StoredEvent,
+} from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 
 /**
@@ -46,11 +54,20 @@ const tenantOf = (e: StoredEvent): string => (isUsage(e) ? (e.data.tenantId as s
 
 type UsageItems = EventData<'UsageMetered'>['items'];
 /** One thing to count: the tenant, context and period it is counted in, and priced items or read counts. */
-type Entry = { tenantId: string; contextId: string | null; period: string } & ({ items: UsageItems } | { reads: EventData<'ReadsMetered'> });
+type Entry = { tenantId: string; contextId: string | null; period: string } & (
+  { items: UsageItems } | { reads: EventData<'ReadsMetered'> }
+);
 function entryOf(e: StoredEvent): Entry {
-  if (e.type === 'UsageMetered') return { tenantId: e.data.tenantId, contextId: e.data.contextId, period: e.data.period, items: e.data.items };
-  if (e.type === 'ReadsMetered') return { tenantId: e.data.tenantId, contextId: e.data.contextId, period: e.data.period, reads: e.data };
-  return { tenantId: e.metadata.tenantId!, contextId: e.metadata.contextId, period: periodOf(e.metadata.occurredAt), items: chargedItems(e) };
+  if (e.type === 'UsageMetered')
+    return { tenantId: e.data.tenantId, contextId: e.data.contextId, period: e.data.period, items: e.data.items };
+  if (e.type === 'ReadsMetered')
+    return { tenantId: e.data.tenantId, contextId: e.data.contextId, period: e.data.period, reads: e.data };
+  return {
+    tenantId: e.metadata.tenantId!,
+    contextId: e.metadata.contextId,
+    period: periodOf(e.metadata.occurredAt),
+    items: chargedItems(e),
+  };
 }
 
 /** Decoded charge codes: the writes of one schema mostly carry the same code, decoded once. Read only, never mutated. */
@@ -81,7 +98,10 @@ const owners = new Map<string, Owner>();
 async function ownersOf(q: SqlQueryable, tenantIds: string[]): Promise<Map<string, Owner>> {
   const missing = tenantIds.filter((t) => !owners.has(t));
   if (missing.length) {
-    const { rows } = await q.query<{ tenant_id: string; account_id: string; environment: string }>('SELECT tenant_id, account_id, environment FROM rm_tenants WHERE tenant_id = ANY($1::text[])', [missing]);
+    const { rows } = await q.query<{ tenant_id: string; account_id: string; environment: string }>(
+      'SELECT tenant_id, account_id, environment FROM rm_tenants WHERE tenant_id = ANY($1::text[])',
+      [missing],
+    );
     for (const r of rows) owners.set(r.tenant_id, { accountId: r.account_id, environment: r.environment });
   }
   return owners;
@@ -90,7 +110,8 @@ async function ownersOf(q: SqlQueryable, tenantIds: string[]): Promise<Map<strin
 type Account = { accountId: string; period: string; usedMilli: number; readCalls: number; readBytes: number };
 const accountKey = (a: string, p: string) => `${a}\u0000${p}`;
 /** A usage event is marked by its stream's revision, a write charge by its log position. */
-const markOf = (e: StoredEvent): [string, number] => (isUsage(e) ? [e.streamId, e.revision] : [CHARGES_MARK, e.position]);
+const markOf = (e: StoredEvent): [string, number] =>
+  isUsage(e) ? [e.streamId, e.revision] : [CHARGES_MARK, e.position];
 /** Entries of the remembered state at most (each map); past it the memory starts over (one read each then). */
 const MAX_REMEMBERED = 10_000;
 
@@ -121,7 +142,10 @@ class Remembered {
 
 /** Each stream's last applied mark and the running totals of the given accounts, read in one round trip (remembered). */
 async function readState(q: SqlQueryable, memory: Remembered, streamIds: string[], wanted: string[][]) {
-  const { rows } = await q.query<{ marks: Array<{ s: string; r: number }> | null; accounts: Array<{ a: string; p: string; m: number; c: number; b: number }> | null }>(
+  const { rows } = await q.query<{
+    marks: Array<{ s: string; r: number }> | null;
+    accounts: Array<{ a: string; p: string; m: number; c: number; b: number }> | null;
+  }>(
     `SELECT (SELECT json_agg(json_build_object('s', stream_id, 'r', revision)) FROM rm_usage_streams WHERE stream_id = ANY($1::text[])) AS marks,
             (SELECT json_agg(json_build_object('a', u.account_id, 'p', u.period, 'm', u.used_milli, 'c', u.read_calls, 'b', u.read_bytes))
                FROM rm_usage_accounts u JOIN unnest($2::text[], $3::text[]) AS w(account_id, period) ON u.account_id = w.account_id AND u.period = w.period) AS accounts`,
@@ -129,9 +153,19 @@ async function readState(q: SqlQueryable, memory: Remembered, streamIds: string[
   );
   const marks = new Map<string, number>((rows[0]?.marks ?? []).map((m) => [m.s, Number(m.r)]));
   const accounts = new Map<string, Account>();
-  for (const r of rows[0]?.accounts ?? []) accounts.set(accountKey(r.a, r.p), { accountId: r.a, period: r.p, usedMilli: Number(r.m), readCalls: Number(r.c), readBytes: Number(r.b) });
+  for (const r of rows[0]?.accounts ?? [])
+    accounts.set(accountKey(r.a, r.p), {
+      accountId: r.a,
+      period: r.p,
+      usedMilli: Number(r.m),
+      readCalls: Number(r.c),
+      readBytes: Number(r.b),
+    });
   for (const id of streamIds) memory.mark(id, marks.get(id) ?? -1);
-  for (const [a, p] of wanted) memory.account(accounts.get(accountKey(a, p)) ?? { accountId: a, period: p, usedMilli: 0, readCalls: 0, readBytes: 0 });
+  for (const [a, p] of wanted)
+    memory.account(
+      accounts.get(accountKey(a, p)) ?? { accountId: a, period: p, usedMilli: 0, readCalls: 0, readBytes: 0 },
+    );
   return { marks, accounts };
 }
 
@@ -193,9 +227,12 @@ async function applyUsage(q: SqlQueryable, all: StoredEvent[], memory: Remembere
   const data = (e: StoredEvent) => entries.get(e)!;
   const who = await ownersOf(q, [...new Set(metered.map((e) => data(e).tenantId))]);
   const streamIds = [...new Set(metered.map((e) => markOf(e)[0]))];
-  const wanted = [...new Set(metered.map((e) => accountKey(who.get(data(e).tenantId)?.accountId ?? '', data(e).period)))].map((k) => k.split('\u0000'));
+  const wanted = [
+    ...new Set(metered.map((e) => accountKey(who.get(data(e).tenantId)?.accountId ?? '', data(e).period))),
+  ].map((k) => k.split('\u0000'));
   // Trusted only through the check in the write: everything this batch decides on must be remembered.
-  const guarded = streamIds.every((id) => memory.marks.has(id)) && wanted.every(([a, p]) => memory.accounts.has(accountKey(a, p)));
+  const guarded =
+    streamIds.every((id) => memory.marks.has(id)) && wanted.every(([a, p]) => memory.accounts.has(accountKey(a, p)));
   const state = guarded
     ? {
         marks: new Map(streamIds.map((id) => [id, memory.marks.get(id)!])),
@@ -210,13 +247,26 @@ async function applyUsage(q: SqlQueryable, all: StoredEvent[], memory: Remembere
   // Nothing new by what is remembered: only a read may say so (a rebuild or a rollback may have moved the marks back).
   if (!fresh.length) return guarded ? applyAfterRead(q, all, memory, streamIds, wanted) : undefined;
   /** The marks and totals the write starts from, as checked by the statement (guarded only). */
-  const checked = guarded ? { marks: new Map(marks), accounts: [...accounts.values()].map((x) => ({ ...x })) } : undefined;
+  const checked = guarded
+    ? { marks: new Map(marks), accounts: [...accounts.values()].map((x) => ({ ...x })) }
+    : undefined;
   for (const e of fresh) {
     const [id, at] = markOf(e);
     marks.set(id, Math.max(marks.get(id) ?? -1, at));
   }
 
-  const counters = new Map<string, { period: string; accountId: string; tenantId: string; environment: string; contextId: string; metric: string; value: number }>();
+  const counters = new Map<
+    string,
+    {
+      period: string;
+      accountId: string;
+      tenantId: string;
+      environment: string;
+      contextId: string;
+      metric: string;
+      value: number;
+    }
+  >();
   /** Cents each account's inference spent in this batch (drawn from its balance, all periods). */
   const spent = new Map<string, number>();
   const moved = new Set<string>();
@@ -226,13 +276,26 @@ async function applyUsage(q: SqlQueryable, all: StoredEvent[], memory: Remembere
     const key = accountKey(owner.accountId, d.period);
     moved.add(key);
     let account = accounts.get(key);
-    if (!account) accounts.set(key, (account = { accountId: owner.accountId, period: d.period, usedMilli: 0, readCalls: 0, readBytes: 0 }));
+    if (!account)
+      accounts.set(
+        key,
+        (account = { accountId: owner.accountId, period: d.period, usedMilli: 0, readCalls: 0, readBytes: 0 }),
+      );
     const add = (metric: string | undefined, value: number) => {
       if (!metric || !value) return;
       const k = `${d.period}\u0000${d.tenantId}\u0000${d.contextId ?? ''}\u0000${metric}`;
       const c = counters.get(k);
       if (c) c.value += value;
-      else counters.set(k, { period: d.period, accountId: owner.accountId, tenantId: d.tenantId, environment: owner.environment, contextId: d.contextId ?? '', metric, value });
+      else
+        counters.set(k, {
+          period: d.period,
+          accountId: owner.accountId,
+          tenantId: d.tenantId,
+          environment: owner.environment,
+          contextId: d.contextId ?? '',
+          metric,
+          value,
+        });
     };
     if ('items' in d) {
       for (const item of d.items) {
@@ -248,13 +311,18 @@ async function applyUsage(q: SqlQueryable, all: StoredEvent[], memory: Remembere
           add(milliMetric(m.credit), item.milli);
           account.usedMilli += item.milli;
         }
-        if (m.units === 'inference.costCents' && item.units > 0) spent.set(owner.accountId, (spent.get(owner.accountId) ?? 0) + item.units);
+        if (m.units === 'inference.costCents' && item.units > 0)
+          spent.set(owner.accountId, (spent.get(owner.accountId) ?? 0) + item.units);
       }
     } else {
       const r = d.reads;
       const t = r.terms;
-      const callsMilli = overageMilli(account.readCalls + r.calls, t.includedCalls, t.callsPerCredit) - overageMilli(account.readCalls, t.includedCalls, t.callsPerCredit);
-      const bytesMilli = overageMilli(account.readBytes + r.bytes, t.includedBytes, t.bytesPerCredit) - overageMilli(account.readBytes, t.includedBytes, t.bytesPerCredit);
+      const callsMilli =
+        overageMilli(account.readCalls + r.calls, t.includedCalls, t.callsPerCredit) -
+        overageMilli(account.readCalls, t.includedCalls, t.callsPerCredit);
+      const bytesMilli =
+        overageMilli(account.readBytes + r.bytes, t.includedBytes, t.bytesPerCredit) -
+        overageMilli(account.readBytes, t.includedBytes, t.bytesPerCredit);
       account.readCalls += r.calls;
       account.readBytes += r.bytes;
       account.usedMilli += callsMilli + bytesMilli;
@@ -296,8 +364,17 @@ async function applyUsage(q: SqlQueryable, all: StoredEvent[], memory: Remembere
 }
 
 /** The batch again, from the state the tables hold (read first). */
-function applyAfterRead(q: SqlQueryable, all: StoredEvent[], memory: Remembered, streamIds: string[], wanted: string[][]): Promise<void> {
-  memory.forget(streamIds, wanted.map(([a, p]) => accountKey(a, p)));
+function applyAfterRead(
+  q: SqlQueryable,
+  all: StoredEvent[],
+  memory: Remembered,
+  streamIds: string[],
+  wanted: string[][],
+): Promise<void> {
+  memory.forget(
+    streamIds,
+    wanted.map(([a, p]) => accountKey(a, p)),
+  );
   return applyUsage(q, all, memory);
 }
 
@@ -306,7 +383,9 @@ function applyAfterRead(q: SqlQueryable, all: StoredEvent[], memory: Remembered,
  * with their new totals by period (`undefined`: an account changed plan or limit, or the
  * account is unknown), for the credit gate's cache.
  */
-export const usageProjection = (onChange?: (accountId?: string, totals?: ReadonlyMap<string, number>) => void): SqlProjection => {
+export const usageProjection = (
+  onChange?: (accountId?: string, totals?: ReadonlyMap<string, number>) => void,
+): SqlProjection => {
   const memory = new Remembered();
   return {
     name: 'usage',
@@ -345,8 +424,18 @@ ${APPLY_DDL}`,
 
 /** The standing of an account in a period, for the credit gate: its plan terms and the milli-credits used. */
 export const sqlAccountStanding = (q: SqlQueryable) => ({
-  async standing(accountId: string, period: string): Promise<{ account: { plan?: unknown; creditLimit?: unknown; inferenceBalanceCents?: unknown } | null; usedMilli: number }> {
-    const { rows } = await q.query<{ doc: Record<string, unknown>; used_milli: number | null; spent_cents: number | null }>(
+  async standing(
+    accountId: string,
+    period: string,
+  ): Promise<{
+    account: { plan?: unknown; creditLimit?: unknown; inferenceBalanceCents?: unknown } | null;
+    usedMilli: number;
+  }> {
+    const { rows } = await q.query<{
+      doc: Record<string, unknown>;
+      used_milli: number | null;
+      spent_cents: number | null;
+    }>(
       `SELECT a.doc, u.used_milli, s.spent_cents FROM rm_accounts a
          LEFT JOIN rm_usage_accounts u ON u.account_id = a.account_id AND u.period = $2
          LEFT JOIN rm_inference_spend s ON s.account_id = a.account_id
@@ -354,7 +443,10 @@ export const sqlAccountStanding = (q: SqlQueryable) => ({
       [accountId, period],
     );
     const doc = rows[0]?.doc;
-    return { account: doc ? withBalance(doc, Number(rows[0].spent_cents ?? 0)) : null, usedMilli: Number(rows[0]?.used_milli ?? 0) };
+    return {
+      account: doc ? withBalance(doc, Number(rows[0].spent_cents ?? 0)) : null,
+      usedMilli: Number(rows[0]?.used_milli ?? 0),
+    };
   },
 });
 

@@ -34,7 +34,11 @@ const sleep = (ms: number, signal: AbortSignal, wake?: (w: () => void) => () => 
  * `read` is how the log is read: the store's `readAll` itself unless given (the
  * catch-up feed passes the process's shared reader, log-tail.ts).
  */
-export async function catchUp(store: EventStore, o: CatchUpOptions, read: LogRead = (after, n) => store.readAll(after, n)): Promise<void> {
+export async function catchUp(
+  store: EventStore,
+  o: CatchUpOptions,
+  read: LogRead = (after, n) => store.readAll(after, n),
+): Promise<void> {
   let position = o.from;
   let attempt = 0;
   let dirty = false;

@@ -149,7 +149,8 @@ export class LogTail {
     this.stats.storeReads += 1;
     const read = this.store.readAll(after, size).then((events) => {
       if (this.freeze) for (const e of events) deepFreeze(e);
-      if (events.length < size) this.tip = { position: events.length ? events[events.length - 1].position : after, generation, at: Date.now() };
+      if (events.length < size)
+        this.tip = { position: events.length ? events[events.length - 1].position : after, generation, at: Date.now() };
       if (events.length) this.keep(after, events);
       return events;
     });
@@ -168,7 +169,11 @@ export class LogTail {
    */
   private keep(after: number, page: StoredEvent[]): void {
     // The page array is also the answer of a fetch that readers may still be joining: held runs never share it.
-    let run: Segment = { lo: after, events: page.slice(), bytes: page.reduce((n, e) => n + approxBytes(e.data) + approxBytes(e.metadata) + 160, 0) };
+    let run: Segment = {
+      lo: after,
+      events: page.slice(),
+      bytes: page.reduce((n, e) => n + approxBytes(e.data) + approxBytes(e.metadata) + 160, 0),
+    };
     this.events += page.length;
     this.bytes += run.bytes;
     const rest: Segment[] = [];
@@ -201,7 +206,11 @@ export class LogTail {
       held.bytes += page.bytes;
       return held;
     }
-    return { lo: Math.min(held.lo, page.lo), events: [...below, ...held.events, ...above], bytes: held.bytes + page.bytes };
+    return {
+      lo: Math.min(held.lo, page.lo),
+      events: [...below, ...held.events, ...above],
+      bytes: held.bytes + page.bytes,
+    };
   }
 
   /** Past the bounds: the lowest positions go (to 90 % of the bound, so trimming is not paid on every page). */

@@ -26,7 +26,15 @@ function memoryLog(o: { readDelayMs?: number } = {}) {
   const append = (n: number, silent = false) => {
     for (let i = 0; i < n; i++) {
       next += 1 + (next % 3); // gaps between positions
-      events.push({ id: `e${next}`, type: 'RecordCreated', streamId: `s${next % 7}`, revision: 0, position: next, data: { n: next, nested: { tags: ['a'] } }, metadata: { tenantId: 't' } } as unknown as StoredEvent);
+      events.push({
+        id: `e${next}`,
+        type: 'RecordCreated',
+        streamId: `s${next % 7}`,
+        revision: 0,
+        position: next,
+        data: { n: next, nested: { tags: ['a'] } },
+        metadata: { tenantId: 't' },
+      } as unknown as StoredEvent);
     }
     if (!silent) for (const l of listeners) l();
   };
@@ -34,7 +42,12 @@ function memoryLog(o: { readDelayMs?: number } = {}) {
 }
 
 /** Follows the log through `read` from `from` until aborted; collects positions, as a subscriber with `batchSize` and a handler delay. */
-function subscriber(store: EventStore, read: LogTail['read'], from: number, o: { batchSize?: number; handleMs?: number; signal: AbortSignal; pollMs?: number }) {
+function subscriber(
+  store: EventStore,
+  read: LogTail['read'],
+  from: number,
+  o: { batchSize?: number; handleMs?: number; signal: AbortSignal; pollMs?: number },
+) {
   const seen: number[] = [];
   const done = catchUp(
     store,
@@ -73,7 +86,10 @@ describe('the shared log reader (LogTail)', () => {
     const read = shared ? t.read : (after: number, n: number) => log.store.readAll(after, n);
     const ac = new AbortController();
     const starts = [0, 0, log.events[40].position, log.events[120].position, log.events[299].position];
-    const subs = starts.map((from, i) => ({ from, ...subscriber(log.store, read, from, { batchSize: [50, 200, 30, 100, 500][i], handleMs: i, signal: ac.signal }) }));
+    const subs = starts.map((from, i) => ({
+      from,
+      ...subscriber(log.store, read, from, { batchSize: [50, 200, 30, 100, 500][i], handleMs: i, signal: ac.signal }),
+    }));
     for (let k = 0; k < 40; k++) {
       log.append(1 + (k % 5));
       await new Promise((r) => setTimeout(r, k % 3));
@@ -100,18 +116,22 @@ describe('the shared log reader (LogTail)', () => {
     expect(pages.map((p) => p.length)).toEqual([5, 10, 3]);
     expect(log.stats.reads).toBe(1);
     // Inside what is held: from memory.
-    expect((await t.read(log.events[2].position, 100)).map((e) => e.position)).toEqual(log.events.slice(3).map((e) => e.position));
+    expect((await t.read(log.events[2].position, 100)).map((e) => e.position)).toEqual(
+      log.events.slice(3).map((e) => e.position),
+    );
     expect(log.stats.reads).toBe(1);
     // At the end of what is held, just after a short page with no append since: nothing new, without a read.
     expect(await t.read(log.head(), 100)).toEqual([]);
     expect(log.stats.reads).toBe(1);
     // An append is announced: the next read at the end goes to the store.
     log.append(2);
-    expect((await t.read(log.events[9].position, 100)).map((e) => e.position)).toEqual(log.events.slice(10).map((e) => e.position));
+    expect((await t.read(log.events[9].position, 100)).map((e) => e.position)).toEqual(
+      log.events.slice(10).map((e) => e.position),
+    );
     expect(log.stats.reads).toBe(2);
   });
 
-  it('an append nobody announced (another process) is still found by a subscriber\'s poll once the short page is older than quietMs', async () => {
+  it("an append nobody announced (another process) is still found by a subscriber's poll once the short page is older than quietMs", async () => {
     const log = memoryLog();
     log.append(3);
     const t = tail(log.store, { quietMs: 20 });
@@ -174,7 +194,8 @@ describe('the shared log reader (LogTail)', () => {
     // A failing store: joined readers all see the error; the next read tries the store again.
     let fail = true;
     const readAll = log.store.readAll.bind(log.store);
-    (log.store as { readAll: EventStore['readAll'] }).readAll = (after, n) => (fail ? Promise.reject(new Error('down')) : readAll(after, n));
+    (log.store as { readAll: EventStore['readAll'] }).readAll = (after, n) =>
+      fail ? Promise.reject(new Error('down')) : readAll(after, n);
     const t2 = tail(log.store);
     const results = await Promise.allSettled([t2.read(0, 10), t2.read(0, 10)]);
     expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);

@@ -105,12 +105,16 @@ export class OnlineRebuild {
     let shadowSql: Sql | undefined;
     let shadow: string | undefined;
     try {
-      const { rows } = await sql.query<{ schema: string; path: string[] }>('SELECT current_schema() AS schema, current_schemas(false) AS path');
+      const { rows } = await sql.query<{ schema: string; path: string[] }>(
+        'SELECT current_schema() AS schema, current_schemas(false) AS path',
+      );
       const serving = rows[0].schema;
       shadow = `${serving}_rebuild`.slice(0, 63);
       const retired = `${serving}_retired`.slice(0, 63);
       // A build or a retired set left by a crash is of no use: started afresh.
-      await sql.exec(`DROP SCHEMA IF EXISTS ${ident(shadow)} CASCADE; DROP SCHEMA IF EXISTS ${ident(retired)} CASCADE; CREATE SCHEMA ${ident(shadow)}`);
+      await sql.exec(
+        `DROP SCHEMA IF EXISTS ${ident(shadow)} CASCADE; DROP SCHEMA IF EXISTS ${ident(retired)} CASCADE; CREATE SCHEMA ${ident(shadow)}`,
+      );
       shadowSql = await this.o.openShadow([shadow, ...pathOf(rows[0].path)]);
       const builder = new ProjectionRunner(live.name, shadowSql, store, this.o.projections, this.log);
       await builder.init();
@@ -143,15 +147,21 @@ export class OnlineRebuild {
         caughtUp = Date.now();
         await this.switch(builder, { serving, shadow: shadow!, retired }, batch);
       });
-      this.log(`rebuild ${p.id}: live projector paused after ${held - pausedAt} ms, last catch-up ${caughtUp - held} ms, switch ${Date.now() - caughtUp} ms`);
+      this.log(
+        `rebuild ${p.id}: live projector paused after ${held - pausedAt} ms, last catch-up ${caughtUp - held} ms, switch ${Date.now() - caughtUp} ms`,
+      );
       p.pausedMs = Date.now() - pausedAt;
       p.switchedAt = new Date().toISOString();
       this.o.onSwitched?.();
       await shadowSql.close();
       shadowSql = undefined;
-      await sql.exec(`DROP SCHEMA IF EXISTS ${ident(retired)} CASCADE; DROP SCHEMA IF EXISTS ${ident(shadow)} CASCADE`).catch((e) => this.log(`rebuild ${p.id}: dropping the retired tables failed (dropped by the next rebuild)`, e));
+      await sql
+        .exec(`DROP SCHEMA IF EXISTS ${ident(retired)} CASCADE; DROP SCHEMA IF EXISTS ${ident(shadow)} CASCADE`)
+        .catch((e) => this.log(`rebuild ${p.id}: dropping the retired tables failed (dropped by the next rebuild)`, e));
       p.state = 'done';
-      this.log(`rebuild ${p.id} of ${p.target}: switched at position ${p.position} (${p.events} events, ${p.eventsPerSecond} events/s, live projector paused ${p.pausedMs} ms)`);
+      this.log(
+        `rebuild ${p.id} of ${p.target}: switched at position ${p.position} (${p.events} events, ${p.eventsPerSecond} events/s, live projector paused ${p.pausedMs} ms)`,
+      );
     } catch (e) {
       p.state = 'failed';
       p.error = e instanceof Error ? e.message : String(e);
@@ -177,7 +187,11 @@ export class OnlineRebuild {
   }
 
   /** One transaction: the serving tables out, the fresh ones in, the checkpoint row and quarantine rows replaced. */
-  private async switch(builder: ProjectionRunner, s: { serving: string; shadow: string; retired: string }, batch: number) {
+  private async switch(
+    builder: ProjectionRunner,
+    s: { serving: string; shadow: string; retired: string },
+    batch: number,
+  ) {
     const { sql, live } = this.o;
     const S = ident(s.serving);
     const N = ident(s.shadow);
@@ -189,7 +203,10 @@ export class OnlineRebuild {
           await q.exec(`SET LOCAL lock_timeout = '1s'`);
           // The checkpoint row first: no other process's runner (a standby that took over) can commit a batch now. One
           // that did since the catch-up has applied events the fresh tables lack: they catch up, and the switch runs again.
-          const { rows: at } = await q.query<{ position: number }>(`SELECT position FROM ${S}.proj_checkpoints WHERE name = $1 FOR UPDATE`, [live.name]);
+          const { rows: at } = await q.query<{ position: number }>(
+            `SELECT position FROM ${S}.proj_checkpoints WHERE name = $1 FOR UPDATE`,
+            [live.name],
+          );
           const servingAt = Number(at[0]?.position ?? 0);
           if (servingAt > builder.current) throw new ServingMovedOn(servingAt);
           const { rows } = await q.query<{ t: string; serving: boolean }>(
@@ -209,18 +226,27 @@ export class OnlineRebuild {
             const { rows: t } = await q.query<{ prev: string; ms: number }>(
               `SELECT current_setting('statement_timeout') AS prev, (SELECT setting::int FROM pg_settings WHERE name = 'deadlock_timeout') AS ms`,
             );
-            await q.query(`SELECT set_config('statement_timeout', $1, true)`, [String(Math.max(1, Math.floor(Number(t[0].ms) / 2)))]);
+            await q.query(`SELECT set_config('statement_timeout', $1, true)`, [
+              String(Math.max(1, Math.floor(Number(t[0].ms) / 2))),
+            ]);
             await q.exec(`LOCK TABLE ${servingTables.join(', ')} IN ACCESS EXCLUSIVE MODE`);
             await q.query(`SELECT set_config('statement_timeout', $1, true)`, [t[0].prev]);
           }
-          await carryOver(q, S, N, tables.filter((r) => r.serving).map((r) => r.t));
+          await carryOver(
+            q,
+            S,
+            N,
+            tables.filter((r) => r.serving).map((r) => r.t),
+          );
           await q.exec(`CREATE SCHEMA ${R}`);
           for (const r of tables) {
             if (r.serving) await q.exec(`ALTER TABLE ${S}.${ident(r.t)} SET SCHEMA ${R}`);
             await q.exec(`ALTER TABLE ${N}.${ident(r.t)} SET SCHEMA ${S}`);
           }
           await q.query(`DELETE FROM ${S}.proj_quarantine WHERE subscriber = $1`, [live.name]);
-          await q.query(`INSERT INTO ${S}.proj_quarantine SELECT * FROM ${N}.proj_quarantine WHERE subscriber = $1`, [live.name]);
+          await q.query(`INSERT INTO ${S}.proj_quarantine SELECT * FROM ${N}.proj_quarantine WHERE subscriber = $1`, [
+            live.name,
+          ]);
           // The serving connection's own checkpoint table: the version moves (new xmin) and the barrier hears it.
           await writeCheckpoint(q, live.name, builder.current);
           await notifyCheckpoint(q, live.name, builder.current);
@@ -228,15 +254,19 @@ export class OnlineRebuild {
         return;
       } catch (e) {
         if (e instanceof ServingMovedOn && attempt < 10) {
-          this.log(`rebuild ${this.progress.id}: the serving read models moved on to ${e.position} (another runner applied events); catching up before the switch`);
+          this.log(
+            `rebuild ${this.progress.id}: the serving read models moved on to ${e.position} (another runner applied events); catching up before the switch`,
+          );
           await this.replay(builder, e.position, batch);
           continue;
         }
         // 55P03: a lock not granted in time, 57014: the serving tables not all locked in time (a long read); 40P01: a
         // deadlock with a reader. All leave nothing changed.
-        const code = (e as { code?: string }).code ?? ((e as { cause?: { code?: string } }).cause?.code);
+        const code = (e as { code?: string }).code ?? (e as { cause?: { code?: string } }).cause?.code;
         if ((code !== '55P03' && code !== '57014' && code !== '40P01') || attempt >= 10) throw e;
-        this.log(`rebuild ${this.progress.id}: switch attempt ${attempt} could not lock the serving tables (${code}), trying again`);
+        this.log(
+          `rebuild ${this.progress.id}: switch attempt ${attempt} could not lock the serving tables (${code}), trying again`,
+        );
         await new Promise((r) => setTimeout(r, 50 * attempt));
       }
     }
@@ -253,7 +283,11 @@ class ServingMovedOn extends Error {
 /** The schemas of the serving search_path, as a list (pg may return the array as text). */
 function pathOf(path: string[] | string): string[] {
   if (Array.isArray(path)) return path;
-  return path.replace(/^\{|\}$/g, '').split(',').filter(Boolean).map((x) => x.replace(/^"|"$/g, ''));
+  return path
+    .replace(/^\{|\}$/g, '')
+    .split(',')
+    .filter(Boolean)
+    .map((x) => x.replace(/^"|"$/g, ''));
 }
 
 /**
@@ -262,5 +296,7 @@ function pathOf(path: string[] | string): string[] {
  */
 async function carryOver(q: SqlQueryable, S: string, N: string, inBoth: string[]) {
   if (inBoth.includes('rm_webhooks'))
-    await q.exec(`UPDATE ${N}.rm_webhooks n SET consecutive_failures = s.consecutive_failures FROM ${S}.rm_webhooks s WHERE s.webhook_id = n.webhook_id AND s.consecutive_failures <> n.consecutive_failures`);
+    await q.exec(
+      `UPDATE ${N}.rm_webhooks n SET consecutive_failures = s.consecutive_failures FROM ${S}.rm_webhooks s WHERE s.webhook_id = n.webhook_id AND s.consecutive_failures <> n.consecutive_failures`,
+    );
 }

@@ -24,7 +24,15 @@ export const QUARANTINE_DDL = `CREATE TABLE IF NOT EXISTS proj_quarantine (
 
 export const ensureQuarantine = (sql: Sql) => sql.exec(QUARANTINE_DDL);
 
-type Row = { subscriber: string; position: string | number; stream_id: string; event_type: string; error: string; parked_behind: string | number | null; failed_at: string | Date };
+type Row = {
+  subscriber: string;
+  position: string | number;
+  stream_id: string;
+  event_type: string;
+  error: string;
+  parked_behind: string | number | null;
+  failed_at: string | Date;
+};
 
 const toEntry = (r: Row): QuarantineEntry => ({
   subscriber: r.subscriber,
@@ -39,7 +47,13 @@ const toEntry = (r: Row): QuarantineEntry => ({
 /** Errors are kept short: they are shown to operators, not parsed. */
 export const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e)).slice(0, 1000);
 
-export async function park(q: SqlQueryable, subscriber: string, e: RecordedEvent, error: string, behind: number | null): Promise<void> {
+export async function park(
+  q: SqlQueryable,
+  subscriber: string,
+  e: RecordedEvent,
+  error: string,
+  behind: number | null,
+): Promise<void> {
   await q.query(
     `INSERT INTO proj_quarantine (subscriber, position, stream_id, event_type, error, parked_behind, failed_at) VALUES ($1, $2, $3, $4, $5, $6, now())
      ON CONFLICT (subscriber, position) DO UPDATE SET error = excluded.error, parked_behind = excluded.parked_behind, failed_at = excluded.failed_at`,
@@ -47,7 +61,11 @@ export async function park(q: SqlQueryable, subscriber: string, e: RecordedEvent
   );
 }
 
-export async function listQuarantine(q: SqlQueryable, subscriber?: string, streamId?: string): Promise<QuarantineEntry[]> {
+export async function listQuarantine(
+  q: SqlQueryable,
+  subscriber?: string,
+  streamId?: string,
+): Promise<QuarantineEntry[]> {
   const { rows } = await q.query<Row>(
     `SELECT * FROM proj_quarantine WHERE ($1::text IS NULL OR subscriber = $1) AND ($2::text IS NULL OR stream_id = $2) ORDER BY subscriber, position`,
     [subscriber ?? null, streamId ?? null],
@@ -58,4 +76,5 @@ export async function listQuarantine(q: SqlQueryable, subscriber?: string, strea
 export const unpark = (q: SqlQueryable, subscriber: string, position: number) =>
   q.query('DELETE FROM proj_quarantine WHERE subscriber = $1 AND position = $2', [subscriber, position]);
 
-export const clearQuarantine = (q: SqlQueryable, subscriber: string) => q.query('DELETE FROM proj_quarantine WHERE subscriber = $1', [subscriber]);
+export const clearQuarantine = (q: SqlQueryable, subscriber: string) =>
+  q.query('DELETE FROM proj_quarantine WHERE subscriber = $1', [subscriber]);

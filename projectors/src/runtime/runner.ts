@@ -1,8 +1,23 @@
 import { ensureCheckpoints, readCheckpoint, resetCheckpoint, touchCheckpoint, writeCheckpoint } from './checkpoints';
-import { type EventStore, type ReadModelBarrier, type Sql, type SqlQueryable, type StoredEvent, streams } from '@svc/domain';
+import {
+  type EventStore,
+  type ReadModelBarrier,
+  type Sql,
+  type SqlQueryable,
+  type StoredEvent,
+  streams,
+} from '@svc/domain';
 import { catchUpFeed, type EventFeed } from './feed';
 import { traceBatch } from './trace';
-import { clearQuarantine, ensureQuarantine, errorText, listQuarantine, park, unpark, type QuarantineEntry } from './quarantine';
+import {
+  clearQuarantine,
+  ensureQuarantine,
+  errorText,
+  listQuarantine,
+  park,
+  unpark,
+  type QuarantineEntry,
+} from './quarantine';
 
 /**
  * A read model kept in SQL. `apply` runs inside the batch transaction that also
@@ -39,7 +54,16 @@ export interface SqlProjection {
  * (the usage projection folds a run into one set of counter updates), which no
  * projection reads back within the run.
  */
-export const BULK_TYPES = new Set(['RecordCreated', 'RecordIndexed', 'RecordIndexFailed', 'RecordsIndexed', 'ReservationClaimed', 'ReservationReleased', 'UsageMetered', 'ReadsMetered']);
+export const BULK_TYPES = new Set([
+  'RecordCreated',
+  'RecordIndexed',
+  'RecordIndexFailed',
+  'RecordsIndexed',
+  'ReservationClaimed',
+  'ReservationReleased',
+  'UsageMetered',
+  'ReadsMetered',
+]);
 
 /**
  * The other streams an event speaks for: a RecordsIndexed event (in its context's outcome stream) carries the
@@ -237,7 +261,14 @@ export class ProjectionRunner {
     const live = this.held.size ? events.filter((e) => !this.held.has(e.streamId)) : events;
     const parked = live.length === events.length ? [] : events.filter((e) => this.held.has(e.streamId));
     // Applied now and parked too (relatedStreams): one row per position, so behind the first held stream it names.
-    const alsoParked = this.held.size ? live.flatMap((e) => relatedStreams(e).filter((s) => this.held.has(s)).slice(0, 1).map((s) => ({ e, s }))) : [];
+    const alsoParked = this.held.size
+      ? live.flatMap((e) =>
+          relatedStreams(e)
+            .filter((s) => this.held.has(s))
+            .slice(0, 1)
+            .map((s) => ({ e, s })),
+        )
+      : [];
     await this.sql.tx(async (q) => {
       await this.applyEvents(q, live);
       for (const e of parked) {
@@ -338,7 +369,14 @@ export class ProjectionRunner {
         const error = errorText(err);
         await this.sql.tx(async (q) => {
           await park(q, this.name, e, error, null);
-          for (const later of rows.filter((r) => r.position > row.position)) await park(q, this.name, { ...e, position: later.position, type: later.eventType }, `waiting behind position ${row.position}`, row.position);
+          for (const later of rows.filter((r) => r.position > row.position))
+            await park(
+              q,
+              this.name,
+              { ...e, position: later.position, type: later.eventType },
+              `waiting behind position ${row.position}`,
+              row.position,
+            );
         });
         this.stats.lastError = `position ${e.position} (${streamId}, ${e.type}) still fails: ${error}`;
         break;
@@ -395,7 +433,9 @@ export class ProjectionRunner {
       try {
         return await fn();
       } finally {
-        await this.reload().catch((e) => this.log(`projection ${this.name}: reading the checkpoint after a pause failed`, e));
+        await this.reload().catch((e) =>
+          this.log(`projection ${this.name}: reading the checkpoint after a pause failed`, e),
+        );
       }
     });
   }
@@ -432,7 +472,11 @@ export const inProcessBarrier = (runner: ProjectionRunner): ReadModelBarrier => 
 });
 
 /** The barrier in a command-only process: follows the runner's row of the checkpoint table (notifications, polling as the fallback). */
-export async function remoteBarrier(sql: Sql, runnerName: string, pollMs = 25): Promise<ReadModelBarrier & { close(): Promise<void> }> {
+export async function remoteBarrier(
+  sql: Sql,
+  runnerName: string,
+  pollMs = 25,
+): Promise<ReadModelBarrier & { close(): Promise<void> }> {
   let known = 0;
   const read = async () => {
     known = await readCheckpoint(sql, runnerName);

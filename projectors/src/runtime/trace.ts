@@ -11,7 +11,12 @@ const MAX_LINKS = 32;
  * off where they were written) start no span: with traces off the batch costs one pass over its metadata.
  * The Kafka relay's publish of a batch is a span the same way (`kafka publish`, relay.ts).
  */
-export async function traceBatch<T>(name: string, events: StoredEvent[], fn: () => Promise<T>, spanName = 'projection batch'): Promise<T> {
+export async function traceBatch<T>(
+  name: string,
+  events: StoredEvent[],
+  fn: () => Promise<T>,
+  spanName = 'projection batch',
+): Promise<T> {
   const parents = [...new Set(events.map((e) => e.metadata.traceparent).filter((t): t is string => !!t))];
   if (!parents.length) return fn();
   const contextOf = (traceparent: string) => propagation.extract(ROOT_CONTEXT, { traceparent });
@@ -23,7 +28,14 @@ export async function traceBatch<T>(name: string, events: StoredEvent[], fn: () 
     .map((c) => ({ context: c }));
   const span = trace.getTracer('svc').startSpan(
     spanName,
-    { links, attributes: { 'svc.projection': name, 'svc.events': events.length, 'svc.position': events[events.length - 1].position } },
+    {
+      links,
+      attributes: {
+        'svc.projection': name,
+        'svc.events': events.length,
+        'svc.position': events[events.length - 1].position,
+      },
+    },
     parent,
   );
   try {

@@ -51,7 +51,12 @@ export async function loadBge({ dir, threads = 1, spec = BGE_SMALL_Q }) {
   const ort = require('onnxruntime-node');
   const [tokenizer, session] = await Promise.all([
     loadTokenizer(dir),
-    ort.InferenceSession.create(join(dir, 'model.onnx'), { intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential' }),
+    ort.InferenceSession.create(join(dir, 'model.onnx'), {
+      intraOpNumThreads: threads,
+      interOpNumThreads: 1,
+      graphOptimizationLevel: 'all',
+      executionMode: 'sequential',
+    }),
   ]);
   const dims = spec.dims;
   const embed = async (texts, purpose = 'passage') => {

@@ -1,5 +1,13 @@
 import type { SchemaDefinition } from '@svc/contracts';
-import type { AttrValue, CatalogueItem, ItemFilter, SearchCatalogueReads, SourceKind, Sql, SqlQueryable } from '@svc/domain';
+import type {
+  AttrValue,
+  CatalogueItem,
+  ItemFilter,
+  SearchCatalogueReads,
+  SourceKind,
+  Sql,
+  SqlQueryable,
+} from '@svc/domain';
 import { filterSql } from './filter-sql';
 import { VECTOR_JOBS_DDL, VECTOR_JOBS_TABLE } from './vector-queue';
 
@@ -24,14 +32,42 @@ CREATE INDEX IF NOT EXISTS si_items_tenant ON si_items (tenant_id);
 ${VECTOR_JOBS_DDL}`;
 
 type Raw = {
-  item_id: string; tenant_id: string; context_id: string; account_id: string | null; source_type: SourceKind; type_name: string | null; schema_id: string | null;
-  external_id: string | null; index_mode: string | null; folder_id: string | null; user_id: string | null; scopes: string[]; attrs: Record<string, AttrValue>;
-  created_at: Date | string; metadata: Record<string, unknown>; revision: number; vectors: number;
+  item_id: string;
+  tenant_id: string;
+  context_id: string;
+  account_id: string | null;
+  source_type: SourceKind;
+  type_name: string | null;
+  schema_id: string | null;
+  external_id: string | null;
+  index_mode: string | null;
+  folder_id: string | null;
+  user_id: string | null;
+  scopes: string[];
+  attrs: Record<string, AttrValue>;
+  created_at: Date | string;
+  metadata: Record<string, unknown>;
+  revision: number;
+  vectors: number;
 };
 const toItem = (r: Raw): CatalogueItem => ({
-  itemId: r.item_id, tenantId: r.tenant_id, contextId: r.context_id, accountId: r.account_id, sourceType: r.source_type, typeName: r.type_name,
-  schemaId: r.schema_id, externalId: r.external_id, indexMode: r.index_mode, folderId: r.folder_id, userId: r.user_id, scopes: r.scopes,
-  attrs: r.attrs, createdAt: new Date(r.created_at).toISOString(), metadata: r.metadata, revision: Number(r.revision), vectors: Number(r.vectors),
+  itemId: r.item_id,
+  tenantId: r.tenant_id,
+  contextId: r.context_id,
+  accountId: r.account_id,
+  sourceType: r.source_type,
+  typeName: r.type_name,
+  schemaId: r.schema_id,
+  externalId: r.external_id,
+  indexMode: r.index_mode,
+  folderId: r.folder_id,
+  userId: r.user_id,
+  scopes: r.scopes,
+  attrs: r.attrs,
+  createdAt: new Date(r.created_at).toISOString(),
+  metadata: r.metadata,
+  revision: Number(r.revision),
+  vectors: Number(r.vectors),
 });
 
 export class SearchCatalogue implements SearchCatalogueReads {
@@ -56,7 +92,10 @@ export class SearchCatalogue implements SearchCatalogueReads {
 
   async putSchema(schemaId: string, doc: SchemaDefinition): Promise<void> {
     this.schemaCache?.delete(schemaId); // read back as stored at the next use
-    await this.sql.query('INSERT INTO si_schemas VALUES ($1, $2) ON CONFLICT (schema_id) DO UPDATE SET doc = excluded.doc', [schemaId, JSON.stringify(doc)]);
+    await this.sql.query(
+      'INSERT INTO si_schemas VALUES ($1, $2) ON CONFLICT (schema_id) DO UPDATE SET doc = excluded.doc',
+      [schemaId, JSON.stringify(doc)],
+    );
   }
 
   async schemas(ids: string[]): Promise<Map<string, SchemaDefinition>> {
@@ -68,7 +107,10 @@ export class SearchCatalogue implements SearchCatalogueReads {
       else missing.push(id);
     }
     if (!missing.length) return out;
-    const { rows } = await this.sql.query<{ schema_id: string; doc: SchemaDefinition }>('SELECT schema_id, doc FROM si_schemas WHERE schema_id = ANY($1::text[])', [missing]);
+    const { rows } = await this.sql.query<{ schema_id: string; doc: SchemaDefinition }>(
+      'SELECT schema_id, doc FROM si_schemas WHERE schema_id = ANY($1::text[])',
+      [missing],
+    );
     for (const r of rows) {
       out.set(r.schema_id, r.doc);
       this.schemaCache?.set(r.schema_id, r.doc);
@@ -107,16 +149,32 @@ export class SearchCatalogue implements SearchCatalogueReads {
     if (!byId.size) return;
     const xs = [...byId.values()];
     for (const i of xs) this.cache?.delete(i.itemId);
-    const col = <T,>(f: (i: CatalogueItem) => T) => xs.map(f);
+    const col = <T>(f: (i: CatalogueItem) => T) => xs.map(f);
     await this.sql.query(
       `INSERT INTO si_items
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
          $12::jsonb[], $13::jsonb[], $14::timestamptz[], $15::jsonb[], $16::bigint[], $17::int[])
        ON CONFLICT (item_id) DO UPDATE SET type_name = excluded.type_name, schema_id = excluded.schema_id, external_id = excluded.external_id, folder_id = excluded.folder_id, user_id = excluded.user_id, scopes = excluded.scopes, attrs = excluded.attrs,
          metadata = excluded.metadata, revision = excluded.revision, vectors = excluded.vectors`,
-      [col((i) => i.itemId), col((i) => i.tenantId), col((i) => i.contextId), col((i) => i.accountId), col((i) => i.sourceType), col((i) => i.typeName), col((i) => i.schemaId),
-        col((i) => i.externalId), col((i) => i.indexMode), col((i) => i.folderId), col((i) => i.userId), col((i) => JSON.stringify(i.scopes)), col((i) => JSON.stringify(i.attrs)),
-        col((i) => i.createdAt), col((i) => JSON.stringify(i.metadata)), col((i) => i.revision), col((i) => i.vectors)],
+      [
+        col((i) => i.itemId),
+        col((i) => i.tenantId),
+        col((i) => i.contextId),
+        col((i) => i.accountId),
+        col((i) => i.sourceType),
+        col((i) => i.typeName),
+        col((i) => i.schemaId),
+        col((i) => i.externalId),
+        col((i) => i.indexMode),
+        col((i) => i.folderId),
+        col((i) => i.userId),
+        col((i) => JSON.stringify(i.scopes)),
+        col((i) => JSON.stringify(i.attrs)),
+        col((i) => i.createdAt),
+        col((i) => JSON.stringify(i.metadata)),
+        col((i) => i.revision),
+        col((i) => i.vectors),
+      ],
     );
   }
 
@@ -137,7 +195,10 @@ export class SearchCatalogue implements SearchCatalogueReads {
   }
 
   async vectorCount(tenantId: string): Promise<number> {
-    const { rows } = await this.sql.query<{ n: number | string | null }>('SELECT sum(vectors) AS n FROM si_items WHERE tenant_id = $1', [tenantId]);
+    const { rows } = await this.sql.query<{ n: number | string | null }>(
+      'SELECT sum(vectors) AS n FROM si_items WHERE tenant_id = $1',
+      [tenantId],
+    );
     return Number(rows[0]?.n ?? 0);
   }
 
@@ -146,7 +207,10 @@ export class SearchCatalogue implements SearchCatalogueReads {
     const params: unknown[] = [];
     const where = filterSql(f, 'c', params);
     params.push(max + 1);
-    const { rows } = await this.sql.query<{ item_id: string }>(`SELECT c.item_id FROM si_items c WHERE ${where} LIMIT $${params.length}`, params);
+    const { rows } = await this.sql.query<{ item_id: string }>(
+      `SELECT c.item_id FROM si_items c WHERE ${where} LIMIT $${params.length}`,
+      params,
+    );
     return rows.length > max ? null : rows.map((r) => r.item_id);
   }
 
@@ -155,7 +219,10 @@ export class SearchCatalogue implements SearchCatalogueReads {
     const params: unknown[] = [];
     const where = filterSql(f, 'c', params);
     params.push([...new Set(ids)]);
-    const { rows } = await this.sql.query<{ item_id: string }>(`SELECT c.item_id FROM si_items c WHERE ${where} AND c.item_id = ANY($${params.length}::text[])`, params);
+    const { rows } = await this.sql.query<{ item_id: string }>(
+      `SELECT c.item_id FROM si_items c WHERE ${where} AND c.item_id = ANY($${params.length}::text[])`,
+      params,
+    );
     return new Set(rows.map((r) => r.item_id));
   }
 }

@@ -97,7 +97,12 @@ function startHost(data: Record<string, unknown>, on: { message(m: Answer): void
   // Below the service in the scheduler once its model is loaded (the process sets its own niceness, embed-worker.mjs):
   // on a machine with few cores an indexing backlog would otherwise take the CPU from the requests (it yields when the
   // API is busy and runs at full speed when it is not).
-  const c = fork(fileURLToPath(file), [], { execArgv: [], serialization: 'advanced', env: { ...process.env, SVC_EMBED_WORKER: JSON.stringify(data) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const c = fork(fileURLToPath(file), [], {
+    execArgv: [],
+    serialization: 'advanced',
+    env: { ...process.env, SVC_EMBED_WORKER: JSON.stringify(data) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   c.on('message', (m) => on.message(m as Answer));
   c.on('error', on.lost);
   c.on('exit', (code, signal) => on.lost(new Error(`model process exited (${signal ?? `code ${code}`})`)));
@@ -118,7 +123,9 @@ function startHost(data: Record<string, unknown>, on: { message(m: Answer): void
 /** Scheduling niceness of the model processes: EMBEDDING_NICE (0-19), default 19 (the requests' CPU first; docs/search.md). */
 export const modelNiceness = (env: NodeJS.ProcessEnv = process.env): number => {
   const n = Number(env.EMBEDDING_NICE);
-  return env.EMBEDDING_NICE !== undefined && env.EMBEDDING_NICE !== '' && Number.isInteger(n) && n >= 0 && n <= 19 ? n : 19;
+  return env.EMBEDDING_NICE !== undefined && env.EMBEDDING_NICE !== '' && Number.isInteger(n) && n >= 0 && n <= 19
+    ? n
+    : 19;
 };
 
 /** Threads of the pool: EMBEDDING_THREADS, else one per core. */
@@ -183,7 +190,8 @@ class ModelPool {
 
   private schedule() {
     if (!this.idle()) return; // an answer starts the next call
-    if (this.queries.length >= QUERY_BATCH || (!this.queries.length && this.passages.length >= this.passagesPerCall)) return this.flush();
+    if (this.queries.length >= QUERY_BATCH || (!this.queries.length && this.passages.length >= this.passagesPerCall))
+      return this.flush();
     this.timer ??= setTimeout(() => this.flush(), BATCH_WINDOW_MS);
   }
 
@@ -258,7 +266,9 @@ class ModelPool {
     t.inflight = undefined;
     if (m.error === undefined) t.loaded = true;
     if (m.error !== undefined || !m.buf || m.n !== f.slots.length) {
-      const err = new EmbeddingError(`built-in embedding model failed: ${m.error ?? `returned ${m.n} vectors for ${f.slots.length} texts`}`);
+      const err = new EmbeddingError(
+        `built-in embedding model failed: ${m.error ?? `returned ${m.n} vectors for ${f.slots.length} texts`}`,
+      );
       for (const s of f.slots) this.fail(s.p, err);
     } else {
       const all = new Float32Array(m.buf);
@@ -294,7 +304,11 @@ class ModelPool {
 
   async close() {
     const threads = this.threads.splice(0);
-    const slots = [...threads.flatMap((t) => t.inflight?.slots ?? []), ...this.queries.splice(0), ...this.passages.splice(0)];
+    const slots = [
+      ...threads.flatMap((t) => t.inflight?.slots ?? []),
+      ...this.queries.splice(0),
+      ...this.passages.splice(0),
+    ];
     clearTimeout(this.timer);
     this.timer = undefined;
     clearTimeout(this.paced);
@@ -436,7 +450,16 @@ export class BuiltinEmbedder implements Embedder {
 
   private pool(): ModelPool {
     let p = pools.get(this.kind);
-    if (!p) pools.set(this.kind, (p = new ModelPool(this.workerData, this.threads, this.perCall, new PassagePacing(new RequestPressure(), this.busyGapMs))));
+    if (!p)
+      pools.set(
+        this.kind,
+        (p = new ModelPool(
+          this.workerData,
+          this.threads,
+          this.perCall,
+          new PassagePacing(new RequestPressure(), this.busyGapMs),
+        )),
+      );
     if (!this.using) {
       this.using = true;
       p.users++;
@@ -542,7 +565,14 @@ export const queryCacheStats = (embedder: Embedder): QueryCacheStats => ({ ...ca
  */
 export class OpenAiEmbedder implements Embedder {
   constructor(
-    private readonly o: { url: string; apiKey?: string; model: string; dims: number; batchSize?: number; timeoutMs?: number },
+    private readonly o: {
+      url: string;
+      apiKey?: string;
+      model: string;
+      dims: number;
+      batchSize?: number;
+      timeoutMs?: number;
+    },
   ) {}
 
   get model() {
@@ -564,7 +594,10 @@ export class OpenAiEmbedder implements Embedder {
       try {
         res = await request(this.o.url, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', ...(this.o.apiKey ? { authorization: `Bearer ${this.o.apiKey}` } : {}) },
+          headers: {
+            'content-type': 'application/json',
+            ...(this.o.apiKey ? { authorization: `Bearer ${this.o.apiKey}` } : {}),
+          },
           body: JSON.stringify({ model: this.o.model, input }),
           headersTimeout: this.o.timeoutMs ?? 30_000,
           bodyTimeout: this.o.timeoutMs ?? 30_000,
@@ -580,10 +613,16 @@ export class OpenAiEmbedder implements Embedder {
       } catch {
         throw new EmbeddingError('embeddings endpoint answered something other than JSON');
       }
-      if (!Array.isArray(data) || data.length !== input.length) throw new EmbeddingError(`embeddings endpoint returned ${data?.length ?? 0} vectors for ${input.length} inputs`);
-      const ordered = data.every((d) => typeof d.index === 'number') ? [...data].sort((a, b) => a.index! - b.index!) : data;
+      if (!Array.isArray(data) || data.length !== input.length)
+        throw new EmbeddingError(
+          `embeddings endpoint returned ${data?.length ?? 0} vectors for ${input.length} inputs`,
+        );
+      const ordered = data.every((d) => typeof d.index === 'number')
+        ? [...data].sort((a, b) => a.index! - b.index!)
+        : data;
       for (const d of ordered) {
-        if (!Array.isArray(d.embedding) || d.embedding.length !== this.o.dims) throw new EmbeddingError(`embedding has ${d.embedding?.length} dimensions, expected ${this.o.dims}`);
+        if (!Array.isArray(d.embedding) || d.embedding.length !== this.o.dims)
+          throw new EmbeddingError(`embedding has ${d.embedding?.length} dimensions, expected ${this.o.dims}`);
         out.push(normalise(d.embedding));
       }
     }

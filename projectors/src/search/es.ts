@@ -1,5 +1,18 @@
 import { Client, errors, type estypes } from '@elastic/elasticsearch';
-import { dateOperand, FILTER_KEY_RE, type FilterClause, type IndexedItem, type ItemFilter, parseComplexQuery, type QueryNode, type Scalar, type TextHit, type TextIndex, TextIndexError, type TextSearch } from '@svc/domain';
+import {
+  dateOperand,
+  FILTER_KEY_RE,
+  type FilterClause,
+  type IndexedItem,
+  type ItemFilter,
+  parseComplexQuery,
+  type QueryNode,
+  type Scalar,
+  type TextHit,
+  type TextIndex,
+  TextIndexError,
+  type TextSearch,
+} from '@svc/domain';
 import { TextIndexUnavailable } from './text-unavailable';
 
 /**
@@ -35,21 +48,154 @@ import { TextIndexUnavailable } from './text-unavailable';
  * rebuilds the keyword index from the log when it was lost (indexer.ts).
  */
 type Doc = {
-  item_id: string; chunk_no: number; tenant_id: string; context_id: string; source_type: string; type_name: string | null;
-  folder_id: string | null; user_id: string | null; scopes: string[]; created_at: string; chunk_text: string; context_text: string;
-  attrs_s: Record<string, unknown>; attrs_n: Record<string, unknown>; attrs_b: Record<string, unknown>; attrs_arr: string[];
+  item_id: string;
+  chunk_no: number;
+  tenant_id: string;
+  context_id: string;
+  source_type: string;
+  type_name: string | null;
+  folder_id: string | null;
+  user_id: string | null;
+  scopes: string[];
+  created_at: string;
+  chunk_text: string;
+  context_text: string;
+  attrs_s: Record<string, unknown>;
+  attrs_n: Record<string, unknown>;
+  attrs_b: Record<string, unknown>;
+  attrs_arr: string[];
 };
 type Query = estypes.QueryDslQueryContainer;
 
 /** PostgreSQL's English stop words (tsearch_data/english.stop), so both engines drop the same words. */
 export const PG_ENGLISH_STOP_WORDS = [
-  'i', 'me', 'my', 'myself', 'we', 'our', 'ours', 'ourselves', 'you', 'your', 'yours', 'yourself', 'yourselves', 'he', 'him', 'his', 'himself',
-  'she', 'her', 'hers', 'herself', 'it', 'its', 'itself', 'they', 'them', 'their', 'theirs', 'themselves', 'what', 'which', 'who', 'whom', 'this',
-  'that', 'these', 'those', 'am', 'is', 'are', 'was', 'were', 'be', 'been', 'being', 'have', 'has', 'had', 'having', 'do', 'does', 'did', 'doing',
-  'a', 'an', 'the', 'and', 'but', 'if', 'or', 'because', 'as', 'until', 'while', 'of', 'at', 'by', 'for', 'with', 'about', 'against', 'between',
-  'into', 'through', 'during', 'before', 'after', 'above', 'below', 'to', 'from', 'up', 'down', 'in', 'out', 'on', 'off', 'over', 'under', 'again',
-  'further', 'then', 'once', 'here', 'there', 'when', 'where', 'why', 'how', 'all', 'any', 'both', 'each', 'few', 'more', 'most', 'other', 'some',
-  'such', 'no', 'nor', 'not', 'only', 'own', 'same', 'so', 'than', 'too', 'very', 's', 't', 'can', 'will', 'just', 'don', 'should', 'now',
+  'i',
+  'me',
+  'my',
+  'myself',
+  'we',
+  'our',
+  'ours',
+  'ourselves',
+  'you',
+  'your',
+  'yours',
+  'yourself',
+  'yourselves',
+  'he',
+  'him',
+  'his',
+  'himself',
+  'she',
+  'her',
+  'hers',
+  'herself',
+  'it',
+  'its',
+  'itself',
+  'they',
+  'them',
+  'their',
+  'theirs',
+  'themselves',
+  'what',
+  'which',
+  'who',
+  'whom',
+  'this',
+  'that',
+  'these',
+  'those',
+  'am',
+  'is',
+  'are',
+  'was',
+  'were',
+  'be',
+  'been',
+  'being',
+  'have',
+  'has',
+  'had',
+  'having',
+  'do',
+  'does',
+  'did',
+  'doing',
+  'a',
+  'an',
+  'the',
+  'and',
+  'but',
+  'if',
+  'or',
+  'because',
+  'as',
+  'until',
+  'while',
+  'of',
+  'at',
+  'by',
+  'for',
+  'with',
+  'about',
+  'against',
+  'between',
+  'into',
+  'through',
+  'during',
+  'before',
+  'after',
+  'above',
+  'below',
+  'to',
+  'from',
+  'up',
+  'down',
+  'in',
+  'out',
+  'on',
+  'off',
+  'over',
+  'under',
+  'again',
+  'further',
+  'then',
+  'once',
+  'here',
+  'there',
+  'when',
+  'where',
+  'why',
+  'how',
+  'all',
+  'any',
+  'both',
+  'each',
+  'few',
+  'more',
+  'most',
+  'other',
+  'some',
+  'such',
+  'no',
+  'nor',
+  'not',
+  'only',
+  'own',
+  'same',
+  'so',
+  'than',
+  'too',
+  'very',
+  's',
+  't',
+  'can',
+  'will',
+  'just',
+  'don',
+  'should',
+  'now',
 ];
 
 /** Stemming choices, best first: the analysis-common module's Snowball filter, the svc plugin's, none. */
@@ -102,18 +248,28 @@ export class ElasticsearchTextIndex implements TextIndex {
           if (await this.marked()) return this.readStemmer();
           // An index of our name without our marker was made by something else: a write that reached the server after
           // it lost the index (auto-created, with a dynamic mapping). Replaced, so the projector rebuilds it.
-          this.log(`Elasticsearch index ${this.index} has no mapping marker (_meta): created by something else, replacing it`);
+          this.log(
+            `Elasticsearch index ${this.index} has no mapping marker (_meta): created by something else, replacing it`,
+          );
           await this.client.indices.delete({ index: this.index, ignore_unavailable: true });
         }
         try {
           await this.client.indices.create({ index: this.index, ...indexBody(s) });
           this.stemmer = s.name;
           this.created = true;
-          if (s.name === 'none') this.log(`Elasticsearch index ${this.index}: no English stemmer on this server (analysis-common or the svc-english-stem plugin); keyword search does not stem`);
+          if (s.name === 'none')
+            this.log(
+              `Elasticsearch index ${this.index}: no English stemmer on this server (analysis-common or the svc-english-stem plugin); keyword search does not stem`,
+            );
           return;
         } catch (e) {
-          if (e instanceof errors.ResponseError && e.body?.error?.type === 'resource_already_exists_exception') return this.readStemmer();
-          if (e instanceof errors.ResponseError && /unknown filter type|failed to find (global )?filter/i.test(describe(e))) continue;
+          if (e instanceof errors.ResponseError && e.body?.error?.type === 'resource_already_exists_exception')
+            return this.readStemmer();
+          if (
+            e instanceof errors.ResponseError &&
+            /unknown filter type|failed to find (global )?filter/i.test(describe(e))
+          )
+            continue;
           throw e;
         }
       }
@@ -142,7 +298,10 @@ export class ElasticsearchTextIndex implements TextIndex {
     const m = await this.client.indices.getMapping({ index: this.index });
     const meta = Object.values(m)[0]?.mappings?._meta as { stemmer?: string; version?: number } | undefined;
     this.stemmer = (meta?.stemmer as ElasticsearchTextIndex['stemmer']) ?? 'unknown';
-    if (meta?.version !== MAPPING_VERSION) this.log(`Elasticsearch index ${this.index} has mapping version ${meta?.version ?? 'none'}, this service writes ${MAPPING_VERSION}; rebuild the search index (npm run rebuild -- search-index)`);
+    if (meta?.version !== MAPPING_VERSION)
+      this.log(
+        `Elasticsearch index ${this.index} has mapping version ${meta?.version ?? 'none'}, this service writes ${MAPPING_VERSION}; rebuild the search index (npm run rebuild -- search-index)`,
+      );
   }
 
   async replaceItem(item: IndexedItem): Promise<void> {
@@ -153,7 +312,15 @@ export class ElasticsearchTextIndex implements TextIndex {
       const meta = metaFields(item);
       for (const p of item.passages) {
         ops.push({ index: { _index: this.index, _id: passageId(item.itemId, p.chunkNo) } });
-        docs.push({ item_id: item.itemId, chunk_no: p.chunkNo, tenant_id: item.tenantId, context_id: item.contextId, chunk_text: p.chunkText, context_text: p.contextText, ...meta });
+        docs.push({
+          item_id: item.itemId,
+          chunk_no: p.chunkNo,
+          tenant_id: item.tenantId,
+          context_id: item.contextId,
+          chunk_text: p.chunkText,
+          context_text: p.contextText,
+          ...meta,
+        });
       }
       for (const id of await this.ids({ term: { item_id: item.itemId } })) {
         if (keep.has(id)) continue;
@@ -177,7 +344,15 @@ export class ElasticsearchTextIndex implements TextIndex {
           const id = passageId(item.itemId, p.chunkNo);
           keep.add(id);
           ops.push({ index: { _index: this.index, _id: id } });
-          docs.push({ item_id: item.itemId, chunk_no: p.chunkNo, tenant_id: item.tenantId, context_id: item.contextId, chunk_text: p.chunkText, context_text: p.contextText, ...meta });
+          docs.push({
+            item_id: item.itemId,
+            chunk_no: p.chunkNo,
+            tenant_id: item.tenantId,
+            context_id: item.contextId,
+            chunk_text: p.chunkText,
+            context_text: p.contextText,
+            ...meta,
+          });
         }
       }
       const itemIds = [...new Set(items.map((i) => i.itemId))];
@@ -209,7 +384,11 @@ export class ElasticsearchTextIndex implements TextIndex {
   async deleteItem(itemId: string): Promise<void> {
     await this.call('delete', async () => {
       const ids = await this.ids({ term: { item_id: itemId } });
-      await this.bulk(ids.map((id) => ({ delete: { _index: this.index, _id: id } })), ids.map(() => undefined), true);
+      await this.bulk(
+        ids.map((id) => ({ delete: { _index: this.index, _id: id } })),
+        ids.map(() => undefined),
+        true,
+      );
     });
   }
 
@@ -219,7 +398,11 @@ export class ElasticsearchTextIndex implements TextIndex {
       for (;;) {
         const ids = await this.ids(q, PAGE);
         if (!ids.length) break;
-        await this.bulk(ids.map((id) => ({ delete: { _index: this.index, _id: id } })), ids.map(() => undefined), true);
+        await this.bulk(
+          ids.map((id) => ({ delete: { _index: this.index, _id: id } })),
+          ids.map(() => undefined),
+          true,
+        );
       }
     });
   }
@@ -237,14 +420,17 @@ export class ElasticsearchTextIndex implements TextIndex {
     const q = textQuery(s);
     if (!q) return { hits: [], total: 0 };
     return this.call('search', async () => {
-      const r = await this.client.search({
-        index: this.index,
-        size: s.limit,
-        track_total_hits: s.countUpTo ?? s.trackTotal !== false,
-        query: { bool: { must: [q], filter: filterClauses(s.filter) } },
-        sort: [{ _score: { order: 'desc' } }, { item_id: { order: 'asc' } }, { chunk_no: { order: 'asc' } }],
-        _source: false,
-      }, SEARCH_OPTIONS);
+      const r = await this.client.search(
+        {
+          index: this.index,
+          size: s.limit,
+          track_total_hits: s.countUpTo ?? s.trackTotal !== false,
+          query: { bool: { must: [q], filter: filterClauses(s.filter) } },
+          sort: [{ _score: { order: 'desc' } }, { item_id: { order: 'asc' } }, { chunk_no: { order: 'asc' } }],
+          _source: false,
+        },
+        SEARCH_OPTIONS,
+      );
       const total = typeof r.hits.total === 'number' ? r.hits.total : (r.hits.total?.value ?? 0);
       return {
         total: s.countUpTo !== undefined ? Math.min(total, s.countUpTo) : total,
@@ -262,13 +448,28 @@ export class ElasticsearchTextIndex implements TextIndex {
     if (!want.length) return;
     const q = textQuery(s);
     await this.call('search', async () => {
-      const r = await this.client.search<Pick<Doc, 'chunk_text' | 'context_text'>>({
-        index: this.index,
-        size: want.length,
-        query: { bool: { filter: [{ ids: { values: want.map((h) => passageId(h.itemId, h.chunkNo)) } }, ...filterClauses({ tenantId: s.filter.tenantId, contextId: s.filter.contextId, clauses: [] })] } },
-        _source: ['chunk_text', 'context_text'],
-        highlight: { pre_tags: ['<mark>'], post_tags: ['</mark>'], ...(q ? { highlight_query: q } : {}), fields: { chunk_text: HIGHLIGHT } },
-      }, SEARCH_OPTIONS);
+      const r = await this.client.search<Pick<Doc, 'chunk_text' | 'context_text'>>(
+        {
+          index: this.index,
+          size: want.length,
+          query: {
+            bool: {
+              filter: [
+                { ids: { values: want.map((h) => passageId(h.itemId, h.chunkNo)) } },
+                ...filterClauses({ tenantId: s.filter.tenantId, contextId: s.filter.contextId, clauses: [] }),
+              ],
+            },
+          },
+          _source: ['chunk_text', 'context_text'],
+          highlight: {
+            pre_tags: ['<mark>'],
+            post_tags: ['</mark>'],
+            ...(q ? { highlight_query: q } : {}),
+            fields: { chunk_text: HIGHLIGHT },
+          },
+        },
+        SEARCH_OPTIONS,
+      );
       const byId = new Map(r.hits.hits.map((h) => [h._id!, h]));
       for (const h of want) {
         const d = byId.get(passageId(h.itemId, h.chunkNo));
@@ -285,8 +486,13 @@ export class ElasticsearchTextIndex implements TextIndex {
     let after: estypes.SortResults | undefined;
     while (out.length < max) {
       const r = await this.client.search({
-        index: this.index, size: Math.min(PAGE, max - out.length), query: q, _source: false, track_total_hits: false,
-        sort: [{ item_id: 'asc' }, { chunk_no: 'asc' }], ...(after ? { search_after: after } : {}),
+        index: this.index,
+        size: Math.min(PAGE, max - out.length),
+        query: q,
+        _source: false,
+        track_total_hits: false,
+        sort: [{ item_id: 'asc' }, { chunk_no: 'asc' }],
+        ...(after ? { search_after: after } : {}),
       });
       for (const h of r.hits.hits) out.push(h._id!);
       if (r.hits.hits.length < PAGE) break;
@@ -301,8 +507,12 @@ export class ElasticsearchTextIndex implements TextIndex {
     let after: estypes.SortResults | undefined;
     for (;;) {
       const r = await this.client.search<Doc>({
-        index: this.index, size: PAGE, query: q, track_total_hits: false,
-        sort: [{ item_id: 'asc' }, { chunk_no: 'asc' }], ...(after ? { search_after: after } : {}),
+        index: this.index,
+        size: PAGE,
+        query: q,
+        track_total_hits: false,
+        sort: [{ item_id: 'asc' }, { chunk_no: 'asc' }],
+        ...(after ? { search_after: after } : {}),
       });
       out.push(...r.hits.hits);
       if (r.hits.hits.length < PAGE) return out;
@@ -311,7 +521,11 @@ export class ElasticsearchTextIndex implements TextIndex {
   }
 
   /** Bulk writes in groups; the last group refreshes when asked, so everything becomes searchable together. */
-  private async bulk(ops: estypes.BulkOperationContainer[], docs: Array<Doc | undefined>, refresh: boolean): Promise<void> {
+  private async bulk(
+    ops: estypes.BulkOperationContainer[],
+    docs: Array<Doc | undefined>,
+    refresh: boolean,
+  ): Promise<void> {
     if (!ops.length) return;
     for (let i = 0; i < ops.length; i += BULK_DOCS) {
       const last = i + BULK_DOCS >= ops.length;
@@ -324,8 +538,10 @@ export class ElasticsearchTextIndex implements TextIndex {
       if (r.errors) {
         const failed = r.items.map((it) => Object.values(it)[0]).filter((x) => x?.error);
         const bad = failed[0];
-        const message = `Elasticsearch bulk write reported errors: ${bad?.error?.type}: ${bad?.error?.reason ?? ''}`.slice(0, 500);
-        if (failed.some((x) => x?.error?.type === 'index_not_found_exception')) throw new TextIndexUnavailable(message, undefined, true);
+        const message =
+          `Elasticsearch bulk write reported errors: ${bad?.error?.type}: ${bad?.error?.reason ?? ''}`.slice(0, 500);
+        if (failed.some((x) => x?.error?.type === 'index_not_found_exception'))
+          throw new TextIndexUnavailable(message, undefined, true);
         // Refused for now (a full queue, shards not yet started): the server's state, not the items'.
         if (failed.every((x) => UNAVAILABLE_STATUS.has(x!.status))) throw new TextIndexUnavailable(message);
         throw new TextIndexError(message);
@@ -346,14 +562,22 @@ function indexMissing(e: unknown): boolean {
 
 /** The server did not answer, or refused for now: nothing is wrong with what was asked. */
 function unavailable(e: unknown): boolean {
-  if (e instanceof errors.ConnectionError || e instanceof errors.TimeoutError || e instanceof errors.NoLivingConnectionsError) return true;
+  if (
+    e instanceof errors.ConnectionError ||
+    e instanceof errors.TimeoutError ||
+    e instanceof errors.NoLivingConnectionsError
+  )
+    return true;
   return e instanceof errors.ResponseError && UNAVAILABLE_STATUS.has(e.statusCode ?? 0);
 }
 
 function describe(e: unknown): string {
   if (e instanceof errors.ResponseError) {
     const err = e.body?.error;
-    const reason = typeof err === 'object' && err ? `${err.type}: ${err.reason ?? ''}${err.caused_by ? ` (${err.caused_by.type}: ${err.caused_by.reason ?? ''})` : ''}` : String(e.body ?? e.message);
+    const reason =
+      typeof err === 'object' && err
+        ? `${err.type}: ${err.reason ?? ''}${err.caused_by ? ` (${err.caused_by.type}: ${err.caused_by.reason ?? ''})` : ''}`
+        : String(e.body ?? e.message);
     return `${e.statusCode ?? ''} ${reason}`.trim().slice(0, 500);
   }
   return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
@@ -366,8 +590,17 @@ function indexBody(s: (typeof STEMMERS)[number]): Pick<estypes.IndicesCreateRequ
       auto_expand_replicas: '0-1',
       'mapping.total_fields.limit': 10_000,
       analysis: {
-        filter: { svc_stop: { type: 'stop', stopwords: PG_ENGLISH_STOP_WORDS }, ...(s.filter ? { svc_stem: s.filter } : {}) },
-        analyzer: { svc_english: { type: 'custom', tokenizer: 'standard', filter: ['lowercase', 'svc_stop', ...(s.filter ? ['svc_stem'] : [])] } },
+        filter: {
+          svc_stop: { type: 'stop', stopwords: PG_ENGLISH_STOP_WORDS },
+          ...(s.filter ? { svc_stem: s.filter } : {}),
+        },
+        analyzer: {
+          svc_english: {
+            type: 'custom',
+            tokenizer: 'standard',
+            filter: ['lowercase', 'svc_stop', ...(s.filter ? ['svc_stem'] : [])],
+          },
+        },
       },
     },
     mappings: {
@@ -379,11 +612,21 @@ function indexBody(s: (typeof STEMMERS)[number]): Pick<estypes.IndicesCreateRequ
         { attrs_b: { path_match: 'attrs_b.*', mapping: { type: 'boolean' } } },
       ],
       properties: {
-        item_id: { type: 'keyword' }, chunk_no: { type: 'integer' }, tenant_id: { type: 'keyword' }, context_id: { type: 'keyword' },
-        source_type: { type: 'keyword' }, type_name: { type: 'keyword' }, folder_id: { type: 'keyword' }, user_id: { type: 'keyword' },
-        scopes: { type: 'keyword' }, created_at: { type: 'date' }, chunk_text: { type: 'text', analyzer: 'svc_english' },
+        item_id: { type: 'keyword' },
+        chunk_no: { type: 'integer' },
+        tenant_id: { type: 'keyword' },
+        context_id: { type: 'keyword' },
+        source_type: { type: 'keyword' },
+        type_name: { type: 'keyword' },
+        folder_id: { type: 'keyword' },
+        user_id: { type: 'keyword' },
+        scopes: { type: 'keyword' },
+        created_at: { type: 'date' },
+        chunk_text: { type: 'text', analyzer: 'svc_english' },
         context_text: { type: 'text', index: false },
-        attrs_s: { type: 'object', dynamic: true }, attrs_n: { type: 'object', dynamic: true }, attrs_b: { type: 'object', dynamic: true },
+        attrs_s: { type: 'object', dynamic: true },
+        attrs_n: { type: 'object', dynamic: true },
+        attrs_b: { type: 'object', dynamic: true },
         attrs_arr: { type: 'keyword' },
       },
     },
@@ -391,21 +634,34 @@ function indexBody(s: (typeof STEMMERS)[number]): Pick<estypes.IndicesCreateRequ
 }
 
 /** The filter columns of a passage. Attribute keys a filter cannot name (FILTER_KEY_RE) are not stored. */
-function metaFields(item: Omit<IndexedItem, 'passages' | 'metadata'>): Omit<Doc, 'item_id' | 'chunk_no' | 'tenant_id' | 'context_id' | 'chunk_text' | 'context_text'> {
-  const attrs_s: Record<string, unknown> = {}, attrs_n: Record<string, unknown> = {}, attrs_b: Record<string, unknown> = {};
+function metaFields(
+  item: Omit<IndexedItem, 'passages' | 'metadata'>,
+): Omit<Doc, 'item_id' | 'chunk_no' | 'tenant_id' | 'context_id' | 'chunk_text' | 'context_text'> {
+  const attrs_s: Record<string, unknown> = {},
+    attrs_n: Record<string, unknown> = {},
+    attrs_b: Record<string, unknown> = {};
   const attrs_arr: string[] = [];
   for (const [k, v] of Object.entries(item.attrs)) {
     if (!FILTER_KEY_RE.test(k)) continue;
     if (Array.isArray(v)) attrs_arr.push(k);
     for (const x of Array.isArray(v) ? v : [v]) {
-      const bucket = typeof x === 'string' ? attrs_s : typeof x === 'number' ? attrs_n : typeof x === 'boolean' ? attrs_b : null;
+      const bucket =
+        typeof x === 'string' ? attrs_s : typeof x === 'number' ? attrs_n : typeof x === 'boolean' ? attrs_b : null;
       if (!bucket) continue;
       bucket[k] = !Object.hasOwn(bucket, k) ? x : ([] as unknown[]).concat(bucket[k], x);
     }
   }
   return {
-    source_type: item.sourceType, type_name: item.typeName, folder_id: item.folderId, user_id: item.userId, scopes: item.scopes, created_at: item.createdAt,
-    attrs_s, attrs_n, attrs_b, attrs_arr,
+    source_type: item.sourceType,
+    type_name: item.typeName,
+    folder_id: item.folderId,
+    user_id: item.userId,
+    scopes: item.scopes,
+    created_at: item.createdAt,
+    attrs_s,
+    attrs_n,
+    attrs_b,
+    attrs_arr,
   };
 }
 
@@ -447,7 +703,8 @@ function nodeQuery(n: QueryNode): Query | null {
       return inner && { bool: { must_not: [inner] } };
     }
     case 'and': {
-      const must: Query[] = [], mustNot: Query[] = [];
+      const must: Query[] = [],
+        mustNot: Query[] = [];
       for (const i of n.items) {
         const q = nodeQuery(i.kind === 'not' ? i.item : i);
         if (q) (i.kind === 'not' ? mustNot : must).push(q);
@@ -469,7 +726,15 @@ export function filterClauses(f: ItemFilter): Query[] {
   for (const u of f.userIds ?? []) out.push({ term: { user_id: u } });
   for (const s of f.scopesAll ?? []) out.push({ term: { scopes: s } });
   if (f.scopesAny?.length) out.push({ terms: { scopes: f.scopesAny } });
-  if (f.createdAfter || f.createdBefore) out.push({ range: { created_at: { ...(f.createdAfter ? { gte: f.createdAfter } : {}), ...(f.createdBefore ? { lte: f.createdBefore } : {}) } } });
+  if (f.createdAfter || f.createdBefore)
+    out.push({
+      range: {
+        created_at: {
+          ...(f.createdAfter ? { gte: f.createdAfter } : {}),
+          ...(f.createdBefore ? { lte: f.createdBefore } : {}),
+        },
+      },
+    });
   for (const c of f.clauses) out.push(clauseQuery(c));
   return out;
 }

@@ -1,7 +1,10 @@
 import { type IndexedItem, type ItemFilter, matchesFilters } from '@svc/domain';
 
 /** The item columns a filter reads, as the in-memory text index keeps them (creation time as epoch ms). */
-export type FilterableItem = Pick<IndexedItem, 'sourceType' | 'typeName' | 'folderId' | 'userId' | 'scopes' | 'attrs'> & { createdAt: number };
+export type FilterableItem = Pick<
+  IndexedItem,
+  'sourceType' | 'typeName' | 'folderId' | 'userId' | 'scopes' | 'attrs'
+> & { createdAt: number };
 
 /**
  * An ItemFilter evaluated in memory: the same semantics as filterSql (the SQL

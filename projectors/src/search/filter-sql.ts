@@ -50,8 +50,14 @@ function clauseSql(cl: FilterClause, attrs: string, p: (v: unknown) => string): 
       const v = cl.value as Scalar;
       const parts: string[] = [];
       const num = typeof v === 'number' ? v : dateOperand(v);
-      if (num !== null) parts.push(`(CASE WHEN jsonb_typeof(${val}) = 'number' THEN (${attrs} ->> ${key})::float8 ${op} ${p(num)}::float8 ELSE false END)`);
-      if (typeof v === 'string') parts.push(`(CASE WHEN jsonb_typeof(${val}) = 'string' THEN (${attrs} ->> ${key}) COLLATE "C" ${op} ${p(v)}::text COLLATE "C" ELSE false END)`);
+      if (num !== null)
+        parts.push(
+          `(CASE WHEN jsonb_typeof(${val}) = 'number' THEN (${attrs} ->> ${key})::float8 ${op} ${p(num)}::float8 ELSE false END)`,
+        );
+      if (typeof v === 'string')
+        parts.push(
+          `(CASE WHEN jsonb_typeof(${val}) = 'string' THEN (${attrs} ->> ${key}) COLLATE "C" ${op} ${p(v)}::text COLLATE "C" ELSE false END)`,
+        );
       return parts.length ? `(${parts.join(' OR ')})` : 'false';
     }
   }

@@ -1,13 +1,42 @@
 import { ensureCheckpoints, readCheckpoint, resetCheckpoint, writeCheckpoint } from '../runtime/checkpoints';
 import { randomUUID } from 'node:crypto';
 import type { DomainEvent, EventData, EventMetadata, SchemaDefinition } from '@svc/contracts';
-import { type BlobStore, type CatalogueItem, chunkText, type Embedder, type EventStore, filterAttributes, type IndexedItem, type IndexingOutcome, NO_WAIT, type Passage, processDocument, recordPassages, type Sql, type StoredEvent, streams, systemMetadata, type TextIndex, tornDownCache, type VectorIndex } from '@svc/domain';
+import {
+  type BlobStore,
+  type CatalogueItem,
+  chunkText,
+  type Embedder,
+  type EventStore,
+  filterAttributes,
+  type IndexedItem,
+  type IndexingOutcome,
+  NO_WAIT,
+  type Passage,
+  processDocument,
+  recordPassages,
+  type Sql,
+  type StoredEvent,
+  streams,
+  systemMetadata,
+  type TextIndex,
+  tornDownCache,
+  type VectorIndex,
+} from '@svc/domain';
 import { catchUpFeed, type EventFeed } from '../runtime/feed';
 import { CATALOGUE_TABLES, SearchCatalogue } from './catalogue';
 import { documentCatalogueItem, loadDocument } from './documents';
 import { OutcomeLog, type RecordOutcome } from './outcomes';
 import { TextIndexUnavailable } from './text-unavailable';
-import { FairQueue, ROUND_PASSAGES, VectorJobStore, newJob, type Slice, type VecErr, type VectorJob, type VectorJobSpec } from './vector-queue';
+import {
+  FairQueue,
+  ROUND_PASSAGES,
+  VectorJobStore,
+  newJob,
+  type Slice,
+  type VecErr,
+  type VectorJob,
+  type VectorJobSpec,
+} from './vector-queue';
 
 /**
  * The search projector ('search-index'): follows the event log with its own
@@ -72,9 +101,23 @@ export interface IndexerOptions {
 }
 
 type Pending =
-  | { kind: 'upsert'; item: CatalogueItem; payload: Record<string, unknown>; status: string; meta: EventMetadata; position: number }
+  | {
+      kind: 'upsert';
+      item: CatalogueItem;
+      payload: Record<string, unknown>;
+      status: string;
+      meta: EventMetadata;
+      position: number;
+    }
   /** A document whose current text (textRevision) is to be indexed. */
-  | { kind: 'document'; item: CatalogueItem; passages: Passage[]; textRevision: number; meta: EventMetadata; position: number }
+  | {
+      kind: 'document';
+      item: CatalogueItem;
+      passages: Passage[];
+      textRevision: number;
+      meta: EventMetadata;
+      position: number;
+    }
   /** A document whose filters changed (folder, payload, ownership, schema): passages stay, filter columns are rewritten. */
   | { kind: 'documentMeta'; item: CatalogueItem }
   | { kind: 'delete'; itemId: string };
@@ -97,7 +140,15 @@ export class SearchIndexer {
   private abort = new AbortController();
   private loop: Promise<void> | undefined;
   private attempt = { position: -1, n: 0 };
-  readonly stats = { name: SEARCH_INDEX, position: 0, batches: 0, events: 0, errors: 0, lastError: null as string | null, vectorJobs: 0 };
+  readonly stats = {
+    name: SEARCH_INDEX,
+    position: 0,
+    batches: 0,
+    events: 0,
+    errors: 0,
+    lastError: null as string | null,
+    vectorJobs: 0,
+  };
   private waiters: Array<{ position: number; resolve: () => void }> = [];
   /** Semantic work: per-tenant queues in memory, rows in si_vector_jobs. */
   private readonly queue = new FairQueue();
@@ -123,13 +174,21 @@ export class SearchIndexer {
    * One write for the whole batch where the adapter offers it; should it fail (or be absent, or the batch hold one
    * item), each item is written on its own, so only the items whose own write fails are marked.
    */
-  private async batchThenEach<T>(leg: string, items: T[], batch: ((xs: T[]) => Promise<void>) | undefined, each: (x: T) => Promise<void>) {
+  private async batchThenEach<T>(
+    leg: string,
+    items: T[],
+    batch: ((xs: T[]) => Promise<void>) | undefined,
+    each: (x: T) => Promise<void>,
+  ) {
     if (batch && items.length > 1) {
       try {
         return await batch(items);
       } catch (e) {
         if (e instanceof TextIndexUnavailable) throw e; // the engine's failure: item by item would fail the same way
-        this.o.log?.(`projection ${SEARCH_INDEX}: batched ${leg} write of ${items.length} items failed, writing them one by one`, e);
+        this.o.log?.(
+          `projection ${SEARCH_INDEX}: batched ${leg} write of ${items.length} items failed, writing them one by one`,
+          e,
+        );
       }
     }
     for (const x of items) await each(x);
@@ -166,12 +225,17 @@ export class SearchIndexer {
     this.position = await readCheckpoint(this.sql, SEARCH_INDEX);
     // A keyword index created just now while the checkpoint says events were indexed was lost (or is new to this
     // deployment: ELASTICSEARCH_URL set on an existing one); a rebuild cut short by a stop or a crash goes on.
-    if (((this.engines.text as LosableTextIndex).created && this.position > 0) || (await readCheckpoint(this.sql, SEARCH_TEXT_REBUILD)) > 0) this.textLost = true;
+    if (
+      ((this.engines.text as LosableTextIndex).created && this.position > 0) ||
+      (await readCheckpoint(this.sql, SEARCH_TEXT_REBUILD)) > 0
+    )
+      this.textLost = true;
     // Vector jobs queued before a stop or a crash are served again (from their first passage). Without a model
     // (BUILTIN_EMBEDDINGS_MODEL=none) they stay stored for when one is configured again: served now, each would fail
     // and mark its item FAILED for good.
     this.queue.clear();
-    if (this.engines.embedder.unavailable === undefined) for (const spec of await this.jobs.all()) this.queue.put(newJob(spec));
+    if (this.engines.embedder.unavailable === undefined)
+      for (const spec of await this.jobs.all()) this.queue.put(newJob(spec));
     this.settle();
   }
 
@@ -311,7 +375,8 @@ export class SearchIndexer {
     // A lost keyword index is rebuilt first (up to the checkpoint), then this batch is applied; never the batch first
     // (a stop cut the rebuild short): the rebuild's older states would then overwrite its newer ones.
     if (this.textLost) await this.restoreText();
-    if (this.textLost) throw new Error('stopped while the keyword index was being rebuilt (it goes on at the next start)');
+    if (this.textLost)
+      throw new Error('stopped while the keyword index was being rebuilt (it goes on at the next start)');
     const first = events[0].position;
     if (this.attempt.position !== first) this.attempt = { position: first, n: 0 };
     this.attempt.n += 1;
@@ -341,7 +406,9 @@ export class SearchIndexer {
       await this.engines.text.init();
       await writeCheckpoint(this.sql, SEARCH_TEXT_REBUILD, Math.max(1, this.position));
       this.textReplay = { at: 0, upTo: this.position, schemas: new Map() };
-      this.o.log?.(`projection ${SEARCH_INDEX}: the keyword index was lost; rebuilding it from the log up to position ${this.position}`);
+      this.o.log?.(
+        `projection ${SEARCH_INDEX}: the keyword index was lost; rebuilding it from the log up to position ${this.position}`,
+      );
     }
     const r = this.textReplay;
     let events = 0;
@@ -361,7 +428,9 @@ export class SearchIndexer {
     await resetCheckpoint(this.sql, SEARCH_TEXT_REBUILD);
     this.textReplay = null;
     this.textLost = false;
-    this.o.log?.(`projection ${SEARCH_INDEX}: keyword index rebuilt from the log up to position ${r.upTo} (${events} events) in ${Date.now() - started} ms`);
+    this.o.log?.(
+      `projection ${SEARCH_INDEX}: keyword index rebuilt from the log up to position ${r.upTo} (${events} events) in ${Date.now() - started} ms`,
+    );
   }
 
   /** Between batches: rebuilds the keyword index when it was lost, or when the adapter's probe finds it gone. */
@@ -422,11 +491,29 @@ export class SearchIndexer {
         case 'RecordCreated': {
           const d = e.data as EventData<'RecordCreated'>;
           pending.set(d.recordId, {
-            kind: 'upsert', payload: d.payload, status: d.status, meta: m, position: e.position,
+            kind: 'upsert',
+            payload: d.payload,
+            status: d.status,
+            meta: m,
+            position: e.position,
             item: {
-              itemId: d.recordId, tenantId: m.tenantId!, contextId: m.contextId!, accountId: m.accountId, sourceType: 'record', typeName: d.typeName,
-              schemaId: d.schemaId, externalId: d.externalId, indexMode: d.indexMode, folderId: d.folderId, userId: d.userId, scopes: d.scopes,
-              attrs: {}, createdAt: m.occurredAt, metadata: {}, revision: e.revision, vectors: 0,
+              itemId: d.recordId,
+              tenantId: m.tenantId!,
+              contextId: m.contextId!,
+              accountId: m.accountId,
+              sourceType: 'record',
+              typeName: d.typeName,
+              schemaId: d.schemaId,
+              externalId: d.externalId,
+              indexMode: d.indexMode,
+              folderId: d.folderId,
+              userId: d.userId,
+              scopes: d.scopes,
+              attrs: {},
+              createdAt: m.occurredAt,
+              metadata: {},
+              revision: e.revision,
+              vectors: 0,
             },
           });
           break;
@@ -434,16 +521,24 @@ export class SearchIndexer {
         case 'RecordUpdated': {
           const d = e.data as EventData<'RecordUpdated'>;
           const prev = pending.get(d.recordId);
-          const base = prev?.kind === 'upsert' ? prev.item : prev ? undefined : (await cat.items([d.recordId])).get(d.recordId);
+          const base =
+            prev?.kind === 'upsert' ? prev.item : prev ? undefined : (await cat.items([d.recordId])).get(d.recordId);
           if (!base) break; // created before this projector existed and never seen: a rebuild covers it
           pending.set(d.recordId, {
-            kind: 'upsert', payload: d.payload, status: d.status, meta: m, position: e.position,
+            kind: 'upsert',
+            payload: d.payload,
+            status: d.status,
+            meta: m,
+            position: e.position,
             item: { ...base, folderId: d.folderId, userId: d.userId, scopes: d.scopes, revision: e.revision },
           });
           break;
         }
         case 'RecordDeleted':
-          pending.set((e.data as EventData<'RecordDeleted'>).recordId, { kind: 'delete', itemId: (e.data as EventData<'RecordDeleted'>).recordId });
+          pending.set((e.data as EventData<'RecordDeleted'>).recordId, {
+            kind: 'delete',
+            itemId: (e.data as EventData<'RecordDeleted'>).recordId,
+          });
           break;
         case 'ContextDeleted': {
           const d = e.data as EventData<'ContextDeleted'>;
@@ -462,7 +557,8 @@ export class SearchIndexer {
         case 'DocumentUpdated': {
           const id = (e.data as { documentId: string }).documentId;
           const t = docs.get(id) ?? { textRevision: null, meta: false, m, position: e.position };
-          if (e.type === 'DocumentTextReady') t.textRevision = Math.max(t.textRevision ?? 0, (e.data as EventData<'DocumentTextReady'>).textRevision);
+          if (e.type === 'DocumentTextReady')
+            t.textRevision = Math.max(t.textRevision ?? 0, (e.data as EventData<'DocumentTextReady'>).textRevision);
           else t.meta = true;
           t.m = m;
           t.position = e.position;
@@ -488,7 +584,9 @@ export class SearchIndexer {
     // Not awaited: the next statements to this database queue behind it in order, and a checkpoint that does not
     // land only means a replay from the one before (every write above is idempotent). stop() waits for it.
     // Chained, so on a pool of connections an older position never lands after a newer one.
-    this.checkpointing = this.checkpointing.then(() => writeCheckpoint(this.sql, SEARCH_INDEX, last)).catch((e) => this.o.log?.(`projection ${SEARCH_INDEX}: checkpoint ${last} not written`, e));
+    this.checkpointing = this.checkpointing
+      .then(() => writeCheckpoint(this.sql, SEARCH_INDEX, last))
+      .catch((e) => this.o.log?.(`projection ${SEARCH_INDEX}: checkpoint ${last} not written`, e));
     this.position = last;
     this.stats.batches += 1;
     this.stats.events += events.length;
@@ -517,7 +615,11 @@ export class SearchIndexer {
    * follows) and only the filters are refreshed. Returns SOURCE_UNAVAILABLE
    * failures for texts that cannot be loaded.
    */
-  private async resolveDocuments(docs: Map<string, DocTouch>, pending: Map<string, Pending>, lastAttempt: boolean): Promise<DocOutcome[]> {
+  private async resolveDocuments(
+    docs: Map<string, DocTouch>,
+    pending: Map<string, Pending>,
+    lastAttempt: boolean,
+  ): Promise<DocOutcome[]> {
     const failures: DocOutcome[] = [];
     const gone = docs.size ? tornDownCache(this.store) : undefined;
     for (const [id, t] of docs) {
@@ -542,10 +644,22 @@ export class SearchIndexer {
         }
         if (text === null) {
           const message = 'The document text could not be loaded';
-          failures.push({ documentId: id, textRevision: state.textRevision, event: { type: 'DocumentFailed', data: { documentId: id, code: 'SOURCE_UNAVAILABLE', message } }, meta: t.m });
+          failures.push({
+            documentId: id,
+            textRevision: state.textRevision,
+            event: { type: 'DocumentFailed', data: { documentId: id, code: 'SOURCE_UNAVAILABLE', message } },
+            meta: t.m,
+          });
           continue;
         }
-        pending.set(id, { kind: 'document', item, passages: chunkText(text.toString('utf8')), textRevision: state.textRevision, meta: t.m, position: t.position });
+        pending.set(id, {
+          kind: 'document',
+          item,
+          passages: chunkText(text.toString('utf8')),
+          textRevision: state.textRevision,
+          meta: t.m,
+          position: t.position,
+        });
       } else {
         // Filters changed, a stale text event, or a text already discarded (storeText: false; a rebuild cannot restore it).
         pending.set(id, { kind: 'documentMeta', item });
@@ -575,8 +689,14 @@ export class SearchIndexer {
       for (const p of ps) if (!(await gone(p.item.tenantId, p.item.contextId))) keep.push(p);
       return keep;
     };
-    const metaOnly = await live([...pending.values()].filter((p): p is Extract<Pending, { kind: 'documentMeta' }> => p.kind === 'documentMeta'));
-    const ups = await live([...pending.values()].filter((p): p is Extract<Pending, { kind: 'upsert' | 'document' }> => p.kind === 'upsert' || p.kind === 'document'));
+    const metaOnly = await live(
+      [...pending.values()].filter((p): p is Extract<Pending, { kind: 'documentMeta' }> => p.kind === 'documentMeta'),
+    );
+    const ups = await live(
+      [...pending.values()].filter(
+        (p): p is Extract<Pending, { kind: 'upsert' | 'document' }> => p.kind === 'upsert' || p.kind === 'document',
+      ),
+    );
     if (!ups.length && !metaOnly.length) return out;
     // Independent reads (and writes, below) are sent together: with the search database in another thread, each
     // round trip waits for this thread's turn, so overlapping them shortens a batch.
@@ -604,22 +724,57 @@ export class SearchIndexer {
     // 1. the text leg. Without an embedding model (BUILTIN_EMBEDDINGS_MODEL=none) SEMANTIC and HYBRID items are indexed
     //    as TEXT ones: for keywords, no vector work, their outcome that of the keyword index.
     const noVectors = embedder.unavailable !== undefined;
-    const work = ups.map((u) => {
-      const declared = u.item.indexMode ?? 'NONE';
-      const mode = noVectors && (declared === 'SEMANTIC' || declared === 'HYBRID') ? 'TEXT' : declared;
-      if (u.kind === 'document') {
-        return { u, item: { ...u.item, vectors: 0 }, mode, passages: mode === 'NONE' ? [] : u.passages, textErr: null as string | null, vecErr: null as VecErr | null, job: null as VectorJobSpec | null };
-      }
-      const def = defs.get(u.item.schemaId!);
-      const passages = mode === 'NONE' ? [] : recordPassages(def, u.payload);
-      const attrs = filterAttributes(def, u.payload, { typeName: u.item.typeName, status: u.status, externalId: u.item.externalId, schemaId: u.item.schemaId, indexMode: u.item.indexMode });
-      const metadata = { typeName: u.item.typeName, schemaId: u.item.schemaId, externalId: u.item.externalId, status: u.status, folderId: u.item.folderId, userId: u.item.userId, scopes: u.item.scopes, attributes: attrs };
-      const item: CatalogueItem = { ...u.item, attrs, metadata, vectors: 0 };
-      return { u, item, mode, passages, textErr: null as string | null, vecErr: null as VecErr | null, job: null as VectorJobSpec | null };
-    })
+    const work = ups
+      .map((u) => {
+        const declared = u.item.indexMode ?? 'NONE';
+        const mode = noVectors && (declared === 'SEMANTIC' || declared === 'HYBRID') ? 'TEXT' : declared;
+        if (u.kind === 'document') {
+          return {
+            u,
+            item: { ...u.item, vectors: 0 },
+            mode,
+            passages: mode === 'NONE' ? [] : u.passages,
+            textErr: null as string | null,
+            vecErr: null as VecErr | null,
+            job: null as VectorJobSpec | null,
+          };
+        }
+        const def = defs.get(u.item.schemaId!);
+        const passages = mode === 'NONE' ? [] : recordPassages(def, u.payload);
+        const attrs = filterAttributes(def, u.payload, {
+          typeName: u.item.typeName,
+          status: u.status,
+          externalId: u.item.externalId,
+          schemaId: u.item.schemaId,
+          indexMode: u.item.indexMode,
+        });
+        const metadata = {
+          typeName: u.item.typeName,
+          schemaId: u.item.schemaId,
+          externalId: u.item.externalId,
+          status: u.status,
+          folderId: u.item.folderId,
+          userId: u.item.userId,
+          scopes: u.item.scopes,
+          attributes: attrs,
+        };
+        const item: CatalogueItem = { ...u.item, attrs, metadata, vectors: 0 };
+        return {
+          u,
+          item,
+          mode,
+          passages,
+          textErr: null as string | null,
+          vecErr: null as VecErr | null,
+          job: null as VectorJobSpec | null,
+        };
+      })
       // Store-only items (indexMode NONE) that were never indexed cost nothing here: no passages, no catalogue row, no outcome.
       .filter((w) => w.mode !== 'NONE' || before.has(w.item.itemId));
-    const indexedOf = (w: (typeof work)[number]): IndexedItem => ({ ...w.item, passages: w.mode === 'TEXT' || w.mode === 'HYBRID' ? w.passages : [] });
+    const indexedOf = (w: (typeof work)[number]): IndexedItem => ({
+      ...w.item,
+      passages: w.mode === 'TEXT' || w.mode === 'HYBRID' ? w.passages : [],
+    });
     // Elasticsearch: one bulk and one refresh for the batch.
     await this.batchThenEach(
       'text',
@@ -635,10 +790,16 @@ export class SearchIndexer {
       },
     );
 
-    if (!lastAttempt && work.some((w) => w.textErr)) throw new LegFailure(`index legs failed: ${work.map((w) => w.textErr).filter(Boolean)[0]}`);
+    if (!lastAttempt && work.some((w) => w.textErr))
+      throw new LegFailure(`index legs failed: ${work.map((w) => w.textErr).filter(Boolean)[0]}`);
     if (this.textReplay) {
       // Rebuilding the keyword index: nothing else was lost. An item its engine refuses stays out of it (as it was).
-      for (const w of work) if (w.textErr) this.o.log?.(`projection ${SEARCH_INDEX}: ${w.item.itemId} could not be written again to the keyword index`, new Error(w.textErr));
+      for (const w of work)
+        if (w.textErr)
+          this.o.log?.(
+            `projection ${SEARCH_INDEX}: ${w.item.itemId} could not be written again to the keyword index`,
+            new Error(w.textErr),
+          );
       return out;
     }
 
@@ -658,7 +819,10 @@ export class SearchIndexer {
       const old = before.get(w.item.itemId)?.vectors ?? 0;
       const next = tenantVectors.get(t)! - old + w.passages.length;
       if (next > this.o.vectorCapacity) {
-        w.vecErr = { code: 'VECTOR_LIMIT_EXCEEDED', message: `Per-tenant vector capacity of ${this.o.vectorCapacity} reached; semantic indexing skipped` };
+        w.vecErr = {
+          code: 'VECTOR_LIMIT_EXCEEDED',
+          message: `Per-tenant vector capacity of ${this.o.vectorCapacity} reached; semantic indexing skipped`,
+        };
         this.queue.remove(w.item.itemId);
         cancelled.push(w.item.itemId);
         if (old) await vectors.deleteItem(w.item.itemId);
@@ -670,8 +834,16 @@ export class SearchIndexer {
       w.item.vectors = w.passages.length;
       const u = w.u;
       w.job = {
-        itemId: w.item.itemId, tenantId: t, contextId: w.item.contextId, position: u.position, kind: u.kind === 'document' ? 'document' : 'record',
-        revision: u.kind === 'document' ? u.textRevision : w.item.revision, mode: w.mode, n: w.passages.length, textErr: w.textErr, meta: u.meta,
+        itemId: w.item.itemId,
+        tenantId: t,
+        contextId: w.item.contextId,
+        position: u.position,
+        kind: u.kind === 'document' ? 'document' : 'record',
+        revision: u.kind === 'document' ? u.textRevision : w.item.revision,
+        mode: w.mode,
+        n: w.passages.length,
+        textErr: w.textErr,
+        meta: u.meta,
       };
     }
     // A replayed batch whose job is still queued as it was (same event, same passages) keeps that job and its progress.
@@ -679,15 +851,29 @@ export class SearchIndexer {
     const fresh = queued.filter((w) => {
       const q = this.queue.current(w.item.itemId);
       const j = w.job!;
-      return !(q && q.position === j.position && q.kind === j.kind && q.revision === j.revision && q.n === j.n && q.textErr === j.textErr);
+      return !(
+        q &&
+        q.position === j.position &&
+        q.kind === j.kind &&
+        q.revision === j.revision &&
+        q.n === j.n &&
+        q.textErr === j.textErr
+      );
     });
     // 3. the catalogue (with the vector jobs), then the outcome of each record and document that needs no vectors (the vector queue appends the others')
-    await Promise.all([this.jobs.replace(cancelled, fresh.map((w) => ({ spec: w.job!, passages: w.passages }))), catalogue.putMany(work.map((w) => w.item))]);
+    await Promise.all([
+      this.jobs.replace(
+        cancelled,
+        fresh.map((w) => ({ spec: w.job!, passages: w.passages })),
+      ),
+      catalogue.putMany(work.map((w) => w.item)),
+    ]);
     for (const w of work) {
       if (w.job) continue;
       if (w.u.kind === 'document') {
         const o = documentOutcome(w.item.itemId, w.u.textRevision, w.mode, w.passages.length, w.textErr, w.vecErr);
-        if (o) out.documents.push({ documentId: w.item.itemId, textRevision: w.u.textRevision, event: o, meta: w.u.meta });
+        if (o)
+          out.documents.push({ documentId: w.item.itemId, textRevision: w.u.textRevision, event: o, meta: w.u.meta });
         continue;
       }
       const o = outcomeOf(w.item.itemId, w.item.revision, w.mode, w.passages.length, w.textErr, w.vecErr);
@@ -736,7 +922,10 @@ export class SearchIndexer {
       try {
         r = await this.embedRound(slices);
       } catch (e) {
-        this.stalled(slices.map((s) => s.job), e);
+        this.stalled(
+          slices.map((s) => s.job),
+          e,
+        );
         continue;
       }
       if (!r) break; // stopped
@@ -796,7 +985,9 @@ export class SearchIndexer {
       }
       this.settle();
     }
-    const live = slices.filter((s) => s.job.passages && this.queue.current(s.job.itemId) === s.job && s.job.vectors.length === s.from);
+    const live = slices.filter(
+      (s) => s.job.passages && this.queue.current(s.job.itemId) === s.job && s.job.vectors.length === s.from,
+    );
     const failed = new Map<VectorJob, string>();
     const embed = async (ss: Slice[]): Promise<boolean> => {
       const texts = ss.flatMap((s) => s.job.passages!.slice(s.from, s.to).map((p) => p.chunkText));
@@ -828,7 +1019,10 @@ export class SearchIndexer {
       } else for (const s of work) failed.set(s.job, message(e));
     }
     if (this.halted) return null;
-    return { done: [...new Set(live.map((s) => s.job))].filter((j) => !failed.has(j) && j.vectors.length === j.n), failed };
+    return {
+      done: [...new Set(live.map((s) => s.job))].filter((j) => !failed.has(j) && j.vectors.length === j.n),
+      failed,
+    };
   }
 
   /**
@@ -842,10 +1036,14 @@ export class SearchIndexer {
     const final: Array<{ job: VectorJob; vecErr: VecErr | null; written: number }> = [];
     const retryOrFail = (j: VectorJob, msg: string) => {
       j.attempts += 1;
-      if (j.attempts >= attempts) final.push({ job: j, vecErr: { code: 'EMBEDDING_FAILED', message: msg }, written: 0 });
+      if (j.attempts >= attempts)
+        final.push({ job: j, vecErr: { code: 'EMBEDDING_FAILED', message: msg }, written: 0 });
       else {
         j.notBefore = Date.now() + backoff(j.attempts);
-        this.o.log?.(`projection ${SEARCH_INDEX}: vector job of ${j.itemId} failed (attempt ${j.attempts}), retrying`, new Error(msg));
+        this.o.log?.(
+          `projection ${SEARCH_INDEX}: vector job of ${j.itemId} failed (attempt ${j.attempts}), retrying`,
+          new Error(msg),
+        );
       }
     };
     for (const [j, msg] of failed) if (this.queue.current(j.itemId) === j) retryOrFail(j, msg);
@@ -854,7 +1052,15 @@ export class SearchIndexer {
       .map((j) => ({
         j,
         err: null as string | null,
-        rows: j.passages!.map((p, i) => ({ itemId: j.itemId, chunkNo: p.chunkNo, tenantId: j.tenantId, contextId: j.contextId, vector: j.vectors[i], chunkText: p.chunkText, contextText: p.contextText })),
+        rows: j.passages!.map((p, i) => ({
+          itemId: j.itemId,
+          chunkNo: p.chunkNo,
+          tenantId: j.tenantId,
+          contextId: j.contextId,
+          vector: j.vectors[i],
+          chunkText: p.chunkText,
+          contextText: p.contextText,
+        })),
       }));
     // LanceDB: one delete + one add, so one version and fragment per round, not per item.
     await this.batchThenEach(
@@ -878,7 +1084,12 @@ export class SearchIndexer {
     const documents: DocOutcome[] = [];
     for (const { job: j, vecErr, written } of final) {
       // Vectors of an earlier revision must not outlive a failed one (the catalogue then counts none).
-      if (!written) await vectors.deleteItem(j.itemId).catch((e) => this.o.log?.(`projection ${SEARCH_INDEX}: stale vectors of ${j.itemId} could not be deleted`, e));
+      if (!written)
+        await vectors
+          .deleteItem(j.itemId)
+          .catch((e) =>
+            this.o.log?.(`projection ${SEARCH_INDEX}: stale vectors of ${j.itemId} could not be deleted`, e),
+          );
       await catalogue.setVectors(j.itemId, written);
       if (j.kind === 'document') {
         const o = documentOutcome(j.itemId, j.revision, j.mode, j.n, j.textErr, vecErr);
@@ -911,7 +1122,14 @@ export class SearchIndexer {
       await processDocument(deps, {
         documentId: o.documentId,
         command: () => ({ type: 'SettleIndexing', textRevision: o.textRevision, outcome }),
-        metadata: (s) => systemMetadata({ tenantId: s.exists ? s.tenantId : null, contextId: s.exists ? s.contextId : null, accountId: o.meta.accountId, requestId: o.meta.requestId, occurredAt: now }),
+        metadata: (s) =>
+          systemMetadata({
+            tenantId: s.exists ? s.tenantId : null,
+            contextId: s.exists ? s.contextId : null,
+            accountId: o.meta.accountId,
+            requestId: o.meta.requestId,
+            occurredAt: now,
+          }),
       });
     }
   }
@@ -942,13 +1160,20 @@ export function outcomeOf(
 ): RecordOutcome | null {
   if (mode === 'NONE') return null;
   if (!passages) return { recordId, forRevision, status: 'SKIPPED', code: null, message: null };
-  const failed = (code: NonNullable<RecordOutcome['code']>, message: string): RecordOutcome => ({ recordId, forRevision, status: 'FAILED', code, message });
+  const failed = (code: NonNullable<RecordOutcome['code']>, message: string): RecordOutcome => ({
+    recordId,
+    forRevision,
+    status: 'FAILED',
+    code,
+    message,
+  });
   const usesText = mode === 'TEXT' || mode === 'HYBRID';
   const usesVectors = mode === 'SEMANTIC' || mode === 'HYBRID';
   const textBad = usesText && !!textErr;
   const vecBad = usesVectors && !!vecErr;
   if ((textBad || !usesText) && (vecBad || !usesVectors)) {
-    if (vecErr?.code === 'VECTOR_LIMIT_EXCEEDED' && !usesText) return failed('VECTOR_LIMIT_EXCEEDED', `${vecErr.message}; not findable by search`);
+    if (vecErr?.code === 'VECTOR_LIMIT_EXCEEDED' && !usesText)
+      return failed('VECTOR_LIMIT_EXCEEDED', `${vecErr.message}; not findable by search`);
     return failed('INDEXING_FAILED', textErr ?? vecErr?.message ?? 'indexing failed');
   }
   if (textBad) return failed('TEXT_INDEX_FAILED', textErr!);
@@ -967,7 +1192,8 @@ export function documentOutcome(
 ): DomainEvent | null {
   const o = outcomeOf(documentId, 0, mode, passages, textErr, vecErr);
   if (!o) return null;
-  if (o.status === 'FAILED') return { type: 'DocumentFailed', data: { documentId, code: o.code!, message: o.message! } };
+  if (o.status === 'FAILED')
+    return { type: 'DocumentFailed', data: { documentId, code: o.code!, message: o.message! } };
   return o.status === 'INDEXED'
     ? { type: 'DocumentIndexed', data: { documentId, status: 'INDEXED', textRevision } }
     : { type: 'DocumentIndexSkipped', data: { documentId, status: 'SKIPPED', textRevision } };

@@ -1,4 +1,16 @@
-import { type AttrValue, contextOf, type IndexedItem, type ItemFilter, parseComplexQuery, positiveText, type QueryNode, type TextHit, type TextIndex, TextIndexError, type TextSearch } from '@svc/domain';
+import {
+  type AttrValue,
+  contextOf,
+  type IndexedItem,
+  type ItemFilter,
+  parseComplexQuery,
+  positiveText,
+  type QueryNode,
+  type TextHit,
+  type TextIndex,
+  TextIndexError,
+  type TextSearch,
+} from '@svc/domain';
 import { itemPredicate, type FilterableItem } from './filter-memory';
 import { markedSnippet, wordBoundsScratch } from './snippet';
 import { BM25, type PassageRow, type PgTextIndex } from './pg-fts';
@@ -173,7 +185,9 @@ class Shard {
     this.pText.push(this.texts.add(r.chunk_text));
     this.pContext.push(ownContext ? this.texts.add(r.context_text) : -1);
     this.pPlain.push(PLAIN_TEXT.test(r.chunk_text) && !JOINED_WORDS.test(r.chunk_text) ? 1 : 0);
-    const terms = parseTsvector(r.tsv).map(([lexeme, pos]) => [this.lexId(lexeme), pos] as const).sort((a, b) => a[0] - b[0]);
+    const terms = parseTsvector(r.tsv)
+      .map(([lexeme, pos]) => [this.lexId(lexeme), pos] as const)
+      .sort((a, b) => a[0] - b[0]);
     if (pid === 0) {
       this.pTermFrom.push(0);
       this.tPosFrom.push(0);
@@ -236,7 +250,11 @@ class Shard {
     if (this.pContext.a[pid] >= 0) return { chunkText, contextText: this.texts.get(this.pContext.a[pid]), pid };
     // contextOf reads the neighbours only
     const chunk = (p: number) => this.texts.get(this.pText.a[p]);
-    const near = [...(at > 0 ? [chunk(pids[at - 1])] : []), chunkText, ...(at < pids.length - 1 ? [chunk(pids[at + 1])] : [])];
+    const near = [
+      ...(at > 0 ? [chunk(pids[at - 1])] : []),
+      chunkText,
+      ...(at < pids.length - 1 ? [chunk(pids[at + 1])] : []),
+    ];
     return { chunkText, contextText: contextOf(near, at > 0 ? 1 : 0), pid };
   }
 
@@ -245,7 +263,13 @@ class Shard {
    * word i is at position i + 1 when the text is plain (see PLAIN_TEXT); null when that cannot be
    * relied on (then the words are looked up one by one).
    */
-  matchedWords(pid: number, text: string, bounds: ArrayLike<number>, lex: number[], firsts: string[]): Uint8Array | null {
+  matchedWords(
+    pid: number,
+    text: string,
+    bounds: ArrayLike<number>,
+    lex: number[],
+    firsts: string[],
+  ): Uint8Array | null {
     if (!this.pPlain.a[pid]) return null;
     const words = bounds.length >> 1;
     const hit = new Uint8Array(words);
@@ -255,7 +279,8 @@ class Shard {
       if (pos.length >= 255) return null; // a tsvector keeps 256 positions per lexeme
       for (const p of pos) {
         // A word is marked only where it begins as its lexeme does (a check that the positions line up).
-        if (p < 1 || p > words || (text.charCodeAt(bounds[2 * (p - 1)]) | 0x20) !== firsts[j].charCodeAt(0)) return null;
+        if (p < 1 || p > words || (text.charCodeAt(bounds[2 * (p - 1)]) | 0x20) !== firsts[j].charCodeAt(0))
+          return null;
         hit[p - 1] = 1;
       }
     }
@@ -302,7 +327,9 @@ const EMPTY_POS = new Uint16Array(0);
 const PLAIN_TEXT = /^[A-Za-z0-9 \t\r\n.,;:!?()"]*$/;
 const JOINED_WORDS = /[A-Za-z0-9][.,:][A-Za-z0-9]/;
 
-const filterable = (r: Pick<PassageRow, 'source_type' | 'type_name' | 'folder_id' | 'user_id' | 'scopes' | 'attrs' | 'created_at'>): FilterableItem => ({
+const filterable = (
+  r: Pick<PassageRow, 'source_type' | 'type_name' | 'folder_id' | 'user_id' | 'scopes' | 'attrs' | 'created_at'>,
+): FilterableItem => ({
   sourceType: r.source_type,
   typeName: r.type_name,
   folderId: r.folder_id,
@@ -478,7 +505,11 @@ export class MemoryTextIndex implements TextIndex {
         const withText = group.filter((i) => i.passages.length).map((i) => i.itemId);
         const rows = withText.length ? await this.pg.passageRows({ itemIds: withText }) : [];
         await this.follow(key, (s) => {
-          for (const item of group) s.replace(item.itemId, rows.filter((r) => r.item_id === item.itemId));
+          for (const item of group)
+            s.replace(
+              item.itemId,
+              rows.filter((r) => r.item_id === item.itemId),
+            );
         });
       }
     });
@@ -489,7 +520,12 @@ export class MemoryTextIndex implements TextIndex {
       await this.pg.updateItemMeta(item);
       await this.follow(`${item.tenantId}/${item.contextId}`, (s) =>
         s.updateMeta(item.itemId, {
-          sourceType: item.sourceType, typeName: item.typeName, folderId: item.folderId, userId: item.userId, scopes: item.scopes, attrs: item.attrs,
+          sourceType: item.sourceType,
+          typeName: item.typeName,
+          folderId: item.folderId,
+          userId: item.userId,
+          scopes: item.scopes,
+          attrs: item.attrs,
           createdAt: Date.parse(item.createdAt),
         }),
       );
@@ -542,13 +578,13 @@ export class MemoryTextIndex implements TextIndex {
         // Read and built a page at a time, yielding between pages: a large context's load does not hold the
         // event loop (other requests go on; searches of this context wait for it, writes queue behind it).
         let held: PassageRow[] = []; // the last item of a page, which may continue on the next one
-        for (let after: { itemId: string; chunkNo: number } | null = null; ; ) {
+        for (let after: { itemId: string; chunkNo: number } | null = null; ;) {
           const limit = this.o.loadPageRows ?? LOAD_PAGE_ROWS;
           const rows = await this.pg.passageRows({ tenantId, contextId }, { after, limit });
           const all = held.concat(rows);
           const last = rows.length === limit ? all[all.length - 1].item_id : null;
           let i = 0;
-          for (; i < all.length; ) {
+          for (; i < all.length;) {
             if (all[i].item_id === last) break;
             let j = i + 1;
             while (j < all.length && all[j].item_id === all[i].item_id) j++;
@@ -561,7 +597,9 @@ export class MemoryTextIndex implements TextIndex {
           await new Promise((r) => setImmediate(r));
         }
         s.texts.trim();
-        this.o.log?.(`keyword index: loaded ${s.passages} passages of ${key} in ${Math.round(performance.now() - t0)} ms`);
+        this.o.log?.(
+          `keyword index: loaded ${s.passages} passages of ${key} in ${Math.round(performance.now() - t0)} ms`,
+        );
         entry.shard = s;
         this.evict(key);
         return s;
@@ -605,7 +643,12 @@ export class MemoryTextIndex implements TextIndex {
       else if (q.textMode === 'OR') match = { kind: 'any', lex: scoring.map((l) => id(l.lexeme)) };
       else if (q.textMode === 'AND') match = { kind: 'all', lex: scoring.map((l) => id(l.lexeme)) };
       else match = phrase(scoring, id, q.slop);
-      return run(shard, q, match, [...new Set(scoring.map((l) => id(l.lexeme)))].filter((x) => x >= 0));
+      return run(
+        shard,
+        q,
+        match,
+        [...new Set(scoring.map((l) => id(l.lexeme)))].filter((x) => x >= 0),
+      );
     } catch (e) {
       throw e instanceof TextIndexError ? e : new TextIndexError(`text search failed: ${(e as Error).message}`, e);
     }
@@ -628,12 +671,21 @@ export class MemoryTextIndex implements TextIndex {
       for (const [h, t] of found) {
         const bounds = shard!.pPlain.a[t.pid] ? wordBoundsScratch(t.chunkText) : null; // used before the next call
         const hit = bounds && shard!.matchedWords(t.pid, t.chunkText, bounds, ids, lexemes);
-        if (hit) Object.assign(h, { chunkText: t.chunkText, contextText: t.contextText, snippet: markedSnippet(t.chunkText, bounds!, hit) });
+        if (hit)
+          Object.assign(h, {
+            chunkText: t.chunkText,
+            contextText: t.contextText,
+            snippet: markedSnippet(t.chunkText, bounds!, hit),
+          });
         else rest.push([h, t]);
       }
       if (rest.length) {
-        const mark = await this.pg.snippets(rest.map(([, t]) => t.chunkText), q);
-        for (const [h, t] of rest) Object.assign(h, { chunkText: t.chunkText, contextText: t.contextText, snippet: mark(t.chunkText) });
+        const mark = await this.pg.snippets(
+          rest.map(([, t]) => t.chunkText),
+          q,
+        );
+        for (const [h, t] of rest)
+          Object.assign(h, { chunkText: t.chunkText, contextText: t.contextText, snippet: mark(t.chunkText) });
       }
     } catch (e) {
       throw new TextIndexError(`text search failed: ${(e as Error).message}`, e);
@@ -706,7 +758,8 @@ function evaluate(s: Shard, m: Match): Uint8Array {
         }
       }
       const want = lex.length;
-      for (let pid = 0; pid < n; pid++) out[pid] = out[pid] === want && (m.kind === 'all' || phraseAt(s, pid, m.lex, m.gaps, m.slop)) ? 1 : 0;
+      for (let pid = 0; pid < n; pid++)
+        out[pid] = out[pid] === want && (m.kind === 'all' || phraseAt(s, pid, m.lex, m.gaps, m.slop)) ? 1 : 0;
       return out;
     }
     case 'not': {
@@ -717,7 +770,8 @@ function evaluate(s: Shard, m: Match): Uint8Array {
     case 'and':
     case 'or': {
       const parts = m.items.map((i) => evaluate(s, i));
-      for (let pid = 0; pid < n; pid++) out[pid] = (m.kind === 'and' ? parts.every((p) => p[pid]) : parts.some((p) => p[pid])) ? 1 : 0;
+      for (let pid = 0; pid < n; pid++)
+        out[pid] = (m.kind === 'and' ? parts.every((p) => p[pid]) : parts.some((p) => p[pid])) ? 1 : 0;
       return out;
     }
   }
@@ -739,8 +793,15 @@ function phraseAt(s: Shard, pid: number, lex: number[], gaps: number[], slop: nu
 /** Whether a filter admits every item of its context (nothing narrows it; the same cases as itemPredicate). */
 function admitsAll(f: ItemFilter): boolean {
   return (
-    !f.sourceTypes?.length && f.typeName === undefined && !f.folderIds && !f.userIds?.length && !f.scopesAll?.length && !f.scopesAny?.length &&
-    !f.createdAfter && !f.createdBefore && !f.clauses.length
+    !f.sourceTypes?.length &&
+    f.typeName === undefined &&
+    !f.folderIds &&
+    !f.userIds?.length &&
+    !f.scopesAll?.length &&
+    !f.scopesAny?.length &&
+    !f.createdAfter &&
+    !f.createdBefore &&
+    !f.clauses.length
   );
 }
 
@@ -748,7 +809,12 @@ function admitsAll(f: ItemFilter): boolean {
  * The passages of an AND / PHRASE match (alive and admitted), driven by the rarest lexeme's postings:
  * each is checked for the other lexemes (and the phrase) in its own terms. Written to `out`; returns the count.
  */
-function conjunction(s: Shard, m: Extract<Match, { kind: 'all' | 'phrase' }>, admitted: (pid: number) => boolean, out: Int32Array): number {
+function conjunction(
+  s: Shard,
+  m: Extract<Match, { kind: 'all' | 'phrase' }>,
+  admitted: (pid: number) => boolean,
+  out: Int32Array,
+): number {
   const lex = [...new Set(m.lex)];
   if (!lex.length || lex.some((l) => l < 0)) return 0;
   lex.sort((a, b) => s.df[a] - s.df[b]);
@@ -770,7 +836,15 @@ function conjunction(s: Shard, m: Extract<Match, { kind: 'all' | 'phrase' }>, ad
  * candidate while its score is 0. A small function of its own: the hottest loop of a keyword query,
  * compiled apart from run's many cases.
  */
-function accumulate(pa: Int32Array, tfs: Int32Array, m: number, w: number, sn: Float64Array, cands: Int32Array, nc: number): number {
+function accumulate(
+  pa: Int32Array,
+  tfs: Int32Array,
+  m: number,
+  w: number,
+  sn: Float64Array,
+  cands: Int32Array,
+  nc: number,
+): number {
   const k1p1 = BM25.k1 + 1;
   for (let i = 0; i < m; i++) {
     const pid = pa[i];
@@ -839,7 +913,17 @@ function run(s: Shard, q: TextSearch, match: Match, scoring: number[]): { hits: 
     const every = s.dead === 0 && admitsAll(q.filter);
     // With countUpTo the count must be exact that far: a skip then waits until that many are known to match.
     const prune = q.trackTotal === false || q.countUpTo !== undefined;
-    const r = scoreOr(s, scoring, scoring.map(idf), q.limit, every ? null : (pid) => alive[pid] === 1 && admitted(pid), sn, cands, prune, q.countUpTo ?? 0);
+    const r = scoreOr(
+      s,
+      scoring,
+      scoring.map(idf),
+      q.limit,
+      every ? null : (pid) => alive[pid] === 1 && admitted(pid),
+      sn,
+      cands,
+      prune,
+      q.countUpTo ?? 0,
+    );
     nc = r.nc;
     total = r.matched;
   } else {
@@ -885,7 +969,17 @@ const PRUNE_RATIO = 6;
  * that many passages are known to match (the candidates so far; with no filter, also any one lexeme's
  * postings, all of them live matches), and `matched` is then at least `countTo`: exact up to it.
  */
-function scoreOr(s: Shard, scoring: number[], ws: number[], k: number, keep: ((pid: number) => boolean) | null, sn: Float64Array, cands: Int32Array, prune: boolean, countTo = 0): { nc: number; matched: number } {
+function scoreOr(
+  s: Shard,
+  scoring: number[],
+  ws: number[],
+  k: number,
+  keep: ((pid: number) => boolean) | null,
+  sn: Float64Array,
+  cands: Int32Array,
+  prune: boolean,
+  countTo = 0,
+): { nc: number; matched: number } {
   const k1p1 = BM25.k1 + 1;
   const m = scoring.length;
   if (!m || k <= 0) return { nc: 0, matched: 0 };
@@ -896,7 +990,8 @@ function scoreOr(s: Shard, scoring: number[], ws: number[], k: number, keep: ((p
   let all = 0;
   for (const n of lens) all += n;
   let may = false;
-  for (let i = 0, before = 0; prune && i < m && !may; before += lens[order[i++]]) may = before >= k && all - before > PRUNE_RATIO * before;
+  for (let i = 0, before = 0; prune && i < m && !may; before += lens[order[i++]])
+    may = before >= k && all - before > PRUNE_RATIO * before;
   if (!may) order = order.map((_, j) => j);
   // From order[i] on: the postings left (leftLen[i]) and what they could add to a score at most (leftBound[i]:
   // each lexeme's idf × the largest BM25 term it can give, from tfMax and normMin). Suffix sums, so a long query

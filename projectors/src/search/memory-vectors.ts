@@ -53,7 +53,15 @@ export interface MemoryVectorSettings {
 }
 
 // exactBelow 10,000: as LanceDB's flat threshold, so both adapters answer such a context exactly (docs/search.md).
-export const MEMORY_VECTOR_DEFAULTS: MemoryVectorSettings = { maxBytes: 2048 * 2 ** 20, nprobes: 20, minCandidates: 2000, exactBelow: 10_000, retrainGrowth: 4, waitForLoad: true, refine: 200 };
+export const MEMORY_VECTOR_DEFAULTS: MemoryVectorSettings = {
+  maxBytes: 2048 * 2 ** 20,
+  nprobes: 20,
+  minCandidates: 2000,
+  exactBelow: 10_000,
+  retrainGrowth: 4,
+  waitForLoad: true,
+  refine: 200,
+};
 
 const PAGE = 65536;
 /** Centroids shortlisted by code distance before the exact comparison that assigns a row to its partition. */
@@ -262,7 +270,8 @@ class Shard {
     const scoreOff = idsOff + cap * 4;
     this.a.ensure(scoreOff + cap * 4 + 16);
     // The codes move up (vectors keep offset 0); the rest is scratch.
-    if (this.n && codeOff !== this.codeOff) this.a.u8.copyWithin(codeOff, this.codeOff, this.codeOff + this.n * this.codeBytes);
+    if (this.n && codeOff !== this.codeOff)
+      this.a.u8.copyWithin(codeOff, this.codeOff, this.codeOff + this.n * this.codeBytes);
     Object.assign(this, { cap, codeOff, qOff, idsOff, scoreOff });
     const grow = (x: Int32Array) => {
       const c = new Int32Array(cap);
@@ -279,7 +288,14 @@ class Shard {
   }
 
   /** Appends rows (vectors row-major); the caller removed the items' old rows. `train: false` defers (re)training (a load trains once at its end). */
-  add(itemIds: string[], chunkNos: number[], vectors: Float32Array | number[][], chunkTexts: string[], contextTexts: string[], o: { train?: boolean } = {}) {
+  add(
+    itemIds: string[],
+    chunkNos: number[],
+    vectors: Float32Array | number[][],
+    chunkTexts: string[],
+    contextTexts: string[],
+    o: { train?: boolean } = {},
+  ) {
     const m = itemIds.length;
     this.reserve(this.n + m);
     const d = this.dims;
@@ -393,7 +409,11 @@ class Shard {
       const last = --this.n;
       if (r !== last) {
         u8.copyWithin(r * this.rowBytes, last * this.rowBytes, (last + 1) * this.rowBytes);
-        u8.copyWithin(this.codeOff + r * this.codeBytes, this.codeOff + last * this.codeBytes, this.codeOff + (last + 1) * this.codeBytes);
+        u8.copyWithin(
+          this.codeOff + r * this.codeBytes,
+          this.codeOff + last * this.codeBytes,
+          this.codeOff + (last + 1) * this.codeBytes,
+        );
         const moved = this.itemOf[last];
         this.itemOf[r] = moved;
         this.chunkOf[r] = this.chunkOf[last];
@@ -506,7 +526,13 @@ class Shard {
     for (const r of this.rowsOf.get(itemId) ?? []) {
       if (this.chunkOf[r] !== chunkNo) continue;
       const x = this.texts.get(this.contextOf[r]);
-      return { chunkText: this.chunkTextOf[r] >= 0 ? this.texts.get(this.chunkTextOf[r]) : x.slice(this.chunkAt[r], this.chunkAt[r] + this.chunkLen[r]), contextText: x };
+      return {
+        chunkText:
+          this.chunkTextOf[r] >= 0
+            ? this.texts.get(this.chunkTextOf[r])
+            : x.slice(this.chunkAt[r], this.chunkAt[r] + this.chunkLen[r]),
+        contextText: x,
+      };
     }
     return undefined;
   }
@@ -526,7 +552,11 @@ class Shard {
     this.a.k.dots(0, this.idsOff, m, this.qOff, this.scoreOff);
     const ids = this.a.i32.subarray(this.idsOff >> 2, (this.idsOff >> 2) + m);
     const sc = this.a.f32.subarray(this.scoreOff >> 2, (this.scoreOff >> 2) + m);
-    return topK(sc, Math.min(limit, m)).map((j) => ({ itemId: this.itemOf[ids[j]], chunkNo: this.chunkOf[ids[j]], similarity: Math.max(0, Math.min(1, sc[j])) }));
+    return topK(sc, Math.min(limit, m)).map((j) => ({
+      itemId: this.itemOf[ids[j]],
+      chunkNo: this.chunkOf[ids[j]],
+      similarity: Math.max(0, Math.min(1, sc[j])),
+    }));
   }
 
   search(q: VectorSearch): VectorHit[] {
@@ -732,7 +762,13 @@ export class MemoryVectorIndex implements VectorIndex {
         this.removeItem(itemId);
         const s = iso && this.shards.get(iso);
         if (!s || !rows.length) return;
-        s.add(rows.map((r) => r.itemId), rows.map((r) => r.chunkNo), rows.map((r) => r.vector), rows.map((r) => r.chunkText), rows.map((r) => r.contextText));
+        s.add(
+          rows.map((r) => r.itemId),
+          rows.map((r) => r.chunkNo),
+          rows.map((r) => r.vector),
+          rows.map((r) => r.chunkText),
+          rows.map((r) => r.contextText),
+        );
         this.itemShard.set(itemId, s);
         this.fit(s.key);
       },
@@ -764,7 +800,13 @@ export class MemoryVectorIndex implements VectorIndex {
         const iso = isoOf(rows);
         const s = iso && this.shards.get(iso);
         if (!s || !rows.length) continue;
-        s.add(rows.map((r) => r.itemId), rows.map((r) => r.chunkNo), rows.map((r) => r.vector), rows.map((r) => r.chunkText), rows.map((r) => r.contextText));
+        s.add(
+          rows.map((r) => r.itemId),
+          rows.map((r) => r.chunkNo),
+          rows.map((r) => r.vector),
+          rows.map((r) => r.chunkText),
+          rows.map((r) => r.contextText),
+        );
         this.itemShard.set(itemId, s);
         touched.add(s.key);
       }
@@ -773,7 +815,11 @@ export class MemoryVectorIndex implements VectorIndex {
   }
 
   deleteItem(itemId: string): Promise<void> {
-    return this.apply(() => this.inner.deleteItem(itemId), () => this.removeItem(itemId), itemId);
+    return this.apply(
+      () => this.inner.deleteItem(itemId),
+      () => this.removeItem(itemId),
+      itemId,
+    );
   }
 
   deleteContext(tenantId: string, contextId: string): Promise<void> {
@@ -877,7 +923,9 @@ export class MemoryVectorIndex implements VectorIndex {
     this.tooLarge.delete(key);
     const t0 = performance.now();
     const s = new Shard(key, this.dims, this.settings);
-    await this.inner.scan(scope, (itemIds, chunkNos, vectors, chunkTexts, contextTexts) => s.add(itemIds, chunkNos, vectors, chunkTexts, contextTexts, { train: false }));
+    await this.inner.scan(scope, (itemIds, chunkNos, vectors, chunkTexts, contextTexts) =>
+      s.add(itemIds, chunkNos, vectors, chunkTexts, contextTexts, { train: false }),
+    );
     const t1 = performance.now();
     if (s.needsTraining) await s.train();
     s.trimTexts();
@@ -885,7 +933,9 @@ export class MemoryVectorIndex implements VectorIndex {
     this.shards.set(key, s);
     for (const id of s.rowsOf.keys()) this.itemShard.set(id, s);
     this.fit(key);
-    this.log(`vector index: loaded ${s.n} vectors of ${key} in ${Math.round(t2 - t0)} ms (read ${Math.round(t1 - t0)} ms, partitions ${Math.round(t2 - t1)} ms)`);
+    this.log(
+      `vector index: loaded ${s.n} vectors of ${key} in ${Math.round(t2 - t0)} ms (read ${Math.round(t1 - t0)} ms, partitions ${Math.round(t2 - t1)} ms)`,
+    );
     return s;
   }
 

@@ -30,7 +30,10 @@ export const BGE_SMALL_Q = Object.freeze({
     bytes: 24_567_586,
   }),
   /** Entries of the jar, and the names they are stored under. */
-  entries: Object.freeze({ 'bge-small-en-v1.5-q.onnx': 'model.onnx', 'bge-small-en-v1.5-q-tokenizer.json': 'tokenizer.json' }),
+  entries: Object.freeze({
+    'bge-small-en-v1.5-q.onnx': 'model.onnx',
+    'bge-small-en-v1.5-q-tokenizer.json': 'tokenizer.json',
+  }),
 });
 
 export const MAVEN_DEFAULT = 'https://repo1.maven.org/maven2';
@@ -54,8 +57,11 @@ export function installedModel(spec = BGE_SMALL_Q, env = process.env) {
   const dir = modelDir(spec, env);
   try {
     const src = JSON.parse(readFileSync(join(dir, 'source.json'), 'utf8'));
-    if (src.sha256 !== spec.maven.sha256) return { ok: false, dir, reason: `the cached model in ${dir} is from another jar (SHA-256 ${src.sha256})` };
-    for (const f of Object.values(spec.entries)) if (!existsSync(join(dir, f)) || statSync(join(dir, f)).size === 0) return { ok: false, dir, reason: `${join(dir, f)} is missing` };
+    if (src.sha256 !== spec.maven.sha256)
+      return { ok: false, dir, reason: `the cached model in ${dir} is from another jar (SHA-256 ${src.sha256})` };
+    for (const f of Object.values(spec.entries))
+      if (!existsSync(join(dir, f)) || statSync(join(dir, f)).size === 0)
+        return { ok: false, dir, reason: `${join(dir, f)} is missing` };
     return { ok: true, dir };
   } catch {
     return { ok: false, dir, reason: `the model is not in ${dir}` };

@@ -1,6 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { EventMetadata } from '@svc/contracts';
-import { type DomainAppend, type EventStore, handleCommand, indexOutcomeDecider, newestOutcomes, NO_WAIT, type RecordOutcome, type Sql, streams, systemMetadata } from '@svc/domain';
+import {
+  type DomainAppend,
+  type EventStore,
+  handleCommand,
+  indexOutcomeDecider,
+  newestOutcomes,
+  NO_WAIT,
+  type RecordOutcome,
+  type Sql,
+  streams,
+  systemMetadata,
+} from '@svc/domain';
 
 export { OUTCOMES_PER_EVENT, type RecordOutcome } from '@svc/domain';
 
@@ -51,7 +62,8 @@ export class OutcomeLog {
     for (const r of rows) {
       const x = latest.get(r.item_id)!;
       const at = Number(r.for_revision);
-      if (at > x.outcome.forRevision || (at === x.outcome.forRevision && r.outcome === keyOf(x.outcome))) latest.delete(r.item_id);
+      if (at > x.outcome.forRevision || (at === x.outcome.forRevision && r.outcome === keyOf(x.outcome)))
+        latest.delete(r.item_id);
     }
     if (!latest.size) return;
     const byContext = new Map<string, Array<(typeof list)[number]>>();
@@ -76,9 +88,21 @@ export class OutcomeLog {
     const [first, ...rest] = appends;
     await handleCommand(
       { store: this.store, barrier: NO_WAIT, ids: { newId: randomUUID } },
-      { streamId: first.streamId, aggregate: indexOutcomeDecider, appendOnly: true, metadata: first.metadata!, decide: () => ({ events: first.events, also: rest }) },
+      {
+        streamId: first.streamId,
+        aggregate: indexOutcomeDecider,
+        appendOnly: true,
+        metadata: first.metadata!,
+        decide: () => ({ events: first.events, also: rest }),
+      },
     );
-    const reported = [...latest.values()].map((x) => ({ item_id: x.outcome.recordId, tenant_id: x.meta.tenantId, context_id: x.meta.contextId, for_revision: x.outcome.forRevision, outcome: keyOf(x.outcome) }));
+    const reported = [...latest.values()].map((x) => ({
+      item_id: x.outcome.recordId,
+      tenant_id: x.meta.tenantId,
+      context_id: x.meta.contextId,
+      for_revision: x.outcome.forRevision,
+      outcome: keyOf(x.outcome),
+    }));
     await this.sql.query(
       `INSERT INTO si_reported SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(item_id text, tenant_id text, context_id text, for_revision bigint, outcome text)
        ON CONFLICT (item_id) DO UPDATE SET for_revision = excluded.for_revision, outcome = excluded.outcome`,

@@ -1,4 +1,17 @@
-import { type IndexedItem, parseComplexQuery, positiveText, type QueryNode, type Sql, sqlBatch, type SqlQueryable, type SqlStatement, type TextHit, type TextIndex, TextIndexError, type TextSearch } from '@svc/domain';
+import {
+  type IndexedItem,
+  parseComplexQuery,
+  positiveText,
+  type QueryNode,
+  type Sql,
+  sqlBatch,
+  type SqlQueryable,
+  type SqlStatement,
+  type TextHit,
+  type TextIndex,
+  TextIndexError,
+  type TextSearch,
+} from '@svc/domain';
 import { filterSql } from './filter-sql';
 import { markedSnippet, snippet, wordBounds } from './snippet';
 
@@ -79,9 +92,21 @@ const INSERT_PASSAGES = `WITH ins AS (${INSERT_PASSAGES_ONLY}
 
 /** A stored passage as the in-memory index loads it (tsv: the tsvector's text form). */
 export interface PassageRow {
-  item_id: string; chunk_no: number; tenant_id: string; context_id: string; source_type: 'record' | 'document'; type_name: string | null;
-  folder_id: string | null; user_id: string | null; scopes: string[]; attrs: Record<string, unknown>; created_at: Date | string; len: number; tsv: string;
-  chunk_text: string; context_text: string;
+  item_id: string;
+  chunk_no: number;
+  tenant_id: string;
+  context_id: string;
+  source_type: 'record' | 'document';
+  type_name: string | null;
+  folder_id: string | null;
+  user_id: string | null;
+  scopes: string[];
+  attrs: Record<string, unknown>;
+  created_at: Date | string;
+  len: number;
+  tsv: string;
+  chunk_text: string;
+  context_text: string;
 }
 
 /** A lexeme as a tsquery literal. */
@@ -106,7 +131,10 @@ export class PgTextIndex implements TextIndex {
 
   async init(): Promise<void> {
     // Dropped rather than left behind: statistics not kept up to date would rank wrongly once searched.
-    if (!this.sqlSearch) return this.sql.exec(`${PASSAGES_DDL} DROP INDEX IF EXISTS ti_passages_tsv; DROP TABLE IF EXISTS ti_terms; DROP TABLE IF EXISTS ti_stats;`);
+    if (!this.sqlSearch)
+      return this.sql.exec(
+        `${PASSAGES_DDL} DROP INDEX IF EXISTS ti_passages_tsv; DROP TABLE IF EXISTS ti_terms; DROP TABLE IF EXISTS ti_stats;`,
+      );
     await this.sql.tx(async (q) => {
       const { rows } = await q.query<{ kept: boolean }>(`SELECT to_regclass('ti_terms') IS NOT NULL AS kept`);
       await q.exec(PASSAGES_DDL + SEARCH_DDL);
@@ -125,15 +153,27 @@ export class PgTextIndex implements TextIndex {
    */
   async replaceItems(items: IndexedItem[]): Promise<void> {
     const rows = items.flatMap((item) => item.passages.map((p) => ({ item, p })));
-    const col = <T,>(f: (r: (typeof rows)[number]) => T) => rows.map(f);
-    const statements: SqlStatement[] = [{ text: this.removeSql('p.item_id = ANY($1::text[])'), params: [items.map((i) => i.itemId)] }];
+    const col = <T>(f: (r: (typeof rows)[number]) => T) => rows.map(f);
+    const statements: SqlStatement[] = [
+      { text: this.removeSql('p.item_id = ANY($1::text[])'), params: [items.map((i) => i.itemId)] },
+    ];
     if (rows.length)
       statements.push({
         text: this.sqlSearch ? INSERT_PASSAGES : INSERT_PASSAGES_ONLY,
         params: [
-          col((r) => r.item.itemId), col((r) => r.p.chunkNo), col((r) => r.item.tenantId), col((r) => r.item.contextId), col((r) => r.item.sourceType), col((r) => r.item.typeName),
-          col((r) => r.item.folderId), col((r) => r.item.userId), col((r) => JSON.stringify(r.item.scopes)), col((r) => JSON.stringify(r.item.attrs)), col((r) => r.item.createdAt),
-          col((r) => r.p.chunkText), col((r) => r.p.contextText),
+          col((r) => r.item.itemId),
+          col((r) => r.p.chunkNo),
+          col((r) => r.item.tenantId),
+          col((r) => r.item.contextId),
+          col((r) => r.item.sourceType),
+          col((r) => r.item.typeName),
+          col((r) => r.item.folderId),
+          col((r) => r.item.userId),
+          col((r) => JSON.stringify(r.item.scopes)),
+          col((r) => JSON.stringify(r.item.attrs)),
+          col((r) => r.item.createdAt),
+          col((r) => r.p.chunkText),
+          col((r) => r.p.contextText),
         ],
       });
     try {
@@ -148,7 +188,15 @@ export class PgTextIndex implements TextIndex {
     try {
       await this.sql.query(
         'UPDATE ti_passages SET type_name = $2, folder_id = $3, user_id = $4, scopes = $5::jsonb, attrs = $6::jsonb, created_at = $7 WHERE item_id = $1',
-        [item.itemId, item.typeName, item.folderId, item.userId, JSON.stringify(item.scopes), JSON.stringify(item.attrs), item.createdAt],
+        [
+          item.itemId,
+          item.typeName,
+          item.folderId,
+          item.userId,
+          JSON.stringify(item.scopes),
+          JSON.stringify(item.attrs),
+          item.createdAt,
+        ],
       );
     } catch (e) {
       throw new TextIndexError(`text index write failed: ${(e as Error).message}`, e);
@@ -169,7 +217,9 @@ export class PgTextIndex implements TextIndex {
   }
 
   async drop(): Promise<void> {
-    await this.sql.exec('DROP TABLE IF EXISTS ti_passages; DROP TABLE IF EXISTS ti_terms; DROP TABLE IF EXISTS ti_stats;');
+    await this.sql.exec(
+      'DROP TABLE IF EXISTS ti_passages; DROP TABLE IF EXISTS ti_terms; DROP TABLE IF EXISTS ti_stats;',
+    );
     await this.init();
   }
 
@@ -190,8 +240,14 @@ export class PgTextIndex implements TextIndex {
     where: { tenantId: string; contextId: string } | { itemId: string } | { itemIds: string[] },
     page?: { after: { itemId: string; chunkNo: number } | null; limit: number },
   ): Promise<PassageRow[]> {
-    const params: unknown[] = 'itemId' in where ? [where.itemId] : 'itemIds' in where ? [where.itemIds] : [where.tenantId, where.contextId];
-    let cond = 'itemId' in where ? 'item_id = $1' : 'itemIds' in where ? 'item_id = ANY($1::text[])' : 'tenant_id = $1 AND context_id = $2';
+    const params: unknown[] =
+      'itemId' in where ? [where.itemId] : 'itemIds' in where ? [where.itemIds] : [where.tenantId, where.contextId];
+    let cond =
+      'itemId' in where
+        ? 'item_id = $1'
+        : 'itemIds' in where
+          ? 'item_id = ANY($1::text[])'
+          : 'tenant_id = $1 AND context_id = $2';
     if (page?.after) {
       params.push(page.after.itemId, page.after.chunkNo);
       cond += ` AND (item_id, chunk_no) > ($${params.length - 1}, $${params.length})`;
@@ -280,7 +336,8 @@ export class PgTextIndex implements TextIndex {
       );
       for (const r of rows) known.set(r.w, r.lexeme);
       for (const [t, p] of prepared)
-        for (const i of p.unknown ?? []) p.hit[i] = matches(known.get(t.slice(p.bounds[2 * i], p.bounds[2 * i + 1]).toLowerCase()) ?? null);
+        for (const i of p.unknown ?? [])
+          p.hit[i] = matches(known.get(t.slice(p.bounds[2 * i], p.bounds[2 * i + 1]).toLowerCase()) ?? null);
     }
     const isMatch = (w: string) => matches(known.get(w) ?? known.get(w.toLowerCase()) ?? null) === 1;
     return (text) => {
@@ -298,12 +355,20 @@ export class PgTextIndex implements TextIndex {
     const need = hits.filter((h) => h.chunkText === undefined);
     if (!need.length) return;
     try {
-      const { rows } = await this.sql.query<{ item_id: string; chunk_no: number; chunk_text: string; context_text: string }>(
+      const { rows } = await this.sql.query<{
+        item_id: string;
+        chunk_no: number;
+        chunk_text: string;
+        context_text: string;
+      }>(
         `SELECT p.item_id, p.chunk_no, p.chunk_text, p.context_text
          FROM unnest($1::text[], $2::int[]) k(item_id, chunk_no) JOIN ti_passages p ON p.item_id = k.item_id AND p.chunk_no = k.chunk_no`,
         [need.map((h) => h.itemId), need.map((h) => h.chunkNo)],
       );
-      const mark = await this.snippets(rows.map((r) => r.chunk_text), q);
+      const mark = await this.snippets(
+        rows.map((r) => r.chunk_text),
+        q,
+      );
       const byKey = new Map(rows.map((r) => [`${r.item_id}#${r.chunk_no}`, r]));
       for (const h of need) {
         const r = byKey.get(`${h.itemId}#${h.chunkNo}`);
@@ -317,7 +382,10 @@ export class PgTextIndex implements TextIndex {
   }
 
   async search(s: TextSearch): Promise<{ hits: TextHit[]; total: number }> {
-    if (!this.sqlSearch) throw new TextIndexError('text search failed: this keyword index is kept for an in-memory index (sqlSearch: false)');
+    if (!this.sqlSearch)
+      throw new TextIndexError(
+        'text search failed: this keyword index is kept for an in-memory index (sqlSearch: false)',
+      );
     try {
       return await this.run(this.sql, s);
     } catch (e) {

@@ -16,7 +16,14 @@ export class RequestPressure {
   private readonly windowMs: number;
   private readonly busyAbove: number;
 
-  constructor(o: { windowMs?: number; busyAbove?: number; sample?: () => { idle: number; active: number }; now?: () => number } = {}) {
+  constructor(
+    o: {
+      windowMs?: number;
+      busyAbove?: number;
+      sample?: () => { idle: number; active: number };
+      now?: () => number;
+    } = {},
+  ) {
     // Cumulative idle and active milliseconds of this thread's event loop.
     this.sample = o.sample ?? (() => performance.eventLoopUtilization());
     this.now = o.now ?? (() => performance.now());
@@ -74,5 +81,7 @@ export class PassagePacing {
 /** EMBEDDING_BUSY_GAP_MS: the floor of indexing calls while requests keep the service busy (default 1,000; 0: no pacing). */
 export const busyGapMs = (env: NodeJS.ProcessEnv = process.env): number => {
   const n = Number(env.EMBEDDING_BUSY_GAP_MS);
-  return env.EMBEDDING_BUSY_GAP_MS !== undefined && env.EMBEDDING_BUSY_GAP_MS !== '' && Number.isInteger(n) && n >= 0 ? n : 1000;
+  return env.EMBEDDING_BUSY_GAP_MS !== undefined && env.EMBEDDING_BUSY_GAP_MS !== '' && Number.isInteger(n) && n >= 0
+    ? n
+    : 1000;
 };

@@ -142,7 +142,8 @@ export function markedSnippet(text: string, b: ArrayLike<number>, hit: Uint8Arra
   }
   windows.sort((x, y) => x[0] - y[0]);
   let out = '';
-  for (let w = 0; w < windows.length; w++) out += (w ? delimiter : '') + marked(text, b, hit, windows[w][0], windows[w][1]);
+  for (let w = 0; w < windows.length; w++)
+    out += (w ? delimiter : '') + marked(text, b, hit, windows[w][0], windows[w][1]);
   return out;
 }
 

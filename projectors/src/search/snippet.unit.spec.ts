@@ -2,11 +2,17 @@ import { describe, expect, it } from 'vitest';
 import { snippet, SNIPPET } from './snippet';
 
 const isMatch = (set: string[]) => (w: string) => set.includes(w.toLowerCase());
-const wordsIn = (s: string) => s.replace(/<\/?mark>/g, '').split(SNIPPET.delimiter).map((f) => f.match(/[\p{L}\p{N}]+/gu)?.length ?? 0);
+const wordsIn = (s: string) =>
+  s
+    .replace(/<\/?mark>/g, '')
+    .split(SNIPPET.delimiter)
+    .map((f) => f.match(/[\p{L}\p{N}]+/gu)?.length ?? 0);
 
 describe('snippet', () => {
   it('marks every matching word of a short passage and keeps the text as it is', () => {
-    expect(snippet('The Glacier carves valleys; glaciers move.', isMatch(['glacier']))).toBe('The <mark>Glacier</mark> carves valleys; glaciers move.');
+    expect(snippet('The Glacier carves valleys; glaciers move.', isMatch(['glacier']))).toBe(
+      'The <mark>Glacier</mark> carves valleys; glaciers move.',
+    );
   });
 
   it('shows at most two fragments of at most 40 words around the densest matches, in text order', () => {

@@ -33,7 +33,8 @@ export class TextArena {
   private place(bytes: number, write: (at: number) => number): number {
     if (this.used + bytes > this.buf.length) {
       // A Buffer holds at most buffer.constants.MAX_LENGTH bytes (4 GiB on Node 20): past it the context's load fails with this error (its searches are refused, or answered by LanceDB for vectors) instead of the process running out of memory.
-      if (this.used + bytes > MAX_LENGTH) throw new RangeError(`text arena: over ${MAX_LENGTH} bytes of passage text in one context`);
+      if (this.used + bytes > MAX_LENGTH)
+        throw new RangeError(`text arena: over ${MAX_LENGTH} bytes of passage text in one context`);
       const grown = Buffer.allocUnsafe(Math.min(MAX_LENGTH, Math.max(this.used + bytes, this.buf.length * 2)));
       this.buf.copy(grown, 0, 0, this.used);
       this.buf = grown;

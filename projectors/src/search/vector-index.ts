@@ -49,8 +49,14 @@ export const isoKey = (tenantId: string, contextId: string) => `${tenantId}/${co
 const VECTOR_INDEX = 'vector_idx';
 const COLUMNS = ['item_id', 'chunk_no', 'chunk_text', 'context_text', '_distance'];
 const toRecord = (r: VectorRow) => ({
-  id: `${r.itemId}:${r.chunkNo}`, item_id: r.itemId, chunk_no: r.chunkNo, tenant_id: r.tenantId, iso: isoKey(r.tenantId, r.contextId),
-  chunk_text: r.chunkText, context_text: r.contextText, vector: r.vector,
+  id: `${r.itemId}:${r.chunkNo}`,
+  item_id: r.itemId,
+  chunk_no: r.chunkNo,
+  tenant_id: r.tenantId,
+  iso: isoKey(r.tenantId, r.contextId),
+  chunk_text: r.chunkText,
+  context_text: r.contextText,
+  vector: r.vector,
 });
 
 /**
@@ -118,7 +124,8 @@ export class LanceVectorIndex implements VectorIndex {
     this.closed = false;
     // Another process (the projector) may write this table: look for its new versions (and indexes) at most once a second.
     this.db ??= await lancedb.connect(this.uri, { readConsistencyInterval: this.readConsistencySeconds });
-    if (!this.table && (await this.db.tableNames()).includes(this.name)) this.table = await this.db.openTable(this.name);
+    if (!this.table && (await this.db.tableNames()).includes(this.name))
+      this.table = await this.db.openTable(this.name);
   }
 
   private locked<T>(f: () => Promise<T>): Promise<T> {
@@ -148,14 +155,18 @@ export class LanceVectorIndex implements VectorIndex {
   /** Appends rows as they are (no per-item delete): bulk loads. */
   async add(rows: VectorRow[]): Promise<void> {
     if (!rows.length) return;
-    for (const r of rows) if (r.vector.length !== this.dims) throw new Error(`vector has ${r.vector.length} dimensions, expected ${this.dims}`);
+    for (const r of rows)
+      if (r.vector.length !== this.dims)
+        throw new Error(`vector has ${r.vector.length} dimensions, expected ${this.dims}`);
     await this.tableFor(rows.map(toRecord));
   }
 
   async replaceItem(itemId: string, rows: VectorRow[]): Promise<void> {
     await this.deleteItem(itemId);
     if (!rows.length) return;
-    for (const r of rows) if (r.vector.length !== this.dims) throw new Error(`vector has ${r.vector.length} dimensions, expected ${this.dims}`);
+    for (const r of rows)
+      if (r.vector.length !== this.dims)
+        throw new Error(`vector has ${r.vector.length} dimensions, expected ${this.dims}`);
     await this.tableFor(rows.map(toRecord));
   }
 
@@ -165,13 +176,17 @@ export class LanceVectorIndex implements VectorIndex {
     for (const it of items)
       for (const r of it.rows) {
         if (r.itemId !== it.itemId) throw new Error(`row of item ${r.itemId} listed under item ${it.itemId}`);
-        if (r.vector.length !== this.dims) throw new Error(`vector has ${r.vector.length} dimensions, expected ${this.dims}`);
+        if (r.vector.length !== this.dims)
+          throw new Error(`vector has ${r.vector.length} dimensions, expected ${this.dims}`);
       }
     await this.init();
     const ids = [...new Set(items.map((it) => it.itemId))];
     if (this.table)
       for (let i = 0; i < ids.length; i += 1000) {
-        const predicate = `item_id IN (${ids.slice(i, i + 1000).map(str).join(', ')})`;
+        const predicate = `item_id IN (${ids
+          .slice(i, i + 1000)
+          .map(str)
+          .join(', ')})`;
         await this.locked(() => this.table!.delete(predicate));
         this.wrote(0);
       }
@@ -206,9 +221,16 @@ export class LanceVectorIndex implements VectorIndex {
       query = query.nprobes(this.ann.nprobes);
       if (this.ann.refineFactor > 0) query = query.refineFactor(this.ann.refineFactor);
       // HNSW beam: at least the candidates asked of it (limit × refineFactor).
-      if (this.ann.kind === 'IVF_HNSW_SQ') query = query.ef(Math.ceil(q.limit * Math.max(this.ann.efFactor, this.ann.refineFactor, 1)));
+      if (this.ann.kind === 'IVF_HNSW_SQ')
+        query = query.ef(Math.ceil(q.limit * Math.max(this.ann.efFactor, this.ann.refineFactor, 1)));
     }
-    const rows = (await query.toArray()) as Array<{ item_id: string; chunk_no: number; _distance: number; chunk_text: string; context_text: string }>;
+    const rows = (await query.toArray()) as Array<{
+      item_id: string;
+      chunk_no: number;
+      _distance: number;
+      chunk_text: string;
+      context_text: string;
+    }>;
     // Unrefined ANN distances are in the index's own scale (see calibrate); exact ones are cosine distances.
     const scale = viaAnn && this.ann.refineFactor === 0 ? this.annDistanceScale : 1;
     return rows.map((r) => ({
@@ -252,7 +274,16 @@ export class LanceVectorIndex implements VectorIndex {
    * Every row of one isolation key (the in-memory index loads a context with it), in Arrow batches:
    * `onBatch(itemIds, chunkNos, vectors, chunkTexts, contextTexts)`, vectors row-major (`dims` floats per row).
    */
-  async scan(scope: VectorScope, onBatch: (itemIds: string[], chunkNos: number[], vectors: Float32Array, chunkTexts: string[], contextTexts: string[]) => void): Promise<void> {
+  async scan(
+    scope: VectorScope,
+    onBatch: (
+      itemIds: string[],
+      chunkNos: number[],
+      vectors: Float32Array,
+      chunkTexts: string[],
+      contextTexts: string[],
+    ) => void,
+  ): Promise<void> {
     await this.init();
     if (!this.table) return;
     const q = this.table
@@ -305,7 +336,8 @@ export class LanceVectorIndex implements VectorIndex {
   }
 
   private async hasAnn(): Promise<boolean> {
-    if (this.annReady || (this.annReady === false && performance.now() - this.annCheckedAt < 10_000)) return this.annReady;
+    if (this.annReady || (this.annReady === false && performance.now() - this.annCheckedAt < 10_000))
+      return this.annReady;
     this.annCheckedAt = performance.now();
     try {
       const ready = (await this.table!.listIndices()).some((i) => i.name === VECTOR_INDEX);
@@ -338,7 +370,10 @@ export class LanceVectorIndex implements VectorIndex {
    */
   private async calibrate(): Promise<void> {
     const t = this.table!;
-    const [probe] = (await t.query().select(['vector', 'iso']).limit(1).toArray()) as Array<{ vector: ArrayLike<number>; iso: string }>;
+    const [probe] = (await t.query().select(['vector', 'iso']).limit(1).toArray()) as Array<{
+      vector: ArrayLike<number>;
+      iso: string;
+    }>;
     if (!probe) return;
     // A query near a stored vector, but not on it: distances of a few tenths, where quantisation error is small beside them.
     const r = (i: number) => Math.sin(i * 12.9898) * 43758.5453 - Math.floor(Math.sin(i * 12.9898) * 43758.5453) - 0.5;
@@ -348,8 +383,13 @@ export class LanceVectorIndex implements VectorIndex {
     const n1 = Math.hypot(...noisy) || 1;
     const q = noisy.map((x) => x / n1);
     const rows = (await t
-      .vectorSearch(q).distanceType('cosine').where(`iso = ${str(probe.iso)}`).select(['vector', '_distance']).limit(20)
-      .nprobes(this.ann.nprobes).ef(100)
+      .vectorSearch(q)
+      .distanceType('cosine')
+      .where(`iso = ${str(probe.iso)}`)
+      .select(['vector', '_distance'])
+      .limit(20)
+      .nprobes(this.ann.nprobes)
+      .ef(100)
       .toArray()) as Array<{ vector: ArrayLike<number>; _distance: number }>;
     const ratios = rows
       .map((row) => {
@@ -367,13 +407,18 @@ export class LanceVectorIndex implements VectorIndex {
     else if (Math.abs(ratio - 1) < 0.05) this.annDistanceScale = 1;
     else if (this.ann.refineFactor === 0) {
       this.ann.refineFactor = 1;
-      this.log(`vector index: unrefined ANN distances do not match cosine distances (ratio ${ratio}); re-ranking on full vectors`);
+      this.log(
+        `vector index: unrefined ANN distances do not match cosine distances (ratio ${ratio}); re-ranking on full vectors`,
+      );
     }
   }
 
   /** IVF partitions for a table of `rows`: √rows for IVF_PQ (LanceDB's default), rows / rowsPerPartition for IVF_HNSW_SQ (few large graphs). */
   private partitionsFor(rows: number) {
-    return Math.max(1, Math.round(this.ann.kind === 'IVF_HNSW_SQ' ? rows / this.ann.rowsPerPartition : Math.sqrt(rows)));
+    return Math.max(
+      1,
+      Math.round(this.ann.kind === 'IVF_HNSW_SQ' ? rows / this.ann.rowsPerPartition : Math.sqrt(rows)),
+    );
   }
 
   /** After a write: start upkeep in the background when a threshold is crossed (never on the request path). */
@@ -381,7 +426,9 @@ export class LanceVectorIndex implements VectorIndex {
     this.written.rows += rows;
     this.written.ops++;
     if (this.maintaining || this.closed || !this.autoMaintain) return;
-    const due = this.written.rows >= Math.min(this.ann.optimizeAfterRows, this.ann.minRows) || this.written.ops >= this.ann.optimizeAfterWrites;
+    const due =
+      this.written.rows >= Math.min(this.ann.optimizeAfterRows, this.ann.minRows) ||
+      this.written.ops >= this.ann.optimizeAfterWrites;
     if (!due) return;
     this.startMaintain(false).catch((e) => this.log('vector index upkeep failed', e));
   }
@@ -414,10 +461,16 @@ export class LanceVectorIndex implements VectorIndex {
     const written = this.written;
     this.written = { rows: 0, ops: 0 };
     const rows = await t.countRows();
-    const done = (action: MaintainReport['action'], partitions?: number): MaintainReport => ({ rows, action, partitions, ms: Math.round(performance.now() - t0) });
+    const done = (action: MaintainReport['action'], partitions?: number): MaintainReport => ({
+      rows,
+      action,
+      partitions,
+      ms: Math.round(performance.now() - t0),
+    });
     const current = (await t.listIndices()).find((i) => i.name === VECTOR_INDEX);
     const existing = !!current;
-    const sameKind = current?.indexType.toLowerCase().replace(/_/g, '') === this.ann.kind.toLowerCase().replace(/_/g, '');
+    const sameKind =
+      current?.indexType.toLowerCase().replace(/_/g, '') === this.ann.kind.toLowerCase().replace(/_/g, '');
     if (rows >= this.ann.minRows) {
       const trained = this.trainedRows ?? (existing ? ((await t.indexStats(VECTOR_INDEX))?.numIndexedRows ?? rows) : 0);
       this.trainedRows = trained;
@@ -431,11 +484,17 @@ export class LanceVectorIndex implements VectorIndex {
             ? lancedb.Index.ivfPq({ distanceType: 'cosine', numPartitions: partitions, numSubVectors: this.dims / 16 })
             : this.ann.kind === 'IVF_FLAT'
               ? lancedb.Index.ivfFlat({ distanceType: 'cosine', numPartitions: partitions })
-              : lancedb.Index.hnswSq({ distanceType: 'cosine', numPartitions: partitions, m: this.ann.m, efConstruction: this.ann.efConstruction });
+              : lancedb.Index.hnswSq({
+                  distanceType: 'cosine',
+                  numPartitions: partitions,
+                  m: this.ann.m,
+                  efConstruction: this.ann.efConstruction,
+                });
         await t.createIndex('vector', { config, name: VECTOR_INDEX, replace: true, waitTimeoutSeconds: 3600 });
         const have = new Set((await t.listIndices()).map((i) => i.columns.join(',')));
         if (!have.has('iso')) await t.createIndex('iso', { config: lancedb.Index.bitmap(), waitTimeoutSeconds: 600 });
-        if (!have.has('item_id')) await t.createIndex('item_id', { config: lancedb.Index.btree(), waitTimeoutSeconds: 600 });
+        if (!have.has('item_id'))
+          await t.createIndex('item_id', { config: lancedb.Index.btree(), waitTimeoutSeconds: 600 });
         this.trainedRows = rows;
         this.annPartitions = partitions;
         await this.calibrate();

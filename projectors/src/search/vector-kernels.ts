@@ -46,25 +46,41 @@ const section = (id: number, body: number[]): number[] => [id, ...leb(body.lengt
 const name = (s: string): number[] => [...leb(s.length), ...Buffer.from(s, 'utf8')];
 
 // Opcodes used.
-const I32 = 0x7f, I64 = 0x7e, V128 = 0x7b;
+const I32 = 0x7f,
+  I64 = 0x7e,
+  V128 = 0x7b;
 const get = (i: number) => [0x20, ...leb(i)];
 const set = (i: number) => [0x21, ...leb(i)];
 const tee = (i: number) => [0x22, ...leb(i)];
 const i32c = (n: number) => [0x41, ...sleb(n)];
-const I32_ADD = 0x6a, I32_MUL = 0x6c, F32_MUL = 0x94, F32_CONVERT_I32_S = 0xb2, I32_LT_U = 0x49, I32_GE_U = 0x4f, I32_WRAP_I64 = 0xa7;
-const I64_XOR = 0x85, I64_POPCNT = 0x7b, I64_ADD = 0x7c, F32_ADD = 0x92;
+const I32_ADD = 0x6a,
+  I32_MUL = 0x6c,
+  F32_MUL = 0x94,
+  F32_CONVERT_I32_S = 0xb2,
+  I32_LT_U = 0x49,
+  I32_GE_U = 0x4f,
+  I32_WRAP_I64 = 0xa7;
+const I64_XOR = 0x85,
+  I64_POPCNT = 0x7b,
+  I64_ADD = 0x7c,
+  F32_ADD = 0x92;
 const i32load = (off: number) => [0x28, 2, ...leb(off)];
 const i64load = (off: number) => [0x29, 3, ...leb(off)];
 const i32store16 = (off: number) => [0x3b, 1, ...leb(off)];
 const f32store = (off: number) => [0x38, 2, ...leb(off)];
 const f32load = (off: number) => [0x2a, 2, ...leb(off)];
 const v128load = (off: number) => [0xfd, ...leb(0), 4, ...leb(off)];
-const F32X4_ADD = [0xfd, ...leb(0xe4)], F32X4_MUL = [0xfd, ...leb(0xe6)];
+const F32X4_ADD = [0xfd, ...leb(0xe4)],
+  F32X4_MUL = [0xfd, ...leb(0xe6)];
 const lane = (l: number) => [0xfd, ...leb(0x1f), l];
 const i32lane = (l: number) => [0xfd, ...leb(0x1b), l];
-const I16X8_EXTEND_LOW_I8X16_S = [0xfd, ...leb(0x87)], I16X8_EXTEND_HIGH_I8X16_S = [0xfd, ...leb(0x88)];
-const I32X4_DOT_I16X8_S = [0xfd, ...leb(0xba)], I32X4_ADD = [0xfd, ...leb(0xae)];
-const BLOCK = [0x02, 0x40], LOOP = [0x03, 0x40], END = 0x0b;
+const I16X8_EXTEND_LOW_I8X16_S = [0xfd, ...leb(0x87)],
+  I16X8_EXTEND_HIGH_I8X16_S = [0xfd, ...leb(0x88)];
+const I32X4_DOT_I16X8_S = [0xfd, ...leb(0xba)],
+  I32X4_ADD = [0xfd, ...leb(0xae)];
+const BLOCK = [0x02, 0x40],
+  LOOP = [0x03, 0x40],
+  END = 0x0b;
 const brIf = (d: number) => [0x0d, d];
 
 function hammingBody(words: number): number[] {
@@ -82,7 +98,10 @@ function hammingBody(words: number): number[] {
   code.push(I32_WRAP_I64, ...i32store16(0));
   code.push(...get(3), ...i32c(2), I32_ADD, ...set(3));
   code.push(...get(0), ...i32c(stride), I32_ADD, ...tee(0), ...get(4), I32_LT_U, ...brIf(0), END, END, END);
-  const locals = vec([[...leb(1), I32], [...leb(words), I64]]);
+  const locals = vec([
+    [...leb(1), I32],
+    [...leb(words), I64],
+  ]);
   return [...locals, ...code];
 }
 
@@ -103,11 +122,26 @@ function dotsBody(dims: number): number[] {
   }
   code.push(...get(4));
   if (lanes >= 2) code.push(...get(7), ...get(8), ...F32X4_ADD, ...set(7));
-  code.push(...get(7), ...lane(0), ...get(7), ...lane(1), F32_ADD, ...get(7), ...lane(2), F32_ADD, ...get(7), ...lane(3), F32_ADD);
+  code.push(
+    ...get(7),
+    ...lane(0),
+    ...get(7),
+    ...lane(1),
+    F32_ADD,
+    ...get(7),
+    ...lane(2),
+    F32_ADD,
+    ...get(7),
+    ...lane(3),
+    F32_ADD,
+  );
   code.push(...f32store(0));
   code.push(...get(4), ...i32c(4), I32_ADD, ...set(4));
   code.push(...get(1), ...i32c(4), I32_ADD, ...tee(1), ...get(5), I32_LT_U, ...brIf(0), END, END, END);
-  const locals = vec([[...leb(2), I32], [...leb(2), V128]]);
+  const locals = vec([
+    [...leb(2), I32],
+    [...leb(2), V128],
+  ]);
   return [...locals, ...code];
 }
 
@@ -133,31 +167,70 @@ function dots8Body(dims: number): number[] {
   }
   code.push(...get(4));
   code.push(...get(7), ...get(8), ...I32X4_ADD, ...set(7));
-  code.push(...get(7), ...i32lane(0), ...get(7), ...i32lane(1), I32_ADD, ...get(7), ...i32lane(2), I32_ADD, ...get(7), ...i32lane(3), I32_ADD);
+  code.push(
+    ...get(7),
+    ...i32lane(0),
+    ...get(7),
+    ...i32lane(1),
+    I32_ADD,
+    ...get(7),
+    ...i32lane(2),
+    I32_ADD,
+    ...get(7),
+    ...i32lane(3),
+    I32_ADD,
+  );
   code.push(F32_CONVERT_I32_S, ...get(6), ...f32load(dims), F32_MUL);
   code.push(...f32store(0));
   code.push(...get(4), ...i32c(4), I32_ADD, ...set(4));
   code.push(...get(1), ...i32c(4), I32_ADD, ...tee(1), ...get(5), I32_LT_U, ...brIf(0), END, END, END);
-  const locals = vec([[...leb(2), I32], [...leb(3), V128]]);
+  const locals = vec([
+    [...leb(2), I32],
+    [...leb(3), V128],
+  ]);
   return [...locals, ...code];
 }
 
 function moduleBytes(dims: number): Uint8Array {
   const words = Math.ceil(dims / 64);
-  const types = section(1, vec([
-    [0x60, ...vec([[I32], [I32], [I32], [I32]]), ...vec([])],
-    [0x60, ...vec([[I32], [I32], [I32], [I32], [I32]]), ...vec([])],
-  ]));
+  const types = section(
+    1,
+    vec([
+      [0x60, ...vec([[I32], [I32], [I32], [I32]]), ...vec([])],
+      [0x60, ...vec([[I32], [I32], [I32], [I32], [I32]]), ...vec([])],
+    ]),
+  );
   const int8 = dims % 16 === 0;
   const imports = section(2, vec([[...name('m'), ...name('mem'), 0x02, 0x00, ...leb(1)]]));
   const funcs = section(3, vec(int8 ? [[0], [1], [1]] : [[0], [1]]));
-  const exports = section(7, vec([[...name('hamming'), 0x00, 0], [...name('dots'), 0x00, 1], ...(int8 ? [[...name('dots8'), 0x00, 2]] : [])]));
-  const bodies = [hammingBody(words), dotsBody(dims), ...(int8 ? [dots8Body(dims)] : [])].map((b) => [...leb(b.length), ...b]);
+  const exports = section(
+    7,
+    vec([[...name('hamming'), 0x00, 0], [...name('dots'), 0x00, 1], ...(int8 ? [[...name('dots8'), 0x00, 2]] : [])]),
+  );
+  const bodies = [hammingBody(words), dotsBody(dims), ...(int8 ? [dots8Body(dims)] : [])].map((b) => [
+    ...leb(b.length),
+    ...b,
+  ]);
   const codeSec = section(10, vec(bodies));
   // The "name" custom section: CPU profiles show the kernels by name (not as wasm-function[i]).
   const fnNames = ['hamming', 'dots', ...(int8 ? ['dots8'] : [])].map((n, i) => [...leb(i), ...name(n)]);
   const names = section(0, [...name('name'), 1, ...leb(vec(fnNames).length), ...vec(fnNames)]);
-  return Uint8Array.from([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, ...types, ...imports, ...funcs, ...exports, ...codeSec, ...names]);
+  return Uint8Array.from([
+    0x00,
+    0x61,
+    0x73,
+    0x6d,
+    0x01,
+    0x00,
+    0x00,
+    0x00,
+    ...types,
+    ...imports,
+    ...funcs,
+    ...exports,
+    ...codeSec,
+    ...names,
+  ]);
 }
 
 /** The part of the WebAssembly API used here (the project's TypeScript libs do not declare it). */

@@ -1,5 +1,20 @@
 import type { EventMetadata, SchemaDefinition } from '@svc/contracts';
-import { type BlobStore, chunkText, type EventStore, type MaintainReport, type Passage, recordPassages, type Sql, streams, systemMetadata, type VectorHit, type VectorIndex, type VectorRow, type VectorScope, type VectorSearch } from '@svc/domain';
+import {
+  type BlobStore,
+  chunkText,
+  type EventStore,
+  type MaintainReport,
+  type Passage,
+  recordPassages,
+  type Sql,
+  streams,
+  systemMetadata,
+  type VectorHit,
+  type VectorIndex,
+  type VectorRow,
+  type VectorScope,
+  type VectorSearch,
+} from '@svc/domain';
 import type { SearchCatalogue } from './catalogue';
 import { loadDocument } from './documents';
 import type { SearchIndexer } from './indexer';
@@ -50,8 +65,15 @@ export class VectorModelRegistry {
 
   async all(): Promise<Map<string, { tenantId: string; contextId: string; model: string; dims: number }>> {
     await this.init();
-    const { rows } = await this.sql.query<{ tenant_id: string; context_id: string; model: string; dims: number }>('SELECT tenant_id, context_id, model, dims FROM si_vector_models');
-    return new Map(rows.map((r) => [isoKey(r.tenant_id, r.context_id), { tenantId: r.tenant_id, contextId: r.context_id, model: r.model, dims: Number(r.dims) }]));
+    const { rows } = await this.sql.query<{ tenant_id: string; context_id: string; model: string; dims: number }>(
+      'SELECT tenant_id, context_id, model, dims FROM si_vector_models',
+    );
+    return new Map(
+      rows.map((r) => [
+        isoKey(r.tenant_id, r.context_id),
+        { tenantId: r.tenant_id, contextId: r.context_id, model: r.model, dims: Number(r.dims) },
+      ]),
+    );
   }
 
   async set(tenantId: string, contextId: string, model: string, dims: number): Promise<void> {
@@ -65,7 +87,10 @@ export class VectorModelRegistry {
 
   async remove(tenantId: string, contextId: string): Promise<void> {
     await this.init();
-    await this.sql.query('DELETE FROM si_vector_models WHERE tenant_id = $1 AND context_id = $2', [tenantId, contextId]);
+    await this.sql.query('DELETE FROM si_vector_models WHERE tenant_id = $1 AND context_id = $2', [
+      tenantId,
+      contextId,
+    ]);
   }
 
   async clear(): Promise<void> {
@@ -242,7 +267,14 @@ export class VectorModelRebuild {
   private running: Promise<void> | undefined;
   private stopped = false;
   private wake: (() => void) | undefined;
-  readonly stats = { contexts: 0, contextsDone: 0, items: 0, itemsDone: 0, failures: 0, current: null as string | null };
+  readonly stats = {
+    contexts: 0,
+    contextsDone: 0,
+    items: 0,
+    itemsDone: 0,
+    failures: 0,
+    current: null as string | null,
+  };
 
   constructor(
     private readonly o: {
@@ -304,20 +336,33 @@ export class VectorModelRebuild {
     const stale = await index.stale();
     this.stats.contexts = stale.length;
     // The earlier models answering these contexts' queries meanwhile: loaded now, not by the first query.
-    for (const m of new Set(stale.map((c) => c.model))) index.previous.find((p) => p.model === m)?.embedQuery('warm up').catch(() => {});
+    for (const m of new Set(stale.map((c) => c.model)))
+      index.previous
+        .find((p) => p.model === m)
+        ?.embedQuery('warm up')
+        .catch(() => {});
     for (const c of stale) {
       if (this.stopped) return;
       this.stats.current = `${c.tenantId}/${c.contextId}`;
       const t0 = performance.now();
-      this.o.log?.(`vector model rebuild: context ${c.tenantId}/${c.contextId} from ${c.model} to ${index.model}${index.previous.some((p) => p.model === c.model) ? ` (${c.model} answers meanwhile)` : ` (${c.model} is not at hand: ${index.model} answers with what is rebuilt so far)`}`);
+      this.o.log?.(
+        `vector model rebuild: context ${c.tenantId}/${c.contextId} from ${c.model} to ${index.model}${index.previous.some((p) => p.model === c.model) ? ` (${c.model} answers meanwhile)` : ` (${c.model} is not at hand: ${index.model} answers with what is rebuilt so far)`}`,
+      );
       await this.rebuildContext(c.tenantId, c.contextId);
       if (this.stopped) return;
       if (!index.isStale(c.tenantId, c.contextId)) continue; // deleted meanwhile
       await index.record(c.tenantId, c.contextId, index.model, index.dims);
       // The earlier model's rows of this context are no longer asked.
-      for (const p of index.previous) await p.index.deleteContext(c.tenantId, c.contextId).catch((e) => this.o.log?.(`vector model rebuild: old vectors of ${c.tenantId}/${c.contextId} not deleted`, e));
+      for (const p of index.previous)
+        await p.index
+          .deleteContext(c.tenantId, c.contextId)
+          .catch((e) =>
+            this.o.log?.(`vector model rebuild: old vectors of ${c.tenantId}/${c.contextId} not deleted`, e),
+          );
       this.stats.contextsDone++;
-      this.o.log?.(`vector model rebuild: context ${c.tenantId}/${c.contextId} done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      this.o.log?.(
+        `vector model rebuild: context ${c.tenantId}/${c.contextId} done in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+      );
     }
     this.stats.current = null;
   }
@@ -336,8 +381,24 @@ export class VectorModelRebuild {
       let model = index.model;
       let dims = index.dims;
       for (const p of index.previous) {
-        const probe = await p.index.search({ tenantId: r.tenant_id, contextId: r.context_id, vector: new Array(p.dims).fill(1 / Math.sqrt(p.dims)), limit: 1, exact: true }).catch(() => []);
-        const mine = await index.current.search({ tenantId: r.tenant_id, contextId: r.context_id, vector: new Array(index.dims).fill(1 / Math.sqrt(index.dims)), limit: 1, exact: true }).catch(() => []);
+        const probe = await p.index
+          .search({
+            tenantId: r.tenant_id,
+            contextId: r.context_id,
+            vector: new Array(p.dims).fill(1 / Math.sqrt(p.dims)),
+            limit: 1,
+            exact: true,
+          })
+          .catch(() => []);
+        const mine = await index.current
+          .search({
+            tenantId: r.tenant_id,
+            contextId: r.context_id,
+            vector: new Array(index.dims).fill(1 / Math.sqrt(index.dims)),
+            limit: 1,
+            exact: true,
+          })
+          .catch(() => []);
         if (probe.length && !mine.length) {
           model = p.model;
           dims = p.dims;
@@ -357,8 +418,13 @@ export class VectorModelRebuild {
     );
     this.stats.items += rows.length;
     this.left.set(iso, 0);
-    const meta: EventMetadata = systemMetadata({ tenantId, contextId, requestId: 'vector-model-rebuild', occurredAt: new Date() });
-    for (let i = 0; i < rows.length && !this.stopped; ) {
+    const meta: EventMetadata = systemMetadata({
+      tenantId,
+      contextId,
+      requestId: 'vector-model-rebuild',
+      occurredAt: new Date(),
+    });
+    for (let i = 0; i < rows.length && !this.stopped;) {
       await this.waitFor(() => this.pending.size < WINDOW / 2);
       const take = rows.slice(i, i + (WINDOW - this.pending.size));
       i += take.length;
@@ -371,7 +437,17 @@ export class VectorModelRebuild {
           const p = await this.passagesOf(it.itemId, it.sourceType);
           if (!p) continue;
           jobs.push({
-            spec: { itemId: it.itemId, tenantId, contextId, kind: it.sourceType, revision: p.revision, mode: it.indexMode ?? 'HYBRID', n: p.passages.length, textErr: null, meta: { ...meta, accountId: it.accountId } },
+            spec: {
+              itemId: it.itemId,
+              tenantId,
+              contextId,
+              kind: it.sourceType,
+              revision: p.revision,
+              mode: it.indexMode ?? 'HYBRID',
+              n: p.passages.length,
+              textErr: null,
+              meta: { ...meta, accountId: it.accountId },
+            },
             passages: p.passages,
             lane: `rebuild:${tenantId}`,
           });
@@ -391,7 +467,10 @@ export class VectorModelRebuild {
   }
 
   /** An item's passages as the search projector derives them: a record's latest payload, a document's retained text. */
-  private async passagesOf(itemId: string, kind: 'record' | 'document'): Promise<{ passages: Passage[]; revision: number } | null> {
+  private async passagesOf(
+    itemId: string,
+    kind: 'record' | 'document',
+  ): Promise<{ passages: Passage[]; revision: number } | null> {
     if (kind === 'document') {
       const { state } = await loadDocument(this.o.store, itemId);
       if (!state.exists || !state.textRetained || !state.textRef) return null;

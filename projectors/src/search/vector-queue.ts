@@ -86,7 +86,14 @@ export interface Slice {
   to: number;
 }
 
-export const newJob = (spec: VectorJobSpec): VectorJob => ({ ...spec, attempts: 0, stalls: 0, notBefore: 0, vectors: [], committing: false });
+export const newJob = (spec: VectorJobSpec): VectorJob => ({
+  ...spec,
+  attempts: 0,
+  stalls: 0,
+  notBefore: 0,
+  vectors: [],
+  committing: false,
+});
 const laneOf = (j: VectorJob) => j.lane ?? j.tenantId;
 
 /** Per-tenant FIFOs of vector jobs, served round-robin with a passage budget per round. */
@@ -138,7 +145,9 @@ export class FairQueue {
 
   /** Cancels every job of a tenant's context; returns their item ids. */
   removeContext(tenantId: string, contextId: string): string[] {
-    const ids = [...this.byItem.values()].filter((j) => j.tenantId === tenantId && j.contextId === contextId).map((j) => j.itemId);
+    const ids = [...this.byItem.values()]
+      .filter((j) => j.tenantId === tenantId && j.contextId === contextId)
+      .map((j) => j.itemId);
     for (const id of ids) this.remove(id);
     return ids;
   }
@@ -222,9 +231,17 @@ export class VectorJobStore {
   /** Removes the jobs of `remove`, then stores `put` (an item's job replaced): one transaction, one round trip. */
   async replace(remove: string[], put: Array<{ spec: VectorJobSpec; passages: Passage[] }>): Promise<void> {
     const statements: SqlStatement[] = [];
-    if (remove.length) statements.push({ text: 'DELETE FROM si_vector_jobs WHERE item_id = ANY($1::text[])', params: [remove] });
+    if (remove.length)
+      statements.push({ text: 'DELETE FROM si_vector_jobs WHERE item_id = ANY($1::text[])', params: [remove] });
     if (put.length) {
-      const rows = put.map(({ spec, passages }) => ({ item_id: spec.itemId, tenant_id: spec.tenantId, context_id: spec.contextId, position: spec.position, job: spec, passages }));
+      const rows = put.map(({ spec, passages }) => ({
+        item_id: spec.itemId,
+        tenant_id: spec.tenantId,
+        context_id: spec.contextId,
+        position: spec.position,
+        job: spec,
+        passages,
+      }));
       statements.push({
         text: `INSERT INTO si_vector_jobs (item_id, tenant_id, context_id, position, job, passages)
        SELECT x.item_id, x.tenant_id, x.context_id, x.position, x.job, x.passages
@@ -243,7 +260,9 @@ export class VectorJobStore {
 
   /** Every stored job, in log order (a restart resumes them). */
   async all(): Promise<VectorJobSpec[]> {
-    const { rows } = await this.sql.query<{ job: VectorJobSpec }>('SELECT job FROM si_vector_jobs ORDER BY position, item_id');
+    const { rows } = await this.sql.query<{ job: VectorJobSpec }>(
+      'SELECT job FROM si_vector_jobs ORDER BY position, item_id',
+    );
     return rows.map((r) => r.job);
   }
 

@@ -1,9 +1,29 @@
 import { describe, expect, it } from 'vitest';
 import { FairQueue, newJob, type Slice, type VectorJob } from './vector-queue';
 
-const meta = { tenantId: null, contextId: null, accountId: null, actorKeyId: null, userId: null, requestId: 'r', occurredAt: '2026-01-01T00:00:00.000Z', schemaVersion: 1 };
+const meta = {
+  tenantId: null,
+  contextId: null,
+  accountId: null,
+  actorKeyId: null,
+  userId: null,
+  requestId: 'r',
+  occurredAt: '2026-01-01T00:00:00.000Z',
+  schemaVersion: 1,
+};
 const job = (itemId: string, tenantId: string, n: number, position: number): VectorJob =>
-  newJob({ itemId, tenantId, contextId: 'c', position, kind: 'record', revision: 0, mode: 'HYBRID', n, textErr: null, meta: meta as never });
+  newJob({
+    itemId,
+    tenantId,
+    contextId: 'c',
+    position,
+    kind: 'record',
+    revision: 0,
+    mode: 'HYBRID',
+    n,
+    textErr: null,
+    meta: meta as never,
+  });
 
 /** Serves one round as the indexer does: every passage of the slices gets a vector; jobs that are complete leave. */
 function serve(q: FairQueue, slices: Slice[]): string[] {
@@ -77,7 +97,7 @@ describe('FairQueue (the search projector’s per-tenant vector queue)', () => {
     expect(q.round(8)).toEqual([]);
   });
 
-  it('a model-change rebuild waits in a lane of its own: the tenant\'s new work is served in turn beside it, and a context delete cancels both', () => {
+  it("a model-change rebuild waits in a lane of its own: the tenant's new work is served in turn beside it, and a context delete cancels both", () => {
     const q = new FairQueue();
     for (let i = 0; i < 3; i++) {
       const j = job(`A-old-${i}`, 'A', 4, Number.MAX_SAFE_INTEGER);

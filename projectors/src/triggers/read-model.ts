@@ -35,19 +35,54 @@ ALTER TABLE rm_trigger_failures ALTER COLUMN script_version DROP NOT NULL;`,
         await q.query(
           `INSERT INTO rm_trigger_rules (rule_id, tenant_id, context_id, account_id, name, schema_id, type_name, events, script_name, script_version, fields, grant_spec, enabled, created_at, created_position)
            VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15) ON CONFLICT (rule_id) DO NOTHING`,
-          [d.ruleId, m.tenantId, m.contextId, m.accountId, d.name, d.schemaId, d.typeName, JSON.stringify(d.events), d.scriptRef.name, scriptVersionColumn(d.scriptRef.version), JSON.stringify(d.fields), JSON.stringify(d.grant), d.enabled, m.occurredAt, e.position],
+          [
+            d.ruleId,
+            m.tenantId,
+            m.contextId,
+            m.accountId,
+            d.name,
+            d.schemaId,
+            d.typeName,
+            JSON.stringify(d.events),
+            d.scriptRef.name,
+            scriptVersionColumn(d.scriptRef.version),
+            JSON.stringify(d.fields),
+            JSON.stringify(d.grant),
+            d.enabled,
+            m.occurredAt,
+            e.position,
+          ],
         );
         return;
       }
       case 'TriggerRuleDeleted':
-        await q.query('UPDATE rm_trigger_rules SET deleted_position = $2 WHERE rule_id = $1 AND deleted_position IS NULL', [e.data.ruleId, e.position]);
+        await q.query(
+          'UPDATE rm_trigger_rules SET deleted_position = $2 WHERE rule_id = $1 AND deleted_position IS NULL',
+          [e.data.ruleId, e.position],
+        );
         return;
       case 'TriggerFailed': {
         const d = e.data;
         await q.query(
           `INSERT INTO rm_trigger_failures (failure_id, tenant_id, context_id, rule_id, event_id, script_name, script_version, record_id, event, reason, message, attempts, first_failed_at, last_failed_at, position)
            VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15) ON CONFLICT (failure_id) DO NOTHING`,
-          [d.failureId, m.tenantId, m.contextId, d.ruleId, d.eventId, d.scriptRef.name, scriptVersionColumn(d.scriptRef.version), d.recordId, d.event, d.reason, d.message, d.attempts, d.firstFailedAt, d.lastFailedAt, e.position],
+          [
+            d.failureId,
+            m.tenantId,
+            m.contextId,
+            d.ruleId,
+            d.eventId,
+            d.scriptRef.name,
+            scriptVersionColumn(d.scriptRef.version),
+            d.recordId,
+            d.event,
+            d.reason,
+            d.message,
+            d.attempts,
+            d.firstFailedAt,
+            d.lastFailedAt,
+            e.position,
+          ],
         );
         return;
       }
@@ -108,10 +143,18 @@ export async function rulesLiveAt(q: SqlQueryable, schemaId: string, position: n
 }
 
 /** The enabled rules' lifetimes in these contexts (one query per batch: the filter before reading any record's stream). */
-export async function ruleLifetimes(q: SqlQueryable, contexts: Array<{ tenantId: string; contextId: string }>): Promise<Map<string, Array<{ created: number; deleted: number | null }>>> {
+export async function ruleLifetimes(
+  q: SqlQueryable,
+  contexts: Array<{ tenantId: string; contextId: string }>,
+): Promise<Map<string, Array<{ created: number; deleted: number | null }>>> {
   const out = new Map<string, Array<{ created: number; deleted: number | null }>>();
   if (!contexts.length) return out;
-  const { rows } = await q.query<{ tenant_id: string; context_id: string; created_position: number; deleted_position: number | null }>(
+  const { rows } = await q.query<{
+    tenant_id: string;
+    context_id: string;
+    created_position: number;
+    deleted_position: number | null;
+  }>(
     `SELECT r.tenant_id, r.context_id, r.created_position, r.deleted_position FROM rm_trigger_rules r
        JOIN unnest($1::text[], $2::text[]) AS c(tenant_id, context_id) ON r.tenant_id = c.tenant_id AND r.context_id = c.context_id
      WHERE r.enabled`,
@@ -120,13 +163,24 @@ export async function ruleLifetimes(q: SqlQueryable, contexts: Array<{ tenantId:
   for (const r of rows) {
     const key = `${r.tenant_id}\u0000${r.context_id}`;
     const list = out.get(key) ?? [];
-    list.push({ created: Number(r.created_position), deleted: r.deleted_position === null ? null : Number(r.deleted_position) });
+    list.push({
+      created: Number(r.created_position),
+      deleted: r.deleted_position === null ? null : Number(r.deleted_position),
+    });
     out.set(key, list);
   }
   return out;
 }
 
 export async function ruleById(q: SqlQueryable, ruleId: string) {
-  const { rows } = await q.query<TriggerRuleRow & { deleted_position: number | null }>('SELECT * FROM rm_trigger_rules WHERE rule_id = $1', [ruleId]);
-  return rows.length ? { ...ruleOfRow(rows[0]), deletedPosition: rows[0].deleted_position === null ? null : Number(rows[0].deleted_position) } : null;
+  const { rows } = await q.query<TriggerRuleRow & { deleted_position: number | null }>(
+    'SELECT * FROM rm_trigger_rules WHERE rule_id = $1',
+    [ruleId],
+  );
+  return rows.length
+    ? {
+        ...ruleOfRow(rows[0]),
+        deletedPosition: rows[0].deleted_position === null ? null : Number(rows[0].deleted_position),
+      }
+    : null;
 }

@@ -23,12 +23,18 @@ export interface RetryRow {
 }
 
 export async function retryOf(q: SqlQueryable, ruleId: string, eventId: string): Promise<RetryRow | null> {
-  const { rows } = await q.query<Record<string, unknown>>('SELECT * FROM trg_retries WHERE rule_id = $1 AND event_id = $2', [ruleId, eventId]);
+  const { rows } = await q.query<Record<string, unknown>>(
+    'SELECT * FROM trg_retries WHERE rule_id = $1 AND event_id = $2',
+    [ruleId, eventId],
+  );
   return rows.length ? toRow(rows[0]) : null;
 }
 
 export async function dueRetries(q: SqlQueryable, now: number, limit = 50): Promise<RetryRow[]> {
-  const { rows } = await q.query<Record<string, unknown>>('SELECT * FROM trg_retries WHERE due_at <= $1 ORDER BY due_at, position LIMIT $2', [now, limit]);
+  const { rows } = await q.query<Record<string, unknown>>(
+    'SELECT * FROM trg_retries WHERE due_at <= $1 ORDER BY due_at, position LIMIT $2',
+    [now, limit],
+  );
   return rows.map(toRow);
 }
 
@@ -39,7 +45,8 @@ export const scheduleRetry = (q: SqlQueryable, r: RetryRow) =>
     [r.ruleId, r.eventId, r.position, r.attempts, r.dueAt, r.firstFailedAt, r.lastReason, r.lastMessage],
   );
 
-export const clearRetry = (q: SqlQueryable, ruleId: string, eventId: string) => q.query('DELETE FROM trg_retries WHERE rule_id = $1 AND event_id = $2', [ruleId, eventId]);
+export const clearRetry = (q: SqlQueryable, ruleId: string, eventId: string) =>
+  q.query('DELETE FROM trg_retries WHERE rule_id = $1 AND event_id = $2', [ruleId, eventId]);
 
 export async function pendingRetries(q: SqlQueryable): Promise<number> {
   const { rows } = await q.query<{ n: number | string }>('SELECT count(*) AS n FROM trg_retries');

@@ -1,13 +1,48 @@
 import { randomUUID } from 'node:crypto';
 import type { EventMetadata, TriggerEventKind } from '@svc/contracts';
 import {
-  DEPTH_LIMIT_REASON, type EventStore, type FiringOutcomeCommand, firingOutcomeDecider, handleCommand, isRetryableTriggerFailure, type FiringRow, firingDepth, inputBytes, MAX_TRIGGER_DEPTH, nextFailureStep, NO_WAIT,
-  recordAggregate, type RecordState, resolveDataScope, scopeMap, type ScriptExecutor, type ScriptRunOutcome, type ScriptRunRequest, type Sql, type StoredEvent, streams, systemMetadata, toNewEvents,
-  TRIGGER_INPUT_LIMIT_BYTES, triggerEventKind, triggerInput, triggerPrincipal, type TriggerRule, triggerStreams,
+  DEPTH_LIMIT_REASON,
+  type EventStore,
+  type FiringOutcomeCommand,
+  firingOutcomeDecider,
+  handleCommand,
+  isRetryableTriggerFailure,
+  type FiringRow,
+  firingDepth,
+  inputBytes,
+  MAX_TRIGGER_DEPTH,
+  nextFailureStep,
+  NO_WAIT,
+  recordAggregate,
+  type RecordState,
+  resolveDataScope,
+  scopeMap,
+  type ScriptExecutor,
+  type ScriptRunOutcome,
+  type ScriptRunRequest,
+  type Sql,
+  type StoredEvent,
+  streams,
+  systemMetadata,
+  toNewEvents,
+  TRIGGER_INPUT_LIMIT_BYTES,
+  triggerEventKind,
+  triggerInput,
+  triggerPrincipal,
+  type TriggerRule,
+  triggerStreams,
 } from '@svc/domain';
 import { Reactor, type ReactorStats } from '../runtime/reactor';
 import { ruleById, ruleLifetimes, rulesLiveAt } from './read-model';
-import { clearRetry, dueRetries, ensureRetries, pendingRetries, retryOf, type RetryRow, scheduleRetry } from './retries';
+import {
+  clearRetry,
+  dueRetries,
+  ensureRetries,
+  pendingRetries,
+  retryOf,
+  type RetryRow,
+  scheduleRetry,
+} from './retries';
 
 export const TRIGGER_RUNNER = 'trigger-runner';
 /** Outcomes that mean the script never started (no slot, busy container): waited out in place, not counted as attempts. */
@@ -70,7 +105,20 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
   private turn: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly o: TriggerRunnerOptions) {
-    super({ name: o.name ?? TRIGGER_RUNNER, position: 0, runs: 0, fired: 0, failed: 0, retries: 0, skipped: 0, errors: 0, lastError: null }, { store: o.store, sql: o.sql, log: o.log, batchSize: 100, label: 'trigger runner' });
+    super(
+      {
+        name: o.name ?? TRIGGER_RUNNER,
+        position: 0,
+        runs: 0,
+        fired: 0,
+        failed: 0,
+        retries: 0,
+        skipped: 0,
+        errors: 0,
+        lastError: null,
+      },
+      { store: o.store, sql: o.sql, log: o.log, batchSize: 100, label: 'trigger runner' },
+    );
   }
 
   private now = () => this.o.now?.() ?? new Date();
@@ -80,7 +128,10 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
   }
 
   protected override started(): void {
-    this.timer = setInterval(() => void this.exclusive(() => this.runDueRetries()).catch((e) => this.failed('retries failed', e)), this.o.retryPollMs ?? 1_000);
+    this.timer = setInterval(
+      () => void this.exclusive(() => this.runDueRetries()).catch((e) => this.failed('retries failed', e)),
+      this.o.retryPollMs ?? 1_000,
+    );
     this.timer.unref?.();
   }
 
@@ -114,9 +165,11 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
     const last = events[events.length - 1].position;
     const fresh = events.filter((e) => e.position > this.position && triggerEventKind(e.type) !== null);
     // The rules come from the read model: wait until it has applied this batch, so "live at the event's position" is decidable.
-    if (fresh.length && !(await this.o.rulesReady(last))) throw new Error(`read models did not reach position ${last}; retrying the batch`);
+    if (fresh.length && !(await this.o.rulesReady(last)))
+      throw new Error(`read models did not reach position ${last}; retrying the batch`);
     // Which contexts have rules at all: one query for the contexts not seen yet, not one per record event (most contexts have none).
-    if (events.some((e) => CHANGES_RULES.has(e.type)) || this.lifetimes.size > MAX_CACHED_CONTEXTS) this.lifetimes.clear();
+    if (events.some((e) => CHANGES_RULES.has(e.type)) || this.lifetimes.size > MAX_CACHED_CONTEXTS)
+      this.lifetimes.clear();
     const missing = new Map<string, { tenantId: string; contextId: string }>();
     for (const e of fresh) {
       const { tenantId, contextId } = e.metadata;
@@ -129,7 +182,9 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
       for (const key of missing.keys()) this.lifetimes.set(key, found.get(key) ?? []);
     }
     const liveAt = (e: StoredEvent) =>
-      (this.lifetimes.get(`${e.metadata.tenantId}\u0000${e.metadata.contextId}`) ?? []).some((r) => r.created < e.position && (r.deleted === null || r.deleted > e.position));
+      (this.lifetimes.get(`${e.metadata.tenantId}\u0000${e.metadata.contextId}`) ?? []).some(
+        (r) => r.created < e.position && (r.deleted === null || r.deleted > e.position),
+      );
     let reacted = false;
     for (const e of fresh) {
       if (this.abort.signal.aborted) return this.position;
@@ -182,12 +237,29 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
     return marker !== undefined;
   }
 
-  private metadata(rule: Rule, e: StoredEvent, row: FiringRow & { tenantId: string; contextId: string }, depth: number): EventMetadata {
-    return systemMetadata({ tenantId: row.tenantId, contextId: row.contextId, accountId: rule.accountId ?? e.metadata.accountId, requestId: e.metadata.requestId, occurredAt: this.now(), triggerDepth: depth });
+  private metadata(
+    rule: Rule,
+    e: StoredEvent,
+    row: FiringRow & { tenantId: string; contextId: string },
+    depth: number,
+  ): EventMetadata {
+    return systemMetadata({
+      tenantId: row.tenantId,
+      contextId: row.contextId,
+      accountId: rule.accountId ?? e.metadata.accountId,
+      requestId: e.metadata.requestId,
+      occurredAt: this.now(),
+      triggerDepth: depth,
+    });
   }
 
   /** One firing of one rule on one event: skipped when already settled; else run, then settled or scheduled for a retry. */
-  private async fire(rule: Rule, e: StoredEvent, row: FiringRow & { tenantId: string; contextId: string }, retry: RetryRow | null): Promise<void> {
+  private async fire(
+    rule: Rule,
+    e: StoredEvent,
+    row: FiringRow & { tenantId: string; contextId: string },
+    retry: RetryRow | null,
+  ): Promise<void> {
     if (await this.settled(rule.id, e.id)) {
       this.stats.skipped += 1;
       if (retry) await clearRetry(this.o.sql, rule.id, e.id);
@@ -196,18 +268,42 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
     const attempts = (retry?.attempts ?? 0) + 1;
     const depth = firingDepth(e.metadata.triggerDepth);
     const md = this.metadata(rule, e, row, depth);
-    const terminal = (reason: string, message: string) => this.terminal(rule, e, row, md, { reason, message, attempts, firstFailedAt: retry?.firstFailedAt });
-    if (depth > MAX_TRIGGER_DEPTH) return terminal(DEPTH_LIMIT_REASON, `The write was made by a chain of ${depth - 1} trigger firings; rules fire at most ${MAX_TRIGGER_DEPTH} deep`);
+    const terminal = (reason: string, message: string) =>
+      this.terminal(rule, e, row, md, { reason, message, attempts, firstFailedAt: retry?.firstFailedAt });
+    if (depth > MAX_TRIGGER_DEPTH)
+      return terminal(
+        DEPTH_LIMIT_REASON,
+        `The write was made by a chain of ${depth - 1} trigger firings; rules fire at most ${MAX_TRIGGER_DEPTH} deep`,
+      );
     // Placeholders resolve from the record's stamped ownership, as the input carries it (input.userId, input.scope.<ns>).
     const owner = { userId: row.userId, scope: scopeMap(row.scopes) };
-    const principal = triggerPrincipal(rule, { accountId: md.accountId, tenantId: row.tenantId, contextId: row.contextId }, resolveDataScope(rule.grant.dataScope, owner));
+    const principal = triggerPrincipal(
+      rule,
+      { accountId: md.accountId, tenantId: row.tenantId, contextId: row.contextId },
+      resolveDataScope(rule.grant.dataScope, owner),
+    );
     const input = triggerInput(rule, row, principal);
     const size = inputBytes(input);
-    if (size > TRIGGER_INPUT_LIMIT_BYTES) return terminal('INPUT_TOO_LARGE', `record plus previous is ${size} bytes serialised, over the ${TRIGGER_INPUT_LIMIT_BYTES}-byte limit; the firing was not run`);
+    if (size > TRIGGER_INPUT_LIMIT_BYTES)
+      return terminal(
+        'INPUT_TOO_LARGE',
+        `record plus previous is ${size} bytes serialised, over the ${TRIGGER_INPUT_LIMIT_BYTES}-byte limit; the firing was not run`,
+      );
     const executionId = randomUUID();
-    const fired: FiringOutcomeCommand = { type: 'MarkFired', ruleId: rule.id, eventId: e.id, recordId: row.recordId, executionId, depth };
+    const fired: FiringOutcomeCommand = {
+      type: 'MarkFired',
+      ruleId: rule.id,
+      eventId: e.id,
+      recordId: row.recordId,
+      executionId,
+      depth,
+    };
     // The marker the executor commits with the script's writes (expected no_stream: the firing is unsettled, as read above).
-    const marker = toNewEvents({ newId: randomUUID }, firingOutcomeDecider.decide(fired, firingOutcomeDecider.initialState()), md);
+    const marker = toNewEvents(
+      { newId: randomUUID },
+      firingOutcomeDecider.decide(fired, firingOutcomeDecider.initialState()),
+      md,
+    );
     const req: ScriptRunRequest & { executionId: string } = {
       meta: { requestId: e.metadata.requestId ?? e.id, principal, now: this.now() },
       script: { name: rule.scriptRef.name, version: rule.scriptRef.version },
@@ -233,12 +329,23 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
       return;
     }
     const nowMs = this.now().getTime();
-    const step = nextFailureStep({ retryable: isRetryableTriggerFailure(outcome.errorCode), attempts, now: nowMs, scale: this.o.retryScale });
+    const step = nextFailureStep({
+      retryable: isRetryableTriggerFailure(outcome.errorCode),
+      attempts,
+      now: nowMs,
+      scale: this.o.retryScale,
+    });
     if (step.terminal) return terminal(outcome.errorCode, outcome.message);
     this.stats.retries += 1;
     await scheduleRetry(this.o.sql, {
-      ruleId: rule.id, eventId: e.id, position: e.position, attempts, dueAt: step.retryAt,
-      firstFailedAt: retry?.firstFailedAt ?? new Date(nowMs).toISOString(), lastReason: outcome.errorCode, lastMessage: outcome.message,
+      ruleId: rule.id,
+      eventId: e.id,
+      position: e.position,
+      attempts,
+      dueAt: step.retryAt,
+      firstFailedAt: retry?.firstFailedAt ?? new Date(nowMs).toISOString(),
+      lastReason: outcome.errorCode,
+      lastMessage: outcome.message,
     });
   }
 
@@ -249,9 +356,17 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
       try {
         outcome = await this.o.executor.run(req);
       } catch (err) {
-        return { ok: false, executionId: req.executionId, errorCode: 'INTERNAL', message: err instanceof Error ? err.message : String(err), durationMs: 0, retryable: true };
+        return {
+          ok: false,
+          executionId: req.executionId,
+          errorCode: 'INTERNAL',
+          message: err instanceof Error ? err.message : String(err),
+          durationMs: 0,
+          retryable: true,
+        };
       }
-      if (outcome.ok || !NOT_STARTED.has(outcome.errorCode) || i >= NOT_STARTED_TRIES || this.abort.signal.aborted) return outcome;
+      if (outcome.ok || !NOT_STARTED.has(outcome.errorCode) || i >= NOT_STARTED_TRIES || this.abort.signal.aborted)
+        return outcome;
       await new Promise((r) => setTimeout(r, NOT_STARTED_WAIT_MS));
     }
   }
@@ -264,19 +379,44 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
     md: EventMetadata,
     f: { reason: string; message: string; attempts: number; firstFailedAt?: string },
   ): Promise<void> {
-    await this.settle(rule.id, e.id, {
-      type: 'RecordFailure', failureId: randomUUID(), ruleId: rule.id, eventId: e.id, scriptRef: rule.scriptRef, recordId: row.recordId, event: row.kind,
-      reason: f.reason, message: f.message, attempts: f.attempts, at: md.occurredAt, ...(f.firstFailedAt !== undefined ? { firstFailedAt: f.firstFailedAt } : {}),
-    }, md);
+    await this.settle(
+      rule.id,
+      e.id,
+      {
+        type: 'RecordFailure',
+        failureId: randomUUID(),
+        ruleId: rule.id,
+        eventId: e.id,
+        scriptRef: rule.scriptRef,
+        recordId: row.recordId,
+        event: row.kind,
+        reason: f.reason,
+        message: f.message,
+        attempts: f.attempts,
+        at: md.occurredAt,
+        ...(f.firstFailedAt !== undefined ? { firstFailedAt: f.firstFailedAt } : {}),
+      },
+      md,
+    );
     await clearRetry(this.o.sql, rule.id, e.id);
     this.stats.failed += 1;
   }
 
   /** Settles the firing through the command handler; someone having settled it first is fine (the decider decides nothing). */
-  private async settle(ruleId: string, eventId: string, command: FiringOutcomeCommand, md: EventMetadata): Promise<void> {
+  private async settle(
+    ruleId: string,
+    eventId: string,
+    command: FiringOutcomeCommand,
+    md: EventMetadata,
+  ): Promise<void> {
     await handleCommand(
       { store: this.o.store, barrier: NO_WAIT, ids: { newId: randomUUID }, log: this.o.log },
-      { streamId: triggerStreams.firing(ruleId, eventId), aggregate: firingOutcomeDecider, metadata: md, decide: (s) => ({ events: firingOutcomeDecider.decide(command, s) }) },
+      {
+        streamId: triggerStreams.firing(ruleId, eventId),
+        aggregate: firingOutcomeDecider,
+        metadata: md,
+        decide: (s) => ({ events: firingOutcomeDecider.decide(command, s) }),
+      },
     );
   }
 }
@@ -286,7 +426,11 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
  * as it was before: its stream folded up to the event's revision. Null when
  * the stream does not explain the event (nothing to fire on).
  */
-export async function firingRowOf(store: EventStore, e: StoredEvent, kind: TriggerEventKind): Promise<(FiringRow & { tenantId: string; contextId: string }) | null> {
+export async function firingRowOf(
+  store: EventStore,
+  e: StoredEvent,
+  kind: TriggerEventKind,
+): Promise<(FiringRow & { tenantId: string; contextId: string }) | null> {
   const recordId = (e.data as { recordId: string }).recordId;
   const events = await store.readStream(streams.record(recordId), { maxCount: e.revision + 1 });
   let before: RecordState = recordAggregate.initialState();
@@ -295,7 +439,15 @@ export async function firingRowOf(store: EventStore, e: StoredEvent, kind: Trigg
   const row = kind === 'DELETE' ? before : after;
   if (!row.exists || !row.tenantId || !row.contextId) return null;
   return {
-    kind, schemaId: row.schemaId, typeName: row.typeName, recordId, userId: row.userId, scopes: row.scopes, payload: row.payload, tenantId: row.tenantId, contextId: row.contextId,
+    kind,
+    schemaId: row.schemaId,
+    typeName: row.typeName,
+    recordId,
+    userId: row.userId,
+    scopes: row.scopes,
+    payload: row.payload,
+    tenantId: row.tenantId,
+    contextId: row.contextId,
     ...(kind === 'UPDATE' && before.exists ? { previous: before.payload } : {}),
   };
 }

@@ -32,7 +32,17 @@ export async function insertDeliveries(q: SqlQueryable, rows: NewDelivery[]): Pr
     const chunk = rows.slice(i, i + 200);
     const params: unknown[] = [];
     const values = chunk.map((r, k) => {
-      params.push(r.deliveryId, r.webhookId, r.tenantId, r.eventId, r.eventType, r.sourceId, r.sourceType, r.createdAt, r.body);
+      params.push(
+        r.deliveryId,
+        r.webhookId,
+        r.tenantId,
+        r.eventId,
+        r.eventType,
+        r.sourceId,
+        r.sourceType,
+        r.createdAt,
+        r.body,
+      );
       const b = k * 9;
       return `($${b + 1},$${b + 2},$${b + 3},$${b + 4},$${b + 5},$${b + 6},$${b + 7},'PENDING',0,$${b + 8},$${b + 8},$${b + 9})`;
     });
@@ -60,7 +70,10 @@ export interface DueDelivery {
  * the registrations or tenants already at their concurrency limit: a slow
  * receiver's backlog never fills the page another one needs.
  */
-export async function dueDeliveries(sql: Sql, o: { now: number; busyWebhooks: string[]; busyTenants: string[]; skip: string[]; perWebhook: number; limit: number }): Promise<DueDelivery[]> {
+export async function dueDeliveries(
+  sql: Sql,
+  o: { now: number; busyWebhooks: string[]; busyTenants: string[]; skip: string[]; perWebhook: number; limit: number },
+): Promise<DueDelivery[]> {
   // A bounded scan in due order (the partial index), skipping registrations and tenants at their limit, then at most
   // `perWebhook` of each: the cost of a pick does not grow with the backlog.
   const { rows } = await sql.query<DueDelivery>(
@@ -94,7 +107,10 @@ export interface AttemptResult {
  * on their registrations in order: a success resets the count, a failure adds
  * one. Returns each touched registration's count and whether it is ACTIVE.
  */
-export async function settleAttempts(sql: Sql, results: AttemptResult[]): Promise<Map<string, { consecutiveFailures: number; active: boolean }>> {
+export async function settleAttempts(
+  sql: Sql,
+  results: AttemptResult[],
+): Promise<Map<string, { consecutiveFailures: number; active: boolean }>> {
   // Per registration: failures after its last success in this batch, and whether a success reset the count.
   const counts = new Map<string, { reset: boolean; tail: number }>();
   for (const r of results) {
@@ -107,7 +123,14 @@ export async function settleAttempts(sql: Sql, results: AttemptResult[]): Promis
        FROM (SELECT unnest($1::text[]) AS id, unnest($2::text[]) AS status, unnest($3::int[]) AS attempts, unnest($4::bigint[]) AS next_at,
                     unnest($5::bigint[]) AS settled_at, unnest($6::text[]) AS error) v
        WHERE d.delivery_id = v.id`,
-      [results.map((r) => r.deliveryId), results.map((r) => r.status), results.map((r) => r.attempts), results.map((r) => r.nextAttemptAt), results.map((r) => r.settledAt), results.map((r) => r.error)],
+      [
+        results.map((r) => r.deliveryId),
+        results.map((r) => r.status),
+        results.map((r) => r.attempts),
+        results.map((r) => r.nextAttemptAt),
+        results.map((r) => r.settledAt),
+        results.map((r) => r.error),
+      ],
     );
     const ids = [...counts.keys()];
     const { rows } = await q.query<{ webhook_id: string; n: number; status: string }>(
@@ -116,12 +139,19 @@ export async function settleAttempts(sql: Sql, results: AttemptResult[]): Promis
        WHERE w.webhook_id = v.id RETURNING w.webhook_id, w.consecutive_failures AS n, w.status`,
       [ids, ids.map((id) => counts.get(id)!.reset), ids.map((id) => counts.get(id)!.tail)],
     );
-    return new Map(rows.map((r) => [r.webhook_id, { consecutiveFailures: Number(r.n), active: r.status === 'ACTIVE' }]));
+    return new Map(
+      rows.map((r) => [r.webhook_id, { consecutiveFailures: Number(r.n), active: r.status === 'ACTIVE' }]),
+    );
   });
 }
 
 /** Retention: unresolved (PENDING, FAILED) after 7 days, DELIVERED 30 days after delivery. */
-export async function purgeDeliveries(sql: Sql, now: number, unresolvedMs: number, deliveredMs: number): Promise<number> {
+export async function purgeDeliveries(
+  sql: Sql,
+  now: number,
+  unresolvedMs: number,
+  deliveredMs: number,
+): Promise<number> {
   const { rows } = await sql.query<{ n: number }>(
     `WITH gone AS (DELETE FROM webhook_deliveries WHERE (status <> 'DELIVERED' AND created_at < $1) OR (status = 'DELIVERED' AND settled_at < $2) RETURNING 1) SELECT count(*)::int AS n FROM gone`,
     [now - unresolvedMs, now - deliveredMs],

@@ -1,11 +1,31 @@
 import { randomUUID } from 'node:crypto';
 import { InternalError } from '@svc/contracts';
 import {
-  afterAttempt, AUTO_DISABLE_AFTER, buildEnvelope, type EventStore, handleCommand, openWebhookSecret, type ReadModelBarrier, RETENTION_DELIVERED_MS, RETENTION_UNRESOLVED_MS, type Sql, type StoredEvent, systemMetadata,
-  webhookDecider, webhookStreams,
+  afterAttempt,
+  AUTO_DISABLE_AFTER,
+  buildEnvelope,
+  type EventStore,
+  handleCommand,
+  openWebhookSecret,
+  type ReadModelBarrier,
+  RETENTION_DELIVERED_MS,
+  RETENTION_UNRESOLVED_MS,
+  type Sql,
+  type StoredEvent,
+  systemMetadata,
+  webhookDecider,
+  webhookStreams,
 } from '@svc/domain';
 import { Reactor, type ReactorStats } from '../runtime/reactor';
-import { type AttemptResult, dueDeliveries, ensureDeliveries, insertDeliveries, type NewDelivery, purgeDeliveries, settleAttempts } from './deliveries';
+import {
+  type AttemptResult,
+  dueDeliveries,
+  ensureDeliveries,
+  insertDeliveries,
+  type NewDelivery,
+  purgeDeliveries,
+  settleAttempts,
+} from './deliveries';
 import { webhookSources } from './events';
 import type { SendOutcome, WebhookSender } from './sender';
 
@@ -62,7 +82,19 @@ export class WebhookDispatcher extends Reactor<DispatcherStats> {
   private readonly disabling = new Set<string>();
 
   constructor(private readonly o: DispatcherOptions) {
-    super({ name: o.name ?? 'webhook-dispatcher', position: 0, created: 0, delivered: 0, failedAttempts: 0, inFlight: 0, errors: 0, lastError: null }, { store: o.store, sql: o.sql, log: o.log, batchSize: 500, label: 'webhook dispatcher' });
+    super(
+      {
+        name: o.name ?? 'webhook-dispatcher',
+        position: 0,
+        created: 0,
+        delivered: 0,
+        failedAttempts: 0,
+        inFlight: 0,
+        errors: 0,
+        lastError: null,
+      },
+      { store: o.store, sql: o.sql, log: o.log, batchSize: 500, label: 'webhook dispatcher' },
+    );
   }
 
   private now = () => (this.o.now ? this.o.now() : Date.now());
@@ -98,21 +130,50 @@ export class WebhookDispatcher extends Reactor<DispatcherStats> {
     const rows: NewDelivery[] = [];
     if (sources.length) {
       // The registrations must reflect the log up to this batch before they are matched.
-      if (!(await this.o.barrier.waitFor(last, 30_000))) throw new InternalError(`read models did not reach position ${last}`);
+      if (!(await this.o.barrier.waitFor(last, 30_000)))
+        throw new InternalError(`read models did not reach position ${last}`);
       const tenants = [...new Set(sources.map((x) => x.s.tenantId))];
-      const { rows: regs } = await this.o.sql.query<{ webhook_id: string; tenant_id: string; livemode: boolean; events: string[] | string; registered_position: string | number }>(
+      const { rows: regs } = await this.o.sql.query<{
+        webhook_id: string;
+        tenant_id: string;
+        livemode: boolean;
+        events: string[] | string;
+        registered_position: string | number;
+      }>(
         `SELECT webhook_id, tenant_id, livemode, events, registered_position FROM rm_webhooks WHERE tenant_id = ANY($1::text[]) AND status = 'ACTIVE'`,
         [tenants],
       );
       for (const { e, s } of sources) {
-        const matching = regs.filter((r) => r.tenant_id === s.tenantId && Number(r.registered_position) < e.position && (typeof r.events === 'string' ? JSON.parse(r.events) : r.events).includes(s.type));
+        const matching = regs.filter(
+          (r) =>
+            r.tenant_id === s.tenantId &&
+            Number(r.registered_position) < e.position &&
+            (typeof r.events === 'string' ? JSON.parse(r.events) : r.events).includes(s.type),
+        );
         if (!matching.length) continue;
         const data = await s.data();
         if (data === null) continue;
         for (const r of matching) {
           const deliveryId = randomUUID();
-          const envelope = buildEnvelope({ id: deliveryId, type: s.type, createdMs: this.now(), tenantId: s.tenantId, livemode: r.livemode, data });
-          rows.push({ deliveryId, webhookId: r.webhook_id, tenantId: s.tenantId, eventId: s.key, eventType: s.type, sourceId: s.sourceId, sourceType: s.sourceType, createdAt: this.now(), body: JSON.stringify(envelope) });
+          const envelope = buildEnvelope({
+            id: deliveryId,
+            type: s.type,
+            createdMs: this.now(),
+            tenantId: s.tenantId,
+            livemode: r.livemode,
+            data,
+          });
+          rows.push({
+            deliveryId,
+            webhookId: r.webhook_id,
+            tenantId: s.tenantId,
+            eventId: s.key,
+            eventType: s.type,
+            sourceId: s.sourceId,
+            sourceType: s.sourceType,
+            createdAt: this.now(),
+            body: JSON.stringify(envelope),
+          });
         }
       }
     }
@@ -126,8 +187,10 @@ export class WebhookDispatcher extends Reactor<DispatcherStats> {
     await this.o.sql.tx(async (q) => {
       await insertDeliveries(q, rows);
       for (const e of gone) {
-        if (e.type === 'WebhookDeleted') await q.query('DELETE FROM webhook_deliveries WHERE webhook_id = $1', [e.data.webhookId]);
-        else if (e.type === 'TenantTornDown') await q.query('DELETE FROM webhook_deliveries WHERE tenant_id = $1', [e.data.tenantId]);
+        if (e.type === 'WebhookDeleted')
+          await q.query('DELETE FROM webhook_deliveries WHERE webhook_id = $1', [e.data.webhookId]);
+        else if (e.type === 'TenantTornDown')
+          await q.query('DELETE FROM webhook_deliveries WHERE tenant_id = $1', [e.data.tenantId]);
       }
       await this.checkpoint(q, last);
     });
@@ -186,14 +249,21 @@ export class WebhookDispatcher extends Reactor<DispatcherStats> {
     });
     for (const d of due) {
       if (this.inFlight.size >= lim.global || this.abort.signal.aborted) break;
-      if ((perWebhook.get(d.webhook_id) ?? 0) >= lim.perWebhook || (perTenant.get(d.tenant_id) ?? 0) >= lim.perTenant || this.inFlight.has(d.delivery_id)) continue;
+      if (
+        (perWebhook.get(d.webhook_id) ?? 0) >= lim.perWebhook ||
+        (perTenant.get(d.tenant_id) ?? 0) >= lim.perTenant ||
+        this.inFlight.has(d.delivery_id)
+      )
+        continue;
       perWebhook.set(d.webhook_id, (perWebhook.get(d.webhook_id) ?? 0) + 1);
       perTenant.set(d.tenant_id, (perTenant.get(d.tenant_id) ?? 0) + 1);
-      const done = this.attempt(d).catch((e) => this.failed(`delivery ${d.delivery_id}`, e)).finally(() => {
-        this.inFlight.delete(d.delivery_id);
-        this.stats.inFlight = this.inFlight.size;
-        this.wake?.();
-      });
+      const done = this.attempt(d)
+        .catch((e) => this.failed(`delivery ${d.delivery_id}`, e))
+        .finally(() => {
+          this.inFlight.delete(d.delivery_id);
+          this.stats.inFlight = this.inFlight.size;
+          this.wake?.();
+        });
       this.inFlight.set(d.delivery_id, { webhookId: d.webhook_id, tenantId: d.tenant_id, done });
       this.stats.inFlight = this.inFlight.size;
     }
@@ -210,24 +280,56 @@ export class WebhookDispatcher extends Reactor<DispatcherStats> {
   }
 
   private async attempt(d: Awaited<ReturnType<typeof dueDeliveries>>[number]): Promise<void> {
-    const outcome: SendOutcome = await this.o.sender.send({ url: d.url, deliveryId: d.delivery_id, body: d.body, secretHex: this.secretOf(d.webhook_id, d.sealed_secret), nowMs: this.now(), signal: this.abort.signal });
+    const outcome: SendOutcome = await this.o.sender.send({
+      url: d.url,
+      deliveryId: d.delivery_id,
+      body: d.body,
+      secretHex: this.secretOf(d.webhook_id, d.sealed_secret),
+      nowMs: this.now(),
+      signal: this.abort.signal,
+    });
     // Cut short by stop(): not an attempt; the delivery stays due and the next start sends it (at-least-once).
     if (this.abort.signal.aborted && outcome.kind === 'failed' && outcome.status === undefined) return;
     const now = this.now();
     if (outcome.kind === 'refused') {
       // The delivery-time gate (fail closed): the delivery fails and the registration is disabled (ssrf_blocked).
-      await this.settle({ deliveryId: d.delivery_id, webhookId: d.webhook_id, status: 'FAILED', attempts: Number(d.attempts) + 1, nextAttemptAt: null, settledAt: now, error: `address refused: ${outcome.reason}`, ok: false });
+      await this.settle({
+        deliveryId: d.delivery_id,
+        webhookId: d.webhook_id,
+        status: 'FAILED',
+        attempts: Number(d.attempts) + 1,
+        nextAttemptAt: null,
+        settledAt: now,
+        error: `address refused: ${outcome.reason}`,
+        ok: false,
+      });
       this.stats.failedAttempts += 1;
       await this.disable(d.webhook_id, d.tenant_id, 'ssrf_blocked');
       return;
     }
     const ok = outcome.kind === 'delivered';
-    const next = afterAttempt({ status: 'PENDING', attempts: Number(d.attempts), nextAttemptAt: now }, { ok }, now, this.o.retryScale ?? 1);
-    const error = outcome.kind === 'failed' ? (outcome.status ? `HTTP ${outcome.status}` : (outcome.error ?? 'failed')) : null;
-    const reg = await this.settle({ deliveryId: d.delivery_id, webhookId: d.webhook_id, status: next.status, attempts: next.attempts, nextAttemptAt: next.nextAttemptAt, settledAt: next.status === 'PENDING' ? null : now, error, ok });
+    const next = afterAttempt(
+      { status: 'PENDING', attempts: Number(d.attempts), nextAttemptAt: now },
+      { ok },
+      now,
+      this.o.retryScale ?? 1,
+    );
+    const error =
+      outcome.kind === 'failed' ? (outcome.status ? `HTTP ${outcome.status}` : (outcome.error ?? 'failed')) : null;
+    const reg = await this.settle({
+      deliveryId: d.delivery_id,
+      webhookId: d.webhook_id,
+      status: next.status,
+      attempts: next.attempts,
+      nextAttemptAt: next.nextAttemptAt,
+      settledAt: next.status === 'PENDING' ? null : now,
+      error,
+      ok,
+    });
     if (ok) this.stats.delivered += 1;
     else this.stats.failedAttempts += 1;
-    if (!ok && reg?.active && reg.consecutiveFailures >= AUTO_DISABLE_AFTER) await this.disable(d.webhook_id, d.tenant_id, 'consecutive_failures');
+    if (!ok && reg?.active && reg.consecutiveFailures >= AUTO_DISABLE_AFTER)
+      await this.disable(d.webhook_id, d.tenant_id, 'consecutive_failures');
   }
 
   /**
@@ -235,7 +337,11 @@ export class WebhookDispatcher extends Reactor<DispatcherStats> {
    * meanwhile); an attempt stays in flight until its result is written, so it
    * is never picked twice. A kill before the write means it is sent again.
    */
-  private pending: Array<{ r: AttemptResult; done: (v: { consecutiveFailures: number; active: boolean } | undefined) => void; fail: (e: unknown) => void }> = [];
+  private pending: Array<{
+    r: AttemptResult;
+    done: (v: { consecutiveFailures: number; active: boolean } | undefined) => void;
+    fail: (e: unknown) => void;
+  }> = [];
   private flushing: Promise<void> | undefined;
 
   private settle(r: AttemptResult): Promise<{ consecutiveFailures: number; active: boolean } | undefined> {
@@ -250,7 +356,10 @@ export class WebhookDispatcher extends Reactor<DispatcherStats> {
       while (this.pending.length) {
         const batch = this.pending.splice(0, 500);
         try {
-          const counts = await settleAttempts(this.o.sql, batch.map((b) => b.r));
+          const counts = await settleAttempts(
+            this.o.sql,
+            batch.map((b) => b.r),
+          );
           for (const b of batch) b.done(counts.get(b.r.webhookId));
         } catch (e) {
           for (const b of batch) b.fail(e);
@@ -262,7 +371,11 @@ export class WebhookDispatcher extends Reactor<DispatcherStats> {
   }
 
   /** Appends WebhookDisabled to the registration's stream, once, and waits until the read model shows it. */
-  private async disable(webhookId: string, tenantId: string, reason: 'consecutive_failures' | 'ssrf_blocked'): Promise<void> {
+  private async disable(
+    webhookId: string,
+    tenantId: string,
+    reason: 'consecutive_failures' | 'ssrf_blocked',
+  ): Promise<void> {
     if (this.disabling.has(webhookId)) return;
     this.disabling.add(webhookId);
     try {

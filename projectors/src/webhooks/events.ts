@@ -33,34 +33,68 @@ export function webhookSources(e: StoredEvent, store: EventStore): WebhookSource
       return e.data.outcomes.flatMap((o) => {
         if (o.status === 'SKIPPED') return [];
         const failure = o.status === 'FAILED' ? { code: o.code ?? 'INTERNAL', message: o.message ?? '' } : undefined;
-        return [{
-          type: o.status === 'FAILED' ? 'record.failed' : 'record.indexed', key: `record:${o.recordId}@${o.forRevision}:${o.status}:${o.code ?? ''}`, sourceId: o.recordId, sourceType: 'record', tenantId,
-          data: () => recordDataOf(store, o.recordId, o.status, failure, o.forRevision),
-        } satisfies WebhookSource];
+        return [
+          {
+            type: o.status === 'FAILED' ? 'record.failed' : 'record.indexed',
+            key: `record:${o.recordId}@${o.forRevision}:${o.status}:${o.code ?? ''}`,
+            sourceId: o.recordId,
+            sourceType: 'record',
+            tenantId,
+            data: () => recordDataOf(store, o.recordId, o.status, failure, o.forRevision),
+          } satisfies WebhookSource,
+        ];
       });
     case 'RecordIndexed':
       if (e.data.status !== 'INDEXED') return [];
-      return one({ type: 'record.indexed', sourceId: e.data.recordId, sourceType: 'record', data: () => recordDataOf(store, e.data.recordId, 'INDEXED') });
+      return one({
+        type: 'record.indexed',
+        sourceId: e.data.recordId,
+        sourceType: 'record',
+        data: () => recordDataOf(store, e.data.recordId, 'INDEXED'),
+      });
     case 'RecordIndexFailed':
-      return one({ type: 'record.failed', sourceId: e.data.recordId, sourceType: 'record', data: () => recordDataOf(store, e.data.recordId, 'FAILED', { code: e.data.code, message: e.data.message }) });
+      return one({
+        type: 'record.failed',
+        sourceId: e.data.recordId,
+        sourceType: 'record',
+        data: () => recordDataOf(store, e.data.recordId, 'FAILED', { code: e.data.code, message: e.data.message }),
+      });
     case 'DocumentIndexed':
-      return one({ type: 'document.indexed', sourceId: e.data.documentId, sourceType: 'document', data: () => documentDataOf(store, e.data.documentId, 'INDEXED') });
+      return one({
+        type: 'document.indexed',
+        sourceId: e.data.documentId,
+        sourceType: 'document',
+        data: () => documentDataOf(store, e.data.documentId, 'INDEXED'),
+      });
     case 'DocumentFailed':
       return one({
-        type: 'document.failed', sourceId: e.data.documentId, sourceType: 'document',
+        type: 'document.failed',
+        sourceId: e.data.documentId,
+        sourceType: 'document',
         data: () => documentDataOf(store, e.data.documentId, 'FAILED', { code: e.data.code, message: e.data.message }),
       });
     case 'TriggerFailed': {
       // The trigger-failure record (decisions §4): what GET /v1/trigger-failures lists.
       const { failureId, eventId: _, ...d } = e.data;
-      return one({ type: 'trigger.failed', sourceId: failureId, sourceType: 'trigger', data: async () => ({ id: failureId, ...d }) });
+      return one({
+        type: 'trigger.failed',
+        sourceId: failureId,
+        sourceType: 'trigger',
+        data: async () => ({ id: failureId, ...d }),
+      });
     }
   }
   return [];
 }
 
 /** A record's webhook data, from its stream; null when `forRevision` is given and the record changed (or went) since. */
-async function recordDataOf(store: EventStore, recordId: string, indexStatus: string, indexFailure?: { code: string; message: string }, forRevision?: number) {
+async function recordDataOf(
+  store: EventStore,
+  recordId: string,
+  indexStatus: string,
+  indexFailure?: { code: string; message: string },
+  forRevision?: number,
+) {
   let typeName = '';
   let userId: string | null = null;
   let scopes: string[] = [];
@@ -74,8 +108,21 @@ async function recordDataOf(store: EventStore, recordId: string, indexStatus: st
   return recordData({ id: recordId, typeName, indexStatus, userId, scopes, indexFailure });
 }
 
-async function documentDataOf(store: EventStore, documentId: string, status: string, indexFailure?: { code: string; message: string }) {
+async function documentDataOf(
+  store: EventStore,
+  documentId: string,
+  status: string,
+  indexFailure?: { code: string; message: string },
+) {
   const { state } = await loadDocument(store, documentId);
   const s = state.exists ? state : undefined;
-  return documentData({ id: documentId, status, indexMode: s?.indexMode ?? 'NONE', userId: s?.userId, scopes: s?.scopes, folderId: s?.folderId, indexFailure });
+  return documentData({
+    id: documentId,
+    status,
+    indexMode: s?.indexMode ?? 'NONE',
+    userId: s?.userId,
+    scopes: s?.scopes,
+    folderId: s?.folderId,
+    indexFailure,
+  });
 }

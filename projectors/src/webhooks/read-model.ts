@@ -28,7 +28,20 @@ CREATE TABLE IF NOT EXISTS rm_webhook_domains (
         await q.query(
           `INSERT INTO rm_webhooks (webhook_id, account_id, tenant_id, livemode, url, domain, events, api_version, status, disabled_reason, consecutive_failures, sealed_secret, created_at, registered_position, revision)
            VALUES ($1,$2,$3,$4,$5,$6,$7,$8,'ACTIVE',NULL,0,$9,$10,$11,$12) ON CONFLICT (webhook_id) DO NOTHING`,
-          [d.webhookId, d.accountId, d.tenantId, d.livemode, d.url, d.domain, JSON.stringify(d.events), d.apiVersion, d.sealedSecret, d.createdAt, e.position, e.revision],
+          [
+            d.webhookId,
+            d.accountId,
+            d.tenantId,
+            d.livemode,
+            d.url,
+            d.domain,
+            JSON.stringify(d.events),
+            d.apiVersion,
+            d.sealedSecret,
+            d.createdAt,
+            e.position,
+            e.revision,
+          ],
         );
         return;
       }
@@ -38,12 +51,25 @@ CREATE TABLE IF NOT EXISTS rm_webhook_domains (
           `UPDATE rm_webhooks SET url = $2, domain = $3, events = $4, api_version = $5, status = $6, disabled_reason = $7,
              consecutive_failures = CASE WHEN $8 THEN 0 ELSE consecutive_failures END, revision = $9
            WHERE webhook_id = $1 AND revision < $9`,
-          [d.webhookId, d.url, d.domain, JSON.stringify(d.events), d.apiVersion, d.status, d.disabledReason, d.resetFailures, e.revision],
+          [
+            d.webhookId,
+            d.url,
+            d.domain,
+            JSON.stringify(d.events),
+            d.apiVersion,
+            d.status,
+            d.disabledReason,
+            d.resetFailures,
+            e.revision,
+          ],
         );
         return;
       }
       case 'WebhookDisabled':
-        await q.query(`UPDATE rm_webhooks SET status = 'DISABLED', disabled_reason = $2, revision = $3 WHERE webhook_id = $1 AND revision < $3 AND status = 'ACTIVE'`, [e.data.webhookId, e.data.reason, e.revision]);
+        await q.query(
+          `UPDATE rm_webhooks SET status = 'DISABLED', disabled_reason = $2, revision = $3 WHERE webhook_id = $1 AND revision < $3 AND status = 'ACTIVE'`,
+          [e.data.webhookId, e.data.reason, e.revision],
+        );
         return;
       case 'WebhookDeleted':
         await q.query('DELETE FROM rm_webhooks WHERE webhook_id = $1', [e.data.webhookId]);
@@ -58,7 +84,10 @@ CREATE TABLE IF NOT EXISTS rm_webhook_domains (
         );
         return;
       case 'WebhookDomainVerified':
-        await q.query('UPDATE rm_webhook_domains SET verified = true, verified_at = $3 WHERE account_id = $1 AND domain = $2 AND NOT verified', [e.data.accountId, e.data.domain, e.metadata.occurredAt]);
+        await q.query(
+          'UPDATE rm_webhook_domains SET verified = true, verified_at = $3 WHERE account_id = $1 AND domain = $2 AND NOT verified',
+          [e.data.accountId, e.data.domain, e.metadata.occurredAt],
+        );
         return;
     }
   },

@@ -1,7 +1,14 @@
 import { isIP, type LookupFunction } from 'node:net';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { Agent, request } from 'undici';
-import { type AddressPolicy, checkResolved, classifyAddress, type HostResolver, signDelivery, webhookHostname } from '@svc/domain';
+import {
+  type AddressPolicy,
+  checkResolved,
+  classifyAddress,
+  type HostResolver,
+  signDelivery,
+  webhookHostname,
+} from '@svc/domain';
 
 /** Delivery timeouts (spec "Delivery mechanics"). */
 export const CONNECT_TIMEOUT_MS = 5_000;
@@ -50,14 +57,24 @@ export class WebhookSender {
   }
 
   /** `signal` aborts the attempt (a stopping dispatcher): the outcome is then `failed` and the caller leaves the delivery due. */
-  async send(d: { url: string; deliveryId: string; body: string; secretHex: string; nowMs: number; signal?: AbortSignal }): Promise<SendOutcome> {
+  async send(d: {
+    url: string;
+    deliveryId: string;
+    body: string;
+    secretHex: string;
+    nowMs: number;
+    signal?: AbortSignal;
+  }): Promise<SendOutcome> {
     let hostname: string;
     try {
       hostname = webhookHostname(d.url);
     } catch {
       return { kind: 'refused', reason: 'invalid url' };
     }
-    const addresses = classifyAddress(hostname) !== 'invalid' ? [hostname] : await this.o.resolver.lookup(hostname).catch(() => [] as string[]);
+    const addresses =
+      classifyAddress(hostname) !== 'invalid'
+        ? [hostname]
+        : await this.o.resolver.lookup(hostname).catch(() => [] as string[]);
     const check = checkResolved(addresses, this.o.policy);
     if (!check.ok) return { kind: 'refused', reason: check.reason };
     const timestamp = Math.floor(d.nowMs / 1000);
@@ -74,14 +91,21 @@ export class WebhookSender {
           'x-service-signature': signDelivery(d.secretHex, timestamp, d.body),
         },
         body: d.body,
-        signal: AbortSignal.any([AbortSignal.timeout((this.o.connectTimeoutMs ?? CONNECT_TIMEOUT_MS) + (this.o.responseTimeoutMs ?? RESPONSE_TIMEOUT_MS)), ...(d.signal ? [d.signal] : [])]),
+        signal: AbortSignal.any([
+          AbortSignal.timeout(
+            (this.o.connectTimeoutMs ?? CONNECT_TIMEOUT_MS) + (this.o.responseTimeoutMs ?? RESPONSE_TIMEOUT_MS),
+          ),
+          ...(d.signal ? [d.signal] : []),
+        ]),
       } as Parameters<typeof request>[1]);
       let read = 0;
       for await (const chunk of res.body) {
         read += (chunk as Buffer).length;
         if (read > MAX_RESPONSE_BYTES) break;
       }
-      return res.statusCode >= 200 && res.statusCode < 300 ? { kind: 'delivered', status: res.statusCode } : { kind: 'failed', status: res.statusCode };
+      return res.statusCode >= 200 && res.statusCode < 300
+        ? { kind: 'delivered', status: res.statusCode }
+        : { kind: 'failed', status: res.statusCode };
     } catch (e) {
       return { kind: 'failed', error: e instanceof Error ? `${e.name}: ${e.message}`.slice(0, 200) : 'error' };
     }

@@ -1,4 +1,12 @@
-import { ACTIVITY_DEFAULT_WINDOW_MS, activityLogQuery, activityLogResponse, invalid, LEGACY_ACTIVITY_RESOURCES, route, type RouteSpec } from '@svc/contracts';
+import {
+  ACTIVITY_DEFAULT_WINDOW_MS,
+  activityLogQuery,
+  activityLogResponse,
+  invalid,
+  LEGACY_ACTIVITY_RESOURCES,
+  route,
+  type RouteSpec,
+} from '@svc/contracts';
 import type { ActivityLogStore } from './store';
 
 /**
@@ -17,7 +25,8 @@ export function activityLogRoutes(store: ActivityLogStore): RouteSpec[] {
       response: activityLogResponse,
       handler: async ({ query, principal: p, meta }) => {
         // No startTime: the 24 hours before endTime (before now without one). No endTime: open-ended.
-        if (query.startTime !== undefined && query.endTime !== undefined && query.endTime < query.startTime) throw invalid('endTime is earlier than startTime');
+        if (query.startTime !== undefined && query.endTime !== undefined && query.endTime < query.startTime)
+          throw invalid('endTime is earlier than startTime');
         const fromMs = query.startTime ?? (query.endTime ?? meta.now.getTime()) - ACTIVITY_DEFAULT_WINDOW_MS;
         const toMs = query.endTime;
         const tenantId = p.tenantId!;

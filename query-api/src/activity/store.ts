@@ -90,7 +90,19 @@ export class ActivityLogStore {
     await this.sql.query(
       `INSERT INTO al_entries (tenant_id, context_id, at_us, method, resource, status, key_id, duration_ms, path, request_id, error_code)
        SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::int[], $7::text[], $8::float8[], $9::text[], $10::text[], $11::text[])`,
-      [col('tenantId'), col('contextId'), col('atUs'), col('method'), col('resource'), col('status'), col('keyId'), col('durationMs'), col('path'), col('requestId'), col('errorCode')],
+      [
+        col('tenantId'),
+        col('contextId'),
+        col('atUs'),
+        col('method'),
+        col('resource'),
+        col('status'),
+        col('keyId'),
+        col('durationMs'),
+        col('path'),
+        col('requestId'),
+        col('errorCode'),
+      ],
     );
   }
 

@@ -3,7 +3,9 @@ import { type Change, type ChangeResolver } from './resolve';
 
 /** The `id:`, `event:` and `data:` lines of one change (JSON has no raw newlines), encoded once for every stream. */
 export const changeFrame = (c: Change): Buffer =>
-  (c.frame ??= Buffer.from(`id: ${c.position}\nevent: ${c.type}\ndata: ${JSON.stringify({ position: c.position, type: c.type, entityId: c.entityId, typeName: c.typeName, version: c.version, at: c.at, entity: c.entity })}\n\n`));
+  (c.frame ??= Buffer.from(
+    `id: ${c.position}\nevent: ${c.type}\ndata: ${JSON.stringify({ position: c.position, type: c.type, entityId: c.entityId, typeName: c.typeName, version: c.version, at: c.at, entity: c.entity })}\n\n`,
+  ));
 
 /** The frames of the changes a stream wants, in log order, as one buffer (null when it wants none of them). */
 export interface FrameBatch {
@@ -22,7 +24,11 @@ export function frameBatch(changes: readonly Change[], wanted: (c: Change) => bo
     out.push(f);
     bytes += f.length;
   }
-  return { frames: out.length === 0 ? null : out.length === 1 ? out[0] : Buffer.concat(out, bytes), count: out.length, bytes };
+  return {
+    frames: out.length === 0 ? null : out.length === 1 ? out[0] : Buffer.concat(out, bytes),
+    count: out.length,
+    bytes,
+  };
 }
 
 /**
@@ -235,7 +241,9 @@ export class ChangeFeed {
           const target = await this.o.checkpoint.position();
           const run = this.run;
           while (this.unsubscribe && run === this.run && this.head < target) {
-            const page = (await (this.o.readHead ?? ((a, n) => this.o.store.readAll(a, n)))(this.head, PAGE)).filter((e) => e.position <= target);
+            const page = (await (this.o.readHead ?? ((a, n) => this.o.store.readAll(a, n)))(this.head, PAGE)).filter(
+              (e) => e.position <= target,
+            );
             const changes = await this.o.resolver.resolve(page);
             if (run !== this.run) break;
             this.kept.push(...changes);
@@ -252,7 +260,9 @@ export class ChangeFeed {
           }
         } while (this.again && this.unsubscribe);
       } catch (e) {
-        this.o.log?.(`change stream: reading the log failed, trying again at the next change: ${e instanceof Error ? e.message : String(e)}`);
+        this.o.log?.(
+          `change stream: reading the log failed, trying again at the next change: ${e instanceof Error ? e.message : String(e)}`,
+        );
         setTimeout(() => this.pump(), 1000).unref();
       } finally {
         this.pumping = false;

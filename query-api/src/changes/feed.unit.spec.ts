@@ -39,7 +39,8 @@ function fixture(n: number) {
     }
     return got;
   };
-  const expected = (from: number, to: number) => log.filter((e) => e.position > from && e.position <= to).map((e) => e.position);
+  const expected = (from: number, to: number) =>
+    log.filter((e) => e.position > from && e.position <= to).map((e) => e.position);
   return { feed, advance, drain, expected };
 }
 
@@ -53,10 +54,11 @@ describe('ChangeFeed', () => {
     expect(f.feed.position).toBe(30_000);
     await f.advance(60_000);
     // More than the kept changes went by: a stream from 90 reads the log, then joins memory.
-    for (const from of [0, 90, 100, 20_000, 59_990, 60_000]) expect(await f.drain(from)).toEqual(f.expected(from, 60_000));
+    for (const from of [0, 90, 100, 20_000, 59_990, 60_000])
+      expect(await f.drain(from)).toEqual(f.expected(from, 60_000));
   });
 
-  it('follows from the read models\' position when the first stream joins, and stops when the last leaves', async () => {
+  it("follows from the read models' position when the first stream joins, and stops when the last leaves", async () => {
     const f = fixture(1_000);
     await f.advance(500, false);
     const wake = () => {};
@@ -73,7 +75,12 @@ describe('ChangeFeed', () => {
 
   it('admits at most perContext streams of a context; a released one makes room', () => {
     const f = fixture(10);
-    expect([f.feed.admit('a'), f.feed.admit('a'), f.feed.admit('a'), f.feed.admit('b')]).toEqual([true, true, false, true]);
+    expect([f.feed.admit('a'), f.feed.admit('a'), f.feed.admit('a'), f.feed.admit('b')]).toEqual([
+      true,
+      true,
+      false,
+      true,
+    ]);
     f.feed.release('a');
     expect(f.feed.admit('a')).toBe(true);
   });
@@ -84,9 +91,18 @@ describe('ChangeFeed', () => {
     const open = async (filterKey: string, wanted: (c: Change) => boolean) => {
       let s: ChangeStream | undefined;
       const cursor = await f.feed.join(() => s?.wake());
-      s = new ChangeStream({ feed: f.feed, principal: {} as Principal, token: null, cursor, filterKey, wanted, onStop: () => {} });
+      s = new ChangeStream({
+        feed: f.feed,
+        principal: {} as Principal,
+        token: null,
+        cursor,
+        filterKey,
+        wanted,
+        onStop: () => {},
+      });
       const got: number[] = [];
-      const read = () => s.on('data', (b: Buffer) => got.push(...[...b.toString().matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))));
+      const read = () =>
+        s.on('data', (b: Buffer) => got.push(...[...b.toString().matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))));
       return { s, got, read };
     };
     const a = await open('all', () => true);
@@ -116,11 +132,19 @@ describe('ChangeFeed', () => {
     for (let i = 0; i < 100; i++) {
       let s: ChangeStream | undefined;
       const cursor = await f.feed.join(() => s?.wake());
-      s = new ChangeStream({ feed: f.feed, principal: {} as Principal, token: null, cursor, filterKey: 'all', wanted: () => true, onStop: () => {} });
+      s = new ChangeStream({
+        feed: f.feed,
+        principal: {} as Principal,
+        token: null,
+        cursor,
+        filterKey: 'all',
+        wanted: () => true,
+        onStop: () => {},
+      });
       const x = { s, chunks: 0, got: 0 };
       s.on('data', (b: Buffer) => {
         const n = [...b.toString().matchAll(/^id: /gm)].length;
-        if (n) (x.chunks += 1), (x.got += n);
+        if (n) ((x.chunks += 1), (x.got += n));
       });
       streams.push(x);
     }

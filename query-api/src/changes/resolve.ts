@@ -31,7 +31,9 @@ export interface Change {
 }
 
 /** The change-stream name of a log event and the entity it is about; undefined for events the stream does not carry. */
-function nameOf(e: StoredEvent): { kind: ChangeEntityKind; type: ChangeEventName; id: string; content?: boolean; deleted?: boolean } | undefined {
+function nameOf(
+  e: StoredEvent,
+): { kind: ChangeEntityKind; type: ChangeEventName; id: string; content?: boolean; deleted?: boolean } | undefined {
   switch (e.type) {
     case 'RecordCreated':
       return { kind: 'records', type: 'record.created', id: e.data.recordId, content: true };
@@ -48,7 +50,11 @@ function nameOf(e: StoredEvent): { kind: ChangeEntityKind; type: ChangeEventName
     case 'DocumentIndexed':
       return { kind: 'documents', type: 'document.indexed', id: e.data.documentId };
     case 'DocumentIndexSkipped':
-      return { kind: 'documents', type: e.data.status === 'STORED' ? 'document.stored' : 'document.skipped', id: e.data.documentId };
+      return {
+        kind: 'documents',
+        type: e.data.status === 'STORED' ? 'document.stored' : 'document.skipped',
+        id: e.data.documentId,
+      };
     case 'DocumentFailed':
       return { kind: 'documents', type: 'document.failed', id: e.data.documentId };
     case 'DocumentDeleted':
@@ -65,16 +71,27 @@ function nameOf(e: StoredEvent): { kind: ChangeEntityKind; type: ChangeEventName
 
 /** The successful index outcomes a log event carries (record.indexed), each for the record revision it indexed. */
 function indexedOutcomes(e: StoredEvent): Array<{ recordId: string; forRevision: number }> {
-  if (e.type === 'RecordsIndexed') return e.data.outcomes.filter((o) => o.status === 'INDEXED').map((o) => ({ recordId: o.recordId, forRevision: o.forRevision }));
-  if (e.type === 'RecordIndexed' && e.data.status === 'INDEXED') return [{ recordId: e.data.recordId, forRevision: e.data.forRevision }];
+  if (e.type === 'RecordsIndexed')
+    return e.data.outcomes
+      .filter((o) => o.status === 'INDEXED')
+      .map((o) => ({ recordId: o.recordId, forRevision: o.forRevision }));
+  if (e.type === 'RecordIndexed' && e.data.status === 'INDEXED')
+    return [{ recordId: e.data.recordId, forRevision: e.data.forRevision }];
   return [];
 }
 
 /** Does the stream carry anything for this log event? (Most of the log, metering and reservations, it does not.) */
-export const carriesChange = (e: StoredEvent) => nameOf(e) !== undefined || e.type === 'RecordsIndexed' || e.type === 'RecordIndexed';
+export const carriesChange = (e: StoredEvent) =>
+  nameOf(e) !== undefined || e.type === 'RecordsIndexed' || e.type === 'RecordIndexed';
 
 type Version = { version: number; state: Record<string, unknown> | null };
-type Tombstone = { tenantId: string; contextId: string; typeName: string | null; lastVersion: number; owner: { userId: string | null; scopes: string[] } };
+type Tombstone = {
+  tenantId: string;
+  contextId: string;
+  typeName: string | null;
+  lastVersion: number;
+  owner: { userId: string | null; scopes: string[] };
+};
 
 /**
  * Turns pages of the log into changes, reading each entity from the read models as a GET does (the same reads and
@@ -98,7 +115,9 @@ export class ChangeResolver {
   }
 
   async resolve(events: StoredEvent[]): Promise<Change[]> {
-    const named = events.map((e) => ({ e, n: nameOf(e), outcomes: indexedOutcomes(e) })).filter((x) => x.n || x.outcomes.length);
+    const named = events
+      .map((e) => ({ e, n: nameOf(e), outcomes: indexedOutcomes(e) }))
+      .filter((x) => x.n || x.outcomes.length);
     if (!named.length) return [];
     const ids = { records: new Set<string>(), documents: new Set<string>(), folders: new Set<string>() };
     const deletedIds: string[] = [];
@@ -115,7 +134,8 @@ export class ChangeResolver {
     ]);
     const rows = { records: byId(records), documents: byId(documents), folders: byId(folders) };
     // A record's revision tells whether the read model still holds the event's version; other kinds ask history.
-    const current = (e: StoredEvent, n: { kind: ChangeEntityKind; id: string }) => n.kind === 'records' && rows.records.get(n.id)?.revision === e.revision;
+    const current = (e: StoredEvent, n: { kind: ChangeEntityKind; id: string }) =>
+      n.kind === 'records' && rows.records.get(n.id)?.revision === e.revision;
     const needed = named.filter(({ e, n }) => n?.content && !current(e, n)).map(({ e }) => e.id);
     const versions = needed.length ? await this.versionsOf(needed) : new Map<string, Version>();
     const out: Change[] = [];
@@ -125,21 +145,38 @@ export class ChangeResolver {
         const row = rows.records.get(o.recordId);
         // Only the outcome of the record's current content: an older revision's was replaced (a later outcome follows).
         if (!row || row.revision !== o.forRevision || row.indexStatus !== 'INDEXED') continue;
-        out.push({ position: e.position, kind: 'records', type: 'record.indexed', entityId: row.id, typeName: row.typeName, version: row.version, at, entity: await this.view('records', row), owner: row });
+        out.push({
+          position: e.position,
+          kind: 'records',
+          type: 'record.indexed',
+          entityId: row.id,
+          typeName: row.typeName,
+          version: row.version,
+          at,
+          entity: await this.view('records', row),
+          owner: row,
+        });
       }
       if (!n) continue;
       const base = { position: e.position, kind: n.kind, type: n.type, entityId: n.id, at };
       if (n.deleted) {
         const t = tombstones.get(n.id);
         if (!t) continue;
-        out.push({ ...base, typeName: t.typeName, version: t.lastVersion + 1, entity: null, owner: { tenantId: t.tenantId, contextId: t.contextId, ...t.owner } });
+        out.push({
+          ...base,
+          typeName: t.typeName,
+          version: t.lastVersion + 1,
+          entity: null,
+          owner: { tenantId: t.tenantId, contextId: t.contextId, ...t.owner },
+        });
         continue;
       }
       const row = rows[n.kind].get(n.id) as (RecordRow | DocumentRow | FolderRow) | undefined;
       const typeName = typeNameOf(e, row);
       if (!n.content) {
         // A document's processing step: the version stays, the document shows its status as a GET does.
-        if (row) out.push({ ...base, typeName, version: row.version, entity: await this.view(n.kind, row), owner: row });
+        if (row)
+          out.push({ ...base, typeName, version: row.version, entity: await this.view(n.kind, row), owner: row });
         continue;
       }
       const h = versions.get(e.id);
@@ -156,30 +193,61 @@ export class ChangeResolver {
     return out;
   }
 
-  private async view(kind: ChangeEntityKind, row: RecordRow | DocumentRow | FolderRow): Promise<Record<string, unknown>> {
+  private async view(
+    kind: ChangeEntityKind,
+    row: RecordRow | DocumentRow | FolderRow,
+  ): Promise<Record<string, unknown>> {
     if (kind === 'records') {
       const r = row as RecordRow;
-      return recordView(r, await this.schemas.definition(r.schemaId), { full: true, indexStatus: r.indexStatus, indexFailure: r.indexFailure, bytes: r.payloadBytes }) as unknown as Record<string, unknown>;
+      return recordView(r, await this.schemas.definition(r.schemaId), {
+        full: true,
+        indexStatus: r.indexStatus,
+        indexFailure: r.indexFailure,
+        bytes: r.payloadBytes,
+      }) as unknown as Record<string, unknown>;
     }
     if (kind === 'documents') {
       const d = row as DocumentRow;
-      return documentView(d, d.schemaId ? await this.schemas.definition(d.schemaId) : undefined, { full: true }) as unknown as Record<string, unknown>;
+      return documentView(d, d.schemaId ? await this.schemas.definition(d.schemaId) : undefined, {
+        full: true,
+      }) as unknown as Record<string, unknown>;
     }
     return folderView(row as FolderRow) as unknown as Record<string, unknown>;
   }
 
   /** History rows of content events (row id = the event's id): the version each made and the entity as it was then. */
   private async versionsOf(eventIds: string[]): Promise<Map<string, Version>> {
-    const { rows } = await this.sql.query<{ row_id: string; version: number; state: Record<string, unknown> | null }>('SELECT row_id, version, state FROM rm_versions WHERE row_id = ANY($1::text[])', [eventIds]);
+    const { rows } = await this.sql.query<{ row_id: string; version: number; state: Record<string, unknown> | null }>(
+      'SELECT row_id, version, state FROM rm_versions WHERE row_id = ANY($1::text[])',
+      [eventIds],
+    );
     return new Map(rows.map((r) => [r.row_id, { version: Number(r.version), state: r.state }]));
   }
 
   private async tombstonesOf(entityIds: string[]): Promise<Map<string, Tombstone>> {
-    const { rows } = await this.sql.query<{ entity_id: string; tenant_id: string; context_id: string; type_name: string | null; last_version: number; owner: Tombstone['owner'] }>(
+    const { rows } = await this.sql.query<{
+      entity_id: string;
+      tenant_id: string;
+      context_id: string;
+      type_name: string | null;
+      last_version: number;
+      owner: Tombstone['owner'];
+    }>(
       'SELECT entity_id, tenant_id, context_id, type_name, last_version, owner FROM rm_tombstones WHERE entity_id = ANY($1::text[])',
       [entityIds],
     );
-    return new Map(rows.map((r) => [r.entity_id, { tenantId: r.tenant_id, contextId: r.context_id, typeName: r.type_name, lastVersion: Number(r.last_version), owner: r.owner }]));
+    return new Map(
+      rows.map((r) => [
+        r.entity_id,
+        {
+          tenantId: r.tenant_id,
+          contextId: r.context_id,
+          typeName: r.type_name,
+          lastVersion: Number(r.last_version),
+          owner: r.owner,
+        },
+      ]),
+    );
   }
 }
 
@@ -193,10 +261,26 @@ function typeNameOf(e: StoredEvent, row: RecordRow | DocumentRow | FolderRow | u
 }
 
 /** The ownership of an older version: from its content event (which carries it in full), the tenant and context of the log. */
-function ownerOf(e: StoredEvent, row: { isProtected?: boolean } | undefined, state: Record<string, unknown> | null | undefined): ChangeOwner | undefined {
+function ownerOf(
+  e: StoredEvent,
+  row: { isProtected?: boolean } | undefined,
+  state: Record<string, unknown> | null | undefined,
+): ChangeOwner | undefined {
   const where = { tenantId: e.metadata.tenantId, contextId: e.metadata.contextId };
-  if (e.type === 'RecordCreated' || e.type === 'RecordUpdated' || e.type === 'DocumentCreated' || e.type === 'DocumentUpdated' || e.type === 'FolderUpdated')
-    return { ...where, userId: e.data.userId, scopes: e.data.scopes, isProtected: row?.isProtected ?? (state?.isProtected as boolean | undefined) };
-  if (e.type === 'FolderCreated') return { ...where, userId: e.data.userId ?? null, scopes: e.data.scopes ?? [], isProtected: e.data.isProtected };
+  if (
+    e.type === 'RecordCreated' ||
+    e.type === 'RecordUpdated' ||
+    e.type === 'DocumentCreated' ||
+    e.type === 'DocumentUpdated' ||
+    e.type === 'FolderUpdated'
+  )
+    return {
+      ...where,
+      userId: e.data.userId,
+      scopes: e.data.scopes,
+      isProtected: row?.isProtected ?? (state?.isProtected as boolean | undefined),
+    };
+  if (e.type === 'FolderCreated')
+    return { ...where, userId: e.data.userId ?? null, scopes: e.data.scopes ?? [], isProtected: e.data.isProtected };
   return undefined;
 }

@@ -1,4 +1,17 @@
-import { CHANGE_ENTITY_KINDS, CHANGE_KIND_PERMISSION, type ChangeEntityKind, changesQuery, changeStreamEvents, forbidden, invalid, LOG_POSITION_RE, type Principal, route, type RouteSpec, ServiceError } from '@svc/contracts';
+import {
+  CHANGE_ENTITY_KINDS,
+  CHANGE_KIND_PERMISSION,
+  type ChangeEntityKind,
+  changesQuery,
+  changeStreamEvents,
+  forbidden,
+  invalid,
+  LOG_POSITION_RE,
+  type Principal,
+  route,
+  type RouteSpec,
+  ServiceError,
+} from '@svc/contracts';
 import { canReach, canSeeFolder, grants, type UsageCharges } from '@svc/domain';
 import type { ChangeFeed } from './feed';
 import type { Change } from './resolve';
@@ -25,7 +38,10 @@ function kindsOf(p: Principal, asked: string | undefined): Set<ChangeEntityKind>
 }
 
 /** The caller sees a change exactly when a GET of that entity would answer it: tenant, context and data scope (the context root to all). */
-const visibleTo = (p: Principal, c: Change) => (c.kind === 'folders' ? canSeeFolder(p, { ...c.owner, isProtected: c.owner.isProtected === true }) : canReach(p, c.owner));
+const visibleTo = (p: Principal, c: Change) =>
+  c.kind === 'folders'
+    ? canSeeFolder(p, { ...c.owner, isProtected: c.owner.isProtected === true })
+    : canReach(p, c.owner);
 
 /**
  * GET /v1/changes (docs/api.md "Change stream"): the caller's visible record, document and folder changes as
@@ -51,15 +67,20 @@ export function changeRoutes(o: { feed: ChangeFeed; meter?: UsageCharges }): Rou
       handler: async ({ query, principal: p, req, reply }) => {
         const header = req.headers['last-event-id'];
         const lastEventId = Array.isArray(header) ? header[0] : header;
-        if (lastEventId !== undefined && !LOG_POSITION_RE.test(lastEventId.trim())) throw invalid('Last-Event-ID must be a log position (the id of an event of this stream)');
+        if (lastEventId !== undefined && !LOG_POSITION_RE.test(lastEventId.trim()))
+          throw invalid('Last-Event-ID must be a log position (the id of an event of this stream)');
         const kinds = kindsOf(p, query.entities);
         const types = query.types ? new Set(query.types.split(',')) : undefined;
         const context = `${p.tenantId}\u0000${p.contextId}`;
         const token = bearerOf(req.headers.authorization);
         if (!feed.admit(context))
-          throw new ServiceError('RATE_LIMITED', `At most ${feed.perContext} change streams may be open in a context: close one, or try again later`, {
-            headers: { 'retry-after': String(RETRY_AFTER_SECONDS), 'x-ratelimit-limit': String(feed.perContext) },
-          });
+          throw new ServiceError(
+            'RATE_LIMITED',
+            `At most ${feed.perContext} change streams may be open in a context: close one, or try again later`,
+            {
+              headers: { 'retry-after': String(RETRY_AFTER_SECONDS), 'x-ratelimit-limit': String(feed.perContext) },
+            },
+          );
 
         let stream: ChangeStream | undefined;
         let released = false;
@@ -82,9 +103,26 @@ export function changeRoutes(o: { feed: ChangeFeed; meter?: UsageCharges }): Rou
         }
         const ds = p.dataScope;
         // Everything `wanted` depends on: streams with the same key share the feed's filtering and encoding.
-        const filterKey = JSON.stringify([p.tenantId, p.contextId, ds?.userId ?? p.userId, ds?.scopes ?? [], [...kinds].sort(), types ? [...types].sort() : null]);
-        const wanted = (c: Change) => kinds.has(c.kind) && (!types || (c.typeName !== null && types.has(c.typeName))) && visibleTo(p, c);
-        stream = new ChangeStream({ feed, principal: p, token, cursor, filterKey, wanted, meter: o.meter, onStop: release });
+        const filterKey = JSON.stringify([
+          p.tenantId,
+          p.contextId,
+          ds?.userId ?? p.userId,
+          ds?.scopes ?? [],
+          [...kinds].sort(),
+          types ? [...types].sort() : null,
+        ]);
+        const wanted = (c: Change) =>
+          kinds.has(c.kind) && (!types || (c.typeName !== null && types.has(c.typeName))) && visibleTo(p, c);
+        stream = new ChangeStream({
+          feed,
+          principal: p,
+          token,
+          cursor,
+          filterKey,
+          wanted,
+          meter: o.meter,
+          onStop: release,
+        });
         // The client left while the stream was being set up.
         if (released) stream.stop();
         reply

@@ -1,18 +1,57 @@
 import { z } from 'zod';
-import { documentResponse, documentTextResponse, downloadUrlResponse, idParam, limitParam, listDocumentsQuery, listEnvelope, notFound, type Paginator, type Principal, route, type RouteSpec } from '@svc/contracts';
-import { baseUrlOf, type BlobStore, canReach, documentView, type PresignedBlobUrls, readModelVersionOf, type Sql, type StorageGrants, TEXT_READY_STATUSES } from '@svc/domain';
+import {
+  documentResponse,
+  documentTextResponse,
+  downloadUrlResponse,
+  idParam,
+  limitParam,
+  listDocumentsQuery,
+  listEnvelope,
+  notFound,
+  type Paginator,
+  type Principal,
+  route,
+  type RouteSpec,
+} from '@svc/contracts';
+import {
+  baseUrlOf,
+  type BlobStore,
+  canReach,
+  documentView,
+  type PresignedBlobUrls,
+  readModelVersionOf,
+  type Sql,
+  type StorageGrants,
+  TEXT_READY_STATUSES,
+} from '@svc/domain';
 import type { SchemaReads } from '../schemas/reads';
 import { contextListRoute, dataScopeFilter, visibleOr404 } from '../lists';
 import { DOCUMENT_LOOKUPS, lookupPage, lookupParams, type LookupParams } from '../records/lookups';
 import type { DocumentReads, DocumentRow } from './reads';
 
-export function documentQueryRoutes(o: { sql: Sql; documents: DocumentReads; schemas: SchemaReads; pages: Paginator; blindKey: Buffer; blobs: BlobStore; grants: StorageGrants; presigned?: PresignedBlobUrls }): RouteSpec[] {
+export function documentQueryRoutes(o: {
+  sql: Sql;
+  documents: DocumentReads;
+  schemas: SchemaReads;
+  pages: Paginator;
+  blindKey: Buffer;
+  blobs: BlobStore;
+  grants: StorageGrants;
+  presigned?: PresignedBlobUrls;
+}): RouteSpec[] {
   const { documents, schemas, pages } = o;
-  const view = async (d: DocumentRow, full: boolean, p: Principal) => documentView(d, d.schemaId ? await schemas.definition(d.schemaId, readModelVersionOf(p)) : undefined, { full });
+  const view = async (d: DocumentRow, full: boolean, p: Principal) =>
+    documentView(d, d.schemaId ? await schemas.definition(d.schemaId, readModelVersionOf(p)) : undefined, { full });
   const reachable = async (p: Principal, id: string) => visibleOr404(await documents.byId(id), (d) => canReach(p, d));
 
   const lookup = (q: LookupParams & { limit: number }, p: Principal, via: 'GET' | 'POST') =>
-    lookupPage(o, { name: 'document-lookup', index: DOCUMENT_LOOKUPS, byIds: (ids) => documents.byIds(ids), view }, q, p, via);
+    lookupPage(
+      o,
+      { name: 'document-lookup', index: DOCUMENT_LOOKUPS, byIds: (ids) => documents.byIds(ids), view },
+      q,
+      p,
+      via,
+    );
 
   return [
     route({
@@ -21,8 +60,12 @@ export function documentQueryRoutes(o: { sql: Sql; documents: DocumentReads; sch
       operationId: 'lookupDocuments',
       auth: 'data',
       permission: 'documents:r',
-      summary: "Look documents up by a lookup field of their schema (type = the schema's typeName): exact, range or prefix",
-      query: lookupParams.extend({ limit: limitParam, values: z.union([z.string(), z.array(z.string()).min(1).max(3)]).optional() }),
+      summary:
+        "Look documents up by a lookup field of their schema (type = the schema's typeName): exact, range or prefix",
+      query: lookupParams.extend({
+        limit: limitParam,
+        values: z.union([z.string(), z.array(z.string()).min(1).max(3)]).optional(),
+      }),
       response: listEnvelope(documentResponse),
       handler: ({ query, principal }) => lookup(query as LookupParams & { limit: number }, principal, 'GET'),
     }),
@@ -54,7 +97,8 @@ export function documentQueryRoutes(o: { sql: Sql; documents: DocumentReads; sch
       operationId: 'getDocumentText',
       auth: 'data',
       permission: 'documents:r',
-      summary: 'The retained text of a document as JSON {id, text, textBytes}; 404 when not retained or extraction is incomplete',
+      summary:
+        'The retained text of a document as JSON {id, text, textBytes}; 404 when not retained or extraction is incomplete',
       params: idParam,
       response: documentTextResponse,
       handler: async ({ params, principal: p }) => {
@@ -77,7 +121,8 @@ export function documentQueryRoutes(o: { sql: Sql; documents: DocumentReads; sch
       handler: async ({ params, principal: p, req, meta }) => {
         const d = await reachable(p, params.id);
         if (!d.fileRef) throw notFound();
-        if (o.presigned) return o.presigned.download({ key: d.fileRef, contentType: d.fileType, fileName: d.fileName, now: meta.now });
+        if (o.presigned)
+          return o.presigned.download({ key: d.fileRef, contentType: d.fileType, fileName: d.fileName, now: meta.now });
         return o.grants.download(baseUrlOf(req.headers, req.protocol), d.id, d.fileRef, meta.now.getTime());
       },
     }),
@@ -87,7 +132,8 @@ export function documentQueryRoutes(o: { sql: Sql; documents: DocumentReads; sch
       summary: 'List documents, oldest first (filters: userId, scope, folderId)',
       query: listDocumentsQuery,
       item: documentResponse,
-      load: (p, filters, after, limit) => documents.list(p.tenantId!, p.contextId!, { ...filters, ...dataScopeFilter(p) }, after, limit),
+      load: (p, filters, after, limit) =>
+        documents.list(p.tenantId!, p.contextId!, { ...filters, ...dataScopeFilter(p) }, after, limit),
       view: (r, _filters, p) => view(r, false, p),
     }),
   ];

@@ -30,7 +30,10 @@ export function parseKinds(list: string | undefined): ReadonlySet<string> | unde
   if (list === undefined) return undefined;
   const kinds = list.split(',').map((k) => k.trim());
   const unknown = kinds.find((k) => !EXPORT_STREAM_KINDS.includes(k));
-  if (unknown !== undefined) throw invalid(`Invalid query: streams: ${unknown ? `'${unknown.slice(0, 64)}' is not an entity kind` : 'an empty entry'}; kinds: ${EXPORT_STREAM_KINDS.join(', ')}`);
+  if (unknown !== undefined)
+    throw invalid(
+      `Invalid query: streams: ${unknown ? `'${unknown.slice(0, 64)}' is not an entity kind` : 'an empty entry'}; kinds: ${EXPORT_STREAM_KINDS.join(', ')}`,
+    );
   return new Set(kinds);
 }
 
@@ -60,7 +63,11 @@ export interface ExportProgress {
 }
 
 /** The export's selection from the query (already validated by `exportQuery`). */
-export function selectionOf(q: ExportQuery, scope: { tenantId: string; contextId?: string }, until: number): ExportSelection {
+export function selectionOf(
+  q: ExportQuery,
+  scope: { tenantId: string; contextId?: string },
+  until: number,
+): ExportSelection {
   const from = q.from !== undefined ? parseIsoTime(q.from) : null;
   const to = q.to !== undefined ? parseIsoTime(q.to) : null;
   if (from !== null && to !== null && from > to) throw invalid('Invalid query: to must not be earlier than from');
@@ -74,7 +81,8 @@ export function selectionOf(q: ExportQuery, scope: { tenantId: string; contextId
   };
 }
 
-const maskAll = (v: unknown): unknown => (v !== null && typeof v === 'object' ? Object.fromEntries(Object.keys(v).map((k) => [k, MASK])) : MASK);
+const maskAll = (v: unknown): unknown =>
+  v !== null && typeof v === 'object' ? Object.fromEntries(Object.keys(v).map((k) => [k, MASK])) : MASK;
 
 /**
  * Event data as exported: every sealed value (a sensitive field of a record, document, user or entity payload,
@@ -84,7 +92,8 @@ const maskAll = (v: unknown): unknown => (v !== null && typeof v === 'object' ? 
 export function maskEventData(type: string, data: Record<string, unknown>): Record<string, unknown> {
   const out = maskObject(data);
   // A unique sensitive value is reserved by its blind index (`.../blind:<hmac>`).
-  if ((type === 'ReservationClaimed' || type === 'ReservationReleased') && typeof out.key === 'string') out.key = out.key.replace(/blind:[0-9a-f]+/g, `blind:${MASK}`);
+  if ((type === 'ReservationClaimed' || type === 'ReservationReleased') && typeof out.key === 'string')
+    out.key = out.key.replace(/blind:[0-9a-f]+/g, `blind:${MASK}`);
   return out;
 }
 
@@ -138,7 +147,11 @@ function selected(s: ExportSelection, e: StoredEvent): boolean {
  * page is read only when the consumer asks for the next chunk, so a slow reader holds the export back
  * instead of letting it pile up in memory.
  */
-export async function* exportChunks(store: EventStore, s: ExportSelection, o: { pageSize?: number; onProgress?: (p: ExportProgress) => void } = {}): AsyncGenerator<string> {
+export async function* exportChunks(
+  store: EventStore,
+  s: ExportSelection,
+  o: { pageSize?: number; onProgress?: (p: ExportProgress) => void } = {},
+): AsyncGenerator<string> {
   const pageSize = o.pageSize ?? EXPORT_PAGE;
   let after = s.after;
   let lines = 0;

@@ -5,14 +5,37 @@ import { type CreatedKey, dataScopeArgs, inDataScope, type OwnerFilter, oldestFi
 export type FolderRow = Omit<LiveFolder, 'exists'>;
 
 type Raw = {
-  folder_id: string; tenant_id: string; context_id: string; parent_folder_id: string | null; name: string; description: string | null; slug: string;
-  depth: number; is_protected: boolean; user_id: string | null; scopes: string[]; created_at: Date | string; updated_at: Date | string; version: number;
+  folder_id: string;
+  tenant_id: string;
+  context_id: string;
+  parent_folder_id: string | null;
+  name: string;
+  description: string | null;
+  slug: string;
+  depth: number;
+  is_protected: boolean;
+  user_id: string | null;
+  scopes: string[];
+  created_at: Date | string;
+  updated_at: Date | string;
+  version: number;
 };
 
 const toRow = (r: Raw): FolderRow => ({
-  id: r.folder_id, tenantId: r.tenant_id, contextId: r.context_id, parentFolderId: r.parent_folder_id, name: r.name, description: r.description, slug: r.slug,
-  depth: r.depth, isProtected: r.is_protected, userId: r.user_id, scopes: r.scopes, createdAt: new Date(r.created_at).toISOString(),
-  lastModified: new Date(r.updated_at).toISOString(), version: r.version,
+  id: r.folder_id,
+  tenantId: r.tenant_id,
+  contextId: r.context_id,
+  parentFolderId: r.parent_folder_id,
+  name: r.name,
+  description: r.description,
+  slug: r.slug,
+  depth: r.depth,
+  isProtected: r.is_protected,
+  userId: r.user_id,
+  scopes: r.scopes,
+  createdAt: new Date(r.created_at).toISOString(),
+  lastModified: new Date(r.updated_at).toISOString(),
+  version: r.version,
 });
 
 /** The data scope does not apply to the context root. */
@@ -49,12 +72,26 @@ export class FolderReads {
   }
 
   /** Oldest first by (createdAt, id); filters (including the data scope) apply before the limit. */
-  async list(tenantId: string, contextId: string, f: FolderFilter, after: CreatedKey | undefined, limit: number): Promise<FolderRow[]> {
+  async list(
+    tenantId: string,
+    contextId: string,
+    f: FolderFilter,
+    after: CreatedKey | undefined,
+    limit: number,
+  ): Promise<FolderRow[]> {
     const { rows } = await this.sql.query<Raw>(
       `SELECT * FROM rm_folders
         WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL OR user_id = $3) AND ($4::text IS NULL OR scopes ? $4::text) AND ($5::text IS NULL OR parent_folder_id = $5)
           AND (is_protected OR (${inDataScope(6)})) AND ${oldestFirstAfter('folder_id', 8)}`,
-      [tenantId, contextId, f.userId ?? null, f.scope ?? null, f.parentFolderId ?? null, ...dataScopeArgs(f), ...pageArgs(after, limit)],
+      [
+        tenantId,
+        contextId,
+        f.userId ?? null,
+        f.scope ?? null,
+        f.parentFolderId ?? null,
+        ...dataScopeArgs(f),
+        ...pageArgs(after, limit),
+      ],
     );
     return rows.map(toRow);
   }

@@ -1,4 +1,12 @@
-import { folderResponse, idParam, listFoldersQuery, type Paginator, type Principal, route, type RouteSpec } from '@svc/contracts';
+import {
+  folderResponse,
+  idParam,
+  listFoldersQuery,
+  type Paginator,
+  type Principal,
+  route,
+  type RouteSpec,
+} from '@svc/contracts';
 import { canReach, canSeeFolder, folderView, rootFolderId } from '@svc/domain';
 import type { HistoryReads } from '../history/reads';
 import { historyRoutes } from '../history/routes';
@@ -11,7 +19,9 @@ import type { FolderReads } from './reads';
  * as it will be recorded, and never write it (its first folder write does).
  */
 const implicitRootOf = (folders: FolderReads, p: Principal, id: string) =>
-  p.tenantId && p.contextId && id === rootFolderId(p.tenantId, p.contextId) ? folders.implicitRoot(p.tenantId, p.contextId) : Promise.resolve(null);
+  p.tenantId && p.contextId && id === rootFolderId(p.tenantId, p.contextId)
+    ? folders.implicitRoot(p.tenantId, p.contextId)
+    : Promise.resolve(null);
 
 /**
  * Version history and tombstones of folders; an unrecorded root has no history yet (an empty list). The context's
@@ -21,7 +31,12 @@ export const folderHistoryRoutes = (history: HistoryReads, folders: FolderReads)
   historyRoutes(history, 'folder', 'folders:r', {
     tombstone: true,
     liveOwner: (id, p) => implicitRootOf(folders, p, id),
-    visible: (p, o, id) => canReach(p, o) || (!!o.tenantId && !!o.contextId && id === rootFolderId(o.tenantId, o.contextId) && canSeeFolder(p, { ...o, isProtected: true })),
+    visible: (p, o, id) =>
+      canReach(p, o) ||
+      (!!o.tenantId &&
+        !!o.contextId &&
+        id === rootFolderId(o.tenantId, o.contextId) &&
+        canSeeFolder(p, { ...o, isProtected: true })),
   });
 
 export function folderQueryRoutes(folders: FolderReads, pages: Paginator): RouteSpec[] {
@@ -35,12 +50,18 @@ export function folderQueryRoutes(folders: FolderReads, pages: Paginator): Route
       summary: 'Get a folder',
       params: idParam,
       response: folderResponse,
-      handler: async ({ params, principal: p }) => folderView(visibleOr404((await folders.byId(params.id)) ?? (await implicitRootOf(folders, p, params.id)), (f) => canSeeFolder(p, f))),
+      handler: async ({ params, principal: p }) =>
+        folderView(
+          visibleOr404((await folders.byId(params.id)) ?? (await implicitRootOf(folders, p, params.id)), (f) =>
+            canSeeFolder(p, f),
+          ),
+        ),
     }),
     contextListRoute(pages, {
       name: 'folders',
       operationId: 'listFolders',
-      summary: 'List folders, oldest first (filters: userId, scope, parentFolderId); the context root is always visible',
+      summary:
+        'List folders, oldest first (filters: userId, scope, parentFolderId); the context root is always visible',
       query: listFoldersQuery,
       item: folderResponse,
       load: async (p, filters, after, limit) => {

@@ -1,4 +1,13 @@
-import { idParam, notFound, pageQuery, type Principal, route, type RouteSpec, tombstoneResponse, versionPage } from '@svc/contracts';
+import {
+  idParam,
+  notFound,
+  pageQuery,
+  type Principal,
+  route,
+  type RouteSpec,
+  tombstoneResponse,
+  versionPage,
+} from '@svc/contracts';
 import { canReach, type Owned } from '@svc/domain';
 import type { HistoryReads } from './reads';
 
@@ -7,11 +16,16 @@ export function historyRoutes(
   history: HistoryReads,
   kind: 'record' | 'schema' | 'document' | 'folder',
   permission: string,
-  opts: { tombstone: boolean; visible?: (p: Principal, owner: Owned, id: string) => boolean; liveOwner?: (id: string, p: Principal) => Promise<Owned | null> },
+  opts: {
+    tombstone: boolean;
+    visible?: (p: Principal, owner: Owned, id: string) => boolean;
+    liveOwner?: (id: string, p: Principal) => Promise<Owned | null>;
+  },
 ): RouteSpec[] {
   const visible = opts.visible ?? canReach;
   // An entity whose history is off (auditHistory: false) has no rows: its live state says who may ask.
-  const ownerOf = async (id: string, p: Principal) => (await history.lastOwner(id)) ?? (await opts.liveOwner?.(id, p)) ?? null;
+  const ownerOf = async (id: string, p: Principal) =>
+    (await history.lastOwner(id)) ?? (await opts.liveOwner?.(id, p)) ?? null;
   /** GET /v1/<kind>s/:id/<part>, its operation id in /openapi.json getRecordVersions, getRecordTombstone, ... */
   const partOf = (part: 'versions' | 'tombstone') => ({
     method: 'GET' as const,
@@ -43,7 +57,8 @@ export function historyRoutes(
         response: tombstoneResponse,
         handler: async ({ params, principal: p }) => {
           const t = await history.tombstone(params.id, kind);
-          if (!t || !visible(p, { tenantId: t.tenantId, contextId: t.contextId, ...t.owner }, params.id)) throw notFound();
+          if (!t || !visible(p, { tenantId: t.tenantId, contextId: t.contextId, ...t.owner }, params.id))
+            throw notFound();
           return t.body;
         },
       }),

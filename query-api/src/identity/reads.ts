@@ -1,27 +1,68 @@
 import type { LiveEntity, LiveUser, NamespaceEntry, Sql } from '@svc/domain';
 import { firstRow } from '../first-row';
-import { type CreatedKey, dataScopeArgs, type DataScopeFilter, inDataScope, oldestFirstAfter, pageArgs } from '../lists';
+import {
+  type CreatedKey,
+  dataScopeArgs,
+  type DataScopeFilter,
+  inDataScope,
+  oldestFirstAfter,
+  pageArgs,
+} from '../lists';
 
 export type UserRow = Omit<LiveUser, 'exists'>;
 export type EntityRow = Omit<LiveEntity, 'exists'>;
 
 type RawUser = {
-  user_id: string; tenant_id: string; context_id: string; email: string | null; display_name: string | null; payload: Record<string, unknown>;
-  schema_id: string | null; scopes: string[]; created_at: Date | string; updated_at: Date | string; version: number;
+  user_id: string;
+  tenant_id: string;
+  context_id: string;
+  email: string | null;
+  display_name: string | null;
+  payload: Record<string, unknown>;
+  schema_id: string | null;
+  scopes: string[];
+  created_at: Date | string;
+  updated_at: Date | string;
+  version: number;
 };
 type RawEntity = {
-  entity_id: string; tenant_id: string; context_id: string; namespace: string; key: string; payload: Record<string, unknown>; schema_id: string | null;
-  created_at: Date | string; updated_at: Date | string; version: number;
+  entity_id: string;
+  tenant_id: string;
+  context_id: string;
+  namespace: string;
+  key: string;
+  payload: Record<string, unknown>;
+  schema_id: string | null;
+  created_at: Date | string;
+  updated_at: Date | string;
+  version: number;
 };
 const iso = (d: Date | string) => new Date(d).toISOString();
 
 const toUser = (r: RawUser): UserRow => ({
-  id: r.user_id, tenantId: r.tenant_id, contextId: r.context_id, email: r.email, displayName: r.display_name, payload: r.payload, schemaId: r.schema_id,
-  scopes: r.scopes, createdAt: iso(r.created_at), updatedAt: iso(r.updated_at), version: r.version,
+  id: r.user_id,
+  tenantId: r.tenant_id,
+  contextId: r.context_id,
+  email: r.email,
+  displayName: r.display_name,
+  payload: r.payload,
+  schemaId: r.schema_id,
+  scopes: r.scopes,
+  createdAt: iso(r.created_at),
+  updatedAt: iso(r.updated_at),
+  version: r.version,
 });
 const toEntity = (r: RawEntity): EntityRow => ({
-  id: r.entity_id, tenantId: r.tenant_id, contextId: r.context_id, namespace: r.namespace, key: r.key, payload: r.payload, schemaId: r.schema_id,
-  createdAt: iso(r.created_at), updatedAt: iso(r.updated_at), version: r.version,
+  id: r.entity_id,
+  tenantId: r.tenant_id,
+  contextId: r.context_id,
+  namespace: r.namespace,
+  key: r.key,
+  payload: r.payload,
+  schemaId: r.schema_id,
+  createdAt: iso(r.created_at),
+  updatedAt: iso(r.updated_at),
+  version: r.version,
 });
 
 export class IdentityReads {
@@ -37,8 +78,13 @@ export class IdentityReads {
   }
 
   async namespace(tenantId: string, name: string): Promise<NamespaceEntry | null> {
-    const { rows } = await this.sql.query<{ name: string; description: string | null; created_at: Date | string }>('SELECT * FROM rm_namespaces WHERE tenant_id = $1 AND name = $2', [tenantId, name]);
-    return rows[0] ? { name: rows[0].name, description: rows[0].description, createdAt: iso(rows[0].created_at) } : null;
+    const { rows } = await this.sql.query<{ name: string; description: string | null; created_at: Date | string }>(
+      'SELECT * FROM rm_namespaces WHERE tenant_id = $1 AND name = $2',
+      [tenantId, name],
+    );
+    return rows[0]
+      ? { name: rows[0].name, description: rows[0].description, createdAt: iso(rows[0].created_at) }
+      : null;
   }
 
   /** Registered namespaces, oldest first by (createdAt, name). */
@@ -55,7 +101,13 @@ export class IdentityReads {
   }
 
   /** Oldest first; `email` matches without case; the data scope (bound user, any of the scopes) applies before the limit. */
-  async users(tenantId: string, contextId: string, f: { email?: string; scope?: string } & DataScopeFilter, after: CreatedKey | undefined, limit: number): Promise<UserRow[]> {
+  async users(
+    tenantId: string,
+    contextId: string,
+    f: { email?: string; scope?: string } & DataScopeFilter,
+    after: CreatedKey | undefined,
+    limit: number,
+  ): Promise<UserRow[]> {
     const { rows } = await this.sql.query<RawUser>(
       `SELECT * FROM rm_users
         WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL OR email_key = lower(trim($3::text))) AND ($4::text IS NULL OR scopes ? $4::text)
@@ -70,12 +122,25 @@ export class IdentityReads {
   }
 
   /** Oldest first; a credential limited to scopes sees the entities those scopes name. */
-  async entities(tenantId: string, contextId: string, f: { namespace?: string; key?: string; scopeAnyOf?: string[] }, after: CreatedKey | undefined, limit: number): Promise<EntityRow[]> {
+  async entities(
+    tenantId: string,
+    contextId: string,
+    f: { namespace?: string; key?: string; scopeAnyOf?: string[] },
+    after: CreatedKey | undefined,
+    limit: number,
+  ): Promise<EntityRow[]> {
     const { rows } = await this.sql.query<RawEntity>(
       `SELECT * FROM rm_entities
         WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL OR namespace = $3) AND ($4::text IS NULL OR key = $4)
           AND ($5::jsonb IS NULL OR (namespace || ':' || key) IN (SELECT jsonb_array_elements_text($5::jsonb))) AND ${oldestFirstAfter('entity_id', 6)}`,
-      [tenantId, contextId, f.namespace ?? null, f.key ?? null, f.scopeAnyOf?.length ? JSON.stringify(f.scopeAnyOf) : null, ...pageArgs(after, limit)],
+      [
+        tenantId,
+        contextId,
+        f.namespace ?? null,
+        f.key ?? null,
+        f.scopeAnyOf?.length ? JSON.stringify(f.scopeAnyOf) : null,
+        ...pageArgs(after, limit),
+      ],
     );
     return rows.map(toEntity);
   }

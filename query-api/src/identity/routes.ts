@@ -1,16 +1,46 @@
-import { BUILTIN_NAMESPACES, entityResponse, idParam, listEntitiesQuery, listEnvelope, listUsersQuery, namespaceParam, namespaceResponse, notFound, pageQuery, type Paginator, type Principal, route, type RouteSpec, userResponse } from '@svc/contracts';
-import { canReach, canSeeEntity, entityView, isBuiltinNamespace, type NamespaceEntry, namespaceView, readModelVersionOf, userOwner, userView } from '@svc/domain';
+import {
+  BUILTIN_NAMESPACES,
+  entityResponse,
+  idParam,
+  listEntitiesQuery,
+  listEnvelope,
+  listUsersQuery,
+  namespaceParam,
+  namespaceResponse,
+  notFound,
+  pageQuery,
+  type Paginator,
+  type Principal,
+  route,
+  type RouteSpec,
+  userResponse,
+} from '@svc/contracts';
+import {
+  canReach,
+  canSeeEntity,
+  entityView,
+  isBuiltinNamespace,
+  type NamespaceEntry,
+  namespaceView,
+  readModelVersionOf,
+  userOwner,
+  userView,
+} from '@svc/domain';
 import { contextListRoute, dataScopeFilter, visibleOr404 } from '../lists';
 import type { SchemaReads } from '../schemas/reads';
 import type { EntityRow, IdentityReads, UserRow } from './reads';
 
-const BUILTIN_DESCRIPTIONS: Record<string, string> = { org: 'Built-in namespace: organisations', client: 'Built-in namespace: clients' };
+const BUILTIN_DESCRIPTIONS: Record<string, string> = {
+  org: 'Built-in namespace: organisations',
+  client: 'Built-in namespace: clients',
+};
 
 /** Cursor key of the namespace list: the built-ins come first (`b`), then registered names (`r`) by (createdAt, name). */
 type NamespaceKey = ['b' | 'r', string, string];
 
 export function identityQueryRoutes(reads: IdentityReads, schemas: SchemaReads, pages: Paginator): RouteSpec[] {
-  const definition = async (schemaId: string | null, p: Principal) => (schemaId ? await schemas.definition(schemaId, readModelVersionOf(p)) : undefined);
+  const definition = async (schemaId: string | null, p: Principal) =>
+    schemaId ? await schemas.definition(schemaId, readModelVersionOf(p)) : undefined;
   const showUser = async (u: UserRow, p: Principal) => userView(u, await definition(u.schemaId, p));
   const showEntity = async (e: EntityRow, p: Principal) => entityView(e, await definition(e.schemaId, p));
   const builtins = async (tenantId: string): Promise<NamespaceEntry[]> => {
@@ -41,7 +71,14 @@ export function identityQueryRoutes(reads: IdentityReads, schemas: SchemaReads, 
           const rows = await reads.namespaces(p.tenantId!, after?.[0] === 'r' ? [after[1], after[2]] : undefined, want);
           items.push(...rows.map((entry) => ({ key: ['r', entry.createdAt, entry.name] as NamespaceKey, entry })));
         }
-        return pages.page(scope, params, items, query.limit, (i) => i.key, (i) => namespaceView(i.entry));
+        return pages.page(
+          scope,
+          params,
+          items,
+          query.limit,
+          (i) => i.key,
+          (i) => namespaceView(i.entry),
+        );
       },
     }),
     route({
@@ -53,7 +90,8 @@ export function identityQueryRoutes(reads: IdentityReads, schemas: SchemaReads, 
       params: namespaceParam,
       response: namespaceResponse,
       handler: async ({ params, principal: p }) => {
-        if (isBuiltinNamespace(params.name)) return namespaceView((await builtins(p.tenantId!)).find((b) => b.name === params.name)!);
+        if (isBuiltinNamespace(params.name))
+          return namespaceView((await builtins(p.tenantId!)).find((b) => b.name === params.name)!);
         const entry = await reads.namespace(p.tenantId!, params.name);
         if (!entry) throw notFound();
         return namespaceView(entry);
@@ -67,14 +105,19 @@ export function identityQueryRoutes(reads: IdentityReads, schemas: SchemaReads, 
       summary: 'Get a user',
       params: idParam,
       response: userResponse,
-      handler: async ({ params, principal: p }) => showUser(visibleOr404(await reads.user(params.id), (u) => canReach(p, userOwner(u))), p),
+      handler: async ({ params, principal: p }) =>
+        showUser(
+          visibleOr404(await reads.user(params.id), (u) => canReach(p, userOwner(u))),
+          p,
+        ),
     }),
     contextListRoute(pages, {
       name: 'users',
       summary: 'List users of the context, oldest first (filters: email, scope)',
       query: listUsersQuery,
       item: userResponse,
-      load: (p, filters, after, limit) => reads.users(p.tenantId!, p.contextId!, { ...filters, ...dataScopeFilter(p) }, after, limit),
+      load: (p, filters, after, limit) =>
+        reads.users(p.tenantId!, p.contextId!, { ...filters, ...dataScopeFilter(p) }, after, limit),
       view: (u, _filters, p) => showUser(u, p),
     }),
     route({
@@ -85,7 +128,11 @@ export function identityQueryRoutes(reads: IdentityReads, schemas: SchemaReads, 
       summary: 'Get an identity entity',
       params: idParam,
       response: entityResponse,
-      handler: async ({ params, principal: p }) => showEntity(visibleOr404(await reads.entity(params.id), (e) => canSeeEntity(p, e)), p),
+      handler: async ({ params, principal: p }) =>
+        showEntity(
+          visibleOr404(await reads.entity(params.id), (e) => canSeeEntity(p, e)),
+          p,
+        ),
     }),
     contextListRoute(pages, {
       name: 'entities',
@@ -93,7 +140,8 @@ export function identityQueryRoutes(reads: IdentityReads, schemas: SchemaReads, 
       query: listEntitiesQuery,
       item: entityResponse,
       // A credential limited to scopes sees the entities those scopes name; entities have no owning user.
-      load: (p, filters, after, limit) => reads.entities(p.tenantId!, p.contextId!, { ...filters, scopeAnyOf: p.dataScope?.scopes }, after, limit),
+      load: (p, filters, after, limit) =>
+        reads.entities(p.tenantId!, p.contextId!, { ...filters, scopeAnyOf: p.dataScope?.scopes }, after, limit),
       view: (e, _filters, p) => showEntity(e, p),
     }),
   ];

@@ -51,7 +51,14 @@ export const BUILTIN_MODEL_ID = 'builtin-extractive';
  * question, verbatim, each followed by its source label when there are
  * several sources, word by word; or says plainly that nothing relevant was found.
  */
-export function builtinModel(o: { embedder?: Embedder; embedQuery?: (text: string) => Promise<number[]>; contextWindow?: number; rerank?: number } = {}): InferenceModel {
+export function builtinModel(
+  o: {
+    embedder?: Embedder;
+    embedQuery?: (text: string) => Promise<number[]>;
+    contextWindow?: number;
+    rerank?: number;
+  } = {},
+): InferenceModel {
   const entry: ModelEntry = {
     id: BUILTIN_MODEL_ID,
     name: 'Built-in extractive (answers with sentences from your content)',
@@ -69,7 +76,10 @@ export function builtinModel(o: { embedder?: Embedder; embedQuery?: (text: strin
   // in through each passage's search score.
   const similarity = embedder
     ? async (question: string, sentences: string[]) => {
-        const [q, vs] = await Promise.all([o.embedQuery ? o.embedQuery(question) : embedder.embed([question], { purpose: 'query' }).then((v) => v[0]), embedder.embed(sentences, { purpose: 'passage' })]);
+        const [q, vs] = await Promise.all([
+          o.embedQuery ? o.embedQuery(question) : embedder.embed([question], { purpose: 'query' }).then((v) => v[0]),
+          embedder.embed(sentences, { purpose: 'passage' }),
+        ]);
         return vs.map((v) => v.reduce((a, x, i) => a + x * q[i], 0));
       }
     : undefined;
@@ -77,7 +87,11 @@ export function builtinModel(o: { embedder?: Embedder; embedQuery?: (text: strin
     entry,
     async *stream(r) {
       const rerank = o.rerank ?? 0;
-      const choice = await chooseSentences(r.question, r.sources, { similarity: rerank > 0 ? similarity : undefined, maxSentences: 3, rerank });
+      const choice = await chooseSentences(r.question, r.sources, {
+        similarity: rerank > 0 ? similarity : undefined,
+        maxSentences: 3,
+        rerank,
+      });
       if (r.signal.aborted) return;
       // RAG labels each sentence with its passage's place in search_results ([1] is the first).
       const labelled = r.surface === 'rag';
@@ -111,16 +125,24 @@ export class ModelCatalog {
   /** The model a call asked for (or the default) for an account on `plan`: 402 outside the plan, an unknown model included (spec: "A model outside the plan gives 402"). */
   resolve(id: string | undefined, plan: string): InferenceModel {
     const m = this.byId.get(id ?? this.defaultModel);
-    if (!m) throw new ServiceError('PAYMENT_REQUIRED', `Model '${String(id).slice(0, 200)}' is not available on any plan: GET /v1/models lists the models`);
+    if (!m)
+      throw new ServiceError(
+        'PAYMENT_REQUIRED',
+        `Model '${String(id).slice(0, 200)}' is not available on any plan: GET /v1/models lists the models`,
+      );
     const tier = (PLAN_TIERS as readonly string[]).includes(plan) ? plan : 'free';
     if (!(m.entry.availableOn as string[]).includes(tier))
-      throw new ServiceError('PAYMENT_REQUIRED', `Model '${m.entry.id}' is not available on the ${tier} plan (available on: ${m.entry.availableOn.join(', ')})`);
+      throw new ServiceError(
+        'PAYMENT_REQUIRED',
+        `Model '${m.entry.id}' is not available on the ${tier} plan (available on: ${m.entry.availableOn.join(', ')})`,
+      );
     return m;
   }
 }
 
 /** Whole cents charged to the inference balance for a call, rounded up (decisions §5, §8: 1 credit = 0.1 cent unless configured). */
 export function costCents(entry: ModelEntry, inputTokens: number, outputTokens: number, centsPerCredit = 0.1): number {
-  const credits = (inputTokens / 1000) * entry.inputCreditsPer1kTokens + (outputTokens / 1000) * entry.outputCreditsPer1kTokens;
+  const credits =
+    (inputTokens / 1000) * entry.inputCreditsPer1kTokens + (outputTokens / 1000) * entry.outputCreditsPer1kTokens;
   return Math.ceil(credits * centsPerCredit);
 }

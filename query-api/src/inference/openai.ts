@@ -61,7 +61,11 @@ export function openAiModel(o: OpenAiModelOptions): InferenceModel {
         try {
           res = await request(endpoint, {
             method: 'POST',
-            headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...(o.apiKey ? { authorization: `Bearer ${o.apiKey}` } : {}) },
+            headers: {
+              'content-type': 'application/json',
+              accept: 'text/event-stream',
+              ...(o.apiKey ? { authorization: `Bearer ${o.apiKey}` } : {}),
+            },
             body,
             signal: r.signal,
             headersTimeout: o.headersTimeoutMs ?? 30_000,
@@ -69,7 +73,8 @@ export function openAiModel(o: OpenAiModelOptions): InferenceModel {
           });
           if (res.statusCode === 200) break;
           const text = (await res.body.text()).slice(0, 300);
-          if (!RETRYABLE(res.statusCode) || attempt >= attempts) throw new ModelError(`model endpoint answered ${res.statusCode}: ${text}`);
+          if (!RETRYABLE(res.statusCode) || attempt >= attempts)
+            throw new ModelError(`model endpoint answered ${res.statusCode}: ${text}`);
         } catch (e) {
           if (r.signal.aborted || attempt >= attempts || e instanceof ModelError) throw e;
         }
@@ -81,11 +86,19 @@ export function openAiModel(o: OpenAiModelOptions): InferenceModel {
       const parser = createParser({
         onEvent: (m: EventSourceMessage) => {
           if (m.data === '[DONE]') return void (done = true);
-          const chunk = JSON.parse(m.data) as { choices?: Array<{ delta?: { content?: string } }>; usage?: { prompt_tokens?: number; completion_tokens?: number }; error?: { message?: string } };
+          const chunk = JSON.parse(m.data) as {
+            choices?: Array<{ delta?: { content?: string } }>;
+            usage?: { prompt_tokens?: number; completion_tokens?: number };
+            error?: { message?: string };
+          };
           if (chunk.error) failure = new ModelError(`model endpoint error: ${chunk.error.message ?? 'unknown'}`);
           const delta = chunk.choices?.[0]?.delta?.content;
           if (delta) queue.push(delta);
-          if (chunk.usage && typeof chunk.usage.prompt_tokens === 'number' && typeof chunk.usage.completion_tokens === 'number')
+          if (
+            chunk.usage &&
+            typeof chunk.usage.prompt_tokens === 'number' &&
+            typeof chunk.usage.completion_tokens === 'number'
+          )
             queue.push({ inputTokens: chunk.usage.prompt_tokens, outputTokens: chunk.usage.completion_tokens });
         },
       });
@@ -107,12 +120,17 @@ function messagesOf(r: InferenceRequest): Array<{ role: string; content: string 
   const context = r.sources.map((s) => `[${s.label}] ${s.text}`).join('\n\n');
   const system = [
     r.system,
-    r.surface === 'rag' ? 'Answer from the numbered passages below; cite them as [n]. If they do not answer the question, say so.' : 'Answer from the document below. If it does not answer the question, say so.',
+    r.surface === 'rag'
+      ? 'Answer from the numbered passages below; cite them as [n]. If they do not answer the question, say so.'
+      : 'Answer from the document below. If it does not answer the question, say so.',
   ]
     .filter(Boolean)
     .join('\n\n');
   return [
     { role: 'system', content: system },
-    { role: 'user', content: `${r.surface === 'rag' ? 'Passages' : 'Document'}:\n${context}\n\nQuestion: ${r.question}` },
+    {
+      role: 'user',
+      content: `${r.surface === 'rag' ? 'Passages' : 'Document'}:\n${context}\n\nQuestion: ${r.question}`,
+    },
   ];
 }

@@ -1,8 +1,33 @@
 import {
-  ASK_INPUT_LIMIT_TOKENS, askBody, askStreamEvents, chatBody, chatStreamEvents, forbidden, idParam, INFERENCE_CAPS, invalid, modelCatalogResponse, notFound, type Principal, ragBody,
-  ragStreamEvents, type RequestMeta, route, type RouteSpec, searchBody, ServiceError,
+  ASK_INPUT_LIMIT_TOKENS,
+  askBody,
+  askStreamEvents,
+  chatBody,
+  chatStreamEvents,
+  forbidden,
+  idParam,
+  INFERENCE_CAPS,
+  invalid,
+  modelCatalogResponse,
+  notFound,
+  type Principal,
+  ragBody,
+  ragStreamEvents,
+  type RequestMeta,
+  route,
+  type RouteSpec,
+  searchBody,
+  ServiceError,
 } from '@svc/contracts';
-import { type BlobStore, canReach, type ExtractiveSource, type SearchEngines, type Sql, TEXT_READY_STATUSES, type UsageCharges } from '@svc/domain';
+import {
+  type BlobStore,
+  canReach,
+  type ExtractiveSource,
+  type SearchEngines,
+  type Sql,
+  TEXT_READY_STATUSES,
+  type UsageCharges,
+} from '@svc/domain';
 import type { DocumentReads } from '../documents/reads';
 import { runSearch } from '../search/routes';
 import { costCents, type InferenceModel, type InferenceRequest, type ModelCatalog } from './models';
@@ -41,7 +66,10 @@ const ANSWERING = { auth: 'data', permission: 'inference:r', rateLimited: true }
 
 export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
   /** The model for this call, after the plan and region checks. */
-  async function modelFor(p: Principal, body: { model?: string; allowGlobalRegion?: boolean }): Promise<InferenceModel> {
+  async function modelFor(
+    p: Principal,
+    body: { model?: string; allowGlobalRegion?: boolean },
+  ): Promise<InferenceModel> {
     const account = p.accountId ? await d.account(p.accountId) : null;
     if (body.allowGlobalRegion === true) {
       const ent = account?.entitlements as { allowGlobalRegion?: unknown } | undefined;
@@ -54,7 +82,14 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
    * The frames of one call: `lead` frames first, then the answer as content_delta frames (stopped at
    * `maxTokens` output tokens), then exactly one `done`, or an `error` when the model fails.
    */
-  async function* answer(meta: RequestMeta, model: InferenceModel, req: Omit<InferenceRequest, 'signal'>, inputTokens: number, lead: string[], tokens: TokenCounter): AsyncGenerator<string> {
+  async function* answer(
+    meta: RequestMeta,
+    model: InferenceModel,
+    req: Omit<InferenceRequest, 'signal'>,
+    inputTokens: number,
+    lead: string[],
+    tokens: TokenCounter,
+  ): AsyncGenerator<string> {
     const abort = new AbortController();
     let outputTokens = 0;
     let finished = false;
@@ -76,7 +111,10 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
       } catch (e) {
         d.log?.(`inference: model ${model.entry.id} failed: ${e instanceof Error ? e.message : String(e)}`);
         finished = true;
-        yield frame('error', { message: 'The model failed while answering; nothing more will be sent', code: 'MODEL_ERROR' });
+        yield frame('error', {
+          message: 'The model failed while answering; nothing more will be sent',
+          code: 'MODEL_ERROR',
+        });
         return;
       }
       finished = true;
@@ -91,11 +129,14 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
       // Also reached when the client goes away mid-stream: the model is stopped and charged what it produced.
       if (!finished) abort.abort();
       const cents = costCents(model.entry, inputTokens, outputTokens);
-      await d.meter?.inferenceCall(meta, req.surface, cents).catch((e) => d.log?.(`inference: usage not recorded: ${e instanceof Error ? e.message : String(e)}`));
+      await d.meter
+        ?.inferenceCall(meta, req.surface, cents)
+        .catch((e) => d.log?.(`inference: usage not recorded: ${e instanceof Error ? e.message : String(e)}`));
     }
   }
 
-  const capped = (asked: number | undefined, cap: { defaultMaxTokens: number; maxTokens: number }) => Math.min(asked ?? cap.defaultMaxTokens, cap.maxTokens);
+  const capped = (asked: number | undefined, cap: { defaultMaxTokens: number; maxTokens: number }) =>
+    Math.min(asked ?? cap.defaultMaxTokens, cap.maxTokens);
 
   return [
     route({
@@ -104,7 +145,8 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
       operationId: 'listModels',
       auth: 'data',
       permission: 'inference:r',
-      summary: 'The model catalog: {models, defaultModel}; each model with its context window, prices per 1k tokens and the plans it is available on',
+      summary:
+        'The model catalog: {models, defaultModel}; each model with its context window, prices per 1k tokens and the plans it is available on',
       response: modelCatalogResponse,
       handler: async () => d.catalog.list(),
     }),
@@ -115,19 +157,28 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
       stream: ragStreamEvents,
       errors: [503],
       ...ANSWERING,
-      summary: 'Answer grounded in the content search (Server-Sent Events: search_results, optional truncation_warning, content_delta+, done)',
+      summary:
+        'Answer grounded in the content search (Server-Sent Events: search_results, optional truncation_warning, content_delta+, done)',
       body: ragBody,
       handler: async ({ body, principal: p, meta, reply }) => {
         const model = await modelFor(p, body);
         if (!d.search) throw new ServiceError('UNAVAILABLE', 'Search is not available in this process');
         const { limit, ...search } = body.search;
         const parsed = searchBody.safeParse({ ...search, query: body.query, limit });
-        if (!parsed.success) throw invalid(`Invalid search: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+        if (!parsed.success)
+          throw invalid(
+            `Invalid search: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+          );
         const found = await runSearch(d.sql, d.search, p, parsed.data); // 503 here when requireComplete meets a degraded leg
         const tokens = await tokenCounter();
         const maxTokens = capped(body.maxTokens, INFERENCE_CAPS.rag);
         // Passages in rank order while they fit the model's window beside the answer and the question.
-        let budget = model.entry.contextWindow - maxTokens - tokens.count(body.instructions ?? '') - tokens.count(body.query) - FRAMING_TOKENS;
+        let budget =
+          model.entry.contextWindow -
+          maxTokens -
+          tokens.count(body.instructions ?? '') -
+          tokens.count(body.query) -
+          FRAMING_TOKENS;
         const sources: ExtractiveSource[] = [];
         let passageTokens = 0;
         for (const [i, r] of found.results.entries()) {
@@ -140,9 +191,33 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
         const lead = [frame('search_results', found)];
         if (sources.length < found.results.length)
           // resultsRequested: the search.limit of the call (what was asked for), not how many results came back.
-          lead.push(frame('truncation_warning', { resultsRequested: limit, resultsUsed: sources.length, reason: 'context_window' }));
-        const inputTokens = tokens.count(body.instructions ?? '') + tokens.count(body.query) + passageTokens + FRAMING_TOKENS;
-        return sendEventStream(reply, answer(meta, model, { surface: 'rag', system: body.instructions, question: body.query, sources, maxTokens, temperature: body.temperature }, inputTokens, lead, tokens));
+          lead.push(
+            frame('truncation_warning', {
+              resultsRequested: limit,
+              resultsUsed: sources.length,
+              reason: 'context_window',
+            }),
+          );
+        const inputTokens =
+          tokens.count(body.instructions ?? '') + tokens.count(body.query) + passageTokens + FRAMING_TOKENS;
+        return sendEventStream(
+          reply,
+          answer(
+            meta,
+            model,
+            {
+              surface: 'rag',
+              system: body.instructions,
+              question: body.query,
+              sources,
+              maxTokens,
+              temperature: body.temperature,
+            },
+            inputTokens,
+            lead,
+            tokens,
+          ),
+        );
       },
     }),
     route({
@@ -152,29 +227,67 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
       stream: askStreamEvents,
       errors: [409, 413],
       ...ANSWERING,
-      summary: 'Answer a prompt over one document\'s retained text (Server-Sent Events: document_context, content_delta+, done); 409 while processing, failed or without retained text; 413 over 32,000 input tokens',
+      summary:
+        "Answer a prompt over one document's retained text (Server-Sent Events: document_context, content_delta+, done); 409 while processing, failed or without retained text; 413 over 32,000 input tokens",
       params: idParam,
       body: askBody,
       handler: async ({ params, body, principal: p, meta, reply }) => {
-        if (body.id !== params.id) throw invalid('id: the body\'s id must be the document of the path');
+        if (body.id !== params.id) throw invalid("id: the body's id must be the document of the path");
         const doc = await d.documents.byId(params.id);
         if (!doc || !canReach(p, doc)) throw notFound();
         const model = await modelFor(p, body);
-        if (doc.status === 'FAILED') throw new ServiceError('CONFLICT', 'The document failed processing: there is no text to ask about');
-        if (!TEXT_READY_STATUSES.includes(doc.status)) throw new ServiceError('CONFLICT', `The document is still processing (${doc.status}): ask again once its text is extracted`);
-        if (!doc.textRetained || !doc.textRef) throw new ServiceError('CONFLICT', 'The document\'s text is not retained: ask needs documents stored with their text');
+        if (doc.status === 'FAILED')
+          throw new ServiceError('CONFLICT', 'The document failed processing: there is no text to ask about');
+        if (!TEXT_READY_STATUSES.includes(doc.status))
+          throw new ServiceError(
+            'CONFLICT',
+            `The document is still processing (${doc.status}): ask again once its text is extracted`,
+          );
+        if (!doc.textRetained || !doc.textRef)
+          throw new ServiceError(
+            'CONFLICT',
+            "The document's text is not retained: ask needs documents stored with their text",
+          );
         const blob = await d.blobs.get(doc.textRef);
-        if (!blob) throw new ServiceError('CONFLICT', 'The document\'s text is not retained: ask needs documents stored with their text');
+        if (!blob)
+          throw new ServiceError(
+            'CONFLICT',
+            "The document's text is not retained: ask needs documents stored with their text",
+          );
         const text = blob.toString('utf8');
         const tokens = await tokenCounter();
-        const inputTokens = tokens.countUpTo(text, ASK_INPUT_LIMIT_TOKENS).tokens + tokens.countUpTo(body.prompt, ASK_INPUT_LIMIT_TOKENS).tokens + FRAMING_TOKENS;
+        const inputTokens =
+          tokens.countUpTo(text, ASK_INPUT_LIMIT_TOKENS).tokens +
+          tokens.countUpTo(body.prompt, ASK_INPUT_LIMIT_TOKENS).tokens +
+          FRAMING_TOKENS;
         if (inputTokens > ASK_INPUT_LIMIT_TOKENS)
-          throw new ServiceError('PAYLOAD_TOO_LARGE', `The document and prompt come to about ${inputTokens} tokens, over the ${ASK_INPUT_LIMIT_TOKENS}-token limit of document ask: use RAG over the document instead`, {
-            details: { estimatedTokens: inputTokens, limitTokens: ASK_INPUT_LIMIT_TOKENS },
-          });
+          throw new ServiceError(
+            'PAYLOAD_TOO_LARGE',
+            `The document and prompt come to about ${inputTokens} tokens, over the ${ASK_INPUT_LIMIT_TOKENS}-token limit of document ask: use RAG over the document instead`,
+            {
+              details: { estimatedTokens: inputTokens, limitTokens: ASK_INPUT_LIMIT_TOKENS },
+            },
+          );
         const maxTokens = capped(body.maxTokens, INFERENCE_CAPS.ask);
-        const lead = [frame('document_context', { documentId: doc.id, title: doc.title, textBytes: blob.length, model: model.entry.id })];
-        return sendEventStream(reply, answer(meta, model, { surface: 'ask', question: body.prompt, sources: [{ label: doc.title || doc.id, text }], maxTokens }, inputTokens, lead, tokens));
+        const lead = [
+          frame('document_context', {
+            documentId: doc.id,
+            title: doc.title,
+            textBytes: blob.length,
+            model: model.entry.id,
+          }),
+        ];
+        return sendEventStream(
+          reply,
+          answer(
+            meta,
+            model,
+            { surface: 'ask', question: body.prompt, sources: [{ label: doc.title || doc.id, text }], maxTokens },
+            inputTokens,
+            lead,
+            tokens,
+          ),
+        );
       },
     }),
     route({
@@ -183,22 +296,44 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
       operationId: 'chat',
       stream: chatStreamEvents,
       ...ANSWERING,
-      summary: 'Chat over the messages sent (Server-Sent Events: content_delta+, done); stores nothing, multi-turn by sending the messages again',
+      summary:
+        'Chat over the messages sent (Server-Sent Events: content_delta+, done); stores nothing, multi-turn by sending the messages again',
       body: chatBody,
       handler: async ({ body, principal: p, meta, reply }) => {
         const model = await modelFor(p, body);
         const tokens = await tokenCounter();
         const lastUser = body.messages.map((m) => m.role).lastIndexOf('user');
-        const system = body.messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n\n') || undefined;
+        const system =
+          body.messages
+            .filter((m) => m.role === 'system')
+            .map((m) => m.content)
+            .join('\n\n') || undefined;
         // What the built-in model can draw on: everything said before the question (system prompt included).
-        const sources = body.messages.filter((m, i) => i !== lastUser && m.content.trim()).map((m, i) => ({ label: `${m.role} ${i + 1}`, text: m.content }));
-        const inputTokens = body.messages.reduce((a, m) => a + tokens.countUpTo(m.content, model.entry.contextWindow).tokens + 4, 0) + FRAMING_TOKENS;
+        const sources = body.messages
+          .filter((m, i) => i !== lastUser && m.content.trim())
+          .map((m, i) => ({ label: `${m.role} ${i + 1}`, text: m.content }));
+        const inputTokens =
+          body.messages.reduce((a, m) => a + tokens.countUpTo(m.content, model.entry.contextWindow).tokens + 4, 0) +
+          FRAMING_TOKENS;
         if (inputTokens > model.entry.contextWindow)
-          throw new ServiceError('PAYLOAD_TOO_LARGE', `The messages come to about ${inputTokens} tokens, over the ${model.entry.contextWindow}-token window of ${model.entry.id}`, {
-            details: { estimatedTokens: inputTokens, limitTokens: model.entry.contextWindow },
-          });
+          throw new ServiceError(
+            'PAYLOAD_TOO_LARGE',
+            `The messages come to about ${inputTokens} tokens, over the ${model.entry.contextWindow}-token window of ${model.entry.id}`,
+            {
+              details: { estimatedTokens: inputTokens, limitTokens: model.entry.contextWindow },
+            },
+          );
         const maxTokens = capped(body.maxTokens, INFERENCE_CAPS.chat);
-        const req = { surface: 'chat' as const, system, question: body.messages[lastUser].content, sources, messages: body.messages, maxTokens, temperature: body.temperature, topP: body.topP };
+        const req = {
+          surface: 'chat' as const,
+          system,
+          question: body.messages[lastUser].content,
+          sources,
+          messages: body.messages,
+          maxTokens,
+          temperature: body.temperature,
+          topP: body.topP,
+        };
         return sendEventStream(reply, answer(meta, model, req, inputTokens, [], tokens));
       },
     }),

@@ -3,7 +3,8 @@ import type { FastifyReply } from 'fastify';
 import type { InferenceEventName, InferenceEvents } from '@svc/contracts';
 
 /** One Server-Sent Events frame: `event: <type>` and one `data: <json>` line (JSON has no raw newlines). */
-export const frame = <K extends InferenceEventName>(event: K, data: InferenceEvents[K]): string => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+export const frame = <K extends InferenceEventName>(event: K, data: InferenceEvents[K]): string =>
+  `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 
 /**
  * Sends `frames` as a text/event-stream response. The body is pulled: a frame is

@@ -9,7 +9,9 @@ import { Tiktoken } from 'js-tiktoken/lite';
 let encoder: Promise<Tiktoken> | undefined;
 
 function load(): Promise<Tiktoken> {
-  encoder ??= import('js-tiktoken/ranks/cl100k_base').then((m) => new Tiktoken((m as { default: ConstructorParameters<typeof Tiktoken>[0] }).default));
+  encoder ??= import('js-tiktoken/ranks/cl100k_base').then(
+    (m) => new Tiktoken((m as { default: ConstructorParameters<typeof Tiktoken>[0] }).default),
+  );
   return encoder;
 }
 
@@ -58,7 +60,7 @@ export async function tokenCounter(): Promise<TokenCounter> {
     count,
     countUpTo(text, limit) {
       let tokens = 0;
-      for (let at = 0; at < text.length; ) {
+      for (let at = 0; at < text.length;) {
         let end = Math.min(text.length, at + SLICE);
         if (end < text.length) {
           const ws = text.lastIndexOf(' ', end);

@@ -1,5 +1,15 @@
 import { z } from 'zod';
-import { blindIndex, checkNumberLiteral, checkNumberValue, identifier, invalid, type Page, type Paginator, type Principal, type SchemaDefinition } from '@svc/contracts';
+import {
+  blindIndex,
+  checkNumberLiteral,
+  checkNumberValue,
+  identifier,
+  invalid,
+  type Page,
+  type Paginator,
+  type Principal,
+  type SchemaDefinition,
+} from '@svc/contracts';
 import { dateMillis, encodeValue, lookupsOf, ownerKeyOf, sortBoundKey, type Sql } from '@svc/domain';
 import { schemaForType } from '../schemas/reads';
 
@@ -37,13 +47,23 @@ export interface LookupPlan {
 }
 
 /** Validates a lookup against the schema and builds its plan; every 400 of the Lookups section is raised here. */
-export function planLookup(def: SchemaDefinition, p: LookupParams, via: 'GET' | 'POST', blind: (field: string, value: unknown) => string): LookupPlan {
+export function planLookup(
+  def: SchemaDefinition,
+  p: LookupParams,
+  via: 'GET' | 'POST',
+  blind: (field: string, value: unknown) => string,
+): LookupPlan {
   const byId = new Map((def.fields ?? []).map((f) => [f.fieldId, f]));
   const lookups = lookupsOf(def);
   const decl = lookups.find((l) => (l.kind === 'single' ? l.fieldName : l.fieldNames.join(',')) === p.field);
   if (!decl) {
     if (lookups.some((l) => l.kind === 'composite' && l.fieldNames.includes(p.field)))
-      throw invalid(`'${p.field}' is part of a composite lookup: query the composite field (${lookups.filter((l) => l.kind === 'composite').map((l) => (l as { fieldNames: string[] }).fieldNames.join(',')).join(' or ')}) with a leading run of values`);
+      throw invalid(
+        `'${p.field}' is part of a composite lookup: query the composite field (${lookups
+          .filter((l) => l.kind === 'composite')
+          .map((l) => (l as { fieldNames: string[] }).fieldNames.join(','))
+          .join(' or ')}) with a leading run of values`,
+      );
     throw invalid(`'${p.field}' is not a lookup field of type '${def.typeName}'`);
   }
   const exact = p.value !== undefined || p.values !== undefined;
@@ -74,12 +94,18 @@ export function planLookup(def: SchemaDefinition, p: LookupParams, via: 'GET' | 
   if (exact) {
     const vals = p.values !== undefined ? (Array.isArray(p.values) ? p.values : [p.values]) : [p.value!];
     if (vals.length > names.length) throw invalid(`${p.field} takes at most ${names.length} values`);
-    if (sensitive && via === 'GET' && decl.kind === 'single') throw invalid(`'${p.field}' is sensitive: use POST /v1/records/lookup with the value in the body`);
+    if (sensitive && via === 'GET' && decl.kind === 'single')
+      throw invalid(`'${p.field}' is sensitive: use POST /v1/records/lookup with the value in the body`);
     vals.forEach((v, i) => where.push(`l.k${i + 1} = ${arg(keyOf(fields[i], v, names[i]))}`));
-    order = [...names.slice(vals.length).map((_, i) => ({ col: `k${vals.length + i + 1}`, dir: 'ASC' as const })), { col: 'sort_key', dir }, { col: 'record_id', dir }];
+    order = [
+      ...names.slice(vals.length).map((_, i) => ({ col: `k${vals.length + i + 1}`, dir: 'ASC' as const })),
+      { col: 'sort_key', dir },
+      { col: 'record_id', dir },
+    ];
     const windowed = p.sortFrom !== undefined || p.sortTo !== undefined;
     if (windowed) {
-      if (decl.kind === 'composite' && vals.length !== names.length) throw invalid('sortFrom / sortTo on a composite lookup need the full tuple of values');
+      if (decl.kind === 'composite' && vals.length !== names.length)
+        throw invalid('sortFrom / sortTo on a composite lookup need the full tuple of values');
       where.push(`l.sort_key <> ''`);
       if (p.sortFrom !== undefined) where.push(`l.sort_key >= ${arg(boundKey(def, p.sortFrom))}`);
       if (p.sortTo !== undefined) where.push(`l.sort_key <= ${arg(boundKey(def, p.sortTo))}`);
@@ -93,15 +119,21 @@ export function planLookup(def: SchemaDefinition, p: LookupParams, via: 'GET' | 
       if (p.from === undefined || p.to === undefined) throw invalid('A range lookup needs both from and to');
       const lo = rangeBound(f, p.from, names[0], 'from');
       const hi = rangeBound(f, p.to, names[0], 'to');
-      if (lo.rank !== null && hi.rank !== null && compareRank(lo.rank, hi.rank) > 0) throw invalid(`An inverted range: from (${shown(p.from)}) is above to (${shown(p.to)})`);
+      if (lo.rank !== null && hi.rank !== null && compareRank(lo.rank, hi.rank) > 0)
+        throw invalid(`An inverted range: from (${shown(p.from)}) is above to (${shown(p.to)})`);
       where.push(`l.k1 >= ${arg(lo.key)}`, `l.k1 <= ${arg(hi.key)}`);
     } else {
-      if (f && f.fieldType !== 'string') throw invalid(`prefix lookups need a string field; '${p.field}' is ${f.fieldType}`);
+      if (f && f.fieldType !== 'string')
+        throw invalid(`prefix lookups need a string field; '${p.field}' is ${f.fieldType}`);
       const lo = 's' + p.prefix;
       const a = arg(lo);
       where.push(`l.k1 >= ${a}`, `starts_with(l.k1, ${a})`);
     }
-    order = [{ col: 'k1', dir }, { col: 'sort_key', dir }, { col: 'record_id', dir }];
+    order = [
+      { col: 'k1', dir },
+      { col: 'sort_key', dir },
+      { col: 'record_id', dir },
+    ];
   }
   return { field: p.field, where, args, order };
 }
@@ -109,7 +141,12 @@ export function planLookup(def: SchemaDefinition, p: LookupParams, via: 'GET' | 
 /** Query-string values arrive as text: read them in the field's own type. */
 export function coerce(f: FieldDef | undefined, v: unknown): unknown {
   if (typeof v !== 'string') return v;
-  if ((f?.fieldType === 'number' || (f?.fieldType === 'date' && /^-?\d+$/.test(v))) && v.trim() !== '' && !Number.isNaN(Number(v))) return Number(v);
+  if (
+    (f?.fieldType === 'number' || (f?.fieldType === 'date' && /^-?\d+$/.test(v))) &&
+    v.trim() !== '' &&
+    !Number.isNaN(Number(v))
+  )
+    return Number(v);
   if (f?.fieldType === 'boolean' && (v === 'true' || v === 'false')) return v === 'true';
   return v;
 }
@@ -121,7 +158,12 @@ const shown = (v: unknown) => (String(v).length > 64 ? `${String(v).slice(0, 64)
 const NUMBER_TEXT = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
 
 type Rank = number | Buffer;
-const compareRank = (a: Rank, b: Rank) => (typeof a === 'number' && typeof b === 'number' ? Math.sign(a - b) : typeof a !== 'number' && typeof b !== 'number' ? Buffer.compare(a, b) : 0);
+const compareRank = (a: Rank, b: Rank) =>
+  typeof a === 'number' && typeof b === 'number'
+    ? Math.sign(a - b)
+    : typeof a !== 'number' && typeof b !== 'number'
+      ? Buffer.compare(a, b)
+      : 0;
 
 /**
  * A range bound read in the field's type: a number field takes a number (the
@@ -129,8 +171,14 @@ const compareRank = (a: Rank, b: Rank) => (typeof a === 'number' && typeof b ===
  * boolean true / false, a string field text. `rank` orders the two bounds the
  * way the index does (null: not comparable, e.g. an undeclared field's type).
  */
-function rangeBound(f: FieldDef | undefined, raw: string | number | boolean, name: string, which: 'from' | 'to'): { key: string; rank: Rank | null } {
-  const bad = (what: string) => invalid(`${which}: '${shown(raw)}' is not ${what} (range lookup on ${f?.fieldType} field ${name})`);
+function rangeBound(
+  f: FieldDef | undefined,
+  raw: string | number | boolean,
+  name: string,
+  which: 'from' | 'to',
+): { key: string; rank: Rank | null } {
+  const bad = (what: string) =>
+    invalid(`${which}: '${shown(raw)}' is not ${what} (range lookup on ${f?.fieldType} field ${name})`);
   switch (f?.fieldType) {
     case 'number': {
       let n: number;
@@ -147,7 +195,8 @@ function rangeBound(f: FieldDef | undefined, raw: string | number | boolean, nam
     case 'date': {
       const v = coerce(f, raw);
       const ms = typeof v === 'boolean' ? null : dateMillis(v);
-      if (ms === null || (typeof v === 'number' && !Number.isSafeInteger(v))) throw bad('an ISO-8601 date or epoch milliseconds');
+      if (ms === null || (typeof v === 'number' && !Number.isSafeInteger(v)))
+        throw bad('an ISO-8601 date or epoch milliseconds');
       return { key: encodeValue(f, ms)!, rank: ms };
     }
     case 'boolean': {
@@ -194,10 +243,22 @@ export interface LookupIndex {
   idColumn: string;
 }
 export const RECORD_LOOKUPS: LookupIndex = { table: 'rm_record_lookups', items: 'rm_records', idColumn: 'record_id' };
-export const DOCUMENT_LOOKUPS: LookupIndex = { table: 'rm_document_lookups', items: 'rm_documents', idColumn: 'document_id' };
+export const DOCUMENT_LOOKUPS: LookupIndex = {
+  table: 'rm_document_lookups',
+  items: 'rm_documents',
+  idColumn: 'document_id',
+};
 
 /** The hits of a lookup plan over `index` in index order: each item's id and its cursor key. */
-export async function runIndexLookup(sql: Sql, index: LookupIndex, p: Principal, typeName: string, plan: LookupPlan, after: string[] | undefined, limit: number): Promise<Array<{ id: string; cursor: string[] }>> {
+export async function runIndexLookup(
+  sql: Sql,
+  index: LookupIndex,
+  p: Principal,
+  typeName: string,
+  plan: LookupPlan,
+  after: string[] | undefined,
+  limit: number,
+): Promise<Array<{ id: string; cursor: string[] }>> {
   // Plans name the records' id column; the documents' index orders by its own.
   const order = plan.order.map((o) => (o.col === 'record_id' ? { ...o, col: index.idColumn } : o));
   const args: unknown[] = [p.tenantId, p.contextId, typeName, plan.field, ...plan.args];
@@ -228,8 +289,18 @@ export interface LookupRow {
 }
 
 /** The records' lookup (rm_record_lookups). */
-export async function runLookup(sql: Sql, p: Principal, typeName: string, plan: LookupPlan, after: string[] | undefined, limit: number): Promise<LookupRow[]> {
-  return (await runIndexLookup(sql, RECORD_LOOKUPS, p, typeName, plan, after, limit)).map((h) => ({ record_id: h.id, cursor: h.cursor }));
+export async function runLookup(
+  sql: Sql,
+  p: Principal,
+  typeName: string,
+  plan: LookupPlan,
+  after: string[] | undefined,
+  limit: number,
+): Promise<LookupRow[]> {
+  return (await runIndexLookup(sql, RECORD_LOOKUPS, p, typeName, plan, after, limit)).map((h) => ({
+    record_id: h.id,
+    cursor: h.cursor,
+  }));
 }
 
 /** `includePayload` as given in a query string (text) or a body (a boolean). */
@@ -242,7 +313,12 @@ export const wantsPayload = (q: LookupParams) => q.includePayload === true || q.
  */
 export async function lookupPage<R extends { id: string }, T>(
   o: { sql: Sql; pages: Paginator; blindKey: Buffer },
-  target: { name: string; index: LookupIndex; byIds(ids: string[]): Promise<R[]>; view(row: R, full: boolean, p: Principal): Promise<T> },
+  target: {
+    name: string;
+    index: LookupIndex;
+    byIds(ids: string[]): Promise<R[]>;
+    view(row: R, full: boolean, p: Principal): Promise<T>;
+  },
   q: LookupParams & { limit: number },
   p: Principal,
   via: 'GET' | 'POST',
@@ -250,14 +326,34 @@ export async function lookupPage<R extends { id: string }, T>(
   const { startFrom, limit, ...bound } = q;
   const scope = `${target.name}:${p.tenantId}:${p.contextId}:${via}`;
   const params = { ...bound, limit };
-  const def = await schemaForType(o.sql, p.tenantId!, p.contextId!, q.type, ownerKeyOf({ userId: p.dataScope?.userId ?? p.userId ?? undefined, scopes: p.dataScope?.scopes }));
+  const def = await schemaForType(
+    o.sql,
+    p.tenantId!,
+    p.contextId!,
+    q.type,
+    ownerKeyOf({ userId: p.dataScope?.userId ?? p.userId ?? undefined, scopes: p.dataScope?.scopes }),
+  );
   if (!def) throw invalid(`No schema with typeName '${q.type}' in this context`);
-  const plan = planLookup(def, q, via, (field, value) => blindIndex(o.blindKey, [p.tenantId!, p.contextId!, q.type, field], value));
+  const plan = planLookup(def, q, via, (field, value) =>
+    blindIndex(o.blindKey, [p.tenantId!, p.contextId!, q.type, field], value),
+  );
   const after = o.pages.start<string[]>(scope, params, startFrom);
   const hits = await runIndexLookup(o.sql, target.index, p, q.type, plan, after, limit + 1);
-  const page = o.pages.page(scope, params, hits, limit, (h) => h.cursor, (h) => h.id);
+  const page = o.pages.page(
+    scope,
+    params,
+    hits,
+    limit,
+    (h) => h.cursor,
+    (h) => h.id,
+  );
   const byId = new Map((await target.byIds(page.data)).map((r) => [r.id, r]));
   const full = wantsPayload(q);
-  const data = await Promise.all(page.data.map((id) => byId.get(id)).filter((r): r is R => !!r).map((r) => target.view(r, full, p)));
+  const data = await Promise.all(
+    page.data
+      .map((id) => byId.get(id))
+      .filter((r): r is R => !!r)
+      .map((r) => target.view(r, full, p)),
+  );
   return { data, nextCursor: page.nextCursor };
 }

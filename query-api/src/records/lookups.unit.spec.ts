@@ -18,7 +18,8 @@ const def: SchemaDefinition = {
 };
 const bare: SchemaDefinition = { typeName: 'B', displayName: 'B', allowedSurfaces: ['record'], lookupFields: ['x'] };
 
-const plan = (p: Partial<LookupParams>, d = def, via: 'GET' | 'POST' = 'GET') => planLookup(d, { type: d.typeName, field: 'age', ...p } as LookupParams, via, () => 'h');
+const plan = (p: Partial<LookupParams>, d = def, via: 'GET' | 'POST' = 'GET') =>
+  planLookup(d, { type: d.typeName, field: 'age', ...p } as LookupParams, via, () => 'h');
 
 function rejection(fn: () => unknown): string {
   try {

@@ -4,7 +4,11 @@ import { SchemaReads } from './reads';
 
 /** A schemas read model that counts its reads; `hold` keeps a read in flight. */
 function readModel() {
-  const state = { doc: { typeName: 'Card', fields: [{ fieldId: 'pin', fieldType: 'string' }] } as Record<string, unknown>, reads: 0, hold: undefined as Promise<void> | undefined };
+  const state = {
+    doc: { typeName: 'Card', fields: [{ fieldId: 'pin', fieldType: 'string' }] } as Record<string, unknown>,
+    reads: 0,
+    hold: undefined as Promise<void> | undefined,
+  };
   const sql = {
     kind: 'postgres',
     async query() {

@@ -1,5 +1,27 @@
-import { forbidden, idParam, limitParam, listScriptsQuery, notFound, type Paginator, type RequestMeta, route, type RouteSpec, scriptListResponse, scriptResponse } from '@svc/contracts';
-import { type EventStore, grants, isScriptEvent, scriptDecider, scriptIdReservationParts, scriptNamesOf, type ScriptVersion, scriptView, streams } from '@svc/domain';
+import {
+  forbidden,
+  idParam,
+  limitParam,
+  listScriptsQuery,
+  notFound,
+  type Paginator,
+  type RequestMeta,
+  route,
+  type RouteSpec,
+  scriptListResponse,
+  scriptResponse,
+} from '@svc/contracts';
+import {
+  type EventStore,
+  grants,
+  isScriptEvent,
+  scriptDecider,
+  scriptIdReservationParts,
+  scriptNamesOf,
+  type ScriptVersion,
+  scriptView,
+  streams,
+} from '@svc/domain';
 
 /**
  * GET /v1/scripts/{id} and GET /v1/scripts[?name=] (docs/scripts.md). Versions
@@ -9,11 +31,17 @@ import { type EventStore, grants, isScriptEvent, scriptDecider, scriptIdReservat
  */
 async function versionsOf(store: EventStore, streamId: string): Promise<ScriptVersion[]> {
   const events = await store.readStream(streamId);
-  return events.reduce((s, e) => (isScriptEvent(e) ? scriptDecider.evolve(s, e, e.metadata) : s), scriptDecider.initialState()).versions;
+  return events.reduce(
+    (s, e) => (isScriptEvent(e) ? scriptDecider.evolve(s, e, e.metadata) : s),
+    scriptDecider.initialState(),
+  ).versions;
 }
 
 async function versionById(store: EventStore, meta: RequestMeta, id: string): Promise<ScriptVersion | null> {
-  const [last] = await store.readStream(streams.reservation(...scriptIdReservationParts(id)), { direction: 'backwards', maxCount: 1 });
+  const [last] = await store.readStream(streams.reservation(...scriptIdReservationParts(id)), {
+    direction: 'backwards',
+    maxCount: 1,
+  });
   if (!last || last.type !== 'ReservationClaimed') return null;
   const v = (await versionsOf(store, last.data.ownerId)).find((x) => x.id === id);
   return v && v.tenantId === meta.principal.tenantId && v.contextId === meta.principal.contextId ? v : null;
@@ -23,7 +51,8 @@ async function versionById(store: EventStore, meta: RequestMeta, id: string): Pr
 const anyScriptPermission = (held: readonly string[]) => held.some((h) => h === '*' || h.startsWith('scripts:'));
 
 /** Who may see a version: `scripts:r` or `scripts:c` (every name), `scripts:x[:<name>]` (that name). */
-const maySee = (held: readonly string[], name: string) => grants(held, 'scripts:r') || grants(held, 'scripts:c') || grants(held, `scripts:x:${name}`);
+const maySee = (held: readonly string[], name: string) =>
+  grants(held, 'scripts:r') || grants(held, 'scripts:c') || grants(held, `scripts:x:${name}`);
 
 export function scriptQueryRoutes(store: EventStore, pages: Paginator): RouteSpec[] {
   return [
@@ -48,7 +77,8 @@ export function scriptQueryRoutes(store: EventStore, pages: Paginator): RouteSpe
       url: '/v1/scripts',
       operationId: 'listScripts',
       auth: 'data',
-      summary: "A script name's versions, newest first; without name, the newest live version of every script name in the context, by name (source only with scripts:r)",
+      summary:
+        "A script name's versions, newest first; without name, the newest live version of every script name in the context, by name (source only with scripts:r)",
       query: listScriptsQuery.extend({ limit: limitParam }),
       response: scriptListResponse,
       handler: async ({ query, meta }) => {
@@ -61,14 +91,23 @@ export function scriptQueryRoutes(store: EventStore, pages: Paginator): RouteSpe
           const scope = `script-names:${p.tenantId}:${p.contextId}`;
           const params = { limit: query.limit };
           const after = pages.start<string>(scope, params, query.startFrom);
-          const names = scriptNamesOf(await store.readStream(streams.scriptNames(p.tenantId!, p.contextId!))).filter((n) => (after === undefined || n > after) && maySee(held, n));
+          const names = scriptNamesOf(await store.readStream(streams.scriptNames(p.tenantId!, p.contextId!))).filter(
+            (n) => (after === undefined || n > after) && maySee(held, n),
+          );
           const rows: ScriptVersion[] = [];
           for (const name of names) {
             if (rows.length > query.limit) break;
             const newest = (await versionsOf(store, streams.script(p.tenantId!, p.contextId!, name))).at(-1);
             if (newest) rows.push(newest);
           }
-          return pages.page(scope, params, rows, query.limit, (v) => v.name, (v) => scriptView(v, withSource));
+          return pages.page(
+            scope,
+            params,
+            rows,
+            query.limit,
+            (v) => v.name,
+            (v) => scriptView(v, withSource),
+          );
         }
         if (!maySee(held, query.name)) return { data: [], nextCursor: null };
         const scope = `scripts:${p.tenantId}:${p.contextId}`;
@@ -76,7 +115,14 @@ export function scriptQueryRoutes(store: EventStore, pages: Paginator): RouteSpe
         const after = pages.start<number>(scope, params, query.startFrom);
         const all = (await versionsOf(store, streams.script(p.tenantId!, p.contextId!, query.name))).reverse();
         const rows = (after === undefined ? all : all.filter((v) => v.version < after)).slice(0, query.limit + 1);
-        return pages.page(scope, params, rows, query.limit, (v) => v.version, (v) => scriptView(v, withSource));
+        return pages.page(
+          scope,
+          params,
+          rows,
+          query.limit,
+          (v) => v.version,
+          (v) => scriptView(v, withSource),
+        );
       },
     }),
   ];

@@ -24,7 +24,11 @@ export async function planFilter(sql: Sql, p: Principal, b: SearchBody): Promise
     );
     const known = new Set<string>(BUILTIN_FILTER_KEYS);
     for (const r of rows) for (const f of r.doc.fields ?? []) if (f.filterable && !f.sensitive) known.add(f.fieldId);
-    for (const c of clauses) if (!known.has(c.key)) throw invalid(`filters: unknown key '${c.key}' (not a filterable field of ${b.typeName ?? 'any schema in this context'})`);
+    for (const c of clauses)
+      if (!known.has(c.key))
+        throw invalid(
+          `filters: unknown key '${c.key}' (not a filterable field of ${b.typeName ?? 'any schema in this context'})`,
+        );
   }
 
   let folderIds: string[] | undefined;
@@ -44,7 +48,9 @@ export async function planFilter(sql: Sql, p: Principal, b: SearchBody): Promise
   const ds = p.dataScope;
   const boundUser = ds?.userId ?? p.userId ?? undefined;
   const userIds = [b.userId, boundUser].filter((u): u is string => !!u);
-  const scopesAll = [b.orgId ? `org:${b.orgId}` : null, b.clientId ? `client:${b.clientId}` : null].filter((s): s is string => !!s);
+  const scopesAll = [b.orgId ? `org:${b.orgId}` : null, b.clientId ? `client:${b.clientId}` : null].filter(
+    (s): s is string => !!s,
+  );
   return {
     tenantId,
     contextId,

@@ -12,19 +12,34 @@ export interface ContextRow {
 }
 
 type Raw = { context_id: string; tenant_id: string; name: string; is_default: boolean; created_at: Date | string };
-const toContext = (r: Raw): ContextRow => ({ id: r.context_id, contextId: r.context_id, tenantId: r.tenant_id, name: r.name, isDefault: r.is_default, createdAt: new Date(r.created_at).toISOString() });
+const toContext = (r: Raw): ContextRow => ({
+  id: r.context_id,
+  contextId: r.context_id,
+  tenantId: r.tenant_id,
+  name: r.name,
+  isDefault: r.is_default,
+  createdAt: new Date(r.created_at).toISOString(),
+});
 
 /** Reads of tenants and app contexts. */
 export class TenancyReads {
   constructor(private readonly sql: Sql) {}
 
   async contextExists(tenantId: string, contextId: string): Promise<boolean> {
-    const { rows } = await this.sql.query('SELECT 1 FROM rm_contexts WHERE context_id = $1 AND tenant_id = $2 AND deleted_at IS NULL', [contextId, tenantId]);
+    const { rows } = await this.sql.query(
+      'SELECT 1 FROM rm_contexts WHERE context_id = $1 AND tenant_id = $2 AND deleted_at IS NULL',
+      [contextId, tenantId],
+    );
     return rows.length > 0;
   }
 
   async context(tenantId: string, contextId: string): Promise<ContextRow | null> {
-    return firstRow(this.sql, 'SELECT * FROM rm_contexts WHERE context_id = $1 AND tenant_id = $2 AND deleted_at IS NULL', [contextId, tenantId], toContext);
+    return firstRow(
+      this.sql,
+      'SELECT * FROM rm_contexts WHERE context_id = $1 AND tenant_id = $2 AND deleted_at IS NULL',
+      [contextId, tenantId],
+      toContext,
+    );
   }
 
   /** Contexts of a tenant, oldest first, keyed by (created_at, id) for cursors. */
@@ -39,12 +54,18 @@ export class TenancyReads {
   }
 
   async tenantsOfAccount(accountId: string): Promise<Array<{ tenantId: string; environment: 'live' | 'test' }>> {
-    const { rows } = await this.sql.query<{ tenant_id: string; environment: 'live' | 'test' }>('SELECT tenant_id, environment FROM rm_tenants WHERE account_id = $1', [accountId]);
+    const { rows } = await this.sql.query<{ tenant_id: string; environment: 'live' | 'test' }>(
+      'SELECT tenant_id, environment FROM rm_tenants WHERE account_id = $1',
+      [accountId],
+    );
     return rows.map((r) => ({ tenantId: r.tenant_id, environment: r.environment }));
   }
 
   async account(accountId: string): Promise<Record<string, unknown> | null> {
-    const { rows } = await this.sql.query<{ doc: Record<string, unknown> }>('SELECT doc FROM rm_accounts WHERE account_id = $1', [accountId]);
+    const { rows } = await this.sql.query<{ doc: Record<string, unknown> }>(
+      'SELECT doc FROM rm_accounts WHERE account_id = $1',
+      [accountId],
+    );
     return rows[0]?.doc ?? null;
   }
 

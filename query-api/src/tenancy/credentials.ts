@@ -129,7 +129,9 @@ export class CredentialResolver {
   }
 
   private remember(hash: string, p: Principal | null, at: number) {
-    const [map, max] = p ? [this.hits as Map<string, unknown>, this.cacheHits ? this.maxEntries : 0] : [this.misses as Map<string, unknown>, this.maxMisses];
+    const [map, max] = p
+      ? [this.hits as Map<string, unknown>, this.cacheHits ? this.maxEntries : 0]
+      : [this.misses as Map<string, unknown>, this.maxMisses];
     if (max === 0) return;
     map.delete(hash);
     while (map.size >= max) map.delete(map.keys().next().value as string);
@@ -151,20 +153,23 @@ export class CredentialResolver {
     const r = rows[0];
     // A confined credential dies with its context; a cross-context one falls back to the default context.
     if (!r || (r.context_deleted && !r.cross_context)) return null;
-    return stampReadModelVersion<Principal>({
-      credentialId: r.credential_id,
-      kind: r.kind,
-      accountId: r.account_id,
-      tenantId: r.tenant_id,
-      environment: r.environment,
-      contextId: r.context_deleted ? r.default_context_id : (r.context_id ?? r.default_context_id),
-      crossContext: r.cross_context,
-      allowedActions: r.allowed_actions,
-      dataScope: r.data_scope,
-      userId: r.user_id,
-      wireVersionPin: r.wire_version_pin,
-      ...(r.expires_at ? { expiresAt: new Date(r.expires_at).getTime() } : {}),
-    }, r.read_version);
+    return stampReadModelVersion<Principal>(
+      {
+        credentialId: r.credential_id,
+        kind: r.kind,
+        accountId: r.account_id,
+        tenantId: r.tenant_id,
+        environment: r.environment,
+        contextId: r.context_deleted ? r.default_context_id : (r.context_id ?? r.default_context_id),
+        crossContext: r.cross_context,
+        allowedActions: r.allowed_actions,
+        dataScope: r.data_scope,
+        userId: r.user_id,
+        wireVersionPin: r.wire_version_pin,
+        ...(r.expires_at ? { expiresAt: new Date(r.expires_at).getTime() } : {}),
+      },
+      r.read_version,
+    );
   }
 
   private live(p: Principal | null): Principal | null {

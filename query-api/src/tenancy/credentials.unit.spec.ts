@@ -32,7 +32,12 @@ function readModel(known: string[]) {
       },
     ]),
   );
-  const counter = { lookups: 0, hold: undefined as Promise<void> | undefined, versioned: undefined as string | undefined, version: 1 };
+  const counter = {
+    lookups: 0,
+    hold: undefined as Promise<void> | undefined,
+    versioned: undefined as string | undefined,
+    version: 1,
+  };
   const sql = {
     kind: 'pglite',
     async query(_text: string, params?: unknown[]) {

@@ -1,13 +1,32 @@
 import { createHash } from 'node:crypto';
 import { createRemoteJWKSet, decodeJwt, errors as joseErrors, type JWTPayload, jwtVerify } from 'jose';
-import { CURRENT_WIRE_VERSION, discoveryUrlOf, isKeySourceUrl, permission, type Principal, scopes as scopesSchema } from '@svc/contracts';
+import {
+  CURRENT_WIRE_VERSION,
+  discoveryUrlOf,
+  isKeySourceUrl,
+  permission,
+  type Principal,
+  scopes as scopesSchema,
+} from '@svc/contracts';
 import { type JwtIssuer, readModelVersionSql, type Sql, stampReadModelVersion } from '@svc/domain';
 
 /**
  * Signature algorithms a token may use: asymmetric only, so `alg: none` and an HMAC token "signed" with a public
  * key are refused before any key is looked at.
  */
-export const JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+export const JWT_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+];
 /** Seconds of clock difference tolerated on `exp` and `nbf`. */
 export const JWT_CLOCK_TOLERANCE_S = 60;
 
@@ -31,7 +50,14 @@ export const JWT_KEY_DEFAULTS = { refetchMs: 60_000, maxAgeMs: 600_000, timeoutM
 type KeySet = ReturnType<typeof createRemoteJWKSet>;
 /** One registration's keys: the key set (behind its discovery, when there is one), and when they last proved unusable. */
 type KeyEntry = { keys: Promise<KeySet>; unusableAt?: number };
-type Row = { tenant_id: string; doc: JwtIssuer; account_id: string; environment: 'live' | 'test'; default_context_id: string; read_version?: string | null };
+type Row = {
+  tenant_id: string;
+  doc: JwtIssuer;
+  account_id: string;
+  environment: 'live' | 'test';
+  default_context_id: string;
+  read_version?: string | null;
+};
 
 /**
  * Bearer JWTs from the identity providers tenants registered (PUT /operator/tenants/{tenantId}/jwt-issuers) as
@@ -56,7 +82,10 @@ export class JwtCredentials {
     private readonly sql: Sql,
     opts: JwtKeyOptions & { readModelVersion?: string; log?: (msg: string) => void } = {},
   ) {
-    this.o = { ...JWT_KEY_DEFAULTS, ...Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined)) } as Required<JwtKeyOptions>;
+    this.o = {
+      ...JWT_KEY_DEFAULTS,
+      ...Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined)),
+    } as Required<JwtKeyOptions>;
     this.versionRunner = opts.readModelVersion;
     this.log = opts.log ?? (() => {});
   }
@@ -82,7 +111,13 @@ export class JwtCredentials {
     if (entry.unusableAt !== undefined && Date.now() - entry.unusableAt < this.o.refetchMs) return null;
     let claims: JWTPayload;
     try {
-      ({ payload: claims } = await jwtVerify(token, await entry.keys, { issuer: reg.issuer, audience: reg.audience, algorithms: JWT_ALGORITHMS, clockTolerance: JWT_CLOCK_TOLERANCE_S, requiredClaims: ['exp'] }));
+      ({ payload: claims } = await jwtVerify(token, await entry.keys, {
+        issuer: reg.issuer,
+        audience: reg.audience,
+        algorithms: JWT_ALGORITHMS,
+        clockTolerance: JWT_CLOCK_TOLERANCE_S,
+        requiredClaims: ['exp'],
+      }));
     } catch (e) {
       // A refused token is the caller's; anything else (keys unreachable, a bad key set) is the operator's to see.
       if (keysFailed(e)) {
@@ -95,7 +130,13 @@ export class JwtCredentials {
     if (!mapped) return null;
     const contextId = mapped.contextId ?? row.default_context_id;
     if (mapped.contextId !== undefined && !(await this.liveContext(row.tenant_id, mapped.contextId))) return null;
-    const dataScope = mapped.userId !== null || mapped.scopes !== null ? { ...(mapped.userId !== null ? { userId: mapped.userId } : {}), ...(mapped.scopes !== null ? { scopes: mapped.scopes } : {}) } : null;
+    const dataScope =
+      mapped.userId !== null || mapped.scopes !== null
+        ? {
+            ...(mapped.userId !== null ? { userId: mapped.userId } : {}),
+            ...(mapped.scopes !== null ? { scopes: mapped.scopes } : {}),
+          }
+        : null;
     return stampReadModelVersion<Principal>(
       {
         // One id per token (its hash): what it mints and revokes is its own, as a minted token's.
@@ -128,7 +169,10 @@ export class JwtCredentials {
   }
 
   private async liveContext(tenantId: string, contextId: string): Promise<boolean> {
-    const { rows } = await this.sql.query('SELECT 1 FROM rm_contexts WHERE context_id = $1 AND tenant_id = $2 AND deleted_at IS NULL', [contextId, tenantId]);
+    const { rows } = await this.sql.query(
+      'SELECT 1 FROM rm_contexts WHERE context_id = $1 AND tenant_id = $2 AND deleted_at IS NULL',
+      [contextId, tenantId],
+    );
     return rows.length > 0;
   }
 
@@ -138,7 +182,10 @@ export class JwtCredentials {
     let entry = this.keySets.get(id);
     if (entry) this.keySets.delete(id);
     else while (this.keySets.size >= this.o.maxKeySets) this.keySets.delete(this.keySets.keys().next().value as string);
-    if (!entry || (entry.unusableAt !== undefined && Date.now() - entry.unusableAt >= this.o.refetchMs && reg.jwksUrl === null)) {
+    if (
+      !entry ||
+      (entry.unusableAt !== undefined && Date.now() - entry.unusableAt >= this.o.refetchMs && reg.jwksUrl === null)
+    ) {
       const keys = this.openKeySet(reg);
       keys.catch(() => {});
       entry = { keys, unusableAt: entry?.unusableAt };
@@ -149,16 +196,25 @@ export class JwtCredentials {
 
   private async openKeySet(reg: JwtIssuer): Promise<KeySet> {
     const url = reg.jwksUrl ?? (await this.discoveredJwksUri(reg.issuer));
-    return createRemoteJWKSet(new URL(url), { cooldownDuration: this.o.refetchMs, cacheMaxAge: this.o.maxAgeMs, timeoutDuration: this.o.timeoutMs });
+    return createRemoteJWKSet(new URL(url), {
+      cooldownDuration: this.o.refetchMs,
+      cacheMaxAge: this.o.maxAgeMs,
+      timeoutDuration: this.o.timeoutMs,
+    });
   }
 
   private async discoveredJwksUri(issuer: string): Promise<string> {
-    const res = await fetch(discoveryUrlOf(issuer), { signal: AbortSignal.timeout(this.o.timeoutMs), redirect: 'error', headers: { accept: 'application/json' } });
+    const res = await fetch(discoveryUrlOf(issuer), {
+      signal: AbortSignal.timeout(this.o.timeoutMs),
+      redirect: 'error',
+      headers: { accept: 'application/json' },
+    });
     if (!res.ok) throw new KeySourceError(`discovery document answered ${res.status}`);
     const doc = (await res.json()) as { issuer?: unknown; jwks_uri?: unknown };
     // OpenID Connect Discovery §4.3: the document names the issuer it was fetched for.
     if (doc.issuer !== issuer) throw new KeySourceError('discovery document names another issuer');
-    if (typeof doc.jwks_uri !== 'string' || !isKeySourceUrl(doc.jwks_uri)) throw new KeySourceError('discovery document has no usable jwks_uri');
+    if (typeof doc.jwks_uri !== 'string' || !isKeySourceUrl(doc.jwks_uri))
+      throw new KeySourceError('discovery document has no usable jwks_uri');
     return doc.jwks_uri;
   }
 }
@@ -173,7 +229,10 @@ const KEY_SOURCE_ERRORS = new Set(['ERR_JOSE_GENERIC', 'ERR_JWKS_TIMEOUT', 'ERR_
 const keysFailed = (e: unknown) => !(e instanceof joseErrors.JOSEError) || KEY_SOURCE_ERRORS.has(e.code);
 
 /** The verified claims a registration maps, validated as a minted token's fields are; null when one is malformed. */
-function mapClaims(payload: JWTPayload, reg: JwtIssuer): { userId: string | null; contextId?: string; scopes: string[] | null; permissions: string[] | null } | null {
+function mapClaims(
+  payload: JWTPayload,
+  reg: JwtIssuer,
+): { userId: string | null; contextId?: string; scopes: string[] | null; permissions: string[] | null } | null {
   const claim = (name: string): unknown => (Object.hasOwn(payload, name) ? payload[name] : undefined);
   const user = claim(reg.claims.userId);
   if (user !== undefined && (typeof user !== 'string' || user.length < 1 || user.length > 128)) return null;
@@ -183,7 +242,12 @@ function mapClaims(payload: JWTPayload, reg: JwtIssuer): { userId: string | null
   if (scopes === false || (scopes && !scopesSchema.safeParse(scopes).success)) return null;
   const permissions = listClaim(claim(reg.claims.permissions));
   if (permissions === false || (permissions && !permissions.every((p) => permission.safeParse(p).success))) return null;
-  return { userId: (user as string | undefined) ?? null, ...(context !== undefined ? { contextId: context as string } : {}), scopes: scopes?.length ? [...new Set(scopes)] : null, permissions };
+  return {
+    userId: (user as string | undefined) ?? null,
+    ...(context !== undefined ? { contextId: context as string } : {}),
+    scopes: scopes?.length ? [...new Set(scopes)] : null,
+    permissions,
+  };
 }
 
 /** A list claim: an array of strings, or one space-separated string (the OAuth `scope` form); absent is null, anything else false. */

@@ -1,4 +1,16 @@
-import { contextResponse, idParam, jwtIssuersResponse, listEnvelope, notFound, pageQuery, type Paginator, pingResponse, route, type RouteSpec, tenantIdParam } from '@svc/contracts';
+import {
+  contextResponse,
+  idParam,
+  jwtIssuersResponse,
+  listEnvelope,
+  notFound,
+  pageQuery,
+  type Paginator,
+  pingResponse,
+  route,
+  type RouteSpec,
+  tenantIdParam,
+} from '@svc/contracts';
 import { jwtIssuerView } from '@svc/domain';
 import type { TenancyReads } from './contexts';
 
@@ -9,9 +21,15 @@ export function tenancyQueryRoutes(reads: TenancyReads, pages: Paginator): Route
       url: '/v1/ping',
       operationId: 'ping',
       auth: 'data',
-      summary: 'Checks a credential: 200 with its tenant, context and environment (no permission needed; logged as the `ping` resource)',
+      summary:
+        'Checks a credential: 200 with its tenant, context and environment (no permission needed; logged as the `ping` resource)',
       response: pingResponse,
-      handler: async ({ principal: p }) => ({ status: 'ok' as const, tenantId: p.tenantId!, contextId: p.contextId ?? null, livemode: p.environment === 'live' }),
+      handler: async ({ principal: p }) => ({
+        status: 'ok' as const,
+        tenantId: p.tenantId!,
+        contextId: p.contextId ?? null,
+        livemode: p.environment === 'live',
+      }),
     }),
     route({
       method: 'GET',
@@ -29,7 +47,14 @@ export function tenancyQueryRoutes(reads: TenancyReads, pages: Paginator): Route
           return { data: own ? [own] : [], nextCursor: null };
         }
         const rows = await reads.listContexts(p.tenantId!, after, query.limit + 1);
-        return pages.page(scope, params, rows, query.limit, (r) => [r.createdAt, r.id] as [string, string], (r) => r);
+        return pages.page(
+          scope,
+          params,
+          rows,
+          query.limit,
+          (r) => [r.createdAt, r.id] as [string, string],
+          (r) => r,
+        );
       },
     }),
     route({

@@ -1,4 +1,17 @@
-import { idParam, listTriggerFailuresQuery, listTriggersQuery, notFound, type Paginator, route, type RouteSpec, triggerFailureListResponse, triggerListResponse, triggerResponse, type TriggerFailureResponse, type TriggerResponse } from '@svc/contracts';
+import {
+  idParam,
+  listTriggerFailuresQuery,
+  listTriggersQuery,
+  notFound,
+  type Paginator,
+  route,
+  type RouteSpec,
+  triggerFailureListResponse,
+  triggerListResponse,
+  triggerResponse,
+  type TriggerFailureResponse,
+  type TriggerResponse,
+} from '@svc/contracts';
 import { scriptVersionOfColumn, type Sql } from '@svc/domain';
 
 /**
@@ -46,7 +59,10 @@ export function triggerQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
       params: idParam,
       response: triggerResponse,
       handler: async ({ params, principal: p }) => {
-        const { rows } = await sql.query('SELECT * FROM rm_trigger_rules WHERE rule_id = $1 AND tenant_id = $2 AND context_id = $3 AND deleted_position IS NULL', [params.id, p.tenantId, p.contextId]);
+        const { rows } = await sql.query(
+          'SELECT * FROM rm_trigger_rules WHERE rule_id = $1 AND tenant_id = $2 AND context_id = $3 AND deleted_position IS NULL',
+          [params.id, p.tenantId, p.contextId],
+        );
         if (!rows.length) throw notFound();
         return ruleView(rows[0] as Record<string, any>);
       },

@@ -34,13 +34,29 @@ function scopeFigures(f: Figures) {
   const executionMilli = v(milliMetric('scriptExecution'));
   return {
     credits: { used: floorCredits(usedMilli), usedMilli, breakdown },
-    search: { queries: { text: { count: v('search.text') }, semantic: { count: v('search.semantic') }, hybrid: { count: v('search.hybrid') } } },
+    search: {
+      queries: {
+        text: { count: v('search.text') },
+        semantic: { count: v('search.semantic') },
+        hybrid: { count: v('search.hybrid') },
+      },
+    },
     documents: {
-      ingest: { text: { count: v('documents.ingest.text'), bytes: v('documents.ingest.textBytes') }, file: { count: v('documents.ingest.file'), bytes: v('documents.ingest.fileBytes') } },
+      ingest: {
+        text: { count: v('documents.ingest.text'), bytes: v('documents.ingest.textBytes') },
+        file: { count: v('documents.ingest.file'), bytes: v('documents.ingest.fileBytes') },
+      },
       writes: { count: v('documents.writes'), indexCount: v('documents.indexCount') },
     },
     records: { writes: { count: v('records.writes'), indexCount: v('records.indexCount') } },
-    inference: { costCents: v('inference.costCents'), endpoints: { chat: { calls: v('inference.chat') }, rag: { calls: v('inference.rag') }, ask: { calls: v('inference.ask') } } },
+    inference: {
+      costCents: v('inference.costCents'),
+      endpoints: {
+        chat: { calls: v('inference.chat') },
+        rag: { calls: v('inference.rag') },
+        ask: { calls: v('inference.ask') },
+      },
+    },
     execution: {
       executions: v('execution.executions'),
       totalMillis: v('execution.totalMillis'),
@@ -74,14 +90,21 @@ export class UsageReads {
            FROM rm_accounts a LEFT JOIN rm_inference_spend s ON s.account_id = a.account_id WHERE a.account_id = $1`,
         [accountId],
       ),
-      this.sql.query<{ tenant_id: string; environment: Env }>('SELECT tenant_id, environment FROM rm_tenants WHERE account_id = $1', [accountId]),
-      this.sql.query<Row>('SELECT tenant_id, environment, context_id, metric, value FROM rm_usage WHERE account_id = $1 AND period = $2', [accountId, period]),
+      this.sql.query<{ tenant_id: string; environment: Env }>(
+        'SELECT tenant_id, environment FROM rm_tenants WHERE account_id = $1',
+        [accountId],
+      ),
+      this.sql.query<Row>(
+        'SELECT tenant_id, environment, context_id, metric, value FROM rm_usage WHERE account_id = $1 AND period = $2',
+        [accountId, period],
+      ),
     ]);
     const account = accountRows.rows[0]?.doc ?? {};
     const tenantOf = new Map<Env, string>(tenantRows.rows.map((r) => [r.environment, r.tenant_id]));
     // A context-confined credential sees its context only (spec "Usage": context confinement).
     const confined = !p.crossContext;
-    const inScope = (r: { tenant_id: string; context_id: string }) => !confined || (r.tenant_id === p.tenantId && r.context_id === (p.contextId ?? ''));
+    const inScope = (r: { tenant_id: string; context_id: string }) =>
+      !confined || (r.tenant_id === p.tenantId && r.context_id === (p.contextId ?? ''));
     const rows = usageRows.rows.filter(inScope);
     const all = sum(rows);
 
@@ -113,8 +136,15 @@ export class UsageReads {
     const contexts = [...byContext.values()]
       .filter((list) => list.some((r) => Number(r.value) !== 0))
       .filter((list) => q.contextId === undefined || list[0].context_id === q.contextId)
-      .map((list) => ({ contextId: list[0].context_id, tenantId: list[0].tenant_id, environment: (envOf.get(list[0].tenant_id) ?? list[0].environment) as Env, ...scopeFigures(sum(list)) }))
-      .sort((a, b) => (a.environment === b.environment ? a.contextId.localeCompare(b.contextId) : a.environment === 'live' ? -1 : 1));
+      .map((list) => ({
+        contextId: list[0].context_id,
+        tenantId: list[0].tenant_id,
+        environment: (envOf.get(list[0].tenant_id) ?? list[0].environment) as Env,
+        ...scopeFigures(sum(list)),
+      }))
+      .sort((a, b) =>
+        a.environment === b.environment ? a.contextId.localeCompare(b.contextId) : a.environment === 'live' ? -1 : 1,
+      );
 
     const figures = scopeFigures(all);
     const limit = allowanceOf(this.prices, account);
@@ -128,7 +158,13 @@ export class UsageReads {
       plan: typeof account.plan === 'string' ? account.plan : 'free',
       credits: {
         ...figures.credits,
-        ...(limit !== null ? { limit, limitMilli: limit * 1000, remaining: Math.max(0, floorCredits(limit * 1000 - figures.credits.usedMilli)) } : {}),
+        ...(limit !== null
+          ? {
+              limit,
+              limitMilli: limit * 1000,
+              remaining: Math.max(0, floorCredits(limit * 1000 - figures.credits.usedMilli)),
+            }
+          : {}),
       },
       search: figures.search,
       documents: figures.documents,
@@ -137,8 +173,18 @@ export class UsageReads {
       identity: { users: { count: users }, entities: { count: entities } },
       // Reads are metered per account: a context-confined view reads 0 here (spec).
       reads: {
-        calls: { used: confined ? 0 : (all.get('reads.calls') ?? 0), included: reads.includedCalls, overageCredits: confined ? 0 : floorCredits(readMilli), overageCreditsMilli: confined ? 0 : readMilli },
-        dataOut: { bytes: confined ? 0 : (all.get('reads.bytes') ?? 0), includedBytes: reads.includedBytes, overageCredits: confined ? 0 : floorCredits(dataOutMilli), overageCreditsMilli: confined ? 0 : dataOutMilli },
+        calls: {
+          used: confined ? 0 : (all.get('reads.calls') ?? 0),
+          included: reads.includedCalls,
+          overageCredits: confined ? 0 : floorCredits(readMilli),
+          overageCreditsMilli: confined ? 0 : readMilli,
+        },
+        dataOut: {
+          bytes: confined ? 0 : (all.get('reads.bytes') ?? 0),
+          includedBytes: reads.includedBytes,
+          overageCredits: confined ? 0 : floorCredits(dataOutMilli),
+          overageCreditsMilli: confined ? 0 : dataOutMilli,
+        },
       },
       execution: figures.execution,
       tenants: { live: tenant('live'), test: tenant('test') },

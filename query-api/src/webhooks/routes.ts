@@ -1,5 +1,20 @@
 import { z } from 'zod';
-import { deliveryResponse, domainResponse, forbidden, idParam, limitParam, listDeliveriesQuery, listEnvelope, notFound, pageQuery, type Paginator, route, type RouteSpec, webhookResponse, type WebhookResponse } from '@svc/contracts';
+import {
+  deliveryResponse,
+  domainResponse,
+  forbidden,
+  idParam,
+  limitParam,
+  listDeliveriesQuery,
+  listEnvelope,
+  notFound,
+  pageQuery,
+  type Paginator,
+  route,
+  type RouteSpec,
+  webhookResponse,
+  type WebhookResponse,
+} from '@svc/contracts';
 import { type DeliveryRow, deliveryView, type Sql } from '@svc/domain';
 
 interface WebhookRow {
@@ -29,12 +44,16 @@ const view = (r: WebhookRow): WebhookResponse => ({
   createdAt: Number(r.created_at),
 });
 
-const COLUMNS = 'webhook_id, account_id, tenant_id, url, domain, events, api_version, status, disabled_reason, consecutive_failures, created_at';
+const COLUMNS =
+  'webhook_id, account_id, tenant_id, url, domain, events, api_version, status, disabled_reason, consecutive_failures, created_at';
 
 /** Developer-portal reads of webhooks, their deliveries and the account's domains (developer token only). */
 export function webhookQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
   const owned = async (id: string, accountId: string) => {
-    const { rows } = await sql.query<WebhookRow>(`SELECT ${COLUMNS} FROM rm_webhooks WHERE webhook_id = $1 AND account_id = $2`, [id, accountId]);
+    const { rows } = await sql.query<WebhookRow>(
+      `SELECT ${COLUMNS} FROM rm_webhooks WHERE webhook_id = $1 AND account_id = $2`,
+      [id, accountId],
+    );
     if (!rows.length) throw notFound();
     return rows[0];
   };
@@ -57,7 +76,10 @@ export function webhookQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
       response: listEnvelope(webhookResponse),
       handler: async ({ query, principal: p }) => {
         // Another account's (or an unknown) tenant is 403, as registering a webhook for it is (spec "Errors": tenant not owned).
-        const { rows: own } = await sql.query('SELECT 1 FROM rm_tenants WHERE tenant_id = $1 AND account_id = $2', [query.tenantId, p.accountId]);
+        const { rows: own } = await sql.query('SELECT 1 FROM rm_tenants WHERE tenant_id = $1 AND account_id = $2', [
+          query.tenantId,
+          p.accountId,
+        ]);
         if (!own.length) throw forbidden();
         const scope = `webhooks:${p.accountId}`;
         const params = { tenantId: query.tenantId, limit: query.limit };
@@ -66,7 +88,14 @@ export function webhookQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
           `SELECT ${COLUMNS} FROM rm_webhooks WHERE account_id = $1 AND tenant_id = $2 AND (created_at, webhook_id) > ($3, $4) ORDER BY created_at, webhook_id LIMIT $5`,
           [p.accountId, query.tenantId, after[0], after[1], query.limit + 1],
         );
-        return pages.page(scope, params, rows, query.limit, (r) => [Number(r.created_at), r.webhook_id] as [number, string], view);
+        return pages.page(
+          scope,
+          params,
+          rows,
+          query.limit,
+          (r) => [Number(r.created_at), r.webhook_id] as [number, string],
+          view,
+        );
       },
     }),
     route({
@@ -82,12 +111,21 @@ export function webhookQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
         const scope = `webhook-deliveries:${params.id}`;
         const cursorParams = { limit: query.limit };
         const before = pages.start<[number, string]>(scope, cursorParams, query.startFrom);
-        const { rows } = await sql.query<DeliveryRow>(
-          `SELECT delivery_id, webhook_id, event_type, source_id, source_type, status, attempts, next_attempt_at, created_at FROM webhook_deliveries
+        const { rows } = await sql
+          .query<DeliveryRow>(
+            `SELECT delivery_id, webhook_id, event_type, source_id, source_type, status, attempts, next_attempt_at, created_at FROM webhook_deliveries
            WHERE webhook_id = $1 AND ($2::bigint IS NULL OR (created_at, delivery_id) < ($2::bigint, $3::text)) ORDER BY created_at DESC, delivery_id DESC LIMIT $4`,
-          [params.id, before ? before[0] : null, before ? before[1] : '', query.limit + 1],
-        ).catch((e) => (/webhook_deliveries/.test(String(e)) ? { rows: [] } : Promise.reject(e)));
-        return pages.page(scope, cursorParams, rows, query.limit, (r) => [Number(r.created_at), r.delivery_id] as [number, string], deliveryView);
+            [params.id, before ? before[0] : null, before ? before[1] : '', query.limit + 1],
+          )
+          .catch((e) => (/webhook_deliveries/.test(String(e)) ? { rows: [] } : Promise.reject(e)));
+        return pages.page(
+          scope,
+          cursorParams,
+          rows,
+          query.limit,
+          (r) => [Number(r.created_at), r.delivery_id] as [number, string],
+          deliveryView,
+        );
       },
     }),
     route({
@@ -105,7 +143,14 @@ export function webhookQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
           'SELECT domain, verification_token, verified FROM rm_webhook_domains WHERE account_id = $1 AND domain > $2 ORDER BY domain LIMIT $3',
           [p.accountId, after, query.limit + 1],
         );
-        return pages.page(scope, params, rows, query.limit, (r) => r.domain, (r) => ({ domain: r.domain, verificationToken: r.verification_token, verified: r.verified }));
+        return pages.page(
+          scope,
+          params,
+          rows,
+          query.limit,
+          (r) => r.domain,
+          (r) => ({ domain: r.domain, verificationToken: r.verification_token, verified: r.verified }),
+        );
       },
     }),
   ];

@@ -29,11 +29,14 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the API reference page (/docs)', () => 
   });
 
   it('lists every operation of /openapi.json, under its summary, with nothing fetched from elsewhere', async () => {
-    const doc = (await (await fetch(`${svc.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, { summary?: string }>> };
+    const doc = (await (await fetch(`${svc.url}/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { summary?: string }>>;
+    };
     // Scalar names each operation `<document>/tag/<tag>/<METHOD><path>` in its sidebar and its content.
     const expected = new Map<string, string>();
     for (const [path, item] of Object.entries(doc.paths))
-      for (const [method, op] of Object.entries(item)) if (METHODS.includes(method)) expected.set(`${method.toUpperCase()}${path}`, op.summary ?? '');
+      for (const [method, op] of Object.entries(item))
+        if (METHODS.includes(method)) expected.set(`${method.toUpperCase()}${path}`, op.summary ?? '');
     expect(expected.size).toBeGreaterThan(50);
 
     const page = await browser.newPage();
@@ -56,10 +59,18 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the API reference page (/docs)', () => 
     // The sidebar comes first; the operations' sections are rendered in the background after it.
     const operationIds = /\/tag\/[^/]+\/(GET|POST|PUT|PATCH|DELETE)\/[^.]*$/.source;
     await page
-      .waitForFunction(([n, re]) => [...document.querySelectorAll('[id]:not(li)')].filter((e) => new RegExp(re).test(e.id)).length >= n, [expected.size, operationIds] as const, { timeout: 60_000 })
+      .waitForFunction(
+        ([n, re]) =>
+          [...document.querySelectorAll('[id]:not(li)')].filter((e) => new RegExp(re).test(e.id)).length >= n,
+        [expected.size, operationIds] as const,
+        { timeout: 60_000 },
+      )
       .catch(() => {}); // the assertions below say what is missing
     const rendered = await page.evaluate(() => ({
-      sidebar: [...document.querySelectorAll('li[data-sidebar-id]')].map((li) => ({ id: li.getAttribute('data-sidebar-id') ?? '', label: li.querySelector('button')?.innerText ?? '' })),
+      sidebar: [...document.querySelectorAll('li[data-sidebar-id]')].map((li) => ({
+        id: li.getAttribute('data-sidebar-id') ?? '',
+        label: li.querySelector('button')?.innerText ?? '',
+      })),
       sections: [...document.querySelectorAll('[id]')].map((e) => e.id),
     }));
     const inSidebar = new Map<string, string>();
@@ -71,7 +82,10 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the API reference page (/docs)', () => 
 
     const missing = [...expected.keys()].filter((k) => !inSidebar.has(k));
     expect(missing, 'operations of /openapi.json not listed on /docs').toEqual([]);
-    expect([...inSidebar.keys()].filter((k) => !expected.has(k)), 'operations listed that /openapi.json does not have').toEqual([]);
+    expect(
+      [...inSidebar.keys()].filter((k) => !expected.has(k)),
+      'operations listed that /openapi.json does not have',
+    ).toEqual([]);
     // Each listed under its summary (the label also carries the method badge).
     const unlabelled = [...expected].filter(([k, summary]) => !inSidebar.get(k)!.includes(summary.slice(0, 60)));
     expect(unlabelled).toEqual([]);

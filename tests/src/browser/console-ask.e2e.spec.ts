@@ -16,8 +16,14 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: ask and chat', () => {
   beforeAll(async () => {
     h = await startConsole();
     key = h.svc.bootstrap.tenants.test.rootKey;
-    await ingest('Notes on penguins', 'The committee met on Tuesday. Emperor penguins incubate their eggs on their feet through the Antarctic winter. Lunch was served in the main hall.');
-    copper = await ingest('Notes on copper', 'Copper conducts electricity well because its outer electron moves freely through the metal lattice.');
+    await ingest(
+      'Notes on penguins',
+      'The committee met on Tuesday. Emperor penguins incubate their eggs on their feet through the Antarctic winter. Lunch was served in the main hall.',
+    );
+    copper = await ingest(
+      'Notes on copper',
+      'Copper conducts electricity well because its outer electron moves freely through the metal lattice.',
+    );
   }, 240_000);
   afterAll(async () => {
     await h?.stop();
@@ -33,7 +39,9 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: ask and chat', () => {
     await expect.poll(() => page.getByLabel('Model').innerText()).toMatch(/Default \(builtin-extractive\)/);
     await expect.poll(() => page.locator('.balance').innerText()).toMatch(/Inference balance: \d+\.\d\d/);
     await page.getByText('Model catalog').click();
-    expect(await page.getByRole('table', { name: 'Models' }).innerText()).toMatch(/builtin-extractive \(default\)\s+builtin/);
+    expect(await page.getByRole('table', { name: 'Models' }).innerText()).toMatch(
+      /builtin-extractive \(default\)\s+builtin/,
+    );
 
     // Every length the answer's text has on the page, as the browser renders it.
     await page.evaluate(`(() => {
@@ -76,7 +84,9 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: ask and chat', () => {
 
     await page.getByLabel('Document id').fill('00000000-0000-4000-8000-000000000000');
     await page.getByRole('button', { name: 'Ask' }).click();
-    await expect.poll(() => page.getByRole('alert').allInnerTexts(), { timeout: 15_000 }).toEqual(expect.arrayContaining([expect.stringMatching(/404/)]));
+    await expect
+      .poll(() => page.getByRole('alert').allInnerTexts(), { timeout: 15_000 })
+      .toEqual(expect.arrayContaining([expect.stringMatching(/404/)]));
     expect(p.elsewhere).toEqual([]);
     expect(p.problems).toEqual([]);
   });

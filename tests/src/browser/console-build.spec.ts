@@ -10,7 +10,10 @@ import { ROOT } from '../support/service';
  */
 describe('the console build', () => {
   it("names the app's entry (src/main.tsx) in index.html, and lists it first among the first screen's files", async () => {
-    const build = (await import(join(ROOT, 'console/scripts/build.mjs'))) as { buildConsole(o: { quiet: boolean }): Promise<{ entry: string; firstScreen: string[]; files: string[] }>; CONSOLE_DIST: string };
+    const build = (await import(join(ROOT, 'console/scripts/build.mjs'))) as {
+      buildConsole(o: { quiet: boolean }): Promise<{ entry: string; firstScreen: string[]; files: string[] }>;
+      CONSOLE_DIST: string;
+    };
     const manifest = await build.buildConsole({ quiet: true });
     expect(manifest.entry).toMatch(/^app-\w+\.js$/);
     expect(manifest.firstScreen[0]).toBe(manifest.entry);

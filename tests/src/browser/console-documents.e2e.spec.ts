@@ -86,13 +86,17 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: documents and folders'
     expect(await page.getByLabel('Title').inputValue()).toBe('greenhouse');
     expect(await h.axe(page).then(describeViolations)).toEqual([]);
     await page.getByRole('button', { name: 'Upload' }).click();
-    await expect.poll(() => page.getByRole('heading', { name: 'Document greenhouse' }).count(), { timeout: 15_000 }).toBe(1);
+    await expect
+      .poll(() => page.getByRole('heading', { name: 'Document greenhouse' }).count(), { timeout: 15_000 })
+      .toBe(1);
     // The status moves on its own while the page is open, to INDEXED.
     await expect.poll(() => status(page), { timeout: 60_000, interval: 250 }).toContain('INDEXED');
     expect(await page.locator('dl.facts').innerText()).toMatch(/File\s+application\/pdf/);
     await page.getByRole('button', { name: 'Read the text' }).click();
     await expect.poll(() => page.getByLabel('Extracted text').count()).toBe(1);
-    expect(await page.getByLabel('Extracted text').innerText()).toContain('The tomatoes are watered every morning at six.');
+    expect(await page.getByLabel('Extracted text').innerText()).toContain(
+      'The tomatoes are watered every morning at six.',
+    );
     expect(await h.axe(page).then(describeViolations)).toEqual([]);
     await h.screenshot(page, 'document');
 
@@ -102,7 +106,10 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: documents and folders'
     // Through the API: the document is in Garden, and listed there.
     const folders = (await h.svc.api.get('/v1/folders', key)).body.data as Array<{ id: string; name: string }>;
     const garden = folders.find((f) => f.name === 'Garden')!;
-    const docs = (await h.svc.api.get(`/v1/documents?folderId=${garden.id}`, key)).body.data as Array<{ title: string; status: string }>;
+    const docs = (await h.svc.api.get(`/v1/documents?folderId=${garden.id}`, key)).body.data as Array<{
+      title: string;
+      status: string;
+    }>;
     expect(docs.map((d) => [d.title, d.status])).toEqual([['greenhouse', 'INDEXED']]);
     // The page's trail now leads to the new folder, which lists it.
     await page.locator('.crumbs').getByRole('link', { name: 'Root / Garden' }).click();
@@ -120,7 +127,12 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: documents and folders'
     await h.signIn(p);
     await page.goto(`${h.url}#/documents`);
     await expect.poll(() => page.getByRole('heading', { name: 'In Root' }).count()).toBe(1);
-    await dropFile(page, 'notes.txt', 'text/plain', new TextEncoder().encode('The hens are fed at seven and again at four.'));
+    await dropFile(
+      page,
+      'notes.txt',
+      'text/plain',
+      new TextEncoder().encode('The hens are fed at seven and again at four.'),
+    );
     await expect.poll(() => page.getByLabel('Title').inputValue()).toBe('notes');
     // The file's PUT to the presigned URL, held back a moment so the progress can be seen.
     await page.route('**/storage/uploads/**', async (r) => {
@@ -134,10 +146,17 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: documents and folders'
     await expect.poll(() => status(page), { timeout: 60_000, interval: 250 }).toContain('INDEXED');
 
     await page.goto(`${h.url}#/documents`);
-    await dropFile(page, 'broken.pdf', 'application/pdf', new TextEncoder().encode('%PDF-1.7 this is not a PDF at all'));
+    await dropFile(
+      page,
+      'broken.pdf',
+      'application/pdf',
+      new TextEncoder().encode('%PDF-1.7 this is not a PDF at all'),
+    );
     await expect.poll(() => page.getByLabel('Title').inputValue()).toBe('broken');
     await page.getByRole('button', { name: 'Upload' }).click();
-    await expect.poll(() => page.getByRole('heading', { name: 'Document broken' }).count(), { timeout: 15_000 }).toBe(1);
+    await expect
+      .poll(() => page.getByRole('heading', { name: 'Document broken' }).count(), { timeout: 15_000 })
+      .toBe(1);
     await expect.poll(() => status(page), { timeout: 60_000, interval: 250 }).toMatch(/FAILED: .+\(INDEXING_FAILED\)/);
     expect(await h.axe(page).then(describeViolations)).toEqual([]);
     await h.screenshot(page, 'document-failed');
@@ -174,7 +193,11 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: documents and folders'
     const table = page.getByRole('table', { name: /^Documents in Root/ });
     await expect.poll(() => table.getByRole('row').count()).toBeGreaterThan(0);
     expect(await table.innerText()).not.toContain('Added elsewhere');
-    const created = await h.svc.api.post('/v1/documents', key, { title: 'Added elsewhere', text: 'Notes written through the API.', indexMode: 'TEXT' });
+    const created = await h.svc.api.post('/v1/documents', key, {
+      title: 'Added elsewhere',
+      text: 'Notes written through the API.',
+      indexMode: 'TEXT',
+    });
     expect(created.status).toBe(201);
     await expect.poll(() => table.innerText()).toContain('Added elsewhere');
     const row = table.getByRole('row').filter({ hasText: 'Added elsewhere' });

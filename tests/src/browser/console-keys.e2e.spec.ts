@@ -22,7 +22,14 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: tokens and the develop
     const certs = makeCertificates(dir.dir);
     receiver = await new Receiver(certs).start();
     writeFileSync(dnsFile, JSON.stringify(dns));
-    h = await startConsole({ env: { WEBHOOK_RETRY_SCALE: '0.0001', WEBHOOK_ALLOW_PRIVATE_TARGETS: '1', WEBHOOK_CA_FILE: certs.caFile, WEBHOOK_TEST_DNS_FILE: dnsFile } });
+    h = await startConsole({
+      env: {
+        WEBHOOK_RETRY_SCALE: '0.0001',
+        WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
+        WEBHOOK_CA_FILE: certs.caFile,
+        WEBHOOK_TEST_DNS_FILE: dnsFile,
+      },
+    });
   }, 240_000);
   afterAll(async () => {
     await h?.stop();
@@ -79,7 +86,10 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: tokens and the develop
     await page.getByRole('button', { name: 'Use this tenant' }).click();
 
     // The domain: added, its token published as a TXT record, then verified from the console.
-    await page.getByRole('navigation', { name: 'Developer portal sections' }).getByRole('link', { name: 'Domains' }).click();
+    await page
+      .getByRole('navigation', { name: 'Developer portal sections' })
+      .getByRole('link', { name: 'Domains' })
+      .click();
     await page.getByRole('textbox', { name: 'Domain' }).fill('example.test');
     await page.getByRole('button', { name: 'Add domain' }).click();
     const domains = page.getByRole('table', { name: 'Domains of the account' });
@@ -90,7 +100,10 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: tokens and the develop
     await domains.getByRole('button', { name: 'Verify example.test' }).click();
     await expect.poll(() => domains.innerText(), { timeout: 15_000 }).toMatch(/example\.test\s+wv_\S+\s+yes/);
 
-    await page.getByRole('navigation', { name: 'Developer portal sections' }).getByRole('link', { name: 'Webhooks' }).click();
+    await page
+      .getByRole('navigation', { name: 'Developer portal sections' })
+      .getByRole('link', { name: 'Webhooks' })
+      .click();
     await page.getByLabel('URL').fill(`https://hooks.example.test:${receiver.port}/console`);
     await page.getByLabel('document.indexed').check();
     await page.getByRole('button', { name: 'Add webhook' }).click();
@@ -101,10 +114,17 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: tokens and the develop
     // schedule (scaled down here) and given up as FAILED; the console lists it.
     receiver.mode('/console', 'fail');
     const key = h.svc.bootstrap.tenants.test.rootKey;
-    const doc = await h.svc.api.post('/v1/documents', key, { title: 'Hooked', text: 'A document whose indexing is announced.', indexMode: 'TEXT' });
+    const doc = await h.svc.api.post('/v1/documents', key, {
+      title: 'Hooked',
+      text: 'A document whose indexing is announced.',
+      indexMode: 'TEXT',
+    });
     expect(doc.status).toBe(201);
     await page.reload();
-    await page.getByRole('table', { name: 'Webhooks of this tenant' }).getByRole('link', { name: /hooks\.example\.test/ }).click();
+    await page
+      .getByRole('table', { name: 'Webhooks of this tenant' })
+      .getByRole('link', { name: /hooks\.example\.test/ })
+      .click();
     const history = page.getByRole('table', { name: 'Delivery history' });
     const row = new RegExp(`document\\.indexed\\s+document ${doc.body.id}\\s+FAILED\\s+6`);
     await expect
@@ -122,8 +142,13 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: tokens and the develop
 
     // The receiver works again: Retry re-queues it, and it is delivered.
     receiver.mode('/console', 'ok');
-    await history.getByRole('button', { name: /Retry delivery/ }).first().click();
-    await expect.poll(() => page.getByRole('status').filter({ hasText: 'Delivery' }).innerText(), { timeout: 15_000 }).toMatch(/is PENDING again/);
+    await history
+      .getByRole('button', { name: /Retry delivery/ })
+      .first()
+      .click();
+    await expect
+      .poll(() => page.getByRole('status').filter({ hasText: 'Delivery' }).innerText(), { timeout: 15_000 })
+      .toMatch(/is PENDING again/);
     await expect
       .poll(
         async () => {
@@ -133,7 +158,9 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: tokens and the develop
         { timeout: 30_000, interval: 1000 },
       )
       .toMatch(new RegExp(`document\\.indexed\\s+document ${doc.body.id}\\s+DELIVERED\\s+7`));
-    expect(receiver.received.filter((r) => r.path === '/console').map((r) => r.status)).toEqual([500, 500, 500, 500, 500, 500, 200]);
+    expect(receiver.received.filter((r) => r.path === '/console').map((r) => r.status)).toEqual([
+      500, 500, 500, 500, 500, 500, 200,
+    ]);
     expect(p.elsewhere).toEqual([]);
     expect(p.problems).toEqual([]);
   });

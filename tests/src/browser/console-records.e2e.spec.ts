@@ -81,7 +81,9 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: records', () => {
     await page.getByLabel('title').fill('Water the tomatoes at six');
     await page.getByRole('button', { name: 'Save record' }).click();
     await expect.poll(() => facts(page), { timeout: 15_000 }).toMatch(/Version\s+2/);
-    expect(await page.getByLabel('Payload', { exact: true }).innerText()).toMatch(/"priority": 2[\s\S]*"title": "Water the tomatoes at six"|"title": "Water the tomatoes at six"[\s\S]*"priority": 2/);
+    expect(await page.getByLabel('Payload', { exact: true }).innerText()).toMatch(
+      /"priority": 2[\s\S]*"title": "Water the tomatoes at six"|"title": "Water the tomatoes at six"[\s\S]*"priority": 2/,
+    );
 
     // PUT: the payload is replaced by the form's (the cleared priority is gone).
     await page.getByRole('link', { name: 'Edit record' }).click();
@@ -111,7 +113,9 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: records', () => {
       ['Mend the fence', 9, 'closed'],
       ['Feed the hens', 1, 'open'],
     ] as const)
-      expect((await h.svc.api.post('/v1/records', key, { typeName: 'task', payload: { title, priority, state } })).status).toBe(201);
+      expect(
+        (await h.svc.api.post('/v1/records', key, { typeName: 'task', payload: { title, priority, state } })).status,
+      ).toBe(201);
     const p = await h.newPage();
     const { page } = p;
     await h.signIn(p);
@@ -133,7 +137,9 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: records', () => {
     await page.getByLabel('To').fill('9');
     await page.getByLabel('Order').selectOption('desc');
     await page.getByRole('button', { name: 'Apply filter' }).click();
-    await expect.poll(async () => (await table.getByRole('row').allInnerTexts()).slice(1).map((r) => r.split('\t')[1])).toEqual(['Mend the fence', 'Sow the beans', 'Feed the hens']);
+    await expect
+      .poll(async () => (await table.getByRole('row').allInnerTexts()).slice(1).map((r) => r.split('\t')[1]))
+      .toEqual(['Mend the fence', 'Sow the beans', 'Feed the hens']);
     expect(await h.axe(page).then(describeViolations)).toEqual([]);
     await h.screenshot(page, 'records');
 
@@ -146,32 +152,46 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: records', () => {
         async () => {
           await page.getByRole('button', { name: 'Search', exact: true }).click();
           await page.waitForTimeout(300);
-          return (await table.getByRole('row').allInnerTexts()).slice(1).map((r) => r.split('\t')[1]).sort();
+          return (await table.getByRole('row').allInnerTexts())
+            .slice(1)
+            .map((r) => r.split('\t')[1])
+            .sort();
         },
         { timeout: 60_000, interval: 500 },
       )
       .toEqual(['Mend the fence', 'Sow the beans']);
-    expect(await table.locator('caption').innerText()).toContain('found for “beans fence hens tomatoes”, state = closed');
+    expect(await table.locator('caption').innerText()).toContain(
+      'found for “beans fence hens tomatoes”, state = closed',
+    );
     expect(await h.axe(page).then(describeViolations)).toEqual([]);
     await page.getByRole('button', { name: 'Clear search' }).click();
 
     // A bound the field cannot take: the API's refusal at the filter.
     await page.getByLabel('From').fill('high');
     await page.getByRole('button', { name: 'Apply filter' }).click();
-    await expect.poll(() => page.getByRole('form', { name: 'Filter by a lookup' }).innerText()).toMatch(/VALIDATION_ERROR|must be|number/i);
+    await expect
+      .poll(() => page.getByRole('form', { name: 'Filter by a lookup' }).innerText())
+      .toMatch(/VALIDATION_ERROR|must be|number/i);
     expect(p.elsewhere).toEqual([]);
     expect(p.problems).toEqual([]);
   });
 
   it('shows a conflict when the record changed since the form was opened, and overwrites nothing', async () => {
-    const created = await h.svc.api.post('/v1/records', key, { typeName: 'task', externalId: 'task-c', payload: { title: 'Prune the roses' } });
+    const created = await h.svc.api.post('/v1/records', key, {
+      typeName: 'task',
+      externalId: 'task-c',
+      payload: { title: 'Prune the roses' },
+    });
     const p = await h.newPage();
     const { page } = p;
     await h.signIn(p);
     await page.goto(`${h.url}#/records/task/${created.body.id}/edit`);
     await expect.poll(() => page.getByRole('heading', { name: 'Edit record task-c' }).count()).toBe(1);
     // Someone else changes it meanwhile.
-    expect((await h.svc.api.patch(`/v1/records/${created.body.id}`, key, { payload: { title: 'Prune the roses in March' } })).status).toBe(200);
+    expect(
+      (await h.svc.api.patch(`/v1/records/${created.body.id}`, key, { payload: { title: 'Prune the roses in March' } }))
+        .status,
+    ).toBe(200);
     await page.getByLabel('title').fill('Prune the roses today');
     await page.getByRole('button', { name: 'Save record' }).click();
     const alert = page.getByRole('alert').filter({ hasText: 'Conflict' });
@@ -207,7 +227,11 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: records', () => {
   });
 
   it('deletes a record: its page then shows the tombstone and the whole history', async () => {
-    const created = await h.svc.api.post('/v1/records', key, { typeName: 'task', externalId: 'task-d', payload: { title: 'Burn the leaves' } });
+    const created = await h.svc.api.post('/v1/records', key, {
+      typeName: 'task',
+      externalId: 'task-d',
+      payload: { title: 'Burn the leaves' },
+    });
     const p = await h.newPage();
     const { page } = p;
     await h.signIn(p);
@@ -217,7 +241,9 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: records', () => {
     await page.getByRole('button', { name: 'Delete version 1 for good' }).click();
     await expect.poll(() => page.getByRole('heading', { name: 'Deleted record' }).count(), { timeout: 15_000 }).toBe(1);
     expect(await page.getByRole('status').innerText()).toMatch(/deleted at .* \(its last version was 1\)/);
-    await expect.poll(() => page.getByRole('table', { name: 'Version history' }).innerText()).toMatch(/2\s+RecordDeleted/);
+    await expect
+      .poll(() => page.getByRole('table', { name: 'Version history' }).innerText())
+      .toMatch(/2\s+RecordDeleted/);
     await page.getByRole('button', { name: 'Show version 1' }).click();
     expect(await page.getByLabel('Payload of version 1').innerText()).toContain('Burn the leaves');
     expect(await h.axe(page).then(describeViolations)).toEqual([]);
@@ -235,7 +261,11 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: records', () => {
     const table = page.getByRole('table', { name: /^Task records/ });
     await expect.poll(() => table.getByRole('row').count()).toBeGreaterThan(1);
     expect(await table.innerText()).not.toContain('Written elsewhere');
-    const created = await h.svc.api.post('/v1/records', key, { typeName: 'task', externalId: 'task-live', payload: { title: 'Written elsewhere' } });
+    const created = await h.svc.api.post('/v1/records', key, {
+      typeName: 'task',
+      externalId: 'task-live',
+      payload: { title: 'Written elsewhere' },
+    });
     expect(created.status).toBe(201);
     await expect.poll(() => table.innerText()).toContain('Written elsewhere');
 
@@ -243,11 +273,16 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: records', () => {
     await expect.poll(() => page.getByRole('heading', { name: 'Record task-live' }).count()).toBe(1);
     // Indexing and a new version made through the API show up on the open page by themselves.
     await expect.poll(() => facts(page), { timeout: 30_000 }).toMatch(/Index status\s+INDEXED/);
-    const patched = await h.svc.api.patch(`/v1/records/${created.body.id}`, key, { expectedVersion: 1, payload: { title: 'Changed elsewhere' } });
+    const patched = await h.svc.api.patch(`/v1/records/${created.body.id}`, key, {
+      expectedVersion: 1,
+      payload: { title: 'Changed elsewhere' },
+    });
     expect(patched.status).toBe(200);
     await expect.poll(() => facts(page)).toMatch(/Version\s+2/);
     expect(await page.getByLabel('Payload', { exact: true }).innerText()).toContain('"title": "Changed elsewhere"');
-    await expect.poll(() => page.getByRole('table', { name: 'Version history' }).innerText()).toMatch(/2\s+RecordUpdated/);
+    await expect
+      .poll(() => page.getByRole('table', { name: 'Version history' }).innerText())
+      .toMatch(/2\s+RecordUpdated/);
     expect(p.elsewhere).toEqual([]);
     expect(p.problems).toEqual([]);
   });

@@ -58,7 +58,9 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: schemas', () => {
     expect(facts).toMatch(/Lookups\s+isbn \(unique\)/);
     const fields = page.getByRole('table', { name: 'Fields' });
     expect(await fields.getByRole('row').count()).toBe(4);
-    expect(await fields.getByRole('row').nth(2).innerText()).toMatch(/genre\s+enum\s+filterable\s+novel, poetry, essay/);
+    expect(await fields.getByRole('row').nth(2).innerText()).toMatch(
+      /genre\s+enum\s+filterable\s+novel, poetry, essay/,
+    );
     expect(await page.getByRole('list').filter({ hasText: 'Version 1' }).innerText()).toContain('SchemaCreated');
     expect(await h.axe(page).then(describeViolations)).toEqual([]);
     await h.screenshot(page, 'schema');
@@ -104,7 +106,9 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: schemas', () => {
     await page.getByRole('button', { name: 'Add a lookup' }).click();
     await page.getByLabel('Lookup 1 field').fill('issn');
     await page.getByRole('button', { name: 'Create schema' }).click();
-    await expect.poll(() => page.getByRole('group', { name: 'Lookups' }).innerText()).toMatch(/'issn' is not a declared field/);
+    await expect
+      .poll(() => page.getByRole('group', { name: 'Lookups' }).innerText())
+      .toMatch(/'issn' is not a declared field/);
     expect(await typeName.getAttribute('aria-invalid')).toBeNull();
     // Still on the form, and the service has neither.
     expect(await page.getByRole('heading', { name: 'New schema' }).count()).toBe(1);

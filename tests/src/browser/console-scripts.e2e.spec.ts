@@ -14,7 +14,13 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: scripts and triggers',
   beforeAll(async () => {
     h = await startConsole();
     key = h.svc.bootstrap.tenants.test.rootKey;
-    const s = await h.svc.api.post('/v1/schemas', key, { typeName: 'order', displayName: 'Order', allowedSurfaces: ['record'], capabilities: { triggersEnabled: true }, fields: [{ fieldId: 'item', fieldType: 'string', filterable: true }] });
+    const s = await h.svc.api.post('/v1/schemas', key, {
+      typeName: 'order',
+      displayName: 'Order',
+      allowedSurfaces: ['record'],
+      capabilities: { triggersEnabled: true },
+      fields: [{ fieldId: 'item', fieldType: 'string', filterable: true }],
+    });
     expect(s.status, s.text).toBe(201);
   }, 180_000);
   afterAll(async () => {
@@ -28,7 +34,9 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: scripts and triggers',
     await page.getByRole('navigation', { name: 'Screens' }).getByRole('link', { name: 'Scripts and triggers' }).click();
     await expect.poll(() => page.getByRole('heading', { name: 'Scripts', level: 1 }).count()).toBe(1);
     await page.getByLabel('Script name').fill('greet');
-    await page.getByRole('textbox', { name: 'Source' }).fill('export default (input) => ({ hello: input.params.name, n: input.params.n * 2 });\n');
+    await page
+      .getByRole('textbox', { name: 'Source' })
+      .fill('export default (input) => ({ hello: input.params.name, n: input.params.n * 2 });\n');
     await page.getByRole('button', { name: 'Create script' }).click();
     await expect.poll(() => page.getByRole('heading', { name: 'Script greet' }).count(), { timeout: 15_000 }).toBe(1);
     await expect.poll(() => page.locator('dl.facts').innerText()).toMatch(/Version\s+1 \(latest\)/);
@@ -53,7 +61,9 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: scripts and triggers',
 
     await source.fill('export default () => { throw new Error("no thanks"); };\n');
     await page.getByRole('button', { name: 'Push new version' }).click();
-    await expect.poll(() => page.locator('dl.facts').innerText(), { timeout: 15_000 }).toMatch(/Version\s+2 \(latest\)/);
+    await expect
+      .poll(() => page.locator('dl.facts').innerText(), { timeout: 15_000 })
+      .toMatch(/Version\s+2 \(latest\)/);
     await page.getByRole('button', { name: 'Run script' }).click();
     const failed = page.getByRole('region', { name: 'The run failed' });
     await expect.poll(() => failed.count(), { timeout: 15_000 }).toBe(1);
@@ -83,7 +93,9 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: scripts and triggers',
     await page.getByLabel('Fields passed to the script').fill('item');
     await page.getByRole('button', { name: 'Declare rule' }).click();
     const rules = page.getByRole('table', { name: 'Trigger rules of this context' });
-    await expect.poll(() => rules.innerText(), { timeout: 15_000 }).toMatch(/on-order\s+order\s+CREATE\s+greet@2\s+item\s+records:r\s+yes/);
+    await expect
+      .poll(() => rules.innerText(), { timeout: 15_000 })
+      .toMatch(/on-order\s+order\s+CREATE\s+greet@2\s+item\s+records:r\s+yes/);
 
     const r = await h.svc.api.post('/v1/records', key, { typeName: 'order', payload: { item: 'tea' } });
     expect(r.status, r.text).toBe(201);

@@ -15,14 +15,38 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: search playground', ()
   beforeAll(async () => {
     h = await startConsole();
     key = h.svc.bootstrap.tenants.test.rootKey;
-    await ingest('Notes on penguins', 'Emperor penguins incubate their eggs on their feet through the Antarctic winter.');
-    await ingest('Notes on copper', 'Copper conducts electricity well because its outer electron moves freely through the metal lattice.');
+    await ingest(
+      'Notes on penguins',
+      'Emperor penguins incubate their eggs on their feet through the Antarctic winter.',
+    );
+    await ingest(
+      'Notes on copper',
+      'Copper conducts electricity well because its outer electron moves freely through the metal lattice.',
+    );
     await ingest('Notes on volcanoes', 'Mount Etna on Sicily is one of the most active volcanoes in Europe.');
     // A record type with a searchable field: the type narrowing keeps to it.
-    expect((await h.svc.api.post('/v1/schemas', key, { typeName: 'sighting', displayName: 'Sighting', allowedSurfaces: ['record'], indexMode: 'TEXT', fields: [{ fieldId: 'note', fieldType: 'string', searchable: true }] })).status).toBe(201);
-    const rec = await h.svc.api.post('/v1/records', key, { typeName: 'sighting', payload: { note: 'Two penguins guarding eggs near the station.' } });
+    expect(
+      (
+        await h.svc.api.post('/v1/schemas', key, {
+          typeName: 'sighting',
+          displayName: 'Sighting',
+          allowedSurfaces: ['record'],
+          indexMode: 'TEXT',
+          fields: [{ fieldId: 'note', fieldType: 'string', searchable: true }],
+        })
+      ).status,
+    ).toBe(201);
+    const rec = await h.svc.api.post('/v1/records', key, {
+      typeName: 'sighting',
+      payload: { note: 'Two penguins guarding eggs near the station.' },
+    });
     expect(rec.status, rec.text).toBe(201);
-    await eventually(async () => ((await h.svc.api.get(`/v1/records/${rec.body.id}`, key)).body.indexStatus === 'INDEXED' ? true : null), 60_000, 100);
+    await eventually(
+      async () =>
+        (await h.svc.api.get(`/v1/records/${rec.body.id}`, key)).body.indexStatus === 'INDEXED' ? true : null,
+      60_000,
+      100,
+    );
   }, 240_000);
   afterAll(async () => {
     await h?.stop();
@@ -38,11 +62,15 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: search playground', ()
     await page.getByRole('button', { name: 'Search' }).click();
     for (const mode of ['TEXT', 'SEMANTIC', 'HYBRID']) {
       const column = page.getByRole('region', { name: mode });
-      await expect.poll(() => column.getByRole('list', { name: `${mode} results` }).count(), { timeout: 20_000 }).toBe(1);
+      await expect
+        .poll(() => column.getByRole('list', { name: `${mode} results` }).count(), { timeout: 20_000 })
+        .toBe(1);
       const penguins = column.getByRole('listitem').filter({ hasText: 'Notes on penguins' });
       await expect.poll(() => penguins.count()).toBe(1);
       expect(await penguins.innerText()).toMatch(/score \d\.\d{4} · text \d\.\d{4} · semantic \d\.\d{4}/);
-      expect(await column.locator('.latency').innerText()).toMatch(/\d+ results? · [\d.]+ ms in the service · \d+ ms round trip/);
+      expect(await column.locator('.latency').innerText()).toMatch(
+        /\d+ results? · [\d.]+ ms in the service · \d+ ms round trip/,
+      );
     }
     // The keyword modes mark the query's words in the snippet (as <mark> elements, not markup text).
     const marked = await page.getByRole('region', { name: 'TEXT' }).locator('mark').allInnerTexts();
@@ -98,7 +126,11 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: search playground', ()
     const text = page.getByRole('region', { name: 'TEXT' });
     await expect.poll(() => text.innerText(), { timeout: 20_000 }).toMatch(/0 results · /);
     // Someone else adds a document: the results follow without a click.
-    await h.svc.api.post('/v1/documents', key, { title: 'Notes on glaciers', text: 'Glaciers carve valleys as they flow downhill under their own weight.', indexMode: 'HYBRID' });
+    await h.svc.api.post('/v1/documents', key, {
+      title: 'Notes on glaciers',
+      text: 'Glaciers carve valleys as they flow downhill under their own weight.',
+      indexMode: 'HYBRID',
+    });
     await expect.poll(() => text.innerText(), { timeout: 60_000 }).toMatch(/Notes on glaciers/);
     expect(await page.getByRole('status').filter({ hasText: 'changes seen' }).innerText()).toMatch(/document\./);
     expect(p.elsewhere).toEqual([]);

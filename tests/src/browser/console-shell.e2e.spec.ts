@@ -58,7 +58,9 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: serving and sign-in', 
     const describedBy = (await field.getAttribute('aria-describedby')) ?? '';
     const message = await page.locator(`[id="${describedBy.split(' ').pop()}"]`).innerText();
     expect(message).toMatch(/unauthori[sz]ed|credential/i);
-    expect(await page.evaluate('JSON.stringify([Object.keys(sessionStorage), Object.keys(localStorage), document.cookie])')).toBe('[[],[],""]');
+    expect(
+      await page.evaluate('JSON.stringify([Object.keys(sessionStorage), Object.keys(localStorage), document.cookie])'),
+    ).toBe('[[],[],""]');
     expect(await h.axe(page).then(describeViolations)).toEqual([]);
     await h.screenshot(page, 'sign-in-refused');
 
@@ -70,7 +72,9 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: serving and sign-in', 
     await expect.poll(() => page.getByRole('banner').innerText()).toContain(key.tenantId);
     expect(await page.getByRole('banner').innerText()).toContain(key.contextId);
     // The key is in this tab's sessionStorage, nowhere else.
-    const stored = (await page.evaluate('JSON.stringify([Object.values(sessionStorage).join(""), Object.keys(localStorage), document.cookie])')) as string;
+    const stored = (await page.evaluate(
+      'JSON.stringify([Object.values(sessionStorage).join(""), Object.keys(localStorage), document.cookie])',
+    )) as string;
     const [session, local, cookie] = JSON.parse(stored) as [string, string[], string];
     expect(session).toContain(key.rootKey);
     expect(local).toEqual([]);
@@ -94,7 +98,10 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: serving and sign-in', 
     const { page } = p;
     await page.goto(h.url);
     await page.getByRole('heading', { name: 'Sign in to the console' }).waitFor();
-    const focused = () => page.evaluate('(() => { const e = document.activeElement; return e ? `${e.tagName} ${e.getAttribute("name") ?? ""} ${(e.textContent ?? "").trim()}` : "" })()') as Promise<string>;
+    const focused = () =>
+      page.evaluate(
+        '(() => { const e = document.activeElement; return e ? `${e.tagName} ${e.getAttribute("name") ?? ""} ${(e.textContent ?? "").trim()}` : "" })()',
+      ) as Promise<string>;
     await page.keyboard.press('Tab');
     expect(await focused()).toBe('INPUT token ');
     await page.keyboard.type(h.svc.bootstrap.tenants.test.rootKey);
@@ -121,7 +128,9 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: serving and sign-in', 
     await h.signIn(p, h.svc.bootstrap.developerToken);
     await expect.poll(() => p.page.getByRole('banner').innerText()).toContain('Developer token');
     // None of the tenant screens is offered to it.
-    expect(await p.page.getByRole('navigation', { name: 'Screens' }).getByRole('link', { name: 'Schemas' }).count()).toBe(0);
+    expect(
+      await p.page.getByRole('navigation', { name: 'Screens' }).getByRole('link', { name: 'Schemas' }).count(),
+    ).toBe(0);
     expect(p.elsewhere).toEqual([]);
     expect(p.problems).toEqual([]);
   });

@@ -13,10 +13,20 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: usage and activity', (
   beforeAll(async () => {
     h = await startConsole();
     key = h.svc.bootstrap.tenants.test.rootKey;
-    const s = await h.svc.api.post('/v1/schemas', key, { typeName: 'note', displayName: 'Note', allowedSurfaces: ['record'], indexMode: 'TEXT', fields: [{ fieldId: 'body', fieldType: 'string', searchable: true }] });
+    const s = await h.svc.api.post('/v1/schemas', key, {
+      typeName: 'note',
+      displayName: 'Note',
+      allowedSurfaces: ['record'],
+      indexMode: 'TEXT',
+      fields: [{ fieldId: 'body', fieldType: 'string', searchable: true }],
+    });
     expect(s.status, s.text).toBe(201);
-    for (let i = 0; i < 3; i++) expect((await h.svc.api.post('/v1/records', key, { typeName: 'note', payload: { body: `note number ${i}` } })).status).toBe(201);
-    for (const mode of ['TEXT', 'TEXT', 'HYBRID']) expect((await h.svc.api.post('/v1/search', key, { query: 'note', mode })).status).toBe(200);
+    for (let i = 0; i < 3; i++)
+      expect(
+        (await h.svc.api.post('/v1/records', key, { typeName: 'note', payload: { body: `note number ${i}` } })).status,
+      ).toBe(201);
+    for (const mode of ['TEXT', 'TEXT', 'HYBRID'])
+      expect((await h.svc.api.post('/v1/search', key, { query: 'note', mode })).status).toBe(200);
     expect((await h.svc.api.post('/v1/search', key, { query: 'note', limit: 500 })).status).toBe(400);
   }, 180_000);
   afterAll(async () => {
@@ -38,7 +48,12 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: usage and activity', (
     // The searches chart: one bar per mode, as long as the report's counts (TEXT 2 + 1, SEMANTIC 1, HYBRID 1 + 1).
     const searches = page.getByRole('figure', { name: 'Searches' });
     await expect.poll(() => searches.locator('svg rect.bar').count(), { timeout: 15_000 }).toBe(3);
-    const readBars = () => searches.locator('svg rect.bar').evaluateAll((rs) => rs.map((r) => ({ value: Number(r.getAttribute('data-value')), width: Number(r.getAttribute('width')) })));
+    const readBars = () =>
+      searches
+        .locator('svg rect.bar')
+        .evaluateAll((rs) =>
+          rs.map((r) => ({ value: Number(r.getAttribute('data-value')), width: Number(r.getAttribute('width')) })),
+        );
     // Usage is tallied beside the requests: this tab's own searches may need a refresh to be counted (a person presses it).
     await expect
       .poll(
@@ -74,7 +89,9 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: usage and activity', (
     await page.getByLabel('Errors only').check();
     await page.getByRole('button', { name: 'Apply filters' }).click();
     await expect.poll(() => log.getByRole('row').count(), { timeout: 15_000 }).toBe(2);
-    expect(await log.getByRole('row').nth(1).innerText()).toMatch(/POST\s+\/v1\/search\s+search\s+400\s+VALIDATION_ERROR/);
+    expect(await log.getByRole('row').nth(1).innerText()).toMatch(
+      /POST\s+\/v1\/search\s+search\s+400\s+VALIDATION_ERROR/,
+    );
     expect(await h.axe(page).then(describeViolations)).toEqual([]);
     await h.screenshot(page, 'usage');
     expect(p.elsewhere).toEqual([]);

@@ -20,7 +20,9 @@ export async function startOrigin(page = EXAMPLE_PAGE): Promise<OriginServer> {
   const server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     if (req.method !== 'GET' || (path !== '/' && path !== '/index.html')) return void res.writeHead(404).end();
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(readFileSync(page));
+    res
+      .writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' })
+      .end(readFileSync(page));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -46,7 +48,11 @@ export interface ExamplePage {
 }
 
 /** Opens the example at `origin` with its settings in the fragment (the API's base URL, the bearer token, the record type). */
-export async function openExample(browser: Browser, origin: string, settings: { api: string; token: string; type: string }): Promise<ExamplePage> {
+export async function openExample(
+  browser: Browser,
+  origin: string,
+  settings: { api: string; token: string; type: string },
+): Promise<ExamplePage> {
   const page = await browser.newPage();
   const consoleErrors: string[] = [];
   page.on('console', (m: ConsoleMessage) => void (m.type() === 'error' && consoleErrors.push(m.text())));
@@ -58,8 +64,13 @@ export async function openExample(browser: Browser, origin: string, settings: { 
     for (const [id, value] of Object.entries(fields)) await page.fill(`#${id}`, value);
     await page.click(`#${button}`);
     const output = page.locator(`#${button}-output`);
-    await page.waitForSelector(`#${button}-output[data-state="done"], #${button}-output[data-state="error"]`, { timeout: 60_000 });
-    return { state: (await output.getAttribute('data-state')) as Outcome['state'], result: JSON.parse((await output.getAttribute('data-result')) ?? '{}') };
+    await page.waitForSelector(`#${button}-output[data-state="done"], #${button}-output[data-state="error"]`, {
+      timeout: 60_000,
+    });
+    return {
+      state: (await output.getAttribute('data-state')) as Outcome['state'],
+      result: JSON.parse((await output.getAttribute('data-result')) ?? '{}'),
+    };
   };
   return {
     page,

@@ -76,7 +76,10 @@ function recordingFetch() {
   const opened: Array<{ lastEventId: string | null; authorization: string | null; status?: number }> = [];
   const f: typeof fetch = async (input, init) => {
     const req = input instanceof Request ? input : new Request(input, init);
-    const entry = new URL(req.url).pathname === '/v1/changes' ? { lastEventId: req.headers.get('last-event-id'), authorization: req.headers.get('authorization') } : undefined;
+    const entry =
+      new URL(req.url).pathname === '/v1/changes'
+        ? { lastEventId: req.headers.get('last-event-id'), authorization: req.headers.get('authorization') }
+        : undefined;
     if (entry) opened.push(entry);
     const res = await fetch(req);
     if (entry) (entry as { status?: number }).status = res.status;
@@ -89,18 +92,36 @@ const uniq = (p: string) => `${p}_${randomUUID().slice(0, 8)}`;
 
 async function newType(): Promise<string> {
   const typeName = uniq('Change');
-  await unwrap(admin.POST('/v1/schemas', { body: { typeName, displayName: 'Change', allowedSurfaces: ['record'], fields: [{ fieldId: 'n', fieldType: 'number' }] } }));
+  await unwrap(
+    admin.POST('/v1/schemas', {
+      body: {
+        typeName,
+        displayName: 'Change',
+        allowedSurfaces: ['record'],
+        fields: [{ fieldId: 'n', fieldType: 'number' }],
+      },
+    }),
+  );
   return typeName;
 }
 
-const create = async (typeName: string, n: number) => unwrap(admin.POST('/v1/records', { body: { typeName, payload: { n } } }));
+const create = async (typeName: string, n: number) =>
+  unwrap(admin.POST('/v1/records', { body: { typeName, payload: { n } } }));
 
 /** Collects events from `it` until `done(events)` holds (or the time runs out). */
-async function take(it: AsyncIterator<ChangeEvent>, done: (seen: ChangeEvent[]) => boolean, timeoutMs = 30_000, seen: ChangeEvent[] = []): Promise<ChangeEvent[]> {
+async function take(
+  it: AsyncIterator<ChangeEvent>,
+  done: (seen: ChangeEvent[]) => boolean,
+  timeoutMs = 30_000,
+  seen: ChangeEvent[] = [],
+): Promise<ChangeEvent[]> {
   const deadline = Date.now() + timeoutMs;
   while (!done(seen)) {
     const left = deadline - Date.now();
-    if (left <= 0) throw new Error(`only ${seen.length} events in ${timeoutMs} ms: ${seen.map((e) => `${e.position} ${e.type}`).join(', ')}`);
+    if (left <= 0)
+      throw new Error(
+        `only ${seen.length} events in ${timeoutMs} ms: ${seen.map((e) => `${e.position} ${e.type}`).join(', ')}`,
+      );
     const next = await Promise.race([it.next(), new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), left))]);
     if (next === 'timeout') continue;
     if (next.done) throw new Error('the change stream ended');
@@ -135,7 +156,9 @@ describe('changes()', () => {
     const rec = recordingFetch();
     const api = createClient({ baseUrl: relay.url, token: rootKey, fetch: rec.fetch });
     const ctl = new AbortController();
-    const it = api.changes({ types: [typeName], entities: ['records'], retryMs: 100, signal: ctl.signal })[Symbol.asyncIterator]();
+    const it = api
+      .changes({ types: [typeName], entities: ['records'], retryMs: 100, signal: ctl.signal })
+      [Symbol.asyncIterator]();
     try {
       // The stream starts at the head: open it (first next() call) and see it answered before writing.
       const first = it.next();
@@ -178,7 +201,9 @@ describe('changes()', () => {
     const relay = await new Relay().start(new URL(svc.url));
     const api = createClient({ baseUrl: relay.url, token: rootKey });
     const ctl = new AbortController();
-    const it = api.changes({ types: [typeName], entities: ['records'], startFrom: 0, retryMs: 50, signal: ctl.signal })[Symbol.asyncIterator]();
+    const it = api
+      .changes({ types: [typeName], entities: ['records'], startFrom: 0, retryMs: 50, signal: ctl.signal })
+      [Symbol.asyncIterator]();
     const ids: string[] = [];
     let cuts = 0;
     const writer = (async () => {
@@ -205,14 +230,18 @@ describe('changes()', () => {
 
   it('asks a token function again on each reconnection; startFrom resumes a stream opened later', async () => {
     const typeName = await newType();
-    const minted = await unwrap(admin.POST('/v1/tokens', { body: { scope: { allowedActions: ['records:r'] }, expiresInSeconds: 600 } }));
+    const minted = await unwrap(
+      admin.POST('/v1/tokens', { body: { scope: { allowedActions: ['records:r'] }, expiresInSeconds: 600 } }),
+    );
     const relay = await new Relay().start(new URL(svc.url));
     const rec = recordingFetch();
     let asked = 0;
     const api = createClient({ baseUrl: relay.url, token: async () => (asked++, minted.token), fetch: rec.fetch });
     const a = await create(typeName, 1);
     const ctl = new AbortController();
-    const it = api.changes({ types: [typeName], startFrom: 0, retryMs: 50, signal: ctl.signal })[Symbol.asyncIterator]();
+    const it = api
+      .changes({ types: [typeName], startFrom: 0, retryMs: 50, signal: ctl.signal })
+      [Symbol.asyncIterator]();
     try {
       const seen = await take(it, (s) => created(s).includes(a.id));
       const askedBefore = asked;
@@ -226,7 +255,9 @@ describe('changes()', () => {
       // A later stream from the position of the first change sees only what came after it.
       const from = seen.find((e) => e.entityId === a.id && e.type === 'record.created')!.position;
       const ctl2 = new AbortController();
-      const again = createClient({ baseUrl: svc.url, token: minted.token }).changes({ types: [typeName], startFrom: from, signal: ctl2.signal })[Symbol.asyncIterator]();
+      const again = createClient({ baseUrl: svc.url, token: minted.token })
+        .changes({ types: [typeName], startFrom: from, signal: ctl2.signal })
+        [Symbol.asyncIterator]();
       try {
         const later = await take(again, (s) => created(s).includes(b.id));
         expect(created(later)).toEqual([b.id]);
@@ -250,11 +281,26 @@ describe('changes()', () => {
     try {
       const kid = await idp.addKey('ES256');
       const operator = createClient({ baseUrl: svc.url, token: OPERATOR_TOKEN });
-      await unwrap(operator.PUT('/operator/tenants/{tenantId}/jwt-issuers', { params: { path: { tenantId: svc.bootstrap.tenants.test.tenantId } }, body: { issuers: [{ issuer: idp.url, audience: 'client-e2e', jwksUrl: idp.jwksUrl }] } }));
+      await unwrap(
+        operator.PUT('/operator/tenants/{tenantId}/jwt-issuers', {
+          params: { path: { tenantId: svc.bootstrap.tenants.test.tenantId } },
+          body: { issuers: [{ issuer: idp.url, audience: 'client-e2e', jwksUrl: idp.jwksUrl }] },
+        }),
+      );
       const typeName = await newType();
       const signed: string[] = [];
-      const api = createClient({ baseUrl: relay.url, token: async () => (signed.push(await idp.sign(kid, { aud: 'client-e2e', sub: 'user-1', svc_permissions: ['records:r', 'records:c'] })), signed[signed.length - 1]) });
-      const it = api.changes({ types: [typeName], startFrom: 0, retryMs: 50, signal: ctl.signal })[Symbol.asyncIterator]();
+      const api = createClient({
+        baseUrl: relay.url,
+        token: async () => (
+          signed.push(
+            await idp.sign(kid, { aud: 'client-e2e', sub: 'user-1', svc_permissions: ['records:r', 'records:c'] }),
+          ),
+          signed[signed.length - 1]
+        ),
+      });
+      const it = api
+        .changes({ types: [typeName], startFrom: 0, retryMs: 50, signal: ctl.signal })
+        [Symbol.asyncIterator]();
       // Written with the JWT: the record is the JWT's user's, and the user's stream shows it.
       const a = await unwrap(api.POST('/v1/records', { body: { typeName, payload: { n: 1 } } }));
       expect(a.userId).toBe('user-1');
@@ -282,7 +328,9 @@ describe('changes()', () => {
     expect(refused).toMatchObject({ status: 401, requestId: expect.any(String) });
     expect(rec.opened).toHaveLength(1);
 
-    const invalid = await consume(createClient({ baseUrl: svc.url, token: rootKey }).changes({ startFrom: 'not-a-position' }));
+    const invalid = await consume(
+      createClient({ baseUrl: svc.url, token: rootKey }).changes({ startFrom: 'not-a-position' }),
+    );
     expect(invalid).toMatchObject({ status: 400, errorCode: 'VALIDATION_ERROR' });
   });
 

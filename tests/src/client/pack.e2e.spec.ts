@@ -44,8 +44,14 @@ beforeAll(async () => {
   svc = started;
   [packed] = JSON.parse(pack.stdout.slice(pack.stdout.indexOf('['))) as [typeof packed & { filename: string }];
   tarball = join(project, (packed as typeof packed & { filename: string }).filename);
-  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'client-pack-check', private: true, type: 'module' }));
-  await run(NPM, ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: project, maxBuffer: 16 << 20 });
+  writeFileSync(
+    join(project, 'package.json'),
+    JSON.stringify({ name: 'client-pack-check', private: true, type: 'module' }),
+  );
+  await run(NPM, ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], {
+    cwd: project,
+    maxBuffer: 16 << 20,
+  });
 }, 300_000);
 
 afterAll(async () => {
@@ -56,13 +62,25 @@ afterAll(async () => {
 describe('the packed client', () => {
   it('holds the built package only: dist/, README, LICENSE and package.json', () => {
     const paths = packed.files.map((f) => f.path).sort();
-    expect(paths).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'dist/index.js', 'dist/index.d.ts', 'dist/node.js', 'dist/node.d.ts']));
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'LICENSE',
+        'README.md',
+        'package.json',
+        'dist/index.js',
+        'dist/index.d.ts',
+        'dist/node.js',
+        'dist/node.d.ts',
+      ]),
+    );
     expect(paths.filter((p) => !/^(dist\/.+\.(js|d\.ts)|README\.md|LICENSE|package\.json)$/.test(p))).toEqual([]);
     const manifest = JSON.parse(readFileSync(join(project, 'node_modules', packed.name, 'package.json'), 'utf8'));
     expect(manifest).toMatchObject({ name: '@svc/client', license: 'Apache-2.0', type: 'module' });
     expect(manifest.private).toBeUndefined();
     // Only the registry's packages came with it.
-    expect(readdirSync(join(project, 'node_modules')).sort()).toEqual(expect.arrayContaining(['eventsource-parser', 'openapi-fetch']));
+    expect(readdirSync(join(project, 'node_modules')).sort()).toEqual(
+      expect.arrayContaining(['eventsource-parser', 'openapi-fetch']),
+    );
   });
 
   it('runs under plain node: creates a record, reads it back, refuses as ApiError, verifies a webhook', async () => {
@@ -84,9 +102,14 @@ console.log(JSON.stringify({ created, read, missing: { isApiError: !missing.ok &
 `,
     );
     const ts = Math.floor(Date.now() / 1000);
-    const signature = `sha256=${createHmac('sha256', Buffer.from('ab'.repeat(32), 'hex')).update(`${ts}.{"id":"dlv_1"}`).digest('hex')}`;
+    const signature = `sha256=${createHmac('sha256', Buffer.from('ab'.repeat(32), 'hex'))
+      .update(`${ts}.{"id":"dlv_1"}`)
+      .digest('hex')}`;
     // A clean environment: no NODE_OPTIONS (a tsx or vitest loader) from this process.
-    const { stdout } = await run(process.execPath, ['app.mjs'], { cwd: project, env: { PATH: process.env.PATH ?? '', SVC_URL: svc.url, SVC_KEY: key, SIGNATURE: signature, TS: String(ts) } });
+    const { stdout } = await run(process.execPath, ['app.mjs'], {
+      cwd: project,
+      env: { PATH: process.env.PATH ?? '', SVC_URL: svc.url, SVC_KEY: key, SIGNATURE: signature, TS: String(ts) },
+    });
     const out = JSON.parse(stdout);
     expect(out.created).toMatchObject({ version: 1, payload: { title: 'from the tarball' } });
     expect(out.read).toMatchObject({ id: out.created.id, version: 1, payload: { title: 'from the tarball' } });
@@ -135,14 +158,26 @@ export const changes = api.changes({ signal: new AbortController().signal });
 `,
     );
     const tsconfig = (name: string, options: Record<string, unknown>, files: string[]) =>
-      writeFileSync(join(project, name), JSON.stringify({ compilerOptions: { target: 'es2022', strict: true, noEmit: true, skipLibCheck: false, ...options }, files }));
+      writeFileSync(
+        join(project, name),
+        JSON.stringify({
+          compilerOptions: { target: 'es2022', strict: true, noEmit: true, skipLibCheck: false, ...options },
+          files,
+        }),
+      );
     const tscFails = (config: string) =>
       run(process.execPath, [tsc, '-p', config], { cwd: project }).then(
         () => '',
         (e: { stdout: string }) => e.stdout || 'failed',
       );
     // A Node project (Node's types from the repository's @types/node).
-    const nodenext = { module: 'nodenext', moduleResolution: 'nodenext', typeRoots: [join(ROOT, 'node_modules/@types')], types: ['node'], skipLibCheck: true };
+    const nodenext = {
+      module: 'nodenext',
+      moduleResolution: 'nodenext',
+      typeRoots: [join(ROOT, 'node_modules/@types')],
+      types: ['node'],
+      skipLibCheck: true,
+    };
     tsconfig('tsconfig.node.json', nodenext, ['app.ts']);
     tsconfig('tsconfig.misuse.json', nodenext, ['misuse.ts']);
     const [ok, misuse] = await Promise.all([tscFails('tsconfig.node.json'), tscFails('tsconfig.misuse.json')]);
@@ -152,7 +187,11 @@ export const changes = api.changes({ signal: new AbortController().signal });
 
     // A browser project: the DOM's types and none of Node's, bundler resolution; the package's declarations are
     // checked too (skipLibCheck false), so one naming a Node type (Buffer, NodeJS.*) fails here.
-    tsconfig('tsconfig.browser.json', { module: 'esnext', moduleResolution: 'bundler', lib: ['es2023', 'dom', 'dom.iterable'], types: [] }, ['browser.ts']);
+    tsconfig(
+      'tsconfig.browser.json',
+      { module: 'esnext', moduleResolution: 'bundler', lib: ['es2023', 'dom', 'dom.iterable'], types: [] },
+      ['browser.ts'],
+    );
     expect(await tscFails('tsconfig.browser.json')).toBe('');
   }, 120_000);
 
@@ -165,11 +204,25 @@ export const list = () => unwrap(api.GET('/v1/records', { params: { query: { typ
 export async function* follow(signal) { yield* api.changes({ signal }); }
 `,
     );
-    const bundle = await build({ absWorkingDir: project, entryPoints: ['web.js'], bundle: true, platform: 'browser', format: 'esm', write: false, metafile: true, logLevel: 'silent' });
+    const bundle = await build({
+      absWorkingDir: project,
+      entryPoints: ['web.js'],
+      bundle: true,
+      platform: 'browser',
+      format: 'esm',
+      write: false,
+      metafile: true,
+      logLevel: 'silent',
+    });
     expect(bundle.errors).toEqual([]);
     const inputs = Object.keys(bundle.metafile.inputs);
     expect(inputs.some((p) => p.includes('node_modules/@svc/client/dist/changes.js'))).toBe(true);
-    const builtins = [...inputs.filter((p) => p.startsWith('node:')), ...Object.values(bundle.metafile.inputs).flatMap((i) => i.imports.filter((m) => m.path.startsWith('node:') || m.external).map((m) => m.path))];
+    const builtins = [
+      ...inputs.filter((p) => p.startsWith('node:')),
+      ...Object.values(bundle.metafile.inputs).flatMap((i) =>
+        i.imports.filter((m) => m.path.startsWith('node:') || m.external).map((m) => m.path),
+      ),
+    ];
     expect(builtins).toEqual([]);
     const code = bundle.outputFiles[0].text;
     expect(code).not.toMatch(/["']node:[a-z_/]+["']/);
@@ -177,17 +230,27 @@ export async function* follow(signal) { yield* api.changes({ signal }); }
 
     // The check sees a Node built-in when there is one: the /node entry needs node:crypto.
     writeFileSync(join(project, 'web-node.js'), `export { verifySignature } from '@svc/client/node';\n`);
-    const failed = await build({ absWorkingDir: project, entryPoints: ['web-node.js'], bundle: true, platform: 'browser', format: 'esm', write: false, logLevel: 'silent' }).then(
+    const failed = await build({
+      absWorkingDir: project,
+      entryPoints: ['web-node.js'],
+      bundle: true,
+      platform: 'browser',
+      format: 'esm',
+      write: false,
+      logLevel: 'silent',
+    }).then(
       () => [],
       (e: { errors: Array<{ text: string }> }) => e.errors.map((x) => x.text),
     );
     expect(failed.join('\n')).toMatch(/node:crypto/);
   });
 
-  it.skipIf(!!CHROMIUM_SKIP_REASON)(`runs in Chromium from another origin: create, read, changes() (${CHROMIUM_SKIP_REASON ?? 'chromium'})`, async () => {
-    writeFileSync(
-      join(project, 'page.js'),
-      `import { ApiError, createClient, result, unwrap } from '@svc/client';
+  it.skipIf(!!CHROMIUM_SKIP_REASON)(
+    `runs in Chromium from another origin: create, read, changes() (${CHROMIUM_SKIP_REASON ?? 'chromium'})`,
+    async () => {
+      writeFileSync(
+        join(project, 'page.js'),
+        `import { ApiError, createClient, result, unwrap } from '@svc/client';
 window.runClient = async (baseUrl, token, typeName) => {
   const api = createClient({ baseUrl, token: () => token });
   const stop = new AbortController();
@@ -202,48 +265,84 @@ window.runClient = async (baseUrl, token, typeName) => {
   return { created, read, change, ended: ended.done, missing: { isApiError: !missing.ok && missing.error instanceof ApiError, status: missing.response.status, requestId: missing.ok ? null : missing.error.requestId } };
 };
 `,
-    );
-    const bundle = await build({ absWorkingDir: project, entryPoints: ['page.js'], bundle: true, platform: 'browser', format: 'esm', write: false, logLevel: 'silent' });
-    const files: Record<string, [string, string]> = {
-      '/': ['text/html', '<!doctype html><meta charset="utf-8"><title>client</title><script type="module" src="/page.js"></script>'],
-      '/page.js': ['text/javascript', bundle.outputFiles[0].text],
-    };
-    const page = createServer((req, res) => {
-      const f = files[req.url ?? ''];
-      if (!f) return void res.writeHead(404).end();
-      res.writeHead(200, { 'content-type': f[0] }).end(f[1]);
-    });
-    await new Promise<void>((r) => page.listen(0, '127.0.0.1', r));
-    const origin = `http://127.0.0.1:${(page.address() as AddressInfo).port}`;
-    expect(origin).not.toBe(new URL(svc.url).origin);
-    const browser = await launchChromium();
-    try {
-      const key = svc.bootstrap.tenants.test.rootKey;
-      const typeName = `Paged_${Date.now()}`;
-      expect((await svc.api.post('/v1/schemas', key, { typeName, displayName: 'Paged', allowedSurfaces: ['record'], fields: [{ fieldId: 'title', fieldType: 'string' }] })).status).toBe(201);
-      // The page holds a narrow minted token, never the key.
-      const minted = await svc.api.post('/v1/tokens', key, { scope: { allowedActions: ['records:r', 'records:c'] }, expiresInSeconds: 600 });
-      expect(minted.status).toBe(201);
-      const tab = await browser.newPage();
-      const errors: string[] = [];
-      tab.on('pageerror', (e) => errors.push(String(e)));
-      await tab.goto(origin);
-      await tab.waitForFunction(() => typeof (globalThis as unknown as { runClient?: unknown }).runClient === 'function');
-      const out = await tab.evaluate(
-        ([url, token, t]) => (globalThis as unknown as { runClient: (u: string, k: string, t: string) => Promise<any> }).runClient(url, token, t),
-        [svc.url, minted.body.token as string, typeName] as const,
       );
-      expect(errors).toEqual([]);
-      expect(out.created).toMatchObject({ typeName, version: 1, payload: { title: 'from a page' } });
-      expect(out.read).toMatchObject({ id: out.created.id, payload: { title: 'from a page' } });
-      expect(out.change).toMatchObject({ type: 'record.created', entityId: out.created.id, typeName, entity: { id: out.created.id } });
-      expect(out.ended).toBe(true);
-      expect(out.missing).toEqual({ isApiError: true, status: 404, requestId: expect.any(String) });
-      const stored = await svc.api.get(`/v1/records/${out.created.id}`, key);
-      expect(stored.body.payload).toEqual({ title: 'from a page' });
-    } finally {
-      await browser.close();
-      await new Promise<void>((r) => page.close(() => r()));
-    }
-  });
+      const bundle = await build({
+        absWorkingDir: project,
+        entryPoints: ['page.js'],
+        bundle: true,
+        platform: 'browser',
+        format: 'esm',
+        write: false,
+        logLevel: 'silent',
+      });
+      const files: Record<string, [string, string]> = {
+        '/': [
+          'text/html',
+          '<!doctype html><meta charset="utf-8"><title>client</title><script type="module" src="/page.js"></script>',
+        ],
+        '/page.js': ['text/javascript', bundle.outputFiles[0].text],
+      };
+      const page = createServer((req, res) => {
+        const f = files[req.url ?? ''];
+        if (!f) return void res.writeHead(404).end();
+        res.writeHead(200, { 'content-type': f[0] }).end(f[1]);
+      });
+      await new Promise<void>((r) => page.listen(0, '127.0.0.1', r));
+      const origin = `http://127.0.0.1:${(page.address() as AddressInfo).port}`;
+      expect(origin).not.toBe(new URL(svc.url).origin);
+      const browser = await launchChromium();
+      try {
+        const key = svc.bootstrap.tenants.test.rootKey;
+        const typeName = `Paged_${Date.now()}`;
+        expect(
+          (
+            await svc.api.post('/v1/schemas', key, {
+              typeName,
+              displayName: 'Paged',
+              allowedSurfaces: ['record'],
+              fields: [{ fieldId: 'title', fieldType: 'string' }],
+            })
+          ).status,
+        ).toBe(201);
+        // The page holds a narrow minted token, never the key.
+        const minted = await svc.api.post('/v1/tokens', key, {
+          scope: { allowedActions: ['records:r', 'records:c'] },
+          expiresInSeconds: 600,
+        });
+        expect(minted.status).toBe(201);
+        const tab = await browser.newPage();
+        const errors: string[] = [];
+        tab.on('pageerror', (e) => errors.push(String(e)));
+        await tab.goto(origin);
+        await tab.waitForFunction(
+          () => typeof (globalThis as unknown as { runClient?: unknown }).runClient === 'function',
+        );
+        const out = await tab.evaluate(
+          ([url, token, t]) =>
+            (globalThis as unknown as { runClient: (u: string, k: string, t: string) => Promise<any> }).runClient(
+              url,
+              token,
+              t,
+            ),
+          [svc.url, minted.body.token as string, typeName] as const,
+        );
+        expect(errors).toEqual([]);
+        expect(out.created).toMatchObject({ typeName, version: 1, payload: { title: 'from a page' } });
+        expect(out.read).toMatchObject({ id: out.created.id, payload: { title: 'from a page' } });
+        expect(out.change).toMatchObject({
+          type: 'record.created',
+          entityId: out.created.id,
+          typeName,
+          entity: { id: out.created.id },
+        });
+        expect(out.ended).toBe(true);
+        expect(out.missing).toEqual({ isApiError: true, status: 404, requestId: expect.any(String) });
+        const stored = await svc.api.get(`/v1/records/${out.created.id}`, key);
+        expect(stored.body.payload).toEqual({ title: 'from a page' });
+      } finally {
+        await browser.close();
+        await new Promise<void>((r) => page.close(() => r()));
+      }
+    },
+  );
 });

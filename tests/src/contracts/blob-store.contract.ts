@@ -22,7 +22,9 @@ export function blobStoreContract(name: string, open: () => Promise<BlobStore & 
     it('puts a string, a Buffer and a stream and reads them back with their byte counts', async () => {
       expect(await blobs.put(`${P}/a.txt`, 'héllo')).toEqual({ bytes: 6 });
       expect((await blobs.get(`${P}/a.txt`))!.toString('utf8')).toBe('héllo');
-      expect(await blobs.put(`${P}/b.bin`, Buffer.from([0, 1, 2, 255]), { contentType: 'application/octet-stream' })).toEqual({ bytes: 4 });
+      expect(
+        await blobs.put(`${P}/b.bin`, Buffer.from([0, 1, 2, 255]), { contentType: 'application/octet-stream' }),
+      ).toEqual({ bytes: 4 });
       expect([...(await blobs.get(`${P}/b.bin`))!]).toEqual([0, 1, 2, 255]);
       async function* chunks() {
         for (let i = 0; i < 20; i++) yield Buffer.alloc(64 * 1024, i);
@@ -64,7 +66,9 @@ export function blobStoreContract(name: string, open: () => Promise<BlobStore & 
     });
 
     it('a body over maxBytes is refused (BlobTooLargeError) and nothing is stored', async () => {
-      await expect(blobs.put(`${P}/big2`, Buffer.alloc(2000), { maxBytes: 1000 })).rejects.toMatchObject({ name: 'BlobTooLargeError' });
+      await expect(blobs.put(`${P}/big2`, Buffer.alloc(2000), { maxBytes: 1000 })).rejects.toMatchObject({
+        name: 'BlobTooLargeError',
+      });
       expect(await blobs.exists(`${P}/big2`)).toBe(false);
     });
 
@@ -88,7 +92,8 @@ export function blobStoreContract(name: string, open: () => Promise<BlobStore & 
     });
 
     it('refuses keys that escape their path', async () => {
-      for (const k of ['', '../x', `${P}/../../x`, `${P}//x`, '/abs']) await expect(blobs.put(k, 'x')).rejects.toThrow();
+      for (const k of ['', '../x', `${P}/../../x`, `${P}//x`, '/abs'])
+        await expect(blobs.put(k, 'x')).rejects.toThrow();
     });
   });
 }

@@ -26,12 +26,24 @@ beforeAll(async () => {
       if (req.method !== 'POST' || req.url !== '/v1/embeddings') return res.writeHead(404).end();
       const { model: m, input } = JSON.parse(body) as { model: string; input: string[] };
       seen.push({ inputs: input.length, auth: req.headers.authorization, model: m });
-      if (fault === '500') return res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"overloaded"}}');
+      if (fault === '500')
+        return res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{"message":"overloaded"}}');
       if (fault === 'html') return res.writeHead(200, { 'content-type': 'text/html' }).end('<html>proxy error</html>');
       const vectors = await model.embed(input);
-      let data = vectors.map((v, index) => ({ object: 'embedding', index, embedding: fault === 'dims' ? v.slice(0, 100) : v }));
+      let data = vectors.map((v, index) => ({
+        object: 'embedding',
+        index,
+        embedding: fault === 'dims' ? v.slice(0, 100) : v,
+      }));
       if (fault === 'count') data = data.slice(1);
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', model: m, data: data.reverse(), usage: { prompt_tokens: 0, total_tokens: 0 } }));
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          object: 'list',
+          model: m,
+          data: data.reverse(),
+          usage: { prompt_tokens: 0, total_tokens: 0 },
+        }),
+      );
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -43,13 +55,17 @@ afterAll(async () => {
   await model.close?.();
 });
 
-const cosine = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i], 0) / (Math.hypot(...a) * Math.hypot(...b));
+const cosine = (a: number[], b: number[]) =>
+  a.reduce((s, x, i) => s + x * b[i], 0) / (Math.hypot(...a) * Math.hypot(...b));
 
 describe('OpenAI-compatible embeddings adapter (EMBEDDINGS_URL)', () => {
   it('batches requests, sends the key and model, and returns unit vectors in input order', async () => {
     seen.length = 0;
     fault = 'none';
-    const texts = Array.from({ length: 150 }, (_, i) => `Passage ${i} about ${i % 2 ? 'volcanoes and lava' : 'oceans and whales'}.`);
+    const texts = Array.from(
+      { length: 150 },
+      (_, i) => `Passage ${i} about ${i % 2 ? 'volcanoes and lava' : 'oceans and whales'}.`,
+    );
     const e = new OpenAiEmbedder({ url, apiKey: 'sk-test', model: 'bge-served', dims: model.dims });
     expect(e.model).toBe('openai:bge-served');
     const got = await e.embed(texts);
@@ -70,7 +86,12 @@ describe('OpenAI-compatible embeddings adapter (EMBEDDINGS_URL)', () => {
       await expect(e.embed(['one text', 'two texts']), f).rejects.toBeInstanceOf(EmbeddingError);
     }
     fault = 'none';
-    const gone = new OpenAiEmbedder({ url: 'http://127.0.0.1:1/v1/embeddings', model: 'x', dims: model.dims, timeoutMs: 2000 });
+    const gone = new OpenAiEmbedder({
+      url: 'http://127.0.0.1:1/v1/embeddings',
+      model: 'x',
+      dims: model.dims,
+      timeoutMs: 2000,
+    });
     await expect(gone.embed(['x'])).rejects.toBeInstanceOf(EmbeddingError);
   }, 60_000);
 });
@@ -79,7 +100,14 @@ describe('the service with EMBEDDINGS_URL', () => {
   let svc: TestService;
   beforeAll(async () => {
     fault = 'none';
-    svc = await startService({ env: { EMBEDDINGS_URL: url, EMBEDDINGS_MODEL: 'bge-served', EMBEDDINGS_DIMENSIONS: String(model.dims), EMBEDDINGS_API_KEY: 'sk-svc' } });
+    svc = await startService({
+      env: {
+        EMBEDDINGS_URL: url,
+        EMBEDDINGS_MODEL: 'bge-served',
+        EMBEDDINGS_DIMENSIONS: String(model.dims),
+        EMBEDDINGS_API_KEY: 'sk-svc',
+      },
+    });
   }, 120_000);
   afterAll(async () => svc?.stop());
 
@@ -97,19 +125,29 @@ describe('the service with EMBEDDINGS_URL', () => {
       ids[k] = r.body.id;
     }
     for (const id of Object.values(ids)) {
-      const d = await eventually(async () => {
-        const g = await svc.api.get(`/v1/documents/${id}`, key);
-        return ['INDEXED', 'SKIPPED', 'STORED', 'FAILED'].includes(g.body.status) ? g.body : null;
-      }, 60_000, 50);
+      const d = await eventually(
+        async () => {
+          const g = await svc.api.get(`/v1/documents/${id}`, key);
+          return ['INDEXED', 'SKIPPED', 'STORED', 'FAILED'].includes(g.body.status) ? g.body : null;
+        },
+        60_000,
+        50,
+      );
       expect(d.status, JSON.stringify(d.indexFailure ?? null)).toBe('INDEXED');
     }
     expect(seen.some((s) => s.auth === 'Bearer sk-svc')).toBe(true);
-    const r = (await eventually(async () => {
-      const s = await svc.api.post('/v1/search', key, { query: 'marine mammals singing', mode: 'SEMANTIC' });
-      return s.body.results?.length ? s : null;
-    }, 20_000, 100))!;
+    const r = (await eventually(
+      async () => {
+        const s = await svc.api.post('/v1/search', key, { query: 'marine mammals singing', mode: 'SEMANTIC' });
+        return s.body.results?.length ? s : null;
+      },
+      20_000,
+      100,
+    ))!;
     expect(r.status, r.text).toBe(200);
     expect(r.body.results[0].documentId).toBe(ids.whales);
-    expect(r.body.results[0].semanticScore).toBeGreaterThan(r.body.results.find((x: { documentId: string }) => x.documentId === ids.bread)?.semanticScore ?? -1);
+    expect(r.body.results[0].semanticScore).toBeGreaterThan(
+      r.body.results.find((x: { documentId: string }) => x.documentId === ids.bread)?.semanticScore ?? -1,
+    );
   }, 120_000);
 });

@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type EventStore, type NewEvent, readTenantEvents, type RecordedEvent, WrongExpectedRevisionError } from '@svc/domain';
+import {
+  type EventStore,
+  type NewEvent,
+  readTenantEvents,
+  type RecordedEvent,
+  WrongExpectedRevisionError,
+} from '@svc/domain';
 import { catchUp } from '@svc/projectors';
 
 /**
@@ -22,7 +28,16 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore 
       id: randomUUID(),
       type,
       data,
-      metadata: { tenantId: 't', contextId: 'c', accountId: null, actorKeyId: null, userId: null, requestId: randomUUID(), occurredAt: new Date().toISOString(), schemaVersion: 1 },
+      metadata: {
+        tenantId: 't',
+        contextId: 'c',
+        accountId: null,
+        actorKeyId: null,
+        userId: null,
+        requestId: randomUUID(),
+        occurredAt: new Date().toISOString(),
+        schemaVersion: 1,
+      },
     });
     const stream = () => `test-${randomUUID()}`;
 
@@ -45,7 +60,11 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore 
       const r = await store.append(s, [ev('A', { n: 1 }), ev('B', { n: 2 }), ev('C', { n: 3 })], 'no_stream');
       expect(r.nextExpectedRevision).toBe(2);
       const fwd = await store.readStream(s);
-      expect(fwd.map((e: RecordedEvent) => [e.type, e.revision, e.data.n])).toEqual([['A', 0, 1], ['B', 1, 2], ['C', 2, 3]]);
+      expect(fwd.map((e: RecordedEvent) => [e.type, e.revision, e.data.n])).toEqual([
+        ['A', 0, 1],
+        ['B', 1, 2],
+        ['C', 2, 3],
+      ]);
       expect(fwd[2].position).toBe(r.position);
       expect(fwd[0].metadata.tenantId).toBe('t');
       const back = await store.readStream(s, { direction: 'backwards', maxCount: 2 });
@@ -75,9 +94,13 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore 
     it('lets exactly one of 100 concurrent appends at the same expected revision succeed', async () => {
       const s = stream();
       await store.append(s, [ev('Start')], 'no_stream');
-      const results = await Promise.allSettled(Array.from({ length: 100 }, (_, i) => store.append(s, [ev('Race', { i })], 0)));
+      const results = await Promise.allSettled(
+        Array.from({ length: 100 }, (_, i) => store.append(s, [ev('Race', { i })], 0)),
+      );
       const ok = results.filter((r) => r.status === 'fulfilled');
-      const conflicts = results.filter((r) => r.status === 'rejected' && r.reason instanceof WrongExpectedRevisionError);
+      const conflicts = results.filter(
+        (r) => r.status === 'rejected' && r.reason instanceof WrongExpectedRevisionError,
+      );
       expect(ok).toHaveLength(1);
       expect(conflicts).toHaveLength(99);
       expect(await store.readStream(s)).toHaveLength(2);
@@ -165,12 +188,18 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore 
       expect(seen).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     });
 
-    it('readTenantEvents (the adapter\'s readTenant, or readAll filtered) pages one tenant\'s events in log order', async () => {
+    it("readTenantEvents (the adapter's readTenant, or readAll filtered) pages one tenant's events in log order", async () => {
       const [t1, t2] = [`t-${randomUUID()}`, `t-${randomUUID()}`];
-      const tev = (tenantId: string, i: number): NewEvent => ({ ...ev('T', { i }), metadata: { ...ev('T').metadata, tenantId } });
+      const tev = (tenantId: string, i: number): NewEvent => ({
+        ...ev('T', { i }),
+        metadata: { ...ev('T').metadata, tenantId },
+      });
       const before = await store.headPosition();
-      for (let i = 0; i < 7; i++) await store.append(stream(), [tev(i % 3 === 0 ? t2 : t1, i), tev(t2, 100 + i)], 'no_stream');
-      const expected = (await store.readAll(before, 1000)).filter((e) => e.metadata.tenantId === t1).map((e) => e.position);
+      for (let i = 0; i < 7; i++)
+        await store.append(stream(), [tev(i % 3 === 0 ? t2 : t1, i), tev(t2, 100 + i)], 'no_stream');
+      const expected = (await store.readAll(before, 1000))
+        .filter((e) => e.metadata.tenantId === t1)
+        .map((e) => e.position);
       expect(expected).toHaveLength(4);
       const collect = async (s: EventStore, until?: number) => {
         const got: number[] = [];
@@ -189,7 +218,8 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore 
       expect(await collect(store)).toEqual(expected);
       expect(await collect(store, expected[2])).toEqual(expected.slice(0, 3));
       expect(await collect(generic, expected[2])).toEqual(expected.slice(0, 3));
-      if (store.readTenant) expect((await store.readTenant(t1, expected[0], 10)).map((e) => e.position)).toEqual(expected.slice(1));
+      if (store.readTenant)
+        expect((await store.readTenant(t1, expected[0], 10)).map((e) => e.position)).toEqual(expected.slice(1));
     });
   });
 }

@@ -17,7 +17,7 @@ describe('PGlite stream cache', () => {
     let hold: Promise<void> | undefined;
     const held: Sql = {
       ...sql,
-      query: async <T,>(text: string, params?: unknown[]) => {
+      query: async <T>(text: string, params?: unknown[]) => {
         const r = await sql.query<T>(text, params);
         if (hold && /WHERE stream_id = \$1 AND revision/.test(text)) await hold;
         return r;
@@ -25,7 +25,21 @@ describe('PGlite stream cache', () => {
     };
     const store = await PostgresEventStore.open(held);
     try {
-      const ev = () => ({ id: randomUUID(), type: 'NoteAdded', data: { n: 1 }, metadata: { tenantId: 't', contextId: 'c', accountId: null, actorKeyId: null, userId: null, requestId: randomUUID(), occurredAt: new Date().toISOString(), schemaVersion: 1 } });
+      const ev = () => ({
+        id: randomUUID(),
+        type: 'NoteAdded',
+        data: { n: 1 },
+        metadata: {
+          tenantId: 't',
+          contextId: 'c',
+          accountId: null,
+          actorKeyId: null,
+          userId: null,
+          requestId: randomUUID(),
+          occurredAt: new Date().toISOString(),
+          schemaVersion: 1,
+        },
+      });
       await store.append('s-1', [ev()], 'no_stream');
       let release!: () => void;
       hold = new Promise((r) => (release = r));

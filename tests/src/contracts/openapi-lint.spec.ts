@@ -11,7 +11,11 @@ import { ROOT, startService, type TestService } from '../support/service';
  * operation names (decisions §1), unique operation ids, and the inference streams
  * as text/event-stream. Runs in CI with `npm test`; the linter runs offline.
  */
-type Operation = { operationId?: string; tags?: string[]; responses: Record<string, { $ref?: string; content?: Record<string, unknown> }> };
+type Operation = {
+  operationId?: string;
+  tags?: string[];
+  responses: Record<string, { $ref?: string; content?: Record<string, unknown> }>;
+};
 type Doc = { servers: Array<{ url: string }>; paths: Record<string, Record<string, Operation>> };
 
 let svc: TestService;
@@ -29,7 +33,10 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-const operations = () => Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ at: `${method.toUpperCase()} ${path}`, op })));
+const operations = () =>
+  Object.entries(doc.paths).flatMap(([path, ops]) =>
+    Object.entries(ops).map(([method, op]) => ({ at: `${method.toUpperCase()} ${path}`, op })),
+  );
 
 /** The spec's operation names (service-spec.md, decisions §1) at their method and path. */
 const SPEC_NAMES: Record<string, string> = {
@@ -78,14 +85,29 @@ describe('/openapi.json', () => {
     try {
       const file = join(tmp.dir, 'openapi.json');
       writeFileSync(file, JSON.stringify(doc, null, 2));
-      const r = spawnSync(process.execPath, [join(ROOT, 'node_modules/@redocly/cli/bin/cli.js'), 'lint', file, '--config', join(ROOT, 'redocly.yaml'), '--format=json', '--max-problems=1000'], {
-        cwd: tmp.dir,
-        encoding: 'utf8',
-        env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' },
-        timeout: 60_000,
-      });
+      const r = spawnSync(
+        process.execPath,
+        [
+          join(ROOT, 'node_modules/@redocly/cli/bin/cli.js'),
+          'lint',
+          file,
+          '--config',
+          join(ROOT, 'redocly.yaml'),
+          '--format=json',
+          '--max-problems=1000',
+        ],
+        {
+          cwd: tmp.dir,
+          encoding: 'utf8',
+          env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' },
+          timeout: 60_000,
+        },
+      );
       const out = r.stdout.slice(r.stdout.indexOf('{'));
-      let report: { totals: { errors: number; warnings: number }; problems: Array<{ ruleId: string; message: string; location: Array<{ pointer: string }> }> };
+      let report: {
+        totals: { errors: number; warnings: number };
+        problems: Array<{ ruleId: string; message: string; location: Array<{ pointer: string }> }>;
+      };
       try {
         report = JSON.parse(out);
       } catch {
@@ -126,11 +148,23 @@ describe('/openapi.json', () => {
       const ok = doc.paths[path].post.responses['200'];
       expect(Object.keys(ok.content ?? {})).toEqual(['text/event-stream']);
       const ref = (ok.content!['text/event-stream'] as { schema: { $ref: string } }).schema.$ref;
-      const union = (doc as unknown as { components: { schemas: Record<string, { oneOf: Array<{ $ref: string }> }> } }).components.schemas[ref.split('/').pop()!];
+      const union = (doc as unknown as { components: { schemas: Record<string, { oneOf: Array<{ $ref: string }> }> } })
+        .components.schemas[ref.split('/').pop()!];
       return union.oneOf.map((o) => o.$ref.split('/').pop());
     };
-    expect(events('/v1/rag')).toEqual(['SearchResultsEvent', 'TruncationWarningEvent', 'ContentDeltaEvent', 'DoneEvent', 'ErrorEvent']);
-    expect(events('/v1/documents/{id}/ask')).toEqual(['DocumentContextEvent', 'ContentDeltaEvent', 'DoneEvent', 'ErrorEvent']);
+    expect(events('/v1/rag')).toEqual([
+      'SearchResultsEvent',
+      'TruncationWarningEvent',
+      'ContentDeltaEvent',
+      'DoneEvent',
+      'ErrorEvent',
+    ]);
+    expect(events('/v1/documents/{id}/ask')).toEqual([
+      'DocumentContextEvent',
+      'ContentDeltaEvent',
+      'DoneEvent',
+      'ErrorEvent',
+    ]);
     expect(events('/v1/chat')).toEqual(['ContentDeltaEvent', 'DoneEvent', 'ErrorEvent']);
   });
 });

@@ -11,14 +11,30 @@ export function sqlContract(name: string, open: () => Promise<Sql & { dispose: (
     let sql: Sql & { dispose: () => Promise<void> };
     beforeAll(async () => {
       sql = await open();
-      await sql.exec(`DROP TABLE IF EXISTS sc_items; CREATE TABLE sc_items (id text PRIMARY KEY, n bigint, at timestamptz, doc jsonb, tags text[], tsv tsvector)`);
+      await sql.exec(
+        `DROP TABLE IF EXISTS sc_items; CREATE TABLE sc_items (id text PRIMARY KEY, n bigint, at timestamptz, doc jsonb, tags text[], tsv tsvector)`,
+      );
     });
     afterAll(async () => sql?.dispose());
 
     it('values come back as stored: text, bigint, timestamptz, jsonb, arrays, tsvector', async () => {
       const at = new Date('2026-11-27T10:00:00.123Z');
-      await sql.query(`INSERT INTO sc_items VALUES ($1, $2, $3, $4, $5, to_tsvector('english', $6))`, ['a', 42, at, JSON.stringify({ k: [1, 'x'] }), ['p', 'q'], 'Running dogs']);
-      const { rows } = await sql.query<{ id: string; n: number | bigint; at: Date; doc: unknown; tags: string[]; tsv: string }>('SELECT * FROM sc_items WHERE id = $1', ['a']);
+      await sql.query(`INSERT INTO sc_items VALUES ($1, $2, $3, $4, $5, to_tsvector('english', $6))`, [
+        'a',
+        42,
+        at,
+        JSON.stringify({ k: [1, 'x'] }),
+        ['p', 'q'],
+        'Running dogs',
+      ]);
+      const { rows } = await sql.query<{
+        id: string;
+        n: number | bigint;
+        at: Date;
+        doc: unknown;
+        tags: string[];
+        tsv: string;
+      }>('SELECT * FROM sc_items WHERE id = $1', ['a']);
       expect(rows).toHaveLength(1);
       expect(Number(rows[0].n)).toBe(42);
       expect(new Date(rows[0].at).toISOString()).toBe(at.toISOString());
@@ -31,13 +47,21 @@ export function sqlContract(name: string, open: () => Promise<Sql & { dispose: (
       const texts = ['plain', 'a "quoted", {braced} \\ back\\slash', null, 'ünïcödé ✓ 𝄞', '', 'NULL'];
       const { rows } = await sql.query<{ t: string | null; n: number; b: boolean; j: unknown }>(
         `SELECT t, n::int AS n, b, j FROM unnest($1::text[], $2::bigint[], $3::boolean[], $4::jsonb[]) WITH ORDINALITY AS x(t, n, b, j, i) ORDER BY i`,
-        [texts, [1, 2, 3, 4, 5, 6], [true, false, true, false, true, false], texts.map((t, i) => JSON.stringify({ i, t, nested: [t] }))],
+        [
+          texts,
+          [1, 2, 3, 4, 5, 6],
+          [true, false, true, false, true, false],
+          texts.map((t, i) => JSON.stringify({ i, t, nested: [t] })),
+        ],
       );
       expect(rows.map((r) => r.t)).toEqual(texts);
       expect(rows.map((r) => r.n)).toEqual([1, 2, 3, 4, 5, 6]);
       expect(rows.map((r) => r.b)).toEqual([true, false, true, false, true, false]);
       expect(rows.map((r) => r.j)).toEqual(texts.map((t, i) => ({ i, t, nested: [t] })));
-      const obj = await sql.query<{ doc: unknown; flag: boolean; none: string[] }>(`SELECT $1::jsonb AS doc, $2::boolean AS flag, $3::text[] AS none`, [{ a: [1, 'two', null], b: { c: 'é' } }, false, []]);
+      const obj = await sql.query<{ doc: unknown; flag: boolean; none: string[] }>(
+        `SELECT $1::jsonb AS doc, $2::boolean AS flag, $3::text[] AS none`,
+        [{ a: [1, 'two', null], b: { c: 'é' } }, false, []],
+      );
       expect(obj.rows).toEqual([{ doc: { a: [1, 'two', null], b: { c: 'é' } }, flag: false, none: [] }]);
       const nul = await sql.query(`SELECT $1::text AS t`, ['before\u0000after']).catch((x) => x);
       expect(nul).toBeInstanceOf(Error);
@@ -67,7 +91,9 @@ export function sqlContract(name: string, open: () => Promise<Sql & { dispose: (
         return 'done';
       });
       expect(out).toBe('done');
-      expect((await sql.query(`SELECT id FROM sc_items WHERE id IN ('t2', 't3', 't4') ORDER BY id`)).rows.map((r) => r.id)).toEqual(['t2', 't3', 't4']);
+      expect(
+        (await sql.query(`SELECT id FROM sc_items WHERE id IN ('t2', 't3', 't4') ORDER BY id`)).rows.map((r) => r.id),
+      ).toEqual(['t2', 't3', 't4']);
     });
 
     it('a statement sent while a transaction is open is not part of it (the rollback does not take it along)', async () => {
@@ -88,7 +114,9 @@ export function sqlContract(name: string, open: () => Promise<Sql & { dispose: (
       release();
       expect(await tx).toBeInstanceOf(Error);
       await outside;
-      expect((await sql.query(`SELECT id FROM sc_items WHERE id IN ('in-tx', 'outside') ORDER BY id`)).rows.map((r) => r.id)).toEqual(['outside']);
+      expect(
+        (await sql.query(`SELECT id FROM sc_items WHERE id IN ('in-tx', 'outside') ORDER BY id`)).rows.map((r) => r.id),
+      ).toEqual(['outside']);
     });
 
     it('a batch runs its statements in order in one transaction: their rows come back in order; one failing takes all back', async () => {

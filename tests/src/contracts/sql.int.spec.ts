@@ -17,14 +17,17 @@ else sqlContract('PostgreSQL server', open('postgres'));
 describe.skipIf(process.platform !== 'linux')('the embedded search database thread and the scheduler', () => {
   it('opens its database at the service priority and runs at its niceness (SEARCH_DB_NICE) once open', async () => {
     // Opened at niceness 5 on a busy machine, the database held the service's start up; it lowers its priority once open.
-    const tasks = () => new Map(readdirSync('/proc/self/task').map((t) => {
-      try {
-        const stat = readFileSync(`/proc/self/task/${t}/stat`, 'utf8');
-        return [t, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])] as const;
-      } catch {
-        return [t, NaN] as const;
-      }
-    }));
+    const tasks = () =>
+      new Map(
+        readdirSync('/proc/self/task').map((t) => {
+          try {
+            const stat = readFileSync(`/proc/self/task/${t}/stat`, 'utf8');
+            return [t, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])] as const;
+          } catch {
+            return [t, NaN] as const;
+          }
+        }),
+      );
     const before = new Set(tasks().keys());
     const samples: Array<Map<string, number>> = [];
     let open = true;

@@ -19,12 +19,26 @@ export function textIndexContract(name: string, open: () => Promise<TextIndex & 
     const item = (key: string, text: string, over: Partial<IndexedItem> = {}): IndexedItem => {
       ids[key] ??= randomUUID();
       return {
-        itemId: ids[key], tenantId: T, contextId: C, sourceType: 'record', typeName: 'note', folderId: null, userId: null, scopes: [],
-        attrs: {}, createdAt: '2026-01-10T00:00:00.000Z', metadata: { key }, passages: chunkText(text), ...over,
+        itemId: ids[key],
+        tenantId: T,
+        contextId: C,
+        sourceType: 'record',
+        typeName: 'note',
+        folderId: null,
+        userId: null,
+        scopes: [],
+        attrs: {},
+        createdAt: '2026-01-10T00:00:00.000Z',
+        metadata: { key },
+        passages: chunkText(text),
+        ...over,
       };
     };
     const base = (over: Partial<ItemFilter> = {}): ItemFilter => ({ tenantId: T, contextId: C, clauses: [], ...over });
-    const search = async (query: string, o: { mode?: TextMode; slop?: number; filter?: Partial<ItemFilter>; limit?: number } = {}) => {
+    const search = async (
+      query: string,
+      o: { mode?: TextMode; slop?: number; filter?: Partial<ItemFilter>; limit?: number } = {},
+    ) => {
       const q = { filter: base(o.filter), query, textMode: o.mode ?? 'OR', slop: o.slop ?? 0, limit: o.limit ?? 50 };
       const r = await ix.search(q);
       await ix.hydrate?.(r.hits, q);
@@ -35,11 +49,33 @@ export function textIndexContract(name: string, open: () => Promise<TextIndex & 
       ix = await open();
       await ix.init();
       const docs: IndexedItem[] = [
-        item('volcano', 'The volcano erupted with glowing lava flowing down the northern slope.', { attrs: { category: 'geology', rating: 5, due: Date.parse('2026-03-01'), tags: ['hot', 'red'], typeName: 'note' } }),
-        item('lava', 'Lava lamps contain wax that rises and falls; no volcano involved.', { attrs: { category: 'home', rating: 2, tags: ['retro'] } }),
-        item('glacier', 'A glacier carves valleys slowly over thousands of years.', { attrs: { category: 'geology', rating: 4, due: Date.parse('2026-01-01') }, userId: 'u1', scopes: ['org:acme'] }),
-        item('phrase', 'quick brown fox jumps over the lazy dog', { attrs: { category: 'language', rating: 3 }, folderId: 'f1', createdAt: '2026-02-01T00:00:00.000Z' }),
-        item('gap', 'quick red brown fox', { attrs: { category: 'language' }, folderId: 'f2', createdAt: '2026-03-01T00:00:00.000Z' }),
+        item('volcano', 'The volcano erupted with glowing lava flowing down the northern slope.', {
+          attrs: {
+            category: 'geology',
+            rating: 5,
+            due: Date.parse('2026-03-01'),
+            tags: ['hot', 'red'],
+            typeName: 'note',
+          },
+        }),
+        item('lava', 'Lava lamps contain wax that rises and falls; no volcano involved.', {
+          attrs: { category: 'home', rating: 2, tags: ['retro'] },
+        }),
+        item('glacier', 'A glacier carves valleys slowly over thousands of years.', {
+          attrs: { category: 'geology', rating: 4, due: Date.parse('2026-01-01') },
+          userId: 'u1',
+          scopes: ['org:acme'],
+        }),
+        item('phrase', 'quick brown fox jumps over the lazy dog', {
+          attrs: { category: 'language', rating: 3 },
+          folderId: 'f1',
+          createdAt: '2026-02-01T00:00:00.000Z',
+        }),
+        item('gap', 'quick red brown fox', {
+          attrs: { category: 'language' },
+          folderId: 'f2',
+          createdAt: '2026-03-01T00:00:00.000Z',
+        }),
         item('doc', 'volcano survey report for the island', { sourceType: 'document', typeName: null }),
         item('many', 'volcano volcano volcano volcano island ash ash ash', {}),
       ];
@@ -64,13 +100,27 @@ export function textIndexContract(name: string, open: () => Promise<TextIndex & 
       const q = { filter: base(), query: 'volcano', textMode: 'OR' as const, slop: 0 };
       const all = await ix.search({ ...q, limit: 50 });
       expect(all.total).toBe(4);
-      for (const [limit, cap, total] of [[1, 3, 3], [2, 4, 4], [2, 10, 4], [1, 1, 1]]) {
+      for (const [limit, cap, total] of [
+        [1, 3, 3],
+        [2, 4, 4],
+        [2, 10, 4],
+        [1, 1, 1],
+      ]) {
         const r = await ix.search({ ...q, limit, trackTotal: false, countUpTo: cap });
-        expect(r.hits.map((h) => h.itemId), `limit ${limit} countUpTo ${cap}`).toEqual(all.hits.slice(0, limit).map((h) => h.itemId));
+        expect(
+          r.hits.map((h) => h.itemId),
+          `limit ${limit} countUpTo ${cap}`,
+        ).toEqual(all.hits.slice(0, limit).map((h) => h.itemId));
         expect(r.total, `limit ${limit} countUpTo ${cap}`).toBe(total);
       }
       // With a filter: only the admitted matches count.
-      const geology = await ix.search({ ...q, filter: base({ clauses: parseFilters({ category: 'geology' }) }), limit: 1, trackTotal: false, countUpTo: 3 });
+      const geology = await ix.search({
+        ...q,
+        filter: base({ clauses: parseFilters({ category: 'geology' }) }),
+        limit: 1,
+        trackTotal: false,
+        countUpTo: 3,
+      });
       expect(geology.total).toBe(1);
     });
 
@@ -97,7 +147,10 @@ export function textIndexContract(name: string, open: () => Promise<TextIndex & 
       expect((await search('volcano -island', { mode: 'COMPLEX' })).keys.sort()).toEqual(['lava', 'volcano']);
       expect((await search('glacier OR lamps', { mode: 'COMPLEX' })).keys.sort()).toEqual(['glacier', 'lava']);
       expect((await search('(glacier OR lamps) AND wax', { mode: 'COMPLEX' })).keys).toEqual(['lava']);
-      expect((await search('volcano AND (island OR slope) -ash', { mode: 'COMPLEX' })).keys.sort()).toEqual(['doc', 'volcano']);
+      expect((await search('volcano AND (island OR slope) -ash', { mode: 'COMPLEX' })).keys.sort()).toEqual([
+        'doc',
+        'volcano',
+      ]);
     });
 
     it('marks matched terms in the snippet and returns chunk and context text', async () => {
@@ -110,9 +163,21 @@ export function textIndexContract(name: string, open: () => Promise<TextIndex & 
     it('isolates tenants and contexts', async () => {
       const r = await search('tenant');
       expect(r.keys).toEqual([]);
-      const other = await ix.search({ filter: { tenantId: OTHER_T, contextId: C, clauses: [] }, query: 'volcano', textMode: 'OR', slop: 0, limit: 10 });
+      const other = await ix.search({
+        filter: { tenantId: OTHER_T, contextId: C, clauses: [] },
+        query: 'volcano',
+        textMode: 'OR',
+        slop: 0,
+        limit: 10,
+      });
       expect(other.hits.map((h) => h.itemId)).toEqual([ids.foreign]);
-      const otherCtx = await ix.search({ filter: { tenantId: T, contextId: 'nope', clauses: [] }, query: 'volcano', textMode: 'OR', slop: 0, limit: 10 });
+      const otherCtx = await ix.search({
+        filter: { tenantId: T, contextId: 'nope', clauses: [] },
+        query: 'volcano',
+        textMode: 'OR',
+        slop: 0,
+        limit: 10,
+      });
       expect(otherCtx.hits).toEqual([]);
     });
 
@@ -120,12 +185,25 @@ export function textIndexContract(name: string, open: () => Promise<TextIndex & 
       const f = (raw: unknown) => ({ clauses: parseFilters(raw) });
       const q = 'volcano glacier lava quick fox';
       expect((await search(q, { filter: f({ category: 'geology' }) })).keys.sort()).toEqual(['glacier', 'volcano']);
-      expect((await search(q, { filter: f({ category: ['home', 'language'] }) })).keys.sort()).toEqual(['gap', 'lava', 'phrase']);
+      expect((await search(q, { filter: f({ category: ['home', 'language'] }) })).keys.sort()).toEqual([
+        'gap',
+        'lava',
+        'phrase',
+      ]);
       expect((await search(q, { filter: f({ rating: { $gte: 4 } }) })).keys.sort()).toEqual(['glacier', 'volcano']);
-      expect((await search(q, { filter: f({ rating: { $gt: 2, $lt: 5 } }) })).keys.sort()).toEqual(['glacier', 'phrase']);
+      expect((await search(q, { filter: f({ rating: { $gt: 2, $lt: 5 } }) })).keys.sort()).toEqual([
+        'glacier',
+        'phrase',
+      ]);
       expect((await search(q, { filter: f({ rating: { $lte: 2 } }) })).keys).toEqual(['lava']);
-      expect((await search(q, { filter: f({ category: { $ne: 'geology' } }) })).keys.sort()).toEqual(['gap', 'lava', 'many', 'phrase', 'doc'].sort());
-      expect((await search(q, { filter: f({ category: { $nin: ['geology', 'language'] } }) })).keys.sort()).toEqual(['doc', 'lava', 'many']);
+      expect((await search(q, { filter: f({ category: { $ne: 'geology' } }) })).keys.sort()).toEqual(
+        ['gap', 'lava', 'many', 'phrase', 'doc'].sort(),
+      );
+      expect((await search(q, { filter: f({ category: { $nin: ['geology', 'language'] } }) })).keys.sort()).toEqual([
+        'doc',
+        'lava',
+        'many',
+      ]);
       expect((await search(q, { filter: f({ category: { $in: ['home'] } }) })).keys).toEqual(['lava']);
       expect((await search(q, { filter: f({ tags: 'red' }) })).keys).toEqual(['volcano']);
       expect((await search(q, { filter: f({ due: { $gt: '2026-02-01' } }) })).keys).toEqual(['volcano']);
@@ -137,8 +215,17 @@ export function textIndexContract(name: string, open: () => Promise<TextIndex & 
       expect((await search(q, { filter: { userIds: ['u1'] } })).keys).toEqual(['glacier']);
       expect((await search(q, { filter: { scopesAll: ['org:acme'] } })).keys).toEqual(['glacier']);
       expect((await search(q, { filter: { scopesAny: ['org:acme', 'client:x'] } })).keys).toEqual(['glacier']);
-      expect((await search(q, { filter: { createdAfter: '2026-02-01T00:00:00.000Z' } })).keys.sort()).toEqual(['gap', 'phrase']);
-      expect((await search(q, { filter: { createdAfter: '2026-02-01T00:00:00.000Z', createdBefore: '2026-02-01T00:00:00.000Z' } })).keys).toEqual(['phrase']);
+      expect((await search(q, { filter: { createdAfter: '2026-02-01T00:00:00.000Z' } })).keys.sort()).toEqual([
+        'gap',
+        'phrase',
+      ]);
+      expect(
+        (
+          await search(q, {
+            filter: { createdAfter: '2026-02-01T00:00:00.000Z', createdBefore: '2026-02-01T00:00:00.000Z' },
+          })
+        ).keys,
+      ).toEqual(['phrase']);
       const limited = await search(q, { limit: 2 });
       expect(limited.hits).toHaveLength(2);
       expect(limited.total).toBeGreaterThan(2);
@@ -174,21 +261,46 @@ export function textIndexContract(name: string, open: () => Promise<TextIndex & 
     });
 
     it('updateItemMeta changes filters and attributes without touching the passages', async () => {
-      const it = item('meta', 'Ptarmigan feathers turn white in winter.', { attrs: { category: 'birds' }, folderId: 'f1' });
+      const it = item('meta', 'Ptarmigan feathers turn white in winter.', {
+        attrs: { category: 'birds' },
+        folderId: 'f1',
+      });
       await ix.replaceItem(it);
       expect((await search('ptarmigan', { filter: { folderIds: ['f1'] } })).keys).toEqual(['meta']);
       const { passages: _, metadata: __, ...rest } = it;
-      await ix.updateItemMeta({ ...rest, folderId: 'f9', userId: 'u9', scopes: ['org:x'], attrs: { category: 'snow', rank: 7 } });
+      await ix.updateItemMeta({
+        ...rest,
+        folderId: 'f9',
+        userId: 'u9',
+        scopes: ['org:x'],
+        attrs: { category: 'snow', rank: 7 },
+      });
       expect((await search('ptarmigan', { filter: { folderIds: ['f1'] } })).keys).toEqual([]);
-      expect((await search('ptarmigan', { filter: { folderIds: ['f9'], userIds: ['u9'], scopesAll: ['org:x'], clauses: parseFilters({ category: 'snow', rank: { $gte: 7 } }) } })).keys).toEqual(['meta']);
-      expect((await search('ptarmigan', { filter: { clauses: parseFilters({ category: 'birds' }) } })).keys).toEqual([]);
+      expect(
+        (
+          await search('ptarmigan', {
+            filter: {
+              folderIds: ['f9'],
+              userIds: ['u9'],
+              scopesAll: ['org:x'],
+              clauses: parseFilters({ category: 'snow', rank: { $gte: 7 } }),
+            },
+          })
+        ).keys,
+      ).toEqual(['meta']);
+      expect((await search('ptarmigan', { filter: { clauses: parseFilters({ category: 'birds' }) } })).keys).toEqual(
+        [],
+      );
       await ix.deleteItem(ids.meta);
       await ix.updateItemMeta({ ...rest, itemId: randomUUID() }); // unknown item: nothing happens
       expect((await search('ptarmigan')).keys).toEqual([]);
     });
 
     it('long text becomes several passages, each findable', async () => {
-      const long = Array.from({ length: 40 }, (_, i) => `Sentence number ${i} talks about ${i === 33 ? 'zirconium' : 'ordinary'} matters in some detail.`).join(' ');
+      const long = Array.from(
+        { length: 40 },
+        (_, i) => `Sentence number ${i} talks about ${i === 33 ? 'zirconium' : 'ordinary'} matters in some detail.`,
+      ).join(' ');
       const it = item('long', long);
       expect(it.passages.length).toBeGreaterThan(1);
       await ix.replaceItem(it);
@@ -201,7 +313,13 @@ export function textIndexContract(name: string, open: () => Promise<TextIndex & 
     it('deletes a whole context', async () => {
       await ix.deleteContext(T, C);
       expect((await search('volcano')).keys).toEqual([]);
-      const other = await ix.search({ filter: { tenantId: OTHER_T, contextId: C, clauses: [] }, query: 'volcano', textMode: 'OR', slop: 0, limit: 10 });
+      const other = await ix.search({
+        filter: { tenantId: OTHER_T, contextId: C, clauses: [] },
+        query: 'volcano',
+        textMode: 'OR',
+        slop: 0,
+        limit: 10,
+      });
       expect(other.hits).toHaveLength(1);
     });
   });

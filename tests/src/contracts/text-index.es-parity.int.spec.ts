@@ -48,7 +48,13 @@ else
         await pg.replaceItem(item(i));
         await es.replaceItem(item(i));
         // the relevance set as the relevance test indexes it: one passage per item, in a context of its own
-        const one = { ...item(i), itemId: `rel:${ps[i].id}`, contextId: C_REL, attrs: {}, passages: [{ chunkNo: 0, chunkText: ps[i].text, contextText: ps[i].text }] };
+        const one = {
+          ...item(i),
+          itemId: `rel:${ps[i].id}`,
+          contextId: C_REL,
+          attrs: {},
+          passages: [{ chunkNo: 0, chunkText: ps[i].text, contextText: ps[i].text }],
+        };
         await pg.replaceItem(one);
         await es.replaceItem(one);
       }
@@ -61,26 +67,43 @@ else
     });
 
     it('matches the same passages for every text mode, filter and query (totals too), and ranks them alike', async () => {
-      let compared = 0, nonEmpty = 0, topAgree = 0, ranked = 0;
+      let compared = 0,
+        nonEmpty = 0,
+        topAgree = 0,
+        ranked = 0;
       const overlap: number[] = [];
       const mismatches: string[] = [];
-      for (const m of modes) for (const f of filters) for (const q of QUERIES) {
-        const s: TextSearch = { filter: { tenantId: T, contextId: C, clauses: [], ...f }, query: m.q ? m.q(q.q) : q.q, textMode: m.textMode, slop: m.slop, limit: 1000 };
-        const [a, b] = [await pg.search(s), await es.search(s)];
-        const ka = a.hits.map(key).sort(), kb = b.hits.map(key).sort();
-        compared++;
-        if (a.total) nonEmpty++;
-        if (a.total !== b.total || JSON.stringify(ka) !== JSON.stringify(kb)) mismatches.push(`${m.textMode}/${m.slop} ${JSON.stringify(f)} ${s.query}: pg ${a.total} es ${b.total}`);
-        if (!a.hits.length || m.textMode === 'COMPLEX') continue;
-        ranked++;
-        // the top passage of PostgreSQL (or one tied with it) is Elasticsearch's top passage
-        const tied = new Set(a.hits.filter((h) => Math.abs(h.score - a.hits[0].score) <= 1e-9 * a.hits[0].score).map(key));
-        if (tied.has(key(b.hits[0]))) topAgree++;
-        const top = new Set(a.hits.slice(0, 10).map(key));
-        overlap.push(b.hits.slice(0, 10).filter((h) => top.has(key(h))).length / Math.min(10, a.hits.length));
-      }
+      for (const m of modes)
+        for (const f of filters)
+          for (const q of QUERIES) {
+            const s: TextSearch = {
+              filter: { tenantId: T, contextId: C, clauses: [], ...f },
+              query: m.q ? m.q(q.q) : q.q,
+              textMode: m.textMode,
+              slop: m.slop,
+              limit: 1000,
+            };
+            const [a, b] = [await pg.search(s), await es.search(s)];
+            const ka = a.hits.map(key).sort(),
+              kb = b.hits.map(key).sort();
+            compared++;
+            if (a.total) nonEmpty++;
+            if (a.total !== b.total || JSON.stringify(ka) !== JSON.stringify(kb))
+              mismatches.push(`${m.textMode}/${m.slop} ${JSON.stringify(f)} ${s.query}: pg ${a.total} es ${b.total}`);
+            if (!a.hits.length || m.textMode === 'COMPLEX') continue;
+            ranked++;
+            // the top passage of PostgreSQL (or one tied with it) is Elasticsearch's top passage
+            const tied = new Set(
+              a.hits.filter((h) => Math.abs(h.score - a.hits[0].score) <= 1e-9 * a.hits[0].score).map(key),
+            );
+            if (tied.has(key(b.hits[0]))) topAgree++;
+            const top = new Set(a.hits.slice(0, 10).map(key));
+            overlap.push(b.hits.slice(0, 10).filter((h) => top.has(key(h))).length / Math.min(10, a.hits.length));
+          }
       const meanOverlap = overlap.reduce((x, y) => x + y, 0) / overlap.length;
-      console.log(`Elasticsearch vs PostgreSQL FTS: ${compared - mismatches.length}/${compared} searches (${nonEmpty} non-empty) match the same passages; top hit agrees in ${topAgree}/${ranked}; top-10 overlap ${meanOverlap.toFixed(3)}`);
+      console.log(
+        `Elasticsearch vs PostgreSQL FTS: ${compared - mismatches.length}/${compared} searches (${nonEmpty} non-empty) match the same passages; top hit agrees in ${topAgree}/${ranked}; top-10 overlap ${meanOverlap.toFixed(3)}`,
+      );
       expect(mismatches).toEqual([]);
       expect(nonEmpty).toBeGreaterThan(compared / 3);
       expect(topAgree / ranked).toBeGreaterThan(0.95);
@@ -90,7 +113,13 @@ else
     it('highlights the matched terms like PostgreSQL (a <mark> wherever PostgreSQL has one)', async () => {
       let checked = 0;
       for (const q of QUERIES.slice(0, 24)) {
-        const s: TextSearch = { filter: { tenantId: T, contextId: C, clauses: [] }, query: q.q, textMode: 'OR', slop: 0, limit: 5 };
+        const s: TextSearch = {
+          filter: { tenantId: T, contextId: C, clauses: [] },
+          query: q.q,
+          textMode: 'OR',
+          slop: 0,
+          limit: 5,
+        };
         const [a, b] = [await pg.search(s), await es.search(s)];
         await pg.hydrate?.(a.hits, s);
         await es.hydrate(b.hits, s);
@@ -101,10 +130,16 @@ else
           checked++;
           expect(h.chunkText).toBe(p.chunkText);
           expect(h.contextText).toBe(p.contextText);
-          expect(/<mark>/.test(h.snippet ?? ''), `${q.q}: ${h.snippet} vs ${p.snippet}`).toBe(/<mark>/.test(p.snippet ?? ''));
-          const marked = (x: string | null | undefined) => new Set([...(x ?? '').matchAll(/<mark>(.*?)<\/mark>/g)].map((m) => m[1].toLowerCase()));
+          expect(/<mark>/.test(h.snippet ?? ''), `${q.q}: ${h.snippet} vs ${p.snippet}`).toBe(
+            /<mark>/.test(p.snippet ?? ''),
+          );
+          const marked = (x: string | null | undefined) =>
+            new Set([...(x ?? '').matchAll(/<mark>(.*?)<\/mark>/g)].map((m) => m[1].toLowerCase()));
           for (const w of marked(h.snippet)) expect(h.chunkText!.toLowerCase()).toContain(w);
-          expect(marked(p.snippet).size === 0 || [...marked(h.snippet)].some((w) => marked(p.snippet).has(w)), `${q.q}: ${h.snippet} vs ${p.snippet}`).toBe(true);
+          expect(
+            marked(p.snippet).size === 0 || [...marked(h.snippet)].some((w) => marked(p.snippet).has(w)),
+            `${q.q}: ${h.snippet} vs ${p.snippet}`,
+          ).toBe(true);
         }
       }
       expect(checked).toBeGreaterThan(50);
@@ -114,13 +149,26 @@ else
       const ndcg = async (ix: PgTextIndex | ElasticsearchTextIndex) => {
         const out: number[] = [];
         for (const q of QUERIES) {
-          const r = await ix.search({ filter: { tenantId: T, contextId: C_REL, clauses: [] }, query: q.q, textMode: 'OR', slop: 0, limit: 10 });
-          out.push(ndcgAt10(r.hits.map((h) => h.itemId.slice('rel:'.length)), q.rel));
+          const r = await ix.search({
+            filter: { tenantId: T, contextId: C_REL, clauses: [] },
+            query: q.q,
+            textMode: 'OR',
+            slop: 0,
+            limit: 10,
+          });
+          out.push(
+            ndcgAt10(
+              r.hits.map((h) => h.itemId.slice('rel:'.length)),
+              q.rel,
+            ),
+          );
         }
         return out.reduce((x, y) => x + y, 0) / out.length;
       };
       const [a, b] = [await ndcg(pg), await ndcg(es)];
-      console.log(`nDCG@10 TEXT over ${QUERIES.length} queries: PostgreSQL ${a.toFixed(3)}, Elasticsearch ${b.toFixed(3)}`);
+      console.log(
+        `nDCG@10 TEXT over ${QUERIES.length} queries: PostgreSQL ${a.toFixed(3)}, Elasticsearch ${b.toFixed(3)}`,
+      );
       expect(b).toBeGreaterThan(0.6);
       expect(Math.abs(a - b)).toBeLessThan(0.03);
     }, 120_000);

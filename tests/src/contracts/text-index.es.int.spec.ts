@@ -8,9 +8,14 @@ import { textIndexContract } from './text-index.contract';
 const { ElasticsearchTextIndex } = await loadElasticsearch();
 const url = serverUrl('elasticsearch');
 const base = url?.replace(/\/$/, '');
-const dropIndex = (index: string) => fetch(`${base}/${index}`, { method: 'DELETE' }).then(() => {}, () => {});
+const dropIndex = (index: string) =>
+  fetch(`${base}/${index}`, { method: 'DELETE' }).then(
+    () => {},
+    () => {},
+  );
 
-if (!url) describe.skip('text index contract: Elasticsearch (ELASTICSEARCH_URL not set; start one with deploy/engines/elasticsearch.sh)', () => {});
+if (!url)
+  describe.skip('text index contract: Elasticsearch (ELASTICSEARCH_URL not set; start one with deploy/engines/elasticsearch.sh)', () => {});
 else {
   textIndexContract('Elasticsearch', async () => {
     const index = `test-passages-${randomUUID()}`;
@@ -25,17 +30,39 @@ else {
     const T = `t-${randomUUID()}`;
     const C = `c-${randomUUID()}`;
     const item = (itemId: string, texts: string[], over: Partial<IndexedItem> = {}): IndexedItem => ({
-      itemId, tenantId: T, contextId: C, sourceType: 'record', typeName: 'note', folderId: null, userId: null, scopes: [], attrs: {},
-      createdAt: '2026-01-10T00:00:00.000Z', metadata: {}, passages: texts.map((t, i) => ({ chunkNo: i, chunkText: t, contextText: t })), ...over,
+      itemId,
+      tenantId: T,
+      contextId: C,
+      sourceType: 'record',
+      typeName: 'note',
+      folderId: null,
+      userId: null,
+      scopes: [],
+      attrs: {},
+      createdAt: '2026-01-10T00:00:00.000Z',
+      metadata: {},
+      passages: texts.map((t, i) => ({ chunkNo: i, chunkText: t, contextText: t })),
+      ...over,
     });
     const search = async (query: string, textMode: TextMode = 'OR', clauses: unknown = undefined, limit = 50) =>
-      ix.search({ filter: { tenantId: T, contextId: C, clauses: parseFilters(clauses) }, query, textMode, slop: 0, limit });
-    const ids = async (query: string, textMode: TextMode = 'OR', clauses: unknown = undefined) => [...new Set((await search(query, textMode, clauses)).hits.map((h) => h.itemId))].sort();
+      ix.search({
+        filter: { tenantId: T, contextId: C, clauses: parseFilters(clauses) },
+        query,
+        textMode,
+        slop: 0,
+        limit,
+      });
+    const ids = async (query: string, textMode: TextMode = 'OR', clauses: unknown = undefined) =>
+      [...new Set((await search(query, textMode, clauses)).hits.map((h) => h.itemId))].sort();
 
     beforeAll(async () => {
       await ix.init();
       await ix.replaceItem(item('erupt', ['The volcanoes erupted twice; the villagers were running to the boats.']));
-      await ix.replaceItem(item('arrays', ['ptarmigan census'], { attrs: { scores: [3, 9], name: 'solo', 'dotted.key': 'x', 'bad key': 1 } }));
+      await ix.replaceItem(
+        item('arrays', ['ptarmigan census'], {
+          attrs: { scores: [3, 9], name: 'solo', 'dotted.key': 'x', 'bad key': 1 },
+        }),
+      );
       await ix.replaceItem(item('scalar', ['ptarmigan sighting'], { attrs: { scores: 5, name: 'mono' } }));
     }, 60_000);
     afterAll(async () => {
@@ -44,14 +71,18 @@ else {
     });
 
     it('stems with the Snowball English stemmer and drops PostgreSQL English stop words', async () => {
-      expect(['snowball', 'svc_english_stem'], 'no English stemmer on this server: run deploy/engines/elasticsearch.sh (it adds the svc-english-stem plugin) or a distribution with analysis-common').toContain(ix.stemmer);
+      expect(
+        ['snowball', 'svc_english_stem'],
+        'no English stemmer on this server: run deploy/engines/elasticsearch.sh (it adds the svc-english-stem plugin) or a distribution with analysis-common',
+      ).toContain(ix.stemmer);
       // volcanoes → volcano; erupted, erupting, eruption → erupt: AND holds only because both words stem
       expect(await ids('volcano eruption', 'AND')).toEqual(['erupt']);
       expect(await ids('volcano erupting', 'AND')).toEqual(['erupt']);
       expect(await ids('villager runs', 'AND')).toEqual(['erupt']);
       expect(await ids('volcanoes erupt', 'PHRASE')).toEqual(['erupt']);
       // stop words: a query of stop words only matches nothing, in every mode (PostgreSQL's behaviour)
-      for (const mode of ['OR', 'AND', 'PHRASE', 'COMPLEX'] as const) expect(await ids('the were to', mode), mode).toEqual([]);
+      for (const mode of ['OR', 'AND', 'PHRASE', 'COMPLEX'] as const)
+        expect(await ids('the were to', mode), mode).toEqual([]);
       expect(await ids('-the', 'COMPLEX')).toEqual([]);
       expect(await ids('(the OR were) volcano', 'COMPLEX')).toEqual(['erupt']);
       // a stop word keeps its place in a phrase
@@ -61,11 +92,19 @@ else {
     });
 
     it('snippets mark stemmed matches; hydrate fills text only for the hits it is given', async () => {
-      const s = { filter: { tenantId: T, contextId: C, clauses: [] }, query: 'eruptions volcano', textMode: 'OR' as const, slop: 0, limit: 10 };
+      const s = {
+        filter: { tenantId: T, contextId: C, clauses: [] },
+        query: 'eruptions volcano',
+        textMode: 'OR' as const,
+        slop: 0,
+        limit: 10,
+      };
       const r = await ix.search(s);
       expect(r.hits[0].chunkText).toBeUndefined();
       await ix.hydrate(r.hits, s);
-      expect(r.hits[0].snippet).toBe('The <mark>volcanoes</mark> <mark>erupted</mark> twice; the villagers were running to the boats.');
+      expect(r.hits[0].snippet).toBe(
+        'The <mark>volcanoes</mark> <mark>erupted</mark> twice; the villagers were running to the boats.',
+      );
       expect(r.hits[0].contextText).toBe(r.hits[0].chunkText);
     });
 
@@ -93,8 +132,24 @@ else {
 
     it('deleteContext removes more than one page of passages', async () => {
       const C2 = `c-${randomUUID()}`;
-      for (let k = 0; k < 3; k++) await ix.replaceItem(item(`ctx-${k}`, Array.from({ length: 2_000 }, (_, i) => `kiwi ${k} ${i}`), { contextId: C2 }));
-      const count = async () => (await ix.search({ filter: { tenantId: T, contextId: C2, clauses: [] }, query: 'kiwi', textMode: 'OR', slop: 0, limit: 1 })).total;
+      for (let k = 0; k < 3; k++)
+        await ix.replaceItem(
+          item(
+            `ctx-${k}`,
+            Array.from({ length: 2_000 }, (_, i) => `kiwi ${k} ${i}`),
+            { contextId: C2 },
+          ),
+        );
+      const count = async () =>
+        (
+          await ix.search({
+            filter: { tenantId: T, contextId: C2, clauses: [] },
+            query: 'kiwi',
+            textMode: 'OR',
+            slop: 0,
+            limit: 1,
+          })
+        ).total;
       expect(await count()).toBe(6_000);
       await ix.deleteContext(T, C2);
       expect(await count()).toBe(0);
@@ -119,7 +174,15 @@ else {
     it('an unreachable server is a TextIndexError (the search degrades instead of crashing)', async () => {
       const down = new ElasticsearchTextIndex({ url: 'http://127.0.0.1:1', index: 'nope' });
       try {
-        await expect(down.search({ filter: { tenantId: T, contextId: C, clauses: [] }, query: 'x', textMode: 'OR', slop: 0, limit: 1 })).rejects.toBeInstanceOf(TextIndexError);
+        await expect(
+          down.search({
+            filter: { tenantId: T, contextId: C, clauses: [] },
+            query: 'x',
+            textMode: 'OR',
+            slop: 0,
+            limit: 1,
+          }),
+        ).rejects.toBeInstanceOf(TextIndexError);
         await expect(down.replaceItem(item('x', ['x']))).rejects.toBeInstanceOf(TextIndexError);
       } finally {
         await down.close();

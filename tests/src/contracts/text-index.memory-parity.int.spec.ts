@@ -40,7 +40,13 @@ async function compare(label: string, index: MemoryTextIndex = mem) {
   for (const { q: query } of QUERIES)
     for (const m of modes)
       for (const f of filters) {
-        const s: TextSearch = { filter: { tenantId: T, contextId: C, clauses: [], ...f }, query: m.q ? m.q(query) : query, textMode: m.textMode, slop: m.slop, limit: 25 };
+        const s: TextSearch = {
+          filter: { tenantId: T, contextId: C, clauses: [], ...f },
+          query: m.q ? m.q(query) : query,
+          textMode: m.textMode,
+          slop: m.slop,
+          limit: 25,
+        };
         const [a, b] = [await pg.search(s), await index.search(s)];
         const at = `${label}: ${m.textMode}/${m.slop} ${JSON.stringify(s.query)} ${JSON.stringify(f)}`;
         expect(b.total, at).toBe(a.total);
@@ -75,7 +81,13 @@ beforeAll(async () => {
   await mem.init();
   // Half before the context is first searched (loaded from SQL), half after (applied in memory).
   for (let i = 0; i < ps.length / 2; i++) await mem.replaceItem(item(i));
-  await mem.search({ filter: { tenantId: T, contextId: C, clauses: [] }, query: 'warm', textMode: 'OR', slop: 0, limit: 1 });
+  await mem.search({
+    filter: { tenantId: T, contextId: C, clauses: [] },
+    query: 'warm',
+    textMode: 'OR',
+    slop: 0,
+    limit: 1,
+  });
   for (let i = Math.floor(ps.length / 2); i < ps.length; i++) await mem.replaceItem(item(i));
 }, 120_000);
 
@@ -95,8 +107,18 @@ describe('in-memory text index parity with the SQL path', () => {
     for (const w of words) if (query.length + w.length + 1 <= 4000) query += (query ? ' ' : '') + w;
     expect(query.split(' ').length).toBeGreaterThan(200);
     for (const f of filters) {
-      const s: TextSearch = { filter: { tenantId: T, contextId: C, clauses: [], ...f }, query, textMode: 'OR', slop: 0, limit: 25 };
-      const [sqlHits, exact, prunedHits] = [await pg.search(s), await mem.search(s), await mem.search({ ...s, trackTotal: false })];
+      const s: TextSearch = {
+        filter: { tenantId: T, contextId: C, clauses: [], ...f },
+        query,
+        textMode: 'OR',
+        slop: 0,
+        limit: 25,
+      };
+      const [sqlHits, exact, prunedHits] = [
+        await pg.search(s),
+        await mem.search(s),
+        await mem.search({ ...s, trackTotal: false }),
+      ];
       expect(prunedHits.hits, JSON.stringify(f)).toEqual(exact.hits);
       expect(exact.total).toBe(sqlHits.total);
       expect(tieGroups(exact.hits, s.limit)).toEqual(tieGroups(sqlHits.hits, s.limit));
@@ -104,8 +126,10 @@ describe('in-memory text index parity with the SQL path', () => {
   }, 120_000);
 
   it('stays exact after re-indexing, metadata changes and deletes made while loaded', async () => {
-    for (let i = 0; i < ps.length; i += 5) await mem.replaceItem(item(i, { passages: chunkText(ps[(i + 3) % ps.length].text) }));
-    for (let i = 1; i < ps.length; i += 7) await mem.updateItemMeta({ ...item(i, { folderId: 'f9', attrs: { rank: 1000 } }) });
+    for (let i = 0; i < ps.length; i += 5)
+      await mem.replaceItem(item(i, { passages: chunkText(ps[(i + 3) % ps.length].text) }));
+    for (let i = 1; i < ps.length; i += 7)
+      await mem.updateItemMeta({ ...item(i, { folderId: 'f9', attrs: { rank: 1000 } }) });
     for (let i = 2; i < ps.length; i += 11) await mem.deleteItem(ps[i].id);
     for (let i = 3; i < ps.length; i += 13) await mem.replaceItem(item(i, { passages: [] }));
     expect(await compare('after writes')).toBeGreaterThan(1000);
@@ -121,7 +145,13 @@ describe('in-memory text index parity with the SQL path', () => {
     let other = 0;
     for (const { q: query } of QUERIES)
       for (const m of [PARITY_MODES[0], PARITY_MODES[4]]) {
-        const s: TextSearch = { filter: { tenantId: T, contextId: C, clauses: [] }, query: m.q ? m.q(query) : query, textMode: m.textMode, slop: 0, limit: 25 };
+        const s: TextSearch = {
+          filter: { tenantId: T, contextId: C, clauses: [] },
+          query: m.q ? m.q(query) : query,
+          textMode: m.textMode,
+          slop: 0,
+          limit: 25,
+        };
         const [a, b] = [await pg.search(s), await mem.search(s)];
         const bySql = new Map(a.hits.map((h) => [`${h.itemId}#${h.chunkNo}`, h]));
         await Promise.all([pg.hydrate(a.hits, s), mem.hydrate(b.hits, s)]);
@@ -129,7 +159,8 @@ describe('in-memory text index parity with the SQL path', () => {
           const sqlHit = bySql.get(`${h.itemId}#${h.chunkNo}`);
           if (!sqlHit) continue; // (a tie cut differently by the limit)
           expect(h.snippet, `${s.query}: ${h.chunkText}`).toBe(sqlHit.snippet);
-          if (/^[A-Za-z0-9 .,;:!?()"]*$/.test(h.chunkText!) && !/[A-Za-z0-9][.,:][A-Za-z0-9]/.test(h.chunkText!)) plain++;
+          if (/^[A-Za-z0-9 .,;:!?()"]*$/.test(h.chunkText!) && !/[A-Za-z0-9][.,:][A-Za-z0-9]/.test(h.chunkText!))
+            plain++;
           else other++;
         }
       }
@@ -141,12 +172,29 @@ describe('in-memory text index parity with the SQL path', () => {
     // The in-memory index keeps passage texts as UTF-8 outside the JavaScript heap and decodes the page's.
     const C2 = 'ctx-unicode';
     const text = (n: number) =>
-      Array.from({ length: 12 }, (_, i) => `Sentence ${n}.${i}: the façade of Zürich’s café — naïve “quotes”, 東京タワー and 🎉🚀 emoji (ß, Ω, é).`).join(' ');
-    const make = (n: number, over: Partial<IndexedItem> = {}) => parityItem(T, C2, n, { itemId: `uni-${n}`, passages: chunkText(text(n), { maxChars: 300 }), ...over });
+      Array.from(
+        { length: 12 },
+        (_, i) =>
+          `Sentence ${n}.${i}: the façade of Zürich’s café — naïve “quotes”, 東京タワー and 🎉🚀 emoji (ß, Ω, é).`,
+      ).join(' ');
+    const make = (n: number, over: Partial<IndexedItem> = {}) =>
+      parityItem(T, C2, n, { itemId: `uni-${n}`, passages: chunkText(text(n), { maxChars: 300 }), ...over });
     await mem.replaceItem(make(0));
     // A passage whose context is not the one chunking makes (kept as stored).
-    await mem.replaceItem(make(1, { passages: [{ chunkNo: 0, chunkText: 'façade 東京 🎉 only', contextText: '…before — façade 東京 🎉 only — after…' }] }));
-    const s: TextSearch = { filter: { tenantId: T, contextId: C2, clauses: [] }, query: 'façade', textMode: 'OR', slop: 0, limit: 100 };
+    await mem.replaceItem(
+      make(1, {
+        passages: [
+          { chunkNo: 0, chunkText: 'façade 東京 🎉 only', contextText: '…before — façade 東京 🎉 only — after…' },
+        ],
+      }),
+    );
+    const s: TextSearch = {
+      filter: { tenantId: T, contextId: C2, clauses: [] },
+      query: 'façade',
+      textMode: 'OR',
+      slop: 0,
+      limit: 100,
+    };
     await mem.search(s); // loads the context from SQL
     await mem.replaceItem(make(2)); // applied in memory
     const hits = (await mem.search(s)).hits;
@@ -158,22 +206,43 @@ describe('in-memory text index parity with the SQL path', () => {
     expect(rows.length).toBeGreaterThan(5);
     expect(hits.length).toBe(rows.length);
     const stored = new Map(rows.map((r) => [`${r.item_id}#${r.chunk_no}`, [r.chunk_text, r.context_text]]));
-    for (const h of hits) expect([h.chunkText, h.contextText], `${h.itemId}#${h.chunkNo}`).toEqual(stored.get(`${h.itemId}#${h.chunkNo}`));
+    for (const h of hits)
+      expect([h.chunkText, h.contextText], `${h.itemId}#${h.chunkNo}`).toEqual(stored.get(`${h.itemId}#${h.chunkNo}`));
     expect(hits.find((h) => h.itemId === 'uni-1')?.contextText).toBe('…before — façade 東京 🎉 only — after…');
   });
 
   it('hydrates the page: the stored text, and a snippet marking the query words', async () => {
-    const s: TextSearch = { filter: { tenantId: T, contextId: C, clauses: [] }, query: QUERIES[0].q, textMode: 'OR', slop: 0, limit: 10 };
+    const s: TextSearch = {
+      filter: { tenantId: T, contextId: C, clauses: [] },
+      query: QUERIES[0].q,
+      textMode: 'OR',
+      slop: 0,
+      limit: 10,
+    };
     const [a, b] = [await pg.search(s), await mem.search(s)];
     expect(b.hits[0].chunkText).toBeUndefined();
     await Promise.all([pg.hydrate(a.hits, s), mem.hydrate(b.hits, s)]);
-    expect(b.hits.map((h) => [h.chunkText, h.contextText, h.snippet])).toEqual(a.hits.map((h) => [h.chunkText, h.contextText, h.snippet]));
-    const { rows } = await sql.query<{ chunk_text: string; context_text: string }>('SELECT chunk_text, context_text FROM ti_passages WHERE item_id = $1 AND chunk_no = $2', [b.hits[0].itemId, b.hits[0].chunkNo]);
+    expect(b.hits.map((h) => [h.chunkText, h.contextText, h.snippet])).toEqual(
+      a.hits.map((h) => [h.chunkText, h.contextText, h.snippet]),
+    );
+    const { rows } = await sql.query<{ chunk_text: string; context_text: string }>(
+      'SELECT chunk_text, context_text FROM ti_passages WHERE item_id = $1 AND chunk_no = $2',
+      [b.hits[0].itemId, b.hits[0].chunkNo],
+    );
     expect([b.hits[0].chunkText, b.hits[0].contextText]).toEqual([rows[0].chunk_text, rows[0].context_text]);
-    const marked = b.hits.flatMap((h) => [...(h.snippet ?? '').matchAll(/<mark>([^<]+)<\/mark>/g)].map((m) => m[1].toLowerCase()));
+    const marked = b.hits.flatMap((h) =>
+      [...(h.snippet ?? '').matchAll(/<mark>([^<]+)<\/mark>/g)].map((m) => m[1].toLowerCase()),
+    );
     expect(marked.length).toBeGreaterThan(0);
     // every marked word is a query word up to stemming (it shares its first four letters with one)
-    const qwords = QUERIES[0].q.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
-    for (const m of marked) expect(qwords.some((w) => w.slice(0, 4) === m.slice(0, 4)), `${m} in ${QUERIES[0].q}`).toBe(true);
+    const qwords = QUERIES[0].q
+      .toLowerCase()
+      .split(/[^\p{L}\p{N}]+/u)
+      .filter(Boolean);
+    for (const m of marked)
+      expect(
+        qwords.some((w) => w.slice(0, 4) === m.slice(0, 4)),
+        `${m} in ${QUERIES[0].q}`,
+      ).toBe(true);
   });
 });

@@ -44,11 +44,18 @@ describe('a PostgreSQL keyword index kept for the in-memory index (sqlSearch: fa
 
     const lean = new PgTextIndex(db, { sqlSearch: false });
     await lean.init();
-    const s: TextSearch = { filter: { tenantId: T, contextId: C, clauses: [] }, query: QUERIES[0].q, textMode: 'OR', slop: 0, limit: 10 };
+    const s: TextSearch = {
+      filter: { tenantId: T, contextId: C, clauses: [] },
+      query: QUERIES[0].q,
+      textMode: 'OR',
+      slop: 0,
+      limit: 10,
+    };
     await expect(lean.search(s)).rejects.toBeInstanceOf(TextIndexError);
     for (let i = half; i < ps.length; i++) await both((x) => x.replaceItem(item(i)), lean);
     // Re-indexed with other text, removed, emptied, and a context dropped, all while no statistics are kept.
-    for (let i = 0; i < ps.length; i += 5) await both((x) => x.replaceItem({ ...item(i), passages: chunkText(ps[(i + 3) % ps.length].text) }), lean);
+    for (let i = 0; i < ps.length; i += 5)
+      await both((x) => x.replaceItem({ ...item(i), passages: chunkText(ps[(i + 3) % ps.length].text) }), lean);
     for (let i = 2; i < ps.length; i += 11) await both((x) => x.deleteItem(ps[i].id), lean);
     for (let i = 3; i < ps.length; i += 13) await both((x) => x.replaceItem({ ...item(i), passages: [] }), lean);
     await both((x) => x.deleteContext(T, 'ctx-other'), lean);
@@ -59,11 +66,20 @@ describe('a PostgreSQL keyword index kept for the in-memory index (sqlSearch: fa
     for (const { q: query } of QUERIES)
       for (const m of PARITY_MODES)
         for (const f of PARITY_FILTERS) {
-          const q: TextSearch = { filter: { tenantId: T, contextId: C, clauses: [], ...f }, query: m.q ? m.q(query) : query, textMode: m.textMode, slop: m.slop, limit: 25 };
+          const q: TextSearch = {
+            filter: { tenantId: T, contextId: C, clauses: [], ...f },
+            query: m.q ? m.q(query) : query,
+            textMode: m.textMode,
+            slop: m.slop,
+            limit: 25,
+          };
           const [a, b] = [await always.search(q), await kept.search(q)];
           const at = `${m.textMode}/${m.slop} ${JSON.stringify(q.query)} ${JSON.stringify(f)}`;
           expect(b.total, at).toBe(a.total);
-          expect(b.hits.map((h) => [h.itemId, h.chunkNo]), at).toEqual(a.hits.map((h) => [h.itemId, h.chunkNo]));
+          expect(
+            b.hits.map((h) => [h.itemId, h.chunkNo]),
+            at,
+          ).toEqual(a.hits.map((h) => [h.itemId, h.chunkNo]));
           b.hits.forEach((h, i) => expect(h.score, at).toBeCloseTo(a.hits[i].score, 9));
           compared += a.hits.length;
         }

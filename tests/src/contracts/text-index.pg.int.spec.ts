@@ -9,8 +9,12 @@ const open = (kind: Parameters<typeof scratchSql>[0]) => async () => {
 };
 
 textIndexContract('PostgreSQL full-text search on PGlite (embedded)', open('pglite'));
-textIndexContract('PostgreSQL full-text search on PGlite in its own thread (the embedded default)', open('pglite-thread'));
-if (!serverUrl('postgres')) describe.skip('text index contract: PostgreSQL full-text search on a server (DATABASE_URL not set)', () => {});
+textIndexContract(
+  'PostgreSQL full-text search on PGlite in its own thread (the embedded default)',
+  open('pglite-thread'),
+);
+if (!serverUrl('postgres'))
+  describe.skip('text index contract: PostgreSQL full-text search on a server (DATABASE_URL not set)', () => {});
 else textIndexContract('PostgreSQL full-text search on a server', open('postgres'));
 
 // A regression: the planner pulled the insert's lateral subquery up, so to_tsvector ran for the tsv column and again
@@ -22,8 +26,25 @@ describe('passage insert', () => {
       const idx = new PgTextIndex(sql, { sqlSearch: false });
       await idx.init();
       const one = (v: unknown) => [v];
-      const params = [one('i'), one(0), one('t'), one('c'), one('record'), one('note'), one(null), one(null), one('[]'), one('{}'), one(new Date().toISOString()), one('some words here'), one('some words here')];
-      const { rows } = await sql.query<{ 'QUERY PLAN': string }>(`EXPLAIN (VERBOSE, COSTS OFF) ${INSERT_PASSAGES_ONLY}`, params);
+      const params = [
+        one('i'),
+        one(0),
+        one('t'),
+        one('c'),
+        one('record'),
+        one('note'),
+        one(null),
+        one(null),
+        one('[]'),
+        one('{}'),
+        one(new Date().toISOString()),
+        one('some words here'),
+        one('some words here'),
+      ];
+      const { rows } = await sql.query<{ 'QUERY PLAN': string }>(
+        `EXPLAIN (VERBOSE, COSTS OFF) ${INSERT_PASSAGES_ONLY}`,
+        params,
+      );
       const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
       // The length's subplan unnests the tsvector computed once (`unnest((to_tsvector(…)))`, a reference in
       // parentheses), not a second to_tsvector of the text (`unnest(to_tsvector(…))`).

@@ -8,12 +8,21 @@ import { tempDir } from '../support/engines';
 const DIMS = 8;
 const unit = (i: number) => Array.from({ length: DIMS }, (_, k) => (k === i % DIMS ? 1 : 0.01 * k));
 const row = (itemId: string, chunkNo: number, dir: number, contextId = 'c1'): VectorRow => ({
-  itemId, chunkNo, tenantId: 't1', contextId, vector: unit(dir), chunkText: `${itemId} chunk ${chunkNo}`, contextText: `${itemId} text`,
+  itemId,
+  chunkNo,
+  tenantId: 't1',
+  contextId,
+  vector: unit(dir),
+  chunkText: `${itemId} chunk ${chunkNo}`,
+  contextText: `${itemId} text`,
 });
 
 const cases: Array<[string, (dir: string) => VectorIndex & { dispose?: () => Promise<void> }]> = [
   ['LanceVectorIndex', (dir) => new LanceVectorIndex(dir, 'test-model', DIMS, { autoMaintain: false })],
-  ['MemoryVectorIndex over LanceVectorIndex', (dir) => new MemoryVectorIndex(new LanceVectorIndex(dir, 'test-model', DIMS, { autoMaintain: false }))],
+  [
+    'MemoryVectorIndex over LanceVectorIndex',
+    (dir) => new MemoryVectorIndex(new LanceVectorIndex(dir, 'test-model', DIMS, { autoMaintain: false })),
+  ],
 ];
 
 describe.each(cases)('VectorIndex.replaceItems: %s', (_name, make) => {
@@ -26,7 +35,10 @@ describe.each(cases)('VectorIndex.replaceItems: %s', (_name, make) => {
     const tmp = tempDir();
     const v = make(tmp.dir);
     await v.init();
-    cleanup.push(() => tmp.remove(), () => v.close());
+    cleanup.push(
+      () => tmp.remove(),
+      () => v.close(),
+    );
     return v;
   };
   const items = async (v: VectorIndex, contextId = 'c1') => {
@@ -76,7 +88,12 @@ describe.each(cases)('VectorIndex.replaceItems: %s', (_name, make) => {
     const v = await open();
     await v.replaceItems!([{ itemId: 'a', rows: [row('a', 0, 0)] }]);
     const bad = { ...row('b', 0, 1), vector: [1, 2, 3] };
-    await expect(v.replaceItems!([{ itemId: 'a', rows: [] }, { itemId: 'b', rows: [bad] }])).rejects.toThrow(/dimensions/);
+    await expect(
+      v.replaceItems!([
+        { itemId: 'a', rows: [] },
+        { itemId: 'b', rows: [bad] },
+      ]),
+    ).rejects.toThrow(/dimensions/);
     expect(await items(v)).toEqual(['a:0']);
   });
 });

@@ -8,7 +8,7 @@ import type { VectorHit, VectorIndex, VectorRow } from '@svc/domain';
  * each check compares with a brute-force cosine ranking of what the index should hold.
  */
 export const DIMS = 32;
-const rng = (seed: number) => () => ((seed = (Math.imul(seed ^ (seed >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0) / 2 ** 32);
+const rng = (seed: number) => () => (seed = (Math.imul(seed ^ (seed >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0) / 2 ** 32;
 export function unit(seed: number): number[] {
   const r = rng(seed * 7919 + 1);
   const v = Array.from({ length: DIMS }, () => r() - 0.5);
@@ -16,7 +16,10 @@ export function unit(seed: number): number[] {
   return v.map((x) => x / n);
 }
 
-export function vectorIndexContract(name: string, open: () => Promise<VectorIndex & { dispose?: () => Promise<void> }>) {
+export function vectorIndexContract(
+  name: string,
+  open: () => Promise<VectorIndex & { dispose?: () => Promise<void> }>,
+) {
   describe(`vector index contract: ${name}`, () => {
     let ix: VectorIndex & { dispose?: () => Promise<void> };
     const T = `t-${randomUUID()}`;
@@ -25,7 +28,14 @@ export function vectorIndexContract(name: string, open: () => Promise<VectorInde
     /** What the index should hold for (T, C): key → row. */
     const held = new Map<string, VectorRow>();
     const rowsOf = (itemId: string, seeds: number[], scope = { tenantId: T, contextId: C }): VectorRow[] =>
-      seeds.map((s, chunkNo) => ({ itemId, chunkNo, ...scope, vector: unit(s), chunkText: `chunk ${itemId} ${chunkNo}`, contextText: `before. chunk ${itemId} ${chunkNo}. after` }));
+      seeds.map((s, chunkNo) => ({
+        itemId,
+        chunkNo,
+        ...scope,
+        vector: unit(s),
+        chunkText: `chunk ${itemId} ${chunkNo}`,
+        contextText: `before. chunk ${itemId} ${chunkNo}. after`,
+      }));
     const put = async (itemId: string, seeds: number[]) => {
       for (const k of [...held.keys()]) if (k.startsWith(`${itemId}#`)) held.delete(k);
       const rows = rowsOf(itemId, seeds);

@@ -3,7 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WindowCounter } from '@svc/command-api';
 
 /** The contract of the per-minute counters (rate limits, collision budget); every adapter passes it. */
-export function windowCounterContract(name: string, open: () => Promise<WindowCounter & { close?: () => Promise<void> }>) {
+export function windowCounterContract(
+  name: string,
+  open: () => Promise<WindowCounter & { close?: () => Promise<void> }>,
+) {
   describe(`window counter contract: ${name}`, () => {
     let c: WindowCounter & { close?: () => Promise<void> };
     beforeAll(async () => {

@@ -22,8 +22,13 @@ const DOCS = [
 ];
 
 /** Top-level folders of the repository: a path in prose starting with one of them names a repository file. */
-const TOP = readdirSync(ROOT).filter((f) => !f.startsWith('.') && f !== 'node_modules' && statSync(join(ROOT, f)).isDirectory());
-const REPO_PATH = new RegExp(`(?<![\\w./-])(?:\\.ci|${TOP.map((t) => t.replace(/[-.]/g, '\\$&')).join('|')})/[\\w./@-]*[\\w/]`, 'g');
+const TOP = readdirSync(ROOT).filter(
+  (f) => !f.startsWith('.') && f !== 'node_modules' && statSync(join(ROOT, f)).isDirectory(),
+);
+const REPO_PATH = new RegExp(
+  `(?<![\\w./-])(?:\\.ci|${TOP.map((t) => t.replace(/[-.]/g, '\\$&')).join('|')})/[\\w./@-]*[\\w/]`,
+  'g',
+);
 
 /** The anchors of a Markdown file's headings, as GitHub makes them (lower case, punctuation dropped, spaces to `-`). */
 function anchorsOf(file: string): Set<string> {
@@ -50,19 +55,25 @@ function anchorsOf(file: string): Set<string> {
 function problemsOf(file: string, text = readFileSync(file, 'utf8')): string[] {
   const where = relative(ROOT, file);
   const problems: string[] = [];
-  for (const m of text.matchAll(/service-spec|decisions\.md|decisions §|spec §/gi)) problems.push(`${where}: cites "${m[0]}", which readers do not have`);
+  for (const m of text.matchAll(/service-spec|decisions\.md|decisions §|spec §/gi))
+    problems.push(`${where}: cites "${m[0]}", which readers do not have`);
   // Markdown links and images, relative ones (a URL or an e-mail address is not a file) and anchors.
   for (const m of text.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) {
     const target = m[1]!;
     if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue;
     if (target.startsWith('#')) {
-      if (!anchorsOf(file).has(decodeURIComponent(target.slice(1)))) problems.push(`${where}: links to ${target}, a heading it does not have`);
+      if (!anchorsOf(file).has(decodeURIComponent(target.slice(1))))
+        problems.push(`${where}: links to ${target}, a heading it does not have`);
       continue;
     }
     const path = decodeURIComponent(target.replace(/[#?].*$/, ''));
     const abs = path.startsWith('/') ? join(ROOT, path) : resolve(dirname(file), path);
     if (!existsSync(abs)) problems.push(`${where}: links to ${target}, which does not exist`);
-    else if (target.includes('#') && abs.endsWith('.md') && !anchorsOf(abs).has(decodeURIComponent(target.split('#')[1]!)))
+    else if (
+      target.includes('#') &&
+      abs.endsWith('.md') &&
+      !anchorsOf(abs).has(decodeURIComponent(target.split('#')[1]!))
+    )
       problems.push(`${where}: links to ${target}, a heading that does not exist`);
   }
   // Repository paths named in prose or code (`deploy/src/http/edge.ts`); globs and placeholders are not paths.
@@ -81,7 +92,9 @@ function problemsOf(file: string, text = readFileSync(file, 'utf8')): string[] {
 
 describe('the README and the documentation', () => {
   it('are found (README.md and docs/ at least)', () => {
-    expect(DOCS.map((f) => relative(ROOT, f))).toEqual(expect.arrayContaining(['README.md', 'docs/api.md', 'docs/limits.md']));
+    expect(DOCS.map((f) => relative(ROOT, f))).toEqual(
+      expect.arrayContaining(['README.md', 'docs/api.md', 'docs/limits.md']),
+    );
   });
 
   it('link only to files and headings that exist, name only repository paths that exist, and cite no document readers lack', () => {

@@ -39,8 +39,15 @@ describe('the README quickstart', () => {
     const script = ['set -euo pipefail', ...blocks].join('\n');
     // Asynchronously: the service answers from this process.
     const run = await new Promise<{ status: number | null; stdout: string; stderr: string }>((done) =>
-      execFile('bash', ['-c', script], { cwd: dir, env: { PATH: process.env.PATH, HOME: process.env.HOME, SVC: svc.url, DATA_DIR: dir }, timeout: 60_000 }, (err, stdout, stderr) =>
-        done({ status: err ? ((err as { code?: number }).code ?? -1) : 0, stdout, stderr }),
+      execFile(
+        'bash',
+        ['-c', script],
+        {
+          cwd: dir,
+          env: { PATH: process.env.PATH, HOME: process.env.HOME, SVC: svc.url, DATA_DIR: dir },
+          timeout: 60_000,
+        },
+        (err, stdout, stderr) => done({ status: err ? ((err as { code?: number }).code ?? -1) : 0, stdout, stderr }),
       ),
     );
     const out = run.stdout;
@@ -60,10 +67,17 @@ describe('the README quickstart', () => {
 
     // Two streams: RAG (search_results, content_delta..., done) then chat (content_delta..., done).
     const f = frames(out);
-    const [rag, chat] = [f.slice(0, f.findIndex(([e]) => e === 'done') + 1), f.slice(f.findIndex(([e]) => e === 'done') + 1)];
+    const [rag, chat] = [
+      f.slice(0, f.findIndex(([e]) => e === 'done') + 1),
+      f.slice(f.findIndex(([e]) => e === 'done') + 1),
+    ];
     expect(rag[0]![0]).toBe('search_results');
     expect(JSON.parse(rag[0]![1]).results.map((r: { documentId: string }) => r.documentId)).toContain(record.id);
-    const answer = (fs: (readonly [string, string])[]) => fs.filter(([e]) => e === 'content_delta').map(([, d]) => JSON.parse(d).delta).join('');
+    const answer = (fs: (readonly [string, string])[]) =>
+      fs
+        .filter(([e]) => e === 'content_delta')
+        .map(([, d]) => JSON.parse(d).delta)
+        .join('');
     expect(answer(rag)).toMatch(/watered every morning at six/);
     expect(rag.at(-1)![0]).toBe('done');
     expect(answer(chat)).toMatch(/eight in the evening/);

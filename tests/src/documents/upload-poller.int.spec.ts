@@ -34,18 +34,52 @@ describe('upload poller on an S3-compatible store', () => {
     runner.start();
     const s3 = await startObjectStore();
     const objects = S3BlobStore.fromUrl(s3.url);
-    cleanup.push(() => tmp.remove(), () => sql.close(), () => s3.stop(), () => runner.stop());
+    cleanup.push(
+      () => tmp.remove(),
+      () => sql.close(),
+      () => s3.stop(),
+      () => runner.stop(),
+    );
     const poller = new UploadPoller({ store, sql, objects, urlTtlMs: 900_000 });
     /** A file document waiting for its upload, as POST /v1/documents/upload leaves it. */
     const pendingDocument = async (fileType: string) => {
       const documentId = randomUUID();
       const uploadId = randomUUID();
-      const metadata = { tenantId: T, contextId: C, accountId: 'acc', actorKeyId: null, userId: null, requestId: 'r', occurredAt: '2026-01-01T00:00:00.000Z', schemaVersion: EVENT_SCHEMA_VERSION };
-      const data = {
-        documentId, title: 'T', source: 'file', indexMode: 'TEXT', storeText: false, folderId: 'root', payload: {}, schemaId: null, schemaVersion: null, typeName: null,
-        userId: null, scopes: [], externalId: null, fileName: 'a.pdf', fileType, uploadId,
+      const metadata = {
+        tenantId: T,
+        contextId: C,
+        accountId: 'acc',
+        actorKeyId: null,
+        userId: null,
+        requestId: 'r',
+        occurredAt: '2026-01-01T00:00:00.000Z',
+        schemaVersion: EVENT_SCHEMA_VERSION,
       };
-      await store.appendMulti([{ streamId: streams.document(documentId), expectedRevision: 'no_stream', events: [{ id: randomUUID(), type: 'DocumentCreated', data, metadata }] }]);
+      const data = {
+        documentId,
+        title: 'T',
+        source: 'file',
+        indexMode: 'TEXT',
+        storeText: false,
+        folderId: 'root',
+        payload: {},
+        schemaId: null,
+        schemaVersion: null,
+        typeName: null,
+        userId: null,
+        scopes: [],
+        externalId: null,
+        fileName: 'a.pdf',
+        fileType,
+        uploadId,
+      };
+      await store.appendMulti([
+        {
+          streamId: streams.document(documentId),
+          expectedRevision: 'no_stream',
+          events: [{ id: randomUUID(), type: 'DocumentCreated', data, metadata }],
+        },
+      ]);
       await runner.waitFor(await store.headPosition(), 10_000);
       return { documentId, key: documentBlobKeys.pendingUpload(T, C, documentId, uploadId) };
     };

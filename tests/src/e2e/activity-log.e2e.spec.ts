@@ -11,15 +11,36 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startService, type Api, type Bootstrap, type TestService } from '../support/service';
 
 type Res = Awaited<ReturnType<Api['call']>>;
-type Entry = { timestamp: string; method: string; resource: string; status: number; keyId?: string; durationMs?: number; path?: string; requestId?: string; errorCode?: string | null };
+type Entry = {
+  timestamp: string;
+  method: string;
+  resource: string;
+  status: number;
+  keyId?: string;
+  durationMs?: number;
+  path?: string;
+  requestId?: string;
+  errorCode?: string | null;
+};
 type Log = { entries: Entry[]; truncated: boolean; queryDurationMs: number; tenantId: string };
 
-const ENTRY_KEYS = ['durationMs', 'errorCode', 'keyId', 'method', 'path', 'requestId', 'resource', 'status', 'timestamp'];
+const ENTRY_KEYS = [
+  'durationMs',
+  'errorCode',
+  'keyId',
+  'method',
+  'path',
+  'requestId',
+  'resource',
+  'status',
+  'timestamp',
+];
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const uniq = (p: string) => `${p}_${randomUUID().slice(0, 8)}`;
 const rid = (r: Res) => r.headers.get('x-request-id')!;
 
-const enterprise = (api: Api) => api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000, creditLimit: 1_000_000_000 });
+const enterprise = (api: Api) =>
+  api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000, creditLimit: 1_000_000_000 });
 
 async function logs(api: Api, token: string, qs = '', headers?: Record<string, string>): Promise<Log> {
   const r = await api.get(`/v1/admin/logs${qs}`, token, headers);
@@ -29,11 +50,15 @@ async function logs(api: Api, token: string, qs = '', headers?: Record<string, s
 
 /** Polls the log until every request id is there (entries appear after a lag of seconds). */
 async function waitFor(api: Api, token: string, ids: string[], qs = '?limit=500'): Promise<Map<string, Entry>> {
-  return eventually<Map<string, Entry> | undefined>(async () => {
-    const l = await logs(api, token, qs);
-    const byId = new Map(l.entries.map((e) => [e.requestId!, e]));
-    return ids.every((id) => byId.has(id)) ? byId : undefined;
-  }, 10_000, 100) as Promise<Map<string, Entry>>;
+  return eventually<Map<string, Entry> | undefined>(
+    async () => {
+      const l = await logs(api, token, qs);
+      const byId = new Map(l.entries.map((e) => [e.requestId!, e]));
+      return ids.every((id) => byId.has(id)) ? byId : undefined;
+    },
+    10_000,
+    100,
+  ) as Promise<Map<string, Entry>>;
 }
 
 describe('activity log on one service', () => {
@@ -59,7 +84,11 @@ describe('activity log on one service', () => {
     [A, B] = await Promise.all([enterprise(api), enterprise(api)]);
     rootA = A.tenants.live.rootKey;
     typeName = uniq('Log');
-    const s = await api.post('/v1/schemas', rootA, { typeName, displayName: 'activity log', allowedSurfaces: ['record'] });
+    const s = await api.post('/v1/schemas', rootA, {
+      typeName,
+      displayName: 'activity log',
+      allowedSurfaces: ['record'],
+    });
     expect(s.status, s.text).toBe(201);
     writer = await mint(rootA, ['schemas:r', 'records:c', 'records:r', 'records:d']);
     reader = await mint(rootA, ['records:r']);
@@ -82,13 +111,22 @@ describe('activity log on one service', () => {
       created = await api.post('/v1/records', writer.token, { typeName, payload: { note: marker } });
       expect(created.status, created.text).toBe(201);
       got = await api.get(`/v1/records/${created.body.id}?probe=${marker}`, writer.token);
-      invalid = await api.post('/v1/records', writer.token, { typeName, payload: { note: marker }, scopes: 'not-an-array' });
+      invalid = await api.post('/v1/records', writer.token, {
+        typeName,
+        payload: { note: marker },
+        scopes: 'not-an-array',
+      });
       missing = await api.get(`/v1/records/${randomUUID()}`, writer.token);
       forbidden = await api.post('/v1/records', reader.token, { typeName, payload: { note: marker } });
-      badJson = await api.call('POST', '/v1/records', { token: writer.token, raw: `{"typeName": "${typeName}", "payload": {"note": "${marker}"` });
+      badJson = await api.call('POST', '/v1/records', {
+        token: writer.token,
+        raw: `{"typeName": "${typeName}", "payload": {"note": "${marker}"`,
+      });
       deleted = await api.del(`/v1/records/${created.body.id}`, writer.token);
       after = Date.now();
-      expect([invalid.status, missing.status, forbidden.status, badJson.status, deleted.status]).toEqual([400, 404, 403, 400, 204]);
+      expect([invalid.status, missing.status, forbidden.status, badJson.status, deleted.status]).toEqual([
+        400, 404, 403, 400, 204,
+      ]);
       byId = await waitFor(api, rootA, [created, got, invalid, missing, forbidden, badJson, deleted].map(rid));
     });
 
@@ -99,21 +137,51 @@ describe('activity log on one service', () => {
       const t = Date.parse(e.timestamp);
       expect(t).toBeGreaterThanOrEqual(before - 1);
       expect(t).toBeLessThanOrEqual(after);
-      expect(e).toMatchObject({ method: 'POST', resource: 'records', status: 201, keyId: writer.id, path: '/v1/records', requestId: rid(created), errorCode: null });
+      expect(e).toMatchObject({
+        method: 'POST',
+        resource: 'records',
+        status: 201,
+        keyId: writer.id,
+        path: '/v1/records',
+        requestId: rid(created),
+        errorCode: null,
+      });
       expect(typeof e.durationMs).toBe('number');
       expect(e.durationMs).toBeGreaterThanOrEqual(0);
-      expect(byId.get(rid(deleted))).toMatchObject({ method: 'DELETE', resource: 'records', status: 204, keyId: writer.id, path: `/v1/records/${created.body.id}`, errorCode: null });
+      expect(byId.get(rid(deleted))).toMatchObject({
+        method: 'DELETE',
+        resource: 'records',
+        status: 204,
+        keyId: writer.id,
+        path: `/v1/records/${created.body.id}`,
+        errorCode: null,
+      });
     });
 
     it('records the path without the query string', () => {
-      expect(byId.get(rid(got))).toMatchObject({ method: 'GET', status: got.status, path: `/v1/records/${created.body.id}` });
+      expect(byId.get(rid(got))).toMatchObject({
+        method: 'GET',
+        status: got.status,
+        path: `/v1/records/${created.body.id}`,
+      });
     });
 
     it('records failures with their errorCode and the requestId of the error body', () => {
-      for (const [r, status] of [[invalid, 400], [missing, 404], [forbidden, 403], [badJson, 400]] as const) {
+      for (const [r, status] of [
+        [invalid, 400],
+        [missing, 404],
+        [forbidden, 403],
+        [badJson, 400],
+      ] as const) {
         const e = byId.get(rid(r))!;
         expect(r.body.requestId).toBe(rid(r));
-        expect(e).toMatchObject({ method: r === missing ? 'GET' : 'POST', resource: 'records', status, requestId: r.body.requestId, errorCode: r.body.errorCode });
+        expect(e).toMatchObject({
+          method: r === missing ? 'GET' : 'POST',
+          resource: 'records',
+          status,
+          requestId: r.body.requestId,
+          errorCode: r.body.errorCode,
+        });
         expect(Object.keys(e).sort()).toEqual(ENTRY_KEYS);
       }
       expect(byId.get(rid(invalid))!.errorCode).toBe('VALIDATION_ERROR');
@@ -165,7 +233,11 @@ describe('activity log on one service', () => {
         [await api.get('/v1/contexts', rootA), 'contexts'],
         [await api.unchecked.get(`/v1/${uniq('nothing')}`, rootA), 'other'],
       ];
-      const got = await waitFor(api, rootA, calls.map(([r]) => rid(r)));
+      const got = await waitFor(
+        api,
+        rootA,
+        calls.map(([r]) => rid(r)),
+      );
       for (const [r, resource] of calls) expect(got.get(rid(r))!.resource, got.get(rid(r))!.path).toBe(resource);
       const ask = await logs(api, rootA, '?resource=ask');
       expect(ask.entries.map((e) => e.requestId)).toContain(rid(calls[1][0]));
@@ -178,7 +250,14 @@ describe('activity log on one service', () => {
       const denied = await api.get('/v1/admin/logs', reader.token);
       expect(denied.status).toBe(403);
       const got = await waitFor(api, rootA, [rid(denied)]);
-      expect(got.get(rid(denied))).toMatchObject({ method: 'GET', resource: 'admin', path: '/v1/admin/logs', status: 403, errorCode: 'FORBIDDEN', keyId: reader.id });
+      expect(got.get(rid(denied))).toMatchObject({
+        method: 'GET',
+        resource: 'admin',
+        path: '/v1/admin/logs',
+        status: 403,
+        errorCode: 'FORBIDDEN',
+        keyId: reader.id,
+      });
     });
   });
 
@@ -200,12 +279,24 @@ describe('activity log on one service', () => {
       expect(typeof l.truncated).toBe('boolean');
       expect(l.entries.length).toBeLessThanOrEqual(200);
       expect(l.entries.map((e) => e.requestId)).toContain(rid(ok));
-      const old = await logs(api, rootA, `?endTime=${encodeURIComponent(new Date(Date.now() - 25 * 3600_000).toISOString())}&startTime=2020-01-01T00:00:00Z`);
+      const old = await logs(
+        api,
+        rootA,
+        `?endTime=${encodeURIComponent(new Date(Date.now() - 25 * 3600_000).toISOString())}&startTime=2020-01-01T00:00:00Z`,
+      );
       expect(old.entries).toEqual([]);
       // endTime alone: the 24 hours before it.
-      const endOnly = await logs(api, rootA, `?endTime=${encodeURIComponent(new Date(Date.now() + 1000).toISOString())}&limit=500`);
+      const endOnly = await logs(
+        api,
+        rootA,
+        `?endTime=${encodeURIComponent(new Date(Date.now() + 1000).toISOString())}&limit=500`,
+      );
       expect(endOnly.entries.map((e) => e.requestId)).toContain(rid(ok));
-      const dayBefore = await logs(api, rootA, `?endTime=${encodeURIComponent(new Date(Date.now() - 48 * 3600_000).toISOString())}`);
+      const dayBefore = await logs(
+        api,
+        rootA,
+        `?endTime=${encodeURIComponent(new Date(Date.now() - 48 * 3600_000).toISOString())}`,
+      );
       expect(dayBefore.entries).toEqual([]);
     });
 
@@ -254,12 +345,20 @@ describe('activity log on one service', () => {
       const l = await logs(api, rootA, `?startTime=${at}&endTime=${at}&limit=500`);
       expect(l.entries.map((x) => x.requestId)).toContain(rid(fail));
       expect(l.entries.every((x) => x.timestamp === e.timestamp)).toBe(true);
-      const future = await logs(api, rootA, `?startTime=${encodeURIComponent(new Date(Date.now() + 3600_000).toISOString())}`);
+      const future = await logs(
+        api,
+        rootA,
+        `?startTime=${encodeURIComponent(new Date(Date.now() + 3600_000).toISOString())}`,
+      );
       expect(future).toMatchObject({ entries: [], truncated: false });
       // Offsets and date-only forms are ISO-8601 too.
       const day = new Date().toISOString().slice(0, 10);
-      expect((await logs(api, rootA, `?startTime=${day}&limit=500`)).entries.map((x) => x.requestId)).toContain(rid(fail));
-      expect((await api.get(`/v1/admin/logs?startTime=${encodeURIComponent(`${day}T00:00:00+02:00`)}`, rootA)).status).toBe(200);
+      expect((await logs(api, rootA, `?startTime=${day}&limit=500`)).entries.map((x) => x.requestId)).toContain(
+        rid(fail),
+      );
+      expect(
+        (await api.get(`/v1/admin/logs?startTime=${encodeURIComponent(`${day}T00:00:00+02:00`)}`, rootA)).status,
+      ).toBe(200);
     });
 
     it('every bad filter value is a 400 VALIDATION_ERROR', async () => {
@@ -294,7 +393,11 @@ describe('activity log on one service', () => {
       ];
       for (const qs of bad) {
         const r = await api.get(`/v1/admin/logs${qs}`, rootA);
-        expect({ qs, status: r.status, code: r.body?.errorCode }).toEqual({ qs, status: 400, code: 'VALIDATION_ERROR' });
+        expect({ qs, status: r.status, code: r.body?.errorCode }).toEqual({
+          qs,
+          status: 400,
+          code: 'VALIDATION_ERROR',
+        });
         expect(r.body.requestId).toBe(rid(r));
       }
       expect((await api.get('/v1/admin/logs?limit=500', rootA)).status).toBe(200);
@@ -320,8 +423,14 @@ describe('activity log on one service', () => {
     });
 
     it('needs logs:r: scoped keys and tokens without it get the uniform 403; the root key passes', async () => {
-      const noLogs = await api.post('/developer/keys', A.developerToken, { tenantId: A.tenants.live.tenantId, allowedActions: ['records:r'] });
-      const withLogs = await api.post('/developer/keys', A.developerToken, { tenantId: A.tenants.live.tenantId, allowedActions: ['logs:r'] });
+      const noLogs = await api.post('/developer/keys', A.developerToken, {
+        tenantId: A.tenants.live.tenantId,
+        allowedActions: ['records:r'],
+      });
+      const withLogs = await api.post('/developer/keys', A.developerToken, {
+        tenantId: A.tenants.live.tenantId,
+        allowedActions: ['logs:r'],
+      });
       expect([noLogs.status, withLogs.status]).toEqual([201, 201]);
       for (const token of [noLogs.body.key, reader.token, writer.token]) {
         const r = await api.get('/v1/admin/logs', token);
@@ -340,7 +449,11 @@ describe('activity log on one service', () => {
     it("another account's entries never appear, and the other way round", async () => {
       const rootB = B.tenants.live.rootKey;
       const b1 = await api.get(`/v1/records/${randomUUID()}`, rootB);
-      const b2 = await api.post('/v1/schemas', rootB, { typeName: uniq('B'), displayName: 'b', allowedSurfaces: ['record'] });
+      const b2 = await api.post('/v1/schemas', rootB, {
+        typeName: uniq('B'),
+        displayName: 'b',
+        allowedSurfaces: ['record'],
+      });
       const a1 = await api.get(`/v1/records/${randomUUID()}`, rootA);
       const inB = await waitFor(api, rootB, [rid(b1), rid(b2)]);
       await waitFor(api, rootA, [rid(a1)]);

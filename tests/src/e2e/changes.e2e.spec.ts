@@ -3,7 +3,17 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChangeEvent, openChanges } from '../support/changes';
 import { SERVER_ENGINES, tempDir } from '../support/engines';
-import { type Api, type Bootstrap, freePort, inProcessOnly, spawnService, startService, type TestService, THROUGH_ROUTER, waitForExit } from '../support/service';
+import {
+  type Api,
+  type Bootstrap,
+  freePort,
+  inProcessOnly,
+  spawnService,
+  startService,
+  type TestService,
+  THROUGH_ROUTER,
+  waitForExit,
+} from '../support/service';
 
 /**
  * The change stream (GET /v1/changes): one Server-Sent Event per record, document and folder change the caller
@@ -29,7 +39,10 @@ const uniq = (p: string) => `${p}_${randomUUID().slice(0, 8)}`;
 
 async function mint(allowedActions: string[], extra: Record<string, unknown> = {}) {
   const { dataScope, ...rest } = extra;
-  const r = await api.post('/v1/tokens', root, { scope: { allowedActions, ...(dataScope ? { dataScope } : {}) }, ...rest });
+  const r = await api.post('/v1/tokens', root, {
+    scope: { allowedActions, ...(dataScope ? { dataScope } : {}) },
+    ...rest,
+  });
   expect(r.status, r.text).toBe(201);
   return r.body.token as string;
 }
@@ -50,7 +63,12 @@ async function schema(token = root, over: Record<string, unknown> = {}) {
   return typeName;
 }
 
-async function record(typeName: string, payload: Record<string, unknown>, token = root, extra: Record<string, unknown> = {}) {
+async function record(
+  typeName: string,
+  payload: Record<string, unknown>,
+  token = root,
+  extra: Record<string, unknown> = {},
+) {
   const r = await api.post('/v1/records', token, { typeName, payload, indexMode: 'NONE', ...extra });
   expect(r.status, r.text).toBe(201);
   return r.body;
@@ -86,10 +104,22 @@ describe('shape and order', () => {
     const deleted = await s.waitUntil((e) => e.event === 'record.deleted');
     s.close();
 
-    expect(ids(s.events)).toEqual([`record.created:${rec.id}:1`, `record.updated:${rec.id}:2`, `record.deleted:${rec.id}:3`]);
+    expect(ids(s.events)).toEqual([
+      `record.created:${rec.id}:1`,
+      `record.updated:${rec.id}:2`,
+      `record.deleted:${rec.id}:3`,
+    ]);
     for (const e of s.events) {
       expect(e.id).toBe(String(e.data.position));
-      expect(Object.keys(e.data).sort()).toEqual(['at', 'entity', 'entityId', 'position', 'type', 'typeName', 'version']);
+      expect(Object.keys(e.data).sort()).toEqual([
+        'at',
+        'entity',
+        'entityId',
+        'position',
+        'type',
+        'typeName',
+        'version',
+      ]);
       expect(e.data.type).toBe(e.event);
       expect(e.data.typeName).toBe(type);
       expect(Number.isNaN(Date.parse(e.data.at))).toBe(false);
@@ -106,7 +136,12 @@ describe('shape and order', () => {
     expect(folder.status, folder.text).toBe(201);
     const renamed = await api.patch(`/v1/folders/${folder.body.id}`, root, { name: uniq('G') });
     expect(renamed.status, renamed.text).toBe(200);
-    const doc = await api.post('/v1/documents', root, { title: 'Volcanoes', text: 'Basalt flows from shield volcanoes.', indexMode: 'TEXT', folderId: folder.body.id });
+    const doc = await api.post('/v1/documents', root, {
+      title: 'Volcanoes',
+      text: 'Basalt flows from shield volcanoes.',
+      indexMode: 'TEXT',
+      folderId: folder.body.id,
+    });
     expect(doc.status, doc.text).toBe(201);
     const indexed = await s.waitUntil((e) => e.event === 'document.indexed' && e.data.entityId === doc.body.id, 30_000);
     expect(indexed.data.entity).toMatchObject({ id: doc.body.id, status: 'INDEXED' });
@@ -117,7 +152,14 @@ describe('shape and order', () => {
     s.close();
 
     const mine = s.events.filter((e) => e.data.entityId === folder.body.id || e.data.entityId === doc.body.id);
-    expect(mine.map((e) => e.event)).toEqual(['folder.created', 'folder.updated', 'document.created', 'document.indexed', 'document.deleted', 'folder.deleted']);
+    expect(mine.map((e) => e.event)).toEqual([
+      'folder.created',
+      'folder.updated',
+      'document.created',
+      'document.indexed',
+      'document.deleted',
+      'folder.deleted',
+    ]);
     expect(mine.map((e) => e.data.position)).toEqual([...mine.map((e) => e.data.position)].sort((a, b) => a - b));
     expect(mine[1].data.entity).toEqual(renamed.body);
     expect(mine[2].data.entity).toMatchObject({ id: doc.body.id, title: 'Volcanoes', folderId: folder.body.id });
@@ -135,7 +177,8 @@ describe('shape and order', () => {
     if (!THROUGH_ROUTER) expect(s.headers.get('x-accel-buffering')).toBe('no');
     await new Promise((r) => setTimeout(r, 14_000));
     expect(s.comments).not.toContain('ping');
-    for (const deadline = Date.now() + 5_000; !s.comments.includes('ping') && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 100));
+    for (const deadline = Date.now() + 5_000; !s.comments.includes('ping') && Date.now() < deadline;)
+      await new Promise((r) => setTimeout(r, 100));
     s.close();
     expect(s.comments).toContain('ping');
     expect(s.events).toHaveLength(0);
@@ -145,7 +188,8 @@ describe('shape and order', () => {
     const acct = await api.newAccount();
     const key = acct.tenants.live.rootKey;
     const s = await openChanges(api, key, { query: 'entities=folders' });
-    for (let i = 0; i < 3; i++) expect((await api.post('/v1/folders', key, { name: uniq('metered') })).status).toBe(201);
+    for (let i = 0; i < 3; i++)
+      expect((await api.post('/v1/folders', key, { name: uniq('metered') })).status).toBe(201);
     await s.waitFor(3);
     s.close();
     await svc.service.meter.flush();
@@ -213,7 +257,7 @@ describe('filters', () => {
     expect(onlyRecords.events.some((e) => e.data.entityId === folder.body.id)).toBe(false);
   });
 
-  it('a user-scoped token sees only its own records\' events, as its GETs do', async () => {
+  it("a user-scoped token sees only its own records' events, as its GETs do", async () => {
     const type = await schema();
     const u1 = await mint(['records:*'], { userId: 'u1' });
     const u2 = await mint(['records:*'], { userId: 'u2' });
@@ -265,13 +309,16 @@ describe('filters', () => {
     expect(none.status).toBe(403);
   });
 
-  it('a revoked token\'s stream ends within 5 s and sends nothing written after', async () => {
+  it("a revoked token's stream ends within 5 s and sends nothing written after", async () => {
     const r = await api.post('/v1/tokens', root, { scope: { allowedActions: ['folders:r'] } });
     expect(r.status, r.text).toBe(201);
     const s = await openChanges(api, r.body.token, { query: 'entities=folders' });
     expect(s.status).toBe(200);
     expect((await api.del(`/v1/tokens/${r.body.id}`, root)).status).toBe(204);
-    const ended = await Promise.race([s.ended.then(() => true), new Promise<boolean>((res) => setTimeout(() => res(false), 8_000))]);
+    const ended = await Promise.race([
+      s.ended.then(() => true),
+      new Promise<boolean>((res) => setTimeout(() => res(false), 8_000)),
+    ]);
     const later = await api.post('/v1/folders', root, { name: uniq('after-revoke') });
     await new Promise((res) => setTimeout(res, 500));
     s.close();
@@ -279,7 +326,7 @@ describe('filters', () => {
     expect(s.events.some((e) => e.data.entityId === later.body.id)).toBe(false);
   }, 20_000);
 
-  it('a token of another tenant never sees this tenant\'s changes', async () => {
+  it("a token of another tenant never sees this tenant's changes", async () => {
     const other = await api.newAccount();
     const s = await openChanges(api, other.tenants.live.rootKey);
     const type = await schema();
@@ -388,10 +435,20 @@ describe.skipIf(!!inProcessOnly)('resume across a restart of the service (same D
     const key = boot.tenants.live.rootKey;
     const a = first.api;
     const type = uniq('Restart');
-    expect((await a.post('/v1/schemas', key, { typeName: type, displayName: 'R', allowedSurfaces: ['record'], fields: [{ fieldId: 'n', fieldType: 'number' }] })).status).toBe(201);
+    expect(
+      (
+        await a.post('/v1/schemas', key, {
+          typeName: type,
+          displayName: 'R',
+          allowedSurfaces: ['record'],
+          fields: [{ fieldId: 'n', fieldType: 'number' }],
+        })
+      ).status,
+    ).toBe(201);
     const s = await openChanges(a, key, { query: `types=${type}&startFrom=0` });
     const before: string[] = [];
-    for (let i = 0; i < 10; i++) before.push((await a.post('/v1/records', key, { typeName: type, payload: { n: i }, indexMode: 'NONE' })).body.id);
+    for (let i = 0; i < 10; i++)
+      before.push((await a.post('/v1/records', key, { typeName: type, payload: { n: i }, indexMode: 'NONE' })).body.id);
     const seen = await s.waitFor(4);
     s.close();
     first.child.kill('SIGTERM');
@@ -400,7 +457,11 @@ describe.skipIf(!!inProcessOnly)('resume across a restart of the service (same D
     const second = await spawnService(dir.dir, port, EMBEDDED);
     children.push(second.child);
     const after: string[] = [];
-    for (let i = 0; i < 5; i++) after.push((await second.api.post('/v1/records', key, { typeName: type, payload: { n: 100 + i }, indexMode: 'NONE' })).body.id);
+    for (let i = 0; i < 5; i++)
+      after.push(
+        (await second.api.post('/v1/records', key, { typeName: type, payload: { n: 100 + i }, indexMode: 'NONE' })).body
+          .id,
+      );
     const resumed = await openChanges(second.api, key, { query: `types=${type}`, lastEventId: seen[3].id });
     await resumed.waitFor(6 + 5);
     await new Promise((r) => setTimeout(r, 300));

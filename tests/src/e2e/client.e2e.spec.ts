@@ -10,7 +10,16 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
-import { ApiError, collectAnswer, createClient, result, unwrap, type Answer, type RagEvent, type ServiceClient } from '@svc/client';
+import {
+  ApiError,
+  collectAnswer,
+  createClient,
+  result,
+  unwrap,
+  type Answer,
+  type RagEvent,
+  type ServiceClient,
+} from '@svc/client';
 import { parseWebhook, verifySignature } from '@svc/client/node';
 import { signDelivery } from '@svc/domain';
 import { renderTypes, TYPES_FILE } from '../../../client/scripts/render';
@@ -24,7 +33,9 @@ const uniq = (p: string) => `${p}_${randomUUID().slice(0, 8)}`;
 beforeAll(async () => {
   svc = await startService();
   const operator = createClient({ baseUrl: svc.url, token: OPERATOR_TOKEN });
-  const account = await unwrap(operator.POST('/operator/accounts', { body: { plan: 'enterprise', inferenceBalanceCents: 500 } }));
+  const account = await unwrap(
+    operator.POST('/operator/accounts', { body: { plan: 'enterprise', inferenceBalanceCents: 500 } }),
+  );
   // A fetch that records the requests, to see the pages of a list.
   const recording: typeof fetch = (input, init) => {
     const req = input instanceof Request ? input : new Request(input, init);
@@ -41,7 +52,10 @@ afterAll(async () => {
 describe('the generated types', () => {
   it('agree with the served /openapi.json (else: npm run generate -w client)', async () => {
     const served = (await (await fetch(`${svc.url}/openapi.json`)).json()) as object;
-    expect(readFileSync(fileURLToPath(TYPES_FILE), 'utf8') === (await renderTypes(served)), 'client/src/generated/openapi.ts is out of date: run npm run generate -w client').toBe(true);
+    expect(
+      readFileSync(fileURLToPath(TYPES_FILE), 'utf8') === (await renderTypes(served)),
+      'client/src/generated/openapi.ts is out of date: run npm run generate -w client',
+    ).toBe(true);
   });
 });
 
@@ -66,7 +80,9 @@ describe('typed requests and answers', () => {
     );
     expect(schema).toMatchObject({ typeName, schemaVersion: 1 });
 
-    const created = await unwrap(api.POST('/v1/records', { body: { typeName, payload: { title: 'Printer on fire', priority: 1 } } }));
+    const created = await unwrap(
+      api.POST('/v1/records', { body: { typeName, payload: { title: 'Printer on fire', priority: 1 } } }),
+    );
     expectTypeOf(created).toEqualTypeOf<Answer<'createRecord'>>();
     expect(created).toMatchObject({ typeName, version: 1, payload: { title: 'Printer on fire', priority: 1 } });
 
@@ -74,16 +90,27 @@ describe('typed requests and answers', () => {
     expect(got.id).toBe(created.id);
     expectTypeOf(got.version).toEqualTypeOf<number>();
 
-    const patched = await unwrap(api.PATCH('/v1/records/{id}', { params: { path: { id: created.id } }, body: { payload: { priority: 2 }, expectedVersion: 1 } }));
+    const patched = await unwrap(
+      api.PATCH('/v1/records/{id}', {
+        params: { path: { id: created.id } },
+        body: { payload: { priority: 2 }, expectedVersion: 1 },
+      }),
+    );
     expect(patched).toMatchObject({ version: 2, payload: { title: 'Printer on fire', priority: 2 } });
 
-    const found = await unwrap(api.GET('/v1/records/lookup', { params: { query: { type: typeName, field: 'priority', value: '2' } } }));
+    const found = await unwrap(
+      api.GET('/v1/records/lookup', { params: { query: { type: typeName, field: 'priority', value: '2' } } }),
+    );
     expect(found.data.map((r) => r.id)).toEqual([created.id]);
 
     // A list with a path parameter pages the same way (version rows are written asynchronously).
     const versions = await eventually(async () => {
       const rows: number[] = [];
-      for await (const v of api.paginate('/v1/records/{id}/versions', { path: { id: created.id }, query: { limit: 1 } })) rows.push(v.version);
+      for await (const v of api.paginate('/v1/records/{id}/versions', {
+        path: { id: created.id },
+        query: { limit: 1 },
+      }))
+        rows.push(v.version);
       return rows.length === 2 ? rows : null;
     }, 20_000);
     expect(versions).toEqual([1, 2]);
@@ -98,8 +125,16 @@ describe('typed requests and answers', () => {
     expect(missing.error.requestId).toBe(missing.response.headers.get('x-request-id'));
 
     const rec = await unwrap(api.POST('/v1/records', { body: { typeName, payload: { title: 'Stale', priority: 3 } } }));
-    const stale = api.PATCH('/v1/records/{id}', { params: { path: { id: rec.id } }, body: { payload: { priority: 4 }, expectedVersion: 7 } });
-    await expect(unwrap(stale)).rejects.toMatchObject({ name: 'ApiError', status: 409, errorCode: 'VERSION_CONFLICT', requestId: expect.any(String) });
+    const stale = api.PATCH('/v1/records/{id}', {
+      params: { path: { id: rec.id } },
+      body: { payload: { priority: 4 }, expectedVersion: 7 },
+    });
+    await expect(unwrap(stale)).rejects.toMatchObject({
+      name: 'ApiError',
+      status: 409,
+      errorCode: 'VERSION_CONFLICT',
+      requestId: expect.any(String),
+    });
 
     // The openapi-fetch answer itself types the error body too.
     const raw = await api.GET('/v1/schemas/{id}', { params: { path: { id: randomUUID() } } });
@@ -111,7 +146,8 @@ describe('typed requests and answers', () => {
     const t = uniq('Page');
     await unwrap(api.POST('/v1/schemas', { body: { typeName: t, displayName: 'Page', allowedSurfaces: ['record'] } }));
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await unwrap(api.POST('/v1/records', { body: { typeName: t, payload: { n: i } } }))).id);
+    for (let i = 0; i < 5; i++)
+      ids.push((await unwrap(api.POST('/v1/records', { body: { typeName: t, payload: { n: i } } }))).id);
     calls = [];
     const seen: string[] = [];
     for await (const r of api.paginate('/v1/records', { query: { type: t, limit: 2 } })) {
@@ -131,8 +167,19 @@ describe('documents, search and inference', () => {
   it('uploads a PDF in one call and reads its text once indexed', async () => {
     const pdf = await PDFDocument.create();
     const font = await pdf.embedFont(StandardFonts.Helvetica);
-    pdf.addPage().drawText('Emperor penguins incubate their eggs on their feet through the Antarctic winter.', { x: 30, y: 700, size: 11, font });
-    const uploaded = await api.uploadDocument({ title: 'Penguin notes', fileName: 'penguins.pdf', fileType: 'application/pdf', indexMode: 'HYBRID', file: await pdf.save() });
+    pdf.addPage().drawText('Emperor penguins incubate their eggs on their feet through the Antarctic winter.', {
+      x: 30,
+      y: 700,
+      size: 11,
+      font,
+    });
+    const uploaded = await api.uploadDocument({
+      title: 'Penguin notes',
+      fileName: 'penguins.pdf',
+      fileType: 'application/pdf',
+      indexMode: 'HYBRID',
+      file: await pdf.save(),
+    });
     expect(uploaded.status).not.toBe('PENDING_UPLOAD');
     const done = await api.waitForDocument(uploaded.id);
     expect(done.status).toBe('INDEXED');
@@ -163,11 +210,16 @@ describe('documents, search and inference', () => {
 
   it('streams a document ask and a chat; a refusal before the stream is an ApiError', async () => {
     const ask: string[] = [];
-    for await (const e of api.askDocument(docId, { prompt: 'Where do the penguins keep their eggs?' })) ask.push(e.event);
+    for await (const e of api.askDocument(docId, { prompt: 'Where do the penguins keep their eggs?' }))
+      ask.push(e.event);
     expect(ask[0]).toBe('document_context');
     expect(ask[ask.length - 1]).toBe('done');
 
-    const chat = await collectAnswer(api.chat({ messages: [{ role: 'user', content: 'Penguins keep eggs on their feet. Where do penguins keep eggs?' }] }));
+    const chat = await collectAnswer(
+      api.chat({
+        messages: [{ role: 'user', content: 'Penguins keep eggs on their feet. Where do penguins keep eggs?' }],
+      }),
+    );
     expect(chat.text.length).toBeGreaterThan(0);
 
     const refused = (async () => {
@@ -179,20 +231,37 @@ describe('documents, search and inference', () => {
 
 describe('webhook signatures', () => {
   const secret = 'a1'.repeat(32);
-  const body = JSON.stringify({ id: 'dlv_1', version: '2024-01', type: 'record.indexed', created: 1, tenantId: 't', livemode: true, data: { id: 'r', typeName: 'Ticket', indexStatus: 'INDEXED' } });
+  const body = JSON.stringify({
+    id: 'dlv_1',
+    version: '2024-01',
+    type: 'record.indexed',
+    created: 1,
+    tenantId: 't',
+    livemode: true,
+    data: { id: 'r', typeName: 'Ticket', indexStatus: 'INDEXED' },
+  });
   /** The spec's Signature contract, computed here independently: hex HMAC-SHA256 keyed by the hex-decoded secret over `<timestamp>.<body>`. */
-  const sign = (ts: number, raw: string, key = secret) => `sha256=${createHmac('sha256', Buffer.from(key, 'hex')).update(`${ts}.${raw}`).digest('hex')}`;
+  const sign = (ts: number, raw: string, key = secret) =>
+    `sha256=${createHmac('sha256', Buffer.from(key, 'hex')).update(`${ts}.${raw}`).digest('hex')}`;
 
   it('accepts an authentic delivery (Headers or a plain header record)', () => {
     const ts = Math.floor(Date.now() / 1000);
-    const headers = { 'X-Service-Delivery': 'dlv_1', 'X-Service-Timestamp': String(ts), 'X-Service-Signature': sign(ts, body) };
+    const headers = {
+      'X-Service-Delivery': 'dlv_1',
+      'X-Service-Timestamp': String(ts),
+      'X-Service-Signature': sign(ts, body),
+    };
     expect(verifySignature(body, headers, secret)).toBe(true);
     expect(verifySignature(Buffer.from(body), new Headers(headers), secret)).toBe(true);
   });
 
   it("verifies what the service's own signer signs, and parses the typed envelope", () => {
     const ts = Math.floor(Date.now() / 1000);
-    const headers = { 'x-service-delivery': 'dlv_1', 'x-service-timestamp': String(ts), 'x-service-signature': signDelivery(secret, ts, body) };
+    const headers = {
+      'x-service-delivery': 'dlv_1',
+      'x-service-timestamp': String(ts),
+      'x-service-signature': signDelivery(secret, ts, body),
+    };
     expect(verifySignature(body, headers, secret)).toBe(true);
     const envelope = parseWebhook(body, headers, secret);
     expect(envelope.type).toBe('record.indexed');

@@ -40,7 +40,12 @@ describe.skipIf(!built)('compiled start (deploy/dist)', () => {
   });
 
   it('writes and reads a record', async () => {
-    const schema = await api.post('/v1/schemas', root, { typeName: 'compiled', displayName: 'Compiled', allowedSurfaces: ['record'], fields: [{ fieldId: 'name', fieldType: 'string', required: true }] });
+    const schema = await api.post('/v1/schemas', root, {
+      typeName: 'compiled',
+      displayName: 'Compiled',
+      allowedSurfaces: ['record'],
+      fields: [{ fieldId: 'name', fieldType: 'string', required: true }],
+    });
     expect(schema.status, schema.text).toBe(201);
     const created = await api.post('/v1/records', root, { typeName: 'compiled', payload: { name: 'Ada' } });
     expect(created.status, created.text).toBe(201);
@@ -48,7 +53,12 @@ describe.skipIf(!built)('compiled start (deploy/dist)', () => {
   });
 
   it('extracts an uploaded file in the extraction worker and indexes it with the built-in model', async () => {
-    const up = await api.post('/v1/documents/upload', root, { title: 'Lighthouse', fileName: 'l.html', fileType: 'text/html', indexMode: 'HYBRID' });
+    const up = await api.post('/v1/documents/upload', root, {
+      title: 'Lighthouse',
+      fileName: 'l.html',
+      fileType: 'text/html',
+      indexMode: 'HYBRID',
+    });
     expect(up.status, up.text).toBe(201);
     const put = await fetch(up.body.uploadUrl, {
       method: 'PUT',
@@ -56,10 +66,14 @@ describe.skipIf(!built)('compiled start (deploy/dist)', () => {
       body: '<html><body><p>The lighthouse keeper climbs the stairs every evening.</p></body></html>',
     });
     expect(put.status, await put.text()).toBe(200);
-    const doc = await eventually(async () => {
-      const r = await api.get(`/v1/documents/${up.body.id}`, root);
-      return ['INDEXED', 'FAILED', 'STORED', 'SKIPPED'].includes(r.body?.status) ? r.body : null;
-    }, 120_000, 250);
+    const doc = await eventually(
+      async () => {
+        const r = await api.get(`/v1/documents/${up.body.id}`, root);
+        return ['INDEXED', 'FAILED', 'STORED', 'SKIPPED'].includes(r.body?.status) ? r.body : null;
+      },
+      120_000,
+      250,
+    );
     expect(doc.status, JSON.stringify(doc)).toBe('INDEXED');
     const found = await api.post('/v1/search', root, { query: 'lighthouse keeper', mode: 'SEMANTIC' });
     expect(found.status, found.text).toBe(200);

@@ -13,14 +13,35 @@ const APP = 'http://app.example.test:5173';
 const OTHER_APP = 'https://admin.example.test';
 const STRANGER = 'http://evil.example.test';
 const EXPOSED = ['x-request-id', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'retry-after', 'deprecation', 'sunset'];
-const REQUEST_HEADERS = ['authorization', 'content-type', 'idempotency-key', 'service-version', 'x-context-id', 'x-request-id', 'last-event-id'];
+const REQUEST_HEADERS = [
+  'authorization',
+  'content-type',
+  'idempotency-key',
+  'service-version',
+  'x-context-id',
+  'x-request-id',
+  'last-event-id',
+];
 
-const list = (v: string | null) => (v ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+const list = (v: string | null) =>
+  (v ?? '')
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
 const corsOf = (h: Headers) => [...h.keys()].filter((k) => k.startsWith('access-control-'));
 
 /** A preflight as Chromium sends it before a JSON POST with a bearer token. */
-const preflight = (base: string, path: string, origin: string, method = 'POST', headers = 'authorization,content-type') =>
-  fetch(`${base}${path}`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': headers } });
+const preflight = (
+  base: string,
+  path: string,
+  origin: string,
+  method = 'POST',
+  headers = 'authorization,content-type',
+) =>
+  fetch(`${base}${path}`, {
+    method: 'OPTIONS',
+    headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': headers },
+  });
 
 /** An actual answer to a listed origin: that origin (never `*` with a list), the exposed headers, Vary: Origin, no credentials. */
 function expectAllowed(r: Response, origin: string) {
@@ -35,8 +56,15 @@ describe('CORS_ORIGINS naming two origins', () => {
   let svc: TestService;
   let root: string;
   const send = (path: string, init: RequestInit & { origin?: string } = {}) =>
-    fetch(`${svc.url}${path}`, { ...init, headers: { origin: init.origin ?? APP, ...((init.headers as Record<string, string>) ?? {}) } });
-  const authed = (extra: Record<string, string> = {}) => ({ authorization: `Bearer ${root}`, 'content-type': 'application/json', ...extra });
+    fetch(`${svc.url}${path}`, {
+      ...init,
+      headers: { origin: init.origin ?? APP, ...((init.headers as Record<string, string>) ?? {}) },
+    });
+  const authed = (extra: Record<string, string> = {}) => ({
+    authorization: `Bearer ${root}`,
+    'content-type': 'application/json',
+    ...extra,
+  });
 
   beforeAll(async () => {
     svc = await startService({ env: { CORS_ORIGINS: `${APP}, ${OTHER_APP}` } });
@@ -48,12 +76,26 @@ describe('CORS_ORIGINS naming two origins', () => {
 
   it('a preflight from a listed origin is 204 with the methods, the request headers the API takes and a max age', async () => {
     // The embedded storage endpoint's presigned uploads too (a page may PUT a file to its upload URL).
-    for (const [path, method] of [['/v1/records', 'POST'], ['/v1/records/abc', 'PATCH'], ['/v1/rag', 'POST'], ['/v1/search', 'POST'], ['/v1/records/abc', 'DELETE'], ['/storage/uploads/abc?sig=x', 'PUT']]) {
+    for (const [path, method] of [
+      ['/v1/records', 'POST'],
+      ['/v1/records/abc', 'PATCH'],
+      ['/v1/rag', 'POST'],
+      ['/v1/search', 'POST'],
+      ['/v1/records/abc', 'DELETE'],
+      ['/storage/uploads/abc?sig=x', 'PUT'],
+    ]) {
       const r = await preflight(svc.url, path, OTHER_APP, method, REQUEST_HEADERS.join(','));
       expect(r.status, path).toBe(204);
       expect(await r.text()).toBe('');
       expect(r.headers.get('access-control-allow-origin')).toBe(OTHER_APP);
-      expect(list(r.headers.get('access-control-allow-methods'))).toEqual(['get', 'head', 'post', 'put', 'patch', 'delete']);
+      expect(list(r.headers.get('access-control-allow-methods'))).toEqual([
+        'get',
+        'head',
+        'post',
+        'put',
+        'patch',
+        'delete',
+      ]);
       expect(list(r.headers.get('access-control-allow-headers'))).toEqual(REQUEST_HEADERS);
       expect(Number(r.headers.get('access-control-max-age'))).toBeGreaterThan(0);
       expect(list(r.headers.get('vary'))).toContain('origin');
@@ -84,7 +126,12 @@ describe('CORS_ORIGINS naming two origins', () => {
     const created = await send('/v1/schemas', {
       method: 'POST',
       headers: authed(),
-      body: JSON.stringify({ typeName: 'corsnote', displayName: 'Note', allowedSurfaces: ['record'], fields: [{ fieldId: 'title', fieldType: 'string', searchable: true }] }),
+      body: JSON.stringify({
+        typeName: 'corsnote',
+        displayName: 'Note',
+        allowedSurfaces: ['record'],
+        fields: [{ fieldId: 'title', fieldType: 'string', searchable: true }],
+      }),
     });
     expect(created.status, await created.clone().text()).toBe(201);
     expectAllowed(created, APP);
@@ -109,15 +156,22 @@ describe('CORS_ORIGINS naming two origins', () => {
     expectAllowed(version, APP);
   });
 
-  it.skipIf(!!inProcessOnly)('a body over the limit (413) from a listed origin carries it (the router answers its own 413, docs/deployment.md)', async () => {
-    const big = JSON.stringify({ typeName: 'corsnote', payload: { title: 'b'.repeat(8 * 1024 * 1024) } });
-    const r = await send('/v1/records', { method: 'POST', headers: authed(), body: big });
-    expect(r.status).toBe(413);
-    expectAllowed(r, APP);
-  });
+  it.skipIf(!!inProcessOnly)(
+    'a body over the limit (413) from a listed origin carries it (the router answers its own 413, docs/deployment.md)',
+    async () => {
+      const big = JSON.stringify({ typeName: 'corsnote', payload: { title: 'b'.repeat(8 * 1024 * 1024) } });
+      const r = await send('/v1/records', { method: 'POST', headers: authed(), body: big });
+      expect(r.status).toBe(413);
+      expectAllowed(r, APP);
+    },
+  );
 
   it('a RAG answer streamed over SSE to a listed origin carries it', async () => {
-    const r = await send('/v1/rag', { method: 'POST', headers: authed(), body: JSON.stringify({ query: 'anything at all?' }) });
+    const r = await send('/v1/rag', {
+      method: 'POST',
+      headers: authed(),
+      body: JSON.stringify({ query: 'anything at all?' }),
+    });
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toMatch(/^text\/event-stream/);
     expectAllowed(r, APP);
@@ -128,7 +182,10 @@ describe('CORS_ORIGINS naming two origins', () => {
     // A connection of its own, destroyed after the head: the stream never ends by itself.
     const agent = new Agent();
     try {
-      const r = await undiciFetch(`${svc.url}/v1/changes`, { dispatcher: agent, headers: { origin: APP, ...authed({ 'last-event-id': '0' }) } });
+      const r = await undiciFetch(`${svc.url}/v1/changes`, {
+        dispatcher: agent,
+        headers: { origin: APP, ...authed({ 'last-event-id': '0' }) },
+      });
       expect(r.status).toBe(200);
       expect(r.headers.get('content-type')).toMatch(/^text\/event-stream/);
       expectAllowed(r as unknown as Response, APP);
@@ -166,23 +223,26 @@ describe('CORS_ORIGINS=*', () => {
     expect(r.headers.get('access-control-allow-credentials')).toBeNull();
   });
 
-  it.skipIf(!!inProcessOnly)("the edge flood ceiling's 429 carries it and exposes Retry-After; preflights are not counted", async () => {
-    // In-process only: through the router every role process keeps a ceiling of its own.
-    const statuses: number[] = [];
-    let last: Response | undefined;
-    for (let i = 0; i < 12; i++) {
-      // Preflights between the requests do not spend the ceiling.
-      expect((await preflight(svc.url, '/healthz', STRANGER, 'GET')).status).toBe(204);
-      last = await fetch(`${svc.url}/healthz`, { headers: { origin: STRANGER } });
-      statuses.push(last.status);
-      if (last.status === 429) break;
-    }
-    // 8 per minute: a 429 within 12 GETs even if a new minute began mid-loop, and no preflight before it was refused.
-    expect(statuses.at(-1), statuses.join(',')).toBe(429);
-    expect(last!.headers.get('access-control-allow-origin')).toBe('*');
-    expect(list(last!.headers.get('access-control-expose-headers'))).toContain('retry-after');
-    expect(Number(last!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-  });
+  it.skipIf(!!inProcessOnly)(
+    "the edge flood ceiling's 429 carries it and exposes Retry-After; preflights are not counted",
+    async () => {
+      // In-process only: through the router every role process keeps a ceiling of its own.
+      const statuses: number[] = [];
+      let last: Response | undefined;
+      for (let i = 0; i < 12; i++) {
+        // Preflights between the requests do not spend the ceiling.
+        expect((await preflight(svc.url, '/healthz', STRANGER, 'GET')).status).toBe(204);
+        last = await fetch(`${svc.url}/healthz`, { headers: { origin: STRANGER } });
+        statuses.push(last.status);
+        if (last.status === 429) break;
+      }
+      // 8 per minute: a 429 within 12 GETs even if a new minute began mid-loop, and no preflight before it was refused.
+      expect(statuses.at(-1), statuses.join(',')).toBe(429);
+      expect(last!.headers.get('access-control-allow-origin')).toBe('*');
+      expect(list(last!.headers.get('access-control-expose-headers'))).toContain('retry-after');
+      expect(Number(last!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    },
+  );
 });
 
 describe('CORS_ORIGINS unset', () => {

@@ -55,7 +55,12 @@ async function requestUpload(body: Record<string, unknown>) {
   return r.body;
 }
 
-function putFile(up: { uploadUrl: string; requiredHeaderName: string; requiredHeaderValue: string }, body: string | Buffer, contentType: string | null, header: string | null = up.requiredHeaderValue) {
+function putFile(
+  up: { uploadUrl: string; requiredHeaderName: string; requiredHeaderValue: string },
+  body: string | Buffer,
+  contentType: string | null,
+  header: string | null = up.requiredHeaderValue,
+) {
   const headers: Record<string, string> = {};
   if (contentType !== null) headers['content-type'] = contentType;
   if (header !== null) headers[up.requiredHeaderName] = header;
@@ -89,7 +94,11 @@ describe('documents on an S3-compatible object store', () => {
     const u = new URL(up.uploadUrl);
     expect(u.searchParams.get('X-Amz-Algorithm')).toBe('AWS4-HMAC-SHA256');
     expect(u.searchParams.get('X-Amz-Expires')).toBe('900');
-    expect(u.searchParams.get('X-Amz-SignedHeaders')!.split(';').sort()).toEqual(['content-type', 'host', 'x-amz-meta-upload-grant']);
+    expect(u.searchParams.get('X-Amz-SignedHeaders')!.split(';').sort()).toEqual([
+      'content-type',
+      'host',
+      'x-amz-meta-upload-grant',
+    ]);
     expect(up.requiredHeaderName).toBe('x-amz-meta-upload-grant');
     expect(up.requiredHeaderValue.length).toBeGreaterThanOrEqual(20);
     const ttl = Date.parse(up.expiresAt) - Date.now();
@@ -120,7 +129,11 @@ describe('documents on an S3-compatible object store', () => {
     expect(got.headers.get('content-type')).toBe('application/pdf');
     expect(got.headers.get('content-disposition')).toContain('report.pdf');
     expect(Buffer.from(await got.arrayBuffer()).equals(pdf)).toBe(true);
-    await expectStore403(await fetch(dl.body.downloadUrl.replace(/X-Amz-Signature=./, (m: string) => m.slice(0, -1) + (m.endsWith('a') ? 'b' : 'a'))));
+    await expectStore403(
+      await fetch(
+        dl.body.downloadUrl.replace(/X-Amz-Signature=./, (m: string) => m.slice(0, -1) + (m.endsWith('a') ? 'b' : 'a')),
+      ),
+    );
   });
 
   it('missing or changed required header, or a different Content-Type: the store refuses with its own 403 and nothing is recorded', async () => {

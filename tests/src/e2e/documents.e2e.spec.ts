@@ -5,7 +5,15 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import { Document, Packer, Paragraph, TextRun } from 'docx';
-import { checkedClient, eventually, spawnService, startService, type Api, type Bootstrap, type TestService } from '../support/service';
+import {
+  checkedClient,
+  eventually,
+  spawnService,
+  startService,
+  type Api,
+  type Bootstrap,
+  type TestService,
+} from '../support/service';
 import { tempDir } from '../support/engines';
 import { expectStatus, unwrap, type Answer, type Body } from '../support/typed';
 
@@ -26,8 +34,25 @@ let u2: string;
 
 const ALL = ['documents:c', 'documents:r', 'documents:u', 'documents:d', 'schemas:c', 'schemas:r'];
 const DOC_KEYS = [
-  'createdAt', 'externalId', 'fileSize', 'fileType', 'folderId', 'id', 'indexMode', 'lastModified', 'payload', 'payloadExternalized', 'schemaId',
-  'schemaVersion', 'scopes', 'status', 'storeText', 'textBytes', 'title', 'userId', 'version',
+  'createdAt',
+  'externalId',
+  'fileSize',
+  'fileType',
+  'folderId',
+  'id',
+  'indexMode',
+  'lastModified',
+  'payload',
+  'payloadExternalized',
+  'schemaId',
+  'schemaVersion',
+  'scopes',
+  'status',
+  'storeText',
+  'textBytes',
+  'title',
+  'userId',
+  'version',
 ].sort();
 const SENTENCE = 'The quick brown fox files its quarterly report on Tuesday.';
 const DOCX_TYPE = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
@@ -50,12 +75,26 @@ afterAll(async () => {
 });
 
 // Typed calls (@svc/client): the answers are the generated types, so a renamed field fails the typecheck.
-async function mint(by: string, allowedActions: string[], dataScope?: Body<'mintToken'>['scope']['dataScope']): Promise<string> {
-  return (await expectStatus(svc.client(by).POST('/v1/tokens', { body: { scope: { allowedActions, ...(dataScope ? { dataScope } : {}) } } }), 201)).token;
+async function mint(
+  by: string,
+  allowedActions: string[],
+  dataScope?: Body<'mintToken'>['scope']['dataScope'],
+): Promise<string> {
+  return (
+    await expectStatus(
+      svc.client(by).POST('/v1/tokens', { body: { scope: { allowedActions, ...(dataScope ? { dataScope } : {}) } } }),
+      201,
+    )
+  ).token;
 }
 
 async function ingest(body: Partial<Body<'ingestDocument'>> & Record<string, unknown>, token = root) {
-  return expectStatus(svc.client(token).POST('/v1/documents', { body: { title: uniq('Doc'), indexMode: 'HYBRID', ...body } as Body<'ingestDocument'> }), 201);
+  return expectStatus(
+    svc
+      .client(token)
+      .POST('/v1/documents', { body: { title: uniq('Doc'), indexMode: 'HYBRID', ...body } as Body<'ingestDocument'> }),
+    201,
+  );
 }
 
 /** Polls the document until its status settles (or equals `want`). */
@@ -67,19 +106,38 @@ async function settled(id: string, token = root, want?: string): Promise<Answer<
   }, 60_000) as Promise<Answer<'getDocument'>>;
 }
 
-async function requestUpload(body: Partial<Body<'uploadDocument'>> & Record<string, unknown>, token = root, a: Api = api) {
+async function requestUpload(
+  body: Partial<Body<'uploadDocument'>> & Record<string, unknown>,
+  token = root,
+  a: Api = api,
+) {
   const client = a === api ? svc.client(token) : checkedClient(a.baseUrl, { token });
-  return expectStatus(client.POST('/v1/documents/upload', { body: { title: uniq('File'), indexMode: 'HYBRID', ...body } as Body<'uploadDocument'> }), 201);
+  return expectStatus(
+    client.POST('/v1/documents/upload', {
+      body: { title: uniq('File'), indexMode: 'HYBRID', ...body } as Body<'uploadDocument'>,
+    }),
+    201,
+  );
 }
 
-function putFile(up: { uploadUrl: string; requiredHeaderName: string; requiredHeaderValue: string }, body: NonNullable<RequestInit['body']>, contentType: string | null, header: string | null = up.requiredHeaderValue) {
+function putFile(
+  up: { uploadUrl: string; requiredHeaderName: string; requiredHeaderValue: string },
+  body: NonNullable<RequestInit['body']>,
+  contentType: string | null,
+  header: string | null = up.requiredHeaderValue,
+) {
   const headers: Record<string, string> = {};
   if (contentType !== null) headers['content-type'] = contentType;
   if (header !== null) headers[up.requiredHeaderName] = header;
   return fetch(up.uploadUrl, { method: 'PUT', headers, body, duplex: 'half' } as RequestInit);
 }
 
-async function uploadFile(fileName: string, fileType: string, data: Uint8Array | string, extra: Record<string, unknown> = {}) {
+async function uploadFile(
+  fileName: string,
+  fileType: string,
+  data: Uint8Array | string,
+  extra: Record<string, unknown> = {},
+) {
   const up = await requestUpload({ fileName, fileType, ...extra });
   const res = await putFile(up, typeof data === 'string' ? data : Buffer.from(data), fileType);
   expect(res.status, await res.clone().text()).toBe(200);
@@ -97,7 +155,16 @@ async function pdfWith(lines: string[], pages = 1): Promise<Uint8Array> {
 }
 
 async function docxWith(text: string): Promise<Buffer> {
-  const doc = new Document({ sections: [{ children: [new Paragraph({ children: [new TextRun('Heading line')] }), new Paragraph({ children: [new TextRun(text)] })] }] });
+  const doc = new Document({
+    sections: [
+      {
+        children: [
+          new Paragraph({ children: [new TextRun('Heading line')] }),
+          new Paragraph({ children: [new TextRun(text)] }),
+        ],
+      },
+    ],
+  });
   return Packer.toBuffer(doc);
 }
 
@@ -116,7 +183,16 @@ describe('inline ingest', () => {
   it('201 with exactly the spec fields; polls to INDEXED; the text is retrievable as JSON', async () => {
     const d = await ingest({ text: `Hello. ${SENTENCE}`, payload: { a: 1 } });
     expect(Object.keys(d).sort()).toEqual(DOC_KEYS);
-    expect(d).toMatchObject({ status: 'PENDING_INDEX', indexMode: 'HYBRID', storeText: true, version: 1, fileType: null, fileSize: null, schemaId: null, payload: { a: 1 } });
+    expect(d).toMatchObject({
+      status: 'PENDING_INDEX',
+      indexMode: 'HYBRID',
+      storeText: true,
+      version: 1,
+      fileType: null,
+      fileSize: null,
+      schemaId: null,
+      payload: { a: 1 },
+    });
     expect(d.textBytes).toBe(Buffer.byteLength(`Hello. ${SENTENCE}`));
     const done = await settled(d.id);
     expect(done.status).toBe('INDEXED');
@@ -132,7 +208,10 @@ describe('inline ingest', () => {
     const f = await api.get(`/v1/folders/${d.folderId}`, root);
     expect(f.status, f.text).toBe(200);
     expect(f.body.isProtected).toBe(true);
-    expect((await api.post('/v1/documents', root, { title: 't', text: 'x', indexMode: 'TEXT', folderId: randomUUID() })).status).toBe(404);
+    expect(
+      (await api.post('/v1/documents', root, { title: 't', text: 'x', indexMode: 'TEXT', folderId: randomUUID() }))
+        .status,
+    ).toBe(404);
   });
 
   it('indexMode NONE settles STORED; whitespace-only text settles SKIPPED; both keep their text', async () => {
@@ -148,19 +227,39 @@ describe('inline ingest', () => {
     const r = await api.post('/v1/documents', root, { title: 't', text: 'x' });
     expect(r.status, r.text).toBe(400);
     expect(r.body.errorCode).toBe('VALIDATION_ERROR');
-    expect((await api.post('/v1/documents', root, { title: 't', text: 'x', indexMode: 'TEXT', storeText: false })).status).toBe(400);
+    expect(
+      (await api.post('/v1/documents', root, { title: 't', text: 'x', indexMode: 'TEXT', storeText: false })).status,
+    ).toBe(400);
     expect((await api.post('/v1/documents', root, { text: 'x', indexMode: 'TEXT' })).status).toBe(400);
   });
 
   it('a bound schema supplies the default indexMode and validates the payload (required on create only); undeclared keys pass through', async () => {
     const s = await api.post('/v1/schemas', root, {
-      typeName: uniq('D'), displayName: 'Docs', allowedSurfaces: ['document'], indexMode: 'TEXT',
+      typeName: uniq('D'),
+      displayName: 'Docs',
+      allowedSurfaces: ['document'],
+      indexMode: 'TEXT',
       fields: [{ fieldId: 'sku', fieldType: 'string', required: true }],
     });
     expect(s.status, s.text).toBe(201);
-    const d = await ingest({ indexMode: undefined, schemaId: s.body.id, text: 'x', payload: { sku: 'A-1', extra: true } });
-    expect(d).toMatchObject({ indexMode: 'TEXT', schemaId: s.body.id, schemaVersion: 1, payload: { sku: 'A-1', extra: true } });
-    const bad = await api.post('/v1/documents', root, { title: 't', text: 'x', schemaId: s.body.id, payload: { sku: 5 } });
+    const d = await ingest({
+      indexMode: undefined,
+      schemaId: s.body.id,
+      text: 'x',
+      payload: { sku: 'A-1', extra: true },
+    });
+    expect(d).toMatchObject({
+      indexMode: 'TEXT',
+      schemaId: s.body.id,
+      schemaVersion: 1,
+      payload: { sku: 'A-1', extra: true },
+    });
+    const bad = await api.post('/v1/documents', root, {
+      title: 't',
+      text: 'x',
+      schemaId: s.body.id,
+      payload: { sku: 5 },
+    });
     expect(bad.status, bad.text).toBe(400);
     const missing = await api.post('/v1/documents', root, { title: 't', text: 'x', schemaId: s.body.id, payload: {} });
     expect(missing.status).toBe(400);
@@ -172,27 +271,52 @@ describe('inline ingest', () => {
     const put = await api.put(`/v1/documents/${d.id}`, root, { title: 't', payload: { note: 'n' } });
     expect(put.status, put.text).toBe(200);
     expect(put.body).toMatchObject({ schemaId: s.body.id, payload: { note: 'n' } });
-    const recordOnly = await api.post('/v1/schemas', root, { typeName: uniq('R'), displayName: 'R', allowedSurfaces: ['record'] });
-    expect((await api.post('/v1/documents', root, { title: 't', text: 'x', indexMode: 'TEXT', schemaId: recordOnly.body.id })).status).toBe(400);
+    const recordOnly = await api.post('/v1/schemas', root, {
+      typeName: uniq('R'),
+      displayName: 'R',
+      allowedSurfaces: ['record'],
+    });
+    expect(
+      (
+        await api.post('/v1/documents', root, {
+          title: 't',
+          text: 'x',
+          indexMode: 'TEXT',
+          schemaId: recordOnly.body.id,
+        })
+      ).status,
+    ).toBe(400);
   });
 
   it('externalId is idempotent per tenant and context: the same id returns the existing document with 200', async () => {
     const ext = uniq('ext');
     const a = await ingest({ text: 'one', externalId: ext });
-    const b = await api.post('/v1/documents', root, { title: 'other', text: 'two', indexMode: 'TEXT', externalId: ext });
+    const b = await api.post('/v1/documents', root, {
+      title: 'other',
+      text: 'two',
+      indexMode: 'TEXT',
+      externalId: ext,
+    });
     expect(b.status, b.text).toBe(200);
     expect(b.body.id).toBe(a.id);
     expect(b.body.title).toBe(a.title);
     // Held by a document u2 cannot read: 409, nothing created.
     const c = await ingest({ text: 'mine', externalId: uniq('ext') }, u1);
-    const d = await api.post('/v1/documents', u2, { title: 't', text: 'x', indexMode: 'TEXT', externalId: c.externalId });
+    const d = await api.post('/v1/documents', u2, {
+      title: 't',
+      text: 'x',
+      indexMode: 'TEXT',
+      externalId: c.externalId,
+    });
     expect(d.status, d.text).toBe(409);
   });
 
   it('identity auto-assign stamps userId; another userId is 403', async () => {
     const d = await ingest({ text: 'x' }, u1);
     expect(d.userId).toBe('u1');
-    expect((await api.post('/v1/documents', u1, { title: 't', text: 'x', indexMode: 'TEXT', userId: 'u2' })).status).toBe(403);
+    expect(
+      (await api.post('/v1/documents', u1, { title: 't', text: 'x', indexMode: 'TEXT', userId: 'u2' })).status,
+    ).toBe(403);
   });
 });
 
@@ -200,7 +324,9 @@ describe('presigned upload and extraction', () => {
   it('upload request: 201 with the document fields plus uploadUrl, expiresAt (15 min), required header', async () => {
     const before = Date.now();
     const up = await requestUpload({ fileName: 'a.txt', fileType: 'text/plain' });
-    expect(Object.keys(up).sort()).toEqual([...DOC_KEYS, 'expiresAt', 'requiredHeaderName', 'requiredHeaderValue', 'uploadUrl'].sort());
+    expect(Object.keys(up).sort()).toEqual(
+      [...DOC_KEYS, 'expiresAt', 'requiredHeaderName', 'requiredHeaderValue', 'uploadUrl'].sort(),
+    );
     expect(up.status).toBe('PENDING_UPLOAD');
     expect(up.storeText).toBe(true);
     expect(up.fileType).toBe('text/plain');
@@ -231,13 +357,19 @@ describe('presigned upload and extraction', () => {
     expect(got.headers.get('content-type')).toBe('application/pdf');
     expect(Buffer.from(await got.arrayBuffer()).equals(Buffer.from(pdf))).toBe(true);
     // Change the signature's first character to a different one (it may already be 'A': 1 time in 64).
-    const tampered = await fetch(dl.body.downloadUrl.replace(/signature=(.)/, (_m: string, c: string) => `signature=${c === 'A' ? 'B' : 'A'}`));
+    const tampered = await fetch(
+      dl.body.downloadUrl.replace(/signature=(.)/, (_m: string, c: string) => `signature=${c === 'A' ? 'B' : 'A'}`),
+    );
     expect(tampered.status).toBe(403);
   });
 
   it('a DOCX, an HTML page and a CSV extract to text containing the sentence', async () => {
     const docx = await uploadFile('memo.docx', DOCX_TYPE, await docxWith(SENTENCE));
-    const html = await uploadFile('page.html', 'text/html', `<!doctype html><html><head><title>T</title><style>p{color:red}</style></head><body><h1>News</h1><p>${SENTENCE}</p><script>var hidden = 1;</script></body></html>`);
+    const html = await uploadFile(
+      'page.html',
+      'text/html',
+      `<!doctype html><html><head><title>T</title><style>p{color:red}</style></head><body><h1>News</h1><p>${SENTENCE}</p><script>var hidden = 1;</script></body></html>`,
+    );
     const csv = await uploadFile('data.csv', 'text/csv', `id,note\n1,"${SENTENCE}"\n2,other\n`);
     for (const up of [docx, html, csv]) {
       const d = await settled(up.id);
@@ -259,7 +391,11 @@ describe('presigned upload and extraction', () => {
   });
 
   it('a corrupt PDF ends FAILED with an indexFailure code; its text is 404', async () => {
-    const up = await uploadFile('broken.pdf', 'application/pdf', Buffer.from('%PDF-1.7\nthis is not really a pdf\n%%EOF'));
+    const up = await uploadFile(
+      'broken.pdf',
+      'application/pdf',
+      Buffer.from('%PDF-1.7\nthis is not really a pdf\n%%EOF'),
+    );
     const d = await settled(up.id);
     expect(d.status).toBe('FAILED');
     expect(d.indexFailure?.code).toBe('INDEXING_FAILED');
@@ -274,7 +410,9 @@ describe('presigned upload and extraction', () => {
     const b = await settled(bin.id);
     expect(b.status).toBe('FAILED');
     expect(b.indexFailure?.code).toBe('INDEXING_FAILED');
-    const stored = await uploadFile('blob2.bin', 'application/octet-stream', Buffer.from([1, 2, 3]), { indexMode: 'NONE' });
+    const stored = await uploadFile('blob2.bin', 'application/octet-stream', Buffer.from([1, 2, 3]), {
+      indexMode: 'NONE',
+    });
     expect((await settled(stored.id)).status).toBe('STORED');
   });
 
@@ -291,7 +429,14 @@ describe('presigned upload and extraction', () => {
     const ext = uniq('file');
     const first = await uploadFile('v1.txt', 'text/plain', 'version one', { storeText: false, externalId: ext });
     await settled(first.id);
-    const again = await api.post('/v1/documents/upload', root, { title: 'v2', fileName: 'v2.txt', fileType: 'text/plain', indexMode: 'HYBRID', storeText: true, externalId: ext });
+    const again = await api.post('/v1/documents/upload', root, {
+      title: 'v2',
+      fileName: 'v2.txt',
+      fileType: 'text/plain',
+      indexMode: 'HYBRID',
+      storeText: true,
+      externalId: ext,
+    });
     expect(again.status, again.text).toBe(200);
     expect(again.body.id).toBe(first.id);
     expect(again.body.storeText).toBe(false);
@@ -312,7 +457,14 @@ describe('the upload URL refuses with the storage layer 403 (XML, not the API er
 
   it('changed required header', async () => {
     const up = await requestUpload({ fileName: 'a.txt', fileType: 'text/plain' });
-    await expectStorage403(await putFile(up, 'x', 'text/plain', up.requiredHeaderValue.slice(0, -1) + (up.requiredHeaderValue.endsWith('A') ? 'B' : 'A')));
+    await expectStorage403(
+      await putFile(
+        up,
+        'x',
+        'text/plain',
+        up.requiredHeaderValue.slice(0, -1) + (up.requiredHeaderValue.endsWith('A') ? 'B' : 'A'),
+      ),
+    );
   });
 
   it('wrong content type (and none at all)', async () => {
@@ -333,8 +485,18 @@ describe('the upload URL refuses with the storage layer 403 (XML, not the API er
 
   it('tampered URL, and an Authorization header does not replace the grant', async () => {
     const up = await requestUpload({ fileName: 'a.txt', fileType: 'text/plain' });
-    await expectStorage403(await putFile({ ...up, uploadUrl: up.uploadUrl.replace(/expires=\d+/, (m: string) => m + '9') }, 'x', 'text/plain'));
-    const withAuth = await fetch(up.uploadUrl, { method: 'PUT', headers: { 'content-type': 'text/plain', authorization: `Bearer ${root}` }, body: 'x' });
+    await expectStorage403(
+      await putFile(
+        { ...up, uploadUrl: up.uploadUrl.replace(/expires=\d+/, (m: string) => m + '9') },
+        'x',
+        'text/plain',
+      ),
+    );
+    const withAuth = await fetch(up.uploadUrl, {
+      method: 'PUT',
+      headers: { 'content-type': 'text/plain', authorization: `Bearer ${root}` },
+      body: 'x',
+    });
     await expectStorage403(withAuth);
   });
 
@@ -367,7 +529,8 @@ describe('a 25 MB upload streams to storage', () => {
     try {
       const boot = JSON.parse(readFileSync(join(dir.dir, 'bootstrap.json'), 'utf8')) as Bootstrap;
       const k = boot.tenants.live.rootKey;
-      const rss = () => Number(/VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]) * 1024;
+      const rss = () =>
+        Number(/VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]) * 1024;
       // Warm up the paths the upload uses, then take the baseline.
       const warm = await requestUpload({ fileName: 'w.txt', fileType: 'text/plain', indexMode: 'NONE' }, k, a);
       expect((await putFile(warm, 'warm', 'text/plain')).status).toBe(200);
@@ -382,13 +545,20 @@ describe('a 25 MB upload streams to storage', () => {
         for (let sent = 0; sent < SIZE; sent += chunk.length) yield chunk;
       }
       try {
-        const res = await putFile(up, ReadableStream.from(body()) as unknown as NonNullable<RequestInit['body']>, 'text/plain');
+        const res = await putFile(
+          up,
+          ReadableStream.from(body()) as unknown as NonNullable<RequestInit['body']>,
+          'text/plain',
+        );
         expect(res.status, await res.text()).toBe(200);
         await sleep(200);
       } finally {
         clearInterval(timer);
       }
-      if (process.env.DOCS_RSS_LOG) console.log(`rss base ${(base / 1048576).toFixed(1)} MB, peak growth ${((peak - base) / 1048576).toFixed(1)} MB`);
+      if (process.env.DOCS_RSS_LOG)
+        console.log(
+          `rss base ${(base / 1048576).toFixed(1)} MB, peak growth ${((peak - base) / 1048576).toFixed(1)} MB`,
+        );
       expect(peak - base, `peak ${peak} base ${base}`).toBeLessThan(64 * 1024 * 1024);
       const d = await eventually(async () => {
         const r = await a.get(`/v1/documents/${up.id}`, k);
@@ -423,7 +593,15 @@ describe('PUT and PATCH', () => {
 
   it('PATCH rejects indexMode, externalId, storeText, unknown keys and top-level null with 400; nothing changes', async () => {
     const d = await ingest({ text: 'x' });
-    for (const body of [{ indexMode: 'TEXT' }, { externalId: 'e' }, { storeText: false }, { bogus: 1 }, { title: null }, { payload: null }, { text: null }]) {
+    for (const body of [
+      { indexMode: 'TEXT' },
+      { externalId: 'e' },
+      { storeText: false },
+      { bogus: 1 },
+      { title: null },
+      { payload: null },
+      { text: null },
+    ]) {
       const r = await api.patch(`/v1/documents/${d.id}`, root, body);
       expect(r.status, `${JSON.stringify(body)} ${r.text}`).toBe(400);
     }
@@ -437,13 +615,19 @@ describe('PUT and PATCH', () => {
     const a = await api.patch(`/v1/documents/${d.id}`, root, { title: 'y', expectedVersion: 5 });
     expect(a.status).toBe(409);
     expect(a.body.errorCode).toBe('VERSION_CONFLICT');
-    expect((await api.put(`/v1/documents/${d.id}`, root, { title: 'y', expectedVersion: 2 })).body.errorCode).toBe('VERSION_CONFLICT');
+    expect((await api.put(`/v1/documents/${d.id}`, root, { title: 'y', expectedVersion: 2 })).body.errorCode).toBe(
+      'VERSION_CONFLICT',
+    );
     expect((await api.del(`/v1/documents/${d.id}?expectedVersion=3`, root)).status).toBe(409);
   });
 
   it('PUT replaces payload in full, keeps the text when none is given; immutable keys only when unchanged', async () => {
     const d = await ingest({ text: 'body', payload: { a: 1 } });
-    const r = await api.put(`/v1/documents/${d.id}`, root, { title: 'Put title', payload: { z: 1 }, indexMode: 'HYBRID' });
+    const r = await api.put(`/v1/documents/${d.id}`, root, {
+      title: 'Put title',
+      payload: { z: 1 },
+      indexMode: 'HYBRID',
+    });
     expect(r.status, r.text).toBe(200);
     expect(r.body).toMatchObject({ title: 'Put title', payload: { z: 1 }, version: 2, folderId: d.folderId });
     expect((await api.put(`/v1/documents/${d.id}`, root, { title: 't', indexMode: 'TEXT' })).status).toBe(400);
@@ -459,7 +643,9 @@ describe('search indexing', () => {
   const searchIds = async (body: Record<string, unknown>, token = root) => {
     const r = await api.post('/v1/search', token, { mode: 'TEXT', ...body });
     expect(r.status, r.text).toBe(200);
-    return r.body.results.map((x: { documentId: string; sourceType: string }) => `${x.sourceType}:${x.documentId}`) as string[];
+    return r.body.results.map(
+      (x: { documentId: string; sourceType: string }) => `${x.sourceType}:${x.documentId}`,
+    ) as string[];
   };
 
   it('after a PUT that changes the text, a search for a word only in the old text finds nothing once the document is INDEXED again', async () => {
@@ -468,19 +654,27 @@ describe('search indexing', () => {
     const d = await ingest({ text: `Field notes about the ${oldWord} and its scales.` });
     expect((await settled(d.id)).status).toBe('INDEXED');
     expect(await searchIds({ query: oldWord })).toEqual([`PartnerDocument:${d.id}`]);
-    const r = await api.put(`/v1/documents/${d.id}`, root, { title: d.title, text: `Field notes about the ${newWord} and its gills.` });
+    const r = await api.put(`/v1/documents/${d.id}`, root, {
+      title: d.title,
+      text: `Field notes about the ${newWord} and its gills.`,
+    });
     expect(r.status, r.text).toBe(200);
     expect(r.body.status).toBe('PENDING_INDEX');
     expect((await settled(d.id)).status).toBe('INDEXED');
     expect(await searchIds({ query: oldWord })).toEqual([]);
     expect(await searchIds({ query: oldWord, mode: 'HYBRID', minSimilarity: 0.99 })).toEqual([]);
     expect(await searchIds({ query: newWord })).toEqual([`PartnerDocument:${d.id}`]);
-    expect(await searchIds({ query: `${newWord} gills`, mode: 'HYBRID', uniqueDocuments: true })).toContain(`PartnerDocument:${d.id}`);
+    expect(await searchIds({ query: `${newWord} gills`, mode: 'HYBRID', uniqueDocuments: true })).toContain(
+      `PartnerDocument:${d.id}`,
+    );
   });
 
   it('storeText false: once the text is discarded, a payload or folder change still moves the search filters', async () => {
     const word = `quetzal${randomUUID().slice(0, 6)}`;
-    const up = await uploadFile('bird.txt', 'text/plain', `A ${word} perched in the cloud forest.`, { storeText: false, payload: { zone: 'a' } });
+    const up = await uploadFile('bird.txt', 'text/plain', `A ${word} perched in the cloud forest.`, {
+      storeText: false,
+      payload: { zone: 'a' },
+    });
     expect((await settled(up.id)).status).toBe('INDEXED');
     await eventually(async () => (await text(up.id)).status === 404);
     expect(await searchIds({ query: word, filters: { zone: 'a' } })).toEqual([`PartnerDocument:${up.id}`]);
@@ -502,7 +696,10 @@ describe('delete, tombstone and versions', () => {
       const r = await api.get(`/v1/documents/${d.id}/versions`, root);
       return r.status === 200 && r.body.data.length === 2 ? r.body.data : null;
     });
-    expect(v.map((r: any) => [r.version, r.eventType, r.entityKind])).toEqual([[1, 'DocumentCreated', 'document'], [2, 'DocumentUpdated', 'document']]);
+    expect(v.map((r: any) => [r.version, r.eventType, r.entityKind])).toEqual([
+      [1, 'DocumentCreated', 'document'],
+      [2, 'DocumentUpdated', 'document'],
+    ]);
     expect(v[1].state.title).toBe('renamed');
     expect((await api.get(`/v1/documents/${d.id}/tombstone`, root)).status).toBe(404);
     const del = await api.del(`/v1/documents/${d.id}`, root);
@@ -517,7 +714,9 @@ describe('delete, tombstone and versions', () => {
     const rows = (await api.get(`/v1/documents/${d.id}/versions`, root)).body.data;
     expect(rows[rows.length - 1]).toMatchObject({ version: 3, eventType: 'DocumentDeleted', state: null });
     // The externalId is free again.
-    expect((await api.post('/v1/documents', root, { title: 't', text: 'x', indexMode: 'TEXT', externalId: ext })).status).toBe(201);
+    expect(
+      (await api.post('/v1/documents', root, { title: 't', text: 'x', indexMode: 'TEXT', externalId: ext })).status,
+    ).toBe(201);
   });
 
   it('deleting a file document removes its file (the download URL stops working)', async () => {
@@ -540,7 +739,10 @@ describe('list and lookup', () => {
     const p1 = await api.get(`/v1/documents?folderId=${f.body.id}&limit=2`, root);
     expect(p1.status, p1.text).toBe(200);
     expect(p1.body.data.map((d: any) => d.id)).toEqual(ids.slice(0, 2));
-    const p2 = await api.get(`/v1/documents?folderId=${f.body.id}&limit=2&startFrom=${encodeURIComponent(p1.body.nextCursor)}`, root);
+    const p2 = await api.get(
+      `/v1/documents?folderId=${f.body.id}&limit=2&startFrom=${encodeURIComponent(p1.body.nextCursor)}`,
+      root,
+    );
     expect(p2.body.data.map((d: any) => d.id)).toEqual(ids.slice(2));
     expect(p2.body.nextCursor).toBeNull();
     expect((await api.get('/v1/documents?limit=101', root)).status).toBe(400);
@@ -550,8 +752,15 @@ describe('list and lookup', () => {
 
   it('lookup by a schema lookup field (GET and POST); data scope applies', async () => {
     const s = await api.post('/v1/schemas', root, {
-      typeName: uniq('L'), displayName: 'Lookup docs', allowedSurfaces: ['document'], indexMode: 'TEXT',
-      fields: [{ fieldId: 'sku', fieldType: 'string' }, { fieldId: 'n', fieldType: 'number' }], lookupFields: ['sku', { fieldName: 'n', rangeEnabled: true }],
+      typeName: uniq('L'),
+      displayName: 'Lookup docs',
+      allowedSurfaces: ['document'],
+      indexMode: 'TEXT',
+      fields: [
+        { fieldId: 'sku', fieldType: 'string' },
+        { fieldId: 'n', fieldType: 'number' },
+      ],
+      lookupFields: ['sku', { fieldName: 'n', rangeEnabled: true }],
     });
     expect(s.status, s.text).toBe(201);
     const type = s.body.typeName;
@@ -580,7 +789,16 @@ describe('permissions and tenancy', () => {
     const r1 = await api.post('/v1/documents', readOnly, { title: 't', text: 'x', indexMode: 'TEXT' });
     expect(r1.status).toBe(403);
     expect(r1.body.errorCode).toBe('FORBIDDEN');
-    expect((await api.post('/v1/documents/upload', readOnly, { title: 't', fileName: 'a', fileType: 'text/plain', indexMode: 'TEXT' })).status).toBe(403);
+    expect(
+      (
+        await api.post('/v1/documents/upload', readOnly, {
+          title: 't',
+          fileName: 'a',
+          fileType: 'text/plain',
+          indexMode: 'TEXT',
+        })
+      ).status,
+    ).toBe(403);
     expect((await api.patch(`/v1/documents/${d.id}`, readOnly, { title: 'y' })).status).toBe(403);
     expect((await api.del(`/v1/documents/${d.id}`, readOnly)).status).toBe(403);
     expect((await api.get(`/v1/documents/${d.id}`, readOnly)).status).toBe(200);
@@ -594,7 +812,10 @@ describe('permissions and tenancy', () => {
     const missing = await api.get(`/v1/documents/${randomUUID()}`, root);
     expect(missing.status).toBe(404);
     for (const [token, path] of [
-      [other, `/v1/documents/${d.id}`], [u2, `/v1/documents/${d.id}`], [other, `/v1/documents/${d.id}/text`], [u2, `/v1/documents/${d.id}/versions`],
+      [other, `/v1/documents/${d.id}`],
+      [u2, `/v1/documents/${d.id}`],
+      [other, `/v1/documents/${d.id}/text`],
+      [u2, `/v1/documents/${d.id}/versions`],
       [acct.tenants.test.rootKey, `/v1/documents/${d.id}`],
     ]) {
       const r = await api.get(path, token);

@@ -95,7 +95,8 @@ describe('durability: SIGKILL with 1,000 writes in flight, then restart', () => 
     });
     expect(s.status, s.text).toBe(201);
 
-    for (let i = 0; i < TOTAL; i++) sent.push({ i, externalId: `ext-${i.toString().padStart(4, '0')}`, payload: { n: i, label: `item ${i}` } });
+    for (let i = 0; i < TOTAL; i++)
+      sent.push({ i, externalId: `ext-${i.toString().padStart(4, '0')}`, payload: { n: i, label: `item ${i}` } });
 
     const started = Date.now();
     let next = 0;
@@ -104,7 +105,11 @@ describe('durability: SIGKILL with 1,000 writes in flight, then restart', () => 
       while (next < TOTAL) {
         const req = sent[next++];
         try {
-          const r = await api.post('/v1/records', root, { typeName: TYPE, externalId: req.externalId, payload: req.payload });
+          const r = await api.post('/v1/records', root, {
+            typeName: TYPE,
+            externalId: req.externalId,
+            payload: req.payload,
+          });
           if (r.status >= 200 && r.status < 300 && r.body?.id) {
             acked.push({ ...req, status: r.status, id: r.body.id, version: r.body.version });
             if (!killScheduled && acked.length >= KILL_AFTER_ACKS) {
@@ -154,7 +159,10 @@ describe('durability: SIGKILL with 1,000 writes in flight, then restart', () => 
     console.log(
       `durability: ${acked.length} acknowledged, ${non2xx.length} non-2xx, ${failed.length} failed of ${TOTAL}; killed ${killDelayMs} ms after ack ${KILL_AFTER_ACKS}, at ${killedAt} acks; load phase ${loadMs} ms`,
     );
-    expect(killedAt, `never reached ${KILL_AFTER_ACKS} acks; first service output:\n${output1()}`).toBeGreaterThanOrEqual(KILL_AFTER_ACKS);
+    expect(
+      killedAt,
+      `never reached ${KILL_AFTER_ACKS} acks; first service output:\n${output1()}`,
+    ).toBeGreaterThanOrEqual(KILL_AFTER_ACKS);
     expect(acked.length).toBeGreaterThanOrEqual(KILL_AFTER_ACKS);
     expect(acked.length).toBeLessThan(TOTAL); // some were in flight or not yet sent when it died
     expect(non2xx, JSON.stringify(non2xx.slice(0, 5))).toEqual([]); // before the kill every write succeeded
@@ -168,7 +176,13 @@ describe('durability: SIGKILL with 1,000 writes in flight, then restart', () => 
       const r = await api.get(`/v1/records/${a.id}`, root);
       if (r.status !== 200) return misses.push(`${a.externalId} ${a.id}: ${r.status}`);
       const b = r.body;
-      if (b.id !== a.id || b.externalId !== a.externalId || b.typeName !== TYPE || b.version !== 1 || JSON.stringify(b.payload) !== JSON.stringify(a.payload))
+      if (
+        b.id !== a.id ||
+        b.externalId !== a.externalId ||
+        b.typeName !== TYPE ||
+        b.version !== 1 ||
+        JSON.stringify(b.payload) !== JSON.stringify(a.payload)
+      )
         misses.push(`${a.externalId} ${a.id}: ${r.text.slice(0, 200)}`);
     });
     expect(misses).toEqual([]);
@@ -177,7 +191,9 @@ describe('durability: SIGKILL with 1,000 writes in flight, then restart', () => 
   it('the list has no duplicate ids or externalIds, includes every acknowledged id, and each record has exactly one version row', async () => {
     const listed = await listAll(api, root);
     // eslint-disable-next-line no-console
-    console.log(`durability: ${listed.length} records listed after restart (${listed.length - acked.length} committed but never acknowledged)`);
+    console.log(
+      `durability: ${listed.length} records listed after restart (${listed.length - acked.length} committed but never acknowledged)`,
+    );
     const ids = listed.map((r) => r.id);
     const exts = listed.map((r) => r.externalId);
     expect(new Set(ids).size).toBe(listed.length);
@@ -190,12 +206,21 @@ describe('durability: SIGKILL with 1,000 writes in flight, then restart', () => 
     expect(listed.length).toBeLessThanOrEqual(TOTAL);
     // the payload of every listed record matches what its externalId was sent with
     const byExt = new Map(sent.map((s) => [s.externalId, s]));
-    expect(listed.filter((r) => JSON.stringify(r.payload) !== JSON.stringify(byExt.get(r.externalId)?.payload)).map((r) => r.id)).toEqual([]);
+    expect(
+      listed
+        .filter((r) => JSON.stringify(r.payload) !== JSON.stringify(byExt.get(r.externalId)?.payload))
+        .map((r) => r.id),
+    ).toEqual([]);
 
     const wrongVersions: string[] = [];
     await pool(listed, 16, async (rec) => {
       const v = await api.get(`/v1/records/${rec.id}/versions?limit=100`, root);
-      if (v.status !== 200 || v.body.data.length !== 1 || v.body.data[0].eventType !== 'RecordCreated' || v.body.data[0].version !== 1)
+      if (
+        v.status !== 200 ||
+        v.body.data.length !== 1 ||
+        v.body.data[0].eventType !== 'RecordCreated' ||
+        v.body.data[0].version !== 1
+      )
         wrongVersions.push(`${rec.id}: ${v.status} ${v.text.slice(0, 200)}`);
     });
     expect(wrongVersions).toEqual([]);
@@ -240,7 +265,9 @@ describe('durability: SIGKILL with 1,000 writes in flight, then restart', () => 
       );
       expect(rows[0].n).toBe(listed.length);
       expect(rows[0].ext).toBe(listed.length);
-      const cp = await db.query<{ name: string; position: number }>(`SELECT name, position::int AS position FROM proj_checkpoints`);
+      const cp = await db.query<{ name: string; position: number }>(
+        `SELECT name, position::int AS position FROM proj_checkpoints`,
+      );
       const head = await db.query<{ p: number }>(`SELECT coalesce(max(position), 0)::int AS p FROM es_events`);
       // Every checkpointed subscriber (read models, reactors such as the document worker) stopped at the head.
       expect(cp.rows.map((r) => r.name)).toContain('read-models');

@@ -62,7 +62,11 @@ describe.skipIf(!installedModel(BGE_SMALL_Q).ok)('changing the embedding model',
   it('rebuilds the context for the new model without a gap in SEMANTIC search', async () => {
     svc = await startService({ dataDir: data.dir });
     const key = svc.bootstrap.tenants.live.rootKey;
-    expect((await svc.api.get('/readyz', '')).body.embeddings).toMatchObject({ model: 'bge-small-en-v1.5-q', dims: 384, kind: 'builtin' });
+    expect((await svc.api.get('/readyz', '')).body.embeddings).toMatchObject({
+      model: 'bge-small-en-v1.5-q',
+      dims: 384,
+      kind: 'builtin',
+    });
     const ids: Record<string, string> = {};
     for (const [k, text] of Object.entries(texts)) {
       const r = await svc.api.post('/v1/documents', key, { title: k, text, indexMode: 'HYBRID' });
@@ -70,8 +74,15 @@ describe.skipIf(!installedModel(BGE_SMALL_Q).ok)('changing the embedding model',
       ids[k] = r.body.id;
     }
     for (const id of Object.values(ids))
-      expect((await eventually(async () => ((await svc!.api.get(`/v1/documents/${id}`, key)).body.status === 'INDEXED' ? true : null), 60_000, 50))).toBe(true);
-    const semantic = async () => (await svc!.api.post('/v1/search', key, { query: 'marine mammals singing', mode: 'SEMANTIC' })).body;
+      expect(
+        await eventually(
+          async () => ((await svc!.api.get(`/v1/documents/${id}`, key)).body.status === 'INDEXED' ? true : null),
+          60_000,
+          50,
+        ),
+      ).toBe(true);
+    const semantic = async () =>
+      (await svc!.api.post('/v1/search', key, { query: 'marine mammals singing', mode: 'SEMANTIC' })).body;
     expect((await semantic()).results[0].documentId).toBe(ids.whales);
     await svc.stop();
 
@@ -80,11 +91,19 @@ describe.skipIf(!installedModel(BGE_SMALL_Q).ok)('changing the embedding model',
     held = new Promise<void>((r) => (release = r));
     const endpoint = { EMBEDDINGS_URL: url, EMBEDDINGS_MODEL: 'bge-reversed', EMBEDDINGS_DIMENSIONS: '384' };
     svc = await startService({ dataDir: data.dir, env: endpoint });
-    expect((await svc.api.get('/readyz', '')).body.embeddings).toMatchObject({ model: 'openai:bge-reversed', dims: 384, kind: 'endpoint' });
-    const underWay = await eventually(async () => {
-      const r = (await svc!.api.get('/readyz', '')).body.embeddings.rebuild;
-      return r && r.running && r.items === 3 && passageCalls > 0 ? r : null;
-    }, 60_000, 50);
+    expect((await svc.api.get('/readyz', '')).body.embeddings).toMatchObject({
+      model: 'openai:bge-reversed',
+      dims: 384,
+      kind: 'endpoint',
+    });
+    const underWay = await eventually(
+      async () => {
+        const r = (await svc!.api.get('/readyz', '')).body.embeddings.rebuild;
+        return r && r.running && r.items === 3 && passageCalls > 0 ? r : null;
+      },
+      60_000,
+      50,
+    );
     expect(underWay).toMatchObject({ contexts: 1, contextsDone: 0, itemsDone: 0 });
     // Nothing of the new model is written yet: bge's vectors answer, the query embedded by bge.
     const during = await semantic();
@@ -92,16 +111,22 @@ describe.skipIf(!installedModel(BGE_SMALL_Q).ok)('changing the embedding model',
     expect(during.results[0].documentId).toBe(ids.whales);
     expect(during.results.map((r: { documentId: string }) => r.documentId).sort()).toEqual(Object.values(ids).sort());
     release();
-    const done = await eventually(async () => {
-      const r = (await svc!.api.get('/readyz', '')).body.embeddings.rebuild;
-      return r && !r.running && r.contextsDone === 1 ? r : null;
-    }, 90_000, 100);
+    const done = await eventually(
+      async () => {
+        const r = (await svc!.api.get('/readyz', '')).body.embeddings.rebuild;
+        return r && !r.running && r.contextsDone === 1 ? r : null;
+      },
+      90_000,
+      100,
+    );
     expect(done).toMatchObject({ contexts: 1, contextsDone: 1, items: 3, itemsDone: 3, failures: 0 });
     const after = await semantic();
     expect(after.results[0].documentId).toBe(ids.whales);
     expect(after.results.map((r: { documentId: string }) => r.documentId).sort()).toEqual(Object.values(ids).sort());
     // The record names the new model, and the old model's vectors of the context are gone.
-    const { rows } = await svc.service.searchSql.query<{ model: string; dims: number }>('SELECT model, dims FROM si_vector_models');
+    const { rows } = await svc.service.searchSql.query<{ model: string; dims: number }>(
+      'SELECT model, dims FROM si_vector_models',
+    );
     expect(rows).toEqual([{ model: 'openai:bge-reversed', dims: 384 }]);
     const { LanceVectorIndex } = await import('@svc/projectors');
     const old = new LanceVectorIndex(`${data.dir}/lancedb`, 'bge-small-en-v1.5-q', 384);
@@ -112,10 +137,14 @@ describe.skipIf(!installedModel(BGE_SMALL_Q).ok)('changing the embedding model',
 
     // A second start finds nothing to rebuild.
     svc = await startService({ dataDir: data.dir, env: endpoint });
-    const again = await eventually(async () => {
-      const r = (await svc!.api.get('/readyz', '')).body.embeddings.rebuild;
-      return r && !r.running ? r : null;
-    }, 30_000, 100);
+    const again = await eventually(
+      async () => {
+        const r = (await svc!.api.get('/readyz', '')).body.embeddings.rebuild;
+        return r && !r.running ? r : null;
+      },
+      30_000,
+      100,
+    );
     expect(again).toMatchObject({ contexts: 0, items: 0 });
     expect((await semantic()).results[0].documentId).toBe(ids.whales);
   }, 240_000);

@@ -36,7 +36,8 @@ let all: any[] = [];
  */
 const cut = (lines: any[]) => lines.filter((l) => l.position <= all[all.length - 1].position);
 
-const enterprise = () => api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000, creditLimit: 1_000_000_000 });
+const enterprise = () =>
+  api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000, creditLimit: 1_000_000_000 });
 
 async function ok(p: Promise<{ status: number; text: string; body: any }>, status = 200) {
   const r = await p;
@@ -51,13 +52,16 @@ async function exportLines(query = '', token = root) {
   expect(r.headers.get('content-type')).toBe('application/x-ndjson');
   if (!r.text) return [];
   expect(r.text.endsWith('\n')).toBe(true);
-  return r.text.slice(0, -1).split('\n').map((l) => JSON.parse(l));
+  return r.text
+    .slice(0, -1)
+    .split('\n')
+    .map((l) => JSON.parse(l));
 }
 
 /** The tenant's events as the store holds them (the ground truth), up to `until`. */
 async function stored(tenantId: string, until = Number.MAX_SAFE_INTEGER): Promise<StoredEvent[]> {
   const out: StoredEvent[] = [];
-  for (let after = 0; ; ) {
+  for (let after = 0; ;) {
     const page = await svc.service.store.readAll(after, 1000);
     if (!page.length) return out;
     for (const e of page) if (e.metadata.tenantId === tenantId && e.position <= until) out.push(e);
@@ -77,19 +81,37 @@ beforeAll(async () => {
   ids.schema = (
     await ok(
       api.post('/v1/schemas', root, {
-        typeName, displayName: 'Contacts', allowedSurfaces: ['record'], indexMode: 'NONE',
-        fields: [{ fieldId: 'name', fieldType: 'string' }, { fieldId: 'pin', fieldType: 'string', sensitive: true }],
+        typeName,
+        displayName: 'Contacts',
+        allowedSurfaces: ['record'],
+        indexMode: 'NONE',
+        fields: [
+          { fieldId: 'name', fieldType: 'string' },
+          { fieldId: 'pin', fieldType: 'string', sensitive: true },
+        ],
         lookupFields: [{ fieldName: 'pin', unique: true }],
       }),
       201,
     )
   ).id;
-  ids.r1 = (await ok(api.post('/v1/records', root, { typeName, externalId: 'ext-1', payload: { name: 'Ada', pin: PIN } }), 201)).id;
+  ids.r1 = (
+    await ok(api.post('/v1/records', root, { typeName, externalId: 'ext-1', payload: { name: 'Ada', pin: PIN } }), 201)
+  ).id;
   await ok(api.patch(`/v1/records/${ids.r1}`, root, { payload: { pin: PIN2 } }));
   ids.r2 = (await ok(api.post('/v1/records', root, { typeName, payload: { name: 'Brief' } }), 201)).id;
   await ok(api.del(`/v1/records/${ids.r2}`, root), 204);
   ids.folder = (await ok(api.post('/v1/folders', root, { name: 'Exports' }), 201)).id;
-  ids.doc = (await ok(api.post('/v1/documents', root, { title: 'Memo', text: 'A short memo.', indexMode: 'NONE', payload: { note: 'n' } }), 201)).id;
+  ids.doc = (
+    await ok(
+      api.post('/v1/documents', root, {
+        title: 'Memo',
+        text: 'A short memo.',
+        indexMode: 'NONE',
+        payload: { note: 'n' },
+      }),
+      201,
+    )
+  ).id;
   await eventually(async () => (await api.get(`/v1/documents/${ids.doc}`, root)).body?.status === 'STORED', 20_000);
   ids.user = (await ok(api.post('/v1/users', root, { displayName: 'Ada' }), 201)).id;
   // The same account's test tenant and another account write too: none of it may appear.
@@ -112,19 +134,44 @@ describe('GET /v1/export', () => {
     for (const [i, l] of all.entries()) {
       const e = truth[i];
       expect(Object.keys(l).sort()).toEqual(LINE_KEYS);
-      expect(l).toMatchObject({ streamId: e.streamId, type: e.type, version: e.revision + 1, recordedAt: e.metadata.occurredAt, tenantId: acct.tenants.live.tenantId, contextId: e.metadata.contextId });
+      expect(l).toMatchObject({
+        streamId: e.streamId,
+        type: e.type,
+        version: e.revision + 1,
+        recordedAt: e.metadata.occurredAt,
+        tenantId: acct.tenants.live.tenantId,
+        contextId: e.metadata.contextId,
+      });
       expect(l.actor).toEqual({ keyId: e.metadata.actorKeyId, userId: e.metadata.userId });
       expect(new Date(l.recordedAt).toISOString()).toBe(l.recordedAt);
     }
     const types = new Set(all.map((l) => l.type));
-    for (const t of ['ContextCreated', 'CredentialIssued', 'SchemaCreated', 'RecordCreated', 'RecordUpdated', 'RecordDeleted', 'ReservationClaimed', 'FolderCreated', 'DocumentCreated', 'DocumentIndexSkipped', 'UserCreated'])
+    for (const t of [
+      'ContextCreated',
+      'CredentialIssued',
+      'SchemaCreated',
+      'RecordCreated',
+      'RecordUpdated',
+      'RecordDeleted',
+      'ReservationClaimed',
+      'FolderCreated',
+      'DocumentCreated',
+      'DocumentIndexSkipped',
+      'UserCreated',
+    ])
       expect(types, t).toContain(t);
     // version: the entity stream's version after the event; actor: the root key's credential.
     const rootKeyId = all.find((l) => l.type === 'CredentialIssued' && l.data.kind === 'root').data.credentialId;
     const r1 = all.filter((l) => l.streamId === streams.record(ids.r1));
-    expect(r1.map((l) => [l.type, l.version])).toEqual([['RecordCreated', 1], ['RecordUpdated', 2]]);
+    expect(r1.map((l) => [l.type, l.version])).toEqual([
+      ['RecordCreated', 1],
+      ['RecordUpdated', 2],
+    ]);
     expect(r1.every((l) => l.actor.keyId === rootKeyId && l.contextId === acct.tenants.live.contextId)).toBe(true);
-    expect(all.filter((l) => l.streamId === streams.record(ids.r2)).map((l) => [l.type, l.version])).toEqual([['RecordCreated', 1], ['RecordDeleted', 2]]);
+    expect(all.filter((l) => l.streamId === streams.record(ids.r2)).map((l) => [l.type, l.version])).toEqual([
+      ['RecordCreated', 1],
+      ['RecordDeleted', 2],
+    ]);
     // The document worker's own events carry no credential.
     expect(all.find((l) => l.type === 'DocumentIndexSkipped').actor).toEqual({ keyId: null, userId: null });
   });
@@ -176,7 +223,14 @@ describe('GET /v1/export', () => {
     expect(cut(await exportLines(`?from=${encodeURIComponent(plusTwo)}`))).toEqual(after);
     expect(await exportLines('?from=2000-01-01&to=2000-01-02')).toEqual([]);
     expect(cut(await exportLines('?from=2000-01-01')).length).toBe(all.length);
-    for (const q of ['from=yesterday', 'to=2026-13-01', 'from=2026-02-30', 'from=2026-01-01T10:00', 'to=12345', `from=${encodeURIComponent(mid)}&to=2000-01-01`]) {
+    for (const q of [
+      'from=yesterday',
+      'to=2026-13-01',
+      'from=2026-02-30',
+      'from=2026-01-01T10:00',
+      'to=12345',
+      `from=${encodeURIComponent(mid)}&to=2000-01-01`,
+    ]) {
       const r = await api.get(`/v1/export?${q}`, root);
       expect(r.status, q).toBe(400);
       expect(r.body.errorCode).toBe('VALIDATION_ERROR');
@@ -186,16 +240,22 @@ describe('GET /v1/export', () => {
   it('startFrom=<position> resumes after that line; a malformed one is a 400', async () => {
     const k = Math.floor(all.length / 3);
     expect(cut(await exportLines(`?startFrom=${all[k].position}`))).toEqual(all.slice(k + 1));
-    expect((await exportLines(`?startFrom=${all[all.length - 1].position}`)).every((l) => l.position > all[all.length - 1].position)).toBe(true);
+    expect(
+      (await exportLines(`?startFrom=${all[all.length - 1].position}`)).every(
+        (l) => l.position > all[all.length - 1].position,
+      ),
+    ).toBe(true);
     expect(cut(await exportLines('?startFrom=0'))).toEqual(all);
     // Filters and startFrom combine.
     const recs = all.filter((l) => l.streamId.startsWith('record-'));
     expect(cut(await exportLines(`?streams=record&startFrom=${recs[0].position}`))).toEqual(recs.slice(1));
-    for (const bad of ['abc', '-1', '1.5', 'eyJwIjoxfQ']) expect((await api.get(`/v1/export?startFrom=${bad}`, root)).status, bad).toBe(400);
+    for (const bad of ['abc', '-1', '1.5', 'eyJwIjoxfQ'])
+      expect((await api.get(`/v1/export?startFrom=${bad}`, root)).status, bad).toBe(400);
   });
 
   it('root key or logs:r; anything else is the uniform 403; a context-confined credential exports its context only', async () => {
-    const mint = async (body: Record<string, unknown>) => (await ok(api.post('/v1/tokens', root, body), 201)).token as string;
+    const mint = async (body: Record<string, unknown>) =>
+      (await ok(api.post('/v1/tokens', root, body), 201)).token as string;
     const reader = await mint({ scope: { allowedActions: ['records:r', 'documents:r', 'billing:r'] } });
     const denied = await api.get('/v1/export', reader);
     expect(denied.status).toBe(403);
@@ -219,7 +279,10 @@ describe('GET /v1/export', () => {
   it('tenant isolation: the other tenant of the account and another account see only their own events', async () => {
     const test = await exportLines('', acct.tenants.test.rootKey);
     const foreign = await exportLines('', other.tenants.live.rootKey);
-    for (const [lines, tenantId] of [[test, acct.tenants.test.tenantId], [foreign, other.tenants.live.tenantId]] as const) {
+    for (const [lines, tenantId] of [
+      [test, acct.tenants.test.tenantId],
+      [foreign, other.tenants.live.tenantId],
+    ] as const) {
       expect(lines.length).toBeGreaterThan(0);
       expect(lines.every((l) => l.tenantId === tenantId)).toBe(true);
       expect(lines.some((l) => l.type === 'FolderCreated')).toBe(true);
@@ -244,10 +307,25 @@ describe('a large export streams with back-pressure, in bounded memory', () => {
       id: randomUUID(),
       type: 'ReservationClaimed',
       data: { key: `${tenantId}/${contextId}/bulk/${i}/${PAD}`, ownerId: `owner-${i}` },
-      metadata: { tenantId, contextId, accountId: big.accountId, actorKeyId: null, userId: null, requestId: null, occurredAt: new Date().toISOString(), schemaVersion: 1 },
+      metadata: {
+        tenantId,
+        contextId,
+        accountId: big.accountId,
+        actorKeyId: null,
+        userId: null,
+        requestId: null,
+        occurredAt: new Date().toISOString(),
+        schemaVersion: 1,
+      },
     });
     for (let i = 0; i < N; i += 500)
-      await svc.service.store.appendMulti(Array.from({ length: 500 }, (_, j) => ({ streamId: streams.reservation('bulk', tenantId, String(i + j)), events: [ev(i + j)], expectedRevision: 'no_stream' as const })));
+      await svc.service.store.appendMulti(
+        Array.from({ length: 500 }, (_, j) => ({
+          streamId: streams.reservation('bulk', tenantId, String(i + j)),
+          events: [ev(i + j)],
+          expectedRevision: 'no_stream' as const,
+        })),
+      );
 
     // The service's own log subscribers read the seeded events too (through the shared log tail, which keeps recent
     // pages in memory): let them finish first, so the memory measured below is the export's.
@@ -358,7 +436,15 @@ describe('a large export streams with back-pressure, in bounded memory', () => {
 });
 
 describe('npm run export (the CLI, a child process)', () => {
-  const ENGINE_VARS = ['DATABASE_URL', 'EVENTSTORE_URL', 'KAFKA_BROKERS', 'ELASTICSEARCH_URL', 'LANCEDB_URI', 'REDIS_URL', 'OBJECT_STORE_URL'];
+  const ENGINE_VARS = [
+    'DATABASE_URL',
+    'EVENTSTORE_URL',
+    'KAFKA_BROKERS',
+    'ELASTICSEARCH_URL',
+    'LANCEDB_URI',
+    'REDIS_URL',
+    'OBJECT_STORE_URL',
+  ];
   const cli = (args: string[]) =>
     spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'deploy/src/export.ts'), ...args], {
       cwd: ROOT,
@@ -379,7 +465,13 @@ describe('npm run export (the CLI, a child process)', () => {
     // The CLI's head is later (metering wrote on): the HTTP export is its beginning.
     const lines = readFileSync(out, 'utf8');
     expect(lines.startsWith(http)).toBe(true);
-    expect(lines.slice(http.length).split('\n').filter(Boolean).every((l) => JSON.parse(l).streamId.startsWith('usage-'))).toBe(true);
+    expect(
+      lines
+        .slice(http.length)
+        .split('\n')
+        .filter(Boolean)
+        .every((l) => JSON.parse(l).streamId.startsWith('usage-')),
+    ).toBe(true);
     expect(statSync(out).mode & 0o777).toBe(0o600);
     expect(r.stderr).toMatch(/100%/);
     expect(r.stderr).toMatch(new RegExp(`exported ${lines.split('\n').length - 1} line\\(s\\)`));

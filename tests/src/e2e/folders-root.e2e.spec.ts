@@ -26,12 +26,13 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-const call = (method: string, path: string, ctx: string, body?: unknown) => api.call(method, path, { token: root, body, headers: { 'x-context-id': ctx } });
+const call = (method: string, path: string, ctx: string, body?: unknown) =>
+  api.call(method, path, { token: root, body, headers: { 'x-context-id': ctx } });
 
 /** Every event after `after`, metering tallies aside (read calls are counted on the usage streams by design). */
 async function appendedSince(after: number): Promise<StoredEvent[]> {
   const out: StoredEvent[] = [];
-  for (let from = after; ; ) {
+  for (let from = after; ;) {
     const page = await svc.service.store.readAll(from, 1000);
     if (!page.length) return out.filter((e) => !e.streamId.startsWith('usage-'));
     out.push(...page);
@@ -65,7 +66,17 @@ describe('folder reads never write', () => {
     expect(list.status, list.text).toBe(200);
     expect(list.body.data).toHaveLength(1);
     const rootFolder = list.body.data[0];
-    expect(rootFolder).toMatchObject({ isProtected: true, parentFolderId: null, depth: 0, slug: 'root', name: 'Root', userId: null, scopes: [], version: 1, description: null });
+    expect(rootFolder).toMatchObject({
+      isProtected: true,
+      parentFolderId: null,
+      depth: 0,
+      slug: 'root',
+      name: 'Root',
+      userId: null,
+      scopes: [],
+      version: 1,
+      description: null,
+    });
     expect(rootFolder.createdAt).toBe(rootFolder.lastModified);
     expect(new Date(rootFolder.createdAt).getTime()).toBeLessThan(new Date(created.body.createdAt).getTime());
     expect(await readEverything(ctx, rootFolder.id)).toEqual([200, 200, 404, 404, 404, 200, 200]);
@@ -94,17 +105,29 @@ describe('folder reads never write', () => {
     const at = new Date(Date.now() - 60_000).toISOString();
     await svc.service.store.append(
       streams.context(ctx),
-      [{
-        id: randomUUID(),
-        type: 'ContextCreated',
-        data: { contextId: ctx, tenantId, accountId: svc.bootstrap.accountId, name: 'legacy', isDefault: false },
-        metadata: { tenantId, contextId: ctx, accountId: svc.bootstrap.accountId, actorKeyId: null, userId: null, requestId: null, occurredAt: at, schemaVersion: EVENT_SCHEMA_VERSION },
-      }],
+      [
+        {
+          id: randomUUID(),
+          type: 'ContextCreated',
+          data: { contextId: ctx, tenantId, accountId: svc.bootstrap.accountId, name: 'legacy', isDefault: false },
+          metadata: {
+            tenantId,
+            contextId: ctx,
+            accountId: svc.bootstrap.accountId,
+            actorKeyId: null,
+            userId: null,
+            requestId: null,
+            occurredAt: at,
+            schemaVersion: EVENT_SCHEMA_VERSION,
+          },
+        },
+      ],
       'no_stream',
     );
     await eventually(async () => {
       const r = await api.get('/v1/contexts?limit=100', root);
-      if (!r.body?.data?.some((c: any) => c.id === ctx)) throw new Error(`context not projected yet: ${r.status} ${r.text}`);
+      if (!r.body?.data?.some((c: any) => c.id === ctx))
+        throw new Error(`context not projected yet: ${r.status} ${r.text}`);
       return true;
     });
     const head = await svc.service.store.headPosition();
@@ -113,7 +136,17 @@ describe('folder reads never write', () => {
     expect(list.status, list.text).toBe(200);
     expect(list.body.data).toHaveLength(1);
     const implicit = list.body.data[0];
-    expect(implicit).toMatchObject({ isProtected: true, parentFolderId: null, depth: 0, slug: 'root', name: 'Root', userId: null, scopes: [], version: 1, description: null });
+    expect(implicit).toMatchObject({
+      isProtected: true,
+      parentFolderId: null,
+      depth: 0,
+      slug: 'root',
+      name: 'Root',
+      userId: null,
+      scopes: [],
+      version: 1,
+      description: null,
+    });
     expect(new Date(implicit.createdAt).getTime()).toBe(new Date(at).getTime() - 1);
     expect((await call('GET', `/v1/folders/${implicit.id}`, ctx)).body).toEqual(implicit);
     // Filters and cursors treat it as they treat a stored root.
@@ -133,6 +166,9 @@ describe('folder reads never write', () => {
     const after = await call('GET', '/v1/folders', ctx);
     expect(after.body.data.map((f: any) => f.id)).toEqual([implicit.id, child.body.id]);
     expect(after.body.data[0]).toEqual(implicit);
-    expect((await appendedSince(head)).filter((e) => e.type === 'FolderCreated').map((e) => e.streamId)).toEqual([streams.folder(implicit.id), streams.folder(child.body.id)]);
+    expect((await appendedSince(head)).filter((e) => e.type === 'FolderCreated').map((e) => e.streamId)).toEqual([
+      streams.folder(implicit.id),
+      streams.folder(child.body.id),
+    ]);
   });
 });

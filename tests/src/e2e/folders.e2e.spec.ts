@@ -13,8 +13,31 @@ let boot: Bootstrap;
 let root: string; // live root key of the bootstrap account
 let other: Bootstrap; // a second account (another tenant)
 
-const FOLDER_KEYS = ['createdAt', 'depth', 'description', 'id', 'isProtected', 'lastModified', 'name', 'parentFolderId', 'scopes', 'slug', 'userId', 'version'];
-const VERSION_KEYS = ['actor', 'entityId', 'entityKind', 'eventType', 'id', 'recordedAt', 'requestId', 'state', 'version'];
+const FOLDER_KEYS = [
+  'createdAt',
+  'depth',
+  'description',
+  'id',
+  'isProtected',
+  'lastModified',
+  'name',
+  'parentFolderId',
+  'scopes',
+  'slug',
+  'userId',
+  'version',
+];
+const VERSION_KEYS = [
+  'actor',
+  'entityId',
+  'entityKind',
+  'eventType',
+  'id',
+  'recordedAt',
+  'requestId',
+  'state',
+  'version',
+];
 
 type Res = Awaited<ReturnType<Api['call']>>;
 
@@ -79,7 +102,13 @@ const snapshot = async (id: string) => ({ folder: (await get(id)).body, history:
 const withoutRequestId = (r: Res) => r.text.replace(JSON.stringify(r.body.requestId), '"<requestId>"');
 
 async function schemaFor(typeName: string, token = root, ctx?: string) {
-  const r = await call('POST', '/v1/schemas', token, { typeName, displayName: typeName, allowedSurfaces: ['record'] }, ctx);
+  const r = await call(
+    'POST',
+    '/v1/schemas',
+    token,
+    { typeName, displayName: typeName, allowedSurfaces: ['record'] },
+    ctx,
+  );
   expect([200, 201], r.text).toContain(r.status);
   return r.body.id as string;
 }
@@ -93,7 +122,16 @@ describe('the context root folder', () => {
     expect(r.body.data).toHaveLength(1);
     const f = r.body.data[0];
     expect(Object.keys(f).sort()).toEqual(FOLDER_KEYS);
-    expect(f).toMatchObject({ isProtected: true, parentFolderId: null, depth: 0, slug: 'root', userId: null, scopes: [], version: 1, description: null });
+    expect(f).toMatchObject({
+      isProtected: true,
+      parentFolderId: null,
+      depth: 0,
+      slug: 'root',
+      userId: null,
+      scopes: [],
+      version: 1,
+      description: null,
+    });
     expect(f.createdAt).toBe(f.lastModified);
     // later calls see the same root, never a second one
     const again = await call('GET', '/v1/folders', root, undefined, ctx);
@@ -102,7 +140,9 @@ describe('the context root folder', () => {
   });
 
   it('a user-scoped token reads the root and its version history (the root is visible to every credential of its context)', async () => {
-    const t = await mint(['folders:r'], { scope: { allowedActions: ['folders:r'], dataScope: { userId: 'history-user' } } });
+    const t = await mint(['folders:r'], {
+      scope: { allowedActions: ['folders:r'], dataScope: { userId: 'history-user' } },
+    });
     const list = await call('GET', '/v1/folders', t);
     const r0 = list.body.data.find((f: any) => f.isProtected);
     expect(r0).toBeDefined();
@@ -111,7 +151,10 @@ describe('the context root folder', () => {
     expect(h.status, h.text).toBe(200);
     expect(h.body.data).toEqual((await call('GET', `/v1/folders/${r0.id}/versions`, root)).body.data);
     // Another user's folder stays out of reach, history included.
-    const other = await call('POST', '/v1/folders', root, { name: `theirs-${randomUUID().slice(0, 8)}`, userId: 'someone-else' });
+    const other = await call('POST', '/v1/folders', root, {
+      name: `theirs-${randomUUID().slice(0, 8)}`,
+      userId: 'someone-else',
+    });
     expect(other.status, other.text).toBe(201);
     expect((await call('GET', `/v1/folders/${other.body.id}/versions`, t)).status).toBe(404);
   });
@@ -145,7 +188,9 @@ describe('the context root folder', () => {
     const list = await call('GET', '/v1/folders', root, undefined, ctx);
     const roots = list.body.data.filter((f: any) => f.isProtected);
     expect(roots).toHaveLength(1);
-    expect(list.body.data.filter((f: any) => !f.isProtected).every((f: any) => f.parentFolderId === roots[0].id)).toBe(true);
+    expect(list.body.data.filter((f: any) => !f.isProtected).every((f: any) => f.parentFolderId === roots[0].id)).toBe(
+      true,
+    );
   });
 
   it('each context has its own root', async () => {
@@ -173,7 +218,9 @@ describe('the context root folder', () => {
   });
 
   it('a data-scoped caller sees the root (it belongs to nobody) and may create under it', async () => {
-    const t = await mint(['folders:*'], { scope: { allowedActions: ['folders:*'], dataScope: { userId: 'scoped-user' } } });
+    const t = await mint(['folders:*'], {
+      scope: { allowedActions: ['folders:*'], dataScope: { userId: 'scoped-user' } },
+    });
     const r0 = await rootOf();
     expect((await get(r0.id, t)).status).toBe(200);
     const f = await create({ name: 'Mine' }, t);
@@ -187,7 +234,16 @@ describe('creating folders', () => {
     const r0 = await rootOf();
     const f = await create({ name: 'Reports', description: 'All reports', scopes: ['org:acme'], userId: 'u-1' });
     expect(Object.keys(f).sort()).toEqual(FOLDER_KEYS);
-    expect(f).toMatchObject({ name: 'Reports', description: 'All reports', parentFolderId: r0.id, depth: 1, isProtected: false, userId: 'u-1', scopes: ['org:acme'], version: 1 });
+    expect(f).toMatchObject({
+      name: 'Reports',
+      description: 'All reports',
+      parentFolderId: r0.id,
+      depth: 1,
+      isProtected: false,
+      userId: 'u-1',
+      scopes: ['org:acme'],
+      version: 1,
+    });
     expect(f.slug).toMatch(/^reports(-\d+)?$/);
     expect(new Date(f.createdAt).toISOString()).toBe(f.createdAt);
     expect(f.lastModified).toBe(f.createdAt);
@@ -227,7 +283,9 @@ describe('creating folders', () => {
 
   it('concurrent creates with the same name all get distinct slugs', async () => {
     const parent = await create({ name: 'race' });
-    const rs = await Promise.all(Array.from({ length: 5 }, () => call('POST', '/v1/folders', root, { name: 'Race', parentFolderId: parent.id })));
+    const rs = await Promise.all(
+      Array.from({ length: 5 }, () => call('POST', '/v1/folders', root, { name: 'Race', parentFolderId: parent.id })),
+    );
     for (const r of rs) expect(r.status, r.text).toBe(201);
     expect(new Set(rs.map((r) => r.body.slug)).size).toBe(5);
   });
@@ -326,7 +384,9 @@ describe('reading folders', () => {
     const f = await create({ name: 'owned', userId: 'owner-1' });
     const t = await mint(['folders:r'], { scope: { allowedActions: ['folders:r'], dataScope: { userId: 'owner-2' } } });
     expect((await get(f.id, t)).status).toBe(404);
-    const t1 = await mint(['folders:r'], { scope: { allowedActions: ['folders:r'], dataScope: { userId: 'owner-1' } } });
+    const t1 = await mint(['folders:r'], {
+      scope: { allowedActions: ['folders:r'], dataScope: { userId: 'owner-1' } },
+    });
     expect((await get(f.id, t1)).status).toBe(200);
   });
 
@@ -344,7 +404,19 @@ describe('listing folders', () => {
     const ctx = await newContext();
     const p = await create({ name: 'list parent' }, root, ctx);
     const made = [];
-    for (let i = 0; i < 5; i++) made.push(await create({ name: `child ${i}`, parentFolderId: p.id, userId: i % 2 ? 'odd' : 'even', scopes: i < 2 ? ['org:first'] : [] }, root, ctx));
+    for (let i = 0; i < 5; i++)
+      made.push(
+        await create(
+          {
+            name: `child ${i}`,
+            parentFolderId: p.id,
+            userId: i % 2 ? 'odd' : 'even',
+            scopes: i < 2 ? ['org:first'] : [],
+          },
+          root,
+          ctx,
+        ),
+      );
     const all = await call('GET', `/v1/folders?parentFolderId=${p.id}`, root, undefined, ctx);
     expect(all.body.data.map((f: any) => f.id)).toEqual(made.map((f) => f.id));
     const odd = await call('GET', `/v1/folders?parentFolderId=${p.id}&userId=odd`, root, undefined, ctx);
@@ -379,7 +451,10 @@ describe('listing folders', () => {
     const ctx = await newContext();
     await create({ name: 'theirs', userId: 'someone-else' }, root, ctx);
     const mine = await create({ name: 'mine', userId: 'me' }, root, ctx);
-    const t = await mint(['folders:r'], { contextId: ctx, scope: { allowedActions: ['folders:r'], dataScope: { userId: 'me' } } });
+    const t = await mint(['folders:r'], {
+      contextId: ctx,
+      scope: { allowedActions: ['folders:r'], dataScope: { userId: 'me' } },
+    });
     const r = await call('GET', '/v1/folders', t);
     expect(r.body.data.map((f: any) => f.name)).toEqual(['Root', mine.name]);
   });
@@ -407,7 +482,17 @@ describe('PUT /v1/folders/:id', () => {
     const r = await call('PUT', `/v1/folders/${f.id}`, root, { name: 'After' });
     expect(r.status, r.text).toBe(200);
     expect(Object.keys(r.body).sort()).toEqual(FOLDER_KEYS);
-    expect(r.body).toMatchObject({ id: f.id, name: 'After', description: null, slug: f.slug, parentFolderId: f.parentFolderId, depth: f.depth, scopes: ['org:x'], version: 2, createdAt: f.createdAt });
+    expect(r.body).toMatchObject({
+      id: f.id,
+      name: 'After',
+      description: null,
+      slug: f.slug,
+      parentFolderId: f.parentFolderId,
+      depth: f.depth,
+      scopes: ['org:x'],
+      version: 2,
+      createdAt: f.createdAt,
+    });
     expect((await get(f.id)).body).toEqual(r.body);
   });
 
@@ -419,10 +504,21 @@ describe('PUT /v1/folders/:id', () => {
 
   it('repeating the current slug and parent is fine; changing either is a 400 that changes nothing', async () => {
     const f = await create({ name: 'fixed' });
-    expect((await call('PUT', `/v1/folders/${f.id}`, root, { name: 'fixed', slug: f.slug, parentFolderId: f.parentFolderId })).status).toBe(200);
+    expect(
+      (
+        await call('PUT', `/v1/folders/${f.id}`, root, {
+          name: 'fixed',
+          slug: f.slug,
+          parentFolderId: f.parentFolderId,
+        })
+      ).status,
+    ).toBe(200);
     const before = await snapshot(f.id);
     const other = await create({ name: 'other parent' });
-    for (const body of [{ name: 'x', slug: 'different' }, { name: 'x', parentFolderId: other.id }]) {
+    for (const body of [
+      { name: 'x', slug: 'different' },
+      { name: 'x', parentFolderId: other.id },
+    ]) {
       const r = await call('PUT', `/v1/folders/${f.id}`, root, body);
       expect(r.status, r.text).toBe(400);
     }
@@ -478,7 +574,11 @@ describe('PATCH /v1/folders/:id', () => {
   ])('%s is a 400 that changes nothing', async (_, body) => {
     const f = await create({ name: 'patch me', description: 'd' });
     const before = await snapshot(f.id);
-    const b = Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined).map(([k, v]) => [k, v === '__current__' ? f.slug : v]));
+    const b = Object.fromEntries(
+      Object.entries(body)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => [k, v === '__current__' ? f.slug : v]),
+    );
     const r = await call('PATCH', `/v1/folders/${f.id}`, root, b);
     expect(r.status, r.text).toBe(400);
     expect(r.body.errorCode).toBe('VALIDATION_ERROR');
@@ -497,7 +597,9 @@ describe('PATCH /v1/folders/:id', () => {
   it('an unknown folder, or one outside the data scope, is a 404', async () => {
     expect((await call('PATCH', `/v1/folders/${randomUUID()}`, root, { name: 'x' })).status).toBe(404);
     const f = await create({ name: 'private', userId: 'p-owner' });
-    const t = await mint(['folders:*'], { scope: { allowedActions: ['folders:*'], dataScope: { userId: 'intruder' } } });
+    const t = await mint(['folders:*'], {
+      scope: { allowedActions: ['folders:*'], dataScope: { userId: 'intruder' } },
+    });
     const before = await snapshot(f.id);
     expect((await call('PATCH', `/v1/folders/${f.id}`, t, { name: 'x' })).status).toBe(404);
     expect((await call('PUT', `/v1/folders/${f.id}`, t, { name: 'x' })).status).toBe(404);
@@ -517,7 +619,9 @@ describe('identity auto-assign and permissions on writes', () => {
   });
 
   it('a token limited to scopes stamps them when the write names none; other scopes are a 403', async () => {
-    const t = await mint(['folders:*'], { scope: { allowedActions: ['folders:*'], dataScope: { scopes: ['org:acme'] } } });
+    const t = await mint(['folders:*'], {
+      scope: { allowedActions: ['folders:*'], dataScope: { scopes: ['org:acme'] } },
+    });
     const f = await create({ name: 'scoped' }, t);
     expect(f.scopes).toEqual(['org:acme']);
     expect((await call('POST', '/v1/folders', t, { name: 'x', scopes: ['org:other'] })).status).toBe(403);
@@ -584,7 +688,12 @@ describe('DELETE /v1/folders/:id', () => {
     const r1 = await call('DELETE', `/v1/folders/${f.id}`, t);
     expect(r1.status).toBe(400);
     expect((await call('DELETE', `/v1/folders/${hiddenChild.id}`, root)).status).toBe(204);
-    const rec = await call('POST', '/v1/records', root, { typeName: 'folder_secret', payload: {}, folderId: f.id, userId: 'stranger' });
+    const rec = await call('POST', '/v1/records', root, {
+      typeName: 'folder_secret',
+      payload: {},
+      folderId: f.id,
+      userId: 'stranger',
+    });
     expect(rec.status, rec.text).toBe(201);
     expect((await call('DELETE', `/v1/folders/${f.id}`, t)).status).toBe(400);
     expect((await call('DELETE', `/v1/records/${rec.body.id}`, root)).status).toBe(204);
@@ -615,7 +724,13 @@ describe('version history', () => {
     const v1 = await versions(f.id);
     expect(v1).toHaveLength(1);
     expect(Object.keys(v1[0]).sort()).toEqual(VERSION_KEYS);
-    expect(v1[0]).toMatchObject({ entityId: f.id, entityKind: 'folder', version: 1, eventType: 'FolderCreated', state: f });
+    expect(v1[0]).toMatchObject({
+      entityId: f.id,
+      entityKind: 'folder',
+      version: 1,
+      eventType: 'FolderCreated',
+      state: f,
+    });
     expect(v1[0].actor.keyId).toBeTruthy();
 
     const put = await call('PUT', `/v1/folders/${f.id}`, root, { name: 'history 2', description: 'v2' });
@@ -708,7 +823,9 @@ describe('records in folders', () => {
     expect(put.status, put.text).toBe(200);
     expect(put.body.folderId).toBe(b.id);
     // the unchanged folder needs no check
-    expect((await call('PATCH', `/v1/records/${rec.body.id}`, root, { folderId: b.id, payload: { n: 3 } })).status).toBe(200);
+    expect(
+      (await call('PATCH', `/v1/records/${rec.body.id}`, root, { folderId: b.id, payload: { n: 3 } })).status,
+    ).toBe(200);
   });
 
   it('a record may sit in the context root', async () => {
@@ -723,7 +840,14 @@ describe('context teardown', () => {
   it.skipIf(!!inProcessOnly)('deleting a context removes its folders from the read models', async () => {
     const ctx = await newContext();
     await create({ name: 'doomed' }, root, ctx);
-    const count = async () => Number((await svc.service.sql.query<{ n: string }>('SELECT count(*) AS n FROM rm_folders WHERE context_id = $1', [ctx])).rows[0].n);
+    const count = async () =>
+      Number(
+        (
+          await svc.service.sql.query<{ n: string }>('SELECT count(*) AS n FROM rm_folders WHERE context_id = $1', [
+            ctx,
+          ])
+        ).rows[0].n,
+      );
     expect(await count()).toBe(2); // the root and the folder
     const del = await api.del(`/v1/contexts/${ctx}`, root);
     expect(del.status, del.text).toBe(204);

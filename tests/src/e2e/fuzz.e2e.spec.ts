@@ -1,7 +1,14 @@
 import { connect } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OPERATOR_TOKEN, startService, THROUGH_ROUTER, type Api, type Bootstrap, type TestService } from '../support/service';
+import {
+  OPERATOR_TOKEN,
+  startService,
+  THROUGH_ROUTER,
+  type Api,
+  type Bootstrap,
+  type TestService,
+} from '../support/service';
 
 /**
  * Hardening acceptance: every route of /openapi.json is sent malformed JSON,
@@ -17,7 +24,8 @@ let attacker: Bootstrap;
 let bystander: Bootstrap;
 const ids: Record<string, string> = {};
 
-const enterprise = () => api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000, creditLimit: 1_000_000_000 });
+const enterprise = () =>
+  api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000, creditLimit: 1_000_000_000 });
 const REQUEST_TIMEOUT_MS = 15_000;
 
 beforeAll(async () => {
@@ -27,8 +35,13 @@ beforeAll(async () => {
   bystander = await enterprise();
   const root = attacker.tenants.live.rootKey;
   const s = await api.post('/v1/schemas', root, {
-    typeName: 'FuzzTarget', displayName: 'Fuzz', allowedSurfaces: ['record', 'document'],
-    fields: [{ fieldId: 'name', fieldType: 'string', searchable: true, validation: { pattern: '^[a-z]+$' } }, { fieldId: 'n', fieldType: 'number' }],
+    typeName: 'FuzzTarget',
+    displayName: 'Fuzz',
+    allowedSurfaces: ['record', 'document'],
+    fields: [
+      { fieldId: 'name', fieldType: 'string', searchable: true, validation: { pattern: '^[a-z]+$' } },
+      { fieldId: 'n', fieldType: 'number' },
+    ],
     lookupFields: ['name', { fieldName: 'n', rangeEnabled: true }],
   });
   expect(s.status, s.text).toBe(201);
@@ -69,13 +82,28 @@ const BODIES: Array<[string, string]> = [
   ['many digits', everywhere('123456789012345678901234567890123456789012')],
   ['tiny number', everywhere('1e-400')],
   ['9 MB string', JSON.stringify({ typeName: 'FuzzTarget', payload: { name: 'a'.repeat(9 * 1024 * 1024) } })],
-  ['3 MB payload', JSON.stringify({ typeName: 'FuzzTarget', title: 't', text: 'x', payload: { name: 'b'.repeat(3 * 1024 * 1024) } })],
+  [
+    '3 MB payload',
+    JSON.stringify({ typeName: 'FuzzTarget', title: 't', text: 'x', payload: { name: 'b'.repeat(3 * 1024 * 1024) } }),
+  ],
   ['200,000 keys', wide],
   ['__proto__', '{"__proto__":{"admin":true},"typeName":"FuzzTarget","payload":{"__proto__":{"x":1}}}'],
-  ['constructor.prototype', '{"constructor":{"prototype":{"admin":true}},"payload":{"constructor":{"prototype":{"x":1}}}}'],
+  [
+    'constructor.prototype',
+    '{"constructor":{"prototype":{"admin":true}},"payload":{"constructor":{"prototype":{"x":1}}}}',
+  ],
 ];
 /** Hostile path segments, already URL-encoded. */
-const SEGMENTS = ['%00', 'a%00b', '%ED%A0%80', '%F0%9F', 'x'.repeat(4_000), '__proto__', '..%2F..%2Fetc%2Fpasswd', '%E2%80%AE'];
+const SEGMENTS = [
+  '%00',
+  'a%00b',
+  '%ED%A0%80',
+  '%F0%9F',
+  'x'.repeat(4_000),
+  '__proto__',
+  '..%2F..%2Fetc%2Fpasswd',
+  '%E2%80%AE',
+];
 /** Hostile query strings. */
 const QUERIES = [
   'limit=1e400&startFrom=%00',
@@ -87,10 +115,21 @@ const QUERIES = [
 
 type Sent = { label: string; status: number; requestId: string | null; ms: number };
 
-async function send(method: string, path: string, token: string | undefined, raw?: string, contentType = 'application/json'): Promise<Sent & { body: any }> {
+async function send(
+  method: string,
+  path: string,
+  token: string | undefined,
+  raw?: string,
+  contentType = 'application/json',
+): Promise<Sent & { body: any }> {
   const t0 = Date.now();
   // Hostile paths and bodies on purpose: sent by the client, but not checked against the description.
-  const res = await api.unchecked.call(method, path, { token, raw, headers: raw !== undefined ? { 'content-type': contentType } : {}, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+  const res = await api.unchecked.call(method, path, {
+    token,
+    raw,
+    headers: raw !== undefined ? { 'content-type': contentType } : {},
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+  });
   const text = res.text;
   let body: any;
   try {
@@ -99,9 +138,18 @@ async function send(method: string, path: string, token: string | undefined, raw
     body = text;
   }
   // A fuzzed body may still be a valid root-key rotation: keep using the key now in force.
-  const rotated = typeof body === 'object' && body ? Object.values(body).find((v) => typeof v === 'string' && v.startsWith('sk_live_')) : undefined;
+  const rotated =
+    typeof body === 'object' && body
+      ? Object.values(body).find((v) => typeof v === 'string' && v.startsWith('sk_live_'))
+      : undefined;
   if (res.status >= 200 && res.status < 300 && typeof rotated === 'string') attacker.tenants.live.rootKey = rotated;
-  return { label: `${method} ${path.slice(0, 120)}`, status: res.status, requestId: res.headers.get('x-request-id'), ms: Date.now() - t0, body };
+  return {
+    label: `${method} ${path.slice(0, 120)}`,
+    status: res.status,
+    requestId: res.headers.get('x-request-id'),
+    ms: Date.now() - t0,
+    body,
+  };
 }
 
 function fill(path: string, param: (name: string) => string) {
@@ -129,7 +177,8 @@ describe('fuzz every route', () => {
   it('no 500, no hang, catalogue error bodies, nothing written by a refused request; the bystander keeps its latency', async () => {
     const spec = (await api.get('/openapi.json')).body as { paths: Record<string, Record<string, unknown>> };
     // Deletes last, so the fixtures stay for the other routes; the tenant teardown (its real tenant id tears the attacker's tenant down) last of all.
-    const rank = (r: { path: string; method: string }) => (r.method !== 'DELETE' ? 0 : r.path === '/developer/tenants/{tenantId}' ? 2 : 1);
+    const rank = (r: { path: string; method: string }) =>
+      r.method !== 'DELETE' ? 0 : r.path === '/developer/tenants/{tenantId}' ? 2 : 1;
     const routes = Object.entries(spec.paths)
       .flatMap(([path, methods]) => Object.keys(methods).map((m) => ({ path, method: m.toUpperCase() })))
       .sort((a, b) => rank(a) - rank(b));
@@ -137,11 +186,20 @@ describe('fuzz every route', () => {
 
     // The bystander: a searchable schema, then writes and searches, quiet and under fuzz.
     const bRoot = bystander.tenants.live.rootKey;
-    const bs = await api.post('/v1/schemas', bRoot, { typeName: 'Calm', displayName: 'Calm', allowedSurfaces: ['record'], fields: [{ fieldId: 'body', fieldType: 'string', searchable: true }] });
+    const bs = await api.post('/v1/schemas', bRoot, {
+      typeName: 'Calm',
+      displayName: 'Calm',
+      allowedSurfaces: ['record'],
+      fields: [{ fieldId: 'body', fieldType: 'string', searchable: true }],
+    });
     expect(bs.status).toBe(201);
     const bystanderRound = async () => {
       const t0 = Date.now();
-      const w = await api.post('/v1/records', bRoot, { typeName: 'Calm', payload: { body: `steady ordinary words ${randomUUID()}` }, indexMode: 'TEXT' });
+      const w = await api.post('/v1/records', bRoot, {
+        typeName: 'Calm',
+        payload: { body: `steady ordinary words ${randomUUID()}` },
+        indexMode: 'TEXT',
+      });
       const s = await api.post('/v1/search', bRoot, { query: 'steady ordinary', mode: 'TEXT' });
       expect(w.status).toBe(201);
       expect(s.status).toBe(200);
@@ -161,11 +219,17 @@ describe('fuzz every route', () => {
     const check = (r: Sent & { body: any }, what: string) => {
       sent.push(r);
       if (process.env.FUZZ_TRACE && r.ms > 100) console.log(`slow ${r.ms} ms ${what} ${r.label} ${r.status}`);
-      if (r.status >= 500 && r.status !== 501) failures.push(`${what}: ${r.label} answered ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
+      if (r.status >= 500 && r.status !== 501)
+        failures.push(`${what}: ${r.label} answered ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
       // The erasure stub's 501 body is fixed by the spec: exactly {error: "not_implemented"}.
-      const erasureStub = r.status === 501 && r.label.includes(' /v1/erasure-requests') && JSON.stringify(r.body) === '{"error":"not_implemented"}';
+      const erasureStub =
+        r.status === 501 &&
+        r.label.includes(' /v1/erasure-requests') &&
+        JSON.stringify(r.body) === '{"error":"not_implemented"}';
       if (r.status >= 400 && !erasureStub && (typeof r.body !== 'object' || !r.body?.errorCode || !r.body?.requestId))
-        failures.push(`${what}: ${r.label} answered ${r.status} without the error body: ${String(JSON.stringify(r.body)).slice(0, 200)}`);
+        failures.push(
+          `${what}: ${r.label} answered ${r.status} without the error body: ${String(JSON.stringify(r.body)).slice(0, 200)}`,
+        );
     };
     try {
       for (const { path, method } of routes) {
@@ -174,8 +238,19 @@ describe('fuzz every route', () => {
         const takesBody = method !== 'GET' && method !== 'DELETE';
         if (takesBody) for (const [what, raw] of BODIES) check(await send(method, real, token, raw), `body ${what}`);
         if (takesBody) check(await send(method, real, token, '{}', 'text/plain'), 'content type');
-        if (path.includes('{')) for (const seg of SEGMENTS) check(await send(method, fill(path, () => seg), token, takesBody ? '{}' : undefined), `path ${seg.slice(0, 12)}`);
-        for (const q of QUERIES) check(await send(method, `${real}?${q}`, token, takesBody ? '{}' : undefined), `query ${q.slice(0, 20)}`);
+        if (path.includes('{'))
+          for (const seg of SEGMENTS)
+            check(
+              await send(
+                method,
+                fill(path, () => seg),
+                token,
+                takesBody ? '{}' : undefined,
+              ),
+              `path ${seg.slice(0, 12)}`,
+            );
+        for (const q of QUERIES)
+          check(await send(method, `${real}?${q}`, token, takesBody ? '{}' : undefined), `query ${q.slice(0, 20)}`);
       }
     } finally {
       fuzzing = false;
@@ -190,7 +265,7 @@ describe('fuzz every route', () => {
     const refused = new Set(sent.filter((s) => s.status >= 400 && s.requestId).map((s) => s.requestId));
     const traced: string[] = [];
     // The log is read in process; through the router (E2E_TARGET=router) the fixtures' check below still runs.
-    for (let after = 0; !THROUGH_ROUTER; ) {
+    for (let after = 0; !THROUGH_ROUTER;) {
       const batch = await svc.service.store.readAll(after, 1_000);
       if (!batch.length) break;
       for (const e of batch) if (refused.has(e.metadata.requestId)) traced.push(`${e.type} ${e.streamId}`);
@@ -204,7 +279,9 @@ describe('fuzz every route', () => {
     // The bystander was served throughout, at its normal pace.
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     expect(loud.length).toBeGreaterThan(10);
-    console.log(`fuzz: ${sent.length} requests, slowest ${slowest} ms; bystander write+search median quiet ${median(quiet)} ms, under fuzz ${median(loud)} ms (${loud.length} rounds), worst ${Math.max(...loud)} ms`);
+    console.log(
+      `fuzz: ${sent.length} requests, slowest ${slowest} ms; bystander write+search median quiet ${median(quiet)} ms, under fuzz ${median(loud)} ms (${loud.length} rounds), worst ${Math.max(...loud)} ms`,
+    );
     expect(median(loud)).toBeLessThan(Math.max(4 * median(quiet), 250));
     expect(Math.max(...loud)).toBeLessThan(5_000);
   }, 600_000);
@@ -223,7 +300,10 @@ describe('below HTTP', () => {
   it('a request Node cannot parse, or with oversized headers, gets the catalogue error body', async () => {
     const garbage = await raw('GARBAGE / HTTP/1.1\r\n\r\n');
     expect(garbage).toMatch(/^HTTP\/1\.1 400/);
-    expect(JSON.parse(garbage.split('\r\n\r\n')[1])).toMatchObject({ errorCode: 'BAD_HTTP', requestId: expect.any(String) });
+    expect(JSON.parse(garbage.split('\r\n\r\n')[1])).toMatchObject({
+      errorCode: 'BAD_HTTP',
+      requestId: expect.any(String),
+    });
     const huge = await raw(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(100_000)}\r\n\r\n`);
     expect(huge).toMatch(/^HTTP\/1\.1 431/);
     expect(JSON.parse(huge.split('\r\n\r\n')[1])).toMatchObject({ errorCode: 'HEADERS_TOO_LARGE' });

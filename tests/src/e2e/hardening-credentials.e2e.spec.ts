@@ -29,7 +29,8 @@ type Owned = { id: string; userId: string | null; scopes: string[] };
 
 const uniq = (p: string) => `${p}_${randomUUID().slice(0, 8)}`;
 const withoutRequestId = (r: Res) => r.text.replace(JSON.stringify(r.body?.requestId), '"<requestId>"');
-const enterprise = (a: Api) => a.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000, creditLimit: 1_000_000_000 });
+const enterprise = (a: Api) =>
+  a.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000, creditLimit: 1_000_000_000 });
 
 /** Records of every ownership shape the table below needs. */
 const OWNERSHIP: Array<{ userId?: string; scopes?: string[] }> = [
@@ -49,7 +50,11 @@ const records: Owned[] = [];
 /** What a credential of this reach sees: its user's records, and of those the ones sharing one of its scopes. */
 const visible = (reach: Reach) =>
   records
-    .filter((r) => (reach.user === null || r.userId === reach.user) && (reach.scopes === null || r.scopes.some((s) => reach.scopes!.includes(s))))
+    .filter(
+      (r) =>
+        (reach.user === null || r.userId === reach.user) &&
+        (reach.scopes === null || r.scopes.some((s) => reach.scopes!.includes(s))),
+    )
     .map((r) => r.id)
     .sort();
 
@@ -57,7 +62,11 @@ async function listIds(token: string, ctx?: string): Promise<string[]> {
   const ids: string[] = [];
   let after: string | null = null;
   do {
-    const r = await api.get(`/v1/records?type=${typeName}&limit=100${after ? `&startFrom=${encodeURIComponent(after)}` : ''}`, token, ctx ? { 'x-context-id': ctx } : undefined);
+    const r = await api.get(
+      `/v1/records?type=${typeName}&limit=100${after ? `&startFrom=${encodeURIComponent(after)}` : ''}`,
+      token,
+      ctx ? { 'x-context-id': ctx } : undefined,
+    );
     expect(r.status, r.text).toBe(200);
     ids.push(...r.body.data.map((x: { id: string }) => x.id));
     after = r.body.nextCursor;
@@ -65,7 +74,10 @@ async function listIds(token: string, ctx?: string): Promise<string[]> {
   return ids.sort();
 }
 
-async function mint(by: string, body: Record<string, unknown>): Promise<{ id: string; token: string; contextId: string; expiresAt: string }> {
+async function mint(
+  by: string,
+  body: Record<string, unknown>,
+): Promise<{ id: string; token: string; contextId: string; expiresAt: string }> {
   const r = await api.post('/v1/tokens', by, body);
   expect(r.status, r.text).toBe(201);
   return r.body;
@@ -83,7 +95,11 @@ beforeAll(async () => {
   acct = await enterprise(api);
   root = acct.tenants.live.rootKey;
   typeName = uniq('Owned');
-  const s = await api.post('/v1/schemas', root, { typeName, displayName: 'credential hardening', allowedSurfaces: ['record'] });
+  const s = await api.post('/v1/schemas', root, {
+    typeName,
+    displayName: 'credential hardening',
+    allowedSurfaces: ['record'],
+  });
   expect(s.status, s.text).toBe(201);
   for (const o of OWNERSHIP) {
     const r = await api.post('/v1/records', root, { typeName, payload: {}, ...o });
@@ -103,21 +119,64 @@ describe('minting narrows: a child reaches the intersection of its parent and it
   /** Parents: how each is made, and the reach it has. */
   const PARENTS: Array<{ name: string; reach: Reach; make: () => Promise<string> }> = [
     { name: 'root key', reach: { user: null, scopes: null }, make: async () => root },
-    { name: 'unlimited token', reach: { user: null, scopes: null }, make: async () => (await mint(root, { scope: { allowedActions: PERMS } })).token },
-    { name: 'token bound by userId mallory', reach: { user: 'mallory', scopes: null }, make: async () => (await mint(root, { scope: { allowedActions: PERMS }, userId: 'mallory' })).token },
-    { name: 'token with dataScope.userId mallory', reach: { user: 'mallory', scopes: null }, make: async () => (await mint(root, { scope: { allowedActions: PERMS, dataScope: { userId: 'mallory' } } })).token },
-    { name: 'token limited to [org:a]', reach: { user: null, scopes: ['org:a'] }, make: async () => (await mint(root, { scope: { allowedActions: PERMS, dataScope: { scopes: ['org:a'] } } })).token },
-    { name: 'token limited to [org:a, org:b]', reach: { user: null, scopes: ['org:a', 'org:b'] }, make: async () => (await mint(root, { scope: { allowedActions: PERMS, dataScope: { scopes: ['org:a', 'org:b'] } } })).token },
+    {
+      name: 'unlimited token',
+      reach: { user: null, scopes: null },
+      make: async () => (await mint(root, { scope: { allowedActions: PERMS } })).token,
+    },
+    {
+      name: 'token bound by userId mallory',
+      reach: { user: 'mallory', scopes: null },
+      make: async () => (await mint(root, { scope: { allowedActions: PERMS }, userId: 'mallory' })).token,
+    },
+    {
+      name: 'token with dataScope.userId mallory',
+      reach: { user: 'mallory', scopes: null },
+      make: async () =>
+        (await mint(root, { scope: { allowedActions: PERMS, dataScope: { userId: 'mallory' } } })).token,
+    },
+    {
+      name: 'token limited to [org:a]',
+      reach: { user: null, scopes: ['org:a'] },
+      make: async () =>
+        (await mint(root, { scope: { allowedActions: PERMS, dataScope: { scopes: ['org:a'] } } })).token,
+    },
+    {
+      name: 'token limited to [org:a, org:b]',
+      reach: { user: null, scopes: ['org:a', 'org:b'] },
+      make: async () =>
+        (await mint(root, { scope: { allowedActions: PERMS, dataScope: { scopes: ['org:a', 'org:b'] } } })).token,
+    },
     {
       name: 'token bound to mallory and limited to [org:a]',
       reach: { user: 'mallory', scopes: ['org:a'] },
-      make: async () => (await mint(root, { scope: { allowedActions: PERMS, dataScope: { scopes: ['org:a'] } }, userId: 'mallory' })).token,
+      make: async () =>
+        (await mint(root, { scope: { allowedActions: PERMS, dataScope: { scopes: ['org:a'] } }, userId: 'mallory' }))
+          .token,
     },
-    { name: 'ssk_ key bound by userId mallory', reach: { user: 'mallory', scopes: null }, make: async () => (await scopedKey(acct.developerToken, { tenantId: acct.tenants.live.tenantId, allowedActions: PERMS, userId: 'mallory' })).key },
+    {
+      name: 'ssk_ key bound by userId mallory',
+      reach: { user: 'mallory', scopes: null },
+      make: async () =>
+        (
+          await scopedKey(acct.developerToken, {
+            tenantId: acct.tenants.live.tenantId,
+            allowedActions: PERMS,
+            userId: 'mallory',
+          })
+        ).key,
+    },
     {
       name: 'ssk_ key limited to [org:a]',
       reach: { user: null, scopes: ['org:a'] },
-      make: async () => (await scopedKey(acct.developerToken, { tenantId: acct.tenants.live.tenantId, allowedActions: PERMS, dataScope: { scopes: ['org:a'] } })).key,
+      make: async () =>
+        (
+          await scopedKey(acct.developerToken, {
+            tenantId: acct.tenants.live.tenantId,
+            allowedActions: PERMS,
+            dataScope: { scopes: ['org:a'] },
+          })
+        ).key,
     },
   ];
 
@@ -142,7 +201,12 @@ describe('minting narrows: a child reaches the intersection of its parent and it
     const user = child.userId ?? child.dataScope?.userId;
     const scopes = child.dataScope?.scopes;
     if (parent.user !== null && user !== undefined && user !== parent.user) return 403;
-    if (parent.scopes !== null && scopes !== undefined && (scopes.length === 0 || !scopes.every((s) => parent.scopes!.includes(s)))) return 403;
+    if (
+      parent.scopes !== null &&
+      scopes !== undefined &&
+      (scopes.length === 0 || !scopes.every((s) => parent.scopes!.includes(s)))
+    )
+      return 403;
     return { user: user ?? parent.user, scopes: scopes?.length ? scopes : parent.scopes };
   }
 
@@ -153,7 +217,10 @@ describe('minting narrows: a child reaches the intersection of its parent and it
       const own = await listIds(token);
       expect(own, `${parent.name} sees its own reach`).toEqual(visible(parent.reach));
       for (const child of CHILDREN) {
-        const body = { scope: { allowedActions: ['records:r'], ...(child.dataScope ? { dataScope: child.dataScope } : {}) }, ...(child.userId ? { userId: child.userId } : {}) };
+        const body = {
+          scope: { allowedActions: ['records:r'], ...(child.dataScope ? { dataScope: child.dataScope } : {}) },
+          ...(child.userId ? { userId: child.userId } : {}),
+        };
         const r = await api.post('/v1/tokens', token, body);
         const want = expected(parent.reach, child);
         const label = `${parent.name} → child ${child.name}`;
@@ -166,7 +233,8 @@ describe('minting narrows: a child reaches the intersection of its parent and it
           continue;
         }
         const seen = await listIds(r.body.token);
-        if (JSON.stringify(seen) !== JSON.stringify(visible(want))) failures.push(`${label}: sees ${seen.length} records, expected ${visible(want).length}`);
+        if (JSON.stringify(seen) !== JSON.stringify(visible(want)))
+          failures.push(`${label}: sees ${seen.length} records, expected ${visible(want).length}`);
         if (!seen.every((id) => own.includes(id))) failures.push(`${label}: sees records its parent cannot`);
       }
     }
@@ -176,19 +244,26 @@ describe('minting narrows: a child reaches the intersection of its parent and it
   it('the reported attacks: a mallory-bound token cannot mint an alice child, an [org:a] token cannot mint an unlimited child', async () => {
     const mallory = await mint(root, { scope: { allowedActions: ['records:r'] }, userId: 'mallory' });
     const aliceRecord = records.find((r) => r.userId === 'alice')!.id;
-    const toAlice = await api.post('/v1/tokens', mallory.token, { scope: { allowedActions: ['records:r'], dataScope: { userId: 'alice' } } });
+    const toAlice = await api.post('/v1/tokens', mallory.token, {
+      scope: { allowedActions: ['records:r'], dataScope: { userId: 'alice' } },
+    });
     expect(toAlice.status, toAlice.text).toBe(403);
     expect((await api.get(`/v1/records/${aliceRecord}`, mallory.token)).status).toBe(404);
 
     const orgA = await mint(root, { scope: { allowedActions: ['records:r'], dataScope: { scopes: ['org:a'] } } });
     const orgBOnly = records.find((r) => r.scopes.length === 1 && r.scopes[0] === 'org:b')!.id;
-    const unlimited = await api.post('/v1/tokens', orgA.token, { scope: { allowedActions: ['records:r'], dataScope: { scopes: [] } } });
+    const unlimited = await api.post('/v1/tokens', orgA.token, {
+      scope: { allowedActions: ['records:r'], dataScope: { scopes: [] } },
+    });
     expect(unlimited.status, unlimited.text).toBe(403);
     expect((await api.get(`/v1/records/${orgBOnly}`, orgA.token)).status).toBe(404);
   });
 
   it('a narrowed child cannot widen again in the next generation', async () => {
-    const parent = await mint(root, { scope: { allowedActions: ['records:r', 'records:c'], dataScope: { scopes: ['org:a'] } }, userId: 'mallory' });
+    const parent = await mint(root, {
+      scope: { allowedActions: ['records:r', 'records:c'], dataScope: { scopes: ['org:a'] } },
+      userId: 'mallory',
+    });
     const child = await mint(parent.token, { scope: { allowedActions: ['records:r', 'records:c'] } });
     for (const body of [
       { scope: { allowedActions: ['records:r'], dataScope: { scopes: [] } } },
@@ -205,7 +280,10 @@ describe('minting narrows: a child reaches the intersection of its parent and it
   });
 
   it('userId and scope.dataScope.userId naming two different users is a 400', async () => {
-    const r = await api.post('/v1/tokens', root, { scope: { allowedActions: ['records:r'], dataScope: { userId: 'alice' } }, userId: 'mallory' });
+    const r = await api.post('/v1/tokens', root, {
+      scope: { allowedActions: ['records:r'], dataScope: { userId: 'alice' } },
+      userId: 'mallory',
+    });
     expect(r.status, r.text).toBe(400);
   });
 
@@ -230,8 +308,15 @@ describe('minting narrows: a child reaches the intersection of its parent and it
   it('contexts: a confined parent mints only for its own context (another one is the identical 404); a cross-context parent for any of its tenant', async () => {
     const ctx2 = (await api.post('/v1/contexts', root, { name: uniq('ctx2') })).body.id as string;
     const confined = await mint(root, { scope: { allowedActions: ['records:r'] } });
-    const confinedKey = await scopedKey(acct.developerToken, { tenantId: acct.tenants.live.tenantId, allowedActions: ['records:r'] });
-    const crossKey = await scopedKey(acct.developerToken, { tenantId: acct.tenants.live.tenantId, allowedActions: ['records:r'], crossContext: true });
+    const confinedKey = await scopedKey(acct.developerToken, {
+      tenantId: acct.tenants.live.tenantId,
+      allowedActions: ['records:r'],
+    });
+    const crossKey = await scopedKey(acct.developerToken, {
+      tenantId: acct.tenants.live.tenantId,
+      allowedActions: ['records:r'],
+      crossContext: true,
+    });
     const body = (contextId: string) => ({ scope: { allowedActions: ['records:r'] }, contextId });
 
     for (const parent of [confined.token, confinedKey.key]) {
@@ -250,7 +335,9 @@ describe('minting narrows: a child reaches the intersection of its parent and it
       const list = await api.get('/v1/contexts', child.token);
       expect(list.body.data.map((c: { id: string }) => c.id)).toEqual([ctx2]);
       // The child is confined: it cannot select its parent's other contexts.
-      expect((await api.get('/v1/contexts', child.token, { 'x-context-id': acct.tenants.live.contextId })).status).toBe(404);
+      expect((await api.get('/v1/contexts', child.token, { 'x-context-id': acct.tenants.live.contextId })).status).toBe(
+        404,
+      );
       expect((await api.post('/v1/tokens', parent, body(acct.tenants.test.contextId))).status).toBe(404);
     }
   });
@@ -300,7 +387,10 @@ describe('revoking minted tokens: DELETE /v1/tokens/{id}', () => {
   });
 
   it('a root key or scoped key id is not a token: DELETE /v1/tokens/{id} → 404', async () => {
-    const k = await scopedKey(acct.developerToken, { tenantId: acct.tenants.live.tenantId, allowedActions: ['records:r'] });
+    const k = await scopedKey(acct.developerToken, {
+      tenantId: acct.tenants.live.tenantId,
+      allowedActions: ['records:r'],
+    });
     expect((await api.del(`/v1/tokens/${k.id}`, root)).status).toBe(404);
     expect(await works(k.key)).toBe(200);
   });
@@ -327,7 +417,10 @@ describe('revoking scoped keys: DELETE /developer/keys/{id}', () => {
   const works = async (token: string) => (await api.get('/v1/contexts', token)).status;
 
   it('204, the key and every token minted from it answer 401 at once; again → 404', async () => {
-    const k = await scopedKey(acct.developerToken, { tenantId: acct.tenants.live.tenantId, allowedActions: ['records:r'] });
+    const k = await scopedKey(acct.developerToken, {
+      tenantId: acct.tenants.live.tenantId,
+      allowedActions: ['records:r'],
+    });
     const t = await mint(k.key, { scope: { allowedActions: ['records:r'] } });
     expect(await works(k.key)).toBe(200);
     expect(await works(t.token)).toBe(200);
@@ -339,7 +432,10 @@ describe('revoking scoped keys: DELETE /developer/keys/{id}', () => {
   });
 
   it('another account’s developer token, a random id, and a token’s id → the identical 404; a root key → 403', async () => {
-    const k = await scopedKey(acct.developerToken, { tenantId: acct.tenants.live.tenantId, allowedActions: ['records:r'] });
+    const k = await scopedKey(acct.developerToken, {
+      tenantId: acct.tenants.live.tenantId,
+      allowedActions: ['records:r'],
+    });
     const t = await mint(root, { scope: { allowedActions: ['records:r'] } });
     const other = await enterprise(api);
     const rnd = await api.del(`/developer/keys/${randomUUID()}`, acct.developerToken);
@@ -378,7 +474,9 @@ describe('rotating a root key: POST /developer/tenants/{tenantId}/root-key/rotat
     expect(await works(a.tenants.test.rootKey)).toBe(200);
     // The new key is a full root key: cross-context, mints, reads the tenant's data.
     expect((await api.post('/v1/contexts', r.body.rootKey, { name: 'after-rotation' })).status).toBe(201);
-    expect((await api.post('/v1/tokens', r.body.rootKey, { scope: { allowedActions: ['records:r'] } })).status).toBe(201);
+    expect((await api.post('/v1/tokens', r.body.rootKey, { scope: { allowedActions: ['records:r'] } })).status).toBe(
+      201,
+    );
 
     const t = await api.post(`/developer/tenants/${a.tenants.test.tenantId}/root-key/rotate`, a.developerToken);
     expect(t.status, t.text).toBe(200);
@@ -395,14 +493,18 @@ describe('rotating a root key: POST /developer/tenants/{tenantId}/root-key/rotat
     expect(rnd.body.errorCode).toBe('FORBIDDEN');
     const foreign = await api.post(`/developer/tenants/${b.tenants.live.tenantId}/root-key/rotate`, a.developerToken);
     expect(withoutRequestId(foreign)).toBe(withoutRequestId(rnd));
-    expect((await api.post(`/developer/tenants/${a.tenants.live.tenantId}/root-key/rotate`, a.tenants.live.rootKey)).status).toBe(403);
+    expect(
+      (await api.post(`/developer/tenants/${a.tenants.live.tenantId}/root-key/rotate`, a.tenants.live.rootKey)).status,
+    ).toBe(403);
     expect(await works(b.tenants.live.rootKey)).toBe(200);
     expect(await works(a.tenants.live.rootKey)).toBe(200);
   });
 
   it('concurrent rotations leave exactly one working root key', async () => {
     const a = await enterprise(api);
-    const rs = await Promise.all([1, 2, 3].map(() => api.post(`/developer/tenants/${a.tenants.live.tenantId}/root-key/rotate`, a.developerToken)));
+    const rs = await Promise.all(
+      [1, 2, 3].map(() => api.post(`/developer/tenants/${a.tenants.live.tenantId}/root-key/rotate`, a.developerToken)),
+    );
     for (const r of rs) expect([200, 409], r.text).toContain(r.status);
     const keys = rs.filter((r) => r.status === 200).map((r) => r.body.rootKey as string);
     expect(keys.length).toBeGreaterThan(0);
@@ -454,7 +556,8 @@ describe.skipIf(!serverUrl('postgres'))('revocation in another process on the sa
   });
 
   /** B's probe: minting needs nothing but a live credential. */
-  const onB = async (token: string) => (await b.api.post('/v1/tokens', token, { scope: { allowedActions: ['records:r'] } })).status;
+  const onB = async (token: string) =>
+    (await b.api.post('/v1/tokens', token, { scope: { allowedActions: ['records:r'] } })).status;
   const onA = async (token: string) => (await a.api.get('/v1/contexts', token)).status;
 
   it('a token revoked through A answers 401 on B at once (B had it cached)', async () => {
@@ -479,7 +582,10 @@ describe.skipIf(!serverUrl('postgres'))('revocation in another process on the sa
     const acctB = await a.api.newAccount();
     const old = acctB.tenants.live.rootKey;
     expect(await onB(old)).toBe(201);
-    const r = await a.api.post(`/developer/tenants/${acctB.tenants.live.tenantId}/root-key/rotate`, acctB.developerToken);
+    const r = await a.api.post(
+      `/developer/tenants/${acctB.tenants.live.tenantId}/root-key/rotate`,
+      acctB.developerToken,
+    );
     expect(r.status, r.text).toBe(200);
     expect(await onB(old)).toBe(401);
     expect(await onB(r.body.rootKey)).toBe(201);

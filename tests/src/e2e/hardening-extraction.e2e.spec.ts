@@ -54,7 +54,9 @@ afterAll(async () => {
 
 /** A valid DOCX whose word/document.xml carries about `mib` MiB of paragraphs (DEFLATE). */
 async function docxWithBody(mib: number): Promise<Buffer> {
-  const base = await Packer.toBuffer(new Document({ sections: [{ children: [new Paragraph({ children: [new TextRun('Heading line')] })] }] }));
+  const base = await Packer.toBuffer(
+    new Document({ sections: [{ children: [new Paragraph({ children: [new TextRun('Heading line')] })] }] }),
+  );
   const zip = await JSZip.loadAsync(base);
   const xml = await zip.file('word/document.xml')!.async('string');
   const at = xml.indexOf('<w:body>') + '<w:body>'.length;
@@ -91,20 +93,39 @@ async function pdfPages(pages: number): Promise<Uint8Array> {
   return pdf.save();
 }
 
-async function uploadFile(fileName: string, fileType: string, body: Uint8Array | string, extra: Record<string, unknown> = {}) {
-  const r = await api.post('/v1/documents/upload', root, { title: uniq('File'), indexMode: 'HYBRID', fileName, fileType, ...extra });
+async function uploadFile(
+  fileName: string,
+  fileType: string,
+  body: Uint8Array | string,
+  extra: Record<string, unknown> = {},
+) {
+  const r = await api.post('/v1/documents/upload', root, {
+    title: uniq('File'),
+    indexMode: 'HYBRID',
+    fileName,
+    fileType,
+    ...extra,
+  });
   expect(r.status, r.text).toBe(201);
   const up = r.body;
-  const res = await fetch(up.uploadUrl, { method: 'PUT', headers: { 'content-type': fileType, [up.requiredHeaderName]: up.requiredHeaderValue }, body: typeof body === 'string' ? body : Buffer.from(body) });
+  const res = await fetch(up.uploadUrl, {
+    method: 'PUT',
+    headers: { 'content-type': fileType, [up.requiredHeaderName]: up.requiredHeaderValue },
+    body: typeof body === 'string' ? body : Buffer.from(body),
+  });
   expect(res.status, await res.clone().text()).toBe(200);
   return up as { id: string };
 }
 
 async function settled(id: string, timeoutMs = 90_000) {
-  return eventually(async () => {
-    const r = await api.get(`/v1/documents/${id}`, root);
-    return r.status === 200 && SETTLED.includes(r.body.status) ? r.body : null;
-  }, timeoutMs, 100);
+  return eventually(
+    async () => {
+      const r = await api.get(`/v1/documents/${id}`, root);
+      return r.status === 200 && SETTLED.includes(r.body.status) ? r.body : null;
+    },
+    timeoutMs,
+    100,
+  );
 }
 
 /**
@@ -147,7 +168,11 @@ function otherTenantWrites() {
   const loop = (async () => {
     while (running) {
       const t0 = Date.now();
-      const r = await api.post('/v1/documents', otherRoot, { title: uniq('Other'), indexMode: 'HYBRID', text: `${SENTENCE} ${randomUUID()}` });
+      const r = await api.post('/v1/documents', otherRoot, {
+        title: uniq('Other'),
+        indexMode: 'HYBRID',
+        text: `${SENTENCE} ${randomUUID()}`,
+      });
       worst = Math.max(worst, Date.now() - t0);
       statuses.push(r.status);
       await sleep(200);
@@ -173,8 +198,11 @@ async function uploadWatched(fileName: string, fileType: string, body: Uint8Arra
   expect(h.polls).toBeGreaterThan(0);
   expect(h.worst, 'slowest /healthz poll or timer (ms)').toBeLessThan(RESPONSIVE_MS);
   expect(w.statuses.length).toBeGreaterThan(0);
-  expect(w.statuses.every((s) => s === 201), `other tenant's writes: ${w.statuses.join(',')}`).toBe(true);
-  expect(w.worst, "slowest write of the other tenant (ms)").toBeLessThan(RESPONSIVE_MS * 2);
+  expect(
+    w.statuses.every((s) => s === 201),
+    `other tenant's writes: ${w.statuses.join(',')}`,
+  ).toBe(true);
+  expect(w.worst, 'slowest write of the other tenant (ms)').toBeLessThan(RESPONSIVE_MS * 2);
   return { up, doc };
 }
 
@@ -227,11 +255,16 @@ describe('extraction limits: files that break a limit end FAILED, the service ca
   });
 
   it('a small DOCX and PDF still extract (in the worker thread)', async () => {
-    const docx = await Packer.toBuffer(new Document({ sections: [{ children: [new Paragraph({ children: [new TextRun(SENTENCE)] })] }] }));
+    const docx = await Packer.toBuffer(
+      new Document({ sections: [{ children: [new Paragraph({ children: [new TextRun(SENTENCE)] })] }] }),
+    );
     const pdf = await PDFDocument.create();
     const font = await pdf.embedFont(StandardFonts.Helvetica);
     pdf.addPage().drawText(SENTENCE, { x: 50, y: 700, size: 12, font });
-    for (const [name, type, body] of [['ok.docx', DOCX_TYPE, docx], ['ok.pdf', 'application/pdf', await pdf.save()]] as const) {
+    for (const [name, type, body] of [
+      ['ok.docx', DOCX_TYPE, docx],
+      ['ok.pdf', 'application/pdf', await pdf.save()],
+    ] as const) {
       const up = await uploadFile(name, type, body);
       expect((await settled(up.id)).status).toBe('INDEXED');
       expect((await api.get(`/v1/documents/${up.id}/text`, root)).body.text).toContain(SENTENCE);
@@ -258,7 +291,10 @@ describe('extraction limits: files that break a limit end FAILED, the service ca
     const heavy = await docxWithBody(24);
     const up = await uploadFile('interrupted.docx', DOCX_TYPE, heavy);
     const status = async () => (await api.get(`/v1/documents/${up.id}`, root)).body.status as string;
-    const starts = async () => (await svc.service.store.readStream(streams.document(up.id))).filter((e) => e.type === 'DocumentExtractionStarted').length;
+    const starts = async () =>
+      (await svc.service.store.readStream(streams.document(up.id))).filter(
+        (e) => e.type === 'DocumentExtractionStarted',
+      ).length;
     for (let attempt = 1; attempt <= MAX_EXTRACTION_ATTEMPTS; attempt++) {
       // Extraction of this file takes seconds: stop the service while it runs (as a crash would), then start it again.
       await eventually(async () => (await starts()) === attempt && (await status()) === 'EXTRACTING', 30_000, 50);
@@ -274,7 +310,14 @@ describe('extraction limits: files that break a limit end FAILED, the service ca
 
 describe('extraction limits in the extractor (limits lowered to trip them)', () => {
   it('the limits are named constants with the documented values', () => {
-    expect(EXTRACTION_LIMITS).toEqual({ maxFileBytes: 20 * MiB, maxInflatedBytes: 64 * MiB, maxPdfPages: 2000, maxTextBytes: 16 * MiB, heapMb: 512, timeoutMs: 60_000 });
+    expect(EXTRACTION_LIMITS).toEqual({
+      maxFileBytes: 20 * MiB,
+      maxInflatedBytes: 64 * MiB,
+      maxPdfPages: 2000,
+      maxTextBytes: 16 * MiB,
+      heapMb: 512,
+      timeoutMs: 60_000,
+    });
   });
 
   it('the time limit terminates the extraction thread', async () => {

@@ -17,11 +17,14 @@ import { eventually, startService, type Api, type TestService } from '../support
 let svc: TestService;
 let api: Api;
 
-const enterprise = () => api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000, creditLimit: 1_000_000_000 });
+const enterprise = () =>
+  api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000, creditLimit: 1_000_000_000 });
 
 async function schema(token: string) {
   const r = await api.post('/v1/schemas', token, {
-    typeName: `Log_${randomUUID().slice(0, 8)}`, displayName: 'Logs', allowedSurfaces: ['record'],
+    typeName: `Log_${randomUUID().slice(0, 8)}`,
+    displayName: 'Logs',
+    allowedSurfaces: ['record'],
     fields: [
       { fieldId: 'title', fieldType: 'string', searchable: true },
       { fieldId: 'body', fieldType: 'string', searchable: true },
@@ -41,7 +44,7 @@ function bigText(chars: number, seed = 7): string {
     'grain salt timber copper wool silk wine honey iron glass stone rope sail ledger letter map compass candle bell clock wheel'
   ).split(' ');
   let s = seed;
-  const rnd = () => ((s = (s * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const rnd = () => (s = (s * 1103515245 + 12345) % 2147483648) / 2147483648;
   const pick = () => words[Math.floor(rnd() * words.length)];
   const out: string[] = [];
   let n = 0;
@@ -55,7 +58,8 @@ function bigText(chars: number, seed = 7): string {
   return out.join(' ');
 }
 
-const status = async (id: string, token: string) => (await api.get(`/v1/records/${id}`, token)).body?.indexStatus as string | undefined;
+const status = async (id: string, token: string) =>
+  (await api.get(`/v1/records/${id}`, token)).body?.indexStatus as string | undefined;
 const searchIds = async (token: string, body: Record<string, unknown>) => {
   const r = await api.post('/v1/search', token, body);
   expect(r.status, r.text).toBe(200);
@@ -83,47 +87,76 @@ describe('indexing fairness across tenants', () => {
     const passages = chunkText(`Harbour ledger\n\n${body}`).length;
     expect(passages).toBeGreaterThanOrEqual(400);
     const tA = Date.now();
-    const wa = await api.post('/v1/records', ka, { typeName: ta, indexMode: 'HYBRID', payload: { title: 'Harbour ledger', body } });
+    const wa = await api.post('/v1/records', ka, {
+      typeName: ta,
+      indexMode: 'HYBRID',
+      payload: { title: 'Harbour ledger', body },
+    });
     expect(wa.status, wa.text).toBe(201);
     const aId = wa.body.id as string;
 
     // Right after it, tenant B writes one small record.
     const t0 = Date.now();
     const wb = await api.post('/v1/records', kb, {
-      typeName: tb, indexMode: 'HYBRID',
-      payload: { title: 'Beekeeping diary', body: 'The bees swarmed from the hive at noon and settled on the apple tree; we collected them into a new box before dusk.' },
+      typeName: tb,
+      indexMode: 'HYBRID',
+      payload: {
+        title: 'Beekeeping diary',
+        body: 'The bees swarmed from the hive at noon and settled on the apple tree; we collected them into a new box before dusk.',
+      },
     });
     expect(wb.status, wb.text).toBe(201);
     const bId = wb.body.id as string;
-    const bStatus = await eventually(async () => {
-      const s = await status(bId, kb);
-      return s && s !== 'PENDING_INDEX' ? s : null;
-    }, 20_000, 50);
+    const bStatus = await eventually(
+      async () => {
+        const s = await status(bId, kb);
+        return s && s !== 'PENDING_INDEX' ? s : null;
+      },
+      20_000,
+      50,
+    );
     const bMs = Date.now() - t0;
     expect(bStatus).toBe('INDEXED');
     // A is still being embedded: B did not wait for it.
     const aWhenB = await status(aId, ka);
     expect(aWhenB, `B took ${bMs} ms`).toBe('PENDING_INDEX');
     // INDEXED means findable: by meaning (the vector leg alone) and by both legs.
-    expect(await searchIds(kb, { query: 'a swarm of honey bees leaving the hive', mode: 'SEMANTIC', limit: 5 })).toContain(bId);
+    expect(
+      await searchIds(kb, { query: 'a swarm of honey bees leaving the hive', mode: 'SEMANTIC', limit: 5 }),
+    ).toContain(bId);
     expect(await searchIds(kb, { query: 'bees swarmed hive', mode: 'HYBRID', limit: 5 })).toContain(bId);
     expect(await status(aId, ka)).toBe('PENDING_INDEX');
     const loop = monitorEventLoopDelay({ resolution: 10 });
     loop.enable();
 
     // A finishes too: INDEXED, then findable by meaning.
-    await eventually(async () => {
-      const s = await status(aId, ka);
-      if (s && s !== 'PENDING_INDEX') return s;
-      return null;
-    }, 300_000, 250);
+    await eventually(
+      async () => {
+        const s = await status(aId, ka);
+        if (s && s !== 'PENDING_INDEX') return s;
+        return null;
+      },
+      300_000,
+      250,
+    );
     loop.disable();
     const aMs = Date.now() - tA;
     expect(await status(aId, ka)).toBe('INDEXED');
-    expect(await searchIds(ka, { query: 'the merchant traded salt and copper at the harbour market', mode: 'SEMANTIC', limit: 5, uniqueDocuments: true })).toEqual([aId]);
-    expect(await searchIds(ka, { query: 'harbour ledger', mode: 'HYBRID', limit: 5, uniqueDocuments: true })).toEqual([aId]);
+    expect(
+      await searchIds(ka, {
+        query: 'the merchant traded salt and copper at the harbour market',
+        mode: 'SEMANTIC',
+        limit: 5,
+        uniqueDocuments: true,
+      }),
+    ).toEqual([aId]);
+    expect(await searchIds(ka, { query: 'harbour ledger', mode: 'HYBRID', limit: 5, uniqueDocuments: true })).toEqual([
+      aId,
+    ]);
     const p99LoopMs = loop.percentile(99) / 1e6;
-    console.log(`A: ${passages} passages, write → INDEXED ${aMs} ms; B: write → INDEXED ${bMs} ms; event-loop delay while the rest of A was embedded: p99 ${p99LoopMs.toFixed(0)} ms, max ${(loop.max / 1e6).toFixed(0)} ms`);
+    console.log(
+      `A: ${passages} passages, write → INDEXED ${aMs} ms; B: write → INDEXED ${bMs} ms; event-loop delay while the rest of A was embedded: p99 ${p99LoopMs.toFixed(0)} ms, max ${(loop.max / 1e6).toFixed(0)} ms`,
+    );
     // The model runs in its worker thread: embedding A's passages does not hold the event loop. (On the main thread each
     // model call of 8 passages, 0.5-2 s here, would block it, and such stalls would be several per cent of the samples.)
     expect(p99LoopMs).toBeLessThan(500);

@@ -1,6 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, OPERATOR_TOKEN, startService, type Api, type Bootstrap, type TestService } from '../support/service';
+import {
+  eventually,
+  OPERATOR_TOKEN,
+  startService,
+  type Api,
+  type Bootstrap,
+  type TestService,
+} from '../support/service';
 
 /**
  * Hardening, finding 1: a write no projection can apply must never wedge the
@@ -15,7 +22,8 @@ let api: Api;
 let a: Bootstrap;
 let b: Bootstrap;
 
-const enterprise = () => api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000, creditLimit: 1_000_000_000 });
+const enterprise = () =>
+  api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000, creditLimit: 1_000_000_000 });
 const uniq = (p: string) => `${p}_${randomUUID().slice(0, 8)}`;
 /** Random text that no compression shrinks: the shape of the probe's poison values. */
 const noise = (bytes: number) => randomBytes(bytes).toString('base64').slice(0, bytes);
@@ -83,14 +91,25 @@ describe('long lookup values (single, unique, composite parts, sortBy)', () => {
     expect(byName.body.data.map((r: { id: string }) => r.id)).toEqual([c.body.id]);
     const byCode = await api.post('/v1/records/lookup', root, { type: s.typeName, field: 'code', value: payload.code });
     expect(byCode.body.data.map((r: { id: string }) => r.id)).toEqual([c.body.id]);
-    const byTuple = await api.post('/v1/records/lookup', root, { type: s.typeName, field: 'x,y,z', values: [payload.x, payload.y, payload.z] });
+    const byTuple = await api.post('/v1/records/lookup', root, {
+      type: s.typeName,
+      field: 'x,y,z',
+      values: [payload.x, payload.y, payload.z],
+    });
     expect(byTuple.status, byTuple.text).toBe(200);
     expect(byTuple.body.data.map((r: { id: string }) => r.id)).toEqual([c.body.id]);
     // A value differing only after the kept prefix is a different key.
-    const near = await api.post('/v1/records/lookup', root, { type: s.typeName, field: 'name', value: payload.name.slice(0, -1) + '!' });
+    const near = await api.post('/v1/records/lookup', root, {
+      type: s.typeName,
+      field: 'name',
+      value: payload.name.slice(0, -1) + '!',
+    });
     expect(near.body.data).toEqual([]);
     // Unique still holds for the long value.
-    const dup = await api.post('/v1/records', root, { typeName: s.typeName, payload: { name: 'n', code: payload.code } });
+    const dup = await api.post('/v1/records', root, {
+      typeName: s.typeName,
+      payload: { name: 'n', code: payload.code },
+    });
     expect(dup.status).toBe(409);
 
     await bystanderWorks();
@@ -151,7 +170,10 @@ describe('an event a projection cannot apply', () => {
   it('an index outcome that reaches the read model while its record is quarantined is applied again when the record is released: INDEXED, not PENDING_INDEX for ever', async () => {
     const root = a.tenants.live.rootKey;
     const schema = await api.post('/v1/schemas', root, {
-      typeName: uniq('Held'), displayName: 'Held', allowedSurfaces: ['record'], indexMode: 'TEXT',
+      typeName: uniq('Held'),
+      displayName: 'Held',
+      allowedSurfaces: ['record'],
+      indexMode: 'TEXT',
       fields: [{ fieldId: 'name', fieldType: 'string', searchable: true }],
     });
     expect(schema.status, schema.text).toBe(201);
@@ -159,23 +181,45 @@ describe('an event a projection cannot apply', () => {
     expect(c.status, c.text).toBe(201);
     const streamId = `record-${c.body.id}`;
     const [last] = await svc.service.store.readStream(streamId, { direction: 'backwards', maxCount: 1 });
-    await svc.service.store.append(streamId, [{
-      id: randomUUID(), type: 'RecordUpdated',
-      data: { ...(last.data as object), schemaVersion: 1e12, payload: { name: 'poison' } },
-      metadata: { ...last.metadata, requestId: randomUUID(), occurredAt: new Date().toISOString() },
-    }], last.revision);
+    await svc.service.store.append(
+      streamId,
+      [
+        {
+          id: randomUUID(),
+          type: 'RecordUpdated',
+          data: { ...(last.data as object), schemaVersion: 1e12, payload: { name: 'poison' } },
+          metadata: { ...last.metadata, requestId: randomUUID(), occurredAt: new Date().toISOString() },
+        },
+      ],
+      last.revision,
+    );
     const word = `zq${randomUUID().replace(/-/g, '').slice(0, 12)}`;
     const after = await api.patch(`/v1/records/${c.body.id}`, root, { payload: { name: `after ${word}` } });
     expect([200, 409]).toContain(after.status);
     // The search side indexes the PATCH (it does not wait for the read models); its outcome event reaches the read
     // model while the record's stream is held, and waits there with the record's own events.
-    const parkedOutcome = () => eventually(async () => {
-      const list = await api.get('/operator/projections/quarantine', OPERATOR_TOKEN);
-      return list.body.data.find((e: { streamId: string; eventType: string }) => e.streamId === streamId && e.eventType === 'RecordsIndexed') ?? null;
-    }, 30_000, 100);
+    const parkedOutcome = () =>
+      eventually(
+        async () => {
+          const list = await api.get('/operator/projections/quarantine', OPERATOR_TOKEN);
+          return (
+            list.body.data.find(
+              (e: { streamId: string; eventType: string }) =>
+                e.streamId === streamId && e.eventType === 'RecordsIndexed',
+            ) ?? null
+          );
+        },
+        30_000,
+        100,
+      );
     expect(await parkedOutcome()).toMatchObject({ subscriber: 'read-models' });
-    const poisoned = (await api.get('/operator/projections/quarantine', OPERATOR_TOKEN)).body.data.find((e: { streamId: string; eventType: string; parkedBehind: number | null }) => e.streamId === streamId && e.eventType === 'RecordUpdated' && e.parkedBehind === null);
-    const skip = await api.post('/operator/projections/quarantine/skip', OPERATOR_TOKEN, { position: poisoned.position });
+    const poisoned = (await api.get('/operator/projections/quarantine', OPERATOR_TOKEN)).body.data.find(
+      (e: { streamId: string; eventType: string; parkedBehind: number | null }) =>
+        e.streamId === streamId && e.eventType === 'RecordUpdated' && e.parkedBehind === null,
+    );
+    const skip = await api.post('/operator/projections/quarantine/skip', OPERATOR_TOKEN, {
+      position: poisoned.position,
+    });
     expect(skip.status, skip.text).toBe(200);
     expect(skip.body.remaining).toBe(0);
     const g = await api.get(`/v1/records/${c.body.id}`, root);

@@ -17,7 +17,11 @@ let original = '';
 let sealedRecordId = '';
 let rootKey = '';
 
-const build = (env: Record<string, string> = {}) => buildService(loadConfig({ DATA_DIR: dir.dir, PORT: '0', OPERATOR_TOKEN: 'x', LOG_LEVEL: 'silent', ...env } as NodeJS.ProcessEnv), () => {});
+const build = (env: Record<string, string> = {}) =>
+  buildService(
+    loadConfig({ DATA_DIR: dir.dir, PORT: '0', OPERATOR_TOKEN: 'x', LOG_LEVEL: 'silent', ...env } as NodeJS.ProcessEnv),
+    () => {},
+  );
 
 beforeAll(async () => {
   // A data directory with a sealed (sensitive) field in it.
@@ -62,7 +66,16 @@ describe('service-secret.key with data present', () => {
     await expect(build()).rejects.toThrow(/service-secret\.key is not a file/);
     const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'deploy/src/start.ts')], {
       cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: '', EVENTSTORE_URL: '', KAFKA_BROKERS: '', ELASTICSEARCH_URL: '', REDIS_URL: '', DATA_DIR: dir.dir, PORT: '0' },
+      env: {
+        ...process.env,
+        DATABASE_URL: '',
+        EVENTSTORE_URL: '',
+        KAFKA_BROKERS: '',
+        ELASTICSEARCH_URL: '',
+        REDIS_URL: '',
+        DATA_DIR: dir.dir,
+        PORT: '0',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let err = '';
@@ -82,7 +95,11 @@ describe('service-secret.key with data present', () => {
     writeFileSync(keyFile, original);
     const svc = await startService({ dataDir: dir.dir });
     try {
-      const r = await svc.api.post('/v1/records/lookup', rootKey, { type: 'SecretHolder', field: 'ssn', value: '123-45-6789' });
+      const r = await svc.api.post('/v1/records/lookup', rootKey, {
+        type: 'SecretHolder',
+        field: 'ssn',
+        value: '123-45-6789',
+      });
       expect(r.status, r.text).toBe(200);
       expect(r.body.data.map((x: { id: string }) => x.id)).toEqual([sealedRecordId]);
     } finally {

@@ -39,7 +39,12 @@ function expect400(r: Res) {
 }
 
 async function createSchema(over: Record<string, unknown> = {}) {
-  const r = await api.post('/v1/schemas', root, { typeName: uniq('H'), displayName: 'Hardening', allowedSurfaces: ['record'], ...over });
+  const r = await api.post('/v1/schemas', root, {
+    typeName: uniq('H'),
+    displayName: 'Hardening',
+    allowedSurfaces: ['record'],
+    ...over,
+  });
   expect(r.status, r.text).toBe(201);
   return r.body as { id: string; typeName: string; schemaVersion: number };
 }
@@ -59,11 +64,16 @@ async function snapshot(path: string) {
 }
 
 const raw = (method: string, path: string, text: string | undefined, contentType = 'application/json') =>
-  api.call(method, path, { token: root, ...(text === undefined ? {} : { raw: text, headers: { 'content-type': contentType } }) });
+  api.call(method, path, {
+    token: root,
+    ...(text === undefined ? {} : { raw: text, headers: { 'content-type': contentType } }),
+  });
 
 describe('validation.pattern: linear-time matching, checked at schema write', () => {
   it('a catastrophic-backtracking pattern answers at once with the pattern 400', async () => {
-    const s = await createSchema({ fields: [{ fieldId: 'code', fieldType: 'string', validation: { pattern: '^(a+)+$' } }] });
+    const s = await createSchema({
+      fields: [{ fieldId: 'code', fieldType: 'string', validation: { pattern: '^(a+)+$' } }],
+    });
     // 30 characters take seconds with a backtracking engine; 10,000 would never finish.
     for (const n of [30, 10_000]) {
       const t0 = performance.now();
@@ -85,7 +95,10 @@ describe('validation.pattern: linear-time matching, checked at schema write', ()
         { fieldId: 'accent', fieldType: 'string', validation: { pattern: '\\u00e9' } },
       ],
     });
-    await createRecord({ typeName: s.typeName, payload: { zip: '12345-6789', word: 'Ünïcødé', accent: 'café au lait' } });
+    await createRecord({
+      typeName: s.typeName,
+      payload: { zip: '12345-6789', word: 'Ünïcødé', accent: 'café au lait' },
+    });
     expect400(await api.post('/v1/records', root, { typeName: s.typeName, payload: { zip: '1234' } }));
     expect400(await api.post('/v1/records', root, { typeName: s.typeName, payload: { word: 'abc1' } }));
     expect400(await api.post('/v1/records', root, { typeName: s.typeName, payload: { accent: 'cafe' } }));
@@ -100,7 +113,12 @@ describe('validation.pattern: linear-time matching, checked at schema write', ()
     ['invalid syntax', '(abc'],
   ])('a %s pattern is a 400 at createSchema and nothing is stored', async (_, pattern) => {
     const typeName = uniq('P');
-    const r = await api.post('/v1/schemas', root, { typeName, displayName: 'P', allowedSurfaces: ['record'], fields: [{ fieldId: 'f', fieldType: 'string', validation: { pattern } }] });
+    const r = await api.post('/v1/schemas', root, {
+      typeName,
+      displayName: 'P',
+      allowedSurfaces: ['record'],
+      fields: [{ fieldId: 'f', fieldType: 'string', validation: { pattern } }],
+    });
     expect400(r);
     // Not created: the typeName is free, a create without the pattern is a fresh 201.
     const ok = await api.post('/v1/schemas', root, { typeName, displayName: 'P', allowedSurfaces: ['record'] });
@@ -111,7 +129,9 @@ describe('validation.pattern: linear-time matching, checked at schema write', ()
   it('a lookbehind pattern is a 400 at updateSchema and the schema is unchanged', async () => {
     const s = await createSchema({ fields: [{ fieldId: 'f', fieldType: 'string', validation: { pattern: '^x' } }] });
     const before = await api.get(`/v1/schemas/${s.id}`, root);
-    const r = await api.put(`/v1/schemas/${s.id}`, root, { fields: [{ fieldId: 'f', fieldType: 'string', validation: { pattern: '(?<!a)b' } }] });
+    const r = await api.put(`/v1/schemas/${s.id}`, root, {
+      fields: [{ fieldId: 'f', fieldType: 'string', validation: { pattern: '(?<!a)b' } }],
+    });
     expect400(r);
     const after = await api.get(`/v1/schemas/${s.id}`, root);
     expect(after.body).toEqual(before.body);
@@ -143,7 +163,12 @@ describe('PUT / PATCH need a JSON object body', () => {
   });
 
   it.each(bodies)('document PUT / PATCH with %s → 400, document untouched', async (_, text) => {
-    const d = await api.post('/v1/documents', root, { title: uniq('Doc'), text: 'keep me', indexMode: 'NONE', payload: { a: 1 } });
+    const d = await api.post('/v1/documents', root, {
+      title: uniq('Doc'),
+      text: 'keep me',
+      indexMode: 'NONE',
+      payload: { a: 1 },
+    });
     expect(d.status, d.text).toBe(201);
     const path = `/v1/documents/${d.body.id}`;
     const before = await snapshot(path);
@@ -173,30 +198,58 @@ describe('PUT / PATCH need a JSON object body', () => {
 
 describe('PATCH accepts application/merge-patch+json (RFC 7386)', () => {
   it('record, document and folder PATCH with the merge-patch media type apply the patch', async () => {
-    const s = await createSchema({ fields: [{ fieldId: 'name', fieldType: 'string' }, { fieldId: 'n', fieldType: 'number' }] });
+    const s = await createSchema({
+      fields: [
+        { fieldId: 'name', fieldType: 'string' },
+        { fieldId: 'n', fieldType: 'number' },
+      ],
+    });
     const rec = await createRecord({ typeName: s.typeName, payload: { name: 'a', n: 1 } });
-    const r = await raw('PATCH', `/v1/records/${rec.id}`, JSON.stringify({ payload: { n: null, name: 'b' } }), 'application/merge-patch+json');
+    const r = await raw(
+      'PATCH',
+      `/v1/records/${rec.id}`,
+      JSON.stringify({ payload: { n: null, name: 'b' } }),
+      'application/merge-patch+json',
+    );
     expect(r.status, r.text).toBe(200);
     expect(r.body.payload).toEqual({ name: 'b' });
     expect(r.body.version).toBe(2);
-    const withCharset = await raw('PATCH', `/v1/records/${rec.id}`, JSON.stringify({ status: 'DONE' }), 'application/merge-patch+json; charset=utf-8');
+    const withCharset = await raw(
+      'PATCH',
+      `/v1/records/${rec.id}`,
+      JSON.stringify({ status: 'DONE' }),
+      'application/merge-patch+json; charset=utf-8',
+    );
     expect(withCharset.status, withCharset.text).toBe(200);
     expect(withCharset.body.status).toBe('DONE');
 
     const d = await api.post('/v1/documents', root, { title: 'before', text: 'body', indexMode: 'NONE' });
-    const dp = await raw('PATCH', `/v1/documents/${d.body.id}`, JSON.stringify({ title: 'after' }), 'application/merge-patch+json');
+    const dp = await raw(
+      'PATCH',
+      `/v1/documents/${d.body.id}`,
+      JSON.stringify({ title: 'after' }),
+      'application/merge-patch+json',
+    );
     expect(dp.status, dp.text).toBe(200);
     expect(dp.body.title).toBe('after');
 
     const f = await api.post('/v1/folders', root, { name: uniq('F') });
-    const fp = await raw('PATCH', `/v1/folders/${f.body.id}`, JSON.stringify({ description: 'patched' }), 'application/merge-patch+json');
+    const fp = await raw(
+      'PATCH',
+      `/v1/folders/${f.body.id}`,
+      JSON.stringify({ description: 'patched' }),
+      'application/merge-patch+json',
+    );
     expect(fp.status, fp.text).toBe(200);
     expect(fp.body.description).toBe('patched');
   });
 
   it('/openapi.json lists the merge-patch media type on PATCH operations', async () => {
     const spec = (await api.get('/openapi.json')).body;
-    expect(Object.keys(spec.paths['/v1/records/{id}'].patch.requestBody.content).sort()).toEqual(['application/json', 'application/merge-patch+json']);
+    expect(Object.keys(spec.paths['/v1/records/{id}'].patch.requestBody.content).sort()).toEqual([
+      'application/json',
+      'application/merge-patch+json',
+    ]);
     expect(Object.keys(spec.paths['/v1/records/{id}'].put.requestBody.content)).toEqual(['application/json']);
   });
 
@@ -220,7 +273,9 @@ describe('bodies are JSON only: any other media type is 415 UNSUPPORTED_MEDIA_TY
       expect(r.body.requestId).toBe(r.headers.get('x-request-id'));
     }
     const rec = await createRecord({ typeName: s.typeName, payload: { name: 'json' } });
-    expect((await raw('PATCH', `/v1/records/${rec.id}`, JSON.stringify({ payload: { name: 'x' } }), 'text/plain')).status).toBe(415);
+    expect(
+      (await raw('PATCH', `/v1/records/${rec.id}`, JSON.stringify({ payload: { name: 'x' } }), 'text/plain')).status,
+    ).toBe(415);
     const list = await api.get(`/v1/records?type=${s.typeName}`, root);
     expect(list.body.data.map((x: any) => x.payload.name)).toEqual(['json']);
   });
@@ -258,12 +313,32 @@ describe('__proto__ keys are a 400; constructor / prototype are ordinary names',
     const before = await snapshot(path);
     expect400(await raw('PATCH', path, '{"__proto__":{"name":"x"}}'));
     expect(await snapshot(path)).toEqual(before);
-    expect400(await raw('POST', '/v1/schemas', `{"typeName":"${uniq('S')}","displayName":"S","allowedSurfaces":["record"],"renderHints":{"__proto__":{"label":"x"}}}`));
+    expect400(
+      await raw(
+        'POST',
+        '/v1/schemas',
+        `{"typeName":"${uniq('S')}","displayName":"S","allowedSurfaces":["record"],"renderHints":{"__proto__":{"label":"x"}}}`,
+      ),
+    );
   });
 
   it('a field declared __proto__ is a 400 at schema write (no body could ever carry it)', async () => {
-    expect400(await api.post('/v1/schemas', root, { typeName: uniq('S'), displayName: 'S', allowedSurfaces: ['record'], fields: [{ fieldId: '__proto__', fieldType: 'string' }] }));
-    expect400(await api.post('/v1/schemas', root, { typeName: uniq('S'), displayName: 'S', allowedSurfaces: ['record'], lookupFields: ['__proto__'] }));
+    expect400(
+      await api.post('/v1/schemas', root, {
+        typeName: uniq('S'),
+        displayName: 'S',
+        allowedSurfaces: ['record'],
+        fields: [{ fieldId: '__proto__', fieldType: 'string' }],
+      }),
+    );
+    expect400(
+      await api.post('/v1/schemas', root, {
+        typeName: uniq('S'),
+        displayName: 'S',
+        allowedSurfaces: ['record'],
+        lookupFields: ['__proto__'],
+      }),
+    );
   });
 
   it('declared fields named constructor / toString are validated as own keys only', async () => {
@@ -306,8 +381,15 @@ describe('__proto__ keys are a 400; constructor / prototype are ordinary names',
     expect(p.status, p.text).toBe(200);
     expect(p.body.payload).toEqual({ prototype: { a: 1, b: 2 } });
     const typed = await createSchema({ fields: [{ fieldId: 'name', fieldType: 'string' }] });
-    const r2 = await createRecord({ typeName: typed.typeName, payload: { name: 'n', constructor: 'c', prototype: 'p' } });
-    expect((await api.get(`/v1/records/${r2.id}`, root)).body.payload).toEqual({ name: 'n', constructor: 'c', prototype: 'p' });
+    const r2 = await createRecord({
+      typeName: typed.typeName,
+      payload: { name: 'n', constructor: 'c', prototype: 'p' },
+    });
+    expect((await api.get(`/v1/records/${r2.id}`, root)).body.payload).toEqual({
+      name: 'n',
+      constructor: 'c',
+      prototype: 'p',
+    });
   });
 });
 
@@ -324,10 +406,19 @@ describe('range lookups reject bad and inverted bounds', () => {
         { fieldId: 'born', fieldType: 'date' },
         { fieldId: 'ok', fieldType: 'boolean' },
       ],
-      lookupFields: [{ fieldName: 'age', rangeEnabled: true }, { fieldName: 'name', rangeEnabled: true }, { fieldName: 'born', rangeEnabled: true }, { fieldName: 'ok', rangeEnabled: true }],
+      lookupFields: [
+        { fieldName: 'age', rangeEnabled: true },
+        { fieldName: 'name', rangeEnabled: true },
+        { fieldName: 'born', rangeEnabled: true },
+        { fieldName: 'ok', rangeEnabled: true },
+      ],
     });
     t = s.typeName;
-    for (const [k, age, name, born] of [['a', 1, 'ann', '2020-01-01'], ['b', 5, 'bob', '2021-06-01'], ['c', 10, 'cy', '2022-01-01']] as const)
+    for (const [k, age, name, born] of [
+      ['a', 1, 'ann', '2020-01-01'],
+      ['b', 5, 'bob', '2021-06-01'],
+      ['c', 10, 'cy', '2022-01-01'],
+    ] as const)
       ids[k] = (await createRecord({ typeName: t, payload: { age, name, born, ok: age > 3 } })).id;
   });
 
@@ -368,7 +459,10 @@ describe('range lookups reject bad and inverted bounds', () => {
     expect(await got('field=age&from=2e0&to=1e1')).toEqual([ids.b, ids.c]);
     expect(await got('field=name&from=a&to=bz')).toEqual([ids.a, ids.b]);
     expect(await got('field=born&from=2021-01-01&to=2022-01-01')).toEqual([ids.b, ids.c]);
-    expect(await got(`field=born&from=${Date.parse('2020-01-01')}&to=${Date.parse('2021-12-31')}`)).toEqual([ids.a, ids.b]);
+    expect(await got(`field=born&from=${Date.parse('2020-01-01')}&to=${Date.parse('2021-12-31')}`)).toEqual([
+      ids.a,
+      ids.b,
+    ]);
     expect(await got('field=ok&from=false&to=true')).toHaveLength(3);
     const p = await api.post('/v1/records/lookup', root, { type: t, field: 'age', from: 5, to: 10 });
     expect(p.status, p.text).toBe(200);

@@ -32,7 +32,10 @@ beforeAll(async () => {
   other = await api.newAccount();
   idp = await LocalIssuer.start();
   idpKey = await idp.addKey('ES256');
-  const r = await api.call('PUT', `/operator/tenants/${boot.tenants.live.tenantId}/jwt-issuers`, { token: OPERATOR_TOKEN, body: { issuers: [{ issuer: idp.url, audience: JWT_AUDIENCE, jwksUrl: idp.jwksUrl }] } });
+  const r = await api.call('PUT', `/operator/tenants/${boot.tenants.live.tenantId}/jwt-issuers`, {
+    token: OPERATOR_TOKEN,
+    body: { issuers: [{ issuer: idp.url, audience: JWT_AUDIENCE, jwksUrl: idp.jwksUrl }] },
+  });
   expect(r.status, r.text).toBe(200);
 });
 
@@ -54,7 +57,10 @@ async function newContext(): Promise<string> {
 
 async function mint(allowedActions: string[], extra: Extra = {}, by = root): Promise<string> {
   const { dataScope, ...rest } = extra;
-  const r = await api.post('/v1/tokens', by, { scope: { allowedActions, ...(dataScope ? { dataScope } : {}) }, ...rest });
+  const r = await api.post('/v1/tokens', by, {
+    scope: { allowedActions, ...(dataScope ? { dataScope } : {}) },
+    ...rest,
+  });
   expect(r.status, r.text).toBe(201);
   return r.body.token;
 }
@@ -63,7 +69,13 @@ type Extra = { dataScope?: { userId?: string; scopes?: string[] }; userId?: stri
 
 /** What `mint` asks for, as a token of the tenant's identity provider (default claims: sub, svc_scopes, svc_context, svc_permissions). */
 async function signIn(allowedActions: string[], extra: Extra = {}): Promise<string> {
-  return idp.sign(idpKey, { aud: JWT_AUDIENCE, sub: extra.userId ?? extra.dataScope?.userId, svc_scopes: extra.dataScope?.scopes, svc_context: extra.contextId, svc_permissions: allowedActions });
+  return idp.sign(idpKey, {
+    aud: JWT_AUDIENCE,
+    sub: extra.userId ?? extra.dataScope?.userId,
+    svc_scopes: extra.dataScope?.scopes,
+    svc_context: extra.contextId,
+    svc_permissions: allowedActions,
+  });
 }
 
 /** The two ways an app hands a narrowed credential to its users: the access cases run with each. */
@@ -78,7 +90,8 @@ async function ok(r: Res, status = 201) {
 }
 
 async function schema(body: Record<string, unknown>, token = root, ctx?: string) {
-  return (await ok(await call('POST', '/v1/schemas', token, { displayName: 'identity schema', ...body }, ctx))).id as string;
+  return (await ok(await call('POST', '/v1/schemas', token, { displayName: 'identity schema', ...body }, ctx)))
+    .id as string;
 }
 
 async function allNamespaces(token = root): Promise<any[]> {
@@ -164,7 +177,11 @@ describe('namespaces', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const r = await call('GET', `/v1/namespaces?limit=2${cursor ? `&startFrom=${encodeURIComponent(cursor)}` : ''}`, key);
+      const r = await call(
+        'GET',
+        `/v1/namespaces?limit=2${cursor ? `&startFrom=${encodeURIComponent(cursor)}` : ''}`,
+        key,
+      );
       expect(r.status, r.text).toBe(200);
       seen.push(...r.body.data.map((n: any) => n.name));
       cursor = r.body.nextCursor;
@@ -225,7 +242,11 @@ describe('namespaces', () => {
     await ok(await call('POST', '/v1/namespaces', key, { name: 'region' }));
     await ok(await call('POST', '/v1/namespaces', key, { name: 'team' }));
     await call('DELETE', '/v1/namespaces/region', key);
-    expect(await registeredNamespaces(svc.service.store, fresh.tenants.live.tenantId)).toEqual(['org', 'client', 'team']);
+    expect(await registeredNamespaces(svc.service.store, fresh.tenants.live.tenantId)).toEqual([
+      'org',
+      'client',
+      'team',
+    ]);
     expect(await registeredNamespaces(svc.service.store, fresh.tenants.test.tenantId)).toEqual(['org', 'client']);
   });
 
@@ -233,9 +254,14 @@ describe('namespaces', () => {
     const fresh = await api.newAccount();
     const key = fresh.tenants.live.rootKey;
     const typeName = uniq('scoped').toLowerCase();
-    await schema({ typeName, allowedSurfaces: ['record', 'document'], fields: [{ fieldId: 'n', fieldType: 'number' }] }, key);
+    await schema(
+      { typeName, allowedSurfaces: ['record', 'document'], fields: [{ fieldId: 'n', fieldType: 'number' }] },
+      key,
+    );
     const rec = await ok(await call('POST', '/v1/records', key, { typeName, payload: { n: 1 }, scopes: ['org:a'] }));
-    const doc = await ok(await call('POST', '/v1/documents', key, { title: 'd', text: 'hello', indexMode: 'NONE', scopes: ['client:b'] }));
+    const doc = await ok(
+      await call('POST', '/v1/documents', key, { title: 'd', text: 'hello', indexMode: 'NONE', scopes: ['client:b'] }),
+    );
     const folder = await ok(await call('POST', '/v1/folders', key, { name: 'F', scopes: ['org:a'] }));
     const refused = async (method: string, path: string, body: Record<string, unknown>) => {
       const r = await call(method, path, key, body);
@@ -252,17 +278,23 @@ describe('namespaces', () => {
     await refused('POST', '/v1/folders', { name: 'G', scopes: ['team:x'] });
     await refused('PATCH', `/v1/folders/${folder.id}`, { scopes: ['team:x'] });
     await refused('POST', '/v1/users', { email: `${uniq('u')}@example.com`, scopes: ['team:x'] });
-    const batch = await call('POST', '/v1/records/batch', key, { records: [{ typeName, payload: { n: 4 }, scopes: ['team:x'] }] });
+    const batch = await call('POST', '/v1/records/batch', key, {
+      records: [{ typeName, payload: { n: 4 }, scopes: ['team:x'] }],
+    });
     expect(batch.status, batch.text).toBe(200);
     expect(JSON.stringify(batch.body)).toContain('VALIDATION_ERROR');
     // Nothing stored or changed.
-    expect((await call('GET', `/v1/records?type=${typeName}`, key)).body.data.map((r: any) => [r.id, r.scopes, r.payload.n])).toEqual([[rec.id, ['org:a'], 1]]);
+    expect(
+      (await call('GET', `/v1/records?type=${typeName}`, key)).body.data.map((r: any) => [r.id, r.scopes, r.payload.n]),
+    ).toEqual([[rec.id, ['org:a'], 1]]);
     expect((await call('GET', `/v1/documents/${doc.id}`, key)).body.scopes).toEqual(['client:b']);
     expect((await call('GET', `/v1/folders/${folder.id}`, key)).body.scopes).toEqual(['org:a']);
     expect((await call('GET', '/v1/users?limit=100', key)).body.data).toEqual([]);
     // Registered, the same writes go through.
     await ok(await call('POST', '/v1/namespaces', key, { name: 'team' }));
-    expect((await ok(await call('PATCH', `/v1/records/${rec.id}`, key, { scopes: ['team:x'] }), 200)).scopes).toEqual(['team:x']);
+    expect((await ok(await call('PATCH', `/v1/records/${rec.id}`, key, { scopes: ['team:x'] }), 200)).scopes).toEqual([
+      'team:x',
+    ]);
     await ok(await call('POST', '/v1/folders', key, { name: 'G', scopes: ['team:x'] }));
     await ok(await call('POST', '/v1/users', key, { email: `${uniq('u')}@example.com`, scopes: ['team:x'] }));
   });
@@ -276,7 +308,14 @@ describe('users', () => {
     expect(Object.keys(bare).sort()).toEqual(['id', 'payload', 'scopes']);
     expect(bare).toMatchObject({ payload: {}, scopes: [] });
     const e = email();
-    const full = await ok(await call('POST', '/v1/users', root, { email: e, displayName: 'Ada', payload: { level: 3 }, scopes: ['org:acme'] }));
+    const full = await ok(
+      await call('POST', '/v1/users', root, {
+        email: e,
+        displayName: 'Ada',
+        payload: { level: 3 },
+        scopes: ['org:acme'],
+      }),
+    );
     expect(full).toEqual({ id: full.id, email: e, displayName: 'Ada', payload: { level: 3 }, scopes: ['org:acme'] });
     expect((await call('GET', `/v1/users/${full.id}`, root)).body).toEqual(full);
   });
@@ -333,7 +372,14 @@ describe('users', () => {
   });
 
   it('PUT replaces email, displayName and payload (omitted: cleared) and keeps scopes when omitted', async () => {
-    const u = await ok(await call('POST', '/v1/users', root, { email: email(), displayName: 'Old', payload: { a: 1, b: 2 }, scopes: ['org:x'] }));
+    const u = await ok(
+      await call('POST', '/v1/users', root, {
+        email: email(),
+        displayName: 'Old',
+        payload: { a: 1, b: 2 },
+        scopes: ['org:x'],
+      }),
+    );
     const r = await call('PUT', `/v1/users/${u.id}`, root, { payload: { c: 3 } });
     expect(r.status, r.text).toBe(200);
     expect(r.body).toEqual({ id: u.id, payload: { c: 3 }, scopes: ['org:x'] });
@@ -343,7 +389,9 @@ describe('users', () => {
   });
 
   it('PATCH merges (RFC 7386): null inside payload deletes a key', async () => {
-    const u = await ok(await call('POST', '/v1/users', root, { displayName: 'P', payload: { a: 1, b: { c: 2, d: 3 } } }));
+    const u = await ok(
+      await call('POST', '/v1/users', root, { displayName: 'P', payload: { a: 1, b: { c: 2, d: 3 } } }),
+    );
     const r = await call('PATCH', `/v1/users/${u.id}`, root, { payload: { a: null, b: { d: 4 } } });
     expect(r.status, r.text).toBe(200);
     expect(r.body).toEqual({ id: u.id, displayName: 'P', payload: { b: { c: 2, d: 4 } }, scopes: [] });
@@ -390,15 +438,38 @@ describe('users', () => {
   it('lists oldest first with email and scope filters and a cursor', async () => {
     const ctx = await newContext();
     const made = [];
-    for (let i = 0; i < 5; i++) made.push(await ok(await call('POST', '/v1/users', root, { email: `list${i}-${randomUUID().slice(0, 6)}@x.io`, scopes: i < 2 ? ['client:7'] : [] }, ctx)));
+    for (let i = 0; i < 5; i++)
+      made.push(
+        await ok(
+          await call(
+            'POST',
+            '/v1/users',
+            root,
+            { email: `list${i}-${randomUUID().slice(0, 6)}@x.io`, scopes: i < 2 ? ['client:7'] : [] },
+            ctx,
+          ),
+        ),
+      );
     const all = await call('GET', '/v1/users?limit=100', root, undefined, ctx);
     expect(all.body.data.map((u: any) => u.id)).toEqual(made.map((u) => u.id));
-    const byEmail = await call('GET', `/v1/users?email=${encodeURIComponent(made[3].email.toUpperCase())}`, root, undefined, ctx);
+    const byEmail = await call(
+      'GET',
+      `/v1/users?email=${encodeURIComponent(made[3].email.toUpperCase())}`,
+      root,
+      undefined,
+      ctx,
+    );
     expect(byEmail.body.data.map((u: any) => u.id)).toEqual([made[3].id]);
     const byScope = await call('GET', '/v1/users?scope=client:7', root, undefined, ctx);
     expect(byScope.body.data.map((u: any) => u.id)).toEqual([made[0].id, made[1].id]);
     const p1 = await call('GET', '/v1/users?limit=3', root, undefined, ctx);
-    const p2 = await call('GET', `/v1/users?limit=3&startFrom=${encodeURIComponent(p1.body.nextCursor)}`, root, undefined, ctx);
+    const p2 = await call(
+      'GET',
+      `/v1/users?limit=3&startFrom=${encodeURIComponent(p1.body.nextCursor)}`,
+      root,
+      undefined,
+      ctx,
+    );
     expect([...p1.body.data, ...p2.body.data].map((u: any) => u.id)).toEqual(made.map((u) => u.id));
     expect(p2.body.nextCursor).toBeNull();
     expect((await call('GET', '/v1/users?limit=101', root)).status).toBe(400);
@@ -420,7 +491,9 @@ describe('users', () => {
     });
 
     it('the root key creates one; the payload is validated; sensitive values read back masked', async () => {
-      const u = await ok(await call('POST', '/v1/users', root, { schemaId: userSchemaId, payload: { age: 30, ssn: '123-45-6789' } }));
+      const u = await ok(
+        await call('POST', '/v1/users', root, { schemaId: userSchemaId, payload: { age: 30, ssn: '123-45-6789' } }),
+      );
       expect(u).toMatchObject({ schemaId: userSchemaId, payload: { age: 30, ssn: '********' } });
       expect((await call('GET', `/v1/users/${u.id}`, root)).body.payload.ssn).toBe('********');
       for (const payload of [{}, { age: 'thirty' }]) {
@@ -433,7 +506,9 @@ describe('users', () => {
       const t = await mint(['users:*']);
       const r = await call('POST', '/v1/users', t, { schemaId: userSchemaId, payload: { age: 1 } });
       expect(r.status).toBe(403);
-      const u = await ok(await call('POST', '/v1/users', root, { schemaId: userSchemaId, payload: { age: 40 }, displayName: 'Bound' }));
+      const u = await ok(
+        await call('POST', '/v1/users', root, { schemaId: userSchemaId, payload: { age: 40 }, displayName: 'Bound' }),
+      );
       const before = (await call('GET', `/v1/users/${u.id}`, root)).body;
       expect((await call('PATCH', `/v1/users/${u.id}`, t, { displayName: 'x' })).status).toBe(403);
       expect((await call('PUT', `/v1/users/${u.id}`, t, { payload: { age: 41 } })).status).toBe(403);
@@ -446,8 +521,12 @@ describe('users', () => {
     it('a change that breaks the schema is a 400 that changes nothing', async () => {
       const u = await ok(await call('POST', '/v1/users', root, { schemaId: userSchemaId, payload: { age: 5 } }));
       expect((await call('PATCH', `/v1/users/${u.id}`, root, { payload: { age: null } })).status).toBe(400);
-      expect((await call('PUT', `/v1/users/${u.id}`, root, { schemaId: userSchemaId, payload: { age: 'x' } })).status).toBe(400);
-      expect((await call('PUT', `/v1/users/${u.id}`, root, { schemaId: recordSchemaId, payload: { age: 6 } })).status).toBe(400);
+      expect(
+        (await call('PUT', `/v1/users/${u.id}`, root, { schemaId: userSchemaId, payload: { age: 'x' } })).status,
+      ).toBe(400);
+      expect(
+        (await call('PUT', `/v1/users/${u.id}`, root, { schemaId: recordSchemaId, payload: { age: 6 } })).status,
+      ).toBe(400);
       expect((await call('GET', `/v1/users/${u.id}`, root)).body).toEqual(u);
     });
 
@@ -492,7 +571,9 @@ describe('users', () => {
       expect((await call('PATCH', `/v1/users/${u.id}`, none, {})).status).toBe(403);
       expect((await call('DELETE', `/v1/users/${u.id}`, none)).status).toBe(403);
       expect((await call('GET', `/v1/users/${u.id}`, await mint(['users:r']))).status).toBe(200);
-      expect((await call('PATCH', `/v1/users/${u.id}`, await mint(['users:u']), { displayName: 'u' })).status).toBe(200);
+      expect((await call('PATCH', `/v1/users/${u.id}`, await mint(['users:u']), { displayName: 'u' })).status).toBe(
+        200,
+      );
       expect((await call('POST', '/v1/users', await mint(['users:c']), {})).status).toBe(201);
       expect((await call('DELETE', `/v1/users/${u.id}`, await mint(['users:d']))).status).toBe(204);
     });
@@ -506,7 +587,9 @@ describe('entities', () => {
     expect(Object.keys(e).sort()).toEqual(ENTITY_KEYS);
     expect(e).toMatchObject({ namespace: 'org', key, payload: {}, version: 1 });
     expect((await call('GET', `/v1/entities/${e.id}`, root)).body).toEqual(e);
-    const c = await ok(await call('POST', '/v1/entities', root, { namespace: 'client', key: uniq('c'), payload: { tier: 'gold' } }));
+    const c = await ok(
+      await call('POST', '/v1/entities', root, { namespace: 'client', key: uniq('c'), payload: { tier: 'gold' } }),
+    );
     expect(c.payload).toEqual({ tier: 'gold' });
   });
 
@@ -545,23 +628,36 @@ describe('entities', () => {
     expect((await call('POST', '/v1/entities', root, { namespace: 'client', key })).status).toBe(201);
     const ctx = await newContext();
     expect((await call('POST', '/v1/entities', root, { namespace: 'org', key }, ctx)).status).toBe(201);
-    expect((await call('POST', '/v1/entities', other.tenants.live.rootKey, { namespace: 'org', key })).status).toBe(201);
+    expect((await call('POST', '/v1/entities', other.tenants.live.rootKey, { namespace: 'org', key })).status).toBe(
+      201,
+    );
   });
 
   it('concurrent creates of one key: exactly one wins', async () => {
     const key = uniq('race');
-    const rs = await Promise.all(Array.from({ length: 4 }, () => call('POST', '/v1/entities', root, { namespace: 'org', key })));
+    const rs = await Promise.all(
+      Array.from({ length: 4 }, () => call('POST', '/v1/entities', root, { namespace: 'org', key })),
+    );
     expect(rs.map((r) => r.status).sort()).toEqual([201, 409, 409, 409]);
   });
 
   it('PUT replaces the payload; version counts; namespace, key and schemaId are fixed (400, nothing changes)', async () => {
-    const e = await ok(await call('POST', '/v1/entities', root, { namespace: 'org', key: uniq('put'), payload: { a: 1 } }));
+    const e = await ok(
+      await call('POST', '/v1/entities', root, { namespace: 'org', key: uniq('put'), payload: { a: 1 } }),
+    );
     const r = await call('PUT', `/v1/entities/${e.id}`, root, { payload: { b: 2 } });
     expect(r.status, r.text).toBe(200);
     expect(r.body).toEqual({ ...e, payload: { b: 2 }, version: 2 });
-    expect((await call('PUT', `/v1/entities/${e.id}`, root, { namespace: 'org', key: e.key, payload: { c: 3 } })).body.version).toBe(3);
+    expect(
+      (await call('PUT', `/v1/entities/${e.id}`, root, { namespace: 'org', key: e.key, payload: { c: 3 } })).body
+        .version,
+    ).toBe(3);
     const before = (await call('GET', `/v1/entities/${e.id}`, root)).body;
-    for (const body of [{ namespace: 'client', payload: {} }, { key: 'other', payload: {} }, { schemaId: randomUUID(), payload: {} }]) {
+    for (const body of [
+      { namespace: 'client', payload: {} },
+      { key: 'other', payload: {} },
+      { schemaId: randomUUID(), payload: {} },
+    ]) {
       const bad = await call('PUT', `/v1/entities/${e.id}`, root, body);
       expect(bad.status, bad.text).toBe(400);
     }
@@ -571,7 +667,9 @@ describe('entities', () => {
   });
 
   it('PATCH merges the payload; expectedVersion guards it', async () => {
-    const e = await ok(await call('POST', '/v1/entities', root, { namespace: 'org', key: uniq('patch'), payload: { a: 1, b: 2 } }));
+    const e = await ok(
+      await call('POST', '/v1/entities', root, { namespace: 'org', key: uniq('patch'), payload: { a: 1, b: 2 } }),
+    );
     const r = await call('PATCH', `/v1/entities/${e.id}`, root, { payload: { a: null, c: 3 }, expectedVersion: 1 });
     expect(r.status, r.text).toBe(200);
     expect(r.body).toEqual({ ...e, payload: { b: 2, c: 3 }, version: 2 });
@@ -586,14 +684,18 @@ describe('entities', () => {
     ['an unknown key', { colour: 'red' }],
     ['a payload that is not an object', { payload: [1] }],
   ])('PATCH with %s is a 400 that changes nothing', async (_, body) => {
-    const e = await ok(await call('POST', '/v1/entities', root, { namespace: 'org', key: uniq('immut'), payload: { a: 1 } }));
+    const e = await ok(
+      await call('POST', '/v1/entities', root, { namespace: 'org', key: uniq('immut'), payload: { a: 1 } }),
+    );
     const r = await call('PATCH', `/v1/entities/${e.id}`, root, body);
     expect(r.status, r.text).toBe(400);
     expect((await call('GET', `/v1/entities/${e.id}`, root)).body).toEqual(e);
   });
 
   it('a stale expectedVersion is a 409 VERSION_CONFLICT on PUT, PATCH and DELETE, changing nothing', async () => {
-    const e = await ok(await call('POST', '/v1/entities', root, { namespace: 'org', key: uniq('ev'), payload: { a: 1 } }));
+    const e = await ok(
+      await call('POST', '/v1/entities', root, { namespace: 'org', key: uniq('ev'), payload: { a: 1 } }),
+    );
     for (const [method, path, body] of [
       ['PUT', `/v1/entities/${e.id}`, { payload: {}, expectedVersion: 2 }],
       ['PATCH', `/v1/entities/${e.id}`, { payload: { a: 2 }, expectedVersion: 0 }],
@@ -620,7 +722,9 @@ describe('entities', () => {
   it('an unknown id, another context and another tenant read the same 404', async () => {
     const ctx = await newContext();
     const inCtx = await ok(await call('POST', '/v1/entities', root, { namespace: 'org', key: 'x' }, ctx));
-    const inOther = await ok(await call('POST', '/v1/entities', other.tenants.live.rootKey, { namespace: 'org', key: uniq('x') }));
+    const inOther = await ok(
+      await call('POST', '/v1/entities', other.tenants.live.rootKey, { namespace: 'org', key: uniq('x') }),
+    );
     const a = await call('GET', `/v1/entities/${randomUUID()}`, root);
     const b = await call('GET', `/v1/entities/${inCtx.id}`, root);
     const c = await call('GET', `/v1/entities/${inOther.id}`, root);
@@ -634,36 +738,82 @@ describe('entities', () => {
   it('lists oldest first with namespace and key filters and a cursor', async () => {
     const ctx = await newContext();
     const made = [];
-    for (let i = 0; i < 4; i++) made.push(await ok(await call('POST', '/v1/entities', root, { namespace: i % 2 ? 'client' : 'org', key: `k${i}` }, ctx)));
-    expect((await call('GET', '/v1/entities', root, undefined, ctx)).body.data.map((e: any) => e.id)).toEqual(made.map((e) => e.id));
-    expect((await call('GET', '/v1/entities?namespace=client', root, undefined, ctx)).body.data.map((e: any) => e.key)).toEqual(['k1', 'k3']);
-    expect((await call('GET', '/v1/entities?namespace=org&key=k2', root, undefined, ctx)).body.data.map((e: any) => e.id)).toEqual([made[2].id]);
+    for (let i = 0; i < 4; i++)
+      made.push(
+        await ok(await call('POST', '/v1/entities', root, { namespace: i % 2 ? 'client' : 'org', key: `k${i}` }, ctx)),
+      );
+    expect((await call('GET', '/v1/entities', root, undefined, ctx)).body.data.map((e: any) => e.id)).toEqual(
+      made.map((e) => e.id),
+    );
+    expect(
+      (await call('GET', '/v1/entities?namespace=client', root, undefined, ctx)).body.data.map((e: any) => e.key),
+    ).toEqual(['k1', 'k3']);
+    expect(
+      (await call('GET', '/v1/entities?namespace=org&key=k2', root, undefined, ctx)).body.data.map((e: any) => e.id),
+    ).toEqual([made[2].id]);
     const p1 = await call('GET', '/v1/entities?limit=3', root, undefined, ctx);
-    const p2 = await call('GET', `/v1/entities?limit=3&startFrom=${encodeURIComponent(p1.body.nextCursor)}`, root, undefined, ctx);
+    const p2 = await call(
+      'GET',
+      `/v1/entities?limit=3&startFrom=${encodeURIComponent(p1.body.nextCursor)}`,
+      root,
+      undefined,
+      ctx,
+    );
     expect([...p1.body.data, ...p2.body.data].map((e: any) => e.id)).toEqual(made.map((e) => e.id));
     expect(p2.body.nextCursor).toBeNull();
-    expect((await call('GET', `/v1/entities?limit=3&namespace=org&startFrom=${encodeURIComponent(p1.body.nextCursor)}`, root, undefined, ctx)).status).toBe(400);
+    expect(
+      (
+        await call(
+          'GET',
+          `/v1/entities?limit=3&namespace=org&startFrom=${encodeURIComponent(p1.body.nextCursor)}`,
+          root,
+          undefined,
+          ctx,
+        )
+      ).status,
+    ).toBe(400);
   });
 
   it('an entity schema is written by an ordinary scoped credential in its own context; the payload is validated', async () => {
     const ctx = await newContext();
     const t = await mint(['schemas:*', 'entities:*'], { contextId: ctx });
-    const s = await schema({ typeName: uniq('company'), allowedSurfaces: ['entity'], fields: [{ fieldId: 'vat', fieldType: 'string', required: true, validation: { minLength: 4 } }] }, t);
-    const e = await ok(await call('POST', '/v1/entities', t, { namespace: 'org', key: 'acme', schemaId: s, payload: { vat: 'DE1234' } }));
+    const s = await schema(
+      {
+        typeName: uniq('company'),
+        allowedSurfaces: ['entity'],
+        fields: [{ fieldId: 'vat', fieldType: 'string', required: true, validation: { minLength: 4 } }],
+      },
+      t,
+    );
+    const e = await ok(
+      await call('POST', '/v1/entities', t, { namespace: 'org', key: 'acme', schemaId: s, payload: { vat: 'DE1234' } }),
+    );
     expect(e).toMatchObject({ schemaId: s, payload: { vat: 'DE1234' } });
     expect(Object.keys(e).sort()).toEqual([...ENTITY_KEYS, 'schemaId'].sort());
-    expect((await call('POST', '/v1/entities', t, { namespace: 'org', key: 'b', schemaId: s, payload: {} })).status).toBe(400);
-    expect((await call('POST', '/v1/entities', t, { namespace: 'org', key: 'c', schemaId: s, payload: { vat: 'x' } })).status).toBe(400);
+    expect(
+      (await call('POST', '/v1/entities', t, { namespace: 'org', key: 'b', schemaId: s, payload: {} })).status,
+    ).toBe(400);
+    expect(
+      (await call('POST', '/v1/entities', t, { namespace: 'org', key: 'c', schemaId: s, payload: { vat: 'x' } }))
+        .status,
+    ).toBe(400);
     expect((await call('PATCH', `/v1/entities/${e.id}`, t, { payload: { vat: null } })).status).toBe(400);
-    expect((await call('PUT', `/v1/entities/${e.id}`, t, { payload: { vat: 'FR99999' } })).body).toMatchObject({ payload: { vat: 'FR99999' }, version: 2 });
+    expect((await call('PUT', `/v1/entities/${e.id}`, t, { payload: { vat: 'FR99999' } })).body).toMatchObject({
+      payload: { vat: 'FR99999' },
+      version: 2,
+    });
     // a schema of the default context is not one of this context
     const elsewhere = await schema({ typeName: uniq('company'), allowedSurfaces: ['entity'] });
-    expect((await call('POST', '/v1/entities', t, { namespace: 'org', key: 'd', schemaId: elsewhere })).status).toBe(400);
+    expect((await call('POST', '/v1/entities', t, { namespace: 'org', key: 'd', schemaId: elsewhere })).status).toBe(
+      400,
+    );
   });
 
   it('a schema without the entity surface is a 400', async () => {
     const s = await schema({ typeName: uniq('rec_only'), allowedSurfaces: ['record'] });
-    expect((await call('POST', '/v1/entities', root, { namespace: 'org', key: uniq('k'), schemaId: s })).status).toBe(400);
+    expect((await call('POST', '/v1/entities', root, { namespace: 'org', key: uniq('k'), schemaId: s })).status).toBe(
+      400,
+    );
   });
 
   describe.each(CREDENTIALS)('%s', (_, mint) => {
@@ -693,8 +843,12 @@ describe('entities', () => {
       expect((await call('PATCH', `/v1/entities/${e.id}`, none, {})).status).toBe(403);
       expect((await call('DELETE', `/v1/entities/${e.id}`, none)).status).toBe(403);
       expect((await call('GET', `/v1/entities/${e.id}`, await mint(['entities:r']))).status).toBe(200);
-      expect((await call('PATCH', `/v1/entities/${e.id}`, await mint(['entities:u']), { payload: { a: 1 } })).status).toBe(200);
-      expect((await call('POST', '/v1/entities', await mint(['entities:c']), { namespace: 'org', key: uniq('p') })).status).toBe(201);
+      expect(
+        (await call('PATCH', `/v1/entities/${e.id}`, await mint(['entities:u']), { payload: { a: 1 } })).status,
+      ).toBe(200);
+      expect(
+        (await call('POST', '/v1/entities', await mint(['entities:c']), { namespace: 'org', key: uniq('p') })).status,
+      ).toBe(201);
       expect((await call('DELETE', `/v1/entities/${e.id}`, await mint(['entities:d']))).status).toBe(204);
     });
   });
@@ -707,7 +861,11 @@ describe('context teardown', () => {
     await ok(await call('POST', '/v1/namespaces', root, { name }, ctx));
     await ok(await call('POST', '/v1/users', root, {}, ctx));
     await ok(await call('POST', '/v1/entities', root, { namespace: name, key: 'k' }, ctx));
-    const count = async (table: string) => Number((await svc.service.sql.query<{ n: string }>(`SELECT count(*) AS n FROM ${table} WHERE context_id = $1`, [ctx])).rows[0].n);
+    const count = async (table: string) =>
+      Number(
+        (await svc.service.sql.query<{ n: string }>(`SELECT count(*) AS n FROM ${table} WHERE context_id = $1`, [ctx]))
+          .rows[0].n,
+      );
     expect([await count('rm_users'), await count('rm_entities')]).toEqual([1, 1]);
     expect((await api.del(`/v1/contexts/${ctx}`, root)).status).toBe(204);
     expect([await count('rm_users'), await count('rm_entities')]).toEqual([0, 0]);

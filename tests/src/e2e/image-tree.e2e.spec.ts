@@ -26,18 +26,28 @@ const instructions = (stage: string, name: string) =>
     .map((l) => l.slice(name.length + 1).trim());
 /** Names the build context leaves out (the patterns of Dockerfile.dockerignore this tree has). */
 const IGNORED = new Set(['node_modules', 'dist', '.cache', '.git', 'data', 'tmp']);
-const ignored = (path: string) => IGNORED.has(basename(path)) || path.endsWith('.tsbuildinfo') || path.endsWith('.log') || /\/tests\/(src|bench|eval)$/.test(path);
+const ignored = (path: string) =>
+  IGNORED.has(basename(path)) ||
+  path.endsWith('.tsbuildinfo') ||
+  path.endsWith('.log') ||
+  /\/tests\/(src|bench|eval)$/.test(path);
 
 /** Runs a shell command in `cwd` without blocking this worker (vitest's RPC times out on a blocked event loop). */
 function sh(command: string, cwd: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const p = spawn('bash', ['-c', command], { cwd, env: { ...process.env, npm_config_loglevel: 'error' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn('bash', ['-c', command], {
+      cwd,
+      env: { ...process.env, npm_config_loglevel: 'error' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     p.stdout.on('data', (d) => (out += d));
     p.stderr.on('data', (d) => (err += d));
     p.on('error', reject);
-    p.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`\`${command}\` exited ${code}: ${err.slice(-2000)}`))));
+    p.on('exit', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`\`${command}\` exited ${code}: ${err.slice(-2000)}`)),
+    );
   });
 }
 const sizeMb = async (dir: string) => Number((await sh(`du -sm ${JSON.stringify(dir)}`, dir)).split('\t')[0]);
@@ -61,11 +71,15 @@ describe('the image, replayed from deploy/Dockerfile', () => {
       const args = copy.split(/\s+/).filter((a) => !a.startsWith('--'));
       const dest = args.pop()!;
       for (const src of args) {
-        const target = dest.endsWith('/') || args.length > 1 ? join(app, dest, basename(src)) : join(app, dest === '.' || dest === './' ? basename(src) : dest);
+        const target =
+          dest.endsWith('/') || args.length > 1
+            ? join(app, dest, basename(src))
+            : join(app, dest === '.' || dest === './' ? basename(src) : dest);
         cpSync(join(ROOT, src), target, { recursive: true, filter: (from) => !ignored(from) });
       }
     }
-    if (existsSync(join(ROOT, '.cache/models'))) cpSync(join(ROOT, '.cache/models'), join(app, '.cache/models'), { recursive: true });
+    if (existsSync(join(ROOT, '.cache/models')))
+      cpSync(join(ROOT, '.cache/models'), join(app, '.cache/models'), { recursive: true });
 
     const sizes: Array<[string, number]> = [];
     for (const run of instructions(build, 'RUN'))
@@ -83,26 +97,64 @@ describe('the image, replayed from deploy/Dockerfile', () => {
     const port = await freePort();
     const cmd = JSON.parse(instructions(runtime, 'CMD')[0]) as string[];
     let out = '';
-    child = spawn(process.execPath, cmd.slice(1), { cwd: app, env: { PATH: process.env.PATH ?? '', ...env, HOST: '127.0.0.1', PORT: String(port), DATA_DIR: data, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(process.execPath, cmd.slice(1), {
+      cwd: app,
+      env: {
+        PATH: process.env.PATH ?? '',
+        ...env,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        DATA_DIR: data,
+        LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stdout!.on('data', (d) => (out += d));
     child.stderr!.on('data', (d) => (out += d));
     const base = `http://127.0.0.1:${port}`;
-    for (const deadline = Date.now() + 90_000; ; ) {
+    for (const deadline = Date.now() + 90_000; ;) {
       if (child.exitCode !== null) throw new Error(`the image's service exited: ${out}`);
-      if (await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) break;
+      if (
+        await fetch(`${base}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        break;
       if (Date.now() > deadline) throw new Error(`the image's service did not start: ${out}`);
       await new Promise((r) => setTimeout(r, 250));
     }
 
-    const key = (JSON.parse(readFileSync(join(data, 'bootstrap.json'), 'utf8')) as { tenants: { test: { rootKey: string } } }).tenants.test.rootKey;
+    const key = (
+      JSON.parse(readFileSync(join(data, 'bootstrap.json'), 'utf8')) as { tenants: { test: { rootKey: string } } }
+    ).tenants.test.rootKey;
     const post = async (path: string, body: unknown) => {
-      const r = await fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const r = await fetch(`${base}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       return { status: r.status, body: (await r.json()) as Record<string, any> };
     };
-    expect((await post('/v1/schemas', { typeName: 'Note', displayName: 'Note', allowedSurfaces: ['record'], fields: [{ fieldId: 'body', fieldType: 'string', searchable: true }] })).status).toBe(201);
-    const rec = await post('/v1/records', { typeName: 'Note', payload: { body: 'The cat sat on the warm windowsill all afternoon.' } });
+    expect(
+      (
+        await post('/v1/schemas', {
+          typeName: 'Note',
+          displayName: 'Note',
+          allowedSurfaces: ['record'],
+          fields: [{ fieldId: 'body', fieldType: 'string', searchable: true }],
+        })
+      ).status,
+    ).toBe(201);
+    const rec = await post('/v1/records', {
+      typeName: 'Note',
+      payload: { body: 'The cat sat on the warm windowsill all afternoon.' },
+    });
     expect(rec.status).toBe(201);
-    for (const [mode, query] of [['TEXT', 'windowsill'], ['SEMANTIC', 'a kitten resting by the window']] as const) {
+    for (const [mode, query] of [
+      ['TEXT', 'windowsill'],
+      ['SEMANTIC', 'a kitten resting by the window'],
+    ] as const) {
       let ids: string[] = [];
       for (const deadline = Date.now() + 60_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 500))) {
         const s = await post('/v1/search', { query, mode });
@@ -112,7 +164,9 @@ describe('the image, replayed from deploy/Dockerfile', () => {
       }
       expect(ids, mode).toContain(rec.body.id);
     }
-    expect(JSON.parse((await fetch(`${base}/readyz`).then((r) => r.text())) || '{}').embeddings).toMatchObject({ model: 'bge-small-en-v1.5-q' });
+    expect(JSON.parse((await fetch(`${base}/readyz`).then((r) => r.text())) || '{}').embeddings).toMatchObject({
+      model: 'bge-small-en-v1.5-q',
+    });
     // The API page's bundle is a file of a package whose own dependencies were pruned: still served.
     const page = await fetch(`${base}/docs/api-reference.js`);
     expect(page.status).toBe(200);
@@ -123,6 +177,9 @@ describe('the image, replayed from deploy/Dockerfile', () => {
     const entry = /src="(console\/app-[A-Z0-9]+\.js)"/.exec(await consolePage.text())?.[1];
     expect(entry).toBeDefined();
     expect((await fetch(`${base}/${entry}`)).status).toBe(200);
-    expect(existsSync(join(app, 'node_modules/preact')), "the console's framework is bundled, not installed in the image").toBe(false);
+    expect(
+      existsSync(join(app, 'node_modules/preact')),
+      "the console's framework is bundled, not installed in the image",
+    ).toBe(false);
   }, 900_000);
 });

@@ -87,15 +87,24 @@ const QUESTIONS: Array<[string, string]> = [
   ['When does the harbour open for cargo ships?', 'The harbour opens to cargo ships at six in the morning.'],
   ['Where do pilots board incoming vessels?', 'Pilots board incoming vessels two nautical miles from the breakwater.'],
   ['How heavy a load can the container cranes lift?', 'Container cranes on the east quay can lift up to sixty tonnes.'],
-  ['How often must the sourdough starter be fed?', 'Sourdough starter must be fed with flour and water every twelve hours.'],
-  ['What temperature are the ovens for baguettes?', 'The ovens are preheated to two hundred and thirty degrees for baguettes.'],
+  [
+    'How often must the sourdough starter be fed?',
+    'Sourdough starter must be fed with flour and water every twelve hours.',
+  ],
+  [
+    'What temperature are the ovens for baguettes?',
+    'The ovens are preheated to two hundred and thirty degrees for baguettes.',
+  ],
   ['How many times is croissant dough folded?', 'Croissant dough is folded three times to create its flaky layers.'],
   ['Are helmets required on club rides?', 'Helmets are mandatory on every club ride.'],
   ['What time does the Sunday long ride leave?', 'The Sunday long ride leaves the town square at eight o clock.'],
   ['When are membership fees paid?', 'Membership fees are paid once a year in January.'],
   ['How many books can a member borrow?', 'Members may borrow up to twelve books at a time.'],
   ['What is the charge for overdue books?', 'Overdue books are charged ten cents per day.'],
-  ['How late is the reading room open on Thursdays?', 'The reading room stays open until nine in the evening on Thursdays.'],
+  [
+    'How late is the reading room open on Thursdays?',
+    'The reading room stays open until nine in the evening on Thursdays.',
+  ],
   ['How much sunlight do tomatoes need?', 'Tomatoes need at least six hours of direct sunlight a day.'],
   ['When should roses be pruned?', 'Roses are pruned in late winter before new growth appears.'],
   ['How do I keep slugs away from lettuce?', 'Slugs are kept away from lettuce with copper tape.'],
@@ -104,14 +113,23 @@ const QUESTIONS: Array<[string, string]> = [
   ['When do backups of the file server run?', 'Backups of the file server run every night at midnight.'],
   ['How big is the observatory telescope mirror?', 'The observatory telescope has a mirror forty centimetres across.'],
   ['When are the meteor watching nights held?', 'Meteor watching nights are held in mid August for the Perseids.'],
-  ['When is the observatory dome closed because of wind?', 'The dome is closed whenever the wind exceeds forty kilometres per hour.'],
-  ['Where should raw chicken be stored in the refrigerator?', 'Raw chicken is stored on the lowest shelf of the refrigerator.'],
+  [
+    'When is the observatory dome closed because of wind?',
+    'The dome is closed whenever the wind exceeds forty kilometres per hour.',
+  ],
+  [
+    'Where should raw chicken be stored in the refrigerator?',
+    'Raw chicken is stored on the lowest shelf of the refrigerator.',
+  ],
   ['Where is the fire blanket?', 'The fire blanket hangs beside the main exit door.'],
   ['How fast must cooked rice be cooled?', 'Cooked rice must be cooled within one hour and refrigerated.'],
   ['Is photography allowed in the galleries?', 'Photography without flash is allowed in the permanent galleries.'],
   ['On which floor is the dinosaur hall?', 'The dinosaur hall is on the second floor next to the cafe.'],
   ['When is museum admission free?', 'Admission is free on the first Sunday of every month.'],
-  ['When is lane swimming reserved for adults?', 'Lane swimming is reserved for adults between six and eight in the morning.'],
+  [
+    'When is lane swimming reserved for adults?',
+    'Lane swimming is reserved for adults between six and eight in the morning.',
+  ],
   ['When does the diving pool close for cleaning?', 'The diving pool closes for cleaning every Wednesday afternoon.'],
   ['Who may use the sauna?', 'The sauna is open to members over sixteen only.'],
 ];
@@ -120,9 +138,12 @@ async function ragAnswer(url: string, token: string, query: string): Promise<str
   const res = await new Api(url).fetch('POST', '/v1/rag', { token, body: { query } });
   if (res.status !== 200) throw new Error(`POST /v1/rag ${res.status}: ${await res.text()}`);
   let answer = '';
-  const parser = createParser({ onEvent: (m: EventSourceMessage) => m.event === 'content_delta' && (answer += JSON.parse(m.data).delta) });
+  const parser = createParser({
+    onEvent: (m: EventSourceMessage) => m.event === 'content_delta' && (answer += JSON.parse(m.data).delta),
+  });
   const decoder = new TextDecoder();
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>)
+    parser.feed(decoder.decode(chunk, { stream: true }));
   return answer;
 }
 
@@ -139,7 +160,12 @@ describe('grounded answers of the built-in model (30 questions, 10 documents)', 
       expect(r.status, r.text).toBe(201);
       ids.push(r.body.id);
     }
-    for (const id of ids) await eventually(async () => (await svc.api.get(`/v1/documents/${id}`, key)).body.status === 'INDEXED', 120_000, 100);
+    for (const id of ids)
+      await eventually(
+        async () => (await svc.api.get(`/v1/documents/${id}`, key)).body.status === 'INDEXED',
+        120_000,
+        100,
+      );
   }, 240_000);
   afterAll(async () => svc?.stop());
 
@@ -152,7 +178,9 @@ describe('grounded answers of the built-in model (30 questions, 10 documents)', 
       if (!a.includes(s)) misses.push(`${q} -> ${a.slice(0, 160)}`);
     }
     const rate = (QUESTIONS.length - misses.length) / QUESTIONS.length;
-    console.log(`grounded answers: ${QUESTIONS.length - misses.length}/${QUESTIONS.length} (${(rate * 100).toFixed(0)} %)${misses.length ? `; missed:\n  ${misses.join('\n  ')}` : ''}`);
+    console.log(
+      `grounded answers: ${QUESTIONS.length - misses.length}/${QUESTIONS.length} (${(rate * 100).toFixed(0)} %)${misses.length ? `; missed:\n  ${misses.join('\n  ')}` : ''}`,
+    );
     expect(rate).toBeGreaterThanOrEqual(0.8);
   });
 });

@@ -5,7 +5,13 @@
  * the stream, a stalled stream, and a client that goes away. No provider is
  * reachable from our machines; this server is the provider.
  */
-import { createServer, type IncomingMessage, request as httpRequest, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingMessage,
+  request as httpRequest,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Api, eventually, freePort, OPERATOR_TOKEN, startService, type TestService } from '../support/service';
@@ -18,11 +24,15 @@ interface Frame {
 async function stream(url: string, token: string, body: unknown) {
   const u = new URL(url);
   const res = await new Api(u.origin).fetch('POST', u.pathname + u.search, { token, body });
-  if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) return { status: res.status, frames: [] as Frame[], json: (await res.json()) as any };
+  if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream'))
+    return { status: res.status, frames: [] as Frame[], json: (await res.json()) as any };
   const frames: Frame[] = [];
-  const parser = createParser({ onEvent: (m: EventSourceMessage) => frames.push({ event: m.event ?? 'message', data: JSON.parse(m.data) }) });
+  const parser = createParser({
+    onEvent: (m: EventSourceMessage) => frames.push({ event: m.event ?? 'message', data: JSON.parse(m.data) }),
+  });
   const decoder = new TextDecoder();
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>)
+    parser.feed(decoder.decode(chunk, { stream: true }));
   return { status: res.status, frames, json: undefined as any };
 }
 
@@ -30,18 +40,28 @@ async function stream(url: string, token: string, body: unknown) {
 function disconnectAfterFirstDelta(url: string, token: string, body: unknown): Promise<Frame[]> {
   return new Promise((resolve, reject) => {
     const frames: Frame[] = [];
-    const parser = createParser({ onEvent: (m: EventSourceMessage) => frames.push({ event: m.event ?? 'message', data: JSON.parse(m.data) }) });
-    const req = httpRequest(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, agent: false }, (res) => {
-      res.setEncoding('utf8');
-      res.on('data', (text: string) => {
-        parser.feed(text);
-        if (frames.some((f) => f.event === 'content_delta')) {
-          req.destroy();
-          resolve(frames);
-        }
-      });
-      res.on('end', () => resolve(frames));
+    const parser = createParser({
+      onEvent: (m: EventSourceMessage) => frames.push({ event: m.event ?? 'message', data: JSON.parse(m.data) }),
     });
+    const req = httpRequest(
+      url,
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        agent: false,
+      },
+      (res) => {
+        res.setEncoding('utf8');
+        res.on('data', (text: string) => {
+          parser.feed(text);
+          if (frames.some((f) => f.event === 'content_delta')) {
+            req.destroy();
+            resolve(frames);
+          }
+        });
+        res.on('end', () => resolve(frames));
+      },
+    );
     req.on('error', (e) => (frames.length ? resolve(frames) : reject(e)));
     req.end(JSON.stringify(body));
   });
@@ -53,7 +73,11 @@ function provider() {
   let flaky = 0;
   const closed: string[] = [];
   const chunk = (res: ServerResponse, data: unknown) => res.write(`data: ${JSON.stringify(data)}\n\n`);
-  const delta = (content: string) => ({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content } }] });
+  const delta = (content: string) => ({
+    id: 'c1',
+    object: 'chat.completion.chunk',
+    choices: [{ index: 0, delta: { content } }],
+  });
   const server: Server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     let raw = '';
     for await (const c of req) raw += c;
@@ -84,7 +108,12 @@ function provider() {
       return void res.end();
     }
     for (const piece of ['Hello', ' from', ' the', ' model.']) chunk(res, delta(piece));
-    chunk(res, { id: 'c1', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 1234, completion_tokens: 4, total_tokens: 1238 } });
+    chunk(res, {
+      id: 'c1',
+      object: 'chat.completion.chunk',
+      choices: [],
+      usage: { prompt_tokens: 1234, completion_tokens: 4, total_tokens: 1238 },
+    });
     res.write('data: [DONE]\n\n');
     res.end();
   });
@@ -100,7 +129,14 @@ describe('OpenAI-compatible model adapter (LLM_URL) against a loopback provider'
   beforeAll(async () => {
     const port = await freePort();
     await new Promise<void>((r) => p.server.listen(port, '127.0.0.1', () => r()));
-    svc = await startService({ env: { LLM_URL: `http://127.0.0.1:${port}/v1`, LLM_API_KEY: 'sk-test-provider', LLM_MODELS: 'fake-large,fake-small', LLM_STALL_MS: '500' } });
+    svc = await startService({
+      env: {
+        LLM_URL: `http://127.0.0.1:${port}/v1`,
+        LLM_API_KEY: 'sk-test-provider',
+        LLM_MODELS: 'fake-large,fake-small',
+        LLM_STALL_MS: '500',
+      },
+    });
     pro = (await svc.api.newAccount({ plan: 'pro', inferenceBalanceCents: 1000 })).tenants.live.rootKey;
     free = (await svc.api.newAccount({ plan: 'free', inferenceBalanceCents: 1000 })).tenants.live.rootKey;
   }, 120_000);
@@ -120,30 +156,65 @@ describe('OpenAI-compatible model adapter (LLM_URL) against a loopback provider'
     expect(m.availableOn).toEqual(['starter', 'pro', 'scale', 'enterprise']);
   });
 
-  it('streams the provider\'s tokens as content_delta and charges its own token counts', async () => {
+  it("streams the provider's tokens as content_delta and charges its own token counts", async () => {
     const n = p.seen.length;
-    const r = await stream(`${svc.url}/v1/chat`, pro, { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Say hello' }], maxTokens: 99_999, temperature: 0.1, topP: 0.5 });
+    const r = await stream(`${svc.url}/v1/chat`, pro, {
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Say hello' },
+      ],
+      maxTokens: 99_999,
+      temperature: 0.1,
+      topP: 0.5,
+    });
     expect(r.status).toBe(200);
-    expect(r.frames.map((f) => f.event)).toEqual(['content_delta', 'content_delta', 'content_delta', 'content_delta', 'done']);
-    expect(r.frames.slice(0, 4).map((f) => f.data.delta).join('')).toBe('Hello from the model.');
+    expect(r.frames.map((f) => f.event)).toEqual([
+      'content_delta',
+      'content_delta',
+      'content_delta',
+      'content_delta',
+      'done',
+    ]);
+    expect(
+      r.frames
+        .slice(0, 4)
+        .map((f) => f.data.delta)
+        .join(''),
+    ).toBe('Hello from the model.');
     const done = r.frames[4].data;
     expect(done).toMatchObject({ model: 'fake-large', inputTokens: 1234, outputTokens: 4, platformCreditsCharged: 0 });
     expect(done.inferenceBalanceCentsCharged).toBe(1); // (1.234 x 1 + 0.004 x 2) credits x 0.1 cent, rounded up
     const sent = p.seen[n];
-    expect(sent).toMatchObject({ model: 'fake-large', stream: true, max_tokens: 8192, temperature: 0.1, top_p: 0.5, authorization: 'Bearer sk-test-provider' });
-    expect(sent.messages).toEqual([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Say hello' }]);
+    expect(sent).toMatchObject({
+      model: 'fake-large',
+      stream: true,
+      max_tokens: 8192,
+      temperature: 0.1,
+      top_p: 0.5,
+      authorization: 'Bearer sk-test-provider',
+    });
+    expect(sent.messages).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Say hello' },
+    ]);
   });
 
   it('a model outside the plan is 402 before the stream; the built-in model stays available', async () => {
     const r = await stream(`${svc.url}/v1/chat`, free, { messages: [{ role: 'user', content: 'Say hello' }] });
     expect(r.status).toBe(402);
     expect(r.frames).toEqual([]);
-    const b = await stream(`${svc.url}/v1/chat`, free, { model: 'builtin-extractive', messages: [{ role: 'user', content: 'Say hello' }] });
+    const b = await stream(`${svc.url}/v1/chat`, free, {
+      model: 'builtin-extractive',
+      messages: [{ role: 'user', content: 'Say hello' }],
+    });
     expect(b.status).toBe(200);
   });
 
   it('a 503 before the first token is retried; a refusal (400) is an error event', async () => {
-    const ok = await stream(`${svc.url}/v1/chat`, pro, { model: 'fake-small', messages: [{ role: 'user', content: 'flaky please' }] });
+    const ok = await stream(`${svc.url}/v1/chat`, pro, {
+      model: 'fake-small',
+      messages: [{ role: 'user', content: 'flaky please' }],
+    });
     expect(ok.frames.map((f) => f.event).at(-1)).toBe('done');
     const bad = await stream(`${svc.url}/v1/chat`, pro, { messages: [{ role: 'user', content: 'refuse please' }] });
     expect(bad.status).toBe(200);
@@ -161,11 +232,22 @@ describe('OpenAI-compatible model adapter (LLM_URL) against a loopback provider'
   });
 
   it('RAG sends the passages that fit as context to the provider; search_results comes first', async () => {
-    const d = await svc.api.post('/v1/documents', pro, { title: 'Ferry', text: 'The island ferry leaves the harbour every two hours from seven in the morning.', indexMode: 'TEXT' });
+    const d = await svc.api.post('/v1/documents', pro, {
+      title: 'Ferry',
+      text: 'The island ferry leaves the harbour every two hours from seven in the morning.',
+      indexMode: 'TEXT',
+    });
     expect(d.status).toBe(201);
-    await eventually(async () => (await svc.api.get(`/v1/documents/${d.body.id}`, pro)).body.status === 'INDEXED', 30_000);
+    await eventually(
+      async () => (await svc.api.get(`/v1/documents/${d.body.id}`, pro)).body.status === 'INDEXED',
+      30_000,
+    );
     const n = p.seen.length;
-    const r = await stream(`${svc.url}/v1/rag`, pro, { query: 'When does the island ferry leave?', instructions: 'Answer in one line.', search: { mode: 'TEXT' } });
+    const r = await stream(`${svc.url}/v1/rag`, pro, {
+      query: 'When does the island ferry leave?',
+      instructions: 'Answer in one line.',
+      search: { mode: 'TEXT' },
+    });
     expect(r.frames[0].event).toBe('search_results');
     expect(r.frames.at(-1)!.event).toBe('done');
     const sent = p.seen[n];
@@ -178,7 +260,9 @@ describe('OpenAI-compatible model adapter (LLM_URL) against a loopback provider'
   it('a client that disconnects stops the upstream call, and the call is still counted once', async () => {
     const before = (await svc.api.get('/v1/usage', pro)).body.inference.endpoints.chat.calls;
     const t0 = Date.now();
-    const frames = await disconnectAfterFirstDelta(`${svc.url}/v1/chat`, pro, { messages: [{ role: 'user', content: 'slow please' }] });
+    const frames = await disconnectAfterFirstDelta(`${svc.url}/v1/chat`, pro, {
+      messages: [{ role: 'user', content: 'slow please' }],
+    });
     expect(frames.filter((f) => f.event === 'content_delta').length).toBeGreaterThan(0);
     await eventually(async () => p.closed.includes('slow please'), 10_000);
     // The provider would have streamed for 5 s: the service hung up on it as soon as its client went away.
@@ -205,8 +289,12 @@ describe('OpenAI-compatible model adapter (LLM_URL) against a loopback provider'
     const refused = await stream(`${svc.url}/v1/chat`, k, { messages: [{ role: 'user', content: 'Say hello' }] });
     expect(refused.status).toBe(402);
     expect(refused.json.errorCode).toBe('INSUFFICIENT_BALANCE');
-    expect((await svc.api.patch(`/operator/accounts/${a.accountId}`, OPERATOR_TOKEN, { inferenceBalanceCents: 5 })).status).toBe(200);
+    expect(
+      (await svc.api.patch(`/operator/accounts/${a.accountId}`, OPERATOR_TOKEN, { inferenceBalanceCents: 5 })).status,
+    ).toBe(200);
     expect((await balance()).balanceCents).toBe(5);
-    expect((await stream(`${svc.url}/v1/chat`, k, { messages: [{ role: 'user', content: 'Say hello' }] })).status).toBe(200);
+    expect((await stream(`${svc.url}/v1/chat`, k, { messages: [{ role: 'user', content: 'Say hello' }] })).status).toBe(
+      200,
+    );
   });
 });

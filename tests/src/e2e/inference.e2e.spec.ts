@@ -21,15 +21,28 @@ async function stream(url: string, token: string, body: unknown, headers: Record
   const u = new URL(url);
   const res = await new Api(u.origin).fetch('POST', u.pathname + u.search, { token, body, headers });
   const type = res.headers.get('content-type') ?? '';
-  if (!type.startsWith('text/event-stream')) return { status: res.status, headers: res.headers, frames: [] as Frame[], json: (await res.json().catch(() => undefined)) as any };
+  if (!type.startsWith('text/event-stream'))
+    return {
+      status: res.status,
+      headers: res.headers,
+      frames: [] as Frame[],
+      json: (await res.json().catch(() => undefined)) as any,
+    };
   const frames: Frame[] = [];
-  const parser = createParser({ onEvent: (m: EventSourceMessage) => frames.push({ event: m.event ?? 'message', data: JSON.parse(m.data) }) });
+  const parser = createParser({
+    onEvent: (m: EventSourceMessage) => frames.push({ event: m.event ?? 'message', data: JSON.parse(m.data) }),
+  });
   const decoder = new TextDecoder();
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>)
+    parser.feed(decoder.decode(chunk, { stream: true }));
   return { status: res.status, headers: res.headers, frames, json: undefined as any };
 }
 
-const answerOf = (frames: Frame[]) => frames.filter((f) => f.event === 'content_delta').map((f) => f.data.delta).join('');
+const answerOf = (frames: Frame[]) =>
+  frames
+    .filter((f) => f.event === 'content_delta')
+    .map((f) => f.data.delta)
+    .join('');
 const names = (frames: Frame[]) => frames.map((f) => f.event);
 
 /** The one grammar every stream keeps: `done` exactly once and last, no frame after it, content between the lead and it. */
@@ -41,7 +54,13 @@ function expectWellFormed(frames: Frame[], lead: string[]) {
   expect(n.slice(lead.length, -1).every((x) => x === 'content_delta')).toBe(true);
   expect(n.slice(lead.length, -1).length).toBeGreaterThan(0);
   const done = frames[frames.length - 1].data;
-  expect(Object.keys(done).sort()).toEqual(['inferenceBalanceCentsCharged', 'inputTokens', 'model', 'outputTokens', 'platformCreditsCharged']);
+  expect(Object.keys(done).sort()).toEqual([
+    'inferenceBalanceCentsCharged',
+    'inputTokens',
+    'model',
+    'outputTokens',
+    'platformCreditsCharged',
+  ]);
   expect(done.model).toBe('builtin-extractive');
   expect(done.inputTokens).toBeGreaterThan(0);
   expect(done.outputTokens).toBeGreaterThan(0);
@@ -67,10 +86,14 @@ describe('inference (built-in extractive model)', () => {
   const docs: Record<string, string> = {};
 
   const docDone = (token: string, id: string) =>
-    eventually(async () => {
-      const g = await api.get(`/v1/documents/${id}`, token);
-      return ['INDEXED', 'SKIPPED', 'STORED', 'FAILED'].includes(g.body.status) ? g.body : null;
-    }, 60_000, 50);
+    eventually(
+      async () => {
+        const g = await api.get(`/v1/documents/${id}`, token);
+        return ['INDEXED', 'SKIPPED', 'STORED', 'FAILED'].includes(g.body.status) ? g.body : null;
+      },
+      60_000,
+      50,
+    );
   async function ingest(token: string, title: string, text: string, indexMode = 'HYBRID') {
     const r = await api.post('/v1/documents', token, { title, text, indexMode });
     expect(r.status, r.text).toBe(201);
@@ -83,8 +106,13 @@ describe('inference (built-in extractive model)', () => {
     api = svc.api;
     key = (await api.newAccount({ plan: 'pro', inferenceBalanceCents: 500 })).tenants.live.rootKey;
     other = (await api.newAccount({ plan: 'pro', inferenceBalanceCents: 500 })).tenants.live.rootKey;
-    for (const [k, fact] of Object.entries(FACTS)) docs[k] = await ingest(key, `Notes on ${k}`, [FILLER[0], fact, FILLER[1], FILLER[2]].join(' '));
-    docs.otherPenguins = await ingest(other, 'Other tenant penguins', 'Penguins of the other tenant secretly eat chocolate pudding every Sunday.');
+    for (const [k, fact] of Object.entries(FACTS))
+      docs[k] = await ingest(key, `Notes on ${k}`, [FILLER[0], fact, FILLER[1], FILLER[2]].join(' '));
+    docs.otherPenguins = await ingest(
+      other,
+      'Other tenant penguins',
+      'Penguins of the other tenant secretly eat chocolate pudding every Sunday.',
+    );
   }, 240_000);
   afterAll(async () => svc?.stop());
 
@@ -93,7 +121,15 @@ describe('inference (built-in extractive model)', () => {
     expect(r.status, r.text).toBe(200);
     expect(r.body.defaultModel).toBe('builtin-extractive');
     const m = r.body.models.find((x: { id: string }) => x.id === 'builtin-extractive');
-    expect(Object.keys(m).sort()).toEqual(['availableOn', 'contextWindow', 'id', 'inputCreditsPer1kTokens', 'name', 'outputCreditsPer1kTokens', 'provider']);
+    expect(Object.keys(m).sort()).toEqual([
+      'availableOn',
+      'contextWindow',
+      'id',
+      'inputCreditsPer1kTokens',
+      'name',
+      'outputCreditsPer1kTokens',
+      'provider',
+    ]);
     expect(m.provider).toBe('builtin');
     expect(m.availableOn).toEqual(['free', 'starter', 'pro', 'scale', 'enterprise']);
     expect(m.contextWindow).toBeGreaterThan(1000);
@@ -107,7 +143,22 @@ describe('inference (built-in extractive model)', () => {
     const sr = r.frames[0].data;
     expect(Object.keys(sr).sort()).toEqual(['degraded', 'degradedLegs', 'results', 'searchTimeMs', 'totalResults']);
     expect(sr.results[0].documentId).toBe(docs.penguins);
-    for (const x of sr.results) expect(Object.keys(x)).toEqual(expect.arrayContaining(['documentId', 'score', 'textScore', 'semanticScore', 'chunkText', 'contextText', 'snippet', 'metadata', 'sourceType', 'typeName', 'createdAt']));
+    for (const x of sr.results)
+      expect(Object.keys(x)).toEqual(
+        expect.arrayContaining([
+          'documentId',
+          'score',
+          'textScore',
+          'semanticScore',
+          'chunkText',
+          'contextText',
+          'snippet',
+          'metadata',
+          'sourceType',
+          'typeName',
+          'createdAt',
+        ]),
+      );
     const answer = answerOf(r.frames);
     expect(answer).toContain(FACTS.penguins);
     expect(answer).toContain('[1]'); // the passage's place in search_results
@@ -116,15 +167,33 @@ describe('inference (built-in extractive model)', () => {
     expect(done.inferenceBalanceCentsCharged).toBe(0); // the built-in model is free
   });
 
-  it('RAG draws on records too: a searchable record\'s sentence answers, labelled with its place in search_results', async () => {
+  it("RAG draws on records too: a searchable record's sentence answers, labelled with its place in search_results", async () => {
     const typeName = `Note_${randomUUID().slice(0, 8)}`;
-    const sc = await api.post('/v1/schemas', key, { typeName, displayName: 'Notes', allowedSurfaces: ['record'], fields: [{ fieldId: 'title', fieldType: 'string', searchable: true }, { fieldId: 'body', fieldType: 'string', searchable: true }] });
+    const sc = await api.post('/v1/schemas', key, {
+      typeName,
+      displayName: 'Notes',
+      allowedSurfaces: ['record'],
+      fields: [
+        { fieldId: 'title', fieldType: 'string', searchable: true },
+        { fieldId: 'body', fieldType: 'string', searchable: true },
+      ],
+    });
     expect(sc.status, sc.text).toBe(201);
     const sentence = 'The night ferry to the glacier islands departs from pier nine at eleven.';
-    const rec = await api.post('/v1/records', key, { typeName, payload: { title: 'Ferry timetable', body: `${FILLER[1]} ${sentence} ${FILLER[2]}` } });
+    const rec = await api.post('/v1/records', key, {
+      typeName,
+      payload: { title: 'Ferry timetable', body: `${FILLER[1]} ${sentence} ${FILLER[2]}` },
+    });
     expect(rec.status, rec.text).toBe(201);
-    await eventually(async () => (await api.get(`/v1/records/${rec.body.id}`, key)).body.indexStatus === 'INDEXED', 60_000, 50);
-    const r = await stream(`${svc.url}/v1/rag`, key, { query: 'When does the night ferry to the glacier islands depart?', search: { contentTypes: ['records'] } });
+    await eventually(
+      async () => (await api.get(`/v1/records/${rec.body.id}`, key)).body.indexStatus === 'INDEXED',
+      60_000,
+      50,
+    );
+    const r = await stream(`${svc.url}/v1/rag`, key, {
+      query: 'When does the night ferry to the glacier islands depart?',
+      search: { contentTypes: ['records'] },
+    });
     expect(r.status).toBe(200);
     expectWellFormed(r.frames, ['search_results']);
     const results = r.frames[0].data.results;
@@ -148,7 +217,10 @@ describe('inference (built-in extractive model)', () => {
       expect(r.status).toBe(200);
       expectWellFormed(r.frames, ['search_results']);
       expect(r.frames[0].data).toMatchObject({ degraded: true, degradedLegs: ['text'] });
-      const refused = await stream(`${svc.url}/v1/rag`, key, { query: 'How do emperor penguins incubate their eggs?', search: { requireComplete: true } });
+      const refused = await stream(`${svc.url}/v1/rag`, key, {
+        query: 'How do emperor penguins incubate their eggs?',
+        search: { requireComplete: true },
+      });
       expect(refused.status).toBe(503);
       expect(refused.frames).toEqual([]);
     } finally {
@@ -156,7 +228,7 @@ describe('inference (built-in extractive model)', () => {
     }
   });
 
-  it('RAG never reaches another tenant\'s content', async () => {
+  it("RAG never reaches another tenant's content", async () => {
     const r = await stream(`${svc.url}/v1/rag`, other, { query: 'How do emperor penguins incubate their eggs?' });
     expect(r.status).toBe(200);
     expectWellFormed(r.frames, ['search_results']);
@@ -166,7 +238,12 @@ describe('inference (built-in extractive model)', () => {
 
   it('RAG fits passages into the model window and warns when it drops some (truncation_warning before the answer)', async () => {
     const word = `lorem${randomUUID().slice(0, 6)}`;
-    const para = (i: number) => `Section ${i} about ${word}: ` + Array.from({ length: 40 }, (_, j) => `the ${word} measurement ${i}.${j} was recorded in the field notebook`).join('; ') + '.';
+    const para = (i: number) =>
+      `Section ${i} about ${word}: ` +
+      Array.from({ length: 40 }, (_, j) => `the ${word} measurement ${i}.${j} was recorded in the field notebook`).join(
+        '; ',
+      ) +
+      '.';
     await ingest(key, `Long ${word}`, Array.from({ length: 40 }, (_, i) => para(i)).join('\n\n'), 'TEXT');
     const r = await stream(`${svc.url}/v1/rag`, key, { query: word, search: { mode: 'TEXT', limit: 50 } });
     expect(r.status).toBe(200);
@@ -181,10 +258,17 @@ describe('inference (built-in extractive model)', () => {
 
   it('truncation_warning.resultsRequested is the search.limit of the call even when fewer results were found', async () => {
     const word = `ipsum${randomUUID().slice(0, 6)}`;
-    const para = (i: number) => `Part ${i} on ${word}: ` + Array.from({ length: 40 }, (_, j) => `the ${word} reading ${i}.${j} was logged in the ship journal`).join('; ') + '.';
+    const para = (i: number) =>
+      `Part ${i} on ${word}: ` +
+      Array.from({ length: 40 }, (_, j) => `the ${word} reading ${i}.${j} was logged in the ship journal`).join('; ') +
+      '.';
     await ingest(key, `Long ${word}`, Array.from({ length: 16 }, (_, i) => para(i)).join('\n\n'), 'TEXT');
     // about 20 passages: fewer than the limit, more than fit beside a 4,096-token answer
-    const r = await stream(`${svc.url}/v1/rag`, key, { query: word, maxTokens: 4096, search: { mode: 'TEXT', limit: 50 } });
+    const r = await stream(`${svc.url}/v1/rag`, key, {
+      query: word,
+      maxTokens: 4096,
+      search: { mode: 'TEXT', limit: 50 },
+    });
     expect(r.status).toBe(200);
     const found = r.frames[0].data.results.length;
     expect(found).toBeLessThan(50);
@@ -195,7 +279,12 @@ describe('inference (built-in extractive model)', () => {
   });
 
   it('RAG validation: search.limit above 50 and unknown keys are 400 before any stream; maxTokens above the cap is floored', async () => {
-    for (const body of [{ query: 'x', search: { limit: 51 } }, { query: 'x', search: { query: 'y' } }, { query: '' }, { query: 'x', nope: 1 }]) {
+    for (const body of [
+      { query: 'x', search: { limit: 51 } },
+      { query: 'x', search: { query: 'y' } },
+      { query: '' },
+      { query: 'x', nope: 1 },
+    ]) {
       const r = await stream(`${svc.url}/v1/rag`, key, body);
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(r.json.errorCode).toBe('VALIDATION_ERROR');
@@ -209,7 +298,11 @@ describe('inference (built-in extractive model)', () => {
     const calls = [
       stream(`${svc.url}/v1/rag`, key, { query: 'x', model: 'no-such-model' }),
       stream(`${svc.url}/v1/chat`, key, { messages: [{ role: 'user', content: 'hi' }], model: 'gpt-9-turbo' }),
-      stream(`${svc.url}/v1/documents/${docs.copper}/ask`, key, { id: docs.copper, prompt: 'copper?', model: 'no-such-model' }),
+      stream(`${svc.url}/v1/documents/${docs.copper}/ask`, key, {
+        id: docs.copper,
+        prompt: 'copper?',
+        model: 'no-such-model',
+      }),
     ];
     for (const r of await Promise.all(calls)) {
       expect(r.status).toBe(402);
@@ -219,7 +312,10 @@ describe('inference (built-in extractive model)', () => {
   });
 
   it('maxTokens bounds the answer: outputTokens never exceeds it', async () => {
-    const r = await stream(`${svc.url}/v1/rag`, key, { query: 'How do emperor penguins incubate their eggs?', maxTokens: 5 });
+    const r = await stream(`${svc.url}/v1/rag`, key, {
+      query: 'How do emperor penguins incubate their eggs?',
+      maxTokens: 5,
+    });
     expect(r.status).toBe(200);
     const done = expectWellFormed(r.frames, ['search_results']);
     expect(done.outputTokens).toBeLessThanOrEqual(5);
@@ -227,31 +323,60 @@ describe('inference (built-in extractive model)', () => {
   });
 
   it('document ask: document_context first, then the answer from that document', async () => {
-    const r = await stream(`${svc.url}/v1/documents/${docs.copper}/ask`, key, { id: docs.copper, prompt: 'Why does copper conduct electricity?' });
+    const r = await stream(`${svc.url}/v1/documents/${docs.copper}/ask`, key, {
+      id: docs.copper,
+      prompt: 'Why does copper conduct electricity?',
+    });
     expect(r.status).toBe(200);
     expectWellFormed(r.frames, ['document_context']);
     const c = r.frames[0].data;
-    expect(c).toEqual({ documentId: docs.copper, title: 'Notes on copper', textBytes: expect.any(Number), model: 'builtin-extractive' });
+    expect(c).toEqual({
+      documentId: docs.copper,
+      title: 'Notes on copper',
+      textBytes: expect.any(Number),
+      model: 'builtin-extractive',
+    });
     expect(c.textBytes).toBe(Buffer.byteLength([FILLER[0], FACTS.copper, FILLER[1], FILLER[2]].join(' ')));
     expect(answerOf(r.frames)).toContain(FACTS.copper);
     // The body repeats the path's id (spec: required); a missing or different one is 400.
     expect((await stream(`${svc.url}/v1/documents/${docs.copper}/ask`, key, { prompt: 'copper?' })).status).toBe(400);
-    expect((await stream(`${svc.url}/v1/documents/${docs.copper}/ask`, key, { id: docs.volcano, prompt: 'copper?' })).status).toBe(400);
+    expect(
+      (await stream(`${svc.url}/v1/documents/${docs.copper}/ask`, key, { id: docs.volcano, prompt: 'copper?' })).status,
+    ).toBe(400);
   });
 
-  it('document ask: 404 for another tenant\'s or a missing document; 409 while the document is not processed yet', async () => {
-    expect((await stream(`${svc.url}/v1/documents/${docs.otherPenguins}/ask`, key, { id: docs.otherPenguins, prompt: 'penguins?' })).status).toBe(404);
+  it("document ask: 404 for another tenant's or a missing document; 409 while the document is not processed yet", async () => {
+    expect(
+      (
+        await stream(`${svc.url}/v1/documents/${docs.otherPenguins}/ask`, key, {
+          id: docs.otherPenguins,
+          prompt: 'penguins?',
+        })
+      ).status,
+    ).toBe(404);
     const missing = randomUUID();
-    expect((await stream(`${svc.url}/v1/documents/${missing}/ask`, key, { id: missing, prompt: 'anything?' })).status).toBe(404);
-    const up = await api.post('/v1/documents/upload', key, { title: 'never uploaded', fileName: 'a.txt', fileType: 'text/plain', indexMode: 'TEXT' });
+    expect(
+      (await stream(`${svc.url}/v1/documents/${missing}/ask`, key, { id: missing, prompt: 'anything?' })).status,
+    ).toBe(404);
+    const up = await api.post('/v1/documents/upload', key, {
+      title: 'never uploaded',
+      fileName: 'a.txt',
+      fileType: 'text/plain',
+      indexMode: 'TEXT',
+    });
     expect(up.status, up.text).toBe(201);
-    const r = await stream(`${svc.url}/v1/documents/${up.body.id}/ask`, key, { id: up.body.id, prompt: 'what is in it?' });
+    const r = await stream(`${svc.url}/v1/documents/${up.body.id}/ask`, key, {
+      id: up.body.id,
+      prompt: 'what is in it?',
+    });
     expect(r.status).toBe(409);
     expect(r.frames).toEqual([]);
   });
 
   it('document ask over 32,000 input tokens is 413 with estimatedTokens and limitTokens, and charges nothing', async () => {
-    const big = Array.from({ length: 9000 }, (_, i) => `Line ${i} of a very long report about harbour logistics.`).join(' ');
+    const big = Array.from({ length: 9000 }, (_, i) => `Line ${i} of a very long report about harbour logistics.`).join(
+      ' ',
+    );
     const id = await ingest(key, 'Huge report', big, 'NONE');
     const before = (await api.get('/v1/usage', key)).body.inference.endpoints.ask.calls;
     const r = await stream(`${svc.url}/v1/documents/${id}/ask`, key, { id, prompt: 'Summarise the report' });
@@ -262,7 +387,7 @@ describe('inference (built-in extractive model)', () => {
     expect((await api.get('/v1/usage', key)).body.inference.endpoints.ask.calls).toBe(before);
   });
 
-  it('document ask with a prompt over 32,000 tokens is the same 413 (not a 400 on the prompt\'s length), and charges nothing', async () => {
+  it("document ask with a prompt over 32,000 tokens is the same 413 (not a 400 on the prompt's length), and charges nothing", async () => {
     const prompt = Array.from({ length: 40_000 }, (_, i) => `word${i % 97}`).join(' ');
     expect(prompt.length).toBeGreaterThan(32_000);
     const before = (await api.get('/v1/usage', key)).body.inference.endpoints.ask.calls;
@@ -289,7 +414,8 @@ describe('inference (built-in extractive model)', () => {
     expect(r.status).toBe(200);
     expectWellFormed(r.frames, []);
     expect(answerOf(r.frames)).toContain(FACTS.volcano);
-    for (const messages of [[], [{ role: 'tool', content: 'x' }], [{ role: 'assistant', content: 'only me' }]]) expect((await stream(`${svc.url}/v1/chat`, key, { messages })).status).toBe(400);
+    for (const messages of [[], [{ role: 'tool', content: 'x' }], [{ role: 'assistant', content: 'only me' }]])
+      expect((await stream(`${svc.url}/v1/chat`, key, { messages })).status).toBe(400);
   });
 
   it('pre-flight: no inference:r is 403; a zero balance is 402 INSUFFICIENT_BALANCE; allowGlobalRegion needs the entitlement; all before any frame', async () => {
@@ -305,15 +431,30 @@ describe('inference (built-in extractive model)', () => {
     expect(r.json.errorCode).toBe('INSUFFICIENT_BALANCE');
     expect(r.frames).toEqual([]);
 
-    const region = await stream(`${svc.url}/v1/chat`, key, { messages: [{ role: 'user', content: 'hi' }], allowGlobalRegion: true });
+    const region = await stream(`${svc.url}/v1/chat`, key, {
+      messages: [{ role: 'user', content: 'hi' }],
+      allowGlobalRegion: true,
+    });
     expect(region.status).toBe(403);
-    const entitled = await api.newAccount({ plan: 'pro', inferenceBalanceCents: 10, entitlements: { allowGlobalRegion: true } });
-    const ok = await stream(`${svc.url}/v1/chat`, entitled.tenants.live.rootKey, { messages: [{ role: 'user', content: 'hi' }], allowGlobalRegion: true });
+    const entitled = await api.newAccount({
+      plan: 'pro',
+      inferenceBalanceCents: 10,
+      entitlements: { allowGlobalRegion: true },
+    });
+    const ok = await stream(`${svc.url}/v1/chat`, entitled.tenants.live.rootKey, {
+      messages: [{ role: 'user', content: 'hi' }],
+      allowGlobalRegion: true,
+    });
     expect(ok.status).toBe(200);
   });
 
   it('a streaming surface ignores Service-Version, even an unsupported one', async () => {
-    const r = await stream(`${svc.url}/v1/chat`, key, { messages: [{ role: 'user', content: 'hello there' }] }, { 'service-version': '1999-01-01' });
+    const r = await stream(
+      `${svc.url}/v1/chat`,
+      key,
+      { messages: [{ role: 'user', content: 'hello there' }] },
+      { 'service-version': '1999-01-01' },
+    );
     expect(r.status).toBe(200);
     expectWellFormed(r.frames, []);
   });
@@ -324,7 +465,10 @@ describe('inference (built-in extractive model)', () => {
     await stream(`${svc.url}/v1/rag`, other, { query: 'penguins' });
     await stream(`${svc.url}/v1/chat`, other, { messages: [{ role: 'user', content: 'hi' }] });
     await stream(`${svc.url}/v1/chat`, other, { messages: [{ role: 'user', content: 'hi again' }] });
-    await stream(`${svc.url}/v1/documents/${docs.otherPenguins}/ask`, other, { id: docs.otherPenguins, prompt: 'What do they eat?' });
+    await stream(`${svc.url}/v1/documents/${docs.otherPenguins}/ask`, other, {
+      id: docs.otherPenguins,
+      prompt: 'What do they eat?',
+    });
     const after = await eventually(async () => {
       const c = await calls();
       return c.chat.calls === before.chat.calls + 2 ? c : null;

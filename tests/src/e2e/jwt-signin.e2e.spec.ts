@@ -8,7 +8,15 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalIssuer } from '../support/oidc-issuer';
-import { OPERATOR_TOKEN, startService, THROUGH_ROUTER, type Answer, type Api, type Bootstrap, type TestService } from '../support/service';
+import {
+  OPERATOR_TOKEN,
+  startService,
+  THROUGH_ROUTER,
+  type Answer,
+  type Api,
+  type Bootstrap,
+  type TestService,
+} from '../support/service';
 
 /** Keys are fetched again on an unknown kid at most every 300 ms, and at the latest after 1.5 s (defaults: 60 s and 10 min). */
 const REFETCH_MS = 300;
@@ -25,8 +33,10 @@ let ed: string;
 const AUD = 'https://api.example.test';
 
 const issuersPath = (tenantId: string) => `/operator/tenants/${tenantId}/jwt-issuers`;
-const put = (tenantId: string, body: unknown) => api.call('PUT', issuersPath(tenantId), { token: OPERATOR_TOKEN, body });
-const withoutRequestId = (r: Answer) => (r.body?.requestId ? r.text.replace(JSON.stringify(r.body.requestId), '"<requestId>"') : r.text);
+const put = (tenantId: string, body: unknown) =>
+  api.call('PUT', issuersPath(tenantId), { token: OPERATOR_TOKEN, body });
+const withoutRequestId = (r: Answer) =>
+  r.body?.requestId ? r.text.replace(JSON.stringify(r.body.requestId), '"<requestId>"') : r.text;
 const now = () => Math.floor(Date.now() / 1000);
 const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 
@@ -39,7 +49,10 @@ async function expectUniform401(token: string, why: string) {
 }
 
 beforeAll(async () => {
-  svc = await startService({ env: { JWT_KEYS_REFETCH_MS: String(REFETCH_MS), JWT_KEYS_MAX_AGE_MS: String(MAX_AGE_MS) }, log: (line) => void logLines.push(line) });
+  svc = await startService({
+    env: { JWT_KEYS_REFETCH_MS: String(REFETCH_MS), JWT_KEYS_MAX_AGE_MS: String(MAX_AGE_MS) },
+    log: (line) => void logLines.push(line),
+  });
   api = svc.api;
   A = svc.bootstrap;
   B = await api.newAccount();
@@ -66,15 +79,31 @@ describe('registration', () => {
       const body = {
         issuers: [
           { issuer: other.url, audience: 'one' },
-          { issuer: 'urn:example:idp', audience: 'two', jwksUrl: other.jwksUrl, claims: { userId: 'email', permissions: 'scope' }, defaultPermissions: ['records:r'] },
+          {
+            issuer: 'urn:example:idp',
+            audience: 'two',
+            jwksUrl: other.jwksUrl,
+            claims: { userId: 'email', permissions: 'scope' },
+            defaultPermissions: ['records:r'],
+          },
         ],
       };
       const r = await put(tenant, body);
       expect(r.status, r.text).toBe(200);
       const expected = {
         issuers: [
-          { issuer: other.url, audience: 'one', claims: { userId: 'sub', contextId: 'svc_context', scopes: 'svc_scopes', permissions: 'svc_permissions' } },
-          { issuer: 'urn:example:idp', audience: 'two', jwksUrl: other.jwksUrl, claims: { userId: 'email', contextId: 'svc_context', scopes: 'svc_scopes', permissions: 'scope' }, defaultPermissions: ['records:r'] },
+          {
+            issuer: other.url,
+            audience: 'one',
+            claims: { userId: 'sub', contextId: 'svc_context', scopes: 'svc_scopes', permissions: 'svc_permissions' },
+          },
+          {
+            issuer: 'urn:example:idp',
+            audience: 'two',
+            jwksUrl: other.jwksUrl,
+            claims: { userId: 'email', contextId: 'svc_context', scopes: 'svc_scopes', permissions: 'scope' },
+            defaultPermissions: ['records:r'],
+          },
         ],
       };
       expect(r.body).toEqual(expected);
@@ -97,14 +126,37 @@ describe('registration', () => {
     ['no audience', { issuers: [{ issuer: 'https://idp.example' }] }],
     ['an empty issuer', { issuers: [{ issuer: '', audience: 'a' }] }],
     ['plain http to another host', { issuers: [{ issuer: 'http://idp.example', audience: 'a' }] }],
-    ['a jwksUrl over plain http to another host', { issuers: [{ issuer: 'https://idp.example', audience: 'a', jwksUrl: 'http://idp.example/jwks' }] }],
-    ['an ftp jwksUrl', { issuers: [{ issuer: 'https://idp.example', audience: 'a', jwksUrl: 'ftp://idp.example/jwks' }] }],
+    [
+      'a jwksUrl over plain http to another host',
+      { issuers: [{ issuer: 'https://idp.example', audience: 'a', jwksUrl: 'http://idp.example/jwks' }] },
+    ],
+    [
+      'an ftp jwksUrl',
+      { issuers: [{ issuer: 'https://idp.example', audience: 'a', jwksUrl: 'ftp://idp.example/jwks' }] },
+    ],
     ['credentials in the URL', { issuers: [{ issuer: 'https://user:pw@idp.example', audience: 'a' }] }],
     ['an issuer that is no URL, without jwksUrl', { issuers: [{ issuer: 'urn:example:idp', audience: 'a' }] }],
-    ['an unknown claim mapping', { issuers: [{ issuer: 'https://idp.example', audience: 'a', claims: { email: 'email' } }] }],
-    ['a malformed default permission', { issuers: [{ issuer: 'https://idp.example', audience: 'a', defaultPermissions: ['read everything'] }] }],
-    ['the same issuer and audience twice', { issuers: [{ issuer: 'https://idp.example', audience: 'a' }, { issuer: 'https://idp.example', audience: 'a' }] }],
-    ['eleven issuers', { issuers: Array.from({ length: 11 }, (_, n) => ({ issuer: 'https://idp.example', audience: `a${n}` })) }],
+    [
+      'an unknown claim mapping',
+      { issuers: [{ issuer: 'https://idp.example', audience: 'a', claims: { email: 'email' } }] },
+    ],
+    [
+      'a malformed default permission',
+      { issuers: [{ issuer: 'https://idp.example', audience: 'a', defaultPermissions: ['read everything'] }] },
+    ],
+    [
+      'the same issuer and audience twice',
+      {
+        issuers: [
+          { issuer: 'https://idp.example', audience: 'a' },
+          { issuer: 'https://idp.example', audience: 'a' },
+        ],
+      },
+    ],
+    [
+      'eleven issuers',
+      { issuers: Array.from({ length: 11 }, (_, n) => ({ issuer: 'https://idp.example', audience: `a${n}` })) },
+    ],
   ])('%s is a 400 that stores nothing', async (_, body) => {
     const before = await api.get(issuersPath(A.tenants.live.tenantId), OPERATOR_TOKEN);
     const r = await put(A.tenants.live.tenantId, body);
@@ -119,7 +171,13 @@ describe('registration', () => {
     const answers = await Promise.all([put(x, { issuers: [pair] }), put(y, { issuers: [pair] })]);
     expect(answers.map((r) => r.status).sort()).toEqual([200, 409]);
     const holders = [];
-    for (const t of [x, y]) if ((await api.get(issuersPath(t), OPERATOR_TOKEN)).body.issuers.some((i: { audience: string }) => i.audience === pair.audience)) holders.push(t);
+    for (const t of [x, y])
+      if (
+        (await api.get(issuersPath(t), OPERATOR_TOKEN)).body.issuers.some(
+          (i: { audience: string }) => i.audience === pair.audience,
+        )
+      )
+        holders.push(t);
     expect(holders).toHaveLength(1);
     for (const t of [x, y]) expect((await put(t, { issuers: [] })).status).toBe(200);
   });
@@ -128,7 +186,14 @@ describe('registration', () => {
     const unknown = randomUUID();
     expect((await put(unknown, { issuers: [] })).status).toBe(404);
     expect((await api.get(issuersPath(unknown), OPERATOR_TOKEN)).status).toBe(404);
-    expect((await api.call('PUT', issuersPath(A.tenants.live.tenantId), { token: A.tenants.live.rootKey, body: { issuers: [] } })).status).toBe(401);
+    expect(
+      (
+        await api.call('PUT', issuersPath(A.tenants.live.tenantId), {
+          token: A.tenants.live.rootKey,
+          body: { issuers: [] },
+        })
+      ).status,
+    ).toBe(401);
     expect((await api.get(issuersPath(A.tenants.live.tenantId), A.tenants.live.rootKey)).status).toBe(401);
   });
 
@@ -144,27 +209,48 @@ describe('registration', () => {
     // Once the holder lets the pair go, another tenant may take it (and the first cannot take it back).
     const test = A.tenants.test.tenantId;
     expect((await put(test, { issuers: [{ issuer: idp.url, audience: 'moving' }] })).status).toBe(200);
-    expect((await put(B.tenants.live.tenantId, { issuers: [{ issuer: idp.url, audience: 'moving' }] })).status).toBe(409);
+    expect((await put(B.tenants.live.tenantId, { issuers: [{ issuer: idp.url, audience: 'moving' }] })).status).toBe(
+      409,
+    );
     expect((await put(test, { issuers: [] })).status).toBe(200);
-    expect((await put(B.tenants.live.tenantId, { issuers: [{ issuer: idp.url, audience: 'moving' }] })).status).toBe(200);
+    expect((await put(B.tenants.live.tenantId, { issuers: [{ issuer: idp.url, audience: 'moving' }] })).status).toBe(
+      200,
+    );
     expect((await put(test, { issuers: [{ issuer: idp.url, audience: 'moving' }] })).status).toBe(409);
     expect((await put(B.tenants.live.tenantId, { issuers: [] })).status).toBe(200);
   });
 });
 
 describe('tokens of a registered issuer', () => {
-  it.each([['RS256'], ['ES256'], ['EdDSA']])('a %s token is a credential of the tenant, in its default context', async (alg) => {
-    const kid = { RS256: rsa, ES256: ec, EdDSA: ed }[alg]!;
-    const token = await idp.sign(kid, { aud: AUD, sub: `user-${alg}`, svc_permissions: ['records:*', 'schemas:*'] });
-    const r = await api.get('/v1/ping', token);
-    expect(r.status, r.text).toBe(200);
-    expect(r.body).toEqual({ status: 'ok', tenantId: A.tenants.live.tenantId, contextId: A.tenants.live.contextId, livemode: true });
-  });
+  it.each([['RS256'], ['ES256'], ['EdDSA']])(
+    'a %s token is a credential of the tenant, in its default context',
+    async (alg) => {
+      const kid = { RS256: rsa, ES256: ec, EdDSA: ed }[alg]!;
+      const token = await idp.sign(kid, { aud: AUD, sub: `user-${alg}`, svc_permissions: ['records:*', 'schemas:*'] });
+      const r = await api.get('/v1/ping', token);
+      expect(r.status, r.text).toBe(200);
+      expect(r.body).toEqual({
+        status: 'ok',
+        tenantId: A.tenants.live.tenantId,
+        contextId: A.tenants.live.contextId,
+        livemode: true,
+      });
+    },
+  );
 
   it('its writes carry its user; it reads only its own records, as a minted token bound to that user does', async () => {
     const root = A.tenants.live.rootKey;
     const typeName = `jwt_${randomUUID().slice(0, 8)}`;
-    expect((await api.post('/v1/schemas', root, { typeName, displayName: 'jwt', allowedSurfaces: ['record'], fields: [{ fieldId: 'n', fieldType: 'number' }] })).status).toBe(201);
+    expect(
+      (
+        await api.post('/v1/schemas', root, {
+          typeName,
+          displayName: 'jwt',
+          allowedSurfaces: ['record'],
+          fields: [{ fieldId: 'n', fieldType: 'number' }],
+        })
+      ).status,
+    ).toBe(201);
     const alice = await idp.sign(rsa, { aud: AUD, sub: 'alice', svc_permissions: 'records:* schemas:r' });
     const bob = await idp.sign(ec, { aud: AUD, sub: 'bob', svc_permissions: ['records:*'] });
     const mine = await api.post('/v1/records', alice, { typeName, payload: { n: 1 } });
@@ -173,9 +259,13 @@ describe('tokens of a registered issuer', () => {
     const theirs = await api.post('/v1/records', bob, { typeName, payload: { n: 2 } });
     expect(theirs.body.userId).toBe('bob');
     // Writing for another user is refused, as for a token bound to a user.
-    const minted = (await api.post('/v1/tokens', root, { scope: { allowedActions: ['records:*'] }, userId: 'alice' })).body.token;
+    const minted = (await api.post('/v1/tokens', root, { scope: { allowedActions: ['records:*'] }, userId: 'alice' }))
+      .body.token;
     const forBob = { typeName, payload: { n: 3 }, userId: 'bob' };
-    const [jwtAnswer, mintedAnswer] = [await api.post('/v1/records', alice, forBob), await api.post('/v1/records', minted, forBob)];
+    const [jwtAnswer, mintedAnswer] = [
+      await api.post('/v1/records', alice, forBob),
+      await api.post('/v1/records', minted, forBob),
+    ];
     expect(jwtAnswer.status).toBe(mintedAnswer.status);
     expect(jwtAnswer.status).toBeGreaterThanOrEqual(400);
     const list = await api.get(`/v1/records?typeName=${typeName}`, alice);
@@ -184,7 +274,16 @@ describe('tokens of a registered issuer', () => {
     expect((await api.get(`/v1/records/${theirs.body.id}`, alice)).status).toBe(404);
     expect((await api.get(`/v1/records/${theirs.body.id}`, minted)).status).toBe(404);
     // A missing permission is the uniform 403.
-    expect((await api.post('/v1/schemas', bob, { typeName: `${typeName}_x`, displayName: 'x', allowedSurfaces: ['record'], fields: [] })).status).toBe(403);
+    expect(
+      (
+        await api.post('/v1/schemas', bob, {
+          typeName: `${typeName}_x`,
+          displayName: 'x',
+          allowedSurfaces: ['record'],
+          fields: [],
+        })
+      ).status,
+    ).toBe(403);
   });
 
   it('without a permissions claim it has the registration’s defaultPermissions, else none', async () => {
@@ -195,7 +294,9 @@ describe('tokens of a registered issuer', () => {
 
   it('a token expired 30 s ago or valid from 30 s on is accepted (60 s of skew); 120 s is a uniform 401', async () => {
     const base = { aud: AUD, sub: 'skew', svc_permissions: ['records:r'] };
-    expect((await api.get('/v1/ping', await idp.sign(rsa, { ...base, iat: now() - 600, exp: now() - 30 }))).status).toBe(200);
+    expect(
+      (await api.get('/v1/ping', await idp.sign(rsa, { ...base, iat: now() - 600, exp: now() - 30 }))).status,
+    ).toBe(200);
     expect((await api.get('/v1/ping', await idp.sign(rsa, { ...base, nbf: now() + 30 }))).status).toBe(200);
     await expectUniform401(await idp.sign(rsa, { ...base, iat: now() - 600, exp: now() - 120 }), 'expired 120 s ago');
     await expectUniform401(await idp.sign(rsa, { ...base, nbf: now() + 120 }), 'not valid for 120 s');
@@ -208,8 +309,14 @@ describe('tokens of a registered issuer', () => {
     await expectUniform401(await idp.sign(rsa, { ...claims, iss: `${idp.url}/other` }), 'wrong issuer');
     const good = await idp.sign(rsa, claims);
     const [h, , s] = good.split('.');
-    await expectUniform401(`${h}.${b64({ ...claims, iss: idp.url, exp: now() + 600, sub: 'root' })}.${s}`, 'payload changed after signing');
-    await expectUniform401(`${b64({ alg: 'none', typ: 'JWT' })}.${b64({ ...claims, iss: idp.url, exp: now() + 600 })}.`, 'alg none');
+    await expectUniform401(
+      `${h}.${b64({ ...claims, iss: idp.url, exp: now() + 600, sub: 'root' })}.${s}`,
+      'payload changed after signing',
+    );
+    await expectUniform401(
+      `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ ...claims, iss: idp.url, exp: now() + 600 })}.`,
+      'alg none',
+    );
     for (const secret of [idp.publicPem(rsa), JSON.stringify(await fetch(idp.jwksUrl).then((r) => r.json()))]) {
       const head = b64({ alg: 'HS256', typ: 'JWT', kid: rsa });
       const body = b64({ ...claims, iss: idp.url, exp: now() + 600 });
@@ -220,7 +327,12 @@ describe('tokens of a registered issuer', () => {
     // Signed with a key of the attacker's, named by the issuer's kid and carried in the header (jwk) and by URL (jku): neither is used.
     const attacker = await generateKeyPair('ES256');
     const forged = await new SignJWT({ ...claims, iss: idp.url })
-      .setProtectedHeader({ alg: 'ES256', kid: ec, jwk: await exportJWK(attacker.publicKey), jku: `${idp.url}/attacker-jwks` })
+      .setProtectedHeader({
+        alg: 'ES256',
+        kid: ec,
+        jwk: await exportJWK(attacker.publicKey),
+        jku: `${idp.url}/attacker-jwks`,
+      })
       .setExpirationTime('10m')
       .sign(attacker.privateKey);
     await expectUniform401(forged, 'a key of the token’s own choosing');
@@ -231,7 +343,10 @@ describe('tokens of a registered issuer', () => {
     const stranger = await LocalIssuer.start();
     try {
       const kid = await stranger.addKey('RS256');
-      await expectUniform401(await stranger.sign(kid, { aud: AUD, sub: 'x', svc_permissions: ['*'] }), 'unregistered issuer');
+      await expectUniform401(
+        await stranger.sign(kid, { aud: AUD, sub: 'x', svc_permissions: ['*'] }),
+        'unregistered issuer',
+      );
       expect(stranger.requests).toEqual([]);
     } finally {
       await stranger.close();
@@ -253,7 +368,10 @@ describe('tokens of a registered issuer', () => {
       const intervals = Math.ceil((Date.now() - started) / REFETCH_MS) * (THROUGH_ROUTER ? 2 : 1);
       expect(down.requests.length).toBeGreaterThanOrEqual(1);
       expect(down.requests.length).toBeLessThanOrEqual(intervals);
-      if (!THROUGH_ROUTER) expect(logLines.filter((l) => l.startsWith(`jwt: keys of issuer ${down.url} unusable`)).length).toBe(down.requests.length);
+      if (!THROUGH_ROUTER)
+        expect(logLines.filter((l) => l.startsWith(`jwt: keys of issuer ${down.url} unusable`)).length).toBe(
+          down.requests.length,
+        );
       expect(logLines.join('\n')).not.toContain(token);
       down.failing = false;
       await new Promise((ok) => setTimeout(ok, REFETCH_MS + 50));
@@ -293,7 +411,9 @@ describe('tokens of a registered issuer', () => {
     // One fetch at most per interval begun (a slow machine may see the interval pass during the loop), in each
     // process that answers (through the router: the two query replicas, each with its own keys).
     const intervals = Math.ceil((Date.now() - started) / REFETCH_MS);
-    expect(idp.requests.filter((p) => p === '/jwks').length - before).toBeLessThanOrEqual(intervals * (THROUGH_ROUTER ? 2 : 1));
+    expect(idp.requests.filter((p) => p === '/jwks').length - before).toBeLessThanOrEqual(
+      intervals * (THROUGH_ROUTER ? 2 : 1),
+    );
     expect(intervals).toBeLessThan(20);
   });
 
@@ -322,35 +442,60 @@ describe('tokens of a registered issuer', () => {
   it('data scopes from the claims filter reads and writes as a minted token’s do', async () => {
     const root = A.tenants.live.rootKey;
     const typeName = `scoped_${randomUUID().slice(0, 8)}`;
-    expect((await api.post('/v1/schemas', root, { typeName, displayName: 's', allowedSurfaces: ['record'], fields: [{ fieldId: 'n', fieldType: 'number' }] })).status).toBe(201);
+    expect(
+      (
+        await api.post('/v1/schemas', root, {
+          typeName,
+          displayName: 's',
+          allowedSurfaces: ['record'],
+          fields: [{ fieldId: 'n', fieldType: 'number' }],
+        })
+      ).status,
+    ).toBe(201);
     const a = await api.post('/v1/records', root, { typeName, payload: { n: 1 }, scopes: ['org:a'] });
     const b = await api.post('/v1/records', root, { typeName, payload: { n: 2 }, scopes: ['org:b'] });
     expect([a.status, b.status]).toEqual([201, 201]);
     const jwt = await idp.sign(ed, { aud: AUD, svc_scopes: ['org:a'], svc_permissions: ['records:*'] });
-    const minted = (await api.post('/v1/tokens', root, { scope: { allowedActions: ['records:*'], dataScope: { scopes: ['org:a'] } } })).body.token;
-    const pairs = [['jwt', jwt], ['minted', minted]];
+    const minted = (
+      await api.post('/v1/tokens', root, { scope: { allowedActions: ['records:*'], dataScope: { scopes: ['org:a'] } } })
+    ).body.token;
+    const pairs = [
+      ['jwt', jwt],
+      ['minted', minted],
+    ];
     for (const [who, token] of pairs) {
       const list = await api.get(`/v1/records?typeName=${typeName}`, token);
-      expect(list.body.data.map((x: any) => x.id), who).toEqual([a.body.id]);
+      expect(
+        list.body.data.map((x: any) => x.id),
+        who,
+      ).toEqual([a.body.id]);
       expect((await api.get(`/v1/records/${b.body.id}`, token)).status, who).toBe(404);
     }
     for (const [who, token] of pairs) {
       const created = await api.post('/v1/records', token, { typeName, payload: { n: 3 } });
       expect(created.status, who).toBe(201);
       expect(created.body.scopes, who).toEqual(['org:a']);
-      expect((await api.post('/v1/records', token, { typeName, payload: { n: 4 }, scopes: ['org:b'] })).status, who).toBe(403);
+      expect(
+        (await api.post('/v1/records', token, { typeName, payload: { n: 4 }, scopes: ['org:b'] })).status,
+        who,
+      ).toBe(403);
     }
   });
 
   it('it mints narrower tokens as a minted token does: never more reach, never a longer life', async () => {
     const exp = now() + 300;
     const jwt = await idp.sign(ed, { aud: AUD, sub: 'minter', exp, svc_permissions: ['records:r', 'records:c'] });
-    const child = await api.post('/v1/tokens', jwt, { scope: { allowedActions: ['records:r'] }, expiresInSeconds: 3600 });
+    const child = await api.post('/v1/tokens', jwt, {
+      scope: { allowedActions: ['records:r'] },
+      expiresInSeconds: 3600,
+    });
     expect(child.status, child.text).toBe(201);
     expect(Date.parse(child.body.expiresAt)).toBeLessThanOrEqual(exp * 1000);
     expect((await api.get('/v1/ping', child.body.token)).body.contextId).toBe(A.tenants.live.contextId);
     expect((await api.post('/v1/tokens', jwt, { scope: { allowedActions: ['records:d'] } })).status).toBe(403);
-    expect((await api.post('/v1/tokens', jwt, { scope: { allowedActions: ['records:r'] }, userId: 'someone-else' })).status).toBe(403);
+    expect(
+      (await api.post('/v1/tokens', jwt, { scope: { allowedActions: ['records:r'] }, userId: 'someone-else' })).status,
+    ).toBe(403);
     // It may revoke what it minted; another user's JWT of the same provider may not.
     const other = await idp.sign(ed, { aud: AUD, sub: 'other', svc_permissions: ['records:r'] });
     expect((await api.del(`/v1/tokens/${child.body.id}`, other)).status).toBe(404);
@@ -368,7 +513,9 @@ describe('tokens of a registered issuer', () => {
     await expectUniform401(token, 'tenant torn down');
     expect((await api.get(issuersPath(tenant), OPERATOR_TOKEN)).status).toBe(404);
     expect((await put(tenant, { issuers: [] })).status).toBe(404);
-    expect((await put(doomed.tenants.live.tenantId, { issuers: [{ issuer: idp.url, audience: 'doomed' }] })).status).toBe(200);
+    expect(
+      (await put(doomed.tenants.live.tenantId, { issuers: [{ issuer: idp.url, audience: 'doomed' }] })).status,
+    ).toBe(200);
     expect((await api.get('/v1/ping', token)).body.tenantId).toBe(doomed.tenants.live.tenantId);
   });
 
@@ -379,10 +526,30 @@ describe('tokens of a registered issuer', () => {
     expect((await put(tenant, { issuers: [] })).status).toBe(200);
     await expectUniform401(token, 'issuer removed');
     // Registered again with the user read from another claim.
-    expect((await put(tenant, { issuers: [{ issuer: idp.url, audience: AUD, jwksUrl: idp.jwksUrl, claims: { userId: 'email' } }] })).status).toBe(200);
-    const byEmail = await idp.sign(ed, { aud: AUD, sub: 'gone', email: 'someone@example.test', svc_permissions: ['records:*'] });
+    expect(
+      (
+        await put(tenant, {
+          issuers: [{ issuer: idp.url, audience: AUD, jwksUrl: idp.jwksUrl, claims: { userId: 'email' } }],
+        })
+      ).status,
+    ).toBe(200);
+    const byEmail = await idp.sign(ed, {
+      aud: AUD,
+      sub: 'gone',
+      email: 'someone@example.test',
+      svc_permissions: ['records:*'],
+    });
     const typeName = `email_${randomUUID().slice(0, 8)}`;
-    expect((await api.post('/v1/schemas', A.tenants.live.rootKey, { typeName, displayName: 'e', allowedSurfaces: ['record'], fields: [] })).status).toBe(201);
+    expect(
+      (
+        await api.post('/v1/schemas', A.tenants.live.rootKey, {
+          typeName,
+          displayName: 'e',
+          allowedSurfaces: ['record'],
+          fields: [],
+        })
+      ).status,
+    ).toBe(201);
     const r = await api.post('/v1/records', byEmail, { typeName, payload: {} });
     expect(r.status, r.text).toBe(201);
     expect(r.body.userId).toBe('someone@example.test');

@@ -15,7 +15,9 @@ let svc: TestService | undefined;
 /** Processes this process started running the built-in model (the service runs in it), from /proc. */
 const modelProcesses = (): number[] =>
   readdirSync(`/proc/${process.pid}/task`)
-    .flatMap((t) => readFileSync(`/proc/${process.pid}/task/${t}/children`, 'utf8').split(' ').filter(Boolean).map(Number))
+    .flatMap((t) =>
+      readFileSync(`/proc/${process.pid}/task/${t}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
+    )
     .filter((pid) => {
       try {
         return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('embed-worker');
@@ -41,9 +43,17 @@ describe.skipIf(process.platform !== 'linux' || !!inProcessOnly)('the built-in m
     await new Promise((r) => setTimeout(r, 1500));
     expect(modelProcesses()).toEqual([]);
 
-    const doc = await api.post('/v1/documents', key, { title: 'Whales', text: 'Humpback whales sing long songs while they migrate.', indexMode: 'HYBRID' });
+    const doc = await api.post('/v1/documents', key, {
+      title: 'Whales',
+      text: 'Humpback whales sing long songs while they migrate.',
+      indexMode: 'HYBRID',
+    });
     expect(doc.status, doc.text).toBe(201);
-    await eventually(async () => ((await api.get(`/v1/documents/${doc.body.id}`, key)).body.status === 'INDEXED' ? true : null), 90_000, 100);
+    await eventually(
+      async () => ((await api.get(`/v1/documents/${doc.body.id}`, key)).body.status === 'INDEXED' ? true : null),
+      90_000,
+      100,
+    );
     const s = await api.post('/v1/search', key, { query: 'songs of whales', mode: 'SEMANTIC' });
     expect(s.status, s.text).toBe(200);
     expect(s.body.results.map((r: { documentId: string }) => r.documentId)).toContain(doc.body.id);
@@ -56,7 +66,11 @@ describe.skipIf(process.platform !== 'linux' || !!inProcessOnly)('the built-in m
     // Restarted on the same data: the index holds an item, so the model is loaded at start without a query.
     svc = await startService({ dataDir: dir.dir });
     ({ api } = svc);
-    await eventually(async () => ((await api.get('/readyz', '')).body.embeddings?.loaded === true ? true : null), 60_000, 100);
+    await eventually(
+      async () => ((await api.get('/readyz', '')).body.embeddings?.loaded === true ? true : null),
+      60_000,
+      100,
+    );
     expect(modelProcesses().length).toBeGreaterThan(0);
   }, 240_000);
 });

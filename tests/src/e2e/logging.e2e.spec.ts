@@ -11,9 +11,28 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../support/engines';
-import { freePort, inProcessOnly, OPERATOR_TOKEN, spawnService, startService, type TestService } from '../support/service';
+import {
+  freePort,
+  inProcessOnly,
+  OPERATOR_TOKEN,
+  spawnService,
+  startService,
+  type TestService,
+} from '../support/service';
 
-type Line = { level: number; msg: string; requestId?: string; route?: string | null; path?: string; status?: number; durationMs?: number; tenantId?: string; contextId?: string; role?: string; err?: { message: string; stack: string } };
+type Line = {
+  level: number;
+  msg: string;
+  requestId?: string;
+  route?: string | null;
+  path?: string;
+  status?: number;
+  durationMs?: number;
+  tenantId?: string;
+  contextId?: string;
+  role?: string;
+  err?: { message: string; stack: string };
+};
 
 /** A log destination that keeps every line (parsed). */
 function collector() {
@@ -40,59 +59,83 @@ describe.skipIf(!!inProcessOnly)('the request log (in process)', () => {
 
   const settle = () => new Promise((r) => setTimeout(r, 100));
 
-  it.skipIf(!!inProcessOnly)('one JSON line per request: requestId (the one answered), route, path without the query, status, duration, tenant', async () => {
-    const root = svc.bootstrap.tenants.test.rootKey;
-    const r = await fetch(`${svc.url}/v1/records/00000000-0000-4000-8000-000000000001?token=${'q'.repeat(12)}`, { headers: { authorization: `Bearer ${root}`, 'x-request-id': 'log-test-1' } });
-    expect(r.status).toBe(404);
-    await settle();
-    const mine = log.lines.filter((l) => l.requestId === 'log-test-1');
-    expect(mine).toHaveLength(1);
-    expect(mine[0]).toMatchObject({ msg: 'request', route: '/v1/records/:id', path: '/v1/records/00000000-0000-4000-8000-000000000001', status: 404, tenantId: svc.bootstrap.tenants.test.tenantId, role: 'all' });
-    expect(mine[0].durationMs).toBeGreaterThan(0);
-    expect(JSON.stringify(log.lines)).not.toContain('q'.repeat(12));
-  });
+  it.skipIf(!!inProcessOnly)(
+    'one JSON line per request: requestId (the one answered), route, path without the query, status, duration, tenant',
+    async () => {
+      const root = svc.bootstrap.tenants.test.rootKey;
+      const r = await fetch(`${svc.url}/v1/records/00000000-0000-4000-8000-000000000001?token=${'q'.repeat(12)}`, {
+        headers: { authorization: `Bearer ${root}`, 'x-request-id': 'log-test-1' },
+      });
+      expect(r.status).toBe(404);
+      await settle();
+      const mine = log.lines.filter((l) => l.requestId === 'log-test-1');
+      expect(mine).toHaveLength(1);
+      expect(mine[0]).toMatchObject({
+        msg: 'request',
+        route: '/v1/records/:id',
+        path: '/v1/records/00000000-0000-4000-8000-000000000001',
+        status: 404,
+        tenantId: svc.bootstrap.tenants.test.tenantId,
+        role: 'all',
+      });
+      expect(mine[0].durationMs).toBeGreaterThan(0);
+      expect(JSON.stringify(log.lines)).not.toContain('q'.repeat(12));
+    },
+  );
 
-  it.skipIf(!!inProcessOnly)('an unhandled error is logged with its stack under the requestId the client got in the 500', async () => {
-    const root = svc.bootstrap.tenants.test.rootKey;
-    const store = svc.service.store;
-    const original = { append: store.append, appendMulti: store.appendMulti };
-    const fire = () => Promise.reject(new Error('disk on fire (logging test)'));
-    store.append = fire;
-    store.appendMulti = fire;
-    let r: Response;
-    try {
-      r = await fetch(`${svc.url}/v1/documents`, { method: 'POST', headers: { authorization: `Bearer ${root}`, 'content-type': 'application/json' }, body: JSON.stringify({ title: 't', text: 'x', indexMode: 'NONE' }) });
-    } finally {
-      Object.assign(store, original);
-    }
-    expect(r.status).toBe(500);
-    const body = (await r.json()) as { errorCode: string; requestId: string; message: string };
-    expect(body.errorCode).toBe('INTERNAL');
-    expect(body.message).not.toMatch(/disk on fire/);
-    await settle();
-    const lines = log.lines.filter((l) => l.requestId === body.requestId);
-    const error = lines.find((l) => l.err);
-    expect(error, JSON.stringify(lines)).toBeDefined();
-    expect(error!.level).toBe(50);
-    expect(error!.err!.message).toBe('disk on fire (logging test)');
-    expect(error!.err!.stack).toMatch(/disk on fire \(logging test\)\n\s+at /);
-    expect(lines.find((l) => l.msg === 'request')).toMatchObject({ status: 500, level: 50 });
-  });
+  it.skipIf(!!inProcessOnly)(
+    'an unhandled error is logged with its stack under the requestId the client got in the 500',
+    async () => {
+      const root = svc.bootstrap.tenants.test.rootKey;
+      const store = svc.service.store;
+      const original = { append: store.append, appendMulti: store.appendMulti };
+      const fire = () => Promise.reject(new Error('disk on fire (logging test)'));
+      store.append = fire;
+      store.appendMulti = fire;
+      let r: Response;
+      try {
+        r = await fetch(`${svc.url}/v1/documents`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${root}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ title: 't', text: 'x', indexMode: 'NONE' }),
+        });
+      } finally {
+        Object.assign(store, original);
+      }
+      expect(r.status).toBe(500);
+      const body = (await r.json()) as { errorCode: string; requestId: string; message: string };
+      expect(body.errorCode).toBe('INTERNAL');
+      expect(body.message).not.toMatch(/disk on fire/);
+      await settle();
+      const lines = log.lines.filter((l) => l.requestId === body.requestId);
+      const error = lines.find((l) => l.err);
+      expect(error, JSON.stringify(lines)).toBeDefined();
+      expect(error!.level).toBe(50);
+      expect(error!.err!.message).toBe('disk on fire (logging test)');
+      expect(error!.err!.stack).toMatch(/disk on fire \(logging test\)\n\s+at /);
+      expect(lines.find((l) => l.msg === 'request')).toMatchObject({ status: 500, level: 50 });
+    },
+  );
 });
 
 describe('LOG_LEVEL', () => {
-  it.skipIf(!!inProcessOnly)('warn keeps request lines out; an unknown level stops the start naming the variable', async () => {
-    const log = collector();
-    const svc = await startService({ env: { LOG_LEVEL: 'warn' }, hooks: { logDestination: log.stream } });
-    try {
-      expect((await fetch(`${svc.url}/healthz`)).status).toBe(200);
-      await new Promise((r) => setTimeout(r, 100));
-      expect(log.lines.filter((l) => l.msg === 'request')).toEqual([]);
-    } finally {
-      await svc.stop();
-    }
-    await expect(startService({ env: { LOG_LEVEL: 'loud' } })).rejects.toThrow(/LOG_LEVEL must be fatal or error or warn or info or debug or trace or silent, not loud/);
-  });
+  it.skipIf(!!inProcessOnly)(
+    'warn keeps request lines out; an unknown level stops the start naming the variable',
+    async () => {
+      const log = collector();
+      const svc = await startService({ env: { LOG_LEVEL: 'warn' }, hooks: { logDestination: log.stream } });
+      try {
+        expect((await fetch(`${svc.url}/healthz`)).status).toBe(200);
+        await new Promise((r) => setTimeout(r, 100));
+        expect(log.lines.filter((l) => l.msg === 'request')).toEqual([]);
+      } finally {
+        await svc.stop();
+      }
+      await expect(startService({ env: { LOG_LEVEL: 'loud' } })).rejects.toThrow(
+        /LOG_LEVEL must be fatal or error or warn or info or debug or trace or silent, not loud/,
+      );
+    },
+  );
 });
 
 describe.skipIf(!!inProcessOnly)('no secret in the log of a started service', () => {
@@ -121,22 +164,40 @@ describe.skipIf(!!inProcessOnly)('no secret in the log of a started service', ()
   });
 
   it('every key, token and signature used in a session of requests is absent from the whole output', async () => {
-    const boot = JSON.parse(readFileSync(join(dir.dir, 'bootstrap.json'), 'utf8')) as { developerToken: string; tenants: Record<'live' | 'test', { tenantId: string; rootKey: string }> };
-    const secrets: string[] = [boot.developerToken, boot.tenants.live.rootKey, boot.tenants.test.rootKey, OPERATOR_TOKEN];
+    const boot = JSON.parse(readFileSync(join(dir.dir, 'bootstrap.json'), 'utf8')) as {
+      developerToken: string;
+      tenants: Record<'live' | 'test', { tenantId: string; rootKey: string }>;
+    };
+    const secrets: string[] = [
+      boot.developerToken,
+      boot.tenants.live.rootKey,
+      boot.tenants.test.rootKey,
+      OPERATOR_TOKEN,
+    ];
     const root = boot.tenants.test.rootKey;
     const call = async (method: string, path: string, token: string | undefined, body?: unknown) => {
       const r = await fetch(`${base}${path}`, {
         method,
-        headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       const text = await r.text();
       return { status: r.status, body: text ? (JSON.parse(text) as Record<string, any>) : {} };
     };
 
-    const schema = await call('POST', '/v1/schemas', root, { typeName: 'LogSecret', displayName: 'Log', allowedSurfaces: ['record'], fields: [{ fieldId: 'name', fieldType: 'string' }] });
+    const schema = await call('POST', '/v1/schemas', root, {
+      typeName: 'LogSecret',
+      displayName: 'Log',
+      allowedSurfaces: ['record'],
+      fields: [{ fieldId: 'name', fieldType: 'string' }],
+    });
     expect(schema.status).toBe(201);
-    expect((await call('POST', '/v1/records', root, { typeName: 'LogSecret', payload: { name: 'a' } })).status).toBe(201);
+    expect((await call('POST', '/v1/records', root, { typeName: 'LogSecret', payload: { name: 'a' } })).status).toBe(
+      201,
+    );
     const minted = await call('POST', '/v1/tokens', root, { scope: { allowedActions: ['records:r'] } });
     expect(minted.status).toBe(201);
     const token = String(minted.body.token);
@@ -150,16 +211,39 @@ describe.skipIf(!!inProcessOnly)('no secret in the log of a started service', ()
     const acct = await call('POST', '/operator/accounts', OPERATOR_TOKEN, { plan: 'enterprise' });
     expect(acct.status, JSON.stringify(acct.body)).toBe(201);
     secrets.push(acct.body.developerToken, acct.body.tenants.live.rootKey, acct.body.tenants.test.rootKey);
-    expect((await call('POST', '/operator/domains/verify', OPERATOR_TOKEN, { accountId: acct.body.accountId, domain: 'example.com' })).status).toBe(200);
-    const hook = await call('POST', '/developer/webhooks', acct.body.developerToken, { tenantId: acct.body.tenants.live.tenantId, url: 'https://hooks.example.com/in', events: ['record.indexed'] });
+    expect(
+      (
+        await call('POST', '/operator/domains/verify', OPERATOR_TOKEN, {
+          accountId: acct.body.accountId,
+          domain: 'example.com',
+        })
+      ).status,
+    ).toBe(200);
+    const hook = await call('POST', '/developer/webhooks', acct.body.developerToken, {
+      tenantId: acct.body.tenants.live.tenantId,
+      url: 'https://hooks.example.com/in',
+      events: ['record.indexed'],
+    });
     expect(hook.status, JSON.stringify(hook.body)).toBe(201);
     secrets.push(String(hook.body.secret));
-    const up = await call('POST', '/v1/documents/upload', root, { title: 'f', fileName: 'a.txt', fileType: 'text/plain', indexMode: 'NONE' });
+    const up = await call('POST', '/v1/documents/upload', root, {
+      title: 'f',
+      fileName: 'a.txt',
+      fileType: 'text/plain',
+      indexMode: 'NONE',
+    });
     expect(up.status).toBe(201);
     const signature = new URL(String(up.body.uploadUrl)).search.slice(1);
     expect(signature.length).toBeGreaterThan(20);
     secrets.push(signature);
-    const put = await fetch(String(up.body.uploadUrl), { method: 'PUT', headers: { [String(up.body.requiredHeaderName)]: String(up.body.requiredHeaderValue), 'content-type': 'text/plain' }, body: 'hello' });
+    const put = await fetch(String(up.body.uploadUrl), {
+      method: 'PUT',
+      headers: {
+        [String(up.body.requiredHeaderName)]: String(up.body.requiredHeaderValue),
+        'content-type': 'text/plain',
+      },
+      body: 'hello',
+    });
     expect(put.status).toBeLessThan(300);
     secrets.push(readFileSync(join(dir.dir, 'service-secret.key'), 'utf8').trim());
 

@@ -27,7 +27,12 @@ beforeAll(async () => {
     expect(r.status, r.text).toBe(201);
     docs[mode] = r.body.id;
   }
-  for (const id of Object.values(docs)) await eventually(async () => ((await svc.api.get(`/v1/documents/${id}`, key)).body.status === 'INDEXED' ? true : null), 60_000, 50);
+  for (const id of Object.values(docs))
+    await eventually(
+      async () => ((await svc.api.get(`/v1/documents/${id}`, key)).body.status === 'INDEXED' ? true : null),
+      60_000,
+      50,
+    );
 }, 120_000);
 
 afterAll(async () => {
@@ -42,13 +47,19 @@ describe('BUILTIN_EMBEDDINGS_MODEL=none', () => {
   it('/readyz and /metrics say there is no model', async () => {
     const ready = await svc.api.get('/readyz', '');
     expect(ready.status).toBe(200);
-    expect(ready.body.embeddings).toEqual({ model: null, dims: 0, kind: 'none', reason: 'BUILTIN_EMBEDDINGS_MODEL=none' });
+    expect(ready.body.embeddings).toEqual({
+      model: null,
+      dims: 0,
+      kind: 'none',
+      reason: 'BUILTIN_EMBEDDINGS_MODEL=none',
+    });
     const metrics = await svc.api.get('/metrics', '');
     expect(metrics.text).toMatch(/^svc_embeddings_model\{model="",dims="0",kind="none"[^}]*\} 1$/m);
   });
 
   it('SEMANTIC and HYBRID documents are indexed for keywords: TEXT finds both', async () => {
-    for (const id of Object.values(docs)) expect((await svc.api.get(`/v1/documents/${id}`, key)).body).toMatchObject({ status: 'INDEXED' });
+    for (const id of Object.values(docs))
+      expect((await svc.api.get(`/v1/documents/${id}`, key)).body).toMatchObject({ status: 'INDEXED' });
     const r = await search({ mode: 'TEXT' });
     expect(r.status, r.text).toBe(200);
     expect(r.body.results.map((x: { documentId: string }) => x.documentId).sort()).toEqual(Object.values(docs).sort());
@@ -75,18 +86,32 @@ describe('BUILTIN_EMBEDDINGS_MODEL=none', () => {
   });
 
   it('RAG retrieves from the keyword leg (degraded) and answers; with search.mode SEMANTIC it is refused before the stream', async () => {
-    const res = await new Api(svc.url).fetch('POST', '/v1/rag', { token: key, body: { query: 'Which whales sing songs?' } });
+    const res = await new Api(svc.url).fetch('POST', '/v1/rag', {
+      token: key,
+      body: { query: 'Which whales sing songs?' },
+    });
     expect(res.status).toBe(200);
     const frames: Array<{ event: string; data: any }> = [];
-    const parser = createParser({ onEvent: (m: EventSourceMessage) => frames.push({ event: m.event ?? 'message', data: JSON.parse(m.data) }) });
+    const parser = createParser({
+      onEvent: (m: EventSourceMessage) => frames.push({ event: m.event ?? 'message', data: JSON.parse(m.data) }),
+    });
     const decoder = new TextDecoder();
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>)
+      parser.feed(decoder.decode(chunk, { stream: true }));
     expect(frames[0].event).toBe('search_results');
     expect(frames[0].data).toMatchObject({ degraded: true, degradedLegs: ['vector'] });
     expect(frames[0].data.results[0].documentId).toBe(docs.HYBRID);
-    expect(frames.filter((f) => f.event === 'content_delta').map((f) => f.data.delta).join('')).toContain('Humpback whales sing long songs');
+    expect(
+      frames
+        .filter((f) => f.event === 'content_delta')
+        .map((f) => f.data.delta)
+        .join(''),
+    ).toContain('Humpback whales sing long songs');
     expect(frames[frames.length - 1].event).toBe('done');
-    const refused = await svc.api.post('/v1/rag', key, { query: 'Which whales sing songs?', search: { mode: 'SEMANTIC' } });
+    const refused = await svc.api.post('/v1/rag', key, {
+      query: 'Which whales sing songs?',
+      search: { mode: 'SEMANTIC' },
+    });
     expect(refused.status).toBe(503);
     expect(refused.body.message).toMatch(/BUILTIN_EMBEDDINGS_MODEL=none/);
   });

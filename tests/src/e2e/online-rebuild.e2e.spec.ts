@@ -10,13 +10,17 @@ import { eventually, inProcessOnly, OPERATOR_TOKEN, startService, type TestServi
  * every acknowledged write is there once afterwards, lists equal what they were, and a read model corrupted by
  * hand (rows deleted) is repaired. The split deployment's version is tests/src/kafka/online-rebuild.e2e.spec.ts.
  */
-const skip = inProcessOnly ?? (!serverUrl('postgres') ? 'DATABASE_URL not set (the online rebuild needs PostgreSQL)' : undefined);
+const skip =
+  inProcessOnly ?? (!serverUrl('postgres') ? 'DATABASE_URL not set (the online rebuild needs PostgreSQL)' : undefined);
 
 async function listAll(svc: TestService, token: string): Promise<any[]> {
   const out: any[] = [];
   let cursor: string | null = null;
   for (let n = 0; n < 100; n++) {
-    const r = await svc.api.get(`/v1/records?type=${NOTE_SCHEMA.typeName}&limit=100${cursor ? `&startFrom=${encodeURIComponent(cursor)}` : ''}`, token);
+    const r = await svc.api.get(
+      `/v1/records?type=${NOTE_SCHEMA.typeName}&limit=100${cursor ? `&startFrom=${encodeURIComponent(cursor)}` : ''}`,
+      token,
+    );
     expect(r.status, r.text).toBe(200);
     out.push(...r.body.data);
     cursor = r.body.nextCursor;
@@ -68,12 +72,16 @@ describe.skipIf(!!skip)('online rebuild of the read models (PostgreSQL)', () => 
     await db.connect();
     expect((await svc.api.post('/v1/schemas', token, NOTE_SCHEMA)).status).toBe(201);
     for (let i = 0; i < 150; i++) {
-      const r = await svc.api.post('/v1/records', token, { typeName: NOTE_SCHEMA.typeName, payload: { title: `note ${i}`, body: `before ${i}`, n: i } });
+      const r = await svc.api.post('/v1/records', token, {
+        typeName: NOTE_SCHEMA.typeName,
+        payload: { title: `note ${i}`, body: `before ${i}`, n: i },
+      });
       expect(r.status, r.text).toBe(201);
       ids.push(r.body.id);
     }
     // Some history: updates and deletes.
-    for (let i = 0; i < 20; i++) expect((await svc.api.patch(`/v1/records/${ids[i]}`, token, { payload: { n: 1000 + i } })).status).toBe(200);
+    for (let i = 0; i < 20; i++)
+      expect((await svc.api.patch(`/v1/records/${ids[i]}`, token, { payload: { n: 1000 + i } })).status).toBe(200);
     for (const id of ids.splice(140, 10)) expect((await svc.api.del(`/v1/records/${id}`, token)).status).toBe(204);
   }, 120_000);
 
@@ -94,7 +102,9 @@ describe.skipIf(!!skip)('online rebuild of the read models (PostgreSQL)', () => 
     expect(ackedAtSwitch).toBeGreaterThan(atStart);
     await eventually(async () => expect(traffic.acked.length).toBeGreaterThan(ackedAtSwitch + 5), 20_000);
     await traffic.stop();
-    console.log(`online rebuild (PostgreSQL, one process): ${JSON.stringify(done)}; ${traffic.reads} reads, ${traffic.acked.length} writes during the test`);
+    console.log(
+      `online rebuild (PostgreSQL, one process): ${JSON.stringify(done)}; ${traffic.reads} reads, ${traffic.acked.length} writes during the test`,
+    );
 
     expect(done.state, done.error).toBe('done');
     expect(done.position).toBeGreaterThan(150);
@@ -116,7 +126,9 @@ describe.skipIf(!!skip)('online rebuild of the read models (PostgreSQL)', () => 
   it('repairs a read model corrupted by hand (a row deleted, a payload changed)', async () => {
     const [gone, changed] = [ids[50], ids[51]];
     await db.query('DELETE FROM rm_records WHERE record_id = $1', [gone]);
-    await db.query(`UPDATE rm_records SET payload = jsonb_set(payload, '{title}', '"tampered"') WHERE record_id = $1`, [changed]);
+    await db.query(`UPDATE rm_records SET payload = jsonb_set(payload, '{title}', '"tampered"') WHERE record_id = $1`, [
+      changed,
+    ]);
     const { rows } = await db.query('SELECT count(*)::int AS n FROM rm_records WHERE record_id = $1', [gone]);
     expect(rows[0].n).toBe(0);
     const done = await rebuildToEnd(svc);
@@ -141,16 +153,30 @@ describe.skipIf(!!skip)('online rebuild of the read models (PostgreSQL)', () => 
     if (state === 'building' || state === 'switching' || second.status === 409) expect(second.status).toBe(409);
     const list = await svc.api.get('/operator/rebuilds', OPERATOR_TOKEN);
     expect(list.body.data[0].id).toBe(second.status === 202 ? second.body.id : first.body.id);
-    await eventually(async () => expect((await svc.api.get(`/operator/rebuilds/${list.body.data[0].id}`, OPERATOR_TOKEN)).body.state).toBe('done'), 60_000);
+    await eventually(
+      async () =>
+        expect((await svc.api.get(`/operator/rebuilds/${list.body.data[0].id}`, OPERATOR_TOKEN)).body.state).toBe(
+          'done',
+        ),
+      60_000,
+    );
   }, 120_000);
 
   it('a request that joins tables while the switch waits for a long read is answered, not killed as a deadlock victim', async () => {
     // A key never used: its first request reads it from the database (rm_credentials, rm_tenants, rm_contexts in that order).
     const { tenantId } = svc.bootstrap.tenants.test;
-    const key = await svc.api.post('/developer/keys', svc.bootstrap.developerToken, { tenantId, allowedActions: ['records:r'] });
+    const key = await svc.api.post('/developer/keys', svc.bootstrap.developerToken, {
+      tenantId,
+      allowedActions: ['records:r'],
+    });
     expect(key.status, key.text).toBe(201);
     const waiting = (mode: string) =>
-      db.query(`SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'rm_contexts'::regclass AND mode = $1 AND NOT granted`, [mode]).then((r) => r.rows[0].n > 0);
+      db
+        .query(
+          `SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'rm_contexts'::regclass AND mode = $1 AND NOT granted`,
+          [mode],
+        )
+        .then((r) => r.rows[0].n > 0);
     // A long read holds rm_contexts: the switch, which locks rm_contexts before rm_credentials, waits for it.
     const longRead = new pg.Client({ connectionString: svc.service.config.databaseUrl });
     await longRead.connect();

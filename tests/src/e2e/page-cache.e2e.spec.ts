@@ -21,13 +21,19 @@ describe('cached list pages and index outcomes', () => {
   it('a list page read while a record was PENDING_INDEX shows INDEXED once the record is indexed', async () => {
     const root = svc.bootstrap.tenants.live.rootKey;
     const schema = await svc.api.post('/v1/schemas', root, {
-      typeName: `Paged_${randomUUID().slice(0, 8)}`, displayName: 'Paged', allowedSurfaces: ['record'], indexMode: 'TEXT',
+      typeName: `Paged_${randomUUID().slice(0, 8)}`,
+      displayName: 'Paged',
+      allowedSurfaces: ['record'],
+      indexMode: 'TEXT',
       fields: [{ fieldId: 'name', fieldType: 'string', searchable: true }],
     });
     expect(schema.status, schema.text).toBe(201);
     const indexer = svc.service.searchIndexer!;
     await indexer.stop(); // so the first page is read before the outcome exists
-    const c = await svc.api.post('/v1/records', root, { typeName: schema.body.typeName, payload: { name: 'a harbour crane' } });
+    const c = await svc.api.post('/v1/records', root, {
+      typeName: schema.body.typeName,
+      payload: { name: 'a harbour crane' },
+    });
     expect(c.status, c.text).toBe(201);
     const list = () => svc.api.get(`/v1/records?typeName=${schema.body.typeName}&limit=20`, root);
     const first = await list();
@@ -35,7 +41,10 @@ describe('cached list pages and index outcomes', () => {
     expect(first.body.data.map((r: { indexStatus: string }) => r.indexStatus)).toEqual(['PENDING_INDEX']);
     expect((await list()).body.data[0].indexStatus).toBe('PENDING_INDEX'); // served from the cache
     indexer.start();
-    await eventually(async () => (await svc.api.get(`/v1/records/${c.body.id}`, root)).body.indexStatus === 'INDEXED', 30_000);
+    await eventually(
+      async () => (await svc.api.get(`/v1/records/${c.body.id}`, root)).body.indexStatus === 'INDEXED',
+      30_000,
+    );
     expect((await list()).body.data.map((r: { indexStatus: string }) => r.indexStatus)).toEqual(['INDEXED']);
   });
 });

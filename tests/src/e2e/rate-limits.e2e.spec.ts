@@ -45,8 +45,12 @@ const TABLE: WireVersionTable = {
 };
 
 /** One counted request: a write refused by validation after the gate. */
-const counted = (api: Api, token: string, headers?: Record<string, string>) => api.call('POST', '/v1/records', { token, body: {}, headers });
-const limitHeaders = (r: { headers: Headers }) => ({ limit: r.headers.get('x-ratelimit-limit'), remaining: r.headers.get('x-ratelimit-remaining') });
+const counted = (api: Api, token: string, headers?: Record<string, string>) =>
+  api.call('POST', '/v1/records', { token, body: {}, headers });
+const limitHeaders = (r: { headers: Headers }) => ({
+  limit: r.headers.get('x-ratelimit-limit'),
+  remaining: r.headers.get('x-ratelimit-remaining'),
+});
 
 /** Spends `n` counted requests and checks the headers count down. */
 async function spend(api: Api, token: string, n: number, limit: number, usedBefore = 0) {
@@ -98,7 +102,10 @@ describe('per-account burst limit (in process)', () => {
 
   beforeAll(async () => {
     // A low per-IP ceiling (every test here runs in a fresh minute and stays far below it).
-    svc = await startService({ env: { EDGE_RATE_LIMIT_PER_MINUTE: String(IP_CEILING) }, hooks: { now: clock.now, wireVersions: TABLE } });
+    svc = await startService({
+      env: { EDGE_RATE_LIMIT_PER_MINUTE: String(IP_CEILING) },
+      hooks: { now: clock.now, wireVersions: TABLE },
+    });
     api = svc.api;
   });
   afterAll(async () => {
@@ -125,7 +132,12 @@ describe('per-account burst limit (in process)', () => {
   it('sends X-RateLimit-Limit and -Remaining on every counted response (success, 4xx, search) and none on reads', async () => {
     clock.nextMinute();
     const root = (await account({ plan: 'pro' })).tenants.live.rootKey;
-    const s = await api.post('/v1/schemas', root, { typeName: 'note', displayName: 'Note', allowedSurfaces: ['record'], fields: [{ fieldId: 'title', fieldType: 'string' }] });
+    const s = await api.post('/v1/schemas', root, {
+      typeName: 'note',
+      displayName: 'Note',
+      allowedSurfaces: ['record'],
+      fields: [{ fieldId: 'title', fieldType: 'string' }],
+    });
     expect(s.status, s.text).toBe(201);
     expect(limitHeaders(s)).toEqual({ limit: '600', remaining: '599' });
     const rec = await api.post('/v1/records', root, { typeName: 'note', payload: { title: 'a' } });
@@ -155,7 +167,12 @@ describe('per-account burst limit (in process)', () => {
     clock.nextMinute();
     const acct = await account({ plan: 'enterprise', rateLimitPerMinute: 3 });
     const root = acct.tenants.live.rootKey;
-    const s = await api.post('/v1/schemas', root, { typeName: 'item', displayName: 'Item', allowedSurfaces: ['record'], fields: [{ fieldId: 'n', fieldType: 'number' }] });
+    const s = await api.post('/v1/schemas', root, {
+      typeName: 'item',
+      displayName: 'Item',
+      allowedSurfaces: ['record'],
+      fields: [{ fieldId: 'n', fieldType: 'number' }],
+    });
     const rec = await api.post('/v1/records', root, { typeName: 'item', payload: { n: 1 } });
     expect([s.status, rec.status]).toEqual([201, 201]);
     await spend(api, root, 1, 3, 2);
@@ -177,7 +194,10 @@ describe('per-account burst limit (in process)', () => {
     const minted = await api.post('/v1/tokens', liveRoot, { scope: { allowedActions: ['records:c', 'records:r'] } }); // a write: 1
     expect(minted.status, minted.text).toBe(201);
     expect(limitHeaders(minted)).toEqual({ limit: '8', remaining: '7' });
-    const scoped = await api.post('/developer/keys', a.developerToken, { tenantId: a.tenants.live.tenantId, allowedActions: ['records:c'] }); // developer portal: not counted
+    const scoped = await api.post('/developer/keys', a.developerToken, {
+      tenantId: a.tenants.live.tenantId,
+      allowedActions: ['records:c'],
+    }); // developer portal: not counted
     expect(scoped.status, scoped.text).toBe(201);
     expect(limitHeaders(scoped)).toEqual({ limit: null, remaining: null });
     const credentials = [liveRoot, testRoot, minted.body.token as string, scoped.body.key as string];
@@ -185,7 +205,10 @@ describe('per-account burst limit (in process)', () => {
     for (let i = 0; i < 7; i++) {
       const r = await counted(api, credentials[i % credentials.length]);
       used += 1;
-      expect(limitHeaders(r), `request ${i} with credential ${i % credentials.length}`).toEqual({ limit: '8', remaining: String(8 - used) });
+      expect(limitHeaders(r), `request ${i} with credential ${i % credentials.length}`).toEqual({
+        limit: '8',
+        remaining: String(8 - used),
+      });
     }
     for (const c of credentials) expectRateLimited(await counted(api, c), 8);
     // Account B has its own window.
@@ -233,7 +256,9 @@ describe('per-account burst limit (in process)', () => {
     const root = negotiated.tenants.live.rootKey;
     await spend(api, root, 4, 4);
     expectRateLimited(await counted(api, root), 4);
-    const raised = await api.patch(`/operator/accounts/${negotiated.accountId}`, OPERATOR_TOKEN, { rateLimitPerMinute: 10 });
+    const raised = await api.patch(`/operator/accounts/${negotiated.accountId}`, OPERATOR_TOKEN, {
+      rateLimitPerMinute: 10,
+    });
     expect(raised.status, raised.text).toBe(200);
     expect(limitHeaders(await counted(api, root))).toEqual({ limit: '10', remaining: '4' });
   });
@@ -294,7 +319,12 @@ describe('per-account burst limit (in process)', () => {
       statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
     }
     expect([...statuses.keys()].sort()).toEqual([200, 404]);
-    for (const r of [await api.get('/healthz'), await api.get('/v1/schemas', root), await counted(api, root), await api.post('/operator/accounts', OPERATOR_TOKEN, {})]) {
+    for (const r of [
+      await api.get('/healthz'),
+      await api.get('/v1/schemas', root),
+      await counted(api, root),
+      await api.post('/operator/accounts', OPERATOR_TOKEN, {}),
+    ]) {
       expect(r.status, r.text).toBe(429);
       expect(r.body).toEqual({ message: expect.any(String), errorCode: 'RATE_LIMITED' }); // no requestId
       expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
@@ -308,7 +338,11 @@ describe('per-account burst limit (in process)', () => {
   describe('erasure stub (reserved)', () => {
     it('answers 501 with exactly {error: "not_implemented"} to the root key', async () => {
       const root = svc.bootstrap.tenants.live.rootKey;
-      for (const r of [await api.post('/v1/erasure-requests', root, { subject: 'x' }), await api.post('/v1/erasure-requests', root), await api.get(`/v1/erasure-requests/${randomUUID()}`, root)]) {
+      for (const r of [
+        await api.post('/v1/erasure-requests', root, { subject: 'x' }),
+        await api.post('/v1/erasure-requests', root),
+        await api.get(`/v1/erasure-requests/${randomUUID()}`, root),
+      ]) {
         expect(r.status, r.text).toBe(501);
         expect(JSON.parse(r.text)).toStrictEqual({ error: 'not_implemented' });
       }
@@ -317,12 +351,19 @@ describe('per-account burst limit (in process)', () => {
     it('scoped keys (ssk_) and minted tokens (st_) get 403 before the stub runs; no credential is 401', async () => {
       const acct = await account({ plan: 'enterprise' });
       const token = await api.post('/v1/tokens', acct.tenants.live.rootKey, { scope: { allowedActions: ['*'] } });
-      const key = await api.post('/developer/keys', acct.developerToken, { tenantId: acct.tenants.live.tenantId, allowedActions: ['*'], crossContext: true });
+      const key = await api.post('/developer/keys', acct.developerToken, {
+        tenantId: acct.tenants.live.tenantId,
+        allowedActions: ['*'],
+        crossContext: true,
+      });
       expect([token.status, key.status]).toEqual([201, 201]);
       expect(token.body.token).toMatch(/^st_/);
       expect(key.body.key).toMatch(/^ssk_/);
       for (const c of [token.body.token, key.body.key]) {
-        for (const r of [await api.post('/v1/erasure-requests', c, {}), await api.get(`/v1/erasure-requests/${randomUUID()}`, c)]) {
+        for (const r of [
+          await api.post('/v1/erasure-requests', c, {}),
+          await api.get(`/v1/erasure-requests/${randomUUID()}`, c),
+        ]) {
           expect(r.status, r.text).toBe(403);
           expect(r.body.errorCode).toBe('FORBIDDEN');
         }
@@ -333,11 +374,15 @@ describe('per-account burst limit (in process)', () => {
     it('the caller is judged before the body: a malformed, mistyped or oversize body gets 401 without a credential and 403 with a scoped one', async () => {
       const acct = await account({ plan: 'enterprise' });
       const root = acct.tenants.live.rootKey;
-      const token = (await api.post('/v1/tokens', root, { scope: { allowedActions: ['records:r'] } })).body.token as string;
+      const token = (await api.post('/v1/tokens', root, { scope: { allowedActions: ['records:r'] } })).body
+        .token as string;
       const bodies = [
         { raw: '{bad', headers: { 'content-type': 'application/json' } },
         { raw: 'subject=x', headers: { 'content-type': 'text/plain' } },
-        { raw: JSON.stringify({ subject: 'x'.repeat(12 * 1024 * 1024) }), headers: { 'content-type': 'application/json' } },
+        {
+          raw: JSON.stringify({ subject: 'x'.repeat(12 * 1024 * 1024) }),
+          headers: { 'content-type': 'application/json' },
+        },
       ];
       for (const b of bodies) {
         const none = await api.call('POST', '/v1/erasure-requests', { ...b, unchecked: true });
@@ -350,8 +395,12 @@ describe('per-account burst limit (in process)', () => {
         expect((await api.call('POST', '/v1/records', { ...b, token, unchecked: true })).status).toBe(403);
       }
       // The root key's malformed body is still the body's refusal.
-      expect((await api.call('POST', '/v1/records', { ...bodies[0], token: root, unchecked: true })).body.errorCode).toBe('VALIDATION_ERROR');
-      expect((await api.call('POST', '/v1/records', { ...bodies[1], token: root, unchecked: true })).body.errorCode).toBe('UNSUPPORTED_MEDIA_TYPE');
+      expect(
+        (await api.call('POST', '/v1/records', { ...bodies[0], token: root, unchecked: true })).body.errorCode,
+      ).toBe('VALIDATION_ERROR');
+      expect(
+        (await api.call('POST', '/v1/records', { ...bodies[1], token: root, unchecked: true })).body.errorCode,
+      ).toBe('UNSUPPORTED_MEDIA_TYPE');
     });
   });
 });
@@ -415,7 +464,9 @@ describe.runIf(REDIS_SERVER)('a real Redis stopped and started again under a ser
 
   /** Starts redis-server on `port` (no persistence: a restart comes back empty) and waits until it answers. */
   async function startRedis() {
-    redis = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    redis = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+      stdio: 'ignore',
+    });
     for (let i = 0; i < 100; i++) {
       if (spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout.trim() === 'PONG') return;
       await new Promise((r) => setTimeout(r, 100));
@@ -434,7 +485,11 @@ describe.runIf(REDIS_SERVER)('a real Redis stopped and started again under a ser
   beforeAll(async () => {
     port = await freePort();
     await startRedis();
-    svc = await startService({ env: { REDIS_URL: `redis://127.0.0.1:${port}` }, hooks: { now: clock.now }, log: (m) => lines.push(m) });
+    svc = await startService({
+      env: { REDIS_URL: `redis://127.0.0.1:${port}` },
+      hooks: { now: clock.now },
+      log: (m) => lines.push(m),
+    });
   });
   afterAll(async () => {
     await svc?.stop();
@@ -447,7 +502,10 @@ describe.runIf(REDIS_SERVER)('a real Redis stopped and started again under a ser
     await spend(svc.api, root, 5, 5);
     expectRateLimited(await counted(svc.api, root), 5);
     // The count lives in Redis, not in the process.
-    expect(spawnSync('redis-cli', ['-p', String(port), '--scan', '--pattern', 'svc:window:burst:*'], { encoding: 'utf8' }).stdout).toMatch(/burst/);
+    expect(
+      spawnSync('redis-cli', ['-p', String(port), '--scan', '--pattern', 'svc:window:burst:*'], { encoding: 'utf8' })
+        .stdout,
+    ).toMatch(/burst/);
 
     await stopRedis();
     for (let i = 0; i < 20; i++) {

@@ -19,12 +19,18 @@ type Engine = 'pglite' | 'postgres';
  * blanks every server-engine variable (an empty value counts as unset), so a
  * DATABASE_URL set for the PostgreSQL variant never leaks into it.
  */
-const NO_SERVER_ENGINES: Record<string, string> = Object.fromEntries(Object.values(SERVER_ENGINES).map((e) => [e.env, '']));
+const NO_SERVER_ENGINES: Record<string, string> = Object.fromEntries(
+  Object.values(SERVER_ENGINES).map((e) => [e.env, '']),
+);
 type Resp = { status: number; body: unknown };
 type Snapshot = Record<string, unknown>;
 
 /** Runs `deploy/src/rebuild.ts <target>` as a child process; resolves with its exit code and output. */
-function runRebuild(env: Record<string, string>, target: string, timeoutMs = 120_000): Promise<{ code: number | null; signal: string | null; out: string; ms: number }> {
+function runRebuild(
+  env: Record<string, string>,
+  target: string,
+  timeoutMs = 120_000,
+): Promise<{ code: number | null; signal: string | null; out: string; ms: number }> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
     let out = '';
@@ -133,8 +139,25 @@ async function populate(api: Api, root: string): Promise<World> {
     201,
   );
   // A third schema, changed and then deleted (a schema with history but no longer listed).
-  const scratch = await ok(api.post('/v1/schemas', root, { typeName: 'scratch', displayName: 'Scratch', allowedSurfaces: ['record'], fields: [{ fieldId: 'x', fieldType: 'number' }] }), 201);
-  await ok(api.put(`/v1/schemas/${scratch.id}`, root, { displayName: 'Scratch v2', fields: [{ fieldId: 'x', fieldType: 'number' }, { fieldId: 'y', fieldType: 'string' }] }), 200);
+  const scratch = await ok(
+    api.post('/v1/schemas', root, {
+      typeName: 'scratch',
+      displayName: 'Scratch',
+      allowedSurfaces: ['record'],
+      fields: [{ fieldId: 'x', fieldType: 'number' }],
+    }),
+    201,
+  );
+  await ok(
+    api.put(`/v1/schemas/${scratch.id}`, root, {
+      displayName: 'Scratch v2',
+      fields: [
+        { fieldId: 'x', fieldType: 'number' },
+        { fieldId: 'y', fieldType: 'string' },
+      ],
+    }),
+    200,
+  );
   await ok(api.del(`/v1/schemas/${scratch.id}`, root), 204);
 
   const liveIds: string[] = [];
@@ -145,7 +168,14 @@ async function populate(api: Api, root: string): Promise<World> {
   for (let i = 0; i < 30; i++) {
     const body: Record<string, unknown> = {
       typeName: 'contact',
-      payload: { name: `Contact ${i}`, email: `c${i}@example.com`, code: `C-${i}`, age: 20 + i, ...(i % 5 === 0 ? { notes: 'n'.repeat(5000) } : {}), ...(i % 3 === 0 ? { tags: ['a', `t${i}`] } : {}) },
+      payload: {
+        name: `Contact ${i}`,
+        email: `c${i}@example.com`,
+        code: `C-${i}`,
+        age: 20 + i,
+        ...(i % 5 === 0 ? { notes: 'n'.repeat(5000) } : {}),
+        ...(i % 3 === 0 ? { tags: ['a', `t${i}`] } : {}),
+      },
     };
     if (i % 2 === 0) body.externalId = `contact-ext-${i}`;
     if (i % 7 === 0) body.userId = 'alice';
@@ -154,11 +184,18 @@ async function populate(api: Api, root: string): Promise<World> {
     created.push((await ok(api.post('/v1/records', root, body), 201)).id);
   }
   // An idempotent re-create must not add a record.
-  await api.post('/v1/records', root, { typeName: 'contact', externalId: 'contact-ext-0', payload: { name: 'Contact 0', email: 'c0@example.com', code: 'C-0', age: 20 } });
+  await api.post('/v1/records', root, {
+    typeName: 'contact',
+    externalId: 'contact-ext-0',
+    payload: { name: 'Contact 0', email: 'c0@example.com', code: 'C-0', age: 20 },
+  });
 
   // The note schema changes (schemaVersion 2) between its records.
   for (let i = 0; i < 10; i++) {
-    const body: Record<string, unknown> = { typeName: 'note', payload: { title: `Note ${i}`, body: `body ${i}`, secret: `s3cret-${i}` } };
+    const body: Record<string, unknown> = {
+      typeName: 'note',
+      payload: { title: `Note ${i}`, body: `body ${i}`, secret: `s3cret-${i}` },
+    };
     if (i % 3 === 0) body.externalId = `note-ext-${i}`;
     created.push((await ok(api.post('/v1/records', root, body), 201)).id);
   }
@@ -176,7 +213,15 @@ async function populate(api: Api, root: string): Promise<World> {
     200,
   );
   for (let i = 10; i < 20; i++) {
-    const body: Record<string, unknown> = { typeName: 'note', payload: { title: `Note ${i}`, body: i === 15 ? 'b'.repeat(6000) : `body ${i}`, secret: `s3cret-${i}`, priority: i } };
+    const body: Record<string, unknown> = {
+      typeName: 'note',
+      payload: {
+        title: `Note ${i}`,
+        body: i === 15 ? 'b'.repeat(6000) : `body ${i}`,
+        secret: `s3cret-${i}`,
+        priority: i,
+      },
+    };
     if (i % 3 === 0) body.externalId = `note-ext-${i}`;
     created.push((await ok(api.post('/v1/records', root, body), 201)).id);
   }
@@ -185,15 +230,30 @@ async function populate(api: Api, root: string): Promise<World> {
   for (let k = 0; k < 10; k++) {
     const id = created[k * 3];
     const cur = await ok(api.get(`/v1/records/${id}`, root), 200);
-    const payload = cur.typeName === 'contact' ? { name: `Renamed ${k}`, email: `renamed${k}@example.com`, code: `R-${k}`, age: 50 + k } : { title: `Retitled ${k}`, secret: `new-secret-${k}` };
+    const payload =
+      cur.typeName === 'contact'
+        ? { name: `Renamed ${k}`, email: `renamed${k}@example.com`, code: `R-${k}`, age: 50 + k }
+        : { title: `Retitled ${k}`, secret: `new-secret-${k}` };
     await ok(api.put(`/v1/records/${id}`, root, { payload, status: 'reviewed' }), 200);
   }
   for (let k = 0; k < 12; k++) {
     const id = created[k * 3 + 1];
     const cur = await ok(api.get(`/v1/records/${id}`, root), 200);
-    const patch = cur.typeName === 'contact' ? { payload: { age: 99, notes: null, tags: ['patched'] } } : { payload: { body: null, secret: 'patched-secret' }, status: 'patched' };
+    const patch =
+      cur.typeName === 'contact'
+        ? { payload: { age: 99, notes: null, tags: ['patched'] } }
+        : { payload: { body: null, secret: 'patched-secret' }, status: 'patched' };
     await ok(api.patch(`/v1/records/${id}`, root, patch), 200);
-    if (k % 4 === 0) await ok(api.patch(`/v1/records/${id}`, root, { payload: { name: cur.typeName === 'contact' ? `Twice ${k}` : undefined, title: cur.typeName === 'note' ? `Twice ${k}` : undefined } }), 200);
+    if (k % 4 === 0)
+      await ok(
+        api.patch(`/v1/records/${id}`, root, {
+          payload: {
+            name: cur.typeName === 'contact' ? `Twice ${k}` : undefined,
+            title: cur.typeName === 'note' ? `Twice ${k}` : undefined,
+          },
+        }),
+        200,
+      );
   }
   // Delete 8 records: some with externalIds, some updated or patched first.
   for (const k of [0, 2, 3, 4, 8, 31, 35, 44]) {
@@ -201,19 +261,62 @@ async function populate(api: Api, root: string): Promise<World> {
     deletedIds.push(created[k]);
   }
   // The externalId of a deleted record may be used again.
-  created.push((await ok(api.post('/v1/records', root, { typeName: 'contact', externalId: 'contact-ext-0', payload: { name: 'Reborn', email: 'reborn@example.com', code: 'C-0', age: 1 } }), 201)).id);
+  created.push(
+    (
+      await ok(
+        api.post('/v1/records', root, {
+          typeName: 'contact',
+          externalId: 'contact-ext-0',
+          payload: { name: 'Reborn', email: 'reborn@example.com', code: 'C-0', age: 1 },
+        }),
+        201,
+      )
+    ).id,
+  );
   for (const id of created) if (!deletedIds.includes(id)) liveIds.push(id);
 
   // A second context with its own schema and records; a third context that is deleted.
   const ctx2 = (await ok(api.post('/v1/contexts', root, { name: 'second' }), 201)).id as string;
   const h2 = { 'x-context-id': ctx2 };
-  const s2 = await ok(api.call('POST', '/v1/schemas', { token: root, headers: h2, body: { typeName: 'contact', displayName: 'Contact (ctx 2)', allowedSurfaces: ['record'], fields: [{ fieldId: 'name', fieldType: 'string' }, { fieldId: 'pin', fieldType: 'string', sensitive: true }] } }), 201);
+  const s2 = await ok(
+    api.call('POST', '/v1/schemas', {
+      token: root,
+      headers: h2,
+      body: {
+        typeName: 'contact',
+        displayName: 'Contact (ctx 2)',
+        allowedSurfaces: ['record'],
+        fields: [
+          { fieldId: 'name', fieldType: 'string' },
+          { fieldId: 'pin', fieldType: 'string', sensitive: true },
+        ],
+      },
+    }),
+    201,
+  );
   const ctx2RecordIds: string[] = [];
-  for (let i = 0; i < 4; i++) ctx2RecordIds.push((await ok(api.call('POST', '/v1/records', { token: root, headers: h2, body: { typeName: 'contact', externalId: `contact-ext-${i}`, payload: { name: `Other ${i}`, pin: `${1000 + i}` } } }), 201)).id);
+  for (let i = 0; i < 4; i++)
+    ctx2RecordIds.push(
+      (
+        await ok(
+          api.call('POST', '/v1/records', {
+            token: root,
+            headers: h2,
+            body: {
+              typeName: 'contact',
+              externalId: `contact-ext-${i}`,
+              payload: { name: `Other ${i}`, pin: `${1000 + i}` },
+            },
+          }),
+          201,
+        )
+      ).id,
+    );
   await ok(api.call('DELETE', `/v1/records/${ctx2RecordIds[3]}`, { token: root, headers: h2 }), 204);
 
   // Tokens: a reader, one bound to a user, one bound to a scope, one for the second context, one for a deleted context.
-  const mint = async (body: Record<string, unknown>) => (await ok(api.post('/v1/tokens', root, body), 201)).token as string;
+  const mint = async (body: Record<string, unknown>) =>
+    (await ok(api.post('/v1/tokens', root, body), 201)).token as string;
   const tokens: Record<string, string> = {
     reader: await mint({ scope: { allowedActions: ['records:r', 'schemas:r'] } }),
     alice: await mint({ scope: { allowedActions: ['records:r', 'records:c'] }, userId: 'alice' }),
@@ -221,13 +324,29 @@ async function populate(api: Api, root: string): Promise<World> {
     ctx2: await mint({ scope: { allowedActions: ['*'] }, contextId: ctx2 }),
   };
   // alice writes a record of her own (stamped with her userId).
-  liveIds.push((await ok(api.post('/v1/records', tokens.alice, { typeName: 'note', payload: { title: 'by alice', secret: 'hers' } }), 201)).id);
+  liveIds.push(
+    (
+      await ok(
+        api.post('/v1/records', tokens.alice, { typeName: 'note', payload: { title: 'by alice', secret: 'hers' } }),
+        201,
+      )
+    ).id,
+  );
   const doomed = (await ok(api.post('/v1/contexts', root, { name: 'doomed' }), 201)).id as string;
   tokens.doomed = await mint({ scope: { allowedActions: ['records:r'] }, contextId: doomed });
   await ok(api.del(`/v1/contexts/${doomed}`, root), 204);
 
   expect(liveIds.length + deletedIds.length).toBeGreaterThanOrEqual(50);
-  return { root, ctx2, tokens, schemaIds: [contact.id, note.id, scratch.id], ctx2SchemaIds: [s2.id], liveIds, deletedIds, ctx2RecordIds };
+  return {
+    root,
+    ctx2,
+    tokens,
+    schemaIds: [contact.id, note.id, scratch.id],
+    ctx2SchemaIds: [s2.id],
+    liveIds,
+    deletedIds,
+    ctx2RecordIds,
+  };
 }
 
 /** The responses a rebuild must reproduce. */
@@ -242,17 +361,26 @@ async function capture(api: Api, w: World): Promise<Snapshot> {
     snap[`GET /v1/schemas/${id}`] = norm(await api.get(`/v1/schemas/${id}`, root));
     snap[`GET /v1/schemas/${id}/versions`] = await pages(api, `/v1/schemas/${id}/versions`, root);
   }
-  for (const id of w.ctx2SchemaIds) snap[`GET /v1/schemas/${id} ctx2`] = norm(await api.get(`/v1/schemas/${id}`, root, h2));
+  for (const id of w.ctx2SchemaIds)
+    snap[`GET /v1/schemas/${id} ctx2`] = norm(await api.get(`/v1/schemas/${id}`, root, h2));
 
   snap['GET /v1/records'] = await pages(api, '/v1/records?limit=7', root);
   snap['GET /v1/records includePayload'] = await pages(api, '/v1/records?limit=7&includePayload=true', root);
-  snap['GET /v1/records limit=100 includePayload'] = await pages(api, '/v1/records?limit=100&includePayload=true', root);
+  snap['GET /v1/records limit=100 includePayload'] = await pages(
+    api,
+    '/v1/records?limit=100&includePayload=true',
+    root,
+  );
   snap['GET /v1/records type=contact'] = await pages(api, '/v1/records?type=contact&limit=5&includePayload=true', root);
   snap['GET /v1/records type=note'] = await pages(api, '/v1/records?type=note&limit=5', root);
   snap['GET /v1/records userId=alice'] = await pages(api, '/v1/records?userId=alice&includePayload=true', root);
   snap['GET /v1/records scope=team:a'] = await pages(api, '/v1/records?scope=team:a', root);
   snap['GET /v1/records ctx2'] = await pages(api, '/v1/records?includePayload=true', root, h2);
-  snap['GET /v1/records (reader token)'] = await pages(api, '/v1/records?limit=10&includePayload=true', w.tokens.reader);
+  snap['GET /v1/records (reader token)'] = await pages(
+    api,
+    '/v1/records?limit=10&includePayload=true',
+    w.tokens.reader,
+  );
   snap['GET /v1/records (alice token)'] = await pages(api, '/v1/records?includePayload=true', w.tokens.alice);
   snap['GET /v1/records (team-a token)'] = await pages(api, '/v1/records?includePayload=true', w.tokens.teamA);
   snap['GET /v1/records (ctx2 token)'] = await pages(api, '/v1/records?includePayload=true', w.tokens.ctx2);
@@ -288,7 +416,11 @@ function checkSnapshot(snap: Snapshot, w: World) {
   const all = list('GET /v1/records limit=100 includePayload');
   expect(all.map((r) => r.id).sort()).toEqual([...w.liveIds].sort());
   expect(list('GET /v1/records').map((r) => r.id)).toEqual(all.map((r) => r.id));
-  expect(list('GET /v1/schemas').map((s) => s.typeName).sort()).toEqual(['contact', 'note']);
+  expect(
+    list('GET /v1/schemas')
+      .map((s) => s.typeName)
+      .sort(),
+  ).toEqual(['contact', 'note']);
   expect(list('GET /v1/records ctx2')).toHaveLength(3);
   expect(list('GET /v1/records (alice token)').every((r) => r.userId === 'alice')).toBe(true);
   expect(list('GET /v1/records (alice token)').length).toBeGreaterThan(0);
@@ -311,7 +443,10 @@ function checkSnapshot(snap: Snapshot, w: World) {
     const rows = (snap[`GET /v1/records/${id}/versions`] as Resp[]).flatMap((p) => (p.body as { data: any[] }).data);
     expect(rows.at(-1)).toMatchObject({ eventType: 'RecordDeleted', state: null });
   }
-  const updated = (snap[`GET /v1/records/${w.liveIds.find((id) => (snap[`GET /v1/records/${id}`] as any).body.version > 1)}`] as Resp | undefined)?.body;
+  const updated = (
+    snap[`GET /v1/records/${w.liveIds.find((id) => (snap[`GET /v1/records/${id}`] as any).body.version > 1)}`] as
+      Resp | undefined
+  )?.body;
   expect(updated).toBeDefined();
 }
 
@@ -420,7 +555,17 @@ function rebuildSuite(engine: Engine) {
 
   it('after every read-model table is dropped by hand, `rebuild all` restores the same responses', async () => {
     const dropped = await dropReadModels(engine, dir.dir, env.DATABASE_URL);
-    expect(dropped).toEqual(expect.arrayContaining(['rm_records', 'rm_record_payloads', 'rm_schemas', 'rm_versions', 'rm_tombstones', 'rm_contexts', 'rm_credentials']));
+    expect(dropped).toEqual(
+      expect.arrayContaining([
+        'rm_records',
+        'rm_record_payloads',
+        'rm_schemas',
+        'rm_versions',
+        'rm_tombstones',
+        'rm_contexts',
+        'rm_credentials',
+      ]),
+    );
     const r = await runRebuild({ DATA_DIR: dir.dir, ...env }, 'all');
     timings.rebuildAfterDrop = r.ms;
     expect(r.code, r.out).toBe(0);

@@ -21,13 +21,40 @@ let u2: string; // token with dataScope userId u2
 type Res = Awaited<ReturnType<Api['call']>>;
 const ALL = ['schemas:c', 'schemas:r', 'schemas:u', 'schemas:d', 'records:c', 'records:r', 'records:u', 'records:d'];
 const RECORD_KEYS = [
-  'createdAt', 'createdBy', 'externalId', 'folderId', 'id', 'indexMode', 'indexStatus', 'payload', 'payloadBytes', 'payloadExternalized',
-  'schemaId', 'schemaVersion', 'scopes', 'status', 'typeName', 'updatedAt', 'userId', 'version',
+  'createdAt',
+  'createdBy',
+  'externalId',
+  'folderId',
+  'id',
+  'indexMode',
+  'indexStatus',
+  'payload',
+  'payloadBytes',
+  'payloadExternalized',
+  'schemaId',
+  'schemaVersion',
+  'scopes',
+  'status',
+  'typeName',
+  'updatedAt',
+  'userId',
+  'version',
 ];
-const VERSION_KEYS = ['actor', 'entityId', 'entityKind', 'eventType', 'id', 'recordedAt', 'requestId', 'state', 'version'];
+const VERSION_KEYS = [
+  'actor',
+  'entityId',
+  'entityKind',
+  'eventType',
+  'id',
+  'recordedAt',
+  'requestId',
+  'state',
+  'version',
+];
 const MASK = '********';
 
-const enterprise = () => api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000, creditLimit: 1_000_000_000 });
+const enterprise = () =>
+  api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000, creditLimit: 1_000_000_000 });
 
 beforeAll(async () => {
   svc = await startService();
@@ -42,8 +69,15 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-async function mint(by: string, allowedActions: string[], dataScope?: Body<'mintToken'>['scope']['dataScope']): Promise<string> {
-  const r = await expectStatus(svc.client(by).POST('/v1/tokens', { body: { scope: { allowedActions, ...(dataScope ? { dataScope } : {}) } } }), 201);
+async function mint(
+  by: string,
+  allowedActions: string[],
+  dataScope?: Body<'mintToken'>['scope']['dataScope'],
+): Promise<string> {
+  const r = await expectStatus(
+    svc.client(by).POST('/v1/tokens', { body: { scope: { allowedActions, ...(dataScope ? { dataScope } : {}) } } }),
+    201,
+  );
   return r.token;
 }
 
@@ -53,7 +87,12 @@ const q = (v: string | number) => encodeURIComponent(String(v));
 
 // The typed client (@svc/client): the answers are the generated types, so a renamed field fails the typecheck.
 async function createSchema(over: Partial<Body<'createSchema'>> = {}, token = root) {
-  return expectStatus(svc.client(token).POST('/v1/schemas', { body: { typeName: uniq('R'), displayName: 'Records test', allowedSurfaces: ['record'], ...over } }), 201);
+  return expectStatus(
+    svc.client(token).POST('/v1/schemas', {
+      body: { typeName: uniq('R'), displayName: 'Records test', allowedSurfaces: ['record'], ...over },
+    }),
+    201,
+  );
 }
 
 /** `body` may carry what the create ignores (`expectedVersion`). */
@@ -61,7 +100,8 @@ async function createRecord(body: Body<'createRecord'> & Record<string, unknown>
   return expectStatus(svc.client(token).POST('/v1/records', { body }), 201);
 }
 
-const readRecord = (id: string, token = root) => unwrap(svc.client(token).GET('/v1/records/{id}', { params: { path: { id } } }));
+const readRecord = (id: string, token = root) =>
+  unwrap(svc.client(token).GET('/v1/records/{id}', { params: { path: { id } } }));
 
 function expect400(r: Res) {
   expect(r.status, r.text).toBe(400);
@@ -72,7 +112,11 @@ function expect400(r: Res) {
 const getRecord = (id: string, token = root) => api.get(`/v1/records/${id}`, token);
 
 async function versions(id: string, token = root) {
-  return (await unwrap(svc.client(token).GET('/v1/records/{id}/versions', { params: { path: { id }, query: { limit: 100 } } }))).data;
+  return (
+    await unwrap(
+      svc.client(token).GET('/v1/records/{id}/versions', { params: { path: { id }, query: { limit: 100 } } }),
+    )
+  ).data;
 }
 
 /** A record as read (indexStatus left out: it may advance on its own) plus its history. */
@@ -95,7 +139,12 @@ describe('createRecord', () => {
   let other: { id: string; typeName: string };
 
   beforeAll(async () => {
-    schema = await createSchema({ fields: [{ fieldId: 'name', fieldType: 'string', required: true }, { fieldId: 'n', fieldType: 'number' }] });
+    schema = await createSchema({
+      fields: [
+        { fieldId: 'name', fieldType: 'string', required: true },
+        { fieldId: 'n', fieldType: 'number' },
+      ],
+    });
     other = await createSchema();
   });
 
@@ -103,8 +152,17 @@ describe('createRecord', () => {
     const r = await createRecord({ typeName: schema.typeName, payload: { name: 'a', n: 1 } });
     expect(Object.keys(r).sort()).toEqual(RECORD_KEYS);
     expect(r).toMatchObject({
-      typeName: schema.typeName, schemaId: schema.id, schemaVersion: 1, payload: { name: 'a', n: 1 }, status: 'ACTIVE',
-      folderId: null, userId: null, scopes: [], externalId: null, payloadExternalized: false, version: 1,
+      typeName: schema.typeName,
+      schemaId: schema.id,
+      schemaVersion: 1,
+      payload: { name: 'a', n: 1 },
+      status: 'ACTIVE',
+      folderId: null,
+      userId: null,
+      scopes: [],
+      externalId: null,
+      payloadExternalized: false,
+      version: 1,
     });
     expect(r.createdAt).toBe(r.updatedAt);
     expect(Number.isNaN(Date.parse(r.createdAt))).toBe(false);
@@ -123,8 +181,12 @@ describe('createRecord', () => {
   });
 
   it('typeName and schemaId disagreeing → 400; neither → 400; nothing is stored', async () => {
-    expect400(await api.post('/v1/records', root, { typeName: other.typeName, schemaId: schema.id, payload: { name: 'd' } }));
-    expect400(await api.post('/v1/records', root, { typeName: schema.typeName, schemaId: other.id, payload: { name: 'd' } }));
+    expect400(
+      await api.post('/v1/records', root, { typeName: other.typeName, schemaId: schema.id, payload: { name: 'd' } }),
+    );
+    expect400(
+      await api.post('/v1/records', root, { typeName: schema.typeName, schemaId: other.id, payload: { name: 'd' } }),
+    );
     expect400(await api.post('/v1/records', root, { payload: { name: 'd' } }));
     const l = await api.get(`/v1/records?type=${other.typeName}`, root);
     expect(l.body.data).toEqual([]);
@@ -141,26 +203,65 @@ describe('createRecord', () => {
   });
 
   it('status, scopes, userId, indexMode given on create are kept', async () => {
-    const r = await createRecord({ typeName: schema.typeName, payload: { name: 'e' }, status: 'DRAFT', scopes: ['org:acme', 'client:c1'], userId: 'someone', indexMode: 'TEXT' });
-    expect(r).toMatchObject({ status: 'DRAFT', scopes: ['org:acme', 'client:c1'], userId: 'someone', indexMode: 'TEXT' });
+    const r = await createRecord({
+      typeName: schema.typeName,
+      payload: { name: 'e' },
+      status: 'DRAFT',
+      scopes: ['org:acme', 'client:c1'],
+      userId: 'someone',
+      indexMode: 'TEXT',
+    });
+    expect(r).toMatchObject({
+      status: 'DRAFT',
+      scopes: ['org:acme', 'client:c1'],
+      userId: 'someone',
+      indexMode: 'TEXT',
+    });
   });
 
   it('3 scopes → 400; a malformed scope → 400', async () => {
-    expect400(await api.post('/v1/records', root, { typeName: schema.typeName, payload: { name: 'f' }, scopes: ['org:a', 'org:b', 'org:c'] }));
-    expect400(await api.post('/v1/records', root, { typeName: schema.typeName, payload: { name: 'f' }, scopes: ['no-namespace'] }));
+    expect400(
+      await api.post('/v1/records', root, {
+        typeName: schema.typeName,
+        payload: { name: 'f' },
+        scopes: ['org:a', 'org:b', 'org:c'],
+      }),
+    );
+    expect400(
+      await api.post('/v1/records', root, {
+        typeName: schema.typeName,
+        payload: { name: 'f' },
+        scopes: ['no-namespace'],
+      }),
+    );
   });
 
   it('externalId of 256 characters is accepted; 257 → 400', async () => {
-    const ok = await createRecord({ typeName: schema.typeName, payload: { name: 'g' }, externalId: 'e'.repeat(255) + '1' });
+    const ok = await createRecord({
+      typeName: schema.typeName,
+      payload: { name: 'g' },
+      externalId: 'e'.repeat(255) + '1',
+    });
     expect(ok.externalId).toHaveLength(256);
-    expect400(await api.post('/v1/records', root, { typeName: schema.typeName, payload: { name: 'g' }, externalId: 'e'.repeat(257) }));
+    expect400(
+      await api.post('/v1/records', root, {
+        typeName: schema.typeName,
+        payload: { name: 'g' },
+        externalId: 'e'.repeat(257),
+      }),
+    );
   });
 
   it('re-creating with the same externalId → 200 with the same id, the existing record unchanged', async () => {
     const ext = uniq('ext');
     const first = await createRecord({ typeName: schema.typeName, payload: { name: 'first' }, externalId: ext });
     const before = await snapshot(first.id);
-    const again = await expectStatus(svc.client(root).POST('/v1/records', { body: { typeName: schema.typeName, payload: { name: 'second' }, externalId: ext } }), 200);
+    const again = await expectStatus(
+      svc
+        .client(root)
+        .POST('/v1/records', { body: { typeName: schema.typeName, payload: { name: 'second' }, externalId: ext } }),
+      200,
+    );
     expect(again.id).toBe(first.id);
     expect(again.payload).toEqual({ name: 'first' });
     await expectUnchanged(first.id, before);
@@ -172,7 +273,11 @@ describe('createRecord', () => {
     const ext = uniq('held');
     const holder = await createRecord({ typeName: schema.typeName, payload: { name: 'u1' }, externalId: ext }, u1);
     const before = await snapshot(holder.id);
-    const r = await api.post('/v1/records', u2, { typeName: schema.typeName, payload: { name: 'u2' }, externalId: ext });
+    const r = await api.post('/v1/records', u2, {
+      typeName: schema.typeName,
+      payload: { name: 'u2' },
+      externalId: ext,
+    });
     expect(r.status, r.text).toBe(409);
     expect(r.body.errorCode).toBe('CONFLICT');
     expect(r.text).not.toContain(holder.id);
@@ -228,11 +333,18 @@ describe('updateRecord (PUT) and patchRecord (PATCH)', () => {
   });
 
   const fresh = (extra: Record<string, unknown> = {}) =>
-    createRecord({ typeName: s.typeName, payload: { name: 'orig', n: 1, meta: { a: 1, b: { c: 2, d: 3 } }, tags: ['x', 'y'] }, externalId: uniq('x'), ...extra });
+    createRecord({
+      typeName: s.typeName,
+      payload: { name: 'orig', n: 1, meta: { a: 1, b: { c: 2, d: 3 } }, tags: ['x', 'y'] },
+      externalId: uniq('x'),
+      ...extra,
+    });
 
   it('PUT replaces the payload in full; version +1', async () => {
     const r = await fresh();
-    const p = await unwrap(svc.client(root).PUT('/v1/records/{id}', { params: { path: { id: r.id } }, body: { payload: { name: 'new' } } }));
+    const p = await unwrap(
+      svc.client(root).PUT('/v1/records/{id}', { params: { path: { id: r.id } }, body: { payload: { name: 'new' } } }),
+    );
     expect(p.payload).toEqual({ name: 'new' });
     expect(p.version).toBe(2);
     expect(Date.parse(p.updatedAt)).toBeGreaterThanOrEqual(Date.parse(r.updatedAt));
@@ -253,11 +365,19 @@ describe('updateRecord (PUT) and patchRecord (PATCH)', () => {
   it('PUT ignores typeName and schemaId (immutable)', async () => {
     const r = await fresh();
     const other = await createSchema();
-    const p = await api.put(`/v1/records/${r.id}`, root, { typeName: other.typeName, schemaId: other.id, payload: { name: 'kept type' } });
+    const p = await api.put(`/v1/records/${r.id}`, root, {
+      typeName: other.typeName,
+      schemaId: other.id,
+      payload: { name: 'kept type' },
+    });
     expect(p.status, p.text).toBe(200);
     expect(p.body.typeName).toBe(s.typeName);
     expect(p.body.schemaId).toBe(s.id);
-    expect((await getRecord(r.id)).body).toMatchObject({ typeName: s.typeName, schemaId: s.id, payload: { name: 'kept type' } });
+    expect((await getRecord(r.id)).body).toMatchObject({
+      typeName: s.typeName,
+      schemaId: s.id,
+      payload: { name: 'kept type' },
+    });
   });
 
   it('PUT changing externalId or indexMode → 400, nothing changed; repeating them unchanged is fine', async () => {
@@ -266,13 +386,22 @@ describe('updateRecord (PUT) and patchRecord (PATCH)', () => {
     expect400(await api.put(`/v1/records/${r.id}`, root, { payload: { name: 'x' }, externalId: uniq('other') }));
     expect400(await api.put(`/v1/records/${r.id}`, root, { payload: { name: 'x' }, indexMode: 'NONE' }));
     await expectUnchanged(r.id, before);
-    const ok = await api.put(`/v1/records/${r.id}`, root, { payload: { name: 'x' }, externalId: r.externalId, indexMode: 'TEXT' });
+    const ok = await api.put(`/v1/records/${r.id}`, root, {
+      payload: { name: 'x' },
+      externalId: r.externalId,
+      indexMode: 'TEXT',
+    });
     expect(ok.status, ok.text).toBe(200);
   });
 
   it('PATCH is an RFC 7386 merge: null deletes a payload key, objects merge recursively, arrays and scalars replace', async () => {
     const r = await fresh();
-    const p = await unwrap(svc.client(root).PATCH('/v1/records/{id}', { params: { path: { id: r.id } }, body: { payload: { n: null, meta: { b: { c: 20, d: null, e: 5 }, z: 'new' }, tags: ['only'] } } }));
+    const p = await unwrap(
+      svc.client(root).PATCH('/v1/records/{id}', {
+        params: { path: { id: r.id } },
+        body: { payload: { n: null, meta: { b: { c: 20, d: null, e: 5 }, z: 'new' }, tags: ['only'] } },
+      }),
+    );
     const want = { name: 'orig', meta: { a: 1, b: { c: 20, e: 5 }, z: 'new' }, tags: ['only'] };
     expect(p.payload).toEqual(want);
     expect(p.version).toBe(2);
@@ -294,7 +423,16 @@ describe('updateRecord (PUT) and patchRecord (PATCH)', () => {
 
     const t = await createSchema({ fields: [{ fieldId: 'a', fieldType: 'string' }] });
     const old = await createRecord({ typeName: t.typeName, payload: { a: 'x' } });
-    expect((await api.put(`/v1/schemas/${t.id}`, root, { fields: [{ fieldId: 'a', fieldType: 'string' }, { fieldId: 'b', fieldType: 'string', required: true, validation: { minLength: 2 } }] })).status).toBe(200);
+    expect(
+      (
+        await api.put(`/v1/schemas/${t.id}`, root, {
+          fields: [
+            { fieldId: 'a', fieldType: 'string' },
+            { fieldId: 'b', fieldType: 'string', required: true, validation: { minLength: 2 } },
+          ],
+        })
+      ).status,
+    ).toBe(200);
     const later = await api.patch(`/v1/records/${old.id}`, root, { status: 'ARCHIVED' });
     expect(later.status, later.text).toBe(200);
     expect(later.body).toMatchObject({ status: 'ARCHIVED', schemaVersion: 2, payload: { a: 'x' } });
@@ -331,12 +469,15 @@ describe('updateRecord (PUT) and patchRecord (PATCH)', () => {
     await expectUnchanged(r.id, before);
   });
 
-  it.each(['payload', 'status', 'userId', 'scopes', 'folderId', 'expectedVersion'])('PATCH with top-level %s: null → 400, nothing changed', async (key) => {
-    const r = await fresh();
-    const before = await snapshot(r.id);
-    expect400(await api.patch(`/v1/records/${r.id}`, root, { [key]: null }));
-    await expectUnchanged(r.id, before);
-  });
+  it.each(['payload', 'status', 'userId', 'scopes', 'folderId', 'expectedVersion'])(
+    'PATCH with top-level %s: null → 400, nothing changed',
+    async (key) => {
+      const r = await fresh();
+      const before = await snapshot(r.id);
+      expect400(await api.patch(`/v1/records/${r.id}`, root, { [key]: null }));
+      await expectUnchanged(r.id, before);
+    },
+  );
 
   it.each([
     ['scopes not an array', { scopes: 'org:a' }],
@@ -357,8 +498,15 @@ describe('updateRecord (PUT) and patchRecord (PATCH)', () => {
   it('PATCH and PUT bodies obey the JSON number rules (1e-200 → 400), nothing changed', async () => {
     const r = await fresh();
     const before = await snapshot(r.id);
-    expect400(await api.call('PATCH', `/v1/records/${r.id}`, { token: root, raw: '{"payload":{"meta":{"x":1e-200}}}' }));
-    expect400(await api.call('PUT', `/v1/records/${r.id}`, { token: root, raw: '{"payload":{"name":"a","n":1234567890123456789012345678901234567890}}' }));
+    expect400(
+      await api.call('PATCH', `/v1/records/${r.id}`, { token: root, raw: '{"payload":{"meta":{"x":1e-200}}}' }),
+    );
+    expect400(
+      await api.call('PUT', `/v1/records/${r.id}`, {
+        token: root,
+        raw: '{"payload":{"name":"a","n":1234567890123456789012345678901234567890}}',
+      }),
+    );
     await expectUnchanged(r.id, before);
   });
 
@@ -381,41 +529,48 @@ describe('updateRecord (PUT) and patchRecord (PATCH)', () => {
     expect(m.body.folderId).toBe(f2);
   });
 
-  it.each(['PUT', 'PATCH'])('%s scopes: an explicit value replaces, omitted keeps, [] clears, 3 entries → 400', async (method) => {
-    const r = await fresh({ scopes: ['org:a'] });
-    const body = (extra: Record<string, unknown>) => (method === 'PUT' ? { payload: r.payload, ...extra } : extra);
-    const send = (extra: Record<string, unknown>) => api.call(method, `/v1/records/${r.id}`, { token: root, body: body(extra) });
-    const replaced = await send({ scopes: ['org:b', 'client:c'] });
-    expect(replaced.status, replaced.text).toBe(200);
-    expect(replaced.body.scopes).toEqual(['org:b', 'client:c']);
-    const kept = await send(method === 'PUT' ? {} : { status: 'KEPT' });
-    expect(kept.status, kept.text).toBe(200);
-    expect(kept.body.scopes).toEqual(['org:b', 'client:c']);
-    const before = await snapshot(r.id);
-    expect400(await send({ scopes: ['org:1', 'org:2', 'org:3'] }));
-    await expectUnchanged(r.id, before);
-    const cleared = await send({ scopes: [] });
-    expect(cleared.status, cleared.text).toBe(200);
-    expect(cleared.body.scopes).toEqual([]);
-    expect((await getRecord(r.id)).body.scopes).toEqual([]);
-  });
+  it.each(['PUT', 'PATCH'])(
+    '%s scopes: an explicit value replaces, omitted keeps, [] clears, 3 entries → 400',
+    async (method) => {
+      const r = await fresh({ scopes: ['org:a'] });
+      const body = (extra: Record<string, unknown>) => (method === 'PUT' ? { payload: r.payload, ...extra } : extra);
+      const send = (extra: Record<string, unknown>) =>
+        api.call(method, `/v1/records/${r.id}`, { token: root, body: body(extra) });
+      const replaced = await send({ scopes: ['org:b', 'client:c'] });
+      expect(replaced.status, replaced.text).toBe(200);
+      expect(replaced.body.scopes).toEqual(['org:b', 'client:c']);
+      const kept = await send(method === 'PUT' ? {} : { status: 'KEPT' });
+      expect(kept.status, kept.text).toBe(200);
+      expect(kept.body.scopes).toEqual(['org:b', 'client:c']);
+      const before = await snapshot(r.id);
+      expect400(await send({ scopes: ['org:1', 'org:2', 'org:3'] }));
+      await expectUnchanged(r.id, before);
+      const cleared = await send({ scopes: [] });
+      expect(cleared.status, cleared.text).toBe(200);
+      expect(cleared.body.scopes).toEqual([]);
+      expect((await getRecord(r.id)).body.scopes).toEqual([]);
+    },
+  );
 
-  it.each(['PUT', 'PATCH'])('%s with a stale expectedVersion → 409 VERSION_CONFLICT, nothing changed; the current one succeeds', async (method) => {
-    const r = await fresh();
-    const b = (v: number) => ({ payload: { name: 'changed' }, expectedVersion: v });
-    const before = await snapshot(r.id);
-    for (const v of [0, 2, 99]) {
-      const c = await api.call(method, `/v1/records/${r.id}`, { token: root, body: b(v) });
-      expect(c.status, c.text).toBe(409);
-      expect(c.body.errorCode).toBe('VERSION_CONFLICT');
-    }
-    await expectUnchanged(r.id, before);
-    const ok = await api.call(method, `/v1/records/${r.id}`, { token: root, body: b(1) });
-    expect(ok.status, ok.text).toBe(200);
-    expect(ok.body.version).toBe(2);
-    const stale = await api.call(method, `/v1/records/${r.id}`, { token: root, body: b(1) });
-    expect(stale.status).toBe(409);
-  });
+  it.each(['PUT', 'PATCH'])(
+    '%s with a stale expectedVersion → 409 VERSION_CONFLICT, nothing changed; the current one succeeds',
+    async (method) => {
+      const r = await fresh();
+      const b = (v: number) => ({ payload: { name: 'changed' }, expectedVersion: v });
+      const before = await snapshot(r.id);
+      for (const v of [0, 2, 99]) {
+        const c = await api.call(method, `/v1/records/${r.id}`, { token: root, body: b(v) });
+        expect(c.status, c.text).toBe(409);
+        expect(c.body.errorCode).toBe('VERSION_CONFLICT');
+      }
+      await expectUnchanged(r.id, before);
+      const ok = await api.call(method, `/v1/records/${r.id}`, { token: root, body: b(1) });
+      expect(ok.status, ok.text).toBe(200);
+      expect(ok.body.version).toBe(2);
+      const stale = await api.call(method, `/v1/records/${r.id}`, { token: root, body: b(1) });
+      expect(stale.status).toBe(409);
+    },
+  );
 
   it('PUT / PATCH of an unknown or another user’s record → 404', async () => {
     expect((await api.put(`/v1/records/${randomUUID()}`, root, { payload: { name: 'x' } })).status).toBe(404);
@@ -446,7 +601,15 @@ describe('deleteRecord and the tombstone', () => {
     expect(d.data).toBeUndefined();
     expect((await getRecord(r.id)).status).toBe(404);
     const t = await unwrap(client.GET('/v1/records/{id}/tombstone', { params: { path: { id: r.id } } }));
-    expect(Object.keys(t).sort()).toEqual(['deletedAt', 'deletedBy', 'entityKind', 'externalId', 'id', 'lastVersion', 'typeName']);
+    expect(Object.keys(t).sort()).toEqual([
+      'deletedAt',
+      'deletedBy',
+      'entityKind',
+      'externalId',
+      'id',
+      'lastVersion',
+      'typeName',
+    ]);
     expect(t).toMatchObject({ id: r.id, entityKind: 'record', typeName: s.typeName, externalId: ext, lastVersion: 2 });
     expect(Number.isNaN(Date.parse(t.deletedAt))).toBe(false);
     expect(typeof t.deletedBy).toBe('string');
@@ -460,7 +623,14 @@ describe('deleteRecord and the tombstone', () => {
     expect((await api.del(`/v1/records/${r.id}`, root)).status).toBe(204);
     const t = await api.get(`/v1/records/${r.id}/tombstone`, root);
     expect(t.status).toBe(200);
-    expect(Object.keys(t.body).sort()).toEqual(['deletedAt', 'deletedBy', 'entityKind', 'id', 'lastVersion', 'typeName']);
+    expect(Object.keys(t.body).sort()).toEqual([
+      'deletedAt',
+      'deletedBy',
+      'entityKind',
+      'id',
+      'lastVersion',
+      'typeName',
+    ]);
     expect(t.body.lastVersion).toBe(1);
   });
 
@@ -500,11 +670,18 @@ describe('deleteRecord and the tombstone', () => {
 // ---------------------------------------------------------------------------
 describe('history (getRecordVersions)', () => {
   it('create, 3 PUT/PATCH updates, a patch and a delete → 6 rows oldest first with the states as they were', async () => {
-    const s = await createSchema({ fields: [{ fieldId: 'title', fieldType: 'string' }, { fieldId: 'n', fieldType: 'number' }] });
+    const s = await createSchema({
+      fields: [
+        { fieldId: 'title', fieldType: 'string' },
+        { fieldId: 'n', fieldType: 'number' },
+      ],
+    });
     const r = await createRecord({ typeName: s.typeName, payload: { title: 'v1', n: 1 } });
     expect((await api.put(`/v1/records/${r.id}`, root, { payload: { title: 'v2', n: 2 } })).status).toBe(200);
     expect((await api.patch(`/v1/records/${r.id}`, root, { payload: { n: 3 } })).status).toBe(200);
-    expect((await api.put(`/v1/records/${r.id}`, root, { payload: { title: 'v4' }, scopes: ['org:h'] })).status).toBe(200);
+    expect((await api.put(`/v1/records/${r.id}`, root, { payload: { title: 'v4' }, scopes: ['org:h'] })).status).toBe(
+      200,
+    );
     // rejected writes leave no row
     expect((await api.patch(`/v1/records/${r.id}`, root, { payload: { n: 'bad' } })).status).toBe(400);
     expect((await api.patch(`/v1/records/${r.id}`, root, { status: 'X', expectedVersion: 1 })).status).toBe(409);
@@ -520,7 +697,13 @@ describe('history (getRecordVersions)', () => {
       expect(row.entityKind).toBe('record');
     }
     expect(new Set(rows.map((x) => x.id)).size).toBe(6);
-    expect(rows.slice(0, 5).map((x) => x.state!.payload)).toEqual([{ title: 'v1', n: 1 }, { title: 'v2', n: 2 }, { title: 'v2', n: 3 }, { title: 'v4' }, { title: 'v4' }]);
+    expect(rows.slice(0, 5).map((x) => x.state!.payload)).toEqual([
+      { title: 'v1', n: 1 },
+      { title: 'v2', n: 2 },
+      { title: 'v2', n: 3 },
+      { title: 'v4' },
+      { title: 'v4' },
+    ]);
     expect(rows.slice(0, 5).map((x) => x.state!.version)).toEqual([1, 2, 3, 4, 5]);
     expect(rows.slice(0, 5).map((x) => x.state!.status)).toEqual(['ACTIVE', 'ACTIVE', 'ACTIVE', 'ACTIVE', 'ARCHIVED']);
     expect(rows.slice(0, 5).map((x) => x.state!.scopes)).toEqual([[], [], [], ['org:h'], ['org:h']]);
@@ -535,7 +718,10 @@ describe('history (getRecordVersions)', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const res: Res = await api.get(`/v1/records/${r.id}/versions?limit=4${cursor ? `&startFrom=${q(cursor)}` : ''}`, root);
+      const res: Res = await api.get(
+        `/v1/records/${r.id}/versions?limit=4${cursor ? `&startFrom=${q(cursor)}` : ''}`,
+        root,
+      );
       expect(res.status, res.text).toBe(200);
       seen.push(...res.body.data.map((x: any) => x.id));
       cursor = res.body.nextCursor;
@@ -596,7 +782,10 @@ describe('sensitive fields', () => {
 
   beforeAll(async () => {
     s = await createSchema({
-      fields: [{ fieldId: 'name', fieldType: 'string' }, { fieldId: 'ssn', fieldType: 'string', sensitive: true }],
+      fields: [
+        { fieldId: 'name', fieldType: 'string' },
+        { fieldId: 'ssn', fieldType: 'string', sensitive: true },
+      ],
       lookupFields: ['name', 'ssn'],
     });
     const r = await api.post('/v1/records', root, { typeName: s.typeName, payload: { name: 'alice', ssn: SECRET } });
@@ -645,7 +834,10 @@ describe('sensitive fields', () => {
   });
 
   it('the clear value appears in no response: other lookups, versions, patch/put responses, batch-get, tombstone', async () => {
-    const byName = await api.get(`/v1/records/lookup?type=${s.typeName}&field=name&value=alice&includePayload=true`, root);
+    const byName = await api.get(
+      `/v1/records/lookup?type=${s.typeName}&field=name&value=alice&includePayload=true`,
+      root,
+    );
     expect(byName.status).toBe(200);
     leaks(byName);
     expect(byName.body.data[0].payload.ssn).toBe(MASK);
@@ -697,7 +889,13 @@ describe('lookups', () => {
         lookupFields: ['name', { fieldName: 'age', rangeEnabled: true }, { fieldName: 'email', unique: true }],
       });
       t = s.typeName;
-      for (const [k, name, age] of [['alpha', 'alpha', 10], ['alpine', 'alpine', 20], ['beta', 'beta', 30], ['beta2', 'beta', 40], ['gamma', 'gamma', 25]] as const)
+      for (const [k, name, age] of [
+        ['alpha', 'alpha', 10],
+        ['alpine', 'alpine', 20],
+        ['beta', 'beta', 30],
+        ['beta2', 'beta', 40],
+        ['gamma', 'gamma', 25],
+      ] as const)
         recs[k] = await createRecord({ typeName: t, payload: { name, age, email: `${k}@example.com`, plain: 'p' } });
     });
 
@@ -731,8 +929,16 @@ describe('lookups', () => {
     });
 
     it('range: inclusive, ascending; order desc reverses', async () => {
-      expect(ids(await lookup(`type=${t}&field=age&from=20&to=30`))).toEqual([recs.alpine.id, recs.gamma.id, recs.beta.id]);
-      expect(ids(await lookup(`type=${t}&field=age&from=20&to=30&order=desc`))).toEqual([recs.beta.id, recs.gamma.id, recs.alpine.id]);
+      expect(ids(await lookup(`type=${t}&field=age&from=20&to=30`))).toEqual([
+        recs.alpine.id,
+        recs.gamma.id,
+        recs.beta.id,
+      ]);
+      expect(ids(await lookup(`type=${t}&field=age&from=20&to=30&order=desc`))).toEqual([
+        recs.beta.id,
+        recs.gamma.id,
+        recs.alpine.id,
+      ]);
       expect(ids(await lookup(`type=${t}&field=age&from=40&to=40`))).toEqual([recs.beta2.id]);
       expect(ids(await lookup(`type=${t}&field=age&from=41&to=100`))).toEqual([]);
       const p = await api.post('/v1/records/lookup', root, { type: t, field: 'age', from: 10, to: 20 });
@@ -778,7 +984,10 @@ describe('lookups', () => {
     it('a unique lookup returns at most one record; a second holder of the value → 409 CONFLICT', async () => {
       const r = await lookup(`type=${t}&field=email&value=${q('beta@example.com')}`);
       expect(ids(r)).toEqual([recs.beta.id]);
-      const dup = await api.post('/v1/records', root, { typeName: t, payload: { name: 'dup', email: 'beta@example.com' } });
+      const dup = await api.post('/v1/records', root, {
+        typeName: t,
+        payload: { name: 'dup', email: 'beta@example.com' },
+      });
       expect(dup.status, dup.text).toBe(409);
       expect(dup.body.errorCode).toBe('CONFLICT');
       expect(ids(await lookup(`type=${t}&field=email&value=${q('beta@example.com')}`))).toEqual([recs.beta.id]);
@@ -799,7 +1008,9 @@ describe('lookups', () => {
       expect(ok.status, ok.text).toBe(200);
       expect(ids(await lookup(`type=${t}&field=email&value=${q('held@example.com')}`))).toEqual([taker.id]);
       // the taker's old value is free again
-      expect((await api.post('/v1/records', root, { typeName: t, payload: { email: 'taker@example.com' } })).status).toBe(201);
+      expect(
+        (await api.post('/v1/records', root, { typeName: t, payload: { email: 'taker@example.com' } })).status,
+      ).toBe(201);
     });
 
     it('limit 101 → 400; limit 0 → 400; limit 100 → 200', async () => {
@@ -837,7 +1048,11 @@ describe('lookups', () => {
       });
       t = s.typeName;
       for (const [k, country, city, zip] of [
-        ['nyc1a', 'US', 'NYC', '10001'], ['la', 'US', 'LA', '90001'], ['nyc2', 'US', 'NYC', '10002'], ['nyc1b', 'US', 'NYC', '10001'], ['paris', 'FR', 'Paris', '75001'],
+        ['nyc1a', 'US', 'NYC', '10001'],
+        ['la', 'US', 'LA', '90001'],
+        ['nyc2', 'US', 'NYC', '10002'],
+        ['nyc1b', 'US', 'NYC', '10001'],
+        ['paris', 'FR', 'Paris', '75001'],
       ] as const)
         recs[k] = await createRecord({ typeName: t, payload: { country, city, zip } });
     });
@@ -854,10 +1069,18 @@ describe('lookups', () => {
     });
 
     it('POST with values as an array', async () => {
-      const r = await api.post('/v1/records/lookup', root, { type: t, field: 'country,city,zip', values: ['US', 'NYC'] });
+      const r = await api.post('/v1/records/lookup', root, {
+        type: t,
+        field: 'country,city,zip',
+        values: ['US', 'NYC'],
+      });
       expect(r.status, r.text).toBe(200);
       expect(ids(r).sort()).toEqual([recs.nyc1a.id, recs.nyc2.id, recs.nyc1b.id].sort());
-      const full = await api.post('/v1/records/lookup', root, { type: t, field: 'country,city,zip', values: ['FR', 'Paris', '75001'] });
+      const full = await api.post('/v1/records/lookup', root, {
+        type: t,
+        field: 'country,city,zip',
+        values: ['FR', 'Paris', '75001'],
+      });
       expect(ids(full)).toEqual([recs.paris.id]);
     });
 
@@ -882,7 +1105,13 @@ describe('lookups', () => {
     });
 
     it('more values than fields → 400; range / prefix on a composite → 400', async () => {
-      expect400(await api.post('/v1/records/lookup', root, { type: t, field: 'country,city,zip', values: ['US', 'NYC', '10001', 'x'] }));
+      expect400(
+        await api.post('/v1/records/lookup', root, {
+          type: t,
+          field: 'country,city,zip',
+          values: ['US', 'NYC', '10001', 'x'],
+        }),
+      );
       expect400(await lookup(`type=${t}&field=${F}&from=A&to=Z`));
       expect400(await lookup(`type=${t}&field=${F}&prefix=U`));
     });
@@ -898,14 +1127,21 @@ describe('lookups', () => {
   describe('sort-key windows', () => {
     it('sortBy a number field: sortFrom / sortTo inclusive; records without the value sort first and are never in a bounded window', async () => {
       const s = await createSchema({
-        fields: [{ fieldId: 'group', fieldType: 'string' }, { fieldId: 'rank', fieldType: 'number' }],
+        fields: [
+          { fieldId: 'group', fieldType: 'string' },
+          { fieldId: 'rank', fieldType: 'number' },
+        ],
         lookupFields: ['group'],
         sortBy: 'rank',
       });
       const t = s.typeName;
       const byRank: Record<number, string> = {};
-      for (const rank of [5, 1, 3, 2, 4]) byRank[rank] = (await createRecord({ typeName: t, payload: { group: 'g', rank } })).id;
-      const unranked = [(await createRecord({ typeName: t, payload: { group: 'g' } })).id, (await createRecord({ typeName: t, payload: { group: 'g' } })).id];
+      for (const rank of [5, 1, 3, 2, 4])
+        byRank[rank] = (await createRecord({ typeName: t, payload: { group: 'g', rank } })).id;
+      const unranked = [
+        (await createRecord({ typeName: t, payload: { group: 'g' } })).id,
+        (await createRecord({ typeName: t, payload: { group: 'g' } })).id,
+      ];
       await createRecord({ typeName: t, payload: { group: 'other', rank: 3 } });
 
       const asc = ids(await lookup(`type=${t}&field=group&value=g`));
@@ -916,17 +1152,27 @@ describe('lookups', () => {
       expect(desc.slice(0, 5)).toEqual([5, 4, 3, 2, 1].map((n) => byRank[n]));
       expect(new Set(desc.slice(5))).toEqual(new Set(unranked));
 
-      expect(ids(await lookup(`type=${t}&field=group&value=g&sortFrom=2&sortTo=4`))).toEqual([2, 3, 4].map((n) => byRank[n]));
-      expect(ids(await lookup(`type=${t}&field=group&value=g&sortFrom=2&sortTo=4&order=desc`))).toEqual([4, 3, 2].map((n) => byRank[n]));
+      expect(ids(await lookup(`type=${t}&field=group&value=g&sortFrom=2&sortTo=4`))).toEqual(
+        [2, 3, 4].map((n) => byRank[n]),
+      );
+      expect(ids(await lookup(`type=${t}&field=group&value=g&sortFrom=2&sortTo=4&order=desc`))).toEqual(
+        [4, 3, 2].map((n) => byRank[n]),
+      );
       expect(ids(await lookup(`type=${t}&field=group&value=g&sortFrom=4`))).toEqual([4, 5].map((n) => byRank[n]));
       expect(ids(await lookup(`type=${t}&field=group&value=g&sortTo=2`))).toEqual([1, 2].map((n) => byRank[n]));
-      expect(ids(await lookup(`type=${t}&field=group&value=g&sortFrom=-1000&sortTo=1000`))).toEqual([1, 2, 3, 4, 5].map((n) => byRank[n]));
+      expect(ids(await lookup(`type=${t}&field=group&value=g&sortFrom=-1000&sortTo=1000`))).toEqual(
+        [1, 2, 3, 4, 5].map((n) => byRank[n]),
+      );
       const p = await api.post('/v1/records/lookup', root, { type: t, field: 'group', value: 'g', sortTo: 1 });
       expect(ids(p)).toEqual([byRank[1]]);
     });
 
     it('sortBy lastUpdated orders by the last update', async () => {
-      const s = await createSchema({ fields: [{ fieldId: 'group', fieldType: 'string' }], lookupFields: ['group'], sortBy: 'lastUpdated' });
+      const s = await createSchema({
+        fields: [{ fieldId: 'group', fieldType: 'string' }],
+        lookupFields: ['group'],
+        sortBy: 'lastUpdated',
+      });
       const a = await createRecord({ typeName: s.typeName, payload: { group: 'lu' } });
       await sleep(5);
       const b = await createRecord({ typeName: s.typeName, payload: { group: 'lu' } });
@@ -936,13 +1182,22 @@ describe('lookups', () => {
     });
 
     it('sortBy set later by PUT (set once) orders the records that already exist (or the PUT is refused)', async () => {
-      const s = await createSchema({ fields: [{ fieldId: 'group', fieldType: 'string' }, { fieldId: 'rank', fieldType: 'number' }], lookupFields: ['group'] });
+      const s = await createSchema({
+        fields: [
+          { fieldId: 'group', fieldType: 'string' },
+          { fieldId: 'rank', fieldType: 'number' },
+        ],
+        lookupFields: ['group'],
+      });
       const byRank: Record<number, string> = {};
-      for (const rank of [3, 1, 2]) byRank[rank] = (await createRecord({ typeName: s.typeName, payload: { group: 'late', rank } })).id;
+      for (const rank of [3, 1, 2])
+        byRank[rank] = (await createRecord({ typeName: s.typeName, payload: { group: 'late', rank } })).id;
       const p = await api.put(`/v1/schemas/${s.id}`, root, { sortBy: 'rank' });
       if (p.status !== 200) return expect400(p);
       expect(ids(await lookup(`type=${s.typeName}&field=group&value=late`))).toEqual([1, 2, 3].map((n) => byRank[n]));
-      expect(ids(await lookup(`type=${s.typeName}&field=group&value=late&sortFrom=1&sortTo=2`))).toEqual([1, 2].map((n) => byRank[n]));
+      expect(ids(await lookup(`type=${s.typeName}&field=group&value=late&sortFrom=1&sortTo=2`))).toEqual(
+        [1, 2].map((n) => byRank[n]),
+      );
     });
 
     it('default sortBy createdAt: windows in epoch milliseconds', async () => {
@@ -973,25 +1228,34 @@ describe('lookups', () => {
       await createRecord({ typeName: t, payload: { group: 'not-this' } });
     });
 
-    it.each(['GET', 'POST'])('%s: following nextCursor with limit 7 returns each match once, then null', async (via) => {
-      const seen: string[] = [];
-      let cursor: string | null = null;
-      let pages = 0;
-      do {
-        const r: Res =
-          via === 'GET'
-            ? await lookup(`type=${t}&field=group&value=pg&limit=7${cursor ? `&startFrom=${q(cursor)}` : ''}`)
-            : await api.post('/v1/records/lookup', root, { type: t, field: 'group', value: 'pg', limit: 7, ...(cursor ? { startFrom: cursor } : {}) });
-        expect(r.status, r.text).toBe(200);
-        expect(r.body.data.length).toBeLessThanOrEqual(7);
-        seen.push(...ids(r));
-        cursor = r.body.nextCursor;
-        expect(++pages).toBeLessThan(20);
-      } while (cursor !== null);
-      expect(seen).toHaveLength(25);
-      expect(new Set(seen).size).toBe(25);
-      expect(seen).toEqual(made);
-    });
+    it.each(['GET', 'POST'])(
+      '%s: following nextCursor with limit 7 returns each match once, then null',
+      async (via) => {
+        const seen: string[] = [];
+        let cursor: string | null = null;
+        let pages = 0;
+        do {
+          const r: Res =
+            via === 'GET'
+              ? await lookup(`type=${t}&field=group&value=pg&limit=7${cursor ? `&startFrom=${q(cursor)}` : ''}`)
+              : await api.post('/v1/records/lookup', root, {
+                  type: t,
+                  field: 'group',
+                  value: 'pg',
+                  limit: 7,
+                  ...(cursor ? { startFrom: cursor } : {}),
+                });
+          expect(r.status, r.text).toBe(200);
+          expect(r.body.data.length).toBeLessThanOrEqual(7);
+          seen.push(...ids(r));
+          cursor = r.body.nextCursor;
+          expect(++pages).toBeLessThan(20);
+        } while (cursor !== null);
+        expect(seen).toHaveLength(25);
+        expect(new Set(seen).size).toBe(25);
+        expect(seen).toEqual(made);
+      },
+    );
 
     it('without limit a page holds 20 (the default)', async () => {
       const r = await lookup(`type=${t}&field=group&value=pg`);
@@ -1024,7 +1288,11 @@ describe('concurrency', () => {
   it('50 concurrent creates with one externalId → exactly one record; every response names it', async () => {
     const s = await createSchema();
     const ext = uniq('race');
-    const res = await Promise.all(Array.from({ length: 50 }, (_, i) => api.post('/v1/records', root, { typeName: s.typeName, payload: { i }, externalId: ext })));
+    const res = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        api.post('/v1/records', root, { typeName: s.typeName, payload: { i }, externalId: ext }),
+      ),
+    );
     for (const r of res) expect([200, 201], r.text).toContain(r.status);
     expect(res.filter((r) => r.status === 201)).toHaveLength(1);
     const idsSeen = new Set(res.map((r) => r.body.id));
@@ -1035,8 +1303,15 @@ describe('concurrency', () => {
   });
 
   it('50 concurrent creates of different records with one unique lookup value → exactly one 201, the rest 409', async () => {
-    const s = await createSchema({ fields: [{ fieldId: 'code', fieldType: 'string' }], lookupFields: [{ fieldName: 'code', unique: true }] });
-    const res = await Promise.all(Array.from({ length: 50 }, (_, i) => api.post('/v1/records', root, { typeName: s.typeName, payload: { code: 'ONE', i } })));
+    const s = await createSchema({
+      fields: [{ fieldId: 'code', fieldType: 'string' }],
+      lookupFields: [{ fieldName: 'code', unique: true }],
+    });
+    const res = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        api.post('/v1/records', root, { typeName: s.typeName, payload: { code: 'ONE', i } }),
+      ),
+    );
     const created = res.filter((r) => r.status === 201);
     expect(created).toHaveLength(1);
     for (const r of res.filter((x) => x.status !== 201)) {
@@ -1056,7 +1331,12 @@ describe('listRecords', () => {
     const s = await createSchema();
     const other = await createSchema();
     const folder = await createFolder();
-    const a = await createRecord({ typeName: s.typeName, payload: { k: 'a' }, userId: 'list-user', scopes: ['org:list-scope'] });
+    const a = await createRecord({
+      typeName: s.typeName,
+      payload: { k: 'a' },
+      userId: 'list-user',
+      scopes: ['org:list-scope'],
+    });
     const b = await createRecord({ typeName: s.typeName, payload: { k: 'b' }, folderId: folder });
     const c = await createRecord({ typeName: other.typeName, payload: { k: 'c' }, scopes: ['org:list-scope'] });
     const list = async (query: string) => {
@@ -1090,7 +1370,9 @@ describe('listRecords', () => {
       t = (await createSchema()).typeName;
       otherType = (await createSchema()).typeName;
       for (let b = 0; b < 20; b++) {
-        const r = await api.post('/v1/records/batch', root, { records: Array.from({ length: 50 }, (_, i) => ({ typeName: t, payload: { n: b * 50 + i } })) });
+        const r = await api.post('/v1/records/batch', root, {
+          records: Array.from({ length: 50 }, (_, i) => ({ typeName: t, payload: { n: b * 50 + i } })),
+        });
         expect(r.status, r.text.slice(0, 300)).toBe(200);
         for (const item of r.body.results) {
           expect(item.status).toBe('created');
@@ -1116,7 +1398,10 @@ describe('listRecords', () => {
       let pages = 0;
       try {
         do {
-          const r: Res = await api.get(`/v1/records?type=${t}&limit=37${cursor ? `&startFrom=${q(cursor)}` : ''}`, root);
+          const r: Res = await api.get(
+            `/v1/records?type=${t}&limit=37${cursor ? `&startFrom=${q(cursor)}` : ''}`,
+            root,
+          );
           expect(r.status, r.text).toBe(200);
           expect(r.body.data.length).toBeLessThanOrEqual(37);
           for (const x of r.body.data) expect(x.typeName).toBe(t);
@@ -1143,7 +1428,13 @@ describe('listRecords', () => {
       expect(c).toEqual(expect.any(String));
       const second = await api.get(`/v1/records?type=${t}&limit=37&startFrom=${q(c)}`, root);
       expect(second.status).toBe(200);
-      for (const query of [`type=${otherType}&limit=37`, `limit=37`, `type=${t}&limit=36`, `type=${t}`, `type=${t}&limit=37&includePayload=true`]) {
+      for (const query of [
+        `type=${otherType}&limit=37`,
+        `limit=37`,
+        `type=${t}&limit=36`,
+        `type=${t}`,
+        `type=${t}&limit=37&includePayload=true`,
+      ]) {
         const r = await api.get(`/v1/records?${query}&startFrom=${q(c)}`, root);
         expect400(r);
         expect(r.body.errorCode).toBe('INVALID_CURSOR');
@@ -1163,12 +1454,22 @@ describe('listRecords', () => {
 describe('batch write (POST /v1/records/batch)', () => {
   let t: string;
   beforeAll(async () => {
-    t = (await createSchema({ fields: [{ fieldId: 'code', fieldType: 'string' }, { fieldId: 'n', fieldType: 'number' }], lookupFields: [{ fieldName: 'code', unique: true }] })).typeName;
+    t = (
+      await createSchema({
+        fields: [
+          { fieldId: 'code', fieldType: 'string' },
+          { fieldId: 'n', fieldType: 'number' },
+        ],
+        lookupFields: [{ fieldName: 'code', unique: true }],
+      })
+    ).typeName;
   });
 
   it('50 items → 200 with a per-item created result; 51 → 400 and nothing is stored', async () => {
     const tag = uniq('b');
-    const r = await api.post('/v1/records/batch', root, { records: Array.from({ length: 50 }, (_, i) => ({ typeName: t, payload: { n: i }, externalId: `${tag}-${i}` })) });
+    const r = await api.post('/v1/records/batch', root, {
+      records: Array.from({ length: 50 }, (_, i) => ({ typeName: t, payload: { n: i }, externalId: `${tag}-${i}` })),
+    });
     expect(r.status, r.text.slice(0, 300)).toBe(200);
     expect(r.body.results).toHaveLength(50);
     for (const item of r.body.results) {
@@ -1176,17 +1477,25 @@ describe('batch write (POST /v1/records/batch)', () => {
       expect((await getRecord(item.id)).status).toBe(200);
     }
     const tag2 = uniq('b');
-    expect400(await api.post('/v1/records/batch', root, { records: Array.from({ length: 51 }, (_, i) => ({ typeName: t, payload: { n: i }, externalId: `${tag2}-${i}` })) }));
+    expect400(
+      await api.post('/v1/records/batch', root, {
+        records: Array.from({ length: 51 }, (_, i) => ({ typeName: t, payload: { n: i }, externalId: `${tag2}-${i}` })),
+      }),
+    );
     const list = await api.get(`/v1/records?type=${t}&limit=100`, root);
     expect(list.body.data.filter((x: any) => x.externalId?.startsWith(tag2))).toEqual([]);
   });
 
   it('re-sending the caller’s own externalId → updated (the record takes the new payload)', async () => {
     const ext = uniq('own');
-    const first = await api.post('/v1/records/batch', root, { records: [{ typeName: t, payload: { n: 1 }, externalId: ext }] });
+    const first = await api.post('/v1/records/batch', root, {
+      records: [{ typeName: t, payload: { n: 1 }, externalId: ext }],
+    });
     expect(first.body.results[0].status).toBe('created');
     const id = first.body.results[0].id;
-    const again = await api.post('/v1/records/batch', root, { records: [{ typeName: t, payload: { n: 2 }, externalId: ext }] });
+    const again = await api.post('/v1/records/batch', root, {
+      records: [{ typeName: t, payload: { n: 2 }, externalId: ext }],
+    });
     expect(again.status).toBe(200);
     expect(again.body.results[0]).toMatchObject({ status: 'updated', id });
     const g = await getRecord(id);
@@ -1198,7 +1507,12 @@ describe('batch write (POST /v1/records/batch)', () => {
     const code = uniq('code');
     await createRecord({ typeName: t, payload: { code } });
     const r = await api.post('/v1/records/batch', root, {
-      records: [{ typeName: t, payload: { n: 1 } }, { typeName: t, payload: { code } }, { typeName: t, payload: { n: 'not a number' } }, { typeName: t, payload: { code: code + '-2' } }],
+      records: [
+        { typeName: t, payload: { n: 1 } },
+        { typeName: t, payload: { code } },
+        { typeName: t, payload: { n: 'not a number' } },
+        { typeName: t, payload: { code: code + '-2' } },
+      ],
     });
     expect(r.status, r.text).toBe(200);
     const res = r.body.results;
@@ -1215,7 +1529,12 @@ describe('batch write (POST /v1/records/batch)', () => {
 
   it('two items of one batch with the same unique value: the second is a conflict', async () => {
     const code = uniq('same');
-    const r = await api.post('/v1/records/batch', root, { records: [{ typeName: t, payload: { code } }, { typeName: t, payload: { code } }] });
+    const r = await api.post('/v1/records/batch', root, {
+      records: [
+        { typeName: t, payload: { code } },
+        { typeName: t, payload: { code } },
+      ],
+    });
     expect(r.status).toBe(200);
     expect(r.body.results.map((x: any) => x.status)).toEqual(['created', 'conflict']);
     expect(r.body.results[1].error.code).toBe('already_exists');
@@ -1227,7 +1546,7 @@ describe('batch write (POST /v1/records/batch)', () => {
     expect400(await api.post('/v1/records/batch', root, { records: 'x' }));
   });
 
-  it('an item the item schema refuses is that item\'s error (VALIDATION_ERROR); the batch is 200 and its valid items are written', async () => {
+  it("an item the item schema refuses is that item's error (VALIDATION_ERROR); the batch is 200 and its valid items are written", async () => {
     const ext = uniq('ok');
     const r = await api.post('/v1/records/batch', root, {
       records: [
@@ -1239,7 +1558,13 @@ describe('batch write (POST /v1/records/batch)', () => {
       ],
     });
     expect(r.status, r.text).toBe(200);
-    expect(r.body.results.map((x: any) => [x.index, x.status])).toEqual([[0, 'error'], [1, 'created'], [2, 'error'], [3, 'error'], [4, 'error']]);
+    expect(r.body.results.map((x: any) => [x.index, x.status])).toEqual([
+      [0, 'error'],
+      [1, 'created'],
+      [2, 'error'],
+      [3, 'error'],
+      [4, 'error'],
+    ]);
     for (const i of [0, 2, 3, 4]) {
       expect(r.body.results[i].error.code).toBe('VALIDATION_ERROR');
       expect(r.body.results[i].errorCode).toBe('VALIDATION_ERROR');
@@ -1249,18 +1574,29 @@ describe('batch write (POST /v1/records/batch)', () => {
     expect((await getRecord(r.body.results[1].id)).body.externalId).toBe(ext);
   });
 
-  it('re-sending an owned externalId is an update: without records:u it is that item\'s FORBIDDEN, and the record is unchanged', async () => {
+  it("re-sending an owned externalId is an update: without records:u it is that item's FORBIDDEN, and the record is unchanged", async () => {
     const ext = uniq('upd');
-    const first = await api.post('/v1/records/batch', root, { records: [{ typeName: t, payload: { code: uniq('v1') }, externalId: ext }] });
+    const first = await api.post('/v1/records/batch', root, {
+      records: [{ typeName: t, payload: { code: uniq('v1') }, externalId: ext }],
+    });
     expect(first.body.results[0].status).toBe('created');
     const createOnly = await mint(root, ['records:c', 'records:r']);
-    const again = await api.post('/v1/records/batch', createOnly, { records: [{ typeName: t, payload: { code: uniq('v2') }, externalId: ext }, { typeName: t, payload: { code: uniq('new') } }] });
+    const again = await api.post('/v1/records/batch', createOnly, {
+      records: [
+        { typeName: t, payload: { code: uniq('v2') }, externalId: ext },
+        { typeName: t, payload: { code: uniq('new') } },
+      ],
+    });
     expect(again.status, again.text).toBe(200);
     expect(again.body.results.map((x: any) => x.status)).toEqual(['error', 'created']);
     expect(again.body.results[0].errorCode).toBe('FORBIDDEN');
-    expect((await getRecord(first.body.results[0].id)).body.payload.code).toBe(first.body.results[0].record.payload.code);
+    expect((await getRecord(first.body.results[0].id)).body.payload.code).toBe(
+      first.body.results[0].record.payload.code,
+    );
     const withUpdate = await mint(root, ['records:c', 'records:r', 'records:u']);
-    const third = await api.post('/v1/records/batch', withUpdate, { records: [{ typeName: t, payload: { code: uniq('v3') }, externalId: ext }] });
+    const third = await api.post('/v1/records/batch', withUpdate, {
+      records: [{ typeName: t, payload: { code: uniq('v3') }, externalId: ext }],
+    });
     expect(third.body.results[0].status).toBe('updated');
   });
 });
@@ -1278,8 +1614,11 @@ describe('batch-write collision budget', () => {
     bU1 = await mint(bRoot, ALL, { userId: 'u1' });
     bU2 = await mint(bRoot, ALL, { userId: 'u2' });
     const r = await api.post('/v1/schemas', bRoot, {
-      typeName: 'Coll', displayName: 'Coll', allowedSurfaces: ['record'],
-      fields: [{ fieldId: 'code', fieldType: 'string' }], lookupFields: [{ fieldName: 'code', unique: true }],
+      typeName: 'Coll',
+      displayName: 'Coll',
+      allowedSurfaces: ['record'],
+      fields: [{ fieldId: 'code', fieldType: 'string' }],
+      lookupFields: [{ fieldName: 'code', unique: true }],
     });
     expect(r.status, r.text).toBe(201);
     bt = r.body.typeName;
@@ -1292,7 +1631,11 @@ describe('batch-write collision budget', () => {
 
     // holders, written by u1: externalIds held-0..9 and unique codes code-0..9
     const holders = await api.post('/v1/records/batch', bU1, {
-      records: Array.from({ length: 10 }, (_, i) => ({ typeName: bt, payload: { code: `code-${i}` }, externalId: `held-${i}` })),
+      records: Array.from({ length: 10 }, (_, i) => ({
+        typeName: bt,
+        payload: { code: `code-${i}` },
+        externalId: `held-${i}`,
+      })),
     });
     expect(holders.status, holders.text).toBe(200);
     expect(holders.body.results.every((x: any) => x.status === 'created')).toBe(true);
@@ -1301,18 +1644,27 @@ describe('batch-write collision budget', () => {
     for (let round = 0; round < 3; round++) {
       const own = await api.post('/v1/records/batch', bU1, {
         records: [
-          ...Array.from({ length: 10 }, (_, i) => ({ typeName: bt, payload: { code: `code-${i}` }, externalId: `held-${i}` })),
+          ...Array.from({ length: 10 }, (_, i) => ({
+            typeName: bt,
+            payload: { code: `code-${i}` },
+            externalId: `held-${i}`,
+          })),
           ...Array.from({ length: 10 }, (_, i) => ({ typeName: bt, payload: { code: `code-${i}` } })),
         ],
       });
       expect(own.status, own.text).toBe(200);
       expect(own.body.results.slice(0, 10).map((x: any) => x.status)).toEqual(Array(10).fill('updated'));
-      for (const x of own.body.results.slice(10)) expect(x).toMatchObject({ status: 'conflict', error: { code: 'already_exists' } });
+      for (const x of own.body.results.slice(10))
+        expect(x).toMatchObject({ status: 'conflict', error: { code: 'already_exists' } });
     }
     // clean imports spend nothing either
-    const clean = await api.post('/v1/records/batch', bU2, { records: Array.from({ length: 30 }, () => ({ typeName: bt, payload: {} })) });
+    const clean = await api.post('/v1/records/batch', bU2, {
+      records: Array.from({ length: 30 }, () => ({ typeName: bt, payload: {} })),
+    });
     expect(clean.status).toBe(200);
-    const u2Own = await api.post('/v1/records/batch', bU2, { records: [{ typeName: bt, payload: { code: 'u2-code' }, externalId: 'u2-own' }] });
+    const u2Own = await api.post('/v1/records/batch', bU2, {
+      records: [{ typeName: bt, payload: { code: 'u2-code' }, externalId: 'u2-own' }],
+    });
     expect(u2Own.body.results[0].status, u2Own.text).toBe('created');
 
     // u2 collides with u1's values (outside u2's reach): 4 batches of 5 = 20 units, each answered 200 with conflicts
@@ -1323,7 +1675,8 @@ describe('batch-write collision budget', () => {
     for (let k = 0; k < 4; k++) {
       const r = await api.post('/v1/records/batch', bU2, { records: colliding(k) });
       expect(r.status, `batch ${k}: ${r.text}`).toBe(200);
-      for (const x of r.body.results) expect(x).toMatchObject({ status: 'conflict', error: { code: 'already_exists' } });
+      for (const x of r.body.results)
+        expect(x).toMatchObject({ status: 'conflict', error: { code: 'already_exists' } });
       expect(JSON.stringify(r.body)).not.toContain('u1'); // nothing about the holder is revealed
     }
     const limited = await api.post('/v1/records/batch', bU2, { records: colliding(4) });
@@ -1345,10 +1698,17 @@ describe('batch-write collision budget', () => {
 
     // Exhausted, the budget refuses only a batch that would spend it: one colliding item among clean ones is
     // still a 429, and nothing of that batch is written.
-    const mixed = await api.post('/v1/records/batch', bU2, { records: [{ typeName: bt, payload: { code: 'mixed-clean' } }, { typeName: bt, payload: {}, externalId: 'held-0' }] });
+    const mixed = await api.post('/v1/records/batch', bU2, {
+      records: [
+        { typeName: bt, payload: { code: 'mixed-clean' } },
+        { typeName: bt, payload: {}, externalId: 'held-0' },
+      ],
+    });
     expect(mixed.status, mixed.text).toBe(429);
     expect(mixed.body.message).toMatch(/collision budget/i);
-    expect((await api.get(`/v1/records/lookup?type=${bt}&field=code&value=mixed-clean`, bU2)).body.data).toHaveLength(0);
+    expect((await api.get(`/v1/records/lookup?type=${bt}&field=code&value=mixed-clean`, bU2)).body.data).toHaveLength(
+      0,
+    );
     // The cleaned-up resubmission (conflicting items removed) goes through at once, in the same window: new rows,
     // a re-send of the caller's own externalId, and a conflict with a value the caller can read spend nothing.
     const cleaned = await api.post('/v1/records/batch', bU2, {
@@ -1377,11 +1737,20 @@ describe('batch get (POST /v1/records/batch-get)', () => {
     expect((await api.del(`/v1/records/${deleted.id}`, u2)).status).toBe(204);
     const missing = randomUUID();
     const otherAcct = await api.newAccount();
-    const os = await api.post('/v1/schemas', otherAcct.tenants.live.rootKey, { typeName: 'X', displayName: 'X', allowedSurfaces: ['record'] });
-    const foreign = await api.post('/v1/records', otherAcct.tenants.live.rootKey, { typeName: os.body.typeName, payload: {} });
+    const os = await api.post('/v1/schemas', otherAcct.tenants.live.rootKey, {
+      typeName: 'X',
+      displayName: 'X',
+      allowedSurfaces: ['record'],
+    });
+    const foreign = await api.post('/v1/records', otherAcct.tenants.live.rootKey, {
+      typeName: os.body.typeName,
+      payload: {},
+    });
     expect(foreign.status).toBe(201);
 
-    const r = await api.post('/v1/records/batch-get', u2, { ids: [mine.id, theirs.id, missing, deleted.id, foreign.body.id, mine2.id] });
+    const r = await api.post('/v1/records/batch-get', u2, {
+      ids: [mine.id, theirs.id, missing, deleted.id, foreign.body.id, mine2.id],
+    });
     expect(r.status, r.text).toBe(200);
     expect(r.body.data.map((x: any) => x.id).sort()).toEqual([mine.id, mine2.id].sort());
     expect(r.body.data.find((x: any) => x.id === mine.id)).toEqual((await getRecord(mine.id, u2)).body);

@@ -22,7 +22,13 @@ describe('X-Request-Id', () => {
   let svc: TestService;
   let root: string;
   const send = (path: string, id: string | undefined, init: RequestInit = {}) =>
-    fetch(`${svc.url}${path}`, { ...init, headers: { ...(id === undefined ? {} : { 'x-request-id': id }), ...((init.headers as Record<string, string>) ?? {}) } });
+    fetch(`${svc.url}${path}`, {
+      ...init,
+      headers: {
+        ...(id === undefined ? {} : { 'x-request-id': id }),
+        ...((init.headers as Record<string, string>) ?? {}),
+      },
+    });
   const auth = () => ({ authorization: `Bearer ${root}`, 'content-type': 'application/json' });
 
   beforeAll(async () => {
@@ -60,7 +66,11 @@ describe('X-Request-Id', () => {
 
   it('an SSE stream (POST /v1/rag) echoes it', async () => {
     const id = 'rag-stream.1';
-    const r = await send('/v1/rag', id, { method: 'POST', headers: auth(), body: JSON.stringify({ query: 'anything at all?' }) });
+    const r = await send('/v1/rag', id, {
+      method: 'POST',
+      headers: auth(),
+      body: JSON.stringify({ query: 'anything at all?' }),
+    });
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toMatch(/^text\/event-stream/);
     expect(r.headers.get('x-request-id')).toBe(id);
@@ -82,24 +92,30 @@ describe('X-Request-Id', () => {
       expect(refused.headers.get('x-request-id')).toBe(body.requestId);
     }
     // None: a new one each time.
-    for (let i = 0; i < 3; i++) seen.add((await send('/v1/ping', undefined, { headers: auth() })).headers.get('x-request-id')!);
+    for (let i = 0; i < 3; i++)
+      seen.add((await send('/v1/ping', undefined, { headers: auth() })).headers.get('x-request-id')!);
     expect(seen.size).toBe(INVALID.length + 3);
   });
 
-  it.skipIf(!!inProcessOnly)("a request Node's parser refuses is answered with a generated id, in the header and the body", async () => {
-    const url = new URL(svc.url);
-    const answer = await new Promise<string>((resolve, reject) => {
-      const s = connect(Number(url.port), url.hostname, () => s.end('GET /healthz HTTP/1.1\r\nHost: x\r\nX-Request-Id: mine\r\nBad Header\r\n\r\n'));
-      let out = '';
-      s.on('data', (d) => (out += d));
-      s.on('end', () => resolve(out));
-      s.on('error', reject);
-    });
-    expect(answer).toMatch(/^HTTP\/1\.1 400/);
-    const header = /\r\nx-request-id: ([^\r]+)\r\n/i.exec(answer)?.[1];
-    expect(header).toMatch(UUID);
-    expect(JSON.parse(answer.split('\r\n\r\n')[1])).toMatchObject({ errorCode: 'BAD_HTTP', requestId: header });
-  });
+  it.skipIf(!!inProcessOnly)(
+    "a request Node's parser refuses is answered with a generated id, in the header and the body",
+    async () => {
+      const url = new URL(svc.url);
+      const answer = await new Promise<string>((resolve, reject) => {
+        const s = connect(Number(url.port), url.hostname, () =>
+          s.end('GET /healthz HTTP/1.1\r\nHost: x\r\nX-Request-Id: mine\r\nBad Header\r\n\r\n'),
+        );
+        let out = '';
+        s.on('data', (d) => (out += d));
+        s.on('end', () => resolve(out));
+        s.on('error', reject);
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 400/);
+      const header = /\r\nx-request-id: ([^\r]+)\r\n/i.exec(answer)?.[1];
+      expect(header).toMatch(UUID);
+      expect(JSON.parse(answer.split('\r\n\r\n')[1])).toMatchObject({ errorCode: 'BAD_HTTP', requestId: header });
+    },
+  );
 });
 
 describe('X-Request-Id in the request log (on by default) and on the flood ceiling', () => {
@@ -127,9 +143,11 @@ describe('X-Request-Id in the request log (on by default) and on the flood ceili
     output()
       .split('\n')
       .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as { requestId?: string; msg?: string; path?: string; route?: string; status?: number });
+      .map(
+        (l) => JSON.parse(l) as { requestId?: string; msg?: string; path?: string; route?: string; status?: number },
+      );
 
-  it('every log line of the request carries its id: the client\'s valid one, else the generated one it was answered with', async () => {
+  it("every log line of the request carries its id: the client's valid one, else the generated one it was answered with", async () => {
     const marker = `/v1/records/${randomUUID()}`;
     const mine = 'trace:4bf92f3577b34da6.00f067aa';
     const r = await fetch(`${base}${marker}`, { headers: { 'x-request-id': mine } });
@@ -147,7 +165,9 @@ describe('X-Request-Id in the request log (on by default) and on the flood ceili
     expect(ofGenerated.map((l) => l.msg)).toEqual(['request']);
     expect(ofGenerated[0]).toMatchObject({ path: marker, status: 401 });
     // No line about either request without its id.
-    expect(lines.filter((l) => l.path?.startsWith(marker)).every((l) => l.requestId === mine || l.requestId === generated)).toBe(true);
+    expect(
+      lines.filter((l) => l.path?.startsWith(marker)).every((l) => l.requestId === mine || l.requestId === generated),
+    ).toBe(true);
   });
 
   it("the edge flood ceiling's 429 (no requestId in its body) still echoes the id in the header", async () => {

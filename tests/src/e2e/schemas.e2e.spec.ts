@@ -32,8 +32,13 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-async function mint(allowedActions: string[], scopeExtra: Omit<Body<'mintToken'>['scope'], 'allowedActions'> = {}): Promise<string> {
-  return (await expectStatus(svc.client(root).POST('/v1/tokens', { body: { scope: { allowedActions, ...scopeExtra } } }), 201)).token;
+async function mint(
+  allowedActions: string[],
+  scopeExtra: Omit<Body<'mintToken'>['scope'], 'allowedActions'> = {},
+): Promise<string> {
+  return (
+    await expectStatus(svc.client(root).POST('/v1/tokens', { body: { scope: { allowedActions, ...scopeExtra } } }), 201)
+  ).token;
 }
 
 const call = (method: string, path: string, token: string, body?: unknown, ctx?: string) =>
@@ -42,13 +47,22 @@ const call = (method: string, path: string, token: string, body?: unknown, ctx?:
 const uniq = (p: string) => `${p}_${randomUUID().slice(0, 8)}`;
 
 /** A minimal valid schema body; `over` replaces keys. */
-const schemaBody = (over: Record<string, unknown> = {}) => ({ typeName: uniq('T'), displayName: 'A type', allowedSurfaces: ['record'], ...over });
+const schemaBody = (over: Record<string, unknown> = {}) => ({
+  typeName: uniq('T'),
+  displayName: 'A type',
+  allowedSurfaces: ['record'],
+  ...over,
+});
 
 // Typed calls (@svc/client): the answers are the generated types, so a renamed field fails the typecheck.
 async function createSchema(over: Record<string, unknown> = {}, token = root, ctx?: string) {
-  return expectStatus(svc.client(token, { contextId: ctx }).POST('/v1/schemas', { body: schemaBody(over) as Body<'createSchema'> }), 201);
+  return expectStatus(
+    svc.client(token, { contextId: ctx }).POST('/v1/schemas', { body: schemaBody(over) as Body<'createSchema'> }),
+    201,
+  );
 }
-const readSchema = (id: string, token = root) => unwrap(svc.client(token).GET('/v1/schemas/{id}', { params: { path: { id } } }));
+const readSchema = (id: string, token = root) =>
+  unwrap(svc.client(token).GET('/v1/schemas/{id}', { params: { path: { id } } }));
 
 function expect400(r: Res) {
   expect(r.status, r.text).toBe(400);
@@ -63,7 +77,11 @@ function expect403(r: Res) {
 
 const getSchema = (id: string, token = root) => call('GET', `/v1/schemas/${id}`, token);
 const schemaVersions = async (id: string, token = root) =>
-  (await unwrap(svc.client(token).GET('/v1/schemas/{id}/versions', { params: { path: { id }, query: { limit: 100 } } }))).data;
+  (
+    await unwrap(
+      svc.client(token).GET('/v1/schemas/{id}/versions', { params: { path: { id }, query: { limit: 100 } } }),
+    )
+  ).data;
 const snapshotSchema = async (id: string) => ({ schema: await readSchema(id), history: await schemaVersions(id) });
 /** The schema and its history are exactly as before a rejected write. */
 async function expectSchemaUnchanged(id: string, before: Awaited<ReturnType<typeof snapshotSchema>>) {
@@ -73,9 +91,24 @@ async function expectSchemaUnchanged(id: string, before: Awaited<ReturnType<type
 // ---------------------------------------------------------------------------
 describe('createSchema', () => {
   it('POST /v1/schemas → 201 with id, schemaVersion 1, active true, default capabilities', async () => {
-    const body: Body<'createSchema'> = { typeName: uniq('T'), displayName: 'A type', allowedSurfaces: ['record'], description: 'd', fields: [{ fieldId: 'name', fieldType: 'string' }], indexMode: 'NONE' };
+    const body: Body<'createSchema'> = {
+      typeName: uniq('T'),
+      displayName: 'A type',
+      allowedSurfaces: ['record'],
+      description: 'd',
+      fields: [{ fieldId: 'name', fieldType: 'string' }],
+      indexMode: 'NONE',
+    };
     const r = await expectStatus(svc.client(root).POST('/v1/schemas', { body }), 201);
-    expect(r).toMatchObject({ typeName: body.typeName, displayName: 'A type', description: 'd', allowedSurfaces: ['record'], schemaVersion: 1, active: true, indexMode: 'NONE' });
+    expect(r).toMatchObject({
+      typeName: body.typeName,
+      displayName: 'A type',
+      description: 'd',
+      allowedSurfaces: ['record'],
+      schemaVersion: 1,
+      active: true,
+      indexMode: 'NONE',
+    });
     expect(r.id).toEqual(expect.any(String));
     expect(r.capabilities).toEqual({ auditHistory: true, triggersEnabled: false });
     expect(r.fields).toEqual([{ fieldId: 'name', fieldType: 'string' }]);
@@ -85,7 +118,10 @@ describe('createSchema', () => {
   it('defaults in every answer: storageProfile STANDARD; a reference field targetField externalId, cardinality one (create, GET, list, versions)', async () => {
     const ref = { fieldId: 'r', fieldType: 'reference' as const, targetTypeName: 'Other', targetSurface: 'record' };
     const s = await createSchema({ fields: [{ fieldId: 'name', fieldType: 'string' }, ref] });
-    const fields = [{ fieldId: 'name', fieldType: 'string' }, { ...ref, targetField: 'externalId', cardinality: 'one' }];
+    const fields = [
+      { fieldId: 'name', fieldType: 'string' },
+      { ...ref, targetField: 'externalId', cardinality: 'one' },
+    ];
     expect(s).toMatchObject({ storageProfile: 'STANDARD', fields });
     expect(await readSchema(s.id)).toEqual(s);
     const list = await unwrap(svc.client(root).GET('/v1/schemas', { params: { query: { limit: 100 } } }));
@@ -95,8 +131,14 @@ describe('createSchema', () => {
     // a PUT keeps answering them; what is given is answered as given
     const p = await api.put(`/v1/schemas/${s.id}`, root, { displayName: 'Two' });
     expect(p.body).toMatchObject({ storageProfile: 'STANDARD', fields });
-    const explicit = await createSchema({ storageProfile: 'LOW_LATENCY', fields: [{ ...ref, targetField: 'code', cardinality: 'many' }] });
-    expect(explicit).toMatchObject({ storageProfile: 'LOW_LATENCY', fields: [{ ...ref, targetField: 'code', cardinality: 'many' }] });
+    const explicit = await createSchema({
+      storageProfile: 'LOW_LATENCY',
+      fields: [{ ...ref, targetField: 'code', cardinality: 'many' }],
+    });
+    expect(explicit).toMatchObject({
+      storageProfile: 'LOW_LATENCY',
+      fields: [{ ...ref, targetField: 'code', cardinality: 'many' }],
+    });
   });
 
   it('a user schema needs the root key: a scoped credential gets 403 FORBIDDEN and nothing is created', async () => {
@@ -107,13 +149,20 @@ describe('createSchema', () => {
     // the typeName was not taken: the root key creates it fresh (201)
     expect((await api.post('/v1/schemas', root, body)).status).toBe(201);
     // other surfaces need no root key
-    expect((await api.post('/v1/schemas', scoped, schemaBody({ allowedSurfaces: ['record', 'document'] }))).status).toBe(201);
+    expect(
+      (await api.post('/v1/schemas', scoped, schemaBody({ allowedSurfaces: ['record', 'document'] }))).status,
+    ).toBe(201);
   });
 
   it('re-creating the same typeName with the same owner → 200, the same id, nothing changed', async () => {
     const s = await createSchema();
     const before = await snapshotSchema(s.id);
-    const again = await expectStatus(svc.client(root).POST('/v1/schemas', { body: { typeName: s.typeName, displayName: 'Another name', allowedSurfaces: ['record', 'document'] } }), 200);
+    const again = await expectStatus(
+      svc.client(root).POST('/v1/schemas', {
+        body: { typeName: s.typeName, displayName: 'Another name', allowedSurfaces: ['record', 'document'] },
+      }),
+      200,
+    );
     expect(again.id).toBe(s.id);
     expect(again.schemaVersion).toBe(1);
     expect(again.displayName).toBe('A type');
@@ -122,18 +171,36 @@ describe('createSchema', () => {
 
   it('another owner (token with dataScope userId) reusing the name without basedOn → 400, with basedOn = base → 201 variant', async () => {
     const base = await createSchema();
-    const noBase = await api.post('/v1/schemas', u1, { typeName: base.typeName, displayName: 'Mine', allowedSurfaces: ['record'] });
+    const noBase = await api.post('/v1/schemas', u1, {
+      typeName: base.typeName,
+      displayName: 'Mine',
+      allowedSurfaces: ['record'],
+    });
     expect400(noBase);
-    const v = await api.post('/v1/schemas', u1, { typeName: base.typeName, displayName: 'Mine', allowedSurfaces: ['record'], basedOn: base.id });
+    const v = await api.post('/v1/schemas', u1, {
+      typeName: base.typeName,
+      displayName: 'Mine',
+      allowedSurfaces: ['record'],
+      basedOn: base.id,
+    });
     expect(v.status, v.text).toBe(201);
     expect(v.body.id).not.toBe(base.id);
     expect(v.body).toMatchObject({ typeName: base.typeName, basedOn: base.id, userId: 'u1', schemaVersion: 1 });
     // the owner re-creating its variant gets it back (200)
-    const again = await api.post('/v1/schemas', u1, { typeName: base.typeName, displayName: 'Mine', allowedSurfaces: ['record'], basedOn: base.id });
+    const again = await api.post('/v1/schemas', u1, {
+      typeName: base.typeName,
+      displayName: 'Mine',
+      allowedSurfaces: ['record'],
+      basedOn: base.id,
+    });
     expect(again.status, again.text).toBe(200);
     expect(again.body.id).toBe(v.body.id);
     // the base is unchanged and still the root's schema for that name
-    const rootAgain = await api.post('/v1/schemas', root, { typeName: base.typeName, displayName: 'x', allowedSurfaces: ['record'] });
+    const rootAgain = await api.post('/v1/schemas', root, {
+      typeName: base.typeName,
+      displayName: 'x',
+      allowedSurfaces: ['record'],
+    });
     expect(rootAgain.status).toBe(200);
     expect(rootAgain.body.id).toBe(base.id);
   });
@@ -189,8 +256,20 @@ describe('createSchema', () => {
     ['an unknown validation key', { fields: [{ fieldId: 'a', fieldType: 'string', validation: { shout: true } }] }],
     ['an unknown indexMode', { indexMode: 'FAST' }],
     ['an unknown storageProfile', { storageProfile: 'HUGE' }],
-    ['an unknown render widget', { fields: [{ fieldId: 'a', fieldType: 'string' }], renderHints: { a: { widget: 'slider' } } }],
-    ['two displayField render hints', { fields: [{ fieldId: 'a', fieldType: 'string' }, { fieldId: 'b', fieldType: 'string' }], renderHints: { a: { displayField: true }, b: { displayField: true } } }],
+    [
+      'an unknown render widget',
+      { fields: [{ fieldId: 'a', fieldType: 'string' }], renderHints: { a: { widget: 'slider' } } },
+    ],
+    [
+      'two displayField render hints',
+      {
+        fields: [
+          { fieldId: 'a', fieldType: 'string' },
+          { fieldId: 'b', fieldType: 'string' },
+        ],
+        renderHints: { a: { displayField: true }, b: { displayField: true } },
+      },
+    ],
     ['3 ownership scopes', { scopes: ['org:a', 'org:b', 'org:c'] }],
   ])('%s → 400', async (_, over) => {
     expect400(await api.post('/v1/schemas', root, schemaBody(over)));
@@ -198,10 +277,23 @@ describe('createSchema', () => {
 
   it('render hints with every documented key are accepted', async () => {
     const s = await createSchema({
-      fields: [{ fieldId: 'a', fieldType: 'string' }, { fieldId: 'b', fieldType: 'string' }],
-      renderHints: { a: { label: 'A', widget: 'textarea', order: 1, section: 'main', helpText: 'help', displayField: true }, b: { widget: 'select' } },
+      fields: [
+        { fieldId: 'a', fieldType: 'string' },
+        { fieldId: 'b', fieldType: 'string' },
+      ],
+      renderHints: {
+        a: { label: 'A', widget: 'textarea', order: 1, section: 'main', helpText: 'help', displayField: true },
+        b: { widget: 'select' },
+      },
     });
-    expect(s.renderHints?.a).toEqual({ label: 'A', widget: 'textarea', order: 1, section: 'main', helpText: 'help', displayField: true });
+    expect(s.renderHints?.a).toEqual({
+      label: 'A',
+      widget: 'textarea',
+      order: 1,
+      section: 'main',
+      helpText: 'help',
+      displayField: true,
+    });
   });
 });
 
@@ -222,55 +314,133 @@ describe('schema definition rules', () => {
     expect400(await api.post('/v1/schemas', root, schemaBody({ fields: [{ fieldId: name, fieldType: 'string' }] })));
   });
 
-  it.each(['userId', 'scopes'])('reserved name %s as a lookup field → 400 (bare string, object, composite)', async (name) => {
-    expect400(await api.post('/v1/schemas', root, schemaBody({ lookupFields: [name] })));
-    expect400(await api.post('/v1/schemas', root, schemaBody({ lookupFields: [{ fieldName: name, unique: true }] })));
-    expect400(await api.post('/v1/schemas', root, schemaBody({ lookupFields: [{ fieldNames: ['a', name] }] })));
-  });
+  it.each(['userId', 'scopes'])(
+    'reserved name %s as a lookup field → 400 (bare string, object, composite)',
+    async (name) => {
+      expect400(await api.post('/v1/schemas', root, schemaBody({ lookupFields: [name] })));
+      expect400(await api.post('/v1/schemas', root, schemaBody({ lookupFields: [{ fieldName: name, unique: true }] })));
+      expect400(await api.post('/v1/schemas', root, schemaBody({ lookupFields: [{ fieldNames: ['a', name] }] })));
+    },
+  );
 
   it('sensitive + inline → 400; either alone is fine', async () => {
-    expect400(await api.post('/v1/schemas', root, schemaBody({ fields: [{ fieldId: 's', fieldType: 'string', sensitive: true, inline: true }] })));
+    expect400(
+      await api.post(
+        '/v1/schemas',
+        root,
+        schemaBody({ fields: [{ fieldId: 's', fieldType: 'string', sensitive: true, inline: true }] }),
+      ),
+    );
     await createSchema({ fields: [{ fieldId: 's', fieldType: 'string', sensitive: true }] });
     await createSchema({ fields: [{ fieldId: 's', fieldType: 'string', inline: true }] });
   });
 
   it('enum without enumValues → 400 (missing or empty); with values → 201', async () => {
     expect400(await api.post('/v1/schemas', root, schemaBody({ fields: [{ fieldId: 'e', fieldType: 'enum' }] })));
-    expect400(await api.post('/v1/schemas', root, schemaBody({ fields: [{ fieldId: 'e', fieldType: 'enum', enumValues: [] }] })));
+    expect400(
+      await api.post(
+        '/v1/schemas',
+        root,
+        schemaBody({ fields: [{ fieldId: 'e', fieldType: 'enum', enumValues: [] }] }),
+      ),
+    );
     await createSchema({ fields: [{ fieldId: 'e', fieldType: 'enum', enumValues: ['a', 'b'] }] });
   });
 
   it('reference without targetTypeName or without targetSurface → 400', async () => {
-    expect400(await api.post('/v1/schemas', root, schemaBody({ fields: [{ fieldId: 'r', fieldType: 'reference', targetSurface: 'record' }] })));
-    expect400(await api.post('/v1/schemas', root, schemaBody({ fields: [{ fieldId: 'r', fieldType: 'reference', targetTypeName: 'Other' }] })));
+    expect400(
+      await api.post(
+        '/v1/schemas',
+        root,
+        schemaBody({ fields: [{ fieldId: 'r', fieldType: 'reference', targetSurface: 'record' }] }),
+      ),
+    );
+    expect400(
+      await api.post(
+        '/v1/schemas',
+        root,
+        schemaBody({ fields: [{ fieldId: 'r', fieldType: 'reference', targetTypeName: 'Other' }] }),
+      ),
+    );
   });
 
   it("reference to an unregistered namespace ('galaxy') → 400; 'org', 'client', 'record', 'document', 'user' are accepted", async () => {
-    expect400(await api.post('/v1/schemas', root, schemaBody({ fields: [{ fieldId: 'r', fieldType: 'reference', targetTypeName: 'Star', targetSurface: 'galaxy' }] })));
+    expect400(
+      await api.post(
+        '/v1/schemas',
+        root,
+        schemaBody({
+          fields: [{ fieldId: 'r', fieldType: 'reference', targetTypeName: 'Star', targetSurface: 'galaxy' }],
+        }),
+      ),
+    );
     for (const surface of ['org', 'client', 'record', 'document', 'user']) {
-      const s = await createSchema({ fields: [{ fieldId: 'r', fieldType: 'reference', targetTypeName: 'Other', targetSurface: surface, targetField: 'externalId', cardinality: 'many' }] });
+      const s = await createSchema({
+        fields: [
+          {
+            fieldId: 'r',
+            fieldType: 'reference',
+            targetTypeName: 'Other',
+            targetSurface: surface,
+            targetField: 'externalId',
+            cardinality: 'many',
+          },
+        ],
+      });
       expect(s.fields?.[0]).toMatchObject({ targetSurface: surface, targetTypeName: 'Other', cardinality: 'many' });
     }
   });
 
   it('a composite lookup on a schema whose allowedSurfaces includes document → 400; record-only is fine', async () => {
-    const fields = [{ fieldId: 'a', fieldType: 'string' }, { fieldId: 'b', fieldType: 'string' }];
-    expect400(await api.post('/v1/schemas', root, schemaBody({ fields, allowedSurfaces: ['record', 'document'], lookupFields: [{ fieldNames: ['a', 'b'] }] })));
-    expect400(await api.post('/v1/schemas', root, schemaBody({ fields, allowedSurfaces: ['document'], lookupFields: [{ fieldNames: ['a', 'b'] }] })));
+    const fields = [
+      { fieldId: 'a', fieldType: 'string' },
+      { fieldId: 'b', fieldType: 'string' },
+    ];
+    expect400(
+      await api.post(
+        '/v1/schemas',
+        root,
+        schemaBody({ fields, allowedSurfaces: ['record', 'document'], lookupFields: [{ fieldNames: ['a', 'b'] }] }),
+      ),
+    );
+    expect400(
+      await api.post(
+        '/v1/schemas',
+        root,
+        schemaBody({ fields, allowedSurfaces: ['document'], lookupFields: [{ fieldNames: ['a', 'b'] }] }),
+      ),
+    );
     await createSchema({ fields, lookupFields: [{ fieldNames: ['a', 'b'] }] });
   });
 
   it('a composite lookup of 1 or 4 fields, or with unique / rangeEnabled → 400', async () => {
     const fields = ['a', 'b', 'c', 'd'].map((f) => ({ fieldId: f, fieldType: 'string' }));
     expect400(await api.post('/v1/schemas', root, schemaBody({ fields, lookupFields: [{ fieldNames: ['a'] }] })));
-    expect400(await api.post('/v1/schemas', root, schemaBody({ fields, lookupFields: [{ fieldNames: ['a', 'b', 'c', 'd'] }] })));
-    expect400(await api.post('/v1/schemas', root, schemaBody({ fields, lookupFields: [{ fieldNames: ['a', 'b'], unique: true }] })));
-    expect400(await api.post('/v1/schemas', root, schemaBody({ fields, lookupFields: [{ fieldNames: ['a', 'b'], rangeEnabled: true }] })));
+    expect400(
+      await api.post('/v1/schemas', root, schemaBody({ fields, lookupFields: [{ fieldNames: ['a', 'b', 'c', 'd'] }] })),
+    );
+    expect400(
+      await api.post(
+        '/v1/schemas',
+        root,
+        schemaBody({ fields, lookupFields: [{ fieldNames: ['a', 'b'], unique: true }] }),
+      ),
+    );
+    expect400(
+      await api.post(
+        '/v1/schemas',
+        root,
+        schemaBody({ fields, lookupFields: [{ fieldNames: ['a', 'b'], rangeEnabled: true }] }),
+      ),
+    );
     await createSchema({ fields, lookupFields: [{ fieldNames: ['a', 'b', 'c'] }] });
   });
 
   it('sortBy: createdAt, lastUpdated or a declared non-sensitive field; otherwise 400', async () => {
-    const fields = [{ fieldId: 'rank', fieldType: 'number' }, { fieldId: 'secret', fieldType: 'string', sensitive: true }];
+    const fields = [
+      { fieldId: 'rank', fieldType: 'number' },
+      { fieldId: 'secret', fieldType: 'string', sensitive: true },
+    ];
     await createSchema({ fields, lookupFields: ['rank'], sortBy: 'createdAt' });
     await createSchema({ fields, lookupFields: ['rank'], sortBy: 'lastUpdated' });
     await createSchema({ fields, lookupFields: ['rank'], sortBy: 'rank' });
@@ -314,17 +484,31 @@ describe('updateSchema (PUT)', () => {
       description: 'keep me',
       indexMode: 'TEXT',
       storageProfile: 'LOW_LATENCY',
-      fields: [{ fieldId: 'a', fieldType: 'string' }, { fieldId: 'b', fieldType: 'number' }],
+      fields: [
+        { fieldId: 'a', fieldType: 'string' },
+        { fieldId: 'b', fieldType: 'number' },
+      ],
       lookupFields: ['a', 'b'],
       allowedSurfaces: ['record', 'document'],
       scopes: undefined,
     });
-    const r = await api.put(`/v1/schemas/${s.id}`, root, { fields: [{ fieldId: 'c', fieldType: 'boolean' }], lookupFields: ['c'], allowedSurfaces: ['record'] });
+    const r = await api.put(`/v1/schemas/${s.id}`, root, {
+      fields: [{ fieldId: 'c', fieldType: 'boolean' }],
+      lookupFields: ['c'],
+      allowedSurfaces: ['record'],
+    });
     expect(r.status, r.text).toBe(200);
     expect(r.body.fields).toEqual([{ fieldId: 'c', fieldType: 'boolean' }]);
     expect(r.body.lookupFields).toEqual(['c']);
     expect(r.body.allowedSurfaces).toEqual(['record']);
-    expect(r.body).toMatchObject({ description: 'keep me', indexMode: 'TEXT', storageProfile: 'LOW_LATENCY', displayName: 'A type', typeName: s.typeName, active: true });
+    expect(r.body).toMatchObject({
+      description: 'keep me',
+      indexMode: 'TEXT',
+      storageProfile: 'LOW_LATENCY',
+      displayName: 'A type',
+      typeName: s.typeName,
+      active: true,
+    });
     expect((await getSchema(s.id)).body).toEqual(r.body);
   });
 
@@ -356,18 +540,31 @@ describe('updateSchema (PUT)', () => {
   it('an update breaking a definition rule → 400 and changes nothing', async () => {
     const s = await createSchema({ fields: [{ fieldId: 'a', fieldType: 'string' }] });
     const before = await snapshotSchema(s.id);
-    expect400(await api.put(`/v1/schemas/${s.id}`, root, { lookupFields: Array.from({ length: 11 }, (_, i) => `x${i}`) }));
+    expect400(
+      await api.put(`/v1/schemas/${s.id}`, root, { lookupFields: Array.from({ length: 11 }, (_, i) => `x${i}`) }),
+    );
     expect400(await api.put(`/v1/schemas/${s.id}`, root, { fields: [{ fieldId: 'userId', fieldType: 'string' }] }));
-    expect400(await api.put(`/v1/schemas/${s.id}`, root, { fields: [{ fieldId: 'p', fieldType: 'string', sensitive: true, inline: true }] }));
+    expect400(
+      await api.put(`/v1/schemas/${s.id}`, root, {
+        fields: [{ fieldId: 'p', fieldType: 'string', sensitive: true, inline: true }],
+      }),
+    );
     expect400(await api.put(`/v1/schemas/${s.id}`, root, { fields: [{ fieldId: 'e', fieldType: 'enum' }] }));
-    expect400(await api.put(`/v1/schemas/${s.id}`, root, { fields: [{ fieldId: 'r', fieldType: 'reference', targetTypeName: 'X', targetSurface: 'galaxy' }] }));
+    expect400(
+      await api.put(`/v1/schemas/${s.id}`, root, {
+        fields: [{ fieldId: 'r', fieldType: 'reference', targetTypeName: 'X', targetSurface: 'galaxy' }],
+      }),
+    );
     expect400(await api.put(`/v1/schemas/${s.id}`, root, { allowedSurfaces: [] }));
     await expectSchemaUnchanged(s.id, before);
   });
 
   it('sortBy is set once: changing it → 400; the order of a composite lookup is fixed once live → 400; nothing changed', async () => {
     const s = await createSchema({
-      fields: [{ fieldId: 'a', fieldType: 'string' }, { fieldId: 'b', fieldType: 'number' }],
+      fields: [
+        { fieldId: 'a', fieldType: 'string' },
+        { fieldId: 'b', fieldType: 'number' },
+      ],
       lookupFields: [{ fieldNames: ['a', 'b'] }],
       sortBy: 'b',
     });
@@ -375,7 +572,10 @@ describe('updateSchema (PUT)', () => {
     expect400(await api.put(`/v1/schemas/${s.id}`, root, { sortBy: 'createdAt' }));
     expect400(await api.put(`/v1/schemas/${s.id}`, root, { lookupFields: [{ fieldNames: ['b', 'a'] }] }));
     await expectSchemaUnchanged(s.id, before);
-    const same = await api.put(`/v1/schemas/${s.id}`, root, { sortBy: 'b', lookupFields: [{ fieldNames: ['a', 'b'] }] });
+    const same = await api.put(`/v1/schemas/${s.id}`, root, {
+      sortBy: 'b',
+      lookupFields: [{ fieldNames: ['a', 'b'] }],
+    });
     expect(same.status, same.text).toBe(200);
   });
 
@@ -422,7 +622,15 @@ describe('listSchemas, versions, delete', () => {
     const c = await api.post('/v1/contexts', root, { name: uniq('schemas-list') });
     expect(c.status, c.text).toBe(201);
     ctx = c.body.id;
-    const surfaces = [['record'], ['document'], ['record', 'document'], ['entity'], ['record'], ['document'], ['record']];
+    const surfaces = [
+      ['record'],
+      ['document'],
+      ['record', 'document'],
+      ['entity'],
+      ['record'],
+      ['document'],
+      ['record'],
+    ];
     for (const s of surfaces) created.push(await createSchema({ allowedSurfaces: s }, root, ctx));
   });
 
@@ -431,7 +639,13 @@ describe('listSchemas, versions, delete', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const r: Res = await call('GET', `/v1/schemas?limit=${limit}${q}${cursor ? `&startFrom=${encodeURIComponent(cursor)}` : ''}`, root, undefined, ctx);
+      const r: Res = await call(
+        'GET',
+        `/v1/schemas?limit=${limit}${q}${cursor ? `&startFrom=${encodeURIComponent(cursor)}` : ''}`,
+        root,
+        undefined,
+        ctx,
+      );
       expect(r.status, r.text).toBe(200);
       expect(Object.keys(r.body).sort()).toEqual(['data', 'nextCursor']);
       expect(r.body.data.length).toBeLessThanOrEqual(limit);
@@ -452,9 +666,16 @@ describe('listSchemas, versions, delete', () => {
 
   it('surface filter returns only schemas allowing that surface', async () => {
     const docs = await listAll('&surface=document', 2);
-    expect(docs.map((s) => s.id).sort()).toEqual(created.filter((s) => s.allowedSurfaces.includes('document')).map((s) => s.id).sort());
+    expect(docs.map((s) => s.id).sort()).toEqual(
+      created
+        .filter((s) => s.allowedSurfaces.includes('document'))
+        .map((s) => s.id)
+        .sort(),
+    );
     const entity = await listAll('&surface=entity', 20);
-    expect(entity.map((s) => s.id)).toEqual(created.filter((s) => s.allowedSurfaces.includes('entity')).map((s) => s.id));
+    expect(entity.map((s) => s.id)).toEqual(
+      created.filter((s) => s.allowedSurfaces.includes('entity')).map((s) => s.id),
+    );
   });
 
   it('an unknown surface → 400; limit 101 → 400; a cursor replayed with another surface or limit → 400', async () => {
@@ -469,7 +690,10 @@ describe('listSchemas, versions, delete', () => {
 
   it('a credential bound to a user lists the shared bases and its own variants, not another user’s', async () => {
     const tokenFor = async (userId: string) => {
-      const r = await api.post('/v1/tokens', root, { scope: { allowedActions: ALL, dataScope: { userId } }, contextId: ctx });
+      const r = await api.post('/v1/tokens', root, {
+        scope: { allowedActions: ALL, dataScope: { userId } },
+        contextId: ctx,
+      });
       expect(r.status, r.text).toBe(201);
       return r.body.token as string;
     };
@@ -508,7 +732,17 @@ describe('listSchemas, versions, delete', () => {
     expect(rows[0].state?.fields).toEqual([{ fieldId: 'a', fieldType: 'string' }]);
     expect(rows[2].state?.fields).toEqual([{ fieldId: 'b', fieldType: 'number' }]);
     for (const r of rows) {
-      expect(Object.keys(r).sort()).toEqual(['actor', 'entityId', 'entityKind', 'eventType', 'id', 'recordedAt', 'requestId', 'state', 'version']);
+      expect(Object.keys(r).sort()).toEqual([
+        'actor',
+        'entityId',
+        'entityKind',
+        'eventType',
+        'id',
+        'recordedAt',
+        'requestId',
+        'state',
+        'version',
+      ]);
       expect(r.entityId).toBe(s.id);
       expect(r.entityKind).toBe('schema');
     }
@@ -526,7 +760,10 @@ describe('listSchemas, versions, delete', () => {
     const v = await api.get(`/v1/schemas/${s.id}/versions`, root);
     expect(v.status, v.text).toBe(200);
     expect(v.body).toEqual({ data: [], nextCursor: null });
-    const variant = await createSchema({ typeName: s.typeName, basedOn: s.id, capabilities: { auditHistory: false } }, u1);
+    const variant = await createSchema(
+      { typeName: s.typeName, basedOn: s.id, capabilities: { auditHistory: false } },
+      u1,
+    );
     expect((await api.get(`/v1/schemas/${variant.id}/versions`, u1)).body).toEqual({ data: [], nextCursor: null });
     expect((await api.get(`/v1/schemas/${variant.id}/versions`, u2)).status).toBe(404);
   });
@@ -554,7 +791,8 @@ describe('listSchemas, versions, delete', () => {
 
 // ---------------------------------------------------------------------------
 describe('payload validation', () => {
-  const newRecord = (typeName: string, payload: unknown, token = root) => api.post('/v1/records', token, { typeName, payload });
+  const newRecord = (typeName: string, payload: unknown, token = root) =>
+    api.post('/v1/records', token, { typeName, payload });
 
   async function typeWith(fields: unknown[], over: Record<string, unknown> = {}) {
     return (await createSchema({ fields, ...over })).typeName as string;
@@ -564,7 +802,12 @@ describe('payload validation', () => {
     ['string', {}, ['x', ''], [1, true, ['x'], { a: 1 }]],
     ['number', {}, [0, -3.5, 42], ['5', true, [1]]],
     ['boolean', {}, [true, false], ['true', 0, 1]],
-    ['date', {}, ['2024-05-01', '2024-05-01T10:20:30Z', '2024-05-01T10:20:30.123+02:00', 1714557600000], ['not a date', '2024-13-45', '01/05/2024', true, 1.5]],
+    [
+      'date',
+      {},
+      ['2024-05-01', '2024-05-01T10:20:30Z', '2024-05-01T10:20:30.123+02:00', 1714557600000],
+      ['not a date', '2024-13-45', '01/05/2024', true, 1.5],
+    ],
     ['enum', { enumValues: ['red', 'green', 3] }, ['red', 'green', 3], ['blue', 'RED', '3', 4]],
     ['array', {}, [[], [1, 'a', { b: 2 }]], [{}, 'a', 1]],
     ['object', {}, [{}, { a: { b: [1] } }], [[], 'a', 1]],
@@ -582,7 +825,9 @@ describe('payload validation', () => {
   });
 
   it('reference with cardinality many takes an array of reference strings', async () => {
-    const t = await typeWith([{ fieldId: 'v', fieldType: 'reference', targetTypeName: 'Other', targetSurface: 'record', cardinality: 'many' }]);
+    const t = await typeWith([
+      { fieldId: 'v', fieldType: 'reference', targetTypeName: 'Other', targetSurface: 'record', cardinality: 'many' },
+    ]);
     expect((await newRecord(t, { v: ['a', 'b'] })).status).toBe(201);
     expect((await newRecord(t, { v: 'a' })).status).toBe(400);
     expect((await newRecord(t, { v: [1] })).status).toBe(400);
@@ -606,13 +851,28 @@ describe('payload validation', () => {
     ['maxLength', 'string', { maxLength: 3 }, ['abc', ''], ['abcd']],
     ['pattern', 'string', { pattern: '^[A-Z]{2}-\\d+$' }, ['AB-12'], ['ab-12', 'AB-', 'xAB-12']],
     ['email', 'string', { email: true }, ['a@example.com'], ['a@', 'example.com', 'a b@c.de']],
-    ['url', 'string', { url: true }, ['https://example.com/x', 'http://a.b'], ['example.com', 'not a url', 'javascript:alert(1)']],
+    [
+      'url',
+      'string',
+      { url: true },
+      ['https://example.com/x', 'http://a.b'],
+      ['example.com', 'not a url', 'javascript:alert(1)'],
+    ],
     ['phone', 'string', { phone: true }, ['+1 555 123 4567', '020 7946 0958'], ['call me', 'abc-def', '12']],
     ['min', 'number', { min: 10 }, [10, 11.5], [9.99, -1]],
     ['max', 'number', { max: 10 }, [10, -5], [10.01, 11]],
     ['step', 'number', { min: 1, step: 0.5 }, [1, 1.5, 3], [1.2, 2.25]],
     ['multipleOf', 'number', { multipleOf: 3 }, [0, 3, -9, 300], [1, 4, 3.3]],
-    ['minItems', 'array', { minItems: 2 }, [[1, 2], [1, 2, 3]], [[], [1]]],
+    [
+      'minItems',
+      'array',
+      { minItems: 2 },
+      [
+        [1, 2],
+        [1, 2, 3],
+      ],
+      [[], [1]],
+    ],
     ['maxItems', 'array', { maxItems: 2 }, [[], [1, 2]], [[1, 2, 3]]],
   ])('validation.%s', async (_, fieldType, validation, good, bad) => {
     const t = await typeWith([{ fieldId: 'v', fieldType, validation }]);
@@ -635,7 +895,14 @@ describe('payload validation', () => {
 
   it('a bare schema (no fields) accepts any payload', async () => {
     const t = (await createSchema()).typeName;
-    const payload = { s: 'x', n: 1.5, b: false, nil: null, arr: [1, 'a', [2], { c: 3 }], obj: { deep: { deeper: ['x'] } } };
+    const payload = {
+      s: 'x',
+      n: 1.5,
+      b: false,
+      nil: null,
+      arr: [1, 'a', [2], { c: 3 }],
+      obj: { deep: { deeper: ['x'] } },
+    };
     const r = await newRecord(t, payload);
     expect(r.status, r.text).toBe(201);
     expect(r.body.payload).toEqual(payload);
@@ -655,15 +922,25 @@ describe('payload validation', () => {
     ['a 39-digit fraction', '0.123456789012345678901234567890123456789'],
   ])('payload number %s → 400 (also nested in arrays)', async (_, lit) => {
     const t = (await createSchema()).typeName;
-    expect400(await api.call('POST', '/v1/records', { token: root, raw: `{"typeName":"${t}","payload":{"x":${lit}}}` }));
-    expect400(await api.call('POST', '/v1/records', { token: root, raw: `{"typeName":"${t}","payload":{"x":{"y":[1,${lit}]}}}` }));
+    expect400(
+      await api.call('POST', '/v1/records', { token: root, raw: `{"typeName":"${t}","payload":{"x":${lit}}}` }),
+    );
+    expect400(
+      await api.call('POST', '/v1/records', {
+        token: root,
+        raw: `{"typeName":"${t}","payload":{"x":{"y":[1,${lit}]}}}`,
+      }),
+    );
     expect((await api.get(`/v1/records?type=${t}`, root)).body.data).toEqual([]);
   });
 
   it('numbers at the edges of the rules are accepted (38 significant digits, 1e-120)', async () => {
     const t = (await createSchema()).typeName;
     for (const lit of ['0.12345678901234567890123456789012345678', '1e-120', '0', '-0.5', '-9223372036854775000']) {
-      const r = await api.call('POST', '/v1/records', { token: root, raw: `{"typeName":"${t}","payload":{"x":${lit}}}` });
+      const r = await api.call('POST', '/v1/records', {
+        token: root,
+        raw: `{"typeName":"${t}","payload":{"x":${lit}}}`,
+      });
       expect(r.status, `${lit}: ${r.text}`).toBe(201);
     }
   });
@@ -671,14 +948,20 @@ describe('payload validation', () => {
   it('the int64 bounds 9223372036854775807 and -9223372036854775808 are within the signed 64-bit range and accepted in a payload', async () => {
     const t = (await createSchema()).typeName;
     for (const lit of ['9223372036854775807', '-9223372036854775808']) {
-      const r = await api.call('POST', '/v1/records', { token: root, raw: `{"typeName":"${t}","payload":{"x":${lit}}}` });
+      const r = await api.call('POST', '/v1/records', {
+        token: root,
+        raw: `{"typeName":"${t}","payload":{"x":${lit}}}`,
+      });
       expect(r.status, `${lit}: ${r.text}`).toBe(201);
     }
   });
 
   it('the same literals inside strings are not numbers', async () => {
     const t = (await createSchema()).typeName;
-    const r = await api.call('POST', '/v1/records', { token: root, raw: `{"typeName":"${t}","payload":{"x":"1e-200","y":"1234567890123456789012345678901234567890"}}` });
+    const r = await api.call('POST', '/v1/records', {
+      token: root,
+      raw: `{"typeName":"${t}","payload":{"x":"1e-200","y":"1234567890123456789012345678901234567890"}}`,
+    });
     expect(r.status, r.text).toBe(201);
   });
 
@@ -739,7 +1022,10 @@ describe('payload validation', () => {
       expect(lk.body.data).toHaveLength(1);
       expect(lk.body.data[0].payload).toEqual({ title: 'five-kb', code: payload.code });
       expect(lk.body.data[0].payloadExternalized).toBe(true);
-      const lkFull = await api.get(`/v1/records/lookup?type=${typeName}&field=code&value=${payload.code}&includePayload=true`, root);
+      const lkFull = await api.get(
+        `/v1/records/lookup?type=${typeName}&field=code&value=${payload.code}&includePayload=true`,
+        root,
+      );
       expect(lkFull.body.data[0].payload).toEqual(payload);
     });
 
@@ -773,13 +1059,25 @@ describe('payload validation', () => {
 describe('listSchemas surface=entity', () => {
   it('lists the caller context first, then the tenant-wide home (default context), through one cursor', async () => {
     const ctx = (await api.post('/v1/contexts', root, { name: uniq('entity-ctx') })).body.id as string;
-    const home = [await createSchema({ allowedSurfaces: ['entity'] }), await createSchema({ allowedSurfaces: ['entity'] })];
-    const own = [await createSchema({ allowedSurfaces: ['entity'] }, root, ctx), await createSchema({ allowedSurfaces: ['entity'] }, root, ctx)];
+    const home = [
+      await createSchema({ allowedSurfaces: ['entity'] }),
+      await createSchema({ allowedSurfaces: ['entity'] }),
+    ];
+    const own = [
+      await createSchema({ allowedSurfaces: ['entity'] }, root, ctx),
+      await createSchema({ allowedSurfaces: ['entity'] }, root, ctx),
+    ];
     await createSchema({ allowedSurfaces: ['record'] }, root, ctx); // not an entity schema: never listed
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const r: Res = await call('GET', `/v1/schemas?surface=entity&limit=1${cursor ? `&startFrom=${encodeURIComponent(cursor)}` : ''}`, root, undefined, ctx);
+      const r: Res = await call(
+        'GET',
+        `/v1/schemas?surface=entity&limit=1${cursor ? `&startFrom=${encodeURIComponent(cursor)}` : ''}`,
+        root,
+        undefined,
+        ctx,
+      );
       expect(r.status, r.text).toBe(200);
       seen.push(...r.body.data.map((s: { id: string }) => s.id));
       cursor = r.body.nextCursor;

@@ -15,7 +15,6 @@ let svc: TestService;
 let api: Api;
 let root: string;
 
-
 const uniq = (p: string) => `${p}-${randomUUID().slice(0, 8)}`;
 
 async function mint(allowedActions: string[], extra: Record<string, unknown> = {}): Promise<string> {
@@ -27,14 +26,36 @@ async function mint(allowedActions: string[], extra: Record<string, unknown> = {
 async function push(name: string, source: string, token = root, extra: Record<string, unknown> = {}) {
   const r = await api.post('/v1/scripts', token, { name, source, ...extra });
   expect(r.status, r.text).toBe(201);
-  return r.body as { id: string; name: string; version: number; sourceBytes: number; createdAt: string; source?: string };
+  return r.body as {
+    id: string;
+    name: string;
+    version: number;
+    sourceBytes: number;
+    createdAt: string;
+    source?: string;
+  };
 }
 
-const exec = (name: string, input?: unknown, token = root, headers?: Record<string, string>, version: string | number = 'latest') =>
-  api.post('/v1/scripts/execute', token, { scriptRef: { name, version }, ...(input !== undefined ? { input } : {}) }, headers);
+const exec = (
+  name: string,
+  input?: unknown,
+  token = root,
+  headers?: Record<string, string>,
+  version: string | number = 'latest',
+) =>
+  api.post(
+    '/v1/scripts/execute',
+    token,
+    { scriptRef: { name, version }, ...(input !== undefined ? { input } : {}) },
+    headers,
+  );
 
 async function schema() {
-  const r = await api.post('/v1/schemas', root, { typeName: uniq('S'), displayName: 'Scripts test', allowedSurfaces: ['record'] });
+  const r = await api.post('/v1/schemas', root, {
+    typeName: uniq('S'),
+    displayName: 'Scripts test',
+    allowedSurfaces: ['record'],
+  });
   expect(r.status, r.text).toBe(201);
   return r.body as { id: string; typeName: string };
 }
@@ -66,7 +87,13 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       const name = uniq('v');
       const v1 = await push(name, 'export default () => 1', root, { description: 'first' });
       const v2 = await push(name, 'export default () => 2');
-      expect(v1).toMatchObject({ name, version: 1, sourceBytes: 22, declaredInputContract: null, source: 'export default () => 1' });
+      expect(v1).toMatchObject({
+        name,
+        version: 1,
+        sourceBytes: 22,
+        declaredInputContract: null,
+        source: 'export default () => 1',
+      });
       expect(v2.version).toBe(2);
       expect(v2.id).not.toBe(v1.id);
       const list = await api.get(`/v1/scripts?name=${name}`, root);
@@ -75,7 +102,10 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       expect(list.body.nextCursor).toBeNull();
       const page = await api.get(`/v1/scripts?name=${name}&limit=1`, root);
       expect(page.body.data.map((v: any) => v.version)).toEqual([2]);
-      const next = await api.get(`/v1/scripts?name=${name}&limit=1&startFrom=${encodeURIComponent(page.body.nextCursor)}`, root);
+      const next = await api.get(
+        `/v1/scripts?name=${name}&limit=1&startFrom=${encodeURIComponent(page.body.nextCursor)}`,
+        root,
+      );
       expect(next.body.data.map((v: any) => v.version)).toEqual([1]);
 
       const runner = await mint([`scripts:x:${name}`]);
@@ -119,7 +149,11 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       expect((await api.call('DELETE', `/v1/scripts/${d.id}`, { token: root, headers: h })).status).toBe(204); // no live version: not listed
       const all = await api.get('/v1/scripts', root, h);
       expect(all.status, all.text).toBe(200);
-      expect(all.body.data.map((v: any) => [v.name, v.version])).toEqual([['alpha', 2], ['beta', 1], ['gamma', 1]]);
+      expect(all.body.data.map((v: any) => [v.name, v.version])).toEqual([
+        ['alpha', 2],
+        ['beta', 1],
+        ['gamma', 1],
+      ]);
       expect(all.body.data[0]).toMatchObject({ name: 'alpha', version: 2, source: 'export default () => 2' });
       expect(all.body.nextCursor).toBeNull();
       // the list envelope, paged by the pagination helper; a cursor of another list does not fit
@@ -128,7 +162,9 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       const p2 = await api.get(`/v1/scripts?limit=2&startFrom=${encodeURIComponent(p1.body.nextCursor)}`, root, h);
       expect(p2.body).toMatchObject({ data: [{ name: 'gamma' }], nextCursor: null });
       const named = await api.get('/v1/scripts?name=alpha&limit=1', root, h);
-      expect((await api.get(`/v1/scripts?limit=1&startFrom=${encodeURIComponent(named.body.nextCursor)}`, root, h)).status).toBe(400);
+      expect(
+        (await api.get(`/v1/scripts?limit=1&startFrom=${encodeURIComponent(named.body.nextCursor)}`, root, h)).status,
+      ).toBe(400);
       // the same permission rules as by name: a runner sees its names without source, no script permission is 403
       const runner = await mint(['scripts:x:beta'], { contextId: ctx.body.id });
       const seen = await api.get('/v1/scripts', runner);
@@ -136,7 +172,11 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       expect(seen.body.data.map((v: any) => v.name)).toEqual(['beta']);
       expect(seen.body.data[0].source).toBeUndefined();
       const creator = await mint(['scripts:c'], { contextId: ctx.body.id });
-      expect((await api.get('/v1/scripts', creator)).body.data.map((v: any) => v.name)).toEqual(['alpha', 'beta', 'gamma']);
+      expect((await api.get('/v1/scripts', creator)).body.data.map((v: any) => v.name)).toEqual([
+        'alpha',
+        'beta',
+        'gamma',
+      ]);
       expect((await api.get('/v1/scripts', creator)).body.data[0].source).toBeUndefined();
       expect((await api.get('/v1/scripts', await mint(['records:r'], { contextId: ctx.body.id }))).status).toBe(403);
       // another context's names are not there
@@ -146,15 +186,22 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
     });
 
     it('refuses a source over 256 KB (413), a syntax error and a module without export default (400), and needs scripts:c', async () => {
-      const big = await api.post('/v1/scripts', root, { name: uniq('big'), source: `export default () => 1;\n//${'x'.repeat(256 * 1024)}` });
+      const big = await api.post('/v1/scripts', root, {
+        name: uniq('big'),
+        source: `export default () => 1;\n//${'x'.repeat(256 * 1024)}`,
+      });
       expect(big.status, big.text).toBe(413);
       expect(big.body.errorCode).toBe('PAYLOAD_TOO_LARGE');
       const bad = await api.post('/v1/scripts', root, { name: uniq('bad'), source: 'export default () => {' });
       expect(bad.status).toBe(400);
       expect(bad.body.message).toMatch(/compile/);
-      expect((await api.post('/v1/scripts', root, { name: uniq('nodef'), source: 'export const x = 1' })).status).toBe(400);
+      expect((await api.post('/v1/scripts', root, { name: uniq('nodef'), source: 'export const x = 1' })).status).toBe(
+        400,
+      );
       const reader = await mint(['scripts:r']);
-      expect((await api.post('/v1/scripts', reader, { name: uniq('x'), source: 'export default () => 1' })).status).toBe(403);
+      expect(
+        (await api.post('/v1/scripts', reader, { name: uniq('x'), source: 'export default () => 1' })).status,
+      ).toBe(403);
     });
   });
 
@@ -187,7 +234,10 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       const s = await schema();
       const rec = await record(s.typeName, { n: 1 });
       const name = uniq('noawait');
-      await push(name, `export default (input) => { records.patch(input.params.id, { payload: { n: 5 } }); return 'returned first' }`);
+      await push(
+        name,
+        `export default (input) => { records.patch(input.params.id, { payload: { n: 5 } }); return 'returned first' }`,
+      );
       const r = await exec(name, { id: rec.id });
       expect(r.status, r.text).toBe(200);
       expect(r.body.result).toBe('returned first');
@@ -198,7 +248,10 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       const s = await schema();
       const rec = await record(s.typeName, { n: 1 });
       const name = uniq('throw');
-      await push(name, `export default async (input) => { await records.patch(input.params.id, { payload: { n: 99 } }); throw new Error('nope: ' + input.params.id) }`);
+      await push(
+        name,
+        `export default async (input) => { await records.patch(input.params.id, { payload: { n: 99 } }); throw new Error('nope: ' + input.params.id) }`,
+      );
       const r = await exec(name, { id: rec.id });
       expect(r.status, r.text).toBe(400);
       expect(r.body).toMatchObject({ errorCode: 'SCRIPT_ERROR', message: `nope: ${rec.id}` });
@@ -208,7 +261,10 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
     it('over 100 storage rows is WRITE_BUFFER_CAP_EXCEEDED with total and limit, nothing committed', async () => {
       const s = await schema();
       const name = uniq('cap');
-      await push(name, `export default async (input) => { for (let i = 0; i < 101; i++) await records.create({ typeName: input.params.t, payload: { i } }); return 1 }`);
+      await push(
+        name,
+        `export default async (input) => { for (let i = 0; i < 101; i++) await records.create({ typeName: input.params.t, payload: { i } }); return 1 }`,
+      );
       const r = await exec(name, { t: s.typeName });
       expect(r.status, r.text).toBe(400);
       expect(r.body).toMatchObject({ errorCode: 'WRITE_BUFFER_CAP_EXCEEDED', total: 101, limit: 100 });
@@ -220,7 +276,10 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       const s = await schema();
       const rec = await record(s.typeName, { n: 1 });
       const name = uniq('deny');
-      await push(name, `export default async (input) => { try { await records.delete(input.params.id) } catch (e) { if (input.params.rethrow) throw e; return e.code } }`);
+      await push(
+        name,
+        `export default async (input) => { try { await records.delete(input.params.id) } catch (e) { if (input.params.rethrow) throw e; return e.code } }`,
+      );
       const token = await mint([`scripts:x:${name}`, 'records:r']);
       const caught = await exec(name, { id: rec.id }, token);
       expect(caught.status, caught.text).toBe(200);
@@ -236,7 +295,11 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
 
     it('without any scripts:x permission the uniform 403 comes first, before the body is validated', async () => {
       const none = await mint(['records:r', 'scripts:r']);
-      for (const body of [{}, { scriptRef: { name: 'no such name!' } }, { scriptRef: { name: uniq('x'), version: 'latest' } }]) {
+      for (const body of [
+        {},
+        { scriptRef: { name: 'no such name!' } },
+        { scriptRef: { name: uniq('x'), version: 'latest' } },
+      ]) {
         const r = await api.post('/v1/scripts/execute', none, body);
         expect(r.status, `${JSON.stringify(body)}: ${r.text}`).toBe(403);
         expect(r.body.errorCode).toBe('FORBIDDEN');
@@ -253,7 +316,10 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       const rec = await record(s.typeName, { n: 1 });
       const name = uniq('race');
       // Reads, then spins 700 ms in the sandbox (its own thread), then writes: the REST patch lands in between.
-      await push(name, `export default async (input) => { const r = await records.get(input.params.id); const until = Date.now() + 700; while (Date.now() < until) {} await records.patch(r.id, { payload: { n: r.payload.n + 1 } }); return 1 }`);
+      await push(
+        name,
+        `export default async (input) => { const r = await records.get(input.params.id); const until = Date.now() + 700; while (Date.now() < until) {} await records.patch(r.id, { payload: { n: r.payload.n + 1 } }); return 1 }`,
+      );
       const running = exec(name, { id: rec.id });
       await new Promise((r) => setTimeout(r, 250));
       const rest = await api.patch(`/v1/records/${rec.id}`, root, { payload: { n: 50 } });
@@ -320,7 +386,10 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       expect(a.id).toBeDefined();
       // 1 row + 1 range-indexed field per record: 51 creates are 102 rows.
       const cap = uniq('cap2');
-      await push(cap, `export default async (input) => { for (let i = 0; i < 51; i++) await records.create({ typeName: input.params.t, payload: { name: 'x' + i, age: i } }); return 1 }`);
+      await push(
+        cap,
+        `export default async (input) => { for (let i = 0; i < 51; i++) await records.create({ typeName: input.params.t, payload: { name: 'x' + i, age: i } }); return 1 }`,
+      );
       const over = await exec(cap, { t });
       expect(over.status, over.text).toBe(400);
       expect(over.body).toMatchObject({ errorCode: 'WRITE_BUFFER_CAP_EXCEEDED', total: 102, limit: 100 });
@@ -351,7 +420,10 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       const read = await record(s.typeName, { n: 1 });
       const written = await record(s.typeName, { n: 1 });
       const name = uniq('readonly');
-      await push(name, `export default async (input) => { const r = await records.get(input.params.read); const until = Date.now() + 700; while (Date.now() < until) {} await records.patch(input.params.written, { payload: { n: r.payload.n + 1 } }); return 1 }`);
+      await push(
+        name,
+        `export default async (input) => { const r = await records.get(input.params.read); const until = Date.now() + 700; while (Date.now() < until) {} await records.patch(input.params.written, { payload: { n: r.payload.n + 1 } }); return 1 }`,
+      );
       const running = exec(name, { read: read.id, written: written.id });
       await new Promise((r) => setTimeout(r, 250));
       expect((await api.patch(`/v1/records/${read.id}`, root, { payload: { n: 7 } })).status).toBe(200);
@@ -378,7 +450,10 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
     it('returns the first response without re-running; another request with the key is 422; a duplicate in flight is 409', async () => {
       const s = await schema();
       const name = uniq('idem');
-      await push(name, `export default async (input) => { const r = await records.create({ typeName: input.params.t, payload: {} }); const until = Date.now() + (input.params.wait ?? 0); while (Date.now() < until) {} return r.id }`);
+      await push(
+        name,
+        `export default async (input) => { const r = await records.create({ typeName: input.params.t, payload: {} }); const until = Date.now() + (input.params.wait ?? 0); while (Date.now() < until) {} return r.id }`,
+      );
       const key = uniq('key');
       const first = await exec(name, { t: s.typeName }, root, { 'idempotency-key': key });
       expect(first.status, first.text).toBe(200);
@@ -404,40 +479,50 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       expect(dup.status).toBe(409);
       expect(dup.body.errorCode).toBe('IDEMPOTENCY_IN_PROGRESS');
       expect((await running).status).toBe(200);
-      expect((await api.post('/v1/scripts/execute', root, { scriptRef: { name } }, { 'idempotency-key': 'bad key!' })).status).toBe(400);
+      expect(
+        (await api.post('/v1/scripts/execute', root, { scriptRef: { name } }, { 'idempotency-key': 'bad key!' }))
+          .status,
+      ).toBe(400);
     });
   });
 
   describe('an undeterminable outcome', () => {
-    it.skipIf(!!inProcessOnly)('is 500 EXECUTION_OUTCOME_UNKNOWN with execution.id, and a keyed retry gets the same answer without running', async () => {
-      const s = await schema();
-      const name = uniq('unknown');
-      await push(name, `export default async (input) => (await records.create({ typeName: input.params.t, payload: {} })).id`);
-      const store = svc.service.store;
-      const real = store.appendMulti;
-      // The commit reaches the store, but its answer is lost (a dropped connection after the write). Only the
-      // script's commit (the one creating the record) is hit: other appends (metering flushes) pass untouched.
-      store.appendMulti = async function (requests) {
-        if (!requests.some((r) => r.events.some((e) => e.type === 'RecordCreated'))) return real.call(store, requests);
-        store.appendMulti = real;
-        await real.call(store, requests);
-        throw new Error('connection reset after the write');
-      };
-      const key = uniq('k');
-      try {
-        const r = await exec(name, { t: s.typeName }, root, { 'idempotency-key': key });
-        expect(r.status, r.text).toBe(500);
-        expect(r.body.errorCode).toBe('EXECUTION_OUTCOME_UNKNOWN');
-        expect(r.body.execution.id).toEqual(expect.any(String));
-        const again = await exec(name, { t: s.typeName }, root, { 'idempotency-key': key });
-        expect(again.status).toBe(500);
-        expect(again.body.execution.id).toBe(r.body.execution.id);
-      } finally {
-        store.appendMulti = real;
-      }
-      // It ran once: one record.
-      expect((await api.get(`/v1/records?type=${s.typeName}`, root)).body.data).toHaveLength(1);
-    });
+    it.skipIf(!!inProcessOnly)(
+      'is 500 EXECUTION_OUTCOME_UNKNOWN with execution.id, and a keyed retry gets the same answer without running',
+      async () => {
+        const s = await schema();
+        const name = uniq('unknown');
+        await push(
+          name,
+          `export default async (input) => (await records.create({ typeName: input.params.t, payload: {} })).id`,
+        );
+        const store = svc.service.store;
+        const real = store.appendMulti;
+        // The commit reaches the store, but its answer is lost (a dropped connection after the write). Only the
+        // script's commit (the one creating the record) is hit: other appends (metering flushes) pass untouched.
+        store.appendMulti = async function (requests) {
+          if (!requests.some((r) => r.events.some((e) => e.type === 'RecordCreated')))
+            return real.call(store, requests);
+          store.appendMulti = real;
+          await real.call(store, requests);
+          throw new Error('connection reset after the write');
+        };
+        const key = uniq('k');
+        try {
+          const r = await exec(name, { t: s.typeName }, root, { 'idempotency-key': key });
+          expect(r.status, r.text).toBe(500);
+          expect(r.body.errorCode).toBe('EXECUTION_OUTCOME_UNKNOWN');
+          expect(r.body.execution.id).toEqual(expect.any(String));
+          const again = await exec(name, { t: s.typeName }, root, { 'idempotency-key': key });
+          expect(again.status).toBe(500);
+          expect(again.body.execution.id).toBe(r.body.execution.id);
+        } finally {
+          store.appendMulti = real;
+        }
+        // It ran once: one record.
+        expect((await api.get(`/v1/records?type=${s.typeName}`, root)).body.data).toHaveLength(1);
+      },
+    );
   });
 
   describe('hostile scripts', () => {
@@ -451,9 +536,21 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
     };
 
     it('finds no process, require, fetch, timers or modules', async () => {
-      await expectCode(`export default function () { return this.constructor.constructor('return process')() }`, 400, 'SCRIPT_ERROR');
-      await expectCode(`export default () => ({}).constructor.constructor('return process')().env`, 400, 'SCRIPT_ERROR');
-      await expectCode(`export default async () => (await import('fs')).readFileSync('/etc/passwd', 'utf8')`, 400, 'SCRIPT_ERROR');
+      await expectCode(
+        `export default function () { return this.constructor.constructor('return process')() }`,
+        400,
+        'SCRIPT_ERROR',
+      );
+      await expectCode(
+        `export default () => ({}).constructor.constructor('return process')().env`,
+        400,
+        'SCRIPT_ERROR',
+      );
+      await expectCode(
+        `export default async () => (await import('fs')).readFileSync('/etc/passwd', 'utf8')`,
+        400,
+        'SCRIPT_ERROR',
+      );
       await expectCode(`export default () => require('fs')`, 400, 'SCRIPT_ERROR');
       const name = uniq('walk');
       await push(
@@ -468,7 +565,10 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       );
       const r = await exec(name);
       expect(r.status, r.text).toBe(200);
-      expect(r.body.result).toEqual({ found: [], types: ['undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'undefined'] });
+      expect(r.body.result).toEqual({
+        found: [],
+        types: ['undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'undefined'],
+      });
     });
 
     it('prototype changes on the host objects stay in the sandbox', async () => {
@@ -517,8 +617,16 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
     });
 
     it('a memory bomb and deep recursion end in RESOURCE_LIMIT_EXCEEDED', async () => {
-      await expectCode(`export default () => new ArrayBuffer(200 * 1024 * 1024).byteLength`, 400, 'RESOURCE_LIMIT_EXCEEDED');
-      await expectCode(`export default () => { const f = (n) => f(n + 1) + 1; return f(0) }`, 400, 'RESOURCE_LIMIT_EXCEEDED');
+      await expectCode(
+        `export default () => new ArrayBuffer(200 * 1024 * 1024).byteLength`,
+        400,
+        'RESOURCE_LIMIT_EXCEEDED',
+      );
+      await expectCode(
+        `export default () => { const f = (n) => f(n + 1) + 1; return f(0) }`,
+        400,
+        'RESOURCE_LIMIT_EXCEEDED',
+      );
     });
 
     it('a memory bomb that grinds inside the engine ends by the memory limit or at the deadline (its thread replaced), and the next run works', async () => {
@@ -544,12 +652,19 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
     it('more than 1,000 host calls is RESOURCE_LIMIT_EXCEEDED', async () => {
       // Each call is refused by the host (not an id) without touching the store, so 1,001 of them fit the lowered
       // wall clock on a loaded machine too; refused calls count like any other.
-      await expectCode(`export default async () => { for (let i = 0; i < 1001; i++) { try { await records.get(i) } catch {} } return 1 }`, 400, 'RESOURCE_LIMIT_EXCEEDED');
+      await expectCode(
+        `export default async () => { for (let i = 0; i < 1001; i++) { try { await records.get(i) } catch {} } return 1 }`,
+        400,
+        'RESOURCE_LIMIT_EXCEEDED',
+      );
     });
 
     it('allows 4 concurrent executions per app context: the fifth is 429 with Retry-After 2', async () => {
       const name = uniq('conc');
-      await push(name, `export default () => { const until = Date.now() + 600; while (Date.now() < until) {} return 1 }`);
+      await push(
+        name,
+        `export default () => { const until = Date.now() + 600; while (Date.now() < until) {} return 1 }`,
+      );
       const all = await Promise.all([0, 1, 2, 3, 4].map(() => exec(name)));
       const limited = all.filter((r) => r.status === 429);
       expect(all.filter((r) => r.status === 200)).toHaveLength(4);
@@ -561,29 +676,43 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       expect(Number(limited[0].headers.get('x-ratelimit-limit'))).toBeGreaterThan(0);
     });
 
-    it.skipIf(!!inProcessOnly)('a run that could not start is 503 EXECUTION_CONTAINER_BUSY / EXECUTION_NOT_STARTED with Retry-After', async () => {
-      const name = uniq('busy');
-      await push(name, 'export default () => 1');
-      const pool = (svc.service.scripts as unknown as { o: { pool: SandboxPool } }).o.pool;
-      const real = pool.run;
-      try {
-        // Every sandbox busy and the queue full: the pool refuses the job (as SandboxPool.submit does).
-        pool.run = () => Promise.reject(new ServiceError('EXECUTION_CONTAINER_BUSY', 'Every sandbox is busy; retry', { headers: { 'retry-after': '2' } }));
-        const busy = await exec(name);
-        expect(busy.status, busy.text).toBe(503);
-        expect(busy.body.errorCode).toBe('EXECUTION_CONTAINER_BUSY');
-        expect(busy.headers.get('retry-after')).toBe('2');
-        // The service stopping: a queued job is settled as never started (as SandboxPool.close does).
-        pool.run = async () => ({ ok: false, errorCode: 'EXECUTION_NOT_STARTED', message: 'The service is stopping', hostCalls: 0, durationMs: 0 });
-        const stopping = await exec(name, undefined, root, { 'idempotency-key': uniq('k') });
-        expect(stopping.status, stopping.text).toBe(503);
-        expect(stopping.body.errorCode).toBe('EXECUTION_NOT_STARTED');
-        expect(Number(stopping.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-      } finally {
-        pool.run = real;
-      }
-      expect((await exec(name)).status).toBe(200);
-    });
+    it.skipIf(!!inProcessOnly)(
+      'a run that could not start is 503 EXECUTION_CONTAINER_BUSY / EXECUTION_NOT_STARTED with Retry-After',
+      async () => {
+        const name = uniq('busy');
+        await push(name, 'export default () => 1');
+        const pool = (svc.service.scripts as unknown as { o: { pool: SandboxPool } }).o.pool;
+        const real = pool.run;
+        try {
+          // Every sandbox busy and the queue full: the pool refuses the job (as SandboxPool.submit does).
+          pool.run = () =>
+            Promise.reject(
+              new ServiceError('EXECUTION_CONTAINER_BUSY', 'Every sandbox is busy; retry', {
+                headers: { 'retry-after': '2' },
+              }),
+            );
+          const busy = await exec(name);
+          expect(busy.status, busy.text).toBe(503);
+          expect(busy.body.errorCode).toBe('EXECUTION_CONTAINER_BUSY');
+          expect(busy.headers.get('retry-after')).toBe('2');
+          // The service stopping: a queued job is settled as never started (as SandboxPool.close does).
+          pool.run = async () => ({
+            ok: false,
+            errorCode: 'EXECUTION_NOT_STARTED',
+            message: 'The service is stopping',
+            hostCalls: 0,
+            durationMs: 0,
+          });
+          const stopping = await exec(name, undefined, root, { 'idempotency-key': uniq('k') });
+          expect(stopping.status, stopping.text).toBe(503);
+          expect(stopping.body.errorCode).toBe('EXECUTION_NOT_STARTED');
+          expect(Number(stopping.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+        } finally {
+          pool.run = real;
+        }
+        expect((await exec(name)).status).toBe(200);
+      },
+    );
 
     it('meters executions in the usage report', async () => {
       const r = await api.get('/v1/usage', root);
@@ -598,4 +727,5 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
 
 describe('scripts (embedded engines)', () => scriptsSuite('embedded'));
 // Through the router (E2E_TARGET=router) the deployment is on PostgreSQL either way: the suite runs once.
-if (serverUrl('postgres') && !THROUGH_ROUTER) describe('scripts on PostgreSQL (DATABASE_URL)', () => scriptsSuite('postgres'));
+if (serverUrl('postgres') && !THROUGH_ROUTER)
+  describe('scripts on PostgreSQL (DATABASE_URL)', () => scriptsSuite('postgres'));

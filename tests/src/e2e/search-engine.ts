@@ -18,7 +18,10 @@ export interface SearchE2eEngine {
 }
 
 /** The keyword leg on Elasticsearch at `url`, in indexes of a prefix of its own; the degradation test closes the index. */
-export function elasticsearchEngine(url: string, prefix = `e2e-${randomUUID().slice(0, 8)}-`): SearchE2eEngine & { dropIndex(): Promise<void> } {
+export function elasticsearchEngine(
+  url: string,
+  prefix = `e2e-${randomUUID().slice(0, 8)}-`,
+): SearchE2eEngine & { dropIndex(): Promise<void> } {
   const base = url.replace(/\/$/, '');
   const index = `${prefix}passages`;
   const es = async (method: string, path: string) => {
@@ -48,7 +51,8 @@ const embedded: SearchE2eEngine = {
 };
 
 /** Through the router (E2E_TARGET=router) the split deployment's keyword leg is on Elasticsearch. */
-export const searchE2eEngine: SearchE2eEngine = THROUGH_ROUTER && serverUrl('elasticsearch') ? elasticsearchEngine(serverUrl('elasticsearch')!) : { ...embedded };
+export const searchE2eEngine: SearchE2eEngine =
+  THROUGH_ROUTER && serverUrl('elasticsearch') ? elasticsearchEngine(serverUrl('elasticsearch')!) : { ...embedded };
 
 export function useSearchEngine(e: SearchE2eEngine): void {
   Object.assign(searchE2eEngine, e);

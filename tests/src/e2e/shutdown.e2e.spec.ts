@@ -12,7 +12,10 @@ describe.skipIf(!!inProcessOnly)('stopping with change streams open', () => {
     const svc = await startService();
     const root = svc.bootstrap.tenants.test.rootKey;
     const abort = new AbortController();
-    const aborted = await fetch(`${svc.url}/v1/changes`, { headers: { authorization: `Bearer ${root}` }, signal: abort.signal });
+    const aborted = await fetch(`${svc.url}/v1/changes`, {
+      headers: { authorization: `Bearer ${root}` },
+      signal: abort.signal,
+    });
     expect(aborted.status).toBe(200);
     const open = await fetch(`${svc.url}/v1/changes`, { headers: { authorization: `Bearer ${root}` } });
     expect(open.status).toBe(200);

@@ -38,7 +38,8 @@ async function createContext(by: string, name: string) {
 }
 
 /** The error body with its requestId taken out, as text, for byte comparisons. */
-const withoutRequestId = (r: { text: string; body: any }) => r.text.replace(JSON.stringify(r.body.requestId), '"<requestId>"');
+const withoutRequestId = (r: { text: string; body: any }) =>
+  r.text.replace(JSON.stringify(r.body.requestId), '"<requestId>"');
 
 describe('system endpoints', () => {
   it('GET /healthz answers 200 without credentials', async () => {
@@ -55,7 +56,9 @@ describe('system endpoints', () => {
     const r = await api.get('/openapi.json');
     expect(r.status).toBe(200);
     expect(r.body.openapi).toBe('3.1.0');
-    expect(Object.keys(r.body.paths)).toEqual(expect.arrayContaining(['/v1/tokens', '/operator/accounts', '/v1/contexts']));
+    expect(Object.keys(r.body.paths)).toEqual(
+      expect.arrayContaining(['/v1/tokens', '/operator/accounts', '/v1/contexts']),
+    );
   });
 });
 
@@ -110,7 +113,9 @@ describe('bootstrap', () => {
   });
 
   it('the bootstrap account can use inference: RAG streams an answer (opening balance), not 402 INSUFFICIENT_BALANCE', async () => {
-    const answer = await collectAnswer(svc.client(boot.tenants.live.rootKey).rag({ query: 'What does an empty tenant know?' }));
+    const answer = await collectAnswer(
+      svc.client(boot.tenants.live.rootKey).rag({ query: 'What does an empty tenant know?' }),
+    );
     expect(answer.events[0].event).toBe('search_results');
     expect(answer.done.model).toBe('builtin-extractive');
     // The opening balance is DEFAULT_INFERENCE_BALANCE_CENTS (default 1,000 cents), shown by the operator API.
@@ -145,8 +150,14 @@ describe('Service-Version', () => {
 describe('JSON number rules on request bodies', () => {
   it.each([
     ['1e400 (infinite)', '{"scope":{"allowedActions":["records:r"]},"expiresInSeconds":1e400}'],
-    ['41 significant digits', '{"scope":{"allowedActions":["records:r"]},"expiresInSeconds":12345678901234567890123456789012345678901}'],
-    ['a number outside int64 in a nested array', '{"scope":{"allowedActions":["records:r"],"dataScope":{"scopes":[9223372036854775808]}}}'],
+    [
+      '41 significant digits',
+      '{"scope":{"allowedActions":["records:r"]},"expiresInSeconds":12345678901234567890123456789012345678901}',
+    ],
+    [
+      'a number outside int64 in a nested array',
+      '{"scope":{"allowedActions":["records:r"],"dataScope":{"scopes":[9223372036854775808]}}}',
+    ],
     ['a magnitude below 1e-130', '{"scope":{"allowedActions":["records:r"]},"expiresInSeconds":1e-131}'],
   ])('POST /v1/tokens with %s is a 400', async (_, raw) => {
     const r = await api.call('POST', '/v1/tokens', { token: root, raw });
@@ -155,7 +166,10 @@ describe('JSON number rules on request bodies', () => {
   });
 
   it('the same literals inside strings are not numbers and are not rejected by the number rules', async () => {
-    const r = await api.call('POST', '/v1/tokens', { token: root, raw: '{"scope":{"allowedActions":["records:r"]},"userId":"1e400"}' });
+    const r = await api.call('POST', '/v1/tokens', {
+      token: root,
+      raw: '{"scope":{"allowedActions":["records:r"]},"userId":"1e400"}',
+    });
     expect(r.status).toBe(201);
   });
 });
@@ -191,7 +205,10 @@ describe('authentication', () => {
   });
 
   it('a root key on the developer portal (/developer/keys) → 403', async () => {
-    const r = await api.post('/developer/keys', root, { tenantId: boot.tenants.live.tenantId, allowedActions: ['records:r'] });
+    const r = await api.post('/developer/keys', root, {
+      tenantId: boot.tenants.live.tenantId,
+      allowedActions: ['records:r'],
+    });
     expect(r.status).toBe(403);
   });
 });
@@ -222,7 +239,10 @@ describe('operator API', () => {
 
   it('PATCH changes the plan and tops up the balance; GET reflects both', async () => {
     const acct = await api.newAccount({ plan: 'starter', inferenceBalanceCents: 1000 });
-    const p1 = await api.patch(`/operator/accounts/${acct.accountId}`, OPERATOR_TOKEN, { plan: 'scale', inferenceBalanceCents: 500 });
+    const p1 = await api.patch(`/operator/accounts/${acct.accountId}`, OPERATOR_TOKEN, {
+      plan: 'scale',
+      inferenceBalanceCents: 500,
+    });
     expect(p1.status, p1.text).toBe(200);
     const p2 = await api.patch(`/operator/accounts/${acct.accountId}`, OPERATOR_TOKEN, { inferenceBalanceCents: 250 });
     expect(p2.status, p2.text).toBe(200);
@@ -234,10 +254,18 @@ describe('operator API', () => {
 
   it('entitlements: allowGlobalRegion is optional on POST and PATCH; a PATCH merges into the stored entitlements', async () => {
     const operator = svc.client(OPERATOR_TOKEN);
-    const created = await expectStatus(operator.POST('/operator/accounts', { body: { plan: 'pro', entitlements: {} } }), 201);
-    const read = async () => (await api.get(`/operator/accounts/${created.accountId}`, OPERATOR_TOKEN)).body.entitlements;
+    const created = await expectStatus(
+      operator.POST('/operator/accounts', { body: { plan: 'pro', entitlements: {} } }),
+      201,
+    );
+    const read = async () =>
+      (await api.get(`/operator/accounts/${created.accountId}`, OPERATOR_TOKEN)).body.entitlements;
     expect(await read()).toEqual({ allowGlobalRegion: false });
-    const patch = (body: Body<'patchOperatorAccount'>) => expectStatus(operator.PATCH('/operator/accounts/{id}', { params: { path: { id: created.accountId } }, body }), 200);
+    const patch = (body: Body<'patchOperatorAccount'>) =>
+      expectStatus(
+        operator.PATCH('/operator/accounts/{id}', { params: { path: { id: created.accountId } }, body }),
+        200,
+      );
     await patch({ entitlements: { allowGlobalRegion: true } });
     expect(await read()).toEqual({ allowGlobalRegion: true });
     // An empty entitlements object changes nothing (it does not reset allowGlobalRegion).
@@ -252,7 +280,8 @@ describe('operator API', () => {
     const limit = async () => (await unwrap(svc.client(acct.tenants.live.rootKey).GET('/v1/usage'))).credits.limit;
     expect(await limit()).toBe(5);
     const operator = svc.client(OPERATOR_TOKEN);
-    const patch = (body: Body<'patchOperatorAccount'>) => expectStatus(operator.PATCH('/operator/accounts/{id}', { params: { path: { id: acct.accountId } }, body }), 200);
+    const patch = (body: Body<'patchOperatorAccount'>) =>
+      expectStatus(operator.PATCH('/operator/accounts/{id}', { params: { path: { id: acct.accountId } }, body }), 200);
     await patch({ plan: 'pro', creditLimit: 2_000_000 });
     expect(await limit()).toBe(2_000_000);
     await patch({ creditLimit: null });
@@ -306,14 +335,20 @@ describe('scoped tokens', () => {
 
   it('a token cannot mint a child token that outlives it (refused, or capped at its own expiry)', async () => {
     const parent = await mint(root, ['records:r'], { expiresInSeconds: 60 });
-    const r = await api.post('/v1/tokens', parent.token, { scope: { allowedActions: ['records:r'] }, expiresInSeconds: 365 * 24 * 3600 });
+    const r = await api.post('/v1/tokens', parent.token, {
+      scope: { allowedActions: ['records:r'] },
+      expiresInSeconds: 365 * 24 * 3600,
+    });
     if (r.status === 201) expect(Date.parse(r.body.expiresAt)).toBeLessThanOrEqual(Date.parse(parent.expiresAt));
     else expect([400, 403]).toContain(r.status);
   });
 
   it("minting for another tenant's context → 404", async () => {
     const other = await api.newAccount();
-    const r = await api.post('/v1/tokens', root, { scope: { allowedActions: ['records:r'] }, contextId: other.tenants.live.contextId });
+    const r = await api.post('/v1/tokens', root, {
+      scope: { allowedActions: ['records:r'] },
+      contextId: other.tenants.live.contextId,
+    });
     expect(r.status).toBe(404);
   });
 
@@ -351,9 +386,13 @@ describe('app contexts', () => {
     expect(named).toMatchObject({ id: named.contextId, name: 'named' });
     const list = await unwrap(client.GET('/v1/contexts'));
     for (const x of list.data) expect(x.contextId).toBe(x.id);
-    expect(list.data.map((x) => x.contextId).sort()).toEqual([acct.tenants.live.contextId, c.contextId, named.contextId].sort());
+    expect(list.data.map((x) => x.contextId).sort()).toEqual(
+      [acct.tenants.live.contextId, c.contextId, named.contextId].sort(),
+    );
     // The new context is usable by that id (x-context-id).
-    expect((await api.get('/v1/contexts', acct.tenants.live.rootKey, { 'x-context-id': c.contextId })).status).toBe(200);
+    expect((await api.get('/v1/contexts', acct.tenants.live.rootKey, { 'x-context-id': c.contextId })).status).toBe(
+      200,
+    );
   });
 
   it('a token minted for context A cannot select context B with x-context-id (404)', async () => {
@@ -390,7 +429,10 @@ describe('app contexts', () => {
   });
 
   it('a context-confined ssk_ key cannot create contexts (403)', async () => {
-    const k = await api.post('/developer/keys', boot.developerToken, { tenantId: boot.tenants.live.tenantId, allowedActions: ['*'] });
+    const k = await api.post('/developer/keys', boot.developerToken, {
+      tenantId: boot.tenants.live.tenantId,
+      allowedActions: ['*'],
+    });
     expect(k.status, k.text).toBe(201);
     const r = await api.post('/v1/contexts', k.body.key, { name: 'nope' });
     expect(r.status).toBe(403);
@@ -538,7 +580,10 @@ describe('pagination of /v1/contexts', () => {
 
 describe('developer keys', () => {
   it('a developer token creates an ssk_ key for its own tenant (201) that works on the data plane', async () => {
-    const r = await api.post('/developer/keys', boot.developerToken, { tenantId: boot.tenants.live.tenantId, allowedActions: ['records:r'] });
+    const r = await api.post('/developer/keys', boot.developerToken, {
+      tenantId: boot.tenants.live.tenantId,
+      allowedActions: ['records:r'],
+    });
     expect(r.status, r.text).toBe(201);
     expect(r.body.key.startsWith('ssk_')).toBe(true);
     expect(r.body.tenantId).toBe(boot.tenants.live.tenantId);
@@ -549,19 +594,28 @@ describe('developer keys', () => {
   });
 
   it('a developer token creates a key for its test tenant too', async () => {
-    const r = await api.post('/developer/keys', boot.developerToken, { tenantId: boot.tenants.test.tenantId, allowedActions: ['records:r'] });
+    const r = await api.post('/developer/keys', boot.developerToken, {
+      tenantId: boot.tenants.test.tenantId,
+      allowedActions: ['records:r'],
+    });
     expect(r.status, r.text).toBe(201);
     expect(r.body.key.startsWith('ssk_')).toBe(true);
   });
 
   it("a developer token cannot create a key for another account's tenant (403)", async () => {
     const other = await api.newAccount();
-    const r = await api.post('/developer/keys', boot.developerToken, { tenantId: other.tenants.live.tenantId, allowedActions: ['records:r'] });
+    const r = await api.post('/developer/keys', boot.developerToken, {
+      tenantId: other.tenants.live.tenantId,
+      allowedActions: ['records:r'],
+    });
     expect(r.status).toBe(403);
   });
 
   it('an unknown developer token → 401', async () => {
-    const r = await api.post('/developer/keys', 'dt_' + 'x'.repeat(40), { tenantId: boot.tenants.live.tenantId, allowedActions: ['records:r'] });
+    const r = await api.post('/developer/keys', 'dt_' + 'x'.repeat(40), {
+      tenantId: boot.tenants.live.tenantId,
+      allowedActions: ['records:r'],
+    });
     expect(r.status).toBe(401);
   });
 });

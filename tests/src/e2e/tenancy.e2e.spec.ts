@@ -34,7 +34,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalIssuer } from '../support/oidc-issuer';
-import { eventually, OPERATOR_TOKEN, startService, type Api, type Bootstrap, type TestService } from '../support/service';
+import {
+  eventually,
+  OPERATOR_TOKEN,
+  startService,
+  type Api,
+  type Bootstrap,
+  type TestService,
+} from '../support/service';
 
 type CellId = 'A.live.ctx1' | 'A.live.ctx2' | 'A.test' | 'B.live' | 'B.test';
 const CELL_IDS: CellId[] = ['A.live.ctx1', 'A.live.ctx2', 'A.test', 'B.live', 'B.test'];
@@ -128,10 +135,12 @@ const sharedCreates: Array<{ cell: CellId; what: string; status: number; id: str
 
 // ---------------------------------------------------------------- helpers
 
-const call = (c: Pick<Cred, 'token' | 'headers'>, method: string, path: string, body?: unknown) => api.call(method, path, { token: c.token, body, headers: c.headers });
+const call = (c: Pick<Cred, 'token' | 'headers'>, method: string, path: string, body?: unknown) =>
+  api.call(method, path, { token: c.token, body, headers: c.headers });
 
 /** The error body with its requestId taken out, as text, for byte comparisons. */
-const withoutRequestId = (r: { text: string; body: any }) => (r.body?.requestId ? r.text.replace(JSON.stringify(r.body.requestId), '"<requestId>"') : r.text);
+const withoutRequestId = (r: { text: string; body: any }) =>
+  r.body?.requestId ? r.text.replace(JSON.stringify(r.body.requestId), '"<requestId>"') : r.text;
 
 const short = () => randomUUID().slice(0, 8);
 
@@ -158,13 +167,20 @@ const schemaBody = (typeName: string, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-const rootOf = (cell: CellId) => creds.find((c) => c.cell === cell && (c.kind === 'root-live' || c.kind === 'root-test'))!;
+const rootOf = (cell: CellId) =>
+  creds.find((c) => c.cell === cell && (c.kind === 'root-live' || c.kind === 'root-test'))!;
 const credsOf = (cell: CellId) => creds.filter((c) => c.cell === cell);
 
 async function createRecord(c: Cred, body: Record<string, unknown>): Promise<Rec> {
   const r = await call(c, 'POST', '/v1/records', body);
   expect(r.status, `${c.name} POST /v1/records: ${r.text}`).toBe(201);
-  const rec: Rec = { id: r.body.id, cell: c.cell, userId: r.body.userId, externalId: r.body.externalId, typeName: r.body.typeName };
+  const rec: Rec = {
+    id: r.body.id,
+    cell: c.cell,
+    userId: r.body.userId,
+    externalId: r.body.externalId,
+    typeName: r.body.typeName,
+  };
   cells[c.cell].records.push(rec);
   return rec;
 }
@@ -212,7 +228,8 @@ function foreignSecrets(c: Cred): string[] {
 }
 
 function expectNoForeignStrings(c: Cred, what: string, text: string) {
-  for (const s of foreignSecrets(c)) expect(text.includes(s), `${c.name} ${what}: the response names ${s}: ${text}`).toBe(false);
+  for (const s of foreignSecrets(c))
+    expect(text.includes(s), `${c.name} ${what}: the response names ${s}: ${text}`).toBe(false);
 }
 
 // ---------------------------------------------------------------- set-up
@@ -222,14 +239,19 @@ beforeAll(async () => {
   api = svc.api;
   A = svc.bootstrap;
   // Both accounts write far more in a minute than any plan's burst limit allows: a negotiated enterprise limit.
-  const raised = await api.patch(`/operator/accounts/${A.accountId}`, OPERATOR_TOKEN, { rateLimitPerMinute: 1_000_000 });
+  const raised = await api.patch(`/operator/accounts/${A.accountId}`, OPERATOR_TOKEN, {
+    rateLimitPerMinute: 1_000_000,
+  });
   expect(raised.status, raised.text).toBe(200);
   B = await api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000 });
 
   idp = await LocalIssuer.start();
   const idpKey = await idp.addKey('RS256');
   for (const tenantId of [A.tenants.live.tenantId, A.tenants.test.tenantId, B.tenants.live.tenantId]) {
-    const r = await api.call('PUT', `/operator/tenants/${tenantId}/jwt-issuers`, { token: OPERATOR_TOKEN, body: { issuers: [{ issuer: idp.url, audience: `tenancy-${tenantId}` }] } });
+    const r = await api.call('PUT', `/operator/tenants/${tenantId}/jwt-issuers`, {
+      token: OPERATOR_TOKEN,
+      body: { issuers: [{ issuer: idp.url, audience: `tenancy-${tenantId}` }] },
+    });
     expect(r.status, r.text).toBe(200);
   }
 
@@ -248,7 +270,10 @@ beforeAll(async () => {
     records: [],
     doomed: [],
   });
-  cells['A.live.ctx1'] = place('A.live.ctx1', A.tenants.live.tenantId, A.tenants.live.contextId, [A.tenants.live.contextId, ctx2A]);
+  cells['A.live.ctx1'] = place('A.live.ctx1', A.tenants.live.tenantId, A.tenants.live.contextId, [
+    A.tenants.live.contextId,
+    ctx2A,
+  ]);
   cells['A.live.ctx2'] = place('A.live.ctx2', A.tenants.live.tenantId, ctx2A, [A.tenants.live.contextId, ctx2A]);
   cells['A.test'] = place('A.test', A.tenants.test.tenantId, A.tenants.test.contextId, [A.tenants.test.contextId]);
   cells['B.live'] = place('B.live', B.tenants.live.tenantId, B.tenants.live.contextId, [B.tenants.live.contextId]);
@@ -257,13 +282,27 @@ beforeAll(async () => {
   // The credentials of the table, in order: root keys, scoped keys from each
   // account's developer token, tokens minted by the cell's root key.
   const devOf = (cell: CellId) => (cell.startsWith('A') ? A.developerToken : B.developerToken);
-  const rootKeyOf = (cell: CellId) => ({ 'A.live.ctx1': A.tenants.live.rootKey, 'A.live.ctx2': A.tenants.live.rootKey, 'A.test': A.tenants.test.rootKey, 'B.live': B.tenants.live.rootKey, 'B.test': B.tenants.test.rootKey })[cell];
+  const rootKeyOf = (cell: CellId) =>
+    ({
+      'A.live.ctx1': A.tenants.live.rootKey,
+      'A.live.ctx2': A.tenants.live.rootKey,
+      'A.test': A.tenants.test.rootKey,
+      'B.live': B.tenants.live.rootKey,
+      'B.test': B.tenants.test.rootKey,
+    })[cell];
   for (const [cell, kind] of PLAN) {
     const cl = cells[cell];
     const isDefault = cl.contextId === cl.tenantContexts[0];
     const selector = { 'x-context-id': cl.contextId };
     if (kind === 'root-live' || kind === 'root-test') {
-      creds.push({ name: `${cell}/${kind}${isDefault ? '' : '+x-context-id'}`, kind, cell, token: rootKeyOf(cell), headers: isDefault ? undefined : selector, crossContext: true });
+      creds.push({
+        name: `${cell}/${kind}${isDefault ? '' : '+x-context-id'}`,
+        kind,
+        cell,
+        token: rootKeyOf(cell),
+        headers: isDefault ? undefined : selector,
+        crossContext: true,
+      });
     } else if (kind === 'ssk' || kind === 'ssk-u1' || kind === 'ssk-cross') {
       const body: Record<string, unknown> = { tenantId: cl.tenantId, allowedActions: ['*'] };
       if (kind === 'ssk-cross') body.crossContext = true;
@@ -273,18 +312,48 @@ beforeAll(async () => {
       expect(r.status, r.text).toBe(201);
       expect(r.body.key.startsWith('ssk_')).toBe(true);
       const cross = kind === 'ssk-cross';
-      creds.push({ name: `${cell}/${kind}${cross ? '+x-context-id' : ''}`, kind, cell, token: r.body.key, headers: cross ? selector : undefined, boundUser: kind === 'ssk-u1' ? U1 : undefined, crossContext: cross });
+      creds.push({
+        name: `${cell}/${kind}${cross ? '+x-context-id' : ''}`,
+        kind,
+        cell,
+        token: r.body.key,
+        headers: cross ? selector : undefined,
+        boundUser: kind === 'ssk-u1' ? U1 : undefined,
+        crossContext: cross,
+      });
     } else if (kind === 'jwt' || kind === 'jwt-u1') {
-      const claims = { aud: `tenancy-${cl.tenantId}`, svc_context: cl.contextId, svc_permissions: ['records:*', 'schemas:*'], exp: Math.floor(Date.now() / 1000) + 3 * 3600 };
+      const claims = {
+        aud: `tenancy-${cl.tenantId}`,
+        svc_context: cl.contextId,
+        svc_permissions: ['records:*', 'schemas:*'],
+        exp: Math.floor(Date.now() / 1000) + 3 * 3600,
+      };
       const token = await idp.sign(idpKey, kind === 'jwt-u1' ? { ...claims, sub: U1 } : claims);
-      creds.push({ name: `${cell}/${kind}`, kind, cell, token, boundUser: kind === 'jwt-u1' ? U1 : undefined, crossContext: false });
+      creds.push({
+        name: `${cell}/${kind}`,
+        kind,
+        cell,
+        token,
+        boundUser: kind === 'jwt-u1' ? U1 : undefined,
+        crossContext: false,
+      });
     } else {
-      const scope = { allowedActions: ['records:*', 'schemas:*'], ...(kind === 'st-u1' ? { dataScope: { userId: U1 } } : {}) };
+      const scope = {
+        allowedActions: ['records:*', 'schemas:*'],
+        ...(kind === 'st-u1' ? { dataScope: { userId: U1 } } : {}),
+      };
       const r = await api.post('/v1/tokens', rootKeyOf(cell), { scope, contextId: cl.contextId });
       expect(r.status, r.text).toBe(201);
       expect(r.body.token.startsWith('st_')).toBe(true);
       expect(r.body.contextId).toBe(cl.contextId);
-      creds.push({ name: `${cell}/${kind}`, kind, cell, token: r.body.token, boundUser: kind === 'st-u1' ? U1 : undefined, crossContext: false });
+      creds.push({
+        name: `${cell}/${kind}`,
+        kind,
+        cell,
+        token: r.body.token,
+        boundUser: kind === 'st-u1' ? U1 : undefined,
+        crossContext: false,
+      });
     }
   }
 
@@ -320,17 +389,40 @@ beforeAll(async () => {
 
     const shared = await createRecord(r0, { typeName: TYPE, externalId: SHARED_EXT, payload: { amount: 1 } });
     sharedCreates.push({ cell: id, what: `record ${TYPE}/${SHARED_EXT}`, status: 201, id: shared.id });
-    await createRecord(r0, { typeName: TYPE, userId: U1, externalId: `ext-${id}-u1-${short()}`, payload: { amount: 2 } });
-    await createRecord(r0, { typeName: TYPE, userId: U2, scopes: ['org:acme'], externalId: `ext-${id}-u2-${short()}`, payload: { amount: 3 } });
-    await createRecord(r0, { typeName: cell.uniqueType, externalId: `ext-${id}-uniq-${short()}`, payload: { amount: 4 } });
+    await createRecord(r0, {
+      typeName: TYPE,
+      userId: U1,
+      externalId: `ext-${id}-u1-${short()}`,
+      payload: { amount: 2 },
+    });
+    await createRecord(r0, {
+      typeName: TYPE,
+      userId: U2,
+      scopes: ['org:acme'],
+      externalId: `ext-${id}-u2-${short()}`,
+      payload: { amount: 3 },
+    });
+    await createRecord(r0, {
+      typeName: cell.uniqueType,
+      externalId: `ext-${id}-uniq-${short()}`,
+      payload: { amount: 4 },
+    });
     for (const c of credsOf(id).filter((x) => x !== r0)) {
-      const rec = await createRecord(c, { typeName: TYPE, externalId: `ext-${id}-${c.kind}-${short()}`, payload: { amount: 5 } });
+      const rec = await createRecord(c, {
+        typeName: TYPE,
+        externalId: `ext-${id}-${c.kind}-${short()}`,
+        payload: { amount: 5 },
+      });
       // An identity-bound credential stamps its userId on every write.
       expect(rec.userId, c.name).toBe(c.boundUser ?? null);
     }
 
     // A record that is deleted; its tombstone remains.
-    const gone = await call(r0, 'POST', '/v1/records', { typeName: TYPE, externalId: `ext-${id}-doomed-${short()}`, payload: { amount: 6 } });
+    const gone = await call(r0, 'POST', '/v1/records', {
+      typeName: TYPE,
+      externalId: `ext-${id}-doomed-${short()}`,
+      payload: { amount: 6 },
+    });
     expect(gone.status, gone.text).toBe(201);
     const del = await call(r0, 'DELETE', `/v1/records/${gone.body.id}`);
     expect(del.status, del.text).toBe(204);
@@ -343,9 +435,12 @@ beforeAll(async () => {
     CELL_IDS.map(async (id) => {
       const r0 = rootOf(id);
       const cell = cells[id];
-      for (const r of cell.records) await eventually(async () => (await call(r0, 'GET', `/v1/records/${r.id}/versions`)).body?.data?.length > 0);
-      for (const s of [cell.baseSchemaId, cell.uniqueSchemaId]) await eventually(async () => (await call(r0, 'GET', `/v1/schemas/${s}/versions`)).body?.data?.length > 0);
-      for (const r of cell.doomed) await eventually(async () => (await call(r0, 'GET', `/v1/records/${r.id}/tombstone`)).status === 200);
+      for (const r of cell.records)
+        await eventually(async () => (await call(r0, 'GET', `/v1/records/${r.id}/versions`)).body?.data?.length > 0);
+      for (const s of [cell.baseSchemaId, cell.uniqueSchemaId])
+        await eventually(async () => (await call(r0, 'GET', `/v1/schemas/${s}/versions`)).body?.data?.length > 0);
+      for (const r of cell.doomed)
+        await eventually(async () => (await call(r0, 'GET', `/v1/records/${r.id}/tombstone`)).status === 200);
     }),
   );
 }, 180_000);
@@ -360,9 +455,12 @@ afterAll(async () => {
 describe('set-up sanity', () => {
   it('covers every credential kind in both accounts, live and test, and both contexts of A', () => {
     const kinds = new Set(creds.map((c) => c.kind));
-    for (const k of ['root-live', 'root-test', 'ssk', 'ssk-cross', 'ssk-u1', 'st', 'st-u1', 'jwt', 'jwt-u1'] as Kind[]) expect(kinds.has(k), k).toBe(true);
+    for (const k of ['root-live', 'root-test', 'ssk', 'ssk-cross', 'ssk-u1', 'st', 'st-u1', 'jwt', 'jwt-u1'] as Kind[])
+      expect(kinds.has(k), k).toBe(true);
     for (const cell of CELL_IDS) expect(credsOf(cell).length, cell).toBeGreaterThanOrEqual(2);
-    expect(new Set(creds.filter((c) => c.kind === 'st-u1').map((c) => c.cell))).toEqual(new Set(['A.live.ctx1', 'A.live.ctx2', 'A.test', 'B.live']));
+    expect(new Set(creds.filter((c) => c.kind === 'st-u1').map((c) => c.cell))).toEqual(
+      new Set(['A.live.ctx1', 'A.live.ctx2', 'A.test', 'B.live']),
+    );
   });
 
   it('every owner reads its own records, schemas, versions and tombstones (so the 404s below mean something)', async () => {
@@ -398,7 +496,11 @@ describe('the same typeName and externalId in every tenant and context are indep
   it('re-sending the shared externalId answers, in each cell, with that cell’s own record', async () => {
     for (const id of CELL_IDS) {
       const mine = cells[id].records.find((r) => r.externalId === SHARED_EXT)!;
-      const r = await call(rootOf(id), 'POST', '/v1/records', { typeName: TYPE, externalId: SHARED_EXT, payload: { amount: 1 } });
+      const r = await call(rootOf(id), 'POST', '/v1/records', {
+        typeName: TYPE,
+        externalId: SHARED_EXT,
+        payload: { amount: 1 },
+      });
       expect(r.status, `${id}: ${r.text}`).toBe(200);
       expect(r.body.id).toBe(mine.id);
     }
@@ -450,7 +552,14 @@ describe('by-id operations on entities a credential may not reach → 404, byte-
   });
 
   const RECORD_OPS = ['GET record', 'GET record versions', 'PUT record', 'PATCH record', 'DELETE record'];
-  const DOOMED_OPS = ['GET record', 'GET record versions', 'GET record tombstone', 'PUT record', 'PATCH record', 'DELETE record'];
+  const DOOMED_OPS = [
+    'GET record',
+    'GET record versions',
+    'GET record tombstone',
+    'PUT record',
+    'PATCH record',
+    'DELETE record',
+  ];
   const SCHEMA_OPS = ['GET schema', 'GET schema versions', 'PUT schema', 'DELETE schema'];
 
   it.each(LABELS)('%s', async (label) => {
@@ -458,9 +567,14 @@ describe('by-id operations on entities a credential may not reach → 404, byte-
     const base = await baselines(c);
     const probes: Array<[string, string, string]> = []; // [op, entity id, what]
     for (const cell of Object.values(cells)) {
-      for (const r of cell.records) if (!reaches(c, r)) for (const op of RECORD_OPS) probes.push([op, r.id, `${cell.id} record (userId ${r.userId})`]);
-      for (const r of cell.doomed) if (!reaches(c, r)) for (const op of DOOMED_OPS) probes.push([op, r.id, `${cell.id} deleted record`]);
-      if (cell.id !== c.cell) for (const s of [cell.baseSchemaId, cell.uniqueSchemaId, cell.u1SchemaId].filter(Boolean) as string[]) for (const op of SCHEMA_OPS) probes.push([op, s, `${cell.id} schema`]);
+      for (const r of cell.records)
+        if (!reaches(c, r))
+          for (const op of RECORD_OPS) probes.push([op, r.id, `${cell.id} record (userId ${r.userId})`]);
+      for (const r of cell.doomed)
+        if (!reaches(c, r)) for (const op of DOOMED_OPS) probes.push([op, r.id, `${cell.id} deleted record`]);
+      if (cell.id !== c.cell)
+        for (const s of [cell.baseSchemaId, cell.uniqueSchemaId, cell.u1SchemaId].filter(Boolean) as string[])
+          for (const op of SCHEMA_OPS) probes.push([op, s, `${cell.id} schema`]);
     }
     expect(probes.length).toBeGreaterThan(50);
     const failures: string[] = [];
@@ -471,9 +585,12 @@ describe('by-id operations on entities a credential may not reach → 404, byte-
         const r = await call(c, method, path, body);
         const text = withoutRequestId(r);
         if (r.status !== 404) failures.push(`${op} on ${what} ${id} → ${r.status} ${r.text}`);
-        else if (text !== base[op].text) failures.push(`${op} on ${what} ${id}: body ${text} differs from the random-id body ${base[op].text}`);
-        else if (r.headers.get('content-type') !== base[op].ct) failures.push(`${op} on ${what} ${id}: content-type differs`);
-        for (const s of foreignSecrets(c)) if (r.text.includes(s)) failures.push(`${op} on ${what} ${id}: the response names ${s}`);
+        else if (text !== base[op].text)
+          failures.push(`${op} on ${what} ${id}: body ${text} differs from the random-id body ${base[op].text}`);
+        else if (r.headers.get('content-type') !== base[op].ct)
+          failures.push(`${op} on ${what} ${id}: content-type differs`);
+        for (const s of foreignSecrets(c))
+          if (r.text.includes(s)) failures.push(`${op} on ${what} ${id}: the response names ${s}`);
       }),
     );
     expect(failures, `${c.name}:\n${failures.join('\n')}`).toEqual([]);
@@ -513,7 +630,9 @@ describe('lists never cross a tenant, context or data-scope boundary (every page
 
     // ?type= the shared typeName: this cell's only.
     const typed = await allPages(c, `/v1/records?type=${TYPE}&limit=3`);
-    expect(sorted(typed.ids), `${c.name} /v1/records?type=${TYPE}`).toEqual(sorted(visible.filter((r) => r.typeName === TYPE).map((r) => r.id)));
+    expect(sorted(typed.ids), `${c.name} /v1/records?type=${TYPE}`).toEqual(
+      sorted(visible.filter((r) => r.typeName === TYPE).map((r) => r.id)),
+    );
 
     // ?type= a typeName only another cell uses: nothing.
     for (const other of Object.values(cells).filter((x) => x.id !== c.cell)) {
@@ -535,10 +654,16 @@ describe('lists never cross a tenant, context or data-scope boundary (every page
 
     // GET /v1/contexts: its tenant's contexts (cross-context) or its own only.
     const contexts = await allPages(c, '/v1/contexts?limit=1');
-    expect(sorted(contexts.ids), `${c.name} /v1/contexts`).toEqual(sorted(c.crossContext ? cell.tenantContexts : [cell.contextId]));
+    expect(sorted(contexts.ids), `${c.name} /v1/contexts`).toEqual(
+      sorted(c.crossContext ? cell.tenantContexts : [cell.contextId]),
+    );
 
     // And no page named anything of another cell.
-    for (const path of ['/v1/records?limit=100&includePayload=true', '/v1/schemas?limit=100', '/v1/contexts?limit=100']) {
+    for (const path of [
+      '/v1/records?limit=100&includePayload=true',
+      '/v1/schemas?limit=100',
+      '/v1/contexts?limit=100',
+    ]) {
       const r = await call(c, 'GET', path);
       expectNoForeignStrings(c, `GET ${path}`, r.text);
     }
@@ -569,7 +694,8 @@ describe('live and test tenants are separate', () => {
         [live, cells[test.cell]],
         [test, cells[live.cell]],
       ] as const) {
-        for (const r of other.records) expect((await call(c, 'GET', `/v1/records/${r.id}`)).status, `${c.name} → ${other.id}`).toBe(404);
+        for (const r of other.records)
+          expect((await call(c, 'GET', `/v1/records/${r.id}`)).status, `${c.name} → ${other.id}`).toBe(404);
         expect((await call(c, 'GET', `/v1/schemas/${other.baseSchemaId}`)).status).toBe(404);
         const list = await allPages(c, '/v1/records?limit=100');
         expect(list.ids.some((id) => other.records.some((r) => r.id === id))).toBe(false);
@@ -581,8 +707,14 @@ describe('live and test tenants are separate', () => {
 
   it('a live root key cannot mint a token for its test tenant’s context (404, same as a random context)', async () => {
     const live = rootOf('A.live.ctx1');
-    const a = await api.post('/v1/tokens', live.token, { scope: { allowedActions: ['records:r'] }, contextId: cells['A.test'].contextId });
-    const b = await api.post('/v1/tokens', live.token, { scope: { allowedActions: ['records:r'] }, contextId: randomUUID() });
+    const a = await api.post('/v1/tokens', live.token, {
+      scope: { allowedActions: ['records:r'] },
+      contextId: cells['A.test'].contextId,
+    });
+    const b = await api.post('/v1/tokens', live.token, {
+      scope: { allowedActions: ['records:r'] },
+      contextId: randomUUID(),
+    });
     expect(a.status).toBe(404);
     expect(withoutRequestId(a)).toBe(withoutRequestId(b));
   });
@@ -612,9 +744,19 @@ describe('app contexts inside one tenant', () => {
 
   it('GET /v1/ping answers where each credential lands: its tenant, context and environment; no credential is 401', async () => {
     const t2 = creds.find((c) => c.cell === 'A.live.ctx2' && c.kind === 'st')!;
-    expect((await api.get('/v1/ping', t2.token)).body).toEqual({ status: 'ok', tenantId: A.tenants.live.tenantId, contextId: ctx2A, livemode: true });
+    expect((await api.get('/v1/ping', t2.token)).body).toEqual({
+      status: 'ok',
+      tenantId: A.tenants.live.tenantId,
+      contextId: ctx2A,
+      livemode: true,
+    });
     expect((await api.get('/v1/ping', A.tenants.live.rootKey, { 'x-context-id': ctx2A })).body.contextId).toBe(ctx2A);
-    expect((await api.get('/v1/ping', B.tenants.test.rootKey)).body).toEqual({ status: 'ok', tenantId: B.tenants.test.tenantId, contextId: B.tenants.test.contextId, livemode: false });
+    expect((await api.get('/v1/ping', B.tenants.test.rootKey)).body).toEqual({
+      status: 'ok',
+      tenantId: B.tenants.test.tenantId,
+      contextId: B.tenants.test.contextId,
+      livemode: false,
+    });
     expect((await api.unchecked.get('/v1/ping', '')).status).toBe(401);
   });
 
@@ -626,7 +768,10 @@ describe('app contexts inside one tenant', () => {
     expect((await api.get(`/v1/records/${r2}`, root, { 'x-context-id': ctx2A })).status).toBe(200);
     expect((await api.get(`/v1/records/${r1}`, root, { 'x-context-id': ctx2A })).status).toBe(404);
     expect((await api.get(`/v1/records/${r1}`, root, { 'x-context-id': A.tenants.live.contextId })).status).toBe(200);
-    const plain = await allPages({ name: 'root', kind: 'root-live', cell: 'A.live.ctx1', token: root, crossContext: true }, '/v1/records?limit=100');
+    const plain = await allPages(
+      { name: 'root', kind: 'root-live', cell: 'A.live.ctx1', token: root, crossContext: true },
+      '/v1/records?limit=100',
+    );
     expect(plain.ids).not.toContain(r2);
     expect(plain.ids).toContain(r1);
   });
@@ -635,7 +780,9 @@ describe('app contexts inside one tenant', () => {
     const k = creds.find((c) => c.kind === 'ssk-cross')!;
     expect((await api.get(`/v1/records/${rec('A.live.ctx2').id}`, k.token)).status).toBe(404);
     expect((await api.get(`/v1/records/${rec('A.live.ctx1').id}`, k.token)).status).toBe(200);
-    expect((await api.get(`/v1/records/${rec('A.live.ctx2').id}`, k.token, { 'x-context-id': ctx2A })).status).toBe(200);
+    expect((await api.get(`/v1/records/${rec('A.live.ctx2').id}`, k.token, { 'x-context-id': ctx2A })).status).toBe(
+      200,
+    );
     // but not another tenant's context
     expect((await api.get('/v1/records', k.token, { 'x-context-id': B.tenants.live.contextId })).status).toBe(404);
   });
@@ -655,7 +802,19 @@ describe('identity-bound credentials (dataScope.userId = u1)', () => {
   const bound = () => creds.filter((c) => c.boundUser === U1);
 
   it('there is one per live/test tenant and context (st_ and ssk_), and JWTs bound by their sub claim', () => {
-    expect(bound().map((c) => c.name).sort()).toEqual(['A.live.ctx1/ssk-u1', 'A.live.ctx1/st-u1', 'A.live.ctx2/jwt-u1', 'A.live.ctx2/st-u1', 'A.test/st-u1', 'B.live/jwt-u1', 'B.live/st-u1']);
+    expect(
+      bound()
+        .map((c) => c.name)
+        .sort(),
+    ).toEqual([
+      'A.live.ctx1/ssk-u1',
+      'A.live.ctx1/st-u1',
+      'A.live.ctx2/jwt-u1',
+      'A.live.ctx2/st-u1',
+      'A.test/st-u1',
+      'B.live/jwt-u1',
+      'B.live/st-u1',
+    ]);
   });
 
   it('lists only records with userId u1, and ?userId=u2 is empty', async () => {
@@ -717,7 +876,9 @@ describe('identity-bound credentials (dataScope.userId = u1)', () => {
 
   it('a token minted by an identity-bound token cannot widen to another user (403)', async () => {
     const c = creds.find((x) => x.kind === 'st-u1' && x.cell === 'A.live.ctx1')!;
-    const r = await call(c, 'POST', '/v1/tokens', { scope: { allowedActions: ['records:r'], dataScope: { userId: U2 } } });
+    const r = await call(c, 'POST', '/v1/tokens', {
+      scope: { allowedActions: ['records:r'], dataScope: { userId: U2 } },
+    });
     expect(r.status, r.text).toBe(403);
     const ok = await call(c, 'POST', '/v1/tokens', { scope: { allowedActions: ['records:r'] } });
     expect(ok.status, ok.text).toBe(201);
@@ -746,9 +907,15 @@ describe('error messages never name what belongs to another tenant or context', 
       const rnd = await call(c, 'POST', '/v1/records', { typeName: never, externalId: 'x-1', payload: { amount: 1 } });
       expect(rnd.status, `${c.name}: ${rnd.text}`).toBe(404);
       for (const other of Object.values(cells).filter((x) => x.id !== c.cell)) {
-        const r = await call(c, 'POST', '/v1/records', { typeName: other.uniqueType, externalId: 'x-1', payload: { amount: 1 } });
+        const r = await call(c, 'POST', '/v1/records', {
+          typeName: other.uniqueType,
+          externalId: 'x-1',
+          payload: { amount: 1 },
+        });
         expect(r.status, `${c.name} with ${other.uniqueType}: ${r.text}`).toBe(rnd.status);
-        expect(withoutRequestId(r).replaceAll(other.uniqueType, '<T>')).toBe(withoutRequestId(rnd).replaceAll(never, '<T>'));
+        expect(withoutRequestId(r).replaceAll(other.uniqueType, '<T>')).toBe(
+          withoutRequestId(rnd).replaceAll(never, '<T>'),
+        );
       }
     }
   });
@@ -774,10 +941,18 @@ describe('error messages never name what belongs to another tenant or context', 
 
   it('minting a token for another tenant’s or context’s context → 404, identical to a random context', async () => {
     for (const c of creds) {
-      const rnd = await call(c, 'POST', '/v1/tokens', { scope: { allowedActions: ['records:r'] }, contextId: randomUUID() });
+      const rnd = await call(c, 'POST', '/v1/tokens', {
+        scope: { allowedActions: ['records:r'] },
+        contextId: randomUUID(),
+      });
       expect(rnd.status, `${c.name}: ${rnd.text}`).toBe(404);
-      for (const other of Object.values(cells).filter((x) => x.contextId !== cells[c.cell].contextId && !(c.crossContext && x.tenantId === cells[c.cell].tenantId))) {
-        const r = await call(c, 'POST', '/v1/tokens', { scope: { allowedActions: ['records:r'] }, contextId: other.contextId });
+      for (const other of Object.values(cells).filter(
+        (x) => x.contextId !== cells[c.cell].contextId && !(c.crossContext && x.tenantId === cells[c.cell].tenantId),
+      )) {
+        const r = await call(c, 'POST', '/v1/tokens', {
+          scope: { allowedActions: ['records:r'] },
+          contextId: other.contextId,
+        });
         expect(r.status, `${c.name} → ${other.id}: ${r.text}`).toBe(404);
         expect(withoutRequestId(r)).toBe(withoutRequestId(rnd));
       }
@@ -785,23 +960,45 @@ describe('error messages never name what belongs to another tenant or context', 
   });
 
   it('a developer token creating a key for another account’s tenant or context is refused like a random one', async () => {
-    const forTenant = await api.post('/developer/keys', B.developerToken, { tenantId: A.tenants.live.tenantId, allowedActions: ['records:r'] });
-    const rndTenant = await api.post('/developer/keys', B.developerToken, { tenantId: randomUUID(), allowedActions: ['records:r'] });
+    const forTenant = await api.post('/developer/keys', B.developerToken, {
+      tenantId: A.tenants.live.tenantId,
+      allowedActions: ['records:r'],
+    });
+    const rndTenant = await api.post('/developer/keys', B.developerToken, {
+      tenantId: randomUUID(),
+      allowedActions: ['records:r'],
+    });
     expect(forTenant.status).toBe(403);
     expect(withoutRequestId(forTenant)).toBe(withoutRequestId(rndTenant));
-    const forCtx = await api.post('/developer/keys', A.developerToken, { tenantId: A.tenants.live.tenantId, contextId: B.tenants.live.contextId, allowedActions: ['records:r'] });
-    const rndCtx = await api.post('/developer/keys', A.developerToken, { tenantId: A.tenants.live.tenantId, contextId: randomUUID(), allowedActions: ['records:r'] });
+    const forCtx = await api.post('/developer/keys', A.developerToken, {
+      tenantId: A.tenants.live.tenantId,
+      contextId: B.tenants.live.contextId,
+      allowedActions: ['records:r'],
+    });
+    const rndCtx = await api.post('/developer/keys', A.developerToken, {
+      tenantId: A.tenants.live.tenantId,
+      contextId: randomUUID(),
+      allowedActions: ['records:r'],
+    });
     expect(forCtx.status).toBe(404);
     expect(withoutRequestId(forCtx)).toBe(withoutRequestId(rndCtx));
     // A's test context is not a context of A's live tenant either
-    const crossEnv = await api.post('/developer/keys', A.developerToken, { tenantId: A.tenants.live.tenantId, contextId: A.tenants.test.contextId, allowedActions: ['records:r'] });
+    const crossEnv = await api.post('/developer/keys', A.developerToken, {
+      tenantId: A.tenants.live.tenantId,
+      contextId: A.tenants.test.contextId,
+      allowedActions: ['records:r'],
+    });
     expect(withoutRequestId(crossEnv)).toBe(withoutRequestId(rndCtx));
   });
 
   it('a conflict on an externalId held by an out-of-scope record names neither the record nor its owner', async () => {
     const c = creds.find((x) => x.kind === 'st-u1' && x.cell === 'A.live.ctx1')!;
     const held = cells['A.live.ctx1'].records.find((r) => r.userId === U2)!;
-    const r = await call(c, 'POST', '/v1/records', { typeName: TYPE, externalId: held.externalId, payload: { amount: 1 } });
+    const r = await call(c, 'POST', '/v1/records', {
+      typeName: TYPE,
+      externalId: held.externalId,
+      payload: { amount: 1 },
+    });
     expect(r.status, r.text).toBe(409);
     expect(r.text).not.toContain(held.id);
     expect(r.text).not.toContain(U2);
@@ -839,7 +1036,10 @@ describe('credential planes', () => {
 
   it('a root key, a scoped key or a minted token on /developer/keys → 403', async () => {
     for (const c of creds) {
-      const r = await api.post('/developer/keys', c.token, { tenantId: cells[c.cell].tenantId, allowedActions: ['records:r'] });
+      const r = await api.post('/developer/keys', c.token, {
+        tenantId: cells[c.cell].tenantId,
+        allowedActions: ['records:r'],
+      });
       expect(r.status, `${c.name}: ${r.text}`).toBe(403);
     }
   });
@@ -852,7 +1052,12 @@ describe('data scopes on schemas (identity-bound credentials)', () => {
 
   beforeAll(async () => {
     for (const id of ['A.live.ctx1', 'B.live'] as CellId[]) {
-      const r = await call(rootOf(id), 'POST', '/v1/schemas', schemaBody(TYPE, { userId: U2, basedOn: cells[id].baseSchemaId }));
+      const r = await call(
+        rootOf(id),
+        'POST',
+        '/v1/schemas',
+        schemaBody(TYPE, { userId: U2, basedOn: cells[id].baseSchemaId }),
+      );
       expect(r.status, r.text).toBe(201);
       expect(r.body.userId).toBe(U2);
       u2Variant[id] = r.body.id;
@@ -866,7 +1071,8 @@ describe('data scopes on schemas (identity-bound credentials)', () => {
       const id = u2Variant[c.cell];
       const rnd = await call(c, 'GET', `/v1/schemas/${randomUUID()}`);
       const g = await call(c, 'GET', `/v1/schemas/${id}`);
-      if (g.status !== 404 || withoutRequestId(g) !== withoutRequestId(rnd)) failures.push(`${c.name} GET /v1/schemas/${id} (userId u2) → ${g.status} ${g.text.slice(0, 120)}`);
+      if (g.status !== 404 || withoutRequestId(g) !== withoutRequestId(rnd))
+        failures.push(`${c.name} GET /v1/schemas/${id} (userId u2) → ${g.status} ${g.text.slice(0, 120)}`);
       const v = await call(c, 'GET', `/v1/schemas/${id}/versions`);
       if (v.status !== 404) failures.push(`${c.name} GET /v1/schemas/${id}/versions → ${v.status}`);
       const l = await allPages(c, '/v1/schemas?limit=100');
@@ -880,8 +1086,16 @@ describe('data scopes on schemas (identity-bound credentials)', () => {
     for (const c of bound()) {
       const rnd = await call(c, 'POST', '/v1/records', { schemaId: randomUUID(), payload: { amount: 1 } });
       const r = await call(c, 'POST', '/v1/records', { schemaId: u2Variant[c.cell], payload: { amount: 1 } });
-      if (r.status === 201) cells[c.cell].records.push({ id: r.body.id, cell: c.cell, userId: r.body.userId, externalId: null, typeName: TYPE });
-      if (r.status !== 404 || withoutRequestId(r) !== withoutRequestId(rnd)) failures.push(`${c.name} POST /v1/records {schemaId: u2 variant} → ${r.status} ${r.text.slice(0, 120)}`);
+      if (r.status === 201)
+        cells[c.cell].records.push({
+          id: r.body.id,
+          cell: c.cell,
+          userId: r.body.userId,
+          externalId: null,
+          typeName: TYPE,
+        });
+      if (r.status !== 404 || withoutRequestId(r) !== withoutRequestId(rnd))
+        failures.push(`${c.name} POST /v1/records {schemaId: u2 variant} → ${r.status} ${r.text.slice(0, 120)}`);
     }
     expect(failures, failures.join('\n')).toEqual([]);
   });
@@ -892,7 +1106,8 @@ describe('data scopes on schemas (identity-bound credentials)', () => {
       const id = cells[c.cell].baseSchemaId;
       const g = await call(c, 'GET', `/v1/schemas/${id}`);
       const v = await call(c, 'GET', `/v1/schemas/${id}/versions`);
-      if (g.status !== 200 || v.status !== 200) failures.push(`${c.name} shared base ${id}: GET → ${g.status}, /versions → ${v.status}`);
+      if (g.status !== 200 || v.status !== 200)
+        failures.push(`${c.name} shared base ${id}: GET → ${g.status}, /versions → ${v.status}`);
     }
     expect(failures, failures.join('\n')).toEqual([]);
   });
@@ -904,13 +1119,25 @@ describe('scope-bound credentials (dataScope.scopes = [org:acme])', () => {
 
   beforeAll(async () => {
     for (const id of ['A.live.ctx1', 'B.live'] as CellId[]) {
-      const t = await call(rootOf(id), 'POST', '/v1/tokens', { scope: { allowedActions: ['records:*', 'schemas:r'], dataScope: { scopes: [ACME] } } });
+      const t = await call(rootOf(id), 'POST', '/v1/tokens', {
+        scope: { allowedActions: ['records:*', 'schemas:r'], dataScope: { scopes: [ACME] } },
+      });
       expect(t.status, t.text).toBe(201);
       scoped.push({ name: `${id}/st-acme`, kind: 'st', cell: id, token: t.body.token, crossContext: false });
     }
-    const k = await api.post('/developer/keys', A.developerToken, { tenantId: A.tenants.live.tenantId, allowedActions: ['*'], dataScope: { scopes: [ACME] } });
+    const k = await api.post('/developer/keys', A.developerToken, {
+      tenantId: A.tenants.live.tenantId,
+      allowedActions: ['*'],
+      dataScope: { scopes: [ACME] },
+    });
     expect(k.status, k.text).toBe(201);
-    scoped.push({ name: 'A.live.ctx1/ssk-acme', kind: 'ssk', cell: 'A.live.ctx1', token: k.body.key, crossContext: false });
+    scoped.push({
+      name: 'A.live.ctx1/ssk-acme',
+      kind: 'ssk',
+      cell: 'A.live.ctx1',
+      token: k.body.key,
+      crossContext: false,
+    });
   });
 
   const inScope = (r: Rec, ids: Map<string, string[]>) => (ids.get(r.id) ?? []).includes(ACME);
@@ -919,7 +1146,8 @@ describe('scope-bound credentials (dataScope.scopes = [org:acme])', () => {
     for (const c of scoped) {
       // the owner's view of every record's scopes
       const scopesOf = new Map<string, string[]>();
-      for (const r of (await call(rootOf(c.cell), 'GET', '/v1/records?limit=100')).body.data) scopesOf.set(r.id, r.scopes);
+      for (const r of (await call(rootOf(c.cell), 'GET', '/v1/records?limit=100')).body.data)
+        scopesOf.set(r.id, r.scopes);
       const expected = cells[c.cell].records.filter((r) => inScope(r, scopesOf)).map((r) => r.id);
       expect(expected.length, c.name).toBeGreaterThan(0);
       const l = await allPages(c, '/v1/records?limit=2');
@@ -939,8 +1167,18 @@ describe('scope-bound credentials (dataScope.scopes = [org:acme])', () => {
       const a = await call(c, 'POST', '/v1/records', { typeName: TYPE, payload: { amount: 30 } });
       expect(a.status, `${c.name}: ${a.text}`).toBe(201);
       expect(a.body.scopes).toEqual([ACME]);
-      cells[c.cell].records.push({ id: a.body.id, cell: c.cell, userId: a.body.userId, externalId: null, typeName: TYPE });
-      const b = await call(c, 'POST', '/v1/records', { typeName: TYPE, scopes: ['org:other'], payload: { amount: 31 } });
+      cells[c.cell].records.push({
+        id: a.body.id,
+        cell: c.cell,
+        userId: a.body.userId,
+        externalId: null,
+        typeName: TYPE,
+      });
+      const b = await call(c, 'POST', '/v1/records', {
+        typeName: TYPE,
+        scopes: ['org:other'],
+        payload: { amount: 31 },
+      });
       expect(b.status, `${c.name}: ${b.text}`).toBe(403);
       const p = await call(c, 'PATCH', `/v1/records/${a.body.id}`, { scopes: ['org:other'] });
       expect(p.status, `${c.name}: ${p.text}`).toBe(403);
@@ -952,19 +1190,39 @@ describe('scope-bound credentials (dataScope.scopes = [org:acme])', () => {
     for (const c of scoped) {
       const created = await call(c, 'POST', '/v1/records', { typeName: TYPE, scopes: [], payload: { amount: 32 } });
       if (created.status === 201) {
-        cells[c.cell].records.push({ id: created.body.id, cell: c.cell, userId: created.body.userId, externalId: null, typeName: TYPE });
+        cells[c.cell].records.push({
+          id: created.body.id,
+          cell: c.cell,
+          userId: created.body.userId,
+          externalId: null,
+          typeName: TYPE,
+        });
         const back = await call(c, 'GET', `/v1/records/${created.body.id}`);
-        if (back.status !== 200) failures.push(`${c.name} POST {scopes: []} → 201 with scopes ${JSON.stringify(created.body.scopes)}, and the record is then out of its reach (GET → ${back.status})`);
-      } else if (created.status !== 403) failures.push(`${c.name} POST {scopes: []} → ${created.status} ${created.text}`);
+        if (back.status !== 200)
+          failures.push(
+            `${c.name} POST {scopes: []} → 201 with scopes ${JSON.stringify(created.body.scopes)}, and the record is then out of its reach (GET → ${back.status})`,
+          );
+      } else if (created.status !== 403)
+        failures.push(`${c.name} POST {scopes: []} → ${created.status} ${created.text}`);
 
       const own = await call(c, 'POST', '/v1/records', { typeName: TYPE, payload: { amount: 33 } });
       expect(own.status, own.text).toBe(201);
-      cells[c.cell].records.push({ id: own.body.id, cell: c.cell, userId: own.body.userId, externalId: null, typeName: TYPE });
+      cells[c.cell].records.push({
+        id: own.body.id,
+        cell: c.cell,
+        userId: own.body.userId,
+        externalId: null,
+        typeName: TYPE,
+      });
       const patched = await call(c, 'PATCH', `/v1/records/${own.body.id}`, { scopes: [] });
       if (patched.status === 200) {
         const back = await call(c, 'GET', `/v1/records/${own.body.id}`);
-        if (back.status !== 200) failures.push(`${c.name} PATCH {scopes: []} → 200 with scopes ${JSON.stringify(patched.body.scopes)}, and the record is then out of its reach (GET → ${back.status})`);
-      } else if (patched.status !== 403) failures.push(`${c.name} PATCH {scopes: []} → ${patched.status} ${patched.text}`);
+        if (back.status !== 200)
+          failures.push(
+            `${c.name} PATCH {scopes: []} → 200 with scopes ${JSON.stringify(patched.body.scopes)}, and the record is then out of its reach (GET → ${back.status})`,
+          );
+      } else if (patched.status !== 403)
+        failures.push(`${c.name} PATCH {scopes: []} → ${patched.status} ${patched.text}`);
     }
     expect(failures, failures.join('\n')).toEqual([]);
   });

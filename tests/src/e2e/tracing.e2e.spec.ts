@@ -37,19 +37,31 @@ describe('traces over OTLP', () => {
   });
 
   const send = (method: string, path: string, body: unknown, traceparent: string) =>
-    fetch(`${svc.url}${path}`, { method, headers: { authorization: `Bearer ${root}`, 'content-type': 'application/json', traceparent }, body: JSON.stringify(body) });
+    fetch(`${svc.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${root}`, 'content-type': 'application/json', traceparent },
+      body: JSON.stringify(body),
+    });
   const ofTrace = (traceId: string) => otlp.spans.filter((s) => s.traceId === traceId);
 
   it('follows a write from the edge through the append to its projections, under the caller trace', async () => {
     const caller = callerContext();
-    const r = await send('POST', '/v1/records', { typeName, payload: { title: 'Lighthouse keeper' } }, caller.traceparent);
+    const r = await send(
+      'POST',
+      '/v1/records',
+      { typeName, payload: { title: 'Lighthouse keeper' } },
+      caller.traceparent,
+    );
     expect(r.status).toBe(201);
     const requestId = r.headers.get('x-request-id');
 
     const spans = (await eventually(async () => {
       const t = ofTrace(caller.traceId);
       // The edge span ends (and is exported) after the answer, possibly after the batch.
-      return t.some((s) => s.name === 'projection batch' && attr(s, 'svc.projection') === 'read-models') && t.some((s) => s.name === 'POST /v1/records') ? t : null;
+      return t.some((s) => s.name === 'projection batch' && attr(s, 'svc.projection') === 'read-models') &&
+        t.some((s) => s.name === 'POST /v1/records')
+        ? t
+        : null;
     }, 20_000))!;
     const edge = spans.find((s) => s.name === 'POST /v1/records')!;
     expect(edge, JSON.stringify(spans.map((s) => s.name))).toBeDefined();
@@ -91,20 +103,29 @@ describe('traces over OTLP', () => {
 
     const spans = (await eventually(async () => {
       const t = ofTrace(caller.traceId);
-      return t.some((s) => s.name === 'POST /v1/rag') && t.some((s) => s.name === 'model builtin-extractive') ? t : null;
+      return t.some((s) => s.name === 'POST /v1/rag') && t.some((s) => s.name === 'model builtin-extractive')
+        ? t
+        : null;
     }, 20_000))!;
     const edge = spans.find((s) => s.name === 'POST /v1/rag')!;
     const model = spans.find((s) => s.name === 'model builtin-extractive')!;
     expect(model.parentSpanId).toBe(edge.spanId);
     expect(attr(model, 'svc.surface')).toBe('rag');
-    expect(spans.filter((s) => s.parentSpanId === edge.spanId).map((s) => s.name)).toEqual(expect.arrayContaining(['search TEXT', 'model builtin-extractive']));
+    expect(spans.filter((s) => s.parentSpanId === edge.spanId).map((s) => s.name)).toEqual(
+      expect.arrayContaining(['search TEXT', 'model builtin-extractive']),
+    );
   });
 
   it('starts a trace of its own for a request without traceparent', async () => {
-    const r = await fetch(`${svc.url}/v1/records?typeName=${typeName}`, { headers: { authorization: `Bearer ${root}` } });
+    const r = await fetch(`${svc.url}/v1/records?typeName=${typeName}`, {
+      headers: { authorization: `Bearer ${root}` },
+    });
     expect(r.status).toBe(200);
     const requestId = r.headers.get('x-request-id');
-    const edge = (await eventually(async () => otlp.spans.find((s) => attr(s, 'svc.request_id') === requestId) ?? null, 20_000))!;
+    const edge = (await eventually(
+      async () => otlp.spans.find((s) => attr(s, 'svc.request_id') === requestId) ?? null,
+      20_000,
+    ))!;
     expect(edge.name).toBe('GET /v1/records');
     expect(edge.parentSpanId ?? '').toBe('');
   });

@@ -41,14 +41,18 @@ function expectCeiling(r: { status: number; body: any; headers: Headers; text: s
 }
 
 /** A GET /healthz through `svc`, with X-Forwarded-For as a proxy would pass it on (none: no header at all). */
-const from = (svc: TestService, xff?: string) => svc.api.get('/healthz', undefined, xff === undefined ? undefined : { 'x-forwarded-for': xff });
+const from = (svc: TestService, xff?: string) =>
+  svc.api.get('/healthz', undefined, xff === undefined ? undefined : { 'x-forwarded-for': xff });
 
 describe('TRUST_PROXY_HOPS=1: the client is the address the one trusted proxy appended', () => {
   const clock = testClock();
   let svc: TestService;
 
   beforeAll(async () => {
-    svc = await startService({ env: { EDGE_RATE_LIMIT_PER_MINUTE: String(CEILING), TRUST_PROXY_HOPS: '1' }, hooks: { now: clock.now } });
+    svc = await startService({
+      env: { EDGE_RATE_LIMIT_PER_MINUTE: String(CEILING), TRUST_PROXY_HOPS: '1' },
+      hooks: { now: clock.now },
+    });
   });
   afterAll(async () => {
     await svc?.stop();
@@ -102,54 +106,67 @@ describe('TRUST_PROXY_HOPS unset: X-Forwarded-For is ignored, the TCP peer is th
   });
 });
 
-describe.runIf(NGINX)('behind the shipped router (deploy/k8s/router.nginx.conf, one hop) with TRUST_PROXY_HOPS=1', () => {
-  const clock = testClock();
-  let svc: TestService;
-  let router: Router | undefined;
-  let routerUrl = '';
-  const agents: Agent[] = [];
+describe.runIf(NGINX)(
+  'behind the shipped router (deploy/k8s/router.nginx.conf, one hop) with TRUST_PROXY_HOPS=1',
+  () => {
+    const clock = testClock();
+    let svc: TestService;
+    let router: Router | undefined;
+    let routerUrl = '';
+    const agents: Agent[] = [];
 
-  /** A client of the router connecting from `localAddress`, its answers checked against the description. */
-  function clientAt(localAddress: string) {
-    const dispatcher = new Agent({ localAddress });
-    agents.push(dispatcher);
-    const viaAddress = (input: Request | string | URL, init?: RequestInit) => {
-      const req = input instanceof Request ? input : new Request(input, init);
-      return undiciFetch(req.url, { method: req.method, headers: [...req.headers], dispatcher });
-    };
-    const client = checkedClient(routerUrl, { fetch: viaAddress as unknown as typeof fetch });
-    return async (xff?: string) => {
-      const { response, error } = await client.GET('/healthz', { headers: xff === undefined ? {} : { 'x-forwarded-for': xff } });
-      return { status: response.status, body: response.ok ? undefined : error, headers: response.headers, text: JSON.stringify(error ?? '') };
-    };
-  }
+    /** A client of the router connecting from `localAddress`, its answers checked against the description. */
+    function clientAt(localAddress: string) {
+      const dispatcher = new Agent({ localAddress });
+      agents.push(dispatcher);
+      const viaAddress = (input: Request | string | URL, init?: RequestInit) => {
+        const req = input instanceof Request ? input : new Request(input, init);
+        return undiciFetch(req.url, { method: req.method, headers: [...req.headers], dispatcher });
+      };
+      const client = checkedClient(routerUrl, { fetch: viaAddress as unknown as typeof fetch });
+      return async (xff?: string) => {
+        const { response, error } = await client.GET('/healthz', {
+          headers: xff === undefined ? {} : { 'x-forwarded-for': xff },
+        });
+        return {
+          status: response.status,
+          body: response.ok ? undefined : error,
+          headers: response.headers,
+          text: JSON.stringify(error ?? ''),
+        };
+      };
+    }
 
-  beforeAll(async () => {
-    svc = await startService({ env: { EDGE_RATE_LIMIT_PER_MINUTE: String(CEILING), TRUST_PROXY_HOPS: '1' }, hooks: { now: clock.now } });
-    // The shipped configuration with every role's upstream pointed at this one process of role all.
-    const at = [`127.0.0.1:${new URL(svc.url).port}`];
-    router = await Router.start({ command: at, query: at, projector: at });
-    routerUrl = router.url;
-    await descriptionOf(routerUrl);
-  });
-  afterAll(async () => {
-    await Promise.all(agents.map((a) => a.close()));
-    await router?.stop();
-    if (routerUrl) forgetDescription(routerUrl);
-    await svc?.stop();
-  });
+    beforeAll(async () => {
+      svc = await startService({
+        env: { EDGE_RATE_LIMIT_PER_MINUTE: String(CEILING), TRUST_PROXY_HOPS: '1' },
+        hooks: { now: clock.now },
+      });
+      // The shipped configuration with every role's upstream pointed at this one process of role all.
+      const at = [`127.0.0.1:${new URL(svc.url).port}`];
+      router = await Router.start({ command: at, query: at, projector: at });
+      routerUrl = router.url;
+      await descriptionOf(routerUrl);
+    });
+    afterAll(async () => {
+      await Promise.all(agents.map((a) => a.close()));
+      await router?.stop();
+      if (routerUrl) forgetDescription(routerUrl);
+      await svc?.stop();
+    });
 
-  it('two clients from two addresses have two ceilings; a forged X-Forwarded-For neither escapes nor spends one', async () => {
-    clock.nextMinute();
-    const a = clientAt('127.0.0.2');
-    const b = clientAt('127.0.0.3');
-    // Client A forges a different left-most address on every request: the router appends 127.0.0.2 each time.
-    for (let i = 0; i < CEILING; i++) expect((await a(`10.0.0.${i}`)).status).toBe(200);
-    expectCeiling(await a('10.9.9.9'));
-    expectCeiling(await a());
-    // Client B has its own whole ceiling, even when it names A's address.
-    expect((await b('127.0.0.2')).status).toBe(200);
-    for (let i = 1; i < CEILING; i++) expect((await b()).status).toBe(200);
-    expectCeiling(await b());
-  });
-});
+    it('two clients from two addresses have two ceilings; a forged X-Forwarded-For neither escapes nor spends one', async () => {
+      clock.nextMinute();
+      const a = clientAt('127.0.0.2');
+      const b = clientAt('127.0.0.3');
+      // Client A forges a different left-most address on every request: the router appends 127.0.0.2 each time.
+      for (let i = 0; i < CEILING; i++) expect((await a(`10.0.0.${i}`)).status).toBe(200);
+      expectCeiling(await a('10.9.9.9'));
+      expectCeiling(await a());
+      // Client B has its own whole ceiling, even when it names A's address.
+      expect((await b('127.0.0.2')).status).toBe(200);
+      for (let i = 1; i < CEILING; i++) expect((await b()).status).toBe(200);
+      expectCeiling(await b());
+    });
+  },
+);

@@ -4,7 +4,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoredEvent } from '@svc/domain';
 import { usageProjection } from '@svc/projectors';
 import { serverUrl, tempDir } from '../support/engines';
-import { OPERATOR_TOKEN, ROOT, startService, type Api, type Bootstrap, type TestService, eventually } from '../support/service';
+import {
+  OPERATOR_TOKEN,
+  ROOT,
+  startService,
+  type Api,
+  type Bootstrap,
+  type TestService,
+  eventually,
+} from '../support/service';
 
 /**
  * Metering and the usage report (spec "Usage report", "Usage", Errors 402,
@@ -85,11 +93,26 @@ beforeAll(async () => {
     201,
   );
   // code (equality 1) + price (range 3) + tag (1) + pin (sensitive, blind-indexed: 1) = 6 index credits, + 1 write.
-  const r1 = await ok(api.post('/v1/records', live, { typeName: 'item', externalId: 'ext-1', payload: { code: 'A1', price: 10, tag: 'x', pin: '1234' } }), 201);
+  const r1 = await ok(
+    api.post('/v1/records', live, {
+      typeName: 'item',
+      externalId: 'ext-1',
+      payload: { code: 'A1', price: 10, tag: 'x', pin: '1234' },
+    }),
+    201,
+  );
   expected.live.recordWrites += 1000;
   expected.live.indexes += 6000;
   // Only code has a value: 1 index credit (userId and scopes are counted in indexCount, not charged).
-  const r2 = await ok(api.post('/v1/records', live, { typeName: 'item', payload: { code: 'A2' }, userId: randomUUID(), scopes: ['org:acme'] }), 201);
+  const r2 = await ok(
+    api.post('/v1/records', live, {
+      typeName: 'item',
+      payload: { code: 'A2' },
+      userId: randomUUID(),
+      scopes: ['org:acme'],
+    }),
+    201,
+  );
   expected.live.recordWrites += 1000;
   expected.live.indexes += 1000;
   // A patch is a write: the record as written now indexes code and price (1 + 3).
@@ -97,12 +120,27 @@ beforeAll(async () => {
   expected.live.recordWrites += 1000;
   expected.live.indexes += 4000;
   // Not charged: an idempotent re-create (nothing written), a refused write, a delete.
-  await ok(api.post('/v1/records', live, { typeName: 'item', externalId: 'ext-1', payload: { code: 'A1', price: 10, tag: 'x', pin: '1234' } }), 200);
+  await ok(
+    api.post('/v1/records', live, {
+      typeName: 'item',
+      externalId: 'ext-1',
+      payload: { code: 'A1', price: 10, tag: 'x', pin: '1234' },
+    }),
+    200,
+  );
   await ok(api.post('/v1/records', live, { typeName: 'item', payload: { price: 'not a number' } }), 400);
   await ok(api.post('/v1/records', live, { typeName: 'item', payload: { code: 'A1' } }), 409);
   await ok(api.del(`/v1/records/${r2.id}`, live), 204);
   // A batch of two creates: (1 + code 1 + tag 1) and (1 + code 1).
-  const batch = await ok(api.post('/v1/records/batch', live, { records: [{ typeName: 'item', payload: { code: 'B1', tag: 'y' } }, { typeName: 'item', payload: { code: 'B2' } }] }), 200);
+  const batch = await ok(
+    api.post('/v1/records/batch', live, {
+      records: [
+        { typeName: 'item', payload: { code: 'B1', tag: 'y' } },
+        { typeName: 'item', payload: { code: 'B2' } },
+      ],
+    }),
+    200,
+  );
   expect(batch.results.map((x: { status: string }) => x.status)).toEqual(['created', 'created']);
   expected.live.recordWrites += 2000;
   expected.live.indexes += 3000;
@@ -122,41 +160,95 @@ beforeAll(async () => {
   await ok(api.patch(`/v1/documents/${d1.id}`, live, { text: 'fresh text' }), 200);
   expected.live.documentWrites += 1000;
   expected.live.textIngest += 1000;
-  const up = await ok(api.post('/v1/documents/upload', live, { title: 'file', fileName: 'f.txt', fileType: 'text/plain', indexMode: 'NONE' }), 201);
+  const up = await ok(
+    api.post('/v1/documents/upload', live, {
+      title: 'file',
+      fileName: 'f.txt',
+      fileType: 'text/plain',
+      indexMode: 'NONE',
+    }),
+    201,
+  );
   expected.live.documentWrites += 1000;
-  const put = await fetch(up.uploadUrl, { method: 'PUT', headers: { 'content-type': 'text/plain', [up.requiredHeaderName]: up.requiredHeaderValue }, body: 'f'.repeat(150_000) });
+  const put = await fetch(up.uploadUrl, {
+    method: 'PUT',
+    headers: { 'content-type': 'text/plain', [up.requiredHeaderName]: up.requiredHeaderValue },
+    body: 'f'.repeat(150_000),
+  });
   expect(put.status).toBe(200);
   expected.live.fileIngest += 4000; // 150,000 bytes: two started 100 KB (102,400 bytes), 2 credits each
   expect((await read(`/v1/documents/${d1.id}`, live)).status).toBe(200);
   expect((await read(`/v1/documents/${d1.id}/text`, live)).status).toBe(200);
 
   // --- searches, live default context: TEXT x2, SEMANTIC, HYBRID (the default mode) ------------------
-  for (const body of [{ query: 'hello', mode: 'TEXT' }, { query: 'world', mode: 'TEXT' }, { query: 'greeting', mode: 'SEMANTIC' }, { query: 'hello' }]) await ok(api.post('/v1/search', live, body), 200);
+  for (const body of [
+    { query: 'hello', mode: 'TEXT' },
+    { query: 'world', mode: 'TEXT' },
+    { query: 'greeting', mode: 'SEMANTIC' },
+    { query: 'hello' },
+  ])
+    await ok(api.post('/v1/search', live, body), 200);
   expected.live.search += 1000 + 1000 + 1000 + 2000;
   await ok(api.post('/v1/search', live, { query: 'hello', limit: 101 }), 400); // refused: not charged
 
   // --- the second context of the live tenant -----------------------------------------------------
-  await ok(api.call('POST', '/v1/schemas', { token: live, headers: h2(), body: { typeName: 'note', displayName: 'Note', allowedSurfaces: ['record'], indexMode: 'NONE' } }), 201);
-  await ok(api.call('POST', '/v1/records', { token: live, headers: h2(), body: { typeName: 'note', payload: { any: 'thing' } } }), 201);
+  await ok(
+    api.call('POST', '/v1/schemas', {
+      token: live,
+      headers: h2(),
+      body: { typeName: 'note', displayName: 'Note', allowedSurfaces: ['record'], indexMode: 'NONE' },
+    }),
+    201,
+  );
+  await ok(
+    api.call('POST', '/v1/records', {
+      token: live,
+      headers: h2(),
+      body: { typeName: 'note', payload: { any: 'thing' } },
+    }),
+    201,
+  );
   expected.liveCtx2.recordWrites += 1000;
   await ok(api.call('POST', '/v1/search', { token: live, headers: h2(), body: { query: 'thing', mode: 'TEXT' } }), 200);
   expected.liveCtx2.search += 1000;
   expect((await read('/v1/records', live, h2())).status).toBe(200);
 
   // --- the test tenant ---------------------------------------------------------------------------
-  await ok(api.post('/v1/schemas', test, { typeName: 'item', displayName: 'Item', allowedSurfaces: ['record', 'document'], indexMode: 'NONE', fields: [{ fieldId: 'code', fieldType: 'string' }], lookupFields: ['code'] }), 201);
+  await ok(
+    api.post('/v1/schemas', test, {
+      typeName: 'item',
+      displayName: 'Item',
+      allowedSurfaces: ['record', 'document'],
+      indexMode: 'NONE',
+      fields: [{ fieldId: 'code', fieldType: 'string' }],
+      lookupFields: ['code'],
+    }),
+    201,
+  );
   await ok(api.post('/v1/records', test, { typeName: 'item', payload: { code: 'T1' } }), 201);
   expected.test.recordWrites += 1000;
   expected.test.indexes += 1000;
   const schemaId = (await read('/v1/schemas', test)).body.data[0].id;
-  await ok(api.post('/v1/documents', test, { title: 'bound', text: 'x'.repeat(10_240), schemaId, payload: { code: 'D1' }, indexMode: 'NONE' }), 201);
+  await ok(
+    api.post('/v1/documents', test, {
+      title: 'bound',
+      text: 'x'.repeat(10_240),
+      schemaId,
+      payload: { code: 'D1' },
+      indexMode: 'NONE',
+    }),
+    201,
+  );
   expected.test.documentWrites += 1000;
   expected.test.indexes += 1000; // the bound schema's lookup field `code`
   expected.test.textIngest += 1000; // exactly 10 KB: one unit
   await ok(api.post('/v1/search', test, { query: 'bound', mode: 'HYBRID' }), 200);
   expected.test.search += 2000;
 
-  const tok = await ok(api.post('/v1/tokens', live, { scope: { allowedActions: ['billing:r', 'records:r'] }, contextId: ctx2 }), 201);
+  const tok = await ok(
+    api.post('/v1/tokens', live, { scope: { allowedActions: ['billing:r', 'records:r'] }, contextId: ctx2 }),
+    201,
+  );
   confinedToken = tok.token;
 }, 240_000);
 
@@ -169,13 +261,17 @@ afterAll(async () => {
 async function settledReport(token: string) {
   await svc.service.meter.flush();
   let last = '';
-  return eventually(async () => {
-    const r = await usage(token);
-    const now = JSON.stringify(r);
-    const stable = now === last;
-    last = now;
-    return stable ? r : null;
-  }, 10_000, 100);
+  return eventually(
+    async () => {
+      const r = await usage(token);
+      const now = JSON.stringify(r);
+      const stable = now === last;
+      last = now;
+      return stable ? r : null;
+    },
+    10_000,
+    100,
+  );
 }
 
 describe('usage report', () => {
@@ -186,7 +282,8 @@ describe('usage report', () => {
     expect(r.credits.limit).toBe(250_000);
     const b = r.credits.breakdown;
     const cat = (k: keyof typeof expected.live) => expected.live[k] + expected.liveCtx2[k] + expected.test[k];
-    for (const k of Object.keys(expected.live) as Array<keyof typeof expected.live>) expect(b[`${k}Milli`], k).toBe(cat(k));
+    for (const k of Object.keys(expected.live) as Array<keyof typeof expected.live>)
+      expect(b[`${k}Milli`], k).toBe(cat(k));
     expect(b.scriptExecutionMilli).toBe(0);
     expect(r.records.writes.count).toBe(7);
     // indexCount: logical index credits, automatic lookups counted: r1 6 + schema + externalId = 8; r2 1 + schema + userId + scopes = 4;
@@ -198,7 +295,14 @@ describe('usage report', () => {
     expect(r.search.queries).toEqual({ text: { count: 3 }, semantic: { count: 1 }, hybrid: { count: 2 } });
     expect(r.inference.endpoints).toEqual({ chat: { calls: 0 }, rag: { calls: 0 }, ask: { calls: 0 } });
     expect(r.inference.balanceCents).toBe(0);
-    expect(r.execution).toEqual({ executions: 0, totalMillis: 0, includedMillis: 0, billableMillis: 0, credits: 0, creditsMilli: 0 });
+    expect(r.execution).toEqual({
+      executions: 0,
+      totalMillis: 0,
+      includedMillis: 0,
+      billableMillis: 0,
+      credits: 0,
+      creditsMilli: 0,
+    });
     expect(r.identity).toEqual({ users: { count: 0 }, entities: { count: 0 } });
   });
 
@@ -225,13 +329,17 @@ describe('usage report', () => {
     expect(r.tenants.live.tenantId).toBe(acct.tenants.live.tenantId);
     expect(r.tenants.test.tenantId).toBe(acct.tenants.test.tenantId);
     // Read overage goes to the context whose reads crossed the included amount; everything else is where it was done.
-    const withoutReads = (t: any) => t.credits.usedMilli - t.credits.breakdown.readsMilli - t.credits.breakdown.dataOutMilli;
+    const withoutReads = (t: any) =>
+      t.credits.usedMilli - t.credits.breakdown.readsMilli - t.credits.breakdown.dataOutMilli;
     expect(withoutReads(r.tenants.test)).toBe(sumOf(expected.test));
     expect(withoutReads(r.tenants.live)).toBe(sumOf(expected.live) + sumOf(expected.liveCtx2));
     expect(r.tenants.test.search.queries.hybrid.count).toBe(1);
-    for (const env of ['live', 'test']) expect(Object.keys(r.tenants[env].inference.endpoints).sort()).toEqual(['ask', 'chat', 'rag']);
+    for (const env of ['live', 'test'])
+      expect(Object.keys(r.tenants[env].inference.endpoints).sort()).toEqual(['ask', 'chat', 'rag']);
     // One entry per context with activity: the live default, the second, the test default.
-    expect(r.contexts.map((c: any) => c.contextId).sort()).toEqual([acct.tenants.live.contextId, ctx2, acct.tenants.test.contextId].sort());
+    expect(r.contexts.map((c: any) => c.contextId).sort()).toEqual(
+      [acct.tenants.live.contextId, ctx2, acct.tenants.test.contextId].sort(),
+    );
     expect(r.contexts.reduce((n: number, c: any) => n + c.credits.usedMilli, 0)).toBe(r.credits.usedMilli);
     const second = r.contexts.find((c: any) => c.contextId === ctx2);
     expect(second.credits.breakdown.recordWritesMilli).toBe(1000);
@@ -279,7 +387,7 @@ describe('usage report', () => {
     const r0 = await settledReport(live);
     const projection = usageProjection();
     const events: StoredEvent[] = [];
-    for (let after = 0; ; ) {
+    for (let after = 0; ;) {
       const page = await svc.service.store.readAll(after, 1000);
       if (!page.length) break;
       events.push(...page);
@@ -287,16 +395,22 @@ describe('usage report', () => {
     }
     await svc.service.sql.tx((q) => projection.applyMany!(q, events));
     // Served charges (UsageMetered events) and the charges writes carry in their metadata, applied once more each.
-    const charged = events.filter((x) => x.type === 'UsageMetered' || x.metadata.chargeCode || x.metadata.charge?.length);
+    const charged = events.filter(
+      (x) => x.type === 'UsageMetered' || x.metadata.chargeCode || x.metadata.charge?.length,
+    );
     expect(charged.some((x) => x.type === 'RecordCreated')).toBe(true);
-    for (const e of [...charged.filter((x) => x.type === 'UsageMetered').slice(0, 5), ...charged.filter((x) => x.type !== 'UsageMetered').slice(0, 5)]) await svc.service.sql.tx((q) => projection.apply(q, e));
+    for (const e of [
+      ...charged.filter((x) => x.type === 'UsageMetered').slice(0, 5),
+      ...charged.filter((x) => x.type !== 'UsageMetered').slice(0, 5),
+    ])
+      await svc.service.sql.tx((q) => projection.apply(q, e));
     expect(await usage(live)).toEqual(r0);
   });
 });
 
 describe('credit ceiling (402)', () => {
   const refusedLeftNothing = async (requestId: string) => {
-    for (let after = 0; ; ) {
+    for (let after = 0; ;) {
       const page = await svc.service.store.readAll(after, 1000);
       if (!page.length) return;
       for (const e of page) expect(e.metadata.requestId, `${e.type} ${e.streamId}`).not.toBe(requestId);
@@ -315,7 +429,10 @@ describe('credit ceiling (402)', () => {
     expect(u1.credits.usedMilli).toBe(509_000);
     expect(u1.credits.limit).toBe(1000);
     await ok(api.post('/v1/documents', key, { title: 'big 2', text: big, indexMode: 'NONE' }), 201);
-    await ok(api.post('/v1/schemas', key, { typeName: 'n', displayName: 'N', allowedSurfaces: ['record'], indexMode: 'NONE' }), 201);
+    await ok(
+      api.post('/v1/schemas', key, { typeName: 'n', displayName: 'N', allowedSurfaces: ['record'], indexMode: 'NONE' }),
+      201,
+    );
     const refused = await api.post('/v1/records', key, { typeName: 'n', payload: {} });
     expect(refused.status).toBe(402);
     expect(refused.body.errorCode).toBe('PAYMENT_REQUIRED');
@@ -333,14 +450,20 @@ describe('credit ceiling (402)', () => {
     expect(after.credits.breakdown.textIngestMilli + after.credits.breakdown.documentWritesMilli).toBe(1_018_000);
     expect(after.credits.remaining).toBe(0);
     // An upgrade takes effect on the next request.
-    await ok(api.call('PATCH', `/operator/accounts/${free.accountId}`, { token: OPERATOR_TOKEN, body: { plan: 'starter' } }), 200);
+    await ok(
+      api.call('PATCH', `/operator/accounts/${free.accountId}`, { token: OPERATOR_TOKEN, body: { plan: 'starter' } }),
+      200,
+    );
     await ok(api.post('/v1/records', key, { typeName: 'n', payload: {} }), 201);
   }, 60_000);
 
   it('enterprise with a small creditLimit: the write that reaches it passes, the next is 402 with nothing written', async () => {
     const ent = await api.newAccount({ plan: 'enterprise', creditLimit: 3, rateLimitPerMinute: 1_000_000 });
     const key = ent.tenants.live.rootKey;
-    await ok(api.post('/v1/schemas', key, { typeName: 'n', displayName: 'N', allowedSurfaces: ['record'], indexMode: 'NONE' }), 201);
+    await ok(
+      api.post('/v1/schemas', key, { typeName: 'n', displayName: 'N', allowedSurfaces: ['record'], indexMode: 'NONE' }),
+      201,
+    );
     for (let i = 0; i < 3; i++) await ok(api.post('/v1/records', key, { typeName: 'n', payload: { i } }), 201);
     const r = await api.post('/v1/records', key, { typeName: 'n', payload: { i: 3 } });
     expect(r.status).toBe(402);
@@ -353,7 +476,10 @@ describe('credit ceiling (402)', () => {
     const u = await usage(key);
     expect(u.credits).toMatchObject({ used: 3, usedMilli: 3000, limit: 3, remaining: 0 });
     // Without a creditLimit an enterprise account has no ceiling (and no limit in the report).
-    await ok(api.call('PATCH', `/operator/accounts/${ent.accountId}`, { token: OPERATOR_TOKEN, body: { creditLimit: null } }), 200);
+    await ok(
+      api.call('PATCH', `/operator/accounts/${ent.accountId}`, { token: OPERATOR_TOKEN, body: { creditLimit: null } }),
+      200,
+    );
     await ok(api.post('/v1/records', key, { typeName: 'n', payload: { i: 4 } }), 201);
     expect((await usage(key)).credits.limit).toBeUndefined();
   });
@@ -365,7 +491,19 @@ function rebuild(target: string): Promise<{ code: number | null; out: string }> 
     let out = '';
     const child = spawn(process.execPath, ['--import', 'tsx', 'deploy/src/rebuild.ts', target], {
       cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: '', EVENTSTORE_URL: '', KAFKA_BROKERS: '', ELASTICSEARCH_URL: '', LANCEDB_URI: '', OBJECT_STORE_URL: '', EMBEDDINGS_URL: '', DATA_DIR: data.dir, OPERATOR_TOKEN, ...ENV },
+      env: {
+        ...process.env,
+        DATABASE_URL: '',
+        EVENTSTORE_URL: '',
+        KAFKA_BROKERS: '',
+        ELASTICSEARCH_URL: '',
+        LANCEDB_URI: '',
+        OBJECT_STORE_URL: '',
+        EMBEDDINGS_URL: '',
+        DATA_DIR: data.dir,
+        OPERATOR_TOKEN,
+        ...ENV,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout!.on('data', (d) => (out += d));
@@ -377,7 +515,12 @@ function rebuild(target: string): Promise<{ code: number | null; out: string }> 
 
 describe('rebuild', () => {
   it('npm run rebuild (all) gives the same reports', async () => {
-    const reports = async () => ({ live: await settledReport(live), test: await usage(test), confined: await usage(confinedToken), ctx2: await usage(live, `?contextId=${ctx2}`) });
+    const reports = async () => ({
+      live: await settledReport(live),
+      test: await usage(test),
+      confined: await usage(confinedToken),
+      ctx2: await usage(live, `?contextId=${ctx2}`),
+    });
     before = await reports();
     expect((before.live as any).credits.usedMilli).toBeGreaterThan(0);
     await svc.service.close();
@@ -403,7 +546,17 @@ function postgresSuite() {
     const account = await a.newAccount({ plan: 'enterprise', creditLimit: 12, rateLimitPerMinute: 1_000_000 });
     const key = account.tenants.live.rootKey;
     const testKey = account.tenants.test.rootKey;
-    await ok(a.post('/v1/schemas', key, { typeName: 'item', displayName: 'Item', allowedSurfaces: ['record'], indexMode: 'NONE', fields: [{ fieldId: 'price', fieldType: 'number' }], lookupFields: [{ fieldName: 'price', rangeEnabled: true }] }), 201);
+    await ok(
+      a.post('/v1/schemas', key, {
+        typeName: 'item',
+        displayName: 'Item',
+        allowedSurfaces: ['record'],
+        indexMode: 'NONE',
+        fields: [{ fieldId: 'price', fieldType: 'number' }],
+        lookupFields: [{ fieldName: 'price', rangeEnabled: true }],
+      }),
+      201,
+    );
     await ok(a.post('/v1/records', key, { typeName: 'item', payload: { price: 1 } }), 201); // 1 + 3
     await ok(a.post('/v1/search', key, { query: 'x' }), 200); // HYBRID 2
     await ok(a.post('/v1/documents', testKey, { title: 't', text: 'hello', indexMode: 'NONE' }), 201); // 1 + 1
@@ -413,11 +566,18 @@ function postgresSuite() {
       const u = await ok(a.get('/v1/usage', key), 200);
       return u.reads.calls.used === 1 ? u : null;
     });
-    expect(r.credits.breakdown).toMatchObject({ recordWritesMilli: 1000, indexesMilli: 3000, searchMilli: 2000, documentWritesMilli: 1000, textIngestMilli: 1000, readsMilli: 0 });
+    expect(r.credits.breakdown).toMatchObject({
+      recordWritesMilli: 1000,
+      indexesMilli: 3000,
+      searchMilli: 2000,
+      documentWritesMilli: 1000,
+      textIngestMilli: 1000,
+      readsMilli: 0,
+    });
     expect(r.tenants.live.credits.usedMilli + r.tenants.test.credits.usedMilli).toBe(r.credits.usedMilli);
     expect(r.credits.usedMilli).toBe(8000 + r.credits.breakdown.dataOutMilli);
     const events: StoredEvent[] = [];
-    for (let after = 0; ; ) {
+    for (let after = 0; ;) {
       const page = await pgSvc.service.store.readAll(after, 1000);
       if (!page.length) break;
       events.push(...page);
@@ -434,4 +594,6 @@ function postgresSuite() {
 }
 
 if (serverUrl('postgres')) describe('usage on PostgreSQL (DATABASE_URL)', postgresSuite);
-else describe.skip('usage on PostgreSQL: skipped because DATABASE_URL is not set', () => it('needs a PostgreSQL server', () => {}));
+else
+  describe.skip('usage on PostgreSQL: skipped because DATABASE_URL is not set', () =>
+    it('needs a PostgreSQL server', () => {}));

@@ -6,7 +6,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPglite } from '@svc/deploy';
 import type { Sql } from '@svc/domain';
-import { dueDeliveries, ensureDeliveries, insertDeliveries, purgeDeliveries, settleAttempts, webhooksProjection } from '@svc/projectors';
+import {
+  dueDeliveries,
+  ensureDeliveries,
+  insertDeliveries,
+  purgeDeliveries,
+  settleAttempts,
+  webhooksProjection,
+} from '@svc/projectors';
 
 const DAY = 86_400_000;
 
@@ -29,13 +36,57 @@ describe('webhook delivery table', () => {
     await reg('w-b', 't2');
     await reg('w-off', 't3', 'DISABLED');
     const rows = [];
-    for (let i = 0; i < 300; i++) rows.push({ deliveryId: `slow-${String(i).padStart(3, '0')}`, webhookId: 'w-slow', tenantId: 't1', eventId: `e${i}`, eventType: 'document.indexed', sourceId: 'd', sourceType: 'document', createdAt: now - 1000 + i, body: '{}' });
-    rows.push({ deliveryId: 'other-1', webhookId: 'w-other', tenantId: 't1', eventId: 'e1', eventType: 'document.indexed', sourceId: 'd', sourceType: 'document', createdAt: now, body: '{}' });
-    rows.push({ deliveryId: 'b-1', webhookId: 'w-b', tenantId: 't2', eventId: 'e1', eventType: 'document.indexed', sourceId: 'd', sourceType: 'document', createdAt: now, body: '{}' });
-    rows.push({ deliveryId: 'off-1', webhookId: 'w-off', tenantId: 't3', eventId: 'e1', eventType: 'document.indexed', sourceId: 'd', sourceType: 'document', createdAt: now - 5000, body: '{}' });
+    for (let i = 0; i < 300; i++)
+      rows.push({
+        deliveryId: `slow-${String(i).padStart(3, '0')}`,
+        webhookId: 'w-slow',
+        tenantId: 't1',
+        eventId: `e${i}`,
+        eventType: 'document.indexed',
+        sourceId: 'd',
+        sourceType: 'document',
+        createdAt: now - 1000 + i,
+        body: '{}',
+      });
+    rows.push({
+      deliveryId: 'other-1',
+      webhookId: 'w-other',
+      tenantId: 't1',
+      eventId: 'e1',
+      eventType: 'document.indexed',
+      sourceId: 'd',
+      sourceType: 'document',
+      createdAt: now,
+      body: '{}',
+    });
+    rows.push({
+      deliveryId: 'b-1',
+      webhookId: 'w-b',
+      tenantId: 't2',
+      eventId: 'e1',
+      eventType: 'document.indexed',
+      sourceId: 'd',
+      sourceType: 'document',
+      createdAt: now,
+      body: '{}',
+    });
+    rows.push({
+      deliveryId: 'off-1',
+      webhookId: 'w-off',
+      tenantId: 't3',
+      eventId: 'e1',
+      eventType: 'document.indexed',
+      sourceId: 'd',
+      sourceType: 'document',
+      createdAt: now - 5000,
+      body: '{}',
+    });
     await insertDeliveries(sql, rows);
     // A replayed fan-out inserts nothing twice.
-    await insertDeliveries(sql, rows.slice(0, 3).map((r) => ({ ...r, deliveryId: `${r.deliveryId}-again` })));
+    await insertDeliveries(
+      sql,
+      rows.slice(0, 3).map((r) => ({ ...r, deliveryId: `${r.deliveryId}-again` })),
+    );
   }, 60_000);
 
   afterAll(async () => {
@@ -43,7 +94,14 @@ describe('webhook delivery table', () => {
   });
 
   it('a backlog of one registration does not hide the others; busy ones and disabled ones are not picked', async () => {
-    const base = { now: now + 1, busyWebhooks: [] as string[], busyTenants: [] as string[], skip: [] as string[], perWebhook: 4, limit: 10 };
+    const base = {
+      now: now + 1,
+      busyWebhooks: [] as string[],
+      busyTenants: [] as string[],
+      skip: [] as string[],
+      perWebhook: 4,
+      limit: 10,
+    };
     const first = await dueDeliveries(sql, base);
     expect(first.filter((d) => d.webhook_id === 'w-slow')).toHaveLength(4);
     expect(first.some((d) => d.webhook_id === 'w-off')).toBe(false);
@@ -56,18 +114,41 @@ describe('webhook delivery table', () => {
   });
 
   it('results are counted on the registration in order: a success resets, failures add', async () => {
-    const r = (id: string, ok: boolean) => ({ deliveryId: id, webhookId: 'w-slow', status: ok ? 'DELIVERED' : 'PENDING', attempts: 1, nextAttemptAt: ok ? null : now + 30_000, settledAt: ok ? now : null, error: ok ? null : 'HTTP 500', ok });
+    const r = (id: string, ok: boolean) => ({
+      deliveryId: id,
+      webhookId: 'w-slow',
+      status: ok ? 'DELIVERED' : 'PENDING',
+      attempts: 1,
+      nextAttemptAt: ok ? null : now + 30_000,
+      settledAt: ok ? now : null,
+      error: ok ? null : 'HTTP 500',
+      ok,
+    });
     let counts = await settleAttempts(sql, [r('slow-000', false), r('slow-001', false), r('slow-002', false)]);
     expect(counts.get('w-slow')).toEqual({ consecutiveFailures: 3, active: true });
     counts = await settleAttempts(sql, [r('slow-003', false), r('slow-004', true), r('slow-005', false)]);
     expect(counts.get('w-slow')).toEqual({ consecutiveFailures: 1, active: true });
-    const { rows } = await sql.query<{ status: string; next_attempt_at: string }>('SELECT status, next_attempt_at FROM webhook_deliveries WHERE delivery_id = $1', ['slow-000']);
+    const { rows } = await sql.query<{ status: string; next_attempt_at: string }>(
+      'SELECT status, next_attempt_at FROM webhook_deliveries WHERE delivery_id = $1',
+      ['slow-000'],
+    );
     expect(rows[0]).toEqual({ status: 'PENDING', next_attempt_at: expect.anything() });
     expect(Number(rows[0].next_attempt_at)).toBe(now + 30_000);
   });
 
   it('retention: unresolved deliveries go after 7 days, delivered ones 30 days after delivery', async () => {
-    await settleAttempts(sql, [{ deliveryId: 'b-1', webhookId: 'w-b', status: 'DELIVERED', attempts: 1, nextAttemptAt: null, settledAt: now, error: null, ok: true }]);
+    await settleAttempts(sql, [
+      {
+        deliveryId: 'b-1',
+        webhookId: 'w-b',
+        status: 'DELIVERED',
+        attempts: 1,
+        nextAttemptAt: null,
+        settledAt: now,
+        error: null,
+        ok: true,
+      },
+    ]);
     expect(await purgeDeliveries(sql, now + 6 * DAY, 7 * DAY, 30 * DAY)).toBe(0);
     const unresolved = await purgeDeliveries(sql, now + 8 * DAY, 7 * DAY, 30 * DAY);
     expect(unresolved).toBe(301); // all but the two DELIVERED (slow-004, b-1)

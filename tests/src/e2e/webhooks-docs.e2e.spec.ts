@@ -17,7 +17,8 @@ const block = (lang: string) => {
   return m[1];
 };
 const secret = 'c0ffee'.repeat(10) + 'beef';
-const body = '{"id":"d1","version":"2024-01","type":"record.indexed","created":1,"tenantId":"t","livemode":false,"data":{"id":"r1"}}';
+const body =
+  '{"id":"d1","version":"2024-01","type":"record.indexed","created":1,"tenantId":"t","livemode":false,"data":{"id":"r1"}}';
 
 describe('docs/webhooks.md receiver snippets', () => {
   const dir = tempDir('svc-webhook-docs-');
@@ -32,7 +33,9 @@ describe('docs/webhooks.md receiver snippets', () => {
     const headers = { 'x-service-timestamp': ts, 'x-service-signature': signature };
     expect(verify(secret, headers, Buffer.from(body))).toBe(true);
     expect(verify(secret, headers, Buffer.from(body + ' '))).toBe(false);
-    expect(verify(secret, { ...headers, 'x-service-timestamp': String(Number(ts) - 301) }, Buffer.from(body))).toBe(false);
+    expect(verify(secret, { ...headers, 'x-service-timestamp': String(Number(ts) - 301) }, Buffer.from(body))).toBe(
+      false,
+    );
   });
 
   it('Python', () => {
@@ -44,7 +47,9 @@ describe('docs/webhooks.md receiver snippets', () => {
 
   it('openssl', () => {
     writeFileSync(join(dir.dir, 'body.json'), body);
-    const sh = block('sh').replace(/^TS=\S+/m, `TS=${ts}`).replace(/^SECRET=\S+.*$/m, `SECRET=${secret}`);
+    const sh = block('sh')
+      .replace(/^TS=\S+/m, `TS=${ts}`)
+      .replace(/^SECRET=\S+.*$/m, `SECRET=${secret}`);
     expect(execFileSync('sh', ['-c', sh], { cwd: dir.dir }).toString().trim()).toBe(signature);
   });
 });

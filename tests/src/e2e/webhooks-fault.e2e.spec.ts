@@ -9,7 +9,15 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SERVER_ENGINES, tempDir } from '../support/engines';
-import { eventually, freePort, OPERATOR_TOKEN, spawnService, type Api, type Bootstrap, waitForExit } from '../support/service';
+import {
+  eventually,
+  freePort,
+  OPERATOR_TOKEN,
+  spawnService,
+  type Api,
+  type Bootstrap,
+  waitForExit,
+} from '../support/service';
 import { makeCertificates, Receiver } from './webhooks-receiver';
 
 const REGISTRATIONS = 50;
@@ -33,29 +41,47 @@ describe('webhooks: SIGKILL with 500 deliveries due, then restart', () => {
     receiver.defaultMode = 'slow:1500';
     const dnsFile = join(dir.dir, 'dns.json');
     writeFileSync(dnsFile, JSON.stringify({ 'hooks.example.test': ['127.0.0.1'] }));
-    const env = { ...EMBEDDED, WEBHOOK_ALLOW_PRIVATE_TARGETS: '1', WEBHOOK_CA_FILE: certs.caFile, WEBHOOK_TEST_DNS_FILE: dnsFile, RATE_LIMITS: '0' };
+    const env = {
+      ...EMBEDDED,
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
+      WEBHOOK_CA_FILE: certs.caFile,
+      WEBHOOK_TEST_DNS_FILE: dnsFile,
+      RATE_LIMITS: '0',
+    };
     const dataDir = join(dir.dir, 'data');
     const port = await freePort();
     const first = await spawnService(dataDir, port, env);
     children.push(first.child);
     const api: Api = first.api;
     const A: Bootstrap = await api.newAccount({ plan: 'enterprise' });
-    expect((await api.post('/operator/domains/verify', OPERATOR_TOKEN, { accountId: A.accountId, domain: 'example.test' })).status).toBe(200);
+    expect(
+      (await api.post('/operator/domains/verify', OPERATOR_TOKEN, { accountId: A.accountId, domain: 'example.test' }))
+        .status,
+    ).toBe(200);
     const hooks: string[] = [];
     for (let i = 0; i < REGISTRATIONS; i++) {
-      const r = await api.post('/developer/webhooks', A.developerToken, { tenantId: A.tenants.live.tenantId, url: `https://hooks.example.test:${receiver.port}/w${i}`, events: ['document.indexed'] });
+      const r = await api.post('/developer/webhooks', A.developerToken, {
+        tenantId: A.tenants.live.tenantId,
+        url: `https://hooks.example.test:${receiver.port}/w${i}`,
+        events: ['document.indexed'],
+      });
       expect(r.status, r.text).toBe(201);
       hooks.push(r.body.id);
     }
     const docs: string[] = [];
     for (let i = 0; i < EVENTS; i++) {
-      const r = await api.post('/v1/documents', A.tenants.live.rootKey, { title: `doc ${i}`, text: `Fault test document ${i}.`, indexMode: 'TEXT' });
+      const r = await api.post('/v1/documents', A.tenants.live.rootKey, {
+        title: `doc ${i}`,
+        text: `Fault test document ${i}.`,
+        indexMode: 'TEXT',
+      });
       expect(r.status, r.text).toBe(201);
       docs.push(r.body.id);
     }
     const countDeliveries = async () => {
       let n = 0;
-      for (const id of hooks) n += (await api.get(`/developer/webhooks/${id}/deliveries?limit=200`, A.developerToken)).body.data.length;
+      for (const id of hooks)
+        n += (await api.get(`/developer/webhooks/${id}/deliveries?limit=200`, A.developerToken)).body.data.length;
       return n;
     };
     await eventually(async () => (await countDeliveries()) === REGISTRATIONS * EVENTS, 60_000, 200);
@@ -70,19 +96,37 @@ describe('webhooks: SIGKILL with 500 deliveries due, then restart', () => {
     children.push(second.child);
     const key = (path: string, doc: string) => `${path} ${doc}`;
     const want = new Set(hooks.flatMap((_, i) => docs.map((d) => key(`/w${i}`, d))));
-    await eventually(async () => new Set(receiver.received.filter((r) => r.status === 200).map((r) => key(r.path, r.json?.data?.id))).size === want.size, 120_000, 200);
+    await eventually(
+      async () =>
+        new Set(receiver.received.filter((r) => r.status === 200).map((r) => key(r.path, r.json?.data?.id))).size ===
+        want.size,
+      120_000,
+      200,
+    );
     const got = receiver.received.filter((r) => r.status === 200);
     const unique = new Set(got.map((r) => r.json.id));
     for (const k of new Set(got.map((r) => key(r.path, r.json.data.id)))) expect(want.has(k)).toBe(true);
     expect(unique.size).toBe(REGISTRATIONS * EVENTS);
     const duplicates = receiver.arrivals.length - unique.size;
-    console.log(`webhooks fault test: ${beforeKill} answered before the kill, ${receiver.arrivals.length} requests received in all for ${unique.size} deliveries: ${duplicates} duplicate(s) (attempts cut short by the kill, sent again)`);
+    console.log(
+      `webhooks fault test: ${beforeKill} answered before the kill, ${receiver.arrivals.length} requests received in all for ${unique.size} deliveries: ${duplicates} duplicate(s) (attempts cut short by the kill, sent again)`,
+    );
     expect(new Set(receiver.arrivals).size).toBe(REGISTRATIONS * EVENTS);
     // Every delivery record settles DELIVERED.
-    await eventually(async () => {
-      for (const id of hooks) if ((await second.api.get(`/developer/webhooks/${id}/deliveries?limit=200`, A.developerToken)).body.data.some((d: any) => d.status !== 'DELIVERED')) return false;
-      return true;
-    }, 30_000, 200);
+    await eventually(
+      async () => {
+        for (const id of hooks)
+          if (
+            (await second.api.get(`/developer/webhooks/${id}/deliveries?limit=200`, A.developerToken)).body.data.some(
+              (d: any) => d.status !== 'DELIVERED',
+            )
+          )
+            return false;
+        return true;
+      },
+      30_000,
+      200,
+    );
     second.child.kill('SIGTERM');
     await waitForExit(second.child);
   }, 300_000);

@@ -8,10 +8,58 @@ import type { AddressInfo } from 'node:net';
 export function makeCertificates(dir: string): { caFile: string; key: string; cert: string; ca: string } {
   const f = (n: string) => join(dir, n);
   const run = (args: string[]) => execFileSync('openssl', args, { stdio: 'pipe' });
-  run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', f('ca.key'), '-out', f('ca.pem'), '-days', '2', '-subj', '/CN=svc webhook test CA', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
-  run(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', f('srv.key'), '-out', f('srv.csr'), '-subj', '/CN=hooks.example.test']);
-  writeFileSync(f('ext.cnf'), 'subjectAltName=DNS:*.example.test,DNS:*.other.test,DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n');
-  run(['x509', '-req', '-in', f('srv.csr'), '-CA', f('ca.pem'), '-CAkey', f('ca.key'), '-CAcreateserial', '-out', f('srv.pem'), '-days', '2', '-extfile', f('ext.cnf')]);
+  run([
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    f('ca.key'),
+    '-out',
+    f('ca.pem'),
+    '-days',
+    '2',
+    '-subj',
+    '/CN=svc webhook test CA',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
+  run([
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    f('srv.key'),
+    '-out',
+    f('srv.csr'),
+    '-subj',
+    '/CN=hooks.example.test',
+  ]);
+  writeFileSync(
+    f('ext.cnf'),
+    'subjectAltName=DNS:*.example.test,DNS:*.other.test,DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n',
+  );
+  run([
+    'x509',
+    '-req',
+    '-in',
+    f('srv.csr'),
+    '-CA',
+    f('ca.pem'),
+    '-CAkey',
+    f('ca.key'),
+    '-CAcreateserial',
+    '-out',
+    f('srv.pem'),
+    '-days',
+    '2',
+    '-extfile',
+    f('ext.cnf'),
+  ]);
   const read = (n: string) => execFileSync('cat', [f(n)]).toString();
   return { caFile: f('ca.pem'), key: read('srv.key'), cert: read('srv.pem'), ca: read('ca.pem') };
 }
@@ -65,7 +113,16 @@ export class Receiver {
           json = undefined;
         }
         res.statusCode = status;
-        res.end('ok', () => this.received.push({ path, headers: req.headers as Record<string, string>, body, json, at: Date.now(), status }));
+        res.end('ok', () =>
+          this.received.push({
+            path,
+            headers: req.headers as Record<string, string>,
+            body,
+            json,
+            at: Date.now(),
+            status,
+          }),
+        );
       });
     });
     await new Promise<void>((r) => this.server.listen(port, '127.0.0.1', r));

@@ -12,7 +12,15 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyDelivery } from '@svc/domain';
 import { serverUrl, tempDir } from '../support/engines';
-import { eventually, OPERATOR_TOKEN, startService, THROUGH_ROUTER, type Api, type Bootstrap, type TestService } from '../support/service';
+import {
+  eventually,
+  OPERATOR_TOKEN,
+  startService,
+  THROUGH_ROUTER,
+  type Api,
+  type Bootstrap,
+  type TestService,
+} from '../support/service';
 import { makeCertificates, Receiver } from './webhooks-receiver';
 
 const SCALE = 0.01;
@@ -21,7 +29,9 @@ const SCALE = 0.01;
  * Embedded engines always; PostgreSQL too when DATABASE_URL names a server (the delivery table and the read model on
  * both). Through the router (E2E_TARGET=router) the deployment is on PostgreSQL either way: it runs once.
  */
-const ENGINES = (['embedded', ...(serverUrl('postgres') && !THROUGH_ROUTER ? ['postgres'] : [])] as const) as readonly ('embedded' | 'postgres')[];
+const ENGINES = ['embedded', ...(serverUrl('postgres') && !THROUGH_ROUTER ? ['postgres'] : [])] as const as readonly (
+  'embedded' | 'postgres'
+)[];
 
 describe.each(ENGINES)('webhooks (%s)', (engine) => {
   const dir = tempDir('svc-webhooks-');
@@ -39,37 +49,75 @@ describe.each(ENGINES)('webhooks (%s)', (engine) => {
   const logs: string[] = [];
   const url = (host: string, path: string) => `https://${host}:${receiver.port}${path}`;
 
-  const register = async (acct: Bootstrap, env: 'live' | 'test', host: string, path: string, events = ['document.indexed']) => {
-    const r = await api.post('/developer/webhooks', acct.developerToken, { tenantId: acct.tenants[env].tenantId, url: url(host, path), events });
+  const register = async (
+    acct: Bootstrap,
+    env: 'live' | 'test',
+    host: string,
+    path: string,
+    events = ['document.indexed'],
+  ) => {
+    const r = await api.post('/developer/webhooks', acct.developerToken, {
+      tenantId: acct.tenants[env].tenantId,
+      url: url(host, path),
+      events,
+    });
     expect(r.status, r.text).toBe(201);
     return r.body as { id: string; secret: string; tenantId: string };
   };
   let docN = 0;
   const ingest = async (key: string) => {
-    const r = await api.post('/v1/documents', key, { title: `secret title ${++docN}`, text: `Webhook test document number ${docN}.`, indexMode: 'TEXT' });
+    const r = await api.post('/v1/documents', key, {
+      title: `secret title ${++docN}`,
+      text: `Webhook test document number ${docN}.`,
+      indexMode: 'TEXT',
+    });
     expect(r.status, r.text).toBe(201);
     return r.body.id as string;
   };
 
-  beforeAll(async () => {
-    const certs = makeCertificates(dir.dir);
-    receiver = await new Receiver(certs).start();
-    for (const h of ['a.example.test', 'b.example.test', 'c.example.test', 'd.example.test', 'e.example.test', 'f.example.test', 'x.other.test']) setDns(h, ['127.0.0.1']);
-    svc = await startService({ engine, env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: '1', WEBHOOK_CA_FILE: certs.caFile, WEBHOOK_RETRY_SCALE: String(SCALE), WEBHOOK_TEST_DNS_FILE: dnsFile }, log: (m) => logs.push(m) });
-    expect(logs.some((l) => l.includes('WARNING: WEBHOOK_ALLOW_PRIVATE_TARGETS=1'))).toBe(true);
-    api = svc.api;
-    A = svc.bootstrap;
-    B = await api.newAccount({ plan: 'enterprise' });
-    for (const [acct, domain] of [[A, 'example.test'], [B, 'other.test']] as const) {
-      const added = await api.post('/developer/domains', acct.developerToken, { domain });
-      expect(added.status, added.text).toBe(201);
-      expect(added.body).toMatchObject({ domain, verified: false });
-      expect(added.body.verificationToken).toMatch(/^wv_/);
-      const v = await api.post('/operator/domains/verify', OPERATOR_TOKEN, { accountId: acct.accountId, domain });
-      expect(v.status, v.text).toBe(200);
-      expect(v.body.verified).toBe(true);
-    }
-  }, THROUGH_ROUTER ? 300_000 : 120_000);
+  beforeAll(
+    async () => {
+      const certs = makeCertificates(dir.dir);
+      receiver = await new Receiver(certs).start();
+      for (const h of [
+        'a.example.test',
+        'b.example.test',
+        'c.example.test',
+        'd.example.test',
+        'e.example.test',
+        'f.example.test',
+        'x.other.test',
+      ])
+        setDns(h, ['127.0.0.1']);
+      svc = await startService({
+        engine,
+        env: {
+          WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
+          WEBHOOK_CA_FILE: certs.caFile,
+          WEBHOOK_RETRY_SCALE: String(SCALE),
+          WEBHOOK_TEST_DNS_FILE: dnsFile,
+        },
+        log: (m) => logs.push(m),
+      });
+      expect(logs.some((l) => l.includes('WARNING: WEBHOOK_ALLOW_PRIVATE_TARGETS=1'))).toBe(true);
+      api = svc.api;
+      A = svc.bootstrap;
+      B = await api.newAccount({ plan: 'enterprise' });
+      for (const [acct, domain] of [
+        [A, 'example.test'],
+        [B, 'other.test'],
+      ] as const) {
+        const added = await api.post('/developer/domains', acct.developerToken, { domain });
+        expect(added.status, added.text).toBe(201);
+        expect(added.body).toMatchObject({ domain, verified: false });
+        expect(added.body.verificationToken).toMatch(/^wv_/);
+        const v = await api.post('/operator/domains/verify', OPERATOR_TOKEN, { accountId: acct.accountId, domain });
+        expect(v.status, v.text).toBe(200);
+        expect(v.body.verified).toBe(true);
+      }
+    },
+    THROUGH_ROUTER ? 300_000 : 120_000,
+  );
 
   afterAll(async () => {
     await svc?.stop();
@@ -81,7 +129,15 @@ describe.each(ENGINES)('webhooks (%s)', (engine) => {
     const minted = await api.post('/v1/tokens', A.tenants.live.rootKey, { scope: { allowedActions: ['records:r'] } });
     expect(minted.status, minted.text).toBe(201);
     for (const key of [A.tenants.live.rootKey, A.tenants.test.rootKey, minted.body.token]) {
-      expect((await api.post('/developer/webhooks', key, { tenantId: A.tenants.live.tenantId, url: url('a.example.test', '/x'), events: ['document.indexed'] })).status).toBe(403);
+      expect(
+        (
+          await api.post('/developer/webhooks', key, {
+            tenantId: A.tenants.live.tenantId,
+            url: url('a.example.test', '/x'),
+            events: ['document.indexed'],
+          })
+        ).status,
+      ).toBe(403);
       expect((await api.get(`/developer/webhooks?tenantId=${A.tenants.live.tenantId}`, key)).status).toBe(403);
       expect((await api.get('/developer/domains', key)).status).toBe(403);
       expect((await api.post('/developer/domains', key, { domain: 'example.test' })).status).toBe(403);
@@ -93,7 +149,8 @@ describe.each(ENGINES)('webhooks (%s)', (engine) => {
 
   it('registration rules: https, non-empty events, own tenant (403), verified domain (403), public addresses after DNS (400)', async () => {
     const tenantId = A.tenants.live.tenantId;
-    const post = (body: Record<string, unknown>) => api.post('/developer/webhooks', A.developerToken, { tenantId, events: ['record.indexed'], ...body });
+    const post = (body: Record<string, unknown>) =>
+      api.post('/developer/webhooks', A.developerToken, { tenantId, events: ['record.indexed'], ...body });
     expect((await post({ url: `http://a.example.test:${receiver.port}/x` })).status).toBe(400);
     expect((await post({ url: url('a.example.test', '/x'), events: [] })).status).toBe(400);
     expect((await post({ url: url('a.example.test', '/x'), events: undefined })).status).toBe(400);
@@ -129,9 +186,15 @@ describe.each(ENGINES)('webhooks (%s)', (engine) => {
     expect((await post({ url: 'https://[::ffff:169.254.169.254]/x' })).status).toBe(400);
     // PUT re-runs the rules when the url changes.
     const w = await register(A, 'live', 'a.example.test', '/rules');
-    expect((await api.put(`/developer/webhooks/${w.id}`, A.developerToken, { url: 'https://meta.example.test/x' })).status).toBe(400);
-    expect((await api.put(`/developer/webhooks/${w.id}`, A.developerToken, { url: url('x.other.test', '/x') })).status).toBe(403);
-    expect((await api.put(`/developer/webhooks/${w.id}`, B.developerToken, { events: ['record.failed'] })).status).toBe(404);
+    expect(
+      (await api.put(`/developer/webhooks/${w.id}`, A.developerToken, { url: 'https://meta.example.test/x' })).status,
+    ).toBe(400);
+    expect(
+      (await api.put(`/developer/webhooks/${w.id}`, A.developerToken, { url: url('x.other.test', '/x') })).status,
+    ).toBe(403);
+    expect((await api.put(`/developer/webhooks/${w.id}`, B.developerToken, { events: ['record.failed'] })).status).toBe(
+      404,
+    );
   });
 
   it('get, list and delete; the secret (64 hex) only in the create response', async () => {
@@ -140,8 +203,16 @@ describe.each(ENGINES)('webhooks (%s)', (engine) => {
     const got = await api.get(`/developer/webhooks/${w.id}`, A.developerToken);
     expect(got.status).toBe(200);
     expect(got.body).toEqual({
-      id: w.id, url: url('b.example.test', '/crud'), domain: 'b.example.test', events: ['record.indexed', 'document.failed'], status: 'ACTIVE', disabledReason: null,
-      consecutiveFailures: 0, apiVersion: '2024-01', tenantId: A.tenants.test.tenantId, createdAt: expect.any(Number),
+      id: w.id,
+      url: url('b.example.test', '/crud'),
+      domain: 'b.example.test',
+      events: ['record.indexed', 'document.failed'],
+      status: 'ACTIVE',
+      disabledReason: null,
+      consecutiveFailures: 0,
+      apiVersion: '2024-01',
+      tenantId: A.tenants.test.tenantId,
+      createdAt: expect.any(Number),
     });
     expect((await api.get(`/developer/webhooks/${w.id}`, B.developerToken)).status).toBe(404);
     const list = await api.get(`/developer/webhooks?tenantId=${A.tenants.test.tenantId}`, A.developerToken);
@@ -176,26 +247,72 @@ describe.each(ENGINES)('webhooks (%s)', (engine) => {
     expect(live.headers['x-service-delivery']).toBe(live.json.id);
     expect(live.headers['x-service-signature']).toMatch(/^sha256=[0-9a-f]{64}$/);
     expect(Math.abs(Number(live.headers['x-service-timestamp']) - Date.now() / 1000)).toBeLessThan(60);
-    expect(verifyDelivery({ secretHex: aLive.secret, timestamp: live.headers['x-service-timestamp'], body: live.body, signature: live.headers['x-service-signature'], nowSeconds: Math.floor(Date.now() / 1000) })).toBe(true);
-    expect(verifyDelivery({ secretHex: aTest.secret, timestamp: live.headers['x-service-timestamp'], body: live.body, signature: live.headers['x-service-signature'], nowSeconds: Math.floor(Date.now() / 1000) })).toBe(false);
-    expect(live.json).toEqual({ id: expect.any(String), version: '2024-01', type: 'document.indexed', created: expect.any(Number), tenantId: A.tenants.live.tenantId, livemode: true, data: { id: liveDoc, status: 'INDEXED', indexMode: 'TEXT', folderId: expect.any(String) } });
+    expect(
+      verifyDelivery({
+        secretHex: aLive.secret,
+        timestamp: live.headers['x-service-timestamp'],
+        body: live.body,
+        signature: live.headers['x-service-signature'],
+        nowSeconds: Math.floor(Date.now() / 1000),
+      }),
+    ).toBe(true);
+    expect(
+      verifyDelivery({
+        secretHex: aTest.secret,
+        timestamp: live.headers['x-service-timestamp'],
+        body: live.body,
+        signature: live.headers['x-service-signature'],
+        nowSeconds: Math.floor(Date.now() / 1000),
+      }),
+    ).toBe(false);
+    expect(live.json).toEqual({
+      id: expect.any(String),
+      version: '2024-01',
+      type: 'document.indexed',
+      created: expect.any(Number),
+      tenantId: A.tenants.live.tenantId,
+      livemode: true,
+      data: { id: liveDoc, status: 'INDEXED', indexMode: 'TEXT', folderId: expect.any(String) },
+    });
     expect(live.body).not.toContain('secret title');
     const [test] = receiver.at('/a-test');
-    expect(test.json).toMatchObject({ type: 'document.indexed', tenantId: A.tenants.test.tenantId, livemode: false, data: { id: testDoc } });
+    expect(test.json).toMatchObject({
+      type: 'document.indexed',
+      tenantId: A.tenants.test.tenantId,
+      livemode: false,
+      data: { id: testDoc },
+    });
     // B's live registration hears B's events only.
     const bDoc = await ingest(B.tenants.live.rootKey);
     await eventually(async () => receiver.at('/b-live').length >= 1, 30_000);
-    expect(receiver.at('/b-live')[0].json).toMatchObject({ tenantId: B.tenants.live.tenantId, livemode: true, data: { id: bDoc } });
+    expect(receiver.at('/b-live')[0].json).toMatchObject({
+      tenantId: B.tenants.live.tenantId,
+      livemode: true,
+      data: { id: bDoc },
+    });
     expect(receiver.at('/a-live')).toHaveLength(1);
     // The delivery history: newest first, the record without the payload.
     const hist = await api.get(`/developer/webhooks/${aLive.id}/deliveries`, A.developerToken);
     expect(hist.status).toBe(200);
-    expect(hist.body.data[0]).toEqual({ id: live.json.id, webhookId: aLive.id, eventType: 'document.indexed', sourceId: liveDoc, sourceType: 'document', status: 'DELIVERED', attempts: 1, nextRetryAt: null, createdAt: expect.any(String) });
+    expect(hist.body.data[0]).toEqual({
+      id: live.json.id,
+      webhookId: aLive.id,
+      eventType: 'document.indexed',
+      sourceId: liveDoc,
+      sourceType: 'document',
+      status: 'DELIVERED',
+      attempts: 1,
+      nextRetryAt: null,
+      createdAt: expect.any(String),
+    });
     expect((await api.get(`/developer/webhooks/${aLive.id}/deliveries?limit=201`, A.developerToken)).status).toBe(400);
     expect((await api.get(`/developer/webhooks/${aLive.id}/deliveries`, B.developerToken)).status).toBe(404);
     // A DELIVERED delivery cannot be retried by hand.
-    expect((await api.post(`/developer/webhooks/${aLive.id}/deliveries/${live.json.id}/retry`, A.developerToken)).status).toBe(400);
-    for (const w of [aLive, aTest, bLive]) await api.del(`/developer/webhooks/${w.id}`, w === bLive ? B.developerToken : A.developerToken);
+    expect(
+      (await api.post(`/developer/webhooks/${aLive.id}/deliveries/${live.json.id}/retry`, A.developerToken)).status,
+    ).toBe(400);
+    for (const w of [aLive, aTest, bLive])
+      await api.del(`/developer/webhooks/${w.id}`, w === bLive ? B.developerToken : A.developerToken);
   }, 60_000);
 
   it('a failed attempt is retried about 30 s (scaled) later with the same delivery id and a fresh signature', async () => {
@@ -211,7 +328,16 @@ describe.each(ENGINES)('webhooks (%s)', (engine) => {
     const gap = second.at - first.at;
     expect(gap).toBeGreaterThanOrEqual(30_000 * SCALE - 50);
     expect(gap).toBeLessThan(30_000 * SCALE + 2_000);
-    for (const r of [first, second]) expect(verifyDelivery({ secretHex: w.secret, timestamp: r.headers['x-service-timestamp'], body: r.body, signature: r.headers['x-service-signature'], nowSeconds: Math.floor(Date.now() / 1000) })).toBe(true);
+    for (const r of [first, second])
+      expect(
+        verifyDelivery({
+          secretHex: w.secret,
+          timestamp: r.headers['x-service-timestamp'],
+          body: r.body,
+          signature: r.headers['x-service-signature'],
+          nowSeconds: Math.floor(Date.now() / 1000),
+        }),
+      ).toBe(true);
     const hist = await eventually(async () => {
       const h = await api.get(`/developer/webhooks/${w.id}/deliveries`, A.developerToken);
       return h.body.data[0]?.status === 'DELIVERED' ? h.body : null;
@@ -271,17 +397,32 @@ describe.each(ENGINES)('webhooks (%s)', (engine) => {
 
   it('tenant teardown removes the tenant registrations (and their deliveries); the other tenant keeps its own', async () => {
     const C = await api.newAccount({ plan: 'enterprise' });
-    expect((await api.post('/operator/domains/verify', OPERATOR_TOKEN, { accountId: C.accountId, domain: 'example.test' })).status).toBe(200);
+    expect(
+      (await api.post('/operator/domains/verify', OPERATOR_TOKEN, { accountId: C.accountId, domain: 'example.test' }))
+        .status,
+    ).toBe(200);
     const test = await register(C, 'test', 'a.example.test', '/c-test');
     const live = await register(C, 'live', 'a.example.test', '/c-live');
     await ingest(C.tenants.test.rootKey);
     await eventually(async () => receiver.at('/c-test').length === 1, 30_000);
     expect((await api.del(`/developer/tenants/${C.tenants.test.tenantId}`, C.developerToken)).status).toBe(204);
     expect((await api.get(`/developer/webhooks/${test.id}`, C.developerToken)).status).toBe(404);
-    expect((await api.put(`/developer/webhooks/${test.id}`, C.developerToken, { events: ['record.failed'] })).status).toBe(404);
-    expect((await api.get(`/developer/webhooks?tenantId=${C.tenants.test.tenantId}`, C.developerToken)).body.data).toEqual([]);
+    expect(
+      (await api.put(`/developer/webhooks/${test.id}`, C.developerToken, { events: ['record.failed'] })).status,
+    ).toBe(404);
+    expect(
+      (await api.get(`/developer/webhooks?tenantId=${C.tenants.test.tenantId}`, C.developerToken)).body.data,
+    ).toEqual([]);
     expect((await api.get(`/developer/webhooks/${live.id}`, C.developerToken)).status).toBe(200);
-    expect((await api.post('/developer/webhooks', C.developerToken, { tenantId: C.tenants.test.tenantId, url: url('a.example.test', '/again'), events: ['document.indexed'] })).status).toBe(403);
+    expect(
+      (
+        await api.post('/developer/webhooks', C.developerToken, {
+          tenantId: C.tenants.test.tenantId,
+          url: url('a.example.test', '/again'),
+          events: ['document.indexed'],
+        })
+      ).status,
+    ).toBe(403);
   }, 60_000);
 
   it('DNS answers that change after registration: the delivery-time gate fails closed (FAILED, ssrf_blocked), nothing is sent; manual retry after re-enabling', async () => {
@@ -300,8 +441,13 @@ describe.each(ENGINES)('webhooks (%s)', (engine) => {
     // A mixed answer (one public, one not) is refused as well; so is no answer.
     setDns('f.example.test', []);
     expect((await api.put(`/developer/webhooks/${w.id}`, A.developerToken, { status: 'ACTIVE' })).status).toBe(200);
-    expect((await api.post(`/developer/webhooks/${w.id}/deliveries/${failed.id}/retry`, A.developerToken)).status).toBe(200);
-    await eventually(async () => (await api.get(`/developer/webhooks/${w.id}`, A.developerToken)).body.status === 'DISABLED', 30_000);
+    expect((await api.post(`/developer/webhooks/${w.id}/deliveries/${failed.id}/retry`, A.developerToken)).status).toBe(
+      200,
+    );
+    await eventually(
+      async () => (await api.get(`/developer/webhooks/${w.id}`, A.developerToken)).body.status === 'DISABLED',
+      30_000,
+    );
     expect(receiver.at('/rebind')).toHaveLength(0);
     // Back to a good answer: re-enable, retry the FAILED delivery by hand; it arrives with the same id.
     setDns('f.example.test', ['127.0.0.1']);
@@ -311,7 +457,9 @@ describe.each(ENGINES)('webhooks (%s)', (engine) => {
     expect(retried.body).toMatchObject({ id: failed.id, status: 'PENDING' });
     await eventually(async () => receiver.at('/rebind').length === 1, 30_000);
     expect(receiver.at('/rebind')[0].json.id).toBe(failed.id);
-    expect((await api.post(`/developer/webhooks/${w.id}/deliveries/${failed.id}/retry`, A.developerToken)).status).toBe(400);
+    expect((await api.post(`/developer/webhooks/${w.id}/deliveries/${failed.id}/retry`, A.developerToken)).status).toBe(
+      400,
+    );
     expect((await api.post(`/developer/webhooks/${w.id}/deliveries/nope/retry`, A.developerToken)).status).toBe(404);
   }, 60_000);
 });
@@ -322,24 +470,30 @@ describe('webhooks without WEBHOOK_ALLOW_PRIVATE_TARGETS', () => {
   let svc: TestService;
   const logs: string[] = [];
 
-  beforeAll(async () => {
-    writeFileSync(
-      dnsFile,
-      JSON.stringify({
-        'loop.example.test': ['127.0.0.1'],
-        'loop6.example.test': ['::1'],
-        'mapped.example.test': ['::ffff:127.0.0.1'],
-        'ten.example.test': ['10.1.2.3'],
-        'one72.example.test': ['172.16.5.4'],
-        'one92.example.test': ['192.168.0.10'],
-        'public.example.test': ['93.184.216.34'],
-        'txt:_webhook-verify.dns.test': [],
-      }),
-    );
-    svc = await startService({ env: { WEBHOOK_TEST_DNS_FILE: dnsFile }, log: (m) => logs.push(m) });
-    const v = await svc.api.post('/operator/domains/verify', OPERATOR_TOKEN, { accountId: svc.bootstrap.accountId, domain: 'example.test' });
-    expect(v.status, v.text).toBe(200);
-  }, THROUGH_ROUTER ? 300_000 : 120_000);
+  beforeAll(
+    async () => {
+      writeFileSync(
+        dnsFile,
+        JSON.stringify({
+          'loop.example.test': ['127.0.0.1'],
+          'loop6.example.test': ['::1'],
+          'mapped.example.test': ['::ffff:127.0.0.1'],
+          'ten.example.test': ['10.1.2.3'],
+          'one72.example.test': ['172.16.5.4'],
+          'one92.example.test': ['192.168.0.10'],
+          'public.example.test': ['93.184.216.34'],
+          'txt:_webhook-verify.dns.test': [],
+        }),
+      );
+      svc = await startService({ env: { WEBHOOK_TEST_DNS_FILE: dnsFile }, log: (m) => logs.push(m) });
+      const v = await svc.api.post('/operator/domains/verify', OPERATOR_TOKEN, {
+        accountId: svc.bootstrap.accountId,
+        domain: 'example.test',
+      });
+      expect(v.status, v.text).toBe(200);
+    },
+    THROUGH_ROUTER ? 300_000 : 120_000,
+  );
 
   afterAll(async () => {
     await svc?.stop();
@@ -349,10 +503,18 @@ describe('webhooks without WEBHOOK_ALLOW_PRIVATE_TARGETS', () => {
   it('loopback and RFC 1918 targets are refused (also IPv4-mapped); a public one registers; no warning is logged', async () => {
     const A = svc.bootstrap;
     for (const host of ['loop', 'loop6', 'mapped', 'ten', 'one72', 'one92']) {
-      const r = await svc.api.post('/developer/webhooks', A.developerToken, { tenantId: A.tenants.live.tenantId, url: `https://${host}.example.test/h`, events: ['record.failed'] });
+      const r = await svc.api.post('/developer/webhooks', A.developerToken, {
+        tenantId: A.tenants.live.tenantId,
+        url: `https://${host}.example.test/h`,
+        events: ['record.failed'],
+      });
       expect(r.status, `${host}: ${r.text}`).toBe(400);
     }
-    const ok = await svc.api.post('/developer/webhooks', A.developerToken, { tenantId: A.tenants.live.tenantId, url: 'https://public.example.test/h', events: ['record.failed', 'trigger.failed'] });
+    const ok = await svc.api.post('/developer/webhooks', A.developerToken, {
+      tenantId: A.tenants.live.tenantId,
+      url: 'https://public.example.test/h',
+      events: ['record.failed', 'trigger.failed'],
+    });
     expect(ok.status, ok.text).toBe(201);
     expect(logs.some((l) => l.includes('WEBHOOK_ALLOW_PRIVATE_TARGETS'))).toBe(false);
   });

@@ -67,7 +67,11 @@ describe.skipIf(!have.ok)('bge-small-en-v1.5 (int8 ONNX)', () => {
   it('gives unit vectors, 384 wide; related texts are closer than unrelated ones; a truncated text keeps its meaning', async () => {
     const d = BGE_SMALL_Q.dims;
     const [query] = [await m.embed(['what do cats eat'], 'query')];
-    const ps = await m.embed(['Cats are carnivores and eat meat such as mice and birds.', 'The stock market fell sharply on Tuesday.', 'Domestic cats are fed meat-based food.']);
+    const ps = await m.embed([
+      'Cats are carnivores and eat meat such as mice and birds.',
+      'The stock market fell sharply on Tuesday.',
+      'Domestic cats are fed meat-based food.',
+    ]);
     expect(ps.length).toBe(3 * d);
     for (let i = 0; i < 3; i++) expect(Math.hypot(...row(ps, i, d))).toBeCloseTo(1, 5);
     const qv = row(query, 0, d);
@@ -75,7 +79,10 @@ describe.skipIf(!have.ok)('bge-small-en-v1.5 (int8 ONNX)', () => {
     expect(cos(qv, row(ps, 2, d))).toBeGreaterThan(cos(qv, row(ps, 1, d)) + 0.2);
     // A text far past 512 tokens embeds (no error) and stays close to its opening.
     const head = 'Whales are large marine mammals that sing complex songs during migration. ';
-    const [a, b] = [await m.embed([head.repeat(3)]), await m.embed([head.repeat(3) + 'Unrelated filler text about accounting ledgers. '.repeat(300)])];
+    const [a, b] = [
+      await m.embed([head.repeat(3)]),
+      await m.embed([head.repeat(3) + 'Unrelated filler text about accounting ledgers. '.repeat(300)]),
+    ];
     expect(cos(a, b)).toBeGreaterThan(0.8);
   }, 60_000);
 
@@ -102,7 +109,8 @@ function modelProcesses(): Array<{ pid: number; nice: number }> {
     try {
       const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from 3 (state) on
-      if (Number(f[1]) !== process.pid || !readFileSync(`/proc/${d}/cmdline`, 'utf8').includes('embed-worker.mjs')) continue;
+      if (Number(f[1]) !== process.pid || !readFileSync(`/proc/${d}/cmdline`, 'utf8').includes('embed-worker.mjs'))
+        continue;
       out.push({ pid: Number(d), nice: Number(f[16]) });
     } catch {
       // gone meanwhile
@@ -138,27 +146,47 @@ describe('without the model', () => {
     for (const model of [undefined, 'auto', 'bge'] as const) {
       const start = () => new BuiltinEmbedder({ model, env: missing });
       expect(start).toThrow(BuiltinModelMissing);
-      expect(start).toThrow(/bge-small-en-v1\.5-q is not installed \(the model is not in \/nonexistent\/models\/.*\): fetch it with `node deploy\/scripts\/fetch-model\.mjs`.*BUILTIN_EMBEDDINGS_MODEL=none.*EMBEDDINGS_URL/);
+      expect(start).toThrow(
+        /bge-small-en-v1\.5-q is not installed \(the model is not in \/nonexistent\/models\/.*\): fetch it with `node deploy\/scripts\/fetch-model\.mjs`.*BUILTIN_EMBEDDINGS_MODEL=none.*EMBEDDINGS_URL/,
+      );
     }
   });
 
   // The launcher, as an operator runs it: one line on stderr and exit code 1, for the default (auto) and for bge.
-  it.each([[undefined], ['bge']])('the service does not start (BUILTIN_EMBEDDINGS_MODEL=%s): `cannot start:` and the fix', async (model) => {
-    const data = tempDir('svc-no-model-');
-    try {
-      const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'deploy/src/start.ts')], {
-        cwd: ROOT,
-        env: { ...missing, DATABASE_URL: '', EVENTSTORE_URL: '', KAFKA_BROKERS: '', ELASTICSEARCH_URL: '', REDIS_URL: '', EMBEDDINGS_URL: '', BUILTIN_EMBEDDINGS_MODEL: model ?? '', DATA_DIR: data.dir, PORT: '0', LOG_LEVEL: 'silent' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let err = '';
-      child.stderr!.on('data', (d) => (err += d));
-      const code = await new Promise<number | null>((r) => child.once('exit', r));
-      expect(code).toBe(1);
-      expect(err).toMatch(/^cannot start: the built-in embedding model bge-small-en-v1\.5-q is not installed .*BUILTIN_EMBEDDINGS_MODEL=none to run without semantic search/m);
-      expect(err).not.toMatch(/\n\s+at /);
-    } finally {
-      data.remove();
-    }
-  }, 60_000);
+  it.each([[undefined], ['bge']])(
+    'the service does not start (BUILTIN_EMBEDDINGS_MODEL=%s): `cannot start:` and the fix',
+    async (model) => {
+      const data = tempDir('svc-no-model-');
+      try {
+        const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'deploy/src/start.ts')], {
+          cwd: ROOT,
+          env: {
+            ...missing,
+            DATABASE_URL: '',
+            EVENTSTORE_URL: '',
+            KAFKA_BROKERS: '',
+            ELASTICSEARCH_URL: '',
+            REDIS_URL: '',
+            EMBEDDINGS_URL: '',
+            BUILTIN_EMBEDDINGS_MODEL: model ?? '',
+            DATA_DIR: data.dir,
+            PORT: '0',
+            LOG_LEVEL: 'silent',
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let err = '';
+        child.stderr!.on('data', (d) => (err += d));
+        const code = await new Promise<number | null>((r) => child.once('exit', r));
+        expect(code).toBe(1);
+        expect(err).toMatch(
+          /^cannot start: the built-in embedding model bge-small-en-v1\.5-q is not installed .*BUILTIN_EMBEDDINGS_MODEL=none to run without semantic search/m,
+        );
+        expect(err).not.toMatch(/\n\s+at /);
+      } finally {
+        data.remove();
+      }
+    },
+    60_000,
+  );
 });

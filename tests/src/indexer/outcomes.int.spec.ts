@@ -4,7 +4,17 @@ import { PostgresEventStore } from '@svc/command-api';
 import { EVENT_SCHEMA_VERSION } from '@svc/contracts';
 import { FileBlobStore, openPglite } from '@svc/deploy';
 import { type Sql, type StoredEvent, streams } from '@svc/domain';
-import { type Embedder, LanceVectorIndex, PgTextIndex, ProjectionRunner, recordsProjection, schemasProjection, SearchCatalogue, SearchIndexer, webhookSources } from '@svc/projectors';
+import {
+  type Embedder,
+  LanceVectorIndex,
+  PgTextIndex,
+  ProjectionRunner,
+  recordsProjection,
+  schemasProjection,
+  SearchCatalogue,
+  SearchIndexer,
+  webhookSources,
+} from '@svc/projectors';
 import { tempDir } from '../support/engines';
 import { recordOutcomes } from './outcome-stream';
 
@@ -16,7 +26,11 @@ import { recordOutcomes } from './outcome-stream';
 const DIMS = 8;
 const T = 'tenant-1';
 const C = 'context-1';
-const embedder: Embedder = { model: 'fake', dims: DIMS, embed: async (texts) => texts.map(() => Array.from({ length: DIMS }, (_, k) => k + 1)) };
+const embedder: Embedder = {
+  model: 'fake',
+  dims: DIMS,
+  embed: async (texts) => texts.map(() => Array.from({ length: DIMS }, (_, k) => k + 1)),
+};
 
 describe('search projector: index outcomes in batches', () => {
   const cleanup: Array<() => Promise<void> | void> = [];
@@ -29,21 +43,83 @@ describe('search projector: index outcomes in batches', () => {
     const sql: Sql = await openPglite(`${tmp.dir}/pg`);
     const store = await PostgresEventStore.open(sql);
     const vectors = new LanceVectorIndex(`${tmp.dir}/lancedb`, embedder.model, DIMS, { autoMaintain: false });
-    const indexer = new SearchIndexer(sql, store, { text: new PgTextIndex(sql), vectors, embedder, catalogue: new SearchCatalogue(sql) }, { vectorCapacity: 1_000_000, blobs: new FileBlobStore(`${tmp.dir}/blobs`), attempts: 1 });
+    const indexer = new SearchIndexer(
+      sql,
+      store,
+      { text: new PgTextIndex(sql), vectors, embedder, catalogue: new SearchCatalogue(sql) },
+      { vectorCapacity: 1_000_000, blobs: new FileBlobStore(`${tmp.dir}/blobs`), attempts: 1 },
+    );
     await indexer.init();
-    cleanup.push(() => tmp.remove(), () => sql.close(), () => vectors.close());
-    const meta = { tenantId: T, contextId: C, accountId: 'acc', actorKeyId: null, userId: null, requestId: 'r', occurredAt: '2026-01-01T00:00:00.000Z', schemaVersion: EVENT_SCHEMA_VERSION };
+    cleanup.push(
+      () => tmp.remove(),
+      () => sql.close(),
+      () => vectors.close(),
+    );
+    const meta = {
+      tenantId: T,
+      contextId: C,
+      accountId: 'acc',
+      actorKeyId: null,
+      userId: null,
+      requestId: 'r',
+      occurredAt: '2026-01-01T00:00:00.000Z',
+      schemaVersion: EVENT_SCHEMA_VERSION,
+    };
     const schemaId = randomUUID();
-    const definition = { typeName: 'note', displayName: 'Note', allowedSurfaces: ['record'], fields: [{ fieldId: 'body', fieldType: 'string', searchable: true }] };
-    await store.appendMulti([{ streamId: streams.schema(schemaId), expectedRevision: 'any', events: [{ id: randomUUID(), type: 'SchemaCreated', data: { schemaId, typeName: 'note', definition }, metadata: meta }] }]);
-    const data = (recordId: string, body: string) => ({ recordId, schemaId, schemaVersion: 1, typeName: 'note', payload: { body }, status: 'ACTIVE', folderId: null, userId: null, scopes: [], externalId: null, indexMode: 'TEXT' });
+    const definition = {
+      typeName: 'note',
+      displayName: 'Note',
+      allowedSurfaces: ['record'],
+      fields: [{ fieldId: 'body', fieldType: 'string', searchable: true }],
+    };
+    await store.appendMulti([
+      {
+        streamId: streams.schema(schemaId),
+        expectedRevision: 'any',
+        events: [
+          { id: randomUUID(), type: 'SchemaCreated', data: { schemaId, typeName: 'note', definition }, metadata: meta },
+        ],
+      },
+    ]);
+    const data = (recordId: string, body: string) => ({
+      recordId,
+      schemaId,
+      schemaVersion: 1,
+      typeName: 'note',
+      payload: { body },
+      status: 'ACTIVE',
+      folderId: null,
+      userId: null,
+      scopes: [],
+      externalId: null,
+      indexMode: 'TEXT',
+    });
     const create = async (n: number) => {
       const ids = Array.from({ length: n }, () => randomUUID());
-      await store.appendMulti(ids.map((recordId, i) => ({ streamId: streams.record(recordId), expectedRevision: 'any' as const, events: [{ id: randomUUID(), type: 'RecordCreated', data: data(recordId, `note ${i} about the harbour`), metadata: meta }] })));
+      await store.appendMulti(
+        ids.map((recordId, i) => ({
+          streamId: streams.record(recordId),
+          expectedRevision: 'any' as const,
+          events: [
+            {
+              id: randomUUID(),
+              type: 'RecordCreated',
+              data: data(recordId, `note ${i} about the harbour`),
+              metadata: meta,
+            },
+          ],
+        })),
+      );
       return ids;
     };
     const update = (recordId: string, body: string) =>
-      store.appendMulti([{ streamId: streams.record(recordId), expectedRevision: 'any', events: [{ id: randomUUID(), type: 'RecordUpdated', data: data(recordId, body), metadata: meta }] }]);
+      store.appendMulti([
+        {
+          streamId: streams.record(recordId),
+          expectedRevision: 'any',
+          events: [{ id: randomUUID(), type: 'RecordUpdated', data: data(recordId, body), metadata: meta }],
+        },
+      ]);
     const ix = indexer as unknown as { position: number; applyBatch(e: StoredEvent[]): Promise<number> };
     /** Feeds the indexer the log from `from` (a replay when it is behind what it has already indexed). */
     const drain = async (from = ix.position) => {
@@ -64,7 +140,9 @@ describe('search projector: index outcomes in batches', () => {
       cleanup.push(() => runner.stop());
       const status = async (id: string) => {
         await runner.waitFor(await store.headPosition(), 10_000);
-        return (await sql.query<{ index_status: string }>('SELECT index_status FROM rm_records WHERE record_id = $1', [id])).rows[0]?.index_status;
+        return (
+          await sql.query<{ index_status: string }>('SELECT index_status FROM rm_records WHERE record_id = $1', [id])
+        ).rows[0]?.index_status;
       };
       return { status };
     };
@@ -81,7 +159,8 @@ describe('search projector: index outcomes in batches', () => {
     expect(await s.outcomes(ids[3])).toEqual(['INDEXED@0', 'INDEXED@1']);
     const head = await s.store.headPosition();
     await s.drain(0);
-    for (const id of ids) expect(await s.outcomes(id)).toEqual(id === ids[3] ? ['INDEXED@0', 'INDEXED@1'] : ['INDEXED@0']);
+    for (const id of ids)
+      expect(await s.outcomes(id)).toEqual(id === ids[3] ? ['INDEXED@0', 'INDEXED@1'] : ['INDEXED@0']);
     expect(await s.store.headPosition()).toBe(head);
   });
 
@@ -114,7 +193,29 @@ describe('search projector: index outcomes in batches', () => {
     const s = await setup();
     const [id] = await s.create(1);
     await s.drain();
-    await s.store.appendMulti([{ streamId: streams.record(id), expectedRevision: 'any', events: [{ id: randomUUID(), type: 'RecordDeleted', data: { recordId: id, typeName: 'note', externalId: null }, metadata: { tenantId: T, contextId: C, accountId: 'acc', actorKeyId: null, userId: null, requestId: 'r', occurredAt: '2026-01-01T00:00:00.000Z', schemaVersion: EVENT_SCHEMA_VERSION } }] }]);
+    await s.store.appendMulti([
+      {
+        streamId: streams.record(id),
+        expectedRevision: 'any',
+        events: [
+          {
+            id: randomUUID(),
+            type: 'RecordDeleted',
+            data: { recordId: id, typeName: 'note', externalId: null },
+            metadata: {
+              tenantId: T,
+              contextId: C,
+              accountId: 'acc',
+              actorKeyId: null,
+              userId: null,
+              requestId: 'r',
+              occurredAt: '2026-01-01T00:00:00.000Z',
+              schemaVersion: EVENT_SCHEMA_VERSION,
+            },
+          },
+        ],
+      },
+    ]);
     await s.drain();
     const head = await s.store.headPosition();
     // Replayed batch by batch: the create alone first (its outcome was appended before), then the delete.
@@ -139,13 +240,19 @@ describe('search projector: index outcomes in batches', () => {
     expect(await rm.status(ids[0])).toBe('INDEXED');
     // The stale outcome (revision 0 of a record now at 1) is left out by the read model and by webhooks.
     expect(await rm.status(ids[1])).toBe('PENDING_INDEX');
-    const stale = (await s.store.readAll(0, 1000)).filter((e) => e.type === 'RecordsIndexed').flatMap((e) => webhookSources(e, s.store)).filter((w) => w.sourceId === ids[1]);
+    const stale = (await s.store.readAll(0, 1000))
+      .filter((e) => e.type === 'RecordsIndexed')
+      .flatMap((e) => webhookSources(e, s.store))
+      .filter((w) => w.sourceId === ids[1]);
     expect(stale).toHaveLength(1);
     expect(await stale[0].data()).toBeNull();
     await s.drain();
     expect((await s.outcomes(ids[1])).at(-1)).toBe('INDEXED@1');
     expect(await rm.status(ids[1])).toBe('INDEXED');
-    const fresh = (await s.store.readAll(0, 1000)).filter((e) => e.type === 'RecordsIndexed').flatMap((e) => webhookSources(e, s.store)).filter((w) => w.sourceId === ids[1]);
+    const fresh = (await s.store.readAll(0, 1000))
+      .filter((e) => e.type === 'RecordsIndexed')
+      .flatMap((e) => webhookSources(e, s.store))
+      .filter((w) => w.sourceId === ids[1]);
     expect(await fresh.at(-1)!.data()).toMatchObject({ id: ids[1], indexStatus: 'INDEXED' });
   });
 });

@@ -21,7 +21,8 @@ const C = 'context-1';
 const embedder: Embedder = {
   model: 'fake',
   dims: DIMS,
-  embed: async (texts) => texts.map((t) => Array.from({ length: DIMS }, (_, k) => 1 + ((t.charCodeAt(k % t.length) * (k + 1)) % 7))),
+  embed: async (texts) =>
+    texts.map((t) => Array.from({ length: DIMS }, (_, k) => 1 + ((t.charCodeAt(k % t.length) * (k + 1)) % 7))),
 };
 
 class SpyLance extends LanceVectorIndex {
@@ -52,20 +53,67 @@ describe('search projector: batched vector writes', () => {
     const store = await PostgresEventStore.open(sql);
     const vectors = new SpyLance(`${tmp.dir}/lancedb`, embedder.model, DIMS, { autoMaintain: false });
     const catalogue = new SearchCatalogue(sql);
-    const indexer = new SearchIndexer(sql, store, { text: new PgTextIndex(sql), vectors, embedder, catalogue }, { vectorCapacity: 1_000_000, blobs: new FileBlobStore(`${tmp.dir}/blobs`), attempts: 1 });
+    const indexer = new SearchIndexer(
+      sql,
+      store,
+      { text: new PgTextIndex(sql), vectors, embedder, catalogue },
+      { vectorCapacity: 1_000_000, blobs: new FileBlobStore(`${tmp.dir}/blobs`), attempts: 1 },
+    );
     await indexer.init();
-    cleanup.push(() => tmp.remove(), () => sql.close(), () => vectors.close());
-    const meta = { tenantId: T, contextId: C, accountId: 'acc', actorKeyId: null, userId: null, requestId: 'r', occurredAt: '2026-01-01T00:00:00.000Z', schemaVersion: EVENT_SCHEMA_VERSION };
+    cleanup.push(
+      () => tmp.remove(),
+      () => sql.close(),
+      () => vectors.close(),
+    );
+    const meta = {
+      tenantId: T,
+      contextId: C,
+      accountId: 'acc',
+      actorKeyId: null,
+      userId: null,
+      requestId: 'r',
+      occurredAt: '2026-01-01T00:00:00.000Z',
+      schemaVersion: EVENT_SCHEMA_VERSION,
+    };
     const schemaId = randomUUID();
-    const definition = { typeName: 'note', displayName: 'Note', allowedSurfaces: ['record'], fields: [{ fieldId: 'body', fieldType: 'string', searchable: true }] };
-    await store.appendMulti([{ streamId: streams.schema(schemaId), expectedRevision: 'any', events: [{ id: randomUUID(), type: 'SchemaCreated', data: { schemaId, typeName: 'note', definition }, metadata: meta }] }]);
+    const definition = {
+      typeName: 'note',
+      displayName: 'Note',
+      allowedSurfaces: ['record'],
+      fields: [{ fieldId: 'body', fieldType: 'string', searchable: true }],
+    };
+    await store.appendMulti([
+      {
+        streamId: streams.schema(schemaId),
+        expectedRevision: 'any',
+        events: [
+          { id: randomUUID(), type: 'SchemaCreated', data: { schemaId, typeName: 'note', definition }, metadata: meta },
+        ],
+      },
+    ]);
     const ids: string[] = [];
     const write = async (n: number) => {
       const reqs = Array.from({ length: n }, (_, i) => {
         const recordId = randomUUID();
         ids.push(recordId);
-        const data = { recordId, schemaId, schemaVersion: 1, typeName: 'note', payload: { body: `note ${ids.length} about volcano number ${i}` }, status: 'ACTIVE', folderId: null, userId: null, scopes: [], externalId: null, indexMode: 'HYBRID' };
-        return { streamId: streams.record(recordId), expectedRevision: 'any' as const, events: [{ id: randomUUID(), type: 'RecordCreated', data, metadata: meta }] };
+        const data = {
+          recordId,
+          schemaId,
+          schemaVersion: 1,
+          typeName: 'note',
+          payload: { body: `note ${ids.length} about volcano number ${i}` },
+          status: 'ACTIVE',
+          folderId: null,
+          userId: null,
+          scopes: [],
+          externalId: null,
+          indexMode: 'HYBRID',
+        };
+        return {
+          streamId: streams.record(recordId),
+          expectedRevision: 'any' as const,
+          events: [{ id: randomUUID(), type: 'RecordCreated', data, metadata: meta }],
+        };
       });
       await store.appendMulti(reqs);
     };
@@ -91,7 +139,12 @@ describe('search projector: batched vector writes', () => {
     await s.drain();
     expect(s.vectors.calls).toEqual({ replaceItems: 1, replaceItem: 0 });
     for (const id of s.ids) expect(await s.outcome(id)).toBe('INDEXED');
-    const hits = await s.vectors.search({ tenantId: T, contextId: C, vector: (await embedder.embed(['note 1 about volcano number 0']))[0], limit: 100 });
+    const hits = await s.vectors.search({
+      tenantId: T,
+      contextId: C,
+      vector: (await embedder.embed(['note 1 about volcano number 0']))[0],
+      limit: 100,
+    });
     expect(new Set(hits.map((h) => h.itemId))).toEqual(new Set(s.ids));
     expect((await s.catalogue.items(s.ids)).get(s.ids[0])?.vectors).toBe(1);
   });

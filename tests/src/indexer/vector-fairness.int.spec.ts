@@ -4,7 +4,15 @@ import { PostgresEventStore } from '@svc/command-api';
 import { EVENT_SCHEMA_VERSION } from '@svc/contracts';
 import { FileBlobStore, openPglite } from '@svc/deploy';
 import { type Sql, streams } from '@svc/domain';
-import { type Embedder, LanceVectorIndex, PgTextIndex, readCheckpoint, SEARCH_INDEX, SearchCatalogue, SearchIndexer } from '@svc/projectors';
+import {
+  type Embedder,
+  LanceVectorIndex,
+  PgTextIndex,
+  readCheckpoint,
+  SEARCH_INDEX,
+  SearchCatalogue,
+  SearchIndexer,
+} from '@svc/projectors';
 import { recordOutcomes } from './outcome-stream';
 import { tempDir } from '../support/engines';
 
@@ -43,7 +51,11 @@ class FakeModel implements Embedder {
 
 /** Sentences tagged with a word, about `passages` passages of ~2,000 characters. */
 const text = (tag: string, passages: number) =>
-  Array.from({ length: passages * 20 }, (_, i) => `The ${tag} ledger line ${i} records ${['salt', 'grain', 'wool', 'copper'][i % 4]} traded at the harbour market.`).join(' ');
+  Array.from(
+    { length: passages * 20 },
+    (_, i) =>
+      `The ${tag} ledger line ${i} records ${['salt', 'grain', 'wool', 'copper'][i % 4]} traded at the harbour market.`,
+  ).join(' ');
 
 describe('search projector: the per-tenant vector queue', () => {
   const cleanup: Array<() => Promise<void> | void> = [];
@@ -56,32 +68,103 @@ describe('search projector: the per-tenant vector queue', () => {
     const sql: Sql = await openPglite(`${tmp.dir}/pg`);
     const store = await PostgresEventStore.open(sql);
     const vectors = new LanceVectorIndex(`${tmp.dir}/lancedb`, 'fake', DIMS, { autoMaintain: false });
-    cleanup.push(() => tmp.remove(), () => sql.close(), () => vectors.close());
+    cleanup.push(
+      () => tmp.remove(),
+      () => sql.close(),
+      () => vectors.close(),
+    );
     const indexer = async (embedder: Embedder) => {
-      const ix = new SearchIndexer(sql, store, { text: new PgTextIndex(sql), vectors, embedder, catalogue: new SearchCatalogue(sql) }, { vectorCapacity: 1_000_000, blobs: new FileBlobStore(`${tmp.dir}/blobs`), attempts: 2 });
+      const ix = new SearchIndexer(
+        sql,
+        store,
+        { text: new PgTextIndex(sql), vectors, embedder, catalogue: new SearchCatalogue(sql) },
+        { vectorCapacity: 1_000_000, blobs: new FileBlobStore(`${tmp.dir}/blobs`), attempts: 2 },
+      );
       await ix.init();
       cleanup.push(() => ix.stop());
       return ix;
     };
     const schemaId = randomUUID();
-    const meta = (tenantId: string) => ({ tenantId, contextId: 'ctx', accountId: 'acc', actorKeyId: null, userId: null, requestId: 'r', occurredAt: '2026-01-01T00:00:00.000Z', schemaVersion: EVENT_SCHEMA_VERSION });
-    const definition = { typeName: 'note', displayName: 'Note', allowedSurfaces: ['record'], fields: [{ fieldId: 'body', fieldType: 'string', searchable: true }] };
-    await store.appendMulti([{ streamId: streams.schema(schemaId), expectedRevision: 'any', events: [{ id: randomUUID(), type: 'SchemaCreated', data: { schemaId, typeName: 'note', definition }, metadata: meta('t0') }] }]);
-    const data = (recordId: string, body: string) => ({ recordId, schemaId, schemaVersion: 1, typeName: 'note', payload: { body }, status: 'ACTIVE', folderId: null, userId: null, scopes: [], externalId: null, indexMode: 'HYBRID' });
+    const meta = (tenantId: string) => ({
+      tenantId,
+      contextId: 'ctx',
+      accountId: 'acc',
+      actorKeyId: null,
+      userId: null,
+      requestId: 'r',
+      occurredAt: '2026-01-01T00:00:00.000Z',
+      schemaVersion: EVENT_SCHEMA_VERSION,
+    });
+    const definition = {
+      typeName: 'note',
+      displayName: 'Note',
+      allowedSurfaces: ['record'],
+      fields: [{ fieldId: 'body', fieldType: 'string', searchable: true }],
+    };
+    await store.appendMulti([
+      {
+        streamId: streams.schema(schemaId),
+        expectedRevision: 'any',
+        events: [
+          {
+            id: randomUUID(),
+            type: 'SchemaCreated',
+            data: { schemaId, typeName: 'note', definition },
+            metadata: meta('t0'),
+          },
+        ],
+      },
+    ]);
+    const data = (recordId: string, body: string) => ({
+      recordId,
+      schemaId,
+      schemaVersion: 1,
+      typeName: 'note',
+      payload: { body },
+      status: 'ACTIVE',
+      folderId: null,
+      userId: null,
+      scopes: [],
+      externalId: null,
+      indexMode: 'HYBRID',
+    });
     const create = async (tenantId: string, body: string) => {
       const recordId = randomUUID();
-      await store.appendMulti([{ streamId: streams.record(recordId), expectedRevision: 'any', events: [{ id: randomUUID(), type: 'RecordCreated', data: data(recordId, body), metadata: meta(tenantId) }] }]);
+      await store.appendMulti([
+        {
+          streamId: streams.record(recordId),
+          expectedRevision: 'any',
+          events: [{ id: randomUUID(), type: 'RecordCreated', data: data(recordId, body), metadata: meta(tenantId) }],
+        },
+      ]);
       return recordId;
     };
     const update = (tenantId: string, recordId: string, body: string) =>
-      store.appendMulti([{ streamId: streams.record(recordId), expectedRevision: 'any', events: [{ id: randomUUID(), type: 'RecordUpdated', data: data(recordId, body), metadata: meta(tenantId) }] }]);
+      store.appendMulti([
+        {
+          streamId: streams.record(recordId),
+          expectedRevision: 'any',
+          events: [{ id: randomUUID(), type: 'RecordUpdated', data: data(recordId, body), metadata: meta(tenantId) }],
+        },
+      ]);
     const remove = (tenantId: string, recordId: string) =>
-      store.appendMulti([{ streamId: streams.record(recordId), expectedRevision: 'any', events: [{ id: randomUUID(), type: 'RecordDeleted', data: { recordId }, metadata: meta(tenantId) }] }]);
-    const outcomes = async (id: string) => [...(await recordOutcomes(store, 'tenant-A', 'ctx', id)), ...(await recordOutcomes(store, 'tenant-B', 'ctx', id))];
-    const jobRows = async () => Number((await sql.query<{ n: number }>('SELECT count(*)::int AS n FROM si_vector_jobs')).rows[0].n);
-    const hits = (tenantId: string, probe: string) => vectors.search({ tenantId, contextId: 'ctx', vector: vec(probe), limit: 1000 });
+      store.appendMulti([
+        {
+          streamId: streams.record(recordId),
+          expectedRevision: 'any',
+          events: [{ id: randomUUID(), type: 'RecordDeleted', data: { recordId }, metadata: meta(tenantId) }],
+        },
+      ]);
+    const outcomes = async (id: string) => [
+      ...(await recordOutcomes(store, 'tenant-A', 'ctx', id)),
+      ...(await recordOutcomes(store, 'tenant-B', 'ctx', id)),
+    ];
+    const jobRows = async () =>
+      Number((await sql.query<{ n: number }>('SELECT count(*)::int AS n FROM si_vector_jobs')).rows[0].n);
+    const hits = (tenantId: string, probe: string) =>
+      vectors.search({ tenantId, contextId: 'ctx', vector: vec(probe), limit: 1000 });
     const until = async (f: () => Promise<boolean> | boolean, ms = 30_000) => {
-      for (const end = Date.now() + ms; !(await f()); ) {
+      for (const end = Date.now() + ms; !(await f());) {
         if (Date.now() > end) throw new Error('condition not met');
         await new Promise((r) => setTimeout(r, 10));
       }

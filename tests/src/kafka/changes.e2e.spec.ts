@@ -30,7 +30,12 @@ describe.skipIf(!brokers || !postgres)('change stream across query replicas (spl
 
   const schema = async () => {
     const typeName = uniq('Split');
-    const r = await t.api.post('/v1/schemas', key, { typeName, displayName: 'S', allowedSurfaces: ['record'], fields: [{ fieldId: 'title', fieldType: 'string', searchable: true }] });
+    const r = await t.api.post('/v1/schemas', key, {
+      typeName,
+      displayName: 'S',
+      allowedSurfaces: ['record'],
+      fields: [{ fieldId: 'title', fieldType: 'string', searchable: true }],
+    });
     expect(r.status, r.text).toBe(201);
     return typeName;
   };
@@ -77,7 +82,9 @@ describe.skipIf(!brokers || !postgres)('change stream across query replicas (spl
       await new Promise((r) => setTimeout(r, 500));
       rest.close();
       expect(rest.events.map((e) => e.data.entityId)).toEqual([...made.slice(k), late]);
-      expect(rest.events.map((e) => Number(e.id))).toEqual([...rest.events.map((e) => Number(e.id))].sort((a, b) => a - b));
+      expect(rest.events.map((e) => Number(e.id))).toEqual(
+        [...rest.events.map((e) => Number(e.id))].sort((a, b) => a - b),
+      );
     } finally {
       await t.startRole('query', 'query-1');
     }

@@ -35,7 +35,11 @@ import { Topology } from './topology';
  * its own, so a hang is a failure, not a stuck test. Each prints its figures
  * (convergence time, request counts) with console.log for the CI log.
  */
-const skip = !brokers ? SKIP_REASON : !serverUrl('postgres') ? 'DATABASE_URL not set (the split roles share a PostgreSQL)' : undefined;
+const skip = !brokers
+  ? SKIP_REASON
+  : !serverUrl('postgres')
+    ? 'DATABASE_URL not set (the split roles share a PostgreSQL)'
+    : undefined;
 
 interface Acked {
   id: string;
@@ -60,7 +64,12 @@ interface Sent {
 
 /** The router's (or the service's) refusal of an unavailable role: 503, Retry-After, the JSON error body. */
 function isUnavailable(r: Answer): boolean {
-  return r.status === 503 && !!r.headers.get('retry-after') && typeof r.body?.errorCode === 'string' && typeof r.body?.message === 'string';
+  return (
+    r.status === 503 &&
+    !!r.headers.get('retry-after') &&
+    typeof r.body?.errorCode === 'string' &&
+    typeof r.body?.message === 'string'
+  );
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -82,11 +91,20 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
     if (k.code !== 0) throw new Error(`kafka.sh start failed: ${k.out}`);
     t = await Topology.start({ kafkaBrokers: `127.0.0.1:${port}` });
     api = t.api;
-    const acct = await api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000, creditLimit: 1_000_000_000 });
+    const acct = await api.newAccount({
+      plan: 'enterprise',
+      rateLimitPerMinute: 1_000_000,
+      creditLimit: 1_000_000_000,
+    });
     root = acct.tenants.live.rootKey;
     const s = await api.post('/v1/schemas', root, {
-      typeName: `Fault_${randomUUID().slice(0, 8)}`, displayName: 'Faults', allowedSurfaces: ['record'],
-      fields: [{ fieldId: 'title', fieldType: 'string', searchable: true }, { fieldId: 'n', fieldType: 'number' }],
+      typeName: `Fault_${randomUUID().slice(0, 8)}`,
+      displayName: 'Faults',
+      allowedSurfaces: ['record'],
+      fields: [
+        { fieldId: 'title', fieldType: 'string', searchable: true },
+        { fieldId: 'n', fieldType: 'number' },
+      ],
     });
     expect(s.status, s.text).toBe(201);
     typeName = s.body.typeName;
@@ -103,19 +121,27 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
 
   /** Waits until the relay has published the head and every projection of the projector has applied it. */
   async function caughtUp(timeoutMs = 180_000): Promise<void> {
-    await eventually(async () => {
-      const r = await t.readyz('relay');
-      if (r.relay?.lag !== 0) return false;
-      const p = await t.readyz('projector');
-      // Every subscriber of the projector role (read models, search index, document worker, trigger runner, webhook dispatcher).
-      return p.projections?.length === 5 && p.projections.every((x: any) => x.position >= r.headPosition);
-    }, timeoutMs, 250);
+    await eventually(
+      async () => {
+        const r = await t.readyz('relay');
+        if (r.relay?.lag !== 0) return false;
+        const p = await t.readyz('projector');
+        // Every subscriber of the projector role (read models, search index, document worker, trigger runner, webhook dispatcher).
+        return p.projections?.length === 5 && p.projections.every((x: any) => x.position >= r.headPosition);
+      },
+      timeoutMs,
+      250,
+    );
     // The search projector appends outcomes (RecordsIndexed) that go round once more.
-    await eventually(async () => {
-      const r = await t.readyz('relay');
-      const p = await t.readyz('projector');
-      return r.relay.lag === 0 && p.projections.every((x: any) => x.position >= r.headPosition);
-    }, timeoutMs, 250);
+    await eventually(
+      async () => {
+        const r = await t.readyz('relay');
+        const p = await t.readyz('projector');
+        return r.relay.lag === 0 && p.projections.every((x: any) => x.position >= r.headPosition);
+      },
+      timeoutMs,
+      250,
+    );
   }
 
   /** Every acknowledged write is there exactly once: version, history rows and list membership are exact. */
@@ -126,7 +152,9 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
       expect(g.body.version, `record ${a.id}`).toBe(1 + a.updates);
       expect(g.body.payload.n).toBe(a.updates ? a.n * 10 : a.n);
       const v = await api.get(`/v1/records/${a.id}/versions?limit=100`, root);
-      expect(v.body.data.map((x: any) => x.version).sort(), `history of ${a.id}`).toEqual(Array.from({ length: 1 + a.updates }, (_, i) => i + 1));
+      expect(v.body.data.map((x: any) => x.version).sort(), `history of ${a.id}`).toEqual(
+        Array.from({ length: 1 + a.updates }, (_, i) => i + 1),
+      );
     }
     const listed = (await listAll()).map((r) => r.id);
     expect(new Set(listed).size).toBe(listed.length);
@@ -158,7 +186,12 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
   async function send(method: string, path: string, body?: unknown): Promise<Sent> {
     const started = Date.now();
     try {
-      const r = await api.call(method, path, { token: root, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS), unchecked: true });
+      const r = await api.call(method, path, {
+        token: root,
+        body,
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        unchecked: true,
+      });
       return { r, started, ended: Date.now() };
     } catch (e) {
       return { error: `${(e as Error).name}: ${(e as Error).message}`, started, ended: Date.now() };
@@ -166,7 +199,8 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
   }
 
   /** One create through the router (payload n, title with its search word). */
-  const create = (n: number) => send('POST', '/v1/records', { typeName, payload: { title: `item ${n} ${word(n)}`, n } });
+  const create = (n: number) =>
+    send('POST', '/v1/records', { typeName, payload: { title: `item ${n} ${word(n)}`, n } });
 
   /** Every acknowledged record is INDEXED and the TEXT search for its word finds it (8 at a time). */
   async function searchable(acked: Acked[], timeoutMs: number): Promise<void> {
@@ -175,11 +209,19 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
       Array.from({ length: 8 }, async () => {
         for (let a = queue.shift(); a; a = queue.shift()) {
           const rec = a;
-          await eventually(async () => (await api.get(`/v1/records/${rec.id}`, root)).body?.indexStatus === 'INDEXED', timeoutMs, 100);
-          await eventually(async () => {
-            const s = await api.post('/v1/search', root, { query: word(rec.n), mode: 'TEXT' });
-            return s.status === 200 && s.body.results.some((x: any) => x.documentId === rec.id);
-          }, timeoutMs, 100);
+          await eventually(
+            async () => (await api.get(`/v1/records/${rec.id}`, root)).body?.indexStatus === 'INDEXED',
+            timeoutMs,
+            100,
+          );
+          await eventually(
+            async () => {
+              const s = await api.post('/v1/search', root, { query: word(rec.n), mode: 'TEXT' });
+              return s.status === 200 && s.body.results.some((x: any) => x.documentId === rec.id);
+            },
+            timeoutMs,
+            100,
+          );
         }
       }),
     );
@@ -228,7 +270,13 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
    * timeout, is a failure with its status, body and time.
    */
   function readers(records: Acked[], clients: number) {
-    const stats: ReadStats = { total: 0, byKind: { get: 0, list: 0, search: 0 }, failures: [], windows: {}, failedWindows: {} };
+    const stats: ReadStats = {
+      total: 0,
+      byKind: { get: 0, list: 0, search: 0 },
+      failures: [],
+      windows: {},
+      failedWindows: {},
+    };
     const t0 = Date.now();
     let label = 'before';
     let stop = false;
@@ -259,8 +307,15 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
           const at = `+${s.started - t0} ms, took ${s.ended - s.started} ms, during '${label}'`;
           // Fastify's own answer while a process closes (return503OnClosing), which the router passes through (it retries a
           // replica only when it could not answer at all): no Retry-After, no X-Request-Id, not the service's error body.
-          const draining = r?.status === 503 && r.body?.error === 'Service Unavailable' && r.body?.statusCode === 503 ? ' [a draining process answered 503 (return503OnClosing)]' : '';
-          stats.failures.push(s.error ? `${kind} ${at}: ${s.error}` : `${kind} ${at}: ${r!.status} retry-after=${r!.headers.get('retry-after')} x-request-id=${r!.headers.get('x-request-id')} ${r!.text.slice(0, 300)}${draining}`);
+          const draining =
+            r?.status === 503 && r.body?.error === 'Service Unavailable' && r.body?.statusCode === 503
+              ? ' [a draining process answered 503 (return503OnClosing)]'
+              : '';
+          stats.failures.push(
+            s.error
+              ? `${kind} ${at}: ${s.error}`
+              : `${kind} ${at}: ${r!.status} retry-after=${r!.headers.get('retry-after')} x-request-id=${r!.headers.get('x-request-id')} ${r!.text.slice(0, 300)}${draining}`,
+          );
         }
         await sleep(5);
       }
@@ -304,7 +359,12 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
     expect(acked).toHaveLength(TOTAL);
     await verify(acked);
     // The search projector survived too: every record reached a final index status.
-    for (const a of acked.slice(0, 30)) await eventually(async () => (await api.get(`/v1/records/${a.id}`, root)).body.indexStatus === 'INDEXED', 60_000, 100);
+    for (const a of acked.slice(0, 30))
+      await eventually(
+        async () => (await api.get(`/v1/records/${a.id}`, root)).body.indexStatus === 'INDEXED',
+        60_000,
+        100,
+      );
     const p = await t.readyz('projector');
     for (const x of p.projections) expect(x.feed.transport).toBe('kafka');
   }, 600_000);
@@ -345,13 +405,20 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
   }, 600_000);
 
   /** A create (and, when `update`, a PATCH) through the router with its own timeout: the acknowledged record, or what went wrong. */
-  async function writeTimed(n: number, update: boolean): Promise<{ acked?: Acked; refused?: Answer; failure?: string; s: Sent }> {
+  async function writeTimed(
+    n: number,
+    update: boolean,
+  ): Promise<{ acked?: Acked; refused?: Answer; failure?: string; s: Sent }> {
     const c = await create(n);
-    if (c.r?.status !== 201) return c.r && isUnavailable(c.r) ? { refused: c.r, s: c } : { failure: `create ${n}: ${c.error ?? `${c.r!.status} ${c.r!.text.slice(0, 300)}`}`, s: c };
+    if (c.r?.status !== 201)
+      return c.r && isUnavailable(c.r)
+        ? { refused: c.r, s: c }
+        : { failure: `create ${n}: ${c.error ?? `${c.r!.status} ${c.r!.text.slice(0, 300)}`}`, s: c };
     const acked: Acked = { id: c.r.body.id, n, updates: 0 };
     if (update) {
       const u = await send('PATCH', `/v1/records/${acked.id}`, { payload: { n: n * 10 } });
-      if (u.r?.status !== 200) return { acked, failure: `update ${n}: ${u.error ?? `${u.r!.status} ${u.r!.text.slice(0, 300)}`}`, s: u };
+      if (u.r?.status !== 200)
+        return { acked, failure: `update ${n}: ${u.error ?? `${u.r!.status} ${u.r!.text.slice(0, 300)}`}`, s: u };
       acked.updates = 1;
     }
     return { acked, s: c };
@@ -477,16 +544,31 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
     }
     expect(bad).toEqual([]);
     expect(refused.length, 'writes were refused while the command process was down').toBeGreaterThan(0);
-    expect(outcomes.filter((o) => o.s.r?.status === 201 && o.s.started >= restartedAt).length, 'writes are acknowledged again after the restart').toBeGreaterThan(0);
+    expect(
+      outcomes.filter((o) => o.s.r?.status === 201 && o.s.started >= restartedAt).length,
+      'writes are acknowledged again after the restart',
+    ).toBeGreaterThan(0);
     const convergedMs = await converge(acked);
 
     // Each write by its payload n: acknowledged ones exactly once with their id, refused ones not at all.
     const byN = new Map<number, string[]>();
     for (const r of await listAll()) byN.set(r.payload.n, [...(byN.get(r.payload.n) ?? []), r.id]);
-    expect([...byN].filter(([, ids]) => ids.length > 1), 'no write is there twice').toEqual([]);
-    expect(ackedBeforeKill.filter((a) => byN.get(a.n)?.[0] !== a.id).map((a) => a.n), 'every write acknowledged before the kill is there').toEqual([]);
-    expect(acked.filter((a) => byN.get(a.n)?.[0] !== a.id).map((a) => a.n), 'every acknowledged write is there').toEqual([]);
-    expect(refused.filter((i) => byN.has(i)), 'no refused write was applied').toEqual([]);
+    expect(
+      [...byN].filter(([, ids]) => ids.length > 1),
+      'no write is there twice',
+    ).toEqual([]);
+    expect(
+      ackedBeforeKill.filter((a) => byN.get(a.n)?.[0] !== a.id).map((a) => a.n),
+      'every write acknowledged before the kill is there',
+    ).toEqual([]);
+    expect(
+      acked.filter((a) => byN.get(a.n)?.[0] !== a.id).map((a) => a.n),
+      'every acknowledged write is there',
+    ).toEqual([]);
+    expect(
+      refused.filter((i) => byN.has(i)),
+      'no refused write was applied',
+    ).toEqual([]);
     const unknownThere = unknown.filter((o) => byN.has(o.n));
     console.log(
       `[faults] command SIGKILL: ${outcomes.length} writes: ${acked.length} acknowledged (${ackedBeforeKill.length} before the kill), ${refused.length} refused with 503 + Retry-After, ` +
@@ -542,9 +624,14 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
       rd.mark(`${name} starting`);
       await t.startRole('query', name);
       rd.mark(`${name} healthy`);
-      figures.push(`${name}: exited ${exited - t0} ms after SIGTERM (code ${old.child.exitCode}), /healthz ${Date.now() - exited} ms later`);
+      figures.push(
+        `${name}: exited ${exited - t0} ms after SIGTERM (code ${old.child.exitCode}), /healthz ${Date.now() - exited} ms later`,
+      );
       // The service's own 15 s shutdown watchdog (deploy/src/start.ts) ends a close that did not finish with code 1.
-      if (old.child.exitCode !== 0) console.log(`[faults] rolling restart: ${name} did not shut down cleanly (code ${old.child.exitCode}, ${exited - t0} ms): ${old.output().slice(-500)}`);
+      if (old.child.exitCode !== 0)
+        console.log(
+          `[faults] rolling restart: ${name} did not shut down cleanly (code ${old.child.exitCode}, ${exited - t0} ms): ${old.output().slice(-500)}`,
+        );
       // The router takes a replica out of its rotation for fail_timeout after a failed attempt (nginx's passive check,
       // max_fails=1 fail_timeout=10s: the defaults, which the shipped file keeps), and the replica failed attempts while
       // it was down. /healthz alone is not enough: terminating the other replica before the router has taken this one

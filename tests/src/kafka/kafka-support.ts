@@ -28,8 +28,18 @@ export interface RawMessage {
 }
 
 /** Reads the whole topic from the beginning with a consumer group of its own until `until` holds (or the time runs out). */
-export async function readTopic(topic: string, until: (msgs: RawMessage[]) => boolean, timeoutMs = 60_000): Promise<RawMessage[]> {
-  const consumer = new Consumer({ clientId: 'test-reader', bootstrapBrokers: brokers!.split(','), groupId: `reader-${randomUUID()}`, maxWaitTime: 200, autocommit: false });
+export async function readTopic(
+  topic: string,
+  until: (msgs: RawMessage[]) => boolean,
+  timeoutMs = 60_000,
+): Promise<RawMessage[]> {
+  const consumer = new Consumer({
+    clientId: 'test-reader',
+    bootstrapBrokers: brokers!.split(','),
+    groupId: `reader-${randomUUID()}`,
+    maxWaitTime: 200,
+    autocommit: false,
+  });
   const out: RawMessage[] = [];
   try {
     const stream = await consumer.consume({ topics: [topic], mode: 'earliest' });
@@ -38,7 +48,11 @@ export async function readTopic(topic: string, until: (msgs: RawMessage[]) => bo
     stream.on('data', (m) => {
       const headers: Record<string, Buffer> = {};
       for (const [k, v] of m.headerEntries) headers[k.toString()] ??= v;
-      out.push({ partition: m.partition, offset: String(m.offset), message: { key: m.key ?? null, value: m.value ?? null, headers } });
+      out.push({
+        partition: m.partition,
+        offset: String(m.offset),
+        message: { key: m.key ?? null, value: m.value ?? null, headers },
+      });
       if (until(out)) done();
     });
     stream.on('error', () => done());
@@ -53,10 +67,17 @@ export async function readTopic(topic: string, until: (msgs: RawMessage[]) => bo
 }
 
 /** deploy/engines/kafka.sh with the given instance variables (e.g. KAFKA_PORT for a broker of the test's own). */
-export function kafkaScript(cmd: 'start' | 'stop' | 'clean' | 'status', env: Record<string, string>): Promise<{ code: number; out: string }> {
+export function kafkaScript(
+  cmd: 'start' | 'stop' | 'clean' | 'status',
+  env: Record<string, string>,
+): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
-    execFile('bash', [join(ROOT, 'deploy/engines/kafka.sh'), cmd], { env: { ...process.env, ...env }, timeout: 300_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` }),
+    execFile(
+      'bash',
+      [join(ROOT, 'deploy/engines/kafka.sh'), cmd],
+      { env: { ...process.env, ...env }, timeout: 300_000 },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` }),
     );
   });
 }
@@ -66,7 +87,10 @@ export async function listAllRecords(api: Api, token: string, typeName: string, 
   const out: any[] = [];
   let cursor: string | null = null;
   for (let pages = 0; pages < maxPages; pages++) {
-    const r = await api.get(`/v1/records?type=${typeName}&limit=100${cursor ? `&startFrom=${encodeURIComponent(cursor)}` : ''}`, token);
+    const r = await api.get(
+      `/v1/records?type=${typeName}&limit=100${cursor ? `&startFrom=${encodeURIComponent(cursor)}` : ''}`,
+      token,
+    );
     expect(r.status, r.text).toBe(200);
     out.push(...r.body.data);
     cursor = r.body.nextCursor;

@@ -15,7 +15,11 @@ import { Topology } from './topology';
  * afterwards, and the lists equal what they were. A read model corrupted by hand is repaired by
  * `npm run rebuild -- --online` pointed at the router.
  */
-const skip = !brokers ? SKIP_REASON : !serverUrl('postgres') ? 'DATABASE_URL not set (the split roles share a PostgreSQL)' : undefined;
+const skip = !brokers
+  ? SKIP_REASON
+  : !serverUrl('postgres')
+    ? 'DATABASE_URL not set (the split roles share a PostgreSQL)'
+    : undefined;
 
 async function rebuildThrough(api: Api) {
   const started = await api.post('/operator/rebuilds', OPERATOR_TOKEN, { target: 'read-models' });
@@ -24,7 +28,8 @@ async function rebuildThrough(api: Api) {
     async () => {
       const r = await api.get(`/operator/rebuilds/${started.body.id}`, OPERATOR_TOKEN);
       expect(r.status, r.text).toBe(200);
-      if (r.body.state === 'building' || r.body.state === 'switching') throw new Error(`still ${r.body.state} at ${r.body.position} of ${r.body.head}`);
+      if (r.body.state === 'building' || r.body.state === 'switching')
+        throw new Error(`still ${r.body.state} at ${r.body.position} of ${r.body.head}`);
       return r.body;
     },
     180_000,
@@ -47,13 +52,17 @@ describe.skipIf(!!skip)('online rebuild of the read models in the split deployme
     await Promise.all(
       Array.from({ length: 8 }, async () => {
         for (let i = next++; i < 300; i = next++) {
-          const r = await t.api.post('/v1/records', root, { typeName: NOTE_SCHEMA.typeName, payload: { title: `note ${i}`, body: `before the rebuild ${i}`, n: i } });
+          const r = await t.api.post('/v1/records', root, {
+            typeName: NOTE_SCHEMA.typeName,
+            payload: { title: `note ${i}`, body: `before the rebuild ${i}`, n: i },
+          });
           expect(r.status, r.text).toBe(201);
           ids.push(r.body.id);
         }
       }),
     );
-    for (const id of ids.slice(0, 20)) expect((await t.api.patch(`/v1/records/${id}`, root, { payload: { n: -1 } })).status).toBe(200);
+    for (const id of ids.slice(0, 20))
+      expect((await t.api.patch(`/v1/records/${id}`, root, { payload: { n: -1 } })).status).toBe(200);
     for (const id of ids.splice(290, 10)) expect((await t.api.del(`/v1/records/${id}`, root)).status).toBe(204);
   }, 300_000);
 
@@ -74,8 +83,11 @@ describe.skipIf(!!skip)('online rebuild of the read models in the split deployme
       expect(atSwitch).toBeGreaterThan(atStart);
       await eventually(async () => traffic.acked.length > atSwitch + 5, 60_000);
       await traffic.stop();
-      const p = (xs: number[]) => `p50 ${percentile(xs, 50).toFixed(0)} / p99 ${percentile(xs, 99).toFixed(0)} / max ${Math.max(...xs).toFixed(0)} ms`;
-      console.log(`online rebuild (split deployment, router): ${JSON.stringify(done)}; ${traffic.reads} reads (by id ${p(traffic.latencies.byId)}, list ${p(traffic.latencies.list)}), ${traffic.acked.length} writes`);
+      const p = (xs: number[]) =>
+        `p50 ${percentile(xs, 50).toFixed(0)} / p99 ${percentile(xs, 99).toFixed(0)} / max ${Math.max(...xs).toFixed(0)} ms`;
+      console.log(
+        `online rebuild (split deployment, router): ${JSON.stringify(done)}; ${traffic.reads} reads (by id ${p(traffic.latencies.byId)}, list ${p(traffic.latencies.list)}), ${traffic.acked.length} writes`,
+      );
       expect(done.state, done.error).toBe('done');
       expect(traffic.failedReads).toEqual([]);
       expect(traffic.failedWrites).toEqual([]);
@@ -99,10 +111,14 @@ describe.skipIf(!!skip)('online rebuild of the read models in the split deployme
     for (const id of traffic.acked) expect((await t.api.get(`/v1/records/${id}`, root)).status).toBe(200);
     for (const id of traffic.acked) {
       const word = traffic.words.get(id)!;
-      await eventually(async () => {
-        const s = await t.api.post('/v1/search', root, { query: word, mode: 'TEXT' });
-        return s.status === 200 && s.body.results.some((x: any) => x.documentId === id);
-      }, 90_000, 200);
+      await eventually(
+        async () => {
+          const s = await t.api.post('/v1/search', root, { query: word, mode: 'TEXT' });
+          return s.status === 200 && s.body.results.some((x: any) => x.documentId === id);
+        },
+        90_000,
+        200,
+      );
     }
   }, 600_000);
 
@@ -119,10 +135,17 @@ describe.skipIf(!!skip)('online rebuild of the read models in the split deployme
     expect((await t.api.get(`/v1/records/${gone}`, root)).status).toBe(404);
     const out = await new Promise<{ code: number | null; text: string }>((resolve, reject) => {
       let text = '';
-      const child = spawn(process.execPath, [...serviceCommand('rebuild'), '--online', 'read-models', '--url', t.api.baseUrl], { cwd: ROOT, env: { ...process.env, OPERATOR_TOKEN }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(
+        process.execPath,
+        [...serviceCommand('rebuild'), '--online', 'read-models', '--url', t.api.baseUrl],
+        { cwd: ROOT, env: { ...process.env, OPERATOR_TOKEN }, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       child.stdout!.on('data', (d) => (text += d));
       child.stderr!.on('data', (d) => (text += d));
-      const timer = setTimeout(() => (child.kill('SIGKILL'), reject(new Error(`rebuild --online did not finish: ${text}`))), 180_000);
+      const timer = setTimeout(
+        () => (child.kill('SIGKILL'), reject(new Error(`rebuild --online did not finish: ${text}`))),
+        180_000,
+      );
       child.once('exit', (code) => (clearTimeout(timer), resolve({ code, text })));
     });
     expect(out.code, out.text).toBe(0);

@@ -31,7 +31,7 @@ async function allEvents(svc: TestService): Promise<StoredEvent[]> {
 async function quiesce(svc: TestService): Promise<number> {
   let last = -1;
   let stableSince = Date.now();
-  for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
+  for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
     const head = await svc.service.store.headPosition();
     if (head !== last) {
       last = head;
@@ -45,19 +45,36 @@ async function quiesce(svc: TestService): Promise<number> {
 async function traffic(svc: TestService, token: string, n: number): Promise<void> {
   const api = svc.api;
   const s = await api.post('/v1/schemas', token, {
-    typeName: `K_${randomUUID().slice(0, 8)}`, displayName: 'Kafka', allowedSurfaces: ['record'],
-    fields: [{ fieldId: 'title', fieldType: 'string', searchable: true }, { fieldId: 'n', fieldType: 'number' }, { fieldId: 'tags', fieldType: 'array' }],
+    typeName: `K_${randomUUID().slice(0, 8)}`,
+    displayName: 'Kafka',
+    allowedSurfaces: ['record'],
+    fields: [
+      { fieldId: 'title', fieldType: 'string', searchable: true },
+      { fieldId: 'n', fieldType: 'number' },
+      { fieldId: 'tags', fieldType: 'array' },
+    ],
   });
   expect(s.status, s.text).toBe(201);
   const folder = await api.post('/v1/folders', token, { name: `f-${randomUUID().slice(0, 6)}` });
   expect(folder.status, folder.text).toBe(201);
   for (let i = 0; i < n; i++) {
-    const r = await api.post('/v1/records', token, { typeName: s.body.typeName, externalId: `ext-${randomUUID()}`, payload: { title: `Item ${i} — Zürich ✓`, n: i + 0.5, tags: ['a', { deep: [1, null] }] }, ...(i % 3 === 0 ? { folderId: folder.body.id } : {}) });
+    const r = await api.post('/v1/records', token, {
+      typeName: s.body.typeName,
+      externalId: `ext-${randomUUID()}`,
+      payload: { title: `Item ${i} — Zürich ✓`, n: i + 0.5, tags: ['a', { deep: [1, null] }] },
+      ...(i % 3 === 0 ? { folderId: folder.body.id } : {}),
+    });
     expect(r.status, r.text).toBe(201);
-    if (i % 2 === 0) expect((await api.patch(`/v1/records/${r.body.id}`, token, { payload: { n: i * 2 } })).status).toBe(200);
+    if (i % 2 === 0)
+      expect((await api.patch(`/v1/records/${r.body.id}`, token, { payload: { n: i * 2 } })).status).toBe(200);
     if (i % 5 === 4) expect((await api.del(`/v1/records/${r.body.id}`, token)).status).toBe(204);
   }
-  const d = await api.post('/v1/documents', token, { title: 'Notes', text: 'Kafka carries the log; the event store keeps it.', indexMode: 'TEXT', payload: { k: 1 } });
+  const d = await api.post('/v1/documents', token, {
+    title: 'Notes',
+    text: 'Kafka carries the log; the event store keeps it.',
+    indexMode: 'TEXT',
+    payload: { k: 1 },
+  });
   expect(d.status, d.text).toBe(201);
   await quiesce(svc);
 }
@@ -71,7 +88,11 @@ describe.skipIf(!brokers)(`Kafka relay (${brokers ? `KAFKA_BROKERS=${brokers}` :
   beforeAll(async () => {
     // The embedded service makes the log; the relay under test runs beside it on the same store.
     svc = await startService();
-    const acct = await svc.api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 1_000_000, creditLimit: 1_000_000_000 });
+    const acct = await svc.api.newAccount({
+      plan: 'enterprise',
+      rateLimitPerMinute: 1_000_000,
+      creditLimit: 1_000_000_000,
+    });
     root = acct.tenants.live.rootKey;
     await traffic(svc, root, 12);
   }, 120_000);
@@ -131,7 +152,16 @@ describe.skipIf(!brokers)(`Kafka relay (${brokers ? `KAFKA_BROKERS=${brokers}` :
       expect(new Set(revs).size).toBe(revs.length);
     }
     expect(new Set(msgs.map((m) => m.partition)).size).toBe(3);
-    for (const t of ['AccountOpened', 'SchemaCreated', 'RecordCreated', 'RecordUpdated', 'RecordDeleted', 'FolderCreated', 'DocumentCreated']) expect([...types]).toContain(t);
+    for (const t of [
+      'AccountOpened',
+      'SchemaCreated',
+      'RecordCreated',
+      'RecordUpdated',
+      'RecordDeleted',
+      'FolderCreated',
+      'DocumentCreated',
+    ])
+      expect([...types]).toContain(t);
   }, 120_000);
 
   it('a restarted relay resumes from its checkpoint without a gap; a stale checkpoint only re-publishes; the feed applies each event once, in log order', async () => {
@@ -183,16 +213,28 @@ describe.skipIf(!brokers)(`Kafka relay (${brokers ? `KAFKA_BROKERS=${brokers}` :
     expect(got.map((e) => e.position)).toEqual(events.map((e) => e.position));
     expect(got.map((e) => e.id)).toEqual(events.map((e) => e.id));
     expect(got.map((e) => e.data)).toEqual(events.map((e) => e.data));
-    expect(status).toMatchObject({ transport: 'kafka', active: true, gapFills: 0, fromStore: 0, fromKafka: events.length, undecodable: 0 });
+    expect(status).toMatchObject({
+      transport: 'kafka',
+      active: true,
+      gapFills: 0,
+      fromStore: 0,
+      fromKafka: events.length,
+      undecodable: 0,
+    });
     expect(status.duplicates).toBe(republished);
   }, 180_000);
 
-  it('a subscriber whose checkpoint is behind the group\'s committed offsets gets the hole from the event store', async () => {
+  it("a subscriber whose checkpoint is behind the group's committed offsets gets the hole from the event store", async () => {
     // The group 'probe' committed up to the end above; a subscriber restarting from 0 under that group (a rebuild) sees only later messages.
     const got: StoredEvent[] = [];
     const abort = new AbortController();
     const feed = new KafkaFeed({ settings: settings(), store: svc.service.store, sql: svc.service.sql, gapMs: 500 });
-    const following = feed.follow('probe', { from: 0, batchSize: 50, signal: abort.signal, handle: async (b) => (got.push(...b), b.at(-1)!.position) });
+    const following = feed.follow('probe', {
+      from: 0,
+      batchSize: 50,
+      signal: abort.signal,
+      handle: async (b) => (got.push(...b), b.at(-1)!.position),
+    });
     // A new write reaches the topic through a relay; the feed finds the hole before it and fills it from the store.
     await traffic(svc, root, 1);
     const relay = new KafkaRelay(svc.service.sql, svc.service.store, settings());
@@ -230,7 +272,10 @@ describe.skipIf(!brokers)(`Kafka relay (${brokers ? `KAFKA_BROKERS=${brokers}` :
     let events = await allEvents(svc);
     await eventually(async () => applied.at(-1)?.position === events.at(-1)!.position, 60_000);
     const b = member('b');
-    await eventually(async () => Number(b.feed.status(name)?.joins ?? 0) > 0 && Number(a.feed.status(name)?.joins ?? 0) > 1, 60_000);
+    await eventually(
+      async () => Number(b.feed.status(name)?.joins ?? 0) > 0 && Number(a.feed.status(name)?.joins ?? 0) > 1,
+      60_000,
+    );
     expect(a.feed.status(name)!.active).toBe(true);
     expect(b.feed.status(name)!.active).toBe(false);
     await a.stop();
@@ -254,8 +299,19 @@ describe.skipIf(!brokers)(`Kafka relay (${brokers ? `KAFKA_BROKERS=${brokers}` :
     const events = await allEvents(svc);
     const got: StoredEvent[] = [];
     const abort = new AbortController();
-    const feed = new KafkaFeed({ settings: settings(), store: svc.service.store, sql: svc.service.sql, maxBuffered: 3, gapMs: 600_000 });
-    const following = feed.follow('paused', { from: 0, batchSize: 5, signal: abort.signal, handle: async (b) => (got.push(...b), b.at(-1)!.position) });
+    const feed = new KafkaFeed({
+      settings: settings(),
+      store: svc.service.store,
+      sql: svc.service.sql,
+      maxBuffered: 3,
+      gapMs: 600_000,
+    });
+    const following = feed.follow('paused', {
+      from: 0,
+      batchSize: 5,
+      signal: abort.signal,
+      handle: async (b) => (got.push(...b), b.at(-1)!.position),
+    });
     await eventually(async () => (got.at(-1)?.position ?? 0) >= events.at(-1)!.position, 60_000);
     const status = feed.status('paused')!;
     abort.abort();

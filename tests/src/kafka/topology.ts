@@ -46,7 +46,12 @@ export class Topology {
     private readonly cleanup: Array<() => Promise<void> | void>,
   ) {}
 
-  static async start(o: { kafkaBrokers: string; env?: Record<string, string>; queryReplicas?: number; log?: (line: string) => void }): Promise<Topology> {
+  static async start(o: {
+    kafkaBrokers: string;
+    env?: Record<string, string>;
+    queryReplicas?: number;
+    log?: (line: string) => void;
+  }): Promise<Topology> {
     const base = serverUrl('postgres');
     if (!base) throw new Error('DATABASE_URL is not set');
     const schema = await freshPostgresSchema(base);
@@ -59,7 +64,9 @@ export class Topology {
       SERVICE_SECRET: `secret-${randomUUID()}`,
       // Behind the router: one proxy hop is trusted for the client's address.
       TRUST_PROXY_HOPS: '1',
-      ...(serverUrl('elasticsearch') ? { ELASTICSEARCH_URL: serverUrl('elasticsearch')!, ELASTICSEARCH_INDEX_PREFIX: `split-${id}-` } : {}),
+      ...(serverUrl('elasticsearch')
+        ? { ELASTICSEARCH_URL: serverUrl('elasticsearch')!, ELASTICSEARCH_INDEX_PREFIX: `split-${id}-` }
+        : {}),
       ...(serverUrl('redis') ? { REDIS_URL: serverUrl('redis')! } : {}),
       ...(o.env ?? {}),
     };
@@ -69,9 +76,17 @@ export class Topology {
       if (!es) return;
       const r = await fetch(`${es}/_cat/indices/${env.ELASTICSEARCH_INDEX_PREFIX}*?h=index`);
       if (!r.ok) return;
-      for (const name of (await r.text()).split('\n').map((x) => x.trim()).filter(Boolean)) await fetch(`${es}/${name}`, { method: 'DELETE' });
+      for (const name of (await r.text())
+        .split('\n')
+        .map((x) => x.trim())
+        .filter(Boolean))
+        await fetch(`${es}/${name}`, { method: 'DELETE' });
     };
-    const t = new Topology(env, dir.dir, o.queryReplicas ?? 2, o.log, [() => schema.drop(), () => dir.remove(), dropIndexes]);
+    const t = new Topology(env, dir.dir, o.queryReplicas ?? 2, o.log, [
+      () => schema.drop(),
+      () => dir.remove(),
+      dropIndexes,
+    ]);
     try {
       await t.startRole('relay');
       await t.startRole('projector');
@@ -139,6 +154,9 @@ export class Topology {
 
   /** What every process and the router printed (for a failing test's message). */
   output(): string {
-    return [...[...this.procs.values()].map((p) => `--- ${p.name}\n${p.output().slice(-4000)}`), `--- router\n${this.router?.log() ?? ''}`].join('\n');
+    return [
+      ...[...this.procs.values()].map((p) => `--- ${p.name}\n${p.output().slice(-4000)}`),
+      `--- router\n${this.router?.log() ?? ''}`,
+    ].join('\n');
   }
 }

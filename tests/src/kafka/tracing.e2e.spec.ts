@@ -11,7 +11,11 @@ import { Topology } from './topology';
  * child), its event-store append, and the projector's batch that applied it, fed by Kafka (the relay carried the
  * trace context in the message's `traceparent` header); the relay's publish is in it too.
  */
-const skip = !brokers ? SKIP_REASON : !serverUrl('postgres') ? 'DATABASE_URL not set (the split roles share a PostgreSQL)' : undefined;
+const skip = !brokers
+  ? SKIP_REASON
+  : !serverUrl('postgres')
+    ? 'DATABASE_URL not set (the split roles share a PostgreSQL)'
+    : undefined;
 
 describe.skipIf(!!skip)(`traces across split roles${skip ? ` (skipped: ${skip})` : ''}`, () => {
   let t: Topology;
@@ -20,7 +24,11 @@ describe.skipIf(!!skip)(`traces across split roles${skip ? ` (skipped: ${skip})`
   beforeAll(async () => {
     otlp = await otlpReceiver();
     // OTEL_BSP_SCHEDULE_DELAY (read by the SDK): each process exports within a fraction of a second.
-    t = await Topology.start({ kafkaBrokers: brokers!, queryReplicas: 1, env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_BSP_SCHEDULE_DELAY: '200' } });
+    t = await Topology.start({
+      kafkaBrokers: brokers!,
+      queryReplicas: 1,
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_BSP_SCHEDULE_DELAY: '200' },
+    });
   }, 300_000);
   afterAll(async () => {
     await t?.stop();
@@ -30,7 +38,12 @@ describe.skipIf(!!skip)(`traces across split roles${skip ? ` (skipped: ${skip})`
   it('a write through the router is one trace: command edge -> append -> projector batch', async () => {
     const acct = await t.api.newAccount({ plan: 'enterprise' });
     const root = acct.tenants.live.rootKey;
-    const s = await t.api.post('/v1/schemas', root, { typeName: `Traced${Date.now()}`, displayName: 'Traced', allowedSurfaces: ['record'], fields: [{ fieldId: 'title', fieldType: 'string' }] });
+    const s = await t.api.post('/v1/schemas', root, {
+      typeName: `Traced${Date.now()}`,
+      displayName: 'Traced',
+      allowedSurfaces: ['record'],
+      fields: [{ fieldId: 'title', fieldType: 'string' }],
+    });
     expect(s.status, s.text).toBe(201);
 
     const caller = callerContext();
@@ -44,8 +57,17 @@ describe.skipIf(!!skip)(`traces across split roles${skip ? ` (skipped: ${skip})`
     const spans = (await eventually(async () => {
       const mine = otlp.spans.filter((x) => x.traceId === caller.traceId);
       // The edge span ends (and is exported) after the answer, possibly after the projector's batch.
-      const projected = mine.some((x) => x.name === 'projection batch' && x.resource['svc.role'] === 'projector' && attr(x, 'svc.projection') === 'read-models');
-      return projected && mine.some((x) => x.name === 'POST /v1/records') && mine.some((x) => x.name === 'kafka publish') ? mine : null;
+      const projected = mine.some(
+        (x) =>
+          x.name === 'projection batch' &&
+          x.resource['svc.role'] === 'projector' &&
+          attr(x, 'svc.projection') === 'read-models',
+      );
+      return projected &&
+        mine.some((x) => x.name === 'POST /v1/records') &&
+        mine.some((x) => x.name === 'kafka publish')
+        ? mine
+        : null;
     }, 30_000))!;
     const edge = spans.find((x) => x.name === 'POST /v1/records')!;
     expect(edge, JSON.stringify(spans.map((x) => [x.name, x.resource['svc.role']]))).toBeDefined();
@@ -53,7 +75,12 @@ describe.skipIf(!!skip)(`traces across split roles${skip ? ` (skipped: ${skip})`
     expect(edge.parentSpanId).toBe(caller.spanId);
     const append = spans.find((x) => x.name === 'event-store append' && x.parentSpanId === edge.spanId)!;
     expect(append.resource['svc.role']).toBe('command');
-    const batch = spans.find((x) => x.name === 'projection batch' && x.resource['svc.role'] === 'projector' && attr(x, 'svc.projection') === 'read-models')!;
+    const batch = spans.find(
+      (x) =>
+        x.name === 'projection batch' &&
+        x.resource['svc.role'] === 'projector' &&
+        attr(x, 'svc.projection') === 'read-models',
+    )!;
     expect(batch.parentSpanId).toBe(append.spanId);
     // The relay's publish of the write is in the trace too, beside the batch (both continue the append's context).
     const publish = spans.find((x) => x.name === 'kafka publish')!;

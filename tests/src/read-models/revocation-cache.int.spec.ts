@@ -14,12 +14,42 @@ import { tempDir } from '../support/engines';
  * 200 on A). Real projection, real resolver, real PGlite; the window is held open by calling the hook late.
  */
 const SECRET = 'st_revocation_window_test_secret';
-const meta = { tenantId: 't1', contextId: 'c1', accountId: 'a1', actorKeyId: null, userId: null, requestId: null, occurredAt: '2026-11-27T10:00:00.000Z', schemaVersion: 1 };
+const meta = {
+  tenantId: 't1',
+  contextId: 'c1',
+  accountId: 'a1',
+  actorKeyId: null,
+  userId: null,
+  requestId: null,
+  occurredAt: '2026-11-27T10:00:00.000Z',
+  schemaVersion: 1,
+};
 const event = (position: number, type: string, data: Record<string, unknown>): StoredEvent =>
-  ({ id: `e${position}`, type, streamId: 'credential-k1', revision: position - 1, position, data, metadata: meta }) as unknown as StoredEvent;
+  ({
+    id: `e${position}`,
+    type,
+    streamId: 'credential-k1',
+    revision: position - 1,
+    position,
+    data,
+    metadata: meta,
+  }) as unknown as StoredEvent;
 const issued = event(1, 'CredentialIssued', {
-  credentialId: 'k1', secretHash: hashSecret(SECRET), prefix: 'st_', accountId: 'a1', kind: 'token', tenantId: 't1', environment: 'live', contextId: 'c1',
-  crossContext: false, allowedActions: ['records:r'], dataScope: null, userId: null, expiresAt: null, wireVersionPin: null, parentCredentialId: null,
+  credentialId: 'k1',
+  secretHash: hashSecret(SECRET),
+  prefix: 'st_',
+  accountId: 'a1',
+  kind: 'token',
+  tenantId: 't1',
+  environment: 'live',
+  contextId: 'c1',
+  crossContext: false,
+  allowedActions: ['records:r'],
+  dataScope: null,
+  userId: null,
+  expiresAt: null,
+  wireVersionPin: null,
+  parentCredentialId: null,
 });
 const revoked = event(2, 'CredentialRevoked', { credentialId: 'k1' });
 

@@ -11,7 +11,15 @@ import { tempDir } from '../support/engines';
  */
 const TERMS = { includedCalls: 3, callsPerCredit: 2, includedBytes: 100, bytesPerCredit: 50 };
 const meta = (tenantId: string, contextId: string | null, charge?: unknown[]) => ({
-  tenantId, contextId, accountId: null, actorKeyId: null, userId: null, requestId: null, occurredAt: '2026-11-20T10:00:00.000Z', schemaVersion: 1, ...(charge ? { charge } : {}),
+  tenantId,
+  contextId,
+  accountId: null,
+  actorKeyId: null,
+  userId: null,
+  requestId: null,
+  occurredAt: '2026-11-20T10:00:00.000Z',
+  schemaVersion: 1,
+  ...(charge ? { charge } : {}),
 });
 
 /** A mixed log: record writes carrying charges, UsageMetered and ReadsMetered on each tenant's usage stream, and unbilled events. */
@@ -25,16 +33,48 @@ function log(n: number): StoredEvent[] {
       const streamId = `usage-${tenantId}`;
       const revision = (revisions.get(streamId) ?? -1) + 1;
       revisions.set(streamId, revision);
-      return { id: `e${i}`, type, streamId, revision, position: i, data: { tenantId, contextId, period: '2026-11', ...data }, metadata: meta(tenantId, contextId) };
+      return {
+        id: `e${i}`,
+        type,
+        streamId,
+        revision,
+        position: i,
+        data: { tenantId, contextId, period: '2026-11', ...data },
+        metadata: meta(tenantId, contextId),
+      };
     };
     const e =
       i % 5 === 0
         ? usage('ReadsMetered', { calls: 2, bytes: 40 + i, terms: TERMS })
         : i % 5 === 1
-          ? usage('UsageMetered', { items: [{ category: 'searchText', count: 1, units: 0, milli: 250 }, { category: 'inferenceChat', count: 1, units: 3, milli: 0 }] })
+          ? usage('UsageMetered', {
+              items: [
+                { category: 'searchText', count: 1, units: 0, milli: 250 },
+                { category: 'inferenceChat', count: 1, units: 3, milli: 0 },
+              ],
+            })
           : i % 5 === 2
-            ? { id: `e${i}`, type: 'SchemaCreated', streamId: `schema-${i}`, revision: 0, position: i, data: {}, metadata: meta(tenantId, contextId) }
-            : { id: `e${i}`, type: 'RecordCreated', streamId: `record-${i}`, revision: 0, position: i, data: {}, metadata: meta(tenantId, contextId, [{ category: 'recordWrite', count: 1, units: 0, milli: 1000 + i }, { category: 'recordIndex', count: 0, units: 2, milli: 20 }]) };
+            ? {
+                id: `e${i}`,
+                type: 'SchemaCreated',
+                streamId: `schema-${i}`,
+                revision: 0,
+                position: i,
+                data: {},
+                metadata: meta(tenantId, contextId),
+              }
+            : {
+                id: `e${i}`,
+                type: 'RecordCreated',
+                streamId: `record-${i}`,
+                revision: 0,
+                position: i,
+                data: {},
+                metadata: meta(tenantId, contextId, [
+                  { category: 'recordWrite', count: 1, units: 0, milli: 1000 + i },
+                  { category: 'recordIndex', count: 0, units: 2, milli: 20 },
+                ]),
+              };
     out.push(e as unknown as StoredEvent);
   }
   return out;
@@ -43,7 +83,8 @@ function log(n: number): StoredEvent[] {
 const TABLES = ['rm_usage', 'rm_usage_accounts', 'rm_usage_streams', 'rm_inference_spend'];
 async function dump(sql: Sql) {
   const out: Record<string, unknown[]> = {};
-  for (const t of TABLES) out[t] = (await sql.query(`SELECT * FROM ${t} ORDER BY 1, 2`)).rows.map((r) => JSON.stringify(r)).sort();
+  for (const t of TABLES)
+    out[t] = (await sql.query(`SELECT * FROM ${t} ORDER BY 1, 2`)).rows.map((r) => JSON.stringify(r)).sort();
   return out;
 }
 
@@ -56,7 +97,8 @@ async function open(dir: string) {
 }
 
 /** Counts the statements a batch makes. */
-const counting = (q: SqlQueryable, n: { statements: number }): SqlQueryable => ({ ...q, query: (t: string, p?: unknown[]) => (n.statements++, q.query(t, p)) }) as SqlQueryable;
+const counting = (q: SqlQueryable, n: { statements: number }): SqlQueryable =>
+  ({ ...q, query: (t: string, p?: unknown[]) => (n.statements++, q.query(t, p)) }) as SqlQueryable;
 
 describe('usage projection: remembered state, checked in the write', () => {
   const tmp = tempDir('svc-usage-mem-');
@@ -134,13 +176,22 @@ describe('usage projection: remembered state, checked in the write', () => {
       await applyFresh(reading, b);
     }
     expect(await dump(remembering)).toEqual(await dump(reading));
-    const used = await remembering.query<{ account_id: string; used_milli: string }>('SELECT account_id, used_milli FROM rm_usage_accounts ORDER BY account_id');
+    const used = await remembering.query<{ account_id: string; used_milli: string }>(
+      'SELECT account_id, used_milli FROM rm_usage_accounts ORDER BY account_id',
+    );
     expect(used.rows.length).toBe(2);
   });
 
   it('charges written compactly (chargeCode) count exactly as the same charges written as items', async () => {
     // The log with every write charge as `chargeCode`, applied to a third database, against `reading` (items).
-    const compact = events.map((e) => (e.metadata.charge ? { ...e, metadata: { ...e.metadata, charge: undefined, chargeCode: encodeCharge(e.metadata.charge as UsageItem[]) } } : e));
+    const compact = events.map((e) =>
+      e.metadata.charge
+        ? {
+            ...e,
+            metadata: { ...e.metadata, charge: undefined, chargeCode: encodeCharge(e.metadata.charge as UsageItem[]) },
+          }
+        : e,
+    );
     expect(compact.filter((e) => e.metadata.chargeCode).length).toBeGreaterThan(100);
     const third = await open(`${tmp.dir}/c`);
     try {

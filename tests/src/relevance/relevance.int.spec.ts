@@ -2,7 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPglite } from '@svc/deploy';
 import type { SearchEngines, Sql } from '@svc/domain';
 import { type Principal, searchBody } from '@svc/contracts';
-import { BuiltinEmbedder, embedQuery, type IndexerEngines, LanceVectorIndex, PgTextIndex, SearchCatalogue } from '@svc/projectors';
+import {
+  BuiltinEmbedder,
+  embedQuery,
+  type IndexerEngines,
+  LanceVectorIndex,
+  PgTextIndex,
+  SearchCatalogue,
+} from '@svc/projectors';
 import { runSearch } from '@svc/query-api';
 import { tempDir } from '../support/engines';
 import { ndcgAt10, QUERIES, passages } from './corpus';
@@ -18,25 +25,70 @@ let sql: Sql;
 let engines: IndexerEngines & SearchEngines;
 const tmp = tempDir('svc-relevance-');
 const principal: Principal = {
-  credentialId: 'k', kind: 'root', accountId: 'a', tenantId: T, environment: 'live', contextId: C, crossContext: false, allowedActions: ['*'],
-  dataScope: null, userId: null, wireVersionPin: null,
+  credentialId: 'k',
+  kind: 'root',
+  accountId: 'a',
+  tenantId: T,
+  environment: 'live',
+  contextId: C,
+  crossContext: false,
+  allowedActions: ['*'],
+  dataScope: null,
+  userId: null,
+  wireVersionPin: null,
 };
 
 beforeAll(async () => {
   sql = await openPglite(tmp.dir + '/pg');
   const embedder = new BuiltinEmbedder();
-  engines = { text: new PgTextIndex(sql), vectors: new LanceVectorIndex(tmp.dir + '/lancedb', embedder.model, embedder.dims), embedder, catalogue: new SearchCatalogue(sql), embedQuery: (q) => embedQuery(embedder, q) };
+  engines = {
+    text: new PgTextIndex(sql),
+    vectors: new LanceVectorIndex(tmp.dir + '/lancedb', embedder.model, embedder.dims),
+    embedder,
+    catalogue: new SearchCatalogue(sql),
+    embedQuery: (q) => embedQuery(embedder, q),
+  };
   await engines.text.init();
   await engines.vectors.init();
   await engines.catalogue.init();
   const ps = passages();
   const vectors = await embedder.embed(ps.map((p) => p.text));
   for (const [i, p] of ps.entries()) {
-    const base = { itemId: p.id, tenantId: T, contextId: C, sourceType: 'record' as const, typeName: 'place', folderId: null, userId: null, scopes: [], attrs: {}, createdAt: '2026-01-01T00:00:00.000Z', metadata: {} };
+    const base = {
+      itemId: p.id,
+      tenantId: T,
+      contextId: C,
+      sourceType: 'record' as const,
+      typeName: 'place',
+      folderId: null,
+      userId: null,
+      scopes: [],
+      attrs: {},
+      createdAt: '2026-01-01T00:00:00.000Z',
+      metadata: {},
+    };
     const passage = { chunkNo: 0, chunkText: p.text, contextText: p.text };
     await engines.text.replaceItem({ ...base, passages: [passage] });
-    await engines.vectors.replaceItem(p.id, [{ itemId: p.id, chunkNo: 0, tenantId: T, contextId: C, vector: vectors[i], chunkText: p.text, contextText: p.text }]);
-    await engines.catalogue.put({ ...base, accountId: null, schemaId: null, externalId: null, indexMode: 'HYBRID', revision: 0, vectors: 1 });
+    await engines.vectors.replaceItem(p.id, [
+      {
+        itemId: p.id,
+        chunkNo: 0,
+        tenantId: T,
+        contextId: C,
+        vector: vectors[i],
+        chunkText: p.text,
+        contextText: p.text,
+      },
+    ]);
+    await engines.catalogue.put({
+      ...base,
+      accountId: null,
+      schemaId: null,
+      externalId: null,
+      indexMode: 'HYBRID',
+      revision: 0,
+      vectors: 1,
+    });
   }
 }, 120_000);
 
@@ -64,13 +116,21 @@ describe('relevance (nDCG@10 on the project relevance set)', () => {
       scores[mode] = { all: [], keyword: [], meaning: [] };
       for (const q of QUERIES) {
         const r = await runSearch(sql, engines, principal, searchBody.parse({ query: q.q, mode, limit: 10 }));
-        const n = ndcgAt10(r.results.map((x) => x.documentId), q.rel);
+        const n = ndcgAt10(
+          r.results.map((x) => x.documentId),
+          q.rel,
+        );
         scores[mode].all.push(n);
         scores[mode][q.style].push(n);
       }
     }
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-    const table = Object.fromEntries(Object.entries(scores).map(([m, s]) => [m, { all: +mean(s.all).toFixed(3), keyword: +mean(s.keyword).toFixed(3), meaning: +mean(s.meaning).toFixed(3) }]));
+    const table = Object.fromEntries(
+      Object.entries(scores).map(([m, s]) => [
+        m,
+        { all: +mean(s.all).toFixed(3), keyword: +mean(s.keyword).toFixed(3), meaning: +mean(s.meaning).toFixed(3) },
+      ]),
+    );
     console.log(`nDCG@10 over ${QUERIES.length} queries / ${ps.length} passages:`, JSON.stringify(table));
     expect(table.HYBRID.all).toBeGreaterThan(table.TEXT.all);
     expect(table.HYBRID.all).toBeGreaterThan(table.SEMANTIC.all);

@@ -5,7 +5,15 @@ import type { Api } from './service';
 export interface ChangeEvent {
   id: string | undefined;
   event: string | undefined;
-  data: { position: number; type: string; entityId: string; typeName: string | null; version: number | null; at: string; entity: Record<string, any> | null };
+  data: {
+    position: number;
+    type: string;
+    entityId: string;
+    typeName: string | null;
+    version: number | null;
+    at: string;
+    entity: Record<string, any> | null;
+  };
   /** When this client parsed it (ms, performance.now()). */
   receivedAt: number;
 }
@@ -28,11 +36,19 @@ export interface ChangeStream {
 }
 
 /** Opens a change stream (`query` without the `?`; `lastEventId` sent as the Last-Event-ID header). */
-export async function openChanges(api: Api, token: string, o: { query?: string; lastEventId?: string; headers?: Record<string, string> } = {}): Promise<ChangeStream> {
+export async function openChanges(
+  api: Api,
+  token: string,
+  o: { query?: string; lastEventId?: string; headers?: Record<string, string> } = {},
+): Promise<ChangeStream> {
   const abort = new AbortController();
   const headers: Record<string, string> = { accept: 'text/event-stream', ...(o.headers ?? {}) };
   if (o.lastEventId !== undefined) headers['last-event-id'] = o.lastEventId;
-  const res = await api.fetch('GET', `/v1/changes${o.query ? `?${o.query}` : ''}`, { token, headers, signal: abort.signal });
+  const res = await api.fetch('GET', `/v1/changes${o.query ? `?${o.query}` : ''}`, {
+    token,
+    headers,
+    signal: abort.signal,
+  });
   const events: ChangeEvent[] = [];
   const comments: string[] = [];
   const waiters = new Set<() => void>();
@@ -45,7 +61,17 @@ export async function openChanges(api: Api, token: string, o: { query?: string; 
       body = text;
     }
     const never = () => Promise.reject(new Error(`stream refused: ${res.status}`));
-    return { status: res.status, body, headers: res.headers, events, comments, waitFor: never, waitUntil: never, close: () => {}, ended: Promise.resolve() };
+    return {
+      status: res.status,
+      body,
+      headers: res.headers,
+      events,
+      comments,
+      waitFor: never,
+      waitUntil: never,
+      close: () => {},
+      ended: Promise.resolve(),
+    };
   }
   const parser = createParser({
     onEvent: (m) => {
@@ -57,7 +83,8 @@ export async function openChanges(api: Api, token: string, o: { query?: string; 
   const ended = (async () => {
     const decoder = new TextDecoder();
     try {
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>)
+        parser.feed(decoder.decode(chunk, { stream: true }));
     } catch {
       // aborted by close()
     } finally {
@@ -81,7 +108,11 @@ export async function openChanges(api: Api, token: string, o: { query?: string; 
       };
       const t = setTimeout(() => {
         waiters.delete(check);
-        reject(new Error(`timed out waiting for ${what} (${events.length} events: ${events.map((e) => e.event).join(', ')})`));
+        reject(
+          new Error(
+            `timed out waiting for ${what} (${events.length} events: ${events.map((e) => e.event).join(', ')})`,
+          ),
+        );
       }, timeoutMs);
       waiters.add(check);
       check();

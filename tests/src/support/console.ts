@@ -16,7 +16,10 @@ export const SCREENSHOTS = join(ROOT, 'docs/console');
 
 /** Builds console/dist when it is missing or older than a source of the console or of the client it bundles. */
 export async function ensureConsoleBuilt(): Promise<void> {
-  const build = (await import(join(ROOT, 'console/scripts/build.mjs'))) as { consoleUpToDate(): boolean; buildConsole(o: { quiet: boolean }): Promise<unknown> };
+  const build = (await import(join(ROOT, 'console/scripts/build.mjs'))) as {
+    consoleUpToDate(): boolean;
+    buildConsole(o: { quiet: boolean }): Promise<unknown>;
+  };
   if (!build.consoleUpToDate()) await build.buildConsole({ quiet: true });
 }
 
@@ -56,7 +59,11 @@ export interface ConsoleHarness {
 export async function ingestIndexed(svc: TestService, key: string, title: string, text: string): Promise<string> {
   const r = await svc.api.post('/v1/documents', key, { title, text, indexMode: 'HYBRID' });
   if (r.status !== 201) throw new Error(`ingest ${title}: ${r.status} ${r.text}`);
-  await eventually(async () => ((await svc.api.get(`/v1/documents/${r.body.id}`, key)).body.status === 'INDEXED' ? true : null), 60_000, 100);
+  await eventually(
+    async () => ((await svc.api.get(`/v1/documents/${r.body.id}`, key)).body.status === 'INDEXED' ? true : null),
+    60_000,
+    100,
+  );
   return r.body.id as string;
 }
 
@@ -87,7 +94,11 @@ export async function startConsole(opts: { env?: Record<string, string> } = {}):
       page.on('pageerror', (e) => problems.push(String(e)));
       page.on('console', (m) => {
         // A refusal the page shows (4xx) is logged by Chromium as a failed resource: that is the journey, not a problem.
-        if (m.type() === 'error' && !/Failed to load resource: the server responded with a status of 4\d\d/.test(m.text())) problems.push(m.text());
+        if (
+          m.type() === 'error' &&
+          !/Failed to load resource: the server responded with a status of 4\d\d/.test(m.text())
+        )
+          problems.push(m.text());
       });
       return { page, context, elsewhere, problems };
     },
@@ -100,7 +111,9 @@ export async function startConsole(opts: { env?: Record<string, string> } = {}):
     async axe(page) {
       // Evaluated through the DevTools protocol, which the page's CSP (script-src 'self') does not govern.
       if (!(await page.evaluate('typeof axe !== "undefined"'))) await page.evaluate(axeSource());
-      const result = (await page.evaluate('axe.run(document, { resultTypes: ["violations"] })')) as { violations: AxeViolation[] };
+      const result = (await page.evaluate('axe.run(document, { resultTypes: ["violations"] })')) as {
+        violations: AxeViolation[];
+      };
       return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
     },
     async screenshot(page, name) {
@@ -116,4 +129,5 @@ export async function startConsole(opts: { env?: Record<string, string> } = {}):
 }
 
 /** The violations as lines a failing assertion prints. */
-export const describeViolations = (vs: AxeViolation[]) => vs.map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
+export const describeViolations = (vs: AxeViolation[]) =>
+  vs.map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);

@@ -30,9 +30,15 @@ export class Description {
     this.ajv.addSchema({ ...doc, $id: 'openapi.json' });
     for (const [template, item] of Object.entries(doc.paths as Record<string, Json>)) {
       const segments = template.split('/');
-      const regex = new RegExp('^' + segments.map((s) => (/^\{[^}]+\}$/.test(s) ? '[^/]+' : s.replace(/[.*+?^$()|[\]\\]/g, '\\$&'))).join('/') + '$');
+      const regex = new RegExp(
+        '^' +
+          segments.map((s) => (/^\{[^}]+\}$/.test(s) ? '[^/]+' : s.replace(/[.*+?^$()|[\]\\]/g, '\\$&'))).join('/') +
+          '$',
+      );
       const literals = segments.filter((s) => s && !s.startsWith('{')).length;
-      for (const [method, op] of Object.entries(item)) if (op && typeof op === 'object' && 'responses' in op) this.ops.push({ method: method.toUpperCase(), template, regex, literals, op });
+      for (const [method, op] of Object.entries(item))
+        if (op && typeof op === 'object' && 'responses' in op)
+          this.ops.push({ method: method.toUpperCase(), template, regex, literals, op });
     }
     this.ops.sort((a, b) => b.literals - a.literals);
   }
@@ -45,7 +51,11 @@ export class Description {
 
   private resolve(node: Json | undefined): Json | undefined {
     let n = node;
-    while (n && typeof n.$ref === 'string' && n.$ref.startsWith('#/')) n = n.$ref.slice(2).split('/').reduce((o: Json, k: string) => o?.[k.replace(/~1/g, '/').replace(/~0/g, '~')], this.doc);
+    while (n && typeof n.$ref === 'string' && n.$ref.startsWith('#/'))
+      n = n.$ref
+        .slice(2)
+        .split('/')
+        .reduce((o: Json, k: string) => o?.[k.replace(/~1/g, '/').replace(/~0/g, '~')], this.doc);
     return n;
   }
 
@@ -53,15 +63,24 @@ export class Description {
    * Why an answer does not fit the description, or undefined when it does. `bodyText` is undefined when the
    * body is not to be validated (a pinned Service-Version asks for another shape).
    */
-  check(method: string, url: URL, status: number, contentType: string | null, bodyText: string | undefined): string | undefined {
+  check(
+    method: string,
+    url: URL,
+    status: number,
+    contentType: string | null,
+    bodyText: string | undefined,
+  ): string | undefined {
     const at = `${method} ${url.pathname}${url.search}`;
     // The description itself is not among its operations (it is built before its own route): it must be there.
-    if (url.pathname === '/openapi.json' && /^(GET|HEAD)$/i.test(method)) return status === 200 ? undefined : `${at} answered ${status}`;
+    if (url.pathname === '/openapi.json' && /^(GET|HEAD)$/i.test(method))
+      return status === 200 ? undefined : `${at} answered ${status}`;
     const op = this.find(method, url.pathname);
-    if (!op) return `${at} answered ${status}, but /openapi.json describes no ${method.toUpperCase()} operation for this path`;
+    if (!op)
+      return `${at} answered ${status}, but /openapi.json describes no ${method.toUpperCase()} operation for this path`;
     const id = `${op.op.operationId ?? op.template} (${op.method} ${op.template})`;
     const documented = Object.keys(op.op.responses).filter((s) => s !== 'default');
-    if (!documented.includes(String(status))) return `${at} answered ${status}: ${id} documents only ${documented.join(', ')}${bodyText ? `; body: ${bodyText.slice(0, 300)}` : ''}`;
+    if (!documented.includes(String(status)))
+      return `${at} answered ${status}: ${id} documents only ${documented.join(', ')}${bodyText ? `; body: ${bodyText.slice(0, 300)}` : ''}`;
     if (bodyText === undefined || method.toUpperCase() === 'HEAD' || status === 204) return undefined;
     const response = this.resolve(op.op.responses[String(status)]);
     const content = (response?.content ?? {}) as Json;
@@ -82,7 +101,10 @@ export class Description {
     // The schema by JSON pointer into the document (through the response's $ref, when it has one).
     const documentedAnswer = op.op.responses[String(status)] as Json;
     const esc = (k: string) => k.replace(/~/g, '~0').replace(/\//g, '~1');
-    const base = typeof documentedAnswer.$ref === 'string' ? documentedAnswer.$ref.slice(1) : '/' + ['paths', op.template, op.method.toLowerCase(), 'responses', String(status)].map(esc).join('/');
+    const base =
+      typeof documentedAnswer.$ref === 'string'
+        ? documentedAnswer.$ref.slice(1)
+        : '/' + ['paths', op.template, op.method.toLowerCase(), 'responses', String(status)].map(esc).join('/');
     const ref = `openapi.json#${base}/content/${esc(key)}/schema`;
     let validate = this.validators.get(ref);
     if (!validate) {
@@ -92,7 +114,10 @@ export class Description {
     if (validate(body)) return undefined;
     const errors = (validate.errors ?? [])
       .slice(0, 8)
-      .map((e) => `${e.instancePath || '(body)'} ${e.message}${e.params && Object.keys(e.params).length ? ' ' + JSON.stringify(e.params) : ''}`)
+      .map(
+        (e) =>
+          `${e.instancePath || '(body)'} ${e.message}${e.params && Object.keys(e.params).length ? ' ' + JSON.stringify(e.params) : ''}`,
+      )
       .join('; ');
     return `${at} answered ${status} with a body that does not match the documented schema of ${id}: ${errors}; body: ${bodyText.slice(0, 400)}`;
   }

@@ -44,13 +44,16 @@ export const SERVER_ENGINES = {
   redis: { env: 'REDIS_URL' },
 } as const;
 
-export const serverUrl = (engine: keyof typeof SERVER_ENGINES): string | undefined => process.env[SERVER_ENGINES[engine].env] || undefined;
+export const serverUrl = (engine: keyof typeof SERVER_ENGINES): string | undefined =>
+  process.env[SERVER_ENGINES[engine].env] || undefined;
 
 /**
  * A SQL connection on a throwaway place, for a contract suite: PGlite (in this thread or its own) in a temporary
  * directory, or a fresh schema of DATABASE_URL. `dispose` closes it and removes the place.
  */
-export async function scratchSql(kind: 'pglite' | 'pglite-thread' | 'postgres'): Promise<{ sql: Sql; dispose: () => Promise<void> }> {
+export async function scratchSql(
+  kind: 'pglite' | 'pglite-thread' | 'postgres',
+): Promise<{ sql: Sql; dispose: () => Promise<void> }> {
   if (kind === 'postgres') {
     const url = serverUrl('postgres');
     if (!url) throw new Error('DATABASE_URL is not set');

@@ -25,10 +25,13 @@ function sigV4QueryVerifier() {
     const q = raw.indexOf('?');
     const query = q >= 0 ? raw.slice(q + 1) : '';
     if (!/(^|&)X-Amz-Signature=/.test(query)) return next();
-    const pairs = query.split('&').filter(Boolean).map((p) => {
-      const i = p.indexOf('=');
-      return i < 0 ? [p, ''] : [p.slice(0, i), p.slice(i + 1)];
-    });
+    const pairs = query
+      .split('&')
+      .filter(Boolean)
+      .map((p) => {
+        const i = p.indexOf('=');
+        return i < 0 ? [p, ''] : [p.slice(0, i), p.slice(i + 1)];
+      });
     const get = (k: string) => decodeURIComponent(pairs.find(([n]) => n === k)?.[1] ?? '');
     const signature = get('X-Amz-Signature');
     const [, ...scopeParts] = get('X-Amz-Credential').split('/');
@@ -40,9 +43,28 @@ function sigV4QueryVerifier() {
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([k, v]) => `${k}=${v}`)
       .join('&');
-    const headers = signed.map((h) => `${h}:${String(ctx.req.headers[h] ?? '').trim().replace(/\s+/g, ' ')}\n`).join('');
-    const canonical = [ctx.method, q >= 0 ? raw.slice(0, q) : raw, canonicalQuery, headers, signed.join(';'), 'UNSIGNED-PAYLOAD'].join('\n');
-    const toSign = ['AWS4-HMAC-SHA256', get('X-Amz-Date'), scope, createHash('sha256').update(canonical).digest('hex')].join('\n');
+    const headers = signed
+      .map(
+        (h) =>
+          `${h}:${String(ctx.req.headers[h] ?? '')
+            .trim()
+            .replace(/\s+/g, ' ')}\n`,
+      )
+      .join('');
+    const canonical = [
+      ctx.method,
+      q >= 0 ? raw.slice(0, q) : raw,
+      canonicalQuery,
+      headers,
+      signed.join(';'),
+      'UNSIGNED-PAYLOAD',
+    ].join('\n');
+    const toSign = [
+      'AWS4-HMAC-SHA256',
+      get('X-Amz-Date'),
+      scope,
+      createHash('sha256').update(canonical).digest('hex'),
+    ].join('\n');
     const key = hmac(hmac(hmac(hmac(`AWS4${SECRET_KEY}`, day), region), service), 'aws4_request');
     const expected = Buffer.from(hmac(key, toSign).toString('hex'));
     const given = Buffer.from(signature);
@@ -67,7 +89,13 @@ export interface TestObjectStore {
 /** s3rver in this process on a loopback port with a temporary directory and one bucket, plus the SigV4 verifier above. */
 export async function startObjectStore(bucket = 'svc-test'): Promise<TestObjectStore> {
   const tmp = tempDir('svc-s3rver-');
-  const server = new S3rver({ port: 0, address: '127.0.0.1', directory: tmp.dir, silent: true, configureBuckets: [{ name: bucket }] });
+  const server = new S3rver({
+    port: 0,
+    address: '127.0.0.1',
+    directory: tmp.dir,
+    silent: true,
+    configureBuckets: [{ name: bucket }],
+  });
   server.middleware.unshift(sigV4QueryVerifier());
   const { port } = (await server.run()) as { port: number };
   const endpoint = `http://127.0.0.1:${port}`;

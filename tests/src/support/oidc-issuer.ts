@@ -43,8 +43,14 @@ export class LocalIssuer {
   private answer(path: string, res: import('node:http').ServerResponse) {
     this.requests.push(path);
     if (this.failing) return void res.writeHead(503).end();
-    const json = (body: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-    if (path === '/.well-known/openid-configuration') return json({ issuer: this.url, jwks_uri: this.jwksUrl, id_token_signing_alg_values_supported: ['RS256', 'ES256', 'EdDSA'] });
+    const json = (body: unknown) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    if (path === '/.well-known/openid-configuration')
+      return json({
+        issuer: this.url,
+        jwks_uri: this.jwksUrl,
+        id_token_signing_alg_values_supported: ['RS256', 'ES256', 'EdDSA'],
+      });
     if (path === '/jwks') return json({ keys: [...this.published].map((kid) => this.keys.get(kid)!.publicJwk) });
     res.writeHead(404).end();
   }
@@ -74,7 +80,9 @@ export class LocalIssuer {
   async sign(kid: string, claims: JWTPayload & Record<string, unknown>): Promise<string> {
     const key = this.keys.get(kid)!;
     const now = Math.floor(Date.now() / 1000);
-    const payload = Object.fromEntries(Object.entries({ iss: this.url, iat: now, exp: now + 600, ...claims }).filter(([, v]) => v !== undefined));
+    const payload = Object.fromEntries(
+      Object.entries({ iss: this.url, iat: now, exp: now + 600, ...claims }).filter(([, v]) => v !== undefined),
+    );
     return new SignJWT(payload).setProtectedHeader({ alg: key.alg, kid, typ: 'JWT' }).sign(key.privateKey);
   }
 

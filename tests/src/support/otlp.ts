@@ -31,13 +31,19 @@ export async function otlpReceiver(): Promise<{ url: string; spans: OtlpSpan[]; 
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      if (req.method !== 'POST' || req.url !== '/v1/traces' || !String(req.headers['content-type']).startsWith('application/json')) {
+      if (
+        req.method !== 'POST' ||
+        req.url !== '/v1/traces' ||
+        !String(req.headers['content-type']).startsWith('application/json')
+      ) {
         res.writeHead(415).end();
         return;
       }
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
       for (const rs of body.resourceSpans ?? []) {
-        const resource = Object.fromEntries((rs.resource?.attributes ?? []).map((a: Attr) => [a.key, valueOf(a.value)]));
+        const resource = Object.fromEntries(
+          (rs.resource?.attributes ?? []).map((a: Attr) => [a.key, valueOf(a.value)]),
+        );
         for (const ss of rs.scopeSpans ?? []) for (const s of ss.spans ?? []) spans.push({ ...s, resource });
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
@@ -55,4 +61,3 @@ export function callerContext() {
   const spanId = randomBytes(8).toString('hex');
   return { traceId, spanId, traceparent: `00-${traceId}-${spanId}-01` };
 }
-

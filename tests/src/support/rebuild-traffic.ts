@@ -55,12 +55,16 @@ export class Traffic {
       const pool = this.acked.length && i % 2 ? this.acked : this.readable;
       const started = performance.now();
       if (i % 3 === 2) {
-        const r = await this.api.get(`/v1/records?type=${NOTE_SCHEMA.typeName}&limit=50`, this.token).catch((e) => ({ status: 0, text: String(e) }) as const);
+        const r = await this.api
+          .get(`/v1/records?type=${NOTE_SCHEMA.typeName}&limit=50`, this.token)
+          .catch((e) => ({ status: 0, text: String(e) }) as const);
         this.latencies.list.push(performance.now() - started);
         if (r.status !== 200) this.failedReads.push(`list: ${r.status} ${r.text.slice(0, 200)}`);
       } else {
         const id = pool[(i * 7919) % pool.length];
-        const r = await this.api.get(`/v1/records/${id}`, this.token).catch((e) => ({ status: 0, text: String(e) }) as const);
+        const r = await this.api
+          .get(`/v1/records/${id}`, this.token)
+          .catch((e) => ({ status: 0, text: String(e) }) as const);
         this.latencies.byId.push(performance.now() - started);
         if (r.status !== 200) this.failedReads.push(`${id}: ${r.status} ${r.text.slice(0, 200)}`);
       }
@@ -73,13 +77,15 @@ export class Traffic {
       const n = this.acked.length + this.failedWrites.length;
       const word = `rb${this.o.tag ?? ''}w${k}x${i}`;
       const r = await this.api
-        .post('/v1/records', this.token, { typeName: NOTE_SCHEMA.typeName, payload: { title: `during ${k}-${i}`, body: `written while rebuilding ${word}`, n } })
+        .post('/v1/records', this.token, {
+          typeName: NOTE_SCHEMA.typeName,
+          payload: { title: `during ${k}-${i}`, body: `written while rebuilding ${word}`, n },
+        })
         .catch((e) => ({ status: 0, text: String(e), body: undefined }) as const);
       if (r.status === 201) {
         this.acked.push(r.body.id);
         this.words.set(r.body.id, word);
-      }
-      else this.failedWrites.push(`${r.status} ${r.text.slice(0, 200)}`);
+      } else this.failedWrites.push(`${r.status} ${r.text.slice(0, 200)}`);
       if (this.o.writePauseMs) await sleep(this.o.writePauseMs);
     }
   }

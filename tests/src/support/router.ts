@@ -49,7 +49,9 @@ export class Router {
         'events { worker_connections 4096; }',
         'http {',
         '  access_log off;',
-        ...['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((d) => `  ${d === 'body' ? 'client_body' : d}_temp_path ${tmp.dir}/${d};`),
+        ...['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map(
+          (d) => `  ${d === 'body' ? 'client_body' : d}_temp_path ${tmp.dir}/${d};`,
+        ),
         `  include ${tmp.dir}/router.conf;`,
         '}',
         '',
@@ -79,7 +81,9 @@ export class Router {
   async reconfigure(upstreams: RouterUpstreams): Promise<void> {
     const port = Number(new URL(this.url).port);
     writeFileSync(join(this.dir, 'router.conf'), routerConfigFor(upstreams, port));
-    const r = spawnSync(NGINX!, ['-p', this.dir, '-c', join(this.dir, 'nginx.conf'), '-s', 'reload'], { encoding: 'utf8' });
+    const r = spawnSync(NGINX!, ['-p', this.dir, '-c', join(this.dir, 'nginx.conf'), '-s', 'reload'], {
+      encoding: 'utf8',
+    });
     if (r.status !== 0) throw new Error(`nginx reload failed: ${r.stderr}`);
     await new Promise((r) => setTimeout(r, 300));
   }

@@ -15,7 +15,10 @@ export interface Bootstrap {
   accountId: string;
   plan: string;
   developerToken: string;
-  tenants: { live: { tenantId: string; contextId: string; rootKey: string }; test: { tenantId: string; contextId: string; rootKey: string } };
+  tenants: {
+    live: { tenantId: string; contextId: string; rootKey: string };
+    test: { tenantId: string; contextId: string; rootKey: string };
+  };
 }
 
 /** Per-request options of `Api.call`. */
@@ -76,7 +79,11 @@ export class Api {
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
     let refusal: Response | undefined;
     // The concrete path is the "template" (no path parameters): openapi-fetch sends it as is.
-    const request = this.http.request as unknown as (method: string, url: string, init: Record<string, unknown>) => Promise<{ response: Response; data?: unknown }>;
+    const request = this.http.request as unknown as (
+      method: string,
+      url: string,
+      init: Record<string, unknown>,
+    ) => Promise<{ response: Response; data?: unknown }>;
     const { response, data } = await request(method, path, {
       headers,
       body: opts.raw ?? opts.body,
@@ -84,7 +91,9 @@ export class Api {
       signal: opts.signal,
       parseAs: 'text',
       // openapi-fetch parses a refusal's body itself: keep a copy of its text (read in full, so the copy never stalls).
-      middleware: [{ onResponse: ({ response: r }: { response: Response }) => void (r.ok ? undefined : (refusal = r.clone())) }],
+      middleware: [
+        { onResponse: ({ response: r }: { response: Response }) => void (r.ok ? undefined : (refusal = r.clone())) },
+      ],
     });
     const text = refusal ? await refusal.text() : typeof data === 'string' ? data : '';
     let json: any;
@@ -105,20 +114,27 @@ export class Api {
     const headers: Record<string, string> = { ...(opts.headers ?? {}) };
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
     let refusal: Response | undefined;
-    const request = this.http.request as unknown as (method: string, url: string, init: Record<string, unknown>) => Promise<{ response: Response }>;
+    const request = this.http.request as unknown as (
+      method: string,
+      url: string,
+      init: Record<string, unknown>,
+    ) => Promise<{ response: Response }>;
     const { response } = await request(method, path, {
       headers,
       body: opts.body,
       signal: opts.signal,
       parseAs: 'stream',
       // openapi-fetch reads a refusal's body itself: keep a copy for the caller. A success is not copied (a stream).
-      middleware: [{ onResponse: ({ response: r }: { response: Response }) => void (r.ok ? undefined : (refusal = r.clone())) }],
+      middleware: [
+        { onResponse: ({ response: r }: { response: Response }) => void (r.ok ? undefined : (refusal = r.clone())) },
+      ],
     });
     return refusal ?? response;
   }
 
   get = (path: string, token?: string, headers?: Record<string, string>) => this.call('GET', path, { token, headers });
-  post = (path: string, token: string | undefined, body?: unknown, headers?: Record<string, string>) => this.call('POST', path, { token, body, headers });
+  post = (path: string, token: string | undefined, body?: unknown, headers?: Record<string, string>) =>
+    this.call('POST', path, { token, body, headers });
   put = (path: string, token: string | undefined, body?: unknown) => this.call('PUT', path, { token, body });
   patch = (path: string, token: string | undefined, body?: unknown) => this.call('PATCH', path, { token, body });
   del = (path: string, token?: string) => this.call('DELETE', path, { token });
@@ -150,13 +166,26 @@ export interface TestService {
  * Service-Version table, `log` hears the service's log lines.
  */
 export async function startService(
-  opts: { env?: Record<string, string>; engine?: 'embedded' | 'postgres'; dataDir?: string; hooks?: ServiceHooks; log?: (msg: string) => void } = {},
+  opts: {
+    env?: Record<string, string>;
+    engine?: 'embedded' | 'postgres';
+    dataDir?: string;
+    hooks?: ServiceHooks;
+    log?: (msg: string) => void;
+  } = {},
 ): Promise<TestService> {
   if (THROUGH_ROUTER) return startTopologyService(opts);
   const tmp = opts.dataDir ? { dir: opts.dataDir, remove: () => {} } : tempDir('svc-e2e-');
   let dropSchema: (() => Promise<void>) | undefined;
   // LOG_LEVEL silent: an in-process service's JSON log would interleave with the runner's output (a test sets it to read it).
-  const env: Record<string, string> = { DATA_DIR: tmp.dir, PORT: '0', OPERATOR_TOKEN, DEFAULT_PLAN: 'enterprise', LOG_LEVEL: 'silent', ...(opts.env ?? {}) };
+  const env: Record<string, string> = {
+    DATA_DIR: tmp.dir,
+    PORT: '0',
+    OPERATOR_TOKEN,
+    DEFAULT_PLAN: 'enterprise',
+    LOG_LEVEL: 'silent',
+    ...(opts.env ?? {}),
+  };
   if (opts.engine === 'postgres') {
     const base = serverUrl('postgres');
     if (!base) throw new Error('DATABASE_URL is not set');
@@ -196,15 +225,29 @@ export async function startService(
  */
 export const THROUGH_ROUTER = process.env.E2E_TARGET === 'router';
 /** Why a test cannot run through the router (undefined when it can): for `it.skipIf(!!inProcessOnly)`. */
-export const inProcessOnly: string | undefined = THROUGH_ROUTER ? 'needs the service in the test process (E2E_TARGET=router)' : undefined;
+export const inProcessOnly: string | undefined = THROUGH_ROUTER
+  ? 'needs the service in the test process (E2E_TARGET=router)'
+  : undefined;
 
-async function startTopologyService(opts: { env?: Record<string, string>; dataDir?: string; hooks?: ServiceHooks; log?: (msg: string) => void }): Promise<TestService> {
-  if (opts.hooks || opts.dataDir) throw new Error(`E2E_TARGET=router: this suite passes ${opts.hooks ? 'hooks' : 'its own dataDir'} to the service, which only an in-process service takes`);
+async function startTopologyService(opts: {
+  env?: Record<string, string>;
+  dataDir?: string;
+  hooks?: ServiceHooks;
+  log?: (msg: string) => void;
+}): Promise<TestService> {
+  if (opts.hooks || opts.dataDir)
+    throw new Error(
+      `E2E_TARGET=router: this suite passes ${opts.hooks ? 'hooks' : 'its own dataDir'} to the service, which only an in-process service takes`,
+    );
   const brokers = serverUrl('kafka');
   if (!brokers) throw new Error('E2E_TARGET=router needs KAFKA_BROKERS (and DATABASE_URL)');
   // Imported here: the topology imports this module.
   const { Topology } = await import('../kafka/topology');
-  const t = await Topology.start({ kafkaBrokers: brokers, env: { OPERATOR_TOKEN, DEFAULT_PLAN: 'enterprise', ...(opts.env ?? {}) }, log: opts.log });
+  const t = await Topology.start({
+    kafkaBrokers: brokers,
+    env: { OPERATOR_TOKEN, DEFAULT_PLAN: 'enterprise', ...(opts.env ?? {}) },
+    log: opts.log,
+  });
   const url = t.router.url;
   await descriptionOf(url);
   return {
@@ -212,7 +255,9 @@ async function startTopologyService(opts: { env?: Record<string, string>; dataDi
     client: (token = t.bootstrap.tenants.test.rootKey, options = {}) => checkedClient(url, { token, ...options }),
     url,
     get service(): Service {
-      throw new Error('E2E_TARGET=router: the service runs as separate processes behind the router (mark the test with inProcessOnly)');
+      throw new Error(
+        'E2E_TARGET=router: the service runs as separate processes behind the router (mark the test with inProcessOnly)',
+      );
     },
     bootstrap: t.bootstrap,
     dataDir: t.dataDir,
@@ -224,7 +269,17 @@ async function startTopologyService(opts: { env?: Record<string, string>; dataDi
 }
 
 /** Server-engine variables blanked for a child unless the caller passes them: an embedded run never drifts onto a server. */
-const ENGINE_VARS = ['DATABASE_URL', 'EVENTSTORE_URL', 'KAFKA_BROKERS', 'ELASTICSEARCH_URL', 'LANCEDB_URI', 'REDIS_URL', 'OBJECT_STORE_URL', 'EMBEDDINGS_URL', 'LLM_URL'];
+const ENGINE_VARS = [
+  'DATABASE_URL',
+  'EVENTSTORE_URL',
+  'KAFKA_BROKERS',
+  'ELASTICSEARCH_URL',
+  'LANCEDB_URI',
+  'REDIS_URL',
+  'OBJECT_STORE_URL',
+  'EMBEDDINGS_URL',
+  'LLM_URL',
+];
 const embeddedEnv = () => Object.fromEntries(ENGINE_VARS.map((v) => [v, '']));
 
 /**
@@ -237,11 +292,24 @@ export const serviceCommand = (entry: 'start' | 'rebuild' | 'export'): string[] 
     : ['--import', 'tsx', join(ROOT, `deploy/src/${entry}.ts`)];
 
 /** Starts `npm start` as a child process (for kill/restart tests). Resolves once /healthz answers. */
-export async function spawnService(dataDir: string, port: number, env: Record<string, string> = {}, log?: (line: string) => void): Promise<{ child: ChildProcess; api: Api; output: () => string }> {
+export async function spawnService(
+  dataDir: string,
+  port: number,
+  env: Record<string, string> = {},
+  log?: (line: string) => void,
+): Promise<{ child: ChildProcess; api: Api; output: () => string }> {
   let out = '';
   const child = spawn(process.execPath, serviceCommand('start'), {
     cwd: ROOT,
-    env: { ...process.env, ...embeddedEnv(), DATA_DIR: dataDir, PORT: String(port), OPERATOR_TOKEN, DEFAULT_PLAN: 'enterprise', ...env },
+    env: {
+      ...process.env,
+      ...embeddedEnv(),
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      OPERATOR_TOKEN,
+      DEFAULT_PLAN: 'enterprise',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (d) => (out += d));
@@ -277,7 +345,8 @@ export async function eventually<T>(fn: () => Promise<T>, timeoutMs = 10_000, ev
     } catch (e) {
       last = e;
     }
-    if (Date.now() > deadline) throw new Error(`condition not met in ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`condition not met in ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }

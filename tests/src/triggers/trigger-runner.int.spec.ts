@@ -3,7 +3,15 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type DomainEvent, EVENT_SCHEMA_VERSION, type EventMetadata } from '@svc/contracts';
 import { PostgresEventStore } from '@svc/command-api';
 import { openPglite } from '@svc/deploy';
-import { type EventStore, type ScriptExecutor, type ScriptRunOutcome, type ScriptRunRequest, type Sql, streams, triggerStreams } from '@svc/domain';
+import {
+  type EventStore,
+  type ScriptExecutor,
+  type ScriptRunOutcome,
+  type ScriptRunRequest,
+  type Sql,
+  streams,
+  triggerStreams,
+} from '@svc/domain';
 import { ProjectionRunner, triggersProjection, TriggerRunner, writeCheckpoint } from '@svc/projectors';
 
 /**
@@ -14,12 +22,25 @@ import { ProjectionRunner, triggersProjection, TriggerRunner, writeCheckpoint } 
 const T = 'tenant-1';
 const C = 'ctx-1';
 const md = (over: Partial<EventMetadata> = {}): EventMetadata => ({
-  tenantId: T, contextId: C, accountId: 'acc', actorKeyId: 'key', userId: null, requestId: randomUUID(), occurredAt: new Date().toISOString(), schemaVersion: EVENT_SCHEMA_VERSION, ...over,
+  tenantId: T,
+  contextId: C,
+  accountId: 'acc',
+  actorKeyId: 'key',
+  userId: null,
+  requestId: randomUUID(),
+  occurredAt: new Date().toISOString(),
+  schemaVersion: EVENT_SCHEMA_VERSION,
+  ...over,
 });
-const ev = (e: DomainEvent, over: Partial<EventMetadata> = {}) => ({ id: randomUUID(), type: e.type, data: e.data as Record<string, unknown>, metadata: md(over) });
+const ev = (e: DomainEvent, over: Partial<EventMetadata> = {}) => ({
+  id: randomUUID(),
+  type: e.type,
+  data: e.data as Record<string, unknown>,
+  metadata: md(over),
+});
 
 async function eventually(fn: () => Promise<boolean>, timeoutMs = 10_000) {
-  for (const deadline = Date.now() + timeoutMs; !(await fn()); ) {
+  for (const deadline = Date.now() + timeoutMs; !(await fn());) {
     if (Date.now() > deadline) throw new Error('condition not met');
     await new Promise((r) => setTimeout(r, 25));
   }
@@ -28,7 +49,12 @@ async function eventually(fn: () => Promise<boolean>, timeoutMs = 10_000) {
 /** Commits a side effect (one record per run) with the firing's marker, as the sandbox executor does; `fail` scripts a failure. */
 class FakeExecutor implements ScriptExecutor {
   calls: ScriptRunRequest[] = [];
-  fail: ((req: ScriptRunRequest, n: number) => Omit<Extract<ScriptRunOutcome, { ok: false }>, 'executionId' | 'durationMs'> | null) | null = null;
+  fail:
+    | ((
+        req: ScriptRunRequest,
+        n: number,
+      ) => Omit<Extract<ScriptRunOutcome, { ok: false }>, 'executionId' | 'durationMs'> | null)
+    | null = null;
   constructor(private readonly store: EventStore) {}
   async run(req: ScriptRunRequest): Promise<ScriptRunOutcome> {
     this.calls.push(req);
@@ -36,7 +62,16 @@ class FakeExecutor implements ScriptExecutor {
     if (f) return { ...f, executionId: 'x', durationMs: 1 };
     const id = randomUUID();
     await this.store.appendMulti([
-      { streamId: `effect-${id}`, events: [ev({ type: 'ContextDeleted', data: { contextId: 'effect', tenantId: 'effect' } }, { tenantId: null, contextId: null, triggerDepth: req.depth })], expectedRevision: 'no_stream' },
+      {
+        streamId: `effect-${id}`,
+        events: [
+          ev(
+            { type: 'ContextDeleted', data: { contextId: 'effect', tenantId: 'effect' } },
+            { tenantId: null, contextId: null, triggerDepth: req.depth },
+          ),
+        ],
+        expectedRevision: 'no_stream',
+      },
       ...(req.alsoAppend ?? []),
     ]);
     return { ok: true, executionId: 'x', result: null, durationMs: 1, hostCalls: 0, rowsWritten: 1 };
@@ -51,27 +86,94 @@ describe('trigger runner', () => {
   let runner: TriggerRunner;
 
   const newRunner = async (retryScale = 0.0001) => {
-    const r = new TriggerRunner({ store, sql, executor: exec, rulesReady: (p) => models.waitFor(p, 10_000), retryScale, retryPollMs: 20 });
+    const r = new TriggerRunner({
+      store,
+      sql,
+      executor: exec,
+      rulesReady: (p) => models.waitFor(p, 10_000),
+      retryScale,
+      retryPollMs: 20,
+    });
     await r.init();
     r.start();
     return r;
   };
   const settle = async () => {
     const head = await store.headPosition();
-    for (let i = 0; i < 400 && (runner.current < head || (await runner.pending()) > 0); i++) await new Promise((r) => setTimeout(r, 25));
+    for (let i = 0; i < 400 && (runner.current < head || (await runner.pending()) > 0); i++)
+      await new Promise((r) => setTimeout(r, 25));
   };
   const declare = async (over: Record<string, unknown> = {}) => {
     const ruleId = randomUUID();
-    await store.append(triggerStreams.rule(ruleId), [ev({
-      type: 'TriggerRuleCreated',
-      data: { ruleId, name: 'r', schemaId: 's1', typeName: 'invoice', events: ['CREATE', 'UPDATE', 'DELETE'], scriptRef: { name: 'audit', version: 1 }, fields: ['amount', 'status'], grant: { allowedActions: ['records:r', 'records:c'], dataScope: null }, enabled: true, ...over } as never,
-    })], 'no_stream');
+    await store.append(
+      triggerStreams.rule(ruleId),
+      [
+        ev({
+          type: 'TriggerRuleCreated',
+          data: {
+            ruleId,
+            name: 'r',
+            schemaId: 's1',
+            typeName: 'invoice',
+            events: ['CREATE', 'UPDATE', 'DELETE'],
+            scriptRef: { name: 'audit', version: 1 },
+            fields: ['amount', 'status'],
+            grant: { allowedActions: ['records:r', 'records:c'], dataScope: null },
+            enabled: true,
+            ...over,
+          } as never,
+        }),
+      ],
+      'no_stream',
+    );
     return ruleId;
   };
   const create = async (recordId: string, payload: Record<string, unknown>, over: Partial<EventMetadata> = {}) =>
-    store.append(streams.record(recordId), [ev({ type: 'RecordCreated', data: { recordId, schemaId: 's1', schemaVersion: 1, typeName: 'invoice', payload, status: 'ACTIVE', folderId: null, userId: null, scopes: [], externalId: null, indexMode: null } }, over)], 'no_stream');
+    store.append(
+      streams.record(recordId),
+      [
+        ev(
+          {
+            type: 'RecordCreated',
+            data: {
+              recordId,
+              schemaId: 's1',
+              schemaVersion: 1,
+              typeName: 'invoice',
+              payload,
+              status: 'ACTIVE',
+              folderId: null,
+              userId: null,
+              scopes: [],
+              externalId: null,
+              indexMode: null,
+            },
+          },
+          over,
+        ),
+      ],
+      'no_stream',
+    );
   const update = async (recordId: string, payload: Record<string, unknown>, revision: number) =>
-    store.append(streams.record(recordId), [ev({ type: 'RecordUpdated', data: { recordId, schemaVersion: 1, payload, status: 'ACTIVE', folderId: null, userId: null, scopes: [], change: 'put' } })], revision);
+    store.append(
+      streams.record(recordId),
+      [
+        ev({
+          type: 'RecordUpdated',
+          data: {
+            recordId,
+            schemaVersion: 1,
+            payload,
+            status: 'ACTIVE',
+            folderId: null,
+            userId: null,
+            scopes: [],
+            change: 'put',
+          },
+        }),
+      ],
+      revision,
+    );
   const firing = async (ruleId: string, eventId: string) => store.readStream(triggerStreams.firing(ruleId, eventId));
 
   beforeEach(async () => {
@@ -97,9 +199,28 @@ describe('trigger runner', () => {
     await settle();
     expect(exec.calls.map((c) => c.input)).toEqual([
       { event: 'CREATE', schemaId: 's1', recordId: 'rec-1', userId: null, scope: {}, record: { amount: 1 } },
-      { event: 'UPDATE', schemaId: 's1', recordId: 'rec-1', userId: null, scope: {}, record: { amount: 2, status: 'paid' }, previous: { amount: 1 } },
+      {
+        event: 'UPDATE',
+        schemaId: 's1',
+        recordId: 'rec-1',
+        userId: null,
+        scope: {},
+        record: { amount: 2, status: 'paid' },
+        previous: { amount: 1 },
+      },
     ]);
-    expect(exec.calls[0]).toMatchObject({ depth: 1, cause: { ruleId }, meta: { principal: { tenantId: T, contextId: C, allowedActions: ['records:r', 'records:c'], credentialId: `trigger:${ruleId}` } } });
+    expect(exec.calls[0]).toMatchObject({
+      depth: 1,
+      cause: { ruleId },
+      meta: {
+        principal: {
+          tenantId: T,
+          contextId: C,
+          allowedActions: ['records:r', 'records:c'],
+          credentialId: `trigger:${ruleId}`,
+        },
+      },
+    });
   });
 
   it('never runs a firing twice: a restart from an old checkpoint (crash before it moved) re-runs nothing', async () => {
@@ -121,7 +242,11 @@ describe('trigger runner', () => {
     const ruleId = await declare();
     await create('other-tenant', { amount: 1 }, { tenantId: 'tenant-2' });
     await create('during', { amount: 1 });
-    await store.append(triggerStreams.rule(ruleId), [ev({ type: 'TriggerRuleDeleted', data: { ruleId, schemaId: 's1' } })], 0);
+    await store.append(
+      triggerStreams.rule(ruleId),
+      [ev({ type: 'TriggerRuleDeleted', data: { ruleId, schemaId: 's1' } })],
+      0,
+    );
     await create('late', { amount: 1 });
     await settle();
     expect(exec.calls.map((c) => (c.input as { recordId: string }).recordId)).toEqual(['during']);
@@ -133,14 +258,22 @@ describe('trigger runner', () => {
     const ruleId = await declare();
     await create('during', { amount: 1 });
     await settle();
-    await store.append(triggerStreams.rule(ruleId), [ev({ type: 'TriggerRuleDeleted', data: { ruleId, schemaId: 's1' } })], 0);
+    await store.append(
+      triggerStreams.rule(ruleId),
+      [ev({ type: 'TriggerRuleDeleted', data: { ruleId, schemaId: 's1' } })],
+      0,
+    );
     await create('after', { amount: 1 });
     await settle();
     expect(exec.calls.map((c) => (c.input as { recordId: string }).recordId)).toEqual(['during']);
   });
 
   it('a batch with nothing to fire moves its position at once, its checkpoint row within a second and at stop', async () => {
-    const row = async () => Number((await sql.query<{ position: number }>(`SELECT position FROM proj_checkpoints WHERE name = 'trigger-runner'`)).rows[0]?.position ?? 0);
+    const row = async () =>
+      Number(
+        (await sql.query<{ position: number }>(`SELECT position FROM proj_checkpoints WHERE name = 'trigger-runner'`))
+          .rows[0]?.position ?? 0,
+      );
     await create('idle-1', { amount: 1 });
     await settle();
     await create('idle-2', { amount: 1 });
@@ -162,7 +295,10 @@ describe('trigger runner', () => {
     await settle();
     const [created] = await store.readAll(position - 1, 1);
     const [failed] = await firing(ruleId, created.id);
-    expect(failed).toMatchObject({ type: 'TriggerFailed', data: { ruleId, recordId: 'rec-f', event: 'CREATE', reason: 'SCRIPT_ERROR', message: 'boom', attempts: 1 } });
+    expect(failed).toMatchObject({
+      type: 'TriggerFailed',
+      data: { ruleId, recordId: 'rec-f', event: 'CREATE', reason: 'SCRIPT_ERROR', message: 'boom', attempts: 1 },
+    });
     expect(exec.calls).toHaveLength(1);
     const { rows } = await sql.query('SELECT reason FROM rm_trigger_failures');
     expect(rows).toEqual([{ reason: 'SCRIPT_ERROR' }]);
@@ -170,7 +306,8 @@ describe('trigger runner', () => {
 
   it('retries a service-side failure on the schedule (durably), then succeeds', async () => {
     const ruleId = await declare();
-    exec.fail = (_r, n) => (n <= 2 ? { ok: false, errorCode: 'CONCURRENT_MODIFICATION', message: 'changed', retryable: true } : null);
+    exec.fail = (_r, n) =>
+      n <= 2 ? { ok: false, errorCode: 'CONCURRENT_MODIFICATION', message: 'changed', retryable: true } : null;
     const { position } = await create('rec-r', { amount: 1 });
     await settle();
     expect(exec.calls).toHaveLength(3);
@@ -207,7 +344,10 @@ describe('trigger runner', () => {
     await settle();
     expect(exec.calls).toHaveLength(6);
     const [created] = await store.readAll(position - 1, 1);
-    expect((await firing(ruleId, created.id))[0]).toMatchObject({ type: 'TriggerFailed', data: { reason: 'INTERNAL', attempts: 6 } });
+    expect((await firing(ruleId, created.id))[0]).toMatchObject({
+      type: 'TriggerFailed',
+      data: { reason: 'INTERNAL', attempts: 6 },
+    });
   });
 
   it('stops chains at the depth limit and refuses oversized input without running', async () => {
@@ -218,7 +358,13 @@ describe('trigger runner', () => {
     expect(exec.calls).toHaveLength(0);
     const [d] = await store.readAll(deep.position - 1, 1);
     const [b] = await store.readAll(big.position - 1, 1);
-    expect((await firing(ruleId, d.id))[0]).toMatchObject({ type: 'TriggerFailed', data: { reason: 'TRIGGER_DEPTH_EXCEEDED' } });
-    expect((await firing(ruleId, b.id))[0]).toMatchObject({ type: 'TriggerFailed', data: { reason: 'INPUT_TOO_LARGE' } });
+    expect((await firing(ruleId, d.id))[0]).toMatchObject({
+      type: 'TriggerFailed',
+      data: { reason: 'TRIGGER_DEPTH_EXCEEDED' },
+    });
+    expect((await firing(ruleId, b.id))[0]).toMatchObject({
+      type: 'TriggerFailed',
+      data: { reason: 'INPUT_TOO_LARGE' },
+    });
   });
 });

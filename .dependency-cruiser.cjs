@@ -32,14 +32,17 @@ const declared = Object.fromEntries(
     const against = ws.filter((d) => !ARCH[w].includes(d));
     if (against.length)
       throw new Error(
-        `${w}/package.json declares ${against.map((d) => `@svc/${d}`).join(', ')}: against the package edges (.dependency-cruiser.cjs, ARCH)`,
+        `${w}/package.json declares ${against.map((d) => `@svc/${d}`).join(', ')}: against the package ` +
+          `edges (.dependency-cruiser.cjs, ARCH)`,
       );
     return [w, ws];
   }),
 );
 const layer = (w) => ({
   name: `${w}-imports-${declared[w].join('-') || 'no-workspace'}`,
-  comment: `${w} imports ${declared[w].length ? declared[w].join(', ') : 'no other workspace'} (its declared workspace dependencies) and nothing else`,
+  comment:
+    `${w} imports ${declared[w].length ? declared[w].join(', ') : 'no other workspace'} (its declared ` +
+    `workspace dependencies) and nothing else`,
   severity: 'error',
   from: { path: `^${w}/src/` },
   to: { path: `^${PKG}/src/`, pathNot: [w, ...declared[w]].map((p) => `^${p}/src/`) },
@@ -59,7 +62,8 @@ module.exports = {
     {
       name: 'client-main-entry-has-no-node-builtin',
       comment:
-        "the client's main entry is bundled for browsers: Node built-ins only in client/src/node.ts (the @svc/client/node entry)",
+        "the client's main entry is bundled for browsers: Node built-ins only in client/src/node.ts (the " +
+        '@svc/client/node entry)',
       severity: 'error',
       from: { path: '^client/src/', pathNot: ['^client/src/node\\.ts$', '\\.spec\\.ts$'] },
       to: { dependencyTypes: ['core'] },
@@ -82,7 +86,8 @@ module.exports = {
     {
       name: 'no-runtime-import-loop',
       comment:
-        'modules never import each other in a loop at run time (type-only imports aside): a service is not imported from a route file',
+        'modules never import each other in a loop at run time (type-only imports aside): a service is ' +
+        'not imported from a route file',
       severity: 'error',
       from: { path: `^${PKG}/src/` },
       to: { circular: true, dependencyTypesNot: ['type-only'], viaOnly: { dependencyTypesNot: ['type-only'] } },
@@ -90,7 +95,8 @@ module.exports = {
     {
       name: 'deciders-never-import-the-write-path',
       comment:
-        'the deciders stay pure (command, state -> events): only the ports and the entry point see domain/src/write, the one command handler that loads, appends and retries',
+        'the deciders stay pure (command, state -> events): only the ports and the entry point see ' +
+        'domain/src/write, the one command handler that loads, appends and retries',
       severity: 'error',
       from: { path: '^domain/src/', pathNot: ['^domain/src/(write|ports)/', '^domain/src/index\\.ts$'] },
       to: { path: '^domain/src/write/' },
@@ -98,7 +104,8 @@ module.exports = {
     {
       name: 'test-support-only-in-specs',
       comment:
-        'a *.test-support.ts file (the given/when/then helper, which uses node:assert) is left out of the build: only specs import it',
+        'a *.test-support.ts file (the given/when/then helper, which uses node:assert) is left out of the ' +
+        'build: only specs import it',
       severity: 'error',
       from: { path: `^${PKG}/src/`, pathNot: ['\\.spec\\.ts$', '\\.test-support\\.ts$'] },
       to: { path: '\\.test-support\\.ts$' },
@@ -106,9 +113,11 @@ module.exports = {
     {
       name: 'no-import-loop',
       comment:
-        'no import loop at all, type-only imports included (issue 45: the command handler and the meter imported each other, one side type-only, and the run-time rule above did not see it)',
+        'no import loop at all, type-only imports included (issue 45: the command handler and the meter ' +
+        'imported each other, one side type-only, and the run-time rule above did not see it)',
       severity: 'error',
-      // One loop predates the rule (caches.ts takes READ_MODELS from subscribers.ts, which takes the ReadCaches type back): excepted until the start-up code moves the name.
+      // One loop predates the rule (caches.ts takes READ_MODELS from subscribers.ts, which takes the ReadCaches type
+      // back): excepted until the start-up code moves the name.
       from: { path: `^${PKG}/src/`, pathNot: '^deploy/src/service/(caches|subscribers)\\.ts$' },
       to: { circular: true },
     },

@@ -33,7 +33,8 @@ if (spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).std
   console.log('  RUN   Redis stopped mid-service (redis-server is installed): rate-limit fail-open and recovery');
 else
   console.log(
-    '  SKIP  Redis stopped mid-service: redis-server is not installed, so the rate-limit fail-open-and-recovery test is skipped',
+    '  SKIP  Redis stopped mid-service: redis-server is not installed, so the rate-limit ' +
+      'fail-open-and-recovery test is skipped',
   );
 // The split deployment's suites (topology, faults, replica caches) run the shipped router in nginx.
 const nginx = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
@@ -43,7 +44,8 @@ if (nginx)
   );
 else
   console.log(
-    '  SKIP  nginx is not installed, so the split-deployment suites (which run the shipped router) cannot start: apt-get install nginx-light',
+    '  SKIP  nginx is not installed, so the split-deployment suites (which run the shipped router) cannot ' +
+      'start: apt-get install nginx-light',
   );
 // The browser suites (CORS from another origin, the API page, the example page) drive Debian's chromium.
 const chromium =
@@ -54,7 +56,8 @@ if (chromium)
   );
 else
   console.log(
-    '  SKIP  chromium is not installed, so the browser suites are skipped: apt-get install chromium (or set CHROMIUM_PATH)',
+    '  SKIP  chromium is not installed, so the browser suites are skipped: apt-get install chromium (or ' +
+      'set CHROMIUM_PATH)',
   );
 if (spawnSync('sh', ['-c', 'command -v promtool'], { encoding: 'utf8' }).stdout.trim())
   console.log('  RUN   promtool: /metrics checked by promtool check metrics');
@@ -106,7 +109,8 @@ if (!existsSync(out)) {
     const missing = all.filter((f) => !done.has(f));
     if (!missing.length) break;
     console.log(
-      `\nA test process died before its files finished: running the ${missing.length} unfinished files again (attempt ${attempt} of 2):\n  ${missing.map((f) => relative(root, f)).join('\n  ')}\n`,
+      `\nA test process died before its files finished: running the ${missing.length} unfinished files ` +
+        `again (attempt ${attempt} of 2):\n  ${missing.map((f) => relative(root, f)).join('\n  ')}\n`,
     );
     rerun.push(...missing);
     r = vitest(missing, join(root, '.cache', 'vitest-rerun.json'));
@@ -143,7 +147,8 @@ if (existsSync(out)) {
   const skipped = (j.numPendingTests ?? 0) + (j.numTodoTests ?? 0);
   const again = j.rerunFiles?.length ? ` (${j.rerunFiles.length} files run again after a test process died)` : '';
   console.log(
-    `\n${throughRouter ? 'Through the router' : 'Tests'}: ${j.numPassedTests} passed, ${j.numFailedTests} failed, ${skipped} skipped${again}`,
+    `\n${throughRouter ? 'Through the router' : 'Tests'}: ${j.numPassedTests} passed, ${j.numFailedTests} ` +
+      `failed, ${skipped} skipped${again}`,
   );
 }
 process.exit(r.status ?? 1);

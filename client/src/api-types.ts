@@ -21,7 +21,10 @@ type RequestBody<O> = O extends { requestBody: { content: { 'application/json': 
   : O extends { requestBody?: { content: { 'application/json': infer B } } }
     ? B
     : never;
-/** The JSON body of an operation's request and of its 200 / 201 answer, by operation id: `Body<'createRecord'>`, `Answer<'getRecord'>`. */
+/**
+ * The JSON body of an operation's request and of its 200 / 201 answer, by operation id: `Body<'createRecord'>`,
+ * `Answer<'getRecord'>`.
+ */
 export type Body<Op extends keyof operations> = RequestBody<operations[Op]>;
 export type Answer<Op extends keyof operations> = JsonBody<operations[Op], 200> | JsonBody<operations[Op], 201>;
 

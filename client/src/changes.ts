@@ -30,11 +30,17 @@ export interface ChangesOptions {
   types?: string[];
   /** Only these entity kinds (default: all three). */
   entities?: ChangeEntityKind[];
-  /** Start after this position (an earlier event's `position`). Without it the stream starts at the head: changes from now on. */
+  /**
+   * Start after this position (an earlier event's `position`). Without it the stream starts at the head: changes from
+   * now on.
+   */
   startFrom?: number | string;
   /** Ends the iteration (quietly: the loop just stops) and closes the connection. */
   signal?: AbortSignal;
-  /** The first wait before reconnecting, in ms (default: the server's `retry:` or 1,000); doubled on each failed attempt, up to 30 s. */
+  /**
+   * The first wait before reconnecting, in ms (default: the server's `retry:` or 1,000); doubled on each failed
+   * attempt, up to 30 s.
+   */
   retryMs?: number;
 }
 

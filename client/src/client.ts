@@ -41,20 +41,31 @@ export interface ClientOptions {
 export interface ServiceClient extends Client<paths> {
   /** Every item of a list, page after page (`nextCursor` sent back as `startFrom`) until `nextCursor` is null. */
   paginate<P extends ListPath>(path: P, options?: ListOptions<P>): AsyncGenerator<ItemOf<P>>;
-  /** Creates the document, PUTs the file to its presigned URL (no Authorization; the required header) and answers the document. */
+  /**
+   * Creates the document, PUTs the file to its presigned URL (no Authorization; the required header) and answers the
+   * document.
+   */
   uploadDocument(input: UploadInput): Promise<DocumentView>;
   /** Polls a document until its status is one of `until` (default: INDEXED, SKIPPED, STORED or FAILED). */
   waitForDocument(
     id: string,
     opts?: { until?: DocumentView['status'][]; timeoutMs?: number; intervalMs?: number },
   ): Promise<DocumentView>;
-  /** RAG (POST /v1/rag) as typed events: search_results, optional truncation_warning, content_delta+, done (or error). */
+  /**
+   * RAG (POST /v1/rag) as typed events: search_results, optional truncation_warning, content_delta+, done (or error).
+   */
   rag(body: Body<'rag'>): AsyncGenerator<RagEvent>;
-  /** Document ask (POST /v1/documents/{id}/ask): document_context, content_delta+, done (or error). The body's `id` (required by the API) is the path's `id` unless given. */
+  /**
+   * Document ask (POST /v1/documents/{id}/ask): document_context, content_delta+, done (or error). The body's `id`
+   * (required by the API) is the path's `id` unless given.
+   */
   askDocument(id: string, body: Omit<Body<'askDocument'>, 'id'> & { id?: string }): AsyncGenerator<AskDocumentEvent>;
   /** Chat (POST /v1/chat): content_delta+, done (or error). */
   chat(body: Body<'chat'>): AsyncGenerator<ChatEvent>;
-  /** The change stream (GET /v1/changes) as an async iterator that reconnects and resumes after the last event it yielded. */
+  /**
+   * The change stream (GET /v1/changes) as an async iterator that reconnects and resumes after the last event it
+   * yielded.
+   */
   changes(options?: ChangesOptions): AsyncGenerator<ChangeEvent>;
 }
 

@@ -1,4 +1,5 @@
-// @svc/command-api: the package's one entry point. The write side: route handlers (which call the command handler in @svc/domain), sealing, limits, metering, and the event-store adapters.
+// @svc/command-api: the package's one entry point. The write side: route handlers (which call the command handler in
+// @svc/domain), sealing, limits, metering, and the event-store adapters.
 import {} from '@svc/domain';
 export * from './documents/commands';
 export * from './documents/routes';

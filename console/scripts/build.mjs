@@ -103,7 +103,8 @@ export async function buildConsole({ quiet = false } = {}) {
   return manifest;
 }
 
-// `node console/scripts/build.mjs` (the last step of `npm run build`): a no-op when dist/ is up to date; --force builds anyway.
+// `node console/scripts/build.mjs` (the last step of `npm run build`): a no-op when dist/ is up to date; --force builds
+// anyway.
 if (
   process.argv[1] &&
   fileURLToPath(import.meta.url) === process.argv[1] &&

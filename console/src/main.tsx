@@ -71,7 +71,8 @@ function Shell({
         <span class="who">
           {session.kind === 'developer'
             ? 'Developer token'
-            : `Tenant ${session.tenantId ?? ''} (${session.livemode ? 'live' : 'test'}) · context ${session.actingContextId ?? ''}`}
+            : `Tenant ${session.tenantId ?? ''} (${session.livemode ? 'live' : 'test'}) · context ` +
+              `${session.actingContextId ?? ''}`}
         </span>
         <button type="button" onClick={onSignOut}>
           Sign out

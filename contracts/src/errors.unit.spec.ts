@@ -83,16 +83,20 @@ describe('typed errors on request paths', () => {
   /** Read at startup (configuration), never while serving a request. */
   const STARTUP_ONLY = new Set(['domain/src/usage/prices.ts']);
 
-  it('no handler, decision or adapter of the APIs throws a bare Error (ServiceError, InternalError, or a port error instead)', () => {
-    const bare: string[] = [];
-    for (const f of ['domain/src', 'command-api/src', 'query-api/src'].flatMap(sources)) {
-      if (STARTUP_ONLY.has(f.path)) continue;
-      f.text.split('\n').forEach((line, i) => {
-        if (/\b(?:new|throw)\s+Error\s*\(/.test(line)) bare.push(`${f.path}:${i + 1}: ${line.trim()}`);
-      });
-    }
-    expect(bare).toEqual([]);
-  });
+  it(
+    'no handler, decision or adapter of the APIs throws a bare Error (ServiceError, InternalError, or a ' +
+      'port error instead)',
+    () => {
+      const bare: string[] = [];
+      for (const f of ['domain/src', 'command-api/src', 'query-api/src'].flatMap(sources)) {
+        if (STARTUP_ONLY.has(f.path)) continue;
+        f.text.split('\n').forEach((line, i) => {
+          if (/\b(?:new|throw)\s+Error\s*\(/.test(line)) bare.push(`${f.path}:${i + 1}: ${line.trim()}`);
+        });
+      }
+      expect(bare).toEqual([]);
+    },
+  );
 
   it('an InternalError is no ServiceError: the edge answers it as 500 INTERNAL without its message', () => {
     const e = new InternalError('record id reused');

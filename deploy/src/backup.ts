@@ -19,7 +19,8 @@ if (!file || file.startsWith('-')) {
 const config = loadConfig();
 if (config.eventStoreUrl) {
   console.error(
-    'backup: EVENTSTORE_URL is set: back up KurrentDB with its own tools (this backup reads the PostgreSQL event store)',
+    'backup: EVENTSTORE_URL is set: back up KurrentDB with its own tools (this backup reads the ' +
+      'PostgreSQL event store)',
   );
   process.exit(2);
 }
@@ -51,13 +52,15 @@ try {
   // Renamed when whole: a file under the asked name is always a complete backup.
   renameSync(partial, file);
   console.log(
-    `backed up ${r.events} events (up to position ${r.position}) and ${r.blobs} blobs to ${file} in ${Date.now() - started} ms`,
+    `backed up ${r.events} events (up to position ${r.position}) and ${r.blobs} blobs to ${file} in ` +
+      `${Date.now() - started} ms`,
   );
   if (config.serviceSecret)
     console.log('SERVICE_SECRET is set: it is not in the file; the restored service needs the same SERVICE_SECRET');
   if (config.objectStoreUrl)
     console.log(
-      'OBJECT_STORE_URL is set: the blobs are in the object store, not in the file; back the bucket up with its own tools',
+      'OBJECT_STORE_URL is set: the blobs are in the object store, not in the file; back the bucket up ' +
+        'with its own tools',
     );
 } catch (e) {
   rmSync(partial, { force: true });

@@ -11,14 +11,20 @@ export type Role = 'all' | 'command' | 'query' | 'projector' | 'relay';
 export interface Config {
   port: number;
   host: string;
-  /** The base URL clients reach this service at (PUBLIC_URL; default http://<HOST>:<PORT>): the `servers` entry of /openapi.json. */
+  /**
+   * The base URL clients reach this service at (PUBLIC_URL; default http://<HOST>:<PORT>): the `servers` entry of
+   * /openapi.json.
+   */
   publicUrl: string;
   dataDir: string;
   role: Role;
   databaseUrl?: string;
   eventStoreUrl?: string;
   kafkaBrokers?: string;
-  /** Kafka (KAFKA_BROKERS set): the event topic, its partitions when the relay creates it, the consumer-group prefix (docs/engines/kafka.md). */
+  /**
+   * Kafka (KAFKA_BROKERS set): the event topic, its partitions when the relay creates it, the consumer-group prefix
+   * (docs/engines/kafka.md).
+   */
   kafkaTopic: string;
   kafkaPartitions: number;
   kafkaGroupPrefix: string;
@@ -28,7 +34,10 @@ export interface Config {
   objectStoreUrl?: string;
   operatorToken?: string;
   defaultPlan: string;
-  /** Opening inference balance (cents) of the account created on first start (DEFAULT_INFERENCE_BALANCE_CENTS, default 1,000). */
+  /**
+   * Opening inference balance (cents) of the account created on first start (DEFAULT_INFERENCE_BALANCE_CENTS, default
+   * 1,000).
+   */
   defaultInferenceBalanceCents: number;
   /** Secret for cursors, blind indexes and payload encryption; generated into DATA_DIR when unset. */
   serviceSecret?: string;
@@ -36,20 +45,35 @@ export interface Config {
   logRequests: boolean;
   /** LOG_LEVEL: fatal, error, warn, info (default), debug, trace or silent. */
   logLevel: LogLevel;
-  /** Traces (docs/operations.md "Traces"): OTEL_EXPORTER_OTLP_ENDPOINT, the OTLP/HTTP base URL (unset: no traces); OTEL_SERVICE_NAME (default svc). */
+  /**
+   * Traces (docs/operations.md "Traces"): OTEL_EXPORTER_OTLP_ENDPOINT, the OTLP/HTTP base URL (unset: no traces);
+   * OTEL_SERVICE_NAME (default svc).
+   */
   otlpEndpoint?: string;
   otelServiceName: string;
-  /** Search: OpenAI-compatible embeddings (else the built-in model), the per-tenant vector capacity, the Elasticsearch index prefix. */
+  /**
+   * Search: OpenAI-compatible embeddings (else the built-in model), the per-tenant vector capacity, the Elasticsearch
+   * index prefix.
+   */
   embeddingsUrl?: string;
   embeddingsApiKey?: string;
   embeddingsModel?: string;
   embeddingsDims?: number;
-  /** The built-in model (BUILTIN_EMBEDDINGS_MODEL): auto (default) and bge both mean bge-small-en-v1.5; none runs without semantic search. */
+  /**
+   * The built-in model (BUILTIN_EMBEDDINGS_MODEL): auto (default) and bge both mean bge-small-en-v1.5; none runs
+   * without semantic search.
+   */
   builtinEmbeddingsModel: 'auto' | 'bge' | 'none';
   vectorCapacity: number;
-  /** Passages the in-memory keyword index keeps loaded (role all, PostgreSQL FTS), least recently searched contexts dropped first. */
+  /**
+   * Passages the in-memory keyword index keeps loaded (role all, PostgreSQL FTS), least recently searched contexts
+   * dropped first.
+   */
   textMemoryPassages: number;
-  /** Memory (MiB) for vectors searched in process (role all): least recently searched contexts dropped first; 0 searches LanceDB directly. */
+  /**
+   * Memory (MiB) for vectors searched in process (role all): least recently searched contexts dropped first; 0 searches
+   * LanceDB directly.
+   */
   vectorMemoryMb: number;
   /**
    * Embedded default: where the search side's tables live (SEARCH_DB): `separate`, a second embedded database
@@ -61,10 +85,15 @@ export interface Config {
   elasticsearchIndexPrefix: string;
   /** Lifetime of presigned upload and download URLs (UPLOAD_URL_TTL_SECONDS, default 900 = 15 minutes). */
   uploadUrlTtlSeconds: number;
-  /** The price table (decisions §5 defaults; PRICES_JSON overrides any part) and how often read counts are appended (USAGE_READS_FLUSH_MS, default 1,000). */
+  /**
+   * The price table (decisions §5 defaults; PRICES_JSON overrides any part) and how often read counts are appended
+   * (USAGE_READS_FLUSH_MS, default 1,000).
+   */
   prices: PriceTable;
   usageReadsFlushMs: number;
-  /** Activity log (docs/api.md "Activity log"): recording on (ACTIVITY_LOG, `0` turns it off), flush period, retention. */
+  /**
+   * Activity log (docs/api.md "Activity log"): recording on (ACTIVITY_LOG, `0` turns it off), flush period, retention.
+   */
   activityLog: { enabled: boolean; flushMs: number; retentionDays: number };
   /** Edge per-IP flood ceiling, requests per IP per minute (EDGE_RATE_LIMIT_PER_MINUTE, default 20,000; 0 disables). */
   edgeRateLimitPerMinute: number;
@@ -80,7 +109,9 @@ export interface Config {
    * keys are used before they are fetched again (default 10 min). Lowered by tests of key rotation.
    */
   jwtKeys: { refetchMs: number; maxAgeMs: number };
-  /** CORS_ORIGINS: `*` or the exact origins browsers may call the API from; unset, no CORS headers (docs/api.md "CORS"). */
+  /**
+   * CORS_ORIGINS: `*` or the exact origins browsers may call the API from; unset, no CORS headers (docs/api.md "CORS").
+   */
   corsOrigins?: CorsOrigins;
   /**
    * Metering and the per-account burst limits are on unless METERING=0 / RATE_LIMITS=0 (docs/operations.md):
@@ -88,16 +119,25 @@ export interface Config {
    */
   metering: boolean;
   rateLimits: boolean;
-  /** Most open change streams (GET /v1/changes) per context in each process serving reads (CHANGE_STREAMS_PER_CONTEXT, default 1,000); then 429. */
+  /**
+   * Most open change streams (GET /v1/changes) per context in each process serving reads (CHANGE_STREAMS_PER_CONTEXT,
+   * default 1,000); then 429.
+   */
   changeStreamsPerContext: number;
-  /** Scripts (docs/scripts.md): wall-clock budget per execution (SCRIPT_TIMEOUT_MS, default 15,000; tests lower it) and sandbox threads (SCRIPT_THREADS, default 4). */
+  /**
+   * Scripts (docs/scripts.md): wall-clock budget per execution (SCRIPT_TIMEOUT_MS, default 15,000; tests lower it) and
+   * sandbox threads (SCRIPT_THREADS, default 4).
+   */
   scripts: { timeoutMs: number; threads: number };
-  /** Inference (decisions §8; docs/inference.md): an OpenAI-compatible chat-completions endpoint and the model ids it serves; else the built-in model alone. */
+  /**
+   * Inference (decisions §8; docs/inference.md): an OpenAI-compatible chat-completions endpoint and the model ids it
+   * serves; else the built-in model alone.
+   */
   llm?: { url: string; apiKey?: string; models: string[]; contextWindow: number; stallMs: number };
   /**
-   * Webhooks (docs/webhooks.md): WEBHOOK_ALLOW_PRIVATE_TARGETS=1 opens loopback and RFC 1918 targets (development; a warning
-   * at start), WEBHOOK_CA_FILE adds a CA to trust, WEBHOOK_RETRY_SCALE multiplies the retry schedule (default 1: 30 s ... 8 h),
-   * WEBHOOK_TEST_DNS_FILE (tests only) answers DNS from a JSON file.
+   * Webhooks (docs/webhooks.md): WEBHOOK_ALLOW_PRIVATE_TARGETS=1 opens loopback and RFC 1918 targets (development; a
+   * warning at start), WEBHOOK_CA_FILE adds a CA to trust, WEBHOOK_RETRY_SCALE multiplies the retry schedule (default
+   * 1: 30 s ... 8 h), WEBHOOK_TEST_DNS_FILE (tests only) answers DNS from a JSON file.
    */
   webhooks: { allowPrivateTargets: boolean; caFile?: string; retryScale: number; testDnsFile?: string };
 }
@@ -328,7 +368,9 @@ function isReadableFile(path: string): boolean {
   }
 }
 
-/** PUBLIC_URL without a trailing slash; unset, the address the service listens on (a wildcard HOST read as loopback). */
+/**
+ * PUBLIC_URL without a trailing slash; unset, the address the service listens on (a wildcard HOST read as loopback).
+ */
 function publicUrl(configured: string | undefined, listenHost: string, port: number): string {
   if (configured) return configured.replace(/\/+$/, '');
   const host = !['0.0.0.0', '::', '[::]'].includes(listenHost) ? listenHost : '127.0.0.1';
@@ -353,7 +395,8 @@ function corsOrigins(v: string | undefined): CorsOrigins | undefined {
     }
     if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:'))
       throw new Error(
-        `CORS_ORIGINS must be * or comma-separated origins like https://app.example.com; '${o}' is not an http(s) origin`,
+        `CORS_ORIGINS must be * or comma-separated origins like https://app.example.com; '${o}' is not an ` +
+          `http(s) origin`,
       );
     if (url.origin !== o)
       throw new Error(

@@ -58,7 +58,8 @@ describe('TRUST_PROXY_HOPS', () => {
 
   it.each(['abc', '-1', '1.5', 'true'])('TRUST_PROXY_HOPS=%s stops the start naming the variable', (v) => {
     expect(() => loadConfig({ ...base, TRUST_PROXY_HOPS: v })).toThrow(
-      `TRUST_PROXY_HOPS must be a whole number of trusted reverse-proxy hops (0 or more; 0 ignores X-Forwarded-For), not ${v}`,
+      `TRUST_PROXY_HOPS must be a whole number of trusted reverse-proxy hops (0 or more; 0 ignores ` +
+        `X-Forwarded-For), not ${v}`,
     );
   });
 });
@@ -92,7 +93,10 @@ describe('CORS_ORIGINS', () => {
   });
 });
 
-/** Every variable goes through one schema: a value it cannot take is one line naming the variable, never NaN or a crash later. */
+/**
+ * Every variable goes through one schema: a value it cannot take is one line naming the variable, never NaN or a crash
+ * later.
+ */
 describe('the start-up variables, parsed by one schema', () => {
   const base = { DATA_DIR: '/tmp/unused' } as NodeJS.ProcessEnv;
 

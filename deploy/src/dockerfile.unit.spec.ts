@@ -89,20 +89,23 @@ describe('deploy/Dockerfile: the build stage copies what npm ci builds', () => {
     expect(workspaces.filter((w) => !inImage(`${w}/package.json`))).toEqual([]);
   });
 
-  it('copies every workspace the compiled build compiles, whole (tsconfig.build.json references, finish-build.mjs)', () => {
-    expect(
-      finished.filter((w) => !built.includes(w)),
-      'finish-build.mjs finishes a workspace tsc -b does not build',
-    ).toEqual([]);
-    for (const w of built) {
-      expect(workspaces, `${w} is built but not a workspace`).toContain(w);
-      const needed = [`${w}/package.json`, `${w}/tsconfig.build.json`, ...sources(`${w}/src`)];
+  it(
+    'copies every workspace the compiled build compiles, whole (tsconfig.build.json references, ' + 'finish-build.mjs)',
+    () => {
       expect(
-        needed.filter((f) => !inImage(f)),
-        `${w}: files the build needs that the image lacks`,
+        finished.filter((w) => !built.includes(w)),
+        'finish-build.mjs finishes a workspace tsc -b does not build',
       ).toEqual([]);
-    }
-  });
+      for (const w of built) {
+        expect(workspaces, `${w} is built but not a workspace`).toContain(w);
+        const needed = [`${w}/package.json`, `${w}/tsconfig.build.json`, ...sources(`${w}/src`)];
+        expect(
+          needed.filter((f) => !inImage(f)),
+          `${w}: files the build needs that the image lacks`,
+        ).toEqual([]);
+      }
+    },
+  );
 
   it('copies the root files and scripts npm ci runs (build, postinstall) and what they import', () => {
     const pkg = json('package.json');
@@ -126,17 +129,21 @@ describe('deploy/Dockerfile: the build stage copies what npm ci builds', () => {
     expect(needed.filter((f) => !inImage(f))).toEqual([]);
   });
 
-  it('copies the web console whole: `npm run build` bundles it (console/scripts/build.mjs) into the console/dist the service serves', () => {
-    expect(json('package.json').scripts.build).toContain('console/scripts/build.mjs');
-    const needed = [
-      'console/package.json',
-      'console/scripts/build.mjs',
-      'console/tsconfig.json',
-      ...sources('console/src'),
-    ];
-    expect(needed.filter((f) => !inImage(f))).toEqual([]);
-    expect(ignored('console/dist/index.html'), 'console/dist: the image builds its own').toBe(true);
-  });
+  it(
+    'copies the web console whole: `npm run build` bundles it (console/scripts/build.mjs) into the ' +
+      'console/dist the service serves',
+    () => {
+      expect(json('package.json').scripts.build).toContain('console/scripts/build.mjs');
+      const needed = [
+        'console/package.json',
+        'console/scripts/build.mjs',
+        'console/tsconfig.json',
+        ...sources('console/src'),
+      ];
+      expect(needed.filter((f) => !inImage(f))).toEqual([]);
+      expect(ignored('console/dist/index.html'), 'console/dist: the image builds its own').toBe(true);
+    },
+  );
 
   it('keeps installed and compiled output out of the context (the image builds its own)', () => {
     for (const w of built) {

@@ -19,7 +19,8 @@ import { openSql, tableExists } from './engines/sql';
  * as `<file>.partial` (mode 0600) and renamed when complete, so a file under the asked name is always whole.
  */
 const USAGE =
-  'usage: npm run export -- --tenant <tenantId> --out <file.ndjson|-> [--from <ISO-8601>] [--to <ISO-8601>] [--streams record,document,...] [--context <contextId>] [--start-from <position>]';
+  'usage: npm run export -- --tenant <tenantId> --out <file.ndjson|-> [--from <ISO-8601>] [--to ' +
+  '<ISO-8601>] [--streams record,document,...] [--context <contextId>] [--start-from <position>]';
 
 function fail(message: string, code = 2): never {
   process.stderr.write(`export: ${message}\n`);
@@ -87,7 +88,10 @@ function progress(): {
     const frac = p.until > 0 ? Math.min(1, p.position / p.until) : 1;
     const width = 30;
     const full = Math.round(frac * width);
-    return `[${'#'.repeat(full)}${'-'.repeat(width - full)}] ${(frac * 100).toFixed(0).padStart(3)}%  ${p.lines} line(s)  position ${p.position}/${p.until}`;
+    return (
+      `[${'#'.repeat(full)}${'-'.repeat(width - full)}] ${(frac * 100).toFixed(0).padStart(3)}%  ${p.lines} ` +
+      `line(s)  position ${p.position}/${p.until}`
+    );
   };
   return {
     update(p) {

@@ -170,11 +170,16 @@ export const storageRouteSpecs = (f: {
   storageUrlTtlMs?: number;
 }): RouteSpec[] => storageRoutes({ deps: f.deps, blobs: f.blobs, grants: storageGrants(f.secret, f.storageUrlTtlMs) });
 
-/** Reactors beside the read models: document extraction, STORED for store-only documents, text discard (own checkpoint). */
+/**
+ * Reactors beside the read models: document extraction, STORED for store-only documents, text discard (own checkpoint).
+ */
 export const documentWorker = (o: { store: EventStore; sql: Sql; blobs: BlobStore; log?: (msg: string) => void }) =>
   new DocumentWorker(o);
 
-/** The trigger runner (docs/triggers.md): fires rules on record events through the script executor (own checkpoint, 'trigger-runner'). */
+/**
+ * The trigger runner (docs/triggers.md): fires rules on record events through the script executor (own checkpoint,
+ * 'trigger-runner').
+ */
 export const triggerRunner = (o: TriggerRunnerOptions) => new TriggerRunner(o);
 
 /** The write side, area by area (each registered as one fastify plugin; flattened, the order of /openapi.json). */

@@ -1,4 +1,6 @@
-// @svc/deploy: the package's one entry point. How the pieces are put together: configuration, engine connections, the HTTP edge and the service (`buildService`). The launchers (start.ts, rebuild.ts, export.ts) are entry points, not exports.
+// @svc/deploy: the package's one entry point. How the pieces are put together: configuration, engine connections, the
+// HTTP edge and the service (`buildService`). The launchers (start.ts, rebuild.ts, export.ts) are entry points, not
+// exports.
 export * from './activity/recorder';
 export * from './config';
 export * from './engines/blobs';

@@ -48,12 +48,14 @@ async function online(rest: string[]) {
     process.exit(1);
   }
   console.log(
-    `switched at position ${p.position} (${p.events} events, ${p.eventsPerSecond} events/s; the live projector paused ${p.pausedMs} ms)`,
+    `switched at position ${p.position} (${p.events} events, ${p.eventsPerSecond} events/s; the live ` +
+      `projector paused ${p.pausedMs} ms)`,
   );
 }
 
 async function offline(target: string) {
-  // The replay reads the event store itself: no Kafka consumer (it would only join the running projector's groups as a standby).
+  // The replay reads the event store itself: no Kafka consumer (it would only join the running projector's groups as a
+  // standby).
   const config = { ...loadConfig(), role: 'projector' as const, kafkaBrokers: undefined };
   const service = await buildService(config, (m) => console.log(m));
   const known = [service.runner.name, ...(service.searchIndexer ? [service.searchIndexer.name] : []), 'all'];

@@ -29,7 +29,8 @@ if (!existsSync(file)) fail(`${file} does not exist`);
 const { manifest } = await verifyBackup(file).catch((e: Error) => fail(`${file}: ${e.message}`));
 if (manifest.secretSource === 'env' && !config.serviceSecret)
   fail(
-    'the backup was taken with SERVICE_SECRET set: set the same SERVICE_SECRET for the restore and for the restored service',
+    'the backup was taken with SERVICE_SECRET set: set the same SERVICE_SECRET for the restore and for ' +
+      'the restored service',
   );
 if (existsSync(config.dataDir) && readdirSync(config.dataDir).length > 0)
   fail(`DATA_DIR ${config.dataDir} is not empty: restore into an empty directory`);
@@ -48,11 +49,13 @@ try {
     writeFile: async (name, data) => writeFileSync(join(config.dataDir, name), data, { mode: 0o600 }),
     putBlob: blobs ? async (key, data) => void (await blobs.put(key, data)) : undefined,
   });
-  // The reactors resume where they were at the backup, before any of them starts: no webhook is sent again, no trigger fired twice.
+  // The reactors resume where they were at the backup, before any of them starts: no webhook is sent again, no trigger
+  // fired twice.
   await sql.exec('CREATE TABLE IF NOT EXISTS proj_checkpoints (name text PRIMARY KEY, position bigint NOT NULL)');
   for (const [name, position] of Object.entries(restored.manifest.reactors))
     await sql.query(
-      'INSERT INTO proj_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET position = excluded.position',
+      'INSERT INTO proj_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET ' +
+        'position = excluded.position',
       [name, position],
     );
 } finally {
@@ -60,7 +63,8 @@ try {
   await sql.close();
 }
 console.log(
-  `restored ${restored.events} events (up to position ${restored.manifest.position}) and ${restored.blobs} blobs in ${Date.now() - started} ms; rebuilding the projections`,
+  `restored ${restored.events} events (up to position ${restored.manifest.position}) and ` +
+    `${restored.blobs} blobs in ${Date.now() - started} ms; rebuilding the projections`,
 );
 
 // The projections, replayed from position 0 by a projector process of its own (no Kafka: it reads the log itself).

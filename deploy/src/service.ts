@@ -41,7 +41,10 @@ export interface Service {
   searchIndexer?: SearchIndexer;
   /** The search engines, when this process serves or indexes search. */
   search?: IndexerEngines & SearchEngines;
-  /** Kafka (KAFKA_BROKERS): the relay (roles relay and all) and the feed of this process's projectors (roles projector and all). */
+  /**
+   * Kafka (KAFKA_BROKERS): the relay (roles relay and all) and the feed of this process's projectors (roles projector
+   * and all).
+   */
   relay?: KafkaRelay;
   feed?: KafkaFeed;
   app: FastifyInstance;
@@ -51,7 +54,10 @@ export interface Service {
   bootstrapFile?: string;
   /** Metering (docs/api.md "Usage"): `flush()` appends the read counts tallied so far. */
   meter: UsageMeter;
-  /** Scripts (docs/scripts.md): the sandbox executor (roles all, command, projector), for POST /v1/scripts/execute and the trigger runner. */
+  /**
+   * Scripts (docs/scripts.md): the sandbox executor (roles all, command, projector), for POST /v1/scripts/execute and
+   * the trigger runner.
+   */
   scripts?: ScriptExecutor;
   close(): Promise<void>;
 }
@@ -97,7 +103,8 @@ export async function buildService(
   const projections = await startProjections({ config, role, engines, caches, log });
   const { runner, barrier, relay, feed } = projections;
   const sealer = new PayloadSealer(deriveKey(secret, 'payload-seal'), deriveKey(secret, 'blind-index'));
-  // Metering on the log (docs/api.md "Usage"): writes charge in their own append, searches once served, reads in batches.
+  // Metering on the log (docs/api.md "Usage"): writes charge in their own append, searches once served, reads in
+  // batches.
   const meter = new UsageMeter({
     store,
     barrier,
@@ -131,9 +138,9 @@ export async function buildService(
   });
   const { worker, uploadPoller, searchIndexer, modelRebuild, dispatcher, triggers } = reactors;
 
-  // Activity log (docs/api.md "Activity log"): every process serving /v1 records its requests, in batches off the request path.
-  // On the embedded default it lives in the second database, whose own thread writes it: the API thread only hands
-  // the entries over (PGlite runs statements on the thread that calls it, ~30 µs an entry).
+  // Activity log (docs/api.md "Activity log"): every process serving /v1 records its requests, in batches off the
+  // request path. On the embedded default it lives in the second database, whose own thread writes it: the API thread
+  // only hands the entries over (PGlite runs statements on the thread that calls it, ~30 µs an entry).
   const activitySql = engines.searchSql;
   if (servesApi(role)) {
     await new ActivityLogStore(activitySql).init();
@@ -242,7 +249,8 @@ export async function buildService(
       await rebuilds?.close();
       await activity?.close();
       await meter.close();
-      // What those flushes appended is applied before the subscribers stop, so a clean stop leaves every checkpoint at the head.
+      // What those flushes appended is applied before the subscribers stop, so a clean stop leaves every checkpoint at
+      // the head.
       const caughtUp = async (positions: () => Array<number | undefined>) => {
         const head = await store.headPosition();
         const behind = () => positions().some((p) => p !== undefined && p < head);

@@ -25,7 +25,8 @@ try {
 const { logger } = service;
 await service.app.listen({ port: config.port, host: config.host });
 logger.info(
-  `service (role ${config.role}) listening on http://${config.host}:${config.port} in ${Date.now() - started} ms; data in ${config.dataDir}`,
+  `service (role ${config.role}) listening on http://${config.host}:${config.port} in ` +
+    `${Date.now() - started} ms; data in ${config.dataDir}`,
 );
 if (service.bootstrapFile) logger.info(`first start: account keys written to ${service.bootstrapFile} (mode 0600)`);
 

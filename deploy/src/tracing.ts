@@ -123,7 +123,10 @@ function traceparentNow(): string | undefined {
   return carrier.traceparent;
 }
 
-/** Stamps the writing span's traceparent on each event's metadata: the relay and the projectors continue the trace from it. */
+/**
+ * Stamps the writing span's traceparent on each event's metadata: the relay and the projectors continue the trace from
+ * it.
+ */
 const stamped = (events: NewEvent[]): NewEvent[] => {
   const tp = traceparentNow();
   return tp ? events.map((e) => ({ ...e, metadata: { ...e.metadata, traceparent: tp } })) : events;

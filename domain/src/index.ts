@@ -1,4 +1,5 @@
-// @svc/domain: the package's one entry point. Pure decisions per aggregate, payload validation, access rules, the ports (interfaces) the outside world provides (./ports), and the write path's one command handler (./write).
+// @svc/domain: the package's one entry point. Pure decisions per aggregate, payload validation, access rules, the ports
+// (interfaces) the outside world provides (./ports), and the write path's one command handler (./write).
 export * from './documents/document';
 export * from './documents/grants';
 export * from './documents/processing';

@@ -1,4 +1,6 @@
-// @svc/projectors: the package's one entry point. Subscribers of the event log: the projection runner and the read models, the read-your-writes barrier, the search projector and the search engines' adapters, the document worker, the Kafka feed and relay.
+// @svc/projectors: the package's one entry point. Subscribers of the event log: the projection runner and the read
+// models, the read-your-writes barrier, the search projector and the search engines' adapters, the document worker, the
+// Kafka feed and relay.
 export * from './documents/extract';
 export * from './documents/worker';
 export * from './kafka/client';

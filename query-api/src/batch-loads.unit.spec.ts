@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { batchLoads } from './batch-loads';
 
-/** A table read by queries that take `ms`; each query's keys are kept, and what it saw is what the table held when it started. */
+/**
+ * A table read by queries that take `ms`; each query's keys are kept, and what it saw is what the table held when it
+ * started.
+ */
 function table(ms = 20) {
   const rows = new Map<string, number>();
   const queries: string[][] = [];
@@ -20,16 +23,19 @@ function table(ms = 20) {
 }
 
 describe('batchLoads', () => {
-  it('a load on an idle loader runs at once, alone; the loads asked while it runs go together in the next query', async () => {
-    const t = table();
-    for (let i = 0; i < 50; i++) t.rows.set(`k${i}`, i);
-    const load = batchLoads(t.loadMany, { concurrency: 1 });
-    const first = load('k0');
-    await new Promise((r) => setImmediate(r));
-    const rest = Array.from({ length: 49 }, (_, i) => load(`k${i + 1}`));
-    expect(await Promise.all([first, ...rest])).toEqual(Array.from({ length: 50 }, (_, i) => i));
-    expect(t.queries).toEqual([['k0'], Array.from({ length: 49 }, (_, i) => `k${i + 1}`)]);
-  });
+  it(
+    'a load on an idle loader runs at once, alone; the loads asked while it runs go together in the next ' + 'query',
+    async () => {
+      const t = table();
+      for (let i = 0; i < 50; i++) t.rows.set(`k${i}`, i);
+      const load = batchLoads(t.loadMany, { concurrency: 1 });
+      const first = load('k0');
+      await new Promise((r) => setImmediate(r));
+      const rest = Array.from({ length: 49 }, (_, i) => load(`k${i + 1}`));
+      expect(await Promise.all([first, ...rest])).toEqual(Array.from({ length: 50 }, (_, i) => i));
+      expect(t.queries).toEqual([['k0'], Array.from({ length: 49 }, (_, i) => `k${i + 1}`)]);
+    },
+  );
 
   it('a missing key is null; the same key asked twice in one batch is read once', async () => {
     const t = table();

@@ -1,4 +1,5 @@
-// @svc/query-api: the package's one entry point. The read side: route handlers and the reads of the read models (by id, lists, lookups, history, search, usage, export, activity, the change stream).
+// @svc/query-api: the package's one entry point. The read side: route handlers and the reads of the read models (by id,
+// lists, lookups, history, search, usage, export, activity, the change stream).
 export * from './activity/routes';
 export * from './activity/store';
 export * from './changes/feed';

@@ -95,17 +95,25 @@ export function contextListRoute<S extends z.ZodRawShape, R extends { createdAt:
   });
 }
 
-/** SQL: the rows within a data scope, its user in parameter `$n` and its scopes in `$n+1` (the values of `dataScopeArgs`). */
+/**
+ * SQL: the rows within a data scope, its user in parameter `$n` and its scopes in `$n+1` (the values of
+ * `dataScopeArgs`).
+ */
 export const inDataScope = (n: number) =>
-  `($${n}::text IS NULL OR user_id = $${n}) AND ($${n + 1}::jsonb IS NULL OR scopes ?| ARRAY(SELECT jsonb_array_elements_text($${n + 1}::jsonb)))`;
+  `($${n}::text IS NULL OR user_id = $${n}) AND ($${n + 1}::jsonb IS NULL OR scopes ?| ARRAY(SELECT ` +
+  `jsonb_array_elements_text($${n + 1}::jsonb)))`;
 export const dataScopeArgs = (f: DataScopeFilter) => [
   f.scopeUserId ?? null,
   f.scopeAnyOf?.length ? JSON.stringify(f.scopeAnyOf) : null,
 ];
 
-/** SQL: the rows after the (created_at, id) key in parameters `$n`, `$n+1`, oldest first, at most `$n+2` of them (the values of `pageArgs`). */
+/**
+ * SQL: the rows after the (created_at, id) key in parameters `$n`, `$n+1`, oldest first, at most `$n+2` of them (the
+ * values of `pageArgs`).
+ */
 export const oldestFirstAfter = (idColumn: string, n: number) =>
-  `($${n}::timestamptz IS NULL OR (created_at, ${idColumn}) > ($${n}::timestamptz, $${n + 1}::text)) ORDER BY created_at, ${idColumn} LIMIT $${n + 2}`;
+  `($${n}::timestamptz IS NULL OR (created_at, ${idColumn}) > ($${n}::timestamptz, $${n + 1}::text)) ` +
+  `ORDER BY created_at, ${idColumn} LIMIT $${n + 2}`;
 export const pageArgs = (after: CreatedKey | undefined, limit: number) => [
   after?.[0] ?? null,
   after?.[1] ?? null,

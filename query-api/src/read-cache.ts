@@ -57,7 +57,9 @@ export class ReadCache<V> {
   }
 }
 
-/** A cached page's key: the caller's tenant and context first, so one context's pages can be dropped (pageKeyPrefix). */
+/**
+ * A cached page's key: the caller's tenant and context first, so one context's pages can be dropped (pageKeyPrefix).
+ */
 export const pageKey = (tenantId: string | null, contextId: string | null, ...rest: unknown[]) =>
   JSON.stringify([tenantId, contextId, ...rest]);
 export const pageKeyPrefix = (tenantId: string | null, contextId: string | null) =>

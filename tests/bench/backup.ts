@@ -122,7 +122,8 @@ try {
   }
   const head = await store.headPosition();
   console.log(
-    `seeded ${head.toLocaleString('en-US')} events in ${((performance.now() - t0) / 1000).toFixed(1)} s (${base ? 'PostgreSQL' : 'PGlite'})`,
+    `seeded ${head.toLocaleString('en-US')} events in ${((performance.now() - t0) / 1000).toFixed(1)} s ` +
+      `(${base ? 'PostgreSQL' : 'PGlite'})`,
   );
   await store.close();
   await sql.close();
@@ -141,10 +142,12 @@ try {
   const appendMs = Number(/restored \d+ events .* in (\d+) ms/.exec(r.out)?.[1]);
   const rebuildMs = Number(/rebuilt read-models to position \d+ in (\d+) ms/.exec(r.out)?.[1]);
   console.log(
-    `backup: ${(b.ms / 1000).toFixed(1)} s for ${head} events, ${(bytes / 1e6).toFixed(1)} MB (${Math.round(bytes / head)} bytes/event); ${per(b.ms)} (process start included)`,
+    `backup: ${(b.ms / 1000).toFixed(1)} s for ${head} events, ${(bytes / 1e6).toFixed(1)} MB ` +
+      `(${Math.round(bytes / head)} bytes/event); ${per(b.ms)} (process start included)`,
   );
   console.log(
-    `restore: ${(r.ms / 1000).toFixed(1)} s in all; ${per(r.ms)}; the log ${(appendMs / 1000).toFixed(1)} s (${per(appendMs)}), the read models ${(rebuildMs / 1000).toFixed(1)} s (${per(rebuildMs)})`,
+    `restore: ${(r.ms / 1000).toFixed(1)} s in all; ${per(r.ms)}; the log ${(appendMs / 1000).toFixed(1)} ` +
+      `s (${per(appendMs)}), the read models ${(rebuildMs / 1000).toFixed(1)} s (${per(rebuildMs)})`,
   );
   await target?.drop();
 } finally {

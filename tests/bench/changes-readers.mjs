@@ -1,6 +1,7 @@
 // Worker thread of tests/bench/changes.ts: opens the change streams and parses them (eventsource-parser), off the
 // thread that sends the writes, so the sender's schedule does not wait on the parsing of every stream's events.
-// With `drain` (the throughput slices) it only reads every byte on bare sockets, not parsed, and reports how many at 'stop'.
+// With `drain` (the throughput slices) it only reads every byte on bare sockets, not parsed, and reports how many at
+// 'stop'.
 import http from 'node:http';
 import net from 'node:net';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -20,7 +21,8 @@ function openRaw() {
     const u = new URL(`${url}/v1/changes?${query}`);
     const sock = net.connect(Number(u.port), u.hostname, () =>
       sock.write(
-        `GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer ${key}\r\nAccept: text/event-stream\r\n\r\n`,
+        `GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer ` +
+          `${key}\r\nAccept: text/event-stream\r\n\r\n`,
       ),
     );
     let first = true;

@@ -29,9 +29,15 @@ export interface ChangeBench {
   /** Events that reached every stream (writes x streams when none was lost). */
   delivered: number;
   latency: { p50: number; p99: number; max: number };
-  /** The creates' own answer times in C1 (send -> 201), p50 / p99: the write waits for the read models, as the event does. */
+  /**
+   * The creates' own answer times in C1 (send -> 201), p50 / p99: the write waits for the read models, as the event
+   * does.
+   */
   write: { p50: number; p99: number };
-  /** Each event's arrival minus its create's answer (negative: the event came first), p50 / p99: what the stream adds to the write. */
+  /**
+   * Each event's arrival minus its create's answer (negative: the event came first), p50 / p99: what the stream adds to
+   * the write.
+   */
   afterAnswer: { p50: number; p99: number };
   /** Creates the schedule sent late (the load generator fell behind). */
   late: number;
@@ -83,7 +89,10 @@ function post(
   });
 }
 
-/** The worker thread that opens and reads the streams (changes-readers.mjs); `next(key)` waits for its message carrying `key`. */
+/**
+ * The worker thread that opens and reads the streams (changes-readers.mjs); `next(key)` waits for its message carrying
+ * `key`.
+ */
 function startReaders(data: {
   url: string;
   key: string;
@@ -210,7 +219,10 @@ export async function benchChanges(log: (m: string) => void = console.log): Prom
     const deltas = Float64Array.from(arrivals.map(([n, at]) => at - answeredAt[n])).sort();
     const afterAnswer = { p50: percentile(deltas, 0.5), p99: percentile(deltas, 0.99) };
     log(
-      `changes: C1 ${delivered}/${total * streams} events, p50 ${latency.p50.toFixed(1)} ms, p99 ${latency.p99.toFixed(1)} ms, max ${latency.max.toFixed(1)} ms; the creates answered p50 ${write.p50.toFixed(1)} / p99 ${write.p99.toFixed(1)} ms; event minus answer p50 ${afterAnswer.p50.toFixed(1)} / p99 ${afterAnswer.p99.toFixed(1)} ms`,
+      `changes: C1 ${delivered}/${total * streams} events, p50 ${latency.p50.toFixed(1)} ms, p99 ` +
+        `${latency.p99.toFixed(1)} ms, max ${latency.max.toFixed(1)} ms; the creates answered p50 ` +
+        `${write.p50.toFixed(1)} / p99 ${write.p99.toFixed(1)} ms; event minus answer p50 ` +
+        `${afterAnswer.p50.toFixed(1)} / p99 ${afterAnswer.p99.toFixed(1)} ms`,
     );
 
     // --- C2 / C0: closed-loop create throughput with the streams open (drained, unparsed) vs none, alternating ---
@@ -237,7 +249,8 @@ export async function benchChanges(log: (m: string) => void = console.log): Prom
     };
     for (let k = 0; k < slices; k++) {
       const withStreams = async () => {
-        // Drained in a worker thread, as C1's readers are: the load generator's event loop does not serve 100 sockets too.
+        // Drained in a worker thread, as C1's readers are: the load generator's event loop does not serve 100 sockets
+        // too.
         const drains = startReaders({ url: svc.url, key, streams, query: `types=${typeName}`, label: '', drain: true });
         await drains.next<boolean>('open');
         await sleep(200);
@@ -246,7 +259,8 @@ export async function benchChanges(log: (m: string) => void = console.log): Prom
         const bytes = await drains.next<number>('bytes');
         await drains.worker.terminate();
         log(
-          `changes: slice ${k + 1} with ${streams} streams: ${r.opsPerSec.toFixed(0)} creates/s (${(bytes / 2 ** 20).toFixed(1)} MiB streamed)`,
+          `changes: slice ${k + 1} with ${streams} streams: ${r.opsPerSec.toFixed(0)} creates/s ` +
+            `(${(bytes / 2 ** 20).toFixed(1)} MiB streamed)`,
         );
         openRuns.push(r);
       };
@@ -275,10 +289,15 @@ export async function benchChanges(log: (m: string) => void = console.log): Prom
       throughput: !opened.errors && ratio >= TARGET_RATIO,
     };
     log(
-      `changes: target 1, write -> event at ${rate} writes/s with ${streams} streams open: p50 ${latency.p50.toFixed(1)} ms, p99 ${latency.p99.toFixed(1)} ms (target p99 <= ${TARGET_P99_MS} ms): ${met.latency ? 'met' : 'MISSED'}`,
+      `changes: target 1, write -> event at ${rate} writes/s with ${streams} streams open: p50 ` +
+        `${latency.p50.toFixed(1)} ms, p99 ${latency.p99.toFixed(1)} ms (target p99 <= ${TARGET_P99_MS} ms): ` +
+        `${met.latency ? 'met' : 'MISSED'}`,
     );
     log(
-      `changes: target 2, record creates with ${streams} streams open vs none: ${opened.opsPerSec.toFixed(0)} vs ${none.opsPerSec.toFixed(0)}/s = ${ratio.toFixed(2)}x (target >= ${TARGET_RATIO.toFixed(2)}x; service CPU ${cpuMsPerCreate.open.toFixed(2)} vs ${cpuMsPerCreate.none.toFixed(2)} ms a create): ${met.throughput ? 'met' : 'MISSED'}`,
+      `changes: target 2, record creates with ${streams} streams open vs none: ` +
+        `${opened.opsPerSec.toFixed(0)} vs ${none.opsPerSec.toFixed(0)}/s = ${ratio.toFixed(2)}x (target >= ` +
+        `${TARGET_RATIO.toFixed(2)}x; service CPU ${cpuMsPerCreate.open.toFixed(2)} vs ` +
+        `${cpuMsPerCreate.none.toFixed(2)} ms a create): ${met.throughput ? 'met' : 'MISSED'}`,
     );
     return {
       streams,

@@ -74,7 +74,8 @@ export async function benchConsole(o: {
       maxMs: sorted.at(-1)!,
     };
     o.log(
-      `console: first screen ${scripts.map((s) => `${s.url} ${s.bytes} B`).join(', ')}; loads ${loadsMs.map((m) => m.toFixed(0)).join(', ')} ms`,
+      `console: first screen ${scripts.map((s) => `${s.url} ${s.bytes} B`).join(', ')}; loads ` +
+        `${loadsMs.map((m) => m.toFixed(0)).join(', ')} ms`,
     );
     return result;
   } finally {

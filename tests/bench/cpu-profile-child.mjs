@@ -76,7 +76,9 @@ if (isMainThread)
       stalls.sort((a, b) => a - b);
       const n = stalls.length;
       console.log(
-        `STALLS ${n} over 5 ms; p50 ${stalls[n >> 1]?.toFixed(1)} p90 ${stalls[Math.floor(n * 0.9)]?.toFixed(1)} max ${stalls[n - 1]?.toFixed(1)}; over 10 ms: ${stalls.filter((x) => x > 10).length}, over 20 ms: ${stalls.filter((x) => x > 20).length}`,
+        `STALLS ${n} over 5 ms; p50 ${stalls[n >> 1]?.toFixed(1)} p90 ` +
+          `${stalls[Math.floor(n * 0.9)]?.toFixed(1)} max ${stalls[n - 1]?.toFixed(1)}; over 10 ms: ` +
+          `${stalls.filter((x) => x > 10).length}, over 20 ms: ${stalls.filter((x) => x > 20).length}`,
       );
       stalls = [];
       return;
@@ -95,7 +97,8 @@ if (isMainThread)
       console.log(phase ? 'MEASURE START' : 'MEASURE END');
       return;
     }
-    // SVC_HEAP_PROFILE=1: V8's sampling heap profiler instead (bytes allocated, by function), written to SVC_PROFILE_OUT.
+    // SVC_HEAP_PROFILE=1: V8's sampling heap profiler instead (bytes allocated, by function), written to
+    // SVC_PROFILE_OUT.
     if (process.env.SVC_HEAP_PROFILE) {
       if (!session) {
         session = new Session();

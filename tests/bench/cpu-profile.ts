@@ -49,7 +49,8 @@ export function printProfile(profile: Profile, ops: number, hottest = 25) {
   const pct = (us: number) => ((100 * us) / total).toFixed(1).padStart(5) + '%';
   const perOp = (us: number) => (us / ops / 1000).toFixed(3).padStart(7) + ' ms/op';
   console.log(
-    `\nself time by area (${(total / 1e6).toFixed(1)} s sampled, ${ops} ops -> ${(total / ops / 1000).toFixed(2)} ms CPU-wall per op):`,
+    `\nself time by area (${(total / 1e6).toFixed(1)} s sampled, ${ops} ops -> ` +
+      `${(total / ops / 1000).toFixed(2)} ms CPU-wall per op):`,
   );
   for (const [a, us] of [...areas].sort((x, y) => y[1] - x[1]).slice(0, 22))
     console.log(`  ${pct(us)} ${perOp(us)}  ${a}`);
@@ -57,7 +58,10 @@ export function printProfile(profile: Profile, ops: number, hottest = 25) {
   for (const [f, us] of [...fns].sort((x, y) => y[1] - x[1]).slice(0, hottest)) console.log(`  ${pct(us)}  ${f}`);
 }
 
-/** CPU ms of each thread of a process (Linux /proc), keyed "main <tid>" or "<name> <tid>", plus "main-system" (the main thread's kernel time). */
+/**
+ * CPU ms of each thread of a process (Linux /proc), keyed "main <tid>" or "<name> <tid>", plus "main-system" (the main
+ * thread's kernel time).
+ */
 export function threadCpu(pid: number): Map<string, number> {
   const m = new Map<string, number>();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
@@ -112,7 +116,10 @@ type HeapNode = {
   children: HeapNode[];
 };
 
-/** A sampling heap profile (cpu-profile-child.mjs, SVC_HEAP_PROFILE=1): bytes allocated per operation, by area and by function. */
+/**
+ * A sampling heap profile (cpu-profile-child.mjs, SVC_HEAP_PROFILE=1): bytes allocated per operation, by area and by
+ * function.
+ */
 export async function printHeapProfileFile(file: string, ops: number, top = 30): Promise<void> {
   const { head } = await readWritten<{ head: HeapNode }>(file);
   const areas = new Map<string, number>();
@@ -131,7 +138,8 @@ export async function printHeapProfileFile(file: string, ops: number, top = 30):
   walk(head);
   const perOp = (b: number) => `${(b / ops).toFixed(0).padStart(7)} B/op`;
   console.log(
-    `\nbytes allocated by area (${(total / 2 ** 20).toFixed(1)} MiB sampled, ${ops} ops -> ${(total / ops / 1024).toFixed(1)} KiB per op):`,
+    `\nbytes allocated by area (${(total / 2 ** 20).toFixed(1)} MiB sampled, ${ops} ops -> ` +
+      `${(total / ops / 1024).toFixed(1)} KiB per op):`,
   );
   for (const [a, b] of [...areas].sort((x, y) => y[1] - x[1]).slice(0, 22)) console.log(`  ${perOp(b)}  ${a}`);
   console.log('\nfunctions allocating most (self):');

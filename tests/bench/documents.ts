@@ -126,7 +126,8 @@ export async function benchDocuments(
         const put = performance.now();
         for (;;) {
           const d = await api.get(`/v1/documents/${up.id}`, key);
-          // Indexing moves to the search projector in a parallel change: any terminal status ends the wait, and is reported.
+          // Indexing moves to the search projector in a parallel change: any terminal status ends the wait, and is
+          // reported.
           if (['INDEXED', 'FAILED', 'SKIPPED', 'STORED'].includes(d.body?.status)) {
             settled[d.body.status] = (settled[d.body.status] ?? 0) + 1;
             return performance.now() - put;

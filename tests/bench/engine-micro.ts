@@ -16,14 +16,18 @@ const sql = await openSql({ dataDir: d.dir });
 const ms = Number(process.env.BENCH_MS ?? 2000);
 const show = (name: string, r: { opsPerSec: number; p50: number; p99: number }) =>
   console.log(
-    `${name.padEnd(62)} ${Math.round(r.opsPerSec).toString().padStart(7)} /s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms`,
+    `${name.padEnd(62)} ${Math.round(r.opsPerSec).toString().padStart(7)} /s  p50 ${r.p50.toFixed(2)} ms  ` +
+      `p99 ${r.p99.toFixed(2)} ms`,
   );
-const LIST = `SELECT * FROM rm_records WHERE tenant_id = $1 AND context_id = $2 AND type_name = $3 ORDER BY created_at, record_id LIMIT 21`;
+const LIST =
+  `SELECT * FROM rm_records WHERE tenant_id = $1 AND context_id = $2 AND type_name = $3 ORDER BY ` +
+  `created_at, record_id LIMIT 21`;
 try {
   await sql.exec(recordsProjection().ddl);
   const cols = (
     await sql.query<{ column_name: string; data_type: string }>(
-      `SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'rm_records' ORDER BY ordinal_position`,
+      `SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'rm_records' ` +
+        `ORDER BY ordinal_position`,
     )
   ).rows;
   const ids: string[] = [];
@@ -45,7 +49,8 @@ try {
         return 'x';
       });
       await q.query(
-        `INSERT INTO rm_records (${cols.map((c) => c.column_name).join(',')}) VALUES (${cols.map((_, k) => `$${k + 1}`).join(',')})`,
+        `INSERT INTO rm_records (${cols.map((c) => c.column_name).join(',')}) VALUES ` +
+          `(${cols.map((_, k) => `$${k + 1}`).join(',')})`,
         vals,
       );
     }
@@ -109,7 +114,9 @@ try {
       revision: 0,
     }));
   const names = cols.map((c) => c.column_name);
-  const perRow = `INSERT INTO rm_records (${names.join(',')}) VALUES (${names.map((_, k) => `$${k + 1}`).join(',')}) ON CONFLICT (record_id) DO NOTHING`;
+  const perRow =
+    `INSERT INTO rm_records (${names.join(',')}) VALUES (${names.map((_, k) => `$${k + 1}`).join(',')}) ON ` +
+    `CONFLICT (record_id) DO NOTHING`;
   const t1 = { concurrency: 1, warmupMs: 300, durationMs: ms };
   show(
     `32 × INSERT ... VALUES (one statement per row)`,
@@ -135,7 +142,8 @@ try {
       op: async () =>
         void (await sql.tx((q) =>
           q.query(
-            `INSERT INTO rm_records SELECT * FROM jsonb_populate_recordset(null::rm_records, $1::jsonb) ON CONFLICT (record_id) DO NOTHING`,
+            `INSERT INTO rm_records SELECT * FROM jsonb_populate_recordset(null::rm_records, $1::jsonb) ` +
+              `ON CONFLICT (record_id) DO NOTHING`,
             [JSON.stringify(rowsFor(32))],
           ),
         )),

@@ -44,7 +44,9 @@ export interface HttpService {
   stop(): Promise<void>;
 }
 
-/** `npm start` in a child process on `dataDir` (spawnService), so the load generator here does not share its event loop. */
+/**
+ * `npm start` in a child process on `dataDir` (spawnService), so the load generator here does not share its event loop.
+ */
 export async function startHttpService(dataDir: string, env: Record<string, string> = {}): Promise<HttpService> {
   const port = await freePort();
   // Every request of a bench comes from this one address: the edge's per-IP flood ceiling (20,000 a minute by
@@ -90,7 +92,10 @@ export interface HttpResults {
   byIdCold: LoadResult;
   hotIds: number;
   coldIds: number;
-  /** The service's projection runner during the measured creates (from /readyz): events per batch shows whether group commit batches. */
+  /**
+   * The service's projection runner during the measured creates (from /readyz): events per batch shows whether group
+   * commit batches.
+   */
   projection: { batches: number; events: number };
   list: LoadResult;
   listRows: number;

@@ -113,7 +113,8 @@ const metadata = (): EventMetadata => ({
 
 async function checkpoints(c: pg.Client): Promise<{ head: number; cp: Record<string, number> }> {
   const { rows } = await c.query<{ name: string; position: string }>(
-    `SELECT '$head' AS name, coalesce(max(position), 0)::bigint AS position FROM es_events UNION ALL SELECT name, position FROM proj_checkpoints`,
+    `SELECT '$head' AS name, coalesce(max(position), 0)::bigint AS position FROM es_events UNION ALL ` +
+      `SELECT name, position FROM proj_checkpoints`,
   );
   const cp: Record<string, number> = {};
   for (const r of rows) cp[r.name] = Number(r.position);
@@ -146,7 +147,10 @@ async function openCommitter(url: string) {
           expectedRevision: 'no_stream',
         },
       ]),
-    /** Appends `events` RecordCreated (one new stream each) from `committers` concurrent committers; `progress` counts them. */
+    /**
+     * Appends `events` RecordCreated (one new stream each) from `committers` concurrent committers; `progress` counts
+     * them.
+     */
     append: async (events: number, committers = 32, progress?: { seq: number }) => {
       const p = progress ?? { seq: 0 };
       const appender = async () => {
@@ -228,7 +232,8 @@ async function appendAndWait(
       if (now - lastLog > 5000) {
         lastLog = now;
         log(
-          `  head ${head}, relay ${cp['kafka-relay'] ?? '-'}, read-models ${cp['read-models']}${appended ? '' : ` (appending, ${progress.seq}/${events})`}`,
+          `  head ${head}, relay ${cp['kafka-relay'] ?? '-'}, read-models ` +
+            `${cp['read-models']}${appended ? '' : ` (appending, ${progress.seq}/${events})`}`,
         );
       }
       if (now - t0 > 600_000)
@@ -273,7 +278,10 @@ async function rawFeed(databaseUrl: string, events: number, log: (m: string) => 
   }
 }
 
-/** RKk: the service's Kafka client alone (@platformatic/kafka): producer -> consumer group round trip of `n` relay-sized messages. */
+/**
+ * RKk: the service's Kafka client alone (@platformatic/kafka): producer -> consumer group round trip of `n` relay-sized
+ * messages.
+ */
 async function rawKafka(
   brokers: string,
   n: number,
@@ -534,10 +542,10 @@ async function sustained(
  * K3, each stage of the pipeline alone on one backlog (the topology of K1/K2): the relay and the projector are
  * stopped (SIGTERM), `events` RecordCreated are appended by 32 committers (the event store's append rate on
  * PostgreSQL with no subscriber reading), the relay is started and drains them to Kafka (its publish rate), a raw
- * @platformatic/kafka consumer (a fresh group, no decoding, nothing applied) reads exactly those messages from the topology's
- * own topic (Kafka's consume rate here), then the projector is started and its read models reach the head (its
- * apply rate: Avro decoding, the global-order chain, SQL transactions). Rates are from the first observed
- * progress to the head (the process start and the group join apart, reported as `startSeconds`).
+ * @platformatic/kafka consumer (a fresh group, no decoding, nothing applied) reads exactly those messages from the
+ * topology's own topic (Kafka's consume rate here), then the projector is started and its read models reach the head
+ * (its apply rate: Avro decoding, the global-order chain, SQL transactions). Rates are from the first observed progress
+ * to the head (the process start and the group join apart, reported as `startSeconds`).
  */
 export interface StageResult {
   events: number;
@@ -623,7 +631,10 @@ async function drainTo(
   };
 }
 
-/** Kafka's own consume rate: a fresh consumer group reads the messages of `topic` between `from` and `to` (per partition), decoding nothing. */
+/**
+ * Kafka's own consume rate: a fresh consumer group reads the messages of `topic` between `from` and `to` (per
+ * partition), decoding nothing.
+ */
 async function rawConsume(brokers: string[], topic: string, from: Positions, to: Positions): Promise<StageResult> {
   const start = new Map(from.map((p) => [p.partition, BigInt(p.offset)]));
   const end = new Map(to.map((p) => [p.partition, BigInt(p.offset)]));
@@ -719,22 +730,28 @@ async function backlogStages(t: Topology, events: number, log: (m: string) => vo
     const appendSeconds = (performance.now() - a0) / 1000;
     const { head } = await checkpoints(probe);
     log(
-      `K3a ${events} appends with the relay and the projector stopped: ${Math.round(events / appendSeconds)} ev/s (${appendSeconds.toFixed(1)} s)`,
+      `K3a ${events} appends with the relay and the projector stopped: ` +
+        `${Math.round(events / appendSeconds)} ev/s (${appendSeconds.toFixed(1)} s)`,
     );
     const relay = await drainTo(probe, 'kafka-relay', head, async () => track(await t.startRole('relay')));
     log(
-      `K3r relay from a ${relay.events}-event backlog: ${Math.round(relay.perSec)} ev/s once publishing (spawn to head ${relay.totalSeconds.toFixed(1)} s, /healthz up at ${relay.startSeconds.toFixed(1)} s)`,
+      `K3r relay from a ${relay.events}-event backlog: ${Math.round(relay.perSec)} ev/s once publishing ` +
+        `(spawn to head ${relay.totalSeconds.toFixed(1)} s, /healthz up at ${relay.startSeconds.toFixed(1)} s)`,
     );
     const to = await topicEnd(offsets, topic);
     const kafkaRead = await rawConsume(brokers, topic, from, to);
     log(
-      `K3k raw @platformatic/kafka consumer, the same ${kafkaRead.events} messages from the topology's topic (${to.length} partitions): ${Math.round(kafkaRead.perSec)} msg/s from the first message (join + first fetch ${kafkaRead.startSeconds.toFixed(1)} s)`,
+      `K3k raw @platformatic/kafka consumer, the same ${kafkaRead.events} messages from the topology's ` +
+        `topic (${to.length} partitions): ${Math.round(kafkaRead.perSec)} msg/s from the first message (join ` +
+        `+ first fetch ${kafkaRead.startSeconds.toFixed(1)} s)`,
     );
     const proj = await drainTo(probe, 'read-models', head, async () => track(await t.startRole('projector')), [
       'search-index',
     ]);
     log(
-      `K3p projector read models from the same backlog through Kafka: ${Math.round(proj.perSec)} ev/s once applying (spawn to head ${proj.totalSeconds.toFixed(1)} s, /healthz up at ${proj.startSeconds.toFixed(1)} s; search-index at head ${proj.others['search-index']?.toFixed(1)} s)`,
+      `K3p projector read models from the same backlog through Kafka: ${Math.round(proj.perSec)} ev/s ` +
+        `once applying (spawn to head ${proj.totalSeconds.toFixed(1)} s, /healthz up at ` +
+        `${proj.startSeconds.toFixed(1)} s; search-index at head ${proj.others['search-index']?.toFixed(1)} s)`,
     );
     return {
       events,
@@ -770,7 +787,10 @@ export interface ScalePhase extends LoadResult {
   procCores: Record<string, number>;
 }
 
-/** The same reads on one topology in alternating slices: the router sending to query-1 only (query-2 running, out of its upstreams) or to every replica. */
+/**
+ * The same reads on one topology in alternating slices: the router sending to query-1 only (query-2 running, out of its
+ * upstreams) or to every replica.
+ */
 export interface AlternatingReads {
   name: string;
   slices: number;
@@ -786,7 +806,10 @@ export interface ScaleResult {
   search: ScalePhase & { hits: number };
   hotIds: number;
   notes: number;
-  /** With two or more replicas: by id and TEXT search, router to one replica vs to all, alternating (empty when BENCH_KAFKA_SLICES=0). */
+  /**
+   * With two or more replicas: by id and TEXT search, router to one replica vs to all, alternating (empty when
+   * BENCH_KAFKA_SLICES=0).
+   */
   alternating: AlternatingReads[];
 }
 
@@ -954,7 +977,8 @@ async function scaleOut(o: KafkaBenchOptions, replicas: number): Promise<ScaleRe
       if ((cp['search-index'] ?? 0) >= head && (await searchOnce(0)) > 0) break;
       if (Date.now() > by)
         throw new Error(
-          `the ${o.notes} searchable records were not searchable within 180 s (head ${head}, search-index ${cp['search-index']})`,
+          `the ${o.notes} searchable records were not searchable within 180 s (head ${head}, search-index ` +
+            `${cp['search-index']})`,
         );
       await sleep(200);
     }
@@ -1049,13 +1073,16 @@ export async function benchKafka(o: KafkaBenchOptions): Promise<KafkaBenchResult
   o.log(`K raw: ${o.events} appends, projector process without Kafka (catch-up)`);
   const rf = await rawFeed(o.databaseUrl, o.events, o.log);
   o.log(
-    `RKf catch-up feed: ${Math.round(rf.events / rf.seconds)} ev/s end to end (append ${rf.appendSeconds.toFixed(1)} s, applied at ${rf.seconds.toFixed(1)} s)`,
+    `RKf catch-up feed: ${Math.round(rf.events / rf.seconds)} ev/s end to end (append ` +
+      `${rf.appendSeconds.toFixed(1)} s, applied at ${rf.seconds.toFixed(1)} s)`,
   );
 
   o.log(`K raw: sustained ${o.rate} creates/s for ${o.seconds} s, one process (SERVICE_ROLE=all) without Kafka`);
   const rawLag = await sustainedWithoutKafka(o);
   o.log(
-    `RK2 ${Math.round(rawLag.create.opsPerSec)} creates/s, write->visible p50 ${rawLag.create.p50.toFixed(0)} ms p99 ${rawLag.create.p99.toFixed(0)} ms; lag p50 ${rawLag.lagEvents.p50} / p99 ${rawLag.lagEvents.p99} events`,
+    `RK2 ${Math.round(rawLag.create.opsPerSec)} creates/s, write->visible p50 ` +
+      `${rawLag.create.p50.toFixed(0)} ms p99 ${rawLag.create.p99.toFixed(0)} ms; lag p50 ` +
+      `${rawLag.lagEvents.p50} / p99 ${rawLag.lagEvents.p99} events`,
   );
 
   o.log('K topology: relay, projector, query, command on PostgreSQL + Kafka');
@@ -1065,7 +1092,9 @@ export async function benchKafka(o: KafkaBenchOptions): Promise<KafkaBenchResult
   try {
     const e2e = await appendAndWait(t.env.DATABASE_URL, o.events, true, o.log);
     o.log(
-      `K1 relay + Kafka: ${Math.round(e2e.events / e2e.seconds)} ev/s end to end (append ${e2e.appendSeconds.toFixed(1)} s, relay at head ${e2e.relaySeconds.toFixed(1)} s, read models at head ${e2e.seconds.toFixed(1)} s)`,
+      `K1 relay + Kafka: ${Math.round(e2e.events / e2e.seconds)} ev/s end to end (append ` +
+        `${e2e.appendSeconds.toFixed(1)} s, relay at head ${e2e.relaySeconds.toFixed(1)} s, read models at ` +
+        `head ${e2e.seconds.toFixed(1)} s)`,
     );
     o.log(`K2 sustained: ${o.rate} creates/s for ${o.seconds} s to the command role`);
     const port = (r: 'command' | 'projector') => `http://127.0.0.1:${t.role(r).port}`;
@@ -1081,10 +1110,13 @@ export async function benchKafka(o: KafkaBenchOptions): Promise<KafkaBenchResult
       o.seconds,
     );
     o.log(
-      `K2 ${Math.round(lag.create.opsPerSec)} creates/s, write->visible p50 ${lag.create.p50.toFixed(0)} ms p99 ${lag.create.p99.toFixed(0)} ms; lag p50 ${lag.lagEvents.p50} / p99 ${lag.lagEvents.p99} events, ${lag.lagMs.p50.toFixed(0)} / ${lag.lagMs.p99.toFixed(0)} ms (${lag.samples} samples)`,
+      `K2 ${Math.round(lag.create.opsPerSec)} creates/s, write->visible p50 ${lag.create.p50.toFixed(0)} ` +
+        `ms p99 ${lag.create.p99.toFixed(0)} ms; lag p50 ${lag.lagEvents.p50} / p99 ${lag.lagEvents.p99} ` +
+        `events, ${lag.lagMs.p50.toFixed(0)} / ${lag.lagMs.p99.toFixed(0)} ms (${lag.samples} samples)`,
     );
     o.log(
-      `K3 backlog of ${o.events} events: each stage alone (relay and projector stopped, then started one after the other)`,
+      `K3 backlog of ${o.events} events: each stage alone (relay and projector stopped, then started one ` +
+        `after the other)`,
     );
     const backlog = await backlogStages(t, o.events, o.log);
     k = { e2e, rawFeed: rf, rawKafka: rk, lag, rawLag, backlog };
@@ -1100,17 +1132,22 @@ export async function benchKafka(o: KafkaBenchOptions): Promise<KafkaBenchResult
   const scale: ScaleResult[] = [];
   for (const replicas of o.replicas) {
     o.log(
-      `X scale-out: a fresh topology with ${replicas} query replica(s) behind the router, ${o.concurrency} clients, ${o.scaleMs / 1000} s a phase`,
+      `X scale-out: a fresh topology with ${replicas} query replica(s) behind the router, ` +
+        `${o.concurrency} clients, ${o.scaleMs / 1000} s a phase`,
     );
     const x = await scaleOut(o, replicas);
     const cpu = (p: ScalePhase) =>
-      `machine ${p.machineCores.toFixed(2)} of ${p.cpus} cores busy; query ${(p.roleCores.query ?? 0).toFixed(2)}, command ${(p.roleCores.command ?? 0).toFixed(2)}, projector ${(p.roleCores.projector ?? 0).toFixed(2)}, relay ${(p.roleCores.relay ?? 0).toFixed(2)}`;
+      `machine ${p.machineCores.toFixed(2)} of ${p.cpus} cores busy; query ` +
+      `${(p.roleCores.query ?? 0).toFixed(2)}, command ${(p.roleCores.command ?? 0).toFixed(2)}, projector ` +
+      `${(p.roleCores.projector ?? 0).toFixed(2)}, relay ${(p.roleCores.relay ?? 0).toFixed(2)}`;
     const line = (p: LoadResult) =>
-      `${Math.round(p.opsPerSec)}/s, p50 ${p.p50.toFixed(1)} ms, p99 ${p.p99.toFixed(1)} ms${p.errors ? `, ${p.errors} errors: ${p.firstError}` : ''}`;
+      `${Math.round(p.opsPerSec)}/s, p50 ${p.p50.toFixed(1)} ms, p99 ${p.p99.toFixed(1)} ` +
+      `ms${p.errors ? `, ${p.errors} errors: ${p.firstError}` : ''}`;
     o.log(`X${replicas}w writes POST /v1/records: ${line(x.writes)} (${cpu(x.writes)})`);
     o.log(`X${replicas}g reads GET /v1/records/:id (${x.hotIds}-id working set): ${line(x.byId)} (${cpu(x.byId)})`);
     o.log(
-      `X${replicas}s TEXT search over ${x.notes} records: ${line(x.search)}, ${x.search.hits.toFixed(1)} results/page (${cpu(x.search)})`,
+      `X${replicas}s TEXT search over ${x.notes} records: ${line(x.search)}, ${x.search.hits.toFixed(1)} ` +
+        `results/page (${cpu(x.search)})`,
     );
     const procs = (p: ScalePhase) =>
       Object.entries(p.procCores)
@@ -1120,7 +1157,10 @@ export async function benchKafka(o: KafkaBenchOptions): Promise<KafkaBenchResult
         .join(', ');
     for (const a of x.alternating)
       o.log(
-        `XA ${a.name}, ${a.slices} alternating slices each: router to query-1 only ${line(a.one)} (${procs(a.one)}; machine ${a.one.machineCores.toFixed(2)}) / to both ${line(a.all)} (${procs(a.all)}; machine ${a.all.machineCores.toFixed(2)}): ${(a.all.opsPerSec / a.one.opsPerSec).toFixed(2)}×`,
+        `XA ${a.name}, ${a.slices} alternating slices each: router to query-1 only ${line(a.one)} ` +
+          `(${procs(a.one)}; machine ${a.one.machineCores.toFixed(2)}) / to both ${line(a.all)} ` +
+          `(${procs(a.all)}; machine ${a.all.machineCores.toFixed(2)}): ` +
+          `${(a.all.opsPerSec / a.one.opsPerSec).toFixed(2)}×`,
       );
     scale.push(x);
   }

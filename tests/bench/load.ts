@@ -14,7 +14,10 @@ export interface LoadResult {
   firstError?: string;
   /** Share of the machine's CPU time stolen by the hypervisor during the phase, in % (./steal.ts). */
   steal?: number;
-  /** The load generator's own garbage-collection pauses during the phase (they delay its requests and count in their latency): total and longest, ms. */
+  /**
+   * The load generator's own garbage-collection pauses during the phase (they delay its requests and count in their
+   * latency): total and longest, ms.
+   */
   clientGc?: { ms: number; max: number };
 }
 

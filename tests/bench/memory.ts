@@ -197,7 +197,8 @@ export async function benchMemory(o: {
   log: (m: string) => void;
 }): Promise<MemoryResults> {
   const line = (t: TreeMemory) =>
-    `${t.rssMb.toFixed(0)} MB RSS (${t.processes.map((p) => `${p.kind} ${p.rssMb.toFixed(0)}: anon ${p.anonMb.toFixed(0)}, ${p.threads} threads`).join('; ')}; PSS ${t.pssMb.toFixed(0)})`;
+    `${t.rssMb.toFixed(0)} MB RSS ` +
+    `(${t.processes.map((p) => `${p.kind} ${p.rssMb.toFixed(0)}: anon ${p.anonMb.toFixed(0)}, ${p.threads} threads`).join('; ')}; PSS ${t.pssMb.toFixed(0)})`;
 
   // (a) + (b): one service on an empty data directory, then with records.
   let svc = await startCompiled(o.newDir('memory-'));
@@ -254,7 +255,9 @@ export async function benchMemory(o: {
         per100kMb: ((after.rssMb - mid.rssMb) / (o.records - first)) * 100_000,
       };
       o.log(
-        `M1 idle after ${o.records.toLocaleString('en-US')} records: ${line(after)}: ${records.per100kMb.toFixed(0)} MB per 100,000 records (from ${first.toLocaleString('en-US')} to ${o.records.toLocaleString('en-US')}, extrapolated linearly)`,
+        `M1 idle after ${o.records.toLocaleString('en-US')} records: ${line(after)}: ` +
+          `${records.per100kMb.toFixed(0)} MB per 100,000 records (from ${first.toLocaleString('en-US')} to ` +
+          `${o.records.toLocaleString('en-US')}, extrapolated linearly)`,
       );
     } finally {
       await pool.close();
@@ -315,7 +318,9 @@ export async function benchMemory(o: {
     per100kMb: ((after.rssMb - before.rssMb) / o.passages) * 100_000,
   };
   o.log(
-    `M3 idle after ${o.passages.toLocaleString('en-US')} passages (500-700 characters, 384-d vectors) and the same queries: ${line(after)}: ${passages.per100kMb.toFixed(0)} MB per 100,000 passages (extrapolated)`,
+    `M3 idle after ${o.passages.toLocaleString('en-US')} passages (500-700 characters, 384-d vectors) and ` +
+      `the same queries: ${line(after)}: ${passages.per100kMb.toFixed(0)} MB per 100,000 passages ` +
+      `(extrapolated)`,
   );
   return { idle, modelLoadedIdle, records, passages, idleMs: o.idleMs };
 }

@@ -36,11 +36,20 @@ export interface OperationsBench {
   /** on / off throughput. */
   ratio: number;
   rounds: Array<{ on: LoadResult; off: LoadResult }>;
-  /** The service's CPU time per create (process tree, /proc), over all slices: on / off is the cost machine load disturbs least. */
+  /**
+   * The service's CPU time per create (process tree, /proc), over all slices: on / off is the cost machine load
+   * disturbs least.
+   */
   cpuMsPerOp: { on: number; off: number };
-  /** What the "on" runs showed was on, and the "off" runs off: activity entries seen (the query caps at 500), X-RateLimit-Limit on creates, credits metered. */
+  /**
+   * What the "on" runs showed was on, and the "off" runs off: activity entries seen (the query caps at 500),
+   * X-RateLimit-Limit on creates, credits metered.
+   */
   seen: { on: Seen; off: Seen };
-  /** The recorder alone, in this process on PGlite in its own thread: CPU time per entry on the request's thread (onResponse, the write's hand-off) and for the write in all threads. */
+  /**
+   * The recorder alone, in this process on PGlite in its own thread: CPU time per entry on the request's thread
+   * (onResponse, the write's hand-off) and for the write in all threads.
+   */
   micro: { entries: number; onResponseUs: number; writeUs: number; writeAllUs: number };
   /** GET /v1/export of the "on" service's tenant, over HTTP. */
   httpExport?: ExportFigures;
@@ -164,7 +173,8 @@ const ON = (process.env.BENCH_OPERATIONS_ON ?? SWITCHES.join(',')).split(',').ma
 
 /** One variant's service, its account and schema, ready for slices of creates. */
 async function openVariant(dataDir: string, on: boolean, concurrency: number, childEnv: Record<string, string>) {
-  // No per-IP ceiling in the way; "on", an enterprise account with a negotiated limit far above the load (every request still counted).
+  // No per-IP ceiling in the way; "on", an enterprise account with a negotiated limit far above the load (every request
+  // still counted).
   const flags = Object.fromEntries(SWITCHES.map((k) => [k, on && ON.includes(k) ? '1' : '0']));
   const svc = await startHttpService(dataDir, { ...childEnv, ...flags, EDGE_RATE_LIMIT_PER_MINUTE: '0' });
   const pool = new Pool(svc.url, { connections: concurrency, pipelining: 1 });
@@ -215,7 +225,10 @@ async function slice(v: Variant, concurrency: number, warmupMs: number, duration
   return { create, cpuMs: treeCpuMs(v.svc.child.pid) - cpu0 };
 }
 
-/** What the variant showed was on or off: its activity entries (the log lags by a flush period), the limit header, credits metered. */
+/**
+ * What the variant showed was on or off: its activity entries (the log lags by a flush period), the limit header,
+ * credits metered.
+ */
 async function seenOf(v: Variant): Promise<Seen> {
   await new Promise((r) => setTimeout(r, 1000));
   const auth = { authorization: v.headers.authorization };
@@ -385,7 +398,8 @@ export async function benchOperations(o: {
     for (let i = 0; i < pairs; i++) {
       const got: Partial<Record<'on' | 'off', LoadResult>> = {};
       for (const v of i % 2 === 0 ? [off, on] : [on, off]) {
-        // A short warm-up per slice (discarded): the other variant's last requests and the activity log's flush settle first.
+        // A short warm-up per slice (discarded): the other variant's last requests and the activity log's flush settle
+        // first.
         const r = await slice(v, t.concurrency, 300, sliceMs);
         got[v.on ? 'on' : 'off'] = r.create;
         cpu[v.on ? 'on' : 'off'] += r.cpuMs;
@@ -397,7 +411,9 @@ export async function benchOperations(o: {
     seen = { off: await seenOf(off), on: await seenOf(on) };
     httpExport = await exportOverHttp(on.pool, { authorization: on.headers.authorization });
     o.log(
-      `X1 GET /v1/export of the "on" tenant: ${httpExport.events} lines, ${(httpExport.bytes / 2 ** 20).toFixed(1)} MiB in ${httpExport.seconds.toFixed(2)} s = ${Math.round(httpExport.eventsPerSec)} events/s`,
+      `X1 GET /v1/export of the "on" tenant: ${httpExport.events} lines, ` +
+        `${(httpExport.bytes / 2 ** 20).toFixed(1)} MiB in ${httpExport.seconds.toFixed(2)} s = ` +
+        `${Math.round(httpExport.eventsPerSec)} events/s`,
     );
   } catch (e) {
     for (const v of variants) console.error(v.svc.output().slice(-4000));
@@ -411,7 +427,9 @@ export async function benchOperations(o: {
   }
   const micro = await recorderMicro(o.newDir('al-micro-'));
   o.log(
-    `A recorder alone: onResponse ${micro.onResponseUs.toFixed(2)} µs/entry, batched write ${micro.writeUs.toFixed(2)} µs/entry on the API thread, ${micro.writeAllUs.toFixed(2)} µs/entry in all threads (${micro.entries} entries, PGlite in its own thread)`,
+    `A recorder alone: onResponse ${micro.onResponseUs.toFixed(2)} µs/entry, batched write ` +
+      `${micro.writeUs.toFixed(2)} µs/entry on the API thread, ${micro.writeAllUs.toFixed(2)} µs/entry in ` +
+      `all threads (${micro.entries} entries, PGlite in its own thread)`,
   );
   if (rounds.length === 0)
     return {

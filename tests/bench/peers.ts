@@ -60,7 +60,10 @@ export interface PeersSearch {
   /** (b) ids + titles, no highlight. */
   esTitles: LoadResult;
   rounds: Array<{ service: LoadResult; esSnippet: LoadResult; esTitles: LoadResult }>;
-  /** CPU milliseconds per query of the answering side (the service's process tree; the Elasticsearch JVM), over all rounds. */
+  /**
+   * CPU milliseconds per query of the answering side (the service's process tree; the Elasticsearch JVM), over all
+   * rounds.
+   */
   cpuMsPerQuery: { service: number; snippet: number; titles: number };
 }
 
@@ -151,7 +154,8 @@ async function startElasticsearch(
     throw e;
   }
   log(
-    `Elasticsearch up at ${url} in ${((performance.now() - t) / 1000).toFixed(1)} s (deploy/engines/elasticsearch.sh, state ${stateDir})`,
+    `Elasticsearch up at ${url} in ${((performance.now() - t) / 1000).toFixed(1)} s ` +
+      `(deploy/engines/elasticsearch.sh, state ${stateDir})`,
   );
   return {
     url,
@@ -199,9 +203,11 @@ async function ingestService(
       }),
     );
     log(
-      `peers: ${ids.length} documents written to the service in ${((performance.now() - t0) / 1000).toFixed(1)} s; waiting for indexing`,
+      `peers: ${ids.length} documents written to the service in ` +
+        `${((performance.now() - t0) / 1000).toFixed(1)} s; waiting for indexing`,
     );
-    // Settled = left PENDING_INDEX (the projector indexes in log order: walk the ids, waiting at the first pending one).
+    // Settled = left PENDING_INDEX (the projector indexes in log order: walk the ids, waiting at the first pending
+    // one).
     const deadline = performance.now() + 20 * 60_000;
     let i = 0;
     const statuses: Record<string, number> = {};
@@ -279,7 +285,8 @@ async function loadElasticsearchIndex(
       const r = await client.bulk({ operations });
       if (r.errors)
         throw new Error(
-          `Elasticsearch bulk errors: ${JSON.stringify(r.items.find((x) => x.index?.error)?.index?.error).slice(0, 300)}`,
+          `Elasticsearch bulk errors: ` +
+            `${JSON.stringify(r.items.find((x) => x.index?.error)?.index?.error).slice(0, 300)}`,
         );
     }
     await client.indices.refresh({ index: ES_INDEX });
@@ -288,7 +295,8 @@ async function loadElasticsearchIndex(
     if (count !== docs.length) throw new Error(`Elasticsearch holds ${count} documents, not ${docs.length}`);
     const seconds = (performance.now() - t0) / 1000;
     log(
-      `peers: Elasticsearch ${version} loaded with ${count} documents in ${seconds.toFixed(1)} s (stemmer ${probe.stemmer}, one shard, force-merged)`,
+      `peers: Elasticsearch ${version} loaded with ${count} documents in ${seconds.toFixed(1)} s (stemmer ` +
+        `${probe.stemmer}, one shard, force-merged)`,
     );
     return { seconds, stemmer: probe.stemmer, version };
   } finally {
@@ -365,7 +373,8 @@ async function benchSearchPeers(o: PeersOptions): Promise<PeersSearch> {
         closedLoop({ concurrency: 16, warmupMs, durationMs, op });
       for (const op of [service, esSnippet, esTitles]) await loop(op, 0, o.warmupMs);
       const rounds: PeersSearch['rounds'] = [];
-      // CPU seconds of the answering side over the rounds (no per-round warm-up: the connections are open, the code warm).
+      // CPU seconds of the answering side over the rounds (no per-round warm-up: the connections are open, the code
+      // warm).
       const cpu = { service: 0, snippet: 0, titles: 0 };
       const svcPid = svc.child.pid!;
       const measured = async (k: keyof typeof cpu, op: (w: number, seq: number) => Promise<void>) => {
@@ -382,7 +391,9 @@ async function benchSearchPeers(o: PeersOptions): Promise<PeersSearch> {
         const b = await measured('titles', esTitles);
         rounds.push({ service: s, esSnippet: a, esTitles: b });
         o.log(
-          `peers round ${r + 1}/${o.rounds}: service ${Math.round(s.opsPerSec)}/s p99 ${s.p99.toFixed(1)} ms; ES title+snippet ${Math.round(a.opsPerSec)}/s p99 ${a.p99.toFixed(1)} ms; ES ids+titles ${Math.round(b.opsPerSec)}/s p99 ${b.p99.toFixed(1)} ms`,
+          `peers round ${r + 1}/${o.rounds}: service ${Math.round(s.opsPerSec)}/s p99 ${s.p99.toFixed(1)} ` +
+            `ms; ES title+snippet ${Math.round(a.opsPerSec)}/s p99 ${a.p99.toFixed(1)} ms; ES ids+titles ` +
+            `${Math.round(b.opsPerSec)}/s p99 ${b.p99.toFixed(1)} ms`,
         );
       }
       return {
@@ -467,13 +478,15 @@ async function benchRecordPeers(
       );
       const [a, b] = [slices.embedded[r], slices.postgres[r]];
       o.log(
-        `peers create slice ${r + 1}/${o.rounds}: embedded ${Math.round(a.opsPerSec)}/s p99 ${a.p99.toFixed(1)} ms; PostgreSQL ${Math.round(b.opsPerSec)}/s p99 ${b.p99.toFixed(1)} ms`,
+        `peers create slice ${r + 1}/${o.rounds}: embedded ${Math.round(a.opsPerSec)}/s p99 ` +
+          `${a.p99.toFixed(1)} ms; PostgreSQL ${Math.round(b.opsPerSec)}/s p99 ${b.p99.toFixed(1)} ms`,
       );
     }
     const records = { embedded: sumLoads(slices.embedded), postgres: sumLoads(slices.postgres), slices: o.rounds };
     await pg.stop();
 
-    // Cold vs hot by id, embedded (the records section's definitions: a fixed HOT_SET working set; cold = each id once).
+    // Cold vs hot by id, embedded (the records section's definitions: a fixed HOT_SET working set; cold = each id
+    // once).
     const getHeaders = { authorization: e.headers.authorization };
     const get = async (id: string) => {
       const res = await e.pool.request({ method: 'GET', path: `/v1/records/${id}`, headers: getHeaders });
@@ -492,7 +505,8 @@ async function benchRecordPeers(
         op: async (w, seq) => (e.ids.length >= want ? 'stop' : create(e)(w, seq)),
       });
       o.log(
-        `peers: ${short} more records created on the embedded service for the cold reads in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+        `peers: ${short} more records created on the embedded service for the cold reads in ` +
+          `${((performance.now() - t0) / 1000).toFixed(1)} s`,
       );
     }
     const hotIds = e.ids.slice(0, HOT_SET);
@@ -511,7 +525,8 @@ async function benchRecordPeers(
       reads.cold.push(await closedLoop({ concurrency: 32, warmupMs: 0, durationMs: o.readSliceMs, op: coldOp }));
       const [h, c] = [reads.hot[r], reads.cold[r]];
       o.log(
-        `peers by-id slice ${r + 1}: hot ${Math.round(h.opsPerSec)}/s p99 ${h.p99.toFixed(1)} ms; cold ${Math.round(c.opsPerSec)}/s p99 ${c.p99.toFixed(1)} ms (${c.ops} ids)`,
+        `peers by-id slice ${r + 1}: hot ${Math.round(h.opsPerSec)}/s p99 ${h.p99.toFixed(1)} ms; cold ` +
+          `${Math.round(c.opsPerSec)}/s p99 ${c.p99.toFixed(1)} ms (${c.ops} ids)`,
       );
     }
     return {
@@ -549,7 +564,8 @@ export async function benchPeers(o: PeersOptions): Promise<PeersResult> {
   }
   if (!o.databaseUrl)
     out.recordsSkipped =
-      'DATABASE_URL is not set (the PostgreSQL service needs a server; e.g. DATABASE_URL=postgres://postgres@127.0.0.1:5432/test)';
+      'DATABASE_URL is not set (the PostgreSQL service needs a server; e.g. ' +
+      'DATABASE_URL=postgres://postgres@127.0.0.1:5432/test)';
   else {
     const r = await benchRecordPeers(o, o.databaseUrl);
     out.records = r.records;

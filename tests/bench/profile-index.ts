@@ -39,7 +39,10 @@ try {
   if (probe) svc.child.kill('SIGUSR2');
   const after = threadCpu(svc.child.pid!);
   console.log(
-    `write -> INDEXED at ${rate}/s: achieved ${r.achieved.toFixed(0)}/s, ${r.indexed} indexed, ${r.failed} failed, ${(r.reads / r.written).toFixed(1)} observer reads per record; p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms, max ${r.max.toFixed(0)} ms; create p99 ${r.createP99.toFixed(1)} ms; cold p99 ${r.cold.p99.toFixed(0)} ms`,
+    `write -> INDEXED at ${rate}/s: achieved ${r.achieved.toFixed(0)}/s, ${r.indexed} indexed, ` +
+      `${r.failed} failed, ${(r.reads / r.written).toFixed(1)} observer reads per record; p50 ` +
+      `${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms, max ${r.max.toFixed(0)} ms; create p99 ` +
+      `${r.createP99.toFixed(1)} ms; cold p99 ${r.cold.p99.toFixed(0)} ms`,
   );
   const rows = [...after]
     .map(([k, v]) => [k, v - (before.get(k) ?? 0)] as const)

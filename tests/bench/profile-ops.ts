@@ -3,7 +3,8 @@
  * of record creates over HTTP, 32 connections, as the operations bench sends them, with metering, burst
  * limits and the activity log on or off. Prints self time per area and per function in ms per create, to
  * find what the operations features cost over HTTP (`BENCH_ONLY=operations`) beyond what an in-process
- * profile shows. OPS_HEAP=1: bytes allocated per create by function instead (V8's sampling heap profiler). The raw profile goes to .cache/bench-ops-<on|off>.cpuprofile.
+ * profile shows. OPS_HEAP=1: bytes allocated per create by function instead (V8's sampling heap profiler). The raw
+ * profile goes to .cache/bench-ops-<on|off>.cpuprofile.
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,7 +21,9 @@ import { stealNote } from './steal';
 const on = (process.argv[2] ?? 'on') === 'on';
 const seconds = Number(process.argv[3] ?? 8);
 /** OPS_ON: which switches "on" turns on (default all three), to take one feature at a time. */
-/** OPS_NOTE=NONE|TEXT: the searchable bench's note schema and 500-700 character bodies instead of the records bench's. */
+/**
+ * OPS_NOTE=NONE|TEXT: the searchable bench's note schema and 500-700 character bodies instead of the records bench's.
+ */
 const OPS_NOTE = process.env.OPS_NOTE as 'NONE' | 'TEXT' | undefined;
 const onSet = (process.env.OPS_ON ?? 'METERING,RATE_LIMITS,ACTIVITY_LOG').split(',');
 const flag = (k: string) => (on && onSet.includes(k) ? '1' : '0');
@@ -99,7 +102,7 @@ try {
   const t1 = threadCpu(svc.child.pid!);
   const r1 = await runners();
   console.log(
-    `projection runners: ${r1.map((x, i) => `${x.name ?? i}: ${x.events - (r0[i]?.events ?? 0)} events in ${x.batches - (r0[i]?.batches ?? 0)} batches`).join('; ')}`,
+    `projection runners: ${r1.map((x, i) => `${x.name ?? i}: ${x.events - (r0[i]?.events ?? 0)} events in ${x.batches - (r0[i]?.batches ?? 0)} ` + `batches`).join('; ')}`,
   );
   if (!process.env.OPS_NO_PROFILE || process.env.OPS_TRACE_GC || process.env.OPS_SQL_CENSUS || process.env.OPS_STALLS)
     svc.child.kill('SIGUSR2');
@@ -108,10 +111,12 @@ try {
     .filter(([, v]) => v > 0.001)
     .sort((a, b) => b[1] - a[1]);
   console.log(
-    `service threads, CPU ms per create: ${per.map(([k, v]) => `${k} ${v.toFixed(3)}`).join(', ')}; total ${per.reduce((a, [, v]) => a + v, 0).toFixed(3)}`,
+    `service threads, CPU ms per create: ${per.map(([k, v]) => `${k} ${v.toFixed(3)}`).join(', ')}; total ` +
+      `${per.reduce((a, [, v]) => a + v, 0).toFixed(3)}`,
   );
   console.log(
-    `features ${on ? 'on' : 'off'}: ${Math.round(r.opsPerSec)}/s, p50 ${r.p50.toFixed(1)} p99 ${r.p99.toFixed(1)} ms${stealNote(r.steal)}`,
+    `features ${on ? 'on' : 'off'}: ${Math.round(r.opsPerSec)}/s, p50 ${r.p50.toFixed(1)} p99 ` +
+      `${r.p99.toFixed(1)} ms${stealNote(r.steal)}`,
   );
   if (process.env.OPS_SQL_CENSUS) {
     await printSqlCensus(svc.output, r.ops, 'create');
@@ -130,7 +135,8 @@ try {
     for (const kind of ['Scavenge', 'Mark-Compact']) {
       const xs = lines.filter((l) => l.includes(kind)).map(ms);
       console.log(
-        `${kind}: ${xs.length} pauses, ${xs.reduce((a, b) => a + b, 0).toFixed(0)} ms in all, ${(xs.reduce((a, b) => a + b, 0) / r.ops).toFixed(3)} ms per create`,
+        `${kind}: ${xs.length} pauses, ${xs.reduce((a, b) => a + b, 0).toFixed(0)} ms in all, ` +
+          `${(xs.reduce((a, b) => a + b, 0) / r.ops).toFixed(3)} ms per create`,
       );
     }
   } else if (process.env.OPS_HEAP) {

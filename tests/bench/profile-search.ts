@@ -1,11 +1,11 @@
 /**
  * `tsx tests/bench/profile-search.ts [inject|http] [seconds] [chunks]` (defaults: inject 8 100000):
  * POST /v1/search (SEARCH_PROFILE_MODE, default TEXT; SEARCH_PROFILE_DIR: a kept bench data directory
- * with vectors, BENCH_KEEP=1, instead of the text-only one built here) (rotating queries of the relevance corpus, limit 20, 16 clients) on the
- * embedded default (SERVICE_ROLE=all, PGlite + the in-memory BM25 index) over `chunks` passages
- * loaded the way tests/bench/search.ts loads them (PgTextIndex.replaceItem + SearchCatalogue.put,
- * 100 passages per item, service stopped; text leg only, no vectors). The loaded data directory is
- * kept in .cache/profile-search-<chunks> and reused (delete it to reload).
+ * with vectors, BENCH_KEEP=1, instead of the text-only one built here) (rotating queries of the relevance corpus, limit
+ * 20, 16 clients) on the embedded default (SERVICE_ROLE=all, PGlite + the in-memory BM25 index) over `chunks` passages
+ * loaded the way tests/bench/search.ts loads them (PgTextIndex.replaceItem + SearchCatalogue.put, 100 passages per
+ * item, service stopped; text leg only, no vectors). The loaded data directory is kept in
+ * .cache/profile-search-<chunks> and reused (delete it to reload).
  *
  *  inject: the service built in this process, requests through app.inject; CPU profile
  *          (node:inspector) of the measured phase: self time by area and hottest functions
@@ -116,7 +116,10 @@ async function dataDir(): Promise<string> {
 }
 
 const searchMode = process.env.SEARCH_PROFILE_MODE ?? 'TEXT';
-/** SEARCH_PROFILE_RAG=1: POST /v1/rag (built-in model, limit 10) instead of /v1/search, to see what an answer adds to its search. */
+/**
+ * SEARCH_PROFILE_RAG=1: POST /v1/rag (built-in model, limit 10) instead of /v1/search, to see what an answer adds to
+ * its search.
+ */
 const rag = !!process.env.SEARCH_PROFILE_RAG;
 const path = rag ? '/v1/rag' : '/v1/search';
 const body = (seq: number) => {
@@ -126,7 +129,9 @@ const body = (seq: number) => {
   );
 };
 const line = (name: string, r: LoadResult) =>
-  `${name}: ${Math.round(r.opsPerSec)}/s, p50 ${r.p50.toFixed(1)} p90 ${r.p90.toFixed(1)} p99 ${r.p99.toFixed(1)} max ${r.max.toFixed(1)} ms, ${r.errors} errors${r.firstError ? ` (${r.firstError})` : ''}${stealNote(r.steal)}`;
+  `${name}: ${Math.round(r.opsPerSec)}/s, p50 ${r.p50.toFixed(1)} p90 ${r.p90.toFixed(1)} p99 ` +
+  `${r.p99.toFixed(1)} max ${r.max.toFixed(1)} ms, ${r.errors} ` +
+  `errors${r.firstError ? ` (${r.firstError})` : ''}${stealNote(r.steal)}`;
 
 async function http(src: string) {
   // A copy: the service writes to its data directory.
@@ -193,7 +198,8 @@ async function http(src: string) {
     size = t.length;
   };
   try {
-    // SEARCH_PROFILE_FIRST=SEMANTIC: one search in that mode first (as the bench starts: the model and the vectors loaded too).
+    // SEARCH_PROFILE_FIRST=SEMANTIC: one search in that mode first (as the bench starts: the model and the vectors
+    // loaded too).
     if (process.env.SEARCH_PROFILE_FIRST) {
       const res = await pool.request({
         method: 'POST',
@@ -210,15 +216,18 @@ async function http(src: string) {
     for (let i = 1; i < QUERIES.length; i++) await op(0, i);
     const m16 = await measured(16, 1500, seconds * 1000);
     console.log(
-      `${line(`HTTP ${searchMode} 16 clients, ${chunks} chunks`, m16.r)}; service CPU ${m16.cpuPerReq.toFixed(2)} ms/request`,
+      `${line(`HTTP ${searchMode} 16 clients, ${chunks} chunks`, m16.r)}; service CPU ` +
+        `${m16.cpuPerReq.toFixed(2)} ms/request`,
     );
     const m1 = await measured(1, 500, Math.max(2000, (seconds * 1000) / 2));
     console.log(
-      `${line(`HTTP ${searchMode} 1 client, ${chunks} chunks`, m1.r)}; service CPU ${m1.cpuPerReq.toFixed(2)} ms/request`,
+      `${line(`HTTP ${searchMode} 1 client, ${chunks} chunks`, m1.r)}; service CPU ` +
+        `${m1.cpuPerReq.toFixed(2)} ms/request`,
     );
     console.log(`response size ${size} bytes`);
     if (process.env.SEARCH_PROFILE_LOG) console.log(svc.output().slice(-3000));
-    if (process.env.SEARCH_PROFILE_OUT) writeFileSync(process.env.SEARCH_PROFILE_OUT, svc.output()); // the service's whole output (e.g. SVC_V8_FLAGS traces)
+    // the service's whole output (e.g. SVC_V8_FLAGS traces)
+    if (process.env.SEARCH_PROFILE_OUT) writeFileSync(process.env.SEARCH_PROFILE_OUT, svc.output());
     if (process.env.SEARCH_PROFILE_STALLS)
       console.log(
         svc
@@ -242,7 +251,9 @@ async function http(src: string) {
         if (process.env.SEARCH_PROFILE_LOG)
           for (const l of lines.filter((x) => x.includes(kind)).slice(0, 6)) console.log(l.trim());
         console.log(
-          `${kind} (16-client phase): ${xs.length} pauses, total ${xs.reduce((a, b) => a + b, 0).toFixed(0)} ms, p50 ${xs[xs.length >> 1] ?? 0} max ${xs.at(-1) ?? 0} ms`,
+          `${kind} (16-client phase): ${xs.length} pauses, total ` +
+            `${xs.reduce((a, b) => a + b, 0).toFixed(0)} ms, p50 ${xs[xs.length >> 1] ?? 0} max ` +
+            `${xs.at(-1) ?? 0} ms`,
         );
       }
     }
@@ -287,7 +298,8 @@ async function inject(src: string) {
     );
   const session = new Session();
   session.connect();
-  // SEARCH_PROFILE_HEAP=1: allocation sites instead of CPU, bytes allocated per request by function (sampled every 16 KiB, kept or not).
+  // SEARCH_PROFILE_HEAP=1: allocation sites instead of CPU, bytes allocated per request by function (sampled every 16
+  // KiB, kept or not).
   const heap = process.env.SEARCH_PROFILE_HEAP === '1';
   if (heap) {
     await session.post('HeapProfiler.enable');
@@ -325,7 +337,9 @@ function printHeap(head: HeapNode, ops: number) {
   let total = 0;
   const walk = (n: HeapNode) => {
     const f = n.callFrame;
-    const key = `${f.functionName || '(anonymous)'}  ${f.url.replace(/^.*node_modules\//, '').replace(/^.*\/work\/main\//, '')}:${f.lineNumber + 1}`;
+    const key =
+      `${f.functionName || '(anonymous)'}  ` +
+      `${f.url.replace(/^.*node_modules\//, '').replace(/^.*\/work\/main\//, '')}:${f.lineNumber + 1}`;
     by.set(key, (by.get(key) ?? 0) + n.selfSize);
     total += n.selfSize;
     n.children.forEach(walk);
@@ -336,7 +350,10 @@ function printHeap(head: HeapNode, ops: number) {
     console.log(`  ${(v / ops / 1024).toFixed(2).padStart(7)} KiB  ${k}`);
 }
 
-/** The in-memory text index over a copy of the data directory (the service would write to the original), for the live context. */
+/**
+ * The in-memory text index over a copy of the data directory (the service would write to the original), for the live
+ * context.
+ */
 async function textIndexCopy(src: string) {
   const dir = `${src}-run`;
   rmSync(dir, { recursive: true, force: true });
@@ -353,7 +370,10 @@ async function textIndexCopy(src: string) {
   };
 }
 
-/** The text index alone (no HTTP): MemoryTextIndex.search (limit 100, as the route asks) and hydrate of the first 20, per query. */
+/**
+ * The text index alone (no HTTP): MemoryTextIndex.search (limit 100, as the route asks) and hydrate of the first 20,
+ * per query.
+ */
 async function engine(src: string) {
   const { text, filter, close } = await textIndexCopy(src);
   const q = (seq: number): TextSearch => ({
@@ -364,7 +384,9 @@ async function engine(src: string) {
     limit: Number(process.env.SEARCH_ENGINE_LIMIT ?? 100),
     trackTotal: process.env.SEARCH_ENGINE_TOTAL === '1',
     ...(process.env.SEARCH_ENGINE_PAGE ? { limit: 20, countUpTo: 100 } : {}),
-  }); // SEARCH_ENGINE_PAGE=1: as the route asks a TEXT page (limit 20, countUpTo 100); the route's trackTotal: false unless SEARCH_ENGINE_TOTAL=1; SEARCH_ENGINE_LIMIT: another k
+    // SEARCH_ENGINE_PAGE=1: as the route asks a TEXT page (limit 20, countUpTo 100); the route's trackTotal: false unless
+    // SEARCH_ENGINE_TOTAL=1; SEARCH_ENGINE_LIMIT: another k
+  });
   let t0 = performance.now();
   await text.search(q(0));
   console.log(`shard load: ${Math.round(performance.now() - t0)} ms`);
@@ -394,13 +416,18 @@ async function engine(src: string) {
         );
       }
     console.log(
-      `engine: search ${(tS / n).toFixed(3)} ms, hydrate(20) ${(tH / n).toFixed(3)} ms per query (wall); process CPU ${((c.user + c.system) / 1000 / n).toFixed(3)} ms per query; mean matches ${Math.round(total / n)}`,
+      `engine: search ${(tS / n).toFixed(3)} ms, hydrate(20) ${(tH / n).toFixed(3)} ms per query (wall); ` +
+        `process CPU ${((c.user + c.system) / 1000 / n).toFixed(3)} ms per query; mean matches ` +
+        `${Math.round(total / n)}`,
     );
   }
   await close();
 }
 
-/** Every query in every text mode (and a few COMPLEX forms): hits, totals, page text and snippets, as JSON to argv[5] (to diff two builds). */
+/**
+ * Every query in every text mode (and a few COMPLEX forms): hits, totals, page text and snippets, as JSON to argv[5]
+ * (to diff two builds).
+ */
 async function dump(src: string, out: string) {
   const { text, filter, close } = await textIndexCopy(src);
   const res: unknown[] = [];

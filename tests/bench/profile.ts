@@ -78,7 +78,10 @@ async function main() {
   // Group-commit and projection batch sizes.
   const appendBatches: number[] = [];
   const projectBatches: number[] = [];
-  /** Every read of the global log (empty ones too): with one shared reader, about one per batch whatever the number of subscribers. */
+  /**
+   * Every read of the global log (empty ones too): with one shared reader, about one per batch whatever the number of
+   * subscribers.
+   */
   let logReads = 0;
   const batchOf = (t: string, p?: unknown[]) =>
     counting && t.includes('INSERT INTO es_events') && appendBatches.push((p?.[0] as unknown[]).length);
@@ -141,7 +144,8 @@ async function main() {
   mkdirSync(join(ROOT, '.cache'), { recursive: true });
   writeFileSync(join(ROOT, '.cache', `bench-${scenario}.cpuprofile`), JSON.stringify(profile));
   console.log(
-    `${scenario}: ${Math.round(r.opsPerSec)} ops/s, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, ${r.errors} errors${r.firstError ? ` (${r.firstError})` : ''}`,
+    `${scenario}: ${Math.round(r.opsPerSec)} ops/s, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ` +
+      `ms, ${r.errors} errors${r.firstError ? ` (${r.firstError})` : ''}`,
   );
 
   if (process.env.BENCH_TRACE) console.log(trace.slice(200, 260).join('\n'));
@@ -149,14 +153,18 @@ async function main() {
     [...census].filter(([k]) => /^INSERT INTO (proj_)?checkpoints/i.test(k)).reduce((a, [, n]) => a + n, 0);
   const statements = [...census.values()].reduce((a, b) => a + b, 0);
   console.log(
-    `\nSQL statements per op: ${(statements / r.ops).toFixed(2)} (incl. tx wrappers; BEGIN/COMMIT are 2 more round trips each)`,
+    `\nSQL statements per op: ${(statements / r.ops).toFixed(2)} (incl. tx wrappers; BEGIN/COMMIT are 2 ` +
+      `more round trips each)`,
   );
   const avg = (a: number[]) => (a.length ? a.reduce((x, y) => x + y, 0) / a.length : 0).toFixed(2);
   console.log(
-    `log reads per op: ${(logReads / r.ops).toFixed(3)} (store.readAll calls, empty ones included); checkpoint writes per op: ${(checkpointWrites() / r.ops).toFixed(3)}`,
+    `log reads per op: ${(logReads / r.ops).toFixed(3)} (store.readAll calls, empty ones included); ` +
+      `checkpoint writes per op: ${(checkpointWrites() / r.ops).toFixed(3)}`,
   );
   console.log(
-    `append group-commit: ${appendBatches.length} transactions, ${avg(appendBatches)} events each (max ${Math.max(0, ...appendBatches)}); projection: ${projectBatches.length} non-empty reads, ${avg(projectBatches)} events each (max ${Math.max(0, ...projectBatches)})`,
+    `append group-commit: ${appendBatches.length} transactions, ${avg(appendBatches)} events each (max ` +
+      `${Math.max(0, ...appendBatches)}); projection: ${projectBatches.length} non-empty reads, ` +
+      `${avg(projectBatches)} events each (max ${Math.max(0, ...projectBatches)})`,
   );
   for (const [k, n] of [...census].sort((x, y) => y[1] - x[1]).slice(0, 20))
     console.log(`  ${(n / r.ops).toFixed(2).padStart(6)}/op  ${k}`);

@@ -148,7 +148,8 @@ export async function rawReads(
         listRows = rows.length;
       },
     });
-    // The same exact lookup as GET /v1/records/lookup?type=X&field=tag&value=tN&limit=20: the index query, then the rows.
+    // The same exact lookup as GET /v1/records/lookup?type=X&field=tag&value=tN&limit=20: the index query, then the
+    // rows.
     const principal: Principal = {
       credentialId: 'bench',
       kind: 'root',

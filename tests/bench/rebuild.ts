@@ -158,7 +158,8 @@ export async function benchRebuild(o: {
     // The live projector applies the backlog (a rebuild from scratch, as the serving read models are built).
     const checkpoint = async () => {
       const { rows } = await db.query(
-        `SELECT (SELECT coalesce(max(position), 0) FROM es_events)::bigint AS head, (SELECT position FROM proj_checkpoints WHERE name = 'read-models')::bigint AS rm`,
+        `SELECT (SELECT coalesce(max(position), 0) FROM es_events)::bigint AS head, (SELECT position FROM ` +
+          `proj_checkpoints WHERE name = 'read-models')::bigint AS rm`,
       );
       return { head: Number(rows[0].head), rm: Number(rows[0].rm) };
     };
@@ -218,7 +219,8 @@ export async function benchRebuild(o: {
       if (performance.now() - last > 15_000) {
         last = performance.now();
         log(
-          `R rebuild ${state.state}: ${state.position.toLocaleString('en-US')} of ${state.head.toLocaleString('en-US')}, ${state.eventsPerSecond} events/s`,
+          `R rebuild ${state.state}: ${state.position.toLocaleString('en-US')} of ` +
+            `${state.head.toLocaleString('en-US')}, ${state.eventsPerSecond} events/s`,
         );
       }
     }

@@ -14,45 +14,45 @@
  * Section 4 (search.ts): indexing throughput through the service (BENCH_INDEX_RECORDS, default 60: the built-in
  * model embeds ~5-10 passages/s here), then tiers loaded through the adapters (BENCH_SEARCH_TIERS, default
  * 10000,100000; synthetic passages with reused, perturbed real embeddings), 16 clients per mode.
- * Section 6 (operations.ts, BENCH_ONLY=operations): record create with metering, burst limits and the activity log on vs
- * METERING=0 RATE_LIMITS=0 ACTIVITY_LOG=0, two services side by side measured in alternating slices of BENCH_OPERATIONS_SLICE_MS
- * (default 2,000), BENCH_OPERATIONS_ROUNDS × BENCH_CREATE_MS (default 6 × 8 s) of creates each;
- * target: the three together cost under 10 % of throughput. Section 7 (same file): audit export throughput, in process
- * over BENCH_EXPORT_EVENTS (default 200,000) seeded events against raw tenant reads, and GET /v1/export over HTTP.
- * Section 8 (scripts.ts, BENCH_ONLY=scripts): script executions (read one record, patch one; 16 clients) against the same
- * two REST calls, and an isolate's cold start. Section 9 (webhooks.ts, BENCH_ONLY=webhooks): deliveries per second to a
- * local HTTPS receiver and event -> delivery latency p50 / p99, with 1 and with 100 registrations.
- * Section 10 (searchable.ts, BENCH_ONLY=searchable; issue 14): record create on a schema with a searchable 500-700
- * character body (TEXT) vs the same schema with nothing searchable (BENCH_SEARCHABLE_ROUNDS, default 2), write -> INDEXED
- * at a steady BENCH_INDEX_RATE (200/s) for BENCH_INDEX_SECONDS (10), and get by id, lookup and TEXT search quiet vs while
+ * Section 6 (operations.ts, BENCH_ONLY=operations): record create with metering, burst limits and the activity log on
+ * vs METERING=0 RATE_LIMITS=0 ACTIVITY_LOG=0, two services side by side measured in alternating slices of
+ * BENCH_OPERATIONS_SLICE_MS (default 2,000), BENCH_OPERATIONS_ROUNDS × BENCH_CREATE_MS (default 6 × 8 s) of creates
+ * each; target: the three together cost under 10 % of throughput. Section 7 (same file): audit export throughput, in
+ * process over BENCH_EXPORT_EVENTS (default 200,000) seeded events against raw tenant reads, and GET /v1/export over
+ * HTTP. Section 8 (scripts.ts, BENCH_ONLY=scripts): script executions (read one record, patch one; 16 clients) against
+ * the same two REST calls, and an isolate's cold start. Section 9 (webhooks.ts, BENCH_ONLY=webhooks): deliveries per
+ * second to a local HTTPS receiver and event -> delivery latency p50 / p99, with 1 and with 100 registrations. Section
+ * 10 (searchable.ts, BENCH_ONLY=searchable; issue 14): record create on a schema with a searchable 500-700 character
+ * body (TEXT) vs the same schema with nothing searchable (BENCH_SEARCHABLE_ROUNDS, default 2), write -> INDEXED at a
+ * steady BENCH_INDEX_RATE (200/s) for BENCH_INDEX_SECONDS (10), and get by id, lookup and TEXT search quiet vs while
  * BENCH_BACKLOG (5,000) HYBRID records wait for their vectors (two services with the same records, measured in
- * BENCH_READ_SLICES (4) alternating slices per read).
- * Section 5 (kafka.ts, BENCH_ONLY=kafka; needs KAFKA_BROKERS and DATABASE_URL): relay + Kafka end to end (BENCH_KAFKA_EVENTS,
- * 20,000), sustained creates (BENCH_KAFKA_RATE 200/s x BENCH_KAFKA_SECONDS 20), each stage alone on one backlog (append,
- * relay, raw Kafka consume, projector), and the query role with 1 then 2 replicas behind the router (BENCH_KAFKA_SCALE,
- * default 1,2; empty skips): BENCH_KAFKA_CLIENTS (32) clients, BENCH_KAFKA_SCALE_MS (12,000) a phase after
- * BENCH_KAFKA_SCALE_WARMUP_MS (2,000), TEXT search over BENCH_KAFKA_NOTES (2,000) searchable records; in the two-replica
- * topology the reads again with the router to one replica vs to both, BENCH_KAFKA_SLICES (4) alternating slices each.
- * Section 11 (rebuild.ts, BENCH_ONLY=rebuild, never in the default run; needs DATABASE_URL): the online rebuild of the read
- * models over BENCH_REBUILD_EVENTS (1,000,000) RecordCreated appended in bulk, projector + query + command processes, read
- * latency through the query process before / during / after (BENCH_REBUILD_CLIENTS 4, BENCH_REBUILD_QUIET_MS 15,000).
- * Section 12 (changes.ts, BENCH_ONLY=changes; issue 43): GET /v1/changes with BENCH_CHANGE_STREAMS (100) streams open: write ->
- * event latency p50 / p99 at BENCH_CHANGE_RATE (200) creates/s for BENCH_CHANGE_SECONDS (10), and create throughput with
- * the streams open vs none (BENCH_CHANGE_SLICES 4 alternating slices of BENCH_CHANGE_SLICE_MS 4,000), after
- * BENCH_CHANGE_WARMUP_MS (3,000) of unmeasured writes at the same rate.
- * Section 13 (memory.ts, BENCH_ONLY=memory; issue 46): resident memory of the service and its model processes (the
- * compiled build `npm start` runs, from /proc smaps_rollup) idle on an empty data directory (target ≤400 MB), after
- * BENCH_MEMORY_RECORDS (5,000; growth measured from a fifth of them) records and after BENCH_MEMORY_PASSAGES (10,000) passages, extrapolated to 100,000
- * each; BENCH_MEMORY_IDLE_MS (15,000) of idle before each sample.
- * Section 14 (console.ts, BENCH_ONLY=console; issue 47): the web console's first screen from a local service in Chromium:
- * its JavaScript as downloaded (gzip, as served) against 250 KB, and navigation -> sign-in form usable, BENCH_CONSOLE_LOADS
- * (10) loads each in a fresh browser context, the median against 1 s. In the default run too (a few seconds).
- * Section 15 (peers.ts, BENCH_ONLY=peers; issue 46): TEXT search on BEIR SciFact, the service vs Elasticsearch (started with
- * deploy/engines/elasticsearch.sh; default run too, skipped and said so when it cannot start), title + snippet and ids + titles,
- * alternating BENCH_PEERS_ROUNDS (6) x BENCH_PEERS_ROUND_MS (3,000) after BENCH_PEERS_WARMUP_MS (15,000; the JVM warms slowly); record create PostgreSQL (DATABASE_URL) vs embedded, by-id cold vs hot.
- * Results: .cache/bench-results.json (what-if runs: .cache/bench-results.whatif-<name>.json)
- * Companions: tests/bench/profile.ts (CPU profile + SQL census of one scenario),
- * tests/bench/engine-micro.ts (per-statement PGlite costs, read shapes).
+ * BENCH_READ_SLICES (4) alternating slices per read). Section 5 (kafka.ts, BENCH_ONLY=kafka; needs KAFKA_BROKERS and
+ * DATABASE_URL): relay + Kafka end to end (BENCH_KAFKA_EVENTS, 20,000), sustained creates (BENCH_KAFKA_RATE 200/s x
+ * BENCH_KAFKA_SECONDS 20), each stage alone on one backlog (append, relay, raw Kafka consume, projector), and the query
+ * role with 1 then 2 replicas behind the router (BENCH_KAFKA_SCALE, default 1,2; empty skips): BENCH_KAFKA_CLIENTS (32)
+ * clients, BENCH_KAFKA_SCALE_MS (12,000) a phase after BENCH_KAFKA_SCALE_WARMUP_MS (2,000), TEXT search over
+ * BENCH_KAFKA_NOTES (2,000) searchable records; in the two-replica topology the reads again with the router to one
+ * replica vs to both, BENCH_KAFKA_SLICES (4) alternating slices each. Section 11 (rebuild.ts, BENCH_ONLY=rebuild, never
+ * in the default run; needs DATABASE_URL): the online rebuild of the read models over BENCH_REBUILD_EVENTS (1,000,000)
+ * RecordCreated appended in bulk, projector + query + command processes, read latency through the query process before
+ * / during / after (BENCH_REBUILD_CLIENTS 4, BENCH_REBUILD_QUIET_MS 15,000). Section 12 (changes.ts,
+ * BENCH_ONLY=changes; issue 43): GET /v1/changes with BENCH_CHANGE_STREAMS (100) streams open: write -> event latency
+ * p50 / p99 at BENCH_CHANGE_RATE (200) creates/s for BENCH_CHANGE_SECONDS (10), and create throughput with the streams
+ * open vs none (BENCH_CHANGE_SLICES 4 alternating slices of BENCH_CHANGE_SLICE_MS 4,000), after BENCH_CHANGE_WARMUP_MS
+ * (3,000) of unmeasured writes at the same rate. Section 13 (memory.ts, BENCH_ONLY=memory; issue 46): resident memory
+ * of the service and its model processes (the compiled build `npm start` runs, from /proc smaps_rollup) idle on an
+ * empty data directory (target ≤400 MB), after BENCH_MEMORY_RECORDS (5,000; growth measured from a fifth of them)
+ * records and after BENCH_MEMORY_PASSAGES (10,000) passages, extrapolated to 100,000 each; BENCH_MEMORY_IDLE_MS
+ * (15,000) of idle before each sample. Section 14 (console.ts, BENCH_ONLY=console; issue 47): the web console's first
+ * screen from a local service in Chromium: its JavaScript as downloaded (gzip, as served) against 250 KB, and
+ * navigation -> sign-in form usable, BENCH_CONSOLE_LOADS (10) loads each in a fresh browser context, the median against
+ * 1 s. In the default run too (a few seconds). Section 15 (peers.ts, BENCH_ONLY=peers; issue 46): TEXT search on BEIR
+ * SciFact, the service vs Elasticsearch (started with deploy/engines/elasticsearch.sh; default run too, skipped and
+ * said so when it cannot start), title + snippet and ids + titles, alternating BENCH_PEERS_ROUNDS (6) x
+ * BENCH_PEERS_ROUND_MS (3,000) after BENCH_PEERS_WARMUP_MS (15,000; the JVM warms slowly); record create PostgreSQL
+ * (DATABASE_URL) vs embedded, by-id cold vs hot. Results: .cache/bench-results.json (what-if runs:
+ * .cache/bench-results.whatif-<name>.json) Companions: tests/bench/profile.ts (CPU profile + SQL census of one
+ * scenario), tests/bench/engine-micro.ts (per-statement PGlite costs, read shapes).
  */
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -99,7 +99,9 @@ const timing: Timing = {
 };
 const createMs = envInt('BENCH_CREATE_MS', 8000);
 const keep = process.env.BENCH_KEEP === '1';
-/** A candidate fix applied at run time to this process and the service (see whatif.ts); results go to their own file. */
+/**
+ * A candidate fix applied at run time to this process and the service (see whatif.ts); results go to their own file.
+ */
 const whatIf = process.env.BENCH_WHATIF || undefined;
 if (whatIf && !(WHATIFS as readonly string[]).includes(whatIf))
   throw new Error(`BENCH_WHATIF must be one of ${WHATIFS.join(', ')}`);
@@ -148,21 +150,26 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const)
 
 const log = (m: string) => console.log(`[bench ${((performance.now() - t0) / 1000).toFixed(1)}s] ${m}`);
 const brief = (r: LoadResult) =>
-  `${Math.round(r.opsPerSec).toLocaleString('en-US')} ops/s, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms (${r.ops} ops in ${r.seconds.toFixed(1)} s${stealNote(r.steal)}${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''})`;
+  `${Math.round(r.opsPerSec).toLocaleString('en-US')} ops/s, p50 ${r.p50.toFixed(1)} ms, p99 ` +
+  `${r.p99.toFixed(1)} ms (${r.ops} ops in ${r.seconds.toFixed(1)} ` +
+  `s${stealNote(r.steal)}${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''})`;
 const t0 = performance.now();
 
 const load0 = loadavg();
 async function main() {
   if (whatIf)
     console.log(
-      `*** WHAT-IF RUN: BENCH_WHATIF=${whatIf} patches the event store / PGlite at run time (tests/bench/whatif.ts); not the product as committed ***`,
+      `*** WHAT-IF RUN: BENCH_WHATIF=${whatIf} patches the event store / PGlite at run time ` +
+        `(tests/bench/whatif.ts); not the product as committed ***`,
     );
   if (load0[0] > cpus().length)
     console.log(
-      `! load average ${load0[0].toFixed(1)} on ${cpus().length} CPUs: other work is running, absolute figures will be low and noisy`,
+      `! load average ${load0[0].toFixed(1)} on ${cpus().length} CPUs: other work is running, absolute ` +
+        `figures will be low and noisy`,
     );
   log(
-    `concurrency ${timing.concurrency}, warm-up ${timing.warmupMs} ms, measure ${timing.durationMs} ms (HTTP create ${createMs} ms); ${cpus().length} CPUs, Node ${process.version}`,
+    `concurrency ${timing.concurrency}, warm-up ${timing.warmupMs} ms, measure ${timing.durationMs} ms ` +
+      `(HTTP create ${createMs} ms); ${cpus().length} CPUs, Node ${process.version}`,
   );
 
   const rows: Row[] = [];
@@ -191,7 +198,9 @@ async function main() {
     }
     log(`H0 floor GET /healthz: ${brief(http.floor)}`);
     log(
-      `H create: ${brief(http.create)}; service projection: ${http.projection.events} events in ${http.projection.batches} batches (${(http.projection.events / Math.max(1, http.projection.batches)).toFixed(1)} per batch)`,
+      `H create: ${brief(http.create)}; service projection: ${http.projection.events} events in ` +
+        `${http.projection.batches} batches ` +
+        `(${(http.projection.events / Math.max(1, http.projection.batches)).toFixed(1)} per batch)`,
     );
     log(`H by-id (${http.hotIds}-id working set): ${brief(http.byId)}`);
     log(`H by-id cold (${http.coldIds} ids, each once): ${brief(http.byIdCold)}`);
@@ -351,7 +360,8 @@ async function main() {
 
   if (only.has('search')) {
     const S4 =
-      '4. Search (embedded default: PGlite FTS + LanceDB + built-in bge-small-en-v1.5; 16 clients, 48 rotating queries, limit 20)';
+      '4. Search (embedded default: PGlite FTS + LanceDB + built-in bge-small-en-v1.5; 16 clients, 48 ' +
+      'rotating queries, limit 20)';
     const is100kTier = (n: number) => n >= 100_000;
     const st = {
       concurrency: 16,
@@ -418,7 +428,9 @@ async function main() {
         rows.push({
           id: `R${k}-${m[0]}c`,
           section: S4,
-          name: `raw ${m === 'SEMANTIC' ? 'embed + LanceVectorIndex.search' : 'both legs in parallel'}, cold queries, ${k}`,
+          name:
+            `raw ${m === 'SEMANTIC' ? 'embed + LanceVectorIndex.search' : 'both legs in parallel'}, cold ` +
+            `queries, ${k}`,
           result: r,
           verdict: 'base',
         });
@@ -450,7 +462,9 @@ async function main() {
       rows.push({
         id: `R${k}-E`,
         section: S4,
-        name: `raw embed(query) only, built-in model (worker, batched: ${t.raw.textsPerModelCall.toFixed(1)} texts/call), ${k}`,
+        name:
+          `raw embed(query) only, built-in model (worker, batched: ${t.raw.textsPerModelCall.toFixed(1)} ` +
+          `texts/call), ${k}`,
         result: t.raw.runs.EMBED,
         verdict: 'info',
       });
@@ -458,7 +472,9 @@ async function main() {
       rows.push({
         id: `C${k}`,
         section: S4,
-        name: `query-vector cache, rotating queries: HTTP ≈${(100 * t.httpCacheHitRate).toFixed(1)}% hits; raw ${c.hits + c.joined}/${c.hits + c.joined + c.misses} (cold rows: 0%)`,
+        name:
+          `query-vector cache, rotating queries: HTTP ≈${(100 * t.httpCacheHitRate).toFixed(1)}% hits; raw ` +
+          `${c.hits + c.joined}/${c.hits + c.joined + c.misses} (cold rows: 0%)`,
         note: `${(100 * t.httpCacheHitRate).toFixed(0)}%`,
         target: 'report',
         verdict: 'info',
@@ -466,7 +482,10 @@ async function main() {
       rows.push({
         id: `U${k}`,
         section: S4,
-        name: `vector index upkeep after the load: ${t.upkeep.action}${t.upkeep.partitions ? `, ${t.upkeep.partitions} partition(s)` : ''} on ${t.upkeep.rows} rows`,
+        name:
+          `vector index upkeep after the load: ` +
+          `${t.upkeep.action}${t.upkeep.partitions ? `, ${t.upkeep.partitions} partition(s)` : ''} on ` +
+          `${t.upkeep.rows} rows`,
         note: `${(t.upkeep.ms / 1000).toFixed(1)} s`,
         target: 'report',
         verdict: 'info',
@@ -484,7 +503,8 @@ async function main() {
 
   if (only.has('operations')) {
     const S6 =
-      '6. Operations cost: record create (32 connections), metering + burst limits + activity log on vs all three off, two services in alternating slices';
+      '6. Operations cost: record create (32 connections), metering + burst limits + activity log on vs ' +
+      'all three off, two services in alternating slices';
     const op = await benchOperations({
       newDir,
       timing: { ...timing, createMs },
@@ -501,26 +521,38 @@ async function main() {
     // CPU the log takes per request on the API's thread, as a share of it at the H2 target of 2,000 creates/s.
     const share = ((m.onResponseUs + m.writeUs) * 2000) / 1e6;
     if (op.rounds.length > 0) {
-      // Per-slice ratios too: one slice's throughput moves by ±20 % on this machine, so the sum over alternating slices is the figure and the spread says how far to trust it.
+      // Per-slice ratios too: one slice's throughput moves by ±20 % on this machine, so the sum over alternating slices
+      // is the figure and the spread says how far to trust it.
       const perRound = op.rounds.map((r) => r.on.opsPerSec / r.off.opsPerSec).sort((a, b) => a - b);
       log(
-        `O per-slice on/off: ${perRound.map((x) => x.toFixed(2)).join(' ')} (median ${perRound[Math.floor(perRound.length / 2)].toFixed(2)})`,
+        `O per-slice on/off: ${perRound.map((x) => x.toFixed(2)).join(' ')} (median ` +
+          `${perRound[Math.floor(perRound.length / 2)].toFixed(2)})`,
       );
       log(
-        `O on / off: ${Math.round(op.on.opsPerSec)} / ${Math.round(op.off.opsPerSec)} ops/s = ${op.ratio.toFixed(3)} (cost ${((1 - op.ratio) * 100).toFixed(1)} %); service CPU per create ${op.cpuMsPerOp.on.toFixed(2)} / ${op.cpuMsPerOp.off.toFixed(2)} ms = ${(op.cpuMsPerOp.on / op.cpuMsPerOp.off).toFixed(2)}×; on showed ${JSON.stringify(op.seen.on)}, off ${JSON.stringify(op.seen.off)}`,
+        `O on / off: ${Math.round(op.on.opsPerSec)} / ${Math.round(op.off.opsPerSec)} ops/s = ` +
+          `${op.ratio.toFixed(3)} (cost ${((1 - op.ratio) * 100).toFixed(1)} %); service CPU per create ` +
+          `${op.cpuMsPerOp.on.toFixed(2)} / ${op.cpuMsPerOp.off.toFixed(2)} ms = ` +
+          `${(op.cpuMsPerOp.on / op.cpuMsPerOp.off).toFixed(2)}×; on showed ${JSON.stringify(op.seen.on)}, ` +
+          `off ${JSON.stringify(op.seen.off)}`,
       );
       rows.push(
         {
           id: 'O0',
           section: S6,
-          name: `record create, METERING=0 RATE_LIMITS=0 ACTIVITY_LOG=0 (${op.rounds.length} slices summed); service CPU ${op.cpuMsPerOp.off.toFixed(2)} ms/op`,
+          name:
+            `record create, METERING=0 RATE_LIMITS=0 ACTIVITY_LOG=0 (${op.rounds.length} slices summed); ` +
+            `service CPU ${op.cpuMsPerOp.off.toFixed(2)} ms/op`,
           result: op.off,
           verdict: 'base',
         },
         {
           id: 'O1',
           section: S6,
-          name: `record create, all three on (${op.rounds.length} slices summed; service CPU ${op.cpuMsPerOp.on.toFixed(2)} ms/op = ${(op.cpuMsPerOp.on / op.cpuMsPerOp.off).toFixed(2)}× O0; log entries ${op.seen.on.logged}, limit header ${op.seen.on.rateLimitHeader}, ${op.seen.on.usedMilli} milli-credits)`,
+          name:
+            `record create, all three on (${op.rounds.length} slices summed; service CPU ` +
+            `${op.cpuMsPerOp.on.toFixed(2)} ms/op = ${(op.cpuMsPerOp.on / op.cpuMsPerOp.off).toFixed(2)}× ` +
+            `O0; log entries ${op.seen.on.logged}, limit header ${op.seen.on.rateLimitHeader}, ` +
+            `${op.seen.on.usedMilli} milli-credits)`,
           result: op.on,
           target: '≥0.90× O0',
           ratio: { value: op.ratio, vs: 'O0' },
@@ -531,7 +563,11 @@ async function main() {
     rows.push({
       id: 'A2',
       section: S6,
-      name: `activity recorder alone (PGlite in its own thread, as the embedded default; CPU time): on the API thread onResponse ${m.onResponseUs.toFixed(2)} µs + the write's hand-off ${m.writeUs.toFixed(2)} µs per entry = ${(share * 100).toFixed(1)} % of it at 2,000 creates/s (the write in all threads ${m.writeAllUs.toFixed(2)} µs)`,
+      name:
+        `activity recorder alone (PGlite in its own thread, as the embedded default; CPU time): on the API ` +
+        `thread onResponse ${m.onResponseUs.toFixed(2)} µs + the write's hand-off ${m.writeUs.toFixed(2)} µs ` +
+        `per entry = ${(share * 100).toFixed(1)} % of it at 2,000 creates/s (the write in all threads ` +
+        `${m.writeAllUs.toFixed(2)} µs)`,
       note: `${(m.onResponseUs + m.writeUs).toFixed(1)} µs`,
       target: '<10 %',
       verdict: share < 0.1 ? 'PASS' : 'MISS',
@@ -549,7 +585,10 @@ async function main() {
     });
     const x = await exportInProcess(newDir('export-'), envInt('BENCH_EXPORT_EVENTS', 200_000), log);
     log(
-      `X0 export in process: ${x.export.events} lines, ${(x.export.bytes / 2 ** 20).toFixed(1)} MiB in ${x.export.seconds.toFixed(2)} s = ${Math.round(x.export.eventsPerSec)} events/s; raw tenant reads ${Math.round(x.raw.eventsPerSec)} events/s; heap growth ${x.heapGrowthMb.toFixed(1)} MiB${x.gcSampled ? '' : ' (no --expose-gc: sampled without GC)'}`,
+      `X0 export in process: ${x.export.events} lines, ${(x.export.bytes / 2 ** 20).toFixed(1)} MiB in ` +
+        `${x.export.seconds.toFixed(2)} s = ${Math.round(x.export.eventsPerSec)} events/s; raw tenant reads ` +
+        `${Math.round(x.raw.eventsPerSec)} events/s; heap growth ${x.heapGrowthMb.toFixed(1)} ` +
+        `MiB${x.gcSampled ? '' : ' (no --expose-gc: sampled without GC)'}`,
     );
     rows.push(
       {
@@ -562,7 +601,9 @@ async function main() {
       {
         id: 'X0',
         section: S7,
-        name: `export in process (exportChunks: mask + JSON lines), ${x.export.events} events, ${(x.export.bytes / 2 ** 20).toFixed(0)} MiB; heap growth ${x.heapGrowthMb.toFixed(1)} MiB`,
+        name:
+          `export in process (exportChunks: mask + JSON lines), ${x.export.events} events, ` +
+          `${(x.export.bytes / 2 ** 20).toFixed(0)} MiB; heap growth ${x.heapGrowthMb.toFixed(1)} MiB`,
         result: rate(x.export.events, x.export.seconds),
         target: 'events/s; heap < 64 MiB',
         ratio: { value: x.export.eventsPerSec / x.raw.eventsPerSec, vs: 'XR' },
@@ -574,7 +615,9 @@ async function main() {
       rows.push({
         id: 'X1',
         section: S7,
-        name: `GET /v1/export over HTTP (the "on" service's tenant), ${h.events} lines, ${(h.bytes / 2 ** 20).toFixed(1)} MiB`,
+        name:
+          `GET /v1/export over HTTP (the "on" service's tenant), ${h.events} lines, ` +
+          `${(h.bytes / 2 ** 20).toFixed(1)} MiB`,
         result: rate(h.events, h.seconds),
         target: 'events/s',
         ratio: { value: h.eventsPerSec / x.raw.eventsPerSec, vs: 'XR' },
@@ -583,10 +626,12 @@ async function main() {
     }
   }
 
-  // --- Searchable writes (section 10, tests/bench/searchable.ts; issue 14): TEXT vs NONE creates, write -> INDEXED, reads during a HYBRID backlog ---
+  // --- Searchable writes (section 10, tests/bench/searchable.ts; issue 14): TEXT vs NONE creates, write -> INDEXED,
+  // reads during a HYBRID backlog ---
   if (only.has('searchable')) {
     const S10 =
-      '10. Searchable writes: record create on a TEXT schema vs the same schema with nothing searchable, write -> INDEXED at a steady rate, reads while a HYBRID backlog drains';
+      '10. Searchable writes: record create on a TEXT schema vs the same schema with nothing searchable, ' +
+      'write -> INDEXED at a steady rate, reads while a HYBRID backlog drains';
     const b = await benchSearchable({
       newDir,
       timing: { ...timing, createMs },
@@ -615,7 +660,9 @@ async function main() {
       {
         id: 'S0',
         section: S10,
-        name: `record create, nothing searchable (indexMode NONE), 500-700 character body, ${c.rounds.length} runs summed`,
+        name:
+          `record create, nothing searchable (indexMode NONE), 500-700 character body, ${c.rounds.length} ` +
+          `runs summed`,
         result: c.none,
         verdict: 'base',
       },
@@ -631,7 +678,10 @@ async function main() {
       {
         id: 'S2',
         section: S10,
-        name: `write -> INDEXED (TEXT) at ${i.rate} writes/s offered (${i.indexed} indexed after the first ${i.cold.seconds} s of a fresh service, whose p99 was ${i.cold.p99.toFixed(0)} ms; latency from the create's answer; create p99 ${i.createP99.toFixed(1)} ms)`,
+        name:
+          `write -> INDEXED (TEXT) at ${i.rate} writes/s offered (${i.indexed} indexed after the first ` +
+          `${i.cold.seconds} s of a fresh service, whose p99 was ${i.cold.p99.toFixed(0)} ms; latency from ` +
+          `the create's answer; create p99 ${i.createP99.toFixed(1)} ms)`,
         result: asLoad(i.indexed, i.p50, i.p99),
         target: 'p99 ≤500 ms',
         verdict: i.p99 <= 500 && !i.failed && i.achieved >= i.rate * 0.95 ? 'PASS' : 'MISS',
@@ -644,7 +694,9 @@ async function main() {
         {
           id: `Q${k + 1}`,
           section: S10,
-          name: `${r.name}, quiet (16 clients; a twin service with the same records, measured in slices alternating with B${k + 1}'s)`,
+          name:
+            `${r.name}, quiet (16 clients; a twin service with the same records, measured in slices ` +
+            `alternating with B${k + 1}'s)`,
           result: r.quiet,
           verdict: 'base',
         },
@@ -661,10 +713,12 @@ async function main() {
     });
   }
 
-  // --- Scripts (section 8, tests/bench/scripts.ts): a script that reads one record and writes one vs the same two REST calls ---
+  // --- Scripts (section 8, tests/bench/scripts.ts): a script that reads one record and writes one vs the same two REST
+  // calls ---
   if (only.has('scripts')) {
     const S8 =
-      '8. Scripts: POST /v1/scripts/execute (read one record, patch one) vs GET + PATCH over REST, 16 clients; isolate cold start';
+      '8. Scripts: POST /v1/scripts/execute (read one record, patch one) vs GET + PATCH over REST, 16 ' +
+      'clients; isolate cold start';
     const b = await benchScripts();
     const asLoad = (r: (typeof b.rows)[number]): LoadResult => ({
       ops: r.ops,
@@ -691,7 +745,10 @@ async function main() {
       {
         id: 'P2',
         section: S8,
-        name: `isolate cold start: sandbox thread ${c.threadStartMs} ms once; fresh QuickJS runtime per execution ${c.runtimePerExecutionP50Ms} ms p50 inside, round trip ${c.roundTripP50Ms} / ${c.roundTripP99Ms} ms p50 / p99`,
+        name:
+          `isolate cold start: sandbox thread ${c.threadStartMs} ms once; fresh QuickJS runtime per ` +
+          `execution ${c.runtimePerExecutionP50Ms} ms p50 inside, round trip ${c.roundTripP50Ms} / ` +
+          `${c.roundTripP99Ms} ms p50 / p99`,
         note: `${c.roundTripP50Ms} ms`,
         target: 'report',
         verdict: c.firstOk ? 'info' : 'MISS',
@@ -699,10 +756,12 @@ async function main() {
     );
   }
 
-  // --- Webhooks (section 9, tests/bench/webhooks.ts): deliveries to a local HTTPS receiver, event -> delivery latency ---
+  // --- Webhooks (section 9, tests/bench/webhooks.ts): deliveries to a local HTTPS receiver, event -> delivery latency
+  // ---
   if (only.has('webhooks')) {
     const S9 =
-      '9. Webhooks: deliveries to a local HTTPS receiver (document.indexed), event -> receiver latency, 1 and 100 registrations';
+      '9. Webhooks: deliveries to a local HTTPS receiver (document.indexed), event -> receiver latency, 1 ' +
+      'and 100 registrations';
     for (const w of await benchWebhooks()) {
       const result: LoadResult = {
         ops: w.deliveries,
@@ -725,17 +784,20 @@ async function main() {
     }
   }
 
-  // --- Kafka (section 5, tests/bench/kafka.ts): in the default run and with BENCH_ONLY=kafka; needs KAFKA_BROKERS and DATABASE_URL ---
+  // --- Kafka (section 5, tests/bench/kafka.ts): in the default run and with BENCH_ONLY=kafka; needs KAFKA_BROKERS and
+  // DATABASE_URL ---
   if (only.has('kafka') || (onlyArg < 0 && !process.env.BENCH_ONLY)) {
     const brokers = process.env.KAFKA_BROKERS;
     const databaseUrl = process.env.DATABASE_URL;
     if (!brokers || !databaseUrl)
       log(
-        `5. Kafka: skipped (${!brokers ? 'KAFKA_BROKERS' : 'DATABASE_URL'} is not set; start a broker with deploy/engines/kafka.sh)`,
+        `5. Kafka: skipped (${!brokers ? 'KAFKA_BROKERS' : 'DATABASE_URL'} is not set; start a broker ` +
+          `with deploy/engines/kafka.sh)`,
       );
     else {
       const S5 =
-        '5. Relay + Kafka feed and scale-out (PostgreSQL, split roles as processes: relay, projector, query, command; X rows through the shipped router)';
+        '5. Relay + Kafka feed and scale-out (PostgreSQL, split roles as processes: relay, projector, ' +
+        'query, command; X rows through the shipped router)';
       const replicas = (process.env.BENCH_KAFKA_SCALE ?? '1,2')
         .split(',')
         .map((x) => Number(x.trim()))
@@ -816,7 +878,9 @@ async function main() {
         {
           id: 'RKk',
           section: S5,
-          name: `raw: @platformatic/kafka idempotent acks=all producer -> consumer group, ${n} msgs of ~${k.rawKafka.valueBytes} B + relay headers`,
+          name:
+            `raw: @platformatic/kafka idempotent acks=all producer -> consumer group, ${n} msgs of ` +
+            `~${k.rawKafka.valueBytes} B + relay headers`,
           result: rkk,
           verdict: 'base',
         },
@@ -831,13 +895,17 @@ async function main() {
           id: 'RK2e',
           section: S5,
           name: '  its lag in events (head - read-models checkpoint), p50 / p99 / max; in time p50 / p99 ms',
-          note: `${k.rawLag.lagEvents.p50} / ${k.rawLag.lagEvents.p99} / ${k.rawLag.lagEvents.max}; ${Math.round(k.rawLag.lagMs.p50)} / ${Math.round(k.rawLag.lagMs.p99)} ms`,
+          note:
+            `${k.rawLag.lagEvents.p50} / ${k.rawLag.lagEvents.p99} / ${k.rawLag.lagEvents.max}; ` +
+            `${Math.round(k.rawLag.lagMs.p50)} / ${Math.round(k.rawLag.lagMs.p99)} ms`,
           verdict: 'base',
         },
         {
           id: 'K2',
           section: S5,
-          name: `sustained ${lag.targetRate} creates/s x ${lag.seconds} s to the command role: write -> visible (response waits for read models)`,
+          name:
+            `sustained ${lag.targetRate} creates/s x ${lag.seconds} s to the command role: write -> visible ` +
+            `(response waits for read models)`,
           result: lag.create,
           target: 'report',
           ratio: { value: lag.create.p99 / k.rawLag.create.p99, vs: 'RK2 (p99)' },
@@ -877,7 +945,9 @@ async function main() {
         {
           id: 'K3r',
           section: S5,
-          name: `the relay draining that backlog to Kafka (once publishing; from its spawn to head ${b.relay.totalSeconds.toFixed(1)} s, /healthz up at ${b.relay.startSeconds.toFixed(1)} s)`,
+          name:
+            `the relay draining that backlog to Kafka (once publishing; from its spawn to head ` +
+            `${b.relay.totalSeconds.toFixed(1)} s, /healthz up at ${b.relay.startSeconds.toFixed(1)} s)`,
           result: rate(b.relay.events, b.relay.events / b.relay.perSec),
           target: 'report',
           ratio: { value: b.relay.perSec / b.append.perSec, vs: 'K3a' },
@@ -886,14 +956,21 @@ async function main() {
         {
           id: 'K3k',
           section: S5,
-          name: `raw: @platformatic/kafka consumer (fresh group, no decoding) reading the same ${b.kafka.events.toLocaleString('en-US')} messages of the topology's topic, ${b.partitions} partitions`,
+          name:
+            `raw: @platformatic/kafka consumer (fresh group, no decoding) reading the same ` +
+            `${b.kafka.events.toLocaleString('en-US')} messages of the topology's topic, ${b.partitions} ` +
+            `partitions`,
           result: k3k,
           verdict: 'base',
         },
         {
           id: 'K3p',
           section: S5,
-          name: `the projector's read models applying the same backlog from Kafka (once applying; from its spawn to head ${b.projector.totalSeconds.toFixed(1)} s, /healthz up at ${b.projector.startSeconds.toFixed(1)} s; search-index at head ${b.searchIndexSeconds.toFixed(1)} s)`,
+          name:
+            `the projector's read models applying the same backlog from Kafka (once applying; from its ` +
+            `spawn to head ${b.projector.totalSeconds.toFixed(1)} s, /healthz up at ` +
+            `${b.projector.startSeconds.toFixed(1)} s; search-index at head ` +
+            `${b.searchIndexSeconds.toFixed(1)} s)`,
           result: k3p,
           target: 'report',
           ratio: { value: k3p.opsPerSec / k3k.opsPerSec, vs: 'K3k' },
@@ -903,7 +980,9 @@ async function main() {
       // X: the query role scaled out behind the router (a fresh topology per replica count).
       const x1 = k.scale[0];
       const cpuNote = (p: (typeof k.scale)[number]['writes']) =>
-        `machine ${p.machineCores.toFixed(1)}/${p.cpus} cores busy, query ${(p.roleCores.query ?? 0).toFixed(2)}, command ${(p.roleCores.command ?? 0).toFixed(2)}, projector ${(p.roleCores.projector ?? 0).toFixed(2)}`;
+        `machine ${p.machineCores.toFixed(1)}/${p.cpus} cores busy, query ` +
+        `${(p.roleCores.query ?? 0).toFixed(2)}, command ${(p.roleCores.command ?? 0).toFixed(2)}, ` +
+        `projector ${(p.roleCores.projector ?? 0).toFixed(2)}`;
       for (const x of k.scale) {
         const first = x === x1;
         const vs = (a: LoadResult, b0: LoadResult, id: string) =>
@@ -931,7 +1010,9 @@ async function main() {
           {
             id: `X${x.replicas}s`,
             section: S5,
-            name: `${who}: POST /v1/search TEXT over ${x.notes} records, ${x.search.hits.toFixed(1)}/page (${cpuNote(x.search)})`,
+            name:
+              `${who}: POST /v1/search TEXT over ${x.notes} records, ${x.search.hits.toFixed(1)}/page ` +
+              `(${cpuNote(x.search)})`,
             result: x.search,
             target: 'report',
             ratio: vs(x.search, x1.search, `X${x1.replicas}s`),
@@ -950,14 +1031,18 @@ async function main() {
             {
               id: `${id}1`,
               section: S5,
-              name: `  same topology, ${a.name}, router to query-1 only, ${a.slices} slices alternating with ${id}${x.replicas} (cores: ${q(a.one)}; machine ${a.one.machineCores.toFixed(1)})`,
+              name:
+                `  same topology, ${a.name}, router to query-1 only, ${a.slices} slices alternating with ` +
+                `${id}${x.replicas} (cores: ${q(a.one)}; machine ${a.one.machineCores.toFixed(1)})`,
               result: a.one,
               verdict: 'base',
             },
             {
               id: `${id}${x.replicas}`,
               section: S5,
-              name: `  same topology, ${a.name}, router to all ${x.replicas} replicas (cores: ${q(a.all)}; machine ${a.all.machineCores.toFixed(1)})`,
+              name:
+                `  same topology, ${a.name}, router to all ${x.replicas} replicas (cores: ${q(a.all)}; ` +
+                `machine ${a.all.machineCores.toFixed(1)})`,
               result: a.all,
               target: 'report',
               ratio: { value: a.all.opsPerSec / a.one.opsPerSec, vs: `${id}1` },
@@ -969,10 +1054,12 @@ async function main() {
     }
   }
 
-  // --- Change stream (section 12, tests/bench/changes.ts): write -> event latency with 100 streams, writes with 100 streams vs none ---
+  // --- Change stream (section 12, tests/bench/changes.ts): write -> event latency with 100 streams, writes with 100
+  // streams vs none ---
   if (only.has('changes')) {
     const S12 =
-      '12. Change stream (GET /v1/changes): the service as a child process, embedded engines, streams read in this process';
+      '12. Change stream (GET /v1/changes): the service as a child process, embedded engines, streams ' +
+      'read in this process';
     const c = await benchChanges(log);
     const lat: LoadResult = {
       ops: c.delivered,
@@ -988,7 +1075,11 @@ async function main() {
       {
         id: 'C1',
         section: S12,
-        name: `write -> event: ${c.rate} creates/s x ${c.writes / c.rate} s, ${c.streams} streams (${c.delivered} events; the creates themselves answered p50 ${c.write.p50.toFixed(0)} / p99 ${c.write.p99.toFixed(0)} ms; event minus answer p50 ${c.afterAnswer.p50.toFixed(0)} / p99 ${c.afterAnswer.p99.toFixed(0)} ms; ${c.late} sends late)`,
+        name:
+          `write -> event: ${c.rate} creates/s x ${c.writes / c.rate} s, ${c.streams} streams ` +
+          `(${c.delivered} events; the creates themselves answered p50 ${c.write.p50.toFixed(0)} / p99 ` +
+          `${c.write.p99.toFixed(0)} ms; event minus answer p50 ${c.afterAnswer.p50.toFixed(0)} / p99 ` +
+          `${c.afterAnswer.p99.toFixed(0)} ms; ${c.late} sends late)`,
         result: lat,
         target: 'p99 ≤250 ms',
         verdict: c.met.latency ? 'PASS' : 'MISS',
@@ -996,14 +1087,18 @@ async function main() {
       {
         id: 'C0',
         section: S12,
-        name: `record create, no stream open (alternating slices; service CPU ${c.cpuMsPerCreate.none.toFixed(2)} ms a create)`,
+        name:
+          `record create, no stream open (alternating slices; service CPU ` +
+          `${c.cpuMsPerCreate.none.toFixed(2)} ms a create)`,
         result: c.none,
         verdict: 'base',
       },
       {
         id: 'C2',
         section: S12,
-        name: `record create with ${c.streams} streams open, every event read (alternating slices; service CPU ${c.cpuMsPerCreate.open.toFixed(2)} ms a create)`,
+        name:
+          `record create with ${c.streams} streams open, every event read (alternating slices; service CPU ` +
+          `${c.cpuMsPerCreate.open.toFixed(2)} ms a create)`,
         result: c.open,
         target: '≥0.90× C0',
         ratio: { value: c.ratio, vs: 'C0' },
@@ -1015,7 +1110,8 @@ async function main() {
   // --- Memory (section 13, tests/bench/memory.ts; issue 46): idle resident memory of all the service's processes ---
   if (only.has('memory')) {
     const S13 =
-      '13. Resident memory (compiled build as `npm start` runs it; every process of the service: smaps_rollup RSS summed)';
+      '13. Resident memory (compiled build as `npm start` runs it; every process of the service: ' +
+      'smaps_rollup RSS summed)';
     const m = await benchMemory({
       newDir,
       idleMs: envInt('BENCH_MEMORY_IDLE_MS', 15_000),
@@ -1031,7 +1127,9 @@ async function main() {
       {
         id: 'M0',
         section: S13,
-        name: `idle, empty data directory, ${m.idleMs / 1000} s after ready: ${procs(m.idle)}; built-in model ${m.modelLoadedIdle ? 'loaded' : 'not loaded (starts on first need)'}`,
+        name:
+          `idle, empty data directory, ${m.idleMs / 1000} s after ready: ${procs(m.idle)}; built-in model ` +
+          `${m.modelLoadedIdle ? 'loaded' : 'not loaded (starts on first need)'}`,
         note: `${m.idle.rssMb.toFixed(0)} MB`,
         target: '≤400 MB',
         verdict: m.idle.rssMb <= 400 ? 'PASS' : 'MISS',
@@ -1039,7 +1137,11 @@ async function main() {
       {
         id: 'M1',
         section: S13,
-        name: `growth per 100,000 records (created over HTTP, not searchable: ${m.records.from.toLocaleString('en-US')} -> ${m.records.to.toLocaleString('en-US')} records, ${m.records.before.rssMb.toFixed(0)} -> ${m.records.after.rssMb.toFixed(0)} MB, extrapolated linearly)`,
+        name:
+          `growth per 100,000 records (created over HTTP, not searchable: ` +
+          `${m.records.from.toLocaleString('en-US')} -> ${m.records.to.toLocaleString('en-US')} records, ` +
+          `${m.records.before.rssMb.toFixed(0)} -> ${m.records.after.rssMb.toFixed(0)} MB, extrapolated ` +
+          `linearly)`,
         note: `${m.records.per100kMb.toFixed(0)} MB`,
         target: 'report',
         verdict: 'info',
@@ -1047,7 +1149,10 @@ async function main() {
       {
         id: 'M2',
         section: S13,
-        name: `growth per 100,000 passages (${m.passages.count.toLocaleString('en-US')} loaded, TEXT + SEMANTIC queried, extrapolated linearly; ${m.passages.before.rssMb.toFixed(0)} MB with the model loaded -> ${m.passages.after.rssMb.toFixed(0)} MB)`,
+        name:
+          `growth per 100,000 passages (${m.passages.count.toLocaleString('en-US')} loaded, TEXT + SEMANTIC ` +
+          `queried, extrapolated linearly; ${m.passages.before.rssMb.toFixed(0)} MB with the model loaded -> ` +
+          `${m.passages.after.rssMb.toFixed(0)} MB)`,
         note: `${m.passages.per100kMb.toFixed(0)} MB`,
         target: 'report',
         verdict: 'info',
@@ -1064,7 +1169,10 @@ async function main() {
       {
         id: 'C1',
         section: S14,
-        name: `JavaScript of the first screen, gzip as served: ${c.scripts.map((s) => `${s.url.replace('/console/', '')} ${kb(s.bytes)}`).join(' + ')} (stylesheet ${kb(c.cssBytes)} besides)`,
+        name:
+          `JavaScript of the first screen, gzip as served: ` +
+          `${c.scripts.map((s) => `${s.url.replace('/console/', '')} ${kb(s.bytes)}`).join(' + ')} ` +
+          `(stylesheet ${kb(c.cssBytes)} besides)`,
         note: kb(c.jsBytes),
         target: '≤250 KB',
         verdict: c.jsBytes <= 250 * 1024 ? 'PASS' : 'MISS',
@@ -1072,7 +1180,9 @@ async function main() {
       {
         id: 'C2',
         section: S14,
-        name: `navigation -> sign-in form usable, fresh browser context, median of ${c.loadsMs.length} (max ${c.maxMs.toFixed(0)} ms)`,
+        name:
+          `navigation -> sign-in form usable, fresh browser context, median of ${c.loadsMs.length} (max ` +
+          `${c.maxMs.toFixed(0)} ms)`,
         note: `${c.medianMs.toFixed(0)} ms`,
         target: '≤1 s',
         verdict: c.medianMs <= 1000 ? 'PASS' : 'MISS',
@@ -1080,10 +1190,12 @@ async function main() {
     );
   }
 
-  // --- Peers (section 15, tests/bench/peers.ts; issue 46): the service vs Elasticsearch on SciFact, PostgreSQL vs embedded creates ---
+  // --- Peers (section 15, tests/bench/peers.ts; issue 46): the service vs Elasticsearch on SciFact, PostgreSQL vs
+  // embedded creates ---
   if (only.has('peers')) {
     const S15 =
-      '15. Peers: TEXT search on BEIR SciFact, the service vs Elasticsearch (16 clients, limit 10, alternating rounds); record create PostgreSQL vs embedded; by-id cold vs hot';
+      '15. Peers: TEXT search on BEIR SciFact, the service vs Elasticsearch (16 clients, limit 10, ' +
+      'alternating rounds); record create PostgreSQL vs embedded; by-id cold vs hot';
     const p = await benchPeers({
       newDir,
       log,
@@ -1105,34 +1217,47 @@ async function main() {
       const ra = s.service.opsPerSec / s.esSnippet.opsPerSec;
       const met = rb >= 1 && s.service.p99 <= s.esTitles.p99;
       log(
-        `P service / ES(ids+titles) = ${x(rb)} (p99 ${s.service.p99.toFixed(1)} vs ${s.esTitles.p99.toFixed(1)} ms); service / ES(title+snippet) = ${x(ra)} (p99 ${s.service.p99.toFixed(1)} vs ${s.esSnippet.p99.toFixed(1)} ms)`,
+        `P service / ES(ids+titles) = ${x(rb)} (p99 ${s.service.p99.toFixed(1)} vs ` +
+          `${s.esTitles.p99.toFixed(1)} ms); service / ES(title+snippet) = ${x(ra)} (p99 ` +
+          `${s.service.p99.toFixed(1)} vs ${s.esSnippet.p99.toFixed(1)} ms)`,
       );
       log(
-        `P CPU per query (answering side, all rounds): service ${s.cpuMsPerQuery.service.toFixed(2)} ms (process tree), ES ids+titles ${s.cpuMsPerQuery.titles.toFixed(2)} ms, ES title+snippet ${s.cpuMsPerQuery.snippet.toFixed(2)} ms (the JVM)`,
+        `P CPU per query (answering side, all rounds): service ${s.cpuMsPerQuery.service.toFixed(2)} ms ` +
+          `(process tree), ES ids+titles ${s.cpuMsPerQuery.titles.toFixed(2)} ms, ES title+snippet ` +
+          `${s.cpuMsPerQuery.snippet.toFixed(2)} ms (the JVM)`,
       );
       log(
-        `P targets: service / ES(ids+titles) ≥ 1.0×: ${ok(rb >= 1)}; service p99 ≤ ES(ids+titles) p99: ${ok(s.service.p99 <= s.esTitles.p99)}; service p99 ≤ ES(title+snippet) p99: ${ok(s.service.p99 <= s.esSnippet.p99)}`,
+        `P targets: service / ES(ids+titles) ≥ 1.0×: ${ok(rb >= 1)}; service p99 ≤ ES(ids+titles) p99: ` +
+          `${ok(s.service.p99 <= s.esTitles.p99)}; service p99 ≤ ES(title+snippet) p99: ` +
+          `${ok(s.service.p99 <= s.esSnippet.p99)}`,
       );
       const tag = `${s.docs} docs, ${s.queries} test queries rotating, ${s.rounds.length} rounds summed`;
       rows.push(
         {
           id: 'PEb',
           section: S15,
-          name: `Elasticsearch ${s.esVersion} direct: ids + titles (_source title, no highlight), ${tag}; ${s.hits.titles.toFixed(1)} hits/answer; JVM CPU ${s.cpuMsPerQuery.titles.toFixed(2)} ms/query`,
+          name:
+            `Elasticsearch ${s.esVersion} direct: ids + titles (_source title, no highlight), ${tag}; ` +
+            `${s.hits.titles.toFixed(1)} hits/answer; JVM CPU ${s.cpuMsPerQuery.titles.toFixed(2)} ms/query`,
           result: s.esTitles,
           verdict: 'base',
         },
         {
           id: 'PEa',
           section: S15,
-          name: `Elasticsearch direct: title + one highlighted snippet (240 chars), stemmer ${s.stemmer}; ${s.hits.snippet.toFixed(1)} hits/answer; JVM CPU ${s.cpuMsPerQuery.snippet.toFixed(2)} ms/query`,
+          name:
+            `Elasticsearch direct: title + one highlighted snippet (240 chars), stemmer ${s.stemmer}; ` +
+            `${s.hits.snippet.toFixed(1)} hits/answer; JVM CPU ${s.cpuMsPerQuery.snippet.toFixed(2)} ms/query`,
           result: s.esSnippet,
           verdict: 'base',
         },
         {
           id: 'PS',
           section: S15,
-          name: `service POST /v1/search TEXT limit 10, full answer (embedded engines; ingest to INDEXED ${s.ingestSeconds.toFixed(0)} s); ${s.hits.service.toFixed(1)} hits/answer; CPU ${s.cpuMsPerQuery.service.toFixed(2)} ms/query`,
+          name:
+            `service POST /v1/search TEXT limit 10, full answer (embedded engines; ingest to INDEXED ` +
+            `${s.ingestSeconds.toFixed(0)} s); ${s.hits.service.toFixed(1)} hits/answer; CPU ` +
+            `${s.cpuMsPerQuery.service.toFixed(2)} ms/query`,
           result: s.service,
           target: '≥1.0× PEb, p99 ≤ PEb',
           ratio: { value: rb, vs: 'PEb' },
@@ -1141,7 +1266,9 @@ async function main() {
         {
           id: 'PSa',
           section: S15,
-          name: `  the same service figures against title + snippet (p99 ${s.service.p99.toFixed(1)} vs ${s.esSnippet.p99.toFixed(1)} ms)`,
+          name:
+            `  the same service figures against title + snippet (p99 ${s.service.p99.toFixed(1)} vs ` +
+            `${s.esSnippet.p99.toFixed(1)} ms)`,
           note: x(ra),
           target: 'report',
           ratio: { value: ra, vs: 'PEa' },
@@ -1154,10 +1281,13 @@ async function main() {
       const rc = r.postgres.opsPerSec / r.embedded.opsPerSec;
       const rr = p.reads.cold.opsPerSec / p.reads.hot.opsPerSec;
       log(
-        `P create PostgreSQL / embedded = ${x(rc)} (p99 ${r.postgres.p99.toFixed(1)} vs ${r.embedded.p99.toFixed(1)} ms): ≥1.0× ${ok(rc >= 1)}, PostgreSQL p99 ≤ 60 ms ${ok(r.postgres.p99 <= 60)}`,
+        `P create PostgreSQL / embedded = ${x(rc)} (p99 ${r.postgres.p99.toFixed(1)} vs ` +
+          `${r.embedded.p99.toFixed(1)} ms): ≥1.0× ${ok(rc >= 1)}, PostgreSQL p99 ≤ 60 ms ` +
+          `${ok(r.postgres.p99 <= 60)}`,
       );
       log(
-        `P by-id cold / hot (embedded) = ${x(rr)} (p99 ${p.reads.cold.p99.toFixed(1)} vs ${p.reads.hot.p99.toFixed(1)} ms): ≥0.5× ${ok(rr >= 0.5)}`,
+        `P by-id cold / hot (embedded) = ${x(rr)} (p99 ${p.reads.cold.p99.toFixed(1)} vs ` +
+          `${p.reads.hot.p99.toFixed(1)} ms): ≥0.5× ${ok(rr >= 0.5)}`,
       );
       rows.push(
         {
@@ -1179,14 +1309,18 @@ async function main() {
         {
           id: 'PH',
           section: S15,
-          name: `by-id GET /v1/records/:id hot (${2000}-id working set), embedded, 32 clients (${p.reads.slices} slices)`,
+          name:
+            `by-id GET /v1/records/:id hot (${2000}-id working set), embedded, 32 clients ` +
+            `(${p.reads.slices} slices)`,
           result: p.reads.hot,
           verdict: 'base',
         },
         {
           id: 'PC',
           section: S15,
-          name: `by-id cold (${p.reads.coldIds} ids, each read once; at most BENCH_PEERS_COLD_IDS a slice), slices alternating with PH's`,
+          name:
+            `by-id cold (${p.reads.coldIds} ids, each read once; at most BENCH_PEERS_COLD_IDS a slice), ` +
+            `slices alternating with PH's`,
           result: p.reads.cold,
           target: '≥0.5× PH',
           ratio: { value: rr, vs: 'PH' },
@@ -1196,13 +1330,15 @@ async function main() {
     } else log(`15. Peers records: skipped (${p.recordsSkipped})`);
   }
 
-  // --- Online rebuild (section 11, tests/bench/rebuild.ts): only with BENCH_ONLY=rebuild (a million events take minutes) ---
+  // --- Online rebuild (section 11, tests/bench/rebuild.ts): only with BENCH_ONLY=rebuild (a million events take
+  // minutes) ---
   if (only.has('rebuild')) {
     const databaseUrl = process.env.DATABASE_URL;
     if (!databaseUrl) log('11. Online rebuild: skipped (DATABASE_URL is not set)');
     else {
       const S11 =
-        '11. Online rebuild of the read models (PostgreSQL; projector, query, command processes; reads through the query process)';
+        '11. Online rebuild of the read models (PostgreSQL; projector, query, command processes; reads ' +
+        'through the query process)';
       const f = await benchRebuild({ dir: newDir('rebuild-'), databaseUrl, log });
       const rate = (n: number, s: number): LoadResult => ({
         ops: n,
@@ -1233,7 +1369,9 @@ async function main() {
         {
           id: 'OB2',
           section: S11,
-          name: `online rebuild: ${f.rebuild.events.toLocaleString('en-US')} events replayed into fresh tables and switched (${f.rebuild.state}; live projector paused ${f.rebuild.pausedMs} ms at the switch)`,
+          name:
+            `online rebuild: ${f.rebuild.events.toLocaleString('en-US')} events replayed into fresh tables ` +
+            `and switched (${f.rebuild.state}; live projector paused ${f.rebuild.pausedMs} ms at the switch)`,
           result: rate(f.rebuild.events, f.rebuild.seconds),
           target: 'report',
           ratio: {
@@ -1249,7 +1387,9 @@ async function main() {
           {
             id: `OR${ph[0]}g`,
             section: S11,
-            name: `${ph} the rebuild: GET /v1/records/:id (random of ${n}) through the query process (max ${r.byId.max.toFixed(0)} ms)`,
+            name:
+              `${ph} the rebuild: GET /v1/records/:id (random of ${n}) through the query process (max ` +
+              `${r.byId.max.toFixed(0)} ms)`,
             result: r.byId,
             target: 'report',
             verdict: r.byId.errors ? 'MISS' : 'info',
@@ -1277,10 +1417,14 @@ async function main() {
   }
   if (only.has('records'))
     console.log(
-      `service projection during H creates: ${(projection.events / Math.max(1, projection.batches)).toFixed(1)} events per batch (${projection.batches} batches); 1.0 means every create paid its own append and projection transaction`,
+      `service projection during H creates: ` +
+        `${(projection.events / Math.max(1, projection.batches)).toFixed(1)} events per batch ` +
+        `(${projection.batches} batches); 1.0 means every create paid its own append and projection ` +
+        `transaction`,
     );
   console.log(
-    `load average ${load0[0].toFixed(1)} at start, ${loadavg()[0].toFixed(1)} at end (${cpus().length} CPUs; the load generator shares them with the service)`,
+    `load average ${load0[0].toFixed(1)} at start, ${loadavg()[0].toFixed(1)} at end (${cpus().length} ` +
+      `CPUs; the load generator shares them with the service)`,
   );
 
   let commit: string | undefined;

@@ -117,7 +117,9 @@ export async function benchScripts(): Promise<ScriptBench> {
       if (schema.status !== 201) throw new Error(schema.text);
       const push = await call(k * 4, 'POST', '/v1/scripts', {
         name: 'bench-copy',
-        source: `export default async (input) => { const r = await records.get(input.params.from); await records.patch(input.params.to, { payload: { n: r.payload.n + input.params.i } }); return 1 }`,
+        source:
+          `export default async (input) => { const r = await records.get(input.params.from); await ` +
+          `records.patch(input.params.to, { payload: { n: r.payload.n + input.params.i } }); return 1 }`,
       });
       if (push.status !== 201) throw new Error(push.text);
     }

@@ -97,7 +97,10 @@ const SYL = [
   'yst',
   'zor',
 ];
-/** 20,000 invented words; word i is drawn with probability ∝ 1/(i+1) (Zipf), so posting lists range from huge to singletons. */
+/**
+ * 20,000 invented words; word i is drawn with probability ∝ 1/(i+1) (Zipf), so posting lists range from huge to
+ * singletons.
+ */
 const VOCAB = (() => {
   const r = rng(7);
   const words = new Set<string>();
@@ -124,16 +127,16 @@ const zipfWord = (r: () => number) => {
   return VOCAB[lo];
 };
 const COMMON =
-  'the a of and in to is was for on with as by at from that which it its this their were has have been many most local people town place'.split(
-    ' ',
-  );
+  'the a of and in to is was for on with as by at from that which it its this their were has have been ' +
+  'many most local people town place'.split(' ');
 /** Base passages (the ones that get real embeddings): entity facts in varied templates. */
 export function basePassages(n: number): string[] {
   const t = [
     (e: (typeof ENTITIES)[number]) =>
       `${e.name} is a ${e.kind} in ${e.place}. It is best known for ${e.feature}, and for ${e.resource}.`,
     (e: (typeof ENTITIES)[number]) =>
-      `The history of ${e.name} begins in ${e.year}, when ${e.founder} established the ${e.kind}. Visitors remember ${e.sense}.`,
+      `The history of ${e.name} begins in ${e.year}, when ${e.founder} established the ${e.kind}. ` +
+      `Visitors remember ${e.sense}.`,
     (e: (typeof ENTITIES)[number]) =>
       `For centuries ${e.name} lived from ${e.resource}. The greatest threat has always been ${e.danger}.`,
     (e: (typeof ENTITIES)[number]) =>
@@ -149,7 +152,10 @@ export function basePassages(n: number): string[] {
   for (let i = 0; i < n; i++) out.push(t[Math.floor(i / ENTITIES.length) % t.length](ENTITIES[i % ENTITIES.length]));
   return out;
 }
-/** Passage `i` (~500-700 characters): base passage i % bases.length, then sentences of Zipf vocabulary with common words. */
+/**
+ * Passage `i` (~500-700 characters): base passage i % bases.length, then sentences of Zipf vocabulary with common
+ * words.
+ */
 export function syntheticPassage(i: number, bases: string[]): { text: string; base: number } {
   const r = rng(1000 + i);
   const base = i % bases.length;
@@ -165,7 +171,9 @@ export function syntheticPassage(i: number, bases: string[]): { text: string; ba
   return { text: text.slice(0, 700), base };
 }
 
-/** Real embeddings of the base passages, cached in .cache by text hash (they are inputs to the load, not measurements). */
+/**
+ * Real embeddings of the base passages, cached in .cache by text hash (they are inputs to the load, not measurements).
+ */
 export async function baseVectors(
   embedder: BuiltinEmbedder,
   bases: string[],
@@ -177,7 +185,9 @@ export async function baseVectors(
   const t0 = performance.now();
   const v = await embedder.embed(bases);
   log(
-    `embedded ${bases.length} base passages with the built-in model in ${((performance.now() - t0) / 1000).toFixed(1)} s (${(bases.length / ((performance.now() - t0) / 1000)).toFixed(1)}/s)`,
+    `embedded ${bases.length} base passages with the built-in model in ` +
+      `${((performance.now() - t0) / 1000).toFixed(1)} s ` +
+      `(${(bases.length / ((performance.now() - t0) / 1000)).toFixed(1)}/s)`,
   );
   mkdirSync(join(ROOT, '.cache'), { recursive: true });
   writeFileSync(file, JSON.stringify(v));
@@ -227,7 +237,8 @@ async function indexingThroughput(
   const writeSeconds = (performance.now() - t0) / 1000;
   const statuses: Record<string, number> = {};
   const deadline = performance.now() + 600_000;
-  // Every id until it leaves PENDING_INDEX (the projector goes in log order, so this is mostly waiting on the last ones).
+  // Every id until it leaves PENDING_INDEX (the projector goes in log order, so this is mostly waiting on the last
+  // ones).
   for (const id of ids) {
     for (;;) {
       const res = await pool.request({
@@ -275,7 +286,8 @@ export async function loadDirect(
     let pendingRows: VectorRow[] = [];
     const flushVectors = async () => {
       if (!pendingRows.length) return;
-      // The adapter's own table write (replaceItem minus its per-item delete, which would cost one Lance version per item).
+      // The adapter's own table write (replaceItem minus its per-item delete, which would cost one Lance version per
+      // item).
       await vectors.add(pendingRows);
       pendingRows = [];
     };
@@ -346,11 +358,17 @@ export async function loadDirect(
 // --- (c) search over HTTP and raw ---------------------------------------------------------------------
 export type Mode = 'TEXT' | 'SEMANTIC' | 'HYBRID';
 export const MODES: Mode[] = ['TEXT', 'SEMANTIC', 'HYBRID'];
-/** Modes measured again with cold queries: every text new, so no query-vector cache can answer (the model runs per request). */
+/**
+ * Modes measured again with cold queries: every text new, so no query-vector cache can answer (the model runs per
+ * request).
+ */
 export const COLD_MODES = ['SEMANTIC', 'HYBRID'] as const;
 export type ColdMode = (typeof COLD_MODES)[number];
 const queryOf = (seq: number) => QUERIES[seq % QUERIES.length].q;
-/** Never-seen query texts: a rotating query plus a token unique in this run (matching no passage, so the keyword leg's work is unchanged). */
+/**
+ * Never-seen query texts: a rotating query plus a token unique in this run (matching no passage, so the keyword leg's
+ * work is unchanged).
+ */
 let coldSeq = 0;
 const coldQuery = (seq: number) => `${queryOf(seq)} q${++coldSeq}x`;
 
@@ -443,7 +461,9 @@ export interface RawResults {
   cache: QueryCacheStats;
   /** Texts per model call over the cold and EMBED runs (the micro-batcher at work). */
   textsPerModelCall: number;
-  /** Time to count the SQL search's term statistics again (the service keeps none on PGlite; not measured in the runs). */
+  /**
+   * Time to count the SQL search's term statistics again (the service keeps none on PGlite; not measured in the runs).
+   */
   recountMs: number;
 }
 
@@ -530,7 +550,10 @@ export interface SearchTier {
   upkeep: MaintainReport;
   http: Record<Mode, HttpResult>;
   httpCold: Record<ColdMode, HttpResult>;
-  /** Share of the rotating HTTP queries the service's query-vector cache answered: all but the first sight of each of the 48 texts (warm-up included). */
+  /**
+   * Share of the rotating HTTP queries the service's query-vector cache answered: all but the first sight of each of
+   * the 48 texts (warm-up included).
+   */
   httpCacheHitRate: number;
   raw: RawResults;
   /** POST /v1/rag (16 clients, rotating queries): time to the first content_delta, and the whole stream. */
@@ -563,7 +586,9 @@ export async function benchSearch(
     schemaId = JSON.parse(st).id;
     indexing = await indexingThroughput(svc, pool, headers, o.indexRecords, bases);
     o.log(
-      `S0 indexing: ${indexing.records} records (1 passage each) written in ${indexing.writeSeconds.toFixed(1)} s, all settled in ${indexing.toIndexedSeconds.toFixed(1)} s: ${indexing.chunksPerSec.toFixed(1)} chunks/s ${JSON.stringify(indexing.statuses)}`,
+      `S0 indexing: ${indexing.records} records (1 passage each) written in ` +
+        `${indexing.writeSeconds.toFixed(1)} s, all settled in ${indexing.toIndexedSeconds.toFixed(1)} s: ` +
+        `${indexing.chunksPerSec.toFixed(1)} chunks/s ${JSON.stringify(indexing.statuses)}`,
     );
   } finally {
     await pool.close();
@@ -582,10 +607,13 @@ export async function benchSearch(
       vectors: vecs,
     });
     o.log(
-      `loaded ${(size - indexing.records - have).toLocaleString('en-US')} passages through the adapters at ${Math.round(loadPerSec)}/s (service stopped)`,
+      `loaded ${(size - indexing.records - have).toLocaleString('en-US')} passages through the adapters ` +
+        `at ${Math.round(loadPerSec)}/s (service stopped)`,
     );
     o.log(
-      `vector index upkeep on ${upkeep.rows.toLocaleString('en-US')} rows: ${upkeep.action}${upkeep.partitions ? ` (${upkeep.partitions} partition(s))` : ''} in ${(upkeep.ms / 1000).toFixed(1)} s`,
+      `vector index upkeep on ${upkeep.rows.toLocaleString('en-US')} rows: ` +
+        `${upkeep.action}${upkeep.partitions ? ` (${upkeep.partitions} partition(s))` : ''} in ` +
+        `${(upkeep.ms / 1000).toFixed(1)} s`,
     );
     have = size - indexing.records;
     svc = await startHttpService(dataDir);
@@ -619,7 +647,8 @@ export async function benchSearch(
       await svc.stop();
     }
     const line = (r: HttpResult) =>
-      `p50 ${r.p50.toFixed(1)} p99 ${r.p99.toFixed(1)} ms, ${Math.round(r.opsPerSec)}/s, ${r.hits} results/page${stealNote(r.steal)}${r.clientGc ? `, load generator GC ${Math.round(r.clientGc.ms)} ms (longest ${r.clientGc.max.toFixed(1)})` : ''}${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''}`;
+      `p50 ${r.p50.toFixed(1)} p99 ${r.p99.toFixed(1)} ms, ${Math.round(r.opsPerSec)}/s, ${r.hits} ` +
+      `results/page${stealNote(r.steal)}${r.clientGc ? `, load generator GC ${Math.round(r.clientGc.ms)} ms (longest ${r.clientGc.max.toFixed(1)})` : ''}${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''}`;
     for (const m of MODES)
       o.log(`${size} HTTP ${m} (rotating queries, cached query vectors): ${line(http.rotating[m])}`);
     for (const m of COLD_MODES)
@@ -628,27 +657,37 @@ export async function benchSearch(
     const empty = MODES.filter((m) => http.rotating[m].hits === 0);
     if (empty.length)
       throw new Error(
-        `${size}-passage tier: ${empty.join(', ')} answered 0 results/page; the passages loaded are not searchable by the service`,
+        `${size}-passage tier: ${empty.join(', ')} answered 0 results/page; the passages loaded are not ` +
+          `searchable by the service`,
       );
-    // Every rotating SEMANTIC/HYBRID request (warm-up included) after the first sight of each of the 48 texts was a cache hit (capacity ≫ 48).
+    // Every rotating SEMANTIC/HYBRID request (warm-up included) after the first sight of each of the 48 texts was a
+    // cache hit (capacity ≫ 48).
     const sent = http.sent.SEMANTIC + http.sent.HYBRID;
     const httpCacheHitRate = Math.max(0, (sent - Math.min(sent, QUERIES.length)) / Math.max(1, sent));
     const raw = await rawSearch(dataDir, o.timing, live);
     o.log(
-      `${size} raw TEXT: the SQL search's term statistics counted from the stored passages in ${(raw.recountMs / 1000).toFixed(1)} s (not measured below)`,
+      `${size} raw TEXT: the SQL search's term statistics counted from the stored passages in ` +
+        `${(raw.recountMs / 1000).toFixed(1)} s (not measured below)`,
     );
     for (const m of ['TEXT', 'SEMANTIC', 'HYBRID', 'SEMANTIC_COLD', 'HYBRID_COLD', 'VECTOR', 'EMBED'] as const)
       o.log(
-        `${size} raw ${m}: p50 ${raw.runs[m].p50.toFixed(1)} p99 ${raw.runs[m].p99.toFixed(1)} ms, ${Math.round(raw.runs[m].opsPerSec)}/s`,
+        `${size} raw ${m}: p50 ${raw.runs[m].p50.toFixed(1)} p99 ${raw.runs[m].p99.toFixed(1)} ms, ` +
+          `${Math.round(raw.runs[m].opsPerSec)}/s`,
       );
     const c = raw.cache;
     o.log(
-      `${size} query-vector cache: raw rotating runs ${c.hits} hits, ${c.joined} joined, ${c.misses} misses (${((100 * (c.hits + c.joined)) / Math.max(1, c.hits + c.joined + c.misses)).toFixed(1)}% answered without a model call); ` +
-        `HTTP rotating ≈${(100 * httpCacheHitRate).toFixed(1)}%, HTTP cold 0% by construction; ${raw.textsPerModelCall.toFixed(1)} texts per model call (cold + EMBED runs)`,
+      `${size} query-vector cache: raw rotating runs ${c.hits} hits, ${c.joined} joined, ${c.misses} ` +
+        `misses (${((100 * (c.hits + c.joined)) / Math.max(1, c.hits + c.joined + c.misses)).toFixed(1)}% ` +
+        `answered without a model call); ` +
+        `HTTP rotating ≈${(100 * httpCacheHitRate).toFixed(1)}%, HTTP cold 0% by construction; ` +
+        `${raw.textsPerModelCall.toFixed(1)} texts per model call (cold + EMBED runs)`,
     );
     if (rag)
       o.log(
-        `${size} HTTP RAG (HYBRID, limit 10, built-in model): first content_delta p50 ${rag.firstDelta.p50.toFixed(1)} p99 ${rag.firstDelta.p99.toFixed(1)} ms; whole stream p50 ${rag.whole.p50.toFixed(1)} p99 ${rag.whole.p99.toFixed(1)} ms, ${Math.round(rag.whole.opsPerSec)}/s`,
+        `${size} HTTP RAG (HYBRID, limit 10, built-in model): first content_delta p50 ` +
+          `${rag.firstDelta.p50.toFixed(1)} p99 ${rag.firstDelta.p99.toFixed(1)} ms; whole stream p50 ` +
+          `${rag.whole.p50.toFixed(1)} p99 ${rag.whole.p99.toFixed(1)} ms, ` +
+          `${Math.round(rag.whole.opsPerSec)}/s`,
       );
     tiers.push({
       chunks: size,

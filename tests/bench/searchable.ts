@@ -12,9 +12,10 @@ import { stealNote } from './steal';
  *  (a) Record create over HTTP (32 connections) on a schema with one searchable text field (`indexMode` TEXT)
  *      against the same schema with nothing searchable (NONE), each a fresh service, alternating over rounds.
  *  (b) Write -> INDEXED: TEXT records written at a steady rate (open loop, BENCH_INDEX_RATE per second, default
- *      200), observed in write order by one reader until each `indexStatus` is INDEXED; latency from the create's answer.
- *      The service is fresh: the first BENCH_INDEX_WARMUP_SECONDS (2) of writes are its start (JIT, first statements:
- *      at 200/s the first ~40 creates queued for up to 0.3-0.7 s) and are reported apart, not in the steady figures.
+ *      200), observed in write order by one reader until each `indexStatus` is INDEXED; latency from the create's
+ *      answer. The service is fresh: the first BENCH_INDEX_WARMUP_SECONDS (2) of writes are its start (JIT, first
+ *      statements: at 200/s the first ~40 creates queued for up to 0.3-0.7 s) and are reported apart, not in the steady
+ *      figures.
  *  (c) Reads while an indexing backlog drains: get by id, exact lookup and TEXT search on two services holding the
  *      same records, one of them also with BENCH_BACKLOG (default 5,000) HYBRID records, written to another context
  *      of the tenant, waiting for their embeddings (paced while requests keep the service busy, so the backlog
@@ -133,7 +134,9 @@ async function createRounds(
         const r = await createLoop(c, noteSchema(mode).typeName, t);
         got[mode === 'NONE' ? 'none' : 'text'] = r;
         log(
-          `W${i + 1} create, ${mode.padEnd(4)} schema: ${Math.round(r.opsPerSec)} ops/s, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms (${r.ops} ops${stealNote(r.steal)}${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''})`,
+          `W${i + 1} create, ${mode.padEnd(4)} schema: ${Math.round(r.opsPerSec)} ops/s, p50 ` +
+            `${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms (${r.ops} ` +
+            `ops${stealNote(r.steal)}${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''})`,
         );
       } finally {
         await c.close();
@@ -363,7 +366,8 @@ async function readsDuringBacklog(
   await settled(q.c);
   const pendingAtStart = (await readiness(b.c)).note;
   log(
-    `B backlog of ${made} HYBRID records written in ${writeSeconds.toFixed(1)} s; pending vector work at start: ${pendingAtStart}`,
+    `B backlog of ${made} HYBRID records written in ${writeSeconds.toFixed(1)} s; pending vector work at ` +
+      `start: ${pendingAtStart}`,
   );
 
   // Each service reads every record and page of the mixes once before the slices, so they measure the steady
@@ -413,8 +417,10 @@ async function readsDuringBacklog(
   }
   const pendingAtEnd = (await readiness(b.c)).note;
   log(
-    `B CPU of the backlog service in its ${spent.seconds.toFixed(1)} s of reads (warm-ups included): its own process ${spent.service.toFixed(1)} s, ` +
-      `its model processes ${spent.children.toFixed(1)} s (${((100 * spent.children) / spent.seconds).toFixed(0)} % of a core)`,
+    `B CPU of the backlog service in its ${spent.seconds.toFixed(1)} s of reads (warm-ups included): its ` +
+      `own process ${spent.service.toFixed(1)} s, ` +
+      `its model processes ${spent.children.toFixed(1)} s ` +
+      `(${((100 * spent.children) / spent.seconds).toFixed(0)} % of a core)`,
   );
   return { reads, backlog: { records: made, writeSeconds, pendingAtStart, pendingAtEnd } };
 }
@@ -459,7 +465,8 @@ export async function benchSearchable(o: {
   const env = { ...(o.childEnv ?? {}), EDGE_RATE_LIMIT_PER_MINUTE: '0' };
   const create = await createRounds(o.newDir, o.timing, o.rounds, env, o.log);
   o.log(
-    `W TEXT / NONE create: ${Math.round(create.text.opsPerSec)} / ${Math.round(create.none.opsPerSec)} ops/s = ${create.ratio.toFixed(2)}; TEXT p99 ${create.text.p99.toFixed(1)} ms`,
+    `W TEXT / NONE create: ${Math.round(create.text.opsPerSec)} / ${Math.round(create.none.opsPerSec)} ` +
+      `ops/s = ${create.ratio.toFixed(2)}; TEXT p99 ${create.text.p99.toFixed(1)} ms`,
   );
 
   const svc = await startHttpService(o.newDir('searchable-indexed-'), env);
@@ -469,8 +476,12 @@ export async function benchSearchable(o: {
     await createSchema(c, 'TEXT');
     indexed = await writeToIndexed(c, o.rate, o.rateSeconds, o.rateWarmupSeconds);
     o.log(
-      `I write -> INDEXED at ${indexed.rate}/s (achieved ${indexed.achieved.toFixed(0)}/s, ${indexed.written} written, ${indexed.indexed} indexed, ${indexed.failed} failed): p50 ${indexed.p50.toFixed(0)} ms, p99 ${indexed.p99.toFixed(0)} ms, max ${indexed.max.toFixed(0)} ms; create p99 ${indexed.createP99.toFixed(1)} ms` +
-        `; the first ${indexed.cold.seconds} s after start (${indexed.cold.writes} writes, not counted): p99 ${indexed.cold.p99.toFixed(0)} ms, create p99 ${indexed.cold.createP99.toFixed(1)} ms`,
+      `I write -> INDEXED at ${indexed.rate}/s (achieved ${indexed.achieved.toFixed(0)}/s, ` +
+        `${indexed.written} written, ${indexed.indexed} indexed, ${indexed.failed} failed): p50 ` +
+        `${indexed.p50.toFixed(0)} ms, p99 ${indexed.p99.toFixed(0)} ms, max ${indexed.max.toFixed(0)} ms; ` +
+        `create p99 ${indexed.createP99.toFixed(1)} ms` +
+        `; the first ${indexed.cold.seconds} s after start (${indexed.cold.writes} writes, not counted): ` +
+        `p99 ${indexed.cold.p99.toFixed(0)} ms, create p99 ${indexed.cold.createP99.toFixed(1)} ms`,
     );
   } catch (e) {
     console.error(svc.output().slice(-4000));
@@ -487,7 +498,10 @@ export async function benchSearchable(o: {
     const r = await readsDuringBacklog(q, b, o.timing, o.backlog, o.slices, o.log);
     for (const x of r.reads)
       o.log(
-        `R ${x.name}: quiet ${Math.round(x.quiet.opsPerSec)} ops/s p99 ${x.quiet.p99.toFixed(1)} ms; during backlog ${Math.round(x.backlog.opsPerSec)} ops/s p99 ${x.backlog.p99.toFixed(1)} ms (${(x.backlog.opsPerSec / x.quiet.opsPerSec).toFixed(2)}× throughput, ${(x.backlog.p99 / x.quiet.p99).toFixed(2)}× p99)`,
+        `R ${x.name}: quiet ${Math.round(x.quiet.opsPerSec)} ops/s p99 ${x.quiet.p99.toFixed(1)} ms; ` +
+          `during backlog ${Math.round(x.backlog.opsPerSec)} ops/s p99 ${x.backlog.p99.toFixed(1)} ms ` +
+          `(${(x.backlog.opsPerSec / x.quiet.opsPerSec).toFixed(2)}× throughput, ` +
+          `${(x.backlog.p99 / x.quiet.p99).toFixed(2)}× p99)`,
       );
     o.log(`B pending vector work at the end of the reads: ${r.backlog.pendingAtEnd}`);
     return { create, indexed, ...r };

@@ -176,7 +176,10 @@ const simError = (truth: VectorHit[][], got: VectorHit[][]) => {
   });
   return worst;
 };
-/** How much worse, in exact cosine similarity, the ANN top-10 is than the exact top-10: largest gap at rank 10 over the queries. */
+/**
+ * How much worse, in exact cosine similarity, the ANN top-10 is than the exact top-10: largest gap at rank 10 over the
+ * queries.
+ */
 const top10Gap = (truth: VectorHit[][], got: VectorHit[][]) => {
   let worst = 0;
   truth.forEach((tr, i) => {
@@ -193,7 +196,8 @@ const exact = (q: number[], t = T) => idx.search({ ...t, vector: q, limit: LIMIT
 const flat = await serial((q) => exact(q));
 const flatC = await concurrent((q) => exact(q));
 log(
-  `flat (exact): one at a time p50 ${fmt(flat.p50)} ms; 16 clients p50 ${fmt(flatC.p50)} p99 ${fmt(flatC.p99)} ms, ${Math.round(flatC.opsPerSec)}/s`,
+  `flat (exact): one at a time p50 ${fmt(flat.p50)} ms; 16 clients p50 ${fmt(flatC.p50)} p99 ` +
+    `${fmt(flatC.p99)} ms, ${Math.round(flatC.opsPerSec)}/s`,
 );
 const smallTruth: VectorHit[][] = [];
 const ts0 = performance.now();
@@ -212,7 +216,8 @@ const smallExactMs = (performance.now() - ts0) / queryVecs.length;
   const h = await serial(async (q) => (await page(q), []));
   const hc = await concurrent(page);
   log(
-    `hydrate a page of 20 hits from LanceDB: one at a time p50 ${fmt(h.p50)} ms; 16 clients p50 ${fmt(hc.p50)} p99 ${fmt(hc.p99)} ms, ${Math.round(hc.opsPerSec)}/s`,
+    `hydrate a page of 20 hits from LanceDB: one at a time p50 ${fmt(h.p50)} ms; 16 clients p50 ` +
+      `${fmt(hc.p50)} p99 ${fmt(hc.p99)} ms, ${Math.round(hc.opsPerSec)}/s`,
   );
 }
 
@@ -234,8 +239,11 @@ if (memGrid.length) {
   const st = mem.stats;
   const heap1 = process.memoryUsage();
   log(
-    `memory index: loaded ${st.rows} vectors in ${(loadMs / 1000).toFixed(2)} s; vectors + codes ${(st.bytes / 2 ** 20).toFixed(1)} MiB (${Math.round(st.bytes / st.rows)} B/vector incl. spare capacity), texts ${(st.textBytes / 2 ** 20).toFixed(1)} MiB (UTF-8, outside the heap); ` +
-      `process heap +${((heap1.heapUsed - heap0.heapUsed) / 2 ** 20).toFixed(1)} MiB, arrayBuffers +${((heap1.arrayBuffers - heap0.arrayBuffers) / 2 ** 20).toFixed(1)} MiB`,
+    `memory index: loaded ${st.rows} vectors in ${(loadMs / 1000).toFixed(2)} s; vectors + codes ` +
+      `${(st.bytes / 2 ** 20).toFixed(1)} MiB (${Math.round(st.bytes / st.rows)} B/vector incl. spare ` +
+      `capacity), texts ${(st.textBytes / 2 ** 20).toFixed(1)} MiB (UTF-8, outside the heap); ` +
+      `process heap +${((heap1.heapUsed - heap0.heapUsed) / 2 ** 20).toFixed(1)} MiB, arrayBuffers ` +
+      `+${((heap1.arrayBuffers - heap0.arrayBuffers) / 2 ** 20).toFixed(1)} MiB`,
   );
   for (const [nprobes, minCandidates, refine = MEMORY_VECTOR_DEFAULTS.refine] of memGrid) {
     Object.assign(mem.settings, { nprobes, minCandidates, refine });
@@ -245,8 +253,14 @@ if (memGrid.length) {
     const small: VectorHit[][] = [];
     for (const q of queryVecs) small.push(await f(q, SMALL[0]));
     log(
-      `memory nprobes ${nprobes}, ≥ ${minCandidates} rows, refine ${refine || 'off (float32 only)'}: recall@10 ${recall(flat.answers, s.answers, 10).toFixed(3)} recall@100 ${recall(flat.answers, s.answers, 100).toFixed(3)}, max similarity error ${simError(flat.answers, s.answers).toFixed(6)}, top-10 gap ${top10Gap(flat.answers, s.answers).toFixed(4)}; ` +
-        `one at a time p50 ${fmt(s.p50)} p99 ${fmt(s.p99)} ms; 16 clients p50 ${fmt(c.p50)} p99 ${fmt(c.p99)} ms, ${Math.round(c.opsPerSec)}/s; small tenant recall@10 ${recall(smallTruth, small, 10).toFixed(3)}`,
+      `memory nprobes ${nprobes}, ≥ ${minCandidates} rows, refine ${refine || 'off (float32 only)'}: ` +
+        `recall@10 ${recall(flat.answers, s.answers, 10).toFixed(3)} recall@100 ` +
+        `${recall(flat.answers, s.answers, 100).toFixed(3)}, max similarity error ` +
+        `${simError(flat.answers, s.answers).toFixed(6)}, top-10 gap ` +
+        `${top10Gap(flat.answers, s.answers).toFixed(4)}; ` +
+        `one at a time p50 ${fmt(s.p50)} p99 ${fmt(s.p99)} ms; 16 clients p50 ${fmt(c.p50)} p99 ` +
+        `${fmt(c.p99)} ms, ${Math.round(c.opsPerSec)}/s; small tenant recall@10 ` +
+        `${recall(smallTruth, small, 10).toFixed(3)}`,
     );
   }
   const pageOf = (q: number[]) =>
@@ -258,11 +272,13 @@ if (memGrid.length) {
     );
   const hm = await concurrent(pageOf);
   log(
-    `memory hydrate, a page of 20 hits: 16 clients p50 ${fmt(hm.p50)} p99 ${fmt(hm.p99)} ms, ${Math.round(hm.opsPerSec)}/s`,
+    `memory hydrate, a page of 20 hits: 16 clients p50 ${fmt(hm.p50)} p99 ${fmt(hm.p99)} ms, ` +
+      `${Math.round(hm.opsPerSec)}/s`,
   );
   const ex = await serial((q) => mem.search({ ...T, vector: q, limit: LIMIT, exact: true, text: false }));
   log(
-    `memory exact (every row scored): recall@100 ${recall(flat.answers, ex.answers, 100).toFixed(3)}, one at a time p50 ${fmt(ex.p50)} ms`,
+    `memory exact (every row scored): recall@100 ${recall(flat.answers, ex.answers, 100).toFixed(3)}, one ` +
+      `at a time p50 ${fmt(ex.p50)} ms`,
   );
   mem.unload();
 }
@@ -287,9 +303,15 @@ for (const [nprobes, refine, ef] of grid) {
   const smallMs = (performance.now() - ts) / queryVecs.length;
   const shortSmall = small.filter((a) => a.length < Math.min(LIMIT, SMALL_ROWS)).length;
   log(
-    `${kind} nprobes ${nprobes} refine ${refine} ef ${ef}×limit: recall@10 ${recall(flat.answers, s.answers, 10).toFixed(3)} recall@100 ${recall(flat.answers, s.answers, 100).toFixed(3)}, max similarity error ${simError(flat.answers, s.answers).toFixed(4)}, top-10 gap ${top10Gap(flat.answers, s.answers).toFixed(4)}; ` +
-      `one at a time p50 ${fmt(s.p50)} ms; 16 clients p50 ${fmt(c.p50)} p99 ${fmt(c.p99)} ms, ${Math.round(c.opsPerSec)}/s; ` +
-      `small tenant (${SMALL_ROWS} rows): recall@10 ${recall(smallTruth, small, 10).toFixed(3)}, ${shortSmall} short answers, ${fmt(smallMs)} ms/query (exact: ${fmt(smallExactMs)})`,
+    `${kind} nprobes ${nprobes} refine ${refine} ef ${ef}×limit: recall@10 ` +
+      `${recall(flat.answers, s.answers, 10).toFixed(3)} recall@100 ` +
+      `${recall(flat.answers, s.answers, 100).toFixed(3)}, max similarity error ` +
+      `${simError(flat.answers, s.answers).toFixed(4)}, top-10 gap ` +
+      `${top10Gap(flat.answers, s.answers).toFixed(4)}; ` +
+      `one at a time p50 ${fmt(s.p50)} ms; 16 clients p50 ${fmt(c.p50)} p99 ${fmt(c.p99)} ms, ` +
+      `${Math.round(c.opsPerSec)}/s; ` +
+      `small tenant (${SMALL_ROWS} rows): recall@10 ${recall(smallTruth, small, 10).toFixed(3)}, ` +
+      `${shortSmall} short answers, ${fmt(smallMs)} ms/query (exact: ${fmt(smallExactMs)})`,
   );
 }
 await idx.close();

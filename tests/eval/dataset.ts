@@ -53,7 +53,10 @@ export function loadQrels(dir: string, split: string): Map<string, Map<string, n
   return out;
 }
 
-/** The text a document is ingested with: BEIR indexes title + body, and our service never indexes a document's title (docs/search.md), so the title leads the body as its own paragraph. */
+/**
+ * The text a document is ingested with: BEIR indexes title + body, and our service never indexes a document's title
+ * (docs/search.md), so the title leads the body as its own paragraph.
+ */
 export const documentText = (d: CorpusDoc, titleInText = true): string =>
   titleInText && d.title.trim() ? `${d.title.trim()}\n\n${d.text}` : d.text;
 

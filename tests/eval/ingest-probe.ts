@@ -1,5 +1,6 @@
 /**
- * `npx tsx tests/eval/ingest-probe.ts --url <base URL> --key <root key> [--rate 5] [--until-file F] [--max-min 30] [--index-mode HYBRID|TEXT]`
+ * `npx tsx tests/eval/ingest-probe.ts --url <base URL> --key <root key> [--rate 5] [--until-file F] [--max-min 30]
+ * [--index-mode HYBRID|TEXT]`
  *
  * The HTTP path while a bulk ingest indexes (issue 16): creates one small HYBRID record every 1/rate s
  * through POST /v1/records (a schema of its own, created first), from this separate process (client-side
@@ -36,7 +37,8 @@ const pct = (xs: number[], p: number) => {
   return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] : NaN;
 };
 const fmt = (xs: number[]) =>
-  `n ${xs.length}, p50 ${pct(xs, 50).toFixed(0)} ms, p95 ${pct(xs, 95).toFixed(0)} ms, p99 ${pct(xs, 99).toFixed(0)} ms, max ${Math.max(...xs).toFixed(0)} ms`;
+  `n ${xs.length}, p50 ${pct(xs, 50).toFixed(0)} ms, p95 ${pct(xs, 95).toFixed(0)} ms, p99 ` +
+  `${pct(xs, 99).toFixed(0)} ms, max ${Math.max(...xs).toFixed(0)} ms`;
 
 const typeName = `Probe_${Date.now().toString(36)}`;
 const ctx = await post('/v1/contexts', { name: `ingest probe ${typeName}` });

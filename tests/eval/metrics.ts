@@ -60,7 +60,10 @@ export interface Evaluation {
   perQuery: Record<string, { ndcg10: number; recall100: number }>;
 }
 
-/** Mean nDCG@10 and Recall@100 of `runs` (query id → ranking) over every judged query of `qrels` (a missing run scores 0). */
+/**
+ * Mean nDCG@10 and Recall@100 of `runs` (query id → ranking) over every judged query of `qrels` (a missing run scores
+ * 0).
+ */
 export function evaluate(
   runs: ReadonlyMap<string, readonly string[]>,
   qrels: ReadonlyMap<string, Judgments>,

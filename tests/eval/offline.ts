@@ -49,12 +49,19 @@ let pgPromise: Promise<PGlite> | undefined;
 const pglite = () =>
   (pgPromise ??= (async () => {
     const db = await PGlite.create({});
-    await db.exec(`
-      CREATE TEXT SEARCH DICTIONARY english_stem_nostop (TEMPLATE = snowball, Language = english);
+    await db.exec(
+      `
+      CREATE TEXT SEARCH DICTIONARY english_stem_nostop (TEMPLATE = snowball, Language = ` +
+        `english);
       CREATE TEXT SEARCH CONFIGURATION english_nostop (COPY = english);
-      ALTER TEXT SEARCH CONFIGURATION english_nostop ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part WITH english_stem_nostop;
-      CREATE TEXT SEARCH CONFIGURATION english_parts (COPY = english);
-      ALTER TEXT SEARCH CONFIGURATION english_parts DROP MAPPING FOR asciihword, hword, numhword;`);
+      ALTER TEXT ` +
+        `SEARCH CONFIGURATION english_nostop ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, ` +
+        `hword, hword_part WITH english_stem_nostop;
+      CREATE TEXT SEARCH CONFIGURATION english_parts ` +
+        `(COPY = english);
+      ALTER TEXT SEARCH CONFIGURATION english_parts DROP MAPPING FOR asciihword, ` +
+        `hword, numhword;`,
+    );
     return db;
   })());
 
@@ -90,7 +97,8 @@ async function bags(texts: string[], cfg: Analyzer): Promise<Bag[]> {
 async function queryLexemes(texts: string[], cfg: Analyzer): Promise<string[][]> {
   const db = await pglite();
   const { rows } = await db.query<{ i: number; lexeme: string; p: number }>(
-    `SELECT t.i::int AS i, u.lexeme, p FROM unnest($1::text[]) WITH ORDINALITY t(txt, i), unnest(to_tsvector('${cfg}'::regconfig, t.txt)) u, unnest(u.positions) p ORDER BY 1, 3`,
+    `SELECT t.i::int AS i, u.lexeme, p FROM unnest($1::text[]) WITH ORDINALITY t(txt, i), ` +
+      `unnest(to_tsvector('${cfg}'::regconfig, t.txt)) u, unnest(u.positions) p ORDER BY 1, 3`,
     [texts],
   );
   const out: string[][] = texts.map(() => []);
@@ -267,7 +275,8 @@ async function main() {
   const base: UnitSpec = { chunk: 700, title: 'lead' };
   if (exps.has('bm25') || exps.has('baseline')) {
     console.log(
-      '## the engine as it is (english, 700-char passages, title leads the text, k1 1.2 b 0.75, best passage of top 300)',
+      '## the engine as it is (english, 700-char passages, title leads the text, k1 1.2 b 0.75, best ' +
+        'passage of top 300)',
     );
     const r = await runBm25(base, { k1: 1.2, b: 0.75 });
     row(`baseline (${r.units} passages)`, r);
@@ -442,7 +451,8 @@ async function embedCached(texts: string[], tag: string): Promise<Vec[]> {
   for (let i = 0; i < texts.length; i += 64) {
     out.push(...(await e.embed(texts.slice(i, i + 64), { purpose })));
     process.stderr.write(
-      `\rembedding ${tag}: ${out.length}/${texts.length} (${(out.length / ((performance.now() - t0) / 1000)).toFixed(1)}/s)`,
+      `\rembedding ${tag}: ${out.length}/${texts.length} ` +
+        `(${(out.length / ((performance.now() - t0) / 1000)).toFixed(1)}/s)`,
     );
   }
   process.stderr.write('\n');
@@ -721,7 +731,8 @@ async function finalFigures() {
     const mu = d.reduce((x, y) => x + y, 0) / d.length;
     const se = Math.sqrt(d.reduce((x, y) => x + (y - mu) ** 2, 0) / (d.length - 1) / d.length);
     console.log(
-      `  paired: ${b} − ${a}: ${mu >= 0 ? '+' : ''}${mu.toFixed(3)} ± ${se.toFixed(3)} (1 s.e.; ${d.filter((x) => x > 0).length} up, ${d.filter((x) => x < 0).length} down)`,
+      `  paired: ${b} − ${a}: ${mu >= 0 ? '+' : ''}${mu.toFixed(3)} ± ${se.toFixed(3)} (1 s.e.; ` +
+        `${d.filter((x) => x > 0).length} up, ${d.filter((x) => x < 0).length} down)`,
     );
   };
   const base = configs[0][0];

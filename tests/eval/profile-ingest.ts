@@ -1,14 +1,15 @@
 /**
- * `tsx tests/eval/profile-ingest.ts --dataset <dir> [--docs 600] [--concurrency 8] [--index-mode HYBRID|TEXT] [--per-item]`
+ * `tsx tests/eval/profile-ingest.ts --dataset <dir> [--docs 600] [--concurrency 8] [--index-mode HYBRID|TEXT]
+ * [--per-item]`
  *
  * Where the time of a document ingest goes (issue 7): the whole service in this process on a
  * fresh temporary DATA_DIR, the first `--docs` corpus documents POSTed as inline HYBRID
  * documents (as tests/eval/search.ts does), then the search projector is timed stage by
  * stage (embedder, vector writes, text leg, catalogue, outcome appends, document loads)
  * until it has caught up with the log. ELASTICSEARCH_URL passes through (keyword leg on Elasticsearch);
- * --per-item takes the batched index writes away (the indexer's path before issue 7). Wall-clock figures; the stages overlap nothing
- * inside the projector (it is sequential), but the HTTP writes and the other projectors
- * share the CPU while the documents are being written.
+ * --per-item takes the batched index writes away (the indexer's path before issue 7). Wall-clock figures; the stages
+ * overlap nothing inside the projector (it is sequential), but the HTTP writes and the other projectors share the CPU
+ * while the documents are being written.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -64,7 +65,8 @@ async function main() {
   );
   const ix = service.searchIndexer!;
   const e = ix.engines;
-  // --per-item: the indexer's old path (a LanceDB delete + add, and a text-index write, per item), for before/after figures.
+  // --per-item: the indexer's old path (a LanceDB delete + add, and a text-index write, per item), for before/after
+  // figures.
   if (args['per-item']) {
     (e.vectors as { replaceItems?: unknown }).replaceItems = undefined;
     (e.text as { replaceItems?: unknown }).replaceItems = undefined;
@@ -122,11 +124,13 @@ async function main() {
     process.stderr.write(`indexer at ${ix.current}/${head}, ${((performance.now() - t0) / 1000).toFixed(0)} s\n`);
   const total = (performance.now() - t0) / 1000;
   console.log(
-    `${docs.length} documents: written in ${written.toFixed(1)} s, indexed after ${total.toFixed(1)} s (${(docs.length / total).toFixed(1)} docs/s); batches ${ix.stats.batches}, events ${ix.stats.events}`,
+    `${docs.length} documents: written in ${written.toFixed(1)} s, indexed after ${total.toFixed(1)} s ` +
+      `(${(docs.length / total).toFixed(1)} docs/s); batches ${ix.stats.batches}, events ${ix.stats.events}`,
   );
   for (const [k, v] of [...timings].sort((a, b) => b[1].ms - a[1].ms))
     console.log(
-      `${k.padEnd(34)} ${(v.ms / 1000).toFixed(2).padStart(8)} s  ${String(v.calls).padStart(6)} calls${v.units ? `  ${v.units} units, ${(v.units / (v.ms / 1000)).toFixed(1)}/s` : ''}`,
+      `${k.padEnd(34)} ${(v.ms / 1000).toFixed(2).padStart(8)} s  ${String(v.calls).padStart(6)} ` +
+        `calls${v.units ? `  ${v.units} units, ${(v.units / (v.ms / 1000)).toFixed(1)}/s` : ''}`,
     );
   await pool.close();
   await service.close();

@@ -47,7 +47,9 @@ export interface DocumentDeps {
   sealer: PayloadSealing;
   blobs: BlobStore;
   grants: StorageGrants;
-  /** Set when an object store serves the presigned URLs (OBJECT_STORE_URL); else the service's own /storage routes do. */
+  /**
+   * Set when an object store serves the presigned URLs (OBJECT_STORE_URL); else the service's own /storage routes do.
+   */
   presigned?: PresignedBlobUrls;
   /** Makes sure the context root folder exists (a document's default folder). */
   ensureRoot: (meta: RequestMeta) => Promise<void>;
@@ -208,7 +210,8 @@ export async function createDocument(
     undo: async () => {
       if (textBlob) await d.blobs.delete(textBlob.textRef).catch(() => {});
     },
-    onConflict: () => 'retry', // a concurrent create with this externalId won (or the re-upload raced): the next attempt answers
+    // a concurrent create with this externalId won (or the re-upload raced): the next attempt answers
+    onConflict: () => 'retry',
   });
   if (out.answer) return { ...out.answer, schema };
   return {

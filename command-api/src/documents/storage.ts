@@ -63,7 +63,8 @@ export function storageRoutes(o: {
       url: '/storage/uploads/:id',
       auth: 'none',
       summary:
-        'Presigned upload target (no Authorization; Content-Type and the required header must match the grant; single use)',
+        'Presigned upload target (no Authorization; Content-Type and the required header must match the ' +
+        'grant; single use)',
       handler: async ({ req, reply }) => {
         const { id, uploadId, expires, signature } = presignedRequest(req);
         const check = o.grants.checkUpload(id, uploadId, expires, signature, now().getTime());

@@ -50,7 +50,10 @@ export class UploadPoller {
   private running: Promise<void> | undefined;
   private stopped = false;
   private readonly firstSeen = new Map<string, number>();
-  /** The mismatch (content type | bytes) the last poll saw per pending upload, refused only when the next poll sees it again. */
+  /**
+   * The mismatch (content type | bytes) the last poll saw per pending upload, refused only when the next poll sees it
+   * again.
+   */
   private readonly mismatch = new Map<string, string>();
   readonly stats: UploadPollerStats = { polls: 0, uploads: 0, errors: 0, lastError: null };
 
@@ -102,7 +105,8 @@ export class UploadPoller {
       context_id: string;
       upload_id: string;
     }>(
-      `SELECT document_id, tenant_id, context_id, upload_id FROM rm_documents WHERE status = 'PENDING_UPLOAD' AND upload_id IS NOT NULL`,
+      `SELECT document_id, tenant_id, context_id, upload_id FROM rm_documents WHERE status = ` +
+        `'PENDING_UPLOAD' AND upload_id IS NOT NULL`,
     );
     const live = new Set<string>();
     let done = 0;
@@ -138,7 +142,8 @@ export class UploadPoller {
       await this.o.objects.delete(pendingKey).catch(() => {});
       return false;
     }
-    // The store checked the signed Content-Type; this also refuses stores that do not verify signatures, and oversize files.
+    // The store checked the signed Content-Type; this also refuses stores that do not verify signatures, and oversize
+    // files.
     if (mediaType(head.contentType) !== mediaType(state.fileType) || head.bytes > MAX_UPLOAD_BYTES) {
       const seen = `${mediaType(head.contentType)}|${head.bytes}`;
       if (this.mismatch.get(tag) !== seen) {

@@ -95,7 +95,8 @@ export async function ensureRootFolder(deps: CommandDeps, meta: RequestMeta): Pr
     metadata: rootMetadata(metadataFor(meta), p.tenantId!, p.contextId!, created),
     decide: (s) => ({ events: folderDecider.decide({ type: 'CreateRootFolder', folderId: id }, s) }),
   });
-  // Another first write recorded it in between (this one wrote nothing): its response waits for the read models; so does this one.
+  // Another first write recorded it in between (this one wrote nothing): its response waits for the read models; so
+  // does this one.
   if (!out.events.length) await readModelsCaughtUp(deps);
   if (!out.state.exists) throw notFound();
   return out.state;

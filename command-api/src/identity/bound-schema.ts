@@ -2,7 +2,10 @@ import { invalid, type Principal } from '@svc/contracts';
 import type { EventStore } from '@svc/domain';
 import { loadSchema, type LiveSchema } from '../schemas/routes';
 
-/** A schema of the caller's context an identity (entity or user) may bind to: 400 when it is not one or does not allow that surface. */
+/**
+ * A schema of the caller's context an identity (entity or user) may bind to: 400 when it is not one or does not allow
+ * that surface.
+ */
 export async function identitySchema(
   store: EventStore,
   p: Principal,

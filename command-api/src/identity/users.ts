@@ -112,7 +112,8 @@ async function changeUser(
     metadata: metadataFor(meta),
     prepare: (cur) => boundDefinition(deps.store, p, cur),
     decide: (s, definition) => ({ events: users.decide({ type: 'ChangeUser', actor: p, kind, body, definition }, s) }),
-    // A changed email moves its reservation: the old one is released, the new one claimed (409 when another user holds it).
+    // A changed email moves its reservation: the old one is released, the new one claimed (409 when another user holds
+    // it).
     beforeAppend: ({ state: cur, next }) => {
       const [before, after] = [cur, next] as LiveUser[];
       return moveEmail(deps, before.tenantId!, id, before.email, after.email);

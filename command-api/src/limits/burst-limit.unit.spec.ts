@@ -19,16 +19,19 @@ describe('AccountRateLimits', () => {
     expect(state.reads).toBe(2);
   });
 
-  it("versioned: an entry answers only the read models' version it was read at; without a version, the database", async () => {
-    const { state, read } = accounts();
-    const limits = new AccountRateLimits(read, 60_000, 10_000, true);
-    expect(await limits.limitOf('a1', 'v1')).toBe(2);
-    expect(await limits.limitOf('a1', 'v1')).toBe(2);
-    expect(state.reads).toBe(1);
-    state.account = { plan: 'enterprise', rateLimitPerMinute: 100 };
-    expect(await limits.limitOf('a1', 'v2')).toBe(100);
-    expect(await limits.limitOf('a1')).toBe(100);
-    expect(await limits.limitOf('a1')).toBe(100);
-    expect(state.reads).toBe(4);
-  });
+  it(
+    "versioned: an entry answers only the read models' version it was read at; without a version, the " + 'database',
+    async () => {
+      const { state, read } = accounts();
+      const limits = new AccountRateLimits(read, 60_000, 10_000, true);
+      expect(await limits.limitOf('a1', 'v1')).toBe(2);
+      expect(await limits.limitOf('a1', 'v1')).toBe(2);
+      expect(state.reads).toBe(1);
+      state.account = { plan: 'enterprise', rateLimitPerMinute: 100 };
+      expect(await limits.limitOf('a1', 'v2')).toBe(100);
+      expect(await limits.limitOf('a1')).toBe(100);
+      expect(await limits.limitOf('a1')).toBe(100);
+      expect(state.reads).toBe(4);
+    },
+  );
 });

@@ -112,7 +112,8 @@ export function batchWriteRoute(deps: CommandDeps, collisions: WindowCounter): R
       if ((await collisions.get(key, meta.now)) >= COLLISION_BUDGET_PER_MINUTE && (await wouldSpend(deps, valid, meta)))
         throw new ServiceError(
           'RATE_LIMITED',
-          'Batch-write collision budget exhausted: remove the items whose result was conflict (already_exists) and resubmit; waiting alone does not help',
+          'Batch-write collision budget exhausted: remove the items whose result was conflict ' +
+            '(already_exists) and resubmit; waiting alone does not help',
           { headers: { 'retry-after': String(secondsToWindowEnd(meta.now)) } },
         );
       const results: ItemResult[] = [];
@@ -140,7 +141,8 @@ export function batchWriteRoute(deps: CommandDeps, collisions: WindowCounter): R
           } else {
             // Items before this one are committed: the batch answers item by item, never 500 as a whole.
             deps.log?.(
-              `batch write: item ${index} failed (request ${meta.requestId}): ${e instanceof Error ? e.message : String(e)}`,
+              `batch write: item ${index} failed (request ${meta.requestId}): ` +
+                `${e instanceof Error ? e.message : String(e)}`,
             );
             results.push(failed(index, 'error', 'INTERNAL', ERROR_CATALOGUE.INTERNAL.message));
           }

@@ -76,7 +76,10 @@ const boundTo = (schema: LiveSchema): RecordSchema => ({
   definition: schema.definition,
 });
 
-/** Unique values as reservation parts: sensitive values by their blind index, never in clear (works on the sealed payload too). */
+/**
+ * Unique values as reservation parts: sensitive values by their blind index, never in clear (works on the sealed
+ * payload too).
+ */
 function uniqueKeys(def: LiveSchema['definition'], payload: Record<string, unknown>, blind: Record<string, string>) {
   return uniqueValues(def, payload).map((u) => ({
     field: u.field,
@@ -192,7 +195,8 @@ export async function createRecord(
       ];
     },
     onConflict: async (on, { ext }) => {
-      if (ext && on.streamId === ext.streamId) return 'retry' as const; // a concurrent create with this externalId won: answer with it
+      // a concurrent create with this externalId won: answer with it
+      if (ext && on.streamId === ext.streamId) return 'retry' as const;
       throw await heldBy(deps, p, (await refreshReservation(deps.store, reservationOf(on))).holder, UNIQUE_HELD);
     },
   });

@@ -179,7 +179,8 @@ export function schemaCommandRoutes(deps: CommandDeps): RouteSpec[] {
       handler: async ({ params, meta }) => {
         const p = meta.principal;
         const s = await loadSchema(deps.store, p, params.id);
-        (await schemaTriggerGuard(deps.store, params.id)).checkDelete(); // 409 while trigger rules fire off the schema (docs/triggers.md)
+        // 409 while trigger rules fire off the schema (docs/triggers.md)
+        (await schemaTriggerGuard(deps.store, params.id)).checkDelete();
         await handleCommand(deps, {
           streamId: streams.schema(params.id),
           aggregate: schemaDecider,

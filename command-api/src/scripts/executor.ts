@@ -82,7 +82,10 @@ export type ExecutionRequest = ScriptRunRequest & {
 
 const entityIdOf = (streamId: string) => streamId.replace(/^(record|document|folder)-/, '');
 
-/** Runs refused before they started: the caller may retry after `Retry-After` (spec "Errors": 429, and 503 EXECUTION_NOT_STARTED / EXECUTION_CONTAINER_BUSY). */
+/**
+ * Runs refused before they started: the caller may retry after `Retry-After` (spec "Errors": 429, and 503
+ * EXECUTION_NOT_STARTED / EXECUTION_CONTAINER_BUSY).
+ */
 export const NOT_STARTED_CODES: ReadonlySet<string> = new Set([
   'RATE_LIMITED',
   'EXECUTION_NOT_STARTED',
@@ -100,7 +103,10 @@ function retryAfterOf(code: string, headers?: Record<string, string>): number | 
 
 export class SandboxScriptExecutor implements ScriptExecutor {
   readonly limits: SandboxLimits;
-  /** The REST read routes of this process (records.list / lookup, documents.list, folders.list): set once the routes exist. */
+  /**
+   * The REST read routes of this process (records.list / lookup, documents.list, folders.list): set once the routes
+   * exist.
+   */
   reads?: ReadRoutes;
   private readonly running = new Map<string, number>();
 

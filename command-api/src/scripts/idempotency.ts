@@ -20,7 +20,10 @@ export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 
 export type Claim = { kind: 'run'; executionId: string } | { kind: 'replay'; status: number; body: unknown };
 
-/** Keys sorted at every depth: the same input with its keys in another order is the same request (a replay, not IDEMPOTENCY_KEY_REUSED). */
+/**
+ * Keys sorted at every depth: the same input with its keys in another order is the same request (a replay, not
+ * IDEMPOTENCY_KEY_REUSED).
+ */
 export const requestHash = (value: unknown) =>
   createHash('sha256')
     .update(stringify(value) ?? 'null')
@@ -38,7 +41,9 @@ export class IdempotencyStore {
     return (this.ready ??= this.sql.exec(IDEMPOTENCY_DDL));
   }
 
-  /** `requestId`: the claiming request's, for the error body of a stale claim it finds (every error body carries one). */
+  /**
+   * `requestId`: the claiming request's, for the error body of a stale claim it finds (every error body carries one).
+   */
   async claim(
     tenantId: string,
     contextId: string,
@@ -54,8 +59,10 @@ export class IdempotencyStore {
       [tenantId, contextId, key, new Date(now.getTime() - IDEMPOTENCY_WINDOW_MS).toISOString()],
     );
     const inserted = await this.sql.query(
-      `INSERT INTO script_idempotency (tenant_id, context_id, key, request_hash, execution_id, created_at) VALUES ($1,$2,$3,$4,$5,$6)
-       ON CONFLICT (tenant_id, context_id, key) DO NOTHING RETURNING key`,
+      `INSERT INTO script_idempotency (tenant_id, context_id, key, request_hash, execution_id, ` +
+        `created_at) VALUES ($1,$2,$3,$4,$5,$6)
+       ON CONFLICT (tenant_id, context_id, key) DO NOTHING ` +
+        `RETURNING key`,
       [tenantId, contextId, key, hash, executionId, now.toISOString()],
     );
     if (inserted.rows.length) return { kind: 'run', executionId };
@@ -66,7 +73,8 @@ export class IdempotencyStore {
       body: unknown;
       created_at: string | Date;
     }>(
-      'SELECT request_hash, execution_id, status, body, created_at FROM script_idempotency WHERE tenant_id = $1 AND context_id = $2 AND key = $3',
+      'SELECT request_hash, execution_id, status, body, created_at FROM script_idempotency WHERE ' +
+        'tenant_id = $1 AND context_id = $2 AND key = $3',
       [tenantId, contextId, key],
     );
     const row = rows[0];

@@ -11,21 +11,29 @@ const QJS = await getQuickJS();
 // Defines the host globals from one private `call` function (never itself reachable from the script): each
 // method serialises its arguments, awaits the host's JSON answer and parses it. Captured before the script
 // runs, so replacing JSON or the globals' prototypes later changes nothing on the host's side.
-const BOOTSTRAP = `(function (call, methods) {
+const BOOTSTRAP =
+  `(function (call, methods) {
   'use strict';
-  const parse = JSON.parse, stringify = JSON.stringify, define = Object.defineProperty, freeze = Object.freeze, keys = Object.keys;
-  for (const name of keys(methods)) {
+  const parse = JSON.parse, stringify = JSON.stringify, ` +
+  `define = Object.defineProperty, freeze = Object.freeze, keys = Object.keys;
+  for (const name of ` +
+  `keys(methods)) {
     const api = {};
     for (const m of methods[name]) {
-      define(api, m, { enumerable: true, value: async function (...args) {
-        const out = await call(name, m, stringify(args) ?? '[]');
+      define(api, m, { ` +
+  `enumerable: true, value: async function (...args) {
+        const out = await call(name, m, ` +
+  `stringify(args) ?? '[]');
         return out === undefined ? undefined : parse(out);
       } });
-    }
-    define(globalThis, name, { value: freeze(api), enumerable: false, writable: false, configurable: false });
+    ` +
+  `}
+    define(globalThis, name, { value: freeze(api), enumerable: false, writable: false, configurable: ` +
+  `false });
   }
   return freeze(async function run(fn, inputJson) {
-    const value = await fn(parse(inputJson));
+    const value = await ` +
+  `fn(parse(inputJson));
     return stringify(value);
   });
 })`;

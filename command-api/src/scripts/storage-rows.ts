@@ -45,7 +45,10 @@ export async function storageRows(
     }
     return schemas.get(id);
   };
-  /** The schema of a written record or document: named by its last staged event that names one, else the entity's as loaded (RecordUpdated names none). */
+  /**
+   * The schema of a written record or document: named by its last staged event that names one, else the entity's as
+   * loaded (RecordUpdated names none).
+   */
   const schemaIdOf = async (streamId: string, events: NewEvent[]): Promise<unknown> => {
     const naming = events.findLast((e) => 'schemaId' in e.data);
     if (naming) return naming.data.schemaId;

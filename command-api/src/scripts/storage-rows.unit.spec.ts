@@ -106,16 +106,20 @@ const folder = (id: string, parent: string) =>
   });
 
 describe('storageRows', () => {
-  it('does not count the context root a folder or document write records on the way (98 text documents are 98 rows)', async () => {
-    const staged = [
-      { streamId: streams.folder('root'), events: [rootFolder('root')] },
-      ...Array.from({ length: 98 }, (_, i) => ({
-        streamId: streams.document(`d${i}`),
-        events: [textDocument(`d${i}`)],
-      })),
-    ];
-    expect(await storageRows(storeWith({}), staged)).toBe(98);
-  });
+  it(
+    'does not count the context root a folder or document write records on the way (98 text documents are ' +
+      '98 rows)',
+    async () => {
+      const staged = [
+        { streamId: streams.folder('root'), events: [rootFolder('root')] },
+        ...Array.from({ length: 98 }, (_, i) => ({
+          streamId: streams.document(`d${i}`),
+          events: [textDocument(`d${i}`)],
+        })),
+      ];
+      expect(await storageRows(storeWith({}), staged)).toBe(98);
+    },
+  );
 
   it('a folder the script creates or deletes still costs 3 rows', async () => {
     const staged = [
@@ -125,21 +129,28 @@ describe('storageRows', () => {
     expect(await storageRows(storeWith({}), staged)).toBe(3);
   });
 
-  it('a record update (RecordUpdated names no schema) costs what its create does: the schema comes from the record as loaded', async () => {
-    const committed = { ...schemaStream, [streams.record('r1')]: [recordCreated('r1')] };
-    expect(
-      await storageRows(storeWith(committed), [{ streamId: streams.record('r1'), events: [recordUpdated('r1')] }]),
-    ).toBe(3);
-    expect(
-      await storageRows(storeWith(committed), [{ streamId: streams.record('r2'), events: [recordCreated('r2')] }]),
-    ).toBe(3);
-    expect(
-      await storageRows(storeWith(committed), [
-        {
-          streamId: streams.record('r1'),
-          events: [recordUpdated('r1'), ev('RecordDeleted', { recordId: 'r1', typeName: 'invoice', externalId: null })],
-        },
-      ]),
-    ).toBe(1);
-  });
+  it(
+    'a record update (RecordUpdated names no schema) costs what its create does: the schema comes from the ' +
+      'record as loaded',
+    async () => {
+      const committed = { ...schemaStream, [streams.record('r1')]: [recordCreated('r1')] };
+      expect(
+        await storageRows(storeWith(committed), [{ streamId: streams.record('r1'), events: [recordUpdated('r1')] }]),
+      ).toBe(3);
+      expect(
+        await storageRows(storeWith(committed), [{ streamId: streams.record('r2'), events: [recordCreated('r2')] }]),
+      ).toBe(3);
+      expect(
+        await storageRows(storeWith(committed), [
+          {
+            streamId: streams.record('r1'),
+            events: [
+              recordUpdated('r1'),
+              ev('RecordDeleted', { recordId: 'r1', typeName: 'invoice', externalId: null }),
+            ],
+          },
+        ]),
+      ).toBe(1);
+    },
+  );
 });

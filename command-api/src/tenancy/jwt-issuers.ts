@@ -39,7 +39,8 @@ export function jwtIssuerCommandRoutes(deps: CommandDeps, tenants: TenantDirecto
       operationId: 'putJwtIssuers',
       auth: 'operator',
       summary:
-        'Set the identity providers whose tokens (JWTs) are credentials of the tenant: the whole list, replacing the previous one (409 when another tenant registered the same issuer and audience)',
+        'Set the identity providers whose tokens (JWTs) are credentials of the tenant: the whole list, ' +
+        'replacing the previous one (409 when another tenant registered the same issuer and audience)',
       params: tenantIdParam,
       body: putJwtIssuersBody,
       response: jwtIssuersResponse,

@@ -198,7 +198,10 @@ async function revoke(deps: CommandDeps, meta: RequestMeta, target: CredentialSt
   });
 }
 
-/** Revokes credential `id` when the caller may; a credential it may not revoke (or none) is a 404, telling nothing of others' credentials. */
+/**
+ * Revokes credential `id` when the caller may; a credential it may not revoke (or none) is a 404, telling nothing of
+ * others' credentials.
+ */
 async function revokeIfAllowed(
   deps: CommandDeps,
   meta: RequestMeta,
@@ -334,7 +337,8 @@ export function tenancyCommandRoutes(
       url: '/v1/tokens/:id',
       auth: 'data',
       summary:
-        'Revoke a minted token and every token minted from it (by the tenant root key, the token itself, or a credential it descends from)',
+        'Revoke a minted token and every token minted from it (by the tenant root key, the token itself, ' +
+        'or a credential it descends from)',
       params: idParam,
       status: 204,
       write: true,
@@ -481,7 +485,8 @@ export function tenancyCommandRoutes(
       url: '/developer/tenants/:tenantId/root-key/rotate',
       auth: 'developer',
       summary:
-        'Rotate the root key of one of the account tenants: the old key (and every token minted from it) stops working, the new key is returned once',
+        'Rotate the root key of one of the account tenants: the old key (and every token minted from it) ' +
+        'stops working, the new key is returned once',
       params: rotateRootKeyParams,
       response: rotateRootKeyResponse,
       write: true,
@@ -511,7 +516,8 @@ export function tenancyCommandRoutes(
           aggregate: credentialDecider,
           metadata: metadataFor(meta, tenantId, null),
           fresh: true,
-          // The read model names the current root key(s); each one's own stream decides, so two rotations cannot both revoke it.
+          // The read model names the current root key(s); each one's own stream decides, so two rotations cannot both
+          // revoke it.
           prepare: async () => {
             await readModelsCaughtUp(deps);
             const revocations: DomainAppend[] = [];
@@ -551,7 +557,9 @@ export function tenancyCommandRoutes(
       url: '/developer/tenants/:tenantId',
       auth: 'developer',
       summary:
-        'Tear down one of the account tenants (live or test), irreversibly: every context and everything in it (records, documents and their files, folders, schemas, users, entities, namespaces, history, search indexes) and every credential of the tenant; the other tenant is untouched',
+        'Tear down one of the account tenants (live or test), irreversibly: every context and everything ' +
+        'in it (records, documents and their files, folders, schemas, users, entities, namespaces, ' +
+        'history, search indexes) and every credential of the tenant; the other tenant is untouched',
       params: rotateRootKeyParams,
       status: 204,
       write: true,
@@ -584,7 +592,8 @@ export function tenancyCommandRoutes(
             }
             return { deletions, contextIds };
           },
-          // The contexts' deletions come before the teardown in the log, as they always have; a concurrent teardown makes this one a 404.
+          // The contexts' deletions come before the teardown in the log, as they always have; a concurrent teardown
+          // makes this one a 404.
           decide: (s, { deletions, contextIds }) => ({
             events: [],
             also: [

@@ -93,7 +93,8 @@ export function triggerCommandRoutes(deps: CommandDeps): RouteSpec[] {
       auth: 'data',
       permission: 'triggers:c',
       summary:
-        'Declare a trigger rule: run a script version on record CREATE / UPDATE / DELETE of a schema, with the rule grant',
+        'Declare a trigger rule: run a script version on record CREATE / UPDATE / DELETE of a schema, ' +
+        'with the rule grant',
       body: createTriggerBody,
       response: triggerResponse,
       status: 201,

@@ -17,7 +17,10 @@ export interface AccountStanding {
   }>;
 }
 
-/** Operations that draw credits: metered writes, searches, script executions and inference. Deletes, schemas, folders, identity and reads do not. */
+/**
+ * Operations that draw credits: metered writes, searches, script executions and inference. Deletes, schemas, folders,
+ * identity and reads do not.
+ */
 export const CREDIT_METERED_ROUTES = new Set([
   'POST /v1/records',
   'PUT /v1/records/:id',
@@ -147,7 +150,8 @@ function checkCeiling(prices: PriceTable, s: Standing, period: string): void {
   if (allowance === null || s.usedMilli < allowance * 1000) return;
   throw new ServiceError(
     'PAYMENT_REQUIRED',
-    `The monthly credit allowance (${allowance} credits) is used up for ${period}: upgrade the plan or wait for the next period (GET /v1/usage)`,
+    `The monthly credit allowance (${allowance} credits) is used up for ${period}: upgrade the plan or ` +
+      `wait for the next period (GET /v1/usage)`,
     { details: { period, limit: allowance, used: Math.floor(s.usedMilli / 1000) } },
   );
 }
@@ -174,7 +178,9 @@ export function creditCeilingGate(o: {
   };
 }
 
-/** Refuses with 402 INSUFFICIENT_BALANCE when the account's pre-paid inference balance is not positive (balance mode). */
+/**
+ * Refuses with 402 INSUFFICIENT_BALANCE when the account's pre-paid inference balance is not positive (balance mode).
+ */
 export async function requireInferenceBalance(
   standing: AccountStanding,
   accountId: string,

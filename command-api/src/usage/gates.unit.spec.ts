@@ -84,23 +84,27 @@ describe('creditCeilingGate', () => {
 });
 
 describe('CachedStanding, versioned (a process without a projector)', () => {
-  it("answers from an entry only for the read models' version it was read at; without a version it reads the database", async () => {
-    const { state, inner } = readModel('free');
-    const cache = new CachedStanding(inner, 60_000, 10_000, true);
-    expect((await cache.standing('a1', '2026-11', 'v1')).usedMilli).toBe(0);
-    expect((await cache.standing('a1', '2026-11', 'v1')).usedMilli).toBe(0);
-    expect(cache.peek('a1', '2026-11', 'v1')?.usedMilli).toBe(0);
-    expect(state.queries).toBe(1);
-    // Another process's projector applied usage: the next request sees a new version, whatever the TTL says.
-    state.usedMilli = 5000;
-    expect(cache.peek('a1', '2026-11', 'v2')).toBeUndefined();
-    expect((await cache.standing('a1', '2026-11', 'v2')).usedMilli).toBe(5000);
-    expect(state.queries).toBe(2);
-    await cache.standing('a1', '2026-11');
-    await cache.standing('a1', '2026-11');
-    expect(cache.peek('a1', '2026-11')).toBeUndefined();
-    expect(state.queries).toBe(4);
-  });
+  it(
+    "answers from an entry only for the read models' version it was read at; without a version it reads the " +
+      'database',
+    async () => {
+      const { state, inner } = readModel('free');
+      const cache = new CachedStanding(inner, 60_000, 10_000, true);
+      expect((await cache.standing('a1', '2026-11', 'v1')).usedMilli).toBe(0);
+      expect((await cache.standing('a1', '2026-11', 'v1')).usedMilli).toBe(0);
+      expect(cache.peek('a1', '2026-11', 'v1')?.usedMilli).toBe(0);
+      expect(state.queries).toBe(1);
+      // Another process's projector applied usage: the next request sees a new version, whatever the TTL says.
+      state.usedMilli = 5000;
+      expect(cache.peek('a1', '2026-11', 'v2')).toBeUndefined();
+      expect((await cache.standing('a1', '2026-11', 'v2')).usedMilli).toBe(5000);
+      expect(state.queries).toBe(2);
+      await cache.standing('a1', '2026-11');
+      await cache.standing('a1', '2026-11');
+      expect(cache.peek('a1', '2026-11')).toBeUndefined();
+      expect(state.queries).toBe(4);
+    },
+  );
 
   it('the credit gate reads the version stamped on the principal', async () => {
     const prices = loadPrices(undefined);

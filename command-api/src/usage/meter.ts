@@ -77,7 +77,10 @@ const CHARGE_WAIT_MS = 2000;
 const FLUSH_AT_CALLS = 10_000;
 
 export class UsageMeter implements WriteCharges {
-  /** Off only in measurements of the metering cost itself (tests/bench): nothing is metered and the credit gate lets everything pass. */
+  /**
+   * Off only in measurements of the metering cost itself (tests/bench): nothing is metered and the credit gate lets
+   * everything pass.
+   */
   enabled = true;
   readonly prices: PriceTable;
   private readonly tallies = new Map<string, Tally>();
@@ -149,7 +152,9 @@ export class UsageMeter implements WriteCharges {
     return charge.length ? [{ streamId: '', events: [], expectedRevision: 'any', charge }] : [];
   }
 
-  /** Charges work already served (a search, an inference call, a script run): appended, then awaited on the read models. */
+  /**
+   * Charges work already served (a search, an inference call, a script run): appended, then awaited on the read models.
+   */
   async charge(meta: RequestMeta, items: UsageItem[]): Promise<void> {
     const md = metadataFor(meta);
     if (!this.enabled || !md.tenantId || items.length === 0) return;
@@ -200,7 +205,10 @@ export class UsageMeter implements WriteCharges {
     return Promise.resolve();
   }
 
-  /** Script executions that ran (for the scripts feature): call once the outcome is known; `charged: false` for service-side failures. */
+  /**
+   * Script executions that ran (for the scripts feature): call once the outcome is known; `charged: false` for
+   * service-side failures.
+   */
   scriptExecution(
     meta: RequestMeta,
     run: { executions?: number; totalMillis: number; charged: boolean },
@@ -214,7 +222,10 @@ export class UsageMeter implements WriteCharges {
     ]);
   }
 
-  /** An inference call, counted when the stream finalises (for the inference feature); the cents go to the balance, not to credits. */
+  /**
+   * An inference call, counted when the stream finalises (for the inference feature); the cents go to the balance, not
+   * to credits.
+   */
   inferenceCall(meta: RequestMeta, surface: 'chat' | 'rag' | 'ask', costCents = 0): Promise<void> {
     return this.charge(meta, [inferenceItem(surface, costCents)]);
   }
@@ -243,7 +254,10 @@ export class UsageMeter implements WriteCharges {
     else this.flushLater();
   }
 
-  /** Appends the read tallies now (one append per tenant, context and account). Failed appends keep their tallies for the next flush. */
+  /**
+   * Appends the read tallies now (one append per tenant, context and account). Failed appends keep their tallies for
+   * the next flush.
+   */
   flush(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
@@ -312,7 +326,8 @@ export class UsageMeter implements WriteCharges {
           );
         } catch (e) {
           this.o.log?.(
-            `usage: appending search charges of tenant ${tenantId} failed: ${e instanceof Error ? e.message : String(e)}`,
+            `usage: appending search charges of tenant ${tenantId} failed: ` +
+              `${e instanceof Error ? e.message : String(e)}`,
           );
           if (!this.closed)
             for (const t of list) {
@@ -371,7 +386,10 @@ export const recordWriteAppend = (
   w: IndexedWrite,
 ): DomainAppend[] => (meter ? meter.writeCharge(md, () => recordWriteItems(meter.prices, w)) : []);
 
-/** The charge of a document write (1 credit plus index credits, plus the text ingest when it carries text), for its commit. */
+/**
+ * The charge of a document write (1 credit plus index credits, plus the text ingest when it carries text), for its
+ * commit.
+ */
 export const documentWriteAppend = (
   meter: WriteCharges | undefined,
   md: EventMetadata,

@@ -77,7 +77,8 @@ export function webhookCommandRoutes(w: WebhookCommandDeps): RouteSpec[] {
       status: 201,
       write: true,
       handler: async ({ body, principal: p, meta }) => {
-        // Rules 1 and 2 (https, non-empty events) are the body schema; 3: own tenant (403); 4: public addresses (400); 5: verified domain (403).
+        // Rules 1 and 2 (https, non-empty events) are the body schema; 3: own tenant (403); 4: public addresses (400);
+        // 5: verified domain (403).
         const { state: account } = await loadAggregate(deps.store, streams.account(p.accountId), accountDecider);
         if (!account.exists) throw forbidden();
         const environment = ownTenant(account.tenants, body.tenantId);
@@ -121,7 +122,8 @@ export function webhookCommandRoutes(w: WebhookCommandDeps): RouteSpec[] {
       url: '/developer/webhooks/:id',
       auth: 'developer',
       summary:
-        'Update url, events, apiVersion or status (ACTIVE re-enables and resets the failure count; DISABLED disables by hand); the URL rules re-run when url changes',
+        'Update url, events, apiVersion or status (ACTIVE re-enables and resets the failure count; ' +
+        'DISABLED disables by hand); the URL rules re-run when url changes',
       params: idParam,
       body: updateWebhookBody,
       response: webhookResponse,

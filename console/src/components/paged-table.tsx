@@ -18,7 +18,9 @@ export interface Page<T> {
 export function PagedTable<T>(p: {
   caption: string;
   columns: Column<T>[];
-  /** One page from `cursor` (undefined: the first). Changing the function (a new filter) starts again at the first page. */
+  /**
+   * One page from `cursor` (undefined: the first). Changing the function (a new filter) starts again at the first page.
+   */
   load: (cursor: string | undefined) => Promise<Page<T>>;
   empty?: string;
   rowKey: (row: T) => string;

@@ -402,7 +402,10 @@ function RecordList({ schema }: { schema: Schema }) {
                 .map(([k, v]) => `, ${k} = ${v}`)
                 .join('')}`
             : filter
-              ? `${schema.displayName} records where ${filter.field} ${filter.mode === 'value' ? '=' : filter.mode === 'prefix' ? 'starts with' : 'between'} ${filter.value}${filter.mode === 'range' ? ` and ${filter.to}` : ''} (${filter.order === 'asc' ? 'ascending' : 'descending'})`
+              ? `${schema.displayName} records where ${filter.field} ` +
+                `${filter.mode === 'value' ? '=' : filter.mode === 'prefix' ? 'starts with' : 'between'} ` +
+                `${filter.value}${filter.mode === 'range' ? ` and ${filter.to}` : ''} ` +
+                `(${filter.order === 'asc' ? 'ascending' : 'descending'})`
               : `${schema.displayName} records`
         }
         load={load}

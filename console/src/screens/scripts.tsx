@@ -70,7 +70,9 @@ function ScriptList() {
   );
 }
 
-/** The API says a compile error in prose ("The source does not compile: ..."): shown under the source, where it belongs. */
+/**
+ * The API says a compile error in prose ("The source does not compile: ..."): shown under the source, where it belongs.
+ */
 function atSource(e: ApiError): ApiError {
   const message = String(e.body.message ?? '');
   return e.errorCode === 'VALIDATION_ERROR' && /^The source\b/.test(message)

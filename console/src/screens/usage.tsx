@@ -17,7 +17,10 @@ interface Bar {
   value: number;
 }
 
-/** A horizontal bar chart: one labelled bar per value, scaled to the largest; a table of the same figures for screen readers. */
+/**
+ * A horizontal bar chart: one labelled bar per value, scaled to the largest; a table of the same figures for screen
+ * readers.
+ */
 export function BarChart({ title, bars, unit = '' }: { title: string; bars: Bar[]; unit?: string }) {
   const max = Math.max(1, ...bars.map((b) => b.value));
   const row = 26;
@@ -160,7 +163,10 @@ export default function UsageScreen(_: ScreenProps) {
   );
 }
 
-/** The last X-RateLimit figures an answer of this tab carried (reading them costs no request: only counted calls carry them). */
+/**
+ * The last X-RateLimit figures an answer of this tab carried (reading them costs no request: only counted calls carry
+ * them).
+ */
 function Headroom() {
   const [r, setR] = useState<RateLimitReading | undefined>(lastRateLimit);
   useEffect(() => onRateLimit(setR), []);

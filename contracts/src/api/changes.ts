@@ -4,7 +4,9 @@ import { documentResponse } from './documents';
 import { folderResponse } from './folders';
 import { recordResponse } from './records';
 
-/** The entity kinds of the change stream (GET /v1/changes), each with the read permission that lets its events through. */
+/**
+ * The entity kinds of the change stream (GET /v1/changes), each with the read permission that lets its events through.
+ */
 export const CHANGE_ENTITY_KINDS = ['records', 'documents', 'folders'] as const;
 export type ChangeEntityKind = (typeof CHANGE_ENTITY_KINDS)[number];
 export const CHANGE_KIND_PERMISSION: Record<ChangeEntityKind, string> = {
@@ -55,7 +57,10 @@ export const changesQuery = z
       (k) => (CHANGE_ENTITY_KINDS as readonly string[]).includes(k),
       CHANGE_ENTITY_KINDS.length,
     ).optional(),
-    /** Events after this log position (the `position` of the last event seen; 0: the whole log). Last-Event-ID wins over it. */
+    /**
+     * Events after this log position (the `position` of the last event seen; 0: the whole log). Last-Event-ID wins over
+     * it.
+     */
     startFrom: z.string().regex(LOG_POSITION_RE, 'must be a log position (a whole number)').optional(),
   })
   .strict();

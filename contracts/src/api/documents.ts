@@ -47,7 +47,10 @@ export const uploadDocumentBody = z
   .strict();
 export type UploadDocument = z.infer<typeof uploadDocumentBody>;
 
-/** PUT: full replace of the mutable fields; `text` re-ingests; `indexMode` / `externalId` / `storeText` only when unchanged. */
+/**
+ * PUT: full replace of the mutable fields; `text` re-ingests; `indexMode` / `externalId` / `storeText` only when
+ * unchanged.
+ */
 export const putDocumentBody = z
   .object({ ...common, text: z.string().optional(), storeText: z.boolean().optional() })
   .strict();

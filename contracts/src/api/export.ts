@@ -5,7 +5,8 @@ import { z } from 'zod';
  * `/v1/export?from=&to=&streams=&startFrom=`, one stored event a line.
  */
 
-// ISO-8601: a calendar date, or a date and time with a zone (Z or ±hh:mm); a time without a zone is ambiguous and refused.
+// ISO-8601: a calendar date, or a date and time with a zone (Z or ±hh:mm); a time without a zone is ambiguous and
+// refused.
 const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-](\d{2}):(\d{2})))?$/;
 
 /** Epoch milliseconds of an ISO-8601 time, or null when it is not one (or names no real day and time). */
@@ -32,7 +33,10 @@ export const exportQuery = z
     from: isoTime.optional(),
     /** Events recorded before this time. */
     to: isoTime.optional(),
-    /** Comma-separated entity kinds (record, document, folder, schema, ...: the kinds of stream the log holds); all when absent. */
+    /**
+     * Comma-separated entity kinds (record, document, folder, schema, ...: the kinds of stream the log holds); all when
+     * absent.
+     */
     streams: z.string().max(1000).optional(),
     /** The `position` of the last line received: the export resumes after it. */
     startFrom: z

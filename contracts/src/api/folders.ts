@@ -23,7 +23,10 @@ export const createFolderBody = z
   .strict();
 export type CreateFolder = z.infer<typeof createFolderBody>;
 
-/** PUT replaces name and description (omitted description clears it); ownership as for records; `slug` / `parentFolderId` may only repeat the current value. */
+/**
+ * PUT replaces name and description (omitted description clears it); ownership as for records; `slug` /
+ * `parentFolderId` may only repeat the current value.
+ */
 export const putFolderBody = createFolderBody;
 export type PutFolder = z.infer<typeof putFolderBody>;
 

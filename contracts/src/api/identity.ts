@@ -38,7 +38,10 @@ export const createUserBody = z
   })
   .strict();
 export type CreateUser = z.infer<typeof createUserBody>;
-/** PUT replaces email, displayName and payload (omitted: cleared); omitted scopes are kept; `schemaId` may only repeat the current value. */
+/**
+ * PUT replaces email, displayName and payload (omitted: cleared); omitted scopes are kept; `schemaId` may only repeat
+ * the current value.
+ */
 export const putUserBody = createUserBody;
 export type PutUser = z.infer<typeof putUserBody>;
 

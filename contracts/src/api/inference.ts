@@ -54,7 +54,10 @@ export const askBody = z
   .object({
     /** The document asked about (spec: required): the path's id, which it must repeat. */
     id: z.string().uuid(),
-    /** No length cap of its own (the request body limit bounds it): over ASK_INPUT_LIMIT_TOKENS with the document is the 413. */
+    /**
+     * No length cap of its own (the request body limit bounds it): over ASK_INPUT_LIMIT_TOKENS with the document is the
+     * 413.
+     */
     prompt: z.string().trim().min(1),
     model: model.optional(),
     maxTokens: maxTokens.optional(),
@@ -127,7 +130,10 @@ export type InferenceEvents = { [K in keyof typeof inferenceEventData]: z.infer<
 
 const eventsOf = <K extends keyof typeof inferenceEventData>(...names: K[]) =>
   Object.fromEntries(names.map((n) => [n, inferenceEventData[n]])) as Pick<typeof inferenceEventData, K>;
-/** The events of each stream, in the order they may come (RouteSpec `stream`; /openapi.json; the client). RAG: search_results, optional truncation_warning, content_delta+, done (or error). */
+/**
+ * The events of each stream, in the order they may come (RouteSpec `stream`; /openapi.json; the client). RAG:
+ * search_results, optional truncation_warning, content_delta+, done (or error).
+ */
 export const ragStreamEvents = eventsOf('search_results', 'truncation_warning', 'content_delta', 'done', 'error');
 /** Document ask: document_context, content_delta+, done (or error). */
 export const askStreamEvents = eventsOf('document_context', 'content_delta', 'done', 'error');

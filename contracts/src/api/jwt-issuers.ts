@@ -31,7 +31,10 @@ export function isKeySourceUrl(value: string): boolean {
   return u.protocol === 'https:' || (u.protocol === 'http:' && LOOPBACK_HOSTS.test(u.hostname));
 }
 
-/** The OIDC discovery document of an issuer (OpenID Connect Discovery 1.0 §4: the issuer, its trailing slash removed, plus the well-known path). */
+/**
+ * The OIDC discovery document of an issuer (OpenID Connect Discovery 1.0 §4: the issuer, its trailing slash removed,
+ * plus the well-known path).
+ */
 export const discoveryUrlOf = (issuer: string) => `${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`;
 
 const KEY_SOURCE_RULE =

@@ -22,11 +22,17 @@ export const scriptResponse = z.object({
   source: z.string().optional(),
 });
 
-/** With `name`: that name's versions, newest first. Without: the newest live version of every name in the context, by name. */
+/**
+ * With `name`: that name's versions, newest first. Without: the newest live version of every name in the context, by
+ * name.
+ */
 export const listScriptsQuery = z.object({ name: identifier.optional(), startFrom: z.string().optional() });
 export const scriptListResponse = listEnvelope(scriptResponse);
 
-/** A script version as a request names it (execute, trigger rules): a version number (as a number or its decimal string) or `latest`. */
+/**
+ * A script version as a request names it (execute, trigger rules): a version number (as a number or its decimal string)
+ * or `latest`.
+ */
 export const scriptVersionRef = z.union([
   z.literal('latest'),
   z.string().regex(/^[1-9][0-9]{0,8}$/, 'must be a version number or "latest"'),

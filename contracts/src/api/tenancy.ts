@@ -80,7 +80,9 @@ export const scopedKeyResponse = z.object({
   allowedActions: z.array(z.string()),
   crossContext: z.boolean(),
 });
-/** POST /v1/contexts: `name` is optional (a context made without one is named `context-<first 8 characters of its id>`). */
+/**
+ * POST /v1/contexts: `name` is optional (a context made without one is named `context-<first 8 characters of its id>`).
+ */
 export const createContextBody = z.object({ name: z.string().min(1).max(200).optional() }).strict();
 /** An app context: `contextId` is the name the rest of the API uses for it (decisions §2), the same value as `id`. */
 /** GET /v1/ping: the credential works; where its requests land (the spec's `ping` log resource). */

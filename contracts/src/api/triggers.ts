@@ -18,7 +18,10 @@ export const triggerScriptRefView = z.object({
   version: z.union([z.number().int(), z.literal('latest')]),
 });
 
-/** A data scope of a grant: literal values, or `${{ input.userId }}` / `${{ input.scope.<ns> }}` placeholders resolved per firing. */
+/**
+ * A data scope of a grant: literal values, or `${{ input.userId }}` / `${{ input.scope.<ns> }}` placeholders resolved
+ * per firing.
+ */
 export const triggerDataScope = z.object({
   userId: z.string().min(1).max(256).optional(),
   scopes: z.array(z.string().min(1).max(320)).max(2).optional(),

@@ -13,7 +13,8 @@ class JsonLogicalType extends avro.types.LogicalType {
     return JSON.parse(v as string);
   }
   override _toValue(v: unknown) {
-    // null is never a json value here: refusing it lets a ['null', json] union (an optional json field) pick its branch.
+    // null is never a json value here: refusing it lets a ['null', json] union (an optional json field) pick its
+    // branch.
     return v === null ? undefined : JSON.stringify(v);
   }
   override _resolve(type: avro.Type) {

@@ -81,7 +81,10 @@ const schemaDefinition = json as unknown as z.ZodType<SchemaDefinition, Record<s
 const plan = z.enum(['free', 'starter', 'pro', 'scale', 'enterprise']);
 const tenantRef = z.object({ tenantId: z.string(), contextId: z.string() });
 const dataScope = z.object({ userId: z.string().optional(), scopes: z.array(z.string()).optional() });
-/** A trigger rule's script as the API shows it: a version number, or `latest` (rules declared before `latest` existed hold a number). */
+/**
+ * A trigger rule's script as the API shows it: a version number, or `latest` (rules declared before `latest` existed
+ * hold a number).
+ */
 const scriptRef = triggerScriptRefView;
 /** A record's content and placement, in full on its creation and on every update. */
 const recordContent = {
@@ -124,7 +127,10 @@ export const EVENT_TYPES = {
     entitlements: z.object({ allowGlobalRegion: z.boolean() }),
     tenants: z.object({ live: tenantRef, test: tenantRef }),
   }),
-  /** Absent means unchanged; `{ value: null }` clears a limit (optional and nullable never combine: Avro could not tell them apart). */
+  /**
+   * Absent means unchanged; `{ value: null }` clears a limit (optional and nullable never combine: Avro could not tell
+   * them apart).
+   */
   AccountChanged: z.object({
     accountId: z.string(),
     plan: plan.optional(),
@@ -244,8 +250,8 @@ export const EVENT_TYPES = {
   /**
    * The index outcomes of many records of one context in one event (what the search projector appends since
    * 2026-11-29, instead of one RecordIndexed / RecordIndexFailed per record): to the context's outcome stream
-   * (`outcomes-<hash of tenant and context>`), expected revision 'any', at most 500 outcomes an event. An outcome whose record
-   * changed again (`forRevision` below the record's current revision) is stale: the read model and webhooks
+   * (`outcomes-<hash of tenant and context>`), expected revision 'any', at most 500 outcomes an event. An outcome whose
+   * record changed again (`forRevision` below the record's current revision) is stale: the read model and webhooks
    * leave it out. The two per-record events above stay readable for logs written before.
    */
   RecordsIndexed: z.object({
@@ -305,7 +311,8 @@ export const EVENT_TYPES = {
   EntityUpdated: z.object({ entityId: z.string(), payload: json, change: z.enum(['put', 'patch']) }),
   EntityDeleted: z.object({ entityId: z.string(), namespace: z.string(), key: z.string() }),
 
-  // documents. The title is kept in the log and the read models only: outbound event data (webhooks) and logs never carry it.
+  // documents. The title is kept in the log and the read models only: outbound event data (webhooks) and logs never
+  // carry it.
   DocumentCreated: z.object({
     documentId: z.string(),
     title: z.string(),
@@ -364,8 +371,12 @@ export const EVENT_TYPES = {
   DocumentTextDiscarded: z.object({ documentId: z.string(), textRevision: z.number().int() }),
   DocumentDeleted: z.object({ documentId: z.string(), externalId: z.string().nullable() }),
 
-  // webhooks (docs/webhooks.md): one stream per registration `webhook-<id>`; verified domains one stream per account `webhook-domains-<accountId>`
-  /** `sealedSecret`: the signing secret sealed with a key derived from the service secret (never in the clear in the log). */
+  // webhooks (docs/webhooks.md): one stream per registration `webhook-<id>`; verified domains one stream per account
+  // `webhook-domains-<accountId>`
+  /**
+   * `sealedSecret`: the signing secret sealed with a key derived from the service secret (never in the clear in the
+   * log).
+   */
   WebhookRegistered: z.object({
     webhookId: z.string(),
     accountId: z.string(),
@@ -378,7 +389,10 @@ export const EVENT_TYPES = {
     sealedSecret: z.string(),
     createdAt: z.number(),
   }),
-  /** The mutable fields after the change, in full; `resetFailures` when the update set status ACTIVE (the failure count restarts). */
+  /**
+   * The mutable fields after the change, in full; `resetFailures` when the update set status ACTIVE (the failure count
+   * restarts).
+   */
   WebhookUpdated: z.object({
     webhookId: z.string(),
     url: z.string(),
@@ -389,7 +403,9 @@ export const EVENT_TYPES = {
     disabledReason: z.enum(['consecutive_failures', 'manual', 'ssrf_blocked']).nullable(),
     resetFailures: z.boolean(),
   }),
-  /** Appended by the dispatcher (expected revision 'any'): 10 consecutive failures, or a delivery-time address refusal. */
+  /**
+   * Appended by the dispatcher (expected revision 'any'): 10 consecutive failures, or a delivery-time address refusal.
+   */
   WebhookDisabled: z.object({ webhookId: z.string(), reason: z.enum(['consecutive_failures', 'ssrf_blocked']) }),
   WebhookDeleted: z.object({ webhookId: z.string(), tenantId: z.string() }),
   WebhookDomainAdded: z.object({ accountId: z.string(), domain: z.string(), verificationToken: z.string() }),
@@ -413,9 +429,10 @@ export const EVENT_TYPES = {
    */
   ScriptNameAdded: z.object({ name: z.string() }),
 
-  // trigger rules (docs/triggers.md): a rule's own stream `trigger-<ruleId>`; the live rules of a schema on `trigger-bindings-<schemaId>`
-  // (appended in the same commit, read by schema updates and deletes); one marker stream per firing `trigger-firing-<hash>`, claimed with
-  // `no_stream` by the firing's outcome (TriggerFired, committed with the script's writes, or TriggerFailed), so a firing happens once.
+  // trigger rules (docs/triggers.md): a rule's own stream `trigger-<ruleId>`; the live rules of a schema on
+  // `trigger-bindings-<schemaId>` (appended in the same commit, read by schema updates and deletes); one marker stream
+  // per firing `trigger-firing-<hash>`, claimed with `no_stream` by the firing's outcome (TriggerFired, committed with
+  // the script's writes, or TriggerFailed), so a firing happens once.
   TriggerRuleCreated: z.object({
     ruleId: z.string(),
     name: z.string(),
@@ -443,7 +460,10 @@ export const EVENT_TYPES = {
     executionId: z.string(),
     depth: z.number().int(),
   }),
-  /** A terminal trigger failure (decisions §4 shape plus the firing's event id); the webhook dispatcher turns it into `trigger.failed`. */
+  /**
+   * A terminal trigger failure (decisions §4 shape plus the firing's event id); the webhook dispatcher turns it into
+   * `trigger.failed`.
+   */
   TriggerFailed: z.object({
     failureId: z.string(),
     ruleId: z.string(),

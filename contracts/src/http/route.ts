@@ -58,14 +58,20 @@ export interface RouteSpec<B = any, Q = any, P = any> {
   errors?: number[];
   /** Other success statuses answering the same body as `status` (a repeated create answers 200, not 201). */
   statuses?: number[];
-  /** The success body is not JSON: its media type (e.g. `text/plain`, `application/x-ndjson`); `response`, when set, describes it. */
+  /**
+   * The success body is not JSON: its media type (e.g. `text/plain`, `application/x-ndjson`); `response`, when set,
+   * describes it.
+   */
   contentType?: string;
   /**
    * The success body is a Server-Sent Events stream (`text/event-stream`, `event: <name>`
    * and `data: <json>` frames): the `data` schema of each event name it may carry.
    */
   stream?: Record<string, z.ZodTypeAny>;
-  /** How the stream's frames come, for `/openapi.json` (default: the inference streams' fixed order, ended by `done` or `error`). */
+  /**
+   * How the stream's frames come, for `/openapi.json` (default: the inference streams' fixed order, ended by `done` or
+   * `error`).
+   */
   streamDescription?: string;
   /** Does this request count as a write for rate limits and read-your-writes? */
   write?: boolean;

@@ -27,7 +27,10 @@ export interface ActivityRecorderOptions {
   flushEveryMs?: number;
   /** This many waiting entries flush at once, before the period ends (default 500). */
   batchSize?: number;
-  /** Entries per INSERT (default 500: on the embedded database each statement has a fixed cost that fewer, larger INSERTs share). */
+  /**
+   * Entries per INSERT (default 500: on the embedded database each statement has a fixed cost that fewer, larger
+   * INSERTs share).
+   */
   rowsPerInsert?: number;
   /** Entries held while the database does not answer; beyond it the oldest are dropped and counted (default 50,000). */
   maxBuffered?: number;
@@ -219,7 +222,10 @@ export class ActivityRecorder {
     }
   }
 
-  /** Stops the timers and writes every entry still waiting (call after the HTTP server closed, before the database does). */
+  /**
+   * Stops the timers and writes every entry still waiting (call after the HTTP server closed, before the database
+   * does).
+   */
   async close(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
     await Promise.allSettled([...this.pending]);

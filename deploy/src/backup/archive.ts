@@ -23,18 +23,27 @@ export interface BackupManifest {
   created: string;
   /** The log is backed up up to and including this position (the head when the backup started). */
   position: number;
-  /** 'file': DATA_DIR/service-secret.key is in the backup; 'env': SERVICE_SECRET was set, the restored service needs the same value. */
+  /**
+   * 'file': DATA_DIR/service-secret.key is in the backup; 'env': SERVICE_SECRET was set, the restored service needs the
+   * same value.
+   */
   secretSource: 'file' | 'env';
-  /** 'included': the blob files under DATA_DIR/blobs are in the backup; 'object-store': OBJECT_STORE_URL holds them, not this file. */
+  /**
+   * 'included': the blob files under DATA_DIR/blobs are in the backup; 'object-store': OBJECT_STORE_URL holds them, not
+   * this file.
+   */
   blobs: 'included' | 'object-store';
   /**
    * The checkpoints of the subscribers with effects outside the read models (REACTORS), capped at `position`: the
-   * restored ones resume there, so what they had done (webhooks sent, triggers fired, files extracted) is not done again.
+   * restored ones resume there, so what they had done (webhooks sent, triggers fired, files extracted) is not done
+   * again.
    */
   reactors: Record<string, number>;
 }
 
-/** Subscribers whose work is not a projection: sends, trigger runs and extractions that a replay from 0 would repeat. */
+/**
+ * Subscribers whose work is not a projection: sends, trigger runs and extractions that a replay from 0 would repeat.
+ */
 export const REACTORS = ['webhook-dispatcher', 'trigger-runner', 'document-worker'];
 
 type EventLine = {
@@ -161,7 +170,10 @@ export async function writeBackup(src: BackupSource, file: string): Promise<Back
   return { position, events, blobs, bytes };
 }
 
-/** Reads the file through once, checking the trailer's counts and checksum: a damaged backup is refused before any write. */
+/**
+ * Reads the file through once, checking the trailer's counts and checksum: a damaged backup is refused before any
+ * write.
+ */
 export async function verifyBackup(file: string): Promise<{ manifest: BackupManifest; events: number; blobs: number }> {
   let manifest: BackupManifest | undefined;
   let trailer: Trailer | undefined;
@@ -251,7 +263,8 @@ export async function restoreBackup(
     const expected = chunk[chunk.length - 1].position;
     if (lastPosition !== expected)
       throw new Error(
-        `restored event landed at position ${lastPosition}, expected ${expected}: the target log was written to meanwhile`,
+        `restored event landed at position ${lastPosition}, expected ${expected}: the target log was ` +
+          `written to meanwhile`,
       );
     events += chunk.length;
     chunk = [];

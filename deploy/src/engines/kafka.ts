@@ -1,7 +1,10 @@
 import { type KafkaSettings, parseBrokers } from '@svc/projectors';
 import type { Config } from '../config';
 
-/** Kafka settings from the configuration, or undefined when KAFKA_BROKERS is unset (the catch-up feed then serves the projectors). */
+/**
+ * Kafka settings from the configuration, or undefined when KAFKA_BROKERS is unset (the catch-up feed then serves the
+ * projectors).
+ */
 export function kafkaSettings(config: Config, log: (msg: string) => void): KafkaSettings | undefined {
   if (!config.kafkaBrokers) return undefined;
   const brokers = parseBrokers(config.kafkaBrokers);

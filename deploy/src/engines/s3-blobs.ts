@@ -29,9 +29,10 @@ export interface S3Location {
 }
 
 /**
- * OBJECT_STORE_URL: `s3://[ACCESS_KEY:SECRET_KEY@]host[:port]/bucket[/prefix]?region=us-east-1&forcePathStyle=true&tls=false`.
- * Credentials are URL-encoded; without them the AWS default provider chain is
- * used. `tls` defaults to true (https), `forcePathStyle` to false, `region` to us-east-1.
+ * OBJECT_STORE_URL:
+ * `s3://[ACCESS_KEY:SECRET_KEY@]host[:port]/bucket[/prefix]?region=us-east-1&forcePathStyle=true&tls=false`.
+ * Credentials are URL-encoded; without them the AWS default provider chain is used. `tls` defaults to true (https),
+ * `forcePathStyle` to false, `region` to us-east-1.
  */
 export function parseObjectStoreUrl(raw: string): S3Location {
   const u = new URL(raw);
@@ -160,7 +161,9 @@ export class S3BlobStore implements BlobStore, PresignedBlobUrls {
     await this.client.send(new DeleteObjectCommand({ Bucket: this.location.bucket, Key: this.keyOf(key) }));
   }
 
-  /** Lists the prefix page by page and deletes object by object (plain DeleteObject: every S3-compatible store has it). */
+  /**
+   * Lists the prefix page by page and deletes object by object (plain DeleteObject: every S3-compatible store has it).
+   */
   async deletePrefix(prefix: string): Promise<number> {
     if (!prefix.endsWith('/')) throw new Error(`invalid blob prefix: ${prefix}`);
     const Prefix = this.keyOf(prefix.slice(0, -1)) + '/';

@@ -22,13 +22,17 @@ import type { Config } from '../config';
 import { ROLES } from '../service/roles';
 import { StartupError } from '../service/secret';
 
-/** The search engines chosen by configuration (decisions §3): PostgreSQL FTS or Elasticsearch; LanceDB; built-in or OpenAI-compatible embeddings. */
+/**
+ * The search engines chosen by configuration (decisions §3): PostgreSQL FTS or Elasticsearch; LanceDB; built-in or
+ * OpenAI-compatible embeddings.
+ */
 export async function openSearchEngines(
   config: Config,
   sql: Sql,
   log: (m: string) => void = () => {},
 ): Promise<IndexerEngines & SearchEngines> {
-  // Queries answered beside the in-process search projector, which writes every change through these objects (role all).
+  // Queries answered beside the in-process search projector, which writes every change through these objects (role
+  // all).
   const beside = ROLES[config.role].exactCaches;
   let text: TextIndex;
   if (config.elasticsearchUrl) {
@@ -38,8 +42,9 @@ export async function openSearchEngines(
       index: `${config.elasticsearchIndexPrefix}passages`,
     });
   } else if (beside) {
-    // The search projector runs in this process and writes through it: queries are answered from memory (exact, see memory-text.ts).
-    // On PGlite no other process can open the database, so nothing searches it in SQL: its search statistics are not kept.
+    // The search projector runs in this process and writes through it: queries are answered from memory (exact, see
+    // memory-text.ts). On PGlite no other process can open the database, so nothing searches it in SQL: its search
+    // statistics are not kept.
     text = new MemoryTextIndex(new PgTextIndex(sql, { sqlSearch: sql.kind !== 'pglite' }), {
       maxPassages: config.textMemoryPassages,
       log,
@@ -57,7 +62,8 @@ export async function openSearchEngines(
       dims: config.embeddingsDims ?? 1536,
     });
   } else if (config.builtinEmbeddingsModel === 'none') {
-    // No model: no vector table either; SEMANTIC search is refused and HYBRID answers from its keyword leg (NoEmbedder).
+    // No model: no vector table either; SEMANTIC search is refused and HYBRID answers from its keyword leg
+    // (NoEmbedder).
     embedder = new NoEmbedder('BUILTIN_EMBEDDINGS_MODEL=none');
     return {
       text,
@@ -77,7 +83,8 @@ export async function openSearchEngines(
   }
   const lanceUri = config.lancedbUri ?? join(config.dataDir, 'lancedb');
   const lance = new LanceVectorIndex(lanceUri, embedder.model, embedder.dims);
-  // Role all: the search projector writes through this object, so vector queries are answered from memory (exact re-rank, see memory-vectors.ts).
+  // Role all: the search projector writes through this object, so vector queries are answered from memory (exact
+  // re-rank, see memory-vectors.ts).
   const own: VectorIndex =
     beside && config.vectorMemoryMb > 0
       ? new MemoryVectorIndex(lance, {
@@ -85,7 +92,8 @@ export async function openSearchEngines(
           log: (m, e) => log(e ? `${m}: ${e instanceof Error ? e.message : String(e)}` : m),
         })
       : lance;
-  // One vector table per model; contexts recorded with an earlier built-in model are answered by it until rebuilt for this one (vector-models.ts).
+  // One vector table per model; contexts recorded with an earlier built-in model are answered by it until rebuilt for
+  // this one (vector-models.ts).
   const previous: PreviousModel[] = [];
   for (const kind of ['bge'] as const) {
     let e: BuiltinEmbedder;

@@ -38,7 +38,8 @@ beforeAll(async () => {
   for (let i = 0; i < ENTRIES; i += 5000) await source.insert(Array.from({ length: 5000 }, (_, j) => row(i + j)));
   await new ActivityLogStore(to).init();
   await to.query(
-    `INSERT INTO al_entries (tenant_id, at_us, method, resource, status, request_id) VALUES ($1, 1, 'GET', 'usage', 200, 'already-there')`,
+    `INSERT INTO al_entries (tenant_id, at_us, method, resource, status, request_id) VALUES ($1, 1, ` +
+      `'GET', 'usage', 200, 'already-there')`,
     [tenantId],
   );
 }, 120_000);

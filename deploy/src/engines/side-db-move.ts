@@ -100,7 +100,8 @@ export async function moveActivityLog(from: Sql, to: Sql, log: (m: string) => vo
   let entries = 0;
   for (let p = progress[0]?.pages_done ?? 0; p <= size[0].pages; p += PAGES) {
     const { rows: batch } = await from.query<{ r: unknown }>(
-      `SELECT to_jsonb(t) AS r FROM ${ACTIVITY_TABLE} t WHERE ctid >= '(${p},0)'::tid AND ctid < '(${p + PAGES},0)'::tid`,
+      `SELECT to_jsonb(t) AS r FROM ${ACTIVITY_TABLE} t WHERE ctid >= '(${p},0)'::tid AND ctid < ` +
+        `'(${p + PAGES},0)'::tid`,
     );
     await to.tx(async (q) => {
       if (batch.length)

@@ -2,7 +2,9 @@ import { promises as dns } from 'node:dns';
 import { readFileSync } from 'node:fs';
 import type { HostResolver } from '@svc/domain';
 
-/** The system resolver: every A and AAAA answer of a name (an error or no answer is an empty list, which fails closed). */
+/**
+ * The system resolver: every A and AAAA answer of a name (an error or no answer is an empty list, which fails closed).
+ */
 export const systemResolver = (): HostResolver => ({
   lookup: async (hostname) =>
     (await dns.lookup(hostname, { all: true, verbatim: true }).catch(() => [])).map((a) => a.address),

@@ -20,7 +20,10 @@ const root: Principal = {
 };
 const scoped: Principal = { ...root, kind: 'scoped', allowedActions: ['things:r'] };
 
-/** The guard (preValidation) and the zod type provider: the spec's pre-flight order, then validation in the edge's order. */
+/**
+ * The guard (preValidation) and the zod type provider: the spec's pre-flight order, then validation in the edge's
+ * order.
+ */
 describe('area plugins: guard, then zod validation', () => {
   let app: FastifyInstance;
   const seen: unknown[] = [];

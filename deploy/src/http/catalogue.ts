@@ -44,10 +44,10 @@ export function deploymentRoutes(own: RouteSpec[]): RouteSpec[] {
 
 /**
  * Every route of the deployment and the role that serves it: the write areas (and the embedded storage
- * endpoint) on `command`, the read areas on `query`, the quarantine commands and online rebuilds beside the projection runner on
- * `projector`. The health, readiness and metrics routes are answered by every process; through the router the
- * query role answers them. The one list the router (router-config.ts) and the split roles' API description
- * are built from.
+ * endpoint) on `command`, the read areas on `query`, the quarantine commands and online rebuilds beside the projection
+ * runner on `projector`. The health, readiness and metrics routes are answered by every process; through the router the
+ * query role answers them. The one list the router (router-config.ts) and the split roles' API description are built
+ * from.
  */
 export function routeCatalogue(): CataloguedRoute[] {
   const secret = Buffer.alloc(32);

@@ -38,7 +38,10 @@ export function consoleCsp(uploadOrigins: string[] = []): string {
   ].join('; ');
 }
 
-/** Where the browser PUTs a presigned upload when OBJECT_STORE_URL is set: the store's endpoint, or its bucket's own host. */
+/**
+ * Where the browser PUTs a presigned upload when OBJECT_STORE_URL is set: the store's endpoint, or its bucket's own
+ * host.
+ */
 export function consoleUploadOrigins(objectStoreUrl: string | undefined): string[] {
   if (!objectStoreUrl) return [];
   const s3 = parseObjectStoreUrl(objectStoreUrl);

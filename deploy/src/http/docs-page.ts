@@ -12,7 +12,8 @@ export const DOCS_PATH = '/docs';
 export const DOCS_BUNDLE_PATH = '/docs/api-reference.js';
 
 // Scalar's options: no web fonts (they come from its CDN), no "open in the hosted client" button, no AI agent (a
-// hosted service), no telemetry, no developer toolbar (shown on localhost), and every tag open so the page lists every operation without a click.
+// hosted service), no telemetry, no developer toolbar (shown on localhost), and every tag open so the page lists every
+// operation without a click.
 const CONFIGURATION = {
   withDefaultFonts: false,
   hideClientButton: true,
@@ -42,7 +43,8 @@ const PAGE = `<!doctype html>
  * styles inline and draws icons as data: URLs). This is also what keeps the page offline if the renderer changes.
  */
 export const DOCS_CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'self'";
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
+  "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'self'";
 
 let bundle: { raw: Buffer; gzip: Buffer } | undefined;
 /** The renderer's bundle (3.6 MB, 1 MB gzipped), read and compressed once, on the first request for it. */

@@ -42,7 +42,9 @@ export interface EdgeOptions {
   operatorToken?: string;
   /** The process's logger (log.ts); without one the edge logs nothing. */
   logger?: FastifyBaseLogger;
-  /** One line per answered request (LOG_REQUESTS, default on): method, route, path, status, duration, tenant, context. */
+  /**
+   * One line per answered request (LOG_REQUESTS, default on): method, route, path, status, duration, tenant, context.
+   */
   logRequests?: boolean;
   /** Called after every response (activity log, metrics). */
   onResponse?(req: FastifyRequest, reply: FastifyReply, durationMs: number): void;
@@ -58,7 +60,10 @@ export interface EdgeOptions {
   now?: () => Date;
   /** Published Service-Version values with their sunset dates (default: WIRE_VERSION_TABLE). */
   wireVersions?: WireVersionTable;
-  /** Edge per-IP flood ceiling, requests per IP per minute, in process (EDGE_RATE_LIMIT_PER_MINUTE); 0 or unset disables it. */
+  /**
+   * Edge per-IP flood ceiling, requests per IP per minute, in process (EDGE_RATE_LIMIT_PER_MINUTE); 0 or unset disables
+   * it.
+   */
   ipRateLimitPerMinute?: number;
   /**
    * Reverse-proxy hops trusted for the client address (TRUST_PROXY_HOPS; default 0). With N > 0, `req.ip` (the per-IP
@@ -68,7 +73,9 @@ export interface EdgeOptions {
    * checking the peer's address: a process with N > 0 must be reachable only through its N proxies.
    */
   trustProxyHops?: number;
-  /** CORS_ORIGINS (cors.ts): the origins whose pages may call the API; unset, no CORS header is sent and OPTIONS is 404. */
+  /**
+   * CORS_ORIGINS (cors.ts): the origins whose pages may call the API; unset, no CORS header is sent and OPTIONS is 404.
+   */
   corsOrigins?: CorsOrigins;
   /** A span per request (OTEL_EXPORTER_OTLP_ENDPOINT set; tracing.ts); off, no hook is installed. */
   traceRequests?: boolean;
@@ -94,7 +101,10 @@ declare module 'fastify' {
   }
 }
 
-/** Largest request body (docs/limits.md); larger is 413 PAYLOAD_TOO_LARGE. Files go through presigned uploads, not bodies. */
+/**
+ * Largest request body (docs/limits.md); larger is 413 PAYLOAD_TOO_LARGE. Files go through presigned uploads, not
+ * bodies.
+ */
 export const MAX_BODY_BYTES = 8 * 1024 * 1024;
 
 const STREAMING = /^\/v1\/(rag|chat|changes|documents\/[^/]+\/ask)$/;
@@ -130,7 +140,8 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
     bodyLimit: MAX_BODY_BYTES,
     // Exactly the configured hops, never `true` (which would believe whatever left-most address a client writes). A
     // function, not the number: Fastify 5.12.1 and later ignore a numeric trustProxy (it fails closed, so req.ip would
-    // stay the proxy's). proxy-addr calls it with hop 0 for the TCP peer, 1 for the right-most X-Forwarded-For entry, ...
+    // stay the proxy's). proxy-addr calls it with hop 0 for the TCP peer, 1 for the right-most X-Forwarded-For entry,
+    // ...
     trustProxy: trustHops(opts.trustProxyHops ?? 0),
     // While closing, requests that arrive on a kept-alive connection are served, not refused with fastify's own 503
     // (no Retry-After, not our body): each answer then says `Connection: close` (onSend below), so a router moves to
@@ -144,7 +155,10 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
       const id = randomUUID();
       const body = JSON.stringify(errorBody(e, id));
       socket.end(
-        `HTTP/1.1 ${e.status} ${e.status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${id}\r\nconnection: close\r\n\r\n${body}`,
+        `HTTP/1.1 ${e.status} ` +
+          `${e.status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\ncontent-type: ` +
+          `application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ` +
+          `${id}\r\nconnection: close\r\n\r\n${body}`,
       );
     },
     // Fastify's own refusals (a malformed URL, say) answer in our error body too.
@@ -154,8 +168,9 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
     },
   });
 
-  // Bodies are JSON only (docs/api.md "Errors"): fastify's default text/plain parser goes, so any other media type is 415
-  // UNSUPPORTED_MEDIA_TYPE. The storage area (presigned local uploads) takes raw bytes through its own parser (areas.ts).
+  // Bodies are JSON only (docs/api.md "Errors"): fastify's default text/plain parser goes, so any other media type is
+  // 415 UNSUPPORTED_MEDIA_TYPE. The storage area (presigned local uploads) takes raw bytes through its own parser
+  // (areas.ts).
   app.removeContentTypeParser('text/plain');
   // RFC 7386 bodies (the spec's PATCH) are JSON: one parser, the same rules.
   app.addContentTypeParser(
@@ -215,7 +230,8 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
       if (v !== undefined && !(typeof v === 'string' && servedVersion(versions, v, clock()))) {
         throw new ServiceError(
           'UNSUPPORTED_WIRE_VERSION',
-          `Service-Version '${String(v)}' is not supported. Supported versions: ${supportedVersions(versions, clock()).join(', ')}`,
+          `Service-Version '${String(v)}' is not supported. Supported versions: ` +
+            `${supportedVersions(versions, clock()).join(', ')}`,
         );
       }
     }
@@ -229,12 +245,13 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
   app.addHook('onSend', async (req, reply, payload) => {
     if (draining) reply.header('connection', 'close');
     // Every RATE_LIMITED answer of an authenticated request (burst limit, script concurrency, batch collision budget)
-    // says X-RateLimit-Remaining: 0 (spec "Rate limits"), whatever the burst gate counted before; X-RateLimit-Limit stays.
-    // The edge per-IP ceiling refuses before authentication and keeps its own shape.
+    // says X-RateLimit-Remaining: 0 (spec "Rate limits"), whatever the burst gate counted before; X-RateLimit-Limit
+    // stays. The edge per-IP ceiling refuses before authentication and keeps its own shape.
     if (reply.statusCode === 429 && req.errorCode === 'RATE_LIMITED' && req.principal)
       reply.header('x-ratelimit-remaining', '0');
     if (req.url.startsWith('/v1/')) {
-      // Streaming operations ignore the header and serve the current shape; the rest: header, else the credential's pin, else the floor.
+      // Streaming operations ignore the header and serve the current shape; the rest: header, else the credential's
+      // pin, else the floor.
       const at = clock();
       const v = req.headers['service-version'];
       const streaming = STREAMING.test(req.url.split('?')[0]);

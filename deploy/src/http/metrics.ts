@@ -51,7 +51,9 @@ export class ServiceMetrics {
     });
     this.duration = new Histogram({
       name: 'svc_http_request_duration_seconds',
-      help: 'Time from the request to the end of its answer (an event stream: until it closed), by route template, method and status',
+      help:
+        'Time from the request to the end of its answer (an event stream: until it closed), by route ' +
+        'template, method and status',
       labelNames: ['method', 'route', 'status_code'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
@@ -125,7 +127,9 @@ function registerLogGauges(registry: Registry, log: LogSources): void {
   });
   new Gauge({
     name: 'svc_projection_quarantined_events',
-    help: 'Events a projection could not apply, with the later events of their streams, held until an operator retries or skips them',
+    help:
+      'Events a projection could not apply, with the later events of their streams, held until an operator ' +
+      'retries or skips them',
     labelNames: ['subscriber'],
     registers: [registry],
     collect() {
@@ -165,7 +169,9 @@ function registerLogGauges(registry: Registry, log: LogSources): void {
   if (e) {
     const g = new Gauge({
       name: 'svc_embeddings_model',
-      help: 'The embedding model in use (1); kind="none", model="" when the service runs without one (BUILTIN_EMBEDDINGS_MODEL=none: no semantic search)',
+      help:
+        'The embedding model in use (1); kind="none", model="" when the service runs without one ' +
+        '(BUILTIN_EMBEDDINGS_MODEL=none: no semantic search)',
       labelNames: ['model', 'dims', 'kind'],
       registers: [registry],
     });

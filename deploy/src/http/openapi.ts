@@ -37,7 +37,9 @@ const singular = (w: string) =>
   /ies$/.test(w) ? w.replace(/ies$/, 'y') : /(ss|us)$/.test(w) ? w : w.replace(/s$/, '');
 const isParam = (seg: string) => seg.startsWith(':') || seg.startsWith('{');
 
-/** Leading path segments that name a plane, not a resource (the operator plane stays in the name: verifyOperatorDomain). */
+/**
+ * Leading path segments that name a plane, not a resource (the operator plane stays in the name: verifyOperatorDomain).
+ */
 const PREFIXES = new Set(['v1', 'developer', 'operator']);
 
 /**
@@ -78,7 +80,10 @@ export function operationIdOf(r: Pick<RouteSpec, 'method' | 'url' | 'operationId
   return v + plane + words.join('');
 }
 
-/** The area of a path, as its tag: the first resource segment (GET /v1/records/lookup -> Records), with a few named groups. */
+/**
+ * The area of a path, as its tag: the first resource segment (GET /v1/records/lookup -> Records), with a few named
+ * groups.
+ */
 const TAG_GROUPS: Array<[RegExp, string]> = [
   [/^\/v1\/(rag|chat|models)(\/|$)|^\/v1\/documents\/[^/]+\/ask$/, 'Inference'],
   [/^\/v1\/(namespaces|users|entities)(\/|$)/, 'Identity'],
@@ -94,12 +99,14 @@ const TAG_GROUPS: Array<[RegExp, string]> = [
 const TAG_DESCRIPTIONS: Record<string, string> = {
   Schemas: 'Schemas govern records, documents, users and entities: fields, lookups, capabilities, version history.',
   Records:
-    'Schema-governed structured records: create, read, replace, merge-patch, delete, lookups, batches, history and tombstones.',
+    'Schema-governed structured records: create, read, replace, merge-patch, delete, lookups, batches, ' +
+    'history and tombstones.',
   Documents: 'Documents from inline text or a presigned file upload: retained text, download URLs, lookups, history.',
   Folders: 'Folders group records and documents under the context root.',
   Search: 'Content search over documents and records: TEXT, SEMANTIC or HYBRID.',
   Changes:
-    'The change stream (Server-Sent Events): record, document and folder changes the caller can read, resumable by log position.',
+    'The change stream (Server-Sent Events): record, document and folder changes the caller can read, ' +
+    'resumable by log position.',
   Inference: 'Streaming inference (Server-Sent Events): RAG, document ask, chat; the model catalog.',
   Identity: 'Namespaces, users and identity entities.',
   Tenancy: 'Minted tokens, app contexts and the credential check (ping).',
@@ -129,7 +136,8 @@ export function tagOf(url: string): string {
 
 /** What a 429 says and the headers it carries (the burst limit's and the edge ceiling's). */
 const RATE_LIMITED_DESCRIPTION =
-  'Rate limited (RATE_LIMITED): the per-account burst limit of the plan (writes, searches, inference), or the edge per-IP flood ceiling (any request; no requestId). Retry after `Retry-After` seconds.';
+  'Rate limited (RATE_LIMITED): the per-account burst limit of the plan (writes, searches, inference), or ' +
+  'the edge per-IP flood ceiling (any request; no requestId). Retry after `Retry-After` seconds.';
 const integerHeader = (description: string) => ({ description, schema: { type: 'integer' } });
 const RATE_LIMITED_HEADERS = {
   'Retry-After': integerHeader('Seconds until the window resets.'),
@@ -159,7 +167,8 @@ const ERROR_RESPONSES: Record<string, { name: string; description: string; heade
   '409': {
     name: 'Conflict',
     description:
-      'Conflict: `expectedVersion` does not match (VERSION_CONFLICT), a concurrent write (retry), or the current state forbids it (CONFLICT).',
+      'Conflict: `expectedVersion` does not match (VERSION_CONFLICT), a concurrent write (retry), or the ' +
+      'current state forbids it (CONFLICT).',
   },
   '413': { name: 'PayloadTooLarge', description: 'The request (or the input it makes) is too large.' },
   '429': { name: 'TooManyRequests', description: RATE_LIMITED_DESCRIPTION, headers: RATE_LIMITED_HEADERS },
@@ -249,7 +258,8 @@ export function buildOpenApi(routes: RouteSpec[], opts: OpenApiOptions = {}) {
     const other = ids.get(operationId);
     if (other)
       throw new Error(
-        `/openapi.json: operationId '${operationId}' is used by both ${other} and ${at}: give one of them an operationId of its own (RouteSpec.operationId)`,
+        `/openapi.json: operationId '${operationId}' is used by both ${other} and ${at}: give one of them ` +
+          `an operationId of its own (RouteSpec.operationId)`,
       );
     ids.set(operationId, at);
 
@@ -305,7 +315,9 @@ export function buildOpenApi(routes: RouteSpec[], opts: OpenApiOptions = {}) {
       responses[status] = {
         description:
           r.streamDescription ??
-          `A Server-Sent Events stream: one \`event: <name>\` and one \`data: <JSON>\` line a frame, in this order: ${Object.keys(r.stream).join(', ')} (exactly one \`done\` ends it, or an \`error\`). The schema is that of one frame.`,
+          `A Server-Sent Events stream: one \`event: <name>\` and one \`data: <JSON>\` line a frame, in ` +
+            `this order: ${Object.keys(r.stream).join(', ')} (exactly one \`done\` ends it, or an ` +
+            `\`error\`). The schema is that of one frame.`,
         content: { 'text/event-stream': { schema: { $ref: `#/components/schemas/${unionName}` } } },
       };
     } else if (Number(status) >= 400) {
@@ -381,7 +393,10 @@ export function buildOpenApi(routes: RouteSpec[], opts: OpenApiOptions = {}) {
       title: 'Data, Document, Search and Inference Service',
       version: opts.version ?? '0.45.0',
       description:
-        'Multi-tenant back-end: schema-governed records, documents, folders, content search, streaming inference, scripts and signed webhooks. Errors carry `{message, errorCode, requestId}`; lists are `{data, nextCursor}` (send `nextCursor` back as `startFrom`). Every `/v1` request may pin a response shape with the `Service-Version` header.',
+        'Multi-tenant back-end: schema-governed records, documents, folders, content search, streaming ' +
+        'inference, scripts and signed webhooks. Errors carry `{message, errorCode, requestId}`; lists are ' +
+        '`{data, nextCursor}` (send `nextCursor` back as `startFrom`). Every `/v1` request may pin a ' +
+        'response shape with the `Service-Version` header.',
       license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
     servers: [
@@ -486,7 +501,9 @@ function webhookDescription(schemas: Record<string, unknown>) {
         operationId: 'receiveWebhookDelivery',
         summary: 'A signed webhook delivery, POSTed to a registered https endpoint (developer portal webhooks)',
         description:
-          'Verify before trusting: HMAC-SHA256, keyed by the hex-decoded secret, over `<X-Service-Timestamp>.<raw body>`, hex, prefixed `sha256=`; compare in constant time; refuse a timestamp more than 300 s from now (the client: `verifySignature(rawBody, headers, secret)`).',
+          'Verify before trusting: HMAC-SHA256, keyed by the hex-decoded secret, over ' +
+          '`<X-Service-Timestamp>.<raw body>`, hex, prefixed `sha256=`; compare in constant time; refuse a ' +
+          'timestamp more than 300 s from now (the client: `verifySignature(rawBody, headers, secret)`).',
         tags: ['Webhooks'],
         security: [],
         parameters: [
@@ -502,7 +519,8 @@ function webhookDescription(schemas: Record<string, unknown>) {
           '2XX': { description: 'Delivered: answer promptly (response timeout 30 s).' },
           '4XX': {
             description:
-              'A failed attempt (as is any non-2xx answer or a timeout): retried after 30 s, 5 min, 30 min, 2 h, 8 h, then FAILED.',
+              'A failed attempt (as is any non-2xx answer or a timeout): retried after 30 s, 5 min, 30 ' +
+              'min, 2 h, 8 h, then FAILED.',
           },
         },
       },

@@ -76,29 +76,33 @@ describe('/openapi.json responses and tags', () => {
     expect(errorStatusesOf(r('POST', '/v1/records/lookup/batch', { errors: [501] }))).toContain(501);
   });
 
-  it('every operation has an id, a tag, a 4xx response with the error body and the default error; servers from the public URL', () => {
-    const doc = buildOpenApi([r('GET', '/v1/records'), r('DELETE', '/v1/records/:id', { status: 204 })], {
-      publicUrl: 'https://api.example.org/',
-    });
-    expect(doc.servers).toEqual([{ url: 'https://api.example.org', description: expect.any(String) }]);
-    const op = doc.paths['/v1/records/{id}'].delete as {
-      operationId: string;
-      tags: string[];
-      responses: Record<string, unknown>;
-      parameters: Array<{ name: string; in: string }>;
-    };
-    expect(op.operationId).toBe('deleteRecord');
-    expect(op.tags).toEqual(['Records']);
-    expect(op.responses['404']).toEqual({ $ref: '#/components/responses/NotFound' });
-    expect(op.responses.default).toEqual({ $ref: '#/components/responses/Error' });
-    // A path parameter without a params schema is still declared.
-    expect(op.parameters).toContainEqual(expect.objectContaining({ name: 'id', in: 'path', required: true }));
-    expect((doc.components.responses as Record<string, { content: unknown }>).NotFound.content).toEqual({
-      'application/json': { schema: { $ref: '#/components/schemas/Error' } },
-    });
-    expect(doc.tags.map((t) => t.name)).toEqual(['Records']);
-    expect(doc.info.license).toBeDefined();
-  });
+  it(
+    'every operation has an id, a tag, a 4xx response with the error body and the default error; servers ' +
+      'from the public URL',
+    () => {
+      const doc = buildOpenApi([r('GET', '/v1/records'), r('DELETE', '/v1/records/:id', { status: 204 })], {
+        publicUrl: 'https://api.example.org/',
+      });
+      expect(doc.servers).toEqual([{ url: 'https://api.example.org', description: expect.any(String) }]);
+      const op = doc.paths['/v1/records/{id}'].delete as {
+        operationId: string;
+        tags: string[];
+        responses: Record<string, unknown>;
+        parameters: Array<{ name: string; in: string }>;
+      };
+      expect(op.operationId).toBe('deleteRecord');
+      expect(op.tags).toEqual(['Records']);
+      expect(op.responses['404']).toEqual({ $ref: '#/components/responses/NotFound' });
+      expect(op.responses.default).toEqual({ $ref: '#/components/responses/Error' });
+      // A path parameter without a params schema is still declared.
+      expect(op.parameters).toContainEqual(expect.objectContaining({ name: 'id', in: 'path', required: true }));
+      expect((doc.components.responses as Record<string, { content: unknown }>).NotFound.content).toEqual({
+        'application/json': { schema: { $ref: '#/components/schemas/Error' } },
+      });
+      expect(doc.tags.map((t) => t.name)).toEqual(['Records']);
+      expect(doc.info.license).toBeDefined();
+    },
+  );
 
   it("a route's own error statuses get shared responses too, named or from the error catalogue", () => {
     const doc = buildOpenApi([r('POST', '/v1/scripts/execute', { body: z.object({}), errors: [422, 504, 418] })]);

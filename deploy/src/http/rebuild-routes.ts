@@ -15,7 +15,8 @@ export function rebuildRoutes(rebuilds: OnlineRebuilds): RouteSpec[] {
       status: 202,
       errors: [409],
       summary:
-        'Rebuild the read models from the event log beside the serving ones and switch over when caught up; reads go on meanwhile',
+        'Rebuild the read models from the event log beside the serving ones and switch over when caught ' +
+        'up; reads go on meanwhile',
       // Only the read models are rebuilt online; the search index is rebuilt offline (npm run rebuild -- search-index).
       body: z.object({ target: z.enum(ONLINE_REBUILD_TARGETS) }).strict(),
       handler: async ({ body }) => rebuilds.start(body.target),

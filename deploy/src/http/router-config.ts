@@ -17,7 +17,9 @@ export function pathPattern(url: string): string {
   return `${body}(\\?.*)?$`;
 }
 
-/** The map's key for a route: `METHOD /path...` (HEAD goes where GET goes: fastify answers HEAD for every GET route). */
+/**
+ * The map's key for a route: `METHOD /path...` (HEAD goes where GET goes: fastify answers HEAD for every GET route).
+ */
 const methodsOf = (m: CataloguedRoute['method']) => (m === 'GET' ? '(GET|HEAD)' : m);
 const literalsOf = (url: string) => url.split('/').filter((s) => s && !s.startsWith(':')).length;
 
@@ -41,7 +43,8 @@ export function routingTable(
       literals: literalsOf(r.url),
     });
   }
-  // Served by every role, outside the catalogue (not operations of the API): the description, its reference page and the web console.
+  // Served by every role, outside the catalogue (not operations of the API): the description, its reference page and
+  // the web console.
   for (const url of ['/openapi.json', DOCS_PATH, DOCS_BUNDLE_PATH, CONSOLE_PATH, CONSOLE_ASSET_PATH])
     rows.push({
       pattern: `^(GET|HEAD) ${pathPattern(url)}`,
@@ -144,7 +147,8 @@ export function routerConfig(catalogue: CataloguedRoute[] = routeCatalogue()): s
     ...table.filter((r) => r.role !== 'command').map((r) => `  ${`"~${r.pattern}"`.padEnd(width)}${r.role};`),
     '}',
     '',
-    "# The request's id: the client's X-Request-Id when it is a valid one (1-128 of [A-Za-z0-9._:-]), else the router's own.",
+    "# The request's id: the client's X-Request-Id when it is a valid one (1-128 of [A-Za-z0-9._:-]), " +
+      "else the router's own.",
     'map $http_x_request_id $svc_request_id {',
     `  "~${REQUEST_ID_PATTERN}" $http_x_request_id;`,
     '  default $request_id;',
@@ -152,7 +156,8 @@ export function routerConfig(catalogue: CataloguedRoute[] = routeCatalogue()): s
     '',
     'server {',
     '  listen 8080;',
-    `  # JSON bodies: the service's own limit (${MAX_BODY_BYTES / 1024 / 1024} MiB), so an oversize body is refused here, before it is streamed.`,
+    `  # JSON bodies: the service's own limit (${MAX_BODY_BYTES / 1024 / 1024} MiB), so an oversize body ` +
+      `is refused here, before it is streamed.`,
     `  client_max_body_size ${MAX_BODY_BYTES / 1024 / 1024}m;`,
     '  # Request lines and headers up to the size the service itself answers (431 past 16 KB).',
     '  large_client_header_buffers 4 32k;',

@@ -11,25 +11,31 @@ const sample = (url: string) =>
   url.replace(/:([A-Za-z]+)/g, (_m, name: string) => (name === 'domain' ? 'example.com' : `0b7c6f1e-${name}`));
 
 describe('the shipped router (deploy/k8s/router.nginx.conf)', () => {
-  it('is exactly what the route catalogue generates: a route added or moved without `npm run router` fails here', () => {
-    expect(readFileSync(join(ROOT, ROUTER_CONFIG_PATH), 'utf8')).toBe(routerConfig());
-  });
+  it(
+    'is exactly what the route catalogue generates: a route added or moved without `npm run router` fails ' + 'here',
+    () => {
+      expect(readFileSync(join(ROOT, ROUTER_CONFIG_PATH), 'utf8')).toBe(routerConfig());
+    },
+  );
 
-  it('sends every route of the catalogue to a role that serves it, with and without a query string, HEAD as GET', () => {
-    const table = routingTable();
-    const wrong: string[] = [];
-    for (const r of routeCatalogue()) {
-      const path = sample(r.url);
-      for (const [method, uri] of [
-        [r.method, path],
-        [r.method, `${path}?limit=5&x=%2F`],
-        ...(r.method === 'GET' ? [['HEAD', path]] : []),
-      ])
-        if (roleOf(method, uri, table) !== r.role)
-          wrong.push(`${method} ${uri} -> ${roleOf(method, uri, table)}, served by ${r.role}`);
-    }
-    expect(wrong).toEqual([]);
-  });
+  it(
+    'sends every route of the catalogue to a role that serves it, with and without a query string, HEAD as ' + 'GET',
+    () => {
+      const table = routingTable();
+      const wrong: string[] = [];
+      for (const r of routeCatalogue()) {
+        const path = sample(r.url);
+        for (const [method, uri] of [
+          [r.method, path],
+          [r.method, `${path}?limit=5&x=%2F`],
+          ...(r.method === 'GET' ? [['HEAD', path]] : []),
+        ])
+          if (roleOf(method, uri, table) !== r.role)
+            wrong.push(`${method} ${uri} -> ${roleOf(method, uri, table)}, served by ${r.role}`);
+      }
+      expect(wrong).toEqual([]);
+    },
+  );
 
   it('knows the routes that once went to the wrong role: inference and the quarantine commands', () => {
     expect(roleOf('POST', '/v1/rag')).toBe('query');
@@ -61,11 +67,14 @@ describe('the shipped router (deploy/k8s/router.nginx.conf)', () => {
     expect(conf).not.toMatch(/proxy_hide_header|access-control|proxy_intercept_errors/i);
   });
 
-  it("takes the client's X-Request-Id by the same rule as the service (1-128 of [A-Za-z0-9._:-]) and passes it on", () => {
-    const conf = routerConfig();
-    expect(conf).toContain('"~^[A-Za-z0-9._:-]{1,128}$" $http_x_request_id;');
-    expect(conf).toContain('proxy_set_header X-Request-Id $svc_request_id;');
-  });
+  it(
+    "takes the client's X-Request-Id by the same rule as the service (1-128 of [A-Za-z0-9._:-]) and passes " + 'it on',
+    () => {
+      const conf = routerConfig();
+      expect(conf).toContain('"~^[A-Za-z0-9._:-]{1,128}$" $http_x_request_id;');
+      expect(conf).toContain('proxy_set_header X-Request-Id $svc_request_id;');
+    },
+  );
 
   it('routes to exactly the roles of the role table that serve routes', () => {
     const roles = new Set(routeCatalogue().map((r) => r.role));

@@ -51,7 +51,8 @@ export function systemRoutes(s: SystemStatus, metrics?: ServiceMetrics): RouteSp
       errors: [503],
       auth: 'none',
       summary:
-        'Readiness: the databases answer, the read models are caught up within 10,000 events, and no projection is failing or holds quarantined events',
+        'Readiness: the databases answer, the read models are caught up within 10,000 events, and no ' +
+        'projection is failing or holds quarantined events',
       handler: async () => {
         try {
           await sql.query('SELECT 1');
@@ -74,7 +75,8 @@ export function systemRoutes(s: SystemStatus, metrics?: ServiceMetrics): RouteSp
         if (runner && runner.stats.quarantined > 0)
           throw new ServiceError(
             'UNAVAILABLE',
-            `Read models hold ${runner.stats.quarantined} quarantined event(s): ${runner.stats.lastError ?? ''} (GET /operator/projections/quarantine)`,
+            `Read models hold ${runner.stats.quarantined} quarantined event(s): ` +
+              `${runner.stats.lastError ?? ''} (GET /operator/projections/quarantine)`,
           );
         if (runner && runner.stats.failing >= 5)
           throw new ServiceError('UNAVAILABLE', `Read models are failing: ${runner.stats.lastError ?? ''}`);
@@ -104,7 +106,8 @@ export function systemRoutes(s: SystemStatus, metrics?: ServiceMetrics): RouteSp
       contentType: 'text/plain',
       auth: 'none',
       summary:
-        'Prometheus metrics: HTTP requests and latency per route, open event streams, event-loop lag, GC and heap, the head of the log, position and lag of each log subscriber, Kafka consumer lag',
+        'Prometheus metrics: HTTP requests and latency per route, open event streams, event-loop lag, GC ' +
+        'and heap, the head of the log, position and lag of each log subscriber, Kafka consumer lag',
       handler: async ({ reply }) => {
         // Made on first use when app.ts gave none (the route catalogue declares these routes without a process).
         metrics ??= new ServiceMetrics(s.role, logSourcesOf(s));

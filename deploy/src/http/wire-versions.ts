@@ -31,7 +31,10 @@ export function fallbackVersion(table: WireVersionTable, pin: string | null | un
   );
 }
 
-/** `Deprecation` (RFC 9745, a structured-field date `@<epoch seconds>`) and `Sunset` (RFC 8594, an HTTP-date) of a deprecated version. */
+/**
+ * `Deprecation` (RFC 9745, a structured-field date `@<epoch seconds>`) and `Sunset` (RFC 8594, an HTTP-date) of a
+ * deprecated version.
+ */
 export function deprecationHeaders(e: WireVersionEntry): Record<string, string> {
   const h: Record<string, string> = {};
   if (e.deprecatedAt) h.deprecation = `@${Math.floor(Date.parse(e.deprecatedAt) / 1000)}`;

@@ -68,10 +68,13 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
 
   // Pre-flight gates of data-plane requests, in the spec's order.
   const preflight: NonNullable<EdgeOptions['preflight']> = [];
-  preflight.push(creditCeilingGate({ standing: caches.standing, prices: config.prices, enabled: () => meter.enabled })); // 1. monthly credit ceiling (402): metering
+  // 1. monthly credit ceiling (402): metering
+  preflight.push(creditCeilingGate({ standing: caches.standing, prices: config.prices, enabled: () => meter.enabled }));
   if (config.rateLimits)
-    preflight.push(burstLimitGate({ counters: engines.counters, limits: caches.accountLimits, log: p.log })); // 2. per-account burst limit (429)
-  // The inference billing gate (402 INSUFFICIENT_BALANCE) comes after the burst limit; it applies to the inference routes only.
+    // 2. per-account burst limit (429)
+    preflight.push(burstLimitGate({ counters: engines.counters, limits: caches.accountLimits, log: p.log }));
+  // The inference billing gate (402 INSUFFICIENT_BALANCE) comes after the burst limit; it applies to the inference
+  // routes only.
   preflight.push(inferenceBalanceGate({ standing: caches.standing }));
   const edgeOpts: EdgeOptions = {
     preflight,

@@ -26,8 +26,8 @@ const lostRace = (e: unknown, streamId: string) =>
 
 /**
  * The first start of a process that serves the write API on an empty log opens
- * one account (DEFAULT_PLAN, opening inference balance DEFAULT_INFERENCE_BALANCE_CENTS) and writes its keys to DATA_DIR/bootstrap.json
- * (mode 0600); returns that file, or undefined when the log already holds data.
+ * one account (DEFAULT_PLAN, opening inference balance DEFAULT_INFERENCE_BALANCE_CENTS) and writes its keys to
+ * DATA_DIR/bootstrap.json (mode 0600); returns that file, or undefined when the log already holds data.
  *
  * Several command processes may start at once on the same empty log (the Kubernetes manifest runs two):
  * each sees an empty log, and each tries. The account's id is the same in all of them (`firstAccountId`) and
@@ -70,13 +70,15 @@ export async function bootstrapFirstAccount(
   } catch (e) {
     if (!lostRace(e, streams.account(accountId))) throw e;
     deps.log?.(
-      `first account ${accountId} was opened by another process starting at the same time: its keys are in that process's ${join(config.dataDir, 'bootstrap.json')}`,
+      `first account ${accountId} was opened by another process starting at the same time: its keys are ` +
+        `in that process's ${join(config.dataDir, 'bootstrap.json')}`,
     );
     return undefined;
   }
   if (account.accountId !== accountId)
     throw new Error(
-      `bootstrap: the first account was opened as ${account.accountId}, not ${accountId} (openAccount no longer takes its id first; concurrent command starts are unguarded)`,
+      `bootstrap: the first account was opened as ${account.accountId}, not ${accountId} (openAccount no ` +
+        `longer takes its id first; concurrent command starts are unguarded)`,
     );
   // Written whole or not at all (a reader never sees half a file), readable by this user only.
   const file = join(config.dataDir, 'bootstrap.json');

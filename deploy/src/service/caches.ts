@@ -58,7 +58,10 @@ export interface ReadCaches {
   dropAll(): void;
 }
 
-/** `jwt`: how the keys of tenants' identity providers are fetched and kept (JWT_KEYS_* settings), and where their failures are logged. */
+/**
+ * `jwt`: how the keys of tenants' identity providers are fetched and kept (JWT_KEYS_* settings), and where their
+ * failures are logged.
+ */
 export async function openCaches(
   sql: Sql,
   role: RoleTraits,
@@ -71,7 +74,8 @@ export async function openCaches(
   // process's NOTIFY can arrive after the client's next request, so without a projector beside it every known
   // credential is read from the database, and that read brings the request's read-model version. Unknown secrets
   // stay remembered (1 s): a miss cannot turn into a credential, whose secret is made when it is issued.
-  // Tokens of tenants' identity providers: read from the read models on every request, stamped with the version like the lookup.
+  // Tokens of tenants' identity providers: read from the read models on every request, stamped with the version like
+  // the lookup.
   const jwtTokens = new JwtCredentials(sql, { ...jwt, readModelVersion: versioned ? READ_MODELS : undefined });
   const credentials = new CredentialResolver(
     sql,
@@ -85,7 +89,8 @@ export async function openCaches(
   const schemas = new SchemaReads(sql, { versioned });
   // Role all: dropped by this process's projector when an account changes. Elsewhere: per version.
   const accountLimits = new AccountRateLimits((id) => tenancy.account(id), 5000, 10_000, versioned);
-  // Role all: kept, moved or dropped by this process's projector when usage or an account moves. Elsewhere: per version.
+  // Role all: kept, moved or dropped by this process's projector when usage or an account moves. Elsewhere: per
+  // version.
   const standing = new CachedStanding(sqlAccountStanding(sql), 5000, 10_000, versioned);
   const recordCache = role.exactCaches ? new ReadCache<RecordRow>() : undefined;
   // Lookup and list pages are dropped whenever records or schemas change.
@@ -106,7 +111,8 @@ export async function openCaches(
         ? totals.forEach((used, period) => standing.moved(accountId, period, used))
         : standing.invalidate(accountId),
     onCommitted(events) {
-      // Index outcomes change only their context's pages (indexStatus); every other change of these kinds drops them all.
+      // Index outcomes change only their context's pages (indexStatus); every other change of these kinds drops them
+      // all.
       if (events.some((e) => /^(Record|Schema|Context|Tenant)/.test(e.type) && !isIndexOutcome(e))) pageCache?.clear();
       else
         for (const c of new Set(

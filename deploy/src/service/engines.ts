@@ -75,7 +75,8 @@ export async function openEngines(
     if (role.search && !config.databaseUrl && config.searchDb === 'separate')
       searchSql = await openPgliteThread(join(config.dataDir, 'pg-search'), { nice: config.searchDbNice });
     const secret = loadSecret(config, (await store.headPosition()) > 0);
-    // Blobs: files under DATA_DIR, or an S3-compatible store when OBJECT_STORE_URL is set (which then serves the presigned URLs itself).
+    // Blobs: files under DATA_DIR, or an S3-compatible store when OBJECT_STORE_URL is set (which then serves the
+    // presigned URLs itself).
     const s3 = config.objectStoreUrl
       ? S3BlobStore.fromUrl(config.objectStoreUrl, config.uploadUrlTtlSeconds)
       : undefined;
@@ -85,7 +86,8 @@ export async function openEngines(
     const embedderInfo = search ? describeEmbedder(search.embedder) : undefined;
     if (embedderInfo?.kind === 'none')
       log(
-        `embeddings: no model (${embedderInfo.reason}): semantic search is off; SEMANTIC searches are refused, HYBRID answers from keywords alone`,
+        `embeddings: no model (${embedderInfo.reason}): semantic search is off; SEMANTIC searches are ` +
+          `refused, HYBRID answers from keywords alone`,
       );
     // The built-in model's process (about 150 MB resident) starts on the first embedding need. It is loaded now only
     // when the search index already holds something to search, so that first semantic query does not wait for it

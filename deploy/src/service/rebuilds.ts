@@ -49,7 +49,8 @@ export class OnlineRebuilds {
       throw conflict(`No online rebuild of '${target}'`);
     if (!url || this.o.sql.kind !== 'postgres')
       throw conflict(
-        'An online rebuild needs a PostgreSQL server (DATABASE_URL); the embedded database is rebuilt offline with npm run rebuild, the service stopped',
+        'An online rebuild needs a PostgreSQL server (DATABASE_URL); the embedded database is rebuilt ' +
+          'offline with npm run rebuild, the service stopped',
       );
     if (this.current) throw conflict(`Rebuild ${this.current.rebuild.progress.id} is still running`);
     const rebuild = new OnlineRebuild({

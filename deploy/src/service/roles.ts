@@ -7,9 +7,15 @@ import type { Role } from '../config';
 export interface RoleTraits {
   /** The route sets it serves: the write API, the read API (both: role all). */
   serves: ReadonlyArray<'command' | 'query'>;
-  /** The log subscribers beside the read models: projection runner, document worker, upload poller, search indexer, webhook dispatcher, trigger runner (and the Kafka feed they read). */
+  /**
+   * The log subscribers beside the read models: projection runner, document worker, upload poller, search indexer,
+   * webhook dispatcher, trigger runner (and the Kafka feed they read).
+   */
   projectors: boolean;
-  /** Publishes the log to Kafka: `required` refuses to start without KAFKA_BROKERS, `when-configured` publishes when it is set. */
+  /**
+   * Publishes the log to Kafka: `required` refuses to start without KAFKA_BROKERS, `when-configured` publishes when it
+   * is set.
+   */
   relay: 'required' | 'when-configured' | false;
   /** Opens the search engines (to serve queries or to index). */
   search: boolean;

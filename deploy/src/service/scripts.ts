@@ -6,7 +6,10 @@ import { storageGrants } from '../features';
 import type { Engines } from './engines';
 import type { RoleTraits } from './roles';
 
-/** Scripts (docs/scripts.md): sandbox threads started on first use, the executor (also the trigger runner's), Idempotency-Key records. */
+/**
+ * Scripts (docs/scripts.md): sandbox threads started on first use, the executor (also the trigger runner's),
+ * Idempotency-Key records.
+ */
 export interface Scripts {
   pool: SandboxPool;
   executor: SandboxScriptExecutor;

@@ -36,17 +36,21 @@ export function loadSecret(config: Config, hasData: boolean): Buffer {
   if (!stat) {
     if (hasData)
       throw new StartupError(
-        `${file} is missing but ${config.dataDir} already holds data: restore the key file from backup (or set SERVICE_SECRET to the key in use). A new key would make sealed fields, sensitive lookups and cursors unreadable.`,
+        `${file} is missing but ${config.dataDir} already holds data: restore the key file from backup ` +
+          `(or set SERVICE_SECRET to the key in use). A new key would make sealed fields, sensitive lookups ` +
+          `and cursors unreadable.`,
       );
     writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600 });
   } else if (!stat.isFile())
     throw new StartupError(
-      `${file} is not a file: remove what is there (a new key is generated only for an empty data directory) or restore the key file`,
+      `${file} is not a file: remove what is there (a new key is generated only for an empty data ` +
+        `directory) or restore the key file`,
     );
   const text = readFileSync(file, 'utf8').trim();
   if (!/^[0-9a-f]{64}$/i.test(text))
     throw new StartupError(
-      `${file} is corrupt: it must hold 64 hexadecimal characters (32 bytes); restore it from backup${hasData ? '' : ', or delete it on this empty data directory to generate a new one'}`,
+      `${file} is corrupt: it must hold 64 hexadecimal characters (32 bytes); restore it from ` +
+        `backup${hasData ? '' : ', or delete it on this empty data directory to generate a new one'}`,
     );
   return Buffer.from(text, 'hex');
 }

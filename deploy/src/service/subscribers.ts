@@ -33,7 +33,10 @@ type Log = (msg: string) => void;
 export interface Projections {
   runner: ProjectionRunner;
   barrier: ReadModelBarrier & { close?: () => Promise<void> };
-  /** Kafka (KAFKA_BROKERS): the relay (its role's `relay`) and the feed of this process's subscribers (roles with projectors). */
+  /**
+   * Kafka (KAFKA_BROKERS): the relay (its role's `relay`) and the feed of this process's subscribers (roles with
+   * projectors).
+   */
   relay?: KafkaRelay;
   feed?: KafkaFeed;
   kafkaTopic?: string;
@@ -131,7 +134,8 @@ export async function startReactors(o: {
         log: (m, e) => log(e === undefined ? m : `${m}: ${e instanceof Error ? e.message : String(e)}`),
       })
     : undefined;
-  // A change of embedding model: contexts recorded with another model are rebuilt in the background, the old vectors answering meanwhile.
+  // A change of embedding model: contexts recorded with another model are rebuilt in the background, the old vectors
+  // answering meanwhile.
   const modelRebuild =
     searchIndexer && search!.vectors instanceof ModelSwitchVectorIndex
       ? new VectorModelRebuild({

@@ -4,7 +4,10 @@ import type { Config } from '../config';
 import { webhookResolver } from '../engines/webhook-dns';
 import type { RoleTraits } from './roles';
 
-/** What the webhook routes and the dispatcher share: where hostnames point, the address policy, the key sealing signing secrets. */
+/**
+ * What the webhook routes and the dispatcher share: where hostnames point, the address policy, the key sealing signing
+ * secrets.
+ */
 export type WebhookSettings = Pick<WebhookCommandDeps, 'resolver' | 'policy' | 'sealKey'>;
 
 export function webhookSettings(
@@ -16,7 +19,8 @@ export function webhookSettings(
   const policy = { allowPrivate: config.webhooks.allowPrivateTargets };
   if (policy.allowPrivate && role.webhooks)
     log(
-      'WARNING: WEBHOOK_ALLOW_PRIVATE_TARGETS=1: webhooks may target loopback and RFC 1918 private addresses (development only)',
+      'WARNING: WEBHOOK_ALLOW_PRIVATE_TARGETS=1: webhooks may target loopback and RFC 1918 private ' +
+        'addresses (development only)',
     );
   return {
     resolver: webhookResolver(config.webhooks.testDnsFile),

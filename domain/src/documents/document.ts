@@ -251,7 +251,10 @@ function evolve(state: DocumentState, e: DocumentEvent, m?: EventMetadata): Docu
 
 const initialState = (): DocumentState => ({ exists: false });
 
-/** A document's state from its stream, for readers that hold any stored event (search projector, upload poller, host API). */
+/**
+ * A document's state from its stream, for readers that hold any stored event (search projector, upload poller, host
+ * API).
+ */
 export const documentAggregate = {
   initialState,
   evolve: evolve as (state: DocumentState, e: DomainEvent, m?: EventMetadata) => DocumentState,

@@ -252,20 +252,29 @@ describe('document decider: ChangeDocument', () => {
       .thenThrows('VALIDATION_ERROR');
   });
 
-  it('required is enforced on create only: a PUT without a required field, or a PATCH null deleting it, is accepted', () => {
-    const bound = created({ schemaId: 's1', schemaVersion: 1, typeName: 'memo', payload: { author: 'a', note: 'n' } });
-    const boundUpdate = (change: 'put' | 'patch', payload: Record<string, unknown>) =>
-      updated({ change, schemaId: 's1', schemaVersion: 1, typeName: 'memo', payload });
-    given(decider, [bound])
-      .when(change('put', { title: 'T', payload: { note: 'm' } }, { schema }))
-      .then([boundUpdate('put', { note: 'm' })]);
-    given(decider, [bound])
-      .when(change('patch', { payload: { author: null } }, { schema }))
-      .then([boundUpdate('patch', { note: 'n' })]);
-    given(decider, [bound])
-      .when(change('patch', { payload: { author: 7 } }, { schema }))
-      .thenThrows('VALIDATION_ERROR');
-  });
+  it(
+    'required is enforced on create only: a PUT without a required field, or a PATCH null deleting it, is ' +
+      'accepted',
+    () => {
+      const bound = created({
+        schemaId: 's1',
+        schemaVersion: 1,
+        typeName: 'memo',
+        payload: { author: 'a', note: 'n' },
+      });
+      const boundUpdate = (change: 'put' | 'patch', payload: Record<string, unknown>) =>
+        updated({ change, schemaId: 's1', schemaVersion: 1, typeName: 'memo', payload });
+      given(decider, [bound])
+        .when(change('put', { title: 'T', payload: { note: 'm' } }, { schema }))
+        .then([boundUpdate('put', { note: 'm' })]);
+      given(decider, [bound])
+        .when(change('patch', { payload: { author: null } }, { schema }))
+        .then([boundUpdate('patch', { note: 'n' })]);
+      given(decider, [bound])
+        .when(change('patch', { payload: { author: 7 } }, { schema }))
+        .thenThrows('VALIDATION_ERROR');
+    },
+  );
 
   it('text re-ingests at the next revision', () => {
     given(decider, [created(), textReady()])

@@ -73,7 +73,9 @@ function decide(cmd: DocumentProcessingCommand, s: DocumentState): DocumentEvent
             data: {
               documentId,
               code: 'INDEXING_FAILED',
-              message: `Text extraction was interrupted ${cmd.interrupted} times (the service stopped during it); not retried`,
+              message:
+                `Text extraction was interrupted ${cmd.interrupted} times (the service stopped during it); ` +
+                `not retried`,
             },
           },
         ];
@@ -106,7 +108,8 @@ function decide(cmd: DocumentProcessingCommand, s: DocumentState): DocumentEvent
       if (s.storeText || !s.textRetained || s.textRevision !== cmd.textRevision || !s.textRef) return [];
       return [{ type: 'DocumentTextDiscarded', data: { documentId, textRevision: cmd.textRevision } }];
     case 'SettleIndexing': {
-      // Only a document still waiting for this text's outcome: a newer text, a settled outcome (replays, rebuilds) or a delete leave it out.
+      // Only a document still waiting for this text's outcome: a newer text, a settled outcome (replays, rebuilds) or a
+      // delete leave it out.
       if (s.status !== 'PENDING_INDEX' || s.textRevision !== cmd.textRevision) return [];
       const o = cmd.outcome;
       if (o.status === 'FAILED')

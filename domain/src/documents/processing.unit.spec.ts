@@ -46,18 +46,22 @@ describe('document processing decider: RecordUpload', () => {
       .when({ type: 'RecordUpload', uploadId: 'u1', fileRef: 'f1', fileSize: 10 })
       .then([uploaded]);
   });
-  it('an upload already recorded, replaced by a newer grant, or of a deleted document records nothing (the URL is used up)', () => {
-    given(decider, [created(), uploaded])
-      .when({ type: 'RecordUpload', uploadId: 'u1', fileRef: 'f2', fileSize: 10 })
-      .then([]);
-    given(decider, [created(), reupload])
-      .when({ type: 'RecordUpload', uploadId: 'u1', fileRef: 'f1', fileSize: 10 })
-      .then([]);
-    given(decider, [created(), deleted])
-      .when({ type: 'RecordUpload', uploadId: 'u1', fileRef: 'f1', fileSize: 10 })
-      .then([]);
-    given(decider, []).when({ type: 'RecordUpload', uploadId: 'u1', fileRef: 'f1', fileSize: 10 }).then([]);
-  });
+  it(
+    'an upload already recorded, replaced by a newer grant, or of a deleted document records nothing (the ' +
+      'URL is used up)',
+    () => {
+      given(decider, [created(), uploaded])
+        .when({ type: 'RecordUpload', uploadId: 'u1', fileRef: 'f2', fileSize: 10 })
+        .then([]);
+      given(decider, [created(), reupload])
+        .when({ type: 'RecordUpload', uploadId: 'u1', fileRef: 'f1', fileSize: 10 })
+        .then([]);
+      given(decider, [created(), deleted])
+        .when({ type: 'RecordUpload', uploadId: 'u1', fileRef: 'f1', fileSize: 10 })
+        .then([]);
+      given(decider, []).when({ type: 'RecordUpload', uploadId: 'u1', fileRef: 'f1', fileSize: 10 }).then([]);
+    },
+  );
 });
 
 describe('document processing decider: StartExtraction', () => {

@@ -26,7 +26,10 @@ export type DocumentViewSource = Pick<
   | 'version'
 >;
 
-/** The response shape of a document: exactly the spec's fields; `indexFailure` only when FAILED; sensitive values masked. */
+/**
+ * The response shape of a document: exactly the spec's fields; `indexFailure` only when FAILED; sensitive values
+ * masked.
+ */
 export function documentView(
   d: DocumentViewSource,
   def: SchemaDefinition | undefined,

@@ -48,7 +48,10 @@ export function rootFolderId(tenantId: string, contextId: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
-/** Slug from a name: accents dropped, lowercase, every run of other characters one '-', trimmed; 'folder' when nothing is left. */
+/**
+ * Slug from a name: accents dropped, lowercase, every run of other characters one '-', trimmed; 'folder' when nothing
+ * is left.
+ */
 export function deriveSlug(name: string): string {
   const s = name
     .normalize('NFKD')

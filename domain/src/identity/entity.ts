@@ -70,7 +70,10 @@ export type EntityCommand =
       /** Every namespace of the tenant (built-in and registered). */
       namespaces: readonly string[];
     }
-  /** PUT replaces the payload in full; PATCH merges it (RFC 7386). `definition`: of the bound schema, if it still exists. */
+  /**
+   * PUT replaces the payload in full; PATCH merges it (RFC 7386). `definition`: of the bound schema, if it still
+   * exists.
+   */
   | {
       type: 'ChangeEntity';
       actor: Principal;

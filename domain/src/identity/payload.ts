@@ -18,6 +18,7 @@ export function storedIdentityPayload(
   def: SchemaDefinition | undefined,
   payload: Record<string, unknown>,
 ): Record<string, unknown> {
-  checkStoredPayload(def ?? BARE_DEFINITION, payload, { enforceRequired: true }); // users and entities: on every write (docs/identity.md)
+  // users and entities: on every write (docs/identity.md)
+  checkStoredPayload(def ?? BARE_DEFINITION, payload, { enforceRequired: true });
   return def ? sealing.seal(def, payload) : payload;
 }

@@ -38,7 +38,10 @@ export type UserState = { exists: false; deleted?: boolean } | LiveUser;
 /** Emails are unique per tenant regardless of case and surrounding spaces. */
 export const emailKey = (email: string) => email.trim().toLowerCase();
 
-/** A user is owned by itself: a credential bound to an identity reaches that user only; scoped credentials reach users sharing a scope. */
+/**
+ * A user is owned by itself: a credential bound to an identity reaches that user only; scoped credentials reach users
+ * sharing a scope.
+ */
 export const userOwner = (u: Pick<LiveUser, 'id' | 'tenantId' | 'contextId' | 'scopes'>): Owned => ({
   tenantId: u.tenantId,
   contextId: u.contextId,
@@ -72,7 +75,10 @@ export type UserCommand =
       /** After identity auto-assign. */
       scopes: string[];
     }
-  /** PUT replaces email, displayName and payload; PATCH merges (RFC 7386). `definition`: of the schema the user is bound to, if it still exists. */
+  /**
+   * PUT replaces email, displayName and payload; PATCH merges (RFC 7386). `definition`: of the schema the user is bound
+   * to, if it still exists.
+   */
   | {
       type: 'ChangeUser';
       actor: Principal;

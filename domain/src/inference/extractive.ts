@@ -27,9 +27,10 @@ export interface Sentence {
 export const NOTHING_FOUND = 'I found nothing in the provided content that answers this question.';
 
 const STOP = new Set(
-  'a an and are as at be been but by can could did do does for from had has have how i if in into is it its me my of on or our she should so than that the their them then there these they this those to was we were what when where which who whom why will with would you your about any all also am more most no not only other over same some such too very just'.split(
-    ' ',
-  ),
+  'a an and are as at be been but by can could did do does for from had has have how i if in into is it ' +
+    'its me my of on or our she should so than that the their them then there these they this those to was ' +
+    'we were what when where which who whom why will with would you your about any all also am more most no ' +
+    'not only other over same some such too very just'.split(' '),
 );
 
 /** Lower-cased word stems of `text`, stop words dropped. */
@@ -58,7 +59,10 @@ const segmenter = new Intl.Segmenter('en', { granularity: 'sentence' });
 const ABBREVIATION =
   /(?:^|\s)(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|Mt|No|Fig|Vol|vs|etc|e\.g|i\.e|approx|Inc|Ltd|Co|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.$/;
 
-/** The sentences of `text` (ICU sentence boundaries, not split after common abbreviations; a line break ends a sentence). */
+/**
+ * The sentences of `text` (ICU sentence boundaries, not split after common abbreviations; a line break ends a
+ * sentence).
+ */
 export function sentencesOf(text: string): string[] {
   const out: string[] = [];
   for (const line of text.split(/\n\s*\n|\r?\n(?=[-*•#]|\s*\d+[.)]\s)/)) {
@@ -89,7 +93,9 @@ export interface ExtractiveOptions {
   maxSentences?: number;
   /** Sentences below this share of the best score are left out. */
   relativeFloor?: number;
-  /** Cosine similarity (question vs sentences) for the best keyword candidates; absent: keywords and source scores only. */
+  /**
+   * Cosine similarity (question vs sentences) for the best keyword candidates; absent: keywords and source scores only.
+   */
   similarity?: (question: string, sentences: string[]) => Promise<number[]>;
   /** How many keyword candidates get a similarity (default 8). */
   rerank?: number;

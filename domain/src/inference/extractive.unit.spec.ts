@@ -15,11 +15,15 @@ describe("the built-in model's sentence choice", () => {
     },
   ];
 
-  it('splits sentences at ICU boundaries (not after an abbreviation; a line break ends one) and drops fragments of fewer than three words', () => {
-    expect(
-      sentencesOf('Dr. Smith arrived at noon. He left. It rained all day long!\n\nA heading\nNext line here'),
-    ).toEqual(['Dr. Smith arrived at noon.', 'It rained all day long!', 'Next line here']);
-  });
+  it(
+    'splits sentences at ICU boundaries (not after an abbreviation; a line break ends one) and drops ' +
+      'fragments of fewer than three words',
+    () => {
+      expect(
+        sentencesOf('Dr. Smith arrived at noon. He left. It rained all day long!\n\nA heading\nNext line here'),
+      ).toEqual(['Dr. Smith arrived at noon.', 'It rained all day long!', 'Next line here']);
+    },
+  );
 
   it('stems plural and tense variants and drops stop words', () => {
     expect(terms('How often are the passwords changed?')).toEqual(['often', 'password', 'chang']);

@@ -7,14 +7,22 @@ import type { AppendRequest } from './event-store';
  * runner (projectors) reaches it only through this port, wired by deploy.
  */
 export interface ScriptRunRequest {
-  /** Who runs it: the caller's credential (POST /v1/scripts/execute) or, for a trigger, the rule's grant as a principal. */
+  /**
+   * Who runs it: the caller's credential (POST /v1/scripts/execute) or, for a trigger, the rule's grant as a principal.
+   */
   meta: RequestMeta;
   /** The version to run: by id, or by name and version. */
   script: { id: string } | { name: string; version: number | 'latest' };
   input: unknown;
-  /** How many trigger firings led here (0 for a direct execution); the adapter stamps it on the writes' events so chained rules can stop loops. */
+  /**
+   * How many trigger firings led here (0 for a direct execution); the adapter stamps it on the writes' events so
+   * chained rules can stop loops.
+   */
   depth?: number;
-  /** The firing that caused this run (trigger runner): stamped on the committed events so a replay can tell it already ran. */
+  /**
+   * The firing that caused this run (trigger runner): stamped on the committed events so a replay can tell it already
+   * ran.
+   */
   cause?: { ruleId: string; eventId: string };
   /**
    * Trigger runner: appends committed in the same atomic multi-stream append as the script's writes, also when
@@ -29,14 +37,20 @@ export type ScriptRunOutcome =
   | {
       ok: false;
       executionId: string;
-      /** The REST errorCode: SCRIPT_ERROR, TIMEOUT, RESOURCE_LIMIT_EXCEEDED, WRITE_BUFFER_CAP_EXCEEDED, AUTHORIZATION_DENIED, CONCURRENT_MODIFICATION, RESULT_TOO_LARGE, NOT_FOUND, INTERNAL, ... */
+      /**
+       * The REST errorCode: SCRIPT_ERROR, TIMEOUT, RESOURCE_LIMIT_EXCEEDED, WRITE_BUFFER_CAP_EXCEEDED,
+       * AUTHORIZATION_DENIED, CONCURRENT_MODIFICATION, RESULT_TOO_LARGE, NOT_FOUND, INTERNAL, ...
+       */
       errorCode: string;
       message: string;
       durationMs: number;
       /** Deterministic failures (the script's own fault) are terminal; the others may be retried. */
       retryable: boolean;
       details?: Record<string, unknown>;
-      /** A run refused before it started (RATE_LIMITED, EXECUTION_NOT_STARTED, EXECUTION_CONTAINER_BUSY): seconds to wait (`Retry-After`). */
+      /**
+       * A run refused before it started (RATE_LIMITED, EXECUTION_NOT_STARTED, EXECUTION_CONTAINER_BUSY): seconds to
+       * wait (`Retry-After`).
+       */
       retryAfterSeconds?: number;
     };
 

@@ -19,7 +19,10 @@ import type { FilterClause } from '../search/filters';
 export type SourceKind = 'record' | 'document';
 export type TextMode = 'OR' | 'AND' | 'PHRASE' | 'COMPLEX';
 
-/** What the index and the catalogue both know of a searchable item (a record or a document): identity, isolation, filters, result metadata. */
+/**
+ * What the index and the catalogue both know of a searchable item (a record or a document): identity, isolation,
+ * filters, result metadata.
+ */
 export interface SearchableItem {
   itemId: string;
   tenantId: string;
@@ -106,11 +109,17 @@ export interface TextIndex {
    * on a throw the caller treats every listed item as not written (and writes them one by one).
    */
   replaceItems?(items: IndexedItem[]): Promise<void>;
-  /** Rewrites the item's filter columns and attributes on its existing passages (no re-chunking); a no-op for an unknown item. */
+  /**
+   * Rewrites the item's filter columns and attributes on its existing passages (no re-chunking); a no-op for an unknown
+   * item.
+   */
   updateItemMeta(item: Omit<IndexedItem, 'passages' | 'metadata'>): Promise<void>;
   deleteItem(itemId: string): Promise<void>;
   deleteContext(tenantId: string, contextId: string): Promise<void>;
-  /** Ranked hits (at most `limit`) and the number of passages that matched (a lower bound with `trackTotal: false`; capped at `countUpTo`). */
+  /**
+   * Ranked hits (at most `limit`) and the number of passages that matched (a lower bound with `trackTotal: false`;
+   * capped at `countUpTo`).
+   */
   search(q: TextSearch): Promise<{ hits: TextHit[]; total: number }>;
   /** Fills in the text and snippet of hits returned without them (only the page shown needs them). */
   hydrate?(hits: TextHit[], q: TextSearch): Promise<void>;
@@ -195,7 +204,10 @@ export interface VectorIndex {
   deleteItem(itemId: string): Promise<void>;
   deleteContext(tenantId: string, contextId: string): Promise<void>;
   search(q: VectorSearch): Promise<VectorHit[]>;
-  /** Fills in chunkText / contextText of hits returned without them (`text: false`); a passage deleted meanwhile gets empty texts. */
+  /**
+   * Fills in chunkText / contextText of hits returned without them (`text: false`); a passage deleted meanwhile gets
+   * empty texts.
+   */
   hydrate(hits: VectorHit[], scope: VectorScope): Promise<void>;
   /** Index upkeep (ANN build / fold-in / retrain, scalar indexes); writers run it in the background on their own. */
   maintain?(o?: { force?: boolean }): Promise<MaintainReport>;
@@ -251,11 +263,17 @@ export interface Embedder {
   embed(texts: string[], o?: { purpose?: EmbedPurpose }): Promise<number[][]>;
   /** Releases what the embedder holds (the built-in model's thread). Safe to call more than once. */
   close?(): Promise<void>;
-  /** Loads what the first call would otherwise wait for (the built-in model); services call it at start, without waiting. */
+  /**
+   * Loads what the first call would otherwise wait for (the built-in model); services call it at start, without
+   * waiting.
+   */
   warm?(): Promise<void>;
 }
 
-/** One item known to the search projector: its filter columns, the metadata results show, the revision indexed and its vector count. */
+/**
+ * One item known to the search projector: its filter columns, the metadata results show, the revision indexed and its
+ * vector count.
+ */
 export interface CatalogueItem extends SearchableItem {
   accountId: string | null;
   schemaId: string | null;
@@ -268,7 +286,10 @@ export interface CatalogueItem extends SearchableItem {
 /** What the query side reads of the search catalogue (adapter: projectors/src/search/catalogue.ts, SearchCatalogue). */
 export interface SearchCatalogueReads {
   items(ids: string[]): Promise<Map<string, CatalogueItem>>;
-  /** Ids of the items a filter admits, or null when more than `max` do (the caller then filters after the vector search). */
+  /**
+   * Ids of the items a filter admits, or null when more than `max` do (the caller then filters after the vector
+   * search).
+   */
   admitted(f: ItemFilter, max: number): Promise<string[] | null>;
   /** The subset of `ids` a filter admits. */
   admit(f: ItemFilter, ids: string[]): Promise<Set<string>>;

@@ -10,7 +10,10 @@ import type { UsageCharges } from './usage-charges';
  */
 export interface WriteCharges extends UsageCharges {
   readonly prices: PriceTable;
-  /** The append that charges `items` to a tenant (a UsageMetered event), atomic with the write it charges; empty when off. */
+  /**
+   * The append that charges `items` to a tenant (a UsageMetered event), atomic with the write it charges; empty when
+   * off.
+   */
   appendFor(
     metadata: EventMetadata,
     items: UsageItem[],

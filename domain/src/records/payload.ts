@@ -32,7 +32,10 @@ export function isIsoDate(v: string): boolean {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Numbers in payloads obey the spec's number rules wherever they sit, and no key is `__proto__` (the JSON body was checked, this guards other paths). */
+/**
+ * Numbers in payloads obey the spec's number rules wherever they sit, and no key is `__proto__` (the JSON body was
+ * checked, this guards other paths).
+ */
 function checkNumbers(v: unknown, path: string): void {
   if (typeof v === 'number') {
     const why = checkNumberValue(v);
@@ -61,7 +64,8 @@ function checkPattern(at: string, pattern: string, v: string, budget: PatternBud
   const cost = c.size * (v.length + 1);
   if (cost > budget.left)
     throw invalid(
-      `${at}: too long to check against the pattern (pattern checks of one payload may cost ${PATTERN_CHECK_BUDGET.toLocaleString('en-US')} steps, value length × pattern size ${c.size})`,
+      `${at}: too long to check against the pattern (pattern checks of one payload may cost ` +
+        `${PATTERN_CHECK_BUDGET.toLocaleString('en-US')} steps, value length × pattern size ${c.size})`,
     );
   budget.left -= cost;
   if (!patternTest(c, v)) throw invalid(`${at}: does not match the pattern`);

@@ -277,37 +277,45 @@ describe('record decider: ChangeRecord', () => {
       .thenThrows('PAYLOAD_TOO_LARGE');
   });
 
-  it('required is enforced on create only: a PUT without a required field, or a PATCH null deleting it, is accepted', () => {
-    given(decider, [created()])
-      .when(change('put', { payload: { qty: 1 } }))
-      .then([updated({ qty: 1 }, 'put')]);
-    given(decider, [created()])
-      .when(change('patch', { payload: { title: null } }))
-      .then([updated({ qty: 1 }, 'patch')]);
-  });
+  it(
+    'required is enforced on create only: a PUT without a required field, or a PATCH null deleting it, is ' +
+      'accepted',
+    () => {
+      given(decider, [created()])
+        .when(change('put', { payload: { qty: 1 } }))
+        .then([updated({ qty: 1 }, 'put')]);
+      given(decider, [created()])
+        .when(change('patch', { payload: { title: null } }))
+        .then([updated({ qty: 1 }, 'patch')]);
+    },
+  );
 
-  it('validates against the schema version given (the record takes it): its rules for the keys present, not a field it newly requires', () => {
-    const v2: RecordSchema = {
-      schemaId: 's1',
-      schemaVersion: 2,
-      definition: {
-        ...definition,
-        fields: [
-          ...definition.fields!,
-          { fieldId: 'note', fieldType: 'string', required: true, validation: { minLength: 2 } },
-        ],
-      },
-    };
-    given(decider, [created()])
-      .when(change('patch', { status: 'X' }, { schema: v2 }))
-      .then([updated({ title: 'A', qty: 1 }, 'patch', { status: 'X', schemaVersion: 2 })]);
-    given(decider, [created()])
-      .when(change('patch', { payload: { note: 'n' } }, { schema: v2 }))
-      .thenThrows('VALIDATION_ERROR');
-    given(decider, [created()])
-      .when(change('patch', { payload: { note: 'nn' } }, { schema: v2 }))
-      .then([updated({ title: 'A', qty: 1, note: 'nn' }, 'patch', { schemaVersion: 2 })]);
-  });
+  it(
+    'validates against the schema version given (the record takes it): its rules for the keys present, not ' +
+      'a field it newly requires',
+    () => {
+      const v2: RecordSchema = {
+        schemaId: 's1',
+        schemaVersion: 2,
+        definition: {
+          ...definition,
+          fields: [
+            ...definition.fields!,
+            { fieldId: 'note', fieldType: 'string', required: true, validation: { minLength: 2 } },
+          ],
+        },
+      };
+      given(decider, [created()])
+        .when(change('patch', { status: 'X' }, { schema: v2 }))
+        .then([updated({ title: 'A', qty: 1 }, 'patch', { status: 'X', schemaVersion: 2 })]);
+      given(decider, [created()])
+        .when(change('patch', { payload: { note: 'n' } }, { schema: v2 }))
+        .thenThrows('VALIDATION_ERROR');
+      given(decider, [created()])
+        .when(change('patch', { payload: { note: 'nn' } }, { schema: v2 }))
+        .then([updated({ title: 'A', qty: 1, note: 'nn' }, 'patch', { schemaVersion: 2 })]);
+    },
+  );
 
   it('a missing or deleted record is NOT_FOUND', () => {
     given(decider)

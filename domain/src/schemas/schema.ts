@@ -69,7 +69,8 @@ export function validateDefinition(def: SchemaDefinition, namespaces: readonly s
       if (!f.targetSurface) throw invalid(`fields.${f.fieldId}: a reference needs targetSurface`);
       if (!BUILTIN_TARGET_SURFACES.includes(f.targetSurface) && !namespaces.includes(f.targetSurface))
         throw invalid(
-          `fields.${f.fieldId}: targetSurface '${f.targetSurface}' is not record, document, user or a registered namespace`,
+          `fields.${f.fieldId}: targetSurface '${f.targetSurface}' is not record, document, user or a ` +
+            `registered namespace`,
         );
     } else if (f.targetTypeName || f.targetField || f.cardinality || f.targetSurface) {
       throw invalid(`fields.${f.fieldId}: target settings are only for reference fields`);
@@ -196,7 +197,10 @@ export const schemaAggregate = {
   ) => SchemaState,
 };
 
-/** Create: a shared base (no owner) or a variant `basedOn` the base of its typeName; a repeat for the same owner decides nothing. */
+/**
+ * Create: a shared base (no owner) or a variant `basedOn` the base of its typeName; a repeat for the same owner decides
+ * nothing.
+ */
 function create(cmd: Extract<SchemaCommand, { type: 'CreateSchema' }>, state: SchemaState): SchemaEvent[] {
   if (state.exists || state.deleted) throw new InternalError('schema id reused');
   const def = cmd.definition;
@@ -206,7 +210,8 @@ function create(cmd: Extract<SchemaCommand, { type: 'CreateSchema' }>, state: Sc
   if (ownerKeyOf(def)) {
     if (!cmd.sharedBase)
       throw invalid(
-        `No shared base schema exists for typeName '${def.typeName}'; it must be created by an unscoped credential first`,
+        `No shared base schema exists for typeName '${def.typeName}'; it must be created by an unscoped ` +
+          `credential first`,
       );
     if (def.basedOn !== cmd.sharedBase)
       throw invalid(
@@ -218,7 +223,10 @@ function create(cmd: Extract<SchemaCommand, { type: 'CreateSchema' }>, state: Sc
   return [{ type: 'SchemaCreated', data: { schemaId: cmd.schemaId, typeName: def.typeName, definition: def } }];
 }
 
-/** PUT semantics: collections replaced in full when given, omitted scalars preserved, capabilities replaced in full when given. */
+/**
+ * PUT semantics: collections replaced in full when given, omitted scalars preserved, capabilities replaced in full when
+ * given.
+ */
 function update(cmd: Extract<SchemaCommand, { type: 'UpdateSchema' }>, state: SchemaState): SchemaEvent[] {
   const { body, namespaces } = cmd;
   if (!state.exists) throw notFound();
@@ -278,7 +286,10 @@ export const schemaInactive = () => conflict('The schema is inactive');
 
 type FieldDef = NonNullable<SchemaDefinition['fields']>[number];
 
-/** A reference field as answered: the spec's defaults (`targetField` externalId, `cardinality` one) filled in when omitted; other fields as stored. */
+/**
+ * A reference field as answered: the spec's defaults (`targetField` externalId, `cardinality` one) filled in when
+ * omitted; other fields as stored.
+ */
 const fieldView = (f: FieldDef): FieldDef =>
   f.fieldType === 'reference'
     ? { ...f, targetField: f.targetField ?? 'externalId', cardinality: f.cardinality ?? 'one' }

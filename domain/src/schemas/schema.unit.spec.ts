@@ -87,36 +87,40 @@ describe('schema decider: CreateSchema', () => {
       .then([created(user)]);
   });
 
-  it('refuses definitions the request shape cannot catch: reserved or repeated fields, unknown lookups, unregistered reference targets', () => {
-    const bad: SchemaDefinition[] = [
-      { ...base, fields: [{ fieldId: 'scopes', fieldType: 'string' }], lookupFields: [] },
-      {
-        ...base,
-        fields: [
-          { fieldId: 'x', fieldType: 'string' },
-          { fieldId: 'x', fieldType: 'number' },
-        ],
-        lookupFields: [],
-      },
-      { ...base, lookupFields: ['nope'] },
-      {
+  it(
+    'refuses definitions the request shape cannot catch: reserved or repeated fields, unknown lookups, ' +
+      'unregistered reference targets',
+    () => {
+      const bad: SchemaDefinition[] = [
+        { ...base, fields: [{ fieldId: 'scopes', fieldType: 'string' }], lookupFields: [] },
+        {
+          ...base,
+          fields: [
+            { fieldId: 'x', fieldType: 'string' },
+            { fieldId: 'x', fieldType: 'number' },
+          ],
+          lookupFields: [],
+        },
+        { ...base, lookupFields: ['nope'] },
+        {
+          ...base,
+          fields: [{ fieldId: 'r', fieldType: 'reference', targetTypeName: 't', targetSurface: 'crm' }],
+          lookupFields: [],
+        },
+        { ...base, fields: [{ fieldId: 's', fieldType: 'string', sensitive: true, inline: true }], lookupFields: [] },
+        { ...base, sortBy: 'nope' },
+      ];
+      for (const definition of bad) given(schemaDecider).when(create({ definition })).thenThrows('VALIDATION_ERROR');
+      const ref: SchemaDefinition = {
         ...base,
         fields: [{ fieldId: 'r', fieldType: 'reference', targetTypeName: 't', targetSurface: 'crm' }],
         lookupFields: [],
-      },
-      { ...base, fields: [{ fieldId: 's', fieldType: 'string', sensitive: true, inline: true }], lookupFields: [] },
-      { ...base, sortBy: 'nope' },
-    ];
-    for (const definition of bad) given(schemaDecider).when(create({ definition })).thenThrows('VALIDATION_ERROR');
-    const ref: SchemaDefinition = {
-      ...base,
-      fields: [{ fieldId: 'r', fieldType: 'reference', targetTypeName: 't', targetSurface: 'crm' }],
-      lookupFields: [],
-    };
-    given(schemaDecider)
-      .when(create({ definition: ref, namespaces: ['crm'] }))
-      .then([created(ref)]);
-  });
+      };
+      given(schemaDecider)
+        .when(create({ definition: ref, namespaces: ['crm'] }))
+        .then([created(ref)]);
+    },
+  );
 
   it('never reuses an id', () => {
     given(schemaDecider, [created()]).when(create()).thenThrows('INTERNAL');
@@ -197,34 +201,37 @@ describe('schema decider: UpdateSchema', () => {
       .thenThrows('VERSION_CONFLICT');
   });
 
-  it('a user schema needs the root key: adding the user surface, or changing a user schema, is FORBIDDEN otherwise', () => {
-    const user: SchemaDefinition = { ...base, allowedSurfaces: ['user'], lookupFields: [] };
-    given(schemaDecider, [created()])
-      .when(update({ allowedSurfaces: ['record', 'user'], lookupFields: [] }))
-      .thenThrows('FORBIDDEN');
-    given(schemaDecider, [created(user)])
-      .when(update({ displayName: 'People' }))
-      .thenThrows('FORBIDDEN');
-    given(schemaDecider, [created(user)])
-      .when(update({ allowedSurfaces: ['record'] }))
-      .thenThrows('FORBIDDEN');
-    expect(
+  it(
+    'a user schema needs the root key: adding the user surface, or changing a user schema, is FORBIDDEN ' + 'otherwise',
+    () => {
+      const user: SchemaDefinition = { ...base, allowedSurfaces: ['user'], lookupFields: [] };
       given(schemaDecider, [created()])
-        .when(update({ allowedSurfaces: ['record', 'user'], lookupFields: [] }, undefined, true))
-        .events(),
-    ).toHaveLength(1);
-    expect(
+        .when(update({ allowedSurfaces: ['record', 'user'], lookupFields: [] }))
+        .thenThrows('FORBIDDEN');
       given(schemaDecider, [created(user)])
-        .when(update({ displayName: 'People' }, undefined, true))
-        .events(),
-    ).toHaveLength(1);
-    // other surfaces need no root key
-    expect(
-      given(schemaDecider, [created()])
-        .when(update({ allowedSurfaces: ['record', 'entity'], lookupFields: [] }))
-        .events(),
-    ).toHaveLength(1);
-  });
+        .when(update({ displayName: 'People' }))
+        .thenThrows('FORBIDDEN');
+      given(schemaDecider, [created(user)])
+        .when(update({ allowedSurfaces: ['record'] }))
+        .thenThrows('FORBIDDEN');
+      expect(
+        given(schemaDecider, [created()])
+          .when(update({ allowedSurfaces: ['record', 'user'], lookupFields: [] }, undefined, true))
+          .events(),
+      ).toHaveLength(1);
+      expect(
+        given(schemaDecider, [created(user)])
+          .when(update({ displayName: 'People' }, undefined, true))
+          .events(),
+      ).toHaveLength(1);
+      // other surfaces need no root key
+      expect(
+        given(schemaDecider, [created()])
+          .when(update({ allowedSurfaces: ['record', 'entity'], lookupFields: [] }))
+          .events(),
+      ).toHaveLength(1);
+    },
+  );
 
   it('a missing or deleted schema is NOT_FOUND', () => {
     given(schemaDecider)
@@ -267,36 +274,40 @@ describe('schemaView', () => {
     updatedAt: 'u',
   });
 
-  it('fills the spec defaults: active, capabilities, storageProfile STANDARD; reference fields targetField externalId and cardinality one', () => {
-    const def: SchemaDefinition = {
-      ...base,
-      fields: [
-        { fieldId: 'title', fieldType: 'string' },
-        { fieldId: 'r', fieldType: 'reference', targetTypeName: 't', targetSurface: 'record' },
-      ],
-    };
-    expect(schemaView(live(def))).toEqual({
-      id: 's1',
-      ...def,
-      active: true,
-      capabilities: { auditHistory: true, triggersEnabled: false },
-      storageProfile: 'STANDARD',
-      schemaVersion: 1,
-      createdAt: 'c',
-      updatedAt: 'u',
-      fields: [
-        { fieldId: 'title', fieldType: 'string' },
-        {
-          fieldId: 'r',
-          fieldType: 'reference',
-          targetTypeName: 't',
-          targetSurface: 'record',
-          targetField: 'externalId',
-          cardinality: 'one',
-        },
-      ],
-    });
-  });
+  it(
+    'fills the spec defaults: active, capabilities, storageProfile STANDARD; reference fields targetField ' +
+      'externalId and cardinality one',
+    () => {
+      const def: SchemaDefinition = {
+        ...base,
+        fields: [
+          { fieldId: 'title', fieldType: 'string' },
+          { fieldId: 'r', fieldType: 'reference', targetTypeName: 't', targetSurface: 'record' },
+        ],
+      };
+      expect(schemaView(live(def))).toEqual({
+        id: 's1',
+        ...def,
+        active: true,
+        capabilities: { auditHistory: true, triggersEnabled: false },
+        storageProfile: 'STANDARD',
+        schemaVersion: 1,
+        createdAt: 'c',
+        updatedAt: 'u',
+        fields: [
+          { fieldId: 'title', fieldType: 'string' },
+          {
+            fieldId: 'r',
+            fieldType: 'reference',
+            targetTypeName: 't',
+            targetSurface: 'record',
+            targetField: 'externalId',
+            cardinality: 'one',
+          },
+        ],
+      });
+    },
+  );
 
   it('keeps what the definition sets, adds no fields to a bare schema, and leaves the definition as written', () => {
     const ref = {

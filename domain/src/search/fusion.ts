@@ -4,7 +4,7 @@
  * retrieval"), mapped to 0–1 by the logistic function:
  *
  *   score(p) = σ(α · z_text(p) + (1 − α) · z_vector(p))          α = FUSION_TEXT_WEIGHT, σ(x) = 1 / (1 + e^−x)
- *   z_leg(p) = max((s(p) − μ_leg) / σ_leg, floor_leg)            floor_leg = min(0, lowest z of the leg's top NORM_DEPTH)
+ *   z_leg(p) = max((s(p) − μ_leg) / σ_leg, floor_leg) floor_leg = min(0, lowest z of the leg's top NORM_DEPTH)
  *
  * μ and σ (population standard deviation; 1 when 0) are taken over the leg's
  * top NORM_DEPTH hits, so a page's scores do not depend on how deep the legs

@@ -28,7 +28,10 @@ export interface PatchRules {
   fields?: z.ZodTypeAny;
 }
 
-/** Rejections of a PATCH body that do not depend on the resource: a fixed key, a key a PATCH may not change or clear, an invalid value. */
+/**
+ * Rejections of a PATCH body that do not depend on the resource: a fixed key, a key a PATCH may not change or clear, an
+ * invalid value.
+ */
 export function checkPatchBody(body: Record<string, unknown>, rules: PatchRules): void {
   for (const k of rules.immutable)
     if (k in body) throw invalid(rules.fixed ? rules.fixed(k) : `${k} cannot be changed`);

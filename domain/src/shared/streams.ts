@@ -23,7 +23,10 @@ export const streams = {
   /** The script names of a tenant's context (ScriptNameAdded, one per name), for listing without a name. */
   scriptNames: (tenantId: string, contextId: string) =>
     `script-names-${createHash('sha256').update(`${tenantId}\u0000${contextId}`).digest('hex').slice(0, 40)}`,
-  /** The index outcomes of a context's records (RecordsIndexed), appended by the search projector with expected revision 'any'. */
+  /**
+   * The index outcomes of a context's records (RecordsIndexed), appended by the search projector with expected revision
+   * 'any'.
+   */
   outcomes: (tenantId: string, contextId: string) =>
     `outcomes-${createHash('sha256').update(`${tenantId}\u0000${contextId}`).digest('hex').slice(0, 40)}`,
   /** Metering of one tenant (UsageMetered, ReadsMetered), appended with expected revision 'any'. */

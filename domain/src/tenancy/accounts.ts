@@ -11,7 +11,9 @@ export type AccountState =
 export type AccountEvent = EventsOf<'AccountOpened' | 'AccountChanged'>;
 
 export type AccountCommand =
-  /** POST /operator/accounts: ids of the account, its two tenants and their default contexts arrive with the command. */
+  /**
+   * POST /operator/accounts: ids of the account, its two tenants and their default contexts arrive with the command.
+   */
   | {
       type: 'OpenAccount';
       accountId: string;
@@ -36,7 +38,10 @@ export type AccountCommand =
       entitlements?: Entitlements;
     };
 
-/** Entitlements as a request gives them (decisions §2: `entitlements?: {allowGlobalRegion?: boolean}`); each absent one is false on open, unchanged on change. */
+/**
+ * Entitlements as a request gives them (decisions §2: `entitlements?: {allowGlobalRegion?: boolean}`); each absent one
+ * is false on open, unchanged on change.
+ */
 export type Entitlements = { allowGlobalRegion?: boolean };
 const ENTITLEMENT_DEFAULTS: EventData<'AccountOpened'>['entitlements'] = { allowGlobalRegion: false };
 /** `given` over `base`, an entitlement `given` leaves out keeping its value in `base`. */

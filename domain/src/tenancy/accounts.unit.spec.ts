@@ -77,20 +77,24 @@ describe('ChangeAccount', () => {
     expect(s).toMatchObject({ plan: 'scale', creditLimit: 9, inferenceBalanceCents: 10, rateLimitPerMinute: null });
   });
 
-  it('merges entitlements into the stored ones: one left out keeps its value (decisions §2: allowGlobalRegion is optional)', () => {
-    const entitled = changed({ entitlements: { allowGlobalRegion: true } });
-    given(accountDecider, [opened, entitled])
-      .when({ type: 'ChangeAccount', entitlements: {} })
-      .then([changed({ entitlements: { allowGlobalRegion: true } })]);
-    given(accountDecider, [opened, entitled])
-      .when({ type: 'ChangeAccount', plan: 'pro', entitlements: {} })
-      .then([changed({ plan: 'pro', entitlements: { allowGlobalRegion: true } })]);
-    given(accountDecider, [opened, entitled])
-      .when({ type: 'ChangeAccount', entitlements: { allowGlobalRegion: false } })
-      .then([changed({ entitlements: { allowGlobalRegion: false } })]);
-    // Opening with an empty entitlements object: each one absent is false.
-    given(accountDecider).when({ type: 'OpenAccount', accountId: 'a1', tenants, entitlements: {} }).then([opened]);
-  });
+  it(
+    'merges entitlements into the stored ones: one left out keeps its value (decisions §2: ' +
+      'allowGlobalRegion is optional)',
+    () => {
+      const entitled = changed({ entitlements: { allowGlobalRegion: true } });
+      given(accountDecider, [opened, entitled])
+        .when({ type: 'ChangeAccount', entitlements: {} })
+        .then([changed({ entitlements: { allowGlobalRegion: true } })]);
+      given(accountDecider, [opened, entitled])
+        .when({ type: 'ChangeAccount', plan: 'pro', entitlements: {} })
+        .then([changed({ plan: 'pro', entitlements: { allowGlobalRegion: true } })]);
+      given(accountDecider, [opened, entitled])
+        .when({ type: 'ChangeAccount', entitlements: { allowGlobalRegion: false } })
+        .then([changed({ entitlements: { allowGlobalRegion: false } })]);
+      // Opening with an empty entitlements object: each one absent is false.
+      given(accountDecider).when({ type: 'OpenAccount', accountId: 'a1', tenants, entitlements: {} }).then([opened]);
+    },
+  );
 
   it('refuses a missing account and a negative top-up', () => {
     given(accountDecider).when({ type: 'ChangeAccount', plan: 'pro' }).thenThrows('NOT_FOUND');

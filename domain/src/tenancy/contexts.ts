@@ -8,9 +8,14 @@ export type ContextEvent = EventsOf<'ContextCreated' | 'ContextDeleted'>;
 
 export type ContextCommand =
   | ({ type: 'CreateContext' } & EventData<'ContextCreated'>)
-  /** DELETE /v1/contexts/{id} by a root key of `tenantId`: another tenant's context reads as missing; the default one stays. */
+  /**
+   * DELETE /v1/contexts/{id} by a root key of `tenantId`: another tenant's context reads as missing; the default one
+   * stays.
+   */
   | { type: 'DeleteContext'; tenantId: string }
-  /** Part of a tenant teardown: every live context of `tenantId` goes, the default one too; anything else is left alone. */
+  /**
+   * Part of a tenant teardown: every live context of `tenantId` goes, the default one too; anything else is left alone.
+   */
   | { type: 'TearDownContext'; tenantId: string };
 
 export const contextDecider: Decider<ContextState, ContextCommand, ContextEvent> = {

@@ -4,7 +4,10 @@ import { isSubset } from './permissions';
 
 type Issued = EventData<'CredentialIssued'>;
 
-/** PostgreSQL NOTIFY channel on which the tenancy projection announces revocations (credential caches of other processes listen). */
+/**
+ * PostgreSQL NOTIFY channel on which the tenancy projection announces revocations (credential caches of other processes
+ * listen).
+ */
 export const CREDENTIAL_CHANGE_CHANNEL = 'credential_change';
 
 /** Events after which credentials that worked before may not: a revocation, a deleted context, a torn-down tenant. */
@@ -62,7 +65,10 @@ export interface Reach {
   scopes: string[] | null;
 }
 
-/** A principal's data reach, read the way every read and write path reads it (`dataScope` first, an empty scope list is no limit). */
+/**
+ * A principal's data reach, read the way every read and write path reads it (`dataScope` first, an empty scope list is
+ * no limit).
+ */
 export function reachOf(p: Pick<Principal, 'dataScope' | 'userId'>): Reach {
   const scopes = p.dataScope?.scopes;
   return { userId: p.dataScope?.userId ?? p.userId ?? null, scopes: scopes?.length ? [...scopes] : null };

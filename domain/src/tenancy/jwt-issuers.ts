@@ -16,7 +16,10 @@ export type JwtIssuersState = { issuers: JwtIssuer[] };
 
 export type JwtIssuersEvent = EventsOf<'JwtIssuersSet'>;
 
-/** PUT /operator/tenants/{tenantId}/jwt-issuers: the whole list, replacing the previous one (an empty list removes them all). */
+/**
+ * PUT /operator/tenants/{tenantId}/jwt-issuers: the whole list, replacing the previous one (an empty list removes them
+ * all).
+ */
 export type JwtIssuersCommand = {
   type: 'SetJwtIssuers';
   tenantId: string;

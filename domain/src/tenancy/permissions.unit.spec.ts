@@ -31,12 +31,15 @@ describe('grants', () => {
     expect(grants(['scripts:x:foo'], 'scripts:x:bar')).toBe(false);
   });
 
-  it('scripts:x:* (the action for some name) is covered by scripts:x, by scripts:x:<any name> and by the wildcards', () => {
-    for (const held of [['scripts:x'], ['scripts:x:foo'], ['scripts:*'], ['*'], ['records:r', 'scripts:x:bar']])
-      expect(grants(held, 'scripts:x:*'), held.join()).toBe(true);
-    for (const held of [['scripts:r'], ['scripts:c', 'scripts:r:foo'], ['records:x'], ['records:*'], []])
-      expect(grants(held, 'scripts:x:*'), held.join()).toBe(false);
-  });
+  it(
+    'scripts:x:* (the action for some name) is covered by scripts:x, by scripts:x:<any name> and by the ' + 'wildcards',
+    () => {
+      for (const held of [['scripts:x'], ['scripts:x:foo'], ['scripts:*'], ['*'], ['records:r', 'scripts:x:bar']])
+        expect(grants(held, 'scripts:x:*'), held.join()).toBe(true);
+      for (const held of [['scripts:r'], ['scripts:c', 'scripts:r:foo'], ['records:x'], ['records:*'], []])
+        expect(grants(held, 'scripts:x:*'), held.join()).toBe(false);
+    },
+  );
 
   it('scripts:r does not cover scripts:x:<name>', () => {
     expect(grants(['scripts:r'], 'scripts:x:foo')).toBe(false);

@@ -11,7 +11,10 @@ export type TriggerBindings = Map<string, { fields: string[]; enabled: boolean }
 
 export type TriggerBindingEvent = EventsOf<'TriggerRuleBound' | 'TriggerRuleUnbound'>;
 
-/** A fold only: the bindings follow the rules (`bindingOf`), appended with expected revision 'any'; nothing is decided on this stream. */
+/**
+ * A fold only: the bindings follow the rules (`bindingOf`), appended with expected revision 'any'; nothing is decided
+ * on this stream.
+ */
 export const triggerBindingsAggregate = {
   initialState: (): TriggerBindings => new Map(),
   evolve(state: TriggerBindings, e: TriggerBindingEvent): TriggerBindings {
@@ -57,7 +60,8 @@ export function checkSchemaUpdateAgainstRules(bindings: TriggerBindings, next: S
   const enabled = [...bindings].filter(([, b]) => b.enabled).map(([id]) => id);
   if (enabled.length && !triggersEnabled(next))
     throw refused(
-      `Trigger rules still fire off this schema (${enabled.join(', ')}); delete them before turning triggersEnabled off`,
+      `Trigger rules still fire off this schema (${enabled.join(', ')}); delete them before turning ` +
+        `triggersEnabled off`,
       enabled,
     );
   const projectable = new Set(projectableFields(next));
@@ -65,7 +69,8 @@ export function checkSchemaUpdateAgainstRules(bindings: TriggerBindings, next: S
   if (hit.length) {
     const fields = [...new Set(hit.flatMap(([, b]) => b.fields.filter((f) => !projectable.has(f))))];
     throw refused(
-      `Trigger rules project ${fields.join(', ')}, which this update would stop keeping inline (projectable); delete the rules first`,
+      `Trigger rules project ${fields.join(', ')}, which this update would stop keeping inline ` +
+        `(projectable); delete the rules first`,
       hit.map(([id]) => id),
     );
   }

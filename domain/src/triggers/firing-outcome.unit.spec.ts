@@ -44,17 +44,21 @@ describe('trigger firing outcome decider', () => {
   it('an unsettled firing is settled as fired', () => {
     given(decider).when(markFired).then([fired]);
   });
-  it('a terminal failure: first failed when the earlier attempts say so, else now; the message is cut at 2,000 characters', () => {
-    given(decider)
-      .when(failure({ firstFailedAt: '2026-01-01T00:00:00.000Z' }))
-      .then([failed('2026-01-01T00:00:00.000Z')]);
-    given(decider)
-      .when(failure())
-      .then([failed('2026-01-02T00:00:00.000Z')]);
-    given(decider)
-      .when(failure({ message: 'x'.repeat(2_500) }))
-      .then([failed('2026-01-02T00:00:00.000Z', 'x'.repeat(2_000))]);
-  });
+  it(
+    'a terminal failure: first failed when the earlier attempts say so, else now; the message is cut at ' +
+      '2,000 characters',
+    () => {
+      given(decider)
+        .when(failure({ firstFailedAt: '2026-01-01T00:00:00.000Z' }))
+        .then([failed('2026-01-01T00:00:00.000Z')]);
+      given(decider)
+        .when(failure())
+        .then([failed('2026-01-02T00:00:00.000Z')]);
+      given(decider)
+        .when(failure({ message: 'x'.repeat(2_500) }))
+        .then([failed('2026-01-02T00:00:00.000Z', 'x'.repeat(2_000))]);
+    },
+  );
   it('a settled firing (fired, or failed) is settled once: the second outcome decides nothing', () => {
     given(decider, [fired]).when(failure()).then([]);
     given(decider, [fired]).when(markFired).then([]);

@@ -106,7 +106,9 @@ export function resolveDataScope(
   return out;
 }
 
-/** The principal a firing runs as: the event's tenant and context, the rule's grant. It holds no identity of its own. */
+/**
+ * The principal a firing runs as: the event's tenant and context, the rule's grant. It holds no identity of its own.
+ */
 export function triggerPrincipal(
   rule: Pick<TriggerRule, 'id' | 'grant'>,
   at: { accountId: string | null; tenantId: string; contextId: string },

@@ -107,7 +107,8 @@ export function validateRuleDeclaration(body: CreateTrigger, ctx: RuleDeclaratio
   const bad = body.fields.filter((f) => !projectable.includes(f));
   if (bad.length)
     throw invalid(
-      `fields: ${bad.join(', ')} cannot be projected; a rule may project inline, filterable or lookup fields that are not sensitive: ${projectable.join(', ') || '(none)'}`,
+      `fields: ${bad.join(', ')} cannot be projected; a rule may project inline, filterable or lookup ` +
+        `fields that are not sensitive: ${projectable.join(', ') || '(none)'}`,
       {
         projectableFields: projectable,
       },
@@ -124,7 +125,8 @@ export function validateRuleDeclaration(body: CreateTrigger, ctx: RuleDeclaratio
     );
     if (literal.length)
       throw invalid(
-        'grant.dataScope: a rule that declares fields may constrain its data scope only with ${{ input.<dim> }} placeholders',
+        'grant.dataScope: a rule that declares fields may constrain its data scope only with ${{ ' +
+          'input.<dim> }} placeholders',
       );
   }
   for (const v of [...(ds?.userId !== undefined ? [ds.userId] : []), ...(ds?.scopes ?? [])])
@@ -145,7 +147,10 @@ export function validateRuleDeclaration(body: CreateTrigger, ctx: RuleDeclaratio
 export type TriggerRuleEvent = EventsOf<'TriggerRuleCreated' | 'TriggerRuleDeleted'>;
 
 export type TriggerRuleCommand =
-  /** POST /v1/triggers: the schema and the script version's existence, as the declaring caller may see them, arrive with the command. */
+  /**
+   * POST /v1/triggers: the schema and the script version's existence, as the declaring caller may see them, arrive with
+   * the command.
+   */
   | ({ type: 'CreateTriggerRule'; ruleId: string; body: CreateTrigger } & RuleDeclarationContext)
   /** DELETE /v1/triggers/{id}: a rule of another tenant or context reads as missing. */
   | { type: 'DeleteTriggerRule'; actor: Principal };

@@ -22,7 +22,9 @@ export interface IndexedWrite {
   scopes?: string[] | null;
 }
 
-/** The range-enabled lookup fields of a schema, worked out once per definition object (a write's charge asks per write). */
+/**
+ * The range-enabled lookup fields of a schema, worked out once per definition object (a write's charge asks per write).
+ */
 const rangeFields = new WeakMap<SchemaDefinition, Set<string>>();
 function rangeFieldsOf(def: SchemaDefinition): Set<string> {
   let range = rangeFields.get(def);
@@ -76,7 +78,10 @@ export const encodeCharge = (items: readonly UsageItem[]): string =>
     )
     .join(';');
 
-/** The items of `encodeCharge`; a malformed item (never written by this service) throws, so the projection quarantines its event. */
+/**
+ * The items of `encodeCharge`; a malformed item (never written by this service) throws, so the projection quarantines
+ * its event.
+ */
 export function decodeCharge(code: string): UsageItem[] {
   return code.split(';').map((part) => {
     const [category, ...nums] = part.split(' ');
@@ -102,7 +107,10 @@ export function recordWriteItems(prices: PriceTable, w: IndexedWrite): UsageItem
   ];
 }
 
-/** A document write (create, upload request, replace, patch): 1 credit plus index credits, plus the text ingest when it carries text. */
+/**
+ * A document write (create, upload request, replace, patch): 1 credit plus index credits, plus the text ingest when it
+ * carries text.
+ */
 export function documentWriteItems(prices: PriceTable, w: IndexedWrite, textBytes?: number): UsageItem[] {
   const idx = indexCharge(prices, w);
   return [

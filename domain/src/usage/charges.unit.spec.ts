@@ -47,55 +47,65 @@ describe('price table', () => {
     expect(() => loadPrices('not json')).toThrow(/not valid JSON/);
   });
 
-  it('allowances per plan; a set creditLimit overrides any plan (enterprise without one: no ceiling); unknown plan is free', () => {
-    expect(allowanceOf(DEFAULT_PRICES, { plan: 'free' })).toBe(1000);
-    expect(allowanceOf(DEFAULT_PRICES, { plan: 'starter' })).toBe(50_000);
-    expect(allowanceOf(DEFAULT_PRICES, { plan: 'pro' })).toBe(250_000);
-    expect(allowanceOf(DEFAULT_PRICES, { plan: 'scale' })).toBe(1_000_000);
-    expect(allowanceOf(DEFAULT_PRICES, { plan: 'enterprise', creditLimit: 42 })).toBe(42);
-    expect(allowanceOf(DEFAULT_PRICES, { plan: 'enterprise', creditLimit: null })).toBeNull();
-    // decisions §2: creditLimit is taken on every plan and overrides the plan's allowance.
-    expect(allowanceOf(DEFAULT_PRICES, { plan: 'free', creditLimit: 5 })).toBe(5);
-    expect(allowanceOf(DEFAULT_PRICES, { plan: 'starter', creditLimit: 0 })).toBe(0);
-    expect(allowanceOf(DEFAULT_PRICES, { plan: 'pro', creditLimit: 2_000_000 })).toBe(2_000_000);
-    expect(allowanceOf(DEFAULT_PRICES, { plan: 'scale', creditLimit: null })).toBe(1_000_000);
-    expect(allowanceOf(DEFAULT_PRICES, { creditLimit: 7 })).toBe(7);
-    expect(allowanceOf(DEFAULT_PRICES, { plan: 'gold' })).toBe(1000);
-    expect(allowanceOf(DEFAULT_PRICES, null)).toBe(1000);
-    expect(periodOf('2026-08-31T23:59:59.999Z')).toBe('2026-08');
-    expect(periodOf('2026-08-31T23:59:59Z')).toBe('2026-08');
-    // Not UTC: the period is the UTC month of that moment.
-    expect(periodOf('2026-08-31T23:30:00-02:00')).toBe('2026-09');
-    expect(periodOf(new Date('2026-12-31T23:59:59.999Z'))).toBe('2026-12');
-  });
+  it(
+    'allowances per plan; a set creditLimit overrides any plan (enterprise without one: no ceiling); ' +
+      'unknown plan is free',
+    () => {
+      expect(allowanceOf(DEFAULT_PRICES, { plan: 'free' })).toBe(1000);
+      expect(allowanceOf(DEFAULT_PRICES, { plan: 'starter' })).toBe(50_000);
+      expect(allowanceOf(DEFAULT_PRICES, { plan: 'pro' })).toBe(250_000);
+      expect(allowanceOf(DEFAULT_PRICES, { plan: 'scale' })).toBe(1_000_000);
+      expect(allowanceOf(DEFAULT_PRICES, { plan: 'enterprise', creditLimit: 42 })).toBe(42);
+      expect(allowanceOf(DEFAULT_PRICES, { plan: 'enterprise', creditLimit: null })).toBeNull();
+      // decisions §2: creditLimit is taken on every plan and overrides the plan's allowance.
+      expect(allowanceOf(DEFAULT_PRICES, { plan: 'free', creditLimit: 5 })).toBe(5);
+      expect(allowanceOf(DEFAULT_PRICES, { plan: 'starter', creditLimit: 0 })).toBe(0);
+      expect(allowanceOf(DEFAULT_PRICES, { plan: 'pro', creditLimit: 2_000_000 })).toBe(2_000_000);
+      expect(allowanceOf(DEFAULT_PRICES, { plan: 'scale', creditLimit: null })).toBe(1_000_000);
+      expect(allowanceOf(DEFAULT_PRICES, { creditLimit: 7 })).toBe(7);
+      expect(allowanceOf(DEFAULT_PRICES, { plan: 'gold' })).toBe(1000);
+      expect(allowanceOf(DEFAULT_PRICES, null)).toBe(1000);
+      expect(periodOf('2026-08-31T23:59:59.999Z')).toBe('2026-08');
+      expect(periodOf('2026-08-31T23:59:59Z')).toBe('2026-08');
+      // Not UTC: the period is the UTC month of that moment.
+      expect(periodOf('2026-08-31T23:30:00-02:00')).toBe('2026-09');
+      expect(periodOf(new Date('2026-12-31T23:59:59.999Z'))).toBe('2026-12');
+    },
+  );
 });
 
 describe('charges', () => {
-  it('index credits: equality 1, range 3, composite 1 per declared lookup with a value; automatic lookups counted, not charged', () => {
-    expect(indexCharge(DEFAULT_PRICES, { definition: def, payload: { code: 'x', price: 1, a: 'p', b: 'q' } })).toEqual({
-      credits: 1 + 3 + 1 + 1,
-      milli: 5000,
-    });
-    expect(indexCharge(DEFAULT_PRICES, { definition: def, payload: {} })).toEqual({ credits: 1, milli: 0 });
-    expect(
-      indexCharge(DEFAULT_PRICES, {
-        definition: def,
-        payload: { price: 2 },
-        externalId: 'e',
-        userId: 'u',
-        scopes: ['org:a', 'org:b'],
-      }),
-    ).toEqual({ credits: 3 + 4, milli: 3000 });
-    expect(indexCharge(DEFAULT_PRICES, { definition: null, payload: { code: 'x' }, scopes: [] })).toEqual({
-      credits: 0,
-      milli: 0,
-    });
-    const charged = loadPrices(JSON.stringify({ index: { automatic: 1 } }));
-    expect(indexCharge(charged, { definition: def, payload: {}, externalId: 'e' })).toEqual({
-      credits: 2,
-      milli: 2000,
-    });
-  });
+  it(
+    'index credits: equality 1, range 3, composite 1 per declared lookup with a value; automatic lookups ' +
+      'counted, not charged',
+    () => {
+      expect(
+        indexCharge(DEFAULT_PRICES, { definition: def, payload: { code: 'x', price: 1, a: 'p', b: 'q' } }),
+      ).toEqual({
+        credits: 1 + 3 + 1 + 1,
+        milli: 5000,
+      });
+      expect(indexCharge(DEFAULT_PRICES, { definition: def, payload: {} })).toEqual({ credits: 1, milli: 0 });
+      expect(
+        indexCharge(DEFAULT_PRICES, {
+          definition: def,
+          payload: { price: 2 },
+          externalId: 'e',
+          userId: 'u',
+          scopes: ['org:a', 'org:b'],
+        }),
+      ).toEqual({ credits: 3 + 4, milli: 3000 });
+      expect(indexCharge(DEFAULT_PRICES, { definition: null, payload: { code: 'x' }, scopes: [] })).toEqual({
+        credits: 0,
+        milli: 0,
+      });
+      const charged = loadPrices(JSON.stringify({ index: { automatic: 1 } }));
+      expect(indexCharge(charged, { definition: def, payload: {}, externalId: 'e' })).toEqual({
+        credits: 2,
+        milli: 2000,
+      });
+    },
+  );
 
   it('writes, ingests, searches', () => {
     expect(recordWriteItems(DEFAULT_PRICES, { definition: def, payload: { code: 'x' } })).toEqual([
@@ -116,32 +126,36 @@ describe('charges', () => {
     expect(inferenceItem('rag', 12.4)).toEqual({ category: 'inferenceRag', count: 1, units: 12, milli: 0 });
   });
 
-  it('script execution: baseline 5 ms, 50 included ms consumed (not earned), 1 milli-credit per billable ms; service failures metered, not charged', () => {
-    expect(scriptExecutionItem(DEFAULT_PRICES, { executions: 1, totalMillis: 120, charged: true })).toMatchObject({
-      count: 1,
-      units: 120,
-      includedMillis: 50,
-      billableMillis: 75,
-      milli: 75,
-    });
-    expect(scriptExecutionItem(DEFAULT_PRICES, { executions: 1, totalMillis: 10, charged: true })).toMatchObject({
-      includedMillis: 15,
-      billableMillis: 0,
-      milli: 0,
-    });
-    expect(scriptExecutionItem(DEFAULT_PRICES, { executions: 2, totalMillis: 200, charged: true })).toMatchObject({
-      includedMillis: 100,
-      billableMillis: 110,
-      milli: 110,
-    });
-    expect(scriptExecutionItem(DEFAULT_PRICES, { executions: 1, totalMillis: 500, charged: false })).toMatchObject({
-      count: 1,
-      units: 500,
-      includedMillis: 0,
-      billableMillis: 0,
-      milli: 0,
-    });
-  });
+  it(
+    'script execution: baseline 5 ms, 50 included ms consumed (not earned), 1 milli-credit per billable ms; ' +
+      'service failures metered, not charged',
+    () => {
+      expect(scriptExecutionItem(DEFAULT_PRICES, { executions: 1, totalMillis: 120, charged: true })).toMatchObject({
+        count: 1,
+        units: 120,
+        includedMillis: 50,
+        billableMillis: 75,
+        milli: 75,
+      });
+      expect(scriptExecutionItem(DEFAULT_PRICES, { executions: 1, totalMillis: 10, charged: true })).toMatchObject({
+        includedMillis: 15,
+        billableMillis: 0,
+        milli: 0,
+      });
+      expect(scriptExecutionItem(DEFAULT_PRICES, { executions: 2, totalMillis: 200, charged: true })).toMatchObject({
+        includedMillis: 100,
+        billableMillis: 110,
+        milli: 110,
+      });
+      expect(scriptExecutionItem(DEFAULT_PRICES, { executions: 1, totalMillis: 500, charged: false })).toMatchObject({
+        count: 1,
+        units: 500,
+        includedMillis: 0,
+        billableMillis: 0,
+        milli: 0,
+      });
+    },
+  );
 
   it('read overage priced per batch adds up to the overage of the total', () => {
     const per = DEFAULT_PRICES.reads.bytesPerCredit;

@@ -10,7 +10,9 @@ import type { UsageItem } from './charges';
 export type UsageEvent = EventsOf<'UsageMetered' | 'ReadsMetered'>;
 
 export type UsageCommand =
-  /** Priced work (a file ingest, a search, a script run, an inference call) charged to a tenant's context in a period. */
+  /**
+   * Priced work (a file ingest, a search, a script run, an inference call) charged to a tenant's context in a period.
+   */
   | { type: 'MeterUsage'; tenantId: string; contextId: string | null; period: string; items: UsageItem[] }
   /** Read calls and response bytes tallied in process, one entry per period, with the terms that price them. */
   | {

@@ -25,26 +25,29 @@ describe('usage decider', () => {
       })
       .then([]);
   });
-  it('read tallies: one ReadsMetered per period with the terms that price them; bytes are whole and not negative', () => {
-    given(usageDecider)
-      .when({
-        type: 'MeterReads',
-        tenantId: 't1',
-        contextId: 'c1',
-        reads: [
-          { period: '2026-01', calls: 3, bytes: 10.4, terms },
-          { period: '2026-02', calls: 1, bytes: -5, terms },
-        ],
-      })
-      .then([
-        {
-          type: 'ReadsMetered',
-          data: { tenantId: 't1', contextId: 'c1', period: '2026-01', calls: 3, bytes: 10, terms },
-        },
-        {
-          type: 'ReadsMetered',
-          data: { tenantId: 't1', contextId: 'c1', period: '2026-02', calls: 1, bytes: 0, terms },
-        },
-      ]);
-  });
+  it(
+    'read tallies: one ReadsMetered per period with the terms that price them; bytes are whole and not ' + 'negative',
+    () => {
+      given(usageDecider)
+        .when({
+          type: 'MeterReads',
+          tenantId: 't1',
+          contextId: 'c1',
+          reads: [
+            { period: '2026-01', calls: 3, bytes: 10.4, terms },
+            { period: '2026-02', calls: 1, bytes: -5, terms },
+          ],
+        })
+        .then([
+          {
+            type: 'ReadsMetered',
+            data: { tenantId: 't1', contextId: 'c1', period: '2026-01', calls: 3, bytes: 10, terms },
+          },
+          {
+            type: 'ReadsMetered',
+            data: { tenantId: 't1', contextId: 'c1', period: '2026-02', calls: 1, bytes: 0, terms },
+          },
+        ]);
+    },
+  );
 });

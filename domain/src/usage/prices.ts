@@ -24,9 +24,14 @@ export interface PriceTable {
   fileIngest: { unitBytes: number; milliPerUnit: number };
   /** Script execution: baseline per execution, included time per execution, billable ms per milli-credit. */
   scriptExecution: { baselineMillis: number; includedMillis: number; millisPerMilli: number };
-  /** Reads: free up to the included calls and bytes out per account and month, then 1 credit per `callsPerCredit` / `bytesPerCredit`. */
+  /**
+   * Reads: free up to the included calls and bytes out per account and month, then 1 credit per `callsPerCredit` /
+   * `bytesPerCredit`.
+   */
   reads: { includedCalls: number; callsPerCredit: number; includedBytes: number; bytesPerCredit: number };
-  /** Monthly allowances in whole credits per plan; `enterprise` takes the account's `creditLimit` (none: no ceiling). */
+  /**
+   * Monthly allowances in whole credits per plan; `enterprise` takes the account's `creditLimit` (none: no ceiling).
+   */
   allowances: { free: number; starter: number; pro: number; scale: number };
 }
 

@@ -102,11 +102,14 @@ function classifyV6(bytes: Uint8Array): AddressClass {
   if (bytes.slice(0, 15).every((b) => b === 0) && bytes[15] === 1) return 'loopback';
   if (bytes[0] === 0xff) return 'multicast';
   if ((bytes[0] & 0xfe) === 0xfc) return 'unique-local'; // fc00::/7
-  if (bytes[0] === 0xfe && (bytes[1] & 0xc0) === 0x80) return 'link-local'; // fe80::/10 (fd00:ec2::254 is unique-local above)
+  // fe80::/10 (fd00:ec2::254 is unique-local above)
+  if (bytes[0] === 0xfe && (bytes[1] & 0xc0) === 0x80) return 'link-local';
   if (bytes[0] === 0xfe && (bytes[1] & 0xc0) === 0xc0) return 'reserved'; // fec0::/10 site-local
   if ((bytes[0] & 0xe0) !== 0x20) return 'reserved'; // outside 2000::/3 global unicast
-  if (bytes[0] === 0x20 && bytes[1] === 0x01 && bytes[2] === 0x0d && bytes[3] === 0xb8) return 'reserved'; // documentation
-  if (bytes[0] === 0x20 && bytes[1] === 0x01 && bytes[2] < 0x02) return 'reserved'; // 2001::/23 IETF (Teredo, benchmarking, ORCHID)
+  // documentation
+  if (bytes[0] === 0x20 && bytes[1] === 0x01 && bytes[2] === 0x0d && bytes[3] === 0xb8) return 'reserved';
+  // 2001::/23 IETF (Teredo, benchmarking, ORCHID)
+  if (bytes[0] === 0x20 && bytes[1] === 0x01 && bytes[2] < 0x02) return 'reserved';
   return 'public';
 }
 

@@ -42,7 +42,10 @@ export interface DeliveryRow {
   created_at: string | number;
 }
 
-/** The delivery record as the API shows it (spec "Webhook delivery record"): the list and the manual retry answer with it. */
+/**
+ * The delivery record as the API shows it (spec "Webhook delivery record"): the list and the manual retry answer with
+ * it.
+ */
 export const deliveryView = (r: DeliveryRow) => ({
   id: r.delivery_id,
   webhookId: r.webhook_id,

@@ -13,9 +13,15 @@ export type WebhookDomainEvent = EventsOf<'WebhookDomainAdded' | 'WebhookDomainV
 export type WebhookDomainCommand =
   /** The developer registers a domain; adding it twice answers the first token (nothing is written). */
   | { type: 'AddDomain'; accountId: string; domain: string; token: string }
-  /** The operator marks a domain verified, registering it first with `token` when the developer has not; verifying twice does nothing. */
+  /**
+   * The operator marks a domain verified, registering it first with `token` when the developer has not; verifying twice
+   * does nothing.
+   */
   | { type: 'VerifyDomainByOperator'; accountId: string; domain: string; token: string }
-  /** The developer asks for the DNS check: `txtRecords` are the TXT records of `_webhook-verify.<domain>` (read only for a known, unverified domain). */
+  /**
+   * The developer asks for the DNS check: `txtRecords` are the TXT records of `_webhook-verify.<domain>` (read only for
+   * a known, unverified domain).
+   */
   | { type: 'VerifyDomainByDns'; accountId: string; domain: string; txtRecords: readonly string[] };
 
 export const webhookDomainsDecider: Decider<DomainsState, WebhookDomainCommand, WebhookDomainEvent> = {

@@ -34,7 +34,10 @@ function presentFields<T extends object>(x: T, keys: readonly (keyof T & string)
   return Object.fromEntries(keys.filter((k) => present(x[k])).map((k) => [k, x[k]]));
 }
 
-/** `data` of `record.*`: id, typeName, indexStatus; userId and scopes when present; indexFailure on failures when classified. */
+/**
+ * `data` of `record.*`: id, typeName, indexStatus; userId and scopes when present; indexFailure on failures when
+ * classified.
+ */
 export function recordData(r: {
   id: string;
   typeName: string;

@@ -28,7 +28,10 @@ export function ownTenant(
 export type WebhookEvent = EventsOf<'WebhookRegistered' | 'WebhookUpdated' | 'WebhookDisabled' | 'WebhookDeleted'>;
 
 export type WebhookCommand =
-  /** Registration rules 1-5 are checked before (body schema, own tenant, addresses, verified domain); the secret arrives sealed. */
+  /**
+   * Registration rules 1-5 are checked before (body schema, own tenant, addresses, verified domain); the secret arrives
+   * sealed.
+   */
   | ({ type: 'RegisterWebhook' } & EventData<'WebhookRegistered'>)
   /**
    * PUT by the owning account: the mutable fields after the change. `domain` is the new URL's hostname once
@@ -37,7 +40,10 @@ export type WebhookCommand =
    */
   | { type: 'UpdateWebhook'; accountId: string; body: UpdateWebhookBody; domain: string }
   | { type: 'DeleteWebhook'; accountId: string }
-  /** The dispatcher's: too many consecutive failed deliveries, or an address that became private (SSRF). An active registration only. */
+  /**
+   * The dispatcher's: too many consecutive failed deliveries, or an address that became private (SSRF). An active
+   * registration only.
+   */
   | { type: 'DisableWebhook'; reason: EventData<'WebhookDisabled'>['reason'] };
 
 export const webhookDecider: Decider<WebhookState, WebhookCommand, WebhookEvent> = {

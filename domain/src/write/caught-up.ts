@@ -1,6 +1,9 @@
 import type { CommandDeps } from './handle-command';
 
-/** Waits until the read models have applied everything acknowledged so far: what reads them next sees every earlier write. */
+/**
+ * Waits until the read models have applied everything acknowledged so far: what reads them next sees every earlier
+ * write.
+ */
 export async function readModelsCaughtUp(deps: Pick<CommandDeps, 'store' | 'barrier'>): Promise<void> {
   await deps.barrier.waitFor(await deps.store.headPosition());
 }

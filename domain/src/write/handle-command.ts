@@ -17,7 +17,10 @@ import { contended } from './contention';
 export { type DomainAppend, toNewEvents } from './appends';
 export { metadataFor, systemMetadata } from './metadata';
 
-/** What the handler itself needs: the log, the barrier it waits on after an append, ids. Writers that are not a request (reactors, workers) give only these. */
+/**
+ * What the handler itself needs: the log, the barrier it waits on after an append, ids. Writers that are not a request
+ * (reactors, workers) give only these.
+ */
 export interface WriteDeps {
   store: EventStore;
   /** Reactors that do not answer anyone pass one that does not wait (`NO_WAIT`). */
@@ -38,7 +41,10 @@ export const NO_WAIT: ReadModelBarrier = { waitFor: async () => true };
 export interface CommandDeps extends WriteDeps {
   /** Seals sensitive payload values before they enter an event; blind-indexes them (the sealing port). */
   sealer: PayloadSealing;
-  /** Metering (docs/api.md "Usage", the charges port): writes carry their charge in their commit (DomainAppend.charge). Absent: nothing is metered. */
+  /**
+   * Metering (docs/api.md "Usage", the charges port): writes carry their charge in their commit (DomainAppend.charge).
+   * Absent: nothing is metered.
+   */
   meter?: WriteCharges;
 }
 
@@ -108,12 +114,16 @@ export async function loadAggregate<S>(
   return { state, revision: events.length ? events[events.length - 1].revision : -1 };
 }
 
-/** What a command decided: events for the entity's stream, other streams written with them, an answer for the caller. */
+/**
+ * What a command decided: events for the entity's stream, other streams written with them, an answer for the caller.
+ */
 export interface Decision<R = never> {
   events: DomainEvent[];
   /** Other streams written in the same atomic append (uniqueness reservations, a charge). */
   also?: DomainAppend[];
-  /** Handed back to the caller (e.g. the existing holder of an externalId); with nothing to append, nothing is written. */
+  /**
+   * Handed back to the caller (e.g. the existing holder of an externalId); with nothing to append, nothing is written.
+   */
   answer?: R;
 }
 
@@ -127,7 +137,10 @@ export interface Decision<R = never> {
 export interface Command<S, P = undefined, R = never> {
   streamId: string;
   aggregate: Aggregate<S>;
-  /** The events' metadata; a function of the state read when it depends on it (a worker writes in the document's tenant). */
+  /**
+   * The events' metadata; a function of the state read when it depends on it (a worker writes in the document's
+   * tenant).
+   */
   metadata: EventMetadata | ((state: S) => EventMetadata);
   /** The stream is new (a fresh id): it is not read, and is appended with expected revision 'no_stream'. */
   fresh?: boolean;
@@ -138,9 +151,15 @@ export interface Command<S, P = undefined, R = never> {
   appendOnly?: boolean;
   prepare?: (state: S, attempt: number) => Promise<P>;
   decide: (state: S, prepared: P) => Decision<R>;
-  /** When the decision has events for the entity: reads and checks that depend on them (the reservations of the values they claim or release, a folder moved into); returns more appends. */
+  /**
+   * When the decision has events for the entity: reads and checks that depend on them (the reservations of the values
+   * they claim or release, a folder moved into); returns more appends.
+   */
   beforeAppend?: (decided: { state: S; next: S; events: DomainEvent[] }, prepared: P) => Promise<DomainAppend[] | void>;
-  /** A version conflict on another stream: 'retry' (the next attempt re-reads), `{ answer }`, or throw (conflict(...) is a 409). Absent: the error is rethrown. */
+  /**
+   * A version conflict on another stream: 'retry' (the next attempt re-reads), `{ answer }`, or throw (conflict(...) is
+   * a 409). Absent: the error is rethrown.
+   */
   onConflict?: (on: DomainAppend, prepared: P) => 'retry' | { answer: R } | Promise<'retry' | { answer: R }>;
   /** Undoes what `beforeAppend` did outside the log (a blob put) when that attempt's append does not happen. */
   undo?: (prepared: P) => Promise<void>;

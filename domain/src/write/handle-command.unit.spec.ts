@@ -102,29 +102,33 @@ describe('handleCommand', () => {
     expect(out.position).toBe(2);
   });
 
-  it("a write that revokes credentials empties this process's credential cache once the read models have it, before it is answered", async () => {
-    const { deps, waits } = setup();
-    const heard: string[] = [];
-    const withHook = {
-      ...deps,
-      barrier: { waitFor: async (p: number) => (heard.push(`barrier ${p}`), waits.push(p), true) },
-      onRevoked: () => heard.push('revoked'),
-    };
-    await handleCommand(withHook, {
-      streamId: 's',
-      aggregate: counter,
-      metadata: md,
-      decide: () => ({ events: [ev('a')] }),
-    });
-    expect(heard, 'not a revocation: the cache is kept').toEqual(['barrier 1']);
-    await handleCommand(withHook, {
-      streamId: 'credential-k',
-      aggregate: counter,
-      metadata: md,
-      decide: () => ({ events: [{ type: 'CredentialRevoked', data: { credentialId: 'k' } } as DomainEvent] }),
-    });
-    expect(heard).toEqual(['barrier 1', 'barrier 2', 'revoked']);
-  });
+  it(
+    "a write that revokes credentials empties this process's credential cache once the read models have it, " +
+      'before it is answered',
+    async () => {
+      const { deps, waits } = setup();
+      const heard: string[] = [];
+      const withHook = {
+        ...deps,
+        barrier: { waitFor: async (p: number) => (heard.push(`barrier ${p}`), waits.push(p), true) },
+        onRevoked: () => heard.push('revoked'),
+      };
+      await handleCommand(withHook, {
+        streamId: 's',
+        aggregate: counter,
+        metadata: md,
+        decide: () => ({ events: [ev('a')] }),
+      });
+      expect(heard, 'not a revocation: the cache is kept').toEqual(['barrier 1']);
+      await handleCommand(withHook, {
+        streamId: 'credential-k',
+        aggregate: counter,
+        metadata: md,
+        decide: () => ({ events: [{ type: 'CredentialRevoked', data: { credentialId: 'k' } } as DomainEvent] }),
+      });
+      expect(heard).toEqual(['barrier 1', 'barrier 2', 'revoked']);
+    },
+  );
 
   it('a writer that got in between: the command is loaded, prepared and decided again', async () => {
     const { store, deps } = setup();
@@ -325,51 +329,64 @@ describe('handleCommand', () => {
     expect(out.state).toBe(1);
   });
 
-  it('an append-only stream is not read and is appended with expected revision any, however many writers got there first', async () => {
-    const { store, deps } = setup();
-    store.write('log', [{ id: 'x', type: 'NamespaceCreated', data: { name: 'x', description: null }, metadata: md }]);
-    store.interleave = () =>
-      store.write('log', [{ id: 'y', type: 'NamespaceCreated', data: { name: 'y', description: null }, metadata: md }]);
-    const out = await handleCommand(deps, {
-      streamId: 'log',
-      aggregate: counter,
-      appendOnly: true,
-      metadata: md,
-      decide: (s) => ({ events: [ev(String(s))] }),
-    });
-    expect(store.reads).toEqual([]);
-    expect(store.appends).toBe(1);
-    expect(store.streams.get('log')!.map((e) => (e.data as { name: string }).name)).toEqual(['x', 'y', '0']);
-    expect(out.position).toBe(3);
-  });
+  it(
+    'an append-only stream is not read and is appended with expected revision any, however many writers got ' +
+      'there first',
+    async () => {
+      const { store, deps } = setup();
+      store.write('log', [{ id: 'x', type: 'NamespaceCreated', data: { name: 'x', description: null }, metadata: md }]);
+      store.interleave = () =>
+        store.write('log', [
+          { id: 'y', type: 'NamespaceCreated', data: { name: 'y', description: null }, metadata: md },
+        ]);
+      const out = await handleCommand(deps, {
+        streamId: 'log',
+        aggregate: counter,
+        appendOnly: true,
+        metadata: md,
+        decide: (s) => ({ events: [ev(String(s))] }),
+      });
+      expect(store.reads).toEqual([]);
+      expect(store.appends).toBe(1);
+      expect(store.streams.get('log')!.map((e) => (e.data as { name: string }).name)).toEqual(['x', 'y', '0']);
+      expect(out.position).toBe(3);
+    },
+  );
 
-  it('metadata given as a function of the state read stamps the events (a worker writes in the document tenant)', async () => {
-    const { store, deps } = setup();
-    await handleCommand(deps, {
-      streamId: 's',
-      aggregate: counter,
-      metadata: md,
-      decide: () => ({ events: [ev('a')] }),
-    });
-    await handleCommand(deps, {
-      streamId: 's',
-      aggregate: counter,
-      metadata: (s) => ({ ...md, tenantId: `t${s}` }),
-      decide: () => ({ events: [ev('b')] }),
-    });
-    expect(store.streams.get('s')!.map((e) => e.metadata.tenantId)).toEqual(['t', 't1']);
-  });
+  it(
+    'metadata given as a function of the state read stamps the events (a worker writes in the document ' + 'tenant)',
+    async () => {
+      const { store, deps } = setup();
+      await handleCommand(deps, {
+        streamId: 's',
+        aggregate: counter,
+        metadata: md,
+        decide: () => ({ events: [ev('a')] }),
+      });
+      await handleCommand(deps, {
+        streamId: 's',
+        aggregate: counter,
+        metadata: (s) => ({ ...md, tenantId: `t${s}` }),
+        decide: () => ({ events: [ev('b')] }),
+      });
+      expect(store.streams.get('s')!.map((e) => e.metadata.tenantId)).toEqual(['t', 't1']);
+    },
+  );
 
-  it('commitStaged: a staged transaction is appended at once and awaited; a stream that moved is answered by name, nothing written', async () => {
-    const { store, deps, waits } = setup();
-    const staged = (streamId: string, expectedRevision: 'no_stream' | number) => ({
-      streamId,
-      expectedRevision,
-      events: [{ id: streamId, type: 'NamespaceCreated', data: { name: streamId, description: null }, metadata: md }],
-    });
-    expect(await commitStaged(deps, [staged('a', 'no_stream'), staged('b', 'no_stream')])).toEqual({ position: 2 });
-    expect(waits).toEqual([2]);
-    expect(await commitStaged(deps, [staged('c', 'no_stream'), staged('a', 'no_stream')])).toEqual({ conflict: 'a' });
-    expect(store.streams.has('c')).toBe(false);
-  });
+  it(
+    'commitStaged: a staged transaction is appended at once and awaited; a stream that moved is answered by ' +
+      'name, nothing written',
+    async () => {
+      const { store, deps, waits } = setup();
+      const staged = (streamId: string, expectedRevision: 'no_stream' | number) => ({
+        streamId,
+        expectedRevision,
+        events: [{ id: streamId, type: 'NamespaceCreated', data: { name: streamId, description: null }, metadata: md }],
+      });
+      expect(await commitStaged(deps, [staged('a', 'no_stream'), staged('b', 'no_stream')])).toEqual({ position: 2 });
+      expect(waits).toEqual([2]);
+      expect(await commitStaged(deps, [staged('c', 'no_stream'), staged('a', 'no_stream')])).toEqual({ conflict: 'a' });
+      expect(store.streams.has('c')).toBe(false);
+    },
+  );
 });

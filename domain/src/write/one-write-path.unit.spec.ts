@@ -25,7 +25,8 @@ const APPENDERS: Record<string, string> = {
 const CATCHERS: Record<string, string> = {
   'domain/src/write/handle-command.ts': 'the command handler',
   'deploy/src/service/bootstrap.ts':
-    'left: concurrent first starts tell a lost race for the first account from other failures (to move into openAccount)',
+    'left: concurrent first starts tell a lost race for the first account from other failures (to move ' +
+    'into openAccount)',
 };
 
 function sources(): Array<{ path: string; text: string }> {

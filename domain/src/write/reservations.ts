@@ -90,7 +90,10 @@ export const reservationDecider: Decider<ReservationState, ReservationCommand, R
   },
 };
 
-/** The append that gives `r` to `ownerId` (see reservationDecider: `takeOver` for a holder known to be gone), at the revision read. */
+/**
+ * The append that gives `r` to `ownerId` (see reservationDecider: `takeOver` for a holder known to be gone), at the
+ * revision read.
+ */
 export const claim = (r: Reservation, ownerId: string, o: { takeOver?: boolean } = {}): DomainAppend => ({
   streamId: r.streamId,
   events: reservationDecider.decide({ type: 'Claim', key: r.key, ownerId, takeOver: o.takeOver }, { holder: r.holder }),

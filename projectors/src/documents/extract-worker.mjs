@@ -19,7 +19,8 @@ const mib = (n) => `${Number.isInteger(n / MiB) ? n / MiB : (n / MiB).toFixed(1)
 
 const tooBigUnzipped = (limits, size) =>
   new LimitError(
-    `The file expands to ${size === undefined ? 'more than' : mib(size)} when unzipped, over the ${mib(limits.maxInflatedBytes)} extraction limit`,
+    `The file expands to ${size === undefined ? 'more than' : mib(size)} when unzipped, over the ` +
+      `${mib(limits.maxInflatedBytes)} extraction limit`,
   );
 
 /**

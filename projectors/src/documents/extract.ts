@@ -20,7 +20,10 @@ const MiB = 1024 * 1024;
 // ---- Extraction limits (docs/documents.md "Extraction limits"): all of them, here. ----
 /** Files above this are not extracted in memory (FAILED, or STORED for indexMode NONE). */
 export const MAX_EXTRACT_BYTES = 20 * MiB;
-/** A DOCX (zip) may unzip to at most this much, all entries together: checked on the declared sizes, then while inflating. */
+/**
+ * A DOCX (zip) may unzip to at most this much, all entries together: checked on the declared sizes, then while
+ * inflating.
+ */
 export const MAX_INFLATED_BYTES = 64 * MiB;
 /** PDFs with more pages are not extracted. */
 export const MAX_PDF_PAGES = 2_000;
@@ -32,7 +35,9 @@ export const EXTRACT_HEAP_MB = 512;
 export const EXTRACT_TIMEOUT_MS = 60_000;
 /** Extraction threads running at once in this process (further files wait their turn). */
 export const MAX_PARALLEL_EXTRACTIONS = 2;
-/** Extraction attempts of one upload cut short by the process stopping or dying; then it is FAILED (document worker). */
+/**
+ * Extraction attempts of one upload cut short by the process stopping or dying; then it is FAILED (document worker).
+ */
 export const MAX_EXTRACTION_ATTEMPTS = 3;
 
 export interface ExtractionLimits {
@@ -153,7 +158,8 @@ async function runInThread(
   try {
     return await new Promise<Extraction>((resolve, reject) => {
       const copy = new Uint8Array(data); // its own ArrayBuffer, moved to the thread
-      // Plain .mjs: no TypeScript loader needed in the thread; execArgv [] keeps the parent's loaders and heap flags out.
+      // Plain .mjs: no TypeScript loader needed in the thread; execArgv [] keeps the parent's loaders and heap flags
+      // out.
       const worker = new Worker(new URL('./extract-worker.mjs', import.meta.url), {
         execArgv: [],
         workerData: {

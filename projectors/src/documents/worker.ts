@@ -31,7 +31,8 @@ const reactsTo = (e: StoredEvent) =>
   e.type === 'DocumentIndexed' ||
   e.type === 'DocumentIndexSkipped';
 const isTeardown = (e: StoredEvent) => e.type === 'ContextDeleted' || e.type === 'TenantTornDown';
-// ContextDeleted / TenantTornDown: the context's (`<tenant>/<context>/`) or the tenant's (`<tenant>/`) blobs are deleted after each batch's reactions.
+// ContextDeleted / TenantTornDown: the context's (`<tenant>/<context>/`) or the tenant's (`<tenant>/`) blobs are
+// deleted after each batch's reactions.
 
 export interface DocumentWorkerStats extends ReactorStats {
   reactions: number;
@@ -98,7 +99,8 @@ export class DocumentWorker extends Reactor<DocumentWorkerStats> {
     };
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, queue.length) }, run));
     if (this.abort.signal.aborted) return this.position;
-    // Teardown: after the batch's reactions (whatever they wrote under the prefix goes too). Idempotent, so a replay is harmless.
+    // Teardown: after the batch's reactions (whatever they wrote under the prefix goes too). Idempotent, so a replay is
+    // harmless.
     for (const e of events) {
       if (!isTeardown(e)) continue;
       const n = await this.o.blobs.deletePrefix(
@@ -117,7 +119,8 @@ export class DocumentWorker extends Reactor<DocumentWorkerStats> {
       case 'DocumentFileUploaded':
         return this.extract(e.data, e);
       case 'DocumentTextReady': {
-        // Store-only documents are never indexed: STORED here, once. Everything else is settled by the search projector.
+        // Store-only documents are never indexed: STORED here, once. Everything else is settled by the search
+        // projector.
         await this.process(e.data.documentId, e, { type: 'SettleStoreOnly', textRevision: e.data.textRevision });
         return;
       }
@@ -154,7 +157,8 @@ export class DocumentWorker extends Reactor<DocumentWorkerStats> {
   }
 
   private async extract(up: EventData<'DocumentFileUploaded'>, cause: StoredEvent): Promise<void> {
-    // An upload recorded after its context or tenant was torn down is not extracted (nothing is written under a deleted prefix).
+    // An upload recorded after its context or tenant was torn down is not extracted (nothing is written under a deleted
+    // prefix).
     if (await isTornDown(this.o.store, cause.metadata.tenantId, cause.metadata.contextId)) return;
     const id = up.documentId;
     const mine = (s: DocumentState): s is LiveDocument =>

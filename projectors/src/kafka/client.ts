@@ -79,7 +79,8 @@ export async function ensureTopic(s: KafkaSettings, role: string): Promise<void>
         topics: [s.topic],
         partitions: s.partitions,
         replicas: -1,
-        // Batches of large events (documents' payloads) still fit; the event store stays the source of truth, so no compaction.
+        // Batches of large events (documents' payloads) still fit; the event store stays the source of truth, so no
+        // compaction.
         configs: [
           { name: 'max.message.bytes', value: String(16 * 1024 * 1024) },
           { name: 'cleanup.policy', value: 'delete' },

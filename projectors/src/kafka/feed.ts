@@ -12,7 +12,9 @@ export interface KafkaFeedOptions {
   store: EventStore;
   /** Where the subscribers keep their checkpoints (re-read when this process takes the partitions over). */
   sql: Sql;
-  /** How long buffered events may wait for a missing predecessor before it is read from the event store (default 5 s). */
+  /**
+   * How long buffered events may wait for a missing predecessor before it is read from the event store (default 5 s).
+   */
   gapMs?: number;
   /** Messages buffered in one partition before the consumer is paused (default 5,000). */
   maxBuffered?: number;
@@ -104,10 +106,15 @@ class Subscription {
   private consumer: Consumer | undefined;
   private stream: MessagesStream<Buffer, Buffer, Buffer, Buffer> | undefined;
   private paused = false;
-  /** Messages received in this tick: trimmed and woken for once, when the tick ends (the client hands them one by one). */
+  /**
+   * Messages received in this tick: trimmed and woken for once, when the tick ends (the client hands them one by one).
+   */
   private tickScheduled = false;
   private tickMessages = 0;
-  /** Paused for the rest of this tick: a fetch's messages arrive synchronously, and decoding thousands at once would block heartbeats and the apply loop. */
+  /**
+   * Paused for the rest of this tick: a fetch's messages arrive synchronously, and decoding thousands at once would
+   * block heartbeats and the apply loop.
+   */
   private yielding = false;
   private assigned = false;
   /** Set when this member (re)gains the partitions: the checkpoint is re-read before anything is applied. */
@@ -264,7 +271,9 @@ class Subscription {
     }
   }
 
-  /** A (re)join: the assignment may have moved, so per-partition bookkeeping starts again from the committed offsets. */
+  /**
+   * A (re)join: the assignment may have moved, so per-partition bookkeeping starts again from the committed offsets.
+   */
   private joined(partitions: number[]): void {
     this.s.joins += 1;
     const was = this.assigned;
@@ -308,7 +317,8 @@ class Subscription {
       const pos = Number(headers[H.position]?.toString() ?? -1);
       p.entries.push({ offset, position: Number.isFinite(pos) ? pos : -1 });
       this.log(
-        `message at offset ${offset} of partition ${m.partition} not decodable: ${e instanceof Error ? e.message : String(e)}`,
+        `message at offset ${offset} of partition ${m.partition} not decodable: ` +
+          `${e instanceof Error ? e.message : String(e)}`,
       );
     }
     if (fe) {
@@ -451,7 +461,8 @@ class Subscription {
     }
     this.s.gapFills += 1;
     this.log(
-      `events after position ${this.current} did not arrive from Kafka (the next buffered one follows ${next}); reading them from the event store`,
+      `events after position ${this.current} did not arrive from Kafka (the next buffered one follows ` +
+        `${next}); reading them from the event store`,
     );
     let take = events.filter((e) => e.position <= next);
     if (!take.length) take = events; // the chain does not meet the checkpoint: the store decides
@@ -465,7 +476,10 @@ class Subscription {
     this.sweep();
   }
 
-  /** Moves the checkpoint: drops what it covers from the buffer, commits the offsets behind it, resumes drained partitions. */
+  /**
+   * Moves the checkpoint: drops what it covers from the buffer, commits the offsets behind it, resumes drained
+   * partitions.
+   */
   private advance(position: number): void {
     this.current = position;
     for (const [pos, fe] of this.buffer) {

@@ -29,7 +29,9 @@ export const H = {
   position: 'svc-position',
   prev: 'svc-prev-position',
   contentType: 'content-type',
-  /** The W3C trace context of the write (metadata.traceparent), when traces are on: the projector continues its trace. */
+  /**
+   * The W3C trace context of the write (metadata.traceparent), when traces are on: the projector continues its trace.
+   */
   traceparent: 'traceparent',
 } as const;
 

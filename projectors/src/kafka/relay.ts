@@ -9,7 +9,10 @@ import { toMessage, type OutMessage } from './messages';
 
 export const RELAY = 'kafka-relay';
 
-/** Largest sum of message values sent in one produce request (the topic accepts 16 MB batches; this keeps requests small). */
+/**
+ * Largest sum of message values sent in one produce request (the topic accepts 16 MB batches; this keeps requests
+ * small).
+ */
 const MAX_REQUEST_BYTES = 900 * 1024;
 
 /** `position` is the last event the broker acknowledged. */
@@ -69,7 +72,8 @@ export class KafkaRelay {
         this.stats.lastError = e instanceof Error ? e.message : String(e);
         if (attempt === 1 || attempt % 10 === 0)
           this.o.log?.(
-            `kafka relay: publish after position ${this.position} failed (attempt ${attempt}), retrying: ${this.stats.lastError}`,
+            `kafka relay: publish after position ${this.position} failed (attempt ${attempt}), retrying: ` +
+              `${this.stats.lastError}`,
           );
       },
     });

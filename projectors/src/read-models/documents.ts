@@ -14,22 +14,37 @@ const DOCUMENT_LOOKUPS = { table: 'rm_document_lookups', idColumn: 'document_id'
 export const documentsProjection = (): SqlProjection => ({
   name: 'documents',
   tables: ['rm_documents', 'rm_document_lookups'],
-  ddl: `
+  ddl:
+    `
 CREATE TABLE IF NOT EXISTS rm_documents (
-  document_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, title text NOT NULL, source text NOT NULL,
-  status text NOT NULL, index_failure jsonb, index_mode text NOT NULL, store_text boolean NOT NULL, folder_id text NOT NULL,
-  payload jsonb NOT NULL, schema_id text, schema_version int, type_name text, user_id text, scopes jsonb NOT NULL, external_id text,
-  file_name text, file_type text, file_size bigint, file_ref text, upload_id text,
-  text_ref text, text_bytes bigint, text_revision int NOT NULL, text_retained boolean NOT NULL,
-  created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, version int NOT NULL, revision bigint NOT NULL);
-CREATE INDEX IF NOT EXISTS rm_documents_list ON rm_documents (tenant_id, context_id, created_at, document_id);
-CREATE INDEX IF NOT EXISTS rm_documents_folder ON rm_documents (folder_id);
+  document_id text PRIMARY KEY, tenant_id text NOT NULL, ` +
+    `context_id text NOT NULL, title text NOT NULL, source text NOT NULL,
+  status text NOT NULL, ` +
+    `index_failure jsonb, index_mode text NOT NULL, store_text boolean NOT NULL, folder_id text NOT NULL,
+  ` +
+    `payload jsonb NOT NULL, schema_id text, schema_version int, type_name text, user_id text, scopes jsonb ` +
+    `NOT NULL, external_id text,
+  file_name text, file_type text, file_size bigint, file_ref text, ` +
+    `upload_id text,
+  text_ref text, text_bytes bigint, text_revision int NOT NULL, text_retained boolean ` +
+    `NOT NULL,
+  created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, version int NOT NULL, ` +
+    `revision bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS rm_documents_list ON rm_documents (tenant_id, ` +
+    `context_id, created_at, document_id);
+CREATE INDEX IF NOT EXISTS rm_documents_folder ON rm_documents ` +
+    `(folder_id);
 CREATE TABLE IF NOT EXISTS rm_document_lookups (
-  tenant_id text NOT NULL, context_id text NOT NULL, type_name text NOT NULL, field text NOT NULL,
-  k1 text COLLATE "C" NOT NULL, k2 text COLLATE "C" NOT NULL, k3 text COLLATE "C" NOT NULL, sort_key text COLLATE "C" NOT NULL,
-  document_id text NOT NULL);
-CREATE INDEX IF NOT EXISTS rm_document_lookups_key ON rm_document_lookups (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, document_id);
-CREATE INDEX IF NOT EXISTS rm_document_lookups_doc ON rm_document_lookups (document_id);`,
+  tenant_id text NOT NULL, context_id ` +
+    `text NOT NULL, type_name text NOT NULL, field text NOT NULL,
+  k1 text COLLATE "C" NOT NULL, k2 text ` +
+    `COLLATE "C" NOT NULL, k3 text COLLATE "C" NOT NULL, sort_key text COLLATE "C" NOT NULL,
+  document_id ` +
+    `text NOT NULL);
+CREATE INDEX IF NOT EXISTS rm_document_lookups_key ON rm_document_lookups (tenant_id, ` +
+    `context_id, type_name, field, k1, k2, k3, sort_key, document_id);
+CREATE INDEX IF NOT EXISTS ` +
+    `rm_document_lookups_doc ON rm_document_lookups (document_id);`,
   async apply(q: SqlQueryable, e: StoredEvent) {
     const m = e.metadata;
     /** Schema-bound documents (a schema and its typeName) are in the lookup index. */
@@ -70,10 +85,15 @@ CREATE INDEX IF NOT EXISTS rm_document_lookups_doc ON rm_document_lookups (docum
       case 'DocumentCreated': {
         const d = e.data;
         const inserted = await q.query(
-          `INSERT INTO rm_documents (document_id, tenant_id, context_id, title, source, status, index_failure, index_mode, store_text, folder_id, payload, schema_id,
-             schema_version, type_name, user_id, scopes, external_id, file_name, file_type, file_size, file_ref, upload_id, text_ref, text_bytes, text_revision, text_retained,
-             created_at, updated_at, version, revision)
-           VALUES ($1,$2,$3,$4,$5,$6,NULL,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,NULL,NULL,$19,NULL,NULL,0,false,$20,$20,1,$21)
+          `INSERT INTO rm_documents (document_id, tenant_id, context_id, title, source, status, ` +
+            `index_failure, index_mode, store_text, folder_id, payload, schema_id,
+             ` +
+            `schema_version, type_name, user_id, scopes, external_id, file_name, file_type, file_size, ` +
+            `file_ref, upload_id, text_ref, text_bytes, text_revision, text_retained,
+             ` +
+            `created_at, updated_at, version, revision)
+           VALUES ` +
+            `($1,$2,$3,$4,$5,$6,NULL,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,NULL,NULL,$19,NULL,NULL,0,false,$20,$20,1,$21)
            ON CONFLICT (document_id) DO NOTHING RETURNING document_id`,
           [
             d.documentId,
@@ -114,7 +134,8 @@ CREATE INDEX IF NOT EXISTS rm_document_lookups_doc ON rm_document_lookups (docum
         if (!prev) return;
         await step(
           d.documentId,
-          'title = $3, folder_id = $4, payload = $5, schema_id = $6, schema_version = $7, type_name = $8, user_id = $9, scopes = $10, updated_at = $11, version = version + 1',
+          'title = $3, folder_id = $4, payload = $5, schema_id = $6, schema_version = $7, type_name = $8, ' +
+            'user_id = $9, scopes = $10, updated_at = $11, version = version + 1',
           [
             d.title,
             d.folderId,
@@ -166,7 +187,8 @@ CREATE INDEX IF NOT EXISTS rm_document_lookups_doc ON rm_document_lookups (docum
         const d = e.data;
         await step(
           d.documentId,
-          `status = 'PENDING_INDEX', index_failure = NULL, text_ref = $3, text_bytes = $4, text_revision = $5, text_retained = true`,
+          `status = 'PENDING_INDEX', index_failure = NULL, text_ref = $3, text_bytes = $4, text_revision ` +
+            `= $5, text_retained = true`,
           [d.textRef, d.textBytes, d.textRevision],
         );
         return;

@@ -10,12 +10,18 @@ import { deleteRemovedRows } from './removals';
 export const foldersProjection = (): SqlProjection => ({
   name: 'folders',
   tables: ['rm_folders'],
-  ddl: `
+  ddl:
+    `
 CREATE TABLE IF NOT EXISTS rm_folders (
-  folder_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, parent_folder_id text, name text NOT NULL,
-  description text, slug text NOT NULL, depth int NOT NULL, is_protected boolean NOT NULL, user_id text, scopes jsonb NOT NULL,
-  created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, version int NOT NULL, revision bigint NOT NULL);
-CREATE INDEX IF NOT EXISTS rm_folders_list ON rm_folders (tenant_id, context_id, created_at, folder_id);
+  folder_id text PRIMARY KEY, tenant_id text NOT NULL, ` +
+    `context_id text NOT NULL, parent_folder_id text, name text NOT NULL,
+  description text, slug text NOT ` +
+    `NULL, depth int NOT NULL, is_protected boolean NOT NULL, user_id text, scopes jsonb NOT NULL,
+  ` +
+    `created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, version int NOT NULL, revision bigint ` +
+    `NOT NULL);
+CREATE INDEX IF NOT EXISTS rm_folders_list ON rm_folders (tenant_id, context_id, created_at, ` +
+    `folder_id);
 CREATE INDEX IF NOT EXISTS rm_folders_parent ON rm_folders (parent_folder_id);`,
   async apply(q: SqlQueryable, e: StoredEvent) {
     const m = e.metadata;
@@ -23,9 +29,12 @@ CREATE INDEX IF NOT EXISTS rm_folders_parent ON rm_folders (parent_folder_id);`,
       case 'FolderCreated': {
         const d = e.data;
         await q.query(
-          `INSERT INTO rm_folders (folder_id, tenant_id, context_id, parent_folder_id, name, description, slug, depth, is_protected, user_id, scopes,
-             created_at, updated_at, version, revision)
-           VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$12,1,$13) ON CONFLICT (folder_id) DO NOTHING`,
+          `INSERT INTO rm_folders (folder_id, tenant_id, context_id, parent_folder_id, name, description, ` +
+            `slug, depth, is_protected, user_id, scopes,
+             created_at, updated_at, version, ` +
+            `revision)
+           VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$12,1,$13) ON CONFLICT ` +
+            `(folder_id) DO NOTHING`,
           [
             d.folderId,
             m.tenantId,
@@ -47,7 +56,8 @@ CREATE INDEX IF NOT EXISTS rm_folders_parent ON rm_folders (parent_folder_id);`,
       case 'FolderUpdated': {
         const d = e.data;
         await q.query(
-          `UPDATE rm_folders SET name = $2, description = $3, user_id = $4, scopes = $5, updated_at = $6, version = version + 1, revision = $7
+          `UPDATE rm_folders SET name = $2, description = $3, user_id = $4, scopes = $5, updated_at = $6, ` +
+            `version = version + 1, revision = $7
            WHERE folder_id = $1 AND revision < $7`,
           [d.folderId, d.name, d.description, d.userId, JSON.stringify(d.scopes), m.occurredAt, e.revision],
         );

@@ -20,16 +20,25 @@ import { deleteRemovedRows } from './removals';
 export const historyProjection = (): SqlProjection => ({
   name: 'history',
   tables: ['rm_versions', 'rm_tombstones'],
-  ddl: `
+  ddl:
+    `
 CREATE TABLE IF NOT EXISTS rm_versions (
-  row_id text PRIMARY KEY, position bigint NOT NULL, tenant_id text NOT NULL, context_id text NOT NULL, entity_id text NOT NULL,
-  entity_kind text NOT NULL, version int NOT NULL, event_type text NOT NULL, recorded_at timestamptz NOT NULL, actor jsonb NOT NULL,
+  row_id text PRIMARY KEY, position bigint NOT NULL, ` +
+    `tenant_id text NOT NULL, context_id text NOT NULL, entity_id text NOT NULL,
+  entity_kind text NOT ` +
+    `NULL, version int NOT NULL, event_type text NOT NULL, recorded_at timestamptz NOT NULL, actor jsonb NOT ` +
+    `NULL,
   request_id text, state jsonb);
-CREATE INDEX IF NOT EXISTS rm_versions_entity ON rm_versions (entity_id, position);
+CREATE INDEX IF NOT EXISTS rm_versions_entity ON rm_versions ` +
+    `(entity_id, position);
 CREATE TABLE IF NOT EXISTS rm_tombstones (
-  entity_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, entity_kind text NOT NULL, type_name text,
-  external_id text, deleted_at timestamptz NOT NULL, deleted_by text, last_version int NOT NULL, owner jsonb NOT NULL);
-CREATE INDEX IF NOT EXISTS rm_versions_context ON rm_versions (tenant_id, context_id);
+  entity_id text PRIMARY KEY, ` +
+    `tenant_id text NOT NULL, context_id text NOT NULL, entity_kind text NOT NULL, type_name text,
+  ` +
+    `external_id text, deleted_at timestamptz NOT NULL, deleted_by text, last_version int NOT NULL, owner ` +
+    `jsonb NOT NULL);
+CREATE INDEX IF NOT EXISTS rm_versions_context ON rm_versions (tenant_id, ` +
+    `context_id);
 CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, context_id);`,
   /** A run of RecordCreated events: their first version rows in one statement. */
   async applyMany(q: SqlQueryable, events: StoredEvent[]) {
@@ -71,7 +80,9 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
     }
     if (!cols[0].length) return;
     await q.query(
-      `INSERT INTO rm_versions SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::timestamptz[], $10::jsonb[], $11::text[], $12::jsonb[])
+      `INSERT INTO rm_versions SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], ` +
+        `$5::text[], $6::text[], $7::int[], $8::text[], $9::timestamptz[], $10::jsonb[], $11::text[], ` +
+        `$12::jsonb[])
        ON CONFLICT (row_id) DO NOTHING`,
       cols,
     );
@@ -251,7 +262,8 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
         await deletion('record', d.recordId, () => [d.typeName, d.externalId]);
         return;
       }
-      // Documents: one row per revision (Created / Updated); processing events change status, not the version, and add no row.
+      // Documents: one row per revision (Created / Updated); processing events change status, not the version, and add
+      // no row.
       case 'DocumentCreated': {
         const d = e.data;
         const def = d.schemaId ? await schemaOf(d.schemaId) : undefined;

@@ -10,29 +10,44 @@ import { deleteRemovedRows } from './removals';
 export const identityProjection = (): SqlProjection => ({
   name: 'identity',
   tables: ['rm_namespaces', 'rm_users', 'rm_entities'],
-  ddl: `
+  ddl:
+    `
 CREATE TABLE IF NOT EXISTS rm_namespaces (
-  tenant_id text NOT NULL, name text NOT NULL, description text, created_at timestamptz NOT NULL, revision bigint NOT NULL,
-  PRIMARY KEY (tenant_id, name));
+  tenant_id text NOT NULL, name text NOT NULL, description ` +
+    `text, created_at timestamptz NOT NULL, revision bigint NOT NULL,
+  PRIMARY KEY (tenant_id, ` +
+    `name));
 CREATE TABLE IF NOT EXISTS rm_users (
-  user_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, email text, email_key text, display_name text,
-  payload jsonb NOT NULL, schema_id text, scopes jsonb NOT NULL, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
+  user_id text PRIMARY KEY, tenant_id text NOT NULL, ` +
+    `context_id text NOT NULL, email text, email_key text, display_name text,
+  payload jsonb NOT NULL, ` +
+    `schema_id text, scopes jsonb NOT NULL, created_at timestamptz NOT NULL, updated_at timestamptz NOT ` +
+    `NULL,
   version int NOT NULL, revision bigint NOT NULL);
-CREATE INDEX IF NOT EXISTS rm_users_list ON rm_users (tenant_id, context_id, created_at, user_id);
+CREATE INDEX IF NOT EXISTS rm_users_list ON ` +
+    `rm_users (tenant_id, context_id, created_at, user_id);
 CREATE TABLE IF NOT EXISTS rm_entities (
-  entity_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, namespace text NOT NULL, key text NOT NULL,
-  payload jsonb NOT NULL, schema_id text, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, version int NOT NULL, revision bigint NOT NULL);
-CREATE INDEX IF NOT EXISTS rm_entities_list ON rm_entities (tenant_id, context_id, created_at, entity_id);
-CREATE INDEX IF NOT EXISTS rm_entities_namespace ON rm_entities (tenant_id, namespace);`,
+  ` +
+    `entity_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, namespace text NOT NULL, ` +
+    `key text NOT NULL,
+  payload jsonb NOT NULL, schema_id text, created_at timestamptz NOT NULL, ` +
+    `updated_at timestamptz NOT NULL, version int NOT NULL, revision bigint NOT NULL);
+CREATE INDEX IF NOT ` +
+    `EXISTS rm_entities_list ON rm_entities (tenant_id, context_id, created_at, entity_id);
+CREATE INDEX IF ` +
+    `NOT EXISTS rm_entities_namespace ON rm_entities (tenant_id, namespace);`,
   async apply(q: SqlQueryable, e: StoredEvent) {
     const m = e.metadata;
     switch (e.type) {
       case 'NamespaceCreated': {
         const d = e.data;
         await q.query(
-          `INSERT INTO rm_namespaces (tenant_id, name, description, created_at, revision) VALUES ($1,$2,$3,$4,$5)
-           ON CONFLICT (tenant_id, name) DO UPDATE SET description = excluded.description, created_at = excluded.created_at, revision = excluded.revision
-           WHERE rm_namespaces.revision < excluded.revision`,
+          `INSERT INTO rm_namespaces (tenant_id, name, description, created_at, revision) VALUES ` +
+            `($1,$2,$3,$4,$5)
+           ON CONFLICT (tenant_id, name) DO UPDATE SET description = ` +
+            `excluded.description, created_at = excluded.created_at, revision = excluded.revision
+           ` +
+            `WHERE rm_namespaces.revision < excluded.revision`,
           [m.tenantId, d.name, d.description, m.occurredAt, e.revision],
         );
         return;
@@ -47,8 +62,10 @@ CREATE INDEX IF NOT EXISTS rm_entities_namespace ON rm_entities (tenant_id, name
       case 'UserCreated': {
         const d = e.data;
         await q.query(
-          `INSERT INTO rm_users (user_id, tenant_id, context_id, email, email_key, display_name, payload, schema_id, scopes, created_at, updated_at, version, revision)
-           VALUES ($1,$2,$3,$4,lower(trim($4)),$5,$6,$7,$8,$9,$9,1,$10) ON CONFLICT (user_id) DO NOTHING`,
+          `INSERT INTO rm_users (user_id, tenant_id, context_id, email, email_key, display_name, payload, ` +
+            `schema_id, scopes, created_at, updated_at, version, revision)
+           VALUES ` +
+            `($1,$2,$3,$4,lower(trim($4)),$5,$6,$7,$8,$9,$9,1,$10) ON CONFLICT (user_id) DO NOTHING`,
           [
             d.userId,
             m.tenantId,
@@ -67,8 +84,10 @@ CREATE INDEX IF NOT EXISTS rm_entities_namespace ON rm_entities (tenant_id, name
       case 'UserUpdated': {
         const d = e.data;
         await q.query(
-          `UPDATE rm_users SET email = $2, email_key = lower(trim($2)), display_name = $3, payload = $4, scopes = $5, updated_at = $6, version = version + 1, revision = $7
-           WHERE user_id = $1 AND revision < $7`,
+          `UPDATE rm_users SET email = $2, email_key = lower(trim($2)), display_name = $3, payload = $4, ` +
+            `scopes = $5, updated_at = $6, version = version + 1, revision = $7
+           WHERE user_id = ` +
+            `$1 AND revision < $7`,
           [
             d.userId,
             d.email,
@@ -87,8 +106,10 @@ CREATE INDEX IF NOT EXISTS rm_entities_namespace ON rm_entities (tenant_id, name
       case 'EntityCreated': {
         const d = e.data;
         await q.query(
-          `INSERT INTO rm_entities (entity_id, tenant_id, context_id, namespace, key, payload, schema_id, created_at, updated_at, version, revision)
-           VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$8,1,$9) ON CONFLICT (entity_id) DO NOTHING`,
+          `INSERT INTO rm_entities (entity_id, tenant_id, context_id, namespace, key, payload, schema_id, ` +
+            `created_at, updated_at, version, revision)
+           VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$8,1,$9) ` +
+            `ON CONFLICT (entity_id) DO NOTHING`,
           [
             d.entityId,
             m.tenantId,
@@ -106,7 +127,8 @@ CREATE INDEX IF NOT EXISTS rm_entities_namespace ON rm_entities (tenant_id, name
       case 'EntityUpdated': {
         const d = e.data;
         await q.query(
-          'UPDATE rm_entities SET payload = $2, updated_at = $3, version = version + 1, revision = $4 WHERE entity_id = $1 AND revision < $4',
+          'UPDATE rm_entities SET payload = $2, updated_at = $3, version = version + 1, revision = $4 ' +
+            'WHERE entity_id = $1 AND revision < $4',
           [d.entityId, JSON.stringify(d.payload), m.occurredAt, e.revision],
         );
         return;

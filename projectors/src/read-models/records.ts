@@ -46,7 +46,10 @@ export function schemaDocsOfRun(
   return docs;
 }
 
-/** An item of a lookup index (rm_record_lookups, rm_document_lookups): where it lives, its type and what its entries come from. */
+/**
+ * An item of a lookup index (rm_record_lookups, rm_document_lookups): where it lives, its type and what its entries
+ * come from.
+ */
 export interface LookupItem {
   id: string;
   tenantId: string | null;
@@ -71,8 +74,10 @@ export async function replaceLookupRows(
   if (!entries.length) return;
   const sk = sortKey(def, item);
   await q.query(
-    `INSERT INTO ${index.table} (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, ${index.idColumn})
-     SELECT $1, $2, $3, f, k1, k2, k3, $4, $5 FROM unnest($6::text[], $7::text[], $8::text[], $9::text[]) AS t(f, k1, k2, k3)`,
+    `INSERT INTO ${index.table} (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, ` +
+      `${index.idColumn})
+     SELECT $1, $2, $3, f, k1, k2, k3, $4, $5 FROM unnest($6::text[], $7::text[], ` +
+      `$8::text[], $9::text[]) AS t(f, k1, k2, k3)`,
     [
       item.tenantId,
       item.contextId,
@@ -92,24 +97,40 @@ const RECORD_LOOKUPS = { table: 'rm_record_lookups', idColumn: 'record_id' };
 export const recordsProjection = (onChanged?: (ids: string[] | null) => void): SqlProjection => ({
   name: 'records',
   tables: ['rm_records', 'rm_record_payloads', 'rm_record_lookups'],
-  ddl: `
+  ddl:
+    `
 CREATE TABLE IF NOT EXISTS rm_records (
-  record_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, schema_id text NOT NULL, type_name text NOT NULL,
-  schema_version int NOT NULL, payload jsonb NOT NULL, payload_bytes int NOT NULL, externalized boolean NOT NULL,
-  status text NOT NULL, folder_id text, user_id text, scopes jsonb NOT NULL,
-  external_id text, index_mode text, index_status text, created_by text, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
-  version int NOT NULL, revision bigint NOT NULL);
-CREATE INDEX IF NOT EXISTS rm_records_list ON rm_records (tenant_id, context_id, created_at, record_id);
-CREATE INDEX IF NOT EXISTS rm_records_type ON rm_records (tenant_id, context_id, type_name, created_at, record_id);
-CREATE INDEX IF NOT EXISTS rm_records_folder ON rm_records (folder_id);
-CREATE TABLE IF NOT EXISTS rm_record_payloads (record_id text PRIMARY KEY, payload jsonb NOT NULL);
+  record_id text PRIMARY KEY, tenant_id text NOT NULL, ` +
+    `context_id text NOT NULL, schema_id text NOT NULL, type_name text NOT NULL,
+  schema_version int NOT ` +
+    `NULL, payload jsonb NOT NULL, payload_bytes int NOT NULL, externalized boolean NOT NULL,
+  status text ` +
+    `NOT NULL, folder_id text, user_id text, scopes jsonb NOT NULL,
+  external_id text, index_mode text, ` +
+    `index_status text, created_by text, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
+  ` +
+    `version int NOT NULL, revision bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS rm_records_list ON ` +
+    `rm_records (tenant_id, context_id, created_at, record_id);
+CREATE INDEX IF NOT EXISTS rm_records_type ` +
+    `ON rm_records (tenant_id, context_id, type_name, created_at, record_id);
+CREATE INDEX IF NOT EXISTS ` +
+    `rm_records_folder ON rm_records (folder_id);
+CREATE TABLE IF NOT EXISTS rm_record_payloads (record_id ` +
+    `text PRIMARY KEY, payload jsonb NOT NULL);
 CREATE TABLE IF NOT EXISTS rm_record_lookups (
-  tenant_id text NOT NULL, context_id text NOT NULL, type_name text NOT NULL, field text NOT NULL,
-  k1 text COLLATE "C" NOT NULL, k2 text COLLATE "C" NOT NULL, k3 text COLLATE "C" NOT NULL, sort_key text COLLATE "C" NOT NULL,
+  tenant_id ` +
+    `text NOT NULL, context_id text NOT NULL, type_name text NOT NULL, field text NOT NULL,
+  k1 text ` +
+    `COLLATE "C" NOT NULL, k2 text COLLATE "C" NOT NULL, k3 text COLLATE "C" NOT NULL, sort_key text COLLATE ` +
+    `"C" NOT NULL,
   record_id text NOT NULL);
-CREATE INDEX IF NOT EXISTS rm_record_lookups_key ON rm_record_lookups (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, record_id);
-CREATE INDEX IF NOT EXISTS rm_record_lookups_record ON rm_record_lookups (record_id);
-ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
+CREATE INDEX IF NOT EXISTS rm_record_lookups_key ON ` +
+    `rm_record_lookups (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, record_id);
+CREATE ` +
+    `INDEX IF NOT EXISTS rm_record_lookups_record ON rm_record_lookups (record_id);
+ALTER TABLE rm_records ` +
+    `ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
   /**
    * A run of RecordCreated events (distinct new records) and index outcomes: five statements for the creates and one
    * for the outcomes, whatever the run's length. An outcome always follows its record's create in the log, so the
@@ -149,7 +170,8 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
       const ext = isExternalized(def, bytes);
       if (ext)
         await q.query(
-          'INSERT INTO rm_record_payloads VALUES ($1, $2) ON CONFLICT (record_id) DO UPDATE SET payload = excluded.payload',
+          'INSERT INTO rm_record_payloads VALUES ($1, $2) ON CONFLICT (record_id) DO UPDATE SET payload = ' +
+            'excluded.payload',
           [recordId, JSON.stringify(payload)],
         );
       else await q.query('DELETE FROM rm_record_payloads WHERE record_id = $1', [recordId]);
@@ -187,9 +209,13 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
         const def = await schemaOf(d.schemaId);
         const s = await store(d.recordId, def, d.payload);
         await q.query(
-          `INSERT INTO rm_records (record_id, tenant_id, context_id, schema_id, type_name, schema_version, payload, payload_bytes, externalized, status, folder_id,
-             user_id, scopes, external_id, index_mode, index_status, created_by, created_at, updated_at, version, revision)
-           VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$18,1,$19)`,
+          `INSERT INTO rm_records (record_id, tenant_id, context_id, schema_id, type_name, ` +
+            `schema_version, payload, payload_bytes, externalized, status, folder_id,
+             user_id, ` +
+            `scopes, external_id, index_mode, index_status, created_by, created_at, updated_at, version, ` +
+            `revision)
+           VALUES ` +
+            `($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$18,1,$19)`,
           [
             d.recordId,
             m.tenantId,
@@ -227,8 +253,11 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
         const def = await schemaOf(prev.schema_id);
         const s = await store(d.recordId, def, d.payload);
         await q.query(
-          `UPDATE rm_records SET schema_version = $2, payload = $3, payload_bytes = $4, externalized = $5, status = $6, folder_id = $7, user_id = $8, scopes = $9,
-             updated_at = $10, version = version + 1, revision = $11, index_status = CASE WHEN index_mode = 'NONE' THEN NULL ELSE 'PENDING_INDEX' END, index_failure = NULL
+          `UPDATE rm_records SET schema_version = $2, payload = $3, payload_bytes = $4, externalized = ` +
+            `$5, status = $6, folder_id = $7, user_id = $8, scopes = $9,
+             updated_at = $10, ` +
+            `version = version + 1, revision = $11, index_status = CASE WHEN index_mode = 'NONE' THEN NULL ` +
+            `ELSE 'PENDING_INDEX' END, index_failure = NULL
            WHERE record_id = $1`,
           [
             d.recordId,
@@ -265,7 +294,8 @@ ALTER TABLE rm_records ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
       case 'RecordDeleted':
         await deleteRows(q, ['rm_records', 'rm_record_payloads', 'rm_record_lookups'], 'record_id', e.data.recordId);
         return;
-      // A tenant's contexts went with it (ContextDeleted each, same append); its teardown also takes anything written in the meantime.
+      // A tenant's contexts went with it (ContextDeleted each, same append); its teardown also takes anything written
+      // in the meantime.
       case 'ContextDeleted':
       case 'TenantTornDown': {
         // Out-of-line payloads have no owner columns: they go by their records, first.
@@ -331,13 +361,22 @@ async function applyCreated(q: SqlQueryable, created: StoredEvent<'RecordCreated
   }
   // Only records inserted now get payload and lookup rows: a replayed run changes nothing.
   const inserted = await q.query<{ record_id: string }>(
-    `INSERT INTO rm_records (record_id, tenant_id, context_id, schema_id, type_name, schema_version, payload, payload_bytes, externalized, status, folder_id,
-       user_id, scopes, external_id, index_mode, index_status, created_by, created_at, revision, version, updated_at)
-     SELECT r.*, r.created_at FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::jsonb[], $8::int[], $9::boolean[], $10::text[],
-       $11::text[], $12::text[], $13::jsonb[], $14::text[], $15::text[], $16::text[], $17::text[], $18::timestamptz[], $19::bigint[], $20::int[])
-       AS r(record_id, tenant_id, context_id, schema_id, type_name, schema_version, payload, payload_bytes, externalized, status, folder_id,
-       user_id, scopes, external_id, index_mode, index_status, created_by, created_at, revision, version)
-     ON CONFLICT (record_id) DO NOTHING RETURNING record_id`,
+    `INSERT INTO rm_records (record_id, tenant_id, context_id, schema_id, type_name, schema_version, ` +
+      `payload, payload_bytes, externalized, status, folder_id,
+       user_id, scopes, external_id, ` +
+      `index_mode, index_status, created_by, created_at, revision, version, updated_at)
+     SELECT r.*, ` +
+      `r.created_at FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], ` +
+      `$7::jsonb[], $8::int[], $9::boolean[], $10::text[],
+       $11::text[], $12::text[], $13::jsonb[], ` +
+      `$14::text[], $15::text[], $16::text[], $17::text[], $18::timestamptz[], $19::bigint[], ` +
+      `$20::int[])
+       AS r(record_id, tenant_id, context_id, schema_id, type_name, schema_version, ` +
+      `payload, payload_bytes, externalized, status, folder_id,
+       user_id, scopes, external_id, ` +
+      `index_mode, index_status, created_by, created_at, revision, version)
+     ON CONFLICT (record_id) DO ` +
+      `NOTHING RETURNING record_id`,
     rec,
   );
   const fresh = new Set(inserted.rows.map((r) => r.record_id));
@@ -351,8 +390,10 @@ async function applyCreated(q: SqlQueryable, created: StoredEvent<'RecordCreated
   const lookRows = keep(look, 8);
   if (lookRows[0].length)
     await q.query(
-      `INSERT INTO rm_record_lookups (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, record_id)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])`,
+      `INSERT INTO rm_record_lookups (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, ` +
+        `record_id)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], ` +
+        `$6::text[], $7::text[], $8::text[], $9::text[])`,
       lookRows,
     );
 }
@@ -385,7 +426,10 @@ type IndexOutcome = EventData<'RecordsIndexed'>['outcomes'][number];
 export const isIndexOutcome = (e: { type: string }): boolean =>
   e.type === 'RecordsIndexed' || e.type === 'RecordIndexed' || e.type === 'RecordIndexFailed';
 
-/** The index outcomes an event carries: many (RecordsIndexed) or one (RecordIndexed / RecordIndexFailed, logs written before). */
+/**
+ * The index outcomes an event carries: many (RecordsIndexed) or one (RecordIndexed / RecordIndexFailed, logs written
+ * before).
+ */
 export function outcomesOf(e: StoredEvent): IndexOutcome[] {
   switch (e.type) {
     case 'RecordsIndexed':

@@ -1,6 +1,9 @@
 import type { SqlQueryable, StoredEvent } from '@svc/domain';
 
-/** Deletes the rows of each table, in the order given, whose `column` holds `value` (one entity's rows across its tables). */
+/**
+ * Deletes the rows of each table, in the order given, whose `column` holds `value` (one entity's rows across its
+ * tables).
+ */
 export async function deleteRows(
   q: SqlQueryable,
   tables: readonly string[],

@@ -6,11 +6,16 @@ import { deleteRemovedRows } from './removals';
 export const schemasProjection = (): SqlProjection => ({
   name: 'schemas',
   tables: ['rm_schemas'],
-  ddl: `
+  ddl:
+    `
 CREATE TABLE IF NOT EXISTS rm_schemas (
-  schema_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, type_name text NOT NULL,
-  owner_key text NOT NULL, doc jsonb NOT NULL, revision bigint NOT NULL, created_at timestamptz NOT NULL, deleted boolean NOT NULL DEFAULT false);
-CREATE INDEX IF NOT EXISTS rm_schemas_list ON rm_schemas (tenant_id, context_id, created_at, schema_id);`,
+  schema_id text PRIMARY KEY, tenant_id text NOT NULL, ` +
+    `context_id text NOT NULL, type_name text NOT NULL,
+  owner_key text NOT NULL, doc jsonb NOT NULL, ` +
+    `revision bigint NOT NULL, created_at timestamptz NOT NULL, deleted boolean NOT NULL DEFAULT ` +
+    `false);
+CREATE INDEX IF NOT EXISTS rm_schemas_list ON rm_schemas (tenant_id, context_id, created_at, ` +
+    `schema_id);`,
   async apply(q: SqlQueryable, e: StoredEvent) {
     const m = e.metadata;
     switch (e.type) {

@@ -30,9 +30,14 @@ export interface RevocationHooks {
 
 /** Accounts, their tenants and contexts, credentials (by secret hash) and the identity providers tenants accept. */
 export const tenancyProjection = (hooks?: RevocationHooks): SqlProjection => {
-  /** A revocation was applied and its commit not yet heard (a rolled-back batch is retried, so the next commit ends it). */
+  /**
+   * A revocation was applied and its commit not yet heard (a rolled-back batch is retried, so the next commit ends it).
+   */
   let pending = false;
-  /** Revokes credentials, then tells other processes' credential caches to forget (delivered when the projection's transaction commits). */
+  /**
+   * Revokes credentials, then tells other processes' credential caches to forget (delivered when the projection's
+   * transaction commits).
+   */
   const revoke = async (q: SqlQueryable, statement: string, args: unknown[]) => {
     pending = true;
     hooks?.revoking();
@@ -119,7 +124,8 @@ CREATE INDEX IF NOT EXISTS rm_jwt_issuers_tenant ON rm_jwt_issuers (tenant_id, o
           return;
         }
         case 'TenantTornDown': {
-          // Every credential of the tenant (root, scoped, minted) stops working; its contexts are gone. The developer token is the account's and stays.
+          // Every credential of the tenant (root, scoped, minted) stops working; its contexts are gone. The developer
+          // token is the account's and stays.
           const d = e.data;
           await q.query('UPDATE rm_tenants SET torn_down_at = $2 WHERE tenant_id = $1', [d.tenantId, at]);
           await q.query('UPDATE rm_contexts SET deleted_at = $2 WHERE tenant_id = $1 AND deleted_at IS NULL', [
@@ -133,12 +139,14 @@ CREATE INDEX IF NOT EXISTS rm_jwt_issuers_tenant ON rm_jwt_issuers (tenant_id, o
           return;
         }
         case 'JwtIssuersSet': {
-          // The whole list replaces the tenant's rows; the pairs' reservations keep any other tenant's rows from clashing.
+          // The whole list replaces the tenant's rows; the pairs' reservations keep any other tenant's rows from
+          // clashing.
           const d = e.data;
           await q.query('DELETE FROM rm_jwt_issuers WHERE tenant_id = $1', [d.tenantId]);
           for (const [ord, i] of d.issuers.entries()) {
             await q.query(
-              'INSERT INTO rm_jwt_issuers (issuer, audience, tenant_id, ord, doc) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (issuer, audience) DO UPDATE SET tenant_id = $3, ord = $4, doc = $5',
+              'INSERT INTO rm_jwt_issuers (issuer, audience, tenant_id, ord, doc) VALUES ($1, $2, $3, $4, ' +
+                '$5) ON CONFLICT (issuer, audience) DO UPDATE SET tenant_id = $3, ord = $4, doc = $5',
               [i.issuer, i.audience, d.tenantId, ord, JSON.stringify(i)],
             );
           }
@@ -148,10 +156,14 @@ CREATE INDEX IF NOT EXISTS rm_jwt_issuers_tenant ON rm_jwt_issuers (tenant_id, o
           const d = e.data;
           // A child minted by a parent revoked in the meantime is born revoked.
           await q.query(
-            `INSERT INTO rm_credentials (credential_id, secret_hash, account_id, kind, tenant_id, environment, context_id, cross_context,
-               allowed_actions, data_scope, user_id, expires_at, wire_version_pin, created_at, parent_id, revoked)
-             VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,
-               COALESCE((SELECT p.revoked FROM rm_credentials p WHERE p.credential_id = $15), false)) ON CONFLICT DO NOTHING`,
+            `INSERT INTO rm_credentials (credential_id, secret_hash, account_id, kind, tenant_id, ` +
+              `environment, context_id, cross_context,
+               allowed_actions, data_scope, user_id, ` +
+              `expires_at, wire_version_pin, created_at, parent_id, revoked)
+             VALUES ` +
+              `($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,
+               COALESCE((SELECT ` +
+              `p.revoked FROM rm_credentials p WHERE p.credential_id = $15), false)) ON CONFLICT DO NOTHING`,
             [
               d.credentialId,
               d.secretHash,
@@ -200,14 +212,18 @@ export const sqlTenantContexts = (q: SqlQueryable): TenantContexts => ({
 export const sqlRootKeyIndex = (q: SqlQueryable): RootKeyIndex => ({
   async activeRootKeys(tenantId) {
     const { rows } = await q.query<{ credential_id: string }>(
-      `SELECT credential_id FROM rm_credentials WHERE tenant_id = $1 AND kind = 'root' AND NOT revoked ORDER BY created_at, credential_id`,
+      `SELECT credential_id FROM rm_credentials WHERE tenant_id = $1 AND kind = 'root' AND NOT revoked ` +
+        `ORDER BY created_at, credential_id`,
       [tenantId],
     );
     return rows.map((r) => r.credential_id);
   },
 });
 
-/** Tenants by id, from the read model (a tenant is there from its account's opening, which answers after the read models have it). */
+/**
+ * Tenants by id, from the read model (a tenant is there from its account's opening, which answers after the read models
+ * have it).
+ */
 export const sqlTenantDirectory = (q: SqlQueryable): TenantDirectory => ({
   async accountOf(tenantId) {
     const { rows } = await q.query<{ account_id: string }>('SELECT account_id FROM rm_tenants WHERE tenant_id = $1', [

@@ -46,7 +46,10 @@ const isUsage = (e: StoredEvent) => e.type === 'UsageMetered' || e.type === 'Rea
 /** A write that carries its own charge (record and document writes). */
 const isCharged = (e: StoredEvent) => !!(e.metadata.chargeCode || e.metadata.charge?.length) && !!e.metadata.tenantId;
 const counts = (e: StoredEvent) => isUsage(e) || isCharged(e);
-/** The mark of write charges in rm_usage_streams: the log position of the last one applied (they live on every entity's stream). */
+/**
+ * The mark of write charges in rm_usage_streams: the log position of the last one applied (they live on every entity's
+ * stream).
+ */
 const CHARGES_MARK = '$write-charges';
 
 /** The tenant a usage event or a charged write counts for (entryOf's, without decoding the charge). */
@@ -70,7 +73,9 @@ function entryOf(e: StoredEvent): Entry {
   };
 }
 
-/** Decoded charge codes: the writes of one schema mostly carry the same code, decoded once. Read only, never mutated. */
+/**
+ * Decoded charge codes: the writes of one schema mostly carry the same code, decoded once. Read only, never mutated.
+ */
 const decoded = new Map<string, UsageItems>();
 function chargedItems(e: StoredEvent): UsageItems {
   const code = e.metadata.chargeCode;
@@ -88,7 +93,9 @@ function chargedItems(e: StoredEvent): UsageItems {
  * `onChange` after the commit so the credit gate's cache takes them in place.
  */
 const written = new Map<string, Map<string, number>>();
-/** Accounts whose inference spend moved in the last applied batch: their standing is read again (the balance changed). */
+/**
+ * Accounts whose inference spend moved in the last applied batch: their standing is read again (the balance changed).
+ */
 const spentMoved = new Set<string>();
 
 type Owner = { accountId: string; environment: string };
@@ -140,15 +147,21 @@ class Remembered {
   }
 }
 
-/** Each stream's last applied mark and the running totals of the given accounts, read in one round trip (remembered). */
+/**
+ * Each stream's last applied mark and the running totals of the given accounts, read in one round trip (remembered).
+ */
 async function readState(q: SqlQueryable, memory: Remembered, streamIds: string[], wanted: string[][]) {
   const { rows } = await q.query<{
     marks: Array<{ s: string; r: number }> | null;
     accounts: Array<{ a: string; p: string; m: number; c: number; b: number }> | null;
   }>(
-    `SELECT (SELECT json_agg(json_build_object('s', stream_id, 'r', revision)) FROM rm_usage_streams WHERE stream_id = ANY($1::text[])) AS marks,
-            (SELECT json_agg(json_build_object('a', u.account_id, 'p', u.period, 'm', u.used_milli, 'c', u.read_calls, 'b', u.read_bytes))
-               FROM rm_usage_accounts u JOIN unnest($2::text[], $3::text[]) AS w(account_id, period) ON u.account_id = w.account_id AND u.period = w.period) AS accounts`,
+    `SELECT (SELECT json_agg(json_build_object('s', stream_id, 'r', revision)) FROM rm_usage_streams ` +
+      `WHERE stream_id = ANY($1::text[])) AS marks,
+            (SELECT json_agg(json_build_object('a', ` +
+      `u.account_id, 'p', u.period, 'm', u.used_milli, 'c', u.read_calls, 'b', u.read_bytes))
+               ` +
+      `FROM rm_usage_accounts u JOIN unnest($2::text[], $3::text[]) AS w(account_id, period) ON u.account_id ` +
+      `= w.account_id AND u.period = w.period) AS accounts`,
     [streamIds, wanted.map((w) => w[0]), wanted.map((w) => w[1])],
   );
   const marks = new Map<string, number>((rows[0]?.marks ?? []).map((m) => [m.s, Number(m.r)]));
@@ -176,28 +189,47 @@ async function readState(q: SqlQueryable, memory: Remembered, streamIds: string[
  * expected marks and totals): on PGlite each array parameter cost about 0.02 ms to send and parse, and the 23
  * arrays this took before made the call 0.5 ms, the most expensive statement of a write's batch.
  */
-const APPLY_STATEMENT = `WITH guard AS (
+const APPLY_STATEMENT =
+  `WITH guard AS (
        SELECT NOT EXISTS (
-           SELECT 1 FROM jsonb_array_elements(b->'gs') w LEFT JOIN rm_usage_streams u ON u.stream_id = w->>0
-           WHERE coalesce(u.revision, -1) <> (w->>1)::bigint)
+           SELECT 1 FROM jsonb_array_elements(b->'gs') w LEFT ` +
+  `JOIN rm_usage_streams u ON u.stream_id = w->>0
+           WHERE coalesce(u.revision, -1) <> ` +
+  `(w->>1)::bigint)
          AND NOT EXISTS (
-           SELECT 1 FROM jsonb_array_elements(b->'ga') w
+           SELECT 1 FROM jsonb_array_elements(b->'ga') ` +
+  `w
            LEFT JOIN rm_usage_accounts u ON u.account_id = w->>0 AND u.period = w->>1
-           WHERE coalesce(u.used_milli, 0) <> (w->>2)::bigint OR coalesce(u.read_calls, 0) <> (w->>3)::bigint OR coalesce(u.read_bytes, 0) <> (w->>4)::bigint) AS ok),
+           WHERE ` +
+  `coalesce(u.used_milli, 0) <> (w->>2)::bigint OR coalesce(u.read_calls, 0) <> (w->>3)::bigint OR ` +
+  `coalesce(u.read_bytes, 0) <> (w->>4)::bigint) AS ok),
      counters AS (
-       INSERT INTO rm_usage (period, account_id, tenant_id, environment, context_id, metric, value)
-       SELECT w->>0, w->>1, w->>2, w->>3, w->>4, w->>5, (w->>6)::bigint FROM jsonb_array_elements(b->'c') w WHERE (SELECT ok FROM guard)
-       ON CONFLICT (period, tenant_id, context_id, metric) DO UPDATE SET value = rm_usage.value + excluded.value),
+       INSERT INTO rm_usage ` +
+  `(period, account_id, tenant_id, environment, context_id, metric, value)
+       SELECT w->>0, w->>1, ` +
+  `w->>2, w->>3, w->>4, w->>5, (w->>6)::bigint FROM jsonb_array_elements(b->'c') w WHERE (SELECT ok FROM ` +
+  `guard)
+       ON CONFLICT (period, tenant_id, context_id, metric) DO UPDATE SET value = rm_usage.value + ` +
+  `excluded.value),
      accounts AS (
-       INSERT INTO rm_usage_accounts (account_id, period, used_milli, read_calls, read_bytes)
-       SELECT w->>0, w->>1, (w->>2)::bigint, (w->>3)::bigint, (w->>4)::bigint FROM jsonb_array_elements(b->'a') w WHERE (SELECT ok FROM guard)
-       ON CONFLICT (account_id, period) DO UPDATE SET used_milli = excluded.used_milli, read_calls = excluded.read_calls, read_bytes = excluded.read_bytes),
+       INSERT INTO rm_usage_accounts (account_id, period, used_milli, ` +
+  `read_calls, read_bytes)
+       SELECT w->>0, w->>1, (w->>2)::bigint, (w->>3)::bigint, (w->>4)::bigint ` +
+  `FROM jsonb_array_elements(b->'a') w WHERE (SELECT ok FROM guard)
+       ON CONFLICT (account_id, period) ` +
+  `DO UPDATE SET used_milli = excluded.used_milli, read_calls = excluded.read_calls, read_bytes = ` +
+  `excluded.read_bytes),
      marks AS (
-       INSERT INTO rm_usage_streams (stream_id, revision) SELECT w->>0, (w->>1)::bigint FROM jsonb_array_elements(b->'s') w WHERE (SELECT ok FROM guard)
-       ON CONFLICT (stream_id) DO UPDATE SET revision = excluded.revision),
+       INSERT INTO rm_usage_streams (stream_id, revision) SELECT ` +
+  `w->>0, (w->>1)::bigint FROM jsonb_array_elements(b->'s') w WHERE (SELECT ok FROM guard)
+       ON ` +
+  `CONFLICT (stream_id) DO UPDATE SET revision = excluded.revision),
      spend AS (
-       INSERT INTO rm_inference_spend (account_id, spent_cents) SELECT w->>0, (w->>1)::bigint FROM jsonb_array_elements(b->'sp') w WHERE (SELECT ok FROM guard)
-       ON CONFLICT (account_id) DO UPDATE SET spent_cents = rm_inference_spend.spent_cents + excluded.spent_cents)
+       INSERT INTO ` +
+  `rm_inference_spend (account_id, spent_cents) SELECT w->>0, (w->>1)::bigint FROM ` +
+  `jsonb_array_elements(b->'sp') w WHERE (SELECT ok FROM guard)
+       ON CONFLICT (account_id) DO UPDATE ` +
+  `SET spent_cents = rm_inference_spend.spent_cents + excluded.spent_cents)
      SELECT ok FROM guard`;
 /**
  * The statement as a PL/pgSQL function: its plan is made once per connection and kept, where the statement sent
@@ -333,7 +365,8 @@ async function applyUsage(q: SqlQueryable, all: StoredEvent[], memory: Remembere
     }
   }
 
-  // One round trip: the check (guarded), the counters (added to), the account totals (as computed), the streams' marks, the inference spend.
+  // One round trip: the check (guarded), the counters (added to), the account totals (as computed), the streams' marks,
+  // the inference spend.
   const c = [...counters.values()];
   const a = [...accounts.values()].filter((x) => moved.has(accountKey(x.accountId, x.period)));
   const s = [...new Set(fresh.map((e) => markOf(e)[0]))];
@@ -390,21 +423,30 @@ export const usageProjection = (
   return {
     name: 'usage',
     tables: ['rm_usage', 'rm_usage_accounts', 'rm_usage_streams', 'rm_inference_spend'],
-    ddl: `
+    ddl:
+      `
 CREATE TABLE IF NOT EXISTS rm_usage (
-  period text NOT NULL, account_id text NOT NULL, tenant_id text NOT NULL, environment text NOT NULL, context_id text NOT NULL,
-  metric text NOT NULL, value bigint NOT NULL,
+  period text NOT NULL, account_id text NOT NULL, tenant_id ` +
+      `text NOT NULL, environment text NOT NULL, context_id text NOT NULL,
+  metric text NOT NULL, value ` +
+      `bigint NOT NULL,
   PRIMARY KEY (period, tenant_id, context_id, metric));
-CREATE INDEX IF NOT EXISTS rm_usage_account ON rm_usage (account_id, period);
+CREATE INDEX IF NOT EXISTS ` +
+      `rm_usage_account ON rm_usage (account_id, period);
 CREATE TABLE IF NOT EXISTS rm_usage_accounts (
-  account_id text NOT NULL, period text NOT NULL, used_milli bigint NOT NULL, read_calls bigint NOT NULL, read_bytes bigint NOT NULL,
+  ` +
+      `account_id text NOT NULL, period text NOT NULL, used_milli bigint NOT NULL, read_calls bigint NOT ` +
+      `NULL, read_bytes bigint NOT NULL,
   PRIMARY KEY (account_id, period));
-CREATE TABLE IF NOT EXISTS rm_usage_streams (stream_id text PRIMARY KEY, revision bigint NOT NULL);
-CREATE TABLE IF NOT EXISTS rm_inference_spend (account_id text PRIMARY KEY, spent_cents bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS ` +
+      `rm_usage_streams (stream_id text PRIMARY KEY, revision bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS ` +
+      `rm_inference_spend (account_id text PRIMARY KEY, spent_cents bigint NOT NULL);
 ${APPLY_DDL}`,
     apply: (q, e) => (counts(e) ? applyUsage(q, [e], memory) : Promise.resolve()),
     applyMany: (q, events) => applyUsage(q, events, memory),
-    // The runner folds a whole batch in one go (one statement; a read first when the state is not remembered), whatever other events it interleaves.
+    // The runner folds a whole batch in one go (one statement; a read first when the state is not remembered), whatever
+    // other events it interleaves.
     applyBatch: (q, events) => applyUsage(q, events, memory),
     afterCommit(events) {
       if (!onChange) return;
@@ -450,7 +492,10 @@ export const sqlAccountStanding = (q: SqlQueryable) => ({
   },
 });
 
-/** The account as the gates and the usage report see it: its inference balance is what was opened and topped up, less what inference spent. */
+/**
+ * The account as the gates and the usage report see it: its inference balance is what was opened and topped up, less
+ * what inference spent.
+ */
 export function withBalance(doc: Record<string, unknown>, spentCents: number): Record<string, unknown> {
   return { ...doc, inferenceBalanceCents: Number(doc.inferenceBalanceCents ?? 0) - spentCents };
 }

@@ -2,7 +2,10 @@ import type { ReadModelCheckpoint, Sql } from '@svc/domain';
 import { readCheckpoint } from './checkpoints';
 import { CHECKPOINT_CHANNEL, type ProjectionRunner } from './runner';
 
-/** The read models' checkpoint (port: domain/src/ports/read-model-checkpoint.ts) in the runner's own process: its applied position. */
+/**
+ * The read models' checkpoint (port: domain/src/ports/read-model-checkpoint.ts) in the runner's own process: its
+ * applied position.
+ */
 export function runnerCheckpoint(runner: ProjectionRunner): ReadModelCheckpoint {
   const listeners = new Set<() => void>();
   let closed = false;

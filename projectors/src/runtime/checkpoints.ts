@@ -15,7 +15,8 @@ export async function readCheckpoint(q: SqlQueryable, name: string): Promise<num
 
 export const writeCheckpoint = (q: SqlQueryable, name: string, position: number) =>
   q.query(
-    'INSERT INTO proj_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET position = excluded.position',
+    'INSERT INTO proj_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET ' +
+      'position = excluded.position',
     [name, position],
   );
 
@@ -27,10 +28,14 @@ export const writeCheckpoint = (q: SqlQueryable, name: string, position: number)
 export const touchCheckpoint = (q: SqlQueryable, name: string) =>
   q.query('UPDATE proj_checkpoints SET position = position WHERE name = $1', [name]);
 
-/** Moves a row forward only: for a write that may land after a later one of the same subscriber (reactor.ts, idle flush). */
+/**
+ * Moves a row forward only: for a write that may land after a later one of the same subscriber (reactor.ts, idle
+ * flush).
+ */
 export const advanceCheckpoint = (q: SqlQueryable, name: string, position: number) =>
   q.query(
-    'INSERT INTO proj_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET position = greatest(proj_checkpoints.position, excluded.position)',
+    'INSERT INTO proj_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET ' +
+      'position = greatest(proj_checkpoints.position, excluded.position)',
     [name, position],
   );
 

@@ -1,6 +1,9 @@
 import type { EventStore, StoredEvent } from '@svc/domain';
 
-/** How a subscriber reads the global log: `readAll`'s contract (events with position > `after`, oldest first, at most `maxCount`). */
+/**
+ * How a subscriber reads the global log: `readAll`'s contract (events with position > `after`, oldest first, at most
+ * `maxCount`).
+ */
 export type LogRead = (after: number, maxCount: number) => Promise<StoredEvent[]>;
 
 export interface LogTailOptions {

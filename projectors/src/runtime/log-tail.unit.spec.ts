@@ -41,7 +41,10 @@ function memoryLog(o: { readDelayMs?: number } = {}) {
   return { store, append, events, stats, head: () => next };
 }
 
-/** Follows the log through `read` from `from` until aborted; collects positions, as a subscriber with `batchSize` and a handler delay. */
+/**
+ * Follows the log through `read` from `from` until aborted; collects positions, as a subscriber with `batchSize` and a
+ * handler delay.
+ */
 function subscriber(
   store: EventStore,
   read: LogTail['read'],
@@ -101,72 +104,87 @@ describe('the shared log reader (LogTail)', () => {
     return { reads: log.stats.reads, fromMemory: t.stats.servedFromMemory };
   }
 
-  it('subscribers at different positions each see every later event once, in order, while appends go on; the store is read far less than alone', async () => {
-    const alone = await fiveSubscribers(false);
-    const shared = await fiveSubscribers(true);
-    expect(shared.fromMemory).toBeGreaterThan(0);
-    expect(shared.reads).toBeLessThan(alone.reads / 2);
-  });
+  it(
+    'subscribers at different positions each see every later event once, in order, while appends go on; the ' +
+      'store is read far less than alone',
+    async () => {
+      const alone = await fiveSubscribers(false);
+      const shared = await fiveSubscribers(true);
+      expect(shared.fromMemory).toBeGreaterThan(0);
+      expect(shared.reads).toBeLessThan(alone.reads / 2);
+    },
+  );
 
-  it('concurrent reads at the same position make one store read; a short page is trusted only until the next append', async () => {
-    const log = memoryLog({ readDelayMs: 5 });
-    log.append(10);
-    const t = tail(log.store);
-    const pages = await Promise.all([t.read(0, 5), t.read(0, 500), t.read(0, 3)]);
-    expect(pages.map((p) => p.length)).toEqual([5, 10, 3]);
-    expect(log.stats.reads).toBe(1);
-    // Inside what is held: from memory.
-    expect((await t.read(log.events[2].position, 100)).map((e) => e.position)).toEqual(
-      log.events.slice(3).map((e) => e.position),
-    );
-    expect(log.stats.reads).toBe(1);
-    // At the end of what is held, just after a short page with no append since: nothing new, without a read.
-    expect(await t.read(log.head(), 100)).toEqual([]);
-    expect(log.stats.reads).toBe(1);
-    // An append is announced: the next read at the end goes to the store.
-    log.append(2);
-    expect((await t.read(log.events[9].position, 100)).map((e) => e.position)).toEqual(
-      log.events.slice(10).map((e) => e.position),
-    );
-    expect(log.stats.reads).toBe(2);
-  });
+  it(
+    'concurrent reads at the same position make one store read; a short page is trusted only until the next ' +
+      'append',
+    async () => {
+      const log = memoryLog({ readDelayMs: 5 });
+      log.append(10);
+      const t = tail(log.store);
+      const pages = await Promise.all([t.read(0, 5), t.read(0, 500), t.read(0, 3)]);
+      expect(pages.map((p) => p.length)).toEqual([5, 10, 3]);
+      expect(log.stats.reads).toBe(1);
+      // Inside what is held: from memory.
+      expect((await t.read(log.events[2].position, 100)).map((e) => e.position)).toEqual(
+        log.events.slice(3).map((e) => e.position),
+      );
+      expect(log.stats.reads).toBe(1);
+      // At the end of what is held, just after a short page with no append since: nothing new, without a read.
+      expect(await t.read(log.head(), 100)).toEqual([]);
+      expect(log.stats.reads).toBe(1);
+      // An append is announced: the next read at the end goes to the store.
+      log.append(2);
+      expect((await t.read(log.events[9].position, 100)).map((e) => e.position)).toEqual(
+        log.events.slice(10).map((e) => e.position),
+      );
+      expect(log.stats.reads).toBe(2);
+    },
+  );
 
-  it("an append nobody announced (another process) is still found by a subscriber's poll once the short page is older than quietMs", async () => {
-    const log = memoryLog();
-    log.append(3);
-    const t = tail(log.store, { quietMs: 20 });
-    const ac = new AbortController();
-    const s = subscriber(log.store, t.read, 0, { signal: ac.signal, pollMs: 30 });
-    await until(() => s.seen.length === 3);
-    log.append(4, true);
-    await until(() => s.seen.length === 7, 2000);
-    ac.abort();
-    await s.done;
-    expect(s.seen).toEqual(log.events.map((e) => e.position));
-  });
+  it(
+    "an append nobody announced (another process) is still found by a subscriber's poll once the short page " +
+      'is older than quietMs',
+    async () => {
+      const log = memoryLog();
+      log.append(3);
+      const t = tail(log.store, { quietMs: 20 });
+      const ac = new AbortController();
+      const s = subscriber(log.store, t.read, 0, { signal: ac.signal, pollMs: 30 });
+      await until(() => s.seen.length === 3);
+      log.append(4, true);
+      await until(() => s.seen.length === 7, 2000);
+      ac.abort();
+      await s.done;
+      expect(s.seen).toEqual(log.events.map((e) => e.position));
+    },
+  );
 
-  it('a subscriber far behind what is held reads the store page by page and misses nothing; memory stays bounded', async () => {
-    const log = memoryLog();
-    log.append(2_000);
-    const t = tail(log.store, { maxEvents: 300, pageSize: 100 });
-    const ac = new AbortController();
-    // One subscriber at the head keeps the newest pages held...
-    const head = subscriber(log.store, t.read, log.events[1_900].position, { signal: ac.signal });
-    await until(() => head.seen.length === 99);
-    // ...one starts from the beginning, far behind them.
-    const behind = subscriber(log.store, t.read, 0, { batchSize: 70, signal: ac.signal });
-    for (let k = 0; k < 20; k++) {
-      log.append(7);
-      await new Promise((r) => setTimeout(r, 1));
-    }
-    await until(() => behind.seen.length === log.events.length && head.seen[head.seen.length - 1] === log.head());
-    ac.abort();
-    await Promise.all([head.done, behind.done]);
-    expect(behind.seen).toEqual(log.events.map((e) => e.position));
-    expect(head.seen).toEqual(log.events.slice(1_901).map((e) => e.position));
-    const held = (t as unknown as { events: number }).events;
-    expect(held).toBeLessThanOrEqual(300);
-  });
+  it(
+    'a subscriber far behind what is held reads the store page by page and misses nothing; memory stays ' + 'bounded',
+    async () => {
+      const log = memoryLog();
+      log.append(2_000);
+      const t = tail(log.store, { maxEvents: 300, pageSize: 100 });
+      const ac = new AbortController();
+      // One subscriber at the head keeps the newest pages held...
+      const head = subscriber(log.store, t.read, log.events[1_900].position, { signal: ac.signal });
+      await until(() => head.seen.length === 99);
+      // ...one starts from the beginning, far behind them.
+      const behind = subscriber(log.store, t.read, 0, { batchSize: 70, signal: ac.signal });
+      for (let k = 0; k < 20; k++) {
+        log.append(7);
+        await new Promise((r) => setTimeout(r, 1));
+      }
+      await until(() => behind.seen.length === log.events.length && head.seen[head.seen.length - 1] === log.head());
+      ac.abort();
+      await Promise.all([head.done, behind.done]);
+      expect(behind.seen).toEqual(log.events.map((e) => e.position));
+      expect(head.seen).toEqual(log.events.slice(1_901).map((e) => e.position));
+      const held = (t as unknown as { events: number }).events;
+      expect(held).toBeLessThanOrEqual(300);
+    },
+  );
 
   it('events handed out are shared and frozen: a handler that mutates one throws (tests run with freeze on)', async () => {
     const log = memoryLog();
@@ -183,25 +201,29 @@ describe('the shared log reader (LogTail)', () => {
     }).toThrow(TypeError);
   });
 
-  it('abort ends a subscription waiting on a slow read; a failed read reaches every reader that joined it and is retried', async () => {
-    const log = memoryLog({ readDelayMs: 50 });
-    log.append(5);
-    const t = tail(log.store);
-    const ac = new AbortController();
-    const s = subscriber(log.store, t.read, 0, { signal: ac.signal });
-    ac.abort();
-    await s.done;
-    // A failing store: joined readers all see the error; the next read tries the store again.
-    let fail = true;
-    const readAll = log.store.readAll.bind(log.store);
-    (log.store as { readAll: EventStore['readAll'] }).readAll = (after, n) =>
-      fail ? Promise.reject(new Error('down')) : readAll(after, n);
-    const t2 = tail(log.store);
-    const results = await Promise.allSettled([t2.read(0, 10), t2.read(0, 10)]);
-    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
-    fail = false;
-    expect((await t2.read(0, 10)).length).toBe(5);
-  });
+  it(
+    'abort ends a subscription waiting on a slow read; a failed read reaches every reader that joined it ' +
+      'and is retried',
+    async () => {
+      const log = memoryLog({ readDelayMs: 50 });
+      log.append(5);
+      const t = tail(log.store);
+      const ac = new AbortController();
+      const s = subscriber(log.store, t.read, 0, { signal: ac.signal });
+      ac.abort();
+      await s.done;
+      // A failing store: joined readers all see the error; the next read tries the store again.
+      let fail = true;
+      const readAll = log.store.readAll.bind(log.store);
+      (log.store as { readAll: EventStore['readAll'] }).readAll = (after, n) =>
+        fail ? Promise.reject(new Error('down')) : readAll(after, n);
+      const t2 = tail(log.store);
+      const results = await Promise.allSettled([t2.read(0, 10), t2.read(0, 10)]);
+      expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+      fail = false;
+      expect((await t2.read(0, 10)).length).toBe(5);
+    },
+  );
 
   it('a page already handed to a reader never changes when later pages extend the run it was kept in', async () => {
     const log = memoryLog();

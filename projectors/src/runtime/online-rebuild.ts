@@ -37,7 +37,9 @@ export interface OnlineRebuildOptions {
   projections: SqlProjection[];
   /** Opens a connection whose search_path is the given list (shadow schema first). */
   openShadow(searchPath: string[]): Promise<Sql>;
-  /** After the switch: every cache of the read models is dropped (this process's; other processes see the version move). */
+  /**
+   * After the switch: every cache of the read models is dropped (this process's; other processes see the version move).
+   */
   onSwitched?(): void;
   /** Events per batch of the replay (default 5000). */
   batchSize?: number;
@@ -46,7 +48,9 @@ export interface OnlineRebuildOptions {
   log?: (msg: string, err?: unknown) => void;
 }
 
-/** Tables of the runtime, not of a read model: each subscriber's checkpoint row and quarantine rows are swapped as rows. */
+/**
+ * Tables of the runtime, not of a read model: each subscriber's checkpoint row and quarantine rows are swapped as rows.
+ */
 const RUNTIME_TABLES = new Set(['proj_checkpoints', 'proj_quarantine']);
 
 const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
@@ -113,7 +117,8 @@ export class OnlineRebuild {
       const retired = `${serving}_retired`.slice(0, 63);
       // A build or a retired set left by a crash is of no use: started afresh.
       await sql.exec(
-        `DROP SCHEMA IF EXISTS ${ident(shadow)} CASCADE; DROP SCHEMA IF EXISTS ${ident(retired)} CASCADE; CREATE SCHEMA ${ident(shadow)}`,
+        `DROP SCHEMA IF EXISTS ${ident(shadow)} CASCADE; DROP SCHEMA IF EXISTS ${ident(retired)} CASCADE; ` +
+          `CREATE SCHEMA ${ident(shadow)}`,
       );
       shadowSql = await this.o.openShadow([shadow, ...pathOf(rows[0].path)]);
       const builder = new ProjectionRunner(live.name, shadowSql, store, this.o.projections, this.log);
@@ -148,7 +153,8 @@ export class OnlineRebuild {
         await this.switch(builder, { serving, shadow: shadow!, retired }, batch);
       });
       this.log(
-        `rebuild ${p.id}: live projector paused after ${held - pausedAt} ms, last catch-up ${caughtUp - held} ms, switch ${Date.now() - caughtUp} ms`,
+        `rebuild ${p.id}: live projector paused after ${held - pausedAt} ms, last catch-up ` +
+          `${caughtUp - held} ms, switch ${Date.now() - caughtUp} ms`,
       );
       p.pausedMs = Date.now() - pausedAt;
       p.switchedAt = new Date().toISOString();
@@ -160,7 +166,8 @@ export class OnlineRebuild {
         .catch((e) => this.log(`rebuild ${p.id}: dropping the retired tables failed (dropped by the next rebuild)`, e));
       p.state = 'done';
       this.log(
-        `rebuild ${p.id} of ${p.target}: switched at position ${p.position} (${p.events} events, ${p.eventsPerSecond} events/s, live projector paused ${p.pausedMs} ms)`,
+        `rebuild ${p.id} of ${p.target}: switched at position ${p.position} (${p.events} events, ` +
+          `${p.eventsPerSecond} events/s, live projector paused ${p.pausedMs} ms)`,
       );
     } catch (e) {
       p.state = 'failed';
@@ -202,7 +209,8 @@ export class OnlineRebuild {
           // Readers hold these locks briefly; waiting longer would queue every reader behind the switch.
           await q.exec(`SET LOCAL lock_timeout = '1s'`);
           // The checkpoint row first: no other process's runner (a standby that took over) can commit a batch now. One
-          // that did since the catch-up has applied events the fresh tables lack: they catch up, and the switch runs again.
+          // that did since the catch-up has applied events the fresh tables lack: they catch up, and the switch runs
+          // again.
           const { rows: at } = await q.query<{ position: number }>(
             `SELECT position FROM ${S}.proj_checkpoints WHERE name = $1 FOR UPDATE`,
             [live.name],
@@ -210,21 +218,24 @@ export class OnlineRebuild {
           const servingAt = Number(at[0]?.position ?? 0);
           if (servingAt > builder.current) throw new ServingMovedOn(servingAt);
           const { rows } = await q.query<{ t: string; serving: boolean }>(
-            `SELECT c.relname AS t, EXISTS (SELECT 1 FROM pg_tables x WHERE x.schemaname = $2 AND x.tablename = c.relname) AS serving
-             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') ORDER BY c.relname`,
+            `SELECT c.relname AS t, EXISTS (SELECT 1 FROM pg_tables x WHERE x.schemaname = $2 AND ` +
+              `x.tablename = c.relname) AS serving
+             FROM pg_class c JOIN pg_namespace n ON n.oid ` +
+              `= c.relnamespace WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') ORDER BY c.relname`,
             [s.shadow, s.serving],
           );
           const tables = rows.filter((r) => !RUNTIME_TABLES.has(r.t));
           const servingTables = tables.filter((r) => r.serving).map((r) => `${S}.${ident(r.t)}`);
           if (servingTables.length) {
             // The tables are locked one after another, and a reader joins them in its own order: a reader that holds
-            // rm_credentials and queued for rm_contexts behind this lock (waiting for a long read of rm_contexts) closes a
-            // deadlock once the lock moves on to rm_credentials. PostgreSQL aborts whichever waiter checks first, after
-            // deadlock_timeout, and the reader waited first: a 500. Bounded to half of deadlock_timeout, this statement gives
-            // up (57014) before any reader queued behind it checks, and is tried again; once it holds every table the switch
-            // waits for nothing a reader holds.
+            // rm_credentials and queued for rm_contexts behind this lock (waiting for a long read of rm_contexts)
+            // closes a deadlock once the lock moves on to rm_credentials. PostgreSQL aborts whichever waiter checks
+            // first, after deadlock_timeout, and the reader waited first: a 500. Bounded to half of deadlock_timeout,
+            // this statement gives up (57014) before any reader queued behind it checks, and is tried again; once it
+            // holds every table the switch waits for nothing a reader holds.
             const { rows: t } = await q.query<{ prev: string; ms: number }>(
-              `SELECT current_setting('statement_timeout') AS prev, (SELECT setting::int FROM pg_settings WHERE name = 'deadlock_timeout') AS ms`,
+              `SELECT current_setting('statement_timeout') AS prev, (SELECT setting::int FROM pg_settings ` +
+                `WHERE name = 'deadlock_timeout') AS ms`,
             );
             await q.query(`SELECT set_config('statement_timeout', $1, true)`, [
               String(Math.max(1, Math.floor(Number(t[0].ms) / 2))),
@@ -255,7 +266,8 @@ export class OnlineRebuild {
       } catch (e) {
         if (e instanceof ServingMovedOn && attempt < 10) {
           this.log(
-            `rebuild ${this.progress.id}: the serving read models moved on to ${e.position} (another runner applied events); catching up before the switch`,
+            `rebuild ${this.progress.id}: the serving read models moved on to ${e.position} (another ` +
+              `runner applied events); catching up before the switch`,
           );
           await this.replay(builder, e.position, batch);
           continue;
@@ -265,7 +277,8 @@ export class OnlineRebuild {
         const code = (e as { code?: string }).code ?? (e as { cause?: { code?: string } }).cause?.code;
         if ((code !== '55P03' && code !== '57014' && code !== '40P01') || attempt >= 10) throw e;
         this.log(
-          `rebuild ${this.progress.id}: switch attempt ${attempt} could not lock the serving tables (${code}), trying again`,
+          `rebuild ${this.progress.id}: switch attempt ${attempt} could not lock the serving tables ` +
+            `(${code}), trying again`,
         );
         await new Promise((r) => setTimeout(r, 50 * attempt));
       }
@@ -297,6 +310,7 @@ function pathOf(path: string[] | string): string[] {
 async function carryOver(q: SqlQueryable, S: string, N: string, inBoth: string[]) {
   if (inBoth.includes('rm_webhooks'))
     await q.exec(
-      `UPDATE ${N}.rm_webhooks n SET consecutive_failures = s.consecutive_failures FROM ${S}.rm_webhooks s WHERE s.webhook_id = n.webhook_id AND s.consecutive_failures <> n.consecutive_failures`,
+      `UPDATE ${N}.rm_webhooks n SET consecutive_failures = s.consecutive_failures FROM ${S}.rm_webhooks ` +
+        `s WHERE s.webhook_id = n.webhook_id AND s.consecutive_failures <> n.consecutive_failures`,
     );
 }

@@ -55,8 +55,10 @@ export async function park(
   behind: number | null,
 ): Promise<void> {
   await q.query(
-    `INSERT INTO proj_quarantine (subscriber, position, stream_id, event_type, error, parked_behind, failed_at) VALUES ($1, $2, $3, $4, $5, $6, now())
-     ON CONFLICT (subscriber, position) DO UPDATE SET error = excluded.error, parked_behind = excluded.parked_behind, failed_at = excluded.failed_at`,
+    `INSERT INTO proj_quarantine (subscriber, position, stream_id, event_type, error, parked_behind, ` +
+      `failed_at) VALUES ($1, $2, $3, $4, $5, $6, now())
+     ON CONFLICT (subscriber, position) DO UPDATE ` +
+      `SET error = excluded.error, parked_behind = excluded.parked_behind, failed_at = excluded.failed_at`,
     [subscriber, e.position, e.streamId, e.type, error, behind],
   );
 }
@@ -67,7 +69,8 @@ export async function listQuarantine(
   streamId?: string,
 ): Promise<QuarantineEntry[]> {
   const { rows } = await q.query<Row>(
-    `SELECT * FROM proj_quarantine WHERE ($1::text IS NULL OR subscriber = $1) AND ($2::text IS NULL OR stream_id = $2) ORDER BY subscriber, position`,
+    `SELECT * FROM proj_quarantine WHERE ($1::text IS NULL OR subscriber = $1) AND ($2::text IS NULL OR ` +
+      `stream_id = $2) ORDER BY subscriber, position`,
     [subscriber ?? null, streamId ?? null],
   );
   return rows.map(toEntry);

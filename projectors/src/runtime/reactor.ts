@@ -94,7 +94,10 @@ export abstract class Reactor<S extends ReactorStats> {
     if (this.unwritten) await this.flushRow().catch((e) => this.failed('checkpoint not written at stop', e));
   }
 
-  /** Writes the checkpoint row (in the transaction of the reactor's work where that is SQL); `moved` follows once it holds. */
+  /**
+   * Writes the checkpoint row (in the transaction of the reactor's work where that is SQL); `moved` follows once it
+   * holds.
+   */
   protected async checkpoint(q: SqlQueryable, position: number): Promise<void> {
     await writeCheckpoint(q, this.name, position);
     this.rowWritten(position);
@@ -106,7 +109,10 @@ export abstract class Reactor<S extends ReactorStats> {
     this.stats.position = position;
   }
 
-  /** A batch that needed nothing of this reactor: the position moves now, the row at most once every IDLE_CHECKPOINT_MS and at stop. */
+  /**
+   * A batch that needed nothing of this reactor: the position moves now, the row at most once every IDLE_CHECKPOINT_MS
+   * and at stop.
+   */
   protected async passed(last: number): Promise<number> {
     if (last <= this.position) return this.position;
     this.moved(last);

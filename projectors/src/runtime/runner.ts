@@ -141,7 +141,10 @@ export class ProjectionRunner {
     this.stats = { name, position: 0, batches: 0, events: 0, errors: 0, lastError: null, quarantined: 0, failing: 0 };
   }
 
-  /** Streams with a quarantined event, by the position of that event: their later events are parked behind it, not applied. */
+  /**
+   * Streams with a quarantined event, by the position of that event: their later events are parked behind it, not
+   * applied.
+   */
   private held = new Map<string, number>();
   /** Applying batches, retries and skips run one at a time. */
   private turn: Promise<unknown> = Promise.resolve();
@@ -205,7 +208,8 @@ export class ProjectionRunner {
    */
   private async applyOrIsolate(batch: StoredEvent[]): Promise<number> {
     const last = batch[batch.length - 1].position;
-    // A batch delivered again (after a failure part-way through isolation, or by Kafka) skips what is already applied or quarantined.
+    // A batch delivered again (after a failure part-way through isolation, or by Kafka) skips what is already applied
+    // or quarantined.
     const events = batch.filter((e) => e.position > this.position);
     if (!events.length) return Math.max(last, this.position);
     try {
@@ -256,7 +260,10 @@ export class ProjectionRunner {
     this.advanced([], e.position);
   }
 
-  /** One transaction: the events of streams not held are applied, those of held streams parked, the checkpoint moved to `last`. */
+  /**
+   * One transaction: the events of streams not held are applied, those of held streams parked, the checkpoint moved to
+   * `last`.
+   */
   private async commit(events: StoredEvent[], last: number) {
     const live = this.held.size ? events.filter((e) => !this.held.has(e.streamId)) : events;
     const parked = live.length === events.length ? [] : events.filter((e) => this.held.has(e.streamId));
@@ -335,7 +342,10 @@ export class ProjectionRunner {
     return this.exclusive(() => this.release(streamId));
   }
 
-  /** Drops one quarantined event for good, then retries the rest of its stream. Null when that position is not quarantined. */
+  /**
+   * Drops one quarantined event for good, then retries the rest of its stream. Null when that position is not
+   * quarantined.
+   */
   skip(position: number): Promise<{ streamId: string; remaining: number } | null> {
     return this.exclusive(async () => {
       const entry = (await listQuarantine(this.sql, this.name)).find((r) => r.position === position);
@@ -471,7 +481,10 @@ export const inProcessBarrier = (runner: ProjectionRunner): ReadModelBarrier => 
   waitFor: (position, timeoutMs = 10_000) => runner.waitFor(position, timeoutMs),
 });
 
-/** The barrier in a command-only process: follows the runner's row of the checkpoint table (notifications, polling as the fallback). */
+/**
+ * The barrier in a command-only process: follows the runner's row of the checkpoint table (notifications, polling as
+ * the fallback).
+ */
 export async function remoteBarrier(
   sql: Sql,
   runnerName: string,

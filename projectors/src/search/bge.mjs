@@ -21,7 +21,9 @@ export function truncateIds(ids, max = BGE_SMALL_Q.maxTokens) {
   return [...ids.slice(0, max - 1), ids[ids.length - 1]];
 }
 
-/** CLS pooling of one sequence's last hidden state (row 0 of `hidden`, `dims` wide), L2-normalised, into `out` at `at`. */
+/**
+ * CLS pooling of one sequence's last hidden state (row 0 of `hidden`, `dims` wide), L2-normalised, into `out` at `at`.
+ */
 export function clsPool(hidden, dims, out, at = 0) {
   let s = 0;
   for (let k = 0; k < dims; k++) s += hidden[k] * hidden[k];

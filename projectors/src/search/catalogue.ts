@@ -21,14 +21,21 @@ import { VECTOR_JOBS_DDL, VECTOR_JOBS_TABLE } from './vector-queue';
  * jobs (si_vector_jobs, ./vector-queue.ts).
  */
 export const CATALOGUE_TABLES = ['si_items', 'si_schemas', VECTOR_JOBS_TABLE];
-export const CATALOGUE_DDL = `
+export const CATALOGUE_DDL =
+  `
 CREATE TABLE IF NOT EXISTS si_schemas (schema_id text PRIMARY KEY, doc jsonb NOT NULL);
-CREATE TABLE IF NOT EXISTS si_items (
-  item_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, account_id text, source_type text NOT NULL,
-  type_name text, schema_id text, external_id text, index_mode text, folder_id text, user_id text, scopes jsonb NOT NULL,
-  attrs jsonb NOT NULL, created_at timestamptz NOT NULL, metadata jsonb NOT NULL, revision bigint NOT NULL, vectors int NOT NULL DEFAULT 0);
+CREATE TABLE IF ` +
+  `NOT EXISTS si_items (
+  item_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, ` +
+  `account_id text, source_type text NOT NULL,
+  type_name text, schema_id text, external_id text, ` +
+  `index_mode text, folder_id text, user_id text, scopes jsonb NOT NULL,
+  attrs jsonb NOT NULL, created_at ` +
+  `timestamptz NOT NULL, metadata jsonb NOT NULL, revision bigint NOT NULL, vectors int NOT NULL DEFAULT ` +
+  `0);
 CREATE INDEX IF NOT EXISTS si_items_ctx ON si_items (tenant_id, context_id, created_at);
-CREATE INDEX IF NOT EXISTS si_items_tenant ON si_items (tenant_id);
+CREATE INDEX ` +
+  `IF NOT EXISTS si_items_tenant ON si_items (tenant_id);
 ${VECTOR_JOBS_DDL}`;
 
 type Raw = {
@@ -152,10 +159,16 @@ export class SearchCatalogue implements SearchCatalogueReads {
     const col = <T>(f: (i: CatalogueItem) => T) => xs.map(f);
     await this.sql.query(
       `INSERT INTO si_items
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
-         $12::jsonb[], $13::jsonb[], $14::timestamptz[], $15::jsonb[], $16::bigint[], $17::int[])
-       ON CONFLICT (item_id) DO UPDATE SET type_name = excluded.type_name, schema_id = excluded.schema_id, external_id = excluded.external_id, folder_id = excluded.folder_id, user_id = excluded.user_id, scopes = excluded.scopes, attrs = excluded.attrs,
-         metadata = excluded.metadata, revision = excluded.revision, vectors = excluded.vectors`,
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], ` +
+        `$5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
+         ` +
+        `$12::jsonb[], $13::jsonb[], $14::timestamptz[], $15::jsonb[], $16::bigint[], $17::int[])
+       ON ` +
+        `CONFLICT (item_id) DO UPDATE SET type_name = excluded.type_name, schema_id = excluded.schema_id, ` +
+        `external_id = excluded.external_id, folder_id = excluded.folder_id, user_id = excluded.user_id, ` +
+        `scopes = excluded.scopes, attrs = excluded.attrs,
+         metadata = excluded.metadata, revision = ` +
+        `excluded.revision, vectors = excluded.vectors`,
       [
         col((i) => i.itemId),
         col((i) => i.tenantId),
@@ -202,7 +215,10 @@ export class SearchCatalogue implements SearchCatalogueReads {
     return Number(rows[0]?.n ?? 0);
   }
 
-  /** Ids of the items a filter admits, or null when more than `max` do (the caller then filters after the vector search). */
+  /**
+   * Ids of the items a filter admits, or null when more than `max` do (the caller then filters after the vector
+   * search).
+   */
   async admitted(f: ItemFilter, max: number): Promise<string[] | null> {
     const params: unknown[] = [];
     const where = filterSql(f, 'c', params);

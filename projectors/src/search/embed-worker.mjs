@@ -5,7 +5,8 @@
 // under every runner (tsx, vitest, plain node), and this file needs none. Its
 // settings (SVC_EMBED_WORKER, JSON):
 //
-//   { model: 'bge', dir, threads, nice }  bge-small-en-v1.5 (ONNX, onnxruntime-node CPU, `threads` intra-op threads; bge.mjs),
+//   { model: 'bge', dir, threads, nice } bge-small-en-v1.5 (ONNX, onnxruntime-node CPU, `threads` intra-op threads;
+//   bge.mjs),
 //                                         at niceness `nice` once loaded
 //
 // It loads the model once, then answers one message at a time:

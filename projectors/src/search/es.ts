@@ -259,7 +259,8 @@ export class ElasticsearchTextIndex implements TextIndex {
           this.created = true;
           if (s.name === 'none')
             this.log(
-              `Elasticsearch index ${this.index}: no English stemmer on this server (analysis-common or the svc-english-stem plugin); keyword search does not stem`,
+              `Elasticsearch index ${this.index}: no English stemmer on this server (analysis-common or ` +
+                `the svc-english-stem plugin); keyword search does not stem`,
             );
           return;
         } catch (e) {
@@ -300,7 +301,8 @@ export class ElasticsearchTextIndex implements TextIndex {
     this.stemmer = (meta?.stemmer as ElasticsearchTextIndex['stemmer']) ?? 'unknown';
     if (meta?.version !== MAPPING_VERSION)
       this.log(
-        `Elasticsearch index ${this.index} has mapping version ${meta?.version ?? 'none'}, this service writes ${MAPPING_VERSION}; rebuild the search index (npm run rebuild -- search-index)`,
+        `Elasticsearch index ${this.index} has mapping version ${meta?.version ?? 'none'}, this service ` +
+          `writes ${MAPPING_VERSION}; rebuild the search index (npm run rebuild -- search-index)`,
       );
   }
 
@@ -331,7 +333,10 @@ export class ElasticsearchTextIndex implements TextIndex {
     });
   }
 
-  /** One passage-id lookup (terms on item_id) and one bulk write with one refresh for the whole batch, instead of a refresh per item. */
+  /**
+   * One passage-id lookup (terms on item_id) and one bulk write with one refresh for the whole batch, instead of a
+   * refresh per item.
+   */
   async replaceItems(items: IndexedItem[]): Promise<void> {
     if (!items.length) return;
     await this.call('write', async () => {
@@ -552,7 +557,10 @@ export class ElasticsearchTextIndex implements TextIndex {
 
 const passageId = (itemId: string, chunkNo: number) => `${itemId}:${chunkNo}`;
 
-/** Statuses of a server that refuses for now (too many requests, bad gateway, unavailable: a cluster block, shards not started; gateway timeout). */
+/**
+ * Statuses of a server that refuses for now (too many requests, bad gateway, unavailable: a cluster block, shards not
+ * started; gateway timeout).
+ */
 const UNAVAILABLE_STATUS = new Set([429, 502, 503, 504]);
 
 /** The index is gone: the server answered index_not_found_exception. */
@@ -682,7 +690,10 @@ export function textQuery(s: Pick<TextSearch, 'query' | 'textMode' | 'slop'>): Q
 }
 
 const STOP = new Set(PG_ENGLISH_STOP_WORDS);
-/** True when a term or phrase has no word left after stop-word removal (an approximation of the analyzer: Unicode letter/digit runs). */
+/**
+ * True when a term or phrase has no word left after stop-word removal (an approximation of the analyzer: Unicode
+ * letter/digit runs).
+ */
 function onlyStopWords(text: string): boolean {
   return (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).every((w) => STOP.has(w));
 }

@@ -35,7 +35,8 @@ function clauseSql(cl: FilterClause, attrs: string, p: (v: unknown) => string): 
   const key = p(cl.key);
   const val = `${attrs} -> ${key}`;
   const anyEq = (vals: Scalar[]) =>
-    `EXISTS (SELECT 1 FROM jsonb_array_elements(CASE jsonb_typeof(${val}) WHEN 'array' THEN ${val} ELSE jsonb_build_array(${val}) END) x(v) WHERE x.v = ANY(${p(vals.flatMap(eqCandidates))}::jsonb[]))`;
+    `EXISTS (SELECT 1 FROM jsonb_array_elements(CASE jsonb_typeof(${val}) WHEN 'array' THEN ${val} ELSE ` +
+    `jsonb_build_array(${val}) END) x(v) WHERE x.v = ANY(${p(vals.flatMap(eqCandidates))}::jsonb[]))`;
   switch (cl.op) {
     case 'eq':
       return `(${attrs} ? ${key} AND ${anyEq([cl.value as Scalar])})`;
@@ -52,11 +53,13 @@ function clauseSql(cl: FilterClause, attrs: string, p: (v: unknown) => string): 
       const num = typeof v === 'number' ? v : dateOperand(v);
       if (num !== null)
         parts.push(
-          `(CASE WHEN jsonb_typeof(${val}) = 'number' THEN (${attrs} ->> ${key})::float8 ${op} ${p(num)}::float8 ELSE false END)`,
+          `(CASE WHEN jsonb_typeof(${val}) = 'number' THEN (${attrs} ->> ${key})::float8 ${op} ` +
+            `${p(num)}::float8 ELSE false END)`,
         );
       if (typeof v === 'string')
         parts.push(
-          `(CASE WHEN jsonb_typeof(${val}) = 'string' THEN (${attrs} ->> ${key}) COLLATE "C" ${op} ${p(v)}::text COLLATE "C" ELSE false END)`,
+          `(CASE WHEN jsonb_typeof(${val}) = 'string' THEN (${attrs} ->> ${key}) COLLATE "C" ${op} ` +
+            `${p(v)}::text COLLATE "C" ELSE false END)`,
         );
       return parts.length ? `(${parts.join(' OR ')})` : 'false';
     }

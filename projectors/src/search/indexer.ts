@@ -68,7 +68,10 @@ import {
  * catalogue, vectors, vector jobs and outcomes were not lost (restoreText).
  */
 export const SEARCH_INDEX = 'search-index';
-/** The checkpoint row of a keyword-index rebuild under way (the position it rebuilds up to): a crash resumes it at the next start. */
+/**
+ * The checkpoint row of a keyword-index rebuild under way (the position it rebuilds up to): a crash resumes it at the
+ * next start.
+ */
 export const SEARCH_TEXT_REBUILD = 'search-index:text-rebuild';
 /** How often the projector checks that a keyword index that can be lost (its adapter's `lost`) is still there. */
 export const TEXT_PROBE_MS = 5000;
@@ -92,9 +95,15 @@ export interface IndexerOptions {
   vectorCapacity: number;
   /** Document text (DocumentTextReady.textRef). */
   blobs: BlobStore;
-  /** Attempts of a batch whose text leg fails (and of a vector job whose embedding or write fails) before items are marked FAILED. */
+  /**
+   * Attempts of a batch whose text leg fails (and of a vector job whose embedding or write fails) before items are
+   * marked FAILED.
+   */
   attempts?: number;
-  /** Passages embedded per round of the vector queue, over all tenants (default: the embedder's passageBatch, else ROUND_PASSAGES). */
+  /**
+   * Passages embedded per round of the vector queue, over all tenants (default: the embedder's passageBatch, else
+   * ROUND_PASSAGES).
+   */
   roundPassages?: number;
   log?: (msg: string, err?: unknown) => void;
   now?: () => Date;
@@ -118,7 +127,9 @@ type Pending =
       meta: EventMetadata;
       position: number;
     }
-  /** A document whose filters changed (folder, payload, ownership, schema): passages stay, filter columns are rewritten. */
+  /**
+   * A document whose filters changed (folder, payload, ownership, schema): passages stay, filter columns are rewritten.
+   */
   | { kind: 'documentMeta'; item: CatalogueItem }
   | { kind: 'delete'; itemId: string };
 
@@ -210,7 +221,10 @@ export class SearchIndexer {
   get name() {
     return SEARCH_INDEX;
   }
-  /** Every event up to this position is fully indexed (both legs, outcome appended): the checkpoint, or just before the oldest queued vector job. */
+  /**
+   * Every event up to this position is fully indexed (both legs, outcome appended): the checkpoint, or just before the
+   * oldest queued vector job.
+   */
   get current() {
     const oldest = this.queue.minPosition();
     return oldest === Infinity ? this.position : Math.min(this.position, oldest - 1);
@@ -251,12 +265,13 @@ export class SearchIndexer {
     this.loop = (this.feed ?? catchUpFeed(this.store)).follow(SEARCH_INDEX, {
       from: this.position,
       // Events per batch: one text write, one vector write and one outcome round (appended, then applied by the read
-      // models) per batch. 500 gave batches of ~170 documents in a bulk ingest, but under 32 connections of TEXT creates
-      // each batch's outcome round held the API thread long enough to double the create's p99: 100 took it from 90-105
-      // to 53-61 ms and the TEXT/NONE create ratio from 0.81-0.82 to 0.91-1.08 (BENCH_ONLY=searchable, alternating
-      // runs, 2026-11-27). A quiet log gives small batches anyway. Below it (10-40) the creates looked faster only
-      // because indexing fell behind: each batch waits ~50 ms in round trips whatever its size, so at 200 writes/s
-      // batches of 10 indexed ~145 events/s and write -> INDEXED grew to seconds (profile-index.ts, 2026-11-27).
+      // models) per batch. 500 gave batches of ~170 documents in a bulk ingest, but under 32 connections of TEXT
+      // creates each batch's outcome round held the API thread long enough to double the create's p99: 100 took it from
+      // 90-105 to 53-61 ms and the TEXT/NONE create ratio from 0.81-0.82 to 0.91-1.08 (BENCH_ONLY=searchable,
+      // alternating runs, 2026-11-27). A quiet log gives small batches anyway. Below it (10-40) the creates looked
+      // faster only because indexing fell behind: each batch waits ~50 ms in round trips whatever its size, so at 200
+      // writes/s batches of 10 indexed ~145 events/s and write -> INDEXED grew to seconds (profile-index.ts,
+      // 2026-11-27).
       batchSize: 100,
       signal: this.abort.signal,
       handle: (events) => this.applyBatch(events),
@@ -268,7 +283,10 @@ export class SearchIndexer {
     });
   }
 
-  /** Stops following the log and serving vector jobs (a model call under way is abandoned; its job is served again after a start). */
+  /**
+   * Stops following the log and serving vector jobs (a model call under way is abandoned; its job is served again after
+   * a start).
+   */
   async stop(): Promise<void> {
     this.abort.abort();
     clearInterval(this.probe);
@@ -301,7 +319,10 @@ export class SearchIndexer {
     return new Promise((resolve) => this.waiters.push({ position: this.position, resolve }));
   }
 
-  /** Empties both indexes, the catalogue and the vector queue, then replays the log from position 0 (and waits for its vector jobs). */
+  /**
+   * Empties both indexes, the catalogue and the vector queue, then replays the log from position 0 (and waits for its
+   * vector jobs).
+   */
   async rebuild(): Promise<number> {
     await this.stop();
     for (const t of CATALOGUE_TABLES) await this.sql.exec(`DROP TABLE IF EXISTS ${t} CASCADE`);
@@ -383,8 +404,8 @@ export class SearchIndexer {
     try {
       return await this.applyEvents(events, this.attempt.n >= (this.o.attempts ?? 3));
     } catch (e) {
-      // The keyword engine's failure, not the batch's: no attempt is counted (nothing is marked FAILED for it), the feed
-      // retries the batch until the engine answers again. A lost index is rebuilt before the retry.
+      // The keyword engine's failure, not the batch's: no attempt is counted (nothing is marked FAILED for it), the
+      // feed retries the batch until the engine answers again. A lost index is rebuilt before the retry.
       if (e instanceof TextIndexUnavailable) {
         this.attempt.n -= 1;
         if (e.missing) this.textLost = true;
@@ -407,7 +428,8 @@ export class SearchIndexer {
       await writeCheckpoint(this.sql, SEARCH_TEXT_REBUILD, Math.max(1, this.position));
       this.textReplay = { at: 0, upTo: this.position, schemas: new Map() };
       this.o.log?.(
-        `projection ${SEARCH_INDEX}: the keyword index was lost; rebuilding it from the log up to position ${this.position}`,
+        `projection ${SEARCH_INDEX}: the keyword index was lost; rebuilding it from the log up to ` +
+          `position ${this.position}`,
       );
     }
     const r = this.textReplay;
@@ -429,7 +451,8 @@ export class SearchIndexer {
     this.textReplay = null;
     this.textLost = false;
     this.o.log?.(
-      `projection ${SEARCH_INDEX}: keyword index rebuilt from the log up to position ${r.upTo} (${events} events) in ${Date.now() - started} ms`,
+      `projection ${SEARCH_INDEX}: keyword index rebuilt from the log up to position ${r.upTo} (${events} ` +
+        `events) in ${Date.now() - started} ms`,
     );
   }
 
@@ -452,7 +475,10 @@ export class SearchIndexer {
     }
   }
 
-  /** Schema definitions for indexing: the catalogue's, or while the keyword index is rebuilt, the log's as of the rebuild's progress. */
+  /**
+   * Schema definitions for indexing: the catalogue's, or while the keyword index is rebuilt, the log's as of the
+   * rebuild's progress.
+   */
   private async schemasOf(ids: string[]): Promise<Map<string, SchemaDefinition>> {
     const replay = this.textReplay;
     if (!replay) return this.engines.catalogue.schemas(ids);
@@ -547,7 +573,8 @@ export class SearchIndexer {
           break;
         }
         case 'TenantTornDown': {
-          // Each context also has its ContextDeleted in the same append; dropping again is a no-op, and covers a replay that starts between them.
+          // Each context also has its ContextDeleted in the same append; dropping again is a no-op, and covers a replay
+          // that starts between them.
           const d = e.data as EventData<'TenantTornDown'>;
           await flushAll();
           for (const contextId of d.contextIds) await this.dropContext(d.tenantId, contextId);
@@ -661,7 +688,8 @@ export class SearchIndexer {
           position: t.position,
         });
       } else {
-        // Filters changed, a stale text event, or a text already discarded (storeText: false; a rebuild cannot restore it).
+        // Filters changed, a stale text event, or a text already discarded (storeText: false; a rebuild cannot restore
+        // it).
         pending.set(id, { kind: 'documentMeta', item });
       }
     }
@@ -682,7 +710,8 @@ export class SearchIndexer {
       await vectors.deleteItem(id);
       await catalogue.remove(id);
     }
-    // Work of a torn-down context or tenant that reaches the log after its teardown (an extraction finishing late) is not indexed.
+    // Work of a torn-down context or tenant that reaches the log after its teardown (an extraction finishing late) is
+    // not indexed.
     const gone = tornDownCache(this.store);
     const live = async <P extends { item: CatalogueItem }>(ps: P[]) => {
       const keep: P[] = [];
@@ -769,7 +798,8 @@ export class SearchIndexer {
           job: null as VectorJobSpec | null,
         };
       })
-      // Store-only items (indexMode NONE) that were never indexed cost nothing here: no passages, no catalogue row, no outcome.
+      // Store-only items (indexMode NONE) that were never indexed cost nothing here: no passages, no catalogue row, no
+      // outcome.
       .filter((w) => w.mode !== 'NONE' || before.has(w.item.itemId));
     const indexedOf = (w: (typeof work)[number]): IndexedItem => ({
       ...w.item,
@@ -803,8 +833,9 @@ export class SearchIndexer {
       return out;
     }
 
-    // 2. vectors, within the per-tenant capacity: queued as vector jobs, embedded and written by the vector queue (fairly
-    //    across tenants, below). An item's earlier job is replaced by its new one, or cancelled when the new state needs none.
+    // 2. vectors, within the per-tenant capacity: queued as vector jobs, embedded and written by the vector queue
+    //    (fairly across tenants, below). An item's earlier job is replaced by its new one, or cancelled when the new
+    //    state needs none.
     const wantVectors = work.filter((w) => (w.mode === 'SEMANTIC' || w.mode === 'HYBRID') && w.passages.length);
     const cancelled: string[] = [];
     for (const w of work) {
@@ -860,7 +891,8 @@ export class SearchIndexer {
         q.textErr === j.textErr
       );
     });
-    // 3. the catalogue (with the vector jobs), then the outcome of each record and document that needs no vectors (the vector queue appends the others')
+    // 3. the catalogue (with the vector jobs), then the outcome of each record and document that needs no vectors (the
+    //    vector queue appends the others')
     await Promise.all([
       this.jobs.replace(
         cancelled,
@@ -883,7 +915,8 @@ export class SearchIndexer {
     return out;
   }
 
-  // --- the vector queue: embeddings and vector writes, per tenant, round-robin (./vector-queue.ts) --------------------
+  // --- the vector queue: embeddings and vector writes, per tenant, round-robin (./vector-queue.ts)
+  // --------------------
 
   /** Lets the vector queue be served (again). */
   private resume() {
@@ -1027,8 +1060,8 @@ export class SearchIndexer {
 
   /**
    * Writes the vectors of completed jobs (one batched write; item by item if that fails), then, for each job that is
-   * over (written, or failed for good), sets its vector count, appends its outcome and removes the job. Jobs replaced or
-   * cancelled while they were embedded are dropped. Runs between batches (exclusive).
+   * over (written, or failed for good), sets its vector count, appends its outcome and removes the job. Jobs replaced
+   * or cancelled while they were embedded are dropped. Runs between batches (exclusive).
    */
   private async commit(done: VectorJob[], failed: Map<VectorJob, string>): Promise<void> {
     const { vectors, catalogue } = this.engines;
@@ -1149,7 +1182,10 @@ function deferred(): { promise: Promise<undefined>; resolve: () => void } {
   return { promise, resolve };
 }
 
-/** The index outcome of one record, as RecordsIndexed carries it (null for store-only records, which have no index status). */
+/**
+ * The index outcome of one record, as RecordsIndexed carries it (null for store-only records, which have no index
+ * status).
+ */
 export function outcomeOf(
   recordId: string,
   forRevision: number,
@@ -1181,7 +1217,10 @@ export function outcomeOf(
   return { recordId, forRevision, status: 'INDEXED', code: null, message: null };
 }
 
-/** A document's outcome: INDEXED -> DocumentIndexed, no passages -> DocumentIndexSkipped SKIPPED, failures -> DocumentFailed with the same codes as records. */
+/**
+ * A document's outcome: INDEXED -> DocumentIndexed, no passages -> DocumentIndexSkipped SKIPPED, failures ->
+ * DocumentFailed with the same codes as records.
+ */
 export function documentOutcome(
   documentId: string,
   textRevision: number,

@@ -492,7 +492,10 @@ export class MemoryTextIndex implements TextIndex {
     return this.replaceItems([item]);
   }
 
-  /** One PostgreSQL write for the batch (PgTextIndex.replaceItems), then each loaded shard follows with one read of the batch's rows. */
+  /**
+   * One PostgreSQL write for the batch (PgTextIndex.replaceItems), then each loaded shard follows with one read of the
+   * batch's rows.
+   */
   replaceItems(items: IndexedItem[]): Promise<void> {
     return this.serial(async () => {
       await this.pg.replaceItems(items);
@@ -950,7 +953,10 @@ function run(s: Shard, q: TextSearch, match: Match, scoring: number[]): { hits: 
   return { hits, total: q.countUpTo !== undefined ? Math.min(total, q.countUpTo) : total };
 }
 
-/** A lexeme's postings are skipped (looked up by galloping instead) only when this many times longer than the candidates: a gallop costs several scanned postings. */
+/**
+ * A lexeme's postings are skipped (looked up by galloping instead) only when this many times longer than the
+ * candidates: a gallop costs several scanned postings.
+ */
 const PRUNE_RATIO = 6;
 
 /**
@@ -1005,7 +1011,10 @@ function scoreOr(
     leftBound[i] = leftBound[i + 1] + (ws[j] * (tfMax * k1p1)) / (tfMax + s.normMin);
   }
   const kthOf = (n: number) => kthScore(sn, cands, n, k, s);
-  /** Keeps the candidates whose score plus `more` is at least `floor` (the others' scores back to 0); returns their count. */
+  /**
+   * Keeps the candidates whose score plus `more` is at least `floor` (the others' scores back to 0); returns their
+   * count.
+   */
   const keepAbove = (n: number, floor: number, more = 0) => {
     let kept = 0;
     for (let c = 0; c < n; c++) {
@@ -1015,7 +1024,8 @@ function scoreOr(
     }
     return kept;
   };
-  // Passages known to match whatever is skipped: with no filter every posting is a live match, so the longest list's length.
+  // Passages known to match whatever is skipped: with no filter every posting is a live match, so the longest list's
+  // length.
   let longest = 0;
   if (!keep) for (const n of lens) longest = Math.max(longest, n);
   let nc = 0;
@@ -1060,7 +1070,8 @@ function scoreOr(
     tfsOf(s.postPid[l].a, s.postTf[l].a, s.postPid[l].n, ids, nc, tf);
     for (let c = 0; c < nc; c++) if (tf[c]) sn[2 * ids[c]] += (ws[j] * (tf[c] * k1p1)) / (tf[c] + sn[2 * ids[c] + 1]);
   }
-  // The candidates that may rank (their sums differ from the exhaustive ones in the last bits only), summed again in order.
+  // The candidates that may rank (their sums differ from the exhaustive ones in the last bits only), summed again in
+  // order.
   if (nc > k) nc = keepAbove(nc, kthOf(nc) * (1 - 1e-9));
   const top = cands.subarray(0, nc).sort();
   const exact = new Float64Array(nc);
@@ -1073,7 +1084,10 @@ function scoreOr(
   return { nc, matched };
 }
 
-/** For each of the ascending ids[0..n), its term frequency in a lexeme's postings (ascending pids `pa`), 0 when absent: galloping from one to the next. */
+/**
+ * For each of the ascending ids[0..n), its term frequency in a lexeme's postings (ascending pids `pa`), 0 when absent:
+ * galloping from one to the next.
+ */
 function tfsOf(pa: Int32Array, tfs: Int32Array, len: number, ids: Int32Array, n: number, out: Int32Array) {
   let p = 0;
   for (let c = 0; c < n; c++) {

@@ -41,9 +41,14 @@ export interface MemoryVectorSettings {
   minCandidates: number;
   /** Contexts with at most this many rows are scored exactly (every row), without partitions. */
   exactBelow: number;
-  /** The partitions are retrained (√rows again) when the context holds this many times the rows they were trained on. */
+  /**
+   * The partitions are retrained (√rows again) when the context holds this many times the rows they were trained on.
+   */
   retrainGrowth: number;
-  /** A search of a context not in memory waits for its load (default, like the keyword index); false: LanceDB answers meanwhile. */
+  /**
+   * A search of a context not in memory waits for its load (default, like the keyword index); false: LanceDB answers
+   * meanwhile.
+   */
   waitForLoad: boolean;
   /**
    * Partition searches score their candidates on int8 copies of the rows first, then score exactly (float32)
@@ -98,7 +103,10 @@ class Arena {
   }
 }
 
-/** The IVF partitions' centroids (unit vectors) and their codes, in their own memory: [centroids][codes][query][query code][ids][scores][distances]. */
+/**
+ * The IVF partitions' centroids (unit vectors) and their codes, in their own memory: [centroids][codes][query][query
+ * code][ids][scores][distances].
+ */
 class Coarse {
   readonly a: Arena;
   readonly cOff = 0;
@@ -193,7 +201,10 @@ class Coarse {
   }
 }
 
-/** One tenant/context: rows 0..n-1, unit vectors and codes in one WebAssembly memory: [vectors][codes][query][ids][scores]. */
+/**
+ * One tenant/context: rows 0..n-1, unit vectors and codes in one WebAssembly memory:
+ * [vectors][codes][query][ids][scores].
+ */
 class Shard {
   n = 0;
   private cap = 0;
@@ -287,7 +298,10 @@ class Shard {
     this.posOf = grow(this.posOf);
   }
 
-  /** Appends rows (vectors row-major); the caller removed the items' old rows. `train: false` defers (re)training (a load trains once at its end). */
+  /**
+   * Appends rows (vectors row-major); the caller removed the items' old rows. `train: false` defers (re)training (a
+   * load trains once at its end).
+   */
   add(
     itemIds: string[],
     chunkNos: number[],
@@ -777,7 +791,10 @@ export class MemoryVectorIndex implements VectorIndex {
     );
   }
 
-  /** Batched replaceItem (the search projector's write per batch): one LanceDB write (`inner.replaceItems`), then every item applied to memory. */
+  /**
+   * Batched replaceItem (the search projector's write per batch): one LanceDB write (`inner.replaceItems`), then every
+   * item applied to memory.
+   */
   async replaceItems(items: Array<{ itemId: string; rows: VectorRow[] }>): Promise<void> {
     const isoOf = (rows: VectorRow[]) => (rows.length ? isoKey(rows[0].tenantId, rows[0].contextId) : undefined);
     try {
@@ -865,7 +882,9 @@ export class MemoryVectorIndex implements VectorIndex {
     return q.text === false ? hits : (await this.hydrate(hits, q), hits);
   }
 
-  /** The page's texts from the loaded context (LanceDB for a context not in memory, or a passage it no longer holds). */
+  /**
+   * The page's texts from the loaded context (LanceDB for a context not in memory, or a passage it no longer holds).
+   */
   async hydrate(hits: VectorHit[], scope: VectorScope): Promise<void> {
     const s = this.shards.get(isoKey(scope.tenantId, scope.contextId));
     const rest: VectorHit[] = [];
@@ -934,7 +953,8 @@ export class MemoryVectorIndex implements VectorIndex {
     for (const id of s.rowsOf.keys()) this.itemShard.set(id, s);
     this.fit(key);
     this.log(
-      `vector index: loaded ${s.n} vectors of ${key} in ${Math.round(t2 - t0)} ms (read ${Math.round(t1 - t0)} ms, partitions ${Math.round(t2 - t1)} ms)`,
+      `vector index: loaded ${s.n} vectors of ${key} in ${Math.round(t2 - t0)} ms (read ` +
+        `${Math.round(t1 - t0)} ms, partitions ${Math.round(t2 - t1)} ms)`,
     );
     return s;
   }

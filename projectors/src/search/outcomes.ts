@@ -21,10 +21,13 @@ export { OUTCOMES_PER_EVENT, type RecordOutcome } from '@svc/domain';
  * which a rebuild drops, and kept for deleted records too (a replay meets their creates again); a context's
  * rows go with the context.
  */
-const DDL = `
+const DDL =
+  `
 CREATE TABLE IF NOT EXISTS si_reported (
-  item_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, for_revision bigint NOT NULL, outcome text NOT NULL);
-CREATE INDEX IF NOT EXISTS si_reported_context ON si_reported (tenant_id, context_id);`;
+  item_id text PRIMARY KEY, tenant_id text NOT NULL, ` +
+  `context_id text NOT NULL, for_revision bigint NOT NULL, outcome text NOT NULL);
+CREATE INDEX IF NOT ` +
+  `EXISTS si_reported_context ON si_reported (tenant_id, context_id);`;
 
 const keyOf = (o: RecordOutcome) => `${o.status} ${o.code ?? ''}`;
 
@@ -104,8 +107,10 @@ export class OutcomeLog {
       outcome: keyOf(x.outcome),
     }));
     await this.sql.query(
-      `INSERT INTO si_reported SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(item_id text, tenant_id text, context_id text, for_revision bigint, outcome text)
-       ON CONFLICT (item_id) DO UPDATE SET for_revision = excluded.for_revision, outcome = excluded.outcome`,
+      `INSERT INTO si_reported SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(item_id text, tenant_id ` +
+        `text, context_id text, for_revision bigint, outcome text)
+       ON CONFLICT (item_id) DO UPDATE ` +
+        `SET for_revision = excluded.for_revision, outcome = excluded.outcome`,
       [JSON.stringify(reported)],
     );
   }

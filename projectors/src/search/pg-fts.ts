@@ -34,61 +34,99 @@ const MAX_CACHED_WORDS = 500_000;
 const MAX_CACHED_ANALYSES = 10_000;
 const ASCII_ONLY = /^[\x00-\x7f]*$/;
 
-const PASSAGES_DDL = `
+const PASSAGES_DDL =
+  `
 CREATE TABLE IF NOT EXISTS ti_passages (
-  item_id text NOT NULL, chunk_no int NOT NULL, tenant_id text NOT NULL, context_id text NOT NULL, source_type text NOT NULL,
-  type_name text, folder_id text, user_id text, scopes jsonb NOT NULL, attrs jsonb NOT NULL, created_at timestamptz NOT NULL,
-  chunk_text text NOT NULL, context_text text NOT NULL, tsv tsvector NOT NULL, len int NOT NULL,
-  PRIMARY KEY (item_id, chunk_no));
--- A context's passages in key order: the paged load of the in-memory index walks this (an index on the context alone
--- made every page sort the whole context: 45 s instead of 3 s to load 100,000 passages).
-CREATE INDEX IF NOT EXISTS ti_passages_ctx_item ON ti_passages (tenant_id, context_id, item_id, chunk_no);
+  item_id text NOT NULL, chunk_no int NOT NULL, tenant_id text ` +
+  `NOT NULL, context_id text NOT NULL, source_type text NOT NULL,
+  type_name text, folder_id text, user_id ` +
+  `text, scopes jsonb NOT NULL, attrs jsonb NOT NULL, created_at timestamptz NOT NULL,
+  chunk_text text NOT ` +
+  `NULL, context_text text NOT NULL, tsv tsvector NOT NULL, len int NOT NULL,
+  PRIMARY KEY (item_id, ` +
+  `chunk_no));
+-- A context's passages in key order: the paged load of the in-memory index walks this (an ` +
+  `index on the context alone
+-- made every page sort the whole context: 45 s instead of 3 s to load 100,000 ` +
+  `passages).
+CREATE INDEX IF NOT EXISTS ti_passages_ctx_item ON ti_passages (tenant_id, context_id, ` +
+  `item_id, chunk_no);
 DROP INDEX IF EXISTS ti_passages_ctx;`;
 
 /** What searching in SQL needs besides the passages: the tsvector index and the term statistics. */
-const SEARCH_DDL = `
+const SEARCH_DDL =
+  `
 CREATE INDEX IF NOT EXISTS ti_passages_tsv ON ti_passages USING gin (tsv);
-CREATE TABLE IF NOT EXISTS ti_terms (tenant_id text NOT NULL, context_id text NOT NULL, lexeme text NOT NULL, df int NOT NULL,
-  PRIMARY KEY (tenant_id, context_id, lexeme));
-CREATE TABLE IF NOT EXISTS ti_stats (tenant_id text NOT NULL, context_id text NOT NULL, n bigint NOT NULL, total_len bigint NOT NULL,
-  PRIMARY KEY (tenant_id, context_id));`;
+CREATE TABLE IF NOT EXISTS ` +
+  `ti_terms (tenant_id text NOT NULL, context_id text NOT NULL, lexeme text NOT NULL, df int NOT NULL,
+  ` +
+  `PRIMARY KEY (tenant_id, context_id, lexeme));
+CREATE TABLE IF NOT EXISTS ti_stats (tenant_id text NOT ` +
+  `NULL, context_id text NOT NULL, n bigint NOT NULL, total_len bigint NOT NULL,
+  PRIMARY KEY (tenant_id, ` +
+  `context_id));`;
 
 /** The term statistics counted again from the stored passages (after the index was kept without them). */
-const RECOUNT = `
+const RECOUNT =
+  `
 INSERT INTO ti_terms (tenant_id, context_id, lexeme, df)
-  SELECT p.tenant_id, p.context_id, u.lexeme, count(*) FROM ti_passages p, unnest(p.tsv) u GROUP BY 1, 2, 3;
-INSERT INTO ti_stats (tenant_id, context_id, n, total_len) SELECT tenant_id, context_id, count(*), sum(len) FROM ti_passages GROUP BY 1, 2;`;
+  SELECT p.tenant_id, p.context_id, u.lexeme, ` +
+  `count(*) FROM ti_passages p, unnest(p.tsv) u GROUP BY 1, 2, 3;
+INSERT INTO ti_stats (tenant_id, ` +
+  `context_id, n, total_len) SELECT tenant_id, context_id, count(*), sum(len) FROM ti_passages GROUP BY 1, 2;`;
 
 /** Removes passages (by a condition) and takes them out of the term statistics, in one statement. */
-const removeSql = (where: string) => `
+const removeSql = (where: string) =>
+  `
 WITH old AS (DELETE FROM ti_passages p WHERE ${where} RETURNING tenant_id, context_id, tsv, len),
-lex AS (SELECT o.tenant_id, o.context_id, u.lexeme, count(*) AS c FROM old o, unnest(o.tsv) u GROUP BY 1, 2, 3),
-t AS (UPDATE ti_terms t SET df = t.df - lex.c FROM lex WHERE t.tenant_id = lex.tenant_id AND t.context_id = lex.context_id AND t.lexeme = lex.lexeme RETURNING 1),
-st AS (SELECT tenant_id, context_id, count(*) AS n, sum(len) AS l FROM old GROUP BY 1, 2)
-UPDATE ti_stats s SET n = s.n - st.n, total_len = s.total_len - st.l FROM st WHERE s.tenant_id = st.tenant_id AND s.context_id = st.context_id`;
+lex ` +
+  `AS (SELECT o.tenant_id, o.context_id, u.lexeme, count(*) AS c FROM old o, unnest(o.tsv) u GROUP BY 1, 2, ` +
+  `3),
+t AS (UPDATE ti_terms t SET df = t.df - lex.c FROM lex WHERE t.tenant_id = lex.tenant_id AND ` +
+  `t.context_id = lex.context_id AND t.lexeme = lex.lexeme RETURNING 1),
+st AS (SELECT tenant_id, ` +
+  `context_id, count(*) AS n, sum(len) AS l FROM old GROUP BY 1, 2)
+UPDATE ti_stats s SET n = s.n - st.n, ` +
+  `total_len = s.total_len - st.l FROM st WHERE s.tenant_id = st.tenant_id AND s.context_id = st.context_id`;
 
 /**
  * Passages inserted, one row per passage of the arrays (the tsvector and its length computed here). OFFSET 0 keeps
  * the planner from pulling the lateral subquery up, which put to_tsvector in both the tsv and the len expressions:
  * the text was analysed twice (0.29 vs 0.19 ms a 640-character passage on PGlite).
  */
-export const INSERT_PASSAGES_ONLY = `INSERT INTO ti_passages (item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, user_id, scopes, attrs, created_at,
+export const INSERT_PASSAGES_ONLY =
+  `INSERT INTO ti_passages (item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, ` +
+  `user_id, scopes, attrs, created_at,
      chunk_text, context_text, tsv, len)
-   SELECT r.item_id, r.chunk_no, r.tenant_id, r.context_id, r.source_type, r.type_name, r.folder_id, r.user_id, r.scopes, r.attrs, r.created_at,
-     r.chunk_text, r.context_text, v.tsv, (SELECT coalesce(sum(array_length(u.positions, 1)), 0) FROM unnest(v.tsv) u)
-   FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[], $10::jsonb[],
+   SELECT r.item_id, ` +
+  `r.chunk_no, r.tenant_id, r.context_id, r.source_type, r.type_name, r.folder_id, r.user_id, r.scopes, ` +
+  `r.attrs, r.created_at,
+     r.chunk_text, r.context_text, v.tsv, (SELECT ` +
+  `coalesce(sum(array_length(u.positions, 1)), 0) FROM unnest(v.tsv) u)
+   FROM unnest($1::text[], ` +
+  `$2::int[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[], ` +
+  `$10::jsonb[],
      $11::timestamptz[], $12::text[], $13::text[])
-     AS r(item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, user_id, scopes, attrs, created_at, chunk_text, context_text)
+     AS r(item_id, chunk_no, tenant_id, ` +
+  `context_id, source_type, type_name, folder_id, user_id, scopes, attrs, created_at, chunk_text, ` +
+  `context_text)
    CROSS JOIN LATERAL (SELECT to_tsvector('${CONFIG}', r.chunk_text) AS tsv OFFSET 0) v`;
 
 /** Passages inserted and added to the term statistics, in one statement. */
-const INSERT_PASSAGES = `WITH ins AS (${INSERT_PASSAGES_ONLY}
+const INSERT_PASSAGES =
+  `WITH ins AS (${INSERT_PASSAGES_ONLY}
    RETURNING tenant_id, context_id, tsv, len),
- lex AS (SELECT i.tenant_id, i.context_id, u.lexeme, count(*) AS c FROM ins i, unnest(i.tsv) u GROUP BY 1, 2, 3),
- t AS (INSERT INTO ti_terms (tenant_id, context_id, lexeme, df) SELECT * FROM lex
-       ON CONFLICT (tenant_id, context_id, lexeme) DO UPDATE SET df = ti_terms.df + excluded.df RETURNING 1)
- INSERT INTO ti_stats (tenant_id, context_id, n, total_len) SELECT tenant_id, context_id, count(*), sum(len) FROM ins GROUP BY 1, 2
- ON CONFLICT (tenant_id, context_id) DO UPDATE SET n = ti_stats.n + excluded.n, total_len = ti_stats.total_len + excluded.total_len`;
+ lex AS (SELECT ` +
+  `i.tenant_id, i.context_id, u.lexeme, count(*) AS c FROM ins i, unnest(i.tsv) u GROUP BY 1, 2, 3),
+ t AS ` +
+  `(INSERT INTO ti_terms (tenant_id, context_id, lexeme, df) SELECT * FROM lex
+       ON CONFLICT ` +
+  `(tenant_id, context_id, lexeme) DO UPDATE SET df = ti_terms.df + excluded.df RETURNING 1)
+ INSERT INTO ` +
+  `ti_stats (tenant_id, context_id, n, total_len) SELECT tenant_id, context_id, count(*), sum(len) FROM ins ` +
+  `GROUP BY 1, 2
+ ON CONFLICT (tenant_id, context_id) DO UPDATE SET n = ti_stats.n + excluded.n, total_len = ` +
+  `ti_stats.total_len + excluded.total_len`;
 
 /** A stored passage as the in-memory index loads it (tsv: the tsvector's text form). */
 export interface PassageRow {
@@ -133,7 +171,8 @@ export class PgTextIndex implements TextIndex {
     // Dropped rather than left behind: statistics not kept up to date would rank wrongly once searched.
     if (!this.sqlSearch)
       return this.sql.exec(
-        `${PASSAGES_DDL} DROP INDEX IF EXISTS ti_passages_tsv; DROP TABLE IF EXISTS ti_terms; DROP TABLE IF EXISTS ti_stats;`,
+        `${PASSAGES_DDL} DROP INDEX IF EXISTS ti_passages_tsv; DROP TABLE IF EXISTS ti_terms; DROP TABLE ` +
+          `IF EXISTS ti_stats;`,
       );
     await this.sql.tx(async (q) => {
       const { rows } = await q.query<{ kept: boolean }>(`SELECT to_regclass('ti_terms') IS NOT NULL AS kept`);
@@ -187,7 +226,8 @@ export class PgTextIndex implements TextIndex {
   async updateItemMeta(item: Omit<IndexedItem, 'passages' | 'metadata'>): Promise<void> {
     try {
       await this.sql.query(
-        'UPDATE ti_passages SET type_name = $2, folder_id = $3, user_id = $4, scopes = $5::jsonb, attrs = $6::jsonb, created_at = $7 WHERE item_id = $1',
+        'UPDATE ti_passages SET type_name = $2, folder_id = $3, user_id = $4, scopes = $5::jsonb, attrs = ' +
+          '$6::jsonb, created_at = $7 WHERE item_id = $1',
         [
           item.itemId,
           item.typeName,
@@ -253,9 +293,12 @@ export class PgTextIndex implements TextIndex {
       cond += ` AND (item_id, chunk_no) > ($${params.length - 1}, $${params.length})`;
     }
     const { rows } = await this.sql.query<PassageRow>(
-      `SELECT item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, user_id, scopes, attrs, created_at, len, tsv::text AS tsv,
+      `SELECT item_id, chunk_no, tenant_id, context_id, source_type, type_name, folder_id, user_id, ` +
+        `scopes, attrs, created_at, len, tsv::text AS tsv,
          chunk_text, context_text
-       FROM ti_passages WHERE ${cond} ORDER BY item_id, chunk_no${page ? ` LIMIT ${Math.max(1, Math.floor(page.limit))}` : ''}`,
+       FROM ` +
+        `ti_passages WHERE ${cond} ORDER BY item_id, ` +
+        `chunk_no${page ? ` LIMIT ${Math.max(1, Math.floor(page.limit))}` : ''}`,
       params,
     );
     return rows;
@@ -270,7 +313,8 @@ export class PgTextIndex implements TextIndex {
     if (missing.length) {
       const got = missing.map(() => [] as Analysed);
       const { rows } = await this.sql.query<{ i: number; lexeme: string; pos: number }>(
-        `SELECT t.i, u.lexeme, p AS pos FROM unnest($1::text[]) WITH ORDINALITY t(txt, i), unnest(to_tsvector('${CONFIG}', t.txt)) u, unnest(u.positions) p ORDER BY t.i, p`,
+        `SELECT t.i, u.lexeme, p AS pos FROM unnest($1::text[]) WITH ORDINALITY t(txt, i), ` +
+          `unnest(to_tsvector('${CONFIG}', t.txt)) u, unnest(u.positions) p ORDER BY t.i, p`,
         [missing],
       );
       for (const r of rows) got[Number(r.i) - 1].push({ lexeme: r.lexeme, pos: Number(r.pos) });
@@ -282,7 +326,9 @@ export class PgTextIndex implements TextIndex {
     return texts.map((t) => this.analyses.get(t)!);
   }
 
-  /** A snippet maker for these passage texts and this query: words are marked when their lexeme is one of the query's. */
+  /**
+   * A snippet maker for these passage texts and this query: words are marked when their lexeme is one of the query's.
+   */
   /** The lexemes a snippet marks: those of the query's positive terms (a COMPLEX query's exclusions are not shown). */
   async markedLexemes(q: TextSearch): Promise<string[]> {
     const ast = q.textMode === 'COMPLEX' ? parseComplexQuery(q.query) : null;
@@ -331,7 +377,8 @@ export class PgTextIndex implements TextIndex {
     if (missing) {
       if (known.size + missing.size > MAX_CACHED_WORDS) known.clear(); // (words resolved above keep their verdict)
       const { rows } = await this.sql.query<{ w: string; lexeme: string | null }>(
-        `SELECT w, (SELECT min(u.lexeme) FROM unnest(to_tsvector('${CONFIG}', w)) u) AS lexeme FROM unnest($1::text[]) w`,
+        `SELECT w, (SELECT min(u.lexeme) FROM unnest(to_tsvector('${CONFIG}', w)) u) AS lexeme FROM ` +
+          `unnest($1::text[]) w`,
         [[...missing]],
       );
       for (const r of rows) known.set(r.w, r.lexeme);
@@ -362,7 +409,9 @@ export class PgTextIndex implements TextIndex {
         context_text: string;
       }>(
         `SELECT p.item_id, p.chunk_no, p.chunk_text, p.context_text
-         FROM unnest($1::text[], $2::int[]) k(item_id, chunk_no) JOIN ti_passages p ON p.item_id = k.item_id AND p.chunk_no = k.chunk_no`,
+         FROM unnest($1::text[], ` +
+          `$2::int[]) k(item_id, chunk_no) JOIN ti_passages p ON p.item_id = k.item_id AND p.chunk_no = ` +
+          `k.chunk_no`,
         [need.map((h) => h.itemId), need.map((h) => h.chunkNo)],
       );
       const mark = await this.snippets(
@@ -421,21 +470,34 @@ export class PgTextIndex implements TextIndex {
     const ctx = p(s.filter.contextId);
     const { rows } = await q.query<{ item_id: string; chunk_no: number; score: number; total: number }>(
       // idf of the query's terms once (a handful of rows), then term frequencies of the matching passages in one pass.
-      `WITH st AS (SELECT n::float8 AS n, greatest(total_len::float8 / nullif(n, 0), 1) AS avgdl FROM ti_stats WHERE tenant_id = ${t} AND context_id = ${ctx}),
-       qt AS (SELECT tt.lexeme, ln(1 + (st.n - tt.df + 0.5) / (tt.df + 0.5)) AS idf FROM ti_terms tt, st
-              WHERE tt.tenant_id = ${t} AND tt.context_id = ${ctx} AND tt.lexeme = ANY(${lexParam}::text[])),
-       -- One aggregation over the matching passages: their query-term frequencies joined to the few query terms.
-       -- (A join between CTEs would be planned from row estimates of 1 and recomputed per passage.)
+      `WITH st AS (SELECT n::float8 AS n, greatest(total_len::float8 / nullif(n, 0), 1) AS avgdl FROM ` +
+        `ti_stats WHERE tenant_id = ${t} AND context_id = ${ctx}),
+       qt AS (SELECT tt.lexeme, ln(1 + ` +
+        `(st.n - tt.df + 0.5) / (tt.df + 0.5)) AS idf FROM ti_terms tt, st
+              WHERE tt.tenant_id ` +
+        `= ${t} AND tt.context_id = ${ctx} AND tt.lexeme = ANY(${lexParam}::text[])),
+       -- One ` +
+        `aggregation over the matching passages: their query-term frequencies joined to the few query ` +
+        `terms.
+       -- (A join between CTEs would be planned from row estimates of 1 and recomputed per ` +
+        `passage.)
        scored AS (
          SELECT c.item_id, c.chunk_no,
-           coalesce(sum(qt.idf * (array_length(u.positions, 1) * ${BM25.k1 + 1}) / (array_length(u.positions, 1) + ${BM25.k1} * (1 - ${BM25.b} + ${BM25.b} * c.len / st.avgdl))), 0) AS score
-         FROM ti_passages c CROSS JOIN st
+           coalesce(sum(qt.idf ` +
+        `* (array_length(u.positions, 1) * ${BM25.k1 + 1}) / (array_length(u.positions, 1) + ${BM25.k1} * (1 ` +
+        `- ${BM25.b} + ${BM25.b} * c.len / st.avgdl))), 0) AS score
+         FROM ti_passages c CROSS JOIN ` +
+        `st
            LEFT JOIN LATERAL unnest(c.tsv) u ON u.lexeme = ANY(${lexParam}::text[])
-           LEFT JOIN qt ON qt.lexeme = u.lexeme
+           ` +
+        `LEFT JOIN qt ON qt.lexeme = u.lexeme
          WHERE ${where} AND c.tsv @@ (${match})
-         GROUP BY c.item_id, c.chunk_no),
-       top AS (SELECT item_id, chunk_no, score, count(*) OVER () AS total FROM scored ORDER BY score DESC, item_id, chunk_no LIMIT ${limit})
-       SELECT item_id, chunk_no, score, total FROM top ORDER BY score DESC, item_id, chunk_no`,
+         GROUP ` +
+        `BY c.item_id, c.chunk_no),
+       top AS (SELECT item_id, chunk_no, score, count(*) OVER () AS ` +
+        `total FROM scored ORDER BY score DESC, item_id, chunk_no LIMIT ${limit})
+       SELECT item_id, ` +
+        `chunk_no, score, total FROM top ORDER BY score DESC, item_id, chunk_no`,
       params,
     );
     return {

@@ -66,7 +66,10 @@ export class PassagePacing {
     private readonly now: () => number = () => performance.now(),
   ) {}
 
-  /** 0 when a passage call may start now (`inflight`: passage calls running), else the milliseconds to wait before asking again. */
+  /**
+   * 0 when a passage call may start now (`inflight`: passage calls running), else the milliseconds to wait before
+   * asking again.
+   */
   wait(inflight: number): number {
     if (this.busyGapMs <= 0 || !this.pressure.busy()) return 0;
     if (inflight > 0) return this.busyGapMs;
@@ -78,7 +81,10 @@ export class PassagePacing {
   }
 }
 
-/** EMBEDDING_BUSY_GAP_MS: the floor of indexing calls while requests keep the service busy (default 1,000; 0: no pacing). */
+/**
+ * EMBEDDING_BUSY_GAP_MS: the floor of indexing calls while requests keep the service busy (default 1,000; 0: no
+ * pacing).
+ */
 export const busyGapMs = (env: NodeJS.ProcessEnv = process.env): number => {
   const n = Number(env.EMBEDDING_BUSY_GAP_MS);
   return env.EMBEDDING_BUSY_GAP_MS !== undefined && env.EMBEDDING_BUSY_GAP_MS !== '' && Number.isInteger(n) && n >= 0

@@ -19,17 +19,21 @@ function loop() {
 }
 
 describe('RequestPressure', () => {
-  it('is busy when the event loop ran callbacks more than half of the last window, and not before a window has passed', () => {
-    const l = loop();
-    const p = new RequestPressure({ sample: l.sample, now: l.now, windowMs: 100 });
-    l.pass(50, 1);
-    expect(p.busy()).toBe(false); // half a window: the previous value (none yet)
-    l.pass(50, 1);
-    expect(p.busy()).toBe(true);
-    l.pass(100, 0.2);
-    expect(p.utilisation()).toBeCloseTo(0.2, 5);
-    expect(p.busy()).toBe(false);
-  });
+  it(
+    'is busy when the event loop ran callbacks more than half of the last window, and not before a window ' +
+      'has passed',
+    () => {
+      const l = loop();
+      const p = new RequestPressure({ sample: l.sample, now: l.now, windowMs: 100 });
+      l.pass(50, 1);
+      expect(p.busy()).toBe(false); // half a window: the previous value (none yet)
+      l.pass(50, 1);
+      expect(p.busy()).toBe(true);
+      l.pass(100, 0.2);
+      expect(p.utilisation()).toBeCloseTo(0.2, 5);
+      expect(p.busy()).toBe(false);
+    },
+  );
 });
 
 describe('PassagePacing', () => {

@@ -106,7 +106,8 @@ function marked(text: string, b: ArrayLike<number>, hit: Uint8Array, from: numbe
 
 /**
  * The snippet of a text whose words (`b`: wordBounds(text)) are already known to match or not (`hit`, one per word).
- * (No closures inside: a search makes twenty of these, and the service's TypeScript runner names every closure it creates.)
+ * (No closures inside: a search makes twenty of these, and the service's TypeScript runner names every closure it
+ * creates.)
  */
 export function markedSnippet(text: string, b: ArrayLike<number>, hit: Uint8Array): string {
   const n = b.length >> 1;

@@ -32,7 +32,9 @@ export class TextArena {
 
   private place(bytes: number, write: (at: number) => number): number {
     if (this.used + bytes > this.buf.length) {
-      // A Buffer holds at most buffer.constants.MAX_LENGTH bytes (4 GiB on Node 20): past it the context's load fails with this error (its searches are refused, or answered by LanceDB for vectors) instead of the process running out of memory.
+      // A Buffer holds at most buffer.constants.MAX_LENGTH bytes (4 GiB on Node 20): past it the context's load fails
+      // with this error (its searches are refused, or answered by LanceDB for vectors) instead of the process running
+      // out of memory.
       if (this.used + bytes > MAX_LENGTH)
         throw new RangeError(`text arena: over ${MAX_LENGTH} bytes of passage text in one context`);
       const grown = Buffer.allocUnsafe(Math.min(MAX_LENGTH, Math.max(this.used + bytes, this.buf.length * 2)));
@@ -78,7 +80,10 @@ export class TextArena {
   }
 }
 
-/** A new arena with the texts of `old` that `lists` name (each list's first n ids; -1 stays), their new ids written back. */
+/**
+ * A new arena with the texts of `old` that `lists` name (each list's first n ids; -1 stays), their new ids written
+ * back.
+ */
 export function compacted(old: TextArena, lists: Int32Array[], n: number): TextArena {
   const next = new TextArena();
   for (const ids of lists) for (let i = 0; i < n; i++) if (ids[i] >= 0) ids[i] = next.copy(old, ids[i]);

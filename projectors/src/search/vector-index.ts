@@ -21,7 +21,10 @@ export interface AnnSettings {
   nprobes: number;
   /** IVF_HNSW_SQ only: search beam, × limit. */
   efFactor: number;
-  /** Quantised kinds: candidates re-ranked on the full vectors, limit × refineFactor (0: none; distances from the quantised vectors). */
+  /**
+   * Quantised kinds: candidates re-ranked on the full vectors, limit × refineFactor (0: none; distances from the
+   * quantised vectors).
+   */
   refineFactor: number;
   /** Upkeep (compaction, and folding new rows into the indexes) after this many written rows or write operations. */
   optimizeAfterRows: number;
@@ -84,7 +87,9 @@ export class LanceVectorIndex implements VectorIndex {
   private readonly readConsistencySeconds: number;
   private readonly autoMaintain: boolean;
   private readonly log: (m: string, e?: unknown) => void;
-  /** Whether the table has the ANN index (re-read every 10 s: another process may build it); undefined: not looked yet. */
+  /**
+   * Whether the table has the ANN index (re-read every 10 s: another process may build it); undefined: not looked yet.
+   */
   private annReady: boolean | undefined;
   private annCheckedAt = 0;
   /** Unrefined ANN distance ÷ cosine distance (calibrate). */
@@ -106,7 +111,9 @@ export class LanceVectorIndex implements VectorIndex {
     readonly dims: number,
     o: {
       ann?: Partial<AnnSettings>;
-      /** Run upkeep in the background after writes (default true); bulk loaders turn it off and call maintain() once. */
+      /**
+       * Run upkeep in the background after writes (default true); bulk loaders turn it off and call maintain() once.
+       */
       autoMaintain?: boolean;
       readConsistencySeconds?: number;
       log?: (m: string, e?: unknown) => void;
@@ -122,7 +129,8 @@ export class LanceVectorIndex implements VectorIndex {
 
   async init(): Promise<void> {
     this.closed = false;
-    // Another process (the projector) may write this table: look for its new versions (and indexes) at most once a second.
+    // Another process (the projector) may write this table: look for its new versions (and indexes) at most once a
+    // second.
     this.db ??= await lancedb.connect(this.uri, { readConsistencyInterval: this.readConsistencySeconds });
     if (!this.table && (await this.db.tableNames()).includes(this.name))
       this.table = await this.db.openTable(this.name);
@@ -170,7 +178,10 @@ export class LanceVectorIndex implements VectorIndex {
     await this.tableFor(rows.map(toRecord));
   }
 
-  /** One delete (`item_id IN (...)`, up to 1,000 ids a predicate) and one add for the whole batch: one table version, one fragment. */
+  /**
+   * One delete (`item_id IN (...)`, up to 1,000 ids a predicate) and one add for the whole batch: one table version,
+   * one fragment.
+   */
   async replaceItems(items: Array<{ itemId: string; rows: VectorRow[] }>): Promise<void> {
     if (!items.length) return;
     for (const it of items)
@@ -375,7 +386,8 @@ export class LanceVectorIndex implements VectorIndex {
       iso: string;
     }>;
     if (!probe) return;
-    // A query near a stored vector, but not on it: distances of a few tenths, where quantisation error is small beside them.
+    // A query near a stored vector, but not on it: distances of a few tenths, where quantisation error is small beside
+    // them.
     const r = (i: number) => Math.sin(i * 12.9898) * 43758.5453 - Math.floor(Math.sin(i * 12.9898) * 43758.5453) - 0.5;
     const p = Array.from(probe.vector);
     const n0 = Math.hypot(...p) || 1;
@@ -408,12 +420,16 @@ export class LanceVectorIndex implements VectorIndex {
     else if (this.ann.refineFactor === 0) {
       this.ann.refineFactor = 1;
       this.log(
-        `vector index: unrefined ANN distances do not match cosine distances (ratio ${ratio}); re-ranking on full vectors`,
+        `vector index: unrefined ANN distances do not match cosine distances (ratio ${ratio}); re-ranking ` +
+          `on full vectors`,
       );
     }
   }
 
-  /** IVF partitions for a table of `rows`: √rows for IVF_PQ (LanceDB's default), rows / rowsPerPartition for IVF_HNSW_SQ (few large graphs). */
+  /**
+   * IVF partitions for a table of `rows`: √rows for IVF_PQ (LanceDB's default), rows / rowsPerPartition for IVF_HNSW_SQ
+   * (few large graphs).
+   */
   private partitionsFor(rows: number) {
     return Math.max(
       1,
@@ -475,9 +491,11 @@ export class LanceVectorIndex implements VectorIndex {
       const trained = this.trainedRows ?? (existing ? ((await t.indexStats(VECTOR_INDEX))?.numIndexedRows ?? rows) : 0);
       this.trainedRows = trained;
       if (!existing || !sameKind || rows >= trained * this.ann.retrainGrowth) {
-        // Compact first, and bring the scalar indexes up to date (a stale `iso` bitmap leaves every newer row to a scan per query).
+        // Compact first, and bring the scalar indexes up to date (a stale `iso` bitmap leaves every newer row to a scan
+        // per query).
         await this.locked(() => t.optimize({ cleanupOlderThan: new Date(Date.now() - 3_600_000) }));
-        // Training reads a sample; writes go on meanwhile (rows added during the build are searched exactly until the next optimize).
+        // Training reads a sample; writes go on meanwhile (rows added during the build are searched exactly until the
+        // next optimize).
         const partitions = this.partitionsFor(rows);
         const config =
           this.ann.kind === 'IVF_PQ'
@@ -503,7 +521,8 @@ export class LanceVectorIndex implements VectorIndex {
       }
     }
     if (!force && written.ops === 0) return done('none');
-    // Compact small fragments (every projector write adds one), fold unindexed rows into the indexes, drop versions older than an hour.
+    // Compact small fragments (every projector write adds one), fold unindexed rows into the indexes, drop versions
+    // older than an hour.
     await this.locked(() => t.optimize({ cleanupOlderThan: new Date(Date.now() - 3_600_000) }));
     return done('optimized');
   }

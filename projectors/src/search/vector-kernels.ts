@@ -254,7 +254,10 @@ export interface Kernels {
 
 const modules = new Map<number, object | null>();
 
-/** Kernels for `dims`-dimensional rows over `memory`; undefined when WebAssembly SIMD is unavailable or dims is not a multiple of 4. */
+/**
+ * Kernels for `dims`-dimensional rows over `memory`; undefined when WebAssembly SIMD is unavailable or dims is not a
+ * multiple of 4.
+ */
 export function kernelsFor(dims: number, memory: WasmMemory): Kernels | undefined {
   if (dims % 4 !== 0 || process.env.VECTOR_KERNELS === 'js') return undefined;
   let m = modules.get(dims);

@@ -39,10 +39,13 @@ import { isoKey } from './vector-index';
  *    and queues them as re-embedding jobs (SearchIndexer.reembed: a lane of their own, served in
  *    turn with the tenants' new work).
  */
-export const VECTOR_MODELS_DDL = `
+export const VECTOR_MODELS_DDL =
+  `
 CREATE TABLE IF NOT EXISTS si_vector_models (
-  tenant_id text NOT NULL, context_id text NOT NULL, model text NOT NULL, dims int NOT NULL, updated_at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (tenant_id, context_id));`;
+  tenant_id text NOT NULL, context_id text NOT NULL, ` +
+  `model text NOT NULL, dims int NOT NULL, updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY ` +
+  `(tenant_id, context_id));`;
 
 /** A model whose vectors may still answer some contexts: its index and its query embedding. */
 export interface PreviousModel {
@@ -80,7 +83,9 @@ export class VectorModelRegistry {
     await this.init();
     await this.sql.query(
       `INSERT INTO si_vector_models (tenant_id, context_id, model, dims) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (tenant_id, context_id) DO UPDATE SET model = excluded.model, dims = excluded.dims, updated_at = now()`,
+       ` +
+        `ON CONFLICT (tenant_id, context_id) DO UPDATE SET model = excluded.model, dims = excluded.dims, ` +
+        `updated_at = now()`,
       [tenantId, contextId, model, dims],
     );
   }
@@ -218,7 +223,8 @@ export class ModelSwitchVectorIndex implements VectorIndex {
   async search(q: VectorSearch): Promise<VectorHit[]> {
     await this.refresh();
     const prev = this.previousFor(isoKey(q.tenantId, q.contextId));
-    // Without the query's text an earlier model cannot be asked: the configured model answers with what is rebuilt so far.
+    // Without the query's text an earlier model cannot be asked: the configured model answers with what is rebuilt so
+    // far.
     if (!prev || q.query === undefined) return this.current.search(q);
     const iso = isoKey(q.tenantId, q.contextId);
     const vector = await prev.embedQuery(q.query);
@@ -346,7 +352,8 @@ export class VectorModelRebuild {
       this.stats.current = `${c.tenantId}/${c.contextId}`;
       const t0 = performance.now();
       this.o.log?.(
-        `vector model rebuild: context ${c.tenantId}/${c.contextId} from ${c.model} to ${index.model}${index.previous.some((p) => p.model === c.model) ? ` (${c.model} answers meanwhile)` : ` (${c.model} is not at hand: ${index.model} answers with what is rebuilt so far)`}`,
+        `vector model rebuild: context ${c.tenantId}/${c.contextId} from ${c.model} to ` +
+          `${index.model}${index.previous.some((p) => p.model === c.model) ? ` (${c.model} answers meanwhile)` : ` (${c.model} is not at hand: ${index.model} answers with what is rebuilt so far)`}`,
       );
       await this.rebuildContext(c.tenantId, c.contextId);
       if (this.stopped) return;
@@ -361,7 +368,8 @@ export class VectorModelRebuild {
           );
       this.stats.contextsDone++;
       this.o.log?.(
-        `vector model rebuild: context ${c.tenantId}/${c.contextId} done in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+        `vector model rebuild: context ${c.tenantId}/${c.contextId} done in ` +
+          `${((performance.now() - t0) / 1000).toFixed(1)} s`,
       );
     }
     this.stats.current = null;
@@ -375,7 +383,9 @@ export class VectorModelRebuild {
     const { index, sql } = this.o;
     const { rows } = await sql.query<{ tenant_id: string; context_id: string }>(
       `SELECT DISTINCT i.tenant_id, i.context_id FROM si_items i
-        WHERE i.vectors > 0 AND NOT EXISTS (SELECT 1 FROM si_vector_models m WHERE m.tenant_id = i.tenant_id AND m.context_id = i.context_id)`,
+        WHERE i.vectors > 0 AND NOT ` +
+        `EXISTS (SELECT 1 FROM si_vector_models m WHERE m.tenant_id = i.tenant_id AND m.context_id = ` +
+        `i.context_id)`,
     );
     for (const r of rows) {
       let model = index.model;
@@ -413,7 +423,8 @@ export class VectorModelRebuild {
   private async rebuildContext(tenantId: string, contextId: string): Promise<void> {
     const iso = isoKey(tenantId, contextId);
     const { rows } = await this.o.sql.query<{ item_id: string }>(
-      `SELECT item_id FROM si_items WHERE tenant_id = $1 AND context_id = $2 AND index_mode IN ('SEMANTIC', 'HYBRID') AND vectors > 0 ORDER BY item_id`,
+      `SELECT item_id FROM si_items WHERE tenant_id = $1 AND context_id = $2 AND index_mode IN ` +
+        `('SEMANTIC', 'HYBRID') AND vectors > 0 ORDER BY item_id`,
       [tenantId, contextId],
     );
     this.stats.items += rows.length;

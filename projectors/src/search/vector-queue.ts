@@ -79,7 +79,10 @@ export interface VectorJob extends VectorJobSpec {
   committing: boolean;
 }
 
-/** A part of one job embedded in a round: passages [from, to). A job whose passages are all embedded but not yet committed gives from = to. */
+/**
+ * A part of one job embedded in a round: passages [from, to). A job whose passages are all embedded but not yet
+ * committed gives from = to.
+ */
 export interface Slice {
   job: VectorJob;
   from: number;
@@ -243,11 +246,17 @@ export class VectorJobStore {
         passages,
       }));
       statements.push({
-        text: `INSERT INTO si_vector_jobs (item_id, tenant_id, context_id, position, job, passages)
-       SELECT x.item_id, x.tenant_id, x.context_id, x.position, x.job, x.passages
-         FROM jsonb_to_recordset($1::jsonb) AS x(item_id text, tenant_id text, context_id text, position bigint, job jsonb, passages jsonb)
-       ON CONFLICT (item_id) DO UPDATE SET tenant_id = excluded.tenant_id, context_id = excluded.context_id, position = excluded.position,
-         job = excluded.job, passages = excluded.passages, enqueued_at = now()`,
+        text:
+          `INSERT INTO si_vector_jobs (item_id, tenant_id, context_id, position, job, passages)
+       ` +
+          `SELECT x.item_id, x.tenant_id, x.context_id, x.position, x.job, x.passages
+         FROM ` +
+          `jsonb_to_recordset($1::jsonb) AS x(item_id text, tenant_id text, context_id text, position ` +
+          `bigint, job jsonb, passages jsonb)
+       ON CONFLICT (item_id) DO UPDATE SET tenant_id = ` +
+          `excluded.tenant_id, context_id = excluded.context_id, position = excluded.position,
+         job ` +
+          `= excluded.job, passages = excluded.passages, enqueued_at = now()`,
         params: [JSON.stringify(rows)],
       });
     }

@@ -37,16 +37,20 @@ function serve(q: FairQueue, slices: Slice[]): string[] {
 }
 
 describe('FairQueue (the search projector’s per-tenant vector queue)', () => {
-  it('a big job is cut into rounds; a small job of another tenant is served in the next round, not after the big one', () => {
-    const q = new FairQueue();
-    q.put(job('A-big', 'A', 500, 10));
-    expect(serve(q, q.round(8))).toEqual(['A-big:8']);
-    q.put(job('B-small', 'B', 1, 11));
-    expect(serve(q, q.round(8))).toEqual(['A-big:4', 'B-small:1']); // one call, shared
-    expect(q.current('B-small')).toBeUndefined();
-    expect(serve(q, q.round(8))).toEqual(['A-big:8']);
-    expect(q.current('A-big')!.vectors).toHaveLength(20);
-  });
+  it(
+    'a big job is cut into rounds; a small job of another tenant is served in the next round, not after the ' +
+      'big one',
+    () => {
+      const q = new FairQueue();
+      q.put(job('A-big', 'A', 500, 10));
+      expect(serve(q, q.round(8))).toEqual(['A-big:8']);
+      q.put(job('B-small', 'B', 1, 11));
+      expect(serve(q, q.round(8))).toEqual(['A-big:4', 'B-small:1']); // one call, shared
+      expect(q.current('B-small')).toBeUndefined();
+      expect(serve(q, q.round(8))).toEqual(['A-big:8']);
+      expect(q.current('A-big')!.vectors).toHaveLength(20);
+    },
+  );
 
   it('tenants take turns; each tenant’s jobs stay in log order and one share may span several of them', () => {
     const q = new FairQueue();
@@ -97,23 +101,27 @@ describe('FairQueue (the search projector’s per-tenant vector queue)', () => {
     expect(q.round(8)).toEqual([]);
   });
 
-  it("a model-change rebuild waits in a lane of its own: the tenant's new work is served in turn beside it, and a context delete cancels both", () => {
-    const q = new FairQueue();
-    for (let i = 0; i < 3; i++) {
-      const j = job(`A-old-${i}`, 'A', 4, Number.MAX_SAFE_INTEGER);
-      j.lane = 'rebuild:A';
-      q.put(j);
-    }
-    expect(serve(q, q.round(8))).toEqual(['A-old-0:4', 'A-old-1:4']);
-    q.put(job('A-new', 'A', 1, 20));
-    // The tenant's new record shares the next round with its rebuild, instead of waiting behind it.
-    expect(serve(q, q.round(8)).sort()).toEqual(['A-new:1', 'A-old-2:4']);
-    expect(q.minPosition()).toBe(Infinity);
-    const k = job('A-old-3', 'A', 2, Number.MAX_SAFE_INTEGER);
-    k.lane = 'rebuild:A';
-    q.put(k);
-    q.put(job('A-new-2', 'A', 2, 21));
-    expect(q.removeContext('A', 'c').sort()).toEqual(['A-new-2', 'A-old-3']);
-    expect(q.size).toBe(0);
-  });
+  it(
+    "a model-change rebuild waits in a lane of its own: the tenant's new work is served in turn beside it, " +
+      'and a context delete cancels both',
+    () => {
+      const q = new FairQueue();
+      for (let i = 0; i < 3; i++) {
+        const j = job(`A-old-${i}`, 'A', 4, Number.MAX_SAFE_INTEGER);
+        j.lane = 'rebuild:A';
+        q.put(j);
+      }
+      expect(serve(q, q.round(8))).toEqual(['A-old-0:4', 'A-old-1:4']);
+      q.put(job('A-new', 'A', 1, 20));
+      // The tenant's new record shares the next round with its rebuild, instead of waiting behind it.
+      expect(serve(q, q.round(8)).sort()).toEqual(['A-new:1', 'A-old-2:4']);
+      expect(q.minPosition()).toBe(Infinity);
+      const k = job('A-old-3', 'A', 2, Number.MAX_SAFE_INTEGER);
+      k.lane = 'rebuild:A';
+      q.put(k);
+      q.put(job('A-new-2', 'A', 2, 21));
+      expect(q.removeContext('A', 'c').sort()).toEqual(['A-new-2', 'A-old-3']);
+      expect(q.size).toBe(0);
+    },
+  );
 });

@@ -13,28 +13,45 @@ import type { SqlProjection } from '../runtime/runner';
 export const triggersProjection = (): SqlProjection => ({
   name: 'triggers',
   tables: ['rm_trigger_rules', 'rm_trigger_failures'],
-  ddl: `
+  ddl:
+    `
 CREATE TABLE IF NOT EXISTS rm_trigger_rules (
-  rule_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, account_id text, name text NOT NULL, schema_id text NOT NULL,
-  type_name text NOT NULL, events jsonb NOT NULL, script_name text NOT NULL, script_version int, fields jsonb NOT NULL,
-  grant_spec jsonb NOT NULL, enabled boolean NOT NULL, created_at text NOT NULL, created_position bigint NOT NULL, deleted_position bigint);
-CREATE INDEX IF NOT EXISTS rm_trigger_rules_list ON rm_trigger_rules (tenant_id, context_id, created_position);
-CREATE INDEX IF NOT EXISTS rm_trigger_rules_schema ON rm_trigger_rules (schema_id, created_position);
-CREATE TABLE IF NOT EXISTS rm_trigger_failures (
-  failure_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, rule_id text NOT NULL, event_id text NOT NULL,
-  script_name text NOT NULL, script_version int, record_id text NOT NULL, event text NOT NULL, reason text NOT NULL, message text NOT NULL,
-  attempts int NOT NULL, first_failed_at text NOT NULL, last_failed_at text NOT NULL, position bigint NOT NULL);
-CREATE INDEX IF NOT EXISTS rm_trigger_failures_list ON rm_trigger_failures (tenant_id, context_id, position);
+  rule_id text PRIMARY KEY, tenant_id text NOT NULL, ` +
+    `context_id text NOT NULL, account_id text, name text NOT NULL, schema_id text NOT NULL,
+  type_name ` +
+    `text NOT NULL, events jsonb NOT NULL, script_name text NOT NULL, script_version int, fields jsonb NOT ` +
+    `NULL,
+  grant_spec jsonb NOT NULL, enabled boolean NOT NULL, created_at text NOT NULL, created_position ` +
+    `bigint NOT NULL, deleted_position bigint);
+CREATE INDEX IF NOT EXISTS rm_trigger_rules_list ON ` +
+    `rm_trigger_rules (tenant_id, context_id, created_position);
+CREATE INDEX IF NOT EXISTS ` +
+    `rm_trigger_rules_schema ON rm_trigger_rules (schema_id, created_position);
+CREATE TABLE IF NOT EXISTS ` +
+    `rm_trigger_failures (
+  failure_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, ` +
+    `rule_id text NOT NULL, event_id text NOT NULL,
+  script_name text NOT NULL, script_version int, ` +
+    `record_id text NOT NULL, event text NOT NULL, reason text NOT NULL, message text NOT NULL,
+  attempts ` +
+    `int NOT NULL, first_failed_at text NOT NULL, last_failed_at text NOT NULL, position bigint NOT ` +
+    `NULL);
+CREATE INDEX IF NOT EXISTS rm_trigger_failures_list ON rm_trigger_failures (tenant_id, ` +
+    `context_id, position);
 ALTER TABLE rm_trigger_rules ALTER COLUMN script_version DROP NOT NULL;
-ALTER TABLE rm_trigger_failures ALTER COLUMN script_version DROP NOT NULL;`,
+ALTER ` +
+    `TABLE rm_trigger_failures ALTER COLUMN script_version DROP NOT NULL;`,
   async apply(q: SqlQueryable, e: StoredEvent) {
     const m = e.metadata;
     switch (e.type) {
       case 'TriggerRuleCreated': {
         const d = e.data;
         await q.query(
-          `INSERT INTO rm_trigger_rules (rule_id, tenant_id, context_id, account_id, name, schema_id, type_name, events, script_name, script_version, fields, grant_spec, enabled, created_at, created_position)
-           VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15) ON CONFLICT (rule_id) DO NOTHING`,
+          `INSERT INTO rm_trigger_rules (rule_id, tenant_id, context_id, account_id, name, schema_id, ` +
+            `type_name, events, script_name, script_version, fields, grant_spec, enabled, created_at, ` +
+            `created_position)
+           VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15) ON ` +
+            `CONFLICT (rule_id) DO NOTHING`,
           [
             d.ruleId,
             m.tenantId,
@@ -64,8 +81,11 @@ ALTER TABLE rm_trigger_failures ALTER COLUMN script_version DROP NOT NULL;`,
       case 'TriggerFailed': {
         const d = e.data;
         await q.query(
-          `INSERT INTO rm_trigger_failures (failure_id, tenant_id, context_id, rule_id, event_id, script_name, script_version, record_id, event, reason, message, attempts, first_failed_at, last_failed_at, position)
-           VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15) ON CONFLICT (failure_id) DO NOTHING`,
+          `INSERT INTO rm_trigger_failures (failure_id, tenant_id, context_id, rule_id, event_id, ` +
+            `script_name, script_version, record_id, event, reason, message, attempts, first_failed_at, ` +
+            `last_failed_at, position)
+           VALUES ` +
+            `($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15) ON CONFLICT (failure_id) DO NOTHING`,
           [
             d.failureId,
             m.tenantId,
@@ -136,13 +156,16 @@ export const ruleOfRow = (r: TriggerRuleRow) => ({
 /** The enabled rules of a schema live at `position` (created before it, deleted after it or never). */
 export async function rulesLiveAt(q: SqlQueryable, schemaId: string, position: number) {
   const { rows } = await q.query<TriggerRuleRow>(
-    `SELECT * FROM rm_trigger_rules WHERE schema_id = $1 AND enabled AND created_position < $2 AND (deleted_position IS NULL OR deleted_position > $2) ORDER BY created_position`,
+    `SELECT * FROM rm_trigger_rules WHERE schema_id = $1 AND enabled AND created_position < $2 AND ` +
+      `(deleted_position IS NULL OR deleted_position > $2) ORDER BY created_position`,
     [schemaId, position],
   );
   return rows.map(ruleOfRow);
 }
 
-/** The enabled rules' lifetimes in these contexts (one query per batch: the filter before reading any record's stream). */
+/**
+ * The enabled rules' lifetimes in these contexts (one query per batch: the filter before reading any record's stream).
+ */
 export async function ruleLifetimes(
   q: SqlQueryable,
   contexts: Array<{ tenantId: string; contextId: string }>,
@@ -155,8 +178,10 @@ export async function ruleLifetimes(
     created_position: number;
     deleted_position: number | null;
   }>(
-    `SELECT r.tenant_id, r.context_id, r.created_position, r.deleted_position FROM rm_trigger_rules r
-       JOIN unnest($1::text[], $2::text[]) AS c(tenant_id, context_id) ON r.tenant_id = c.tenant_id AND r.context_id = c.context_id
+    `SELECT r.tenant_id, r.context_id, r.created_position, r.deleted_position FROM rm_trigger_rules ` +
+      `r
+       JOIN unnest($1::text[], $2::text[]) AS c(tenant_id, context_id) ON r.tenant_id = c.tenant_id ` +
+      `AND r.context_id = c.context_id
      WHERE r.enabled`,
     [contexts.map((c) => c.tenantId), contexts.map((c) => c.contextId)],
   );

@@ -6,10 +6,15 @@ import type { Sql, SqlQueryable } from '@svc/domain';
  * Not a read model: a rebuild never drops it (nor the runner's checkpoint).
  */
 export const ensureRetries = (sql: Sql) =>
-  sql.exec(`CREATE TABLE IF NOT EXISTS trg_retries (
-  rule_id text NOT NULL, event_id text NOT NULL, position bigint NOT NULL, attempts int NOT NULL, due_at bigint NOT NULL,
-  first_failed_at text NOT NULL, last_reason text NOT NULL, last_message text NOT NULL, PRIMARY KEY (rule_id, event_id));
-CREATE INDEX IF NOT EXISTS trg_retries_due ON trg_retries (due_at);`);
+  sql.exec(
+    `CREATE TABLE IF NOT EXISTS trg_retries (
+  rule_id text NOT NULL, event_id text NOT NULL, position ` +
+      `bigint NOT NULL, attempts int NOT NULL, due_at bigint NOT NULL,
+  first_failed_at text NOT NULL, ` +
+      `last_reason text NOT NULL, last_message text NOT NULL, PRIMARY KEY (rule_id, event_id));
+CREATE INDEX ` +
+      `IF NOT EXISTS trg_retries_due ON trg_retries (due_at);`,
+  );
 
 export interface RetryRow {
   ruleId: string;
@@ -40,8 +45,11 @@ export async function dueRetries(q: SqlQueryable, now: number, limit = 50): Prom
 
 export const scheduleRetry = (q: SqlQueryable, r: RetryRow) =>
   q.query(
-    `INSERT INTO trg_retries (rule_id, event_id, position, attempts, due_at, first_failed_at, last_reason, last_message) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)
-     ON CONFLICT (rule_id, event_id) DO UPDATE SET attempts = excluded.attempts, due_at = excluded.due_at, last_reason = excluded.last_reason, last_message = excluded.last_message`,
+    `INSERT INTO trg_retries (rule_id, event_id, position, attempts, due_at, first_failed_at, ` +
+      `last_reason, last_message) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)
+     ON CONFLICT (rule_id, event_id) DO ` +
+      `UPDATE SET attempts = excluded.attempts, due_at = excluded.due_at, last_reason = ` +
+      `excluded.last_reason, last_message = excluded.last_message`,
     [r.ruleId, r.eventId, r.position, r.attempts, r.dueAt, r.firstFailedAt, r.lastReason, r.lastMessage],
   );
 

@@ -45,7 +45,9 @@ import {
 } from './retries';
 
 export const TRIGGER_RUNNER = 'trigger-runner';
-/** Outcomes that mean the script never started (no slot, busy container): waited out in place, not counted as attempts. */
+/**
+ * Outcomes that mean the script never started (no slot, busy container): waited out in place, not counted as attempts.
+ */
 const NOT_STARTED = new Set(['RATE_LIMITED', 'EXECUTION_CONTAINER_BUSY', 'EXECUTION_NOT_STARTED']);
 const NOT_STARTED_WAIT_MS = 2_000;
 const NOT_STARTED_TRIES = 30;
@@ -164,10 +166,12 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
   private async handleInTurn(events: StoredEvent[]): Promise<number> {
     const last = events[events.length - 1].position;
     const fresh = events.filter((e) => e.position > this.position && triggerEventKind(e.type) !== null);
-    // The rules come from the read model: wait until it has applied this batch, so "live at the event's position" is decidable.
+    // The rules come from the read model: wait until it has applied this batch, so "live at the event's position" is
+    // decidable.
     if (fresh.length && !(await this.o.rulesReady(last)))
       throw new Error(`read models did not reach position ${last}; retrying the batch`);
-    // Which contexts have rules at all: one query for the contexts not seen yet, not one per record event (most contexts have none).
+    // Which contexts have rules at all: one query for the contexts not seen yet, not one per record event (most
+    // contexts have none).
     if (events.some((e) => CHANGES_RULES.has(e.type)) || this.lifetimes.size > MAX_CACHED_CONTEXTS)
       this.lifetimes.clear();
     const missing = new Map<string, { tenantId: string; contextId: string }>();
@@ -253,7 +257,9 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
     });
   }
 
-  /** One firing of one rule on one event: skipped when already settled; else run, then settled or scheduled for a retry. */
+  /**
+   * One firing of one rule on one event: skipped when already settled; else run, then settled or scheduled for a retry.
+   */
   private async fire(
     rule: Rule,
     e: StoredEvent,
@@ -275,7 +281,8 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
         DEPTH_LIMIT_REASON,
         `The write was made by a chain of ${depth - 1} trigger firings; rules fire at most ${MAX_TRIGGER_DEPTH} deep`,
       );
-    // Placeholders resolve from the record's stamped ownership, as the input carries it (input.userId, input.scope.<ns>).
+    // Placeholders resolve from the record's stamped ownership, as the input carries it (input.userId,
+    // input.scope.<ns>).
     const owner = { userId: row.userId, scope: scopeMap(row.scopes) };
     const principal = triggerPrincipal(
       rule,
@@ -287,7 +294,8 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
     if (size > TRIGGER_INPUT_LIMIT_BYTES)
       return terminal(
         'INPUT_TOO_LARGE',
-        `record plus previous is ${size} bytes serialised, over the ${TRIGGER_INPUT_LIMIT_BYTES}-byte limit; the firing was not run`,
+        `record plus previous is ${size} bytes serialised, over the ${TRIGGER_INPUT_LIMIT_BYTES}-byte ` +
+          `limit; the firing was not run`,
       );
     const executionId = randomUUID();
     const fired: FiringOutcomeCommand = {
@@ -298,7 +306,8 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
       executionId,
       depth,
     };
-    // The marker the executor commits with the script's writes (expected no_stream: the firing is unsettled, as read above).
+    // The marker the executor commits with the script's writes (expected no_stream: the firing is unsettled, as read
+    // above).
     const marker = toNewEvents(
       { newId: randomUUID },
       firingOutcomeDecider.decide(fired, firingOutcomeDecider.initialState()),
@@ -349,7 +358,10 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
     });
   }
 
-  /** Runs the script; a run that could not start is waited out (it is no attempt); a thrown error is a service-side failure. */
+  /**
+   * Runs the script; a run that could not start is waited out (it is no attempt); a thrown error is a service-side
+   * failure.
+   */
   private async run(req: ScriptRunRequest & { executionId: string }): Promise<ScriptRunOutcome> {
     for (let i = 0; ; i++) {
       let outcome: ScriptRunOutcome;
@@ -371,7 +383,10 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
     }
   }
 
-  /** A terminal failure: TriggerFailed claims the firing's marker (listed by GET /v1/trigger-failures; `trigger.failed` webhooks). */
+  /**
+   * A terminal failure: TriggerFailed claims the firing's marker (listed by GET /v1/trigger-failures; `trigger.failed`
+   * webhooks).
+   */
   private async terminal(
     rule: Rule,
     e: StoredEvent,
@@ -402,7 +417,10 @@ export class TriggerRunner extends Reactor<TriggerRunnerStats> {
     this.stats.failed += 1;
   }
 
-  /** Settles the firing through the command handler; someone having settled it first is fine (the decider decides nothing). */
+  /**
+   * Settles the firing through the command handler; someone having settled it first is fine (the decider decides
+   * nothing).
+   */
   private async settle(
     ruleId: string,
     eventId: string,

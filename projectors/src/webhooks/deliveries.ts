@@ -6,14 +6,23 @@ import type { Sql, SqlQueryable } from '@svc/domain';
  * `body` is the envelope's exact JSON text; it is never returned by the API.
  */
 export const ensureDeliveries = (sql: Sql) =>
-  sql.exec(`
+  sql.exec(
+    `
 CREATE TABLE IF NOT EXISTS webhook_deliveries (
-  delivery_id text PRIMARY KEY, webhook_id text NOT NULL, tenant_id text NOT NULL, event_id text NOT NULL, event_type text NOT NULL,
-  source_id text NOT NULL, source_type text NOT NULL, status text NOT NULL, attempts int NOT NULL DEFAULT 0, next_attempt_at bigint,
+  delivery_id text PRIMARY KEY, webhook_id text NOT ` +
+      `NULL, tenant_id text NOT NULL, event_id text NOT NULL, event_type text NOT NULL,
+  source_id text NOT ` +
+      `NULL, source_type text NOT NULL, status text NOT NULL, attempts int NOT NULL DEFAULT 0, next_attempt_at ` +
+      `bigint,
   created_at bigint NOT NULL, settled_at bigint, body text NOT NULL, last_error text);
-CREATE UNIQUE INDEX IF NOT EXISTS webhook_deliveries_event ON webhook_deliveries (webhook_id, event_id);
-CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'PENDING';
-CREATE INDEX IF NOT EXISTS webhook_deliveries_history ON webhook_deliveries (webhook_id, created_at DESC, delivery_id DESC);`);
+CREATE ` +
+      `UNIQUE INDEX IF NOT EXISTS webhook_deliveries_event ON webhook_deliveries (webhook_id, ` +
+      `event_id);
+CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (next_attempt_at) ` +
+      `WHERE status = 'PENDING';
+CREATE INDEX IF NOT EXISTS webhook_deliveries_history ON webhook_deliveries ` +
+      `(webhook_id, created_at DESC, delivery_id DESC);`,
+  );
 
 export interface NewDelivery {
   deliveryId: string;
@@ -47,8 +56,10 @@ export async function insertDeliveries(q: SqlQueryable, rows: NewDelivery[]): Pr
       return `($${b + 1},$${b + 2},$${b + 3},$${b + 4},$${b + 5},$${b + 6},$${b + 7},'PENDING',0,$${b + 8},$${b + 8},$${b + 9})`;
     });
     await q.query(
-      `INSERT INTO webhook_deliveries (delivery_id, webhook_id, tenant_id, event_id, event_type, source_id, source_type, status, attempts, next_attempt_at, created_at, body)
-       VALUES ${values.join(',')} ON CONFLICT DO NOTHING`,
+      `INSERT INTO webhook_deliveries (delivery_id, webhook_id, tenant_id, event_id, event_type, ` +
+        `source_id, source_type, status, attempts, next_attempt_at, created_at, body)
+       VALUES ` +
+        `${values.join(',')} ON CONFLICT DO NOTHING`,
       params,
     );
   }
@@ -78,13 +89,21 @@ export async function dueDeliveries(
   // `perWebhook` of each: the cost of a pick does not grow with the backlog.
   const { rows } = await sql.query<DueDelivery>(
     `WITH due AS (
-       SELECT d.delivery_id, d.webhook_id, d.next_attempt_at FROM webhook_deliveries d JOIN rm_webhooks w ON w.webhook_id = d.webhook_id
-       WHERE d.status = 'PENDING' AND d.next_attempt_at <= $1 AND w.status = 'ACTIVE'
-         AND NOT (d.webhook_id = ANY($2::text[])) AND NOT (d.tenant_id = ANY($3::text[])) AND NOT (d.delivery_id = ANY($4::text[]))
-       ORDER BY d.next_attempt_at LIMIT $6 * 8
-     ), ranked AS (SELECT delivery_id, next_attempt_at, row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, delivery_id) AS rn FROM due)
-     SELECT d.delivery_id, d.webhook_id, d.tenant_id, d.status, d.attempts, d.body, w.url, w.sealed_secret
-     FROM ranked r JOIN webhook_deliveries d ON d.delivery_id = r.delivery_id JOIN rm_webhooks w ON w.webhook_id = d.webhook_id
+       SELECT d.delivery_id, d.webhook_id, d.next_attempt_at FROM webhook_deliveries d ` +
+      `JOIN rm_webhooks w ON w.webhook_id = d.webhook_id
+       WHERE d.status = 'PENDING' AND ` +
+      `d.next_attempt_at <= $1 AND w.status = 'ACTIVE'
+         AND NOT (d.webhook_id = ANY($2::text[])) AND ` +
+      `NOT (d.tenant_id = ANY($3::text[])) AND NOT (d.delivery_id = ANY($4::text[]))
+       ORDER BY ` +
+      `d.next_attempt_at LIMIT $6 * 8
+     ), ranked AS (SELECT delivery_id, next_attempt_at, row_number() ` +
+      `OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, delivery_id) AS rn FROM due)
+     SELECT ` +
+      `d.delivery_id, d.webhook_id, d.tenant_id, d.status, d.attempts, d.body, w.url, w.sealed_secret
+     ` +
+      `FROM ranked r JOIN webhook_deliveries d ON d.delivery_id = r.delivery_id JOIN rm_webhooks w ON ` +
+      `w.webhook_id = d.webhook_id
      WHERE r.rn <= $5 ORDER BY r.next_attempt_at, r.delivery_id LIMIT $6`,
     [o.now, o.busyWebhooks, o.busyTenants, o.skip, o.perWebhook, o.limit],
   );
@@ -119,9 +138,13 @@ export async function settleAttempts(
   }
   return sql.tx(async (q) => {
     await q.query(
-      `UPDATE webhook_deliveries d SET status = v.status, attempts = v.attempts, next_attempt_at = v.next_at, settled_at = v.settled_at, last_error = v.error
-       FROM (SELECT unnest($1::text[]) AS id, unnest($2::text[]) AS status, unnest($3::int[]) AS attempts, unnest($4::bigint[]) AS next_at,
-                    unnest($5::bigint[]) AS settled_at, unnest($6::text[]) AS error) v
+      `UPDATE webhook_deliveries d SET status = v.status, attempts = v.attempts, next_attempt_at = ` +
+        `v.next_at, settled_at = v.settled_at, last_error = v.error
+       FROM (SELECT unnest($1::text[]) ` +
+        `AS id, unnest($2::text[]) AS status, unnest($3::int[]) AS attempts, unnest($4::bigint[]) AS ` +
+        `next_at,
+                    unnest($5::bigint[]) AS settled_at, unnest($6::text[]) AS error) ` +
+        `v
        WHERE d.delivery_id = v.id`,
       [
         results.map((r) => r.deliveryId),
@@ -134,9 +157,12 @@ export async function settleAttempts(
     );
     const ids = [...counts.keys()];
     const { rows } = await q.query<{ webhook_id: string; n: number; status: string }>(
-      `UPDATE rm_webhooks w SET consecutive_failures = CASE WHEN v.reset THEN v.tail ELSE w.consecutive_failures + v.tail END
-       FROM (SELECT unnest($1::text[]) AS id, unnest($2::boolean[]) AS reset, unnest($3::int[]) AS tail) v
-       WHERE w.webhook_id = v.id RETURNING w.webhook_id, w.consecutive_failures AS n, w.status`,
+      `UPDATE rm_webhooks w SET consecutive_failures = CASE WHEN v.reset THEN v.tail ELSE ` +
+        `w.consecutive_failures + v.tail END
+       FROM (SELECT unnest($1::text[]) AS id, ` +
+        `unnest($2::boolean[]) AS reset, unnest($3::int[]) AS tail) v
+       WHERE w.webhook_id = v.id ` +
+        `RETURNING w.webhook_id, w.consecutive_failures AS n, w.status`,
       [ids, ids.map((id) => counts.get(id)!.reset), ids.map((id) => counts.get(id)!.tail)],
     );
     return new Map(
@@ -153,7 +179,8 @@ export async function purgeDeliveries(
   deliveredMs: number,
 ): Promise<number> {
   const { rows } = await sql.query<{ n: number }>(
-    `WITH gone AS (DELETE FROM webhook_deliveries WHERE (status <> 'DELIVERED' AND created_at < $1) OR (status = 'DELIVERED' AND settled_at < $2) RETURNING 1) SELECT count(*)::int AS n FROM gone`,
+    `WITH gone AS (DELETE FROM webhook_deliveries WHERE (status <> 'DELIVERED' AND created_at < $1) OR ` +
+      `(status = 'DELIVERED' AND settled_at < $2) RETURNING 1) SELECT count(*)::int AS n FROM gone`,
     [now - unresolvedMs, now - deliveredMs],
   );
   return Number(rows[0]?.n ?? 0);

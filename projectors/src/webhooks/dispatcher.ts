@@ -117,7 +117,8 @@ export class WebhookDispatcher extends Reactor<DispatcherStats> {
 
   protected override async drained(): Promise<void> {
     await this.senderLoop;
-    // Attempts in flight are aborted (not counted: they stay due); what a kill cuts short is sent again after the restart too.
+    // Attempts in flight are aborted (not counted: they stay due); what a kill cuts short is sent again after the
+    // restart too.
     await Promise.all([...this.inFlight.values()].map((f) => f.done));
     await this.o.sender.close?.();
     this.senderLoop = undefined;
@@ -140,7 +141,8 @@ export class WebhookDispatcher extends Reactor<DispatcherStats> {
         events: string[] | string;
         registered_position: string | number;
       }>(
-        `SELECT webhook_id, tenant_id, livemode, events, registered_position FROM rm_webhooks WHERE tenant_id = ANY($1::text[]) AND status = 'ACTIVE'`,
+        `SELECT webhook_id, tenant_id, livemode, events, registered_position FROM rm_webhooks WHERE ` +
+          `tenant_id = ANY($1::text[]) AND status = 'ACTIVE'`,
         [tenants],
       );
       for (const { e, s } of sources) {

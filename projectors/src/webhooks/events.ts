@@ -2,7 +2,10 @@ import type { WebhookEventType } from '@svc/contracts';
 import { documentData, type EventStore, recordData, type StoredEvent, streams } from '@svc/domain';
 import { loadDocument } from '../search/documents';
 
-/** A log event as webhooks see it: its type, what it is about and its tenant (data is built only when someone subscribes). */
+/**
+ * A log event as webhooks see it: its type, what it is about and its tenant (data is built only when someone
+ * subscribes).
+ */
 export interface WebhookSource {
   type: WebhookEventType;
   /**
@@ -29,7 +32,8 @@ export function webhookSources(e: StoredEvent, store: EventStore): WebhookSource
   const one = (s: Omit<WebhookSource, 'key' | 'tenantId'>): WebhookSource[] => [{ ...s, key: e.id, tenantId }];
   switch (e.type) {
     case 'RecordsIndexed':
-      // The outcomes of a batch: one webhook event each, unless the record changed again since (checked when a webhook wants it).
+      // The outcomes of a batch: one webhook event each, unless the record changed again since (checked when a webhook
+      // wants it).
       return e.data.outcomes.flatMap((o) => {
         if (o.status === 'SKIPPED') return [];
         const failure = o.status === 'FAILED' ? { code: o.code ?? 'INTERNAL', message: o.message ?? '' } : undefined;
@@ -87,7 +91,9 @@ export function webhookSources(e: StoredEvent, store: EventStore): WebhookSource
   return [];
 }
 
-/** A record's webhook data, from its stream; null when `forRevision` is given and the record changed (or went) since. */
+/**
+ * A record's webhook data, from its stream; null when `forRevision` is given and the record changed (or went) since.
+ */
 async function recordDataOf(
   store: EventStore,
   recordId: string,

@@ -40,55 +40,59 @@ describe('webhook event sources', () => {
     });
   });
 
-  it('a batch of outcomes: one webhook event per INDEXED or FAILED record, keyed by record, revision and result (the same outcome again is the same key); an outcome of a replaced revision sends nothing', async () => {
-    const batch = ev('RecordsIndexed', {
-      outcomes: [
-        { recordId: 'r1', forRevision: 1, status: 'INDEXED', code: null, message: null },
-        { recordId: 'r2', forRevision: 0, status: 'SKIPPED', code: null, message: null },
-        { recordId: 'r1', forRevision: 0, status: 'FAILED', code: 'TEXT_INDEX_FAILED', message: 'disk full' },
-      ],
-    });
-    const sources = webhookSources(batch, store);
-    expect(sources.map((s) => [s.type, s.key, s.sourceId])).toEqual([
-      ['record.indexed', 'record:r1@1:INDEXED:', 'r1'],
-      ['record.failed', 'record:r1@0:FAILED:TEXT_INDEX_FAILED', 'r1'],
-    ]);
-    expect(await sources[0].data()).toEqual({ id: 'r1', typeName: 'invoice', indexStatus: 'INDEXED' });
-    // r1 is at revision 1 now: the outcome for revision 0 is stale.
-    expect(await sources[1].data()).toBeNull();
-    await expect(
-      webhookSources(
-        ev('RecordsIndexed', {
-          outcomes: [
-            { recordId: 'r1', forRevision: 1, status: 'FAILED', code: 'EMBEDDING_FAILED', message: 'no model' },
-          ],
-        }),
-        store,
-      )[0].data(),
-    ).resolves.toEqual({
-      id: 'r1',
-      typeName: 'invoice',
-      indexStatus: 'FAILED',
-      indexFailure: { code: 'EMBEDDING_FAILED', message: 'no model' },
-    });
-    expect(
-      webhookSources(
-        ev(
-          'RecordsIndexed',
-          { outcomes: [{ recordId: 'r1', forRevision: 1, status: 'INDEXED', code: null, message: null }] },
-          null,
+  it(
+    'a batch of outcomes: one webhook event per INDEXED or FAILED record, keyed by record, revision and ' +
+      'result (the same outcome again is the same key); an outcome of a replaced revision sends nothing',
+    async () => {
+      const batch = ev('RecordsIndexed', {
+        outcomes: [
+          { recordId: 'r1', forRevision: 1, status: 'INDEXED', code: null, message: null },
+          { recordId: 'r2', forRevision: 0, status: 'SKIPPED', code: null, message: null },
+          { recordId: 'r1', forRevision: 0, status: 'FAILED', code: 'TEXT_INDEX_FAILED', message: 'disk full' },
+        ],
+      });
+      const sources = webhookSources(batch, store);
+      expect(sources.map((s) => [s.type, s.key, s.sourceId])).toEqual([
+        ['record.indexed', 'record:r1@1:INDEXED:', 'r1'],
+        ['record.failed', 'record:r1@0:FAILED:TEXT_INDEX_FAILED', 'r1'],
+      ]);
+      expect(await sources[0].data()).toEqual({ id: 'r1', typeName: 'invoice', indexStatus: 'INDEXED' });
+      // r1 is at revision 1 now: the outcome for revision 0 is stale.
+      expect(await sources[1].data()).toBeNull();
+      await expect(
+        webhookSources(
+          ev('RecordsIndexed', {
+            outcomes: [
+              { recordId: 'r1', forRevision: 1, status: 'FAILED', code: 'EMBEDDING_FAILED', message: 'no model' },
+            ],
+          }),
+          store,
+        )[0].data(),
+      ).resolves.toEqual({
+        id: 'r1',
+        typeName: 'invoice',
+        indexStatus: 'FAILED',
+        indexFailure: { code: 'EMBEDDING_FAILED', message: 'no model' },
+      });
+      expect(
+        webhookSources(
+          ev(
+            'RecordsIndexed',
+            { outcomes: [{ recordId: 'r1', forRevision: 1, status: 'INDEXED', code: null, message: null }] },
+            null,
+          ),
+          store,
         ),
-        store,
-      ),
-    ).toEqual([]);
-    const again = {
-      ...ev('RecordsIndexed', {
-        outcomes: [{ recordId: 'r1', forRevision: 1, status: 'INDEXED', code: null, message: null }],
-      }),
-      id: 'e2',
-    } as StoredEvent;
-    expect(webhookSources(again, store)[0].key).toBe(sources[0].key);
-  });
+      ).toEqual([]);
+      const again = {
+        ...ev('RecordsIndexed', {
+          outcomes: [{ recordId: 'r1', forRevision: 1, status: 'INDEXED', code: null, message: null }],
+        }),
+        id: 'e2',
+      } as StoredEvent;
+      expect(webhookSources(again, store)[0].key).toBe(sources[0].key);
+    },
+  );
 
   it('SKIPPED records, events without a tenant and other events are not webhook events', () => {
     expect(webhookSources(ev('RecordIndexed', { recordId: 'r1', status: 'SKIPPED', forRevision: 1 }), store)).toEqual(

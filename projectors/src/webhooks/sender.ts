@@ -33,7 +33,10 @@ export interface SenderOptions {
   responseTimeoutMs?: number;
 }
 
-/** A lookup that answers only the address checked a moment ago, whatever name it is asked for: no second DNS answer can slip in. */
+/**
+ * A lookup that answers only the address checked a moment ago, whatever name it is asked for: no second DNS answer can
+ * slip in.
+ */
 export function pinnedLookup(address: string): LookupFunction {
   const family = isIP(address);
   return ((_host: string, opts: { all?: boolean }, cb: (...args: unknown[]) => void) => {
@@ -56,7 +59,10 @@ export class WebhookSender {
     this.tls = o.ca ? { secureContext: createSecureContext({ ca: [...rootCertificates, o.ca] }) } : undefined;
   }
 
-  /** `signal` aborts the attempt (a stopping dispatcher): the outcome is then `failed` and the caller leaves the delivery due. */
+  /**
+   * `signal` aborts the attempt (a stopping dispatcher): the outcome is then `failed` and the caller leaves the
+   * delivery due.
+   */
   async send(d: {
     url: string;
     deliveryId: string;

@@ -17,7 +17,10 @@ CREATE TABLE IF NOT EXISTS al_entries (
   status int NOT NULL, key_id text, duration_ms double precision, path text, request_id text NOT NULL, error_code text);
 CREATE INDEX IF NOT EXISTS al_entries_tenant_at ON al_entries (tenant_id, at_us DESC);
 CREATE INDEX IF NOT EXISTS al_entries_at ON al_entries USING brin (at_us);`;
-/** Serialises the DDL of processes starting together on one PostgreSQL (concurrent CREATE ... IF NOT EXISTS can collide). */
+/**
+ * Serialises the DDL of processes starting together on one PostgreSQL (concurrent CREATE ... IF NOT EXISTS can
+ * collide).
+ */
 const DDL_LOCK = 746_201;
 
 /** One entry as stored. */
@@ -88,8 +91,11 @@ export class ActivityLogStore {
     await this.init();
     const col = <K extends keyof ActivityRow>(k: K) => rows.map((r) => r[k]);
     await this.sql.query(
-      `INSERT INTO al_entries (tenant_id, context_id, at_us, method, resource, status, key_id, duration_ms, path, request_id, error_code)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::int[], $7::text[], $8::float8[], $9::text[], $10::text[], $11::text[])`,
+      `INSERT INTO al_entries (tenant_id, context_id, at_us, method, resource, status, key_id, ` +
+        `duration_ms, path, request_id, error_code)
+       SELECT * FROM unnest($1::text[], $2::text[], ` +
+        `$3::bigint[], $4::text[], $5::text[], $6::int[], $7::text[], $8::float8[], $9::text[], $10::text[], ` +
+        `$11::text[])`,
       [
         col('tenantId'),
         col('contextId'),
@@ -132,13 +138,16 @@ export class ActivityLogStore {
     return { entries: rows.slice(0, f.limit).map(toEntry), truncated };
   }
 
-  /** Deletes entries older than `beforeMs`, in batches (the embedded database has one connection). Returns the count. */
+  /**
+   * Deletes entries older than `beforeMs`, in batches (the embedded database has one connection). Returns the count.
+   */
   async prune(beforeMs: number): Promise<number> {
     await this.init();
     let total = 0;
     for (;;) {
       const { rows } = await this.sql.query<{ n: number }>(
-        `WITH d AS (DELETE FROM al_entries WHERE ctid IN (SELECT ctid FROM al_entries WHERE at_us < $1 LIMIT ${PRUNE_BATCH}) RETURNING 1)
+        `WITH d AS (DELETE FROM al_entries WHERE ctid IN (SELECT ctid FROM al_entries WHERE at_us < $1 ` +
+          `LIMIT ${PRUNE_BATCH}) RETURNING 1)
          SELECT count(*)::int AS n FROM d`,
         [beforeMs * 1000],
       );

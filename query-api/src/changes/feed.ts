@@ -4,7 +4,8 @@ import { type Change, type ChangeResolver } from './resolve';
 /** The `id:`, `event:` and `data:` lines of one change (JSON has no raw newlines), encoded once for every stream. */
 export const changeFrame = (c: Change): Buffer =>
   (c.frame ??= Buffer.from(
-    `id: ${c.position}\nevent: ${c.type}\ndata: ${JSON.stringify({ position: c.position, type: c.type, entityId: c.entityId, typeName: c.typeName, version: c.version, at: c.at, entity: c.entity })}\n\n`,
+    `id: ${c.position}\nevent: ${c.type}\ndata: ` +
+      `${JSON.stringify({ position: c.position, type: c.type, entityId: c.entityId, typeName: c.typeName, version: c.version, at: c.at, entity: c.entity })}\n\n`,
   ));
 
 /** The frames of the changes a stream wants, in log order, as one buffer (null when it wants none of them). */
@@ -106,7 +107,9 @@ export class ChangeFeed {
       resolver: ChangeResolver;
       /** Most open streams per context in this process (CHANGE_STREAMS_PER_CONTEXT). */
       perContext: number;
-      /** Resolves a bearer credential again (revoked, expired, context deleted: null), so an open stream ends with it. */
+      /**
+       * Resolves a bearer credential again (revoked, expired, context deleted: null), so an open stream ends with it.
+       */
       credentials?: { resolve(token: string): Promise<unknown> };
       log?: (msg: string) => void;
     },
@@ -261,7 +264,8 @@ export class ChangeFeed {
         } while (this.again && this.unsubscribe);
       } catch (e) {
         this.o.log?.(
-          `change stream: reading the log failed, trying again at the next change: ${e instanceof Error ? e.message : String(e)}`,
+          `change stream: reading the log failed, trying again at the next change: ` +
+            `${e instanceof Error ? e.message : String(e)}`,
         );
         setTimeout(() => this.pump(), 1000).unref();
       } finally {

@@ -5,7 +5,9 @@ import { FolderReads, type FolderRow } from '../folders/reads';
 import { RecordReads, type RecordRow } from '../records/reads';
 import type { SchemaReads } from '../schemas/reads';
 
-/** Who may see a change: the entity's tenant, context and ownership at that version (what canReach / canSeeFolder read). */
+/**
+ * Who may see a change: the entity's tenant, context and ownership at that version (what canReach / canSeeFolder read).
+ */
 export interface ChangeOwner {
   tenantId: string | null;
   contextId: string | null;
@@ -26,7 +28,9 @@ export interface Change {
   at: string;
   entity: Record<string, unknown> | null;
   owner: ChangeOwner;
-  /** Its SSE frame, encoded for the first stream that sends it and reused by the others (the data is the same for all). */
+  /**
+   * Its SSE frame, encoded for the first stream that sends it and reused by the others (the data is the same for all).
+   */
   frame?: Buffer;
 }
 
@@ -97,8 +101,8 @@ type Tombstone = {
  * Turns pages of the log into changes, reading each entity from the read models as a GET does (the same reads and
  * views), one batch of statements a page. An entity that changed again since the event (a stream resumed from an
  * older position) is shown as its history kept that version; when its schema keeps no history, a record's `entity`
- * and `version` are null and a document is shown as it is. A record's index outcome for a revision replaced since, and an event of an entity whose
- * context is gone, are left out: there is nothing a GET would show for them.
+ * and `version` are null and a document is shown as it is. A record's index outcome for a revision replaced since, and
+ * an event of an entity whose context is gone, are left out: there is nothing a GET would show for them.
  */
 export class ChangeResolver {
   private readonly records: RecordReads;
@@ -233,7 +237,8 @@ export class ChangeResolver {
       last_version: number;
       owner: Tombstone['owner'];
     }>(
-      'SELECT entity_id, tenant_id, context_id, type_name, last_version, owner FROM rm_tombstones WHERE entity_id = ANY($1::text[])',
+      'SELECT entity_id, tenant_id, context_id, type_name, last_version, owner FROM rm_tombstones WHERE ' +
+        'entity_id = ANY($1::text[])',
       [entityIds],
     );
     return new Map(
@@ -260,7 +265,10 @@ function typeNameOf(e: StoredEvent, row: RecordRow | DocumentRow | FolderRow | u
   return null;
 }
 
-/** The ownership of an older version: from its content event (which carries it in full), the tenant and context of the log. */
+/**
+ * The ownership of an older version: from its content event (which carries it in full), the tenant and context of the
+ * log.
+ */
 function ownerOf(
   e: StoredEvent,
   row: { isProtected?: boolean } | undefined,

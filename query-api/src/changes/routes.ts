@@ -24,7 +24,10 @@ const RETRY_AFTER_SECONDS = 5;
 
 const bearerOf = (h: string | undefined) => /^bearer +(.*)$/is.exec(h ?? '')?.[1].trim() || null;
 
-/** The kinds a caller's stream carries: those asked for (all by default) that its permissions read. An explicit kind it may not read is a 403. */
+/**
+ * The kinds a caller's stream carries: those asked for (all by default) that its permissions read. An explicit kind it
+ * may not read is a 403.
+ */
 function kindsOf(p: Principal, asked: string | undefined): Set<ChangeEntityKind> {
   const may = (k: ChangeEntityKind) => grants(p.allowedActions, CHANGE_KIND_PERMISSION[k]);
   if (asked !== undefined) {
@@ -37,7 +40,10 @@ function kindsOf(p: Principal, asked: string | undefined): Set<ChangeEntityKind>
   return new Set(kinds);
 }
 
-/** The caller sees a change exactly when a GET of that entity would answer it: tenant, context and data scope (the context root to all). */
+/**
+ * The caller sees a change exactly when a GET of that entity would answer it: tenant, context and data scope (the
+ * context root to all).
+ */
 const visibleTo = (p: Principal, c: Change) =>
   c.kind === 'folders'
     ? canSeeFolder(p, { ...c.owner, isProtected: c.owner.isProtected === true })
@@ -59,10 +65,14 @@ export function changeRoutes(o: { feed: ChangeFeed; meter?: UsageCharges }): Rou
       rateLimited: true,
       stream: changeStreamEvents,
       streamDescription:
-        'A Server-Sent Events stream that stays open: one frame per change, in log order, each with `id: <log position>`, `event: <name>` and one `data: <JSON>` line; a `: ping` comment after 15 s without a change. Send the last `id` back as the Last-Event-ID header to resume after it. The schema is that of one frame.',
+        'A Server-Sent Events stream that stays open: one frame per change, in log order, each with `id: ' +
+        '<log position>`, `event: <name>` and one `data: <JSON>` line; a `: ping` comment after 15 s ' +
+        'without a change. Send the last `id` back as the Last-Event-ID header to resume after it. The ' +
+        'schema is that of one frame.',
       errors: [429],
       summary:
-        'Stream the record, document and folder changes the caller can read (Server-Sent Events, `id:` the log position; resume with Last-Event-ID); records:r, documents:r, folders:r per kind',
+        'Stream the record, document and folder changes the caller can read (Server-Sent Events, `id:` ' +
+        'the log position; resume with Last-Event-ID); records:r, documents:r, folders:r per kind',
       query: changesQuery,
       handler: async ({ query, principal: p, req, reply }) => {
         const header = req.headers['last-event-id'];

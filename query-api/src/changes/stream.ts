@@ -6,7 +6,10 @@ import type { Change } from './resolve';
 
 /** A comment line while nothing else is sent, so that proxies and clients see the stream alive. */
 export const CHANGE_PING_MS = 15_000;
-/** How often an open stream checks its credential again: a revoked token (or one of a deleted context) stops receiving within this. */
+/**
+ * How often an open stream checks its credential again: a revoked token (or one of a deleted context) stops receiving
+ * within this.
+ */
 const RECHECK_MS = 5_000;
 /** How often a stream looks at its ping and credential clocks. */
 const TICK_MS = 1_000;

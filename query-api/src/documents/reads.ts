@@ -65,7 +65,9 @@ export class DocumentReads {
   ): Promise<DocumentRow[]> {
     const { rows } = await this.sql.query<Raw>(
       `SELECT * FROM rm_documents
-        WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL OR user_id = $3) AND ($4::text IS NULL OR scopes ? $4::text) AND ($5::text IS NULL OR folder_id = $5)
+        WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL ` +
+        `OR user_id = $3) AND ($4::text IS NULL OR scopes ? $4::text) AND ($5::text IS NULL OR folder_id = ` +
+        `$5)
           AND ${inDataScope(6)} AND ${oldestFirstAfter('document_id', 8)}`,
       [
         tenantId,

@@ -98,7 +98,8 @@ export function documentQueryRoutes(o: {
       auth: 'data',
       permission: 'documents:r',
       summary:
-        'The retained text of a document as JSON {id, text, textBytes}; 404 when not retained or extraction is incomplete',
+        'The retained text of a document as JSON {id, text, textBytes}; 404 when not retained or ' +
+        'extraction is incomplete',
       params: idParam,
       response: documentTextResponse,
       handler: async ({ params, principal: p }) => {

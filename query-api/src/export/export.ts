@@ -32,7 +32,9 @@ export function parseKinds(list: string | undefined): ReadonlySet<string> | unde
   const unknown = kinds.find((k) => !EXPORT_STREAM_KINDS.includes(k));
   if (unknown !== undefined)
     throw invalid(
-      `Invalid query: streams: ${unknown ? `'${unknown.slice(0, 64)}' is not an entity kind` : 'an empty entry'}; kinds: ${EXPORT_STREAM_KINDS.join(', ')}`,
+      `Invalid query: streams: ` +
+        `${unknown ? `'${unknown.slice(0, 64)}' is not an entity kind` : 'an empty entry'}; kinds: ` +
+        `${EXPORT_STREAM_KINDS.join(', ')}`,
     );
   return new Set(kinds);
 }
@@ -49,7 +51,9 @@ export interface ExportSelection {
   kinds?: ReadonlySet<string>;
   /** Resume after this position. */
   after: number;
-  /** Last position included: the head of the log when the export started (a snapshot; later events need another run). */
+  /**
+   * Last position included: the head of the log when the export started (a snapshot; later events need another run).
+   */
   until: number;
 }
 

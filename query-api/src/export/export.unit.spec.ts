@@ -52,28 +52,33 @@ describe('export parameters', () => {
 });
 
 describe('masking', () => {
-  it('sealed values, blind indexes, blind reservation keys and secret hashes read as the mask; the rest as stored', () => {
-    const sealed = { $sealed: 'QUJD' };
-    expect(
-      maskEventData('RecordCreated', {
-        payload: { pin: sealed, name: 'Ada', nested: { deep: [sealed, 1] } },
-        blindIndex: { pin: 'ab12' },
-      }),
-    ).toEqual({
-      payload: { pin: '********', name: 'Ada', nested: { deep: ['********', 1] } },
-      blindIndex: { pin: '********' },
-    });
-    expect(maskEventData('ReservationClaimed', { key: 't/c/record-unique/T/pin/blind:0a1b2c', ownerId: 'r' })).toEqual({
-      key: 't/c/record-unique/T/pin/blind:********',
-      ownerId: 'r',
-    });
-    // Only reservation keys are rewritten: the same text in a payload is the tenant's own data.
-    expect(maskEventData('RecordCreated', { payload: { note: 'blind:0a1b' } })).toEqual({
-      payload: { note: 'blind:0a1b' },
-    });
-    expect(maskEventData('CredentialIssued', { secretHash: 'f'.repeat(64), prefix: 'sk_live_' })).toEqual({
-      secretHash: '********',
-      prefix: 'sk_live_',
-    });
-  });
+  it(
+    'sealed values, blind indexes, blind reservation keys and secret hashes read as the mask; the rest as ' + 'stored',
+    () => {
+      const sealed = { $sealed: 'QUJD' };
+      expect(
+        maskEventData('RecordCreated', {
+          payload: { pin: sealed, name: 'Ada', nested: { deep: [sealed, 1] } },
+          blindIndex: { pin: 'ab12' },
+        }),
+      ).toEqual({
+        payload: { pin: '********', name: 'Ada', nested: { deep: ['********', 1] } },
+        blindIndex: { pin: '********' },
+      });
+      expect(
+        maskEventData('ReservationClaimed', { key: 't/c/record-unique/T/pin/blind:0a1b2c', ownerId: 'r' }),
+      ).toEqual({
+        key: 't/c/record-unique/T/pin/blind:********',
+        ownerId: 'r',
+      });
+      // Only reservation keys are rewritten: the same text in a payload is the tenant's own data.
+      expect(maskEventData('RecordCreated', { payload: { note: 'blind:0a1b' } })).toEqual({
+        payload: { note: 'blind:0a1b' },
+      });
+      expect(maskEventData('CredentialIssued', { secretHash: 'f'.repeat(64), prefix: 'sk_live_' })).toEqual({
+        secretHash: '********',
+        prefix: 'sk_live_',
+      });
+    },
+  );
 });

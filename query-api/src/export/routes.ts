@@ -28,7 +28,9 @@ export function exportRoutes(store: EventStore): RouteSpec[] {
       auth: 'data',
       permission: 'logs:r',
       summary:
-        "Audit export: the tenant's stored events in commit order as application/x-ndjson, one {position, streamId, type, version, recordedAt, tenantId, contextId, actor, data} a line, sensitive values masked; resumable with startFrom=<position>",
+        "Audit export: the tenant's stored events in commit order as application/x-ndjson, one {position, " +
+        'streamId, type, version, recordedAt, tenantId, contextId, actor, data} a line, sensitive values ' +
+        'masked; resumable with startFrom=<position>',
       query: exportQuery,
       handler: async ({ query, principal: p, reply }) => {
         if (p.userId || p.dataScope?.userId || p.dataScope?.scopes?.length) throw forbidden();

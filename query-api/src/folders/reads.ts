@@ -63,7 +63,8 @@ export class FolderReads {
   async implicitRoot(tenantId: string, contextId: string): Promise<FolderRow | null> {
     const { rows } = await this.sql.query<{ created_at: Date | string }>(
       `SELECT c.created_at FROM rm_contexts c
-        WHERE c.context_id = $1 AND c.tenant_id = $2 AND c.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM rm_folders f WHERE f.folder_id = $3)`,
+        WHERE c.context_id = $1 AND c.tenant_id = $2 AND ` +
+        `c.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM rm_folders f WHERE f.folder_id = $3)`,
       [contextId, tenantId, rootFolderId(tenantId, contextId)],
     );
     if (!rows[0]) return null;
@@ -81,7 +82,9 @@ export class FolderReads {
   ): Promise<FolderRow[]> {
     const { rows } = await this.sql.query<Raw>(
       `SELECT * FROM rm_folders
-        WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL OR user_id = $3) AND ($4::text IS NULL OR scopes ? $4::text) AND ($5::text IS NULL OR parent_folder_id = $5)
+        WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL OR ` +
+        `user_id = $3) AND ($4::text IS NULL OR scopes ? $4::text) AND ($5::text IS NULL OR parent_folder_id ` +
+        `= $5)
           AND (is_protected OR (${inDataScope(6)})) AND ${oldestFirstAfter('folder_id', 8)}`,
       [
         tenantId,

@@ -50,7 +50,8 @@ export class HistoryReads {
       after = Number(rows[0].position);
     }
     const { rows } = await this.sql.query<Raw>(
-      'SELECT * FROM rm_versions WHERE entity_id = $1 AND tenant_id = $2 AND context_id = $3 AND position > $4 ORDER BY position LIMIT $5',
+      'SELECT * FROM rm_versions WHERE entity_id = $1 AND tenant_id = $2 AND context_id = $3 AND position ' +
+        '> $4 ORDER BY position LIMIT $5',
       [entityId, tenantId, contextId, after, limit + 1],
     );
     return {
@@ -74,7 +75,8 @@ export class HistoryReads {
     entityId: string,
   ): Promise<{ tenantId: string; contextId: string; userId: string | null; scopes: string[] } | null> {
     const { rows } = await this.sql.query<Raw>(
-      'SELECT tenant_id, context_id, state FROM rm_versions WHERE entity_id = $1 AND state IS NOT NULL ORDER BY position DESC LIMIT 1',
+      'SELECT tenant_id, context_id, state FROM rm_versions WHERE entity_id = $1 AND state IS NOT NULL ' +
+        'ORDER BY position DESC LIMIT 1',
       [entityId],
     );
     if (rows[0])

@@ -100,7 +100,10 @@ export class IdentityReads {
     return firstRow(this.sql, 'SELECT * FROM rm_users WHERE user_id = $1', [id], toUser);
   }
 
-  /** Oldest first; `email` matches without case; the data scope (bound user, any of the scopes) applies before the limit. */
+  /**
+   * Oldest first; `email` matches without case; the data scope (bound user, any of the scopes) applies before the
+   * limit.
+   */
   async users(
     tenantId: string,
     contextId: string,
@@ -110,8 +113,10 @@ export class IdentityReads {
   ): Promise<UserRow[]> {
     const { rows } = await this.sql.query<RawUser>(
       `SELECT * FROM rm_users
-        WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL OR email_key = lower(trim($3::text))) AND ($4::text IS NULL OR scopes ? $4::text)
-          AND ${inDataScope(5)} AND ${oldestFirstAfter('user_id', 7)}`,
+        WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL OR ` +
+        `email_key = lower(trim($3::text))) AND ($4::text IS NULL OR scopes ? $4::text)
+          AND ` +
+        `${inDataScope(5)} AND ${oldestFirstAfter('user_id', 7)}`,
       [tenantId, contextId, f.email ?? null, f.scope ?? null, ...dataScopeArgs(f), ...pageArgs(after, limit)],
     );
     return rows.map(toUser);
@@ -131,8 +136,11 @@ export class IdentityReads {
   ): Promise<EntityRow[]> {
     const { rows } = await this.sql.query<RawEntity>(
       `SELECT * FROM rm_entities
-        WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL OR namespace = $3) AND ($4::text IS NULL OR key = $4)
-          AND ($5::jsonb IS NULL OR (namespace || ':' || key) IN (SELECT jsonb_array_elements_text($5::jsonb))) AND ${oldestFirstAfter('entity_id', 6)}`,
+        WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL ` +
+        `OR namespace = $3) AND ($4::text IS NULL OR key = $4)
+          AND ($5::jsonb IS NULL OR ` +
+        `(namespace || ':' || key) IN (SELECT jsonb_array_elements_text($5::jsonb))) AND ` +
+        `${oldestFirstAfter('entity_id', 6)}`,
       [
         tenantId,
         contextId,

@@ -35,7 +35,9 @@ const BUILTIN_DESCRIPTIONS: Record<string, string> = {
   client: 'Built-in namespace: clients',
 };
 
-/** Cursor key of the namespace list: the built-ins come first (`b`), then registered names (`r`) by (createdAt, name). */
+/**
+ * Cursor key of the namespace list: the built-ins come first (`b`), then registered names (`r`) by (createdAt, name).
+ */
 type NamespaceKey = ['b' | 'r', string, string];
 
 export function identityQueryRoutes(reads: IdentityReads, schemas: SchemaReads, pages: Paginator): RouteSpec[] {

@@ -39,7 +39,10 @@ export interface ModelUsage {
 
 export interface InferenceModel {
   entry: ModelEntry;
-  /** The answer in pieces, and the provider's token counts if it reports them. Throws on a failure of the model (mid-stream: an `error` event). */
+  /**
+   * The answer in pieces, and the provider's token counts if it reports them. Throws on a failure of the model
+   * (mid-stream: an `error` event).
+   */
   stream(request: InferenceRequest): AsyncIterable<string | ModelUsage>;
 }
 
@@ -122,7 +125,10 @@ export class ModelCatalog {
     return { models: this.models.map((m) => m.entry), defaultModel: this.defaultModel };
   }
 
-  /** The model a call asked for (or the default) for an account on `plan`: 402 outside the plan, an unknown model included (spec: "A model outside the plan gives 402"). */
+  /**
+   * The model a call asked for (or the default) for an account on `plan`: 402 outside the plan, an unknown model
+   * included (spec: "A model outside the plan gives 402").
+   */
   resolve(id: string | undefined, plan: string): InferenceModel {
     const m = this.byId.get(id ?? this.defaultModel);
     if (!m)
@@ -140,7 +146,10 @@ export class ModelCatalog {
   }
 }
 
-/** Whole cents charged to the inference balance for a call, rounded up (decisions §5, §8: 1 credit = 0.1 cent unless configured). */
+/**
+ * Whole cents charged to the inference balance for a call, rounded up (decisions §5, §8: 1 credit = 0.1 cent unless
+ * configured).
+ */
 export function costCents(entry: ModelEntry, inputTokens: number, outputTokens: number, centsPerCredit = 0.1): number {
   const credits =
     (inputTokens / 1000) * entry.inputCreditsPer1kTokens + (outputTokens / 1000) * entry.outputCreditsPer1kTokens;

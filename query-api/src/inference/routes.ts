@@ -146,7 +146,8 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
       auth: 'data',
       permission: 'inference:r',
       summary:
-        'The model catalog: {models, defaultModel}; each model with its context window, prices per 1k tokens and the plans it is available on',
+        'The model catalog: {models, defaultModel}; each model with its context window, prices per 1k ' +
+        'tokens and the plans it is available on',
       response: modelCatalogResponse,
       handler: async () => d.catalog.list(),
     }),
@@ -158,7 +159,8 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
       errors: [503],
       ...ANSWERING,
       summary:
-        'Answer grounded in the content search (Server-Sent Events: search_results, optional truncation_warning, content_delta+, done)',
+        'Answer grounded in the content search (Server-Sent Events: search_results, optional ' +
+        'truncation_warning, content_delta+, done)',
       body: ragBody,
       handler: async ({ body, principal: p, meta, reply }) => {
         const model = await modelFor(p, body);
@@ -169,7 +171,8 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
           throw invalid(
             `Invalid search: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
           );
-        const found = await runSearch(d.sql, d.search, p, parsed.data); // 503 here when requireComplete meets a degraded leg
+        // 503 here when requireComplete meets a degraded leg
+        const found = await runSearch(d.sql, d.search, p, parsed.data);
         const tokens = await tokenCounter();
         const maxTokens = capped(body.maxTokens, INFERENCE_CAPS.rag);
         // Passages in rank order while they fit the model's window beside the answer and the question.
@@ -228,7 +231,9 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
       errors: [409, 413],
       ...ANSWERING,
       summary:
-        "Answer a prompt over one document's retained text (Server-Sent Events: document_context, content_delta+, done); 409 while processing, failed or without retained text; 413 over 32,000 input tokens",
+        "Answer a prompt over one document's retained text (Server-Sent Events: document_context, " +
+        'content_delta+, done); 409 while processing, failed or without retained text; 413 over 32,000 ' +
+        'input tokens',
       params: idParam,
       body: askBody,
       handler: async ({ params, body, principal: p, meta, reply }) => {
@@ -263,7 +268,8 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
         if (inputTokens > ASK_INPUT_LIMIT_TOKENS)
           throw new ServiceError(
             'PAYLOAD_TOO_LARGE',
-            `The document and prompt come to about ${inputTokens} tokens, over the ${ASK_INPUT_LIMIT_TOKENS}-token limit of document ask: use RAG over the document instead`,
+            `The document and prompt come to about ${inputTokens} tokens, over the ` +
+              `${ASK_INPUT_LIMIT_TOKENS}-token limit of document ask: use RAG over the document instead`,
             {
               details: { estimatedTokens: inputTokens, limitTokens: ASK_INPUT_LIMIT_TOKENS },
             },
@@ -297,7 +303,8 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
       stream: chatStreamEvents,
       ...ANSWERING,
       summary:
-        'Chat over the messages sent (Server-Sent Events: content_delta+, done); stores nothing, multi-turn by sending the messages again',
+        'Chat over the messages sent (Server-Sent Events: content_delta+, done); stores nothing, ' +
+        'multi-turn by sending the messages again',
       body: chatBody,
       handler: async ({ body, principal: p, meta, reply }) => {
         const model = await modelFor(p, body);
@@ -318,7 +325,8 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
         if (inputTokens > model.entry.contextWindow)
           throw new ServiceError(
             'PAYLOAD_TOO_LARGE',
-            `The messages come to about ${inputTokens} tokens, over the ${model.entry.contextWindow}-token window of ${model.entry.id}`,
+            `The messages come to about ${inputTokens} tokens, over the ` +
+              `${model.entry.contextWindow}-token window of ${model.entry.id}`,
             {
               details: { estimatedTokens: inputTokens, limitTokens: model.entry.contextWindow },
             },

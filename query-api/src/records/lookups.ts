@@ -88,7 +88,8 @@ export function planLookup(
     if (k === null) throw invalid(`'${raw}' is not a valid value for ${name}`);
     return k;
   };
-  // Pin the unused key columns of a single-field lookup, so the index (k1, k2, k3, sort_key, record_id) also gives the order.
+  // Pin the unused key columns of a single-field lookup, so the index (k1, k2, k3, sort_key, record_id) also gives the
+  // order.
   if (decl.kind === 'single') where.push(`l.k2 = ''`, `l.k3 = ''`);
   let order: LookupPlan['order'];
   if (exact) {

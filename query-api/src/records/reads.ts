@@ -65,7 +65,9 @@ export interface RecordFilter extends OwnerFilter {
 }
 
 export class RecordReads {
-  /** Reads by id that the cache does not hold: one query for the reads asked for while another runs (batch-loads.ts). */
+  /**
+   * Reads by id that the cache does not hold: one query for the reads asked for while another runs (batch-loads.ts).
+   */
   private readonly load: (id: string) => Promise<RecordRow | null>;
 
   constructor(
@@ -84,7 +86,8 @@ export class RecordReads {
 
   async byIds(ids: string[]): Promise<RecordRow[]> {
     const { rows } = await this.sql.query<Raw>(
-      `SELECT r.*, p.payload AS full_payload FROM rm_records r LEFT JOIN rm_record_payloads p ON p.record_id = r.record_id WHERE r.record_id = ANY($1::text[])`,
+      `SELECT r.*, p.payload AS full_payload FROM rm_records r LEFT JOIN rm_record_payloads p ON ` +
+        `p.record_id = r.record_id WHERE r.record_id = ANY($1::text[])`,
       [ids],
     );
     return rows.map(toRow);
@@ -100,9 +103,13 @@ export class RecordReads {
     full = false,
   ): Promise<RecordRow[]> {
     const { rows } = await this.sql.query<Raw>(
-      `SELECT r.*${full ? ', p.payload AS full_payload' : ''} FROM rm_records r ${full ? 'LEFT JOIN rm_record_payloads p ON p.record_id = r.record_id' : ''}
-        WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL OR type_name = $3) AND ($4::text IS NULL OR user_id = $4) AND ($5::text IS NULL OR scopes ? $5::text)
-          AND ($6::text IS NULL OR folder_id = $6) AND ${inDataScope(7)} AND ${oldestFirstAfter('r.record_id', 9)}`,
+      `SELECT r.*${full ? ', p.payload AS full_payload' : ''} FROM rm_records r ` +
+        `${full ? 'LEFT JOIN rm_record_payloads p ON p.record_id = r.record_id' : ''}
+        WHERE ` +
+        `tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL OR type_name = $3) AND ($4::text IS NULL ` +
+        `OR user_id = $4) AND ($5::text IS NULL OR scopes ? $5::text)
+          AND ($6::text IS NULL OR ` +
+        `folder_id = $6) AND ${inDataScope(7)} AND ${oldestFirstAfter('r.record_id', 9)}`,
       [
         tenantId,
         contextId,

@@ -30,7 +30,10 @@ export function recordQueryRoutes(
   blindKey: Buffer,
   pageCache?: ReadCache<unknown>,
 ): RouteSpec[] {
-  /** A page is a pure function of caller scope and parameters until records or schemas change (then the cache is dropped; on index outcomes, the context's pages). */
+  /**
+   * A page is a pure function of caller scope and parameters until records or schemas change (then the cache is
+   * dropped; on index outcomes, the context's pages).
+   */
   const cachedPage = <T>(p: Principal, what: string, params: unknown, load: () => Promise<T>): Promise<T> =>
     pageCache
       ? (pageCache.get(pageKey(p.tenantId, p.contextId, what, p.dataScope, p.userId, params), load) as Promise<T>)

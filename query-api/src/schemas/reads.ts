@@ -65,7 +65,10 @@ export class SchemaReads {
     return r;
   }
 
-  /** The definition a record was written against (deleted schemas still describe their records). `version`: the read models' version the request saw. */
+  /**
+   * The definition a record was written against (deleted schemas still describe their records). `version`: the read
+   * models' version the request saw.
+   */
   definition(schemaId: string, version?: string): Promise<SchemaDoc | undefined> {
     const hit = this.cache.get(schemaId);
     if (hit && (this.versioned ? version !== undefined && hit.version === version : Date.now() - hit.at < this.ttlMs))
@@ -103,13 +106,21 @@ export class SchemaReads {
     const { rows } = await this.sql.query<Row & { grp: number }>(
       `WITH ctx AS (
          SELECT $2::text AS context_id, 0 AS grp
-         UNION ALL SELECT default_context_id, 1 FROM rm_tenants WHERE tenant_id = $1 AND $3::text = 'entity' AND default_context_id <> $2)
-       SELECT s.doc, s.created_at, ctx.grp FROM rm_schemas s JOIN ctx ON ctx.context_id = s.context_id
+         UNION ALL SELECT ` +
+        `default_context_id, 1 FROM rm_tenants WHERE tenant_id = $1 AND $3::text = 'entity' AND ` +
+        `default_context_id <> $2)
+       SELECT s.doc, s.created_at, ctx.grp FROM rm_schemas s JOIN ctx ON ` +
+        `ctx.context_id = s.context_id
         WHERE s.tenant_id = $1 AND NOT s.deleted
-          AND ($3::text IS NULL OR s.doc->'allowedSurfaces' ? $3::text)
-          AND ($4::int IS NULL OR ctx.grp > $4 OR (ctx.grp = $4 AND (s.created_at, s.schema_id) < ($5::timestamptz, $6::text)))
-          AND (s.owner_key = '' OR (($8::text IS NULL OR s.doc->>'userId' = $8) AND ($9::text[] IS NULL OR coalesce(s.doc->'scopes', '[]'::jsonb) ?| $9::text[])))
-        ORDER BY ctx.grp, s.created_at DESC, s.schema_id DESC LIMIT $7`,
+          AND ` +
+        `($3::text IS NULL OR s.doc->'allowedSurfaces' ? $3::text)
+          AND ($4::int IS NULL OR ctx.grp ` +
+        `> $4 OR (ctx.grp = $4 AND (s.created_at, s.schema_id) < ($5::timestamptz, $6::text)))
+          AND ` +
+        `(s.owner_key = '' OR (($8::text IS NULL OR s.doc->>'userId' = $8) AND ($9::text[] IS NULL OR ` +
+        `coalesce(s.doc->'scopes', '[]'::jsonb) ?| $9::text[])))
+        ORDER BY ctx.grp, s.created_at ` +
+        `DESC, s.schema_id DESC LIMIT $7`,
       [
         p.tenantId,
         p.contextId,
@@ -135,7 +146,8 @@ export async function schemaForType(
   ownerKey: string,
 ): Promise<SchemaDoc | null> {
   const { rows } = await sql.query<{ doc: SchemaDoc }>(
-    `SELECT doc FROM rm_schemas WHERE tenant_id = $1 AND context_id = $2 AND type_name = $3 AND NOT deleted AND owner_key = ANY($4::text[])
+    `SELECT doc FROM rm_schemas WHERE tenant_id = $1 AND context_id = $2 AND type_name = $3 AND NOT ` +
+      `deleted AND owner_key = ANY($4::text[])
       ORDER BY (owner_key = '') ASC LIMIT 1`,
     [tenantId, contextId, typeName, ownerKey ? [ownerKey, ''] : ['']],
   );

@@ -49,17 +49,20 @@ describe('SchemaReads definitions', () => {
     expect(await schemas.definition('s1')).toEqual(sensitive);
   });
 
-  it("versioned: an entry answers only the read models' version it was read at; without a version, the database", async () => {
-    const { state, sql } = readModel();
-    const schemas = new SchemaReads(sql, { versioned: true });
-    await Promise.all([schemas.definition('s1', 'v1'), schemas.definition('s1', 'v1')]);
-    expect(state.reads).toBe(1);
-    state.doc = sensitive;
-    expect(await schemas.definition('s1', 'v2')).toEqual(sensitive);
-    expect(await schemas.definition('s1', 'v2')).toEqual(sensitive);
-    expect(state.reads).toBe(2);
-    await schemas.definition('s1');
-    await schemas.definition('s1');
-    expect(state.reads).toBe(4);
-  });
+  it(
+    "versioned: an entry answers only the read models' version it was read at; without a version, the " + 'database',
+    async () => {
+      const { state, sql } = readModel();
+      const schemas = new SchemaReads(sql, { versioned: true });
+      await Promise.all([schemas.definition('s1', 'v1'), schemas.definition('s1', 'v1')]);
+      expect(state.reads).toBe(1);
+      state.doc = sensitive;
+      expect(await schemas.definition('s1', 'v2')).toEqual(sensitive);
+      expect(await schemas.definition('s1', 'v2')).toEqual(sensitive);
+      expect(state.reads).toBe(2);
+      await schemas.definition('s1');
+      await schemas.definition('s1');
+      expect(state.reads).toBe(4);
+    },
+  );
 });

@@ -47,7 +47,10 @@ async function versionById(store: EventStore, meta: RequestMeta, id: string): Pr
   return v && v.tenantId === meta.principal.tenantId && v.contextId === meta.principal.contextId ? v : null;
 }
 
-/** Any script permission (`scripts:r`, `scripts:c`, `scripts:d`, `scripts:x[:<name>]`) lets a caller address versions; none is a 403. */
+/**
+ * Any script permission (`scripts:r`, `scripts:c`, `scripts:d`, `scripts:x[:<name>]`) lets a caller address versions;
+ * none is a 403.
+ */
 const anyScriptPermission = (held: readonly string[]) => held.some((h) => h === '*' || h.startsWith('scripts:'));
 
 /** Who may see a version: `scripts:r` or `scripts:c` (every name), `scripts:x[:<name>]` (that name). */
@@ -78,7 +81,8 @@ export function scriptQueryRoutes(store: EventStore, pages: Paginator): RouteSpe
       operationId: 'listScripts',
       auth: 'data',
       summary:
-        "A script name's versions, newest first; without name, the newest live version of every script name in the context, by name (source only with scripts:r)",
+        "A script name's versions, newest first; without name, the newest live version of every script " +
+        'name in the context, by name (source only with scripts:r)',
       query: listScriptsQuery.extend({ limit: limitParam }),
       response: scriptListResponse,
       handler: async ({ query, meta }) => {
@@ -87,7 +91,8 @@ export function scriptQueryRoutes(store: EventStore, pages: Paginator): RouteSpe
         const withSource = grants(held, 'scripts:r');
         if (!anyScriptPermission(held)) throw forbidden();
         if (query.name === undefined) {
-          // Every name the caller may see, in name order, each as its newest live version (names without one are left out).
+          // Every name the caller may see, in name order, each as its newest live version (names without one are left
+          // out).
           const scope = `script-names:${p.tenantId}:${p.contextId}`;
           const params = { limit: query.limit };
           const after = pages.start<string>(scope, params, query.startFrom);

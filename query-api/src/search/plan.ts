@@ -19,7 +19,8 @@ export async function planFilter(sql: Sql, p: Principal, b: SearchBody): Promise
 
   if (clauses.length && sourceTypes?.length === 1 && sourceTypes[0] === 'record') {
     const { rows } = await sql.query<{ doc: SchemaDefinition }>(
-      `SELECT doc FROM rm_schemas WHERE tenant_id = $1 AND context_id = $2 AND NOT deleted AND ($3::text IS NULL OR type_name = $3)`,
+      `SELECT doc FROM rm_schemas WHERE tenant_id = $1 AND context_id = $2 AND NOT deleted AND ($3::text ` +
+        `IS NULL OR type_name = $3)`,
       [tenantId, contextId, b.typeName ?? null],
     );
     const known = new Set<string>(BUILTIN_FILTER_KEYS);
@@ -36,9 +37,12 @@ export async function planFilter(sql: Sql, p: Principal, b: SearchBody): Promise
   if (b.rootFolderId) {
     const { rows } = await sql.query<{ folder_id: string }>(
       `WITH RECURSIVE tree AS (
-         SELECT folder_id FROM rm_folders WHERE folder_id = $1 AND tenant_id = $2 AND context_id = $3
-         UNION SELECT f.folder_id FROM rm_folders f JOIN tree t ON f.parent_folder_id = t.folder_id WHERE f.tenant_id = $2 AND f.context_id = $3)
-       SELECT folder_id FROM tree`,
+         SELECT folder_id FROM rm_folders WHERE folder_id = $1 AND ` +
+        `tenant_id = $2 AND context_id = $3
+         UNION SELECT f.folder_id FROM rm_folders f JOIN tree t ` +
+        `ON f.parent_folder_id = t.folder_id WHERE f.tenant_id = $2 AND f.context_id = $3)
+       SELECT ` +
+        `folder_id FROM tree`,
       [b.rootFolderId, tenantId, contextId],
     );
     const tree = rows.map((r) => r.folder_id);

@@ -35,7 +35,10 @@ const CANDIDATES = { min: 100, max: 1000 } as const;
 /** Above this many admitted items the vector leg searches the context and filters afterwards. */
 const PREFILTER_IDS_MAX = 5000;
 
-/** A ranked passage; hits of either leg may arrive without their text, which is read for the page shown only (TextIndex.hydrate, VectorIndex.hydrate). */
+/**
+ * A ranked passage; hits of either leg may arrive without their text, which is read for the page shown only
+ * (TextIndex.hydrate, VectorIndex.hydrate).
+ */
 type Passage = TextHit | (VectorHit & { snippet: null });
 const keyOf = (itemId: string, chunkNo: number) => `${itemId}#${chunkNo}`;
 
@@ -62,7 +65,8 @@ export async function runSearch(
   if (noModel !== undefined && b.mode === 'SEMANTIC')
     throw new ServiceError(
       'UNAVAILABLE',
-      `Semantic search is not available on this service: it runs without an embedding model (${noModel}); use mode TEXT`,
+      `Semantic search is not available on this service: it runs without an embedding model (${noModel}); ` +
+        `use mode TEXT`,
     );
   const wantVector = b.mode !== 'TEXT';
   const useVector = wantVector && noModel === undefined;
@@ -118,7 +122,8 @@ export async function runSearch(
     if (textDown) degradedLegs.push('text');
     if (vectorDown) degradedLegs.push('vector');
     const allFailed = (!useText || textDown) && (!wantVector || vectorDown);
-    // Engines that do not answer now (a restart, an outage): the client may retry after the pause, as after the router's own 503.
+    // Engines that do not answer now (a restart, an outage): the client may retry after the pause, as after the
+    // router's own 503.
     const retry = { headers: { 'retry-after': '1' } };
     if (allFailed) throw new ServiceError('UNAVAILABLE', 'Search is temporarily unavailable', retry);
     if (degradedLegs.length && b.requireComplete)
@@ -159,8 +164,9 @@ export async function runSearch(
       ranked = ranked.filter((r) => r.semanticScore >= floor);
     return { degradedLegs, ranked, page: ranked.slice(b.offset, b.offset + b.limit) };
   };
-  // The page's texts: each leg reads those of its passages on the page (a leg that cannot counts as failed, and the page is settled again).
-  // HYBRID's fusion as a span of its own (docs/operations.md "Traces"; the API's no-op tracer when traces are off).
+  // The page's texts: each leg reads those of its passages on the page (a leg that cannot counts as failed, and the
+  // page is settled again). HYBRID's fusion as a span of its own (docs/operations.md "Traces"; the API's no-op tracer
+  // when traces are off).
   const fused = (textFailed: boolean, vectorFailed: boolean) =>
     b.mode !== 'HYBRID'
       ? settle(textFailed, vectorFailed)
@@ -230,7 +236,10 @@ export async function runSearch(
   };
 }
 
-/** The vector leg with every filter applied first: as an id prefilter, or (many admitted items) a wider search filtered afterwards. */
+/**
+ * The vector leg with every filter applied first: as an id prefilter, or (many admitted items) a wider search filtered
+ * afterwards.
+ */
 async function vectorSearch(engines: SearchEngines, f: ItemFilter, vector: number[], limit: number, query?: string) {
   const narrowed = !!(
     f.sourceTypes ||
@@ -283,7 +292,8 @@ export function searchRoutes(sql: Sql, engines: SearchEngines): RouteSpec[] {
       permission: 'search:r',
       rateLimited: true,
       summary:
-        'Content search over records and documents: TEXT (keyword, BM25), SEMANTIC (embeddings) or HYBRID (convex fusion of normalised scores)',
+        'Content search over records and documents: TEXT (keyword, BM25), SEMANTIC (embeddings) or HYBRID ' +
+        '(convex fusion of normalised scores)',
       body: searchBody,
       response: searchResponse,
       handler: ({ body, principal }) => runSearch(sql, engines, principal, body),

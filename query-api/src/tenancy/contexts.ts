@@ -72,7 +72,8 @@ export class TenancyReads {
   /** The identity providers a live tenant accepts, in the order registered; null when there is no such tenant. */
   async jwtIssuers(tenantId: string): Promise<JwtIssuer[] | null> {
     const { rows } = await this.sql.query<{ doc: JwtIssuer | null }>(
-      'SELECT i.doc FROM rm_tenants t LEFT JOIN rm_jwt_issuers i ON i.tenant_id = t.tenant_id WHERE t.tenant_id = $1 AND t.torn_down_at IS NULL ORDER BY i.ord',
+      'SELECT i.doc FROM rm_tenants t LEFT JOIN rm_jwt_issuers i ON i.tenant_id = t.tenant_id WHERE ' +
+        't.tenant_id = $1 AND t.torn_down_at IS NULL ORDER BY i.ord',
       [tenantId],
     );
     return rows.length ? rows.flatMap((r) => (r.doc ? [r.doc] : [])) : null;

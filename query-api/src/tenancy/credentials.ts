@@ -21,7 +21,9 @@ type Row = {
 };
 
 export interface CredentialCacheOptions {
-  /** How long a resolved credential is trusted without asking the database (the backstop when no invalidation arrives). */
+  /**
+   * How long a resolved credential is trusted without asking the database (the backstop when no invalidation arrives).
+   */
   ttlMs?: number;
   /** Known credentials kept, least recently used evicted one at a time. */
   maxEntries?: number;
@@ -35,12 +37,14 @@ export interface CredentialCacheOptions {
   /**
    * The projection runner whose checkpoint versions the read models (roles without a projector): each lookup
    * also reads that version, in the same statement, and stamps it on the principal it answers (read-model-version.ts),
-   * for the caches the request meets later. Such a principal is never served from the cache (it carries its request's version).
+   * for the caches the request meets later. Such a principal is never served from the cache (it carries its request's
+   * version).
    */
   readModelVersion?: string;
   /**
    * Resolves bearer JWTs (tokens of a tenant's identity provider, jwt-credentials.ts). They bypass both caches: a
-   * token refused now may work once its issuer is registered, and a registration's change must hold on the next request.
+   * token refused now may work once its issuer is registered, and a registration's change must hold on the next
+   * request.
    */
   jwt?: { resolve(token: string): Promise<Principal | null> };
 }
@@ -75,7 +79,9 @@ export class CredentialResolver {
   private misses = new Map<string, number>();
   /** Bumped by every invalidation: a lookup that started before one never fills the cache. */
   private generation = 0;
-  /** A revocation is being applied by this process's projector and has not been heard committed: the cache is bypassed. */
+  /**
+   * A revocation is being applied by this process's projector and has not been heard committed: the cache is bypassed.
+   */
   private held = false;
   private readonly ttlMs: number;
   private readonly maxEntries: number;
@@ -141,9 +147,12 @@ export class CredentialResolver {
 
   private async load(hash: string): Promise<Principal | null> {
     const { rows } = await this.sql.query<Row>(
-      `SELECT c.credential_id, c.account_id, c.kind, c.tenant_id, c.environment, c.context_id, c.cross_context, c.allowed_actions,
-              c.data_scope, c.user_id, c.expires_at, c.wire_version_pin, t.default_context_id,
-              (x.deleted_at IS NOT NULL) AS context_deleted${this.versionRunner ? `, ${readModelVersionSql('$2')} AS read_version` : ''}
+      `SELECT c.credential_id, c.account_id, c.kind, c.tenant_id, c.environment, c.context_id, ` +
+        `c.cross_context, c.allowed_actions,
+              c.data_scope, c.user_id, c.expires_at, ` +
+        `c.wire_version_pin, t.default_context_id,
+              (x.deleted_at IS NOT NULL) AS ` +
+        `context_deleted${this.versionRunner ? `, ${readModelVersionSql('$2')} AS read_version` : ''}
          FROM rm_credentials c
          LEFT JOIN rm_tenants t ON t.tenant_id = c.tenant_id
          LEFT JOIN rm_contexts x ON x.context_id = c.context_id

@@ -64,21 +64,24 @@ afterEach(() => {
 });
 
 describe('CredentialResolver cache', () => {
-  it('a flood of 60,000 random tokens leaves a known credential cached (no new lookup) and the miss cache bounded', async () => {
-    const good = 'st_good';
-    const { sql, counter } = readModel([good]);
-    // A TTL longer than the flood takes on a loaded machine: this test is about eviction, not expiry.
-    const resolver = new CredentialResolver(sql, { ttlMs: 3_600_000 });
-    expect((await resolver.resolve(good))?.credentialId).toBe('cred-0');
-    expect(counter.lookups).toBe(1);
-    for (let i = 0; i < 60_000; i++) expect(await resolver.resolve(random())).toBeNull();
-    expect(counter.lookups).toBe(60_001);
-    const before = counter.lookups;
-    expect((await resolver.resolve(good))?.credentialId).toBe('cred-0');
-    expect(counter.lookups).toBe(before);
-    expect(resolver.size.misses).toBeLessThanOrEqual(1_000);
-    expect(resolver.size.entries).toBe(1);
-  });
+  it(
+    'a flood of 60,000 random tokens leaves a known credential cached (no new lookup) and the miss cache ' + 'bounded',
+    async () => {
+      const good = 'st_good';
+      const { sql, counter } = readModel([good]);
+      // A TTL longer than the flood takes on a loaded machine: this test is about eviction, not expiry.
+      const resolver = new CredentialResolver(sql, { ttlMs: 3_600_000 });
+      expect((await resolver.resolve(good))?.credentialId).toBe('cred-0');
+      expect(counter.lookups).toBe(1);
+      for (let i = 0; i < 60_000; i++) expect(await resolver.resolve(random())).toBeNull();
+      expect(counter.lookups).toBe(60_001);
+      const before = counter.lookups;
+      expect((await resolver.resolve(good))?.credentialId).toBe('cred-0');
+      expect(counter.lookups).toBe(before);
+      expect(resolver.size.misses).toBeLessThanOrEqual(1_000);
+      expect(resolver.size.entries).toBe(1);
+    },
+  );
 
   it('a repeated unknown token is looked up once while remembered; with no miss cache every time', async () => {
     const bad = random();
@@ -170,18 +173,22 @@ describe('CredentialResolver cache', () => {
     expect(counter.lookups).toBe(4);
   });
 
-  it("with readModelVersion: every lookup reads the read models' version and stamps it on the principal, kept by a spread, never cached", async () => {
-    const good = 'st_good';
-    const { sql, counter } = readModel([good]);
-    const resolver = new CredentialResolver(sql, { ttlMs: 60_000, readModelVersion: 'read-models' });
-    const p = await resolver.resolve(good);
-    expect(counter.versioned).toBe('read-models');
-    expect(readModelVersionOf(p)).toBe('1.1');
-    expect(readModelVersionOf({ ...p!, contextId: 'other' })).toBe('1.1');
-    expect(JSON.stringify(p)).not.toContain('1.1');
-    counter.version = 2;
-    expect(readModelVersionOf(await resolver.resolve(good))).toBe('2.1');
-    expect(counter.lookups).toBe(2);
-    expect(resolver.size.entries).toBe(0);
-  });
+  it(
+    "with readModelVersion: every lookup reads the read models' version and stamps it on the principal, " +
+      'kept by a spread, never cached',
+    async () => {
+      const good = 'st_good';
+      const { sql, counter } = readModel([good]);
+      const resolver = new CredentialResolver(sql, { ttlMs: 60_000, readModelVersion: 'read-models' });
+      const p = await resolver.resolve(good);
+      expect(counter.versioned).toBe('read-models');
+      expect(readModelVersionOf(p)).toBe('1.1');
+      expect(readModelVersionOf({ ...p!, contextId: 'other' })).toBe('1.1');
+      expect(JSON.stringify(p)).not.toContain('1.1');
+      counter.version = 2;
+      expect(readModelVersionOf(await resolver.resolve(good))).toBe('2.1');
+      expect(counter.lookups).toBe(2);
+      expect(resolver.size.entries).toBe(0);
+    },
+  );
 });

@@ -30,14 +30,23 @@ export const JWT_ALGORITHMS = [
 /** Seconds of clock difference tolerated on `exp` and `nbf`. */
 export const JWT_CLOCK_TOLERANCE_S = 60;
 
-/** Three base64url parts (the signature may be empty: `alg: none`, refused later); the service's own secrets have no dot. */
+/**
+ * Three base64url parts (the signature may be empty: `alg: none`, refused later); the service's own secrets have no
+ * dot.
+ */
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 export const looksLikeJwt = (token: string): boolean => JWT_SHAPE.test(token);
 
 export interface JwtKeyOptions {
-  /** Least time between two fetches of an issuer's keys prompted by an unknown `kid` (JWT_KEYS_REFETCH_MS, default 60 s). */
+  /**
+   * Least time between two fetches of an issuer's keys prompted by an unknown `kid` (JWT_KEYS_REFETCH_MS, default 60
+   * s).
+   */
   refetchMs?: number;
-  /** How long fetched keys are used before they are fetched again (JWT_KEYS_MAX_AGE_MS, default 10 min): a key removed from the JWKS stops working within this. */
+  /**
+   * How long fetched keys are used before they are fetched again (JWT_KEYS_MAX_AGE_MS, default 10 min): a key removed
+   * from the JWKS stops working within this.
+   */
   maxAgeMs?: number;
   /** Timeout of one fetch of a discovery document or a key set. */
   timeoutMs?: number;
@@ -48,7 +57,9 @@ export interface JwtKeyOptions {
 export const JWT_KEY_DEFAULTS = { refetchMs: 60_000, maxAgeMs: 600_000, timeoutMs: 5_000, maxKeySets: 1_000 } as const;
 
 type KeySet = ReturnType<typeof createRemoteJWKSet>;
-/** One registration's keys: the key set (behind its discovery, when there is one), and when they last proved unusable. */
+/**
+ * One registration's keys: the key set (behind its discovery, when there is one), and when they last proved unusable.
+ */
 type KeyEntry = { keys: Promise<KeySet>; unusableAt?: number };
 type Row = {
   tenant_id: string;
@@ -107,7 +118,8 @@ export class JwtCredentials {
     if (!row) return null;
     const reg = row.doc;
     const entry = this.keysOf(reg);
-    // Keys that could not be fetched are not asked for again before `refetchMs` (a provider down is not hammered, nor waited on).
+    // Keys that could not be fetched are not asked for again before `refetchMs` (a provider down is not hammered, nor
+    // waited on).
     if (entry.unusableAt !== undefined && Date.now() - entry.unusableAt < this.o.refetchMs) return null;
     let claims: JWTPayload;
     try {
@@ -176,7 +188,10 @@ export class JwtCredentials {
     return rows.length > 0;
   }
 
-  /** The registration's keys, kept per key-set URL (least recently used dropped); a discovery that failed is done again once it may be retried. */
+  /**
+   * The registration's keys, kept per key-set URL (least recently used dropped); a discovery that failed is done again
+   * once it may be retried.
+   */
   private keysOf(reg: JwtIssuer): KeyEntry {
     const id = reg.jwksUrl ?? `discovery ${reg.issuer}`;
     let entry = this.keySets.get(id);
@@ -224,7 +239,10 @@ class KeySourceError extends Error {
   override readonly name = 'KeySourceError';
 }
 
-/** Codes of jose errors that are the key source's fault, not the token's: a fetch that did not answer 200 with JSON, a timeout, a malformed key set. */
+/**
+ * Codes of jose errors that are the key source's fault, not the token's: a fetch that did not answer 200 with JSON, a
+ * timeout, a malformed key set.
+ */
 const KEY_SOURCE_ERRORS = new Set(['ERR_JOSE_GENERIC', 'ERR_JWKS_TIMEOUT', 'ERR_JWKS_INVALID']);
 const keysFailed = (e: unknown) => !(e instanceof joseErrors.JOSEError) || KEY_SOURCE_ERRORS.has(e.code);
 
@@ -250,7 +268,10 @@ function mapClaims(
   };
 }
 
-/** A list claim: an array of strings, or one space-separated string (the OAuth `scope` form); absent is null, anything else false. */
+/**
+ * A list claim: an array of strings, or one space-separated string (the OAuth `scope` form); absent is null, anything
+ * else false.
+ */
 function listClaim(v: unknown): string[] | null | false {
   if (v === undefined) return null;
   if (typeof v === 'string') return v.split(' ').filter(Boolean);

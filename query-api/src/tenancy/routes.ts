@@ -22,7 +22,8 @@ export function tenancyQueryRoutes(reads: TenancyReads, pages: Paginator): Route
       operationId: 'ping',
       auth: 'data',
       summary:
-        'Checks a credential: 200 with its tenant, context and environment (no permission needed; logged as the `ping` resource)',
+        'Checks a credential: 200 with its tenant, context and environment (no permission needed; logged ' +
+        'as the `ping` resource)',
       response: pingResponse,
       handler: async ({ principal: p }) => ({
         status: 'ok' as const,

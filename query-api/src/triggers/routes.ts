@@ -60,7 +60,8 @@ export function triggerQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
       response: triggerResponse,
       handler: async ({ params, principal: p }) => {
         const { rows } = await sql.query(
-          'SELECT * FROM rm_trigger_rules WHERE rule_id = $1 AND tenant_id = $2 AND context_id = $3 AND deleted_position IS NULL',
+          'SELECT * FROM rm_trigger_rules WHERE rule_id = $1 AND tenant_id = $2 AND context_id = $3 AND ' +
+            'deleted_position IS NULL',
           [params.id, p.tenantId, p.contextId],
         );
         if (!rows.length) throw notFound();
@@ -81,8 +82,10 @@ export function triggerQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
         const params = { schemaId: query.schemaId ?? null, limit: query.limit };
         const after = pages.start<number>(scope, params, query.startFrom) ?? 0;
         const { rows } = await sql.query<Record<string, any>>(
-          `SELECT * FROM rm_trigger_rules WHERE tenant_id = $1 AND context_id = $2 AND deleted_position IS NULL AND created_position > $3 AND ($4::text IS NULL OR schema_id = $4)
-           ORDER BY created_position LIMIT $5`,
+          `SELECT * FROM rm_trigger_rules WHERE tenant_id = $1 AND context_id = $2 AND deleted_position ` +
+            `IS NULL AND created_position > $3 AND ($4::text IS NULL OR schema_id = $4)
+           ORDER BY ` +
+            `created_position LIMIT $5`,
           [p.tenantId, p.contextId, after, query.schemaId ?? null, query.limit + 1],
         );
         return pages.page(scope, params, rows, query.limit, (r) => Number(r.created_position), ruleView);
@@ -102,7 +105,8 @@ export function triggerQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
         const params = { ruleId: query.ruleId ?? null, limit: query.limit };
         const after = pages.start<number>(scope, params, query.startFrom) ?? 0;
         const { rows } = await sql.query<Record<string, any>>(
-          `SELECT * FROM rm_trigger_failures WHERE tenant_id = $1 AND context_id = $2 AND position > $3 AND ($4::text IS NULL OR rule_id = $4)
+          `SELECT * FROM rm_trigger_failures WHERE tenant_id = $1 AND context_id = $2 AND position > $3 ` +
+            `AND ($4::text IS NULL OR rule_id = $4)
            ORDER BY position LIMIT $5`,
           [p.tenantId, p.contextId, after, query.ruleId ?? null, query.limit + 1],
         );

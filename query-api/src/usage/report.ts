@@ -86,8 +86,11 @@ export class UsageReads {
     const accountId = p.accountId;
     const [accountRows, tenantRows, usageRows] = await Promise.all([
       this.sql.query<{ doc: Record<string, unknown> }>(
-        `SELECT a.doc || jsonb_build_object('inferenceBalanceCents', coalesce((a.doc->>'inferenceBalanceCents')::numeric, 0) - coalesce(s.spent_cents, 0)) AS doc
-           FROM rm_accounts a LEFT JOIN rm_inference_spend s ON s.account_id = a.account_id WHERE a.account_id = $1`,
+        `SELECT a.doc || jsonb_build_object('inferenceBalanceCents', ` +
+          `coalesce((a.doc->>'inferenceBalanceCents')::numeric, 0) - coalesce(s.spent_cents, 0)) AS ` +
+          `doc
+           FROM rm_accounts a LEFT JOIN rm_inference_spend s ON s.account_id = a.account_id ` +
+          `WHERE a.account_id = $1`,
         [accountId],
       ),
       this.sql.query<{ tenant_id: string; environment: Env }>(
@@ -112,7 +115,8 @@ export class UsageReads {
     const tenantIds = tenantRows.rows.map((r) => r.tenant_id);
     const identityCount = async (table: 'rm_users' | 'rm_entities') => {
       const { rows: counted } = await this.sql.query<{ n: number }>(
-        `SELECT count(*)::bigint AS n FROM ${table} WHERE tenant_id = ANY($1::text[]) AND ($2::text IS NULL OR (tenant_id = $3::text AND context_id = $2))`,
+        `SELECT count(*)::bigint AS n FROM ${table} WHERE tenant_id = ANY($1::text[]) AND ($2::text IS ` +
+          `NULL OR (tenant_id = $3::text AND context_id = $2))`,
         [tenantIds, confined ? (p.contextId ?? '') : null, p.tenantId],
       );
       return Number(counted[0]?.n ?? 0);

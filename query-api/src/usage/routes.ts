@@ -10,7 +10,8 @@ export function usageRoutes(reads: UsageReads): RouteSpec[] {
       auth: 'data',
       permission: 'billing:r',
       summary:
-        'Usage report of the period (year, month; default the current one): credits in exact milli-credits, per environment and per app context (docs/api.md "Usage")',
+        'Usage report of the period (year, month; default the current one): credits in exact ' +
+        'milli-credits, per environment and per app context (docs/api.md "Usage")',
       query: usageQuery,
       response: usageReport,
       handler: ({ query, principal, meta }) => reads.report(principal, query, meta.now),

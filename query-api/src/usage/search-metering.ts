@@ -1,7 +1,10 @@
 import type { RouteSpec } from '@svc/contracts';
 import type { UsageCharges } from '@svc/domain';
 
-/** Charges each search once it is served (200): 1 credit, HYBRID 2 (docs/api.md "Usage"). A refused or failed search charges nothing. */
+/**
+ * Charges each search once it is served (200): 1 credit, HYBRID 2 (docs/api.md "Usage"). A refused or failed search
+ * charges nothing.
+ */
 export function meteredSearch(routes: RouteSpec[], meter: UsageCharges | undefined): RouteSpec[] {
   if (!meter) return routes;
   return routes.map((r) =>

@@ -45,7 +45,8 @@ const view = (r: WebhookRow): WebhookResponse => ({
 });
 
 const COLUMNS =
-  'webhook_id, account_id, tenant_id, url, domain, events, api_version, status, disabled_reason, consecutive_failures, created_at';
+  'webhook_id, account_id, tenant_id, url, domain, events, api_version, status, disabled_reason, ' +
+  'consecutive_failures, created_at';
 
 /** Developer-portal reads of webhooks, their deliveries and the account's domains (developer token only). */
 export function webhookQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
@@ -75,7 +76,8 @@ export function webhookQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
       query: z.object({ tenantId: z.string().min(1).max(128), limit: limitParam, startFrom: z.string().optional() }),
       response: listEnvelope(webhookResponse),
       handler: async ({ query, principal: p }) => {
-        // Another account's (or an unknown) tenant is 403, as registering a webhook for it is (spec "Errors": tenant not owned).
+        // Another account's (or an unknown) tenant is 403, as registering a webhook for it is (spec "Errors": tenant
+        // not owned).
         const { rows: own } = await sql.query('SELECT 1 FROM rm_tenants WHERE tenant_id = $1 AND account_id = $2', [
           query.tenantId,
           p.accountId,
@@ -85,7 +87,8 @@ export function webhookQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
         const params = { tenantId: query.tenantId, limit: query.limit };
         const after = pages.start<[number, string]>(scope, params, query.startFrom) ?? [-1, ''];
         const { rows } = await sql.query<WebhookRow>(
-          `SELECT ${COLUMNS} FROM rm_webhooks WHERE account_id = $1 AND tenant_id = $2 AND (created_at, webhook_id) > ($3, $4) ORDER BY created_at, webhook_id LIMIT $5`,
+          `SELECT ${COLUMNS} FROM rm_webhooks WHERE account_id = $1 AND tenant_id = $2 AND (created_at, ` +
+            `webhook_id) > ($3, $4) ORDER BY created_at, webhook_id LIMIT $5`,
           [p.accountId, query.tenantId, after[0], after[1], query.limit + 1],
         );
         return pages.page(
@@ -113,8 +116,11 @@ export function webhookQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
         const before = pages.start<[number, string]>(scope, cursorParams, query.startFrom);
         const { rows } = await sql
           .query<DeliveryRow>(
-            `SELECT delivery_id, webhook_id, event_type, source_id, source_type, status, attempts, next_attempt_at, created_at FROM webhook_deliveries
-           WHERE webhook_id = $1 AND ($2::bigint IS NULL OR (created_at, delivery_id) < ($2::bigint, $3::text)) ORDER BY created_at DESC, delivery_id DESC LIMIT $4`,
+            `SELECT delivery_id, webhook_id, event_type, source_id, source_type, status, attempts, ` +
+              `next_attempt_at, created_at FROM webhook_deliveries
+           WHERE webhook_id = $1 AND ` +
+              `($2::bigint IS NULL OR (created_at, delivery_id) < ($2::bigint, $3::text)) ORDER BY ` +
+              `created_at DESC, delivery_id DESC LIMIT $4`,
             [params.id, before ? before[0] : null, before ? before[1] : '', query.limit + 1],
           )
           .catch((e) => (/webhook_deliveries/.test(String(e)) ? { rows: [] } : Promise.reject(e)));
@@ -140,7 +146,8 @@ export function webhookQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
         const params = { limit: query.limit };
         const after = pages.start<string>(scope, params, query.startFrom) ?? '';
         const { rows } = await sql.query<{ domain: string; verification_token: string; verified: boolean }>(
-          'SELECT domain, verification_token, verified FROM rm_webhook_domains WHERE account_id = $1 AND domain > $2 ORDER BY domain LIMIT $3',
+          'SELECT domain, verification_token, verified FROM rm_webhook_domains WHERE account_id = $1 AND ' +
+            'domain > $2 ORDER BY domain LIMIT $3',
           [p.accountId, after, query.limit + 1],
         );
         return pages.page(

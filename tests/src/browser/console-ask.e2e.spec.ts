@@ -5,8 +5,8 @@ import { describeViolations, ingestIndexed, startConsole, type ConsoleHarness } 
 /**
  * The console's Ask and chat screen in Chromium, on the built-in extractive model (offline): a question over the
  * context streams its answer (the text grows as the events arrive) beside the retrieved passages, with its cost;
- * asking one document shows that document; the model catalog and the balance are on the page; a missing document's 404 is
- * shown.
+ * asking one document shows that document; the model catalog and the balance are on the page; a missing document's 404
+ * is shown.
  */
 describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: ask and chat', () => {
   let h: ConsoleHarness;
@@ -18,7 +18,8 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: ask and chat', () => {
     key = h.svc.bootstrap.tenants.test.rootKey;
     await ingest(
       'Notes on penguins',
-      'The committee met on Tuesday. Emperor penguins incubate their eggs on their feet through the Antarctic winter. Lunch was served in the main hall.',
+      'The committee met on Tuesday. Emperor penguins incubate their eggs on their feet through the ' +
+        'Antarctic winter. Lunch was served in the main hall.',
     );
     copper = await ingest(
       'Notes on copper',
@@ -44,11 +45,16 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: ask and chat', () => {
     );
 
     // Every length the answer's text has on the page, as the browser renders it.
-    await page.evaluate(`(() => {
+    await page.evaluate(
+      `(() => {
       window.lengths = [];
-      const el = document.querySelector('[data-testid="answer"]');
-      new MutationObserver(() => window.lengths.push(el.textContent.replace(/^…$/, '').length)).observe(el, { childList: true, characterData: true, subtree: true });
-    })()`);
+      const el = ` +
+        `document.querySelector('[data-testid="answer"]');
+      new MutationObserver(() => ` +
+        `window.lengths.push(el.textContent.replace(/^…$/, '').length)).observe(el, { childList: true, ` +
+        `characterData: true, subtree: true });
+    })()`,
+    );
     await page.getByLabel('Question').fill('How do penguins incubate their eggs?');
     await page.getByRole('button', { name: 'Ask' }).click();
     await expect.poll(() => page.locator('.cost').count(), { timeout: 30_000 }).toBe(1);

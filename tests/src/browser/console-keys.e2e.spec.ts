@@ -77,91 +77,95 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: tokens and the develop
     expect(p.problems).toEqual([]);
   });
 
-  it('with the developer token: verifies a domain, adds a webhook, sees its delivery fail, retries it and sees it delivered', async () => {
-    const p = await h.newPage();
-    const { page } = p;
-    await h.signIn(p, h.svc.bootstrap.developerToken);
-    await expect.poll(() => page.getByRole('heading', { name: 'Developer portal', level: 1 }).count()).toBe(1);
-    await page.getByLabel('Tenant id').fill(h.svc.bootstrap.tenants.test.tenantId);
-    await page.getByRole('button', { name: 'Use this tenant' }).click();
+  it(
+    'with the developer token: verifies a domain, adds a webhook, sees its delivery fail, retries it and ' +
+      'sees it delivered',
+    async () => {
+      const p = await h.newPage();
+      const { page } = p;
+      await h.signIn(p, h.svc.bootstrap.developerToken);
+      await expect.poll(() => page.getByRole('heading', { name: 'Developer portal', level: 1 }).count()).toBe(1);
+      await page.getByLabel('Tenant id').fill(h.svc.bootstrap.tenants.test.tenantId);
+      await page.getByRole('button', { name: 'Use this tenant' }).click();
 
-    // The domain: added, its token published as a TXT record, then verified from the console.
-    await page
-      .getByRole('navigation', { name: 'Developer portal sections' })
-      .getByRole('link', { name: 'Domains' })
-      .click();
-    await page.getByRole('textbox', { name: 'Domain' }).fill('example.test');
-    await page.getByRole('button', { name: 'Add domain' }).click();
-    const domains = page.getByRole('table', { name: 'Domains of the account' });
-    await expect.poll(() => domains.innerText(), { timeout: 15_000 }).toMatch(/example\.test\s+wv_/);
-    const verification = (await domains.locator('code').first().innerText()).trim();
-    dns['txt:_webhook-verify.example.test'] = [verification];
-    writeFileSync(dnsFile, JSON.stringify(dns));
-    await domains.getByRole('button', { name: 'Verify example.test' }).click();
-    await expect.poll(() => domains.innerText(), { timeout: 15_000 }).toMatch(/example\.test\s+wv_\S+\s+yes/);
+      // The domain: added, its token published as a TXT record, then verified from the console.
+      await page
+        .getByRole('navigation', { name: 'Developer portal sections' })
+        .getByRole('link', { name: 'Domains' })
+        .click();
+      await page.getByRole('textbox', { name: 'Domain' }).fill('example.test');
+      await page.getByRole('button', { name: 'Add domain' }).click();
+      const domains = page.getByRole('table', { name: 'Domains of the account' });
+      await expect.poll(() => domains.innerText(), { timeout: 15_000 }).toMatch(/example\.test\s+wv_/);
+      const verification = (await domains.locator('code').first().innerText()).trim();
+      dns['txt:_webhook-verify.example.test'] = [verification];
+      writeFileSync(dnsFile, JSON.stringify(dns));
+      await domains.getByRole('button', { name: 'Verify example.test' }).click();
+      await expect.poll(() => domains.innerText(), { timeout: 15_000 }).toMatch(/example\.test\s+wv_\S+\s+yes/);
 
-    await page
-      .getByRole('navigation', { name: 'Developer portal sections' })
-      .getByRole('link', { name: 'Webhooks' })
-      .click();
-    await page.getByLabel('URL').fill(`https://hooks.example.test:${receiver.port}/console`);
-    await page.getByLabel('document.indexed').check();
-    await page.getByRole('button', { name: 'Add webhook' }).click();
-    await expect.poll(() => page.getByRole('status').innerText(), { timeout: 15_000 }).toMatch(/Webhook \S+ added/);
-    expect(await h.axe(page).then(describeViolations)).toEqual([]);
+      await page
+        .getByRole('navigation', { name: 'Developer portal sections' })
+        .getByRole('link', { name: 'Webhooks' })
+        .click();
+      await page.getByLabel('URL').fill(`https://hooks.example.test:${receiver.port}/console`);
+      await page.getByLabel('document.indexed').check();
+      await page.getByRole('button', { name: 'Add webhook' }).click();
+      await expect.poll(() => page.getByRole('status').innerText(), { timeout: 15_000 }).toMatch(/Webhook \S+ added/);
+      expect(await h.axe(page).then(describeViolations)).toEqual([]);
 
-    // A document of that tenant is indexed while the receiver is failing: the delivery is attempted, retried on the
-    // schedule (scaled down here) and given up as FAILED; the console lists it.
-    receiver.mode('/console', 'fail');
-    const key = h.svc.bootstrap.tenants.test.rootKey;
-    const doc = await h.svc.api.post('/v1/documents', key, {
-      title: 'Hooked',
-      text: 'A document whose indexing is announced.',
-      indexMode: 'TEXT',
-    });
-    expect(doc.status).toBe(201);
-    await page.reload();
-    await page
-      .getByRole('table', { name: 'Webhooks of this tenant' })
-      .getByRole('link', { name: /hooks\.example\.test/ })
-      .click();
-    const history = page.getByRole('table', { name: 'Delivery history' });
-    const row = new RegExp(`document\\.indexed\\s+document ${doc.body.id}\\s+FAILED\\s+6`);
-    await expect
-      .poll(
-        async () => {
-          await page.getByRole('button', { name: 'Refresh' }).click();
-          return history.innerText();
-        },
-        { timeout: 60_000, interval: 1000 },
-      )
-      .toMatch(row);
-    expect(receiver.received.filter((r) => r.path === '/console').length).toBe(6);
-    expect(await h.axe(page).then(describeViolations)).toEqual([]);
-    await h.screenshot(page, 'webhook-deliveries');
+      // A document of that tenant is indexed while the receiver is failing: the delivery is attempted, retried on the
+      // schedule (scaled down here) and given up as FAILED; the console lists it.
+      receiver.mode('/console', 'fail');
+      const key = h.svc.bootstrap.tenants.test.rootKey;
+      const doc = await h.svc.api.post('/v1/documents', key, {
+        title: 'Hooked',
+        text: 'A document whose indexing is announced.',
+        indexMode: 'TEXT',
+      });
+      expect(doc.status).toBe(201);
+      await page.reload();
+      await page
+        .getByRole('table', { name: 'Webhooks of this tenant' })
+        .getByRole('link', { name: /hooks\.example\.test/ })
+        .click();
+      const history = page.getByRole('table', { name: 'Delivery history' });
+      const row = new RegExp(`document\\.indexed\\s+document ${doc.body.id}\\s+FAILED\\s+6`);
+      await expect
+        .poll(
+          async () => {
+            await page.getByRole('button', { name: 'Refresh' }).click();
+            return history.innerText();
+          },
+          { timeout: 60_000, interval: 1000 },
+        )
+        .toMatch(row);
+      expect(receiver.received.filter((r) => r.path === '/console').length).toBe(6);
+      expect(await h.axe(page).then(describeViolations)).toEqual([]);
+      await h.screenshot(page, 'webhook-deliveries');
 
-    // The receiver works again: Retry re-queues it, and it is delivered.
-    receiver.mode('/console', 'ok');
-    await history
-      .getByRole('button', { name: /Retry delivery/ })
-      .first()
-      .click();
-    await expect
-      .poll(() => page.getByRole('status').filter({ hasText: 'Delivery' }).innerText(), { timeout: 15_000 })
-      .toMatch(/is PENDING again/);
-    await expect
-      .poll(
-        async () => {
-          await page.getByRole('button', { name: 'Refresh' }).click();
-          return history.innerText();
-        },
-        { timeout: 30_000, interval: 1000 },
-      )
-      .toMatch(new RegExp(`document\\.indexed\\s+document ${doc.body.id}\\s+DELIVERED\\s+7`));
-    expect(receiver.received.filter((r) => r.path === '/console').map((r) => r.status)).toEqual([
-      500, 500, 500, 500, 500, 500, 200,
-    ]);
-    expect(p.elsewhere).toEqual([]);
-    expect(p.problems).toEqual([]);
-  });
+      // The receiver works again: Retry re-queues it, and it is delivered.
+      receiver.mode('/console', 'ok');
+      await history
+        .getByRole('button', { name: /Retry delivery/ })
+        .first()
+        .click();
+      await expect
+        .poll(() => page.getByRole('status').filter({ hasText: 'Delivery' }).innerText(), { timeout: 15_000 })
+        .toMatch(/is PENDING again/);
+      await expect
+        .poll(
+          async () => {
+            await page.getByRole('button', { name: 'Refresh' }).click();
+            return history.innerText();
+          },
+          { timeout: 30_000, interval: 1000 },
+        )
+        .toMatch(new RegExp(`document\\.indexed\\s+document ${doc.body.id}\\s+DELIVERED\\s+7`));
+      expect(receiver.received.filter((r) => r.path === '/console').map((r) => r.status)).toEqual([
+        500, 500, 500, 500, 500, 500, 200,
+      ]);
+      expect(p.elsewhere).toEqual([]);
+      expect(p.problems).toEqual([]);
+    },
+  );
 });

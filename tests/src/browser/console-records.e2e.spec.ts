@@ -107,74 +107,78 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: records', () => {
     expect(p.problems).toEqual([]);
   });
 
-  it('browses the type as a table with its columns, filters it by a lookup in either order and searches it by a filterable field', async () => {
-    for (const [title, priority, state] of [
-      ['Sow the beans', 5, 'closed'],
-      ['Mend the fence', 9, 'closed'],
-      ['Feed the hens', 1, 'open'],
-    ] as const)
-      expect(
-        (await h.svc.api.post('/v1/records', key, { typeName: 'task', payload: { title, priority, state } })).status,
-      ).toBe(201);
-    const p = await h.newPage();
-    const { page } = p;
-    await h.signIn(p);
-    await openTasks(page);
-    const table = page.getByRole('table', { name: /^Task records/ });
-    await expect.poll(() => table.getByRole('row').count()).toBe(5);
-    const head = await table.getByRole('row').first().innerText();
-    expect(head).toMatch(/Record\s+title\s+priority\s+state\s+done\s+Index status\s+Version/);
+  it(
+    'browses the type as a table with its columns, filters it by a lookup in either order and searches it ' +
+      'by a filterable field',
+    async () => {
+      for (const [title, priority, state] of [
+        ['Sow the beans', 5, 'closed'],
+        ['Mend the fence', 9, 'closed'],
+        ['Feed the hens', 1, 'open'],
+      ] as const)
+        expect(
+          (await h.svc.api.post('/v1/records', key, { typeName: 'task', payload: { title, priority, state } })).status,
+        ).toBe(201);
+      const p = await h.newPage();
+      const { page } = p;
+      await h.signIn(p);
+      await openTasks(page);
+      const table = page.getByRole('table', { name: /^Task records/ });
+      await expect.poll(() => table.getByRole('row').count()).toBe(5);
+      const head = await table.getByRole('row').first().innerText();
+      expect(head).toMatch(/Record\s+title\s+priority\s+state\s+done\s+Index status\s+Version/);
 
-    await page.getByLabel('Lookup field').selectOption('state');
-    await page.getByLabel('Value').fill('closed');
-    await page.getByRole('button', { name: 'Apply filter' }).click();
-    await expect.poll(() => table.getByRole('row').count()).toBe(3);
-    expect(await table.innerText()).not.toContain('Feed the hens');
+      await page.getByLabel('Lookup field').selectOption('state');
+      await page.getByLabel('Value').fill('closed');
+      await page.getByRole('button', { name: 'Apply filter' }).click();
+      await expect.poll(() => table.getByRole('row').count()).toBe(3);
+      expect(await table.innerText()).not.toContain('Feed the hens');
 
-    await page.getByLabel('Lookup field').selectOption('priority');
-    await page.getByLabel('Match').selectOption('range');
-    await page.getByLabel('From').fill('1');
-    await page.getByLabel('To').fill('9');
-    await page.getByLabel('Order').selectOption('desc');
-    await page.getByRole('button', { name: 'Apply filter' }).click();
-    await expect
-      .poll(async () => (await table.getByRole('row').allInnerTexts()).slice(1).map((r) => r.split('\t')[1]))
-      .toEqual(['Mend the fence', 'Sow the beans', 'Feed the hens']);
-    expect(await h.axe(page).then(describeViolations)).toEqual([]);
-    await h.screenshot(page, 'records');
+      await page.getByLabel('Lookup field').selectOption('priority');
+      await page.getByLabel('Match').selectOption('range');
+      await page.getByLabel('From').fill('1');
+      await page.getByLabel('To').fill('9');
+      await page.getByLabel('Order').selectOption('desc');
+      await page.getByRole('button', { name: 'Apply filter' }).click();
+      await expect
+        .poll(async () => (await table.getByRole('row').allInnerTexts()).slice(1).map((r) => r.split('\t')[1]))
+        .toEqual(['Mend the fence', 'Sow the beans', 'Feed the hens']);
+      expect(await h.axe(page).then(describeViolations)).toEqual([]);
+      await h.screenshot(page, 'records');
 
-    // Search the type's text, keeping the records whose filterable field has the value chosen (indexing runs beside
-    // the API: the person searches again until the new records are found).
-    await page.getByLabel('Search text').fill('beans fence hens tomatoes');
-    await page.getByLabel('state is').selectOption('closed');
-    await expect
-      .poll(
-        async () => {
-          await page.getByRole('button', { name: 'Search', exact: true }).click();
-          await page.waitForTimeout(300);
-          return (await table.getByRole('row').allInnerTexts())
-            .slice(1)
-            .map((r) => r.split('\t')[1])
-            .sort();
-        },
-        { timeout: 60_000, interval: 500 },
-      )
-      .toEqual(['Mend the fence', 'Sow the beans']);
-    expect(await table.locator('caption').innerText()).toContain(
-      'found for “beans fence hens tomatoes”, state = closed',
-    );
-    expect(await h.axe(page).then(describeViolations)).toEqual([]);
-    await page.getByRole('button', { name: 'Clear search' }).click();
+      // Search the type's text, keeping the records whose filterable field has the value chosen (indexing runs beside
+      // the API: the person searches again until the new records are found).
+      await page.getByLabel('Search text').fill('beans fence hens tomatoes');
+      await page.getByLabel('state is').selectOption('closed');
+      await expect
+        .poll(
+          async () => {
+            await page.getByRole('button', { name: 'Search', exact: true }).click();
+            await page.waitForTimeout(300);
+            return (await table.getByRole('row').allInnerTexts())
+              .slice(1)
+              .map((r) => r.split('\t')[1])
+              .sort();
+          },
+          { timeout: 60_000, interval: 500 },
+        )
+        .toEqual(['Mend the fence', 'Sow the beans']);
+      expect(await table.locator('caption').innerText()).toContain(
+        'found for “beans fence hens tomatoes”, state = closed',
+      );
+      expect(await h.axe(page).then(describeViolations)).toEqual([]);
+      await page.getByRole('button', { name: 'Clear search' }).click();
 
-    // A bound the field cannot take: the API's refusal at the filter.
-    await page.getByLabel('From').fill('high');
-    await page.getByRole('button', { name: 'Apply filter' }).click();
-    await expect
-      .poll(() => page.getByRole('form', { name: 'Filter by a lookup' }).innerText())
-      .toMatch(/VALIDATION_ERROR|must be|number/i);
-    expect(p.elsewhere).toEqual([]);
-    expect(p.problems).toEqual([]);
-  });
+      // A bound the field cannot take: the API's refusal at the filter.
+      await page.getByLabel('From').fill('high');
+      await page.getByRole('button', { name: 'Apply filter' }).click();
+      await expect
+        .poll(() => page.getByRole('form', { name: 'Filter by a lookup' }).innerText())
+        .toMatch(/VALIDATION_ERROR|must be|number/i);
+      expect(p.elsewhere).toEqual([]);
+      expect(p.problems).toEqual([]);
+    },
+  );
 
   it('shows a conflict when the record changed since the form was opened, and overwrites nothing', async () => {
     const created = await h.svc.api.post('/v1/records', key, {
@@ -253,37 +257,41 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: records', () => {
     expect(p.problems).toEqual([]);
   });
 
-  it('is live: a record written elsewhere appears in the open table, and an open record follows its new versions and its indexing, with no click', async () => {
-    const p = await h.newPage();
-    const { page } = p;
-    await h.signIn(p);
-    await openTasks(page);
-    const table = page.getByRole('table', { name: /^Task records/ });
-    await expect.poll(() => table.getByRole('row').count()).toBeGreaterThan(1);
-    expect(await table.innerText()).not.toContain('Written elsewhere');
-    const created = await h.svc.api.post('/v1/records', key, {
-      typeName: 'task',
-      externalId: 'task-live',
-      payload: { title: 'Written elsewhere' },
-    });
-    expect(created.status).toBe(201);
-    await expect.poll(() => table.innerText()).toContain('Written elsewhere');
+  it(
+    'is live: a record written elsewhere appears in the open table, and an open record follows its new ' +
+      'versions and its indexing, with no click',
+    async () => {
+      const p = await h.newPage();
+      const { page } = p;
+      await h.signIn(p);
+      await openTasks(page);
+      const table = page.getByRole('table', { name: /^Task records/ });
+      await expect.poll(() => table.getByRole('row').count()).toBeGreaterThan(1);
+      expect(await table.innerText()).not.toContain('Written elsewhere');
+      const created = await h.svc.api.post('/v1/records', key, {
+        typeName: 'task',
+        externalId: 'task-live',
+        payload: { title: 'Written elsewhere' },
+      });
+      expect(created.status).toBe(201);
+      await expect.poll(() => table.innerText()).toContain('Written elsewhere');
 
-    await page.goto(`${h.url}#/records/task/${created.body.id}`);
-    await expect.poll(() => page.getByRole('heading', { name: 'Record task-live' }).count()).toBe(1);
-    // Indexing and a new version made through the API show up on the open page by themselves.
-    await expect.poll(() => facts(page), { timeout: 30_000 }).toMatch(/Index status\s+INDEXED/);
-    const patched = await h.svc.api.patch(`/v1/records/${created.body.id}`, key, {
-      expectedVersion: 1,
-      payload: { title: 'Changed elsewhere' },
-    });
-    expect(patched.status).toBe(200);
-    await expect.poll(() => facts(page)).toMatch(/Version\s+2/);
-    expect(await page.getByLabel('Payload', { exact: true }).innerText()).toContain('"title": "Changed elsewhere"');
-    await expect
-      .poll(() => page.getByRole('table', { name: 'Version history' }).innerText())
-      .toMatch(/2\s+RecordUpdated/);
-    expect(p.elsewhere).toEqual([]);
-    expect(p.problems).toEqual([]);
-  });
+      await page.goto(`${h.url}#/records/task/${created.body.id}`);
+      await expect.poll(() => page.getByRole('heading', { name: 'Record task-live' }).count()).toBe(1);
+      // Indexing and a new version made through the API show up on the open page by themselves.
+      await expect.poll(() => facts(page), { timeout: 30_000 }).toMatch(/Index status\s+INDEXED/);
+      const patched = await h.svc.api.patch(`/v1/records/${created.body.id}`, key, {
+        expectedVersion: 1,
+        payload: { title: 'Changed elsewhere' },
+      });
+      expect(patched.status).toBe(200);
+      await expect.poll(() => facts(page)).toMatch(/Version\s+2/);
+      expect(await page.getByLabel('Payload', { exact: true }).innerText()).toContain('"title": "Changed elsewhere"');
+      await expect
+        .poll(() => page.getByRole('table', { name: 'Version history' }).innerText())
+        .toMatch(/2\s+RecordUpdated/);
+      expect(p.elsewhere).toEqual([]);
+      expect(p.problems).toEqual([]);
+    },
+  );
 });

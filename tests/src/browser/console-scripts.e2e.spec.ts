@@ -27,56 +27,62 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: scripts and triggers',
     await h?.stop();
   });
 
-  it('writes a script, runs it with input, sees its result, then an error; a syntax error is refused at the source', async () => {
-    const p = await h.newPage();
-    const { page } = p;
-    await h.signIn(p);
-    await page.getByRole('navigation', { name: 'Screens' }).getByRole('link', { name: 'Scripts and triggers' }).click();
-    await expect.poll(() => page.getByRole('heading', { name: 'Scripts', level: 1 }).count()).toBe(1);
-    await page.getByLabel('Script name').fill('greet');
-    await page
-      .getByRole('textbox', { name: 'Source' })
-      .fill('export default (input) => ({ hello: input.params.name, n: input.params.n * 2 });\n');
-    await page.getByRole('button', { name: 'Create script' }).click();
-    await expect.poll(() => page.getByRole('heading', { name: 'Script greet' }).count(), { timeout: 15_000 }).toBe(1);
-    await expect.poll(() => page.locator('dl.facts').innerText()).toMatch(/Version\s+1 \(latest\)/);
+  it(
+    'writes a script, runs it with input, sees its result, then an error; a syntax error is refused at the ' + 'source',
+    async () => {
+      const p = await h.newPage();
+      const { page } = p;
+      await h.signIn(p);
+      await page
+        .getByRole('navigation', { name: 'Screens' })
+        .getByRole('link', { name: 'Scripts and triggers' })
+        .click();
+      await expect.poll(() => page.getByRole('heading', { name: 'Scripts', level: 1 }).count()).toBe(1);
+      await page.getByLabel('Script name').fill('greet');
+      await page
+        .getByRole('textbox', { name: 'Source' })
+        .fill('export default (input) => ({ hello: input.params.name, n: input.params.n * 2 });\n');
+      await page.getByRole('button', { name: 'Create script' }).click();
+      await expect.poll(() => page.getByRole('heading', { name: 'Script greet' }).count(), { timeout: 15_000 }).toBe(1);
+      await expect.poll(() => page.locator('dl.facts').innerText()).toMatch(/Version\s+1 \(latest\)/);
 
-    await page.getByLabel('Input (JSON)').fill('{"name": "Ada", "n": 21}');
-    await page.getByRole('button', { name: 'Run script' }).click();
-    const result = page.getByRole('region', { name: 'Result' });
-    await expect.poll(() => result.count(), { timeout: 15_000 }).toBe(1);
-    expect(JSON.parse(await result.getByLabel('Result').innerText())).toEqual({ hello: 'Ada', n: 42 });
-    expect(await result.innerText()).toMatch(/Took \d+(\.\d+)? ms in the service/);
-    expect(await h.axe(page).then(describeViolations)).toEqual([]);
-    await h.screenshot(page, 'script');
+      await page.getByLabel('Input (JSON)').fill('{"name": "Ada", "n": 21}');
+      await page.getByRole('button', { name: 'Run script' }).click();
+      const result = page.getByRole('region', { name: 'Result' });
+      await expect.poll(() => result.count(), { timeout: 15_000 }).toBe(1);
+      expect(JSON.parse(await result.getByLabel('Result').innerText())).toEqual({ hello: 'Ada', n: 42 });
+      expect(await result.innerText()).toMatch(/Took \d+(\.\d+)? ms in the service/);
+      expect(await h.axe(page).then(describeViolations)).toEqual([]);
+      await h.screenshot(page, 'script');
 
-    // A syntax error: refused under the source, and no version 2.
-    await page.getByRole('textbox', { name: 'Source' }).fill('export default () => {{');
-    await page.getByRole('button', { name: 'Push new version' }).click();
-    const source = page.getByRole('textbox', { name: 'Source' });
-    await expect.poll(() => source.getAttribute('aria-invalid'), { timeout: 15_000 }).toBe('true');
-    const errorId = ((await source.getAttribute('aria-describedby')) ?? '').split(' ').pop();
-    expect(await page.locator(`[id="${errorId}"]`).innerText()).toMatch(/does not compile/);
-    expect((await h.svc.api.get('/v1/scripts?name=greet', key)).body.data).toHaveLength(1);
+      // A syntax error: refused under the source, and no version 2.
+      await page.getByRole('textbox', { name: 'Source' }).fill('export default () => {{');
+      await page.getByRole('button', { name: 'Push new version' }).click();
+      const source = page.getByRole('textbox', { name: 'Source' });
+      await expect.poll(() => source.getAttribute('aria-invalid'), { timeout: 15_000 }).toBe('true');
+      const errorId = ((await source.getAttribute('aria-describedby')) ?? '').split(' ').pop();
+      expect(await page.locator(`[id="${errorId}"]`).innerText()).toMatch(/does not compile/);
+      expect((await h.svc.api.get('/v1/scripts?name=greet', key)).body.data).toHaveLength(1);
 
-    await source.fill('export default () => { throw new Error("no thanks"); };\n');
-    await page.getByRole('button', { name: 'Push new version' }).click();
-    await expect
-      .poll(() => page.locator('dl.facts').innerText(), { timeout: 15_000 })
-      .toMatch(/Version\s+2 \(latest\)/);
-    await page.getByRole('button', { name: 'Run script' }).click();
-    const failed = page.getByRole('region', { name: 'The run failed' });
-    await expect.poll(() => failed.count(), { timeout: 15_000 }).toBe(1);
-    expect(await failed.innerText()).toMatch(/The script threw[\s\S]*no thanks[\s\S]*SCRIPT_ERROR/);
-    expect(await h.axe(page).then(describeViolations)).toEqual([]);
-    await h.screenshot(page, 'script-error');
-    // The first version is still there, and still runs.
-    await page.getByLabel('Version to run').selectOption('1');
-    await page.getByRole('button', { name: 'Run script' }).click();
-    await expect.poll(() => page.getByRole('region', { name: 'Result' }).count(), { timeout: 15_000 }).toBe(1);
-    expect(p.elsewhere).toEqual([]);
-    expect(p.problems).toEqual([]);
-  });
+      await source.fill('export default () => { throw new Error("no thanks"); };\n');
+      await page.getByRole('button', { name: 'Push new version' }).click();
+      await expect
+        .poll(() => page.locator('dl.facts').innerText(), { timeout: 15_000 })
+        .toMatch(/Version\s+2 \(latest\)/);
+      await page.getByRole('button', { name: 'Run script' }).click();
+      const failed = page.getByRole('region', { name: 'The run failed' });
+      await expect.poll(() => failed.count(), { timeout: 15_000 }).toBe(1);
+      expect(await failed.innerText()).toMatch(/The script threw[\s\S]*no thanks[\s\S]*SCRIPT_ERROR/);
+      expect(await h.axe(page).then(describeViolations)).toEqual([]);
+      await h.screenshot(page, 'script-error');
+      // The first version is still there, and still runs.
+      await page.getByLabel('Version to run').selectOption('1');
+      await page.getByRole('button', { name: 'Run script' }).click();
+      await expect.poll(() => page.getByRole('region', { name: 'Result' }).count(), { timeout: 15_000 }).toBe(1);
+      expect(p.elsewhere).toEqual([]);
+      expect(p.problems).toEqual([]);
+    },
+  );
 
   it('declares a trigger rule and sees its failure after a record is written', async () => {
     const p = await h.newPage();

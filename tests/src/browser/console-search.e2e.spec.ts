@@ -5,8 +5,8 @@ import { describeViolations, ingestIndexed, startConsole, type ConsoleHarness } 
 
 /**
  * The console's search playground in Chromium: one query in TEXT, SEMANTIC and HYBRID side by side, each with its
- * results, scores, highlighted words and the time it took; narrowing to a record type; filters that are not JSON and the API's refusal of a bad limit at
- * its field; and live results that follow a new document through the change stream.
+ * results, scores, highlighted words and the time it took; narrowing to a record type; filters that are not JSON and
+ * the API's refusal of a bad limit at its field; and live results that follow a new document through the change stream.
  */
 describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: search playground', () => {
   let h: ConsoleHarness;

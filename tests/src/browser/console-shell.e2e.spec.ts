@@ -42,56 +42,62 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: serving and sign-in', 
     expect(new URL(slash.headers.get('location')!, `${h.url}/`).pathname).toBe('/console');
   });
 
-  it('refuses an unknown key next to its field and keeps nothing; a key signs in for this tab only; signing out forgets it', async () => {
-    const p = await h.newPage();
-    const { page } = p;
-    await page.goto(h.url);
-    await expect.poll(() => page.getByRole('heading', { name: 'Sign in to the console' }).count()).toBe(1);
-    expect(await h.axe(page).then(describeViolations)).toEqual([]);
-    await h.screenshot(page, 'sign-in');
+  it(
+    'refuses an unknown key next to its field and keeps nothing; a key signs in for this tab only; signing ' +
+      'out forgets it',
+    async () => {
+      const p = await h.newPage();
+      const { page } = p;
+      await page.goto(h.url);
+      await expect.poll(() => page.getByRole('heading', { name: 'Sign in to the console' }).count()).toBe(1);
+      expect(await h.axe(page).then(describeViolations)).toEqual([]);
+      await h.screenshot(page, 'sign-in');
 
-    await page.getByLabel('Key or token').fill('sk_test_not-a-key-of-anyone');
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    // The API's refusal, under the field it is about, tied to it for assistive technology.
-    const field = page.getByLabel('Key or token');
-    await expect.poll(() => field.getAttribute('aria-invalid')).toBe('true');
-    const describedBy = (await field.getAttribute('aria-describedby')) ?? '';
-    const message = await page.locator(`[id="${describedBy.split(' ').pop()}"]`).innerText();
-    expect(message).toMatch(/unauthori[sz]ed|credential/i);
-    expect(
-      await page.evaluate('JSON.stringify([Object.keys(sessionStorage), Object.keys(localStorage), document.cookie])'),
-    ).toBe('[[],[],""]');
-    expect(await h.axe(page).then(describeViolations)).toEqual([]);
-    await h.screenshot(page, 'sign-in-refused');
+      await page.getByLabel('Key or token').fill('sk_test_not-a-key-of-anyone');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      // The API's refusal, under the field it is about, tied to it for assistive technology.
+      const field = page.getByLabel('Key or token');
+      await expect.poll(() => field.getAttribute('aria-invalid')).toBe('true');
+      const describedBy = (await field.getAttribute('aria-describedby')) ?? '';
+      const message = await page.locator(`[id="${describedBy.split(' ').pop()}"]`).innerText();
+      expect(message).toMatch(/unauthori[sz]ed|credential/i);
+      expect(
+        await page.evaluate(
+          'JSON.stringify([Object.keys(sessionStorage), Object.keys(localStorage), document.cookie])',
+        ),
+      ).toBe('[[],[],""]');
+      expect(await h.axe(page).then(describeViolations)).toEqual([]);
+      await h.screenshot(page, 'sign-in-refused');
 
-    const key = h.svc.bootstrap.tenants.test;
-    await field.fill(key.rootKey);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await expect.poll(() => page.getByRole('navigation', { name: 'Screens' }).count()).toBe(1);
-    // Who is signed in: the tenant and the context the key acts in, as GET /v1/ping answered.
-    await expect.poll(() => page.getByRole('banner').innerText()).toContain(key.tenantId);
-    expect(await page.getByRole('banner').innerText()).toContain(key.contextId);
-    // The key is in this tab's sessionStorage, nowhere else.
-    const stored = (await page.evaluate(
-      'JSON.stringify([Object.values(sessionStorage).join(""), Object.keys(localStorage), document.cookie])',
-    )) as string;
-    const [session, local, cookie] = JSON.parse(stored) as [string, string[], string];
-    expect(session).toContain(key.rootKey);
-    expect(local).toEqual([]);
-    expect(cookie).toBe('');
-    // A reload keeps the tab signed in; another tab (its own session) is not.
-    await page.reload();
-    await expect.poll(() => page.getByRole('navigation', { name: 'Screens' }).count()).toBe(1);
-    const other = await h.newPage();
-    await other.page.goto(h.url);
-    await expect.poll(() => other.page.getByRole('heading', { name: 'Sign in to the console' }).count()).toBe(1);
+      const key = h.svc.bootstrap.tenants.test;
+      await field.fill(key.rootKey);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await expect.poll(() => page.getByRole('navigation', { name: 'Screens' }).count()).toBe(1);
+      // Who is signed in: the tenant and the context the key acts in, as GET /v1/ping answered.
+      await expect.poll(() => page.getByRole('banner').innerText()).toContain(key.tenantId);
+      expect(await page.getByRole('banner').innerText()).toContain(key.contextId);
+      // The key is in this tab's sessionStorage, nowhere else.
+      const stored = (await page.evaluate(
+        'JSON.stringify([Object.values(sessionStorage).join(""), Object.keys(localStorage), document.cookie])',
+      )) as string;
+      const [session, local, cookie] = JSON.parse(stored) as [string, string[], string];
+      expect(session).toContain(key.rootKey);
+      expect(local).toEqual([]);
+      expect(cookie).toBe('');
+      // A reload keeps the tab signed in; another tab (its own session) is not.
+      await page.reload();
+      await expect.poll(() => page.getByRole('navigation', { name: 'Screens' }).count()).toBe(1);
+      const other = await h.newPage();
+      await other.page.goto(h.url);
+      await expect.poll(() => other.page.getByRole('heading', { name: 'Sign in to the console' }).count()).toBe(1);
 
-    await page.getByRole('button', { name: 'Sign out' }).click();
-    await expect.poll(() => page.getByRole('heading', { name: 'Sign in to the console' }).count()).toBe(1);
-    expect(await page.evaluate('sessionStorage.length')).toBe(0);
-    expect(p.elsewhere).toEqual([]);
-    expect(p.problems).toEqual([]);
-  });
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await expect.poll(() => page.getByRole('heading', { name: 'Sign in to the console' }).count()).toBe(1);
+      expect(await page.evaluate('sessionStorage.length')).toBe(0);
+      expect(p.elsewhere).toEqual([]);
+      expect(p.problems).toEqual([]);
+    },
+  );
 
   it('is usable from the keyboard alone: sign in, skip to the content, open a screen', async () => {
     const p = await h.newPage();
@@ -100,7 +106,8 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: serving and sign-in', 
     await page.getByRole('heading', { name: 'Sign in to the console' }).waitFor();
     const focused = () =>
       page.evaluate(
-        '(() => { const e = document.activeElement; return e ? `${e.tagName} ${e.getAttribute("name") ?? ""} ${(e.textContent ?? "").trim()}` : "" })()',
+        '(() => { const e = document.activeElement; return e ? `${e.tagName} ${e.getAttribute("name") ?? ' +
+          '""} ${(e.textContent ?? "").trim()}` : "" })()',
       ) as Promise<string>;
     await page.keyboard.press('Tab');
     expect(await focused()).toBe('INPUT token ');

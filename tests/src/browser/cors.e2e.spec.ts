@@ -12,7 +12,8 @@ import { startService, type TestService } from '../support/service';
 import { openExample, type OriginServer, startOrigin } from './example-page';
 
 describe.skipIf(!!CHROMIUM_SKIP_REASON)(
-  `a page on another origin calls the API with a minted token${CHROMIUM_SKIP_REASON ? ` (skipped: ${CHROMIUM_SKIP_REASON})` : ''}`,
+  `a page on another origin calls the API with a minted ` +
+    `token${CHROMIUM_SKIP_REASON ? ` (skipped: ${CHROMIUM_SKIP_REASON})` : ''}`,
   () => {
     let svc: TestService;
     let browser: Browser;
@@ -98,20 +99,23 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)(
       await page.page.close();
     });
 
-    it('the same page on an origin not listed is blocked by the browser (fetch rejects), and nothing is written', async () => {
-      const before = (await records()).length;
-      const page = await openExample(browser, stranger.origin, { api: svc.url, token, type });
-      const created = await page.create(`Blocked ${word}`, 'This must never be stored.');
-      expect(created.state).toBe('error');
-      expect(created.result.error).toMatch(/TypeError: Failed to fetch/);
-      expect(created.result.status).toBeUndefined();
-      const searched = await page.search(word);
-      expect(searched.state).toBe('error');
-      expect(searched.result.error).toMatch(/TypeError: Failed to fetch/);
-      // Chromium says why: the preflight named no allowed origin.
-      expect(page.consoleErrors.join('\n')).toMatch(/blocked by CORS policy/);
-      expect((await records()).length).toBe(before);
-      await page.page.close();
-    });
+    it(
+      'the same page on an origin not listed is blocked by the browser (fetch rejects), and nothing is ' + 'written',
+      async () => {
+        const before = (await records()).length;
+        const page = await openExample(browser, stranger.origin, { api: svc.url, token, type });
+        const created = await page.create(`Blocked ${word}`, 'This must never be stored.');
+        expect(created.state).toBe('error');
+        expect(created.result.error).toMatch(/TypeError: Failed to fetch/);
+        expect(created.result.status).toBeUndefined();
+        const searched = await page.search(word);
+        expect(searched.state).toBe('error');
+        expect(searched.result.error).toMatch(/TypeError: Failed to fetch/);
+        // Chromium says why: the preflight named no allowed origin.
+        expect(page.consoleErrors.join('\n')).toMatch(/blocked by CORS policy/);
+        expect((await records()).length).toBe(before);
+        await page.page.close();
+      },
+    );
   },
 );

@@ -15,7 +15,9 @@ export interface OriginServer {
   close(): Promise<void>;
 }
 
-/** Serves the example page (read at each request, so it is the file as checked in) at `/` on a loopback port of its own. */
+/**
+ * Serves the example page (read at each request, so it is the file as checked in) at `/` on a loopback port of its own.
+ */
 export async function startOrigin(page = EXAMPLE_PAGE): Promise<OriginServer> {
   const server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
@@ -47,7 +49,10 @@ export interface ExamplePage {
   ask(question: string): Promise<Outcome>;
 }
 
-/** Opens the example at `origin` with its settings in the fragment (the API's base URL, the bearer token, the record type). */
+/**
+ * Opens the example at `origin` with its settings in the fragment (the API's base URL, the bearer token, the record
+ * type).
+ */
 export async function openExample(
   browser: Browser,
   origin: string,

@@ -14,7 +14,8 @@ import { OPERATOR_TOKEN, startService, type TestService } from '../support/servi
 import { openExample, type OriginServer, startOrigin } from './example-page';
 
 describe.skipIf(!!CHROMIUM_SKIP_REASON)(
-  `a page on another origin calls the API with a JWT of the app's identity provider${CHROMIUM_SKIP_REASON ? ` (skipped: ${CHROMIUM_SKIP_REASON})` : ''}`,
+  `a page on another origin calls the API with a JWT of the app's identity ` +
+    `provider${CHROMIUM_SKIP_REASON ? ` (skipped: ${CHROMIUM_SKIP_REASON})` : ''}`,
   () => {
     let svc: TestService;
     let browser: Browser;

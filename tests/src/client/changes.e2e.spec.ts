@@ -274,51 +274,55 @@ describe('changes()', () => {
     }
   });
 
-  it("takes the app's own identity provider's JWTs: a fresh one from the token function for each request and reconnection", async () => {
-    const idp = await LocalIssuer.start();
-    const relay = await new Relay().start(new URL(svc.url));
-    const ctl = new AbortController();
-    try {
-      const kid = await idp.addKey('ES256');
-      const operator = createClient({ baseUrl: svc.url, token: OPERATOR_TOKEN });
-      await unwrap(
-        operator.PUT('/operator/tenants/{tenantId}/jwt-issuers', {
-          params: { path: { tenantId: svc.bootstrap.tenants.test.tenantId } },
-          body: { issuers: [{ issuer: idp.url, audience: 'client-e2e', jwksUrl: idp.jwksUrl }] },
-        }),
-      );
-      const typeName = await newType();
-      const signed: string[] = [];
-      const api = createClient({
-        baseUrl: relay.url,
-        token: async () => (
-          signed.push(
-            await idp.sign(kid, { aud: 'client-e2e', sub: 'user-1', svc_permissions: ['records:r', 'records:c'] }),
+  it(
+    "takes the app's own identity provider's JWTs: a fresh one from the token function for each request and " +
+      'reconnection',
+    async () => {
+      const idp = await LocalIssuer.start();
+      const relay = await new Relay().start(new URL(svc.url));
+      const ctl = new AbortController();
+      try {
+        const kid = await idp.addKey('ES256');
+        const operator = createClient({ baseUrl: svc.url, token: OPERATOR_TOKEN });
+        await unwrap(
+          operator.PUT('/operator/tenants/{tenantId}/jwt-issuers', {
+            params: { path: { tenantId: svc.bootstrap.tenants.test.tenantId } },
+            body: { issuers: [{ issuer: idp.url, audience: 'client-e2e', jwksUrl: idp.jwksUrl }] },
+          }),
+        );
+        const typeName = await newType();
+        const signed: string[] = [];
+        const api = createClient({
+          baseUrl: relay.url,
+          token: async () => (
+            signed.push(
+              await idp.sign(kid, { aud: 'client-e2e', sub: 'user-1', svc_permissions: ['records:r', 'records:c'] }),
+            ),
+            signed[signed.length - 1]
           ),
-          signed[signed.length - 1]
-        ),
-      });
-      const it = api
-        .changes({ types: [typeName], startFrom: 0, retryMs: 50, signal: ctl.signal })
-        [Symbol.asyncIterator]();
-      // Written with the JWT: the record is the JWT's user's, and the user's stream shows it.
-      const a = await unwrap(api.POST('/v1/records', { body: { typeName, payload: { n: 1 } } }));
-      expect(a.userId).toBe('user-1');
-      const seen = await take(it, (s) => created(s).includes(a.id));
-      const before = signed.length;
-      relay.cut();
-      const b = await unwrap(api.POST('/v1/records', { body: { typeName, payload: { n: 2 } } }));
-      await take(it, (s) => created(s).includes(b.id), 30_000, seen);
-      expect(created(seen)).toEqual([a.id, b.id]);
-      // The write and the reconnection each asked for a token.
-      expect(signed.length).toBeGreaterThanOrEqual(before + 2);
-      await it.return?.(undefined);
-    } finally {
-      ctl.abort();
-      await relay.stop();
-      await idp.close();
-    }
-  });
+        });
+        const it = api
+          .changes({ types: [typeName], startFrom: 0, retryMs: 50, signal: ctl.signal })
+          [Symbol.asyncIterator]();
+        // Written with the JWT: the record is the JWT's user's, and the user's stream shows it.
+        const a = await unwrap(api.POST('/v1/records', { body: { typeName, payload: { n: 1 } } }));
+        expect(a.userId).toBe('user-1');
+        const seen = await take(it, (s) => created(s).includes(a.id));
+        const before = signed.length;
+        relay.cut();
+        const b = await unwrap(api.POST('/v1/records', { body: { typeName, payload: { n: 2 } } }));
+        await take(it, (s) => created(s).includes(b.id), 30_000, seen);
+        expect(created(seen)).toEqual([a.id, b.id]);
+        // The write and the reconnection each asked for a token.
+        expect(signed.length).toBeGreaterThanOrEqual(before + 2);
+        await it.return?.(undefined);
+      } finally {
+        ctl.abort();
+        await relay.stop();
+        await idp.close();
+      }
+    },
+  );
 
   it('throws a refusal (401, 400) as an ApiError without retrying it', async () => {
     const rec = recordingFetch();

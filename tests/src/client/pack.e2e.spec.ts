@@ -88,17 +88,30 @@ describe('the packed client', () => {
     writeFileSync(
       join(project, 'app.mjs'),
       `import { ApiError, createClient, result, unwrap } from '@svc/client';
-import { verifySignature } from '@svc/client/node';
-const api = createClient({ baseUrl: process.env.SVC_URL, token: () => process.env.SVC_KEY });
+import { verifySignature } ` +
+        `from '@svc/client/node';
+const api = createClient({ baseUrl: process.env.SVC_URL, token: () => ` +
+        `process.env.SVC_KEY });
 const typeName = 'Packed_' + Date.now();
-await unwrap(api.POST('/v1/schemas', { body: { typeName, displayName: 'Packed', allowedSurfaces: ['record'], fields: [{ fieldId: 'title', fieldType: 'string', required: true }] } }));
-const created = await unwrap(api.POST('/v1/records', { body: { typeName, payload: { title: 'from the tarball' } } }));
-const read = await unwrap(api.GET('/v1/records/{id}', { params: { path: { id: created.id } } }));
-const missing = await result(api.GET('/v1/records/{id}', { params: { path: { id: '00000000-0000-4000-8000-000000000000' } } }));
+await ` +
+        `unwrap(api.POST('/v1/schemas', { body: { typeName, displayName: 'Packed', allowedSurfaces: ` +
+        `['record'], fields: [{ fieldId: 'title', fieldType: 'string', required: true }] } }));
+const ` +
+        `created = await unwrap(api.POST('/v1/records', { body: { typeName, payload: { title: 'from the ` +
+        `tarball' } } }));
+const read = await unwrap(api.GET('/v1/records/{id}', { params: { path: { id: ` +
+        `created.id } } }));
+const missing = await result(api.GET('/v1/records/{id}', { params: { path: { ` +
+        `id: '00000000-0000-4000-8000-000000000000' } } }));
 const secret = 'ab'.repeat(32);
-const body = '{"id":"dlv_1"}';
-const headers = { 'x-service-timestamp': process.env.TS, 'x-service-signature': process.env.SIGNATURE };
-console.log(JSON.stringify({ created, read, missing: { isApiError: !missing.ok && missing.error instanceof ApiError, status: missing.error?.status, errorCode: missing.error?.errorCode }, signed: verifySignature(body, headers, secret), forged: verifySignature(body + ' ', headers, secret) }));
+const body = ` +
+        `'{"id":"dlv_1"}';
+const headers = { 'x-service-timestamp': process.env.TS, 'x-service-signature': ` +
+        `process.env.SIGNATURE };
+console.log(JSON.stringify({ created, read, missing: { isApiError: ` +
+        `!missing.ok && missing.error instanceof ApiError, status: missing.error?.status, errorCode: ` +
+        `missing.error?.errorCode }, signed: verifySignature(body, headers, secret), forged: ` +
+        `verifySignature(body + ' ', headers, secret) }));
 `,
     );
     const ts = Math.floor(Date.now() / 1000);
@@ -122,11 +135,13 @@ console.log(JSON.stringify({ created, read, missing: { isApiError: !missing.ok &
     expect(stored.body.payload).toEqual({ title: 'from the tarball' });
   });
 
-  it('type-checks under nodenext (and a misuse fails), and its main entry under a browser lib without Node types', async () => {
-    const tsc = join(ROOT, 'node_modules/.bin/tsc');
-    writeFileSync(
-      join(project, 'app.ts'),
-      `import { createClient, unwrap, type ChangeEvent } from '@svc/client';
+  it(
+    'type-checks under nodenext (and a misuse fails), and its main entry under a browser lib without Node ' + 'types',
+    async () => {
+      const tsc = join(ROOT, 'node_modules/.bin/tsc');
+      writeFileSync(
+        join(project, 'app.ts'),
+        `import { createClient, unwrap, type ChangeEvent } from '@svc/client';
 import { verifySignature } from '@svc/client/node';
 const api = createClient({ baseUrl: 'http://127.0.0.1:8080', token: async () => 'a-jwt' });
 export async function main(): Promise<string> {
@@ -140,60 +155,62 @@ export async function main(): Promise<string> {
 }
 export type Seen = ChangeEvent['position'];
 `,
-    );
-    writeFileSync(
-      join(project, 'misuse.ts'),
-      `import { createClient, unwrap } from '@svc/client';
+      );
+      writeFileSync(
+        join(project, 'misuse.ts'),
+        `import { createClient, unwrap } from '@svc/client';
 const api = createClient({ baseUrl: 'http://127.0.0.1:8080' });
 export const a = unwrap(api.GET('/v1/recordz/{id}', { params: { path: { id: 'x' } } }));
 export const b = api.changes({ entities: ['tickets'] });
 `,
-    );
-    writeFileSync(
-      join(project, 'browser.ts'),
-      `import { createClient, collectAnswer } from '@svc/client';
+      );
+      writeFileSync(
+        join(project, 'browser.ts'),
+        `import { createClient, collectAnswer } from '@svc/client';
 const api = createClient({ baseUrl: location.origin, token: () => sessionStorage.getItem('token') ?? undefined });
 export const answer = collectAnswer(api.rag({ query: 'hello' }));
 export const changes = api.changes({ signal: new AbortController().signal });
 `,
-    );
-    const tsconfig = (name: string, options: Record<string, unknown>, files: string[]) =>
-      writeFileSync(
-        join(project, name),
-        JSON.stringify({
-          compilerOptions: { target: 'es2022', strict: true, noEmit: true, skipLibCheck: false, ...options },
-          files,
-        }),
       );
-    const tscFails = (config: string) =>
-      run(process.execPath, [tsc, '-p', config], { cwd: project }).then(
-        () => '',
-        (e: { stdout: string }) => e.stdout || 'failed',
-      );
-    // A Node project (Node's types from the repository's @types/node).
-    const nodenext = {
-      module: 'nodenext',
-      moduleResolution: 'nodenext',
-      typeRoots: [join(ROOT, 'node_modules/@types')],
-      types: ['node'],
-      skipLibCheck: true,
-    };
-    tsconfig('tsconfig.node.json', nodenext, ['app.ts']);
-    tsconfig('tsconfig.misuse.json', nodenext, ['misuse.ts']);
-    const [ok, misuse] = await Promise.all([tscFails('tsconfig.node.json'), tscFails('tsconfig.misuse.json')]);
-    expect(ok).toBe('');
-    expect(misuse).toMatch(/misuse\.ts\(3,.*\/v1\/recordz/);
-    expect(misuse).toMatch(/misuse\.ts\(4,.*tickets/);
+      const tsconfig = (name: string, options: Record<string, unknown>, files: string[]) =>
+        writeFileSync(
+          join(project, name),
+          JSON.stringify({
+            compilerOptions: { target: 'es2022', strict: true, noEmit: true, skipLibCheck: false, ...options },
+            files,
+          }),
+        );
+      const tscFails = (config: string) =>
+        run(process.execPath, [tsc, '-p', config], { cwd: project }).then(
+          () => '',
+          (e: { stdout: string }) => e.stdout || 'failed',
+        );
+      // A Node project (Node's types from the repository's @types/node).
+      const nodenext = {
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        typeRoots: [join(ROOT, 'node_modules/@types')],
+        types: ['node'],
+        skipLibCheck: true,
+      };
+      tsconfig('tsconfig.node.json', nodenext, ['app.ts']);
+      tsconfig('tsconfig.misuse.json', nodenext, ['misuse.ts']);
+      const [ok, misuse] = await Promise.all([tscFails('tsconfig.node.json'), tscFails('tsconfig.misuse.json')]);
+      expect(ok).toBe('');
+      expect(misuse).toMatch(/misuse\.ts\(3,.*\/v1\/recordz/);
+      expect(misuse).toMatch(/misuse\.ts\(4,.*tickets/);
 
-    // A browser project: the DOM's types and none of Node's, bundler resolution; the package's declarations are
-    // checked too (skipLibCheck false), so one naming a Node type (Buffer, NodeJS.*) fails here.
-    tsconfig(
-      'tsconfig.browser.json',
-      { module: 'esnext', moduleResolution: 'bundler', lib: ['es2023', 'dom', 'dom.iterable'], types: [] },
-      ['browser.ts'],
-    );
-    expect(await tscFails('tsconfig.browser.json')).toBe('');
-  }, 120_000);
+      // A browser project: the DOM's types and none of Node's, bundler resolution; the package's declarations are
+      // checked too (skipLibCheck false), so one naming a Node type (Buffer, NodeJS.*) fails here.
+      tsconfig(
+        'tsconfig.browser.json',
+        { module: 'esnext', moduleResolution: 'bundler', lib: ['es2023', 'dom', 'dom.iterable'], types: [] },
+        ['browser.ts'],
+      );
+      expect(await tscFails('tsconfig.browser.json')).toBe('');
+    },
+    120_000,
+  );
 
   it('bundles for the browser with esbuild without any Node built-in; the /node entry does not', async () => {
     writeFileSync(
@@ -251,18 +268,28 @@ export async function* follow(signal) { yield* api.changes({ signal }); }
       writeFileSync(
         join(project, 'page.js'),
         `import { ApiError, createClient, result, unwrap } from '@svc/client';
-window.runClient = async (baseUrl, token, typeName) => {
+window.runClient = async ` +
+          `(baseUrl, token, typeName) => {
   const api = createClient({ baseUrl, token: () => token });
-  const stop = new AbortController();
-  const changes = api.changes({ types: [typeName], startFrom: 0, signal: stop.signal })[Symbol.asyncIterator]();
+  ` +
+          `const stop = new AbortController();
+  const changes = api.changes({ types: [typeName], startFrom: ` +
+          `0, signal: stop.signal })[Symbol.asyncIterator]();
   const first = changes.next();
-  const created = await unwrap(api.POST('/v1/records', { body: { typeName, payload: { title: 'from a page' } } }));
-  const read = await unwrap(api.GET('/v1/records/{id}', { params: { path: { id: created.id } } }));
+  const ` +
+          `created = await unwrap(api.POST('/v1/records', { body: { typeName, payload: { title: 'from a ` +
+          `page' } } }));
+  const read = await unwrap(api.GET('/v1/records/{id}', { params: { path: { id: ` +
+          `created.id } } }));
   const change = (await first).value;
   stop.abort();
-  const ended = await changes.next();
-  const missing = await result(api.GET('/v1/records/{id}', { params: { path: { id: '00000000-0000-4000-8000-000000000000' } } }));
-  return { created, read, change, ended: ended.done, missing: { isApiError: !missing.ok && missing.error instanceof ApiError, status: missing.response.status, requestId: missing.ok ? null : missing.error.requestId } };
+  const ended = await ` +
+          `changes.next();
+  const missing = await result(api.GET('/v1/records/{id}', { params: { path: { ` +
+          `id: '00000000-0000-4000-8000-000000000000' } } }));
+  return { created, read, change, ended: ` +
+          `ended.done, missing: { isApiError: !missing.ok && missing.error instanceof ApiError, status: ` +
+          `missing.response.status, requestId: missing.ok ? null : missing.error.requestId } };
 };
 `,
       );

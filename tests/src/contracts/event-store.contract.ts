@@ -106,20 +106,25 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore 
       expect(await store.readStream(s)).toHaveLength(2);
     });
 
-    it('in one group commit, a no_stream append to a stream that exists fails alone with WrongExpectedRevisionError', async () => {
-      const taken = stream();
-      await store.append(taken, [ev('First')], 'no_stream');
-      const fresh = Array.from({ length: 20 }, () => stream());
-      const results = await Promise.allSettled([
-        ...fresh.slice(0, 10).map((s) => store.append(s, [ev('New')], 'no_stream')),
-        store.append(taken, [ev('Again')], 'no_stream'),
-        ...fresh.slice(10).map((s) => store.append(s, [ev('New')], 'no_stream')),
-      ]);
-      expect(results[10].status === 'rejected' && results[10].reason).toBeInstanceOf(WrongExpectedRevisionError);
-      expect(results.filter((r, i) => i !== 10 && r.status === 'rejected')).toEqual([]);
-      expect((await store.readStream(taken)).map((e) => e.type)).toEqual(['First']);
-      for (const s of fresh) expect((await store.readStream(s)).map((e) => [e.type, e.revision])).toEqual([['New', 0]]);
-    });
+    it(
+      'in one group commit, a no_stream append to a stream that exists fails alone with ' +
+        'WrongExpectedRevisionError',
+      async () => {
+        const taken = stream();
+        await store.append(taken, [ev('First')], 'no_stream');
+        const fresh = Array.from({ length: 20 }, () => stream());
+        const results = await Promise.allSettled([
+          ...fresh.slice(0, 10).map((s) => store.append(s, [ev('New')], 'no_stream')),
+          store.append(taken, [ev('Again')], 'no_stream'),
+          ...fresh.slice(10).map((s) => store.append(s, [ev('New')], 'no_stream')),
+        ]);
+        expect(results[10].status === 'rejected' && results[10].reason).toBeInstanceOf(WrongExpectedRevisionError);
+        expect(results.filter((r, i) => i !== 10 && r.status === 'rejected')).toEqual([]);
+        expect((await store.readStream(taken)).map((e) => e.type)).toEqual(['First']);
+        for (const s of fresh)
+          expect((await store.readStream(s)).map((e) => [e.type, e.revision])).toEqual([['New', 0]]);
+      },
+    );
 
     it('appends to several streams atomically', async () => {
       const a = stream();
@@ -188,38 +193,41 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore 
       expect(seen).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     });
 
-    it("readTenantEvents (the adapter's readTenant, or readAll filtered) pages one tenant's events in log order", async () => {
-      const [t1, t2] = [`t-${randomUUID()}`, `t-${randomUUID()}`];
-      const tev = (tenantId: string, i: number): NewEvent => ({
-        ...ev('T', { i }),
-        metadata: { ...ev('T').metadata, tenantId },
-      });
-      const before = await store.headPosition();
-      for (let i = 0; i < 7; i++)
-        await store.append(stream(), [tev(i % 3 === 0 ? t2 : t1, i), tev(t2, 100 + i)], 'no_stream');
-      const expected = (await store.readAll(before, 1000))
-        .filter((e) => e.metadata.tenantId === t1)
-        .map((e) => e.position);
-      expect(expected).toHaveLength(4);
-      const collect = async (s: EventStore, until?: number) => {
-        const got: number[] = [];
-        for (let after = before, n = 0; n < 100; n++) {
-          const page = await readTenantEvents(s, t1, after, 2, until);
-          expect(page.events.length).toBeLessThanOrEqual(2);
-          got.push(...page.events.map((e) => e.position));
-          after = page.next;
-          if (page.done) break;
-        }
-        return got;
-      };
-      // Without readTenant (the generic fallback over readAll), then with the adapter's own where it has one.
-      const generic = Object.create(store, { readTenant: { value: undefined } }) as EventStore;
-      expect(await collect(generic)).toEqual(expected);
-      expect(await collect(store)).toEqual(expected);
-      expect(await collect(store, expected[2])).toEqual(expected.slice(0, 3));
-      expect(await collect(generic, expected[2])).toEqual(expected.slice(0, 3));
-      if (store.readTenant)
-        expect((await store.readTenant(t1, expected[0], 10)).map((e) => e.position)).toEqual(expected.slice(1));
-    });
+    it(
+      "readTenantEvents (the adapter's readTenant, or readAll filtered) pages one tenant's events in log " + 'order',
+      async () => {
+        const [t1, t2] = [`t-${randomUUID()}`, `t-${randomUUID()}`];
+        const tev = (tenantId: string, i: number): NewEvent => ({
+          ...ev('T', { i }),
+          metadata: { ...ev('T').metadata, tenantId },
+        });
+        const before = await store.headPosition();
+        for (let i = 0; i < 7; i++)
+          await store.append(stream(), [tev(i % 3 === 0 ? t2 : t1, i), tev(t2, 100 + i)], 'no_stream');
+        const expected = (await store.readAll(before, 1000))
+          .filter((e) => e.metadata.tenantId === t1)
+          .map((e) => e.position);
+        expect(expected).toHaveLength(4);
+        const collect = async (s: EventStore, until?: number) => {
+          const got: number[] = [];
+          for (let after = before, n = 0; n < 100; n++) {
+            const page = await readTenantEvents(s, t1, after, 2, until);
+            expect(page.events.length).toBeLessThanOrEqual(2);
+            got.push(...page.events.map((e) => e.position));
+            after = page.next;
+            if (page.done) break;
+          }
+          return got;
+        };
+        // Without readTenant (the generic fallback over readAll), then with the adapter's own where it has one.
+        const generic = Object.create(store, { readTenant: { value: undefined } }) as EventStore;
+        expect(await collect(generic)).toEqual(expected);
+        expect(await collect(store)).toEqual(expected);
+        expect(await collect(store, expected[2])).toEqual(expected.slice(0, 3));
+        expect(await collect(generic, expected[2])).toEqual(expected.slice(0, 3));
+        if (store.readTenant)
+          expect((await store.readTenant(t1, expected[0], 10)).map((e) => e.position)).toEqual(expected.slice(1));
+      },
+    );
   });
 }

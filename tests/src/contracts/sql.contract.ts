@@ -12,7 +12,8 @@ export function sqlContract(name: string, open: () => Promise<Sql & { dispose: (
     beforeAll(async () => {
       sql = await open();
       await sql.exec(
-        `DROP TABLE IF EXISTS sc_items; CREATE TABLE sc_items (id text PRIMARY KEY, n bigint, at timestamptz, doc jsonb, tags text[], tsv tsvector)`,
+        `DROP TABLE IF EXISTS sc_items; CREATE TABLE sc_items (id text PRIMARY KEY, n bigint, at ` +
+          `timestamptz, doc jsonb, tags text[], tsv tsvector)`,
       );
     });
     afterAll(async () => sql?.dispose());
@@ -43,30 +44,35 @@ export function sqlContract(name: string, open: () => Promise<Sql & { dispose: (
       expect(rows[0].tsv).toBe("'dog':2 'run':1");
     });
 
-    it('parameters of every shape the service sends arrive intact: arrays with quotes, commas, braces, backslashes and nulls, objects as JSON, booleans, unicode, empty arrays', async () => {
-      const texts = ['plain', 'a "quoted", {braced} \\ back\\slash', null, 'ünïcödé ✓ 𝄞', '', 'NULL'];
-      const { rows } = await sql.query<{ t: string | null; n: number; b: boolean; j: unknown }>(
-        `SELECT t, n::int AS n, b, j FROM unnest($1::text[], $2::bigint[], $3::boolean[], $4::jsonb[]) WITH ORDINALITY AS x(t, n, b, j, i) ORDER BY i`,
-        [
-          texts,
-          [1, 2, 3, 4, 5, 6],
-          [true, false, true, false, true, false],
-          texts.map((t, i) => JSON.stringify({ i, t, nested: [t] })),
-        ],
-      );
-      expect(rows.map((r) => r.t)).toEqual(texts);
-      expect(rows.map((r) => r.n)).toEqual([1, 2, 3, 4, 5, 6]);
-      expect(rows.map((r) => r.b)).toEqual([true, false, true, false, true, false]);
-      expect(rows.map((r) => r.j)).toEqual(texts.map((t, i) => ({ i, t, nested: [t] })));
-      const obj = await sql.query<{ doc: unknown; flag: boolean; none: string[] }>(
-        `SELECT $1::jsonb AS doc, $2::boolean AS flag, $3::text[] AS none`,
-        [{ a: [1, 'two', null], b: { c: 'é' } }, false, []],
-      );
-      expect(obj.rows).toEqual([{ doc: { a: [1, 'two', null], b: { c: 'é' } }, flag: false, none: [] }]);
-      const nul = await sql.query(`SELECT $1::text AS t`, ['before\u0000after']).catch((x) => x);
-      expect(nul).toBeInstanceOf(Error);
-      expect((await sql.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
-    });
+    it(
+      'parameters of every shape the service sends arrive intact: arrays with quotes, commas, braces, ' +
+        'backslashes and nulls, objects as JSON, booleans, unicode, empty arrays',
+      async () => {
+        const texts = ['plain', 'a "quoted", {braced} \\ back\\slash', null, 'ünïcödé ✓ 𝄞', '', 'NULL'];
+        const { rows } = await sql.query<{ t: string | null; n: number; b: boolean; j: unknown }>(
+          `SELECT t, n::int AS n, b, j FROM unnest($1::text[], $2::bigint[], $3::boolean[], $4::jsonb[]) ` +
+            `WITH ORDINALITY AS x(t, n, b, j, i) ORDER BY i`,
+          [
+            texts,
+            [1, 2, 3, 4, 5, 6],
+            [true, false, true, false, true, false],
+            texts.map((t, i) => JSON.stringify({ i, t, nested: [t] })),
+          ],
+        );
+        expect(rows.map((r) => r.t)).toEqual(texts);
+        expect(rows.map((r) => r.n)).toEqual([1, 2, 3, 4, 5, 6]);
+        expect(rows.map((r) => r.b)).toEqual([true, false, true, false, true, false]);
+        expect(rows.map((r) => r.j)).toEqual(texts.map((t, i) => ({ i, t, nested: [t] })));
+        const obj = await sql.query<{ doc: unknown; flag: boolean; none: string[] }>(
+          `SELECT $1::jsonb AS doc, $2::boolean AS flag, $3::text[] AS none`,
+          [{ a: [1, 'two', null], b: { c: 'é' } }, false, []],
+        );
+        expect(obj.rows).toEqual([{ doc: { a: [1, 'two', null], b: { c: 'é' } }, flag: false, none: [] }]);
+        const nul = await sql.query(`SELECT $1::text AS t`, ['before\u0000after']).catch((x) => x);
+        expect(nul).toBeInstanceOf(Error);
+        expect((await sql.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+      },
+    );
 
     it('a database error keeps its SQLSTATE code and message; the connection stays usable', async () => {
       await sql.query(`INSERT INTO sc_items (id) VALUES ('dup')`);
@@ -119,22 +125,26 @@ export function sqlContract(name: string, open: () => Promise<Sql & { dispose: (
       ).toEqual(['outside']);
     });
 
-    it('a batch runs its statements in order in one transaction: their rows come back in order; one failing takes all back', async () => {
-      const rows = await sqlBatch(sql, [
-        { text: `INSERT INTO sc_items (id, n) VALUES ('b1', 1), ('b2', 2)` },
-        { text: `UPDATE sc_items SET n = n * 10 WHERE id = ANY($1::text[]) RETURNING id, n`, params: [['b1', 'b2']] },
-        { text: `SELECT count(*)::int AS c FROM sc_items WHERE id LIKE 'b%'` },
-      ]);
-      expect(rows[1].map((r) => Number((r as { n: number }).n)).sort()).toEqual([10, 20]);
-      expect(rows[2]).toEqual([{ c: 2 }]);
-      const e = await sqlBatch(sql, [
-        { text: `INSERT INTO sc_items (id) VALUES ('b3')` },
-        { text: `INSERT INTO sc_items (id) VALUES ('b1')` },
-      ]).catch((x) => x);
-      expect(e.code).toBe('23505');
-      expect((await sql.query(`SELECT id FROM sc_items WHERE id = 'b3'`)).rows).toEqual([]);
-      expect(await sqlBatch(sql, [])).toEqual([]);
-    });
+    it(
+      'a batch runs its statements in order in one transaction: their rows come back in order; one failing ' +
+        'takes all back',
+      async () => {
+        const rows = await sqlBatch(sql, [
+          { text: `INSERT INTO sc_items (id, n) VALUES ('b1', 1), ('b2', 2)` },
+          { text: `UPDATE sc_items SET n = n * 10 WHERE id = ANY($1::text[]) RETURNING id, n`, params: [['b1', 'b2']] },
+          { text: `SELECT count(*)::int AS c FROM sc_items WHERE id LIKE 'b%'` },
+        ]);
+        expect(rows[1].map((r) => Number((r as { n: number }).n)).sort()).toEqual([10, 20]);
+        expect(rows[2]).toEqual([{ c: 2 }]);
+        const e = await sqlBatch(sql, [
+          { text: `INSERT INTO sc_items (id) VALUES ('b3')` },
+          { text: `INSERT INTO sc_items (id) VALUES ('b1')` },
+        ]).catch((x) => x);
+        expect(e.code).toBe('23505');
+        expect((await sql.query(`SELECT id FROM sc_items WHERE id = 'b3'`)).rows).toEqual([]);
+        expect(await sqlBatch(sql, [])).toEqual([]);
+      },
+    );
 
     it('NOTIFY reaches a listener after the commit', async () => {
       const heard: string[] = [];

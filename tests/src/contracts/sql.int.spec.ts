@@ -16,7 +16,8 @@ else sqlContract('PostgreSQL server', open('postgres'));
 
 describe.skipIf(process.platform !== 'linux')('the embedded search database thread and the scheduler', () => {
   it('opens its database at the service priority and runs at its niceness (SEARCH_DB_NICE) once open', async () => {
-    // Opened at niceness 5 on a busy machine, the database held the service's start up; it lowers its priority once open.
+    // Opened at niceness 5 on a busy machine, the database held the service's start up; it lowers its priority once
+    // open.
     const tasks = () =>
       new Map(
         readdirSync('/proc/self/task').map((t) => {

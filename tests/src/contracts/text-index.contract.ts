@@ -241,24 +241,28 @@ export function textIndexContract(name: string, open: () => Promise<TextIndex & 
       expect(r.keys.sort()).toEqual(['doc', 'many', 'volcano']);
     });
 
-    it('replaceItems writes a batch as replaceItem would each: new items findable, changed ones lose their old text, emptied ones leave', async () => {
-      expect(ix.replaceItems).toBeDefined();
-      await ix.replaceItem(item('b-old', 'Quokkas smile at marsupial tourists.'));
-      await ix.replaceItem(item('b-gone', 'Axolotl regrowth of lost limbs.'));
-      expect((await search('quokkas')).keys).toEqual(['b-old']);
-      await ix.replaceItems!([
-        item('b-old', 'Numbats eat termites in the woodland.'),
-        item('b-new', 'Quolls hunt at night while numbats sleep.'),
-        { ...item('b-gone', ''), passages: [] },
-      ]);
-      expect((await search('quokkas')).keys).toEqual([]);
-      expect((await search('numbats')).keys.sort()).toEqual(['b-new', 'b-old']);
-      expect((await search('axolotl')).keys).toEqual([]);
-      // The term statistics count each passage once: a rare term of one passage outranks one of two.
-      const r = await search('quolls numbats');
-      expect(r.keys[0]).toBe('b-new');
-      for (const k of ['b-old', 'b-new']) await ix.deleteItem(ids[k]);
-    });
+    it(
+      'replaceItems writes a batch as replaceItem would each: new items findable, changed ones lose their ' +
+        'old text, emptied ones leave',
+      async () => {
+        expect(ix.replaceItems).toBeDefined();
+        await ix.replaceItem(item('b-old', 'Quokkas smile at marsupial tourists.'));
+        await ix.replaceItem(item('b-gone', 'Axolotl regrowth of lost limbs.'));
+        expect((await search('quokkas')).keys).toEqual(['b-old']);
+        await ix.replaceItems!([
+          item('b-old', 'Numbats eat termites in the woodland.'),
+          item('b-new', 'Quolls hunt at night while numbats sleep.'),
+          { ...item('b-gone', ''), passages: [] },
+        ]);
+        expect((await search('quokkas')).keys).toEqual([]);
+        expect((await search('numbats')).keys.sort()).toEqual(['b-new', 'b-old']);
+        expect((await search('axolotl')).keys).toEqual([]);
+        // The term statistics count each passage once: a rare term of one passage outranks one of two.
+        const r = await search('quolls numbats');
+        expect(r.keys[0]).toBe('b-new');
+        for (const k of ['b-old', 'b-new']) await ix.deleteItem(ids[k]);
+      },
+    );
 
     it('updateItemMeta changes filters and attributes without touching the passages', async () => {
       const it = item('meta', 'Ptarmigan feathers turn white in winter.', {

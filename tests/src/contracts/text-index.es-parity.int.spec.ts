@@ -102,7 +102,9 @@ else
           }
       const meanOverlap = overlap.reduce((x, y) => x + y, 0) / overlap.length;
       console.log(
-        `Elasticsearch vs PostgreSQL FTS: ${compared - mismatches.length}/${compared} searches (${nonEmpty} non-empty) match the same passages; top hit agrees in ${topAgree}/${ranked}; top-10 overlap ${meanOverlap.toFixed(3)}`,
+        `Elasticsearch vs PostgreSQL FTS: ${compared - mismatches.length}/${compared} searches ` +
+          `(${nonEmpty} non-empty) match the same passages; top hit agrees in ${topAgree}/${ranked}; top-10 ` +
+          `overlap ${meanOverlap.toFixed(3)}`,
       );
       expect(mismatches).toEqual([]);
       expect(nonEmpty).toBeGreaterThan(compared / 3);

@@ -15,7 +15,11 @@ const dropIndex = (index: string) =>
   );
 
 if (!url)
-  describe.skip('text index contract: Elasticsearch (ELASTICSEARCH_URL not set; start one with deploy/engines/elasticsearch.sh)', () => {});
+  describe.skip(
+    'text index contract: Elasticsearch (ELASTICSEARCH_URL not set; start one with ' +
+      'deploy/engines/elasticsearch.sh)',
+    () => {},
+  );
 else {
   textIndexContract('Elasticsearch', async () => {
     const index = `test-passages-${randomUUID()}`;
@@ -73,7 +77,8 @@ else {
     it('stems with the Snowball English stemmer and drops PostgreSQL English stop words', async () => {
       expect(
         ['snowball', 'svc_english_stem'],
-        'no English stemmer on this server: run deploy/engines/elasticsearch.sh (it adds the svc-english-stem plugin) or a distribution with analysis-common',
+        'no English stemmer on this server: run deploy/engines/elasticsearch.sh (it adds the ' +
+          'svc-english-stem plugin) or a distribution with analysis-common',
       ).toContain(ix.stemmer);
       // volcanoes → volcano; erupted, erupting, eruption → erupt: AND holds only because both words stem
       expect(await ids('volcano eruption', 'AND')).toEqual(['erupt']);
@@ -108,15 +113,19 @@ else {
       expect(r.hits[0].contextText).toBe(r.hits[0].chunkText);
     });
 
-    it('ranges never match an array attribute; equality matches any element; keys a filter cannot name are not stored', async () => {
-      expect(await ids('ptarmigan', 'OR', { scores: { $gte: 1 } })).toEqual(['scalar']);
-      expect(await ids('ptarmigan', 'OR', { scores: 9 })).toEqual(['arrays']);
-      expect(await ids('ptarmigan', 'OR', { scores: { $in: [3, 5] } })).toEqual(['arrays', 'scalar']);
-      expect(await ids('ptarmigan', 'OR', { name: { $gt: 'n' } })).toEqual(['arrays']);
-      expect(await ids('ptarmigan', 'OR', { scores: { $ne: 9 } })).toEqual(['scalar']);
-      const m = await (await fetch(`${base}/${index}/_mapping`)).json();
-      expect(JSON.stringify(m)).not.toMatch(/dotted|bad key/);
-    });
+    it(
+      'ranges never match an array attribute; equality matches any element; keys a filter cannot name are ' +
+        'not stored',
+      async () => {
+        expect(await ids('ptarmigan', 'OR', { scores: { $gte: 1 } })).toEqual(['scalar']);
+        expect(await ids('ptarmigan', 'OR', { scores: 9 })).toEqual(['arrays']);
+        expect(await ids('ptarmigan', 'OR', { scores: { $in: [3, 5] } })).toEqual(['arrays', 'scalar']);
+        expect(await ids('ptarmigan', 'OR', { name: { $gt: 'n' } })).toEqual(['arrays']);
+        expect(await ids('ptarmigan', 'OR', { scores: { $ne: 9 } })).toEqual(['scalar']);
+        const m = await (await fetch(`${base}/${index}/_mapping`)).json();
+        expect(JSON.stringify(m)).not.toMatch(/dotted|bad key/);
+      },
+    );
 
     it('an item of more than one bulk request of passages is written, shrunk and deleted whole', async () => {
       const many = Array.from({ length: 1_250 }, (_, i) => `Passage ${i} about quokka number ${i}.`);

@@ -101,29 +101,34 @@ describe('in-memory text index parity with the SQL path', () => {
     expect(await compare('loaded + appended')).toBeGreaterThan(1000);
   }, 120_000);
 
-  it('a query of the longest size the API takes (4,000 characters, hundreds of words): the same hits pruned and exhaustive, and as SQL', async () => {
-    const words = [...new Set(ps.flatMap((x) => x.text.split(/\W+/)).filter((w) => w.length > 2))];
-    let query = '';
-    for (const w of words) if (query.length + w.length + 1 <= 4000) query += (query ? ' ' : '') + w;
-    expect(query.split(' ').length).toBeGreaterThan(200);
-    for (const f of filters) {
-      const s: TextSearch = {
-        filter: { tenantId: T, contextId: C, clauses: [], ...f },
-        query,
-        textMode: 'OR',
-        slop: 0,
-        limit: 25,
-      };
-      const [sqlHits, exact, prunedHits] = [
-        await pg.search(s),
-        await mem.search(s),
-        await mem.search({ ...s, trackTotal: false }),
-      ];
-      expect(prunedHits.hits, JSON.stringify(f)).toEqual(exact.hits);
-      expect(exact.total).toBe(sqlHits.total);
-      expect(tieGroups(exact.hits, s.limit)).toEqual(tieGroups(sqlHits.hits, s.limit));
-    }
-  }, 120_000);
+  it(
+    'a query of the longest size the API takes (4,000 characters, hundreds of words): the same hits pruned ' +
+      'and exhaustive, and as SQL',
+    async () => {
+      const words = [...new Set(ps.flatMap((x) => x.text.split(/\W+/)).filter((w) => w.length > 2))];
+      let query = '';
+      for (const w of words) if (query.length + w.length + 1 <= 4000) query += (query ? ' ' : '') + w;
+      expect(query.split(' ').length).toBeGreaterThan(200);
+      for (const f of filters) {
+        const s: TextSearch = {
+          filter: { tenantId: T, contextId: C, clauses: [], ...f },
+          query,
+          textMode: 'OR',
+          slop: 0,
+          limit: 25,
+        };
+        const [sqlHits, exact, prunedHits] = [
+          await pg.search(s),
+          await mem.search(s),
+          await mem.search({ ...s, trackTotal: false }),
+        ];
+        expect(prunedHits.hits, JSON.stringify(f)).toEqual(exact.hits);
+        expect(exact.total).toBe(sqlHits.total);
+        expect(tieGroups(exact.hits, s.limit)).toEqual(tieGroups(sqlHits.hits, s.limit));
+      }
+    },
+    120_000,
+  );
 
   it('stays exact after re-indexing, metadata changes and deletes made while loaded', async () => {
     for (let i = 0; i < ps.length; i += 5)
@@ -168,48 +173,53 @@ describe('in-memory text index parity with the SQL path', () => {
     expect(other, 'other passages compared').toBeGreaterThan(50);
   }, 120_000);
 
-  it('gives back every stored text exactly, whatever its characters (accents, CJK, emoji, "…"), loaded or appended', async () => {
-    // The in-memory index keeps passage texts as UTF-8 outside the JavaScript heap and decodes the page's.
-    const C2 = 'ctx-unicode';
-    const text = (n: number) =>
-      Array.from(
-        { length: 12 },
-        (_, i) =>
-          `Sentence ${n}.${i}: the façade of Zürich’s café — naïve “quotes”, 東京タワー and 🎉🚀 emoji (ß, Ω, é).`,
-      ).join(' ');
-    const make = (n: number, over: Partial<IndexedItem> = {}) =>
-      parityItem(T, C2, n, { itemId: `uni-${n}`, passages: chunkText(text(n), { maxChars: 300 }), ...over });
-    await mem.replaceItem(make(0));
-    // A passage whose context is not the one chunking makes (kept as stored).
-    await mem.replaceItem(
-      make(1, {
-        passages: [
-          { chunkNo: 0, chunkText: 'façade 東京 🎉 only', contextText: '…before — façade 東京 🎉 only — after…' },
-        ],
-      }),
-    );
-    const s: TextSearch = {
-      filter: { tenantId: T, contextId: C2, clauses: [] },
-      query: 'façade',
-      textMode: 'OR',
-      slop: 0,
-      limit: 100,
-    };
-    await mem.search(s); // loads the context from SQL
-    await mem.replaceItem(make(2)); // applied in memory
-    const hits = (await mem.search(s)).hits;
-    await mem.hydrate(hits, s);
-    const { rows } = await sql.query<{ item_id: string; chunk_no: number; chunk_text: string; context_text: string }>(
-      'SELECT item_id, chunk_no, chunk_text, context_text FROM ti_passages WHERE tenant_id = $1 AND context_id = $2',
-      [T, C2],
-    );
-    expect(rows.length).toBeGreaterThan(5);
-    expect(hits.length).toBe(rows.length);
-    const stored = new Map(rows.map((r) => [`${r.item_id}#${r.chunk_no}`, [r.chunk_text, r.context_text]]));
-    for (const h of hits)
-      expect([h.chunkText, h.contextText], `${h.itemId}#${h.chunkNo}`).toEqual(stored.get(`${h.itemId}#${h.chunkNo}`));
-    expect(hits.find((h) => h.itemId === 'uni-1')?.contextText).toBe('…before — façade 東京 🎉 only — after…');
-  });
+  it(
+    'gives back every stored text exactly, whatever its characters (accents, CJK, emoji, "…"), loaded or ' + 'appended',
+    async () => {
+      // The in-memory index keeps passage texts as UTF-8 outside the JavaScript heap and decodes the page's.
+      const C2 = 'ctx-unicode';
+      const text = (n: number) =>
+        Array.from(
+          { length: 12 },
+          (_, i) =>
+            `Sentence ${n}.${i}: the façade of Zürich’s café — naïve “quotes”, 東京タワー and 🎉🚀 emoji (ß, Ω, é).`,
+        ).join(' ');
+      const make = (n: number, over: Partial<IndexedItem> = {}) =>
+        parityItem(T, C2, n, { itemId: `uni-${n}`, passages: chunkText(text(n), { maxChars: 300 }), ...over });
+      await mem.replaceItem(make(0));
+      // A passage whose context is not the one chunking makes (kept as stored).
+      await mem.replaceItem(
+        make(1, {
+          passages: [
+            { chunkNo: 0, chunkText: 'façade 東京 🎉 only', contextText: '…before — façade 東京 🎉 only — after…' },
+          ],
+        }),
+      );
+      const s: TextSearch = {
+        filter: { tenantId: T, contextId: C2, clauses: [] },
+        query: 'façade',
+        textMode: 'OR',
+        slop: 0,
+        limit: 100,
+      };
+      await mem.search(s); // loads the context from SQL
+      await mem.replaceItem(make(2)); // applied in memory
+      const hits = (await mem.search(s)).hits;
+      await mem.hydrate(hits, s);
+      const { rows } = await sql.query<{ item_id: string; chunk_no: number; chunk_text: string; context_text: string }>(
+        'SELECT item_id, chunk_no, chunk_text, context_text FROM ti_passages WHERE tenant_id = $1 AND context_id = $2',
+        [T, C2],
+      );
+      expect(rows.length).toBeGreaterThan(5);
+      expect(hits.length).toBe(rows.length);
+      const stored = new Map(rows.map((r) => [`${r.item_id}#${r.chunk_no}`, [r.chunk_text, r.context_text]]));
+      for (const h of hits)
+        expect([h.chunkText, h.contextText], `${h.itemId}#${h.chunkNo}`).toEqual(
+          stored.get(`${h.itemId}#${h.chunkNo}`),
+        );
+      expect(hits.find((h) => h.itemId === 'uni-1')?.contextText).toBe('…before — façade 東京 🎉 only — after…');
+    },
+  );
 
   it('hydrates the page: the stored text, and a snippet marking the query words', async () => {
     const s: TextSearch = {

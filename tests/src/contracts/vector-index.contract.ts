@@ -79,7 +79,8 @@ export function vectorIndexContract(
       const q = unit(2000);
       const hits = await ix.search({ tenantId: T, contextId: C, vector: q, limit: 5, text: false });
       expect(keys(hits)).toEqual(truth(q, 5).map((w) => w.key));
-      // An adapter may leave the texts out; hydrate fills in those missing (and a passage it does not know gets empty texts).
+      // An adapter may leave the texts out; hydrate fills in those missing (and a passage it does not know gets empty
+      // texts).
       const page = [...hits.slice(0, 3).map((h) => ({ ...h })), { itemId: 'gone', chunkNo: 0, similarity: 0.5 }];
       await ix.hydrate(page, { tenantId: T, contextId: C });
       for (const h of page.slice(0, 3)) {

@@ -28,12 +28,14 @@ vectorIndexContract('in-memory over LanceDB, partitioned, all partitions probed'
 });
 
 // refine 1: the int8 pass keeps only 2 × limit candidates for the exact scores (the default keeps 300); with
-// retrainGrowth 1,000 the partitions trained on the first 31 rows take every later row (their int8 slots grow and move).
+// retrainGrowth 1,000 the partitions trained on the first 31 rows take every later row (their int8 slots grow and
+// move).
 describe.each([
   { refine: 300, retrainGrowth: 2 },
   { refine: 1, retrainGrowth: 1000 },
 ])(
-  'in-memory vector index: writes after the context is loaded (partitioned, refine $refine, retrainGrowth $retrainGrowth)',
+  'in-memory vector index: writes after the context is loaded (partitioned, refine $refine, retrainGrowth ' +
+    '$retrainGrowth)',
   ({ refine, retrainGrowth }) => {
     const tmp = tempDir('svc-vec-');
     const lance = new LanceVectorIndex(tmp.dir, 'parity', DIMS);
@@ -78,7 +80,8 @@ describe.each([
       expect(await mem.load(S)).toBe(true);
       expect(mem.stats.rows).toBe(60);
       await check(); // from memory (60 rows: partitioned)
-      for (let i = 20; i < 80; i++) await mem.replaceItem(`i${i}`, rows(`i${i}`, i, 15 + (i % 10))); // grows past 2× (retrains; over 1,000 rows: centroids shortlisted by code)
+      // grows past 2× (retrains; over 1,000 rows: centroids shortlisted by code)
+      for (let i = 20; i < 80; i++) await mem.replaceItem(`i${i}`, rows(`i${i}`, i, 15 + (i % 10)));
       await check();
       for (let i = 0; i < 80; i += 3) await mem.deleteItem(`i${i}`);
       for (let i = 1; i < 80; i += 5) await mem.replaceItem(`i${i}`, rows(`i${i}`, 500 + i, 1 + (i % 4)));

@@ -97,15 +97,21 @@ describe('the README and the documentation', () => {
     );
   });
 
-  it('link only to files and headings that exist, name only repository paths that exist, and cite no document readers lack', () => {
-    expect(DOCS.flatMap((f) => problemsOf(f))).toEqual([]);
-  });
+  it(
+    'link only to files and headings that exist, name only repository paths that exist, and cite no ' +
+      'document readers lack',
+    () => {
+      expect(DOCS.flatMap((f) => problemsOf(f))).toEqual([]);
+    },
+  );
 
   it('catch a missing link target, a missing path and a citation of the specification (the check itself)', () => {
     const probe = join(ROOT, 'docs', 'limits.md');
     const text = readFileSync(probe, 'utf8');
     // Run the same rules on a changed copy of a real document, in memory.
-    const changed = `${text}\n[gone](gone.md), [no heading](api.md#no-such-heading), [a heading](api.md#errors) and \`deploy/src/http/no-such-file.ts\`, see decisions.md and service-spec.md\n`;
+    const changed =
+      `${text}\n[gone](gone.md), [no heading](api.md#no-such-heading), [a heading](api.md#errors) and ` +
+      `\`deploy/src/http/no-such-file.ts\`, see decisions.md and service-spec.md\n`;
     const problems = problemsOf(probe, changed);
     expect(problems.some((p) => p.includes('links to gone.md'))).toBe(true);
     expect(problems.some((p) => p.includes('api.md#no-such-heading'))).toBe(true);

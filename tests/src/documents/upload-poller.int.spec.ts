@@ -115,17 +115,20 @@ describe('upload poller on an S3-compatible store', () => {
     expect((await s.objects.head((events[1].data as { fileRef: string }).fileRef))?.bytes).toBe(body.length);
   });
 
-  it('a wrong content type seen by two polls in a row is refused: the object is deleted and nothing is recorded', async () => {
-    const s = await setup();
-    const { documentId, key } = await s.pendingDocument('application/pdf');
-    await s.objects.put(key, Buffer.from('plain text, not a PDF'), { contentType: 'text/plain' });
-    expect(await s.poller.pollOnce()).toBe(0);
-    expect(await s.poller.pollOnce()).toBe(0);
-    expect(await s.objects.head(key)).toBeNull();
-    expect(await s.eventTypes(documentId)).toEqual(['DocumentCreated']);
-    // The grant still stands: a right upload with the same key is then recorded.
-    await s.objects.put(key, Buffer.from('%PDF-1.4 the real file'), { contentType: 'application/pdf' });
-    expect(await s.poller.pollOnce()).toBe(1);
-    expect(await s.eventTypes(documentId)).toEqual(['DocumentCreated', 'DocumentFileUploaded']);
-  });
+  it(
+    'a wrong content type seen by two polls in a row is refused: the object is deleted and nothing is ' + 'recorded',
+    async () => {
+      const s = await setup();
+      const { documentId, key } = await s.pendingDocument('application/pdf');
+      await s.objects.put(key, Buffer.from('plain text, not a PDF'), { contentType: 'text/plain' });
+      expect(await s.poller.pollOnce()).toBe(0);
+      expect(await s.poller.pollOnce()).toBe(0);
+      expect(await s.objects.head(key)).toBeNull();
+      expect(await s.eventTypes(documentId)).toEqual(['DocumentCreated']);
+      // The grant still stands: a right upload with the same key is then recorded.
+      await s.objects.put(key, Buffer.from('%PDF-1.4 the real file'), { contentType: 'application/pdf' });
+      expect(await s.poller.pollOnce()).toBe(1);
+      expect(await s.eventTypes(documentId)).toEqual(['DocumentCreated', 'DocumentFileUploaded']);
+    },
+  );
 });

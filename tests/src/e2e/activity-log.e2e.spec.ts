@@ -130,33 +130,37 @@ describe('activity log on one service', () => {
       byId = await waitFor(api, rootA, [created, got, invalid, missing, forbidden, badJson, deleted].map(rid));
     });
 
-    it('records a success with every field: timestamp, method, resource, status, keyId, durationMs, path, requestId; no errorCode', () => {
-      const e = byId.get(rid(created))!;
-      expect(Object.keys(e).sort()).toEqual(ENTRY_KEYS);
-      expect(e.timestamp).toMatch(ISO_MS);
-      const t = Date.parse(e.timestamp);
-      expect(t).toBeGreaterThanOrEqual(before - 1);
-      expect(t).toBeLessThanOrEqual(after);
-      expect(e).toMatchObject({
-        method: 'POST',
-        resource: 'records',
-        status: 201,
-        keyId: writer.id,
-        path: '/v1/records',
-        requestId: rid(created),
-        errorCode: null,
-      });
-      expect(typeof e.durationMs).toBe('number');
-      expect(e.durationMs).toBeGreaterThanOrEqual(0);
-      expect(byId.get(rid(deleted))).toMatchObject({
-        method: 'DELETE',
-        resource: 'records',
-        status: 204,
-        keyId: writer.id,
-        path: `/v1/records/${created.body.id}`,
-        errorCode: null,
-      });
-    });
+    it(
+      'records a success with every field: timestamp, method, resource, status, keyId, durationMs, path, ' +
+        'requestId; no errorCode',
+      () => {
+        const e = byId.get(rid(created))!;
+        expect(Object.keys(e).sort()).toEqual(ENTRY_KEYS);
+        expect(e.timestamp).toMatch(ISO_MS);
+        const t = Date.parse(e.timestamp);
+        expect(t).toBeGreaterThanOrEqual(before - 1);
+        expect(t).toBeLessThanOrEqual(after);
+        expect(e).toMatchObject({
+          method: 'POST',
+          resource: 'records',
+          status: 201,
+          keyId: writer.id,
+          path: '/v1/records',
+          requestId: rid(created),
+          errorCode: null,
+        });
+        expect(typeof e.durationMs).toBe('number');
+        expect(e.durationMs).toBeGreaterThanOrEqual(0);
+        expect(byId.get(rid(deleted))).toMatchObject({
+          method: 'DELETE',
+          resource: 'records',
+          status: 204,
+          keyId: writer.id,
+          path: `/v1/records/${created.body.id}`,
+          errorCode: null,
+        });
+      },
+    );
 
     it('records the path without the query string', () => {
       expect(byId.get(rid(got))).toMatchObject({
@@ -271,34 +275,37 @@ describe('activity log on one service', () => {
       await waitFor(api, rootA, [ok, fail, del].map(rid));
     });
 
-    it('answers {entries, truncated, queryDurationMs, tenantId}; startTime defaults to 24 hours ago, limit to 200', async () => {
-      const l = await logs(api, rootA);
-      expect(Object.keys(l).sort()).toEqual(['entries', 'queryDurationMs', 'tenantId', 'truncated']);
-      expect(l.tenantId).toBe(A.tenants.live.tenantId);
-      expect(typeof l.queryDurationMs).toBe('number');
-      expect(typeof l.truncated).toBe('boolean');
-      expect(l.entries.length).toBeLessThanOrEqual(200);
-      expect(l.entries.map((e) => e.requestId)).toContain(rid(ok));
-      const old = await logs(
-        api,
-        rootA,
-        `?endTime=${encodeURIComponent(new Date(Date.now() - 25 * 3600_000).toISOString())}&startTime=2020-01-01T00:00:00Z`,
-      );
-      expect(old.entries).toEqual([]);
-      // endTime alone: the 24 hours before it.
-      const endOnly = await logs(
-        api,
-        rootA,
-        `?endTime=${encodeURIComponent(new Date(Date.now() + 1000).toISOString())}&limit=500`,
-      );
-      expect(endOnly.entries.map((e) => e.requestId)).toContain(rid(ok));
-      const dayBefore = await logs(
-        api,
-        rootA,
-        `?endTime=${encodeURIComponent(new Date(Date.now() - 48 * 3600_000).toISOString())}`,
-      );
-      expect(dayBefore.entries).toEqual([]);
-    });
+    it(
+      'answers {entries, truncated, queryDurationMs, tenantId}; startTime defaults to 24 hours ago, limit ' + 'to 200',
+      async () => {
+        const l = await logs(api, rootA);
+        expect(Object.keys(l).sort()).toEqual(['entries', 'queryDurationMs', 'tenantId', 'truncated']);
+        expect(l.tenantId).toBe(A.tenants.live.tenantId);
+        expect(typeof l.queryDurationMs).toBe('number');
+        expect(typeof l.truncated).toBe('boolean');
+        expect(l.entries.length).toBeLessThanOrEqual(200);
+        expect(l.entries.map((e) => e.requestId)).toContain(rid(ok));
+        const old = await logs(
+          api,
+          rootA,
+          `?endTime=${encodeURIComponent(new Date(Date.now() - 25 * 3600_000).toISOString())}&startTime=2020-01-01T00:00:00Z`,
+        );
+        expect(old.entries).toEqual([]);
+        // endTime alone: the 24 hours before it.
+        const endOnly = await logs(
+          api,
+          rootA,
+          `?endTime=${encodeURIComponent(new Date(Date.now() + 1000).toISOString())}&limit=500`,
+        );
+        expect(endOnly.entries.map((e) => e.requestId)).toContain(rid(ok));
+        const dayBefore = await logs(
+          api,
+          rootA,
+          `?endTime=${encodeURIComponent(new Date(Date.now() - 48 * 3600_000).toISOString())}`,
+        );
+        expect(dayBefore.entries).toEqual([]);
+      },
+    );
 
     it('errorsOnly=true keeps status >= 400 only', async () => {
       const l = await logs(api, rootA, '?errorsOnly=true&limit=500');

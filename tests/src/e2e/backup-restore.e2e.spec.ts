@@ -287,10 +287,11 @@ describe.skipIf(!!inProcessOnly).each(ENGINES)('backup and restore (%s)', (engin
       const usageBefore = await usage(original, w);
 
       const file = join(work.dir, 'svc.backup');
-      // PostgreSQL: online, beside the running service. Embedded: the database is single-process, so the service stops first.
+      // PostgreSQL: online, beside the running service. Embedded: the database is single-process, so the service stops
+      // first.
       if (engine === 'embedded') await original.service.close();
-      // Online (PostgreSQL): another tenant keeps writing during the backup; the file is still a whole prefix of the log
-      // (checked by the restore against its trailer), and the compared tenant's reads are untouched either way.
+      // Online (PostgreSQL): another tenant keeps writing during the backup; the file is still a whole prefix of the
+      // log (checked by the restore against its trailer), and the compared tenant's reads are untouched either way.
       let writing = engine === 'postgres';
       let written = 0;
       const writer = (async () => {

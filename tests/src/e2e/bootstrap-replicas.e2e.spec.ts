@@ -33,7 +33,9 @@ describe.skipIf(!serverUrl('postgres'))(
     let schemaUrl: string;
     let commands: Array<{ api: Api; output: () => string }> = [];
     let projector: { api: Api; output: () => string };
-    /** Whether the gates held every command process at once (at the checkpoint read, then at the bootstrap's head read). */
+    /**
+     * Whether the gates held every command process at once (at the checkpoint read, then at the bootstrap's head read).
+     */
     const aligned = { first: false, head: false };
     const client = async () => {
       const c = new pg.Client({ connectionString: schemaUrl });
@@ -92,11 +94,13 @@ describe.skipIf(!serverUrl('postgres'))(
       const waiting = async (table: string, like: string) =>
         (
           await admin.query<{ pid: number }>(
-            `SELECT DISTINCT l.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND l.relation = $1::regclass AND a.query ILIKE $2`,
+            `SELECT DISTINCT l.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT ` +
+              `l.granted AND l.relation = $1::regclass AND a.query ILIKE $2`,
             [table, like],
           )
         ).rows.filter((r) => !before.has(r.pid)).length;
-      // Within spawnService's own minute to start: a gate that times out lets the processes go (and the first test says so).
+      // Within spawnService's own minute to start: a gate that times out lets the processes go (and the first test says
+      // so).
       const gate1 = await lockTable('proj_checkpoints');
       const spawning = ports.map((port) => spawnService(dataDir, port, { ...env, SERVICE_ROLE: 'command' }));
       for (const s of spawning)
@@ -143,9 +147,13 @@ describe.skipIf(!serverUrl('postgres'))(
       }
     };
 
-    it('the gates held every command process at the first-account check together (else this test no longer provokes the race: adjust the gates)', () => {
-      expect(aligned, outputs()).toEqual({ first: true, head: true });
-    });
+    it(
+      'the gates held every command process at the first-account check together (else this test no longer ' +
+        'provokes the race: adjust the gates)',
+      () => {
+        expect(aligned, outputs()).toEqual({ first: true, head: true });
+      },
+    );
 
     it('the log holds exactly one AccountOpened, and the read models exactly one account', async () => {
       const opened = await query<{ account_id: string }>(

@@ -201,27 +201,30 @@ describe('shape and order', () => {
 });
 
 describe('resume', () => {
-  it('Last-Event-ID after k of N events: exactly the rest, no gap, no duplicate; Last-Event-ID wins over startFrom', async () => {
-    const type = await schema();
-    const before = await headPosition();
-    const N = 20;
-    const k = 7;
-    const made: string[] = [];
-    for (let i = 0; i < N; i++) made.push((await record(type, { title: `r${i}`, n: i })).id);
-    const first = await openChanges(api, root, { query: `types=${type}&startFrom=${before}` });
-    const seen = await first.waitFor(k);
-    first.close();
-    expect(seen.map((e) => e.data.entityId)).toEqual(made.slice(0, k));
+  it(
+    'Last-Event-ID after k of N events: exactly the rest, no gap, no duplicate; Last-Event-ID wins over ' + 'startFrom',
+    async () => {
+      const type = await schema();
+      const before = await headPosition();
+      const N = 20;
+      const k = 7;
+      const made: string[] = [];
+      for (let i = 0; i < N; i++) made.push((await record(type, { title: `r${i}`, n: i })).id);
+      const first = await openChanges(api, root, { query: `types=${type}&startFrom=${before}` });
+      const seen = await first.waitFor(k);
+      first.close();
+      expect(seen.map((e) => e.data.entityId)).toEqual(made.slice(0, k));
 
-    const rest = await openChanges(api, root, { query: `types=${type}&startFrom=0`, lastEventId: seen[k - 1].id });
-    await rest.waitFor(N - k);
-    // Written while the second stream is open: it follows on from the log.
-    const late = (await record(type, { title: 'late', n: N })).id;
-    await rest.waitFor(N - k + 1);
-    await new Promise((r) => setTimeout(r, 300));
-    rest.close();
-    expect(rest.events.map((e) => e.data.entityId)).toEqual([...made.slice(k), late]);
-  });
+      const rest = await openChanges(api, root, { query: `types=${type}&startFrom=0`, lastEventId: seen[k - 1].id });
+      await rest.waitFor(N - k);
+      // Written while the second stream is open: it follows on from the log.
+      const late = (await record(type, { title: 'late', n: N })).id;
+      await rest.waitFor(N - k + 1);
+      await new Promise((r) => setTimeout(r, 300));
+      rest.close();
+      expect(rest.events.map((e) => e.data.entityId)).toEqual([...made.slice(k), late]);
+    },
+  );
 
   it('startFrom=0 replays the whole log; an entity changed since shows that version as history kept it', async () => {
     const type = await schema();
@@ -292,22 +295,26 @@ describe('filters', () => {
     expect((await api.get(`/v1/records/${outOfScope.id}`, t)).status).toBe(404);
   });
 
-  it('a token without documents:r gets no document events; asking for them is 403; no read permission at all is 403', async () => {
-    const t = await mint(['records:r', 'folders:r']);
-    const s = await openChanges(api, t);
-    expect(s.status).toBe(200);
-    const doc = await api.post('/v1/documents', root, { title: 'Hidden', text: 'nothing to see', indexMode: 'NONE' });
-    expect(doc.status, doc.text).toBe(201);
-    const folder = await api.post('/v1/folders', root, { name: uniq('after') });
-    await s.waitUntil((e) => e.data.entityId === folder.body.id);
-    s.close();
-    expect(s.events.some((e) => e.event!.startsWith('document.'))).toBe(false);
+  it(
+    'a token without documents:r gets no document events; asking for them is 403; no read permission at all ' +
+      'is 403',
+    async () => {
+      const t = await mint(['records:r', 'folders:r']);
+      const s = await openChanges(api, t);
+      expect(s.status).toBe(200);
+      const doc = await api.post('/v1/documents', root, { title: 'Hidden', text: 'nothing to see', indexMode: 'NONE' });
+      expect(doc.status, doc.text).toBe(201);
+      const folder = await api.post('/v1/folders', root, { name: uniq('after') });
+      await s.waitUntil((e) => e.data.entityId === folder.body.id);
+      s.close();
+      expect(s.events.some((e) => e.event!.startsWith('document.'))).toBe(false);
 
-    const asked = await openChanges(api, t, { query: 'entities=records,documents' });
-    expect(asked.status).toBe(403);
-    const none = await openChanges(api, await mint(['schemas:r']));
-    expect(none.status).toBe(403);
-  });
+      const asked = await openChanges(api, t, { query: 'entities=records,documents' });
+      expect(asked.status).toBe(403);
+      const none = await openChanges(api, await mint(['schemas:r']));
+      expect(none.status).toBe(403);
+    },
+  );
 
   it("a revoked token's stream ends within 5 s and sends nothing written after", async () => {
     const r = await api.post('/v1/tokens', root, { scope: { allowedActions: ['folders:r'] } });
@@ -389,30 +396,34 @@ describe.skipIf(!!inProcessOnly)('per-context limit (CHANGE_STREAMS_PER_CONTEXT=
     await small?.stop();
   });
 
-  it('the third open stream of a context is 429 RATE_LIMITED; another context is not affected; closing one makes room', async () => {
-    const key = small.bootstrap.tenants.live.rootKey;
-    const a = await openChanges(small.api, key);
-    const b = await openChanges(small.api, key);
-    expect([a.status, b.status]).toEqual([200, 200]);
-    const c = await openChanges(small.api, key);
-    expect(c.status).toBe(429);
-    expect(c.body.errorCode).toBe('RATE_LIMITED');
-    expect(c.headers.get('retry-after')).toMatch(/^\d+$/);
-    const otherTenant = await openChanges(small.api, small.bootstrap.tenants.test.rootKey);
-    expect(otherTenant.status).toBe(200);
-    a.close();
-    await a.ended;
-    const d = await (async () => {
-      for (let i = 0; i < 50; i++) {
-        const s = await openChanges(small.api, key);
-        if (s.status === 200) return s;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      throw new Error('no room after closing a stream');
-    })();
-    expect(d.status).toBe(200);
-    for (const s of [b, d, otherTenant]) s.close();
-  });
+  it(
+    'the third open stream of a context is 429 RATE_LIMITED; another context is not affected; closing one ' +
+      'makes room',
+    async () => {
+      const key = small.bootstrap.tenants.live.rootKey;
+      const a = await openChanges(small.api, key);
+      const b = await openChanges(small.api, key);
+      expect([a.status, b.status]).toEqual([200, 200]);
+      const c = await openChanges(small.api, key);
+      expect(c.status).toBe(429);
+      expect(c.body.errorCode).toBe('RATE_LIMITED');
+      expect(c.headers.get('retry-after')).toMatch(/^\d+$/);
+      const otherTenant = await openChanges(small.api, small.bootstrap.tenants.test.rootKey);
+      expect(otherTenant.status).toBe(200);
+      a.close();
+      await a.ended;
+      const d = await (async () => {
+        for (let i = 0; i < 50; i++) {
+          const s = await openChanges(small.api, key);
+          if (s.status === 200) return s;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        throw new Error('no room after closing a stream');
+      })();
+      expect(d.status).toBe(200);
+      for (const s of [b, d, otherTenant]) s.close();
+    },
+  );
 });
 
 /** Embedded engines only: blank any server-engine variable the test process inherited. */

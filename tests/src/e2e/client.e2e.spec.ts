@@ -240,7 +240,10 @@ describe('webhook signatures', () => {
     livemode: true,
     data: { id: 'r', typeName: 'Ticket', indexStatus: 'INDEXED' },
   });
-  /** The spec's Signature contract, computed here independently: hex HMAC-SHA256 keyed by the hex-decoded secret over `<timestamp>.<body>`. */
+  /**
+   * The spec's Signature contract, computed here independently: hex HMAC-SHA256 keyed by the hex-decoded secret over
+   * `<timestamp>.<body>`.
+   */
   const sign = (ts: number, raw: string, key = secret) =>
     `sha256=${createHmac('sha256', Buffer.from(key, 'hex')).update(`${ts}.${raw}`).digest('hex')}`;
 

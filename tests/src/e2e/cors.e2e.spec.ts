@@ -43,7 +43,10 @@ const preflight = (
     headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': headers },
   });
 
-/** An actual answer to a listed origin: that origin (never `*` with a list), the exposed headers, Vary: Origin, no credentials. */
+/**
+ * An actual answer to a listed origin: that origin (never `*` with a list), the exposed headers, Vary: Origin, no
+ * credentials.
+ */
 function expectAllowed(r: Response, origin: string) {
   expect(r.headers.get('access-control-allow-origin'), `${r.status} ${r.url}`).toBe(origin);
   expect(list(r.headers.get('access-control-expose-headers'))).toEqual(EXPOSED);
@@ -74,87 +77,97 @@ describe('CORS_ORIGINS naming two origins', () => {
     await svc?.stop();
   });
 
-  it('a preflight from a listed origin is 204 with the methods, the request headers the API takes and a max age', async () => {
-    // The embedded storage endpoint's presigned uploads too (a page may PUT a file to its upload URL).
-    for (const [path, method] of [
-      ['/v1/records', 'POST'],
-      ['/v1/records/abc', 'PATCH'],
-      ['/v1/rag', 'POST'],
-      ['/v1/search', 'POST'],
-      ['/v1/records/abc', 'DELETE'],
-      ['/storage/uploads/abc?sig=x', 'PUT'],
-    ]) {
-      const r = await preflight(svc.url, path, OTHER_APP, method, REQUEST_HEADERS.join(','));
-      expect(r.status, path).toBe(204);
-      expect(await r.text()).toBe('');
-      expect(r.headers.get('access-control-allow-origin')).toBe(OTHER_APP);
-      expect(list(r.headers.get('access-control-allow-methods'))).toEqual([
-        'get',
-        'head',
-        'post',
-        'put',
-        'patch',
-        'delete',
-      ]);
-      expect(list(r.headers.get('access-control-allow-headers'))).toEqual(REQUEST_HEADERS);
-      expect(Number(r.headers.get('access-control-max-age'))).toBeGreaterThan(0);
-      expect(list(r.headers.get('vary'))).toContain('origin');
-      expect(r.headers.get('access-control-allow-credentials')).toBeNull();
-    }
-  });
+  it(
+    'a preflight from a listed origin is 204 with the methods, the request headers the API takes and a max ' + 'age',
+    async () => {
+      // The embedded storage endpoint's presigned uploads too (a page may PUT a file to its upload URL).
+      for (const [path, method] of [
+        ['/v1/records', 'POST'],
+        ['/v1/records/abc', 'PATCH'],
+        ['/v1/rag', 'POST'],
+        ['/v1/search', 'POST'],
+        ['/v1/records/abc', 'DELETE'],
+        ['/storage/uploads/abc?sig=x', 'PUT'],
+      ]) {
+        const r = await preflight(svc.url, path, OTHER_APP, method, REQUEST_HEADERS.join(','));
+        expect(r.status, path).toBe(204);
+        expect(await r.text()).toBe('');
+        expect(r.headers.get('access-control-allow-origin')).toBe(OTHER_APP);
+        expect(list(r.headers.get('access-control-allow-methods'))).toEqual([
+          'get',
+          'head',
+          'post',
+          'put',
+          'patch',
+          'delete',
+        ]);
+        expect(list(r.headers.get('access-control-allow-headers'))).toEqual(REQUEST_HEADERS);
+        expect(Number(r.headers.get('access-control-max-age'))).toBeGreaterThan(0);
+        expect(list(r.headers.get('vary'))).toContain('origin');
+        expect(r.headers.get('access-control-allow-credentials')).toBeNull();
+      }
+    },
+  );
 
-  it('an origin not listed (nor one differing only by port or scheme) gets no allow-origin: the browser refuses', async () => {
-    for (const origin of [STRANGER, 'http://app.example.test:5174', 'https://app.example.test:5173', 'null']) {
-      const pre = await preflight(svc.url, '/v1/records', origin);
-      expect(pre.headers.get('access-control-allow-origin'), origin).toBeNull();
-      expect(pre.headers.get('access-control-allow-methods')).toBeNull();
-      const r = await send('/v1/ping', { origin, headers: authed() });
-      expect(r.status).toBe(200);
-      expect(corsOf(r.headers), origin).toEqual([]);
-      expect(list(r.headers.get('vary'))).toContain('origin');
-    }
-    // No Origin at all (a server, curl): answered as before, with Vary so a cache never hands it to a page.
-    const plain = await fetch(`${svc.url}/v1/ping`, { headers: authed() });
-    expect(corsOf(plain.headers)).toEqual([]);
-    expect(list(plain.headers.get('vary'))).toContain('origin');
-  });
+  it(
+    'an origin not listed (nor one differing only by port or scheme) gets no allow-origin: the browser ' + 'refuses',
+    async () => {
+      for (const origin of [STRANGER, 'http://app.example.test:5174', 'https://app.example.test:5173', 'null']) {
+        const pre = await preflight(svc.url, '/v1/records', origin);
+        expect(pre.headers.get('access-control-allow-origin'), origin).toBeNull();
+        expect(pre.headers.get('access-control-allow-methods')).toBeNull();
+        const r = await send('/v1/ping', { origin, headers: authed() });
+        expect(r.status).toBe(200);
+        expect(corsOf(r.headers), origin).toEqual([]);
+        expect(list(r.headers.get('vary'))).toContain('origin');
+      }
+      // No Origin at all (a server, curl): answered as before, with Vary so a cache never hands it to a page.
+      const plain = await fetch(`${svc.url}/v1/ping`, { headers: authed() });
+      expect(corsOf(plain.headers)).toEqual([]);
+      expect(list(plain.headers.get('vary'))).toContain('origin');
+    },
+  );
 
-  it('every kind of answer to a listed origin carries it: success, 201, 400, 401, 404, an unknown route, the burst-limit headers', async () => {
-    const ok = await send('/v1/ping', { headers: authed() });
-    expect(ok.status).toBe(200);
-    expectAllowed(ok, APP);
-    const created = await send('/v1/schemas', {
-      method: 'POST',
-      headers: authed(),
-      body: JSON.stringify({
-        typeName: 'corsnote',
-        displayName: 'Note',
-        allowedSurfaces: ['record'],
-        fields: [{ fieldId: 'title', fieldType: 'string', searchable: true }],
-      }),
-    });
-    expect(created.status, await created.clone().text()).toBe(201);
-    expectAllowed(created, APP);
-    // A counted write refused by validation: the burst limit's headers are there for the page to read.
-    const invalid = await send('/v1/records', { method: 'POST', headers: authed(), body: '{}' });
-    expect(invalid.status).toBe(400);
-    expectAllowed(invalid, APP);
-    expect(invalid.headers.get('x-ratelimit-limit')).toMatch(/^\d+$/);
-    expect(((await invalid.json()) as { requestId: string }).requestId).toBe(invalid.headers.get('x-request-id'));
-    const anonymous = await send('/v1/records', { headers: { 'content-type': 'application/json' } });
-    expect(anonymous.status).toBe(401);
-    expectAllowed(anonymous, APP);
-    const missing = await send('/v1/records/00000000-0000-4000-8000-000000000000', { headers: authed() });
-    expect(missing.status).toBe(404);
-    expectAllowed(missing, APP);
-    const nowhere = await send('/v1/no-such-thing', { headers: authed() });
-    expect(nowhere.status).toBe(404);
-    expectAllowed(nowhere, APP);
-    // A bad Service-Version is refused in the first hook, after the CORS headers are set.
-    const version = await send('/v1/records', { headers: authed({ 'service-version': '1999-01-01' }) });
-    expect(version.status).toBe(400);
-    expectAllowed(version, APP);
-  });
+  it(
+    'every kind of answer to a listed origin carries it: success, 201, 400, 401, 404, an unknown route, the ' +
+      'burst-limit headers',
+    async () => {
+      const ok = await send('/v1/ping', { headers: authed() });
+      expect(ok.status).toBe(200);
+      expectAllowed(ok, APP);
+      const created = await send('/v1/schemas', {
+        method: 'POST',
+        headers: authed(),
+        body: JSON.stringify({
+          typeName: 'corsnote',
+          displayName: 'Note',
+          allowedSurfaces: ['record'],
+          fields: [{ fieldId: 'title', fieldType: 'string', searchable: true }],
+        }),
+      });
+      expect(created.status, await created.clone().text()).toBe(201);
+      expectAllowed(created, APP);
+      // A counted write refused by validation: the burst limit's headers are there for the page to read.
+      const invalid = await send('/v1/records', { method: 'POST', headers: authed(), body: '{}' });
+      expect(invalid.status).toBe(400);
+      expectAllowed(invalid, APP);
+      expect(invalid.headers.get('x-ratelimit-limit')).toMatch(/^\d+$/);
+      expect(((await invalid.json()) as { requestId: string }).requestId).toBe(invalid.headers.get('x-request-id'));
+      const anonymous = await send('/v1/records', { headers: { 'content-type': 'application/json' } });
+      expect(anonymous.status).toBe(401);
+      expectAllowed(anonymous, APP);
+      const missing = await send('/v1/records/00000000-0000-4000-8000-000000000000', { headers: authed() });
+      expect(missing.status).toBe(404);
+      expectAllowed(missing, APP);
+      const nowhere = await send('/v1/no-such-thing', { headers: authed() });
+      expect(nowhere.status).toBe(404);
+      expectAllowed(nowhere, APP);
+      // A bad Service-Version is refused in the first hook, after the CORS headers are set.
+      const version = await send('/v1/records', { headers: authed({ 'service-version': '1999-01-01' }) });
+      expect(version.status).toBe(400);
+      expectAllowed(version, APP);
+    },
+  );
 
   it.skipIf(!!inProcessOnly)(
     'a body over the limit (413) from a listed origin carries it (the router answers its own 413, docs/deployment.md)',

@@ -108,45 +108,56 @@ describe('documents on an S3-compatible object store', () => {
     expect((await fetch(`${svc.url}/storage/uploads/${up.id}`, { method: 'PUT', body: 'x' })).status).toBe(404);
   });
 
-  it('a PDF with a known sentence: presigned PUT to the store -> INDEXED, text contains the sentence; the download URL is a presigned GET on the store', async () => {
-    const pdf = Buffer.from(await pdfWith(['Report', SENTENCE]));
-    const up = await requestUpload({ fileName: 'report.pdf', fileType: 'application/pdf' });
-    const res = await putFile(up, pdf, 'application/pdf');
-    expect(res.status, await res.clone().text()).toBe(200);
-    const d = await settled(up.id);
-    expect(d.status, JSON.stringify(d)).toBe('INDEXED');
-    expect(d.fileSize).toBe(pdf.length);
-    expect(d.fileType).toBe('application/pdf');
-    const t = await api.get(`/v1/documents/${up.id}/text`, root);
-    expect(t.status).toBe(200);
-    expect(t.body.text).toContain(SENTENCE);
-    const dl = await api.get(`/v1/documents/${up.id}/download-url`, root);
-    expect(dl.status, dl.text).toBe(200);
-    expect(Object.keys(dl.body).sort()).toEqual(['downloadUrl', 'expiresAt']);
-    expect(dl.body.downloadUrl.startsWith(`${s3.endpoint}/${s3.bucket}/`)).toBe(true);
-    const got = await fetch(dl.body.downloadUrl);
-    expect(got.status).toBe(200);
-    expect(got.headers.get('content-type')).toBe('application/pdf');
-    expect(got.headers.get('content-disposition')).toContain('report.pdf');
-    expect(Buffer.from(await got.arrayBuffer()).equals(pdf)).toBe(true);
-    await expectStore403(
-      await fetch(
-        dl.body.downloadUrl.replace(/X-Amz-Signature=./, (m: string) => m.slice(0, -1) + (m.endsWith('a') ? 'b' : 'a')),
-      ),
-    );
-  });
+  it(
+    'a PDF with a known sentence: presigned PUT to the store -> INDEXED, text contains the sentence; the ' +
+      'download URL is a presigned GET on the store',
+    async () => {
+      const pdf = Buffer.from(await pdfWith(['Report', SENTENCE]));
+      const up = await requestUpload({ fileName: 'report.pdf', fileType: 'application/pdf' });
+      const res = await putFile(up, pdf, 'application/pdf');
+      expect(res.status, await res.clone().text()).toBe(200);
+      const d = await settled(up.id);
+      expect(d.status, JSON.stringify(d)).toBe('INDEXED');
+      expect(d.fileSize).toBe(pdf.length);
+      expect(d.fileType).toBe('application/pdf');
+      const t = await api.get(`/v1/documents/${up.id}/text`, root);
+      expect(t.status).toBe(200);
+      expect(t.body.text).toContain(SENTENCE);
+      const dl = await api.get(`/v1/documents/${up.id}/download-url`, root);
+      expect(dl.status, dl.text).toBe(200);
+      expect(Object.keys(dl.body).sort()).toEqual(['downloadUrl', 'expiresAt']);
+      expect(dl.body.downloadUrl.startsWith(`${s3.endpoint}/${s3.bucket}/`)).toBe(true);
+      const got = await fetch(dl.body.downloadUrl);
+      expect(got.status).toBe(200);
+      expect(got.headers.get('content-type')).toBe('application/pdf');
+      expect(got.headers.get('content-disposition')).toContain('report.pdf');
+      expect(Buffer.from(await got.arrayBuffer()).equals(pdf)).toBe(true);
+      await expectStore403(
+        await fetch(
+          dl.body.downloadUrl.replace(
+            /X-Amz-Signature=./,
+            (m: string) => m.slice(0, -1) + (m.endsWith('a') ? 'b' : 'a'),
+          ),
+        ),
+      );
+    },
+  );
 
-  it('missing or changed required header, or a different Content-Type: the store refuses with its own 403 and nothing is recorded', async () => {
-    const up = await requestUpload({ fileName: 'a.txt', fileType: 'text/plain' });
-    await expectStore403(await putFile(up, 'x', 'text/plain', null));
-    await expectStore403(await putFile(up, 'x', 'text/plain', up.requiredHeaderValue + 'x'));
-    await expectStore403(await putFile(up, 'x', 'application/pdf'));
-    await sleep(1_500); // several poller passes
-    expect((await api.get(`/v1/documents/${up.id}`, root)).body.status).toBe('PENDING_UPLOAD');
-    // The refusals spent nothing: the right request still works.
-    expect((await putFile(up, SENTENCE, 'text/plain')).status).toBe(200);
-    expect((await settled(up.id)).status).toBe('INDEXED');
-  });
+  it(
+    'missing or changed required header, or a different Content-Type: the store refuses with its own 403 ' +
+      'and nothing is recorded',
+    async () => {
+      const up = await requestUpload({ fileName: 'a.txt', fileType: 'text/plain' });
+      await expectStore403(await putFile(up, 'x', 'text/plain', null));
+      await expectStore403(await putFile(up, 'x', 'text/plain', up.requiredHeaderValue + 'x'));
+      await expectStore403(await putFile(up, 'x', 'application/pdf'));
+      await sleep(1_500); // several poller passes
+      expect((await api.get(`/v1/documents/${up.id}`, root)).body.status).toBe('PENDING_UPLOAD');
+      // The refusals spent nothing: the right request still works.
+      expect((await putFile(up, SENTENCE, 'text/plain')).status).toBe(200);
+      expect((await settled(up.id)).status).toBe('INDEXED');
+    },
+  );
 
   it('single use: the first object seen is recorded; a later PUT with the same URL is never recorded', async () => {
     const up = await requestUpload({ fileName: 'a.txt', fileType: 'text/plain' });

@@ -233,60 +233,70 @@ describe('inline ingest', () => {
     expect((await api.post('/v1/documents', root, { text: 'x', indexMode: 'TEXT' })).status).toBe(400);
   });
 
-  it('a bound schema supplies the default indexMode and validates the payload (required on create only); undeclared keys pass through', async () => {
-    const s = await api.post('/v1/schemas', root, {
-      typeName: uniq('D'),
-      displayName: 'Docs',
-      allowedSurfaces: ['document'],
-      indexMode: 'TEXT',
-      fields: [{ fieldId: 'sku', fieldType: 'string', required: true }],
-    });
-    expect(s.status, s.text).toBe(201);
-    const d = await ingest({
-      indexMode: undefined,
-      schemaId: s.body.id,
-      text: 'x',
-      payload: { sku: 'A-1', extra: true },
-    });
-    expect(d).toMatchObject({
-      indexMode: 'TEXT',
-      schemaId: s.body.id,
-      schemaVersion: 1,
-      payload: { sku: 'A-1', extra: true },
-    });
-    const bad = await api.post('/v1/documents', root, {
-      title: 't',
-      text: 'x',
-      schemaId: s.body.id,
-      payload: { sku: 5 },
-    });
-    expect(bad.status, bad.text).toBe(400);
-    const missing = await api.post('/v1/documents', root, { title: 't', text: 'x', schemaId: s.body.id, payload: {} });
-    expect(missing.status).toBe(400);
-    // required is enforced on create only: a PATCH null deleting it, or a PUT without it, is accepted; other rules still apply
-    const patched = await api.patch(`/v1/documents/${d.id}`, root, { payload: { sku: null } });
-    expect(patched.status, patched.text).toBe(200);
-    expect(patched.body.payload).toEqual({ extra: true });
-    expect((await api.patch(`/v1/documents/${d.id}`, root, { payload: { sku: 5 } })).status).toBe(400);
-    const put = await api.put(`/v1/documents/${d.id}`, root, { title: 't', payload: { note: 'n' } });
-    expect(put.status, put.text).toBe(200);
-    expect(put.body).toMatchObject({ schemaId: s.body.id, payload: { note: 'n' } });
-    const recordOnly = await api.post('/v1/schemas', root, {
-      typeName: uniq('R'),
-      displayName: 'R',
-      allowedSurfaces: ['record'],
-    });
-    expect(
-      (
-        await api.post('/v1/documents', root, {
-          title: 't',
-          text: 'x',
-          indexMode: 'TEXT',
-          schemaId: recordOnly.body.id,
-        })
-      ).status,
-    ).toBe(400);
-  });
+  it(
+    'a bound schema supplies the default indexMode and validates the payload (required on create only); ' +
+      'undeclared keys pass through',
+    async () => {
+      const s = await api.post('/v1/schemas', root, {
+        typeName: uniq('D'),
+        displayName: 'Docs',
+        allowedSurfaces: ['document'],
+        indexMode: 'TEXT',
+        fields: [{ fieldId: 'sku', fieldType: 'string', required: true }],
+      });
+      expect(s.status, s.text).toBe(201);
+      const d = await ingest({
+        indexMode: undefined,
+        schemaId: s.body.id,
+        text: 'x',
+        payload: { sku: 'A-1', extra: true },
+      });
+      expect(d).toMatchObject({
+        indexMode: 'TEXT',
+        schemaId: s.body.id,
+        schemaVersion: 1,
+        payload: { sku: 'A-1', extra: true },
+      });
+      const bad = await api.post('/v1/documents', root, {
+        title: 't',
+        text: 'x',
+        schemaId: s.body.id,
+        payload: { sku: 5 },
+      });
+      expect(bad.status, bad.text).toBe(400);
+      const missing = await api.post('/v1/documents', root, {
+        title: 't',
+        text: 'x',
+        schemaId: s.body.id,
+        payload: {},
+      });
+      expect(missing.status).toBe(400);
+      // required is enforced on create only: a PATCH null deleting it, or a PUT without it, is accepted; other rules
+      // still apply
+      const patched = await api.patch(`/v1/documents/${d.id}`, root, { payload: { sku: null } });
+      expect(patched.status, patched.text).toBe(200);
+      expect(patched.body.payload).toEqual({ extra: true });
+      expect((await api.patch(`/v1/documents/${d.id}`, root, { payload: { sku: 5 } })).status).toBe(400);
+      const put = await api.put(`/v1/documents/${d.id}`, root, { title: 't', payload: { note: 'n' } });
+      expect(put.status, put.text).toBe(200);
+      expect(put.body).toMatchObject({ schemaId: s.body.id, payload: { note: 'n' } });
+      const recordOnly = await api.post('/v1/schemas', root, {
+        typeName: uniq('R'),
+        displayName: 'R',
+        allowedSurfaces: ['record'],
+      });
+      expect(
+        (
+          await api.post('/v1/documents', root, {
+            title: 't',
+            text: 'x',
+            indexMode: 'TEXT',
+            schemaId: recordOnly.body.id,
+          })
+        ).status,
+      ).toBe(400);
+    },
+  );
 
   it('externalId is idempotent per tenant and context: the same id returns the existing document with 200', async () => {
     const ext = uniq('ext');
@@ -338,30 +348,34 @@ describe('presigned upload and extraction', () => {
     expect((await api.get(`/v1/documents/${up.id}/download-url`, root)).status).toBe(404);
   });
 
-  it('a PDF with a known sentence: PENDING_UPLOAD -> ... -> INDEXED, text contains the sentence; download URL serves the bytes', async () => {
-    const pdf = await pdfWith(['Report', SENTENCE]);
-    const up = await uploadFile('report.pdf', 'application/pdf', pdf);
-    const d = await settled(up.id);
-    expect(d.status, JSON.stringify(d)).toBe('INDEXED');
-    expect(d.fileSize).toBe(pdf.length);
-    expect(d.fileType).toBe('application/pdf');
-    expect(d.textBytes).toBeGreaterThan(0);
-    expect(d.version).toBe(1);
-    const t = await text(up.id);
-    expect(t.body.text).toContain(SENTENCE);
-    const dl = await api.get(`/v1/documents/${up.id}/download-url`, root);
-    expect(dl.status, dl.text).toBe(200);
-    expect(Object.keys(dl.body).sort()).toEqual(['downloadUrl', 'expiresAt']);
-    const got = await fetch(dl.body.downloadUrl);
-    expect(got.status).toBe(200);
-    expect(got.headers.get('content-type')).toBe('application/pdf');
-    expect(Buffer.from(await got.arrayBuffer()).equals(Buffer.from(pdf))).toBe(true);
-    // Change the signature's first character to a different one (it may already be 'A': 1 time in 64).
-    const tampered = await fetch(
-      dl.body.downloadUrl.replace(/signature=(.)/, (_m: string, c: string) => `signature=${c === 'A' ? 'B' : 'A'}`),
-    );
-    expect(tampered.status).toBe(403);
-  });
+  it(
+    'a PDF with a known sentence: PENDING_UPLOAD -> ... -> INDEXED, text contains the sentence; download ' +
+      'URL serves the bytes',
+    async () => {
+      const pdf = await pdfWith(['Report', SENTENCE]);
+      const up = await uploadFile('report.pdf', 'application/pdf', pdf);
+      const d = await settled(up.id);
+      expect(d.status, JSON.stringify(d)).toBe('INDEXED');
+      expect(d.fileSize).toBe(pdf.length);
+      expect(d.fileType).toBe('application/pdf');
+      expect(d.textBytes).toBeGreaterThan(0);
+      expect(d.version).toBe(1);
+      const t = await text(up.id);
+      expect(t.body.text).toContain(SENTENCE);
+      const dl = await api.get(`/v1/documents/${up.id}/download-url`, root);
+      expect(dl.status, dl.text).toBe(200);
+      expect(Object.keys(dl.body).sort()).toEqual(['downloadUrl', 'expiresAt']);
+      const got = await fetch(dl.body.downloadUrl);
+      expect(got.status).toBe(200);
+      expect(got.headers.get('content-type')).toBe('application/pdf');
+      expect(Buffer.from(await got.arrayBuffer()).equals(Buffer.from(pdf))).toBe(true);
+      // Change the signature's first character to a different one (it may already be 'A': 1 time in 64).
+      const tampered = await fetch(
+        dl.body.downloadUrl.replace(/signature=(.)/, (_m: string, c: string) => `signature=${c === 'A' ? 'B' : 'A'}`),
+      );
+      expect(tampered.status).toBe(403);
+    },
+  );
 
   it('a DOCX, an HTML page and a CSV extract to text containing the sentence', async () => {
     const docx = await uploadFile('memo.docx', DOCX_TYPE, await docxWith(SENTENCE));
@@ -591,24 +605,27 @@ describe('PUT and PATCH', () => {
     expect((await text(d.id)).body.text).toBe(`new body ${SENTENCE}`);
   });
 
-  it('PATCH rejects indexMode, externalId, storeText, unknown keys and top-level null with 400; nothing changes', async () => {
-    const d = await ingest({ text: 'x' });
-    for (const body of [
-      { indexMode: 'TEXT' },
-      { externalId: 'e' },
-      { storeText: false },
-      { bogus: 1 },
-      { title: null },
-      { payload: null },
-      { text: null },
-    ]) {
-      const r = await api.patch(`/v1/documents/${d.id}`, root, body);
-      expect(r.status, `${JSON.stringify(body)} ${r.text}`).toBe(400);
-    }
-    const after = await api.get(`/v1/documents/${d.id}`, root);
-    expect(after.body.version).toBe(1);
-    expect(after.body.title).toBe(d.title);
-  });
+  it(
+    'PATCH rejects indexMode, externalId, storeText, unknown keys and top-level null with 400; nothing ' + 'changes',
+    async () => {
+      const d = await ingest({ text: 'x' });
+      for (const body of [
+        { indexMode: 'TEXT' },
+        { externalId: 'e' },
+        { storeText: false },
+        { bogus: 1 },
+        { title: null },
+        { payload: null },
+        { text: null },
+      ]) {
+        const r = await api.patch(`/v1/documents/${d.id}`, root, body);
+        expect(r.status, `${JSON.stringify(body)} ${r.text}`).toBe(400);
+      }
+      const after = await api.get(`/v1/documents/${d.id}`, root);
+      expect(after.body.version).toBe(1);
+      expect(after.body.title).toBe(d.title);
+    },
+  );
 
   it('expectedVersion mismatch is 409 VERSION_CONFLICT on PUT, PATCH and DELETE', async () => {
     const d = await ingest({ text: 'x' });
@@ -648,26 +665,30 @@ describe('search indexing', () => {
     ) as string[];
   };
 
-  it('after a PUT that changes the text, a search for a word only in the old text finds nothing once the document is INDEXED again', async () => {
-    const oldWord = `pangolin${randomUUID().slice(0, 6)}`;
-    const newWord = `axolotl${randomUUID().slice(0, 6)}`;
-    const d = await ingest({ text: `Field notes about the ${oldWord} and its scales.` });
-    expect((await settled(d.id)).status).toBe('INDEXED');
-    expect(await searchIds({ query: oldWord })).toEqual([`PartnerDocument:${d.id}`]);
-    const r = await api.put(`/v1/documents/${d.id}`, root, {
-      title: d.title,
-      text: `Field notes about the ${newWord} and its gills.`,
-    });
-    expect(r.status, r.text).toBe(200);
-    expect(r.body.status).toBe('PENDING_INDEX');
-    expect((await settled(d.id)).status).toBe('INDEXED');
-    expect(await searchIds({ query: oldWord })).toEqual([]);
-    expect(await searchIds({ query: oldWord, mode: 'HYBRID', minSimilarity: 0.99 })).toEqual([]);
-    expect(await searchIds({ query: newWord })).toEqual([`PartnerDocument:${d.id}`]);
-    expect(await searchIds({ query: `${newWord} gills`, mode: 'HYBRID', uniqueDocuments: true })).toContain(
-      `PartnerDocument:${d.id}`,
-    );
-  });
+  it(
+    'after a PUT that changes the text, a search for a word only in the old text finds nothing once the ' +
+      'document is INDEXED again',
+    async () => {
+      const oldWord = `pangolin${randomUUID().slice(0, 6)}`;
+      const newWord = `axolotl${randomUUID().slice(0, 6)}`;
+      const d = await ingest({ text: `Field notes about the ${oldWord} and its scales.` });
+      expect((await settled(d.id)).status).toBe('INDEXED');
+      expect(await searchIds({ query: oldWord })).toEqual([`PartnerDocument:${d.id}`]);
+      const r = await api.put(`/v1/documents/${d.id}`, root, {
+        title: d.title,
+        text: `Field notes about the ${newWord} and its gills.`,
+      });
+      expect(r.status, r.text).toBe(200);
+      expect(r.body.status).toBe('PENDING_INDEX');
+      expect((await settled(d.id)).status).toBe('INDEXED');
+      expect(await searchIds({ query: oldWord })).toEqual([]);
+      expect(await searchIds({ query: oldWord, mode: 'HYBRID', minSimilarity: 0.99 })).toEqual([]);
+      expect(await searchIds({ query: newWord })).toEqual([`PartnerDocument:${d.id}`]);
+      expect(await searchIds({ query: `${newWord} gills`, mode: 'HYBRID', uniqueDocuments: true })).toContain(
+        `PartnerDocument:${d.id}`,
+      );
+    },
+  );
 
   it('storeText false: once the text is discarded, a payload or folder change still moves the search filters', async () => {
     const word = `quetzal${randomUUID().slice(0, 6)}`;
@@ -687,37 +708,41 @@ describe('search indexing', () => {
 });
 
 describe('delete, tombstone and versions', () => {
-  it('versions list Created and Updated rows (status changes add none); delete leaves a tombstone and removes the text', async () => {
-    const ext = uniq('ext');
-    const d = await ingest({ text: 'x', externalId: ext });
-    await settled(d.id);
-    await api.patch(`/v1/documents/${d.id}`, root, { title: 'renamed' });
-    const v = await eventually(async () => {
-      const r = await api.get(`/v1/documents/${d.id}/versions`, root);
-      return r.status === 200 && r.body.data.length === 2 ? r.body.data : null;
-    });
-    expect(v.map((r: any) => [r.version, r.eventType, r.entityKind])).toEqual([
-      [1, 'DocumentCreated', 'document'],
-      [2, 'DocumentUpdated', 'document'],
-    ]);
-    expect(v[1].state.title).toBe('renamed');
-    expect((await api.get(`/v1/documents/${d.id}/tombstone`, root)).status).toBe(404);
-    const del = await api.del(`/v1/documents/${d.id}`, root);
-    expect(del.status).toBe(204);
-    expect((await api.get(`/v1/documents/${d.id}`, root)).status).toBe(404);
-    expect((await text(d.id)).status).toBe(404);
-    const t = await eventually(async () => {
-      const r = await api.get(`/v1/documents/${d.id}/tombstone`, root);
-      return r.status === 200 ? r.body : null;
-    });
-    expect(t).toMatchObject({ id: d.id, entityKind: 'document', externalId: ext, lastVersion: 2 });
-    const rows = (await api.get(`/v1/documents/${d.id}/versions`, root)).body.data;
-    expect(rows[rows.length - 1]).toMatchObject({ version: 3, eventType: 'DocumentDeleted', state: null });
-    // The externalId is free again.
-    expect(
-      (await api.post('/v1/documents', root, { title: 't', text: 'x', indexMode: 'TEXT', externalId: ext })).status,
-    ).toBe(201);
-  });
+  it(
+    'versions list Created and Updated rows (status changes add none); delete leaves a tombstone and ' +
+      'removes the text',
+    async () => {
+      const ext = uniq('ext');
+      const d = await ingest({ text: 'x', externalId: ext });
+      await settled(d.id);
+      await api.patch(`/v1/documents/${d.id}`, root, { title: 'renamed' });
+      const v = await eventually(async () => {
+        const r = await api.get(`/v1/documents/${d.id}/versions`, root);
+        return r.status === 200 && r.body.data.length === 2 ? r.body.data : null;
+      });
+      expect(v.map((r: any) => [r.version, r.eventType, r.entityKind])).toEqual([
+        [1, 'DocumentCreated', 'document'],
+        [2, 'DocumentUpdated', 'document'],
+      ]);
+      expect(v[1].state.title).toBe('renamed');
+      expect((await api.get(`/v1/documents/${d.id}/tombstone`, root)).status).toBe(404);
+      const del = await api.del(`/v1/documents/${d.id}`, root);
+      expect(del.status).toBe(204);
+      expect((await api.get(`/v1/documents/${d.id}`, root)).status).toBe(404);
+      expect((await text(d.id)).status).toBe(404);
+      const t = await eventually(async () => {
+        const r = await api.get(`/v1/documents/${d.id}/tombstone`, root);
+        return r.status === 200 ? r.body : null;
+      });
+      expect(t).toMatchObject({ id: d.id, entityKind: 'document', externalId: ext, lastVersion: 2 });
+      const rows = (await api.get(`/v1/documents/${d.id}/versions`, root)).body.data;
+      expect(rows[rows.length - 1]).toMatchObject({ version: 3, eventType: 'DocumentDeleted', state: null });
+      // The externalId is free again.
+      expect(
+        (await api.post('/v1/documents', root, { title: 't', text: 'x', indexMode: 'TEXT', externalId: ext })).status,
+      ).toBe(201);
+    },
+  );
 
   it('deleting a file document removes its file (the download URL stops working)', async () => {
     const up = await uploadFile('gone.txt', 'text/plain', 'bye');

@@ -113,7 +113,8 @@ describe('durability: SIGKILL with 1,000 writes in flight, then restart', () => 
           if (r.status >= 200 && r.status < 300 && r.body?.id) {
             acked.push({ ...req, status: r.status, id: r.body.id, version: r.body.version });
             if (!killScheduled && acked.length >= KILL_AFTER_ACKS) {
-              // A small random delay lands the kill at a different point of the commit / project / answer cycle each run.
+              // A small random delay lands the kill at a different point of the commit / project / answer cycle each
+              // run.
               killScheduled = true;
               setTimeout(() => {
                 killedAt = acked.length;
@@ -157,7 +158,9 @@ describe('durability: SIGKILL with 1,000 writes in flight, then restart', () => 
   it('the kill happened while writes were in flight', () => {
     // eslint-disable-next-line no-console
     console.log(
-      `durability: ${acked.length} acknowledged, ${non2xx.length} non-2xx, ${failed.length} failed of ${TOTAL}; killed ${killDelayMs} ms after ack ${KILL_AFTER_ACKS}, at ${killedAt} acks; load phase ${loadMs} ms`,
+      `durability: ${acked.length} acknowledged, ${non2xx.length} non-2xx, ${failed.length} failed of ` +
+        `${TOTAL}; killed ${killDelayMs} ms after ack ${KILL_AFTER_ACKS}, at ${killedAt} acks; load phase ` +
+        `${loadMs} ms`,
     );
     expect(
       killedAt,
@@ -188,43 +191,49 @@ describe('durability: SIGKILL with 1,000 writes in flight, then restart', () => 
     expect(misses).toEqual([]);
   }, 120_000);
 
-  it('the list has no duplicate ids or externalIds, includes every acknowledged id, and each record has exactly one version row', async () => {
-    const listed = await listAll(api, root);
-    // eslint-disable-next-line no-console
-    console.log(
-      `durability: ${listed.length} records listed after restart (${listed.length - acked.length} committed but never acknowledged)`,
-    );
-    const ids = listed.map((r) => r.id);
-    const exts = listed.map((r) => r.externalId);
-    expect(new Set(ids).size).toBe(listed.length);
-    expect(new Set(exts).size).toBe(listed.length);
-    expect(exts.every((x) => typeof x === 'string' && x.startsWith('ext-'))).toBe(true);
-    const idSet = new Set(ids);
-    expect(acked.filter((a) => !idSet.has(a.id)).map((a) => a.externalId)).toEqual([]);
-    // listed records never outnumber the creates that were launched
-    expect(listed.length).toBeGreaterThanOrEqual(acked.length);
-    expect(listed.length).toBeLessThanOrEqual(TOTAL);
-    // the payload of every listed record matches what its externalId was sent with
-    const byExt = new Map(sent.map((s) => [s.externalId, s]));
-    expect(
-      listed
-        .filter((r) => JSON.stringify(r.payload) !== JSON.stringify(byExt.get(r.externalId)?.payload))
-        .map((r) => r.id),
-    ).toEqual([]);
+  it(
+    'the list has no duplicate ids or externalIds, includes every acknowledged id, and each record has ' +
+      'exactly one version row',
+    async () => {
+      const listed = await listAll(api, root);
+      // eslint-disable-next-line no-console
+      console.log(
+        `durability: ${listed.length} records listed after restart (${listed.length - acked.length} ` +
+          `committed but never acknowledged)`,
+      );
+      const ids = listed.map((r) => r.id);
+      const exts = listed.map((r) => r.externalId);
+      expect(new Set(ids).size).toBe(listed.length);
+      expect(new Set(exts).size).toBe(listed.length);
+      expect(exts.every((x) => typeof x === 'string' && x.startsWith('ext-'))).toBe(true);
+      const idSet = new Set(ids);
+      expect(acked.filter((a) => !idSet.has(a.id)).map((a) => a.externalId)).toEqual([]);
+      // listed records never outnumber the creates that were launched
+      expect(listed.length).toBeGreaterThanOrEqual(acked.length);
+      expect(listed.length).toBeLessThanOrEqual(TOTAL);
+      // the payload of every listed record matches what its externalId was sent with
+      const byExt = new Map(sent.map((s) => [s.externalId, s]));
+      expect(
+        listed
+          .filter((r) => JSON.stringify(r.payload) !== JSON.stringify(byExt.get(r.externalId)?.payload))
+          .map((r) => r.id),
+      ).toEqual([]);
 
-    const wrongVersions: string[] = [];
-    await pool(listed, 16, async (rec) => {
-      const v = await api.get(`/v1/records/${rec.id}/versions?limit=100`, root);
-      if (
-        v.status !== 200 ||
-        v.body.data.length !== 1 ||
-        v.body.data[0].eventType !== 'RecordCreated' ||
-        v.body.data[0].version !== 1
-      )
-        wrongVersions.push(`${rec.id}: ${v.status} ${v.text.slice(0, 200)}`);
-    });
-    expect(wrongVersions).toEqual([]);
-  }, 120_000);
+      const wrongVersions: string[] = [];
+      await pool(listed, 16, async (rec) => {
+        const v = await api.get(`/v1/records/${rec.id}/versions?limit=100`, root);
+        if (
+          v.status !== 200 ||
+          v.body.data.length !== 1 ||
+          v.body.data[0].eventType !== 'RecordCreated' ||
+          v.body.data[0].version !== 1
+        )
+          wrongVersions.push(`${rec.id}: ${v.status} ${v.text.slice(0, 200)}`);
+      });
+      expect(wrongVersions).toEqual([]);
+    },
+    120_000,
+  );
 
   it('re-POSTing an acknowledged externalId answers 200 with the same id (no double create)', async () => {
     const wrong: string[] = [];
@@ -261,7 +270,8 @@ describe('durability: SIGKILL with 1,000 writes in flight, then restart', () => 
     const db = await PGlite.create({ dataDir: join(dir.dir, 'pg') });
     try {
       const { rows } = await db.query<{ n: number; ext: number }>(
-        `SELECT count(*)::int AS n, count(DISTINCT data->>'externalId')::int AS ext FROM es_events WHERE event_type = 'RecordCreated'`,
+        `SELECT count(*)::int AS n, count(DISTINCT data->>'externalId')::int AS ext FROM es_events WHERE ` +
+          `event_type = 'RecordCreated'`,
       );
       expect(rows[0].n).toBe(listed.length);
       expect(rows[0].ext).toBe(listed.length);

@@ -86,7 +86,8 @@ describe.skipIf(!installedModel(BGE_SMALL_Q).ok)('changing the embedding model',
     expect((await semantic()).results[0].documentId).toBe(ids.whales);
     await svc.stop();
 
-    // The same data, another model: the context is recorded with bge, so it is rebuilt; the endpoint holds its passages.
+    // The same data, another model: the context is recorded with bge, so it is rebuilt; the endpoint holds its
+    // passages.
     const url = await startEndpoint();
     held = new Promise<void>((r) => (release = r));
     const endpoint = { EMBEDDINGS_URL: url, EMBEDDINGS_MODEL: 'bge-reversed', EMBEDDINGS_DIMENSIONS: '384' };

@@ -253,28 +253,31 @@ describe('GET /v1/export', () => {
       expect((await api.get(`/v1/export?startFrom=${bad}`, root)).status, bad).toBe(400);
   });
 
-  it('root key or logs:r; anything else is the uniform 403; a context-confined credential exports its context only', async () => {
-    const mint = async (body: Record<string, unknown>) =>
-      (await ok(api.post('/v1/tokens', root, body), 201)).token as string;
-    const reader = await mint({ scope: { allowedActions: ['records:r', 'documents:r', 'billing:r'] } });
-    const denied = await api.get('/v1/export', reader);
-    expect(denied.status).toBe(403);
-    expect(denied.body.errorCode).toBe('FORBIDDEN');
-    expect(denied.text).not.toContain('logs');
-    // A token with logs:r is confined to the context it was minted against.
-    const logs = await mint({ scope: { allowedActions: ['logs:r'] } });
-    const mine = await exportLines('', logs);
-    expect(mine.length).toBeGreaterThan(0);
-    expect(cut(mine)).toEqual(all.filter((l) => l.contextId === acct.tenants.live.contextId));
-    expect(mine.every((l) => l.contextId === acct.tenants.live.contextId)).toBe(true);
-    // A credential narrowed to a user or to scopes cannot be given the whole log.
-    const alice = await mint({ scope: { allowedActions: ['logs:r'] }, userId: 'alice' });
-    expect((await api.get('/v1/export', alice)).status).toBe(403);
-    const teamA = await mint({ scope: { allowedActions: ['logs:r'], dataScope: { scopes: ['team:a'] } } });
-    expect((await api.get('/v1/export', teamA)).status).toBe(403);
-    expect((await api.get('/v1/export')).status).toBe(401);
-    expect((await api.get('/v1/export', acct.developerToken)).status).toBe(403);
-  });
+  it(
+    'root key or logs:r; anything else is the uniform 403; a context-confined credential exports its ' + 'context only',
+    async () => {
+      const mint = async (body: Record<string, unknown>) =>
+        (await ok(api.post('/v1/tokens', root, body), 201)).token as string;
+      const reader = await mint({ scope: { allowedActions: ['records:r', 'documents:r', 'billing:r'] } });
+      const denied = await api.get('/v1/export', reader);
+      expect(denied.status).toBe(403);
+      expect(denied.body.errorCode).toBe('FORBIDDEN');
+      expect(denied.text).not.toContain('logs');
+      // A token with logs:r is confined to the context it was minted against.
+      const logs = await mint({ scope: { allowedActions: ['logs:r'] } });
+      const mine = await exportLines('', logs);
+      expect(mine.length).toBeGreaterThan(0);
+      expect(cut(mine)).toEqual(all.filter((l) => l.contextId === acct.tenants.live.contextId));
+      expect(mine.every((l) => l.contextId === acct.tenants.live.contextId)).toBe(true);
+      // A credential narrowed to a user or to scopes cannot be given the whole log.
+      const alice = await mint({ scope: { allowedActions: ['logs:r'] }, userId: 'alice' });
+      expect((await api.get('/v1/export', alice)).status).toBe(403);
+      const teamA = await mint({ scope: { allowedActions: ['logs:r'], dataScope: { scopes: ['team:a'] } } });
+      expect((await api.get('/v1/export', teamA)).status).toBe(403);
+      expect((await api.get('/v1/export')).status).toBe(401);
+      expect((await api.get('/v1/export', acct.developerToken)).status).toBe(403);
+    },
+  );
 
   it('tenant isolation: the other tenant of the account and another account see only their own events', async () => {
     const test = await exportLines('', acct.tenants.test.rootKey);
@@ -298,115 +301,119 @@ describe('a large export streams with back-pressure, in bounded memory', () => {
   const PAD = 'x'.repeat(2000);
   let big: Bootstrap;
 
-  it(`${N} events: the log is read only as fast as the client reads, memory stays flat, every line arrives in order`, async () => {
-    big = await enterprise();
-    const tenantId = big.tenants.live.tenantId;
-    const contextId = big.tenants.live.contextId;
-    // Seeded straight into the log: valid catalogue events (uniqueness bookkeeping) that every projection passes over.
-    const ev = (i: number): NewEvent => ({
-      id: randomUUID(),
-      type: 'ReservationClaimed',
-      data: { key: `${tenantId}/${contextId}/bulk/${i}/${PAD}`, ownerId: `owner-${i}` },
-      metadata: {
-        tenantId,
-        contextId,
-        accountId: big.accountId,
-        actorKeyId: null,
-        userId: null,
-        requestId: null,
-        occurredAt: new Date().toISOString(),
-        schemaVersion: 1,
-      },
-    });
-    for (let i = 0; i < N; i += 500)
-      await svc.service.store.appendMulti(
-        Array.from({ length: 500 }, (_, j) => ({
-          streamId: streams.reservation('bulk', tenantId, String(i + j)),
-          events: [ev(i + j)],
-          expectedRevision: 'no_stream' as const,
-        })),
-      );
+  it(
+    `${N} events: the log is read only as fast as the client reads, memory stays flat, every line arrives ` +
+      `in order`,
+    async () => {
+      big = await enterprise();
+      const tenantId = big.tenants.live.tenantId;
+      const contextId = big.tenants.live.contextId;
+      // Seeded straight into the log: valid catalogue events (uniqueness bookkeeping) that every projection passes over.
+      const ev = (i: number): NewEvent => ({
+        id: randomUUID(),
+        type: 'ReservationClaimed',
+        data: { key: `${tenantId}/${contextId}/bulk/${i}/${PAD}`, ownerId: `owner-${i}` },
+        metadata: {
+          tenantId,
+          contextId,
+          accountId: big.accountId,
+          actorKeyId: null,
+          userId: null,
+          requestId: null,
+          occurredAt: new Date().toISOString(),
+          schemaVersion: 1,
+        },
+      });
+      for (let i = 0; i < N; i += 500)
+        await svc.service.store.appendMulti(
+          Array.from({ length: 500 }, (_, j) => ({
+            streamId: streams.reservation('bulk', tenantId, String(i + j)),
+            events: [ev(i + j)],
+            expectedRevision: 'no_stream' as const,
+          })),
+        );
 
-    // The service's own log subscribers read the seeded events too (through the shared log tail, which keeps recent
-    // pages in memory): let them finish first, so the memory measured below is the export's.
-    await eventually(async () => {
-      const r = await svc.api.get('/readyz');
-      return r.status === 200 && (r.body.projections as Array<{ lag: number }>).every((x) => x.lag === 0);
-    }, 60_000);
-    // Pages of the log read by the export, counted at the store.
-    const store = svc.service.store;
-    const readTenant = store.readTenant!.bind(store);
-    let pages = 0;
-    store.readTenant = async (...a) => {
-      pages += 1;
-      return readTenant(...a);
-    };
-    setFlagsFromString('--expose-gc');
-    const gc = runInNewContext('gc') as () => void;
-    // Reachable memory: heap plus external, after full collections. V8 releases the backing stores of dead
-    // ArrayBuffers (Buffers: the database's protocol messages, socket chunks) after a collection, on a background
-    // thread, and only then lowers `external`; under CPU load that lags, and a reading straight after one gc()
-    // counted 40-50 MB of buffers already dead (CI: 47.8 MB; the embedded database's WASM memory, counted in
-    // `external` too, stayed at 128 MB throughout). A collection starts by finishing the previous
-    // release, so each reading is taken after a pause and a second collection; the smallest of three is kept
-    // (dead memory can only add to a reading; the export holds still while the client is paused).
-    const used = async () => {
-      let least = Infinity;
-      for (let i = 0; i < 3; i++) {
-        gc();
-        await new Promise((r) => setTimeout(r, 50));
-        gc();
-        const m = process.memoryUsage();
-        least = Math.min(least, m.heapUsed + m.external);
-      }
-      return least;
-    };
-    try {
-      const base = await used();
-      const res = await svc.api.fetch('GET', '/v1/export', { token: big.tenants.live.rootKey });
-      expect(res.status).toBe(200);
-      const reader = res.body!.getReader();
-      const decoder = new TextDecoder();
-      let rest = '';
-      let lines = 0;
-      let bytes = 0;
-      let last = 0;
-      const take = (chunk: Uint8Array) => {
-        bytes += chunk.length;
-        rest += decoder.decode(chunk, { stream: true });
-        const parts = rest.split('\n');
-        rest = parts.pop()!;
-        for (const p of parts) {
-          const l = JSON.parse(p);
-          expect(l.position).toBeGreaterThan(last);
-          last = l.position;
-          lines += 1;
-        }
+      // The service's own log subscribers read the seeded events too (through the shared log tail, which keeps recent
+      // pages in memory): let them finish first, so the memory measured below is the export's.
+      await eventually(async () => {
+        const r = await svc.api.get('/readyz');
+        return r.status === 200 && (r.body.projections as Array<{ lag: number }>).every((x) => x.lag === 0);
+      }, 60_000);
+      // Pages of the log read by the export, counted at the store.
+      const store = svc.service.store;
+      const readTenant = store.readTenant!.bind(store);
+      let pages = 0;
+      store.readTenant = async (...a) => {
+        pages += 1;
+        return readTenant(...a);
       };
-      const first = await reader.read();
-      take(first.value!);
-      // The client stops reading: the export must stop reading the log too, not buffer the rest in memory.
-      await new Promise((r) => setTimeout(r, 1500));
-      const pagesWhilePaused = pages;
-      const grown = (await used()) - base;
-      await new Promise((r) => setTimeout(r, 500));
-      expect(pages).toBe(pagesWhilePaused);
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        take(value);
+      setFlagsFromString('--expose-gc');
+      const gc = runInNewContext('gc') as () => void;
+      // Reachable memory: heap plus external, after full collections. V8 releases the backing stores of dead
+      // ArrayBuffers (Buffers: the database's protocol messages, socket chunks) after a collection, on a background
+      // thread, and only then lowers `external`; under CPU load that lags, and a reading straight after one gc()
+      // counted 40-50 MB of buffers already dead (CI: 47.8 MB; the embedded database's WASM memory, counted in
+      // `external` too, stayed at 128 MB throughout). A collection starts by finishing the previous
+      // release, so each reading is taken after a pause and a second collection; the smallest of three is kept
+      // (dead memory can only add to a reading; the export holds still while the client is paused).
+      const used = async () => {
+        let least = Infinity;
+        for (let i = 0; i < 3; i++) {
+          gc();
+          await new Promise((r) => setTimeout(r, 50));
+          gc();
+          const m = process.memoryUsage();
+          least = Math.min(least, m.heapUsed + m.external);
+        }
+        return least;
+      };
+      try {
+        const base = await used();
+        const res = await svc.api.fetch('GET', '/v1/export', { token: big.tenants.live.rootKey });
+        expect(res.status).toBe(200);
+        const reader = res.body!.getReader();
+        const decoder = new TextDecoder();
+        let rest = '';
+        let lines = 0;
+        let bytes = 0;
+        let last = 0;
+        const take = (chunk: Uint8Array) => {
+          bytes += chunk.length;
+          rest += decoder.decode(chunk, { stream: true });
+          const parts = rest.split('\n');
+          rest = parts.pop()!;
+          for (const p of parts) {
+            const l = JSON.parse(p);
+            expect(l.position).toBeGreaterThan(last);
+            last = l.position;
+            lines += 1;
+          }
+        };
+        const first = await reader.read();
+        take(first.value!);
+        // The client stops reading: the export must stop reading the log too, not buffer the rest in memory.
+        await new Promise((r) => setTimeout(r, 1500));
+        const pagesWhilePaused = pages;
+        const grown = (await used()) - base;
+        await new Promise((r) => setTimeout(r, 500));
+        expect(pages).toBe(pagesWhilePaused);
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          take(value);
+        }
+        const totalPages = pages;
+        expect(rest).toBe('');
+        expect(lines).toBeGreaterThanOrEqual(N); // plus the account's own few events
+        expect(bytes).toBeGreaterThan(N * PAD.length);
+        // Paused, the export had read a small part of the log, and held far less than the export in memory.
+        expect(pagesWhilePaused).toBeLessThan(totalPages / 2);
+        expect(grown).toBeLessThan(bytes / 4);
+      } finally {
+        store.readTenant = readTenant;
       }
-      const totalPages = pages;
-      expect(rest).toBe('');
-      expect(lines).toBeGreaterThanOrEqual(N); // plus the account's own few events
-      expect(bytes).toBeGreaterThan(N * PAD.length);
-      // Paused, the export had read a small part of the log, and held far less than the export in memory.
-      expect(pagesWhilePaused).toBeLessThan(totalPages / 2);
-      expect(grown).toBeLessThan(bytes / 4);
-    } finally {
-      store.readTenant = readTenant;
-    }
-  });
+    },
+  );
 
   it('a client that goes away stops the export', async () => {
     const store = svc.service.store;
@@ -453,38 +460,42 @@ describe('npm run export (the CLI, a child process)', () => {
       timeout: 120_000,
     });
 
-  it('writes the lines GET /v1/export serves, with a progress line on stderr; filters as the API; refuses bad arguments', async () => {
-    const http = (await api.get('/v1/export', root)).text;
-    const httpRecords = (await api.get('/v1/export?streams=record', root)).text;
-    // PGlite is one process: the service stops first (its data directory stays).
-    await svc.service.close();
-    closed = true;
-    const out = join(data.dir, 'export.ndjson');
-    const r = cli(['--tenant', acct.tenants.live.tenantId, '--out', out]);
-    expect(r.status, r.stderr).toBe(0);
-    // The CLI's head is later (metering wrote on): the HTTP export is its beginning.
-    const lines = readFileSync(out, 'utf8');
-    expect(lines.startsWith(http)).toBe(true);
-    expect(
-      lines
-        .slice(http.length)
-        .split('\n')
-        .filter(Boolean)
-        .every((l) => JSON.parse(l).streamId.startsWith('usage-')),
-    ).toBe(true);
-    expect(statSync(out).mode & 0o777).toBe(0o600);
-    expect(r.stderr).toMatch(/100%/);
-    expect(r.stderr).toMatch(new RegExp(`exported ${lines.split('\n').length - 1} line\\(s\\)`));
-    const recs = cli(['--tenant', acct.tenants.live.tenantId, '--out', '-', '--streams', 'record']);
-    expect(recs.status, recs.stderr).toBe(0);
-    expect(recs.stdout).toBe(httpRecords); // no reads are metered in between: no new record events
-    rmSync(out);
-    expect(cli(['--tenant', acct.tenants.live.tenantId, '--out', out, '--streams', 'bogus']).status).toBe(2);
-    expect(cli(['--tenant', acct.tenants.live.tenantId, '--out', out, '--from', 'yesterday']).status).toBe(2);
-    expect(cli(['--out', out]).status).toBe(2);
-    const unknown = cli(['--tenant', randomUUID(), '--out', out]);
-    expect(unknown.status).toBe(1);
-    expect(unknown.stderr).toMatch(/unknown tenant/);
-    expect(() => statSync(out)).toThrow();
-  });
+  it(
+    'writes the lines GET /v1/export serves, with a progress line on stderr; filters as the API; refuses ' +
+      'bad arguments',
+    async () => {
+      const http = (await api.get('/v1/export', root)).text;
+      const httpRecords = (await api.get('/v1/export?streams=record', root)).text;
+      // PGlite is one process: the service stops first (its data directory stays).
+      await svc.service.close();
+      closed = true;
+      const out = join(data.dir, 'export.ndjson');
+      const r = cli(['--tenant', acct.tenants.live.tenantId, '--out', out]);
+      expect(r.status, r.stderr).toBe(0);
+      // The CLI's head is later (metering wrote on): the HTTP export is its beginning.
+      const lines = readFileSync(out, 'utf8');
+      expect(lines.startsWith(http)).toBe(true);
+      expect(
+        lines
+          .slice(http.length)
+          .split('\n')
+          .filter(Boolean)
+          .every((l) => JSON.parse(l).streamId.startsWith('usage-')),
+      ).toBe(true);
+      expect(statSync(out).mode & 0o777).toBe(0o600);
+      expect(r.stderr).toMatch(/100%/);
+      expect(r.stderr).toMatch(new RegExp(`exported ${lines.split('\n').length - 1} line\\(s\\)`));
+      const recs = cli(['--tenant', acct.tenants.live.tenantId, '--out', '-', '--streams', 'record']);
+      expect(recs.status, recs.stderr).toBe(0);
+      expect(recs.stdout).toBe(httpRecords); // no reads are metered in between: no new record events
+      rmSync(out);
+      expect(cli(['--tenant', acct.tenants.live.tenantId, '--out', out, '--streams', 'bogus']).status).toBe(2);
+      expect(cli(['--tenant', acct.tenants.live.tenantId, '--out', out, '--from', 'yesterday']).status).toBe(2);
+      expect(cli(['--out', out]).status).toBe(2);
+      const unknown = cli(['--tenant', randomUUID(), '--out', out]);
+      expect(unknown.status).toBe(1);
+      expect(unknown.stderr).toMatch(/unknown tenant/);
+      expect(() => statSync(out)).toThrow();
+    },
+  );
 });

@@ -99,76 +99,80 @@ describe('folder reads never write', () => {
     expect(await appendedSince(head)).toEqual([]);
   });
 
-  it('a context created before roots came with contexts reads its root without a write; the first folder write materialises the same root', async () => {
-    // What POST /v1/contexts appended before: the ContextCreated alone.
-    const ctx = randomUUID();
-    const at = new Date(Date.now() - 60_000).toISOString();
-    await svc.service.store.append(
-      streams.context(ctx),
-      [
-        {
-          id: randomUUID(),
-          type: 'ContextCreated',
-          data: { contextId: ctx, tenantId, accountId: svc.bootstrap.accountId, name: 'legacy', isDefault: false },
-          metadata: {
-            tenantId,
-            contextId: ctx,
-            accountId: svc.bootstrap.accountId,
-            actorKeyId: null,
-            userId: null,
-            requestId: null,
-            occurredAt: at,
-            schemaVersion: EVENT_SCHEMA_VERSION,
+  it(
+    'a context created before roots came with contexts reads its root without a write; the first folder ' +
+      'write materialises the same root',
+    async () => {
+      // What POST /v1/contexts appended before: the ContextCreated alone.
+      const ctx = randomUUID();
+      const at = new Date(Date.now() - 60_000).toISOString();
+      await svc.service.store.append(
+        streams.context(ctx),
+        [
+          {
+            id: randomUUID(),
+            type: 'ContextCreated',
+            data: { contextId: ctx, tenantId, accountId: svc.bootstrap.accountId, name: 'legacy', isDefault: false },
+            metadata: {
+              tenantId,
+              contextId: ctx,
+              accountId: svc.bootstrap.accountId,
+              actorKeyId: null,
+              userId: null,
+              requestId: null,
+              occurredAt: at,
+              schemaVersion: EVENT_SCHEMA_VERSION,
+            },
           },
-        },
-      ],
-      'no_stream',
-    );
-    await eventually(async () => {
-      const r = await api.get('/v1/contexts?limit=100', root);
-      if (!r.body?.data?.some((c: any) => c.id === ctx))
-        throw new Error(`context not projected yet: ${r.status} ${r.text}`);
-      return true;
-    });
-    const head = await svc.service.store.headPosition();
+        ],
+        'no_stream',
+      );
+      await eventually(async () => {
+        const r = await api.get('/v1/contexts?limit=100', root);
+        if (!r.body?.data?.some((c: any) => c.id === ctx))
+          throw new Error(`context not projected yet: ${r.status} ${r.text}`);
+        return true;
+      });
+      const head = await svc.service.store.headPosition();
 
-    const list = await call('GET', '/v1/folders', ctx);
-    expect(list.status, list.text).toBe(200);
-    expect(list.body.data).toHaveLength(1);
-    const implicit = list.body.data[0];
-    expect(implicit).toMatchObject({
-      isProtected: true,
-      parentFolderId: null,
-      depth: 0,
-      slug: 'root',
-      name: 'Root',
-      userId: null,
-      scopes: [],
-      version: 1,
-      description: null,
-    });
-    expect(new Date(implicit.createdAt).getTime()).toBe(new Date(at).getTime() - 1);
-    expect((await call('GET', `/v1/folders/${implicit.id}`, ctx)).body).toEqual(implicit);
-    // Filters and cursors treat it as they treat a stored root.
-    expect((await call('GET', '/v1/folders?userId=someone', ctx)).body.data).toEqual([]);
-    expect((await call('GET', `/v1/folders?parentFolderId=${implicit.id}`, ctx)).body.data).toEqual([]);
-    expect((await call('GET', '/v1/folders?scope=team', ctx)).body.data).toEqual([]);
-    await readEverything(ctx, implicit.id);
-    expect(await appendedSince(head)).toEqual([]);
+      const list = await call('GET', '/v1/folders', ctx);
+      expect(list.status, list.text).toBe(200);
+      expect(list.body.data).toHaveLength(1);
+      const implicit = list.body.data[0];
+      expect(implicit).toMatchObject({
+        isProtected: true,
+        parentFolderId: null,
+        depth: 0,
+        slug: 'root',
+        name: 'Root',
+        userId: null,
+        scopes: [],
+        version: 1,
+        description: null,
+      });
+      expect(new Date(implicit.createdAt).getTime()).toBe(new Date(at).getTime() - 1);
+      expect((await call('GET', `/v1/folders/${implicit.id}`, ctx)).body).toEqual(implicit);
+      // Filters and cursors treat it as they treat a stored root.
+      expect((await call('GET', '/v1/folders?userId=someone', ctx)).body.data).toEqual([]);
+      expect((await call('GET', `/v1/folders?parentFolderId=${implicit.id}`, ctx)).body.data).toEqual([]);
+      expect((await call('GET', '/v1/folders?scope=team', ctx)).body.data).toEqual([]);
+      await readEverything(ctx, implicit.id);
+      expect(await appendedSince(head)).toEqual([]);
 
-    // Another context never sees it.
-    expect((await api.get(`/v1/folders/${implicit.id}`, root)).status).toBe(404);
+      // Another context never sees it.
+      expect((await api.get(`/v1/folders/${implicit.id}`, root)).status).toBe(404);
 
-    // The first write materialises the root it was shown.
-    const child = await call('POST', '/v1/folders', ctx, { name: 'First' });
-    expect(child.status, child.text).toBe(201);
-    expect(child.body).toMatchObject({ parentFolderId: implicit.id, depth: 1 });
-    const after = await call('GET', '/v1/folders', ctx);
-    expect(after.body.data.map((f: any) => f.id)).toEqual([implicit.id, child.body.id]);
-    expect(after.body.data[0]).toEqual(implicit);
-    expect((await appendedSince(head)).filter((e) => e.type === 'FolderCreated').map((e) => e.streamId)).toEqual([
-      streams.folder(implicit.id),
-      streams.folder(child.body.id),
-    ]);
-  });
+      // The first write materialises the root it was shown.
+      const child = await call('POST', '/v1/folders', ctx, { name: 'First' });
+      expect(child.status, child.text).toBe(201);
+      expect(child.body).toMatchObject({ parentFolderId: implicit.id, depth: 1 });
+      const after = await call('GET', '/v1/folders', ctx);
+      expect(after.body.data.map((f: any) => f.id)).toEqual([implicit.id, child.body.id]);
+      expect(after.body.data[0]).toEqual(implicit);
+      expect((await appendedSince(head)).filter((e) => e.type === 'FolderCreated').map((e) => e.streamId)).toEqual([
+        streams.folder(implicit.id),
+        streams.folder(child.body.id),
+      ]);
+    },
+  );
 });

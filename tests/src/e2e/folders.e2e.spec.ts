@@ -139,25 +139,29 @@ describe('the context root folder', () => {
     expect((await get(f.id, root, ctx)).body).toEqual(f);
   });
 
-  it('a user-scoped token reads the root and its version history (the root is visible to every credential of its context)', async () => {
-    const t = await mint(['folders:r'], {
-      scope: { allowedActions: ['folders:r'], dataScope: { userId: 'history-user' } },
-    });
-    const list = await call('GET', '/v1/folders', t);
-    const r0 = list.body.data.find((f: any) => f.isProtected);
-    expect(r0).toBeDefined();
-    expect((await get(r0.id, t)).status).toBe(200);
-    const h = await call('GET', `/v1/folders/${r0.id}/versions`, t);
-    expect(h.status, h.text).toBe(200);
-    expect(h.body.data).toEqual((await call('GET', `/v1/folders/${r0.id}/versions`, root)).body.data);
-    // Another user's folder stays out of reach, history included.
-    const other = await call('POST', '/v1/folders', root, {
-      name: `theirs-${randomUUID().slice(0, 8)}`,
-      userId: 'someone-else',
-    });
-    expect(other.status, other.text).toBe(201);
-    expect((await call('GET', `/v1/folders/${other.body.id}/versions`, t)).status).toBe(404);
-  });
+  it(
+    'a user-scoped token reads the root and its version history (the root is visible to every credential of ' +
+      'its context)',
+    async () => {
+      const t = await mint(['folders:r'], {
+        scope: { allowedActions: ['folders:r'], dataScope: { userId: 'history-user' } },
+      });
+      const list = await call('GET', '/v1/folders', t);
+      const r0 = list.body.data.find((f: any) => f.isProtected);
+      expect(r0).toBeDefined();
+      expect((await get(r0.id, t)).status).toBe(200);
+      const h = await call('GET', `/v1/folders/${r0.id}/versions`, t);
+      expect(h.status, h.text).toBe(200);
+      expect(h.body.data).toEqual((await call('GET', `/v1/folders/${r0.id}/versions`, root)).body.data);
+      // Another user's folder stays out of reach, history included.
+      const other = await call('POST', '/v1/folders', root, {
+        name: `theirs-${randomUUID().slice(0, 8)}`,
+        userId: 'someone-else',
+      });
+      expect(other.status, other.text).toBe(201);
+      expect((await call('GET', `/v1/folders/${other.body.id}/versions`, t)).status).toBe(404);
+    },
+  );
 
   it('is created by a first GET by id (the id asked for is then a 404, the root exists)', async () => {
     const ctx = await newContext();

@@ -174,117 +174,126 @@ function tokenFor(path: string): string {
 }
 
 describe('fuzz every route', () => {
-  it('no 500, no hang, catalogue error bodies, nothing written by a refused request; the bystander keeps its latency', async () => {
-    const spec = (await api.get('/openapi.json')).body as { paths: Record<string, Record<string, unknown>> };
-    // Deletes last, so the fixtures stay for the other routes; the tenant teardown (its real tenant id tears the attacker's tenant down) last of all.
-    const rank = (r: { path: string; method: string }) =>
-      r.method !== 'DELETE' ? 0 : r.path === '/developer/tenants/{tenantId}' ? 2 : 1;
-    const routes = Object.entries(spec.paths)
-      .flatMap(([path, methods]) => Object.keys(methods).map((m) => ({ path, method: m.toUpperCase() })))
-      .sort((a, b) => rank(a) - rank(b));
-    expect(routes.length).toBeGreaterThan(40);
+  it(
+    'no 500, no hang, catalogue error bodies, nothing written by a refused request; the bystander keeps its ' +
+      'latency',
+    async () => {
+      const spec = (await api.get('/openapi.json')).body as { paths: Record<string, Record<string, unknown>> };
+      // Deletes last, so the fixtures stay for the other routes; the tenant teardown (its real tenant id tears the
+      // attacker's tenant down) last of all.
+      const rank = (r: { path: string; method: string }) =>
+        r.method !== 'DELETE' ? 0 : r.path === '/developer/tenants/{tenantId}' ? 2 : 1;
+      const routes = Object.entries(spec.paths)
+        .flatMap(([path, methods]) => Object.keys(methods).map((m) => ({ path, method: m.toUpperCase() })))
+        .sort((a, b) => rank(a) - rank(b));
+      expect(routes.length).toBeGreaterThan(40);
 
-    // The bystander: a searchable schema, then writes and searches, quiet and under fuzz.
-    const bRoot = bystander.tenants.live.rootKey;
-    const bs = await api.post('/v1/schemas', bRoot, {
-      typeName: 'Calm',
-      displayName: 'Calm',
-      allowedSurfaces: ['record'],
-      fields: [{ fieldId: 'body', fieldType: 'string', searchable: true }],
-    });
-    expect(bs.status).toBe(201);
-    const bystanderRound = async () => {
-      const t0 = Date.now();
-      const w = await api.post('/v1/records', bRoot, {
+      // The bystander: a searchable schema, then writes and searches, quiet and under fuzz.
+      const bRoot = bystander.tenants.live.rootKey;
+      const bs = await api.post('/v1/schemas', bRoot, {
         typeName: 'Calm',
-        payload: { body: `steady ordinary words ${randomUUID()}` },
-        indexMode: 'TEXT',
+        displayName: 'Calm',
+        allowedSurfaces: ['record'],
+        fields: [{ fieldId: 'body', fieldType: 'string', searchable: true }],
       });
-      const s = await api.post('/v1/search', bRoot, { query: 'steady ordinary', mode: 'TEXT' });
-      expect(w.status).toBe(201);
-      expect(s.status).toBe(200);
-      return Date.now() - t0;
-    };
-    const quiet: number[] = [];
-    for (let i = 0; i < 30; i++) quiet.push(await bystanderRound());
+      expect(bs.status).toBe(201);
+      const bystanderRound = async () => {
+        const t0 = Date.now();
+        const w = await api.post('/v1/records', bRoot, {
+          typeName: 'Calm',
+          payload: { body: `steady ordinary words ${randomUUID()}` },
+          indexMode: 'TEXT',
+        });
+        const s = await api.post('/v1/search', bRoot, { query: 'steady ordinary', mode: 'TEXT' });
+        expect(w.status).toBe(201);
+        expect(s.status).toBe(200);
+        return Date.now() - t0;
+      };
+      const quiet: number[] = [];
+      for (let i = 0; i < 30; i++) quiet.push(await bystanderRound());
 
-    let fuzzing = true;
-    const loud: number[] = [];
-    const bystanderLoop = (async () => {
-      while (fuzzing) loud.push(await bystanderRound());
-    })();
+      let fuzzing = true;
+      const loud: number[] = [];
+      const bystanderLoop = (async () => {
+        while (fuzzing) loud.push(await bystanderRound());
+      })();
 
-    const sent: Sent[] = [];
-    const failures: string[] = [];
-    const check = (r: Sent & { body: any }, what: string) => {
-      sent.push(r);
-      if (process.env.FUZZ_TRACE && r.ms > 100) console.log(`slow ${r.ms} ms ${what} ${r.label} ${r.status}`);
-      if (r.status >= 500 && r.status !== 501)
-        failures.push(`${what}: ${r.label} answered ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
-      // The erasure stub's 501 body is fixed by the spec: exactly {error: "not_implemented"}.
-      const erasureStub =
-        r.status === 501 &&
-        r.label.includes(' /v1/erasure-requests') &&
-        JSON.stringify(r.body) === '{"error":"not_implemented"}';
-      if (r.status >= 400 && !erasureStub && (typeof r.body !== 'object' || !r.body?.errorCode || !r.body?.requestId))
-        failures.push(
-          `${what}: ${r.label} answered ${r.status} without the error body: ${String(JSON.stringify(r.body)).slice(0, 200)}`,
-        );
-    };
-    try {
-      for (const { path, method } of routes) {
-        const token = tokenFor(path);
-        const real = fill(path, (n) => realParam(path, n));
-        const takesBody = method !== 'GET' && method !== 'DELETE';
-        if (takesBody) for (const [what, raw] of BODIES) check(await send(method, real, token, raw), `body ${what}`);
-        if (takesBody) check(await send(method, real, token, '{}', 'text/plain'), 'content type');
-        if (path.includes('{'))
-          for (const seg of SEGMENTS)
-            check(
-              await send(
-                method,
-                fill(path, () => seg),
-                token,
-                takesBody ? '{}' : undefined,
-              ),
-              `path ${seg.slice(0, 12)}`,
-            );
-        for (const q of QUERIES)
-          check(await send(method, `${real}?${q}`, token, takesBody ? '{}' : undefined), `query ${q.slice(0, 20)}`);
+      const sent: Sent[] = [];
+      const failures: string[] = [];
+      const check = (r: Sent & { body: any }, what: string) => {
+        sent.push(r);
+        if (process.env.FUZZ_TRACE && r.ms > 100) console.log(`slow ${r.ms} ms ${what} ${r.label} ${r.status}`);
+        if (r.status >= 500 && r.status !== 501)
+          failures.push(`${what}: ${r.label} answered ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
+        // The erasure stub's 501 body is fixed by the spec: exactly {error: "not_implemented"}.
+        const erasureStub =
+          r.status === 501 &&
+          r.label.includes(' /v1/erasure-requests') &&
+          JSON.stringify(r.body) === '{"error":"not_implemented"}';
+        if (r.status >= 400 && !erasureStub && (typeof r.body !== 'object' || !r.body?.errorCode || !r.body?.requestId))
+          failures.push(
+            `${what}: ${r.label} answered ${r.status} without the error body: ` +
+              `${String(JSON.stringify(r.body)).slice(0, 200)}`,
+          );
+      };
+      try {
+        for (const { path, method } of routes) {
+          const token = tokenFor(path);
+          const real = fill(path, (n) => realParam(path, n));
+          const takesBody = method !== 'GET' && method !== 'DELETE';
+          if (takesBody) for (const [what, raw] of BODIES) check(await send(method, real, token, raw), `body ${what}`);
+          if (takesBody) check(await send(method, real, token, '{}', 'text/plain'), 'content type');
+          if (path.includes('{'))
+            for (const seg of SEGMENTS)
+              check(
+                await send(
+                  method,
+                  fill(path, () => seg),
+                  token,
+                  takesBody ? '{}' : undefined,
+                ),
+                `path ${seg.slice(0, 12)}`,
+              );
+          for (const q of QUERIES)
+            check(await send(method, `${real}?${q}`, token, takesBody ? '{}' : undefined), `query ${q.slice(0, 20)}`);
+        }
+      } finally {
+        fuzzing = false;
+        await bystanderLoop;
       }
-    } finally {
-      fuzzing = false;
-      await bystanderLoop;
-    }
-    expect(failures).toEqual([]);
-    expect(sent.length).toBeGreaterThan(1_000);
-    const slowest = Math.max(...sent.map((s) => s.ms));
-    expect(slowest).toBeLessThan(REQUEST_TIMEOUT_MS);
+      expect(failures).toEqual([]);
+      expect(sent.length).toBeGreaterThan(1_000);
+      const slowest = Math.max(...sent.map((s) => s.ms));
+      expect(slowest).toBeLessThan(REQUEST_TIMEOUT_MS);
 
-    // Nothing refused left a trace: no event in the log carries a refused request's id.
-    const refused = new Set(sent.filter((s) => s.status >= 400 && s.requestId).map((s) => s.requestId));
-    const traced: string[] = [];
-    // The log is read in process; through the router (E2E_TARGET=router) the fixtures' check below still runs.
-    for (let after = 0; !THROUGH_ROUTER;) {
-      const batch = await svc.service.store.readAll(after, 1_000);
-      if (!batch.length) break;
-      for (const e of batch) if (refused.has(e.metadata.requestId)) traced.push(`${e.type} ${e.streamId}`);
-      after = batch[batch.length - 1].position;
-    }
-    expect(traced).toEqual([]);
-    // The fixtures are intact (the attacker's own record unchanged by everything refused).
-    const rec = await api.get(`/v1/records/${ids.record}`, attacker.tenants.live.rootKey);
-    if (rec.status === 200) expect(rec.body.payload).toMatchObject({ name: 'abc', n: 1 });
+      // Nothing refused left a trace: no event in the log carries a refused request's id.
+      const refused = new Set(sent.filter((s) => s.status >= 400 && s.requestId).map((s) => s.requestId));
+      const traced: string[] = [];
+      // The log is read in process; through the router (E2E_TARGET=router) the fixtures' check below still runs.
+      for (let after = 0; !THROUGH_ROUTER;) {
+        const batch = await svc.service.store.readAll(after, 1_000);
+        if (!batch.length) break;
+        for (const e of batch) if (refused.has(e.metadata.requestId)) traced.push(`${e.type} ${e.streamId}`);
+        after = batch[batch.length - 1].position;
+      }
+      expect(traced).toEqual([]);
+      // The fixtures are intact (the attacker's own record unchanged by everything refused).
+      const rec = await api.get(`/v1/records/${ids.record}`, attacker.tenants.live.rootKey);
+      if (rec.status === 200) expect(rec.body.payload).toMatchObject({ name: 'abc', n: 1 });
 
-    // The bystander was served throughout, at its normal pace.
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-    expect(loud.length).toBeGreaterThan(10);
-    console.log(
-      `fuzz: ${sent.length} requests, slowest ${slowest} ms; bystander write+search median quiet ${median(quiet)} ms, under fuzz ${median(loud)} ms (${loud.length} rounds), worst ${Math.max(...loud)} ms`,
-    );
-    expect(median(loud)).toBeLessThan(Math.max(4 * median(quiet), 250));
-    expect(Math.max(...loud)).toBeLessThan(5_000);
-  }, 600_000);
+      // The bystander was served throughout, at its normal pace.
+      const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+      expect(loud.length).toBeGreaterThan(10);
+      console.log(
+        `fuzz: ${sent.length} requests, slowest ${slowest} ms; bystander write+search median quiet ` +
+          `${median(quiet)} ms, under fuzz ${median(loud)} ms (${loud.length} rounds), worst ` +
+          `${Math.max(...loud)} ms`,
+      );
+      expect(median(loud)).toBeLessThan(Math.max(4 * median(quiet), 250));
+      expect(Math.max(...loud)).toBeLessThan(5_000);
+    },
+    600_000,
+  );
 });
 
 describe('below HTTP', () => {

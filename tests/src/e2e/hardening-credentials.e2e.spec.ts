@@ -210,54 +210,62 @@ describe('minting narrows: a child reaches the intersection of its parent and it
     return { user: user ?? parent.user, scopes: scopes?.length ? scopes : parent.scopes };
   }
 
-  it('every combination of parent reach and child request (userId, scopes): 403 outside the parent, else exactly the intersection', async () => {
-    const failures: string[] = [];
-    for (const parent of PARENTS) {
-      const token = await parent.make();
-      const own = await listIds(token);
-      expect(own, `${parent.name} sees its own reach`).toEqual(visible(parent.reach));
-      for (const child of CHILDREN) {
-        const body = {
-          scope: { allowedActions: ['records:r'], ...(child.dataScope ? { dataScope: child.dataScope } : {}) },
-          ...(child.userId ? { userId: child.userId } : {}),
-        };
-        const r = await api.post('/v1/tokens', token, body);
-        const want = expected(parent.reach, child);
-        const label = `${parent.name} → child ${child.name}`;
-        if (want === 403) {
-          if (r.status !== 403) failures.push(`${label}: expected 403, got ${r.status} ${r.text}`);
-          continue;
+  it(
+    'every combination of parent reach and child request (userId, scopes): 403 outside the parent, else ' +
+      'exactly the intersection',
+    async () => {
+      const failures: string[] = [];
+      for (const parent of PARENTS) {
+        const token = await parent.make();
+        const own = await listIds(token);
+        expect(own, `${parent.name} sees its own reach`).toEqual(visible(parent.reach));
+        for (const child of CHILDREN) {
+          const body = {
+            scope: { allowedActions: ['records:r'], ...(child.dataScope ? { dataScope: child.dataScope } : {}) },
+            ...(child.userId ? { userId: child.userId } : {}),
+          };
+          const r = await api.post('/v1/tokens', token, body);
+          const want = expected(parent.reach, child);
+          const label = `${parent.name} → child ${child.name}`;
+          if (want === 403) {
+            if (r.status !== 403) failures.push(`${label}: expected 403, got ${r.status} ${r.text}`);
+            continue;
+          }
+          if (r.status !== 201) {
+            failures.push(`${label}: expected 201, got ${r.status} ${r.text}`);
+            continue;
+          }
+          const seen = await listIds(r.body.token);
+          if (JSON.stringify(seen) !== JSON.stringify(visible(want)))
+            failures.push(`${label}: sees ${seen.length} records, expected ${visible(want).length}`);
+          if (!seen.every((id) => own.includes(id))) failures.push(`${label}: sees records its parent cannot`);
         }
-        if (r.status !== 201) {
-          failures.push(`${label}: expected 201, got ${r.status} ${r.text}`);
-          continue;
-        }
-        const seen = await listIds(r.body.token);
-        if (JSON.stringify(seen) !== JSON.stringify(visible(want)))
-          failures.push(`${label}: sees ${seen.length} records, expected ${visible(want).length}`);
-        if (!seen.every((id) => own.includes(id))) failures.push(`${label}: sees records its parent cannot`);
       }
-    }
-    expect(failures).toEqual([]);
-  });
+      expect(failures).toEqual([]);
+    },
+  );
 
-  it('the reported attacks: a mallory-bound token cannot mint an alice child, an [org:a] token cannot mint an unlimited child', async () => {
-    const mallory = await mint(root, { scope: { allowedActions: ['records:r'] }, userId: 'mallory' });
-    const aliceRecord = records.find((r) => r.userId === 'alice')!.id;
-    const toAlice = await api.post('/v1/tokens', mallory.token, {
-      scope: { allowedActions: ['records:r'], dataScope: { userId: 'alice' } },
-    });
-    expect(toAlice.status, toAlice.text).toBe(403);
-    expect((await api.get(`/v1/records/${aliceRecord}`, mallory.token)).status).toBe(404);
+  it(
+    'the reported attacks: a mallory-bound token cannot mint an alice child, an [org:a] token cannot mint ' +
+      'an unlimited child',
+    async () => {
+      const mallory = await mint(root, { scope: { allowedActions: ['records:r'] }, userId: 'mallory' });
+      const aliceRecord = records.find((r) => r.userId === 'alice')!.id;
+      const toAlice = await api.post('/v1/tokens', mallory.token, {
+        scope: { allowedActions: ['records:r'], dataScope: { userId: 'alice' } },
+      });
+      expect(toAlice.status, toAlice.text).toBe(403);
+      expect((await api.get(`/v1/records/${aliceRecord}`, mallory.token)).status).toBe(404);
 
-    const orgA = await mint(root, { scope: { allowedActions: ['records:r'], dataScope: { scopes: ['org:a'] } } });
-    const orgBOnly = records.find((r) => r.scopes.length === 1 && r.scopes[0] === 'org:b')!.id;
-    const unlimited = await api.post('/v1/tokens', orgA.token, {
-      scope: { allowedActions: ['records:r'], dataScope: { scopes: [] } },
-    });
-    expect(unlimited.status, unlimited.text).toBe(403);
-    expect((await api.get(`/v1/records/${orgBOnly}`, orgA.token)).status).toBe(404);
-  });
+      const orgA = await mint(root, { scope: { allowedActions: ['records:r'], dataScope: { scopes: ['org:a'] } } });
+      const orgBOnly = records.find((r) => r.scopes.length === 1 && r.scopes[0] === 'org:b')!.id;
+      const unlimited = await api.post('/v1/tokens', orgA.token, {
+        scope: { allowedActions: ['records:r'], dataScope: { scopes: [] } },
+      });
+      expect(unlimited.status, unlimited.text).toBe(403);
+      expect((await api.get(`/v1/records/${orgBOnly}`, orgA.token)).status).toBe(404);
+    },
+  );
 
   it('a narrowed child cannot widen again in the next generation', async () => {
     const parent = await mint(root, {
@@ -305,42 +313,46 @@ describe('minting narrows: a child reaches the intersection of its parent and it
     expect(r.status, r.text).toBe(status);
   });
 
-  it('contexts: a confined parent mints only for its own context (another one is the identical 404); a cross-context parent for any of its tenant', async () => {
-    const ctx2 = (await api.post('/v1/contexts', root, { name: uniq('ctx2') })).body.id as string;
-    const confined = await mint(root, { scope: { allowedActions: ['records:r'] } });
-    const confinedKey = await scopedKey(acct.developerToken, {
-      tenantId: acct.tenants.live.tenantId,
-      allowedActions: ['records:r'],
-    });
-    const crossKey = await scopedKey(acct.developerToken, {
-      tenantId: acct.tenants.live.tenantId,
-      allowedActions: ['records:r'],
-      crossContext: true,
-    });
-    const body = (contextId: string) => ({ scope: { allowedActions: ['records:r'] }, contextId });
+  it(
+    'contexts: a confined parent mints only for its own context (another one is the identical 404); a ' +
+      'cross-context parent for any of its tenant',
+    async () => {
+      const ctx2 = (await api.post('/v1/contexts', root, { name: uniq('ctx2') })).body.id as string;
+      const confined = await mint(root, { scope: { allowedActions: ['records:r'] } });
+      const confinedKey = await scopedKey(acct.developerToken, {
+        tenantId: acct.tenants.live.tenantId,
+        allowedActions: ['records:r'],
+      });
+      const crossKey = await scopedKey(acct.developerToken, {
+        tenantId: acct.tenants.live.tenantId,
+        allowedActions: ['records:r'],
+        crossContext: true,
+      });
+      const body = (contextId: string) => ({ scope: { allowedActions: ['records:r'] }, contextId });
 
-    for (const parent of [confined.token, confinedKey.key]) {
-      const rnd = await api.post('/v1/tokens', parent, body(randomUUID()));
-      expect(rnd.status).toBe(404);
-      for (const other of [ctx2, acct.tenants.test.contextId]) {
-        const r = await api.post('/v1/tokens', parent, body(other));
-        expect(r.status, r.text).toBe(404);
-        expect(withoutRequestId(r)).toBe(withoutRequestId(rnd));
+      for (const parent of [confined.token, confinedKey.key]) {
+        const rnd = await api.post('/v1/tokens', parent, body(randomUUID()));
+        expect(rnd.status).toBe(404);
+        for (const other of [ctx2, acct.tenants.test.contextId]) {
+          const r = await api.post('/v1/tokens', parent, body(other));
+          expect(r.status, r.text).toBe(404);
+          expect(withoutRequestId(r)).toBe(withoutRequestId(rnd));
+        }
+        expect((await api.post('/v1/tokens', parent, body(acct.tenants.live.contextId))).status).toBe(201);
       }
-      expect((await api.post('/v1/tokens', parent, body(acct.tenants.live.contextId))).status).toBe(201);
-    }
-    for (const parent of [root, crossKey.key]) {
-      const child = await mint(parent, body(ctx2));
-      expect(child.contextId).toBe(ctx2);
-      const list = await api.get('/v1/contexts', child.token);
-      expect(list.body.data.map((c: { id: string }) => c.id)).toEqual([ctx2]);
-      // The child is confined: it cannot select its parent's other contexts.
-      expect((await api.get('/v1/contexts', child.token, { 'x-context-id': acct.tenants.live.contextId })).status).toBe(
-        404,
-      );
-      expect((await api.post('/v1/tokens', parent, body(acct.tenants.test.contextId))).status).toBe(404);
-    }
-  });
+      for (const parent of [root, crossKey.key]) {
+        const child = await mint(parent, body(ctx2));
+        expect(child.contextId).toBe(ctx2);
+        const list = await api.get('/v1/contexts', child.token);
+        expect(list.body.data.map((c: { id: string }) => c.id)).toEqual([ctx2]);
+        // The child is confined: it cannot select its parent's other contexts.
+        expect(
+          (await api.get('/v1/contexts', child.token, { 'x-context-id': acct.tenants.live.contextId })).status,
+        ).toBe(404);
+        expect((await api.post('/v1/tokens', parent, body(acct.tenants.test.contextId))).status).toBe(404);
+      }
+    },
+  );
 
   it('a child never outlives its parent: its expiry is capped at the parent’s', async () => {
     const parent = await mint(root, { scope: { allowedActions: ['records:r'] }, expiresInSeconds: 120 });
@@ -364,27 +376,30 @@ describe('revoking minted tokens: DELETE /v1/tokens/{id}', () => {
     expect((await api.del(`/v1/tokens/${t.id}`, root)).status).toBe(404);
   });
 
-  it('a token revokes itself and its own children; a sibling, another tenant and a random id get the identical 404', async () => {
-    const parent = await mint(root, { scope: { allowedActions: ['records:r'] } });
-    const child = await mint(parent.token, { scope: { allowedActions: ['records:r'] } });
-    const sibling = await mint(root, { scope: { allowedActions: ['records:r'] } });
-    const other = await enterprise(api);
-    const rnd = await api.del(`/v1/tokens/${randomUUID()}`, root);
-    expect(rnd.status).toBe(404);
-    for (const by of [sibling.token, other.tenants.live.rootKey, acct.tenants.test.rootKey]) {
-      const r = await api.del(`/v1/tokens/${child.id}`, by);
-      expect(r.status, r.text).toBe(404);
-      expect(withoutRequestId(r)).toBe(withoutRequestId(rnd));
-    }
-    expect(await works(child.token)).toBe(200);
-    // A child may not revoke its parent.
-    expect((await api.del(`/v1/tokens/${parent.id}`, child.token)).status).toBe(404);
-    expect((await api.del(`/v1/tokens/${child.id}`, parent.token)).status).toBe(204);
-    expect(await works(child.token)).toBe(401);
-    expect(await works(parent.token)).toBe(200);
-    expect((await api.del(`/v1/tokens/${parent.id}`, parent.token)).status).toBe(204);
-    expect(await works(parent.token)).toBe(401);
-  });
+  it(
+    'a token revokes itself and its own children; a sibling, another tenant and a random id get the ' + 'identical 404',
+    async () => {
+      const parent = await mint(root, { scope: { allowedActions: ['records:r'] } });
+      const child = await mint(parent.token, { scope: { allowedActions: ['records:r'] } });
+      const sibling = await mint(root, { scope: { allowedActions: ['records:r'] } });
+      const other = await enterprise(api);
+      const rnd = await api.del(`/v1/tokens/${randomUUID()}`, root);
+      expect(rnd.status).toBe(404);
+      for (const by of [sibling.token, other.tenants.live.rootKey, acct.tenants.test.rootKey]) {
+        const r = await api.del(`/v1/tokens/${child.id}`, by);
+        expect(r.status, r.text).toBe(404);
+        expect(withoutRequestId(r)).toBe(withoutRequestId(rnd));
+      }
+      expect(await works(child.token)).toBe(200);
+      // A child may not revoke its parent.
+      expect((await api.del(`/v1/tokens/${parent.id}`, child.token)).status).toBe(404);
+      expect((await api.del(`/v1/tokens/${child.id}`, parent.token)).status).toBe(204);
+      expect(await works(child.token)).toBe(401);
+      expect(await works(parent.token)).toBe(200);
+      expect((await api.del(`/v1/tokens/${parent.id}`, parent.token)).status).toBe(204);
+      expect(await works(parent.token)).toBe(401);
+    },
+  );
 
   it('a root key or scoped key id is not a token: DELETE /v1/tokens/{id} → 404', async () => {
     const k = await scopedKey(acct.developerToken, {
@@ -454,51 +469,63 @@ describe('revoking scoped keys: DELETE /developer/keys/{id}', () => {
 describe('rotating a root key: POST /developer/tenants/{tenantId}/root-key/rotate', () => {
   const works = async (token: string) => (await api.get('/v1/contexts', token)).status;
 
-  it('200 with the new key once; the old key answers 401 at once, the new one works, tokens it minted die, the other environment and ssk_ keys live on', async () => {
-    const a = await enterprise(api);
-    const old = a.tenants.live.rootKey;
-    const minted = await mint(old, { scope: { allowedActions: ['records:r'] } });
-    const key = await scopedKey(a.developerToken, { tenantId: a.tenants.live.tenantId, allowedActions: ['records:r'] });
-    for (const t of [old, minted.token, key.key, a.tenants.test.rootKey]) expect(await works(t)).toBe(200);
+  it(
+    '200 with the new key once; the old key answers 401 at once, the new one works, tokens it minted die, ' +
+      'the other environment and ssk_ keys live on',
+    async () => {
+      const a = await enterprise(api);
+      const old = a.tenants.live.rootKey;
+      const minted = await mint(old, { scope: { allowedActions: ['records:r'] } });
+      const key = await scopedKey(a.developerToken, {
+        tenantId: a.tenants.live.tenantId,
+        allowedActions: ['records:r'],
+      });
+      for (const t of [old, minted.token, key.key, a.tenants.test.rootKey]) expect(await works(t)).toBe(200);
 
-    const r = await api.post(`/developer/tenants/${a.tenants.live.tenantId}/root-key/rotate`, a.developerToken);
-    expect(r.status, r.text).toBe(200);
-    expect(Object.keys(r.body).sort()).toEqual(['environment', 'id', 'rootKey', 'tenantId']);
-    expect(r.body).toMatchObject({ tenantId: a.tenants.live.tenantId, environment: 'live' });
-    expect(r.body.rootKey.startsWith('sk_live_')).toBe(true);
+      const r = await api.post(`/developer/tenants/${a.tenants.live.tenantId}/root-key/rotate`, a.developerToken);
+      expect(r.status, r.text).toBe(200);
+      expect(Object.keys(r.body).sort()).toEqual(['environment', 'id', 'rootKey', 'tenantId']);
+      expect(r.body).toMatchObject({ tenantId: a.tenants.live.tenantId, environment: 'live' });
+      expect(r.body.rootKey.startsWith('sk_live_')).toBe(true);
 
-    expect(await works(old)).toBe(401);
-    expect(await works(minted.token)).toBe(401);
-    expect(await works(r.body.rootKey)).toBe(200);
-    expect(await works(key.key)).toBe(200);
-    expect(await works(a.tenants.test.rootKey)).toBe(200);
-    // The new key is a full root key: cross-context, mints, reads the tenant's data.
-    expect((await api.post('/v1/contexts', r.body.rootKey, { name: 'after-rotation' })).status).toBe(201);
-    expect((await api.post('/v1/tokens', r.body.rootKey, { scope: { allowedActions: ['records:r'] } })).status).toBe(
-      201,
-    );
+      expect(await works(old)).toBe(401);
+      expect(await works(minted.token)).toBe(401);
+      expect(await works(r.body.rootKey)).toBe(200);
+      expect(await works(key.key)).toBe(200);
+      expect(await works(a.tenants.test.rootKey)).toBe(200);
+      // The new key is a full root key: cross-context, mints, reads the tenant's data.
+      expect((await api.post('/v1/contexts', r.body.rootKey, { name: 'after-rotation' })).status).toBe(201);
+      expect((await api.post('/v1/tokens', r.body.rootKey, { scope: { allowedActions: ['records:r'] } })).status).toBe(
+        201,
+      );
 
-    const t = await api.post(`/developer/tenants/${a.tenants.test.tenantId}/root-key/rotate`, a.developerToken);
-    expect(t.status, t.text).toBe(200);
-    expect(t.body.rootKey.startsWith('sk_test_')).toBe(true);
-    expect(await works(a.tenants.test.rootKey)).toBe(401);
-    expect(await works(t.body.rootKey)).toBe(200);
-  });
+      const t = await api.post(`/developer/tenants/${a.tenants.test.tenantId}/root-key/rotate`, a.developerToken);
+      expect(t.status, t.text).toBe(200);
+      expect(t.body.rootKey.startsWith('sk_test_')).toBe(true);
+      expect(await works(a.tenants.test.rootKey)).toBe(401);
+      expect(await works(t.body.rootKey)).toBe(200);
+    },
+  );
 
-  it('another account’s tenant and a random tenant → the identical 403 (tenant not owned); a root key → 403; nothing changes', async () => {
-    const a = await enterprise(api);
-    const b = await enterprise(api);
-    const rnd = await api.post(`/developer/tenants/${randomUUID()}/root-key/rotate`, a.developerToken);
-    expect(rnd.status).toBe(403);
-    expect(rnd.body.errorCode).toBe('FORBIDDEN');
-    const foreign = await api.post(`/developer/tenants/${b.tenants.live.tenantId}/root-key/rotate`, a.developerToken);
-    expect(withoutRequestId(foreign)).toBe(withoutRequestId(rnd));
-    expect(
-      (await api.post(`/developer/tenants/${a.tenants.live.tenantId}/root-key/rotate`, a.tenants.live.rootKey)).status,
-    ).toBe(403);
-    expect(await works(b.tenants.live.rootKey)).toBe(200);
-    expect(await works(a.tenants.live.rootKey)).toBe(200);
-  });
+  it(
+    'another account’s tenant and a random tenant → the identical 403 (tenant not owned); a root key → 403; ' +
+      'nothing changes',
+    async () => {
+      const a = await enterprise(api);
+      const b = await enterprise(api);
+      const rnd = await api.post(`/developer/tenants/${randomUUID()}/root-key/rotate`, a.developerToken);
+      expect(rnd.status).toBe(403);
+      expect(rnd.body.errorCode).toBe('FORBIDDEN');
+      const foreign = await api.post(`/developer/tenants/${b.tenants.live.tenantId}/root-key/rotate`, a.developerToken);
+      expect(withoutRequestId(foreign)).toBe(withoutRequestId(rnd));
+      expect(
+        (await api.post(`/developer/tenants/${a.tenants.live.tenantId}/root-key/rotate`, a.tenants.live.rootKey))
+          .status,
+      ).toBe(403);
+      expect(await works(b.tenants.live.rootKey)).toBe(200);
+      expect(await works(a.tenants.live.rootKey)).toBe(200);
+    },
+  );
 
   it('concurrent rotations leave exactly one working root key', async () => {
     const a = await enterprise(api);

@@ -213,14 +213,18 @@ function expectLimitFailure(doc: any, pattern: RegExp) {
 }
 
 describe('extraction limits: files that break a limit end FAILED, the service carries on', () => {
-  it('a DOCX zip bomb (0.5 MB -> 150 MiB of XML) is FAILED naming the inflated-size limit; /healthz and other tenants are unaffected', async () => {
-    expect(bomb.length).toBeLessThan(1 * MiB);
-    const { up, doc } = await uploadWatched('bomb.docx', DOCX_TYPE, bomb);
-    bombId = up.id;
-    expectLimitFailure(doc, /64 MiB/);
-    expect(doc.indexFailure.message).toMatch(/unzip/i);
-    expect((await api.get(`/v1/documents/${up.id}/text`, root)).status).toBe(404);
-  });
+  it(
+    'a DOCX zip bomb (0.5 MB -> 150 MiB of XML) is FAILED naming the inflated-size limit; /healthz and ' +
+      'other tenants are unaffected',
+    async () => {
+      expect(bomb.length).toBeLessThan(1 * MiB);
+      const { up, doc } = await uploadWatched('bomb.docx', DOCX_TYPE, bomb);
+      bombId = up.id;
+      expectLimitFailure(doc, /64 MiB/);
+      expect(doc.indexFailure.message).toMatch(/unzip/i);
+      expect((await api.get(`/v1/documents/${up.id}/text`, root)).status).toBe(404);
+    },
+  );
 
   it('a zip bomb whose headers understate the inflated size is stopped while inflating, at the same limit', async () => {
     const liar = understate(bomb, 'word/document.xml', 4096);
@@ -228,12 +232,17 @@ describe('extraction limits: files that break a limit end FAILED, the service ca
     expectLimitFailure(doc, /64 MiB/);
   });
 
-  it('a DOCX under the inflated-size limit whose XML is too heavy to parse ends FAILED by the memory (or time) limit; the service stays responsive', async () => {
-    // ~24 MiB of XML (about 100 KB zipped): the shape that held /healthz for 23 s when parsed on the main thread.
-    const heavy = await docxWithBody(24);
-    const { doc } = await uploadWatched('heavy.docx', DOCX_TYPE, heavy);
-    expectLimitFailure(doc, /MiB memory limit|s time limit/);
-  }, 150_000);
+  it(
+    'a DOCX under the inflated-size limit whose XML is too heavy to parse ends FAILED by the memory (or ' +
+      'time) limit; the service stays responsive',
+    async () => {
+      // ~24 MiB of XML (about 100 KB zipped): the shape that held /healthz for 23 s when parsed on the main thread.
+      const heavy = await docxWithBody(24);
+      const { doc } = await uploadWatched('heavy.docx', DOCX_TYPE, heavy);
+      expectLimitFailure(doc, /MiB memory limit|s time limit/);
+    },
+    150_000,
+  );
 
   it(`a PDF over the page limit is FAILED naming the limit`, async () => {
     const pdf = await pdfPages(EXTRACTION_LIMITS.maxPdfPages + 1);
@@ -271,41 +280,50 @@ describe('extraction limits: files that break a limit end FAILED, the service ca
     }
   });
 
-  it('after a restart on the same DATA_DIR the bomb is not extracted again: it stays FAILED and the service is up', async () => {
-    expect(bombId).toBeTruthy();
-    const before = await svc.service.store.readStream(streams.document(bombId));
-    await svc.stop();
-    svc = await startService({ dataDir: data.dir });
-    api = svc.api;
-    // The worker follows the log in order: once an upload made now is settled, anything before it was seen again.
-    const probe = await uploadFile('after-restart.txt', 'text/plain', SENTENCE);
-    expect((await settled(probe.id)).status).toBe('INDEXED');
-    const after = await svc.service.store.readStream(streams.document(bombId));
-    expect(after.map((e) => e.type)).toEqual(before.map((e) => e.type));
-    const d = (await api.get(`/v1/documents/${bombId}`, root)).body;
-    expectLimitFailure(d, /64 MiB/);
-    expect((await fetch(`${svc.url}/healthz`)).status).toBe(200);
-  }, 120_000);
-
-  it(`an extraction interrupted ${MAX_EXTRACTION_ATTEMPTS} times (the process stopped mid-way) is FAILED, not tried for ever`, async () => {
-    const heavy = await docxWithBody(24);
-    const up = await uploadFile('interrupted.docx', DOCX_TYPE, heavy);
-    const status = async () => (await api.get(`/v1/documents/${up.id}`, root)).body.status as string;
-    const starts = async () =>
-      (await svc.service.store.readStream(streams.document(up.id))).filter(
-        (e) => e.type === 'DocumentExtractionStarted',
-      ).length;
-    for (let attempt = 1; attempt <= MAX_EXTRACTION_ATTEMPTS; attempt++) {
-      // Extraction of this file takes seconds: stop the service while it runs (as a crash would), then start it again.
-      await eventually(async () => (await starts()) === attempt && (await status()) === 'EXTRACTING', 30_000, 50);
+  it(
+    'after a restart on the same DATA_DIR the bomb is not extracted again: it stays FAILED and the service ' + 'is up',
+    async () => {
+      expect(bombId).toBeTruthy();
+      const before = await svc.service.store.readStream(streams.document(bombId));
       await svc.stop();
       svc = await startService({ dataDir: data.dir });
       api = svc.api;
-    }
-    const d = await settled(up.id, 30_000);
-    expectLimitFailure(d, new RegExp(`interrupted ${MAX_EXTRACTION_ATTEMPTS} times`));
-    expect(await starts()).toBe(MAX_EXTRACTION_ATTEMPTS);
-  }, 240_000);
+      // The worker follows the log in order: once an upload made now is settled, anything before it was seen again.
+      const probe = await uploadFile('after-restart.txt', 'text/plain', SENTENCE);
+      expect((await settled(probe.id)).status).toBe('INDEXED');
+      const after = await svc.service.store.readStream(streams.document(bombId));
+      expect(after.map((e) => e.type)).toEqual(before.map((e) => e.type));
+      const d = (await api.get(`/v1/documents/${bombId}`, root)).body;
+      expectLimitFailure(d, /64 MiB/);
+      expect((await fetch(`${svc.url}/healthz`)).status).toBe(200);
+    },
+    120_000,
+  );
+
+  it(
+    `an extraction interrupted ${MAX_EXTRACTION_ATTEMPTS} times (the process stopped mid-way) is FAILED, ` +
+      `not tried for ever`,
+    async () => {
+      const heavy = await docxWithBody(24);
+      const up = await uploadFile('interrupted.docx', DOCX_TYPE, heavy);
+      const status = async () => (await api.get(`/v1/documents/${up.id}`, root)).body.status as string;
+      const starts = async () =>
+        (await svc.service.store.readStream(streams.document(up.id))).filter(
+          (e) => e.type === 'DocumentExtractionStarted',
+        ).length;
+      for (let attempt = 1; attempt <= MAX_EXTRACTION_ATTEMPTS; attempt++) {
+        // Extraction of this file takes seconds: stop the service while it runs (as a crash would), then start it again.
+        await eventually(async () => (await starts()) === attempt && (await status()) === 'EXTRACTING', 30_000, 50);
+        await svc.stop();
+        svc = await startService({ dataDir: data.dir });
+        api = svc.api;
+      }
+      const d = await settled(up.id, 30_000);
+      expectLimitFailure(d, new RegExp(`interrupted ${MAX_EXTRACTION_ATTEMPTS} times`));
+      expect(await starts()).toBe(MAX_EXTRACTION_ATTEMPTS);
+    },
+    240_000,
+  );
 });
 
 describe('extraction limits in the extractor (limits lowered to trip them)', () => {

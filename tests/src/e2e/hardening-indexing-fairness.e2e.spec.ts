@@ -37,11 +37,16 @@ async function schema(token: string) {
 /** Varied English-like text (seeded), so passages are not near-duplicates. */
 function bigText(chars: number, seed = 7): string {
   const words = (
-    'river mountain harbour lantern orchard quarry meadow canyon forest desert island valley glacier volcano village market bridge castle ' +
-    'merchant sailor farmer miller weaver baker potter smith scholar pilgrim soldier captain widow child doctor priest judge clerk ' +
-    'carried repaired counted painted measured gathered traded crossed followed described recorded noticed planted harvested built ' +
-    'slowly carefully quietly bravely early late often seldom together alone north south east west ancient modern narrow wide ' +
-    'grain salt timber copper wool silk wine honey iron glass stone rope sail ledger letter map compass candle bell clock wheel'
+    'river mountain harbour lantern orchard quarry meadow canyon forest desert island valley glacier ' +
+    'volcano village market bridge castle ' +
+    'merchant sailor farmer miller weaver baker potter smith scholar pilgrim soldier captain widow child ' +
+    'doctor priest judge clerk ' +
+    'carried repaired counted painted measured gathered traded crossed followed described recorded ' +
+    'noticed planted harvested built ' +
+    'slowly carefully quietly bravely early late often seldom together alone north south east west ' +
+    'ancient modern narrow wide ' +
+    'grain salt timber copper wool silk wine honey iron glass stone rope sail ledger letter map compass ' +
+    'candle bell clock wheel'
   ).split(' ');
   let s = seed;
   const rnd = () => (s = (s * 1103515245 + 12345) % 2147483648) / 2147483648;
@@ -76,90 +81,100 @@ afterAll(async () => {
 }, 180_000);
 
 describe('indexing fairness across tenants', () => {
-  it("a small record of tenant B is INDEXED and found by meaning while tenant A's large record is still being embedded", async () => {
-    const a = await enterprise();
-    const b = await enterprise();
-    const ka = a.tenants.live.rootKey;
-    const kb = b.tenants.live.rootKey;
-    const [ta, tb] = [await schema(ka), await schema(kb)];
+  it(
+    "a small record of tenant B is INDEXED and found by meaning while tenant A's large record is still " +
+      'being embedded',
+    async () => {
+      const a = await enterprise();
+      const b = await enterprise();
+      const ka = a.tenants.live.rootKey;
+      const kb = b.tenants.live.rootKey;
+      const [ta, tb] = [await schema(ka), await schema(kb)];
 
-    const body = bigText(800_000);
-    const passages = chunkText(`Harbour ledger\n\n${body}`).length;
-    expect(passages).toBeGreaterThanOrEqual(400);
-    const tA = Date.now();
-    const wa = await api.post('/v1/records', ka, {
-      typeName: ta,
-      indexMode: 'HYBRID',
-      payload: { title: 'Harbour ledger', body },
-    });
-    expect(wa.status, wa.text).toBe(201);
-    const aId = wa.body.id as string;
+      const body = bigText(800_000);
+      const passages = chunkText(`Harbour ledger\n\n${body}`).length;
+      expect(passages).toBeGreaterThanOrEqual(400);
+      const tA = Date.now();
+      const wa = await api.post('/v1/records', ka, {
+        typeName: ta,
+        indexMode: 'HYBRID',
+        payload: { title: 'Harbour ledger', body },
+      });
+      expect(wa.status, wa.text).toBe(201);
+      const aId = wa.body.id as string;
 
-    // Right after it, tenant B writes one small record.
-    const t0 = Date.now();
-    const wb = await api.post('/v1/records', kb, {
-      typeName: tb,
-      indexMode: 'HYBRID',
-      payload: {
-        title: 'Beekeeping diary',
-        body: 'The bees swarmed from the hive at noon and settled on the apple tree; we collected them into a new box before dusk.',
-      },
-    });
-    expect(wb.status, wb.text).toBe(201);
-    const bId = wb.body.id as string;
-    const bStatus = await eventually(
-      async () => {
-        const s = await status(bId, kb);
-        return s && s !== 'PENDING_INDEX' ? s : null;
-      },
-      20_000,
-      50,
-    );
-    const bMs = Date.now() - t0;
-    expect(bStatus).toBe('INDEXED');
-    // A is still being embedded: B did not wait for it.
-    const aWhenB = await status(aId, ka);
-    expect(aWhenB, `B took ${bMs} ms`).toBe('PENDING_INDEX');
-    // INDEXED means findable: by meaning (the vector leg alone) and by both legs.
-    expect(
-      await searchIds(kb, { query: 'a swarm of honey bees leaving the hive', mode: 'SEMANTIC', limit: 5 }),
-    ).toContain(bId);
-    expect(await searchIds(kb, { query: 'bees swarmed hive', mode: 'HYBRID', limit: 5 })).toContain(bId);
-    expect(await status(aId, ka)).toBe('PENDING_INDEX');
-    const loop = monitorEventLoopDelay({ resolution: 10 });
-    loop.enable();
+      // Right after it, tenant B writes one small record.
+      const t0 = Date.now();
+      const wb = await api.post('/v1/records', kb, {
+        typeName: tb,
+        indexMode: 'HYBRID',
+        payload: {
+          title: 'Beekeeping diary',
+          body:
+            'The bees swarmed from the hive at noon and settled on the apple tree; we collected them into a ' +
+            'new box before dusk.',
+        },
+      });
+      expect(wb.status, wb.text).toBe(201);
+      const bId = wb.body.id as string;
+      const bStatus = await eventually(
+        async () => {
+          const s = await status(bId, kb);
+          return s && s !== 'PENDING_INDEX' ? s : null;
+        },
+        20_000,
+        50,
+      );
+      const bMs = Date.now() - t0;
+      expect(bStatus).toBe('INDEXED');
+      // A is still being embedded: B did not wait for it.
+      const aWhenB = await status(aId, ka);
+      expect(aWhenB, `B took ${bMs} ms`).toBe('PENDING_INDEX');
+      // INDEXED means findable: by meaning (the vector leg alone) and by both legs.
+      expect(
+        await searchIds(kb, { query: 'a swarm of honey bees leaving the hive', mode: 'SEMANTIC', limit: 5 }),
+      ).toContain(bId);
+      expect(await searchIds(kb, { query: 'bees swarmed hive', mode: 'HYBRID', limit: 5 })).toContain(bId);
+      expect(await status(aId, ka)).toBe('PENDING_INDEX');
+      const loop = monitorEventLoopDelay({ resolution: 10 });
+      loop.enable();
 
-    // A finishes too: INDEXED, then findable by meaning.
-    await eventually(
-      async () => {
-        const s = await status(aId, ka);
-        if (s && s !== 'PENDING_INDEX') return s;
-        return null;
-      },
-      300_000,
-      250,
-    );
-    loop.disable();
-    const aMs = Date.now() - tA;
-    expect(await status(aId, ka)).toBe('INDEXED');
-    expect(
-      await searchIds(ka, {
-        query: 'the merchant traded salt and copper at the harbour market',
-        mode: 'SEMANTIC',
-        limit: 5,
-        uniqueDocuments: true,
-      }),
-    ).toEqual([aId]);
-    expect(await searchIds(ka, { query: 'harbour ledger', mode: 'HYBRID', limit: 5, uniqueDocuments: true })).toEqual([
-      aId,
-    ]);
-    const p99LoopMs = loop.percentile(99) / 1e6;
-    console.log(
-      `A: ${passages} passages, write → INDEXED ${aMs} ms; B: write → INDEXED ${bMs} ms; event-loop delay while the rest of A was embedded: p99 ${p99LoopMs.toFixed(0)} ms, max ${(loop.max / 1e6).toFixed(0)} ms`,
-    );
-    // The model runs in its worker thread: embedding A's passages does not hold the event loop. (On the main thread each
-    // model call of 8 passages, 0.5-2 s here, would block it, and such stalls would be several per cent of the samples.)
-    expect(p99LoopMs).toBeLessThan(500);
-    expect(bMs).toBeLessThan(aMs);
-  }, 420_000);
+      // A finishes too: INDEXED, then findable by meaning.
+      await eventually(
+        async () => {
+          const s = await status(aId, ka);
+          if (s && s !== 'PENDING_INDEX') return s;
+          return null;
+        },
+        300_000,
+        250,
+      );
+      loop.disable();
+      const aMs = Date.now() - tA;
+      expect(await status(aId, ka)).toBe('INDEXED');
+      expect(
+        await searchIds(ka, {
+          query: 'the merchant traded salt and copper at the harbour market',
+          mode: 'SEMANTIC',
+          limit: 5,
+          uniqueDocuments: true,
+        }),
+      ).toEqual([aId]);
+      expect(await searchIds(ka, { query: 'harbour ledger', mode: 'HYBRID', limit: 5, uniqueDocuments: true })).toEqual(
+        [aId],
+      );
+      const p99LoopMs = loop.percentile(99) / 1e6;
+      console.log(
+        `A: ${passages} passages, write → INDEXED ${aMs} ms; B: write → INDEXED ${bMs} ms; event-loop delay ` +
+          `while the rest of A was embedded: p99 ${p99LoopMs.toFixed(0)} ms, max ` +
+          `${(loop.max / 1e6).toFixed(0)} ms`,
+      );
+      // The model runs in its worker thread: embedding A's passages does not hold the event loop. (On the main thread
+      // each model call of 8 passages, 0.5-2 s here, would block it, and such stalls would be several per cent of the
+      // samples.)
+      expect(p99LoopMs).toBeLessThan(500);
+      expect(bMs).toBeLessThan(aMs);
+    },
+    420_000,
+  );
 });

@@ -167,65 +167,69 @@ describe('an event a projection cannot apply', () => {
     if (after.status === 200) expect((await api.get(`/v1/records/${c.body.id}`, root)).body.payload.name).toBe('after');
   });
 
-  it('an index outcome that reaches the read model while its record is quarantined is applied again when the record is released: INDEXED, not PENDING_INDEX for ever', async () => {
-    const root = a.tenants.live.rootKey;
-    const schema = await api.post('/v1/schemas', root, {
-      typeName: uniq('Held'),
-      displayName: 'Held',
-      allowedSurfaces: ['record'],
-      indexMode: 'TEXT',
-      fields: [{ fieldId: 'name', fieldType: 'string', searchable: true }],
-    });
-    expect(schema.status, schema.text).toBe(201);
-    const c = await api.post('/v1/records', root, { typeName: schema.body.typeName, payload: { name: 'victim' } });
-    expect(c.status, c.text).toBe(201);
-    const streamId = `record-${c.body.id}`;
-    const [last] = await svc.service.store.readStream(streamId, { direction: 'backwards', maxCount: 1 });
-    await svc.service.store.append(
-      streamId,
-      [
-        {
-          id: randomUUID(),
-          type: 'RecordUpdated',
-          data: { ...(last.data as object), schemaVersion: 1e12, payload: { name: 'poison' } },
-          metadata: { ...last.metadata, requestId: randomUUID(), occurredAt: new Date().toISOString() },
-        },
-      ],
-      last.revision,
-    );
-    const word = `zq${randomUUID().replace(/-/g, '').slice(0, 12)}`;
-    const after = await api.patch(`/v1/records/${c.body.id}`, root, { payload: { name: `after ${word}` } });
-    expect([200, 409]).toContain(after.status);
-    // The search side indexes the PATCH (it does not wait for the read models); its outcome event reaches the read
-    // model while the record's stream is held, and waits there with the record's own events.
-    const parkedOutcome = () =>
-      eventually(
-        async () => {
-          const list = await api.get('/operator/projections/quarantine', OPERATOR_TOKEN);
-          return (
-            list.body.data.find(
-              (e: { streamId: string; eventType: string }) =>
-                e.streamId === streamId && e.eventType === 'RecordsIndexed',
-            ) ?? null
-          );
-        },
-        30_000,
-        100,
+  it(
+    'an index outcome that reaches the read model while its record is quarantined is applied again when the ' +
+      'record is released: INDEXED, not PENDING_INDEX for ever',
+    async () => {
+      const root = a.tenants.live.rootKey;
+      const schema = await api.post('/v1/schemas', root, {
+        typeName: uniq('Held'),
+        displayName: 'Held',
+        allowedSurfaces: ['record'],
+        indexMode: 'TEXT',
+        fields: [{ fieldId: 'name', fieldType: 'string', searchable: true }],
+      });
+      expect(schema.status, schema.text).toBe(201);
+      const c = await api.post('/v1/records', root, { typeName: schema.body.typeName, payload: { name: 'victim' } });
+      expect(c.status, c.text).toBe(201);
+      const streamId = `record-${c.body.id}`;
+      const [last] = await svc.service.store.readStream(streamId, { direction: 'backwards', maxCount: 1 });
+      await svc.service.store.append(
+        streamId,
+        [
+          {
+            id: randomUUID(),
+            type: 'RecordUpdated',
+            data: { ...(last.data as object), schemaVersion: 1e12, payload: { name: 'poison' } },
+            metadata: { ...last.metadata, requestId: randomUUID(), occurredAt: new Date().toISOString() },
+          },
+        ],
+        last.revision,
       );
-    expect(await parkedOutcome()).toMatchObject({ subscriber: 'read-models' });
-    const poisoned = (await api.get('/operator/projections/quarantine', OPERATOR_TOKEN)).body.data.find(
-      (e: { streamId: string; eventType: string; parkedBehind: number | null }) =>
-        e.streamId === streamId && e.eventType === 'RecordUpdated' && e.parkedBehind === null,
-    );
-    const skip = await api.post('/operator/projections/quarantine/skip', OPERATOR_TOKEN, {
-      position: poisoned.position,
-    });
-    expect(skip.status, skip.text).toBe(200);
-    expect(skip.body.remaining).toBe(0);
-    const g = await api.get(`/v1/records/${c.body.id}`, root);
-    expect(g.body.payload.name).toBe(`after ${word}`);
-    expect(g.body.indexStatus).toBe('INDEXED');
-  });
+      const word = `zq${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+      const after = await api.patch(`/v1/records/${c.body.id}`, root, { payload: { name: `after ${word}` } });
+      expect([200, 409]).toContain(after.status);
+      // The search side indexes the PATCH (it does not wait for the read models); its outcome event reaches the read
+      // model while the record's stream is held, and waits there with the record's own events.
+      const parkedOutcome = () =>
+        eventually(
+          async () => {
+            const list = await api.get('/operator/projections/quarantine', OPERATOR_TOKEN);
+            return (
+              list.body.data.find(
+                (e: { streamId: string; eventType: string }) =>
+                  e.streamId === streamId && e.eventType === 'RecordsIndexed',
+              ) ?? null
+            );
+          },
+          30_000,
+          100,
+        );
+      expect(await parkedOutcome()).toMatchObject({ subscriber: 'read-models' });
+      const poisoned = (await api.get('/operator/projections/quarantine', OPERATOR_TOKEN)).body.data.find(
+        (e: { streamId: string; eventType: string; parkedBehind: number | null }) =>
+          e.streamId === streamId && e.eventType === 'RecordUpdated' && e.parkedBehind === null,
+      );
+      const skip = await api.post('/operator/projections/quarantine/skip', OPERATOR_TOKEN, {
+        position: poisoned.position,
+      });
+      expect(skip.status, skip.text).toBe(200);
+      expect(skip.body.remaining).toBe(0);
+      const g = await api.get(`/v1/records/${c.body.id}`, root);
+      expect(g.body.payload.name).toBe(`after ${word}`);
+      expect(g.body.indexStatus).toBe('INDEXED');
+    },
+  );
 
   it('the operator API refuses a skip of a position that is not quarantined', async () => {
     const r = await api.post('/operator/projections/quarantine/skip', OPERATOR_TOKEN, { position: 999_999_999 });

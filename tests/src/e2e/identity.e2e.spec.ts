@@ -67,7 +67,10 @@ async function mint(allowedActions: string[], extra: Extra = {}, by = root): Pro
 
 type Extra = { dataScope?: { userId?: string; scopes?: string[] }; userId?: string; contextId?: string };
 
-/** What `mint` asks for, as a token of the tenant's identity provider (default claims: sub, svc_scopes, svc_context, svc_permissions). */
+/**
+ * What `mint` asks for, as a token of the tenant's identity provider (default claims: sub, svc_scopes, svc_context,
+ * svc_permissions).
+ */
 async function signIn(allowedActions: string[], extra: Extra = {}): Promise<string> {
   return idp.sign(idpKey, {
     aud: JWT_AUDIENCE,
@@ -618,20 +621,24 @@ describe('entities', () => {
     expect(r.body.errorCode).toBe('VALIDATION_ERROR');
   });
 
-  it('a key is unique per namespace in a context: 409 and nothing created; other namespaces, contexts and tenants are free', async () => {
-    const key = uniq('uniq');
-    const first = await ok(await call('POST', '/v1/entities', root, { namespace: 'org', key }));
-    const dup = await call('POST', '/v1/entities', root, { namespace: 'org', key, payload: { x: 1 } });
-    expect(dup.status).toBe(409);
-    expect(dup.body.errorCode).toBe('CONFLICT');
-    expect((await call('GET', `/v1/entities?namespace=org&key=${key}`, root)).body.data).toEqual([first]);
-    expect((await call('POST', '/v1/entities', root, { namespace: 'client', key })).status).toBe(201);
-    const ctx = await newContext();
-    expect((await call('POST', '/v1/entities', root, { namespace: 'org', key }, ctx)).status).toBe(201);
-    expect((await call('POST', '/v1/entities', other.tenants.live.rootKey, { namespace: 'org', key })).status).toBe(
-      201,
-    );
-  });
+  it(
+    'a key is unique per namespace in a context: 409 and nothing created; other namespaces, contexts and ' +
+      'tenants are free',
+    async () => {
+      const key = uniq('uniq');
+      const first = await ok(await call('POST', '/v1/entities', root, { namespace: 'org', key }));
+      const dup = await call('POST', '/v1/entities', root, { namespace: 'org', key, payload: { x: 1 } });
+      expect(dup.status).toBe(409);
+      expect(dup.body.errorCode).toBe('CONFLICT');
+      expect((await call('GET', `/v1/entities?namespace=org&key=${key}`, root)).body.data).toEqual([first]);
+      expect((await call('POST', '/v1/entities', root, { namespace: 'client', key })).status).toBe(201);
+      const ctx = await newContext();
+      expect((await call('POST', '/v1/entities', root, { namespace: 'org', key }, ctx)).status).toBe(201);
+      expect((await call('POST', '/v1/entities', other.tenants.live.rootKey, { namespace: 'org', key })).status).toBe(
+        201,
+      );
+    },
+  );
 
   it('concurrent creates of one key: exactly one wins', async () => {
     const key = uniq('race');
@@ -774,40 +781,48 @@ describe('entities', () => {
     ).toBe(400);
   });
 
-  it('an entity schema is written by an ordinary scoped credential in its own context; the payload is validated', async () => {
-    const ctx = await newContext();
-    const t = await mint(['schemas:*', 'entities:*'], { contextId: ctx });
-    const s = await schema(
-      {
-        typeName: uniq('company'),
-        allowedSurfaces: ['entity'],
-        fields: [{ fieldId: 'vat', fieldType: 'string', required: true, validation: { minLength: 4 } }],
-      },
-      t,
-    );
-    const e = await ok(
-      await call('POST', '/v1/entities', t, { namespace: 'org', key: 'acme', schemaId: s, payload: { vat: 'DE1234' } }),
-    );
-    expect(e).toMatchObject({ schemaId: s, payload: { vat: 'DE1234' } });
-    expect(Object.keys(e).sort()).toEqual([...ENTITY_KEYS, 'schemaId'].sort());
-    expect(
-      (await call('POST', '/v1/entities', t, { namespace: 'org', key: 'b', schemaId: s, payload: {} })).status,
-    ).toBe(400);
-    expect(
-      (await call('POST', '/v1/entities', t, { namespace: 'org', key: 'c', schemaId: s, payload: { vat: 'x' } }))
-        .status,
-    ).toBe(400);
-    expect((await call('PATCH', `/v1/entities/${e.id}`, t, { payload: { vat: null } })).status).toBe(400);
-    expect((await call('PUT', `/v1/entities/${e.id}`, t, { payload: { vat: 'FR99999' } })).body).toMatchObject({
-      payload: { vat: 'FR99999' },
-      version: 2,
-    });
-    // a schema of the default context is not one of this context
-    const elsewhere = await schema({ typeName: uniq('company'), allowedSurfaces: ['entity'] });
-    expect((await call('POST', '/v1/entities', t, { namespace: 'org', key: 'd', schemaId: elsewhere })).status).toBe(
-      400,
-    );
-  });
+  it(
+    'an entity schema is written by an ordinary scoped credential in its own context; the payload is ' + 'validated',
+    async () => {
+      const ctx = await newContext();
+      const t = await mint(['schemas:*', 'entities:*'], { contextId: ctx });
+      const s = await schema(
+        {
+          typeName: uniq('company'),
+          allowedSurfaces: ['entity'],
+          fields: [{ fieldId: 'vat', fieldType: 'string', required: true, validation: { minLength: 4 } }],
+        },
+        t,
+      );
+      const e = await ok(
+        await call('POST', '/v1/entities', t, {
+          namespace: 'org',
+          key: 'acme',
+          schemaId: s,
+          payload: { vat: 'DE1234' },
+        }),
+      );
+      expect(e).toMatchObject({ schemaId: s, payload: { vat: 'DE1234' } });
+      expect(Object.keys(e).sort()).toEqual([...ENTITY_KEYS, 'schemaId'].sort());
+      expect(
+        (await call('POST', '/v1/entities', t, { namespace: 'org', key: 'b', schemaId: s, payload: {} })).status,
+      ).toBe(400);
+      expect(
+        (await call('POST', '/v1/entities', t, { namespace: 'org', key: 'c', schemaId: s, payload: { vat: 'x' } }))
+          .status,
+      ).toBe(400);
+      expect((await call('PATCH', `/v1/entities/${e.id}`, t, { payload: { vat: null } })).status).toBe(400);
+      expect((await call('PUT', `/v1/entities/${e.id}`, t, { payload: { vat: 'FR99999' } })).body).toMatchObject({
+        payload: { vat: 'FR99999' },
+        version: 2,
+      });
+      // a schema of the default context is not one of this context
+      const elsewhere = await schema({ typeName: uniq('company'), allowedSurfaces: ['entity'] });
+      expect((await call('POST', '/v1/entities', t, { namespace: 'org', key: 'd', schemaId: elsewhere })).status).toBe(
+        400,
+      );
+    },
+  );
 
   it('a schema without the entity surface is a 400', async () => {
     const s = await schema({ typeName: uniq('rec_only'), allowedSurfaces: ['record'] });

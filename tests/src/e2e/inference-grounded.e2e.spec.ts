@@ -179,7 +179,8 @@ describe('grounded answers of the built-in model (30 questions, 10 documents)', 
     }
     const rate = (QUESTIONS.length - misses.length) / QUESTIONS.length;
     console.log(
-      `grounded answers: ${QUESTIONS.length - misses.length}/${QUESTIONS.length} (${(rate * 100).toFixed(0)} %)${misses.length ? `; missed:\n  ${misses.join('\n  ')}` : ''}`,
+      `grounded answers: ${QUESTIONS.length - misses.length}/${QUESTIONS.length} ` +
+        `(${(rate * 100).toFixed(0)} %)${misses.length ? `; missed:\n  ${misses.join('\n  ')}` : ''}`,
     );
     expect(rate).toBeGreaterThanOrEqual(0.8);
   });

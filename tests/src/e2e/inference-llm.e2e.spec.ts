@@ -274,27 +274,31 @@ describe('OpenAI-compatible model adapter (LLM_URL) against a loopback provider'
     expect(after).toBe(before + 1);
   });
 
-  it('each call draws its cost from the balance; at zero the next call is 402 INSUFFICIENT_BALANCE, and a top-up restores it', async () => {
-    const a = await svc.api.newAccount({ plan: 'pro', inferenceBalanceCents: 2 });
-    const k = a.tenants.live.rootKey;
-    const balance = async () => (await svc.api.get('/v1/usage', k)).body.inference;
-    expect((await balance()).balanceCents).toBe(2);
-    for (const left of [1, 0]) {
-      const r = await stream(`${svc.url}/v1/chat`, k, { messages: [{ role: 'user', content: 'Say hello' }] });
-      expect(r.frames.at(-1)!.data.inferenceBalanceCentsCharged).toBe(1);
-      const b = await balance();
-      expect(b.balanceCents).toBe(left);
-      expect(b.costCents).toBe(2 - left);
-    }
-    const refused = await stream(`${svc.url}/v1/chat`, k, { messages: [{ role: 'user', content: 'Say hello' }] });
-    expect(refused.status).toBe(402);
-    expect(refused.json.errorCode).toBe('INSUFFICIENT_BALANCE');
-    expect(
-      (await svc.api.patch(`/operator/accounts/${a.accountId}`, OPERATOR_TOKEN, { inferenceBalanceCents: 5 })).status,
-    ).toBe(200);
-    expect((await balance()).balanceCents).toBe(5);
-    expect((await stream(`${svc.url}/v1/chat`, k, { messages: [{ role: 'user', content: 'Say hello' }] })).status).toBe(
-      200,
-    );
-  });
+  it(
+    'each call draws its cost from the balance; at zero the next call is 402 INSUFFICIENT_BALANCE, and a ' +
+      'top-up restores it',
+    async () => {
+      const a = await svc.api.newAccount({ plan: 'pro', inferenceBalanceCents: 2 });
+      const k = a.tenants.live.rootKey;
+      const balance = async () => (await svc.api.get('/v1/usage', k)).body.inference;
+      expect((await balance()).balanceCents).toBe(2);
+      for (const left of [1, 0]) {
+        const r = await stream(`${svc.url}/v1/chat`, k, { messages: [{ role: 'user', content: 'Say hello' }] });
+        expect(r.frames.at(-1)!.data.inferenceBalanceCentsCharged).toBe(1);
+        const b = await balance();
+        expect(b.balanceCents).toBe(left);
+        expect(b.costCents).toBe(2 - left);
+      }
+      const refused = await stream(`${svc.url}/v1/chat`, k, { messages: [{ role: 'user', content: 'Say hello' }] });
+      expect(refused.status).toBe(402);
+      expect(refused.json.errorCode).toBe('INSUFFICIENT_BALANCE');
+      expect(
+        (await svc.api.patch(`/operator/accounts/${a.accountId}`, OPERATOR_TOKEN, { inferenceBalanceCents: 5 })).status,
+      ).toBe(200);
+      expect((await balance()).balanceCents).toBe(5);
+      expect(
+        (await stream(`${svc.url}/v1/chat`, k, { messages: [{ role: 'user', content: 'Say hello' }] })).status,
+      ).toBe(200);
+    },
+  );
 });

@@ -45,7 +45,9 @@ const answerOf = (frames: Frame[]) =>
     .join('');
 const names = (frames: Frame[]) => frames.map((f) => f.event);
 
-/** The one grammar every stream keeps: `done` exactly once and last, no frame after it, content between the lead and it. */
+/**
+ * The one grammar every stream keeps: `done` exactly once and last, no frame after it, content between the lead and it.
+ */
 function expectWellFormed(frames: Frame[], lead: string[]) {
   const n = names(frames);
   expect(n.slice(0, lead.length)).toEqual(lead);
@@ -167,39 +169,42 @@ describe('inference (built-in extractive model)', () => {
     expect(done.inferenceBalanceCentsCharged).toBe(0); // the built-in model is free
   });
 
-  it("RAG draws on records too: a searchable record's sentence answers, labelled with its place in search_results", async () => {
-    const typeName = `Note_${randomUUID().slice(0, 8)}`;
-    const sc = await api.post('/v1/schemas', key, {
-      typeName,
-      displayName: 'Notes',
-      allowedSurfaces: ['record'],
-      fields: [
-        { fieldId: 'title', fieldType: 'string', searchable: true },
-        { fieldId: 'body', fieldType: 'string', searchable: true },
-      ],
-    });
-    expect(sc.status, sc.text).toBe(201);
-    const sentence = 'The night ferry to the glacier islands departs from pier nine at eleven.';
-    const rec = await api.post('/v1/records', key, {
-      typeName,
-      payload: { title: 'Ferry timetable', body: `${FILLER[1]} ${sentence} ${FILLER[2]}` },
-    });
-    expect(rec.status, rec.text).toBe(201);
-    await eventually(
-      async () => (await api.get(`/v1/records/${rec.body.id}`, key)).body.indexStatus === 'INDEXED',
-      60_000,
-      50,
-    );
-    const r = await stream(`${svc.url}/v1/rag`, key, {
-      query: 'When does the night ferry to the glacier islands depart?',
-      search: { contentTypes: ['records'] },
-    });
-    expect(r.status).toBe(200);
-    expectWellFormed(r.frames, ['search_results']);
-    const results = r.frames[0].data.results;
-    expect(results[0]).toMatchObject({ documentId: rec.body.id, sourceType: 'GenericRecord', typeName });
-    expect(answerOf(r.frames)).toContain(`${sentence} [1]`);
-  });
+  it(
+    "RAG draws on records too: a searchable record's sentence answers, labelled with its place in " + 'search_results',
+    async () => {
+      const typeName = `Note_${randomUUID().slice(0, 8)}`;
+      const sc = await api.post('/v1/schemas', key, {
+        typeName,
+        displayName: 'Notes',
+        allowedSurfaces: ['record'],
+        fields: [
+          { fieldId: 'title', fieldType: 'string', searchable: true },
+          { fieldId: 'body', fieldType: 'string', searchable: true },
+        ],
+      });
+      expect(sc.status, sc.text).toBe(201);
+      const sentence = 'The night ferry to the glacier islands departs from pier nine at eleven.';
+      const rec = await api.post('/v1/records', key, {
+        typeName,
+        payload: { title: 'Ferry timetable', body: `${FILLER[1]} ${sentence} ${FILLER[2]}` },
+      });
+      expect(rec.status, rec.text).toBe(201);
+      await eventually(
+        async () => (await api.get(`/v1/records/${rec.body.id}`, key)).body.indexStatus === 'INDEXED',
+        60_000,
+        50,
+      );
+      const r = await stream(`${svc.url}/v1/rag`, key, {
+        query: 'When does the night ferry to the glacier islands depart?',
+        search: { contentTypes: ['records'] },
+      });
+      expect(r.status).toBe(200);
+      expectWellFormed(r.frames, ['search_results']);
+      const results = r.frames[0].data.results;
+      expect(results[0]).toMatchObject({ documentId: rec.body.id, sourceType: 'GenericRecord', typeName });
+      expect(answerOf(r.frames)).toContain(`${sentence} [1]`);
+    },
+  );
 
   it('RAG with no matching content: search_results (empty) first, then says plainly that nothing was found', async () => {
     const r = await stream(`${svc.url}/v1/rag`, key, { query: 'zyxwvut qqqplm', search: { mode: 'TEXT' } });
@@ -210,23 +215,27 @@ describe('inference (built-in extractive model)', () => {
     expect(answerOf(r.frames)).toMatch(/found nothing/i);
   });
 
-  it('RAG with a failed search leg: degraded results are streamed; with requireComplete it is 503 before the stream', async () => {
-    await searchE2eEngine.breakTextLeg(svc);
-    try {
-      const r = await stream(`${svc.url}/v1/rag`, key, { query: 'How do emperor penguins incubate their eggs?' });
-      expect(r.status).toBe(200);
-      expectWellFormed(r.frames, ['search_results']);
-      expect(r.frames[0].data).toMatchObject({ degraded: true, degradedLegs: ['text'] });
-      const refused = await stream(`${svc.url}/v1/rag`, key, {
-        query: 'How do emperor penguins incubate their eggs?',
-        search: { requireComplete: true },
-      });
-      expect(refused.status).toBe(503);
-      expect(refused.frames).toEqual([]);
-    } finally {
-      await searchE2eEngine.restoreTextLeg(svc);
-    }
-  });
+  it(
+    'RAG with a failed search leg: degraded results are streamed; with requireComplete it is 503 before the ' +
+      'stream',
+    async () => {
+      await searchE2eEngine.breakTextLeg(svc);
+      try {
+        const r = await stream(`${svc.url}/v1/rag`, key, { query: 'How do emperor penguins incubate their eggs?' });
+        expect(r.status).toBe(200);
+        expectWellFormed(r.frames, ['search_results']);
+        expect(r.frames[0].data).toMatchObject({ degraded: true, degradedLegs: ['text'] });
+        const refused = await stream(`${svc.url}/v1/rag`, key, {
+          query: 'How do emperor penguins incubate their eggs?',
+          search: { requireComplete: true },
+        });
+        expect(refused.status).toBe(503);
+        expect(refused.frames).toEqual([]);
+      } finally {
+        await searchE2eEngine.restoreTextLeg(svc);
+      }
+    },
+  );
 
   it("RAG never reaches another tenant's content", async () => {
     const r = await stream(`${svc.url}/v1/rag`, other, { query: 'How do emperor penguins incubate their eggs?' });
@@ -236,25 +245,29 @@ describe('inference (built-in extractive model)', () => {
     expect(answerOf(r.frames)).not.toContain('incubate');
   });
 
-  it('RAG fits passages into the model window and warns when it drops some (truncation_warning before the answer)', async () => {
-    const word = `lorem${randomUUID().slice(0, 6)}`;
-    const para = (i: number) =>
-      `Section ${i} about ${word}: ` +
-      Array.from({ length: 40 }, (_, j) => `the ${word} measurement ${i}.${j} was recorded in the field notebook`).join(
-        '; ',
-      ) +
-      '.';
-    await ingest(key, `Long ${word}`, Array.from({ length: 40 }, (_, i) => para(i)).join('\n\n'), 'TEXT');
-    const r = await stream(`${svc.url}/v1/rag`, key, { query: word, search: { mode: 'TEXT', limit: 50 } });
-    expect(r.status).toBe(200);
-    expectWellFormed(r.frames, ['search_results', 'truncation_warning']);
-    const w = r.frames[1].data;
-    expect(Object.keys(w).sort()).toEqual(['reason', 'resultsRequested', 'resultsUsed']);
-    // resultsRequested is the search.limit asked for (50), not how many results came back
-    expect(w.resultsRequested).toBe(50);
-    expect(w.resultsUsed).toBeGreaterThan(0);
-    expect(w.resultsUsed).toBeLessThan(r.frames[0].data.results.length);
-  });
+  it(
+    'RAG fits passages into the model window and warns when it drops some (truncation_warning before the ' + 'answer)',
+    async () => {
+      const word = `lorem${randomUUID().slice(0, 6)}`;
+      const para = (i: number) =>
+        `Section ${i} about ${word}: ` +
+        Array.from(
+          { length: 40 },
+          (_, j) => `the ${word} measurement ${i}.${j} was recorded in the field notebook`,
+        ).join('; ') +
+        '.';
+      await ingest(key, `Long ${word}`, Array.from({ length: 40 }, (_, i) => para(i)).join('\n\n'), 'TEXT');
+      const r = await stream(`${svc.url}/v1/rag`, key, { query: word, search: { mode: 'TEXT', limit: 50 } });
+      expect(r.status).toBe(200);
+      expectWellFormed(r.frames, ['search_results', 'truncation_warning']);
+      const w = r.frames[1].data;
+      expect(Object.keys(w).sort()).toEqual(['reason', 'resultsRequested', 'resultsUsed']);
+      // resultsRequested is the search.limit asked for (50), not how many results came back
+      expect(w.resultsRequested).toBe(50);
+      expect(w.resultsUsed).toBeGreaterThan(0);
+      expect(w.resultsUsed).toBeLessThan(r.frames[0].data.results.length);
+    },
+  );
 
   it('truncation_warning.resultsRequested is the search.limit of the call even when fewer results were found', async () => {
     const word = `ipsum${randomUUID().slice(0, 6)}`;
@@ -278,38 +291,46 @@ describe('inference (built-in extractive model)', () => {
     expect(w.resultsUsed).toBeLessThan(found);
   });
 
-  it('RAG validation: search.limit above 50 and unknown keys are 400 before any stream; maxTokens above the cap is floored', async () => {
-    for (const body of [
-      { query: 'x', search: { limit: 51 } },
-      { query: 'x', search: { query: 'y' } },
-      { query: '' },
-      { query: 'x', nope: 1 },
-    ]) {
-      const r = await stream(`${svc.url}/v1/rag`, key, body);
-      expect(r.status, JSON.stringify(body)).toBe(400);
-      expect(r.json.errorCode).toBe('VALIDATION_ERROR');
-    }
-    const r = await stream(`${svc.url}/v1/rag`, key, { query: 'penguins eggs', maxTokens: 1_000_000 });
-    expect(r.status).toBe(200);
-    expectWellFormed(r.frames, ['search_results']);
-  });
+  it(
+    'RAG validation: search.limit above 50 and unknown keys are 400 before any stream; maxTokens above the ' +
+      'cap is floored',
+    async () => {
+      for (const body of [
+        { query: 'x', search: { limit: 51 } },
+        { query: 'x', search: { query: 'y' } },
+        { query: '' },
+        { query: 'x', nope: 1 },
+      ]) {
+        const r = await stream(`${svc.url}/v1/rag`, key, body);
+        expect(r.status, JSON.stringify(body)).toBe(400);
+        expect(r.json.errorCode).toBe('VALIDATION_ERROR');
+      }
+      const r = await stream(`${svc.url}/v1/rag`, key, { query: 'penguins eggs', maxTokens: 1_000_000 });
+      expect(r.status).toBe(200);
+      expectWellFormed(r.frames, ['search_results']);
+    },
+  );
 
-  it('a model outside the plan, an unknown one included, is 402 before any stream (spec: "A model outside the plan gives 402")', async () => {
-    const calls = [
-      stream(`${svc.url}/v1/rag`, key, { query: 'x', model: 'no-such-model' }),
-      stream(`${svc.url}/v1/chat`, key, { messages: [{ role: 'user', content: 'hi' }], model: 'gpt-9-turbo' }),
-      stream(`${svc.url}/v1/documents/${docs.copper}/ask`, key, {
-        id: docs.copper,
-        prompt: 'copper?',
-        model: 'no-such-model',
-      }),
-    ];
-    for (const r of await Promise.all(calls)) {
-      expect(r.status).toBe(402);
-      expect(r.json.errorCode).toBe('PAYMENT_REQUIRED');
-      expect(r.frames).toEqual([]);
-    }
-  });
+  it(
+    'a model outside the plan, an unknown one included, is 402 before any stream (spec: "A model outside ' +
+      'the plan gives 402")',
+    async () => {
+      const calls = [
+        stream(`${svc.url}/v1/rag`, key, { query: 'x', model: 'no-such-model' }),
+        stream(`${svc.url}/v1/chat`, key, { messages: [{ role: 'user', content: 'hi' }], model: 'gpt-9-turbo' }),
+        stream(`${svc.url}/v1/documents/${docs.copper}/ask`, key, {
+          id: docs.copper,
+          prompt: 'copper?',
+          model: 'no-such-model',
+        }),
+      ];
+      for (const r of await Promise.all(calls)) {
+        expect(r.status).toBe(402);
+        expect(r.json.errorCode).toBe('PAYMENT_REQUIRED');
+        expect(r.frames).toEqual([]);
+      }
+    },
+  );
 
   it('maxTokens bounds the answer: outputTokens never exceeds it', async () => {
     const r = await stream(`${svc.url}/v1/rag`, key, {
@@ -345,33 +366,36 @@ describe('inference (built-in extractive model)', () => {
     ).toBe(400);
   });
 
-  it("document ask: 404 for another tenant's or a missing document; 409 while the document is not processed yet", async () => {
-    expect(
-      (
-        await stream(`${svc.url}/v1/documents/${docs.otherPenguins}/ask`, key, {
-          id: docs.otherPenguins,
-          prompt: 'penguins?',
-        })
-      ).status,
-    ).toBe(404);
-    const missing = randomUUID();
-    expect(
-      (await stream(`${svc.url}/v1/documents/${missing}/ask`, key, { id: missing, prompt: 'anything?' })).status,
-    ).toBe(404);
-    const up = await api.post('/v1/documents/upload', key, {
-      title: 'never uploaded',
-      fileName: 'a.txt',
-      fileType: 'text/plain',
-      indexMode: 'TEXT',
-    });
-    expect(up.status, up.text).toBe(201);
-    const r = await stream(`${svc.url}/v1/documents/${up.body.id}/ask`, key, {
-      id: up.body.id,
-      prompt: 'what is in it?',
-    });
-    expect(r.status).toBe(409);
-    expect(r.frames).toEqual([]);
-  });
+  it(
+    "document ask: 404 for another tenant's or a missing document; 409 while the document is not processed " + 'yet',
+    async () => {
+      expect(
+        (
+          await stream(`${svc.url}/v1/documents/${docs.otherPenguins}/ask`, key, {
+            id: docs.otherPenguins,
+            prompt: 'penguins?',
+          })
+        ).status,
+      ).toBe(404);
+      const missing = randomUUID();
+      expect(
+        (await stream(`${svc.url}/v1/documents/${missing}/ask`, key, { id: missing, prompt: 'anything?' })).status,
+      ).toBe(404);
+      const up = await api.post('/v1/documents/upload', key, {
+        title: 'never uploaded',
+        fileName: 'a.txt',
+        fileType: 'text/plain',
+        indexMode: 'TEXT',
+      });
+      expect(up.status, up.text).toBe(201);
+      const r = await stream(`${svc.url}/v1/documents/${up.body.id}/ask`, key, {
+        id: up.body.id,
+        prompt: 'what is in it?',
+      });
+      expect(r.status).toBe(409);
+      expect(r.frames).toEqual([]);
+    },
+  );
 
   it('document ask over 32,000 input tokens is 413 with estimatedTokens and limitTokens, and charges nothing', async () => {
     const big = Array.from({ length: 9000 }, (_, i) => `Line ${i} of a very long report about harbour logistics.`).join(
@@ -387,18 +411,22 @@ describe('inference (built-in extractive model)', () => {
     expect((await api.get('/v1/usage', key)).body.inference.endpoints.ask.calls).toBe(before);
   });
 
-  it("document ask with a prompt over 32,000 tokens is the same 413 (not a 400 on the prompt's length), and charges nothing", async () => {
-    const prompt = Array.from({ length: 40_000 }, (_, i) => `word${i % 97}`).join(' ');
-    expect(prompt.length).toBeGreaterThan(32_000);
-    const before = (await api.get('/v1/usage', key)).body.inference.endpoints.ask.calls;
-    const r = await stream(`${svc.url}/v1/documents/${docs.copper}/ask`, key, { id: docs.copper, prompt });
-    expect(r.status, JSON.stringify(r.json)).toBe(413);
-    expect(r.json.errorCode).toBe('PAYLOAD_TOO_LARGE');
-    expect(r.json.limitTokens).toBe(32_000);
-    expect(r.json.estimatedTokens).toBeGreaterThan(32_000);
-    expect(typeof r.json.message).toBe('string');
-    expect((await api.get('/v1/usage', key)).body.inference.endpoints.ask.calls).toBe(before);
-  });
+  it(
+    "document ask with a prompt over 32,000 tokens is the same 413 (not a 400 on the prompt's length), and " +
+      'charges nothing',
+    async () => {
+      const prompt = Array.from({ length: 40_000 }, (_, i) => `word${i % 97}`).join(' ');
+      expect(prompt.length).toBeGreaterThan(32_000);
+      const before = (await api.get('/v1/usage', key)).body.inference.endpoints.ask.calls;
+      const r = await stream(`${svc.url}/v1/documents/${docs.copper}/ask`, key, { id: docs.copper, prompt });
+      expect(r.status, JSON.stringify(r.json)).toBe(413);
+      expect(r.json.errorCode).toBe('PAYLOAD_TOO_LARGE');
+      expect(r.json.limitTokens).toBe(32_000);
+      expect(r.json.estimatedTokens).toBeGreaterThan(32_000);
+      expect(typeof r.json.message).toBe('string');
+      expect((await api.get('/v1/usage', key)).body.inference.endpoints.ask.calls).toBe(before);
+    },
+  );
 
   it('chat: content_delta+ then done; answers from the conversation; bad roles are 400', async () => {
     const r = await stream(`${svc.url}/v1/chat`, key, {
@@ -418,35 +446,39 @@ describe('inference (built-in extractive model)', () => {
       expect((await stream(`${svc.url}/v1/chat`, key, { messages })).status).toBe(400);
   });
 
-  it('pre-flight: no inference:r is 403; a zero balance is 402 INSUFFICIENT_BALANCE; allowGlobalRegion needs the entitlement; all before any frame', async () => {
-    const t = await api.post('/v1/tokens', key, { scope: { allowedActions: ['search:r'] } });
-    expect(t.status, t.text).toBe(201);
-    const denied = await stream(`${svc.url}/v1/chat`, t.body.token, { messages: [{ role: 'user', content: 'hi' }] });
-    expect(denied.status).toBe(403);
-    expect((await api.get('/v1/models', t.body.token)).status).toBe(403);
+  it(
+    'pre-flight: no inference:r is 403; a zero balance is 402 INSUFFICIENT_BALANCE; allowGlobalRegion needs ' +
+      'the entitlement; all before any frame',
+    async () => {
+      const t = await api.post('/v1/tokens', key, { scope: { allowedActions: ['search:r'] } });
+      expect(t.status, t.text).toBe(201);
+      const denied = await stream(`${svc.url}/v1/chat`, t.body.token, { messages: [{ role: 'user', content: 'hi' }] });
+      expect(denied.status).toBe(403);
+      expect((await api.get('/v1/models', t.body.token)).status).toBe(403);
 
-    const broke = await api.newAccount({ plan: 'pro', inferenceBalanceCents: 0 });
-    const r = await stream(`${svc.url}/v1/rag`, broke.tenants.live.rootKey, { query: 'penguins' });
-    expect(r.status).toBe(402);
-    expect(r.json.errorCode).toBe('INSUFFICIENT_BALANCE');
-    expect(r.frames).toEqual([]);
+      const broke = await api.newAccount({ plan: 'pro', inferenceBalanceCents: 0 });
+      const r = await stream(`${svc.url}/v1/rag`, broke.tenants.live.rootKey, { query: 'penguins' });
+      expect(r.status).toBe(402);
+      expect(r.json.errorCode).toBe('INSUFFICIENT_BALANCE');
+      expect(r.frames).toEqual([]);
 
-    const region = await stream(`${svc.url}/v1/chat`, key, {
-      messages: [{ role: 'user', content: 'hi' }],
-      allowGlobalRegion: true,
-    });
-    expect(region.status).toBe(403);
-    const entitled = await api.newAccount({
-      plan: 'pro',
-      inferenceBalanceCents: 10,
-      entitlements: { allowGlobalRegion: true },
-    });
-    const ok = await stream(`${svc.url}/v1/chat`, entitled.tenants.live.rootKey, {
-      messages: [{ role: 'user', content: 'hi' }],
-      allowGlobalRegion: true,
-    });
-    expect(ok.status).toBe(200);
-  });
+      const region = await stream(`${svc.url}/v1/chat`, key, {
+        messages: [{ role: 'user', content: 'hi' }],
+        allowGlobalRegion: true,
+      });
+      expect(region.status).toBe(403);
+      const entitled = await api.newAccount({
+        plan: 'pro',
+        inferenceBalanceCents: 10,
+        entitlements: { allowGlobalRegion: true },
+      });
+      const ok = await stream(`${svc.url}/v1/chat`, entitled.tenants.live.rootKey, {
+        messages: [{ role: 'user', content: 'hi' }],
+        allowGlobalRegion: true,
+      });
+      expect(ok.status).toBe(200);
+    },
+  );
 
   it('a streaming surface ignores Service-Version, even an unsupported one', async () => {
     const r = await stream(

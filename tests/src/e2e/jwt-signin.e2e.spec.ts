@@ -18,7 +18,10 @@ import {
   type TestService,
 } from '../support/service';
 
-/** Keys are fetched again on an unknown kid at most every 300 ms, and at the latest after 1.5 s (defaults: 60 s and 10 min). */
+/**
+ * Keys are fetched again on an unknown kid at most every 300 ms, and at the latest after 1.5 s (defaults: 60 s and 10
+ * min).
+ */
 const REFETCH_MS = 300;
 const MAX_AGE_MS = 1500;
 
@@ -197,28 +200,31 @@ describe('registration', () => {
     expect((await api.get(issuersPath(A.tenants.live.tenantId), A.tenants.live.rootKey)).status).toBe(401);
   });
 
-  it('an (issuer, audience) pair belongs to one tenant: registering it under another is a 409 that stores nothing', async () => {
-    const before = await api.get(issuersPath(B.tenants.live.tenantId), OPERATOR_TOKEN);
-    const r = await put(B.tenants.live.tenantId, { issuers: [{ issuer: idp.url, audience: AUD }] });
-    expect(r.status, r.text).toBe(409);
-    expect(r.body.errorCode).toBe('CONFLICT');
-    expect((await api.get(issuersPath(B.tenants.live.tenantId), OPERATOR_TOKEN)).body).toEqual(before.body);
-    // The same issuer for another audience is another pair.
-    const other = await put(B.tenants.live.tenantId, { issuers: [{ issuer: idp.url, audience: 'b-app' }] });
-    expect(other.status, other.text).toBe(200);
-    // Once the holder lets the pair go, another tenant may take it (and the first cannot take it back).
-    const test = A.tenants.test.tenantId;
-    expect((await put(test, { issuers: [{ issuer: idp.url, audience: 'moving' }] })).status).toBe(200);
-    expect((await put(B.tenants.live.tenantId, { issuers: [{ issuer: idp.url, audience: 'moving' }] })).status).toBe(
-      409,
-    );
-    expect((await put(test, { issuers: [] })).status).toBe(200);
-    expect((await put(B.tenants.live.tenantId, { issuers: [{ issuer: idp.url, audience: 'moving' }] })).status).toBe(
-      200,
-    );
-    expect((await put(test, { issuers: [{ issuer: idp.url, audience: 'moving' }] })).status).toBe(409);
-    expect((await put(B.tenants.live.tenantId, { issuers: [] })).status).toBe(200);
-  });
+  it(
+    'an (issuer, audience) pair belongs to one tenant: registering it under another is a 409 that stores ' + 'nothing',
+    async () => {
+      const before = await api.get(issuersPath(B.tenants.live.tenantId), OPERATOR_TOKEN);
+      const r = await put(B.tenants.live.tenantId, { issuers: [{ issuer: idp.url, audience: AUD }] });
+      expect(r.status, r.text).toBe(409);
+      expect(r.body.errorCode).toBe('CONFLICT');
+      expect((await api.get(issuersPath(B.tenants.live.tenantId), OPERATOR_TOKEN)).body).toEqual(before.body);
+      // The same issuer for another audience is another pair.
+      const other = await put(B.tenants.live.tenantId, { issuers: [{ issuer: idp.url, audience: 'b-app' }] });
+      expect(other.status, other.text).toBe(200);
+      // Once the holder lets the pair go, another tenant may take it (and the first cannot take it back).
+      const test = A.tenants.test.tenantId;
+      expect((await put(test, { issuers: [{ issuer: idp.url, audience: 'moving' }] })).status).toBe(200);
+      expect((await put(B.tenants.live.tenantId, { issuers: [{ issuer: idp.url, audience: 'moving' }] })).status).toBe(
+        409,
+      );
+      expect((await put(test, { issuers: [] })).status).toBe(200);
+      expect((await put(B.tenants.live.tenantId, { issuers: [{ issuer: idp.url, audience: 'moving' }] })).status).toBe(
+        200,
+      );
+      expect((await put(test, { issuers: [{ issuer: idp.url, audience: 'moving' }] })).status).toBe(409);
+      expect((await put(B.tenants.live.tenantId, { issuers: [] })).status).toBe(200);
+    },
+  );
 });
 
 describe('tokens of a registered issuer', () => {
@@ -303,41 +309,46 @@ describe('tokens of a registered issuer', () => {
     await expectUniform401(await idp.sign(rsa, { ...base, exp: undefined }), 'no exp');
   });
 
-  it('wrong audience, wrong issuer, a bad signature, alg none and an HMAC token keyed with the public key: each the uniform 401', async () => {
-    const claims = { aud: AUD, sub: 'mallory', svc_permissions: ['*'] };
-    await expectUniform401(await idp.sign(rsa, { ...claims, aud: 'https://other.example' }), 'wrong audience');
-    await expectUniform401(await idp.sign(rsa, { ...claims, iss: `${idp.url}/other` }), 'wrong issuer');
-    const good = await idp.sign(rsa, claims);
-    const [h, , s] = good.split('.');
-    await expectUniform401(
-      `${h}.${b64({ ...claims, iss: idp.url, exp: now() + 600, sub: 'root' })}.${s}`,
-      'payload changed after signing',
-    );
-    await expectUniform401(
-      `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ ...claims, iss: idp.url, exp: now() + 600 })}.`,
-      'alg none',
-    );
-    for (const secret of [idp.publicPem(rsa), JSON.stringify(await fetch(idp.jwksUrl).then((r) => r.json()))]) {
-      const head = b64({ alg: 'HS256', typ: 'JWT', kid: rsa });
-      const body = b64({ ...claims, iss: idp.url, exp: now() + 600 });
-      const mac = createHmac('sha256', secret).update(`${head}.${body}`).digest('base64url');
-      await expectUniform401(`${head}.${body}.${mac}`, 'HS256 keyed with the public key');
-    }
-    await expectUniform401('eyJhbGciOiJSUzI1NiJ9.bm90IGpzb24.c2ln', 'a payload that is not JSON');
-    // Signed with a key of the attacker's, named by the issuer's kid and carried in the header (jwk) and by URL (jku): neither is used.
-    const attacker = await generateKeyPair('ES256');
-    const forged = await new SignJWT({ ...claims, iss: idp.url })
-      .setProtectedHeader({
-        alg: 'ES256',
-        kid: ec,
-        jwk: await exportJWK(attacker.publicKey),
-        jku: `${idp.url}/attacker-jwks`,
-      })
-      .setExpirationTime('10m')
-      .sign(attacker.privateKey);
-    await expectUniform401(forged, 'a key of the token’s own choosing');
-    expect(idp.requests).not.toContain('/attacker-jwks');
-  });
+  it(
+    'wrong audience, wrong issuer, a bad signature, alg none and an HMAC token keyed with the public key: ' +
+      'each the uniform 401',
+    async () => {
+      const claims = { aud: AUD, sub: 'mallory', svc_permissions: ['*'] };
+      await expectUniform401(await idp.sign(rsa, { ...claims, aud: 'https://other.example' }), 'wrong audience');
+      await expectUniform401(await idp.sign(rsa, { ...claims, iss: `${idp.url}/other` }), 'wrong issuer');
+      const good = await idp.sign(rsa, claims);
+      const [h, , s] = good.split('.');
+      await expectUniform401(
+        `${h}.${b64({ ...claims, iss: idp.url, exp: now() + 600, sub: 'root' })}.${s}`,
+        'payload changed after signing',
+      );
+      await expectUniform401(
+        `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ ...claims, iss: idp.url, exp: now() + 600 })}.`,
+        'alg none',
+      );
+      for (const secret of [idp.publicPem(rsa), JSON.stringify(await fetch(idp.jwksUrl).then((r) => r.json()))]) {
+        const head = b64({ alg: 'HS256', typ: 'JWT', kid: rsa });
+        const body = b64({ ...claims, iss: idp.url, exp: now() + 600 });
+        const mac = createHmac('sha256', secret).update(`${head}.${body}`).digest('base64url');
+        await expectUniform401(`${head}.${body}.${mac}`, 'HS256 keyed with the public key');
+      }
+      await expectUniform401('eyJhbGciOiJSUzI1NiJ9.bm90IGpzb24.c2ln', 'a payload that is not JSON');
+      // Signed with a key of the attacker's, named by the issuer's kid and carried in the header (jwk) and by URL (jku):
+      // neither is used.
+      const attacker = await generateKeyPair('ES256');
+      const forged = await new SignJWT({ ...claims, iss: idp.url })
+        .setProtectedHeader({
+          alg: 'ES256',
+          kid: ec,
+          jwk: await exportJWK(attacker.publicKey),
+          jku: `${idp.url}/attacker-jwks`,
+        })
+        .setExpirationTime('10m')
+        .sign(attacker.privateKey);
+      await expectUniform401(forged, 'a key of the token’s own choosing');
+      expect(idp.requests).not.toContain('/attacker-jwks');
+    },
+  );
 
   it('an unregistered issuer is a uniform 401 and nothing is fetched from it', async () => {
     const stranger = await LocalIssuer.start();
@@ -353,34 +364,38 @@ describe('tokens of a registered issuer', () => {
     }
   });
 
-  it('keys that cannot be fetched: the uniform 401 without asking again before the refetch interval, one log line; then they are fetched again', async () => {
-    const down = await LocalIssuer.start();
-    try {
-      const kid = await down.addKey('ES256');
-      down.failing = true;
-      const tenant = B.tenants.test.tenantId;
-      expect((await put(tenant, { issuers: [{ issuer: down.url, audience: 'x' }] })).status).toBe(200);
-      const token = await down.sign(kid, { aud: 'x', sub: 'u', svc_permissions: ['records:r'] });
-      const started = Date.now();
-      await expectUniform401(token, 'discovery unreachable');
-      await expectUniform401(token, 'discovery unreachable, again');
-      // One attempt per interval begun, in each process that answers.
-      const intervals = Math.ceil((Date.now() - started) / REFETCH_MS) * (THROUGH_ROUTER ? 2 : 1);
-      expect(down.requests.length).toBeGreaterThanOrEqual(1);
-      expect(down.requests.length).toBeLessThanOrEqual(intervals);
-      if (!THROUGH_ROUTER)
-        expect(logLines.filter((l) => l.startsWith(`jwt: keys of issuer ${down.url} unusable`)).length).toBe(
-          down.requests.length,
-        );
-      expect(logLines.join('\n')).not.toContain(token);
-      down.failing = false;
-      await new Promise((ok) => setTimeout(ok, REFETCH_MS + 50));
-      expect((await api.get('/v1/ping', token)).status).toBe(200);
-      expect((await put(tenant, { issuers: [] })).status).toBe(200);
-    } finally {
-      await down.close();
-    }
-  });
+  it(
+    'keys that cannot be fetched: the uniform 401 without asking again before the refetch interval, one log ' +
+      'line; then they are fetched again',
+    async () => {
+      const down = await LocalIssuer.start();
+      try {
+        const kid = await down.addKey('ES256');
+        down.failing = true;
+        const tenant = B.tenants.test.tenantId;
+        expect((await put(tenant, { issuers: [{ issuer: down.url, audience: 'x' }] })).status).toBe(200);
+        const token = await down.sign(kid, { aud: 'x', sub: 'u', svc_permissions: ['records:r'] });
+        const started = Date.now();
+        await expectUniform401(token, 'discovery unreachable');
+        await expectUniform401(token, 'discovery unreachable, again');
+        // One attempt per interval begun, in each process that answers.
+        const intervals = Math.ceil((Date.now() - started) / REFETCH_MS) * (THROUGH_ROUTER ? 2 : 1);
+        expect(down.requests.length).toBeGreaterThanOrEqual(1);
+        expect(down.requests.length).toBeLessThanOrEqual(intervals);
+        if (!THROUGH_ROUTER)
+          expect(logLines.filter((l) => l.startsWith(`jwt: keys of issuer ${down.url} unusable`)).length).toBe(
+            down.requests.length,
+          );
+        expect(logLines.join('\n')).not.toContain(token);
+        down.failing = false;
+        await new Promise((ok) => setTimeout(ok, REFETCH_MS + 50));
+        expect((await api.get('/v1/ping', token)).status).toBe(200);
+        expect((await put(tenant, { issuers: [] })).status).toBe(200);
+      } finally {
+        await down.close();
+      }
+    },
+  );
 
   it('key rotation: a new kid is fetched; the old one works until it leaves the key set', async () => {
     const claims = { aud: AUD, sub: 'rotation', svc_permissions: ['records:r'] };
@@ -417,27 +432,31 @@ describe('tokens of a registered issuer', () => {
     expect(intervals).toBeLessThan(20);
   });
 
-  it('the context claim chooses a context of the tenant; another tenant’s, an unknown or a deleted one reaches nothing (uniform 401)', async () => {
-    const root = A.tenants.live.rootKey;
-    const ctx = await api.post('/v1/contexts', root, { name: `jwt-${randomUUID().slice(0, 8)}` });
-    expect(ctx.status, ctx.text).toBe(201);
-    const claims = { aud: AUD, sub: 'ctx-user', svc_permissions: ['records:*', 'schemas:*'] };
-    const inCtx = await idp.sign(ed, { ...claims, svc_context: ctx.body.id });
-    const ping = await api.get('/v1/ping', inCtx);
-    expect(ping.body.contextId).toBe(ctx.body.id);
-    // It cannot choose another context with the header: it is confined like a minted token.
-    expect((await api.get('/v1/records', inCtx, { 'x-context-id': A.tenants.live.contextId })).status).toBe(404);
-    for (const [why, contextId] of [
-      ['another tenant’s default context', B.tenants.live.contextId],
-      ['the same account’s test tenant', A.tenants.test.contextId],
-      ['an unknown context', randomUUID()],
-      ['a context id of the wrong type', 42],
-    ] as const) {
-      await expectUniform401(await idp.sign(ed, { ...claims, svc_context: contextId }), why);
-    }
-    expect((await api.del(`/v1/contexts/${ctx.body.id}`, root)).status).toBe(204);
-    await expectUniform401(inCtx, 'a deleted context');
-  });
+  it(
+    'the context claim chooses a context of the tenant; another tenant’s, an unknown or a deleted one ' +
+      'reaches nothing (uniform 401)',
+    async () => {
+      const root = A.tenants.live.rootKey;
+      const ctx = await api.post('/v1/contexts', root, { name: `jwt-${randomUUID().slice(0, 8)}` });
+      expect(ctx.status, ctx.text).toBe(201);
+      const claims = { aud: AUD, sub: 'ctx-user', svc_permissions: ['records:*', 'schemas:*'] };
+      const inCtx = await idp.sign(ed, { ...claims, svc_context: ctx.body.id });
+      const ping = await api.get('/v1/ping', inCtx);
+      expect(ping.body.contextId).toBe(ctx.body.id);
+      // It cannot choose another context with the header: it is confined like a minted token.
+      expect((await api.get('/v1/records', inCtx, { 'x-context-id': A.tenants.live.contextId })).status).toBe(404);
+      for (const [why, contextId] of [
+        ['another tenant’s default context', B.tenants.live.contextId],
+        ['the same account’s test tenant', A.tenants.test.contextId],
+        ['an unknown context', randomUUID()],
+        ['a context id of the wrong type', 42],
+      ] as const) {
+        await expectUniform401(await idp.sign(ed, { ...claims, svc_context: contextId }), why);
+      }
+      expect((await api.del(`/v1/contexts/${ctx.body.id}`, root)).status).toBe(204);
+      await expectUniform401(inCtx, 'a deleted context');
+    },
+  );
 
   it('data scopes from the claims filter reads and writes as a minted token’s do', async () => {
     const root = A.tenants.live.rootKey;
@@ -503,21 +522,25 @@ describe('tokens of a registered issuer', () => {
     expect((await api.get('/v1/ping', child.body.token)).status).toBe(401);
   });
 
-  it('a torn-down tenant: its tokens stop working, its registrations are gone (404) and its pairs free for another tenant', async () => {
-    const doomed = await api.newAccount();
-    const tenant = doomed.tenants.test.tenantId;
-    expect((await put(tenant, { issuers: [{ issuer: idp.url, audience: 'doomed' }] })).status).toBe(200);
-    const token = await idp.sign(ed, { aud: 'doomed', sub: 'u', svc_permissions: ['records:r'] });
-    expect((await api.get('/v1/ping', token)).body.tenantId).toBe(tenant);
-    expect((await api.del(`/developer/tenants/${tenant}`, doomed.developerToken)).status).toBe(204);
-    await expectUniform401(token, 'tenant torn down');
-    expect((await api.get(issuersPath(tenant), OPERATOR_TOKEN)).status).toBe(404);
-    expect((await put(tenant, { issuers: [] })).status).toBe(404);
-    expect(
-      (await put(doomed.tenants.live.tenantId, { issuers: [{ issuer: idp.url, audience: 'doomed' }] })).status,
-    ).toBe(200);
-    expect((await api.get('/v1/ping', token)).body.tenantId).toBe(doomed.tenants.live.tenantId);
-  });
+  it(
+    'a torn-down tenant: its tokens stop working, its registrations are gone (404) and its pairs free for ' +
+      'another tenant',
+    async () => {
+      const doomed = await api.newAccount();
+      const tenant = doomed.tenants.test.tenantId;
+      expect((await put(tenant, { issuers: [{ issuer: idp.url, audience: 'doomed' }] })).status).toBe(200);
+      const token = await idp.sign(ed, { aud: 'doomed', sub: 'u', svc_permissions: ['records:r'] });
+      expect((await api.get('/v1/ping', token)).body.tenantId).toBe(tenant);
+      expect((await api.del(`/developer/tenants/${tenant}`, doomed.developerToken)).status).toBe(204);
+      await expectUniform401(token, 'tenant torn down');
+      expect((await api.get(issuersPath(tenant), OPERATOR_TOKEN)).status).toBe(404);
+      expect((await put(tenant, { issuers: [] })).status).toBe(404);
+      expect(
+        (await put(doomed.tenants.live.tenantId, { issuers: [{ issuer: idp.url, audience: 'doomed' }] })).status,
+      ).toBe(200);
+      expect((await api.get('/v1/ping', token)).body.tenantId).toBe(doomed.tenants.live.tenantId);
+    },
+  );
 
   it('a registration removed or changed holds on the next request', async () => {
     const tenant = A.tenants.live.tenantId;

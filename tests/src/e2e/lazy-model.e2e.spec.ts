@@ -32,45 +32,50 @@ afterAll(async () => {
 });
 
 describe.skipIf(process.platform !== 'linux' || !!inProcessOnly)('the built-in model starts on first need', () => {
-  it('an empty service runs no model process until the first semantic query; a service with an index loads it at start', async () => {
-    svc = await startService({ dataDir: dir.dir });
-    let { api } = svc;
-    const key = svc.bootstrap.tenants.live.rootKey;
-    const ready = await api.get('/readyz', '');
-    expect(ready.status).toBe(200);
-    expect(ready.body.embeddings).toMatchObject({ model: 'bge-small-en-v1.5-q', kind: 'builtin', loaded: false });
-    // Some time after start: still no model process (nothing warmed it in the background).
-    await new Promise((r) => setTimeout(r, 1500));
-    expect(modelProcesses()).toEqual([]);
+  it(
+    'an empty service runs no model process until the first semantic query; a service with an index loads ' +
+      'it at start',
+    async () => {
+      svc = await startService({ dataDir: dir.dir });
+      let { api } = svc;
+      const key = svc.bootstrap.tenants.live.rootKey;
+      const ready = await api.get('/readyz', '');
+      expect(ready.status).toBe(200);
+      expect(ready.body.embeddings).toMatchObject({ model: 'bge-small-en-v1.5-q', kind: 'builtin', loaded: false });
+      // Some time after start: still no model process (nothing warmed it in the background).
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(modelProcesses()).toEqual([]);
 
-    const doc = await api.post('/v1/documents', key, {
-      title: 'Whales',
-      text: 'Humpback whales sing long songs while they migrate.',
-      indexMode: 'HYBRID',
-    });
-    expect(doc.status, doc.text).toBe(201);
-    await eventually(
-      async () => ((await api.get(`/v1/documents/${doc.body.id}`, key)).body.status === 'INDEXED' ? true : null),
-      90_000,
-      100,
-    );
-    const s = await api.post('/v1/search', key, { query: 'songs of whales', mode: 'SEMANTIC' });
-    expect(s.status, s.text).toBe(200);
-    expect(s.body.results.map((r: { documentId: string }) => r.documentId)).toContain(doc.body.id);
-    expect((await api.get('/readyz', '')).body.embeddings.loaded).toBe(true);
-    expect(modelProcesses().length).toBeGreaterThan(0);
-    await svc.stop();
-    svc = undefined;
-    await eventually(async () => (modelProcesses().length === 0 ? true : null), 20_000, 100);
+      const doc = await api.post('/v1/documents', key, {
+        title: 'Whales',
+        text: 'Humpback whales sing long songs while they migrate.',
+        indexMode: 'HYBRID',
+      });
+      expect(doc.status, doc.text).toBe(201);
+      await eventually(
+        async () => ((await api.get(`/v1/documents/${doc.body.id}`, key)).body.status === 'INDEXED' ? true : null),
+        90_000,
+        100,
+      );
+      const s = await api.post('/v1/search', key, { query: 'songs of whales', mode: 'SEMANTIC' });
+      expect(s.status, s.text).toBe(200);
+      expect(s.body.results.map((r: { documentId: string }) => r.documentId)).toContain(doc.body.id);
+      expect((await api.get('/readyz', '')).body.embeddings.loaded).toBe(true);
+      expect(modelProcesses().length).toBeGreaterThan(0);
+      await svc.stop();
+      svc = undefined;
+      await eventually(async () => (modelProcesses().length === 0 ? true : null), 20_000, 100);
 
-    // Restarted on the same data: the index holds an item, so the model is loaded at start without a query.
-    svc = await startService({ dataDir: dir.dir });
-    ({ api } = svc);
-    await eventually(
-      async () => ((await api.get('/readyz', '')).body.embeddings?.loaded === true ? true : null),
-      60_000,
-      100,
-    );
-    expect(modelProcesses().length).toBeGreaterThan(0);
-  }, 240_000);
+      // Restarted on the same data: the index holds an item, so the model is loaded at start without a query.
+      svc = await startService({ dataDir: dir.dir });
+      ({ api } = svc);
+      await eventually(
+        async () => ((await api.get('/readyz', '')).body.embeddings?.loaded === true ? true : null),
+        60_000,
+        100,
+      );
+      expect(modelProcesses().length).toBeGreaterThan(0);
+    },
+    240_000,
+  );
 });

@@ -123,7 +123,8 @@ describe('GET /metrics', () => {
   });
 
   it.skipIf(!PROMTOOL)(
-    `passes promtool check metrics${PROMTOOL ? '' : ' (skipped: promtool is not installed: apt-get install prometheus)'}`,
+    `passes promtool check ` +
+      `metrics${PROMTOOL ? '' : ' (skipped: promtool is not installed: apt-get install prometheus)'}`,
     async () => {
       const r = spawnSync(PROMTOOL, ['check', 'metrics'], { input: await metrics(), encoding: 'utf8' });
       // Exit 1 is a text promtool cannot parse; 3 is lint findings, each listed on stderr.

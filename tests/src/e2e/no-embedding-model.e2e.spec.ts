@@ -85,34 +85,38 @@ describe('BUILTIN_EMBEDDINGS_MODEL=none', () => {
     expect(strict.body.message).toMatch(/degraded \(vector unavailable\)/);
   });
 
-  it('RAG retrieves from the keyword leg (degraded) and answers; with search.mode SEMANTIC it is refused before the stream', async () => {
-    const res = await new Api(svc.url).fetch('POST', '/v1/rag', {
-      token: key,
-      body: { query: 'Which whales sing songs?' },
-    });
-    expect(res.status).toBe(200);
-    const frames: Array<{ event: string; data: any }> = [];
-    const parser = createParser({
-      onEvent: (m: EventSourceMessage) => frames.push({ event: m.event ?? 'message', data: JSON.parse(m.data) }),
-    });
-    const decoder = new TextDecoder();
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>)
-      parser.feed(decoder.decode(chunk, { stream: true }));
-    expect(frames[0].event).toBe('search_results');
-    expect(frames[0].data).toMatchObject({ degraded: true, degradedLegs: ['vector'] });
-    expect(frames[0].data.results[0].documentId).toBe(docs.HYBRID);
-    expect(
-      frames
-        .filter((f) => f.event === 'content_delta')
-        .map((f) => f.data.delta)
-        .join(''),
-    ).toContain('Humpback whales sing long songs');
-    expect(frames[frames.length - 1].event).toBe('done');
-    const refused = await svc.api.post('/v1/rag', key, {
-      query: 'Which whales sing songs?',
-      search: { mode: 'SEMANTIC' },
-    });
-    expect(refused.status).toBe(503);
-    expect(refused.body.message).toMatch(/BUILTIN_EMBEDDINGS_MODEL=none/);
-  });
+  it(
+    'RAG retrieves from the keyword leg (degraded) and answers; with search.mode SEMANTIC it is refused ' +
+      'before the stream',
+    async () => {
+      const res = await new Api(svc.url).fetch('POST', '/v1/rag', {
+        token: key,
+        body: { query: 'Which whales sing songs?' },
+      });
+      expect(res.status).toBe(200);
+      const frames: Array<{ event: string; data: any }> = [];
+      const parser = createParser({
+        onEvent: (m: EventSourceMessage) => frames.push({ event: m.event ?? 'message', data: JSON.parse(m.data) }),
+      });
+      const decoder = new TextDecoder();
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>)
+        parser.feed(decoder.decode(chunk, { stream: true }));
+      expect(frames[0].event).toBe('search_results');
+      expect(frames[0].data).toMatchObject({ degraded: true, degradedLegs: ['vector'] });
+      expect(frames[0].data.results[0].documentId).toBe(docs.HYBRID);
+      expect(
+        frames
+          .filter((f) => f.event === 'content_delta')
+          .map((f) => f.data.delta)
+          .join(''),
+      ).toContain('Humpback whales sing long songs');
+      expect(frames[frames.length - 1].event).toBe('done');
+      const refused = await svc.api.post('/v1/rag', key, {
+        query: 'Which whales sing songs?',
+        search: { mode: 'SEMANTIC' },
+      });
+      expect(refused.status).toBe(503);
+      expect(refused.body.message).toMatch(/BUILTIN_EMBEDDINGS_MODEL=none/);
+    },
+  );
 });

@@ -38,7 +38,8 @@ const at = (ms: number) => new Date(Date.now() + ms).toISOString();
 const TABLE: WireVersionTable = {
   versions: [
     { version: '2024-01-01', deprecatedAt: at(-400 * DAY), sunsetAt: at(-30 * DAY) }, // expired
-    { version: '2026-08-01', deprecatedAt: at(-30 * DAY), sunsetAt: at(335 * DAY) }, // deprecated (test-only: a successor below), still served
+    // deprecated (test-only: a successor below), still served
+    { version: '2026-08-01', deprecatedAt: at(-30 * DAY), sunsetAt: at(335 * DAY) },
     { version: '2099-01-01', deprecatedAt: null, sunsetAt: null }, // test-only successor
   ],
   floor: '2099-01-01',
@@ -129,39 +130,42 @@ describe('per-account burst limit (in process)', () => {
     expect((await api.get('/v1/schemas', root)).body.data).toEqual([]);
   });
 
-  it('sends X-RateLimit-Limit and -Remaining on every counted response (success, 4xx, search) and none on reads', async () => {
-    clock.nextMinute();
-    const root = (await account({ plan: 'pro' })).tenants.live.rootKey;
-    const s = await api.post('/v1/schemas', root, {
-      typeName: 'note',
-      displayName: 'Note',
-      allowedSurfaces: ['record'],
-      fields: [{ fieldId: 'title', fieldType: 'string' }],
-    });
-    expect(s.status, s.text).toBe(201);
-    expect(limitHeaders(s)).toEqual({ limit: '600', remaining: '599' });
-    const rec = await api.post('/v1/records', root, { typeName: 'note', payload: { title: 'a' } });
-    expect(rec.status, rec.text).toBe(201);
-    expect(limitHeaders(rec)).toEqual({ limit: '600', remaining: '598' });
-    const missing = await api.del(`/v1/records/${randomUUID()}`, root);
-    expect(missing.status).toBe(404);
-    expect(limitHeaders(missing)).toEqual({ limit: '600', remaining: '597' });
-    const search = await api.post('/v1/search', root, { query: 'a', mode: 'TEXT' });
-    expect(search.status, search.text).toBe(200);
-    expect(limitHeaders(search)).toEqual({ limit: '600', remaining: '596' });
-    const badSearch = await api.post('/v1/search', root, { query: '' });
-    expect(badSearch.status).toBe(400);
-    expect(limitHeaders(badSearch)).toEqual({ limit: '600', remaining: '595' });
-    // Reads: GET, POST lookup (even a refused one) and batch-get carry no headers and spend nothing.
-    const reads = [
-      await api.get('/v1/schemas', root),
-      await api.get(`/v1/records/${rec.body.id}`, root),
-      await api.post('/v1/records/lookup', root, {}),
-      await api.post('/v1/records/batch-get', root, { ids: [rec.body.id] }),
-    ];
-    for (const r of reads) expect(limitHeaders(r), r.text).toEqual({ limit: null, remaining: null });
-    expect(limitHeaders(await counted(api, root))).toEqual({ limit: '600', remaining: '594' });
-  });
+  it(
+    'sends X-RateLimit-Limit and -Remaining on every counted response (success, 4xx, search) and none on ' + 'reads',
+    async () => {
+      clock.nextMinute();
+      const root = (await account({ plan: 'pro' })).tenants.live.rootKey;
+      const s = await api.post('/v1/schemas', root, {
+        typeName: 'note',
+        displayName: 'Note',
+        allowedSurfaces: ['record'],
+        fields: [{ fieldId: 'title', fieldType: 'string' }],
+      });
+      expect(s.status, s.text).toBe(201);
+      expect(limitHeaders(s)).toEqual({ limit: '600', remaining: '599' });
+      const rec = await api.post('/v1/records', root, { typeName: 'note', payload: { title: 'a' } });
+      expect(rec.status, rec.text).toBe(201);
+      expect(limitHeaders(rec)).toEqual({ limit: '600', remaining: '598' });
+      const missing = await api.del(`/v1/records/${randomUUID()}`, root);
+      expect(missing.status).toBe(404);
+      expect(limitHeaders(missing)).toEqual({ limit: '600', remaining: '597' });
+      const search = await api.post('/v1/search', root, { query: 'a', mode: 'TEXT' });
+      expect(search.status, search.text).toBe(200);
+      expect(limitHeaders(search)).toEqual({ limit: '600', remaining: '596' });
+      const badSearch = await api.post('/v1/search', root, { query: '' });
+      expect(badSearch.status).toBe(400);
+      expect(limitHeaders(badSearch)).toEqual({ limit: '600', remaining: '595' });
+      // Reads: GET, POST lookup (even a refused one) and batch-get carry no headers and spend nothing.
+      const reads = [
+        await api.get('/v1/schemas', root),
+        await api.get(`/v1/records/${rec.body.id}`, root),
+        await api.post('/v1/records/lookup', root, {}),
+        await api.post('/v1/records/batch-get', root, { ids: [rec.body.id] }),
+      ];
+      for (const r of reads) expect(limitHeaders(r), r.text).toEqual({ limit: null, remaining: null });
+      expect(limitHeaders(await counted(api, root))).toEqual({ limit: '600', remaining: '594' });
+    },
+  );
 
   it('GET reads, POST lookups and batch-get still answer once the window is spent', async () => {
     clock.nextMinute();
@@ -191,7 +195,8 @@ describe('per-account burst limit (in process)', () => {
     const b = await account({ plan: 'enterprise', rateLimitPerMinute: 8 });
     const liveRoot = a.tenants.live.rootKey;
     const testRoot = a.tenants.test.rootKey;
-    const minted = await api.post('/v1/tokens', liveRoot, { scope: { allowedActions: ['records:c', 'records:r'] } }); // a write: 1
+    // a write: 1
+    const minted = await api.post('/v1/tokens', liveRoot, { scope: { allowedActions: ['records:c', 'records:r'] } });
     expect(minted.status, minted.text).toBe(201);
     expect(limitHeaders(minted)).toEqual({ limit: '8', remaining: '7' });
     const scoped = await api.post('/developer/keys', a.developerToken, {
@@ -249,7 +254,8 @@ describe('per-account burst limit (in process)', () => {
     clock.nextMinute();
     const plain = await account({ plan: 'enterprise' });
     expect(limitHeaders(await counted(api, plain.tenants.live.rootKey))).toEqual({ limit: '1200', remaining: '1199' });
-    expect(limitHeaders(await counted(api, svc.bootstrap.tenants.live.rootKey)).limit).toBe('1200'); // DEFAULT_PLAN=enterprise
+    // DEFAULT_PLAN=enterprise
+    expect(limitHeaders(await counted(api, svc.bootstrap.tenants.live.rootKey)).limit).toBe('1200');
     const scale = await account({ plan: 'scale', rateLimitPerMinute: 5 }); // negotiated limit ignored off enterprise
     expect(limitHeaders(await counted(api, scale.tenants.live.rootKey)).limit).toBe('1200');
     const negotiated = await account({ plan: 'enterprise', rateLimitPerMinute: 4 });
@@ -278,13 +284,16 @@ describe('per-account burst limit (in process)', () => {
       expect(r.headers.get('sunset')).toBe(new Date(deprecation.sunsetAt!).toUTCString());
     });
 
-    it('without the header, the credential pin (stamped at mint: 2026-08-01) decides, deprecation headers included', async () => {
-      const r = await api.get('/v1/schemas', boot.tenants.live.rootKey);
-      expect(r.status).toBe(200);
-      expect(r.headers.get('service-version')).toBe('2026-08-01');
-      expect(r.headers.get('deprecation')).toMatch(/^@\d+$/);
-      expect(r.headers.get('sunset')).toMatch(/GMT$/);
-    });
+    it(
+      'without the header, the credential pin (stamped at mint: 2026-08-01) decides, deprecation headers ' + 'included',
+      async () => {
+        const r = await api.get('/v1/schemas', boot.tenants.live.rootKey);
+        expect(r.status).toBe(200);
+        expect(r.headers.get('service-version')).toBe('2026-08-01');
+        expect(r.headers.get('deprecation')).toMatch(/^@\d+$/);
+        expect(r.headers.get('sunset')).toMatch(/GMT$/);
+      },
+    );
 
     it('a current version carries no deprecation headers; without a credential the platform floor is served', async () => {
       const r = await api.get('/v1/schemas', boot.tenants.live.rootKey, { 'service-version': '2099-01-01' });
@@ -308,32 +317,36 @@ describe('per-account burst limit (in process)', () => {
     });
   });
 
-  it('edge per-IP ceiling: every request of one address counts; over it 429 RATE_LIMITED without a requestId, until the minute ends', async () => {
-    clock.nextMinute();
-    const root = svc.bootstrap.tenants.live.rootKey;
-    const statuses = new Map<number, number>();
-    const paths = ['/healthz', '/v1/schemas', '/v1/nothing-here'];
-    for (let i = 0; i < IP_CEILING; i++) {
-      // The flood includes an unknown route on purpose (not described): that one is not checked.
-      const r = await (paths[i % 3] === '/v1/nothing-here' ? api.unchecked : api).get(paths[i % 3], root);
-      statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
-    }
-    expect([...statuses.keys()].sort()).toEqual([200, 404]);
-    for (const r of [
-      await api.get('/healthz'),
-      await api.get('/v1/schemas', root),
-      await counted(api, root),
-      await api.post('/operator/accounts', OPERATOR_TOKEN, {}),
-    ]) {
-      expect(r.status, r.text).toBe(429);
-      expect(r.body).toEqual({ message: expect.any(String), errorCode: 'RATE_LIMITED' }); // no requestId
-      expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-      expect(r.headers.get('x-ratelimit-limit')).toBeNull(); // the account limit is not involved
-      expect(r.headers.get('x-ratelimit-remaining')).toBeNull();
-    }
-    clock.nextMinute();
-    expect((await api.get('/healthz')).status).toBe(200);
-  });
+  it(
+    'edge per-IP ceiling: every request of one address counts; over it 429 RATE_LIMITED without a ' +
+      'requestId, until the minute ends',
+    async () => {
+      clock.nextMinute();
+      const root = svc.bootstrap.tenants.live.rootKey;
+      const statuses = new Map<number, number>();
+      const paths = ['/healthz', '/v1/schemas', '/v1/nothing-here'];
+      for (let i = 0; i < IP_CEILING; i++) {
+        // The flood includes an unknown route on purpose (not described): that one is not checked.
+        const r = await (paths[i % 3] === '/v1/nothing-here' ? api.unchecked : api).get(paths[i % 3], root);
+        statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+      }
+      expect([...statuses.keys()].sort()).toEqual([200, 404]);
+      for (const r of [
+        await api.get('/healthz'),
+        await api.get('/v1/schemas', root),
+        await counted(api, root),
+        await api.post('/operator/accounts', OPERATOR_TOKEN, {}),
+      ]) {
+        expect(r.status, r.text).toBe(429);
+        expect(r.body).toEqual({ message: expect.any(String), errorCode: 'RATE_LIMITED' }); // no requestId
+        expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+        expect(r.headers.get('x-ratelimit-limit')).toBeNull(); // the account limit is not involved
+        expect(r.headers.get('x-ratelimit-remaining')).toBeNull();
+      }
+      clock.nextMinute();
+      expect((await api.get('/healthz')).status).toBe(200);
+    },
+  );
 
   describe('erasure stub (reserved)', () => {
     it('answers 501 with exactly {error: "not_implemented"} to the root key', async () => {
@@ -371,37 +384,41 @@ describe('per-account burst limit (in process)', () => {
       expect((await api.post('/v1/erasure-requests', undefined, {})).status).toBe(401);
     });
 
-    it('the caller is judged before the body: a malformed, mistyped or oversize body gets 401 without a credential and 403 with a scoped one', async () => {
-      const acct = await account({ plan: 'enterprise' });
-      const root = acct.tenants.live.rootKey;
-      const token = (await api.post('/v1/tokens', root, { scope: { allowedActions: ['records:r'] } })).body
-        .token as string;
-      const bodies = [
-        { raw: '{bad', headers: { 'content-type': 'application/json' } },
-        { raw: 'subject=x', headers: { 'content-type': 'text/plain' } },
-        {
-          raw: JSON.stringify({ subject: 'x'.repeat(12 * 1024 * 1024) }),
-          headers: { 'content-type': 'application/json' },
-        },
-      ];
-      for (const b of bodies) {
-        const none = await api.call('POST', '/v1/erasure-requests', { ...b, unchecked: true });
-        expect(none.status, none.text).toBe(401);
-        const scoped = await api.call('POST', '/v1/erasure-requests', { ...b, token, unchecked: true });
-        expect(scoped.status, scoped.text).toBe(403);
-        expect(scoped.body.errorCode).toBe('FORBIDDEN');
-        // A write route: no credential is 401, a credential without records:c is 403, whatever the body.
-        expect((await api.call('POST', '/v1/records', { ...b, unchecked: true })).status).toBe(401);
-        expect((await api.call('POST', '/v1/records', { ...b, token, unchecked: true })).status).toBe(403);
-      }
-      // The root key's malformed body is still the body's refusal.
-      expect(
-        (await api.call('POST', '/v1/records', { ...bodies[0], token: root, unchecked: true })).body.errorCode,
-      ).toBe('VALIDATION_ERROR');
-      expect(
-        (await api.call('POST', '/v1/records', { ...bodies[1], token: root, unchecked: true })).body.errorCode,
-      ).toBe('UNSUPPORTED_MEDIA_TYPE');
-    });
+    it(
+      'the caller is judged before the body: a malformed, mistyped or oversize body gets 401 without a ' +
+        'credential and 403 with a scoped one',
+      async () => {
+        const acct = await account({ plan: 'enterprise' });
+        const root = acct.tenants.live.rootKey;
+        const token = (await api.post('/v1/tokens', root, { scope: { allowedActions: ['records:r'] } })).body
+          .token as string;
+        const bodies = [
+          { raw: '{bad', headers: { 'content-type': 'application/json' } },
+          { raw: 'subject=x', headers: { 'content-type': 'text/plain' } },
+          {
+            raw: JSON.stringify({ subject: 'x'.repeat(12 * 1024 * 1024) }),
+            headers: { 'content-type': 'application/json' },
+          },
+        ];
+        for (const b of bodies) {
+          const none = await api.call('POST', '/v1/erasure-requests', { ...b, unchecked: true });
+          expect(none.status, none.text).toBe(401);
+          const scoped = await api.call('POST', '/v1/erasure-requests', { ...b, token, unchecked: true });
+          expect(scoped.status, scoped.text).toBe(403);
+          expect(scoped.body.errorCode).toBe('FORBIDDEN');
+          // A write route: no credential is 401, a credential without records:c is 403, whatever the body.
+          expect((await api.call('POST', '/v1/records', { ...b, unchecked: true })).status).toBe(401);
+          expect((await api.call('POST', '/v1/records', { ...b, token, unchecked: true })).status).toBe(403);
+        }
+        // The root key's malformed body is still the body's refusal.
+        expect(
+          (await api.call('POST', '/v1/records', { ...bodies[0], token: root, unchecked: true })).body.errorCode,
+        ).toBe('VALIDATION_ERROR');
+        expect(
+          (await api.call('POST', '/v1/records', { ...bodies[1], token: root, unchecked: true })).body.errorCode,
+        ).toBe('UNSUPPORTED_MEDIA_TYPE');
+      },
+    );
   });
 });
 
@@ -496,35 +513,39 @@ describe.runIf(REDIS_SERVER)('a real Redis stopped and started again under a ser
     await stopRedis();
   });
 
-  it('counts in Redis; with Redis stopped every request is allowed and the outage logged once; restarted, counting resumes', async () => {
-    clock.nextMinute();
-    const root = (await svc.api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 5 })).tenants.live.rootKey;
-    await spend(svc.api, root, 5, 5);
-    expectRateLimited(await counted(svc.api, root), 5);
-    // The count lives in Redis, not in the process.
-    expect(
-      spawnSync('redis-cli', ['-p', String(port), '--scan', '--pattern', 'svc:window:burst:*'], { encoding: 'utf8' })
-        .stdout,
-    ).toMatch(/burst/);
+  it(
+    'counts in Redis; with Redis stopped every request is allowed and the outage logged once; restarted, ' +
+      'counting resumes',
+    async () => {
+      clock.nextMinute();
+      const root = (await svc.api.newAccount({ plan: 'enterprise', rateLimitPerMinute: 5 })).tenants.live.rootKey;
+      await spend(svc.api, root, 5, 5);
+      expectRateLimited(await counted(svc.api, root), 5);
+      // The count lives in Redis, not in the process.
+      expect(
+        spawnSync('redis-cli', ['-p', String(port), '--scan', '--pattern', 'svc:window:burst:*'], { encoding: 'utf8' })
+          .stdout,
+      ).toMatch(/burst/);
 
-    await stopRedis();
-    for (let i = 0; i < 20; i++) {
-      const r = await counted(svc.api, root);
-      expect(r.status, r.text).toBe(400); // validation after the gate: the gate let it through
-      expect(limitHeaders(r)).toEqual({ limit: '5', remaining: '5' });
-    }
-    expect((await svc.api.get('/v1/schemas', root)).status).toBe(200);
-    expect(lines.filter((l) => /rate-limit counters unavailable, allowing requests/.test(l))).toHaveLength(1);
+      await stopRedis();
+      for (let i = 0; i < 20; i++) {
+        const r = await counted(svc.api, root);
+        expect(r.status, r.text).toBe(400); // validation after the gate: the gate let it through
+        expect(limitHeaders(r)).toEqual({ limit: '5', remaining: '5' });
+      }
+      expect((await svc.api.get('/v1/schemas', root)).status).toBe(200);
+      expect(lines.filter((l) => /rate-limit counters unavailable, allowing requests/.test(l))).toHaveLength(1);
 
-    await startRedis(); // empty: the window starts again from zero
-    let back = false;
-    for (let i = 0; i < 100 && !back; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      back = limitHeaders(await counted(svc.api, root)).remaining !== '5';
-    }
-    expect(back).toBe(true);
-    clock.nextMinute();
-    await spend(svc.api, root, 5, 5);
-    expectRateLimited(await counted(svc.api, root), 5);
-  });
+      await startRedis(); // empty: the window starts again from zero
+      let back = false;
+      for (let i = 0; i < 100 && !back; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        back = limitHeaders(await counted(svc.api, root)).remaining !== '5';
+      }
+      expect(back).toBe(true);
+      clock.nextMinute();
+      await spend(svc.api, root, 5, 5);
+      expectRateLimited(await counted(svc.api, root), 5);
+    },
+  );
 });

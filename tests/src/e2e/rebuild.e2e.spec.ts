@@ -452,7 +452,9 @@ function checkSnapshot(snap: Snapshot, w: World) {
 
 /** Drops every read-model table while the service is stopped (keeps the event log and the checkpoint). */
 async function dropReadModels(engine: Engine, dataDir: string, databaseUrl: string | undefined): Promise<string[]> {
-  const listSql = `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE 'rm\\_%' ORDER BY tablename`;
+  const listSql =
+    `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE 'rm\\_%' ORDER ` +
+    `BY tablename`;
   if (engine === 'pglite') {
     const db = await PGlite.create({ dataDir: join(dataDir, 'pg') });
     try {

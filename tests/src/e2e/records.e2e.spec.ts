@@ -394,51 +394,59 @@ describe('updateRecord (PUT) and patchRecord (PATCH)', () => {
     expect(ok.status, ok.text).toBe(200);
   });
 
-  it('PATCH is an RFC 7386 merge: null deletes a payload key, objects merge recursively, arrays and scalars replace', async () => {
-    const r = await fresh();
-    const p = await unwrap(
-      svc.client(root).PATCH('/v1/records/{id}', {
-        params: { path: { id: r.id } },
-        body: { payload: { n: null, meta: { b: { c: 20, d: null, e: 5 }, z: 'new' }, tags: ['only'] } },
-      }),
-    );
-    const want = { name: 'orig', meta: { a: 1, b: { c: 20, e: 5 }, z: 'new' }, tags: ['only'] };
-    expect(p.payload).toEqual(want);
-    expect(p.version).toBe(2);
-    expect((await readRecord(r.id)).payload).toEqual(want);
-  });
+  it(
+    'PATCH is an RFC 7386 merge: null deletes a payload key, objects merge recursively, arrays and scalars ' +
+      'replace',
+    async () => {
+      const r = await fresh();
+      const p = await unwrap(
+        svc.client(root).PATCH('/v1/records/{id}', {
+          params: { path: { id: r.id } },
+          body: { payload: { n: null, meta: { b: { c: 20, d: null, e: 5 }, z: 'new' }, tags: ['only'] } },
+        }),
+      );
+      const want = { name: 'orig', meta: { a: 1, b: { c: 20, e: 5 }, z: 'new' }, tags: ['only'] };
+      expect(p.payload).toEqual(want);
+      expect(p.version).toBe(2);
+      expect((await readRecord(r.id)).payload).toEqual(want);
+    },
+  );
 
-  it('required is enforced on create only: a PUT without it and a PATCH null deleting it → 200; a field the schema later requires is not demanded of a change', async () => {
-    const put = await api.put(`/v1/records/${(await fresh()).id}`, root, { payload: { n: 2 } });
-    expect(put.status, put.text).toBe(200);
-    expect(put.body.payload).toEqual({ n: 2 });
-    const r = await fresh();
-    const patched = await api.patch(`/v1/records/${r.id}`, root, { payload: { name: null } });
-    expect(patched.status, patched.text).toBe(200);
-    expect((await readRecord(r.id)).payload).toEqual({ n: 1, meta: { a: 1, b: { c: 2, d: 3 } }, tags: ['x', 'y'] });
-    // the other rules still apply to the keys present
-    expect400(await api.patch(`/v1/records/${r.id}`, root, { payload: { name: 5 } }));
-    // and create still demands it
-    expect400(await api.post('/v1/records', root, { typeName: s.typeName, payload: { n: 1 } }));
+  it(
+    'required is enforced on create only: a PUT without it and a PATCH null deleting it → 200; a field the ' +
+      'schema later requires is not demanded of a change',
+    async () => {
+      const put = await api.put(`/v1/records/${(await fresh()).id}`, root, { payload: { n: 2 } });
+      expect(put.status, put.text).toBe(200);
+      expect(put.body.payload).toEqual({ n: 2 });
+      const r = await fresh();
+      const patched = await api.patch(`/v1/records/${r.id}`, root, { payload: { name: null } });
+      expect(patched.status, patched.text).toBe(200);
+      expect((await readRecord(r.id)).payload).toEqual({ n: 1, meta: { a: 1, b: { c: 2, d: 3 } }, tags: ['x', 'y'] });
+      // the other rules still apply to the keys present
+      expect400(await api.patch(`/v1/records/${r.id}`, root, { payload: { name: 5 } }));
+      // and create still demands it
+      expect400(await api.post('/v1/records', root, { typeName: s.typeName, payload: { n: 1 } }));
 
-    const t = await createSchema({ fields: [{ fieldId: 'a', fieldType: 'string' }] });
-    const old = await createRecord({ typeName: t.typeName, payload: { a: 'x' } });
-    expect(
-      (
-        await api.put(`/v1/schemas/${t.id}`, root, {
-          fields: [
-            { fieldId: 'a', fieldType: 'string' },
-            { fieldId: 'b', fieldType: 'string', required: true, validation: { minLength: 2 } },
-          ],
-        })
-      ).status,
-    ).toBe(200);
-    const later = await api.patch(`/v1/records/${old.id}`, root, { status: 'ARCHIVED' });
-    expect(later.status, later.text).toBe(200);
-    expect(later.body).toMatchObject({ status: 'ARCHIVED', schemaVersion: 2, payload: { a: 'x' } });
-    expect400(await api.patch(`/v1/records/${old.id}`, root, { payload: { b: 'y' } }));
-    expect400(await api.post('/v1/records', root, { typeName: t.typeName, payload: { a: 'x' } }));
-  });
+      const t = await createSchema({ fields: [{ fieldId: 'a', fieldType: 'string' }] });
+      const old = await createRecord({ typeName: t.typeName, payload: { a: 'x' } });
+      expect(
+        (
+          await api.put(`/v1/schemas/${t.id}`, root, {
+            fields: [
+              { fieldId: 'a', fieldType: 'string' },
+              { fieldId: 'b', fieldType: 'string', required: true, validation: { minLength: 2 } },
+            ],
+          })
+        ).status,
+      ).toBe(200);
+      const later = await api.patch(`/v1/records/${old.id}`, root, { status: 'ARCHIVED' });
+      expect(later.status, later.text).toBe(200);
+      expect(later.body).toMatchObject({ status: 'ARCHIVED', schemaVersion: 2, payload: { a: 'x' } });
+      expect400(await api.patch(`/v1/records/${old.id}`, root, { payload: { b: 'y' } }));
+      expect400(await api.post('/v1/records', root, { typeName: t.typeName, payload: { a: 'x' } }));
+    },
+  );
 
   it('PATCH without payload leaves the payload; PATCH status changes only the status', async () => {
     const r = await fresh();
@@ -833,40 +841,43 @@ describe('sensitive fields', () => {
     expect400(await api.post('/v1/records/lookup', root, { type: s.typeName, field: 'ssn', prefix: 'SSN' }));
   });
 
-  it('the clear value appears in no response: other lookups, versions, patch/put responses, batch-get, tombstone', async () => {
-    const byName = await api.get(
-      `/v1/records/lookup?type=${s.typeName}&field=name&value=alice&includePayload=true`,
-      root,
-    );
-    expect(byName.status).toBe(200);
-    leaks(byName);
-    expect(byName.body.data[0].payload.ssn).toBe(MASK);
-    const p = await api.patch(`/v1/records/${rec.id}`, root, { payload: { name: 'alice2' } });
-    expect(p.status, p.text).toBe(200);
-    leaks(p);
-    expect(p.body.payload).toEqual({ name: 'alice2', ssn: MASK });
-    // the value survives a patch that does not touch it
-    const still = await api.post('/v1/records/lookup', root, { type: s.typeName, field: 'ssn', value: SECRET });
-    expect(still.body.data.map((x: any) => x.id)).toEqual([rec.id]);
-    const bg = await api.post('/v1/records/batch-get', root, { ids: [rec.id] });
-    expect(bg.status).toBe(200);
-    leaks(bg);
-    const v = await api.get(`/v1/records/${rec.id}/versions`, root);
-    expect(v.status).toBe(200);
-    leaks(v);
-    for (const row of v.body.data) expect(row.state.payload.ssn).toBe(MASK);
-    const put = await api.put(`/v1/records/${rec.id}`, root, { payload: { name: 'alice3', ssn: SECRET } });
-    expect(put.status).toBe(200);
-    leaks(put);
-    expect((await api.del(`/v1/records/${rec.id}`, root)).status).toBe(204);
-    const t = await api.get(`/v1/records/${rec.id}/tombstone`, root);
-    leaks(t);
-    const v2 = await api.get(`/v1/records/${rec.id}/versions`, root);
-    leaks(v2);
-    // deleted: the blind index no longer finds it
-    const gone = await api.post('/v1/records/lookup', root, { type: s.typeName, field: 'ssn', value: SECRET });
-    expect(gone.body.data).toEqual([]);
-  });
+  it(
+    'the clear value appears in no response: other lookups, versions, patch/put responses, batch-get, ' + 'tombstone',
+    async () => {
+      const byName = await api.get(
+        `/v1/records/lookup?type=${s.typeName}&field=name&value=alice&includePayload=true`,
+        root,
+      );
+      expect(byName.status).toBe(200);
+      leaks(byName);
+      expect(byName.body.data[0].payload.ssn).toBe(MASK);
+      const p = await api.patch(`/v1/records/${rec.id}`, root, { payload: { name: 'alice2' } });
+      expect(p.status, p.text).toBe(200);
+      leaks(p);
+      expect(p.body.payload).toEqual({ name: 'alice2', ssn: MASK });
+      // the value survives a patch that does not touch it
+      const still = await api.post('/v1/records/lookup', root, { type: s.typeName, field: 'ssn', value: SECRET });
+      expect(still.body.data.map((x: any) => x.id)).toEqual([rec.id]);
+      const bg = await api.post('/v1/records/batch-get', root, { ids: [rec.id] });
+      expect(bg.status).toBe(200);
+      leaks(bg);
+      const v = await api.get(`/v1/records/${rec.id}/versions`, root);
+      expect(v.status).toBe(200);
+      leaks(v);
+      for (const row of v.body.data) expect(row.state.payload.ssn).toBe(MASK);
+      const put = await api.put(`/v1/records/${rec.id}`, root, { payload: { name: 'alice3', ssn: SECRET } });
+      expect(put.status).toBe(200);
+      leaks(put);
+      expect((await api.del(`/v1/records/${rec.id}`, root)).status).toBe(204);
+      const t = await api.get(`/v1/records/${rec.id}/tombstone`, root);
+      leaks(t);
+      const v2 = await api.get(`/v1/records/${rec.id}/versions`, root);
+      leaks(v2);
+      // deleted: the blind index no longer finds it
+      const gone = await api.post('/v1/records/lookup', root, { type: s.typeName, field: 'ssn', value: SECRET });
+      expect(gone.body.data).toEqual([]);
+    },
+  );
 });
 
 // ---------------------------------------------------------------------------
@@ -994,24 +1005,30 @@ describe('lookups', () => {
       expect(ids(await lookup(`type=${t}&field=name&value=dup`))).toEqual([]);
     });
 
-    it('an update taking a unique value held by another record → 409, nothing changed; freed by delete, then takeable', async () => {
-      const holder = await createRecord({ typeName: t, payload: { name: 'h', email: 'held@example.com' } });
-      const taker = await createRecord({ typeName: t, payload: { name: 't', email: 'taker@example.com' } });
-      const before = await snapshot(taker.id);
-      const c1 = await api.patch(`/v1/records/${taker.id}`, root, { payload: { email: 'held@example.com' } });
-      expect(c1.status, c1.text).toBe(409);
-      const c2 = await api.put(`/v1/records/${taker.id}`, root, { payload: { name: 't', email: 'held@example.com' } });
-      expect(c2.status, c2.text).toBe(409);
-      await expectUnchanged(taker.id, before);
-      expect((await api.del(`/v1/records/${holder.id}`, root)).status).toBe(204);
-      const ok = await api.patch(`/v1/records/${taker.id}`, root, { payload: { email: 'held@example.com' } });
-      expect(ok.status, ok.text).toBe(200);
-      expect(ids(await lookup(`type=${t}&field=email&value=${q('held@example.com')}`))).toEqual([taker.id]);
-      // the taker's old value is free again
-      expect(
-        (await api.post('/v1/records', root, { typeName: t, payload: { email: 'taker@example.com' } })).status,
-      ).toBe(201);
-    });
+    it(
+      'an update taking a unique value held by another record → 409, nothing changed; freed by delete, then ' +
+        'takeable',
+      async () => {
+        const holder = await createRecord({ typeName: t, payload: { name: 'h', email: 'held@example.com' } });
+        const taker = await createRecord({ typeName: t, payload: { name: 't', email: 'taker@example.com' } });
+        const before = await snapshot(taker.id);
+        const c1 = await api.patch(`/v1/records/${taker.id}`, root, { payload: { email: 'held@example.com' } });
+        expect(c1.status, c1.text).toBe(409);
+        const c2 = await api.put(`/v1/records/${taker.id}`, root, {
+          payload: { name: 't', email: 'held@example.com' },
+        });
+        expect(c2.status, c2.text).toBe(409);
+        await expectUnchanged(taker.id, before);
+        expect((await api.del(`/v1/records/${holder.id}`, root)).status).toBe(204);
+        const ok = await api.patch(`/v1/records/${taker.id}`, root, { payload: { email: 'held@example.com' } });
+        expect(ok.status, ok.text).toBe(200);
+        expect(ids(await lookup(`type=${t}&field=email&value=${q('held@example.com')}`))).toEqual([taker.id]);
+        // the taker's old value is free again
+        expect(
+          (await api.post('/v1/records', root, { typeName: t, payload: { email: 'taker@example.com' } })).status,
+        ).toBe(201);
+      },
+    );
 
     it('limit 101 → 400; limit 0 → 400; limit 100 → 200', async () => {
       expect400(await lookup(`type=${t}&field=name&value=beta&limit=101`));
@@ -1125,47 +1142,51 @@ describe('lookups', () => {
   });
 
   describe('sort-key windows', () => {
-    it('sortBy a number field: sortFrom / sortTo inclusive; records without the value sort first and are never in a bounded window', async () => {
-      const s = await createSchema({
-        fields: [
-          { fieldId: 'group', fieldType: 'string' },
-          { fieldId: 'rank', fieldType: 'number' },
-        ],
-        lookupFields: ['group'],
-        sortBy: 'rank',
-      });
-      const t = s.typeName;
-      const byRank: Record<number, string> = {};
-      for (const rank of [5, 1, 3, 2, 4])
-        byRank[rank] = (await createRecord({ typeName: t, payload: { group: 'g', rank } })).id;
-      const unranked = [
-        (await createRecord({ typeName: t, payload: { group: 'g' } })).id,
-        (await createRecord({ typeName: t, payload: { group: 'g' } })).id,
-      ];
-      await createRecord({ typeName: t, payload: { group: 'other', rank: 3 } });
+    it(
+      'sortBy a number field: sortFrom / sortTo inclusive; records without the value sort first and are ' +
+        'never in a bounded window',
+      async () => {
+        const s = await createSchema({
+          fields: [
+            { fieldId: 'group', fieldType: 'string' },
+            { fieldId: 'rank', fieldType: 'number' },
+          ],
+          lookupFields: ['group'],
+          sortBy: 'rank',
+        });
+        const t = s.typeName;
+        const byRank: Record<number, string> = {};
+        for (const rank of [5, 1, 3, 2, 4])
+          byRank[rank] = (await createRecord({ typeName: t, payload: { group: 'g', rank } })).id;
+        const unranked = [
+          (await createRecord({ typeName: t, payload: { group: 'g' } })).id,
+          (await createRecord({ typeName: t, payload: { group: 'g' } })).id,
+        ];
+        await createRecord({ typeName: t, payload: { group: 'other', rank: 3 } });
 
-      const asc = ids(await lookup(`type=${t}&field=group&value=g`));
-      expect(asc).toHaveLength(7);
-      expect(new Set(asc.slice(0, 2))).toEqual(new Set(unranked));
-      expect(asc.slice(2)).toEqual([1, 2, 3, 4, 5].map((n) => byRank[n]));
-      const desc = ids(await lookup(`type=${t}&field=group&value=g&order=desc`));
-      expect(desc.slice(0, 5)).toEqual([5, 4, 3, 2, 1].map((n) => byRank[n]));
-      expect(new Set(desc.slice(5))).toEqual(new Set(unranked));
+        const asc = ids(await lookup(`type=${t}&field=group&value=g`));
+        expect(asc).toHaveLength(7);
+        expect(new Set(asc.slice(0, 2))).toEqual(new Set(unranked));
+        expect(asc.slice(2)).toEqual([1, 2, 3, 4, 5].map((n) => byRank[n]));
+        const desc = ids(await lookup(`type=${t}&field=group&value=g&order=desc`));
+        expect(desc.slice(0, 5)).toEqual([5, 4, 3, 2, 1].map((n) => byRank[n]));
+        expect(new Set(desc.slice(5))).toEqual(new Set(unranked));
 
-      expect(ids(await lookup(`type=${t}&field=group&value=g&sortFrom=2&sortTo=4`))).toEqual(
-        [2, 3, 4].map((n) => byRank[n]),
-      );
-      expect(ids(await lookup(`type=${t}&field=group&value=g&sortFrom=2&sortTo=4&order=desc`))).toEqual(
-        [4, 3, 2].map((n) => byRank[n]),
-      );
-      expect(ids(await lookup(`type=${t}&field=group&value=g&sortFrom=4`))).toEqual([4, 5].map((n) => byRank[n]));
-      expect(ids(await lookup(`type=${t}&field=group&value=g&sortTo=2`))).toEqual([1, 2].map((n) => byRank[n]));
-      expect(ids(await lookup(`type=${t}&field=group&value=g&sortFrom=-1000&sortTo=1000`))).toEqual(
-        [1, 2, 3, 4, 5].map((n) => byRank[n]),
-      );
-      const p = await api.post('/v1/records/lookup', root, { type: t, field: 'group', value: 'g', sortTo: 1 });
-      expect(ids(p)).toEqual([byRank[1]]);
-    });
+        expect(ids(await lookup(`type=${t}&field=group&value=g&sortFrom=2&sortTo=4`))).toEqual(
+          [2, 3, 4].map((n) => byRank[n]),
+        );
+        expect(ids(await lookup(`type=${t}&field=group&value=g&sortFrom=2&sortTo=4&order=desc`))).toEqual(
+          [4, 3, 2].map((n) => byRank[n]),
+        );
+        expect(ids(await lookup(`type=${t}&field=group&value=g&sortFrom=4`))).toEqual([4, 5].map((n) => byRank[n]));
+        expect(ids(await lookup(`type=${t}&field=group&value=g&sortTo=2`))).toEqual([1, 2].map((n) => byRank[n]));
+        expect(ids(await lookup(`type=${t}&field=group&value=g&sortFrom=-1000&sortTo=1000`))).toEqual(
+          [1, 2, 3, 4, 5].map((n) => byRank[n]),
+        );
+        const p = await api.post('/v1/records/lookup', root, { type: t, field: 'group', value: 'g', sortTo: 1 });
+        expect(ids(p)).toEqual([byRank[1]]);
+      },
+    );
 
     it('sortBy lastUpdated orders by the last update', async () => {
       const s = await createSchema({
@@ -1382,45 +1403,50 @@ describe('listRecords', () => {
       expect(existing).toHaveLength(1000);
     }, 180_000);
 
-    it('1,000 records listed in pages of 37 while other clients keep creating: every pre-existing record appears exactly once', async () => {
-      let listing = true;
-      let extra = 0;
-      const writer = async (typeName: string) => {
-        while (listing) {
-          const r = await api.post('/v1/records', root, { typeName, payload: { late: true } });
-          expect(r.status, r.text).toBe(201);
-          extra++;
+    it(
+      '1,000 records listed in pages of 37 while other clients keep creating: every pre-existing record ' +
+        'appears exactly once',
+      async () => {
+        let listing = true;
+        let extra = 0;
+        const writer = async (typeName: string) => {
+          while (listing) {
+            const r = await api.post('/v1/records', root, { typeName, payload: { late: true } });
+            expect(r.status, r.text).toBe(201);
+            extra++;
+          }
+        };
+        const writers = [writer(t), writer(t), writer(otherType)];
+        const seen: string[] = [];
+        let cursor: string | null = null;
+        let pages = 0;
+        try {
+          do {
+            const r: Res = await api.get(
+              `/v1/records?type=${t}&limit=37${cursor ? `&startFrom=${q(cursor)}` : ''}`,
+              root,
+            );
+            expect(r.status, r.text).toBe(200);
+            expect(r.body.data.length).toBeLessThanOrEqual(37);
+            for (const x of r.body.data) expect(x.typeName).toBe(t);
+            seen.push(...r.body.data.map((x: any) => x.id));
+            cursor = r.body.nextCursor;
+            expect(++pages).toBeLessThan(500);
+          } while (cursor !== null);
+        } finally {
+          listing = false;
+          await Promise.all(writers);
         }
-      };
-      const writers = [writer(t), writer(t), writer(otherType)];
-      const seen: string[] = [];
-      let cursor: string | null = null;
-      let pages = 0;
-      try {
-        do {
-          const r: Res = await api.get(
-            `/v1/records?type=${t}&limit=37${cursor ? `&startFrom=${q(cursor)}` : ''}`,
-            root,
-          );
-          expect(r.status, r.text).toBe(200);
-          expect(r.body.data.length).toBeLessThanOrEqual(37);
-          for (const x of r.body.data) expect(x.typeName).toBe(t);
-          seen.push(...r.body.data.map((x: any) => x.id));
-          cursor = r.body.nextCursor;
-          expect(++pages).toBeLessThan(500);
-        } while (cursor !== null);
-      } finally {
-        listing = false;
-        await Promise.all(writers);
-      }
-      expect(extra).toBeGreaterThan(0);
-      expect(new Set(seen).size).toBe(seen.length); // nothing twice
-      const counts = new Map<string, number>();
-      for (const id of seen) counts.set(id, (counts.get(id) ?? 0) + 1);
-      const missing = existing.filter((id) => counts.get(id) !== 1);
-      expect(missing).toEqual([]);
-      expect(pages).toBeGreaterThanOrEqual(Math.ceil(1000 / 37));
-    }, 180_000);
+        expect(extra).toBeGreaterThan(0);
+        expect(new Set(seen).size).toBe(seen.length); // nothing twice
+        const counts = new Map<string, number>();
+        for (const id of seen) counts.set(id, (counts.get(id) ?? 0) + 1);
+        const missing = existing.filter((id) => counts.get(id) !== 1);
+        expect(missing).toEqual([]);
+        expect(pages).toBeGreaterThanOrEqual(Math.ceil(1000 / 37));
+      },
+      180_000,
+    );
 
     it('a cursor replayed with another type, limit or includePayload → 400; altered by one byte → 400', async () => {
       const first = await api.get(`/v1/records?type=${t}&limit=37`, root);
@@ -1503,29 +1529,32 @@ describe('batch write (POST /v1/records/batch)', () => {
     expect(g.body.version).toBe(2);
   });
 
-  it('a violated unique value → conflict with error.code already_exists; HTTP 200 and the other items are created', async () => {
-    const code = uniq('code');
-    await createRecord({ typeName: t, payload: { code } });
-    const r = await api.post('/v1/records/batch', root, {
-      records: [
-        { typeName: t, payload: { n: 1 } },
-        { typeName: t, payload: { code } },
-        { typeName: t, payload: { n: 'not a number' } },
-        { typeName: t, payload: { code: code + '-2' } },
-      ],
-    });
-    expect(r.status, r.text).toBe(200);
-    const res = r.body.results;
-    expect(res).toHaveLength(4);
-    expect(res[0].status).toBe('created');
-    expect(res[1].status).toBe('conflict');
-    expect(res[1].error.code).toBe('already_exists');
-    expect(res[2].status).not.toBe('created');
-    expect(res[2].status).not.toBe('updated');
-    expect(res[3].status).toBe('created');
-    const lk = await api.get(`/v1/records/lookup?type=${t}&field=code&value=${q(code)}`, root);
-    expect(lk.body.data).toHaveLength(1);
-  });
+  it(
+    'a violated unique value → conflict with error.code already_exists; HTTP 200 and the other items are ' + 'created',
+    async () => {
+      const code = uniq('code');
+      await createRecord({ typeName: t, payload: { code } });
+      const r = await api.post('/v1/records/batch', root, {
+        records: [
+          { typeName: t, payload: { n: 1 } },
+          { typeName: t, payload: { code } },
+          { typeName: t, payload: { n: 'not a number' } },
+          { typeName: t, payload: { code: code + '-2' } },
+        ],
+      });
+      expect(r.status, r.text).toBe(200);
+      const res = r.body.results;
+      expect(res).toHaveLength(4);
+      expect(res[0].status).toBe('created');
+      expect(res[1].status).toBe('conflict');
+      expect(res[1].error.code).toBe('already_exists');
+      expect(res[2].status).not.toBe('created');
+      expect(res[2].status).not.toBe('updated');
+      expect(res[3].status).toBe('created');
+      const lk = await api.get(`/v1/records/lookup?type=${t}&field=code&value=${q(code)}`, root);
+      expect(lk.body.data).toHaveLength(1);
+    },
+  );
 
   it('two items of one batch with the same unique value: the second is a conflict', async () => {
     const code = uniq('same');
@@ -1546,59 +1575,67 @@ describe('batch write (POST /v1/records/batch)', () => {
     expect400(await api.post('/v1/records/batch', root, { records: 'x' }));
   });
 
-  it("an item the item schema refuses is that item's error (VALIDATION_ERROR); the batch is 200 and its valid items are written", async () => {
-    const ext = uniq('ok');
-    const r = await api.post('/v1/records/batch', root, {
-      records: [
-        { typeName: t, payload: { code: uniq('a') }, nope: 1 },
-        { typeName: t, payload: { code: uniq('b') }, externalId: ext },
-        { typeName: t, payload: { code: uniq('c') }, scopes: ['org:a', 'org:b', 'org:c'] },
-        { typeName: t, payload: 'not an object' },
-        { typeName: t, payload: { code: uniq('d') }, externalId: 'x'.repeat(257) },
-      ],
-    });
-    expect(r.status, r.text).toBe(200);
-    expect(r.body.results.map((x: any) => [x.index, x.status])).toEqual([
-      [0, 'error'],
-      [1, 'created'],
-      [2, 'error'],
-      [3, 'error'],
-      [4, 'error'],
-    ]);
-    for (const i of [0, 2, 3, 4]) {
-      expect(r.body.results[i].error.code).toBe('VALIDATION_ERROR');
-      expect(r.body.results[i].errorCode).toBe('VALIDATION_ERROR');
-      expect(typeof r.body.results[i].error.message).toBe('string');
-    }
-    expect(r.body.results[0].error.message).toContain('nope');
-    expect((await getRecord(r.body.results[1].id)).body.externalId).toBe(ext);
-  });
+  it(
+    "an item the item schema refuses is that item's error (VALIDATION_ERROR); the batch is 200 and its " +
+      'valid items are written',
+    async () => {
+      const ext = uniq('ok');
+      const r = await api.post('/v1/records/batch', root, {
+        records: [
+          { typeName: t, payload: { code: uniq('a') }, nope: 1 },
+          { typeName: t, payload: { code: uniq('b') }, externalId: ext },
+          { typeName: t, payload: { code: uniq('c') }, scopes: ['org:a', 'org:b', 'org:c'] },
+          { typeName: t, payload: 'not an object' },
+          { typeName: t, payload: { code: uniq('d') }, externalId: 'x'.repeat(257) },
+        ],
+      });
+      expect(r.status, r.text).toBe(200);
+      expect(r.body.results.map((x: any) => [x.index, x.status])).toEqual([
+        [0, 'error'],
+        [1, 'created'],
+        [2, 'error'],
+        [3, 'error'],
+        [4, 'error'],
+      ]);
+      for (const i of [0, 2, 3, 4]) {
+        expect(r.body.results[i].error.code).toBe('VALIDATION_ERROR');
+        expect(r.body.results[i].errorCode).toBe('VALIDATION_ERROR');
+        expect(typeof r.body.results[i].error.message).toBe('string');
+      }
+      expect(r.body.results[0].error.message).toContain('nope');
+      expect((await getRecord(r.body.results[1].id)).body.externalId).toBe(ext);
+    },
+  );
 
-  it("re-sending an owned externalId is an update: without records:u it is that item's FORBIDDEN, and the record is unchanged", async () => {
-    const ext = uniq('upd');
-    const first = await api.post('/v1/records/batch', root, {
-      records: [{ typeName: t, payload: { code: uniq('v1') }, externalId: ext }],
-    });
-    expect(first.body.results[0].status).toBe('created');
-    const createOnly = await mint(root, ['records:c', 'records:r']);
-    const again = await api.post('/v1/records/batch', createOnly, {
-      records: [
-        { typeName: t, payload: { code: uniq('v2') }, externalId: ext },
-        { typeName: t, payload: { code: uniq('new') } },
-      ],
-    });
-    expect(again.status, again.text).toBe(200);
-    expect(again.body.results.map((x: any) => x.status)).toEqual(['error', 'created']);
-    expect(again.body.results[0].errorCode).toBe('FORBIDDEN');
-    expect((await getRecord(first.body.results[0].id)).body.payload.code).toBe(
-      first.body.results[0].record.payload.code,
-    );
-    const withUpdate = await mint(root, ['records:c', 'records:r', 'records:u']);
-    const third = await api.post('/v1/records/batch', withUpdate, {
-      records: [{ typeName: t, payload: { code: uniq('v3') }, externalId: ext }],
-    });
-    expect(third.body.results[0].status).toBe('updated');
-  });
+  it(
+    "re-sending an owned externalId is an update: without records:u it is that item's FORBIDDEN, and the " +
+      'record is unchanged',
+    async () => {
+      const ext = uniq('upd');
+      const first = await api.post('/v1/records/batch', root, {
+        records: [{ typeName: t, payload: { code: uniq('v1') }, externalId: ext }],
+      });
+      expect(first.body.results[0].status).toBe('created');
+      const createOnly = await mint(root, ['records:c', 'records:r']);
+      const again = await api.post('/v1/records/batch', createOnly, {
+        records: [
+          { typeName: t, payload: { code: uniq('v2') }, externalId: ext },
+          { typeName: t, payload: { code: uniq('new') } },
+        ],
+      });
+      expect(again.status, again.text).toBe(200);
+      expect(again.body.results.map((x: any) => x.status)).toEqual(['error', 'created']);
+      expect(again.body.results[0].errorCode).toBe('FORBIDDEN');
+      expect((await getRecord(first.body.results[0].id)).body.payload.code).toBe(
+        first.body.results[0].record.payload.code,
+      );
+      const withUpdate = await mint(root, ['records:c', 'records:r', 'records:u']);
+      const third = await api.post('/v1/records/batch', withUpdate, {
+        records: [{ typeName: t, payload: { code: uniq('v3') }, externalId: ext }],
+      });
+      expect(third.body.results[0].status).toBe('updated');
+    },
+  );
 });
 
 describe('batch-write collision budget', () => {
@@ -1624,106 +1661,112 @@ describe('batch-write collision budget', () => {
     bt = r.body.typeName;
   });
 
-  it('own re-sends and reachable conflicts spend nothing; collisions with values outside the caller’s reach spend it; then 429 RATE_LIMITED', async () => {
-    // stay inside one fixed minute window
-    const secs = new Date().getUTCSeconds();
-    if (secs > 35) await sleep((61 - secs) * 1000);
+  it(
+    'own re-sends and reachable conflicts spend nothing; collisions with values outside the caller’s reach ' +
+      'spend it; then 429 RATE_LIMITED',
+    async () => {
+      // stay inside one fixed minute window
+      const secs = new Date().getUTCSeconds();
+      if (secs > 35) await sleep((61 - secs) * 1000);
 
-    // holders, written by u1: externalIds held-0..9 and unique codes code-0..9
-    const holders = await api.post('/v1/records/batch', bU1, {
-      records: Array.from({ length: 10 }, (_, i) => ({
-        typeName: bt,
-        payload: { code: `code-${i}` },
-        externalId: `held-${i}`,
-      })),
-    });
-    expect(holders.status, holders.text).toBe(200);
-    expect(holders.body.results.every((x: any) => x.status === 'created')).toBe(true);
+      // holders, written by u1: externalIds held-0..9 and unique codes code-0..9
+      const holders = await api.post('/v1/records/batch', bU1, {
+        records: Array.from({ length: 10 }, (_, i) => ({
+          typeName: bt,
+          payload: { code: `code-${i}` },
+          externalId: `held-${i}`,
+        })),
+      });
+      expect(holders.status, holders.text).toBe(200);
+      expect(holders.body.results.every((x: any) => x.status === 'created')).toBe(true);
 
-    // u1 re-sends its own externalIds (updated) and collides with its own unique values (reachable): no budget spent
-    for (let round = 0; round < 3; round++) {
-      const own = await api.post('/v1/records/batch', bU1, {
+      // u1 re-sends its own externalIds (updated) and collides with its own unique values (reachable): no budget spent
+      for (let round = 0; round < 3; round++) {
+        const own = await api.post('/v1/records/batch', bU1, {
+          records: [
+            ...Array.from({ length: 10 }, (_, i) => ({
+              typeName: bt,
+              payload: { code: `code-${i}` },
+              externalId: `held-${i}`,
+            })),
+            ...Array.from({ length: 10 }, (_, i) => ({ typeName: bt, payload: { code: `code-${i}` } })),
+          ],
+        });
+        expect(own.status, own.text).toBe(200);
+        expect(own.body.results.slice(0, 10).map((x: any) => x.status)).toEqual(Array(10).fill('updated'));
+        for (const x of own.body.results.slice(10))
+          expect(x).toMatchObject({ status: 'conflict', error: { code: 'already_exists' } });
+      }
+      // clean imports spend nothing either
+      const clean = await api.post('/v1/records/batch', bU2, {
+        records: Array.from({ length: 30 }, () => ({ typeName: bt, payload: {} })),
+      });
+      expect(clean.status).toBe(200);
+      const u2Own = await api.post('/v1/records/batch', bU2, {
+        records: [{ typeName: bt, payload: { code: 'u2-code' }, externalId: 'u2-own' }],
+      });
+      expect(u2Own.body.results[0].status, u2Own.text).toBe('created');
+
+      // u2 collides with u1's values (outside u2's reach): 4 batches of 5 = 20 units, each answered 200 with conflicts
+      const colliding = (k: number) =>
+        k % 2 === 0
+          ? Array.from({ length: 5 }, (_, i) => ({ typeName: bt, payload: {}, externalId: `held-${(i + k) % 10}` }))
+          : Array.from({ length: 5 }, (_, i) => ({ typeName: bt, payload: { code: `code-${(i + k) % 10}` } }));
+      for (let k = 0; k < 4; k++) {
+        const r = await api.post('/v1/records/batch', bU2, { records: colliding(k) });
+        expect(r.status, `batch ${k}: ${r.text}`).toBe(200);
+        for (const x of r.body.results)
+          expect(x).toMatchObject({ status: 'conflict', error: { code: 'already_exists' } });
+        expect(JSON.stringify(r.body)).not.toContain('u1'); // nothing about the holder is revealed
+      }
+      const limited = await api.post('/v1/records/batch', bU2, { records: colliding(4) });
+      expect(limited.status, limited.text).toBe(429);
+      expect(limited.body.errorCode).toBe('RATE_LIMITED');
+      expect(limited.body.message).toMatch(/collision budget/i);
+      expect(limited.body.requestId).toBe(limited.headers.get('x-request-id'));
+      // Every 429 says X-RateLimit-Remaining: 0 beside the plan maximum (spec "Rate limits"), though the burst count is
+      // far from it.
+      expect(limited.headers.get('x-ratelimit-remaining')).toBe('0');
+      expect(limited.headers.get('x-ratelimit-limit')).toBe('1000000');
+      const retryAfter = Number(limited.headers.get('retry-after'));
+      expect(Number.isInteger(retryAfter)).toBe(true);
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(retryAfter).toBeLessThanOrEqual(60);
+      // the holders are untouched
+      const held = await api.get(`/v1/records/lookup?type=${bt}&field=code&value=code-0`, bU1);
+      expect(held.body.data).toHaveLength(1);
+      expect(held.body.data[0].userId).toBe('u1');
+
+      // Exhausted, the budget refuses only a batch that would spend it: one colliding item among clean ones is
+      // still a 429, and nothing of that batch is written.
+      const mixed = await api.post('/v1/records/batch', bU2, {
         records: [
-          ...Array.from({ length: 10 }, (_, i) => ({
-            typeName: bt,
-            payload: { code: `code-${i}` },
-            externalId: `held-${i}`,
-          })),
-          ...Array.from({ length: 10 }, (_, i) => ({ typeName: bt, payload: { code: `code-${i}` } })),
+          { typeName: bt, payload: { code: 'mixed-clean' } },
+          { typeName: bt, payload: {}, externalId: 'held-0' },
         ],
       });
-      expect(own.status, own.text).toBe(200);
-      expect(own.body.results.slice(0, 10).map((x: any) => x.status)).toEqual(Array(10).fill('updated'));
-      for (const x of own.body.results.slice(10))
-        expect(x).toMatchObject({ status: 'conflict', error: { code: 'already_exists' } });
-    }
-    // clean imports spend nothing either
-    const clean = await api.post('/v1/records/batch', bU2, {
-      records: Array.from({ length: 30 }, () => ({ typeName: bt, payload: {} })),
-    });
-    expect(clean.status).toBe(200);
-    const u2Own = await api.post('/v1/records/batch', bU2, {
-      records: [{ typeName: bt, payload: { code: 'u2-code' }, externalId: 'u2-own' }],
-    });
-    expect(u2Own.body.results[0].status, u2Own.text).toBe('created');
-
-    // u2 collides with u1's values (outside u2's reach): 4 batches of 5 = 20 units, each answered 200 with conflicts
-    const colliding = (k: number) =>
-      k % 2 === 0
-        ? Array.from({ length: 5 }, (_, i) => ({ typeName: bt, payload: {}, externalId: `held-${(i + k) % 10}` }))
-        : Array.from({ length: 5 }, (_, i) => ({ typeName: bt, payload: { code: `code-${(i + k) % 10}` } }));
-    for (let k = 0; k < 4; k++) {
-      const r = await api.post('/v1/records/batch', bU2, { records: colliding(k) });
-      expect(r.status, `batch ${k}: ${r.text}`).toBe(200);
-      for (const x of r.body.results)
-        expect(x).toMatchObject({ status: 'conflict', error: { code: 'already_exists' } });
-      expect(JSON.stringify(r.body)).not.toContain('u1'); // nothing about the holder is revealed
-    }
-    const limited = await api.post('/v1/records/batch', bU2, { records: colliding(4) });
-    expect(limited.status, limited.text).toBe(429);
-    expect(limited.body.errorCode).toBe('RATE_LIMITED');
-    expect(limited.body.message).toMatch(/collision budget/i);
-    expect(limited.body.requestId).toBe(limited.headers.get('x-request-id'));
-    // Every 429 says X-RateLimit-Remaining: 0 beside the plan maximum (spec "Rate limits"), though the burst count is far from it.
-    expect(limited.headers.get('x-ratelimit-remaining')).toBe('0');
-    expect(limited.headers.get('x-ratelimit-limit')).toBe('1000000');
-    const retryAfter = Number(limited.headers.get('retry-after'));
-    expect(Number.isInteger(retryAfter)).toBe(true);
-    expect(retryAfter).toBeGreaterThanOrEqual(1);
-    expect(retryAfter).toBeLessThanOrEqual(60);
-    // the holders are untouched
-    const held = await api.get(`/v1/records/lookup?type=${bt}&field=code&value=code-0`, bU1);
-    expect(held.body.data).toHaveLength(1);
-    expect(held.body.data[0].userId).toBe('u1');
-
-    // Exhausted, the budget refuses only a batch that would spend it: one colliding item among clean ones is
-    // still a 429, and nothing of that batch is written.
-    const mixed = await api.post('/v1/records/batch', bU2, {
-      records: [
-        { typeName: bt, payload: { code: 'mixed-clean' } },
-        { typeName: bt, payload: {}, externalId: 'held-0' },
-      ],
-    });
-    expect(mixed.status, mixed.text).toBe(429);
-    expect(mixed.body.message).toMatch(/collision budget/i);
-    expect((await api.get(`/v1/records/lookup?type=${bt}&field=code&value=mixed-clean`, bU2)).body.data).toHaveLength(
-      0,
-    );
-    // The cleaned-up resubmission (conflicting items removed) goes through at once, in the same window: new rows,
-    // a re-send of the caller's own externalId, and a conflict with a value the caller can read spend nothing.
-    const cleaned = await api.post('/v1/records/batch', bU2, {
-      records: [
-        { typeName: bt, payload: { code: 'mixed-clean' } },
-        { typeName: bt, payload: { code: 'u2-code' }, externalId: 'u2-own' },
-        { typeName: bt, payload: { code: 'u2-code' } },
-      ],
-    });
-    expect(cleaned.status, cleaned.text).toBe(200);
-    expect(cleaned.body.results.map((x: any) => x.status)).toEqual(['created', 'updated', 'conflict']);
-    // ... and leaves the budget as exhausted as it was.
-    const still = await api.post('/v1/records/batch', bU2, { records: colliding(5) });
-    expect(still.status, still.text).toBe(429);
-  }, 90_000);
+      expect(mixed.status, mixed.text).toBe(429);
+      expect(mixed.body.message).toMatch(/collision budget/i);
+      expect((await api.get(`/v1/records/lookup?type=${bt}&field=code&value=mixed-clean`, bU2)).body.data).toHaveLength(
+        0,
+      );
+      // The cleaned-up resubmission (conflicting items removed) goes through at once, in the same window: new rows,
+      // a re-send of the caller's own externalId, and a conflict with a value the caller can read spend nothing.
+      const cleaned = await api.post('/v1/records/batch', bU2, {
+        records: [
+          { typeName: bt, payload: { code: 'mixed-clean' } },
+          { typeName: bt, payload: { code: 'u2-code' }, externalId: 'u2-own' },
+          { typeName: bt, payload: { code: 'u2-code' } },
+        ],
+      });
+      expect(cleaned.status, cleaned.text).toBe(200);
+      expect(cleaned.body.results.map((x: any) => x.status)).toEqual(['created', 'updated', 'conflict']);
+      // ... and leaves the budget as exhausted as it was.
+      const still = await api.post('/v1/records/batch', bU2, { records: colliding(5) });
+      expect(still.status, still.text).toBe(429);
+    },
+    90_000,
+  );
 });
 
 // ---------------------------------------------------------------------------

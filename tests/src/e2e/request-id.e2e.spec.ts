@@ -147,28 +147,32 @@ describe('X-Request-Id in the request log (on by default) and on the flood ceili
         (l) => JSON.parse(l) as { requestId?: string; msg?: string; path?: string; route?: string; status?: number },
       );
 
-  it("every log line of the request carries its id: the client's valid one, else the generated one it was answered with", async () => {
-    const marker = `/v1/records/${randomUUID()}`;
-    const mine = 'trace:4bf92f3577b34da6.00f067aa';
-    const r = await fetch(`${base}${marker}`, { headers: { 'x-request-id': mine } });
-    expect(r.status).toBe(401);
-    const invalid = await fetch(`${base}${marker}?second=1`, { headers: { 'x-request-id': 'not valid' } });
-    const generated = invalid.headers.get('x-request-id')!;
-    expect(generated).toMatch(UUID);
-    await new Promise((res) => setTimeout(res, 300));
-    const lines = logLines();
-    // Every line of each id: the request's one line (route, path without the query string, status).
-    const ofMine = lines.filter((l) => l.requestId === mine);
-    expect(ofMine.map((l) => l.msg)).toEqual(['request']);
-    expect(ofMine[0]).toMatchObject({ path: marker, route: '/v1/records/:id', status: 401 });
-    const ofGenerated = lines.filter((l) => l.requestId === generated);
-    expect(ofGenerated.map((l) => l.msg)).toEqual(['request']);
-    expect(ofGenerated[0]).toMatchObject({ path: marker, status: 401 });
-    // No line about either request without its id.
-    expect(
-      lines.filter((l) => l.path?.startsWith(marker)).every((l) => l.requestId === mine || l.requestId === generated),
-    ).toBe(true);
-  });
+  it(
+    "every log line of the request carries its id: the client's valid one, else the generated one it was " +
+      'answered with',
+    async () => {
+      const marker = `/v1/records/${randomUUID()}`;
+      const mine = 'trace:4bf92f3577b34da6.00f067aa';
+      const r = await fetch(`${base}${marker}`, { headers: { 'x-request-id': mine } });
+      expect(r.status).toBe(401);
+      const invalid = await fetch(`${base}${marker}?second=1`, { headers: { 'x-request-id': 'not valid' } });
+      const generated = invalid.headers.get('x-request-id')!;
+      expect(generated).toMatch(UUID);
+      await new Promise((res) => setTimeout(res, 300));
+      const lines = logLines();
+      // Every line of each id: the request's one line (route, path without the query string, status).
+      const ofMine = lines.filter((l) => l.requestId === mine);
+      expect(ofMine.map((l) => l.msg)).toEqual(['request']);
+      expect(ofMine[0]).toMatchObject({ path: marker, route: '/v1/records/:id', status: 401 });
+      const ofGenerated = lines.filter((l) => l.requestId === generated);
+      expect(ofGenerated.map((l) => l.msg)).toEqual(['request']);
+      expect(ofGenerated[0]).toMatchObject({ path: marker, status: 401 });
+      // No line about either request without its id.
+      expect(
+        lines.filter((l) => l.path?.startsWith(marker)).every((l) => l.requestId === mine || l.requestId === generated),
+      ).toBe(true);
+    },
+  );
 
   it("the edge flood ceiling's 429 (no requestId in its body) still echoes the id in the header", async () => {
     let last: Response | undefined;

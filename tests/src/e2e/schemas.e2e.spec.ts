@@ -115,31 +115,35 @@ describe('createSchema', () => {
     expect(await readSchema(r.id)).toEqual(r);
   });
 
-  it('defaults in every answer: storageProfile STANDARD; a reference field targetField externalId, cardinality one (create, GET, list, versions)', async () => {
-    const ref = { fieldId: 'r', fieldType: 'reference' as const, targetTypeName: 'Other', targetSurface: 'record' };
-    const s = await createSchema({ fields: [{ fieldId: 'name', fieldType: 'string' }, ref] });
-    const fields = [
-      { fieldId: 'name', fieldType: 'string' },
-      { ...ref, targetField: 'externalId', cardinality: 'one' },
-    ];
-    expect(s).toMatchObject({ storageProfile: 'STANDARD', fields });
-    expect(await readSchema(s.id)).toEqual(s);
-    const list = await unwrap(svc.client(root).GET('/v1/schemas', { params: { query: { limit: 100 } } }));
-    expect(list.data.find((x) => x.id === s.id)).toEqual(s);
-    const [v1] = await schemaVersions(s.id);
-    expect(v1.state).toMatchObject({ storageProfile: 'STANDARD', fields });
-    // a PUT keeps answering them; what is given is answered as given
-    const p = await api.put(`/v1/schemas/${s.id}`, root, { displayName: 'Two' });
-    expect(p.body).toMatchObject({ storageProfile: 'STANDARD', fields });
-    const explicit = await createSchema({
-      storageProfile: 'LOW_LATENCY',
-      fields: [{ ...ref, targetField: 'code', cardinality: 'many' }],
-    });
-    expect(explicit).toMatchObject({
-      storageProfile: 'LOW_LATENCY',
-      fields: [{ ...ref, targetField: 'code', cardinality: 'many' }],
-    });
-  });
+  it(
+    'defaults in every answer: storageProfile STANDARD; a reference field targetField externalId, ' +
+      'cardinality one (create, GET, list, versions)',
+    async () => {
+      const ref = { fieldId: 'r', fieldType: 'reference' as const, targetTypeName: 'Other', targetSurface: 'record' };
+      const s = await createSchema({ fields: [{ fieldId: 'name', fieldType: 'string' }, ref] });
+      const fields = [
+        { fieldId: 'name', fieldType: 'string' },
+        { ...ref, targetField: 'externalId', cardinality: 'one' },
+      ];
+      expect(s).toMatchObject({ storageProfile: 'STANDARD', fields });
+      expect(await readSchema(s.id)).toEqual(s);
+      const list = await unwrap(svc.client(root).GET('/v1/schemas', { params: { query: { limit: 100 } } }));
+      expect(list.data.find((x) => x.id === s.id)).toEqual(s);
+      const [v1] = await schemaVersions(s.id);
+      expect(v1.state).toMatchObject({ storageProfile: 'STANDARD', fields });
+      // a PUT keeps answering them; what is given is answered as given
+      const p = await api.put(`/v1/schemas/${s.id}`, root, { displayName: 'Two' });
+      expect(p.body).toMatchObject({ storageProfile: 'STANDARD', fields });
+      const explicit = await createSchema({
+        storageProfile: 'LOW_LATENCY',
+        fields: [{ ...ref, targetField: 'code', cardinality: 'many' }],
+      });
+      expect(explicit).toMatchObject({
+        storageProfile: 'LOW_LATENCY',
+        fields: [{ ...ref, targetField: 'code', cardinality: 'many' }],
+      });
+    },
+  );
 
   it('a user schema needs the root key: a scoped credential gets 403 FORBIDDEN and nothing is created', async () => {
     const scoped = await mint(ALL);
@@ -169,41 +173,45 @@ describe('createSchema', () => {
     await expectSchemaUnchanged(s.id, before);
   });
 
-  it('another owner (token with dataScope userId) reusing the name without basedOn → 400, with basedOn = base → 201 variant', async () => {
-    const base = await createSchema();
-    const noBase = await api.post('/v1/schemas', u1, {
-      typeName: base.typeName,
-      displayName: 'Mine',
-      allowedSurfaces: ['record'],
-    });
-    expect400(noBase);
-    const v = await api.post('/v1/schemas', u1, {
-      typeName: base.typeName,
-      displayName: 'Mine',
-      allowedSurfaces: ['record'],
-      basedOn: base.id,
-    });
-    expect(v.status, v.text).toBe(201);
-    expect(v.body.id).not.toBe(base.id);
-    expect(v.body).toMatchObject({ typeName: base.typeName, basedOn: base.id, userId: 'u1', schemaVersion: 1 });
-    // the owner re-creating its variant gets it back (200)
-    const again = await api.post('/v1/schemas', u1, {
-      typeName: base.typeName,
-      displayName: 'Mine',
-      allowedSurfaces: ['record'],
-      basedOn: base.id,
-    });
-    expect(again.status, again.text).toBe(200);
-    expect(again.body.id).toBe(v.body.id);
-    // the base is unchanged and still the root's schema for that name
-    const rootAgain = await api.post('/v1/schemas', root, {
-      typeName: base.typeName,
-      displayName: 'x',
-      allowedSurfaces: ['record'],
-    });
-    expect(rootAgain.status).toBe(200);
-    expect(rootAgain.body.id).toBe(base.id);
-  });
+  it(
+    'another owner (token with dataScope userId) reusing the name without basedOn → 400, with basedOn = ' +
+      'base → 201 variant',
+    async () => {
+      const base = await createSchema();
+      const noBase = await api.post('/v1/schemas', u1, {
+        typeName: base.typeName,
+        displayName: 'Mine',
+        allowedSurfaces: ['record'],
+      });
+      expect400(noBase);
+      const v = await api.post('/v1/schemas', u1, {
+        typeName: base.typeName,
+        displayName: 'Mine',
+        allowedSurfaces: ['record'],
+        basedOn: base.id,
+      });
+      expect(v.status, v.text).toBe(201);
+      expect(v.body.id).not.toBe(base.id);
+      expect(v.body).toMatchObject({ typeName: base.typeName, basedOn: base.id, userId: 'u1', schemaVersion: 1 });
+      // the owner re-creating its variant gets it back (200)
+      const again = await api.post('/v1/schemas', u1, {
+        typeName: base.typeName,
+        displayName: 'Mine',
+        allowedSurfaces: ['record'],
+        basedOn: base.id,
+      });
+      expect(again.status, again.text).toBe(200);
+      expect(again.body.id).toBe(v.body.id);
+      // the base is unchanged and still the root's schema for that name
+      const rootAgain = await api.post('/v1/schemas', root, {
+        typeName: base.typeName,
+        displayName: 'x',
+        allowedSurfaces: ['record'],
+      });
+      expect(rootAgain.status).toBe(200);
+      expect(rootAgain.body.id).toBe(base.id);
+    },
+  );
 
   it('basedOn that is not the base of the typeName → 400 (another schema, a variant (two hops), an unknown id)', async () => {
     const base = await createSchema();
@@ -364,32 +372,36 @@ describe('schema definition rules', () => {
     );
   });
 
-  it("reference to an unregistered namespace ('galaxy') → 400; 'org', 'client', 'record', 'document', 'user' are accepted", async () => {
-    expect400(
-      await api.post(
-        '/v1/schemas',
-        root,
-        schemaBody({
-          fields: [{ fieldId: 'r', fieldType: 'reference', targetTypeName: 'Star', targetSurface: 'galaxy' }],
-        }),
-      ),
-    );
-    for (const surface of ['org', 'client', 'record', 'document', 'user']) {
-      const s = await createSchema({
-        fields: [
-          {
-            fieldId: 'r',
-            fieldType: 'reference',
-            targetTypeName: 'Other',
-            targetSurface: surface,
-            targetField: 'externalId',
-            cardinality: 'many',
-          },
-        ],
-      });
-      expect(s.fields?.[0]).toMatchObject({ targetSurface: surface, targetTypeName: 'Other', cardinality: 'many' });
-    }
-  });
+  it(
+    "reference to an unregistered namespace ('galaxy') → 400; 'org', 'client', 'record', 'document', 'user' " +
+      'are accepted',
+    async () => {
+      expect400(
+        await api.post(
+          '/v1/schemas',
+          root,
+          schemaBody({
+            fields: [{ fieldId: 'r', fieldType: 'reference', targetTypeName: 'Star', targetSurface: 'galaxy' }],
+          }),
+        ),
+      );
+      for (const surface of ['org', 'client', 'record', 'document', 'user']) {
+        const s = await createSchema({
+          fields: [
+            {
+              fieldId: 'r',
+              fieldType: 'reference',
+              targetTypeName: 'Other',
+              targetSurface: surface,
+              targetField: 'externalId',
+              cardinality: 'many',
+            },
+          ],
+        });
+        expect(s.fields?.[0]).toMatchObject({ targetSurface: surface, targetTypeName: 'Other', cardinality: 'many' });
+      }
+    },
+  );
 
   it('a composite lookup on a schema whose allowedSurfaces includes document → 400; record-only is fine', async () => {
     const fields = [
@@ -512,18 +524,22 @@ describe('updateSchema (PUT)', () => {
     expect((await getSchema(s.id)).body).toEqual(r.body);
   });
 
-  it('capabilities: replaced in full when supplied (a partial map resets the other flag to its default); omitted → preserved', async () => {
-    const s = await createSchema({ capabilities: { auditHistory: false, triggersEnabled: true } });
-    expect(s.capabilities).toEqual({ auditHistory: false, triggersEnabled: true });
-    const p1 = await api.put(`/v1/schemas/${s.id}`, root, { capabilities: { triggersEnabled: true } });
-    expect(p1.status, p1.text).toBe(200);
-    expect(p1.body.capabilities).toEqual({ auditHistory: true, triggersEnabled: true });
-    const p2 = await api.put(`/v1/schemas/${s.id}`, root, { displayName: 'No capabilities given' });
-    expect(p2.body.capabilities).toEqual({ auditHistory: true, triggersEnabled: true });
-    const p3 = await api.put(`/v1/schemas/${s.id}`, root, { capabilities: { auditHistory: false } });
-    expect(p3.body.capabilities).toEqual({ auditHistory: false, triggersEnabled: false });
-    expect((await getSchema(s.id)).body.capabilities).toEqual({ auditHistory: false, triggersEnabled: false });
-  });
+  it(
+    'capabilities: replaced in full when supplied (a partial map resets the other flag to its default); ' +
+      'omitted → preserved',
+    async () => {
+      const s = await createSchema({ capabilities: { auditHistory: false, triggersEnabled: true } });
+      expect(s.capabilities).toEqual({ auditHistory: false, triggersEnabled: true });
+      const p1 = await api.put(`/v1/schemas/${s.id}`, root, { capabilities: { triggersEnabled: true } });
+      expect(p1.status, p1.text).toBe(200);
+      expect(p1.body.capabilities).toEqual({ auditHistory: true, triggersEnabled: true });
+      const p2 = await api.put(`/v1/schemas/${s.id}`, root, { displayName: 'No capabilities given' });
+      expect(p2.body.capabilities).toEqual({ auditHistory: true, triggersEnabled: true });
+      const p3 = await api.put(`/v1/schemas/${s.id}`, root, { capabilities: { auditHistory: false } });
+      expect(p3.body.capabilities).toEqual({ auditHistory: false, triggersEnabled: false });
+      expect((await getSchema(s.id)).body.capabilities).toEqual({ auditHistory: false, triggersEnabled: false });
+    },
+  );
 
   it('expectedVersion mismatch → 409 VERSION_CONFLICT and nothing changes; the right one succeeds', async () => {
     const s = await createSchema();
@@ -559,25 +575,29 @@ describe('updateSchema (PUT)', () => {
     await expectSchemaUnchanged(s.id, before);
   });
 
-  it('sortBy is set once: changing it → 400; the order of a composite lookup is fixed once live → 400; nothing changed', async () => {
-    const s = await createSchema({
-      fields: [
-        { fieldId: 'a', fieldType: 'string' },
-        { fieldId: 'b', fieldType: 'number' },
-      ],
-      lookupFields: [{ fieldNames: ['a', 'b'] }],
-      sortBy: 'b',
-    });
-    const before = await snapshotSchema(s.id);
-    expect400(await api.put(`/v1/schemas/${s.id}`, root, { sortBy: 'createdAt' }));
-    expect400(await api.put(`/v1/schemas/${s.id}`, root, { lookupFields: [{ fieldNames: ['b', 'a'] }] }));
-    await expectSchemaUnchanged(s.id, before);
-    const same = await api.put(`/v1/schemas/${s.id}`, root, {
-      sortBy: 'b',
-      lookupFields: [{ fieldNames: ['a', 'b'] }],
-    });
-    expect(same.status, same.text).toBe(200);
-  });
+  it(
+    'sortBy is set once: changing it → 400; the order of a composite lookup is fixed once live → 400; ' +
+      'nothing changed',
+    async () => {
+      const s = await createSchema({
+        fields: [
+          { fieldId: 'a', fieldType: 'string' },
+          { fieldId: 'b', fieldType: 'number' },
+        ],
+        lookupFields: [{ fieldNames: ['a', 'b'] }],
+        sortBy: 'b',
+      });
+      const before = await snapshotSchema(s.id);
+      expect400(await api.put(`/v1/schemas/${s.id}`, root, { sortBy: 'createdAt' }));
+      expect400(await api.put(`/v1/schemas/${s.id}`, root, { lookupFields: [{ fieldNames: ['b', 'a'] }] }));
+      await expectSchemaUnchanged(s.id, before);
+      const same = await api.put(`/v1/schemas/${s.id}`, root, {
+        sortBy: 'b',
+        lookupFields: [{ fieldNames: ['a', 'b'] }],
+      });
+      expect(same.status, same.text).toBe(200);
+    },
+  );
 
   it('another owner’s variant: PUT and DELETE → 404 and nothing changes', async () => {
     const base = await createSchema();
@@ -588,25 +608,29 @@ describe('updateSchema (PUT)', () => {
     expect((await api.get(`/v1/schemas/${v.id}`, u1)).body).toEqual(before.body);
   });
 
-  it('a user schema needs the root key: a scoped credential adding the user surface, or changing a user schema, gets 403 and nothing changes', async () => {
-    const scoped = await mint(ALL);
-    const s = await createSchema();
-    const before = await snapshotSchema(s.id);
-    expect403(await api.put(`/v1/schemas/${s.id}`, scoped, { allowedSurfaces: ['record', 'user'] }));
-    await expectSchemaUnchanged(s.id, before);
-    const u = await createSchema({ allowedSurfaces: ['user'] });
-    const userBefore = await snapshotSchema(u.id);
-    expect403(await api.put(`/v1/schemas/${u.id}`, scoped, { displayName: 'Renamed' }));
-    expect403(await api.put(`/v1/schemas/${u.id}`, scoped, { allowedSurfaces: ['record'] }));
-    await expectSchemaUnchanged(u.id, userBefore);
-    // the root key may
-    const ok = await api.put(`/v1/schemas/${s.id}`, root, { allowedSurfaces: ['record', 'user'] });
-    expect(ok.status, ok.text).toBe(200);
-    expect(ok.body.allowedSurfaces).toEqual(['record', 'user']);
-    // a scoped credential still changes a schema without the user surface
-    const other = await createSchema();
-    expect((await api.put(`/v1/schemas/${other.id}`, scoped, { displayName: 'Fine' })).status).toBe(200);
-  });
+  it(
+    'a user schema needs the root key: a scoped credential adding the user surface, or changing a user ' +
+      'schema, gets 403 and nothing changes',
+    async () => {
+      const scoped = await mint(ALL);
+      const s = await createSchema();
+      const before = await snapshotSchema(s.id);
+      expect403(await api.put(`/v1/schemas/${s.id}`, scoped, { allowedSurfaces: ['record', 'user'] }));
+      await expectSchemaUnchanged(s.id, before);
+      const u = await createSchema({ allowedSurfaces: ['user'] });
+      const userBefore = await snapshotSchema(u.id);
+      expect403(await api.put(`/v1/schemas/${u.id}`, scoped, { displayName: 'Renamed' }));
+      expect403(await api.put(`/v1/schemas/${u.id}`, scoped, { allowedSurfaces: ['record'] }));
+      await expectSchemaUnchanged(u.id, userBefore);
+      // the root key may
+      const ok = await api.put(`/v1/schemas/${s.id}`, root, { allowedSurfaces: ['record', 'user'] });
+      expect(ok.status, ok.text).toBe(200);
+      expect(ok.body.allowedSurfaces).toEqual(['record', 'user']);
+      // a scoped credential still changes a schema without the user surface
+      const other = await createSchema();
+      expect((await api.put(`/v1/schemas/${other.id}`, scoped, { displayName: 'Fine' })).status).toBe(200);
+    },
+  );
 
   it('PUT on an unknown schema → 404', async () => {
     expect((await api.put(`/v1/schemas/${randomUUID()}`, root, { displayName: 'x' })).status).toBe(404);
@@ -754,19 +778,23 @@ describe('listSchemas, versions, delete', () => {
     expect(p2.body.nextCursor).toBeNull();
   });
 
-  it('auditHistory false: a live schema answers an empty history (200), as a record does; another owner’s variant stays 404', async () => {
-    const s = await createSchema({ capabilities: { auditHistory: false } });
-    expect((await api.put(`/v1/schemas/${s.id}`, root, { displayName: 'Two' })).status).toBe(200);
-    const v = await api.get(`/v1/schemas/${s.id}/versions`, root);
-    expect(v.status, v.text).toBe(200);
-    expect(v.body).toEqual({ data: [], nextCursor: null });
-    const variant = await createSchema(
-      { typeName: s.typeName, basedOn: s.id, capabilities: { auditHistory: false } },
-      u1,
-    );
-    expect((await api.get(`/v1/schemas/${variant.id}/versions`, u1)).body).toEqual({ data: [], nextCursor: null });
-    expect((await api.get(`/v1/schemas/${variant.id}/versions`, u2)).status).toBe(404);
-  });
+  it(
+    'auditHistory false: a live schema answers an empty history (200), as a record does; another owner’s ' +
+      'variant stays 404',
+    async () => {
+      const s = await createSchema({ capabilities: { auditHistory: false } });
+      expect((await api.put(`/v1/schemas/${s.id}`, root, { displayName: 'Two' })).status).toBe(200);
+      const v = await api.get(`/v1/schemas/${s.id}/versions`, root);
+      expect(v.status, v.text).toBe(200);
+      expect(v.body).toEqual({ data: [], nextCursor: null });
+      const variant = await createSchema(
+        { typeName: s.typeName, basedOn: s.id, capabilities: { auditHistory: false } },
+        u1,
+      );
+      expect((await api.get(`/v1/schemas/${variant.id}/versions`, u1)).body).toEqual({ data: [], nextCursor: null });
+      expect((await api.get(`/v1/schemas/${variant.id}/versions`, u2)).status).toBe(404);
+    },
+  );
 
   it('versions of an unknown schema → 404', async () => {
     expect((await api.get(`/v1/schemas/${randomUUID()}/versions`, root)).status).toBe(404);
@@ -945,16 +973,20 @@ describe('payload validation', () => {
     }
   });
 
-  it('the int64 bounds 9223372036854775807 and -9223372036854775808 are within the signed 64-bit range and accepted in a payload', async () => {
-    const t = (await createSchema()).typeName;
-    for (const lit of ['9223372036854775807', '-9223372036854775808']) {
-      const r = await api.call('POST', '/v1/records', {
-        token: root,
-        raw: `{"typeName":"${t}","payload":{"x":${lit}}}`,
-      });
-      expect(r.status, `${lit}: ${r.text}`).toBe(201);
-    }
-  });
+  it(
+    'the int64 bounds 9223372036854775807 and -9223372036854775808 are within the signed 64-bit range and ' +
+      'accepted in a payload',
+    async () => {
+      const t = (await createSchema()).typeName;
+      for (const lit of ['9223372036854775807', '-9223372036854775808']) {
+        const r = await api.call('POST', '/v1/records', {
+          token: root,
+          raw: `{"typeName":"${t}","payload":{"x":${lit}}}`,
+        });
+        expect(r.status, `${lit}: ${r.text}`).toBe(201);
+      }
+    },
+  );
 
   it('the same literals inside strings are not numbers', async () => {
     const t = (await createSchema()).typeName;
@@ -995,39 +1027,43 @@ describe('payload validation', () => {
       expect(r.body.payloadBytes).toBeLessThan(4096);
     });
 
-    it('a 5 KB payload: payloadExternalized, payloadBytes; list shows only inline + lookup fields; get and includePayload=true show it all', async () => {
-      const payload = { title: 'five-kb', code: uniq('c'), body: 'y'.repeat(5 * 1024), extra: { n: 1 } };
-      const bytes = Buffer.byteLength(JSON.stringify(payload));
-      const r = await newRecord(typeName, payload);
-      expect(r.status, r.text).toBe(201);
-      expect(r.body.payloadExternalized).toBe(true);
-      expect(r.body.payloadBytes).toBeGreaterThanOrEqual(5 * 1024);
-      expect(r.body.payloadBytes).toBeLessThanOrEqual(bytes + 64);
-      const g = await api.get(`/v1/records/${r.body.id}`, root);
-      expect(g.body.payload).toEqual(payload);
-      expect(g.body.payloadExternalized).toBe(true);
-      expect(g.body.payloadBytes).toBe(r.body.payloadBytes);
+    it(
+      'a 5 KB payload: payloadExternalized, payloadBytes; list shows only inline + lookup fields; get and ' +
+        'includePayload=true show it all',
+      async () => {
+        const payload = { title: 'five-kb', code: uniq('c'), body: 'y'.repeat(5 * 1024), extra: { n: 1 } };
+        const bytes = Buffer.byteLength(JSON.stringify(payload));
+        const r = await newRecord(typeName, payload);
+        expect(r.status, r.text).toBe(201);
+        expect(r.body.payloadExternalized).toBe(true);
+        expect(r.body.payloadBytes).toBeGreaterThanOrEqual(5 * 1024);
+        expect(r.body.payloadBytes).toBeLessThanOrEqual(bytes + 64);
+        const g = await api.get(`/v1/records/${r.body.id}`, root);
+        expect(g.body.payload).toEqual(payload);
+        expect(g.body.payloadExternalized).toBe(true);
+        expect(g.body.payloadBytes).toBe(r.body.payloadBytes);
 
-      const list = await api.get(`/v1/records?type=${typeName}&limit=100`, root);
-      const item = list.body.data.find((x: any) => x.id === r.body.id);
-      expect(item.payloadExternalized).toBe(true);
-      expect(item.payloadBytes).toBe(r.body.payloadBytes);
-      expect(item.payload).toEqual({ title: 'five-kb', code: payload.code });
+        const list = await api.get(`/v1/records?type=${typeName}&limit=100`, root);
+        const item = list.body.data.find((x: any) => x.id === r.body.id);
+        expect(item.payloadExternalized).toBe(true);
+        expect(item.payloadBytes).toBe(r.body.payloadBytes);
+        expect(item.payload).toEqual({ title: 'five-kb', code: payload.code });
 
-      const full = await api.get(`/v1/records?type=${typeName}&limit=100&includePayload=true`, root);
-      expect(full.body.data.find((x: any) => x.id === r.body.id).payload).toEqual(payload);
+        const full = await api.get(`/v1/records?type=${typeName}&limit=100&includePayload=true`, root);
+        expect(full.body.data.find((x: any) => x.id === r.body.id).payload).toEqual(payload);
 
-      const lk = await api.get(`/v1/records/lookup?type=${typeName}&field=code&value=${payload.code}`, root);
-      expect(lk.status, lk.text).toBe(200);
-      expect(lk.body.data).toHaveLength(1);
-      expect(lk.body.data[0].payload).toEqual({ title: 'five-kb', code: payload.code });
-      expect(lk.body.data[0].payloadExternalized).toBe(true);
-      const lkFull = await api.get(
-        `/v1/records/lookup?type=${typeName}&field=code&value=${payload.code}&includePayload=true`,
-        root,
-      );
-      expect(lkFull.body.data[0].payload).toEqual(payload);
-    });
+        const lk = await api.get(`/v1/records/lookup?type=${typeName}&field=code&value=${payload.code}`, root);
+        expect(lk.status, lk.text).toBe(200);
+        expect(lk.body.data).toHaveLength(1);
+        expect(lk.body.data[0].payload).toEqual({ title: 'five-kb', code: payload.code });
+        expect(lk.body.data[0].payloadExternalized).toBe(true);
+        const lkFull = await api.get(
+          `/v1/records/lookup?type=${typeName}&field=code&value=${payload.code}&includePayload=true`,
+          root,
+        );
+        expect(lkFull.body.data[0].payload).toEqual(payload);
+      },
+    );
 
     it('storageProfile LARGE_PAYLOAD externalises even a small payload', async () => {
       const t = (await createSchema({ fields, lookupFields: ['code'], storageProfile: 'LARGE_PAYLOAD' })).typeName;

@@ -132,77 +132,86 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       expect((await exec(name, undefined, root, undefined, '2')).body.result).toBe(2);
     });
 
-    it('GET /v1/scripts without name lists the newest live version of each name in the context, by name, paged, with the same permission rules', async () => {
-      const ctx = await api.post('/v1/contexts', root, { name: uniq('scripts-list') });
-      expect(ctx.status, ctx.text).toBe(201);
-      const h = { 'x-context-id': ctx.body.id as string };
-      const pushIn = async (name: string, source: string) => {
-        const r = await api.post('/v1/scripts', root, { name, source }, h);
-        expect(r.status, r.text).toBe(201);
-        return r.body as { id: string; version: number };
-      };
-      await pushIn('gamma', 'export default () => "g"');
-      await pushIn('alpha', 'export default () => 1');
-      await pushIn('alpha', 'export default () => 2');
-      await pushIn('beta', 'export default () => "b"');
-      const d = await pushIn('delta', 'export default () => "d"');
-      expect((await api.call('DELETE', `/v1/scripts/${d.id}`, { token: root, headers: h })).status).toBe(204); // no live version: not listed
-      const all = await api.get('/v1/scripts', root, h);
-      expect(all.status, all.text).toBe(200);
-      expect(all.body.data.map((v: any) => [v.name, v.version])).toEqual([
-        ['alpha', 2],
-        ['beta', 1],
-        ['gamma', 1],
-      ]);
-      expect(all.body.data[0]).toMatchObject({ name: 'alpha', version: 2, source: 'export default () => 2' });
-      expect(all.body.nextCursor).toBeNull();
-      // the list envelope, paged by the pagination helper; a cursor of another list does not fit
-      const p1 = await api.get('/v1/scripts?limit=2', root, h);
-      expect(p1.body.data.map((v: any) => v.name)).toEqual(['alpha', 'beta']);
-      const p2 = await api.get(`/v1/scripts?limit=2&startFrom=${encodeURIComponent(p1.body.nextCursor)}`, root, h);
-      expect(p2.body).toMatchObject({ data: [{ name: 'gamma' }], nextCursor: null });
-      const named = await api.get('/v1/scripts?name=alpha&limit=1', root, h);
-      expect(
-        (await api.get(`/v1/scripts?limit=1&startFrom=${encodeURIComponent(named.body.nextCursor)}`, root, h)).status,
-      ).toBe(400);
-      // the same permission rules as by name: a runner sees its names without source, no script permission is 403
-      const runner = await mint(['scripts:x:beta'], { contextId: ctx.body.id });
-      const seen = await api.get('/v1/scripts', runner);
-      expect(seen.status, seen.text).toBe(200);
-      expect(seen.body.data.map((v: any) => v.name)).toEqual(['beta']);
-      expect(seen.body.data[0].source).toBeUndefined();
-      const creator = await mint(['scripts:c'], { contextId: ctx.body.id });
-      expect((await api.get('/v1/scripts', creator)).body.data.map((v: any) => v.name)).toEqual([
-        'alpha',
-        'beta',
-        'gamma',
-      ]);
-      expect((await api.get('/v1/scripts', creator)).body.data[0].source).toBeUndefined();
-      expect((await api.get('/v1/scripts', await mint(['records:r'], { contextId: ctx.body.id }))).status).toBe(403);
-      // another context's names are not there
-      const other = await api.get('/v1/scripts?limit=100', root);
-      expect(other.status, other.text).toBe(200);
-      expect(other.body.data.map((v: any) => v.name)).not.toContain('alpha');
-    });
+    it(
+      'GET /v1/scripts without name lists the newest live version of each name in the context, by name, ' +
+        'paged, with the same permission rules',
+      async () => {
+        const ctx = await api.post('/v1/contexts', root, { name: uniq('scripts-list') });
+        expect(ctx.status, ctx.text).toBe(201);
+        const h = { 'x-context-id': ctx.body.id as string };
+        const pushIn = async (name: string, source: string) => {
+          const r = await api.post('/v1/scripts', root, { name, source }, h);
+          expect(r.status, r.text).toBe(201);
+          return r.body as { id: string; version: number };
+        };
+        await pushIn('gamma', 'export default () => "g"');
+        await pushIn('alpha', 'export default () => 1');
+        await pushIn('alpha', 'export default () => 2');
+        await pushIn('beta', 'export default () => "b"');
+        const d = await pushIn('delta', 'export default () => "d"');
+        // no live version: not listed
+        expect((await api.call('DELETE', `/v1/scripts/${d.id}`, { token: root, headers: h })).status).toBe(204);
+        const all = await api.get('/v1/scripts', root, h);
+        expect(all.status, all.text).toBe(200);
+        expect(all.body.data.map((v: any) => [v.name, v.version])).toEqual([
+          ['alpha', 2],
+          ['beta', 1],
+          ['gamma', 1],
+        ]);
+        expect(all.body.data[0]).toMatchObject({ name: 'alpha', version: 2, source: 'export default () => 2' });
+        expect(all.body.nextCursor).toBeNull();
+        // the list envelope, paged by the pagination helper; a cursor of another list does not fit
+        const p1 = await api.get('/v1/scripts?limit=2', root, h);
+        expect(p1.body.data.map((v: any) => v.name)).toEqual(['alpha', 'beta']);
+        const p2 = await api.get(`/v1/scripts?limit=2&startFrom=${encodeURIComponent(p1.body.nextCursor)}`, root, h);
+        expect(p2.body).toMatchObject({ data: [{ name: 'gamma' }], nextCursor: null });
+        const named = await api.get('/v1/scripts?name=alpha&limit=1', root, h);
+        expect(
+          (await api.get(`/v1/scripts?limit=1&startFrom=${encodeURIComponent(named.body.nextCursor)}`, root, h)).status,
+        ).toBe(400);
+        // the same permission rules as by name: a runner sees its names without source, no script permission is 403
+        const runner = await mint(['scripts:x:beta'], { contextId: ctx.body.id });
+        const seen = await api.get('/v1/scripts', runner);
+        expect(seen.status, seen.text).toBe(200);
+        expect(seen.body.data.map((v: any) => v.name)).toEqual(['beta']);
+        expect(seen.body.data[0].source).toBeUndefined();
+        const creator = await mint(['scripts:c'], { contextId: ctx.body.id });
+        expect((await api.get('/v1/scripts', creator)).body.data.map((v: any) => v.name)).toEqual([
+          'alpha',
+          'beta',
+          'gamma',
+        ]);
+        expect((await api.get('/v1/scripts', creator)).body.data[0].source).toBeUndefined();
+        expect((await api.get('/v1/scripts', await mint(['records:r'], { contextId: ctx.body.id }))).status).toBe(403);
+        // another context's names are not there
+        const other = await api.get('/v1/scripts?limit=100', root);
+        expect(other.status, other.text).toBe(200);
+        expect(other.body.data.map((v: any) => v.name)).not.toContain('alpha');
+      },
+    );
 
-    it('refuses a source over 256 KB (413), a syntax error and a module without export default (400), and needs scripts:c', async () => {
-      const big = await api.post('/v1/scripts', root, {
-        name: uniq('big'),
-        source: `export default () => 1;\n//${'x'.repeat(256 * 1024)}`,
-      });
-      expect(big.status, big.text).toBe(413);
-      expect(big.body.errorCode).toBe('PAYLOAD_TOO_LARGE');
-      const bad = await api.post('/v1/scripts', root, { name: uniq('bad'), source: 'export default () => {' });
-      expect(bad.status).toBe(400);
-      expect(bad.body.message).toMatch(/compile/);
-      expect((await api.post('/v1/scripts', root, { name: uniq('nodef'), source: 'export const x = 1' })).status).toBe(
-        400,
-      );
-      const reader = await mint(['scripts:r']);
-      expect(
-        (await api.post('/v1/scripts', reader, { name: uniq('x'), source: 'export default () => 1' })).status,
-      ).toBe(403);
-    });
+    it(
+      'refuses a source over 256 KB (413), a syntax error and a module without export default (400), and ' +
+        'needs scripts:c',
+      async () => {
+        const big = await api.post('/v1/scripts', root, {
+          name: uniq('big'),
+          source: `export default () => 1;\n//${'x'.repeat(256 * 1024)}`,
+        });
+        expect(big.status, big.text).toBe(413);
+        expect(big.body.errorCode).toBe('PAYLOAD_TOO_LARGE');
+        const bad = await api.post('/v1/scripts', root, { name: uniq('bad'), source: 'export default () => {' });
+        expect(bad.status).toBe(400);
+        expect(bad.body.message).toMatch(/compile/);
+        expect(
+          (await api.post('/v1/scripts', root, { name: uniq('nodef'), source: 'export const x = 1' })).status,
+        ).toBe(400);
+        const reader = await mint(['scripts:r']);
+        expect(
+          (await api.post('/v1/scripts', reader, { name: uniq('x'), source: 'export default () => 1' })).status,
+        ).toBe(403);
+      },
+    );
   });
 
   describe('execution', () => {
@@ -213,12 +222,18 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       await push(
         name,
         `export default async (input) => {
-          const r = await records.get(input.params.id);
-          const created = await records.create({ typeName: r.typeName, payload: { n: r.payload.n + 1 } });
-          await records.patch(r.id, { payload: { n: 10 } });
-          const again = await records.get(r.id);          // the script's own staged write
-          const fresh = await records.get(created.id);    // and its own staged create
-          return { event: input.event, userId: input.userId, n: again.payload.n, created: fresh.id, missing: await records.get('nope') };
+          const r = await ` +
+          `records.get(input.params.id);
+          const created = await records.create({ typeName: ` +
+          `r.typeName, payload: { n: r.payload.n + 1 } });
+          await records.patch(r.id, { payload: { ` +
+          `n: 10 } });
+          const again = await records.get(r.id);          // the script's own staged ` +
+          `write
+          const fresh = await records.get(created.id);    // and its own staged ` +
+          `create
+          return { event: input.event, userId: input.userId, n: again.payload.n, created: ` +
+          `fresh.id, missing: await records.get('nope') };
         }`,
       );
       const r = await exec(name, { id: rec.id });
@@ -250,7 +265,8 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       const name = uniq('throw');
       await push(
         name,
-        `export default async (input) => { await records.patch(input.params.id, { payload: { n: 99 } }); throw new Error('nope: ' + input.params.id) }`,
+        `export default async (input) => { await records.patch(input.params.id, { payload: { n: 99 } }); ` +
+          `throw new Error('nope: ' + input.params.id) }`,
       );
       const r = await exec(name, { id: rec.id });
       expect(r.status, r.text).toBe(400);
@@ -263,7 +279,8 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       const name = uniq('cap');
       await push(
         name,
-        `export default async (input) => { for (let i = 0; i < 101; i++) await records.create({ typeName: input.params.t, payload: { i } }); return 1 }`,
+        `export default async (input) => { for (let i = 0; i < 101; i++) await records.create({ typeName: ` +
+          `input.params.t, payload: { i } }); return 1 }`,
       );
       const r = await exec(name, { t: s.typeName });
       expect(r.status, r.text).toBe(400);
@@ -272,26 +289,31 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       expect(list.body.data).toEqual([]);
     });
 
-    it('checks every host call against the credential: a refusal is AUTHORIZATION_DENIED, and scripts:x grants no data access', async () => {
-      const s = await schema();
-      const rec = await record(s.typeName, { n: 1 });
-      const name = uniq('deny');
-      await push(
-        name,
-        `export default async (input) => { try { await records.delete(input.params.id) } catch (e) { if (input.params.rethrow) throw e; return e.code } }`,
-      );
-      const token = await mint([`scripts:x:${name}`, 'records:r']);
-      const caught = await exec(name, { id: rec.id }, token);
-      expect(caught.status, caught.text).toBe(200);
-      expect(caught.body.result).toBe('AUTHORIZATION_DENIED');
-      const escaped = await exec(name, { id: rec.id, rethrow: true }, token);
-      expect(escaped.status, escaped.text).toBe(403);
-      expect(escaped.body.errorCode).toBe('AUTHORIZATION_DENIED');
-      expect((await api.get(`/v1/records/${rec.id}`, root)).status).toBe(200);
-      // Without scripts:x (or scripts:x:<name>) the execution itself is refused.
-      const other = await mint(['scripts:x:another', 'records:r']);
-      expect((await exec(name, { id: rec.id }, other)).status).toBe(403);
-    });
+    it(
+      'checks every host call against the credential: a refusal is AUTHORIZATION_DENIED, and scripts:x ' +
+        'grants no data access',
+      async () => {
+        const s = await schema();
+        const rec = await record(s.typeName, { n: 1 });
+        const name = uniq('deny');
+        await push(
+          name,
+          `export default async (input) => { try { await records.delete(input.params.id) } catch (e) { if ` +
+            `(input.params.rethrow) throw e; return e.code } }`,
+        );
+        const token = await mint([`scripts:x:${name}`, 'records:r']);
+        const caught = await exec(name, { id: rec.id }, token);
+        expect(caught.status, caught.text).toBe(200);
+        expect(caught.body.result).toBe('AUTHORIZATION_DENIED');
+        const escaped = await exec(name, { id: rec.id, rethrow: true }, token);
+        expect(escaped.status, escaped.text).toBe(403);
+        expect(escaped.body.errorCode).toBe('AUTHORIZATION_DENIED');
+        expect((await api.get(`/v1/records/${rec.id}`, root)).status).toBe(200);
+        // Without scripts:x (or scripts:x:<name>) the execution itself is refused.
+        const other = await mint(['scripts:x:another', 'records:r']);
+        expect((await exec(name, { id: rec.id }, other)).status).toBe(403);
+      },
+    );
 
     it('without any scripts:x permission the uniform 403 comes first, before the body is validated', async () => {
       const none = await mint(['records:r', 'scripts:r']);
@@ -311,34 +333,42 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       expect((await exec(uniq('x'), undefined, other)).status).toBe(403);
     });
 
-    it('a write between the script read and its commit is CONCURRENT_MODIFICATION naming the id, nothing committed', async () => {
-      const s = await schema();
-      const rec = await record(s.typeName, { n: 1 });
-      const name = uniq('race');
-      // Reads, then spins 700 ms in the sandbox (its own thread), then writes: the REST patch lands in between.
-      await push(
-        name,
-        `export default async (input) => { const r = await records.get(input.params.id); const until = Date.now() + 700; while (Date.now() < until) {} await records.patch(r.id, { payload: { n: r.payload.n + 1 } }); return 1 }`,
-      );
-      const running = exec(name, { id: rec.id });
-      await new Promise((r) => setTimeout(r, 250));
-      const rest = await api.patch(`/v1/records/${rec.id}`, root, { payload: { n: 50 } });
-      expect(rest.status, rest.text).toBe(200);
-      const r = await running;
-      expect(r.status, r.text).toBe(409);
-      expect(r.body).toMatchObject({ errorCode: 'CONCURRENT_MODIFICATION', ids: [rec.id] });
-      expect((await api.get(`/v1/records/${rec.id}`, root)).body.payload.n).toBe(50);
-    });
+    it(
+      'a write between the script read and its commit is CONCURRENT_MODIFICATION naming the id, nothing ' + 'committed',
+      async () => {
+        const s = await schema();
+        const rec = await record(s.typeName, { n: 1 });
+        const name = uniq('race');
+        // Reads, then spins 700 ms in the sandbox (its own thread), then writes: the REST patch lands in between.
+        await push(
+          name,
+          `export default async (input) => { const r = await records.get(input.params.id); const until = ` +
+            `Date.now() + 700; while (Date.now() < until) {} await records.patch(r.id, { payload: { n: ` +
+            `r.payload.n + 1 } }); return 1 }`,
+        );
+        const running = exec(name, { id: rec.id });
+        await new Promise((r) => setTimeout(r, 250));
+        const rest = await api.patch(`/v1/records/${rec.id}`, root, { payload: { n: 50 } });
+        expect(rest.status, rest.text).toBe(200);
+        const r = await running;
+        expect(r.status, r.text).toBe(409);
+        expect(r.body).toMatchObject({ errorCode: 'CONCURRENT_MODIFICATION', ids: [rec.id] });
+        expect((await api.get(`/v1/records/${rec.id}`, root)).body.payload.n).toBe(50);
+      },
+    );
 
-    it('lists and lookups show committed rows as the script sees them: its deletes gone, its changes shown, its creates not listed', async () => {
-      const s = await schema();
-      const keep = await record(s.typeName, { n: 1 });
-      const change = await record(s.typeName, { n: 2 });
-      const gone = await record(s.typeName, { n: 3 });
-      const name = uniq('list');
-      await push(
-        name,
-        `export default async (input) => {
+    it(
+      'lists and lookups show committed rows as the script sees them: its deletes gone, its changes shown, ' +
+        'its creates not listed',
+      async () => {
+        const s = await schema();
+        const keep = await record(s.typeName, { n: 1 });
+        const change = await record(s.typeName, { n: 2 });
+        const gone = await record(s.typeName, { n: 3 });
+        const name = uniq('list');
+        await push(
+          name,
+          `export default async (input) => {
           const t = input.params.t;
           await records.create({ typeName: t, payload: { n: 4 } });
           await records.patch(input.params.change, { payload: { n: 20 } });
@@ -346,64 +376,73 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
           const page = await records.list({ type: t, limit: 10 });
           return page.data.map((r) => [r.id, r.payload.n]).sort((a, b) => a[1] - b[1]);
         }`,
-      );
-      const r = await exec(name, { t: s.typeName, change: change.id, gone: gone.id });
-      expect(r.status, r.text).toBe(200);
-      expect(r.body.result).toEqual([
-        [keep.id, 1],
-        [change.id, 20],
-      ]);
-      expect((await api.get(`/v1/records/${gone.id}`, root)).status).toBe(404);
-    });
+        );
+        const r = await exec(name, { t: s.typeName, change: change.id, gone: gone.id });
+        expect(r.status, r.text).toBe(200);
+        expect(r.body.result).toEqual([
+          [keep.id, 1],
+          [change.id, 20],
+        ]);
+        expect((await api.get(`/v1/records/${gone.id}`, root)).status).toBe(404);
+      },
+    );
 
-    it('lookups run the REST lookup with the script overlay; a range-indexed field adds a storage row per write', async () => {
-      const sc = await api.post('/v1/schemas', root, {
-        typeName: uniq('L'),
-        displayName: 'Lookup',
-        allowedSurfaces: ['record'],
-        fields: [
-          { fieldId: 'name', fieldType: 'string' },
-          { fieldId: 'age', fieldType: 'number' },
-        ],
-        lookupFields: ['name', { fieldName: 'age', rangeEnabled: true }],
-      });
-      expect(sc.status, sc.text).toBe(201);
-      const t = sc.body.typeName;
-      const a = await record(t, { name: 'ann', age: 30 });
-      const b = await record(t, { name: 'ann', age: 40 });
-      const name = uniq('lookup');
-      await push(
-        name,
-        `export default async (input) => {
+    it(
+      'lookups run the REST lookup with the script overlay; a range-indexed field adds a storage row per ' + 'write',
+      async () => {
+        const sc = await api.post('/v1/schemas', root, {
+          typeName: uniq('L'),
+          displayName: 'Lookup',
+          allowedSurfaces: ['record'],
+          fields: [
+            { fieldId: 'name', fieldType: 'string' },
+            { fieldId: 'age', fieldType: 'number' },
+          ],
+          lookupFields: ['name', { fieldName: 'age', rangeEnabled: true }],
+        });
+        expect(sc.status, sc.text).toBe(201);
+        const t = sc.body.typeName;
+        const a = await record(t, { name: 'ann', age: 30 });
+        const b = await record(t, { name: 'ann', age: 40 });
+        const name = uniq('lookup');
+        await push(
+          name,
+          `export default async (input) => {
           await records.patch(input.params.b, { payload: { age: 41 } });
           const page = await records.lookup({ type: input.params.t, field: 'name', value: 'ann' });
           return page.data.map((r) => r.payload.age).sort();
         }`,
-      );
-      const r = await exec(name, { t, b: b.id });
-      expect(r.status, r.text).toBe(200);
-      expect(r.body.result).toEqual([30, 41]);
-      expect(a.id).toBeDefined();
-      // 1 row + 1 range-indexed field per record: 51 creates are 102 rows.
-      const cap = uniq('cap2');
-      await push(
-        cap,
-        `export default async (input) => { for (let i = 0; i < 51; i++) await records.create({ typeName: input.params.t, payload: { name: 'x' + i, age: i } }); return 1 }`,
-      );
-      const over = await exec(cap, { t });
-      expect(over.status, over.text).toBe(400);
-      expect(over.body).toMatchObject({ errorCode: 'WRITE_BUFFER_CAP_EXCEEDED', total: 102, limit: 100 });
-    });
+        );
+        const r = await exec(name, { t, b: b.id });
+        expect(r.status, r.text).toBe(200);
+        expect(r.body.result).toEqual([30, 41]);
+        expect(a.id).toBeDefined();
+        // 1 row + 1 range-indexed field per record: 51 creates are 102 rows.
+        const cap = uniq('cap2');
+        await push(
+          cap,
+          `export default async (input) => { for (let i = 0; i < 51; i++) await records.create({ typeName: ` +
+            `input.params.t, payload: { name: 'x' + i, age: i } }); return 1 }`,
+        );
+        const over = await exec(cap, { t });
+        expect(over.status, over.text).toBe(400);
+        expect(over.body).toMatchObject({ errorCode: 'WRITE_BUFFER_CAP_EXCEEDED', total: 102, limit: 100 });
+      },
+    );
 
     it('writes documents and folders in the same transaction', async () => {
       const name = uniq('docs');
       await push(
         name,
         `export default async () => {
-          const f = await folders.create({ name: 'From a script' });
-          const d = await documents.create({ title: 'Scripted', text: 'hello from a script', indexMode: 'NONE', folderId: f.id });
+          const f = await folders.create({ name: 'From a script' ` +
+          `});
+          const d = await documents.create({ title: 'Scripted', text: 'hello from a script', ` +
+          `indexMode: 'NONE', folderId: f.id });
           const seen = await documents.get(d.id);
-          return { folder: f.id, doc: d.id, title: seen.title, folderSeen: (await folders.get(f.id)).name };
+          ` +
+          `return { folder: f.id, doc: d.id, title: seen.title, folderSeen: (await folders.get(f.id)).name ` +
+          `};
         }`,
       );
       const r = await exec(name);
@@ -422,7 +461,9 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       const name = uniq('readonly');
       await push(
         name,
-        `export default async (input) => { const r = await records.get(input.params.read); const until = Date.now() + 700; while (Date.now() < until) {} await records.patch(input.params.written, { payload: { n: r.payload.n + 1 } }); return 1 }`,
+        `export default async (input) => { const r = await records.get(input.params.read); const until = ` +
+          `Date.now() + 700; while (Date.now() < until) {} await records.patch(input.params.written, { ` +
+          `payload: { n: r.payload.n + 1 } }); return 1 }`,
       );
       const running = exec(name, { read: read.id, written: written.id });
       await new Promise((r) => setTimeout(r, 250));
@@ -447,43 +488,49 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
   });
 
   describe('Idempotency-Key', () => {
-    it('returns the first response without re-running; another request with the key is 422; a duplicate in flight is 409', async () => {
-      const s = await schema();
-      const name = uniq('idem');
-      await push(
-        name,
-        `export default async (input) => { const r = await records.create({ typeName: input.params.t, payload: {} }); const until = Date.now() + (input.params.wait ?? 0); while (Date.now() < until) {} return r.id }`,
-      );
-      const key = uniq('key');
-      const first = await exec(name, { t: s.typeName }, root, { 'idempotency-key': key });
-      expect(first.status, first.text).toBe(200);
-      const again = await exec(name, { t: s.typeName }, root, { 'idempotency-key': key });
-      expect(again.status).toBe(200);
-      expect(again.body).toEqual(first.body);
-      // The same input with its keys in another order is the same request: a replay.
-      const keyed2 = uniq('key');
-      const a = await exec(name, { t: s.typeName, wait: 0 }, root, { 'idempotency-key': keyed2 });
-      const b = await exec(name, { wait: 0, t: s.typeName }, root, { 'idempotency-key': keyed2 });
-      expect(b.status, b.text).toBe(200);
-      expect(b.body).toEqual(a.body);
-      const list = await api.get(`/v1/records?type=${s.typeName}`, root);
-      expect(list.body.data).toHaveLength(2);
-      const reused = await exec(name, { t: s.typeName, other: true }, root, { 'idempotency-key': key });
-      expect(reused.status).toBe(422);
-      expect(reused.body.errorCode).toBe('IDEMPOTENCY_KEY_REUSED');
+    it(
+      'returns the first response without re-running; another request with the key is 422; a duplicate in ' +
+        'flight is 409',
+      async () => {
+        const s = await schema();
+        const name = uniq('idem');
+        await push(
+          name,
+          `export default async (input) => { const r = await records.create({ typeName: input.params.t, ` +
+            `payload: {} }); const until = Date.now() + (input.params.wait ?? 0); while (Date.now() < until) ` +
+            `{} return r.id }`,
+        );
+        const key = uniq('key');
+        const first = await exec(name, { t: s.typeName }, root, { 'idempotency-key': key });
+        expect(first.status, first.text).toBe(200);
+        const again = await exec(name, { t: s.typeName }, root, { 'idempotency-key': key });
+        expect(again.status).toBe(200);
+        expect(again.body).toEqual(first.body);
+        // The same input with its keys in another order is the same request: a replay.
+        const keyed2 = uniq('key');
+        const a = await exec(name, { t: s.typeName, wait: 0 }, root, { 'idempotency-key': keyed2 });
+        const b = await exec(name, { wait: 0, t: s.typeName }, root, { 'idempotency-key': keyed2 });
+        expect(b.status, b.text).toBe(200);
+        expect(b.body).toEqual(a.body);
+        const list = await api.get(`/v1/records?type=${s.typeName}`, root);
+        expect(list.body.data).toHaveLength(2);
+        const reused = await exec(name, { t: s.typeName, other: true }, root, { 'idempotency-key': key });
+        expect(reused.status).toBe(422);
+        expect(reused.body.errorCode).toBe('IDEMPOTENCY_KEY_REUSED');
 
-      const slow = uniq('slow');
-      const running = exec(name, { t: s.typeName, wait: 800 }, root, { 'idempotency-key': slow });
-      await new Promise((r) => setTimeout(r, 250));
-      const dup = await exec(name, { t: s.typeName, wait: 800 }, root, { 'idempotency-key': slow });
-      expect(dup.status).toBe(409);
-      expect(dup.body.errorCode).toBe('IDEMPOTENCY_IN_PROGRESS');
-      expect((await running).status).toBe(200);
-      expect(
-        (await api.post('/v1/scripts/execute', root, { scriptRef: { name } }, { 'idempotency-key': 'bad key!' }))
-          .status,
-      ).toBe(400);
-    });
+        const slow = uniq('slow');
+        const running = exec(name, { t: s.typeName, wait: 800 }, root, { 'idempotency-key': slow });
+        await new Promise((r) => setTimeout(r, 250));
+        const dup = await exec(name, { t: s.typeName, wait: 800 }, root, { 'idempotency-key': slow });
+        expect(dup.status).toBe(409);
+        expect(dup.body.errorCode).toBe('IDEMPOTENCY_IN_PROGRESS');
+        expect((await running).status).toBe(200);
+        expect(
+          (await api.post('/v1/scripts/execute', root, { scriptRef: { name } }, { 'idempotency-key': 'bad key!' }))
+            .status,
+        ).toBe(400);
+      },
+    );
   });
 
   describe('an undeterminable outcome', () => {
@@ -557,10 +604,16 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
         name,
         `export default () => {
           const seen = new Set(); const found = [];
-          const walk = (o, depth) => { if (!o || seen.has(o) || depth > 3) return; seen.add(o);
-            for (const k of Object.getOwnPropertyNames(o)) { if (/^(process|require|fetch|setTimeout|setInterval|std|os|Deno|Bun)$/.test(k)) found.push(k); try { walk(o[k], depth + 1) } catch {} } };
+          const walk ` +
+          `= (o, depth) => { if (!o || seen.has(o) || depth > 3) return; seen.add(o);
+            for (const ` +
+          `k of Object.getOwnPropertyNames(o)) { if ` +
+          `(/^(process|require|fetch|setTimeout|setInterval|std|os|Deno|Bun)$/.test(k)) found.push(k); try { ` +
+          `walk(o[k], depth + 1) } catch {} } };
           walk(globalThis, 0);
-          return { found, types: [typeof process, typeof require, typeof fetch, typeof setTimeout, typeof setInterval, typeof queueMicrotask] };
+          return { found, ` +
+          `types: [typeof process, typeof require, typeof fetch, typeof setTimeout, typeof setInterval, ` +
+          `typeof queueMicrotask] };
         }`,
       );
       const r = await exec(name);
@@ -629,31 +682,38 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       );
     });
 
-    it('a memory bomb that grinds inside the engine ends by the memory limit or at the deadline (its thread replaced), and the next run works', async () => {
-      // Filling large arrays near the memory limit spends seconds inside the engine's native code, out of the
-      // interrupt handler's reach: it ends by the memory limit or, at the latest, when its thread is terminated
-      // a second after the deadline (504 TIMEOUT).
-      for (const source of [
-        `export default () => { const a = []; for (;;) a.push(new Array(100000).fill(a.length)) }`,
-        `export default () => { const a = []; for (;;) a.push(new Float64Array(1 << 17)) }`,
-        `export default () => { const keep = []; for (;;) keep.push(new ArrayBuffer(8 << 20)) }`,
-        `export default () => 'x'.repeat(2 ** 28).length`,
-      ]) {
-        const name = uniq('native');
-        await push(name, source);
-        const t = Date.now();
-        const r = await exec(name);
-        expect(Date.now() - t).toBeLessThan(SCRIPT_TIMEOUT_MS + 1000 + 3000); // deadline, termination, a fresh thread's start on a busy machine
-        expect([`504 TIMEOUT`, `400 RESOURCE_LIMIT_EXCEEDED`]).toContain(`${r.status} ${r.body.errorCode}`);
-      }
-      await expectCode(`export default () => { throw new Error('still here') }`, 400, 'SCRIPT_ERROR');
-    }, 60_000);
+    it(
+      'a memory bomb that grinds inside the engine ends by the memory limit or at the deadline (its thread ' +
+        'replaced), and the next run works',
+      async () => {
+        // Filling large arrays near the memory limit spends seconds inside the engine's native code, out of the
+        // interrupt handler's reach: it ends by the memory limit or, at the latest, when its thread is terminated
+        // a second after the deadline (504 TIMEOUT).
+        for (const source of [
+          `export default () => { const a = []; for (;;) a.push(new Array(100000).fill(a.length)) }`,
+          `export default () => { const a = []; for (;;) a.push(new Float64Array(1 << 17)) }`,
+          `export default () => { const keep = []; for (;;) keep.push(new ArrayBuffer(8 << 20)) }`,
+          `export default () => 'x'.repeat(2 ** 28).length`,
+        ]) {
+          const name = uniq('native');
+          await push(name, source);
+          const t = Date.now();
+          const r = await exec(name);
+          // deadline, termination, a fresh thread's start on a busy machine
+          expect(Date.now() - t).toBeLessThan(SCRIPT_TIMEOUT_MS + 1000 + 3000);
+          expect([`504 TIMEOUT`, `400 RESOURCE_LIMIT_EXCEEDED`]).toContain(`${r.status} ${r.body.errorCode}`);
+        }
+        await expectCode(`export default () => { throw new Error('still here') }`, 400, 'SCRIPT_ERROR');
+      },
+      60_000,
+    );
 
     it('more than 1,000 host calls is RESOURCE_LIMIT_EXCEEDED', async () => {
       // Each call is refused by the host (not an id) without touching the store, so 1,001 of them fit the lowered
       // wall clock on a loaded machine too; refused calls count like any other.
       await expectCode(
-        `export default async () => { for (let i = 0; i < 1001; i++) { try { await records.get(i) } catch {} } return 1 }`,
+        `export default async () => { for (let i = 0; i < 1001; i++) { try { await records.get(i) } catch ` +
+          `{} } return 1 }`,
         400,
         'RESOURCE_LIMIT_EXCEEDED',
       );

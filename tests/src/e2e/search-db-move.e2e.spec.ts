@@ -29,7 +29,8 @@ async function logged(api: Api, token: string): Promise<string[]> {
 const hasTable = async (svc: TestService, db: 'sql' | 'searchSql', table: string) =>
   (
     await svc.service[db].query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`,
+      `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND ` +
+        `table_name = $1`,
       [table],
     )
   ).rows[0].n > 0;
@@ -37,7 +38,8 @@ const hasTable = async (svc: TestService, db: 'sql' | 'searchSql', table: string
 const tablesIn = async (svc: TestService, db: 'sql' | 'searchSql') =>
   (
     await svc.service[db].query<{ table_name: string }>(
-      `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND (table_name LIKE 'si\\_%' OR table_name LIKE 'ti\\_%') ORDER BY 1`,
+      `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND ` +
+        `(table_name LIKE 'si\\_%' OR table_name LIKE 'ti\\_%') ORDER BY 1`,
     )
   ).rows.map((r) => r.table_name);
 
@@ -121,7 +123,8 @@ describe('search tables moved from the main embedded database to their own', () 
     expect(await tablesIn(svc, 'searchSql')).toEqual(expect.arrayContaining(['si_items', 'ti_passages']));
     // The SQL search's statistics are not kept where the in-memory index answers every query.
     expect(await tablesIn(svc, 'searchSql')).not.toContain('ti_terms');
-    // The activity log moved with them: every entry written before is listed, once, and new requests are recorded there.
+    // The activity log moved with them: every entry written before is listed, once, and new requests are recorded
+    // there.
     expect(
       heard.some((m) => /activity log: moved \d+ entries to the second embedded database/.test(m)),
       heard.join('\n'),

@@ -17,7 +17,9 @@ export interface SearchE2eEngine {
   restoreTextLeg(svc: TestService): Promise<void>;
 }
 
-/** The keyword leg on Elasticsearch at `url`, in indexes of a prefix of its own; the degradation test closes the index. */
+/**
+ * The keyword leg on Elasticsearch at `url`, in indexes of a prefix of its own; the degradation test closes the index.
+ */
 export function elasticsearchEngine(
   url: string,
   prefix = `e2e-${randomUUID().slice(0, 8)}-`,
@@ -42,7 +44,8 @@ const embedded: SearchE2eEngine = {
   env: {},
   breakTextLeg: async (svc) => {
     await svc.service.searchSql.exec('ALTER TABLE ti_passages RENAME TO ti_passages_off');
-    // The embedded service answers keywords from memory (docs/search.md): free it, so the keyword leg must read the broken store.
+    // The embedded service answers keywords from memory (docs/search.md): free it, so the keyword leg must read the
+    // broken store.
     const text = svc.service.search!.text as { unload?: () => void };
     if (typeof text.unload !== 'function') throw new Error('the embedded keyword index should be the in-memory one');
     text.unload();

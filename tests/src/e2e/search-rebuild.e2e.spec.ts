@@ -64,7 +64,10 @@ interface World {
 
 const WORDS = ['volcano', 'glacier', 'harbour', 'lantern', 'orchard', 'quarry', 'meadow', 'canyon'];
 
-/** Records (created, updated, patched, deleted), documents, a second context and a scoped token; waits until all are indexed. */
+/**
+ * Records (created, updated, patched, deleted), documents, a second context and a scoped token; waits until all are
+ * indexed.
+ */
 async function populate(api: Api, root: string): Promise<World> {
   const schema = await ok(
     api.post('/v1/schemas', root, {
@@ -94,7 +97,10 @@ async function populate(api: Api, root: string): Promise<World> {
       ...(i % 4 === 0 ? { scopes: ['org:acme'] } : {}),
       payload: {
         title: `The ${w} of place ${i}`,
-        body: `Visitors describe the ${w} near the ${v}; entry ${i} mentions ${i % 2 ? 'walking trails and quiet benches' : 'boats, nets and the old lighthouse'}. ${'Long notes follow. '.repeat(i % 5 === 0 ? 60 : 1)}`,
+        body:
+          `Visitors describe the ${w} near the ${v}; entry ${i} mentions ` +
+          `${i % 2 ? 'walking trails and quiet benches' : 'boats, nets and the old lighthouse'}. ` +
+          `${'Long notes follow. '.repeat(i % 5 === 0 ? 60 : 1)}`,
         category: ['geology', 'coast', 'farm'][i % 3],
         rating: i % 6,
         due: `2026-0${1 + (i % 9)}-15`,
@@ -398,9 +404,11 @@ function searchRebuildSuite(engine: Engine) {
   it('after both indexes are deleted by hand, `rebuild search-index` restores the same answers', async () => {
     if (engine === 'elasticsearch') await es('DELETE', `/${esIndex}`);
     else {
-      const db = await PGlite.create({ dataDir: join(dir.dir, 'pg-search') }); // the search side's own embedded database
+      // the search side's own embedded database
+      const db = await PGlite.create({ dataDir: join(dir.dir, 'pg-search') });
       try {
-        await db.exec('DROP TABLE ti_passages; DROP TABLE IF EXISTS ti_terms; DROP TABLE IF EXISTS ti_stats;'); // (no statistics are kept on PGlite)
+        // (no statistics are kept on PGlite)
+        await db.exec('DROP TABLE ti_passages; DROP TABLE IF EXISTS ti_terms; DROP TABLE IF EXISTS ti_stats;');
       } finally {
         await db.close();
       }

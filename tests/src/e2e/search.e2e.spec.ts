@@ -183,7 +183,8 @@ describe('indexing', () => {
   it('moves records PENDING_INDEX → INDEXED, and reports write → findable latency', async () => {
     const sorted = [...latencies].sort((a, b) => a - b);
     console.log(
-      `write → INDEXED latency over ${sorted.length} records: median ${sorted[Math.floor(sorted.length / 2)]} ms, max ${sorted[sorted.length - 1]} ms`,
+      `write → INDEXED latency over ${sorted.length} records: median ` +
+        `${sorted[Math.floor(sorted.length / 2)]} ms, max ${sorted[sorted.length - 1]} ms`,
     );
     const t0 = Date.now();
     const word = `quokka${randomUUID().slice(0, 6)}`;
@@ -195,7 +196,8 @@ describe('indexing', () => {
     expect(r.body.indexStatus).toBe('PENDING_INDEX');
     await eventually(async () => (await found({ query: word, mode: 'TEXT' })).includes(r.body.id), 20_000 * SLOW, 10);
     console.log(`write → findable by keyword: ${Date.now() - t0} ms`);
-    // The keyword leg is written in log order; INDEXED follows once the vectors are written too (docs/search.md, "Fairness").
+    // The keyword leg is written in log order; INDEXED follows once the vectors are written too (docs/search.md,
+    // "Fairness").
     const g = (await eventually(
       async () => {
         const x = await api.get(`/v1/records/${r.body.id}`, root);
@@ -233,19 +235,23 @@ describe('indexing', () => {
     await eventually(async () => !(await found({ query: 'mango chutney vinegar', mode: 'SEMANTIC' })).includes(rec.id));
   });
 
-  it('per-tenant vector capacity: beyond it semantic indexing is skipped (VECTOR_LIMIT_EXCEEDED), keyword search still serves it', async () => {
-    const other = await enterprise();
-    const k = other.tenants.live.rootKey;
-    const t = await schema(k);
-    const long = Array.from(
-      { length: 800 },
-      (_, i) => `Paragraph ${i} describes the lighthouse keeper's logbook entry number ${i} in careful detail.`,
-    ).join(' ');
-    const rec = await indexed(k, { typeName: t, payload: { title: 'Lighthouse log', body: long } }, 'FAILED');
-    expect(rec.indexFailure?.code).toBe('VECTOR_LIMIT_EXCEEDED');
-    expect(await found({ query: 'lighthouse', mode: 'TEXT' }, k)).toContain(rec.id);
-    expect(await found({ query: 'lighthouse keeper', mode: 'SEMANTIC' }, k)).not.toContain(rec.id);
-  });
+  it(
+    'per-tenant vector capacity: beyond it semantic indexing is skipped (VECTOR_LIMIT_EXCEEDED), keyword ' +
+      'search still serves it',
+    async () => {
+      const other = await enterprise();
+      const k = other.tenants.live.rootKey;
+      const t = await schema(k);
+      const long = Array.from(
+        { length: 800 },
+        (_, i) => `Paragraph ${i} describes the lighthouse keeper's logbook entry number ${i} in careful detail.`,
+      ).join(' ');
+      const rec = await indexed(k, { typeName: t, payload: { title: 'Lighthouse log', body: long } }, 'FAILED');
+      expect(rec.indexFailure?.code).toBe('VECTOR_LIMIT_EXCEEDED');
+      expect(await found({ query: 'lighthouse', mode: 'TEXT' }, k)).toContain(rec.id);
+      expect(await found({ query: 'lighthouse keeper', mode: 'SEMANTIC' }, k)).not.toContain(rec.id);
+    },
+  );
 });
 
 describe('modes and results', () => {
@@ -287,19 +293,23 @@ describe('modes and results', () => {
       expect(h.body.results[i - 1].score).toBeGreaterThanOrEqual(h.body.results[i].score);
   });
 
-  it("a miss is 200 with no results, in the default HYBRID mode too (the vector leg's nearest passages are not near enough)", async () => {
-    for (const body of [{ mode: 'TEXT' }, {}, { mode: 'HYBRID', uniqueDocuments: true }]) {
-      for (const query of ['xylophonequasar', 'zzqv kplmx wrrth']) {
-        const r = await search({ query, ...body });
-        expect(r.status).toBe(200);
-        expect(r.body).toMatchObject({ results: [], totalResults: 0, degraded: false, degradedLegs: [] });
+  it(
+    "a miss is 200 with no results, in the default HYBRID mode too (the vector leg's nearest passages are " +
+      'not near enough)',
+    async () => {
+      for (const body of [{ mode: 'TEXT' }, {}, { mode: 'HYBRID', uniqueDocuments: true }]) {
+        for (const query of ['xylophonequasar', 'zzqv kplmx wrrth']) {
+          const r = await search({ query, ...body });
+          expect(r.status).toBe(200);
+          expect(r.body).toMatchObject({ results: [], totalResults: 0, degraded: false, degradedLegs: [] });
+        }
       }
-    }
-    // A query near a record's meaning but sharing none of its words is still found by HYBRID.
-    expect(await found({ query: 'mountain ice loss from hotter weather' })).toContain('glacier');
-    // A keyword match anywhere: the vector leg's other passages join as before, near or not.
-    expect(await found({ query: 'xylophonequasar kitten' })).toEqual(expect.arrayContaining(['kitten', 'glacier']));
-  });
+      // A query near a record's meaning but sharing none of its words is still found by HYBRID.
+      expect(await found({ query: 'mountain ice loss from hotter weather' })).toContain('glacier');
+      // A keyword match anywhere: the vector leg's other passages join as before, near or not.
+      expect(await found({ query: 'xylophonequasar kitten' })).toEqual(expect.arrayContaining(['kitten', 'glacier']));
+    },
+  );
 
   it('never finds a sensitive value', async () => {
     for (const mode of ['TEXT', 'SEMANTIC', 'HYBRID']) {
@@ -349,7 +359,8 @@ describe('modes and results', () => {
 
 describe('ranking depth', () => {
   it(
-    'TEXT totalResults counts the ranked candidates (the depth: 100, or 3 × offset + limit); pages are slices of one ranking',
+    'TEXT totalResults counts the ranked candidates (the depth: 100, or 3 × offset + limit); pages are ' +
+      'slices of one ranking',
     async () => {
       const other = await enterprise();
       const token = other.tenants.live.rootKey;

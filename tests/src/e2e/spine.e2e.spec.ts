@@ -112,17 +112,21 @@ describe('bootstrap', () => {
     expect((await api.get('/v1/contexts', boot.tenants.test.rootKey)).status).toBe(200);
   });
 
-  it('the bootstrap account can use inference: RAG streams an answer (opening balance), not 402 INSUFFICIENT_BALANCE', async () => {
-    const answer = await collectAnswer(
-      svc.client(boot.tenants.live.rootKey).rag({ query: 'What does an empty tenant know?' }),
-    );
-    expect(answer.events[0].event).toBe('search_results');
-    expect(answer.done.model).toBe('builtin-extractive');
-    // The opening balance is DEFAULT_INFERENCE_BALANCE_CENTS (default 1,000 cents), shown by the operator API.
-    const account = await api.get(`/operator/accounts/${boot.accountId}`, OPERATOR_TOKEN);
-    expect(account.status).toBe(200);
-    expect(account.body.inferenceBalanceCents).toBe(1000);
-  });
+  it(
+    'the bootstrap account can use inference: RAG streams an answer (opening balance), not 402 ' +
+      'INSUFFICIENT_BALANCE',
+    async () => {
+      const answer = await collectAnswer(
+        svc.client(boot.tenants.live.rootKey).rag({ query: 'What does an empty tenant know?' }),
+      );
+      expect(answer.events[0].event).toBe('search_results');
+      expect(answer.done.model).toBe('builtin-extractive');
+      // The opening balance is DEFAULT_INFERENCE_BALANCE_CENTS (default 1,000 cents), shown by the operator API.
+      const account = await api.get(`/operator/accounts/${boot.accountId}`, OPERATOR_TOKEN);
+      expect(account.status).toBe(200);
+      expect(account.body.inferenceBalanceCents).toBe(1000);
+    },
+  );
 });
 
 describe('Service-Version', () => {
@@ -252,41 +256,51 @@ describe('operator API', () => {
     expect(g.body.inferenceBalanceCents).toBe(1750);
   });
 
-  it('entitlements: allowGlobalRegion is optional on POST and PATCH; a PATCH merges into the stored entitlements', async () => {
-    const operator = svc.client(OPERATOR_TOKEN);
-    const created = await expectStatus(
-      operator.POST('/operator/accounts', { body: { plan: 'pro', entitlements: {} } }),
-      201,
-    );
-    const read = async () =>
-      (await api.get(`/operator/accounts/${created.accountId}`, OPERATOR_TOKEN)).body.entitlements;
-    expect(await read()).toEqual({ allowGlobalRegion: false });
-    const patch = (body: Body<'patchOperatorAccount'>) =>
-      expectStatus(
-        operator.PATCH('/operator/accounts/{id}', { params: { path: { id: created.accountId } }, body }),
-        200,
+  it(
+    'entitlements: allowGlobalRegion is optional on POST and PATCH; a PATCH merges into the stored ' + 'entitlements',
+    async () => {
+      const operator = svc.client(OPERATOR_TOKEN);
+      const created = await expectStatus(
+        operator.POST('/operator/accounts', { body: { plan: 'pro', entitlements: {} } }),
+        201,
       );
-    await patch({ entitlements: { allowGlobalRegion: true } });
-    expect(await read()).toEqual({ allowGlobalRegion: true });
-    // An empty entitlements object changes nothing (it does not reset allowGlobalRegion).
-    await patch({ entitlements: {}, plan: 'scale' });
-    expect(await read()).toEqual({ allowGlobalRegion: true });
-    await patch({ entitlements: { allowGlobalRegion: false } });
-    expect(await read()).toEqual({ allowGlobalRegion: false });
-  });
+      const read = async () =>
+        (await api.get(`/operator/accounts/${created.accountId}`, OPERATOR_TOKEN)).body.entitlements;
+      expect(await read()).toEqual({ allowGlobalRegion: false });
+      const patch = (body: Body<'patchOperatorAccount'>) =>
+        expectStatus(
+          operator.PATCH('/operator/accounts/{id}', { params: { path: { id: created.accountId } }, body }),
+          200,
+        );
+      await patch({ entitlements: { allowGlobalRegion: true } });
+      expect(await read()).toEqual({ allowGlobalRegion: true });
+      // An empty entitlements object changes nothing (it does not reset allowGlobalRegion).
+      await patch({ entitlements: {}, plan: 'scale' });
+      expect(await read()).toEqual({ allowGlobalRegion: true });
+      await patch({ entitlements: { allowGlobalRegion: false } });
+      expect(await read()).toEqual({ allowGlobalRegion: false });
+    },
+  );
 
-  it('creditLimit counts on every plan: it replaces the plan allowance in the usage report; null returns to the plan allowance', async () => {
-    const acct = await api.newAccount({ plan: 'free', creditLimit: 5 });
-    const limit = async () => (await unwrap(svc.client(acct.tenants.live.rootKey).GET('/v1/usage'))).credits.limit;
-    expect(await limit()).toBe(5);
-    const operator = svc.client(OPERATOR_TOKEN);
-    const patch = (body: Body<'patchOperatorAccount'>) =>
-      expectStatus(operator.PATCH('/operator/accounts/{id}', { params: { path: { id: acct.accountId } }, body }), 200);
-    await patch({ plan: 'pro', creditLimit: 2_000_000 });
-    expect(await limit()).toBe(2_000_000);
-    await patch({ creditLimit: null });
-    expect(await limit()).toBe(250_000);
-  });
+  it(
+    'creditLimit counts on every plan: it replaces the plan allowance in the usage report; null returns to ' +
+      'the plan allowance',
+    async () => {
+      const acct = await api.newAccount({ plan: 'free', creditLimit: 5 });
+      const limit = async () => (await unwrap(svc.client(acct.tenants.live.rootKey).GET('/v1/usage'))).credits.limit;
+      expect(await limit()).toBe(5);
+      const operator = svc.client(OPERATOR_TOKEN);
+      const patch = (body: Body<'patchOperatorAccount'>) =>
+        expectStatus(
+          operator.PATCH('/operator/accounts/{id}', { params: { path: { id: acct.accountId } }, body }),
+          200,
+        );
+      await patch({ plan: 'pro', creditLimit: 2_000_000 });
+      expect(await limit()).toBe(2_000_000);
+      await patch({ creditLimit: null });
+      expect(await limit()).toBe(250_000);
+    },
+  );
 
   it('PATCH of an unknown account → 404', async () => {
     const r = await api.patch(`/operator/accounts/${randomUUID()}`, OPERATOR_TOKEN, { plan: 'pro' });

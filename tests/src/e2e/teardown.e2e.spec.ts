@@ -131,7 +131,8 @@ async function leftovers(
   // The search side's tables live in their own embedded database in the default, beside the read models on a server.
   for (const sql of new Set([service.sql, service.searchSql])) {
     const { rows } = await sql.query<{ table_name: string }>(
-      `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ANY($1::text[])`,
+      `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND ` +
+        `table_name = ANY($1::text[])`,
       [tables],
     );
     for (const { table_name: t } of rows) {
@@ -254,109 +255,126 @@ afterAll(async () => {
 });
 
 describe('DELETE /v1/contexts/{id}', () => {
-  it('removes the context from every read model, both search indexes and the blob store; the rest of the tenant stays', async () => {
-    expect((await api.get(`/v1/records/${ids.r2}`, rootL, inCtx(ctx2))).status).toBe(200);
-    expect((await api.del(`/v1/contexts/${ctx2}`, rootL)).status).toBe(204);
-    // Read-your-writes: at once, nothing of it is readable, listable or searchable, and its credential is dead.
-    expect((await api.get(`/v1/records/${ids.r2}`, rootL, inCtx(ctx2))).status).toBe(404);
-    expect((await api.get('/v1/records', rootL, inCtx(ctx2))).status).toBe(404);
-    expect(
-      (
-        await api.call('POST', '/v1/search', {
-          token: rootL,
-          headers: inCtx(ctx2),
-          body: { query: WORD, mode: 'TEXT' },
-        })
-      ).status,
-    ).toBe(404);
-    expect((await api.get('/v1/records', creds.ctx2)).status).toBe(401);
-    const rm = await leftovers(svc.service, L, ctx2);
-    for (const t of Object.keys(rm).filter((t) => t.startsWith('rm_'))) expect(rm[t], t).toBe(0);
-    // The search projector and the document worker follow within seconds.
-    await eventually(async () => nothingLeft(await leftovers(svc.service, L, ctx2)), 20_000);
-    await eventually(async () => (await indexed(svc, L, ctx2)) === 0, 20_000);
-    await eventually(async () => !existsSync(join(data.dir, 'blobs', L, ctx2)), 20_000);
-    // The default context is untouched.
-    expect((await api.get(`/v1/records/${ids.r1}`, rootL)).status).toBe(200);
-    expect((await searchIds(rootL, WORD, 'TEXT')).sort()).toEqual([ids.r1, ids.d1, ids.d2].sort());
-    expect(existsSync(join(data.dir, 'blobs', L, ctxL))).toBe(true);
-  });
+  it(
+    'removes the context from every read model, both search indexes and the blob store; the rest of the ' +
+      'tenant stays',
+    async () => {
+      expect((await api.get(`/v1/records/${ids.r2}`, rootL, inCtx(ctx2))).status).toBe(200);
+      expect((await api.del(`/v1/contexts/${ctx2}`, rootL)).status).toBe(204);
+      // Read-your-writes: at once, nothing of it is readable, listable or searchable, and its credential is dead.
+      expect((await api.get(`/v1/records/${ids.r2}`, rootL, inCtx(ctx2))).status).toBe(404);
+      expect((await api.get('/v1/records', rootL, inCtx(ctx2))).status).toBe(404);
+      expect(
+        (
+          await api.call('POST', '/v1/search', {
+            token: rootL,
+            headers: inCtx(ctx2),
+            body: { query: WORD, mode: 'TEXT' },
+          })
+        ).status,
+      ).toBe(404);
+      expect((await api.get('/v1/records', creds.ctx2)).status).toBe(401);
+      const rm = await leftovers(svc.service, L, ctx2);
+      for (const t of Object.keys(rm).filter((t) => t.startsWith('rm_'))) expect(rm[t], t).toBe(0);
+      // The search projector and the document worker follow within seconds.
+      await eventually(async () => nothingLeft(await leftovers(svc.service, L, ctx2)), 20_000);
+      await eventually(async () => (await indexed(svc, L, ctx2)) === 0, 20_000);
+      await eventually(async () => !existsSync(join(data.dir, 'blobs', L, ctx2)), 20_000);
+      // The default context is untouched.
+      expect((await api.get(`/v1/records/${ids.r1}`, rootL)).status).toBe(200);
+      expect((await searchIds(rootL, WORD, 'TEXT')).sort()).toEqual([ids.r1, ids.d1, ids.d2].sort());
+      expect(existsSync(join(data.dir, 'blobs', L, ctxL))).toBe(true);
+    },
+  );
 });
 
 describe('DELETE /developer/tenants/{tenantId}', () => {
-  it("takes the owning account's developer token: data-plane keys 403, another account's or an unknown tenant 403, no token 401", async () => {
-    const del = (token?: string, tenantId = L) => api.del(`/developer/tenants/${tenantId}`, token);
-    for (const key of [rootL, rootT, creds.scoped, creds.token]) {
-      const r = await del(key);
-      expect(r.status).toBe(403);
-      expect(r.body.errorCode).toBe('FORBIDDEN');
-    }
-    const foreign = await del(stranger.developerToken);
-    const unknown = await del(acct.developerToken, randomUUID());
-    // Spec "Errors": 403 for a tenant not owned (as webhook registration answers).
-    expect(foreign.status).toBe(403);
-    expect(unknown.status).toBe(403);
-    expect(foreign.body.errorCode).toBe('FORBIDDEN');
-    expect(foreign.body.message).toBe(unknown.body.message);
-    expect((await del(undefined)).status).toBe(401);
-    // Nothing happened.
-    expect((await api.get(`/v1/records/${ids.r1}`, rootL)).status).toBe(200);
-  });
+  it(
+    "takes the owning account's developer token: data-plane keys 403, another account's or an unknown " +
+      'tenant 403, no token 401',
+    async () => {
+      const del = (token?: string, tenantId = L) => api.del(`/developer/tenants/${tenantId}`, token);
+      for (const key of [rootL, rootT, creds.scoped, creds.token]) {
+        const r = await del(key);
+        expect(r.status).toBe(403);
+        expect(r.body.errorCode).toBe('FORBIDDEN');
+      }
+      const foreign = await del(stranger.developerToken);
+      const unknown = await del(acct.developerToken, randomUUID());
+      // Spec "Errors": 403 for a tenant not owned (as webhook registration answers).
+      expect(foreign.status).toBe(403);
+      expect(unknown.status).toBe(403);
+      expect(foreign.body.errorCode).toBe('FORBIDDEN');
+      expect(foreign.body.message).toBe(unknown.body.message);
+      expect((await del(undefined)).status).toBe(401);
+      // Nothing happened.
+      expect((await api.get(`/v1/records/${ids.r1}`, rootL)).status).toBe(200);
+    },
+  );
 
-  it('tears the tenant down: its credentials 401, nothing of it left in read models, search indexes or blobs; the test tenant untouched', async () => {
-    expect((await api.del(`/developer/tenants/${L}`, acct.developerToken)).status).toBe(204);
-    expect((await api.del(`/developer/tenants/${L}`, acct.developerToken)).status).toBe(404);
-    for (const key of [rootL, creds.scoped, creds.token]) expect((await api.get('/v1/records', key)).status).toBe(401);
-    // Presigned URLs issued before die with it.
-    expect((await fetch(downloadUrl)).status).toBe(404);
-    // The developer cannot bring it back through a new key.
-    expect((await api.post(`/developer/tenants/${L}/root-key/rotate`, acct.developerToken)).status).toBe(404);
-    expect(
-      (await api.post('/developer/keys', acct.developerToken, { tenantId: L, allowedActions: ['records:r'] })).status,
-    ).toBe(404);
-    // The read models at once (the 204 waited for them); the search indexes and blobs within seconds.
-    const rm = await leftovers(svc.service, L);
-    for (const t of Object.keys(rm).filter((t) => t.startsWith('rm_'))) expect(rm[t], t).toBe(0);
-    const { rows: live } = await svc.service.sql.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM rm_credentials WHERE tenant_id = $1 AND NOT revoked',
-      [L],
-    );
-    expect(live[0].n).toBe(0);
-    const { rows: ctxs } = await svc.service.sql.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM rm_contexts WHERE tenant_id = $1 AND deleted_at IS NULL',
-      [L],
-    );
-    expect(ctxs[0].n).toBe(0);
-    await eventually(async () => nothingLeft(await leftovers(svc.service, L)), 20_000);
-    await eventually(async () => (await indexed(svc, L, ctxL)) === 0, 20_000);
-    await eventually(async () => !existsSync(join(data.dir, 'blobs', L)), 20_000);
-    // The log keeps what happened: one TenantTornDown naming the contexts it closed (each with its ContextDeleted).
-    const torn = await svc.service.store.readStream(streams.tenant(L));
-    expect(torn.map((e) => e.type)).toEqual(['TenantTornDown']);
-    expect(torn[0].data).toEqual({ tenantId: L, accountId: acct.accountId, environment: 'live', contextIds: [ctxL] });
-    const closed = await svc.service.store.readStream(streams.context(ctxL));
-    expect(closed.map((e) => e.type)).toEqual(['ContextCreated', 'ContextDeleted']);
-  });
+  it(
+    'tears the tenant down: its credentials 401, nothing of it left in read models, search indexes or ' +
+      'blobs; the test tenant untouched',
+    async () => {
+      expect((await api.del(`/developer/tenants/${L}`, acct.developerToken)).status).toBe(204);
+      expect((await api.del(`/developer/tenants/${L}`, acct.developerToken)).status).toBe(404);
+      for (const key of [rootL, creds.scoped, creds.token])
+        expect((await api.get('/v1/records', key)).status).toBe(401);
+      // Presigned URLs issued before die with it.
+      expect((await fetch(downloadUrl)).status).toBe(404);
+      // The developer cannot bring it back through a new key.
+      expect((await api.post(`/developer/tenants/${L}/root-key/rotate`, acct.developerToken)).status).toBe(404);
+      expect(
+        (await api.post('/developer/keys', acct.developerToken, { tenantId: L, allowedActions: ['records:r'] })).status,
+      ).toBe(404);
+      // The read models at once (the 204 waited for them); the search indexes and blobs within seconds.
+      const rm = await leftovers(svc.service, L);
+      for (const t of Object.keys(rm).filter((t) => t.startsWith('rm_'))) expect(rm[t], t).toBe(0);
+      const { rows: live } = await svc.service.sql.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM rm_credentials WHERE tenant_id = $1 AND NOT revoked',
+        [L],
+      );
+      expect(live[0].n).toBe(0);
+      const { rows: ctxs } = await svc.service.sql.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM rm_contexts WHERE tenant_id = $1 AND deleted_at IS NULL',
+        [L],
+      );
+      expect(ctxs[0].n).toBe(0);
+      await eventually(async () => nothingLeft(await leftovers(svc.service, L)), 20_000);
+      await eventually(async () => (await indexed(svc, L, ctxL)) === 0, 20_000);
+      await eventually(async () => !existsSync(join(data.dir, 'blobs', L)), 20_000);
+      // The log keeps what happened: one TenantTornDown naming the contexts it closed (each with its ContextDeleted).
+      const torn = await svc.service.store.readStream(streams.tenant(L));
+      expect(torn.map((e) => e.type)).toEqual(['TenantTornDown']);
+      expect(torn[0].data).toEqual({ tenantId: L, accountId: acct.accountId, environment: 'live', contextIds: [ctxL] });
+      const closed = await svc.service.store.readStream(streams.context(ctxL));
+      expect(closed.map((e) => e.type)).toEqual(['ContextCreated', 'ContextDeleted']);
+    },
+  );
 
-  it('the other tenant of the account keeps everything: readable, searchable by TEXT and SEMANTIC, its files and keys', async () => {
-    expect((await api.get(`/v1/records/${ids.rT}`, rootT)).status).toBe(200);
-    expect((await api.get(`/v1/documents/${ids.dT}/text`, rootT)).status).toBe(200);
-    expect((await searchIds(rootT, WORD, 'TEXT')).sort()).toEqual([ids.rT, ids.dT].sort());
-    expect(await searchIds(rootT, MEANING, 'SEMANTIC')).toEqual(expect.arrayContaining([ids.rT, ids.dT]));
-    expect(existsSync(join(data.dir, 'blobs', T))).toBe(true);
-    expect(nothingLeft(await leftovers(svc.service, T))).toBe(false);
-    expect(
-      (await api.post('/developer/keys', acct.developerToken, { tenantId: T, allowedActions: ['records:r'] })).status,
-    ).toBe(201);
-    expect(
-      (
-        await api.post('/v1/records', rootT, {
-          typeName: (await api.get(`/v1/records/${ids.rT}`, rootT)).body.typeName,
-          payload: { title: 'after' },
-        })
-      ).status,
-    ).toBe(201);
-  });
+  it(
+    'the other tenant of the account keeps everything: readable, searchable by TEXT and SEMANTIC, its files ' +
+      'and keys',
+    async () => {
+      expect((await api.get(`/v1/records/${ids.rT}`, rootT)).status).toBe(200);
+      expect((await api.get(`/v1/documents/${ids.dT}/text`, rootT)).status).toBe(200);
+      expect((await searchIds(rootT, WORD, 'TEXT')).sort()).toEqual([ids.rT, ids.dT].sort());
+      expect(await searchIds(rootT, MEANING, 'SEMANTIC')).toEqual(expect.arrayContaining([ids.rT, ids.dT]));
+      expect(existsSync(join(data.dir, 'blobs', T))).toBe(true);
+      expect(nothingLeft(await leftovers(svc.service, T))).toBe(false);
+      expect(
+        (await api.post('/developer/keys', acct.developerToken, { tenantId: T, allowedActions: ['records:r'] })).status,
+      ).toBe(201);
+      expect(
+        (
+          await api.post('/v1/records', rootT, {
+            typeName: (await api.get(`/v1/records/${ids.rT}`, rootT)).body.typeName,
+            payload: { title: 'after' },
+          })
+        ).status,
+      ).toBe(201);
+    },
+  );
 
   it('`npm run rebuild -- all` replays the log to the same state: the torn-down tenant stays gone', async () => {
     await svc.service.close();

@@ -669,20 +669,23 @@ describe('lists never cross a tenant, context or data-scope boundary (every page
     }
   });
 
-  it('a list cursor issued to one tenant or context is refused (400) in another, and names nothing of the issuer', async () => {
-    const issuer = rootOf('A.live.ctx1');
-    const first = await call(issuer, 'GET', '/v1/records?limit=1');
-    const cursor: string = first.body.nextCursor;
-    expect(cursor).toEqual(expect.any(String));
-    for (const other of ['A.live.ctx2', 'A.test', 'B.live', 'B.test'] as CellId[]) {
-      for (const c of credsOf(other)) {
-        const r = await call(c, 'GET', `/v1/records?limit=1&startFrom=${encodeURIComponent(cursor)}`);
-        expect(r.status, `${c.name}: ${r.text}`).toBe(400);
-        expect(r.body.errorCode).toBe('INVALID_CURSOR');
-        expectNoForeignStrings(c, 'foreign cursor', r.text);
+  it(
+    'a list cursor issued to one tenant or context is refused (400) in another, and names nothing of the ' + 'issuer',
+    async () => {
+      const issuer = rootOf('A.live.ctx1');
+      const first = await call(issuer, 'GET', '/v1/records?limit=1');
+      const cursor: string = first.body.nextCursor;
+      expect(cursor).toEqual(expect.any(String));
+      for (const other of ['A.live.ctx2', 'A.test', 'B.live', 'B.test'] as CellId[]) {
+        for (const c of credsOf(other)) {
+          const r = await call(c, 'GET', `/v1/records?limit=1&startFrom=${encodeURIComponent(cursor)}`);
+          expect(r.status, `${c.name}: ${r.text}`).toBe(400);
+          expect(r.body.errorCode).toBe('INVALID_CURSOR');
+          expectNoForeignStrings(c, 'foreign cursor', r.text);
+        }
       }
-    }
-  });
+    },
+  );
 });
 
 describe('live and test tenants are separate', () => {
@@ -742,23 +745,26 @@ describe('app contexts inside one tenant', () => {
     expect((await api.get('/v1/records', k.token, { 'x-context-id': ctx2A })).status).toBe(404);
   });
 
-  it('GET /v1/ping answers where each credential lands: its tenant, context and environment; no credential is 401', async () => {
-    const t2 = creds.find((c) => c.cell === 'A.live.ctx2' && c.kind === 'st')!;
-    expect((await api.get('/v1/ping', t2.token)).body).toEqual({
-      status: 'ok',
-      tenantId: A.tenants.live.tenantId,
-      contextId: ctx2A,
-      livemode: true,
-    });
-    expect((await api.get('/v1/ping', A.tenants.live.rootKey, { 'x-context-id': ctx2A })).body.contextId).toBe(ctx2A);
-    expect((await api.get('/v1/ping', B.tenants.test.rootKey)).body).toEqual({
-      status: 'ok',
-      tenantId: B.tenants.test.tenantId,
-      contextId: B.tenants.test.contextId,
-      livemode: false,
-    });
-    expect((await api.unchecked.get('/v1/ping', '')).status).toBe(401);
-  });
+  it(
+    'GET /v1/ping answers where each credential lands: its tenant, context and environment; no credential ' + 'is 401',
+    async () => {
+      const t2 = creds.find((c) => c.cell === 'A.live.ctx2' && c.kind === 'st')!;
+      expect((await api.get('/v1/ping', t2.token)).body).toEqual({
+        status: 'ok',
+        tenantId: A.tenants.live.tenantId,
+        contextId: ctx2A,
+        livemode: true,
+      });
+      expect((await api.get('/v1/ping', A.tenants.live.rootKey, { 'x-context-id': ctx2A })).body.contextId).toBe(ctx2A);
+      expect((await api.get('/v1/ping', B.tenants.test.rootKey)).body).toEqual({
+        status: 'ok',
+        tenantId: B.tenants.test.tenantId,
+        contextId: B.tenants.test.contextId,
+        livemode: false,
+      });
+      expect((await api.unchecked.get('/v1/ping', '')).status).toBe(401);
+    },
+  );
 
   it('the root key sees context 2 only with x-context-id, and then not context 1', async () => {
     const root = A.tenants.live.rootKey;
@@ -924,7 +930,8 @@ describe('error messages never name what belongs to another tenant or context', 
     for (const c of creds.filter((x) => x.boundUser)) {
       for (const other of Object.values(cells).filter((x) => x.id !== c.cell)) {
         const r = await call(c, 'POST', '/v1/schemas', schemaBody(TYPE, { basedOn: other.baseSchemaId }));
-        // The caller's own variant already exists: the create is idempotent (200) or refused (400); never reveals the other base.
+        // The caller's own variant already exists: the create is idempotent (200) or refused (400); never reveals the
+        // other base.
         expect([200, 400], `${c.name}: ${r.text}`).toContain(r.status);
         if (r.status === 200) expect(r.body.id).toBe(cells[c.cell].u1SchemaId);
         expectNoForeignStrings(c, 'variant basedOn a foreign base', r.text);
@@ -1065,40 +1072,48 @@ describe('data scopes on schemas (identity-bound credentials)', () => {
     }
   });
 
-  it('another user’s variant schema is out of scope: GET /v1/schemas/:id → the 404 of a random id, and lists leave it out', async () => {
-    const failures: string[] = [];
-    for (const c of bound()) {
-      const id = u2Variant[c.cell];
-      const rnd = await call(c, 'GET', `/v1/schemas/${randomUUID()}`);
-      const g = await call(c, 'GET', `/v1/schemas/${id}`);
-      if (g.status !== 404 || withoutRequestId(g) !== withoutRequestId(rnd))
-        failures.push(`${c.name} GET /v1/schemas/${id} (userId u2) → ${g.status} ${g.text.slice(0, 120)}`);
-      const v = await call(c, 'GET', `/v1/schemas/${id}/versions`);
-      if (v.status !== 404) failures.push(`${c.name} GET /v1/schemas/${id}/versions → ${v.status}`);
-      const l = await allPages(c, '/v1/schemas?limit=100');
-      if (l.ids.includes(id)) failures.push(`${c.name} GET /v1/schemas lists the u2 variant ${id}`);
-    }
-    expect(failures, failures.join('\n')).toEqual([]);
-  });
+  it(
+    'another user’s variant schema is out of scope: GET /v1/schemas/:id → the 404 of a random id, and lists ' +
+      'leave it out',
+    async () => {
+      const failures: string[] = [];
+      for (const c of bound()) {
+        const id = u2Variant[c.cell];
+        const rnd = await call(c, 'GET', `/v1/schemas/${randomUUID()}`);
+        const g = await call(c, 'GET', `/v1/schemas/${id}`);
+        if (g.status !== 404 || withoutRequestId(g) !== withoutRequestId(rnd))
+          failures.push(`${c.name} GET /v1/schemas/${id} (userId u2) → ${g.status} ${g.text.slice(0, 120)}`);
+        const v = await call(c, 'GET', `/v1/schemas/${id}/versions`);
+        if (v.status !== 404) failures.push(`${c.name} GET /v1/schemas/${id}/versions → ${v.status}`);
+        const l = await allPages(c, '/v1/schemas?limit=100');
+        if (l.ids.includes(id)) failures.push(`${c.name} GET /v1/schemas lists the u2 variant ${id}`);
+      }
+      expect(failures, failures.join('\n')).toEqual([]);
+    },
+  );
 
-  it('another user’s variant schema cannot be written through (POST /v1/records with its schemaId → 404 of a random schemaId)', async () => {
-    const failures: string[] = [];
-    for (const c of bound()) {
-      const rnd = await call(c, 'POST', '/v1/records', { schemaId: randomUUID(), payload: { amount: 1 } });
-      const r = await call(c, 'POST', '/v1/records', { schemaId: u2Variant[c.cell], payload: { amount: 1 } });
-      if (r.status === 201)
-        cells[c.cell].records.push({
-          id: r.body.id,
-          cell: c.cell,
-          userId: r.body.userId,
-          externalId: null,
-          typeName: TYPE,
-        });
-      if (r.status !== 404 || withoutRequestId(r) !== withoutRequestId(rnd))
-        failures.push(`${c.name} POST /v1/records {schemaId: u2 variant} → ${r.status} ${r.text.slice(0, 120)}`);
-    }
-    expect(failures, failures.join('\n')).toEqual([]);
-  });
+  it(
+    'another user’s variant schema cannot be written through (POST /v1/records with its schemaId → 404 of a ' +
+      'random schemaId)',
+    async () => {
+      const failures: string[] = [];
+      for (const c of bound()) {
+        const rnd = await call(c, 'POST', '/v1/records', { schemaId: randomUUID(), payload: { amount: 1 } });
+        const r = await call(c, 'POST', '/v1/records', { schemaId: u2Variant[c.cell], payload: { amount: 1 } });
+        if (r.status === 201)
+          cells[c.cell].records.push({
+            id: r.body.id,
+            cell: c.cell,
+            userId: r.body.userId,
+            externalId: null,
+            typeName: TYPE,
+          });
+        if (r.status !== 404 || withoutRequestId(r) !== withoutRequestId(rnd))
+          failures.push(`${c.name} POST /v1/records {schemaId: u2 variant} → ${r.status} ${r.text.slice(0, 120)}`);
+      }
+      expect(failures, failures.join('\n')).toEqual([]);
+    },
+  );
 
   it('the shared base stays visible to an identity-bound credential, on GET and on /versions alike', async () => {
     const failures: string[] = [];
@@ -1200,7 +1215,8 @@ describe('scope-bound credentials (dataScope.scopes = [org:acme])', () => {
         const back = await call(c, 'GET', `/v1/records/${created.body.id}`);
         if (back.status !== 200)
           failures.push(
-            `${c.name} POST {scopes: []} → 201 with scopes ${JSON.stringify(created.body.scopes)}, and the record is then out of its reach (GET → ${back.status})`,
+            `${c.name} POST {scopes: []} → 201 with scopes ${JSON.stringify(created.body.scopes)}, and ` +
+              `the record is then out of its reach (GET → ${back.status})`,
           );
       } else if (created.status !== 403)
         failures.push(`${c.name} POST {scopes: []} → ${created.status} ${created.text}`);
@@ -1219,7 +1235,8 @@ describe('scope-bound credentials (dataScope.scopes = [org:acme])', () => {
         const back = await call(c, 'GET', `/v1/records/${own.body.id}`);
         if (back.status !== 200)
           failures.push(
-            `${c.name} PATCH {scopes: []} → 200 with scopes ${JSON.stringify(patched.body.scopes)}, and the record is then out of its reach (GET → ${back.status})`,
+            `${c.name} PATCH {scopes: []} → 200 with scopes ${JSON.stringify(patched.body.scopes)}, and ` +
+              `the record is then out of its reach (GET → ${back.status})`,
           );
       } else if (patched.status !== 403)
         failures.push(`${c.name} PATCH {scopes: []} → ${patched.status} ${patched.text}`);

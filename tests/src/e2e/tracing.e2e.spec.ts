@@ -95,26 +95,30 @@ describe('traces over OTLP', () => {
     expect(attr(embed, 'svc.purpose')).toBe('query');
   });
 
-  it('shows a RAG answer as the edge span with its retrieval and one span for the model call, over the whole stream', async () => {
-    const caller = callerContext();
-    const r = await send('POST', '/v1/rag', { query: 'Who keeps the lighthouse?' }, caller.traceparent);
-    expect(r.status).toBe(200);
-    await r.text(); // the stream to its end
+  it(
+    'shows a RAG answer as the edge span with its retrieval and one span for the model call, over the whole ' +
+      'stream',
+    async () => {
+      const caller = callerContext();
+      const r = await send('POST', '/v1/rag', { query: 'Who keeps the lighthouse?' }, caller.traceparent);
+      expect(r.status).toBe(200);
+      await r.text(); // the stream to its end
 
-    const spans = (await eventually(async () => {
-      const t = ofTrace(caller.traceId);
-      return t.some((s) => s.name === 'POST /v1/rag') && t.some((s) => s.name === 'model builtin-extractive')
-        ? t
-        : null;
-    }, 20_000))!;
-    const edge = spans.find((s) => s.name === 'POST /v1/rag')!;
-    const model = spans.find((s) => s.name === 'model builtin-extractive')!;
-    expect(model.parentSpanId).toBe(edge.spanId);
-    expect(attr(model, 'svc.surface')).toBe('rag');
-    expect(spans.filter((s) => s.parentSpanId === edge.spanId).map((s) => s.name)).toEqual(
-      expect.arrayContaining(['search TEXT', 'model builtin-extractive']),
-    );
-  });
+      const spans = (await eventually(async () => {
+        const t = ofTrace(caller.traceId);
+        return t.some((s) => s.name === 'POST /v1/rag') && t.some((s) => s.name === 'model builtin-extractive')
+          ? t
+          : null;
+      }, 20_000))!;
+      const edge = spans.find((s) => s.name === 'POST /v1/rag')!;
+      const model = spans.find((s) => s.name === 'model builtin-extractive')!;
+      expect(model.parentSpanId).toBe(edge.spanId);
+      expect(attr(model, 'svc.surface')).toBe('rag');
+      expect(spans.filter((s) => s.parentSpanId === edge.spanId).map((s) => s.name)).toEqual(
+        expect.arrayContaining(['search TEXT', 'model builtin-extractive']),
+      );
+    },
+  );
 
   it('starts a trace of its own for a request without traceparent', async () => {
     const r = await fetch(`${svc.url}/v1/records?typeName=${typeName}`, {

@@ -77,7 +77,9 @@ describe('triggers: SIGKILL during a trigger storm, then restart', () => {
     for (const tag of ['a', 'b']) {
       const s = await api.post('/v1/scripts', root, {
         name: `audit-${tag}`,
-        source: `export default async (input) => { await records.create({ typeName: 'storm_audit', payload: { tag: '${tag}', recordId: input.recordId, n: input.record.n } }); }`,
+        source:
+          `export default async (input) => { await records.create({ typeName: 'storm_audit', payload: { ` +
+          `tag: '${tag}', recordId: input.recordId, n: input.record.n } }); }`,
       });
       expect(s.status, s.text).toBe(201);
       const r = await api.post('/v1/triggers', root, {

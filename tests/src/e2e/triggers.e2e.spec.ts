@@ -30,7 +30,10 @@ async function push(name: string, source: string) {
   return r.body as { id: string; version: number };
 }
 
-/** A schema that triggers may fire off: amount (inline), status (filterable), ref (lookup), notes (plain), secret (sensitive). */
+/**
+ * A schema that triggers may fire off: amount (inline), status (filterable), ref (lookup), notes (plain), secret
+ * (sensitive).
+ */
 async function invoiceSchema(capabilities: Record<string, boolean> = { triggersEnabled: true }) {
   const r = await api.post('/v1/schemas', root, {
     typeName: uniq('Invoice'),
@@ -67,8 +70,12 @@ async function bareSchema() {
 }
 
 /** A script that writes one audit record per firing, carrying the input it saw. */
-const auditSource = (auditType: string) => `export default async (input) => {
-  await records.create({ typeName: ${JSON.stringify(auditType)}, payload: { event: input.event, recordId: input.recordId, schemaId: input.schemaId, record: input.record, previous: input.previous === undefined ? '(absent)' : input.previous, statusIsUndefined: input.record.status === undefined } });
+const auditSource = (auditType: string) =>
+  `export default async (input) => {
+  await records.create({ typeName: ${JSON.stringify(auditType)}, ` +
+  `payload: { event: input.event, recordId: input.recordId, schemaId: input.schemaId, record: input.record, ` +
+  `previous: input.previous === undefined ? '(absent)' : input.previous, statusIsUndefined: ` +
+  `input.record.status === undefined } });
   return 'ok';
 }`;
 
@@ -91,79 +98,84 @@ const rule = (schemaId: string, script: string, over: Record<string, unknown> = 
 });
 
 describe('firing', () => {
-  it('runs the script on CREATE / UPDATE / DELETE with only the declared fields, and stops once the rule is deleted', async () => {
-    const inv = await invoiceSchema();
-    const audit = await bareSchema();
-    const script = uniq('audit');
-    await push(script, auditSource(audit.typeName));
-    const r = await declare(rule(inv.id, script));
-    expect(r.status, r.text).toBe(201);
-    expect(r.body).toMatchObject({
-      schemaId: inv.id,
-      typeName: inv.typeName,
-      events: ['CREATE', 'UPDATE', 'DELETE'],
-      scriptRef: { name: script, version: 1 },
-      fields: ['amount', 'status'],
-      enabled: true,
-      grant: { allowedActions: ['records:r', 'records:c'], dataScope: null },
-    });
-    const ruleId = r.body.id as string;
-    expect((await api.get(`/v1/triggers/${ruleId}`, root)).body).toEqual(r.body);
-    const list = await api.get(`/v1/triggers?schemaId=${inv.id}`, root);
-    expect(list.status).toBe(200);
-    expect(list.body).toEqual({ data: [r.body], nextCursor: null });
+  it(
+    'runs the script on CREATE / UPDATE / DELETE with only the declared fields, and stops once the rule is ' +
+      'deleted',
+    async () => {
+      const inv = await invoiceSchema();
+      const audit = await bareSchema();
+      const script = uniq('audit');
+      await push(script, auditSource(audit.typeName));
+      const r = await declare(rule(inv.id, script));
+      expect(r.status, r.text).toBe(201);
+      expect(r.body).toMatchObject({
+        schemaId: inv.id,
+        typeName: inv.typeName,
+        events: ['CREATE', 'UPDATE', 'DELETE'],
+        scriptRef: { name: script, version: 1 },
+        fields: ['amount', 'status'],
+        enabled: true,
+        grant: { allowedActions: ['records:r', 'records:c'], dataScope: null },
+      });
+      const ruleId = r.body.id as string;
+      expect((await api.get(`/v1/triggers/${ruleId}`, root)).body).toEqual(r.body);
+      const list = await api.get(`/v1/triggers?schemaId=${inv.id}`, root);
+      expect(list.status).toBe(200);
+      expect(list.body).toEqual({ data: [r.body], nextCursor: null });
 
-    const rec = await api.post('/v1/records', root, {
-      typeName: inv.typeName,
-      payload: { amount: 10, notes: 'n', secret: 's', ref: 'R1' },
-    });
-    expect(rec.status, rec.text).toBe(201);
-    const upd = await api.put(`/v1/records/${rec.body.id}`, root, {
-      payload: { amount: 12, status: 'paid', notes: 'm', ref: 'R1' },
-    });
-    expect(upd.status, upd.text).toBe(200);
-    const del = await api.del(`/v1/records/${rec.body.id}`, root);
-    expect(del.status).toBe(204);
-    const rows = (await eventually(async () => {
-      const all = await listAll(audit.typeName);
-      return all.length >= 3 ? all : null;
-    }, 20_000))!;
-    const byEvent = Object.fromEntries(rows.map((x) => [x.payload.event, x.payload]));
-    expect(byEvent.CREATE).toEqual({
-      event: 'CREATE',
-      recordId: rec.body.id,
-      schemaId: inv.id,
-      record: { amount: 10 },
-      previous: '(absent)',
-      statusIsUndefined: true,
-    });
-    expect(byEvent.UPDATE).toEqual({
-      event: 'UPDATE',
-      recordId: rec.body.id,
-      schemaId: inv.id,
-      record: { amount: 12, status: 'paid' },
-      previous: { amount: 10 },
-      statusIsUndefined: false,
-    });
-    expect(byEvent.DELETE).toMatchObject({
-      event: 'DELETE',
-      record: { amount: 12, status: 'paid' },
-      previous: '(absent)',
-    });
+      const rec = await api.post('/v1/records', root, {
+        typeName: inv.typeName,
+        payload: { amount: 10, notes: 'n', secret: 's', ref: 'R1' },
+      });
+      expect(rec.status, rec.text).toBe(201);
+      const upd = await api.put(`/v1/records/${rec.body.id}`, root, {
+        payload: { amount: 12, status: 'paid', notes: 'm', ref: 'R1' },
+      });
+      expect(upd.status, upd.text).toBe(200);
+      const del = await api.del(`/v1/records/${rec.body.id}`, root);
+      expect(del.status).toBe(204);
+      const rows = (await eventually(async () => {
+        const all = await listAll(audit.typeName);
+        return all.length >= 3 ? all : null;
+      }, 20_000))!;
+      const byEvent = Object.fromEntries(rows.map((x) => [x.payload.event, x.payload]));
+      expect(byEvent.CREATE).toEqual({
+        event: 'CREATE',
+        recordId: rec.body.id,
+        schemaId: inv.id,
+        record: { amount: 10 },
+        previous: '(absent)',
+        statusIsUndefined: true,
+      });
+      expect(byEvent.UPDATE).toEqual({
+        event: 'UPDATE',
+        recordId: rec.body.id,
+        schemaId: inv.id,
+        record: { amount: 12, status: 'paid' },
+        previous: { amount: 10 },
+        statusIsUndefined: false,
+      });
+      expect(byEvent.DELETE).toMatchObject({
+        event: 'DELETE',
+        record: { amount: 12, status: 'paid' },
+        previous: '(absent)',
+      });
 
-    expect((await api.del(`/v1/triggers/${ruleId}`, root)).status).toBe(204);
-    expect((await api.get(`/v1/triggers/${ruleId}`, root)).status).toBe(404);
-    expect((await api.del(`/v1/triggers/${ruleId}`, root)).status).toBe(404);
-    await api.post('/v1/records', root, { typeName: inv.typeName, payload: { amount: 1 } });
-    // A second rule on another schema proves the runner got past the write: after its firing, no more audits of the deleted rule.
-    const other = await invoiceSchema();
-    await declare(rule(other.id, script, { events: ['CREATE'] }));
-    await api.post('/v1/records', root, { typeName: other.typeName, payload: { amount: 2 } });
-    await eventually(async () => (await listAll(audit.typeName)).length >= 4, 20_000);
-    const after = await listAll(audit.typeName);
-    expect(after).toHaveLength(4);
-    expect(after.filter((x) => x.payload.schemaId === inv.id)).toHaveLength(3);
-  });
+      expect((await api.del(`/v1/triggers/${ruleId}`, root)).status).toBe(204);
+      expect((await api.get(`/v1/triggers/${ruleId}`, root)).status).toBe(404);
+      expect((await api.del(`/v1/triggers/${ruleId}`, root)).status).toBe(404);
+      await api.post('/v1/records', root, { typeName: inv.typeName, payload: { amount: 1 } });
+      // A second rule on another schema proves the runner got past the write: after its firing, no more audits of the
+      // deleted rule.
+      const other = await invoiceSchema();
+      await declare(rule(other.id, script, { events: ['CREATE'] }));
+      await api.post('/v1/records', root, { typeName: other.typeName, payload: { amount: 2 } });
+      await eventually(async () => (await listAll(audit.typeName)).length >= 4, 20_000);
+      const after = await listAll(audit.typeName);
+      expect(after).toHaveLength(4);
+      expect(after.filter((x) => x.payload.schemaId === inv.id)).toHaveLength(3);
+    },
+  );
 
   it('lists terminal failures within seconds (SCRIPT_ERROR, AUTHORIZATION_DENIED)', async () => {
     const inv = await invoiceSchema();
@@ -235,97 +247,109 @@ describe('firing', () => {
     expect(await listAll(audit.typeName)).toHaveLength(0);
   });
 
-  it('fills grant placeholders from the record; a grant that cannot read the record gets empty record and previous', async () => {
-    const inv = await invoiceSchema();
-    const audit = await bareSchema();
-    const script = uniq('owned');
-    await push(
-      script,
-      `export default async (input) => {
+  it(
+    'fills grant placeholders from the record; a grant that cannot read the record gets empty record and ' + 'previous',
+    async () => {
+      const inv = await invoiceSchema();
+      const audit = await bareSchema();
+      const script = uniq('owned');
+      await push(
+        script,
+        `export default async (input) => {
       const seen = await records.get(input.recordId);
-      await records.create({ typeName: ${JSON.stringify(audit.typeName)}, payload: { recordId: input.recordId, owner: input.userId, record: input.record, readable: seen !== null } });
+      ` +
+          `await records.create({ typeName: ${JSON.stringify(audit.typeName)}, payload: { recordId: ` +
+          `input.recordId, owner: input.userId, record: input.record, readable: seen !== null } });
     }`,
-    );
-    const r = await declare(
-      rule(inv.id, script, {
-        events: ['CREATE'],
-        fields: ['amount'],
-        grant: { allowedActions: ['records:r', 'records:c'], dataScope: { userId: '${{ input.userId }}' } },
-      }),
-    );
-    expect(r.status, r.text).toBe(201);
-    const owned = await api.post('/v1/records', root, {
-      typeName: inv.typeName,
-      userId: 'alice',
-      payload: { amount: 5 },
-    });
-    expect(owned.status, owned.text).toBe(201);
-    const unowned = await api.post('/v1/records', root, { typeName: inv.typeName, payload: { amount: 6 } });
-    expect(unowned.status, unowned.text).toBe(201);
-    const rows = (await eventually(async () => {
-      const all = await listAll(audit.typeName);
-      return all.length >= 2 ? all : null;
-    }, 10_000).catch(async (e) => {
-      throw new Error(
-        `${String(e)}: ${JSON.stringify((await api.get(`/v1/trigger-failures?ruleId=${r.body.id}`, root)).body)} ${JSON.stringify(await listAll(audit.typeName))}`,
       );
-    }))!;
-    const of = (id: string) => rows.find((x) => x.payload.recordId === id)!;
-    expect(of(owned.body.id)).toMatchObject({
-      userId: 'alice',
-      payload: { owner: 'alice', record: { amount: 5 }, readable: true },
-    });
-    expect(of(unowned.body.id).payload).toMatchObject({ owner: null, record: {}, readable: false });
-  });
-
-  it('scriptRef.version "latest" runs the newest live version at each firing; its failures show the version as declared', async () => {
-    const inv = await invoiceSchema();
-    const audit = await bareSchema();
-    const script = uniq('follow');
-    const marking = (mark: string) =>
-      `export default async (input) => { await records.create({ typeName: ${JSON.stringify(audit.typeName)}, payload: { mark: ${JSON.stringify(mark)}, recordId: input.recordId } }); }`;
-    await push(script, marking('v1'));
-    const r = await declare(
-      rule(inv.id, script, { events: ['CREATE'], scriptRef: { name: script, version: 'latest' } }),
-    );
-    expect(r.status, r.text).toBe(201);
-    expect(r.body.scriptRef).toEqual({ name: script, version: 'latest' });
-    expect((await api.get(`/v1/triggers/${r.body.id}`, root)).body.scriptRef).toEqual({
-      name: script,
-      version: 'latest',
-    });
-    const marks = async (n: number) =>
-      (await eventually(async () => {
+      const r = await declare(
+        rule(inv.id, script, {
+          events: ['CREATE'],
+          fields: ['amount'],
+          grant: { allowedActions: ['records:r', 'records:c'], dataScope: { userId: '${{ input.userId }}' } },
+        }),
+      );
+      expect(r.status, r.text).toBe(201);
+      const owned = await api.post('/v1/records', root, {
+        typeName: inv.typeName,
+        userId: 'alice',
+        payload: { amount: 5 },
+      });
+      expect(owned.status, owned.text).toBe(201);
+      const unowned = await api.post('/v1/records', root, { typeName: inv.typeName, payload: { amount: 6 } });
+      expect(unowned.status, unowned.text).toBe(201);
+      const rows = (await eventually(async () => {
         const all = await listAll(audit.typeName);
-        return all.length >= n ? all : null;
-      }, 20_000))!.map((x) => x.payload.mark);
-    await api.post('/v1/records', root, { typeName: inv.typeName, payload: { amount: 1 } });
-    expect(await marks(1)).toEqual(['v1']);
-    // A version pushed after the declaration is the one the next firing runs.
-    await push(script, marking('v2'));
-    await api.post('/v1/records', root, { typeName: inv.typeName, payload: { amount: 2 } });
-    expect((await marks(2)).sort()).toEqual(['v1', 'v2']);
-    // A newest version that throws: the failure names the rule's scriptRef as declared.
-    await push(script, `export default () => { throw new Error('v3 is broken'); }`);
-    const rec = await api.post('/v1/records', root, { typeName: inv.typeName, payload: { amount: 3 } });
-    const failure = await eventually(
-      async () => (await api.get(`/v1/trigger-failures?ruleId=${r.body.id}`, root)).body.data[0],
-      10_000,
-    );
-    expect(failure).toMatchObject({
-      scriptRef: { name: script, version: 'latest' },
-      recordId: rec.body.id,
-      reason: 'SCRIPT_ERROR',
-    });
-    expect(failure.message).toContain('v3 is broken');
-  });
+        return all.length >= 2 ? all : null;
+      }, 10_000).catch(async (e) => {
+        throw new Error(
+          `${String(e)}: ${JSON.stringify((await api.get(`/v1/trigger-failures?ruleId=${r.body.id}`, root)).body)} ${JSON.stringify(await listAll(audit.typeName))}`,
+        );
+      }))!;
+      const of = (id: string) => rows.find((x) => x.payload.recordId === id)!;
+      expect(of(owned.body.id)).toMatchObject({
+        userId: 'alice',
+        payload: { owner: 'alice', record: { amount: 5 }, readable: true },
+      });
+      expect(of(unowned.body.id).payload).toMatchObject({ owner: null, record: {}, readable: false });
+    },
+  );
+
+  it(
+    'scriptRef.version "latest" runs the newest live version at each firing; its failures show the version ' +
+      'as declared',
+    async () => {
+      const inv = await invoiceSchema();
+      const audit = await bareSchema();
+      const script = uniq('follow');
+      const marking = (mark: string) =>
+        `export default async (input) => { await records.create({ typeName: ` +
+        `${JSON.stringify(audit.typeName)}, payload: { mark: ${JSON.stringify(mark)}, recordId: ` +
+        `input.recordId } }); }`;
+      await push(script, marking('v1'));
+      const r = await declare(
+        rule(inv.id, script, { events: ['CREATE'], scriptRef: { name: script, version: 'latest' } }),
+      );
+      expect(r.status, r.text).toBe(201);
+      expect(r.body.scriptRef).toEqual({ name: script, version: 'latest' });
+      expect((await api.get(`/v1/triggers/${r.body.id}`, root)).body.scriptRef).toEqual({
+        name: script,
+        version: 'latest',
+      });
+      const marks = async (n: number) =>
+        (await eventually(async () => {
+          const all = await listAll(audit.typeName);
+          return all.length >= n ? all : null;
+        }, 20_000))!.map((x) => x.payload.mark);
+      await api.post('/v1/records', root, { typeName: inv.typeName, payload: { amount: 1 } });
+      expect(await marks(1)).toEqual(['v1']);
+      // A version pushed after the declaration is the one the next firing runs.
+      await push(script, marking('v2'));
+      await api.post('/v1/records', root, { typeName: inv.typeName, payload: { amount: 2 } });
+      expect((await marks(2)).sort()).toEqual(['v1', 'v2']);
+      // A newest version that throws: the failure names the rule's scriptRef as declared.
+      await push(script, `export default () => { throw new Error('v3 is broken'); }`);
+      const rec = await api.post('/v1/records', root, { typeName: inv.typeName, payload: { amount: 3 } });
+      const failure = await eventually(
+        async () => (await api.get(`/v1/trigger-failures?ruleId=${r.body.id}`, root)).body.data[0],
+        10_000,
+      );
+      expect(failure).toMatchObject({
+        scriptRef: { name: script, version: 'latest' },
+        recordId: rec.body.id,
+        reason: 'SCRIPT_ERROR',
+      });
+      expect(failure.message).toContain('v3 is broken');
+    },
+  );
 
   it('stops a loop at the depth limit and lists it', async () => {
     const loop = await invoiceSchema();
     const script = uniq('loop');
     await push(
       script,
-      `export default async (input) => { await records.create({ typeName: ${JSON.stringify(loop.typeName)}, payload: { amount: (input.record.amount ?? 0) + 1 } }); }`,
+      `export default async (input) => { await records.create({ typeName: ` +
+        `${JSON.stringify(loop.typeName)}, payload: { amount: (input.record.amount ?? 0) + 1 } }); }`,
     );
     const r = await declare(rule(loop.id, script, { events: ['CREATE'], fields: ['amount'] }));
     expect(r.status, r.text).toBe(201);
@@ -391,79 +415,91 @@ describe('declaration refusals', () => {
     ).toBe(201);
   });
 
-  it('scriptRef.version: a positive integer, its decimal string (shown as the number) or "latest"; anything else 400', async () => {
-    const asString = await declare(rule(inv.id, script, { scriptRef: { name: script, version: '1' } }));
-    expect(asString.status, asString.text).toBe(201);
-    expect(asString.body.scriptRef).toEqual({ name: script, version: 1 });
-    expect((await api.get(`/v1/triggers/${asString.body.id}`, root)).body.scriptRef).toEqual({
-      name: script,
-      version: 1,
-    });
-    const latest = await declare(rule(inv.id, script, { scriptRef: { name: script, version: 'latest' } }));
-    expect(latest.status, latest.text).toBe(201);
-    expect(latest.body.scriptRef).toEqual({ name: script, version: 'latest' });
-    const listed = await api.get(`/v1/triggers?schemaId=${inv.id}&limit=100`, root);
-    expect(listed.body.data.find((x: any) => x.id === latest.body.id).scriptRef).toEqual({
-      name: script,
-      version: 'latest',
-    });
-    for (const version of [0, -1, 1.5, '0', '01', '1.5', 'abc', 'LATEST', '', null]) {
-      const r = await declare(rule(inv.id, script, { scriptRef: { name: script, version } }));
-      expect(r.status, `${JSON.stringify(version)}: ${r.text}`).toBe(400);
-    }
-    expect((await declare(rule(inv.id, script, { scriptRef: { name: script, version: '9' } }))).status).toBe(404);
-    // "latest" of a name with no live version is the same 404.
-    expect(
-      (await declare(rule(inv.id, uniq('nope'), { scriptRef: { name: uniq('nope'), version: 'latest' } }))).status,
-    ).toBe(404);
-  });
+  it(
+    'scriptRef.version: a positive integer, its decimal string (shown as the number) or "latest"; anything ' +
+      'else 400',
+    async () => {
+      const asString = await declare(rule(inv.id, script, { scriptRef: { name: script, version: '1' } }));
+      expect(asString.status, asString.text).toBe(201);
+      expect(asString.body.scriptRef).toEqual({ name: script, version: 1 });
+      expect((await api.get(`/v1/triggers/${asString.body.id}`, root)).body.scriptRef).toEqual({
+        name: script,
+        version: 1,
+      });
+      const latest = await declare(rule(inv.id, script, { scriptRef: { name: script, version: 'latest' } }));
+      expect(latest.status, latest.text).toBe(201);
+      expect(latest.body.scriptRef).toEqual({ name: script, version: 'latest' });
+      const listed = await api.get(`/v1/triggers?schemaId=${inv.id}&limit=100`, root);
+      expect(listed.body.data.find((x: any) => x.id === latest.body.id).scriptRef).toEqual({
+        name: script,
+        version: 'latest',
+      });
+      for (const version of [0, -1, 1.5, '0', '01', '1.5', 'abc', 'LATEST', '', null]) {
+        const r = await declare(rule(inv.id, script, { scriptRef: { name: script, version } }));
+        expect(r.status, `${JSON.stringify(version)}: ${r.text}`).toBe(400);
+      }
+      expect((await declare(rule(inv.id, script, { scriptRef: { name: script, version: '9' } }))).status).toBe(404);
+      // "latest" of a name with no live version is the same 404.
+      expect(
+        (await declare(rule(inv.id, uniq('nope'), { scriptRef: { name: uniq('nope'), version: 'latest' } }))).status,
+      ).toBe(404);
+    },
+  );
 
-  it('400 for a bad body; 404 for an unknown schema or script version; 403 without triggers:c or with a wider grant', async () => {
-    expect((await declare({ ...rule(inv.id, script), fields: undefined })).status).toBe(400);
-    expect((await declare(rule(inv.id, script, { events: ['INSERT'] }))).status).toBe(400);
-    expect((await declare(rule(randomUUID(), script))).status).toBe(404);
-    expect((await declare(rule(inv.id, script, { scriptRef: { name: script, version: 9 } }))).status).toBe(404);
-    expect((await declare(rule(inv.id, uniq('nope')))).status).toBe(404);
-    const tok = await api.post('/v1/tokens', root, { scope: { allowedActions: ['records:r'] } });
-    expect(tok.status, tok.text).toBe(201);
-    expect((await declare(rule(inv.id, script), tok.body.token)).status).toBe(403);
-    const tok2 = await api.post('/v1/tokens', root, { scope: { allowedActions: ['triggers:c', 'records:r'] } });
-    expect((await declare(rule(inv.id, script), tok2.body.token)).status).toBe(403);
-  });
+  it(
+    '400 for a bad body; 404 for an unknown schema or script version; 403 without triggers:c or with a ' +
+      'wider grant',
+    async () => {
+      expect((await declare({ ...rule(inv.id, script), fields: undefined })).status).toBe(400);
+      expect((await declare(rule(inv.id, script, { events: ['INSERT'] }))).status).toBe(400);
+      expect((await declare(rule(randomUUID(), script))).status).toBe(404);
+      expect((await declare(rule(inv.id, script, { scriptRef: { name: script, version: 9 } }))).status).toBe(404);
+      expect((await declare(rule(inv.id, uniq('nope')))).status).toBe(404);
+      const tok = await api.post('/v1/tokens', root, { scope: { allowedActions: ['records:r'] } });
+      expect(tok.status, tok.text).toBe(201);
+      expect((await declare(rule(inv.id, script), tok.body.token)).status).toBe(403);
+      const tok2 = await api.post('/v1/tokens', root, { scope: { allowedActions: ['triggers:c', 'records:r'] } });
+      expect((await declare(rule(inv.id, script), tok2.body.token)).status).toBe(403);
+    },
+  );
 });
 
 describe('schema changes while rules fire', () => {
-  it('409 for dropping a projected field, making it non-inline, turning triggersEnabled off or deleting the schema; fine once the rules are gone', async () => {
-    const inv = await invoiceSchema();
-    const script = uniq('noop');
-    await push(script, 'export default () => null');
-    const r = await declare(rule(inv.id, script, { fields: ['amount'] }));
-    expect(r.status, r.text).toBe(201);
-    const fields = inv.fields as Array<Record<string, unknown>>;
-    const put = (body: Record<string, unknown>) =>
-      api.put(`/v1/schemas/${inv.id}`, root, {
-        displayName: 'Invoice',
-        allowedSurfaces: ['record'],
-        fields,
-        lookupFields: ['ref'],
-        capabilities: { triggersEnabled: true },
-        ...body,
+  it(
+    '409 for dropping a projected field, making it non-inline, turning triggersEnabled off or deleting the ' +
+      'schema; fine once the rules are gone',
+    async () => {
+      const inv = await invoiceSchema();
+      const script = uniq('noop');
+      await push(script, 'export default () => null');
+      const r = await declare(rule(inv.id, script, { fields: ['amount'] }));
+      expect(r.status, r.text).toBe(201);
+      const fields = inv.fields as Array<Record<string, unknown>>;
+      const put = (body: Record<string, unknown>) =>
+        api.put(`/v1/schemas/${inv.id}`, root, {
+          displayName: 'Invoice',
+          allowedSurfaces: ['record'],
+          fields,
+          lookupFields: ['ref'],
+          capabilities: { triggersEnabled: true },
+          ...body,
+        });
+      expect(
+        (await put({ fields: fields.map((f) => (f.fieldId === 'amount' ? { ...f, inline: false } : f)) })).status,
+      ).toBe(409);
+      expect((await put({ fields: fields.filter((f) => f.fieldId !== 'amount') })).status).toBe(409);
+      expect((await put({ capabilities: { triggersEnabled: false } })).status).toBe(409);
+      expect((await put({ capabilities: { auditHistory: true } })).status).toBe(409);
+      expect((await api.del(`/v1/schemas/${inv.id}`, root)).status).toBe(409);
+      // Changes that keep the projected fields projectable are fine.
+      const ok = await put({
+        description: 'still fine',
+        fields: fields.map((f) => (f.fieldId === 'status' ? { ...f, filterable: false } : f)),
       });
-    expect(
-      (await put({ fields: fields.map((f) => (f.fieldId === 'amount' ? { ...f, inline: false } : f)) })).status,
-    ).toBe(409);
-    expect((await put({ fields: fields.filter((f) => f.fieldId !== 'amount') })).status).toBe(409);
-    expect((await put({ capabilities: { triggersEnabled: false } })).status).toBe(409);
-    expect((await put({ capabilities: { auditHistory: true } })).status).toBe(409);
-    expect((await api.del(`/v1/schemas/${inv.id}`, root)).status).toBe(409);
-    // Changes that keep the projected fields projectable are fine.
-    const ok = await put({
-      description: 'still fine',
-      fields: fields.map((f) => (f.fieldId === 'status' ? { ...f, filterable: false } : f)),
-    });
-    expect(ok.status, ok.text).toBe(200);
-    expect((await api.del(`/v1/triggers/${r.body.id}`, root)).status).toBe(204);
-    expect((await put({ capabilities: { triggersEnabled: false } })).status).toBe(200);
-    expect((await api.del(`/v1/schemas/${inv.id}`, root)).status).toBe(204);
-  });
+      expect(ok.status, ok.text).toBe(200);
+      expect((await api.del(`/v1/triggers/${r.body.id}`, root)).status).toBe(204);
+      expect((await put({ capabilities: { triggersEnabled: false } })).status).toBe(200);
+      expect((await api.del(`/v1/schemas/${inv.id}`, root)).status).toBe(204);
+    },
+  );
 });

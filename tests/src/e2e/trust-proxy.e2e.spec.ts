@@ -58,30 +58,38 @@ describe('TRUST_PROXY_HOPS=1: the client is the address the one trusted proxy ap
     await svc?.stop();
   });
 
-  it('two clients (two forwarded addresses) have two ceilings: one spending its ceiling does not refuse the other', async () => {
-    clock.nextMinute();
-    for (let i = 0; i < CEILING; i++) expect((await from(svc, '203.0.113.1')).status).toBe(200);
-    expectCeiling(await from(svc, '203.0.113.1'));
-    // The other client is not refused, and has its whole ceiling.
-    for (let i = 0; i < CEILING; i++) expect((await from(svc, '203.0.113.2')).status).toBe(200);
-    expectCeiling(await from(svc, '203.0.113.2'));
-    expectCeiling(await from(svc, '203.0.113.1'));
-    // A request without the header is the TCP peer's (the proxy's own, loopback here): a third ceiling.
-    expect((await from(svc)).status).toBe(200);
-  });
+  it(
+    'two clients (two forwarded addresses) have two ceilings: one spending its ceiling does not refuse the ' + 'other',
+    async () => {
+      clock.nextMinute();
+      for (let i = 0; i < CEILING; i++) expect((await from(svc, '203.0.113.1')).status).toBe(200);
+      expectCeiling(await from(svc, '203.0.113.1'));
+      // The other client is not refused, and has its whole ceiling.
+      for (let i = 0; i < CEILING; i++) expect((await from(svc, '203.0.113.2')).status).toBe(200);
+      expectCeiling(await from(svc, '203.0.113.2'));
+      expectCeiling(await from(svc, '203.0.113.1'));
+      // A request without the header is the TCP peer's (the proxy's own, loopback here): a third ceiling.
+      expect((await from(svc)).status).toBe(200);
+    },
+  );
 
-  it('a left-most entry the client wrote is not believed: the client is counted as the entry the proxy appended', async () => {
-    clock.nextMinute();
-    // The client at 198.51.100.7 sends a different forged X-Forwarded-For each time; the proxy appends its real address.
-    for (let i = 0; i < CEILING; i++) expect((await from(svc, `10.0.0.${i}, 198.51.100.7`)).status).toBe(200);
-    expectCeiling(await from(svc, '10.9.9.9, 198.51.100.7'));
-    expectCeiling(await from(svc, '198.51.100.7'));
-    expectCeiling(await from(svc, '203.0.113.50, 192.0.2.1, 198.51.100.7'));
-    // Neither can a client spend someone else's ceiling by naming it: 203.0.113.9 forging 198.51.100.7 counts as itself.
-    expect((await from(svc, '198.51.100.7, 203.0.113.9')).status).toBe(200);
-    // Nor escape through a malformed entry: what the proxy appended decides.
-    expectCeiling(await from(svc, 'not-an-address, 198.51.100.7'));
-  });
+  it(
+    'a left-most entry the client wrote is not believed: the client is counted as the entry the proxy ' + 'appended',
+    async () => {
+      clock.nextMinute();
+      // The client at 198.51.100.7 sends a different forged X-Forwarded-For each time; the proxy appends its real
+      // address.
+      for (let i = 0; i < CEILING; i++) expect((await from(svc, `10.0.0.${i}, 198.51.100.7`)).status).toBe(200);
+      expectCeiling(await from(svc, '10.9.9.9, 198.51.100.7'));
+      expectCeiling(await from(svc, '198.51.100.7'));
+      expectCeiling(await from(svc, '203.0.113.50, 192.0.2.1, 198.51.100.7'));
+      // Neither can a client spend someone else's ceiling by naming it: 203.0.113.9 forging 198.51.100.7 counts as
+      // itself.
+      expect((await from(svc, '198.51.100.7, 203.0.113.9')).status).toBe(200);
+      // Nor escape through a malformed entry: what the proxy appended decides.
+      expectCeiling(await from(svc, 'not-an-address, 198.51.100.7'));
+    },
+  );
 });
 
 describe('TRUST_PROXY_HOPS unset: X-Forwarded-For is ignored, the TCP peer is the client', () => {
@@ -155,18 +163,21 @@ describe.runIf(NGINX)(
       await svc?.stop();
     });
 
-    it('two clients from two addresses have two ceilings; a forged X-Forwarded-For neither escapes nor spends one', async () => {
-      clock.nextMinute();
-      const a = clientAt('127.0.0.2');
-      const b = clientAt('127.0.0.3');
-      // Client A forges a different left-most address on every request: the router appends 127.0.0.2 each time.
-      for (let i = 0; i < CEILING; i++) expect((await a(`10.0.0.${i}`)).status).toBe(200);
-      expectCeiling(await a('10.9.9.9'));
-      expectCeiling(await a());
-      // Client B has its own whole ceiling, even when it names A's address.
-      expect((await b('127.0.0.2')).status).toBe(200);
-      for (let i = 1; i < CEILING; i++) expect((await b()).status).toBe(200);
-      expectCeiling(await b());
-    });
+    it(
+      'two clients from two addresses have two ceilings; a forged X-Forwarded-For neither escapes nor ' + 'spends one',
+      async () => {
+        clock.nextMinute();
+        const a = clientAt('127.0.0.2');
+        const b = clientAt('127.0.0.3');
+        // Client A forges a different left-most address on every request: the router appends 127.0.0.2 each time.
+        for (let i = 0; i < CEILING; i++) expect((await a(`10.0.0.${i}`)).status).toBe(200);
+        expectCeiling(await a('10.9.9.9'));
+        expectCeiling(await a());
+        // Client B has its own whole ceiling, even when it names A's address.
+        expect((await b('127.0.0.2')).status).toBe(200);
+        for (let i = 1; i < CEILING; i++) expect((await b()).status).toBe(200);
+        expectCeiling(await b());
+      },
+    );
   },
 );

@@ -286,8 +286,8 @@ describe('usage report', () => {
       expect(b[`${k}Milli`], k).toBe(cat(k));
     expect(b.scriptExecutionMilli).toBe(0);
     expect(r.records.writes.count).toBe(7);
-    // indexCount: logical index credits, automatic lookups counted: r1 6 + schema + externalId = 8; r2 1 + schema + userId + scopes = 4;
-    // its patch 4 + 3 = 7; B1 2 + 1 = 3; B2 1 + 1 = 2; ctx2 note 0 + 1 = 1; test T1 1 + 1 = 2.
+    // indexCount: logical index credits, automatic lookups counted: r1 6 + schema + externalId = 8; r2 1 + schema +
+    // userId + scopes = 4; its patch 4 + 3 = 7; B1 2 + 1 = 3; B2 1 + 1 = 2; ctx2 note 0 + 1 = 1; test T1 1 + 1 = 2.
     expect(r.records.writes.indexCount).toBe(8 + 4 + 7 + 3 + 2 + 1 + 2);
     expect(r.documents.writes).toEqual({ count: 6, indexCount: 2 });
     expect(r.documents.ingest.text).toEqual({ count: 4, bytes: 11 + 25_000 + 10 + 10_240 });
@@ -353,20 +353,24 @@ describe('usage report', () => {
     expect(filtered.credits.usedMilli).toBe(r.credits.usedMilli);
   });
 
-  it('a context-confined credential sees its context only: the other environment null, reads 0, the whole plan as limit', async () => {
-    const all = await settledReport(live);
-    const second = all.contexts.find((c: any) => c.contextId === ctx2);
-    const r = await usage(confinedToken);
-    expect(r.tenants.test).toBeNull();
-    expect(r.tenants.live.credits.usedMilli).toBe(second.credits.usedMilli);
-    expect(r.credits.usedMilli).toBe(second.credits.usedMilli);
-    expect(r.credits.limit).toBe(250_000);
-    expect(r.reads.calls.used).toBe(0);
-    expect(r.reads.dataOut.bytes).toBe(0);
-    expect(r.records.writes.count).toBe(1);
-    expect(r.search.queries.text.count).toBe(1);
-    expect(r.contexts.map((c: any) => c.contextId)).toEqual([ctx2]);
-  });
+  it(
+    'a context-confined credential sees its context only: the other environment null, reads 0, the whole ' +
+      'plan as limit',
+    async () => {
+      const all = await settledReport(live);
+      const second = all.contexts.find((c: any) => c.contextId === ctx2);
+      const r = await usage(confinedToken);
+      expect(r.tenants.test).toBeNull();
+      expect(r.tenants.live.credits.usedMilli).toBe(second.credits.usedMilli);
+      expect(r.credits.usedMilli).toBe(second.credits.usedMilli);
+      expect(r.credits.limit).toBe(250_000);
+      expect(r.reads.calls.used).toBe(0);
+      expect(r.reads.dataOut.bytes).toBe(0);
+      expect(r.records.writes.count).toBe(1);
+      expect(r.search.queries.text.count).toBe(1);
+      expect(r.contexts.map((c: any) => c.contextId)).toEqual([ctx2]);
+    },
+  );
 
   it('needs billing:r on scoped credentials (uniform 403); selects the period; refuses a bad one', async () => {
     const tok = (await ok(api.post('/v1/tokens', live, { scope: { allowedActions: ['records:r'] } }), 201)).token;
@@ -418,71 +422,92 @@ describe('credit ceiling (402)', () => {
     }
   };
 
-  it('free plan (1,000 credits): writes and searches are refused once the month reached it; reads, deletes and schemas still work', async () => {
-    const free = await api.newAccount({ rateLimitPerMinute: 1_000_000 });
-    const key = free.tenants.live.rootKey;
-    // Two 5,200,000-byte text ingests: 1 + 508 started 10 KB each = 1,018 credits.
-    const big = 'z'.repeat(5_200_000);
-    const d1 = await ok(api.post('/v1/documents', key, { title: 'big 1', text: big, indexMode: 'NONE' }), 201);
-    const u1 = await usage(key);
-    expect(u1.plan).toBe('free');
-    expect(u1.credits.usedMilli).toBe(509_000);
-    expect(u1.credits.limit).toBe(1000);
-    await ok(api.post('/v1/documents', key, { title: 'big 2', text: big, indexMode: 'NONE' }), 201);
-    await ok(
-      api.post('/v1/schemas', key, { typeName: 'n', displayName: 'N', allowedSurfaces: ['record'], indexMode: 'NONE' }),
-      201,
-    );
-    const refused = await api.post('/v1/records', key, { typeName: 'n', payload: {} });
-    expect(refused.status).toBe(402);
-    expect(refused.body.errorCode).toBe('PAYMENT_REQUIRED');
-    expect(refused.body.requestId).toBeTruthy();
-    await refusedLeftNothing(refused.body.requestId);
-    expect((await api.post('/v1/search', key, { query: 'z', mode: 'TEXT' })).status).toBe(402);
-    expect((await api.post('/v1/documents', key, { title: 'more', text: 'x', indexMode: 'NONE' })).status).toBe(402);
-    expect((await api.patch(`/v1/documents/${d1.id}`, key, { title: 'renamed' })).status).toBe(402);
-    // The gate runs before validation: an invalid body at the ceiling is a 402 too.
-    expect((await api.post('/v1/records', key, { nonsense: true })).status).toBe(402);
-    expect((await api.get('/v1/records?type=n', key)).body.data).toEqual([]);
-    expect((await api.get(`/v1/documents/${d1.id}`, key)).status).toBe(200);
-    await ok(api.del(`/v1/documents/${d1.id}`, key), 204);
-    const after = await usage(key);
-    expect(after.credits.breakdown.textIngestMilli + after.credits.breakdown.documentWritesMilli).toBe(1_018_000);
-    expect(after.credits.remaining).toBe(0);
-    // An upgrade takes effect on the next request.
-    await ok(
-      api.call('PATCH', `/operator/accounts/${free.accountId}`, { token: OPERATOR_TOKEN, body: { plan: 'starter' } }),
-      200,
-    );
-    await ok(api.post('/v1/records', key, { typeName: 'n', payload: {} }), 201);
-  }, 60_000);
+  it(
+    'free plan (1,000 credits): writes and searches are refused once the month reached it; reads, deletes ' +
+      'and schemas still work',
+    async () => {
+      const free = await api.newAccount({ rateLimitPerMinute: 1_000_000 });
+      const key = free.tenants.live.rootKey;
+      // Two 5,200,000-byte text ingests: 1 + 508 started 10 KB each = 1,018 credits.
+      const big = 'z'.repeat(5_200_000);
+      const d1 = await ok(api.post('/v1/documents', key, { title: 'big 1', text: big, indexMode: 'NONE' }), 201);
+      const u1 = await usage(key);
+      expect(u1.plan).toBe('free');
+      expect(u1.credits.usedMilli).toBe(509_000);
+      expect(u1.credits.limit).toBe(1000);
+      await ok(api.post('/v1/documents', key, { title: 'big 2', text: big, indexMode: 'NONE' }), 201);
+      await ok(
+        api.post('/v1/schemas', key, {
+          typeName: 'n',
+          displayName: 'N',
+          allowedSurfaces: ['record'],
+          indexMode: 'NONE',
+        }),
+        201,
+      );
+      const refused = await api.post('/v1/records', key, { typeName: 'n', payload: {} });
+      expect(refused.status).toBe(402);
+      expect(refused.body.errorCode).toBe('PAYMENT_REQUIRED');
+      expect(refused.body.requestId).toBeTruthy();
+      await refusedLeftNothing(refused.body.requestId);
+      expect((await api.post('/v1/search', key, { query: 'z', mode: 'TEXT' })).status).toBe(402);
+      expect((await api.post('/v1/documents', key, { title: 'more', text: 'x', indexMode: 'NONE' })).status).toBe(402);
+      expect((await api.patch(`/v1/documents/${d1.id}`, key, { title: 'renamed' })).status).toBe(402);
+      // The gate runs before validation: an invalid body at the ceiling is a 402 too.
+      expect((await api.post('/v1/records', key, { nonsense: true })).status).toBe(402);
+      expect((await api.get('/v1/records?type=n', key)).body.data).toEqual([]);
+      expect((await api.get(`/v1/documents/${d1.id}`, key)).status).toBe(200);
+      await ok(api.del(`/v1/documents/${d1.id}`, key), 204);
+      const after = await usage(key);
+      expect(after.credits.breakdown.textIngestMilli + after.credits.breakdown.documentWritesMilli).toBe(1_018_000);
+      expect(after.credits.remaining).toBe(0);
+      // An upgrade takes effect on the next request.
+      await ok(
+        api.call('PATCH', `/operator/accounts/${free.accountId}`, { token: OPERATOR_TOKEN, body: { plan: 'starter' } }),
+        200,
+      );
+      await ok(api.post('/v1/records', key, { typeName: 'n', payload: {} }), 201);
+    },
+    60_000,
+  );
 
-  it('enterprise with a small creditLimit: the write that reaches it passes, the next is 402 with nothing written', async () => {
-    const ent = await api.newAccount({ plan: 'enterprise', creditLimit: 3, rateLimitPerMinute: 1_000_000 });
-    const key = ent.tenants.live.rootKey;
-    await ok(
-      api.post('/v1/schemas', key, { typeName: 'n', displayName: 'N', allowedSurfaces: ['record'], indexMode: 'NONE' }),
-      201,
-    );
-    for (let i = 0; i < 3; i++) await ok(api.post('/v1/records', key, { typeName: 'n', payload: { i } }), 201);
-    const r = await api.post('/v1/records', key, { typeName: 'n', payload: { i: 3 } });
-    expect(r.status).toBe(402);
-    expect(r.body.errorCode).toBe('PAYMENT_REQUIRED');
-    await refusedLeftNothing(r.body.requestId);
-    const batch = await api.post('/v1/records/batch', key, { records: [{ typeName: 'n', payload: {} }] });
-    expect(batch.status).toBe(402);
-    expect((await api.post('/v1/search', key, { query: 'x', mode: 'TEXT' })).status).toBe(402);
-    expect((await api.get('/v1/records?type=n', key)).body.data).toHaveLength(3);
-    const u = await usage(key);
-    expect(u.credits).toMatchObject({ used: 3, usedMilli: 3000, limit: 3, remaining: 0 });
-    // Without a creditLimit an enterprise account has no ceiling (and no limit in the report).
-    await ok(
-      api.call('PATCH', `/operator/accounts/${ent.accountId}`, { token: OPERATOR_TOKEN, body: { creditLimit: null } }),
-      200,
-    );
-    await ok(api.post('/v1/records', key, { typeName: 'n', payload: { i: 4 } }), 201);
-    expect((await usage(key)).credits.limit).toBeUndefined();
-  });
+  it(
+    'enterprise with a small creditLimit: the write that reaches it passes, the next is 402 with nothing ' + 'written',
+    async () => {
+      const ent = await api.newAccount({ plan: 'enterprise', creditLimit: 3, rateLimitPerMinute: 1_000_000 });
+      const key = ent.tenants.live.rootKey;
+      await ok(
+        api.post('/v1/schemas', key, {
+          typeName: 'n',
+          displayName: 'N',
+          allowedSurfaces: ['record'],
+          indexMode: 'NONE',
+        }),
+        201,
+      );
+      for (let i = 0; i < 3; i++) await ok(api.post('/v1/records', key, { typeName: 'n', payload: { i } }), 201);
+      const r = await api.post('/v1/records', key, { typeName: 'n', payload: { i: 3 } });
+      expect(r.status).toBe(402);
+      expect(r.body.errorCode).toBe('PAYMENT_REQUIRED');
+      await refusedLeftNothing(r.body.requestId);
+      const batch = await api.post('/v1/records/batch', key, { records: [{ typeName: 'n', payload: {} }] });
+      expect(batch.status).toBe(402);
+      expect((await api.post('/v1/search', key, { query: 'x', mode: 'TEXT' })).status).toBe(402);
+      expect((await api.get('/v1/records?type=n', key)).body.data).toHaveLength(3);
+      const u = await usage(key);
+      expect(u.credits).toMatchObject({ used: 3, usedMilli: 3000, limit: 3, remaining: 0 });
+      // Without a creditLimit an enterprise account has no ceiling (and no limit in the report).
+      await ok(
+        api.call('PATCH', `/operator/accounts/${ent.accountId}`, {
+          token: OPERATOR_TOKEN,
+          body: { creditLimit: null },
+        }),
+        200,
+      );
+      await ok(api.post('/v1/records', key, { typeName: 'n', payload: { i: 4 } }), 201);
+      expect((await usage(key)).credits.limit).toBeUndefined();
+    },
+  );
 });
 
 /** Runs `deploy/src/rebuild.ts <target>` (what `npm run rebuild` runs) on the data directory. */

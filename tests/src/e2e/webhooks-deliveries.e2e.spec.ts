@@ -27,8 +27,11 @@ describe('webhook delivery table', () => {
     await ensureDeliveries(sql);
     const reg = (id: string, tenant: string, status = 'ACTIVE') =>
       sql.query(
-        `INSERT INTO rm_webhooks (webhook_id, account_id, tenant_id, livemode, url, domain, events, api_version, status, consecutive_failures, sealed_secret, created_at, registered_position, revision)
-         VALUES ($1,'a',$2,true,'https://h.example/x','h.example','["document.indexed"]','2024-01',$3,0,'s',0,0,0)`,
+        `INSERT INTO rm_webhooks (webhook_id, account_id, tenant_id, livemode, url, domain, events, ` +
+          `api_version, status, consecutive_failures, sealed_secret, created_at, registered_position, ` +
+          `revision)
+         VALUES ` +
+          `($1,'a',$2,true,'https://h.example/x','h.example','["document.indexed"]','2024-01',$3,0,'s',0,0,0)`,
         [id, tenant, status],
       );
     await reg('w-slow', 't1');

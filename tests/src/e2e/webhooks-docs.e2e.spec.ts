@@ -39,7 +39,9 @@ describe('docs/webhooks.md receiver snippets', () => {
   });
 
   it('Python', () => {
-    const script = `${block('python')}\nimport sys\nprint(verify(sys.argv[1], {"X-Service-Timestamp": sys.argv[2], "X-Service-Signature": sys.argv[3]}, sys.argv[4].encode()))\n`;
+    const script =
+      `${block('python')}\nimport sys\nprint(verify(sys.argv[1], {"X-Service-Timestamp": sys.argv[2], ` +
+      `"X-Service-Signature": sys.argv[3]}, sys.argv[4].encode()))\n`;
     const run = (sig: string) => execFileSync('python3', ['-c', script, secret, ts, sig, body]).toString().trim();
     expect(run(signature)).toBe('True');
     expect(run(signature.replace(/.$/, (c) => (c === '0' ? '1' : '0')))).toBe('False');

@@ -109,7 +109,9 @@ describe('webhooks: SIGKILL with 500 deliveries due, then restart', () => {
     expect(unique.size).toBe(REGISTRATIONS * EVENTS);
     const duplicates = receiver.arrivals.length - unique.size;
     console.log(
-      `webhooks fault test: ${beforeKill} answered before the kill, ${receiver.arrivals.length} requests received in all for ${unique.size} deliveries: ${duplicates} duplicate(s) (attempts cut short by the kill, sent again)`,
+      `webhooks fault test: ${beforeKill} answered before the kill, ${receiver.arrivals.length} requests ` +
+        `received in all for ${unique.size} deliveries: ${duplicates} duplicate(s) (attempts cut short by ` +
+        `the kill, sent again)`,
     );
     expect(new Set(receiver.arrivals).size).toBe(REGISTRATIONS * EVENTS);
     // Every delivery record settles DELIVERED.

@@ -51,40 +51,49 @@ describe.skipIf(!have.ok)('bge-small-en-v1.5 (int8 ONNX)', () => {
   }, 60_000);
   afterAll(async () => m?.close());
 
-  it('tokenizes a known sentence with [CLS] … [SEP], the query instruction on queries only, and truncates long texts to 512', async () => {
-    const tok = await loadTokenizer(have.dir);
-    const ids = encode(tok, 'Hello world, this is a test of the tokenizer.', 'passage');
-    expect(ids).toEqual([101, 7592, 2088, 1010, 2023, 2003, 1037, 3231, 1997, 1996, 19204, 17629, 1012, 102]);
-    const q = encode(tok, 'Hello world, this is a test of the tokenizer.', 'query');
-    expect(q.length).toBeGreaterThan(ids.length + 5);
-    expect(q.slice(-13)).toEqual(ids.slice(1));
-    const long = encode(tok, 'The quick brown fox jumps over the lazy dog. '.repeat(200), 'passage');
-    expect(long).toHaveLength(512);
-    expect(long[0]).toBe(101);
-    expect(long[511]).toBe(102);
-  });
+  it(
+    'tokenizes a known sentence with [CLS] … [SEP], the query instruction on queries only, and truncates ' +
+      'long texts to 512',
+    async () => {
+      const tok = await loadTokenizer(have.dir);
+      const ids = encode(tok, 'Hello world, this is a test of the tokenizer.', 'passage');
+      expect(ids).toEqual([101, 7592, 2088, 1010, 2023, 2003, 1037, 3231, 1997, 1996, 19204, 17629, 1012, 102]);
+      const q = encode(tok, 'Hello world, this is a test of the tokenizer.', 'query');
+      expect(q.length).toBeGreaterThan(ids.length + 5);
+      expect(q.slice(-13)).toEqual(ids.slice(1));
+      const long = encode(tok, 'The quick brown fox jumps over the lazy dog. '.repeat(200), 'passage');
+      expect(long).toHaveLength(512);
+      expect(long[0]).toBe(101);
+      expect(long[511]).toBe(102);
+    },
+  );
 
-  it('gives unit vectors, 384 wide; related texts are closer than unrelated ones; a truncated text keeps its meaning', async () => {
-    const d = BGE_SMALL_Q.dims;
-    const [query] = [await m.embed(['what do cats eat'], 'query')];
-    const ps = await m.embed([
-      'Cats are carnivores and eat meat such as mice and birds.',
-      'The stock market fell sharply on Tuesday.',
-      'Domestic cats are fed meat-based food.',
-    ]);
-    expect(ps.length).toBe(3 * d);
-    for (let i = 0; i < 3; i++) expect(Math.hypot(...row(ps, i, d))).toBeCloseTo(1, 5);
-    const qv = row(query, 0, d);
-    expect(cos(qv, row(ps, 0, d))).toBeGreaterThan(cos(qv, row(ps, 1, d)) + 0.2);
-    expect(cos(qv, row(ps, 2, d))).toBeGreaterThan(cos(qv, row(ps, 1, d)) + 0.2);
-    // A text far past 512 tokens embeds (no error) and stays close to its opening.
-    const head = 'Whales are large marine mammals that sing complex songs during migration. ';
-    const [a, b] = [
-      await m.embed([head.repeat(3)]),
-      await m.embed([head.repeat(3) + 'Unrelated filler text about accounting ledgers. '.repeat(300)]),
-    ];
-    expect(cos(a, b)).toBeGreaterThan(0.8);
-  }, 60_000);
+  it(
+    'gives unit vectors, 384 wide; related texts are closer than unrelated ones; a truncated text keeps its ' +
+      'meaning',
+    async () => {
+      const d = BGE_SMALL_Q.dims;
+      const [query] = [await m.embed(['what do cats eat'], 'query')];
+      const ps = await m.embed([
+        'Cats are carnivores and eat meat such as mice and birds.',
+        'The stock market fell sharply on Tuesday.',
+        'Domestic cats are fed meat-based food.',
+      ]);
+      expect(ps.length).toBe(3 * d);
+      for (let i = 0; i < 3; i++) expect(Math.hypot(...row(ps, i, d))).toBeCloseTo(1, 5);
+      const qv = row(query, 0, d);
+      expect(cos(qv, row(ps, 0, d))).toBeGreaterThan(cos(qv, row(ps, 1, d)) + 0.2);
+      expect(cos(qv, row(ps, 2, d))).toBeGreaterThan(cos(qv, row(ps, 1, d)) + 0.2);
+      // A text far past 512 tokens embeds (no error) and stays close to its opening.
+      const head = 'Whales are large marine mammals that sing complex songs during migration. ';
+      const [a, b] = [
+        await m.embed([head.repeat(3)]),
+        await m.embed([head.repeat(3) + 'Unrelated filler text about accounting ledgers. '.repeat(300)]),
+      ];
+      expect(cos(a, b)).toBeGreaterThan(0.8);
+    },
+    60_000,
+  );
 
   it('the embedder runs it in its pool, names it, and treats queries differently from passages', async () => {
     const e = new BuiltinEmbedder();
@@ -101,7 +110,10 @@ describe.skipIf(!have.ok)('bge-small-en-v1.5 (int8 ONNX)', () => {
   }, 60_000);
 });
 
-/** The model processes this process started (embed-worker.mjs children), with their niceness (/proc/<pid>/stat field 19). */
+/**
+ * The model processes this process started (embed-worker.mjs children), with their niceness (/proc/<pid>/stat field
+ * 19).
+ */
 function modelProcesses(): Array<{ pid: number; nice: number }> {
   const out: Array<{ pid: number; nice: number }> = [];
   for (const d of readdirSync('/proc')) {

@@ -174,20 +174,26 @@ describe('search projector: index outcomes in batches', () => {
     for (const id of fresh) expect(await s.outcomes(id)).toEqual(['INDEXED@0']);
   });
 
-  it('many records, few events: one batch of 1,200 TEXT creates is reported in one append of 3 RecordsIndexed events (500, 500, 200 outcomes)', async () => {
-    const s = await setup();
-    const ids = await s.create(1200);
-    const before = await s.store.headPosition();
-    const all = await s.store.readAll(0, 5000);
-    await s.ix.applyBatch(all); // one batch: more outcomes of one context than one event holds
-    s.ix.position = all[all.length - 1].position;
-    const events = await s.store.readAll(before, 1000);
-    expect(events.map((e) => (e.type === 'RecordsIndexed' ? e.data.outcomes.length : e.type))).toEqual([500, 500, 200]);
-    expect(new Set(events.map((e) => e.streamId)).size).toBe(1);
-    for (const id of [ids[0], ids[700], ids[1199]]) expect(await s.outcomes(id)).toEqual(['INDEXED@0']);
-    await s.drain(0); // a replay appends none of them again
-    expect(await s.store.headPosition()).toBe(events[events.length - 1].position);
-  });
+  it(
+    'many records, few events: one batch of 1,200 TEXT creates is reported in one append of 3 ' +
+      'RecordsIndexed events (500, 500, 200 outcomes)',
+    async () => {
+      const s = await setup();
+      const ids = await s.create(1200);
+      const before = await s.store.headPosition();
+      const all = await s.store.readAll(0, 5000);
+      await s.ix.applyBatch(all); // one batch: more outcomes of one context than one event holds
+      s.ix.position = all[all.length - 1].position;
+      const events = await s.store.readAll(before, 1000);
+      expect(events.map((e) => (e.type === 'RecordsIndexed' ? e.data.outcomes.length : e.type))).toEqual([
+        500, 500, 200,
+      ]);
+      expect(new Set(events.map((e) => e.streamId)).size).toBe(1);
+      for (const id of [ids[0], ids[700], ids[1199]]) expect(await s.outcomes(id)).toEqual(['INDEXED@0']);
+      await s.drain(0); // a replay appends none of them again
+      expect(await s.store.headPosition()).toBe(events[events.length - 1].position);
+    },
+  );
 
   it('a deleted record is not reported again by a replay', async () => {
     const s = await setup();
@@ -228,31 +234,35 @@ describe('search projector: index outcomes in batches', () => {
     expect(await s.outcomes(id)).toEqual(['INDEXED@0']);
   });
 
-  it('an outcome of a revision replaced while it was being indexed changes neither the read model nor sends a webhook; the newer one does', async () => {
-    const s = await setup();
-    const rm = await s.readModel();
-    const ids = await s.create(3);
-    const created = await s.store.readAll(s.ix.position, 500);
-    await s.update(ids[1], 'rewritten while the first text was indexed');
-    await s.ix.applyBatch(created); // the batch as read before the update
-    s.ix.position = created[created.length - 1].position;
-    expect(await s.outcomes(ids[0])).toEqual(['INDEXED@0']);
-    expect(await rm.status(ids[0])).toBe('INDEXED');
-    // The stale outcome (revision 0 of a record now at 1) is left out by the read model and by webhooks.
-    expect(await rm.status(ids[1])).toBe('PENDING_INDEX');
-    const stale = (await s.store.readAll(0, 1000))
-      .filter((e) => e.type === 'RecordsIndexed')
-      .flatMap((e) => webhookSources(e, s.store))
-      .filter((w) => w.sourceId === ids[1]);
-    expect(stale).toHaveLength(1);
-    expect(await stale[0].data()).toBeNull();
-    await s.drain();
-    expect((await s.outcomes(ids[1])).at(-1)).toBe('INDEXED@1');
-    expect(await rm.status(ids[1])).toBe('INDEXED');
-    const fresh = (await s.store.readAll(0, 1000))
-      .filter((e) => e.type === 'RecordsIndexed')
-      .flatMap((e) => webhookSources(e, s.store))
-      .filter((w) => w.sourceId === ids[1]);
-    expect(await fresh.at(-1)!.data()).toMatchObject({ id: ids[1], indexStatus: 'INDEXED' });
-  });
+  it(
+    'an outcome of a revision replaced while it was being indexed changes neither the read model nor sends ' +
+      'a webhook; the newer one does',
+    async () => {
+      const s = await setup();
+      const rm = await s.readModel();
+      const ids = await s.create(3);
+      const created = await s.store.readAll(s.ix.position, 500);
+      await s.update(ids[1], 'rewritten while the first text was indexed');
+      await s.ix.applyBatch(created); // the batch as read before the update
+      s.ix.position = created[created.length - 1].position;
+      expect(await s.outcomes(ids[0])).toEqual(['INDEXED@0']);
+      expect(await rm.status(ids[0])).toBe('INDEXED');
+      // The stale outcome (revision 0 of a record now at 1) is left out by the read model and by webhooks.
+      expect(await rm.status(ids[1])).toBe('PENDING_INDEX');
+      const stale = (await s.store.readAll(0, 1000))
+        .filter((e) => e.type === 'RecordsIndexed')
+        .flatMap((e) => webhookSources(e, s.store))
+        .filter((w) => w.sourceId === ids[1]);
+      expect(stale).toHaveLength(1);
+      expect(await stale[0].data()).toBeNull();
+      await s.drain();
+      expect((await s.outcomes(ids[1])).at(-1)).toBe('INDEXED@1');
+      expect(await rm.status(ids[1])).toBe('INDEXED');
+      const fresh = (await s.store.readAll(0, 1000))
+        .filter((e) => e.type === 'RecordsIndexed')
+        .flatMap((e) => webhookSources(e, s.store))
+        .filter((w) => w.sourceId === ids[1]);
+      expect(await fresh.at(-1)!.data()).toMatchObject({ id: ids[1], indexStatus: 'INDEXED' });
+    },
+  );
 });

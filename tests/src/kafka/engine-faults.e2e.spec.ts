@@ -22,9 +22,9 @@ import { Topology } from './topology';
  *   answer 503 with Retry-After, never 500 or a hang.
  * - Elasticsearch stopped, its data deleted, started again empty: the search projector notices its index is gone and
  *   rebuilds the keyword index from the log by itself; every write of the topology so far is found again.
- * - PostgreSQL stopped (fast) and started again: writes during the restart answer 201 or 503 with Retry-After, never 500
- *   or a hang; afterwards every acknowledged write is readable, listed once, INDEXED and searchable, and every process
- *   recovered without a restart (same pids).
+ * - PostgreSQL stopped (fast) and started again: writes during the restart answer 201 or 503 with Retry-After, never
+ *   500 or a hang; afterwards every acknowledged write is readable, listed once, INDEXED and searchable, and every
+ *   process recovered without a restart (same pids).
  *
  * The convergence times (engine back -> everything readable and searchable) are printed.
  */
@@ -122,7 +122,10 @@ interface Traffic {
   refused: number;
   /** Writes acknowledged while the engine was down. */
   ackedDuring: number;
-  /** Answers that are neither success nor 503 + Retry-After (a 500, a 503 without Retry-After, a hang), writes and reads. */
+  /**
+   * Answers that are neither success nor 503 + Retry-After (a 500, a 503 without Retry-After, a hang), writes and
+   * reads.
+   */
   bad: string[];
   /** Answers by kind and status (503s by who answered: the router or a process). */
   answers: Record<string, number>;
@@ -194,8 +197,8 @@ describe.skipIf(!!skip)(
       );
       await pgStart();
       pgUrl = `postgres://postgres@127.0.0.1:${pgPort}/postgres`;
-      // Elasticsearch of our own. C1 only (TieredStopAtLevel=1): the JVM started faster on a loaded machine (67 s against
-      // 94-108 s at load average 20), and the suite starts it three times.
+      // Elasticsearch of our own. C1 only (TieredStopAtLevel=1): the JVM started faster on a loaded machine (67 s
+      // against 94-108 s at load average 20), and the suite starts it three times.
       const httpPort = await freePort();
       let transportPort = await freePort();
       while (transportPort === httpPort || transportPort === pgPort) transportPort = await freePort();
@@ -216,7 +219,8 @@ describe.skipIf(!!skip)(
         .find((l) => l.startsWith('http://'))!
         .trim();
       console.log(
-        `[engine-faults] private PostgreSQL on ${pgPort}, Elasticsearch on ${httpPort} (started in ${secs(Date.now() - started)})`,
+        `[engine-faults] private PostgreSQL on ${pgPort}, Elasticsearch on ${httpPort} (started in ` +
+          `${secs(Date.now() - started)})`,
       );
       esIndexPrefix = `engine-faults-${randomUUID().slice(0, 8)}-`;
       t = await Topology.start({
@@ -274,7 +278,9 @@ describe.skipIf(!!skip)(
       return out;
     }
 
-    /** Acknowledged writes a TEXT search for their group's keyword does not find (each group has at most 50 records). */
+    /**
+     * Acknowledged writes a TEXT search for their group's keyword does not find (each group has at most 50 records).
+     */
     async function notFound(typeName: string, acked: Acked[]): Promise<string[]> {
       const groups = new Map<string, Set<string>>();
       for (const a of acked) groups.set(a.group, (groups.get(a.group) ?? new Set()).add(a.id));
@@ -296,7 +302,9 @@ describe.skipIf(!!skip)(
       return out;
     }
 
-    /** Waits until every acknowledged write is listed once, INDEXED, and found by keyword; returns how long that took. */
+    /**
+     * Waits until every acknowledged write is listed once, INDEXED, and found by keyword; returns how long that took.
+     */
     async function converge(typeName: string, acked: Acked[], timeoutMs: number): Promise<number> {
       const from = Date.now();
       let last: string[] = [];
@@ -313,7 +321,8 @@ describe.skipIf(!!skip)(
         );
       } catch (e) {
         throw new Error(
-          `not converged in ${secs(timeoutMs)}: ${last.length} left, e.g. ${last.slice(0, 5).join('; ')}\n${t.output().slice(-6000)}`,
+          `not converged in ${secs(timeoutMs)}: ${last.length} left, e.g. ` +
+            `${last.slice(0, 5).join('; ')}\n${t.output().slice(-6000)}`,
           { cause: e },
         );
       }
@@ -375,7 +384,10 @@ describe.skipIf(!!skip)(
         return false;
       };
       const count = (key: string) => void (seen.answers[key] = (seen.answers[key] ?? 0) + 1);
-      /** Who answered a 503: the router itself (no process of the role answered; its request ids are 32 hex digits) or a process. */
+      /**
+       * Who answered a 503: the router itself (no process of the role answered; its request ids are 32 hex digits) or a
+       * process.
+       */
       const by = (r: Answer) =>
         r.status !== 503 ? '' : /^[0-9a-f]{32}$/.test(r.body?.requestId ?? '') ? ' (router)' : ' (process)';
       const writer = async () => {
@@ -406,7 +418,8 @@ describe.skipIf(!!skip)(
               late ||= Date.now() - patched >= READ_MODEL_WAIT_MS;
               if (judge(`write patch ${n}`, u, [200])) updates = 1;
               else if (u?.status === 503) {
-                // Refused: the record stays at version 1 unless the patch did land (its outcome is unknown to the client).
+                // Refused: the record stays at version 1 unless the patch did land (its outcome is unknown to the
+                // client).
                 const g = await raw.call('GET', `/v1/records/${c!.body.id}`, { token: root }).catch(() => null);
                 updates = g?.status === 200 && g.body.version === 2 ? 1 : -1;
               }
@@ -470,39 +483,44 @@ describe.skipIf(!!skip)(
         .filter((p) => p.child.exitCode !== null || p.child.signalCode !== null)
         .map((p) => `${p.name} exited (${p.child.exitCode ?? p.child.signalCode})`);
 
-    it('Elasticsearch stopped and started again on its data: every acknowledged write is readable, listed once and found by keyword', async () => {
-      const typeName = await newType('EsRestart');
-      const before = pids();
-      let down = false;
-      let stop = false;
-      const { done, seen } = traffic(
-        typeName,
-        () => down,
-        () => stop,
-      );
-      await sleep(3000);
-      const stopped = Date.now();
-      await must('elasticsearch.sh stop (keeping its data)', es('stop', { ES_KEEP_DATA: '1' }));
-      down = true;
-      await sleep(2000);
-      await must('elasticsearch.sh start (on the same data)', es('start', { ES_KEEP_DATA: '1' }));
-      down = false;
-      const back = Date.now();
-      await sleep(3000);
-      stop = true;
-      await done;
-      const convergedMs = await converge(typeName, seen.acked, 120_000);
-      report('Elasticsearch restart', seen, {
-        'outage (stop -> answering again)': secs(back - stopped),
-        'back -> all listed, INDEXED and found by TEXT': secs(convergedMs),
-      });
-      expect(seen.bad).toEqual([]);
-      expect(seen.ackedDuring).toBeGreaterThan(0);
-      await verifyHistory(seen.acked);
-      expect(allRunning()).toEqual([]);
-      expect(pids()).toEqual(before);
-      everything.push(...seen.acked.map((a) => ({ ...a, typeName })));
-    }, 420_000);
+    it(
+      'Elasticsearch stopped and started again on its data: every acknowledged write is readable, listed ' +
+        'once and found by keyword',
+      async () => {
+        const typeName = await newType('EsRestart');
+        const before = pids();
+        let down = false;
+        let stop = false;
+        const { done, seen } = traffic(
+          typeName,
+          () => down,
+          () => stop,
+        );
+        await sleep(3000);
+        const stopped = Date.now();
+        await must('elasticsearch.sh stop (keeping its data)', es('stop', { ES_KEEP_DATA: '1' }));
+        down = true;
+        await sleep(2000);
+        await must('elasticsearch.sh start (on the same data)', es('start', { ES_KEEP_DATA: '1' }));
+        down = false;
+        const back = Date.now();
+        await sleep(3000);
+        stop = true;
+        await done;
+        const convergedMs = await converge(typeName, seen.acked, 120_000);
+        report('Elasticsearch restart', seen, {
+          'outage (stop -> answering again)': secs(back - stopped),
+          'back -> all listed, INDEXED and found by TEXT': secs(convergedMs),
+        });
+        expect(seen.bad).toEqual([]);
+        expect(seen.ackedDuring).toBeGreaterThan(0);
+        await verifyHistory(seen.acked);
+        expect(allRunning()).toEqual([]);
+        expect(pids()).toEqual(before);
+        everything.push(...seen.acked.map((a) => ({ ...a, typeName })));
+      },
+      420_000,
+    );
 
     it('Elasticsearch started again EMPTY: the keyword index is rebuilt from the log without an operator', async () => {
       const typeName = await newType('EsEmpty');
@@ -577,54 +595,60 @@ describe.skipIf(!!skip)(
       everything.push(...seen.acked.map((a) => ({ ...a, typeName })));
     }, 420_000);
 
-    it('PostgreSQL stopped and started again: writes answer 201 or 503 with Retry-After, everything acknowledged is there once, the processes recover without a restart', async () => {
-      const typeName = await newType('PgRestart');
-      const before = pids();
-      let down = false;
-      let stop = false;
-      const { done, seen } = traffic(
-        typeName,
-        () => down,
-        () => stop,
-      );
-      await sleep(3000);
-      const stopped = Date.now();
-      await pgStop();
-      down = true;
-      await sleep(8000);
-      await pgStart();
-      down = false;
-      const back = Date.now();
-      // Writes go on until one sent after the start is acknowledged (the service is usable without a restart), and a little longer.
-      const firstAckAfter = await eventually(
-        async () => (seen.acked.some((a) => a.sent! >= back) ? Date.now() : 0),
-        60_000,
-        100,
-      ).catch(() => 0);
-      await sleep(3000);
-      stop = true;
-      await done;
-      const convergedMs = await converge(typeName, seen.acked, 120_000);
-      report('PostgreSQL restart', seen, {
-        'outage (stop -> started)': secs(back - stopped),
-        'started -> writes acknowledged again': firstAckAfter ? secs(firstAckAfter - back) : 'never',
-        'started -> all listed, INDEXED and found by TEXT': secs(Date.now() - back),
-        'converge after the traffic stopped': secs(convergedMs),
-      });
-      expect(seen.bad).toEqual([]);
-      expect(firstAckAfter).toBeGreaterThan(0);
-      await verifyHistory(seen.acked);
-      expect(allRunning()).toEqual([]);
-      expect(pids()).toEqual(before);
-      // Every earlier write is still readable and found.
-      for (const tn of new Set(everything.map((a) => a.typeName)))
-        expect(
-          await notFound(
-            tn,
-            everything.filter((a) => a.typeName === tn),
-          ),
-        ).toEqual([]);
-    }, 420_000);
+    it(
+      'PostgreSQL stopped and started again: writes answer 201 or 503 with Retry-After, everything ' +
+        'acknowledged is there once, the processes recover without a restart',
+      async () => {
+        const typeName = await newType('PgRestart');
+        const before = pids();
+        let down = false;
+        let stop = false;
+        const { done, seen } = traffic(
+          typeName,
+          () => down,
+          () => stop,
+        );
+        await sleep(3000);
+        const stopped = Date.now();
+        await pgStop();
+        down = true;
+        await sleep(8000);
+        await pgStart();
+        down = false;
+        const back = Date.now();
+        // Writes go on until one sent after the start is acknowledged (the service is usable without a restart), and a
+        // little longer.
+        const firstAckAfter = await eventually(
+          async () => (seen.acked.some((a) => a.sent! >= back) ? Date.now() : 0),
+          60_000,
+          100,
+        ).catch(() => 0);
+        await sleep(3000);
+        stop = true;
+        await done;
+        const convergedMs = await converge(typeName, seen.acked, 120_000);
+        report('PostgreSQL restart', seen, {
+          'outage (stop -> started)': secs(back - stopped),
+          'started -> writes acknowledged again': firstAckAfter ? secs(firstAckAfter - back) : 'never',
+          'started -> all listed, INDEXED and found by TEXT': secs(Date.now() - back),
+          'converge after the traffic stopped': secs(convergedMs),
+        });
+        expect(seen.bad).toEqual([]);
+        expect(firstAckAfter).toBeGreaterThan(0);
+        await verifyHistory(seen.acked);
+        expect(allRunning()).toEqual([]);
+        expect(pids()).toEqual(before);
+        // Every earlier write is still readable and found.
+        for (const tn of new Set(everything.map((a) => a.typeName)))
+          expect(
+            await notFound(
+              tn,
+              everything.filter((a) => a.typeName === tn),
+            ),
+          ).toEqual([]);
+      },
+      420_000,
+    );
   },
 );
 

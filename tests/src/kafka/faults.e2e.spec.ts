@@ -51,7 +51,10 @@ interface Acked {
 const REQUEST_TIMEOUT_MS = 30_000;
 /** The bound the projections must converge within after each fault (measured figures are printed). */
 const CONVERGE_BOUND_MS = 90_000;
-/** nginx's fail_timeout, which the shipped router keeps (its default): how long a replica that failed stays out of the rotation. */
+/**
+ * nginx's fail_timeout, which the shipped router keeps (its default): how long a replica that failed stays out of the
+ * rotation.
+ */
 const ROUTER_FAIL_TIMEOUT_MS = 10_000;
 
 /** One request through the router with a timeout of its own: its answer, or why there is none, and when it ran. */
@@ -126,7 +129,8 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
         const r = await t.readyz('relay');
         if (r.relay?.lag !== 0) return false;
         const p = await t.readyz('projector');
-        // Every subscriber of the projector role (read models, search index, document worker, trigger runner, webhook dispatcher).
+        // Every subscriber of the projector role (read models, search index, document worker, trigger runner, webhook
+        // dispatcher).
         return p.projections?.length === 5 && p.projections.every((x: any) => x.position >= r.headPosition);
       },
       timeoutMs,
@@ -227,7 +231,10 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
     );
   }
 
-  /** Time from now until the relay and every projection are at the head and every record of `acked` is INDEXED and searchable. */
+  /**
+   * Time from now until the relay and every projection are at the head and every record of `acked` is INDEXED and
+   * searchable.
+   */
   async function converge(acked: Acked[]): Promise<number> {
     const t0 = Date.now();
     await caughtUp(CONVERGE_BOUND_MS + 30_000);
@@ -266,8 +273,8 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
 
   /**
    * `clients` concurrent readers through the router until stopped: GET by id (the record, its version), a list page
-   * of the type (non-empty, well-formed), and a TEXT search for a record's word (finds it). Anything else, an error or a
-   * timeout, is a failure with its status, body and time.
+   * of the type (non-empty, well-formed), and a TEXT search for a record's word (finds it). Anything else, an error or
+   * a timeout, is a failure with its status, body and time.
    */
   function readers(records: Acked[], clients: number) {
     const stats: ReadStats = {
@@ -305,8 +312,9 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
         if (!ok) {
           stats.failedWindows[label] = (stats.failedWindows[label] ?? 0) + 1;
           const at = `+${s.started - t0} ms, took ${s.ended - s.started} ms, during '${label}'`;
-          // Fastify's own answer while a process closes (return503OnClosing), which the router passes through (it retries a
-          // replica only when it could not answer at all): no Retry-After, no X-Request-Id, not the service's error body.
+          // Fastify's own answer while a process closes (return503OnClosing), which the router passes through (it
+          // retries a replica only when it could not answer at all): no Retry-After, no X-Request-Id, not the service's
+          // error body.
           const draining =
             r?.status === 503 && r.body?.error === 'Service Unavailable' && r.body?.statusCode === 503
               ? ' [a draining process answered 503 (return503OnClosing)]'
@@ -314,7 +322,8 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
           stats.failures.push(
             s.error
               ? `${kind} ${at}: ${s.error}`
-              : `${kind} ${at}: ${r!.status} retry-after=${r!.headers.get('retry-after')} x-request-id=${r!.headers.get('x-request-id')} ${r!.text.slice(0, 300)}${draining}`,
+              : `${kind} ${at}: ${r!.status} retry-after=${r!.headers.get('retry-after')} ` +
+                  `x-request-id=${r!.headers.get('x-request-id')} ${r!.text.slice(0, 300)}${draining}`,
           );
         }
         await sleep(5);
@@ -369,42 +378,50 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
     for (const x of p.projections) expect(x.feed.transport).toBe('kafka');
   }, 600_000);
 
-  it('Kafka stopped for 10 s while writes continue: every write succeeds, the projections catch up after it returns', async () => {
-    const acked: Acked[] = [];
-    const failures: string[] = [];
-    let stop = false;
-    let during = 0;
-    let kafkaDown = false;
-    let n = 100_000;
-    const writers = Array.from({ length: 6 }, async () => {
-      while (!stop) {
-        const i = n++;
-        try {
-          acked.push(await write(i, i % 4 === 0));
-          if (kafkaDown) during += 1;
-        } catch (e) {
-          failures.push(String(e));
+  it(
+    'Kafka stopped for 10 s while writes continue: every write succeeds, the projections catch up after it ' +
+      'returns',
+    async () => {
+      const acked: Acked[] = [];
+      const failures: string[] = [];
+      let stop = false;
+      let during = 0;
+      let kafkaDown = false;
+      let n = 100_000;
+      const writers = Array.from({ length: 6 }, async () => {
+        while (!stop) {
+          const i = n++;
+          try {
+            acked.push(await write(i, i % 4 === 0));
+            if (kafkaDown) during += 1;
+          } catch (e) {
+            failures.push(String(e));
+          }
         }
-      }
-    });
-    await new Promise((r) => setTimeout(r, 2000));
-    const down = await kafkaScript('stop', kenv);
-    expect(down.code, down.out).toBe(0);
-    kafkaDown = true;
-    await new Promise((r) => setTimeout(r, 10_000));
-    const up = await kafkaScript('start', kenv);
-    kafkaDown = false;
-    expect(up.code, up.out).toBe(0);
-    await new Promise((r) => setTimeout(r, 3000));
-    stop = true;
-    await Promise.all(writers);
-    expect(failures).toEqual([]);
-    expect(during).toBeGreaterThan(0);
-    await caughtUp();
-    await verify(acked);
-  }, 600_000);
+      });
+      await new Promise((r) => setTimeout(r, 2000));
+      const down = await kafkaScript('stop', kenv);
+      expect(down.code, down.out).toBe(0);
+      kafkaDown = true;
+      await new Promise((r) => setTimeout(r, 10_000));
+      const up = await kafkaScript('start', kenv);
+      kafkaDown = false;
+      expect(up.code, up.out).toBe(0);
+      await new Promise((r) => setTimeout(r, 3000));
+      stop = true;
+      await Promise.all(writers);
+      expect(failures).toEqual([]);
+      expect(during).toBeGreaterThan(0);
+      await caughtUp();
+      await verify(acked);
+    },
+    600_000,
+  );
 
-  /** A create (and, when `update`, a PATCH) through the router with its own timeout: the acknowledged record, or what went wrong. */
+  /**
+   * A create (and, when `update`, a PATCH) through the router with its own timeout: the acknowledged record, or what
+   * went wrong.
+   */
   async function writeTimed(
     n: number,
     update: boolean,
@@ -424,7 +441,9 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
     return { acked, s: c };
   }
 
-  /** `count` writers creating records until stopped (for the read tests): their acknowledged records and anything else. */
+  /**
+   * `count` writers creating records until stopped (for the read tests): their acknowledged records and anything else.
+   */
   function background(count: number, from: number) {
     const acked: Acked[] = [];
     const failures: string[] = [];
@@ -449,135 +468,154 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
     };
   }
 
-  it('SIGKILL of the relay mid-burst, then a restart: every write is acknowledged, readable, listed once and searchable', async () => {
-    const TOTAL = 200;
-    const FIRST = 200_000;
-    const acked: Acked[] = [];
-    const failures: string[] = [];
-    const refused: Answer[] = [];
-    const spans: Array<{ started: number; ended: number }> = [];
-    let next = FIRST;
-    let killedAt = 0;
-    let restartedAt = 0;
-    const restart = (async () => {
-      await eventually(async () => acked.length >= 40, 120_000, 20);
-      killedAt = Date.now();
-      await t.kill('relay', 'SIGKILL');
-      await sleep(1000);
-      await t.startRole('relay');
-      restartedAt = Date.now();
-    })();
-    await Promise.all(
-      Array.from({ length: 8 }, async () => {
-        while (next < FIRST + TOTAL) {
-          const n = next++;
-          const w = await writeTimed(n, n % 3 === 0);
-          spans.push({ started: w.s.started, ended: w.s.ended });
-          if (w.acked) acked.push(w.acked);
-          if (w.refused) refused.push(w.refused);
-          if (w.failure) failures.push(w.failure);
+  it(
+    'SIGKILL of the relay mid-burst, then a restart: every write is acknowledged, readable, listed once and ' +
+      'searchable',
+    async () => {
+      const TOTAL = 200;
+      const FIRST = 200_000;
+      const acked: Acked[] = [];
+      const failures: string[] = [];
+      const refused: Answer[] = [];
+      const spans: Array<{ started: number; ended: number }> = [];
+      let next = FIRST;
+      let killedAt = 0;
+      let restartedAt = 0;
+      const restart = (async () => {
+        await eventually(async () => acked.length >= 40, 120_000, 20);
+        killedAt = Date.now();
+        await t.kill('relay', 'SIGKILL');
+        await sleep(1000);
+        await t.startRole('relay');
+        restartedAt = Date.now();
+      })();
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (next < FIRST + TOTAL) {
+            const n = next++;
+            const w = await writeTimed(n, n % 3 === 0);
+            spans.push({ started: w.s.started, ended: w.s.ended });
+            if (w.acked) acked.push(w.acked);
+            if (w.refused) refused.push(w.refused);
+            if (w.failure) failures.push(w.failure);
+          }
+        }),
+      );
+      await restart;
+      expect(killedAt, 'the relay was killed during the burst').toBeGreaterThan(0);
+      // Writes under way while the relay was down (sent before its restart, answered after its kill).
+      const duringOutage = spans.filter((x) => x.started < restartedAt && x.ended > killedAt).length;
+      expect(duringOutage, 'writes were under way while the relay was down').toBeGreaterThan(0);
+      expect(failures).toEqual([]);
+      // The relay is not on the write path: the event store acknowledges, the read-model wait gives up after 10 s at
+      // most.
+      expect(refused.map((r) => r.text)).toEqual([]);
+      expect(acked).toHaveLength(TOTAL);
+      const convergedMs = await converge(acked);
+      console.log(
+        `[faults] relay SIGKILL: ${acked.length}/${TOTAL} writes acknowledged ` +
+          `(${acked.filter((a) => a.updates).length} updated; ${duringOutage} requests under way while the ` +
+          `relay was down), 0 refused; ` +
+          `relay down ${restartedAt - killedAt} ms (kill, 1 s, start); slowest request ` +
+          `${Math.max(...spans.map((x) => x.ended - x.started))} ms; ` +
+          `converged (relay and every projection at the head, every record INDEXED and found by TEXT ` +
+          `search) ${convergedMs} ms after the last write (${Date.now() - restartedAt} ms after the restart)`,
+      );
+      expect(convergedMs).toBeLessThan(CONVERGE_BOUND_MS);
+      await verify(acked);
+    },
+    240_000,
+  );
+
+  it(
+    'SIGKILL of the command process mid-burst, then a restart: refusals are 503 with Retry-After, every ' +
+      'acknowledged write is there',
+    async () => {
+      const outcomes: Array<{ n: number; s: Sent }> = [];
+      let n = 300_000;
+      let stop = false;
+      const writers = Array.from({ length: 8 }, async () => {
+        while (!stop) {
+          const i = n++;
+          const s = await create(i);
+          outcomes.push({ n: i, s });
+          // A refusal asks to come back later (Retry-After: 1); the writers come back sooner to see more of the outage.
+          if (s.r?.status !== 201) await sleep(250);
         }
-      }),
-    );
-    await restart;
-    expect(killedAt, 'the relay was killed during the burst').toBeGreaterThan(0);
-    // Writes under way while the relay was down (sent before its restart, answered after its kill).
-    const duringOutage = spans.filter((x) => x.started < restartedAt && x.ended > killedAt).length;
-    expect(duringOutage, 'writes were under way while the relay was down').toBeGreaterThan(0);
-    expect(failures).toEqual([]);
-    // The relay is not on the write path: the event store acknowledges, the read-model wait gives up after 10 s at most.
-    expect(refused.map((r) => r.text)).toEqual([]);
-    expect(acked).toHaveLength(TOTAL);
-    const convergedMs = await converge(acked);
-    console.log(
-      `[faults] relay SIGKILL: ${acked.length}/${TOTAL} writes acknowledged (${acked.filter((a) => a.updates).length} updated; ${duringOutage} requests under way while the relay was down), 0 refused; ` +
-        `relay down ${restartedAt - killedAt} ms (kill, 1 s, start); slowest request ${Math.max(...spans.map((x) => x.ended - x.started))} ms; ` +
-        `converged (relay and every projection at the head, every record INDEXED and found by TEXT search) ${convergedMs} ms after the last write (${Date.now() - restartedAt} ms after the restart)`,
-    );
-    expect(convergedMs).toBeLessThan(CONVERGE_BOUND_MS);
-    await verify(acked);
-  }, 240_000);
+      });
+      await eventually(async () => outcomes.filter((o) => o.s.r?.status === 201).length >= 40, 120_000, 20);
+      const killAt = Date.now();
+      await t.kill('command', 'SIGKILL');
+      const exitedAt = Date.now();
+      await sleep(3000);
+      await t.startRole('command');
+      const restartedAt = Date.now();
+      await sleep(3000);
+      stop = true;
+      await Promise.all(writers);
 
-  it('SIGKILL of the command process mid-burst, then a restart: refusals are 503 with Retry-After, every acknowledged write is there', async () => {
-    const outcomes: Array<{ n: number; s: Sent }> = [];
-    let n = 300_000;
-    let stop = false;
-    const writers = Array.from({ length: 8 }, async () => {
-      while (!stop) {
-        const i = n++;
-        const s = await create(i);
-        outcomes.push({ n: i, s });
-        // A refusal asks to come back later (Retry-After: 1); the writers come back sooner to see more of the outage.
-        if (s.r?.status !== 201) await sleep(250);
+      const acked: Acked[] = [];
+      const ackedBeforeKill: Acked[] = [];
+      const refused: number[] = [];
+      const unknown: Array<{ n: number; s: Sent }> = [];
+      const bad: string[] = [];
+      for (const o of outcomes) {
+        const { r } = o.s;
+        if (r?.status === 201) {
+          const a = { id: r.body.id, n: o.n, updates: 0 };
+          acked.push(a);
+          if (o.s.ended < killAt) ackedBeforeKill.push(a);
+          continue;
+        }
+        const what =
+          `write ${o.n} (+${o.s.started - killAt} ms from the kill, took ${o.s.ended - o.s.started} ms): ` +
+          `${o.s.error ?? `${r!.status} retry-after=${r!.headers.get('retry-after')} ${r!.text.slice(0, 300)}`}`;
+        // Never a hang nor a 500: every refusal is the 503 with Retry-After and the JSON error body.
+        if (!r || !isUnavailable(r)) bad.push(what);
+        // Sent before the process was gone and answered after the kill: its connection may have died with the process.
+        if (o.s.started < exitedAt && o.s.ended >= killAt) unknown.push(o);
+        else refused.push(o.n);
       }
-    });
-    await eventually(async () => outcomes.filter((o) => o.s.r?.status === 201).length >= 40, 120_000, 20);
-    const killAt = Date.now();
-    await t.kill('command', 'SIGKILL');
-    const exitedAt = Date.now();
-    await sleep(3000);
-    await t.startRole('command');
-    const restartedAt = Date.now();
-    await sleep(3000);
-    stop = true;
-    await Promise.all(writers);
+      expect(bad).toEqual([]);
+      expect(refused.length, 'writes were refused while the command process was down').toBeGreaterThan(0);
+      expect(
+        outcomes.filter((o) => o.s.r?.status === 201 && o.s.started >= restartedAt).length,
+        'writes are acknowledged again after the restart',
+      ).toBeGreaterThan(0);
+      const convergedMs = await converge(acked);
 
-    const acked: Acked[] = [];
-    const ackedBeforeKill: Acked[] = [];
-    const refused: number[] = [];
-    const unknown: Array<{ n: number; s: Sent }> = [];
-    const bad: string[] = [];
-    for (const o of outcomes) {
-      const { r } = o.s;
-      if (r?.status === 201) {
-        const a = { id: r.body.id, n: o.n, updates: 0 };
-        acked.push(a);
-        if (o.s.ended < killAt) ackedBeforeKill.push(a);
-        continue;
-      }
-      const what = `write ${o.n} (+${o.s.started - killAt} ms from the kill, took ${o.s.ended - o.s.started} ms): ${o.s.error ?? `${r!.status} retry-after=${r!.headers.get('retry-after')} ${r!.text.slice(0, 300)}`}`;
-      // Never a hang nor a 500: every refusal is the 503 with Retry-After and the JSON error body.
-      if (!r || !isUnavailable(r)) bad.push(what);
-      // Sent before the process was gone and answered after the kill: its connection may have died with the process.
-      if (o.s.started < exitedAt && o.s.ended >= killAt) unknown.push(o);
-      else refused.push(o.n);
-    }
-    expect(bad).toEqual([]);
-    expect(refused.length, 'writes were refused while the command process was down').toBeGreaterThan(0);
-    expect(
-      outcomes.filter((o) => o.s.r?.status === 201 && o.s.started >= restartedAt).length,
-      'writes are acknowledged again after the restart',
-    ).toBeGreaterThan(0);
-    const convergedMs = await converge(acked);
-
-    // Each write by its payload n: acknowledged ones exactly once with their id, refused ones not at all.
-    const byN = new Map<number, string[]>();
-    for (const r of await listAll()) byN.set(r.payload.n, [...(byN.get(r.payload.n) ?? []), r.id]);
-    expect(
-      [...byN].filter(([, ids]) => ids.length > 1),
-      'no write is there twice',
-    ).toEqual([]);
-    expect(
-      ackedBeforeKill.filter((a) => byN.get(a.n)?.[0] !== a.id).map((a) => a.n),
-      'every write acknowledged before the kill is there',
-    ).toEqual([]);
-    expect(
-      acked.filter((a) => byN.get(a.n)?.[0] !== a.id).map((a) => a.n),
-      'every acknowledged write is there',
-    ).toEqual([]);
-    expect(
-      refused.filter((i) => byN.has(i)),
-      'no refused write was applied',
-    ).toEqual([]);
-    const unknownThere = unknown.filter((o) => byN.has(o.n));
-    console.log(
-      `[faults] command SIGKILL: ${outcomes.length} writes: ${acked.length} acknowledged (${ackedBeforeKill.length} before the kill), ${refused.length} refused with 503 + Retry-After, ` +
-        `${unknown.length} in flight at the kill (answered 503 by the router; ${unknownThere.length} of them applied: ${unknownThere.map((o) => o.n).join(', ') || 'none'}); ` +
-        `down ${restartedAt - killAt} ms; converged ${convergedMs} ms after the last write`,
-    );
-    expect(convergedMs).toBeLessThan(CONVERGE_BOUND_MS);
-    await verify(acked);
-  }, 240_000);
+      // Each write by its payload n: acknowledged ones exactly once with their id, refused ones not at all.
+      const byN = new Map<number, string[]>();
+      for (const r of await listAll()) byN.set(r.payload.n, [...(byN.get(r.payload.n) ?? []), r.id]);
+      expect(
+        [...byN].filter(([, ids]) => ids.length > 1),
+        'no write is there twice',
+      ).toEqual([]);
+      expect(
+        ackedBeforeKill.filter((a) => byN.get(a.n)?.[0] !== a.id).map((a) => a.n),
+        'every write acknowledged before the kill is there',
+      ).toEqual([]);
+      expect(
+        acked.filter((a) => byN.get(a.n)?.[0] !== a.id).map((a) => a.n),
+        'every acknowledged write is there',
+      ).toEqual([]);
+      expect(
+        refused.filter((i) => byN.has(i)),
+        'no refused write was applied',
+      ).toEqual([]);
+      const unknownThere = unknown.filter((o) => byN.has(o.n));
+      console.log(
+        `[faults] command SIGKILL: ${outcomes.length} writes: ${acked.length} acknowledged ` +
+          `(${ackedBeforeKill.length} before the kill), ${refused.length} refused with 503 + Retry-After, ` +
+          `${unknown.length} in flight at the kill (answered 503 by the router; ${unknownThere.length} of ` +
+          `them applied: ${unknownThere.map((o) => o.n).join(', ') || 'none'}); ` +
+          `down ${restartedAt - killAt} ms; converged ${convergedMs} ms after the last write`,
+      );
+      expect(convergedMs).toBeLessThan(CONVERGE_BOUND_MS);
+      await verify(acked);
+    },
+    240_000,
+  );
 
   it('one of the two query replicas SIGKILLed while clients read through the router: zero failed reads', async () => {
     const records = await seed(30);
@@ -592,13 +630,16 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
     await t.startRole('query', 'query-1');
     const upAt = Date.now();
     rd.mark('query-1 healthy');
-    // Past the router's fail_timeout since query-1 last failed, so it is in the rotation again (see the rolling restart).
+    // Past the router's fail_timeout since query-1 last failed, so it is in the rotation again (see the rolling
+    // restart).
     await sleep(ROUTER_FAIL_TIMEOUT_MS + 1_000);
     const stats = await rd.stop();
     await writes.stop();
     console.log(
-      `[faults] query-1 SIGKILL: ${stats.total} reads from 6 clients (${JSON.stringify(stats.byKind)}; by phase ${JSON.stringify(stats.windows)}), ` +
-        `${stats.failures.length} failed ${JSON.stringify(stats.failedWindows)}; query-1 down ${upAt - killAt} ms; ${writes.acked.length} writes meanwhile, ${writes.failures.length} failed`,
+      `[faults] query-1 SIGKILL: ${stats.total} reads from 6 clients (${JSON.stringify(stats.byKind)}; by ` +
+        `phase ${JSON.stringify(stats.windows)}), ` +
+        `${stats.failures.length} failed ${JSON.stringify(stats.failedWindows)}; query-1 down ` +
+        `${upAt - killAt} ms; ${writes.acked.length} writes meanwhile, ${writes.failures.length} failed`,
     );
     expect(stats.failures, t.router.log()).toEqual([]);
     expect(stats.windows['query-1 killed']).toBeGreaterThan(50);
@@ -609,53 +650,62 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
     await verify([...records, ...writes.acked]);
   }, 240_000);
 
-  it("a rolling restart of the two query replicas (SIGTERM, exit, start, /healthz, the router's fail_timeout, then the other) while clients read: zero failed requests", async () => {
-    const records = await seed(30);
-    const writes = background(1, 500_000);
-    const rd = readers(records, 6);
-    await sleep(2000);
-    const figures: string[] = [];
-    for (const name of t.queryNames()) {
-      const old = t.role(name);
-      rd.mark(`${name} SIGTERM`);
-      const t0 = Date.now();
-      await t.kill(name, 'SIGTERM');
-      const exited = Date.now();
-      rd.mark(`${name} starting`);
-      await t.startRole('query', name);
-      rd.mark(`${name} healthy`);
-      figures.push(
-        `${name}: exited ${exited - t0} ms after SIGTERM (code ${old.child.exitCode}), /healthz ${Date.now() - exited} ms later`,
-      );
-      // The service's own 15 s shutdown watchdog (deploy/src/start.ts) ends a close that did not finish with code 1.
-      if (old.child.exitCode !== 0)
-        console.log(
-          `[faults] rolling restart: ${name} did not shut down cleanly (code ${old.child.exitCode}, ${exited - t0} ms): ${old.output().slice(-500)}`,
+  it(
+    "a rolling restart of the two query replicas (SIGTERM, exit, start, /healthz, the router's " +
+      'fail_timeout, then the other) while clients read: zero failed requests',
+    async () => {
+      const records = await seed(30);
+      const writes = background(1, 500_000);
+      const rd = readers(records, 6);
+      await sleep(2000);
+      const figures: string[] = [];
+      for (const name of t.queryNames()) {
+        const old = t.role(name);
+        rd.mark(`${name} SIGTERM`);
+        const t0 = Date.now();
+        await t.kill(name, 'SIGTERM');
+        const exited = Date.now();
+        rd.mark(`${name} starting`);
+        await t.startRole('query', name);
+        rd.mark(`${name} healthy`);
+        figures.push(
+          `${name}: exited ${exited - t0} ms after SIGTERM (code ${old.child.exitCode}), /healthz ` +
+            `${Date.now() - exited} ms later`,
         );
-      // The router takes a replica out of its rotation for fail_timeout after a failed attempt (nginx's passive check,
-      // max_fails=1 fail_timeout=10s: the defaults, which the shipped file keeps), and the replica failed attempts while
-      // it was down. /healthz alone is not enough: terminating the other replica before the router has taken this one
-      // back leaves it no live upstream, and every read is a 503 for up to 10 s. So the next step waits that long.
-      if (name !== t.queryNames().at(-1)) await sleep(ROUTER_FAIL_TIMEOUT_MS + 1_000);
-      else await sleep(3000);
-      rd.mark(`${name} back in the router`);
-    }
-    const stats = await rd.stop();
-    await writes.stop();
-    console.log(
-      `[faults] rolling restart: ${figures.join('; ')}; ${stats.total} reads from 6 clients (${JSON.stringify(stats.byKind)}; by phase ${JSON.stringify(stats.windows)}), ` +
-        `${stats.failures.length} failed ${JSON.stringify(stats.failedWindows)}${stats.failures.length ? `:\n  ${stats.failures.slice(0, 10).join('\n  ')}\nrouter log:\n${t.router.log()}` : ''}; ` +
-        `${writes.acked.length} writes meanwhile, ${writes.failures.length} failed`,
-    );
-    // A draining replica must not answer 503 itself: the router retries a replica only when it could not answer at all
-    // (a 503 is an answer: requireComplete, a script that could not start), so fastify's return503OnClosing answer to a
-    // request arriving on a kept-alive connection during the drain reaches the client as is (no Retry-After, not the
-    // service's error body). Failures marked '[a draining process answered 503 ...]' are that.
-    expect(stats.failures).toEqual([]);
-    expect(writes.failures).toEqual([]);
-    const convergedMs = await converge(writes.acked);
-    console.log(`[faults] rolling restart: converged ${convergedMs} ms after the last write`);
-    expect(convergedMs).toBeLessThan(CONVERGE_BOUND_MS);
-    await verify([...records, ...writes.acked]);
-  }, 240_000);
+        // The service's own 15 s shutdown watchdog (deploy/src/start.ts) ends a close that did not finish with code 1.
+        if (old.child.exitCode !== 0)
+          console.log(
+            `[faults] rolling restart: ${name} did not shut down cleanly (code ${old.child.exitCode}, ` +
+              `${exited - t0} ms): ${old.output().slice(-500)}`,
+          );
+        // The router takes a replica out of its rotation for fail_timeout after a failed attempt (nginx's passive check,
+        // max_fails=1 fail_timeout=10s: the defaults, which the shipped file keeps), and the replica failed attempts
+        // while it was down. /healthz alone is not enough: terminating the other replica before the router has taken this
+        // one back leaves it no live upstream, and every read is a 503 for up to 10 s. So the next step waits that long.
+        if (name !== t.queryNames().at(-1)) await sleep(ROUTER_FAIL_TIMEOUT_MS + 1_000);
+        else await sleep(3000);
+        rd.mark(`${name} back in the router`);
+      }
+      const stats = await rd.stop();
+      await writes.stop();
+      console.log(
+        `[faults] rolling restart: ${figures.join('; ')}; ${stats.total} reads from 6 clients ` +
+          `(${JSON.stringify(stats.byKind)}; by phase ${JSON.stringify(stats.windows)}), ` +
+          `${stats.failures.length} failed ` +
+          `${JSON.stringify(stats.failedWindows)}${stats.failures.length ? `:\n  ${stats.failures.slice(0, 10).join('\n  ')}\nrouter log:\n${t.router.log()}` : ''}; ` +
+          `${writes.acked.length} writes meanwhile, ${writes.failures.length} failed`,
+      );
+      // A draining replica must not answer 503 itself: the router retries a replica only when it could not answer at all
+      // (a 503 is an answer: requireComplete, a script that could not start), so fastify's return503OnClosing answer to a
+      // request arriving on a kept-alive connection during the drain reaches the client as is (no Retry-After, not the
+      // service's error body). Failures marked '[a draining process answered 503 ...]' are that.
+      expect(stats.failures).toEqual([]);
+      expect(writes.failures).toEqual([]);
+      const convergedMs = await converge(writes.acked);
+      console.log(`[faults] rolling restart: converged ${convergedMs} ms after the last write`);
+      expect(convergedMs).toBeLessThan(CONVERGE_BOUND_MS);
+      await verify([...records, ...writes.acked]);
+    },
+    240_000,
+  );
 });

@@ -27,7 +27,9 @@ export interface RawMessage {
   message: { key: Buffer | null; value: Buffer | null; headers: Record<string, Buffer> };
 }
 
-/** Reads the whole topic from the beginning with a consumer group of its own until `until` holds (or the time runs out). */
+/**
+ * Reads the whole topic from the beginning with a consumer group of its own until `until` holds (or the time runs out).
+ */
 export async function readTopic(
   topic: string,
   until: (msgs: RawMessage[]) => boolean,

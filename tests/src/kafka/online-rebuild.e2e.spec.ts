@@ -70,57 +70,64 @@ describe.skipIf(!!skip)('online rebuild of the read models in the split deployme
     await t?.stop();
   }, 120_000);
 
-  it('switches while reads and writes go on through the router: no failed read, every write readable, listed once, searchable', async () => {
-    const before = await listAllRecords(t.api, root, NOTE_SCHEMA.typeName, 50);
-    expect(before.map((r) => r.id).sort()).toEqual([...ids].sort());
-    const traffic = new Traffic(t.api, root, ids, { readers: 4, writers: 2, tag: 'split' }).start();
-    try {
-      await eventually(async () => traffic.acked.length > 5, 60_000);
-      const atStart = traffic.acked.length;
-      const done = await rebuildThrough(t.api);
-      const atSwitch = traffic.acked.length;
-      // Writes were acknowledged while the fresh read models were being built (they must be in them after the switch).
-      expect(atSwitch).toBeGreaterThan(atStart);
-      await eventually(async () => traffic.acked.length > atSwitch + 5, 60_000);
-      await traffic.stop();
-      const p = (xs: number[]) =>
-        `p50 ${percentile(xs, 50).toFixed(0)} / p99 ${percentile(xs, 99).toFixed(0)} / max ${Math.max(...xs).toFixed(0)} ms`;
-      console.log(
-        `online rebuild (split deployment, router): ${JSON.stringify(done)}; ${traffic.reads} reads (by id ${p(traffic.latencies.byId)}, list ${p(traffic.latencies.list)}), ${traffic.acked.length} writes`,
-      );
-      expect(done.state, done.error).toBe('done');
-      expect(traffic.failedReads).toEqual([]);
-      expect(traffic.failedWrites).toEqual([]);
-    } finally {
-      await traffic.stop();
-    }
+  it(
+    'switches while reads and writes go on through the router: no failed read, every write readable, listed ' +
+      'once, searchable',
+    async () => {
+      const before = await listAllRecords(t.api, root, NOTE_SCHEMA.typeName, 50);
+      expect(before.map((r) => r.id).sort()).toEqual([...ids].sort());
+      const traffic = new Traffic(t.api, root, ids, { readers: 4, writers: 2, tag: 'split' }).start();
+      try {
+        await eventually(async () => traffic.acked.length > 5, 60_000);
+        const atStart = traffic.acked.length;
+        const done = await rebuildThrough(t.api);
+        const atSwitch = traffic.acked.length;
+        // Writes were acknowledged while the fresh read models were being built (they must be in them after the switch).
+        expect(atSwitch).toBeGreaterThan(atStart);
+        await eventually(async () => traffic.acked.length > atSwitch + 5, 60_000);
+        await traffic.stop();
+        const p = (xs: number[]) =>
+          `p50 ${percentile(xs, 50).toFixed(0)} / p99 ${percentile(xs, 99).toFixed(0)} / max ` +
+          `${Math.max(...xs).toFixed(0)} ms`;
+        console.log(
+          `online rebuild (split deployment, router): ${JSON.stringify(done)}; ${traffic.reads} reads (by ` +
+            `id ${p(traffic.latencies.byId)}, list ${p(traffic.latencies.list)}), ${traffic.acked.length} writes`,
+        );
+        expect(done.state, done.error).toBe('done');
+        expect(traffic.failedReads).toEqual([]);
+        expect(traffic.failedWrites).toEqual([]);
+      } finally {
+        await traffic.stop();
+      }
 
-    const after = await listAllRecords(t.api, root, NOTE_SCHEMA.typeName, 50);
-    const listed = after.map((r) => r.id);
-    expect(new Set(listed).size).toBe(listed.length);
-    expect([...listed].sort()).toEqual([...ids, ...traffic.acked].sort());
-    const byId = new Map(after.map((r) => [r.id, r]));
-    // What was there before is as it was (the index status moves on its own: written before, indexed since).
-    const stable = (r: any) => ({ ...r, indexStatus: undefined });
-    for (const r of before) expect(stable(byId.get(r.id))).toEqual(stable(r));
-    // Each query replica answers the same list.
-    for (const name of t.queryNames()) {
-      const own = await listAllRecords(t.role(name).api, root, NOTE_SCHEMA.typeName, 50);
-      expect(own.map((r) => r.id).sort()).toEqual([...listed].sort());
-    }
-    for (const id of traffic.acked) expect((await t.api.get(`/v1/records/${id}`, root)).status).toBe(200);
-    for (const id of traffic.acked) {
-      const word = traffic.words.get(id)!;
-      await eventually(
-        async () => {
-          const s = await t.api.post('/v1/search', root, { query: word, mode: 'TEXT' });
-          return s.status === 200 && s.body.results.some((x: any) => x.documentId === id);
-        },
-        90_000,
-        200,
-      );
-    }
-  }, 600_000);
+      const after = await listAllRecords(t.api, root, NOTE_SCHEMA.typeName, 50);
+      const listed = after.map((r) => r.id);
+      expect(new Set(listed).size).toBe(listed.length);
+      expect([...listed].sort()).toEqual([...ids, ...traffic.acked].sort());
+      const byId = new Map(after.map((r) => [r.id, r]));
+      // What was there before is as it was (the index status moves on its own: written before, indexed since).
+      const stable = (r: any) => ({ ...r, indexStatus: undefined });
+      for (const r of before) expect(stable(byId.get(r.id))).toEqual(stable(r));
+      // Each query replica answers the same list.
+      for (const name of t.queryNames()) {
+        const own = await listAllRecords(t.role(name).api, root, NOTE_SCHEMA.typeName, 50);
+        expect(own.map((r) => r.id).sort()).toEqual([...listed].sort());
+      }
+      for (const id of traffic.acked) expect((await t.api.get(`/v1/records/${id}`, root)).status).toBe(200);
+      for (const id of traffic.acked) {
+        const word = traffic.words.get(id)!;
+        await eventually(
+          async () => {
+            const s = await t.api.post('/v1/search', root, { query: word, mode: 'TEXT' });
+            return s.status === 200 && s.body.results.some((x: any) => x.documentId === id);
+          },
+          90_000,
+          200,
+        );
+      }
+    },
+    600_000,
+  );
 
   it('repairs a read model corrupted by hand: npm run rebuild -- --online through the router', async () => {
     const gone = ids[100];

@@ -32,7 +32,8 @@ interface Proc {
 }
 
 describe.skipIf(!url)(
-  'cached views of query replicas see a change on the next request (projector, command, 2 query processes on PostgreSQL)',
+  'cached views of query replicas see a change on the next request (projector, command, 2 query processes ' +
+    'on PostgreSQL)',
   () => {
     const dir = tempDir('svc-replicas-');
     const dnsFile = join(dir.dir, 'dns.json');
@@ -108,85 +109,100 @@ describe.skipIf(!url)(
       for (const r of ctx) expect(r.status, `${r.text}\n${output()}`).toBe(200);
     });
 
-    it("rate limit: an operator raises the account's limit; the next search on each replica is allowed, under the new limit", async () => {
-      await clearOfMinuteEnd();
-      const acct = await newAccount({ plan: 'enterprise', rateLimitPerMinute: 2, creditLimit: 1_000_000 });
-      const key = acct.tenants.live.rootKey;
-      // Each replica counts its own window (no REDIS_URL): two searches pass, the third is over the limit.
-      for (const q of replicas) {
-        const seen = [await search(key)(q), await search(key)(q), await search(key)(q)];
+    it(
+      "rate limit: an operator raises the account's limit; the next search on each replica is allowed, " +
+        'under the new limit',
+      async () => {
+        await clearOfMinuteEnd();
+        const acct = await newAccount({ plan: 'enterprise', rateLimitPerMinute: 2, creditLimit: 1_000_000 });
+        const key = acct.tenants.live.rootKey;
+        // Each replica counts its own window (no REDIS_URL): two searches pass, the third is over the limit.
+        for (const q of replicas) {
+          const seen = [await search(key)(q), await search(key)(q), await search(key)(q)];
+          expect(
+            seen.map((r) => r.status),
+            seen.map((r) => r.text).join('\n'),
+          ).toEqual([200, 200, 429]);
+          expect(seen[2].headers.get('x-ratelimit-limit')).toBe('2');
+        }
+        await patchAccount(acct.accountId, { rateLimitPerMinute: 100 });
+        const after = await onBoth(search(key));
         expect(
-          seen.map((r) => r.status),
-          seen.map((r) => r.text).join('\n'),
-        ).toEqual([200, 200, 429]);
-        expect(seen[2].headers.get('x-ratelimit-limit')).toBe('2');
-      }
-      await patchAccount(acct.accountId, { rateLimitPerMinute: 100 });
-      const after = await onBoth(search(key));
-      expect(
-        after.map((r) => [r.status, r.headers.get('x-ratelimit-limit')]),
-        after.map((r) => r.text).join('\n'),
-      ).toEqual([
-        [200, '100'],
-        [200, '100'],
-      ]);
-    });
+          after.map((r) => [r.status, r.headers.get('x-ratelimit-limit')]),
+          after.map((r) => r.text).join('\n'),
+        ).toEqual([
+          [200, '100'],
+          [200, '100'],
+        ]);
+      },
+    );
 
-    it("plan: an operator moves the account to another plan; the next search on each replica has the new plan's limit", async () => {
-      const acct = await newAccount({ plan: 'free', creditLimit: 1_000_000 });
-      const key = acct.tenants.live.rootKey;
-      const before = await onBoth(search(key));
-      expect(
-        before.map((r) => [r.status, r.headers.get('x-ratelimit-limit')]),
-        before.map((r) => r.text).join('\n'),
-      ).toEqual([
-        [200, '60'],
-        [200, '60'],
-      ]);
-      await patchAccount(acct.accountId, { plan: 'scale' });
-      const after = await onBoth(search(key));
-      expect(after.map((r) => [r.status, r.headers.get('x-ratelimit-limit')])).toEqual([
-        [200, '1200'],
-        [200, '1200'],
-      ]);
-    });
-
-    it("plan's credit ceiling: an account refused for credits (402) is allowed on the next search on each replica once the operator raises its credit limit", async () => {
-      const acct = await newAccount({ plan: 'starter', creditLimit: 0 });
-      const key = acct.tenants.live.rootKey;
-      for (let i = 0; i < 2; i++) {
+    it(
+      'plan: an operator moves the account to another plan; the next search on each replica has the new ' +
+        "plan's limit",
+      async () => {
+        const acct = await newAccount({ plan: 'free', creditLimit: 1_000_000 });
+        const key = acct.tenants.live.rootKey;
         const before = await onBoth(search(key));
         expect(
-          before.map((r) => r.status),
+          before.map((r) => [r.status, r.headers.get('x-ratelimit-limit')]),
           before.map((r) => r.text).join('\n'),
-        ).toEqual([402, 402]);
-      }
-      await patchAccount(acct.accountId, { creditLimit: 1_000_000 });
-      const after = await onBoth(search(key));
-      expect(
-        after.map((r) => r.status),
-        after.map((r) => r.text).join('\n'),
-      ).toEqual([200, 200]);
-    });
+        ).toEqual([
+          [200, '60'],
+          [200, '60'],
+        ]);
+        await patchAccount(acct.accountId, { plan: 'scale' });
+        const after = await onBoth(search(key));
+        expect(after.map((r) => [r.status, r.headers.get('x-ratelimit-limit')])).toEqual([
+          [200, '1200'],
+          [200, '1200'],
+        ]);
+      },
+    );
 
-    it('credential revocation: a token revoked through the command process answers 401 on both replicas at once', async () => {
-      const acct = await newAccount({ plan: 'enterprise' });
-      const root = acct.tenants.live.rootKey;
-      const minted = await command.post('/v1/tokens', root, { scope: { allowedActions: ['records:r', 'search:r'] } });
-      expect(minted.status, minted.text).toBe(201);
-      const token = minted.body.token as string;
-      for (let i = 0; i < 2; i++) {
-        const before = await onBoth((q) => q.get('/v1/records?limit=1', token));
+    it(
+      "plan's credit ceiling: an account refused for credits (402) is allowed on the next search on each " +
+        'replica once the operator raises its credit limit',
+      async () => {
+        const acct = await newAccount({ plan: 'starter', creditLimit: 0 });
+        const key = acct.tenants.live.rootKey;
+        for (let i = 0; i < 2; i++) {
+          const before = await onBoth(search(key));
+          expect(
+            before.map((r) => r.status),
+            before.map((r) => r.text).join('\n'),
+          ).toEqual([402, 402]);
+        }
+        await patchAccount(acct.accountId, { creditLimit: 1_000_000 });
+        const after = await onBoth(search(key));
         expect(
-          before.map((r) => r.status),
-          before.map((r) => r.text).join('\n'),
+          after.map((r) => r.status),
+          after.map((r) => r.text).join('\n'),
         ).toEqual([200, 200]);
-      }
-      const revoked = await command.del(`/v1/tokens/${minted.body.id}`, root);
-      expect(revoked.status, revoked.text).toBe(204);
-      const after = await onBoth((q) => q.get('/v1/records?limit=1', token));
-      expect(after.map((r) => r.status)).toEqual([401, 401]);
-    });
+      },
+    );
+
+    it(
+      'credential revocation: a token revoked through the command process answers 401 on both replicas at ' + 'once',
+      async () => {
+        const acct = await newAccount({ plan: 'enterprise' });
+        const root = acct.tenants.live.rootKey;
+        const minted = await command.post('/v1/tokens', root, { scope: { allowedActions: ['records:r', 'search:r'] } });
+        expect(minted.status, minted.text).toBe(201);
+        const token = minted.body.token as string;
+        for (let i = 0; i < 2; i++) {
+          const before = await onBoth((q) => q.get('/v1/records?limit=1', token));
+          expect(
+            before.map((r) => r.status),
+            before.map((r) => r.text).join('\n'),
+          ).toEqual([200, 200]);
+        }
+        const revoked = await command.del(`/v1/tokens/${minted.body.id}`, root);
+        expect(revoked.status, revoked.text).toBe(204);
+        const after = await onBoth((q) => q.get('/v1/records?limit=1', token));
+        expect(after.map((r) => r.status)).toEqual([401, 401]);
+      },
+    );
 
     it('schema change: a field made sensitive reads back masked on both replicas on the next request', async () => {
       const acct = await newAccount({ plan: 'enterprise' });
@@ -256,77 +272,85 @@ describe.skipIf(!url)(
       expect(gone.map((r) => r.status)).toEqual([404, 404]);
     });
 
-    it('webhook: a registration, its update and its delete are seen by GET /developer/webhooks on both replicas on the next request', async () => {
-      const acct = await newAccount({ plan: 'enterprise' });
-      const dev = acct.developerToken;
-      const tenantId = acct.tenants.live.tenantId;
-      const domain = await command.post('/developer/domains', dev, { domain: 'example.test' });
-      expect(domain.status, domain.text).toBe(201);
-      const verified = await command.post('/operator/domains/verify', OPERATOR_TOKEN, {
-        accountId: acct.accountId,
-        domain: 'example.test',
-      });
-      expect(verified.status, verified.text).toBe(200);
-      const list = (q: Api) => q.get(`/developer/webhooks?tenantId=${tenantId}`, dev);
-      for (let i = 0; i < 2; i++) {
-        const before = await onBoth(list);
-        expect(
-          before.map((r) => r.body?.data),
-          before.map((r) => r.text).join('\n'),
-        ).toEqual([[], []]);
-      }
-      const created = await command.post('/developer/webhooks', dev, {
-        tenantId,
-        url: 'https://hooks.example.test/in',
-        events: ['document.indexed'],
-      });
-      expect(created.status, created.text).toBe(201);
-      const id = created.body.id as string;
-      const listed = await onBoth(list);
-      expect(listed.map((r) => r.body?.data?.map((w: any) => w.id))).toEqual([[id], [id]]);
-      const updated = await command.put(`/developer/webhooks/${id}`, dev, {
-        events: ['record.indexed'],
-        status: 'DISABLED',
-      });
-      expect(updated.status, updated.text).toBe(200);
-      const after = await onBoth(list);
-      expect(after.map((r) => r.body?.data?.map((w: any) => [w.events, w.status]))).toEqual([
-        [[['record.indexed'], 'DISABLED']],
-        [[['record.indexed'], 'DISABLED']],
-      ]);
-      const byId = await onBoth((q) => q.get(`/developer/webhooks/${id}`, dev));
-      expect(byId.map((r) => r.body?.status)).toEqual(['DISABLED', 'DISABLED']);
-      const del = await command.del(`/developer/webhooks/${id}`, dev);
-      expect(del.status, del.text).toBe(204);
-      const gone = await onBoth(list);
-      expect(gone.map((r) => r.body?.data)).toEqual([[], []]);
-    });
+    it(
+      'webhook: a registration, its update and its delete are seen by GET /developer/webhooks on both ' +
+        'replicas on the next request',
+      async () => {
+        const acct = await newAccount({ plan: 'enterprise' });
+        const dev = acct.developerToken;
+        const tenantId = acct.tenants.live.tenantId;
+        const domain = await command.post('/developer/domains', dev, { domain: 'example.test' });
+        expect(domain.status, domain.text).toBe(201);
+        const verified = await command.post('/operator/domains/verify', OPERATOR_TOKEN, {
+          accountId: acct.accountId,
+          domain: 'example.test',
+        });
+        expect(verified.status, verified.text).toBe(200);
+        const list = (q: Api) => q.get(`/developer/webhooks?tenantId=${tenantId}`, dev);
+        for (let i = 0; i < 2; i++) {
+          const before = await onBoth(list);
+          expect(
+            before.map((r) => r.body?.data),
+            before.map((r) => r.text).join('\n'),
+          ).toEqual([[], []]);
+        }
+        const created = await command.post('/developer/webhooks', dev, {
+          tenantId,
+          url: 'https://hooks.example.test/in',
+          events: ['document.indexed'],
+        });
+        expect(created.status, created.text).toBe(201);
+        const id = created.body.id as string;
+        const listed = await onBoth(list);
+        expect(listed.map((r) => r.body?.data?.map((w: any) => w.id))).toEqual([[id], [id]]);
+        const updated = await command.put(`/developer/webhooks/${id}`, dev, {
+          events: ['record.indexed'],
+          status: 'DISABLED',
+        });
+        expect(updated.status, updated.text).toBe(200);
+        const after = await onBoth(list);
+        expect(after.map((r) => r.body?.data?.map((w: any) => [w.events, w.status]))).toEqual([
+          [[['record.indexed'], 'DISABLED']],
+          [[['record.indexed'], 'DISABLED']],
+        ]);
+        const byId = await onBoth((q) => q.get(`/developer/webhooks/${id}`, dev));
+        expect(byId.map((r) => r.body?.status)).toEqual(['DISABLED', 'DISABLED']);
+        const del = await command.del(`/developer/webhooks/${id}`, dev);
+        expect(del.status, del.text).toBe(204);
+        const gone = await onBoth(list);
+        expect(gone.map((r) => r.body?.data)).toEqual([[], []]);
+      },
+    );
 
-    it('context: a new context is listed, and a torn-down one is gone (its confined token refused), on both replicas on the next request', async () => {
-      const acct = await newAccount({ plan: 'enterprise' });
-      const root = acct.tenants.live.rootKey;
-      const contexts = (q: Api) => q.get('/v1/contexts?limit=100', root);
-      const ids = (r: Answer) => (r.body?.data ?? []).map((c: any) => c.id ?? c.contextId);
-      await onBoth(contexts);
-      const c = await command.post('/v1/contexts', root, {});
-      expect(c.status, c.text).toBe(201);
-      const contextId = c.body.contextId as string;
-      const listed = await onBoth(contexts);
-      for (const r of listed) expect(ids(r), r.text).toContain(contextId);
-      const minted = await command.post('/v1/tokens', root, { contextId, scope: { allowedActions: ['records:r'] } });
-      expect(minted.status, minted.text).toBe(201);
-      const before = await onBoth((q) => q.get('/v1/records?limit=1', minted.body.token));
-      expect(
-        before.map((r) => r.status),
-        before.map((r) => r.text).join('\n'),
-      ).toEqual([200, 200]);
-      const torn = await command.del(`/v1/contexts/${contextId}`, root);
-      expect([200, 202, 204], torn.text).toContain(torn.status);
-      const after = await onBoth((q) => q.get('/v1/records?limit=1', minted.body.token));
-      expect(after.map((r) => r.status)).toEqual([401, 401]);
-      const gone = await onBoth(contexts);
-      for (const r of gone) expect(ids(r)).not.toContain(contextId);
-    });
+    it(
+      'context: a new context is listed, and a torn-down one is gone (its confined token refused), on both ' +
+        'replicas on the next request',
+      async () => {
+        const acct = await newAccount({ plan: 'enterprise' });
+        const root = acct.tenants.live.rootKey;
+        const contexts = (q: Api) => q.get('/v1/contexts?limit=100', root);
+        const ids = (r: Answer) => (r.body?.data ?? []).map((c: any) => c.id ?? c.contextId);
+        await onBoth(contexts);
+        const c = await command.post('/v1/contexts', root, {});
+        expect(c.status, c.text).toBe(201);
+        const contextId = c.body.contextId as string;
+        const listed = await onBoth(contexts);
+        for (const r of listed) expect(ids(r), r.text).toContain(contextId);
+        const minted = await command.post('/v1/tokens', root, { contextId, scope: { allowedActions: ['records:r'] } });
+        expect(minted.status, minted.text).toBe(201);
+        const before = await onBoth((q) => q.get('/v1/records?limit=1', minted.body.token));
+        expect(
+          before.map((r) => r.status),
+          before.map((r) => r.text).join('\n'),
+        ).toEqual([200, 200]);
+        const torn = await command.del(`/v1/contexts/${contextId}`, root);
+        expect([200, 202, 204], torn.text).toContain(torn.status);
+        const after = await onBoth((q) => q.get('/v1/records?limit=1', minted.body.token));
+        expect(after.map((r) => r.status)).toEqual([401, 401]);
+        const gone = await onBoth(contexts);
+        for (const r of gone) expect(ids(r)).not.toContain(contextId);
+      },
+    );
   },
 );
 
@@ -334,7 +358,8 @@ describe.skipIf(!url)(
  * The single process keeps its caches (role all: its own projector drops what a batch changes before the write
  * waiting on it answers). The schema definitions that shape record responses were kept 2 s there too, never dropped.
  */
-// Not through the router (E2E_TARGET=router starts the split deployment for startService): it is the single process's case.
+// Not through the router (E2E_TARGET=router starts the split deployment for startService): it is the single process's
+// case.
 describe.skipIf(!url || process.env.E2E_TARGET === 'router')(
   'the single process (role all): a schema change is seen on the next request',
   () => {

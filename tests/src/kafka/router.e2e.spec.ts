@@ -54,38 +54,43 @@ describe.skipIf(!!skip)(`the shipped router in front of the split roles${skip ? 
     return body;
   };
 
-  it('reaches every route of every role: each answers as a process serving it does (401 without a credential), never 404', async () => {
-    const wrong: string[] = [];
-    // One client address per route: the roles' per-address ceiling of this suite is small.
-    let n = 0;
-    for (const r of routeCatalogue()) {
-      const client = from(`127.0.${10 + Math.floor(n / 200)}.${(n++ % 200) + 1}`);
-      if (r.spec.auth === 'none') continue;
-      const path = r.url.replace(/:([A-Za-z]+)/g, (_m, name: string) =>
-        name === 'domain' ? 'example.com' : `00000000-0000-4000-8000-00000000000${name.length % 10}`,
-      );
-      const res = await send(path, {
-        method: r.method,
-        headers: r.method === 'GET' || r.method === 'DELETE' ? {} : { 'content-type': 'application/json' },
-        body: r.method === 'GET' || r.method === 'DELETE' ? undefined : '{}',
-        dispatcher: client,
-      });
-      const text = await res.text();
-      // Storage targets check their signature instead of a credential: 403.
-      const expected = r.url.startsWith('/storage/') ? [400, 403] : [401];
-      if (!expected.includes(res.status))
-        wrong.push(`${r.method} ${r.url} (${r.role}) -> ${res.status} ${text.slice(0, 120)}`);
-    }
-    expect(wrong).toEqual([]);
-    // And with credentials, the routes that once went to the wrong role answer.
-    const rag = await api.post('/v1/rag', root, { query: 'anything at all?' });
-    expect(rag.status, rag.text).toBe(200);
-    const q = await api.get('/operator/projections/quarantine', OPERATOR_TOKEN);
-    expect(q.status, q.text).toBe(200);
-    const description = await api.get('/openapi.json');
-    for (const p of ['/v1/records', '/v1/rag', '/v1/search', '/operator/projections/quarantine'])
-      expect(Object.keys(description.body.paths)).toContain(p);
-  }, 180_000);
+  it(
+    'reaches every route of every role: each answers as a process serving it does (401 without a ' +
+      'credential), never 404',
+    async () => {
+      const wrong: string[] = [];
+      // One client address per route: the roles' per-address ceiling of this suite is small.
+      let n = 0;
+      for (const r of routeCatalogue()) {
+        const client = from(`127.0.${10 + Math.floor(n / 200)}.${(n++ % 200) + 1}`);
+        if (r.spec.auth === 'none') continue;
+        const path = r.url.replace(/:([A-Za-z]+)/g, (_m, name: string) =>
+          name === 'domain' ? 'example.com' : `00000000-0000-4000-8000-00000000000${name.length % 10}`,
+        );
+        const res = await send(path, {
+          method: r.method,
+          headers: r.method === 'GET' || r.method === 'DELETE' ? {} : { 'content-type': 'application/json' },
+          body: r.method === 'GET' || r.method === 'DELETE' ? undefined : '{}',
+          dispatcher: client,
+        });
+        const text = await res.text();
+        // Storage targets check their signature instead of a credential: 403.
+        const expected = r.url.startsWith('/storage/') ? [400, 403] : [401];
+        if (!expected.includes(res.status))
+          wrong.push(`${r.method} ${r.url} (${r.role}) -> ${res.status} ${text.slice(0, 120)}`);
+      }
+      expect(wrong).toEqual([]);
+      // And with credentials, the routes that once went to the wrong role answer.
+      const rag = await api.post('/v1/rag', root, { query: 'anything at all?' });
+      expect(rag.status, rag.text).toBe(200);
+      const q = await api.get('/operator/projections/quarantine', OPERATOR_TOKEN);
+      expect(q.status, q.text).toBe(200);
+      const description = await api.get('/openapi.json');
+      for (const p of ['/v1/records', '/v1/rag', '/v1/search', '/operator/projections/quarantine'])
+        expect(Object.keys(description.body.paths)).toContain(p);
+    },
+    180_000,
+  );
 
   it("answers its own refusals in the service's JSON error body", async () => {
     const auth = { authorization: `Bearer ${root}` };
@@ -133,69 +138,73 @@ describe.skipIf(!!skip)(`the shipped router in front of the split roles${skip ? 
     expect(forged.requestId).not.toContain('"');
   });
 
-  it("CORS through the router: preflights are answered, every role names the listed origin, the router's own refusals carry none", async () => {
-    const client = from('127.0.0.20');
-    const pre = (path: string, method: string, origin = APP) =>
-      send(path, {
-        method: 'OPTIONS',
-        headers: {
-          origin,
-          'access-control-request-method': method,
-          'access-control-request-headers': 'authorization,content-type,x-request-id',
-        },
-        dispatcher: client,
-      });
-    // A preflight names no route; whatever the path's role, it is answered.
-    for (const [path, method] of [
-      ['/v1/records', 'POST'],
-      ['/v1/search', 'POST'],
-      ['/v1/rag', 'POST'],
-      ['/v1/records/abc', 'GET'],
-      ['/operator/projections/quarantine/retry', 'POST'],
-    ]) {
-      const r = await pre(path, method);
-      expect(r.status, `${method} ${path}`).toBe(204);
-      expect(r.headers.get('access-control-allow-origin')).toBe(APP);
-      expect(r.headers.get('access-control-allow-headers')).toContain('x-request-id');
-      expect(r.headers.get('access-control-allow-methods')).toContain(method);
-    }
-    expect(
-      (await pre('/v1/records', 'POST', 'http://elsewhere.example.test')).headers.get('access-control-allow-origin'),
-    ).toBeNull();
+  it(
+    "CORS through the router: preflights are answered, every role names the listed origin, the router's own " +
+      'refusals carry none',
+    async () => {
+      const client = from('127.0.0.20');
+      const pre = (path: string, method: string, origin = APP) =>
+        send(path, {
+          method: 'OPTIONS',
+          headers: {
+            origin,
+            'access-control-request-method': method,
+            'access-control-request-headers': 'authorization,content-type,x-request-id',
+          },
+          dispatcher: client,
+        });
+      // A preflight names no route; whatever the path's role, it is answered.
+      for (const [path, method] of [
+        ['/v1/records', 'POST'],
+        ['/v1/search', 'POST'],
+        ['/v1/rag', 'POST'],
+        ['/v1/records/abc', 'GET'],
+        ['/operator/projections/quarantine/retry', 'POST'],
+      ]) {
+        const r = await pre(path, method);
+        expect(r.status, `${method} ${path}`).toBe(204);
+        expect(r.headers.get('access-control-allow-origin')).toBe(APP);
+        expect(r.headers.get('access-control-allow-headers')).toContain('x-request-id');
+        expect(r.headers.get('access-control-allow-methods')).toContain(method);
+      }
+      expect(
+        (await pre('/v1/records', 'POST', 'http://elsewhere.example.test')).headers.get('access-control-allow-origin'),
+      ).toBeNull();
 
-    const cors = { origin: APP, authorization: `Bearer ${root}`, 'content-type': 'application/json' };
-    const answers: Array<[string, Response]> = [
-      ['command', await send('/v1/records', { method: 'POST', headers: cors, body: '{}', dispatcher: client })],
-      ['query', await send('/v1/records?limit=1', { headers: cors, dispatcher: client })],
-      [
-        'query SSE',
-        await send('/v1/rag', {
-          method: 'POST',
-          headers: cors,
-          body: JSON.stringify({ query: 'anything at all?' }),
-          dispatcher: client,
-        }),
-      ],
-      [
-        'projector',
-        await send('/operator/projections/quarantine', {
-          headers: { ...cors, authorization: `Bearer ${OPERATOR_TOKEN}` },
-          dispatcher: client,
-        }),
-      ],
-    ];
-    for (const [role, r] of answers) {
-      await r.arrayBuffer();
-      expect(r.headers.get('access-control-allow-origin'), role).toBe(APP);
-      expect(r.headers.get('access-control-expose-headers'), role).toContain('x-request-id');
-      expect(r.headers.get('vary'), role).toMatch(/origin/i);
-    }
-    expect(answers.map(([, r]) => r.status)).toEqual([400, 200, 200, 200]);
-    // The router's own refusals cannot know the roles' CORS_ORIGINS: they carry no CORS header.
-    const own = await send('/metrics', { headers: cors, dispatcher: client });
-    await expectServiceError(own, 404, 'NOT_FOUND');
-    expect(own.headers.get('access-control-allow-origin')).toBeNull();
-  });
+      const cors = { origin: APP, authorization: `Bearer ${root}`, 'content-type': 'application/json' };
+      const answers: Array<[string, Response]> = [
+        ['command', await send('/v1/records', { method: 'POST', headers: cors, body: '{}', dispatcher: client })],
+        ['query', await send('/v1/records?limit=1', { headers: cors, dispatcher: client })],
+        [
+          'query SSE',
+          await send('/v1/rag', {
+            method: 'POST',
+            headers: cors,
+            body: JSON.stringify({ query: 'anything at all?' }),
+            dispatcher: client,
+          }),
+        ],
+        [
+          'projector',
+          await send('/operator/projections/quarantine', {
+            headers: { ...cors, authorization: `Bearer ${OPERATOR_TOKEN}` },
+            dispatcher: client,
+          }),
+        ],
+      ];
+      for (const [role, r] of answers) {
+        await r.arrayBuffer();
+        expect(r.headers.get('access-control-allow-origin'), role).toBe(APP);
+        expect(r.headers.get('access-control-expose-headers'), role).toContain('x-request-id');
+        expect(r.headers.get('vary'), role).toMatch(/origin/i);
+      }
+      expect(answers.map(([, r]) => r.status)).toEqual([400, 200, 200, 200]);
+      // The router's own refusals cannot know the roles' CORS_ORIGINS: they carry no CORS header.
+      const own = await send('/metrics', { headers: cors, dispatcher: client });
+      await expectServiceError(own, 404, 'NOT_FOUND');
+      expect(own.headers.get('access-control-allow-origin')).toBeNull();
+    },
+  );
 
   it("a client's valid X-Request-Id reaches the role: the role answers under it", async () => {
     const client = from('127.0.0.21');

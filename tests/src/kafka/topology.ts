@@ -7,7 +7,10 @@ import { Router } from '../support/router';
 import { Api, freePort, spawnService, waitForExit, type Bootstrap } from '../support/service';
 
 export type SplitRole = 'command' | 'query' | 'projector' | 'relay';
-/** Start order: the relay and the projector first, so the command role's first write (the bootstrap account) is projected. */
+/**
+ * Start order: the relay and the projector first, so the command role's first write (the bootstrap account) is
+ * projected.
+ */
 export const ROLES: SplitRole[] = ['relay', 'projector', 'query', 'command'];
 
 export interface RoleProcess {

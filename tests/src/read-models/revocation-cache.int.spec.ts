@@ -80,24 +80,28 @@ describe('credential cache while this process applies a revocation', () => {
     return { resolver, projection };
   }
 
-  it('after the commit and before the hook, a cached credential is read from the database (401), never served from the cache', async () => {
-    const { resolver, projection } = await setup();
-    expect((await resolver.resolve(SECRET))?.credentialId).toBe('k1');
-    const before = lookups.n;
-    expect((await resolver.resolve(SECRET))?.credentialId).toBe('k1');
-    expect(lookups.n, 'the second request is a cache hit').toBe(before);
+  it(
+    'after the commit and before the hook, a cached credential is read from the database (401), never ' +
+      'served from the cache',
+    async () => {
+      const { resolver, projection } = await setup();
+      expect((await resolver.resolve(SECRET))?.credentialId).toBe('k1');
+      const before = lookups.n;
+      expect((await resolver.resolve(SECRET))?.credentialId).toBe('k1');
+      expect(lookups.n, 'the second request is a cache hit').toBe(before);
 
-    await sql.tx((q: SqlQueryable) => projection.apply!(q, revoked));
-    // Committed: another process can now answer the revoke. This process has not run its hook yet.
-    expect(await resolver.resolve(SECRET)).toBeNull();
-    expect(await resolver.resolve(SECRET)).toBeNull();
+      await sql.tx((q: SqlQueryable) => projection.apply!(q, revoked));
+      // Committed: another process can now answer the revoke. This process has not run its hook yet.
+      expect(await resolver.resolve(SECRET)).toBeNull();
+      expect(await resolver.resolve(SECRET)).toBeNull();
 
-    projection.afterCommit?.([revoked]);
-    expect(await resolver.resolve(SECRET)).toBeNull();
-    const settled = lookups.n;
-    expect(await resolver.resolve(SECRET)).toBeNull();
-    expect(lookups.n, 'after the hook the cache serves again (the miss is remembered)').toBe(settled);
-  });
+      projection.afterCommit?.([revoked]);
+      expect(await resolver.resolve(SECRET)).toBeNull();
+      const settled = lookups.n;
+      expect(await resolver.resolve(SECRET)).toBeNull();
+      expect(lookups.n, 'after the hook the cache serves again (the miss is remembered)').toBe(settled);
+    },
+  );
 
   it('a lookup that began before the revocation was applied and ends after it is not kept', async () => {
     const { resolver, projection } = await setup();
@@ -111,24 +115,27 @@ describe('credential cache while this process applies a revocation', () => {
     expect(await resolver.resolve(SECRET)).toBeNull();
   });
 
-  it('a revocation whose transaction rolled back leaves the credential working, cached again after the next commit', async () => {
-    const { resolver, projection } = await setup();
-    expect((await resolver.resolve(SECRET))?.credentialId).toBe('k1');
-    await expect(
-      sql.tx(async (q: SqlQueryable) => {
-        await projection.apply!(q, revoked);
-        throw new Error('batch failed');
-      }),
-    ).rejects.toThrow('batch failed');
-    expect((await resolver.resolve(SECRET))?.credentialId, 'rolled back: still a live credential').toBe('k1');
-    // The runner retries the batch; its commit ends the window.
-    await sql.tx((q: SqlQueryable) => projection.apply!(q, issued));
-    projection.afterCommit?.([issued]);
-    expect((await resolver.resolve(SECRET))?.credentialId).toBe('k1');
-    const settled = lookups.n;
-    expect((await resolver.resolve(SECRET))?.credentialId).toBe('k1');
-    expect(lookups.n, 'served from the cache again').toBe(settled);
-  });
+  it(
+    'a revocation whose transaction rolled back leaves the credential working, cached again after the next ' + 'commit',
+    async () => {
+      const { resolver, projection } = await setup();
+      expect((await resolver.resolve(SECRET))?.credentialId).toBe('k1');
+      await expect(
+        sql.tx(async (q: SqlQueryable) => {
+          await projection.apply!(q, revoked);
+          throw new Error('batch failed');
+        }),
+      ).rejects.toThrow('batch failed');
+      expect((await resolver.resolve(SECRET))?.credentialId, 'rolled back: still a live credential').toBe('k1');
+      // The runner retries the batch; its commit ends the window.
+      await sql.tx((q: SqlQueryable) => projection.apply!(q, issued));
+      projection.afterCommit?.([issued]);
+      expect((await resolver.resolve(SECRET))?.credentialId).toBe('k1');
+      const settled = lookups.n;
+      expect((await resolver.resolve(SECRET))?.credentialId).toBe('k1');
+      expect(lookups.n, 'served from the cache again').toBe(settled);
+    },
+  );
 });
 
 /**

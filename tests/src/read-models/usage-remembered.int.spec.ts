@@ -22,7 +22,10 @@ const meta = (tenantId: string, contextId: string | null, charge?: unknown[]) =>
   ...(charge ? { charge } : {}),
 });
 
-/** A mixed log: record writes carrying charges, UsageMetered and ReadsMetered on each tenant's usage stream, and unbilled events. */
+/**
+ * A mixed log: record writes carrying charges, UsageMetered and ReadsMetered on each tenant's usage stream, and
+ * unbilled events.
+ */
 function log(n: number): StoredEvent[] {
   const out: StoredEvent[] = [];
   const revisions = new Map<string, number>();
@@ -90,8 +93,12 @@ async function dump(sql: Sql) {
 
 async function open(dir: string) {
   const sql = await openPglite(dir);
-  await sql.exec(`CREATE TABLE IF NOT EXISTS rm_tenants (tenant_id text PRIMARY KEY, account_id text NOT NULL, environment text NOT NULL);
-    INSERT INTO rm_tenants VALUES ('t1', 'a1', 'live'), ('t2', 'a1', 'test'), ('t3', 'a2', 'live') ON CONFLICT DO NOTHING;`);
+  await sql.exec(
+    `CREATE TABLE IF NOT EXISTS rm_tenants (tenant_id text PRIMARY KEY, account_id text NOT NULL, ` +
+      `environment text NOT NULL);
+    INSERT INTO rm_tenants VALUES ('t1', 'a1', 'live'), ('t2', 'a1', ` +
+      `'test'), ('t3', 'a2', 'live') ON CONFLICT DO NOTHING;`,
+  );
   await sql.exec(usageProjection().ddl);
   return sql;
 }
@@ -152,17 +159,21 @@ describe('usage projection: remembered state, checked in the write', () => {
     expect(await dump(remembering)).toEqual(await dump(reading));
   });
 
-  it('another writer moved the totals (another process, a replay by a second instance): the check refuses, the batch is applied from what the tables hold', async () => {
-    // A second instance applies two batches the first one never sees.
-    const other = usageProjection();
-    await remembering.tx((q) => other.applyBatch!(q, batches[10]));
-    await remembering.tx((q) => other.applyBatch!(q, batches[11]));
-    for (const b of [batches[10], batches[11]]) await applyFresh(reading, b);
-    // The first instance's memory is stale; it is given 11 (already counted) and 12 (new).
-    await remembering.tx((q) => projection.applyBatch!(q, [...batches[11], ...batches[12]]));
-    await applyFresh(reading, batches[12]);
-    expect(await dump(remembering)).toEqual(await dump(reading));
-  });
+  it(
+    'another writer moved the totals (another process, a replay by a second instance): the check refuses, ' +
+      'the batch is applied from what the tables hold',
+    async () => {
+      // A second instance applies two batches the first one never sees.
+      const other = usageProjection();
+      await remembering.tx((q) => other.applyBatch!(q, batches[10]));
+      await remembering.tx((q) => other.applyBatch!(q, batches[11]));
+      for (const b of [batches[10], batches[11]]) await applyFresh(reading, b);
+      // The first instance's memory is stale; it is given 11 (already counted) and 12 (new).
+      await remembering.tx((q) => projection.applyBatch!(q, [...batches[11], ...batches[12]]));
+      await applyFresh(reading, batches[12]);
+      expect(await dump(remembering)).toEqual(await dump(reading));
+    },
+  );
 
   it('a rebuild (tables dropped) replayed by the same instance gives the same figures', async () => {
     for (const t of TABLES) await remembering.exec(`DROP TABLE IF EXISTS ${t} CASCADE`);

@@ -478,11 +478,15 @@ export function passages(): Passage[] {
     });
     out.push({
       id: `${slug}-history`,
-      text: `The history of ${e.name} begins ${when}, when it was established by ${e.founder}. Records from that time describe the ${e.kind} as small and poor.`,
+      text:
+        `The history of ${e.name} begins ${when}, when it was established by ${e.founder}. Records from ` +
+        `that time describe the ${e.kind} as small and poor.`,
     });
     out.push({
       id: `${slug}-economy`,
-      text: `For most of its existence ${e.name} has lived from ${e.resource}. Local families still depend on it today.`,
+      text:
+        `For most of its existence ${e.name} has lived from ${e.resource}. Local families still depend on ` +
+        `it today.`,
     });
     out.push({
       id: `${slug}-visit`,
@@ -667,7 +671,10 @@ export const QUERIES: Array<{ q: string; style: 'keyword' | 'meaning'; rel: Reco
   },
 ];
 
-/** nDCG@10 with exponential gain (2^grade − 1) over this set's graded judgments (the project's own figures; the BEIR harness in tests/eval/metrics.ts uses linear gain, as trec_eval does). */
+/**
+ * nDCG@10 with exponential gain (2^grade − 1) over this set's graded judgments (the project's own figures; the BEIR
+ * harness in tests/eval/metrics.ts uses linear gain, as trec_eval does).
+ */
 export function ndcgAt10(ranked: string[], rel: Record<string, number>): number {
   const dcg = ranked.slice(0, 10).reduce((s, id, i) => s + (2 ** (rel[id] ?? 0) - 1) / Math.log2(i + 2), 0);
   const ideal = Object.values(rel)

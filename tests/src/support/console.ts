@@ -93,7 +93,8 @@ export async function startConsole(opts: { env?: Record<string, string> } = {}):
       });
       page.on('pageerror', (e) => problems.push(String(e)));
       page.on('console', (m) => {
-        // A refusal the page shows (4xx) is logged by Chromium as a failed resource: that is the journey, not a problem.
+        // A refusal the page shows (4xx) is logged by Chromium as a failed resource: that is the journey, not a
+        // problem.
         if (
           m.type() === 'error' &&
           !/Failed to load resource: the server responded with a status of 4\d\d/.test(m.text())

@@ -80,7 +80,10 @@ export class Description {
     const id = `${op.op.operationId ?? op.template} (${op.method} ${op.template})`;
     const documented = Object.keys(op.op.responses).filter((s) => s !== 'default');
     if (!documented.includes(String(status)))
-      return `${at} answered ${status}: ${id} documents only ${documented.join(', ')}${bodyText ? `; body: ${bodyText.slice(0, 300)}` : ''}`;
+      return (
+        `${at} answered ${status}: ${id} documents only ` +
+        `${documented.join(', ')}${bodyText ? `; body: ${bodyText.slice(0, 300)}` : ''}`
+      );
     if (bodyText === undefined || method.toUpperCase() === 'HEAD' || status === 204) return undefined;
     const response = this.resolve(op.op.responses[String(status)]);
     const content = (response?.content ?? {}) as Json;
@@ -89,14 +92,20 @@ export class Description {
     const key = Object.keys(content).find((t) => /^application\/([\w.+-]*\+)?json$/i.test(t));
     if (!key) {
       if (!bodyText) return undefined;
-      return `${at} answered ${status} with a JSON body, but ${id} documents ${Object.keys(content).join(', ') || 'no body'} for ${status}`;
+      return (
+        `${at} answered ${status} with a JSON body, but ${id} documents ` +
+        `${Object.keys(content).join(', ') || 'no body'} for ${status}`
+      );
     }
     if (!bodyText) return undefined;
     let body: unknown;
     try {
       body = JSON.parse(bodyText);
     } catch {
-      return `${at} answered ${status} with content-type ${contentType} and a body that is not JSON: ${bodyText.slice(0, 200)}`;
+      return (
+        `${at} answered ${status} with content-type ${contentType} and a body that is not JSON: ` +
+        `${bodyText.slice(0, 200)}`
+      );
     }
     // The schema by JSON pointer into the document (through the response's $ref, when it has one).
     const documentedAnswer = op.op.responses[String(status)] as Json;
@@ -116,10 +125,14 @@ export class Description {
       .slice(0, 8)
       .map(
         (e) =>
-          `${e.instancePath || '(body)'} ${e.message}${e.params && Object.keys(e.params).length ? ' ' + JSON.stringify(e.params) : ''}`,
+          `${e.instancePath || '(body)'} ` +
+          `${e.message}${e.params && Object.keys(e.params).length ? ' ' + JSON.stringify(e.params) : ''}`,
       )
       .join('; ');
-    return `${at} answered ${status} with a body that does not match the documented schema of ${id}: ${errors}; body: ${bodyText.slice(0, 400)}`;
+    return (
+      `${at} answered ${status} with a body that does not match the documented schema of ${id}: ${errors}; ` +
+      `body: ${bodyText.slice(0, 400)}`
+    );
   }
 }
 

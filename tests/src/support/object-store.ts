@@ -72,7 +72,10 @@ function sigV4QueryVerifier() {
     ctx.req.resume();
     ctx.status = 403;
     ctx.type = 'application/xml';
-    ctx.body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated does not match the signature you provided. Check your key and signing method.</Message><RequestId>${randomUUID()}</RequestId></Error>`;
+    ctx.body =
+      `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SignatureDoesNotMatch</Code><Message>The ` +
+      `request signature we calculated does not match the signature you provided. Check your key and signing ` +
+      `method.</Message><RequestId>${randomUUID()}</RequestId></Error>`;
   };
 }
 
@@ -86,7 +89,9 @@ export interface TestObjectStore {
   stop(): Promise<void>;
 }
 
-/** s3rver in this process on a loopback port with a temporary directory and one bucket, plus the SigV4 verifier above. */
+/**
+ * s3rver in this process on a loopback port with a temporary directory and one bucket, plus the SigV4 verifier above.
+ */
 export async function startObjectStore(bucket = 'svc-test'): Promise<TestObjectStore> {
   const tmp = tempDir('svc-s3rver-');
   const server = new S3rver({

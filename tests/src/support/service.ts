@@ -149,7 +149,10 @@ export class Api {
 
 export interface TestService {
   api: Api;
-  /** A typed client (@svc/client) for `token` (default: the bootstrap test tenant's root key), checked against the description. */
+  /**
+   * A typed client (@svc/client) for `token` (default: the bootstrap test tenant's root key), checked against the
+   * description.
+   */
   client(token?: string, options?: Omit<ClientOptions, 'baseUrl' | 'token'>): ServiceClient;
   url: string;
   service: Service;
@@ -177,7 +180,8 @@ export async function startService(
   if (THROUGH_ROUTER) return startTopologyService(opts);
   const tmp = opts.dataDir ? { dir: opts.dataDir, remove: () => {} } : tempDir('svc-e2e-');
   let dropSchema: (() => Promise<void>) | undefined;
-  // LOG_LEVEL silent: an in-process service's JSON log would interleave with the runner's output (a test sets it to read it).
+  // LOG_LEVEL silent: an in-process service's JSON log would interleave with the runner's output (a test sets it to
+  // read it).
   const env: Record<string, string> = {
     DATA_DIR: tmp.dir,
     PORT: '0',
@@ -237,7 +241,8 @@ async function startTopologyService(opts: {
 }): Promise<TestService> {
   if (opts.hooks || opts.dataDir)
     throw new Error(
-      `E2E_TARGET=router: this suite passes ${opts.hooks ? 'hooks' : 'its own dataDir'} to the service, which only an in-process service takes`,
+      `E2E_TARGET=router: this suite passes ${opts.hooks ? 'hooks' : 'its own dataDir'} to the service, ` +
+        `which only an in-process service takes`,
     );
   const brokers = serverUrl('kafka');
   if (!brokers) throw new Error('E2E_TARGET=router needs KAFKA_BROKERS (and DATABASE_URL)');
@@ -256,7 +261,8 @@ async function startTopologyService(opts: {
     url,
     get service(): Service {
       throw new Error(
-        'E2E_TARGET=router: the service runs as separate processes behind the router (mark the test with inProcessOnly)',
+        'E2E_TARGET=router: the service runs as separate processes behind the router (mark the test with ' +
+          'inProcessOnly)',
       );
     },
     bootstrap: t.bootstrap,
@@ -268,7 +274,10 @@ async function startTopologyService(opts: {
   };
 }
 
-/** Server-engine variables blanked for a child unless the caller passes them: an embedded run never drifts onto a server. */
+/**
+ * Server-engine variables blanked for a child unless the caller passes them: an embedded run never drifts onto a
+ * server.
+ */
 const ENGINE_VARS = [
   'DATABASE_URL',
   'EVENTSTORE_URL',

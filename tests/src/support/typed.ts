@@ -6,7 +6,9 @@ export { ApiError, result, unwrap, type Answer, type Body } from '@svc/client';
 
 type Fetched<T> = { data?: T; error?: unknown; response: Response };
 
-/** The data of an answer with exactly `status` (a create's 201, a repeat's 200); any other answer fails with its body. */
+/**
+ * The data of an answer with exactly `status` (a create's 201, a repeat's 200); any other answer fails with its body.
+ */
 export async function expectStatus<T>(call: Promise<Fetched<T>>, status: number): Promise<T> {
   const r = await result(call);
   if (r.response.status !== status)

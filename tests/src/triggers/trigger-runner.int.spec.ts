@@ -46,7 +46,10 @@ async function eventually(fn: () => Promise<boolean>, timeoutMs = 10_000) {
   }
 }
 
-/** Commits a side effect (one record per run) with the firing's marker, as the sandbox executor does; `fail` scripts a failure. */
+/**
+ * Commits a side effect (one record per run) with the firing's marker, as the sandbox executor does; `fail` scripts a
+ * failure.
+ */
 class FakeExecutor implements ScriptExecutor {
   calls: ScriptRunRequest[] = [];
   fail:
@@ -252,21 +255,24 @@ describe('trigger runner', () => {
     expect(exec.calls.map((c) => (c.input as { recordId: string }).recordId)).toEqual(['during']);
   });
 
-  it('sees rules declared and deleted after it has matched the context (rule lifetimes are kept between batches)', async () => {
-    await create('before', { amount: 1 });
-    await settle(); // the context is now known to have no rules
-    const ruleId = await declare();
-    await create('during', { amount: 1 });
-    await settle();
-    await store.append(
-      triggerStreams.rule(ruleId),
-      [ev({ type: 'TriggerRuleDeleted', data: { ruleId, schemaId: 's1' } })],
-      0,
-    );
-    await create('after', { amount: 1 });
-    await settle();
-    expect(exec.calls.map((c) => (c.input as { recordId: string }).recordId)).toEqual(['during']);
-  });
+  it(
+    'sees rules declared and deleted after it has matched the context (rule lifetimes are kept between ' + 'batches)',
+    async () => {
+      await create('before', { amount: 1 });
+      await settle(); // the context is now known to have no rules
+      const ruleId = await declare();
+      await create('during', { amount: 1 });
+      await settle();
+      await store.append(
+        triggerStreams.rule(ruleId),
+        [ev({ type: 'TriggerRuleDeleted', data: { ruleId, schemaId: 's1' } })],
+        0,
+      );
+      await create('after', { amount: 1 });
+      await settle();
+      expect(exec.calls.map((c) => (c.input as { recordId: string }).recordId)).toEqual(['during']);
+    },
+  );
 
   it('a batch with nothing to fire moves its position at once, its checkpoint row within a second and at stop', async () => {
     const row = async () =>

@@ -178,7 +178,7 @@ describe('ActivityRecorder', () => {
     expect(es.find((e) => e.requestId !== failed)!.errorCode).toBeNull();
   });
 
-  it('finds the tenant of a request refused before authentication from its credential, after the response', async () => {
+  it('finds the tenant of a request refused before authentication from its credential, after responding', async () => {
     const seen: string[] = [];
     const resolve = async (t: string) => (
       seen.push(t),

@@ -186,7 +186,7 @@ describe('the shared log reader (LogTail)', () => {
     },
   );
 
-  it('events handed out are shared and frozen: a handler that mutates one throws (tests run with freeze on)', async () => {
+  it('events handed out are shared and frozen: a handler mutating one throws (tests run with freeze on)', async () => {
     const log = memoryLog();
     log.append(3);
     const t = tail(log.store);

@@ -9,7 +9,7 @@ import { ROOT } from '../support/service';
  * started once there were enough screens to reorder them.
  */
 describe('the console build', () => {
-  it("names the app's entry (src/main.tsx) in index.html, and lists it first among the first screen's files", async () => {
+  it("names the app's entry (src/main.tsx) in index.html, and lists it first of the first screen's files", async () => {
     const build = (await import(join(ROOT, 'console/scripts/build.mjs'))) as {
       buildConsole(o: { quiet: boolean }): Promise<{ entry: string; firstScreen: string[]; files: string[] }>;
       CONSOLE_DIST: string;

@@ -64,7 +64,7 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: documents and folders'
 
   const status = (page: Page) => page.getByRole('status').first().innerText();
 
-  it('uploads a PDF with the file input, watches it reach INDEXED, reads its text and moves it to a folder', async () => {
+  it('uploads a PDF with the file input, sees it reach INDEXED, reads its text and moves it to a folder', async () => {
     const pdf = join(dir, 'greenhouse.pdf');
     writeFileSync(pdf, await pdfWith(['Greenhouse rota', 'The tomatoes are watered every morning at six.']));
     const p = await h.newPage();
@@ -184,7 +184,7 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: documents and folders'
     expect(p.problems).toEqual([]);
   });
 
-  it('is live: a document added elsewhere appears in the open folder and its status moves on, with no click', async () => {
+  it('is live: a document added elsewhere shows in the open folder and its status moves on, no click', async () => {
     const p = await h.newPage();
     const { page } = p;
     await h.signIn(p);

@@ -52,7 +52,7 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: search playground', ()
     await h?.stop();
   });
 
-  it('compares the three modes for a query: results with scores, highlighted snippets and the latency of each', async () => {
+  it('compares the three modes for a query: results with scores, highlighted snippets and each latency', async () => {
     const p = await h.newPage();
     const { page } = p;
     await h.signIn(p);

@@ -61,7 +61,7 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)(
       await stranger?.close();
     });
 
-    it('creates a record, finds it by keyword and streams a RAG answer, reading x-request-id from each answer', async () => {
+    it('creates a record, finds it by keyword, streams a RAG answer, reading x-request-id from each', async () => {
       const page = await openExample(browser, allowed.origin, { api: svc.url, token, type });
       const created = await page.create(
         `Night ferry ${word}`,

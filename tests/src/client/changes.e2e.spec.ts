@@ -150,7 +150,7 @@ afterAll(async () => {
 });
 
 describe('changes()', () => {
-  it('yields typed changes; a dropped connection is opened again with Last-Event-ID: no gap, no duplicate', async () => {
+  it('yields typed changes; a dropped connection reopens with Last-Event-ID: no gap, no duplicate', async () => {
     const typeName = await newType();
     const relay = await new Relay().start(new URL(svc.url));
     const rec = recordingFetch();

@@ -79,7 +79,7 @@ describe('OpenAI-compatible embeddings adapter (EMBEDDINGS_URL)', () => {
     for (const v of [got[0], got[77]]) expect(Math.hypot(...v)).toBeCloseTo(1, 6);
   }, 60_000);
 
-  it('a failing or malformed endpoint is an EmbeddingError (the indexer retries, then marks EMBEDDING_FAILED)', async () => {
+  it('a failing or malformed endpoint is an EmbeddingError (the indexer retries, marks EMBEDDING_FAILED)', async () => {
     const e = new OpenAiEmbedder({ url, model: 'bge-served', dims: model.dims });
     for (const f of ['500', 'dims', 'count', 'html'] as const) {
       fault = f;

@@ -170,7 +170,7 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore 
       expect(limited).toHaveLength(2);
     });
 
-    it('delivers every event once, in order, to a catch-up subscription that starts behind and keeps up live', async () => {
+    it('delivers each event once, in order, to a catch-up subscription starting behind, then live', async () => {
       const s = stream();
       await store.append(s, [ev('E', { i: 0 }), ev('E', { i: 1 })], 'no_stream');
       const start = (await store.readStream(s))[0].position - 1;

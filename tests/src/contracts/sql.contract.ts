@@ -102,7 +102,7 @@ export function sqlContract(name: string, open: () => Promise<Sql & { dispose: (
       ).toEqual(['t2', 't3', 't4']);
     });
 
-    it('a statement sent while a transaction is open is not part of it (the rollback does not take it along)', async () => {
+    it('a statement sent while a transaction is open is not part of it (the rollback does not undo it)', async () => {
       let release!: () => void;
       const gate = new Promise<void>((r) => (release = r));
       let entered!: () => void;

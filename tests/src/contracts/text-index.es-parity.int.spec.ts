@@ -66,7 +66,7 @@ else
       tmp.remove();
     });
 
-    it('matches the same passages for every text mode, filter and query (totals too), and ranks them alike', async () => {
+    it('matches the same passages for each text mode, filter and query (totals too), ranks them alike', async () => {
       let compared = 0,
         nonEmpty = 0,
         topAgree = 0,

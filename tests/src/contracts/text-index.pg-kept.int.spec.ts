@@ -25,7 +25,7 @@ afterAll(async () => {
 });
 
 describe('a PostgreSQL keyword index kept for the in-memory index (sqlSearch: false)', () => {
-  it('refuses SQL search, and ranks as an index that kept its statistics once opened with SQL search again', async () => {
+  it('refuses SQL search, and ranks as an index that kept its statistics once reopened with SQL search', async () => {
     const db = await openPglite(dirs[0].dir);
     const ref = await openPglite(dirs[1].dir);
     open.push(db, ref);

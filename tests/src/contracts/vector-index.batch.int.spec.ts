@@ -46,7 +46,7 @@ describe.each(cases)('VectorIndex.replaceItems: %s', (_name, make) => {
     return hits.map((h) => `${h.itemId}:${h.chunkNo}`).sort();
   };
 
-  it('writes many items at once, replaces their rows, removes items listed with no rows, leaves the others', async () => {
+  it('writes many items at once, replaces their rows, removes items listed without rows, keeps the rest', async () => {
     const v = await open();
     // a searched context is loaded into memory by the wrapper: writes must reach it too
     expect(await items(v)).toEqual([]);

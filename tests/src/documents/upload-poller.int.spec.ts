@@ -93,7 +93,7 @@ describe('upload poller on an S3-compatible store', () => {
     return { poller, objects, pendingDocument, events, eventTypes, metadataFile };
   }
 
-  it('an upload seen half-written (data without metadata) by one poll is recorded by the next, not refused', async () => {
+  it('an upload seen half-written (data, no metadata) by one poll is recorded by the next, not refused', async () => {
     const s = await setup();
     const { documentId, key } = await s.pendingDocument('application/pdf');
     const body = Buffer.from('%PDF-1.4 a small file');

@@ -87,7 +87,7 @@ async function headPosition(): Promise<number> {
 const ids = (events: ChangeEvent[]) => events.map((e) => `${e.event}:${e.data.entityId}:${e.data.version}`);
 
 describe('shape and order', () => {
-  it('record created, updated, deleted: id is the position, entity is what GET returns, null after the delete', async () => {
+  it('record created, updated, deleted: id is the position, entity is what GET returns, then null', async () => {
     const type = await schema();
     const s = await openChanges(api, root, { query: `types=${type}` });
     expect(s.status).toBe(200);

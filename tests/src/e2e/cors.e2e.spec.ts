@@ -207,7 +207,7 @@ describe('CORS_ORIGINS naming two origins', () => {
     }
   });
 
-  it('OPTIONS without Access-Control-Request-Method is no preflight: it is the unknown route it always was', async () => {
+  it('OPTIONS without Access-Control-Request-Method is no preflight: the unknown route it always was', async () => {
     const r = await send('/v1/records', { method: 'OPTIONS' });
     expect(r.status).toBe(404);
     expectAllowed(r, APP);

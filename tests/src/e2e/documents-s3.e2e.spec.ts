@@ -86,7 +86,7 @@ async function expectStore403(res: Response) {
 }
 
 describe('documents on an S3-compatible object store', () => {
-  it('the upload URL is an S3 presigned PUT on the object store, 15 minutes, with a signed required header', async () => {
+  it('the upload URL is an S3 presigned PUT on the object store, 15 minutes, a signed required header', async () => {
     const up = await requestUpload({ fileName: 'a.txt', fileType: 'text/plain' });
     expect(up.status).toBe('PENDING_UPLOAD');
     expect(up.uploadUrl.startsWith(`${s3.endpoint}/${s3.bucket}/`)).toBe(true);

@@ -298,7 +298,7 @@ describe('inline ingest', () => {
     },
   );
 
-  it('externalId is idempotent per tenant and context: the same id returns the existing document with 200', async () => {
+  it('externalId is idempotent per tenant and context: the same id returns the existing document, 200', async () => {
     const ext = uniq('ext');
     const a = await ingest({ text: 'one', externalId: ext });
     const b = await api.post('/v1/documents', root, {
@@ -417,7 +417,7 @@ describe('presigned upload and extraction', () => {
     expect((await text(up.id)).status).toBe(404);
   });
 
-  it('an empty text file is SKIPPED; a file type without an extractor is FAILED (or STORED for indexMode NONE)', async () => {
+  it('an empty text file is SKIPPED; a type with no extractor is FAILED (STORED for indexMode NONE)', async () => {
     const empty = await uploadFile('empty.txt', 'text/plain', ' ');
     expect((await settled(empty.id)).status).toBe('SKIPPED');
     const bin = await uploadFile('blob.bin', 'application/octet-stream', Buffer.from([1, 2, 3]));
@@ -638,7 +638,7 @@ describe('PUT and PATCH', () => {
     expect((await api.del(`/v1/documents/${d.id}?expectedVersion=3`, root)).status).toBe(409);
   });
 
-  it('PUT replaces payload in full, keeps the text when none is given; immutable keys only when unchanged', async () => {
+  it('PUT replaces payload in full, keeps the text if none is given; immutable keys only when unchanged', async () => {
     const d = await ingest({ text: 'body', payload: { a: 1 } });
     const r = await api.put(`/v1/documents/${d.id}`, root, {
       title: 'Put title',
@@ -690,7 +690,7 @@ describe('search indexing', () => {
     },
   );
 
-  it('storeText false: once the text is discarded, a payload or folder change still moves the search filters', async () => {
+  it('storeText false: text discarded, a payload or folder change still moves the search filters', async () => {
     const word = `quetzal${randomUUID().slice(0, 6)}`;
     const up = await uploadFile('bird.txt', 'text/plain', `A ${word} perched in the cloud forest.`, {
       storeText: false,

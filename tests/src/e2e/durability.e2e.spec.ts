@@ -247,7 +247,7 @@ describe('durability: SIGKILL with 1,000 writes in flight, then restart', () => 
     expect(new Set(listed.map((r) => r.externalId)).size).toBe(listed.length);
   }, 120_000);
 
-  it('a client retrying every unacknowledged write converges on exactly 1,000 records, one per externalId', async () => {
+  it('a client retrying each unacknowledged write converges on exactly 1,000 records, one per externalId', async () => {
     const ackedExt = new Set(acked.map((a) => a.externalId));
     const retry = sent.filter((s) => !ackedExt.has(s.externalId));
     const statuses = await pool(retry, 16, async (s) => {

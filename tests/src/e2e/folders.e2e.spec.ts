@@ -261,7 +261,7 @@ describe('creating folders', () => {
     expect(f.scopes).toEqual([]);
   });
 
-  it('derives the slug from the name: lowercase, other characters to one hyphen, trimmed, accents dropped', async () => {
+  it('derives the slug from the name: lowercase, other characters to one hyphen, trimmed, no accents', async () => {
     const parent = await create({ name: 'slug tests' });
     const cases: Array<[string, string]> = [
       ['Quarterly Reports 2026!', 'quarterly-reports-2026'],
@@ -348,7 +348,7 @@ describe('creating folders', () => {
     expect(r.body.errorCode).toBe('VALIDATION_ERROR');
   });
 
-  it('an unknown parentFolderId is a 404; so is a parent of another context or tenant, with the same body', async () => {
+  it('an unknown parentFolderId is a 404; so is a parent of another context or tenant, same body', async () => {
     const ctx = await newContext();
     const foreignCtx = await create({ name: 'elsewhere' }, root, ctx);
     const foreignTenant = await create({ name: 'other tenant' }, other.tenants.live.rootKey);

@@ -446,7 +446,7 @@ describe('revoking scoped keys: DELETE /developer/keys/{id}', () => {
     expect((await api.del(`/developer/keys/${k.id}`, acct.developerToken)).status).toBe(404);
   });
 
-  it('another account’s developer token, a random id, and a token’s id → the identical 404; a root key → 403', async () => {
+  it('another account’s developer token, a random id, a token’s id → the identical 404; a root key → 403', async () => {
     const k = await scopedKey(acct.developerToken, {
       tenantId: acct.tenants.live.tenantId,
       allowedActions: ['records:r'],

@@ -226,7 +226,7 @@ describe('extraction limits: files that break a limit end FAILED, the service ca
     },
   );
 
-  it('a zip bomb whose headers understate the inflated size is stopped while inflating, at the same limit', async () => {
+  it('a zip bomb whose headers understate its inflated size is stopped while inflating, same limit', async () => {
     const liar = understate(bomb, 'word/document.xml', 4096);
     const { doc } = await uploadWatched('liar.docx', DOCX_TYPE, liar);
     expectLimitFailure(doc, /64 MiB/);
@@ -352,7 +352,7 @@ describe('extraction limits in the extractor (limits lowered to trip them)', () 
     expect(out).toEqual({ kind: 'limit', message: expect.stringMatching(/more than the 32 MiB memory limit/) });
   });
 
-  it('a corrupt DOCX still throws (FAILED as unreadable), and a stopped extraction rejects without a result', async () => {
+  it('a corrupt DOCX still throws (FAILED as unreadable); a stopped extraction rejects without a result', async () => {
     await expect(extractText(DOCX_TYPE, Buffer.from('PK\u0003\u0004 not a zip'))).rejects.toThrow();
     const ac = new AbortController();
     const p = extractText(DOCX_TYPE, await docxWithBody(4), { signal: ac.signal });

@@ -119,7 +119,7 @@ describe('long lookup values (single, unique, composite parts, sortBy)', () => {
 });
 
 describe('an event a projection cannot apply', () => {
-  it('is quarantined with its stream; other tenants go on; /readyz and /metrics tell; the operator skips it', async () => {
+  it('is quarantined with its stream; other tenants go on; /readyz, /metrics tell; the operator skips it', async () => {
     const root = a.tenants.live.rootKey;
     const s = await schemaWithLookups(root);
     const c = await api.post('/v1/records', root, { typeName: s.typeName, payload: { name: 'victim' } });

@@ -263,7 +263,7 @@ describe('PATCH accepts application/merge-patch+json (RFC 7386)', () => {
 });
 
 describe('bodies are JSON only: any other media type is 415 UNSUPPORTED_MEDIA_TYPE (docs/api.md "Errors")', () => {
-  it('a JSON body sent as text/plain (or another type) is 415, not parsed as a string, and nothing is written', async () => {
+  it('a JSON body sent as text/plain (or another type) is 415, not read as a string, nothing is written', async () => {
     const s = await createSchema({ fields: [{ fieldId: 'name', fieldType: 'string' }] });
     const body = JSON.stringify({ typeName: s.typeName, payload: { name: 'plain' } });
     for (const type of ['text/plain', 'text/plain; charset=utf-8', 'application/xml']) {
@@ -373,7 +373,7 @@ describe('__proto__ keys are a 400; constructor / prototype are ordinary names',
     expect(r.body.message).toMatch(/required/);
   });
 
-  it('undeclared constructor / prototype keys pass through like any undeclared key (bare and declared schemas)', async () => {
+  it('undeclared constructor / prototype keys pass like any undeclared key (bare and declared schemas)', async () => {
     const bare = await createSchema();
     const r1 = await createRecord({ typeName: bare.typeName, payload: { constructor: 'c', prototype: { a: 1 } } });
     expect(r1.payload).toEqual({ constructor: 'c', prototype: { a: 1 } });

@@ -253,7 +253,7 @@ describe('namespaces', () => {
     expect(await registeredNamespaces(svc.service.store, fresh.tenants.test.tenantId)).toEqual(['org', 'client']);
   });
 
-  it('scopes name org, client or a registered namespace: another is a 400 on every write and stores nothing', async () => {
+  it('scopes name org, client or a registered namespace: another is a 400 on each write, stores nothing', async () => {
     const fresh = await api.newAccount();
     const key = fresh.tenants.live.rootKey;
     const typeName = uniq('scoped').toLowerCase();
@@ -357,7 +357,7 @@ describe('users', () => {
     expect(rs.map((r) => r.status).sort()).toEqual([201, 409, 409, 409]);
   });
 
-  it('deleting a user or changing its email frees the email; taking a held one is a 409 that changes nothing', async () => {
+  it('deleting a user or changing its email frees the email; taking a held one is a 409, changes nothing', async () => {
     const e1 = email();
     const e2 = email();
     const a = await ok(await call('POST', '/v1/users', root, { email: e1 }));
@@ -648,7 +648,7 @@ describe('entities', () => {
     expect(rs.map((r) => r.status).sort()).toEqual([201, 409, 409, 409]);
   });
 
-  it('PUT replaces the payload; version counts; namespace, key and schemaId are fixed (400, nothing changes)', async () => {
+  it('PUT replaces the payload; version counts; namespace, key, schemaId are fixed (400, no change)', async () => {
     const e = await ok(
       await call('POST', '/v1/entities', root, { namespace: 'org', key: uniq('put'), payload: { a: 1 } }),
     );

@@ -206,7 +206,7 @@ describe('inference (built-in extractive model)', () => {
     },
   );
 
-  it('RAG with no matching content: search_results (empty) first, then says plainly that nothing was found', async () => {
+  it('RAG with no matching content: search_results (empty) first, then says plainly nothing was found', async () => {
     const r = await stream(`${svc.url}/v1/rag`, key, { query: 'zyxwvut qqqplm', search: { mode: 'TEXT' } });
     expect(r.status).toBe(200);
     expectWellFormed(r.frames, ['search_results']);
@@ -269,7 +269,7 @@ describe('inference (built-in extractive model)', () => {
     },
   );
 
-  it('truncation_warning.resultsRequested is the search.limit of the call even when fewer results were found', async () => {
+  it('truncation_warning.resultsRequested is the search.limit of the call even with fewer results found', async () => {
     const word = `ipsum${randomUUID().slice(0, 6)}`;
     const para = (i: number) =>
       `Part ${i} on ${word}: ` +
@@ -397,7 +397,7 @@ describe('inference (built-in extractive model)', () => {
     },
   );
 
-  it('document ask over 32,000 input tokens is 413 with estimatedTokens and limitTokens, and charges nothing', async () => {
+  it('document ask over 32,000 input tokens is 413 with estimatedTokens and limitTokens, charges nothing', async () => {
     const big = Array.from({ length: 9000 }, (_, i) => `Line ${i} of a very long report about harbour logistics.`).join(
       ' ',
     );

@@ -244,7 +244,7 @@ describe('tokens of a registered issuer', () => {
     },
   );
 
-  it('its writes carry its user; it reads only its own records, as a minted token bound to that user does', async () => {
+  it('its writes carry its user; it reads only its own records, like a minted token bound to that user', async () => {
     const root = A.tenants.live.rootKey;
     const typeName = `jwt_${randomUUID().slice(0, 8)}`;
     expect(

@@ -295,7 +295,7 @@ describe('per-account burst limit (in process)', () => {
       },
     );
 
-    it('a current version carries no deprecation headers; without a credential the platform floor is served', async () => {
+    it('a current version has no deprecation headers; without a credential the platform floor is served', async () => {
       const r = await api.get('/v1/schemas', boot.tenants.live.rootKey, { 'service-version': '2099-01-01' });
       expect(r.status).toBe(200);
       expect(r.headers.get('service-version')).toBe('2099-01-01');

@@ -677,7 +677,7 @@ describe('deleteRecord and the tombstone', () => {
 
 // ---------------------------------------------------------------------------
 describe('history (getRecordVersions)', () => {
-  it('create, 3 PUT/PATCH updates, a patch and a delete → 6 rows oldest first with the states as they were', async () => {
+  it('create, 3 PUT/PATCH updates, a patch, a delete → 6 rows oldest first with the states as they were', async () => {
     const s = await createSchema({
       fields: [
         { fieldId: 'title', fieldType: 'string' },
@@ -741,7 +741,7 @@ describe('history (getRecordVersions)', () => {
     expect(after2.body.data.map((x: any) => x.version)).toEqual([3, 4, 5, 6]);
   });
 
-  it('auditHistory false: a live record answers an empty history (200), and a delete still leaves a tombstone', async () => {
+  it('auditHistory false: a live record has an empty history (200); a delete still leaves a tombstone', async () => {
     const s = await createSchema({ capabilities: { auditHistory: false } });
     const r = await createRecord({ typeName: s.typeName, payload: { a: 1 } });
     expect((await api.patch(`/v1/records/${r.id}`, root, { payload: { a: 2 } })).status).toBe(200);
@@ -823,7 +823,7 @@ describe('sensitive fields', () => {
     expect(r.body.message).toMatch(/POST \/v1\/records\/lookup|body/i);
   });
 
-  it('POST /v1/records/lookup finds it by the clear value (blind index), masked; a wrong value finds nothing', async () => {
+  it('POST /v1/records/lookup finds it by clear value (blind index), masked; a wrong one finds nothing', async () => {
     const r = await api.post('/v1/records/lookup', root, { type: s.typeName, field: 'ssn', value: SECRET });
     expect(r.status, r.text).toBe(200);
     leaks(r);
@@ -1101,7 +1101,7 @@ describe('lookups', () => {
       expect(ids(full)).toEqual([recs.paris.id]);
     });
 
-    it('with fewer values, results are grouped by the unspecified fields and order applies within each group', async () => {
+    it('with fewer values, results group by the unspecified fields, order applies within each group', async () => {
       for (const order of ['asc', 'desc']) {
         const r = await lookup(`type=${t}&field=${F}&values=US&order=${order}`);
         const groups = r.body.data.map((x: any) => `${x.payload.city}|${x.payload.zip}`);
@@ -1323,7 +1323,7 @@ describe('concurrency', () => {
     expect(l.body.data[0].id).toBe([...idsSeen][0]);
   });
 
-  it('50 concurrent creates of different records with one unique lookup value → exactly one 201, the rest 409', async () => {
+  it('50 concurrent creates of distinct records, one unique lookup value → exactly one 201, the rest 409', async () => {
     const s = await createSchema({
       fields: [{ fieldId: 'code', fieldType: 'string' }],
       lookupFields: [{ fieldName: 'code', unique: true }],

@@ -213,7 +213,7 @@ describe('createSchema', () => {
     },
   );
 
-  it('basedOn that is not the base of the typeName → 400 (another schema, a variant (two hops), an unknown id)', async () => {
+  it('basedOn not the base of the typeName → 400 (another schema, a variant (two hops), an unknown id)', async () => {
     const base = await createSchema();
     const other = await createSchema();
     const v1 = await createSchema({ typeName: base.typeName, basedOn: base.id }, u1);
@@ -861,7 +861,7 @@ describe('payload validation', () => {
     expect((await newRecord(t, { v: [1] })).status).toBe(400);
   });
 
-  it('required (field flag and validation.required) is enforced on create; absent optional fields are fine', async () => {
+  it('required (field flag and validation.required) is enforced on create; optional fields may be absent', async () => {
     const t = await typeWith([
       { fieldId: 'a', fieldType: 'string', required: true },
       { fieldId: 'b', fieldType: 'string', validation: { required: true } },
@@ -1010,7 +1010,7 @@ describe('payload validation', () => {
       typeName = (await createSchema({ fields, lookupFields: ['code'] })).typeName;
     });
 
-    it('inline fields over 224 KB → 400; the same bytes in a non-inline field are stored out of line (201)', async () => {
+    it('inline fields over 224 KB → 400; the same bytes in a non-inline field are stored apart (201)', async () => {
       const big = 'x'.repeat(225 * 1024);
       expect400(await newRecord(typeName, { title: big }));
       const ok = await newRecord(typeName, { title: 'small', body: big });

@@ -83,7 +83,7 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
   });
 
   describe('versions', () => {
-    it('counts versions per name from 1, lists them newest first, and shows the source only with scripts:r', async () => {
+    it('counts versions per name from 1, lists them newest first, shows the source only with scripts:r', async () => {
       const name = uniq('v');
       const v1 = await push(name, 'export default () => 1', root, { description: 'first' });
       const v2 = await push(name, 'export default () => 2');
@@ -454,7 +454,7 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
       expect(doc.body.folderId).toBe(r.body.result.folder);
     });
 
-    it('a write to a record the script only read also fails the commit (CONCURRENT_MODIFICATION naming it)', async () => {
+    it('a write to a record the script only read fails the commit too (CONCURRENT_MODIFICATION names it)', async () => {
       const s = await schema();
       const read = await record(s.typeName, { n: 1 });
       const written = await record(s.typeName, { n: 1 });

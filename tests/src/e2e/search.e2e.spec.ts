@@ -657,7 +657,7 @@ describe('documents', () => {
     recordId = rec.id;
   }, 120_000 * SLOW);
 
-  it('TEXT, SEMANTIC and HYBRID find documents; results are PartnerDocument with the document id and no title', async () => {
+  it('TEXT, SEMANTIC and HYBRID find documents: PartnerDocument results, the document id, no title', async () => {
     const t = await search({ query: 'comet icy tail', mode: 'TEXT' }, dk);
     expect(t.status, t.text).toBe(200);
     const top = t.body.results[0];

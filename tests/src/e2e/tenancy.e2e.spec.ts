@@ -463,7 +463,7 @@ describe('set-up sanity', () => {
     );
   });
 
-  it('every owner reads its own records, schemas, versions and tombstones (so the 404s below mean something)', async () => {
+  it('each owner reads its own records, schemas, versions, tombstones (so the 404s below mean something)', async () => {
     for (const c of creds) {
       for (const r of cells[c.cell].records.filter((r) => reaches(c, r))) {
         const g = await call(c, 'GET', `/v1/records/${r.id}`);
@@ -689,7 +689,7 @@ describe('lists never cross a tenant, context or data-scope boundary (every page
 });
 
 describe('live and test tenants are separate', () => {
-  it('a live root key cannot read, list or select test-tenant data, and a test root key cannot for live data', async () => {
+  it('a live root key cannot read, list or select test-tenant data; a test root key cannot for live data', async () => {
     for (const acct of ['A', 'B'] as const) {
       const live = rootOf(acct === 'A' ? 'A.live.ctx1' : 'B.live');
       const test = rootOf(acct === 'A' ? 'A.test' : 'B.test');
@@ -782,7 +782,7 @@ describe('app contexts inside one tenant', () => {
     expect(plain.ids).toContain(r1);
   });
 
-  it('a cross-context ssk_ key also chooses the context with x-context-id, and sees the default one without it', async () => {
+  it('a cross-context ssk_ key also picks the context with x-context-id, and the default one without it', async () => {
     const k = creds.find((c) => c.kind === 'ssk-cross')!;
     expect((await api.get(`/v1/records/${rec('A.live.ctx2').id}`, k.token)).status).toBe(404);
     expect((await api.get(`/v1/records/${rec('A.live.ctx1').id}`, k.token)).status).toBe(200);
@@ -793,7 +793,7 @@ describe('app contexts inside one tenant', () => {
     expect((await api.get('/v1/records', k.token, { 'x-context-id': B.tenants.live.contextId })).status).toBe(404);
   });
 
-  it('another account’s root key selecting a context of A with x-context-id gets the 404 of a random context', async () => {
+  it('another account’s root key selecting a context of A by x-context-id gets a random context’s 404', async () => {
     const rootB = B.tenants.live.rootKey;
     const a = await api.get('/v1/records', rootB, { 'x-context-id': ctx2A });
     const b = await api.get('/v1/records', rootB, { 'x-context-id': randomUUID() });
@@ -966,7 +966,7 @@ describe('error messages never name what belongs to another tenant or context', 
     }
   });
 
-  it('a developer token creating a key for another account’s tenant or context is refused like a random one', async () => {
+  it('a developer token making a key for another account’s tenant or context is refused as a random one', async () => {
     const forTenant = await api.post('/developer/keys', B.developerToken, {
       tenantId: A.tenants.live.tenantId,
       allowedActions: ['records:r'],
@@ -1013,7 +1013,7 @@ describe('error messages never name what belongs to another tenant or context', 
 });
 
 describe('credential planes', () => {
-  it('the developer token on the data plane → 403 (records, schemas, contexts, tokens), for both accounts', async () => {
+  it('the developer token on the data plane → 403 (records, schemas, contexts, tokens), both accounts', async () => {
     for (const [dev, cell] of [
       [A.developerToken, cells['A.live.ctx1']],
       [B.developerToken, cells['B.live']],
@@ -1200,7 +1200,7 @@ describe('scope-bound credentials (dataScope.scopes = [org:acme])', () => {
     }
   });
 
-  it('a scope-bound credential cannot write a record out of its own scope with scopes: [] (create or PATCH)', async () => {
+  it('a scope-bound credential cannot write a record out of its scope with scopes: [] (create or PATCH)', async () => {
     const failures: string[] = [];
     for (const c of scoped) {
       const created = await call(c, 'POST', '/v1/records', { typeName: TYPE, scopes: [], payload: { amount: 32 } });

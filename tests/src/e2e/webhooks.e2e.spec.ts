@@ -327,7 +327,7 @@ describe.each(ENGINES)('webhooks (%s)', (engine) => {
     60_000,
   );
 
-  it('a failed attempt is retried about 30 s (scaled) later with the same delivery id and a fresh signature', async () => {
+  it('a failed attempt is retried about 30 s (scaled) later, same delivery id and a fresh signature', async () => {
     receiver.mode('/flaky', 'flaky');
     const w = await register(A, 'live', 'd.example.test', '/flaky');
     await ingest(A.tenants.live.rootKey);
@@ -360,7 +360,7 @@ describe.each(ENGINES)('webhooks (%s)', (engine) => {
     await api.del(`/developer/webhooks/${w.id}`, A.developerToken);
   }, 60_000);
 
-  it('10 consecutive failures disable the registration; PUT status ACTIVE re-enables it and resets the count', async () => {
+  it('10 consecutive failures disable the registration; PUT status ACTIVE re-enables, resets the count', async () => {
     receiver.mode('/dead', 'fail');
     const w = await register(A, 'live', 'e.example.test', '/dead');
     for (let i = 0; i < 10; i++) await ingest(A.tenants.live.rootKey);
@@ -412,7 +412,7 @@ describe.each(ENGINES)('webhooks (%s)', (engine) => {
     60_000,
   );
 
-  it('tenant teardown removes the tenant registrations (and their deliveries); the other tenant keeps its own', async () => {
+  it('tenant teardown removes the tenant registrations (and their deliveries); the other keeps its own', async () => {
     const C = await api.newAccount({ plan: 'enterprise' });
     expect(
       (await api.post('/operator/domains/verify', OPERATOR_TOKEN, { accountId: C.accountId, domain: 'example.test' }))

@@ -132,7 +132,7 @@ function modelProcesses(): Array<{ pid: number; nice: number }> {
 }
 
 describe.skipIf(!have.ok || process.platform !== 'linux')('model processes and the scheduler', () => {
-  it("a model process loads its model at the service's priority and lowers its own afterwards (EMBEDDING_NICE)", async () => {
+  it("a model process loads its model at the service's priority, then lowers its own (EMBEDDING_NICE)", async () => {
     // Started at niceness 19, a member took 28 s to answer its first call while other processes kept the cores busy.
     const e = new BuiltinEmbedder({ env: { ...process.env, EMBEDDING_NICE: '19', EMBEDDING_THREADS: '1' } });
     try {

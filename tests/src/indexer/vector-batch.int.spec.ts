@@ -149,7 +149,7 @@ describe('search projector: batched vector writes', () => {
     expect((await s.catalogue.items(s.ids)).get(s.ids[0])?.vectors).toBe(1);
   });
 
-  it('a failed batch write falls back to item writes: only the item whose write fails is EMBEDDING_FAILED', async () => {
+  it('a failed batch write falls back to item writes: only an item whose write fails is EMBEDDING_FAILED', async () => {
     const s = await setup();
     s.vectors.failBatch = true;
     await s.write(5);

@@ -172,7 +172,7 @@ describe('search projector: the per-tenant vector queue', () => {
     return { sql, store, indexer, create, update, remove, outcomes, jobRows, hits, until };
   }
 
-  it("tenant B's small record is embedded and INDEXED while tenant A's big record is still being embedded", async () => {
+  it("tenant B's small record is embedded and INDEXED while tenant A's big record is still embedding", async () => {
     const s = await setup();
     const model = new FakeModel(5);
     const ix = await s.indexer(model);

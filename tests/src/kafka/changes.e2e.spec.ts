@@ -59,7 +59,7 @@ describe.skipIf(!brokers || !postgres)('change stream across query replicas (spl
     expect(s.events.map((e) => e.event)).toEqual(['record.created', 'record.indexed']);
   }, 90_000);
 
-  it('read k of N on query-1, then with query-1 stopped resume through the router on query-2: exactly the rest', async () => {
+  it('read k of N on query-1; with query-1 stopped, resume via the router on query-2: exactly the rest', async () => {
     const type = await schema();
     const N = 30;
     const k = 11;

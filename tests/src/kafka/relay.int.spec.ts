@@ -237,7 +237,7 @@ describe.skipIf(!brokers)(`Kafka relay (${brokers ? `KAFKA_BROKERS=${brokers}` :
     180_000,
   );
 
-  it("a subscriber whose checkpoint is behind the group's committed offsets gets the hole from the event store", async () => {
+  it("a subscriber whose checkpoint lags the group's committed offsets gets the gap from the event store", async () => {
     // The group 'probe' committed up to the end above; a subscriber restarting from 0 under that group (a rebuild) sees
     // only later messages.
     const got: StoredEvent[] = [];

@@ -154,7 +154,7 @@ describe('credential cache per role, revocation applied by another process', () 
     return elsewhere;
   }
 
-  it('role command (no projector): the request after the revocation commits answers 401, with no notification', async () => {
+  it('role command (no projector): the request after the revocation commits answers 401, no notification', async () => {
     const elsewhere = await fresh();
     const caches = await openCaches(sql, ROLES.command);
     expect((await caches.credentials.resolve(SECRET))?.credentialId).toBe('k1');

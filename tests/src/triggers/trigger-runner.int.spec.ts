@@ -226,7 +226,7 @@ describe('trigger runner', () => {
     });
   });
 
-  it('never runs a firing twice: a restart from an old checkpoint (crash before it moved) re-runs nothing', async () => {
+  it('never runs a firing twice: a restart from an old checkpoint (crash before it moved) reruns nothing', async () => {
     await declare();
     await declare();
     for (let i = 0; i < 10; i++) await create(`rec-${i}`, { amount: i });
@@ -274,7 +274,7 @@ describe('trigger runner', () => {
     },
   );
 
-  it('a batch with nothing to fire moves its position at once, its checkpoint row within a second and at stop', async () => {
+  it('a batch with nothing to fire moves its position at once, its checkpoint row within 1 s and at stop', async () => {
     const row = async () =>
       Number(
         (await sql.query<{ position: number }>(`SELECT position FROM proj_checkpoints WHERE name = 'trigger-runner'`))

@@ -58,8 +58,16 @@ export interface OpenAccountInput {
   entitlements?: { allowGlobalRegion?: boolean };
 }
 
-/** Creates an account with a live and a test tenant, a default context in each, root keys and a developer token. */
-export async function openAccount(deps: CommandDeps, input: OpenAccountInput, meta: RequestMeta) {
+/**
+ * Creates an account with a live and a test tenant, a default context in each, root keys and a developer token.
+ * With `ifNew`, an account another writer opened first under the same id (concurrent first starts) answers null.
+ */
+export async function openAccount(
+  deps: CommandDeps,
+  input: OpenAccountInput,
+  meta: RequestMeta,
+  o: { ifNew?: boolean } = {},
+) {
   const accountId = deps.ids.newId();
   const env = (e: 'live' | 'test') => ({
     tenantId: deps.ids.newId(),
@@ -120,11 +128,12 @@ export async function openAccount(deps: CommandDeps, input: OpenAccountInput, me
     expectedRevision: 'no_stream',
     metadata: { ...md, tenantId: c.tenantId },
   });
-  await handleCommand(deps, {
+  const opened = await handleCommand(deps, {
     streamId: streams.account(accountId),
     aggregate: accountDecider,
     metadata: md,
     fresh: true,
+    onTaken: o.ifNew ? () => 'taken' as const : undefined,
     decide: (s) => ({
       events: accountDecider.decide(
         {
@@ -149,6 +158,7 @@ export async function openAccount(deps: CommandDeps, input: OpenAccountInput, me
       ],
     }),
   });
+  if (opened.answer === 'taken') return null;
   return { accountId, plan, developerToken, tenants: { live, test } };
 }
 

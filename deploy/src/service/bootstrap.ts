@@ -2,7 +2,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { chmodSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Principal } from '@svc/contracts';
-import { type CommandDeps, streams, WrongExpectedRevisionError } from '@svc/domain';
+import type { CommandDeps } from '@svc/domain';
 import { openAccount } from '@svc/command-api';
 import type { Config } from '../config';
 import { loadSecret } from './secret';
@@ -19,10 +19,6 @@ export function firstAccountId(secret: Buffer): string {
   const variant = ((parseInt(h[16], 16) & 0x3) | 0x8).toString(16);
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
-
-const lostRace = (e: unknown, streamId: string) =>
-  (e instanceof WrongExpectedRevisionError || (e instanceof Error && e.name === 'WrongExpectedRevisionError')) &&
-  (e as WrongExpectedRevisionError).streamId === streamId;
 
 /**
  * The first start of a process that serves the write API on an empty log opens
@@ -60,15 +56,13 @@ export async function bootstrapFirstAccount(
   // openAccount takes the account's id first; every later id (tenants, contexts, credentials, events) is fresh.
   let first = true;
   const ids = { newId: () => (first ? ((first = false), accountId) : deps.ids.newId()) };
-  let account: Awaited<ReturnType<typeof openAccount>>;
-  try {
-    account = await openAccount(
-      { ...deps, ids },
-      { plan, name: 'bootstrap', inferenceBalanceCents: config.defaultInferenceBalanceCents },
-      { requestId: randomUUID(), principal: system, now: now() },
-    );
-  } catch (e) {
-    if (!lostRace(e, streams.account(accountId))) throw e;
+  const account = await openAccount(
+    { ...deps, ids },
+    { plan, name: 'bootstrap', inferenceBalanceCents: config.defaultInferenceBalanceCents },
+    { requestId: randomUUID(), principal: system, now: now() },
+    { ifNew: true },
+  );
+  if (!account) {
     deps.log?.(
       `first account ${accountId} was opened by another process starting at the same time: its keys are ` +
         `in that process's ${join(config.dataDir, 'bootstrap.json')}`,

@@ -145,6 +145,11 @@ export interface Command<S, P = undefined, R = never> {
   /** The stream is new (a fresh id): it is not read, and is appended with expected revision 'no_stream'. */
   fresh?: boolean;
   /**
+   * A fresh stream that another writer created first (an id agreed on by several processes, as the first account's):
+   * the answer instead of a conflict. Absent: the error is rethrown.
+   */
+  onTaken?: () => R;
+  /**
    * The stream is an append-only log no decision reads (a tenant's usage): it is not read, the decision is made
    * on the initial state, and it is appended with expected revision 'any' (never a conflict).
    */
@@ -248,8 +253,9 @@ async function run<S, P, R>(deps: WriteDeps, cmd: Command<S, P, R>): Promise<Com
       if (events.length && cmd.undo) await cmd.undo(prepared);
       if (!(e instanceof WrongExpectedRevisionError)) throw e;
       if (e.streamId === cmd.streamId) {
-        if (cmd.fresh) throw e;
-        continue;
+        if (!cmd.fresh) continue;
+        if (!cmd.onTaken) throw e;
+        return { state, events: [], position: 0, prepared, answer: cmd.onTaken() };
       }
       const on = appends.find((a) => a.streamId === e.streamId);
       if (!on || !cmd.onConflict) throw e;

@@ -170,6 +170,23 @@ describe('handleCommand', () => {
     ).rejects.toBeInstanceOf(WrongExpectedRevisionError);
   });
 
+  it('fresh with onTaken: a stream another writer created first answers onTaken and appends nothing', async () => {
+    const { store, deps } = setup();
+    store.write('taken', [{ id: 'x', type: 'NamespaceCreated', data: { name: 'x', description: null }, metadata: md }]);
+    const out = await handleCommand(deps, {
+      streamId: 'taken',
+      aggregate: counter,
+      metadata: md,
+      fresh: true,
+      onTaken: () => 'taken' as const,
+      decide: () => ({ events: [ev('a')], also: [claimOf('res', 'no_stream')] }),
+    });
+    expect(out.answer).toBe('taken');
+    expect(out.position).toBe(0);
+    expect(store.streams.get('taken')).toHaveLength(1);
+    expect(store.streams.has('res')).toBe(false);
+  });
+
   it("also: other streams are appended atomically; a charge rides in the first event's metadata", async () => {
     const { store, deps } = setup();
     const charge = [{ category: 'recordWrite', count: 1, units: 0, milli: 1000 }] as NonNullable<

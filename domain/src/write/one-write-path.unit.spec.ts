@@ -24,9 +24,6 @@ const APPENDERS: Record<string, string> = {
 /** Catches of WrongExpectedRevisionError still outside the handler, each with why it is left (none may be added). */
 const CATCHERS: Record<string, string> = {
   'domain/src/write/handle-command.ts': 'the command handler',
-  'deploy/src/service/bootstrap.ts':
-    'left: concurrent first starts tell a lost race for the first account from other failures (to move ' +
-    'into openAccount)',
 };
 
 function sources(): Array<{ path: string; text: string }> {

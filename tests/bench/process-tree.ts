@@ -54,3 +54,14 @@ export function treeCpuSeconds(root: number): { service: number; children: numbe
   }
   return out;
 }
+
+/** User and system CPU seconds of `pid` alone (its threads included): system time is the kernel working for it. */
+export function cpuSplitSeconds(pid: number): { user: number; system: number } {
+  try {
+    const st = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+    return { user: Number(f[11]) / 100, system: Number(f[12]) / 100 };
+  } catch {
+    return { user: 0, system: 0 };
+  }
+}

@@ -32,7 +32,8 @@ export function storageError(req: FastifyRequest, reply: FastifyReply, status: n
     .status(status)
     .type('application/xml')
     .send(
-      `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${xmlEscape(message)}</Message><RequestId>${req.id}</RequestId></Error>`,
+      `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code>` +
+        `<Message>${xmlEscape(message)}</Message><RequestId>${req.id}</RequestId></Error>`,
     );
 }
 

@@ -79,6 +79,7 @@ export default function Ask({ params }: ScreenProps) {
 
   const models = catalog.data?.models ?? [];
   const title = useTitles(passages ?? []);
+  const balance = usage.data ? <strong>{(usage.data.inference.balanceCents / 100).toFixed(2)}</strong> : '…';
   return (
     <section>
       <h1>Ask and chat</h1>
@@ -94,9 +95,9 @@ export default function Ask({ params }: ScreenProps) {
         </a>
       </nav>
       <p class="balance">
-        Inference balance: {usage.data ? <strong>{(usage.data.inference.balanceCents / 100).toFixed(2)}</strong> : '…'}{' '}
-        (spent this month: {usage.data ? (usage.data.inference.costCents / 100).toFixed(2) : '…'}) · credits used this
-        month: {usage.data ? usage.data.credits.used : '…'}
+        Inference balance: {balance} (spent this month:{' '}
+        {usage.data ? (usage.data.inference.costCents / 100).toFixed(2) : '…'}) · credits used this month:{' '}
+        {usage.data ? usage.data.credits.used : '…'}
       </p>
       <ErrorMessage error={catalog.error} />
       <form onSubmit={send}>

@@ -27,6 +27,8 @@ const kept = (): Kept[] => {
 };
 const keep = (list: Kept[]) => sessionStorage.setItem(STORE, JSON.stringify(list));
 const PATHS = ['scope.allowedActions', 'scope.dataScope', 'userId', 'expiresInSeconds', 'contextId'];
+const ACTIONS_HINT =
+  '<resource>:<action> with actions c r u d x, separated by commas: records:r, records:c, search:r, documents:*, …';
 const split = (s: string) =>
   s
     .split(/[\s,]+/)
@@ -98,7 +100,7 @@ export default function Tokens(_: ScreenProps) {
           value={actions}
           onInput={setActions}
           error={error}
-          hint="<resource>:<action> with actions c r u d x, separated by commas: records:r, records:c, search:r, documents:*, …"
+          hint={ACTIONS_HINT}
           required
         />
         <div class="grid2">

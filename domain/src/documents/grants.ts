@@ -35,7 +35,9 @@ export class StorageGrants {
     const expires = now + this.ttlMs;
     const sig = this.mac('upload', documentId, uploadId, String(expires));
     return {
-      uploadUrl: `${baseUrl}/storage/uploads/${encodeURIComponent(documentId)}?upload=${encodeURIComponent(uploadId)}&expires=${expires}&signature=${sig}`,
+      uploadUrl:
+        `${baseUrl}/storage/uploads/${encodeURIComponent(documentId)}` +
+        `?upload=${encodeURIComponent(uploadId)}&expires=${expires}&signature=${sig}`,
       expiresAt: new Date(expires).toISOString(),
       requiredHeaderName: UPLOAD_HEADER,
       requiredHeaderValue: this.headerValue(documentId, uploadId),

@@ -27,10 +27,12 @@ export interface Sentence {
 export const NOTHING_FOUND = 'I found nothing in the provided content that answers this question.';
 
 const STOP = new Set(
-  'a an and are as at be been but by can could did do does for from had has have how i if in into is it ' +
+  (
+    'a an and are as at be been but by can could did do does for from had has have how i if in into is it ' +
     'its me my of on or our she should so than that the their them then there these they this those to was ' +
     'we were what when where which who whom why will with would you your about any all also am more most no ' +
-    'not only other over same some such too very just'.split(' '),
+    'not only other over same some such too very just'
+  ).split(' '),
 );
 
 /** Lower-cased word stems of `text`, stop words dropped. */
@@ -56,8 +58,11 @@ function stem(w: string): string {
 const segmenter = new Intl.Segmenter('en', { granularity: 'sentence' });
 
 /** Abbreviations after which ICU's plain sentence rules break but a sentence goes on ("Dr. Smith"). */
-const ABBREVIATION =
-  /(?:^|\s)(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|Mt|No|Fig|Vol|vs|etc|e\.g|i\.e|approx|Inc|Ltd|Co|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.$/;
+const ABBREVIATIONS = [
+  ...['Mr', 'Mrs', 'Ms', 'Dr', 'Prof', 'Sr', 'Jr', 'St', 'Mt', 'No', 'Fig', 'Vol', 'vs', 'etc', 'e.g', 'i.e', 'approx'],
+  ...['Inc', 'Ltd', 'Co', 'Jan', 'Feb', 'Mar', 'Apr', 'Jun', 'Jul', 'Aug', 'Sep', 'Sept', 'Oct', 'Nov', 'Dec'],
+];
+const ABBREVIATION = new RegExp(`(?:^|\\s)(?:${ABBREVIATIONS.map((a) => a.replace('.', '\\.')).join('|')})\\.$`);
 
 /**
  * The sentences of `text` (ICU sentence boundaries, not split after common abbreviations; a line break ends a

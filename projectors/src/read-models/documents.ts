@@ -85,15 +85,12 @@ CREATE INDEX IF NOT EXISTS ` +
       case 'DocumentCreated': {
         const d = e.data;
         const inserted = await q.query(
-          `INSERT INTO rm_documents (document_id, tenant_id, context_id, title, source, status, ` +
-            `index_failure, index_mode, store_text, folder_id, payload, schema_id,
-             ` +
-            `schema_version, type_name, user_id, scopes, external_id, file_name, file_type, file_size, ` +
-            `file_ref, upload_id, text_ref, text_bytes, text_revision, text_retained,
-             ` +
-            `created_at, updated_at, version, revision)
-           VALUES ` +
-            `($1,$2,$3,$4,$5,$6,NULL,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,NULL,NULL,$19,NULL,NULL,0,false,$20,$20,1,$21)
+          `INSERT INTO rm_documents (document_id, tenant_id, context_id, title, source, status, index_failure,
+             index_mode, store_text, folder_id, payload, schema_id, schema_version, type_name, user_id, scopes,
+             external_id, file_name, file_type, file_size, file_ref, upload_id, text_ref, text_bytes, text_revision,
+             text_retained, created_at, updated_at, version, revision)
+           VALUES ($1,$2,$3,$4,$5,$6,NULL,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,NULL,NULL,$19,
+             NULL,NULL,0,false,$20,$20,1,$21)
            ON CONFLICT (document_id) DO NOTHING RETURNING document_id`,
           [
             d.documentId,

@@ -52,8 +52,8 @@ export async function insertDeliveries(q: SqlQueryable, rows: NewDelivery[]): Pr
         r.createdAt,
         r.body,
       );
-      const b = k * 9;
-      return `($${b + 1},$${b + 2},$${b + 3},$${b + 4},$${b + 5},$${b + 6},$${b + 7},'PENDING',0,$${b + 8},$${b + 8},$${b + 9})`;
+      const p = (i: number) => `$${k * 9 + i}`;
+      return `(${p(1)},${p(2)},${p(3)},${p(4)},${p(5)},${p(6)},${p(7)},'PENDING',0,${p(8)},${p(8)},${p(9)})`;
     });
     await q.query(
       `INSERT INTO webhook_deliveries (delivery_id, webhook_id, tenant_id, event_id, event_type, ` +

@@ -5,7 +5,16 @@ import { type Change, type ChangeResolver } from './resolve';
 export const changeFrame = (c: Change): Buffer =>
   (c.frame ??= Buffer.from(
     `id: ${c.position}\nevent: ${c.type}\ndata: ` +
-      `${JSON.stringify({ position: c.position, type: c.type, entityId: c.entityId, typeName: c.typeName, version: c.version, at: c.at, entity: c.entity })}\n\n`,
+      JSON.stringify({
+        position: c.position,
+        type: c.type,
+        entityId: c.entityId,
+        typeName: c.typeName,
+        version: c.version,
+        at: c.at,
+        entity: c.entity,
+      }) +
+      '\n\n',
   ));
 
 /** The frames of the changes a stream wants, in log order, as one buffer (null when it wants none of them). */

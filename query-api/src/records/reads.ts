@@ -7,7 +7,8 @@ export type RecordRow = Omit<LiveRecord, 'exists'> & {
   indexStatus: string | null;
   indexFailure?: { code: string; message: string } | null;
   payloadBytes: number;
-  /** The record stream's revision of its last content event (the change stream tells a stale event by it). */ revision?: number;
+  /** The record stream's revision of its last content event (the change stream tells a stale event by it). */
+  revision?: number;
 };
 
 type Raw = {

@@ -196,9 +196,10 @@ export async function benchMemory(o: {
   passages: number;
   log: (m: string) => void;
 }): Promise<MemoryResults> {
+  const proc = (p: ProcessMemory) =>
+    `${p.kind} ${p.rssMb.toFixed(0)}: anon ${p.anonMb.toFixed(0)}, ${p.threads} threads`;
   const line = (t: TreeMemory) =>
-    `${t.rssMb.toFixed(0)} MB RSS ` +
-    `(${t.processes.map((p) => `${p.kind} ${p.rssMb.toFixed(0)}: anon ${p.anonMb.toFixed(0)}, ${p.threads} threads`).join('; ')}; PSS ${t.pssMb.toFixed(0)})`;
+    `${t.rssMb.toFixed(0)} MB RSS (${t.processes.map(proc).join('; ')}; PSS ${t.pssMb.toFixed(0)})`;
 
   // (a) + (b): one service on an empty data directory, then with records.
   let svc = await startCompiled(o.newDir('memory-'));

@@ -90,8 +90,6 @@ for (let i = 0; i < rounds; i++) {
   }
 }
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-console.log(
-  `${op}: on/off throughput ` +
-    `${(mean(results.on.map((r) => r.opsPerSec)) / mean(results.off.map((r) => r.opsPerSec))).toFixed(2)}x, ` +
-    `CPU per op ${(mean(results.on.map((r) => r.cpuMsPerOp)) / mean(results.off.map((r) => r.cpuMsPerOp))).toFixed(2)}x`,
-);
+const onOff = (k: 'opsPerSec' | 'cpuMsPerOp') =>
+  (mean(results.on.map((r) => r[k])) / mean(results.off.map((r) => r[k]))).toFixed(2);
+console.log(`${op}: on/off throughput ${onOff('opsPerSec')}x, CPU per op ${onOff('cpuMsPerOp')}x`);

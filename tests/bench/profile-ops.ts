@@ -101,9 +101,11 @@ try {
   if (svc.child.exitCode !== null) throw new Error(`service exited: ${svc.output().slice(-2000)}`);
   const t1 = threadCpu(svc.child.pid!);
   const r1 = await runners();
-  console.log(
-    `projection runners: ${r1.map((x, i) => `${x.name ?? i}: ${x.events - (r0[i]?.events ?? 0)} events in ${x.batches - (r0[i]?.batches ?? 0)} ` + `batches`).join('; ')}`,
+  const ran = r1.map(
+    (x, i) =>
+      `${x.name ?? i}: ${x.events - (r0[i]?.events ?? 0)} events in ${x.batches - (r0[i]?.batches ?? 0)} batches`,
   );
+  console.log(`projection runners: ${ran.join('; ')}`);
   if (!process.env.OPS_NO_PROFILE || process.env.OPS_TRACE_GC || process.env.OPS_SQL_CENSUS || process.env.OPS_STALLS)
     svc.child.kill('SIGUSR2');
   const per = [...t1]

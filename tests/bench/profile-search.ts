@@ -384,8 +384,8 @@ async function engine(src: string) {
     limit: Number(process.env.SEARCH_ENGINE_LIMIT ?? 100),
     trackTotal: process.env.SEARCH_ENGINE_TOTAL === '1',
     ...(process.env.SEARCH_ENGINE_PAGE ? { limit: 20, countUpTo: 100 } : {}),
-    // SEARCH_ENGINE_PAGE=1: as the route asks a TEXT page (limit 20, countUpTo 100); the route's trackTotal: false unless
-    // SEARCH_ENGINE_TOTAL=1; SEARCH_ENGINE_LIMIT: another k
+    // SEARCH_ENGINE_PAGE=1: as the route asks a TEXT page (limit 20, countUpTo 100); the route's trackTotal: false
+    // unless SEARCH_ENGINE_TOTAL=1; SEARCH_ENGINE_LIMIT: another k
   });
   let t0 = performance.now();
   await text.search(q(0));

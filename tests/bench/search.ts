@@ -126,9 +126,10 @@ const zipfWord = (r: () => number) => {
   }
   return VOCAB[lo];
 };
-const COMMON =
+const COMMON = (
   'the a of and in to is was for on with as by at from that which it its this their were has have been ' +
-  'many most local people town place'.split(' ');
+  'many most local people town place'
+).split(' ');
 /** Base passages (the ones that get real embeddings): entity facts in varied templates. */
 export function basePassages(n: number): string[] {
   const t = [
@@ -648,7 +649,9 @@ export async function benchSearch(
     }
     const line = (r: HttpResult) =>
       `p50 ${r.p50.toFixed(1)} p99 ${r.p99.toFixed(1)} ms, ${Math.round(r.opsPerSec)}/s, ${r.hits} ` +
-      `results/page${stealNote(r.steal)}${r.clientGc ? `, load generator GC ${Math.round(r.clientGc.ms)} ms (longest ${r.clientGc.max.toFixed(1)})` : ''}${r.errors ? `, ${r.errors} errors: ${r.firstError}` : ''}`;
+      `results/page${stealNote(r.steal)}` +
+      (r.clientGc ? `, load generator GC ${Math.round(r.clientGc.ms)} ms (longest ${r.clientGc.max.toFixed(1)})` : '') +
+      (r.errors ? `, ${r.errors} errors: ${r.firstError}` : '');
     for (const m of MODES)
       o.log(`${size} HTTP ${m} (rotating queries, cached query vectors): ${line(http.rotating[m])}`);
     for (const m of COLD_MODES)

@@ -438,10 +438,8 @@ async function embedCached(texts: string[], tag: string): Promise<Vec[]> {
   const e = new BuiltinEmbedder();
   // Query texts are embedded as queries (bge prefixes its instruction); the cache is per model.
   const purpose = tag.startsWith('queries') ? 'query' : 'passage';
-  const file = join(
-    CACHE,
-    `eval-offline-emb-${e.model}-${tag}-${createHash('sha256').update(texts.join('\u0001')).digest('hex').slice(0, 16)}.json`,
-  );
+  const digest = createHash('sha256').update(texts.join('\u0001')).digest('hex').slice(0, 16);
+  const file = join(CACHE, `eval-offline-emb-${e.model}-${tag}-${digest}.json`);
   if (existsSync(file)) {
     await e.close();
     return (JSON.parse(readFileSync(file, 'utf8')) as number[][]).map((v) => Float32Array.from(v));

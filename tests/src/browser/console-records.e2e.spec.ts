@@ -81,9 +81,9 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: records', () => {
     await page.getByLabel('title').fill('Water the tomatoes at six');
     await page.getByRole('button', { name: 'Save record' }).click();
     await expect.poll(() => facts(page), { timeout: 15_000 }).toMatch(/Version\s+2/);
-    expect(await page.getByLabel('Payload', { exact: true }).innerText()).toMatch(
-      /"priority": 2[\s\S]*"title": "Water the tomatoes at six"|"title": "Water the tomatoes at six"[\s\S]*"priority": 2/,
-    );
+    const saved = await page.getByLabel('Payload', { exact: true }).innerText();
+    expect(saved).toMatch(/"priority": 2/);
+    expect(saved).toMatch(/"title": "Water the tomatoes at six"/);
 
     // PUT: the payload is replaced by the form's (the cleared priority is gone).
     await page.getByRole('link', { name: 'Edit record' }).click();

@@ -57,8 +57,8 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: usage and activity', (
           .evaluateAll((rs) =>
             rs.map((r) => ({ value: Number(r.getAttribute('data-value')), width: Number(r.getAttribute('width')) })),
           );
-      // Usage is tallied beside the requests: this tab's own searches may need a refresh to be counted (a person presses
-      // it).
+      // Usage is tallied beside the requests: this tab's own searches may need a refresh to be counted (a person
+      // presses it).
       await expect
         .poll(
           async () => {

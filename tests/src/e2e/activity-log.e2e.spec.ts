@@ -288,7 +288,8 @@ describe('activity log on one service', () => {
         const old = await logs(
           api,
           rootA,
-          `?endTime=${encodeURIComponent(new Date(Date.now() - 25 * 3600_000).toISOString())}&startTime=2020-01-01T00:00:00Z`,
+          `?endTime=${encodeURIComponent(new Date(Date.now() - 25 * 3600_000).toISOString())}` +
+            '&startTime=2020-01-01T00:00:00Z',
         );
         expect(old.entries).toEqual([]);
         // endTime alone: the 24 hours before it.

@@ -382,7 +382,8 @@ describe('presigned upload and extraction', () => {
     const html = await uploadFile(
       'page.html',
       'text/html',
-      `<!doctype html><html><head><title>T</title><style>p{color:red}</style></head><body><h1>News</h1><p>${SENTENCE}</p><script>var hidden = 1;</script></body></html>`,
+      '<!doctype html><html><head><title>T</title><style>p{color:red}</style></head>' +
+        `<body><h1>News</h1><p>${SENTENCE}</p><script>var hidden = 1;</script></body></html>`,
     );
     const csv = await uploadFile('data.csv', 'text/csv', `id,note\n1,"${SENTENCE}"\n2,other\n`);
     for (const up of [docx, html, csv]) {

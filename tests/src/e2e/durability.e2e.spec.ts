@@ -36,7 +36,9 @@ async function listAll(api: Api, key: string): Promise<Array<Record<string, any>
   let cursor: string | null = null;
   for (let pages = 0; ; pages++) {
     if (pages > 100) throw new Error('too many pages');
-    const path: string = `/v1/records?type=${TYPE}&limit=100&includePayload=true${cursor ? `&startFrom=${encodeURIComponent(cursor)}` : ''}`;
+    const path: string =
+      `/v1/records?type=${TYPE}&limit=100&includePayload=true` +
+      (cursor ? `&startFrom=${encodeURIComponent(cursor)}` : '');
     const r = await api.get(path, key);
     if (r.status !== 200) throw new Error(`list failed: ${r.status} ${r.text}`);
     out.push(...r.body.data);

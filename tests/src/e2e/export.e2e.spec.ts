@@ -308,7 +308,8 @@ describe('a large export streams with back-pressure, in bounded memory', () => {
       big = await enterprise();
       const tenantId = big.tenants.live.tenantId;
       const contextId = big.tenants.live.contextId;
-      // Seeded straight into the log: valid catalogue events (uniqueness bookkeeping) that every projection passes over.
+      // Seeded straight into the log: valid catalogue events (uniqueness bookkeeping) that every projection passes
+      // over.
       const ev = (i: number): NewEvent => ({
         id: randomUUID(),
         type: 'ReservationClaimed',

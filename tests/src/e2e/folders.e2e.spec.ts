@@ -432,7 +432,8 @@ describe('listing folders', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const q: string = `/v1/folders?parentFolderId=${p.id}&limit=2${cursor ? `&startFrom=${encodeURIComponent(cursor)}` : ''}`;
+      const q: string =
+        `/v1/folders?parentFolderId=${p.id}&limit=2` + (cursor ? `&startFrom=${encodeURIComponent(cursor)}` : '');
       const r = await call('GET', q, root, undefined, ctx);
       expect(r.status, r.text).toBe(200);
       seen.push(...r.body.data.map((f: any) => f.id));

@@ -66,7 +66,9 @@ const deepArray = '['.repeat(10_000) + ']'.repeat(10_000);
 const deepObject = '{"a":'.repeat(5_000) + '1' + '}'.repeat(5_000);
 const wide = JSON.stringify({ payload: Object.fromEntries(Array.from({ length: 200_000 }, (_, i) => [`k${i}`, i])) });
 const everywhere = (v: string) =>
-  `{"typeName":${v},"displayName":${v},"title":${v},"name":${v},"text":${v},"query":${v},"payload":{"name":${v},"x":${v}},"scope":{"allowedActions":[${v}]},"records":[{"typeName":${v},"payload":{"k":${v}}}]}`;
+  `{"typeName":${v},"displayName":${v},"title":${v},"name":${v},"text":${v},"query":${v},` +
+  `"payload":{"name":${v},"x":${v}},"scope":{"allowedActions":[${v}]},` +
+  `"records":[{"typeName":${v},"payload":{"k":${v}}}]}`;
 const BODIES: Array<[string, string]> = [
   ['malformed', '{"a":'],
   ['trailing comma', '{"a":1,}'],

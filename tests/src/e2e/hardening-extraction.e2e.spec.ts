@@ -312,7 +312,8 @@ describe('extraction limits: files that break a limit end FAILED, the service ca
           (e) => e.type === 'DocumentExtractionStarted',
         ).length;
       for (let attempt = 1; attempt <= MAX_EXTRACTION_ATTEMPTS; attempt++) {
-        // Extraction of this file takes seconds: stop the service while it runs (as a crash would), then start it again.
+        // Extraction of this file takes seconds: stop the service while it runs (as a crash would), then start it
+        // again.
         await eventually(async () => (await starts()) === attempt && (await status()) === 'EXTRACTING', 30_000, 50);
         await svc.stop();
         svc = await startService({ dataDir: data.dir });

@@ -317,7 +317,8 @@ describe('__proto__ keys are a 400; constructor / prototype are ordinary names',
       await raw(
         'POST',
         '/v1/schemas',
-        `{"typeName":"${uniq('S')}","displayName":"S","allowedSurfaces":["record"],"renderHints":{"__proto__":{"label":"x"}}}`,
+        `{"typeName":"${uniq('S')}","displayName":"S","allowedSurfaces":["record"],` +
+          '"renderHints":{"__proto__":{"label":"x"}}}',
       ),
     );
   });

@@ -333,8 +333,8 @@ describe('tokens of a registered issuer', () => {
         await expectUniform401(`${head}.${body}.${mac}`, 'HS256 keyed with the public key');
       }
       await expectUniform401('eyJhbGciOiJSUzI1NiJ9.bm90IGpzb24.c2ln', 'a payload that is not JSON');
-      // Signed with a key of the attacker's, named by the issuer's kid and carried in the header (jwk) and by URL (jku):
-      // neither is used.
+      // Signed with a key of the attacker's, named by the issuer's kid and carried in the header (jwk) and by URL
+      // (jku): neither is used.
       const attacker = await generateKeyPair('ES256');
       const forged = await new SignJWT({ ...claims, iss: idp.url })
         .setProtectedHeader({
@@ -420,7 +420,8 @@ describe('tokens of a registered issuer', () => {
   it('unknown kids fetch the key set at most once per refetch interval', async () => {
     await new Promise((ok) => setTimeout(ok, REFETCH_MS + 50));
     const before = idp.requests.filter((p) => p === '/jwks').length;
-    const forged = `${b64({ alg: 'RS256', kid: 'nope' })}.${b64({ iss: idp.url, aud: AUD, exp: now() + 600 })}.${'A'.repeat(342)}`;
+    const payload = b64({ iss: idp.url, aud: AUD, exp: now() + 600 });
+    const forged = `${b64({ alg: 'RS256', kid: 'nope' })}.${payload}.${'A'.repeat(342)}`;
     const started = Date.now();
     for (let i = 0; i < 20; i++) expect((await api.get('/v1/ping', forged)).status).toBe(401);
     // One fetch at most per interval begun (a slow machine may see the interval pass during the loop), in each

@@ -30,7 +30,8 @@ async function listAll(api: Api, key: string, type: string): Promise<Array<Recor
   let cursor: string | null = null;
   for (let pages = 0; pages < 100; pages++) {
     const r = await api.get(
-      `/v1/records?type=${type}&limit=100&includePayload=true${cursor ? `&startFrom=${encodeURIComponent(cursor)}` : ''}`,
+      `/v1/records?type=${type}&limit=100&includePayload=true` +
+        (cursor ? `&startFrom=${encodeURIComponent(cursor)}` : ''),
       key,
     );
     if (r.status !== 200) throw new Error(`list failed: ${r.status} ${r.text}`);

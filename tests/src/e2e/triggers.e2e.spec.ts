@@ -282,9 +282,8 @@ describe('firing', () => {
         const all = await listAll(audit.typeName);
         return all.length >= 2 ? all : null;
       }, 10_000).catch(async (e) => {
-        throw new Error(
-          `${String(e)}: ${JSON.stringify((await api.get(`/v1/trigger-failures?ruleId=${r.body.id}`, root)).body)} ${JSON.stringify(await listAll(audit.typeName))}`,
-        );
+        const failures = (await api.get(`/v1/trigger-failures?ruleId=${r.body.id}`, root)).body;
+        throw new Error(`${String(e)}: ${JSON.stringify(failures)} ${JSON.stringify(await listAll(audit.typeName))}`);
       }))!;
       const of = (id: string) => rows.find((x) => x.payload.recordId === id)!;
       expect(of(owned.body.id)).toMatchObject({

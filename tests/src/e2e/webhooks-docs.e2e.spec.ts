@@ -18,7 +18,8 @@ const block = (lang: string) => {
 };
 const secret = 'c0ffee'.repeat(10) + 'beef';
 const body =
-  '{"id":"d1","version":"2024-01","type":"record.indexed","created":1,"tenantId":"t","livemode":false,"data":{"id":"r1"}}';
+  '{"id":"d1","version":"2024-01","type":"record.indexed","created":1,"tenantId":"t","livemode":false,' +
+  '"data":{"id":"r1"}}';
 
 describe('docs/webhooks.md receiver snippets', () => {
   const dir = tempDir('svc-webhook-docs-');

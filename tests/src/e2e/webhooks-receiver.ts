@@ -41,7 +41,8 @@ export function makeCertificates(dir: string): { caFile: string; key: string; ce
   ]);
   writeFileSync(
     f('ext.cnf'),
-    'subjectAltName=DNS:*.example.test,DNS:*.other.test,DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n',
+    'subjectAltName=DNS:*.example.test,DNS:*.other.test,DNS:localhost,IP:127.0.0.1\n' +
+      'basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n',
   );
   run([
     'x509',

@@ -159,7 +159,10 @@ describe('without the model', () => {
       const start = () => new BuiltinEmbedder({ model, env: missing });
       expect(start).toThrow(BuiltinModelMissing);
       expect(start).toThrow(
-        /bge-small-en-v1\.5-q is not installed \(the model is not in \/nonexistent\/models\/.*\): fetch it with `node deploy\/scripts\/fetch-model\.mjs`.*BUILTIN_EMBEDDINGS_MODEL=none.*EMBEDDINGS_URL/,
+        new RegExp(
+          'bge-small-en-v1\\.5-q is not installed \\(the model is not in /nonexistent/models/.*\\): ' +
+            'fetch it with `node deploy/scripts/fetch-model\\.mjs`.*BUILTIN_EMBEDDINGS_MODEL=none.*EMBEDDINGS_URL',
+        ),
       );
     }
   });
@@ -192,7 +195,11 @@ describe('without the model', () => {
         const code = await new Promise<number | null>((r) => child.once('exit', r));
         expect(code).toBe(1);
         expect(err).toMatch(
-          /^cannot start: the built-in embedding model bge-small-en-v1\.5-q is not installed .*BUILTIN_EMBEDDINGS_MODEL=none to run without semantic search/m,
+          new RegExp(
+            '^cannot start: the built-in embedding model bge-small-en-v1\\.5-q is not installed ' +
+              '.*BUILTIN_EMBEDDINGS_MODEL=none to run without semantic search',
+            'm',
+          ),
         );
         expect(err).not.toMatch(/\n\s+at /);
       } finally {

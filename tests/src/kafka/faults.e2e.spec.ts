@@ -678,10 +678,11 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
             `[faults] rolling restart: ${name} did not shut down cleanly (code ${old.child.exitCode}, ` +
               `${exited - t0} ms): ${old.output().slice(-500)}`,
           );
-        // The router takes a replica out of its rotation for fail_timeout after a failed attempt (nginx's passive check,
-        // max_fails=1 fail_timeout=10s: the defaults, which the shipped file keeps), and the replica failed attempts
-        // while it was down. /healthz alone is not enough: terminating the other replica before the router has taken this
-        // one back leaves it no live upstream, and every read is a 503 for up to 10 s. So the next step waits that long.
+        // The router takes a replica out of its rotation for fail_timeout after a failed attempt (nginx's passive
+        // check, max_fails=1 fail_timeout=10s: the defaults, which the shipped file keeps), and the replica failed
+        // attempts while it was down. /healthz alone is not enough: terminating the other replica before the router
+        // has taken this one back leaves it no live upstream, and every read is a 503 for up to 10 s. So the next
+        // step waits that long.
         if (name !== t.queryNames().at(-1)) await sleep(ROUTER_FAIL_TIMEOUT_MS + 1_000);
         else await sleep(3000);
         rd.mark(`${name} back in the router`);
@@ -692,13 +693,17 @@ describe.skipIf(!!skip)(`faults of the split roles on Kafka${skip ? ` (skipped: 
         `[faults] rolling restart: ${figures.join('; ')}; ${stats.total} reads from 6 clients ` +
           `(${JSON.stringify(stats.byKind)}; by phase ${JSON.stringify(stats.windows)}), ` +
           `${stats.failures.length} failed ` +
-          `${JSON.stringify(stats.failedWindows)}${stats.failures.length ? `:\n  ${stats.failures.slice(0, 10).join('\n  ')}\nrouter log:\n${t.router.log()}` : ''}; ` +
+          JSON.stringify(stats.failedWindows) +
+          (stats.failures.length
+            ? `:\n  ${stats.failures.slice(0, 10).join('\n  ')}\nrouter log:\n${t.router.log()}`
+            : '') +
+          '; ' +
           `${writes.acked.length} writes meanwhile, ${writes.failures.length} failed`,
       );
-      // A draining replica must not answer 503 itself: the router retries a replica only when it could not answer at all
-      // (a 503 is an answer: requireComplete, a script that could not start), so fastify's return503OnClosing answer to a
-      // request arriving on a kept-alive connection during the drain reaches the client as is (no Retry-After, not the
-      // service's error body). Failures marked '[a draining process answered 503 ...]' are that.
+      // A draining replica must not answer 503 itself: the router retries a replica only when it could not answer at
+      // all (a 503 is an answer: requireComplete, a script that could not start), so fastify's return503OnClosing
+      // answer to a request arriving on a kept-alive connection during the drain reaches the client as is (no
+      // Retry-After, not the service's error body). Failures marked '[a draining process answered 503 ...]' are that.
       expect(stats.failures).toEqual([]);
       expect(writes.failures).toEqual([]);
       const convergedMs = await converge(writes.acked);

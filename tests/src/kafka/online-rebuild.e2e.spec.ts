@@ -82,7 +82,8 @@ describe.skipIf(!!skip)('online rebuild of the read models in the split deployme
         const atStart = traffic.acked.length;
         const done = await rebuildThrough(t.api);
         const atSwitch = traffic.acked.length;
-        // Writes were acknowledged while the fresh read models were being built (they must be in them after the switch).
+        // Writes were acknowledged while the fresh read models were being built (they must be in them after the
+        // switch).
         expect(atSwitch).toBeGreaterThan(atStart);
         await eventually(async () => traffic.acked.length > atSwitch + 5, 60_000);
         await traffic.stop();

@@ -97,7 +97,7 @@ describe('one write path', () => {
     expect(found).toEqual(['domain/src/write/metadata.ts']);
   });
 
-  it('every event type of the catalogue is produced by a decider in domain/src with a spec, or only read (legacy)', () => {
+  it('every catalogue event type is produced by a decider in domain/src with a spec, or only read (legacy)', () => {
     const domain = files.filter((f) => f.path.startsWith('domain/src/'));
     const specs = specSources();
     const missing: string[] = [];

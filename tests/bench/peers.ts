@@ -43,6 +43,11 @@ export interface PeersOptions {
   coldPerSlice: number;
   databaseUrl?: string;
   childEnv?: Record<string, string>;
+  /**
+   * A second PostgreSQL service (its own fresh schema) with these variables too, in the create slices' alternation
+   * (BENCH_PEERS_PG_COMPARE, e.g. `PG_PIPELINE=off`): an old path against the new one on the same server and load.
+   */
+  compareEnv?: Record<string, string>;
 }
 
 export interface PeersSearch {
@@ -70,6 +75,8 @@ export interface PeersSearch {
 export interface PeersRecords {
   embedded: LoadResult;
   postgres: LoadResult;
+  /** The BENCH_PEERS_PG_COMPARE service's slices. */
+  compare?: LoadResult;
   slices: number;
 }
 
@@ -432,10 +439,19 @@ async function benchRecordPeers(
   const schema = await freshPostgresSchema(databaseUrl);
   const pg = await startHttpService(o.newDir('peers-pg-'), { ...o.childEnv, DATABASE_URL: schema.url });
   let emb: HttpService | undefined;
+  let cmp: { schema: Awaited<ReturnType<typeof freshPostgresSchema>>; svc?: HttpService } | undefined;
   const pools: Pool[] = [];
   try {
     emb = await startHttpService(o.newDir('peers-emb-'), o.childEnv);
-    const targets = [emb, pg].map((svc) => {
+    if (o.compareEnv) {
+      cmp = { schema: await freshPostgresSchema(databaseUrl) };
+      cmp.svc = await startHttpService(o.newDir('peers-pgc-'), {
+        ...o.childEnv,
+        ...o.compareEnv,
+        DATABASE_URL: cmp.schema.url,
+      });
+    }
+    const targets = [emb, pg, ...(cmp?.svc ? [cmp.svc] : [])].map((svc) => {
       const headers = {
         authorization: `Bearer ${svc.bootstrap.tenants.live.rootKey}`,
         'content-type': 'application/json',
@@ -466,24 +482,38 @@ async function benchRecordPeers(
       const m = /"id":"([^"]+)"/.exec(text);
       if (m) t.ids.push(m[1]);
     };
-    const [e, p] = targets;
+    const [e, p, c] = targets;
     for (const t of targets) await closedLoop({ concurrency: 32, warmupMs: 0, durationMs: o.warmupMs, op: create(t) });
-    const slices = { embedded: [] as LoadResult[], postgres: [] as LoadResult[] };
+    const slices = { embedded: [] as LoadResult[], postgres: [] as LoadResult[], compare: [] as LoadResult[] };
+    const slice = (t: (typeof targets)[number]) =>
+      closedLoop({ concurrency: 32, warmupMs: 300, durationMs: o.createSliceMs, op: create(t) });
+    const figures = (l: LoadResult) => `${Math.round(l.opsPerSec)}/s p99 ${l.p99.toFixed(1)} ms`;
     for (let r = 0; r < o.rounds; r++) {
-      slices.embedded.push(
-        await closedLoop({ concurrency: 32, warmupMs: 300, durationMs: o.createSliceMs, op: create(e) }),
-      );
-      slices.postgres.push(
-        await closedLoop({ concurrency: 32, warmupMs: 300, durationMs: o.createSliceMs, op: create(p) }),
-      );
-      const [a, b] = [slices.embedded[r], slices.postgres[r]];
+      slices.embedded.push(await slice(e));
+      // The compared service goes first in every other round: neither PostgreSQL service always follows the other.
+      if (c && r % 2 === 1) slices.compare.push(await slice(c));
+      slices.postgres.push(await slice(p));
+      if (c && r % 2 === 0) slices.compare.push(await slice(c));
+      const d = slices.compare[r];
       o.log(
-        `peers create slice ${r + 1}/${o.rounds}: embedded ${Math.round(a.opsPerSec)}/s p99 ` +
-          `${a.p99.toFixed(1)} ms; PostgreSQL ${Math.round(b.opsPerSec)}/s p99 ${b.p99.toFixed(1)} ms`,
+        `peers create slice ${r + 1}/${o.rounds}: embedded ${figures(slices.embedded[r])}; ` +
+          `PostgreSQL ${figures(slices.postgres[r])}` +
+          (d ? `; compared (${JSON.stringify(o.compareEnv)}) ${figures(d)}` : ''),
       );
     }
-    const records = { embedded: sumLoads(slices.embedded), postgres: sumLoads(slices.postgres), slices: o.rounds };
+    const records = {
+      embedded: sumLoads(slices.embedded),
+      postgres: sumLoads(slices.postgres),
+      ...(c ? { compare: sumLoads(slices.compare) } : {}),
+      slices: o.rounds,
+    };
+    if (records.compare)
+      o.log(
+        `peers create summed: embedded ${figures(records.embedded)}; PostgreSQL ${figures(records.postgres)}; ` +
+          `compared ${figures(records.compare)}`,
+      );
     await pg.stop();
+    await cmp?.svc?.stop();
 
     // Cold vs hot by id, embedded (the records section's definitions: a fixed HOT_SET working set; cold = each id
     // once).
@@ -542,7 +572,9 @@ async function benchRecordPeers(
     for (const pool of pools) await pool.close();
     await emb?.stop();
     await pg.stop();
+    await cmp?.svc?.stop();
     await schema.drop().catch(() => {});
+    await cmp?.schema.drop().catch(() => {});
   }
 }
 

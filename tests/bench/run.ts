@@ -1206,6 +1206,9 @@ async function main() {
       createSliceMs: envInt('BENCH_PEERS_CREATE_MS', 4000),
       readSliceMs: envInt('BENCH_PEERS_READ_MS', 2000),
       coldPerSlice: envInt('BENCH_PEERS_COLD_IDS', 2000),
+      compareEnv: process.env.BENCH_PEERS_PG_COMPARE
+        ? Object.fromEntries(process.env.BENCH_PEERS_PG_COMPARE.split(/\s+/).map((kv) => kv.split('=', 2)))
+        : undefined,
       databaseUrl: process.env.DATABASE_URL || undefined,
       childEnv,
     });

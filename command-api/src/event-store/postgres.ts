@@ -173,79 +173,118 @@ export class PostgresEventStore implements EventStore {
     let wrote = false;
     let written = 0;
     const known = checked ? null : this.knownWithoutQuery(batch);
-    try {
-      const work = async (q: SqlQueryable) => {
-        outcomes.length = 0;
-        const server = this.sql.kind === 'postgres';
-        if (server) await q.query('SELECT pg_advisory_xact_lock($1)', [APPEND_LOCK]);
-        const current = new Map<string, number>(known ?? []);
-        let position = this.head ?? 0;
-        if (!known) {
-          const streamIds = [...new Set(batch.flatMap((p) => p.requests.map((r) => r.streamId)))];
-          // One statement: each stream's last revision and, on a server, the head. A max() per stream is one backward
-          // step on the (stream_id, revision) index however long the stream is (a grouped max would read the whole
-          // stream: long-lived streams such as a tenant's usage stream must not slow every append down).
-          const { rows } = await q.query<{ stream_id: string | null; revision: number | null }>(
-            `SELECT s.id AS stream_id, (SELECT max(e.revision) FROM es_events e WHERE e.stream_id = s.id)::bigint AS revision FROM unnest($1::text[]) AS s(id)
-             ${server ? 'UNION ALL SELECT NULL, coalesce(max(position), 0)::bigint FROM es_events' : ''}`,
-            [streamIds],
-          );
-          for (const r of rows) {
-            if (r.stream_id === null) position = Number(r.revision);
-            else if (r.revision !== null) current.set(r.stream_id, Number(r.revision));
-          }
-        }
-
-        const cols = {
-          pos: [] as number[],
-          sid: [] as string[],
-          rev: [] as number[],
-          eid: [] as string[],
-          type: [] as string[],
-          data: [] as string[],
-          meta: [] as string[],
-        };
-        for (const p of batch) {
-          const failed = p.requests.find((r) => !expectationHolds(r.expectedRevision, current.get(r.streamId) ?? -1));
-          if (failed) {
-            const actual = current.get(failed.streamId);
-            outcomes.push(
-              new WrongExpectedRevisionError(failed.streamId, failed.expectedRevision, actual ?? 'no_stream'),
-            );
-            continue;
-          }
-          const results: AppendResult[] = [];
-          for (const r of p.requests) {
-            let rev = current.get(r.streamId) ?? -1;
-            for (const e of r.events) {
-              rev += 1;
-              position += 1;
-              cols.pos.push(position);
-              cols.sid.push(r.streamId);
-              cols.rev.push(rev);
-              cols.eid.push(e.id);
-              cols.type.push(e.type);
-              cols.data.push(JSON.stringify(e.data));
-              cols.meta.push(JSON.stringify(e.metadata));
-            }
-            current.set(r.streamId, rev);
-            results.push({ nextExpectedRevision: rev, position });
-          }
-          outcomes.push(results);
-        }
-        if (cols.pos.length === 0) return;
-        await q.query(
-          `INSERT INTO es_events (position, stream_id, revision, event_id, event_type, data, metadata)
-           SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::uuid[], $5::text[], $6::jsonb[], $7::jsonb[])`,
-          [cols.pos, cols.sid, cols.rev, cols.eid, cols.type, cols.data, cols.meta],
-        );
-        if (server) await q.query('SELECT pg_notify($1, $2)', [APPENDED_CHANNEL, String(position)]);
-        wrote = true;
-        written = position;
+    const server = this.sql.kind === 'postgres';
+    const streamIds = [...new Set(batch.flatMap((p) => p.requests.map((r) => r.streamId)))];
+    // One statement: each stream's last revision and, on a server, the head. A max() per stream is one backward
+    // step on the (stream_id, revision) index however long the stream is (a grouped max would read the whole
+    // stream: long-lived streams such as a tenant's usage stream must not slow every append down).
+    const revisionsSql =
+      'SELECT s.id AS stream_id, (SELECT max(e.revision) FROM es_events e WHERE e.stream_id = s.id)::bigint' +
+      ' AS revision FROM unnest($1::text[]) AS s(id)' +
+      (server ? ' UNION ALL SELECT NULL, coalesce(max(position), 0)::bigint FROM es_events' : '');
+    const insertSql =
+      'INSERT INTO es_events (position, stream_id, revision, event_id, event_type, data, metadata) SELECT * FROM' +
+      ' unnest($1::bigint[], $2::text[], $3::bigint[], $4::uuid[], $5::text[], $6::jsonb[], $7::jsonb[])';
+    /** The batch decided on the streams' revisions (and head) read: the columns to insert, each request's outcome. */
+    const decide = (rows: Array<{ stream_id: string | null; revision: number | null }> | null) => {
+      outcomes.length = 0;
+      const current = new Map<string, number>(known ?? []);
+      let position = this.head ?? 0;
+      for (const r of rows ?? []) {
+        if (r.stream_id === null) position = Number(r.revision);
+        else if (r.revision !== null) current.set(r.stream_id, Number(r.revision));
+      }
+      const cols = {
+        pos: [] as number[],
+        sid: [] as string[],
+        rev: [] as number[],
+        eid: [] as string[],
+        type: [] as string[],
+        data: [] as string[],
+        meta: [] as string[],
       };
-      // Without the revision query the INSERT is the only statement: atomic on its own, no transaction around it.
-      if (known) await work(this.sql);
-      else await this.sql.tx(work);
+      for (const p of batch) {
+        const failed = p.requests.find((r) => !expectationHolds(r.expectedRevision, current.get(r.streamId) ?? -1));
+        if (failed) {
+          const actual = current.get(failed.streamId);
+          outcomes.push(
+            new WrongExpectedRevisionError(failed.streamId, failed.expectedRevision, actual ?? 'no_stream'),
+          );
+          continue;
+        }
+        const results: AppendResult[] = [];
+        for (const r of p.requests) {
+          let rev = current.get(r.streamId) ?? -1;
+          for (const e of r.events) {
+            rev += 1;
+            position += 1;
+            cols.pos.push(position);
+            cols.sid.push(r.streamId);
+            cols.rev.push(rev);
+            cols.eid.push(e.id);
+            cols.type.push(e.type);
+            cols.data.push(JSON.stringify(e.data));
+            cols.meta.push(JSON.stringify(e.metadata));
+          }
+          current.set(r.streamId, rev);
+          results.push({ nextExpectedRevision: rev, position });
+        }
+        outcomes.push(results);
+      }
+      const params = [cols.pos, cols.sid, cols.rev, cols.eid, cols.type, cols.data, cols.meta];
+      return { params, count: cols.pos.length, position };
+    };
+    try {
+      if (server && this.sql.pipelined) {
+        // Two round trips: BEGIN, the lock and the revisions sent together; then the insert (its notification in the
+        // same statement, delivered at commit) and COMMIT together. A refused insert aborts the transaction, and the
+        // COMMIT behind it then rolls back.
+        await this.sql.pipelined(async (q) => {
+          const first = await Promise.allSettled([
+            q.query('BEGIN'),
+            q.query('SELECT pg_advisory_xact_lock($1)', [APPEND_LOCK]),
+            q.query<{ stream_id: string | null; revision: number | null }>(revisionsSql, [streamIds]),
+          ]);
+          const failed = first.find((r) => r.status === 'rejected');
+          if (failed) throw failed.reason;
+          const { params, count, position } = decide(
+            (first[2] as PromiseFulfilledResult<{ rows: Array<{ stream_id: string | null; revision: number | null }> }>)
+              .value.rows,
+          );
+          if (count === 0) {
+            await q.query('COMMIT');
+            return;
+          }
+          const second = await Promise.allSettled([
+            q.query(`WITH ins AS (${insertSql}) SELECT pg_notify($8, $9)`, [
+              ...params,
+              APPENDED_CHANNEL,
+              String(position),
+            ]),
+            q.query('COMMIT'),
+          ]);
+          const refused = second.find((r) => r.status === 'rejected');
+          if (refused) throw refused.reason;
+          wrote = true;
+          written = position;
+        });
+      } else {
+        const work = async (q: SqlQueryable) => {
+          if (server) await q.query('SELECT pg_advisory_xact_lock($1)', [APPEND_LOCK]);
+          const { rows } = known
+            ? { rows: null }
+            : await q.query<{ stream_id: string | null; revision: number | null }>(revisionsSql, [streamIds]);
+          const { params, count, position } = decide(rows);
+          if (count === 0) return;
+          await q.query(insertSql, params);
+          if (server) await q.query('SELECT pg_notify($1, $2)', [APPENDED_CHANNEL, String(position)]);
+          wrote = true;
+          written = position;
+        };
+        // Without the revision query the INSERT is the only statement: atomic on its own, no transaction around it.
+        if (known) await work(this.sql);
+        else await this.sql.tx(work);
+      }
     } catch (e) {
       wrote = false;
       // An absence assumed wrongly (or any refusal of an unchecked batch): the same batch again, checked.

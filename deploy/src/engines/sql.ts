@@ -117,13 +117,17 @@ export async function openPglite(dataDir: string | undefined): Promise<Sql> {
 /** Whether `table` exists in the connection's current schema. */
 export async function tableExists(q: SqlQueryable, table: string): Promise<boolean> {
   const { rows } = await q.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`,
+    `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND ` +
+      `table_name = $1`,
     [table],
   );
   return rows[0].n > 0;
 }
 
-/** Seconds a client is asked to wait (Retry-After) before retrying a request refused because the database did not answer. */
+/**
+ * Seconds a client is asked to wait (Retry-After) before retrying a request refused because the database did not
+ * answer.
+ */
 export const DATABASE_RETRY_AFTER_SECONDS = 1;
 
 /**
@@ -183,7 +187,7 @@ export async function openPostgres(url: string, max = 10): Promise<Sql> {
   let listenClient: pg.PoolClient | undefined;
   let listening: Promise<pg.PoolClient> | undefined;
   let closed = false;
-  const wrap = (c: pg.Pool | pg.PoolClient): SqlQueryable => ({
+  const wrap = (c: pg.Pool | pg.PoolClient | pg.Client): SqlQueryable => ({
     query: async <T>(text: string, params?: unknown[]) => {
       try {
         return { rows: (await c.query(text, params as unknown[])).rows as T[] };
@@ -225,7 +229,9 @@ export async function openPostgres(url: string, max = 10): Promise<Sql> {
     return listening;
   };
 
-  /** Opens the LISTEN connection again (backoff up to 5 s), then tells every listener that notifications were missed. */
+  /**
+   * Opens the LISTEN connection again (backoff up to 5 s), then tells every listener that notifications were missed.
+   */
   const relisten = async () => {
     for (let attempt = 0; !closed && !listenClient; attempt++) {
       await sleep(Math.min(5000, 100 * 2 ** Math.min(attempt, 6)));
@@ -239,13 +245,55 @@ export async function openPostgres(url: string, max = 10): Promise<Sql> {
     }
   };
 
+  // The pipelined connection (the event store's appends): opened on first use, opened again after it broke.
+  let piped: Promise<pg.Client> | undefined;
+  let pipedNow: pg.Client | undefined;
+  let pipedTurn: Promise<unknown> = Promise.resolve();
+  const pipedClient = (): Promise<pg.Client> =>
+    (piped ??= (async () => {
+      const client = new pg.Client({ connectionString: url, types: pgTypes as never, pipeline: true } as never);
+      pipedNow = client;
+      const drop = () => {
+        if (pipedNow !== client) return;
+        pipedNow = undefined;
+        piped = undefined;
+        void client.end().catch(() => {});
+      };
+      client.on('error', drop);
+      client.on('end', drop);
+      try {
+        await client.connect();
+      } catch (e) {
+        drop();
+        throw unavailableError(e);
+      }
+      return client;
+    })());
+  const pipelined = <T>(fn: (q: SqlQueryable) => Promise<T>): Promise<T> => {
+    const run = pipedTurn.then(async () => {
+      const client = await pipedClient();
+      try {
+        return await fn(wrap(client));
+      } catch (e) {
+        // Harmless when fn committed or rolled back already (a warning, no error).
+        await client.query('ROLLBACK').catch(() => {});
+        throw e;
+      }
+    });
+    pipedTurn = run.catch(() => {});
+    return run;
+  };
+
   return {
     kind: 'postgres',
     ...wrap(pool),
+    // PG_PIPELINE=off: the event store appends in a pooled transaction, a statement per round trip (the path before
+    // pipelining, kept for benchmark comparisons).
+    ...(process.env.PG_PIPELINE === 'off' ? {} : { pipelined }),
     async tx(fn) {
       const client = await pool.connect().catch((e) => Promise.reject(unavailableError(e)));
-      // While checked out, a client's 'error' (the server went away) has no listener of the pool's: caught here, and the
-      // client is discarded at release instead of going back to the pool.
+      // While checked out, a client's 'error' (the server went away) has no listener of the pool's: caught here, and
+      // the client is discarded at release instead of going back to the pool.
       let broken: Error | undefined;
       const onError = (e: Error) => (broken ??= e);
       client.on('error', onError);
@@ -268,7 +316,8 @@ export async function openPostgres(url: string, max = 10): Promise<Sql> {
         set = new Set();
         listeners.set(channel, set);
         const client = await listenConnection();
-        // A connection opened just now for this call has listened to the channel already (it LISTENs to every channel known).
+        // A connection opened just now for this call has listened to the channel already (it LISTENs to every channel
+        // known).
         await client.query(`LISTEN "${channel}"`).catch((e) => Promise.reject(unavailableError(e)));
       }
       set.add(listener);
@@ -278,6 +327,9 @@ export async function openPostgres(url: string, max = 10): Promise<Sql> {
     },
     async close() {
       closed = true;
+      const p = piped;
+      piped = pipedNow = undefined;
+      await p?.then((c) => c.end()).catch(() => {});
       listenClient?.release();
       listenClient = undefined;
       await pool.end();

@@ -23,6 +23,12 @@ export interface Sql extends SqlQueryable {
    * `sqlBatch`, which falls back to `tx` for an adapter without it. Returns each statement's rows.
    */
   batch?(statements: SqlStatement[]): Promise<unknown[][]>;
+  /**
+   * A server only: `fn` on a connection of its own whose statements go out without waiting for the answers to the
+   * ones before (pipelined): statements issued together cost one round trip. `fn` writes its own BEGIN ... COMMIT;
+   * a transaction it leaves open when it throws is rolled back. Calls run one at a time.
+   */
+  pipelined?<T>(fn: (q: SqlQueryable) => Promise<T>): Promise<T>;
   /** Calls `listener` with each payload of `NOTIFY channel`. Returns an unsubscribe. */
   listen(channel: string, listener: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;

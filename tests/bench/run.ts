@@ -10,6 +10,7 @@
  * BENCH_WARMUP_MS (1500), BENCH_CONCURRENCY (32), BENCH_KEEP=1 keeps data dirs,
  * BENCH_WHATIF=defer-flush|yield-sql|both measures a candidate fix (whatif.ts).
  * BENCH_ONLY=records,documents,search (or `--only <list>`) runs only those sections (default: all).
+ * BENCH_ONLY=ab with BENCH_AB_BASE=<another built clone> compares the two builds (ab.ts; never in the default run).
  * Section 3 (documents.ts): inline ingest 2 KB x 32 connections, 20-page PDF extraction (BENCH_DOC_MS, BENCH_PDFS).
  * Section 4 (search.ts): indexing throughput through the service (BENCH_INDEX_RECORDS, default 60: the built-in
  * model embeds ~5-10 passages/s here), then tiers loaded through the adapters (BENCH_SEARCH_TIERS, default
@@ -79,6 +80,7 @@ import { benchMemory } from './memory';
 import { benchConsole } from './console';
 import { stealNote } from './steal';
 import { benchPeers } from './peers';
+import { benchAb } from './ab';
 
 const onlyArg = process.argv.indexOf('--only');
 const only = new Set(
@@ -1408,6 +1410,30 @@ async function main() {
         );
       }
     }
+  }
+
+  // --- Two builds (tests/bench/ab.ts): only with BENCH_ONLY=ab and BENCH_AB_BASE (another built clone) ---
+  if (only.has('ab')) {
+    const S = 'AB. This build vs BENCH_AB_BASE (records and TEXT search, fresh services, alternating rounds)';
+    const ab = await benchAb(log);
+    const names = {
+      create: 'record create, TEXT-searchable schema, 32 clients',
+      get: 'get by id over the created records, 32 clients',
+      search: 'TEXT search, limit 10, 16 clients',
+    };
+    for (const k of ['create', 'get', 'search'] as const)
+      rows.push(
+        { id: `AB${k[0]}0`, section: S, name: `base: ${names[k]}`, result: ab.other[k], verdict: 'base' },
+        {
+          id: `AB${k[0]}1`,
+          section: S,
+          name: `this build: ${names[k]}`,
+          result: ab.here[k],
+          target: 'within 5% of base',
+          ratio: { value: ab.ratio[k], vs: `AB${k[0]}0` },
+          verdict: Math.abs(ab.ratio[k] - 1) <= 0.05 ? 'PASS' : 'MISS',
+        },
+      );
   }
 
   console.log('\n' + formatTable(rows));

@@ -295,10 +295,10 @@ const embeddedEnv = () => Object.fromEntries(ENGINE_VARS.map((v) => [v, '']));
  * How a spawned service runs: the sources through tsx (default), or, with SERVICE_RUNTIME=compiled, the
  * compiled build `npm start` runs (deploy/dist, built by `npm run build`; `npm ci` builds it).
  */
-export const serviceCommand = (entry: 'start' | 'rebuild' | 'export'): string[] =>
+export const serviceCommand = (entry: 'start' | 'rebuild' | 'export', root = ROOT): string[] =>
   process.env.SERVICE_RUNTIME === 'compiled'
-    ? ['--conditions=compiled', join(ROOT, `deploy/dist/${entry}.js`)]
-    : ['--import', 'tsx', join(ROOT, `deploy/src/${entry}.ts`)];
+    ? ['--conditions=compiled', join(root, `deploy/dist/${entry}.js`)]
+    : ['--import', 'tsx', join(root, `deploy/src/${entry}.ts`)];
 
 /** Starts `npm start` as a child process (for kill/restart tests). Resolves once /healthz answers. */
 export async function spawnService(
@@ -308,8 +308,10 @@ export async function spawnService(
   log?: (line: string) => void,
 ): Promise<{ child: ChildProcess; api: Api; output: () => string }> {
   let out = '';
-  const child = spawn(process.execPath, serviceCommand('start'), {
-    cwd: ROOT,
+  // SERVICE_ROOT: another checkout's service (the bench's comparison of two builds).
+  const root = env.SERVICE_ROOT ?? ROOT;
+  const child = spawn(process.execPath, serviceCommand('start', root), {
+    cwd: root,
     env: {
       ...process.env,
       ...embeddedEnv(),

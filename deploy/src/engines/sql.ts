@@ -146,8 +146,14 @@ const UNAVAILABLE_ERRNO = new Set([
   'ENOTFOUND',
   'EAI_AGAIN',
 ]);
-const UNAVAILABLE_MESSAGE =
-  /^(Connection terminated|Client has encountered a connection error|Client was closed|timeout exceeded when trying to connect)/;
+// node-postgres's messages for a connection lost or not opened (plain words: no regex metacharacters).
+const UNAVAILABLE_MESSAGES = [
+  'Connection terminated',
+  'Client has encountered a connection error',
+  'Client was closed',
+  'timeout exceeded when trying to connect',
+];
+const UNAVAILABLE_MESSAGE = new RegExp(`^(${UNAVAILABLE_MESSAGES.join('|')})`);
 
 /** The database server did not answer, or refused for now: nothing about the statement itself. */
 export function databaseUnavailable(e: unknown): boolean {

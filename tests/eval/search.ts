@@ -14,10 +14,10 @@
  *     through the operator API, or EVAL_API_KEY names an existing tenant's key.
  *  2. a fresh account (POST /operator/accounts); its live tenant's root key.
  *  3. every corpus document as an inline text document (POST /v1/documents,
- *     indexMode HYBRID, or --index-mode TEXT: no embeddings, keyword search only, externalId = the corpus _id, text = title + blank line +
- *     abstract: the service never indexes a document's title), --concurrency
- *     requests at a time, with a progress bar on stderr; then waits until every
- *     document has left PENDING_INDEX and counts INDEXED / SKIPPED / FAILED.
+ *     indexMode HYBRID, or --index-mode TEXT: no embeddings, keyword search only, externalId = the corpus _id, text =
+ *     title + blank line + abstract: the service never indexes a document's title), --concurrency requests at a time,
+ *     with a progress bar on stderr; then waits until every document has left PENDING_INDEX and counts INDEXED /
+ *     SKIPPED / FAILED.
  *  4. every query of the split that has judgments through POST /v1/search
  *     ({query, mode, limit: 100, uniqueDocuments: true, contentTypes: ['documents']}),
  *     one at a time (latency = client-side wall time), after a few untimed warm-up
@@ -38,14 +38,14 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { buildService, loadConfig, type Service } from '@svc/deploy';
 import { documentText, loadBeir, loadQrels } from './dataset';
 import { evaluate, percentile } from './metrics';
-import { describeEmbedder } from '@svc/projectors';
+import { builtinModelStats, describeEmbedder } from '@svc/projectors';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const MODES = ['TEXT', 'SEMANTIC', 'HYBRID'] as const;
@@ -81,15 +81,25 @@ const { values: args } = parseArgs({
   strict: true,
 });
 
-const usage = `usage: npm run eval:search -- --dataset <dir> [--mode TEXT|SEMANTIC|HYBRID|all] [--split train|test]
-       [--url <base URL>] [--limit-queries N] [--data-dir <dir>] [--concurrency 8] [--no-title] [--index-timeout-min 240]
+const usage =
+  `usage: npm run eval:search -- --dataset <dir> [--mode TEXT|SEMANTIC|HYBRID|all] [--split ` +
+  `train|test]
+       [--url <base URL>] [--limit-queries N] [--data-dir <dir>] [--concurrency 8] ` +
+  `[--no-title] [--index-timeout-min 240]
        [--index-mode HYBRID|TEXT|SEMANTIC]
-  --index-mode  indexMode of the ingested documents (default HYBRID). TEXT: keyword leg only, no embeddings
-                computed (an ingest of minutes, e.g. to evaluate the Elasticsearch text leg); then only
-                --mode TEXT is meaningful (SEMANTIC/HYBRID are refused). Recorded with the ingest: a --data-dir
+  --index-mode  ` +
+  `indexMode of the ingested documents (default HYBRID). TEXT: keyword leg only, no ` +
+  `embeddings
+                computed (an ingest of minutes, e.g. to evaluate the Elasticsearch text leg); ` +
+  `then only
+                --mode TEXT is meaningful (SEMANTIC/HYBRID are refused). Recorded with the ` +
+  `ingest: a --data-dir
                 ingested with another index mode is refused
-  --url         a running service (EVAL_OPERATOR_TOKEN or OPERATOR_TOKEN: fresh account; or EVAL_API_KEY: that tenant)
-  --data-dir    DATA_DIR of the self-started service, kept; a later run with the same dir and dataset skips the ingest`;
+  --url         a ` +
+  `running service (EVAL_OPERATOR_TOKEN or OPERATOR_TOKEN: fresh account; or EVAL_API_KEY: that tenant)
+  ` +
+  `--data-dir    DATA_DIR of the self-started service, kept; a later run with the same dir and dataset skips ` +
+  `the ingest`;
 if (args.help) {
   console.log(usage);
   process.exit(0);
@@ -124,7 +134,9 @@ function progress(label: string, total: number) {
     const secs = (now - t0) / 1000;
     const rate = n / Math.max(secs, 1e-3);
     const eta = n && n < total ? ` eta ${fmtDuration((total - n) / rate)}` : '';
-    const line = `${label} ${bar(n / total)} ${n}/${total} ${rate.toFixed(1)}/s ${fmtDuration(secs)}${eta}${extra ? ` ${extra}` : ''}`;
+    const line =
+      `${label} ${bar(n / total)} ${n}/${total} ${rate.toFixed(1)}/s ` +
+      `${fmtDuration(secs)}${eta}${extra ? ` ${extra}` : ''}`;
     if (tty) {
       if (!force && now - lastDraw < 200) return;
       lastDraw = now;
@@ -251,6 +263,20 @@ interface IngestFigures {
   settledDocsPerSec: number;
   statuses: Record<string, number>;
   failures: Record<string, number>;
+  /**
+   * The built-in model over the ingest (a self-started service using it): passages embedded, passages per second of
+   * the ingest to settled, the share of members × ingest time they spent in model calls, and the rate had they been
+   * busy all of it (members / mean ms per call).
+   */
+  model?: {
+    passages: number;
+    passagesPerSec: number;
+    members: number;
+    busyShare: number;
+    busyPassagesPerSec: number;
+    /** One-minute load average of the machine when the ingest settled (a shared machine: other work slows it). */
+    load1: number;
+  };
 }
 
 function enginesFromConfig(c: Service['config'], search?: Service['search']) {
@@ -287,7 +313,8 @@ async function selfStarted(corpusHash: string): Promise<{ target: Target; state?
       throw new Error(`${dataDir} holds an ingest of another corpus or text shape; use a fresh --data-dir`);
     if ((s.indexMode ?? 'HYBRID') !== indexMode)
       throw new Error(
-        `${dataDir} holds an ingest with indexMode ${s.indexMode ?? 'HYBRID'}, not ${indexMode}; use that --index-mode or a fresh --data-dir`,
+        `${dataDir} holds an ingest with indexMode ${s.indexMode ?? 'HYBRID'}, not ${indexMode}; use that ` +
+          `--index-mode or a fresh --data-dir`,
       );
     state = s;
   } else if (
@@ -329,7 +356,8 @@ async function selfStarted(corpusHash: string): Promise<{ target: Target; state?
       await http.close();
       if (r.status !== 201) throw new Error(`POST /operator/accounts answered ${r.status}: ${r.text.slice(0, 300)}`);
       const apiKey = r.body.tenants.live.rootKey as string;
-      // The account is recorded at once so an interrupted ingest resumes into it (externalId makes re-sends idempotent).
+      // The account is recorded at once so an interrupted ingest resumes into it (externalId makes re-sends
+      // idempotent).
       state = {
         corpusHash,
         titleInText,
@@ -373,7 +401,8 @@ async function remote(url: string): Promise<Target> {
   if (!apiKey) {
     if (!operatorToken)
       throw new Error(
-        '--url needs EVAL_OPERATOR_TOKEN (or OPERATOR_TOKEN) to create a fresh account, or EVAL_API_KEY (a root key) to use an existing tenant',
+        '--url needs EVAL_OPERATOR_TOKEN (or OPERATOR_TOKEN) to create a fresh account, or EVAL_API_KEY ' +
+          '(a root key) to use an existing tenant',
       );
     const http = new Http(base, 1);
     const r = await http.call('POST', '/operator/accounts', operatorToken, { name: 'eval-search', plan: 'enterprise' });
@@ -425,6 +454,7 @@ async function ingest(
   let next = 0;
   let done = 0;
   const bar = progress('ingest ', docs.length);
+  const m0 = { passages: 0, passageBusyMs: 0, ...builtinModelStats() };
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -504,11 +534,27 @@ async function ingest(
       settledDocsPerSec: round(docs.length / toSettledSeconds, 2),
       statuses,
       failures,
+      model: modelFigures(m0, toSettledSeconds),
     },
   };
 }
 
 const round = (x: number, d = 3) => Math.round(x * 10 ** d) / 10 ** d;
+
+function modelFigures(m0: { passages: number; passageBusyMs: number }, seconds: number): IngestFigures['model'] {
+  const m1 = builtinModelStats();
+  const passages = (m1?.passages ?? 0) - m0.passages;
+  if (!m1 || !passages) return undefined;
+  const busyMs = m1.passageBusyMs - m0.passageBusyMs;
+  return {
+    passages,
+    passagesPerSec: round(passages / seconds, 1),
+    members: m1.threads,
+    busyShare: round(busyMs / (m1.threads * seconds * 1000), 2),
+    busyPassagesPerSec: round((passages * m1.threads * 1000) / busyMs, 1),
+    load1: round(loadavg()[0], 2),
+  };
+}
 
 // --- queries -----------------------------------------------------------------------------------------
 interface Hit {
@@ -587,7 +633,8 @@ async function main() {
     .digest('hex')
     .slice(0, 16);
   console.error(
-    `dataset ${name}: ${data.corpus.length} documents, split ${split}: ${queries.length} judged queries${missing ? ` (${missing} judged ids missing from queries.jsonl)` : ''}`,
+    `dataset ${name}: ${data.corpus.length} documents, split ${split}: ${queries.length} judged ` +
+      `queries${missing ? ` (${missing} judged ids missing from queries.jsonl)` : ''}`,
   );
 
   const { target, state } = args.url
@@ -617,7 +664,8 @@ async function main() {
       ids = new Map(Object.entries(state.ids));
       figures = state.ingest;
       console.error(
-        `reusing the ingest in ${target.dataDir} (${ids.size} documents, ingested earlier: ${figures.writeDocsPerSec} docs/s written, settled after ${figures.toSettledSeconds} s)`,
+        `reusing the ingest in ${target.dataDir} (${ids.size} documents, ingested earlier: ` +
+          `${figures.writeDocsPerSec} docs/s written, settled after ${figures.toSettledSeconds} s)`,
       );
     } else {
       ({ ids, figures } = await ingest(http, target, data.corpus, Number(args['index-timeout-min']) * 60_000));
@@ -629,7 +677,8 @@ async function main() {
     const notIndexed = data.corpus.length - (figures.statuses.INDEXED ?? 0);
     if (notIndexed)
       console.error(
-        `warning: ${notIndexed} documents are not INDEXED: ${JSON.stringify(figures.statuses)} ${JSON.stringify(figures.failures)}`,
+        `warning: ${notIndexed} documents are not INDEXED: ${JSON.stringify(figures.statuses)} ` +
+          `${JSON.stringify(figures.failures)}`,
       );
 
     const published = PUBLISHED[name]?.bm25Ndcg10;
@@ -680,15 +729,26 @@ async function main() {
     const line = (cells: string[]) =>
       cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
     console.log(
-      `\n${name} ${split} split, ${queries.length} queries${limitQueries ? ` (--limit-queries ${limitQueries})` : ''}, ${data.corpus.length} documents`,
+      `\n${name} ${split} split, ${queries.length} ` +
+        `queries${limitQueries ? ` (--limit-queries ${limitQueries})` : ''}, ${data.corpus.length} documents`,
     );
     console.log(`text leg: ${target.engines.text}`);
     console.log(
       `embeddings: ${target.engines.embeddings}${indexMode === 'TEXT' ? ' (not used: --index-mode TEXT)' : ''}`,
     );
     console.log(
-      `ingest: ${figures.documents} documents (indexMode ${indexMode}), written in ${figures.writeSeconds} s (${figures.writeDocsPerSec} docs/s), all settled after ${figures.toSettledSeconds} s (${figures.settledDocsPerSec} docs/s): ${JSON.stringify(figures.statuses)}${target.reused ? ' (reused from an earlier run)' : ''}`,
+      `ingest: ${figures.documents} documents (indexMode ${indexMode}), written in ` +
+        `${figures.writeSeconds} s (${figures.writeDocsPerSec} docs/s), all settled after ` +
+        `${figures.toSettledSeconds} s (${figures.settledDocsPerSec} docs/s): ` +
+        `${JSON.stringify(figures.statuses)}${target.reused ? ' (reused from an earlier run)' : ''}`,
     );
+    const m = figures.model;
+    if (m)
+      console.log(
+        `built-in model: ${m.passages} passages in the ingest's ${figures.toSettledSeconds} s = ` +
+          `${m.passagesPerSec} passages/s; its ${m.members} members busy ${Math.round(m.busyShare * 100)}% of it ` +
+          `(${m.busyPassagesPerSec} passages/s while busy); load average ${m.load1} at the end`,
+      );
     console.log(line(header));
     for (const r of rows) console.log(line(r));
     if (published !== undefined) console.log(`published BM25 nDCG@10 (BEIR, test split): ${published}`);

@@ -23,7 +23,10 @@ const normalise = (v: number[]) => {
 
 // --- the built-in model's thread pool ---------------------------------------------------------------
 
-/** Largest model call for queries (texts); passages being indexed go one a call (bge), PASSAGE_BATCH per round per member. */
+/**
+ * Largest model call for queries (texts); passages being indexed go one a call (bge), PASSAGE_BATCH per round per
+ * member.
+ */
 export const QUERY_BATCH = 16;
 export const PASSAGE_BATCH = 8;
 /** How long the first query of an idle model waits for others to share its call (ms). */
@@ -69,6 +72,12 @@ export interface ModelThreadStats {
   /** Threads in the pool (at most), and threads started so far. */
   threads: number;
   started: number;
+  /**
+   * Passages embedded, and the milliseconds members spent on their calls, summed over members (posted to answered):
+   * against members × wall time, what the indexing pipeline leaves the model idle.
+   */
+  passages: number;
+  passageBusyMs: number;
 }
 
 /** One process of the pool. */
@@ -80,7 +89,7 @@ interface Host {
 }
 interface PoolThread {
   w: Host;
-  inflight: { id: number; slots: Slot[]; query: boolean } | undefined;
+  inflight: { id: number; slots: Slot[]; query: boolean; at: number } | undefined;
   /** Set once it answered: its process has the model loaded. */
   loaded?: boolean;
 }
@@ -120,7 +129,10 @@ function startHost(data: Record<string, unknown>, on: { message(m: Answer): void
   };
 }
 
-/** Scheduling niceness of the model processes: EMBEDDING_NICE (0-19), default 19 (the requests' CPU first; docs/search.md). */
+/**
+ * Scheduling niceness of the model processes: EMBEDDING_NICE (0-19), default 19 (the requests' CPU first;
+ * docs/search.md).
+ */
 export const modelNiceness = (env: NodeJS.ProcessEnv = process.env): number => {
   const n = Number(env.EMBEDDING_NICE);
   return env.EMBEDDING_NICE !== undefined && env.EMBEDDING_NICE !== '' && Number.isInteger(n) && n >= 0 && n <= 19
@@ -161,7 +173,16 @@ class ModelPool {
     private readonly passagesPerCall: number,
     private readonly pacing: PassagePacing,
   ) {
-    this.stats = { calls: 0, texts: 0, queryTexts: 0, maxBatch: 0, threads: size, started: 0 };
+    this.stats = {
+      calls: 0,
+      texts: 0,
+      queryTexts: 0,
+      maxBatch: 0,
+      threads: size,
+      started: 0,
+      passages: 0,
+      passageBusyMs: 0,
+    };
   }
 
   embed(texts: string[], purpose: EmbedPurpose): Promise<number[][]> {
@@ -174,7 +195,10 @@ class ModelPool {
     });
   }
 
-  /** Starts one member and loads the model in it (a one-text call), which is what a query needs; the others start with bulk work. */
+  /**
+   * Starts one member and loads the model in it (a one-text call), which is what a query needs; the others start with
+   * bulk work.
+   */
   async warm(): Promise<void> {
     await this.embed(['warm up'], 'query');
   }
@@ -237,7 +261,7 @@ class ModelPool {
         break;
       }
       const id = ++this.seq;
-      t.inflight = { id, slots, query };
+      t.inflight = { id, slots, query, at: performance.now() };
       if (!query) this.pacing.started();
       this.stats.calls++;
       this.stats.texts += slots.length;
@@ -264,6 +288,10 @@ class ModelPool {
     const f = t.inflight;
     if (!f || f.id !== m.id) return;
     t.inflight = undefined;
+    if (!f.query) {
+      this.stats.passages += f.slots.length;
+      this.stats.passageBusyMs += performance.now() - f.at;
+    }
     if (m.error === undefined) t.loaded = true;
     if (m.error !== undefined || !m.buf || m.n !== f.slots.length) {
       const err = new EmbeddingError(
@@ -323,7 +351,10 @@ const pools = new Map<BuiltinModelKind, ModelPool>();
 export const builtinModelStats = (): ModelThreadStats | undefined => pools.get('bge')?.stats;
 
 export interface BuiltinEmbedderOptions {
-  /** 'auto' (the default) and 'bge' both mean bge-small-en-v1.5; without it in the model cache the constructor throws BuiltinModelMissing. */
+  /**
+   * 'auto' (the default) and 'bge' both mean bge-small-en-v1.5; without it in the model cache the constructor throws
+   * BuiltinModelMissing.
+   */
   model?: 'auto' | BuiltinModelKind;
   /** Threads of the pool (default EMBEDDING_THREADS, else one per core). */
   threads?: number;
@@ -365,12 +396,16 @@ export const describeEmbedder = (e: Embedder): EmbedderInfo =>
       ? { model: null, dims: 0, kind: 'none', reason: e.unavailable }
       : { model: e.model, dims: e.dims, kind: 'endpoint' };
 
-/** The built-in model is not in the model cache: the message names the ways out (the service stops at start with it). */
+/**
+ * The built-in model is not in the model cache: the message names the ways out (the service stops at start with it).
+ */
 export class BuiltinModelMissing extends EmbeddingError {
   constructor(reason: string) {
     super(
-      `the built-in embedding model ${BGE_SMALL_Q.name} is not installed (${reason}): fetch it with \`node deploy/scripts/fetch-model.mjs\` (what \`npm ci\` runs), ` +
-        `or set BUILTIN_EMBEDDINGS_MODEL=none to run without semantic search, or EMBEDDINGS_URL (with EMBEDDINGS_MODEL) for an external model`,
+      `the built-in embedding model ${BGE_SMALL_Q.name} is not installed (${reason}): fetch it with ` +
+        `\`node deploy/scripts/fetch-model.mjs\` (what \`npm ci\` runs), ` +
+        `or set BUILTIN_EMBEDDINGS_MODEL=none to run without semantic search, or EMBEDDINGS_URL (with ` +
+        `EMBEDDINGS_MODEL) for an external model`,
     );
     this.name = 'BuiltinModelMissing';
   }

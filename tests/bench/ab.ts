@@ -107,8 +107,9 @@ export async function benchAb(log: (m: string) => void = console.log): Promise<A
       for (const which of order) {
         const f = await measure(which === 'here' ? here : other, phaseMs);
         runs[which].push(f);
+        const build = which === 'here' ? 'this build' : 'base';
         log(
-          `ab: round ${k + 1} ${which === 'here' ? 'this build' : 'base'}: create ${f.create.opsPerSec.toFixed(0)}/s, ` +
+          `ab: round ${k + 1} ${build}: create ${f.create.opsPerSec.toFixed(0)}/s, ` +
             `get ${f.get.opsPerSec.toFixed(0)}/s, TEXT search ${f.search.opsPerSec.toFixed(0)}/s`,
         );
       }

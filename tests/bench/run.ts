@@ -406,10 +406,16 @@ async function main() {
           ratio: { value: h.opsPerSec / r.opsPerSec, vs: `R${k}-${m[0]}` },
           verdict,
         });
+        const leg =
+          m === 'TEXT'
+            ? 'PgTextIndex.search'
+            : m === 'SEMANTIC'
+              ? 'cached embedQuery + LanceVectorIndex.search'
+              : 'both legs in parallel';
         rows.push({
           id: `R${k}-${m[0]}`,
           section: S4,
-          name: `raw ${m === 'TEXT' ? 'PgTextIndex.search' : m === 'SEMANTIC' ? 'cached embedQuery + LanceVectorIndex.search' : 'both legs in parallel'} (limit 100), ${k}`,
+          name: `raw ${leg} (limit 100), ${k}`,
           result: r,
           verdict: 'base',
         });

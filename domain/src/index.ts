@@ -67,6 +67,7 @@ export * from './webhooks/target';
 export * from './webhooks/webhook';
 export * from './write/appends';
 export * from './write/caught-up';
+export * from './write/checked-reads';
 export * from './write/contention';
 export * from './write/document-processing';
 export * from './write/handle-command';

@@ -93,24 +93,26 @@ export class PostgresEventStore implements EventStore {
   /** PGlite has one writer (this process): the head position is known without asking. */
   private head: number | undefined;
   /**
-   * PGlite only: whole streams (or their absence) cached, exact because every
-   * append passes through this instance and updates the cache after it commits.
+   * Whole streams (or their absence) cached, updated by this instance's appends after they commit. On PGlite every
+   * append passes through this instance, so the cache is exact and serves readStream. On a server another process may
+   * append: the cache serves only readStreamCached (not exact: its readers check what they read when they append), and
+   * a stream whose expectation failed is dropped from it.
    */
-  private streams: Map<string, StoredEvent[]> | undefined;
+  private streams = new Map<string, StoredEvent[]>();
+  private readonly exact: boolean;
   /** Streams being loaded into the cache: true once an append to one completed during its load. */
   private readonly loading = new Map<string, boolean>();
 
-  private constructor(private readonly sql: Sql) {}
+  private constructor(private readonly sql: Sql) {
+    this.exact = sql.kind !== 'postgres';
+  }
 
   static async open(sql: Sql): Promise<PostgresEventStore> {
     await sql.exec(EVENT_STORE_DDL);
     const store = new PostgresEventStore(sql);
     // Another process's appends wake our subscribers too (a server only: PGlite is one process).
     if (sql.kind === 'postgres') store.unlisten = await sql.listen(APPENDED_CHANNEL, () => store.notify());
-    else {
-      store.head = await store.headPosition();
-      store.streams = new Map();
-    }
+    else store.head = await store.headPosition();
     return store;
   }
 
@@ -156,7 +158,7 @@ export class PostgresEventStore implements EventStore {
    * so such a batch is written again with the query (`checked`). A record create's append is then one INSERT.
    */
   private knownWithoutQuery(batch: Pending[]): Map<string, number> | null {
-    if (!this.streams) return null;
+    if (!this.exact) return null;
     const current = new Map<string, number>();
     for (const p of batch)
       for (const r of p.requests) {
@@ -186,8 +188,10 @@ export class PostgresEventStore implements EventStore {
       'INSERT INTO es_events (position, stream_id, revision, event_id, event_type, data, metadata) SELECT * FROM' +
       ' unnest($1::bigint[], $2::text[], $3::bigint[], $4::uuid[], $5::text[], $6::jsonb[], $7::jsonb[])';
     /** The batch decided on the streams' revisions (and head) read: the columns to insert, each request's outcome. */
+    const missed: string[] = [];
     const decide = (rows: Array<{ stream_id: string | null; revision: number | null }> | null) => {
       outcomes.length = 0;
+      missed.length = 0;
       const current = new Map<string, number>(known ?? []);
       let position = this.head ?? 0;
       for (const r of rows ?? []) {
@@ -206,6 +210,7 @@ export class PostgresEventStore implements EventStore {
       for (const p of batch) {
         const failed = p.requests.find((r) => !expectationHolds(r.expectedRevision, current.get(r.streamId) ?? -1));
         if (failed) {
+          missed.push(failed.streamId);
           const actual = current.get(failed.streamId);
           outcomes.push(
             new WrongExpectedRevisionError(failed.streamId, failed.expectedRevision, actual ?? 'no_stream'),
@@ -298,7 +303,9 @@ export class PostgresEventStore implements EventStore {
       return;
     }
     if (wrote && this.head !== undefined) this.head = written;
-    if (wrote && this.streams) this.cacheAppended(batch, outcomes);
+    if (wrote) this.cacheAppended(batch, outcomes);
+    // A failed expectation on a server: this process's copy of the stream may be behind the log.
+    if (!this.exact) for (const id of missed) this.streams.delete(id);
     batch.forEach((p, i) => {
       const o = outcomes[i];
       if (o instanceof Error) p.reject(o);
@@ -312,7 +319,7 @@ export class PostgresEventStore implements EventStore {
       const o = outcomes[i];
       if (o instanceof Error) return;
       p.requests.forEach((r, j) => {
-        const cached = this.streams!.get(r.streamId);
+        const cached = this.streams.get(r.streamId);
         if (!cached) {
           // Not cached: the next read loads it whole; a load in flight may have read the stream before this append.
           if (this.loading.has(r.streamId)) this.loading.set(r.streamId, true);
@@ -321,44 +328,55 @@ export class PostgresEventStore implements EventStore {
         let position = o[j].position - r.events.length;
         let revision = o[j].nextExpectedRevision - r.events.length;
         const last = cached.length ? cached[cached.length - 1].revision : -1;
+        // Events of another process's appends between the cached ones and these (a server): not held, so not cached.
+        if (revision > last) {
+          this.streams.delete(r.streamId);
+          return;
+        }
         for (const e of r.events) {
           revision += 1;
           position += 1;
           // A load that read the stream after this append was committed already holds the event.
           if (revision > last) cached.push(asStoredEvent({ ...e, streamId: r.streamId, revision, position }));
         }
-        if (cached.length > MAX_CACHED_STREAM) this.streams!.delete(r.streamId);
+        if (cached.length > MAX_CACHED_STREAM) this.streams.delete(r.streamId);
       });
     });
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<StoredEvent[]> {
-    if (this.streams) {
-      let all = this.streams.get(streamId);
-      if (all) {
-        this.streams.delete(streamId); // LRU: most recent last
-        this.streams.set(streamId, all);
-      } else {
-        // Cached only if no append to the stream completed while it was read (else that append's event may be missing).
-        const first = !this.loading.has(streamId);
-        if (first) this.loading.set(streamId, false);
-        let raced = !first;
-        try {
-          all = await this.queryStream(streamId, {});
-        } finally {
-          if (first) {
-            raced = this.loading.get(streamId) === true;
-            this.loading.delete(streamId);
-          }
-        }
-        if (!raced && all.length <= MAX_CACHED_STREAM) {
-          this.streams.set(streamId, all);
-          if (this.streams.size > MAX_CACHED_STREAMS) this.streams.delete(this.streams.keys().next().value!);
-        }
-      }
-      return sliceStream(all, options);
-    }
+    if (this.exact) return sliceStream(await this.cachedStream(streamId), options);
     return this.queryStream(streamId, options);
+  }
+
+  async readStreamCached(streamId: string): Promise<{ events: StoredEvent[]; exact: boolean }> {
+    return { events: (await this.cachedStream(streamId)).slice(), exact: this.exact };
+  }
+
+  private async cachedStream(streamId: string): Promise<StoredEvent[]> {
+    let all = this.streams.get(streamId);
+    if (all) {
+      this.streams.delete(streamId); // LRU: most recent last
+      this.streams.set(streamId, all);
+      return all;
+    }
+    // Cached only if no append to the stream completed while it was read (else that append's event may be missing).
+    const first = !this.loading.has(streamId);
+    if (first) this.loading.set(streamId, false);
+    let raced = !first;
+    try {
+      all = await this.queryStream(streamId, {});
+    } finally {
+      if (first) {
+        raced = this.loading.get(streamId) === true;
+        this.loading.delete(streamId);
+      }
+    }
+    if (!raced && all.length <= MAX_CACHED_STREAM) {
+      this.streams.set(streamId, all);
+      if (this.streams.size > MAX_CACHED_STREAMS) this.streams.delete(this.streams.keys().next().value!);
+    }
+    return all;
   }
 
   private async queryStream(streamId: string, options: ReadStreamOptions): Promise<StoredEvent[]> {

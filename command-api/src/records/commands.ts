@@ -11,6 +11,7 @@ import {
   canReach,
   claim,
   type CommandDeps,
+  type DomainAppend,
   handleCommand,
   type LiveRecord,
   loadAggregate,
@@ -101,12 +102,13 @@ async function schemaForCreate(
   body: CreateRecord,
   meta: RequestMeta,
   owner: { userId: string | null; scopes?: string[] },
+  checks?: DomainAppend[],
 ): Promise<LiveSchema> {
   const p = meta.principal;
   if (!body.schemaId && !body.typeName) throw invalid('typeName or schemaId is required');
   const schema = body.schemaId
     ? await loadSchema(deps.store, p, body.schemaId)
-    : await resolveSchemaByType(deps.store, p, body.typeName!, owner);
+    : await resolveSchemaByType(deps.store, p, body.typeName!, owner, checks);
   if (body.typeName && schema.definition.typeName !== body.typeName)
     throw invalid('typeName and schemaId do not agree');
   if (schema.definition.active === false) throw invalid('The schema is inactive: new records are rejected');
@@ -131,10 +133,31 @@ export async function createRecord(
   meta: RequestMeta,
   opts: WriteOptions = {},
 ): Promise<CreateOutcome> {
+  try {
+    return await createRecordOnce(deps, body, meta, opts, true);
+  } catch (e) {
+    // The schema was read from a cache behind the log: once more, read from the log.
+    if (!(e instanceof StaleSchemaRead)) throw e;
+    return createRecordOnce(deps, body, meta, opts, false);
+  }
+}
+
+/** A check of a cached schema read failed at append (the typeName's reservation or the schema moved). */
+class StaleSchemaRead extends Error {}
+
+async function createRecordOnce(
+  deps: CommandDeps,
+  body: CreateRecord,
+  meta: RequestMeta,
+  opts: WriteOptions,
+  cached: boolean,
+): Promise<CreateOutcome> {
   const p = meta.principal;
   const own = stampOwnership(p, { userId: body.userId, scopes: body.scopes });
   await assertScopeNamespaces(deps.store, p.tenantId!, body.scopes);
-  const schema = await schemaForCreate(deps, body, meta, own);
+  // A typeName resolved through the store's cache: the streams read are checked by the append (readStreamChecked).
+  const checks: DomainAppend[] = [];
+  const schema = await schemaForCreate(deps, body, meta, own, cached ? checks : undefined);
   // folders: a folderId must name a live folder of this tenant and context (else 404).
   if (body.folderId) await requireFolder(deps.store, p, body.folderId);
   const def = schema.definition;
@@ -192,9 +215,11 @@ export async function createRecord(
           userId: own.userId,
           scopes: own.scopes,
         }),
+        ...checks,
       ];
     },
     onConflict: async (on, { ext }) => {
+      if (checks.some((c) => c.streamId === on.streamId)) throw new StaleSchemaRead();
       // a concurrent create with this externalId won: answer with it
       if (ext && on.streamId === ext.streamId) return 'retry' as const;
       throw await heldBy(deps, p, (await refreshReservation(deps.store, reservationOf(on))).holder, UNIQUE_HELD);

@@ -14,12 +14,15 @@ import {
   canSeeSchema,
   claim,
   type CommandDeps,
+  type DomainAppend,
   type EventStore,
   handleCommand,
   loadAggregate,
   metadataFor,
   ownerKeyOf,
   readReservation,
+  readReservationChecked,
+  readStreamChecked,
   release,
   schemaAggregate,
   schemaDecider,
@@ -36,6 +39,10 @@ export type LiveSchema = Extract<SchemaState, { exists: true }>;
 /** A schema the principal may use: the shared base of its context, or a variant inside its data scope. */
 export async function loadSchema(store: EventStore, p: Principal, schemaId: string): Promise<LiveSchema> {
   const { state } = await loadAggregate(store, streams.schema(schemaId), schemaAggregate);
+  return liveSchema(p, state);
+}
+
+function liveSchema(p: Principal, state: SchemaState): LiveSchema {
   if (!state.exists || !canSeeSchema(p, { tenantId: state.tenantId, contextId: state.contextId, ...state.definition }))
     throw notFound();
   return state;
@@ -44,17 +51,30 @@ export async function loadSchema(store: EventStore, p: Principal, schemaId: stri
 const typeNameReservation = (store: EventStore, p: Principal, typeName: string, ownerKey: string) =>
   readReservation(store, p.tenantId!, p.contextId!, 'schema', typeName, ownerKey);
 
-/** With only `typeName`: the caller's own `basedOn` variant if it exists, else the shared base. */
+/**
+ * With only `typeName`: the caller's own `basedOn` variant if it exists, else the shared base. With `checks`, the
+ * streams are read through the store's cache (readStreamChecked) and the checks of what was read are added to it:
+ * the caller appends them with the write the schema decides.
+ */
 export async function resolveSchemaByType(
   store: EventStore,
   p: Principal,
   typeName: string,
   owner: { userId: string | null; scopes?: string[] },
+  checks?: DomainAppend[],
 ): Promise<LiveSchema> {
   const own = ownerKeyOf({ userId: owner.userId ?? undefined, scopes: owner.scopes });
   for (const key of own ? [own, ''] : ['']) {
-    const r = await typeNameReservation(store, p, typeName, key);
-    if (r.holder) return loadSchema(store, p, r.holder);
+    const r = checks
+      ? await readReservationChecked(store, checks, p.tenantId!, p.contextId!, 'schema', typeName, key)
+      : await typeNameReservation(store, p, typeName, key);
+    if (!r.holder) continue;
+    if (!checks) return loadSchema(store, p, r.holder);
+    const events = await readStreamChecked(store, streams.schema(r.holder), checks);
+    return liveSchema(
+      p,
+      events.reduce((s, e) => schemaAggregate.evolve(s, e, e.metadata), schemaAggregate.initialState()),
+    );
   }
   throw notFound();
 }

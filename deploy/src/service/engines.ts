@@ -48,7 +48,12 @@ async function openEventStore(config: Config, sql: Sql): Promise<EventStore> {
     const { KurrentDbEventStore } = await loadKurrentDb();
     return KurrentDbEventStore.open(config.eventStoreUrl);
   }
-  return PostgresEventStore.open(sql);
+  const store = await PostgresEventStore.open(sql);
+  // PG_STREAM_CACHE=off: a create's schema reads go to the server (the path before the checked cache, kept for
+  // benchmark comparisons).
+  if (sql.kind === 'postgres' && process.env.PG_STREAM_CACHE === 'off')
+    Object.assign(store, { readStreamCached: undefined });
+  return store;
 }
 
 /** Whether the search catalogue holds any item (false before its table exists: a first start). */

@@ -68,6 +68,12 @@ export interface EventStore {
   appendMulti(requests: AppendRequest[]): Promise<AppendResult[]>;
   /** Missing streams read as empty. */
   readStream(streamId: string, options?: ReadStreamOptions): Promise<StoredEvent[]>;
+  /**
+   * Optional: a whole stream, possibly from a cache. `exact` false: the cache may be behind the log (another process
+   * appended), so a decision made on it must check the revision read when it appends (an append with no events and
+   * `check`, DomainAppend): a stale read then fails that append, and the stream is read from the log next time.
+   */
+  readStreamCached?(streamId: string): Promise<{ events: StoredEvent[]; exact: boolean }>;
   /** Events with position > `after`, oldest first. */
   readAll(after: number, maxCount: number): Promise<StoredEvent[]>;
   /**

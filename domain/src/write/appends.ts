@@ -23,4 +23,9 @@ export interface DomainAppend {
    * metadata of the commit's first event (EventMetadata.chargeCode), so charging a write appends nothing more.
    */
   charge?: NonNullable<EventMetadata['charge']>;
+  /**
+   * With no events: appended anyway, as a check that the stream is still at `expectedRevision` (a read served from a
+   * cache that may be behind the log, EventStore.readStreamCached). Without it an entry with no events is dropped.
+   */
+  check?: boolean;
 }

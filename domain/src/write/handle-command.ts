@@ -51,17 +51,19 @@ export interface CommandDeps extends WriteDeps {
 /** Appends atomically to every stream, then waits until the read models have applied it (read-your-writes). */
 export async function commit(deps: WriteDeps, metadata: EventMetadata, appends: DomainAppend[]): Promise<number> {
   const requests: AppendRequest[] = appends
-    .filter((a) => a.events.length > 0)
+    .filter((a) => a.events.length > 0 || a.check)
     .map((a) => ({
       streamId: a.streamId,
       events: toNewEvents(deps.ids, a.events, a.metadata ?? metadata),
       expectedRevision: a.expectedRevision,
     }));
   const charge = appends.flatMap((a) => a.charge ?? []);
-  if (charge.length && requests.length) {
-    const [first, ...rest] = requests[0].events;
-    requests[0] = {
-      ...requests[0],
+  // The charge rides on the first event written (checks have none).
+  const charged = requests.findIndex((r) => r.events.length > 0);
+  if (charge.length && charged >= 0) {
+    const [first, ...rest] = requests[charged].events;
+    requests[charged] = {
+      ...requests[charged],
       events: [{ ...first, metadata: { ...first.metadata, chargeCode: encodeCharge(charge) } }, ...rest],
     };
   }

@@ -15,6 +15,7 @@
  *
  *   npx tsx tests/bench/changes.ts
  */
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { Worker } from 'node:worker_threads';
 import { tempDir } from '../src/support/engines';
@@ -231,10 +232,15 @@ export async function benchChanges(log: (m: string) => void = console.log): Prom
     const noneRuns: LoadResult[] = [];
     const openRuns: LoadResult[] = [];
     let seq = 0;
-    const cpu = { none: { s: 0, sys: 0, ops: 0 }, open: { s: 0, sys: 0, ops: 0 } };
+    const cpu = {
+      none: { s: 0, sys: 0, ops: 0, bench: 0, softirq: 0, idle: 0 },
+      open: { s: 0, sys: 0, ops: 0, bench: 0, softirq: 0, idle: 0 },
+    };
     const load = async (mode: 'none' | 'open') => {
       let c0 = 0;
       let sys0 = 0;
+      let bench0 = process.cpuUsage();
+      let machine0 = machineSeconds();
       const r = await closedLoop({
         concurrency,
         warmupMs: 500,
@@ -243,6 +249,8 @@ export async function benchChanges(log: (m: string) => void = console.log): Prom
         onMeasureStart: async () => {
           c0 = treeCpuSeconds(svc.child.pid!).service;
           sys0 = cpuSplitSeconds(svc.child.pid!).system;
+          bench0 = process.cpuUsage();
+          machine0 = machineSeconds();
         },
         op: async () => {
           const r = await create(1_000_000 + seq++, 2);
@@ -251,6 +259,12 @@ export async function benchChanges(log: (m: string) => void = console.log): Prom
       });
       cpu[mode].s += treeCpuSeconds(svc.child.pid!).service - c0;
       cpu[mode].sys += cpuSplitSeconds(svc.child.pid!).system - sys0;
+      // This process: the load generator and, in the worker thread, the streams' readers.
+      const b = process.cpuUsage(bench0);
+      cpu[mode].bench += (b.user + b.system) / 1e6;
+      const m = machineSeconds();
+      cpu[mode].softirq += m.softirq - machine0.softirq;
+      cpu[mode].idle += m.idle - machine0.idle;
       cpu[mode].ops += r.ops;
       return r;
     };
@@ -294,6 +308,15 @@ export async function benchChanges(log: (m: string) => void = console.log): Prom
       open: (1000 * cpu.open.sys) / cpu.open.ops,
     };
     const ratio = opened.opsPerSec / none.opsPerSec;
+    const per = (mode: 'none' | 'open', k: 'bench' | 'softirq' | 'idle') =>
+      ((1000 * cpu[mode][k]) / cpu[mode].ops).toFixed(2);
+    log(
+      `changes: where the CPUs went, ms a create with streams vs none: service ` +
+        `${cpuMsPerCreate.open.toFixed(2)} vs ${cpuMsPerCreate.none.toFixed(2)}, the bench process (load ` +
+        `generator and readers) ${per('open', 'bench')} vs ${per('none', 'bench')}, kernel softirq (the loopback ` +
+        `network) ${per('open', 'softirq')} vs ${per('none', 'softirq')}, idle ${per('open', 'idle')} vs ` +
+        `${per('none', 'idle')}`,
+    );
     // Issue 43's two targets, each on a line of its own: the figure, the target, met or not.
     const met = {
       latency: delivered === total * streams && latency.p99 <= TARGET_P99_MS,
@@ -345,4 +368,10 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       process.exit(1);
     },
   );
+}
+
+/** The machine's softirq and idle CPU seconds so far (all CPUs, /proc/stat; clock ticks of 1/100 s). */
+function machineSeconds(): { softirq: number; idle: number } {
+  const xs = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number);
+  return { softirq: xs[6] / 100, idle: xs[3] / 100 };
 }

@@ -97,6 +97,14 @@ export const CHECKPOINT_CHANNEL = 'proj_checkpoint';
 export const notifyCheckpoint = (q: SqlQueryable, runnerName: string, position: number) =>
   q.query(`SELECT pg_notify($1, current_schema() || ':' || $2)`, [CHECKPOINT_CHANNEL, `${runnerName}:${position}`]);
 
+/** writeCheckpoint and notifyCheckpoint in one statement: a server's projection batch costs one round trip less. */
+const writeAndNotifyCheckpoint = (q: SqlQueryable, runnerName: string, position: number) =>
+  q.query(
+    'WITH w AS (INSERT INTO proj_checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET ' +
+      `position = excluded.position) SELECT pg_notify($3, current_schema() || ':' || $4)`,
+    [runnerName, position, CHECKPOINT_CHANNEL, `${runnerName}:${position}`],
+  );
+
 /** What every follower of the global log reports (projector runners, the Kafka relay). */
 export interface FollowerStats {
   name: string;
@@ -305,8 +313,8 @@ export class ProjectionRunner {
 
   private async moveCheckpoint(q: SqlQueryable, last: number) {
     if (last <= this.position) return;
-    await writeCheckpoint(q, this.name, last);
-    if (this.sql.kind === 'postgres') await notifyCheckpoint(q, this.name, last);
+    if (this.sql.kind === 'postgres') await writeAndNotifyCheckpoint(q, this.name, last);
+    else await writeCheckpoint(q, this.name, last);
   }
 
   /** After a commit: hooks hear the applied events, waiters up to `last` are released. */

@@ -92,6 +92,8 @@ export class PostgresEventStore implements EventStore {
   private unlisten: (() => Promise<void>) | undefined;
   /** PGlite has one writer (this process): the head position is known without asking. */
   private head: number | undefined;
+  /** A server: the last position this instance appended (its subscribers were woken for it already). */
+  private written = 0;
   /**
    * Whole streams (or their absence) cached, updated by this instance's appends after they commit. On PGlite every
    * append passes through this instance, so the cache is exact and serves readStream. On a server another process may
@@ -111,7 +113,14 @@ export class PostgresEventStore implements EventStore {
     await sql.exec(EVENT_STORE_DDL);
     const store = new PostgresEventStore(sql);
     // Another process's appends wake our subscribers too (a server only: PGlite is one process).
-    if (sql.kind === 'postgres') store.unlisten = await sql.listen(APPENDED_CHANNEL, () => store.notify());
+    // Not for the echo of this instance's own append: its subscribers were woken at commit, and a position at or
+    // below it (positions commit in order under the append lock) was visible to them then. Each wake costs every
+    // subscriber at the head one more read of the log. An empty payload (notifications missed) always wakes.
+    if (sql.kind === 'postgres')
+      store.unlisten = await sql.listen(APPENDED_CHANNEL, (payload) => {
+        if (payload && Number(payload) <= store.written) return;
+        store.notify();
+      });
     else store.head = await store.headPosition();
     return store;
   }
@@ -303,6 +312,7 @@ export class PostgresEventStore implements EventStore {
       return;
     }
     if (wrote && this.head !== undefined) this.head = written;
+    if (wrote) this.written = Math.max(this.written, written);
     if (wrote) this.cacheAppended(batch, outcomes);
     // A failed expectation on a server: this process's copy of the stream may be behind the log.
     if (!this.exact) for (const id of missed) this.streams.delete(id);

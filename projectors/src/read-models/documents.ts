@@ -1,4 +1,4 @@
-import type { SqlQueryable, StoredEvent } from '@svc/domain';
+import { DOCUMENT_INDEXES, DOCUMENT_TABLES, type SqlQueryable, type StoredEvent } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 import { replaceLookupRows, schemaDocs } from './records';
 import { deleteRemovedRows, deleteRows } from './removals';
@@ -9,14 +9,14 @@ import { deleteRemovedRows, deleteRows } from './removals';
  * guarded by the stream revision, so a replay changes nothing. Processing
  * events move `status` only; `version` counts DocumentCreated / DocumentUpdated.
  */
-const DOCUMENT_LOOKUPS = { table: 'rm_document_lookups', idColumn: 'document_id' };
+const DOCUMENT_LOOKUPS = { table: DOCUMENT_TABLES.lookups, idColumn: 'document_id' };
 
 export const documentsProjection = (): SqlProjection => ({
   name: 'documents',
-  tables: ['rm_documents', 'rm_document_lookups'],
+  tables: [DOCUMENT_TABLES.documents, DOCUMENT_TABLES.lookups],
   ddl:
     `
-CREATE TABLE IF NOT EXISTS rm_documents (
+CREATE TABLE IF NOT EXISTS ${DOCUMENT_TABLES.documents} (
   document_id text PRIMARY KEY, tenant_id text NOT NULL, ` +
     `context_id text NOT NULL, title text NOT NULL, source text NOT NULL,
   status text NOT NULL, ` +
@@ -30,21 +30,21 @@ CREATE TABLE IF NOT EXISTS rm_documents (
     `NOT NULL,
   created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, version int NOT NULL, ` +
     `revision bigint NOT NULL);
-CREATE INDEX IF NOT EXISTS rm_documents_list ON rm_documents (tenant_id, ` +
+CREATE INDEX IF NOT EXISTS ${DOCUMENT_INDEXES.documentsList} ON ${DOCUMENT_TABLES.documents} (tenant_id, ` +
     `context_id, created_at, document_id);
-CREATE INDEX IF NOT EXISTS rm_documents_folder ON rm_documents ` +
+CREATE INDEX IF NOT EXISTS ${DOCUMENT_INDEXES.documentsFolder} ON ${DOCUMENT_TABLES.documents} ` +
     `(folder_id);
-CREATE TABLE IF NOT EXISTS rm_document_lookups (
+CREATE TABLE IF NOT EXISTS ${DOCUMENT_TABLES.lookups} (
   tenant_id text NOT NULL, context_id ` +
     `text NOT NULL, type_name text NOT NULL, field text NOT NULL,
   k1 text COLLATE "C" NOT NULL, k2 text ` +
     `COLLATE "C" NOT NULL, k3 text COLLATE "C" NOT NULL, sort_key text COLLATE "C" NOT NULL,
   document_id ` +
     `text NOT NULL);
-CREATE INDEX IF NOT EXISTS rm_document_lookups_key ON rm_document_lookups (tenant_id, ` +
+CREATE INDEX IF NOT EXISTS ${DOCUMENT_INDEXES.documentLookupsKey} ON ${DOCUMENT_TABLES.lookups} (tenant_id, ` +
     `context_id, type_name, field, k1, k2, k3, sort_key, document_id);
 CREATE INDEX IF NOT EXISTS ` +
-    `rm_document_lookups_doc ON rm_document_lookups (document_id);`,
+    `${DOCUMENT_INDEXES.documentLookupsDoc} ON ${DOCUMENT_TABLES.lookups} (document_id);`,
   async apply(q: SqlQueryable, e: StoredEvent) {
     const m = e.metadata;
     /** Schema-bound documents (a schema and its typeName) are in the lookup index. */
@@ -76,16 +76,17 @@ CREATE INDEX IF NOT EXISTS ` +
     };
     /** A processing event: `set` applies when the row is older than this event (and `cond` holds). */
     const step = (documentId: string, set: string, args: unknown[], cond = 'TRUE') =>
-      q.query(`UPDATE rm_documents SET ${set}, revision = $2 WHERE document_id = $1 AND revision < $2 AND (${cond})`, [
-        documentId,
-        e.revision,
-        ...args,
-      ]);
+      q.query(
+        `UPDATE ${DOCUMENT_TABLES.documents} SET ${set}, revision = $2 WHERE document_id = $1 AND revision < $2 AND ` +
+          `(${cond})`,
+        [documentId, e.revision, ...args],
+      );
     switch (e.type) {
       case 'DocumentCreated': {
         const d = e.data;
         const inserted = await q.query(
-          `INSERT INTO rm_documents (document_id, tenant_id, context_id, title, source, status, index_failure,
+          `INSERT INTO ${DOCUMENT_TABLES.documents} (document_id, tenant_id, context_id, title, source, status, ` +
+            `index_failure,
              index_mode, store_text, folder_id, payload, schema_id, schema_version, type_name, user_id, scopes,
              external_id, file_name, file_type, file_size, file_ref, upload_id, text_ref, text_bytes, text_revision,
              text_retained, created_at, updated_at, version, revision)
@@ -124,7 +125,7 @@ CREATE INDEX IF NOT EXISTS ` +
         const d = e.data;
         const prev = (
           await q.query<{ created_at: Date | string }>(
-            'SELECT created_at FROM rm_documents WHERE document_id = $1 AND revision < $2',
+            `SELECT created_at FROM ${DOCUMENT_TABLES.documents} WHERE document_id = $1 AND revision < $2`,
             [d.documentId, e.revision],
           )
         ).rows[0];
@@ -209,11 +210,11 @@ CREATE INDEX IF NOT EXISTS ` +
         return;
       }
       case 'DocumentDeleted':
-        await deleteRows(q, ['rm_documents', 'rm_document_lookups'], 'document_id', e.data.documentId);
+        await deleteRows(q, [DOCUMENT_TABLES.documents, DOCUMENT_TABLES.lookups], 'document_id', e.data.documentId);
         return;
       case 'ContextDeleted':
       case 'TenantTornDown':
-        await deleteRemovedRows(q, e, ['rm_document_lookups', 'rm_documents']);
+        await deleteRemovedRows(q, e, [DOCUMENT_TABLES.lookups, DOCUMENT_TABLES.documents]);
         return;
     }
   },

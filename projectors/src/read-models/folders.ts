@@ -1,4 +1,12 @@
-import type { FolderContents, SqlQueryable, StoredEvent } from '@svc/domain';
+import {
+  DOCUMENT_TABLES,
+  FOLDER_INDEXES,
+  FOLDER_TABLES,
+  type FolderContents,
+  RECORD_TABLES,
+  type SqlQueryable,
+  type StoredEvent,
+} from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 import { deleteRemovedRows } from './removals';
 
@@ -9,10 +17,10 @@ import { deleteRemovedRows } from './removals';
  */
 export const foldersProjection = (): SqlProjection => ({
   name: 'folders',
-  tables: ['rm_folders'],
+  tables: [FOLDER_TABLES.folders],
   ddl:
     `
-CREATE TABLE IF NOT EXISTS rm_folders (
+CREATE TABLE IF NOT EXISTS ${FOLDER_TABLES.folders} (
   folder_id text PRIMARY KEY, tenant_id text NOT NULL, ` +
     `context_id text NOT NULL, parent_folder_id text, name text NOT NULL,
   description text, slug text NOT ` +
@@ -20,16 +28,18 @@ CREATE TABLE IF NOT EXISTS rm_folders (
   ` +
     `created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, version int NOT NULL, revision bigint ` +
     `NOT NULL);
-CREATE INDEX IF NOT EXISTS rm_folders_list ON rm_folders (tenant_id, context_id, created_at, ` +
+CREATE INDEX IF NOT EXISTS ${FOLDER_INDEXES.foldersList} ON ${FOLDER_TABLES.folders} (tenant_id, context_id, ` +
+    `created_at, ` +
     `folder_id);
-CREATE INDEX IF NOT EXISTS rm_folders_parent ON rm_folders (parent_folder_id);`,
+CREATE INDEX IF NOT EXISTS ${FOLDER_INDEXES.foldersParent} ON ${FOLDER_TABLES.folders} (parent_folder_id);`,
   async apply(q: SqlQueryable, e: StoredEvent) {
     const m = e.metadata;
     switch (e.type) {
       case 'FolderCreated': {
         const d = e.data;
         await q.query(
-          `INSERT INTO rm_folders (folder_id, tenant_id, context_id, parent_folder_id, name, description, ` +
+          `INSERT INTO ${FOLDER_TABLES.folders} (folder_id, tenant_id, context_id, parent_folder_id, name, ` +
+            `description, ` +
             `slug, depth, is_protected, user_id, scopes,
              created_at, updated_at, version, ` +
             `revision)
@@ -56,7 +66,8 @@ CREATE INDEX IF NOT EXISTS rm_folders_parent ON rm_folders (parent_folder_id);`,
       case 'FolderUpdated': {
         const d = e.data;
         await q.query(
-          `UPDATE rm_folders SET name = $2, description = $3, user_id = $4, scopes = $5, updated_at = $6, ` +
+          `UPDATE ${FOLDER_TABLES.folders} SET name = $2, description = $3, user_id = $4, scopes = $5, updated_at = ` +
+            `$6, ` +
             `version = version + 1, revision = $7
            WHERE folder_id = $1 AND revision < $7`,
           [d.folderId, d.name, d.description, d.userId, JSON.stringify(d.scopes), m.occurredAt, e.revision],
@@ -64,11 +75,11 @@ CREATE INDEX IF NOT EXISTS rm_folders_parent ON rm_folders (parent_folder_id);`,
         return;
       }
       case 'FolderDeleted':
-        await q.query('DELETE FROM rm_folders WHERE folder_id = $1', [e.data.folderId]);
+        await q.query(`DELETE FROM ${FOLDER_TABLES.folders} WHERE folder_id = $1`, [e.data.folderId]);
         return;
       case 'ContextDeleted':
       case 'TenantTornDown':
-        await deleteRemovedRows(q, e, ['rm_folders']);
+        await deleteRemovedRows(q, e, [FOLDER_TABLES.folders]);
         return;
     }
   },
@@ -79,9 +90,9 @@ CREATE INDEX IF NOT EXISTS rm_folders_parent ON rm_folders (parent_folder_id);`,
  * folder. A table that does not exist (a feature not deployed) counts nothing.
  */
 export const FOLDER_MEMBERS: ReadonlyArray<{ table: string; column: string }> = [
-  { table: 'rm_folders', column: 'parent_folder_id' },
-  { table: 'rm_records', column: 'folder_id' },
-  { table: 'rm_documents', column: 'folder_id' },
+  { table: FOLDER_TABLES.folders, column: 'parent_folder_id' },
+  { table: RECORD_TABLES.records, column: 'folder_id' },
+  { table: DOCUMENT_TABLES.documents, column: 'folder_id' },
 ];
 
 /** The FolderContents port on the read models: counts every member, whoever owns it. */

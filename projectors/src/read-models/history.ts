@@ -7,10 +7,23 @@ import {
   schemaView,
   type SqlQueryable,
   type StoredEvent,
+  DOCUMENT_TABLES,
+  FOLDER_TABLES,
+  HISTORY_INDEXES,
+  HISTORY_TABLES,
+  RECORD_TABLES,
+  SCHEMA_TABLES,
 } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 import { schemaDocsOfRun } from './records';
 import { deleteRemovedRows } from './removals';
+
+/** The read model holding each kind of entity with a history (its id column is `<kind>_id`). */
+const ENTITY_TABLES = {
+  record: RECORD_TABLES.records,
+  document: DOCUMENT_TABLES.documents,
+  folder: FOLDER_TABLES.folders,
+} as const;
 
 /**
  * Version rows (one per state change, oldest first, sensitive values masked)
@@ -19,27 +32,28 @@ import { deleteRemovedRows } from './removals';
  */
 export const historyProjection = (): SqlProjection => ({
   name: 'history',
-  tables: ['rm_versions', 'rm_tombstones'],
+  tables: [HISTORY_TABLES.versions, HISTORY_TABLES.tombstones],
   ddl:
     `
-CREATE TABLE IF NOT EXISTS rm_versions (
+CREATE TABLE IF NOT EXISTS ${HISTORY_TABLES.versions} (
   row_id text PRIMARY KEY, position bigint NOT NULL, ` +
     `tenant_id text NOT NULL, context_id text NOT NULL, entity_id text NOT NULL,
   entity_kind text NOT ` +
     `NULL, version int NOT NULL, event_type text NOT NULL, recorded_at timestamptz NOT NULL, actor jsonb NOT ` +
     `NULL,
   request_id text, state jsonb);
-CREATE INDEX IF NOT EXISTS rm_versions_entity ON rm_versions ` +
+CREATE INDEX IF NOT EXISTS ${HISTORY_INDEXES.versionsEntity} ON ${HISTORY_TABLES.versions} ` +
     `(entity_id, position);
-CREATE TABLE IF NOT EXISTS rm_tombstones (
+CREATE TABLE IF NOT EXISTS ${HISTORY_TABLES.tombstones} (
   entity_id text PRIMARY KEY, ` +
     `tenant_id text NOT NULL, context_id text NOT NULL, entity_kind text NOT NULL, type_name text,
   ` +
     `external_id text, deleted_at timestamptz NOT NULL, deleted_by text, last_version int NOT NULL, owner ` +
     `jsonb NOT NULL);
-CREATE INDEX IF NOT EXISTS rm_versions_context ON rm_versions (tenant_id, ` +
+CREATE INDEX IF NOT EXISTS ${HISTORY_INDEXES.versionsContext} ON ${HISTORY_TABLES.versions} (tenant_id, ` +
     `context_id);
-CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, context_id);`,
+CREATE INDEX IF NOT EXISTS ${HISTORY_INDEXES.tombstonesContext} ON ${HISTORY_TABLES.tombstones} (tenant_id, ` +
+    `context_id);`,
   /** A run of RecordCreated events: their first version rows in one statement. */
   async applyMany(q: SqlQueryable, events: StoredEvent[]) {
     const created = events.filter((e) => e.type === 'RecordCreated');
@@ -80,7 +94,7 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
     }
     if (!cols[0].length) return;
     await q.query(
-      `INSERT INTO rm_versions SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], ` +
+      `INSERT INTO ${HISTORY_TABLES.versions} SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], ` +
         `$5::text[], $6::text[], $7::int[], $8::text[], $9::timestamptz[], $10::jsonb[], $11::text[], ` +
         `$12::jsonb[])
        ON CONFLICT (row_id) DO NOTHING`,
@@ -91,7 +105,8 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
     const m = e.metadata;
     const row = async (entityId: string, kind: string, version: number, state: unknown) =>
       q.query(
-        `INSERT INTO rm_versions VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12) ON CONFLICT (row_id) DO NOTHING`,
+        `INSERT INTO ${HISTORY_TABLES.versions} VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12) ON CONFLICT ` +
+          `(row_id) DO NOTHING`,
         [
           e.id,
           e.position,
@@ -110,18 +125,19 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
     /** The schema as the schemas read model holds it (its response shape), before this event. */
     const schemaOf = async (schemaId: string) =>
       (
-        await q.query<{ doc: ReturnType<typeof schemaView> }>('SELECT doc FROM rm_schemas WHERE schema_id = $1', [
-          schemaId,
-        ])
+        await q.query<{ doc: ReturnType<typeof schemaView> }>(
+          `SELECT doc FROM ${SCHEMA_TABLES.schemas} WHERE schema_id = $1`,
+          [schemaId],
+        )
       ).rows[0]?.doc;
     /**
-     * The entity's row in its read model (`rm_<kind>s`) as it was before this event (this projection runs
+     * The entity's row in its read model (ENTITY_TABLES) as it was before this event (this projection runs
      * first); an update reads it only while it is older than the event, so a replayed update adds no row.
      */
     const rowBefore = async (kind: 'record' | 'document' | 'folder', id: string, update: boolean) =>
       (
         await q.query<Record<string, any>>(
-          `SELECT * FROM rm_${kind}s WHERE ${kind}_id = $1${update ? ' AND revision < $2' : ''}`,
+          `SELECT * FROM ${ENTITY_TABLES[kind]} WHERE ${kind}_id = $1${update ? ' AND revision < $2' : ''}`,
           update ? [id, e.revision] : [id],
         )
       ).rows[0];
@@ -134,18 +150,21 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
       lastVersion: number,
       owner: { userId: string | null; scopes: string[] },
     ) =>
-      q.query(`INSERT INTO rm_tombstones VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT DO NOTHING`, [
-        id,
-        m.tenantId,
-        m.contextId,
-        kind,
-        typeName,
-        externalId,
-        m.occurredAt,
-        m.actorKeyId,
-        lastVersion,
-        JSON.stringify(owner),
-      ]);
+      q.query(
+        `INSERT INTO ${HISTORY_TABLES.tombstones} VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT DO NOTHING`,
+        [
+          id,
+          m.tenantId,
+          m.contextId,
+          kind,
+          typeName,
+          externalId,
+          m.occurredAt,
+          m.actorKeyId,
+          lastVersion,
+          JSON.stringify(owner),
+        ],
+      );
     /**
      * A record, document or folder deleted: its last version row (no state) where its schema keeps
      * history (a folder's always does), and its tombstone with the type name and external id `names` gives.
@@ -386,7 +405,7 @@ CREATE INDEX IF NOT EXISTS rm_tombstones_context ON rm_tombstones (tenant_id, co
         return;
       case 'ContextDeleted':
       case 'TenantTornDown':
-        await deleteRemovedRows(q, e, ['rm_versions', 'rm_tombstones']);
+        await deleteRemovedRows(q, e, [HISTORY_TABLES.versions, HISTORY_TABLES.tombstones]);
         return;
     }
   },

@@ -8,6 +8,9 @@ import {
   sortKey,
   type SqlQueryable,
   type StoredEvent,
+  RECORD_INDEXES,
+  RECORD_TABLES,
+  SCHEMA_TABLES,
 } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 import { deleteRemovedRows, deleteRows } from './removals';
@@ -21,7 +24,7 @@ import { deleteRemovedRows, deleteRows } from './removals';
 /** Schema documents by id, one statement for a whole run. */
 export async function schemaDocs(q: SqlQueryable, ids: string[]): Promise<Map<string, SchemaDefinition>> {
   const { rows } = await q.query<{ schema_id: string; doc: SchemaDefinition }>(
-    'SELECT schema_id, doc FROM rm_schemas WHERE schema_id = ANY($1::text[])',
+    `SELECT schema_id, doc FROM ${SCHEMA_TABLES.schemas} WHERE schema_id = ANY($1::text[])`,
     [[...new Set(ids)]],
   );
   return new Map(rows.map((r) => [r.schema_id, r.doc]));
@@ -91,15 +94,15 @@ export async function replaceLookupRows(
     ],
   );
 }
-const RECORD_LOOKUPS = { table: 'rm_record_lookups', idColumn: 'record_id' };
+const RECORD_LOOKUPS = { table: RECORD_TABLES.lookups, idColumn: 'record_id' };
 
 /** `onChanged` hears the ids of records each committed batch touched (null: possibly all of them). */
 export const recordsProjection = (onChanged?: (ids: string[] | null) => void): SqlProjection => ({
   name: 'records',
-  tables: ['rm_records', 'rm_record_payloads', 'rm_record_lookups'],
+  tables: [RECORD_TABLES.records, RECORD_TABLES.payloads, RECORD_TABLES.lookups],
   ddl:
     `
-CREATE TABLE IF NOT EXISTS rm_records (
+CREATE TABLE IF NOT EXISTS ${RECORD_TABLES.records} (
   record_id text PRIMARY KEY, tenant_id text NOT NULL, ` +
     `context_id text NOT NULL, schema_id text NOT NULL, type_name text NOT NULL,
   schema_version int NOT ` +
@@ -110,26 +113,26 @@ CREATE TABLE IF NOT EXISTS rm_records (
     `index_status text, created_by text, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
   ` +
     `version int NOT NULL, revision bigint NOT NULL);
-CREATE INDEX IF NOT EXISTS rm_records_list ON ` +
-    `rm_records (tenant_id, context_id, created_at, record_id);
-CREATE INDEX IF NOT EXISTS rm_records_type ` +
-    `ON rm_records (tenant_id, context_id, type_name, created_at, record_id);
+CREATE INDEX IF NOT EXISTS ${RECORD_INDEXES.recordsList} ON ` +
+    `${RECORD_TABLES.records} (tenant_id, context_id, created_at, record_id);
+CREATE INDEX IF NOT EXISTS ${RECORD_INDEXES.recordsType} ` +
+    `ON ${RECORD_TABLES.records} (tenant_id, context_id, type_name, created_at, record_id);
 CREATE INDEX IF NOT EXISTS ` +
-    `rm_records_folder ON rm_records (folder_id);
-CREATE TABLE IF NOT EXISTS rm_record_payloads (record_id ` +
+    `${RECORD_INDEXES.recordsFolder} ON ${RECORD_TABLES.records} (folder_id);
+CREATE TABLE IF NOT EXISTS ${RECORD_TABLES.payloads} (record_id ` +
     `text PRIMARY KEY, payload jsonb NOT NULL);
-CREATE TABLE IF NOT EXISTS rm_record_lookups (
+CREATE TABLE IF NOT EXISTS ${RECORD_TABLES.lookups} (
   tenant_id ` +
     `text NOT NULL, context_id text NOT NULL, type_name text NOT NULL, field text NOT NULL,
   k1 text ` +
     `COLLATE "C" NOT NULL, k2 text COLLATE "C" NOT NULL, k3 text COLLATE "C" NOT NULL, sort_key text COLLATE ` +
     `"C" NOT NULL,
   record_id text NOT NULL);
-CREATE INDEX IF NOT EXISTS rm_record_lookups_key ON ` +
-    `rm_record_lookups (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, record_id);
+CREATE INDEX IF NOT EXISTS ${RECORD_INDEXES.recordLookupsKey} ON ` +
+    `${RECORD_TABLES.lookups} (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, record_id);
 CREATE ` +
-    `INDEX IF NOT EXISTS rm_record_lookups_record ON rm_record_lookups (record_id);
-ALTER TABLE rm_records ` +
+    `INDEX IF NOT EXISTS ${RECORD_INDEXES.recordLookupsRecord} ON ${RECORD_TABLES.lookups} (record_id);
+ALTER TABLE ${RECORD_TABLES.records} ` +
     `ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
   /**
    * A run of RecordCreated events (distinct new records) and index outcomes: five statements for the creates and one
@@ -170,11 +173,11 @@ ALTER TABLE rm_records ` +
       const ext = isExternalized(def, bytes);
       if (ext)
         await q.query(
-          'INSERT INTO rm_record_payloads VALUES ($1, $2) ON CONFLICT (record_id) DO UPDATE SET payload = ' +
+          `INSERT INTO ${RECORD_TABLES.payloads} VALUES ($1, $2) ON CONFLICT (record_id) DO UPDATE SET payload = ` +
             'excluded.payload',
           [recordId, JSON.stringify(payload)],
         );
-      else await q.query('DELETE FROM rm_record_payloads WHERE record_id = $1', [recordId]);
+      else await q.query(`DELETE FROM ${RECORD_TABLES.payloads} WHERE record_id = $1`, [recordId]);
       return { rowPayload: ext ? projectedPayload(def, payload) : payload, bytes, ext };
     };
     const index = (
@@ -204,12 +207,12 @@ ALTER TABLE rm_records ` +
     switch (e.type) {
       case 'RecordCreated': {
         const d = e.data;
-        const exists = await q.query('SELECT 1 FROM rm_records WHERE record_id = $1', [d.recordId]);
+        const exists = await q.query(`SELECT 1 FROM ${RECORD_TABLES.records} WHERE record_id = $1`, [d.recordId]);
         if (exists.rows.length) return;
         const def = await schemaOf(d.schemaId);
         const s = await store(d.recordId, def, d.payload);
         await q.query(
-          `INSERT INTO rm_records (record_id, tenant_id, context_id, schema_id, type_name, ` +
+          `INSERT INTO ${RECORD_TABLES.records} (record_id, tenant_id, context_id, schema_id, type_name, ` +
             `schema_version, payload, payload_bytes, externalized, status, folder_id,
              user_id, ` +
             `scopes, external_id, index_mode, index_status, created_by, created_at, updated_at, version, ` +
@@ -245,7 +248,8 @@ ALTER TABLE rm_records ` +
         const d = e.data;
         const prev = (
           await q.query<{ schema_id: string; type_name: string; created_at: Date | string }>(
-            'SELECT schema_id, type_name, created_at FROM rm_records WHERE record_id = $1 AND revision < $2',
+            `SELECT schema_id, type_name, created_at FROM ${RECORD_TABLES.records} WHERE record_id = $1 AND ` +
+              `revision < $2`,
             [d.recordId, e.revision],
           )
         ).rows[0];
@@ -253,7 +257,7 @@ ALTER TABLE rm_records ` +
         const def = await schemaOf(prev.schema_id);
         const s = await store(d.recordId, def, d.payload);
         await q.query(
-          `UPDATE rm_records SET schema_version = $2, payload = $3, payload_bytes = $4, externalized = ` +
+          `UPDATE ${RECORD_TABLES.records} SET schema_version = $2, payload = $3, payload_bytes = $4, externalized = ` +
             `$5, status = $6, folder_id = $7, user_id = $8, scopes = $9,
              updated_at = $10, ` +
             `version = version + 1, revision = $11, index_status = CASE WHEN index_mode = 'NONE' THEN NULL ` +
@@ -292,7 +296,12 @@ ALTER TABLE rm_records ` +
         await applyOutcomes(q, outcomesOf(e));
         return;
       case 'RecordDeleted':
-        await deleteRows(q, ['rm_records', 'rm_record_payloads', 'rm_record_lookups'], 'record_id', e.data.recordId);
+        await deleteRows(
+          q,
+          [RECORD_TABLES.records, RECORD_TABLES.payloads, RECORD_TABLES.lookups],
+          'record_id',
+          e.data.recordId,
+        );
         return;
       // A tenant's contexts went with it (ContextDeleted each, same append); its teardown also takes anything written
       // in the meantime.
@@ -302,10 +311,11 @@ ALTER TABLE rm_records ` +
         const [owner, value] =
           e.type === 'ContextDeleted' ? ['context_id', e.data.contextId] : ['tenant_id', e.data.tenantId];
         await q.query(
-          `DELETE FROM rm_record_payloads WHERE record_id IN (SELECT record_id FROM rm_records WHERE ${owner} = $1)`,
+          `DELETE FROM ${RECORD_TABLES.payloads} WHERE record_id IN (SELECT record_id FROM ${RECORD_TABLES.records} ` +
+            `WHERE ${owner} = $1)`,
           [value],
         );
-        await deleteRemovedRows(q, e, ['rm_record_lookups', 'rm_records']);
+        await deleteRemovedRows(q, e, [RECORD_TABLES.lookups, RECORD_TABLES.records]);
         return;
       }
     }
@@ -361,7 +371,7 @@ async function applyCreated(q: SqlQueryable, created: StoredEvent<'RecordCreated
   }
   // Only records inserted now get payload and lookup rows: a replayed run changes nothing.
   const inserted = await q.query<{ record_id: string }>(
-    `INSERT INTO rm_records (record_id, tenant_id, context_id, schema_id, type_name, schema_version, ` +
+    `INSERT INTO ${RECORD_TABLES.records} (record_id, tenant_id, context_id, schema_id, type_name, schema_version, ` +
       `payload, payload_bytes, externalized, status, folder_id,
        user_id, scopes, external_id, ` +
       `index_mode, index_status, created_by, created_at, revision, version, updated_at)
@@ -386,11 +396,11 @@ async function applyCreated(q: SqlQueryable, created: StoredEvent<'RecordCreated
   };
   const payRows = keep(pay, 0);
   if (payRows[0].length)
-    await q.query('INSERT INTO rm_record_payloads SELECT * FROM unnest($1::text[], $2::jsonb[])', payRows);
+    await q.query(`INSERT INTO ${RECORD_TABLES.payloads} SELECT * FROM unnest($1::text[], $2::jsonb[])`, payRows);
   const lookRows = keep(look, 8);
   if (lookRows[0].length)
     await q.query(
-      `INSERT INTO rm_record_lookups (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, ` +
+      `INSERT INTO ${RECORD_TABLES.lookups} (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, ` +
         `record_id)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], ` +
         `$6::text[], $7::text[], $8::text[], $9::text[])`,
@@ -408,7 +418,7 @@ async function applyOutcomes(q: SqlQueryable, outcomes: IndexOutcome[]) {
   // record's highest forRevision (the last of them) is the one that can apply.
   const xs = [...newestOutcomes(outcomes, (o) => o).values()];
   await q.query(
-    `UPDATE rm_records r SET index_status = o.status, index_failure = o.failure
+    `UPDATE ${RECORD_TABLES.records} r SET index_status = o.status, index_failure = o.failure
      FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::bigint[]) AS o(record_id, status, failure, for_revision)
      WHERE r.record_id = o.record_id AND r.revision = o.for_revision AND r.index_status IS NOT NULL`,
     [

@@ -1,20 +1,28 @@
-import { ownerKeyOf, schemaView, type SqlQueryable, type StoredEvent } from '@svc/domain';
+import {
+  ownerKeyOf,
+  schemaView,
+  type SqlQueryable,
+  type StoredEvent,
+  SCHEMA_INDEXES,
+  SCHEMA_TABLES,
+} from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 import { deleteRemovedRows } from './removals';
 
 /** Schemas by tenant and context; `doc` is the response shape. Guarded by stream revision. */
 export const schemasProjection = (): SqlProjection => ({
   name: 'schemas',
-  tables: ['rm_schemas'],
+  tables: [SCHEMA_TABLES.schemas],
   ddl:
     `
-CREATE TABLE IF NOT EXISTS rm_schemas (
+CREATE TABLE IF NOT EXISTS ${SCHEMA_TABLES.schemas} (
   schema_id text PRIMARY KEY, tenant_id text NOT NULL, ` +
     `context_id text NOT NULL, type_name text NOT NULL,
   owner_key text NOT NULL, doc jsonb NOT NULL, ` +
     `revision bigint NOT NULL, created_at timestamptz NOT NULL, deleted boolean NOT NULL DEFAULT ` +
     `false);
-CREATE INDEX IF NOT EXISTS rm_schemas_list ON rm_schemas (tenant_id, context_id, created_at, ` +
+CREATE INDEX IF NOT EXISTS ${SCHEMA_INDEXES.schemasList} ON ${SCHEMA_TABLES.schemas} (tenant_id, context_id, ` +
+    `created_at, ` +
     `schema_id);`,
   async apply(q: SqlQueryable, e: StoredEvent) {
     const m = e.metadata;
@@ -33,7 +41,8 @@ CREATE INDEX IF NOT EXISTS rm_schemas_list ON rm_schemas (tenant_id, context_id,
           updatedAt: m.occurredAt,
         });
         await q.query(
-          `INSERT INTO rm_schemas (schema_id, tenant_id, context_id, type_name, owner_key, doc, revision, created_at)
+          `INSERT INTO ${SCHEMA_TABLES.schemas} (schema_id, tenant_id, context_id, type_name, owner_key, doc, ` +
+            `revision, created_at)
            VALUES ($1,$2,$3,$4,$5,$6,$7,$8) ON CONFLICT (schema_id) DO NOTHING`,
           [
             d.schemaId,
@@ -51,7 +60,7 @@ CREATE INDEX IF NOT EXISTS rm_schemas_list ON rm_schemas (tenant_id, context_id,
       case 'SchemaUpdated': {
         const d = e.data;
         const { rows } = await q.query<{ doc: { createdAt: string } }>(
-          'SELECT doc FROM rm_schemas WHERE schema_id = $1 AND revision < $2',
+          `SELECT doc FROM ${SCHEMA_TABLES.schemas} WHERE schema_id = $1 AND revision < $2`,
           [d.schemaId, e.revision],
         );
         if (!rows.length) return;
@@ -65,7 +74,7 @@ CREATE INDEX IF NOT EXISTS rm_schemas_list ON rm_schemas (tenant_id, context_id,
           createdAt: rows[0].doc.createdAt,
           updatedAt: m.occurredAt,
         });
-        await q.query('UPDATE rm_schemas SET doc = $2, revision = $3 WHERE schema_id = $1', [
+        await q.query(`UPDATE ${SCHEMA_TABLES.schemas} SET doc = $2, revision = $3 WHERE schema_id = $1`, [
           d.schemaId,
           JSON.stringify(doc),
           e.revision,
@@ -73,14 +82,14 @@ CREATE INDEX IF NOT EXISTS rm_schemas_list ON rm_schemas (tenant_id, context_id,
         return;
       }
       case 'SchemaDeleted':
-        await q.query('UPDATE rm_schemas SET deleted = true, revision = $2 WHERE schema_id = $1 AND revision < $2', [
-          e.data.schemaId,
-          e.revision,
-        ]);
+        await q.query(
+          `UPDATE ${SCHEMA_TABLES.schemas} SET deleted = true, revision = $2 WHERE schema_id = $1 AND revision < $2`,
+          [e.data.schemaId, e.revision],
+        );
         return;
       case 'ContextDeleted':
       case 'TenantTornDown':
-        await deleteRemovedRows(q, e, ['rm_schemas']);
+        await deleteRemovedRows(q, e, [SCHEMA_TABLES.schemas]);
         return;
     }
   },

@@ -7,6 +7,9 @@ import {
   periodOf,
   type SqlQueryable,
   type StoredEvent,
+  TENANCY_TABLES,
+  USAGE_INDEXES,
+  USAGE_TABLES,
 } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
 
@@ -106,7 +109,7 @@ async function ownersOf(q: SqlQueryable, tenantIds: string[]): Promise<Map<strin
   const missing = tenantIds.filter((t) => !owners.has(t));
   if (missing.length) {
     const { rows } = await q.query<{ tenant_id: string; account_id: string; environment: string }>(
-      'SELECT tenant_id, account_id, environment FROM rm_tenants WHERE tenant_id = ANY($1::text[])',
+      `SELECT tenant_id, account_id, environment FROM ${TENANCY_TABLES.tenants} WHERE tenant_id = ANY($1::text[])`,
       [missing],
     );
     for (const r of rows) owners.set(r.tenant_id, { accountId: r.account_id, environment: r.environment });
@@ -155,12 +158,12 @@ async function readState(q: SqlQueryable, memory: Remembered, streamIds: string[
     marks: Array<{ s: string; r: number }> | null;
     accounts: Array<{ a: string; p: string; m: number; c: number; b: number }> | null;
   }>(
-    `SELECT (SELECT json_agg(json_build_object('s', stream_id, 'r', revision)) FROM rm_usage_streams ` +
+    `SELECT (SELECT json_agg(json_build_object('s', stream_id, 'r', revision)) FROM ${USAGE_TABLES.streams} ` +
       `WHERE stream_id = ANY($1::text[])) AS marks,
             (SELECT json_agg(json_build_object('a', ` +
       `u.account_id, 'p', u.period, 'm', u.used_milli, 'c', u.read_calls, 'b', u.read_bytes))
                ` +
-      `FROM rm_usage_accounts u JOIN unnest($2::text[], $3::text[]) AS w(account_id, period) ON u.account_id ` +
+      `FROM ${USAGE_TABLES.accounts} u JOIN unnest($2::text[], $3::text[]) AS w(account_id, period) ON u.account_id ` +
       `= w.account_id AND u.period = w.period) AS accounts`,
     [streamIds, wanted.map((w) => w[0]), wanted.map((w) => w[1])],
   );
@@ -193,26 +196,26 @@ const APPLY_STATEMENT =
   `WITH guard AS (
        SELECT NOT EXISTS (
            SELECT 1 FROM jsonb_array_elements(b->'gs') w LEFT ` +
-  `JOIN rm_usage_streams u ON u.stream_id = w->>0
+  `JOIN ${USAGE_TABLES.streams} u ON u.stream_id = w->>0
            WHERE coalesce(u.revision, -1) <> ` +
   `(w->>1)::bigint)
          AND NOT EXISTS (
            SELECT 1 FROM jsonb_array_elements(b->'ga') ` +
   `w
-           LEFT JOIN rm_usage_accounts u ON u.account_id = w->>0 AND u.period = w->>1
+           LEFT JOIN ${USAGE_TABLES.accounts} u ON u.account_id = w->>0 AND u.period = w->>1
            WHERE ` +
   `coalesce(u.used_milli, 0) <> (w->>2)::bigint OR coalesce(u.read_calls, 0) <> (w->>3)::bigint OR ` +
   `coalesce(u.read_bytes, 0) <> (w->>4)::bigint) AS ok),
      counters AS (
-       INSERT INTO rm_usage ` +
+       INSERT INTO ${USAGE_TABLES.usage} ` +
   `(period, account_id, tenant_id, environment, context_id, metric, value)
        SELECT w->>0, w->>1, ` +
   `w->>2, w->>3, w->>4, w->>5, (w->>6)::bigint FROM jsonb_array_elements(b->'c') w WHERE (SELECT ok FROM ` +
   `guard)
-       ON CONFLICT (period, tenant_id, context_id, metric) DO UPDATE SET value = rm_usage.value + ` +
+       ON CONFLICT (period, tenant_id, context_id, metric) DO UPDATE SET value = ${USAGE_TABLES.usage}.value + ` +
   `excluded.value),
      accounts AS (
-       INSERT INTO rm_usage_accounts (account_id, period, used_milli, ` +
+       INSERT INTO ${USAGE_TABLES.accounts} (account_id, period, used_milli, ` +
   `read_calls, read_bytes)
        SELECT w->>0, w->>1, (w->>2)::bigint, (w->>3)::bigint, (w->>4)::bigint ` +
   `FROM jsonb_array_elements(b->'a') w WHERE (SELECT ok FROM guard)
@@ -220,16 +223,16 @@ const APPLY_STATEMENT =
   `DO UPDATE SET used_milli = excluded.used_milli, read_calls = excluded.read_calls, read_bytes = ` +
   `excluded.read_bytes),
      marks AS (
-       INSERT INTO rm_usage_streams (stream_id, revision) SELECT ` +
+       INSERT INTO ${USAGE_TABLES.streams} (stream_id, revision) SELECT ` +
   `w->>0, (w->>1)::bigint FROM jsonb_array_elements(b->'s') w WHERE (SELECT ok FROM guard)
        ON ` +
   `CONFLICT (stream_id) DO UPDATE SET revision = excluded.revision),
      spend AS (
        INSERT INTO ` +
-  `rm_inference_spend (account_id, spent_cents) SELECT w->>0, (w->>1)::bigint FROM ` +
+  `${USAGE_TABLES.inferenceSpend} (account_id, spent_cents) SELECT w->>0, (w->>1)::bigint FROM ` +
   `jsonb_array_elements(b->'sp') w WHERE (SELECT ok FROM guard)
        ON CONFLICT (account_id) DO UPDATE ` +
-  `SET spent_cents = rm_inference_spend.spent_cents + excluded.spent_cents)
+  `SET spent_cents = ${USAGE_TABLES.inferenceSpend}.spent_cents + excluded.spent_cents)
      SELECT ok FROM guard`;
 /**
  * The statement as a PL/pgSQL function: its plan is made once per connection and kept, where the statement sent
@@ -422,26 +425,26 @@ export const usageProjection = (
   const memory = new Remembered();
   return {
     name: 'usage',
-    tables: ['rm_usage', 'rm_usage_accounts', 'rm_usage_streams', 'rm_inference_spend'],
+    tables: [USAGE_TABLES.usage, USAGE_TABLES.accounts, USAGE_TABLES.streams, USAGE_TABLES.inferenceSpend],
     ddl:
       `
-CREATE TABLE IF NOT EXISTS rm_usage (
+CREATE TABLE IF NOT EXISTS ${USAGE_TABLES.usage} (
   period text NOT NULL, account_id text NOT NULL, tenant_id ` +
       `text NOT NULL, environment text NOT NULL, context_id text NOT NULL,
   metric text NOT NULL, value ` +
       `bigint NOT NULL,
   PRIMARY KEY (period, tenant_id, context_id, metric));
 CREATE INDEX IF NOT EXISTS ` +
-      `rm_usage_account ON rm_usage (account_id, period);
-CREATE TABLE IF NOT EXISTS rm_usage_accounts (
+      `${USAGE_INDEXES.usageAccount} ON ${USAGE_TABLES.usage} (account_id, period);
+CREATE TABLE IF NOT EXISTS ${USAGE_TABLES.accounts} (
   ` +
       `account_id text NOT NULL, period text NOT NULL, used_milli bigint NOT NULL, read_calls bigint NOT ` +
       `NULL, read_bytes bigint NOT NULL,
   PRIMARY KEY (account_id, period));
 CREATE TABLE IF NOT EXISTS ` +
-      `rm_usage_streams (stream_id text PRIMARY KEY, revision bigint NOT NULL);
+      `${USAGE_TABLES.streams} (stream_id text PRIMARY KEY, revision bigint NOT NULL);
 CREATE TABLE IF NOT EXISTS ` +
-      `rm_inference_spend (account_id text PRIMARY KEY, spent_cents bigint NOT NULL);
+      `${USAGE_TABLES.inferenceSpend} (account_id text PRIMARY KEY, spent_cents bigint NOT NULL);
 ${APPLY_DDL}`,
     apply: (q, e) => (counts(e) ? applyUsage(q, [e], memory) : Promise.resolve()),
     applyMany: (q, events) => applyUsage(q, events, memory),
@@ -478,9 +481,9 @@ export const sqlAccountStanding = (q: SqlQueryable) => ({
       used_milli: number | null;
       spent_cents: number | null;
     }>(
-      `SELECT a.doc, u.used_milli, s.spent_cents FROM rm_accounts a
-         LEFT JOIN rm_usage_accounts u ON u.account_id = a.account_id AND u.period = $2
-         LEFT JOIN rm_inference_spend s ON s.account_id = a.account_id
+      `SELECT a.doc, u.used_milli, s.spent_cents FROM ${TENANCY_TABLES.accounts} a
+         LEFT JOIN ${USAGE_TABLES.accounts} u ON u.account_id = a.account_id AND u.period = $2
+         LEFT JOIN ${USAGE_TABLES.inferenceSpend} s ON s.account_id = a.account_id
        WHERE a.account_id = $1`,
       [accountId, period],
     );

@@ -1,4 +1,4 @@
-import type { EventStore, Sql, SqlQueryable } from '@svc/domain';
+import { type EventStore, type Sql, type SqlQueryable, WEBHOOK_TABLES } from '@svc/domain';
 import { notifyCheckpoint, ProjectionRunner, type SqlProjection } from './runner';
 import { writeCheckpoint } from './checkpoints';
 
@@ -308,9 +308,10 @@ function pathOf(path: string[] | string): string[] {
  * dispatcher counts them). Taken from the serving rows, which are at the same position as the fresh ones here.
  */
 async function carryOver(q: SqlQueryable, S: string, N: string, inBoth: string[]) {
-  if (inBoth.includes('rm_webhooks'))
+  if (inBoth.includes(WEBHOOK_TABLES.webhooks))
     await q.exec(
-      `UPDATE ${N}.rm_webhooks n SET consecutive_failures = s.consecutive_failures FROM ${S}.rm_webhooks ` +
+      `UPDATE ${N}.${WEBHOOK_TABLES.webhooks} n SET consecutive_failures = s.consecutive_failures ` +
+        `FROM ${S}.${WEBHOOK_TABLES.webhooks} ` +
         `s WHERE s.webhook_id = n.webhook_id AND s.consecutive_failures <> n.consecutive_failures`,
     );
 }

@@ -1,4 +1,11 @@
-import { scriptVersionColumn, scriptVersionOfColumn, type SqlQueryable, type StoredEvent } from '@svc/domain';
+import {
+  scriptVersionColumn,
+  scriptVersionOfColumn,
+  type SqlQueryable,
+  type StoredEvent,
+  TRIGGER_INDEXES,
+  TRIGGER_TABLES,
+} from '@svc/domain';
 import { deleteRemovedRows } from '../read-models/removals';
 import type { SqlProjection } from '../runtime/runner';
 
@@ -12,10 +19,10 @@ import type { SqlProjection } from '../runtime/runner';
  */
 export const triggersProjection = (): SqlProjection => ({
   name: 'triggers',
-  tables: ['rm_trigger_rules', 'rm_trigger_failures'],
+  tables: [TRIGGER_TABLES.rules, TRIGGER_TABLES.failures],
   ddl:
     `
-CREATE TABLE IF NOT EXISTS rm_trigger_rules (
+CREATE TABLE IF NOT EXISTS ${TRIGGER_TABLES.rules} (
   rule_id text PRIMARY KEY, tenant_id text NOT NULL, ` +
     `context_id text NOT NULL, account_id text, name text NOT NULL, schema_id text NOT NULL,
   type_name ` +
@@ -23,12 +30,12 @@ CREATE TABLE IF NOT EXISTS rm_trigger_rules (
     `NULL,
   grant_spec jsonb NOT NULL, enabled boolean NOT NULL, created_at text NOT NULL, created_position ` +
     `bigint NOT NULL, deleted_position bigint);
-CREATE INDEX IF NOT EXISTS rm_trigger_rules_list ON ` +
-    `rm_trigger_rules (tenant_id, context_id, created_position);
+CREATE INDEX IF NOT EXISTS ${TRIGGER_INDEXES.triggerRulesList} ON ` +
+    `${TRIGGER_TABLES.rules} (tenant_id, context_id, created_position);
 CREATE INDEX IF NOT EXISTS ` +
-    `rm_trigger_rules_schema ON rm_trigger_rules (schema_id, created_position);
+    `${TRIGGER_INDEXES.triggerRulesSchema} ON ${TRIGGER_TABLES.rules} (schema_id, created_position);
 CREATE TABLE IF NOT EXISTS ` +
-    `rm_trigger_failures (
+    `${TRIGGER_TABLES.failures} (
   failure_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, ` +
     `rule_id text NOT NULL, event_id text NOT NULL,
   script_name text NOT NULL, script_version int, ` +
@@ -36,18 +43,18 @@ CREATE TABLE IF NOT EXISTS ` +
   attempts ` +
     `int NOT NULL, first_failed_at text NOT NULL, last_failed_at text NOT NULL, position bigint NOT ` +
     `NULL);
-CREATE INDEX IF NOT EXISTS rm_trigger_failures_list ON rm_trigger_failures (tenant_id, ` +
+CREATE INDEX IF NOT EXISTS ${TRIGGER_INDEXES.triggerFailuresList} ON ${TRIGGER_TABLES.failures} (tenant_id, ` +
     `context_id, position);
-ALTER TABLE rm_trigger_rules ALTER COLUMN script_version DROP NOT NULL;
+ALTER TABLE ${TRIGGER_TABLES.rules} ALTER COLUMN script_version DROP NOT NULL;
 ALTER ` +
-    `TABLE rm_trigger_failures ALTER COLUMN script_version DROP NOT NULL;`,
+    `TABLE ${TRIGGER_TABLES.failures} ALTER COLUMN script_version DROP NOT NULL;`,
   async apply(q: SqlQueryable, e: StoredEvent) {
     const m = e.metadata;
     switch (e.type) {
       case 'TriggerRuleCreated': {
         const d = e.data;
         await q.query(
-          `INSERT INTO rm_trigger_rules (rule_id, tenant_id, context_id, account_id, name, schema_id, ` +
+          `INSERT INTO ${TRIGGER_TABLES.rules} (rule_id, tenant_id, context_id, account_id, name, schema_id, ` +
             `type_name, events, script_name, script_version, fields, grant_spec, enabled, created_at, ` +
             `created_position)
            VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15) ON ` +
@@ -74,14 +81,14 @@ ALTER ` +
       }
       case 'TriggerRuleDeleted':
         await q.query(
-          'UPDATE rm_trigger_rules SET deleted_position = $2 WHERE rule_id = $1 AND deleted_position IS NULL',
+          `UPDATE ${TRIGGER_TABLES.rules} SET deleted_position = $2 WHERE rule_id = $1 AND deleted_position IS NULL`,
           [e.data.ruleId, e.position],
         );
         return;
       case 'TriggerFailed': {
         const d = e.data;
         await q.query(
-          `INSERT INTO rm_trigger_failures (failure_id, tenant_id, context_id, rule_id, event_id, ` +
+          `INSERT INTO ${TRIGGER_TABLES.failures} (failure_id, tenant_id, context_id, rule_id, event_id, ` +
             `script_name, script_version, record_id, event, reason, message, attempts, first_failed_at, ` +
             `last_failed_at, position)
            VALUES ` +
@@ -108,7 +115,7 @@ ALTER ` +
       }
       case 'ContextDeleted':
       case 'TenantTornDown':
-        await deleteRemovedRows(q, e, ['rm_trigger_rules', 'rm_trigger_failures']);
+        await deleteRemovedRows(q, e, [TRIGGER_TABLES.rules, TRIGGER_TABLES.failures]);
         return;
       default:
         return;
@@ -156,7 +163,7 @@ export const ruleOfRow = (r: TriggerRuleRow) => ({
 /** The enabled rules of a schema live at `position` (created before it, deleted after it or never). */
 export async function rulesLiveAt(q: SqlQueryable, schemaId: string, position: number) {
   const { rows } = await q.query<TriggerRuleRow>(
-    `SELECT * FROM rm_trigger_rules WHERE schema_id = $1 AND enabled AND created_position < $2 AND ` +
+    `SELECT * FROM ${TRIGGER_TABLES.rules} WHERE schema_id = $1 AND enabled AND created_position < $2 AND ` +
       `(deleted_position IS NULL OR deleted_position > $2) ORDER BY created_position`,
     [schemaId, position],
   );
@@ -178,7 +185,7 @@ export async function ruleLifetimes(
     created_position: number;
     deleted_position: number | null;
   }>(
-    `SELECT r.tenant_id, r.context_id, r.created_position, r.deleted_position FROM rm_trigger_rules ` +
+    `SELECT r.tenant_id, r.context_id, r.created_position, r.deleted_position FROM ${TRIGGER_TABLES.rules} ` +
       `r
        JOIN unnest($1::text[], $2::text[]) AS c(tenant_id, context_id) ON r.tenant_id = c.tenant_id ` +
       `AND r.context_id = c.context_id
@@ -199,7 +206,7 @@ export async function ruleLifetimes(
 
 export async function ruleById(q: SqlQueryable, ruleId: string) {
   const { rows } = await q.query<TriggerRuleRow & { deleted_position: number | null }>(
-    'SELECT * FROM rm_trigger_rules WHERE rule_id = $1',
+    `SELECT * FROM ${TRIGGER_TABLES.rules} WHERE rule_id = $1`,
     [ruleId],
   );
   return rows.length

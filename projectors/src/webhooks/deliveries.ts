@@ -1,4 +1,4 @@
-import type { Sql, SqlQueryable } from '@svc/domain';
+import { type Sql, type SqlQueryable, WEBHOOK_TABLES } from '@svc/domain';
 
 /**
  * The delivery table (the dispatcher's): one row per (registration, log
@@ -90,7 +90,7 @@ export async function dueDeliveries(
   const { rows } = await sql.query<DueDelivery>(
     `WITH due AS (
        SELECT d.delivery_id, d.webhook_id, d.next_attempt_at FROM webhook_deliveries d ` +
-      `JOIN rm_webhooks w ON w.webhook_id = d.webhook_id
+      `JOIN ${WEBHOOK_TABLES.webhooks} w ON w.webhook_id = d.webhook_id
        WHERE d.status = 'PENDING' AND ` +
       `d.next_attempt_at <= $1 AND w.status = 'ACTIVE'
          AND NOT (d.webhook_id = ANY($2::text[])) AND ` +
@@ -102,7 +102,7 @@ export async function dueDeliveries(
      SELECT ` +
       `d.delivery_id, d.webhook_id, d.tenant_id, d.status, d.attempts, d.body, w.url, w.sealed_secret
      ` +
-      `FROM ranked r JOIN webhook_deliveries d ON d.delivery_id = r.delivery_id JOIN rm_webhooks w ON ` +
+      `FROM ranked r JOIN webhook_deliveries d ON d.delivery_id = r.delivery_id JOIN ${WEBHOOK_TABLES.webhooks} w ON ` +
       `w.webhook_id = d.webhook_id
      WHERE r.rn <= $5 ORDER BY r.next_attempt_at, r.delivery_id LIMIT $6`,
     [o.now, o.busyWebhooks, o.busyTenants, o.skip, o.perWebhook, o.limit],
@@ -157,7 +157,7 @@ export async function settleAttempts(
     );
     const ids = [...counts.keys()];
     const { rows } = await q.query<{ webhook_id: string; n: number; status: string }>(
-      `UPDATE rm_webhooks w SET consecutive_failures = CASE WHEN v.reset THEN v.tail ELSE ` +
+      `UPDATE ${WEBHOOK_TABLES.webhooks} w SET consecutive_failures = CASE WHEN v.reset THEN v.tail ELSE ` +
         `w.consecutive_failures + v.tail END
        FROM (SELECT unnest($1::text[]) AS id, ` +
         `unnest($2::boolean[]) AS reset, unnest($3::int[]) AS tail) v

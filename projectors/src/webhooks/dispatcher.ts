@@ -15,6 +15,7 @@ import {
   systemMetadata,
   webhookDecider,
   webhookStreams,
+  WEBHOOK_TABLES,
 } from '@svc/domain';
 import { Reactor, type ReactorStats } from '../runtime/reactor';
 import {
@@ -141,7 +142,7 @@ export class WebhookDispatcher extends Reactor<DispatcherStats> {
         events: string[] | string;
         registered_position: string | number;
       }>(
-        `SELECT webhook_id, tenant_id, livemode, events, registered_position FROM rm_webhooks WHERE ` +
+        `SELECT webhook_id, tenant_id, livemode, events, registered_position FROM ${WEBHOOK_TABLES.webhooks} WHERE ` +
           `tenant_id = ANY($1::text[]) AND status = 'ACTIVE'`,
         [tenants],
       );

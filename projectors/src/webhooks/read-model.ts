@@ -1,4 +1,4 @@
-import type { SqlQueryable, StoredEvent } from '@svc/domain';
+import { type SqlQueryable, type StoredEvent, WEBHOOK_INDEXES, WEBHOOK_TABLES } from '@svc/domain';
 import { deleteRemovedRows } from '../read-models/removals';
 import type { SqlProjection } from '../runtime/runner';
 
@@ -11,10 +11,10 @@ import type { SqlProjection } from '../runtime/runner';
  */
 export const webhooksProjection = (): SqlProjection => ({
   name: 'webhooks',
-  tables: ['rm_webhooks', 'rm_webhook_domains'],
+  tables: [WEBHOOK_TABLES.webhooks, WEBHOOK_TABLES.domains],
   ddl:
     `
-CREATE TABLE IF NOT EXISTS rm_webhooks (
+CREATE TABLE IF NOT EXISTS ${WEBHOOK_TABLES.webhooks} (
   webhook_id text PRIMARY KEY, account_id text NOT NULL, ` +
     `tenant_id text NOT NULL, livemode boolean NOT NULL, url text NOT NULL, domain text NOT NULL,
   events ` +
@@ -23,9 +23,9 @@ CREATE TABLE IF NOT EXISTS rm_webhooks (
   sealed_secret text NOT NULL, created_at bigint NOT NULL, ` +
     `registered_position bigint NOT NULL, revision bigint NOT NULL);
 CREATE INDEX IF NOT EXISTS ` +
-    `rm_webhooks_tenant ON rm_webhooks (tenant_id, created_at, webhook_id);
+    `${WEBHOOK_INDEXES.webhooksTenant} ON ${WEBHOOK_TABLES.webhooks} (tenant_id, created_at, webhook_id);
 CREATE TABLE IF NOT EXISTS ` +
-    `rm_webhook_domains (
+    `${WEBHOOK_TABLES.domains} (
   account_id text NOT NULL, domain text NOT NULL, verification_token text NOT ` +
     `NULL, verified boolean NOT NULL, created_at timestamptz NOT NULL, verified_at timestamptz,
   PRIMARY ` +
@@ -35,7 +35,7 @@ CREATE TABLE IF NOT EXISTS ` +
       case 'WebhookRegistered': {
         const d = e.data;
         await q.query(
-          `INSERT INTO rm_webhooks (webhook_id, account_id, tenant_id, livemode, url, domain, events, ` +
+          `INSERT INTO ${WEBHOOK_TABLES.webhooks} (webhook_id, account_id, tenant_id, livemode, url, domain, events, ` +
             `api_version, status, disabled_reason, consecutive_failures, sealed_secret, created_at, ` +
             `registered_position, revision)
            VALUES ` +
@@ -60,7 +60,7 @@ CREATE TABLE IF NOT EXISTS ` +
       case 'WebhookUpdated': {
         const d = e.data;
         await q.query(
-          `UPDATE rm_webhooks SET url = $2, domain = $3, events = $4, api_version = $5, status = $6, ` +
+          `UPDATE ${WEBHOOK_TABLES.webhooks} SET url = $2, domain = $3, events = $4, api_version = $5, status = $6, ` +
             `disabled_reason = $7,
              consecutive_failures = CASE WHEN $8 THEN 0 ELSE ` +
             `consecutive_failures END, revision = $9
@@ -81,27 +81,27 @@ CREATE TABLE IF NOT EXISTS ` +
       }
       case 'WebhookDisabled':
         await q.query(
-          `UPDATE rm_webhooks SET status = 'DISABLED', disabled_reason = $2, revision = $3 WHERE ` +
+          `UPDATE ${WEBHOOK_TABLES.webhooks} SET status = 'DISABLED', disabled_reason = $2, revision = $3 WHERE ` +
             `webhook_id = $1 AND revision < $3 AND status = 'ACTIVE'`,
           [e.data.webhookId, e.data.reason, e.revision],
         );
         return;
       case 'WebhookDeleted':
-        await q.query('DELETE FROM rm_webhooks WHERE webhook_id = $1', [e.data.webhookId]);
+        await q.query(`DELETE FROM ${WEBHOOK_TABLES.webhooks} WHERE webhook_id = $1`, [e.data.webhookId]);
         return;
       case 'TenantTornDown':
-        await deleteRemovedRows(q, e, ['rm_webhooks']);
+        await deleteRemovedRows(q, e, [WEBHOOK_TABLES.webhooks]);
         return;
       case 'WebhookDomainAdded':
         await q.query(
-          'INSERT INTO rm_webhook_domains (account_id, domain, verification_token, verified, created_at) ' +
+          `INSERT INTO ${WEBHOOK_TABLES.domains} (account_id, domain, verification_token, verified, created_at) ` +
             'VALUES ($1,$2,$3,false,$4) ON CONFLICT (account_id, domain) DO NOTHING',
           [e.data.accountId, e.data.domain, e.data.verificationToken, e.metadata.occurredAt],
         );
         return;
       case 'WebhookDomainVerified':
         await q.query(
-          'UPDATE rm_webhook_domains SET verified = true, verified_at = $3 WHERE account_id = $1 AND ' +
+          `UPDATE ${WEBHOOK_TABLES.domains} SET verified = true, verified_at = $3 WHERE account_id = $1 AND ` +
             'domain = $2 AND NOT verified',
           [e.data.accountId, e.data.domain, e.metadata.occurredAt],
         );

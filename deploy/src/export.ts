@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Writable } from 'node:stream';
 import { exportQuery } from '@svc/contracts';
-import type { EventStore } from '@svc/domain';
+import { type EventStore, TENANCY_TABLES } from '@svc/domain';
 import { loadKurrentDb, PostgresEventStore } from '@svc/command-api';
 import { exportChunks, type ExportProgress, parseKinds, selectionOf } from '@svc/query-api';
 import { loadConfig } from './config';
@@ -129,8 +129,8 @@ let code = 0;
 try {
   // The tenant must have existed (the read model keeps a torn-down tenant's row, and its log stays).
   if (
-    (await tableExists(sql, 'rm_tenants')) &&
-    (await sql.query('SELECT 1 FROM rm_tenants WHERE tenant_id = $1', [args.tenant])).rows.length === 0
+    (await tableExists(sql, TENANCY_TABLES.tenants)) &&
+    (await sql.query(`SELECT 1 FROM ${TENANCY_TABLES.tenants} WHERE tenant_id = $1`, [args.tenant])).rows.length === 0
   )
     throw new Error(`unknown tenant ${args.tenant}`);
   const selection = selectionOf(

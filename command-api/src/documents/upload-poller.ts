@@ -8,6 +8,7 @@ import {
   type Sql,
   streams,
   type WriteCharges,
+  DOCUMENT_TABLES,
 } from '@svc/domain';
 import { recordUpload } from './record-upload';
 import { MAX_UPLOAD_BYTES } from './storage';
@@ -105,7 +106,7 @@ export class UploadPoller {
       context_id: string;
       upload_id: string;
     }>(
-      `SELECT document_id, tenant_id, context_id, upload_id FROM rm_documents WHERE status = ` +
+      `SELECT document_id, tenant_id, context_id, upload_id FROM ${DOCUMENT_TABLES.documents} WHERE status = ` +
         `'PENDING_UPLOAD' AND upload_id IS NOT NULL`,
     );
     const live = new Set<string>();

@@ -31,6 +31,7 @@ import {
   webhookDomainsDecider,
   type WebhookState,
   webhookStreams,
+  WEBHOOK_TABLES,
 } from '@svc/domain';
 
 export interface WebhookCommandDeps {
@@ -152,7 +153,7 @@ export function webhookCommandRoutes(w: WebhookCommandDeps): RouteSpec[] {
         if (!state.exists) throw notFound();
         // The failure count is kept by the dispatcher in the read model (reset by a re-enable).
         const { rows } = await w.sql.query<{ n: number }>(
-          'SELECT consecutive_failures AS n FROM rm_webhooks WHERE webhook_id = $1',
+          `SELECT consecutive_failures AS n FROM ${WEBHOOK_TABLES.webhooks} WHERE webhook_id = $1`,
           [params.id],
         );
         return view(state, Number(rows[0]?.n ?? 0));

@@ -1,5 +1,5 @@
 import type { ChangeEntityKind, ChangeEventName } from '@svc/contracts';
-import { documentView, folderView, recordView, type Sql, type StoredEvent } from '@svc/domain';
+import { documentView, folderView, recordView, type Sql, type StoredEvent, HISTORY_TABLES } from '@svc/domain';
 import { DocumentReads, type DocumentRow } from '../documents/reads';
 import { FolderReads, type FolderRow } from '../folders/reads';
 import { RecordReads, type RecordRow } from '../records/reads';
@@ -222,7 +222,7 @@ export class ChangeResolver {
   /** History rows of content events (row id = the event's id): the version each made and the entity as it was then. */
   private async versionsOf(eventIds: string[]): Promise<Map<string, Version>> {
     const { rows } = await this.sql.query<{ row_id: string; version: number; state: Record<string, unknown> | null }>(
-      'SELECT row_id, version, state FROM rm_versions WHERE row_id = ANY($1::text[])',
+      `SELECT row_id, version, state FROM ${HISTORY_TABLES.versions} WHERE row_id = ANY($1::text[])`,
       [eventIds],
     );
     return new Map(rows.map((r) => [r.row_id, { version: Number(r.version), state: r.state }]));
@@ -237,7 +237,8 @@ export class ChangeResolver {
       last_version: number;
       owner: Tombstone['owner'];
     }>(
-      'SELECT entity_id, tenant_id, context_id, type_name, last_version, owner FROM rm_tombstones WHERE ' +
+      `SELECT entity_id, tenant_id, context_id, type_name, last_version, owner FROM ${HISTORY_TABLES.tombstones} ` +
+        `WHERE ` +
         'entity_id = ANY($1::text[])',
       [entityIds],
     );

@@ -1,4 +1,4 @@
-import type { LiveDocument, Sql } from '@svc/domain';
+import { DOCUMENT_TABLES, type LiveDocument, type Sql } from '@svc/domain';
 import { firstRow } from '../first-row';
 import { type CreatedKey, dataScopeArgs, inDataScope, type OwnerFilter, oldestFirstAfter, pageArgs } from '../lists';
 
@@ -47,11 +47,14 @@ export class DocumentReads {
   constructor(private readonly sql: Sql) {}
 
   async byId(id: string): Promise<DocumentRow | null> {
-    return firstRow(this.sql, 'SELECT * FROM rm_documents WHERE document_id = $1', [id], toRow);
+    return firstRow(this.sql, `SELECT * FROM ${DOCUMENT_TABLES.documents} WHERE document_id = $1`, [id], toRow);
   }
 
   async byIds(ids: string[]): Promise<DocumentRow[]> {
-    const { rows } = await this.sql.query<Raw>('SELECT * FROM rm_documents WHERE document_id = ANY($1::text[])', [ids]);
+    const { rows } = await this.sql.query<Raw>(
+      `SELECT * FROM ${DOCUMENT_TABLES.documents} WHERE document_id = ANY($1::text[])`,
+      [ids],
+    );
     return rows.map(toRow);
   }
 
@@ -64,7 +67,7 @@ export class DocumentReads {
     limit: number,
   ): Promise<DocumentRow[]> {
     const { rows } = await this.sql.query<Raw>(
-      `SELECT * FROM rm_documents
+      `SELECT * FROM ${DOCUMENT_TABLES.documents}
         WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL ` +
         `OR user_id = $3) AND ($4::text IS NULL OR scopes ? $4::text) AND ($5::text IS NULL OR folder_id = ` +
         `$5)

@@ -1,4 +1,11 @@
-import { implicitRootFolder, type LiveFolder, rootFolderId, type Sql } from '@svc/domain';
+import {
+  implicitRootFolder,
+  type LiveFolder,
+  rootFolderId,
+  type Sql,
+  FOLDER_TABLES,
+  TENANCY_TABLES,
+} from '@svc/domain';
 import { firstRow } from '../first-row';
 import { type CreatedKey, dataScopeArgs, inDataScope, type OwnerFilter, oldestFirstAfter, pageArgs } from '../lists';
 
@@ -47,11 +54,14 @@ export class FolderReads {
   constructor(private readonly sql: Sql) {}
 
   async byId(id: string): Promise<FolderRow | null> {
-    return firstRow(this.sql, 'SELECT * FROM rm_folders WHERE folder_id = $1', [id], toRow);
+    return firstRow(this.sql, `SELECT * FROM ${FOLDER_TABLES.folders} WHERE folder_id = $1`, [id], toRow);
   }
 
   async byIds(ids: string[]): Promise<FolderRow[]> {
-    const { rows } = await this.sql.query<Raw>('SELECT * FROM rm_folders WHERE folder_id = ANY($1::text[])', [ids]);
+    const { rows } = await this.sql.query<Raw>(
+      `SELECT * FROM ${FOLDER_TABLES.folders} WHERE folder_id = ANY($1::text[])`,
+      [ids],
+    );
     return rows.map(toRow);
   }
 
@@ -62,9 +72,9 @@ export class FolderReads {
    */
   async implicitRoot(tenantId: string, contextId: string): Promise<FolderRow | null> {
     const { rows } = await this.sql.query<{ created_at: Date | string }>(
-      `SELECT c.created_at FROM rm_contexts c
+      `SELECT c.created_at FROM ${TENANCY_TABLES.contexts} c
         WHERE c.context_id = $1 AND c.tenant_id = $2 AND ` +
-        `c.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM rm_folders f WHERE f.folder_id = $3)`,
+        `c.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM ${FOLDER_TABLES.folders} f WHERE f.folder_id = $3)`,
       [contextId, tenantId, rootFolderId(tenantId, contextId)],
     );
     if (!rows[0]) return null;
@@ -81,7 +91,7 @@ export class FolderReads {
     limit: number,
   ): Promise<FolderRow[]> {
     const { rows } = await this.sql.query<Raw>(
-      `SELECT * FROM rm_folders
+      `SELECT * FROM ${FOLDER_TABLES.folders}
         WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL OR ` +
         `user_id = $3) AND ($4::text IS NULL OR scopes ? $4::text) AND ($5::text IS NULL OR parent_folder_id ` +
         `= $5)

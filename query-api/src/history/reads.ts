@@ -1,5 +1,5 @@
 import { invalid } from '@svc/contracts';
-import type { Sql } from '@svc/domain';
+import { HISTORY_TABLES, type Sql } from '@svc/domain';
 
 export interface VersionRow {
   id: string;
@@ -43,14 +43,15 @@ export class HistoryReads {
     let after = 0;
     if (startFrom !== undefined) {
       const { rows } = await this.sql.query<{ position: number }>(
-        'SELECT position FROM rm_versions WHERE row_id = $1 AND entity_id = $2',
+        `SELECT position FROM ${HISTORY_TABLES.versions} WHERE row_id = $1 AND entity_id = $2`,
         [startFrom, entityId],
       );
       if (!rows.length) throw invalid('startFrom is not a version row id of this entity');
       after = Number(rows[0].position);
     }
     const { rows } = await this.sql.query<Raw>(
-      'SELECT * FROM rm_versions WHERE entity_id = $1 AND tenant_id = $2 AND context_id = $3 AND position ' +
+      `SELECT * FROM ${HISTORY_TABLES.versions} WHERE entity_id = $1 AND tenant_id = $2 AND context_id = $3 AND ` +
+        `position ` +
         '> $4 ORDER BY position LIMIT $5',
       [entityId, tenantId, contextId, after, limit + 1],
     );
@@ -75,7 +76,8 @@ export class HistoryReads {
     entityId: string,
   ): Promise<{ tenantId: string; contextId: string; userId: string | null; scopes: string[] } | null> {
     const { rows } = await this.sql.query<Raw>(
-      'SELECT tenant_id, context_id, state FROM rm_versions WHERE entity_id = $1 AND state IS NOT NULL ' +
+      `SELECT tenant_id, context_id, state FROM ${HISTORY_TABLES.versions} WHERE entity_id = $1 AND state IS NOT ` +
+        `NULL ` +
         'ORDER BY position DESC LIMIT 1',
       [entityId],
     );
@@ -90,13 +92,13 @@ export class HistoryReads {
       tenant_id: string;
       context_id: string;
       owner: { userId: string | null; scopes: string[] };
-    }>('SELECT tenant_id, context_id, owner FROM rm_tombstones WHERE entity_id = $1', [entityId]);
+    }>(`SELECT tenant_id, context_id, owner FROM ${HISTORY_TABLES.tombstones} WHERE entity_id = $1`, [entityId]);
     return t.rows[0] ? { tenantId: t.rows[0].tenant_id, contextId: t.rows[0].context_id, ...t.rows[0].owner } : null;
   }
 
   async tombstone(entityId: string, kind: string) {
     const { rows } = await this.sql.query<Record<string, any>>(
-      'SELECT * FROM rm_tombstones WHERE entity_id = $1 AND entity_kind = $2',
+      `SELECT * FROM ${HISTORY_TABLES.tombstones} WHERE entity_id = $1 AND entity_kind = $2`,
       [entityId, kind],
     );
     const r = rows[0];

@@ -1,4 +1,11 @@
-import type { LiveEntity, LiveUser, NamespaceEntry, Sql } from '@svc/domain';
+import {
+  IDENTITY_TABLES,
+  type LiveEntity,
+  type LiveUser,
+  type NamespaceEntry,
+  type Sql,
+  TENANCY_TABLES,
+} from '@svc/domain';
 import { firstRow } from '../first-row';
 import {
   type CreatedKey,
@@ -71,7 +78,8 @@ export class IdentityReads {
   /** When the tenant came to be: the creation time shown for the built-in namespaces. */
   async tenantCreatedAt(tenantId: string): Promise<string> {
     const { rows } = await this.sql.query<{ created_at: Date | string }>(
-      'SELECT a.created_at FROM rm_tenants t JOIN rm_accounts a ON a.account_id = t.account_id WHERE t.tenant_id = $1',
+      `SELECT a.created_at FROM ${TENANCY_TABLES.tenants} t JOIN ${TENANCY_TABLES.accounts} a ON a.account_id = ` +
+        `t.account_id WHERE t.tenant_id = $1`,
       [tenantId],
     );
     return rows[0] ? iso(rows[0].created_at) : new Date(0).toISOString();
@@ -79,7 +87,7 @@ export class IdentityReads {
 
   async namespace(tenantId: string, name: string): Promise<NamespaceEntry | null> {
     const { rows } = await this.sql.query<{ name: string; description: string | null; created_at: Date | string }>(
-      'SELECT * FROM rm_namespaces WHERE tenant_id = $1 AND name = $2',
+      `SELECT * FROM ${IDENTITY_TABLES.namespaces} WHERE tenant_id = $1 AND name = $2`,
       [tenantId, name],
     );
     return rows[0]
@@ -90,14 +98,14 @@ export class IdentityReads {
   /** Registered namespaces, oldest first by (createdAt, name). */
   async namespaces(tenantId: string, after: [string, string] | undefined, limit: number): Promise<NamespaceEntry[]> {
     const { rows } = await this.sql.query<{ name: string; description: string | null; created_at: Date | string }>(
-      `SELECT * FROM rm_namespaces WHERE tenant_id = $1 AND ${oldestFirstAfter('name', 2)}`,
+      `SELECT * FROM ${IDENTITY_TABLES.namespaces} WHERE tenant_id = $1 AND ${oldestFirstAfter('name', 2)}`,
       [tenantId, ...pageArgs(after, limit)],
     );
     return rows.map((r) => ({ name: r.name, description: r.description, createdAt: iso(r.created_at) }));
   }
 
   async user(id: string): Promise<UserRow | null> {
-    return firstRow(this.sql, 'SELECT * FROM rm_users WHERE user_id = $1', [id], toUser);
+    return firstRow(this.sql, `SELECT * FROM ${IDENTITY_TABLES.users} WHERE user_id = $1`, [id], toUser);
   }
 
   /**
@@ -112,7 +120,7 @@ export class IdentityReads {
     limit: number,
   ): Promise<UserRow[]> {
     const { rows } = await this.sql.query<RawUser>(
-      `SELECT * FROM rm_users
+      `SELECT * FROM ${IDENTITY_TABLES.users}
         WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL OR ` +
         `email_key = lower(trim($3::text))) AND ($4::text IS NULL OR scopes ? $4::text)
           AND ` +
@@ -123,7 +131,7 @@ export class IdentityReads {
   }
 
   async entity(id: string): Promise<EntityRow | null> {
-    return firstRow(this.sql, 'SELECT * FROM rm_entities WHERE entity_id = $1', [id], toEntity);
+    return firstRow(this.sql, `SELECT * FROM ${IDENTITY_TABLES.entities} WHERE entity_id = $1`, [id], toEntity);
   }
 
   /** Oldest first; a credential limited to scopes sees the entities those scopes name. */
@@ -135,7 +143,7 @@ export class IdentityReads {
     limit: number,
   ): Promise<EntityRow[]> {
     const { rows } = await this.sql.query<RawEntity>(
-      `SELECT * FROM rm_entities
+      `SELECT * FROM ${IDENTITY_TABLES.entities}
         WHERE tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL ` +
         `OR namespace = $3) AND ($4::text IS NULL OR key = $4)
           AND ($5::jsonb IS NULL OR ` +

@@ -10,7 +10,16 @@ import {
   type Principal,
   type SchemaDefinition,
 } from '@svc/contracts';
-import { dateMillis, encodeValue, lookupsOf, ownerKeyOf, sortBoundKey, type Sql } from '@svc/domain';
+import {
+  dateMillis,
+  encodeValue,
+  lookupsOf,
+  ownerKeyOf,
+  sortBoundKey,
+  type Sql,
+  DOCUMENT_TABLES,
+  RECORD_TABLES,
+} from '@svc/domain';
 import { schemaForType } from '../schemas/reads';
 
 /**
@@ -243,10 +252,14 @@ export interface LookupIndex {
   /** The item id column of both tables. */
   idColumn: string;
 }
-export const RECORD_LOOKUPS: LookupIndex = { table: 'rm_record_lookups', items: 'rm_records', idColumn: 'record_id' };
+export const RECORD_LOOKUPS: LookupIndex = {
+  table: RECORD_TABLES.lookups,
+  items: RECORD_TABLES.records,
+  idColumn: 'record_id',
+};
 export const DOCUMENT_LOOKUPS: LookupIndex = {
-  table: 'rm_document_lookups',
-  items: 'rm_documents',
+  table: DOCUMENT_TABLES.lookups,
+  items: DOCUMENT_TABLES.documents,
   idColumn: 'document_id',
 };
 

@@ -1,4 +1,4 @@
-import type { LiveRecord, Sql } from '@svc/domain';
+import { type LiveRecord, RECORD_TABLES, type Sql } from '@svc/domain';
 import { type CreatedKey, dataScopeArgs, inDataScope, type OwnerFilter, oldestFirstAfter, pageArgs } from '../lists';
 import { batchLoads } from '../batch-loads';
 import type { ReadCache } from '../read-cache';
@@ -87,7 +87,8 @@ export class RecordReads {
 
   async byIds(ids: string[]): Promise<RecordRow[]> {
     const { rows } = await this.sql.query<Raw>(
-      `SELECT r.*, p.payload AS full_payload FROM rm_records r LEFT JOIN rm_record_payloads p ON ` +
+      `SELECT r.*, p.payload AS full_payload FROM ${RECORD_TABLES.records} r LEFT JOIN ${RECORD_TABLES.payloads} p ` +
+        `ON ` +
         `p.record_id = r.record_id WHERE r.record_id = ANY($1::text[])`,
       [ids],
     );
@@ -104,8 +105,8 @@ export class RecordReads {
     full = false,
   ): Promise<RecordRow[]> {
     const { rows } = await this.sql.query<Raw>(
-      `SELECT r.*${full ? ', p.payload AS full_payload' : ''} FROM rm_records r ` +
-        `${full ? 'LEFT JOIN rm_record_payloads p ON p.record_id = r.record_id' : ''}
+      `SELECT r.*${full ? ', p.payload AS full_payload' : ''} FROM ${RECORD_TABLES.records} r ` +
+        `${full ? `LEFT JOIN ${RECORD_TABLES.payloads} p ON p.record_id = r.record_id` : ''}
         WHERE ` +
         `tenant_id = $1 AND context_id = $2 AND ($3::text IS NULL OR type_name = $3) AND ($4::text IS NULL ` +
         `OR user_id = $4) AND ($5::text IS NULL OR scopes ? $5::text)

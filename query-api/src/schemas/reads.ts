@@ -1,5 +1,5 @@
 import type { Principal, SchemaDefinition } from '@svc/contracts';
-import { canSeeSchema, type Owned, type Sql } from '@svc/domain';
+import { canSeeSchema, type Owned, type Sql, SCHEMA_TABLES, TENANCY_TABLES } from '@svc/domain';
 
 export interface SchemaCacheOptions {
   /** How long a definition is kept where the projector beside it drops it on change (the backstop; default 2 s). */
@@ -57,7 +57,7 @@ export class SchemaReads {
 
   private async visible(p: Principal, schemaId: string): Promise<Row | null> {
     const { rows } = await this.sql.query<Row>(
-      'SELECT doc, tenant_id, context_id, deleted FROM rm_schemas WHERE schema_id = $1',
+      `SELECT doc, tenant_id, context_id, deleted FROM ${SCHEMA_TABLES.schemas} WHERE schema_id = $1`,
       [schemaId],
     );
     const r = rows[0];
@@ -74,7 +74,7 @@ export class SchemaReads {
     if (hit && (this.versioned ? version !== undefined && hit.version === version : Date.now() - hit.at < this.ttlMs))
       return hit.doc;
     const doc = this.sql
-      .query<Row>('SELECT doc FROM rm_schemas WHERE schema_id = $1', [schemaId])
+      .query<Row>(`SELECT doc FROM ${SCHEMA_TABLES.schemas} WHERE schema_id = $1`, [schemaId])
       .then(({ rows }) => rows[0]?.doc);
     if (this.versioned && version === undefined) return doc;
     if (this.cache.size >= 10_000) this.cache.clear();
@@ -107,9 +107,9 @@ export class SchemaReads {
       `WITH ctx AS (
          SELECT $2::text AS context_id, 0 AS grp
          UNION ALL SELECT ` +
-        `default_context_id, 1 FROM rm_tenants WHERE tenant_id = $1 AND $3::text = 'entity' AND ` +
+        `default_context_id, 1 FROM ${TENANCY_TABLES.tenants} WHERE tenant_id = $1 AND $3::text = 'entity' AND ` +
         `default_context_id <> $2)
-       SELECT s.doc, s.created_at, ctx.grp FROM rm_schemas s JOIN ctx ON ` +
+       SELECT s.doc, s.created_at, ctx.grp FROM ${SCHEMA_TABLES.schemas} s JOIN ctx ON ` +
         `ctx.context_id = s.context_id
         WHERE s.tenant_id = $1 AND NOT s.deleted
           AND ` +
@@ -146,7 +146,7 @@ export async function schemaForType(
   ownerKey: string,
 ): Promise<SchemaDoc | null> {
   const { rows } = await sql.query<{ doc: SchemaDoc }>(
-    `SELECT doc FROM rm_schemas WHERE tenant_id = $1 AND context_id = $2 AND type_name = $3 AND NOT ` +
+    `SELECT doc FROM ${SCHEMA_TABLES.schemas} WHERE tenant_id = $1 AND context_id = $2 AND type_name = $3 AND NOT ` +
       `deleted AND owner_key = ANY($4::text[])
       ORDER BY (owner_key = '') ASC LIMIT 1`,
     [tenantId, contextId, typeName, ownerKey ? [ownerKey, ''] : ['']],

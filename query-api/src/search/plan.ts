@@ -1,5 +1,13 @@
 import { invalid, type Principal, type SchemaDefinition, type SearchBody } from '@svc/contracts';
-import { BUILTIN_FILTER_KEYS, type ItemFilter, parseFilters, type SourceKind, type Sql } from '@svc/domain';
+import {
+  BUILTIN_FILTER_KEYS,
+  type ItemFilter,
+  parseFilters,
+  type SourceKind,
+  type Sql,
+  FOLDER_TABLES,
+  SCHEMA_TABLES,
+} from '@svc/domain';
 
 /**
  * Turns a validated search body and the caller's credential into an
@@ -19,7 +27,8 @@ export async function planFilter(sql: Sql, p: Principal, b: SearchBody): Promise
 
   if (clauses.length && sourceTypes?.length === 1 && sourceTypes[0] === 'record') {
     const { rows } = await sql.query<{ doc: SchemaDefinition }>(
-      `SELECT doc FROM rm_schemas WHERE tenant_id = $1 AND context_id = $2 AND NOT deleted AND ($3::text ` +
+      `SELECT doc FROM ${SCHEMA_TABLES.schemas} WHERE tenant_id = $1 AND context_id = $2 AND NOT deleted AND ` +
+        `($3::text ` +
         `IS NULL OR type_name = $3)`,
       [tenantId, contextId, b.typeName ?? null],
     );
@@ -37,9 +46,9 @@ export async function planFilter(sql: Sql, p: Principal, b: SearchBody): Promise
   if (b.rootFolderId) {
     const { rows } = await sql.query<{ folder_id: string }>(
       `WITH RECURSIVE tree AS (
-         SELECT folder_id FROM rm_folders WHERE folder_id = $1 AND ` +
+         SELECT folder_id FROM ${FOLDER_TABLES.folders} WHERE folder_id = $1 AND ` +
         `tenant_id = $2 AND context_id = $3
-         UNION SELECT f.folder_id FROM rm_folders f JOIN tree t ` +
+         UNION SELECT f.folder_id FROM ${FOLDER_TABLES.folders} f JOIN tree t ` +
         `ON f.parent_folder_id = t.folder_id WHERE f.tenant_id = $2 AND f.context_id = $3)
        SELECT ` +
         `folder_id FROM tree`,

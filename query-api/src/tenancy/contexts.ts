@@ -1,4 +1,4 @@
-import type { JwtIssuer, Sql } from '@svc/domain';
+import { type JwtIssuer, type Sql, TENANCY_TABLES } from '@svc/domain';
 import { firstRow } from '../first-row';
 
 export interface ContextRow {
@@ -27,7 +27,7 @@ export class TenancyReads {
 
   async contextExists(tenantId: string, contextId: string): Promise<boolean> {
     const { rows } = await this.sql.query(
-      'SELECT 1 FROM rm_contexts WHERE context_id = $1 AND tenant_id = $2 AND deleted_at IS NULL',
+      `SELECT 1 FROM ${TENANCY_TABLES.contexts} WHERE context_id = $1 AND tenant_id = $2 AND deleted_at IS NULL`,
       [contextId, tenantId],
     );
     return rows.length > 0;
@@ -36,7 +36,7 @@ export class TenancyReads {
   async context(tenantId: string, contextId: string): Promise<ContextRow | null> {
     return firstRow(
       this.sql,
-      'SELECT * FROM rm_contexts WHERE context_id = $1 AND tenant_id = $2 AND deleted_at IS NULL',
+      `SELECT * FROM ${TENANCY_TABLES.contexts} WHERE context_id = $1 AND tenant_id = $2 AND deleted_at IS NULL`,
       [contextId, tenantId],
       toContext,
     );
@@ -45,7 +45,7 @@ export class TenancyReads {
   /** Contexts of a tenant, oldest first, keyed by (created_at, id) for cursors. */
   async listContexts(tenantId: string, after: [string, string] | undefined, limit: number): Promise<ContextRow[]> {
     const { rows } = await this.sql.query<Raw>(
-      `SELECT * FROM rm_contexts WHERE tenant_id = $1 AND deleted_at IS NULL
+      `SELECT * FROM ${TENANCY_TABLES.contexts} WHERE tenant_id = $1 AND deleted_at IS NULL
          AND ($2::timestamptz IS NULL OR (created_at, context_id) > ($2::timestamptz, $3::text))
        ORDER BY created_at, context_id LIMIT $4`,
       [tenantId, after?.[0] ?? null, after?.[1] ?? null, limit],
@@ -55,7 +55,7 @@ export class TenancyReads {
 
   async tenantsOfAccount(accountId: string): Promise<Array<{ tenantId: string; environment: 'live' | 'test' }>> {
     const { rows } = await this.sql.query<{ tenant_id: string; environment: 'live' | 'test' }>(
-      'SELECT tenant_id, environment FROM rm_tenants WHERE account_id = $1',
+      `SELECT tenant_id, environment FROM ${TENANCY_TABLES.tenants} WHERE account_id = $1`,
       [accountId],
     );
     return rows.map((r) => ({ tenantId: r.tenant_id, environment: r.environment }));
@@ -63,7 +63,7 @@ export class TenancyReads {
 
   async account(accountId: string): Promise<Record<string, unknown> | null> {
     const { rows } = await this.sql.query<{ doc: Record<string, unknown> }>(
-      'SELECT doc FROM rm_accounts WHERE account_id = $1',
+      `SELECT doc FROM ${TENANCY_TABLES.accounts} WHERE account_id = $1`,
       [accountId],
     );
     return rows[0]?.doc ?? null;
@@ -72,7 +72,8 @@ export class TenancyReads {
   /** The identity providers a live tenant accepts, in the order registered; null when there is no such tenant. */
   async jwtIssuers(tenantId: string): Promise<JwtIssuer[] | null> {
     const { rows } = await this.sql.query<{ doc: JwtIssuer | null }>(
-      'SELECT i.doc FROM rm_tenants t LEFT JOIN rm_jwt_issuers i ON i.tenant_id = t.tenant_id WHERE ' +
+      `SELECT i.doc FROM ${TENANCY_TABLES.tenants} t LEFT JOIN ${TENANCY_TABLES.jwtIssuers} i ON i.tenant_id = ` +
+        `t.tenant_id WHERE ` +
         't.tenant_id = $1 AND t.torn_down_at IS NULL ORDER BY i.ord',
       [tenantId],
     );
@@ -80,7 +81,7 @@ export class TenancyReads {
   }
 
   async anyAccount(): Promise<boolean> {
-    const { rows } = await this.sql.query('SELECT 1 FROM rm_accounts LIMIT 1');
+    const { rows } = await this.sql.query(`SELECT 1 FROM ${TENANCY_TABLES.accounts} LIMIT 1`);
     return rows.length > 0;
   }
 }

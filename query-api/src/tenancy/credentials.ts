@@ -1,4 +1,10 @@
-import { CREDENTIAL_CHANGE_CHANNEL, readModelVersionSql, type Sql, stampReadModelVersion } from '@svc/domain';
+import {
+  CREDENTIAL_CHANGE_CHANNEL,
+  readModelVersionSql,
+  type Sql,
+  stampReadModelVersion,
+  TENANCY_TABLES,
+} from '@svc/domain';
 import { hashSecret, type Principal } from '@svc/contracts';
 import { looksLikeJwt } from './jwt-credentials';
 
@@ -153,9 +159,9 @@ export class CredentialResolver {
         `c.wire_version_pin, t.default_context_id,
               (x.deleted_at IS NOT NULL) AS ` +
         `context_deleted${this.versionRunner ? `, ${readModelVersionSql('$2')} AS read_version` : ''}
-         FROM rm_credentials c
-         LEFT JOIN rm_tenants t ON t.tenant_id = c.tenant_id
-         LEFT JOIN rm_contexts x ON x.context_id = c.context_id
+         FROM ${TENANCY_TABLES.credentials} c
+         LEFT JOIN ${TENANCY_TABLES.tenants} t ON t.tenant_id = c.tenant_id
+         LEFT JOIN ${TENANCY_TABLES.contexts} x ON x.context_id = c.context_id
         WHERE c.secret_hash = $1 AND NOT c.revoked`,
       this.versionRunner ? [hash, this.versionRunner] : [hash],
     );

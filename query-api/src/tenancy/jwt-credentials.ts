@@ -8,7 +8,7 @@ import {
   type Principal,
   scopes as scopesSchema,
 } from '@svc/contracts';
-import { type JwtIssuer, readModelVersionSql, type Sql, stampReadModelVersion } from '@svc/domain';
+import { type JwtIssuer, readModelVersionSql, type Sql, stampReadModelVersion, TENANCY_TABLES } from '@svc/domain';
 
 /**
  * Signature algorithms a token may use: asymmetric only, so `alg: none` and an HMAC token "signed" with a public
@@ -173,7 +173,7 @@ export class JwtCredentials {
     const version = this.versionRunner ? `, ${readModelVersionSql('$2')} AS read_version` : '';
     const { rows } = await this.sql.query<Row>(
       `SELECT i.tenant_id, i.doc, t.account_id, t.environment, t.default_context_id${version}
-         FROM rm_jwt_issuers i JOIN rm_tenants t ON t.tenant_id = i.tenant_id
+         FROM ${TENANCY_TABLES.jwtIssuers} i JOIN ${TENANCY_TABLES.tenants} t ON t.tenant_id = i.tenant_id
         WHERE i.issuer = $1 AND t.torn_down_at IS NULL`,
       this.versionRunner ? [issuer, this.versionRunner] : [issuer],
     );
@@ -182,7 +182,7 @@ export class JwtCredentials {
 
   private async liveContext(tenantId: string, contextId: string): Promise<boolean> {
     const { rows } = await this.sql.query(
-      'SELECT 1 FROM rm_contexts WHERE context_id = $1 AND tenant_id = $2 AND deleted_at IS NULL',
+      `SELECT 1 FROM ${TENANCY_TABLES.contexts} WHERE context_id = $1 AND tenant_id = $2 AND deleted_at IS NULL`,
       [contextId, tenantId],
     );
     return rows.length > 0;

@@ -12,7 +12,7 @@ import {
   type TriggerFailureResponse,
   type TriggerResponse,
 } from '@svc/contracts';
-import { scriptVersionOfColumn, type Sql } from '@svc/domain';
+import { scriptVersionOfColumn, type Sql, TRIGGER_TABLES } from '@svc/domain';
 
 /**
  * Reads of trigger rules and terminal trigger failures (docs/triggers.md), from
@@ -60,7 +60,7 @@ export function triggerQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
       response: triggerResponse,
       handler: async ({ params, principal: p }) => {
         const { rows } = await sql.query(
-          'SELECT * FROM rm_trigger_rules WHERE rule_id = $1 AND tenant_id = $2 AND context_id = $3 AND ' +
+          `SELECT * FROM ${TRIGGER_TABLES.rules} WHERE rule_id = $1 AND tenant_id = $2 AND context_id = $3 AND ` +
             'deleted_position IS NULL',
           [params.id, p.tenantId, p.contextId],
         );
@@ -82,7 +82,7 @@ export function triggerQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
         const params = { schemaId: query.schemaId ?? null, limit: query.limit };
         const after = pages.start<number>(scope, params, query.startFrom) ?? 0;
         const { rows } = await sql.query<Record<string, any>>(
-          `SELECT * FROM rm_trigger_rules WHERE tenant_id = $1 AND context_id = $2 AND deleted_position ` +
+          `SELECT * FROM ${TRIGGER_TABLES.rules} WHERE tenant_id = $1 AND context_id = $2 AND deleted_position ` +
             `IS NULL AND created_position > $3 AND ($4::text IS NULL OR schema_id = $4)
            ORDER BY ` +
             `created_position LIMIT $5`,
@@ -105,7 +105,7 @@ export function triggerQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
         const params = { ruleId: query.ruleId ?? null, limit: query.limit };
         const after = pages.start<number>(scope, params, query.startFrom) ?? 0;
         const { rows } = await sql.query<Record<string, any>>(
-          `SELECT * FROM rm_trigger_failures WHERE tenant_id = $1 AND context_id = $2 AND position > $3 ` +
+          `SELECT * FROM ${TRIGGER_TABLES.failures} WHERE tenant_id = $1 AND context_id = $2 AND position > $3 ` +
             `AND ($4::text IS NULL OR rule_id = $4)
            ORDER BY position LIMIT $5`,
           [p.tenantId, p.contextId, after, query.ruleId ?? null, query.limit + 1],

@@ -1,5 +1,14 @@
 import type { Principal, UsageQuery, UsageReport } from '@svc/contracts';
-import { allowanceOf, CREDIT_CATEGORIES, milliMetric, type PriceTable, type Sql } from '@svc/domain';
+import {
+  allowanceOf,
+  CREDIT_CATEGORIES,
+  milliMetric,
+  type PriceTable,
+  type Sql,
+  IDENTITY_TABLES,
+  TENANCY_TABLES,
+  USAGE_TABLES,
+} from '@svc/domain';
 
 /**
  * The usage report (spec "Usage report"; docs/api.md "Usage") from the usage
@@ -89,16 +98,18 @@ export class UsageReads {
         `SELECT a.doc || jsonb_build_object('inferenceBalanceCents', ` +
           `coalesce((a.doc->>'inferenceBalanceCents')::numeric, 0) - coalesce(s.spent_cents, 0)) AS ` +
           `doc
-           FROM rm_accounts a LEFT JOIN rm_inference_spend s ON s.account_id = a.account_id ` +
+           FROM ${TENANCY_TABLES.accounts} a LEFT JOIN ${USAGE_TABLES.inferenceSpend} s ON s.account_id = ` +
+          `a.account_id ` +
           `WHERE a.account_id = $1`,
         [accountId],
       ),
       this.sql.query<{ tenant_id: string; environment: Env }>(
-        'SELECT tenant_id, environment FROM rm_tenants WHERE account_id = $1',
+        `SELECT tenant_id, environment FROM ${TENANCY_TABLES.tenants} WHERE account_id = $1`,
         [accountId],
       ),
       this.sql.query<Row>(
-        'SELECT tenant_id, environment, context_id, metric, value FROM rm_usage WHERE account_id = $1 AND period = $2',
+        `SELECT tenant_id, environment, context_id, metric, value FROM ${USAGE_TABLES.usage} WHERE account_id = $1 ` +
+          `AND period = $2`,
         [accountId, period],
       ),
     ]);
@@ -113,7 +124,7 @@ export class UsageReads {
 
     // Identity: an account-level rollup of the users and entities that exist now (narrowed like the rest).
     const tenantIds = tenantRows.rows.map((r) => r.tenant_id);
-    const identityCount = async (table: 'rm_users' | 'rm_entities') => {
+    const identityCount = async (table: typeof IDENTITY_TABLES.users | typeof IDENTITY_TABLES.entities) => {
       const { rows: counted } = await this.sql.query<{ n: number }>(
         `SELECT count(*)::bigint AS n FROM ${table} WHERE tenant_id = ANY($1::text[]) AND ($2::text IS ` +
           `NULL OR (tenant_id = $3::text AND context_id = $2))`,
@@ -121,7 +132,10 @@ export class UsageReads {
       );
       return Number(counted[0]?.n ?? 0);
     };
-    const [users, entities] = await Promise.all([identityCount('rm_users'), identityCount('rm_entities')]);
+    const [users, entities] = await Promise.all([
+      identityCount(IDENTITY_TABLES.users),
+      identityCount(IDENTITY_TABLES.entities),
+    ]);
 
     const tenant = (env: Env) => {
       const tenantId = tenantOf.get(env);

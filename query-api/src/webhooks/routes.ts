@@ -15,7 +15,7 @@ import {
   webhookResponse,
   type WebhookResponse,
 } from '@svc/contracts';
-import { type DeliveryRow, deliveryView, type Sql } from '@svc/domain';
+import { type DeliveryRow, deliveryView, type Sql, TENANCY_TABLES, WEBHOOK_TABLES } from '@svc/domain';
 
 interface WebhookRow {
   webhook_id: string;
@@ -52,7 +52,7 @@ const COLUMNS =
 export function webhookQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
   const owned = async (id: string, accountId: string) => {
     const { rows } = await sql.query<WebhookRow>(
-      `SELECT ${COLUMNS} FROM rm_webhooks WHERE webhook_id = $1 AND account_id = $2`,
+      `SELECT ${COLUMNS} FROM ${WEBHOOK_TABLES.webhooks} WHERE webhook_id = $1 AND account_id = $2`,
       [id, accountId],
     );
     if (!rows.length) throw notFound();
@@ -78,16 +78,17 @@ export function webhookQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
       handler: async ({ query, principal: p }) => {
         // Another account's (or an unknown) tenant is 403, as registering a webhook for it is (spec "Errors": tenant
         // not owned).
-        const { rows: own } = await sql.query('SELECT 1 FROM rm_tenants WHERE tenant_id = $1 AND account_id = $2', [
-          query.tenantId,
-          p.accountId,
-        ]);
+        const { rows: own } = await sql.query(
+          `SELECT 1 FROM ${TENANCY_TABLES.tenants} WHERE tenant_id = $1 AND account_id = $2`,
+          [query.tenantId, p.accountId],
+        );
         if (!own.length) throw forbidden();
         const scope = `webhooks:${p.accountId}`;
         const params = { tenantId: query.tenantId, limit: query.limit };
         const after = pages.start<[number, string]>(scope, params, query.startFrom) ?? [-1, ''];
         const { rows } = await sql.query<WebhookRow>(
-          `SELECT ${COLUMNS} FROM rm_webhooks WHERE account_id = $1 AND tenant_id = $2 AND (created_at, ` +
+          `SELECT ${COLUMNS} FROM ${WEBHOOK_TABLES.webhooks} WHERE account_id = $1 AND tenant_id = $2 AND ` +
+            `(created_at, ` +
             `webhook_id) > ($3, $4) ORDER BY created_at, webhook_id LIMIT $5`,
           [p.accountId, query.tenantId, after[0], after[1], query.limit + 1],
         );
@@ -146,7 +147,7 @@ export function webhookQueryRoutes(sql: Sql, pages: Paginator): RouteSpec[] {
         const params = { limit: query.limit };
         const after = pages.start<string>(scope, params, query.startFrom) ?? '';
         const { rows } = await sql.query<{ domain: string; verification_token: string; verified: boolean }>(
-          'SELECT domain, verification_token, verified FROM rm_webhook_domains WHERE account_id = $1 AND ' +
+          `SELECT domain, verification_token, verified FROM ${WEBHOOK_TABLES.domains} WHERE account_id = $1 AND ` +
             'domain > $2 ORDER BY domain LIMIT $3',
           [p.accountId, after, query.limit + 1],
         );

@@ -582,10 +582,10 @@ function unavailable(e: unknown): boolean {
 function describe(e: unknown): string {
   if (e instanceof errors.ResponseError) {
     const err = e.body?.error;
+    const cause = typeof err === 'object' && err?.caused_by;
+    const causeText = cause ? ` (${cause.type}: ${cause.reason ?? ''})` : '';
     const reason =
-      typeof err === 'object' && err
-        ? `${err.type}: ${err.reason ?? ''}${err.caused_by ? ` (${err.caused_by.type}: ${err.caused_by.reason ?? ''})` : ''}`
-        : String(e.body ?? e.message);
+      typeof err === 'object' && err ? `${err.type}: ${err.reason ?? ''}${causeText}` : String(e.body ?? e.message);
     return `${e.statusCode ?? ''} ${reason}`.trim().slice(0, 500);
   }
   return e instanceof Error ? `${e.name}: ${e.message}` : String(e);

@@ -46,7 +46,8 @@ export const modelDir = (spec = BGE_SMALL_Q, env = process.env) => join(modelCac
 
 export const jarUrl = (spec = BGE_SMALL_Q, base = MAVEN_DEFAULT) => {
   const m = spec.maven;
-  return `${base.replace(/\/+$/, '')}/${m.group.replace(/\./g, '/')}/${m.artifact}/${m.version}/${m.artifact}-${m.version}.jar`;
+  const group = m.group.replace(/\./g, '/');
+  return `${base.replace(/\/+$/, '')}/${group}/${m.artifact}/${m.version}/${m.artifact}-${m.version}.jar`;
 };
 
 /**

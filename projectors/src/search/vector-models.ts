@@ -351,9 +351,11 @@ export class VectorModelRebuild {
       if (this.stopped) return;
       this.stats.current = `${c.tenantId}/${c.contextId}`;
       const t0 = performance.now();
+      const meanwhile = index.previous.some((p) => p.model === c.model)
+        ? ` (${c.model} answers meanwhile)`
+        : ` (${c.model} is not at hand: ${index.model} answers with what is rebuilt so far)`;
       this.o.log?.(
-        `vector model rebuild: context ${c.tenantId}/${c.contextId} from ${c.model} to ` +
-          `${index.model}${index.previous.some((p) => p.model === c.model) ? ` (${c.model} answers meanwhile)` : ` (${c.model} is not at hand: ${index.model} answers with what is rebuilt so far)`}`,
+        `vector model rebuild: context ${c.tenantId}/${c.contextId} from ${c.model} to ${index.model}${meanwhile}`,
       );
       await this.rebuildContext(c.tenantId, c.contextId);
       if (this.stopped) return;

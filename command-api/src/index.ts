@@ -1,11 +1,10 @@
 // @svc/command-api: the package's one entry point. The write side: route handlers (which call the command handler in
-// @svc/domain), sealing, limits, metering, and the event-store adapters.
+// @svc/domain), sealing, limits and metering. The event-store adapters are engines: @svc/deploy.
 import {} from '@svc/domain';
 export * from './documents/commands';
 export * from './documents/routes';
 export * from './documents/storage';
 export * from './documents/upload-poller';
-export * from './event-store/postgres';
 export * from './folders/load';
 export * from './folders/routes';
 export * from './identity/routes';
@@ -32,6 +31,3 @@ export * from './usage/read-metering';
 export * from './webhooks/domains';
 export * from './webhooks/registrations';
 export * from './webhooks/retry';
-
-/** The KurrentDB adapter, loaded only when EVENTSTORE_URL is set (its gRPC client is large). */
-export const loadKurrentDb = () => import('./event-store/kurrentdb');

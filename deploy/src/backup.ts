@@ -1,6 +1,6 @@
 import { renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { PostgresEventStore } from '@svc/command-api';
+import { PostgresEventStore } from './engines/event-store-postgres';
 import { REACTORS, writeBackup } from './backup/archive';
 import { loadConfig } from './config';
 import { openSql, tableExists } from './engines/sql';

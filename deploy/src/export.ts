@@ -5,10 +5,11 @@ import { parseArgs } from 'node:util';
 import type { Writable } from 'node:stream';
 import { exportQuery } from '@svc/contracts';
 import { type EventStore, TENANCY_TABLES } from '@svc/domain';
-import { loadKurrentDb, PostgresEventStore } from '@svc/command-api';
 import { exportChunks, type ExportProgress, parseKinds, selectionOf } from '@svc/query-api';
 import { loadConfig } from './config';
 import { openSql, tableExists } from './engines/sql';
+import { PostgresEventStore } from './engines/event-store-postgres';
+import { loadKurrentDb } from './engines/load-kurrentdb';
 
 /**
  * `npm run export -- --tenant <id> --out <file.ndjson> [--from <iso>] [--to <iso>] [--streams record,document,...]

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PostgresEventStore } from '@svc/command-api';
+import { PostgresEventStore } from './engines/event-store-postgres';
 import { restoreBackup, verifyBackup } from './backup/archive';
 import { FileBlobStore } from './engines/blobs';
 import { loadConfig } from './config';

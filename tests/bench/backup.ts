@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NewEvent } from '@svc/domain';
-import { PostgresEventStore } from '@svc/command-api';
+import { PostgresEventStore } from '@svc/deploy';
 import { buildService, loadConfig, openSql } from '@svc/deploy';
 import { freshPostgresSchema, tempDir } from '../src/support/engines';
 import { ROOT } from '../src/support/service';

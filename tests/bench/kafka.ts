@@ -3,8 +3,8 @@ import { Admin, compatibilityPartitioner, Consumer, Producer } from '@platformat
 import pg from 'pg';
 import { Pool } from 'undici';
 import { deriveKey, EVENT_SCHEMA_VERSION, type EventMetadata } from '@svc/contracts';
-import { PayloadSealer, PostgresEventStore } from '@svc/command-api';
-import { openSql } from '@svc/deploy';
+import { PayloadSealer } from '@svc/command-api';
+import { openSql, PostgresEventStore } from '@svc/deploy';
 import { type CommandDeps, commit, streams } from '@svc/domain';
 import { freshPostgresSchema, tempDir } from '../src/support/engines';
 import { freePort, spawnService, type Bootstrap } from '../src/support/service';

@@ -6,7 +6,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Pool } from 'undici';
 import { EVENT_SCHEMA_VERSION, type Principal } from '@svc/contracts';
 import { ActivityRecorder, openPglite, openPgliteThread } from '@svc/deploy';
-import { PostgresEventStore } from '@svc/command-api';
+import { PostgresEventStore } from '@svc/deploy';
 import { readTenantEvents } from '@svc/domain';
 import { ActivityLogStore, EXPORT_PAGE, exportChunks } from '@svc/query-api';
 import { OPERATOR_TOKEN } from '../src/support/service';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { deriveKey, EVENT_SCHEMA_VERSION, type EventMetadata, type Principal } from '@svc/contracts';
-import { PayloadSealer, PostgresEventStore } from '@svc/command-api';
-import { openSql, readModelProjections } from '@svc/deploy';
+import { PayloadSealer } from '@svc/command-api';
+import { openSql, PostgresEventStore, readModelProjections } from '@svc/deploy';
 import { type CommandDeps, commit, streams } from '@svc/domain';
 import { inProcessBarrier, ProjectionRunner } from '@svc/projectors';
 import { planLookup, RecordReads, runLookup } from '@svc/query-api';

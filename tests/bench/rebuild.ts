@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
-import { PostgresEventStore } from '@svc/command-api';
+import { PostgresEventStore } from '@svc/deploy';
 import type { NewEvent } from '@svc/domain';
 import { openSql } from '@svc/deploy';
 import { freshPostgresSchema } from '../src/support/engines';

@@ -12,7 +12,7 @@
  *   both         the two together.
  */
 import { PGlite } from '@electric-sql/pglite';
-import { PostgresEventStore } from '@svc/command-api';
+import { PostgresEventStore } from '@svc/deploy';
 
 export const WHATIFS = ['defer-flush', 'yield-sql', 'both'] as const;
 

@@ -1,16 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BlobStore, EventStore, SearchEngines, Sql } from '@svc/domain';
-import {
-  InProcessWindowCounter,
-  loadKurrentDb,
-  PostgresEventStore,
-  RedisWindowCounter,
-  type WindowCounter,
-} from '@svc/command-api';
+import { InProcessWindowCounter, RedisWindowCounter, type WindowCounter } from '@svc/command-api';
 import { describeEmbedder, type IndexerEngines } from '@svc/projectors';
 import type { Config } from '../config';
 import { FileBlobStore } from '../engines/blobs';
+import { PostgresEventStore } from '../engines/event-store-postgres';
+import { loadKurrentDb } from '../engines/load-kurrentdb';
 import { S3BlobStore } from '../engines/s3-blobs';
 import { openSearchEngines } from '../engines/search';
 import { openSql } from '../engines/sql';

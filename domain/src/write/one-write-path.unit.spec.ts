@@ -14,8 +14,8 @@ const PACKAGES = ['contracts/src', 'domain/src', 'command-api/src', 'query-api/s
 /** Where appending is the code's own job, and why. */
 const APPENDERS: Record<string, string> = {
   'domain/src/write/handle-command.ts': 'the command handler',
-  'command-api/src/event-store/postgres.ts': 'the PostgreSQL event-store adapter',
-  'command-api/src/event-store/kurrentdb.ts': 'the KurrentDB event-store adapter',
+  'deploy/src/engines/event-store-postgres.ts': 'the PostgreSQL event-store adapter',
+  'deploy/src/engines/event-store-kurrentdb.ts': 'the KurrentDB event-store adapter',
   'command-api/src/scripts/staging-store.ts':
     "an event-store adapter that stages a script's writes for the handler's commitStaged",
   'deploy/src/tracing.ts': 'the event store with traces: a decorator of the adapter',

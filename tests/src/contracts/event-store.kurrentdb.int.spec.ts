@@ -1,5 +1,5 @@
 import { describe } from 'vitest';
-import { loadKurrentDb } from '@svc/command-api';
+import { loadKurrentDb } from '@svc/deploy';
 import { serverUrl } from '../support/engines';
 import { eventStoreContract } from './event-store.contract';
 

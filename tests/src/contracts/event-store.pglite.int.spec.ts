@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { Sql } from '@svc/domain';
-import { PostgresEventStore } from '@svc/command-api';
+import { PostgresEventStore } from '@svc/deploy';
 import { scratchSql } from '../support/engines';
 import { eventStoreContract } from './event-store.contract';
 

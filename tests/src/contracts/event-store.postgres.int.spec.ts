@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { PostgresEventStore } from '@svc/command-api';
+import { PostgresEventStore } from '@svc/deploy';
 import { type NewEvent, WrongExpectedRevisionError } from '@svc/domain';
 import { scratchSql, serverUrl } from '../support/engines';
 import { eventStoreContract } from './event-store.contract';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PostgresEventStore } from '@svc/command-api';
+import { PostgresEventStore } from '@svc/deploy';
 import { EVENT_SCHEMA_VERSION } from '@svc/contracts';
 import { FileBlobStore, openPglite } from '@svc/deploy';
 import { type Sql, type StoredEvent, streams } from '@svc/domain';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type DomainEvent, EVENT_SCHEMA_VERSION, type EventMetadata } from '@svc/contracts';
-import { PostgresEventStore } from '@svc/command-api';
+import { PostgresEventStore } from '@svc/deploy';
 import { openPglite } from '@svc/deploy';
 import {
   type EventStore,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { EventMetadata } from '@svc/contracts';
-import { decodeMetadata, encodeMetadata, METADATA_KEY, toActualRevision, toStreamState } from './kurrentdb';
+import { decodeMetadata, encodeMetadata, METADATA_KEY, toActualRevision, toStreamState } from './event-store-kurrentdb';
 
 const metadata: EventMetadata = {
   tenantId: 't',

@@ -7,10 +7,10 @@
 //   - Queries (not passages) are prefixed with the model's instruction.
 //   - The vector is the last hidden state at [CLS] (CLS pooling), L2-normalised.
 //   - One text per model call, one intra-op thread; the pool's processes give the parallelism. Batches
-//     measured slower here even of texts of similar token lengths (little padding): CPU per SciFact
-//     passage 88-102 ms one at a time, 107-111 ms in fours, 128-143 ms in sixteens; and the int8 model
+//     measured no faster here even of texts of similar token lengths (little padding): CPU per SciFact
+//     passage 88-102 ms one at a time, 91-111 ms in fours, 128-143 ms in sixteens; and the int8 model
 //     quantises activations over the whole batch, so a passage's vector would depend on its neighbours
-//     (cosine 0.995-0.997 against one at a time). Two intra-op threads: 187-190 ms (issues 16 and 46;
+//     (cosine 0.995-0.997 against one at a time). Two intra-op threads: 119-190 ms (issues 16 and 46;
 //     tests/bench/embed-throughput.mjs).
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

@@ -22,7 +22,7 @@ import { startProjections, startReactors } from './service/subscribers';
 import { webhookSettings } from './service/webhooks';
 import { startTracing, traceSearch, tracedStore } from './tracing';
 
-export { READ_MODELS } from './service/subscribers';
+export { READ_MODELS } from './service/checkpoint-names';
 export { StartupError } from './service/secret';
 export { ROLES, type RoleTraits } from './service/roles';
 export { openCaches, type ReadCaches } from './service/caches';

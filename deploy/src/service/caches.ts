@@ -12,7 +12,7 @@ import {
   TenancyReads,
 } from '@svc/query-api';
 import type { RoleTraits } from './roles';
-import { READ_MODELS } from './subscribers';
+import { READ_MODELS } from './checkpoint-names';
 
 /**
  * The request path's views of the read models, exact in every role

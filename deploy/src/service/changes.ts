@@ -5,7 +5,7 @@ import type { Config } from '../config';
 import type { ReadCaches } from './caches';
 import type { Engines } from './engines';
 import { type RoleTraits, servesQueries } from './roles';
-import { READ_MODELS } from './subscribers';
+import { READ_MODELS } from './checkpoint-names';
 
 /**
  * The change stream's follower of the log (GET /v1/changes), in processes serving reads. It follows the read models'

@@ -20,12 +20,10 @@ import { kafkaSettings } from '../engines/kafka';
 import { moveSearchTables } from '../engines/side-db-move';
 import { documentWorker, readModelProjections, triggerRunner } from '../features';
 import type { ReadCaches } from './caches';
+import { READ_MODELS } from './checkpoint-names';
 import type { Engines } from './engines';
 import type { RoleTraits } from './roles';
 import type { WebhookSettings } from './webhooks';
-
-/** The read models' checkpoint name (the projection runner's). */
-export const READ_MODELS = 'read-models';
 
 type Log = (msg: string) => void;
 

@@ -1,7 +1,7 @@
 import type { EventStore, StoredEvent } from '../ports/event-store';
 import { streams } from '../shared/streams';
 import type { DomainAppend } from './appends';
-import { type Reservation, reservationDecider, type ReservationEvent } from './reservations';
+import { type Reservation, reservationFrom } from './reservations';
 
 /**
  * A whole stream, from the store's cache where it has one (readStreamCached). When that cache may be behind the log
@@ -30,14 +30,5 @@ export async function readReservationChecked(
 ): Promise<Reservation> {
   const streamId = streams.reservation(...parts);
   const events = await readStreamChecked(store, streamId, checks);
-  const last = events[events.length - 1];
-  return {
-    streamId,
-    key: parts.join('/'),
-    // A value's holder is decided by its last event alone (reservationDecider.evolve).
-    holder: last
-      ? reservationDecider.evolve(reservationDecider.initialState(), last as unknown as ReservationEvent).holder
-      : null,
-    revision: last ? last.revision : -1,
-  };
+  return reservationFrom(streamId, parts.join('/'), events[events.length - 1]);
 }

@@ -1,5 +1,5 @@
 import { conflict, InternalError } from '@svc/contracts';
-import type { EventStore, ExpectedRevision } from '../ports/event-store';
+import type { EventStore, ExpectedRevision, StoredEvent } from '../ports/event-store';
 import { assertNever, type Decider, type EventsOf, unexpected } from '../shared/decider';
 import { streams } from '../shared/streams';
 import type { DomainAppend } from './appends';
@@ -35,13 +35,17 @@ export function reservationOf(a: DomainAppend): Pick<Reservation, 'streamId' | '
 
 async function readAt(store: EventStore, streamId: string, key: string): Promise<Reservation> {
   const last = await store.readStream(streamId, { direction: 'backwards', maxCount: 1 });
-  const e = last[0];
+  return reservationFrom(streamId, key, last[0]);
+}
+
+/** The reservation whose stream's last event is `last` (none: never claimed). */
+export function reservationFrom(streamId: string, key: string, last: StoredEvent | undefined): Reservation {
   return {
     streamId,
     key,
     // A value's holder is decided by its last event alone (reservationDecider.evolve).
-    holder: e ? reservationDecider.evolve(reservationDecider.initialState(), e as ReservationEvent).holder : null,
-    revision: e ? e.revision : -1,
+    holder: last ? reservationDecider.evolve(reservationDecider.initialState(), last as ReservationEvent).holder : null,
+    revision: last ? last.revision : -1,
   };
 }
 

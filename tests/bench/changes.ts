@@ -15,13 +15,19 @@
  *
  *   npx tsx tests/bench/changes.ts
  */
-import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { Worker } from 'node:worker_threads';
 import { tempDir } from '../src/support/engines';
 import { startHttpService } from './http';
 import { closedLoop, type LoadResult, percentile, sumLoads } from './load';
 import { cpuSplitSeconds, treeCpuSeconds } from './process-tree';
+import { cpuTimes } from './steal';
+
+/** The machine's softirq and idle CPU seconds so far (all CPUs, /proc/stat; clock ticks of 1/100 s). */
+const machineSeconds = () => {
+  const t = cpuTimes();
+  return { softirq: (t?.softirq ?? 0) / 100, idle: (t?.idle ?? 0) / 100 };
+};
 
 export interface ChangeBench {
   streams: number;
@@ -368,10 +374,4 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       process.exit(1);
     },
   );
-}
-
-/** The machine's softirq and idle CPU seconds so far (all CPUs, /proc/stat; clock ticks of 1/100 s). */
-function machineSeconds(): { softirq: number; idle: number } {
-  const xs = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number);
-  return { softirq: xs[6] / 100, idle: xs[3] / 100 };
 }

@@ -41,21 +41,17 @@ export function signalTree(root: number, signal: 'SIGSTOP' | 'SIGCONT'): void {
 export function treeCpuSeconds(root: number): { service: number; children: number } {
   const out = { service: 0, children: 0 };
   for (const pid of processTree(root)) {
-    try {
-      const st = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
-      // utime and stime (fields 14 and 15 of stat), in clock ticks of 1/100 s on Linux.
-      const s = (Number(f[11]) + Number(f[12])) / 100;
-      if (pid === root) out.service += s;
-      else out.children += s;
-    } catch {
-      /* exited meanwhile */
-    }
+    const t = cpuSplitSeconds(pid);
+    if (pid === root) out.service += t.user + t.system;
+    else out.children += t.user + t.system;
   }
   return out;
 }
 
-/** User and system CPU seconds of `pid` alone (its threads included): system time is the kernel working for it. */
+/**
+ * User and system CPU seconds of `pid` alone (its threads included; 0 once it exited): system time is the kernel
+ * working for it. utime and stime, fields 14 and 15 of stat, in clock ticks of 1/100 s on Linux.
+ */
 export function cpuSplitSeconds(pid: number): { user: number; system: number } {
   try {
     const st = readFileSync(`/proc/${pid}/stat`, 'utf8');

@@ -8,6 +8,9 @@ import { readFileSync } from 'node:fs';
 export interface CpuTimes {
   steal: number;
   total: number;
+  /** The kernel's deferred interrupt work (the loopback network among it) and idle time, all CPUs. */
+  softirq: number;
+  idle: number;
 }
 
 export function cpuTimes(): CpuTimes | undefined {
@@ -15,7 +18,12 @@ export function cpuTimes(): CpuTimes | undefined {
     const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0];
     const xs = line.trim().split(/\s+/).slice(1).map(Number);
     // user nice system idle iowait irq softirq steal (guest and guest_nice are inside user and nice)
-    return { steal: xs[7] ?? 0, total: xs.slice(0, 8).reduce((a, b) => a + b, 0) };
+    return {
+      steal: xs[7] ?? 0,
+      total: xs.slice(0, 8).reduce((a, b) => a + b, 0),
+      softirq: xs[6] ?? 0,
+      idle: xs[3] ?? 0,
+    };
   } catch {
     return undefined;
   }

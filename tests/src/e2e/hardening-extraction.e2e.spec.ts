@@ -83,12 +83,18 @@ function understate(zip: Buffer, name: string, declared: number): Buffer {
   return out;
 }
 
-async function pdfPages(pages: number): Promise<Uint8Array> {
+/** A PDF of `pages` pages: the first with a short line, or each with `lines` lines of text. */
+async function pdfPages(pages: number, lines = 0): Promise<Uint8Array> {
   const pdf = await PDFDocument.create();
   const font = await pdf.embedFont(StandardFonts.Helvetica);
   for (let p = 0; p < pages; p++) {
-    const page = pdf.addPage([200, 200]);
-    if (p === 0) page.drawText(SENTENCE.slice(0, 20), { x: 10, y: 100, size: 10, font });
+    if (!lines) {
+      const page = pdf.addPage([200, 200]);
+      if (p === 0) page.drawText(SENTENCE.slice(0, 20), { x: 10, y: 100, size: 10, font });
+      continue;
+    }
+    const page = pdf.addPage([600, 800]);
+    for (let l = 0; l < lines; l++) page.drawText(SENTENCE, { x: 10, y: 10 + l * 12, size: 10, font });
   }
   return pdf.save();
 }
@@ -304,8 +310,9 @@ describe('extraction limits: files that break a limit end FAILED, the service ca
     `an extraction interrupted ${MAX_EXTRACTION_ATTEMPTS} times (the process stopped mid-way) is FAILED, ` +
       `not tried for ever`,
     async () => {
-      const heavy = await docxWithBody(24);
-      const up = await uploadFile('interrupted.docx', DOCX_TYPE, heavy);
+      // A long PDF within every limit: its extraction takes seconds even on a quiet machine (15 s here), so the stop
+      // lands mid-way. A DOCX heavy enough to be slow trips the memory limit in ~4 s, which a loaded CI run missed.
+      const up = await uploadFile('interrupted.pdf', 'application/pdf', await pdfPages(2000, 60));
       const status = async () => (await api.get(`/v1/documents/${up.id}`, root)).body.status as string;
       const starts = async () =>
         (await svc.service.store.readStream(streams.document(up.id))).filter(

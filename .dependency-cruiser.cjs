@@ -1,24 +1,28 @@
 /**
  * The package edges (docs/architecture.md, "Packages"): `npm run lint:deps`, run by .ci/run.
  *
- *   contracts <- domain <- command-api, query-api, projectors <- deploy        (tests may import anything)
+ *   contracts <- domain <- search <- projectors <- deploy                     (tests may import anything)
+ *                domain <- command-api, query-api <- deploy
+ *   search <- deploy
  *   client (generated from /openapi.json; imports no workspace) <- console (the web console, a browser bundle)
  *
  * A workspace imports another only through its one entry point (`@svc/<name>`, its src/index.ts),
  * and only in the direction of the arrows: the two APIs never import the projectors (nor each
- * other); they reach engines through the ports declared in domain/src/ports, which deploy wires.
+ * other, nor search); they reach engines through the ports declared in domain/src/ports, which deploy wires.
  */
 const { readFileSync } = require('node:fs');
 
-const PKG = '(contracts|domain|command-api|query-api|projectors|deploy|client|console)';
+const PKG = '(contracts|domain|search|command-api|query-api|projectors|deploy|client|console)';
 /** The arrows of the architecture: what each workspace may depend on. */
 const ARCH = {
   contracts: [],
   domain: ['contracts'],
+  /** The search engines the queries read and the indexer that writes them (its feed and checkpoints: domain ports). */
+  search: ['contracts', 'domain'],
   'command-api': ['contracts', 'domain'],
   'query-api': ['contracts', 'domain'],
-  projectors: ['contracts', 'domain'],
-  deploy: ['contracts', 'domain', 'command-api', 'query-api', 'projectors'],
+  projectors: ['contracts', 'domain', 'search'],
+  deploy: ['contracts', 'domain', 'search', 'command-api', 'query-api', 'projectors'],
   /** The typed client (generated from /openapi.json): a leaf for the service's users, importing no workspace. */
   client: [],
   /** The web console: a browser app calling the service only through the client, as any user's app would. */
@@ -52,12 +56,21 @@ module.exports = {
   forbidden: [
     ...Object.keys(ARCH).map(layer),
     {
-      name: 'apis-never-import-projectors',
+      name: 'apis-never-import-projectors-or-search',
       comment:
         'the APIs reach the barrier, checkpoints, feeds and search engines through the ports in domain/src/ports only',
       severity: 'error',
       from: { path: '^(command-api|query-api)/' },
-      to: { path: '^projectors/' },
+      to: { path: '^(projectors|search)/' },
+    },
+    {
+      name: 'search-engines-never-import-the-indexer',
+      comment:
+        'search/src/engines (what a query reads) stands apart from search/src/indexer (the write side): the ' +
+        'indexer imports the engines it writes, never the other way',
+      severity: 'error',
+      from: { path: '^search/src/engines/' },
+      to: { path: '^search/src/indexer/' },
     },
     {
       name: 'client-main-entry-has-no-node-builtin',

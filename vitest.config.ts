@@ -19,7 +19,7 @@ export default defineConfig({
     include: [
       'tests/src/**/*.spec.ts',
       'tests/eval/**/*.spec.ts',
-      '{contracts,domain,command-api,query-api,projectors,deploy}/src/**/*.spec.ts',
+      '{contracts,domain,search,command-api,query-api,projectors,deploy}/src/**/*.spec.ts',
     ],
     testTimeout: 90_000,
     // Through the router (E2E_TARGET=router) a suite's beforeAll starts five processes and nginx, not one service.

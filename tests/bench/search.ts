@@ -12,7 +12,7 @@ import {
   queryCacheStats,
   type QueryCacheStats,
   SearchCatalogue,
-} from '@svc/projectors';
+} from '@svc/search';
 import type { CatalogueItem, ItemFilter, MaintainReport, Passage, VectorRow } from '@svc/domain';
 import { ENTITIES, QUERIES } from '../src/relevance/corpus';
 import { ROOT } from '../src/support/service';

@@ -29,7 +29,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BuiltinEmbedder, LanceVectorIndex, MEMORY_VECTOR_DEFAULTS, MemoryVectorIndex } from '@svc/projectors';
+import { BuiltinEmbedder, LanceVectorIndex, MEMORY_VECTOR_DEFAULTS, MemoryVectorIndex } from '@svc/search';
 import type { VectorHit, VectorRow } from '@svc/domain';
 import { QUERIES } from '../src/relevance/corpus';
 import { closedLoop, percentile } from './load';

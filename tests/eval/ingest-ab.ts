@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { buildService, loadConfig } from '@svc/deploy';
-import { builtinModelStats } from '@svc/projectors';
+import { builtinModelStats } from '@svc/search';
 import { documentText, loadBeir } from './dataset';
 
 const { values: args } = parseArgs({

@@ -434,7 +434,7 @@ async function loadVectors(dataDir: string): Promise<{ doc: string[]; chunk: num
   return { doc, chunk, vecs };
 }
 async function embedCached(texts: string[], tag: string): Promise<Vec[]> {
-  const { BuiltinEmbedder } = await import('@svc/projectors');
+  const { BuiltinEmbedder } = await import('@svc/search');
   const e = new BuiltinEmbedder();
   // Query texts are embedded as queries (bge prefixes its instruction); the cache is per model.
   const purpose = tag.startsWith('queries') ? 'query' : 'passage';

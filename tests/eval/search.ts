@@ -45,7 +45,7 @@ import { Pool } from 'undici';
 import { buildService, loadConfig, type Service } from '@svc/deploy';
 import { documentText, loadBeir, loadQrels } from './dataset';
 import { evaluate, percentile } from './metrics';
-import { builtinModelStats, describeEmbedder } from '@svc/projectors';
+import { builtinModelStats, describeEmbedder } from '@svc/search';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const MODES = ['TEXT', 'SEMANTIC', 'HYBRID'] as const;

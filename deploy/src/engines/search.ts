@@ -17,7 +17,7 @@ import {
   type PreviousModel,
   SearchCatalogue,
   VectorModelRegistry,
-} from '@svc/projectors';
+} from '@svc/search';
 import type { Config } from '../config';
 import { ROLES } from '../service/roles';
 import { StartupError } from '../service/secret';

@@ -1,5 +1,5 @@
-import type { Sql } from '@svc/domain';
-import { ensureCheckpoints, readCheckpoint, resetCheckpoint, SEARCH_INDEX, writeCheckpoint } from '@svc/projectors';
+import { ensureCheckpoints, readCheckpoint, resetCheckpoint, type Sql, writeCheckpoint } from '@svc/domain';
+import { SEARCH_INDEX } from '@svc/search';
 import { ACTIVITY_TABLE } from '@svc/query-api';
 import { tableExists } from './sql';
 
@@ -9,7 +9,7 @@ import { tableExists } from './sql';
  * database: they are moved at the next start.
  */
 
-/** The search side's tables (projectors/src/search). */
+/** The search side's tables (search/src). */
 const SEARCH_TABLES = [
   'si_schemas',
   'si_items',

@@ -1,6 +1,7 @@
 import { route, type RouteSpec, ServiceError } from '@svc/contracts';
 import type { EventStore, Sql } from '@svc/domain';
-import type { describeEmbedder, KafkaFeed, KafkaRelay, ProjectionRunner, VectorModelRebuild } from '@svc/projectors';
+import type { KafkaFeed, KafkaRelay, ProjectionRunner } from '@svc/projectors';
+import type { describeEmbedder, VectorModelRebuild } from '@svc/search';
 import { type LogSources, ServiceMetrics } from './metrics';
 
 type Stats = { name: string; position: number };

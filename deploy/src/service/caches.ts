@@ -1,6 +1,6 @@
-import type { Sql, StoredEvent } from '@svc/domain';
+import { ensureCheckpoints, type Sql, type StoredEvent } from '@svc/domain';
 import { AccountRateLimits, CachedStanding } from '@svc/command-api';
-import { ensureCheckpoints, isIndexOutcome, type RevocationHooks, sqlAccountStanding } from '@svc/projectors';
+import { isIndexOutcome, type RevocationHooks, sqlAccountStanding } from '@svc/projectors';
 import {
   CredentialResolver,
   JwtCredentials,

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BlobStore, EventStore, SearchEngines, Sql } from '@svc/domain';
 import { InProcessWindowCounter, RedisWindowCounter, type WindowCounter } from '@svc/command-api';
-import { describeEmbedder, type IndexerEngines } from '@svc/projectors';
+import { describeEmbedder, type IndexerEngines } from '@svc/search';
 import type { Config } from '../config';
 import { FileBlobStore } from '../engines/blobs';
 import { PostgresEventStore } from '../engines/event-store-postgres';

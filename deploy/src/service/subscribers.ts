@@ -2,19 +2,18 @@ import { readFileSync } from 'node:fs';
 import type { ReadModelBarrier, ScriptExecutor } from '@svc/domain';
 import { UploadPoller, type UsageMeter } from '@svc/command-api';
 import {
+  catchUpFeed,
   type DocumentWorker,
   inProcessBarrier,
   KafkaFeed,
   KafkaRelay,
-  ModelSwitchVectorIndex,
   ProjectionRunner,
   remoteBarrier,
-  SearchIndexer,
   type TriggerRunner,
-  VectorModelRebuild,
   WebhookDispatcher,
   WebhookSender,
 } from '@svc/projectors';
+import { ModelSwitchVectorIndex, SearchIndexer, VectorModelRebuild } from '@svc/search';
 import type { Config } from '../config';
 import { kafkaSettings } from '../engines/kafka';
 import { moveSearchTables } from '../engines/side-db-move';
@@ -129,6 +128,7 @@ export async function startReactors(o: {
     ? new SearchIndexer(searchSql, store, search, {
         vectorCapacity: config.vectorCapacity,
         blobs,
+        feed: feed ?? catchUpFeed(store),
         log: (m, e) => log(e === undefined ? m : `${m}: ${e instanceof Error ? e.message : String(e)}`),
       })
     : undefined;
@@ -150,7 +150,6 @@ export async function startReactors(o: {
     await searchIndexer.init();
     // A data directory from before the search side had its own database: its tables move over once (then read again).
     if (searchSql !== sql && (await moveSearchTables(sql, searchSql, log))) await searchIndexer.init();
-    searchIndexer.feed = feed;
     searchIndexer.start();
     modelRebuild?.start();
   }

@@ -4,11 +4,11 @@ import type { FilterClause } from '../search/filters';
 
 /*
  * The search ports: the text index, the vector index, the embedder and the
- * search catalogue's reads. Adapters live in projectors/src/search/ (PostgreSQL
+ * search catalogue's reads. Adapters live in search/src/engines/ (PostgreSQL
  * full-text search, Elasticsearch, in-memory; LanceDB, in-memory vectors; the
  * built-in model, an OpenAI-compatible endpoint; the SQL catalogue); deploy
  * opens them (deploy/src/engines/search.ts) and hands them to the search
- * projector and to the query side.
+ * projector (search/src/indexer/) and to the query side.
  */
 
 /**
@@ -140,7 +140,7 @@ export class TextIndexError extends Error {
 
 /**
  * The vector-index port: nearest passages by cosine similarity, isolated by
- * tenant and context. Adapters: LanceDB (projectors/src/search/vector-index.ts)
+ * tenant and context. Adapters: LanceDB (search/src/engines/vector-index.ts)
  * and the in-memory index (memory-vectors.ts); both pass
  * tests/src/contracts/vector-index.contract.ts.
  */
@@ -174,7 +174,7 @@ export interface VectorSearch {
   exact?: boolean;
   /**
    * The query's text, when the vector is a query's: an index still answering a context from an earlier
-   * embedding model's vectors (a model change being rebuilt, projectors/src/search/vector-models.ts)
+   * embedding model's vectors (a model change being rebuilt, search/src/engines/vector-models.ts)
    * embeds it with that model. Other adapters ignore it.
    */
   query?: string;
@@ -231,7 +231,7 @@ export type EmbedPurpose = 'query' | 'passage';
  * The embeddings port: texts in, unit-length vectors out. Runs in the search
  * projector (off the request path) and once per query on the read side
  * (through `SearchEngines.embedQuery`, which caches). Adapters:
- * projectors/src/search/embeddings.ts (the built-in model, an OpenAI-compatible endpoint).
+ * search/src/engines/embeddings.ts (the built-in model, an OpenAI-compatible endpoint).
  */
 export interface Embedder {
   /** Identifies the vector space: vectors of different models never share a table. */
@@ -283,7 +283,7 @@ export interface CatalogueItem extends SearchableItem {
   vectors: number;
 }
 
-/** What the query side reads of the search catalogue (adapter: projectors/src/search/catalogue.ts, SearchCatalogue). */
+/** What the query side reads of the search catalogue (adapter: search/src/engines/catalogue.ts, SearchCatalogue). */
 export interface SearchCatalogueReads {
   items(ids: string[]): Promise<Map<string, CatalogueItem>>;
   /**

@@ -10,7 +10,15 @@ import * as domain from '../index';
  * names. A name spelled in SQL anywhere else is a second owner; comments may name tables.
  */
 const ROOT = resolve(import.meta.dirname, '../../..');
-const PACKAGES = ['contracts/src', 'domain/src', 'command-api/src', 'query-api/src', 'projectors/src', 'deploy/src'];
+const PACKAGES = [
+  'contracts/src',
+  'domain/src',
+  'search/src',
+  'command-api/src',
+  'query-api/src',
+  'projectors/src',
+  'deploy/src',
+];
 const NAME = /\brm_[a-z0-9_]+/g;
 
 /** Every owned name and the module that owns it, from the modules' exported *_TABLES and *_INDEXES objects. */

@@ -9,7 +9,15 @@ import { EVENT_TYPES } from '@svc/contracts';
  * its WrongExpectedRevisionError (a lost race is the handler's: it re-reads and decides again, or answers).
  */
 const ROOT = resolve(import.meta.dirname, '../../..');
-const PACKAGES = ['contracts/src', 'domain/src', 'command-api/src', 'query-api/src', 'projectors/src', 'deploy/src'];
+const PACKAGES = [
+  'contracts/src',
+  'domain/src',
+  'search/src',
+  'command-api/src',
+  'query-api/src',
+  'projectors/src',
+  'deploy/src',
+];
 
 /** Where appending is the code's own job, and why. */
 const APPENDERS: Record<string, string> = {

@@ -19,7 +19,7 @@ import {
   type WriteDeps,
 } from '@svc/domain';
 import { Reactor, type ReactorStats } from '../runtime/reactor';
-import { loadDocument } from '../search/documents';
+import { loadDocument } from '@svc/search';
 import { canExtract, extractText, ExtractionAbortedError, MAX_EXTRACT_BYTES, MAX_EXTRACTION_ATTEMPTS } from './extract';
 
 /** Documents processed at once within a batch. */
@@ -43,7 +43,7 @@ export interface DocumentWorkerStats extends ReactorStats {
  * own checkpoint, off the request path. It turns an upload into text
  * (UPLOADED -> EXTRACTING -> PENDING_INDEX, or FAILED), settles store-only
  * documents (indexMode NONE -> STORED) and discards the text of storeText:
- * false documents once the search projector (projectors/src/search/indexer.ts)
+ * false documents once the search projector (search/src/indexer/indexer.ts)
  * has settled their outcome (DocumentIndexed / DocumentIndexSkipped); every
  * other index outcome (INDEXED, SKIPPED, FAILED) is the search projector's. Every transition is a command of the
  * document processing decider (domain/src/documents/processing.ts) run by the command handler; a reaction whose

@@ -1,8 +1,13 @@
 import type { Consumer, Message, MessagesStream } from '@platformatic/kafka';
-import type { EventStore, Sql, StoredEvent } from '@svc/domain';
-import type { CatchUpOptions } from '../runtime/catch-up';
-import { readCheckpoint } from '../runtime/checkpoints';
-import type { EventFeed, FeedStatus } from '../runtime/feed';
+import {
+  type CatchUpOptions,
+  type EventFeed,
+  type EventStore,
+  type FeedStatus,
+  readCheckpoint,
+  type Sql,
+  type StoredEvent,
+} from '@svc/domain';
 import { createConsumer, ensureTopic, type KafkaSettings } from './client';
 import { fromMessage, H, type FeedEvent } from './messages';
 

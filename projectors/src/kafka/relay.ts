@@ -1,8 +1,14 @@
 import type { Producer } from '@platformatic/kafka';
-import type { EventStore, Sql, StoredEvent } from '@svc/domain';
+import {
+  ensureCheckpoints,
+  type EventStore,
+  readCheckpoint,
+  type Sql,
+  type StoredEvent,
+  writeCheckpoint,
+} from '@svc/domain';
 import { catchUp } from '../runtime/catch-up';
 import { traceBatch } from '../runtime/trace';
-import { ensureCheckpoints, readCheckpoint, writeCheckpoint } from '../runtime/checkpoints';
 import type { FollowerStats } from '../runtime/runner';
 import { createProducer, ensureTopic, type KafkaSettings } from './client';
 import { toMessage, type OutMessage } from './messages';

@@ -1,17 +1,5 @@
-import type { EventStore, StoredEvent } from '@svc/domain';
+import type { CatchUpOptions, EventStore, StoredEvent } from '@svc/domain';
 import type { LogRead } from './log-tail';
-
-export interface CatchUpOptions {
-  /** Deliver events with position > from. */
-  from: number;
-  batchSize?: number;
-  signal: AbortSignal;
-  /** Applies a batch; returns the position now checkpointed. Throwing retries the same batch after a backoff. */
-  handle: (events: StoredEvent[]) => Promise<number>;
-  onError?: (error: unknown, attempt: number) => void;
-  /** Safety poll when no append notification arrives (e.g. another process wrote). */
-  pollMs?: number;
-}
 
 const sleep = (ms: number, signal: AbortSignal, wake?: (w: () => void) => () => void) =>
   new Promise<void>((resolve) => {

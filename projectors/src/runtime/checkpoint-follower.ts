@@ -1,5 +1,4 @@
-import type { ReadModelCheckpoint, Sql } from '@svc/domain';
-import { readCheckpoint } from './checkpoints';
+import { type ReadModelCheckpoint, readCheckpoint, type Sql } from '@svc/domain';
 import { CHECKPOINT_CHANNEL, type ProjectionRunner } from './runner';
 
 /**

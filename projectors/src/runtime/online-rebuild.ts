@@ -1,6 +1,5 @@
-import { type EventStore, type Sql, type SqlQueryable, WEBHOOK_TABLES } from '@svc/domain';
+import { type EventStore, type Sql, type SqlQueryable, WEBHOOK_TABLES, writeCheckpoint } from '@svc/domain';
 import { notifyCheckpoint, ProjectionRunner, type SqlProjection } from './runner';
-import { writeCheckpoint } from './checkpoints';
 
 /** Where an online rebuild is (GET /operator/rebuilds/{id}). */
 export type RebuildState = 'building' | 'switching' | 'done' | 'failed';

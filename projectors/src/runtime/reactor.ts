@@ -1,6 +1,15 @@
-import type { EventStore, Sql, SqlQueryable, StoredEvent } from '@svc/domain';
-import { advanceCheckpoint, ensureCheckpoints, readCheckpoint, writeCheckpoint } from './checkpoints';
-import { catchUpFeed, type EventFeed } from './feed';
+import {
+  advanceCheckpoint,
+  ensureCheckpoints,
+  type EventFeed,
+  type EventStore,
+  readCheckpoint,
+  type Sql,
+  type SqlQueryable,
+  type StoredEvent,
+  writeCheckpoint,
+} from '@svc/domain';
+import { catchUpFeed } from './feed';
 
 /** What every reactor reports in /readyz and /metrics, beside its own counters. */
 export interface ReactorStats {

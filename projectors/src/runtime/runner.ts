@@ -1,13 +1,18 @@
-import { ensureCheckpoints, readCheckpoint, resetCheckpoint, touchCheckpoint, writeCheckpoint } from './checkpoints';
 import {
+  ensureCheckpoints,
+  type EventFeed,
   type EventStore,
+  readCheckpoint,
   type ReadModelBarrier,
+  resetCheckpoint,
   type Sql,
   type SqlQueryable,
   type StoredEvent,
   streams,
+  touchCheckpoint,
+  writeCheckpoint,
 } from '@svc/domain';
-import { catchUpFeed, type EventFeed } from './feed';
+import { catchUpFeed } from './feed';
 import { traceBatch } from './trace';
 import {
   clearQuarantine,

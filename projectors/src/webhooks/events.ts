@@ -1,6 +1,6 @@
 import type { WebhookEventType } from '@svc/contracts';
 import { documentData, type EventStore, recordData, type StoredEvent, streams } from '@svc/domain';
-import { loadDocument } from '../search/documents';
+import { loadDocument } from '@svc/search';
 
 /**
  * A log event as webhooks see it: its type, what it is about and its tenant (data is built only when someone

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BuiltinEmbedder, EmbeddingError, OpenAiEmbedder } from '@svc/projectors';
+import { BuiltinEmbedder, EmbeddingError, OpenAiEmbedder } from '@svc/search';
 import { eventually, startService, type TestService } from '../support/service';
 
 /**

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPglite } from '@svc/deploy';
 import type { Sql, TextHit, TextSearch } from '@svc/domain';
-import { loadElasticsearch, PgTextIndex } from '@svc/projectors';
+import { loadElasticsearch, PgTextIndex } from '@svc/search';
 import { ndcgAt10, QUERIES } from '../relevance/corpus';
 import { serverUrl, tempDir } from '../support/engines';
 import { PARITY_FILTERS, PARITY_MODES, parityItem, parityPassages } from './text-index.parity-fixtures';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type IndexedItem, parseFilters, TextIndexError, type TextMode } from '@svc/domain';
-import { loadElasticsearch } from '@svc/projectors';
+import { loadElasticsearch } from '@svc/search';
 import { serverUrl } from '../support/engines';
 import { textIndexContract } from './text-index.contract';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPglite } from '@svc/deploy';
 import { chunkText, type IndexedItem, type Sql, type TextSearch } from '@svc/domain';
-import { MemoryTextIndex, PgTextIndex } from '@svc/projectors';
+import { MemoryTextIndex, PgTextIndex } from '@svc/search';
 import { QUERIES } from '../relevance/corpus';
 import { tempDir } from '../support/engines';
 import { PARITY_FILTERS, PARITY_MODES, parityItem, parityPassages } from './text-index.parity-fixtures';

@@ -1,5 +1,5 @@
 import { openPglite } from '@svc/deploy';
-import { MemoryTextIndex, PgTextIndex } from '@svc/projectors';
+import { MemoryTextIndex, PgTextIndex } from '@svc/search';
 import { tempDir } from '../support/engines';
 import { textIndexContract } from './text-index.contract';
 

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { openPglite } from '@svc/deploy';
 import { chunkText, type Sql, TextIndexError, type TextSearch } from '@svc/domain';
-import { PgTextIndex } from '@svc/projectors';
+import { PgTextIndex } from '@svc/search';
 import { QUERIES } from '../relevance/corpus';
 import { tempDir } from '../support/engines';
 import { PARITY_FILTERS, PARITY_MODES, parityItem, parityPassages } from './text-index.parity-fixtures';

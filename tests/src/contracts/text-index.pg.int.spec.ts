@@ -1,4 +1,4 @@
-import { INSERT_PASSAGES_ONLY, PgTextIndex } from '@svc/projectors';
+import { INSERT_PASSAGES_ONLY, PgTextIndex } from '@svc/search';
 import { describe, expect, it } from 'vitest';
 import { scratchSql, serverUrl } from '../support/engines';
 import { textIndexContract } from './text-index.contract';

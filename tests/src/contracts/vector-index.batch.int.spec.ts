@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { LanceVectorIndex, MemoryVectorIndex } from '@svc/projectors';
+import { LanceVectorIndex, MemoryVectorIndex } from '@svc/search';
 import type { VectorIndex, VectorRow } from '@svc/domain';
 import { tempDir } from '../support/engines';
 

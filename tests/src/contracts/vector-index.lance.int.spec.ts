@@ -1,4 +1,4 @@
-import { LanceVectorIndex } from '@svc/projectors';
+import { LanceVectorIndex } from '@svc/search';
 import { tempDir } from '../support/engines';
 import { DIMS, vectorIndexContract } from './vector-index.contract';
 

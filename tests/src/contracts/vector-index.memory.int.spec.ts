@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LanceVectorIndex, MemoryVectorIndex } from '@svc/projectors';
+import { LanceVectorIndex, MemoryVectorIndex } from '@svc/search';
 import type { VectorRow } from '@svc/domain';
 import { tempDir } from '../support/engines';
 import { DIMS, unit, vectorIndexContract } from './vector-index.contract';

@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BuiltinEmbedder } from '@svc/projectors';
-import { BGE_SMALL_Q, installedModel } from '../../../projectors/src/search/models.mjs';
+import { BuiltinEmbedder } from '@svc/search';
+import { BGE_SMALL_Q, installedModel } from '../../../search/src/engines/models.mjs';
 import { tempDir } from '../support/engines';
 import { eventually, startService, type TestService } from '../support/service';
 
@@ -129,7 +129,7 @@ describe.skipIf(!installedModel(BGE_SMALL_Q).ok)('changing the embedding model',
       'SELECT model, dims FROM si_vector_models',
     );
     expect(rows).toEqual([{ model: 'openai:bge-reversed', dims: 384 }]);
-    const { LanceVectorIndex } = await import('@svc/projectors');
+    const { LanceVectorIndex } = await import('@svc/search');
     const old = new LanceVectorIndex(`${data.dir}/lancedb`, 'bge-small-en-v1.5-q', 384);
     const t = svc.bootstrap.tenants.live;
     expect(await old.countRows({ tenantId: t.tenantId, contextId: t.contextId })).toBe(0);

@@ -2,16 +2,16 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error plain JavaScript module of the model thread (no declarations)
-import { clsPool, encode, loadBge, loadTokenizer, truncateIds } from '../../../projectors/src/search/bge.mjs';
-import { BGE_SMALL_Q, installedModel } from '../../../projectors/src/search/models.mjs';
+import { clsPool, encode, loadBge, loadTokenizer, truncateIds } from '../../../search/src/engines/bge.mjs';
+import { BGE_SMALL_Q, installedModel } from '../../../search/src/engines/models.mjs';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { BuiltinEmbedder, BuiltinModelMissing, describeEmbedder } from '@svc/projectors';
+import { BuiltinEmbedder, BuiltinModelMissing, describeEmbedder } from '@svc/search';
 import { tempDir } from '../support/engines';
 import { ROOT } from '../support/service';
 
 /**
- * The built-in model (bge-small-en-v1.5, int8 ONNX; projectors/src/search/bge.mjs): tokenizer
+ * The built-in model (bge-small-en-v1.5, int8 ONNX; search/src/engines/bge.mjs): tokenizer
  * truncation, CLS pooling and normalisation, the query instruction, checked on known sentences
  * by cosine similarity rather than against a stored vector. Needs the model in the cache (the
  * install step fetches it); without it the service refuses to start (checked last, with the model hidden).

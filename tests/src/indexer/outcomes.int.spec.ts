@@ -4,17 +4,8 @@ import { PostgresEventStore } from '@svc/deploy';
 import { EVENT_SCHEMA_VERSION } from '@svc/contracts';
 import { FileBlobStore, openPglite } from '@svc/deploy';
 import { type Sql, type StoredEvent, streams } from '@svc/domain';
-import {
-  type Embedder,
-  LanceVectorIndex,
-  PgTextIndex,
-  ProjectionRunner,
-  recordsProjection,
-  schemasProjection,
-  SearchCatalogue,
-  SearchIndexer,
-  webhookSources,
-} from '@svc/projectors';
+import { catchUpFeed, ProjectionRunner, recordsProjection, schemasProjection, webhookSources } from '@svc/projectors';
+import { type Embedder, LanceVectorIndex, PgTextIndex, SearchCatalogue, SearchIndexer } from '@svc/search';
 import { tempDir } from '../support/engines';
 import { recordOutcomes } from './outcome-stream';
 
@@ -47,7 +38,12 @@ describe('search projector: index outcomes in batches', () => {
       sql,
       store,
       { text: new PgTextIndex(sql), vectors, embedder, catalogue: new SearchCatalogue(sql) },
-      { vectorCapacity: 1_000_000, blobs: new FileBlobStore(`${tmp.dir}/blobs`), attempts: 1 },
+      {
+        vectorCapacity: 1_000_000,
+        blobs: new FileBlobStore(`${tmp.dir}/blobs`),
+        attempts: 1,
+        feed: catchUpFeed(store),
+      },
     );
     await indexer.init();
     cleanup.push(

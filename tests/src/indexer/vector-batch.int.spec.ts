@@ -4,7 +4,8 @@ import { PostgresEventStore } from '@svc/deploy';
 import { EVENT_SCHEMA_VERSION } from '@svc/contracts';
 import { FileBlobStore, openPglite } from '@svc/deploy';
 import { type Sql, streams, type VectorRow } from '@svc/domain';
-import { type Embedder, LanceVectorIndex, PgTextIndex, SearchCatalogue, SearchIndexer } from '@svc/projectors';
+import { catchUpFeed } from '@svc/projectors';
+import { type Embedder, LanceVectorIndex, PgTextIndex, SearchCatalogue, SearchIndexer } from '@svc/search';
 import { recordOutcomes } from './outcome-stream';
 import { tempDir } from '../support/engines';
 
@@ -57,7 +58,12 @@ describe('search projector: batched vector writes', () => {
       sql,
       store,
       { text: new PgTextIndex(sql), vectors, embedder, catalogue },
-      { vectorCapacity: 1_000_000, blobs: new FileBlobStore(`${tmp.dir}/blobs`), attempts: 1 },
+      {
+        vectorCapacity: 1_000_000,
+        blobs: new FileBlobStore(`${tmp.dir}/blobs`),
+        attempts: 1,
+        feed: catchUpFeed(store),
+      },
     );
     await indexer.init();
     cleanup.push(

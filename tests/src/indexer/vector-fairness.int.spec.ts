@@ -3,16 +3,16 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PostgresEventStore } from '@svc/deploy';
 import { EVENT_SCHEMA_VERSION } from '@svc/contracts';
 import { FileBlobStore, openPglite } from '@svc/deploy';
-import { type Sql, streams } from '@svc/domain';
+import { readCheckpoint, type Sql, streams } from '@svc/domain';
+import { catchUpFeed } from '@svc/projectors';
 import {
   type Embedder,
   LanceVectorIndex,
   PgTextIndex,
-  readCheckpoint,
   SEARCH_INDEX,
   SearchCatalogue,
   SearchIndexer,
-} from '@svc/projectors';
+} from '@svc/search';
 import { recordOutcomes } from './outcome-stream';
 import { tempDir } from '../support/engines';
 
@@ -78,7 +78,12 @@ describe('search projector: the per-tenant vector queue', () => {
         sql,
         store,
         { text: new PgTextIndex(sql), vectors, embedder, catalogue: new SearchCatalogue(sql) },
-        { vectorCapacity: 1_000_000, blobs: new FileBlobStore(`${tmp.dir}/blobs`), attempts: 2 },
+        {
+          vectorCapacity: 1_000_000,
+          blobs: new FileBlobStore(`${tmp.dir}/blobs`),
+          attempts: 2,
+          feed: catchUpFeed(store),
+        },
       );
       await ix.init();
       cleanup.push(() => ix.stop());

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventCodec, type EventType, metadataCodec } from '@svc/contracts';
-import type { StoredEvent } from '@svc/domain';
-import { H, KafkaFeed, KafkaRelay, RELAY, writeCheckpoint } from '@svc/projectors';
+import { type StoredEvent, writeCheckpoint } from '@svc/domain';
+import { H, KafkaFeed, KafkaRelay, RELAY } from '@svc/projectors';
 import { eventually, startService, type TestService } from '../support/service';
 import { brokers, freshTopic, readTopic, settingsFor, SKIP_REASON, type RawMessage } from './kafka-support';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Sql } from '@svc/domain';
+import { ensureCheckpoints, type Sql, writeCheckpoint } from '@svc/domain';
 import { openPostgres } from '@svc/deploy';
-import { ensureCheckpoints, notifyCheckpoint, remoteBarrier, writeCheckpoint } from '@svc/projectors';
+import { notifyCheckpoint, remoteBarrier } from '@svc/projectors';
 import { freshPostgresSchema, serverUrl } from '../support/engines';
 
 /**

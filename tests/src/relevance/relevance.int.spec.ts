@@ -9,7 +9,7 @@ import {
   LanceVectorIndex,
   PgTextIndex,
   SearchCatalogue,
-} from '@svc/projectors';
+} from '@svc/search';
 import { runSearch } from '@svc/query-api';
 import { tempDir } from '../support/engines';
 import { ndcgAt10, QUERIES, passages } from './corpus';

@@ -11,8 +11,9 @@ import {
   type Sql,
   streams,
   triggerStreams,
+  writeCheckpoint,
 } from '@svc/domain';
-import { ProjectionRunner, triggersProjection, TriggerRunner, writeCheckpoint } from '@svc/projectors';
+import { ProjectionRunner, TriggerRunner, triggersProjection } from '@svc/projectors';
 
 /**
  * The trigger runner's bookkeeping against a real event store and SQL (PGlite in

@@ -26,13 +26,6 @@ import { type Passage, type Sql, sqlBatch, type SqlStatement } from '@svc/domain
  * of the next), never for the big item. Completed jobs are committed after
  * their round, while the next round's call runs.
  */
-export const VECTOR_JOBS_TABLE = 'si_vector_jobs';
-export const VECTOR_JOBS_DDL = `
-CREATE TABLE IF NOT EXISTS si_vector_jobs (
-  item_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, position bigint NOT NULL,
-  job jsonb NOT NULL, passages jsonb NOT NULL, enqueued_at timestamptz NOT NULL DEFAULT now());
-CREATE INDEX IF NOT EXISTS si_vector_jobs_ctx ON si_vector_jobs (tenant_id, context_id);`;
-
 /** Passages embedded per round when the embedder states no `passageBatch` (as an endpoint's request). */
 export const ROUND_PASSAGES = 64;
 
@@ -70,9 +63,9 @@ export interface VectorJob extends VectorJobSpec {
   /** Vectors of passages 0..vectors.length-1. */
   vectors: number[][];
   /**
-   * The FIFO it waits in (default: its tenant's). Re-embedding a context for a new model (vector-models.ts) queues
-   * its jobs in a lane of their own, served in turn like another tenant, so the tenant's new writes do not wait
-   * behind its rebuild.
+   * The FIFO it waits in (default: its tenant's). Re-embedding a context for a new model (vector-model-rebuild.ts)
+   * queues its jobs in a lane of their own, served in turn like another tenant, so the tenant's new writes do not
+   * wait behind its rebuild.
    */
   lane?: string;
   /** Its vectors are being written and its outcome appended (not served meanwhile). */

@@ -45,7 +45,7 @@ import { TextIndexUnavailable } from './text-unavailable';
  * are TextIndexUnavailable (`missing` when the index is gone), `created` says
  * that the last init() had to create the index, and `lost()` checks that it is
  * still there with its marker (the mapping's `_meta`); the search projector
- * rebuilds the keyword index from the log when it was lost (indexer.ts).
+ * rebuilds the keyword index from the log when it was lost (../indexer/indexer.ts).
  */
 type Doc = {
   item_id: string;

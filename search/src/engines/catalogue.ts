@@ -9,7 +9,14 @@ import type {
   SqlQueryable,
 } from '@svc/domain';
 import { filterSql } from './filter-sql';
-import { VECTOR_JOBS_DDL, VECTOR_JOBS_TABLE } from './vector-queue';
+
+/** The vector jobs' table (indexer/vector-queue.ts): part of the catalogue, created and moved with it. */
+export const VECTOR_JOBS_TABLE = 'si_vector_jobs';
+export const VECTOR_JOBS_DDL = `
+CREATE TABLE IF NOT EXISTS si_vector_jobs (
+  item_id text PRIMARY KEY, tenant_id text NOT NULL, context_id text NOT NULL, position bigint NOT NULL,
+  job jsonb NOT NULL, passages jsonb NOT NULL, enqueued_at timestamptz NOT NULL DEFAULT now());
+CREATE INDEX IF NOT EXISTS si_vector_jobs_ctx ON si_vector_jobs (tenant_id, context_id);`;
 
 /**
  * The search projector's own state in SQL, whatever the text engine: the
@@ -18,7 +25,7 @@ import { VECTOR_JOBS_DDL, VECTOR_JOBS_TABLE } from './vector-queue';
  * that narrow the vector leg, the metadata results show, the revision indexed
  * and its vector count (per-tenant capacity: the vectors written, or, while
  * its vector job is queued, the vectors it will have), and the queued vector
- * jobs (si_vector_jobs, ./vector-queue.ts).
+ * jobs (si_vector_jobs, ../indexer/vector-queue.ts).
  */
 export const CATALOGUE_TABLES = ['si_items', 'si_schemas', VECTOR_JOBS_TABLE];
 export const CATALOGUE_DDL =

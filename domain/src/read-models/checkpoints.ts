@@ -1,9 +1,11 @@
-import type { Sql, SqlQueryable } from '@svc/domain';
+import type { Sql, SqlQueryable } from '../ports/sql';
 
 /**
  * Checkpoints of every subscriber of the log (read models, search index,
  * document worker): one row per name, the last position applied. Written in
- * the same transaction as the work where the work is SQL.
+ * the same transaction as the work where the work is SQL. Here in domain
+ * because both the projectors' runtime and the search indexer (@svc/search)
+ * keep one, and neither imports the other's package.
  */
 export const ensureCheckpoints = (sql: Sql) =>
   sql.exec(`CREATE TABLE IF NOT EXISTS proj_checkpoints (name text PRIMARY KEY, position bigint NOT NULL)`);

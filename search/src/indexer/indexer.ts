@@ -1,4 +1,3 @@
-import { ensureCheckpoints, readCheckpoint, resetCheckpoint, writeCheckpoint } from '../runtime/checkpoints';
 import { randomUUID } from 'node:crypto';
 import type { DomainEvent, EventData, EventMetadata, SchemaDefinition } from '@svc/contracts';
 import {
@@ -6,6 +5,8 @@ import {
   type CatalogueItem,
   chunkText,
   type Embedder,
+  ensureCheckpoints,
+  type EventFeed,
   type EventStore,
   filterAttributes,
   type IndexedItem,
@@ -13,7 +14,9 @@ import {
   NO_WAIT,
   type Passage,
   processDocument,
+  readCheckpoint,
   recordPassages,
+  resetCheckpoint,
   type Sql,
   type StoredEvent,
   streams,
@@ -21,12 +24,12 @@ import {
   type TextIndex,
   tornDownCache,
   type VectorIndex,
+  writeCheckpoint,
 } from '@svc/domain';
-import { catchUpFeed, type EventFeed } from '../runtime/feed';
-import { CATALOGUE_TABLES, SearchCatalogue } from './catalogue';
+import { CATALOGUE_TABLES, SearchCatalogue } from '../engines/catalogue';
+import { TextIndexUnavailable } from '../engines/text-unavailable';
 import { documentCatalogueItem, loadDocument } from './documents';
 import { OutcomeLog, type RecordOutcome } from './outcomes';
-import { TextIndexUnavailable } from './text-unavailable';
 import {
   FairQueue,
   ROUND_PASSAGES,
@@ -95,6 +98,11 @@ export interface IndexerOptions {
   vectorCapacity: number;
   /** Document text (DocumentTextReady.textRef). */
   blobs: BlobStore;
+  /**
+   * Where events come from: the store's catch-up feed (projectors' `catchUpFeed`) unless Kafka is configured
+   * (`KafkaFeed`). The feeds are the projectors' runtime, which search does not import.
+   */
+  feed: EventFeed;
   /**
    * Attempts of a batch whose text leg fails (and of a vector job whose embedding or write fails) before items are
    * marked FAILED.
@@ -178,8 +186,8 @@ export class SearchIndexer {
   private textReplay: { at: number; upTo: number; schemas: Map<string, SchemaDefinition> } | null = null;
   private probe: ReturnType<typeof setInterval> | undefined;
   private probing = false;
-  /** Where events come from (set before start): the store's catch-up subscription unless Kafka is configured. */
-  feed?: EventFeed;
+  /** Where events come from (IndexerOptions.feed; may be replaced before start). */
+  feed: EventFeed;
 
   /**
    * One write for the whole batch where the adapter offers it; should it fail (or be absent, or the batch hold one
@@ -213,6 +221,7 @@ export class SearchIndexer {
   ) {
     this.jobs = new VectorJobStore(sql);
     this.outcomes = new OutcomeLog(sql, store, o.now);
+    this.feed = o.feed;
   }
 
   /** The last checkpoint write, in flight (applyBatchNow does not wait for it). */
@@ -262,7 +271,7 @@ export class SearchIndexer {
       this.probe.unref?.();
     }
     if (this.textLost) void this.checkText();
-    this.loop = (this.feed ?? catchUpFeed(this.store)).follow(SEARCH_INDEX, {
+    this.loop = this.feed.follow(SEARCH_INDEX, {
       from: this.position,
       // Events per batch: one text write, one vector write and one outcome round (appended, then applied by the read
       // models) per batch. 500 gave batches of ~170 documents in a bulk ingest, but under 32 connections of TEXT
@@ -348,7 +357,7 @@ export class SearchIndexer {
 
   /**
    * Queues re-embedding work that is not in the log's order (a context rebuilt for a new embedding model,
-   * vector-models.ts): in-memory jobs in their own lane, not stored (a restart plans them again) and not holding
+   * vector-model-rebuild.ts): in-memory jobs in their own lane, not stored (a restart plans them again) and not holding
    * back `current`. An item with queued work keeps it (its own job writes the current model's vectors anyway).
    * Returns the item ids queued.
    */

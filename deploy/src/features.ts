@@ -75,6 +75,7 @@ import {
   IdentityReads,
   meteredSearch,
   type ReadCache,
+  type RecentRecords,
   recordQueryRoutes,
   RecordReads,
   type RecordRow,
@@ -116,6 +117,7 @@ export interface CommandFeatureDeps {
 export interface QueryFeatureDeps {
   /** Set only when the projector runs in this process (exact invalidation). */
   recordCache?: ReadCache<RecordRow>;
+  recentRecords?: RecentRecords;
   pageCache?: ReadCache<unknown>;
   /** Schema reads with their definition cache, as the role keeps it (caches.ts); else one of their own. */
   schemas?: SchemaReads;
@@ -227,7 +229,7 @@ const webhookFeatureRoutes = (w: WebhookCommandDeps): RouteSpec[] => [
 export function queryAreas(f: QueryFeatureDeps): Area[] {
   const schemas = f.schemas ?? new SchemaReads(f.sql, { versioned: !f.recordCache });
   const history = new HistoryReads(f.sql);
-  const records = new RecordReads(f.sql, f.recordCache);
+  const records = new RecordReads(f.sql, f.recordCache, f.recentRecords);
   const folders = new FolderReads(f.sql);
   const documents = new DocumentReads(f.sql);
   return [

@@ -22,6 +22,7 @@ export * from './inference/tokens';
 export * from './read-cache';
 export * from './records/lookups';
 export * from './records/reads';
+export * from './records/recent';
 export * from './records/routes';
 export * from './schemas/reads';
 export * from './schemas/routes';

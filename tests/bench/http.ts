@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Pool } from 'undici';
+import { RECENT_RECORDS_KEPT } from '@svc/query-api';
 import { OPERATOR_TOKEN, spawnService, type Bootstrap } from '../src/support/service';
 import { BENCH_ACCOUNT_TERMS } from './account';
 import { closedLoop, type LoadResult } from './load';
@@ -92,6 +93,8 @@ export interface HttpResults {
   byIdCold: LoadResult;
   hotIds: number;
   coldIds: number;
+  /** Of the cold ids, those among the service's newest RECENT_RECORDS_KEPT creates (read without a query). */
+  coldRecent: number;
   /**
    * The service's projection runner during the measured creates (from /readyz): events per batch shows whether group
    * commit batches.
@@ -164,8 +167,11 @@ export async function httpRecords(svc: HttpService, t: Timing & { createMs: numb
     const hot = ids.slice(0, HOT_SET);
     const byId = await closedLoop({ ...t, op: (_w, seq) => get(hot[seq % hot.length]) });
     // Cold: every request a different id the hot phase never read (each id once; the phase ends when they run out).
+    // Those among the service's newest RECENT_RECORDS_KEPT creates are served from the rows the projector kept (no
+    // query): counted apart, so the line says what it measured (the peers section reads only older ids).
     let next = hot.length;
     const cold = ids.length - hot.length;
+    const coldRecent = Math.min(cold, RECENT_RECORDS_KEPT);
     const byIdCold = await closedLoop({
       ...t,
       warmupMs: cold >= 5000 ? 300 : 0,
@@ -205,6 +211,7 @@ export async function httpRecords(svc: HttpService, t: Timing & { createMs: numb
       byIdCold,
       hotIds: hot.length,
       coldIds: cold,
+      coldRecent,
       list,
       listRows,
       lookup,

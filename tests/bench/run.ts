@@ -205,7 +205,10 @@ async function main() {
         `(${(http.projection.events / Math.max(1, http.projection.batches)).toFixed(1)} per batch)`,
     );
     log(`H by-id (${http.hotIds}-id working set): ${brief(http.byId)}`);
-    log(`H by-id cold (${http.coldIds} ids, each once): ${brief(http.byIdCold)}`);
+    log(
+      `H by-id cold (${http.coldIds} ids, each once; ${http.coldRecent} of them among the newest creates, read ` +
+        `without a query): ${brief(http.byIdCold)}`,
+    );
     log(`H list: ${brief(http.list)} (${http.listRows} rows/page)`);
 
     // --- raw reads on a copy of the service's data (the service is stopped) ---
@@ -292,7 +295,9 @@ async function main() {
       {
         id: 'H3c',
         section: S2,
-        name: `by-id cold: each id read once (${http.byIdCold.ops} of ${http.coldIds} ids)`,
+        name:
+          `by-id cold: each id read once (${http.byIdCold.ops} of ${http.coldIds} ids; ${http.coldRecent} of them ` +
+          `among the newest creates, whose first read needs no query: the peers section's PC reads older ones)`,
         result: http.byIdCold,
         target: 'report',
         ratio: ratio(http.byIdCold, reads.byId, 'R4'),

@@ -134,6 +134,7 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
       store,
       deps,
       recordCache: caches.recordCache,
+      recentRecords: caches.recentRecords,
       pageCache: caches.pageCache,
       blobs,
       storageUrlTtlMs,

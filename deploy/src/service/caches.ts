@@ -7,6 +7,7 @@ import {
   type JwtKeyOptions,
   pageKeyPrefix,
   ReadCache,
+  RecentRecords,
   type RecordRow,
   SchemaReads,
   TenancyReads,
@@ -47,6 +48,8 @@ export interface ReadCaches {
   standing: CachedStanding;
   /** By-id and page caches: only beside an in-process projector that invalidates them. */
   recordCache?: ReadCache<RecordRow>;
+  /** Rows of records created lately, kept from the projector's commits (a first read costs no query): same rule. */
+  recentRecords?: RecentRecords;
   pageCache?: ReadCache<unknown>;
   /** The read-model projections' change hooks (readModelProjections). */
   revocations: RevocationHooks;
@@ -93,6 +96,7 @@ export async function openCaches(
   // version.
   const standing = new CachedStanding(sqlAccountStanding(sql), 5000, 10_000, versioned);
   const recordCache = role.exactCaches ? new ReadCache<RecordRow>() : undefined;
+  const recentRecords = role.exactCaches ? new RecentRecords() : undefined;
   // Lookup and list pages are dropped whenever records or schemas change.
   const pageCache = role.exactCaches ? new ReadCache<unknown>(5_000) : undefined;
   return {
@@ -103,14 +107,24 @@ export async function openCaches(
     accountLimits,
     standing,
     recordCache,
+    recentRecords,
     pageCache,
     revocations: { revoking: () => credentials.hold(), revoked: () => credentials.release() },
-    onRecordsChanged: (ids) => (ids ? recordCache?.invalidate(ids) : recordCache?.clear()),
+    onRecordsChanged(ids) {
+      if (ids) {
+        recordCache?.invalidate(ids);
+        recentRecords?.invalidate(ids);
+      } else {
+        recordCache?.clear();
+        recentRecords?.clear();
+      }
+    },
     onUsageChange: (accountId, totals) =>
       accountId && totals
         ? totals.forEach((used, period) => standing.moved(accountId, period, used))
         : standing.invalidate(accountId),
     onCommitted(events) {
+      recentRecords?.committed(events);
       // Index outcomes change only their context's pages (indexStatus); every other change of these kinds drops them
       // all.
       if (events.some((e) => /^(Record|Schema|Context|Tenant)/.test(e.type) && !isIndexOutcome(e))) pageCache?.clear();
@@ -132,6 +146,7 @@ export async function openCaches(
       accountLimits.invalidate();
       standing.invalidate();
       recordCache?.clear();
+      recentRecords?.clear();
       pageCache?.clear();
     },
   };

@@ -1,3 +1,5 @@
+import type { StoredEvent } from '../ports/event-store';
+
 // The records read model's names (docs/architecture.md "Projections"): the projectors create and write these tables,
 // the query API reads them; SQL elsewhere interpolates these names instead of spelling them.
 
@@ -16,3 +18,21 @@ export const RECORD_INDEXES = Object.freeze({
   recordLookupsKey: 'rm_record_lookups_key',
   recordLookupsRecord: 'rm_record_lookups_record',
 } as const);
+
+/** The records whose rows in the read model an event changes ('all': a context or tenant went). */
+export function recordsChangedBy(e: StoredEvent): string[] | 'all' {
+  switch (e.type) {
+    case 'RecordCreated':
+    case 'RecordUpdated':
+    case 'RecordDeleted':
+    case 'RecordIndexed':
+    case 'RecordIndexFailed':
+      return [e.data.recordId];
+    case 'RecordsIndexed':
+      return e.data.outcomes.map((o) => o.recordId);
+    case 'ContextDeleted':
+    case 'TenantTornDown':
+      return 'all';
+  }
+  return [];
+}

@@ -10,6 +10,7 @@ import {
   type StoredEvent,
   RECORD_INDEXES,
   RECORD_TABLES,
+  recordsChangedBy,
   SCHEMA_TABLES,
 } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
@@ -148,20 +149,11 @@ ALTER TABLE ${RECORD_TABLES.records} ` +
   },
   afterCommit(events) {
     if (!onChanged) return;
-    if (events.some((e) => e.type === 'ContextDeleted' || e.type === 'TenantTornDown')) return onChanged(null);
     const ids: string[] = [];
     for (const e of events) {
-      switch (e.type) {
-        case 'RecordCreated':
-        case 'RecordUpdated':
-        case 'RecordDeleted':
-        case 'RecordIndexed':
-        case 'RecordIndexFailed':
-          ids.push(e.data.recordId);
-          break;
-        case 'RecordsIndexed':
-          for (const o of e.data.outcomes) ids.push(o.recordId);
-      }
+      const changed = recordsChangedBy(e);
+      if (changed === 'all') return onChanged(null);
+      ids.push(...changed);
     }
     if (ids.length) onChanged(ids);
   },

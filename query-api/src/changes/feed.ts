@@ -62,8 +62,9 @@ const PAGE = 500;
 /** Changes kept in memory for the streams at the head; a stream further behind reads the log itself. */
 const KEPT = 20_000;
 /**
- * The log is read (and its page resolved against the read models) at most this often: under a stream of small
- * batches each read costs queries, so changes that come within this window are read together.
+ * The log is read (and its page resolved against the read models) at most this often, and no sooner than the streams'
+ * next wake (wakeEveryMs): under a stream of small batches each read costs queries, so changes that come within this
+ * window are read together.
  */
 const READ_EVERY_MS = 25;
 /**
@@ -234,7 +235,8 @@ export class ChangeFeed {
       this.lastPump = Date.now();
       this.pump();
     };
-    const wait = this.lastPump + READ_EVERY_MS - Date.now();
+    // What is read before the streams' next wake waits for it anyway.
+    const wait = this.lastPump + wakeEveryMs(this.live.size) - Date.now();
     if (wait <= 0) go();
     else this.pumpTimer = setTimeout(go, wait);
   }

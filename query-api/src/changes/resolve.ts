@@ -112,8 +112,10 @@ export class ChangeResolver {
   constructor(
     private readonly sql: Sql,
     private readonly schemas: SchemaReads,
+    /** Records created lately (beside the projector): their rows need no query. */
+    recent?: { row(id: string): RecordRow | undefined },
   ) {
-    this.records = new RecordReads(sql);
+    this.records = new RecordReads(sql, undefined, recent);
     this.documents = new DocumentReads(sql);
     this.folders = new FolderReads(sql);
   }
@@ -131,7 +133,7 @@ export class ChangeResolver {
       for (const o of outcomes) ids.records.add(o.recordId);
     }
     const [records, documents, folders, tombstones] = await Promise.all([
-      ids.records.size ? this.records.byIds([...ids.records]) : [],
+      ids.records.size ? this.records.rows([...ids.records]) : [],
       ids.documents.size ? this.documents.byIds([...ids.documents]) : [],
       ids.folders.size ? this.folders.byIds([...ids.folders]) : [],
       deletedIds.length ? this.tombstonesOf(deletedIds) : new Map<string, Tombstone>(),

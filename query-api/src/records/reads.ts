@@ -11,7 +11,7 @@ export type RecordRow = Omit<LiveRecord, 'exists'> & {
   revision?: number;
 };
 
-type Raw = {
+export type Raw = {
   record_id: string;
   tenant_id: string;
   context_id: string;
@@ -36,7 +36,7 @@ type Raw = {
   revision?: number | string;
 };
 
-const toRow = (r: Raw): RecordRow => ({
+export const toRow = (r: Raw): RecordRow => ({
   id: r.record_id,
   tenantId: r.tenant_id,
   contextId: r.context_id,
@@ -74,6 +74,8 @@ export class RecordReads {
   constructor(
     private readonly sql: Sql,
     private readonly cache?: ReadCache<RecordRow>,
+    /** Records created lately, whose rows need no query (beside the projector only, as the cache). */
+    private readonly recent?: { row(id: string): RecordRow | undefined },
   ) {
     this.load = batchLoads(async (ids) => new Map((await this.byIds([...ids])).map((r) => [r.id, r])), {
       // The embedded database runs one query at a time; a server's pool runs several.
@@ -82,7 +84,23 @@ export class RecordReads {
   }
 
   async byId(id: string): Promise<RecordRow | null> {
-    return this.cache ? this.cache.get(id, () => this.load(id)) : this.load(id);
+    const load = () => {
+      const row = this.recent?.row(id);
+      return row ? Promise.resolve(row) : this.load(id);
+    };
+    return this.cache ? this.cache.get(id, load) : load();
+  }
+
+  /** Rows of these ids (those that exist, in no order): lately created ones as kept, the rest in one query. */
+  async rows(ids: string[]): Promise<RecordRow[]> {
+    const kept: RecordRow[] = [];
+    const rest: string[] = [];
+    for (const id of ids) {
+      const row = this.recent?.row(id);
+      if (row) kept.push(row);
+      else rest.push(id);
+    }
+    return rest.length ? kept.concat(await this.byIds(rest)) : kept;
   }
 
   async byIds(ids: string[]): Promise<RecordRow[]> {

@@ -8,6 +8,7 @@ import {
   type SearchEngines,
   type Sql,
   StorageGrants,
+  type StoredEvent,
   type CommandDeps,
 } from '@svc/domain';
 import {
@@ -293,7 +294,7 @@ export const queryRoutes = (f: QueryFeatureDeps): RouteSpec[] => queryAreas(f).f
 /** Order matters inside a batch: history reads each entity as it was before the event. */
 export const readModelProjections = (o: {
   revocations?: RevocationHooks;
-  onRecordsChanged?: (ids: string[] | null) => void;
+  onRecordsChanged?: (ids: string[] | null, created: StoredEvent<'RecordCreated'>[]) => void;
   onUsageChange?: (accountId?: string, totals?: ReadonlyMap<string, number>) => void;
 }): SqlProjection[] => [
   tenancyProjection(o.revocations),

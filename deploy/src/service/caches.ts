@@ -53,7 +53,7 @@ export interface ReadCaches {
   pageCache?: ReadCache<unknown>;
   /** The read-model projections' change hooks (readModelProjections). */
   revocations: RevocationHooks;
-  onRecordsChanged(ids: string[] | null): void;
+  onRecordsChanged(ids: string[] | null, created: StoredEvent<'RecordCreated'>[]): void;
   onUsageChange(accountId?: string, totals?: ReadonlyMap<string, number>): void;
   /** What the projection runner committed: drops the caches those events change. */
   onCommitted(events: ReadonlyArray<StoredEvent>): void;
@@ -110,7 +110,7 @@ export async function openCaches(
     recentRecords,
     pageCache,
     revocations: { revoking: () => credentials.hold(), revoked: () => credentials.release() },
-    onRecordsChanged(ids) {
+    onRecordsChanged(ids, created) {
       if (ids) {
         recordCache?.invalidate(ids);
         recentRecords?.invalidate(ids);
@@ -118,13 +118,13 @@ export async function openCaches(
         recordCache?.clear();
         recentRecords?.clear();
       }
+      recentRecords?.keep(created);
     },
     onUsageChange: (accountId, totals) =>
       accountId && totals
         ? totals.forEach((used, period) => standing.moved(accountId, period, used))
         : standing.invalidate(accountId),
     onCommitted(events) {
-      recentRecords?.committed(events);
       // Index outcomes change only their context's pages (indexStatus); every other change of these kinds drops them
       // all.
       if (events.some((e) => /^(Record|Schema|Context|Tenant)/.test(e.type) && !isIndexOutcome(e))) pageCache?.clear();

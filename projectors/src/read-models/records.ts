@@ -97,226 +97,248 @@ export async function replaceLookupRows(
 }
 const RECORD_LOOKUPS = { table: RECORD_TABLES.lookups, idColumn: 'record_id' };
 
-/** `onChanged` hears the ids of records each committed batch touched (null: possibly all of them). */
-export const recordsProjection = (onChanged?: (ids: string[] | null) => void): SqlProjection => ({
-  name: 'records',
-  tables: [RECORD_TABLES.records, RECORD_TABLES.payloads, RECORD_TABLES.lookups],
-  ddl:
-    `
+/**
+ * `onChanged` hears the ids of records each committed batch touched (null: possibly all of them), and the
+ * RecordCreated events whose rows the batch inserted and nothing after them in the batch changed: such a row is a
+ * function of its event (RecentRecords keeps them).
+ */
+export const recordsProjection = (
+  onChanged?: (ids: string[] | null, created: StoredEvent<'RecordCreated'>[]) => void,
+): SqlProjection => {
+  /** Records inserted by the batch being applied (a replayed create inserts nothing). */
+  let inserted = new Set<string>();
+  return {
+    name: 'records',
+    tables: [RECORD_TABLES.records, RECORD_TABLES.payloads, RECORD_TABLES.lookups],
+    ddl:
+      `
 CREATE TABLE IF NOT EXISTS ${RECORD_TABLES.records} (
   record_id text PRIMARY KEY, tenant_id text NOT NULL, ` +
-    `context_id text NOT NULL, schema_id text NOT NULL, type_name text NOT NULL,
+      `context_id text NOT NULL, schema_id text NOT NULL, type_name text NOT NULL,
   schema_version int NOT ` +
-    `NULL, payload jsonb NOT NULL, payload_bytes int NOT NULL, externalized boolean NOT NULL,
+      `NULL, payload jsonb NOT NULL, payload_bytes int NOT NULL, externalized boolean NOT NULL,
   status text ` +
-    `NOT NULL, folder_id text, user_id text, scopes jsonb NOT NULL,
+      `NOT NULL, folder_id text, user_id text, scopes jsonb NOT NULL,
   external_id text, index_mode text, ` +
-    `index_status text, created_by text, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
+      `index_status text, created_by text, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
   ` +
-    `version int NOT NULL, revision bigint NOT NULL);
+      `version int NOT NULL, revision bigint NOT NULL);
 CREATE INDEX IF NOT EXISTS ${RECORD_INDEXES.recordsList} ON ` +
-    `${RECORD_TABLES.records} (tenant_id, context_id, created_at, record_id);
+      `${RECORD_TABLES.records} (tenant_id, context_id, created_at, record_id);
 CREATE INDEX IF NOT EXISTS ${RECORD_INDEXES.recordsType} ` +
-    `ON ${RECORD_TABLES.records} (tenant_id, context_id, type_name, created_at, record_id);
+      `ON ${RECORD_TABLES.records} (tenant_id, context_id, type_name, created_at, record_id);
 CREATE INDEX IF NOT EXISTS ` +
-    `${RECORD_INDEXES.recordsFolder} ON ${RECORD_TABLES.records} (folder_id);
+      `${RECORD_INDEXES.recordsFolder} ON ${RECORD_TABLES.records} (folder_id);
 CREATE TABLE IF NOT EXISTS ${RECORD_TABLES.payloads} (record_id ` +
-    `text PRIMARY KEY, payload jsonb NOT NULL);
+      `text PRIMARY KEY, payload jsonb NOT NULL);
 CREATE TABLE IF NOT EXISTS ${RECORD_TABLES.lookups} (
   tenant_id ` +
-    `text NOT NULL, context_id text NOT NULL, type_name text NOT NULL, field text NOT NULL,
+      `text NOT NULL, context_id text NOT NULL, type_name text NOT NULL, field text NOT NULL,
   k1 text ` +
-    `COLLATE "C" NOT NULL, k2 text COLLATE "C" NOT NULL, k3 text COLLATE "C" NOT NULL, sort_key text COLLATE ` +
-    `"C" NOT NULL,
+      `COLLATE "C" NOT NULL, k2 text COLLATE "C" NOT NULL, k3 text COLLATE "C" NOT NULL, sort_key text COLLATE ` +
+      `"C" NOT NULL,
   record_id text NOT NULL);
 CREATE INDEX IF NOT EXISTS ${RECORD_INDEXES.recordLookupsKey} ON ` +
-    `${RECORD_TABLES.lookups} (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, record_id);
+      `${RECORD_TABLES.lookups} (tenant_id, context_id, type_name, field, k1, k2, k3, sort_key, record_id);
 CREATE ` +
-    `INDEX IF NOT EXISTS ${RECORD_INDEXES.recordLookupsRecord} ON ${RECORD_TABLES.lookups} (record_id);
+      `INDEX IF NOT EXISTS ${RECORD_INDEXES.recordLookupsRecord} ON ${RECORD_TABLES.lookups} (record_id);
 ALTER TABLE ${RECORD_TABLES.records} ` +
-    `ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
-  /**
-   * A run of RecordCreated events (distinct new records) and index outcomes: five statements for the creates and one
-   * for the outcomes, whatever the run's length. An outcome always follows its record's create in the log, so the
-   * creates go first.
-   */
-  async applyMany(q: SqlQueryable, events: StoredEvent[]) {
-    await applyCreated(
-      q,
-      events.filter((e) => e.type === 'RecordCreated'),
-    );
-    await applyOutcomes(q, events.flatMap(outcomesOf));
-  },
-  afterCommit(events) {
-    if (!onChanged) return;
-    const ids: string[] = [];
-    for (const e of events) {
-      const changed = recordsChangedBy(e);
-      if (changed === 'all') return onChanged(null);
-      ids.push(...changed);
-    }
-    if (ids.length) onChanged(ids);
-  },
-  async apply(q: SqlQueryable, e: StoredEvent) {
-    const m = e.metadata;
-    const schemaOf = async (schemaId: string) => (await schemaDocs(q, [schemaId])).get(schemaId);
-    const store = async (recordId: string, def: SchemaDefinition | undefined, payload: Record<string, unknown>) => {
-      const bytes = payloadBytes(payload);
-      const ext = isExternalized(def, bytes);
-      if (ext)
-        await q.query(
-          `INSERT INTO ${RECORD_TABLES.payloads} VALUES ($1, $2) ON CONFLICT (record_id) DO UPDATE SET payload = ` +
-            'excluded.payload',
-          [recordId, JSON.stringify(payload)],
-        );
-      else await q.query(`DELETE FROM ${RECORD_TABLES.payloads} WHERE record_id = $1`, [recordId]);
-      return { rowPayload: ext ? projectedPayload(def, payload) : payload, bytes, ext };
-    };
-    const index = (
-      recordId: string,
-      typeName: string,
-      def: SchemaDefinition | undefined,
-      payload: Record<string, unknown>,
-      blindIndex: Record<string, string> | undefined,
-      createdAt: string,
-      updatedAt: string,
-    ) =>
-      replaceLookupRows(
+      `ADD COLUMN IF NOT EXISTS index_failure jsonb;`,
+    /**
+     * A run of RecordCreated events (distinct new records) and index outcomes: five statements for the creates and one
+     * for the outcomes, whatever the run's length. An outcome always follows its record's create in the log, so the
+     * creates go first.
+     */
+    async applyMany(q: SqlQueryable, events: StoredEvent[]) {
+      for (const id of await applyCreated(
         q,
-        RECORD_LOOKUPS,
-        {
-          id: recordId,
-          tenantId: m.tenantId,
-          contextId: m.contextId,
-          typeName,
-          payload,
-          blindIndex,
-          createdAt,
-          updatedAt,
-        },
-        def,
-      );
-    switch (e.type) {
-      case 'RecordCreated': {
-        const d = e.data;
-        const exists = await q.query(`SELECT 1 FROM ${RECORD_TABLES.records} WHERE record_id = $1`, [d.recordId]);
-        if (exists.rows.length) return;
-        const def = await schemaOf(d.schemaId);
-        const s = await store(d.recordId, def, d.payload);
-        await q.query(
-          `INSERT INTO ${RECORD_TABLES.records} (record_id, tenant_id, context_id, schema_id, type_name, ` +
-            `schema_version, payload, payload_bytes, externalized, status, folder_id,
-             user_id, ` +
-            `scopes, external_id, index_mode, index_status, created_by, created_at, updated_at, version, ` +
-            `revision)
-           VALUES ` +
-            `($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$18,1,$19)`,
-          [
-            d.recordId,
-            m.tenantId,
-            m.contextId,
-            d.schemaId,
-            d.typeName,
-            d.schemaVersion,
-            JSON.stringify(s.rowPayload),
-            s.bytes,
-            s.ext,
-            d.status,
-            d.folderId,
-            d.userId,
-            JSON.stringify(d.scopes),
-            d.externalId,
-            d.indexMode,
-            d.indexMode === 'NONE' ? null : 'PENDING_INDEX',
-            m.actorKeyId,
-            m.occurredAt,
-            e.revision,
-          ],
-        );
-        await index(d.recordId, d.typeName, def, d.payload, d.blindIndex, m.occurredAt, m.occurredAt);
-        return;
+        events.filter((e) => e.type === 'RecordCreated'),
+      ))
+        inserted.add(id);
+      await applyOutcomes(q, events.flatMap(outcomesOf));
+    },
+    afterCommit(events) {
+      const fresh = inserted;
+      inserted = new Set();
+      if (!onChanged) return;
+      const touched = new Set<string>();
+      const created: StoredEvent<'RecordCreated'>[] = [];
+      // Newest first: a create counts only when nothing after it in the batch changed its record; a context or tenant
+      // gone may have taken any record before it.
+      for (let i = events.length - 1; i >= 0; i--) {
+        const e = events[i];
+        const changed = recordsChangedBy(e);
+        if (changed === 'all') return onChanged(null, created.reverse());
+        if (e.type === 'RecordCreated' && fresh.has(e.data.recordId) && !touched.has(e.data.recordId)) created.push(e);
+        for (const id of changed) touched.add(id);
       }
-      case 'RecordUpdated': {
-        const d = e.data;
-        const prev = (
-          await q.query<{ schema_id: string; type_name: string; created_at: Date | string }>(
-            `SELECT schema_id, type_name, created_at FROM ${RECORD_TABLES.records} WHERE record_id = $1 AND ` +
-              `revision < $2`,
-            [d.recordId, e.revision],
-          )
-        ).rows[0];
-        if (!prev) return;
-        const def = await schemaOf(prev.schema_id);
-        const s = await store(d.recordId, def, d.payload);
-        await q.query(
-          `UPDATE ${RECORD_TABLES.records} SET schema_version = $2, payload = $3, payload_bytes = $4, externalized = ` +
-            `$5, status = $6, folder_id = $7, user_id = $8, scopes = $9,
-             updated_at = $10, ` +
-            `version = version + 1, revision = $11, index_status = CASE WHEN index_mode = 'NONE' THEN NULL ` +
-            `ELSE 'PENDING_INDEX' END, index_failure = NULL
-           WHERE record_id = $1`,
-          [
-            d.recordId,
-            d.schemaVersion,
-            JSON.stringify(s.rowPayload),
-            s.bytes,
-            s.ext,
-            d.status,
-            d.folderId,
-            d.userId,
-            JSON.stringify(d.scopes),
-            m.occurredAt,
-            e.revision,
-          ],
-        );
-        await index(
-          d.recordId,
-          prev.type_name,
-          def,
-          d.payload,
-          d.blindIndex,
-          new Date(prev.created_at).toISOString(),
-          m.occurredAt,
-        );
-        return;
-      }
-      // Index outcomes from the search projector: only for the revision that was indexed, so a stale
-      // outcome never overwrites the PENDING_INDEX of a newer change. Version and revision stay.
-      case 'RecordIndexed':
-      case 'RecordIndexFailed':
-      case 'RecordsIndexed':
-        await applyOutcomes(q, outcomesOf(e));
-        return;
-      case 'RecordDeleted':
-        await deleteRows(
+      if (touched.size) onChanged([...touched], created.reverse());
+    },
+    async apply(q: SqlQueryable, e: StoredEvent) {
+      const m = e.metadata;
+      const schemaOf = async (schemaId: string) => (await schemaDocs(q, [schemaId])).get(schemaId);
+      const store = async (recordId: string, def: SchemaDefinition | undefined, payload: Record<string, unknown>) => {
+        const bytes = payloadBytes(payload);
+        const ext = isExternalized(def, bytes);
+        if (ext)
+          await q.query(
+            `INSERT INTO ${RECORD_TABLES.payloads} VALUES ($1, $2) ON CONFLICT (record_id) DO UPDATE SET payload = ` +
+              'excluded.payload',
+            [recordId, JSON.stringify(payload)],
+          );
+        else await q.query(`DELETE FROM ${RECORD_TABLES.payloads} WHERE record_id = $1`, [recordId]);
+        return { rowPayload: ext ? projectedPayload(def, payload) : payload, bytes, ext };
+      };
+      const index = (
+        recordId: string,
+        typeName: string,
+        def: SchemaDefinition | undefined,
+        payload: Record<string, unknown>,
+        blindIndex: Record<string, string> | undefined,
+        createdAt: string,
+        updatedAt: string,
+      ) =>
+        replaceLookupRows(
           q,
-          [RECORD_TABLES.records, RECORD_TABLES.payloads, RECORD_TABLES.lookups],
-          'record_id',
-          e.data.recordId,
+          RECORD_LOOKUPS,
+          {
+            id: recordId,
+            tenantId: m.tenantId,
+            contextId: m.contextId,
+            typeName,
+            payload,
+            blindIndex,
+            createdAt,
+            updatedAt,
+          },
+          def,
         );
-        return;
-      // A tenant's contexts went with it (ContextDeleted each, same append); its teardown also takes anything written
-      // in the meantime.
-      case 'ContextDeleted':
-      case 'TenantTornDown': {
-        // Out-of-line payloads have no owner columns: they go by their records, first.
-        const [owner, value] =
-          e.type === 'ContextDeleted' ? ['context_id', e.data.contextId] : ['tenant_id', e.data.tenantId];
-        await q.query(
-          `DELETE FROM ${RECORD_TABLES.payloads} WHERE record_id IN (SELECT record_id FROM ${RECORD_TABLES.records} ` +
-            `WHERE ${owner} = $1)`,
-          [value],
-        );
-        await deleteRemovedRows(q, e, [RECORD_TABLES.lookups, RECORD_TABLES.records]);
-        return;
+      switch (e.type) {
+        case 'RecordCreated': {
+          const d = e.data;
+          const exists = await q.query(`SELECT 1 FROM ${RECORD_TABLES.records} WHERE record_id = $1`, [d.recordId]);
+          if (exists.rows.length) return;
+          const def = await schemaOf(d.schemaId);
+          const s = await store(d.recordId, def, d.payload);
+          inserted.add(d.recordId);
+          await q.query(
+            `INSERT INTO ${RECORD_TABLES.records} (record_id, tenant_id, context_id, schema_id, type_name, ` +
+              `schema_version, payload, payload_bytes, externalized, status, folder_id,
+             user_id, ` +
+              `scopes, external_id, index_mode, index_status, created_by, created_at, updated_at, version, ` +
+              `revision)
+           VALUES ` +
+              `($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$18,1,$19)`,
+            [
+              d.recordId,
+              m.tenantId,
+              m.contextId,
+              d.schemaId,
+              d.typeName,
+              d.schemaVersion,
+              JSON.stringify(s.rowPayload),
+              s.bytes,
+              s.ext,
+              d.status,
+              d.folderId,
+              d.userId,
+              JSON.stringify(d.scopes),
+              d.externalId,
+              d.indexMode,
+              d.indexMode === 'NONE' ? null : 'PENDING_INDEX',
+              m.actorKeyId,
+              m.occurredAt,
+              e.revision,
+            ],
+          );
+          await index(d.recordId, d.typeName, def, d.payload, d.blindIndex, m.occurredAt, m.occurredAt);
+          return;
+        }
+        case 'RecordUpdated': {
+          const d = e.data;
+          const prev = (
+            await q.query<{ schema_id: string; type_name: string; created_at: Date | string }>(
+              `SELECT schema_id, type_name, created_at FROM ${RECORD_TABLES.records} WHERE record_id = $1 AND ` +
+                `revision < $2`,
+              [d.recordId, e.revision],
+            )
+          ).rows[0];
+          if (!prev) return;
+          const def = await schemaOf(prev.schema_id);
+          const s = await store(d.recordId, def, d.payload);
+          await q.query(
+            `UPDATE ${RECORD_TABLES.records} SET schema_version = $2, payload = $3, payload_bytes = $4, externalized = ` +
+              `$5, status = $6, folder_id = $7, user_id = $8, scopes = $9,
+             updated_at = $10, ` +
+              `version = version + 1, revision = $11, index_status = CASE WHEN index_mode = 'NONE' THEN NULL ` +
+              `ELSE 'PENDING_INDEX' END, index_failure = NULL
+           WHERE record_id = $1`,
+            [
+              d.recordId,
+              d.schemaVersion,
+              JSON.stringify(s.rowPayload),
+              s.bytes,
+              s.ext,
+              d.status,
+              d.folderId,
+              d.userId,
+              JSON.stringify(d.scopes),
+              m.occurredAt,
+              e.revision,
+            ],
+          );
+          await index(
+            d.recordId,
+            prev.type_name,
+            def,
+            d.payload,
+            d.blindIndex,
+            new Date(prev.created_at).toISOString(),
+            m.occurredAt,
+          );
+          return;
+        }
+        // Index outcomes from the search projector: only for the revision that was indexed, so a stale
+        // outcome never overwrites the PENDING_INDEX of a newer change. Version and revision stay.
+        case 'RecordIndexed':
+        case 'RecordIndexFailed':
+        case 'RecordsIndexed':
+          await applyOutcomes(q, outcomesOf(e));
+          return;
+        case 'RecordDeleted':
+          await deleteRows(
+            q,
+            [RECORD_TABLES.records, RECORD_TABLES.payloads, RECORD_TABLES.lookups],
+            'record_id',
+            e.data.recordId,
+          );
+          return;
+        // A tenant's contexts went with it (ContextDeleted each, same append); its teardown also takes anything written
+        // in the meantime.
+        case 'ContextDeleted':
+        case 'TenantTornDown': {
+          // Out-of-line payloads have no owner columns: they go by their records, first.
+          const [owner, value] =
+            e.type === 'ContextDeleted' ? ['context_id', e.data.contextId] : ['tenant_id', e.data.tenantId];
+          await q.query(
+            `DELETE FROM ${RECORD_TABLES.payloads} WHERE record_id IN (SELECT record_id FROM ${RECORD_TABLES.records} ` +
+              `WHERE ${owner} = $1)`,
+            [value],
+          );
+          await deleteRemovedRows(q, e, [RECORD_TABLES.lookups, RECORD_TABLES.records]);
+          return;
+        }
       }
-    }
-  },
-});
+    },
+  };
+};
 
-/** RecordCreated events of distinct new records, in multi-row statements; a replayed run changes nothing. */
-async function applyCreated(q: SqlQueryable, created: StoredEvent<'RecordCreated'>[]) {
-  if (!created.length) return;
+/**
+ * RecordCreated events of distinct new records, in multi-row statements; a replayed run changes nothing. Returns the
+ * ids of the records it inserted.
+ */
+async function applyCreated(q: SqlQueryable, created: StoredEvent<'RecordCreated'>[]): Promise<Set<string>> {
+  if (!created.length) return new Set();
 
   const defs = await schemaDocsOfRun(q, created);
   const rec: unknown[][] = Array.from({ length: 20 }, () => []);
@@ -398,6 +420,7 @@ async function applyCreated(q: SqlQueryable, created: StoredEvent<'RecordCreated
         `$6::text[], $7::text[], $8::text[], $9::text[])`,
       lookRows,
     );
+  return fresh;
 }
 
 /**

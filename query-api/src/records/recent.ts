@@ -1,4 +1,4 @@
-import { payloadBytes, recordsChangedBy, type StoredEvent } from '@svc/domain';
+import { EXTERNALIZE_AT_BYTES, payloadBytes, type StoredEvent } from '@svc/domain';
 import { type RecordRow, toRow } from './reads';
 
 /** How many of the newest created records RecentRecords keeps. */
@@ -11,32 +11,22 @@ export const RECENT_RECORDS_KEPT = 8192;
  * so what is kept is the row the database holds. Bounded: the oldest go first.
  */
 export class RecentRecords {
-  private readonly created = new Map<string, StoredEvent<'RecordCreated'>>();
+  private readonly created = new Map<string, Kept>();
 
   constructor(private readonly max = RECENT_RECORDS_KEPT) {}
 
   /**
-   * A batch the projector committed: keeps its new records that nothing after them in the batch changed (the
-   * projector's hook, which ran first, dropped every record the batch touched through `invalidate`). A context or
-   * tenant gone in the batch: none created before it.
+   * New records the projector inserted and nothing changed since (its hook hands them on after it dropped every record
+   * of the batch). Payloads stored out of line (EXTERNALIZE_AT_BYTES and up) are not kept: the memory stays bounded.
    */
-  committed(events: ReadonlyArray<StoredEvent>): void {
-    const later = new Set<string>();
-    for (let i = events.length - 1; i >= 0; i--) {
-      const e = events[i];
-      if (e.type === 'RecordCreated' && !later.has(e.data.recordId)) {
-        this.add(e);
-        continue;
-      }
-      const changed = recordsChangedBy(e);
-      if (changed === 'all') return;
-      for (const id of changed) later.add(id);
+  keep(events: ReadonlyArray<StoredEvent<'RecordCreated'>>): void {
+    for (const e of events) {
+      const bytes = payloadBytes(e.data.payload);
+      if (bytes >= EXTERNALIZE_AT_BYTES) continue;
+      if (this.created.size >= this.max) this.created.delete(this.created.keys().next().value!);
+      // Not the event itself: what the projector hung on the event object (its batch's schema documents) goes with it.
+      this.created.set(e.data.recordId, { data: e.data, metadata: e.metadata, revision: e.revision, bytes });
     }
-  }
-
-  private add(e: StoredEvent<'RecordCreated'>) {
-    if (this.created.size >= this.max) this.created.delete(this.created.keys().next().value!);
-    this.created.set(e.data.recordId, e);
   }
 
   invalidate(ids: Iterable<string>): void {
@@ -49,16 +39,18 @@ export class RecentRecords {
 
   /** The row the read model holds for a record created lately and unchanged since; undefined otherwise. */
   row(id: string): RecordRow | undefined {
-    const e = this.created.get(id);
-    return e && rowOfCreated(e);
+    const k = this.created.get(id);
+    return k && rowOfCreated(k);
   }
 }
+
+type Kept = Pick<StoredEvent<'RecordCreated'>, 'data' | 'metadata' | 'revision'> & { bytes?: number };
 
 /**
  * The records read model's row after a RecordCreated, as `toRow` reads it back: the projector's insert, column for
  * column, with the payload in the order PostgreSQL's jsonb gives its keys back.
  */
-export function rowOfCreated(e: StoredEvent<'RecordCreated'>): RecordRow {
+export function rowOfCreated(e: Kept): RecordRow {
   const d = e.data;
   const m = e.metadata;
   return toRow({
@@ -69,7 +61,7 @@ export function rowOfCreated(e: StoredEvent<'RecordCreated'>): RecordRow {
     type_name: d.typeName,
     schema_version: d.schemaVersion,
     payload: asJsonb(d.payload) as Record<string, unknown>,
-    payload_bytes: payloadBytes(d.payload),
+    payload_bytes: e.bytes ?? payloadBytes(d.payload),
     status: d.status,
     folder_id: d.folderId ?? null,
     user_id: d.userId ?? null,
@@ -94,12 +86,19 @@ export function asJsonb(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(asJsonb);
   if (typeof v === 'number') return Object.is(v, -0) ? 0 : v;
   if (v === null || typeof v !== 'object') return v;
-  const out: Record<string, unknown> = {};
-  for (const k of Object.keys(v).sort(jsonbKeyOrder)) out[k] = asJsonb((v as Record<string, unknown>)[k]);
-  return out;
+  // fromEntries, not assignment: a key named __proto__ stays a key, as JSON.parse makes it.
+  return Object.fromEntries(
+    Object.keys(v)
+      .sort(jsonbKeyOrder)
+      .map((k) => [k, asJsonb((v as Record<string, unknown>)[k])]),
+  );
 }
 
+const ASCII = /^[\x00-\x7f]*$/;
+
 function jsonbKeyOrder(a: string, b: string): number {
+  // ASCII: characters are bytes, so lengths and code units compare as the bytes do.
+  if (ASCII.test(a) && ASCII.test(b)) return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
   const x = Buffer.from(a, 'utf8');
   const y = Buffer.from(b, 'utf8');
   return x.length - y.length || Buffer.compare(x, y);

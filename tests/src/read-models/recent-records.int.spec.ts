@@ -155,3 +155,75 @@ for (const engine of await engines()) {
     });
   });
 }
+
+describe('the records projection hands on only the records a batch inserted and left unchanged', () => {
+  let sql: Sql;
+  let tmp: { dir: string; remove: () => void };
+  beforeAll(async () => {
+    tmp = tempDir('svc-recent-hook-');
+    sql = await openPglite(`${tmp.dir}/pg`);
+  });
+  afterAll(async () => {
+    await sql?.close();
+    tmp?.remove();
+  });
+
+  const meta = {
+    tenantId: T,
+    contextId: C,
+    accountId: 'acc',
+    actorKeyId: null,
+    userId: null,
+    requestId: 'r',
+    occurredAt: '2026-12-07T00:00:00.000Z',
+    schemaVersion: EVENT_SCHEMA_VERSION,
+  };
+  let position = 0;
+  const ev = (type: string, data: Record<string, unknown>) =>
+    ({ id: randomUUID(), type, data, metadata: meta, streamId: 's', revision: 0, position: ++position }) as StoredEvent;
+  const create = (recordId: string) =>
+    ev('RecordCreated', {
+      recordId,
+      schemaId: randomUUID(),
+      schemaVersion: 1,
+      typeName: 'note',
+      payload: { title: recordId },
+      status: 'ACTIVE',
+      folderId: null,
+      userId: null,
+      scopes: [],
+      externalId: null,
+      indexMode: 'NONE',
+    });
+
+  it('not a record changed later in the batch, none before a context went, none on a replay', async () => {
+    const heard: Array<{ ids: string[] | null; created: string[] }> = [];
+    const projection = recordsProjection((ids, created) =>
+      heard.push({ ids, created: created.map((e) => e.data.recordId) }),
+    );
+    for (const p of [schemasProjection(), projection]) await sql.exec(p.ddl);
+    /** Applies a batch's creates, then runs the commit hook over the whole batch, in log order. */
+    const batch = async (events: StoredEvent[]) => {
+      await sql.tx((q) =>
+        projection.applyMany!(
+          q,
+          events.filter((e) => e.type === 'RecordCreated'),
+        ),
+      );
+      projection.afterCommit!(events);
+      return heard.pop()!;
+    };
+    const [a, b, c, d] = ['a', 'b', 'c', 'd'].map((n) => `${n}-${randomUUID()}`);
+    // b is changed by a later event of its batch: only a is handed on.
+    const first = await batch([create(a), create(b), ev('RecordDeleted', { recordId: b })]);
+    expect(first.created).toEqual([a]);
+    expect(first.ids?.sort()).toEqual([a, b].sort());
+    // The same create again (a replay): nothing was inserted, nothing is handed on.
+    expect((await batch([create(a)])).created).toEqual([]);
+    // A context went after c and before d: every record may have changed (null), only d is handed on.
+    expect(await batch([create(c), ev('ContextDeleted', { contextId: C }), create(d)])).toEqual({
+      ids: null,
+      created: [d],
+    });
+  });
+});

@@ -267,8 +267,8 @@ ALTER TABLE ${RECORD_TABLES.records} ` +
           const def = await schemaOf(prev.schema_id);
           const s = await store(d.recordId, def, d.payload);
           await q.query(
-            `UPDATE ${RECORD_TABLES.records} SET schema_version = $2, payload = $3, payload_bytes = $4, externalized = ` +
-              `$5, status = $6, folder_id = $7, user_id = $8, scopes = $9,
+            `UPDATE ${RECORD_TABLES.records} SET schema_version = $2, payload = $3, payload_bytes = $4, ` +
+              `externalized = $5, status = $6, folder_id = $7, user_id = $8, scopes = $9,
              updated_at = $10, ` +
               `version = version + 1, revision = $11, index_status = CASE WHEN index_mode = 'NONE' THEN NULL ` +
               `ELSE 'PENDING_INDEX' END, index_failure = NULL
@@ -321,8 +321,8 @@ ALTER TABLE ${RECORD_TABLES.records} ` +
           const [owner, value] =
             e.type === 'ContextDeleted' ? ['context_id', e.data.contextId] : ['tenant_id', e.data.tenantId];
           await q.query(
-            `DELETE FROM ${RECORD_TABLES.payloads} WHERE record_id IN (SELECT record_id FROM ${RECORD_TABLES.records} ` +
-              `WHERE ${owner} = $1)`,
+            `DELETE FROM ${RECORD_TABLES.payloads} WHERE record_id IN ` +
+              `(SELECT record_id FROM ${RECORD_TABLES.records} WHERE ${owner} = $1)`,
             [value],
           );
           await deleteRemovedRows(q, e, [RECORD_TABLES.lookups, RECORD_TABLES.records]);

@@ -67,7 +67,7 @@ describe('RecentRecords: the rows of records created lately, until they change',
     expect([recent.row('r1'), recent.row('r2'), recent.row('r3')].map((r) => r?.id)).toEqual([undefined, 'r2', 'r3']);
   });
 
-  it('asJsonb: keys shortest first, then by UTF-8 bytes; arrays keep their order; -0 is 0; __proto__ stays a key', () => {
+  it('asJsonb: keys shortest first, then by UTF-8 bytes; arrays keep order; -0 is 0; __proto__ stays a key', () => {
     expect(JSON.stringify(asJsonb({ bb: 1, a: [{ d: 1, c: 2 }], é: 3, z: -0 }))).toBe(
       '{"a":[{"c":2,"d":1}],"z":0,"bb":1,"é":3}',
     );

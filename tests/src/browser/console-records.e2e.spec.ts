@@ -240,7 +240,7 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: records', () => {
     const { page } = p;
     await h.signIn(p);
     await page.goto(`${h.url}#/records/task/${created.body.id}`);
-    await expect.poll(() => page.getByRole('heading', { name: 'Record task-d' }).count()).toBe(1);
+    await expect.poll(() => page.getByRole('heading', { name: 'Record task-d' }).count(), { timeout: 15_000 }).toBe(1);
     await page.getByRole('button', { name: 'Delete record' }).click();
     await page.getByRole('button', { name: 'Delete version 1 for good' }).click();
     await expect.poll(() => page.getByRole('heading', { name: 'Deleted record' }).count(), { timeout: 15_000 }).toBe(1);
@@ -277,7 +277,9 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: records', () => {
       await expect.poll(() => table.innerText()).toContain('Written elsewhere');
 
       await page.goto(`${h.url}#/records/task/${created.body.id}`);
-      await expect.poll(() => page.getByRole('heading', { name: 'Record task-live' }).count()).toBe(1);
+      await expect
+        .poll(() => page.getByRole('heading', { name: 'Record task-live' }).count(), { timeout: 15_000 })
+        .toBe(1);
       // Indexing and a new version made through the API show up on the open page by themselves.
       await expect.poll(() => facts(page), { timeout: 30_000 }).toMatch(/Index status\s+INDEXED/);
       const patched = await h.svc.api.patch(`/v1/records/${created.body.id}`, key, {

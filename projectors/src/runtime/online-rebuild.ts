@@ -37,7 +37,8 @@ export interface OnlineRebuildOptions {
   /** Opens a connection whose search_path is the given list (shadow schema first). */
   openShadow(searchPath: string[]): Promise<Sql>;
   /**
-   * After the switch: every cache of the read models is dropped (this process's; other processes see the version move).
+   * After the switch, before the live runner resumes: every cache of the read models is dropped (this process's;
+   * other processes see the version move).
    */
   onSwitched?(): void;
   /** Events per batch of the replay (default 5000). */
@@ -150,6 +151,9 @@ export class OnlineRebuild {
         await this.replay(builder, Math.max(p.head, live.current), batch);
         caughtUp = Date.now();
         await this.switch(builder, { serving, shadow: shadow!, retired }, batch);
+        // Before the live runner resumes: resuming releases the writes the build applied, and their readers must
+        // not find a row cached from before them (the live runner's commit hooks never heard of those events).
+        this.o.onSwitched?.();
       });
       this.log(
         `rebuild ${p.id}: live projector paused after ${held - pausedAt} ms, last catch-up ` +
@@ -157,7 +161,6 @@ export class OnlineRebuild {
       );
       p.pausedMs = Date.now() - pausedAt;
       p.switchedAt = new Date().toISOString();
-      this.o.onSwitched?.();
       await shadowSql.close();
       shadowSql = undefined;
       await sql

@@ -1,10 +1,12 @@
 // @svc/command-api: the package's one entry point. The write side: route handlers (which call the command handler in
 // @svc/domain), sealing, limits and metering. The event-store adapters are engines: @svc/deploy.
 import {} from '@svc/domain';
+export * from './areas';
 export * from './documents/commands';
 export * from './documents/routes';
 export * from './documents/storage';
 export * from './documents/upload-poller';
+export * from './erasure/routes';
 export * from './folders/load';
 export * from './folders/routes';
 export * from './identity/routes';

@@ -2,11 +2,13 @@
 // lists, lookups, history, search, usage, export, activity, the change stream).
 export * from './activity/routes';
 export * from './activity/store';
+export * from './areas';
 export * from './changes/feed';
 export * from './changes/resolve';
 export * from './changes/routes';
 export * from './documents/reads';
 export * from './documents/routes';
+export * from './erasure/routes';
 export * from './export/export';
 export * from './export/routes';
 export * from './folders/reads';

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { deriveKey, EVENT_SCHEMA_VERSION, type EventMetadata, type Principal } from '@svc/contracts';
 import { PayloadSealer } from '@svc/command-api';
-import { openSql, PostgresEventStore, readModelProjections } from '@svc/deploy';
+import { openSql, PostgresEventStore } from '@svc/deploy';
 import { type CommandDeps, commit, streams } from '@svc/domain';
-import { inProcessBarrier, ProjectionRunner } from '@svc/projectors';
+import { inProcessBarrier, ProjectionRunner, readModelProjections } from '@svc/projectors';
 import { planLookup, RecordReads, runLookup } from '@svc/query-api';
 import { closedLoop, type LoadResult } from './load';
 import { BENCH_SCHEMA, benchPayload } from './workload';

@@ -84,3 +84,14 @@ export interface RouteSpec<B = any, Q = any, P = any> {
 }
 
 export const route = <B, Q, P>(spec: RouteSpec<B, Q, P>): RouteSpec<B, Q, P> => spec;
+
+/**
+ * One area of the API (records, documents, folders, search, ...): its routes, registered by the edge as one fastify
+ * plugin. The write side lists its areas in command-api (`commandAreas`), the read side in query-api (`queryAreas`).
+ */
+export interface Area {
+  name: string;
+  routes: RouteSpec[];
+  /** Its routes read the raw request stream (the embedded storage endpoint): no body parser runs in its scope. */
+  rawBody?: boolean;
+}

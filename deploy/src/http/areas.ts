@@ -1,16 +1,8 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifySchema } from 'fastify';
-import type { RouteSpec } from '@svc/contracts';
+import type { Area, RouteSpec } from '@svc/contracts';
 import type { EdgeOptions } from './edge';
 import { bodyDefaultOf, guardOf } from './guard';
 import type { ZodTypeProvider } from './zod-provider';
-
-/** One area of the API (records, documents, folders, search, ...): its routes, registered as one fastify plugin. */
-export interface Area {
-  name: string;
-  routes: RouteSpec[];
-  /** Its routes read the raw request stream (the embedded storage endpoint): no body parser runs in its scope. */
-  rawBody?: boolean;
-}
 
 /** Fastify's schemas of a route: the RouteSpec's own zod schemas, through the zod type provider. */
 function schemaOf(spec: RouteSpec): FastifySchema | undefined {

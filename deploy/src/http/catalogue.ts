@@ -1,6 +1,8 @@
 import type { RouteSpec } from '@svc/contracts';
+import { commandAreas } from '@svc/command-api';
 import type { ProjectionRunner } from '@svc/projectors';
-import { commandAreas, queryAreas, storageRouteSpecs } from '../features';
+import { queryAreas } from '@svc/query-api';
+import { storageRouteSpecs } from '../features';
 import { quarantineRoutes } from './quarantine-routes';
 import { rebuildRoutes } from './rebuild-routes';
 import type { OnlineRebuilds } from '../service/rebuilds';
@@ -58,6 +60,7 @@ export function routeCatalogue(): CataloguedRoute[] {
     counters: inert,
     secret,
     pages: inert,
+    ports: inert,
     sql: inert,
     blobs: inert,
     scripts: inert,

@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { type Paginator, route, type WireVersionTable } from '@svc/contracts';
-import type { ChangeFeed } from '@svc/query-api';
+import { type Area, type Paginator, route, type WireVersionTable } from '@svc/contracts';
+import { type ChangeFeed, queryAreas } from '@svc/query-api';
 import {
   burstLimitGate,
+  commandAreas,
   creditCeilingGate,
   inferenceBalanceGate,
   readMeteringListener,
@@ -13,8 +14,8 @@ import {
 import type { CommandDeps } from '@svc/domain';
 import type { ActivityRecorder } from '../activity/recorder';
 import type { Config } from '../config';
-import { commandAreas, defaultModels, queryAreas, storageRouteSpecs } from '../features';
-import { type Area, areaPlugin, byArea } from '../http/areas';
+import { commandReadPorts, defaultModels, storageRouteSpecs } from '../features';
+import { areaPlugin, byArea } from '../http/areas';
 import { deploymentRoutes } from '../http/catalogue';
 import { docsRoutes } from '../http/docs-page';
 import { consoleRoutes, consoleUploadOrigins } from '../http/console-page';
@@ -115,6 +116,7 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
         secret,
         pages: p.pages,
         counters: engines.counters,
+        ports: commandReadPorts(sql),
         sql,
         blobs,
         storageUrlTtlMs,

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { conflict } from '@svc/contracts';
 import type { EventStore, Sql } from '@svc/domain';
-import { OnlineRebuild, type ProjectionRunner, type RebuildProgress } from '@svc/projectors';
+import { OnlineRebuild, type ProjectionRunner, readModelProjections, type RebuildProgress } from '@svc/projectors';
 import { openPostgres } from '../engines/sql';
-import { readModelProjections } from '../features';
 
 /** The targets an online rebuild knows (the offline `npm run rebuild` also knows `search-index` and `all`). */
 export const ONLINE_REBUILD_TARGETS = ['read-models'] as const;

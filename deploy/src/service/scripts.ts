@@ -1,8 +1,7 @@
 import { IdempotencyStore, type ScriptRouteDeps, SandboxPool, SandboxScriptExecutor } from '@svc/command-api';
-import type { CommandDeps } from '@svc/domain';
+import { type CommandDeps, storageGrants } from '@svc/domain';
 import { sqlFolderContents } from '@svc/projectors';
 import type { Config } from '../config';
-import { storageGrants } from '../features';
 import type { Engines } from './engines';
 import type { RoleTraits } from './roles';
 

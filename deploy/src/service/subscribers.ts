@@ -8,6 +8,7 @@ import {
   KafkaFeed,
   KafkaRelay,
   ProjectionRunner,
+  readModelProjections,
   remoteBarrier,
   type TriggerRunner,
   WebhookDispatcher,
@@ -17,7 +18,7 @@ import { ModelSwitchVectorIndex, SearchIndexer, VectorModelRebuild } from '@svc/
 import type { Config } from '../config';
 import { kafkaSettings } from '../engines/kafka';
 import { moveSearchTables } from '../engines/side-db-move';
-import { documentWorker, readModelProjections, triggerRunner } from '../features';
+import { documentWorker, triggerRunner } from '../features';
 import type { ReadCaches } from './caches';
 import { READ_MODELS } from './checkpoint-names';
 import type { Engines } from './engines';

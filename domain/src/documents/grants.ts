@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { deriveKey } from '@svc/contracts';
 
 /**
  * Presigned storage grants (spec Authentication 6): a URL on `/storage/...`
@@ -99,3 +100,7 @@ export const baseUrlOf = (headers: Record<string, string | string[] | undefined>
   const proto = (typeof headers['x-forwarded-proto'] === 'string' ? headers['x-forwarded-proto'] : protocol) || 'http';
   return `${proto}://${headers.host ?? 'localhost'}`;
 };
+
+/** A deployment's presigned storage grants: one key, derived from its secret for this purpose only. */
+export const storageGrants = (secret: Buffer, ttlMs = DEFAULT_URL_TTL_MS) =>
+  new StorageGrants(deriveKey(secret, 'storage'), ttlMs);

@@ -6,7 +6,7 @@ import {
   TRIGGER_INDEXES,
   TRIGGER_TABLES,
 } from '@svc/domain';
-import { deleteRemovedRows } from '../read-models/removals';
+import { deleteRemovedRows } from '../runtime/removals';
 import type { SqlProjection } from '../runtime/runner';
 
 /**

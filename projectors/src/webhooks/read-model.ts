@@ -1,5 +1,5 @@
 import { type SqlQueryable, type StoredEvent, WEBHOOK_INDEXES, WEBHOOK_TABLES } from '@svc/domain';
-import { deleteRemovedRows } from '../read-models/removals';
+import { deleteRemovedRows } from '../runtime/removals';
 import type { SqlProjection } from '../runtime/runner';
 
 /**

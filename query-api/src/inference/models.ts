@@ -1,5 +1,5 @@
 import { type ChatMessage, type ModelEntry, PLAN_TIERS, ServiceError } from '@svc/contracts';
-import { chooseSentences, type Embedder, type ExtractiveSource, NOTHING_FOUND } from '@svc/domain';
+import { chooseSentences, type Embedder, type ExtractiveSource, NOTHING_FOUND, type SearchEngines } from '@svc/domain';
 
 /**
  * The models inference can use (decisions §8) and the one way each is called:
@@ -108,6 +108,15 @@ export function builtinModel(
       }
     },
   };
+}
+
+/**
+ * The built-in model of a deployment: ranking sentences with the search's embedder, or, without an embedding model
+ * (BUILTIN_EMBEDDINGS_MODEL=none) or without search, by their words alone.
+ */
+export function searchBuiltinModel(search?: SearchEngines): InferenceModel {
+  const embedder = search && search.embedder.unavailable === undefined ? search.embedder : undefined;
+  return builtinModel({ embedder, embedQuery: embedder ? (q) => search!.embedQuery(q) : undefined });
 }
 
 /** The catalog: every model this deployment serves, and the default. */

@@ -8,7 +8,7 @@ import {
   type StoredEvent,
 } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
-import { deleteRemovedRows } from './removals';
+import { deleteRemovedRows } from '../runtime/removals';
 
 /**
  * Folders by tenant and context. Every update is guarded by the stream

@@ -7,7 +7,7 @@ import {
   SCHEMA_TABLES,
 } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
-import { deleteRemovedRows } from './removals';
+import { deleteRemovedRows } from '../runtime/removals';
 
 /** Schemas by tenant and context; `doc` is the response shape. Guarded by stream revision. */
 export const schemasProjection = (): SqlProjection => ({

@@ -14,7 +14,7 @@ import {
   SCHEMA_TABLES,
 } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
-import { deleteRemovedRows, deleteRows } from './removals';
+import { deleteRemovedRows, deleteRows } from '../runtime/removals';
 
 /**
  * Records by tenant and context, their lookup index, and out-of-line payloads

@@ -15,8 +15,8 @@ import {
   SCHEMA_TABLES,
 } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
-import { schemaDocsOfRun } from './records';
-import { deleteRemovedRows } from './removals';
+import { schemaDocsOfRun } from '../records/read-model';
+import { deleteRemovedRows } from '../runtime/removals';
 
 /** The read model holding each kind of entity with a history (its id column is `<kind>_id`). */
 const ENTITY_TABLES = {

@@ -1,7 +1,7 @@
 import { DOCUMENT_INDEXES, DOCUMENT_TABLES, type SqlQueryable, type StoredEvent } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
-import { replaceLookupRows, schemaDocs } from './records';
-import { deleteRemovedRows, deleteRows } from './removals';
+import { replaceLookupRows, schemaDocs } from '../records/read-model';
+import { deleteRemovedRows, deleteRows } from '../runtime/removals';
 
 /**
  * Documents by tenant and context (status, text and file references, the

@@ -6,7 +6,7 @@ import {
   type StoredEvent,
 } from '@svc/domain';
 import type { SqlProjection } from '../runtime/runner';
-import { deleteRemovedRows } from './removals';
+import { deleteRemovedRows } from '../runtime/removals';
 
 /**
  * Namespaces (per tenant: they outlive the context that registered them),

@@ -1,7 +1,8 @@
 import { route, type RouteSpec, ServiceError } from '@svc/contracts';
 
 /**
- * Erasure (spec "Erasure (reserved)"): a frozen contract stub. Both operations
+ * Erasure (spec "Erasure (reserved)"): a frozen contract stub, written here and read
+ * in query-api/src/erasure/routes.ts. Both operations
  * need the root key (scoped keys `ssk_` and tokens `st_` get the uniform 403
  * before the stub runs) and answer 501 with exactly `{error: "not_implemented"}`
  * (the edge's body for NOT_IMPLEMENTED). Request and response shapes are not
@@ -20,19 +21,6 @@ export const erasureRequestRoute = (): RouteSpec =>
     auth: 'data',
     rootOnly: true,
     summary: 'Reserved: request erasure (501 {error: "not_implemented"}; root key only)',
-    status: 501,
-    handler: notImplemented,
-  });
-
-/** GET /v1/erasure-requests/{id} (served by the query role). */
-export const erasureStatusRoute = (): RouteSpec =>
-  route({
-    method: 'GET',
-    url: '/v1/erasure-requests/:id',
-    operationId: 'getErasureRequest',
-    auth: 'data',
-    rootOnly: true,
-    summary: 'Reserved: erasure request status (501 {error: "not_implemented"}; root key only)',
     status: 501,
     handler: notImplemented,
   });

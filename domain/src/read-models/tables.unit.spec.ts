@@ -5,9 +5,10 @@ import { describe, expect, it } from 'vitest';
 import * as domain from '../index';
 
 /**
- * Each read model's table and index names are owned by one module under domain/src/read-models (docs/architecture.md
- * "Projections"): the projectors that create and write the tables and the query API that reads them interpolate its
- * names. A name spelled in SQL anywhere else is a second owner; comments may name tables.
+ * Each read model's table and index names are owned by one module, its area's domain/src/<area>/tables.ts (the
+ * checkpoints: domain/src/read-models/checkpoints.ts; docs/architecture.md "Projections"): the projectors that create
+ * and write the tables and the query API that reads them interpolate its names. A name spelled in SQL anywhere else is
+ * a second owner; comments may name tables.
  */
 const ROOT = resolve(import.meta.dirname, '../../..');
 const PACKAGES = [
@@ -21,14 +22,19 @@ const PACKAGES = [
 ];
 const NAME = /\brm_[a-z0-9_]+/g;
 
+/** The modules that own table names: each area's tables.ts, and the checkpoints beside this spec. */
+const OWNER = /^domain\/src\/([a-z-]+\/tables|read-models\/[a-z-]+)\.ts$/;
+const DOMAIN = resolve(import.meta.dirname, '..');
+
 /** Every owned name and the module that owns it, from the modules' exported *_TABLES and *_INDEXES objects. */
 function owners(): Map<string, string> {
   const out = new Map<string, string>();
-  for (const file of readdirSync(import.meta.dirname).filter((f) => /^[a-z-]+\.ts$/.test(f))) {
-    const path = relative(ROOT, join(import.meta.dirname, file));
-    for (const [, name] of readFileSync(join(import.meta.dirname, file), 'utf8').matchAll(/^ {2}\w+: '(rm_\w+)',$/gm))
+  const files = readdirSync(DOMAIN, { recursive: true, encoding: 'utf8' })
+    .map((f) => relative(ROOT, join(DOMAIN, f)))
+    .filter((path) => OWNER.test(path));
+  for (const path of files)
+    for (const [, name] of readFileSync(join(ROOT, path), 'utf8').matchAll(/^ {2}\w+: '(rm_\w+)',$/gm))
       out.set(name, path);
-  }
   return out;
 }
 
@@ -76,7 +82,7 @@ describe('read-model table names', () => {
       .filter(([k]) => /_TABLES$/.test(k))
       .flatMap(([, v]) => Object.values(v as Record<string, string>));
     expect(exported.length).toBeGreaterThan(20);
-    for (const name of exported) expect(owned.get(name), name).toMatch(/^domain\/src\/read-models\//);
+    for (const name of exported) expect(owned.get(name), name).toMatch(OWNER);
   });
 
   it('no source spells an rm_ name outside the module that owns it', () => {
@@ -87,7 +93,7 @@ describe('read-model table names', () => {
         if (owner === path) continue;
         offences.push(
           `${path}:${line}: ${name} ` +
-            (owner ? `(import its name from ${owner})` : '(no module owns it: add it to domain/src/read-models)'),
+            (owner ? `(import its name from ${owner})` : '(no module owns it: add it to domain/src/<area>/tables.ts)'),
         );
       }
     }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EventMetadata, Sql, SqlQueryable, StoredEvent } from '@svc/domain';
+import type { EventMetadata } from '@svc/contracts';
+import type { Sql, SqlQueryable, StoredEvent } from '@svc/domain';
 import { openPostgres, PostgresEventStore } from '@svc/deploy';
 import { OnlineRebuild, ProjectionRunner, type SqlProjection } from '@svc/projectors';
 import { freshPostgresSchema, serverUrl } from '../support/engines';
@@ -23,7 +24,7 @@ const meta: EventMetadata = {
   requestId: null,
   occurredAt: '2026-12-07T10:00:00.000Z',
   schemaVersion: 1,
-} as EventMetadata;
+};
 
 /** A read model of notes (id -> body) with a cache in front, invalidated by the projection's commit hook. */
 function notes(cache?: Map<string, string>): SqlProjection {
@@ -32,14 +33,14 @@ function notes(cache?: Map<string, string>): SqlProjection {
     ddl: 'CREATE TABLE IF NOT EXISTS rm_notes (id text PRIMARY KEY, body text NOT NULL)',
     tables: ['rm_notes'],
     async apply(q: SqlQueryable, e: StoredEvent) {
-      const d = e.data as { id: string; body: string };
+      const d = e.data as unknown as { id: string; body: string };
       await q.query(
         'INSERT INTO rm_notes (id, body) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body',
         [d.id, d.body],
       );
     },
     afterCommit(events) {
-      for (const e of events) cache?.delete((e.data as { id: string }).id);
+      for (const e of events) cache?.delete((e.data as unknown as { id: string }).id);
     },
   };
 }

@@ -6,6 +6,7 @@ export * from './engines/embeddings';
 export * from './engines/memory-text';
 export * from './engines/memory-vectors';
 export * from './engines/pg-fts';
+export { noteRequest } from './engines/request-pressure';
 export * from './engines/vector-index';
 export * from './engines/vector-models';
 export * from './indexer/documents';

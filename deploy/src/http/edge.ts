@@ -79,6 +79,8 @@ export interface EdgeOptions {
   corsOrigins?: CorsOrigins;
   /** A span per request (OTEL_EXPORTER_OTLP_ENDPOINT set; tracing.ts); off, no hook is installed. */
   traceRequests?: boolean;
+  /** Hears each request a client sent, probes and scrapes aside (the embedding pool's pacing counts them). */
+  noteRequest?: () => void;
 }
 
 export interface PreflightContext {
@@ -108,6 +110,8 @@ declare module 'fastify' {
 export const MAX_BODY_BYTES = 8 * 1024 * 1024;
 
 const STREAMING = /^\/v1\/(rag|chat|changes|documents\/[^/]+\/ask)$/;
+/** Liveness and readiness probes and metrics scrapes: not a client's request. */
+const PROBES = /^\/(healthz|readyz|metrics)(\?|$)/;
 
 export function errorBody(err: ServiceError, requestId: string | undefined) {
   return { message: err.message, errorCode: err.code, ...(requestId ? { requestId } : {}), ...(err.details ?? {}) };
@@ -203,8 +207,10 @@ export function createEdge(opts: EdgeOptions): FastifyInstance {
   const cors = opts.corsOrigins;
   // First, so every later hook and the handler run inside the request's span.
   if (opts.traceRequests) traceRequests(app);
+  const noteRequest = opts.noteRequest;
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
+    if (noteRequest && !PROBES.test(req.url)) noteRequest();
     // A preflight is answered before the flood ceiling: it reads nothing and costs no more than the ceiling's refusal.
     if (cors && applyCors(cors, req, reply)) return reply.status(204).send();
     if (ipCeiling > 0) {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { type Area, type Paginator, route, type WireVersionTable } from '@svc/contracts';
 import { type ChangeFeed, queryAreas } from '@svc/query-api';
+import { noteRequest } from '@svc/search';
 import {
   burstLimitGate,
   commandAreas,
@@ -90,6 +91,7 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
     trustProxyHops: config.trustProxyHops,
     corsOrigins: config.corsOrigins,
     traceRequests: !!config.otlpEndpoint,
+    noteRequest,
   };
   const activity = p.activity;
   // Read metering: successful data-plane reads are counted per context and appended in batches (docs/api.md "Usage").

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { busyGapMs, PassagePacing, RequestPressure } from './request-pressure';
+import { busyGapMs, noteRequest, PassagePacing, RequestPressure } from './request-pressure';
 
 /** A clock and an event loop whose busy share the test sets per window. */
 function loop() {
@@ -24,7 +24,7 @@ describe('RequestPressure', () => {
       'has passed',
     () => {
       const l = loop();
-      const p = new RequestPressure({ sample: l.sample, now: l.now, windowMs: 100 });
+      const p = new RequestPressure({ sample: l.sample, now: l.now, windowMs: 100, requests: () => l.now() });
       l.pass(50, 1);
       expect(p.busy()).toBe(false); // half a window: the previous value (none yet)
       l.pass(50, 1);
@@ -34,6 +34,34 @@ describe('RequestPressure', () => {
       expect(p.busy()).toBe(false);
     },
   );
+
+  it("is not busy while no requests come in, however busy the loop (the indexer's own work)", () => {
+    const l = loop();
+    let requests = 0;
+    const p = new RequestPressure({ sample: l.sample, now: l.now, windowMs: 100, requests: () => requests });
+    l.pass(100, 1);
+    expect(p.busy()).toBe(false); // the loop ran all the window, no request began
+    requests += 1; // a status poll a second
+    l.pass(100, 1);
+    expect(p.busy()).toBe(false);
+    requests += 2; // 20 requests a second or more
+    l.pass(100, 0.9);
+    expect(p.busy()).toBe(true);
+    requests += 40; // many requests, but the loop mostly idle
+    l.pass(100, 0.3);
+    expect(p.busy()).toBe(false);
+  });
+
+  it('counts what the HTTP edge notes (noteRequest) by default', () => {
+    const l = loop();
+    const p = new RequestPressure({ sample: l.sample, now: l.now, windowMs: 100 });
+    l.pass(100, 1);
+    expect(p.busy()).toBe(false);
+    noteRequest();
+    noteRequest();
+    l.pass(100, 1);
+    expect(p.busy()).toBe(true);
+  });
 });
 
 describe('PassagePacing', () => {

@@ -180,7 +180,7 @@ async function startElasticsearch(
 const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
 
 /** The corpus into the service as tests/eval/search.ts sends it, then wait until every document left PENDING_INDEX. */
-async function ingestService(
+export async function ingestService(
   svc: HttpService,
   docs: ReturnType<typeof loadBeir>['corpus'],
   log: (m: string) => void,

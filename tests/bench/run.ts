@@ -51,9 +51,12 @@
  * SciFact, the service vs Elasticsearch (started with deploy/engines/elasticsearch.sh; default run too, skipped and
  * said so when it cannot start), title + snippet and ids + titles, alternating BENCH_PEERS_ROUNDS (6) x
  * BENCH_PEERS_ROUND_MS (3,000) after BENCH_PEERS_WARMUP_MS (15,000; the JVM warms slowly); record create PostgreSQL
- * (DATABASE_URL) vs embedded, by-id cold vs hot. Results: .cache/bench-results.json (what-if runs:
- * .cache/bench-results.whatif-<name>.json) Companions: tests/bench/profile.ts (CPU profile + SQL census of one
- * scenario), tests/bench/engine-micro.ts (per-statement PGlite costs, read shapes).
+ * (DATABASE_URL) vs embedded, by-id cold vs hot. Section 16 (cores.ts, BENCH_ONLY=cores only; issue 46): the
+ * embedded default confined to BENCH_CORES_SETS ("0 0,1") CPUs, create / get / TEXT search in alternating slices
+ * (BENCH_CORES_ROUNDS 4 x BENCH_CORES_SLICE_MS 4,000), with the cores it used and its main thread's CPU per answer.
+ * Results: .cache/bench-results.json (what-if runs: .cache/bench-results.whatif-<name>.json) Companions:
+ * tests/bench/profile.ts (CPU profile + SQL census of one scenario), tests/bench/engine-micro.ts (per-statement PGlite
+ * costs, read shapes).
  */
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -78,6 +81,7 @@ import { benchWebhooks } from './webhooks';
 import { benchChanges } from './changes';
 import { benchMemory } from './memory';
 import { benchConsole } from './console';
+import { benchCores } from './cores';
 import { stealNote } from './steal';
 import { benchPeers } from './peers';
 import { benchAb } from './ab';
@@ -1344,6 +1348,51 @@ async function main() {
         },
       );
     } else log(`15. Peers records: skipped (${p.recordsSkipped})`);
+  }
+
+  // --- Cores (section 16, tests/bench/cores.ts; issue 46): only with BENCH_ONLY=cores (two SciFact ingests) ---
+  if (only.has('cores')) {
+    const S16 =
+      '16. Cores: the embedded default confined to 1 and to 2 CPUs (taskset), alternating slices; its main ' +
+      "thread's CPU per answer bounds what more cores give";
+    const c = await benchCores({
+      newDir,
+      log,
+      sets: (process.env.BENCH_CORES_SETS ?? '0 0,1').split(/\s+/).filter(Boolean),
+      sliceMs: envInt('BENCH_CORES_SLICE_MS', 4000),
+      rounds: envInt('BENCH_CORES_ROUNDS', 4),
+      dataset: process.env.BENCH_CORES_DATASET ?? process.env.BENCH_PEERS_DATASET ?? '/work/shared/datasets/scifact',
+      childEnv,
+    });
+    if (c.searchSkipped) log(`16. Cores search: skipped (${c.searchSkipped})`);
+    const first = c.sets[0];
+    for (const set of c.sets)
+      for (const [k, f] of Object.entries(set.ops)) {
+        const base = first.ops[k as keyof typeof first.ops]!;
+        // What the main thread's CPU per answer allows however many cores there are.
+        const ceiling = 1000 / f.mainMs;
+        log(
+          `C ${k} on CPUs ${set.cpus}: ${Math.round(f.load.opsPerSec)}/s, service ${f.cores.toFixed(2)} cores ` +
+            `(main thread ${f.mainThread.toFixed(2)}), CPU ${f.cpuMs.toFixed(2)} ms/answer (main thread ` +
+            `${f.mainMs.toFixed(2)}): main-thread ceiling ${Math.round(ceiling)}/s`,
+        );
+        rows.push({
+          id: `C${k[0].toUpperCase()}${set.cpus.split(',').length}`,
+          section: S16,
+          name:
+            `${k === 'search' ? `TEXT search (${c.docs} SciFact docs), 16` : `${k}, 32`} clients, CPUs ${set.cpus}; ` +
+            `service ${f.cores.toFixed(2)} cores, main thread ${f.mainThread.toFixed(2)}; ceiling ` +
+            `${Math.round(ceiling)}/s`,
+          result: f.load,
+          ...(set === first
+            ? { verdict: 'base' as const }
+            : {
+                target: 'report',
+                ratio: { value: f.load.opsPerSec / base.load.opsPerSec, vs: `C${k[0].toUpperCase()}1` },
+                verdict: 'info' as const,
+              }),
+        });
+      }
   }
 
   // --- Online rebuild (section 11, tests/bench/rebuild.ts): only with BENCH_ONLY=rebuild (a million events take

@@ -310,7 +310,12 @@ export async function spawnService(
   let out = '';
   // SERVICE_ROOT: another checkout's service (the bench's comparison of two builds).
   const root = env.SERVICE_ROOT ?? ROOT;
-  const child = spawn(process.execPath, serviceCommand('start', root), {
+  // SERVICE_CPUS: the service and every process it starts confined to those CPUs (taskset -c; the bench's cores
+  // section).
+  const cpus = env.SERVICE_CPUS;
+  const file = cpus ? 'taskset' : process.execPath;
+  const args = cpus ? ['-c', cpus, process.execPath, ...serviceCommand('start', root)] : serviceCommand('start', root);
+  const child = spawn(file, args, {
     cwd: root,
     env: {
       ...process.env,

@@ -3,12 +3,12 @@ import { existsSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { UploadPoller } from '@svc/command-api';
-import { EVENT_SCHEMA_VERSION } from '@svc/contracts';
 import { openPglite, PostgresEventStore, S3BlobStore } from '@svc/deploy';
 import { documentBlobKeys, type Sql, streams } from '@svc/domain';
 import { documentsProjection, ProjectionRunner } from '@svc/projectors';
 import { tempDir } from '../support/engines';
 import { startObjectStore } from '../support/object-store';
+import { eventMetadata } from '../support/events';
 
 /**
  * The upload poller (OBJECT_STORE_URL) against a real S3-compatible store (s3rver). s3rver writes an object's data
@@ -45,16 +45,7 @@ describe('upload poller on an S3-compatible store', () => {
     const pendingDocument = async (fileType: string) => {
       const documentId = randomUUID();
       const uploadId = randomUUID();
-      const metadata = {
-        tenantId: T,
-        contextId: C,
-        accountId: 'acc',
-        actorKeyId: null,
-        userId: null,
-        requestId: 'r',
-        occurredAt: '2026-01-01T00:00:00.000Z',
-        schemaVersion: EVENT_SCHEMA_VERSION,
-      };
+      const metadata = eventMetadata({ tenantId: T, contextId: C });
       const data = {
         documentId,
         title: 'T',

@@ -8,6 +8,7 @@ import { catchUpFeed, ProjectionRunner, recordsProjection, schemasProjection, we
 import { type Embedder, LanceVectorIndex, PgTextIndex, SearchCatalogue, SearchIndexer } from '@svc/search';
 import { tempDir } from '../support/engines';
 import { recordOutcomes } from './outcome-stream';
+import { eventMetadata } from '../support/events';
 
 /**
  * The search projector's index outcomes (RecordsIndexed, in batches, to the context's outcome stream): exactly one
@@ -51,16 +52,7 @@ describe('search projector: index outcomes in batches', () => {
       () => sql.close(),
       () => vectors.close(),
     );
-    const meta = {
-      tenantId: T,
-      contextId: C,
-      accountId: 'acc',
-      actorKeyId: null,
-      userId: null,
-      requestId: 'r',
-      occurredAt: '2026-01-01T00:00:00.000Z',
-      schemaVersion: EVENT_SCHEMA_VERSION,
-    };
+    const meta = eventMetadata({ tenantId: T, contextId: C });
     const schemaId = randomUUID();
     const definition = {
       typeName: 'note',

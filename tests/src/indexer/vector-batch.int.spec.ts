@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PostgresEventStore } from '@svc/deploy';
-import { EVENT_SCHEMA_VERSION } from '@svc/contracts';
 import { FileBlobStore, openPglite } from '@svc/deploy';
 import { type Sql, streams, type VectorRow } from '@svc/domain';
 import { catchUpFeed } from '@svc/projectors';
 import { type Embedder, LanceVectorIndex, PgTextIndex, SearchCatalogue, SearchIndexer } from '@svc/search';
 import { recordOutcomes } from './outcome-stream';
 import { tempDir } from '../support/engines';
+import { eventMetadata } from '../support/events';
 
 /**
  * The search projector's vector write per batch (issue 7): one VectorIndex.replaceItems call for
@@ -71,16 +71,7 @@ describe('search projector: batched vector writes', () => {
       () => sql.close(),
       () => vectors.close(),
     );
-    const meta = {
-      tenantId: T,
-      contextId: C,
-      accountId: 'acc',
-      actorKeyId: null,
-      userId: null,
-      requestId: 'r',
-      occurredAt: '2026-01-01T00:00:00.000Z',
-      schemaVersion: EVENT_SCHEMA_VERSION,
-    };
+    const meta = eventMetadata({ tenantId: T, contextId: C });
     const schemaId = randomUUID();
     const definition = {
       typeName: 'note',

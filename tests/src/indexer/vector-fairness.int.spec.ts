@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PostgresEventStore } from '@svc/deploy';
-import { EVENT_SCHEMA_VERSION } from '@svc/contracts';
 import { FileBlobStore, openPglite } from '@svc/deploy';
 import { readCheckpoint, type Sql, streams } from '@svc/domain';
 import { catchUpFeed } from '@svc/projectors';
@@ -15,6 +14,7 @@ import {
 } from '@svc/search';
 import { recordOutcomes } from './outcome-stream';
 import { tempDir } from '../support/engines';
+import { eventMetadata } from '../support/events';
 
 /**
  * The search projector's vector queue (docs/search.md, "Fairness"): semantic work is served per tenant, round-robin,
@@ -90,16 +90,7 @@ describe('search projector: the per-tenant vector queue', () => {
       return ix;
     };
     const schemaId = randomUUID();
-    const meta = (tenantId: string) => ({
-      tenantId,
-      contextId: 'ctx',
-      accountId: 'acc',
-      actorKeyId: null,
-      userId: null,
-      requestId: 'r',
-      occurredAt: '2026-01-01T00:00:00.000Z',
-      schemaVersion: EVENT_SCHEMA_VERSION,
-    });
+    const meta = (tenantId: string) => eventMetadata({ tenantId, contextId: 'ctx' });
     const definition = {
       typeName: 'note',
       displayName: 'Note',

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EventMetadata } from '@svc/contracts';
 import type { Sql, SqlQueryable, StoredEvent } from '@svc/domain';
 import { openPostgres, PostgresEventStore } from '@svc/deploy';
 import { OnlineRebuild, ProjectionRunner, type SqlProjection } from '@svc/projectors';
 import { freshPostgresSchema, serverUrl } from '../support/engines';
+import { eventMetadata } from '../support/events';
 
 /**
  * An online rebuild and this process's read-model caches. The build applies the events that arrive while the live
@@ -15,16 +15,7 @@ import { freshPostgresSchema, serverUrl } from '../support/engines';
  */
 const skip = !serverUrl('postgres') ? 'DATABASE_URL not set (the online rebuild needs PostgreSQL)' : undefined;
 
-const meta: EventMetadata = {
-  tenantId: 't1',
-  contextId: 'c1',
-  accountId: 'a1',
-  actorKeyId: null,
-  userId: null,
-  requestId: null,
-  occurredAt: '2026-12-07T10:00:00.000Z',
-  schemaVersion: 1,
-};
+const meta = eventMetadata();
 
 /** A read model of notes (id -> body) with a cache in front, invalidated by the projection's commit hook. */
 function notes(cache?: Map<string, string>): SqlProjection {

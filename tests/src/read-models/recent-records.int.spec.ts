@@ -6,6 +6,7 @@ import { type Sql, type StoredEvent, streams } from '@svc/domain';
 import { ProjectionRunner, recordsProjection, schemasProjection } from '@svc/projectors';
 import { asJsonb, RecordReads, rowOfCreated } from '@svc/query-api';
 import { freshPostgresSchema, serverUrl, tempDir } from '../support/engines';
+import { eventMetadata } from '../support/events';
 
 /**
  * A record's first read (a GET, the change stream's entity) is served from its RecordCreated event when the record was
@@ -168,16 +169,7 @@ describe('the records projection hands on only the records a batch inserted and 
     tmp?.remove();
   });
 
-  const meta = {
-    tenantId: T,
-    contextId: C,
-    accountId: 'acc',
-    actorKeyId: null,
-    userId: null,
-    requestId: 'r',
-    occurredAt: '2026-12-07T00:00:00.000Z',
-    schemaVersion: EVENT_SCHEMA_VERSION,
-  };
+  const meta = eventMetadata({ tenantId: T, contextId: C, occurredAt: '2026-12-07T00:00:00.000Z' });
   let position = 0;
   const ev = (type: string, data: Record<string, unknown>) =>
     ({ id: randomUUID(), type, data, metadata: meta, streamId: 's', revision: 0, position: ++position }) as StoredEvent;

@@ -5,6 +5,7 @@ import { openCaches, openPglite, ROLES } from '@svc/deploy';
 import { tenancyProjection } from '@svc/projectors';
 import { CredentialResolver } from '@svc/query-api';
 import { tempDir } from '../support/engines';
+import { eventMetadata } from '../support/events';
 
 /**
  * The credential cache of the process whose projector applies a revocation. Another process (a command-only
@@ -14,16 +15,7 @@ import { tempDir } from '../support/engines';
  * 200 on A). Real projection, real resolver, real PGlite; the window is held open by calling the hook late.
  */
 const SECRET = 'st_revocation_window_test_secret';
-const meta = {
-  tenantId: 't1',
-  contextId: 'c1',
-  accountId: 'a1',
-  actorKeyId: null,
-  userId: null,
-  requestId: null,
-  occurredAt: '2026-11-27T10:00:00.000Z',
-  schemaVersion: 1,
-};
+const meta = eventMetadata({ accountId: 'a1', requestId: null, occurredAt: '2026-11-27T10:00:00.000Z' });
 const event = (position: number, type: string, data: Record<string, unknown>): StoredEvent =>
   ({
     id: `e${position}`,

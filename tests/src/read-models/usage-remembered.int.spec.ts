@@ -3,6 +3,7 @@ import { encodeCharge, type Sql, type SqlQueryable, type StoredEvent, type Usage
 import { openPglite } from '@svc/deploy';
 import { usageProjection } from '@svc/projectors';
 import { tempDir } from '../support/engines';
+import { eventMetadata } from '../support/events';
 
 /**
  * The usage projection remembers the marks and account totals it last wrote, so a batch costs one statement;
@@ -11,14 +12,7 @@ import { tempDir } from '../support/engines';
  */
 const TERMS = { includedCalls: 3, callsPerCredit: 2, includedBytes: 100, bytesPerCredit: 50 };
 const meta = (tenantId: string, contextId: string | null, charge?: unknown[]) => ({
-  tenantId,
-  contextId,
-  accountId: null,
-  actorKeyId: null,
-  userId: null,
-  requestId: null,
-  occurredAt: '2026-11-20T10:00:00.000Z',
-  schemaVersion: 1,
+  ...eventMetadata({ tenantId, contextId, accountId: null, requestId: null, occurredAt: '2026-11-20T10:00:00.000Z' }),
   ...(charge ? { charge } : {}),
 });
 

@@ -296,7 +296,7 @@ export async function openPostgres(url: string, max = 10): Promise<Sql> {
     // PG_PIPELINE=off: the event store appends in a pooled transaction, a statement per round trip (the path before
     // pipelining, kept for benchmark comparisons).
     ...(process.env.PG_PIPELINE === 'off' ? {} : { pipelined }),
-    async tx(fn, options) {
+    async tx(fn) {
       const client = await pool.connect().catch((e) => Promise.reject(unavailableError(e)));
       // While checked out, a client's 'error' (the server went away) has no listener of the pool's: caught here, and
       // the client is discarded at release instead of going back to the pool.
@@ -304,9 +304,7 @@ export async function openPostgres(url: string, max = 10): Promise<Sql> {
       const onError = (e: Error) => (broken ??= e);
       client.on('error', onError);
       try {
-        // A projection's batch need not wait for the disk (the log is durable; the batch is applied again after a
-        // crash): one fsync less per batch, in the same round trip as BEGIN.
-        await client.query(options?.rebuildable ? 'BEGIN; SET LOCAL synchronous_commit = off' : 'BEGIN');
+        await client.query('BEGIN');
         const out = await fn(wrap(client));
         await client.query('COMMIT');
         return out;

@@ -13,19 +13,10 @@ export interface SqlStatement {
   params?: unknown[];
 }
 
-export interface TxOptions {
-  /**
-   * The transaction writes only what the log rebuilds (a projection's batch and its checkpoint): a server may answer
-   * its COMMIT before the commit reaches the disk (`synchronous_commit = off`). A crash of the server can then lose
-   * the last such commits, checkpoint included, and the projection applies those events again when it restarts.
-   */
-  rebuildable?: boolean;
-}
-
 export interface Sql extends SqlQueryable {
   readonly kind: 'pglite' | 'postgres';
   /** One transaction; rolled back when `fn` throws. */
-  tx<T>(fn: (q: SqlQueryable) => Promise<T>, options?: TxOptions): Promise<T>;
+  tx<T>(fn: (q: SqlQueryable) => Promise<T>): Promise<T>;
   /**
    * Statements that need nothing from each other's results, run in order in one transaction, all or none; one
    * round trip where the adapter can make it one (the embedded database in its own thread). Call through

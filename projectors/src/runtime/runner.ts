@@ -130,8 +130,6 @@ export interface RunnerStats extends FollowerStats {
 
 /** Attempts of one event, each in its own transaction, before it is quarantined. */
 const EVENT_ATTEMPTS = 3;
-/** A batch and its checkpoint are the log's to rebuild: a server need not flush them before answering. */
-const REBUILDABLE = { rebuildable: true } as const;
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Runs a group of SQL projections from one checkpoint. */
@@ -302,7 +300,7 @@ export class ProjectionRunner {
         await park(q, this.name, { ...e, streamId: s }, `applied, and again after position ${cause}`, cause);
       }
       await this.moveCheckpoint(q, last);
-    }, REBUILDABLE);
+    });
     this.stats.quarantined += parked.length;
     this.advanced(live, last);
   }

@@ -102,34 +102,6 @@ export function sqlContract(name: string, open: () => Promise<Sql & { dispose: (
       ).toEqual(['t2', 't3', 't4']);
     });
 
-    it('a rebuildable transaction commits and rolls back as any other; a server skips only its flush', async () => {
-      const setting = async (q: { query: Sql['query'] }) =>
-        (await q.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0].synchronous_commit;
-      const inside = await sql.tx(
-        async (q) => {
-          await q.query(`INSERT INTO sc_items (id) VALUES ('r1')`);
-          return setting(q);
-        },
-        { rebuildable: true },
-      );
-      // On a server the projection's commit does not wait for the disk; the setting ends with the transaction.
-      expect(inside).toBe(sql.kind === 'postgres' ? 'off' : 'on');
-      expect(await sql.tx(setting)).toBe('on');
-      expect(await setting(sql)).toBe('on');
-      await expect(
-        sql.tx(
-          async (q) => {
-            await q.query(`INSERT INTO sc_items (id) VALUES ('r2')`);
-            throw new Error('no');
-          },
-          { rebuildable: true },
-        ),
-      ).rejects.toThrow('no');
-      expect((await sql.query(`SELECT id FROM sc_items WHERE id IN ('r1', 'r2') ORDER BY id`)).rows).toEqual([
-        { id: 'r1' },
-      ]);
-    });
-
     it('a statement sent while a transaction is open is not part of it (the rollback does not undo it)', async () => {
       let release!: () => void;
       const gate = new Promise<void>((r) => (release = r));

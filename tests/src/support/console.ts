@@ -110,7 +110,7 @@ export async function startConsole(opts: { env?: Record<string, string> } = {}):
       await p.page.getByRole('navigation', { name: 'Screens' }).waitFor({ timeout: 15_000 });
       // The shell moves to its home screen in an effect after its first render: until then a test's own navigation
       // could be overridden by it (seen through the router, where pages render later).
-      await p.page.waitForFunction(() => location.hash.length > 1, undefined, { timeout: 15_000 });
+      await p.page.waitForFunction('location.hash.length > 1', undefined, { timeout: 15_000 });
     },
     async axe(page) {
       // Evaluated through the DevTools protocol, which the page's CSP (script-src 'self') does not govern.

@@ -3,7 +3,7 @@
 // version (and its tombstone once deleted), create, edit (PUT or PATCH with expectedVersion: a 409 is shown as a
 // conflict) and delete.
 import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { Answer } from '@svc/client';
 import { asApiError, unwrap, useClient, useLoad, type ApiError } from '../api';
 import { ErrorMessage, shownAtField } from '../components/errors';
@@ -597,7 +597,14 @@ function RecordForm({ schema, existing }: { schema: Schema; existing?: RecordVie
   const [error, setError] = useState<ApiError>();
   const [busy, setBusy] = useState(false);
   const paths = useMemo(() => ['externalId', 'payload', ...fields.map((f) => `payload.${f.fieldId}`)], [fields]);
-  useEffect(() => setDraft(draftOf(fields, before)), [existing?.version]);
+  // A newer version shown while the form is open starts the draft again from it. Not on mount: the draft already
+  // holds this version, and resetting it after the first paint dropped what the person typed in the meantime.
+  const drafted = useRef(existing?.version);
+  useEffect(() => {
+    if (drafted.current === existing?.version) return;
+    drafted.current = existing?.version;
+    setDraft(draftOf(fields, before));
+  }, [existing?.version]);
 
   async function submit(e: Event) {
     e.preventDefault();

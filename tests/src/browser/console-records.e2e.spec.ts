@@ -78,6 +78,7 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: records', () => {
     // PATCH: only the edited field changes.
     await page.getByRole('link', { name: 'Edit record' }).click();
     await expect.poll(() => page.getByRole('heading', { name: 'Edit record task-1' }).count()).toBe(1);
+    await expect.poll(() => page.getByLabel('title').inputValue()).toBe('Water the tomatoes');
     await page.getByLabel('title').fill('Water the tomatoes at six');
     await page.getByRole('button', { name: 'Save record' }).click();
     await expect.poll(() => facts(page), { timeout: 15_000 }).toMatch(/Version\s+2/);
@@ -85,8 +86,11 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: records', () => {
     expect(saved).toMatch(/"priority": 2/);
     expect(saved).toMatch(/"title": "Water the tomatoes at six"/);
 
-    // PUT: the payload is replaced by the form's (the cleared priority is gone).
+    // PUT: the payload is replaced by the form's (the cleared priority is gone). The form is edited once it holds the
+    // record (filled before, the loaded record would overwrite the edit: seen through the router).
     await page.getByRole('link', { name: 'Edit record' }).click();
+    await expect.poll(() => page.getByRole('heading', { name: 'Edit record task-1' }).count()).toBe(1);
+    await expect.poll(() => page.getByLabel('priority (number)').inputValue()).toBe('2');
     await page.getByLabel('priority (number)').fill('');
     await page.getByLabel('Save as').selectOption('PUT');
     await page.getByRole('button', { name: 'Save record' }).click();

@@ -7,14 +7,13 @@
  * of one core its main thread used. The main thread answers every request, so its CPU per answer is the ceiling
  * more cores cannot lift: the written projection to 8 and 16 cores in docs/benchmarks.md comes from these figures.
  */
-import { readFileSync } from 'node:fs';
 import { Pool } from 'undici';
 import { loadBeir, loadQrels } from '../eval/dataset';
 import type { HttpService } from './http';
 import { startHttpService } from './http';
 import { closedLoop, type LoadResult, sumLoads } from './load';
 import { ingestService } from './peers';
-import { treeCpuSeconds } from './process-tree';
+import { cpuSplitSeconds, treeCpuSeconds } from './process-tree';
 import { BENCH_SCHEMA, createBody } from './workload';
 
 export interface CoresOptions {
@@ -47,15 +46,10 @@ export interface CoresResult {
   docs?: number;
 }
 
-/** CPU seconds of one thread (`tid`) of `pid`: utime + stime, clock ticks of 1/100 s. */
+/** CPU seconds of one thread (`tid`) of `pid`. */
 function threadCpuSeconds(pid: number, tid: number): number {
-  try {
-    const st = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch {
-    return 0;
-  }
+  const t = cpuSplitSeconds(pid, tid);
+  return t.user + t.system;
 }
 
 export async function benchCores(o: CoresOptions): Promise<CoresResult> {

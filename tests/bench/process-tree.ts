@@ -49,12 +49,13 @@ export function treeCpuSeconds(root: number): { service: number; children: numbe
 }
 
 /**
- * User and system CPU seconds of `pid` alone (its threads included; 0 once it exited): system time is the kernel
- * working for it. utime and stime, fields 14 and 15 of stat, in clock ticks of 1/100 s on Linux.
+ * User and system CPU seconds of `pid` alone (its threads included; 0 once it exited), or with `tid` of that one
+ * thread of it: system time is the kernel working for it. utime and stime, fields 14 and 15 of stat, in clock ticks
+ * of 1/100 s on Linux.
  */
-export function cpuSplitSeconds(pid: number): { user: number; system: number } {
+export function cpuSplitSeconds(pid: number, tid?: number): { user: number; system: number } {
   try {
-    const st = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const st = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8');
     const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
     return { user: Number(f[11]) / 100, system: Number(f[12]) / 100 };
   } catch {

@@ -101,3 +101,4 @@ export const notFound = () => new ServiceError('NOT_FOUND');
 export const forbidden = () => new ServiceError('FORBIDDEN');
 export const versionConflict = () => new ServiceError('VERSION_CONFLICT');
 export const conflict = (message: string) => new ServiceError('CONFLICT', message);
+export const notImplemented = (message: string) => new ServiceError('NOT_IMPLEMENTED', message);

@@ -1,4 +1,4 @@
-import { route, type RouteSpec, ServiceError } from '@svc/contracts';
+import { notImplemented, route, type RouteSpec } from '@svc/contracts';
 
 /**
  * Erasure (spec "Erasure (reserved)"): a frozen contract stub, written here and read
@@ -8,8 +8,8 @@ import { route, type RouteSpec, ServiceError } from '@svc/contracts';
  * (the edge's body for NOT_IMPLEMENTED). Request and response shapes are not
  * shown by the spec, so nothing is validated.
  */
-const notImplemented = async (): Promise<never> => {
-  throw new ServiceError('NOT_IMPLEMENTED', 'Erasure is reserved and not implemented');
+const reserved = async (): Promise<never> => {
+  throw notImplemented('Erasure is reserved and not implemented');
 };
 
 /** POST /v1/erasure-requests (served by the command role). */
@@ -22,5 +22,5 @@ export const erasureRequestRoute = (): RouteSpec =>
     rootOnly: true,
     summary: 'Reserved: request erasure (501 {error: "not_implemented"}; root key only)',
     status: 501,
-    handler: notImplemented,
+    handler: reserved,
   });

@@ -3,6 +3,7 @@ import {
   createRecordBody,
   ingestDocumentBody,
   invalid,
+  notImplemented,
   patchDocumentBody,
   patchFolderBody,
   patchRecordBody,
@@ -57,8 +58,7 @@ export interface HostContext {
 }
 
 const denied = () => new ServiceError('AUTHORIZATION_DENIED', 'The script call was denied.');
-const unavailable = (what: string) =>
-  new ServiceError('NOT_IMPLEMENTED', `${what} is not available to scripts in this process`);
+const unavailable = (what: string) => notImplemented(`${what} is not available to scripts in this process`);
 
 function need(meta: RequestMeta, permission: string) {
   if (!grants(meta.principal.allowedActions, permission)) throw denied();

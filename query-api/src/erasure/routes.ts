@@ -1,12 +1,12 @@
-import { route, type RouteSpec, ServiceError } from '@svc/contracts';
+import { notImplemented, route, type RouteSpec } from '@svc/contracts';
 
 /**
  * Erasure (spec "Erasure (reserved)"): the read half of a frozen contract stub
  * (the write half: command-api/src/erasure/routes.ts). Root key only; answers
  * 501 with exactly `{error: "not_implemented"}`.
  */
-const notImplemented = async (): Promise<never> => {
-  throw new ServiceError('NOT_IMPLEMENTED', 'Erasure is reserved and not implemented');
+const reserved = async (): Promise<never> => {
+  throw notImplemented('Erasure is reserved and not implemented');
 };
 
 /** GET /v1/erasure-requests/{id} (served by the query role). */
@@ -19,5 +19,5 @@ export const erasureStatusRoute = (): RouteSpec =>
     rootOnly: true,
     summary: 'Reserved: erasure request status (501 {error: "not_implemented"}; root key only)',
     status: 501,
-    handler: notImplemented,
+    handler: reserved,
   });

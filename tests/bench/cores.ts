@@ -66,9 +66,12 @@ export async function benchCores(o: CoresOptions): Promise<CoresResult> {
   const services: Array<{ cpus: string; svc: HttpService; pool: Pool; headers: Record<string, string> }> = [];
   try {
     for (const cpus of o.sets) {
+      // "0,1@NAME=value@...": a setting of that service only, to compare two settings on the same cores.
+      const [cpuList, ...settings] = cpus.split('@');
       const svc = await startHttpService(o.newDir(`cores-${cpus.replace(/\W/g, '_')}-`), {
         ...o.childEnv,
-        SERVICE_CPUS: cpus,
+        ...Object.fromEntries(settings.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
+        SERVICE_CPUS: cpuList,
       });
       const headers = {
         authorization: `Bearer ${svc.bootstrap.tenants.live.rootKey}`,

@@ -2,14 +2,20 @@
  * `tsx tests/bench/engine-micro.ts`: per-statement cost of the embedded engine
  * through the service's own Sql adapter (openSql -> PGlite on a data dir), and
  * alternative shapes of the record reads, to explain the main bench.
- * rm_records is created from the real projection DDL and filled with 3,000 rows.
+ * rm_records is created from the real projection DDL and filled with 3,000 rows. Last: transactions of ten upserts
+ * on this thread and on the embedded database's own thread (openPgliteThread, fed one statement per message), with
+ * the CPU each thread spent a statement (docs/benchmarks.md, Cores: the database in a thread of its own).
  */
 import { randomUUID } from 'node:crypto';
-import { openSql } from '@svc/deploy';
+import { readdirSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
+import { openPgliteThread, openSql } from '@svc/deploy';
+import type { Sql } from '@svc/domain';
 import { recordsProjection } from '@svc/projectors';
 import { RecordReads } from '@svc/query-api';
 import { tempDir } from '../src/support/engines';
 import { closedLoop } from './load';
+import { cpuSplitSeconds } from './process-tree';
 
 const d = tempDir('svc-bench-micro-');
 const sql = await openSql({ dataDir: d.dir });
@@ -212,6 +218,91 @@ try {
         ),
     }),
   );
+  console.log('# transactions of 10 upserts: this thread vs the database in its own thread (CPU a statement)');
+  const threadCpu = () =>
+    new Map(
+      readdirSync('/proc/self/task').map((t) => {
+        const c = cpuSplitSeconds(process.pid, Number(t));
+        return [Number(t), c.user + c.system] as const;
+      }),
+    );
+  const UPSERT = 'INSERT INTO t VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc';
+  // The same loop run inside a thread, statements sent as the adapters send them (one exchange each) but no message
+  // between threads a statement: what the thread costs alone.
+  const LOOP_IN_THREAD = `
+    const { parentPort, workerData } = require('node:worker_threads');
+    (async () => {
+      const { PGlite } = await import(workerData.pglite);
+      const { queryInOneExchange } = await import(workerData.exchange);
+      const db = await PGlite.create({ dataDir: workerData.dir });
+      await db.exec('CREATE TABLE t (id int PRIMARY KEY, doc jsonb)');
+      const c0 = process.threadCpuUsage();
+      const t0 = performance.now();
+      for (let i = 0; i < workerData.n; i += 10)
+        await db.transaction(async () => {
+          for (let j = i; j < i + 10; j++)
+            await queryInOneExchange(db, workerData.upsert, [j, { j }], true);
+        });
+      const c = process.threadCpuUsage(c0);
+      parentPort.postMessage({ wall: performance.now() - t0, cpuUs: c.user + c.system });
+      await db.close();
+    })();`;
+  for (let round = 0; round < 2; round++) {
+    const dir = tempDir('svc-bench-micro-thread-');
+    const n = 5000;
+    const r = await new Promise<{ wall: number; cpuUs: number }>((resolve, reject) => {
+      const w = new Worker(LOOP_IN_THREAD, {
+        eval: true,
+        execArgv: [],
+        workerData: {
+          dir: dir.dir,
+          n,
+          upsert: UPSERT,
+          pglite: import.meta.resolve('@electric-sql/pglite'),
+          exchange: new URL('../../deploy/src/engines/pglite-exchange.mjs', import.meta.url).href,
+        },
+      });
+      w.once('message', (m) => (resolve(m), void w.terminate()));
+      w.once('error', reject);
+    });
+    dir.remove();
+    console.log(
+      `${'loop in a thread'.padEnd(16)} ${((r.wall / n) * 1000).toFixed(0)} us a statement (wall); CPU a statement: ` +
+        `that thread ${(r.cpuUs / n).toFixed(0)} us`,
+    );
+  }
+  for (const where of ['this thread', 'own thread', 'this thread', 'own thread']) {
+    const dir = tempDir('svc-bench-micro-thread-');
+    const db: Sql = where === 'own thread' ? await openPgliteThread(dir.dir) : await openSql({ dataDir: dir.dir });
+    try {
+      await db.exec('CREATE TABLE t (id int PRIMARY KEY, doc jsonb)');
+      const n = 5000;
+      const before = threadCpu();
+      const t0 = performance.now();
+      for (let i = 0; i < n; i += 10)
+        await db.tx(async (q) => {
+          for (let j = i; j < i + 10; j++)
+            await q.query('INSERT INTO t VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc', [
+              j,
+              { j },
+            ]);
+        });
+      const wall = (performance.now() - t0) / n;
+      const spent = [...threadCpu()]
+        .map(([tid, s]) => ({ tid, us: ((s - (before.get(tid) ?? 0)) * 1e6) / n }))
+        .filter((x) => x.us >= 1)
+        .sort((a, b) => b.us - a.us);
+      const main = spent.find((x) => x.tid === process.pid)?.us ?? 0;
+      const other = spent.find((x) => x.tid !== process.pid)?.us ?? 0;
+      console.log(
+        `${where.padEnd(16)} ${(wall * 1000).toFixed(0)} us a statement (wall); CPU a statement: this thread ` +
+          `${main.toFixed(0)} us, the busiest other thread ${other.toFixed(0)} us`,
+      );
+    } finally {
+      await db.close();
+      dir.remove();
+    }
+  }
 } finally {
   await sql.close();
   d.remove();

@@ -54,6 +54,7 @@
  * (DATABASE_URL) vs embedded, by-id cold vs hot. Section 16 (cores.ts, BENCH_ONLY=cores only; issue 46): the
  * embedded default confined to BENCH_CORES_SETS ("0 0,1") CPUs, create / get / TEXT search in alternating slices
  * (BENCH_CORES_ROUNDS 4 x BENCH_CORES_SLICE_MS 4,000), with the cores it used and its main thread's CPU per answer.
+ * A set may carry settings of its own ("0,1@EMBEDDED_DB_THREAD=1"), to compare two settings on the same cores.
  * Results: .cache/bench-results.json (what-if runs: .cache/bench-results.whatif-<name>.json) Companions:
  * tests/bench/profile.ts (CPU profile + SQL census of one scenario), tests/bench/engine-micro.ts (per-statement PGlite
  * costs, read shapes).
@@ -1366,6 +1367,9 @@ async function main() {
     });
     if (c.searchSkipped) log(`16. Cores search: skipped (${c.searchSkipped})`);
     const first = c.sets[0];
+    // C<op><cpus>: CC1, CG2, ...; a set with settings of its own ("0,1@NAME=value") gets an x (CC2x beside CC2).
+    const coresId = (k: string, cpus: string) =>
+      `C${k[0].toUpperCase()}${cpus.split('@')[0].split(',').length}${cpus.includes('@') ? 'x' : ''}`;
     for (const set of c.sets)
       for (const [k, f] of Object.entries(set.ops)) {
         const base = first.ops[k as keyof typeof first.ops]!;
@@ -1377,7 +1381,7 @@ async function main() {
             `${f.mainMs.toFixed(2)}): main-thread ceiling ${Math.round(ceiling)}/s`,
         );
         rows.push({
-          id: `C${k[0].toUpperCase()}${set.cpus.split(',').length}`,
+          id: coresId(k, set.cpus),
           section: S16,
           name:
             `${k === 'search' ? `TEXT search (${c.docs} SciFact docs), 16` : `${k}, 32`} clients, CPUs ${set.cpus}; ` +
@@ -1388,7 +1392,7 @@ async function main() {
             ? { verdict: 'base' as const }
             : {
                 target: 'report',
-                ratio: { value: f.load.opsPerSec / base.load.opsPerSec, vs: `C${k[0].toUpperCase()}1` },
+                ratio: { value: f.load.opsPerSec / base.load.opsPerSec, vs: coresId(k, first.cpus) },
                 verdict: 'info' as const,
               }),
         });

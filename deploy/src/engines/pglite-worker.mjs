@@ -4,6 +4,7 @@ import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
+import { queryInOneExchange } from './pglite-exchange.mjs';
 
 // wasmModule: PostgreSQL's WASM as the parent compiled it (sql.ts pgliteWasmModule), so its machine code is shared.
 const { dataDir, nice, sharedBuffers, wasmModule } = workerData;
@@ -45,12 +46,13 @@ parentPort.on('message', async (m) => {
   try {
     switch (m.op) {
       case 'query':
-        parentPort.postMessage({ id: m.id, rows: (await db.query(m.text, m.params)).rows });
+        // inTx: a statement of a transaction the parent opened with BEGIN (it waits for none, syncs nothing).
+        parentPort.postMessage({ id: m.id, rows: await queryInOneExchange(db, m.text, m.params, !!m.inTx) });
         return;
       case 'batch': {
-        const rows = await db.transaction(async (t) => {
+        const rows = await db.transaction(async () => {
           const out = [];
-          for (const st of m.statements) out.push((await t.query(st.text, st.params)).rows);
+          for (const st of m.statements) out.push(await queryInOneExchange(db, st.text, st.params, true));
           return out;
         });
         parentPort.postMessage({ id: m.id, rows });

@@ -59,14 +59,17 @@ export async function openPgliteThread(dataDir: string | undefined, o: { nice?: 
     if (reply.error) throw Object.assign(new Error(reply.error.message), reply.error);
     return reply;
   };
-  const direct: SqlQueryable = {
+  // inTx: a statement of the transaction this object opened (the thread neither waits for nor syncs it alone).
+  const direct = (inTx: boolean): SqlQueryable => ({
     query: async <T>(text: string, params?: unknown[]) => ({
-      rows: (await call({ op: 'query', text, params })).rows as T[],
+      rows: (await call({ op: 'query', text, params, inTx })).rows as T[],
     }),
     exec: async (text: string) => {
       await call({ op: 'exec', text });
     },
-  };
+  });
+  const alone = direct(false);
+  const inTx = direct(true);
 
   // Statements are posted as soon as they are sent (the thread runs them in that order, so independent ones
   // overlap with the round trips of the others); only an open transaction holds the rest until it ends, so a
@@ -79,20 +82,20 @@ export async function openPgliteThread(dataDir: string | undefined, o: { nice?: 
 
   return {
     kind: 'pglite',
-    query: (text, params) => outside(() => direct.query(text, params)),
-    exec: (text) => outside(() => direct.exec(text)),
+    query: (text, params) => outside(() => alone.query(text, params)),
+    exec: (text) => outside(() => alone.exec(text)),
     tx: (fn) =>
       outside(async () => {
         let end!: () => void;
         open = new Promise<void>((r) => (end = r));
         try {
-          await direct.exec('BEGIN');
+          await inTx.exec('BEGIN');
           try {
-            const out = await fn(direct);
-            await direct.exec('COMMIT');
+            const out = await fn(inTx);
+            await inTx.exec('COMMIT');
             return out;
           } catch (e) {
-            await direct.exec('ROLLBACK').catch(() => {});
+            await inTx.exec('ROLLBACK').catch(() => {});
             throw e;
           }
         } finally {

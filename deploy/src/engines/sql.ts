@@ -1,19 +1,17 @@
-import { parse as pgliteParse, PGlite, type PGliteOptions, protocol } from '@electric-sql/pglite';
+import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
-import { prepareValue } from 'pg/lib/utils.js';
 import { ServiceError } from '@svc/contracts';
 import type { Sql, SqlQueryable } from '@svc/domain';
+import { queryInOneExchange } from './pglite-exchange.mjs';
 
 /** int8 as a JS number: positions and counters stay far below 2^53. */
 const pgTypes = {
   getTypeParser: (oid: number, format?: string) =>
     oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'),
 };
-
-const { serialize } = protocol;
 
 /**
  * PGlite's start parameters with a small buffer cache. PostgreSQL's default shared_buffers (128 MB) lives in the
@@ -48,43 +46,6 @@ export function pgliteWasmModule(): Promise<WasmModule> {
     join(dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite')), 'pglite.wasm'),
   ).then((bytes) => wasm.compile(bytes));
   return compiled;
-}
-
-/**
- * One statement in one exchange with PGlite: Parse, Bind, Describe, Execute and Sync sent together. PGlite's own
- * query() makes six exchanges of them (a first Describe learns the parameter types its serializers need), and on the
- * service's thread that protocol traffic was a fifth of a record create's CPU. Values are prepared as node-postgres
- * prepares them for a server (text format, arrays as array literals, objects as JSON), so the same SQL behaves the
- * same on both; rows are parsed by PGlite's own result parser.
- */
-async function queryInOneExchange<T>(
-  db: PGlite,
-  text: string,
-  params: unknown[] | undefined,
-  inTx: boolean,
-): Promise<T[]> {
-  // Outside a transaction a statement waits for any transaction in progress, as PGlite's query() does.
-  if (!inTx)
-    return db._runExclusiveTransaction(() =>
-      queryInOneExchange<T>(db, text, params, true).then(async (rows) => (await db.syncToFs(), rows)),
-    );
-  return db._runExclusiveQuery(async () => {
-    const parts = [
-      serialize.parse({ text }),
-      serialize.bind({ values: (params ?? []).map((v) => prepareValue(v)) }),
-      serialize.describe({ type: 'P' }),
-      serialize.execute({}),
-      serialize.sync(),
-    ];
-    const message = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-    let at = 0;
-    for (const p of parts) {
-      message.set(p, at);
-      at += p.length;
-    }
-    const { messages } = await db.execProtocol(message, { syncToFs: false });
-    return (pgliteParse.parseResults(messages, db.parsers)[0]?.rows ?? []) as T[];
-  });
 }
 
 /** Embedded PostgreSQL (PGlite, WASM) persisted in `dataDir`; single connection, queries serialised. */

@@ -69,7 +69,12 @@ export async function openEngines(
   isClosing: () => boolean,
 ): Promise<Engines> {
   mkdirSync(config.dataDir, { recursive: true });
-  const sql = await openSql({ databaseUrl: config.databaseUrl, dataDir: join(config.dataDir, 'pg') });
+  // EMBEDDED_DB_THREAD=1: the read models' embedded database in a thread of its own, as the search side's is. Kept
+  // for benchmark comparisons only (docs/benchmarks.md, Cores): it frees the API thread but makes creates slower.
+  const sql =
+    !config.databaseUrl && process.env.EMBEDDED_DB_THREAD === '1'
+      ? await openPgliteThread(join(config.dataDir, 'pg'))
+      : await openSql({ databaseUrl: config.databaseUrl, dataDir: join(config.dataDir, 'pg') });
   const store = await openEventStore(config, sql);
   let searchSql = sql;
   try {

@@ -1,4 +1,5 @@
 import { statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { LOG_LEVELS, type LogLevel } from './log';
@@ -18,6 +19,11 @@ export interface Config {
   publicUrl: string;
   dataDir: string;
   role: Role;
+  /**
+   * Processes serving this role on one port (SERVICE_PROCESSES; `auto`: one per CPU): more than one only for the
+   * command and query roles on a server database. The first process started supervises them and serves nothing.
+   */
+  processes: number;
   databaseUrl?: string;
   eventStoreUrl?: string;
   kafkaBrokers?: string;
@@ -148,6 +154,16 @@ export interface Config {
  */
 const startupVariables = z.object({
   SERVICE_ROLE: choice(['all', 'command', 'query', 'projector', 'relay'] as const, 'all'),
+  SERVICE_PROCESSES: optional().transform((v, ctx): number => {
+    if (v === undefined) return 1;
+    if (v.trim() === 'auto') return availableParallelism();
+    const n = /^\d+$/.test(v.trim()) ? Number(v) : NaN;
+    if (!Number.isSafeInteger(n) || n < 1 || n > 256) {
+      ctx.addIssue({ code: 'custom', message: 'a whole number of processes from 1 to 256, or auto' });
+      return z.NEVER;
+    }
+    return n;
+  }),
   PORT: whole('a TCP port (0-65535)', 8080, 65_535),
   HOST: text('127.0.0.1'),
   DATA_DIR: text('./data'),
@@ -228,6 +244,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new Error(whole ? issue.message : `${name} must be ${issue.message}, not ${env[name]}`);
   }
   const v = parsed.data;
+  // Several processes share the port only where nothing is kept in one process: the stateless HTTP roles on a server
+  // database (the embedded database, the projector and the relay are one process's each).
+  if (v.SERVICE_PROCESSES > 1 && v.SERVICE_ROLE !== 'command' && v.SERVICE_ROLE !== 'query')
+    throw new Error(
+      `SERVICE_PROCESSES above 1 needs SERVICE_ROLE command or query, not ${v.SERVICE_ROLE}: that role keeps the ` +
+        `log's single writer or its projector in one process`,
+    );
+  if (v.SERVICE_PROCESSES > 1 && !v.DATABASE_URL)
+    throw new Error('SERVICE_PROCESSES above 1 needs DATABASE_URL: the embedded database is open in one process only');
   if (v.WEBHOOK_TEST_DNS_FILE && v.NODE_ENV === 'production')
     throw new Error('WEBHOOK_TEST_DNS_FILE is a test seam and is refused with NODE_ENV=production');
   return {
@@ -236,6 +261,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: publicUrl(v.PUBLIC_URL, v.HOST, v.PORT),
     dataDir: resolve(v.DATA_DIR),
     role: v.SERVICE_ROLE,
+    processes: v.SERVICE_PROCESSES,
     databaseUrl: v.DATABASE_URL,
     eventStoreUrl: v.EVENTSTORE_URL,
     kafkaBrokers: v.KAFKA_BROKERS,

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config';
 
@@ -65,6 +66,43 @@ describe('TRUST_PROXY_HOPS', () => {
 });
 
 /** The origins browsers may call the API from (CORS_ORIGINS). */
+/** SERVICE_PROCESSES: several processes on one port, only for the stateless HTTP roles on a server database. */
+describe('SERVICE_PROCESSES', () => {
+  const base = { DATA_DIR: '/tmp/unused' } as NodeJS.ProcessEnv;
+  const server = { ...base, DATABASE_URL: 'postgres://db/x' };
+
+  it('default 1 for every role; 2 or auto (one per CPU) for the command and query roles on a server database', () => {
+    expect(loadConfig(base).processes).toBe(1);
+    expect(loadConfig({ ...base, SERVICE_PROCESSES: '' }).processes).toBe(1);
+    expect(loadConfig({ ...base, SERVICE_PROCESSES: '1' }).processes).toBe(1);
+    expect(loadConfig({ ...server, SERVICE_ROLE: 'query', SERVICE_PROCESSES: '2' }).processes).toBe(2);
+    expect(loadConfig({ ...server, SERVICE_ROLE: 'command', SERVICE_PROCESSES: 'auto' }).processes).toBe(
+      availableParallelism(),
+    );
+  });
+
+  it.each(['0', '-1', '1.5', 'many', '257'])('SERVICE_PROCESSES=%s stops the start naming the variable', (v) => {
+    expect(() => loadConfig({ ...server, SERVICE_ROLE: 'query', SERVICE_PROCESSES: v })).toThrow(
+      `SERVICE_PROCESSES must be a whole number of processes from 1 to 256, or auto, not ${v}`,
+    );
+  });
+
+  it.each(['all', 'projector', 'relay'])(
+    'above 1 with role %s stops the start: one process keeps its state',
+    (role) => {
+      expect(() => loadConfig({ ...server, SERVICE_ROLE: role, SERVICE_PROCESSES: '2' })).toThrow(
+        `SERVICE_PROCESSES above 1 needs SERVICE_ROLE command or query, not ${role}`,
+      );
+    },
+  );
+
+  it('above 1 without DATABASE_URL stops the start: the embedded database is one process', () => {
+    expect(() => loadConfig({ ...base, SERVICE_ROLE: 'query', SERVICE_PROCESSES: '2' })).toThrow(
+      'SERVICE_PROCESSES above 1 needs DATABASE_URL: the embedded database is open in one process only',
+    );
+  });
+});
+
 describe('CORS_ORIGINS', () => {
   const base = { DATA_DIR: '/tmp/unused' } as NodeJS.ProcessEnv;
 

@@ -55,6 +55,8 @@
  * embedded default confined to BENCH_CORES_SETS ("0 0,1") CPUs, create / get / TEXT search in alternating slices
  * (BENCH_CORES_ROUNDS 4 x BENCH_CORES_SLICE_MS 4,000), with the cores it used and its main thread's CPU per answer.
  * A set may carry settings of its own ("0,1@EMBEDDED_DB_THREAD=1"), to compare two settings on the same cores.
+ * Section 17 (processes.ts, BENCH_ONLY=processes with DATABASE_URL): a query role of one process against one of
+ * BENCH_PROCESSES (2) processes on one port (SERVICE_PROCESSES), reads by id and lookup pages in alternating slices.
  * Results: .cache/bench-results.json (what-if runs: .cache/bench-results.whatif-<name>.json) Companions:
  * tests/bench/profile.ts (CPU profile + SQL census of one scenario), tests/bench/engine-micro.ts (per-statement PGlite
  * costs, read shapes).
@@ -83,6 +85,7 @@ import { benchChanges } from './changes';
 import { benchMemory } from './memory';
 import { benchConsole } from './console';
 import { benchCores } from './cores';
+import { benchProcesses } from './processes';
 import { stealNote } from './steal';
 import { benchPeers } from './peers';
 import { benchAb } from './ab';
@@ -1397,6 +1400,47 @@ async function main() {
               }),
         });
       }
+  }
+
+  // --- Processes (section 17, tests/bench/processes.ts; issue 46): only with BENCH_ONLY=processes and DATABASE_URL ---
+  if (only.has('processes')) {
+    const S17 =
+      '17. Processes: a query role on PostgreSQL served by one process and by SERVICE_PROCESSES of them on one ' +
+      'port, alternating slices';
+    const databaseUrl = process.env.DATABASE_URL;
+    if (!databaseUrl) log('17. Processes: skipped (needs DATABASE_URL: several processes need a server database)');
+    else {
+      const p = await benchProcesses({
+        databaseUrl,
+        newDir,
+        log,
+        processes: envInt('BENCH_PROCESSES', 2),
+        records: envInt('BENCH_PROCESSES_RECORDS', 2000),
+        sliceMs: envInt('BENCH_PROCESSES_SLICE_MS', 4000),
+        rounds: envInt('BENCH_PROCESSES_ROUNDS', 4),
+      });
+      const first = p.services[0];
+      for (const s of p.services)
+        for (const [k, f] of Object.entries(s.ops)) {
+          const id = `P${k === 'get' ? 'G' : 'L'}${s.processes}`;
+          const base = first.ops[k as keyof typeof first.ops]!;
+          rows.push({
+            id,
+            section: S17,
+            name:
+              `${k === 'get' ? 'get by id (2,000 ids)' : 'lookup page (20 rows)'}, 32 clients, query role, ` +
+              `${s.processes} process${s.processes > 1 ? 'es' : ''}; query processes used ${f.cores.toFixed(2)} cores`,
+            result: f.load,
+            ...(s === first
+              ? { verdict: 'base' as const }
+              : {
+                  target: 'report',
+                  ratio: { value: f.load.opsPerSec / base.load.opsPerSec, vs: `P${k === 'get' ? 'G' : 'L'}1` },
+                  verdict: 'info' as const,
+                }),
+          });
+        }
+    }
   }
 
   // --- Online rebuild (section 11, tests/bench/rebuild.ts): only with BENCH_ONLY=rebuild (a million events take

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import cluster from 'node:cluster';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RouteSpec } from '@svc/contracts';
 
 /** A log subscriber's gauge row (projections, workers, the relay). */
@@ -33,6 +34,32 @@ export interface LogSources {
  * default collectors) and the log's gauges, read at scrape time. Every label is bounded: route templates, methods,
  * status codes, subscriber and model names; nothing per tenant, credential or id.
  */
+/** Set in the environment of a process started by the supervisor of SERVICE_PROCESSES (service/processes.ts). */
+export const SUPERVISED = 'SVC_SUPERVISED';
+/** A supervised process asks its supervisor for every process's metrics, and gets them gathered. */
+export const METRICS_REQUEST = 'svc:metrics-request';
+export const METRICS_REPLY = 'svc:metrics-reply';
+const supervised = () => cluster.isWorker && process.env[SUPERVISED] === '1';
+let asked = 0;
+
+/** Every supervised process's metrics, gathered by the supervisor; this process's own if it does not answer. */
+function gatheredMetrics(own: Registry): Promise<string> {
+  const id = ++asked;
+  return new Promise((resolve) => {
+    const done = (text: string | Promise<string>) => {
+      clearTimeout(timer);
+      process.off('message', onReply);
+      resolve(text);
+    };
+    const onReply = (m: { type?: string; id?: number; text?: string; error?: string }) => {
+      if (m?.type === METRICS_REPLY && m.id === id) done(m.text ?? own.metrics());
+    };
+    const timer = setTimeout(() => done(own.metrics()), 5_000);
+    process.on('message', onReply);
+    process.send!({ type: METRICS_REQUEST, id });
+  });
+}
+
 export class ServiceMetrics {
   readonly registry = new Registry();
   private readonly requests: Counter<'method' | 'route' | 'status_code'>;
@@ -65,6 +92,11 @@ export class ServiceMetrics {
       registers: [registry],
     });
     if (log) registerLogGauges(registry, log);
+    // Under the supervisor: its gathering asks every process for this registry (prom-client's cluster listener).
+    if (supervised()) {
+      AggregatorRegistry.setRegistries([registry]);
+      new AggregatorRegistry();
+    }
   }
 
   /** The edge's onRequest: an event-stream route counts as open until its connection closes. */
@@ -83,8 +115,9 @@ export class ServiceMetrics {
     this.duration.observe(labels, durationMs / 1000);
   };
 
+  /** The metrics of this process, or of every process serving the role under SERVICE_PROCESSES. */
   text(): Promise<string> {
-    return this.registry.metrics();
+    return supervised() ? gatheredMetrics(this.registry) : this.registry.metrics();
   }
 
   get contentType(): string {
@@ -95,9 +128,14 @@ export class ServiceMetrics {
 /** The route template (bounded), never the URL; requests that matched no route share one label. */
 const routeOf = (req: FastifyRequest): string => (req.routeOptions.url as string | undefined) ?? 'unmatched';
 
+/**
+ * Under SERVICE_PROCESSES every process reports these and the supervisor gathers them: a position or a lag is the
+ * same log seen by each, so it is gathered as the furthest behind (positions: min) or the largest, never summed.
+ */
 function registerLogGauges(registry: Registry, log: LogSources): void {
   new Gauge({
     name: 'svc_event_store_head_position',
+    aggregator: 'max',
     help: 'Position of the newest event in the global log',
     registers: [registry],
     async collect() {
@@ -106,6 +144,7 @@ function registerLogGauges(registry: Registry, log: LogSources): void {
   });
   new Gauge({
     name: 'svc_subscriber_position',
+    aggregator: 'min',
     help: 'Last global position a log subscriber (projection, worker, relay) has applied or published',
     labelNames: ['subscriber'],
     registers: [registry],
@@ -116,6 +155,7 @@ function registerLogGauges(registry: Registry, log: LogSources): void {
   });
   new Gauge({
     name: 'svc_subscriber_lag_events',
+    aggregator: 'max',
     help: 'Events between the head of the log and the subscriber',
     labelNames: ['subscriber'],
     registers: [registry],
@@ -127,6 +167,7 @@ function registerLogGauges(registry: Registry, log: LogSources): void {
   });
   new Gauge({
     name: 'svc_projection_quarantined_events',
+    aggregator: 'max',
     help:
       'Events a projection could not apply, with the later events of their streams, held until an operator ' +
       'retries or skips them',
@@ -142,6 +183,7 @@ function registerLogGauges(registry: Registry, log: LogSources): void {
     new Gauge({
       name,
       help,
+      aggregator: 'max',
       labelNames: ['subscriber', 'group'],
       registers: [registry],
       collect() {
@@ -169,6 +211,7 @@ function registerLogGauges(registry: Registry, log: LogSources): void {
   if (e) {
     const g = new Gauge({
       name: 'svc_embeddings_model',
+      aggregator: 'max',
       help:
         'The embedding model in use (1); kind="none", model="" when the service runs without one ' +
         '(BUILTIN_EMBEDDINGS_MODEL=none: no semantic search)',

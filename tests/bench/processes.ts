@@ -4,10 +4,9 @@
  * and lookup pages (32 clients each). A projector and a command process beside them write the records first (a fresh
  * schema of the server). For each slice: the answers a second and the cores the query role's processes used.
  */
-import { randomUUID } from 'node:crypto';
 import { Pool } from 'undici';
 import { freshPostgresSchema } from '../src/support/engines';
-import { freePort, spawnService } from '../src/support/service';
+import { freePort, spawnService, splitRolesEnv } from '../src/support/service';
 import { children, startHttpService } from './http';
 import { closedLoop, type LoadResult, sumLoads } from './load';
 import { treeCpuSeconds } from './process-tree';
@@ -33,15 +32,7 @@ export interface ProcessesResult {
 export async function benchProcesses(o: ProcessesOptions): Promise<ProcessesResult> {
   const schema = await freshPostgresSchema(o.databaseUrl);
   const dir = o.newDir('processes-');
-  const env = {
-    DATABASE_URL: schema.url,
-    SERVICE_SECRET: `secret-${randomUUID()}`,
-    KAFKA_BROKERS: '',
-    ELASTICSEARCH_URL: '',
-    REDIS_URL: '',
-    BUILTIN_EMBEDDINGS_MODEL: 'none',
-    EDGE_RATE_LIMIT_PER_MINUTE: '0',
-  };
+  const env = { ...splitRolesEnv(schema.url), BUILTIN_EMBEDDINGS_MODEL: 'none', EDGE_RATE_LIMIT_PER_MINUTE: '0' };
   const stops: Array<() => void> = [];
   try {
     const projector = await spawnService(dir, await freePort(), { ...env, SERVICE_ROLE: 'projector' });

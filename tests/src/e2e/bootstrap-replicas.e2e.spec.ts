@@ -1,11 +1,18 @@
-import { randomUUID } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshPostgresSchema, serverUrl, tempDir } from '../support/engines';
-import { type Api, type Bootstrap, eventually, freePort, spawnService, waitForExit } from '../support/service';
+import {
+  type Api,
+  type Bootstrap,
+  eventually,
+  freePort,
+  spawnService,
+  splitRolesEnv,
+  stopChildren,
+} from '../support/service';
 
 /**
  * The first-account bootstrap with several command replicas (the Kubernetes manifest runs two): command
@@ -74,13 +81,7 @@ describe.skipIf(!serverUrl('postgres'))(
       const dir = tempDir('svc-bootstrap-');
       cleanup.push(() => dir.remove());
       dataDir = dir.dir;
-      const env = {
-        DATABASE_URL: schema.url,
-        SERVICE_SECRET: `secret-${randomUUID()}`,
-        KAFKA_BROKERS: '',
-        ELASTICSEARCH_URL: '',
-        REDIS_URL: '',
-      };
+      const env = splitRolesEnv(schema.url);
       const p = await spawnService(dataDir, await freePort(), { ...env, SERVICE_ROLE: 'projector' });
       children.push(p.child);
       projector = p;
@@ -130,11 +131,7 @@ describe.skipIf(!serverUrl('postgres'))(
     }, 180_000);
 
     afterAll(async () => {
-      for (const c of children) {
-        if (c.exitCode !== null || c.signalCode !== null) continue;
-        c.kill('SIGTERM');
-        await waitForExit(c, 30_000).catch(() => c.kill('SIGKILL'));
-      }
+      await stopChildren(children);
       for (const c of cleanup.reverse()) await Promise.resolve(c()).catch(() => {});
     }, 60_000);
 

@@ -4,7 +4,16 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshPostgresSchema, serverUrl, tempDir } from '../support/engines';
-import { type Api, type Bootstrap, eventually, freePort, spawnService, waitForExit } from '../support/service';
+import {
+  type Api,
+  type Bootstrap,
+  eventually,
+  freePort,
+  spawnService,
+  splitRolesEnv,
+  stopChildren,
+  waitForExit,
+} from '../support/service';
 
 /**
  * SERVICE_PROCESSES: the command and the query role, each run as two processes on one port under a supervisor, with
@@ -56,14 +65,7 @@ describe.skipIf(!serverUrl('postgres'))('SERVICE_PROCESSES=2 for the command and
     cleanup.push(() => schema.drop());
     const dir = tempDir('svc-processes-');
     cleanup.push(() => dir.remove());
-    const env = {
-      DATABASE_URL: schema.url,
-      SERVICE_SECRET: `secret-${randomUUID()}`,
-      KAFKA_BROKERS: '',
-      ELASTICSEARCH_URL: '',
-      REDIS_URL: '',
-      BUILTIN_EMBEDDINGS_MODEL: 'none',
-    };
+    const env = { ...splitRolesEnv(schema.url), BUILTIN_EMBEDDINGS_MODEL: 'none' };
     projector = await spawnService(dir.dir, await freePort(), { ...env, SERVICE_ROLE: 'projector' });
     children.push(projector.child);
     command = await spawnService(dir.dir, await freePort(), {
@@ -84,11 +86,7 @@ describe.skipIf(!serverUrl('postgres'))('SERVICE_PROCESSES=2 for the command and
   }, 180_000);
 
   afterAll(async () => {
-    for (const c of children) {
-      if (c.exitCode !== null || c.signalCode !== null) continue;
-      c.kill('SIGTERM');
-      await waitForExit(c, 30_000).catch(() => c.kill('SIGKILL'));
-    }
+    await stopChildren(children);
     for (const c of cleanup.reverse()) await Promise.resolve(c()).catch(() => {});
   }, 60_000);
 

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { readFileSync } from 'node:fs';
@@ -348,6 +349,27 @@ export async function spawnService(
   forgetDescription(api.baseUrl);
   await descriptionOf(api.baseUrl);
   return { child, api, output: () => out };
+}
+
+/**
+ * The variables of processes of a split deployment sharing one PostgreSQL schema and one SERVICE_SECRET, without
+ * Kafka, Elasticsearch or Redis (the log read by catch-up subscription, keyword search in PostgreSQL).
+ */
+export const splitRolesEnv = (databaseUrl: string): Record<string, string> => ({
+  DATABASE_URL: databaseUrl,
+  SERVICE_SECRET: `secret-${randomUUID()}`,
+  KAFKA_BROKERS: '',
+  ELASTICSEARCH_URL: '',
+  REDIS_URL: '',
+});
+
+/** SIGTERM to each child still running; SIGKILL to one that has not exited after `timeoutMs`. */
+export async function stopChildren(children: Iterable<ChildProcess>, timeoutMs = 30_000): Promise<void> {
+  for (const c of children) {
+    if (c.exitCode !== null || c.signalCode !== null) continue;
+    c.kill('SIGTERM');
+    await waitForExit(c, timeoutMs).catch(() => c.kill('SIGKILL'));
+  }
 }
 
 /** Polls `fn` until it returns a truthy value or the time runs out. */

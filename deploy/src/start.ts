@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
 import { loadConfig } from './config';
 import { createLogger } from './log';
-import { StartupError, buildService, type Service } from './service';
+import type { Service } from './service';
 import { superviseProcesses } from './service/processes';
 
 /** The launcher: the only place that listens. SIGTERM/SIGINT close cleanly. */
@@ -19,6 +19,8 @@ if (config.processes > 1 && cluster.isPrimary) {
 } else await serve(config);
 
 async function serve(config: ReturnType<typeof loadConfig>) {
+  // Loaded here, not above: a supervisor of SERVICE_PROCESSES never loads the service's code.
+  const { StartupError, buildService } = await import('./service');
   const started = Date.now();
   let service: Service;
   try {

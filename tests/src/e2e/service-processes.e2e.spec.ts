@@ -142,6 +142,16 @@ describe.skipIf(!serverUrl('postgres'))('SERVICE_PROCESSES=2 for the command and
     expect(head(gathered)).toBe(head((await projector.api.get('/metrics')).text));
   });
 
+  it('the supervisor does not load the service: it holds well under what one of its processes holds', () => {
+    // Node, its configuration and prom-client only (it held more than a process did while it loaded the service).
+    // Measured once both processes have served (the burst above).
+    const rssMb = (pid: number) =>
+      Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+    const rss = { supervisor: rssMb(query.child.pid!), processes: pidsUnder(query.child.pid!).map(rssMb) };
+    expect(rss.processes).toHaveLength(2);
+    expect(rss.supervisor, JSON.stringify(rss)).toBeLessThan(0.6 * Math.min(...rss.processes));
+  });
+
   it('a query process killed is replaced, and the role keeps answering meanwhile', async () => {
     const [victim, other] = pidsUnder(query.child.pid!);
     process.kill(victim, 'SIGKILL');

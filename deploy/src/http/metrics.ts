@@ -28,12 +28,6 @@ export interface LogSources {
   embedder?: { model: string | null; dims: number; kind: string };
 }
 
-/**
- * The process's Prometheus metrics (prom-client), served at GET /metrics: the HTTP edge (requests and latency per
- * route template and status, open event streams), Node's own (event-loop lag, GC, heap, handles: prom-client's
- * default collectors) and the log's gauges, read at scrape time. Every label is bounded: route templates, methods,
- * status codes, subscriber and model names; nothing per tenant, credential or id.
- */
 /** Set in the environment of a process started by the supervisor of SERVICE_PROCESSES (service/processes.ts). */
 export const SUPERVISED = 'SVC_SUPERVISED';
 /** A supervised process asks its supervisor for every process's metrics, and gets them gathered. */
@@ -60,6 +54,12 @@ function gatheredMetrics(own: Registry): Promise<string> {
   });
 }
 
+/**
+ * The process's Prometheus metrics (prom-client), served at GET /metrics: the HTTP edge (requests and latency per
+ * route template and status, open event streams), Node's own (event-loop lag, GC, heap, handles: prom-client's
+ * default collectors) and the log's gauges, read at scrape time. Every label is bounded: route templates, methods,
+ * status codes, subscriber and model names; nothing per tenant, credential or id.
+ */
 export class ServiceMetrics {
   readonly registry = new Registry();
   private readonly requests: Counter<'method' | 'route' | 'status_code'>;

@@ -6,6 +6,7 @@ import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { notFound, route, type RouteSpec } from '@svc/contracts';
 import { parseObjectStoreUrl } from '../engines/s3-blobs';
+import { addVary } from './cors';
 
 /**
  * GET /console: the web console (console/ in the repository), a single-page app built ahead of time by
@@ -102,8 +103,8 @@ export function consoleRoutes(opts: { uploadOrigins?: string[]; dir?: string } =
     reply
       .type(a.type)
       .header('cache-control', cache)
-      .header('vary', 'accept-encoding')
       .header('x-content-type-options', 'nosniff');
+    addVary(reply, 'Accept-Encoding');
     if (gzip) reply.header('content-encoding', 'gzip');
     return reply.send(gzip ? a.gzip : a.raw);
   };

@@ -36,7 +36,7 @@ export const CORS_MAX_AGE_SECONDS = 600;
 export function applyCors(origins: CorsOrigins, req: FastifyRequest, reply: FastifyReply): boolean {
   const origin = req.headers.origin;
   // The answer depends on Origin unless every origin gets the same one: caches must key on it.
-  if (origins !== '*') reply.header('vary', 'Origin');
+  if (origins !== '*') addVary(reply, 'Origin');
   const allowed = typeof origin === 'string' && (origins === '*' || origins.includes(origin));
   if (allowed) {
     reply.header('access-control-allow-origin', origins === '*' ? '*' : origin);
@@ -49,4 +49,18 @@ export function applyCors(origins: CorsOrigins, req: FastifyRequest, reply: Fast
     reply.header('access-control-max-age', String(CORS_MAX_AGE_SECONDS));
   }
   return preflight;
+}
+
+/** Adds a field to the answer's Vary header, keeping those already named (CORS's Origin, a gzip answer's). */
+export function addVary(reply: FastifyReply, field: string): void {
+  const had = reply.getHeader('vary');
+  const fields =
+    had === undefined
+      ? []
+      : String(had)
+          .split(',')
+          .map((f) => f.trim())
+          .filter(Boolean);
+  if (!fields.some((f) => f.toLowerCase() === field.toLowerCase())) fields.push(field);
+  reply.header('vary', fields.join(', '));
 }

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { gzipSync } from 'node:zlib';
 import { route, type RouteSpec } from '@svc/contracts';
+import { addVary } from './cors';
 
 /**
  * GET /docs: the API reference, rendered in the browser by Scalar from the served /openapi.json. The renderer's
@@ -82,10 +83,8 @@ export function docsRoutes(): RouteSpec[] {
       handler: async ({ req, reply }) => {
         const b = loadBundle();
         const gzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
-        reply
-          .type('text/javascript; charset=utf-8')
-          .header('cache-control', 'public, max-age=3600')
-          .header('vary', 'accept-encoding');
+        reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600');
+        addVary(reply, 'Accept-Encoding');
         if (gzip) reply.header('content-encoding', 'gzip');
         return gzip ? b.gzip : b.raw;
       },

@@ -169,6 +169,20 @@ describe('CORS_ORIGINS naming two origins', () => {
     },
   );
 
+  it("the console, its files and the API page's renderer say Vary: Origin beside Vary: Accept-Encoding", async () => {
+    const page = await send('/console', {});
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    const files = [...html.matchAll(/(?:src|href)="\/?(console\/[^"]+)"/g)].map((m) => `/${m[1]}`);
+    expect(files.length, html.slice(0, 400)).toBeGreaterThanOrEqual(2);
+    for (const path of ['/console', ...files, '/docs/api-reference.js']) {
+      const r = await send(path, { headers: { 'accept-encoding': 'gzip' } });
+      expect(r.status, path).toBe(200);
+      expectAllowed(r, APP);
+      expect(list(r.headers.get('vary')), path).toEqual(expect.arrayContaining(['origin', 'accept-encoding']));
+    }
+  });
+
   it.skipIf(!!inProcessOnly)(
     'a body over the limit (413) from a listed origin carries it (the router answers its own 413, docs/deployment.md)',
     async () => {

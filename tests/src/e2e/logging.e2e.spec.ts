@@ -143,6 +143,7 @@ describe.skipIf(!!inProcessOnly)('no secret in the log of a started service', ()
   let stop: () => Promise<void>;
   let output: () => string;
   let base: string;
+  let exitCode: () => number | null;
 
   beforeAll(async () => {
     const port = await freePort();
@@ -153,6 +154,7 @@ describe.skipIf(!!inProcessOnly)('no secret in the log of a started service', ()
     const s = await spawnService(dir.dir, port, { LOG_LEVEL: 'debug', WEBHOOK_TEST_DNS_FILE: dns });
     output = s.output;
     base = s.api.baseUrl;
+    exitCode = () => s.child.exitCode;
     stop = async () => {
       s.child.kill('SIGTERM');
       await new Promise((r) => (s.child.exitCode === null ? s.child.once('exit', r) : r(undefined)));
@@ -176,14 +178,24 @@ describe.skipIf(!!inProcessOnly)('no secret in the log of a started service', ()
     ];
     const root = boot.tenants.test.rootKey;
     const call = async (method: string, path: string, token: string | undefined, body?: unknown) => {
-      const r = await fetch(`${base}${path}`, {
-        method,
-        headers: {
-          ...(token ? { authorization: `Bearer ${token}` } : {}),
-          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
+      let r: Response;
+      try {
+        r = await fetch(`${base}${path}`, {
+          method,
+          headers: {
+            ...(token ? { authorization: `Bearer ${token}` } : {}),
+            ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+      } catch (e) {
+        // A connection that fails says whether the service is still running and what it printed last.
+        const cause = (e as { cause?: Error }).cause;
+        throw new Error(
+          `${method} ${path}: ${String(e)} (${String(cause)}); service exit code ${exitCode()}; ` +
+            `its output ends:\n${output().slice(-4000)}`,
+        );
+      }
       const text = await r.text();
       return { status: r.status, body: text ? (JSON.parse(text) as Record<string, any>) : {} };
     };

@@ -143,7 +143,15 @@ export class ChangeResolver {
     const current = (e: StoredEvent, n: { kind: ChangeEntityKind; id: string }) =>
       n.kind === 'records' && rows.records.get(n.id)?.revision === e.revision;
     const needed = named.filter(({ e, n }) => n?.content && !current(e, n)).map(({ e }) => e.id);
-    const versions = needed.length ? await this.versionsOf(needed) : new Map<string, Version>();
+    // A document's processing steps: the version each came after (the document may have changed since).
+    const steps = named.filter(({ n }) => n && !n.content && !n.deleted && rows.documents.has(n.id));
+    // A record changed and then deleted has no row: its type name is its tombstone's.
+    const gone = [...ids.records].filter((id) => !rows.records.has(id) && !tombstones.has(id));
+    const [versions, stepVersions] = await Promise.all([
+      needed.length ? this.versionsOf(needed) : new Map<string, Version>(),
+      steps.length ? this.versionsBefore(steps.map(({ e, n }) => ({ e, id: n!.id }))) : new Map<string, Version>(),
+      gone.length ? this.tombstonesOf(gone).then((t) => t.forEach((v, k) => tombstones.set(k, v))) : undefined,
+    ]);
     const out: Change[] = [];
     for (const { e, n, outcomes } of named) {
       const at = e.metadata.occurredAt;
@@ -178,11 +186,16 @@ export class ChangeResolver {
         continue;
       }
       const row = rows[n.kind].get(n.id) as (RecordRow | DocumentRow | FolderRow) | undefined;
-      const typeName = typeNameOf(e, row);
+      const typeName = typeNameOf(e, row) ?? tombstones.get(n.id)?.typeName ?? null;
       if (!n.content) {
-        // A document's processing step: the version stays, the document shows its status as a GET does.
-        if (row)
-          out.push({ ...base, typeName, version: row.version, entity: await this.view(n.kind, row), owner: row });
+        if (!row) continue;
+        // A document's processing step: the version stays, the document shows its status as a GET does. When the
+        // document changed since (a stream resumed from before), the version it came after, as history kept it, with
+        // the status this step gave it.
+        const h = stepVersions.get(e.id);
+        if (h && h.version < row.version && h.state)
+          out.push({ ...base, typeName, version: h.version, entity: withStep(h.state, e), owner: row });
+        else out.push({ ...base, typeName, version: row.version, entity: await this.view(n.kind, row), owner: row });
         continue;
       }
       const h = versions.get(e.id);
@@ -230,6 +243,17 @@ export class ChangeResolver {
     return new Map(rows.map((r) => [r.row_id, { version: Number(r.version), state: r.state }]));
   }
 
+  /** For each event, the history row of its entity's last content change before it (keyed by the event's id). */
+  private async versionsBefore(events: Array<{ e: StoredEvent; id: string }>): Promise<Map<string, Version>> {
+    const { rows } = await this.sql.query<{ event_id: string; version: number; state: Record<string, unknown> | null }>(
+      `SELECT x.event_id, v.version, v.state FROM unnest($1::text[], $2::text[], $3::bigint[]) ` +
+        `AS x(event_id, entity_id, pos) JOIN LATERAL (SELECT version, state FROM ${HISTORY_TABLES.versions} ` +
+        `WHERE entity_id = x.entity_id AND position < x.pos ORDER BY position DESC LIMIT 1) v ON true`,
+      [events.map((x) => x.e.id), events.map((x) => x.id), events.map((x) => x.e.position)],
+    );
+    return new Map(rows.map((r) => [r.event_id, { version: Number(r.version), state: r.state }]));
+  }
+
   private async tombstonesOf(entityIds: string[]): Promise<Map<string, Tombstone>> {
     const { rows } = await this.sql.query<{
       entity_id: string;
@@ -266,6 +290,21 @@ function typeNameOf(e: StoredEvent, row: RecordRow | DocumentRow | FolderRow | u
   if (e.type === 'RecordCreated' || e.type === 'RecordDeleted') return e.data.typeName;
   if (e.type === 'DocumentCreated' || e.type === 'DocumentUpdated') return e.data.typeName;
   return null;
+}
+
+/** A document's version as history kept it, with the status a later processing step gave it (as a GET shows it). */
+function withStep(state: Record<string, unknown>, e: StoredEvent): Record<string, unknown> {
+  const { indexFailure: _failure, ...rest } = state;
+  return { ...rest, ...stepStatus(e) };
+}
+
+function stepStatus(e: StoredEvent): Record<string, unknown> {
+  if (e.type === 'DocumentFileUploaded') return { status: 'UPLOADED' };
+  if (e.type === 'DocumentIndexed') return { status: 'INDEXED' };
+  if (e.type === 'DocumentIndexSkipped') return { status: e.data.status };
+  if (e.type === 'DocumentFailed')
+    return { status: 'FAILED', indexFailure: { code: e.data.code, message: e.data.message } };
+  return {};
 }
 
 /**

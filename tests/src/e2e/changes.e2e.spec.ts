@@ -240,6 +240,53 @@ describe('resume', () => {
   });
 });
 
+describe('resume after later changes', () => {
+  it('a record updated and then deleted: its replayed updates keep their type name, so `types` keeps them', async () => {
+    const type = await schema();
+    const before = await headPosition();
+    const rec = await record(type, { title: 'v1', n: 1 });
+    for (const title of ['v2', 'v3'])
+      expect((await api.patch(`/v1/records/${rec.id}`, root, { payload: { title } })).status).toBe(200);
+    expect((await api.del(`/v1/records/${rec.id}`, root)).status).toBe(204);
+    const s = await openChanges(api, root, { query: `types=${type}&startFrom=${before}` });
+    await s.waitUntil((e) => e.event === 'record.deleted');
+    s.close();
+    expect(ids(s.events)).toEqual([
+      `record.created:${rec.id}:1`,
+      `record.updated:${rec.id}:2`,
+      `record.updated:${rec.id}:3`,
+      `record.deleted:${rec.id}:4`,
+    ]);
+    expect(s.events.map((e) => e.data.typeName)).toEqual([type, type, type, type]);
+    expect(s.events[2].data.entity).toMatchObject({ id: rec.id, version: 3, payload: { title: 'v3', n: 1 } });
+  });
+
+  it("a document's processing step, replayed after later edits, has the version it came after", async () => {
+    const before = await headPosition();
+    const doc = await api.post('/v1/documents', root, { title: 'v1', text: 'Basalt flows.', indexMode: 'TEXT' });
+    expect(doc.status, doc.text).toBe(201);
+    const live = await openChanges(api, root, { query: `entities=documents&startFrom=${before}` });
+    const indexedLive = await live.waitUntil(
+      (e) => e.event === 'document.indexed' && e.data.entityId === doc.body.id,
+      30_000,
+    );
+    live.close();
+    expect(indexedLive.data.version).toBe(1);
+    for (const title of ['v2', 'v3'])
+      expect((await api.patch(`/v1/documents/${doc.body.id}`, root, { title })).status).toBe(200);
+    const s = await openChanges(api, root, { query: `entities=documents&startFrom=${before}` });
+    await s.waitUntil((e) => e.event === 'document.updated' && e.data.version === 3);
+    s.close();
+    const mine = s.events.filter((e) => e.data.entityId === doc.body.id);
+    const indexed = mine.find((e) => e.event === 'document.indexed')!;
+    expect(indexed.data.version).toBe(1);
+    expect(indexed.data.entity).toMatchObject({ id: doc.body.id, title: 'v1', version: 1, status: 'INDEXED' });
+    // Versions never go backwards along the stream.
+    const versions = mine.map((e) => e.data.version as number);
+    expect(versions).toEqual([...versions].sort((a, b) => a - b));
+  });
+});
+
 describe('filters', () => {
   it('types and entities', async () => {
     const a = await schema();

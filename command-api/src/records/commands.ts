@@ -14,6 +14,7 @@ import {
   type DomainAppend,
   handleCommand,
   type LiveRecord,
+  payloadBytes,
   loadAggregate,
   metadataFor,
   readReservation,
@@ -314,8 +315,10 @@ export async function changeRecord(
     },
   });
   const updated = out.state as LiveRecord;
+  // payloadBytes counts the stored form (sealed values), as the create's answer and every read do.
   return recordView({ ...updated, payload: deps.sealer.unseal(updated.payload) }, out.prepared.schema.definition, {
     full: true,
+    bytes: payloadBytes(updated.payload),
   });
 }
 

@@ -24,6 +24,7 @@ import {
   folderView,
   grants,
   loadAggregate,
+  payloadBytes,
   recordAggregate,
   recordView,
   streams,
@@ -85,7 +86,10 @@ async function getRecord(c: HostContext, id: string) {
   const { state } = await loadAggregate(c.deps.store, streams.record(id), recordAggregate);
   if (!state.exists || !canReach(c.meta.principal, state)) return null;
   const schema = await loadSchema(c.deps.store, c.meta.principal, state.schemaId).catch(() => undefined);
-  return recordView({ ...state, payload: c.deps.sealer.unseal(state.payload) }, schema?.definition, { full: true });
+  return recordView({ ...state, payload: c.deps.sealer.unseal(state.payload) }, schema?.definition, {
+    full: true,
+    bytes: payloadBytes(state.payload),
+  });
 }
 
 async function getDocument(c: HostContext, id: string) {

@@ -816,6 +816,21 @@ describe('sensitive fields', () => {
     }
   });
 
+  it('payloadBytes is the same in the answers of create, PATCH, PUT and GET of the same version', async () => {
+    const c = await api.post('/v1/records', root, {
+      typeName: s.typeName,
+      payload: { name: 'carol', ssn: 'carol-ssn' },
+    });
+    expect(c.status, c.text).toBe(201);
+    expect(c.body.payloadBytes).toBe((await getRecord(c.body.id)).body.payloadBytes);
+    const p = await api.patch(`/v1/records/${c.body.id}`, root, { payload: { name: 'carol2' } });
+    expect(p.status, p.text).toBe(200);
+    expect(p.body.payloadBytes).toBe((await getRecord(c.body.id)).body.payloadBytes);
+    const u = await api.put(`/v1/records/${c.body.id}`, root, { payload: { name: 'carol3', ssn: 'carol-ssn-2' } });
+    expect(u.status, u.text).toBe(200);
+    expect(u.body.payloadBytes).toBe((await getRecord(c.body.id)).body.payloadBytes);
+  });
+
   it('GET lookup with value on the sensitive field → 400 directing to the body variant', async () => {
     const r = await api.get(`/v1/records/lookup?type=${s.typeName}&field=ssn&value=${q(SECRET)}`, root);
     expect400(r);

@@ -36,6 +36,11 @@ export interface RouteSpec<B = any, Q = any, P = any> {
    * A name of `*` (`scripts:x:*`): the action on at least one name; the handler then checks the name it addresses.
    */
   permission?: string;
+  /**
+   * At least one of these permissions, checked where `permission` is (a route whose handler then narrows by what each
+   * one reads: the change stream's kinds).
+   */
+  anyPermission?: readonly string[];
   /** Only the root key (or another credential kind listed) may call it. */
   rootOnly?: boolean;
   body?: z.ZodType<B>;

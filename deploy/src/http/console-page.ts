@@ -100,10 +100,7 @@ export function consoleRoutes(opts: { uploadOrigins?: string[]; dir?: string } =
     const a = files.get(name);
     if (!a) throw notFound();
     const gzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
-    reply
-      .type(a.type)
-      .header('cache-control', cache)
-      .header('x-content-type-options', 'nosniff');
+    reply.type(a.type).header('cache-control', cache).header('x-content-type-options', 'nosniff');
     addVary(reply, 'Accept-Encoding');
     if (gzip) reply.header('content-encoding', 'gzip');
     return reply.send(gzip ? a.gzip : a.raw);

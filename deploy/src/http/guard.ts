@@ -83,6 +83,7 @@ export function guardOf(spec: RouteSpec, opts: EdgeOptions, now: () => Date) {
     if (spec.auth === 'data') {
       if (spec.rootOnly && principal.kind !== 'root') throw forbidden();
       if (spec.permission && !grants(principal.allowedActions, spec.permission)) throw forbidden();
+      if (spec.anyPermission && !spec.anyPermission.some((a) => grants(principal.allowedActions, a))) throw forbidden();
       if (gates.length) {
         const g: PreflightContext = { req, reply, spec, principal, now: now() };
         for (let i = 0; i < gates.length; i++) {

@@ -62,6 +62,7 @@ export function changeRoutes(o: { feed: ChangeFeed; meter?: UsageCharges }): Rou
       url: '/v1/changes',
       operationId: 'streamChanges',
       auth: 'data',
+      anyPermission: Object.values(CHANGE_KIND_PERMISSION),
       rateLimited: true,
       stream: changeStreamEvents,
       streamDescription:
@@ -87,9 +88,8 @@ export function changeRoutes(o: { feed: ChangeFeed; meter?: UsageCharges }): Rou
           throw new ServiceError(
             'RATE_LIMITED',
             `At most ${feed.perContext} change streams may be open in a context: close one, or try again later`,
-            {
-              headers: { 'retry-after': String(RETRY_AFTER_SECONDS), 'x-ratelimit-limit': String(feed.perContext) },
-            },
+            // X-RateLimit-Limit stays the account's, set by the burst limit that counted this request.
+            { headers: { 'retry-after': String(RETRY_AFTER_SECONDS) } },
           );
 
         let stream: ChangeStream | undefined;

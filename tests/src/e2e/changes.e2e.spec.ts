@@ -241,7 +241,7 @@ describe('resume', () => {
 });
 
 describe('resume after later changes', () => {
-  it('a record updated and then deleted: its replayed updates keep their type name, so `types` keeps them', async () => {
+  it('a record updated and then deleted: replayed updates keep their type name, so `types` keeps them', async () => {
     const type = await schema();
     const before = await headPosition();
     const rec = await record(type, { title: 'v1', n: 1 });
@@ -428,6 +428,15 @@ describe('refusals', () => {
     expect(s.body.errorCode).toBe('VALIDATION_ERROR');
   });
 
+  it('a credential that reads no kind of entity: 403 before its query is judged, as on every route', async () => {
+    const token = await mint(['search:r']);
+    for (const query of ['unknown=1', 'startFrom=abc', 'entities=records']) {
+      const s = await openChanges(api, token, { query });
+      expect(s.status, query).toBe(403);
+      expect(s.body.errorCode).toBe('FORBIDDEN');
+    }
+  });
+
   it('without a credential: 401', async () => {
     const r = await api.unchecked.call('GET', '/v1/changes');
     expect(r.status).toBe(401);
@@ -455,6 +464,11 @@ describe.skipIf(!!inProcessOnly)('per-context limit (CHANGE_STREAMS_PER_CONTEXT=
       expect(c.status).toBe(429);
       expect(c.body.errorCode).toBe('RATE_LIMITED');
       expect(c.headers.get('retry-after')).toMatch(/^\d+$/);
+      // The rate-limit headers stay the account's (its plan's limit per minute), not the streams' limit.
+      const counted = await small.api.post('/v1/folders', key, { name: uniq('limit') });
+      expect(counted.headers.get('x-ratelimit-limit')).toMatch(/^\d+$/);
+      expect(c.headers.get('x-ratelimit-limit')).toBe(counted.headers.get('x-ratelimit-limit'));
+      expect(c.headers.get('x-ratelimit-remaining')).toBe('0');
       const otherTenant = await openChanges(small.api, small.bootstrap.tenants.test.rootKey);
       expect(otherTenant.status).toBe(200);
       a.close();

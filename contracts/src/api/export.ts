@@ -44,6 +44,8 @@ export const exportQuery = z
       .regex(/^\d{1,15}$/, 'must be the position of an exported line')
       .optional(),
   })
+  // A parameter the export does not take is refused, not ignored: a typo must not widen what is exported.
+  .strict()
   .superRefine((q, ctx) => {
     if (q.from !== undefined && q.to !== undefined && (parseIsoTime(q.from) ?? 0) > (parseIsoTime(q.to) ?? 0))
       ctx.addIssue({ code: 'custom', path: ['to'], message: 'must not be earlier than from' });

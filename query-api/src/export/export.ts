@@ -10,19 +10,38 @@ import { type EventStore, isSealed, MASK, readTenantEvents, type StoredEvent, st
  */
 export const EXPORT_PAGE = 500;
 
+/** A kind's name in `streams=`: the key of its stream in the catalogue (`namespaces` is `namespace`). */
+const kindName = (key: string) => (key === 'namespaces' ? 'namespace' : key);
+
 /**
- * The entity kinds `streams=` takes: one per kind of stream (domain/src/shared/streams.ts), named by the stream's
- * prefix (`record-<id>` is `record`; `namespaces-<tenant>` is `namespace`). Account streams belong to no tenant.
+ * The fixed start of a kind's stream names (`record-`, `jwt-issuers-`, `script-names-`): what the names of two
+ * different entities share, up to its last `-`.
  */
+function prefixOf(name: (...ids: string[]) => string): string {
+  const a = name('a', 'a', 'a');
+  const b = name('b', 'b', 'b');
+  let i = 0;
+  while (i < a.length && a[i] === b[i]) i++;
+  return a.slice(0, a.lastIndexOf('-', i - 1) + 1);
+}
+
+/**
+ * Stream-name prefixes and their kinds, longest first (`script-names-` before `script-`). Account streams belong to no
+ * tenant.
+ */
+const PREFIXES: ReadonlyArray<readonly [string, string]> = Object.entries(streams)
+  .filter(([k]) => k !== 'account')
+  .map(([k, f]) => [prefixOf(f as (...ids: string[]) => string), kindName(k)] as const)
+  .sort((x, y) => y[0].length - x[0].length);
+
+/** The entity kinds `streams=` takes: one per kind of stream (domain/src/shared/streams.ts). */
 export const EXPORT_STREAM_KINDS: readonly string[] = Object.keys(streams)
   .filter((k) => k !== 'account')
-  .map((k) => (k === 'namespaces' ? 'namespace' : k));
+  .map(kindName);
 
-/** The kind of a stream name (its prefix before the first `-`). */
+/** The kind of a stream name (the kind whose prefix it starts with). */
 export function streamKind(streamId: string): string {
-  const i = streamId.indexOf('-');
-  const prefix = i < 0 ? streamId : streamId.slice(0, i);
-  return prefix === 'namespaces' ? 'namespace' : prefix;
+  return PREFIXES.find(([p]) => streamId.startsWith(p))?.[1] ?? streamId;
 }
 
 /** `streams=`: a comma-separated list of known kinds (400 otherwise). */

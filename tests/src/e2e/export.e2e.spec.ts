@@ -6,7 +6,15 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type NewEvent, type StoredEvent, streams } from '@svc/domain';
-import { eventually, ROOT, startService, type Api, type Bootstrap, type TestService } from '../support/service';
+import {
+  eventually,
+  OPERATOR_TOKEN,
+  ROOT,
+  startService,
+  type Api,
+  type Bootstrap,
+  type TestService,
+} from '../support/service';
 import { tempDir } from '../support/engines';
 
 /**
@@ -251,6 +259,39 @@ describe('GET /v1/export', () => {
     expect(cut(await exportLines(`?streams=record&startFrom=${recs[0].position}`))).toEqual(recs.slice(1));
     for (const bad of ['abc', '-1', '1.5', 'eyJwIjoxfQ'])
       expect((await api.get(`/v1/export?startFrom=${bad}`, root)).status, bad).toBe(400);
+  });
+
+  it('every kind the 400 lists selects its own streams: jwtIssuers, script and scriptNames too', async () => {
+    const own = await enterprise();
+    const key = own.tenants.live.rootKey;
+    await ok(api.post('/v1/scripts', key, { name: 'exported', source: 'export default () => 1;' }), 201);
+    const issuers = await api.call('PUT', `/operator/tenants/${own.tenants.live.tenantId}/jwt-issuers`, {
+      token: OPERATOR_TOKEN,
+      body: { issuers: [{ issuer: 'https://idp.example.com', audience: `aud-${randomUUID()}` }] },
+    });
+    expect(issuers.status, issuers.text).toBe(200);
+    // A stream name is its kind's prefix and a UUID or a 40-digit hash.
+    const prefix = (l: { streamId: string }) =>
+      l.streamId.replace(/-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$|-[0-9a-f]{40}$/, '');
+    const kinds = async (q: string) => new Set((await exportLines(`?streams=${q}`, key)).map(prefix));
+    expect(await kinds('jwtIssuers')).toEqual(new Set(['jwt-issuers']));
+    expect(await kinds('script')).toEqual(new Set(['script']));
+    expect(await kinds('scriptNames')).toEqual(new Set(['script-names']));
+    // Every line of the whole export falls under exactly one kind.
+    const whole = await exportLines('', key);
+    let counted = 0;
+    const listed = (await api.get('/v1/export?streams=bogus', key)).body.message as string;
+    for (const kind of listed.replace(/^.*kinds: /, '').split(', '))
+      counted += (await exportLines(`?streams=${kind}`, key)).filter((l) => l.position <= whole.at(-1).position).length;
+    expect(counted).toBe(whole.length);
+  });
+
+  it('a parameter the export does not take (limit, a typo) is a 400 before any line, not ignored', async () => {
+    for (const q of ['limit=5', 'foo=1', 'startfrom=3', `streams=record&strems=folder`]) {
+      const r = await api.get(`/v1/export?${q}`, root);
+      expect(r.status, q).toBe(400);
+      expect(r.body.errorCode).toBe('VALIDATION_ERROR');
+    }
   });
 
   it(

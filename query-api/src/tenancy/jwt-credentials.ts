@@ -114,8 +114,11 @@ export class JwtCredentials {
     if (typeof unverified.iss !== 'string') return null;
     const rows = await this.registrations(unverified.iss);
     const audiences = Array.isArray(unverified.aud) ? unverified.aud : [unverified.aud];
-    const row = rows.find((r) => audiences.includes(r.doc.audience));
-    if (!row) return null;
+    const matching = rows.filter((r) => audiences.includes(r.doc.audience));
+    // One registration, or none: a token whose audiences name registrations of two tenants could be either's, so it
+    // is nobody's (the uniform 401), whatever order the rows come in.
+    if (matching.length !== 1) return null;
+    const row = matching[0];
     const reg = row.doc;
     const entry = this.keysOf(reg);
     // Keys that could not be fetched are not asked for again before `refetchMs` (a provider down is not hammered, nor

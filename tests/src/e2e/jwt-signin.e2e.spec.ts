@@ -292,6 +292,27 @@ describe('tokens of a registered issuer', () => {
     ).toBe(403);
   });
 
+  it('a token whose audiences name registrations of two tenants belongs to neither: the uniform 401', async () => {
+    const second = `aud-${randomUUID()}`;
+    const other = B.tenants.live.tenantId;
+    expect((await put(other, { issuers: [{ issuer: idp.url, audience: second }] })).status).toBe(200);
+    try {
+      // Each audience alone reaches its own tenant...
+      const mine = await api.get('/v1/ping', await idp.sign(rsa, { aud: AUD, sub: 'u' }));
+      expect(mine.body.tenantId).toBe(A.tenants.live.tenantId);
+      const theirs = await api.get('/v1/ping', await idp.sign(rsa, { aud: second, sub: 'u' }));
+      expect(theirs.body.tenantId).toBe(other);
+      // ...both together, in either order, reach neither.
+      for (const aud of [
+        [AUD, second],
+        [second, AUD],
+      ])
+        await expectUniform401(await idp.sign(rsa, { aud, sub: 'u' }), `aud ${aud.join(', ')}`);
+    } finally {
+      expect((await put(other, { issuers: [] })).status).toBe(200);
+    }
+  });
+
   it('without a permissions claim it has the registration’s defaultPermissions, else none', async () => {
     const token = await idp.sign(rsa, { aud: AUD, sub: 'nobody' });
     expect((await api.get('/v1/ping', token)).status).toBe(200);

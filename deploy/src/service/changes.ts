@@ -29,7 +29,7 @@ export async function openChangeFeed(o: {
     store,
     readHead,
     checkpoint,
-    resolver: new ChangeResolver(sql, o.caches.schemas, o.caches.recentRecords),
+    resolver: new ChangeResolver(sql, o.caches.schemas, o.caches.recentRecords, store),
     perContext: o.config.changeStreamsPerContext,
     credentials: o.caches.credentials,
     log: o.log,

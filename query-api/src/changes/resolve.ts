@@ -1,5 +1,16 @@
 import type { ChangeEntityKind, ChangeEventName } from '@svc/contracts';
-import { documentView, folderView, recordView, type Sql, type StoredEvent, HISTORY_TABLES } from '@svc/domain';
+import {
+  DOCUMENT_TABLES,
+  documentAggregate,
+  documentView,
+  type EventStore,
+  folderView,
+  HISTORY_TABLES,
+  recordView,
+  type Sql,
+  type StoredEvent,
+  streams,
+} from '@svc/domain';
 import { DocumentReads, type DocumentRow } from '../documents/reads';
 import { FolderReads, type FolderRow } from '../folders/reads';
 import { RecordReads, type RecordRow } from '../records/reads';
@@ -114,6 +125,8 @@ export class ChangeResolver {
     private readonly schemas: SchemaReads,
     /** Records created lately (beside the projector): their rows need no query. */
     recent?: { row(id: string): RecordRow | undefined },
+    /** Where a document's stream is read when a replayed processing step is older than its read model row. */
+    private readonly store?: EventStore,
   ) {
     this.records = new RecordReads(sql, undefined, recent);
     this.documents = new DocumentReads(sql);
@@ -143,13 +156,17 @@ export class ChangeResolver {
     const current = (e: StoredEvent, n: { kind: ChangeEntityKind; id: string }) =>
       n.kind === 'records' && rows.records.get(n.id)?.revision === e.revision;
     const needed = named.filter(({ e, n }) => n?.content && !current(e, n)).map(({ e }) => e.id);
-    // A document's processing steps: the version each came after (the document may have changed since).
-    const steps = named.filter(({ n }) => n && !n.content && !n.deleted && rows.documents.has(n.id));
+    // Documents with a processing step in the page: where their read model stands (the stream revision it applied).
+    const stepped = [
+      ...new Set(
+        named.filter(({ n }) => n && !n.content && !n.deleted && rows.documents.has(n.id)).map((x) => x.n!.id),
+      ),
+    ];
     // A record changed and then deleted has no row: its type name is its tombstone's.
     const gone = [...ids.records].filter((id) => !rows.records.has(id) && !tombstones.has(id));
-    const [versions, stepVersions] = await Promise.all([
+    const [versions, revisions] = await Promise.all([
       needed.length ? this.versionsOf(needed) : new Map<string, Version>(),
-      steps.length ? this.versionsBefore(steps.map(({ e, n }) => ({ e, id: n!.id }))) : new Map<string, Version>(),
+      stepped.length ? this.documentRevisions(stepped) : new Map<string, number>(),
       gone.length ? this.tombstonesOf(gone).then((t) => t.forEach((v, k) => tombstones.set(k, v))) : undefined,
     ]);
     const out: Change[] = [];
@@ -186,16 +203,18 @@ export class ChangeResolver {
         continue;
       }
       const row = rows[n.kind].get(n.id) as (RecordRow | DocumentRow | FolderRow) | undefined;
-      const typeName = typeNameOf(e, row) ?? tombstones.get(n.id)?.typeName ?? null;
+      const typeName = typeNameOf(e, row) ?? (n.kind === 'records' ? (tombstones.get(n.id)?.typeName ?? null) : null);
       if (!n.content) {
         if (!row) continue;
-        // A document's processing step: the version stays, the document shows its status as a GET does. When the
-        // document changed since (a stream resumed from before), the version it came after, as history kept it, with
-        // the status this step gave it.
-        const h = stepVersions.get(e.id);
-        if (h && h.version < row.version && h.state)
-          out.push({ ...base, typeName, version: h.version, entity: withStep(h.state, e), owner: row });
-        else out.push({ ...base, typeName, version: row.version, entity: await this.view(n.kind, row), owner: row });
+        // A document's processing step: the version stays; the document as a GET showed it right after the step.
+        // When anything happened to it since (later steps, edits), its stream is read up to the step.
+        if (revisions.get(n.id) === e.revision || !this.store) {
+          out.push({ ...base, typeName, version: row.version, entity: await this.view(n.kind, row), owner: row });
+          continue;
+        }
+        const then = await this.documentAt(n.id, e.revision);
+        if (!then) continue;
+        out.push({ ...base, typeName, version: then.version, entity: await this.view(n.kind, then), owner: then });
         continue;
       }
       const h = versions.get(e.id);
@@ -243,15 +262,25 @@ export class ChangeResolver {
     return new Map(rows.map((r) => [r.row_id, { version: Number(r.version), state: r.state }]));
   }
 
-  /** For each event, the history row of its entity's last content change before it (keyed by the event's id). */
-  private async versionsBefore(events: Array<{ e: StoredEvent; id: string }>): Promise<Map<string, Version>> {
-    const { rows } = await this.sql.query<{ event_id: string; version: number; state: Record<string, unknown> | null }>(
-      `SELECT x.event_id, v.version, v.state FROM unnest($1::text[], $2::text[], $3::bigint[]) ` +
-        `AS x(event_id, entity_id, pos) JOIN LATERAL (SELECT version, state FROM ${HISTORY_TABLES.versions} ` +
-        `WHERE entity_id = x.entity_id AND position < x.pos ORDER BY position DESC LIMIT 1) v ON true`,
-      [events.map((x) => x.e.id), events.map((x) => x.id), events.map((x) => x.e.position)],
+  /** The stream revision each document's read model row has applied. */
+  private async documentRevisions(ids: string[]): Promise<Map<string, number>> {
+    const { rows } = await this.sql.query<{ document_id: string; revision: string | number }>(
+      `SELECT document_id, revision FROM ${DOCUMENT_TABLES.documents} WHERE document_id = ANY($1::text[])`,
+      [ids],
     );
-    return new Map(rows.map((r) => [r.event_id, { version: Number(r.version), state: r.state }]));
+    return new Map(rows.map((r) => [r.document_id, Number(r.revision)]));
+  }
+
+  /** A document as its stream stood at `revision` (the state a GET answered from right after that event). */
+  private async documentAt(id: string, revision: number): Promise<DocumentRow | undefined> {
+    const events = await this.store!.readStream(streams.document(id), { maxCount: revision + 1 });
+    const state = events.reduce(
+      (s, ev) => documentAggregate.evolve(s, ev, ev.metadata),
+      documentAggregate.initialState(),
+    );
+    if (!state.exists) return undefined;
+    const { exists: _exists, ...doc } = state;
+    return doc;
   }
 
   private async tombstonesOf(entityIds: string[]): Promise<Map<string, Tombstone>> {
@@ -290,21 +319,6 @@ function typeNameOf(e: StoredEvent, row: RecordRow | DocumentRow | FolderRow | u
   if (e.type === 'RecordCreated' || e.type === 'RecordDeleted') return e.data.typeName;
   if (e.type === 'DocumentCreated' || e.type === 'DocumentUpdated') return e.data.typeName;
   return null;
-}
-
-/** A document's version as history kept it, with the status a later processing step gave it (as a GET shows it). */
-function withStep(state: Record<string, unknown>, e: StoredEvent): Record<string, unknown> {
-  const { indexFailure: _failure, ...rest } = state;
-  return { ...rest, ...stepStatus(e) };
-}
-
-function stepStatus(e: StoredEvent): Record<string, unknown> {
-  if (e.type === 'DocumentFileUploaded') return { status: 'UPLOADED' };
-  if (e.type === 'DocumentIndexed') return { status: 'INDEXED' };
-  if (e.type === 'DocumentIndexSkipped') return { status: e.data.status };
-  if (e.type === 'DocumentFailed')
-    return { status: 'FAILED', indexFailure: { code: e.data.code, message: e.data.message } };
-  return {};
 }
 
 /**

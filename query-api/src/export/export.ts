@@ -1,5 +1,14 @@
 import { type ExportLine, type ExportQuery, invalid, parseIsoTime } from '@svc/contracts';
-import { type EventStore, isSealed, MASK, readTenantEvents, type StoredEvent, streams } from '@svc/domain';
+import {
+  type EventStore,
+  isSealed,
+  MASK,
+  readTenantEvents,
+  type StoredEvent,
+  streams,
+  triggerStreams,
+  webhookStreams,
+} from '@svc/domain';
 
 /**
  * The audit export (docs/api.md "Export"): a tenant's stored events in commit
@@ -9,9 +18,6 @@ import { type EventStore, isSealed, MASK, readTenantEvents, type StoredEvent, st
  * stays at about one page whatever the size of the export.
  */
 export const EXPORT_PAGE = 500;
-
-/** A kind's name in `streams=`: the key of its stream in the catalogue (`namespaces` is `namespace`). */
-const kindName = (key: string) => (key === 'namespaces' ? 'namespace' : key);
 
 /**
  * The fixed start of a kind's stream names (`record-`, `jwt-issuers-`, `script-names-`): what the names of two
@@ -25,19 +31,29 @@ function prefixOf(name: (...ids: string[]) => string): string {
   return a.slice(0, a.lastIndexOf('-', i - 1) + 1);
 }
 
-/**
- * Stream-name prefixes and their kinds, longest first (`script-names-` before `script-`). Account streams belong to no
- * tenant.
- */
-const PREFIXES: ReadonlyArray<readonly [string, string]> = Object.entries(streams)
-  .filter(([k]) => k !== 'account')
-  .map(([k, f]) => [prefixOf(f as (...ids: string[]) => string), kindName(k)] as const)
-  .sort((x, y) => y[0].length - x[0].length);
+type StreamName = (...ids: string[]) => string;
 
-/** The entity kinds `streams=` takes: one per kind of stream (domain/src/shared/streams.ts). */
-export const EXPORT_STREAM_KINDS: readonly string[] = Object.keys(streams)
-  .filter((k) => k !== 'account')
-  .map(kindName);
+/**
+ * Every kind of stream a tenant's events are on, by the name `streams=` takes: the entity catalogue's (`namespaces` is
+ * `namespace`), the triggers' and the webhooks'. Account-level streams (accounts, webhook domains) belong to no tenant.
+ */
+const KINDS: ReadonlyArray<readonly [string, StreamName]> = [
+  ...Object.entries(streams)
+    .filter(([k]) => k !== 'account')
+    .map(([k, f]) => [k === 'namespaces' ? 'namespace' : k, f as StreamName] as const),
+  ['trigger', triggerStreams.rule],
+  ['triggerBindings', triggerStreams.bindings],
+  ['triggerFiring', triggerStreams.firing as StreamName],
+  ['webhook', webhookStreams.webhook],
+];
+
+/** Stream-name prefixes and their kinds, longest first (`script-names-` before `script-`). */
+const PREFIXES: ReadonlyArray<readonly [string, string]> = KINDS.map(([k, f]) => [prefixOf(f), k] as const).sort(
+  (x, y) => y[0].length - x[0].length,
+);
+
+/** The entity kinds `streams=` takes. */
+export const EXPORT_STREAM_KINDS: readonly string[] = KINDS.map(([k]) => k);
 
 /** The kind of a stream name (the kind whose prefix it starts with). */
 export function streamKind(streamId: string): string {

@@ -281,6 +281,8 @@ describe('resume after later changes', () => {
     const indexed = mine.find((e) => e.event === 'document.indexed')!;
     expect(indexed.data.version).toBe(1);
     expect(indexed.data.entity).toMatchObject({ id: doc.body.id, title: 'v1', version: 1, status: 'INDEXED' });
+    // Exactly what the live stream sent then (what a GET answered): text size, times and all.
+    expect(indexed.data.entity).toEqual(indexedLive.data.entity);
     // Versions never go backwards along the stream.
     const versions = mine.map((e) => e.data.version as number);
     expect(versions).toEqual([...versions].sort((a, b) => a - b));

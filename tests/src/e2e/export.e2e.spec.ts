@@ -261,10 +261,37 @@ describe('GET /v1/export', () => {
       expect((await api.get(`/v1/export?startFrom=${bad}`, root)).status, bad).toBe(400);
   });
 
-  it('every kind the 400 lists selects its own streams: jwtIssuers, script and scriptNames too', async () => {
+  it('every kind the 400 lists selects its own streams: identity providers, scripts and triggers too', async () => {
     const own = await enterprise();
     const key = own.tenants.live.rootKey;
     await ok(api.post('/v1/scripts', key, { name: 'exported', source: 'export default () => 1;' }), 201);
+    // A trigger rule that fires once: its rule, its schema's bindings and its firing are streams of their own.
+    const typeName = `Fired_${randomUUID().slice(0, 8)}`;
+    const schemaId = (
+      await ok(
+        api.post('/v1/schemas', key, {
+          typeName,
+          displayName: 'Fired',
+          allowedSurfaces: ['record'],
+          capabilities: { triggersEnabled: true },
+          fields: [{ fieldId: 'n', fieldType: 'number', inline: true }],
+        }),
+        201,
+      )
+    ).id;
+    await ok(
+      api.post('/v1/triggers', key, {
+        name: 'fires',
+        schemaId,
+        events: ['CREATE'],
+        scriptRef: { name: 'exported', version: 1 },
+        fields: ['n'],
+        grant: { allowedActions: ['records:r'] },
+      }),
+      201,
+    );
+    await ok(api.post('/v1/records', key, { typeName, payload: { n: 1 } }), 201);
+    await eventually(async () => expect((await exportLines('?streams=triggerFiring', key)).length).toBeGreaterThan(0));
     const issuers = await api.call('PUT', `/operator/tenants/${own.tenants.live.tenantId}/jwt-issuers`, {
       token: OPERATOR_TOKEN,
       body: { issuers: [{ issuer: 'https://idp.example.com', audience: `aud-${randomUUID()}` }] },
@@ -277,6 +304,9 @@ describe('GET /v1/export', () => {
     expect(await kinds('jwtIssuers')).toEqual(new Set(['jwt-issuers']));
     expect(await kinds('script')).toEqual(new Set(['script']));
     expect(await kinds('scriptNames')).toEqual(new Set(['script-names']));
+    expect(await kinds('trigger')).toEqual(new Set(['trigger']));
+    expect(await kinds('triggerBindings')).toEqual(new Set(['trigger-bindings']));
+    expect(await kinds('triggerFiring')).toEqual(new Set(['trigger-firing']));
     // Every line of the whole export falls under exactly one kind.
     const whole = await exportLines('', key);
     let counted = 0;

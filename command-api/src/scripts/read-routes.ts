@@ -37,7 +37,8 @@ export function readRoutesOf(routes: RouteSpec[]): ReadRoutes {
   return async (method, url, input, meta) => {
     const spec = byKey.get(`${method} ${url}`);
     if (!spec) throw new ServiceError('NOT_IMPLEMENTED', `${method} ${url} is not served by this process`);
-    if (spec.permission && !grants(meta.principal.allowedActions, spec.permission))
+    const may = (a: string) => grants(meta.principal.allowedActions, a);
+    if ((spec.permission && !may(spec.permission)) || (spec.anyPermission && !spec.anyPermission.some(may)))
       throw new ServiceError('AUTHORIZATION_DENIED', 'The script call was denied.');
     const parse = (schema: RouteSpec['query'], value: unknown, where: string) => {
       if (!schema) return value;

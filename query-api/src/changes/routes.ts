@@ -77,8 +77,9 @@ export function changeRoutes(o: { feed: ChangeFeed; meter?: UsageCharges }): Rou
       query: changesQuery,
       handler: async ({ query, principal: p, req, reply }) => {
         const header = req.headers['last-event-id'];
-        const lastEventId = Array.isArray(header) ? header[0] : header;
-        if (lastEventId !== undefined && !LOG_POSITION_RE.test(lastEventId.trim()))
+        // An empty header (a client that has seen no event yet) is no header: startFrom, else the head.
+        const lastEventId = (Array.isArray(header) ? header[0] : header)?.trim() || undefined;
+        if (lastEventId !== undefined && !LOG_POSITION_RE.test(lastEventId))
           throw invalid('Last-Event-ID must be a log position (the id of an event of this stream)');
         const kinds = kindsOf(p, query.entities);
         const types = query.types ? new Set(query.types.split(',')) : undefined;
@@ -105,7 +106,7 @@ export function changeRoutes(o: { feed: ChangeFeed; meter?: UsageCharges }): Rou
         let cursor: number;
         try {
           const head = await feed.join(wake);
-          const from = lastEventId !== undefined ? lastEventId.trim() : query.startFrom;
+          const from = lastEventId ?? query.startFrom;
           cursor = from !== undefined ? Number(from) : head;
         } catch (e) {
           release();

@@ -424,6 +424,16 @@ describe('refusals', () => {
     expect(s.body.errorCode).toBe('VALIDATION_ERROR');
   });
 
+  it('an empty Last-Event-ID is no header: the stream starts at startFrom', async () => {
+    const type = await schema();
+    const before = await headPosition();
+    const rec = await record(type, { title: 'after' });
+    const s = await openChanges(api, root, { query: `types=${type}&startFrom=${before}`, lastEventId: '' });
+    expect(s.status).toBe(200);
+    await s.waitUntil((e) => e.data.entityId === rec.id);
+    s.close();
+  });
+
   it('a Last-Event-ID that is not a position: 400', async () => {
     const s = await openChanges(api, root, { lastEventId: 'abc' });
     expect(s.status).toBe(400);

@@ -93,6 +93,9 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
     const abort = new AbortController();
     let outputTokens = 0;
     let finished = false;
+    // Whitespace that ended the last piece goes out with the next one: cl100k reads " sky" as one token and "sky " as
+    // two, so a delta that starts with its space counts what the whole answer counts (and none ends with one).
+    let pending = '';
     try {
       for (const f of lead) yield f;
       try {
@@ -103,10 +106,25 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
             outputTokens = Math.min(piece.outputTokens, req.maxTokens);
             continue;
           }
-          const n = tokens.count(piece);
-          if (outputTokens + n > req.maxTokens) break;
+          const core = piece.trimEnd();
+          if (!core) {
+            pending += piece;
+            continue;
+          }
+          const delta = pending + core;
+          pending = piece.slice(core.length);
+          const n = tokens.count(delta);
+          if (outputTokens + n > req.maxTokens) {
+            // The tokens of this piece that still fit (a word longer than what is left is cut between its tokens).
+            const start = tokens.head(delta, req.maxTokens - outputTokens);
+            if (start) {
+              outputTokens += tokens.count(start);
+              yield frame('content_delta', { delta: start });
+            }
+            break;
+          }
           outputTokens += n;
-          yield frame('content_delta', { delta: piece });
+          yield frame('content_delta', { delta });
         }
       } catch (e) {
         d.log?.(`inference: model ${model.entry.id} failed: ${e instanceof Error ? e.message : String(e)}`);

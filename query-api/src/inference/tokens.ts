@@ -25,6 +25,8 @@ export interface TokenCounter {
    * count whole, holding every other request) to about what `limit` tokens take.
    */
   countUpTo(text: string, limit: number): { tokens: number; exact: boolean };
+  /** The start of `text` made of its first `limit` tokens at most (cut between tokens, never inside a character). */
+  head(text: string, limit: number): string;
 }
 
 /** Slices counted one at a time by `countUpTo` (cut at white space, where cl100k never joins across). */
@@ -71,6 +73,15 @@ export async function tokenCounter(): Promise<TokenCounter> {
         if (tokens > limit && at < text.length) return { tokens: Math.ceil((tokens * text.length) / at), exact: false };
       }
       return { tokens, exact: true };
+    },
+    head(text, limit) {
+      const ids = enc.encode(text, [], []);
+      for (let n = Math.min(limit, ids.length); n > 0; n--) {
+        const start = enc.decode(ids.slice(0, n));
+        // A token boundary inside a character decodes to U+FFFD: one token fewer.
+        if (text.startsWith(start)) return start;
+      }
+      return '';
     },
   };
 }

@@ -7,6 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { Tiktoken } from 'js-tiktoken/lite';
+import cl100kRanks from 'js-tiktoken/ranks/cl100k_base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Api, eventually, startService, type TestService } from '../support/service';
 import { searchE2eEngine } from './search-engine';
@@ -341,6 +343,27 @@ describe('inference (built-in extractive model)', () => {
     const done = expectWellFormed(r.frames, ['search_results']);
     expect(done.outputTokens).toBeLessThanOrEqual(5);
     expect(answerOf(r.frames).length).toBeLessThan(FACTS.penguins.length);
+  });
+
+  it('outputTokens is the cl100k count of the answer sent; maxTokens 1 still sends its first token', async () => {
+    const cl100k = new Tiktoken(cl100kRanks);
+    const r = await stream(`${svc.url}/v1/rag`, key, { query: 'How do emperor penguins incubate their eggs?' });
+    expect(r.status).toBe(200);
+    const done = expectWellFormed(r.frames, ['search_results']);
+    const text = answerOf(r.frames);
+    expect(text.length).toBeGreaterThan(20);
+    expect(done.outputTokens).toBe(cl100k.encode(text).length);
+    for (const maxTokens of [1, 3]) {
+      const short = await stream(`${svc.url}/v1/rag`, key, {
+        query: 'How do emperor penguins incubate their eggs?',
+        maxTokens,
+      });
+      const d = expectWellFormed(short.frames, ['search_results']);
+      expect(short.frames.some((f) => f.event === 'content_delta')).toBe(true);
+      expect(d.outputTokens).toBe(cl100k.encode(answerOf(short.frames)).length);
+      expect(d.outputTokens).toBeLessThanOrEqual(maxTokens);
+      expect(d.outputTokens).toBeGreaterThan(maxTokens - 2);
+    }
   });
 
   it('document ask: document_context first, then the answer from that document', async () => {

@@ -2,12 +2,14 @@ import { z } from 'zod';
 import { identifier, listEnvelope } from '../common';
 
 /** Scripts (docs/scripts.md; decisions §4, §7). */
-export const pushScriptBody = z.object({
-  name: identifier,
-  source: z.string().min(1),
-  declaredInputContract: z.record(z.string(), z.unknown()).nullable().optional(),
-  description: z.string().max(1024).nullable().optional(),
-});
+export const pushScriptBody = z
+  .object({
+    name: identifier,
+    source: z.string().min(1),
+    declaredInputContract: z.record(z.string(), z.unknown()).nullable().optional(),
+    description: z.string().max(1024).nullable().optional(),
+  })
+  .strict();
 export type PushScript = z.infer<typeof pushScriptBody>;
 
 export const scriptResponse = z.object({
@@ -44,13 +46,17 @@ export const scriptVersionOf = (v: z.infer<typeof scriptVersionRef>): ScriptVers
   v === 'latest' ? 'latest' : Number(v);
 
 /** `version`: a version number (as a string or a number) or `latest`, resolved at request time. */
-export const executeScriptBody = z.object({
-  scriptRef: z.object({
-    name: identifier,
-    version: scriptVersionRef.default('latest'),
-  }),
-  input: z.record(z.string(), z.unknown()).optional(),
-});
+export const executeScriptBody = z
+  .object({
+    scriptRef: z
+      .object({
+        name: identifier,
+        version: scriptVersionRef.default('latest'),
+      })
+      .strict(),
+    input: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict();
 export type ExecuteScript = z.infer<typeof executeScriptBody>;
 
 export const IDEMPOTENCY_KEY_RE = /^[A-Za-z0-9._:-]{1,128}$/;

@@ -214,6 +214,22 @@ function scriptsSuite(engine: 'embedded' | 'postgres') {
     );
   });
 
+  describe('unknown fields', () => {
+    it('a push or an execute with a field the API does not take is a 400 that stores and runs nothing', async () => {
+      const name = uniq('strict');
+      const push = await api.post('/v1/scripts', root, { name, source: 'export default () => 1', extra: 1 });
+      expect(push.status, push.text).toBe(400);
+      expect(push.body.errorCode).toBe('VALIDATION_ERROR');
+      expect((await api.get(`/v1/scripts?name=${name}`, root)).body.data).toEqual([]);
+      expect((await api.post('/v1/scripts', root, { name, source: 'export default () => 1' })).status).toBe(201);
+      for (const body of [{ scriptRef: { name }, inputs: {} }, { scriptRef: { name, versoin: 1 } }]) {
+        const r = await api.post('/v1/scripts/execute', root, body);
+        expect(r.status, JSON.stringify(body)).toBe(400);
+        expect(r.body.errorCode).toBe('VALIDATION_ERROR');
+      }
+    });
+  });
+
   describe('execution', () => {
     it('runs with the spec input, reads and writes through the host API, and commits the writes', async () => {
       const s = await schema();

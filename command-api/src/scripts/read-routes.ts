@@ -1,5 +1,5 @@
 import { invalid, type RequestMeta, type RouteSpec, ServiceError } from '@svc/contracts';
-import { grants } from '@svc/domain';
+import { permitsRoute } from '@svc/domain';
 
 /**
  * The read routes a script's list and lookup calls run (docs/scripts.md "Host
@@ -37,8 +37,7 @@ export function readRoutesOf(routes: RouteSpec[]): ReadRoutes {
   return async (method, url, input, meta) => {
     const spec = byKey.get(`${method} ${url}`);
     if (!spec) throw new ServiceError('NOT_IMPLEMENTED', `${method} ${url} is not served by this process`);
-    const may = (a: string) => grants(meta.principal.allowedActions, a);
-    if ((spec.permission && !may(spec.permission)) || (spec.anyPermission && !spec.anyPermission.some(may)))
+    if (!permitsRoute(meta.principal.allowedActions, spec))
       throw new ServiceError('AUTHORIZATION_DENIED', 'The script call was denied.');
     const parse = (schema: RouteSpec['query'], value: unknown, where: string) => {
       if (!schema) return value;

@@ -9,7 +9,7 @@ import {
   type RouteSpec,
   ServiceError,
 } from '@svc/contracts';
-import { grants } from '@svc/domain';
+import { permitsRoute } from '@svc/domain';
 import type { EdgeOptions, PreflightContext } from './edge';
 
 const CONTEXT_HEADER = 'x-context-id';
@@ -82,8 +82,7 @@ export function guardOf(spec: RouteSpec, opts: EdgeOptions, now: () => Date) {
     req.principal = principal;
     if (spec.auth === 'data') {
       if (spec.rootOnly && principal.kind !== 'root') throw forbidden();
-      if (spec.permission && !grants(principal.allowedActions, spec.permission)) throw forbidden();
-      if (spec.anyPermission && !spec.anyPermission.some((a) => grants(principal.allowedActions, a))) throw forbidden();
+      if (!permitsRoute(principal.allowedActions, spec)) throw forbidden();
       if (gates.length) {
         const g: PreflightContext = { req, reply, spec, principal, now: now() };
         for (let i = 0; i < gates.length; i++) {

@@ -24,6 +24,17 @@ export function grants(held: readonly string[], required: string): boolean {
   return false;
 }
 
+/**
+ * Whether `held` passes a route's permission check: its `permission`, and at least one of its `anyPermission` (the
+ * guard's check and scripts' read routes alike).
+ */
+export const permitsRoute = (
+  held: readonly string[],
+  route: { permission?: string; anyPermission?: readonly string[] },
+): boolean =>
+  (!route.permission || grants(held, route.permission)) &&
+  (!route.anyPermission || route.anyPermission.some((a) => grants(held, a)));
+
 /** A permission list `child` may be minted from `parent` only when each entry is covered. */
 export const isSubset = (child: readonly string[], parent: readonly string[]) => child.every((c) => grants(parent, c));
 

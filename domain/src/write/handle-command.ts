@@ -2,6 +2,7 @@ import { conflict, type DomainEvent, type EventMetadata } from '@svc/contracts';
 import {
   type AppendRequest,
   type EventStore,
+  type ReadStreamOptions,
   type StoredEvent,
   WrongExpectedRevisionError,
 } from '../ports/event-store';
@@ -106,12 +107,14 @@ export interface Aggregate<S> {
   evolve(state: S, event: DomainEvent, metadata?: EventMetadata): S;
 }
 
+/** An entity's state from its stream; `options` reads part of it (`maxCount`: the state after that many events). */
 export async function loadAggregate<S>(
   store: EventStore,
   streamId: string,
   agg: Aggregate<S>,
+  options?: ReadStreamOptions,
 ): Promise<{ state: S; revision: number }> {
-  const events = await store.readStream(streamId);
+  const events = await store.readStream(streamId, options);
   const state = events.reduce((s, e: StoredEvent) => agg.evolve(s, e, e.metadata), agg.initialState());
   return { state, revision: events.length ? events[events.length - 1].revision : -1 };
 }

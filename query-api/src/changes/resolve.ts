@@ -6,6 +6,7 @@ import {
   type EventStore,
   folderView,
   HISTORY_TABLES,
+  loadAggregate,
   recordView,
   type Sql,
   type StoredEvent,
@@ -273,11 +274,9 @@ export class ChangeResolver {
 
   /** A document as its stream stood at `revision` (the state a GET answered from right after that event). */
   private async documentAt(id: string, revision: number): Promise<DocumentRow | undefined> {
-    const events = await this.store!.readStream(streams.document(id), { maxCount: revision + 1 });
-    const state = events.reduce(
-      (s, ev) => documentAggregate.evolve(s, ev, ev.metadata),
-      documentAggregate.initialState(),
-    );
+    const { state } = await loadAggregate(this.store!, streams.document(id), documentAggregate, {
+      maxCount: revision + 1,
+    });
     if (!state.exists) return undefined;
     const { exists: _exists, ...doc } = state;
     return doc;

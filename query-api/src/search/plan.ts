@@ -5,6 +5,7 @@ import {
   parseFilters,
   type SourceKind,
   type Sql,
+  DOCUMENT_TABLES,
   FOLDER_TABLES,
   SCHEMA_TABLES,
 } from '@svc/domain';
@@ -13,8 +14,7 @@ import {
  * Turns a validated search body and the caller's credential into an
  * ItemFilter: content types, record type, folders (a root and its
  * descendants), ownership parameters, the credential's data scope, dates and
- * the attribute filters (checked against the schemas of the context when the
- * search covers records only; document payload keys pass through).
+ * the attribute filters (each key checked: see checkFilterKeys).
  */
 export async function planFilter(sql: Sql, p: Principal, b: SearchBody): Promise<ItemFilter> {
   const clauses = parseFilters(b.filters);
@@ -25,21 +25,7 @@ export async function planFilter(sql: Sql, p: Principal, b: SearchBody): Promise
   const tenantId = p.tenantId!;
   const contextId = p.contextId!;
 
-  if (clauses.length && sourceTypes?.length === 1 && sourceTypes[0] === 'record') {
-    const { rows } = await sql.query<{ doc: SchemaDefinition }>(
-      `SELECT doc FROM ${SCHEMA_TABLES.schemas} WHERE tenant_id = $1 AND context_id = $2 AND NOT deleted AND ` +
-        `($3::text ` +
-        `IS NULL OR type_name = $3)`,
-      [tenantId, contextId, b.typeName ?? null],
-    );
-    const known = new Set<string>(BUILTIN_FILTER_KEYS);
-    for (const r of rows) for (const f of r.doc.fields ?? []) if (f.filterable && !f.sensitive) known.add(f.fieldId);
-    for (const c of clauses)
-      if (!known.has(c.key))
-        throw invalid(
-          `filters: unknown key '${c.key}' (not a filterable field of ${b.typeName ?? 'any schema in this context'})`,
-        );
-  }
+  if (clauses.length) await checkFilterKeys(sql, tenantId, contextId, b.typeName, sourceTypes, clauses);
 
   let folderIds: string[] | undefined;
   if (b.folderId) folderIds = [b.folderId];
@@ -77,4 +63,43 @@ export async function planFilter(sql: Sql, p: Principal, b: SearchBody): Promise
     createdBefore: b.createdBefore ? new Date(b.createdBefore).toISOString() : undefined,
     clauses,
   };
+}
+
+/**
+ * 400 for a filter key the search's items cannot carry: not a built-in, not a filterable non-sensitive field of a
+ * schema of the context (of `typeName` when given) and, when documents are searched, not a top-level payload key of
+ * any document of the context (documents let undeclared keys through, and those are filterable). The documents are
+ * read only for keys no schema declares, and stop at the first that has the key.
+ */
+async function checkFilterKeys(
+  sql: Sql,
+  tenantId: string,
+  contextId: string,
+  typeName: string | undefined,
+  sourceTypes: SourceKind[] | undefined,
+  clauses: ItemFilter['clauses'],
+): Promise<void> {
+  const { rows } = await sql.query<{ doc: SchemaDefinition }>(
+    `SELECT doc FROM ${SCHEMA_TABLES.schemas} WHERE tenant_id = $1 AND context_id = $2 AND NOT deleted AND ` +
+      `($3::text IS NULL OR type_name = $3)`,
+    [tenantId, contextId, typeName ?? null],
+  );
+  const known = new Set<string>(BUILTIN_FILTER_KEYS);
+  for (const r of rows) for (const f of r.doc.fields ?? []) if (f.filterable && !f.sensitive) known.add(f.fieldId);
+  let unknown = [...new Set(clauses.map((c) => c.key))].filter((k) => !known.has(k));
+  const documents = !sourceTypes || sourceTypes.includes('document');
+  if (unknown.length && documents) {
+    const { rows: found } = await sql.query<{ key: string }>(
+      `SELECT k AS key FROM unnest($3::text[]) k WHERE EXISTS (SELECT 1 FROM ${DOCUMENT_TABLES.documents} d ` +
+        `WHERE d.tenant_id = $1 AND d.context_id = $2 AND ($4::text IS NULL OR d.type_name = $4) AND d.payload ? k)`,
+      [tenantId, contextId, unknown, typeName ?? null],
+    );
+    const payloadKeys = new Set(found.map((r) => r.key));
+    unknown = unknown.filter((k) => !payloadKeys.has(k));
+  }
+  if (unknown.length)
+    throw invalid(
+      `filters: unknown key '${unknown[0]}' (not a filterable field of ${typeName ?? 'any schema in this context'}` +
+        `${documents ? ' nor a payload key of any document' : ''})`,
+    );
 }

@@ -734,8 +734,18 @@ describe('documents', () => {
     expect((await dfound({ ...q, filters: { region: 'north' } })).sort()).toEqual(['comet', 'longcomet']);
     expect(await dfound({ ...q, filters: { priority: { $gte: 2 } } })).toEqual(['comet']);
     expect(await dfound({ ...q, mode: 'HYBRID', filters: { region: { $in: ['south'] } } })).toEqual(['reef']);
-    // Unified searches accept any well-formed key (documents let undeclared keys through).
+    // A unified search takes a key some document's payload carries; a key no schema declares and no document
+    // carries is unknown: 400, in a unified or a documents search alike.
     expect(await dfound({ query: 'comet', mode: 'TEXT', filters: { region: 'south' } })).toEqual([]);
+    for (const body of [
+      { query: 'comet', mode: 'TEXT', filters: { nosuchkey: 'south' } },
+      { ...q, filters: { region: 'south', nosuchkey: { $in: ['a'] } } },
+      { query: 'comet', mode: 'HYBRID', contentTypes: ['records', 'documents'], filters: { nosuchkey: 1 } },
+    ]) {
+      const r = await search(body, dk);
+      expect(r.status, JSON.stringify(body) + ' → ' + r.text).toBe(400);
+      expect(r.body.message).toContain("unknown key 'nosuchkey'");
+    }
     const g = await api.get(`/v1/documents/${d.reef}`, dk);
     expect(await dfound({ ...q, createdAfter: g.body.createdAt, createdBefore: g.body.createdAt })).toEqual(['reef']);
   });

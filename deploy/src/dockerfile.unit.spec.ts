@@ -112,10 +112,13 @@ describe('deploy/Dockerfile: the build stage copies what npm ci builds', () => {
     expect(pkg.scripts.build).toContain('tsconfig.build.json');
     expect(pkg.scripts.build).toContain('deploy/scripts/finish-build.mjs');
     expect(pkg.scripts.postinstall).toContain('deploy/scripts/fetch-model.mjs');
-    const fetchModelImports = [...read('deploy/scripts/fetch-model.mjs').matchAll(/from '(\.\.?\/[^']+)'/g)].map((m) =>
-      posix.join('deploy/scripts', m[1]),
-    );
+    expect(pkg.scripts.postinstall).toContain('deploy/scripts/make-pglite-template.mjs');
+    const importsOf = (script: string) =>
+      [...read(script).matchAll(/from '(\.\.?\/[^']+)'/g)].map((m) => posix.join('deploy/scripts', m[1]));
+    const fetchModelImports = importsOf('deploy/scripts/fetch-model.mjs');
+    const templateImports = importsOf('deploy/scripts/make-pglite-template.mjs');
     expect(fetchModelImports.length).toBeGreaterThan(0);
+    expect(templateImports.length).toBeGreaterThan(0);
     const extended = posix.normalize(json('contracts/tsconfig.build.json').extends.replace(/^\.\.\//, ''));
     const needed = [
       'package.json',
@@ -124,7 +127,9 @@ describe('deploy/Dockerfile: the build stage copies what npm ci builds', () => {
       extended,
       'deploy/scripts/finish-build.mjs',
       'deploy/scripts/fetch-model.mjs',
+      'deploy/scripts/make-pglite-template.mjs',
       ...fetchModelImports,
+      ...templateImports,
     ];
     expect(needed.filter((f) => !inImage(f))).toEqual([]);
   });

@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { Sql, SqlQueryable } from '@svc/domain';
 import { pgliteSharedBuffers, pgliteWasmModule } from './sql';
+import { seedPgliteDataDir } from './pglite-template.mjs';
 
 type Reply = { id: number; rows?: unknown[]; error?: Record<string, unknown> & { message: string } };
 
@@ -14,6 +15,7 @@ type Reply = { id: number; rows?: unknown[]; error?: Record<string, unknown> & {
  * other statement of this object until it ends (the same rule as PGlite's own `transaction`).
  */
 export async function openPgliteThread(dataDir: string | undefined, o: { nice?: number } = {}): Promise<Sql> {
+  if (dataDir) await seedPgliteDataDir(dataDir, await pgliteWasmModule());
   // Plain .mjs: no TypeScript loader needed in the thread; execArgv [] keeps the parent's loaders and flags out.
   const worker = new Worker(new URL('./pglite-worker.mjs', import.meta.url), {
     execArgv: [],

@@ -6,6 +6,7 @@ import pg from 'pg';
 import { ServiceError } from '@svc/contracts';
 import type { Sql, SqlQueryable } from '@svc/domain';
 import { queryInOneExchange } from './pglite-exchange.mjs';
+import { seedPgliteDataDir } from './pglite-template.mjs';
 
 /** int8 as a JS number: positions and counters stay far below 2^53. */
 const pgTypes = {
@@ -50,6 +51,7 @@ export function pgliteWasmModule(): Promise<WasmModule> {
 
 /** Embedded PostgreSQL (PGlite, WASM) persisted in `dataDir`; single connection, queries serialised. */
 export async function openPglite(dataDir: string | undefined): Promise<Sql> {
+  if (dataDir) await seedPgliteDataDir(dataDir, await pgliteWasmModule());
   const db = await PGlite.create({
     ...(dataDir ? { dataDir } : {}),
     startParams: pgliteStartParams(),

@@ -8,7 +8,7 @@ import {
   commandAreas,
   creditCeilingGate,
   inferenceBalanceGate,
-  readMeteringListener,
+  readMetering,
   readRoutesOf,
   type UsageMeter,
 } from '@svc/command-api';
@@ -95,11 +95,13 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
   };
   const activity = p.activity;
   // Read metering: successful data-plane reads are counted per context and appended in batches (docs/api.md "Usage").
+  let meterStreamedReads: ReturnType<typeof readMetering>['onSend'] | undefined;
   if (servesApi(role)) {
-    const countReads = readMeteringListener(meter, () => all, now);
+    const reads = readMetering(meter, () => all, now);
+    meterStreamedReads = reads.onSend;
     edgeOpts.onResponse = activity
-      ? (req, reply, ms) => (activity.onResponse(req, reply, ms), countReads(req, reply))
-      : countReads;
+      ? (req, reply, ms) => (activity.onResponse(req, reply, ms), reads.onResponse(req, reply))
+      : reads.onResponse;
   } else if (activity) edgeOpts.onResponse = activity.onResponse;
   // Prometheus metrics of this process: every answer observed after the activity log and read metering saw it.
   const metrics = new ServiceMetrics(p.status.role, logSourcesOf(p.status));
@@ -109,6 +111,7 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
     : metrics.onResponse;
   const app = createEdge(edgeOpts);
   app.addHook('onRequest', async (req, reply) => metrics.onRequest(req, reply));
+  if (meterStreamedReads) app.addHook('onSend', meterStreamedReads);
 
   const areas: Area[] = [];
   if (servesCommands(role))

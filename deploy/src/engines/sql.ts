@@ -141,6 +141,10 @@ function unavailableError(e: unknown): unknown {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The advisory lock that serialises schema changes across the processes sharing a server (any fixed key). */
+const DDL_LOCK = 746_201;
+const SCHEMA_CHANGE = /^\s*(CREATE|ALTER|DROP)\s/im;
+
 /**
  * A PostgreSQL server through a `pg` pool. A server that goes away (restarted, failed over) is survived: the pool
  * opens new connections once it answers again, a statement or transaction that fails for it throws 503 UNAVAILABLE
@@ -166,7 +170,10 @@ export async function openPostgres(url: string, max = 10): Promise<Sql> {
     },
     exec: async (text: string) => {
       try {
-        await c.query(text);
+        // Schema changes (CREATE ... IF NOT EXISTS at every start) from processes starting together on one server
+        // can deadlock each other (40P01: two query replicas' read-model DDL): each takes the DDL lock first, held
+        // to the end of the statements' implicit transaction.
+        await c.query(SCHEMA_CHANGE.test(text) ? `SELECT pg_advisory_xact_lock(${DDL_LOCK});\n${text}` : text);
       } catch (e) {
         throw unavailableError(e);
       }

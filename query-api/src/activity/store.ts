@@ -17,12 +17,6 @@ CREATE TABLE IF NOT EXISTS al_entries (
   status int NOT NULL, key_id text, duration_ms double precision, path text, request_id text NOT NULL, error_code text);
 CREATE INDEX IF NOT EXISTS al_entries_tenant_at ON al_entries (tenant_id, at_us DESC);
 CREATE INDEX IF NOT EXISTS al_entries_at ON al_entries USING brin (at_us);`;
-/**
- * Serialises the DDL of processes starting together on one PostgreSQL (concurrent CREATE ... IF NOT EXISTS can
- * collide).
- */
-const DDL_LOCK = 746_201;
-
 /** One entry as stored. */
 export interface ActivityRow {
   tenantId: string;
@@ -73,15 +67,11 @@ export class ActivityLogStore {
 
   /** Creates the table and its indexes (once per instance; idempotent). */
   init(): Promise<void> {
-    this.ready ??= this.sql
-      .tx(async (q) => {
-        await q.query('SELECT pg_advisory_xact_lock($1)', [DDL_LOCK]);
-        await q.exec(ACTIVITY_DDL);
-      })
-      .catch((e) => {
-        this.ready = undefined;
-        throw e;
-      });
+    // On a server, exec serialises schema changes across processes (deploy's openPostgres).
+    this.ready ??= this.sql.exec(ACTIVITY_DDL).catch((e) => {
+      this.ready = undefined;
+      throw e;
+    });
     return this.ready;
   }
 

@@ -30,8 +30,8 @@ const templates = new Map();
 
 /**
  * The directory of an initialised cluster under `root` (made when missing), or undefined when it cannot be made
- * there. PGlite runs initdb inside its WASM when it opens an empty directory: about 7 s of CPU here, and the
- * start's resident peak (1.3 GB against 0.33 GB), against under 1 s to copy and open an initialised one. Made in a
+ * there. PGlite runs initdb inside its WASM when it opens an empty directory: about 7 s of CPU here, and the first
+ * start's resident peak 1.19 GB against 0.81 GB, against under 1 s to copy and open an initialised one. Made in a
  * directory of its own and renamed into place, so processes starting together either see the finished template or
  * make their own and keep whichever landed first. `wasm`: PostgreSQL's compiled WASM module, when the caller has it.
  */

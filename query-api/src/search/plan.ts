@@ -86,20 +86,22 @@ async function checkFilterKeys(
   );
   const known = new Set<string>(BUILTIN_FILTER_KEYS);
   for (const r of rows) for (const f of r.doc.fields ?? []) if (f.filterable && !f.sensitive) known.add(f.fieldId);
-  let unknown = [...new Set(clauses.map((c) => c.key))].filter((k) => !known.has(k));
   const documents = !sourceTypes || sourceTypes.includes('document');
-  if (unknown.length && documents) {
-    const { rows: found } = await sql.query<{ key: string }>(
-      `SELECT k AS key FROM unnest($3::text[]) k WHERE EXISTS (SELECT 1 FROM ${DOCUMENT_TABLES.documents} d ` +
-        `WHERE d.tenant_id = $1 AND d.context_id = $2 AND ($4::text IS NULL OR d.type_name = $4) AND d.payload ? k)`,
-      [tenantId, contextId, unknown, typeName ?? null],
-    );
-    const payloadKeys = new Set(found.map((r) => r.key));
-    unknown = unknown.filter((k) => !payloadKeys.has(k));
-  }
-  if (unknown.length)
+  // One key at a time, stopping at the first unknown one: a request full of invented keys costs one read of the
+  // context's documents, not one per key.
+  for (const key of new Set(clauses.map((c) => c.key))) {
+    if (known.has(key)) continue;
+    if (documents) {
+      const { rows: found } = await sql.query<{ found: boolean }>(
+        `SELECT EXISTS (SELECT 1 FROM ${DOCUMENT_TABLES.documents} d WHERE d.tenant_id = $1 AND d.context_id = $2 ` +
+          `AND ($4::text IS NULL OR d.type_name = $4) AND d.payload ? $3) AS found`,
+        [tenantId, contextId, key, typeName ?? null],
+      );
+      if (found[0]?.found) continue;
+    }
     throw invalid(
-      `filters: unknown key '${unknown[0]}' (not a filterable field of ${typeName ?? 'any schema in this context'}` +
+      `filters: unknown key '${key}' (not a filterable field of ${typeName ?? 'any schema in this context'}` +
         `${documents ? ' nor a payload key of any document' : ''})`,
     );
+  }
 }

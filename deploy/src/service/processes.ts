@@ -54,9 +54,14 @@ export function superviseProcesses(processes: number, logger: Logger): void {
       (e: Error) => worker.isConnected() && worker.send({ type: METRICS_REPLY, id: m.id, error: e.message }),
     );
   });
+  // The line below is what operators (and tests) wait for, so it is written once every process listens.
   fork().once('listening', () => {
-    for (let i = 1; i < processes; i++) fork();
-    logger.info(`${processes} processes serve this role (SERVICE_PROCESSES); supervisor pid ${process.pid}`);
+    let waiting = processes - 1;
+    for (let i = 1; i < processes; i++)
+      fork().once('listening', () => {
+        if (--waiting === 0)
+          logger.info(`${processes} processes serve this role (SERVICE_PROCESSES); supervisor pid ${process.pid}`);
+      });
   });
   for (const sig of ['SIGTERM', 'SIGINT'] as const)
     process.on(sig, () => {

@@ -146,9 +146,15 @@ if (existsSync(out)) {
   const j = JSON.parse(readFileSync(out, 'utf8'));
   const skipped = (j.numPendingTests ?? 0) + (j.numTodoTests ?? 0);
   const again = j.rerunFiles?.length ? ` (${j.rerunFiles.length} files run again after a test process died)` : '';
+  // A file that failed with no failed test (an error while loading it, or in a hook outside every test) counts as
+  // one failed test, named: the count of tests alone would say 0 failed.
+  const broken = (j.testResults ?? []).filter(
+    (f) => f.status === 'failed' && !(f.assertionResults ?? []).some((t) => t.status === 'failed'),
+  );
+  for (const f of broken) console.log(`failed file: ${relative(root, f.name)}: ${(f.message ?? '').split('\n')[0]}`);
   console.log(
-    `\n${throughRouter ? 'Through the router' : 'Tests'}: ${j.numPassedTests} passed, ${j.numFailedTests} ` +
-      `failed, ${skipped} skipped${again}`,
+    `\n${throughRouter ? 'Through the router' : 'Tests'}: ${j.numPassedTests} passed, ` +
+      `${j.numFailedTests + broken.length} failed, ${skipped} skipped${again}`,
   );
 }
 process.exit(r.status ?? 1);

@@ -3,10 +3,9 @@ import { serverUrl } from '../support/engines';
 import { THROUGH_ROUTER, type TestService } from '../support/service';
 
 /**
- * The keyword engine the black-box search suite (search.e2e.spec.ts) runs on:
- * the embedded default (PostgreSQL full-text search on PGlite) unless a wrapper
- * spec (search.es.e2e.spec.ts) sets another one before it imports the suite.
- * Each spec file has its own module graph, so the setting stays in that file.
+ * A keyword engine the black-box search suite (search-suite.ts) runs on: the
+ * embedded default (PostgreSQL full-text search on PGlite) in search.e2e.spec.ts,
+ * Elasticsearch in search.es.e2e.spec.ts.
  */
 export interface SearchE2eEngine {
   name: string;
@@ -55,8 +54,4 @@ const embedded: SearchE2eEngine = {
 
 /** Through the router (E2E_TARGET=router) the split deployment's keyword leg is on Elasticsearch. */
 export const searchE2eEngine: SearchE2eEngine =
-  THROUGH_ROUTER && serverUrl('elasticsearch') ? elasticsearchEngine(serverUrl('elasticsearch')!) : { ...embedded };
-
-export function useSearchEngine(e: SearchE2eEngine): void {
-  Object.assign(searchE2eEngine, e);
-}
+  THROUGH_ROUTER && serverUrl('elasticsearch') ? elasticsearchEngine(serverUrl('elasticsearch')!) : embedded;

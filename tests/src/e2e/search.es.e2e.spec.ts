@@ -1,9 +1,10 @@
 import { afterAll, describe, it } from 'vitest';
 import { serverUrl } from '../support/engines';
-import { elasticsearchEngine, useSearchEngine } from './search-engine';
+import { elasticsearchEngine } from './search-engine';
+import { searchSuite } from './search-suite';
 
 /**
- * The black-box search suite (search.e2e.spec.ts, every test) on the service
+ * The black-box search suite (every test of search.e2e.spec.ts) on the service
  * with its keyword leg on Elasticsearch (ELASTICSEARCH_URL, an index prefix of
  * its own); vectors stay on LanceDB. The degradation test closes the index to
  * make the keyword leg fail, then reopens it.
@@ -15,7 +16,6 @@ if (!url) {
   });
 } else {
   const engine = elasticsearchEngine(url);
-  useSearchEngine(engine);
   afterAll(() => engine.dropIndex());
-  await import('./search.e2e.spec');
+  searchSuite(engine);
 }

@@ -2,6 +2,7 @@ import type { RouteSpec } from '@svc/contracts';
 import {
   type BlobStore,
   type EventStore,
+  type PriceTable,
   type SearchEngines,
   type Sql,
   storageGrants,
@@ -27,15 +28,33 @@ import type { Config } from './config';
 
 /**
  * The models this deployment serves: the built-in extractive model (ranking sentences with the search's embedder)
- * and, with LLM_URL, each of LLM_MODELS on that endpoint, the first of them the default.
+ * and, with LLM_URL, each of LLM_MODELS on that endpoint, the first of them the default; priced by the price
+ * table's `inference` section.
  */
-export function defaultModels(search?: SearchEngines, llm?: Config['llm'], traced = false): ModelCatalog {
-  const builtin = searchBuiltinModel(search);
+export function defaultModels(
+  search: SearchEngines | undefined,
+  llm: Config['llm'] | undefined,
+  prices: PriceTable['inference'],
+  traced = false,
+): ModelCatalog {
+  const builtin = searchBuiltinModel(search, {
+    inputCreditsPer1kTokens: prices.builtinInputCreditsPer1kTokens,
+    outputCreditsPer1kTokens: prices.builtinOutputCreditsPer1kTokens,
+  });
   const remote = (llm?.models ?? []).map((id) =>
-    openAiModel({ url: llm!.url, apiKey: llm!.apiKey, id, contextWindow: llm!.contextWindow, stallMs: llm!.stallMs }),
+    openAiModel({
+      url: llm!.url,
+      apiKey: llm!.apiKey,
+      id,
+      contextWindow: llm!.contextWindow,
+      stallMs: llm!.stallMs,
+      inputCreditsPer1kTokens: prices.llmInputCreditsPer1kTokens,
+      outputCreditsPer1kTokens: prices.llmOutputCreditsPer1kTokens,
+    }),
   );
   // With traces on (OTEL_EXPORTER_OTLP_ENDPOINT), a span per model call.
-  return new ModelCatalog([...remote, builtin].map((m) => (traced ? traceModel(m) : m)));
+  const models = [...remote, builtin].map((m) => (traced ? traceModel(m) : m));
+  return new ModelCatalog(models, undefined, prices.centsPerCredit);
 }
 
 /** The write path's read-model ports (commandAreas' `ports`), on the projectors' tables in `sql`. */

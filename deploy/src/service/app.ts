@@ -148,7 +148,7 @@ export function buildApp(role: RoleTraits, p: AppParts): FastifyInstance {
       presigned: s3,
       search,
       log: p.log,
-      models: defaultModels(search, config.llm, !!config.otlpEndpoint),
+      models: defaultModels(search, config.llm, config.prices.inference, !!config.otlpEndpoint),
       changes: p.changes,
     });
   if (servesQueries(role)) areas.push(...readAreas());

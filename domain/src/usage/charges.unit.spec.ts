@@ -45,6 +45,15 @@ describe('price table', () => {
     expect(() => loadPrices('{"nope": {}}')).toThrow(/PRICES_JSON/);
     expect(() => loadPrices('{"textIngest": {"unitBytes": 0}}')).toThrow(/unitBytes/);
     expect(() => loadPrices('not json')).toThrow(/not valid JSON/);
+    // Inference prices may be fractional; negative ones are refused.
+    const i = loadPrices(JSON.stringify({ inference: { centsPerCredit: 0.25, llmOutputCreditsPer1kTokens: 1.5 } }));
+    expect(i.inference).toEqual({
+      ...DEFAULT_PRICES.inference,
+      centsPerCredit: 0.25,
+      llmOutputCreditsPer1kTokens: 1.5,
+    });
+    expect(DEFAULT_PRICES.inference.centsPerCredit).toBe(0.1);
+    expect(() => loadPrices('{"inference": {"centsPerCredit": -1}}')).toThrow(/inference.centsPerCredit/);
   });
 
   it(

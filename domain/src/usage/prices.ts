@@ -33,6 +33,17 @@ export interface PriceTable {
    * Monthly allowances in whole credits per plan; `enterprise` takes the account's `creditLimit` (none: no ceiling).
    */
   allowances: { free: number; starter: number; pro: number; scale: number };
+  /**
+   * Inference, charged to the account's inference balance in cents: each model's credits per 1k input and output
+   * tokens (the built-in model's, and each LLM_MODELS model's), and what a credit costs in cents.
+   */
+  inference: {
+    centsPerCredit: number;
+    builtinInputCreditsPer1kTokens: number;
+    builtinOutputCreditsPer1kTokens: number;
+    llmInputCreditsPer1kTokens: number;
+    llmOutputCreditsPer1kTokens: number;
+  };
 }
 
 const KB = 1024;
@@ -48,10 +59,19 @@ export const DEFAULT_PRICES: PriceTable = {
   scriptExecution: { baselineMillis: 5, includedMillis: 50, millisPerMilli: 1 },
   reads: { includedCalls: 100_000, callsPerCredit: 1000, includedBytes: GB, bytesPerCredit: 10 * MB },
   allowances: { free: 1000, starter: 50_000, pro: 250_000, scale: 1_000_000 },
+  inference: {
+    centsPerCredit: 0.1,
+    builtinInputCreditsPer1kTokens: 0,
+    builtinOutputCreditsPer1kTokens: 0,
+    llmInputCreditsPer1kTokens: 1,
+    llmOutputCreditsPer1kTokens: 2,
+  },
 };
 
 const amount = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const unit = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+/** Inference prices may be fractional (half a credit per 1k tokens). */
+const rate = z.number().min(0).max(1_000_000);
 const override = z
   .object({
     writes: z.object({ recordMilli: amount, documentMilli: amount }).partial().strict(),
@@ -68,6 +88,16 @@ const override = z
       .partial()
       .strict(),
     allowances: z.object({ free: amount, starter: amount, pro: amount, scale: amount }).partial().strict(),
+    inference: z
+      .object({
+        centsPerCredit: rate,
+        builtinInputCreditsPer1kTokens: rate,
+        builtinOutputCreditsPer1kTokens: rate,
+        llmInputCreditsPer1kTokens: rate,
+        llmOutputCreditsPer1kTokens: rate,
+      })
+      .partial()
+      .strict(),
   })
   .partial()
   .strict();

@@ -60,6 +60,9 @@ export function builtinModel(
     embedQuery?: (text: string) => Promise<number[]>;
     contextWindow?: number;
     rerank?: number;
+    /** Prices per 1k tokens (PRICES_JSON `inference`; default 0 and 0: its calls are counted, not charged). */
+    inputCreditsPer1kTokens?: number;
+    outputCreditsPer1kTokens?: number;
   } = {},
 ): InferenceModel {
   const entry: ModelEntry = {
@@ -67,8 +70,8 @@ export function builtinModel(
     name: 'Built-in extractive (answers with sentences from your content)',
     provider: 'builtin',
     contextWindow: o.contextWindow ?? 8192,
-    inputCreditsPer1kTokens: 0,
-    outputCreditsPer1kTokens: 0,
+    inputCreditsPer1kTokens: o.inputCreditsPer1kTokens ?? 0,
+    outputCreditsPer1kTokens: o.outputCreditsPer1kTokens ?? 0,
     availableOn: [...PLAN_TIERS],
   };
   const embedder = o.embedder;
@@ -114,18 +117,28 @@ export function builtinModel(
  * The built-in model of a deployment: ranking sentences with the search's embedder, or, without an embedding model
  * (BUILTIN_EMBEDDINGS_MODEL=none) or without search, by their words alone.
  */
-export function searchBuiltinModel(search?: SearchEngines): InferenceModel {
+export function searchBuiltinModel(
+  search?: SearchEngines,
+  prices: Pick<ModelEntry, 'inputCreditsPer1kTokens' | 'outputCreditsPer1kTokens'> = {
+    inputCreditsPer1kTokens: 0,
+    outputCreditsPer1kTokens: 0,
+  },
+): InferenceModel {
   const embedder = search && search.embedder.unavailable === undefined ? search.embedder : undefined;
-  return builtinModel({ embedder, embedQuery: embedder ? (q) => search!.embedQuery(q) : undefined });
+  return builtinModel({ embedder, embedQuery: embedder ? (q) => search!.embedQuery(q) : undefined, ...prices });
 }
 
 /** The catalog: every model this deployment serves, and the default. */
 export class ModelCatalog {
   private readonly byId: Map<string, InferenceModel>;
 
+  /**
+   * `centsPerCredit`: what a credit of the models' prices costs on the inference balance (PRICES_JSON `inference`).
+   */
   constructor(
     readonly models: InferenceModel[],
     readonly defaultModel: string = models[0]?.entry.id ?? BUILTIN_MODEL_ID,
+    readonly centsPerCredit = 0.1,
   ) {
     this.byId = new Map(models.map((m) => [m.entry.id, m]));
   }

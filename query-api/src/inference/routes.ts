@@ -141,12 +141,12 @@ export function inferenceRoutes(d: InferenceDeps): RouteSpec[] {
         outputTokens,
         model: model.entry.id,
         platformCreditsCharged: 0,
-        inferenceBalanceCentsCharged: costCents(model.entry, inputTokens, outputTokens),
+        inferenceBalanceCentsCharged: costCents(model.entry, inputTokens, outputTokens, d.catalog.centsPerCredit),
       });
     } finally {
       // Also reached when the client goes away mid-stream: the model is stopped and charged what it produced.
       if (!finished) abort.abort();
-      const cents = costCents(model.entry, inputTokens, outputTokens);
+      const cents = costCents(model.entry, inputTokens, outputTokens, d.catalog.centsPerCredit);
       await d.meter
         ?.inferenceCall(meta, req.surface, cents)
         .catch((e) => d.log?.(`inference: usage not recorded: ${e instanceof Error ? e.message : String(e)}`));

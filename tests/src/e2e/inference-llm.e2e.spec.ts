@@ -302,3 +302,57 @@ describe('OpenAI-compatible model adapter (LLM_URL) against a loopback provider'
     },
   );
 });
+
+describe('inference prices from PRICES_JSON (the inference section of the price table)', () => {
+  const p = provider();
+  let svc: TestService;
+  const PRICES = {
+    inference: {
+      centsPerCredit: 1,
+      llmInputCreditsPer1kTokens: 10,
+      llmOutputCreditsPer1kTokens: 50,
+      builtinInputCreditsPer1kTokens: 2.5,
+    },
+  };
+
+  beforeAll(async () => {
+    const port = await freePort();
+    await new Promise<void>((r) => p.server.listen(port, '127.0.0.1', () => r()));
+    svc = await startService({
+      env: { LLM_URL: `http://127.0.0.1:${port}/v1`, LLM_MODELS: 'fake-large', PRICES_JSON: JSON.stringify(PRICES) },
+    });
+  }, 120_000);
+  afterAll(async () => {
+    p.server.closeAllConnections();
+    await new Promise((r) => p.server.close(r));
+    await svc?.stop();
+  });
+
+  it('the catalog shows the configured prices; calls are charged by them', async () => {
+    const a = await svc.api.newAccount({ plan: 'pro', inferenceBalanceCents: 1000 });
+    const key = a.tenants.live.rootKey;
+    const models = (await svc.api.get('/v1/models', key)).body.models as Array<Record<string, unknown>>;
+    expect(models.map((m) => [m.id, m.inputCreditsPer1kTokens, m.outputCreditsPer1kTokens])).toEqual([
+      ['fake-large', 10, 50],
+      ['builtin-extractive', 2.5, 0], // the output price keeps its default
+    ]);
+    const balance = async () => (await svc.api.get('/v1/usage', key)).body.inference.balanceCents as number;
+
+    const r = await stream(`${svc.url}/v1/chat`, key, { messages: [{ role: 'user', content: 'Say hello' }] });
+    const done = r.frames.at(-1)!.data;
+    expect(done).toMatchObject({ model: 'fake-large', inputTokens: 1234, outputTokens: 4 });
+    // (1.234 x 10 + 0.004 x 50) credits x 1 cent = 12.54, rounded up.
+    expect(done.inferenceBalanceCentsCharged).toBe(13);
+    await eventually(async () => (await balance()) === 987, 10_000);
+
+    const b = await stream(`${svc.url}/v1/chat`, key, {
+      model: 'builtin-extractive',
+      messages: [{ role: 'user', content: 'word '.repeat(1500) }],
+    });
+    const d = b.frames.at(-1)!.data;
+    expect(d.model).toBe('builtin-extractive');
+    expect(d.inputTokens).toBeGreaterThan(1000);
+    expect(d.inferenceBalanceCentsCharged).toBe(Math.ceil((d.inputTokens / 1000) * 2.5));
+    await eventually(async () => (await balance()) === 987 - d.inferenceBalanceCentsCharged, 10_000);
+  });
+});

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freshPostgresSchema, serverUrl, tempDir } from '../support/engines';
 import { Router } from '../support/router';
@@ -95,7 +95,11 @@ export class Topology {
       await t.startRole('projector');
       await Promise.all(t.queryNames().map((name) => t.startRole('query', name)));
       await t.startRole('command');
-      t.bootstrap = JSON.parse(readFileSync(join(dir.dir, 'bootstrap.json'), 'utf8'));
+      // The command role writes it on an empty log; when it did not, its output says why (CI saw it missing once).
+      const keys = join(dir.dir, 'bootstrap.json');
+      if (!existsSync(keys))
+        throw new Error(`no bootstrap.json after the roles started; command output:\n${t.role('command').output()}`);
+      t.bootstrap = JSON.parse(readFileSync(keys, 'utf8'));
       t.router = await Router.start(t.upstreams());
       t.api = new Api(t.router.url);
     } catch (e) {

@@ -94,6 +94,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await engines?.vectors.close();
+  // The model pool is the test process's: left open, later files in this process would find it loaded.
+  await engines?.embedder.close?.();
   await sql?.close();
   tmp.remove();
 });

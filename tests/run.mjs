@@ -151,10 +151,10 @@ if (existsSync(out)) {
   const broken = (j.testResults ?? []).filter(
     (f) => f.status === 'failed' && !(f.assertionResults ?? []).some((t) => t.status === 'failed'),
   );
-  for (const f of broken)
-    console.log(
-      `failed file: ${relative(root, f.name)}: ${(f.message || 'a hook failed outside its tests (see above)').split('\n')[0]}`,
-    );
+  for (const f of broken) {
+    const why = (f.message || 'a hook failed outside its tests (see above)').split('\n')[0];
+    console.log(`failed file: ${relative(root, f.name)}: ${why}`);
+  }
   console.log(
     `\n${throughRouter ? 'Through the router' : 'Tests'}: ${j.numPassedTests} passed, ` +
       `${j.numFailedTests + broken.length} failed, ${skipped} skipped${again}`,

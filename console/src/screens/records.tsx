@@ -590,20 +590,24 @@ function EditRecord({ schema, id }: { schema: Schema; id: string }) {
 function RecordForm({ schema, existing }: { schema: Schema; existing?: RecordView }) {
   const client = useClient();
   const fields: SchemaField[] = schema.fields ?? [];
-  const before = (existing?.payload ?? {}) as Record<string, unknown>;
+  // The version the draft was made from: saving is checked against it (expectedVersion), and a PATCH sends what
+  // changed from it.
+  const [base, setBase] = useState(existing);
+  const before = (base?.payload ?? {}) as Record<string, unknown>;
   const [draft, setDraft] = useState<PayloadDraft>(() => draftOf(fields, before));
+  const edited = useRef(false);
   const [externalId, setExternalId] = useState(existing?.externalId ?? '');
   const [method, setMethod] = useState<'PATCH' | 'PUT'>('PATCH');
   const [error, setError] = useState<ApiError>();
   const [busy, setBusy] = useState(false);
   const paths = useMemo(() => ['externalId', 'payload', ...fields.map((f) => `payload.${f.fieldId}`)], [fields]);
-  // A newer version shown while the form is open starts the draft again from it. Not on mount: the draft already
-  // holds this version, and resetting it after the first paint dropped what the person typed in the meantime.
-  const drafted = useRef(existing?.version);
+  // A newer version shown while the form is open starts the draft again from it, unless the person has edited it:
+  // their edit stays, based on the version they edited, and saving it over the newer one is refused as a conflict
+  // (resetting dropped the edit silently, and the save then overwrote the newer version with the old values).
   useEffect(() => {
-    if (drafted.current === existing?.version) return;
-    drafted.current = existing?.version;
-    setDraft(draftOf(fields, before));
+    if (base?.version === existing?.version || edited.current) return;
+    setBase(existing);
+    setDraft(draftOf(fields, (existing?.payload ?? {}) as Record<string, unknown>));
   }, [existing?.version]);
 
   async function submit(e: Event) {
@@ -626,14 +630,14 @@ function RecordForm({ schema, existing }: { schema: Schema; existing?: RecordVie
         saved = await unwrap(
           client.PUT('/v1/records/{id}', {
             params: { path: { id: existing.id } },
-            body: { typeName: schema.typeName, payload: payloadOf(fields, draft), expectedVersion: existing.version },
+            body: { typeName: schema.typeName, payload: payloadOf(fields, draft), expectedVersion: base!.version },
           }),
         );
       } else {
         saved = await unwrap(
           client.PATCH('/v1/records/{id}', {
             params: { path: { id: existing.id } },
-            body: { payload: patchOf(fields, draft, before), expectedVersion: existing.version },
+            body: { payload: patchOf(fields, draft, before), expectedVersion: base!.version },
           }),
         );
       }
@@ -655,8 +659,8 @@ function RecordForm({ schema, existing }: { schema: Schema; existing?: RecordVie
       <form onSubmit={submit} noValidate>
         {existing ? (
           <p>
-            Editing version {existing.version}. Saving sends <code>expectedVersion: {existing.version}</code>: if
-            someone changed the record since, the service refuses with a conflict and nothing is overwritten.
+            Editing version {base!.version}. Saving sends <code>expectedVersion: {base!.version}</code>: if someone
+            changed the record since, the service refuses with a conflict and nothing is overwritten.
           </p>
         ) : (
           <TextField
@@ -670,7 +674,15 @@ function RecordForm({ schema, existing }: { schema: Schema; existing?: RecordVie
         )}
         <fieldset>
           <legend>Payload</legend>
-          <PayloadFields fields={fields} draft={draft} onChange={setDraft} error={error} />
+          <PayloadFields
+            fields={fields}
+            draft={draft}
+            onChange={(d) => {
+              edited.current = true;
+              setDraft(d);
+            }}
+            error={error}
+          />
         </fieldset>
         {existing ? (
           <SelectField

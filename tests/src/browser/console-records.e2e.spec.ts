@@ -86,10 +86,11 @@ describe.skipIf(!!CHROMIUM_SKIP_REASON)('the web console: records', () => {
     expect(saved).toMatch(/"priority": 2/);
     expect(saved).toMatch(/"title": "Water the tomatoes at six"/);
 
-    // PUT: the payload is replaced by the form's (the cleared priority is gone). The form is edited once it holds the
-    // record (filled before, the loaded record would overwrite the edit: seen through the router).
+    // PUT: the payload is replaced by the form's (the cleared priority is gone). The form is edited once it holds
+    // version 2 (an edit made on an older version shown first is kept, and its save refused as a conflict).
     await page.getByRole('link', { name: 'Edit record' }).click();
     await expect.poll(() => page.getByRole('heading', { name: 'Edit record task-1' }).count()).toBe(1);
+    await expect.poll(() => page.getByText('Editing version 2.').count()).toBe(1);
     await expect.poll(() => page.getByLabel('priority (number)').inputValue()).toBe('2');
     await page.getByLabel('priority (number)').fill('');
     await page.getByLabel('Save as').selectOption('PUT');

@@ -28,7 +28,8 @@ export default defineConfig({
     // isolate false: a test process runs file after file with its modules already loaded. Each file imported the
     // service afresh (collection: 415-505 s of CPU in a full run) and compiled PostgreSQL's WASM again (an in-process
     // service start: 4.8 s of CPU first, 1.6-2.1 s after). Suites leave no state behind: each starts its own service
-    // on its own data directory and restores what it sets in process.env.
+    // on its own data directory, closes what it opens (a model pool left open is found by later files) and restores
+    // what it sets in process.env; a suite two spec files run is a function each calls.
     poolOptions: { forks: { maxForks: 2, minForks: 1, isolate: false } },
   },
 });

@@ -117,7 +117,21 @@ function provider() {
     res.write('data: [DONE]\n\n');
     res.end();
   });
-  return { server, seen, closed };
+  return {
+    server,
+    seen,
+    closed,
+    /** Listens on a free loopback port; the base URL to give LLM_URL. */
+    async listen(): Promise<string> {
+      const port = await freePort();
+      await new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
+      return `http://127.0.0.1:${port}/v1`;
+    },
+    async close(): Promise<void> {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
 }
 
 describe('OpenAI-compatible model adapter (LLM_URL) against a loopback provider', () => {
@@ -127,11 +141,9 @@ describe('OpenAI-compatible model adapter (LLM_URL) against a loopback provider'
   let free: string;
 
   beforeAll(async () => {
-    const port = await freePort();
-    await new Promise<void>((r) => p.server.listen(port, '127.0.0.1', () => r()));
     svc = await startService({
       env: {
-        LLM_URL: `http://127.0.0.1:${port}/v1`,
+        LLM_URL: await p.listen(),
         LLM_API_KEY: 'sk-test-provider',
         LLM_MODELS: 'fake-large,fake-small',
         LLM_STALL_MS: '500',
@@ -141,8 +153,7 @@ describe('OpenAI-compatible model adapter (LLM_URL) against a loopback provider'
     free = (await svc.api.newAccount({ plan: 'free', inferenceBalanceCents: 1000 })).tenants.live.rootKey;
   }, 120_000);
   afterAll(async () => {
-    p.server.closeAllConnections();
-    await new Promise((r) => p.server.close(r));
+    await p.close();
     await svc?.stop();
   });
 
@@ -316,15 +327,12 @@ describe('inference prices from PRICES_JSON (the inference section of the price 
   };
 
   beforeAll(async () => {
-    const port = await freePort();
-    await new Promise<void>((r) => p.server.listen(port, '127.0.0.1', () => r()));
     svc = await startService({
-      env: { LLM_URL: `http://127.0.0.1:${port}/v1`, LLM_MODELS: 'fake-large', PRICES_JSON: JSON.stringify(PRICES) },
+      env: { LLM_URL: await p.listen(), LLM_MODELS: 'fake-large', PRICES_JSON: JSON.stringify(PRICES) },
     });
   }, 120_000);
   afterAll(async () => {
-    p.server.closeAllConnections();
-    await new Promise((r) => p.server.close(r));
+    await p.close();
     await svc?.stop();
   });
 
